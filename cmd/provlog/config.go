@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the sidecar's YAML configuration (DESIGN §4).
+type Config struct {
+	// Data is the data dir (default ./provlog-data).
+	Data string `yaml:"data"`
+	// Origin names the log when the data dir is first created.
+	Origin string `yaml:"origin"`
+	// Actor is the actor of stdio clients and the owner of local.token
+	// (default "local").
+	Actor string `yaml:"actor"`
+	// Actors map HTTP bearer tokens, stored as hex SHA-256, to actors.
+	Actors []TokenConfig `yaml:"actors"`
+	// Readers hold read-only tokens for the log API's entry contents.
+	Readers []TokenConfig `yaml:"readers"`
+	// PublicEntries serves entry bundles, entries and proofs without a token.
+	PublicEntries bool `yaml:"public_entries"`
+
+	// Not built yet; present so a config naming them fails clearly.
+	Servers   []yaml.Node `yaml:"servers"`
+	Anchors   *yaml.Node  `yaml:"anchors"`
+	Witnesses []yaml.Node `yaml:"witnesses"`
+}
+
+// TokenConfig maps one token to an actor id.
+type TokenConfig struct {
+	ID          string `yaml:"id"`
+	TokenSHA256 string `yaml:"token_sha256"`
+}
+
+func loadConfig(path string) (*Config, error) {
+	cfg := &Config{}
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading config: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec.KnownFields(true)
+		if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) { // an empty file is the defaults
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if cfg.Data == "" {
+		cfg.Data = "./provlog-data"
+	}
+	if cfg.Actor == "" {
+		cfg.Actor = "local"
+	}
+	switch {
+	case len(cfg.Servers) > 0:
+		return nil, errors.New("config: servers: proxying downstream MCP servers is not built yet")
+	case cfg.Anchors != nil:
+		return nil, errors.New("config: anchors: external anchoring is not built yet")
+	case len(cfg.Witnesses) > 0:
+		return nil, errors.New("config: witnesses: witnessing is not built yet")
+	}
+	for _, list := range [][]TokenConfig{cfg.Actors, cfg.Readers} {
+		for _, t := range list {
+			if t.ID == "" {
+				return nil, errors.New("config: a token entry has no id")
+			}
+			if h, err := hex.DecodeString(t.TokenSHA256); err != nil || len(h) != sha256.Size {
+				return nil, fmt.Errorf("config: token_sha256 of %q must be 64 hex digits (the SHA-256 of the token, never the token)", t.ID)
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// tokens maps bearer tokens, kept only as SHA-256, to actors.
+type tokens struct {
+	entries []tokenEntry
+}
+
+type tokenEntry struct {
+	hash   [sha256.Size]byte
+	actor  string
+	reader bool // may read the log, but is no actor
+}
+
+func (t *tokens) add(hexHash, actor string, reader bool) {
+	var e tokenEntry
+	h, _ := hex.DecodeString(hexHash)
+	copy(e.hash[:], h)
+	e.actor, e.reader = actor, reader
+	t.entries = append(t.entries, e)
+}
+
+// lookup returns the entry of a presented token. It hashes the token and
+// compares it with every stored hash in constant time, without stopping
+// early, so timing reveals neither the token nor which entry matched.
+func (t *tokens) lookup(token string) (tokenEntry, bool) {
+	h := sha256.Sum256([]byte(token))
+	var found tokenEntry
+	ok := 0
+	for _, e := range t.entries {
+		m := subtle.ConstantTimeCompare(h[:], e.hash[:])
+		if m == 1 && ok == 0 {
+			found = e
+		}
+		ok |= m
+	}
+	return found, ok == 1
+}
+
+// fromRequest authenticates an HTTP request's bearer token.
+func (t *tokens) fromRequest(r *http.Request) (tokenEntry, bool) {
+	tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !found || tok == "" {
+		return tokenEntry{}, false
+	}
+	return t.lookup(tok)
+}
+
+// ensureLocalToken returns the local actor's token hash, making the token file
+// (0600) on first start.
+func ensureLocalToken(data string) (string, error) {
+	path := filepath.Join(data, localToken)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		raw := make([]byte, 32)
+		if _, err := rand.Read(raw); err != nil {
+			return "", err
+		}
+		b = []byte(base64.RawURLEncoding.EncodeToString(raw))
+		if err := writeFileSync(path, append(b, '\n'), 0o600); err != nil {
+			return "", fmt.Errorf("writing %s: %w", path, err)
+		}
+	} else if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256(bytes.TrimSpace(b))
+	return hex.EncodeToString(h[:]), nil
+}

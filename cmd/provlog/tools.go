@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logpebble"
+)
+
+func runKeygen(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("keygen", stderr)
+	data := fs.String("data", "", "data dir to create the keys in")
+	origin := fs.String("origin", "", "the log's origin (default provlog.local/<hostname>)")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if *data == "" {
+		return usageErr("--data is required")
+	}
+	if err := keygen(*data, *origin); err != nil {
+		return err
+	}
+	vkey, err := readVKey(filepath.Join(*data, logVKeyFile))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, vkey)
+	return nil
+}
+
+func runVKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("vkey", stderr)
+	data := fs.String("data", "", "data dir")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if *data == "" {
+		return usageErr("--data is required")
+	}
+	vkey, err := readVKey(filepath.Join(*data, logVKeyFile))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, vkey)
+	return nil
+}
+
+// openStore opens a data dir's Pebble store for a command, and says what
+// to do when a running sidecar holds it.
+func openStore(data string) (*logpebble.Store, error) {
+	if _, err := os.Stat(filepath.Join(data, dbDir)); err != nil {
+		return nil, fmt.Errorf("no log in %s (looked for %s)", data, filepath.Join(data, dbDir))
+	}
+	s, err := logpebble.Open(filepath.Join(data, dbDir), nil)
+	if errors.Is(err, logpebble.ErrLocked) {
+		return nil, fmt.Errorf("data dir %s is held by a running provlog sidecar; ask it over HTTP instead with --log http://ADDR", data)
+	}
+	return s, err
+}
+
+func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("prove", stderr)
+	data := fs.String("data", "", "data dir of a stopped sidecar")
+	logURL := fs.String("log", "", "base URL of a running sidecar (e.g. http://127.0.0.1:8080)")
+	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "reader token for --log (default $PROVLOG_TOKEN)")
+	index := fs.Int64("index", -1, "entry index")
+	leaf := fs.String("leaf-hash", "", "entry leaf hash, hex")
+	size := fs.Uint64("size", 0, "tree size to prove against (default: the latest checkpoint)")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if (*data == "") == (*logURL == "") {
+		return usageErr("give exactly one of --data and --log")
+	}
+	if (*index < 0) == (*leaf == "") {
+		return usageErr("give exactly one of --index and --leaf-hash")
+	}
+	var lh []byte
+	if *leaf != "" {
+		var err error
+		if lh, err = hex.DecodeString(*leaf); err != nil || len(lh) != log.HashSize {
+			return usageErr("--leaf-hash must be %d hex digits", 2*log.HashSize)
+		}
+	}
+	if *logURL != "" {
+		r, err := newRemote(*logURL, *token).receipt(ctx, *index, lh, *size)
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(stdout, r)
+		return err
+	}
+	s, err := openStore(*data)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	r, err := prove(ctx, s, *index, lh, *size)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(stdout, r.String())
+	return err
+}
+
+// prove builds a receipt from a store. index < 0 means: look up leafHash.
+// size 0 means the latest checkpoint.
+func prove(ctx context.Context, s log.Storage, index int64, leafHash []byte, size uint64) (*log.Receipt, error) {
+	st, err := s.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if size == 0 {
+		size = st.Size
+	}
+	if size > st.Size {
+		return nil, fmt.Errorf("size %d is beyond the log's size %d", size, st.Size)
+	}
+	cp, err := s.Checkpoint(ctx, size)
+	if errors.Is(err, log.ErrNotFound) {
+		return nil, fmt.Errorf("no checkpoint was signed at size %d; omit --size for the latest", size)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var i uint64
+	if index >= 0 {
+		i = uint64(index)
+	} else if i, err = s.LeafIndex(ctx, leafHash); errors.Is(err, log.ErrNotFound) {
+		return nil, fmt.Errorf("no entry has leaf hash %x", leafHash)
+	} else if err != nil {
+		return nil, err
+	}
+	if i >= size {
+		return nil, fmt.Errorf("entry %d is not in the tree of size %d", i, size)
+	}
+	e, err := s.Entries(ctx, i, i+1)
+	if err != nil {
+		return nil, err
+	}
+	p, err := log.ProveInclusion(ctx, s, i, size)
+	if err != nil {
+		return nil, err
+	}
+	return &log.Receipt{Extra: log.LeafHash(e[0]), Index: i, Proof: p, Checkpoint: cp}, nil
+}
+
+func runVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("verify-proof", stderr)
+	vkeyArg := fs.String("vkey", "", "the log's verifier key, or a file holding it")
+	entryFile := fs.String("entry", "", "file with the exact entry bytes the receipt is for")
+	if err := parseFlags(fs, args, 1); err != nil {
+		return err
+	}
+	if *vkeyArg == "" || fs.NArg() != 1 {
+		return usageErr("--vkey and one receipt FILE are required")
+	}
+	v, err := parseVerifier(*vkeyArg)
+	if err != nil {
+		return err
+	}
+	data, err := readInput(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	r, err := log.ParseReceipt(data)
+	if err != nil {
+		return err
+	}
+	leaf := r.Extra
+	if *entryFile != "" {
+		e, err := os.ReadFile(*entryFile)
+		if err != nil {
+			return err
+		}
+		leaf = log.LeafHash(e)
+	} else if leaf == nil {
+		return usageErr("the receipt names no leaf hash; give the entry with --entry")
+	}
+	c, err := r.Verify(leaf, v)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "OK: entry %d (leaf hash %x) is in %s at size %d\n", r.Index, leaf, c.Origin, c.Size)
+	return nil
+}
+
+// parseVerifier takes a verifier key or the name of a file holding one.
+func parseVerifier(arg string) (note.Verifier, error) {
+	v, err := note.NewVerifier(arg)
+	if err == nil {
+		return v, nil
+	}
+	s, ferr := readVKey(arg)
+	if ferr != nil {
+		return nil, fmt.Errorf("--vkey is neither a verifier key (%v) nor a readable file (%v)", err, ferr)
+	}
+	return note.NewVerifier(s)
+}
+
+func readInput(name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(name)
+}
+
+func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("audit", stderr)
+	data := fs.String("data", "", "data dir of a stopped sidecar")
+	logURL := fs.String("log", "", "base URL of a running sidecar")
+	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "reader token for --log (default $PROVLOG_TOKEN)")
+	vkeyArg := fs.String("vkey", "", "verifier key to trust (default: the data dir's; required with --log)")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if (*data == "") == (*logURL == "") {
+		return usageErr("give exactly one of --data and --log")
+	}
+	var src log.AuditSource
+	vkey := *vkeyArg
+	if *data != "" {
+		if vkey == "" {
+			var err error
+			if vkey, err = readVKey(filepath.Join(*data, logVKeyFile)); err != nil {
+				return err
+			}
+		}
+		s, err := openStore(*data)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		src = s
+	} else {
+		if vkey == "" {
+			return usageErr("--vkey is required with --log")
+		}
+		src = newRemote(*logURL, *token)
+	}
+	v, err := parseVerifier(vkey)
+	if err != nil {
+		return err
+	}
+	if nv, err := note.NewVerifier(vkey); err != nil || nv == nil {
+		// vkey named a file: audit compares genesis with its contents.
+		if vkey, err = readVKey(vkey); err != nil {
+			return err
+		}
+	}
+	rep, err := log.Audit(ctx, src, v, vkey)
+	if err != nil {
+		return fmt.Errorf("FAILED after %d entries and %d checkpoints: %w", rep.Entries, rep.Checkpoints, err)
+	}
+	fmt.Fprintf(stdout, "OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared; size %d\n",
+		v.Name(), rep.Entries, rep.Checkpoints, rep.Nodes, rep.Size)
+	return nil
+}

@@ -1,0 +1,178 @@
+package log
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// AuditSource is what [Audit] reads. A [Storage] is one; a remote log's
+// client can be one too, serving only its latest checkpoint.
+type AuditSource interface {
+	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
+	Checkpoints(ctx context.Context, from uint64, fn func(size uint64, note []byte) error) error
+}
+
+// AuditReport says what an audit checked.
+type AuditReport struct {
+	Entries     uint64 // entries recomputed
+	Checkpoints uint64 // checkpoints verified against the recomputed tree
+	Nodes       uint64 // stored nodes compared with the recomputed ones
+	Size        uint64 // size of the last checkpoint
+}
+
+// AuditError locates what an audit found wrong.
+type AuditError struct {
+	Index uint64 // the entry, or the checkpoint's size
+	What  string
+	Err   error
+}
+
+func (e *AuditError) Error() string {
+	s := fmt.Sprintf("audit: %s at %d", e.What, e.Index)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *AuditError) Unwrap() error { return e.Err }
+
+// auditChunk is how many entries an audit reads at once.
+const auditChunk = 4096
+
+// Audit recomputes the log's tree from its entries and checks every
+// checkpoint src serves: each is signed by v, names v's origin and has the
+// root of the recomputed tree at its size, which also proves every pair of
+// checkpoints consistent. Every entry must parse as an [Entry]; entry 0
+// must be the genesis entry naming this origin and verifier key. When src
+// is also a [NodeReader], every stored node is compared with the
+// recomputed one, and when it has a LeafIndex method, every leaf hash is
+// looked up. The first problem found is returned as an *AuditError.
+func Audit(ctx context.Context, src AuditSource, v note.Verifier, vkey string) (*AuditReport, error) {
+	rep := &AuditReport{}
+	rng := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
+	nodes, _ := src.(NodeReader)
+	leaves, _ := src.(interface {
+		LeafIndex(ctx context.Context, leafHash []byte) (uint64, error)
+	})
+	extend := func(to uint64) error {
+		for rng.End() < to {
+			end := min(to, rng.End()+auditChunk)
+			entries, err := src.Entries(ctx, rng.End(), end)
+			if err != nil {
+				return &AuditError{Index: rng.End(), What: "reading entries", Err: err}
+			}
+			if uint64(len(entries)) != end-rng.End() {
+				return &AuditError{Index: rng.End(), What: "short read of entries"}
+			}
+			var ids []compact.NodeID
+			var want [][]byte
+			visit := func(id compact.NodeID, h []byte) {
+				ids = append(ids, id)
+				want = append(want, h)
+			}
+			for _, e := range entries {
+				i := rng.End()
+				if err := checkEntry(i, e, v, vkey); err != nil {
+					return err
+				}
+				lh := LeafHash(e)
+				if leaves != nil {
+					j, err := leaves.LeafIndex(ctx, lh)
+					if err != nil {
+						return &AuditError{Index: i, What: "leaf hash index has no entry", Err: err}
+					}
+					if j != i {
+						// Duplicates may map elsewhere: that entry must have the same hash.
+						dup, err := src.Entries(ctx, j, j+1)
+						if err != nil || len(dup) != 1 || !bytes.Equal(LeafHash(dup[0]), lh) {
+							return &AuditError{Index: i, What: fmt.Sprintf("leaf hash index points to %d, which holds another entry", j)}
+						}
+					}
+				}
+				if err := rng.Append(lh, visit); err != nil {
+					return &AuditError{Index: i, What: "extending tree", Err: err}
+				}
+			}
+			if nodes != nil && len(ids) > 0 {
+				got, err := nodes.ReadNodes(ctx, ids)
+				if err != nil {
+					return &AuditError{Index: rng.End(), What: "reading stored nodes", Err: err}
+				}
+				for k := range ids {
+					if !bytes.Equal(got[k], want[k]) {
+						return &AuditError{Index: ids[k].Index, What: fmt.Sprintf("stored node at level %d differs from the recomputed one", ids[k].Level)}
+					}
+				}
+				rep.Nodes += uint64(len(ids))
+			}
+			rep.Entries += uint64(len(entries))
+		}
+		return nil
+	}
+	err := src.Checkpoints(ctx, 0, func(size uint64, msg []byte) error {
+		if size < rng.End() {
+			return &AuditError{Index: size, What: "checkpoints out of order"}
+		}
+		if err := extend(size); err != nil {
+			return err
+		}
+		c, _, err := OpenCheckpoint(msg, v)
+		if err != nil {
+			return &AuditError{Index: size, What: "checkpoint does not verify", Err: err}
+		}
+		if c.Size != size {
+			return &AuditError{Index: size, What: fmt.Sprintf("checkpoint stored for size %d says size %d", size, c.Size)}
+		}
+		root := EmptyRoot()
+		if size > 0 {
+			if root, err = rng.GetRootHash(nil); err != nil {
+				return &AuditError{Index: size, What: "computing root", Err: err}
+			}
+		}
+		if !bytes.Equal(root, c.Hash) {
+			return &AuditError{Index: size, What: fmt.Sprintf("checkpoint root %x is not the recomputed root %x", c.Hash, root)}
+		}
+		rep.Checkpoints++
+		rep.Size = size
+		return nil
+	})
+	if err != nil {
+		var ae *AuditError
+		if errors.As(err, &ae) {
+			return rep, err
+		}
+		return rep, &AuditError{Index: rng.End(), What: "reading checkpoints", Err: err}
+	}
+	if rep.Checkpoints == 0 {
+		return rep, &AuditError{What: "log has no checkpoint"}
+	}
+	return rep, nil
+}
+
+// checkEntry checks that entry i parses, and that entry 0 is this log's
+// genesis.
+func checkEntry(i uint64, b []byte, v note.Verifier, vkey string) error {
+	e, err := ParseEntry(b)
+	if err != nil {
+		return &AuditError{Index: i, What: "entry does not parse", Err: err}
+	}
+	if (i == 0) != (e.Kind == KindGenesis) {
+		return &AuditError{Index: i, What: "genesis must be entry 0 and only entry 0"}
+	}
+	if i == 0 {
+		if o, _ := e.Fields["origin"].(string); o != v.Name() {
+			return &AuditError{Index: 0, What: fmt.Sprintf("genesis origin %q is not %q", o, v.Name())}
+		}
+		if k, _ := e.Fields["vkey"].(string); vkey != "" && k != vkey {
+			return &AuditError{Index: 0, What: "genesis names another verifier key"}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package log
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxEntrySize is the largest entry the log accepts, in bytes: the limit of
+// a c2sp.org/tlog-tiles entry bundle's 16-bit length prefix.
+const MaxEntrySize = 65535
+
+// EntryVersion is the value of every entry's "v" field.
+const EntryVersion = 1
+
+// TimeFormat is the layout of an entry's "time" field: RFC 3339 in UTC with
+// exactly nine fractional digits, so entries sort and compare as text.
+const TimeFormat = "2006-01-02T15:04:05.000000000Z"
+
+// Entry kinds written by provlog.
+const (
+	KindGenesis         = "genesis"
+	KindCall            = "call"
+	KindAnchor          = "anchor"
+	KindWitnessConflict = "witness.conflict"
+)
+
+// ErrEntryTooLarge is returned when an encoded entry exceeds MaxEntrySize.
+var ErrEntryTooLarge = errors.New("entry too large")
+
+// reserved names the common fields, which Fields may not set.
+var reserved = map[string]bool{"v": true, "kind": true, "time": true, "actor": true}
+
+// An Entry is one log record. Its wire form is the RFC 8785 canonical JSON
+// object holding "v" (always 1), "kind", "time", "actor" and the members of
+// Fields.
+type Entry struct {
+	Kind  string
+	Time  time.Time
+	Actor string
+	// Fields holds the kind's own members. Values are anything
+	// encoding/json can marshal; they are canonicalized with the rest.
+	Fields map[string]any
+}
+
+// Marshal returns the canonical bytes of e. It fails if Kind is empty, if
+// Fields uses a common field's name, if a value cannot be encoded, or if
+// the result is longer than MaxEntrySize (the error wraps
+// [ErrEntryTooLarge]; move big values to the blob store and keep their hash).
+func (e *Entry) Marshal() ([]byte, error) {
+	if e.Kind == "" {
+		return nil, errors.New("entry: kind is empty")
+	}
+	m := make(map[string]any, len(e.Fields)+4)
+	for k, v := range e.Fields {
+		if reserved[k] {
+			return nil, fmt.Errorf("entry: field %q is reserved", k)
+		}
+		m[k] = v
+	}
+	m["v"] = EntryVersion
+	m["kind"] = e.Kind
+	m["time"] = e.Time.UTC().Format(TimeFormat)
+	m["actor"] = e.Actor
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, fmt.Errorf("entry: encoding %s fields: %w", e.Kind, err)
+	}
+	b, err := Canonicalize(buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("entry: %w", err)
+	}
+	if len(b) > MaxEntrySize {
+		return nil, fmt.Errorf("entry: %s entry is %d bytes, over the limit of %d: %w", e.Kind, len(b), MaxEntrySize, ErrEntryTooLarge)
+	}
+	return b, nil
+}
+
+// ParseEntry parses entry bytes as stored in the log. It accepts only what
+// Marshal produces: a canonical JSON object of at most MaxEntrySize bytes
+// with "v" 1, a non-empty string "kind", a "time" in [TimeFormat] and a
+// string "actor". Numbers in Fields are json.Number.
+func ParseEntry(b []byte) (*Entry, error) {
+	if len(b) > MaxEntrySize {
+		return nil, fmt.Errorf("entry: %d bytes, over the limit of %d: %w", len(b), MaxEntrySize, ErrEntryTooLarge)
+	}
+	c, err := Canonicalize(b)
+	if err != nil {
+		return nil, fmt.Errorf("entry: %w", err)
+	}
+	if !bytes.Equal(c, b) {
+		return nil, errors.New("entry: not in RFC 8785 canonical form")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("entry: not a JSON object: %w", err)
+	}
+	if v, ok := m["v"].(json.Number); !ok || v.String() != "1" {
+		return nil, fmt.Errorf("entry: \"v\" must be %d", EntryVersion)
+	}
+	e := &Entry{}
+	var ok bool
+	if e.Kind, ok = m["kind"].(string); !ok || e.Kind == "" {
+		return nil, errors.New("entry: \"kind\" must be a non-empty string")
+	}
+	ts, ok := m["time"].(string)
+	if !ok {
+		return nil, errors.New("entry: \"time\" must be a string")
+	}
+	// time.Parse is lenient (one-digit hours, a comma before the
+	// fraction), so also require the one spelling Marshal writes.
+	if e.Time, err = time.Parse(TimeFormat, ts); err != nil || e.Time.Format(TimeFormat) != ts {
+		return nil, fmt.Errorf("entry: \"time\" %q is not RFC 3339 UTC with nanoseconds", ts)
+	}
+	if e.Actor, ok = m["actor"].(string); !ok {
+		return nil, errors.New("entry: \"actor\" must be a string")
+	}
+	for k := range reserved {
+		delete(m, k)
+	}
+	e.Fields = m
+	return e, nil
+}
+
+// Genesis returns the genesis entry a new log starts with: the origin, the
+// log's verifier key, the anchoring public key (DER SubjectPublicKeyInfo,
+// base64 in the entry) and the software version that created it.
+func Genesis(t time.Time, origin, vkey string, anchorKey []byte, version string) ([]byte, error) {
+	e := &Entry{Kind: KindGenesis, Time: t, Actor: "provlog", Fields: map[string]any{
+		"origin":     origin,
+		"vkey":       vkey,
+		"anchor_key": anchorKey, // encoding/json writes []byte as base64
+		"version":    version,
+	}}
+	return e.Marshal()
+}

@@ -1,0 +1,19 @@
+package log
+
+import (
+	"crypto/sha256"
+
+	"github.com/transparency-dev/merkle/rfc6962"
+)
+
+// HashSize is the size of every hash in the log (SHA-256).
+const HashSize = sha256.Size
+
+// LeafHash returns the RFC 6962 leaf hash of an entry: SHA-256(0x00 || entry).
+func LeafHash(entry []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(entry) }
+
+// NodeHash returns the RFC 6962 interior node hash SHA-256(0x01 || l || r).
+func NodeHash(l, r []byte) []byte { return rfc6962.DefaultHasher.HashChildren(l, r) }
+
+// EmptyRoot is the root hash of the empty tree, SHA-256 of no bytes.
+func EmptyRoot() []byte { return rfc6962.DefaultHasher.EmptyRoot() }

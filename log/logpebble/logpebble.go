@@ -1,0 +1,705 @@
+// Package logpebble keeps a [log.Storage] in a Pebble v2 database on local
+// disk. The key layout is documented in keys.go.
+//
+// # Durability
+//
+// [Store.Commit] writes a whole batch (entries, leaf hashes and their index,
+// nodes, checkpoint, state) as one Pebble batch committed with pebble.Sync,
+// so it returns only after the write-ahead log is synced. Concurrent syncs
+// share one fsync (Pebble's group commit), but the intended writer is one
+// sequencer that batches appends itself.
+//
+// # Locking
+//
+// Pebble locks the directory: one process at a time. [Open] on a directory
+// another process (or another Store in this process) holds fails with an
+// error wrapping [ErrLocked]; commands that get it should point the user to
+// the running log's HTTP API (--log URL).
+//
+// # Corruption
+//
+// Open checks the stored state against the data cheaply (the last entry,
+// leaf and checkpoint exist, nothing lies past them, the compact range
+// matches the stored nodes) and fails with an error wrapping [ErrCorrupt]
+// rather than repair anything. Once Pebble reports corruption, or a commit
+// fails with its outcome unknown, the Store refuses further commits: it fails
+// closed until it is reopened and checked again.
+//
+// # Memory
+//
+// Pebble's memory is the block cache plus up to two memtables.
+// [DefaultCacheSize] and [DefaultMemTableSize] keep a sidecar serving a log
+// of a million 1 KiB entries well under 150 MiB of RSS.
+package logpebble
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/provlog/provlog/log"
+	"github.com/transparency-dev/merkle/compact"
+)
+
+// formatMajorVersion pins Pebble's on-disk format. Pebble opens a new
+// database at its oldest supported format unless told otherwise, and a
+// format only ever ratchets forward, so the version is named here, not left
+// to FormatNewest (which moves with every Pebble upgrade). FormatValueSeparation
+// is the newest format of Pebble v2.1.7; it includes WAL sync chunks
+// (FormatWALSyncChunks: a torn WAL tail is told apart from corruption on
+// replay) and checksummed sstable footers (FormatTableFormatV6). Value
+// separation itself stays off (Pebble's default policy). Raise this only
+// deliberately, with a note on what the new format brings: stores written by
+// a newer format cannot be opened by an older provlog.
+const formatMajorVersion = pebble.FormatValueSeparation
+
+// Defaults for [Options].
+const (
+	DefaultCacheSize    = 32 << 20
+	DefaultMemTableSize = 32 << 20
+)
+
+var (
+	// ErrLocked is returned (wrapped) by [Open] when another process, or
+	// another open Store, holds the directory.
+	ErrLocked = errors.New("log store is in use by another process")
+
+	// ErrCorrupt is returned (wrapped) when the stored data contradicts
+	// itself or Pebble reports corruption. Nothing is repaired.
+	ErrCorrupt = errors.New("log store is corrupt")
+
+	errClosed = errors.New("log store is closed")
+)
+
+// Options tune a [Store]. A nil *Options, and zero fields, mean the defaults.
+type Options struct {
+	// CacheSize is the size in bytes of Pebble's block cache, which holds
+	// the tree nodes that proofs read. Default [DefaultCacheSize].
+	CacheSize int64
+
+	// MemTableSize is the size in bytes of one Pebble memtable. Larger
+	// memtables mean fewer flushes under append load; Pebble may keep two in
+	// memory. Default [DefaultMemTableSize].
+	MemTableSize uint64
+
+	// Logf receives Pebble's log lines and its background errors, corruption
+	// reports and write stalls. If nil, they are discarded: Pebble never
+	// writes to stdout or stderr on its own.
+	Logf func(format string, args ...any)
+
+	testingOnlyPebble func(*pebble.Options)
+}
+
+// A Store is a [log.Storage] in a Pebble database. It is safe for
+// concurrent use.
+type Store struct {
+	db   *pebble.DB
+	lock *pebble.Lock
+	dir  string
+	logf func(format string, args ...any)
+
+	commitMu sync.Mutex // serializes commits
+
+	mu      sync.Mutex
+	closed  bool
+	state   log.State // the last committed state; its slices are never changed
+	failure error     // why commits are refused, once they are
+	calls   sync.WaitGroup
+}
+
+var _ log.Storage = (*Store)(nil)
+
+// Open opens the log store in dir, creating dir and an empty store if
+// needed, and checks the stored state. It fails with an error wrapping
+// [ErrLocked] if the directory is in use and [ErrCorrupt] if the data
+// contradicts itself.
+func Open(dir string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.CacheSize <= 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = DefaultMemTableSize
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("opening log store: %w", err)
+	}
+	// Take Pebble's lock ourselves, so that a held lock is told apart from
+	// every other reason Open can fail. Failing to create the lock file is a
+	// *fs.PathError; anything else is the lock itself (EAGAIN from fcntl, or
+	// Pebble's "lock held by current process").
+	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("opening log store %s: %w", dir, err)
+		}
+		return nil, fmt.Errorf("opening log store %s: %w (%v)", dir, ErrLocked, err)
+	}
+
+	s := &Store{lock: lock, dir: dir, logf: o.Logf}
+	po := &pebble.Options{
+		FormatMajorVersion: formatMajorVersion,
+		CacheSize:          o.CacheSize,
+		MemTableSize:       o.MemTableSize,
+		Lock:               lock,
+		FS:                 vfs.Default,
+		Logger:             pebbleLogger{o.Logf},
+		EventListener:      s.eventListener(),
+	}
+	// Bloom filters let point reads (checkpoints, nodes read by Get) skip
+	// the levels that do not hold the key.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	if o.testingOnlyPebble != nil {
+		o.testingOnlyPebble(po)
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		lock.Close()
+		if pebble.IsCorruptionError(err) {
+			return nil, fmt.Errorf("opening log store %s: %w: %w", dir, ErrCorrupt, err)
+		}
+		return nil, fmt.Errorf("opening log store %s: %w", dir, err)
+	}
+	s.db = db
+	if err := s.load(); err != nil {
+		db.Close()
+		lock.Close()
+		return nil, fmt.Errorf("opening log store %s: %w", dir, err)
+	}
+	return s, nil
+}
+
+// load reads the stored state into s and checks it against the data.
+func (s *Store) load() error {
+	v, closer, err := s.db.Get(stateKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		it, err := s.db.NewIter(nil)
+		if err != nil {
+			return s.readError(fmt.Errorf("reading keys: %w", err))
+		}
+		defer it.Close()
+		if it.First() {
+			return fmt.Errorf("%w: no state, but key %q is present", ErrCorrupt, it.Key())
+		}
+		return s.readError(it.Error())
+	}
+	if err != nil {
+		return s.readError(fmt.Errorf("reading state: %w", err))
+	}
+	size, rng, err := decodeState(v)
+	closer.Close()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if size == 0 {
+		return fmt.Errorf("%w: state has size 0", ErrCorrupt)
+	}
+
+	// The last entry and leaf are present, and nothing lies beyond them.
+	if err := s.mustHave(size, entryKey(size-1), "entry %d", size-1); err != nil {
+		return err
+	}
+	if err := s.mustHave(size, nodeKey(compact.NewNodeID(0, size-1)), "leaf hash %d", size-1); err != nil {
+		return err
+	}
+	if err := s.mustBeEmpty(entryKey(size), kindEntry+1, "entries past the size %d", size); err != nil {
+		return err
+	}
+	if err := s.mustBeEmpty(checkpointKey(size+1), kindCheckpoint+1, "checkpoints past the size %d", size); err != nil {
+		return err
+	}
+
+	// The compact range is the stored nodes it names.
+	for i, id := range compact.RangeNodes(0, size, nil) {
+		h, closer, err := s.db.Get(nodeKey(id))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return fmt.Errorf("%w: node (%d, %d) of the compact range of size %d is missing", ErrCorrupt, id.Level, id.Index, size)
+		} else if err != nil {
+			return s.readError(fmt.Errorf("reading node (%d, %d): %w", id.Level, id.Index, err))
+		}
+		ok := bytes.Equal(h, rng[i])
+		closer.Close()
+		if !ok {
+			return fmt.Errorf("%w: node (%d, %d) differs from the compact range of size %d", ErrCorrupt, id.Level, id.Index, size)
+		}
+	}
+
+	cp, closer, err := s.db.Get(checkpointKey(size))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("%w: checkpoint for size %d is missing", ErrCorrupt, size)
+	} else if err != nil {
+		return s.readError(fmt.Errorf("reading checkpoint %d: %w", size, err))
+	}
+	s.state = log.State{Size: size, Range: rng, Checkpoint: bytes.Clone(cp)}
+	closer.Close()
+	return nil
+}
+
+func (s *Store) mustHave(size uint64, key []byte, format string, args ...any) error {
+	_, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("%w: state says size %d, but %s is missing", ErrCorrupt, size, fmt.Sprintf(format, args...))
+	} else if err != nil {
+		return s.readError(fmt.Errorf("reading %s: %w", fmt.Sprintf(format, args...), err))
+	}
+	closer.Close()
+	return nil
+}
+
+func (s *Store) mustBeEmpty(lower []byte, upperKind byte, format string, args ...any) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{upperKind}})
+	if err != nil {
+		return s.readError(err)
+	}
+	defer it.Close()
+	if it.First() {
+		return fmt.Errorf("%w: found %s (key %x)", ErrCorrupt, fmt.Sprintf(format, args...), it.Key())
+	}
+	return s.readError(it.Error())
+}
+
+func (s *Store) eventListener() *pebble.EventListener {
+	return &pebble.EventListener{
+		BackgroundError: func(err error) {
+			s.logf("pebble: background error: %v", err)
+			if pebble.IsCorruptionError(err) {
+				s.fail(fmt.Errorf("%w: %w", ErrCorrupt, err))
+			}
+		},
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			err := fmt.Errorf("%w: Pebble found corruption in %s: %v", ErrCorrupt, info.Path, info.Details)
+			s.logf("logpebble: %v", err)
+			s.fail(err)
+		},
+		DiskSlow: func(info pebble.DiskSlowInfo) {
+			s.logf("pebble: %s", info)
+		},
+		LowDiskSpace: func(info pebble.LowDiskSpaceInfo) {
+			s.logf("pebble: %s", info)
+		},
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+			s.logf("pebble: %s", info)
+		},
+		WriteStallEnd: func() {
+			s.logf("pebble: write stall ended")
+		},
+	}
+}
+
+// fail makes every later Commit fail with err.
+func (s *Store) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failure == nil {
+		s.failure = err
+	}
+}
+
+// acquire registers a call that Close must wait for and returns the last
+// committed state, which bounds what the call may read: keys of a commit in
+// progress may be visible in Pebble before Commit returns.
+func (s *Store) acquire(ctx context.Context) (log.State, error) {
+	if err := ctx.Err(); err != nil {
+		return log.State{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return log.State{}, errClosed
+	}
+	s.calls.Add(1)
+	return s.state, nil
+}
+
+// Commit implements [log.Storage.Commit]. A batch it refuses writes
+// nothing. If Pebble fails to commit, the outcome is unknown (the batch may
+// be found after reopening) and the Store refuses further commits.
+func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	st, err := s.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.calls.Done()
+	s.mu.Lock()
+	failure := s.failure
+	s.mu.Unlock()
+	if failure != nil {
+		return fmt.Errorf("refusing to commit to a failed log store: %w", failure)
+	}
+	if err := checkBatch(st.Size, b); err != nil {
+		return fmt.Errorf("refusing batch: %w", err)
+	}
+
+	n := 0
+	for _, e := range b.Entries {
+		n += len(e) + 100 // entry, key, leaf hash, hash index and batch overhead
+	}
+	pb := s.db.NewBatchWithSize(n + 50*len(b.Nodes) + len(b.State.Checkpoint) + 40*len(b.State.Range) + 100)
+	defer pb.Close()
+	key := make([]byte, 0, 1+hashSize+8)
+	for i, e := range b.Entries {
+		idx := b.Start + uint64(i)
+		lh := b.LeafHashes[i]
+		if err := pb.Set(appendEntryKey(key[:0], idx), e, nil); err != nil {
+			return fmt.Errorf("building batch: %w", err)
+		}
+		if err := pb.Set(appendNodeKey(key[:0], compact.NewNodeID(0, idx)), lh, nil); err != nil {
+			return fmt.Errorf("building batch: %w", err)
+		}
+		if err := pb.Set(appendHashKey(key[:0], lh, idx), nil, nil); err != nil {
+			return fmt.Errorf("building batch: %w", err)
+		}
+	}
+	for _, nd := range b.Nodes {
+		if nd.ID.Level == 0 {
+			continue // written from b.LeafHashes, which checkBatch found equal
+		}
+		if err := pb.Set(appendNodeKey(key[:0], nd.ID), nd.Hash, nil); err != nil {
+			return fmt.Errorf("building batch: %w", err)
+		}
+	}
+	if err := pb.Set(checkpointKey(b.State.Size), b.State.Checkpoint, nil); err != nil {
+		return fmt.Errorf("building batch: %w", err)
+	}
+	if err := pb.Set(stateKey, encodeState(b.State.Size, b.State.Range), nil); err != nil {
+		return fmt.Errorf("building batch: %w", err)
+	}
+	if err := pb.Commit(pebble.Sync); err != nil {
+		err = fmt.Errorf("committing batch [%d, %d): %w", b.Start, b.State.Size, err)
+		if pebble.IsCorruptionError(err) {
+			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		s.fail(err)
+		return err
+	}
+
+	next := log.State{Size: b.State.Size, Range: cloneHashes(b.State.Range), Checkpoint: bytes.Clone(b.State.Checkpoint)}
+	if next.Checkpoint == nil {
+		next.Checkpoint = []byte{}
+	}
+	s.mu.Lock()
+	s.state = next
+	s.mu.Unlock()
+	return nil
+}
+
+// State implements [log.Storage.State].
+func (s *Store) State(ctx context.Context) (log.State, error) {
+	st, err := s.acquire(ctx)
+	if err != nil {
+		return log.State{}, err
+	}
+	s.calls.Done()
+	if st.Size == 0 {
+		return log.State{}, nil
+	}
+	return log.State{Size: st.Size, Range: cloneHashes(st.Range), Checkpoint: bytes.Clone(st.Checkpoint)}, nil
+}
+
+// Entries implements [log.Storage.Entries].
+func (s *Store) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
+	st, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.calls.Done()
+	if start > end || end > st.Size {
+		return nil, fmt.Errorf("entries [%d, %d) of a log of size %d: %w", start, end, st.Size, log.ErrNotFound)
+	}
+	out := make([][]byte, 0, end-start)
+	if start == end {
+		return out, nil
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(start), UpperBound: entryKey(end)})
+	if err != nil {
+		return nil, fmt.Errorf("reading entries [%d, %d): %w", start, end, err)
+	}
+	defer it.Close()
+	want := make([]byte, 0, 9)
+	for ok := it.First(); ok; ok = it.Next() {
+		idx := start + uint64(len(out))
+		if !bytes.Equal(it.Key(), appendEntryKey(want[:0], idx)) {
+			return nil, s.corrupt(fmt.Errorf("%w: entry %d of a log of size %d is missing", ErrCorrupt, idx, st.Size))
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, s.readError(fmt.Errorf("reading entry %d: %w", idx, err))
+		}
+		out = append(out, append(make([]byte, 0, len(v)), v...))
+	}
+	if err := it.Error(); err != nil {
+		return nil, s.readError(fmt.Errorf("reading entries [%d, %d): %w", start, end, err))
+	}
+	if uint64(len(out)) != end-start {
+		return nil, s.corrupt(fmt.Errorf("%w: entry %d of a log of size %d is missing", ErrCorrupt, start+uint64(len(out)), st.Size))
+	}
+	return out, nil
+}
+
+// ReadNodes implements [log.Storage.ReadNodes]. It reads the nodes in key
+// order with one iterator; a run of consecutive nodes of one level, such as
+// a tile, is one seek followed by steps.
+func (s *Store) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, error) {
+	st, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.calls.Done()
+	out := make([][]byte, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	for _, id := range ids {
+		if !committed(id, st.Size) {
+			return nil, fmt.Errorf("node (%d, %d) in a log of size %d: %w", id.Level, id.Index, st.Size, log.ErrNotFound)
+		}
+	}
+
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
+	}
+	less := func(a, b int) int { return compareNodes(ids[a], ids[b]) }
+	if !slices.IsSortedFunc(order, less) {
+		slices.SortFunc(order, less)
+	}
+
+	lower, upper := kindBounds(kindNode)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("reading nodes: %w", err)
+	}
+	defer it.Close()
+	slab := make([]byte, hashSize*len(ids))
+	key := make([]byte, 0, 10)
+	var prev compact.NodeID
+	for n, i := range order {
+		id := ids[i]
+		key = appendNodeKey(key[:0], id)
+		found := false
+		switch {
+		case n > 0 && id == prev:
+			found = it.Valid() // a repeated id: the iterator is still on it
+		case n > 0 && id.Level == prev.Level && id.Index == prev.Index+1:
+			found = it.Next() && bytes.Equal(it.Key(), key)
+		}
+		if !found {
+			found = it.SeekGE(key) && bytes.Equal(it.Key(), key)
+		}
+		if !found {
+			if err := it.Error(); err != nil {
+				return nil, s.readError(fmt.Errorf("reading node (%d, %d): %w", id.Level, id.Index, err))
+			}
+			return nil, fmt.Errorf("node (%d, %d): %w", id.Level, id.Index, log.ErrNotFound)
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, s.readError(fmt.Errorf("reading node (%d, %d): %w", id.Level, id.Index, err))
+		}
+		if len(v) != hashSize {
+			return nil, s.corrupt(fmt.Errorf("%w: node (%d, %d) is %d bytes", ErrCorrupt, id.Level, id.Index, len(v)))
+		}
+		h := slab[n*hashSize : (n+1)*hashSize : (n+1)*hashSize]
+		copy(h, v)
+		out[i] = h
+		prev = id
+	}
+	return out, nil
+}
+
+// committed reports whether node id is complete in a log of the given size.
+func committed(id compact.NodeID, size uint64) bool {
+	return id.Level < 64 && id.Index < size>>id.Level
+}
+
+func compareNodes(a, b compact.NodeID) int {
+	if a.Level != b.Level {
+		if a.Level < b.Level {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a.Index < b.Index:
+		return -1
+	case a.Index > b.Index:
+		return 1
+	}
+	return 0
+}
+
+// LeafIndex implements [log.Storage.LeafIndex]. Of several entries with the
+// same leaf hash, it returns the first.
+func (s *Store) LeafIndex(ctx context.Context, leafHash []byte) (uint64, error) {
+	st, err := s.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer s.calls.Done()
+	notFound := fmt.Errorf("leaf hash %x: %w", leafHash, log.ErrNotFound)
+	if len(leafHash) != hashSize {
+		return 0, notFound
+	}
+	lower, upper := hashBounds(leafHash)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return 0, fmt.Errorf("looking up leaf hash: %w", err)
+	}
+	defer it.Close()
+	if !it.First() {
+		if err := it.Error(); err != nil {
+			return 0, s.readError(fmt.Errorf("looking up leaf hash: %w", err))
+		}
+		return 0, notFound
+	}
+	idx, err := hashKeyIndex(it.Key())
+	if err != nil {
+		return 0, s.corrupt(fmt.Errorf("%w: %w", ErrCorrupt, err))
+	}
+	if idx >= st.Size {
+		return 0, notFound // the first entry with this hash is still being committed
+	}
+	return idx, nil
+}
+
+// Checkpoint implements [log.Storage.Checkpoint].
+func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
+	st, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.calls.Done()
+	notFound := fmt.Errorf("checkpoint for size %d: %w", size, log.ErrNotFound)
+	if size == 0 || size > st.Size {
+		return nil, notFound
+	}
+	v, closer, err := s.db.Get(checkpointKey(size))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, notFound
+	} else if err != nil {
+		return nil, s.readError(fmt.Errorf("reading checkpoint for size %d: %w", size, err))
+	}
+	defer closer.Close()
+	return append(make([]byte, 0, len(v)), v...), nil
+}
+
+// Checkpoints implements [log.Storage.Checkpoints]. Close waits for it to
+// return, so fn must not close the store.
+func (s *Store) Checkpoints(ctx context.Context, from uint64, fn func(size uint64, note []byte) error) error {
+	st, err := s.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.calls.Done()
+	if from > st.Size || st.Size == 0 {
+		return nil
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: checkpointKey(from), UpperBound: checkpointKey(st.Size + 1)})
+	if err != nil {
+		return fmt.Errorf("reading checkpoints: %w", err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		size, err := checkpointSize(it.Key())
+		if err != nil {
+			return s.corrupt(fmt.Errorf("%w: %w", ErrCorrupt, err))
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return s.readError(fmt.Errorf("reading checkpoint for size %d: %w", size, err))
+		}
+		if err := fn(size, append(make([]byte, 0, len(v)), v...)); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return s.readError(fmt.Errorf("reading checkpoints: %w", err))
+	}
+	return nil
+}
+
+// Close implements [log.Storage.Close]. It waits for calls in progress to
+// return, then closes Pebble and releases the directory.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errClosed
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.calls.Wait()
+	err := s.db.Close()
+	if lerr := s.lock.Close(); err == nil {
+		err = lerr
+	}
+	if err != nil {
+		return fmt.Errorf("closing log store %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// corrupt records that the store found itself corrupt, so that commits stop,
+// and returns err.
+func (s *Store) corrupt(err error) error {
+	s.logf("logpebble: %v", err)
+	s.fail(err)
+	return err
+}
+
+// readError returns err, failing the store closed if Pebble says the data
+// is corrupt.
+func (s *Store) readError(err error) error {
+	if err != nil && pebble.IsCorruptionError(err) {
+		return s.corrupt(fmt.Errorf("%w: %w", ErrCorrupt, err))
+	}
+	return err
+}
+
+// pebbleLogger sends Pebble's log lines to Options.Logf.
+type pebbleLogger struct {
+	logf func(format string, args ...any)
+}
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	l.logf("pebble: "+format, args...)
+}
+
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.logf("pebble: error: "+format, args...)
+}
+
+// Fatalf is called by Pebble when it cannot go on (Pebble's own logger
+// exits the process). Panicking keeps that promise and leaves a stack trace.
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	l.logf("pebble: fatal: "+format, args...)
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
+
+func cloneHashes(hs [][]byte) [][]byte {
+	out := make([][]byte, len(hs))
+	for i, h := range hs {
+		out[i] = bytes.Clone(h)
+	}
+	return out
+}

@@ -1,0 +1,142 @@
+package log_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+)
+
+// fuzzSigner is a fixed key, so seeds are reproducible.
+func fuzzSigner(f *testing.F) note.Signer {
+	s, err := note.NewSigner("PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz")
+	if err != nil {
+		f.Fatal(err)
+	}
+	return s
+}
+
+// FuzzParseReceipt checks that ParseReceipt never panics and that a receipt
+// it accepts prints back to the same bytes.
+func FuzzParseReceipt(f *testing.F) {
+	s := fuzzSigner(f)
+	leaves := numberedLeaves(5)
+	nodes, ref := buildTree(f, leaves)
+	cp, err := log.SignCheckpoint(log.Checkpoint{Origin: s.Name(), Size: 5, Hash: ref.Hash()}, s)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i := range uint64(5) {
+		p, err := log.ProveInclusion(context.Background(), nodes, i, 5)
+		if err != nil {
+			f.Fatal(err)
+		}
+		r := &log.Receipt{Extra: log.LeafHash(leaves[i]), Index: i, Proof: p, Checkpoint: cp}
+		f.Add([]byte(r.String()))
+		r.Extra = nil
+		f.Add([]byte(r.String()))
+	}
+	f.Add([]byte("c2sp.org/tlog-proof@v1\nextra \nindex 0\n\nx"))
+	f.Add([]byte("c2sp.org/tlog-proof@v1\nindex 18446744073709551615\n\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := log.ParseReceipt(data)
+		if err != nil {
+			return
+		}
+		if got := r.String(); got != string(data) {
+			t.Fatalf("ParseReceipt(%q).String() = %q", data, got)
+		}
+		for _, h := range r.Proof {
+			if len(h) != log.HashSize {
+				t.Fatalf("proof hash of %d bytes", len(h))
+			}
+		}
+	})
+}
+
+// FuzzParseCheckpoint checks that ParseCheckpoint and ParseCheckpointNote
+// never panic, that accepted text prints back to the same bytes, and that
+// OpenCheckpoint never accepts what its key did not sign.
+func FuzzParseCheckpoint(f *testing.F) {
+	s := fuzzSigner(f)
+	v, err := note.NewVerifier("PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, c := range []log.Checkpoint{
+		{Origin: "PeterNeumann", Size: 0, Hash: log.EmptyRoot()},
+		{Origin: "PeterNeumann", Size: 20852163, Hash: log.LeafHash(nil), Extensions: []string{"ext"}},
+	} {
+		f.Add([]byte(c.String()))
+		msg, err := log.SignCheckpoint(c, s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(msg)
+	}
+	f.Add([]byte("example.com/behind-the-sofa\n20852163\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n"))
+	f.Add([]byte("example.com/behind-the-sofa\n20852163\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n\n— example.com/behind-the-sofa Az3grlgtzPICa5OS8npVmf1Myq/5IZniMp+ZJurmRDeOoRDe4URYN7u5/Zhcyv2q1gGzGku9nTo+zyWE+xeMcTOAYQ8=\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if c, err := log.ParseCheckpoint(string(data)); err == nil {
+			if got := c.String(); got != string(data) {
+				t.Fatalf("ParseCheckpoint(%q).String() = %q", data, got)
+			}
+			if len(c.Hash) != log.HashSize {
+				t.Fatalf("hash of %d bytes", len(c.Hash))
+			}
+		}
+		if c, err := log.ParseCheckpointNote(data); err == nil {
+			if !bytes.HasPrefix(data, []byte(c.String())) {
+				t.Fatalf("ParseCheckpointNote(%q) = %q, not the note's text", data, c.String())
+			}
+		}
+		if c, n, err := log.OpenCheckpoint(data, v); err == nil {
+			if n.Text != c.String() || c.Origin != v.Name() {
+				t.Fatalf("OpenCheckpoint(%q) = %+v, text %q", data, c, n.Text)
+			}
+			// Only two notes are signed by this key in the corpus; any other
+			// accepted text would be a forgery.
+			resigned, err := log.SignCheckpoint(c, s)
+			if err != nil || !bytes.HasPrefix(data, resigned[:len(n.Text)]) {
+				t.Fatalf("OpenCheckpoint accepted %q", data)
+			}
+		}
+	})
+}
+
+// FuzzParseEntry checks that ParseEntry never panics and that an entry it
+// accepts marshals back to the same bytes: the log holds one encoding per
+// entry.
+func FuzzParseEntry(f *testing.F) {
+	for _, e := range []*log.Entry{
+		{Kind: log.KindGenesis, Time: time.Unix(0, 0)},
+		{Kind: log.KindCall, Time: time.Date(2026, 7, 1, 12, 30, 45, 123456789, time.UTC), Actor: "alice",
+			Fields: map[string]any{"args": map[string]any{"a": []any{1, 2.5, "x", nil, true}, "é": "\u2028\x01"}, "n": 1e21}},
+	} {
+		b, err := e.Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"actor":"a","kind":"call","time":"2026-07-01T10:30:45.123456789Z","v":1.0}`))
+	f.Add([]byte(`{"actor":"a","kind":"call","time":"2026-02-30T10:30:45.123456789Z","v":1}`))
+	f.Add([]byte(`{"actor":"a","kind":"call","time":"2026-07-01T10:30:45.123456789Z","v":1,"x":-0}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, err := log.ParseEntry(data)
+		if err != nil {
+			return
+		}
+		b, err := e.Marshal()
+		if err != nil {
+			t.Fatalf("ParseEntry(%q) accepted an entry Marshal refuses: %v", data, err)
+		}
+		if !bytes.Equal(b, data) {
+			t.Fatalf("ParseEntry(%q).Marshal() = %q", data, b)
+		}
+	})
+}

@@ -1,0 +1,496 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/transparency-dev/merkle/compact"
+
+	"github.com/provlog/provlog/log"
+)
+
+// APIOptions configure the HTTP log API.
+type APIOptions struct {
+	Store log.Storage
+	Seq   *Sequencer // source of the latest checkpoint (Seq.Checkpoint())
+	// Authorized reports whether r may read entry contents (entry bundles,
+	// entries, proofs, anchors). nil means they are public.
+	Authorized func(r *http.Request) bool
+}
+
+// NewAPI returns a handler serving the log API under /log/ (it expects full
+// request paths such as /log/checkpoint). It serves GET and HEAD:
+//
+//   - /log/checkpoint: the latest signed checkpoint
+//     (c2sp.org/tlog-checkpoint), public;
+//   - /log/tile/<L>/<N>[.p/<W>]: hash tiles according to
+//     c2sp.org/tlog-tiles, public;
+//   - /log/tile/entries/<N>[.p/<W>]: entry bundles according to
+//     c2sp.org/tlog-tiles;
+//   - /log/entry/<N>: the exact bytes of entry N;
+//   - /log/proof/inclusion?index=N|hash=HEX[&size=S]: a receipt
+//     (c2sp.org/tlog-proof@v1) for an entry, by index or by leaf hash, in the
+//     tree of the latest checkpoint or of the checkpoint signed at size S;
+//   - /log/proof/consistency?old=A[&new=B]: the RFC 6962 consistency proof
+//     between two tree sizes, one base64 hash per line.
+//
+// Tiles are served for the tree of the latest checkpoint; a partial tile of
+// width W is served as long as the tile holds at least W hashes, so clients
+// holding an older checkpoint can still read it. Everything but the
+// checkpoint and hash tiles reveals entries and needs opts.Authorized.
+//
+// NewAPI panics if opts.Store or opts.Seq is nil.
+func NewAPI(opts APIOptions) http.Handler {
+	if opts.Store == nil || opts.Seq == nil {
+		panic("server.NewAPI: Store and Seq are required")
+	}
+	return &api{opts: opts}
+}
+
+type api struct {
+	opts APIOptions
+}
+
+// A response is a successful answer.
+type response struct {
+	contentType string
+	cache       string
+	body        []byte
+}
+
+// apiError is a request the API refuses: the status to answer with and a
+// message for the client saying what was wrong.
+type apiError struct {
+	status int
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func errorf(status int, format string, args ...any) error {
+	return &apiError{status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+// writeError is the one place errors become HTTP statuses.
+func writeError(w http.ResponseWriter, err error) {
+	status, msg := http.StatusInternalServerError, "internal error"
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		status, msg = ae.status, ae.msg
+	case errors.Is(err, log.ErrNotFound):
+		status, msg = http.StatusNotFound, err.Error()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		status, msg = http.StatusServiceUnavailable, "request canceled"
+	}
+	h := w.Header()
+	switch status {
+	case http.StatusMethodNotAllowed:
+		h.Set("Allow", "GET, HEAD")
+	case http.StatusUnauthorized:
+		h.Set("WWW-Authenticate", "Bearer")
+	}
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	io.WriteString(w, msg+"\n")
+}
+
+// endpoint is one resource of the API. Protected endpoints reveal entries.
+type endpoint struct {
+	protected bool
+	serve     func(a *api, ctx context.Context, arg string, q url.Values) (*response, error)
+}
+
+var (
+	checkpointEndpoint  = &endpoint{serve: (*api).checkpoint}
+	hashTileEndpoint    = &endpoint{serve: (*api).hashTile}
+	entryBundleEndpoint = &endpoint{protected: true, serve: (*api).entryBundle}
+	entryEndpoint       = &endpoint{protected: true, serve: (*api).entry}
+	inclusionEndpoint   = &endpoint{protected: true, serve: (*api).inclusion}
+	consistencyEndpoint = &endpoint{protected: true, serve: (*api).consistency}
+)
+
+// route finds the endpoint for a path below /log/ and the part of the path
+// it interprets.
+func route(path string) (*endpoint, string) {
+	switch {
+	case path == "checkpoint":
+		return checkpointEndpoint, ""
+	case strings.HasPrefix(path, "tile/entries/"):
+		return entryBundleEndpoint, path
+	case strings.HasPrefix(path, "tile/"):
+		return hashTileEndpoint, path
+	case strings.HasPrefix(path, "entry/"):
+		return entryEndpoint, strings.TrimPrefix(path, "entry/")
+	case path == "proof/inclusion":
+		return inclusionEndpoint, ""
+	case path == "proof/consistency":
+		return consistencyEndpoint, ""
+	}
+	return nil, ""
+}
+
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	resp, err := a.handle(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", resp.contentType)
+	h.Set("Content-Length", strconv.Itoa(len(resp.body)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", resp.cache)
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(resp.body)
+	}
+}
+
+func (a *api) handle(w http.ResponseWriter, r *http.Request) (*response, error) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/log/")
+	if !ok {
+		return nil, errorf(http.StatusNotFound, "%s is not part of the log API, which is under /log/", r.URL.Path)
+	}
+	ep, arg := route(rest)
+	if ep == nil {
+		return nil, errorf(http.StatusNotFound, "no such log resource %q", r.URL.Path)
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return nil, errorf(http.StatusMethodNotAllowed, "method %s not allowed: the log API is read-only (GET, HEAD)", r.Method)
+	}
+	if err := refuseBody(w, r); err != nil {
+		return nil, err
+	}
+	if ep.protected && a.opts.Authorized != nil && !a.opts.Authorized(r) {
+		return nil, errorf(http.StatusUnauthorized, "%s needs a reader token: send Authorization: Bearer <token>", r.URL.Path)
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "malformed query string: %v", err)
+	}
+	return ep.serve(a, r.Context(), arg, q)
+}
+
+// refuseBody fails unless the request has no body: the API only reads.
+func refuseBody(w http.ResponseWriter, r *http.Request) error {
+	tooLarge := errorf(http.StatusRequestEntityTooLarge, "%s requests take no body", r.Method)
+	if r.ContentLength > 0 {
+		return tooLarge
+	}
+	if r.ContentLength < 0 && r.Body != nil {
+		// Length unknown (chunked): read at most one byte to find out.
+		_, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 0))
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return tooLarge
+		}
+		if err != nil {
+			return errorf(http.StatusBadRequest, "reading request body: %v", err)
+		}
+	}
+	return nil
+}
+
+// noQuery refuses query parameters on endpoints that take none.
+func noQuery(q url.Values) error {
+	for k := range q {
+		return errorf(http.StatusBadRequest, "unknown query parameter %q", k)
+	}
+	return nil
+}
+
+// cacheControl says how long a response may be cached: immutable ones for a
+// year, others must be revalidated. Protected responses are never kept in
+// shared caches.
+func (a *api) cacheControl(protected, immutable bool) string {
+	scope := "public"
+	if protected && a.opts.Authorized != nil {
+		scope = "private"
+	}
+	if immutable {
+		return scope + ", max-age=31536000, immutable"
+	}
+	return scope + ", max-age=60"
+}
+
+func (a *api) checkpoint(_ context.Context, _ string, q url.Values) (*response, error) {
+	if err := noQuery(q); err != nil {
+		return nil, err
+	}
+	_, cp := a.opts.Seq.Checkpoint()
+	if cp == nil {
+		return nil, errorf(http.StatusNotFound, "the log has no checkpoint yet")
+	}
+	return &response{contentType: "text/plain; charset=utf-8", cache: "no-cache", body: cp}, nil
+}
+
+// tile parses a tile path and checks that the tile holds at least the
+// requested width in the tree of the latest checkpoint.
+func (a *api) tile(path string, q url.Values) (log.Tile, error) {
+	if err := noQuery(q); err != nil {
+		return log.Tile{}, err
+	}
+	t, err := log.ParseTilePath(path)
+	if err != nil {
+		return log.Tile{}, errorf(http.StatusBadRequest, "%v (want tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>] according to c2sp.org/tlog-tiles)", err)
+	}
+	size, _ := a.opts.Seq.Checkpoint()
+	if w := log.TileWidthAt(t.Level, t.N, size); w < t.W {
+		if w == 0 {
+			return log.Tile{}, errorf(http.StatusNotFound, "%s does not exist in the tree of size %d", path, size)
+		}
+		return log.Tile{}, errorf(http.StatusNotFound, "%s does not exist in the tree of size %d, which has %d entries in this tile", path, size, w)
+	}
+	return t, nil
+}
+
+func (a *api) tileCache(t log.Tile, protected bool) string {
+	// A partial tile's content is fixed too, but clients should move on to
+	// the wider tile as the log grows.
+	return a.cacheControl(protected, t.W == log.TileWidth)
+}
+
+func (a *api) hashTile(ctx context.Context, path string, q url.Values) (*response, error) {
+	t, err := a.tile(path, q)
+	if err != nil {
+		return nil, err
+	}
+	hashes, err := a.opts.Store.ReadNodes(ctx, t.NodeIDs())
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	body := make([]byte, 0, len(hashes)*log.HashSize)
+	for _, h := range hashes {
+		body = append(body, h...)
+	}
+	return &response{contentType: "application/octet-stream", cache: a.tileCache(t, false), body: body}, nil
+}
+
+func (a *api) entryBundle(ctx context.Context, path string, q url.Values) (*response, error) {
+	t, err := a.tile(path, q)
+	if err != nil {
+		return nil, err
+	}
+	start := t.N * log.TileWidth
+	entries, err := a.opts.Store.Entries(ctx, start, start+uint64(t.W))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	body, err := log.MarshalEntryBundle(entries)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", path, err)
+	}
+	return &response{contentType: "application/octet-stream", cache: a.tileCache(t, true), body: body}, nil
+}
+
+func (a *api) entry(ctx context.Context, arg string, q url.Values) (*response, error) {
+	if err := noQuery(q); err != nil {
+		return nil, err
+	}
+	i, err := parseUint("entry index", arg)
+	if err != nil {
+		return nil, err
+	}
+	size, _ := a.opts.Seq.Checkpoint()
+	if i >= size {
+		return nil, errorf(http.StatusNotFound, "no entry %d: the log has %d entries", i, size)
+	}
+	e, err := a.opts.Store.Entries(ctx, i, i+1)
+	if err != nil {
+		return nil, fmt.Errorf("reading entry %d: %w", i, err)
+	}
+	return &response{contentType: "application/json", cache: a.cacheControl(true, true), body: e[0]}, nil
+}
+
+// inclusionQuery is a parsed /log/proof/inclusion query: the entry by index
+// or by leaf hash, and the tree size, if given.
+type inclusionQuery struct {
+	index    uint64
+	leafHash []byte // nil when the entry is named by index
+	size     uint64
+	hasSize  bool
+}
+
+// parseInclusionQuery parses index=N or hash=<64 hex digits>, and an
+// optional size=S.
+func parseInclusionQuery(q url.Values) (inclusionQuery, error) {
+	var iq inclusionQuery
+	if err := onlyParams(q, "index", "hash", "size"); err != nil {
+		return iq, err
+	}
+	idx, hasIndex := q["index"]
+	h, hasHash := q["hash"]
+	switch {
+	case hasIndex && hasHash:
+		return iq, errorf(http.StatusBadRequest, "give index or hash, not both")
+	case hasIndex:
+		i, err := parseUint("index", idx[0])
+		if err != nil {
+			return iq, err
+		}
+		iq.index = i
+	case hasHash:
+		if len(h[0]) != 2*log.HashSize {
+			return iq, errorf(http.StatusBadRequest, "hash must be the entry's leaf hash as %d hex digits", 2*log.HashSize)
+		}
+		b, err := hex.DecodeString(h[0])
+		if err != nil {
+			return iq, errorf(http.StatusBadRequest, "hash %q is not hex", h[0])
+		}
+		iq.leafHash = b
+	default:
+		return iq, errorf(http.StatusBadRequest, "give index=N or hash=<leaf hash in hex>")
+	}
+	if s, ok := q["size"]; ok {
+		size, err := parseUint("size", s[0])
+		if err != nil {
+			return iq, err
+		}
+		iq.size, iq.hasSize = size, true
+	}
+	return iq, nil
+}
+
+// consistencyQuery is a parsed /log/proof/consistency query.
+type consistencyQuery struct {
+	old, new uint64
+	hasNew   bool
+}
+
+// parseConsistencyQuery parses old=A and an optional new=B, with A <= B.
+func parseConsistencyQuery(q url.Values) (consistencyQuery, error) {
+	var cq consistencyQuery
+	if err := onlyParams(q, "old", "new"); err != nil {
+		return cq, err
+	}
+	o, ok := q["old"]
+	if !ok {
+		return cq, errorf(http.StatusBadRequest, "give old=A (and optionally new=B)")
+	}
+	var err error
+	if cq.old, err = parseUint("old", o[0]); err != nil {
+		return cq, err
+	}
+	if n, ok := q["new"]; ok {
+		if cq.new, err = parseUint("new", n[0]); err != nil {
+			return cq, err
+		}
+		cq.hasNew = true
+		if cq.old > cq.new {
+			return cq, errorf(http.StatusBadRequest, "old size %d is above new size %d", cq.old, cq.new)
+		}
+	}
+	return cq, nil
+}
+
+// onlyParams refuses parameters not in names and repeated parameters.
+func onlyParams(q url.Values, names ...string) error {
+	for k, v := range q {
+		known := false
+		for _, n := range names {
+			known = known || k == n
+		}
+		if !known {
+			return errorf(http.StatusBadRequest, "unknown query parameter %q (want %s)", k, strings.Join(names, ", "))
+		}
+		if len(v) != 1 {
+			return errorf(http.StatusBadRequest, "query parameter %q given %d times", k, len(v))
+		}
+	}
+	return nil
+}
+
+// parseUint parses a decimal number without sign or leading zeros.
+func parseUint(what, s string) (uint64, error) {
+	bad := errorf(http.StatusBadRequest, "%s %q is not a decimal number without leading zeros", what, s)
+	if s == "" || (len(s) > 1 && s[0] == '0') || strings.Trim(s, "0123456789") != "" {
+		return 0, bad
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, errorf(http.StatusBadRequest, "%s %q is out of range", what, s)
+	}
+	return n, nil
+}
+
+func (a *api) inclusion(ctx context.Context, _ string, q url.Values) (*response, error) {
+	iq, err := parseInclusionQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	size, cp := a.opts.Seq.Checkpoint()
+	if iq.hasSize {
+		size = iq.size
+		cp, err = a.opts.Store.Checkpoint(ctx, size)
+		if errors.Is(err, log.ErrNotFound) {
+			return nil, errorf(http.StatusNotFound, "no checkpoint was signed at size %d; ask for a size from a checkpoint you hold, or leave size out for the latest", size)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading checkpoint %d: %w", size, err)
+		}
+	}
+	index, leafHash := iq.index, iq.leafHash
+	if leafHash != nil {
+		index, err = a.opts.Store.LeafIndex(ctx, leafHash)
+		if errors.Is(err, log.ErrNotFound) {
+			return nil, errorf(http.StatusNotFound, "no entry with leaf hash %x", leafHash)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("looking up leaf hash: %w", err)
+		}
+	}
+	if index >= size {
+		return nil, errorf(http.StatusNotFound, "entry %d is not in the tree of size %d", index, size)
+	}
+	if leafHash == nil {
+		h, err := a.opts.Store.ReadNodes(ctx, []compact.NodeID{compact.NewNodeID(0, index)})
+		if err != nil {
+			return nil, fmt.Errorf("reading leaf hash %d: %w", index, err)
+		}
+		leafHash = h[0]
+	}
+	p, err := log.ProveInclusion(ctx, a.opts.Store, index, size)
+	if err != nil {
+		return nil, err
+	}
+	rc := &log.Receipt{Extra: leafHash, Index: index, Proof: p, Checkpoint: cp}
+	return &response{contentType: "text/plain; charset=utf-8", cache: a.cacheControl(true, false), body: []byte(rc.String())}, nil
+}
+
+func (a *api) consistency(ctx context.Context, _ string, q url.Values) (*response, error) {
+	cq, err := parseConsistencyQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	size, _ := a.opts.Seq.Checkpoint()
+	if !cq.hasNew {
+		cq.new = size
+		if cq.old > cq.new {
+			return nil, errorf(http.StatusNotFound, "old size %d is above the log's size %d", cq.old, size)
+		}
+	}
+	if cq.new > size {
+		return nil, errorf(http.StatusNotFound, "new size %d is above the log's size %d", cq.new, size)
+	}
+	p, err := log.ProveConsistency(ctx, a.opts.Store, cq.old, cq.new)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	for _, h := range p {
+		b.WriteString(base64.StdEncoding.EncodeToString(h))
+		b.WriteByte('\n')
+	}
+	return &response{contentType: "text/plain; charset=utf-8", cache: a.cacheControl(true, cq.hasNew), body: []byte(b.String())}, nil
+}

@@ -1,0 +1,377 @@
+// Package server runs a provlog log: the [Sequencer], which group-commits
+// appends from any number of goroutines and answers each with a signed
+// receipt, and the HTTP read API (c2sp.org/tlog-tiles plus proofs).
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+)
+
+// ErrClosed is returned by Append after the sequencer was closed.
+var ErrClosed = errors.New("log is closed")
+
+// DefaultMaxBatch is the most entries one commit carries.
+const DefaultMaxBatch = 4096
+
+// SequencerOptions tune a [Sequencer]; the zero value is usable.
+type SequencerOptions struct {
+	// MaxBatch bounds the entries per commit (DefaultMaxBatch if 0).
+	MaxBatch int
+	// Genesis, if not nil, is appended as entry 0 when the store is empty.
+	Genesis func() ([]byte, error)
+}
+
+// A Sequencer is the single writer of a log. Appends wait in a queue; one
+// goroutine takes everything waiting, assigns indices, extends the tree,
+// signs a checkpoint for the new size and commits it all as one durable
+// batch; then each caller gets its receipt. No timer stands between an
+// append and its receipt: a lone append is committed at once, and appends
+// that arrive during a commit share the next one.
+type Sequencer struct {
+	store    log.Storage
+	signer   note.Signer
+	maxBatch int
+	reqs     chan *request
+
+	mu      sync.RWMutex
+	size    uint64
+	cp      []byte // signed checkpoint for size
+	root    []byte
+	failed  error // sticky: set when a commit failed
+	closing bool
+
+	rng     *compact.Range
+	done    chan struct{}
+	wg      sync.WaitGroup
+	senders sync.WaitGroup // Appends that passed the closing check and may still queue
+
+	stats Stats
+}
+
+// Stats counts what a sequencer has done since it started.
+type Stats struct {
+	Appends      uint64 // entries committed
+	Commits      uint64 // batches committed
+	CommitErrors uint64
+	CommitNanos  uint64 // total time spent in Storage.Commit
+}
+
+type request struct {
+	entry    []byte
+	leafHash []byte
+	reply    chan result
+}
+
+// result is what the sequencer hands back: where the entry landed, and the
+// nodes from which its inclusion proof is built without touching storage.
+type result struct {
+	index uint64
+	size  uint64
+	cp    []byte
+	nodes memNodes
+	err   error
+}
+
+// OpenSequencer starts the sequencer for store, signing checkpoints with
+// signer (whose key name is the log's origin) and checking the stored
+// state with verifier, the signer's public half. The stored state must be
+// intact: its compact range must hash to the root of its last signed
+// checkpoint, or OpenSequencer reports corruption and does not start.
+func OpenSequencer(ctx context.Context, store log.Storage, signer note.Signer, verifier note.Verifier, opts *SequencerOptions) (*Sequencer, error) {
+	if opts == nil {
+		opts = &SequencerOptions{}
+	}
+	if signer.Name() != verifier.Name() || signer.KeyHash() != verifier.KeyHash() {
+		return nil, errors.New("sequencer: signer and verifier are not one key pair")
+	}
+	st, err := store.State(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading log state: %w", err)
+	}
+	rf := &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+	rng, err := rf.NewRange(0, st.Size, cloneHashes(st.Range))
+	if err != nil {
+		return nil, fmt.Errorf("log state is corrupt: compact range does not fit size %d: %w", st.Size, err)
+	}
+	s := &Sequencer{
+		store:    store,
+		signer:   signer,
+		maxBatch: opts.MaxBatch,
+		reqs:     make(chan *request, 1024),
+		size:     st.Size,
+		cp:       st.Checkpoint,
+		rng:      rng,
+		done:     make(chan struct{}),
+	}
+	if s.maxBatch <= 0 {
+		s.maxBatch = DefaultMaxBatch
+	}
+	if st.Size > 0 {
+		root, err := rng.GetRootHash(nil)
+		if err != nil {
+			return nil, fmt.Errorf("log state is corrupt: %w", err)
+		}
+		c, _, err := log.OpenCheckpoint(st.Checkpoint, verifier)
+		if err != nil {
+			return nil, fmt.Errorf("log state is corrupt: last checkpoint: %w", err)
+		}
+		if c.Size != st.Size || !bytes.Equal(c.Hash, root) {
+			return nil, fmt.Errorf("log state is corrupt: stored tree (size %d, root %x) does not match the last signed checkpoint (size %d, root %x)", st.Size, root, c.Size, c.Hash)
+		}
+		s.root = root
+	}
+	s.wg.Add(1)
+	go s.run()
+	if st.Size == 0 && opts.Genesis != nil {
+		g, err := opts.Genesis()
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("making genesis entry: %w", err)
+		}
+		if _, err := s.Append(ctx, g); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("appending genesis entry: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Append adds entry to the log and returns its receipt once the entry and
+// a signed checkpoint covering it are durable. Entries over
+// log.MaxEntrySize are refused. If the commit fails, Append fails, and so
+// does every later Append: the sequencer stops rather than guess what the
+// disk holds, and a restart reopens from the last durable state.
+func (s *Sequencer) Append(ctx context.Context, entry []byte) (*log.Receipt, error) {
+	if len(entry) > log.MaxEntrySize {
+		return nil, fmt.Errorf("append: entry is %d bytes, over the limit of %d: %w", len(entry), log.MaxEntrySize, log.ErrEntryTooLarge)
+	}
+	if len(entry) == 0 {
+		return nil, errors.New("append: entry is empty")
+	}
+	req := &request{entry: entry, leafHash: log.LeafHash(entry), reply: make(chan result, 1)}
+	s.mu.RLock()
+	err := s.failed
+	if s.closing {
+		err = ErrClosed
+	}
+	if err == nil {
+		s.senders.Add(1)
+	}
+	s.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.send(ctx, req); err != nil {
+		return nil, err
+	}
+	// Once queued the entry may be committed whatever ctx says, so wait
+	// for the outcome: a caller must never be told "failed" for an entry
+	// that is in the log.
+	r := <-req.reply
+	if r.err != nil {
+		return nil, r.err
+	}
+	p, err := log.ProveInclusion(ctx, r.nodes, r.index, r.size)
+	if err != nil {
+		return nil, fmt.Errorf("append: building receipt: %w", err)
+	}
+	return &log.Receipt{Extra: req.leafHash, Index: r.index, Proof: p, Checkpoint: r.cp}, nil
+}
+
+// send queues req. Close waits for every send under way before it fails
+// what is left in the queue, so no request is queued after that and left
+// without an answer.
+func (s *Sequencer) send(ctx context.Context, req *request) error {
+	defer s.senders.Done()
+	select {
+	case s.reqs <- req:
+		return nil
+	case <-s.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Checkpoint returns the latest signed checkpoint and its size.
+func (s *Sequencer) Checkpoint() (size uint64, note []byte) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.size, s.cp
+}
+
+// Stats returns the sequencer's counters.
+func (s *Sequencer) Stats() Stats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.stats
+}
+
+// Err returns the error that stopped the sequencer, if any.
+func (s *Sequencer) Err() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.failed
+}
+
+// Close stops the sequencer after the commit under way; appends still
+// queued fail with ErrClosed. It does not close the store.
+func (s *Sequencer) Close() error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closing = true
+	s.mu.Unlock()
+	close(s.done)
+	s.wg.Wait()
+	s.senders.Wait()
+	for {
+		select {
+		case r := <-s.reqs:
+			r.reply <- result{err: ErrClosed}
+		default:
+			return nil
+		}
+	}
+}
+
+func (s *Sequencer) run() {
+	defer s.wg.Done()
+	batch := make([]*request, 0, s.maxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case r := <-s.reqs:
+			batch = append(batch, r)
+		case <-s.done:
+			return
+		}
+	drain:
+		for len(batch) < s.maxBatch {
+			select {
+			case r := <-s.reqs:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit writes one batch and answers its callers.
+func (s *Sequencer) commit(batch []*request) {
+	fail := func(err error) {
+		s.mu.Lock()
+		if s.failed == nil {
+			s.failed = fmt.Errorf("log stopped after a failed commit: %w", err)
+		}
+		err = s.failed
+		s.mu.Unlock()
+		for _, r := range batch {
+			r.reply <- result{err: err}
+		}
+	}
+	if err := s.Err(); err != nil {
+		fail(err)
+		return
+	}
+	start := s.rng.End()
+	// The nodes any inclusion proof in this batch needs are the roots of
+	// the compact range before it plus the nodes the batch creates.
+	nodes := make(memNodes, 2*len(batch)+len(s.rng.Hashes()))
+	before := compact.RangeNodes(0, start, nil)
+	for i, h := range s.rng.Hashes() {
+		nodes[before[i]] = h
+	}
+	b := &log.Batch{
+		Start:      start,
+		Entries:    make([][]byte, len(batch)),
+		LeafHashes: make([][]byte, len(batch)),
+		Nodes:      make([]log.Node, 0, 2*len(batch)),
+	}
+	rng := s.rng
+	saved := cloneHashes(rng.Hashes())
+	visit := func(id compact.NodeID, h []byte) {
+		b.Nodes = append(b.Nodes, log.Node{ID: id, Hash: h})
+		nodes[id] = h
+	}
+	for i, r := range batch {
+		b.Entries[i] = r.entry
+		b.LeafHashes[i] = r.leafHash
+		if err := rng.Append(r.leafHash, visit); err != nil {
+			fail(err)
+			return
+		}
+	}
+	size := rng.End()
+	root, err := rng.GetRootHash(nil)
+	if err != nil {
+		fail(err)
+		return
+	}
+	cp, err := log.SignCheckpoint(log.Checkpoint{Origin: s.signer.Name(), Size: size, Hash: root}, s.signer)
+	if err != nil {
+		fail(err)
+		return
+	}
+	b.State = log.State{Size: size, Range: cloneHashes(rng.Hashes()), Checkpoint: cp}
+	t0 := time.Now()
+	err = s.store.Commit(context.Background(), b)
+	d := uint64(time.Since(t0))
+	if err != nil {
+		s.mu.Lock()
+		s.stats.CommitErrors++
+		s.mu.Unlock()
+		// Put the range back so the in-memory tree matches the disk; the
+		// sequencer is stopped either way.
+		if r, rerr := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewRange(0, start, saved); rerr == nil {
+			s.rng = r
+		}
+		fail(err)
+		return
+	}
+	s.mu.Lock()
+	s.size, s.cp, s.root = size, cp, root
+	s.stats.Appends += uint64(len(batch))
+	s.stats.Commits++
+	s.stats.CommitNanos += d
+	s.mu.Unlock()
+	for i, r := range batch {
+		r.reply <- result{index: start + uint64(i), size: size, cp: cp, nodes: nodes}
+	}
+}
+
+// memNodes serves the nodes of one batch to the proofs of its entries.
+type memNodes map[compact.NodeID][]byte
+
+func (m memNodes) ReadNodes(_ context.Context, ids []compact.NodeID) ([][]byte, error) {
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		h, ok := m[id]
+		if !ok {
+			return nil, fmt.Errorf("node %d/%d: %w", id.Level, id.Index, log.ErrNotFound)
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+func cloneHashes(h [][]byte) [][]byte {
+	out := make([][]byte, len(h))
+	copy(out, h)
+	return out
+}

@@ -1,0 +1,282 @@
+package opp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/provlog/provlog/log"
+)
+
+// Options tune an [Engine]; the zero value is usable.
+type Options struct {
+	// Now is the clock for entry times (time.Now if nil).
+	Now func() time.Time
+	// Rand is the source of task ids (crypto/rand if nil).
+	Rand io.Reader
+}
+
+// An Engine enforces the OPP rules over a log. It is safe for concurrent
+// use; see the package documentation for what it serializes.
+type Engine struct {
+	log  Log
+	now  func() time.Time
+	rand io.Reader
+
+	mu         sync.RWMutex
+	tasks      map[string]*slot
+	violations []Violation
+}
+
+// slot holds one task and its locks: op is held by the one operation that
+// may change the task, from validation through the append to the update;
+// mu guards the task for readers during the update.
+type slot struct {
+	op chan struct{}
+	mu sync.RWMutex
+	t  *task
+}
+
+func (s *slot) lock(ctx context.Context) error {
+	select {
+	case s.op <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *slot) unlock() { <-s.op }
+
+// Open returns an engine over l whose state is rebuilt from the entries
+// [0, size) of l, read in chunks. Task entries that break a rule are
+// ignored and reported by [Engine.Violations]; Open fails only if the log
+// cannot be read.
+func Open(ctx context.Context, l Log, size uint64, opts *Options) (*Engine, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	m, err := replay(ctx, l, size)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{log: l, now: opts.Now, rand: opts.Rand, tasks: make(map[string]*slot, len(m.tasks)), violations: m.violations}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.rand == nil {
+		e.rand = rand.Reader
+	}
+	for id, t := range m.tasks {
+		e.tasks[id] = &slot{op: make(chan struct{}, 1), t: t}
+	}
+	return e, nil
+}
+
+// Violations returns the rule-breaking task entries found when the engine
+// was opened.
+func (e *Engine) Violations() []Violation { return slices.Clone(e.violations) }
+
+func (e *Engine) record(kind, actor, taskID string) *record {
+	return &record{kind: kind, actor: actor, taskID: taskID, time: e.now().UTC().Round(0)}
+}
+
+// write appends r and returns what was written. A *RuleError from check
+// means nothing was written.
+func (e *Engine) write(ctx context.Context, r *record) (uint64, []byte, *log.Receipt, error) {
+	b, err := r.marshal()
+	if err != nil {
+		if errors.Is(err, log.ErrEntryTooLarge) {
+			return 0, nil, nil, refuse(RuleInvalidArgument, "the entry would be over the log's limit of %d bytes; shorten the text fields", log.MaxEntrySize)
+		}
+		return 0, nil, nil, fmt.Errorf("encoding %s entry: %w", r.kind, err)
+	}
+	rc, err := e.log.Append(ctx, b)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("appending %s entry: %w", r.kind, err)
+	}
+	leaf := rc.Extra
+	if len(leaf) != log.HashSize {
+		leaf = log.LeafHash(b)
+	}
+	return rc.Index, leaf, rc, nil
+}
+
+// Create writes a task.create entry: a new task in pending_acceptance with
+// no owner, reserved for args.OfferTo if that is set.
+func (e *Engine) Create(ctx context.Context, actor string, args CreateArgs) (*Result, error) {
+	var idb [16]byte
+	if _, err := io.ReadFull(e.rand, idb[:]); err != nil {
+		return nil, fmt.Errorf("making task id: %w", err)
+	}
+	r := e.record(KindCreate, actor, "t_"+hex.EncodeToString(idb[:]))
+	r.title, r.description, r.offerTo = args.Title, args.Description, args.OfferTo
+	if err := check(reader{ctx, e.log}, nil, r, 0); err != nil {
+		return nil, err
+	}
+	e.mu.RLock()
+	_, dup := e.tasks[r.taskID]
+	e.mu.RUnlock()
+	if dup { // only a broken Rand gets here
+		return nil, fmt.Errorf("task id %s is already taken; the random source is broken", r.taskID)
+	}
+	idx, leaf, rc, err := e.write(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	t := newTask(r, idx)
+	t.apply(r, idx, leaf)
+	e.mu.Lock()
+	e.tasks[r.taskID] = &slot{op: make(chan struct{}, 1), t: t}
+	e.mu.Unlock()
+	return &Result{Task: t.Summary, Index: idx, LeafHash: leaf, Receipt: rc}, nil
+}
+
+// Accept writes a task.accept entry making actor the owner of the task.
+func (e *Engine) Accept(ctx context.Context, actor, taskID string) (*Result, error) {
+	return e.do(ctx, e.record(KindAccept, actor, taskID))
+}
+
+// ReportCompletion writes a task.claim entry: the owner's completion claim
+// with its provenance and evidence. The first claim on an accepted task
+// completes it.
+func (e *Engine) ReportCompletion(ctx context.Context, actor string, args ClaimArgs) (*Result, error) {
+	r := e.record(KindClaim, actor, args.TaskID)
+	r.provenance, r.summary, r.source = Provenance(args.Provenance), args.Summary, args.Source
+	if len(args.Evidence) > 0 {
+		r.evidence = slices.Clone(args.Evidence)
+	}
+	return e.do(ctx, r)
+}
+
+// Handoff writes a task.handoff entry carrying a snapshot of the task,
+// clears the owner and reserves the task for args.To, who must accept it.
+func (e *Engine) Handoff(ctx context.Context, actor string, args HandoffArgs) (*Result, error) {
+	r := e.record(KindHandoff, actor, args.TaskID)
+	r.to, r.note = args.To, args.Note
+	return e.do(ctx, r)
+}
+
+// Release writes a task.release entry: the owner gives the task up, and it
+// returns to pending_acceptance with no owner and no reservation.
+func (e *Engine) Release(ctx context.Context, actor, taskID, note string) (*Result, error) {
+	r := e.record(KindRelease, actor, taskID)
+	r.note = note
+	return e.do(ctx, r)
+}
+
+// Cancel writes a task.cancel entry: the creator ends a task that is
+// neither completed nor cancelled.
+func (e *Engine) Cancel(ctx context.Context, actor, taskID, note string) (*Result, error) {
+	r := e.record(KindCancel, actor, taskID)
+	r.note = note
+	return e.do(ctx, r)
+}
+
+func (e *Engine) slot(id string) *slot {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.tasks[id]
+}
+
+// do runs an operation on an existing task under the task's lock.
+func (e *Engine) do(ctx context.Context, r *record) (*Result, error) {
+	if err := checkShape(r); err != nil {
+		return nil, err
+	}
+	s := e.slot(r.taskID)
+	if s == nil {
+		return nil, check(reader{ctx, e.log}, nil, r, 0)
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.unlock()
+	// Only the holder of s.op changes s.t, so it reads s.t without s.mu.
+	if r.kind == KindHandoff && s.t.Owner == r.actor {
+		r.snapshot = s.t.snapshot()
+	}
+	if err := check(reader{ctx, e.log}, s.t, r, 0); err != nil {
+		return nil, err
+	}
+	idx, leaf, rc, err := e.write(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.t.apply(r, idx, leaf)
+	sum := s.t.Summary
+	s.mu.Unlock()
+	return &Result{Task: sum, Index: idx, LeafHash: leaf, Receipt: rc}, nil
+}
+
+// Status returns a task with its full history.
+func (e *Engine) Status(taskID string) (*Task, error) {
+	if err := checkTaskID(taskID); err != nil {
+		return nil, err
+	}
+	s := e.slot(taskID)
+	if s == nil {
+		return nil, refuse(RuleUnknownTask, "no task %s; get task ids from create_task or list_unaccepted_tasks", taskID)
+	}
+	s.mu.RLock()
+	v := s.t.view()
+	s.mu.RUnlock()
+	return &v, nil
+}
+
+// ListUnaccepted returns every task with no owner that can still be
+// accepted (new, handed off or released), oldest first.
+func (e *Engine) ListUnaccepted() []Summary {
+	e.mu.RLock()
+	slots := make([]*slot, 0, len(e.tasks))
+	for _, s := range e.tasks {
+		slots = append(slots, s)
+	}
+	e.mu.RUnlock()
+	var out []Summary
+	for _, s := range slots {
+		s.mu.RLock()
+		if s.t.State == StatePending {
+			out = append(out, s.t.Summary)
+		}
+		s.mu.RUnlock()
+	}
+	slices.SortFunc(out, func(a, b Summary) int { return cmpIndex(a.CreatedIndex, b.CreatedIndex) })
+	return out
+}
+
+func cmpIndex(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// State returns the engine's state in the form [Rebuild] returns, for
+// comparing the two.
+func (e *Engine) State() *State {
+	e.mu.RLock()
+	slots := make([]*slot, 0, len(e.tasks))
+	for _, s := range e.tasks {
+		slots = append(slots, s)
+	}
+	e.mu.RUnlock()
+	st := &State{Violations: e.Violations()}
+	for _, s := range slots {
+		s.mu.RLock()
+		st.Tasks = append(st.Tasks, s.t.view())
+		s.mu.RUnlock()
+	}
+	st.sort()
+	return st
+}

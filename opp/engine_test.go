@@ -1,0 +1,603 @@
+package opp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/opp"
+)
+
+var ctx = context.Background()
+
+func mustOK(tb testing.TB) func(*opp.Result, error) *opp.Result {
+	return func(r *opp.Result, err error) *opp.Result {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return r
+	}
+}
+
+func TestLifecycle(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+
+	r := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "sequence the sample", Description: "all of it", OfferTo: "bob"}))
+	id := r.Task.ID
+	if len(id) != 34 || !strings.HasPrefix(id, "t_") {
+		t.Fatalf("task id %q", id)
+	}
+	if got, want := r.Task.State, opp.StatePending; got != want {
+		t.Errorf("state %s, want %s", got, want)
+	}
+	if r.Task.Owner != "" || r.Task.Reservation != "bob" {
+		t.Errorf("owner %q reservation %q, want none and bob", r.Task.Owner, r.Task.Reservation)
+	}
+	// The receipt proves the entry that was written.
+	es, err := l.Entries(ctx, r.Index, r.Index+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(log.LeafHash(es[0]), r.LeafHash) {
+		t.Fatal("result leaf hash is not the entry's")
+	}
+	if _, err := r.Receipt.Verify(r.LeafHash, l.verifier); err != nil {
+		t.Fatalf("receipt does not verify: %v", err)
+	}
+	ent, err := log.ParseEntry(es[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ent.Kind != opp.KindCreate || ent.Actor != "alice" || ent.Fields["task_id"] != id || ent.Fields["offer_to"] != "bob" {
+		t.Fatalf("create entry %s", es[0])
+	}
+
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	call := appendCall(t, l, "bob")
+	c := mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "done", Evidence: []uint64{call}}))
+	if c.Task.State != opp.StateCompleted || c.Task.Owner != "bob" {
+		t.Fatalf("after claim: %+v", c.Task)
+	}
+	st, err := e.Status(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []string{}
+	for _, ev := range st.History {
+		kinds = append(kinds, ev.Kind)
+		b, err := l.Entries(ctx, ev.Index, ev.Index+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hex.EncodeToString(log.LeafHash(b[0])) != ev.LeafHash {
+			t.Errorf("event %d leaf hash differs from the entry's", ev.Index)
+		}
+	}
+	if got, want := strings.Join(kinds, " "), "task.create task.accept task.claim"; got != want {
+		t.Errorf("history %q, want %q", got, want)
+	}
+	checkRebuild(t, l, e)
+}
+
+// fixture is a log with tasks in every state, and calls to cite.
+type fixture struct {
+	l *testLog
+	e *opp.Engine
+
+	pending, reserved, owned, completed, cancelled, handed string
+	bobCallBefore, bobCallDuring, carolCall, aliceCall  uint64
+	createEntry                                         uint64
+}
+
+func newFixture(t *testing.T) *fixture {
+	l := newLog(t)
+	e := newEngine(t, l)
+	f := &fixture{l: l, e: e}
+	create := func(actor, offer string) string {
+		r := mustOK(t)(e.Create(ctx, actor, opp.CreateArgs{Title: "task", OfferTo: offer}))
+		return r.Task.ID
+	}
+	f.pending = create("alice", "")
+	f.reserved = create("alice", "carol")
+	f.owned = create("alice", "")
+	f.bobCallBefore = appendCall(t, l, "bob")
+	f.createEntry = mustOK(t)(e.Accept(ctx, "bob", f.owned)).Index
+	f.bobCallDuring = appendCall(t, l, "bob")
+	f.carolCall = appendCall(t, l, "carol")
+	f.aliceCall = appendCall(t, l, "alice")
+	f.completed = create("alice", "")
+	mustOK(t)(e.Accept(ctx, "bob", f.completed))
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.completed, Provenance: "reported", Summary: "done", Source: "carol"}))
+	f.cancelled = create("alice", "")
+	mustOK(t)(e.Cancel(ctx, "alice", f.cancelled, "not needed"))
+	f.handed = create("alice", "")
+	mustOK(t)(e.Accept(ctx, "bob", f.handed))
+	mustOK(t)(e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: f.handed, To: "carol"}))
+	return f
+}
+
+// TestRefusals checks every rule and adversarial input: each is refused
+// with the named rule, and nothing is written.
+func TestRefusals(t *testing.T) {
+	f := newFixture(t)
+	long := func(n int) string { return strings.Repeat("é", n) }
+	missing := "t_" + strings.Repeat("0", 32)
+	ev := func(n int) []uint64 {
+		out := make([]uint64, n)
+		for i := range out {
+			out[i] = uint64(i)
+		}
+		return out
+	}
+	claim := func(id, prov string, evidence ...uint64) opp.ClaimArgs {
+		return opp.ClaimArgs{TaskID: id, Provenance: prov, Summary: "done", Evidence: evidence, Source: "x"}
+	}
+	e := f.e
+	cases := []struct {
+		name string
+		rule string
+		op   func() (*opp.Result, error)
+	}{
+		{"create: no actor", opp.RuleIdentity, func() (*opp.Result, error) { return e.Create(ctx, "", opp.CreateArgs{Title: "x"}) }},
+		{"create: actor too long", opp.RuleIdentity, func() (*opp.Result, error) { return e.Create(ctx, strings.Repeat("a", 129), opp.CreateArgs{Title: "x"}) }},
+		{"create: no title", opp.RuleInvalidArgument, func() (*opp.Result, error) { return e.Create(ctx, "alice", opp.CreateArgs{}) }},
+		{"create: blank title", opp.RuleInvalidArgument, func() (*opp.Result, error) { return e.Create(ctx, "alice", opp.CreateArgs{Title: " \n\t"}) }},
+		{"create: title 201 chars", opp.RuleInvalidArgument, func() (*opp.Result, error) { return e.Create(ctx, "alice", opp.CreateArgs{Title: long(201)}) }},
+		{"create: title invalid UTF-8", opp.RuleInvalidArgument, func() (*opp.Result, error) { return e.Create(ctx, "alice", opp.CreateArgs{Title: "a\xffb"}) }},
+		{"create: description 4001 chars", opp.RuleInvalidArgument, func() (*opp.Result, error) {
+			return e.Create(ctx, "alice", opp.CreateArgs{Title: "x", Description: long(4001)})
+		}},
+		{"create: huge description", opp.RuleInvalidArgument, func() (*opp.Result, error) {
+			return e.Create(ctx, "alice", opp.CreateArgs{Title: "x", Description: strings.Repeat("x", 10<<20)})
+		}},
+		{"create: offer_to too long", opp.RuleInvalidArgument, func() (*opp.Result, error) {
+			return e.Create(ctx, "alice", opp.CreateArgs{Title: "x", OfferTo: strings.Repeat("b", 129)})
+		}},
+
+		{"accept: unknown task", opp.RuleUnknownTask, func() (*opp.Result, error) { return e.Accept(ctx, "bob", missing) }},
+		{"accept: malformed id", opp.RuleUnknownTask, func() (*opp.Result, error) { return e.Accept(ctx, "bob", "../../etc/passwd") }},
+		{"accept: uppercase id", opp.RuleUnknownTask, func() (*opp.Result, error) { return e.Accept(ctx, "bob", strings.ToUpper(f.pending)) }},
+		{"accept: huge id", opp.RuleUnknownTask, func() (*opp.Result, error) { return e.Accept(ctx, "bob", strings.Repeat("t", 1<<20)) }},
+		{"accept: empty id", opp.RuleInvalidArgument, func() (*opp.Result, error) { return e.Accept(ctx, "bob", "") }},
+		{"accept: owned by another", opp.RuleOwned, func() (*opp.Result, error) { return e.Accept(ctx, "carol", f.owned) }},
+		{"accept: already owner", opp.RuleAlreadyOwner, func() (*opp.Result, error) { return e.Accept(ctx, "bob", f.owned) }},
+		{"accept: reserved for another", opp.RuleReserved, func() (*opp.Result, error) { return e.Accept(ctx, "bob", f.reserved) }},
+		{"accept: reserved by handoff", opp.RuleReserved, func() (*opp.Result, error) { return e.Accept(ctx, "bob", f.handed) }},
+		{"accept: after cancel", opp.RuleFinished, func() (*opp.Result, error) { return e.Accept(ctx, "carol", f.cancelled) }},
+		{"accept: after completion", opp.RuleFinished, func() (*opp.Result, error) { return e.Accept(ctx, "carol", f.completed) }},
+
+		{"claim: unknown task", opp.RuleUnknownTask, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(missing, "reviewed")) }},
+		{"claim: nobody owns it", opp.RuleNotOwner, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.pending, "reviewed")) }},
+		{"claim: another actor's task", opp.RuleNotOwner, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "carol", claim(f.owned, "reviewed")) }},
+		{"claim: creator is not owner", opp.RuleNotOwner, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "alice", claim(f.owned, "reviewed")) }},
+		{"claim: cancelled", opp.RuleFinished, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "alice", claim(f.cancelled, "reviewed")) }},
+		{"claim: provenance missing", opp.RuleProvenance, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "")) }},
+		{"claim: provenance other case", opp.RuleProvenance, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "Observed")) }},
+		{"claim: provenance padded", opp.RuleProvenance, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "observed ")) }},
+		{"claim: provenance two values", opp.RuleProvenance, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "observed,reviewed")) }},
+		{"claim: provenance unknown", opp.RuleProvenance, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "guessed")) }},
+		{"claim: reported without source", opp.RuleSource, func() (*opp.Result, error) {
+			return e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "reported", Summary: "done", Source: "  "})
+		}},
+		{"claim: no summary", opp.RuleInvalidArgument, func() (*opp.Result, error) {
+			return e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "reviewed"})
+		}},
+		{"claim: summary 4001 chars", opp.RuleInvalidArgument, func() (*opp.Result, error) {
+			return e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "reviewed", Summary: long(4001)})
+		}},
+		{"claim: source 501 chars", opp.RuleInvalidArgument, func() (*opp.Result, error) {
+			return e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "reported", Summary: "s", Source: long(501)})
+		}},
+		{"claim: 65 evidence", opp.RuleInvalidArgument, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "reviewed", ev(65)...)) }},
+		{"claim: evidence twice", opp.RuleEvidence, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "reviewed", 1, 1)) }},
+		{"claim: nonexistent evidence", opp.RuleEvidence, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "reviewed", 1, 1<<40)) }},
+		{"claim: evidence past the end", opp.RuleEvidence, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "reported", f.l.size())) }},
+		{"claim: max uint64 evidence", opp.RuleEvidence, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "reported", ^uint64(0))) }},
+		{"claim: observed cites a task entry", opp.RuleEvidence, func() (*opp.Result, error) {
+			return e.ReportCompletion(ctx, "bob", claim(f.owned, "observed", f.createEntry))
+		}},
+		{"claim: observed cites genesis", opp.RuleEvidence, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "observed", 0)) }},
+		{"claim: observed cites a foreign call", opp.RuleEvidence, func() (*opp.Result, error) {
+			return e.ReportCompletion(ctx, "bob", claim(f.owned, "observed", f.carolCall))
+		}},
+		{"claim: observed cites own call before owning", opp.RuleEvidence, func() (*opp.Result, error) {
+			return e.ReportCompletion(ctx, "bob", claim(f.owned, "observed", f.bobCallDuring, f.bobCallBefore))
+		}},
+
+		{"handoff: to self", opp.RuleHandoffTarget, func() (*opp.Result, error) { return e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: f.owned, To: "bob"}) }},
+		{"handoff: to nobody", opp.RuleHandoffTarget, func() (*opp.Result, error) { return e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: f.owned}) }},
+		{"handoff: to too long", opp.RuleInvalidArgument, func() (*opp.Result, error) {
+			return e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: f.owned, To: strings.Repeat("c", 129)})
+		}},
+		{"handoff: note 4001", opp.RuleInvalidArgument, func() (*opp.Result, error) {
+			return e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: f.owned, To: "carol", Note: long(4001)})
+		}},
+		{"handoff: not owner", opp.RuleNotOwner, func() (*opp.Result, error) { return e.Handoff(ctx, "carol", opp.HandoffArgs{TaskID: f.owned, To: "dave"}) }},
+		{"handoff: unowned", opp.RuleNotOwner, func() (*opp.Result, error) { return e.Handoff(ctx, "alice", opp.HandoffArgs{TaskID: f.pending, To: "dave"}) }},
+		{"handoff: completed", opp.RuleFinished, func() (*opp.Result, error) { return e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: f.completed, To: "dave"}) }},
+		{"handoff: by previous owner", opp.RuleNotOwner, func() (*opp.Result, error) { return e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: f.handed, To: "dave"}) }},
+
+		{"release: not owner", opp.RuleNotOwner, func() (*opp.Result, error) { return e.Release(ctx, "carol", f.owned, "") }},
+		{"release: unowned", opp.RuleNotOwner, func() (*opp.Result, error) { return e.Release(ctx, "alice", f.pending, "") }},
+		{"release: completed", opp.RuleFinished, func() (*opp.Result, error) { return e.Release(ctx, "bob", f.completed, "") }},
+		{"release: note too long", opp.RuleInvalidArgument, func() (*opp.Result, error) { return e.Release(ctx, "bob", f.owned, long(4001)) }},
+
+		{"cancel: not creator", opp.RuleNotCreator, func() (*opp.Result, error) { return e.Cancel(ctx, "bob", f.owned, "") }},
+		{"cancel: completed", opp.RuleFinished, func() (*opp.Result, error) { return e.Cancel(ctx, "alice", f.completed, "") }},
+		{"cancel: twice", opp.RuleFinished, func() (*opp.Result, error) { return e.Cancel(ctx, "alice", f.cancelled, "") }},
+		{"cancel: unknown", opp.RuleUnknownTask, func() (*opp.Result, error) { return e.Cancel(ctx, "alice", missing, "") }},
+	}
+	before := f.l.size()
+	stateBefore := e.State()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := c.op()
+			if got := ruleOf(err); got != c.rule {
+				t.Fatalf("got %q (%v), want rule %q", got, err, c.rule)
+			}
+			if msg := err.Error(); len(msg) > 2000 {
+				t.Errorf("refusal message is %d bytes; it should be short", len(msg))
+			}
+			if got := f.l.size(); got != before {
+				t.Fatalf("log grew from %d to %d on a refusal", before, got)
+			}
+		})
+	}
+	if d := stateBefore.Diff(e.State()); len(d) > 0 {
+		t.Fatalf("refusals changed the state: %v", d)
+	}
+	checkRebuild(t, f.l, e)
+}
+
+func TestObservedEvidence(t *testing.T) {
+	f := newFixture(t)
+	e, l := f.e, f.l
+	// bob's call while owning the task is fine.
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "observed", Summary: "ran it", Evidence: []uint64{f.bobCallDuring}}))
+
+	// A call made during an earlier tenure still counts after re-accepting;
+	// one made between tenures does not.
+	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "two tenures"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	first := appendCall(t, l, "bob")
+	mustOK(t)(e.Release(ctx, "bob", id, "later"))
+	between := appendCall(t, l, "bob")
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	if _, err := e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "s", Evidence: []uint64{between}}); ruleOf(err) != opp.RuleEvidence {
+		t.Fatalf("citing a call made between tenures: %v", err)
+	}
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "s", Evidence: []uint64{first}}))
+
+	// reviewed and reported may cite any existing entry, anyone's.
+	id2 := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "review"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "carol", id2))
+	mustOK(t)(e.ReportCompletion(ctx, "carol", opp.ClaimArgs{TaskID: id2, Provenance: "reviewed", Summary: "checked bob's run", Evidence: []uint64{0, f.bobCallDuring, f.createEntry}}))
+	checkRebuild(t, l, e)
+}
+
+func TestCertaintyUpgrade(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	c1 := appendCall(t, l, "bob")
+	c2 := appendCall(t, l, "bob")
+	claim := func(prov string, ev ...uint64) error {
+		_, err := e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: prov, Summary: "s", Source: "carol", Evidence: ev})
+		return err
+	}
+	steps := []struct {
+		prov string
+		ev   []uint64
+		rule string
+	}{
+		{"reported", []uint64{c1}, ""},
+		{"reviewed", []uint64{c1}, opp.RuleUpgrade},  // more certain, nothing new
+		{"reviewed", nil, opp.RuleUpgrade},           // more certain, no evidence at all
+		{"reviewed", []uint64{c1, c2}, ""},           // c2 is new
+		{"observed", []uint64{c2, c1}, opp.RuleUpgrade},
+		{"reported", nil, ""}, // less certain: always allowed
+		{"reported", nil, ""}, // as certain: allowed
+		{"observed", []uint64{c1}, opp.RuleUpgrade}, // up from the previous claim, c1 is not new
+	}
+	for i, s := range steps {
+		before := l.size()
+		err := claim(s.prov, s.ev...)
+		if got := ruleOf(err); got != s.rule {
+			t.Fatalf("step %d (%s %v): got %q (%v), want %q", i, s.prov, s.ev, got, err, s.rule)
+		}
+		if err != nil && l.size() != before {
+			t.Fatalf("step %d: refused but wrote", i)
+		}
+	}
+	// New evidence unlocks the upgrade; the task stays completed.
+	c3 := appendCall(t, l, "bob")
+	if err := claim("observed", c3); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := e.Status(id)
+	if st.State != opp.StateCompleted || st.Owner != "bob" {
+		t.Fatalf("state %s owner %s", st.State, st.Owner)
+	}
+	checkRebuild(t, l, e)
+}
+
+func claimOn(e *opp.Engine, actor, id, prov string, ev ...uint64) error {
+	_, err := e.ReportCompletion(ctx, actor, opp.ClaimArgs{TaskID: id, Provenance: prov, Summary: "s", Source: "someone", Evidence: ev})
+	return err
+}
+
+func TestHandoffSnapshot(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
+	acc := mustOK(t)(e.Accept(ctx, "bob", id))
+	h := mustOK(t)(e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: id, To: "carol", Note: "over to you"}))
+	if h.Task.Owner != "" || h.Task.Reservation != "carol" || h.Task.State != opp.StatePending {
+		t.Fatalf("after handoff: %+v", h.Task)
+	}
+	st, _ := e.Status(id)
+	snap := st.History[len(st.History)-1].Snapshot
+	if snap == nil {
+		t.Fatal("handoff event has no snapshot")
+	}
+	want := opp.Snapshot{State: opp.StateAccepted, Owner: "bob", HistoryHead: opp.EntryRef{Index: acc.Index, LeafHash: hex.EncodeToString(acc.LeafHash)}, Claims: []opp.ClaimRef{}}
+	if snap.State != want.State || snap.Owner != want.Owner || snap.HistoryHead != want.HistoryHead || len(snap.Claims) != 0 {
+		t.Fatalf("snapshot %+v, want %+v", snap, want)
+	}
+	// Only carol may accept; she owns it then.
+	if _, err := e.Accept(ctx, "dave", id); ruleOf(err) != opp.RuleReserved {
+		t.Fatalf("dave accepting: %v", err)
+	}
+	if _, err := e.Accept(ctx, "bob", id); ruleOf(err) != opp.RuleReserved {
+		t.Fatalf("bob re-accepting: %v", err)
+	}
+	mustOK(t)(e.Accept(ctx, "carol", id))
+	mustOK(t)(e.ReportCompletion(ctx, "carol", opp.ClaimArgs{TaskID: id, Provenance: "reviewed", Summary: "s"}))
+	checkRebuild(t, l, e)
+	es, _ := l.Entries(ctx, h.Index, h.Index+1)
+	ent, _ := log.ParseEntry(es[0])
+	if _, ok := ent.Fields["snapshot"].(map[string]any); !ok {
+		t.Fatalf("handoff entry has no snapshot object: %s", es[0])
+	}
+}
+
+func TestListUnaccepted(t *testing.T) {
+	f := newFixture(t)
+	e := f.e
+	released := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "r"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "dave", released))
+	mustOK(t)(e.Release(ctx, "dave", released, "cannot do it"))
+	var got []string
+	for _, s := range e.ListUnaccepted() {
+		got = append(got, s.ID)
+		if s.Owner != "" {
+			t.Errorf("listed task %s has owner %s", s.ID, s.Owner)
+		}
+	}
+	want := []string{f.pending, f.reserved, f.handed, released}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("unaccepted %v, want %v (oldest first)", got, want)
+	}
+	checkRebuild(t, f.l, e)
+}
+
+func TestCancel(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t", OfferTo: "bob"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	r := mustOK(t)(e.Cancel(ctx, "alice", id, "plans changed"))
+	if r.Task.State != opp.StateCancelled || r.Task.Owner != "" || r.Task.Reservation != "" {
+		t.Fatalf("after cancel: %+v", r.Task)
+	}
+	for _, err := range []error{
+		func() error { _, err := e.Accept(ctx, "bob", id); return err }(),
+		func() error { return claimOn(e, "bob", id, "reviewed") }(),
+		func() error { _, err := e.Release(ctx, "bob", id, ""); return err }(),
+		func() error { _, err := e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: id, To: "carol"}); return err }(),
+	} {
+		if ruleOf(err) != opp.RuleFinished {
+			t.Errorf("after cancel: %v, want %s", err, opp.RuleFinished)
+		}
+	}
+	checkRebuild(t, l, e)
+}
+
+func TestClaimLimit(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	for range opp.MaxClaims {
+		if err := claimOn(e, "bob", id, "reported"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := claimOn(e, "bob", id, "reported"); ruleOf(err) != opp.RuleLimit {
+		t.Fatalf("claim %d: %v", opp.MaxClaims+1, err)
+	}
+	checkRebuild(t, l, e)
+}
+
+// TestEntrySizeBound checks that the largest inputs still fit an entry,
+// handoff snapshot with the most claims included.
+func TestEntrySizeBound(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	big := strings.Repeat("\U0001F600", opp.MaxText) // 4 bytes each
+	actor := strings.Repeat("a", opp.MaxActor)
+	id := mustOK(t)(e.Create(ctx, actor, opp.CreateArgs{Title: strings.Repeat("\U0001F600", opp.MaxTitle), Description: big, OfferTo: strings.Repeat("b", opp.MaxActor)})).Task.ID
+	mustOK(t)(e.Accept(ctx, strings.Repeat("b", opp.MaxActor), id))
+	owner := strings.Repeat("b", opp.MaxActor)
+	mustOK(t)(e.Release(ctx, owner, id, big))
+	mustOK(t)(e.Accept(ctx, owner, id))
+	if _, err := e.ReportCompletion(ctx, owner, opp.ClaimArgs{TaskID: id, Provenance: "reported", Summary: big, Source: strings.Repeat("\U0001F600", opp.MaxSource), Evidence: []uint64{0}}); err != nil {
+		t.Fatal(err)
+	}
+	checkRebuild(t, l, e)
+}
+
+func TestConcurrentAccept(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "race"})).Task.ID
+	before := l.size()
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, errs[i] = e.Accept(ctx, "agent-"+string(rune('A'+i%26))+hex.EncodeToString([]byte{byte(i)}), id)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	wins := 0
+	for _, err := range errs {
+		switch ruleOf(err) {
+		case "":
+			wins++
+		case opp.RuleOwned:
+		default:
+			t.Errorf("unexpected outcome: %v", err)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d accepts won, want 1", wins)
+	}
+	es, err := l.Entries(ctx, before, l.size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepts := 0
+	for _, b := range es {
+		if ent, _ := log.ParseEntry(b); ent != nil && ent.Kind == opp.KindAccept {
+			accepts++
+		}
+	}
+	if accepts != 1 || len(es) != 1 {
+		t.Fatalf("%d entries, %d task.accept; want exactly one accept", len(es), accepts)
+	}
+	checkRebuild(t, l, e)
+}
+
+func TestOpenRebuildsState(t *testing.T) {
+	f := newFixture(t)
+	mustOK(t)(f.e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "observed", Summary: "s", Evidence: []uint64{f.bobCallDuring}}))
+	e2, err := opp.Open(ctx, f.l, f.l.size(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := f.e.State().Diff(e2.State()); len(d) > 0 {
+		t.Fatalf("reopened engine differs: %v", d)
+	}
+	// The reopened engine enforces the same rules on the rebuilt state.
+	if _, err := e2.Accept(ctx, "carol", f.completed); ruleOf(err) != opp.RuleFinished {
+		t.Fatalf("accept completed after reopen: %v", err)
+	}
+	mustOK(t)(e2.Accept(ctx, "carol", f.handed))
+	checkRebuild(t, f.l, e2)
+}
+
+// TestRebuildViolations writes task entries the engine would refuse
+// straight into the log: each is reported, none changes the state, and
+// Open still works.
+func TestRebuildViolations(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t", OfferTo: "carol"})).Task.ID
+	other := "t_" + strings.Repeat("ab", 16)
+	bad := []struct {
+		kind, actor string
+		fields      map[string]any
+		rule        string
+	}{
+		{opp.KindAccept, "bob", map[string]any{"task_id": id}, opp.RuleReserved},
+		{opp.KindAccept, "bob", map[string]any{"task_id": other}, opp.RuleUnknownTask},
+		{opp.KindClaim, "carol", map[string]any{"task_id": id, "provenance": "observed", "summary": "s"}, opp.RuleNotOwner},
+		{opp.KindClaim, "carol", map[string]any{"task_id": id, "provenance": []string{"observed"}, "summary": "s"}, opp.RuleEntry},
+		{opp.KindAccept, "carol", map[string]any{"task_id": id, "extra": 1}, opp.RuleEntry},
+		{opp.KindCreate, "alice", map[string]any{"task_id": id, "title": "dup"}, opp.RuleEntry},
+		{"task.frobnicate", "alice", map[string]any{"task_id": id}, opp.RuleEntry},
+		{opp.KindHandoff, "alice", map[string]any{"task_id": id, "to": "bob"}, opp.RuleSnapshot},
+	}
+	before := e.State()
+	for _, b := range bad {
+		appendRaw(t, l, b.kind, b.actor, b.fields)
+	}
+	// A call whose arguments merely look like a task entry is skipped.
+	appendRaw(t, l, log.KindCall, "bob", map[string]any{"args": map[string]any{"kind": "task.accept", "task_id": id}})
+	st, err := opp.Rebuild(ctx, l, l.size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Violations) != len(bad) {
+		t.Fatalf("%d violations, want %d: %v", len(st.Violations), len(bad), st.Violations)
+	}
+	for i, v := range st.Violations {
+		if v.Rule != bad[i].rule {
+			t.Errorf("violation %d: %s, want rule %s", i, v, bad[i].rule)
+		}
+	}
+	st.Violations = nil
+	if d := before.Diff(st); len(d) > 0 {
+		t.Fatalf("rule-breaking entries changed the state: %v", d)
+	}
+	e2, err := opp.Open(ctx, l, l.size(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(e2.Violations()); got != len(bad) {
+		t.Fatalf("Open found %d violations, want %d", got, len(bad))
+	}
+	mustOK(t)(e2.Accept(ctx, "carol", id))
+}
+
+func TestFormat(t *testing.T) {
+	f := newFixture(t)
+	mustOK(t)(f.e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "observed", Summary: "line one\nline two", Evidence: []uint64{f.bobCallDuring}}))
+	var b bytes.Buffer
+	st := f.e.State()
+	if err := opp.FormatList(&b, st.Summaries(), st.Tasks[0].Created.Add(90e9)); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	t.Logf("list:\n%s", out)
+	for _, want := range []string{"TASK", "RESERVED FOR", f.pending, "pending_acceptance", "cancelled", "completed", "1m"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("list lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	task, _ := f.e.Status(f.owned)
+	if err := opp.FormatTask(&b, task); err != nil {
+		t.Fatal(err)
+	}
+	out = b.String()
+	for _, want := range []string{"Task " + f.owned, "task.create", "task.accept", "task.claim", "provenance  observed", `line one\nline two`, "leaf hash", "#" + itoa(f.bobCallDuring)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	task, _ = f.e.Status(f.handed)
+	opp.FormatTask(&b, task)
+	t.Logf("show:\n%s", b.String())
+	if !strings.Contains(b.String(), "snapshot    state accepted, owner bob") {
+		t.Errorf("handoff snapshot not shown:\n%s", b.String())
+	}
+}
+
+func itoa(i uint64) string { return strconv.FormatUint(i, 10) }

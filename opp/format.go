@@ -1,0 +1,147 @@
+package opp
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+)
+
+// Summaries returns the summaries of s's tasks, in order of creation.
+func (s *State) Summaries() []Summary {
+	out := make([]Summary, len(s.Tasks))
+	for i, t := range s.Tasks {
+		out[i] = t.Summary
+	}
+	return out
+}
+
+// FormatList writes tasks as a table for people (provlog tasks list): id,
+// state, owner, reservation, creator, age at now, and title.
+func FormatList(w io.Writer, tasks []Summary, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTATE\tOWNER\tRESERVED FOR\tCREATOR\tCREATED\tAGE\tTITLE")
+	for _, t := range tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, dash(t.Owner), dash(t.Reservation),
+			clean(t.Creator, 40), t.Created.UTC().Format(time.RFC3339), Age(now.Sub(t.Created)), clean(t.Title, 60))
+	}
+	if len(tasks) == 0 {
+		fmt.Fprintln(tw, "(no tasks)")
+	}
+	return tw.Flush()
+}
+
+// FormatTask writes a task and its full history for people (provlog tasks
+// show ID). Every event names its log index and leaf hash, so each can be
+// proven with provlog prove --index N.
+func FormatTask(w io.Writer, t *Task) error {
+	bw := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+	p("Task %s\n", t.ID)
+	p("  Title:         %s\n", clean(t.Title, 0))
+	if t.Description != "" {
+		p("  Description:   %s\n", clean(t.Description, 0))
+	}
+	p("  Creator:       %s\n", clean(t.Creator, 0))
+	p("  Created:       %s (entry %d)\n", stamp(t.Created), t.CreatedIndex)
+	p("  State:         %s (since %s)\n", t.State, stamp(t.Since))
+	p("  Owner:         %s\n", dash(t.Owner))
+	p("  Reserved for:  %s\n", dash(t.Reservation))
+	p("\nHistory (%d entries; prove any with: provlog prove --index N)\n", len(t.History))
+	for _, ev := range t.History {
+		p("\n  #%d  %s  %s  by %s\n", ev.Index, stamp(ev.Time), ev.Kind, clean(ev.Actor, 0))
+		p("      leaf hash   %s\n", ev.LeafHash)
+		switch ev.Kind {
+		case KindCreate:
+			p("      title       %s\n", clean(ev.Title, 0))
+			if ev.Description != "" {
+				p("      description %s\n", clean(ev.Description, 0))
+			}
+			if ev.OfferTo != "" {
+				p("      offered to  %s (reserved; not owner until accepted)\n", clean(ev.OfferTo, 0))
+			}
+		case KindClaim:
+			p("      provenance  %s\n", ev.Provenance)
+			p("      summary     %s\n", clean(ev.Summary, 0))
+			if ev.Source != "" {
+				p("      source      %s\n", clean(ev.Source, 0))
+			}
+			if len(ev.Evidence) > 0 {
+				s := make([]string, len(ev.Evidence))
+				for i, x := range ev.Evidence {
+					s[i] = "#" + strconv.FormatUint(x, 10)
+				}
+				p("      evidence    %s\n", strings.Join(s, " "))
+			}
+		case KindHandoff:
+			p("      to          %s (reserved; must accept)\n", clean(ev.To, 0))
+			if s := ev.Snapshot; s != nil {
+				p("      snapshot    state %s, owner %s, reserved for %s, history head #%d (%s), %d claim(s)\n",
+					s.State, dash(s.Owner), dash(s.Reservation), s.HistoryHead.Index, s.HistoryHead.LeafHash, len(s.Claims))
+				for _, c := range s.Claims {
+					p("                  claim #%d by %s, %s (%s)\n", c.Index, clean(c.Actor, 0), c.Provenance, c.LeafHash)
+				}
+			}
+		}
+		if ev.Note != "" {
+			p("      note        %s\n", clean(ev.Note, 0))
+		}
+	}
+	return bw.Flush()
+}
+
+// Age formats a duration as people read an age: "45s", "12m", "3h20m",
+// "2d4h".
+func Age(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return clean(s, 40)
+}
+
+// clean makes caller-supplied text safe to print on one line: control
+// characters are escaped, and text over max characters (if max > 0) is cut
+// with an ellipsis.
+func clean(s string, max int) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if max > 0 && n == max {
+			b.WriteString("…")
+			break
+		}
+		n++
+		switch {
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

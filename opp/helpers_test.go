@@ -1,0 +1,138 @@
+package opp_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest"
+	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/opp"
+)
+
+const testOrigin = "provlog.test/opp"
+
+// testLog is a real log: a sequencer over a store, read back from the store.
+type testLog struct {
+	seq      *server.Sequencer
+	store    log.Storage
+	verifier note.Verifier
+}
+
+func (l *testLog) Append(ctx context.Context, entry []byte) (*log.Receipt, error) {
+	return l.seq.Append(ctx, entry)
+}
+
+func (l *testLog) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
+	return l.store.Entries(ctx, start, end)
+}
+
+func (l *testLog) size() uint64 {
+	n, _ := l.seq.Checkpoint()
+	return n
+}
+
+func newSigner(tb testing.TB) (note.Signer, note.Verifier) {
+	tb.Helper()
+	skey, vkey, err := note.GenerateKey(rand.Reader, testOrigin)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := note.NewSigner(skey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s, v
+}
+
+// newLogOn starts a sequencer over store with a genesis entry.
+func newLogOn(tb testing.TB, store log.Storage) *testLog {
+	tb.Helper()
+	s, v := newSigner(tb)
+	seq, err := server.OpenSequencer(context.Background(), store, s, v, &server.SequencerOptions{
+		Genesis: func() ([]byte, error) { return log.Genesis(time.Now(), testOrigin, "vkey", []byte{1}, "test") },
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { seq.Close() })
+	return &testLog{seq: seq, store: store, verifier: v}
+}
+
+func newLog(tb testing.TB) *testLog { return newLogOn(tb, logtest.NewMemory()) }
+
+func newEngine(tb testing.TB, l *testLog) *opp.Engine {
+	tb.Helper()
+	e, err := opp.Open(context.Background(), l, l.size(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
+// appendCall writes a call entry by actor, as the proxy records a tool
+// call, and returns its index.
+func appendCall(tb testing.TB, l *testLog, actor string) uint64 {
+	tb.Helper()
+	e := &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: actor, Fields: map[string]any{
+		"server": "everything", "tool": "echo", "args": map[string]any{"message": "hi"}, "is_error": false,
+	}}
+	b, err := e.Marshal()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rc, err := l.Append(context.Background(), b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rc.Index
+}
+
+// appendRaw writes an arbitrary entry (for entries the engine would refuse).
+func appendRaw(tb testing.TB, l *testLog, kind, actor string, fields map[string]any) uint64 {
+	tb.Helper()
+	e := &log.Entry{Kind: kind, Time: time.Now(), Actor: actor, Fields: fields}
+	b, err := e.Marshal()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rc, err := l.Append(context.Background(), b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rc.Index
+}
+
+func ruleOf(err error) string {
+	var re *opp.RuleError
+	if errors.As(err, &re) {
+		return re.Rule
+	}
+	if err == nil {
+		return ""
+	}
+	return "error: " + err.Error()
+}
+
+// checkRebuild asserts that the state rebuilt from the log alone equals the
+// engine's live state.
+func checkRebuild(tb testing.TB, l *testLog, e *opp.Engine) *opp.State {
+	tb.Helper()
+	st, err := opp.Rebuild(context.Background(), l, l.size())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if d := e.State().Diff(st); len(d) > 0 {
+		tb.Fatalf("rebuilt state differs from the live state:\n%v", d)
+	}
+	return st
+}

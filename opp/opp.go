@@ -1,0 +1,232 @@
+package opp
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/provlog/provlog/log"
+)
+
+// Entry kinds written by the engine.
+const (
+	KindCreate  = "task.create"
+	KindAccept  = "task.accept"
+	KindClaim   = "task.claim"
+	KindHandoff = "task.handoff"
+	KindRelease = "task.release"
+	KindCancel  = "task.cancel"
+)
+
+// Limits on what callers send. Lengths count characters (Unicode code
+// points), not bytes. They keep every entry, handoff snapshot included,
+// well under log.MaxEntrySize.
+const (
+	MaxTitle    = 200  // task title
+	MaxText     = 4000 // description, summary, note
+	MaxSource   = 500  // a claim's source
+	MaxActor    = 128  // an actor id (callers and offer_to / to)
+	MaxEvidence = 64   // evidence indices in one claim
+	MaxClaims   = 100  // claims on one task, by all actors
+)
+
+// TaskState is where a task is in its life.
+type TaskState string
+
+// Task states.
+const (
+	StatePending   TaskState = "pending_acceptance"
+	StateAccepted  TaskState = "accepted"
+	StateCompleted TaskState = "completed"
+	StateCancelled TaskState = "cancelled"
+)
+
+// Provenance says how a claimant knows its claim is true.
+type Provenance string
+
+// The provenances, from least to most certain.
+const (
+	Reported Provenance = "reported" // someone said so; the claim names them as source
+	Reviewed Provenance = "reviewed" // the claimant checked someone else's work
+	Observed Provenance = "observed" // the claimant saw it in its own calls
+)
+
+// rank orders provenances by certainty; 0 means not a provenance.
+func (p Provenance) rank() int {
+	switch p {
+	case Reported:
+		return 1
+	case Reviewed:
+		return 2
+	case Observed:
+		return 3
+	}
+	return 0
+}
+
+// Log is what the engine needs of provlog's log: append an entry durably
+// and get its receipt, and read entries back (to rebuild state, and to
+// check the entries a claim cites). A struct embedding *server.Sequencer
+// and the log.Storage it writes satisfies it.
+type Log interface {
+	// Append returns once entry is durable in the log.
+	Append(ctx context.Context, entry []byte) (*log.Receipt, error)
+	EntryReader
+}
+
+// EntryReader reads log entries; a log.Storage is one. Entries returns
+// the entries at [start, end), and an error wrapping log.ErrNotFound if
+// end is past the log's size.
+type EntryReader interface {
+	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
+}
+
+// Rule names, as RuleError.Rule reports them.
+const (
+	RuleIdentity        = "identity"          // no or invalid authenticated actor
+	RuleInvalidArgument = "invalid_argument"  // missing, malformed or oversized argument
+	RuleUnknownTask     = "unknown_task"      // no such task
+	RuleFinished        = "task_finished"     // task completed or cancelled
+	RuleAlreadyOwner    = "already_owner"     // accept by the current owner
+	RuleOwned           = "owned_by_another"  // accept of an owned task
+	RuleReserved        = "reserved"          // accept of a task reserved for someone else
+	RuleNotOwner        = "not_owner"         // claim, handoff or release by a non-owner
+	RuleNotCreator      = "not_creator"       // cancel by someone other than the creator
+	RuleProvenance      = "provenance"        // not exactly one of observed, reviewed, reported
+	RuleSource          = "source_required"   // reported claim without a source
+	RuleEvidence        = "evidence"          // cited entry missing, or not allowed for observed
+	RuleUpgrade         = "certainty_upgrade" // more certain claim without new evidence
+	RuleHandoffTarget   = "handoff_target"    // handoff to nobody or to oneself
+	RuleLimit           = "limit"             // too many claims on one task
+	RuleSnapshot        = "handoff_snapshot"  // (rebuild only) handoff snapshot missing or wrong
+	RuleEntry           = "malformed_entry"   // (rebuild only) task entry that does not parse
+)
+
+// RuleError is a refusal: Rule names the rule that refused (one of the
+// Rule constants) and Msg says what was wrong and what to do. Nothing was
+// written to the log.
+type RuleError struct {
+	Rule string
+	Msg  string
+}
+
+func (e *RuleError) Error() string { return fmt.Sprintf("refused by rule %s: %s", e.Rule, e.Msg) }
+
+func refuse(rule, format string, args ...any) *RuleError {
+	return &RuleError{Rule: rule, Msg: fmt.Sprintf(format, args...)}
+}
+
+// CreateArgs are the arguments of create_task.
+type CreateArgs struct {
+	Title       string
+	Description string
+	// OfferTo reserves the task for one actor, who alone may accept it. It
+	// does not make that actor the owner.
+	OfferTo string
+}
+
+// ClaimArgs are the arguments of report_completion.
+type ClaimArgs struct {
+	TaskID     string
+	Provenance string // exactly "observed", "reviewed" or "reported"
+	Summary    string
+	Evidence   []uint64 // log indices
+	Source     string   // who said so; required for "reported"
+}
+
+// HandoffArgs are the arguments of handoff_task.
+type HandoffArgs struct {
+	TaskID string
+	To     string
+	Note   string
+}
+
+// Result is what a successful operation wrote: the entry's index, leaf hash
+// and receipt, and the task as it is after the entry.
+type Result struct {
+	Task     Summary
+	Index    uint64
+	LeafHash []byte
+	Receipt  *log.Receipt
+}
+
+// Summary is a task without its history.
+type Summary struct {
+	ID           string    `json:"task_id"`
+	Title        string    `json:"title"`
+	Creator      string    `json:"creator"`
+	Created      time.Time `json:"created"`
+	CreatedIndex uint64    `json:"created_index"`
+	State        TaskState `json:"state"`
+	Owner        string    `json:"owner"`       // "" when nobody owns it
+	Reservation  string    `json:"reservation"` // "" when anyone may accept it
+	Since        time.Time `json:"since"`       // time of the last entry that changed state, owner or reservation
+}
+
+// Task is a task with its full history.
+type Task struct {
+	Summary
+	Description string  `json:"description,omitempty"`
+	History     []Event `json:"history"`
+}
+
+// Event is one entry in a task's history, with what is needed to prove it
+// (index and leaf hash) and the entry's own fields.
+type Event struct {
+	Index    uint64    `json:"index"`
+	LeafHash string    `json:"leaf_hash"` // hex
+	Kind     string    `json:"kind"`
+	Actor    string    `json:"actor"`
+	Time     time.Time `json:"time"`
+
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	OfferTo     string `json:"offer_to,omitempty"`
+
+	Provenance Provenance `json:"provenance,omitempty"`
+	Summary    string     `json:"summary,omitempty"`
+	Evidence   []uint64   `json:"evidence,omitempty"`
+	Source     string     `json:"source,omitempty"`
+
+	To       string    `json:"to,omitempty"`
+	Note     string    `json:"note,omitempty"`
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
+}
+
+// Snapshot is the frozen state of a task that a handoff entry carries: what
+// the recipient is handed, pinned by the index and leaf hash of the last
+// event before the handoff and of every claim so far.
+type Snapshot struct {
+	State       TaskState  `json:"state"`
+	Owner       string     `json:"owner"`
+	Reservation string     `json:"reservation"`
+	HistoryHead EntryRef   `json:"history_head"`
+	Claims      []ClaimRef `json:"claims"`
+}
+
+// EntryRef names one log entry.
+type EntryRef struct {
+	Index    uint64 `json:"index"`
+	LeafHash string `json:"leaf_hash"` // hex
+}
+
+// ClaimRef names one claim entry and says who made it with what provenance.
+type ClaimRef struct {
+	Index      uint64     `json:"index"`
+	LeafHash   string     `json:"leaf_hash"` // hex
+	Actor      string     `json:"actor"`
+	Provenance Provenance `json:"provenance"`
+}
+
+// Violation is a task entry in the log that breaks a rule (or does not
+// parse). It had no effect on the state.
+type Violation struct {
+	Index uint64 `json:"index"`
+	Kind  string `json:"kind"`
+	Rule  string `json:"rule"`
+	Msg   string `json:"msg"`
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("entry %d (%s) breaks rule %s: %s", v.Index, v.Kind, v.Rule, v.Msg)
+}

@@ -1,0 +1,416 @@
+package opp
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/provlog/provlog/log"
+)
+
+// task is the state of one task, derived from its entries.
+type task struct {
+	Task
+	// tenures are the ownership intervals: owner from the accept entry
+	// (from) to the entry that ended the ownership (to), open while owned.
+	tenures []tenure
+	claims  []ClaimRef
+	// last is each actor's most recent claim provenance; cited is the set
+	// of indices each actor has cited on this task.
+	last  map[string]Provenance
+	cited map[string]map[uint64]bool
+}
+
+type tenure struct {
+	actor    string
+	from, to uint64
+	open     bool
+}
+
+// checkText checks a caller-supplied string: valid UTF-8 and at most max
+// characters; required ones must not be blank.
+func checkText(name, s string, max int, required bool) *RuleError {
+	if !utf8.ValidString(s) {
+		return refuse(RuleInvalidArgument, "%s is not valid UTF-8", name)
+	}
+	if n := utf8.RuneCountInString(s); n > max {
+		return refuse(RuleInvalidArgument, "%s is %d characters, over the limit of %d; shorten it", name, n, max)
+	}
+	if required && strings.TrimSpace(s) == "" {
+		return refuse(RuleInvalidArgument, "%s is required and must not be blank", name)
+	}
+	return nil
+}
+
+// checkActor checks an actor id: the caller's (who) or one named in an
+// argument.
+func checkActor(name, s string) *RuleError {
+	if s == "" {
+		return refuse(RuleInvalidArgument, "%s is empty; name an actor id", name)
+	}
+	if !utf8.ValidString(s) || len(s) > MaxActor {
+		return refuse(RuleInvalidArgument, "%s must be valid UTF-8 of at most %d bytes", name, MaxActor)
+	}
+	return nil
+}
+
+// checkTaskID checks the form of a task id: "t_" and 32 lowercase hex.
+func checkTaskID(id string) *RuleError {
+	if len(id) == 34 && strings.HasPrefix(id, "t_") {
+		if _, err := hex.DecodeString(id[2:]); err == nil && strings.ToLower(id) == id {
+			return nil
+		}
+	}
+	if id == "" {
+		return refuse(RuleInvalidArgument, "task_id is required; get one from create_task or list_unaccepted_tasks")
+	}
+	if len(id) > 64 {
+		id = id[:64] + "…"
+	}
+	return refuse(RuleUnknownTask, "%q is not a task id (task ids look like t_ followed by 32 hex digits); get one from create_task or list_unaccepted_tasks", id)
+}
+
+// checkShape checks what can be checked of r without the task: the actor,
+// the task id's form and every argument's size and form.
+func checkShape(r *record) *RuleError {
+	if r.actor == "" {
+		return refuse(RuleIdentity, "no authenticated actor; task operations need a caller identity (bearer token over HTTP, the configured actor over stdio)")
+	}
+	if !utf8.ValidString(r.actor) || len(r.actor) > MaxActor {
+		return refuse(RuleIdentity, "the authenticated actor id is not valid UTF-8 of at most %d bytes; fix the actor configuration", MaxActor)
+	}
+	if err := checkTaskID(r.taskID); err != nil {
+		return err
+	}
+	switch r.kind {
+	case KindCreate:
+		if err := checkText("title", r.title, MaxTitle, true); err != nil {
+			return err
+		}
+		if err := checkText("description", r.description, MaxText, false); err != nil {
+			return err
+		}
+		if r.offerTo != "" {
+			if err := checkActor("offer_to", r.offerTo); err != nil {
+				return err
+			}
+		}
+	case KindClaim:
+		if r.provenance.rank() == 0 {
+			return refuse(RuleProvenance, "provenance must be exactly one of %q (you saw it in your own calls; cite them as evidence), %q (you checked someone else's work) or %q (someone told you; name them in source); got %q",
+				Observed, Reviewed, Reported, trim(string(r.provenance)))
+		}
+		if err := checkText("summary", r.summary, MaxText, true); err != nil {
+			return err
+		}
+		if err := checkText("source", r.source, MaxSource, false); err != nil {
+			return err
+		}
+		if r.provenance == Reported && strings.TrimSpace(r.source) == "" {
+			return refuse(RuleSource, "a reported claim must name its source (who told you) in source; or, if you saw or checked it yourself, use provenance observed or reviewed")
+		}
+		if len(r.evidence) > MaxEvidence {
+			return refuse(RuleInvalidArgument, "evidence lists %d entries, over the limit of %d; cite the entries that matter", len(r.evidence), MaxEvidence)
+		}
+		seen := make(map[uint64]bool, len(r.evidence))
+		for _, i := range r.evidence {
+			if seen[i] {
+				return refuse(RuleEvidence, "evidence cites entry %d twice; list each index once", i)
+			}
+			seen[i] = true
+		}
+	case KindHandoff:
+		if r.to == "" {
+			return refuse(RuleHandoffTarget, "to is empty; name the actor to hand the task to")
+		}
+		if err := checkActor("to", r.to); err != nil {
+			return err
+		}
+		if r.to == r.actor {
+			return refuse(RuleHandoffTarget, "you cannot hand a task off to yourself; name another actor, or keep working on it")
+		}
+		if err := checkText("note", r.note, MaxText, false); err != nil {
+			return err
+		}
+	case KindRelease, KindCancel:
+		if err := checkText("note", r.note, MaxText, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func trim(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// reader reads single entries for evidence checks.
+type reader struct {
+	ctx context.Context
+	r   EntryReader
+}
+
+// errMissing marks a cited index the log does not hold.
+var errMissing = errors.New("missing")
+
+func (rd reader) entry(i uint64) ([]byte, error) {
+	es, err := rd.r.Entries(rd.ctx, i, i+1)
+	if errors.Is(err, log.ErrNotFound) {
+		return nil, errMissing
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading entry %d: %w", i, err)
+	}
+	if len(es) != 1 {
+		return nil, fmt.Errorf("reading entry %d: got %d entries", i, len(es))
+	}
+	return es[0], nil
+}
+
+// check applies the rules to r against t (nil when r creates a task).
+// limit is the index r will get when known (rebuild), or 0 when r is not
+// yet written: cited entries must lie below it. A refusal is a *RuleError;
+// any other error is a failure to read the log.
+func check(rd reader, t *task, r *record, limit uint64) error {
+	if err := checkShape(r); err != nil {
+		return err
+	}
+	if r.kind == KindCreate {
+		if t != nil {
+			return refuse(RuleEntry, "task %s already exists", r.taskID)
+		}
+		return nil
+	}
+	if t == nil {
+		return refuse(RuleUnknownTask, "no task %s; get task ids from create_task or list_unaccepted_tasks", r.taskID)
+	}
+	id, owner := t.ID, t.Owner
+	switch t.State {
+	case StateCancelled:
+		return refuse(RuleFinished, "task %s was cancelled; nothing more can happen to it. Create a new task if the work is still needed", id)
+	case StateCompleted:
+		if r.kind != KindClaim {
+			return refuse(RuleFinished, "task %s is completed (owner %s); it cannot be accepted, handed off, released or cancelled. Create a new task for further work", id, owner)
+		}
+	}
+	switch r.kind {
+	case KindAccept:
+		switch {
+		case owner == r.actor:
+			return refuse(RuleAlreadyOwner, "you already own task %s; nothing to do", id)
+		case owner != "":
+			return refuse(RuleOwned, "task %s is owned by %s; a task has one owner. Ask %s to hand it off to you (handoff_task) or to release it", id, owner, owner)
+		case t.Reservation != "" && t.Reservation != r.actor:
+			return refuse(RuleReserved, "task %s is reserved for %s; only %s may accept it. Pick another task from list_unaccepted_tasks", id, t.Reservation, t.Reservation)
+		}
+	case KindClaim, KindHandoff, KindRelease:
+		if owner != r.actor {
+			who := "nobody owns it; accept it first with accept_task"
+			if owner != "" {
+				who = "it is owned by " + owner
+			}
+			return refuse(RuleNotOwner, "only the owner of task %s may %s, and %s", id, verb(r.kind), who)
+		}
+	case KindCancel:
+		if t.Creator != r.actor {
+			return refuse(RuleNotCreator, "only the creator of task %s (%s) may cancel it; if you own it and want to stop, use release_task", id, t.Creator)
+		}
+	}
+	switch r.kind {
+	case KindClaim:
+		return checkClaim(rd, t, r, limit)
+	case KindHandoff:
+		if r.snapshot == nil {
+			return refuse(RuleSnapshot, "handoff entry carries no snapshot")
+		}
+		if want := t.snapshot(); !equalSnapshot(r.snapshot, want) {
+			return refuse(RuleSnapshot, "handoff snapshot does not match the task's state before it")
+		}
+	}
+	return nil
+}
+
+func verb(kind string) string {
+	switch kind {
+	case KindClaim:
+		return "report completion"
+	case KindHandoff:
+		return "hand it off"
+	}
+	return "release it"
+}
+
+func checkClaim(rd reader, t *task, r *record, limit uint64) error {
+	if len(t.claims) >= MaxClaims {
+		return refuse(RuleLimit, "task %s already holds %d claims, the limit; create a follow-up task", t.ID, MaxClaims)
+	}
+	for _, i := range r.evidence {
+		if limit != 0 && i >= limit {
+			return refuse(RuleEvidence, "evidence cites entry %d, which did not exist when the claim was made", i)
+		}
+		b, err := rd.entry(i)
+		if errors.Is(err, errMissing) {
+			return refuse(RuleEvidence, "evidence cites entry %d, which does not exist in the log; cite indices of existing entries (from receipts)", i)
+		}
+		if err != nil {
+			return err
+		}
+		if r.provenance != Observed {
+			continue
+		}
+		e, err := log.ParseEntry(b)
+		if err != nil {
+			return refuse(RuleEvidence, "evidence entry %d does not parse; an observed claim may cite only your own call entries", i)
+		}
+		if e.Kind != log.KindCall {
+			return refuse(RuleEvidence, "evidence entry %d is a %s entry, not a call; an observed claim may cite only your own call entries made while you owned the task (use provenance reviewed to cite other entries)", i, e.Kind)
+		}
+		if e.Actor != r.actor {
+			return refuse(RuleEvidence, "evidence entry %d is a call by %s, not by you; an observed claim may cite only your own calls (use provenance reviewed for someone else's work)", i, e.Actor)
+		}
+		if !t.ownedAt(r.actor, i) {
+			return refuse(RuleEvidence, "evidence entry %d is a call you made while you did not own task %s (you owned it over entries %s); an observed claim may cite only calls made while you owned the task", i, t.ID, t.tenuresOf(r.actor))
+		}
+	}
+	prev, ok := t.last[r.actor]
+	if ok && prev.rank() < r.provenance.rank() {
+		fresh := false
+		for _, i := range r.evidence {
+			if !t.cited[r.actor][i] {
+				fresh = true
+				break
+			}
+		}
+		if !fresh {
+			return refuse(RuleUpgrade, "your previous claim on task %s was %s; a more certain claim (%s) must cite evidence you have not cited on this task before. Add new evidence, or keep provenance %s", t.ID, prev, r.provenance, prev)
+		}
+	}
+	return nil
+}
+
+// ownedAt reports whether actor owned t at index i: after one of its
+// accepts and before the entry that ended that ownership.
+func (t *task) ownedAt(actor string, i uint64) bool {
+	for _, te := range t.tenures {
+		if te.actor == actor && i > te.from && (te.open || i < te.to) {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *task) tenuresOf(actor string) string {
+	var parts []string
+	for _, te := range t.tenures {
+		if te.actor != actor {
+			continue
+		}
+		if te.open {
+			parts = append(parts, fmt.Sprintf("after %d", te.from))
+		} else {
+			parts = append(parts, fmt.Sprintf("(%d, %d)", te.from, te.to))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// snapshot is the frozen state a handoff of t carries.
+func (t *task) snapshot() *Snapshot {
+	head := t.History[len(t.History)-1]
+	return &Snapshot{
+		State:       t.State,
+		Owner:       t.Owner,
+		Reservation: t.Reservation,
+		HistoryHead: EntryRef{Index: head.Index, LeafHash: head.LeafHash},
+		Claims:      append([]ClaimRef{}, t.claims...),
+	}
+}
+
+func equalSnapshot(a, b *Snapshot) bool {
+	if a.State != b.State || a.Owner != b.Owner || a.Reservation != b.Reservation || a.HistoryHead != b.HistoryHead || len(a.Claims) != len(b.Claims) {
+		return false
+	}
+	for i := range a.Claims {
+		if a.Claims[i] != b.Claims[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// newTask returns the task r (a create) makes.
+func newTask(r *record, index uint64) *task {
+	t := &task{
+		Task: Task{Summary: Summary{
+			ID: r.taskID, Title: r.title, Creator: r.actor, Created: r.time, CreatedIndex: index,
+			State: StatePending, Reservation: r.offerTo, Since: r.time,
+		}, Description: r.description},
+		last:  map[string]Provenance{},
+		cited: map[string]map[uint64]bool{},
+	}
+	return t
+}
+
+// apply changes t by r, written at index with leaf hash leaf. r has passed
+// check.
+func (t *task) apply(r *record, index uint64, leaf []byte) {
+	ev := Event{Index: index, LeafHash: hex.EncodeToString(leaf), Kind: r.kind, Actor: r.actor, Time: r.time,
+		Note: r.note}
+	endTenure := func() {
+		for k := range t.tenures {
+			if t.tenures[k].open {
+				t.tenures[k].open, t.tenures[k].to = false, index
+			}
+		}
+	}
+	switch r.kind {
+	case KindCreate:
+		ev.Title, ev.Description, ev.OfferTo = r.title, r.description, r.offerTo
+	case KindAccept:
+		t.Owner, t.Reservation, t.State, t.Since = r.actor, "", StateAccepted, r.time
+		t.tenures = append(t.tenures, tenure{actor: r.actor, from: index, open: true})
+	case KindClaim:
+		ev.Provenance, ev.Summary, ev.Evidence, ev.Source = r.provenance, r.summary, r.evidence, r.source
+		t.claims = append(t.claims, ClaimRef{Index: index, LeafHash: ev.LeafHash, Actor: r.actor, Provenance: r.provenance})
+		t.last[r.actor] = r.provenance
+		c := t.cited[r.actor]
+		if c == nil {
+			c = map[uint64]bool{}
+			t.cited[r.actor] = c
+		}
+		for _, i := range r.evidence {
+			c[i] = true
+		}
+		if t.State == StateAccepted {
+			t.State, t.Since = StateCompleted, r.time
+		}
+	case KindHandoff:
+		ev.To, ev.Snapshot = r.to, r.snapshot
+		endTenure()
+		t.Owner, t.Reservation, t.State, t.Since = "", r.to, StatePending, r.time
+	case KindRelease:
+		endTenure()
+		t.Owner, t.Reservation, t.State, t.Since = "", "", StatePending, r.time
+	case KindCancel:
+		endTenure()
+		t.Owner, t.Reservation, t.State, t.Since = "", "", StateCancelled, r.time
+	}
+	t.History = append(t.History, ev)
+}
+
+// view returns a copy of t's public state that later changes to t do not
+// touch. Events are never changed once appended, so they are shared.
+func (t *task) view() Task {
+	v := t.Task
+	v.History = t.History[:len(t.History):len(t.History)]
+	return v
+}

@@ -1,0 +1,280 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Raw capture of downstream results.
+//
+// The SDK's ClientSession decodes every result into Go types: schemas
+// become maps (key order lost), unknown fields are dropped and some fields
+// are re-encoded differently (research/mcp.md §1.5, pitfalls 5 and 6). A
+// call entry must hash the downstream result as received, and the proxy
+// lists tools with their schemas as the server gave them, so the proxy
+// reads results off the wire itself: a request sent with a *capture in its
+// context registers its JSON-RPC id, and the response with that id has its
+// "result" bytes, exactly as received, stored in the capture before the SDK
+// sees the response.
+//
+// For stdio servers the SDK's Connection is wrapped (captureConn). Streamable
+// HTTP connections cannot be wrapped that way (the SDK reaches them through
+// an unexported interface), so for those the HTTP client's RoundTripper reads
+// the request bodies and tees the response bodies (JSON or SSE) instead
+// (captureRoundTripper).
+
+type captureKey struct{}
+
+// A capture collects the raw results of the requests sent with it.
+type capture struct {
+	mu      sync.Mutex
+	pending *pendingCalls
+	ids     []jsonrpc.ID
+	raws    []json.RawMessage // in arrival order
+	wireErr *jsonrpc.Error    // the last error response, as received
+}
+
+func withCapture(ctx context.Context, c *capture) context.Context {
+	return context.WithValue(ctx, captureKey{}, c)
+}
+
+// last returns the last raw result received, or nil.
+func (c *capture) last() json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.raws) == 0 {
+		return nil
+	}
+	return c.raws[len(c.raws)-1]
+}
+
+// remoteError returns the JSON-RPC error the peer answered with, if the
+// last response was one. It tells a peer's error from the SDK's local
+// ones, which are *jsonrpc.Error values too ("rejected by transport",
+// "client is closing").
+func (c *capture) remoteError() *jsonrpc.Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wireErr
+}
+
+// all returns every raw result received, in order.
+func (c *capture) all() []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]json.RawMessage(nil), c.raws...)
+}
+
+// done forgets the ids still waiting: a cancelled call never gets its
+// response.
+func (c *capture) done() {
+	c.mu.Lock()
+	p, ids := c.pending, c.ids
+	c.ids = nil
+	c.mu.Unlock()
+	if p == nil {
+		return
+	}
+	for _, id := range ids {
+		p.m.Delete(id)
+	}
+}
+
+// pendingCalls maps the ids of captured requests on one connection to
+// their captures.
+type pendingCalls struct {
+	m sync.Map // jsonrpc.ID -> *capture
+}
+
+// register notes a request about to be sent, if ctx carries a capture.
+func (p *pendingCalls) register(ctx context.Context, msg jsonrpc.Message) {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		return
+	}
+	cp, ok := ctx.Value(captureKey{}).(*capture)
+	if !ok {
+		return
+	}
+	cp.mu.Lock()
+	cp.pending = p
+	cp.ids = append(cp.ids, req.ID)
+	cp.mu.Unlock()
+	p.m.Store(req.ID, cp)
+}
+
+// deliver stores a response's raw result in its capture, if any.
+func (p *pendingCalls) deliver(msg jsonrpc.Message) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return
+	}
+	v, ok := p.m.LoadAndDelete(resp.ID)
+	if !ok {
+		return
+	}
+	cp := v.(*capture)
+	cp.mu.Lock()
+	var we *jsonrpc.Error
+	switch {
+	case resp.Error == nil:
+		cp.raws = append(cp.raws, bytes.Clone(resp.Result))
+		cp.wireErr = nil
+	case errors.As(resp.Error, &we):
+		cp.wireErr = we
+	default:
+		cp.wireErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: resp.Error.Error()}
+	}
+	cp.mu.Unlock()
+}
+
+// captureTransport wraps a stdio (or in-memory) downstream transport.
+type captureTransport struct {
+	inner mcp.Transport
+}
+
+func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &captureConn{Connection: c}, nil
+}
+
+type captureConn struct {
+	mcp.Connection
+	pending pendingCalls
+}
+
+func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	// Registered before the write, so the response cannot beat it.
+	c.pending.register(ctx, msg)
+	return c.Connection.Write(ctx, msg)
+}
+
+func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err == nil {
+		c.pending.deliver(msg)
+	}
+	return msg, err
+}
+
+// captureRoundTripper captures results for a streamable HTTP downstream,
+// and adds the configured headers to every request.
+type captureRoundTripper struct {
+	base    http.RoundTripper
+	headers map[string]string
+	pending pendingCalls
+}
+
+func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	if req.Method == http.MethodPost && req.GetBody != nil {
+		if _, ok := req.Context().Value(captureKey{}).(*capture); ok {
+			if body, err := req.GetBody(); err == nil {
+				b, _ := io.ReadAll(body)
+				body.Close()
+				if msg, err := jsonrpc.DecodeMessage(b); err == nil {
+					t.pending.register(req.Context(), msg)
+				}
+			}
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mt {
+	case "application/json":
+		resp.Body = &jsonTee{ReadCloser: resp.Body, pending: &t.pending}
+	case "text/event-stream":
+		resp.Body = &sseTee{ReadCloser: resp.Body, pending: &t.pending}
+	}
+	return resp, nil
+}
+
+// jsonTee reads a JSON response body through and delivers the message it
+// holds when the body ends, before the reader sees the end (the SDK reads
+// such bodies with io.ReadAll).
+type jsonTee struct {
+	io.ReadCloser
+	pending *pendingCalls
+	buf     []byte
+	done    bool
+}
+
+func (j *jsonTee) Read(p []byte) (int, error) {
+	n, err := j.ReadCloser.Read(p)
+	if !j.done {
+		j.buf = append(j.buf, p[:n]...)
+		if err != nil {
+			j.done = true
+			if msg, derr := jsonrpc.DecodeMessage(j.buf); derr == nil {
+				j.pending.deliver(msg)
+			}
+			j.buf = nil
+		}
+	}
+	return n, err
+}
+
+// sseTee reads a server-sent event stream through, delivering each
+// event's message as soon as the event is complete, before the reader sees
+// the blank line that completes it.
+type sseTee struct {
+	io.ReadCloser
+	pending *pendingCalls
+	line    []byte // the current, unfinished line
+	data    []byte // the current event's data lines, joined by '\n'
+	hasData bool
+}
+
+func (s *sseTee) Read(p []byte) (int, error) {
+	n, err := s.ReadCloser.Read(p)
+	for _, c := range p[:n] {
+		if c != '\n' {
+			s.line = append(s.line, c)
+			continue
+		}
+		s.endLine()
+	}
+	return n, err
+}
+
+func (s *sseTee) endLine() {
+	line := bytes.TrimSuffix(s.line, []byte("\r"))
+	s.line = s.line[:0]
+	if len(line) == 0 {
+		if s.hasData {
+			if msg, err := jsonrpc.DecodeMessage(s.data); err == nil {
+				s.pending.deliver(msg)
+			}
+		}
+		s.data, s.hasData = s.data[:0], false
+		return
+	}
+	field, value, _ := bytes.Cut(line, []byte(":"))
+	if string(field) != "data" {
+		return
+	}
+	value = bytes.TrimPrefix(value, []byte(" "))
+	if s.hasData {
+		s.data = append(s.data, '\n')
+	}
+	s.data = append(s.data, value...)
+	s.hasData = true
+}

@@ -1,0 +1,187 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// DefaultTimeout bounds one tools/call to a downstream server when its
+// config sets no timeout.
+const DefaultTimeout = 60 * time.Second
+
+// Retention policies for a downstream server's results (ServerConfig.Retain).
+const (
+	// RetainHash keeps only the SHA-256 of each result in its call entry.
+	RetainHash = "hash"
+	// RetainFull also keeps each result, in its RFC 8785 canonical form, as
+	// a blob named by that same SHA-256.
+	RetainFull = "full"
+)
+
+// A ServerConfig describes one downstream MCP server, as it appears under
+// "servers:" in provlog's YAML config (DESIGN §4). Exactly one of Command
+// (a stdio server the proxy starts and restarts) and URL (a streamable HTTP
+// server) is set.
+type ServerConfig struct {
+	// ID names the server in call entries, in namespaced tool and prompt
+	// names (<id>__<name>) and in namespaced resource URIs (<id>+<uri>). It
+	// is lowercase letters, digits, '.' and '-', starting with a letter, so
+	// that it can head a URI scheme; "provlog" is reserved.
+	ID string `yaml:"id"`
+
+	// Command is the program and its arguments (stdio servers).
+	Command []string `yaml:"command"`
+	// Env is added to the proxy's own environment for Command.
+	Env map[string]string `yaml:"env"`
+	// Dir is Command's working directory (default: the proxy's).
+	Dir string `yaml:"dir"`
+
+	// URL is a streamable HTTP endpoint (http or https).
+	URL string `yaml:"url"`
+	// Headers are sent with every HTTP request to URL, e.g. Authorization.
+	Headers map[string]string `yaml:"headers"`
+
+	// Redact lists argument field names whose values are replaced by
+	// "[redacted]" at any depth of a call's arguments before anything is
+	// hashed, logged or written (exact, case-sensitive key match). The
+	// downstream server still receives the real values.
+	Redact []string `yaml:"redact"`
+	// Retain is RetainHash (the default) or RetainFull.
+	Retain string `yaml:"retain"`
+	// Prefix replaces "<id>__" in front of tool and prompt names. An empty
+	// string keeps the names (and resource URIs) as the server gives them;
+	// the proxy then refuses to start if two servers would collide.
+	Prefix *string `yaml:"prefix"`
+	// Timeout bounds each tools/call (default DefaultTimeout).
+	Timeout Duration `yaml:"timeout"`
+}
+
+// A Duration is a time.Duration written as in Go ("90s", "2m") in the
+// config.
+type Duration time.Duration
+
+// UnmarshalText parses a Go duration string, so YAML and JSON decoders
+// accept "30s".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("timeout %q: want a duration such as 30s or 2m", b)
+	}
+	if v < 0 {
+		return fmt.Errorf("timeout %q is negative", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the duration as Go does.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+var idPattern = regexp.MustCompile(`^[a-z][a-z0-9.-]{0,62}$`)
+
+// toolPrefix returns the prefix of the server's tool and prompt names.
+func (c *ServerConfig) toolPrefix() string {
+	if c.Prefix != nil {
+		return *c.Prefix
+	}
+	return c.ID + "__"
+}
+
+// uriPrefix returns what goes in front of the server's resource URIs: a
+// URI scheme prefix "<id>+", so "file:///a" becomes "<id>+file:///a". The
+// result is still an absolute URI (RFC 3986 schemes may contain '+'), and
+// resource templates stay templates. An empty tool prefix keeps URIs too.
+func (c *ServerConfig) uriPrefix() string {
+	if c.Prefix != nil && *c.Prefix == "" {
+		return ""
+	}
+	return c.ID + "+"
+}
+
+func (c *ServerConfig) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return time.Duration(c.Timeout)
+	}
+	return DefaultTimeout
+}
+
+// check reports what is wrong with one server's config.
+func (c *ServerConfig) check() error {
+	if !idPattern.MatchString(c.ID) {
+		return fmt.Errorf("server id %q: use lowercase letters, digits, '.' and '-', starting with a letter (it heads tool names and URI schemes)", c.ID)
+	}
+	if c.ID == "provlog" {
+		return errors.New(`server id "provlog" is reserved for the proxy's own tools`)
+	}
+	switch {
+	case len(c.Command) > 0 && c.URL != "":
+		return fmt.Errorf("server %q: set either command or url, not both", c.ID)
+	case len(c.Command) == 0 && c.URL == "":
+		return fmt.Errorf("server %q: set command (stdio) or url (streamable HTTP)", c.ID)
+	case len(c.Command) > 0:
+		if c.Command[0] == "" {
+			return fmt.Errorf("server %q: command is empty", c.ID)
+		}
+		if len(c.Headers) > 0 {
+			return fmt.Errorf("server %q: headers apply only to url servers", c.ID)
+		}
+	default:
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("server %q: url %q is not an http(s) URL", c.ID, c.URL)
+		}
+		if len(c.Env) > 0 || c.Dir != "" {
+			return fmt.Errorf("server %q: env and dir apply only to command servers", c.ID)
+		}
+	}
+	switch c.Retain {
+	case "", RetainHash, RetainFull:
+	default:
+		return fmt.Errorf("server %q: retain %q: want %q or %q", c.ID, c.Retain, RetainHash, RetainFull)
+	}
+	for _, f := range c.Redact {
+		if f == "" {
+			return fmt.Errorf("server %q: redact lists an empty field name", c.ID)
+		}
+	}
+	if p := c.toolPrefix(); p != "" && !toolNamePattern.MatchString(p) {
+		return fmt.Errorf("server %q: prefix %q may hold only letters, digits, '_', '-' and '.'", c.ID, p)
+	}
+	return nil
+}
+
+var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// CheckServers reports what is wrong with a list of downstream servers:
+// each one's fields, and ids or tool prefixes used twice. cmd calls it
+// while loading the config, before opening anything.
+func CheckServers(servers []ServerConfig) error {
+	ids := map[string]bool{}
+	prefixes := map[string]string{}
+	for i := range servers {
+		c := &servers[i]
+		if err := c.check(); err != nil {
+			return fmt.Errorf("config: servers: %w", err)
+		}
+		if ids[c.ID] {
+			return fmt.Errorf("config: servers: id %q is used twice", c.ID)
+		}
+		ids[c.ID] = true
+		p := c.toolPrefix()
+		if p == "" {
+			continue
+		}
+		if other, ok := prefixes[p]; ok {
+			return fmt.Errorf("config: servers: %q and %q share the prefix %q", other, c.ID, p)
+		}
+		if strings.HasPrefix(p, ownPrefix) {
+			return fmt.Errorf("config: servers: %q: prefix %q overlaps the proxy's own %q", c.ID, p, ownPrefix)
+		}
+		prefixes[p] = c.ID
+	}
+	return nil
+}

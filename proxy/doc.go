@@ -1,0 +1,103 @@
+// Package proxy is provlog's MCP front: an MCP server (stdio or streamable
+// HTTP) in front of any number of downstream MCP servers, which records
+// every tools/call through it as a call entry in the log (DESIGN §2, §5).
+//
+// [New] starts the downstream servers from [ServerConfig]s; [Proxy.Server]
+// is the front server (cmd adds provlog's task tools to it);
+// [Proxy.ServeStdio] and [Proxy.HTTPHandler] serve it. It is built on
+// github.com/modelcontextprotocol/go-sdk v1.8.0.
+//
+// # Names
+//
+// A downstream server's tools and prompts appear as <id>__<name> (or under
+// its configured prefix), with the tool schemas byte for byte as the server
+// listed them. Its resources and resource templates appear with the URI
+// scheme prefixed by "<id>+": "file:///a.txt" of server "docs" is
+// "docs+file:///a.txt", and the template "test://{id}/data" is
+// "docs+test://{id}/data". RFC 3986 allows '+' in a scheme, so these are
+// still absolute URIs, templates stay templates, and the mapping is undone
+// by cutting the prefix. Resource links and embedded resources in results
+// get the same prefix, so clients can read them through the proxy. A
+// server configured with an empty prefix keeps its names and URIs; New
+// refuses to start when two such servers collide. The proxy's own tools are
+// provlog__status, provlog__prove and provlog__verify: answered, never
+// recorded.
+//
+// A tool whose definition go-sdk would reject (an input schema without
+// "type":"object", bad x-mcp-header annotations) is skipped and reported
+// in the log and in provlog__status, never a crash; every handler runs
+// under recover.
+//
+// # Recording
+//
+// Each tools/call to a downstream server becomes a "call" entry, appended
+// to [Options.Log] and durable before the result goes back; the result
+// carries the entry's receipt in _meta["dev.provlog/receipt"] ([ReceiptKey]).
+// If the append fails, the client gets a JSON-RPC error instead of the
+// result, and blobs written for the entry are removed again. Failed calls
+// (a downstream protocol error, a crash, a timeout, a cancellation) are
+// recorded too and then returned as errors; the error's data carries the
+// receipt unless the downstream's own error data is forwarded verbatim.
+//
+// An entry's fields besides v, kind, time (the call's start) and actor:
+//
+//	server, tool        the downstream server id and its own tool name
+//	args                the arguments, redacted (below), as a JSON value
+//	args_sha256         instead of args when the entry would exceed
+//	                    log.MaxEntrySize: the hex SHA-256 of the canonical
+//	                    (RFC 8785) redacted arguments, kept as a blob if
+//	                    there is a blob store
+//	result_sha256       hex SHA-256 of the RFC 8785 form of the "result"
+//	                    member exactly as received from the server (read off
+//	                    the wire, not the SDK's re-encoding); absent when
+//	                    there was no result
+//	result_bytes        the size of that result as received
+//	result_canonical    false when the result is not I-JSON, so the hash
+//	                    is of the bytes as received
+//	result_retained     true when the canonical result was kept as a blob
+//	                    named result_sha256 (retain: full)
+//	result_remarshalled true in the unexpected case that the wire bytes
+//	                    were not captured and the SDK's re-encoding was hashed
+//	is_error            the result's isError, or true for a failed call
+//	error, error_code   a failed call's error text (redacted values
+//	                    scrubbed out) and JSON-RPC code, if any
+//	client              {name, version} from the client's initialize (or
+//	                    its per-request _meta in 2026-07-28), when known
+//	protocol_version    the client's protocol revision
+//	started             the start time again, in log.TimeFormat
+//	duration_ns         how long the call took
+//
+// # Redaction
+//
+// A server's "redact" fields are replaced by "[redacted]" wherever they
+// occur in a call's arguments, at any depth, before anything is hashed,
+// logged or written; the redacted values are also scrubbed from recorded
+// error texts. The downstream server still gets the real arguments. The
+// proxy never logs arguments; what a stdio server prints on stderr goes to
+// the logger at debug level and is beyond redaction.
+//
+// # Forwarding
+//
+// Progress is routed per call: the proxy gives the downstream a token of
+// its own and sends the server's progress to the session and token that
+// asked. Cancellation flows down through the SDK. Log messages go to the
+// client whose call is in progress on that server, else to every client,
+// with the logger name prefixed by the server id; the front server filters
+// by each client's level. List-changed notifications make the proxy
+// re-read that server's lists, and the front server tells its clients.
+// Resource subscriptions are counted and forwarded once per URI.
+// Sampling and elicitation requests from a server go to the client whose
+// call is in progress on it; with none, or calls from several client
+// sessions at once, the request is refused (MCP does not say which call a
+// server request belongs to).
+//
+// # Downstream health
+//
+// A stdio server runs in its own process group. When it exits or crashes,
+// its calls in flight fail with a clear error (and are recorded), and it is
+// restarted with exponential backoff (250ms doubling to 30s, reset after
+// 30s of good health); HTTP servers are reconnected the same way. Each call
+// is bounded by the server's timeout (60s by default). Sessions are pinged
+// every 30s and dropped after three failed pings, so a hung server is
+// restarted too. provlog__status reports each server's state.
+package proxy

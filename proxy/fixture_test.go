@@ -1,0 +1,83 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// fixtureEnv makes the test binary run as the fixture MCP server.
+const fixtureEnv = "PROVLOG_PROXY_FIXTURE_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fixtureEnv) != "" {
+		runFixtureServer()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func fixtureServerConfig(t *testing.T, id string) ServerConfig {
+	return ServerConfig{ID: id, Command: fixtureServer(t), Env: map[string]string{fixtureEnv: "1"}}
+}
+
+// runFixtureServer is a stdio MCP server with what the reference servers
+// lack: tools whose schemas go-sdk rejects, a tool that hangs, a protocol
+// error that echoes an argument, a big result.
+func runFixtureServer() {
+	s := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "0.0.1"}, nil)
+	obj := json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer"}}}`)
+	args := func(req *mcp.CallToolRequest) map[string]any {
+		var m map[string]any
+		json.Unmarshal(req.Params.Arguments, &m)
+		return m
+	}
+	s.AddTool(&mcp.Tool{Name: "ok", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "sleep", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ms, _ := args(req)["ms"].(float64)
+		select {
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("slept %vms in pid %d", ms, os.Getpid())}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "hang", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	s.AddTool(&mcp.Tool{Name: "fail_protocol", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		pw, _ := args(req)["password"].(string)
+		return nil, &jsonrpc.Error{Code: -32001, Message: "login refused for password " + pw, Data: json.RawMessage(`{"detail":"from the fixture"}`)}
+	})
+	s.AddTool(&mcp.Tool{Name: "big", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("big result ", 10000)}}}, nil
+	})
+	// Tools go-sdk's server refuses to serve, listed as some servers have
+	// listed them (research/mcp.md §1.2).
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				lt.Tools = append(lt.Tools,
+					&mcp.Tool{Name: "bad_schema", InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#"}`)},
+					&mcp.Tool{Name: "bad_header", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"not a header!"}}}`)},
+				)
+			}
+			return res, err
+		}
+	})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "fixture:", err)
+		os.Exit(1)
+	}
+}

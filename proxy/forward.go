@@ -1,0 +1,312 @@
+package proxy
+
+import (
+	"context"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A progressRoute sends a downstream call's progress to the upstream
+// session and token that asked for it.
+type progressRoute struct {
+	session *mcp.ServerSession
+	token   any
+	ctx     context.Context // the upstream call's, so HTTP progress rides its stream
+}
+
+func (p *Proxy) routeProgress(_ context.Context, params *mcp.ProgressNotificationParams) {
+	tok, ok := params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	v, ok := p.progress.Load(tok)
+	if !ok {
+		return // the call is over: progress after the result is dropped
+	}
+	r := v.(*progressRoute)
+	_ = r.session.NotifyProgress(r.ctx, &mcp.ProgressNotificationParams{
+		Meta:          params.Meta,
+		ProgressToken: r.token,
+		Progress:      params.Progress,
+		Total:         params.Total,
+		Message:       params.Message,
+	})
+}
+
+// logMessage forwards a downstream log message, its logger name prefixed
+// with the server id: to the session with calls in progress on the server
+// if there is exactly one (on that call's stream), else to every session.
+// The front server drops it for sessions whose level is higher.
+func (d *downstream) logMessage(_ context.Context, req *mcp.LoggingMessageRequest) {
+	params := *req.Params
+	if params.Logger == "" {
+		params.Logger = d.cfg.ID
+	} else {
+		params.Logger = d.cfg.ID + "/" + params.Logger
+	}
+	if c, err := d.caller("log message"); err == nil {
+		_ = c.session.Log(c.ctx, &params)
+		return
+	}
+	for ss := range d.p.server.Sessions() {
+		_ = ss.Log(context.Background(), &params)
+	}
+}
+
+// upstreamContext returns a context carrying the upstream call's values
+// (so the request rides its HTTP stream) that ends when either the call or
+// the downstream's request does.
+func upstreamContext(downCtx context.Context, c *inflightCall) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	stop := context.AfterFunc(downCtx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// createMessage forwards a downstream sampling request to the client whose
+// call is in progress.
+func (d *downstream) createMessage(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	c, err := d.caller("sampling request")
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, "%v", err)
+	}
+	uctx, cancel := upstreamContext(ctx, c)
+	defer cancel()
+	res, err := c.session.CreateMessage(uctx, req.Params)
+	if err != nil {
+		return nil, forwardError("client", err)
+	}
+	return res, nil
+}
+
+// elicit forwards a downstream elicitation request likewise.
+func (d *downstream) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	c, err := d.caller("elicitation request")
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, "%v", err)
+	}
+	uctx, cancel := upstreamContext(ctx, c)
+	defer cancel()
+	res, err := c.session.Elicit(uctx, req.Params)
+	if err != nil {
+		return nil, forwardError("client", err)
+	}
+	return res, nil
+}
+
+// resourceUpdated tells the subscribed clients, under the front URI.
+func (d *downstream) resourceUpdated(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+	_ = d.p.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{
+		Meta: req.Params.Meta,
+		URI:  d.cfg.uriPrefix() + req.Params.URI,
+	})
+}
+
+// readResource serves resources/read for a resource or template of d.
+func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	cs, err := d.session()
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: %v", err)
+	}
+	uri := strings.TrimPrefix(req.Params.URI, d.cfg.uriPrefix())
+	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
+	defer cancel()
+	res, err := cs.ReadResource(cctx, &mcp.ReadResourceParams{Meta: forwardMeta(req.Params.Meta), URI: uri})
+	if err != nil {
+		return nil, forwardError(d.cfg.ID, err)
+	}
+	for _, c := range res.Contents {
+		if c != nil && c.URI != "" {
+			c.URI = d.cfg.uriPrefix() + c.URI
+		}
+	}
+	return res, nil
+}
+
+func (d *downstream) promptHandler(name string) mcp.PromptHandler {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		cs, err := d.session()
+		if err != nil {
+			return nil, rpcError(jsonrpc.CodeInternalError, "provlog: %v", err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
+		defer cancel()
+		res, err := cs.GetPrompt(cctx, &mcp.GetPromptParams{Meta: forwardMeta(req.Params.Meta), Name: name, Arguments: req.Params.Arguments})
+		if err != nil {
+			return nil, forwardError(d.cfg.ID, err)
+		}
+		for _, m := range res.Messages {
+			if m != nil {
+				d.rewriteContent([]mcp.Content{m.Content})
+			}
+		}
+		return res, nil
+	}
+}
+
+// rewriteContent gives resource links and embedded resources in a result
+// their front URIs, so the client can read them through the proxy. (The
+// call entry hashes the result as the server sent it.)
+func (d *downstream) rewriteContent(cs []mcp.Content) {
+	up := d.cfg.uriPrefix()
+	if up == "" {
+		return
+	}
+	for _, c := range cs {
+		switch c := c.(type) {
+		case *mcp.ResourceLink:
+			if c.URI != "" {
+				c.URI = up + c.URI
+			}
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil && c.Resource.URI != "" {
+				c.Resource.URI = up + c.Resource.URI
+			}
+		}
+	}
+}
+
+// serverForURI finds the server a front resource URI belongs to and
+// returns its URI there.
+func (p *Proxy) serverForURI(uri string) (*downstream, string, bool) {
+	p.mu.Lock()
+	d := p.resOwner[uri]
+	p.mu.Unlock()
+	if d != nil {
+		return d, strings.TrimPrefix(uri, d.cfg.uriPrefix()), true
+	}
+	var bare []*downstream
+	for _, d := range p.ds {
+		up := d.cfg.uriPrefix()
+		if up == "" {
+			bare = append(bare, d)
+		} else if strings.HasPrefix(uri, up) {
+			return d, strings.TrimPrefix(uri, up), true
+		}
+	}
+	if len(bare) == 1 {
+		return bare[0], uri, true
+	}
+	return nil, "", false
+}
+
+// complete forwards completion/complete for a prompt or resource template
+// argument to the server it belongs to.
+func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	if req.Params == nil || req.Params.Ref == nil {
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: completion without a ref")
+	}
+	ref := *req.Params.Ref
+	var d *downstream
+	switch ref.Type {
+	case "ref/prompt":
+		p.mu.Lock()
+		d = p.promptOwner[ref.Name]
+		p.mu.Unlock()
+		if d != nil {
+			d.mu.Lock()
+			ref.Name = d.prompts[ref.Name]
+			d.mu.Unlock()
+		}
+	case "ref/resource":
+		var ok bool
+		if d, ref.URI, ok = p.serverForURI(ref.URI); !ok {
+			d = nil
+		}
+	}
+	empty := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
+	if d == nil {
+		return empty, nil
+	}
+	cs, err := d.session()
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: %v", err)
+	}
+	if caps := cs.InitializeResult().Capabilities; caps == nil || caps.Completions == nil {
+		return empty, nil
+	}
+	params := *req.Params
+	params.Meta = forwardMeta(params.Meta)
+	params.Ref = &ref
+	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
+	defer cancel()
+	res, err := cs.Complete(cctx, &params)
+	if err != nil {
+		return nil, forwardError(d.cfg.ID, err)
+	}
+	return res, nil
+}
+
+// subscribe forwards a resource subscription; the downstream server sees
+// one subscription per URI however many clients hold one.
+func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	d, uri, ok := p.serverForURI(req.Params.URI)
+	if !ok {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	p.mu.Lock()
+	p.subs[req.Params.URI]++
+	first := p.subs[req.Params.URI] == 1
+	p.mu.Unlock()
+	if !first {
+		return nil
+	}
+	cs, err := d.session()
+	if err != nil {
+		return nil // resubscribed when the server is back
+	}
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		p.mu.Lock()
+		p.subs[req.Params.URI]--
+		p.mu.Unlock()
+		return forwardError(d.cfg.ID, err)
+	}
+	return nil
+}
+
+func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	d, uri, ok := p.serverForURI(req.Params.URI)
+	if !ok {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	p.mu.Lock()
+	last := p.subs[req.Params.URI] == 1
+	if p.subs[req.Params.URI] > 0 {
+		p.subs[req.Params.URI]--
+	}
+	if p.subs[req.Params.URI] == 0 {
+		delete(p.subs, req.Params.URI)
+	}
+	p.mu.Unlock()
+	if !last {
+		return nil
+	}
+	if cs, err := d.session(); err == nil {
+		if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+			return forwardError(d.cfg.ID, err)
+		}
+	}
+	return nil
+}
+
+// resubscribe renews the subscriptions held on d after it reconnected.
+func (p *Proxy) resubscribe(ctx context.Context, d *downstream, cs *mcp.ClientSession) {
+	caps := cs.InitializeResult().Capabilities
+	if caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
+		return
+	}
+	p.mu.Lock()
+	var uris []string
+	for u := range p.subs {
+		uris = append(uris, u)
+	}
+	p.mu.Unlock()
+	for _, u := range uris {
+		if owner, uri, ok := p.serverForURI(u); ok && owner == d {
+			if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+				p.logger.Warn("proxy: renewing a resource subscription failed", "server", d.cfg.ID, "uri", uri, "error", err)
+			}
+		}
+	}
+}

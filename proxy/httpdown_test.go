@@ -1,0 +1,78 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestHTTPDownstreamRestarted stops an HTTP downstream server and starts it
+// again: calls fail (and are recorded) while it is gone, and work again
+// once the proxy has reconnected.
+func TestHTTPDownstreamRestarted(t *testing.T) {
+	args := everythingJS(t, "streamableHttp")
+	port := freePort(t)
+	start := func() *exec.Cmd {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err == nil {
+				c.Close()
+				return cmd
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("server-everything did not listen")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	cmd := start()
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "evh", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}}, nil)
+	cs := connectMemory(t, p, nil)
+	ctx := context.Background()
+	echo := &mcp.CallToolParams{Name: "evh__echo", Arguments: map[string]any{"message": "x"}}
+	if _, err := cs.CallTool(ctx, echo); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	before := l.size(t)
+	if _, err := cs.CallTool(ctx, echo); err == nil {
+		t.Fatal("a call to a stopped server succeeded")
+	} else {
+		t.Logf("while down: %v", err)
+	}
+	if l.size(t) != before+1 {
+		t.Errorf("the failed call was not recorded")
+	}
+	cmd = start()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := cs.CallTool(ctx, echo)
+		if err == nil && !res.IsError {
+			l.checkReceipt(t, metaReceipt(res.Meta))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no reconnection: %v; status %v", err, serverStatus(t, callStatus(t, cs), "evh"))
+		}
+		if err != nil && !strings.Contains(err.Error(), "evh") {
+			t.Logf("error does not name the server: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

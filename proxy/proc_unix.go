@@ -1,0 +1,22 @@
+//go:build unix
+
+package proxy
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcessGroup starts a stdio server in its own process group, so that
+// stopping it also stops what it started (npx runs the server as a child).
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// killProcessGroup kills whatever is left of a stdio server's process group.
+func killProcessGroup(cmd *exec.Cmd) {
+	if cmd == nil || cmd.Process == nil || cmd.Process.Pid <= 0 {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+}

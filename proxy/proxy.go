@@ -1,0 +1,313 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
+)
+
+// ReceiptKey is the _meta key under which a recorded call's result (or the
+// data of its error) carries the receipt of its call entry.
+const ReceiptKey = "dev.provlog/receipt"
+
+// downstreamProtocolVersion is what the proxy asks its downstream servers
+// for. Pinning it skips the SDK's server/discover probe, which would put an
+// unknown method on every legacy server's wire (research/mcp.md §1.5.1).
+const downstreamProtocolVersion = "2025-11-25"
+
+// statelessProtocol is the first protocol revision without sessions
+// (SEP-2575); the SDK serves it only from a stateless HTTP handler.
+const statelessProtocol = "2026-07-28"
+
+// DefaultMaxRequestBytes bounds an HTTP request body when
+// Options.MaxRequestBytes is zero.
+const DefaultMaxRequestBytes = 4 << 20
+
+// A Recorder appends one entry to the log and returns its receipt once the
+// entry is durable. *server.Sequencer implements it.
+type Recorder interface {
+	Append(ctx context.Context, entry []byte) (*log.Receipt, error)
+}
+
+// Options configure a [Proxy].
+type Options struct {
+	// Servers are the downstream MCP servers.
+	Servers []ServerConfig
+	// Log records every tools/call to a downstream server. Required.
+	Log Recorder
+	// Blobs keeps retained results (retain: full) and arguments too large
+	// for an entry. If nil, such arguments are kept as their hash only, and
+	// retain: full is refused.
+	Blobs *blobs.Store
+	// Actor names who is calling. If nil, the actor is the one the bearer
+	// token was mapped to by HTTPHandler's authorize (the request's
+	// TokenInfo.UserID), and a request without one is refused.
+	Actor func(ctx context.Context, req *mcp.CallToolRequest) (string, error)
+	// Status adds the log's state (size, last checkpoint, anchoring,
+	// witnesses...) to provlog__status's answer, under "log".
+	Status func(ctx context.Context) map[string]any
+	// Prove returns the receipt of the entry at index (if index >= 0) or
+	// with leafHash, for provlog__prove. If nil, that tool is absent.
+	Prove func(ctx context.Context, index int64, leafHash []byte) (*log.Receipt, error)
+	// Verifier checks receipts for provlog__verify. If nil, that tool is
+	// absent.
+	Verifier note.Verifier
+	// Logger receives the proxy's own log lines (default: discarded). Tool
+	// arguments never reach it.
+	Logger *slog.Logger
+
+	// Version is provlog's version, sent as serverInfo upstream and as
+	// clientInfo downstream (default "devel").
+	Version string
+	// MaxRequestBytes bounds an HTTP request body (default
+	// DefaultMaxRequestBytes); larger requests get 413.
+	MaxRequestBytes int64
+	// StartTimeout bounds how long New waits for the downstream servers'
+	// first connection before serving without the slow ones (default 30s).
+	StartTimeout time.Duration
+}
+
+// A Proxy is an MCP server in front of downstream MCP servers. It serves
+// their tools, resources, resource templates and prompts under namespaced
+// names, forwards notifications and server-initiated requests both ways,
+// and records every tools/call as a call entry in the log before the
+// result reaches the client.
+type Proxy struct {
+	opts   Options
+	logger *slog.Logger
+	server *mcp.Server
+	ds     []*downstream
+	byID   map[string]*downstream
+
+	mu          sync.Mutex
+	toolOwner   map[string]*downstream // front tool name -> server
+	promptOwner map[string]*downstream
+	resOwner    map[string]*downstream // front resource URI or URI template -> server
+	subs        map[string]int         // front resource URI -> upstream subscriptions
+
+	progress  sync.Map // downstream progress token -> *progressRoute
+	nextToken atomic.Uint64
+	nextCall  atomic.Uint64
+
+	ctx    context.Context // the downstream supervisors' lifetime
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed atomic.Bool
+
+	minBackoff, maxBackoff time.Duration // downstream restart backoff
+}
+
+// New starts a proxy for opts.Servers. It starts every downstream server
+// and waits (at most opts.StartTimeout) for each one's first connection;
+// a server that fails to start is reported and retried with backoff in the
+// background, which is not an error. It fails on a bad config, and when
+// servers configured with an empty prefix give two tools, prompts or
+// resources the same name.
+func New(ctx context.Context, opts Options) (*Proxy, error) {
+	if opts.Log == nil {
+		return nil, errors.New("proxy: Options.Log is required")
+	}
+	if err := CheckServers(opts.Servers); err != nil {
+		return nil, err
+	}
+	for _, s := range opts.Servers {
+		if s.Retain == RetainFull && opts.Blobs == nil {
+			return nil, fmt.Errorf("proxy: server %q retains full results, but there is no blob store", s.ID)
+		}
+	}
+	if opts.Version == "" {
+		opts.Version = "devel"
+	}
+	if opts.MaxRequestBytes == 0 {
+		opts.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Proxy{
+		opts:        opts,
+		logger:      logger,
+		byID:        map[string]*downstream{},
+		toolOwner:   map[string]*downstream{},
+		promptOwner: map[string]*downstream{},
+		resOwner:    map[string]*downstream{},
+		subs:        map[string]int{},
+		minBackoff:  250 * time.Millisecond,
+		maxBackoff:  30 * time.Second,
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.server = mcp.NewServer(&mcp.Implementation{Name: "provlog", Title: "provlog audit proxy", Version: opts.Version}, &mcp.ServerOptions{
+		Logger: logger,
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Logging:   &mcp.LoggingCapabilities{},
+		},
+		CompletionHandler:  p.complete,
+		SubscribeHandler:   p.subscribe,
+		UnsubscribeHandler: p.unsubscribe,
+	})
+	p.server.AddReceivingMiddleware(p.guard)
+	p.addOwnTools()
+
+	for i := range opts.Servers {
+		d := newDownstream(p, opts.Servers[i])
+		p.ds = append(p.ds, d)
+		p.byID[d.cfg.ID] = d
+	}
+	for _, d := range p.ds {
+		p.wg.Add(1)
+		go d.run(p.ctx)
+	}
+	timer := time.NewTimer(opts.StartTimeout)
+	defer timer.Stop()
+	for _, d := range p.ds {
+		select {
+		case <-d.firstDone:
+		case <-timer.C:
+		case <-ctx.Done():
+			p.Close()
+			return nil, ctx.Err()
+		}
+	}
+	var collisions []string
+	for _, d := range p.ds {
+		if d.cfg.toolPrefix() == "" || d.cfg.uriPrefix() == "" {
+			collisions = append(collisions, d.collisionList()...)
+		}
+	}
+	if len(collisions) > 0 {
+		p.Close()
+		sort.Strings(collisions)
+		return nil, fmt.Errorf("proxy: servers with an empty prefix collide: %s; give them a prefix", strings.Join(collisions, "; "))
+	}
+	return p, nil
+}
+
+// Server returns the front MCP server, so that cmd can add its own tools.
+func (p *Proxy) Server() *mcp.Server { return p.server }
+
+// ServeStdio serves one client over stdin and stdout until it disconnects
+// or ctx is done.
+func (p *Proxy) ServeStdio(ctx context.Context) error {
+	return p.server.Run(ctx, &mcp.StdioTransport{})
+}
+
+// HTTPHandler serves MCP over streamable HTTP (mount it at /mcp). Every
+// request needs "Authorization: Bearer <token>"; authorize maps a token
+// to its actor (compare token hashes in constant time there) and a request
+// without a token it accepts gets 401. The actor becomes the request's
+// TokenInfo.UserID, which the SDK also checks against the session's, so
+// one actor cannot use another's session. Bodies over MaxRequestBytes get
+// 413.
+//
+// Clients of protocol revisions up to 2025-11-25 get stateful sessions;
+// requests of the sessionless 2026-07-28 revision (by their
+// Mcp-Protocol-Version header) go to a stateless handler on the same
+// server, as go-sdk serves that revision only statelessly. Stateless
+// requests cannot carry server-to-client requests, so sampling and
+// elicitation from a downstream server reach only stateful clients.
+func (p *Proxy) HTTPHandler(authorize func(token string) (actor string, ok bool)) http.Handler {
+	getServer := func(*http.Request) *mcp.Server { return p.server }
+	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Logger:              p.logger,
+		MaxRequestBodyBytes: p.opts.MaxRequestBytes,
+		SessionTimeout:      time.Hour,
+	})
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		Logger:              p.logger,
+		MaxRequestBodyBytes: p.opts.MaxRequestBytes,
+	})
+	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= statelessProtocol {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
+	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		actor, ok := authorize(token)
+		if !ok || actor == "" {
+			return nil, fmt.Errorf("%w: unknown bearer token", auth.ErrInvalidToken)
+		}
+		return &auth.TokenInfo{UserID: actor}, nil
+	}
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(route)
+}
+
+// Close stops the downstream servers and waits for their supervisors.
+func (p *Proxy) Close() error {
+	if p.closed.Swap(true) {
+		return nil
+	}
+	p.cancel()
+	var wg sync.WaitGroup
+	for _, d := range p.ds {
+		wg.Go(d.stop) // each may wait for its process to exit
+	}
+	wg.Wait()
+	p.wg.Wait()
+	return nil
+}
+
+// guard turns a panic in any front handler into a JSON-RPC error, so a bad
+// downstream (or a bug here) cannot crash the sidecar.
+func (p *Proxy) guard(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				p.logger.Error("proxy: panic while handling a request", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: internal error while handling " + method}
+			}
+		}()
+		return next(ctx, method, req)
+	}
+}
+
+// rpcError returns a JSON-RPC error the SDK sends as it is.
+func rpcError(code int64, format string, args ...any) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// localCodes are the codes of the SDK's own connection errors, which are
+// *jsonrpc.Error values too: "client is closing", "server is closing",
+// "rejected by transport". (Tool calls tell these apart exactly, by the
+// captured response; see capture.go.)
+var localCodes = map[int64]bool{-32003: true, -32004: true, -32005: true}
+
+// forwardError returns a downstream error for the upstream client: a
+// JSON-RPC error as the downstream sent it (the SDK would otherwise replace
+// its message and drop its data), anything else as an internal error
+// naming the server.
+func forwardError(server string, err error) error {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) && !localCodes[we.Code] && !errors.Is(err, mcp.ErrConnectionClosed) {
+		return we
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return rpcError(jsonrpc.CodeInternalError, "provlog: server %q: %v", server, err)
+}

@@ -1,0 +1,99 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Redacted replaces the value of every redacted argument field.
+const Redacted = "[redacted]"
+
+// minSecretLen is the shortest redacted value that is also scrubbed from
+// error texts: shorter ones would match too much ordinary text.
+const minSecretLen = 4
+
+// redactArgs parses a call's arguments and replaces the value of every
+// member named in fields, at any depth (objects inside arrays included),
+// with Redacted. Absent or null arguments become an empty object. Numbers
+// are kept as written (json.Number). It also returns the redacted values'
+// texts (strings as they are, other values as JSON), so that they can be
+// scrubbed from error texts a downstream may echo them in.
+func redactArgs(raw json.RawMessage, fields []string) (any, []string, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return map[string]any{}, nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, nil, fmt.Errorf("arguments are not JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, nil, fmt.Errorf("arguments hold more than one JSON value")
+	}
+	if len(fields) == 0 {
+		return v, nil, nil
+	}
+	set := make(map[string]bool, len(fields))
+	for _, f := range fields {
+		set[f] = true
+	}
+	var secrets []string
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if set[k] {
+					secrets = appendSecrets(secrets, x)
+					v[k] = Redacted
+				} else {
+					v[k] = walk(x)
+				}
+			}
+		case []any:
+			for i, x := range v {
+				v[i] = walk(x)
+			}
+		}
+		return v
+	}
+	return walk(v), secrets, nil
+}
+
+// appendSecrets adds the texts a redacted value could show up as.
+func appendSecrets(secrets []string, v any) []string {
+	switch v := v.(type) {
+	case string:
+		if len(v) >= minSecretLen {
+			secrets = append(secrets, v)
+		}
+		if b, err := json.Marshal(v); err == nil && string(b[1:len(b)-1]) != v && len(b) >= minSecretLen+2 {
+			secrets = append(secrets, string(b[1:len(b)-1])) // as escaped inside JSON text
+		}
+	case map[string]any:
+		for _, x := range v {
+			secrets = appendSecrets(secrets, x)
+		}
+	case []any:
+		for _, x := range v {
+			secrets = appendSecrets(secrets, x)
+		}
+	case nil, bool:
+	default:
+		if s := fmt.Sprint(v); len(s) >= minSecretLen {
+			secrets = append(secrets, s)
+		}
+	}
+	return secrets
+}
+
+// scrub replaces every secret in s with Redacted.
+func scrub(s string, secrets []string) string {
+	for _, x := range secrets {
+		s = strings.ReplaceAll(s, x, Redacted)
+	}
+	return s
+}

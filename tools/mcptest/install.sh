@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs the real MCP programs the proxy tests run against, into a cache
+# folder keyed by this folder's lockfile and the go-sdk version, so a second
+# run is instant:
+#   - @modelcontextprotocol/server-everything and @modelcontextprotocol/sdk
+#     (npm ci from package-lock.json), used as a downstream server and,
+#     through client.mjs, as the TypeScript client;
+#   - go-sdk's conformance everything-server, built from the module proxy.
+#
+# It prints the two variables the Go tests read, ready for eval:
+#   PROVLOG_MCPTEST_DIR        the folder holding node_modules and client.mjs
+#   PROVLOG_EVERYTHING_SERVER  the everything-server binary
+#
+# Usage: eval "$(bash tools/mcptest/install.sh)"
+# Cache root: $PROVLOG_CACHE, else $XDG_CACHE_HOME/provlog, else ~/.cache/provlog.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+gosdk=v1.8.0
+root="${PROVLOG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provlog}"
+key="$(sha256sum <"$here/package-lock.json" | cut -c1-16)"
+dir="$root/mcptest-$key"
+bin="$root/bin-$gosdk"
+
+if [ ! -f "$dir/.installed" ]; then
+	echo "mcptest: installing npm packages into $dir" >&2
+	mkdir -p "$root"
+	tmp="$(mktemp -d "$root/.tmp.XXXXXX")"
+	cp "$here/package.json" "$here/package-lock.json" "$tmp/"
+	npm ci --prefix "$tmp" --no-audit --no-fund --loglevel=error >&2
+	rm -rf "$dir"
+	mkdir -p "$(dirname "$dir")"
+	mv "$tmp" "$dir"
+	touch "$dir/.installed"
+fi
+# The client script is copied on every run (it is not part of the key), so
+# it resolves its imports from the node_modules beside it.
+cp "$here/client.mjs" "$dir/client.mjs"
+
+if [ ! -x "$bin/everything-server" ]; then
+	echo "mcptest: building go-sdk $gosdk conformance/everything-server into $bin" >&2
+	mkdir -p "$bin"
+	# Outside any module, so the main module's go.mod is neither read nor changed.
+	(cd "$bin" && GOBIN="$bin" go install "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@$gosdk" >&2)
+fi
+
+echo "export PROVLOG_MCPTEST_DIR=$dir"
+echo "export PROVLOG_EVERYTHING_SERVER=$bin/everything-server"
