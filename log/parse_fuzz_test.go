@@ -40,6 +40,7 @@ func FuzzParseReceipt(f *testing.F) {
 		r.Extra = nil
 		f.Add([]byte(r.String()))
 	}
+	f.Add([]byte("c2sp.org/tlog-proof@v1\nextra AA\r==\nindex 0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\r\n\nx"))
 	f.Add([]byte("c2sp.org/tlog-proof@v1\nextra \nindex 0\n\nx"))
 	f.Add([]byte("c2sp.org/tlog-proof@v1\nindex 18446744073709551615\n\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -67,6 +68,7 @@ func FuzzParseCheckpoint(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	signed := map[string]bool{} // the only texts this key ever signed
 	for _, c := range []log.Checkpoint{
 		{Origin: "PeterNeumann", Size: 0, Hash: log.EmptyRoot()},
 		{Origin: "PeterNeumann", Size: 20852163, Hash: log.LeafHash(nil), Extensions: []string{"ext"}},
@@ -77,7 +79,11 @@ func FuzzParseCheckpoint(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(msg)
+		signed[c.String()] = true
 	}
+	// encoding/base64 skips '\r' even in strict mode.
+	f.Add([]byte("PeterNeumann\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\r\n"))
+	f.Add([]byte("PeterNeumann\n0\n47DEQpj8HBSa+/TImW+5JC\reuQeRkm5NMpJWZG3hSuFU=\n"))
 	f.Add([]byte("example.com/behind-the-sofa\n20852163\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n"))
 	f.Add([]byte("example.com/behind-the-sofa\n20852163\nCsUYapGGPo4dkMgIAUqom/Xajj7h2fB2MPA3j2jxq2I=\n\n— example.com/behind-the-sofa Az3grlgtzPICa5OS8npVmf1Myq/5IZniMp+ZJurmRDeOoRDe4URYN7u5/Zhcyv2q1gGzGku9nTo+zyWE+xeMcTOAYQ8=\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -98,11 +104,8 @@ func FuzzParseCheckpoint(f *testing.F) {
 			if n.Text != c.String() || c.Origin != v.Name() {
 				t.Fatalf("OpenCheckpoint(%q) = %+v, text %q", data, c, n.Text)
 			}
-			// Only two notes are signed by this key in the corpus; any other
-			// accepted text would be a forgery.
-			resigned, err := log.SignCheckpoint(c, s)
-			if err != nil || !bytes.HasPrefix(data, resigned[:len(n.Text)]) {
-				t.Fatalf("OpenCheckpoint accepted %q", data)
+			if !signed[n.Text] {
+				t.Fatalf("OpenCheckpoint accepted a text the key never signed: %q", data)
 			}
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/opp"
 )
 
@@ -601,3 +602,27 @@ func TestFormat(t *testing.T) {
 }
 
 func itoa(i uint64) string { return strconv.FormatUint(i, 10) }
+
+// The sidecar's log is a sequencer for appends and its store for reads.
+var _ opp.Log = struct {
+	*server.Sequencer
+	log.Storage
+}{}
+
+// TestRebuildChunks rebuilds across the chunk boundary, with an observed
+// claim citing a call far from its task entries.
+func TestRebuildChunks(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "long"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	var last uint64
+	for i := range 1500 {
+		last = appendCall(t, l, []string{"bob", "carol"}[i%2])
+	}
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "s", Evidence: []uint64{last - 1}}))
+	st := checkRebuild(t, l, e)
+	if got := st.Task(id); got == nil || got.State != opp.StateCompleted || len(got.History) != 3 {
+		t.Fatalf("rebuilt task: %+v", got)
+	}
+}

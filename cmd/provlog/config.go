@@ -17,6 +17,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/provlog/provlog/proxy"
 )
 
 // Config is the sidecar's YAML configuration (DESIGN §4).
@@ -35,8 +37,10 @@ type Config struct {
 	// PublicEntries serves entry bundles, entries and proofs without a token.
 	PublicEntries bool `yaml:"public_entries"`
 
+	// Servers are the downstream MCP servers the proxy fronts.
+	Servers []proxy.ServerConfig `yaml:"servers"`
+
 	// Not built yet; present so a config naming them fails clearly.
-	Servers   []yaml.Node `yaml:"servers"`
 	Anchors   *yaml.Node  `yaml:"anchors"`
 	Witnesses []yaml.Node `yaml:"witnesses"`
 }
@@ -67,12 +71,13 @@ func loadConfig(path string) (*Config, error) {
 		cfg.Actor = "local"
 	}
 	switch {
-	case len(cfg.Servers) > 0:
-		return nil, errors.New("config: servers: proxying downstream MCP servers is not built yet")
 	case cfg.Anchors != nil:
 		return nil, errors.New("config: anchors: external anchoring is not built yet")
 	case len(cfg.Witnesses) > 0:
 		return nil, errors.New("config: witnesses: witnessing is not built yet")
+	}
+	if err := proxy.CheckServers(cfg.Servers); err != nil {
+		return nil, fmt.Errorf("config: servers: %w", err)
 	}
 	for _, list := range [][]TokenConfig{cfg.Actors, cfg.Readers} {
 		for _, t := range list {

@@ -49,7 +49,7 @@ type handedOut struct {
 // only after Append returned it.
 func crashChild(data string) {
 	cfg := &Config{Data: data, Actor: "local"}
-	sc, err := openSidecar(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sc, err := openSidecar(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(3)

@@ -13,9 +13,15 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/opp"
+	"github.com/provlog/provlog/opp/oppmcp"
+	"github.com/provlog/provlog/proxy"
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -33,30 +39,34 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *data != "" {
 		cfg.Data = *data
 	}
-	if *addr == "" {
-		return errors.New("MCP over stdio is not built yet; run with --http ADDR to serve the log API")
-	}
+	// stdout carries MCP in stdio mode, so the process log goes to stderr.
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
-	sc, err := openSidecar(ctx, cfg, logger)
+	sc, err := openSidecar(ctx, cfg, logger, *addr == "")
 	if err != nil {
 		return err
 	}
 	defer sc.close()
 
+	if *addr == "" {
+		logger.Info("provlog serving MCP over stdio", "data", cfg.Data, "origin", sc.keys.signer.Name(), "actor", cfg.Actor, "size", sc.size())
+		err := sc.proxy.ServeStdio(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           http.MaxBytesHandler(sc.handler(), 1<<20),
+		Handler:           sc.handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		WriteTimeout:      5 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
 	}
-	logger.Info("provlog serving", "addr", ln.Addr().String(), "data", cfg.Data, "origin", sc.keys.signer.Name(),
-		"size", sc.size(), "local_token_file", filepath.Join(cfg.Data, localToken))
+	logger.Info("provlog serving", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "data", cfg.Data,
+		"origin", sc.keys.signer.Name(), "size", sc.size(), "local_token_file", filepath.Join(cfg.Data, localToken))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -70,18 +80,38 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return srv.Shutdown(sctx)
 }
 
-// sidecar is a running log: keys, store, sequencer and who may read it.
+// sidecar is a running provlog: keys, store, sequencer, task engine, the
+// MCP proxy, and who may do what.
 type sidecar struct {
 	cfg    *Config
 	keys   *keys
 	store  *logpebble.Store
 	seq    *server.Sequencer
+	tasks  *opp.Engine
+	proxy  *proxy.Proxy
 	tokens *tokens
 	logger *slog.Logger
 	start  time.Time
 }
 
-func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger) (*sidecar, error) {
+// appendLog is the log as the task engine sees it.
+type appendLog struct {
+	*server.Sequencer
+	*logpebble.Store
+}
+
+func (l appendLog) Append(ctx context.Context, e []byte) (*log.Receipt, error) {
+	return l.Sequencer.Append(ctx, e)
+}
+
+func (l appendLog) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
+	return l.Store.Entries(ctx, start, end)
+}
+
+// openSidecar opens (creating on first start) the data dir and everything
+// that runs on it. stdio says whether MCP clients come over stdio, where
+// the actor is the config's; over HTTP it is the bearer token's.
+func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bool) (_ *sidecar, err error) {
 	if _, err := os.Stat(filepath.Join(cfg.Data, logKeyFile)); errors.Is(err, os.ErrNotExist) {
 		if err := keygen(cfg.Data, cfg.Origin); err != nil {
 			return nil, err
@@ -107,7 +137,8 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger) (*sideca
 	for _, r := range cfg.Readers {
 		tk.add(r.TokenSHA256, r.ID, true)
 	}
-	if err := os.MkdirAll(filepath.Join(cfg.Data, blobDir), 0o700); err != nil {
+	bs, err := blobs.Open(filepath.Join(cfg.Data, blobDir))
+	if err != nil {
 		return nil, err
 	}
 	store, err := logpebble.Open(filepath.Join(cfg.Data, dbDir), &logpebble.Options{
@@ -119,16 +150,53 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger) (*sideca
 	if err != nil {
 		return nil, err
 	}
-	seq, err := server.OpenSequencer(ctx, store, k.signer, k.verifier, &server.SequencerOptions{
+	sc := &sidecar{cfg: cfg, keys: k, store: store, tokens: tk, logger: logger, start: time.Now()}
+	defer func() {
+		if err != nil {
+			sc.close()
+		}
+	}()
+	sc.seq, err = server.OpenSequencer(ctx, store, k.signer, k.verifier, &server.SequencerOptions{
 		Genesis: func() ([]byte, error) {
 			return log.Genesis(time.Now(), k.signer.Name(), k.vkey, k.anchorPub, version)
 		},
 	})
 	if err != nil {
-		store.Close()
 		return nil, err
 	}
-	return &sidecar{cfg: cfg, keys: k, store: store, seq: seq, tokens: tk, logger: logger, start: time.Now()}, nil
+	lg := appendLog{sc.seq, store}
+	sc.tasks, err = opp.Open(ctx, lg, sc.size(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("rebuilding task state: %w", err)
+	}
+	if v := sc.tasks.Violations(); len(v) > 0 {
+		logger.Warn("the log holds task entries that break a rule; they were ignored", "count", len(v), "first", v[0].String())
+	}
+	actor := func(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
+		if req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
+			return req.Extra.TokenInfo.UserID, nil
+		}
+		if stdio {
+			return cfg.Actor, nil
+		}
+		return "", errors.New("no authenticated actor: send Authorization: Bearer <token>")
+	}
+	sc.proxy, err = proxy.New(ctx, proxy.Options{
+		Servers:  cfg.Servers,
+		Log:      sc.seq,
+		Blobs:    bs,
+		Actor:    actor,
+		Status:   sc.status,
+		Prove:    func(ctx context.Context, index int64, leafHash []byte) (*log.Receipt, error) { return prove(ctx, store, index, leafHash, 0) },
+		Verifier: k.verifier,
+		Logger:   logger,
+		Version:  version,
+	})
+	if err != nil {
+		return nil, err
+	}
+	oppmcp.Register(sc.proxy.Server(), sc.tasks, actor)
+	return sc, nil
 }
 
 func (s *sidecar) size() uint64 {
@@ -137,12 +205,35 @@ func (s *sidecar) size() uint64 {
 }
 
 func (s *sidecar) close() {
-	if err := s.seq.Close(); err != nil {
-		s.logger.Error("closing sequencer", "err", err)
+	if s.proxy != nil {
+		if err := s.proxy.Close(); err != nil {
+			s.logger.Error("closing proxy", "err", err)
+		}
+	}
+	if s.seq != nil {
+		if err := s.seq.Close(); err != nil {
+			s.logger.Error("closing sequencer", "err", err)
+		}
 	}
 	if err := s.store.Close(); err != nil {
 		s.logger.Error("closing store", "err", err)
 	}
+}
+
+// status is the log's part of provlog__status and /healthz.
+func (s *sidecar) status(context.Context) map[string]any {
+	size, cp := s.seq.Checkpoint()
+	st := map[string]any{
+		"origin":     s.keys.signer.Name(),
+		"size":       size,
+		"checkpoint": string(cp),
+		"anchoring":  "not configured (external anchoring is not built yet)",
+		"witnesses":  "not configured (witnessing is not built yet)",
+	}
+	if err := s.seq.Err(); err != nil {
+		st["error"] = err.Error()
+	}
+	return st
 }
 
 func (s *sidecar) handler() http.Handler {
@@ -155,18 +246,25 @@ func (s *sidecar) handler() http.Handler {
 		}
 	}
 	mux.Handle("/log/", server.NewAPI(server.APIOptions{Store: s.store, Seq: s.seq, Authorized: authorized}))
+	mux.Handle("/mcp", s.proxy.HTTPHandler(func(token string) (string, bool) {
+		e, ok := s.tokens.lookup(token)
+		if !ok || e.reader {
+			return "", false // readers may read the log, not act
+		}
+		return e.actor, true
+	}))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	return mux
 }
 
 func (s *sidecar) healthz(w http.ResponseWriter, r *http.Request) {
-	size, _ := s.seq.Checkpoint()
-	body := map[string]any{"status": "ok", "origin": s.keys.signer.Name(), "size": size}
+	body := s.status(r.Context())
+	delete(body, "checkpoint")
+	body["status"] = "ok"
 	code := http.StatusOK
-	if err := s.seq.Err(); err != nil {
+	if _, failed := body["error"]; failed {
 		body["status"] = "failed"
-		body["error"] = err.Error()
 		code = http.StatusServiceUnavailable
 	}
 	w.Header().Set("Content-Type", "application/json")

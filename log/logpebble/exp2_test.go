@@ -20,7 +20,10 @@ func TestExpRead(t *testing.T) {
 		t.Skip()
 	}
 	dir := t.TempDir()
-	s, err := Open(dir, nil)
+	cs, _ := strconv.Atoi(os.Getenv("EXP_CACHE"))
+	mt, _ := strconv.Atoi(os.Getenv("EXP_MT"))
+	o := &Options{CacheSize: int64(cs) << 20, MemTableSize: uint64(mt) << 20}
+	s, err := Open(dir, o)
 	must(t, err)
 	fill(t, s, newAppender(), n/256, 256, 1024)
 	if os.Getenv("EXP_COMPACT") != "" {
@@ -28,12 +31,12 @@ func TestExpRead(t *testing.T) {
 	}
 	if os.Getenv("EXP_REOPEN") != "" {
 		must(t, s.Close())
-		s, err = Open(dir, nil)
+		s, err = Open(dir, o)
 		must(t, err)
 	}
 	st, _ := s.State(context.Background())
 	r := rand.New(rand.NewPCG(1, 1))
-	for _, mode := range []string{"iter", "get", "iter", "get"} {
+	for _, mode := range []string{"iter", "get", "iter", "get", "iter"} {
 		start := time.Now()
 		const N = 5000
 		for range N {
@@ -52,6 +55,12 @@ func TestExpRead(t *testing.T) {
 	}
 	for _, l := range strings.Split(s.db.Metrics().String(), "\n") {
 		if strings.Contains(l, "cache") || strings.HasPrefix(l, "total") || strings.Contains(l, "Compactions") || strings.HasPrefix(l, "    0") {
+			fmt.Println(l)
+		}
+	}
+	st2, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(st2), "\n") {
+		if strings.HasPrefix(l, "VmHWM") {
 			fmt.Println(l)
 		}
 	}
