@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/provlog/provlog/log"
@@ -32,6 +33,10 @@ type Engine struct {
 	mu         sync.RWMutex
 	tasks      map[string]*slot
 	violations []Violation
+	// failed is set when an append failed in a way that leaves unknown
+	// whether the entry is in the log; the engine then writes nothing
+	// more, and a restart rebuilds the truth from the log.
+	failed atomic.Pointer[error]
 }
 
 // slot holds one task and its locks: op is held by the one operation that
@@ -79,6 +84,15 @@ func Open(ctx context.Context, l Log, size uint64, opts *Options) (*Engine, erro
 	return e, nil
 }
 
+// Err returns the error that stopped the engine from writing, if any: an
+// append whose outcome is unknown. Serve it on a health endpoint.
+func (e *Engine) Err() error {
+	if p := e.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // Violations returns the rule-breaking task entries found when the engine
 // was opened.
 func (e *Engine) Violations() []Violation { return slices.Clone(e.violations) }
@@ -97,9 +111,23 @@ func (e *Engine) write(ctx context.Context, r *record) (uint64, []byte, *log.Rec
 		}
 		return 0, nil, nil, fmt.Errorf("encoding %s entry: %w", r.kind, err)
 	}
+	if p := e.failed.Load(); p != nil {
+		return 0, nil, nil, *p
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, nil, nil, err
+	}
 	rc, err := e.log.Append(ctx, b)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("appending %s entry: %w", r.kind, err)
+		err = fmt.Errorf("appending %s entry: %w", r.kind, err)
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			// The log's contract says a failed Append wrote nothing, but
+			// a failure after the commit (building the receipt) would
+			// leave the live state behind the log. Stop rather than guess.
+			stopped := fmt.Errorf("task engine stopped after a failed append (restart provlog to rebuild task state from the log): %w", err)
+			e.failed.CompareAndSwap(nil, &stopped)
+		}
+		return 0, nil, nil, err
 	}
 	leaf := rc.Extra
 	if len(leaf) != log.HashSize {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,8 +94,8 @@ type fixture struct {
 	e *opp.Engine
 
 	pending, reserved, owned, completed, cancelled, handed string
-	bobCallBefore, bobCallDuring, carolCall, aliceCall  uint64
-	createEntry                                         uint64
+	bobCallBefore, bobCallDuring, carolCall, aliceCall     uint64
+	createEntry                                            uint64
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -147,7 +148,9 @@ func TestRefusals(t *testing.T) {
 		op   func() (*opp.Result, error)
 	}{
 		{"create: no actor", opp.RuleIdentity, func() (*opp.Result, error) { return e.Create(ctx, "", opp.CreateArgs{Title: "x"}) }},
-		{"create: actor too long", opp.RuleIdentity, func() (*opp.Result, error) { return e.Create(ctx, strings.Repeat("a", 129), opp.CreateArgs{Title: "x"}) }},
+		{"create: actor too long", opp.RuleIdentity, func() (*opp.Result, error) {
+			return e.Create(ctx, strings.Repeat("a", 129), opp.CreateArgs{Title: "x"})
+		}},
 		{"create: no title", opp.RuleInvalidArgument, func() (*opp.Result, error) { return e.Create(ctx, "alice", opp.CreateArgs{}) }},
 		{"create: blank title", opp.RuleInvalidArgument, func() (*opp.Result, error) { return e.Create(ctx, "alice", opp.CreateArgs{Title: " \n\t"}) }},
 		{"create: title 201 chars", opp.RuleInvalidArgument, func() (*opp.Result, error) { return e.Create(ctx, "alice", opp.CreateArgs{Title: long(201)}) }},
@@ -182,7 +185,9 @@ func TestRefusals(t *testing.T) {
 		{"claim: provenance missing", opp.RuleProvenance, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "")) }},
 		{"claim: provenance other case", opp.RuleProvenance, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "Observed")) }},
 		{"claim: provenance padded", opp.RuleProvenance, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "observed ")) }},
-		{"claim: provenance two values", opp.RuleProvenance, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "observed,reviewed")) }},
+		{"claim: provenance two values", opp.RuleProvenance, func() (*opp.Result, error) {
+			return e.ReportCompletion(ctx, "bob", claim(f.owned, "observed,reviewed"))
+		}},
 		{"claim: provenance unknown", opp.RuleProvenance, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "guessed")) }},
 		{"claim: reported without source", opp.RuleSource, func() (*opp.Result, error) {
 			return e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "reported", Summary: "done", Source: "  "})
@@ -196,11 +201,19 @@ func TestRefusals(t *testing.T) {
 		{"claim: source 501 chars", opp.RuleInvalidArgument, func() (*opp.Result, error) {
 			return e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "reported", Summary: "s", Source: long(501)})
 		}},
-		{"claim: 65 evidence", opp.RuleInvalidArgument, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "reviewed", ev(65)...)) }},
+		{"claim: 65 evidence", opp.RuleInvalidArgument, func() (*opp.Result, error) {
+			return e.ReportCompletion(ctx, "bob", claim(f.owned, "reviewed", ev(65)...))
+		}},
 		{"claim: evidence twice", opp.RuleEvidence, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "reviewed", 1, 1)) }},
-		{"claim: nonexistent evidence", opp.RuleEvidence, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "reviewed", 1, 1<<40)) }},
-		{"claim: evidence past the end", opp.RuleEvidence, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "reported", f.l.size())) }},
-		{"claim: max uint64 evidence", opp.RuleEvidence, func() (*opp.Result, error) { return e.ReportCompletion(ctx, "bob", claim(f.owned, "reported", ^uint64(0))) }},
+		{"claim: nonexistent evidence", opp.RuleEvidence, func() (*opp.Result, error) {
+			return e.ReportCompletion(ctx, "bob", claim(f.owned, "reviewed", 1, 1<<40))
+		}},
+		{"claim: evidence past the end", opp.RuleEvidence, func() (*opp.Result, error) {
+			return e.ReportCompletion(ctx, "bob", claim(f.owned, "reported", f.l.size()))
+		}},
+		{"claim: max uint64 evidence", opp.RuleEvidence, func() (*opp.Result, error) {
+			return e.ReportCompletion(ctx, "bob", claim(f.owned, "reported", ^uint64(0)))
+		}},
 		{"claim: observed cites a task entry", opp.RuleEvidence, func() (*opp.Result, error) {
 			return e.ReportCompletion(ctx, "bob", claim(f.owned, "observed", f.createEntry))
 		}},
@@ -220,10 +233,18 @@ func TestRefusals(t *testing.T) {
 		{"handoff: note 4001", opp.RuleInvalidArgument, func() (*opp.Result, error) {
 			return e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: f.owned, To: "carol", Note: long(4001)})
 		}},
-		{"handoff: not owner", opp.RuleNotOwner, func() (*opp.Result, error) { return e.Handoff(ctx, "carol", opp.HandoffArgs{TaskID: f.owned, To: "dave"}) }},
-		{"handoff: unowned", opp.RuleNotOwner, func() (*opp.Result, error) { return e.Handoff(ctx, "alice", opp.HandoffArgs{TaskID: f.pending, To: "dave"}) }},
-		{"handoff: completed", opp.RuleFinished, func() (*opp.Result, error) { return e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: f.completed, To: "dave"}) }},
-		{"handoff: by previous owner", opp.RuleNotOwner, func() (*opp.Result, error) { return e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: f.handed, To: "dave"}) }},
+		{"handoff: not owner", opp.RuleNotOwner, func() (*opp.Result, error) {
+			return e.Handoff(ctx, "carol", opp.HandoffArgs{TaskID: f.owned, To: "dave"})
+		}},
+		{"handoff: unowned", opp.RuleNotOwner, func() (*opp.Result, error) {
+			return e.Handoff(ctx, "alice", opp.HandoffArgs{TaskID: f.pending, To: "dave"})
+		}},
+		{"handoff: completed", opp.RuleFinished, func() (*opp.Result, error) {
+			return e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: f.completed, To: "dave"})
+		}},
+		{"handoff: by previous owner", opp.RuleNotOwner, func() (*opp.Result, error) {
+			return e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: f.handed, To: "dave"})
+		}},
 
 		{"release: not owner", opp.RuleNotOwner, func() (*opp.Result, error) { return e.Release(ctx, "carol", f.owned, "") }},
 		{"release: unowned", opp.RuleNotOwner, func() (*opp.Result, error) { return e.Release(ctx, "alice", f.pending, "") }},
@@ -300,12 +321,12 @@ func TestCertaintyUpgrade(t *testing.T) {
 		rule string
 	}{
 		{"reported", []uint64{c1}, ""},
-		{"reviewed", []uint64{c1}, opp.RuleUpgrade},  // more certain, nothing new
-		{"reviewed", nil, opp.RuleUpgrade},           // more certain, no evidence at all
-		{"reviewed", []uint64{c1, c2}, ""},           // c2 is new
+		{"reviewed", []uint64{c1}, opp.RuleUpgrade}, // more certain, nothing new
+		{"reviewed", nil, opp.RuleUpgrade},          // more certain, no evidence at all
+		{"reviewed", []uint64{c1, c2}, ""},          // c2 is new
 		{"observed", []uint64{c2, c1}, opp.RuleUpgrade},
-		{"reported", nil, ""}, // less certain: always allowed
-		{"reported", nil, ""}, // as certain: allowed
+		{"reported", nil, ""},                       // less certain: always allowed
+		{"reported", nil, ""},                       // as certain: allowed
 		{"observed", []uint64{c1}, opp.RuleUpgrade}, // up from the previous claim, c1 is not new
 	}
 	for i, s := range steps {
@@ -624,5 +645,107 @@ func TestRebuildChunks(t *testing.T) {
 	st := checkRebuild(t, l, e)
 	if got := st.Task(id); got == nil || got.State != opp.StateCompleted || len(got.History) != 3 {
 		t.Fatalf("rebuilt task: %+v", got)
+	}
+}
+
+// failingLog fails appends once fail is set.
+type failingLog struct {
+	*testLog
+	fail error
+}
+
+func (f *failingLog) Append(ctx context.Context, entry []byte) (*log.Receipt, error) {
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	return f.testLog.Append(ctx, entry)
+}
+
+// TestAppendFailure: a cancelled context writes nothing and changes
+// nothing; a failed append stops the engine from writing (the log may or
+// may not hold the entry), and reads keep working.
+func TestAppendFailure(t *testing.T) {
+	fl := &failingLog{testLog: newLog(t)}
+	e, err := opp.Open(ctx, fl, fl.size(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := e.Accept(cctx, "bob", id); !errors.Is(err, context.Canceled) {
+		t.Fatalf("accept with a cancelled context: %v", err)
+	}
+	if e.Err() != nil {
+		t.Fatal("a cancelled context stopped the engine")
+	}
+	fl.fail = errors.New("disk on fire")
+	if _, err := e.Accept(ctx, "bob", id); err == nil || ruleOf(err) == "" {
+		t.Fatalf("accept on a failing log: %v", err)
+	}
+	if e.Err() == nil {
+		t.Fatal("engine still writing after a failed append")
+	}
+	fl.fail = nil
+	if _, err := e.Accept(ctx, "bob", id); err == nil {
+		t.Fatal("engine wrote after a failed append")
+	}
+	st, err := e.Status(id)
+	if err != nil || st.Owner != "" {
+		t.Fatalf("status after failure: %+v %v", st, err)
+	}
+	checkRebuild(t, fl.testLog, e)
+}
+
+// TestConcurrentMixed runs writers on distinct and shared tasks alongside
+// readers (run it with -race); afterwards the log rebuilds to the live
+// state.
+func TestConcurrentMixed(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	shared := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "shared"})).Task.ID
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 3 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e.ListUnaccepted()
+				e.State()
+				if st, err := e.Status(shared); err != nil || len(st.History) == 0 {
+					t.Errorf("status: %v", err)
+				}
+			}
+		}()
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			me, next := "w"+strconv.Itoa(w), "w"+strconv.Itoa((w+1)%8)
+			for range 20 {
+				id := mustOK(t)(e.Create(ctx, me, opp.CreateArgs{Title: "own"})).Task.ID
+				mustOK(t)(e.Accept(ctx, me, id))
+				mustOK(t)(e.Handoff(ctx, me, opp.HandoffArgs{TaskID: id, To: next}))
+				e.Accept(ctx, me, shared) // contended; may win or be refused
+				if _, err := e.Release(ctx, me, shared, ""); err != nil && ruleOf(err) != opp.RuleNotOwner {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	checkRebuild(t, l, e)
+	if n := len(e.ListUnaccepted()); n != 8*20+1 {
+		t.Fatalf("%d unaccepted tasks, want %d", n, 8*20+1)
 	}
 }

@@ -8,6 +8,8 @@
 //	provlog prove (--data D | --log URL) (--index N | --leaf-hash HEX) [--size S]
 //	provlog verify-proof --vkey VKEY [--entry FILE] FILE
 //	provlog audit (--data D | --log URL)
+//	provlog tasks (--data D | --log URL) [list | show ID]
+//	provlog token add --config F --actor NAME [--reader]
 //
 // Commands that read a log over HTTP take the reader token from --token or
 // the PROVLOG_TOKEN environment variable.
@@ -42,7 +44,9 @@ func commands() []command {
 		{"vkey", "--data D", "print the log's verifier key", runVKey},
 		{"prove", "(--data D | --log URL) (--index N | --leaf-hash HEX) [--size S]", "print a tlog-proof receipt", runProve},
 		{"verify-proof", "--vkey VKEY [--entry FILE] FILE", "verify a receipt offline; exit 0 only if valid", runVerifyProof},
-		{"audit", "(--data D | --log URL)", "recompute the tree and check every checkpoint", runAudit},
+		{"audit", "(--data D | --log URL [--vkey VKEY])", "recompute the tree, check every checkpoint, rebuild task state", runAudit},
+		{"tasks", "(--data D | --log URL) [list | show ID]", "print task state and history", runTasks},
+		{"token", "add --config F --actor NAME [--reader]", "make a bearer token; print it once, store its hash", runToken},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpebble"
+	"github.com/provlog/provlog/opp"
 )
 
 func runKeygen(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -260,7 +261,17 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("FAILED after %d entries and %d checkpoints: %w", rep.Entries, rep.Checkpoints, err)
 	}
-	fmt.Fprintf(stdout, "OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared; size %d\n",
-		v.Name(), rep.Entries, rep.Checkpoints, rep.Nodes, rep.Size)
+	tasks, err := opp.Rebuild(ctx, src, rep.Size)
+	if err != nil {
+		return fmt.Errorf("FAILED rebuilding task state: %w", err)
+	}
+	if n := len(tasks.Violations); n > 0 {
+		for _, v := range tasks.Violations {
+			fmt.Fprintf(stderr, "entry %d: %s\n", v.Index, v.String())
+		}
+		return fmt.Errorf("FAILED: %d task entries break the ownership and provenance rules (the sidecar never writes such entries)", n)
+	}
+	fmt.Fprintf(stdout, "OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared, %d tasks rebuilt from entries; size %d\n",
+		v.Name(), rep.Entries, rep.Checkpoints, rep.Nodes, len(tasks.Tasks), rep.Size)
 	return nil
 }

@@ -27,9 +27,12 @@
 //
 // # Memory
 //
-// Pebble's memory is the block cache plus up to two memtables.
-// [DefaultCacheSize] and [DefaultMemTableSize] keep a sidecar serving a log
-// of a million 1 KiB entries well under 150 MiB of RSS.
+// Pebble's memory is bounded by its cache size: memtables are reserved out
+// of the block cache, so the cache holds blocks only in what the memtables
+// leave (Options.CacheSize must exceed twice Options.MemTableSize, or no
+// block is cached at all). [DefaultCacheSize] and [DefaultMemTableSize] keep
+// a sidecar writing and serving a log of a million 1 KiB entries well under
+// 150 MiB of RSS.
 package logpebble
 
 import (
@@ -63,8 +66,8 @@ const formatMajorVersion = pebble.FormatValueSeparation
 
 // Defaults for [Options].
 const (
-	DefaultCacheSize    = 32 << 20
-	DefaultMemTableSize = 32 << 20
+	DefaultCacheSize    = 64 << 20
+	DefaultMemTableSize = 16 << 20
 )
 
 var (
@@ -82,12 +85,13 @@ var (
 // Options tune a [Store]. A nil *Options, and zero fields, mean the defaults.
 type Options struct {
 	// CacheSize is the size in bytes of Pebble's block cache, which holds
-	// the tree nodes that proofs read. Default [DefaultCacheSize].
+	// the tree nodes that proofs read. Pebble reserves its memtables out of
+	// it, so it bounds Pebble's memory. Default [DefaultCacheSize].
 	CacheSize int64
 
 	// MemTableSize is the size in bytes of one Pebble memtable. Larger
-	// memtables mean fewer flushes under append load; Pebble may keep two in
-	// memory. Default [DefaultMemTableSize].
+	// memtables mean fewer flushes under append load; Pebble keeps up to two
+	// in memory, reserved from the cache. Default [DefaultMemTableSize].
 	MemTableSize uint64
 
 	// Logf receives Pebble's log lines and its background errors, corruption
@@ -131,6 +135,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	if o.MemTableSize == 0 {
 		o.MemTableSize = DefaultMemTableSize
+	}
+	if uint64(o.CacheSize) < 3*o.MemTableSize {
+		return nil, fmt.Errorf("opening log store %s: cache size %d must be at least three times the memtable size %d", dir, o.CacheSize, o.MemTableSize)
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}

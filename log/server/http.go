@@ -47,6 +47,12 @@ type APIOptions struct {
 // holding an older checkpoint can still read it. Everything but the
 // checkpoint and hash tiles reveals entries and needs opts.Authorized.
 //
+// Errors are plain text saying what was wrong: 400 for a malformed request
+// (bad number, path or hex, unknown or repeated query parameter), 401 with
+// "WWW-Authenticate: Bearer" without authorization, 404 for what is not in
+// the log at its current size, 405 for methods other than GET and HEAD, 413
+// for a request with a body. Nothing is ever written.
+//
 // NewAPI panics if opts.Store or opts.Seq is nil.
 func NewAPI(opts APIOptions) http.Handler {
 	if opts.Store == nil || opts.Seq == nil {

@@ -167,9 +167,9 @@ var tools = []toolDef{
 		},
 	},
 	{
-		name:  ToolRelease,
-		title: "Release a task",
-		desc:  "Give up a task you own. It returns to pending_acceptance with no owner and no reservation, and shows in list_unaccepted_tasks.",
+		name:   ToolRelease,
+		title:  "Release a task",
+		desc:   "Give up a task you own. It returns to pending_acceptance with no owner and no reservation, and shows in list_unaccepted_tasks.",
 		params: []param{taskIDParam, noteParam("Why you are giving it up.")},
 		handle: func(ctx context.Context, e *opp.Engine, actor string, a args) (any, *opp.Result, error) {
 			r, err := e.Release(ctx, actor, a.s["task_id"], a.s["note"])

@@ -612,5 +612,3 @@ func benchHTTP(b *testing.B, store log.Storage) {
 	b.ReportMetric(float64(3*b.N)/time.Since(t0).Seconds(), "ops/s")
 	b.ReportMetric(0, "ns/op")
 }
-
-

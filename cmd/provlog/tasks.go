@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/opp"
+)
+
+func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tasks", stderr)
+	data := fs.String("data", "", "data dir of a stopped sidecar")
+	logURL := fs.String("log", "", "base URL of a running sidecar")
+	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "reader token for --log (default $PROVLOG_TOKEN)")
+	if err := parseFlags(fs, args, 2); err != nil {
+		return err
+	}
+	if (*data == "") == (*logURL == "") {
+		return usageErr("give exactly one of --data and --log")
+	}
+	verb, id := "list", ""
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		verb = fs.Arg(0)
+	case 2:
+		verb, id = fs.Arg(0), fs.Arg(1)
+	}
+	if !(verb == "list" && id == "") && !(verb == "show" && id != "") {
+		return usageErr("say 'list' or 'show TASK_ID'")
+	}
+	var src interface {
+		opp.EntryReader
+		log.AuditSource
+	}
+	if *data != "" {
+		s, err := openStore(*data)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		src = s
+	} else {
+		src = newRemote(*logURL, *token)
+	}
+	var size uint64
+	if err := src.Checkpoints(ctx, 0, func(n uint64, _ []byte) error { size = n; return nil }); err != nil {
+		return err
+	}
+	st, err := opp.Rebuild(ctx, src, size)
+	if err != nil {
+		return err
+	}
+	for _, v := range st.Violations {
+		fmt.Fprintf(stderr, "warning: entry %d breaks a rule and was ignored: %s\n", v.Index, v.String())
+	}
+	if verb == "list" {
+		return opp.FormatList(stdout, st.Summaries(), time.Now())
+	}
+	t := st.Task(id)
+	if t == nil {
+		return fmt.Errorf("no task %q in the log (of size %d)", id, size)
+	}
+	return opp.FormatTask(stdout, t)
+}
+
+// runToken adds an actor's bearer token to a config file: the token is
+// printed once, and only its SHA-256 is stored.
+func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "add" {
+		return usageErr("say 'token add'")
+	}
+	fs := newFlags("token add", stderr)
+	cfgPath := fs.String("config", "", "config file to add the token to (created if missing)")
+	actor := fs.String("actor", "", "actor id the token acts as")
+	reader := fs.Bool("reader", false, "a read-only token for the log API (listed under readers:)")
+	if err := parseFlags(fs, args[1:], 0); err != nil {
+		return err
+	}
+	if *cfgPath == "" || *actor == "" {
+		return usageErr("--config and --actor are required")
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return err
+	}
+	tok := base64.RawURLEncoding.EncodeToString(raw)
+	sum := sha256.Sum256([]byte(tok))
+	if err := addTokenToConfig(*cfgPath, *actor, hex.EncodeToString(sum[:]), *reader); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, tok)
+	fmt.Fprintf(stderr, "stored the SHA-256 of a new token for %q in %s; the token above is shown only now\n", *actor, *cfgPath)
+	return nil
+}
+
+// addTokenToConfig appends {id, token_sha256} to the actors (or readers)
+// list of a YAML config, keeping the rest of the document as it is.
+func addTokenToConfig(path, actor, hash string, reader bool) error {
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	var doc yaml.Node
+	if len(b) > 0 {
+		if err := yaml.Unmarshal(b, &doc); err != nil {
+			return fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if doc.Kind == 0 {
+		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}}
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return fmt.Errorf("config %s is not a YAML mapping", path)
+	}
+	key := "actors"
+	if reader {
+		key = "readers"
+	}
+	var list *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == key {
+			list = root.Content[i+1]
+		}
+	}
+	if list == nil || list.Kind == yaml.ScalarNode && list.Tag == "!!null" {
+		if list == nil {
+			list = &yaml.Node{}
+			root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, list)
+		}
+		*list = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+	}
+	if list.Kind != yaml.SequenceNode {
+		return fmt.Errorf("config %s: %s is not a list", path, key)
+	}
+	list.Content = append(list.Content, &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
+		{Kind: yaml.ScalarNode, Value: "id"}, {Kind: yaml.ScalarNode, Value: actor, Style: yaml.DoubleQuotedStyle},
+		{Kind: yaml.ScalarNode, Value: "token_sha256"}, {Kind: yaml.ScalarNode, Value: hash},
+	}})
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
