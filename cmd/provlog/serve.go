@@ -182,12 +182,14 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		return "", errors.New("no authenticated actor: send Authorization: Bearer <token>")
 	}
 	sc.proxy, err = proxy.New(ctx, proxy.Options{
-		Servers:  cfg.Servers,
-		Log:      sc.seq,
-		Blobs:    bs,
-		Actor:    actor,
-		Status:   sc.status,
-		Prove:    func(ctx context.Context, index int64, leafHash []byte) (*log.Receipt, error) { return prove(ctx, store, index, leafHash, 0) },
+		Servers: cfg.Servers,
+		Log:     sc.seq,
+		Blobs:   bs,
+		Actor:   actor,
+		Status:  sc.status,
+		Prove: func(ctx context.Context, index int64, leafHash []byte) (*log.Receipt, error) {
+			return prove(ctx, store, index, leafHash, 0)
+		},
 		Verifier: k.verifier,
 		Logger:   logger,
 		Version:  version,
