@@ -234,6 +234,8 @@ func (s *sidecar) status(context.Context) map[string]any {
 	}
 	if err := s.seq.Err(); err != nil {
 		st["error"] = err.Error()
+	} else if err := s.tasks.Err(); err != nil {
+		st["error"] = err.Error()
 	}
 	return st
 }

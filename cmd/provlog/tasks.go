@@ -64,7 +64,7 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	for _, v := range st.Violations {
-		fmt.Fprintf(stderr, "warning: entry %d breaks a rule and was ignored: %s\n", v.Index, v.String())
+		fmt.Fprintf(stderr, "warning: ignored (breaks a rule): %s\n", v.String())
 	}
 	if verb == "list" {
 		return opp.FormatList(stdout, st.Summaries(), time.Now())

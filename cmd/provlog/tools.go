@@ -267,7 +267,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if n := len(tasks.Violations); n > 0 {
 		for _, v := range tasks.Violations {
-			fmt.Fprintf(stderr, "entry %d: %s\n", v.Index, v.String())
+			fmt.Fprintln(stderr, v.String())
 		}
 		return fmt.Errorf("FAILED: %d task entries break the ownership and provenance rules (the sidecar never writes such entries)", n)
 	}

@@ -436,6 +436,10 @@ func TestIdentityError(t *testing.T) {
 // auth in which token "tok-X" is actor X; the actor comes from the token,
 // as the sidecar's does.
 func httpServer(tb testing.TB, e *opp.Engine) *httptest.Server {
+	return httpServerOpts(tb, e, nil)
+}
+
+func httpServerOpts(tb testing.TB, e *opp.Engine, opts *mcp.StreamableHTTPOptions) *httptest.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "provlog", Version: "test"}, nil)
 	oppmcp.Register(srv, e, func(_ context.Context, req *mcp.CallToolRequest) (string, error) {
 		if req.Extra == nil || req.Extra.TokenInfo == nil {
@@ -450,7 +454,7 @@ func httpServer(tb testing.TB, e *opp.Engine) *httptest.Server {
 		}
 		return &auth.TokenInfo{UserID: a, Expiration: time.Now().Add(time.Hour)}, nil
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
 	ts := httptest.NewServer(auth.RequireBearerToken(verify, nil)(h))
 	tb.Cleanup(ts.Close)
 	return ts
@@ -562,19 +566,27 @@ func BenchmarkHTTPOps(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { s.Close() })
-		benchHTTP(b, s)
+		benchHTTP(b, s, nil)
 	})
-	b.Run("store=memory", func(b *testing.B) { benchHTTP(b, logtest.NewMemory()) })
+	b.Run("store=pebble/json-response", func(b *testing.B) {
+		s, err := logpebble.Open(b.TempDir(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		benchHTTP(b, s, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	})
+	b.Run("store=memory", func(b *testing.B) { benchHTTP(b, logtest.NewMemory(), nil) })
 }
 
-func benchHTTP(b *testing.B, store log.Storage) {
+func benchHTTP(b *testing.B, store log.Storage, opts *mcp.StreamableHTTPOptions) {
 	l := newLog(b, store)
 	e, err := opp.Open(ctx, l, l.size(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	h := &harness{l: l, e: e}
-	ts := httpServer(b, h.e)
+	ts := httpServerOpts(b, h.e, opts)
 	const clients = 32
 	cs := make([]*mcp.ClientSession, clients)
 	for i := range cs {
