@@ -6,18 +6,28 @@ cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 
 echo "== go $(go version | cut -d' ' -f3), $(nproc) cores"
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-	echo "== installing node and npm (Debian packages)"
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+# Debian packages the tests drive: node and npm (MCP servers and the TS
+# client), openssl (a real RFC 3161 TSA), ssh-agent and sqlite3 (litewitness).
+need=()
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
+command -v openssl >/dev/null || need+=(openssl)
+command -v ssh-agent >/dev/null || need+=(openssh-client)
+command -v sqlite3 >/dev/null || need+=(sqlite3)
+if [ ${#need[@]} -gt 0 ]; then
+	echo "== installing Debian packages: ${need[*]}"
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 echo "== real MCP programs for the proxy tests (npm server-everything and TS SDK, go-sdk everything-server)"
 eval "$(bash tools/mcptest/install.sh)"
+echo "== litewitness (filippo.io/torchwood) for the witness interoperability test"
+eval "$(bash tools/witnesstest/install.sh)"
 
 go mod download
 go vet ./...
 # The race detector on the packages with concurrency; the rest (and the
 # real-process tests) without it, to keep the suite fast on 2 cores.
-go test -count=1 -race ./log/... ./opp/...
+go test -count=1 -race ./log/... ./opp/... ./witness/... ./cmd/provlog-witness/
 go test -count=1 ./...
 echo "== tools/bench (Tessera side by side, tlog-tiles interoperability)"
 (cd tools/bench && go mod download && go vet ./... && go test -count=1 ./...)

@@ -41,8 +41,14 @@ type Config struct {
 	Servers []proxy.ServerConfig `yaml:"servers"`
 
 	// Not built yet; present so a config naming them fails clearly.
-	Anchors   *yaml.Node  `yaml:"anchors"`
-	Witnesses []yaml.Node `yaml:"witnesses"`
+	Anchors *yaml.Node `yaml:"anchors"`
+
+	// Witnesses cosign the log's checkpoints (see witness_sidecar.go).
+	Witnesses     []yaml.Node `yaml:"witnesses"`
+	WitnessPolicy yaml.Node   `yaml:"witness_policy"`
+
+	witnesses     []WitnessConfig
+	witnessPolicy WitnessPolicyConfig
 }
 
 // TokenConfig maps one token to an actor id.
@@ -73,8 +79,10 @@ func loadConfig(path string) (*Config, error) {
 	switch {
 	case cfg.Anchors != nil:
 		return nil, errors.New("config: anchors: external anchoring is not built yet")
-	case len(cfg.Witnesses) > 0:
-		return nil, errors.New("config: witnesses: witnessing is not built yet")
+	}
+	var err error
+	if cfg.witnesses, cfg.witnessPolicy, err = decodeWitnessConfig(cfg.Witnesses, cfg.WitnessPolicy); err != nil {
+		return nil, err
 	}
 	if err := proxy.CheckServers(cfg.Servers); err != nil {
 		return nil, fmt.Errorf("config: servers: %w", err)

@@ -6,7 +6,7 @@
 //	provlog keygen [--origin O] --data D
 //	provlog vkey --data D
 //	provlog prove (--data D | --log URL) (--index N | --leaf-hash HEX) [--size S]
-//	provlog verify-proof --vkey VKEY [--entry FILE] FILE
+//	provlog verify-proof --vkey VKEY [--witness VKEY]... [--threshold K] [--entry FILE] FILE
 //	provlog audit (--data D | --log URL)
 //	provlog tasks (--data D | --log URL) [list | show ID]
 //	provlog token add --config F --actor NAME [--reader]
@@ -43,7 +43,7 @@ func commands() []command {
 		{"keygen", "[--origin O] --data D", "make the log's keys in a new data dir", runKeygen},
 		{"vkey", "--data D", "print the log's verifier key", runVKey},
 		{"prove", "(--data D | --log URL) (--index N | --leaf-hash HEX) [--size S]", "print a tlog-proof receipt", runProve},
-		{"verify-proof", "--vkey VKEY [--entry FILE] FILE", "verify a receipt offline; exit 0 only if valid", runVerifyProof},
+		{"verify-proof", "--vkey VKEY [--witness VKEY]... [--threshold K] [--entry FILE] FILE", "verify a receipt offline; exit 0 only if valid", runVerifyProof},
 		{"audit", "(--data D | --log URL [--vkey VKEY])", "recompute the tree, check every checkpoint, rebuild task state", runAudit},
 		{"tasks", "(--data D | --log URL) [list | show ID]", "print task state and history", runTasks},
 		{"token", "add --config F --actor NAME [--reader]", "make a bearer token; print it once, store its hash", runToken},

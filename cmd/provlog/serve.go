@@ -89,6 +89,9 @@ type sidecar struct {
 	seq    *server.Sequencer
 	tasks  *opp.Engine
 	proxy  *proxy.Proxy
+	// witness collects cosignatures (nil without configured witnesses).
+	witness     *witnessing
+	stopWitness context.CancelFunc
 	tokens *tokens
 	logger *slog.Logger
 	start  time.Time
@@ -164,6 +167,16 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 	if err != nil {
 		return nil, err
 	}
+	sc.witness, err = openWitnessing(cfg.Data, cfg.witnesses, cfg.witnessPolicy, k.verifier, store,
+		func(ctx context.Context, e []byte) error { _, err := sc.seq.Append(ctx, e); return err }, logger)
+	if err != nil {
+		return nil, err
+	}
+	if sc.witness != nil {
+		wctx, cancel := context.WithCancel(context.Background())
+		sc.stopWitness = cancel
+		go sc.witness.run(wctx, sc.seq)
+	}
 	lg := appendLog{sc.seq, store}
 	sc.tasks, err = opp.Open(ctx, lg, sc.size(), nil)
 	if err != nil {
@@ -201,6 +214,15 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 	return sc, nil
 }
 
+// prove returns a receipt on the newest cosigned checkpoint when one
+// covers the entry, else on the latest checkpoint.
+func (s *sidecar) prove(ctx context.Context, index int64, leafHash []byte) (*log.Receipt, error) {
+	if s.witness != nil {
+		return s.witness.receipt(ctx, s.store, index, leafHash)
+	}
+	return prove(ctx, s.store, index, leafHash, 0)
+}
+
 func (s *sidecar) size() uint64 {
 	n, _ := s.seq.Checkpoint()
 	return n
@@ -211,6 +233,9 @@ func (s *sidecar) close() {
 		if err := s.proxy.Close(); err != nil {
 			s.logger.Error("closing proxy", "err", err)
 		}
+	}
+	if s.stopWitness != nil {
+		s.stopWitness()
 	}
 	if s.seq != nil {
 		if err := s.seq.Close(); err != nil {
@@ -230,7 +255,10 @@ func (s *sidecar) status(context.Context) map[string]any {
 		"size":       size,
 		"checkpoint": string(cp),
 		"anchoring":  "not configured (external anchoring is not built yet)",
-		"witnesses":  "not configured (witnessing is not built yet)",
+		"witnesses":  "none configured",
+	}
+	if s.witness != nil {
+		st["witnesses"] = s.witness.status()
 	}
 	if err := s.seq.Err(); err != nil {
 		st["error"] = err.Error()
@@ -249,7 +277,11 @@ func (s *sidecar) handler() http.Handler {
 			return ok
 		}
 	}
-	mux.Handle("/log/", server.NewAPI(server.APIOptions{Store: s.store, Seq: s.seq, Authorized: authorized}))
+	api := server.APIOptions{Store: s.store, Seq: s.seq, Authorized: authorized}
+	if s.witness != nil {
+		api.Cosigned = s.witness.cos.Latest
+	}
+	mux.Handle("/log/", server.NewAPI(api))
 	mux.Handle("/mcp", s.proxy.HTTPHandler(func(token string) (string, bool) {
 		e, ok := s.tokens.lookup(token)
 		if !ok || e.reader {

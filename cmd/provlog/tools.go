@@ -104,7 +104,12 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer s.Close()
-	r, err := prove(ctx, s, *index, lh, *size)
+	var r *log.Receipt
+	if *size == 0 {
+		r, err = proveWithCosigned(ctx, s, *data, *index, lh)
+	} else {
+		r, err = prove(ctx, s, *index, lh, *size)
+	}
 	if err != nil {
 		return err
 	}
@@ -158,6 +163,9 @@ func runVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) 
 	fs := newFlags("verify-proof", stderr)
 	vkeyArg := fs.String("vkey", "", "the log's verifier key, or a file holding it")
 	entryFile := fs.String("entry", "", "file with the exact entry bytes the receipt is for")
+	var ws witnessFlags
+	fs.Var(&ws, "witness", "a witness's cosignature verifier key, or a file holding one (repeatable)")
+	threshold := fs.Int("threshold", -1, "how many of the --witness keys must have cosigned (default: all)")
 	if err := parseFlags(fs, args, 1); err != nil {
 		return err
 	}
@@ -186,11 +194,18 @@ func runVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) 
 	} else if leaf == nil {
 		return usageErr("the receipt names no leaf hash; give the entry with --entry")
 	}
-	c, err := r.Verify(leaf, v)
+	if len(ws) == 0 && *threshold > 0 {
+		return usageErr("--threshold needs --witness keys")
+	}
+	c, err := verifyWitnessedReceipt(r, leaf, v, ws, *threshold)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "OK: entry %d (leaf hash %x) is in %s at size %d\n", r.Index, leaf, c.Origin, c.Size)
+	fmt.Fprintf(stdout, "OK: entry %d (leaf hash %x) is in %s at size %d", r.Index, leaf, c.Origin, c.Size)
+	if len(ws) > 0 {
+		fmt.Fprintf(stdout, ", cosigned as your witness policy requires")
+	}
+	fmt.Fprintln(stdout)
 	return nil
 }
 

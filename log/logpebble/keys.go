@@ -9,8 +9,8 @@ package logpebble
 // SHA-256).
 //
 //	'e' index                → entry bytes, exactly as appended
-//	'n' level(1 byte) index  → 32-byte hash of the perfect node (level, index);
-//	                           level 0 holds the leaf hashes
+//	'n' T tile end l         → 32-byte hash of the perfect node (level, index),
+//	                           level 0 being the leaf hashes; see below
 //	'h' leaf hash(32) index  → empty; one key per appended entry, so a
 //	                           leaf hash appended twice has two keys and
 //	                           the first index is found by one seek, with
@@ -22,6 +22,26 @@ package logpebble
 //	                           checkpoint is the value at 'c' size.
 //
 // A store with no 's' key is empty and must hold no other key.
+//
+// # Nodes
+//
+// Nodes are keyed by the tlog-tiles tile that holds them (c2sp.org/tlog-tiles:
+// tile level T holds tree levels 8T to 8T+7, and tile N of level T is the
+// subtree over nodes [256N, 256N+256) of tree level 8T), then by where they
+// end inside the tile. The node (level, index) with T = level/8 and
+// l = level%8 covers nodes [index<<l, (index+1)<<l) of level 8T; its key is
+//
+//	'n' T(1 byte) tile(8 bytes) end(1 byte) l(1 byte)
+//
+// with tile = ((index+1)<<l - 1) / 256 and end = ((index+1)<<l - 1) % 256.
+// This order
+//   - appends: the nodes completed by appending a leaf all end at that
+//     leaf, so each tile level is written in key order;
+//   - keeps a proof's lower levels together: the siblings on the path of leaf
+//     i at levels 0 to 3 end within the 16 leaves around i, a few hundred
+//     bytes of keys;
+//   - keeps a tile together: the 256 nodes of a tile's level 8T (what
+//     tlog-tiles serves) lie among its 510 keys, in order.
 //
 // All keys of a batch, including 's', are written in one Pebble batch, so the
 // state never names a size whose entries, nodes or checkpoint are missing.
@@ -56,14 +76,21 @@ func entryKey(index uint64) []byte {
 	return appendEntryKey(make([]byte, 0, 9), index)
 }
 
-// appendNodeKey appends the key of node id to dst; ReadNodes reuses one
-// buffer for all the keys of a call.
+// nodeKeySize is the length of a node key.
+const nodeKeySize = 1 + 1 + 8 + 1 + 1
+
+// appendNodeKey appends the key of node id to dst. id.Level must be below 64
+// and id.Index below 2^(64-id.Level), as they are for every node of a tree
+// with at most 2^64 leaves.
 func appendNodeKey(dst []byte, id compact.NodeID) []byte {
-	return binary.BigEndian.AppendUint64(append(dst, kindNode, byte(id.Level)), id.Index)
+	t, l := id.Level/8, id.Level%8
+	last := (id.Index+1)<<l - 1 // the last node of level 8T it covers
+	dst = binary.BigEndian.AppendUint64(append(dst, kindNode, byte(t)), last>>8)
+	return append(dst, byte(last), byte(l))
 }
 
 func nodeKey(id compact.NodeID) []byte {
-	return appendNodeKey(make([]byte, 0, 10), id)
+	return appendNodeKey(make([]byte, 0, nodeKeySize), id)
 }
 
 func appendHashKey(dst, leafHash []byte, index uint64) []byte {

@@ -23,16 +23,20 @@
 // matches the stored nodes) and fails with an error wrapping [ErrCorrupt]
 // rather than repair anything. Once Pebble reports corruption, or a commit
 // fails with its outcome unknown, the Store refuses further commits: it fails
-// closed until it is reopened and checked again.
+// closed until it is reopened and checked again. Reads go on, and a read that
+// meets corruption fails with an error wrapping ErrCorrupt.
 //
-// # Memory
+// # Memory and speed
 //
-// Pebble's memory is bounded by its cache size: memtables are reserved out
-// of the block cache, so the cache holds blocks only in what the memtables
-// leave (Options.CacheSize must exceed twice Options.MemTableSize, or no
-// block is cached at all). [DefaultCacheSize] and [DefaultMemTableSize] keep
-// a sidecar writing and serving a log of a million 1 KiB entries well under
-// 150 MiB of RSS.
+// Pebble's memory is bounded by its cache size: Pebble reserves its
+// memtables (up to two) out of the block cache, which holds blocks only in
+// what they leave, so Open refuses a cache smaller than three memtables.
+// Besides, a Store keeps the upper levels of the tree in memory, at most
+// 2^17 hashes (4 MiB): every proof needs one node per level, and with the
+// upper levels in memory and the lower ones stored next to each other (see
+// keys.go) an inclusion proof costs Pebble one seek and a few steps.
+// [DefaultCacheSize] and [DefaultMemTableSize] keep a process writing and
+// serving a log of a million 1 KiB entries under 150 MiB of RSS.
 package logpebble
 
 import (
@@ -46,7 +50,6 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/provlog/provlog/log"
 	"github.com/transparency-dev/merkle/compact"
@@ -86,7 +89,8 @@ var (
 type Options struct {
 	// CacheSize is the size in bytes of Pebble's block cache, which holds
 	// the tree nodes that proofs read. Pebble reserves its memtables out of
-	// it, so it bounds Pebble's memory. Default [DefaultCacheSize].
+	// it, so it bounds Pebble's memory; it must be at least three times
+	// MemTableSize. Default [DefaultCacheSize].
 	CacheSize int64
 
 	// MemTableSize is the size in bytes of one Pebble memtable. Larger
@@ -99,7 +103,8 @@ type Options struct {
 	// writes to stdout or stderr on its own.
 	Logf func(format string, args ...any)
 
-	testingOnlyPebble func(*pebble.Options)
+	testingOnlyPebble      func(*pebble.Options)
+	testingOnlyMaxHotNodes *uint64 // instead of maxHotNodes
 }
 
 // A Store is a [log.Storage] in a Pebble database. It is safe for
@@ -115,6 +120,7 @@ type Store struct {
 	mu      sync.Mutex
 	closed  bool
 	state   log.State // the last committed state; its slices are never changed
+	hot     *hotNodes // the upper levels of the tree at state.Size
 	failure error     // why commits are refused, once they are
 	calls   sync.WaitGroup
 }
@@ -137,7 +143,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		o.MemTableSize = DefaultMemTableSize
 	}
 	if uint64(o.CacheSize) < 3*o.MemTableSize {
-		return nil, fmt.Errorf("opening log store %s: cache size %d must be at least three times the memtable size %d", dir, o.CacheSize, o.MemTableSize)
+		return nil, fmt.Errorf("opening log store %s: cache size %d is less than three times the memtable size %d: Pebble reserves its memtables from the cache, and would cache no blocks", dir, o.CacheSize, o.MemTableSize)
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -159,20 +165,18 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("opening log store %s: %w (%v)", dir, ErrLocked, err)
 	}
 
-	s := &Store{lock: lock, dir: dir, logf: o.Logf}
+	s := &Store{lock: lock, dir: dir, logf: o.Logf, hot: &hotNodes{max: maxHotNodes}}
+	if o.testingOnlyMaxHotNodes != nil {
+		s.hot.max = *o.testingOnlyMaxHotNodes
+	}
+	s.hot.min = hotLevel(0, s.hot.max)
 	po := &pebble.Options{
 		FormatMajorVersion: formatMajorVersion,
 		CacheSize:          o.CacheSize,
 		MemTableSize:       o.MemTableSize,
 		Lock:               lock,
-		FS:                 vfs.Default,
-		Logger:             pebbleLogger{o.Logf},
+		Logger:             pebbleLogger{logf: o.Logf, fail: s.fail},
 		EventListener:      s.eventListener(),
-	}
-	// Bloom filters let point reads (checkpoints, nodes read by Get) skip
-	// the levels that do not hold the key.
-	for i := range po.Levels {
-		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	if o.testingOnlyPebble != nil {
 		o.testingOnlyPebble(po)
@@ -257,6 +261,9 @@ func (s *Store) load() error {
 	}
 	s.state = log.State{Size: size, Range: rng, Checkpoint: bytes.Clone(cp)}
 	closer.Close()
+	if s.hot, err = loadHot(s.db, size, s.hot.max); err != nil {
+		return s.readError(fmt.Errorf("reading the upper levels of the tree: %w", err))
+	}
 	return nil
 }
 
@@ -320,25 +327,33 @@ func (s *Store) fail(err error) {
 	}
 }
 
-// acquire registers a call that Close must wait for and returns the last
-// committed state, which bounds what the call may read: keys of a commit in
-// progress may be visible in Pebble before Commit returns.
-func (s *Store) acquire(ctx context.Context) (log.State, error) {
+// A view is what a call may read: the last committed state bounds it, since
+// keys of a commit in progress may be visible in Pebble before Commit
+// returns.
+type view struct {
+	log.State
+	hot *hotNodes
+}
+
+// acquire registers a call that Close must wait for and returns its view.
+func (s *Store) acquire(ctx context.Context) (view, error) {
 	if err := ctx.Err(); err != nil {
-		return log.State{}, err
+		return view{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return log.State{}, errClosed
+		return view{}, errClosed
 	}
 	s.calls.Add(1)
-	return s.state, nil
+	return view{s.state, s.hot}, nil
 }
 
 // Commit implements [log.Storage.Commit]. A batch it refuses writes
 // nothing. If Pebble fails to commit, the outcome is unknown (the batch may
-// be found after reopening) and the Store refuses further commits.
+// be found after reopening) and the Store refuses further commits. A failure
+// to write or sync Pebble's write-ahead log is fatal to Pebble: Commit
+// panics, as Pebble's own logger would exit the process.
 func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
@@ -404,8 +419,9 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 	if next.Checkpoint == nil {
 		next.Checkpoint = []byte{}
 	}
+	hot := st.hot.with(next.Size, b.Nodes)
 	s.mu.Lock()
-	s.state = next
+	s.state, s.hot = next, hot
 	s.mu.Unlock()
 	return nil
 }
@@ -463,9 +479,10 @@ func (s *Store) Entries(ctx context.Context, start, end uint64) ([][]byte, error
 	return out, nil
 }
 
-// ReadNodes implements [log.Storage.ReadNodes]. It reads the nodes in key
-// order with one iterator; a run of consecutive nodes of one level, such as
-// a tile, is one seek followed by steps.
+// ReadNodes implements [log.Storage.ReadNodes]. It answers from the upper
+// levels of the tree it keeps in memory, and reads the rest in key order
+// with one iterator; see keys.go for why a proof's or a tile's nodes lie
+// close together.
 func (s *Store) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, error) {
 	st, err := s.acquire(ctx)
 	if err != nil {
@@ -476,42 +493,54 @@ func (s *Store) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, 
 	if len(ids) == 0 {
 		return out, nil
 	}
-	for _, id := range ids {
+	slab := make([]byte, hashSize*len(ids))
+	var order []int // the ids to read from Pebble
+	for i, id := range ids {
 		if !committed(id, st.Size) {
 			return nil, fmt.Errorf("node (%d, %d) in a log of size %d: %w", id.Level, id.Index, st.Size, log.ErrNotFound)
 		}
+		if h, ok := st.hot.get(id); ok {
+			out[i] = slab[i*hashSize : (i+1)*hashSize : (i+1)*hashSize]
+			copy(out[i], h)
+		} else {
+			order = append(order, i)
+		}
+	}
+	if len(order) == 0 {
+		return out, nil
 	}
 
-	order := make([]int, len(ids))
-	for i := range order {
-		order[i] = i
+	// Read the rest in key order, so that every seek moves forward and
+	// Pebble can step to the next key instead of searching from the top.
+	type want struct {
+		key []byte
+		i   int
 	}
-	less := func(a, b int) int { return compareNodes(ids[a], ids[b]) }
-	if !slices.IsSortedFunc(order, less) {
-		slices.SortFunc(order, less)
+	ws := make([]want, len(order))
+	keys := make([]byte, 0, nodeKeySize*len(order))
+	for n, i := range order {
+		keys = appendNodeKey(keys, ids[i])
+		ws[n] = want{keys[n*nodeKeySize : (n+1)*nodeKeySize], i}
 	}
-
-	lower, upper := kindBounds(kindNode)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	cmp := func(a, b want) int { return bytes.Compare(a.key, b.key) }
+	if !slices.IsSortedFunc(ws, cmp) {
+		slices.SortFunc(ws, cmp)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: ws[0].key, UpperBound: append(bytes.Clone(ws[len(ws)-1].key), 0)})
 	if err != nil {
-		return nil, fmt.Errorf("reading nodes: %w", err)
+		return nil, s.readError(fmt.Errorf("reading nodes: %w", err))
 	}
 	defer it.Close()
-	slab := make([]byte, hashSize*len(ids))
-	key := make([]byte, 0, 10)
-	var prev compact.NodeID
-	for n, i := range order {
-		id := ids[i]
-		key = appendNodeKey(key[:0], id)
-		found := false
+	for n, w := range ws {
+		id := ids[w.i]
+		var found bool
 		switch {
-		case n > 0 && id == prev:
-			found = it.Valid() // a repeated id: the iterator is still on it
-		case n > 0 && id.Level == prev.Level && id.Index == prev.Index+1:
-			found = it.Next() && bytes.Equal(it.Key(), key)
-		}
-		if !found {
-			found = it.SeekGE(key) && bytes.Equal(it.Key(), key)
+		case n > 0 && bytes.Equal(w.key, ws[n-1].key):
+			found = true // a repeated id finds the iterator still on it
+		case n > 0 && stepTo(it, w.key):
+			found = it.Valid() && bytes.Equal(it.Key(), w.key)
+		default:
+			found = it.SeekGE(w.key) && bytes.Equal(it.Key(), w.key)
 		}
 		if !found {
 			if err := it.Error(); err != nil {
@@ -526,33 +555,28 @@ func (s *Store) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, 
 		if len(v) != hashSize {
 			return nil, s.corrupt(fmt.Errorf("%w: node (%d, %d) is %d bytes", ErrCorrupt, id.Level, id.Index, len(v)))
 		}
-		h := slab[n*hashSize : (n+1)*hashSize : (n+1)*hashSize]
-		copy(h, v)
-		out[i] = h
-		prev = id
+		out[w.i] = slab[w.i*hashSize : (w.i+1)*hashSize : (w.i+1)*hashSize]
+		copy(out[w.i], v)
 	}
 	return out, nil
+}
+
+// stepTo moves it forward with Next until it is at or past key, and reports
+// whether it got there within a few steps; if not, the caller seeks. A
+// tile's nodes are every other key or so, and a step is much cheaper than a
+// seek.
+func stepTo(it *pebble.Iterator, key []byte) bool {
+	for range 4 {
+		if !it.Next() || bytes.Compare(it.Key(), key) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // committed reports whether node id is complete in a log of the given size.
 func committed(id compact.NodeID, size uint64) bool {
 	return id.Level < 64 && id.Index < size>>id.Level
-}
-
-func compareNodes(a, b compact.NodeID) int {
-	if a.Level != b.Level {
-		if a.Level < b.Level {
-			return -1
-		}
-		return 1
-	}
-	switch {
-	case a.Index < b.Index:
-		return -1
-	case a.Index > b.Index:
-		return 1
-	}
-	return 0
 }
 
 // LeafIndex implements [log.Storage.LeafIndex]. Of several entries with the
@@ -686,6 +710,7 @@ func (s *Store) readError(err error) error {
 // pebbleLogger sends Pebble's log lines to Options.Logf.
 type pebbleLogger struct {
 	logf func(format string, args ...any)
+	fail func(error) // nil, or called before Fatalf panics
 }
 
 func (l pebbleLogger) Infof(format string, args ...any) {
@@ -696,11 +721,17 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 	l.logf("pebble: error: "+format, args...)
 }
 
-// Fatalf is called by Pebble when it cannot go on (Pebble's own logger
-// exits the process). Panicking keeps that promise and leaves a stack trace.
+// Fatalf is called by Pebble when it cannot go on, such as when the
+// write-ahead log cannot be synced (Pebble's own logger exits the process).
+// Fatalf must not return: it fails the store closed, in case the panic is
+// recovered, and panics.
 func (l pebbleLogger) Fatalf(format string, args ...any) {
-	l.logf("pebble: fatal: "+format, args...)
-	panic(fmt.Sprintf("pebble: "+format, args...))
+	msg := fmt.Sprintf("pebble: fatal: "+format, args...)
+	l.logf("%s", msg)
+	if l.fail != nil {
+		l.fail(errors.New(msg))
+	}
+	panic(msg)
 }
 
 func cloneHashes(hs [][]byte) [][]byte {

@@ -25,18 +25,29 @@ import (
 )
 
 func TestStorage(t *testing.T) {
-	logtest.TestStorage(t, func(t *testing.T) (log.Storage, func() log.Storage) {
-		dir := t.TempDir()
-		open := func() log.Storage {
-			s, err := Open(dir, &Options{Logf: t.Logf})
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			return s
-		}
-		return open(), open
-	})
+	// The suite's logs are small enough for the default to keep all levels
+	// but the leaves in memory; also run it with none and with a few.
+	for _, hot := range []struct {
+		name string
+		max  *uint64
+	}{{"default", nil}, {"nohot", ptr[uint64](0)}, {"hot=40", ptr[uint64](40)}} {
+		t.Run(hot.name, func(t *testing.T) {
+			logtest.TestStorage(t, func(t *testing.T) (log.Storage, func() log.Storage) {
+				dir := t.TempDir()
+				open := func() log.Storage {
+					s, err := Open(dir, &Options{Logf: t.Logf, testingOnlyMaxHotNodes: hot.max})
+					if err != nil {
+						t.Fatalf("Open: %v", err)
+					}
+					return s
+				}
+				return open(), open
+			})
+		})
+	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // appender builds batches the way a sequencer does.
 type appender struct {
@@ -174,7 +185,7 @@ func openRaw(t *testing.T, dir string) *pebble.DB {
 	t.Helper()
 	db, err := pebble.Open(dir, &pebble.Options{
 		FormatMajorVersion: formatMajorVersion,
-		Logger:             pebbleLogger{t.Logf},
+		Logger:             pebbleLogger{logf: t.Logf},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -347,8 +358,9 @@ func TestCorruptionFailsClosed(t *testing.T) {
 
 func TestReadNodesOrder(t *testing.T) {
 	// ReadNodes sorts ids to read them in key order; the answer must come
-	// back in the caller's order, repeated ids included.
-	s, err := Open(t.TempDir(), nil)
+	// back in the caller's order, repeated ids included. Keep no level in
+	// memory, so that all come from Pebble.
+	s, err := Open(t.TempDir(), &Options{testingOnlyMaxHotNodes: ptr[uint64](0)})
 	must(t, err)
 	defer s.Close()
 	a := newAppender()
@@ -453,27 +465,45 @@ func BenchmarkCommit(b *testing.B) {
 }
 
 // readNodesGet is the alternative to ReadNodes' single iterator: one Get
-// per node. BenchmarkReadNodes compares the two.
+// per node not held in memory. BenchmarkReadNodes compares the two.
 func (s *Store) readNodesGet(ids []compact.NodeID) ([][]byte, error) {
+	st, err := s.acquire(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	defer s.calls.Done()
 	out := make([][]byte, len(ids))
 	slab := make([]byte, hashSize*len(ids))
 	key := make([]byte, 0, 10)
 	for i, id := range ids {
+		out[i] = slab[i*hashSize : (i+1)*hashSize : (i+1)*hashSize]
+		if h, ok := st.hot.get(id); ok {
+			copy(out[i], h)
+			continue
+		}
 		v, closer, err := s.db.Get(appendNodeKey(key[:0], id))
 		if err != nil {
 			return nil, err
 		}
-		h := slab[i*hashSize : (i+1)*hashSize : (i+1)*hashSize]
-		copy(h, v)
+		copy(out[i], v)
 		closer.Close()
-		out[i] = h
 	}
 	return out, nil
 }
 
+// setHot replaces the nodes s keeps in memory, returning the old ones.
+func (s *Store) setHot(h *hotNodes) *hotNodes {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.hot
+	s.hot = h
+	return old
+}
+
 // BenchmarkReadNodes serves verified inclusion proofs and tile reads from a
 // log of 200,000 entries of 1 KiB, reading nodes with one iterator per call
-// (ReadNodes, "iter") or one Get per node ("get").
+// (ReadNodes, "iter") or one Get per node ("get"), with the upper levels of
+// the tree in memory (as Store does) or not ("-nohot").
 func BenchmarkReadNodes(b *testing.B) {
 	const batches, perBatch = 782, 256 // 200,192 entries
 	s, err := Open(b.TempDir(), nil)
@@ -523,8 +553,12 @@ func BenchmarkReadNodes(b *testing.B) {
 		}
 		return proof.VerifyInclusion(rfc6962.DefaultHasher, index, st.Size, leaf, p, root)
 	}
-	for _, name := range []string{"iter", "get"} {
-		read := readers[name]
+	for _, name := range []string{"iter", "get", "iter-nohot", "get-nohot"} {
+		read := readers[strings.TrimSuffix(name, "-nohot")]
+		if strings.HasSuffix(name, "-nohot") {
+			hot := s.setHot(&hotNodes{min: 64})
+			defer s.setHot(hot)
+		}
 		b.Run("proof/"+name, func(b *testing.B) {
 			r := rand.New(rand.NewPCG(5, 6))
 			for b.Loop() {
@@ -551,6 +585,9 @@ func BenchmarkReadNodes(b *testing.B) {
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "proofs/s")
 		})
+		if strings.HasSuffix(name, "-nohot") {
+			continue // tiles are level 0, never held in memory
+		}
 		b.Run("tile/"+name, func(b *testing.B) {
 			r := rand.New(rand.NewPCG(8, 9))
 			ids := make([]compact.NodeID, 256)

@@ -162,7 +162,8 @@ func (m *Memory) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte,
 	return out, nil
 }
 
-// LeafIndex implements [log.Storage.LeafIndex].
+// LeafIndex implements [log.Storage.LeafIndex]. Of several entries with the
+// same leaf hash, it returns the first.
 func (m *Memory) LeafIndex(ctx context.Context, leafHash []byte) (uint64, error) {
 	if err := m.check(ctx); err != nil {
 		return 0, err

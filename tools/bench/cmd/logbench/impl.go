@@ -39,6 +39,8 @@ type logImpl interface {
 	// readEntries calls fn for each entry in [0, size), in index order.
 	readEntries(ctx context.Context, size uint64, fn func(i uint64, e []byte) error) error
 	close(ctx context.Context) error
+	// diagnostics describes the implementation's own counters, if any.
+	diagnostics() string
 }
 
 // ---------------------------------------------------------------------------
@@ -107,6 +109,14 @@ func (p *provlogImpl) readEntries(ctx context.Context, size uint64, fn func(uint
 		}
 	}
 	return nil
+}
+
+func (p *provlogImpl) diagnostics() string {
+	st := p.seq.Stats()
+	if st.Commits == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.1f entries/commit, %.2f ms/commit", float64(st.Appends)/float64(st.Commits), float64(st.CommitNanos)/float64(st.Commits)/1e6)
 }
 
 func (p *provlogImpl) close(context.Context) error {
@@ -229,6 +239,8 @@ func (t *tesseraImpl) readEntries(ctx context.Context, size uint64, fn func(uint
 	}
 	return nil
 }
+
+func (t *tesseraImpl) diagnostics() string { return "" }
 
 func (t *tesseraImpl) close(ctx context.Context) error {
 	err := t.shutdown(ctx)

@@ -24,6 +24,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -47,6 +48,7 @@ type config struct {
 	quick        bool
 	keep         bool
 	profile      string
+	memTrace     bool
 	n, n1        int
 	appenders    []int
 	maxTime      time.Duration
@@ -69,6 +71,9 @@ func newFlagSet(name string) *flag.FlagSet { return flag.NewFlagSet(name, flag.C
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
 		fmt.Fprintln(os.Stderr, "logbench:", err)
 		os.Exit(1)
 	}
@@ -104,6 +109,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.tess.Poll, "tessera-poll", 10*time.Millisecond, "Tessera PublicationAwaiter poll period")
 	fs.DurationVar(&c.altAge, "tessera-alt-batch-age", 10*time.Millisecond, "also run the throughput and latency rows with this Tessera batch age (0: skip)")
 	fs.StringVar(&c.profile, "cpuprofile-dir", "", "write each child's CPU profile to this directory")
+	fs.BoolVar(&c.memTrace, "memtrace", false, "children print their RSS and Go heap to stderr every second")
 	fs.StringVar(&phase, "phase", "", "internal: run one measurement as a child process")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: logbench [flags]\n")
@@ -165,6 +171,7 @@ func (r *runner) run(phase, impl string, s spec, timeout time.Duration) (result,
 	s.Phase, s.Impl = phase, impl
 	s.Dir = filepath.Join(r.base, fmt.Sprintf("%02d-%s-%s", r.seq, phase, impl))
 	s.SKey, s.VKey = r.skey, r.vkey
+	s.MemTrace = r.c.memTrace
 	if r.c.profile != "" {
 		if err := os.MkdirAll(r.c.profile, 0o755); err != nil {
 			return result{}, err
@@ -233,6 +240,14 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 	r := &runner{c: c, base: base, skey: skey, vkey: vkey, exe: exe, stderr: stderr}
 	begin := time.Now()
 	loadStart := loadAvg()
+	probe := func() string {
+		p50, p99, err := fsyncProbe(base, 200)
+		if err != nil {
+			return "failed: " + err.Error()
+		}
+		return fmt.Sprintf("p50 %s, p99 %s", ms(p50), ms(p99))
+	}
+	fsyncStart := probe()
 
 	tessCfgs := []tesseraConfig{c.tess}
 	if c.altAge > 0 && c.altAge != c.tess.BatchAge {
@@ -305,7 +320,7 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 		na(cellProofs(pOurs), cellProofs(pTess))...)
 	tb.add(fmt.Sprintf("4a. bytes on disk per entry right after the %s-entry build (%d B entries)", group(int64(c.proofN)), EntrySize),
 		na(cellDisk(pOurs, "Pebble WAL"), cellDisk(pTess, "partial tiles/bundles awaiting GC"))...)
-	tb.add(fmt.Sprintf("4b. peak RSS (VmHWM of the child): build / build + proofs"),
+	tb.add("4b. peak RSS (VmHWM of the child): build / build + proofs",
 		na(cellRSS(pOurs), cellRSS(pTess))...)
 	tb.add(fmt.Sprintf("(setup) %s-entry build with %d appenders, until published", group(int64(c.proofN)), c.buildC),
 		na(cellBuild(pOurs), cellBuild(pTess))...)
@@ -323,6 +338,7 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 
 	printHeader(stdout, c, tessCfgs)
 	fmt.Fprintf(stdout, "- load average (1/5/15 min) at start: %s; at end: %s (other work on the machine adds noise, above all to fsync)\n", loadStart, loadAvg())
+	fmt.Fprintf(stdout, "- fsync probe in -dir (200 × 4 KiB append + fdatasync) at start: %s; at end: %s\n", fsyncStart, probe())
 	fmt.Fprintln(stdout)
 	tb.write(stdout)
 	fmt.Fprintln(stdout)
@@ -434,7 +450,7 @@ func capped(res result, n int, maxTime time.Duration) string {
 }
 
 func cellOursThroughput(r result, n int, maxTime time.Duration) string {
-	return fmt.Sprintf("**%s/s** published (%s, %.2f s)", rate(r.Count, r.Elapsed), capped(r, n, maxTime), r.Elapsed.Seconds())
+	return fmt.Sprintf("**%s/s** published (%s, %.2f s; %s)", rate(r.Count, r.Elapsed), capped(r, n, maxTime), r.Elapsed.Seconds(), r.Diagnostics)
 }
 
 func cellTessThroughput(r result, n int, maxTime time.Duration) string {
@@ -442,7 +458,11 @@ func cellTessThroughput(r result, n int, maxTime time.Duration) string {
 }
 
 func cellLatency(r result) string {
-	return fmt.Sprintf("p50 **%s**, p99 **%s** (%s samples)", ms(r.P50), ms(r.P99), group(int64(r.Count)))
+	d := ""
+	if r.Diagnostics != "" {
+		d = "; " + r.Diagnostics
+	}
+	return fmt.Sprintf("p50 **%s**, p99 **%s** (%s samples%s)", ms(r.P50), ms(r.P99), group(int64(r.Count)), d)
 }
 
 func cellProofs(r result) string {

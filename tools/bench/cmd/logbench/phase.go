@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -54,6 +55,8 @@ type spec struct {
 	Tessera   tesseraConfig
 	// CPUProfile, if set, is where the child writes its CPU profile.
 	CPUProfile string
+	// MemTrace makes the child print its RSS and Go heap to stderr every second.
+	MemTrace bool
 	// proofs phase
 	Proofs       int
 	ProofWorkers int
@@ -114,6 +117,11 @@ func runChild(phase string) error {
 		return err
 	}
 	c := &child{sp: sp, l: l, v: verifier, cps: map[string][]byte{}}
+	if sp.MemTrace {
+		stop := make(chan struct{})
+		defer close(stop)
+		go memTrace(sp.Phase+" "+sp.Impl, stop)
+	}
 	if sp.CPUProfile != "" {
 		f, err := os.Create(sp.CPUProfile)
 		if err != nil {
@@ -138,6 +146,7 @@ func runChild(phase string) error {
 	default:
 		err = fmt.Errorf("unknown phase %q", phase)
 	}
+	res.Diagnostics = l.diagnostics()
 	if cerr := l.close(ctx); err == nil && cerr != nil {
 		err = fmt.Errorf("closing: %w", cerr)
 	}
@@ -401,4 +410,22 @@ func (c *child) verify(ctx context.Context) (result, error) {
 		return result{}, fmt.Errorf("root mismatch at size %d: recomputed %x, checkpoint %x", size, got, root)
 	}
 	return result{Count: int(size), Published: el, RootsOK: true, Root: fmt.Sprintf("%x", root), FinalSize: size}, nil
+}
+
+// memTrace prints RSS, peak RSS and the Go heap every second until stop.
+func memTrace(name string, stop <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	start := time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Fprintf(os.Stderr, "memtrace %s %4.0fs: RSS %s, peak %s, Go heap in use %s, Go sys %s\n", name, time.Since(start).Seconds(),
+			mib(procStatusKB("VmRSS:")*1024), mib(peakRSS()), mib(int64(ms.HeapInuse)), mib(int64(ms.Sys)))
+	}
 }

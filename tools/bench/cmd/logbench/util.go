@@ -273,3 +273,29 @@ func ms(v float64) string {
 func mib(b int64) string {
 	return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MiB"
 }
+
+// fsyncProbe appends 4 KiB to a file in dir and fdatasyncs it n times, and
+// returns the p50 and p99 of one append+sync in milliseconds: the disk's
+// durability cost at the time, which other work on the machine can inflate.
+func fsyncProbe(dir string, n int) (p50, p99 float64, err error) {
+	f, err := os.CreateTemp(dir, "fsync-probe-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 4096)
+	var lat latencies
+	for range n {
+		t0 := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			return 0, 0, err
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			return 0, 0, err
+		}
+		lat.add(time.Since(t0))
+	}
+	p50, p99 = lat.quantiles()
+	return p50, p99, nil
+}

@@ -1,0 +1,242 @@
+package anchor
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+)
+
+// AuditLog is the log an audit compares the records with: its entries and
+// the signed checkpoint stored for a size. A log.Storage is one.
+type AuditLog interface {
+	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
+	Checkpoint(ctx context.Context, size uint64) ([]byte, error)
+}
+
+// AuditOptions say what an audit trusts and what it compares with.
+type AuditOptions struct {
+	// Verifier is the log's note verifier. Required.
+	Verifier note.Verifier
+	// AnchorKey is the log's anchoring public key (the genesis entry's
+	// anchor_key, or <data>/anchor.pub). nil: each record's own.
+	AnchorKey crypto.PublicKey
+	// Trust holds the configured TSA roots and Rekor keys. nil: each
+	// record's own (see [TrustFromRecord]), which the report flags.
+	Trust *Trust
+	// Log, if not nil, is the audited log and Size its audited size (from
+	// log.Audit): every record's checkpoint must be the log's at its
+	// size, and every record must match the anchor entry that names it.
+	Log  AuditLog
+	Size uint64
+}
+
+// AuditReport says what an audit of the anchors checked.
+type AuditReport struct {
+	Records    int // record files
+	Verified   int // records that passed every check
+	Timestamps int // RFC 3161 tokens verified
+	Tlogs      int // transparency-log entries verified
+	// Entries counts the anchor entries found in the log.
+	Entries int
+	// FirstSize and LastSize are the smallest and largest anchored sizes;
+	// LastTime the newest TSA (or Rekor) time vouching for LastSize.
+	FirstSize, LastSize uint64
+	LastTime            time.Time
+	// SelfTrusted is true when no Trust was given and each record was
+	// checked against the roots and keys it stores.
+	SelfTrusted bool
+	// Unlogged names the newest record when the log does not hold its
+	// anchor entry: the sidecar stopped between storing the record and
+	// appending its entry, and appends it when it starts again. (An older
+	// record without its entry is a problem.)
+	Unlogged []string
+	Problems []Problem
+}
+
+// AuditError is returned when an audit found problems.
+type AuditError struct {
+	Problems []Problem
+}
+
+func (e *AuditError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+	}
+	return fmt.Sprintf("%d anchor problem(s): %s", len(e.Problems), strings.Join(parts, "; "))
+}
+
+// AuditAll verifies every anchor record in dir offline, with no network:
+// each passes [Verify]; consecutive records are linked by their
+// consistency proofs (each record's previous checkpoint is the record
+// before it); and, given the log, each anchored checkpoint is the one the
+// log stored for that size and each anchor entry in the log names a
+// stored record whose bytes, token and entry hashes are the ones it
+// recorded. Every problem is collected; the error is an *AuditError when
+// there is any.
+func AuditAll(ctx context.Context, dir string, opts AuditOptions) (*AuditReport, error) {
+	if opts.Verifier == nil {
+		return nil, errors.New("audit: the log's verifier is required")
+	}
+	store := &Store{dir: dir}
+	list, err := store.List()
+	if err != nil {
+		return nil, err
+	}
+	rep := &AuditReport{Records: len(list), SelfTrusted: opts.Trust == nil}
+	add := func(rec, part string, err error) {
+		rep.Problems = append(rep.Problems, Problem{Record: rec, Part: part, Err: err})
+	}
+	byName := map[string]*Stored{}
+	var prev *Record
+	for _, st := range list {
+		byName[st.Name] = st
+		if st.Err != nil {
+			add(st.Name, "record", st.Err)
+			continue
+		}
+		r := st.Record
+		ok := true
+		v, err := Verify(ctx, r, opts.Verifier, opts.AnchorKey, opts.Trust)
+		if err != nil {
+			ok = false
+			var ve *VerifyError
+			if errors.As(err, &ve) {
+				for _, p := range ve.Problems {
+					add(st.Name, p.Part, p.Err)
+				}
+			} else {
+				add(st.Name, "record", err)
+			}
+		}
+		if prev != nil {
+			switch p := r.Previous; {
+			case p == nil:
+				ok = false
+				add(st.Name, "consistency proof", fmt.Errorf("missing: the record before anchors size %d", prev.Size))
+			case p.Size != prev.Size || !bytes.Equal(p.Root, prev.Root):
+				ok = false
+				add(st.Name, "consistency proof", fmt.Errorf("starts from size %d root %x, but the record before anchors size %d root %x", p.Size, p.Root, prev.Size, prev.Root))
+			}
+		}
+		if opts.Log != nil && r.Size <= opts.Size {
+			if msg, err := opts.Log.Checkpoint(ctx, r.Size); err != nil {
+				ok = false
+				add(st.Name, "log", fmt.Errorf("the log has no checkpoint of the anchored size %d: %w", r.Size, err))
+			} else if c, _, err := log.OpenCheckpoint(msg, opts.Verifier); err != nil {
+				ok = false
+				add(st.Name, "log", fmt.Errorf("the log's checkpoint of size %d: %w", r.Size, err))
+			} else if !bytes.Equal(c.Hash, r.Root) {
+				ok = false
+				add(st.Name, "log", fmt.Errorf("the log's root at size %d is %x, the anchored root %x: the log was rewritten after it was anchored", r.Size, c.Hash, r.Root))
+			}
+		} else if opts.Log != nil {
+			ok = false
+			add(st.Name, "log", fmt.Errorf("anchors size %d, beyond the audited log's size %d", r.Size, opts.Size))
+		}
+		if ok {
+			rep.Verified++
+			rep.Timestamps += len(v.Times)
+			rep.Tlogs += len(v.RekorIndexes)
+			if rep.FirstSize == 0 {
+				rep.FirstSize = r.Size
+			}
+			rep.LastSize = r.Size
+			rep.LastTime = time.Time{}
+			for _, t := range v.Times {
+				if t.After(rep.LastTime) {
+					rep.LastTime = t
+				}
+			}
+			for _, tl := range r.Tlogs {
+				if tl.RekorV1 != nil && tl.RekorV1.Time().After(rep.LastTime) {
+					rep.LastTime = tl.RekorV1.Time()
+				}
+			}
+		}
+		prev = r
+	}
+	if opts.Log != nil {
+		if err := auditEntries(ctx, opts, list, byName, rep); err != nil {
+			return rep, err
+		}
+	}
+	if len(rep.Problems) > 0 {
+		return rep, &AuditError{Problems: rep.Problems}
+	}
+	return rep, nil
+}
+
+// auditEntries compares the anchor entries in the log with the records.
+func auditEntries(ctx context.Context, opts AuditOptions, list []*Stored, byName map[string]*Stored, rep *AuditReport) error {
+	if len(list) == 0 || opts.Size == 0 {
+		return nil
+	}
+	// An anchor entry follows the checkpoint it anchors.
+	first := opts.Size
+	for _, st := range list {
+		if st.Record != nil {
+			first = min(first, st.Record.Size)
+		}
+	}
+	logged := map[string]bool{}
+	const chunk = 4096
+	for start := first; start < opts.Size; start += chunk {
+		end := min(opts.Size, start+chunk)
+		entries, err := opts.Log.Entries(ctx, start, end)
+		if err != nil {
+			return fmt.Errorf("reading log entries: %w", err)
+		}
+		for i, b := range entries {
+			if !bytes.Contains(b, []byte(`"kind":"anchor"`)) {
+				continue
+			}
+			idx := start + uint64(i)
+			e, err := log.ParseEntry(b)
+			if err != nil || e.Kind != log.KindAnchor {
+				continue
+			}
+			rep.Entries++
+			where := fmt.Sprintf("anchor entry %d", idx)
+			f, err := ParseEntryFields(e)
+			if err != nil {
+				rep.Problems = append(rep.Problems, Problem{Part: where, Err: err})
+				continue
+			}
+			st := byName[f.Record]
+			if st == nil {
+				rep.Problems = append(rep.Problems, Problem{Part: where, Err: fmt.Errorf("names record %s, which is not stored", f.Record)})
+				continue
+			}
+			if idx < f.Size {
+				rep.Problems = append(rep.Problems, Problem{Record: st.Name, Part: where, Err: fmt.Errorf("is at index %d, inside the checkpoint of size %d it claims to anchor", idx, f.Size)})
+			}
+			if p := f.compare(st); p != nil {
+				p.Record = st.Name
+				p.Err = fmt.Errorf("%w (anchor entry %d)", p.Err, idx)
+				rep.Problems = append(rep.Problems, *p)
+			}
+			logged[f.Record] = true
+		}
+	}
+	for i, st := range list {
+		switch {
+		case logged[st.Name]:
+		case i == len(list)-1:
+			rep.Unlogged = append(rep.Unlogged, st.Name)
+		default:
+			// Only the newest record can be waiting for its entry: the
+			// sidecar appends a missing one before it anchors again.
+			rep.Problems = append(rep.Problems, Problem{Record: st.Name, Part: "anchor entry", Err: errors.New("the log holds no anchor entry for this record, yet later records exist")})
+		}
+	}
+	return nil
+}

@@ -1,0 +1,252 @@
+package anchor
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is the `anchors:` section of provlog's YAML configuration
+// (DESIGN §6):
+//
+//	anchors:
+//	  interval: 10m            # anchor the latest checkpoint this often, when the tree grew
+//	  timeout: 30s             # bound on each call to a TSA or Rekor (default 30s)
+//	  tsa:
+//	    - url: https://freetsa.org/tsr
+//	      roots: [freetsa-root.pem]   # PEM files (relative to the config file) or inline PEM
+//	    - url: http://timestamp.digicert.com
+//	      roots: [digicert-root.pem]
+//	      intermediates: [digicert-ca.pem]   # when its tokens carry only the TSA's certificate
+//	  rekor:
+//	    url: https://rekor.sigstore.dev
+//	    public_key: rekor.pub         # PEM file or inline PEM; pinned
+//
+// At least one TSA or a Rekor must be configured. Roots and keys are the
+// trust used both when anchoring and by `provlog audit`.
+type Config struct {
+	Interval time.Duration `yaml:"interval"`
+	Timeout  time.Duration `yaml:"timeout"`
+	TSA      []TSAConfig   `yaml:"tsa"`
+	Rekor    *RekorConfig  `yaml:"rekor"`
+}
+
+// TSAConfig is one RFC 3161 time-stamp authority.
+type TSAConfig struct {
+	URL string `yaml:"url"`
+	// Roots are the trusted root certificates of the TSA: each a PEM file
+	// name (relative to the config file's directory) or inline PEM; a
+	// file may hold several certificates.
+	Roots []string `yaml:"roots"`
+	// Intermediates (same forms) complete the chain for a TSA whose
+	// tokens carry only its own certificate. They are not trusted: the
+	// chain must still end in one of Roots. Records store the whole
+	// verified chain, so verifying later needs only the roots.
+	Intermediates []string `yaml:"intermediates"`
+}
+
+// RekorConfig is one Rekor v1 instance.
+type RekorConfig struct {
+	URL string `yaml:"url"`
+	// PublicKey is Rekor's public key, a PEM file name or inline PEM
+	// (GET <url>/api/v1/log/publicKey gives it; check it out of band).
+	PublicKey string `yaml:"public_key"`
+}
+
+// Defaults.
+const (
+	DefaultInterval = 10 * time.Minute
+	DefaultTimeout  = 30 * time.Second
+	// MinInterval bounds how often anchoring may run.
+	MinInterval = time.Second
+)
+
+// Resolved is a checked configuration with its roots and keys loaded.
+type Resolved struct {
+	Interval time.Duration
+	Timeout  time.Duration
+	TSAs     []ResolvedTSA
+	Rekor    *ResolvedRekor
+	// Trust is every configured root and key, for verification.
+	Trust *Trust
+}
+
+// ResolvedTSA is a TSA with its roots loaded.
+type ResolvedTSA struct {
+	URL           string
+	Roots         []*x509.Certificate
+	Intermediates []*x509.Certificate
+}
+
+// ResolvedRekor is a Rekor with its key loaded.
+type ResolvedRekor struct {
+	URL       string
+	PublicKey crypto.PublicKey
+}
+
+// Resolve checks c and loads its roots and keys; relative file names are
+// taken from baseDir (the config file's directory). Errors say which
+// setting is wrong.
+func (c *Config) Resolve(baseDir string) (*Resolved, error) {
+	r := &Resolved{Interval: c.Interval, Timeout: c.Timeout, Trust: &Trust{}}
+	if r.Interval == 0 {
+		r.Interval = DefaultInterval
+	}
+	if r.Interval < MinInterval {
+		return nil, fmt.Errorf("anchors: interval %v is below the minimum %v", c.Interval, MinInterval)
+	}
+	if r.Timeout == 0 {
+		r.Timeout = DefaultTimeout
+	}
+	if r.Timeout < 0 {
+		return nil, fmt.Errorf("anchors: timeout %v is negative", c.Timeout)
+	}
+	if len(c.TSA) == 0 && c.Rekor == nil {
+		return nil, errors.New("anchors: configure at least one tsa or a rekor")
+	}
+	for i, t := range c.TSA {
+		if err := checkURL(t.URL); err != nil {
+			return nil, fmt.Errorf("anchors: tsa %d: url: %w", i, err)
+		}
+		if len(t.Roots) == 0 {
+			return nil, fmt.Errorf("anchors: tsa %d (%s): roots: list the TSA's trusted root certificates", i, t.URL)
+		}
+		rt := ResolvedTSA{URL: t.URL}
+		for _, s := range t.Roots {
+			certs, err := loadCerts(baseDir, s)
+			if err != nil {
+				return nil, fmt.Errorf("anchors: tsa %d (%s): roots: %w", i, t.URL, err)
+			}
+			rt.Roots = append(rt.Roots, certs...)
+		}
+		for _, s := range t.Intermediates {
+			certs, err := loadCerts(baseDir, s)
+			if err != nil {
+				return nil, fmt.Errorf("anchors: tsa %d (%s): intermediates: %w", i, t.URL, err)
+			}
+			rt.Intermediates = append(rt.Intermediates, certs...)
+		}
+		r.TSAs = append(r.TSAs, rt)
+		r.Trust.TSARoots = append(r.Trust.TSARoots, rt.Roots...)
+	}
+	if c.Rekor != nil {
+		if err := checkURL(c.Rekor.URL); err != nil {
+			return nil, fmt.Errorf("anchors: rekor: url: %w", err)
+		}
+		if c.Rekor.PublicKey == "" {
+			return nil, fmt.Errorf("anchors: rekor: public_key: pin Rekor's public key (GET %s/api/v1/log/publicKey, checked out of band)", c.Rekor.URL)
+		}
+		k, err := loadPublicKey(baseDir, c.Rekor.PublicKey)
+		if err != nil {
+			return nil, fmt.Errorf("anchors: rekor: public_key: %w", err)
+		}
+		r.Rekor = &ResolvedRekor{URL: strings.TrimRight(c.Rekor.URL, "/"), PublicKey: k}
+		r.Trust.RekorKeys = append(r.Trust.RekorKeys, k)
+	}
+	return r, nil
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return nil
+}
+
+// readPEM returns s itself when it is inline PEM, else the file it names.
+func readPEM(baseDir, s string) ([]byte, error) {
+	if strings.HasPrefix(strings.TrimSpace(s), "-----BEGIN") {
+		return []byte(s), nil
+	}
+	p := s
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(baseDir, p)
+	}
+	return os.ReadFile(p)
+}
+
+func loadCerts(baseDir, s string) ([]*x509.Certificate, error) {
+	b, err := readPEM(baseDir, s)
+	if err != nil {
+		return nil, err
+	}
+	var certs []*x509.Certificate
+	for {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			break
+		}
+		if blk.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		certs = append(certs, c)
+	}
+	if len(certs) == 0 {
+		return nil, fmt.Errorf("%s holds no PEM certificate", abbrev(s))
+	}
+	return certs, nil
+}
+
+func loadPublicKey(baseDir, s string) (crypto.PublicKey, error) {
+	b, err := readPEM(baseDir, s)
+	if err != nil {
+		return nil, err
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil || blk.Type != "PUBLIC KEY" {
+		return nil, fmt.Errorf("%s is not a PEM public key", abbrev(s))
+	}
+	return x509.ParsePKIXPublicKey(blk.Bytes)
+}
+
+func abbrev(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// ParseSigner parses the anchoring key: a PKCS#8 PEM P-256 private key,
+// as `provlog keygen` writes to <data>/anchor.key.
+func ParseSigner(pemBytes []byte) (*ecdsa.PrivateKey, error) {
+	blk, _ := pem.Decode(pemBytes)
+	if blk == nil || blk.Type != "PRIVATE KEY" {
+		return nil, errors.New("anchoring key is not a PKCS#8 PEM private key")
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("anchoring key: %w", err)
+	}
+	ek, ok := k.(*ecdsa.PrivateKey)
+	if !ok || ek.Curve != elliptic.P256() {
+		return nil, errors.New("anchoring key is not ECDSA P-256")
+	}
+	return ek, nil
+}
+
+// ParsePublicKey parses a PEM public key, such as <data>/anchor.pub.
+func ParsePublicKey(pemBytes []byte) (crypto.PublicKey, error) {
+	blk, _ := pem.Decode(pemBytes)
+	if blk == nil || blk.Type != "PUBLIC KEY" {
+		return nil, errors.New("not a PEM public key")
+	}
+	return x509.ParsePKIXPublicKey(blk.Bytes)
+}

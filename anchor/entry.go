@@ -1,0 +1,134 @@
+package anchor
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/provlog/provlog/log"
+)
+
+// Actor is the actor of the anchor entries provlog writes.
+const Actor = "provlog"
+
+// EntryFields are the kind-specific members of an `anchor` log entry: it
+// commits the log to the stored record (by name and SHA-256) and to each
+// authority's answer (by SHA-256), and repeats what a reader of the log
+// wants to see without opening the record.
+type EntryFields struct {
+	Size       uint64           `json:"size"`
+	Root       string           `json:"root"` // base64, as in the checkpoint
+	Digest     string           `json:"checkpoint_sha256"`
+	Record     string           `json:"record"`
+	RecordHash string           `json:"record_sha256"`
+	Timestamps []EntryTimestamp `json:"timestamps"`
+	Tlogs      []EntryTlog      `json:"tlogs"`
+}
+
+// EntryTimestamp summarizes one RFC 3161 token.
+type EntryTimestamp struct {
+	URL       string    `json:"url"`
+	Time      time.Time `json:"time"`
+	Serial    string    `json:"serial"`
+	TokenHash string    `json:"token_sha256"`
+}
+
+// EntryTlog summarizes one transparency-log entry.
+type EntryTlog struct {
+	Kind           string `json:"kind"`
+	URL            string `json:"url"`
+	LogIndex       int64  `json:"log_index"`
+	UUID           string `json:"uuid"`
+	IntegratedTime int64  `json:"integrated_time"`
+	EntryHash      string `json:"entry_sha256"`
+}
+
+// Fields returns the anchor entry fields for a stored record.
+func Fields(st *Stored) *EntryFields {
+	r := st.Record
+	f := &EntryFields{
+		Size:       r.Size,
+		Root:       base64.StdEncoding.EncodeToString(r.Root),
+		Digest:     r.Digest,
+		Record:     st.Name,
+		RecordHash: st.SHA256,
+		Timestamps: []EntryTimestamp{},
+		Tlogs:      []EntryTlog{},
+	}
+	for _, t := range r.Timestamps {
+		f.Timestamps = append(f.Timestamps, EntryTimestamp{URL: t.URL, Time: t.Time, Serial: t.Serial, TokenHash: sha256Hex(t.Token)})
+	}
+	for _, tl := range r.Tlogs {
+		if e := tl.RekorV1; e != nil {
+			f.Tlogs = append(f.Tlogs, EntryTlog{Kind: tl.Kind, URL: e.URL, LogIndex: e.LogIndex, UUID: e.UUID,
+				IntegratedTime: e.IntegratedTime, EntryHash: sha256Hex(e.Entry)})
+		}
+	}
+	return f
+}
+
+// MarshalEntry returns the `anchor` log entry for a stored record.
+func MarshalEntry(st *Stored, t time.Time) ([]byte, error) {
+	b, err := json.Marshal(Fields(st))
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	e := &log.Entry{Kind: log.KindAnchor, Time: t, Actor: Actor, Fields: m}
+	return e.Marshal()
+}
+
+// ParseEntryFields reads the fields of an `anchor` log entry.
+func ParseEntryFields(e *log.Entry) (*EntryFields, error) {
+	if e.Kind != log.KindAnchor {
+		return nil, fmt.Errorf("entry is a %q, not an anchor entry", e.Kind)
+	}
+	b, err := json.Marshal(e.Fields)
+	if err != nil {
+		return nil, err
+	}
+	var f EntryFields
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("anchor entry: %w", err)
+	}
+	return &f, nil
+}
+
+// compare reports the first way a record differs from what the log's
+// anchor entry committed to, naming the part.
+func (f *EntryFields) compare(st *Stored) *Problem {
+	if st.Record == nil {
+		return &Problem{Part: "record", Err: fmt.Errorf("does not parse, the log's anchor entry recorded SHA-256 %s", f.RecordHash)}
+	}
+	g := Fields(st)
+	if g.RecordHash == f.RecordHash {
+		return nil
+	}
+	// The bytes differ; say where.
+	switch {
+	case g.Size != f.Size || g.Root != f.Root || g.Digest != f.Digest:
+		return &Problem{Part: "checkpoint", Err: fmt.Errorf("record anchors size %d root %s, the log's anchor entry size %d root %s", g.Size, g.Root, f.Size, f.Root)}
+	case len(g.Timestamps) != len(f.Timestamps):
+		return &Problem{Part: "record", Err: fmt.Errorf("holds %d timestamps, the log's anchor entry %d", len(g.Timestamps), len(f.Timestamps))}
+	case len(g.Tlogs) != len(f.Tlogs):
+		return &Problem{Part: "record", Err: fmt.Errorf("holds %d transparency-log entries, the log's anchor entry %d", len(g.Tlogs), len(f.Tlogs))}
+	}
+	for i := range g.Timestamps {
+		if g.Timestamps[i].TokenHash != f.Timestamps[i].TokenHash {
+			return &Problem{Part: fmt.Sprintf("timestamp %d (%s)", i, g.Timestamps[i].URL), Err: fmt.Errorf("token is not the one the log's anchor entry recorded")}
+		}
+	}
+	for i := range g.Tlogs {
+		if g.Tlogs[i].EntryHash != f.Tlogs[i].EntryHash {
+			return &Problem{Part: fmt.Sprintf("%s %d (%s)", g.Tlogs[i].Kind, i, g.Tlogs[i].URL), Err: fmt.Errorf("entry is not the one the log's anchor entry recorded")}
+		}
+	}
+	return &Problem{Part: "record", Err: fmt.Errorf("SHA-256 %s is not %s, which the log's anchor entry recorded", g.RecordHash, f.RecordHash)}
+}

@@ -1,0 +1,114 @@
+package anchor_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/provlog/provlog/anchor"
+)
+
+func TestHandler(t *testing.T) {
+	e := newEnv(t, 1, true)
+	r := e.runner(nil)
+	var names []string
+	for range 3 {
+		st, err := r.AnchorNow(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, st.Name)
+		e.appendN(1)
+	}
+	h := anchor.NewHandler(e.records, func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer ok" })
+	get := func(path string, auth bool) (int, []byte) {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		if auth {
+			req.Header.Set("Authorization", "Bearer ok")
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		b, _ := io.ReadAll(w.Result().Body)
+		return w.Code, b
+	}
+	if code, _ := get("/log/anchors", false); code != http.StatusUnauthorized {
+		t.Errorf("without a token: %d", code)
+	}
+	code, body := get("/log/anchors", true)
+	var list []anchor.Summary
+	if code != http.StatusOK || json.Unmarshal(body, &list) != nil || len(list) != 3 {
+		t.Fatalf("list: %d %s", code, body)
+	}
+	for i, s := range list {
+		if s.Name != names[i] || s.URL != "/log/anchors/"+names[i] || len(s.Timestamps) != 1 || len(s.Tlogs) != 1 || s.RecordHash == "" {
+			t.Errorf("summary %d: %+v", i, s)
+		}
+	}
+	code, body = get("/log/anchors?after="+names[0]+"&limit=1", true)
+	if json.Unmarshal(body, &list) != nil || len(list) != 1 || list[0].Name != names[1] {
+		t.Errorf("page: %d %s", code, body)
+	}
+	code, body = get("/log/anchors/"+names[2], true)
+	want, _ := os.ReadFile(filepath.Join(e.records.Dir(), names[2]))
+	if code != http.StatusOK || string(body) != string(want) {
+		t.Errorf("record: %d", code)
+	}
+	for _, p := range []string{"/log/anchors/../log.key", "/log/anchors/nope.json", "/log/anchors?after=nope"} {
+		if code, _ := get(p, true); code != http.StatusNotFound {
+			t.Errorf("%s: %d", p, code)
+		}
+	}
+	for _, p := range []string{"/log/anchors?limit=0", "/log/anchors?limit=x", "/log/anchors?x=1"} {
+		if code, _ := get(p, true); code != http.StatusBadRequest {
+			t.Errorf("%s: %d", p, code)
+		}
+	}
+}
+
+func TestConfigResolve(t *testing.T) {
+	e := newEnv(t, 1, true)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "root.pem"), []byte(e.cfg.TSA[0].Roots[0]), 0o600)
+	os.WriteFile(filepath.Join(dir, "rekor.pub"), []byte(e.cfg.Rekor.PublicKey), 0o600)
+	good := anchor.Config{
+		TSA:   []anchor.TSAConfig{{URL: e.tsas[0].URL, Roots: []string{"root.pem"}}},
+		Rekor: &anchor.RekorConfig{URL: e.rekor.URL + "/", PublicKey: "rekor.pub"},
+	}
+	res, err := good.Resolve(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Interval != anchor.DefaultInterval || res.Timeout != anchor.DefaultTimeout || len(res.Trust.TSARoots) != 1 ||
+		len(res.Trust.RekorKeys) != 1 || res.Rekor.URL != e.rekor.URL {
+		t.Errorf("resolved %+v", res)
+	}
+	for _, tc := range []struct {
+		edit func(*anchor.Config)
+		want string
+	}{
+		{func(c *anchor.Config) { c.TSA, c.Rekor = nil, nil }, "at least one"},
+		{func(c *anchor.Config) { c.Interval = time.Millisecond }, "interval"},
+		{func(c *anchor.Config) { c.TSA[0].URL = "ftp://x" }, "tsa 0: url"},
+		{func(c *anchor.Config) { c.TSA[0].Roots = nil }, "roots"},
+		{func(c *anchor.Config) { c.TSA[0].Roots = []string{"missing.pem"} }, "missing.pem"},
+		{func(c *anchor.Config) { c.TSA[0].Roots = []string{"rekor.pub"} }, "no PEM certificate"},
+		{func(c *anchor.Config) { c.Rekor.PublicKey = "" }, "public_key"},
+		{func(c *anchor.Config) { c.Rekor.PublicKey = "root.pem" }, "not a PEM public key"},
+	} {
+		c := good
+		c.TSA = append([]anchor.TSAConfig{}, good.TSA...)
+		r := *good.Rekor
+		c.Rekor = &r
+		tc.edit(&c)
+		if _, err := c.Resolve(dir); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("want an error mentioning %q, got %v", tc.want, err)
+		}
+	}
+}

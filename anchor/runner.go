@@ -1,0 +1,526 @@
+package anchor
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/provlog/provlog/anchor/rekor"
+	"github.com/provlog/provlog/anchor/rfc3161"
+	"github.com/provlog/provlog/log"
+)
+
+// Log is the log as the runner sees it: its latest signed checkpoint, and
+// a way to append the anchor entry. A *server.Sequencer is one.
+type Log interface {
+	Checkpoint() (size uint64, note []byte)
+	Append(ctx context.Context, entry []byte) (*log.Receipt, error)
+}
+
+// Tree reads the committed log, for consistency proofs between anchored
+// checkpoints and to tell whether the tree grew by more than anchor
+// entries. A log.Storage is one.
+type Tree interface {
+	log.NodeReader
+	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
+}
+
+// Options configure a [Runner].
+type Options struct {
+	Config  *Resolved
+	Log     Log
+	Tree    Tree
+	Records *Store
+	// Signer is the P-256 anchoring key (<data>/anchor.key).
+	Signer *ecdsa.PrivateKey
+	Logger *slog.Logger // nil: slog.Default()
+	// HTTPClient carries TSA requests (nil: one without keep-alives
+	// across rounds, which are minutes apart).
+	HTTPClient *http.Client
+	// MinBackoff and MaxBackoff bound the retry delay after a failure
+	// (defaults 5s and the interval); it doubles per consecutive failure,
+	// with jitter.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// A Runner anchors the log's latest checkpoint with every configured
+// authority. [Runner.Run] does it every interval when the tree grew by
+// more than its own anchor entries, and retries failed authorities with
+// exponential backoff; [Runner.AnchorNow] does it once.
+//
+// Each authority is asked on its own, in parallel, under the configured
+// timeout; whatever any of them returns is accepted only after it
+// verifies. The answers that verified are stored in one [Record], then an
+// `anchor` entry naming the record goes into the log. If every authority
+// failed nothing is stored or appended. The runner never holds a lock the
+// sequencer needs: appends go on while it waits on the network.
+type Runner struct {
+	opts   Options
+	cfg    *Resolved
+	logger *slog.Logger
+	auths  []*authority
+
+	roundMu sync.Mutex // one round at a time
+
+	mu        sync.Mutex
+	last      *Stored // newest stored record
+	unlogged  *Stored // stored, but its anchor entry is not in the log yet
+	lastEntry int64   // index of last's anchor entry, -1 if unknown
+	lastError string
+	lastErrAt time.Time
+	started   time.Time
+}
+
+// authority is one TSA or Rekor and its health.
+type authority struct {
+	name, kind, url string
+	tsa             *rfc3161.Client
+	rekor           *rekor.Client
+
+	// guarded by Runner.mu
+	lastSuccess time.Time
+	lastErr     string
+	lastErrAt   time.Time
+	failures    int
+	nextTry     time.Time
+}
+
+// NewRunner makes a runner. It reads the newest stored record, and if a
+// crash left it without its anchor entry, Run appends it first.
+func NewRunner(ctx context.Context, o Options) (*Runner, error) {
+	if o.Config == nil || o.Log == nil || o.Tree == nil || o.Records == nil || o.Signer == nil {
+		return nil, errors.New("anchor: Config, Log, Tree, Records and Signer are required")
+	}
+	r := &Runner{opts: o, cfg: o.Config, logger: o.Logger, started: time.Now(), lastEntry: -1}
+	if r.logger == nil {
+		r.logger = slog.Default()
+	}
+	if r.opts.MinBackoff <= 0 {
+		r.opts.MinBackoff = 5 * time.Second
+	}
+	if r.opts.MaxBackoff <= 0 {
+		r.opts.MaxBackoff = r.cfg.Interval
+	}
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
+	}
+	for i, t := range r.cfg.TSAs {
+		r.auths = append(r.auths, &authority{
+			name: fmt.Sprintf("tsa %d", i), kind: "rfc3161", url: t.URL,
+			tsa: &rfc3161.Client{URL: t.URL, Roots: t.Roots, Intermediates: t.Intermediates, HTTPClient: hc},
+		})
+	}
+	if k := r.cfg.Rekor; k != nil {
+		r.auths = append(r.auths, &authority{
+			name: "rekor", kind: KindRekorV1, url: k.URL,
+			rekor: &rekor.Client{URL: k.URL, PublicKey: k.PublicKey, Signer: o.Signer},
+		})
+	}
+	last, err := o.Records.Last()
+	if err != nil {
+		return nil, err
+	}
+	r.last = last
+	if last != nil {
+		idx, err := r.findEntry(ctx, last)
+		if err != nil {
+			return nil, err
+		}
+		if idx < 0 {
+			r.unlogged = last
+		}
+		r.lastEntry = idx
+		t := last.Record.Created
+		for _, a := range r.auths {
+			a.lastSuccess = t
+		}
+	}
+	return r, nil
+}
+
+// findEntry returns the index of the anchor entry of st, or -1 if the log
+// does not hold it: it scans the entries after the anchored size, where it
+// must be.
+func (r *Runner) findEntry(ctx context.Context, st *Stored) (int64, error) {
+	size, _ := r.opts.Log.Checkpoint()
+	for start := st.Record.Size; start < size; start += 1024 {
+		end := min(size, start+1024)
+		entries, err := r.opts.Tree.Entries(ctx, start, end)
+		if err != nil {
+			return -1, fmt.Errorf("looking for the anchor entry of %s: %w", st.Name, err)
+		}
+		for i, b := range entries {
+			if !bytes.Contains(b, []byte(st.SHA256)) {
+				continue
+			}
+			if e, err := log.ParseEntry(b); err == nil && e.Kind == log.KindAnchor {
+				if f, err := ParseEntryFields(e); err == nil && f.RecordHash == st.SHA256 {
+					return int64(start) + int64(i), nil
+				}
+			}
+		}
+	}
+	return -1, nil
+}
+
+// Run anchors every interval until ctx is done, starting at once. It
+// returns ctx's error.
+func (r *Runner) Run(ctx context.Context) error {
+	next := time.Now()
+	for {
+		wake := next
+		r.mu.Lock()
+		for _, a := range r.auths {
+			if a.failures > 0 && a.nextTry.Before(wake) {
+				wake = a.nextTry
+			}
+		}
+		if r.unlogged != nil && !r.lastErrAt.IsZero() {
+			if t := r.lastErrAt.Add(r.opts.MinBackoff); t.Before(wake) {
+				wake = t
+			}
+		}
+		r.mu.Unlock()
+		timer := time.NewTimer(time.Until(wake))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		}
+		now := time.Now()
+		regular := !now.Before(next)
+		if regular {
+			next = now.Add(r.cfg.Interval)
+		}
+		r.tick(ctx, regular)
+	}
+}
+
+// tick runs one wake-up of Run: on the regular schedule every authority
+// not backing off anchors if the tree grew; between, failed authorities
+// whose backoff ran out try again.
+func (r *Runner) tick(ctx context.Context, regular bool) {
+	r.roundMu.Lock()
+	defer r.roundMu.Unlock()
+	if !r.logPending(ctx) {
+		return
+	}
+	now := time.Now()
+	var retry, healthy []*authority
+	r.mu.Lock()
+	for _, a := range r.auths {
+		switch {
+		case a.failures > 0 && !a.nextTry.After(now):
+			retry = append(retry, a)
+		case a.failures == 0 && regular:
+			healthy = append(healthy, a)
+		}
+	}
+	r.mu.Unlock()
+	// Failed authorities anchor whatever is latest when their backoff
+	// runs out; healthy ones on the schedule, and only when something
+	// besides anchor entries was appended.
+	if len(healthy) > 0 {
+		grown, err := r.grown(ctx)
+		if err != nil {
+			r.noteError(err)
+			healthy = nil
+		}
+		if !grown {
+			healthy = nil
+		}
+	}
+	if due := append(retry, healthy...); len(due) > 0 {
+		r.round(ctx, due)
+	}
+}
+
+// AnchorNow anchors the latest checkpoint with every authority at once,
+// grown or not, backing off or not, and returns the stored record. It
+// fails with a nil record if no authority's answer verified or storing
+// failed; the failures of single authorities are in [Runner.Status]. If
+// the record was stored but its anchor entry could not be appended, it
+// returns both: the entry is appended before the next round.
+func (r *Runner) AnchorNow(ctx context.Context) (*Stored, error) {
+	r.roundMu.Lock()
+	defer r.roundMu.Unlock()
+	if !r.logPending(ctx) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return nil, fmt.Errorf("appending the anchor entry of %s: %s", r.unlogged.Name, r.lastError)
+	}
+	return r.round(ctx, r.auths)
+}
+
+// logPending appends the anchor entry of a record stored earlier whose
+// append failed (or was cut short by a crash). It reports whether nothing
+// is pending any more.
+func (r *Runner) logPending(ctx context.Context) bool {
+	r.mu.Lock()
+	st := r.unlogged
+	r.mu.Unlock()
+	if st == nil {
+		return true
+	}
+	if err := r.appendEntry(ctx, st); err != nil {
+		r.noteError(err)
+		return false
+	}
+	return true
+}
+
+// grown reports whether the log has entries after the newest anchored
+// checkpoint other than anchor entries (which would otherwise make every
+// anchor the reason for the next).
+func (r *Runner) grown(ctx context.Context) (bool, error) {
+	size, _ := r.opts.Log.Checkpoint()
+	r.mu.Lock()
+	last := r.last
+	r.mu.Unlock()
+	if last == nil {
+		return size > 0, nil
+	}
+	from := last.Record.Size
+	if size <= from {
+		return false, nil
+	}
+	if size-from > 8 {
+		return true, nil
+	}
+	entries, err := r.opts.Tree.Entries(ctx, from, size)
+	if err != nil {
+		return false, fmt.Errorf("reading entries after the last anchor: %w", err)
+	}
+	for _, b := range entries {
+		e, err := log.ParseEntry(b)
+		if err != nil || e.Kind != log.KindAnchor {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// round anchors the latest checkpoint with the given authorities.
+func (r *Runner) round(ctx context.Context, auths []*authority) (*Stored, error) {
+	size, note := r.opts.Log.Checkpoint()
+	if size == 0 {
+		return nil, errors.New("the log is empty")
+	}
+	cp, err := log.ParseCheckpointNote(note)
+	if err != nil {
+		return nil, r.noteError(fmt.Errorf("latest checkpoint: %w", err))
+	}
+	rec := &Record{
+		V:          RecordVersion,
+		Checkpoint: string(note),
+		Origin:     cp.Origin,
+		Size:       cp.Size,
+		Root:       cp.Hash,
+		Timestamps: []*rfc3161.Token{},
+		Tlogs:      []*Tlog{},
+	}
+	digest := checkpointDigest(note)
+	rec.Digest = fmt.Sprintf("%x", digest)
+	if rec.AnchorKey, err = x509.MarshalPKIXPublicKey(&r.opts.Signer.PublicKey); err != nil {
+		return nil, r.noteError(err)
+	}
+	r.mu.Lock()
+	last := r.last
+	r.mu.Unlock()
+	if last != nil {
+		p := last.Record
+		if p.Size > rec.Size {
+			return nil, r.noteError(fmt.Errorf("latest checkpoint has size %d, below the anchored size %d", rec.Size, p.Size))
+		}
+		proof, err := log.ProveConsistency(ctx, r.opts.Tree, p.Size, rec.Size)
+		if err != nil {
+			return nil, r.noteError(fmt.Errorf("consistency proof from the last anchor: %w", err))
+		}
+		rec.Previous = &Consistency{Size: p.Size, Root: p.Root, Proof: proof}
+		if err := log.VerifyConsistency(p.Size, rec.Size, proof, p.Root, rec.Root); err != nil {
+			// The log's own tree contradicts an anchored checkpoint.
+			return nil, r.noteError(fmt.Errorf("latest checkpoint is not consistent with the anchored size %d: %w", p.Size, err))
+		}
+	}
+
+	type answer struct {
+		tok *rfc3161.Token
+		ent *rekor.Entry
+		err error
+	}
+	answers := make([]answer, len(auths))
+	var wg sync.WaitGroup
+	for i, a := range auths {
+		wg.Go(func() {
+			actx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+			defer cancel()
+			if a.tsa != nil {
+				answers[i].tok, answers[i].err = a.tsa.Timestamp(actx, digest)
+			} else {
+				answers[i].ent, answers[i].err = a.rekor.Upload(actx, digest)
+			}
+		})
+	}
+	wg.Wait()
+
+	now := time.Now()
+	var failed []error
+	for i, a := range auths {
+		ans := answers[i]
+		if ans.err != nil {
+			failed = append(failed, fmt.Errorf("%s (%s): %w", a.name, a.url, ans.err))
+			r.fail(a, ans.err, now)
+			continue
+		}
+		if ans.tok != nil {
+			rec.Timestamps = append(rec.Timestamps, ans.tok)
+		} else {
+			rec.Tlogs = append(rec.Tlogs, &Tlog{Kind: KindRekorV1, RekorV1: ans.ent})
+		}
+	}
+	if len(rec.Timestamps)+len(rec.Tlogs) == 0 {
+		return nil, r.noteError(fmt.Errorf("no authority anchored size %d: %w", rec.Size, errors.Join(failed...)))
+	}
+	rec.Created = now.UTC()
+	st, err := r.opts.Records.Put(rec)
+	if err != nil {
+		return nil, r.noteError(err)
+	}
+	r.mu.Lock()
+	r.last = st
+	r.unlogged = st
+	r.lastEntry = -1
+	for i, a := range auths {
+		if answers[i].err == nil {
+			a.lastSuccess, a.failures, a.nextTry = now, 0, time.Time{}
+		}
+	}
+	r.mu.Unlock()
+	r.logger.Info("anchored checkpoint", "size", rec.Size, "record", st.Name,
+		"timestamps", len(rec.Timestamps), "tlogs", len(rec.Tlogs), "failed", len(failed))
+	if err := r.appendEntry(ctx, st); err != nil {
+		return st, r.noteError(err)
+	}
+	return st, nil
+}
+
+// appendEntry appends the anchor entry of st.
+func (r *Runner) appendEntry(ctx context.Context, st *Stored) error {
+	b, err := MarshalEntry(st, time.Now())
+	if err != nil {
+		return fmt.Errorf("making the anchor entry of %s: %w", st.Name, err)
+	}
+	rc, err := r.opts.Log.Append(ctx, b)
+	if err != nil {
+		return fmt.Errorf("appending the anchor entry of %s: %w", st.Name, err)
+	}
+	r.mu.Lock()
+	if r.unlogged == st {
+		r.unlogged = nil
+	}
+	if r.last == st {
+		r.lastEntry = int64(rc.Index)
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+// fail records a failure of a and schedules its retry.
+func (r *Runner) fail(a *authority, err error, now time.Time) {
+	r.mu.Lock()
+	a.failures++
+	a.lastErr, a.lastErrAt = err.Error(), now
+	d := r.opts.MinBackoff << min(a.failures-1, 20)
+	if d > r.opts.MaxBackoff || d <= 0 {
+		d = r.opts.MaxBackoff
+	}
+	d = d/2 + rand.N(d/2+1) // jitter, so that authorities do not retry in lockstep
+	a.nextTry = now.Add(d)
+	failures := a.failures
+	r.mu.Unlock()
+	r.logger.Warn("anchoring failed", "authority", a.name, "url", a.url, "err", err, "failures", failures, "retry_in", d.Round(time.Millisecond).String())
+}
+
+// noteError records an error that is no authority's, and returns it.
+func (r *Runner) noteError(err error) error {
+	r.mu.Lock()
+	r.lastError, r.lastErrAt = err.Error(), time.Now()
+	r.mu.Unlock()
+	r.logger.Warn("anchoring failed", "err", err)
+	return err
+}
+
+// Status is the anchoring part of provlog__status and /healthz.
+type Status struct {
+	Interval string `json:"interval"`
+	// LastRecord, LastSize and LastAnchored describe the newest stored
+	// anchor; empty when there is none.
+	LastRecord   string    `json:"last_record,omitempty"`
+	LastSize     uint64    `json:"last_anchored_size"`
+	LastAnchored time.Time `json:"last_anchored,omitzero"`
+	// Unanchored counts the entries after the newest anchored
+	// checkpoint, not counting that anchor's own log entry.
+	Unanchored uint64 `json:"unanchored_entries"`
+	// GapSeconds is the age of the newest anchor (since start when there
+	// is none) while entries are unanchored, else 0.
+	GapSeconds float64 `json:"gap_seconds"`
+	// Stale is true when the gap exceeds three intervals.
+	Stale       bool              `json:"stale"`
+	LastError   string            `json:"last_error,omitempty"`
+	Authorities []AuthorityStatus `json:"authorities"`
+}
+
+// AuthorityStatus is one authority's health.
+type AuthorityStatus struct {
+	Name                string    `json:"name"`
+	Kind                string    `json:"kind"`
+	URL                 string    `json:"url"`
+	LastSuccess         time.Time `json:"last_success,omitzero"`
+	LastError           string    `json:"last_error,omitempty"`
+	LastErrorTime       time.Time `json:"last_error_time,omitzero"`
+	ConsecutiveFailures int       `json:"consecutive_failures"`
+	NextRetry           time.Time `json:"next_retry,omitzero"`
+}
+
+// Status reports the runner's state.
+func (r *Runner) Status() Status {
+	size, _ := r.opts.Log.Checkpoint()
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := Status{Interval: r.cfg.Interval.String(), LastError: r.lastError, Authorities: []AuthorityStatus{}}
+	since := r.started
+	if r.last != nil {
+		s.LastRecord, s.LastSize, s.LastAnchored = r.last.Name, r.last.Record.Size, r.last.Record.Created
+		since = r.last.Record.Created
+	}
+	if size > s.LastSize {
+		s.Unanchored = size - s.LastSize
+		if r.last != nil && r.lastEntry >= int64(s.LastSize) && r.lastEntry < int64(size) {
+			s.Unanchored--
+		}
+	}
+	if s.Unanchored > 0 {
+		s.GapSeconds = now.Sub(since).Seconds()
+		s.Stale = now.Sub(since) > 3*r.cfg.Interval
+	}
+	for _, a := range r.auths {
+		as := AuthorityStatus{Name: a.name, Kind: a.kind, URL: a.url, LastSuccess: a.lastSuccess, LastError: a.lastErr,
+			LastErrorTime: a.lastErrAt, ConsecutiveFailures: a.failures}
+		if a.failures > 0 {
+			as.NextRetry = a.nextTry
+		}
+		s.Authorities = append(s.Authorities, as)
+	}
+	return s
+}

@@ -1,0 +1,180 @@
+package anchor
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A Store keeps anchor records as files in one directory (by convention
+// <data>/anchors), named after the anchored tree size:
+// 00000000000000001234.json, then 00000000000000001234-1.json for a second
+// record of the same size. Each file is written once, atomically and
+// durably (temporary file, fsync, hard link to its name, fsync of the
+// directory), and never changed.
+type Store struct {
+	dir string
+}
+
+// A Stored is one record file.
+type Stored struct {
+	Name string // file name, e.g. 00000000000000001234.json
+	// SHA256 is the hex SHA-256 of the file's bytes, which the log's
+	// anchor entry records.
+	SHA256 string
+	Bytes  []byte
+	Record *Record // nil if the file does not parse
+	Err    error   // why it does not parse
+}
+
+var recordName = regexp.MustCompile(`^([0-9]{20})(-[1-9][0-9]{0,8})?\.json$`)
+
+// OpenStore opens (creating it if needed) a record directory.
+func OpenStore(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating anchor store: %w", err)
+	}
+	return &Store{dir: dir}, nil
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Put stores a record durably under a new name and returns it.
+func (s *Store) Put(r *Record) (*Stored, error) {
+	b, err := r.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("storing anchor record: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("storing anchor record: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("storing anchor record: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, fmt.Errorf("storing anchor record: %w", err)
+	}
+	// A hard link never replaces an existing file, so a record, once
+	// named, is never overwritten.
+	for n := 0; ; n++ {
+		name := fmt.Sprintf("%020d.json", r.Size)
+		if n > 0 {
+			name = fmt.Sprintf("%020d-%d.json", r.Size, n)
+		}
+		err := os.Link(tmp.Name(), filepath.Join(s.dir, name))
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("storing anchor record: %w", err)
+		}
+		if err := syncDir(s.dir); err != nil {
+			return nil, fmt.Errorf("storing anchor record: %w", err)
+		}
+		return &Stored{Name: name, SHA256: sha256Hex(b), Bytes: b, Record: r}, nil
+	}
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Names returns the record file names in order of tree size, then of
+// sequence number.
+func (s *Store) Names() ([]string, error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("listing anchor records: %w", err)
+	}
+	var names []string
+	for _, e := range ents {
+		if recordName.MatchString(e.Name()) && e.Type().IsRegular() {
+			names = append(names, e.Name())
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := strings.Compare(a[:20], b[:20]); c != 0 {
+			return c
+		}
+		return seq(a) - seq(b)
+	})
+	return names, nil
+}
+
+func seq(name string) int {
+	m := recordName.FindStringSubmatch(name)
+	if m == nil || m[2] == "" {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[2][1:])
+	return n
+}
+
+// Get reads one record by name. A file that does not parse is returned
+// with Err set, not as an error.
+func (s *Store) Get(name string) (*Stored, error) {
+	if !recordName.MatchString(name) {
+		return nil, fmt.Errorf("%q is not an anchor record name: %w", name, fs.ErrNotExist)
+	}
+	b, err := os.ReadFile(filepath.Join(s.dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("reading anchor record: %w", err)
+	}
+	st := &Stored{Name: name, SHA256: sha256Hex(b), Bytes: b}
+	st.Record, st.Err = ParseRecord(b)
+	return st, nil
+}
+
+// List reads every record, in the order of [Store.Names].
+func (s *Store) List() ([]*Stored, error) {
+	names, err := s.Names()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Stored, 0, len(names))
+	for _, n := range names {
+		st, err := s.Get(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Last returns the newest record that parses, or nil if there is none.
+func (s *Store) Last() (*Stored, error) {
+	names, err := s.Names()
+	if err != nil {
+		return nil, err
+	}
+	for i := len(names) - 1; i >= 0; i-- {
+		st, err := s.Get(names[i])
+		if err != nil {
+			return nil, err
+		}
+		if st.Err == nil {
+			return st, nil
+		}
+	}
+	return nil, nil
+}

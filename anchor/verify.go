@@ -1,0 +1,197 @@
+package anchor
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+)
+
+// Trust is what a verifier trusts beside the log's own keys: the roots of
+// the TSAs and the public keys of the Rekor logs.
+type Trust struct {
+	TSARoots  []*x509.Certificate
+	RekorKeys []crypto.PublicKey
+}
+
+// TrustFromRecord returns the trust a record itself declares: the root
+// of each stored TSA chain and each stored Rekor key. Verifying a record
+// against it shows the record is internally consistent, not that the
+// authorities are the ones you trust; pin them with a [Trust] from the
+// configuration when you can.
+func TrustFromRecord(r *Record) *Trust {
+	t := &Trust{}
+	for _, ts := range r.Timestamps {
+		if len(ts.Chain) == 0 {
+			continue
+		}
+		if c, err := x509.ParseCertificate(ts.Chain[len(ts.Chain)-1]); err == nil {
+			t.TSARoots = append(t.TSARoots, c)
+		}
+	}
+	for _, tl := range r.Tlogs {
+		if tl.RekorV1 == nil {
+			continue
+		}
+		if k, err := x509.ParsePKIXPublicKey(tl.RekorV1.PublicKey); err == nil {
+			t.RekorKeys = append(t.RekorKeys, k)
+		}
+	}
+	return t
+}
+
+// A Problem is one check of a record that failed.
+type Problem struct {
+	// Record names the record (its file name), when known.
+	Record string
+	// Part names what broke: "record", "checkpoint", "checkpoint digest",
+	// "anchoring key", "consistency proof", "timestamp N (URL)",
+	// "rekor.v1 N (URL)", "log", "anchor entry".
+	Part string
+	Err  error
+}
+
+func (p Problem) String() string {
+	// Some errors (merkle's proof checks) span lines; a problem is one.
+	s := p.Part + ": " + strings.Join(strings.Fields(p.Err.Error()), " ")
+	if p.Record != "" {
+		s = p.Record + ": " + s
+	}
+	return s
+}
+
+// A VerifyError lists every check that failed.
+type VerifyError struct {
+	Problems []Problem
+}
+
+func (e *VerifyError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+	}
+	return "anchor does not verify: " + strings.Join(parts, "; ")
+}
+
+// Verified is what a verified record vouches for.
+type Verified struct {
+	Size   uint64
+	Root   []byte
+	Digest []byte
+	// Times are the TSAs' times, in record order.
+	Times []time.Time
+	// RekorIndexes are the Rekor log indexes, in record order.
+	RekorIndexes []int64
+}
+
+// Verify checks a record offline, with no network:
+//
+//   - the checkpoint is signed by the log (v) and Origin, Size and Root
+//     repeat it; Digest is the SHA-256 of the checkpoint note;
+//   - the record's anchoring key is anchorKey (when not nil: pass the key
+//     from the log's genesis entry or the data dir);
+//   - the consistency proof leads from the previous anchored checkpoint to
+//     this one;
+//   - every RFC 3161 token passes rfc3161.Token.Check over Digest against
+//     trust.TSARoots, and every Rekor entry passes rekor.Entry.Check for
+//     Digest and the anchoring key against trust.RekorKeys; so each binds
+//     this checkpoint and this key, not merely some data;
+//   - there is at least one of them.
+//
+// A nil trust means [TrustFromRecord]. Every check runs; the error is a
+// *VerifyError naming each part that broke.
+func Verify(ctx context.Context, r *Record, v note.Verifier, anchorKey crypto.PublicKey, trust *Trust) (*Verified, error) {
+	var probs []Problem
+	fail := func(part string, err error) { probs = append(probs, Problem{Part: part, Err: err}) }
+	if trust == nil {
+		trust = TrustFromRecord(r)
+	}
+	res := &Verified{Size: r.Size, Root: r.Root}
+
+	cp, _, err := log.OpenCheckpoint([]byte(r.Checkpoint), v)
+	if err != nil {
+		fail("checkpoint", err)
+	} else if cp.Origin != r.Origin || cp.Size != r.Size || !bytes.Equal(cp.Hash, r.Root) {
+		fail("checkpoint", fmt.Errorf("record says %s size %d root %x, the signed checkpoint says %s size %d root %x",
+			r.Origin, r.Size, r.Root, cp.Origin, cp.Size, cp.Hash))
+	}
+	digest := checkpointDigest([]byte(r.Checkpoint))
+	res.Digest = digest
+	if r.Digest != hex.EncodeToString(digest) {
+		fail("checkpoint digest", fmt.Errorf("record says %s, the checkpoint's SHA-256 is %x", r.Digest, digest))
+	}
+
+	key, err := x509.ParsePKIXPublicKey(r.AnchorKey)
+	if err != nil {
+		fail("anchoring key", err)
+		key = nil
+	} else if anchorKey != nil && !sameKey(key, anchorKey) {
+		fail("anchoring key", errors.New("the record's anchoring key is not the log's"))
+	}
+	if anchorKey == nil {
+		anchorKey = key
+	}
+
+	if p := r.Previous; p != nil {
+		if p.Size > r.Size {
+			fail("consistency proof", fmt.Errorf("previous size %d is above this size %d", p.Size, r.Size))
+		} else if p.Size == 0 {
+			fail("consistency proof", errors.New("previous anchored checkpoint has size 0"))
+		} else if err := log.VerifyConsistency(p.Size, r.Size, p.Proof, p.Root, r.Root); err != nil {
+			fail("consistency proof", fmt.Errorf("from size %d to %d: %w", p.Size, r.Size, err))
+		}
+	}
+
+	if len(r.Timestamps)+len(r.Tlogs) == 0 {
+		fail("record", errors.New("no timestamp and no transparency-log entry"))
+	}
+	for i, ts := range r.Timestamps {
+		part := fmt.Sprintf("timestamp %d (%s)", i, ts.URL)
+		if len(trust.TSARoots) == 0 {
+			fail(part, errors.New("no trusted TSA roots"))
+			continue
+		}
+		vt, err := ts.Check(digest, trust.TSARoots)
+		if err != nil {
+			fail(part, err)
+			continue
+		}
+		res.Times = append(res.Times, vt.Time)
+	}
+	for i, tl := range r.Tlogs {
+		switch {
+		case tl.Kind == KindRekorV1 && tl.RekorV1 != nil:
+			part := fmt.Sprintf("%s %d (%s)", tl.Kind, i, tl.RekorV1.URL)
+			if anchorKey == nil {
+				fail(part, errors.New("no anchoring key to check the entry's signature"))
+				continue
+			}
+			if err := tl.RekorV1.Check(ctx, digest, anchorKey, trust.RekorKeys); err != nil {
+				fail(part, err)
+				continue
+			}
+			res.RekorIndexes = append(res.RekorIndexes, tl.RekorV1.LogIndex)
+		default:
+			fail(fmt.Sprintf("tlog %d", i), fmt.Errorf("unsupported kind %q", tl.Kind))
+		}
+	}
+	if len(probs) > 0 {
+		return nil, &VerifyError{Problems: probs}
+	}
+	return res, nil
+}
+
+func sameKey(a, b crypto.PublicKey) bool {
+	ad, err1 := x509.MarshalPKIXPublicKey(a)
+	bd, err2 := x509.MarshalPKIXPublicKey(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ad, bd)
+}

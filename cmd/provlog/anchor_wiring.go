@@ -1,0 +1,242 @@
+package main
+
+// The anchoring side of the sidecar and commands: starting the runner in
+// serve, `provlog anchor`, the anchor part of `provlog audit`, and the
+// status and metrics lines. The logic is in package anchor; this file only
+// wires it to the data dir (see the anchor package's doc for the config).
+
+import (
+	"context"
+	"crypto"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logpebble"
+	"github.com/provlog/provlog/log/server"
+)
+
+// anchorDir holds the anchor records in a data dir.
+const anchorDir = "anchors"
+
+// anchoring is the running anchor runner of a sidecar.
+type anchoring struct {
+	runner *anchor.Runner
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// openAnchorRunner resolves acfg (relative file names from baseDir), loads
+// <data>/anchor.key and makes the runner over seq and store.
+func openAnchorRunner(ctx context.Context, data string, acfg *anchor.Config, baseDir string, seq *server.Sequencer, store log.Storage, logger *slog.Logger) (*anchor.Runner, error) {
+	res, err := acfg.Resolve(baseDir)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(data, anchorKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("reading the anchoring key: %w", err)
+	}
+	signer, err := anchor.ParseSigner(keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(data, anchorKeyFile), err)
+	}
+	records, err := anchor.OpenStore(filepath.Join(data, anchorDir))
+	if err != nil {
+		return nil, err
+	}
+	return anchor.NewRunner(ctx, anchor.Options{Config: res, Log: seq, Tree: store, Records: records, Signer: signer, Logger: logger})
+}
+
+// startAnchoring starts anchoring for a sidecar; stop it before closing
+// the sequencer.
+func startAnchoring(ctx context.Context, sc *sidecar, acfg *anchor.Config, baseDir string) (*anchoring, error) {
+	r, err := openAnchorRunner(ctx, sc.cfg.Data, acfg, baseDir, sc.seq, sc.store, sc.logger.With("component", "anchor"))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	a := &anchoring{runner: r, cancel: cancel}
+	a.wg.Go(func() { r.Run(ctx) })
+	return a, nil
+}
+
+// stop stops the runner and waits for a round under way.
+func (a *anchoring) stop() {
+	if a == nil {
+		return
+	}
+	a.cancel()
+	a.wg.Wait()
+}
+
+// status is the "anchoring" member of provlog__status and /healthz.
+func (a *anchoring) status() any {
+	if a == nil {
+		return "not configured (add anchors: to the config)"
+	}
+	return a.runner.Status()
+}
+
+// writeMetrics writes the anchoring gauges in Prometheus text form.
+func (a *anchoring) writeMetrics(w io.Writer) {
+	if a == nil {
+		return
+	}
+	s := a.runner.Status()
+	fmt.Fprintf(w, "# HELP provlog_anchor_gap_seconds Age of the newest anchor while entries are unanchored (0 when all are anchored).\n# TYPE provlog_anchor_gap_seconds gauge\nprovlog_anchor_gap_seconds %g\n", s.GapSeconds)
+	fmt.Fprintf(w, "# HELP provlog_anchor_unanchored_entries Entries after the newest anchored checkpoint.\n# TYPE provlog_anchor_unanchored_entries gauge\nprovlog_anchor_unanchored_entries %d\n", s.Unanchored)
+	fmt.Fprintf(w, "# HELP provlog_anchor_last_size Size of the newest anchored checkpoint.\n# TYPE provlog_anchor_last_size gauge\nprovlog_anchor_last_size %d\n", s.LastSize)
+	fmt.Fprintf(w, "# HELP provlog_anchor_failures Consecutive failures per authority.\n# TYPE provlog_anchor_failures gauge\n")
+	for _, au := range s.Authorities {
+		fmt.Fprintf(w, "provlog_anchor_failures{authority=%q,url=%q} %d\n", au.Name, au.URL, au.ConsecutiveFailures)
+	}
+}
+
+// anchorsHandler serves /log/anchors from a data dir.
+func anchorsHandler(data string, authorized func(*http.Request) bool) http.Handler {
+	records, err := anchor.OpenStore(filepath.Join(data, anchorDir))
+	if err != nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "anchor records are unavailable", http.StatusInternalServerError)
+		})
+	}
+	return anchor.NewHandler(records, authorized)
+}
+
+// anchorNow is `provlog anchor`: it opens a stopped sidecar's data dir,
+// anchors its latest checkpoint with every authority, and appends the
+// anchor entry.
+func anchorNow(ctx context.Context, data string, acfg *anchor.Config, baseDir string, stdout io.Writer) error {
+	if acfg == nil {
+		return errors.New("the config has no anchors: section")
+	}
+	k, err := loadKeys(data)
+	if err != nil {
+		return err
+	}
+	store, err := logpebble.Open(filepath.Join(data, dbDir), nil)
+	if errors.Is(err, logpebble.ErrLocked) {
+		return fmt.Errorf("data dir %s is held by a running provlog sidecar, which anchors by itself every interval (see provlog__status)", data)
+	}
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	seq, err := server.OpenSequencer(ctx, store, k.signer, k.verifier, nil)
+	if err != nil {
+		return err
+	}
+	defer seq.Close()
+	// The outcome is printed below; the runner's own log lines would
+	// repeat it.
+	r, err := openAnchorRunner(ctx, data, acfg, baseDir, seq, store, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	st, err := r.AnchorNow(ctx)
+	for _, a := range r.Status().Authorities {
+		if a.LastError != "" && a.ConsecutiveFailures > 0 {
+			fmt.Fprintf(stdout, "FAILED %s %s: %s\n", a.Name, a.URL, a.LastError)
+		}
+	}
+	if st == nil {
+		return err
+	}
+	rec := st.Record
+	fmt.Fprintf(stdout, "anchored size %d (checkpoint sha256 %s) in %s: %d timestamp(s), %d Rekor entr(ies)\n",
+		rec.Size, rec.Digest, filepath.Join(data, anchorDir, st.Name), len(rec.Timestamps), len(rec.Tlogs))
+	for _, t := range rec.Timestamps {
+		fmt.Fprintf(stdout, "  %s: %s\n", t.URL, t.Time.Format("2006-01-02T15:04:05Z07:00"))
+	}
+	for _, t := range rec.Tlogs {
+		if e := t.RekorV1; e != nil {
+			fmt.Fprintf(stdout, "  %s: log index %d, uuid %s\n", e.URL, e.LogIndex, e.UUID)
+		}
+	}
+	return err // the anchor entry could not be appended; the next run appends it
+}
+
+// auditAnchors is the anchor part of `provlog audit --data D`, run after
+// log.Audit verified the log up to size: every record in <data>/anchors
+// is verified offline against the log, with the anchoring key from the
+// genesis entry and, when acfg is not nil, the configured TSA roots and
+// Rekor key (else the records' own, which it says).
+func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Verifier, size uint64, acfg *anchor.Config, baseDir string, stdout io.Writer) error {
+	dir := filepath.Join(data, anchorDir)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintln(stdout, "anchors: none (no anchors directory)")
+		return nil
+	}
+	key, err := genesisAnchorKey(ctx, store)
+	if err != nil {
+		return err
+	}
+	opts := anchor.AuditOptions{Verifier: v, AnchorKey: key, Log: store, Size: size}
+	if acfg != nil {
+		res, err := acfg.Resolve(baseDir)
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		opts.Trust = res.Trust
+	}
+	rep, err := anchor.AuditAll(ctx, dir, opts)
+	if err != nil {
+		var ae *anchor.AuditError
+		if errors.As(err, &ae) {
+			var b strings.Builder
+			for _, p := range ae.Problems {
+				fmt.Fprintf(&b, "\n  %s", p)
+			}
+			return fmt.Errorf("FAILED: %d of %d anchor records do not verify:%s", rep.Records-rep.Verified, rep.Records, b.String())
+		}
+		return fmt.Errorf("FAILED auditing anchors: %w", err)
+	}
+	trust := "configured TSA roots and Rekor key"
+	if rep.SelfTrusted {
+		trust = "the roots and keys stored in the records (pass --config to pin them)"
+	}
+	fmt.Fprintf(stdout, "OK: %d anchors verified offline (%d timestamps, %d Rekor entries, %d anchor entries in the log) against %s",
+		rep.Verified, rep.Timestamps, rep.Tlogs, rep.Entries, trust)
+	if rep.Verified > 0 {
+		fmt.Fprintf(stdout, "; newest: size %d at %s", rep.LastSize, rep.LastTime.Format("2006-01-02T15:04:05Z07:00"))
+	}
+	fmt.Fprintln(stdout)
+	for _, n := range rep.Unlogged {
+		fmt.Fprintf(stdout, "note: %s has no anchor entry in the log yet (the sidecar stopped before appending it; it appends it on start)\n", n)
+	}
+	return nil
+}
+
+// genesisAnchorKey returns the anchoring public key the log's genesis
+// entry commits to.
+func genesisAnchorKey(ctx context.Context, src interface {
+	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
+}) (crypto.PublicKey, error) {
+	es, err := src.Entries(ctx, 0, 1)
+	if err != nil || len(es) != 1 {
+		return nil, fmt.Errorf("reading the genesis entry: %v", err)
+	}
+	e, err := log.ParseEntry(es[0])
+	if err != nil || e.Kind != log.KindGenesis {
+		return nil, errors.New("entry 0 is not a genesis entry")
+	}
+	s, _ := e.Fields["anchor_key"].(string)
+	der, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || len(der) == 0 {
+		return nil, errors.New("the genesis entry has no anchor_key")
+	}
+	return x509.ParsePKIXPublicKey(der)
+}

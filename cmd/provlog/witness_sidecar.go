@@ -1,0 +1,302 @@
+package main
+
+// The sidecar's side of witnessing (c2sp.org/tlog-witness@v1.0.0): config,
+// the cosigner that sends each new checkpoint to the configured witnesses,
+// the cosigned checkpoint at /log/checkpoint and in receipts, conflicts
+// recorded as witness.conflict entries, and verify-proof's --witness and
+// --threshold. The logic is in witness/client; this file wires it.
+//
+// Config:
+//
+//	witnesses:
+//	  - url: https://witness.example/w1        # submission prefix (POST <url>/add-checkpoint)
+//	    vkey: witness.example/w1+1a2b3c4d+BA…  # its cosignature/v1 verifier key
+//	witness_policy:
+//	  threshold: 2       # how many must cosign (default: all of them)
+//	  interval: 250ms    # least time between two rounds (default 250ms)
+//	  timeout: 10s       # per witness and round (default 10s)
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+	"gopkg.in/yaml.v3"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/witness/client"
+)
+
+// cosignedFile keeps the newest cosigned checkpoint in a data dir, so
+// receipts carry cosignatures right after a restart.
+const cosignedFile = "cosigned.checkpoint"
+
+// WitnessConfig is one entry of the config's witnesses list.
+type WitnessConfig struct {
+	URL  string `yaml:"url"`
+	VKey string `yaml:"vkey"`
+}
+
+// WitnessPolicyConfig is the config's witness_policy.
+type WitnessPolicyConfig struct {
+	Threshold int           `yaml:"threshold"`
+	Interval  time.Duration `yaml:"interval"`
+	Timeout   time.Duration `yaml:"timeout"`
+}
+
+// decodeWitnessConfig decodes the witnesses list and witness_policy (a
+// zero Node if absent; declare it as a yaml.Node value, since yaml.v3
+// leaves a *yaml.Node field empty) from their YAML nodes, strictly, and
+// checks them.
+func decodeWitnessConfig(nodes []yaml.Node, policy yaml.Node) ([]WitnessConfig, WitnessPolicyConfig, error) {
+	var ws []WitnessConfig
+	var p WitnessPolicyConfig
+	strict := func(n *yaml.Node, v any) error {
+		b, err := yaml.Marshal(n)
+		if err != nil {
+			return err
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec.KnownFields(true)
+		return dec.Decode(v)
+	}
+	for i := range nodes {
+		var w WitnessConfig
+		if err := strict(&nodes[i], &w); err != nil {
+			return nil, p, fmt.Errorf("config: witnesses[%d]: %w", i, err)
+		}
+		if w.URL == "" || w.VKey == "" {
+			return nil, p, fmt.Errorf("config: witnesses[%d]: url and vkey are required", i)
+		}
+		ws = append(ws, w)
+	}
+	hasPolicy := policy.Kind != 0
+	if hasPolicy {
+		if err := strict(&policy, &p); err != nil {
+			return nil, p, fmt.Errorf("config: witness_policy: %w", err)
+		}
+	}
+	if p.Threshold == 0 {
+		p.Threshold = len(ws)
+	}
+	if len(ws) > 0 && (p.Threshold < 1 || p.Threshold > len(ws)) {
+		return nil, p, fmt.Errorf("config: witness_policy: threshold %d must be between 1 and the %d witnesses", p.Threshold, len(ws))
+	}
+	if len(ws) == 0 && hasPolicy {
+		return nil, p, errors.New("config: witness_policy is set, but no witnesses are configured")
+	}
+	return ws, p, nil
+}
+
+// witnessing is a sidecar's running witness client.
+type witnessing struct {
+	cos       *client.Cosigner
+	witnesses []note.Verifier
+	threshold int
+	logger    *slog.Logger
+}
+
+// openWitnessing makes the cosigner for the configured witnesses. nodes are
+// the log's stored nodes (for consistency proofs); record appends an entry
+// to the log (for witness.conflict entries). It returns nil if no witness
+// is configured.
+func openWitnessing(data string, ws []WitnessConfig, p WitnessPolicyConfig, logV note.Verifier, nodes log.NodeReader, record func(context.Context, []byte) error, logger *slog.Logger) (*witnessing, error) {
+	if len(ws) == 0 {
+		return nil, nil
+	}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	w := &witnessing{threshold: p.Threshold, logger: logger}
+	var clients []*client.Witness
+	for i, c := range ws {
+		v, err := log.NewCosignatureVerifier(c.VKey)
+		if err != nil {
+			return nil, fmt.Errorf("config: witnesses[%d]: %w", i, err)
+		}
+		h, err := client.NewHTTP(c.URL, hc)
+		if err != nil {
+			return nil, fmt.Errorf("config: witnesses[%d]: %w", i, err)
+		}
+		clients = append(clients, client.NewWitness(h, v, nodes))
+		w.witnesses = append(w.witnesses, v)
+	}
+	path := filepath.Join(data, cosignedFile)
+	initial, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	w.cos, err = client.NewCosigner(client.CosignerOptions{
+		Log:       logV,
+		Witnesses: clients,
+		Threshold: p.Threshold,
+		Initial:   initial,
+		Interval:  p.Interval,
+		Timeout:   p.Timeout,
+		Logger:    logger.With("component", "witness"),
+		OnCosigned: func(cosigned []byte) {
+			if err := writeFileAtomic(path, cosigned, 0o644); err != nil {
+				logger.Error("saving the cosigned checkpoint", "err", err)
+			}
+		},
+		OnConflict: func(ce *client.ConflictError, cp []byte) {
+			e, err := client.ConflictEntry(ce, cp, time.Now())
+			if err == nil {
+				err = record(context.Background(), e)
+			}
+			if err != nil {
+				logger.Error("recording a witness conflict in the log failed", "witness", ce.Witness, "err", err)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("config: witness_policy: %w", err)
+	}
+	return w, nil
+}
+
+// run follows the sequencer's checkpoints and collects cosignatures until
+// ctx is done. The cosigner coalesces what it is given; polling the
+// sequencer a few times a second is all it needs.
+func (w *witnessing) run(ctx context.Context, seq *server.Sequencer) {
+	go w.cos.Run(ctx)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	var last uint64
+	for {
+		if size, cp := seq.Checkpoint(); size > last && cp != nil {
+			w.cos.Submit(cp)
+			last = size
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// receipt returns a receipt for the entry (by index, or by leaf hash when
+// index < 0) on the newest cosigned checkpoint when that covers the entry,
+// else on the log's latest checkpoint, as prove does.
+func (w *witnessing) receipt(ctx context.Context, s log.Storage, index int64, leafHash []byte) (*log.Receipt, error) {
+	return proveCosigned(ctx, s, w.cos.Latest(), index, leafHash)
+}
+
+// proveWithCosigned is prove for `provlog prove --data D` without --size:
+// it uses the cosigned checkpoint the sidecar kept in the data dir when
+// that covers the entry.
+func proveWithCosigned(ctx context.Context, s log.Storage, data string, index int64, leafHash []byte) (*log.Receipt, error) {
+	cosigned, err := os.ReadFile(filepath.Join(data, cosignedFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return proveCosigned(ctx, s, cosigned, index, leafHash)
+}
+
+// proveCosigned proves the entry on the cosigned checkpoint (nil: none)
+// if it covers the entry and is the log's own checkpoint of its size with
+// cosignatures added; otherwise on the latest checkpoint.
+func proveCosigned(ctx context.Context, s log.Storage, cosigned []byte, index int64, leafHash []byte) (*log.Receipt, error) {
+	if cosigned != nil {
+		if c, err := log.ParseCheckpointNote(cosigned); err == nil {
+			r, err := prove(ctx, s, index, leafHash, c.Size)
+			if err == nil && bytes.HasPrefix(cosigned, r.Checkpoint) {
+				r.Checkpoint = cosigned
+				return r, nil
+			}
+		}
+	}
+	return prove(ctx, s, index, leafHash, 0)
+}
+
+// status is the witnesses' part of provlog__status and /healthz.
+func (w *witnessing) status() map[string]any {
+	st := w.cos.Status()
+	var m map[string]any
+	b, _ := json.Marshal(st)
+	json.Unmarshal(b, &m)
+	return m
+}
+
+// witnessFlags is verify-proof's repeated --witness flag: cosignature/v1
+// verifier keys, or files holding one.
+type witnessFlags []note.Verifier
+
+func (f *witnessFlags) String() string { return fmt.Sprint(len(*f), " witnesses") }
+
+func (f *witnessFlags) Set(arg string) error {
+	v, err := log.NewCosignatureVerifier(arg)
+	if err != nil {
+		b, ferr := os.ReadFile(arg)
+		if ferr != nil {
+			return fmt.Errorf("--witness %q is neither a witness verifier key (%v) nor a readable file (%v)", arg, err, ferr)
+		}
+		if v, err = log.NewCosignatureVerifier(strings.TrimSpace(string(b))); err != nil {
+			return fmt.Errorf("%s: %w", arg, err)
+		}
+	}
+	*f = append(*f, v)
+	return nil
+}
+
+// verifyWitnessedReceipt checks a receipt under the witness policy of
+// verify-proof's flags (threshold < 0: all the witnesses given) and says
+// in plain words what failed.
+func verifyWitnessedReceipt(r *log.Receipt, leaf []byte, logV note.Verifier, ws witnessFlags, threshold int) (log.Checkpoint, error) {
+	if threshold < 0 {
+		threshold = len(ws)
+	}
+	if threshold > len(ws) {
+		return log.Checkpoint{}, usageErr("--threshold %d is more than the %d --witness keys given", threshold, len(ws))
+	}
+	c, err := r.VerifyWitnessed(leaf, logV, ws, threshold)
+	var pe *log.WitnessPolicyError
+	if errors.As(err, &pe) {
+		return log.Checkpoint{}, fmt.Errorf("the log signed this receipt's checkpoint, but not enough of the witnesses you trust vouch for it: %w", pe)
+	}
+	return c, err
+}
+
+// writeFileAtomic replaces path with data durably: a synced temporary
+// file renamed over it.
+func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

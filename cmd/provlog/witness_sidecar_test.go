@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+	"gopkg.in/yaml.v3"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/witness"
+	wserver "github.com/provlog/provlog/witness/server"
+	"github.com/provlog/provlog/witness/witnesstest"
+)
+
+func TestDecodeWitnessConfig(t *testing.T) {
+	parse := func(src string) ([]WitnessConfig, WitnessPolicyConfig, error) {
+		var c struct {
+			Witnesses []yaml.Node `yaml:"witnesses"`
+			Policy    yaml.Node   `yaml:"witness_policy"`
+		}
+		if err := yaml.Unmarshal([]byte(src), &c); err != nil {
+			t.Fatal(err)
+		}
+		return decodeWitnessConfig(c.Witnesses, c.Policy)
+	}
+	ws, p, err := parse("witnesses:\n  - {url: http://a, vkey: k1}\n  - {url: http://b, vkey: k2}\nwitness_policy: {threshold: 1, interval: 1s, timeout: 5s}\n")
+	if err != nil || len(ws) != 2 || ws[1].URL != "http://b" || p.Threshold != 1 || p.Interval != time.Second || p.Timeout != 5*time.Second {
+		t.Fatalf("%+v %+v %v", ws, p, err)
+	}
+	if _, p, err := parse("witnesses:\n  - {url: http://a, vkey: k1}\n  - {url: http://b, vkey: k2}\n"); err != nil || p.Threshold != 2 {
+		t.Errorf("default threshold: %+v %v", p, err)
+	}
+	for _, bad := range []string{
+		"witnesses:\n  - {url: http://a}\n",
+		"witnesses:\n  - {url: http://a, vkey: k, extra: 1}\n",
+		"witnesses:\n  - {url: http://a, vkey: k}\nwitness_policy: {threshold: 2}\n",
+		"witness_policy: {threshold: 1}\n",
+		"witnesses:\n  - {url: http://a, vkey: k}\nwitness_policy: {thresh: 1}\n",
+	} {
+		if _, _, err := parse(bad); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+// TestWitnessing runs the sidecar's witnessing against two provlog
+// witnesses over HTTP: /log/checkpoint serves the cosigned checkpoint,
+// receipts carry the cosignatures and verify under --witness/--threshold,
+// and a witness that saw another history gets a witness.conflict entry.
+func TestWitnessing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k := witnesstest.NewKey(t, "provlog.example/sidecar")
+	l := witnesstest.NewLog(t, k, "sidecar")
+	evil := witnesstest.NewLog(t, k, "evil")
+
+	var cfgs []WitnessConfig
+	var signers []*log.CosignatureSigner
+	for i, name := range []string{"witness.example/w1", "witness.example/w2", "witness.example/w3"} {
+		s := witnesstest.NewCosigner(t, name)
+		signers = append(signers, s)
+		w, err := wserver.New(wserver.Options{Signer: s, Logs: []wserver.Log{{Origin: k.Verifier.Name(), Verifiers: []note.Verifier{k.Verifier}}}, Store: witness.NewMemoryStore()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 {
+			// w3 cosigned the evil twin at a size the sidecar's log will
+			// not reach during the test.
+			r := &witness.AddCheckpointRequest{OldSize: 0, Checkpoint: evil.Grow(t, 1000)}
+			if _, err := w.AddCheckpoint(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		srv := httptest.NewServer(w)
+		t.Cleanup(srv.Close)
+		cfgs = append(cfgs, WitnessConfig{URL: srv.URL, VKey: s.Verifier().String()})
+	}
+	data := t.TempDir()
+	record := func(ctx context.Context, e []byte) error {
+		_, err := l.Seq.Append(ctx, e)
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	w, err := openWitnessing(data, cfgs, WitnessPolicyConfig{Threshold: 2, Interval: 20 * time.Millisecond}, k.Verifier, l.Store, record, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go w.run(ctx, l.Seq)
+
+	l.Grow(t, 50)
+	waitUntil(t, func() bool {
+		c, err := log.ParseCheckpointNote(w.cos.Latest())
+		return err == nil && c.Size >= 50
+	})
+	// The conflict with w3 is in the log.
+	waitUntil(t, func() bool {
+		size, _ := l.Seq.Checkpoint()
+		es, _ := l.Store.Entries(ctx, 0, size)
+		for _, e := range es {
+			if pe, err := log.ParseEntry(e); err == nil && pe.Kind == log.KindWitnessConflict && pe.Fields["witness"] == "witness.example/w3" {
+				return true
+			}
+		}
+		return false
+	})
+
+	// /log/checkpoint serves the cosigned checkpoint, and so do receipts
+	// from /log/proof/inclusion without a size.
+	srv := httptest.NewServer(server.NewAPI(server.APIOptions{Store: l.Store, Seq: l.Seq, Cosigned: w.cos.Latest}))
+	defer srv.Close()
+	for _, p := range []string{"/log/checkpoint", "/log/proof/inclusion?index=7"} {
+		resp, err := http.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Count(string(body), "— witness.example/") < 2 {
+			t.Errorf("%s without cosignatures:\n%s", p, body)
+		}
+	}
+
+	// A receipt carries them and verifies as verify-proof would check it.
+	r, err := w.receipt(ctx, l.Store, 7, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags witnessFlags
+	vkeyFile := filepath.Join(t.TempDir(), "w2.vkey")
+	os.WriteFile(vkeyFile, []byte(signers[1].Verifier().String()+"\n"), 0o644)
+	for _, arg := range []string{signers[0].Verifier().String(), vkeyFile} {
+		if err := flags.Set(arg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := flags.Set("nonsense"); err == nil {
+		t.Error("witnessFlags accepted nonsense")
+	}
+	pr, err := log.ParseReceipt([]byte(r.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verifyWitnessedReceipt(pr, pr.Extra, k.Verifier, flags, -1); err != nil {
+		t.Fatalf("verify-proof --witness w1 --witness w2: %v", err)
+	}
+	var w3only witnessFlags
+	w3only.Set(signers[2].Verifier().String())
+	if _, err := verifyWitnessedReceipt(pr, pr.Extra, k.Verifier, w3only, 1); err == nil || !strings.Contains(err.Error(), "not enough of the witnesses you trust") {
+		t.Errorf("receipt with only w3 trusted: %v", err)
+	}
+	if _, err := verifyWitnessedReceipt(pr, pr.Extra, k.Verifier, w3only, 2); err == nil {
+		t.Error("--threshold above the witnesses given was accepted")
+	}
+
+	// provlog prove --data uses the cosigned checkpoint the sidecar kept,
+	// and the latest for an entry it does not cover.
+	waitUntil(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(data, cosignedFile))
+		return b != nil && string(b) == string(w.cos.Latest())
+	})
+	r2, err := proveWithCosigned(ctx, l.Store, data, 7, nil)
+	if err != nil || !strings.Contains(string(r2.Checkpoint), "— witness.example/") {
+		t.Fatalf("proveWithCosigned: %v\n%v", err, r2)
+	}
+	size, _ := l.Seq.Checkpoint()
+	cs, _ := log.ParseCheckpointNote(w.cos.Latest())
+	l.Grow(t, size+1)
+	if cs.Size <= size {
+		r3, err := proveWithCosigned(ctx, l.Store, data, int64(size), nil)
+		if err != nil || strings.Contains(string(r3.Checkpoint), "— witness.example/") {
+			t.Fatalf("proveWithCosigned for an entry past the cosigned tree: %v\n%v", err, r3)
+		}
+	}
+
+	// The cosigned checkpoint survives a restart.
+	cancel()
+	w2, err := openWitnessing(data, cfgs, WitnessPolicyConfig{Threshold: 2}, k.Verifier, l.Store, record, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w2.cos.Latest() == nil {
+		t.Error("the cosigned checkpoint was not kept in the data dir")
+	}
+	if st := w2.status(); st["threshold"] != float64(2) {
+		t.Errorf("status %v", st)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

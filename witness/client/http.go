@@ -1,0 +1,83 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/provlog/provlog/witness"
+)
+
+// maxResponseSize bounds a witness's answer: cosignature lines, or a size,
+// or an error message.
+const maxResponseSize = 64 << 10
+
+// HTTP calls a witness's add-checkpoint over HTTP, according to
+// c2sp.org/tlog-witness@v1.0.0. It is a [witness.AddCheckpointer].
+type HTTP struct {
+	url string
+	hc  *http.Client
+}
+
+var _ witness.AddCheckpointer = (*HTTP)(nil)
+
+// NewHTTP returns a client for the witness whose submission prefix is
+// prefix (it posts to prefix + "/add-checkpoint"). hc nil means
+// http.DefaultClient; callers should bound each call with a context
+// deadline.
+func NewHTTP(prefix string, hc *http.Client) (*HTTP, error) {
+	if !strings.HasPrefix(prefix, "http://") && !strings.HasPrefix(prefix, "https://") {
+		return nil, fmt.Errorf("witness URL %q is not http:// or https://", prefix)
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &HTTP{url: strings.TrimSuffix(prefix, "/") + "/add-checkpoint", hc: hc}, nil
+}
+
+// AddCheckpoint posts req and returns the witness's signature lines. A
+// refusal is a [*witness.Error] with the HTTP status, and for 409 the
+// witness's size from the text/x.tlog.size body.
+func (h *HTTP) AddCheckpoint(ctx context.Context, req *witness.AddCheckpointRequest) ([]byte, error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, strings.NewReader(req.String()))
+	if err != nil {
+		return nil, err
+	}
+	r.Header.Set("Content-Type", "text/plain; charset=utf-8")
+	resp, err := h.hc.Do(r)
+	if err != nil {
+		return nil, fmt.Errorf("add-checkpoint: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("add-checkpoint: reading the response: %w", err)
+	}
+	if len(body) > maxResponseSize {
+		return nil, fmt.Errorf("add-checkpoint: response is over %d bytes", maxResponseSize)
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return body, nil
+	case http.StatusConflict:
+		s, ok := strings.CutSuffix(string(body), "\n")
+		size, err := strconv.ParseUint(s, 10, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("add-checkpoint: 409 response body %q is not a size (content type %q)", body, resp.Header.Get("Content-Type"))
+		}
+		return nil, &witness.Error{Status: resp.StatusCode, Size: size}
+	}
+	msg, _, _ := bytes.Cut(bytes.TrimSpace(body), []byte("\n"))
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	if resp.StatusCode < 400 {
+		return nil, errors.New("add-checkpoint: unexpected response " + resp.Status)
+	}
+	return nil, &witness.Error{Status: resp.StatusCode, Msg: strings.ToValidUTF8(string(msg), "?")}
+}

@@ -1,0 +1,190 @@
+// Package client is the log's side of c2sp.org/tlog-witness@v1.0.0: it
+// submits the log's checkpoints to witnesses with consistency proofs and
+// collects their cosignatures.
+//
+// A [Witness] is one witness: it remembers the size the witness last
+// cosigned, builds the consistency proof from that size out of the log's
+// stored nodes, learns the witness's size from a 409 and retries. A
+// witness refusal that means it has seen another history of the log is a
+// [*ConflictError].
+//
+// A [Cosigner] runs a k-of-n policy over several witnesses: it takes the
+// log's new checkpoints as they come ([Cosigner.Submit]), coalesces them
+// (at most one round per interval), asks every witness in parallel, and
+// keeps the newest checkpoint at least k of them cosigned
+// ([Cosigner.Latest]), with their cosignatures added to the note.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/witness"
+)
+
+// A Witness submits a log's checkpoints to one witness.
+type Witness struct {
+	api   witness.AddCheckpointer
+	v     note.Verifier
+	nodes log.NodeReader
+
+	mu   sync.Mutex // one request at a time
+	size uint64     // the size the witness last cosigned, as far as we know
+}
+
+// NewWitness returns a client for the witness reached through api, whose
+// cosignatures verify with v; nodes are the log's stored tree nodes, from
+// which consistency proofs are built.
+func NewWitness(api witness.AddCheckpointer, v note.Verifier, nodes log.NodeReader) *Witness {
+	return &Witness{api: api, v: v, nodes: nodes}
+}
+
+// Name returns the witness's key name.
+func (w *Witness) Name() string { return w.v.Name() }
+
+// Size returns the size of the checkpoint the witness last cosigned, as far
+// as w knows (0 until the first answer).
+func (w *Witness) Size() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.size
+}
+
+// A ConflictError is a witness refusal that means the witness holds a
+// history of the log other than ours: it cosigned a larger tree than the
+// log has, it refused our consistency proof from its own size (so its tree
+// at that size differs), or it holds another root at our size.
+type ConflictError struct {
+	Witness     string // the witness's key name
+	Size        uint64 // the size of the checkpoint we submitted
+	WitnessSize uint64 // the size the witness says it cosigned
+	Status      int    // the witness's HTTP status (409 or 422)
+	Detail      string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("witness %s holds another history of the log: %s", e.Witness, e.Detail)
+}
+
+// maxAttempts bounds the requests for one checkpoint: the first, and
+// retries after 409s that named another size.
+const maxAttempts = 4
+
+// Cosign submits the signed checkpoint note to the witness and returns the
+// witness's verified cosignature lines for it. It starts from the size the
+// witness last cosigned as far as w knows, and moves to the size a 409
+// names. A refusal that shows a different history is a [*ConflictError];
+// other refusals are [*witness.Error]s.
+func (w *Witness) Cosign(ctx context.Context, signed []byte) ([]byte, error) {
+	c, err := log.ParseCheckpointNote(signed)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	conflict := func(status int, witnessSize uint64, format string, args ...any) error {
+		return &ConflictError{Witness: w.v.Name(), Size: c.Size, WitnessSize: witnessSize, Status: status, Detail: fmt.Sprintf(format, args...)}
+	}
+	old := w.size
+	for range maxAttempts {
+		if old > c.Size {
+			return nil, conflict(http.StatusConflict, old, "it cosigned size %d, larger than the log's checkpoint of size %d", old, c.Size)
+		}
+		req := &witness.AddCheckpointRequest{OldSize: old, Proof: [][]byte{}, Checkpoint: signed}
+		if old > 0 && old < c.Size {
+			if req.Proof, err = log.ProveConsistency(ctx, w.nodes, old, c.Size); err != nil {
+				return nil, fmt.Errorf("witness %s: %w", w.v.Name(), err)
+			}
+		}
+		sigs, err := w.api.AddCheckpoint(ctx, req)
+		if err == nil {
+			lines, err := w.verify(signed, sigs)
+			if err != nil {
+				return nil, err
+			}
+			w.size = c.Size
+			return lines, nil
+		}
+		var we *witness.Error
+		if !errors.As(err, &we) {
+			return nil, fmt.Errorf("witness %s: %w", w.v.Name(), err)
+		}
+		switch we.Status {
+		case http.StatusConflict:
+			switch {
+			case we.Size == old && old == c.Size:
+				return nil, conflict(we.Status, we.Size, "it cosigned another root hash at size %d", old)
+			case we.Size == old:
+				return nil, fmt.Errorf("witness %s: 409 naming the old size %d we sent", w.v.Name(), old)
+			case we.Size > c.Size:
+				w.size = we.Size
+				return nil, conflict(we.Status, we.Size, "it cosigned size %d, larger than the log's checkpoint of size %d", we.Size, c.Size)
+			}
+			old = we.Size
+			w.size = we.Size
+			continue
+		case http.StatusUnprocessableEntity:
+			if old > 0 {
+				return nil, conflict(we.Status, old, "it refused the log's consistency proof from size %d to %d, so its tree at size %d differs (%s)", old, c.Size, old, we.Msg)
+			}
+		}
+		return nil, fmt.Errorf("witness %s: %w", w.v.Name(), err)
+	}
+	return nil, fmt.Errorf("witness %s: its size kept changing; gave up after %d requests", w.v.Name(), maxAttempts)
+}
+
+// verify checks the witness's answer to signed and returns its
+// cosignature lines, ignoring lines by other keys as the spec asks.
+func (w *Witness) verify(signed, sigs []byte) ([]byte, error) {
+	lines, err := witness.SignatureLines(sigs)
+	if err != nil {
+		return nil, fmt.Errorf("witness %s: malformed response: %w", w.v.Name(), err)
+	}
+	var mine []byte
+	for _, l := range lines {
+		if isSignatureBy(l, w.v) {
+			mine = append(mine, l...)
+		}
+	}
+	if mine == nil {
+		return nil, fmt.Errorf("witness %s: the response has no cosignature by its key (key ID %08x)", w.v.Name(), w.v.KeyHash())
+	}
+	if _, err := note.Open(append(bytes.Clone(signed), mine...), note.VerifierList(w.v)); err != nil {
+		return nil, fmt.Errorf("witness %s: its cosignature does not verify: %w", w.v.Name(), err)
+	}
+	return mine, nil
+}
+
+// isSignatureBy reports whether a signature line is by v's name and key ID.
+func isSignatureBy(line string, v note.Verifier) bool {
+	prefix := "— " + v.Name() + " "
+	if len(line) <= len(prefix) || line[:len(prefix)] != prefix {
+		return false
+	}
+	sig, err := base64.StdEncoding.DecodeString(line[len(prefix) : len(line)-1])
+	return err == nil && len(sig) >= 4 && binary.BigEndian.Uint32(sig) == v.KeyHash()
+}
+
+// ConflictEntry returns the witness.conflict log entry recording c: the
+// witness, the sizes, its answer and the checkpoint it refused.
+func ConflictEntry(c *ConflictError, checkpoint []byte, t time.Time) ([]byte, error) {
+	e := &log.Entry{Kind: log.KindWitnessConflict, Time: t, Actor: "provlog", Fields: map[string]any{
+		"witness":         c.Witness,
+		"status":          c.Status,
+		"checkpoint_size": c.Size,
+		"witness_size":    c.WitnessSize,
+		"detail":          c.Detail,
+		"checkpoint":      string(checkpoint),
+	}}
+	return e.Marshal()
+}

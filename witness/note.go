@@ -1,0 +1,65 @@
+package witness
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// sigPrefix starts every signature line of a c2sp.org/signed-note.
+const sigPrefix = "— "
+
+// AddCosignatures returns the signed note with the signature lines sigs
+// (as a witness returns them: "— <name> <base64>\n" each) added after its
+// own, leaving out lines it already has. It checks only the lines' form;
+// verify them first (client.Witness does).
+func AddCosignatures(signed []byte, sigs ...[]byte) ([]byte, error) {
+	i := bytes.LastIndex(signed, []byte("\n\n"))
+	if i < 0 || len(signed) == i+2 || signed[len(signed)-1] != '\n' {
+		return nil, errors.New("adding cosignatures: not a signed note")
+	}
+	have := map[string]bool{}
+	for _, l := range strings.SplitAfter(string(signed[i+2:]), "\n") {
+		have[l] = true
+	}
+	out := bytes.Clone(signed)
+	for _, s := range sigs {
+		lines, err := SignatureLines(s)
+		if err != nil {
+			return nil, fmt.Errorf("adding cosignatures: %w", err)
+		}
+		for _, l := range lines {
+			if !have[l] {
+				have[l] = true
+				out = append(out, l...)
+			}
+		}
+	}
+	return out, nil
+}
+
+// SignatureLines splits b into note signature lines, each "— <name>
+// <base64>\n", and refuses anything else.
+func SignatureLines(b []byte) ([]string, error) {
+	if len(b) == 0 {
+		return nil, errors.New("no signature lines")
+	}
+	if b[len(b)-1] != '\n' {
+		return nil, errors.New("signature lines do not end in a newline")
+	}
+	lines := strings.SplitAfter(string(b[:len(b)-1]), "\n")
+	lines[len(lines)-1] += "\n"
+	for _, l := range lines {
+		rest, ok := strings.CutPrefix(l, sigPrefix)
+		name, sig, ok2 := strings.Cut(strings.TrimSuffix(rest, "\n"), " ")
+		if !ok || !ok2 || name == "" || strings.ContainsAny(name, " +") {
+			return nil, fmt.Errorf("%q is not a signature line", l)
+		}
+		if raw, err := base64.StdEncoding.DecodeString(sig); err != nil || len(raw) < 5 {
+			return nil, fmt.Errorf("%q is not a signature line", l)
+		}
+	}
+	return lines, nil
+}

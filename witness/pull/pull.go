@@ -1,0 +1,349 @@
+// Package pull checks a c2sp.org/tlog-tiles log from the outside, as a
+// witness that nobody has to call: it fetches the log's checkpoint, builds
+// the consistency proof from the last checkpoint it recorded out of the
+// log's hash tiles (authenticated against the new checkpoint's root, with
+// golang.org/x/mod/sumdb/tlog), verifies it and records the new
+// checkpoint. It reads nothing but the checkpoint and hash tiles, so it
+// works on any tlog-tiles log (provlog's /log/ API, Tessera, ...).
+//
+// When the log contradicts itself, [Check] returns [witness.Evidence] and
+// an error wrapping [ErrFork] (conclusive: the two signed checkpoints
+// cannot both be true) or [ErrRollback] (the log went back to a smaller
+// tree and no longer serves the larger one it signed), and records
+// nothing.
+package pull
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/witness"
+)
+
+var (
+	// ErrFork is returned (wrapped) with conclusive evidence of a fork.
+	ErrFork = errors.New("the log signed two checkpoints that cannot both be true")
+	// ErrRollback is returned (wrapped) when the log serves a smaller tree
+	// than a checkpoint it signed before and no longer serves that one's.
+	ErrRollback = errors.New("the log rolled back to a smaller tree")
+)
+
+// maxCheckpointSize bounds the checkpoint note fetched.
+const maxCheckpointSize = 1 << 20
+
+// Options configure [Check].
+type Options struct {
+	// URL is the log's tlog-tiles prefix: the checkpoint is at
+	// URL/checkpoint and tiles at URL/tile/... If URL/checkpoint is not
+	// found, URL/log/ is tried, so a provlog sidecar's base URL works too.
+	URL string
+	// Verifier is the log's key.
+	Verifier note.Verifier
+	// Origin is the log's origin; default the verifier's key name.
+	Origin string
+	// Store records the last verified checkpoint per origin.
+	Store witness.Store
+	// Client makes the requests; nil means http.DefaultClient. Bound it
+	// with a timeout.
+	Client *http.Client
+}
+
+// A Result is what one check found.
+type Result struct {
+	// Previous is the checkpoint recorded before, nil on the first check.
+	Previous *log.Checkpoint
+	// Current is the checkpoint the log serves now.
+	Current log.Checkpoint
+	// Recorded says the current checkpoint was recorded: it is larger than
+	// the previous one and consistent with it.
+	Recorded bool
+	// Stale says the log served a checkpoint older than the recorded one,
+	// consistent with it (a cache, perhaps); nothing was recorded.
+	Stale bool
+	// Evidence is set with ErrFork and ErrRollback.
+	Evidence *witness.Evidence
+}
+
+// Check fetches the log's checkpoint, checks it against the one recorded
+// for its origin, and records it if it is newer and consistent.
+func Check(ctx context.Context, opts Options) (*Result, error) {
+	if opts.Verifier == nil || opts.Store == nil {
+		return nil, errors.New("pull: a verifier and a store are required")
+	}
+	origin := opts.Origin
+	if origin == "" {
+		origin = opts.Verifier.Name()
+	}
+	hc := opts.Client
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	prefix := strings.TrimSuffix(opts.URL, "/") + "/"
+	body, err := get(ctx, hc, prefix+"checkpoint", maxCheckpointSize)
+	if errors.Is(err, errNotFound) {
+		if b, err2 := get(ctx, hc, prefix+"log/checkpoint", maxCheckpointSize); err2 == nil {
+			prefix, body, err = prefix+"log/", b, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fetching the checkpoint: %w", err)
+	}
+	cur, err := openCheckpoint(body, opts.Verifier, origin)
+	if err != nil {
+		return nil, fmt.Errorf("the log's checkpoint: %w", err)
+	}
+	res := &Result{Current: cur}
+	rec, err := opts.Store.Latest(ctx, origin)
+	if err != nil {
+		return nil, err
+	}
+	record := func() (*Result, error) {
+		if err := opts.Store.Swap(ctx, origin, rec, body); err != nil {
+			return nil, fmt.Errorf("recording the checkpoint: %w", err)
+		}
+		res.Recorded = true
+		return res, nil
+	}
+	if rec == nil {
+		return record()
+	}
+	prev, err := openCheckpoint(rec, opts.Verifier, origin)
+	if err != nil {
+		return nil, fmt.Errorf("the recorded checkpoint: %w", err)
+	}
+	res.Previous = &prev
+	if cur.Size > math.MaxInt64 || prev.Size > math.MaxInt64 {
+		return nil, errors.New("tree size out of range")
+	}
+	tiles := &tileReader{ctx: ctx, hc: hc, prefix: prefix, cache: map[tlog.Tile][]byte{}}
+
+	switch {
+	case cur.Size == prev.Size:
+		if bytes.Equal(cur.Hash, prev.Hash) {
+			return res, nil
+		}
+		res.Evidence = witness.ForkFromProof(rec, body, nil)
+		return res, fmt.Errorf("%w: %s", ErrFork, res.Evidence.Detail)
+
+	case prev.Size == 0:
+		// Every tree extends the empty one.
+		return record()
+
+	case cur.Size == 0:
+		// The log went back to the empty tree: it cannot serve the
+		// larger one any more.
+		res.Evidence = rollback(origin, body, rec, cur, prev, errors.New("the log is empty"))
+		return res, fmt.Errorf("%w: %s", ErrRollback, res.Evidence.Detail)
+
+	case cur.Size > prev.Size:
+		hr := tlog.TileHashReader(tree(cur), tiles)
+		p, err := tlog.ProveTree(int64(cur.Size), int64(prev.Size), hr)
+		if err != nil {
+			return nil, fmt.Errorf("building the consistency proof from size %d to %d from the log's tiles: %w", prev.Size, cur.Size, err)
+		}
+		if tlog.CheckTree(p, int64(cur.Size), tlog.Hash(cur.Hash), int64(prev.Size), tlog.Hash(prev.Hash)) == nil {
+			return record()
+		}
+		ev, err := forkEvidence(rec, body, prev, cur, hr, p, opts.Verifier)
+		if err != nil {
+			return nil, err
+		}
+		res.Evidence = ev
+		return res, fmt.Errorf("%w: %s", ErrFork, ev.Detail)
+
+	default: // cur.Size < prev.Size
+		hr := tlog.TileHashReader(tree(prev), tiles)
+		root, err := tlog.TreeHash(int64(cur.Size), hr)
+		if err != nil {
+			res.Evidence = rollback(origin, body, rec, cur, prev, err)
+			return res, fmt.Errorf("%w: %s", ErrRollback, res.Evidence.Detail)
+		}
+		if bytes.Equal(root[:], cur.Hash) {
+			res.Stale = true
+			return res, nil
+		}
+		p, err := tlog.ProveTree(int64(prev.Size), int64(cur.Size), hr)
+		if err != nil {
+			return nil, fmt.Errorf("building the consistency proof from size %d to %d from the log's tiles: %w", cur.Size, prev.Size, err)
+		}
+		ev, err := forkEvidence(body, rec, cur, prev, hr, p, opts.Verifier)
+		if err != nil {
+			return nil, err
+		}
+		res.Evidence = ev
+		return res, fmt.Errorf("%w: %s", ErrFork, ev.Detail)
+	}
+}
+
+// rollback makes the evidence of a log that went back from prev to the
+// smaller cur and does not serve prev's tree (why).
+func rollback(origin string, curNote, prevNote []byte, cur, prev log.Checkpoint, why error) *witness.Evidence {
+	return &witness.Evidence{
+		Kind:        witness.EvidenceRollback,
+		Origin:      origin,
+		Checkpoints: [2]string{string(curNote), string(prevNote)},
+		Found:       time.Now().UTC().Truncate(time.Second),
+		Detail: fmt.Sprintf("the log serves a checkpoint of size %d after signing one of size %d, and no longer serves the tiles of the larger tree (%v)",
+			cur.Size, prev.Size, why),
+	}
+}
+
+// forkEvidence makes evidence from two checkpoints whose consistency proof
+// failed: the larger tree's root at the smaller size, read through hr
+// (authenticated against the larger checkpoint), and the proof p. It
+// checks the evidence with v before returning it.
+func forkEvidence(smallNote, largeNote []byte, small, large log.Checkpoint, hr tlog.HashReader, p tlog.TreeProof, v note.Verifier) (*witness.Evidence, error) {
+	root, err := tlog.TreeHash(int64(small.Size), hr)
+	if err != nil {
+		return nil, fmt.Errorf("reading the root at size %d from the log's tiles: %w", small.Size, err)
+	}
+	ev := &witness.Evidence{
+		Kind:              witness.EvidenceFork,
+		Origin:            small.Origin,
+		Checkpoints:       [2]string{string(smallNote), string(largeNote)},
+		RootAtSmallerSize: base64.StdEncoding.EncodeToString(root[:]),
+		Found:             time.Now().UTC().Truncate(time.Second),
+		Detail: fmt.Sprintf("the checkpoint of size %d commits to root %s at size %d, but the log also signed root %s at that size",
+			large.Size, base64.StdEncoding.EncodeToString(root[:]), small.Size, base64.StdEncoding.EncodeToString(small.Hash)),
+	}
+	for _, h := range p {
+		ev.Proof = append(ev.Proof, base64.StdEncoding.EncodeToString(h[:]))
+	}
+	if err := ev.Verify(v); err != nil {
+		return nil, fmt.Errorf("the consistency proof from size %d to %d fails, yet shows no fork: %w", small.Size, large.Size, err)
+	}
+	return ev, nil
+}
+
+func tree(c log.Checkpoint) tlog.Tree {
+	return tlog.Tree{N: int64(c.Size), Hash: tlog.Hash(c.Hash)}
+}
+
+// openCheckpoint verifies a checkpoint note with v and parses it.
+func openCheckpoint(msg []byte, v note.Verifier, origin string) (log.Checkpoint, error) {
+	n, err := note.Open(msg, note.VerifierList(v))
+	if err != nil {
+		return log.Checkpoint{}, err
+	}
+	c, err := log.ParseCheckpoint(n.Text)
+	if err != nil {
+		return log.Checkpoint{}, err
+	}
+	if c.Origin != origin {
+		return log.Checkpoint{}, fmt.Errorf("origin %q is not %q", c.Origin, origin)
+	}
+	return c, nil
+}
+
+var errNotFound = errors.New("not found")
+
+// get fetches url and returns its body, at most limit bytes.
+func get(ctx context.Context, hc *http.Client, url string, limit int64) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, fmt.Errorf("GET %s: %w", url, errNotFound)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("GET %s: response over %d bytes", url, limit)
+	}
+	return b, nil
+}
+
+// tileReader is a tlog.TileReader over a tlog-tiles log's hash tiles. It
+// keeps the tiles tlog authenticated (SaveTiles) for the rest of one check.
+type tileReader struct {
+	ctx    context.Context
+	hc     *http.Client
+	prefix string
+
+	mu    sync.Mutex
+	cache map[tlog.Tile][]byte
+}
+
+func (r *tileReader) Height() int { return log.TileHeight }
+
+func (r *tileReader) SaveTiles(tiles []tlog.Tile, data [][]byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, t := range tiles {
+		r.cache[t] = data[i]
+	}
+}
+
+// ReadTiles fetches the tiles, a few at a time. A partial tile the log
+// does not serve is read from the full tile, which holds it as a prefix.
+func (r *tileReader) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
+	out := make([][]byte, len(tiles))
+	errs := make([]error, len(tiles))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, t := range tiles {
+		r.mu.Lock()
+		d, ok := r.cache[t]
+		r.mu.Unlock()
+		if ok {
+			out[i] = d
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i], errs[i] = r.readTile(t)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (r *tileReader) readTile(t tlog.Tile) ([]byte, error) {
+	if t.H != log.TileHeight || t.L < 0 || t.W < 1 || t.W > log.TileWidth {
+		return nil, fmt.Errorf("unexpected tile %v", t)
+	}
+	lt := log.Tile{Level: t.L, N: uint64(t.N), W: t.W}
+	want := t.W * log.HashSize
+	b, err := get(r.ctx, r.hc, r.prefix+lt.Path(), log.TileWidth*log.HashSize)
+	if errors.Is(err, errNotFound) && t.W < log.TileWidth {
+		lt.W = log.TileWidth
+		b, err = get(r.ctx, r.hc, r.prefix+lt.Path(), log.TileWidth*log.HashSize)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < want || (lt.W == t.W && len(b) != want) {
+		return nil, fmt.Errorf("tile %s is %d bytes, want %d", lt.Path(), len(b), want)
+	}
+	return b[:want], nil
+}

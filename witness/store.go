@@ -1,0 +1,99 @@
+package witness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/provlog/provlog/log"
+)
+
+// ErrConflict is returned (wrapped) by [Store.Swap] when the recorded
+// checkpoint is no longer the one the caller read.
+var ErrConflict = errors.New("the recorded checkpoint changed")
+
+// A Store keeps, for each log origin, the signed checkpoint note a witness
+// last recorded: the latest it cosigned (witness/server) or verified
+// (witness/pull). Implementations must be safe for concurrent use.
+type Store interface {
+	// Latest returns the recorded note for origin, or nil if there is none.
+	Latest(ctx context.Context, origin string) ([]byte, error)
+
+	// Swap records note for origin if the recorded note is now old (nil:
+	// none). When it returns nil, the new note is durable. If another note
+	// is recorded, it changes nothing and returns an error wrapping
+	// ErrConflict.
+	Swap(ctx context.Context, origin string, old, note []byte) error
+}
+
+// A MemoryStore is a [Store] in memory, for tests.
+type MemoryStore struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore { return &MemoryStore{m: map[string][]byte{}} }
+
+// Latest implements [Store].
+func (s *MemoryStore) Latest(_ context.Context, origin string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.m[origin]), nil
+}
+
+// Swap implements [Store].
+func (s *MemoryStore) Swap(_ context.Context, origin string, old, note []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.m[origin]
+	if ok != (old != nil) || !bytes.Equal(cur, old) {
+		return fmt.Errorf("origin %q: %w", origin, ErrConflict)
+	}
+	s.m[origin] = bytes.Clone(note)
+	return nil
+}
+
+// A KV is a durable key-value store with compare-and-swap, as
+// logpebble.KV is.
+type KV interface {
+	// Get returns the value of key, or an error wrapping log.ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	// CompareAndSwap sets key to new, durably, if it now holds old (nil:
+	// absent), and fails otherwise.
+	CompareAndSwap(key, old, new []byte) error
+}
+
+// KVStore returns a [Store] keeping each origin's note in kv under the key
+// "checkpoint/<origin>".
+func KVStore(kv KV) Store { return kvStore{kv} }
+
+type kvStore struct{ kv KV }
+
+func checkpointKey(origin string) []byte { return []byte("checkpoint/" + origin) }
+
+func (s kvStore) Latest(_ context.Context, origin string) ([]byte, error) {
+	v, err := s.kv.Get(checkpointKey(origin))
+	if errors.Is(err, log.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the recorded checkpoint of %q: %w", origin, err)
+	}
+	return v, nil
+}
+
+func (s kvStore) Swap(ctx context.Context, origin string, old, note []byte) error {
+	err := s.kv.CompareAndSwap(checkpointKey(origin), old, note)
+	if err == nil {
+		return nil
+	}
+	// Tell a changed value from a failed write.
+	cur, gerr := s.Latest(ctx, origin)
+	if gerr == nil && ((cur == nil) != (old == nil) || !bytes.Equal(cur, old)) {
+		return fmt.Errorf("origin %q: %w", origin, ErrConflict)
+	}
+	return fmt.Errorf("recording the checkpoint of %q: %w", origin, err)
+}
