@@ -20,6 +20,8 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 echo "== real MCP programs for the proxy tests (npm server-everything and TS SDK, go-sdk everything-server)"
 eval "$(bash tools/mcptest/install.sh)"
+echo "== TSAs and Rekor for the anchoring tests (sigstore timestamp-server, rekor-server + in-memory Trillian)"
+eval "$(bash tools/anchortest/install.sh)"
 echo "== litewitness (filippo.io/torchwood) for the witness interoperability test"
 eval "$(bash tools/witnesstest/install.sh)"
 
@@ -27,7 +29,8 @@ go mod download
 go vet ./...
 # The race detector on the packages with concurrency; the rest (and the
 # real-process tests) without it, to keep the suite fast on 2 cores.
-go test -count=1 -race ./log/... ./opp/... ./witness/... ./cmd/provlog-witness/
+go test -count=1 -race ./log/... ./opp/... ./witness/... ./anchor/... ./cmd/provlog-witness/
 go test -count=1 ./...
+(cd tools/rekorlocal && go vet ./...)
 echo "== tools/bench (Tessera side by side, tlog-tiles interoperability)"
 (cd tools/bench && go mod download && go vet ./... && go test -count=1 ./...)

@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/proxy"
 )
 
@@ -40,8 +41,11 @@ type Config struct {
 	// Servers are the downstream MCP servers the proxy fronts.
 	Servers []proxy.ServerConfig `yaml:"servers"`
 
-	// Not built yet; present so a config naming them fails clearly.
-	Anchors *yaml.Node `yaml:"anchors"`
+	// Anchors configures external anchoring (DESIGN §6); nil: none.
+	Anchors *anchor.Config `yaml:"anchors"`
+	// dir is the config file's directory: file names in anchors are
+	// relative to it.
+	dir string
 
 	// Witnesses cosign the log's checkpoints (see witness_sidecar.go).
 	Witnesses     []yaml.Node `yaml:"witnesses"`
@@ -58,8 +62,9 @@ type TokenConfig struct {
 }
 
 func loadConfig(path string) (*Config, error) {
-	cfg := &Config{}
+	cfg := &Config{dir: "."}
 	if path != "" {
+		cfg.dir = filepath.Dir(path)
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("reading config: %w", err)
@@ -76,9 +81,10 @@ func loadConfig(path string) (*Config, error) {
 	if cfg.Actor == "" {
 		cfg.Actor = "local"
 	}
-	switch {
-	case cfg.Anchors != nil:
-		return nil, errors.New("config: anchors: external anchoring is not built yet")
+	if cfg.Anchors != nil {
+		if _, err := cfg.Anchors.Resolve(cfg.dir); err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
 	}
 	var err error
 	if cfg.witnesses, cfg.witnessPolicy, err = decodeWitnessConfig(cfg.Witnesses, cfg.WitnessPolicy); err != nil {

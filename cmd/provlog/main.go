@@ -9,6 +9,7 @@
 //	provlog verify-proof --vkey VKEY [--witness VKEY]... [--threshold K] [--entry FILE] FILE
 //	provlog audit (--data D | --log URL)
 //	provlog tasks (--data D | --log URL) [list | show ID]
+//	provlog anchor --config F [--data D]
 //	provlog token add --config F --actor NAME [--reader]
 //
 // Commands that read a log over HTTP take the reader token from --token or
@@ -44,8 +45,9 @@ func commands() []command {
 		{"vkey", "--data D", "print the log's verifier key", runVKey},
 		{"prove", "(--data D | --log URL) (--index N | --leaf-hash HEX) [--size S]", "print a tlog-proof receipt", runProve},
 		{"verify-proof", "--vkey VKEY [--witness VKEY]... [--threshold K] [--entry FILE] FILE", "verify a receipt offline; exit 0 only if valid", runVerifyProof},
-		{"audit", "(--data D | --log URL [--vkey VKEY])", "recompute the tree, check every checkpoint, rebuild task state", runAudit},
+		{"audit", "(--data D [--config F] | --log URL [--vkey VKEY])", "recompute the tree, check every checkpoint and anchor, rebuild task state", runAudit},
 		{"tasks", "(--data D | --log URL) [list | show ID]", "print task state and history", runTasks},
+		{"anchor", "--config F [--data D]", "anchor the latest checkpoint now (with the sidecar stopped)", runAnchor},
 		{"token", "add --config F --actor NAME [--reader]", "make a bearer token; print it once, store its hash", runToken},
 	}
 }

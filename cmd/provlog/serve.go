@@ -92,6 +92,8 @@ type sidecar struct {
 	// witness collects cosignatures (nil without configured witnesses).
 	witness     *witnessing
 	stopWitness context.CancelFunc
+	// anchors anchors checkpoints (nil without anchors: in the config).
+	anchors *anchoring
 	tokens *tokens
 	logger *slog.Logger
 	start  time.Time
@@ -211,6 +213,11 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		return nil, err
 	}
 	oppmcp.Register(sc.proxy.Server(), sc.tasks, actor)
+	if cfg.Anchors != nil {
+		if sc.anchors, err = startAnchoring(ctx, sc, cfg.Anchors, cfg.dir); err != nil {
+			return nil, fmt.Errorf("starting anchoring: %w", err)
+		}
+	}
 	return sc, nil
 }
 
@@ -237,6 +244,7 @@ func (s *sidecar) close() {
 	if s.stopWitness != nil {
 		s.stopWitness()
 	}
+	s.anchors.stop() // before the sequencer: a round may be appending
 	if s.seq != nil {
 		if err := s.seq.Close(); err != nil {
 			s.logger.Error("closing sequencer", "err", err)
@@ -254,7 +262,7 @@ func (s *sidecar) status(context.Context) map[string]any {
 		"origin":     s.keys.signer.Name(),
 		"size":       size,
 		"checkpoint": string(cp),
-		"anchoring":  "not configured (external anchoring is not built yet)",
+		"anchoring":  s.anchors.status(),
 		"witnesses":  "none configured",
 	}
 	if s.witness != nil {
@@ -282,6 +290,9 @@ func (s *sidecar) handler() http.Handler {
 		api.Cosigned = s.witness.cos.Latest
 	}
 	mux.Handle("/log/", server.NewAPI(api))
+	ah := anchorsHandler(s.cfg.Data, authorized)
+	mux.Handle("/log/anchors", ah)
+	mux.Handle("/log/anchors/", ah)
 	mux.Handle("/mcp", s.proxy.HTTPHandler(func(token string) (string, bool) {
 		e, ok := s.tokens.lookup(token)
 		if !ok || e.reader {
@@ -330,4 +341,5 @@ func (s *sidecar) metrics(w http.ResponseWriter, r *http.Request) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.name, m.help, m.name, m.typ, m.name, m.v)
 	}
+	s.anchors.writeMetrics(w)
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/opp"
@@ -235,6 +236,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logURL := fs.String("log", "", "base URL of a running sidecar")
 	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "reader token for --log (default $PROVLOG_TOKEN)")
 	vkeyArg := fs.String("vkey", "", "verifier key to trust (default: the data dir's; required with --log)")
+	cfgPath := fs.String("config", "", "config whose anchors: section pins the TSA roots and Rekor key (default: the records' own)")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -288,5 +290,39 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared, %d tasks rebuilt from entries; size %d\n",
 		v.Name(), rep.Entries, rep.Checkpoints, rep.Nodes, len(tasks.Tasks), rep.Size)
+	if st, ok := src.(log.Storage); ok {
+		var acfg *anchor.Config
+		baseDir := ""
+		if *cfgPath != "" {
+			cfg, err := loadConfig(*cfgPath)
+			if err != nil {
+				return err
+			}
+			acfg, baseDir = cfg.Anchors, cfg.dir
+		}
+		if err := auditAnchors(ctx, *data, st, v, rep.Size, acfg, baseDir, stdout); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+func runAnchor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("anchor", stderr)
+	cfgPath := fs.String("config", "", "YAML config with an anchors: section")
+	data := fs.String("data", "", "data dir (overrides the config's data)")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if *cfgPath == "" {
+		return usageErr("--config is required")
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *data != "" {
+		cfg.Data = *data
+	}
+	return anchorNow(ctx, cfg.Data, cfg.Anchors, cfg.dir, stdout)
 }

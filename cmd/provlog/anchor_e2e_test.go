@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
+	"github.com/provlog/provlog/anchor/anchortest/testtsa"
+)
+
+// TestAnchorCommands: serve anchors at start and lists the anchors at
+// /log/anchors and in its status; `provlog anchor` anchors a stopped
+// sidecar's log; `provlog audit` verifies every anchor offline, and names
+// what broke after a stored token is changed.
+func TestAnchorCommands(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	tsa0, tsa1 := testtsa.New(t, "TSA 0"), testtsa.New(t, "TSA 1")
+	rk := fakerekor.New(t)
+	for name, b := range map[string][]byte{
+		"tsa0.pem":  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa0.PKI.Root.Raw}),
+		"tsa1.pem":  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa1.PKI.Root.Raw}),
+		"rekor.pub": rk.PublicKeyPEM(),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(dir, "provlog.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`data: %s
+anchors:
+  interval: 1h
+  timeout: 5s
+  tsa:
+    - url: %s
+      roots: [tsa0.pem]
+    - url: %s
+      roots: [tsa1.pem]
+  rekor:
+    url: %s
+    public_key: rekor.pub
+`, data, tsa0.URL, tsa1.URL, rk.URL)), 0o600)
+
+	base, stop := startServe(t, "--config", cfg)
+	token, _ := os.ReadFile(filepath.Join(data, localToken))
+	hc := &http.Client{Transport: bearer{strings.TrimSpace(string(token))}}
+	var health struct {
+		Anchoring anchor.Status `json:"anchoring"`
+	}
+	for deadline := time.Now().Add(10 * time.Second); health.Anchoring.LastRecord == ""; {
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		json.NewDecoder(resp.Body).Decode(&health)
+		resp.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("no anchor at start: %+v", health)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if a := health.Anchoring; len(a.Authorities) != 3 || a.LastError != "" || a.Unanchored != 0 {
+		t.Errorf("anchoring status: %+v", a)
+	}
+	resp, err := hc.Get(base + "/log/anchors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []anchor.Summary
+	json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if len(list) != 1 || len(list[0].Timestamps) != 2 || len(list[0].Tlogs) != 1 {
+		t.Fatalf("/log/anchors: %+v", list)
+	}
+	if resp, _ := http.Get(base + "/log/anchors"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/log/anchors without a token: %d", resp.StatusCode)
+	}
+	resp, _ = http.Get(base + "/metrics")
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(metrics, []byte("provlog_anchor_gap_seconds 0")) {
+		t.Errorf("metrics:\n%s", metrics)
+	}
+	stop()
+
+	out, code := runCmd(t, "anchor", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "anchored size") {
+		t.Fatalf("provlog anchor: %d\n%s", code, out)
+	}
+	out, code = runCmd(t, "audit", "--data", data, "--config", cfg)
+	if code != 0 || !strings.Contains(out, "OK: 2 anchors verified offline (4 timestamps, 2 Rekor entries, 2 anchor entries in the log) against configured") {
+		t.Fatalf("provlog audit: %d\n%s", code, out)
+	}
+	out, code = runCmd(t, "audit", "--data", data)
+	if code != 0 || !strings.Contains(out, "stored in the records") {
+		t.Fatalf("provlog audit without config: %d\n%s", code, out)
+	}
+
+	// Change one byte of the first stored token.
+	recs, _ := filepath.Glob(filepath.Join(data, "anchors", "*.json"))
+	b, _ := os.ReadFile(recs[0])
+	rec, err := anchor.ParseRecord(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := rec.Timestamps[0].Token
+	tok[len(tok)-5] ^= 1
+	b, _ = rec.Marshal()
+	os.WriteFile(recs[0], b, 0o600)
+	out, code = runCmd(t, "audit", "--data", data, "--config", cfg)
+	if code != 1 || !strings.Contains(out, "timestamp 0 ("+tsa0.URL+")") {
+		t.Fatalf("audit after tampering: %d\n%s", code, out)
+	}
+}
