@@ -4,9 +4,9 @@ package logpebble
 //
 // Every key starts with one byte naming its kind. Numbers are unsigned
 // 64-bit big-endian, so that keys of one kind sort by index and the
-// sequencer's writes land at the end of each kind's range: flushes become
-// trivial moves instead of merges. All hashes are 32 bytes (RFC 6962 with
-// SHA-256).
+// sequencer's writes land at the end of each kind's range (all but the
+// leaf-hash index, whose keys are random by nature). All hashes are 32 bytes
+// (RFC 6962 with SHA-256).
 //
 //	'e' index                → entry bytes, exactly as appended
 //	'n' T tile end l         → 32-byte hash of the perfect node (level, index),
