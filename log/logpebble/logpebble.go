@@ -372,7 +372,7 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 	if failure != nil {
 		return fmt.Errorf("refusing to commit to a failed log store: %w", failure)
 	}
-	if err := checkBatch(st.Size, b); err != nil {
+	if err := b.Check(st.Size); err != nil {
 		return fmt.Errorf("refusing batch: %w", err)
 	}
 
@@ -398,7 +398,7 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 	}
 	for _, nd := range b.Nodes {
 		if nd.ID.Level == 0 {
-			continue // written from b.LeafHashes, which checkBatch found equal
+			continue // written from b.LeafHashes, which Batch.Check found equal
 		}
 		if err := pb.Set(appendNodeKey(key[:0], nd.ID), nd.Hash, nil); err != nil {
 			return fmt.Errorf("building batch: %w", err)

@@ -37,7 +37,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -94,7 +93,7 @@ func (m *Memory) Commit(ctx context.Context, b *log.Batch) error {
 	d := m.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := checkBatch(d.state.Size, b); err != nil {
+	if err := b.Check(d.state.Size); err != nil {
 		return fmt.Errorf("refusing batch: %w", err)
 	}
 	for i, e := range b.Entries {
@@ -225,51 +224,6 @@ func (m *Memory) check(ctx context.Context) error {
 		return errClosed
 	}
 	return ctx.Err()
-}
-
-// checkBatch reports why b cannot follow a log of the given size, or nil.
-// logpebble keeps a copy of these rules (batch.go): product code must not
-// import this package.
-func checkBatch(size uint64, b *log.Batch) error {
-	if b == nil {
-		return errors.New("nil batch")
-	}
-	n := uint64(len(b.Entries))
-	switch {
-	case n == 0:
-		return errors.New("batch has no entries")
-	case b.Start != size:
-		return fmt.Errorf("batch starts at %d, log size is %d", b.Start, size)
-	case b.State.Size != b.Start+n || b.State.Size < n:
-		return fmt.Errorf("batch of %d entries at %d ends at %d, state says size %d", n, b.Start, b.Start+n, b.State.Size)
-	case len(b.LeafHashes) != len(b.Entries):
-		return fmt.Errorf("batch has %d entries and %d leaf hashes", n, len(b.LeafHashes))
-	case len(b.State.Range) != bits.OnesCount64(b.State.Size):
-		return fmt.Errorf("compact range for size %d has %d hashes, want %d", b.State.Size, len(b.State.Range), bits.OnesCount64(b.State.Size))
-	}
-	for i, h := range b.LeafHashes {
-		if len(h) != hashSize {
-			return fmt.Errorf("leaf hash %d is %d bytes, want %d", b.Start+uint64(i), len(h), hashSize)
-		}
-	}
-	for i, h := range b.State.Range {
-		if len(h) != hashSize {
-			return fmt.Errorf("compact range hash %d is %d bytes, want %d", i, len(h), hashSize)
-		}
-	}
-	for _, nd := range b.Nodes {
-		id := nd.ID
-		if len(nd.Hash) != hashSize {
-			return fmt.Errorf("node (%d, %d) hash is %d bytes, want %d", id.Level, id.Index, len(nd.Hash), hashSize)
-		}
-		if id.Level >= 64 || id.Index >= b.State.Size>>id.Level || (id.Index+1)<<id.Level <= b.Start {
-			return fmt.Errorf("node (%d, %d) is not completed by batch [%d, %d)", id.Level, id.Index, b.Start, b.State.Size)
-		}
-		if id.Level == 0 && !bytes.Equal(nd.Hash, b.LeafHashes[id.Index-b.Start]) {
-			return fmt.Errorf("node (0, %d) differs from the leaf hash", id.Index)
-		}
-	}
-	return nil
 }
 
 func cloneState(s log.State) log.State {

@@ -1,19 +1,19 @@
-package logpebble
+package log
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"math/bits"
-
-	"github.com/provlog/provlog/log"
 )
 
-// checkBatch reports why b cannot follow a log of the given size, or nil.
-// These are the rules of the logtest package documentation ("Batch rules");
-// logtest keeps its own copy for the in-memory store, since product code must
-// not import a test package.
-func checkBatch(size uint64, b *log.Batch) error {
+// Check reports why b cannot follow a log of the given size, or nil: it
+// must hold at least one entry, start at size, end at its state's size,
+// carry one 32-byte leaf hash per entry and a compact range of the right
+// length for the new size, and its nodes must be perfect nodes the batch
+// completes (level 0 nodes equal to their leaf hashes). Every [Storage]
+// refuses, writing nothing, a batch that fails Check.
+func (b *Batch) Check(size uint64) error {
 	if b == nil {
 		return errors.New("nil batch")
 	}
@@ -31,19 +31,19 @@ func checkBatch(size uint64, b *log.Batch) error {
 		return fmt.Errorf("compact range for size %d has %d hashes, want %d", b.State.Size, len(b.State.Range), bits.OnesCount64(b.State.Size))
 	}
 	for i, h := range b.LeafHashes {
-		if len(h) != hashSize {
-			return fmt.Errorf("leaf hash %d is %d bytes, want %d", b.Start+uint64(i), len(h), hashSize)
+		if len(h) != HashSize {
+			return fmt.Errorf("leaf hash %d is %d bytes, want %d", b.Start+uint64(i), len(h), HashSize)
 		}
 	}
 	for i, h := range b.State.Range {
-		if len(h) != hashSize {
-			return fmt.Errorf("compact range hash %d is %d bytes, want %d", i, len(h), hashSize)
+		if len(h) != HashSize {
+			return fmt.Errorf("compact range hash %d is %d bytes, want %d", i, len(h), HashSize)
 		}
 	}
 	for _, nd := range b.Nodes {
 		id := nd.ID
-		if len(nd.Hash) != hashSize {
-			return fmt.Errorf("node (%d, %d) hash is %d bytes, want %d", id.Level, id.Index, len(nd.Hash), hashSize)
+		if len(nd.Hash) != HashSize {
+			return fmt.Errorf("node (%d, %d) hash is %d bytes, want %d", id.Level, id.Index, len(nd.Hash), HashSize)
 		}
 		if id.Level >= 64 || id.Index >= b.State.Size>>id.Level || (id.Index+1)<<id.Level <= b.Start {
 			return fmt.Errorf("node (%d, %d) is not completed by batch [%d, %d)", id.Level, id.Index, b.Start, b.State.Size)
