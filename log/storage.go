@@ -50,7 +50,8 @@ type Storage interface {
 	// survives a crash of the process or the machine; when it returns an error,
 	// none of b is visible, now or after reopening. b.Start must equal the
 	// size of the last committed state, and b.State.Size must equal
-	// b.Start+len(b.Entries); otherwise Commit refuses the batch.
+	// b.Start+len(b.Entries), and b must pass [Batch.Check]; otherwise
+	// Commit refuses the batch and writes nothing.
 	// Commit must not keep references to b's slices after it returns.
 	Commit(ctx context.Context, b *Batch) error
 

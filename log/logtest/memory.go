@@ -19,17 +19,8 @@
 //
 // # Batch rules
 //
-// Beyond the contract's "b.Start equals the stored size and b.State.Size
-// equals b.Start+len(b.Entries)", both backends refuse, writing nothing, a
-// batch that:
-//   - has no entries (a checkpoint for an unchanged size has nothing to
-//     commit);
-//   - has a leaf hash for each entry missing, or a hash that is not 32 bytes
-//     (RFC 6962 with SHA-256);
-//   - has a compact range with the wrong number of hashes for State.Size;
-//   - has a node that this batch did not complete (its leaves must end after
-//     b.Start and no later than State.Size), or a level-0 node that differs
-//     from the batch's leaf hash at that index.
+// Beyond the contract, every backend refuses, writing nothing, a batch
+// that fails [log.Batch.Check]; TestStorage checks each rule.
 package logtest
 
 import (
