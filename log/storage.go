@@ -47,8 +47,11 @@ type Batch struct {
 // memory) and must pass logtest.TestStorage.
 type Storage interface {
 	// Commit writes b atomically and durably: when it returns nil, all of b
-	// survives a crash of the process or the machine; when it returns an error,
-	// none of b is visible, now or after reopening. b.Start must equal the
+	// survives a crash of the process or the machine. A refused batch (see
+	// below) writes nothing. Any other error leaves the outcome unknown (the
+	// disk may hold the batch): the store then refuses further commits, and
+	// after reopening it holds either all of b or none of it, never a part.
+	// The sequencer stops at such an error for that reason. b.Start must equal the
 	// size of the last committed state, and b.State.Size must equal
 	// b.Start+len(b.Entries), and b must pass [Batch.Check]; otherwise
 	// Commit refuses the batch and writes nothing.
