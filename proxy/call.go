@@ -19,6 +19,7 @@ import (
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
+	"github.com/provlog/provlog/proxy/release"
 )
 
 // Bounds on what a call entry copies from untrusted peers.
@@ -46,6 +47,7 @@ type call struct {
 	errCode   int64
 	retain    bool
 	remarshal bool // result is the SDK's re-encoding, not the wire bytes
+	release   string
 }
 
 func (d *downstream) toolHandler(tool string) mcp.ToolHandler {
@@ -75,6 +77,7 @@ func (p *Proxy) callTool(ctx context.Context, d *downstream, tool string, req *m
 
 	res, callErr := p.forwardCall(ctx, d, tool, req, c)
 	c.duration = time.Since(start)
+	c.release = p.release(ctx, d, c.result)
 
 	receipt, err := p.record(ctx, c)
 	if err != nil {
@@ -175,6 +178,9 @@ func (p *Proxy) record(ctx context.Context, c *call) (*log.Receipt, error) {
 		"started":     c.start.UTC().Format(log.TimeFormat),
 		"duration_ns": c.duration.Nanoseconds(),
 	}
+	if c.release != "" {
+		f["release"] = c.release
+	}
 	if c.protocol != "" {
 		f["protocol_version"] = truncate(c.protocol, maxClientText)
 	}
@@ -266,6 +272,26 @@ func (p *Proxy) record(ctx context.Context, c *call) (*log.Receipt, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// release resolves server d's data release for a call that returned
+// result. It never fails the call: no source, an error or a timeout
+// gives "" (the resolver logs why). Answers are cached per the source's
+// TTL, so most calls cost a map lookup.
+func (p *Proxy) release(ctx context.Context, d *downstream, result json.RawMessage) string {
+	if d.cfg.Source == nil {
+		return ""
+	}
+	r, ok := p.releases.Load(d.cfg.ID)
+	if !ok {
+		nr, err := release.New(*d.cfg.Source, nil, p.logger.With("server", d.cfg.ID))
+		if err != nil {
+			p.logger.Warn("proxy: bad source config; no releases recorded", "server", d.cfg.ID, "error", err)
+			return ""
+		}
+		r, _ = p.releases.LoadOrStore(d.cfg.ID, nr)
+	}
+	return r.(*release.Resolver).Resolve(context.WithoutCancel(ctx), result)
 }
 
 func (p *Proxy) actor(ctx context.Context, req *mcp.CallToolRequest) (string, error) {

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/provlog/provlog/proxy/release"
 )
 
 // DefaultTimeout bounds one tools/call to a downstream server when its
@@ -58,6 +60,17 @@ type ServerConfig struct {
 	Prefix *string `yaml:"prefix"`
 	// Timeout bounds each tools/call (default DefaultTimeout).
 	Timeout Duration `yaml:"timeout"`
+
+	// Source says how to learn which data release the server serves;
+	// each call entry records it as "release" (see package release).
+	// nil: no release.
+	Source *release.Config `yaml:"source"`
+	// Replay marks the server's tools safe to re-run for `provlog replay`
+	// (besides tools the server annotates read-only).
+	Replay bool `yaml:"replay"`
+	// ReplayIgnore lists, per tool ("*" for all), RFC 6901 JSON pointers
+	// into the result that replay does not compare (volatile fields).
+	ReplayIgnore map[string][]string `yaml:"replay_ignore"`
 }
 
 // A Duration is a time.Duration written as in Go ("90s", "2m") in the
@@ -142,6 +155,18 @@ func (c *ServerConfig) check() error {
 	case "", RetainHash, RetainFull:
 	default:
 		return fmt.Errorf("server %q: retain %q: want %q or %q", c.ID, c.Retain, RetainHash, RetainFull)
+	}
+	if c.Source != nil {
+		if _, err := release.New(*c.Source, nil, nil); err != nil {
+			return fmt.Errorf("server %q: %w", c.ID, err)
+		}
+	}
+	for tool, ps := range c.ReplayIgnore {
+		for _, p := range ps {
+			if p != "" && !strings.HasPrefix(p, "/") {
+				return fmt.Errorf("server %q: replay_ignore %s: %q is not a JSON pointer (RFC 6901: empty or starting with '/')", c.ID, tool, p)
+			}
+		}
 	}
 	for _, f := range c.Redact {
 		if f == "" {

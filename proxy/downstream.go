@@ -225,7 +225,12 @@ func (d *downstream) connect(ctx context.Context) (*mcp.ClientSession, *exec.Cmd
 		setProcessGroup(cmd)
 		t = &captureTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateTimeout}}
 	} else {
-		rt := &captureRoundTripper{base: http.DefaultTransport, headers: d.cfg.Headers}
+		// Its own pool, wide enough for every concurrent call: the default
+		// keeps 2 idle connections per host, so under load most calls
+		// would open a new connection to the downstream.
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		base.MaxIdleConns, base.MaxIdleConnsPerHost = 512, 512
+		rt := &captureRoundTripper{base: base, headers: d.cfg.Headers}
 		t = &mcp.StreamableClientTransport{Endpoint: d.cfg.URL, HTTPClient: &http.Client{Transport: rt}}
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)

@@ -95,6 +95,8 @@ type Proxy struct {
 	ds     []*downstream
 	byID   map[string]*downstream
 
+	releases sync.Map // server id -> *release.Resolver, made on first use (call.go)
+
 	mu          sync.Mutex
 	toolOwner   map[string]*downstream // front tool name -> server
 	promptOwner map[string]*downstream
