@@ -11,6 +11,10 @@
 //	provlog tasks (--data D | --log URL) [list | show ID]
 //	provlog anchor --config F [--data D]
 //	provlog token add --config F --actor NAME [--reader]
+//	provlog export --data D --out DIR [--from I] [--to J] [--config F]
+//	provlog verify-bundle DIR
+//	provlog resolve NAME [--opt k=v]...
+//	provlog resolvers
 //
 // Commands that read a log over HTTP take the reader token from --token or
 // the PROVLOG_TOKEN environment variable.
@@ -49,6 +53,10 @@ func commands() []command {
 		{"tasks", "(--data D | --log URL) [list | show ID]", "print task state and history", runTasks},
 		{"anchor", "--config F [--data D]", "anchor the latest checkpoint now (with the sidecar stopped)", runAnchor},
 		{"token", "add --config F --actor NAME [--reader]", "make a bearer token; print it once, store its hash", runToken},
+		{"export", "--data D --out DIR [--from I] [--to J] [--config F]", "write a bundle (entries, PROV-JSON, checkpoint, anchors, keys) that verifies anywhere", runExport},
+		{"verify-bundle", "DIR", "check a bundle offline with the keys and roots inside it; exit 0 only if valid", runVerifyBundle},
+		{"resolve", "NAME [--opt k=v]...", "resolve a data-source release now (a preset or a generic resolver)", runResolve},
+		{"resolvers", "", "list the release resolvers and presets", runResolvers},
 	}
 }
 

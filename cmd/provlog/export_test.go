@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logpebble"
+	"github.com/provlog/provlog/log/server"
+)
+
+// makeDataDir makes a stopped sidecar's data dir holding n call entries
+// after the genesis entry.
+func makeDataDir(t testing.TB, n int) string {
+	t.Helper()
+	ctx := context.Background()
+	data := filepath.Join(t.TempDir(), "data")
+	if err := keygen(data, "provlog.test/export"); err != nil {
+		t.Fatal(err)
+	}
+	k, err := loadKeys(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := logpebble.Open(filepath.Join(data, dbDir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := server.OpenSequencer(ctx, store, k.signer, k.verifier, &server.SequencerOptions{
+		Genesis: func() ([]byte, error) { return log.Genesis(time.Now(), k.signer.Name(), k.vkey, k.anchorPub, version) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Append from many goroutines so the sequencer batches.
+	const workers = 64
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := w; i < n; i += workers {
+				b, err := (&log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "bench", Fields: map[string]any{
+					"server": "ensembl", "tool": "lookup", "args": map[string]any{"id": "ENSG" + strconv.Itoa(i)},
+					"is_error": false, "started": time.Now().UTC().Format(log.TimeFormat), "duration_ns": 1000,
+					"result_sha256": hex.EncodeToString(make([]byte, 32)), "result_bytes": 10, "release": "112",
+				}}).Marshal()
+				if err == nil {
+					_, err = seq.Append(ctx, b)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	seq.Close()
+	store.Close()
+	return data
+}
+
+func TestExportCommand(t *testing.T) {
+	data := makeDataDir(t, 50)
+	out := filepath.Join(t.TempDir(), "bundle")
+	var stdout, stderr bytes.Buffer
+	if err := runExport(context.Background(), []string{"--data", data, "--out", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("export: %v\n%s", err, stderr.String())
+	}
+	stdout.Reset()
+	if err := runVerifyBundle(context.Background(), []string{out}, &stdout, &stderr); err != nil {
+		t.Fatalf("verify-bundle: %v\n%s", err, stderr.String())
+	}
+	if !strings.HasPrefix(stdout.String(), "OK: 51 entries") {
+		t.Errorf("verify-bundle said %q", stdout.String())
+	}
+	// A changed entry is caught and named.
+	p := filepath.Join(out, "provenance.jsonl")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, bytes.Replace(b, []byte("ENSG7\""), []byte("ENSG8\""), 1), 0o644)
+	stderr.Reset()
+	if err := runVerifyBundle(context.Background(), []string{out}, &stdout, &stderr); err == nil || !strings.Contains(stderr.String(), "FAILED provenance.jsonl") {
+		t.Errorf("tampered bundle: err %v, stderr %s", err, stderr.String())
+	}
+	// A range.
+	out2 := filepath.Join(t.TempDir(), "range")
+	if err := runExport(context.Background(), []string{"--data", data, "--out", out2, "--from", "10", "--to", "20"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if err := runVerifyBundle(context.Background(), []string{out2}, &stdout, &stderr); err != nil || !strings.HasPrefix(stdout.String(), "OK: 10 entries [10, 20)") {
+		t.Fatalf("range: %v %s %s", err, stdout.String(), stderr.String())
+	}
+}
+
+// TestExportScale measures export and verify-bundle on a large log:
+// PROVLOG_EXPORT_N=1000000 go test -run TestExportScale -v ./cmd/provlog
+func TestExportScale(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("PROVLOG_EXPORT_N"))
+	if n == 0 {
+		t.Skip("set PROVLOG_EXPORT_N to measure")
+	}
+	t0 := time.Now()
+	data := makeDataDir(t, n)
+	t.Logf("built %d entries in %s", n, time.Since(t0))
+	out := filepath.Join(t.TempDir(), "bundle")
+	var stdout, stderr bytes.Buffer
+	measure := func(name string, f func() error) {
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		peak := uint64(0)
+		stop := make(chan bool)
+		go func() {
+			for {
+				select {
+				case <-stop:
+					stop <- true
+					return
+				case <-time.After(20 * time.Millisecond):
+					var ms runtime.MemStats
+					runtime.ReadMemStats(&ms)
+					peak = max(peak, ms.HeapInuse)
+				}
+			}
+		}()
+		t0 := time.Now()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, stderr.String())
+		}
+		d := time.Since(t0)
+		stop <- true
+		<-stop
+		t.Logf("%s: %s, peak heap in use %.1f MiB (sampled every 20ms)", name, d, float64(peak)/(1<<20))
+	}
+	measure("export", func() error {
+		return runExport(context.Background(), []string{"--data", data, "--out", out}, &stdout, &stderr)
+	})
+	measure("verify-bundle", func() error { return runVerifyBundle(context.Background(), []string{out}, &stdout, &stderr) })
+	for _, f := range []string{"provenance.jsonl", "provenance.json"} {
+		st, _ := os.Stat(filepath.Join(out, f))
+		t.Logf("%s: %.1f MiB", f, float64(st.Size())/(1<<20))
+	}
+	t.Log(stdout.String())
+}

@@ -1,0 +1,319 @@
+package bundle_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
+	"github.com/provlog/provlog/anchor/anchortest/testtsa"
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/bundle"
+	"github.com/provlog/provlog/log/logtest"
+	"github.com/provlog/provlog/log/server"
+)
+
+// fixture is a log with calls, task entries and an anchor, ready to export.
+type fixture struct {
+	store     *logtest.Memory
+	seq       *server.Sequencer
+	signer    note.Signer
+	vkey      string
+	anchorPEM []byte
+	anchors   string
+	tsaRoots  []byte
+	rekorKeys []byte
+	witness   *log.CosignatureSigner
+}
+
+func newFixture(t testing.TB, calls int, withAnchor bool) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &fixture{store: logtest.NewMemory()}
+	skey, vkey, _ := note.GenerateKey(rand.Reader, "provlog.test/bundle")
+	f.signer, _ = note.NewSigner(skey)
+	v, _ := note.NewVerifier(vkey)
+	f.vkey = vkey
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	pub, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	f.anchorPEM = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
+	var err error
+	f.seq, err = server.OpenSequencer(ctx, f.store, f.signer, v, &server.SequencerOptions{
+		Genesis: func() ([]byte, error) { return log.Genesis(time.Now(), f.signer.Name(), vkey, pub, "test") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.seq.Close() })
+	app := func(kind, actor string, fields map[string]any) {
+		b, err := (&log.Entry{Kind: kind, Time: time.Now(), Actor: actor, Fields: fields}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.seq.Append(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app("task.create", "alice", map[string]any{"task_id": "t_1", "title": "find gene"})
+	app("task.accept", "bob", map[string]any{"task_id": "t_1"})
+	for i := range calls {
+		fields := map[string]any{
+			"server": "uniprot", "tool": "get_entry", "args": map[string]any{"id": "P04637", "n": i, "api_key": "[redacted]"},
+			"is_error": false, "started": time.Now().UTC().Format(log.TimeFormat), "duration_ns": 1250000,
+			"result_sha256": hex.EncodeToString(make([]byte, 32)), "result_bytes": 12,
+			"client": map[string]any{"name": "claude desktop", "version": "1.2.3"}, "protocol_version": "2025-06-18",
+		}
+		if i%2 == 0 {
+			fields["release"] = "2025_01"
+		}
+		app("call", "bob", fields)
+	}
+	app("task.claim", "bob", map[string]any{"task_id": "t_1", "provenance": "observed", "summary": "TP53 is P04637", "evidence": []uint64{3}})
+	app("task.handoff", "bob", map[string]any{"task_id": "t_1", "to": "carol", "snapshot": map[string]any{"state": "accepted", "owner": "bob"}})
+	if withAnchor {
+		tsa := testtsa.New(t, "TSA")
+		rk := fakerekor.New(t)
+		cfg := &anchor.Config{Interval: time.Minute, Timeout: 5 * time.Second,
+			TSA:   []anchor.TSAConfig{{URL: tsa.URL, Roots: []string{string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}))}}},
+			Rekor: &anchor.RekorConfig{URL: rk.URL, PublicKey: string(rk.PublicKeyPEM())}}
+		res, err := cfg.Resolve("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.anchors = filepath.Join(t.TempDir(), "anchors")
+		recs, err := anchor.OpenStore(f.anchors)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := anchor.NewRunner(ctx, anchor.Options{Config: res, Log: f.seq, Tree: f.store, Records: recs, Signer: key, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.AnchorNow(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f.tsaRoots = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw})
+		f.rekorKeys = rk.PublicKeyPEM()
+		app("task.claim", "bob", map[string]any{"task_id": "t_1", "provenance": "reported", "summary": "after anchoring", "source": "a paper"})
+	}
+	return f
+}
+
+// checkpoint returns the latest checkpoint, cosigned by a test witness.
+func (f *fixture) checkpoint(t testing.TB) ([]byte, []string) {
+	_, cp := f.seq.Checkpoint()
+	n, err := note.Open(cp, note.VerifierList(mustVerifier(t, f.vkey)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	skey, _, err := log.GenerateCosignerKey(rand.Reader, "witness.test/w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := log.ParseCosignerKey(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := note.Sign(&note.Note{Text: n.Text}, f.signer, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, []string{w.Verifier().String()}
+}
+
+func mustVerifier(t testing.TB, vkey string) note.Verifier {
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func (f *fixture) export(t testing.TB, from, to uint64) string {
+	t.Helper()
+	cp, ws := f.checkpoint(t)
+	dir := filepath.Join(t.TempDir(), "bundle")
+	_, err := bundle.Export(context.Background(), f.store, bundle.ExportOptions{
+		Dir: dir, From: from, To: to, Checkpoint: cp, VKey: f.vkey, AnchorPub: f.anchorPEM,
+		AnchorsDir: f.anchors, TSARoots: f.tsaRoots, RekorKeys: f.rekorKeys, Witnesses: ws, Generator: "provlog test",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestExportVerify(t *testing.T) {
+	f := newFixture(t, 20, true)
+	for _, r := range []struct{ from, to uint64 }{{0, 0}, {3, 10}, {5, 0}} {
+		dir := f.export(t, r.from, r.to)
+		rep, err := bundle.Verify(context.Background(), dir)
+		if err != nil {
+			t.Fatalf("[%d,%d): %v", r.from, r.to, err)
+		}
+		if rep.Anchors != 1 || rep.Witnesses != 1 || rep.SelfTrusted {
+			t.Errorf("[%d,%d): report %+v", r.from, r.to, rep)
+		}
+	}
+}
+
+// TestTamper flips one byte in every file of a bundle: once leaving the
+// manifest as it is, once fixing the manifest's hash too (so only the
+// content checks can catch it). Each must fail and name the file.
+func TestTamper(t *testing.T) {
+	f := newFixture(t, 5, true)
+	dir := f.export(t, 0, 0)
+	var m bundle.Manifest
+	mb, _ := os.ReadFile(filepath.Join(dir, bundle.ManifestFile))
+	json.Unmarshal(mb, &m)
+	names := append([]string{bundle.ManifestFile}, keys(m.Files)...)
+	for _, name := range names {
+		for _, fix := range []bool{false, true} {
+			if fix && name == bundle.ManifestFile {
+				continue
+			}
+			t.Run(name+map[bool]string{false: "", true: "+manifest"}[fix], func(t *testing.T) {
+				d := copyDir(t, dir)
+				p := filepath.Join(d, filepath.FromSlash(name))
+				b, _ := os.ReadFile(p)
+				// A byte in the middle, inside the content that matters.
+				at := len(b) / 2
+				if name == bundle.ManifestFile {
+					at = bytes.Index(b, []byte(`"size"`)) + 9
+				}
+				b[at] ^= 0x04
+				os.WriteFile(p, b, 0o644)
+				if fix {
+					fixManifest(t, d, name, b)
+				}
+				_, err := bundle.Verify(context.Background(), d)
+				if err == nil {
+					t.Fatalf("flipping byte %d of %s went unnoticed", at, name)
+				}
+				var ve *bundle.VerifyError
+				if !errors.As(err, &ve) {
+					t.Fatalf("error is %T: %v", err, err)
+				}
+				found := false
+				for _, p := range ve.Problems {
+					if p.File == name {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("problems do not name %s: %v", name, err)
+				}
+			})
+		}
+	}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func fixManifest(t *testing.T, dir, name string, b []byte) {
+	p := filepath.Join(dir, bundle.ManifestFile)
+	var m bundle.Manifest
+	mb, _ := os.ReadFile(p)
+	if err := json.Unmarshal(mb, &m); err != nil {
+		t.Fatal(err)
+	}
+	h := sha256hex(b)
+	m.Files[name] = h
+	out, _ := json.MarshalIndent(m, "", "  ")
+	os.WriteFile(p, out, 0o644)
+}
+
+func copyDir(t *testing.T, src string) string {
+	dst := filepath.Join(t.TempDir(), "b")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestPythonProv loads provenance.json with Debian's python3-prov and
+// round-trips it through prov-convert.
+func TestPythonProv(t *testing.T) {
+	py := "/usr/bin/python3"
+	conv, err := exec.LookPath("prov-convert")
+	if err == nil {
+		err = exec.Command(py, "-c", "import prov.model").Run()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("python3-prov and prov-tools are required in CI (apt-get install -y python3-prov prov-tools): %v", err)
+		}
+		t.Skipf("python3-prov or prov-tools missing: %v", err)
+	}
+	f := newFixture(t, 4, true)
+	dir := f.export(t, 0, 0)
+	doc := filepath.Join(dir, bundle.ProvFile)
+	script := `
+import sys, prov.model
+d = prov.model.ProvDocument.deserialize(sys.argv[1], format='json')
+recs = d.get_records()
+kinds = {}
+for r in recs:
+    kinds[r.get_type().localpart] = kinds.get(r.get_type().localpart, 0) + 1
+print(" ".join("%s=%d" % (k, kinds[k]) for k in sorted(kinds)))
+`
+	out, err := exec.Command(py, "-c", script, doc).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3-prov: %v\n%s", err, out)
+	}
+	t.Logf("python3-prov read: %s", out)
+	for _, want := range []string{"Activity=", "Entity=", "Agent=", "Usage=", "Generation=", "Association=", "Communication=", "Attribution=", "Derivation=", "Influence=", "Delegation="} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("python3-prov found no %s records: %s", want, out)
+		}
+	}
+	provn := filepath.Join(t.TempDir(), "doc.provn")
+	if out, err := exec.Command(conv, "-f", "provn", doc, provn).CombinedOutput(); err != nil {
+		t.Fatalf("prov-convert: %v\n%s", err, out)
+	}
+	back := filepath.Join(t.TempDir(), "back.json")
+	if out, err := exec.Command(conv, "-f", "json", doc, back).CombinedOutput(); err != nil {
+		t.Fatalf("prov-convert to json: %v\n%s", err, out)
+	}
+	if cmp, err := exec.LookPath("prov-compare"); err == nil {
+		if out, err := exec.Command(cmp, "-f", "json", "-F", "json", doc, back).CombinedOutput(); err != nil {
+			t.Errorf("prov-compare: the round trip changed the document: %v\n%s", err, out)
+		}
+	}
+	pn, _ := os.ReadFile(provn)
+	for _, want := range []string{"wasInformedBy(", "wasAssociatedWith(", "wasAttributedTo(", "actedOnBehalfOf(", "ni:///sha-256;"} {
+		if !bytes.Contains(pn, []byte(want)) {
+			t.Errorf("PROV-N has no %s", want)
+		}
+	}
+}
+
+func sha256hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}

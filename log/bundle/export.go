@@ -1,0 +1,307 @@
+package bundle
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/transparency-dev/merkle/compact"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+)
+
+// Format is the manifest's "format" value.
+const Format = "provlog-bundle/1"
+
+// File names in a bundle.
+const (
+	EntriesFile    = "provenance.jsonl"
+	ProvFile       = "provenance.json"
+	ManifestFile   = "manifest.json"
+	VKeyFile       = "log.vkey"
+	AnchorPubFile  = "anchor.pub"
+	CheckpointFile = "checkpoint"
+	TreeFile       = "tree.json"
+	GenesisFile    = "genesis.entry"
+	GenesisProof   = "genesis.proof"
+	WitnessesFile  = "witnesses.txt"
+	TSARootsFile   = "trust/tsa-roots.pem"
+	RekorKeysFile  = "trust/rekor-keys.pem"
+	AnchorsDir     = "anchors"
+)
+
+// Manifest describes a bundle. It is not signed: every value in it is
+// checked against the signed checkpoint and the files.
+type Manifest struct {
+	Format    string `json:"format"`
+	Generator string `json:"generator"`
+	Origin    string `json:"origin"`
+	// From and To bound the exported entries: indices [From, To).
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
+	// Size and Root repeat the bundled checkpoint's.
+	Size uint64 `json:"size"`
+	Root string `json:"root"`
+	// Cosigned is true when the checkpoint carries witness cosignatures
+	// for the keys in witnesses.txt.
+	Cosigned bool `json:"cosigned"`
+	// Trust says where the anchor trust roots come from: "config" (the
+	// exporter's configuration) or "records" (the anchor records' own).
+	Trust string `json:"trust,omitempty"`
+	// Files maps each other file of the bundle to its hex SHA-256.
+	Files map[string]string `json:"files"`
+}
+
+// Tree is tree.json: the compact ranges [0, From) and [To, Size) of the
+// tree, so that the root can be recomputed from the exported entries
+// alone (the role tiles play for a full log).
+type Tree struct {
+	Left  []string `json:"left"`
+	Right []string `json:"right"`
+}
+
+// Source is the log an export reads. A log.Storage is one.
+type Source interface {
+	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
+	ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, error)
+}
+
+// ExportOptions say what goes into a bundle.
+type ExportOptions struct {
+	// Dir is the bundle directory; it must not exist or be empty.
+	Dir string
+	// From and To bound the entries; To 0 means the checkpoint's size.
+	From, To uint64
+	// Checkpoint is the signed checkpoint note to export (the newest
+	// cosigned one when there is one). Required.
+	Checkpoint []byte
+	// VKey is the log's verifier key. Required.
+	VKey string
+	// AnchorPub is the anchoring public key, PEM. Required.
+	AnchorPub []byte
+	// AnchorsDir, if not empty, holds the anchor records to copy.
+	AnchorsDir string
+	// TSARoots and RekorKeys are PEM trust roots for the anchors; when
+	// both are empty the roots the records themselves carry are used.
+	TSARoots, RekorKeys []byte
+	// Witnesses are witness verifier keys whose cosignatures the
+	// checkpoint carries.
+	Witnesses []string
+	// Generator names the software, e.g. "provlog 0.1.0".
+	Generator string
+}
+
+// chunk is how many entries are read at once.
+const chunk = 4096
+
+// Export writes a bundle of src's entries [From, To) to opts.Dir.
+func Export(ctx context.Context, src Source, opts ExportOptions) (*Manifest, error) {
+	v, err := note.NewVerifier(opts.VKey)
+	if err != nil {
+		return nil, fmt.Errorf("verifier key: %w", err)
+	}
+	cp, _, err := log.OpenCheckpoint(opts.Checkpoint, v)
+	if err != nil {
+		return nil, fmt.Errorf("the checkpoint to export: %w", err)
+	}
+	to := opts.To
+	if to == 0 {
+		to = cp.Size
+	}
+	if opts.From >= to || to > cp.Size {
+		return nil, fmt.Errorf("range [%d, %d) is empty or beyond the checkpoint's size %d", opts.From, to, cp.Size)
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if des, err := os.ReadDir(opts.Dir); err != nil {
+		return nil, err
+	} else if len(des) > 0 {
+		return nil, fmt.Errorf("%s is not empty", opts.Dir)
+	}
+	m := &Manifest{Format: Format, Generator: opts.Generator, Origin: cp.Origin, From: opts.From, To: to,
+		Size: cp.Size, Root: base64.StdEncoding.EncodeToString(cp.Hash), Files: map[string]string{}}
+	write := func(name string, data []byte) error {
+		p := filepath.Join(opts.Dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return err
+		}
+		s := sha256.Sum256(data)
+		m.Files[name] = hex.EncodeToString(s[:])
+		return nil
+	}
+	// Frontier of the tree around the exported range.
+	rangeHashes := func(b, e uint64) ([]string, error) {
+		ids := compact.RangeNodes(b, e, nil)
+		if len(ids) == 0 {
+			return []string{}, nil
+		}
+		hs, err := src.ReadNodes(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("reading tree nodes of [%d, %d): %w", b, e, err)
+		}
+		out := make([]string, len(hs))
+		for i, h := range hs {
+			out[i] = base64.StdEncoding.EncodeToString(h)
+		}
+		return out, nil
+	}
+	var tree Tree
+	if tree.Left, err = rangeHashes(0, opts.From); err != nil {
+		return nil, err
+	}
+	if tree.Right, err = rangeHashes(to, cp.Size); err != nil {
+		return nil, err
+	}
+	tj, _ := json.MarshalIndent(tree, "", " ")
+	if err := write(TreeFile, append(tj, '\n')); err != nil {
+		return nil, err
+	}
+	if opts.From > 0 {
+		g, err := src.Entries(ctx, 0, 1)
+		if err != nil {
+			return nil, fmt.Errorf("reading the genesis entry: %w", err)
+		}
+		p, err := log.ProveInclusion(ctx, src, 0, cp.Size)
+		if err != nil {
+			return nil, err
+		}
+		var b strings.Builder
+		for _, h := range p {
+			b.WriteString(base64.StdEncoding.EncodeToString(h) + "\n")
+		}
+		if err := write(GenesisFile, g[0]); err != nil {
+			return nil, err
+		}
+		if err := write(GenesisProof, []byte(b.String())); err != nil {
+			return nil, err
+		}
+	}
+	if err := write(VKeyFile, []byte(opts.VKey+"\n")); err != nil {
+		return nil, err
+	}
+	if err := write(AnchorPubFile, opts.AnchorPub); err != nil {
+		return nil, err
+	}
+	if err := write(CheckpointFile, opts.Checkpoint); err != nil {
+		return nil, err
+	}
+	if len(opts.Witnesses) > 0 {
+		m.Cosigned = true
+		if err := write(WitnessesFile, []byte(strings.Join(opts.Witnesses, "\n")+"\n")); err != nil {
+			return nil, err
+		}
+	}
+	if opts.AnchorsDir != "" {
+		des, err := os.ReadDir(opts.AnchorsDir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		n := 0
+		for _, de := range des {
+			if de.IsDir() || !strings.HasSuffix(de.Name(), ".json") {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(opts.AnchorsDir, de.Name()))
+			if err != nil {
+				return nil, err
+			}
+			if err := write(AnchorsDir+"/"+de.Name(), b); err != nil {
+				return nil, err
+			}
+			n++
+		}
+		if n > 0 {
+			m.Trust = "config"
+			if len(opts.TSARoots) == 0 && len(opts.RekorKeys) == 0 {
+				m.Trust = "records"
+			} else {
+				if err := write(TSARootsFile, opts.TSARoots); err != nil {
+					return nil, err
+				}
+				if err := write(RekorKeysFile, opts.RekorKeys); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	// Entries and the PROV document, in one streaming pass.
+	pw, err := newProvWriter(cp.Origin)
+	if err != nil {
+		return nil, err
+	}
+	defer pw.close()
+	ef, err := os.Create(filepath.Join(opts.Dir, EntriesFile))
+	if err != nil {
+		return nil, err
+	}
+	defer ef.Close()
+	eh := sha256.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(ef, eh), 256<<10)
+	for i := opts.From; i < to; {
+		end := min(to, i+chunk)
+		es, err := src.Entries(ctx, i, end)
+		if err != nil {
+			return nil, fmt.Errorf("reading entries [%d, %d): %w", i, end, err)
+		}
+		for _, b := range es {
+			e, err := log.ParseEntry(b)
+			if err != nil {
+				return nil, fmt.Errorf("entry %d: %w", i, err)
+			}
+			bw.Write(b)
+			bw.WriteByte('\n')
+			pw.add(i, b, e)
+			i++
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, err
+	}
+	if err := ef.Sync(); err != nil {
+		return nil, err
+	}
+	m.Files[EntriesFile] = hex.EncodeToString(eh.Sum(nil))
+	pf, err := os.Create(filepath.Join(opts.Dir, ProvFile))
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	ph := sha256.New()
+	if err := pw.finish(io.MultiWriter(pf, ph)); err != nil {
+		return nil, fmt.Errorf("writing the PROV document: %w", err)
+	}
+	if err := pf.Sync(); err != nil {
+		return nil, err
+	}
+	m.Files[ProvFile] = hex.EncodeToString(ph.Sum(nil))
+	mj, _ := json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(filepath.Join(opts.Dir, ManifestFile), append(mj, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// sortedFiles returns the manifest's file names in order.
+func sortedFiles(m map[string]string) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
