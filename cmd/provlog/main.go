@@ -9,6 +9,7 @@
 //	provlog verify-proof --vkey VKEY [--witness VKEY]... [--threshold K] [--entry FILE] FILE
 //	provlog audit (--data D | --log URL)
 //	provlog tasks (--data D | --log URL) [list | show ID]
+//	provlog replay (--data D | --log URL) --config F [--json] [--runs N] [--single-run] [--from I --to J]
 //	provlog anchor --config F [--data D]
 //	provlog token add --config F --actor NAME [--reader]
 //	provlog export --data D --out DIR [--from I] [--to J] [--config F]
@@ -57,6 +58,7 @@ func commands() []command {
 		{"verify-bundle", "DIR", "check a bundle offline with the keys and roots inside it; exit 0 only if valid", runVerifyBundle},
 		{"resolve", "NAME [--opt k=v]...", "resolve a data-source release now (a preset or a generic resolver)", runResolve},
 		{"resolvers", "", "list the release resolvers and presets", runResolvers},
+		{"replay", "(--data D | --log URL) --config F [--json] [--runs N] [--single-run] [--from I --to J]", "re-run recorded calls and tell changed data from flaky tools", runReplay},
 	}
 }
 

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
+	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/proxy/replay"
+)
+
+// replayOutput is what --json prints.
+type replayOutput struct {
+	*replay.Report
+	// Recorded is the index of the replay entry appended to the log, or
+	// null when none was (--log).
+	Recorded *uint64 `json:"recorded_index"`
+	Note     string  `json:"note,omitempty"`
+}
+
+// runReplay re-runs recorded calls against the live downstreams and
+// classifies them (package proxy/replay). With --data the run is recorded
+// as a "replay" entry; with --log it is not (the log is read-only over
+// HTTP).
+func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("replay", stderr)
+	data := fs.String("data", "", "data dir of a stopped sidecar (the replay run is appended to its log)")
+	logURL := fs.String("log", "", "base URL of a running sidecar (read only: the run is not recorded)")
+	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "reader token for --log (default $PROVLOG_TOKEN)")
+	cfgPath := fs.String("config", "", "config naming the downstream servers (replay, replay_ignore, source)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	runs := fs.Int("runs", replay.DefaultRuns, "fresh runs per call (>= 2 checks flakiness)")
+	single := fs.Bool("single-run", false, "run each call once: no flakiness check (a flaky tool is reported as changed)")
+	from := fs.Uint64("from", 0, "first entry index")
+	to := fs.Uint64("to", 0, "end of the range, exclusive (default: the log's size)")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if (*data == "") == (*logURL == "") {
+		return usageErr("give exactly one of --data and --log")
+	}
+	if *cfgPath == "" {
+		return usageErr("--config is required")
+	}
+	if *runs < 1 {
+		return usageErr("--runs must be at least 1")
+	}
+	if *single {
+		*runs = 1
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	opts := replay.Options{Servers: cfg.Servers, Runs: *runs, Logger: logger, Version: version}
+
+	var entries [][]byte
+	var seq *server.Sequencer
+	var size uint64
+	if *data != "" {
+		k, err := loadKeys(*data)
+		if err != nil {
+			return err
+		}
+		store, err := openStore(*data)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		seq, err = server.OpenSequencer(ctx, store, k.signer, k.verifier, nil)
+		if err != nil {
+			return err
+		}
+		defer seq.Close()
+		size, _ = seq.Checkpoint()
+		if opts.Blobs, err = blobs.Open(filepath.Join(*data, blobDir)); err != nil {
+			return err
+		}
+		if *to == 0 || *to > size {
+			*to = size
+		}
+		if *from < *to {
+			if entries, err = store.Entries(ctx, *from, *to); err != nil {
+				return err
+			}
+		}
+	} else {
+		r := newRemote(*logURL, *token)
+		if err := r.Checkpoints(ctx, 0, func(n uint64, _ []byte) error { size = n; return nil }); err != nil {
+			return err
+		}
+		if *to == 0 || *to > size {
+			*to = size
+		}
+		if *from < *to {
+			if entries, err = r.Entries(ctx, *from, *to); err != nil {
+				return err
+			}
+		}
+	}
+	if *from > *to {
+		return usageErr("--from %d is past the end of the range (%d)", *from, *to)
+	}
+	rep, err := replay.Run(ctx, entries, *from, opts)
+	if err != nil {
+		return err
+	}
+	out := replayOutput{Report: rep}
+	if seq != nil {
+		actor := cfg.Actor
+		if actor == "" {
+			actor = "local"
+		}
+		e := rep.Entry(actor, time.Now(), cfg.Servers)
+		b, err := e.Marshal()
+		if errors.Is(err, log.ErrEntryTooLarge) {
+			// Too many alternating outcomes for one entry: keep the
+			// counts and pin the per-call outcomes by hash.
+			oj, _ := json.Marshal(rep.Outcomes)
+			if c, cerr := log.Canonicalize(oj); cerr == nil {
+				sum := sha256.Sum256(c)
+				e.Fields["outcomes_sha256"] = hex.EncodeToString(sum[:])
+			}
+			delete(e.Fields, "outcomes")
+			b, err = e.Marshal()
+		}
+		if err != nil {
+			return fmt.Errorf("recording the replay run: %w", err)
+		}
+		rc, err := seq.Append(ctx, b)
+		if err != nil {
+			return fmt.Errorf("recording the replay run: %w", err)
+		}
+		idx := uint64(rc.Index)
+		out.Recorded = &idx
+	} else {
+		out.Note = "read over HTTP: this replay run was not recorded in the log"
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	printReplay(stdout, out)
+	return nil
+}
+
+func printReplay(w io.Writer, out replayOutput) {
+	rep := out.Report
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INDEX\tCALL\tCLASS\tDETAIL")
+	for _, o := range rep.Outcomes {
+		var d []string
+		if o.Reason != "" {
+			d = append(d, o.Reason)
+		}
+		if o.Class == replay.Changed && (o.ReleaseThen != "" || o.ReleaseNow != "") {
+			rel := fmt.Sprintf("release %s → %s", orNone(o.ReleaseThen), orNone(o.ReleaseNow))
+			if o.SameRelease {
+				rel += " (same release: suspicious)"
+			}
+			d = append(d, rel)
+		}
+		if len(o.Paths) > 0 {
+			d = append(d, "paths "+strings.Join(o.Paths, " "))
+		}
+		if o.Note != "" {
+			d = append(d, o.Note)
+		}
+		fmt.Fprintf(tw, "%d\t%s/%s\t%s\t%s\n", o.Index, o.Server, o.Tool, o.Class, strings.Join(d, "; "))
+	}
+	tw.Flush()
+	var counts []string
+	for _, c := range replay.Classes {
+		counts = append(counts, fmt.Sprintf("%d %s", rep.Counts[c], c))
+	}
+	fmt.Fprintf(w, "entries [%d, %d), %d run(s) per call: %s\n", rep.From, rep.To, rep.Runs, strings.Join(counts, ", "))
+	if rep.Runs == 1 {
+		fmt.Fprintln(w, "single run: flakiness not checked; a flaky tool shows as changed")
+	}
+	if out.Recorded != nil {
+		fmt.Fprintf(w, "recorded as replay entry %d\n", *out.Recorded)
+	} else {
+		fmt.Fprintln(w, out.Note)
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/proxy/replay"
+)
+
+// replayFixture is a downstream MCP server whose results the test
+// controls, served over streamable HTTP from the test binary, plus an
+// HTTP endpoint serving its data release.
+type replayFixture struct {
+	url, releaseURL string
+	dataVersion     atomic.Int64 // what "dataset" returns
+	release         atomic.Value // string: what the release endpoint says
+	writes          atomic.Int64 // how often "write" ran
+}
+
+type fxIn struct {
+	Q     string `json:"q,omitempty"`
+	Token string `json:"token,omitempty"`
+}
+
+type clockOut struct {
+	Data string `json:"data"`
+	At   int64  `json:"at"`
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+func newReplayFixture(t *testing.T) *replayFixture {
+	fx := &replayFixture{}
+	fx.dataVersion.Store(1)
+	fx.release.Store("2026-01")
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "replay-fixture", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "stable", Annotations: ro}, func(_ context.Context, _ *mcp.CallToolRequest, in fxIn) (*mcp.CallToolResult, any, error) {
+		return text("stable answer for " + in.Q), nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "dataset", Annotations: ro}, func(_ context.Context, _ *mcp.CallToolRequest, in fxIn) (*mcp.CallToolResult, any, error) {
+		return text(fmt.Sprintf("rows of %s in data version %d", in.Q, fx.dataVersion.Load())), nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "random", Annotations: ro}, func(_ context.Context, _ *mcp.CallToolRequest, in fxIn) (*mcp.CallToolResult, any, error) {
+		return text(fmt.Sprintf("sampled %d", rand.Int64())), nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "secret", Annotations: ro}, func(_ context.Context, _ *mcp.CallToolRequest, in fxIn) (*mcp.CallToolResult, any, error) {
+		return text("hello " + in.Q), nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "write"}, func(_ context.Context, _ *mcp.CallToolRequest, in fxIn) (*mcp.CallToolResult, any, error) {
+		fx.writes.Add(1)
+		return text("written " + in.Q), nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "clock", Annotations: ro}, func(_ context.Context, _ *mcp.CallToolRequest, in fxIn) (*mcp.CallToolResult, clockOut, error) {
+		return nil, clockOut{Data: "fixed " + in.Q, At: time.Now().UnixNano()}, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	rs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"release":%q}`, fx.release.Load().(string))
+	}))
+	t.Cleanup(rs.Close)
+	fx.url, fx.releaseURL = ts.URL, rs.URL
+	return fx
+}
+
+// TestReplay records calls through a real sidecar in front of the
+// fixture, changes the fixture's data, replays, and checks every class,
+// the replay entry in the log, and that audit still passes.
+func TestReplay(t *testing.T) {
+	fx := newReplayFixture(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	// fx: results kept as hashes, release from an HTTP endpoint that moves.
+	// full: results retained, a static release that never moves, and an
+	// ignore list for clock's volatile fields.
+	cfgText := fmt.Sprintf(`data: %s
+servers:
+  - id: fx
+    url: %s
+    redact: [token]
+    source: {type: http-json, url: %s, path: release, ttl: 1ms}
+  - id: full
+    url: %s
+    retain: full
+    source: {type: static, value: "v1"}
+    replay_ignore:
+      clock: [/structuredContent/at, /content]
+`, data, fx.url, fx.releaseURL, fx.url)
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Record.
+	ctx := context.Background()
+	sc, err := openSidecar(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "recorder", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"fx__stable", map[string]any{"q": "tp53"}, replay.Unchanged},
+		{"fx__dataset", map[string]any{"q": "tp53"}, replay.Changed},
+		{"full__dataset", map[string]any{"q": "brca1"}, replay.Changed},
+		{"fx__random", map[string]any{"q": "x"}, replay.Flaky},
+		{"fx__secret", map[string]any{"q": "x", "token": "s3cret"}, replay.NotReplayable},
+		{"fx__write", map[string]any{"q": "x"}, replay.NotReplayable},
+		{"full__clock", map[string]any{"q": "c"}, replay.Unchanged},
+		{"full__stable", map[string]any{"q": "egfr"}, replay.Unchanged},
+	}
+	first, _ := sc.seq.Checkpoint()
+	for _, c := range calls {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %v", c.tool, err, res)
+		}
+	}
+	cs.Close()
+	ss.Close()
+	sc.close()
+
+	// The world moves on: new data under a new release.
+	fx.dataVersion.Store(2)
+	fx.release.Store("2026-02")
+	writes := fx.writes.Load()
+
+	var out bytes.Buffer
+	var errb bytes.Buffer
+	if code := run(ctx, []string{"replay", "--data", data, "--config", cfgPath, "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("replay exited %d: %s %s", code, out.String(), errb.String())
+	}
+	var rep struct {
+		replay.Report
+		Recorded *uint64 `json:"recorded_index"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if len(rep.Outcomes) != len(calls) {
+		t.Fatalf("%d outcomes, want %d: %s", len(rep.Outcomes), len(calls), out.String())
+	}
+	for i, o := range rep.Outcomes {
+		c := calls[i]
+		if o.Index != first+uint64(i) {
+			t.Errorf("%s: index %d, want %d", c.tool, o.Index, first+uint64(i))
+		}
+		if o.Class != c.want {
+			t.Errorf("%s: %s (%s), want %s", c.tool, o.Class, o.Reason, c.want)
+		}
+	}
+	byTool := func(i int) replay.Outcome { return rep.Outcomes[i] }
+	if o := byTool(1); o.ReleaseThen != "2026-01" || o.ReleaseNow != "2026-02" || o.SameRelease || !o.HashOnly {
+		t.Errorf("fx dataset: %+v, want release 2026-01 → 2026-02, hash only", o)
+	}
+	if o := byTool(2); !o.SameRelease || o.ReleaseNow != "v1" || strings.Join(o.Paths, " ") != "/content/0/text" || o.HashOnly {
+		t.Errorf("full dataset: %+v, want same release flagged and the path /content/0/text", o)
+	}
+	if o := byTool(3); strings.Join(o.Paths, " ") != "/content/0/text" {
+		t.Errorf("random: paths %v, want /content/0/text", o.Paths)
+	}
+	if o := byTool(4); !strings.Contains(o.Reason, "redacted") {
+		t.Errorf("secret: reason %q", o.Reason)
+	}
+	if o := byTool(5); !strings.Contains(o.Reason, "not marked safe") {
+		t.Errorf("write: reason %q", o.Reason)
+	}
+	if o := byTool(6); o.HashOnly {
+		t.Errorf("clock: compared hashes only, want the retained result with the ignore list: %+v", o)
+	}
+	if fx.writes.Load() != writes {
+		t.Errorf("replay ran the unsafe tool")
+	}
+	if rep.Runs != 3 || rep.Counts[replay.Unchanged] != 3 || rep.Counts[replay.Changed] != 2 || rep.Counts[replay.Flaky] != 1 || rep.Counts[replay.NotReplayable] != 2 {
+		t.Errorf("counts %v runs %d", rep.Counts, rep.Runs)
+	}
+
+	// The run is in the log.
+	if rep.Recorded == nil {
+		t.Fatal("no replay entry recorded")
+	}
+	s, err := openStore(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := s.Entries(ctx, *rep.Recorded, *rep.Recorded+1)
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := log.ParseEntry(es[0])
+	if err != nil || e.Kind != replay.KindReplay {
+		t.Fatalf("entry %d: %v %+v", *rep.Recorded, err, e)
+	}
+	oc, _ := e.Fields["outcomes"].(map[string]any)
+	if oc[replay.Flaky] != fmt.Sprint(first+3) || oc[replay.Changed] != fmt.Sprintf("%d-%d", first+1, first+2) {
+		t.Errorf("replay entry outcomes %v", oc)
+	}
+	if _, ok := e.Fields["ignore_sha256"]; !ok {
+		t.Errorf("replay entry does not pin the ignore lists: %v", e.Fields)
+	}
+
+	// What --single-run loses: the flaky tool is reported as changed.
+	out.Reset()
+	errb.Reset()
+	if code := run(ctx, []string{"replay", "--data", data, "--config", cfgPath, "--json", "--single-run",
+		"--from", fmt.Sprint(first + 3), "--to", fmt.Sprint(first + 4)}, &out, &errb); code != 0 {
+		t.Fatalf("replay --single-run exited %d: %s", code, errb.String())
+	}
+	rep.Outcomes = nil
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Outcomes) != 1 || rep.Outcomes[0].Class != replay.Changed || rep.Runs != 1 {
+		t.Errorf("--single-run on the flaky tool: %s, want it misreported as changed", out.String())
+	}
+
+	// Human output.
+	out.Reset()
+	if code := run(ctx, []string{"replay", "--data", data, "--config", cfgPath, "--from", fmt.Sprint(first), "--to", fmt.Sprint(first + 3)}, &out, &errb); code != 0 {
+		t.Fatalf("replay exited %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"release 2026-01 → 2026-02", "same release: suspicious", "recorded as replay entry"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("human output lacks %q:\n%s", want, out.String())
+		}
+	}
+	t.Logf("human output:\n%s", out.String())
+
+	if msg, code := runCmd(t, "audit", "--data", data); code != 0 {
+		t.Fatalf("audit after replay: %s", msg)
+	}
+	// The replay entry exports and verifies like any other entry.
+	bundleDir := filepath.Join(dir, "bundle")
+	if msg, code := runCmd(t, "export", "--data", data, "--out", bundleDir); code != 0 {
+		t.Fatalf("export after replay: %s", msg)
+	}
+	if msg, code := runCmd(t, "verify-bundle", bundleDir); code != 0 {
+		t.Fatalf("verify-bundle after replay: %s", msg)
+	}
+}
+
+// TestReplayRemote reads the log over HTTP from a running sidecar (whose
+// data dir is locked) and records nothing.
+func TestReplayRemote(t *testing.T) {
+	fx := newReplayFixture(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	cfgText := fmt.Sprintf("data: %s\nservers:\n  - id: fx\n    url: %s\n", data, fx.url)
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startServe(t, "--config", cfgPath)
+	tok, err := os.ReadFile(filepath.Join(data, localToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(tok))
+	cs := connectHTTP(t, base, token)
+	for _, tool := range []string{"fx__stable", "fx__dataset", "fx__write"} {
+		if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"q": "a"}}); err != nil || res.IsError {
+			t.Fatalf("%s: %v %v", tool, err, res)
+		}
+	}
+	fx.dataVersion.Store(7)
+	r := newRemote(base, token)
+	var before uint64
+	r.Checkpoints(context.Background(), 0, func(n uint64, _ []byte) error { before = n; return nil })
+
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"replay", "--log", base, "--token", token, "--config", cfgPath}, &out, &errb); code != 0 {
+		t.Fatalf("replay --log exited %d: %s %s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{"fx/stable", "unchanged", "fx/dataset", "changed", "fx/write", "not_replayable", "not recorded"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	var after uint64
+	r.Checkpoints(context.Background(), 0, func(n uint64, _ []byte) error { after = n; return nil })
+	if after != before {
+		t.Errorf("replay --log appended to the log: size %d -> %d", before, after)
+	}
+}

@@ -1,0 +1,628 @@
+// Package replay re-runs recorded tools/call entries against the live
+// downstream servers and classifies each call (issue 7, "Replay";
+// research/provenance.md §3.2): unchanged, changed (with the data release
+// then and now), flaky (fresh runs disagree with each other, Diffy-style
+// noise estimation), or not replayable (with the reason).
+//
+// Only tools that cannot change anything are re-run: a server whose config
+// says replay: true, or a tool whose downstream annotations say
+// readOnlyHint. Calls whose recorded arguments were redacted, or moved to
+// a blob that is gone, are not replayable: replay would not send what the
+// original call sent.
+//
+// Result hashing: the proxy hashes the "result" bytes read off the wire.
+// Replay does not reuse the proxy's (unexported) wire capture; it hashes
+// log.Canonicalize(json.Marshal(result)) of the SDK's decoded
+// *mcp.CallToolResult. When the recorded result is retained as a blob, it
+// is put through the same SDK decode/re-encode before the two are compared
+// as canonical JSON, so SDK re-encoding differences cannot show up as
+// "changed". When it is not retained, only the hashes can be compared:
+// both the SDK re-encoding's hash and (for results the SDK round-trips
+// exactly, the common case) the wire hash agree.
+package replay
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
+	"github.com/provlog/provlog/proxy"
+	"github.com/provlog/provlog/proxy/release"
+)
+
+// Classes of a replayed call.
+const (
+	Unchanged     = "unchanged"
+	Changed       = "changed"
+	Flaky         = "flaky"
+	NotReplayable = "not_replayable"
+	// Failed: the call was replayable but a fresh run failed (protocol
+	// error, timeout, server down).
+	Failed = "failed"
+)
+
+// Classes lists the classes in report order.
+var Classes = []string{Unchanged, Changed, Flaky, NotReplayable, Failed}
+
+// KindReplay is the kind of the log entry recording a replay run.
+const KindReplay = "replay"
+
+// DefaultRuns is how often each call is re-run by default.
+const DefaultRuns = 3
+
+// maxPaths bounds the JSON paths named per call.
+const maxPaths = 20
+
+// Options configure a replay run.
+type Options struct {
+	// Servers are the downstream servers, as in the proxy's config.
+	Servers []proxy.ServerConfig
+	// Blobs is the data dir's blob store (retained results, arguments
+	// moved out of big entries); nil when reading a remote log.
+	Blobs *blobs.Store
+	// Runs is how often each call is re-run (DefaultRuns when < 1). With
+	// 1 there is no flakiness check: a flaky tool looks changed.
+	Runs int
+	// HTTPClient is for release resolvers (nil: http.DefaultClient).
+	HTTPClient *http.Client
+	Logger     *slog.Logger
+	Version    string
+}
+
+// An Outcome is one call's classification.
+type Outcome struct {
+	Index  uint64 `json:"index"`
+	Server string `json:"server,omitempty"`
+	Tool   string `json:"tool,omitempty"`
+	Class  string `json:"class"`
+	Reason string `json:"reason,omitempty"`
+	// Paths are RFC 6901 pointers into the result: for flaky, where the
+	// fresh runs disagree; for changed, where fresh and recorded differ
+	// (only when the recorded result was retained).
+	Paths []string `json:"paths,omitempty"`
+	// ReleaseThen is the call entry's release; ReleaseNow is resolved
+	// now, for servers with a source: resolver.
+	ReleaseThen string `json:"release_then,omitempty"`
+	ReleaseNow  string `json:"release_now,omitempty"`
+	// SameRelease flags a changed result under an unchanged release:
+	// suspicious (unversioned change, or a resolver that lags).
+	SameRelease bool `json:"same_release,omitempty"`
+	// HashOnly says the recorded result was not retained, so only its
+	// hash could be compared (and an ignore list could not be applied).
+	HashOnly bool   `json:"hash_only,omitempty"`
+	Note     string `json:"note,omitempty"`
+}
+
+// A Report is a replay run's result.
+type Report struct {
+	From     uint64         `json:"from"`
+	To       uint64         `json:"to"` // exclusive
+	Runs     int            `json:"runs"`
+	Counts   map[string]int `json:"counts"`
+	Outcomes []Outcome      `json:"outcomes"`
+}
+
+// Run replays the call entries among entries, which are the log's entries
+// [from, from+len(entries)). Other kinds are skipped.
+func Run(ctx context.Context, entries [][]byte, from uint64, opts Options) (*Report, error) {
+	if opts.Runs < 1 {
+		opts.Runs = DefaultRuns
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &runner{opts: opts, conns: map[string]*conn{}}
+	defer r.close()
+	rep := &Report{From: from, To: from + uint64(len(entries)), Runs: opts.Runs, Counts: map[string]int{}}
+	for _, c := range Classes {
+		rep.Counts[c] = 0
+	}
+	for i, b := range entries {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		e, err := log.ParseEntry(b)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: %w", from+uint64(i), err)
+		}
+		if e.Kind != log.KindCall {
+			continue
+		}
+		o := r.replay(ctx, from+uint64(i), e)
+		rep.Counts[o.Class]++
+		rep.Outcomes = append(rep.Outcomes, o)
+	}
+	return rep, nil
+}
+
+type runner struct {
+	opts  Options
+	conns map[string]*conn
+}
+
+// conn is one live session to a downstream server.
+type conn struct {
+	cs       *mcp.ClientSession
+	err      error
+	readOnly map[string]bool
+	known    map[string]bool
+	resolver *release.Resolver
+}
+
+func (r *runner) close() {
+	for _, c := range r.conns {
+		if c.cs != nil {
+			c.cs.Close()
+		}
+	}
+}
+
+func (r *runner) server(id string) *proxy.ServerConfig {
+	for i := range r.opts.Servers {
+		if r.opts.Servers[i].ID == id {
+			return &r.opts.Servers[i]
+		}
+	}
+	return nil
+}
+
+func str(f map[string]any, k string) string { s, _ := f[k].(string); return s }
+
+func (r *runner) replay(ctx context.Context, index uint64, e *log.Entry) Outcome {
+	f := e.Fields
+	o := Outcome{Index: index, Server: str(f, "server"), Tool: str(f, "tool"), ReleaseThen: str(f, "release")}
+	no := func(format string, args ...any) Outcome {
+		o.Class, o.Reason = NotReplayable, fmt.Sprintf(format, args...)
+		return o
+	}
+	cfg := r.server(o.Server)
+	if cfg == nil {
+		return no("server %q is not in the config", o.Server)
+	}
+	recorded := str(f, "result_sha256")
+	if recorded == "" {
+		return no("the recorded call has no result (failed call): nothing to compare")
+	}
+	var args any
+	if a, ok := f["args"]; ok {
+		args = a
+	} else if sum := str(f, "args_sha256"); sum != "" {
+		if r.opts.Blobs == nil {
+			return no("arguments were moved to blob %s, and blobs are not readable from a remote log", short(sum))
+		}
+		b, err := r.opts.Blobs.Get(sum)
+		if err != nil {
+			return no("arguments were moved to blob %s, which was purged", short(sum))
+		}
+		if err := json.Unmarshal(b, &args); err != nil {
+			return no("arguments blob %s: %v", short(sum), err)
+		}
+	}
+	if hasRedacted(args) {
+		return no("arguments were redacted")
+	}
+	c := r.connect(ctx, cfg)
+	if c.err != nil {
+		if !cfg.Replay {
+			return no("cannot tell whether %s is safe to replay: connecting failed: %v", o.Tool, c.err)
+		}
+		o.Class, o.Reason = Failed, "connecting: "+c.err.Error()
+		return o
+	}
+	if !cfg.Replay && !c.readOnly[o.Tool] {
+		if !c.known[o.Tool] {
+			return no("tool %q is no longer listed by the server", o.Tool)
+		}
+		return no("tool not marked safe to replay (no replay: true, not annotated readOnlyHint)")
+	}
+	ignore := append(append([]string(nil), cfg.ReplayIgnore["*"]...), cfg.ReplayIgnore[o.Tool]...)
+
+	// Fresh runs.
+	var fresh []any     // decoded canonical results, ignore list applied
+	var firstRaw []byte // canonical bytes of the first run, nothing ignored
+	timeout := time.Duration(cfg.Timeout)
+	if timeout <= 0 {
+		timeout = proxy.DefaultTimeout
+	}
+	for run := 0; run < r.opts.Runs; run++ {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		res, err := c.cs.CallTool(cctx, &mcp.CallToolParams{Name: o.Tool, Arguments: args})
+		cancel()
+		if err != nil {
+			o.Class, o.Reason = Failed, fmt.Sprintf("run %d: %v", run+1, err)
+			return o
+		}
+		canon, err := canonical(res)
+		if err != nil {
+			o.Class, o.Reason = Failed, fmt.Sprintf("run %d: %v", run+1, err)
+			return o
+		}
+		if run == 0 {
+			firstRaw = canon
+		}
+		v, err := decode(canon)
+		if err != nil {
+			o.Class, o.Reason = Failed, err.Error()
+			return o
+		}
+		fresh = append(fresh, applyIgnore(v, ignore))
+	}
+	if r.opts.Runs > 1 {
+		var paths []string
+		for _, v := range fresh[1:] {
+			paths = union(paths, diff("", fresh[0], v))
+		}
+		if len(paths) > 0 {
+			o.Class, o.Paths = Flaky, cap20(paths)
+			o.Reason = fmt.Sprintf("%d fresh runs disagree with each other", r.opts.Runs)
+			return o
+		}
+	}
+
+	// Compare with the record.
+	var same bool
+	var recDoc any
+	haveRec := false
+	if f["result_retained"] == true && r.opts.Blobs != nil {
+		if b, err := r.opts.Blobs.Get(recorded); err == nil {
+			if nb, err := sdkNormalize(b); err == nil {
+				if recDoc, err = decode(nb); err == nil {
+					haveRec = true
+				}
+			}
+		}
+	}
+	if haveRec {
+		recDoc = applyIgnore(recDoc, ignore)
+		paths := diff("", recDoc, fresh[0])
+		same = len(paths) == 0
+		o.Paths = cap20(paths)
+	} else {
+		sum := sha256.Sum256(firstRaw)
+		same = hex.EncodeToString(sum[:]) == recorded
+		o.HashOnly = true
+		if len(ignore) > 0 {
+			o.Note = "recorded result not retained: compared hashes only, ignore list not applied"
+		} else {
+			o.Note = "recorded result not retained: compared hashes only"
+		}
+	}
+	if same {
+		o.Class = Unchanged
+		return o
+	}
+	o.Class = Changed
+	if r.opts.Runs == 1 {
+		o.Reason = "fresh result differs from the record (single run: flakiness not checked)"
+	} else {
+		o.Reason = fmt.Sprintf("%d fresh runs agree with each other but differ from the record", r.opts.Runs)
+	}
+	if c.resolver != nil {
+		o.ReleaseNow = c.resolver.Resolve(ctx, firstRaw)
+		if o.ReleaseNow != "" && o.ReleaseNow == o.ReleaseThen {
+			o.SameRelease = true
+		}
+	}
+	return o
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// connect opens (once per server) a session as the proxy does and lists
+// the tools for their annotations.
+func (r *runner) connect(ctx context.Context, cfg *proxy.ServerConfig) *conn {
+	if c, ok := r.conns[cfg.ID]; ok {
+		return c
+	}
+	c := &conn{readOnly: map[string]bool{}, known: map[string]bool{}}
+	r.conns[cfg.ID] = c
+	if cfg.Source != nil {
+		c.resolver, _ = release.New(*cfg.Source, r.opts.HTTPClient, r.opts.Logger)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "provlog-replay", Version: r.opts.Version}, &mcp.ClientOptions{
+		Logger:       r.opts.Logger,
+		Capabilities: &mcp.ClientCapabilities{},
+	})
+	var t mcp.Transport
+	if len(cfg.Command) > 0 {
+		cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+		cmd.Dir = cfg.Dir
+		if len(cfg.Env) > 0 {
+			env := os.Environ()
+			for k, v := range cfg.Env {
+				env = append(env, k+"="+v)
+			}
+			cmd.Env = env
+		}
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	} else {
+		hc := &http.Client{Transport: headerRT{base: http.DefaultTransport, headers: cfg.Headers}}
+		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		c.err = err
+		return c
+	}
+	c.cs = cs
+	for tool, err := range cs.Tools(cctx, nil) {
+		if err != nil {
+			c.err = fmt.Errorf("listing tools: %w", err)
+			return c
+		}
+		c.known[tool.Name] = true
+		if tool.Annotations != nil && tool.Annotations.ReadOnlyHint {
+			c.readOnly[tool.Name] = true
+		}
+	}
+	return c
+}
+
+type headerRT struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (h headerRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(h.headers) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range h.headers {
+			req.Header.Set(k, v)
+		}
+	}
+	return h.base.RoundTrip(req)
+}
+
+// hasRedacted reports whether "[redacted]" occurs anywhere in v.
+func hasRedacted(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return x == "[redacted]"
+	case map[string]any:
+		for _, e := range x {
+			if hasRedacted(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if hasRedacted(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// canonical is the RFC 8785 form of the SDK's re-encoding of res.
+func canonical(res *mcp.CallToolResult) ([]byte, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	return log.Canonicalize(b)
+}
+
+// sdkNormalize puts a recorded result through the SDK's decode and
+// re-encode, so it compares like a fresh one.
+func sdkNormalize(b []byte) ([]byte, error) {
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return log.Canonicalize(b)
+	}
+	return canonical(&res)
+}
+
+func decode(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// applyIgnore removes what the RFC 6901 pointers name (an array element
+// becomes null, so indices do not shift). Pointers that name nothing are
+// skipped.
+func applyIgnore(v any, ptrs []string) any {
+	for _, p := range ptrs {
+		if p == "" {
+			return nil
+		}
+		toks := strings.Split(p[1:], "/")
+		for i := range toks {
+			toks[i] = strings.ReplaceAll(strings.ReplaceAll(toks[i], "~1", "/"), "~0", "~")
+		}
+		cur := v
+		for i, t := range toks {
+			last := i == len(toks)-1
+			switch x := cur.(type) {
+			case map[string]any:
+				if last {
+					delete(x, t)
+				} else {
+					cur = x[t]
+				}
+			case []any:
+				n, err := strconv.Atoi(t)
+				if err != nil || n < 0 || n >= len(x) {
+					cur = nil
+					break
+				}
+				if last {
+					x[n] = nil
+				} else {
+					cur = x[n]
+				}
+			default:
+				cur = nil
+			}
+			if cur == nil {
+				break
+			}
+		}
+	}
+	return v
+}
+
+func escape(t string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
+}
+
+// diff returns the RFC 6901 pointers at which a and b differ.
+func diff(at string, a, b any) []string {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok {
+			return []string{at}
+		}
+		keys := map[string]bool{}
+		for k := range x {
+			keys[k] = true
+		}
+		for k := range y {
+			keys[k] = true
+		}
+		var out []string
+		for _, k := range sortedKeys(keys) {
+			xv, xok := x[k]
+			yv, yok := y[k]
+			if xok != yok {
+				out = append(out, at+"/"+escape(k))
+				continue
+			}
+			out = append(out, diff(at+"/"+escape(k), xv, yv)...)
+		}
+		return out
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return []string{at}
+		}
+		var out []string
+		for i := range x {
+			out = append(out, diff(at+"/"+strconv.Itoa(i), x[i], y[i])...)
+		}
+		return out
+	default:
+		if !reflect.DeepEqual(a, b) {
+			if at == "" {
+				return []string{""}
+			}
+			return []string{at}
+		}
+		return nil
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func union(a, b []string) []string {
+	seen := map[string]bool{}
+	for _, s := range a {
+		seen[s] = true
+	}
+	for _, s := range b {
+		if !seen[s] {
+			a = append(a, s)
+			seen[s] = true
+		}
+	}
+	return a
+}
+
+func cap20(p []string) []string {
+	if len(p) > maxPaths {
+		return append(p[:maxPaths:maxPaths], "…")
+	}
+	return p
+}
+
+// Entry returns the log entry recording this run: the range, runs, the
+// SHA-256 of the ignore lists in force, counts per class, and per class
+// the call indices as compact ranges ("3-7,9").
+func (rep *Report) Entry(actor string, t time.Time, servers []proxy.ServerConfig) *log.Entry {
+	by := map[string][]uint64{}
+	for _, o := range rep.Outcomes {
+		by[o.Class] = append(by[o.Class], o.Index)
+	}
+	outcomes := map[string]string{}
+	for c, idx := range by {
+		outcomes[c] = Ranges(idx)
+	}
+	ign := map[string]map[string][]string{}
+	for _, s := range servers {
+		if len(s.ReplayIgnore) > 0 {
+			ign[s.ID] = s.ReplayIgnore
+		}
+	}
+	f := map[string]any{
+		"range":    map[string]uint64{"from": rep.From, "to": rep.To},
+		"runs":     rep.Runs,
+		"counts":   rep.Counts,
+		"outcomes": outcomes,
+	}
+	if len(ign) > 0 {
+		b, _ := json.Marshal(ign)
+		if c, err := log.Canonicalize(b); err == nil {
+			s := sha256.Sum256(c)
+			f["ignore_sha256"] = hex.EncodeToString(s[:])
+		}
+	}
+	return &log.Entry{Kind: KindReplay, Time: t, Actor: actor, Fields: f}
+}
+
+// Ranges writes sorted indices compactly: "1-3,7".
+func Ranges(idx []uint64) string {
+	sort.Slice(idx, func(i, j int) bool { return idx[i] < idx[j] })
+	var sb strings.Builder
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
+			j++
+		}
+		if sb.Len() > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(strconv.FormatUint(idx[i], 10))
+		if j > i {
+			sb.WriteByte('-')
+			sb.WriteString(strconv.FormatUint(idx[j], 10))
+		}
+		i = j + 1
+	}
+	return sb.String()
+}

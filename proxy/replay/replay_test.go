@@ -1,0 +1,139 @@
+package replay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
+	"github.com/provlog/provlog/proxy"
+)
+
+const stdioFixtureEnv = "PROVLOG_REPLAY_STDIO_FIXTURE"
+
+// TestMain re-executes the test binary as a stdio MCP server when asked.
+func TestMain(m *testing.M) {
+	if os.Getenv(stdioFixtureEnv) != "" {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "stdio-fixture", Version: "1"}, nil)
+		mcp.AddTool(srv, &mcp.Tool{Name: "echo", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+			func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+				Q string `json:"q"`
+			}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo " + in.Q}}}, nil, nil
+			})
+		if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func callEntry(t *testing.T, fields map[string]any) []byte {
+	t.Helper()
+	b, err := (&log.Entry{Kind: log.KindCall, Time: time.Unix(1, 0), Actor: "a", Fields: fields}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func sumOf(t *testing.T, res *mcp.CallToolResult) string {
+	c, err := canonical(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(c)
+	return hex.EncodeToString(s[:])
+}
+
+// TestStdioAndNotReplayable replays against a stdio server started as the
+// proxy starts one, and checks the reasons a call is not replayable.
+func TestStdioAndNotReplayable(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := blobs.Open(filepath.Join(t.TempDir(), "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sumOf(t, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo hi"}}})
+	stale := sumOf(t, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo old"}}})
+	argsBlob, err := bs.Put([]byte(`{"q":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := [][]byte{
+		callEntry(t, map[string]any{"server": "st", "tool": "echo", "args": map[string]any{"q": "hi"}, "result_sha256": want}),
+		callEntry(t, map[string]any{"server": "st", "tool": "echo", "args": map[string]any{"q": "hi"}, "result_sha256": stale}),
+		callEntry(t, map[string]any{"server": "st", "tool": "echo", "args_sha256": argsBlob, "result_sha256": want}),
+		callEntry(t, map[string]any{"server": "st", "tool": "echo", "args_sha256": sha256hex("gone"), "result_sha256": want}),
+		callEntry(t, map[string]any{"server": "st", "tool": "echo", "args": map[string]any{"nested": []any{map[string]any{"k": "[redacted]"}}}, "result_sha256": want}),
+		callEntry(t, map[string]any{"server": "st", "tool": "echo", "args": map[string]any{}, "is_error": true, "error": "boom"}),
+		callEntry(t, map[string]any{"server": "other", "tool": "echo", "args": map[string]any{}, "result_sha256": want}),
+		callEntry(t, map[string]any{"server": "st", "tool": "gone", "args": map[string]any{}, "result_sha256": want}),
+	}
+	rep, err := Run(context.Background(), entries, 10, Options{
+		Servers: []proxy.ServerConfig{{ID: "st", Command: []string{exe}, Env: map[string]string{stdioFixtureEnv: "1"}}},
+		Blobs:   bs,
+		Runs:    2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantClass := []string{Unchanged, Changed, Unchanged, NotReplayable, NotReplayable, NotReplayable, NotReplayable, NotReplayable}
+	for i, o := range rep.Outcomes {
+		if o.Index != 10+uint64(i) || o.Class != wantClass[i] {
+			t.Errorf("entry %d: %+v, want %s", i, o, wantClass[i])
+		}
+	}
+	if r := rep.Outcomes[3].Reason; !strings.Contains(r, "purged") {
+		t.Errorf("purged args blob: reason %q", r)
+	}
+	// Without the recorded result, an ignore list cannot be applied to
+	// it: only hashes are compared, and the outcome says so.
+	rep, err = Run(context.Background(), entries[1:2], 11, Options{
+		Servers: []proxy.ServerConfig{{ID: "st", Command: []string{exe}, Env: map[string]string{stdioFixtureEnv: "1"},
+			ReplayIgnore: map[string][]string{"echo": {"/content"}}}},
+		Runs: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := rep.Outcomes[0]; o.Class != Changed || !o.HashOnly || !strings.Contains(o.Note, "ignore list not applied") {
+		t.Errorf("hash-only with an ignore list: %+v", o)
+	}
+}
+
+func sha256hex(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+
+func TestDiffIgnoreRanges(t *testing.T) {
+	a, _ := decode([]byte(`{"a":1,"b":{"c":[1,2,3],"d~/e":"x"},"t":5}`))
+	b, _ := decode([]byte(`{"a":1,"b":{"c":[1,9,3],"d~/e":"y"},"t":6,"n":null}`))
+	got := diff("", a, b)
+	want := []string{"/b/c/1", "/b/d~0~1e", "/n", "/t"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("diff = %v, want %v", got, want)
+	}
+	a = applyIgnore(a, []string{"/t", "/b/d~0~1e", "/b/c/1", "/missing/x"})
+	b = applyIgnore(b, []string{"/t", "/b/d~0~1e", "/b/c/1", "/n"})
+	if d := diff("", a, b); len(d) != 0 {
+		t.Errorf("after ignoring: %v", d)
+	}
+	if d := diff("", 1, 2); !reflect.DeepEqual(d, []string{""}) {
+		t.Errorf("root diff %v", d)
+	}
+	if got := Ranges([]uint64{9, 1, 2, 3, 7}); got != "1-3,7,9" {
+		t.Errorf("Ranges = %q", got)
+	}
+}
