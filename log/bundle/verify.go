@@ -282,6 +282,9 @@ func Verify(ctx context.Context, dir string) (*Report, error) {
 		}
 		if _, err := anchor.Verify(ctx, r, v, anchorKey, trust); err != nil {
 			bad(name, "%v", err)
+			if trust != nil {
+				blameTrust(ctx, r, v, anchorKey, trust, name, bad)
+			}
 			continue
 		}
 		rep.Anchors++
@@ -439,4 +442,21 @@ func Verify(ctx context.Context, dir string) (*Report, error) {
 		return rep, &VerifyError{Problems: probs}
 	}
 	return rep, nil
+}
+
+// blameTrust names the bundled trust file a record fails against when the
+// record is sound by the roots and keys it carries itself: then what
+// differs is the trust file (changed, or naming other authorities), not
+// the record.
+func blameTrust(ctx context.Context, r *anchor.Record, v note.Verifier, anchorKey crypto.PublicKey, trust *anchor.Trust, name string, bad func(file, format string, args ...any)) {
+	self := anchor.TrustFromRecord(r)
+	if _, err := anchor.Verify(ctx, r, v, anchorKey, self); err != nil {
+		return // the record itself is broken
+	}
+	if _, err := anchor.Verify(ctx, r, v, anchorKey, &anchor.Trust{TSARoots: self.TSARoots, RekorKeys: trust.RekorKeys}); err != nil {
+		bad(RekorKeysFile, "%s verifies by the Rekor keys it carries but not by these", name)
+	}
+	if _, err := anchor.Verify(ctx, r, v, anchorKey, &anchor.Trust{TSARoots: trust.TSARoots, RekorKeys: self.RekorKeys}); err != nil {
+		bad(TSARootsFile, "%s verifies by the TSA roots it carries but not by these", name)
+	}
 }
