@@ -83,20 +83,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // sidecar is a running provlog: keys, store, sequencer, task engine, the
 // MCP proxy, and who may do what.
 type sidecar struct {
-	cfg    *Config
-	keys   *keys
-	store  *logpebble.Store
-	seq    *server.Sequencer
-	tasks  *opp.Engine
-	proxy  *proxy.Proxy
+	cfg   *Config
+	keys  *keys
+	store *logpebble.Store
+	seq   *server.Sequencer
+	tasks *opp.Engine
+	proxy *proxy.Proxy
 	// witness collects cosignatures (nil without configured witnesses).
 	witness     *witnessing
 	stopWitness context.CancelFunc
 	// anchors anchors checkpoints (nil without anchors: in the config).
 	anchors *anchoring
-	tokens *tokens
-	logger *slog.Logger
-	start  time.Time
+	tokens  *tokens
+	logger  *slog.Logger
+	start   time.Time
 }
 
 // appendLog is the log as the task engine sees it.
