@@ -24,16 +24,15 @@ import (
 // replayOutput is what --json prints.
 type replayOutput struct {
 	*replay.Report
-	// Recorded is the index of the replay entry appended to the log, or
-	// null when none was (--log).
+	// Recorded is the index of the replay entry appended to the log.
 	Recorded *uint64 `json:"recorded_index"`
 	Note     string  `json:"note,omitempty"`
 }
 
 // runReplay re-runs recorded calls against the live downstreams and
-// classifies them (package proxy/replay). With --data the run is recorded
-// as a "replay" entry; with --log it is not (the log is read-only over
-// HTTP).
+// classifies them (package proxy/replay). The run is recorded as a
+// "replay" entry: with --data directly, with --log through the running
+// sidecar's record_replay tool (the token's actor is the entry's).
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("replay", stderr)
 	data := fs.String("data", "", "data dir of a stopped sidecar (the replay run is appended to its log)")
@@ -119,22 +118,25 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	out := replayOutput{Report: rep}
-	if seq != nil {
-		actor := cfg.Actor
-		if actor == "" {
-			actor = "local"
+	actor := cfg.Actor
+	if actor == "" {
+		actor = "local"
+	}
+	e := rep.Entry(actor, time.Now(), cfg.Servers)
+	if seq == nil {
+		// A running sidecar holds the log: record through its MCP front,
+		// where the entry's actor is the token's.
+		fitReplayEntry(e)
+		idx, err := recordReplayRemote(ctx, *logURL, *token, e.Fields)
+		if err != nil {
+			return err
 		}
-		e := rep.Entry(actor, time.Now(), cfg.Servers)
+		out.Recorded = &idx
+	}
+	if seq != nil {
 		b, err := e.Marshal()
 		if errors.Is(err, log.ErrEntryTooLarge) {
-			// Too many alternating outcomes for one entry: keep the
-			// counts and pin the per-call outcomes by hash.
-			oj, _ := json.Marshal(rep.Outcomes)
-			if c, cerr := log.Canonicalize(oj); cerr == nil {
-				sum := sha256.Sum256(c)
-				e.Fields["outcomes_sha256"] = hex.EncodeToString(sum[:])
-			}
-			delete(e.Fields, "outcomes")
+			fitReplayEntry(e)
 			b, err = e.Marshal()
 		}
 		if err != nil {
@@ -146,8 +148,6 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		idx := uint64(rc.Index)
 		out.Recorded = &idx
-	} else {
-		out.Note = "read over HTTP: this replay run was not recorded in the log"
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -203,4 +203,18 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// fitReplayEntry makes a replay entry that is too large for the log fit:
+// it keeps the counts and pins the per-call outcomes by their hash.
+func fitReplayEntry(e *log.Entry) {
+	if _, err := e.Marshal(); !errors.Is(err, log.ErrEntryTooLarge) {
+		return
+	}
+	oj, _ := json.Marshal(e.Fields["outcomes"])
+	if c, err := log.Canonicalize(oj); err == nil {
+		sum := sha256.Sum256(c)
+		e.Fields["outcomes_sha256"] = hex.EncodeToString(sum[:])
+	}
+	delete(e.Fields, "outcomes")
 }

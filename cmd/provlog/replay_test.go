@@ -308,15 +308,33 @@ func TestReplayRemote(t *testing.T) {
 	if code := run(context.Background(), []string{"replay", "--log", base, "--token", token, "--config", cfgPath}, &out, &errb); code != 0 {
 		t.Fatalf("replay --log exited %d: %s %s", code, out.String(), errb.String())
 	}
-	for _, want := range []string{"fx/stable", "unchanged", "fx/dataset", "changed", "fx/write", "not_replayable", "not recorded"} {
+	for _, want := range []string{"fx/stable", "unchanged", "fx/dataset", "changed", "fx/write", "not_replayable", "recorded as replay entry"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
+	// The run is in the sidecar's log, as one replay entry by the token's actor.
 	var after uint64
 	r.Checkpoints(context.Background(), 0, func(n uint64, _ []byte) error { after = n; return nil })
-	if after != before {
-		t.Errorf("replay --log appended to the log: size %d -> %d", before, after)
+	if after != before+1 {
+		t.Fatalf("replay --log appended %d entries, want 1 (size %d -> %d)", after-before, before, after)
+	}
+	es, err := r.Entries(context.Background(), before, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := log.ParseEntry(es[0])
+	if err != nil || e.Kind != "replay" || e.Actor != "local" || e.Fields["counts"] == nil {
+		t.Fatalf("recorded entry: %v %+v", err, e)
+	}
+	// The tool refuses a report without its counts, and writes nothing.
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: recordReplayTool, Arguments: map[string]any{"fields": map[string]any{"range": 1}}})
+	if err != nil || !res.IsError {
+		t.Fatalf("record_replay without counts: %v %v", err, res)
+	}
+	var last uint64
+	r.Checkpoints(context.Background(), 0, func(n uint64, _ []byte) error { last = n; return nil })
+	if last != after {
+		t.Fatalf("a refused record_replay wrote to the log")
 	}
 }

@@ -213,6 +213,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		return nil, err
 	}
 	oppmcp.Register(sc.proxy.Server(), sc.tasks, actor)
+	registerReplayTool(sc.proxy.Server(), sc.seq, actor)
 	if cfg.Anchors != nil {
 		if sc.anchors, err = startAnchoring(ctx, sc, cfg.Anchors, cfg.dir); err != nil {
 			return nil, fmt.Errorf("starting anchoring: %w", err)

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/server"
+)
+
+// recordReplayTool is the MCP tool through which `provlog replay --log`
+// records its run in a running sidecar's log (the HTTP log API is
+// read-only). The entry is the caller's report, attributed to the caller's
+// authenticated actor like every other entry; it is recorded, so it is not
+// one of the provlog__ question tools.
+const recordReplayTool = "record_replay"
+
+// maxReplayArgs bounds the tool's arguments: one entry's worth.
+const maxReplayArgs = log.MaxEntrySize
+
+func registerReplayTool(s *mcp.Server, seq *server.Sequencer, actor func(context.Context, *mcp.CallToolRequest) (string, error)) {
+	s.AddTool(&mcp.Tool{
+		Name:        recordReplayTool,
+		Description: "Record the summary of a replay run (provlog replay --log) as a replay entry in the log, attributed to the caller.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"fields":{"type":"object","description":"the replay entry's fields: range, runs, counts, outcomes, ignore_sha256"}},"required":["fields"],"additionalProperties":false}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		refuse := func(format string, args ...any) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...) + " Nothing was written to the log."}}}, nil
+		}
+		a, err := actor(ctx, req)
+		if err != nil {
+			return refuse("%v.", err)
+		}
+		if len(req.Params.Arguments) > maxReplayArgs {
+			return refuse("The arguments are %d bytes, over the limit of %d.", len(req.Params.Arguments), maxReplayArgs)
+		}
+		var args struct {
+			Fields map[string]any `json:"fields"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(req.Params.Arguments))
+		dec.UseNumber()
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&args); err != nil || dec.More() {
+			return refuse("The arguments must be one object {\"fields\": {...}}: %v.", err)
+		}
+		for _, k := range []string{"range", "runs", "counts"} {
+			if _, ok := args.Fields[k]; !ok {
+				return refuse("fields.%s is missing: give the replay report's range, runs and counts.", k)
+			}
+		}
+		b, err := (&log.Entry{Kind: "replay", Time: time.Now(), Actor: a, Fields: args.Fields}).Marshal()
+		if err != nil {
+			return refuse("The entry cannot be made: %v.", err)
+		}
+		rc, err := seq.Append(ctx, b)
+		if err != nil {
+			return nil, fmt.Errorf("provlog: recording the replay run: %w", err)
+		}
+		out, _ := json.Marshal(map[string]any{"index": rc.Index})
+		return &mcp.CallToolResult{
+			Meta:    mcp.Meta{"dev.provlog/receipt": rc.String()},
+			Content: []mcp.Content{&mcp.TextContent{Text: string(out)}},
+		}, nil
+	})
+}
+
+// recordReplayRemote records a replay run through a running sidecar's MCP
+// front and returns the entry's index.
+func recordReplayRemote(ctx context.Context, base, token string, fields map[string]any) (uint64, error) {
+	if token == "" {
+		return 0, errors.New("recording the replay run needs an actor's token (--token or PROVLOG_TOKEN)")
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "provlog-replay", Version: version}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   strings.TrimRight(base, "/") + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerTransport{token}},
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		return 0, fmt.Errorf("connecting to the sidecar to record the replay run: %w", err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: recordReplayTool, Arguments: map[string]any{"fields": fields}})
+	if err != nil {
+		return 0, fmt.Errorf("recording the replay run: %w", err)
+	}
+	var text string
+	for _, ct := range res.Content {
+		if t, ok := ct.(*mcp.TextContent); ok {
+			text += t.Text
+		}
+	}
+	if res.IsError {
+		return 0, fmt.Errorf("recording the replay run: %s", text)
+	}
+	var out struct {
+		Index uint64 `json:"index"`
+	}
+	if err := json.Unmarshal([]byte(text), &out); err != nil {
+		return 0, fmt.Errorf("recording the replay run: unexpected answer %q", text)
+	}
+	return out.Index, nil
+}
+
+// bearerTransport adds a bearer token to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
