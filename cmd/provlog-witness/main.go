@@ -22,18 +22,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/provlog/provlog/cmd/internal/cli"
 )
 
-// errUsage marks a command line that was wrong; main exits 2 for it.
-var errUsage = errors.New("usage")
+// errUsage marks a command line that was wrong; the exit code is 2.
+var errUsage = cli.ErrUsage
 
+// A command is one subcommand: its name, its arguments and what it does.
 type command struct {
 	name, args, help string
 	run              func(ctx context.Context, args []string, stdout, stderr io.Writer) error
@@ -56,56 +57,20 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprintln(stderr, "usage: provlog-witness <command> [flags]")
-		for _, c := range commands() {
-			fmt.Fprintf(stderr, "  %-7s %s\n  %-7s   %s\n", c.name, c.args, "", c.help)
-		}
-	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage()
-		return 2
-	}
+	var cmds []cli.Command
 	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		err := c.run(ctx, args[1:], stdout, stderr)
-		switch {
-		case err == nil:
-			return 0
-		case errors.Is(err, flag.ErrHelp):
-			return 2
-		case errors.Is(err, errUsage):
-			fmt.Fprintf(stderr, "provlog-witness %s: %v\nusage: provlog-witness %s %s\n", c.name, err, c.name, c.args)
-			return 2
-		default:
-			fmt.Fprintf(stderr, "provlog-witness %s: %v\n", c.name, err)
-			return 1
-		}
+		cmds = append(cmds, cli.Command{Name: c.name, Args: c.args, Help: c.help, Run: c.run})
 	}
-	fmt.Fprintf(stderr, "provlog-witness: unknown command %q\n", args[0])
-	usage()
-	return 2
+	return cli.Run(ctx, "provlog-witness", cmds, args, stdout, stderr)
 }
 
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("provlog-witness "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
+	return cli.NewFlags("provlog-witness", name, stderr)
 }
 
 // parseFlags parses args and refuses positional arguments.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
-	}
-	return nil
+	return cli.ParseFlags(fs, args, 0)
 }
 
-func usageErr(format string, args ...any) error {
-	return fmt.Errorf(format+": %w", append(args, errUsage)...)
-}
+func usageErr(format string, args ...any) error { return cli.UsageErr(format, args...) }

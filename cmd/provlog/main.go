@@ -23,21 +23,22 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/provlog/provlog/cmd/internal/cli"
 )
 
 // version is provlog's version, recorded in every log's genesis entry.
 const version = "0.1.0-dev"
 
-// errUsage marks a command line that was wrong; main exits 2 for it.
-var errUsage = errors.New("usage")
+// errUsage marks a command line that was wrong; the exit code is 2.
+var errUsage = cli.ErrUsage
 
+// A command is one subcommand: its name, its arguments and what it does.
 type command struct {
 	name, args, help string
 	run              func(ctx context.Context, args []string, stdout, stderr io.Writer) error
@@ -70,57 +71,21 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprintln(stderr, "usage: provlog <command> [flags]")
-		for _, c := range commands() {
-			fmt.Fprintf(stderr, "  %-13s %s\n  %-13s   %s\n", c.name, c.args, "", c.help)
-		}
-	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage()
-		return 2
-	}
+	var cmds []cli.Command
 	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		err := c.run(ctx, args[1:], stdout, stderr)
-		switch {
-		case err == nil:
-			return 0
-		case errors.Is(err, flag.ErrHelp):
-			return 2
-		case errors.Is(err, errUsage):
-			fmt.Fprintf(stderr, "provlog %s: %v\nusage: provlog %s %s\n", c.name, err, c.name, c.args)
-			return 2
-		default:
-			fmt.Fprintf(stderr, "provlog %s: %v\n", c.name, err)
-			return 1
-		}
+		cmds = append(cmds, cli.Command{Name: c.name, Args: c.args, Help: c.help, Run: c.run})
 	}
-	fmt.Fprintf(stderr, "provlog: unknown command %q\n", args[0])
-	usage()
-	return 2
+	return cli.Run(ctx, "provlog", cmds, args, stdout, stderr)
 }
 
 // newFlags returns a flag set that reports errors instead of exiting.
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("provlog "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
+	return cli.NewFlags("provlog", name, stderr)
 }
 
-// parseFlags parses args and refuses stray positional arguments beyond max.
+// parseFlags parses args and refuses positional arguments beyond maxArgs.
 func parseFlags(fs *flag.FlagSet, args []string, maxArgs int) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > maxArgs {
-		return fmt.Errorf("unexpected argument %q: %w", fs.Arg(maxArgs), errUsage)
-	}
-	return nil
+	return cli.ParseFlags(fs, args, maxArgs)
 }
 
-func usageErr(format string, args ...any) error {
-	return fmt.Errorf(format+": %w", append(args, errUsage)...)
-}
+func usageErr(format string, args ...any) error { return cli.UsageErr(format, args...) }

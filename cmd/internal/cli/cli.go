@@ -1,0 +1,89 @@
+// Package cli is the command-line frame the provlog and provlog-witness
+// mains share: a table of subcommands, flag sets that report errors instead
+// of exiting, and exit codes (0 success, 1 failure, 2 bad usage).
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// ErrUsage marks a command line that was wrong; Run exits 2 for it.
+var ErrUsage = errors.New("usage")
+
+// errReported is bad usage the flag package has already explained.
+var errReported = fmt.Errorf("flags: %w", ErrUsage)
+
+// A Command is one subcommand.
+type Command struct {
+	Name, Args, Help string
+	Run              func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// Run runs the subcommand args[0] of program prog and returns the exit code.
+func Run(ctx context.Context, prog string, cmds []Command, args []string, stdout, stderr io.Writer) int {
+	width := 0
+	for _, c := range cmds {
+		width = max(width, len(c.Name))
+	}
+	usage := func() {
+		fmt.Fprintf(stderr, "usage: %s <command> [flags]\n", prog)
+		for _, c := range cmds {
+			fmt.Fprintf(stderr, "  %-*s %s\n  %-*s   %s\n", width, c.Name, c.Args, width, "", c.Help)
+		}
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage()
+		return 2
+	}
+	for _, c := range cmds {
+		if c.Name != args[0] {
+			continue
+		}
+		err := c.Run(ctx, args[1:], stdout, stderr)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp), errors.Is(err, errReported):
+			return 2
+		case errors.Is(err, ErrUsage):
+			fmt.Fprintf(stderr, "%s %s: %v\nusage: %s %s %s\n", prog, c.Name, err, prog, c.Name, c.Args)
+			return 2
+		default:
+			fmt.Fprintf(stderr, "%s %s: %v\n", prog, c.Name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "%s: unknown command %q\n", prog, args[0])
+	usage()
+	return 2
+}
+
+// NewFlags returns a flag set for "prog name" that reports errors instead
+// of exiting.
+func NewFlags(prog, name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(prog+" "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// ParseFlags parses args and refuses positional arguments beyond maxArgs.
+func ParseFlags(fs *flag.FlagSet, args []string, maxArgs int) error {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return err
+	} else if err != nil {
+		return errReported // fs printed the error and the flags
+	}
+	if fs.NArg() > maxArgs {
+		return UsageErr("unexpected argument %q", fs.Arg(maxArgs))
+	}
+	return nil
+}
+
+// UsageErr formats an error that marks bad usage.
+func UsageErr(format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, ErrUsage)...)
+}
