@@ -182,6 +182,10 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
 	}
+	// Only the answer to a captured request, or a resumed stream (which
+	// may carry one), is read through: decoding every message twice would
+	// double the client's work.
+	tee := req.Method == http.MethodGet && req.Header.Get("Last-Event-ID") != ""
 	if req.Method == http.MethodPost && req.GetBody != nil {
 		if _, ok := req.Context().Value(captureKey{}).(*capture); ok {
 			if body, err := req.GetBody(); err == nil {
@@ -189,12 +193,13 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 				body.Close()
 				if msg, err := jsonrpc.DecodeMessage(b); err == nil {
 					t.pending.register(req.Context(), msg)
+					tee = true
 				}
 			}
 		}
 	}
 	resp, err := t.base.RoundTrip(req)
-	if err != nil || resp.Body == nil {
+	if err != nil || resp.Body == nil || !tee {
 		return resp, err
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))

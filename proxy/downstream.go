@@ -38,6 +38,8 @@ type downstream struct {
 	p   *Proxy
 	cfg ServerConfig
 
+	httpClient *http.Client // HTTP servers: the fast path's client, sharing the SDK's connection pool
+
 	firstDone chan struct{} // closed once the first connection attempt is over
 	syncMu    sync.Mutex    // one sync at a time
 	resync    chan struct{} // list_changed notifications, coalesced
@@ -68,7 +70,17 @@ type inflightCall struct {
 }
 
 func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
+	var hc *http.Client
+	if cfg.URL != "" {
+		// Its own pool, wide enough for every concurrent call: the default
+		// keeps 2 idle connections per host, so under load most calls
+		// would open a new connection to the downstream.
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		base.MaxIdleConns, base.MaxIdleConnsPerHost = 512, 512
+		hc = &http.Client{Transport: base}
+	}
 	return &downstream{
+		httpClient: hc,
 		p:          p,
 		cfg:        cfg,
 		firstDone:  make(chan struct{}),
@@ -225,12 +237,7 @@ func (d *downstream) connect(ctx context.Context) (*mcp.ClientSession, *exec.Cmd
 		setProcessGroup(cmd)
 		t = &captureTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateTimeout}}
 	} else {
-		// Its own pool, wide enough for every concurrent call: the default
-		// keeps 2 idle connections per host, so under load most calls
-		// would open a new connection to the downstream.
-		base := http.DefaultTransport.(*http.Transport).Clone()
-		base.MaxIdleConns, base.MaxIdleConnsPerHost = 512, 512
-		rt := &captureRoundTripper{base: base, headers: d.cfg.Headers}
+		rt := &captureRoundTripper{base: d.httpClient.Transport, headers: d.cfg.Headers}
 		t = &mcp.StreamableClientTransport{Endpoint: d.cfg.URL, HTTPClient: &http.Client{Transport: rt}}
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)

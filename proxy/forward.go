@@ -41,17 +41,22 @@ func (p *Proxy) routeProgress(_ context.Context, params *mcp.ProgressNotificatio
 // The front server drops it for sessions whose level is higher.
 func (d *downstream) logMessage(_ context.Context, req *mcp.LoggingMessageRequest) {
 	params := *req.Params
-	if params.Logger == "" {
-		params.Logger = d.cfg.ID
-	} else {
-		params.Logger = d.cfg.ID + "/" + params.Logger
-	}
+	d.logPrefix(&params)
 	if c, err := d.caller("log message"); err == nil {
 		_ = c.session.Log(c.ctx, &params)
 		return
 	}
 	for ss := range d.p.server.Sessions() {
 		_ = ss.Log(context.Background(), &params)
+	}
+}
+
+// logPrefix names the server in a log message's logger.
+func (d *downstream) logPrefix(params *mcp.LoggingMessageParams) {
+	if params.Logger == "" {
+		params.Logger = d.cfg.ID
+	} else {
+		params.Logger = d.cfg.ID + "/" + params.Logger
 	}
 }
 

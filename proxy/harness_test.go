@@ -359,7 +359,9 @@ func connectHTTP(t *testing.T, url, version string, cl *clientLog) *mcp.ClientSe
 		cl = newClientLog()
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "go-http-client", Version: "1.2.3"}, cl.options())
-	tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &bearer{testToken, http.DefaultTransport}}}
+	// The transport captures raw results, so tests can compare wire bytes.
+	rt := &captureRoundTripper{base: &bearer{testToken, http.DefaultTransport}}
+	tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}}
 	var opts *mcp.ClientSessionOptions
 	if version != "" {
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
@@ -403,6 +405,31 @@ func startEverythingHTTP(t *testing.T) string {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("server-everything did not listen on %s", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "http://" + addr + "/mcp"
+}
+
+// startGoEverythingHTTP runs go-sdk's conformance everything-server in
+// streamable HTTP mode and returns its URL.
+func startGoEverythingHTTP(t *testing.T) string {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd := exec.Command(goEverything(t), "-http", addr, "-stateless=false")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("everything-server did not listen on %s", addr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -103,6 +103,12 @@ type Proxy struct {
 	resOwner    map[string]*downstream // front resource URI or URI template -> server
 	subs        map[string]int         // front resource URI -> upstream subscriptions
 
+	sessions   sync.Map // front HTTP session id -> *frontSession (fast.go)
+	initActors sync.Map // *mcp.ServerSession -> actor of its initialize request
+	fastCalls  atomic.Uint64
+	noFastPath bool // tests: serve every request through the SDK
+	reaper     sync.Once
+
 	progress  sync.Map // downstream progress token -> *progressRoute
 	nextToken atomic.Uint64
 	nextCall  atomic.Uint64
@@ -166,6 +172,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 			Logging:   &mcp.LoggingCapabilities{},
 		},
+		InitializedHandler: p.sessionInitialized,
 		CompletionHandler:  p.complete,
 		SubscribeHandler:   p.subscribe,
 		UnsubscribeHandler: p.unsubscribe,
@@ -235,7 +242,15 @@ func (p *Proxy) HTTPHandler(authorize func(token string) (actor string, ok bool)
 	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:              p.logger,
 		MaxRequestBodyBytes: p.opts.MaxRequestBytes,
-		SessionTimeout:      time.Hour,
+		// No SessionTimeout: the SDK's idle timer does not see the calls
+		// of the fast path, so the proxy closes idle sessions itself.
+	})
+	p.reaper.Do(func() {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.reapSessions(p.ctx, time.Minute, sessionIdle)
+		}()
 	})
 	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
@@ -247,7 +262,7 @@ func (p *Proxy) HTTPHandler(authorize func(token string) (actor string, ok bool)
 			stateless.ServeHTTP(w, r)
 			return
 		}
-		stateful.ServeHTTP(w, r)
+		p.serveStateful(w, r, stateful)
 	})
 	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		actor, ok := authorize(token)
@@ -284,6 +299,7 @@ func (p *Proxy) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: internal error while handling " + method}
 			}
 		}()
+		p.noteInitialize(method, req)
 		return next(ctx, method, req)
 	}
 }

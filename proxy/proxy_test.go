@@ -22,23 +22,62 @@ import (
 // TestReferenceServers runs one proxy in front of go-sdk's everything-server
 // (stdio), npm's server-everything (stdio and streamable HTTP) and the
 // fixture server, and drives it with go-sdk's client.
+// TestReferenceServers runs every scenario through two fronts: a client
+// in memory, served by the SDK's session machinery, and a client over
+// streamable HTTP, whose plain tools/calls take the fast path (fast.go) —
+// to the stdio servers through the SDK's client, to the HTTP servers (evh,
+// goh) as raw POSTs.
 func TestReferenceServers(t *testing.T) {
+	for _, front := range []string{"memory", "http"} {
+		t.Run(front, func(t *testing.T) { testReferenceServers(t, front) })
+	}
+}
+
+func testReferenceServers(t *testing.T, front string) {
 	l := newTestLog(t)
 	evURL := startEverythingHTTP(t)
 	goCfg := ServerConfig{ID: "go", Command: []string{goEverything(t)}, Retain: RetainFull}
+	gohCfg := ServerConfig{ID: "goh", URL: startGoEverythingHTTP(t)}
 	evCfg := ServerConfig{ID: "ev", Command: everythingJS(t, "stdio"), Redact: []string{"token"}}
-	evhCfg := ServerConfig{ID: "evh", URL: evURL}
+	evhCfg := ServerConfig{ID: "evh", URL: evURL, Redact: []string{"token"}}
 	fxCfg := fixtureServerConfig(t, "fx")
 	fxCfg.Redact = []string{"password"}
 	fxCfg.Timeout = Duration(500 * time.Millisecond)
-	p := startProxy(t, l, []ServerConfig{goCfg, evCfg, evhCfg, fxCfg}, nil)
+	p := startProxy(t, l, []ServerConfig{goCfg, gohCfg, evCfg, evhCfg, fxCfg}, nil)
 	cl := newClientLog()
-	cs := connectMemory(t, p, cl)
+	var cs *mcp.ClientSession
+	wantActor, wantClient, wantVersion := "test-actor", "go-test-client", "9.9.9"
+	if front == "http" {
+		cs = connectHTTP(t, serveHTTP(t, p), "2025-11-25", cl)
+		wantActor, wantClient, wantVersion = testActor, "go-http-client", "1.2.3"
+	} else {
+		cs = connectMemory(t, p, cl)
+	}
 	ctx := context.Background()
+	// fastCalls checks that f made want calls on the fast path: the HTTP
+	// client's plain calls to downstream tools take it, nothing else does.
+	fastCalls := func(t *testing.T, want uint64, f func()) {
+		t.Helper()
+		before := p.FastCalls()
+		f()
+		if front != "http" {
+			want = 0
+		}
+		if got := p.FastCalls() - before; got != want {
+			t.Errorf("%d calls took the fast path, want %d", got, want)
+		}
+	}
+	t.Cleanup(func() {
+		n := p.FastCalls()
+		if front == "memory" && n != 0 {
+			t.Errorf("%d calls took the fast path from a client in memory", n)
+		}
+		t.Logf("%s front: %d calls on the fast path", front, n)
+	})
 
 	t.Run("ToolsAsTheServersListThem", func(t *testing.T) {
 		got := frontTools(t, cs)
-		for _, cfg := range []ServerConfig{goCfg, evCfg, evhCfg} {
+		for _, cfg := range []ServerConfig{goCfg, gohCfg, evCfg, evhCfg} {
 			// Some servers add tools once initialized; compare once both
 			// sides have settled.
 			var want map[string]json.RawMessage
@@ -62,57 +101,62 @@ func TestReferenceServers(t *testing.T) {
 		}
 	})
 
-	t.Run("CallRecordedWithRedactedArgs", func(t *testing.T) {
-		before := l.size(t)
-		args := map[string]any{"message": "hello <&>", "extra": []any{map[string]any{"token": "hunter2-secret"}}, "token": 12345}
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev__echo", Arguments: args})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.IsError || !strings.Contains(textOf(res), "hello <&>") {
-			t.Fatalf("echo result: %s", mustJSON(res))
-		}
-		e, b := l.checkReceipt(t, metaReceipt(res.Meta))
-		if l.size(t) != before+1 {
-			t.Errorf("log grew by %d entries, want 1", l.size(t)-before)
-		}
-		if bytes.Contains(b, []byte("hunter2")) || bytes.Contains(b, []byte("12345")) {
-			t.Fatalf("a redacted value reached the log: %s", b)
-		}
-		wantArgs := `{"extra":[{"token":"[redacted]"}],"message":"hello <&>","token":"[redacted]"}`
-		if got := mustJSON(e.Fields["args"]); got != wantArgs {
-			t.Errorf("args = %s, want %s", got, wantArgs)
-		}
-		if e.Actor != "test-actor" || e.Fields["server"] != "ev" || e.Fields["tool"] != "echo" || e.Fields["is_error"] != false {
-			t.Errorf("entry = %s", b)
-		}
-		if c, _ := e.Fields["client"].(map[string]any); c["name"] != "go-test-client" || c["version"] != "9.9.9" {
-			t.Errorf("client = %v", e.Fields["client"])
-		}
-		if e.Fields["protocol_version"] != "2025-11-25" {
-			t.Errorf("protocol_version = %v", e.Fields["protocol_version"])
-		}
-		if _, ok := e.Fields["duration_ns"]; !ok {
-			t.Error("no duration_ns")
-		}
-		if s, _ := e.Fields["started"].(string); s != e.Time.UTC().Format(log.TimeFormat) {
-			t.Errorf("started %q, time %v", s, e.Time)
-		}
-		// The result hash is that of the result as the server sends it:
-		// ask the server directly, with the same arguments.
-		raw := directCall(t, evCfg, "echo", args)
-		canon, err := log.Canonicalize(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(canon)
-		if e.Fields["result_sha256"] != hex.EncodeToString(sum[:]) {
-			t.Errorf("result_sha256 = %v, want %x (of %s)", e.Fields["result_sha256"], sum, canon)
-		}
-		if n, _ := e.Fields["result_bytes"].(json.Number); n.String() != strconv.Itoa(len(raw)) {
-			t.Errorf("result_bytes = %v, want %d", e.Fields["result_bytes"], len(raw))
-		}
-	})
+	for _, srv := range []ServerConfig{evCfg, evhCfg} {
+		t.Run("CallRecordedWithRedactedArgs/"+srv.ID, func(t *testing.T) {
+			before := l.size(t)
+			args := map[string]any{"message": "hello <&>", "extra": []any{map[string]any{"token": "hunter2-secret"}}, "token": 12345}
+			var res *mcp.CallToolResult
+			var err error
+			fastCalls(t, 1, func() { res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: srv.ID + "__echo", Arguments: args}) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsError || !strings.Contains(textOf(res), "hello <&>") {
+				t.Fatalf("echo result: %s", mustJSON(res))
+			}
+			e, b := l.checkReceipt(t, metaReceipt(res.Meta))
+			if l.size(t) != before+1 {
+				t.Errorf("log grew by %d entries, want 1", l.size(t)-before)
+			}
+			if bytes.Contains(b, []byte("hunter2")) || bytes.Contains(b, []byte("12345")) {
+				t.Fatalf("a redacted value reached the log: %s", b)
+			}
+			wantArgs := `{"extra":[{"token":"[redacted]"}],"message":"hello <&>","token":"[redacted]"}`
+			if got := mustJSON(e.Fields["args"]); got != wantArgs {
+				t.Errorf("args = %s, want %s", got, wantArgs)
+			}
+			if e.Actor != wantActor || e.Fields["server"] != srv.ID || e.Fields["tool"] != "echo" || e.Fields["is_error"] != false {
+				t.Errorf("entry = %s", b)
+			}
+			if c, _ := e.Fields["client"].(map[string]any); c["name"] != wantClient || c["version"] != wantVersion {
+				t.Errorf("client = %v", e.Fields["client"])
+			}
+			if e.Fields["protocol_version"] != "2025-11-25" {
+				t.Errorf("protocol_version = %v", e.Fields["protocol_version"])
+			}
+			if _, ok := e.Fields["duration_ns"]; !ok {
+				t.Error("no duration_ns")
+			}
+			if s, _ := e.Fields["started"].(string); s != e.Time.UTC().Format(log.TimeFormat) {
+				t.Errorf("started %q, time %v", s, e.Time)
+			}
+			// The result hash is that of the result as the server sends it:
+			// ask the server directly, with the same arguments.
+			raw := directCall(t, srv, "echo", args)
+			canon, err := log.Canonicalize(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(canon)
+			if e.Fields["result_sha256"] != hex.EncodeToString(sum[:]) {
+				t.Errorf("result_sha256 = %v, want %x (of %s)", e.Fields["result_sha256"], sum, canon)
+			}
+			if n, _ := e.Fields["result_bytes"].(json.Number); n.String() != strconv.Itoa(len(raw)) {
+				t.Errorf("result_bytes = %v, want %d", e.Fields["result_bytes"], len(raw))
+			}
+		})
+
+	}
 
 	t.Run("RetainFullKeepsTheResult", func(t *testing.T) {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "go__test_simple_text"})
@@ -144,7 +188,9 @@ func TestReferenceServers(t *testing.T) {
 			}
 			params := &mcp.CallToolParams{Name: tc.tool, Arguments: map[string]any{"duration": 1, "steps": 4}}
 			params.SetProgressToken("tok-" + tc.name)
-			res, err := cs.CallTool(ctx, params)
+			var res *mcp.CallToolResult
+			var err error
+			fastCalls(t, 0, func() { res, err = cs.CallTool(ctx, params) }) // progress needs the SDK's streams
 			if err != nil || res.IsError {
 				t.Fatalf("%v %s", err, mustJSON(res))
 			}
@@ -273,17 +319,28 @@ func TestReferenceServers(t *testing.T) {
 	})
 
 	t.Run("SamplingAndElicitationReachTheClient", func(t *testing.T) {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "go__test_sampling", Arguments: map[string]any{"prompt": "hi"}})
-		if err != nil || !strings.Contains(textOf(res), "sampled by the test client") {
-			t.Fatalf("sampling: %v %s", err, mustJSON(res))
+		before := p.FastCalls()
+		defer func() {
+			if got := p.FastCalls() - before; front == "http" && got != 6 {
+				t.Errorf("%d calls took the fast path, want 6", got)
+			}
+		}()
+		for _, srv := range []string{"go", "goh"} {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: srv + "__test_sampling", Arguments: map[string]any{"prompt": "hi"}})
+			if err != nil || !strings.Contains(textOf(res), "sampled by the test client") {
+				t.Fatalf("sampling (%s): %v %s", srv, err, mustJSON(res))
+			}
+			l.checkReceipt(t, metaReceipt(res.Meta))
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: srv + "__test_elicitation", Arguments: map[string]any{"message": "who?"}})
+			if err != nil || !strings.Contains(textOf(res), "action=accept") || !strings.Contains(textOf(res), "tester") {
+				t.Fatalf("elicitation (%s): %v %s", srv, err, mustJSON(res))
+			}
 		}
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "go__test_elicitation", Arguments: map[string]any{"message": "who?"}})
-		if err != nil || !strings.Contains(textOf(res), "action=accept") || !strings.Contains(textOf(res), "tester") {
-			t.Fatalf("elicitation: %v %s", err, mustJSON(res))
-		}
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev__trigger-sampling-request", Arguments: map[string]any{"prompt": "hi", "maxTokens": 10}})
-		if err != nil || !strings.Contains(textOf(res), "sampled by the test client") {
-			t.Fatalf("sampling (server-everything): %v %s", err, mustJSON(res))
+		for _, srv := range []string{"ev", "evh"} {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: srv + "__trigger-sampling-request", Arguments: map[string]any{"prompt": "hi", "maxTokens": 10}})
+			if err != nil || !strings.Contains(textOf(res), "sampled by the test client") {
+				t.Fatalf("sampling (server-everything, %s): %v %s", srv, err, mustJSON(res))
+			}
 		}
 	})
 
@@ -291,19 +348,21 @@ func TestReferenceServers(t *testing.T) {
 		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
 			t.Fatal(err)
 		}
-		for len(cl.logs) > 0 {
-			<-cl.logs
-		}
-		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "go__test_tool_with_logging"}); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case m := <-cl.logs:
-			if m.Logger != "go" || m.Level != "info" {
-				t.Errorf("log message %s", mustJSON(m))
+		for _, srv := range []string{"go", "goh"} {
+			for len(cl.logs) > 0 {
+				<-cl.logs
 			}
-		case <-time.After(3 * time.Second):
-			t.Fatal("no log message reached the client")
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: srv + "__test_tool_with_logging"}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case m := <-cl.logs:
+				if m.Logger != srv || m.Level != "info" {
+					t.Errorf("log message %s", mustJSON(m))
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatalf("no log message from %s reached the client", srv)
+			}
 		}
 	})
 
@@ -392,7 +451,7 @@ func TestReferenceServers(t *testing.T) {
 	t.Run("StatusAndVerify", func(t *testing.T) {
 		before := l.size(t)
 		st := callStatus(t, cs)
-		for _, id := range []string{"go", "ev", "evh", "fx"} {
+		for _, id := range []string{"go", "goh", "ev", "evh", "fx"} {
 			if s := serverStatus(t, st, id); s["state"] != StateUp {
 				t.Errorf("server %s: %v", id, s)
 			}

@@ -1,0 +1,540 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The HTTP front's fast path.
+//
+// Through the SDK, one tools/call costs the proxy a server-side and a
+// client-side JSON-RPC round: each message is decoded into Go types (the
+// SDK's decoder allocates a 32 KiB buffer per message, several times per
+// message) and encoded again, and hops between four goroutines. On two
+// cores that made the proxy cost more CPU per call than the downstream
+// server itself (tools/bench/README.md).
+//
+// So a plain tools/call on an initialized stateful session — one JSON-RPC
+// request in the POST, no progress token, a downstream tool — is served
+// here instead: its few fields are read with encoding/json, the call goes
+// to an HTTP downstream as one POST built here (a stdio downstream still
+// goes through the SDK's client session), and the answer is one
+// application/json response. Everything else (initialize, lists,
+// resources, prompts, the proxy's own and the task tools, calls with a
+// progress token, batches, the stateless 2026-07-28 revision, anything
+// malformed) goes to the SDK's handler untouched, which also answers every
+// error of protocol this path does not want to reproduce.
+//
+// What the SDK would have checked is checked here too: the session exists
+// and was initialized, it belongs to the request's actor, the
+// Mcp-Protocol-Version header is one the session can speak, the Accept
+// header names both JSON and event streams. What it does for a session is
+// done here too: the session's idle clock is kept (the proxy keeps it for
+// both paths, see frontSession), a notifications/cancelled for a call in
+// flight here cancels it, and the downstream's sampling, elicitation and
+// log messages on the call's stream reach the calling session (on its
+// standalone stream, as this path answers with JSON).
+
+// fastProtocols are the session revisions the fast path serves.
+var fastProtocols = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+
+// sessionIdle is how long a front HTTP session may go without a request
+// before the proxy closes it.
+const sessionIdle = time.Hour
+
+// A frontSession is an initialized stateful HTTP session of the front
+// server.
+type frontSession struct {
+	ss       *mcp.ServerSession
+	actor    string // the token's actor at initialization; only it may use the session
+	client   *mcp.Implementation
+	protocol string
+
+	lastUsed atomic.Int64 // unix nanoseconds of the last request's start
+	active   atomic.Int32 // POSTs in progress
+	calls    sync.Map     // JSON-RPC id (raw text) of a fast call in progress -> context.CancelFunc
+}
+
+func (fs *frontSession) touch() { fs.lastUsed.Store(time.Now().UnixNano()) }
+
+// sessionInitialized notes an initialized HTTP session for the fast path.
+func (p *Proxy) sessionInitialized(_ context.Context, req *mcp.InitializedRequest) {
+	ss := req.Session
+	id := ss.ID()
+	ip := ss.InitializeParams()
+	if id == "" || ip == nil {
+		return // not a stateful HTTP session
+	}
+	// The notification carries no token; the initialize request did.
+	actor, ok := p.initActors.LoadAndDelete(ss)
+	if !ok {
+		return
+	}
+	fs := &frontSession{ss: ss, actor: actor.(string), client: ip.ClientInfo, protocol: ip.ProtocolVersion}
+	fs.touch()
+	p.sessions.Store(id, fs)
+	go func() {
+		ss.Wait()
+		p.sessions.Delete(id)
+	}()
+}
+
+// noteInitialize remembers the actor of an HTTP session's initialize
+// request, for sessionInitialized.
+func (p *Proxy) noteInitialize(method string, req mcp.Request) {
+	if method != "initialize" {
+		return
+	}
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	if !ok || ss == nil || ss.ID() == "" {
+		return
+	}
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil && ex.TokenInfo.UserID != "" {
+		p.initActors.Store(ss, ex.TokenInfo.UserID)
+		go func() {
+			ss.Wait()
+			p.initActors.Delete(ss)
+		}()
+	}
+}
+
+// reapSessions closes front HTTP sessions idle for longer than idle, every
+// interval, until ctx is done. The SDK's own idle timer cannot be used: it
+// does not see the requests the fast path serves.
+func (p *Proxy) reapSessions(ctx context.Context, interval, idle time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	firstSeen := map[*mcp.ServerSession]time.Time{} // sessions never initialized
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		seen := map[*mcp.ServerSession]bool{}
+		for ss := range p.server.Sessions() {
+			id := ss.ID()
+			if id == "" {
+				continue // stdio, in memory, stateless
+			}
+			seen[ss] = true
+			if v, ok := p.sessions.Load(id); ok {
+				fs := v.(*frontSession)
+				if fs.active.Load() == 0 && now.Sub(time.Unix(0, fs.lastUsed.Load())) > idle {
+					p.logger.Info("proxy: closing an idle HTTP session", "session", id, "idle", idle)
+					ss.Close()
+				}
+				continue
+			}
+			if _, ok := firstSeen[ss]; !ok {
+				firstSeen[ss] = now
+			} else if now.Sub(firstSeen[ss]) > idle {
+				ss.Close()
+			}
+		}
+		for ss := range firstSeen {
+			if !seen[ss] {
+				delete(firstSeen, ss)
+			}
+		}
+	}
+}
+
+// FastCalls returns how many tools/calls the HTTP front's fast path has
+// served.
+func (p *Proxy) FastCalls() uint64 { return p.fastCalls.Load() }
+
+// serveStateful serves a request of a stateful HTTP session: on the fast
+// path if it can, else through the SDK's handler.
+func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, sdk http.Handler) {
+	var fs *frontSession
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+		if v, ok := p.sessions.Load(id); ok {
+			fs = v.(*frontSession)
+			fs.touch()
+		}
+	}
+	if fs != nil && r.Method == http.MethodPost {
+		fs.active.Add(1)
+		defer func() {
+			fs.touch()
+			fs.active.Add(-1)
+		}()
+		if !p.noFastPath && p.fastPOST(w, r, fs) {
+			return
+		}
+	}
+	sdk.ServeHTTP(w, r)
+}
+
+// fastRequest is a JSON-RPC message as the fast path reads it.
+type fastRequest struct {
+	id     json.RawMessage
+	method string
+	params map[string]json.RawMessage
+}
+
+// parseFast reads body as one JSON-RPC request or notification whose
+// members are exactly the protocol's, or reports false.
+func parseFast(body []byte) (fastRequest, bool) {
+	var top map[string]json.RawMessage
+	if len(body) == 0 || body[0] != '{' && !bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{")) {
+		return fastRequest{}, false
+	}
+	if json.Unmarshal(body, &top) != nil {
+		return fastRequest{}, false
+	}
+	var fr fastRequest
+	for k, v := range top {
+		switch k {
+		case "jsonrpc":
+			if string(v) != `"2.0"` {
+				return fastRequest{}, false
+			}
+		case "id":
+			if len(v) == 0 || !(v[0] == '"' || v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
+				return fastRequest{}, false
+			}
+			fr.id = v
+		case "method":
+			if json.Unmarshal(v, &fr.method) != nil {
+				return fastRequest{}, false
+			}
+		case "params":
+			if json.Unmarshal(v, &fr.params) != nil || fr.params == nil {
+				return fastRequest{}, false
+			}
+		default:
+			return fastRequest{}, false
+		}
+	}
+	if top["jsonrpc"] == nil || fr.method == "" {
+		return fastRequest{}, false
+	}
+	return fr, true
+}
+
+// fastPOST serves r on the fast path and reports true, or reports false
+// having left r as it found it.
+func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSession) bool {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
+		return false
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(fastProtocols, v) {
+		return false
+	}
+	ti := auth.TokenInfoFromContext(r.Context())
+	if ti == nil || ti.UserID != fs.actor {
+		return false // the SDK refuses it (session user mismatch)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, p.opts.MaxRequestBytes+1))
+	rest := r.Body
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), rest), rest}
+	if err != nil || int64(len(body)) > p.opts.MaxRequestBytes {
+		return false
+	}
+	fr, ok := parseFast(body)
+	if !ok {
+		return false
+	}
+	switch {
+	case fr.method == "notifications/cancelled" && fr.id == nil:
+		v, ok := fs.calls.Load(string(bytes.TrimSpace(fr.params["requestId"])))
+		if !ok {
+			return false
+		}
+		v.(context.CancelFunc)()
+		w.WriteHeader(http.StatusAccepted)
+		return true
+	case fr.method == "tools/call" && fr.id != nil:
+		jsonOK, streamOK := accepts(r.Header.Values("Accept"))
+		if !jsonOK || !streamOK {
+			return false
+		}
+		fc, ok := p.fastCallFor(fr)
+		if !ok {
+			return false
+		}
+		p.serveFastCall(w, r, fs, fr.id, fc, ti)
+		return true
+	}
+	return false
+}
+
+// accepts reports whether an Accept header takes JSON and event streams.
+func accepts(values []string) (jsonOK, streamOK bool) {
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK, streamOK
+}
+
+// A fastCall is a tools/call the fast path takes.
+type fastCall struct {
+	d          *downstream
+	front      string // the tool's front name
+	tool       string // its name on the server
+	args, meta json.RawMessage
+}
+
+// fastCallFor returns the call fr makes, if the fast path takes it: a tool
+// of a downstream server, params with only name, arguments (an object or
+// null) and _meta (without a progress token, whose notifications need the
+// SDK's streams).
+func (p *Proxy) fastCallFor(fr fastRequest) (fastCall, bool) {
+	var fc fastCall
+	for k, v := range fr.params {
+		switch k {
+		case "name":
+			if json.Unmarshal(v, &fc.front) != nil {
+				return fastCall{}, false
+			}
+		case "arguments":
+			if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '{' && string(t) != "null" {
+				return fastCall{}, false
+			}
+			fc.args = v
+		case "_meta":
+			var m map[string]json.RawMessage
+			if json.Unmarshal(v, &m) != nil || m == nil {
+				return fastCall{}, false
+			}
+			if _, ok := m["progressToken"]; ok {
+				return fastCall{}, false
+			}
+			for k := range m {
+				if strings.HasPrefix(k, "io.modelcontextprotocol/") || strings.HasPrefix(k, "dev.provlog/") {
+					delete(m, k)
+				}
+			}
+			if len(m) > 0 {
+				fc.meta, _ = json.Marshal(m)
+			}
+		default:
+			return fastCall{}, false
+		}
+	}
+	p.mu.Lock()
+	d := p.toolOwner[fc.front]
+	p.mu.Unlock()
+	if d == nil {
+		return fastCall{}, false
+	}
+	d.mu.Lock()
+	fc.tool = d.tools[fc.front]
+	d.mu.Unlock()
+	if fc.tool == "" {
+		return fastCall{}, false
+	}
+	fc.d = d
+	return fc, true
+}
+
+// serveFastCall makes, records and answers one tools/call.
+func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontSession, id json.RawMessage, fc fastCall, ti *auth.TokenInfo) {
+	p.fastCalls.Add(1)
+	defer func() {
+		if v := recover(); v != nil {
+			p.logger.Error("proxy: panic while serving a call", "tool", fc.front, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			writeRPC(w, id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: internal error while handling tools/call"})
+		}
+	}()
+	start := time.Now()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	key := string(bytes.TrimSpace(id))
+	fs.calls.Store(key, cancel)
+	defer fs.calls.Delete(key)
+
+	d := fc.d
+	req := &mcp.CallToolRequest{
+		Session: fs.ss,
+		Params:  &mcp.CallToolParamsRaw{Name: fc.front, Arguments: fc.args},
+		Extra:   &mcp.RequestExtra{TokenInfo: ti, Header: r.Header},
+	}
+	actor, err := p.actor(ctx, req)
+	if err != nil {
+		writeRPC(w, id, nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err))
+		return
+	}
+	args, secrets, err := redactArgs(fc.args, d.cfg.Redact)
+	if err != nil {
+		writeRPC(w, id, nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: %v", err))
+		return
+	}
+	c := &call{
+		server: d.cfg.ID, tool: fc.tool, actor: actor, start: start,
+		args: args, secrets: secrets, client: fs.client, protocol: fs.protocol,
+		retain: d.cfg.Retain == RetainFull,
+	}
+
+	callID := d.beginCall(fs.ss, ctx)
+	var callErr error
+	if d.cfg.URL != "" {
+		callErr = p.rawHTTPCall(ctx, fs, fc, c)
+	} else {
+		if len(fc.meta) > 0 {
+			json.Unmarshal(fc.meta, &req.Params.Meta)
+		}
+		_, callErr = p.forwardCall(ctx, d, fc.tool, req, c)
+	}
+	d.endCall(callID)
+	c.duration = time.Since(start)
+	c.release = p.release(ctx, d, c.result)
+
+	receipt, err := p.record(ctx, c)
+	if err != nil {
+		p.logger.Error("proxy: recording a call failed; the call fails", "server", c.server, "tool", c.tool, "error", err)
+		writeRPC(w, id, nil, rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was made but could not be recorded, so its result is withheld: %v", c.tool, err))
+		return
+	}
+	receiptData := func() json.RawMessage {
+		b, _ := json.Marshal(map[string]string{ReceiptKey: receipt.String()})
+		return b
+	}
+	if callErr != nil {
+		if ctx.Err() != nil {
+			// Cancelled: the client asked not to hear back, but the POST
+			// still needs an answer.
+			writeRPC(w, id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + c.errText, Data: receiptData()})
+			return
+		}
+		if we, ok := callErr.(*jsonrpc.Error); ok {
+			out := *we
+			if len(out.Data) == 0 {
+				out.Data = receiptData()
+			}
+			writeRPC(w, id, nil, &out)
+			return
+		}
+		writeRPC(w, id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + c.errText, Data: receiptData()})
+		return
+	}
+	res, err := d.frontResult(c.result, receipt.String())
+	if err != nil {
+		writeRPC(w, id, nil, rpcError(jsonrpc.CodeInternalError, "provlog: server %q: %v", d.cfg.ID, err))
+		return
+	}
+	writeRPC(w, id, res, nil)
+}
+
+// writeRPC answers a POST with one JSON-RPC response.
+func writeRPC(w http.ResponseWriter, id, result json.RawMessage, rpcErr *jsonrpc.Error) {
+	var b bytes.Buffer
+	b.Grow(len(result) + 64)
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.Write(id)
+	if rpcErr != nil {
+		e, _ := json.Marshal(struct {
+			Code    int64           `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data,omitempty"`
+		}{rpcErr.Code, rpcErr.Message, rpcErr.Data})
+		b.WriteString(`,"error":`)
+		b.Write(e)
+	} else {
+		b.WriteString(`,"result":`)
+		b.Write(result)
+	}
+	b.WriteByte('}')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", fmt.Sprint(b.Len()))
+	w.WriteHeader(http.StatusOK)
+	w.Write(b.Bytes())
+}
+
+// frontResult is a downstream tools/call result as the client gets it: as
+// the server sent it, with the receipt added to its _meta and, if the
+// server has a URI prefix, resource links and embedded resources given
+// their front URIs.
+func (d *downstream) frontResult(raw json.RawMessage, receipt string) (json.RawMessage, error) {
+	up := d.cfg.uriPrefix()
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' && json.Valid(t) &&
+		!bytes.Contains(t, []byte(`"_meta"`)) && !bytes.Contains(t, []byte(`\u`)) && (up == "" || !bytes.Contains(t, []byte(`"uri"`))) {
+		// Nothing to merge or rewrite (the usual case): splice the _meta
+		// member in at the front of the object as it is.
+		rec, _ := json.Marshal(receipt)
+		out := make([]byte, 0, len(t)+len(rec)+40)
+		out = append(out, `{"_meta":{"`+ReceiptKey+`":`...)
+		out = append(out, rec...)
+		out = append(out, '}')
+		if rest := bytes.TrimLeft(t[1:], " \t\r\n"); len(rest) > 0 && rest[0] != '}' {
+			out = append(out, ',')
+		}
+		return append(out, t[1:]...), nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("the tools/call result is not a JSON object")
+	}
+	meta := map[string]json.RawMessage{}
+	if old := m["_meta"]; old != nil {
+		if err := json.Unmarshal(old, &meta); err != nil || meta == nil {
+			return nil, fmt.Errorf("the result's _meta is not an object")
+		}
+	}
+	meta[ReceiptKey], _ = json.Marshal(receipt)
+	m["_meta"], _ = json.Marshal(meta)
+	if up != "" && bytes.Contains(m["content"], []byte(`"uri"`)) {
+		var content []map[string]json.RawMessage
+		if err := json.Unmarshal(m["content"], &content); err != nil {
+			return nil, fmt.Errorf("the result's content is not an array of objects")
+		}
+		for _, c := range content {
+			var typ string
+			json.Unmarshal(c["type"], &typ)
+			switch typ {
+			case "resource_link":
+				c["uri"] = prefixURI(up, c["uri"])
+			case "resource":
+				var res map[string]json.RawMessage
+				if json.Unmarshal(c["resource"], &res) == nil && res != nil {
+					res["uri"] = prefixURI(up, res["uri"])
+					c["resource"], _ = json.Marshal(res)
+				}
+			}
+		}
+		m["content"], _ = json.Marshal(content)
+	}
+	return json.Marshal(m)
+}
+
+// prefixURI returns the JSON string uri with prefix up, or uri as it is
+// if it is not a non-empty string.
+func prefixURI(up string, uri json.RawMessage) json.RawMessage {
+	var s string
+	if json.Unmarshal(uri, &s) != nil || s == "" {
+		return uri
+	}
+	b, _ := json.Marshal(up + s)
+	return b
+}
