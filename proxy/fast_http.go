@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -45,7 +46,7 @@ const streamEndWait = 100 * time.Millisecond
 
 // errSessionGone marks a downstream failure after which the SDK's session
 // is no use: the proxy closes it, and the supervisor reconnects.
-var errSessionGone = errors.New("session gone")
+var errSessionGone = errors.New("connection lost")
 
 // rawHTTPCall makes fc's call to its HTTP server, filling in c's outcome.
 // It returns nil, a *jsonrpc.Error the server answered with, or an
@@ -99,6 +100,7 @@ func (p *Proxy) rawHTTPCall(ctx context.Context, fs *frontSession, fc fastCall, 
 	default:
 		c.isError, c.errText = true, fmt.Sprintf("server %q: %v", d.cfg.ID, err)
 		if errors.Is(err, errSessionGone) {
+			c.errText += "; reconnecting"
 			p.logger.Warn("proxy: downstream session lost; reconnecting", "server", d.cfg.ID, "error", err)
 			cs.Close()
 		}
@@ -208,10 +210,18 @@ func (d *downstream) post(ctx context.Context, cs *mcp.ClientSession, body []byt
 	}
 }
 
+// eventReaders are readEvents' buffers (longer lines are put together).
+var eventReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+
 // readEvents calls fn with the data of each server-sent event in r until
 // fn returns false or r ends.
 func readEvents(r io.Reader, fn func(data []byte) bool) error {
-	br := bufio.NewReaderSize(r, 16<<10)
+	br := eventReaders.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() {
+		br.Reset(nil)
+		eventReaders.Put(br)
+	}()
 	var data []byte
 	has := false
 	for {

@@ -15,8 +15,15 @@ import (
 
 // TestHTTPDownstreamRestarted stops an HTTP downstream server and starts it
 // again: calls fail (and are recorded) while it is gone, and work again
-// once the proxy has reconnected.
+// once the proxy has reconnected; through the SDK's path (a client in
+// memory) and the HTTP front's fast path.
 func TestHTTPDownstreamRestarted(t *testing.T) {
+	for _, front := range []string{"memory", "http"} {
+		t.Run(front, func(t *testing.T) { testHTTPDownstreamRestarted(t, front) })
+	}
+}
+
+func testHTTPDownstreamRestarted(t *testing.T, front string) {
 	args := everythingJS(t, "streamableHttp")
 	port := freePort(t)
 	start := func() *exec.Cmd {
@@ -41,7 +48,17 @@ func TestHTTPDownstreamRestarted(t *testing.T) {
 	cmd := start()
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{{ID: "evh", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}}, nil)
-	cs := connectMemory(t, p, nil)
+	var cs *mcp.ClientSession
+	if front == "http" {
+		cs = connectHTTP(t, serveHTTP(t, p), "2025-11-25", nil)
+	} else {
+		cs = connectMemory(t, p, nil)
+	}
+	defer func() {
+		if n := p.FastCalls(); front == "http" && n < 3 || front == "memory" && n != 0 {
+			t.Errorf("%d calls on the fast path from the %s front", n, front)
+		}
+	}()
 	ctx := context.Background()
 	echo := &mcp.CallToolParams{Name: "evh__echo", Arguments: map[string]any{"message": "x"}}
 	if _, err := cs.CallTool(ctx, echo); err != nil {

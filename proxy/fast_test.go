@@ -1,0 +1,226 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+)
+
+// TestFastPathHTTP covers what the fast path (fast.go) does on its own,
+// against npm's server-everything over streamable HTTP: cancellation and
+// timeouts of raw downstream calls, sessions kept to their actor, the
+// proxy's idle clock, and a log that cannot record. (TestReferenceServers
+// runs the common scenarios over both fronts.)
+func TestFastPathHTTP(t *testing.T) {
+	l := newTestLog(t)
+	url := startEverythingHTTP(t)
+	slow := ServerConfig{ID: "slow", URL: url, Timeout: Duration(500 * time.Millisecond)}
+	p := startProxy(t, l, []ServerConfig{{ID: "evh", URL: url}, slow}, nil)
+	srv := httptest.NewServer(p.HTTPHandler(func(tok string) (string, bool) {
+		switch tok {
+		case testToken:
+			return testActor, true
+		case "bobs-token":
+			return "bob", true
+		}
+		return "", false
+	}))
+	t.Cleanup(srv.Close)
+	front := srv.URL + "/mcp"
+	cs := connectHTTP(t, front, "2025-11-25", nil)
+	ctx := context.Background()
+	sum := &mcp.CallToolParams{Name: "evh__get-sum", Arguments: map[string]any{"a": 2, "b": 3}}
+
+	fast := func(t *testing.T, want uint64, f func()) {
+		t.Helper()
+		before := p.FastCalls()
+		f()
+		if got := p.FastCalls() - before; got != want {
+			t.Errorf("%d calls took the fast path, want %d", got, want)
+		}
+	}
+
+	t.Run("Cancellation", func(t *testing.T) {
+		before := l.size(t)
+		fast(t, 1, func() {
+			cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "evh__trigger-long-running-operation", Arguments: map[string]any{"duration": 20, "steps": 20}})
+			if err == nil {
+				t.Fatal("a cancelled call succeeded")
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("cancelling took %v", d)
+			}
+		})
+		l.waitSize(t, before+1)
+		e, err := log.ParseEntry(l.entry(t, before))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Fields["error"] != "cancelled by the client" || e.Fields["is_error"] != true || e.Actor != testActor {
+			t.Errorf("cancelled call entry: %v", e.Fields)
+		}
+		res, err := cs.CallTool(ctx, sum)
+		if err != nil || !strings.Contains(textOf(res), "5") {
+			t.Fatalf("after cancelling: %v %s", err, mustJSON(res))
+		}
+	})
+
+	t.Run("Timeout", func(t *testing.T) {
+		var err error
+		fast(t, 1, func() {
+			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow__trigger-long-running-operation", Arguments: map[string]any{"duration": 5, "steps": 5}})
+		})
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) || !strings.Contains(we.Message, `server "slow" did not answer trigger-long-running-operation within 500ms`) {
+			t.Fatalf("timed out call: %v", err)
+		}
+		var data map[string]string
+		json.Unmarshal(we.Data, &data)
+		e, _ := l.checkReceipt(t, data[ReceiptKey])
+		if e.Fields["is_error"] != true || !strings.Contains(e.Fields["error"].(string), "did not answer") {
+			t.Errorf("timed out call entry: %v", e.Fields)
+		}
+	})
+
+	t.Run("ASessionIsItsActorsOnly", func(t *testing.T) {
+		before := l.size(t)
+		body := `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"evh__get-sum","arguments":{"a":1,"b":1}}}`
+		for _, tc := range []struct {
+			token string
+			want  int
+		}{
+			{"bobs-token", http.StatusForbidden}, // another actor's session
+			{"", http.StatusUnauthorized},
+		} {
+			fast(t, 0, func() {
+				req, _ := http.NewRequest(http.MethodPost, front, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("Mcp-Session-Id", cs.ID())
+				req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+				if tc.token != "" {
+					req.Header.Set("Authorization", "Bearer "+tc.token)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != tc.want {
+					t.Errorf("token %q on alice's session: HTTP %d %s, want %d", tc.token, resp.StatusCode, b, tc.want)
+				}
+			})
+		}
+		if l.size(t) != before {
+			t.Errorf("a refused request was recorded")
+		}
+	})
+
+	t.Run("IdleSessionsAreClosed", func(t *testing.T) {
+		idle := connectHTTP(t, front, "2025-11-25", nil)
+		busy := connectHTTP(t, front, "2025-11-25", nil)
+		if _, err := idle.CallTool(ctx, sum); err != nil {
+			t.Fatal(err)
+		}
+		rctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go p.reapSessions(rctx, 20*time.Millisecond, 400*time.Millisecond)
+		// busy calls on the fast path only, which the SDK's idle timer
+		// would not see.
+		fast(t, 12, func() {
+			for range 12 {
+				if _, err := busy.CallTool(ctx, sum); err != nil {
+					t.Fatalf("a busy session's call failed: %v", err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+		_, err := idle.CallTool(ctx, sum)
+		if err == nil {
+			t.Fatal("an idle session still works after 1.2s of idling with a 400ms limit")
+		}
+		t.Logf("idle session: %v", err)
+		stop()
+		if _, err := busy.CallTool(ctx, sum); err != nil {
+			t.Fatalf("the busy session was closed: %v", err)
+		}
+	})
+
+	t.Run("StorageFailure", func(t *testing.T) {
+		cs := connectHTTP(t, front, "2025-11-25", nil) // the reaper above closed the first
+		before := l.size(t)
+		l.store.fail.Store(true)
+		var err error
+		fast(t, 1, func() { _, err = cs.CallTool(ctx, sum) })
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) || we.Code != jsonrpc.CodeInternalError || !strings.Contains(we.Message, "could not be recorded") {
+			t.Fatalf("call with failing storage: %v", err)
+		}
+		if got := l.size(t); got != before {
+			t.Errorf("log grew by %d", got-before)
+		}
+	})
+}
+
+// TestFastPathLeavesTheRestToTheSDK: what the fast path does not take
+// reaches the SDK's handler with its body intact.
+func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "evh", URL: startEverythingHTTP(t)}}, nil)
+	front := serveHTTP(t, p)
+	cs := connectHTTP(t, front, "2025-11-25", nil)
+	post := func(body, version string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, front, bytes.NewReader([]byte(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		req.Header.Set("Mcp-Protocol-Version", version)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	before := l.size(t)
+	for _, tc := range []struct{ name, body, version, want string }{
+		{"unknown tool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope__x"}}`, "2025-11-25", "nope__x"},
+		{"own tool", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"provlog__status"}}`, "2025-11-25", "servers"},
+		{"batch", `[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"evh__echo","arguments":{"message":"m"}}}]`, "2025-11-25", ""},
+		{"extra member", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"evh__echo","arguments":{"message":"m"}},"x":1}`, "2025-11-25", ""},
+		{"bad version", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"evh__echo","arguments":{"message":"m"}}}`, "1999-01-01", "Unsupported protocol version"},
+		{"arguments not an object", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"evh__echo","arguments":[1]}}`, "2025-11-25", ""},
+		{"ping", `{"jsonrpc":"2.0","id":7,"method":"ping"}`, "2025-11-25", `"result":{}`},
+	} {
+		n := p.FastCalls()
+		code, body := post(tc.body, tc.version)
+		if p.FastCalls() != n {
+			t.Errorf("%s: took the fast path", tc.name)
+		}
+		if !strings.Contains(body, tc.want) {
+			t.Errorf("%s: HTTP %d %s, want it to say %q", tc.name, code, body, tc.want)
+		}
+		t.Logf("%s: HTTP %d %.200s", tc.name, code, body)
+	}
+	// The calls the SDK served were recorded by the ordinary path; the
+	// unknown tool, the own tool, the ping and the refused ones were not.
+	t.Logf("log grew by %d", l.size(t)-before)
+}
