@@ -89,7 +89,23 @@
 // Sampling and elicitation requests from a server go to the client whose
 // call is in progress on it; with none, or calls from several client
 // sessions at once, the request is refused (MCP does not say which call a
-// server request belongs to).
+// server request belongs to). Requests an HTTP server sends on a call's own
+// event stream during a fast-path call (below) need no guessing: they go
+// to that call's session.
+//
+// # The HTTP front's fast path
+//
+// A plain tools/call over HTTP — one request in the POST, on an
+// initialized stateful session of the caller's own actor, to a downstream
+// tool, without a progress token — skips the SDK's server and client
+// sessions (fast.go): the request's few fields are read with encoding/json,
+// an HTTP server gets the call as one POST on the session the SDK opened,
+// a stdio server through the SDK's client, and the client gets one
+// application/json response with the result as the server sent it plus the
+// receipt. Recording is the same code as the SDK path's. Everything else
+// goes to the SDK's handler. The proxy keeps HTTP sessions' idle clock
+// itself (an hour without a request closes a session), as the SDK's does
+// not see the fast path's requests. [Proxy.FastCalls] counts its calls.
 //
 // # Downstream health
 //
