@@ -225,6 +225,12 @@ func TestTypeScriptClientHTTP(t *testing.T) {
 		}
 		return e
 	})
+	// The TypeScript client takes the fast path's JSON answers: its two
+	// plain calls to downstream tools went that way (the two with progress
+	// and the unknown tool went through the SDK).
+	if n := p.FastCalls(); n != 2 {
+		t.Errorf("%d calls on the fast path, want 2", n)
+	}
 
 	before := l.size(t)
 	bad := runTSClient(t, map[string]any{"transport": "http", "url": url, "token": "wrong", "steps": tsSteps[:2]})
