@@ -396,17 +396,19 @@ func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontS
 		retain: d.cfg.Retain == RetainFull,
 	}
 
-	callID := d.beginCall(fs.ss, ctx)
 	var callErr error
 	if d.cfg.URL != "" {
+		// Noted as in progress, so that server requests and log messages
+		// sent outside the call's stream find its session.
+		callID := d.beginCall(fs.ss, ctx)
 		callErr = p.rawHTTPCall(ctx, fs, fc, c)
+		d.endCall(callID)
 	} else {
 		if len(fc.meta) > 0 {
 			json.Unmarshal(fc.meta, &req.Params.Meta)
 		}
-		_, callErr = p.forwardCall(ctx, d, fc.tool, req, c)
+		_, callErr = p.forwardCall(ctx, d, fc.tool, req, c) // notes the call itself
 	}
-	d.endCall(callID)
 	c.duration = time.Since(start)
 	c.release = p.release(ctx, d, c.result)
 
