@@ -39,7 +39,7 @@ func TestFastPathHTTP(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	front := srv.URL + "/mcp"
-	cs := connectHTTP(t, front, "2025-11-25", nil)
+	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
 	ctx := context.Background()
 	sum := &mcp.CallToolParams{Name: "evh__get-sum", Arguments: map[string]any{"a": 2, "b": 3}}
 
@@ -133,8 +133,8 @@ func TestFastPathHTTP(t *testing.T) {
 	})
 
 	t.Run("IdleSessionsAreClosed", func(t *testing.T) {
-		idle := connectHTTP(t, front, "2025-11-25", nil)
-		busy := connectHTTP(t, front, "2025-11-25", nil)
+		idle := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
+		busy := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
 		if _, err := idle.CallTool(ctx, sum); err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func TestFastPathHTTP(t *testing.T) {
 	})
 
 	t.Run("StorageFailure", func(t *testing.T) {
-		cs := connectHTTP(t, front, "2025-11-25", nil) // the reaper above closed the first
+		cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil)) // the reaper above closed the first
 		before := l.size(t)
 		l.store.fail.Store(true)
 		var err error
@@ -178,13 +178,31 @@ func TestFastPathHTTP(t *testing.T) {
 	})
 }
 
+// fastSession waits until the proxy has noted cs's session as initialized:
+// the SDK handles the client's notifications/initialized on its own time,
+// and until then the session's calls go through the SDK's path (which is
+// right, but would make the counts of fast calls in tests racy).
+func fastSession(t *testing.T, p *Proxy, cs *mcp.ClientSession) *mcp.ClientSession {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := p.sessions.Load(cs.ID()); ok {
+			return cs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s was never noted as initialized", cs.ID())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestFastPathLeavesTheRestToTheSDK: what the fast path does not take
 // reaches the SDK's handler with its body intact.
 func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{{ID: "evh", URL: startEverythingHTTP(t)}}, nil)
 	front := serveHTTP(t, p)
-	cs := connectHTTP(t, front, "2025-11-25", nil)
+	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
 	post := func(body, version string) (int, string) {
 		req, _ := http.NewRequest(http.MethodPost, front, bytes.NewReader([]byte(body)))
 		req.Header.Set("Content-Type", "application/json")

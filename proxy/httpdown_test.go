@@ -50,7 +50,7 @@ func testHTTPDownstreamRestarted(t *testing.T, front string) {
 	p := startProxy(t, l, []ServerConfig{{ID: "evh", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}}, nil)
 	var cs *mcp.ClientSession
 	if front == "http" {
-		cs = connectHTTP(t, serveHTTP(t, p), "2025-11-25", nil)
+		cs = fastSession(t, p, connectHTTP(t, serveHTTP(t, p), "2025-11-25", nil))
 	} else {
 		cs = connectMemory(t, p, nil)
 	}

@@ -48,7 +48,7 @@ func testReferenceServers(t *testing.T, front string) {
 	var cs *mcp.ClientSession
 	wantActor, wantClient, wantVersion := "test-actor", "go-test-client", "9.9.9"
 	if front == "http" {
-		cs = connectHTTP(t, serveHTTP(t, p), "2025-11-25", cl)
+		cs = fastSession(t, p, connectHTTP(t, serveHTTP(t, p), "2025-11-25", cl))
 		wantActor, wantClient, wantVersion = testActor, "go-http-client", "1.2.3"
 	} else {
 		cs = connectMemory(t, p, cl)
