@@ -19,6 +19,7 @@ import (
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
+	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/proxy/release"
 )
 
@@ -48,6 +49,23 @@ type call struct {
 	retain    bool
 	remarshal bool // result is the SDK's re-encoding, not the wire bytes
 	release   string
+
+	expected *server.Expected // the log was told this call's entry is coming
+}
+
+// announce tells the log that c's entry is on its way, if the log can use
+// that. The caller must defer c.withdraw(), so that an announcement is
+// never left open (a panic, a path that does not record).
+func (p *Proxy) announce(c *call) {
+	if e, ok := p.opts.Log.(expecter); ok {
+		c.expected = e.Expect()
+	}
+}
+
+func (c *call) withdraw() {
+	if c.expected != nil {
+		c.expected.Cancel()
+	}
 }
 
 func (d *downstream) toolHandler(tool string) mcp.ToolHandler {
@@ -74,36 +92,51 @@ func (p *Proxy) callTool(ctx context.Context, d *downstream, tool string, req *m
 		args: args, secrets: secrets, client: req.ClientInfo(), protocol: req.ProtocolVersion(),
 		retain: d.cfg.Retain == RetainFull,
 	}
+	p.announce(c)
+	defer c.withdraw()
 
 	res, callErr := p.forwardCall(ctx, d, tool, req, c)
-	c.duration = time.Since(start)
-	c.release = p.release(ctx, d, c.result)
-
-	receipt, err := p.record(ctx, c)
-	if err != nil {
-		p.logger.Error("proxy: recording a call failed; the call fails", "server", c.server, "tool", c.tool, "error", err)
-		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was made but could not be recorded, so its result is withheld: %v", c.tool, err)
-	}
-	if callErr != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err() // cancelled by the client: nobody is listening
+	receipt, rerr := p.settle(ctx, d, c, callErr)
+	if rerr != nil {
+		if receipt != "" && ctx.Err() != nil {
+			return nil, ctx.Err() // recorded, but cancelled by the client: nobody is listening
 		}
-		if we, ok := callErr.(*jsonrpc.Error); ok {
-			out := *we
-			if len(out.Data) == 0 {
-				out.Data, _ = json.Marshal(map[string]string{ReceiptKey: receipt.String()})
-			}
-			return nil, &out
-		}
-		data, _ := json.Marshal(map[string]string{ReceiptKey: receipt.String()})
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + c.errText, Data: data}
+		return nil, rerr
 	}
 	if res.Meta == nil {
 		res.Meta = mcp.Meta{}
 	}
-	res.Meta[ReceiptKey] = receipt.String()
+	res.Meta[ReceiptKey] = receipt
 	d.rewriteContent(res.Content)
 	return res, nil
+}
+
+// settle ends call c, which the downstream answered with callErr (nil:
+// a result): it records c and returns its receipt's text form and, for a
+// failed call, the error the client gets, carrying the receipt as its data
+// unless the downstream's own error has data. If c cannot be recorded the
+// receipt is "" and the error says the result is withheld.
+func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr error) (string, *jsonrpc.Error) {
+	c.duration = time.Since(c.start)
+	c.release = p.release(ctx, d, c.result)
+	r, err := p.record(ctx, c)
+	if err != nil {
+		p.logger.Error("proxy: recording a call failed; the call fails", "server", c.server, "tool", c.tool, "error", err)
+		return "", rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was made but could not be recorded, so its result is withheld: %v", c.tool, err)
+	}
+	receipt := r.String()
+	if callErr == nil {
+		return receipt, nil
+	}
+	data, _ := json.Marshal(map[string]string{ReceiptKey: receipt})
+	if we, ok := callErr.(*jsonrpc.Error); ok && ctx.Err() == nil {
+		out := *we
+		if len(out.Data) == 0 {
+			out.Data = data
+		}
+		return receipt, &out
+	}
+	return receipt, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + c.errText, Data: data}
 }
 
 // forwardCall makes the downstream call, filling in c's outcome.
@@ -266,7 +299,12 @@ func (p *Proxy) record(ctx context.Context, c *call) (*log.Receipt, error) {
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 	defer cancel()
-	r, err := p.opts.Log.Append(actx, b)
+	var r *log.Receipt
+	if c.expected != nil {
+		r, err = c.expected.Append(actx, b)
+	} else {
+		r, err = p.opts.Log.Append(actx, b)
+	}
 	if err != nil {
 		purge()
 		return nil, err

@@ -82,10 +82,10 @@ type Duration time.Duration
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
-		return fmt.Errorf("timeout %q: want a duration such as 30s or 2m", b)
+		return fmt.Errorf("%q: want a duration such as 30s, 2m or 2ms", b)
 	}
 	if v < 0 {
-		return fmt.Errorf("timeout %q is negative", b)
+		return fmt.Errorf("duration %q is negative", b)
 	}
 	*d = Duration(v)
 	return nil

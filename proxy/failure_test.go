@@ -299,6 +299,28 @@ func TestStorageFailure(t *testing.T) {
 	if _, err := cs2.CallTool(ctx, &mcp.CallToolParams{Name: "fx__ok"}); !errors.As(err, &we) || !strings.Contains(we.Message, "no space left") {
 		t.Fatalf("failing recorder: %v", err)
 	}
+
+	// A blob store that fails before anything is appended: the call fails
+	// and is not recorded (and its announcement to the sequencer is
+	// withdrawn: newTestLog's cleanup checks that none is left open).
+	l3 := newTestLog(t)
+	cfg3 := fixtureServerConfig(t, "fx")
+	cfg3.Retain = RetainFull
+	p3 := startProxy(t, l3, []ServerConfig{cfg3}, nil)
+	cs3 := connectMemory(t, p3, nil)
+	if err := os.RemoveAll(l3.blobDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(l3.blobDir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before3 := l3.size(t)
+	if _, err := cs3.CallTool(ctx, &mcp.CallToolParams{Name: "fx__big"}); !errors.As(err, &we) || !strings.Contains(we.Message, "keeping the result") {
+		t.Fatalf("failing blob store: %v", err)
+	}
+	if got := l3.size(t); got != before3 {
+		t.Errorf("log grew by %d with a failing blob store", got-before3)
+	}
 }
 
 type failingRecorder struct{}

@@ -395,6 +395,8 @@ func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontS
 		args: args, secrets: secrets, client: fs.client, protocol: fs.protocol,
 		retain: d.cfg.Retain == RetainFull,
 	}
+	p.announce(c)
+	defer c.withdraw()
 
 	var callErr error
 	if d.cfg.URL != "" {
@@ -409,38 +411,13 @@ func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontS
 		}
 		_, callErr = p.forwardCall(ctx, d, fc.tool, req, c) // notes the call itself
 	}
-	c.duration = time.Since(start)
-	c.release = p.release(ctx, d, c.result)
-
-	receipt, err := p.record(ctx, c)
-	if err != nil {
-		p.logger.Error("proxy: recording a call failed; the call fails", "server", c.server, "tool", c.tool, "error", err)
-		writeRPC(w, id, nil, rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was made but could not be recorded, so its result is withheld: %v", c.tool, err))
+	// A cancelled call still gets an answer: the POST needs one.
+	receipt, rerr := p.settle(ctx, d, c, callErr)
+	if rerr != nil {
+		writeRPC(w, id, nil, rerr)
 		return
 	}
-	receiptData := func() json.RawMessage {
-		b, _ := json.Marshal(map[string]string{ReceiptKey: receipt.String()})
-		return b
-	}
-	if callErr != nil {
-		if ctx.Err() != nil {
-			// Cancelled: the client asked not to hear back, but the POST
-			// still needs an answer.
-			writeRPC(w, id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + c.errText, Data: receiptData()})
-			return
-		}
-		if we, ok := callErr.(*jsonrpc.Error); ok {
-			out := *we
-			if len(out.Data) == 0 {
-				out.Data = receiptData()
-			}
-			writeRPC(w, id, nil, &out)
-			return
-		}
-		writeRPC(w, id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + c.errText, Data: receiptData()})
-		return
-	}
-	res, err := d.frontResult(c.result, receipt.String())
+	res, err := d.frontResult(c.result, receipt)
 	if err != nil {
 		writeRPC(w, id, nil, rpcError(jsonrpc.CodeInternalError, "provlog: server %q: %v", d.cfg.ID, err))
 		return

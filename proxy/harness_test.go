@@ -113,7 +113,8 @@ func newTestLog(t *testing.T) *testLog {
 	verifier, _ := note.NewVerifier(vkey)
 	store := &failingStore{Memory: logtest.NewMemory()}
 	seq, err := server.OpenSequencer(context.Background(), store, signer, verifier, &server.SequencerOptions{
-		Genesis: func() ([]byte, error) { return log.Genesis(time.Now(), "provlog.test/proxy", vkey, nil, "test") },
+		CommitDelay: server.DefaultCommitDelay,
+		Genesis:     func() ([]byte, error) { return log.Genesis(time.Now(), "provlog.test/proxy", vkey, nil, "test") },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +124,11 @@ func newTestLog(t *testing.T) *testLog {
 	// tree recomputed from the entries matches every checkpoint, every
 	// entry parses, and the stored nodes and leaf index agree.
 	t.Cleanup(func() {
+		// Every call's announcement to the sequencer was used or withdrawn
+		// (one left open would make every commit under load wait).
+		if n := seq.Stats().Expected; n != 0 {
+			t.Errorf("%d announced appends still open after the scenario", n)
+		}
 		if _, err := log.Audit(context.Background(), store.Memory, verifier, vkey); err != nil {
 			t.Errorf("audit after the scenario: %v", err)
 		}

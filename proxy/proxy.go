@@ -20,6 +20,7 @@ import (
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
+	"github.com/provlog/provlog/log/server"
 )
 
 // ReceiptKey is the _meta key under which a recorded call's result (or the
@@ -43,6 +44,13 @@ const DefaultMaxRequestBytes = 4 << 20
 // entry is durable. *server.Sequencer implements it.
 type Recorder interface {
 	Append(ctx context.Context, entry []byte) (*log.Receipt, error)
+}
+
+// expecter is a Recorder that can be told a call's entry is on its way,
+// so that under load a commit waits briefly to carry it along with
+// others (see server.Sequencer.Expect).
+type expecter interface {
+	Expect() *server.Expected
 }
 
 // Options configure a [Proxy].

@@ -37,6 +37,9 @@ type Config struct {
 	Readers []TokenConfig `yaml:"readers"`
 	// PublicEntries serves entry bundles, entries and proofs without a token.
 	PublicEntries bool `yaml:"public_entries"`
+	// CommitDelay bounds how long a commit under load waits for the
+	// entries of tool calls under way (default 2ms; 0s: never waits).
+	CommitDelay *proxy.Duration `yaml:"commit_delay"`
 
 	// Servers are the downstream MCP servers the proxy fronts.
 	Servers []proxy.ServerConfig `yaml:"servers"`

@@ -161,7 +161,12 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 			sc.close()
 		}
 	}()
+	delay := server.DefaultCommitDelay
+	if cfg.CommitDelay != nil {
+		delay = time.Duration(*cfg.CommitDelay)
+	}
 	sc.seq, err = server.OpenSequencer(ctx, store, k.signer, k.verifier, &server.SequencerOptions{
+		CommitDelay: delay,
 		Genesis: func() ([]byte, error) {
 			return log.Genesis(time.Now(), k.signer.Name(), k.vkey, k.anchorPub, version)
 		},
@@ -337,6 +342,7 @@ func (s *sidecar) metrics(w http.ResponseWriter, r *http.Request) {
 		{"provlog_commits_total", "counter", "Batches committed since start.", float64(st.Commits)},
 		{"provlog_commit_errors_total", "counter", "Failed commits since start.", float64(st.CommitErrors)},
 		{"provlog_commit_seconds_total", "counter", "Time spent committing batches.", float64(st.CommitNanos) / 1e9},
+		{"provlog_expected_appends", "gauge", "Tool calls under way whose entries a commit under load may wait for (commit_delay).", float64(st.Expected)},
 		{"provlog_sequencer_failed", "gauge", "1 if the sequencer stopped after a failed commit.", float64(failed)},
 		{"provlog_uptime_seconds", "gauge", "Seconds since the sidecar started.", time.Since(s.start).Seconds()},
 	} {
