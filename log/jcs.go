@@ -447,11 +447,11 @@ func jcsHex4(b []byte) (rune, bool) {
 
 // appendJCSString appends s, valid UTF-8, as a JSON string according to
 // RFC 8785 §3.2.2.2, which is ECMAScript's JSON.stringify.
-func appendJCSString(dst, s []byte) []byte {
+func appendJCSString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
-	for _, c := range s {
-		switch c {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
 		case '"', '\\':
 			dst = append(dst, '\\', c)
 		case '\b':

@@ -1,0 +1,196 @@
+package log
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"unicode/utf8"
+)
+
+// appendCanonical appends the RFC 8785 form of v, a Go value as
+// encoding/json marshals it, to dst: exactly what
+// Canonicalize(json.Marshal(v)) gives, and an error where that fails, but
+// without writing the JSON out and parsing it back for the types entries
+// are made of (strings, numbers, booleans, json.Number, json.RawMessage,
+// maps with string keys, slices). Other types take that round trip. depth
+// is the number of objects and arrays v is inside.
+func appendCanonical(dst []byte, v any, depth int) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case string:
+		return appendGoString(dst, v), nil
+	case bool:
+		if v {
+			return append(dst, "true"...), nil
+		}
+		return append(dst, "false"...), nil
+	case int:
+		return appendJCSNumber(dst, float64(v)), nil
+	case int64:
+		return appendJCSNumber(dst, float64(v)), nil
+	case int32:
+		return appendJCSNumber(dst, float64(v)), nil
+	case uint64:
+		return appendJCSNumber(dst, float64(v)), nil
+	case uint32:
+		return appendJCSNumber(dst, float64(v)), nil
+	case uint:
+		return appendJCSNumber(dst, float64(v)), nil
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("unsupported number %v", v)
+		}
+		return appendJCSNumber(dst, v), nil
+	case json.Number:
+		if v == "" {
+			return append(dst, '0'), nil // as encoding/json writes it
+		}
+		p := jcsParser{in: []byte(v), out: dst}
+		if err := p.number(); err != nil || p.pos != len(p.in) {
+			return nil, fmt.Errorf("invalid number %s", jcsQuote(string(v)))
+		}
+		return p.out, nil
+	case json.RawMessage:
+		if v == nil {
+			return append(dst, "null"...), nil // as encoding/json writes it (and refuses an empty one)
+		}
+		return appendCanonicalJSON(dst, v, depth)
+	case map[string]any:
+		if v == nil {
+			return append(dst, "null"...), nil
+		}
+		keys, ok := sortedKeys(v)
+		if !ok {
+			return appendMarshalled(dst, v, depth)
+		}
+		if depth+1 > maxJCSDepth {
+			return nil, fmt.Errorf("nesting deeper than %d", maxJCSDepth)
+		}
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendGoString(dst, k)
+			dst = append(dst, ':')
+			var err error
+			if dst, err = appendCanonical(dst, v[k], depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, '}'), nil
+	case map[string]string:
+		if v == nil {
+			return append(dst, "null"...), nil
+		}
+		keys, ok := sortedKeys(v)
+		if !ok {
+			return appendMarshalled(dst, v, depth)
+		}
+		if depth+1 > maxJCSDepth {
+			return nil, fmt.Errorf("nesting deeper than %d", maxJCSDepth)
+		}
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendGoString(dst, k)
+			dst = append(dst, ':')
+			dst = appendGoString(dst, v[k])
+		}
+		return append(dst, '}'), nil
+	case []any:
+		if v == nil {
+			return append(dst, "null"...), nil
+		}
+		if depth+1 > maxJCSDepth {
+			return nil, fmt.Errorf("nesting deeper than %d", maxJCSDepth)
+		}
+		dst = append(dst, '[')
+		for i, x := range v {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendCanonical(dst, x, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, ']'), nil
+	case []string:
+		if v == nil {
+			return append(dst, "null"...), nil
+		}
+		if depth+1 > maxJCSDepth {
+			return nil, fmt.Errorf("nesting deeper than %d", maxJCSDepth)
+		}
+		dst = append(dst, '[')
+		for i, s := range v {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendGoString(dst, s)
+		}
+		return append(dst, ']'), nil
+	default:
+		// Structs, pointers, []byte (base64), float32 (written with 32-bit
+		// digits), Marshalers...: encoding/json knows best.
+		return appendMarshalled(dst, v, depth)
+	}
+}
+
+// appendMarshalled appends the canonical form of json.Marshal(v).
+func appendMarshalled(dst []byte, v any, depth int) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return appendCanonicalJSON(dst, b, depth)
+}
+
+// appendCanonicalJSON appends the canonical form of the JSON text data,
+// found inside depth objects and arrays.
+func appendCanonicalJSON(dst, data []byte, depth int) ([]byte, error) {
+	p := jcsParser{in: data, out: dst}
+	p.skipSpace()
+	if err := p.value(depth); err != nil {
+		return nil, err
+	}
+	p.skipSpace()
+	if p.pos < len(p.in) {
+		return nil, p.errorf(p.pos, "unexpected %s after a value", jcsDescribe(p.in[p.pos]))
+	}
+	return p.out, nil
+}
+
+// sortedKeys returns m's keys in RFC 8785 order, or false if one is not
+// valid UTF-8 (encoding/json would replace its bad bytes, which may make
+// two keys one; the round trip sorts that out).
+func sortedKeys[V any](m map[string]V) ([]string, bool) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if !utf8.ValidString(k) {
+			return nil, false
+		}
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareUTF16)
+	return keys, true
+}
+
+// appendGoString appends s as a canonical JSON string. Bytes that are not
+// valid UTF-8 become U+FFFD, as encoding/json makes them.
+func appendGoString(dst []byte, s string) []byte {
+	if utf8.ValidString(s) {
+		return appendJCSString(dst, s)
+	}
+	var b bytes.Buffer
+	for _, r := range s { // ranging yields U+FFFD for each bad byte
+		b.WriteRune(r)
+	}
+	return appendJCSString(dst, b.Bytes())
+}
