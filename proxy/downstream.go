@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"sort"
@@ -39,6 +40,8 @@ type downstream struct {
 	cfg ServerConfig
 
 	httpClient *http.Client // HTTP servers: the fast path's client, sharing the SDK's connection pool
+	h1         *h1Pool      // plain-HTTP servers: the fast path's own connections (nil: httpClient)
+	h1Header   []byte       // the configured and fixed header lines of h1's requests
 
 	firstDone chan struct{} // closed once the first connection attempt is over
 	syncMu    sync.Mutex    // one sync at a time
@@ -79,8 +82,18 @@ func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
 		base.MaxIdleConns, base.MaxIdleConnsPerHost = 512, 512
 		hc = &http.Client{Transport: base}
 	}
+	var h1 *h1Pool
+	var h1Header []byte
+	if u, err := url.Parse(cfg.URL); err == nil && cfg.URL != "" && !p.opts.netHTTPOnly {
+		h1Header, err = renderHeader(cfg.Headers)
+		if err == nil {
+			h1 = newH1Pool(u)
+		}
+	}
 	return &downstream{
 		httpClient: hc,
+		h1:         h1,
+		h1Header:   h1Header,
 		p:          p,
 		cfg:        cfg,
 		firstDone:  make(chan struct{}),
@@ -177,6 +190,12 @@ func (d *downstream) stop() {
 		cs.Close()
 	}
 	killProcessGroup(cmd)
+	if d.h1 != nil {
+		d.h1.closeIdle()
+	}
+	if d.httpClient != nil {
+		d.httpClient.CloseIdleConnections()
+	}
 }
 
 // session returns the current session, or an error saying why there is

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,6 +104,9 @@ func (p *Proxy) rawHTTPCall(ctx context.Context, fs *frontSession, fc fastCall, 
 			c.errText += "; reconnecting"
 			p.logger.Warn("proxy: downstream session lost; reconnecting", "server", d.cfg.ID, "error", err)
 			cs.Close()
+			if d.h1 != nil {
+				d.h1.closeIdle()
+			}
 		}
 	}
 	c.errText = scrub(c.errText, c.secrets)
@@ -130,17 +134,97 @@ func (d *downstream) newRequest(ctx context.Context, cs *mcp.ClientSession, body
 	return req, nil
 }
 
+// fixedHeaders are set by the proxy on every POST, whatever the config says.
+var fixedHeaders = map[string]bool{
+	"Content-Type": true, "Accept": true, "Mcp-Session-Id": true, "Mcp-Protocol-Version": true,
+	"Content-Length": true, "Transfer-Encoding": true, "Connection": true, "Host": true,
+}
+
+// renderHeader writes a server's configured headers, and the fixed ones
+// that do not depend on the session, as HTTP/1.1 header lines.
+func renderHeader(headers map[string]string) ([]byte, error) {
+	var b []byte
+	for k, v := range headers {
+		if !validHeaderName(k) || !validHeaderValue(v) {
+			return nil, fmt.Errorf("header %q: invalid name or value", k)
+		}
+		if fixedHeaders[http.CanonicalHeaderKey(k)] {
+			continue
+		}
+		b = append(b, k...)
+		b = append(b, ": "...)
+		b = append(b, v...)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"...)
+	return b, nil
+}
+
+// validHeaderName reports whether s is an HTTP token (RFC 9110 §5.6.2).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// roundTrip POSTs body on cs's session: over the proxy's own connections
+// for a plain-HTTP server, else with net/http's client. The response's
+// body must be closed.
+func (d *downstream) roundTrip(ctx context.Context, cs *mcp.ClientSession, body []byte) (*http.Response, error) {
+	if d.h1 != nil {
+		h := make([]byte, 0, len(d.h1Header)+128)
+		h = append(h, d.h1Header...)
+		ok := true
+		if id := cs.ID(); id != "" {
+			ok = validHeaderValue(id)
+			h = append(append(append(h, "Mcp-Session-Id: "...), id...), "\r\n"...)
+		}
+		if r := cs.InitializeResult(); r != nil && r.ProtocolVersion != "" {
+			ok = ok && validHeaderValue(r.ProtocolVersion)
+			h = append(append(append(h, "Mcp-Protocol-Version: "...), r.ProtocolVersion...), "\r\n"...)
+		}
+		if ok {
+			return d.h1.post(ctx, h, body)
+		}
+	}
+	req, err := d.newRequest(ctx, cs, body)
+	if err != nil {
+		return nil, err
+	}
+	return d.httpClient.Do(req)
+}
+
+// send POSTs body on cs's session and reads the answer to its end.
+func (d *downstream) send(ctx context.Context, cs *mcp.ClientSession, body []byte) error {
+	resp, err := d.roundTrip(ctx, cs, body)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
 // post sends the request body (whose id is reqID) and returns the
 // response to it. Requests and notifications the server sends on the
 // response stream are served on the way (see onStream).
 func (d *downstream) post(ctx context.Context, cs *mcp.ClientSession, body []byte, reqID string, fs *frontSession) (*wireMessage, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, err := d.newRequest(ctx, cs, body)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := d.httpClient.Do(req)
+	resp, err := d.roundTrip(ctx, cs, body)
 	if err != nil {
 		if ctx.Err() == nil {
 			var oe *net.OpError
@@ -310,17 +394,9 @@ func (d *downstream) onStream(ctx context.Context, cs *mcp.ClientSession, fs *fr
 		b.Write(r)
 	}
 	b.WriteByte('}')
-	req, err := d.newRequest(ctx, cs, b.Bytes())
-	if err != nil {
-		return
-	}
-	resp, err := d.httpClient.Do(req)
-	if err != nil {
+	if err := d.send(ctx, cs, b.Bytes()); err != nil {
 		d.p.logger.Warn("proxy: answering a server's request failed", "server", d.cfg.ID, "method", msg.Method, "error", err)
-		return
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
 }
 
 // serveRequest answers a server-to-client request made during a call by
@@ -368,13 +444,6 @@ func (d *downstream) notifyCancelled(cs *mcp.ClientSession, reqID string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		body := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + reqID + `,"reason":"cancelled by the client"}}`)
-		req, err := d.newRequest(ctx, cs, body)
-		if err != nil {
-			return
-		}
-		if resp, err := d.httpClient.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
+		d.send(ctx, cs, body)
 	}()
 }

@@ -18,12 +18,18 @@ import (
 // once the proxy has reconnected; through the SDK's path (a client in
 // memory) and the HTTP front's fast path.
 func TestHTTPDownstreamRestarted(t *testing.T) {
-	for _, front := range []string{"memory", "http"} {
+	// http: the fast path's POSTs on the proxy's own HTTP/1.1 connections;
+	// http-nethttp: on net/http's client (https servers, proxies).
+	for _, front := range []string{"memory", "http", "http-nethttp"} {
 		t.Run(front, func(t *testing.T) { testHTTPDownstreamRestarted(t, front) })
 	}
 }
 
 func testHTTPDownstreamRestarted(t *testing.T, front string) {
+	netHTTP := front == "http-nethttp"
+	if netHTTP {
+		front = "http"
+	}
 	args := everythingJS(t, "streamableHttp")
 	port := freePort(t)
 	start := func() *exec.Cmd {
@@ -47,7 +53,11 @@ func testHTTPDownstreamRestarted(t *testing.T, front string) {
 	}
 	cmd := start()
 	l := newTestLog(t)
-	p := startProxy(t, l, []ServerConfig{{ID: "evh", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}}, nil)
+	p := startProxy(t, l, []ServerConfig{{ID: "evh", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}}, func(o *Options) { o.netHTTPOnly = netHTTP })
+	h1 := p.byID["evh"].h1
+	if (h1 == nil) != netHTTP {
+		t.Fatalf("own HTTP/1.1 connections: %v, want %v", h1 != nil, !netHTTP)
+	}
 	var cs *mcp.ClientSession
 	if front == "http" {
 		cs = fastSession(t, p, connectHTTP(t, serveHTTP(t, p), "2025-11-25", nil))
@@ -57,6 +67,9 @@ func testHTTPDownstreamRestarted(t *testing.T, front string) {
 	defer func() {
 		if n := p.FastCalls(); front == "http" && n < 3 || front == "memory" && n != 0 {
 			t.Errorf("%d calls on the fast path from the %s front", n, front)
+		}
+		if h1 != nil && front == "http" && h1.posts.Load() < 3 {
+			t.Errorf("%d POSTs on the proxy's own connections", h1.posts.Load())
 		}
 	}()
 	ctx := context.Background()

@@ -89,6 +89,8 @@ type Options struct {
 	// StartTimeout bounds how long New waits for the downstream servers'
 	// first connection before serving without the slow ones (default 30s).
 	StartTimeout time.Duration
+
+	netHTTPOnly bool // tests: the fast path's POSTs use net/http's client, also to plain-HTTP servers
 }
 
 // A Proxy is an MCP server in front of downstream MCP servers. It serves
