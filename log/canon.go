@@ -53,6 +53,11 @@ func appendCanonical(dst []byte, v any, depth int) ([]byte, error) {
 			return nil, fmt.Errorf("invalid number %s", jcsQuote(string(v)))
 		}
 		return p.out, nil
+	case CanonicalJSON:
+		if v == nil {
+			return append(dst, "null"...), nil
+		}
+		return append(dst, v...), nil
 	case json.RawMessage:
 		if v == nil {
 			return append(dst, "null"...), nil // as encoding/json writes it (and refuses an empty one)
@@ -193,4 +198,85 @@ func appendGoString(dst []byte, s string) []byte {
 		b.WriteRune(r)
 	}
 	return appendJCSString(dst, b.Bytes())
+}
+
+// CanonicalJSON is JSON text already in RFC 8785 canonical form, such as
+// what [WalkObject] hands out. [Entry.Marshal] copies it as it is, so it
+// must be canonical; anything else would make an entry that [ParseEntry]
+// refuses.
+type CanonicalJSON []byte
+
+// MarshalJSON returns c (null if nil), so encoding/json writes it as JSON.
+func (c CanonicalJSON) MarshalJSON() ([]byte, error) {
+	if c == nil {
+		return []byte("null"), nil
+	}
+	return c, nil
+}
+
+// WalkObject reads data as one JSON object, as strictly as [Canonicalize]
+// does, and calls fn with each member in order: its key, its value's bytes
+// as they appear in data, and the value's canonical form, which is only
+// good until fn returns. It stops at fn's first error and returns it.
+// Duplicate keys and anything Canonicalize refuses are errors.
+func WalkObject(data []byte, fn func(key string, raw, canon []byte) error) error {
+	p := jcsParser{in: data}
+	p.skipSpace()
+	if p.peek() != '{' {
+		return p.unexpected("'{'")
+	}
+	p.pos++
+	var keys []string
+	p.skipSpace()
+	if p.peek() == '}' {
+		p.pos++
+	} else {
+		for {
+			p.skipSpace()
+			if p.peek() != '"' {
+				return p.unexpected("a string key")
+			}
+			offset := p.pos
+			s, err := p.quoted()
+			if err != nil {
+				return err
+			}
+			key := string(s)
+			for _, k := range keys {
+				if k == key {
+					return p.errorf(offset, "duplicate key %s", jcsQuote(key))
+				}
+			}
+			keys = append(keys, key)
+			p.skipSpace()
+			if p.peek() != ':' {
+				return p.unexpected("':'")
+			}
+			p.pos++
+			p.skipSpace()
+			start := p.pos
+			p.out = p.out[:0]
+			if err := p.value(1); err != nil {
+				return err
+			}
+			if err := fn(key, p.in[start:p.pos], p.out); err != nil {
+				return err
+			}
+			p.skipSpace()
+			if p.peek() == ',' {
+				p.pos++
+				continue
+			}
+			if p.peek() != '}' {
+				return p.unexpected("',' or '}'")
+			}
+			p.pos++
+			break
+		}
+	}
+	p.skipSpace()
+	if p.pos < len(p.in) {
+		return p.errorf(p.pos, "unexpected %s after the object", jcsDescribe(p.in[p.pos]))
+	}
+	return nil
 }

@@ -3,7 +3,10 @@ package log
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +110,8 @@ func TestMarshalMatchesRoundTrip(t *testing.T) {
 		"raw at depth 99":    nest(99, json.RawMessage(`[1]`)),
 		"raw at depth 98":    nest(98, json.RawMessage(`[1]`)),
 		"channel":            make(chan int),
+		"canonical":          CanonicalJSON(`{"a":[1,"x"],"b":null}`),
+		"canonical nil":      CanonicalJSON(nil),
 	}
 	for name, v := range cases {
 		sameMarshal(t, name, &Entry{Kind: "call", Time: ts, Actor: "alice", Fields: map[string]any{"value": v, "other": "x"}})
@@ -184,6 +189,79 @@ func BenchmarkEntryMarshal(b *testing.B) {
 			if _, err := e.marshalRoundTrip(); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+// walkCanonical rebuilds data's canonical form from WalkObject's members.
+func walkCanonical(data []byte) ([]byte, error) {
+	type member struct{ key, canon string }
+	var ms []member
+	err := WalkObject(data, func(key string, raw, canon []byte) error {
+		if !IsCanonical(canon) {
+			return fmt.Errorf("member %q: %q is not canonical", key, canon)
+		}
+		c, err := Canonicalize(raw)
+		if err != nil || !bytes.Equal(c, canon) {
+			return fmt.Errorf("member %q: raw %q canonicalizes to %q (%v), not %q", key, raw, c, err, canon)
+		}
+		ms = append(ms, member{key, string(canon)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ms, func(a, b member) int { return compareUTF16(a.key, b.key) })
+	out := []byte{'{'}
+	for i, m := range ms {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendJCSString(out, m.key)
+		out = append(out, ':')
+		out = append(out, m.canon...)
+	}
+	return append(out, '}'), nil
+}
+
+func TestWalkObject(t *testing.T) {
+	for _, in := range []string{
+		` {"b": [1.0, {"z":1,"a":2}], "a": "x\u00e9", "c": {}} `,
+		`{}`, `{"a":1}`, `{"a":1,"a":2}`, `[1]`, `"x"`, `{"a":1} x`, `{"a":}`, `{"a":1,}`,
+		`{"a":"\ud800"}`, `{"a":1e999}`, "{\"a\":\"\xff\"}", `{"a"`, ``,
+	} {
+		got, gerr := walkCanonical([]byte(in))
+		want, werr := Canonicalize([]byte(in))
+		isObject := werr == nil && want[0] == '{'
+		switch {
+		case isObject && (gerr != nil || !bytes.Equal(got, want)):
+			t.Errorf("%q: walked %q %v, want %q", in, got, gerr, want)
+		case !isObject && gerr == nil:
+			t.Errorf("%q: walked %q, want an error (%v)", in, got, werr)
+		}
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := WalkObject([]byte(`{"a":1,"b":2}`), func(string, []byte, []byte) error { n++; return stop }); err != stop || n != 1 {
+		t.Errorf("fn's error: %v after %d members", err, n)
+	}
+}
+
+// FuzzWalkObject holds WalkObject to Canonicalize: it accepts exactly the
+// objects Canonicalize accepts, and its members make up the same form.
+func FuzzWalkObject(f *testing.F) {
+	f.Add([]byte(`{"b":[1.0,{"z":1,"a":2}],"a":"x"}`))
+	f.Add([]byte(`{"a":1,"a":2}`))
+	f.Add([]byte(` {"\ue000":1, "\ud83d\ude00":2} `))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, gerr := walkCanonical(data)
+		want, werr := Canonicalize(data)
+		isObject := werr == nil && want[0] == '{'
+		switch {
+		case isObject && (gerr != nil || !bytes.Equal(got, want)):
+			t.Fatalf("walked %q %v, want %q", got, gerr, want)
+		case !isObject && gerr == nil:
+			t.Fatalf("walked %q, want an error (%v)", got, werr)
 		}
 	})
 }

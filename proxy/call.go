@@ -41,14 +41,15 @@ type call struct {
 	client       *mcp.Implementation
 	protocol     string
 
-	duration  time.Duration
-	result    json.RawMessage // the downstream result as received, if any
-	isError   bool
-	errText   string
-	errCode   int64
-	retain    bool
-	remarshal bool // result is the SDK's re-encoding, not the wire bytes
-	release   string
+	duration    time.Duration
+	result      json.RawMessage // the downstream result as received, if any
+	resultCanon []byte          // its canonical form, if the reader made it already
+	isError     bool
+	errText     string
+	errCode     int64
+	retain      bool
+	remarshal   bool // result is the SDK's re-encoding, not the wire bytes
+	release     string
 
 	expected *server.Expected // the log was told this call's entry is coming
 }
@@ -246,7 +247,10 @@ func (p *Proxy) record(ctx context.Context, c *call) (*log.Receipt, error) {
 		}
 	}
 	if c.result != nil {
-		canon, err := log.Canonicalize(c.result)
+		canon, err := c.resultCanon, error(nil)
+		if canon == nil {
+			canon, err = log.Canonicalize(c.result)
+		}
 		if err != nil {
 			// Not I-JSON (duplicate keys, lone surrogates...): JCS cannot
 			// represent it, so hash the bytes as received.

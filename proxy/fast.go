@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
 )
 
 // The HTTP front's fast path.
@@ -186,47 +189,60 @@ func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, sdk http.H
 type fastRequest struct {
 	id     json.RawMessage
 	method string
-	params map[string]json.RawMessage
+	params []byte // an object, as received
 }
 
+// errNotFast ends a walk over a message the fast path leaves to the SDK.
+var errNotFast = errors.New("not for the fast path")
+
 // parseFast reads body as one JSON-RPC request or notification whose
-// members are exactly the protocol's, or reports false.
+// members are exactly the protocol's, or reports false. It reads JSON as
+// strictly as JCS does (log.WalkObject): what it refuses, the SDK serves.
 func parseFast(body []byte) (fastRequest, bool) {
-	var top map[string]json.RawMessage
-	if len(body) == 0 || body[0] != '{' && !bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{")) {
-		return fastRequest{}, false
-	}
-	if json.Unmarshal(body, &top) != nil {
-		return fastRequest{}, false
-	}
 	var fr fastRequest
-	for k, v := range top {
+	version := false
+	err := log.WalkObject(body, func(k string, raw, canon []byte) error {
 		switch k {
 		case "jsonrpc":
-			if string(v) != `"2.0"` {
-				return fastRequest{}, false
+			if string(canon) != `"2.0"` {
+				return errNotFast
 			}
+			version = true
 		case "id":
-			if len(v) == 0 || !(v[0] == '"' || v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
-				return fastRequest{}, false
+			if !(raw[0] == '"' || raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+				return errNotFast
 			}
-			fr.id = v
+			fr.id = raw
 		case "method":
-			if json.Unmarshal(v, &fr.method) != nil {
-				return fastRequest{}, false
+			if canon[0] != '"' || json.Unmarshal(canon, &fr.method) != nil {
+				return errNotFast
 			}
 		case "params":
-			if json.Unmarshal(v, &fr.params) != nil || fr.params == nil {
-				return fastRequest{}, false
+			if raw[0] != '{' {
+				return errNotFast
 			}
+			fr.params = raw
 		default:
-			return fastRequest{}, false
+			return errNotFast
 		}
-	}
-	if top["jsonrpc"] == nil || fr.method == "" {
+		return nil
+	})
+	if err != nil || !version || fr.method == "" {
 		return fastRequest{}, false
 	}
 	return fr, true
+}
+
+// param returns the raw value of the named member of fr's params.
+func (fr fastRequest) param(name string) []byte {
+	var v []byte
+	log.WalkObject(fr.params, func(k string, raw, _ []byte) error {
+		if k == name {
+			v = raw
+		}
+		return nil
+	})
+	return v
 }
 
 // fastPOST serves r on the fast path and reports true, or reports false
@@ -257,7 +273,7 @@ func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSessio
 	}
 	switch {
 	case fr.method == "notifications/cancelled" && fr.id == nil:
-		v, ok := fs.calls.Load(string(bytes.TrimSpace(fr.params["requestId"])))
+		v, ok := fs.calls.Load(string(fr.param("requestId")))
 		if !ok {
 			return false
 		}
@@ -303,6 +319,7 @@ type fastCall struct {
 	front      string // the tool's front name
 	tool       string // its name on the server
 	args, meta json.RawMessage
+	argsCanon  []byte // args' canonical form (nil for null arguments)
 }
 
 // fastCallFor returns the call fr makes, if the fast path takes it: a tool
@@ -311,24 +328,30 @@ type fastCall struct {
 // SDK's streams).
 func (p *Proxy) fastCallFor(fr fastRequest) (fastCall, bool) {
 	var fc fastCall
-	for k, v := range fr.params {
+	if fr.params == nil {
+		return fastCall{}, false
+	}
+	err := log.WalkObject(fr.params, func(k string, raw, canon []byte) error {
 		switch k {
 		case "name":
-			if json.Unmarshal(v, &fc.front) != nil {
-				return fastCall{}, false
+			if canon[0] != '"' || json.Unmarshal(canon, &fc.front) != nil {
+				return errNotFast
 			}
 		case "arguments":
-			if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '{' && string(t) != "null" {
-				return fastCall{}, false
+			if raw[0] != '{' && string(raw) != "null" {
+				return errNotFast
 			}
-			fc.args = v
+			fc.args = raw
+			if raw[0] == '{' {
+				fc.argsCanon = bytes.Clone(canon)
+			}
 		case "_meta":
 			var m map[string]json.RawMessage
-			if json.Unmarshal(v, &m) != nil || m == nil {
-				return fastCall{}, false
+			if json.Unmarshal(raw, &m) != nil || m == nil {
+				return errNotFast
 			}
 			if _, ok := m["progressToken"]; ok {
-				return fastCall{}, false
+				return errNotFast
 			}
 			for k := range m {
 				if strings.HasPrefix(k, "io.modelcontextprotocol/") || strings.HasPrefix(k, "dev.provlog/") {
@@ -339,8 +362,12 @@ func (p *Proxy) fastCallFor(fr fastRequest) (fastCall, bool) {
 				fc.meta, _ = json.Marshal(m)
 			}
 		default:
-			return fastCall{}, false
+			return errNotFast
 		}
+		return nil
+	})
+	if err != nil {
+		return fastCall{}, false
 	}
 	p.mu.Lock()
 	d := p.toolOwner[fc.front]
@@ -385,7 +412,13 @@ func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontS
 		writeRPC(w, id, nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err))
 		return
 	}
-	args, secrets, err := redactArgs(fc.args, d.cfg.Redact)
+	var args any
+	var secrets []string
+	if len(d.cfg.Redact) == 0 && fc.argsCanon != nil {
+		args = log.CanonicalJSON(fc.argsCanon) // what redactArgs + Marshal would make of it
+	} else {
+		args, secrets, err = redactArgs(fc.args, d.cfg.Redact)
+	}
 	if err != nil {
 		writeRPC(w, id, nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: %v", err))
 		return

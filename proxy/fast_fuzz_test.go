@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
+
+	"github.com/provlog/provlog/log"
 )
 
 // FuzzParseFast: the fast path's reading of a client's POST body never
@@ -203,4 +206,89 @@ func TestFrontResult(t *testing.T) {
 			t.Errorf("frontResult(%s) = %s, want an error", bad, got)
 		}
 	}
+}
+
+// FuzzFastArgs: the fast path's canonical arguments make the same call
+// entry as the SDK path's decoded ones (redactArgs), for any arguments the
+// fast path takes.
+func FuzzFastArgs(f *testing.F) {
+	for _, s := range []string{
+		`{"a":1.0,"b":[1e2,-0,"\u00e9"],"c":{"z":null,"a":true}}`,
+		`{"big":12345678901234567890123,"tiny":1e-400,"s":"\ud83d\ude00\u2028"}`,
+		`{}`, `null`, `{"a":1,"a":2}`, `{"a":"\xff"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var canon []byte
+		params := append(append([]byte(`{"arguments":`), raw...), '}')
+		if log.WalkObject(params, func(_ string, r, c []byte) error {
+			if r[0] != '{' {
+				return errNotFast
+			}
+			canon = bytes.Clone(c)
+			return nil
+		}) != nil {
+			return // the SDK path's
+		}
+		decoded, _, err := redactArgs(raw, nil)
+		if err != nil {
+			t.Fatalf("the fast path took arguments the SDK path refuses: %v", err)
+		}
+		when := time.Unix(0, 0)
+		a, aerr := (&log.Entry{Kind: "call", Time: when, Fields: map[string]any{"args": log.CanonicalJSON(canon)}}).Marshal()
+		b, berr := (&log.Entry{Kind: "call", Time: when, Fields: map[string]any{"args": decoded}}).Marshal()
+		if (aerr == nil) != (berr == nil) || !bytes.Equal(a, b) {
+			t.Fatalf("fast path entry %s (%v), SDK path entry %s (%v)", a, aerr, b, berr)
+		}
+	})
+}
+
+// FuzzParseWire: a server's message reads the same in parseWire's one
+// pass as with encoding/json (member names as sent), and the result's
+// canonical form is Canonicalize's.
+func FuzzParseWire(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":"provlog-1","result":{"content":[{"type":"text","text":"hi"}],"isError":true}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad","data":{"x":1}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"a":1,"a":2}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"isError":"yes"},"error":null}`,
+		`{"id":1,"result":"\xff"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := parseWire(data)
+		var ref wireMessage
+		if jerr := json.Unmarshal(data, &ref); (err == nil) != (jerr == nil) {
+			t.Fatalf("parseWire: %v; encoding/json: %v", err, jerr)
+		}
+		if err != nil {
+			return
+		}
+		var top map[string]json.RawMessage
+		if _, cerr := log.Canonicalize(data); cerr != nil || json.Unmarshal(data, &top) != nil {
+			return // read by encoding/json, as before
+		}
+		if !bytes.Equal(m.ID, top["id"]) || !bytes.Equal(m.Params, top["params"]) || !bytes.Equal(m.Result, top["result"]) {
+			t.Fatalf("read id %s params %s result %s; encoding/json: %s %s %s", m.ID, m.Params, m.Result, top["id"], top["params"], top["result"])
+		}
+		var method string
+		if v, ok := top["method"]; ok && json.Unmarshal(v, &method) == nil && m.Method != method {
+			t.Fatalf("method %q, want %q", m.Method, method)
+		}
+		if m.resultCanon != nil {
+			want, err := log.Canonicalize(m.Result)
+			if err != nil || !bytes.Equal(want, m.resultCanon) {
+				t.Fatalf("result canonical %s, Canonicalize %s (%v)", m.resultCanon, want, err)
+			}
+		}
+		var r map[string]json.RawMessage
+		if json.Unmarshal(m.Result, &r) == nil {
+			if want := string(r["isError"]) == "true"; m.isError != want && m.resultCanon != nil {
+				t.Fatalf("isError %v, want %v", m.isError, want)
+			}
+		}
+	})
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
 )
 
 // The fast path's downstream half: one tools/call to a streamable HTTP
@@ -33,6 +35,62 @@ type wireMessage struct {
 	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  *wireError      `json:"error"`
+
+	resultCanon []byte // Result's canonical form, when it has one
+	isError     bool   // Result's isError
+}
+
+// parseWire reads one JSON-RPC message from a server. A message that is
+// I-JSON (what JCS accepts) is read in one pass that also yields its
+// result's canonical form and isError; anything else encoding/json reads.
+// The message does not keep data.
+func parseWire(data []byte) (*wireMessage, error) {
+	var m wireMessage
+	err := log.WalkObject(data, func(k string, raw, canon []byte) error {
+		switch k {
+		case "id":
+			m.ID = bytes.Clone(raw)
+		case "method":
+			if canon[0] != '"' {
+				return errNotFast
+			}
+			return json.Unmarshal(canon, &m.Method)
+		case "params":
+			m.Params = bytes.Clone(raw)
+		case "result":
+			m.Result = bytes.Clone(raw)
+			m.resultCanon = bytes.Clone(canon)
+			if canon[0] == '{' {
+				log.WalkObject(canon, func(k string, _, v []byte) error {
+					if k == "isError" {
+						m.isError = string(v) == "true"
+					}
+					return nil
+				})
+			}
+		case "error":
+			if string(canon) != "null" {
+				m.Error = new(wireError)
+				return json.Unmarshal(raw, m.Error)
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		return &m, nil
+	}
+	m = wireMessage{}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	if len(m.Result) > 0 {
+		var r struct {
+			IsError bool `json:"isError"`
+		}
+		json.Unmarshal(m.Result, &r)
+		m.isError = r.IsError
+	}
+	return &m, nil
 }
 
 type wireError struct {
@@ -85,12 +143,7 @@ func (p *Proxy) rawHTTPCall(ctx context.Context, fs *frontSession, fc fastCall, 
 		c.isError, c.errText, c.errCode = true, scrub(msg.Error.Message, c.secrets), msg.Error.Code
 		return &jsonrpc.Error{Code: msg.Error.Code, Message: msg.Error.Message, Data: msg.Error.Data}
 	case err == nil:
-		c.result = msg.Result
-		var r struct {
-			IsError bool `json:"isError"`
-		}
-		json.Unmarshal(msg.Result, &r)
-		c.isError = r.IsError
+		c.result, c.resultCanon, c.isError = msg.Result, msg.resultCanon, msg.isError
 		return nil
 	case ctx.Err() != nil:
 		c.isError, c.errText = true, "cancelled by the client"
@@ -250,29 +303,29 @@ func (d *downstream) post(ctx context.Context, cs *mcp.ClientSession, body []byt
 		if err != nil {
 			return nil, err
 		}
-		var msg wireMessage
-		if err := json.Unmarshal(b, &msg); err != nil {
+		msg, err := parseWire(b)
+		if err != nil {
 			return nil, fmt.Errorf("the answer is not a JSON-RPC message: %v", err)
 		}
 		if string(msg.ID) != reqID {
 			return nil, fmt.Errorf("the answer is for request %s, not %s", msg.ID, reqID)
 		}
-		return &msg, nil
+		return msg, nil
 	case "text/event-stream":
 		var answer *wireMessage
 		err := readEvents(resp.Body, func(data []byte) bool {
-			var msg wireMessage
-			if json.Unmarshal(data, &msg) != nil {
+			msg, err := parseWire(data)
+			if err != nil {
 				return true // not a message: skip it, as the SDK does
 			}
 			if msg.Method == "" {
 				if string(msg.ID) == reqID {
-					answer = &msg
+					answer = msg
 					return false
 				}
 				return true
 			}
-			d.onStream(ctx, cs, fs, &msg)
+			d.onStream(ctx, cs, fs, msg)
 			return true
 		})
 		if answer != nil {

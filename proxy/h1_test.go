@@ -318,4 +318,3 @@ func FuzzH1Response(f *testing.F) {
 		}
 	})
 }
-
