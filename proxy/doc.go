@@ -98,14 +98,21 @@
 // A plain tools/call over HTTP — one request in the POST, on an
 // initialized stateful session of the caller's own actor, to a downstream
 // tool, without a progress token — skips the SDK's server and client
-// sessions (fast.go): the request's few fields are read with encoding/json,
-// an HTTP server gets the call as one POST on the session the SDK opened,
-// a stdio server through the SDK's client, and the client gets one
-// application/json response with the result as the server sent it plus the
-// receipt. Recording is the same code as the SDK path's. Everything else
-// goes to the SDK's handler. The proxy keeps HTTP sessions' idle clock
+// sessions (fast.go): the request is read in one strict pass
+// (log.WalkObject, which also yields the arguments' canonical form for the
+// entry; anything JCS would refuse goes to the SDK), an HTTP server gets
+// the call as one POST on the session the SDK opened (fast_http.go; over
+// the proxy's own HTTP/1.1 connections for plain http, h1.go, else with
+// net/http's client), a stdio server through the SDK's client, and the
+// client gets one application/json response with the result as the server
+// sent it plus the receipt. Recording is the same code as the SDK path's.
+// Everything else goes to the SDK's handler. The proxy keeps HTTP sessions' idle clock
 // itself (an hour without a request closes a session), as the SDK's does
 // not see the fast path's requests. [Proxy.FastCalls] counts its calls.
+//
+// Both paths announce a call's entry to the log when the call starts
+// (server.Sequencer.Expect), so that under load a commit can wait briefly
+// for it and carry several entries (commit_delay).
 //
 // # Downstream health
 //
