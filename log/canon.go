@@ -64,88 +64,66 @@ func appendCanonical(dst []byte, v any, depth int) ([]byte, error) {
 		}
 		return appendCanonicalJSON(dst, v, depth)
 	case map[string]any:
-		if v == nil {
-			return append(dst, "null"...), nil
-		}
-		keys, ok := sortedKeys(v)
-		if !ok {
-			return appendMarshalled(dst, v, depth)
-		}
-		if depth+1 > maxJCSDepth {
-			return nil, fmt.Errorf("nesting deeper than %d", maxJCSDepth)
-		}
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendGoString(dst, k)
-			dst = append(dst, ':')
-			var err error
-			if dst, err = appendCanonical(dst, v[k], depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return append(dst, '}'), nil
+		return appendCanonicalMap(dst, v, depth)
 	case map[string]string:
-		if v == nil {
-			return append(dst, "null"...), nil
-		}
-		keys, ok := sortedKeys(v)
-		if !ok {
-			return appendMarshalled(dst, v, depth)
-		}
-		if depth+1 > maxJCSDepth {
-			return nil, fmt.Errorf("nesting deeper than %d", maxJCSDepth)
-		}
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendGoString(dst, k)
-			dst = append(dst, ':')
-			dst = appendGoString(dst, v[k])
-		}
-		return append(dst, '}'), nil
+		return appendCanonicalMap(dst, v, depth)
 	case []any:
-		if v == nil {
-			return append(dst, "null"...), nil
-		}
-		if depth+1 > maxJCSDepth {
-			return nil, fmt.Errorf("nesting deeper than %d", maxJCSDepth)
-		}
-		dst = append(dst, '[')
-		for i, x := range v {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = appendCanonical(dst, x, depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return append(dst, ']'), nil
+		return appendCanonicalSlice(dst, v, depth)
 	case []string:
-		if v == nil {
-			return append(dst, "null"...), nil
-		}
-		if depth+1 > maxJCSDepth {
-			return nil, fmt.Errorf("nesting deeper than %d", maxJCSDepth)
-		}
-		dst = append(dst, '[')
-		for i, s := range v {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendGoString(dst, s)
-		}
-		return append(dst, ']'), nil
+		return appendCanonicalSlice(dst, v, depth)
 	default:
 		// Structs, pointers, []byte (base64), float32 (written with 32-bit
 		// digits), Marshalers...: encoding/json knows best.
 		return appendMarshalled(dst, v, depth)
 	}
+}
+
+// appendCanonicalMap appends m as a canonical object (null if nil).
+func appendCanonicalMap[V any](dst []byte, m map[string]V, depth int) ([]byte, error) {
+	if m == nil {
+		return append(dst, "null"...), nil
+	}
+	keys, ok := sortedKeys(m)
+	if !ok {
+		return appendMarshalled(dst, m, depth)
+	}
+	if depth+1 > maxJCSDepth {
+		return nil, fmt.Errorf("nesting deeper than %d", maxJCSDepth)
+	}
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendGoString(dst, k)
+		dst = append(dst, ':')
+		var err error
+		if dst, err = appendCanonical(dst, m[k], depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendCanonicalSlice appends s as a canonical array (null if nil).
+func appendCanonicalSlice[V any](dst []byte, s []V, depth int) ([]byte, error) {
+	if s == nil {
+		return append(dst, "null"...), nil
+	}
+	if depth+1 > maxJCSDepth {
+		return nil, fmt.Errorf("nesting deeper than %d", maxJCSDepth)
+	}
+	dst = append(dst, '[')
+	for i, x := range s {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = appendCanonical(dst, x, depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, ']'), nil
 }
 
 // appendMarshalled appends the canonical form of json.Marshal(v).
