@@ -177,7 +177,7 @@ func (d *downstream) newRequest(ctx context.Context, cs *mcp.ClientSession, body
 		h.Set(k, v)
 	}
 	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
+	h.Set("Accept", acceptBoth)
 	if id := cs.ID(); id != "" {
 		h.Set("Mcp-Session-Id", id)
 	}
@@ -186,6 +186,10 @@ func (d *downstream) newRequest(ctx context.Context, cs *mcp.ClientSession, body
 	}
 	return req, nil
 }
+
+// acceptBoth is the Accept header of every POST: streamable HTTP servers
+// may answer with JSON or an event stream.
+const acceptBoth = "application/json, text/event-stream"
 
 // fixedHeaders are set by the proxy on every POST, whatever the config says.
 var fixedHeaders = map[string]bool{
@@ -209,7 +213,7 @@ func renderHeader(headers map[string]string) ([]byte, error) {
 		b = append(b, v...)
 		b = append(b, "\r\n"...)
 	}
-	b = append(b, "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"...)
+	b = append(b, "Content-Type: application/json\r\nAccept: "+acceptBoth+"\r\n"...)
 	return b, nil
 }
 

@@ -22,7 +22,6 @@ import (
 // than the bytes. Responses are parsed by net/http (http.ReadResponse).
 // Anything but plain http without a proxy keeps net/http's client.
 type h1Pool struct {
-	addr   string // host:port to dial
 	prefix []byte // request line and Host header
 	dial   func(ctx context.Context) (net.Conn, error)
 
@@ -67,7 +66,7 @@ func newH1Pool(u *url.URL) *h1Pool {
 	if !validHeaderValue(target) || !validHeaderValue(u.Host) {
 		return nil
 	}
-	p := &h1Pool{addr: addr}
+	p := &h1Pool{}
 	p.prefix = []byte("POST " + target + " HTTP/1.1\r\nHost: " + u.Host + "\r\n")
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	p.dial = func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }

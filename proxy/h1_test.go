@@ -288,7 +288,7 @@ func FuzzH1Response(f *testing.F) {
 	f.Add([]byte("HTTP/1.0 200 OK\r\n\r\nbody until close"))
 	f.Add([]byte("garbage"))
 	f.Fuzz(func(t *testing.T, answer []byte) {
-		p := &h1Pool{addr: "fuzz", prefix: []byte("POST / HTTP/1.1\r\nHost: fuzz\r\n")}
+		p := &h1Pool{prefix: []byte("POST / HTTP/1.1\r\nHost: fuzz\r\n")}
 		p.dial = func(ctx context.Context) (net.Conn, error) {
 			client, server := net.Pipe()
 			go func() {
