@@ -1,0 +1,75 @@
+// Package evidence writes and checks one entry's evidence: a directory a
+// regulator can hold that proves, offline and without trusting the log's
+// operator, that one log entry was in the log by a certain time and that
+// the log did not fork (DESIGN §4, provlog evidence and verify-evidence).
+//
+// # What it proves
+//
+// The directory centres on one target checkpoint: the smallest signed
+// checkpoint covering the entry that is both cosigned under the witness
+// policy and anchored (RFC 3161 tokens and a Rekor entry over the SHA-256
+// of that exact note). When no checkpoint is both, the best available one
+// is used and manifest.json's "missing" says in words what is not there
+// (no anchor covers the entry yet; the anchored checkpoint is not cosigned).
+// The entry is proven into the target by an inclusion proof, and the
+// receipt the entry got when it was committed (on the checkpoint of its own
+// batch) is linked to the target by a consistency proof.
+//
+// # Layout
+//
+// Every name below is relative to the directory; all files are written
+// once and checked byte for byte.
+//
+//	manifest.json           what the directory claims and the SHA-256 of
+//	                        every other file (see [Manifest])
+//	entry.json              the entry's exact bytes (its leaf hash is
+//	                        SHA-256(0x00 || these bytes))
+//	receipt.tlog-proof      c2sp.org/tlog-proof@v1: the entry's inclusion
+//	                        proof to the target checkpoint, which it
+//	                        carries with its witness cosignatures
+//	receipt.cose            the same proof as an RFC 9942 COSE receipt
+//	                        (COSE_Sign1, vds RFC9162_SHA256, EdDSA with the
+//	                        log's key, detached root payload)
+//	issued.tlog-proof       the receipt the entry was issued when committed,
+//	                        on the checkpoint of its own batch
+//	consistency             RFC 6962 consistency proof from the issued
+//	                        receipt's size to the target's (text: a header
+//	                        line, "old N", "new M", one base64 hash a line)
+//	checkpoint              the target checkpoint note, exactly the bytes
+//	                        the anchors time-stamp (the tlog-proof's
+//	                        checkpoint; `openssl ts -verify -data checkpoint`)
+//	anchor.json             the anchor record of the target checkpoint, as
+//	                        stored in <data>/anchors (anchor.Record)
+//	timestamps/<i>.tst      RFC 3161 TimeStampToken (DER) of the record's
+//	                        timestamp i (`openssl ts -verify -token_in`)
+//	timestamps/<i>.pem      its certificate chain, signer first
+//	rekor/<i>.json          the record's Rekor v1 entry i (LogEntryAnon:
+//	                        body, SET, inclusion proof, Rekor checkpoint)
+//	rekor/<i>.pub           that Rekor's public key (PEM)
+//	log.vkey                the log's verifier key (signed-note form)
+//	anchor.pub              the log's P-256 anchoring key (PEM)
+//	witnesses.txt           the witness policy: "threshold K", then one
+//	                        cosignature/v1 verifier key a line
+//	trust/tsa-roots.pem     the TSA roots the tokens were checked against
+//	trust/rekor-keys.pem    the Rekor keys the entries were checked against
+//	context/<n>.json        other entries that give the entry its meaning,
+//	context/<n>.tlog-proof  each with its inclusion proof to the target:
+//	                        always the genesis entry (0, which names
+//	                        log.vkey and anchor.pub); for a task entry the
+//	                        task's history (create, accept, claims,
+//	                        handoffs) and the entries its claims cite
+//
+// Files of parts that do not exist are absent (no anchor.json, timestamps/
+// or rekor/ when no anchor covers the entry; no witnesses.txt without a
+// witness policy); the manifest says so.
+//
+// # Verification
+//
+// [Verify] needs only the directory and the log's verifier key, which the
+// caller must get from a source it trusts: everything else in the
+// directory is checked against it, so one changed byte in any file fails
+// with an error naming that file. Each part also stays checkable with its
+// own ecosystem's tools: the tokens with `openssl ts -verify`, the
+// receipt with any c2sp.org/tlog-proof verifier, receipt.cose with a COSE
+// library, the Rekor entries with Sigstore's.
+package evidence

@@ -1,0 +1,63 @@
+package evidence
+
+// Format is the manifest's "format" value.
+const Format = "provlog-evidence/v1"
+
+// File names in an evidence directory (see the package doc).
+const (
+	ManifestFile    = "manifest.json"
+	EntryFile       = "entry.json"
+	ReceiptFile     = "receipt.tlog-proof"
+	COSEFile        = "receipt.cose"
+	IssuedFile      = "issued.tlog-proof"
+	ConsistencyFile = "consistency"
+	CheckpointFile  = "checkpoint"
+	AnchorFile      = "anchor.json"
+	TimestampsDir   = "timestamps"
+	RekorDir        = "rekor"
+	VKeyFile        = "log.vkey"
+	AnchorPubFile   = "anchor.pub"
+	WitnessesFile   = "witnesses.txt"
+	TSARootsFile    = "trust/tsa-roots.pem"
+	RekorKeysFile   = "trust/rekor-keys.pem"
+	ContextDir      = "context"
+)
+
+// ConsistencyHeader is the first line of the consistency file.
+const ConsistencyHeader = "provlog-consistency@v1"
+
+// Manifest is manifest.json. It is not signed: [Verify] checks every value
+// in it against the signed checkpoint and the files.
+type Manifest struct {
+	Format    string `json:"format"`
+	Generator string `json:"generator"`
+	Origin    string `json:"origin"`
+	// Index, LeafHash (hex) and Kind name the entry.
+	Index    uint64 `json:"index"`
+	LeafHash string `json:"leaf_hash"`
+	Kind     string `json:"kind"`
+	// Size and Root (base64) repeat the target checkpoint's.
+	Size uint64 `json:"size"`
+	Root string `json:"root"`
+	// IssuedSize is the size of the issued receipt's checkpoint.
+	IssuedSize uint64 `json:"issued_size"`
+	// Anchored and Cosigned say whether the target checkpoint is anchored
+	// and cosigned under the witness policy in witnesses.txt.
+	Anchored bool `json:"anchored"`
+	Cosigned bool `json:"cosigned"`
+	// Missing says in words what a complete evidence would hold and this
+	// one does not; empty when nothing is missing.
+	Missing []string `json:"missing"`
+	// Context lists the entries under context/, in index order.
+	Context []ContextEntry `json:"context"`
+	// Files maps every other file to its hex SHA-256.
+	Files map[string]string `json:"files"`
+}
+
+// A ContextEntry is one entry under context/ and why it is there: "genesis",
+// the task entry kinds ("task.create", "task.accept", "task.claim", ...), or
+// "cited" for an entry a claim cites.
+type ContextEntry struct {
+	Index uint64 `json:"index"`
+	Role  string `json:"role"`
+}
