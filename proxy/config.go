@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/provlog/provlog/proxy/release"
 )
 
@@ -82,12 +84,24 @@ type Duration time.Duration
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
-		return fmt.Errorf("%q: want a duration such as 30s, 2m or 2ms", b)
+		return fmt.Errorf("%q is not a duration: give a unit, such as 30s, 2m or 2ms", b)
 	}
 	if v < 0 {
 		return fmt.Errorf("duration %q is negative", b)
 	}
 	*d = Duration(v)
+	return nil
+}
+
+// UnmarshalYAML parses a duration from a YAML scalar and names the line of
+// a bad one: "timeout: 60" (no unit) is a common slip.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a duration such as 30s, 2m or 2ms", n.Line)
+	}
+	if err := d.UnmarshalText([]byte(n.Value)); err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
 	return nil
 }
 
@@ -190,10 +204,10 @@ func CheckServers(servers []ServerConfig) error {
 	for i := range servers {
 		c := &servers[i]
 		if err := c.check(); err != nil {
-			return fmt.Errorf("config: servers: %w", err)
+			return fmt.Errorf("%w", err)
 		}
 		if ids[c.ID] {
-			return fmt.Errorf("config: servers: id %q is used twice", c.ID)
+			return fmt.Errorf("id %q is used twice", c.ID)
 		}
 		ids[c.ID] = true
 		p := c.toolPrefix()
@@ -201,10 +215,10 @@ func CheckServers(servers []ServerConfig) error {
 			continue
 		}
 		if other, ok := prefixes[p]; ok {
-			return fmt.Errorf("config: servers: %q and %q share the prefix %q", other, c.ID, p)
+			return fmt.Errorf("%q and %q share the prefix %q", other, c.ID, p)
 		}
 		if strings.HasPrefix(p, ownPrefix) {
-			return fmt.Errorf("config: servers: %q: prefix %q overlaps the proxy's own %q", c.ID, p, ownPrefix)
+			return fmt.Errorf("%q: prefix %q overlaps the proxy's own %q", c.ID, p, ownPrefix)
 		}
 		prefixes[p] = c.ID
 	}

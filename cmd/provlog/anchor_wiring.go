@@ -173,8 +173,9 @@ func anchorNow(ctx context.Context, data string, acfg *anchor.Config, baseDir st
 // log.Audit verified the log up to size: every record in <data>/anchors
 // is verified offline against the log, with the anchoring key from the
 // genesis entry and, when acfg is not nil, the configured TSA roots and
-// Rekor key (else the records' own, which it says).
-func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Verifier, size uint64, acfg *anchor.Config, baseDir string, stdout io.Writer) error {
+// Rekor key (else the records' own, which it says). cfgPath names the
+// config given, if any, so the report can say why nothing was pinned.
+func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Verifier, size uint64, acfg *anchor.Config, baseDir, cfgPath string, stdout io.Writer) error {
 	dir := filepath.Join(data, anchorDir)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintln(stdout, "anchors: none (no anchors directory)")
@@ -207,6 +208,9 @@ func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Ve
 	trust := "configured TSA roots and Rekor key"
 	if rep.SelfTrusted {
 		trust = "the roots and keys stored in the records (pass --config to pin them)"
+		if cfgPath != "" {
+			trust = fmt.Sprintf("the roots and keys stored in the records (%s has no anchors: section to pin them)", cfgPath)
+		}
 	}
 	fmt.Fprintf(stdout, "OK: %d anchors verified offline (%d timestamps, %d Rekor entries, %d anchor entries in the log) against %s",
 		rep.Verified, rep.Timestamps, rep.Tlogs, rep.Entries, trust)

@@ -24,7 +24,10 @@ import (
 
 // Config is the sidecar's YAML configuration (DESIGN §4).
 type Config struct {
-	// Data is the data dir (default ./provlog-data).
+	// Data is the data dir (default provlog-data beside the config file,
+	// or ./provlog-data without one). Like every path in the file, a
+	// relative one is relative to the config file's directory, not to the
+	// directory provlog was started in.
 	Data string `yaml:"data"`
 	// Origin names the log when the data dir is first created.
 	Origin string `yaml:"origin"`
@@ -46,8 +49,8 @@ type Config struct {
 
 	// Anchors configures external anchoring (DESIGN §6); nil: none.
 	Anchors *anchor.Config `yaml:"anchors"`
-	// dir is the config file's directory: file names in anchors are
-	// relative to it.
+	// dir is the config file's directory: relative paths in the file
+	// (data, a server's dir and command, anchors' files) are relative to it.
 	dir string
 
 	// Witnesses cosign the log's checkpoints (see witness_sidecar.go).
@@ -79,7 +82,19 @@ func loadConfig(path string) (*Config, error) {
 		}
 	}
 	if cfg.Data == "" {
-		cfg.Data = "./provlog-data"
+		cfg.Data = "provlog-data"
+	}
+	cfg.Data = cfg.path(cfg.Data)
+	for i := range cfg.Servers {
+		s := &cfg.Servers[i]
+		if s.Dir != "" {
+			s.Dir = cfg.path(s.Dir)
+		}
+		// A program named by a path (not looked up in PATH) is found
+		// beside the config, wherever the client starts provlog.
+		if len(s.Command) > 0 && strings.ContainsRune(s.Command[0], filepath.Separator) {
+			s.Command[0] = cfg.path(s.Command[0])
+		}
 	}
 	if cfg.Actor == "" {
 		cfg.Actor = "local"
@@ -107,6 +122,15 @@ func loadConfig(path string) (*Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// path resolves a path written in the config file against the file's
+// directory.
+func (c *Config) path(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(c.dir, p)
 }
 
 // tokens maps bearer tokens, kept only as SHA-256, to actors.

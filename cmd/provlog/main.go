@@ -7,7 +7,7 @@
 //	provlog vkey --data D
 //	provlog prove (--data D | --log URL) (--index N | --leaf-hash HEX) [--size S]
 //	provlog verify-proof --vkey VKEY [--witness VKEY]... [--threshold K] [--entry FILE] FILE
-//	provlog audit (--data D | --log URL)
+//	provlog audit (--data D [--vkey VKEY] [--config F] | --log URL --vkey VKEY)
 //	provlog tasks (--data D | --log URL) [list | show ID]
 //	provlog replay (--data D | --log URL) --config F [--json] [--runs N] [--single-run] [--from I --to J]
 //	provlog anchor --config F [--data D]
@@ -51,7 +51,7 @@ func commands() []command {
 		{"vkey", "--data D", "print the log's verifier key", runVKey},
 		{"prove", "(--data D | --log URL) (--index N | --leaf-hash HEX) [--size S]", "print a tlog-proof receipt", runProve},
 		{"verify-proof", "--vkey VKEY [--witness VKEY]... [--threshold K] [--entry FILE] FILE", "verify a receipt offline; exit 0 only if valid", runVerifyProof},
-		{"audit", "(--data D [--config F] | --log URL [--vkey VKEY])", "recompute the tree, check every checkpoint and anchor, rebuild task state", runAudit},
+		{"audit", "(--data D [--vkey VKEY] [--config F] | --log URL --vkey VKEY)", "recompute the tree, check every checkpoint and anchor, rebuild task state", runAudit},
 		{"tasks", "(--data D | --log URL) [list | show ID]", "print task state and history", runTasks},
 		{"anchor", "--config F [--data D]", "anchor the latest checkpoint now (with the sidecar stopped)", runAnchor},
 		{"token", "add --config F --actor NAME [--reader]", "make a bearer token; print it once, store its hash", runToken},

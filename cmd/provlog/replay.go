@@ -36,8 +36,8 @@ type replayOutput struct {
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("replay", stderr)
 	data := fs.String("data", "", "data dir of a stopped sidecar (the replay run is appended to its log)")
-	logURL := fs.String("log", "", "base URL of a running sidecar (read only: the run is not recorded)")
-	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "reader token for --log (default $PROVLOG_TOKEN)")
+	logURL := fs.String("log", "", "base URL of a running sidecar (the run is recorded through its record_replay tool, as the token's actor)")
+	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "an actor's token for --log: it reads the log and records the run (default $PROVLOG_TOKEN)")
 	cfgPath := fs.String("config", "", "config naming the downstream servers (replay, replay_ignore, source)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	runs := fs.Int("runs", replay.DefaultRuns, "fresh runs per call (>= 2 checks flakiness)")

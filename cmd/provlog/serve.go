@@ -42,6 +42,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// stdout carries MCP in stdio mode, so the process log goes to stderr.
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
+	// The address is taken before anything is made: a port in use must not
+	// leave a new data dir with fresh keys behind.
+	var ln net.Listener
+	if *addr != "" {
+		if ln, err = net.Listen("tcp", *addr); err != nil {
+			return fmt.Errorf("cannot serve on %s: %w", *addr, err)
+		}
+		defer ln.Close()
+	}
 	sc, err := openSidecar(ctx, cfg, logger, *addr == "")
 	if err != nil {
 		return err
@@ -54,10 +63,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if ctx.Err() != nil {
 			return nil
 		}
-		return err
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
 		return err
 	}
 	srv := &http.Server{

@@ -300,7 +300,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			acfg, baseDir = cfg.Anchors, cfg.dir
 		}
-		if err := auditAnchors(ctx, *data, st, v, rep.Size, acfg, baseDir, stdout); err != nil {
+		if err := auditAnchors(ctx, *data, st, v, rep.Size, acfg, baseDir, *cfgPath, stdout); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeConfig(t *testing.T, dir, text string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "servers.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestConfigPathsRelativeToFile: a client such as Claude Desktop starts
+// provlog in a directory of its own choosing; the config's relative paths
+// must still name the files beside the config, or a second log is made.
+func TestConfigPathsRelativeToFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "etc", "provlog")
+	cases := []struct {
+		name, text string
+		data       string
+		srvDir     string
+		command0   string
+	}{
+		{"relative", "data: ./d\nservers:\n  - {id: a, command: [./bin/srv, x], dir: work}\n",
+			filepath.Join(dir, "d"), filepath.Join(dir, "work"), filepath.Join(dir, "bin", "srv")},
+		{"default data beside the config", "servers:\n  - {id: a, command: [npx, y]}\n",
+			filepath.Join(dir, "provlog-data"), "", "npx"},
+		{"absolute kept", "data: /var/lib/provlog\nservers:\n  - {id: a, command: [/usr/bin/srv], dir: /tmp}\n",
+			"/var/lib/provlog", "/tmp", "/usr/bin/srv"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := loadConfig(writeConfig(t, dir, tc.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Data != tc.data {
+				t.Errorf("data = %q, want %q", cfg.Data, tc.data)
+			}
+			s := cfg.Servers[0]
+			if s.Dir != tc.srvDir || s.Command[0] != tc.command0 {
+				t.Errorf("server dir %q command %q, want %q %q", s.Dir, s.Command[0], tc.srvDir, tc.command0)
+			}
+		})
+	}
+	// No config: the data dir is the working directory's.
+	cfg, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Data != "provlog-data" {
+		t.Errorf("default data = %q", cfg.Data)
+	}
+}
+
+// TestServeFromOtherDirectory runs serve as a client would, from another
+// working directory, and checks that it opened the data dir beside the
+// config and made no second one.
+func TestServeFromOtherDirectory(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := writeConfig(t, dir, "data: ./provlog-data\norigin: example.org/one\n")
+	if out, code := runCmd(t, "keygen", "--origin", "example.org/one", "--data", filepath.Join(dir, "provlog-data")); code != 0 {
+		t.Fatal(out)
+	}
+	elsewhere := t.TempDir()
+	t.Chdir(elsewhere)
+	base, stop := startServe(t, "--config", cfgPath)
+	_ = base
+	stop()
+	if des, _ := os.ReadDir(elsewhere); len(des) != 0 {
+		t.Fatalf("serve made %v in its working directory", des[0].Name())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "provlog-data", localToken)); err != nil {
+		t.Fatalf("serve did not use the data dir beside the config: %v", err)
+	}
+}
+
+// TestServePortTaken: a taken port fails before any key or data dir is
+// made.
+func TestServePortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	data := filepath.Join(t.TempDir(), "fresh")
+	out, code := runCmd(t, "serve", "--data", data, "--http", ln.Addr().String())
+	if code == 0 || !strings.Contains(out, "cannot serve on "+ln.Addr().String()) {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("serve on a taken port left %s behind (%v)", data, err)
+	}
+}
+
+// TestConfigErrors: a bad config says what and where, once.
+func TestConfigErrors(t *testing.T) {
+	cases := []struct{ name, text, want string }{
+		{"duration without unit", "servers:\n  - id: a\n    command: [x]\n    timeout: 60\n",
+			`line 4: "60" is not a duration: give a unit, such as 30s`},
+		{"commit_delay without unit", "commit_delay: 5\n", `line 1: "5" is not a duration`},
+		{"duplicate server id", "servers:\n  - {id: a, command: [x]}\n  - {id: a, command: [y]}\n",
+			`config: servers: id "a" is used twice`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadConfig(writeConfig(t, t.TempDir(), tc.text))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to say %q", err, tc.want)
+			}
+			if strings.Count(err.Error(), "config") > 2 {
+				t.Fatalf("err repeats itself: %v", err)
+			}
+		})
+	}
+}
