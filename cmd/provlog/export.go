@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/bundle"
 )
@@ -111,7 +112,7 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	if fs.NArg() != 1 {
 		return usageErr("give the bundle DIR")
 	}
-	rep, err := bundle.Verify(ctx, fs.Arg(0))
+	rep, err := bundle.Verify(ctx, fs.Arg(0), anchor.VerifyBundled)
 	if err != nil {
 		var ve *bundle.VerifyError
 		if errors.As(err, &ve) {

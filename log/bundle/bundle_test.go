@@ -166,7 +166,7 @@ func TestExportVerify(t *testing.T) {
 	f := newFixture(t, 20, true)
 	for _, r := range []struct{ from, to uint64 }{{0, 0}, {3, 10}, {5, 0}} {
 		dir := f.export(t, r.from, r.to)
-		rep, err := bundle.Verify(context.Background(), dir)
+		rep, err := bundle.Verify(context.Background(), dir, anchor.VerifyBundled)
 		if err != nil {
 			t.Fatalf("[%d,%d): %v", r.from, r.to, err)
 		}
@@ -205,7 +205,7 @@ func TestTamper(t *testing.T) {
 				if fix {
 					fixManifest(t, d, name, b)
 				}
-				_, err := bundle.Verify(context.Background(), d)
+				_, err := bundle.Verify(context.Background(), d, anchor.VerifyBundled)
 				if err == nil {
 					t.Fatalf("flipping byte %d of %s went unnoticed", at, name)
 				}

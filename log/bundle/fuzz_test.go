@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/log/bundle"
 )
 
@@ -19,7 +20,7 @@ import (
 func FuzzVerify(f *testing.F) {
 	fx := newFixture(f, 3, false)
 	src := fx.export(f, 0, 0)
-	want, err := bundle.Verify(context.Background(), src)
+	want, err := bundle.Verify(context.Background(), src, anchor.VerifyBundled)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func FuzzVerify(f *testing.F) {
 		if name != bundle.ManifestFile {
 			fixManifest(t, dir, name, data)
 		}
-		got, err := bundle.Verify(context.Background(), dir)
+		got, err := bundle.Verify(context.Background(), dir, anchor.VerifyBundled)
 		if err != nil {
 			return
 		}

@@ -23,7 +23,6 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/log"
 )
 
@@ -57,6 +56,35 @@ type Report struct {
 	SelfTrusted bool
 }
 
+// Trust is what the bundle's trust/ files pin: the TSAs' roots and the
+// Rekor logs' public keys.
+type Trust struct {
+	TSARoots  []*x509.Certificate
+	RekorKeys []crypto.PublicKey
+}
+
+// Anchored is what a verified anchor record vouches for.
+type Anchored struct {
+	Size uint64
+	Root []byte
+	// Carried is the trust the record itself declares (the root of each
+	// stored TSA chain, each stored Rekor key), whether or not it was
+	// verified against it; [Verify] uses it to tell a broken record from a
+	// trust file that names other authorities.
+	Carried Trust
+}
+
+// A VerifyAnchorFunc verifies one anchor record offline: the record's
+// bytes bind a checkpoint signed by v and the anchoring key anchorKey,
+// against trust (nil: the roots the record carries). It returns what the
+// record anchors; when the record does not parse it returns a nil
+// *Anchored with its error.
+//
+// This package does not verify anchors itself: nothing under log/ imports
+// package anchor (arrows point down), so the caller passes anchor's check
+// in (cmd/provlog passes [github.com/provlog/provlog/anchor.VerifyBundled]).
+type VerifyAnchorFunc func(ctx context.Context, record []byte, v note.Verifier, anchorKey crypto.PublicKey, trust *Trust) (*Anchored, error)
+
 // Verify checks the bundle in dir with no key argument and no network:
 //
 //   - every file is listed in manifest.json with its SHA-256, and no
@@ -67,7 +95,7 @@ type Report struct {
 //     tree.json they recompute the checkpoint's root, so each entry is in
 //     the log at its index; the genesis entry (entry 0, or genesis.entry
 //     with its proof) names log.vkey and anchor.pub;
-//   - each anchor record verifies (anchor.Verify) against anchor.pub and
+//   - each anchor record verifies (verifyAnchor) against anchor.pub and
 //     the bundled trust roots, its anchored root is the recomputed one
 //     when its size lies in the exported range, and an anchor entry in
 //     the range names it with its SHA-256;
@@ -75,7 +103,7 @@ type Report struct {
 //     entries.
 //
 // Entries are read line by line; memory does not grow with the log.
-func Verify(ctx context.Context, dir string) (*Report, error) {
+func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Report, error) {
 	var probs []Problem
 	bad := func(file, format string, args ...any) {
 		probs = append(probs, Problem{File: file, Msg: fmt.Sprintf(format, args...)})
@@ -232,9 +260,9 @@ func Verify(ctx context.Context, dir string) (*Report, error) {
 		}
 	}
 	// Trust roots and anchor records.
-	var trust *anchor.Trust
+	var trust *Trust
 	if _, ok := m.Files[TSARootsFile]; ok {
-		trust = &anchor.Trust{}
+		trust = &Trust{}
 		rest := read(TSARootsFile)
 		for {
 			var blk *pem.Block
@@ -275,15 +303,15 @@ func Verify(ctx context.Context, dir string) (*Report, error) {
 			continue
 		}
 		b := read(name)
-		r, err := anchor.ParseRecord(b)
-		if err != nil {
-			bad(name, "%v", err)
+		if verifyAnchor == nil {
+			bad(name, "cannot be checked: no anchor verifier was given")
 			continue
 		}
-		if _, err := anchor.Verify(ctx, r, v, anchorKey, trust); err != nil {
+		r, err := verifyAnchor(ctx, b, v, anchorKey, trust)
+		if err != nil {
 			bad(name, "%v", err)
-			if trust != nil {
-				blameTrust(ctx, r, v, anchorKey, trust, name, bad)
+			if r != nil && trust != nil {
+				blameTrust(ctx, verifyAnchor, b, &r.Carried, v, anchorKey, trust, name, bad)
 			}
 			continue
 		}
@@ -448,15 +476,14 @@ func Verify(ctx context.Context, dir string) (*Report, error) {
 // record is sound by the roots and keys it carries itself: then what
 // differs is the trust file (changed, or naming other authorities), not
 // the record.
-func blameTrust(ctx context.Context, r *anchor.Record, v note.Verifier, anchorKey crypto.PublicKey, trust *anchor.Trust, name string, bad func(file, format string, args ...any)) {
-	self := anchor.TrustFromRecord(r)
-	if _, err := anchor.Verify(ctx, r, v, anchorKey, self); err != nil {
+func blameTrust(ctx context.Context, verifyAnchor VerifyAnchorFunc, b []byte, self *Trust, v note.Verifier, anchorKey crypto.PublicKey, trust *Trust, name string, bad func(file, format string, args ...any)) {
+	if _, err := verifyAnchor(ctx, b, v, anchorKey, self); err != nil {
 		return // the record itself is broken
 	}
-	if _, err := anchor.Verify(ctx, r, v, anchorKey, &anchor.Trust{TSARoots: self.TSARoots, RekorKeys: trust.RekorKeys}); err != nil {
+	if _, err := verifyAnchor(ctx, b, v, anchorKey, &Trust{TSARoots: self.TSARoots, RekorKeys: trust.RekorKeys}); err != nil {
 		bad(RekorKeysFile, "%s verifies by the Rekor keys it carries but not by these", name)
 	}
-	if _, err := anchor.Verify(ctx, r, v, anchorKey, &anchor.Trust{TSARoots: trust.TSARoots, RekorKeys: self.RekorKeys}); err != nil {
+	if _, err := verifyAnchor(ctx, b, v, anchorKey, &Trust{TSARoots: trust.TSARoots, RekorKeys: self.RekorKeys}); err != nil {
 		bad(TSARootsFile, "%s verifies by the TSA roots it carries but not by these", name)
 	}
 }
