@@ -15,7 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/logpebble"
+	"github.com/provlog/provlog/witness/witnesspebble"
 )
 
 func refTree(prefix string, n int) *testonly.Tree {
@@ -152,12 +152,12 @@ func TestForkFromProof(t *testing.T) {
 }
 
 func TestStores(t *testing.T) {
-	kv, err := logpebble.OpenKV(t.TempDir())
+	kv, err := witnesspebble.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer kv.Close()
-	for name, s := range map[string]Store{"memory": NewMemoryStore(), "logpebble.KV": KVStore(kv)} {
+	for name, s := range map[string]Store{"memory": NewMemoryStore(), "witnesspebble.KV": KVStore(kv)} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			if got, err := s.Latest(ctx, "a"); got != nil || err != nil {

@@ -57,7 +57,7 @@ func (s *MemoryStore) Swap(_ context.Context, origin string, old, note []byte) e
 }
 
 // A KV is a durable key-value store with compare-and-swap, as
-// logpebble.KV is.
+// witnesspebble.KV is.
 type KV interface {
 	// Get returns the value of key, or an error wrapping log.ErrNotFound.
 	Get(key []byte) ([]byte, error)

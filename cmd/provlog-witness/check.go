@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/witness"
 	"github.com/provlog/provlog/witness/pull"
+	"github.com/provlog/provlog/witness/witnesspebble"
 )
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -32,8 +32,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	kv, err := logpebble.OpenKV(filepath.Join(*data, "db"))
-	if errors.Is(err, logpebble.ErrLocked) {
+	kv, err := witnesspebble.Open(filepath.Join(*data, "db"))
+	if errors.Is(err, witnesspebble.ErrLocked) {
 		return fmt.Errorf("data dir %s is in use by another provlog-witness", *data)
 	}
 	if err != nil {

@@ -13,9 +13,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/witness"
 	"github.com/provlog/provlog/witness/server"
+	"github.com/provlog/provlog/witness/witnesspebble"
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -38,8 +38,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
-	kv, err := logpebble.OpenKV(filepath.Join(cfg.Data, "db"))
-	if errors.Is(err, logpebble.ErrLocked) {
+	kv, err := witnesspebble.Open(filepath.Join(cfg.Data, "db"))
+	if errors.Is(err, witnesspebble.ErrLocked) {
 		return fmt.Errorf("data dir %s is held by another running provlog-witness", cfg.Data)
 	}
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/witness"
+	"github.com/provlog/provlog/witness/witnesspebble"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
@@ -38,7 +38,7 @@ func recordedSize(t *testing.T, store witness.Store) uint64 {
 // TestCheckProvlog follows a real provlog log over its HTTP API through
 // sizes that cross tile boundaries at every level used.
 func TestCheckProvlog(t *testing.T) {
-	kv, err := logpebble.OpenKV(t.TempDir())
+	kv, err := witnesspebble.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

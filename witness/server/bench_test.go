@@ -16,8 +16,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/witness"
+	"github.com/provlog/provlog/witness/witnesspebble"
 )
 
 // benchTreeSize is the log the benchmarks prove over: a million entries.
@@ -109,7 +109,7 @@ func newBenchLog(b *testing.B, origin string, n int) *benchLog {
 }
 
 func newBenchWitness(b *testing.B, logs []*benchLog) *Witness {
-	kv, err := logpebble.OpenKV(b.TempDir())
+	kv, err := witnesspebble.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

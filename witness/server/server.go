@@ -19,7 +19,7 @@
 // # State
 //
 // For each log the witness keeps the last checkpoint it cosigned in a
-// [witness.Store] (the command keeps it in Pebble, logpebble.KV). The
+// [witness.Store] (the command keeps it in Pebble, witnesspebble.KV). The
 // check of the old size and the update are atomic: requests for one log
 // are serialized, and the store's compare-and-swap refuses an update from a
 // stale state. The new checkpoint is durable before the cosignature is

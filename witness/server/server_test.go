@@ -17,8 +17,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/witness"
+	"github.com/provlog/provlog/witness/witnesspebble"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
@@ -282,7 +282,7 @@ func TestStatusCodes(t *testing.T) {
 // witness on the same Pebble directory.
 func TestPersistence(t *testing.T) {
 	dir := t.TempDir()
-	kv, err := logpebble.OpenKV(dir)
+	kv, err := witnesspebble.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestPersistence(t *testing.T) {
 	f.srv.Close()
 	kv.Close()
 
-	kv, err = logpebble.OpenKV(dir)
+	kv, err = witnesspebble.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestConcurrentAddCheckpoint(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var store witness.Store = witness.NewMemoryStore()
 			if name == "pebble" {
-				kv, err := logpebble.OpenKV(t.TempDir())
+				kv, err := witnesspebble.Open(t.TempDir())
 				if err != nil {
 					t.Fatal(err)
 				}

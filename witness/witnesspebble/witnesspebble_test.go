@@ -1,4 +1,4 @@
-package logpebble
+package witnesspebble
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 
 func TestKV(t *testing.T) {
 	dir := t.TempDir()
-	kv, err := OpenKV(dir)
+	kv, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +42,8 @@ func TestKV(t *testing.T) {
 	}
 
 	// One process at a time.
-	if _, err := OpenKV(dir); !errors.Is(err, ErrLocked) {
-		t.Errorf("second OpenKV: %v, want ErrLocked", err)
+	if _, err := Open(dir); !errors.Is(err, ErrLocked) {
+		t.Errorf("second Open: %v, want ErrLocked", err)
 	}
 	if err := kv.Close(); err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestKV(t *testing.T) {
 	}
 
 	// Durable across reopening.
-	kv, err = OpenKV(dir)
+	kv, err = Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestKV(t *testing.T) {
 // TestKVConcurrentSwaps: of many swaps from the same value, exactly one
 // wins; swaps of other keys go on meanwhile.
 func TestKVConcurrentSwaps(t *testing.T) {
-	kv, err := OpenKV(t.TempDir())
+	kv, err := Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

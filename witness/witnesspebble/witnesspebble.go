@@ -1,9 +1,9 @@
-package logpebble
-
-// KV is not a log: it is the small durable map a witness keeps (the latest
-// checkpoint it verified for each log it follows), in a Pebble database of
-// its own, apart from any log store. Its keys are whatever the caller
-// chooses; nothing else is stored, so keys.go's layout does not apply.
+// Package witnesspebble is the witness's durable state in Pebble: a small
+// key-value map with compare-and-swap ([witness.KV]), where
+// [witness.KVStore] keeps the latest checkpoint the witness verified for
+// each log it follows. It is not a log and shares nothing with a log
+// store (log/logpebble): its keys are whatever the caller chooses.
+package witnesspebble
 
 import (
 	"bytes"
@@ -20,6 +20,19 @@ import (
 	"github.com/provlog/provlog/log"
 )
 
+// ErrLocked is returned (wrapped) by [Open] when another process, or
+// another open KV, holds the directory.
+var ErrLocked = errors.New("witness store is in use by another process")
+
+// ErrCorrupt is returned (wrapped) by [Open] when Pebble finds the
+// database corrupt.
+var ErrCorrupt = errors.New("witness store is corrupt")
+
+var errClosed = errors.New("witness store is closed")
+
+// formatMajorVersion pins the on-disk format, as log/logpebble does its own.
+const formatMajorVersion = pebble.FormatValueSeparation
+
 // ErrConflict is returned (wrapped) by [KV.CompareAndSwap] when the key
 // does not hold the expected value.
 var ErrConflict = errors.New("value changed")
@@ -29,8 +42,8 @@ var ErrConflict = errors.New("value changed")
 const kvStripes = 64
 
 // A KV is a small durable key-value store with compare-and-swap, in its
-// own Pebble directory. It is safe for concurrent use. Like [Store], it
-// locks its directory: one process at a time.
+// own Pebble directory. It is safe for concurrent use. It locks its
+// directory: one process at a time.
 type KV struct {
 	db    *pebble.DB
 	lock  *pebble.Lock
@@ -41,10 +54,10 @@ type KV struct {
 	closed bool
 }
 
-// OpenKV opens the store in dir, creating it if needed. It fails with an
-// error wrapping [ErrLocked] if another process (or another open KV or
-// Store) holds the directory.
-func OpenKV(dir string) (*KV, error) {
+// Open opens the store in dir, creating it if needed. It fails with an
+// error wrapping [ErrLocked] if another process (or another open KV)
+// holds the directory.
+func Open(dir string) (*KV, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("opening store: %w", err)
 	}
