@@ -14,6 +14,8 @@ command -v npm >/dev/null || need+=(npm)
 command -v openssl >/dev/null || need+=(openssl)
 command -v ssh-agent >/dev/null || need+=(openssh-client)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
+# curl: cmd/provlog runs the README's tour, which uses it.
+command -v curl >/dev/null || need+=(curl)
 # python3-prov and prov-tools: the export bundle's PROV-JSON must load in
 # Debian's python3-prov and round-trip through prov-convert (log/bundle).
 /usr/bin/python3 -c 'import prov.model' 2>/dev/null || need+=(python3-prov)

@@ -102,8 +102,16 @@ anchors:
 		t.Fatalf("provlog audit: %d\n%s", code, out)
 	}
 	out, code = runCmd(t, "audit", "--data", data)
-	if code != 0 || !strings.Contains(out, "stored in the records") {
+	if code != 0 || !strings.Contains(out, "stored in the records (pass --config to pin them)") {
 		t.Fatalf("provlog audit without config: %d\n%s", code, out)
+	}
+	// A config without anchors: pins nothing, and audit says why rather
+	// than asking for the --config it was given.
+	bare := filepath.Join(t.TempDir(), "bare.yaml")
+	os.WriteFile(bare, []byte("data: "+data+"\n"), 0o600)
+	out, code = runCmd(t, "audit", "--data", data, "--config", bare)
+	if code != 0 || !strings.Contains(out, bare+" has no anchors: section to pin them") || strings.Contains(out, "pass --config") {
+		t.Fatalf("provlog audit with a config without anchors: %d\n%s", code, out)
 	}
 
 	// Change one byte of the first stored token.

@@ -205,6 +205,10 @@ func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Ve
 		}
 		return fmt.Errorf("FAILED auditing anchors: %w", err)
 	}
+	if rep.Records == 0 {
+		fmt.Fprintln(stdout, "anchors: none yet")
+		return nil
+	}
 	trust := "configured TSA roots and Rekor key"
 	if rep.SelfTrusted {
 		trust = "the roots and keys stored in the records (pass --config to pin them)"
