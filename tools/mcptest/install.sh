@@ -5,11 +5,17 @@
 #   - @modelcontextprotocol/server-everything and @modelcontextprotocol/sdk
 #     (npm ci from package-lock.json), used as a downstream server and,
 #     through client.mjs, as the TypeScript client;
-#   - go-sdk's conformance everything-server, built from the module proxy.
+#   - go-sdk's conformance everything-server, built from the module proxy;
+#   - the official conformance suite @modelcontextprotocol/conformance and
+#     node 22 (npm package "node"), which its CLI needs (npm ci from
+#     conformance/package-lock.json, a folder of its own so the node 22
+#     binary stays out of the other programs' way).
 #
-# It prints the two variables the Go tests read, ready for eval:
+# It prints the variables the Go tests read, ready for eval:
 #   PROVLOG_MCPTEST_DIR        the folder holding node_modules and client.mjs
 #   PROVLOG_EVERYTHING_SERVER  the everything-server binary
+#   PROVLOG_CONFORMANCE        the conformance suite's CLI script
+#   PROVLOG_NODE22             the node 22 binary to run it with
 #
 # Usage: eval "$(bash tools/mcptest/install.sh)"
 # Cache root: $PROVLOG_CACHE, else $XDG_CACHE_HOME/provlog, else ~/.cache/provlog.
@@ -43,5 +49,20 @@ if [ ! -x "$bin/everything-server" ]; then
 	(cd "$bin" && GOBIN="$bin" go install "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@$gosdk" >&2)
 fi
 
+ckey="$(sha256sum <"$here/conformance/package-lock.json" | cut -c1-16)"
+cdir="$root/conformance-$ckey"
+if [ ! -f "$cdir/.installed" ]; then
+	echo "mcptest: installing the MCP conformance suite and node 22 into $cdir" >&2
+	mkdir -p "$root"
+	tmp="$(mktemp -d "$root/.tmp.XXXXXX")"
+	cp "$here/conformance/package.json" "$here/conformance/package-lock.json" "$tmp/"
+	npm ci --prefix "$tmp" --no-audit --no-fund --loglevel=error >&2
+	rm -rf "$cdir"
+	mv "$tmp" "$cdir"
+	touch "$cdir/.installed"
+fi
+
 echo "export PROVLOG_MCPTEST_DIR=$dir"
+echo "export PROVLOG_CONFORMANCE=$cdir/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+echo "export PROVLOG_NODE22=$cdir/node_modules/node/bin/node"
 echo "export PROVLOG_EVERYTHING_SERVER=$bin/everything-server"
