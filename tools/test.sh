@@ -24,6 +24,13 @@ if [ ${#need[@]} -gt 0 ]; then
 	echo "== installing Debian packages: ${need[*]}"
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+# --- auditor's view (cmd/provlog/ui_test.go): Debian's headless Chromium,
+# driven over the DevTools protocol on a pipe (cmd/internal/browser). ---
+if ! command -v chromium >/dev/null; then
+	echo "== installing Debian chromium for the browser tests of the auditor's view"
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+# --- end auditor's view ---
 echo "== real MCP programs for the proxy tests (npm server-everything and TS SDK, go-sdk everything-server)"
 eval "$(bash tools/mcptest/install.sh)"
 echo "== TSAs and Rekor for the anchoring tests (sigstore timestamp-server, rekor-server + in-memory Trillian)"

@@ -313,6 +313,7 @@ func (s *sidecar) handler() http.Handler {
 	}))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /metrics", s.metrics)
+	s.handleUI(mux, authorized)
 	return mux
 }
 

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/cmd/internal/browser"
+	"github.com/provlog/provlog/log"
+)
+
+// chromium finds Debian's Chromium (tools/test.sh installs it); without
+// it the browser tests skip, and fail under CI=true.
+func chromium(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("PROVLOG_CHROMIUM")
+	if p == "" {
+		p, _ = exec.LookPath("chromium")
+	}
+	if p == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium is not installed (tools/test.sh installs Debian's chromium); the browser tests cannot run")
+		}
+		t.Skip("chromium is not installed: apt-get install chromium")
+	}
+	return p
+}
+
+// uiLog is a sidecar with a recorded task: created, accepted, one call of
+// a downstream tool with a redacted argument, and an observed claim citing
+// that call; its HTTP handler is served on loopback.
+type uiLog struct {
+	sc             *sidecar
+	base, token    string
+	taskID         string
+	call, claim    uint64
+	vkey, otherKey string
+}
+
+type writeIn struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	APIKey  string `json:"api_key"`
+}
+
+func newUILog(t *testing.T) *uiLog {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "write_file"}, func(_ context.Context, _ *mcp.CallToolRequest, in writeIn) (*mcp.CallToolResult, any, error) {
+		return text(fmt.Sprintf("wrote %d bytes to %s", len(in.Content), in.Path)), nil, nil
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	cfgText := fmt.Sprintf("data: %s\norigin: provlog.example/agent-7\nactor: alice\nservers:\n  - id: fs\n    url: %s\n    redact: [api_key]\n", filepath.Join(dir, "data"), down.URL)
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sc, err := openSidecar(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sc.close)
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := sc.proxy.Server().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "auditor-test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	l := &uiLog{sc: sc, vkey: sc.keys.vkey}
+	created, _ := callTool(t, cs, "create_task", map[string]any{"title": "write the quarterly report", "description": "to reports/q3.md"})
+	l.taskID = created["task_id"].(string)
+	callTool(t, cs, "accept_task", map[string]any{"task_id": l.taskID})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs__write_file", Arguments: map[string]any{
+		"path": "reports/q3.md", "content": "# Q3\nrevenue up", "api_key": "sk-very-secret"}})
+	if err != nil || res.IsError {
+		t.Fatalf("fs__write_file: %v %v", err, res)
+	}
+	rc, err := log.ParseReceipt([]byte(res.Meta["dev.provlog/receipt"].(string)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := sc.store.Entries(ctx, rc.Index, rc.Index+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The receipt is the call entry's, or its call.result's, which names it.
+	var e struct {
+		Kind string `json:"kind"`
+		Call uint64 `json:"call"`
+	}
+	if err := json.Unmarshal(es[0], &e); err != nil {
+		t.Fatal(err)
+	}
+	l.call = rc.Index
+	if e.Kind == "call.result" {
+		l.call = e.Call
+	}
+	_, claimRC := callTool(t, cs, "report_completion", map[string]any{"task_id": l.taskID, "provenance": "observed",
+		"summary": "wrote reports/q3.md", "evidence": []uint64{l.call}})
+	crc, err := log.ParseReceipt([]byte(claimRC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.claim = crc.Index
+
+	// An Ed25519 note key of the same name that did not sign the log.
+	_, other, err := note.GenerateKey(rand.Reader, "provlog.example/agent-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.otherKey = other
+	hs := httptest.NewServer(sc.handler())
+	t.Cleanup(hs.Close)
+	l.base = hs.URL
+	tok, err := os.ReadFile(filepath.Join(cfg.Data, localToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.token = strings.TrimSpace(string(tok))
+	return l
+}
+
+// openPage starts Chromium and returns a page in it.
+func openPage(t *testing.T) (*browser.Page, context.Context) {
+	t.Helper()
+	b, err := browser.Start(chromium(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	p, err := b.NewPage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, ctx
+}
+
+// verdict loads url and waits for the page's verdict.
+func verdict(t *testing.T, ctx context.Context, p *browser.Page, url string) (verified, text string) {
+	t.Helper()
+	if err := p.Navigate(ctx, "about:blank"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Navigate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.WaitString(ctx, `document.getElementById("verdict")?.dataset.verified`)
+	if err != nil {
+		t.Fatalf("no verdict on %s: %v", url, err)
+	}
+	if _, err := p.WaitString(ctx, `document.body.dataset.done`); err != nil {
+		t.Fatalf("the page did not finish %s: %v", url, err)
+	}
+	if err := p.Eval(ctx, `document.getElementById("verdict").innerText`, &text); err != nil {
+		t.Fatal(err)
+	}
+	return v, text
+}
+
+// screenshot saves the page as name in $PROVLOG_UI_SCREENSHOTS, if set
+// (tools/test.sh leaves it unset; `PROVLOG_UI_SCREENSHOTS=$PWD/docs` makes
+// the README's pictures).
+func screenshot(t *testing.T, ctx context.Context, p *browser.Page, name string) {
+	t.Helper()
+	png, err := p.Screenshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := os.Getenv("PROVLOG_UI_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUIVerifiesInBrowser loads the auditor's view of a real sidecar in
+// headless Chromium: a call entry and a claim verify (and show the
+// redacted argument and the task's timeline), a key that did not sign and a
+// proof changed on the way do not, and neither does a page without a token.
+func TestUIVerifiesInBrowser(t *testing.T) {
+	l := newUILog(t)
+	p, ctx := openPage(t)
+	open := func(frag string) (string, string) { return verdict(t, ctx, p, l.base+"/ui/#"+frag) }
+
+	v, txt := open(fmt.Sprintf("token=%s&entry=%d", l.token, l.call))
+	if v != "true" {
+		t.Fatalf("call entry %d: data-verified=%s: %s", l.call, v, txt)
+	}
+	var marks int
+	if err := p.Eval(ctx, `document.querySelectorAll("#entry mark.redacted").length`, &marks); err != nil || marks != 1 {
+		t.Errorf("redacted marks on the call entry: %d, %v; want 1", marks, err)
+	}
+	var body string
+	p.Eval(ctx, `document.body.innerText`, &body)
+	if strings.Contains(body, "sk-very-secret") {
+		t.Fatal("the redacted value is on the page")
+	}
+	if strings.Contains(body, l.token) {
+		t.Error("the token is shown on the page")
+	}
+	var hash string
+	p.Eval(ctx, `location.hash`, &hash)
+	if strings.Contains(hash, "token") {
+		t.Errorf("the token stayed in the address bar: %s", hash)
+	}
+	screenshot(t, ctx, p, "ui-entry.png")
+
+	// The same page, a new load: the token came from the fragment only once.
+	v, txt = open(fmt.Sprintf("token=%s&entry=%d", l.token, l.claim))
+	if v != "true" {
+		t.Fatalf("claim entry %d: data-verified=%s: %s", l.claim, v, txt)
+	}
+	var steps []string
+	if err := p.Eval(ctx, `[...document.querySelectorAll("#timeline li")].map(li => li.innerText)`, &steps); err != nil || len(steps) != 3 {
+		t.Fatalf("timeline: %q, %v; want create, accept, claim", steps, err)
+	}
+	if !strings.Contains(steps[2], "observed") || !strings.Contains(steps[2], fmt.Sprintf("entry %d", l.call)) {
+		t.Errorf("claim step %q does not show its provenance and evidence", steps[2])
+	}
+	screenshot(t, ctx, p, "ui-timeline.png")
+
+	// By task id and by leaf hash.
+	if v, txt := open(fmt.Sprintf("token=%s&task=%s", l.token, l.taskID)); v != "true" || !strings.Contains(txt, fmt.Sprintf("Entry %d ", l.claim)) {
+		t.Errorf("by task id: data-verified=%s: %s", v, txt)
+	}
+	es, _ := l.sc.store.Entries(ctx, l.call, l.call+1)
+	leaf := log.LeafHash(es[0])
+	if v, txt := open(fmt.Sprintf("token=%s&hash=%x", l.token, leaf)); v != "true" || !strings.Contains(txt, fmt.Sprintf("Entry %d ", l.call)) {
+		t.Errorf("by leaf hash: data-verified=%s: %s", v, txt)
+	}
+
+	// The log's own key given in the fragment verifies; another does not.
+	if v, txt := open(fmt.Sprintf("token=%s&entry=%d&vkey=%s", l.token, l.call, l.vkey)); v != "true" {
+		t.Errorf("with the log's vkey in the fragment: %s: %s", v, txt)
+	}
+	for name, key := range map[string]string{"a key of the same name": l.otherKey, "garbage": "not-a-key"} {
+		if v, txt := open(fmt.Sprintf("token=%s&entry=%d&vkey=%s", l.token, l.call, key)); v != "false" {
+			t.Errorf("with %s as vkey: data-verified=%s: %s", name, v, txt)
+		}
+	}
+	if v, txt := open(fmt.Sprintf("entry=%d", l.call)); v != "false" || !strings.Contains(txt, "token") {
+		t.Errorf("without a token: data-verified=%s: %s", v, txt)
+	}
+}
+
+// TestUITamperedProof serves the sidecar's API with one byte of each
+// inclusion proof, or of the entry, changed: the page must not verify.
+func TestUITamperedProof(t *testing.T) {
+	l := newUILog(t)
+	p, ctx := openPage(t)
+	for _, part := range []string{"proof", "entry", "checkpoint"} {
+		t.Run(part, func(t *testing.T) {
+			hs := httptest.NewServer(tamper(l.sc.handler(), part))
+			defer hs.Close()
+			v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d", hs.URL, l.token, l.claim))
+			if v != "false" {
+				t.Fatalf("tampered %s: data-verified=%s: %s", part, v, txt)
+			}
+		})
+	}
+}
+
+// tamper changes one byte of what h answers: the first proof hash of an
+// inclusion proof, a byte of an entry, or the root of a receipt's
+// checkpoint.
+func tamper(h http.Handler, part string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		lines := strings.Split(string(body), "\n")
+		switch {
+		case part == "proof" && r.URL.Path == "/log/proof/inclusion":
+			lines[3] = flipBase64(lines[3]) // extra, index, then the first proof hash
+			body = []byte(strings.Join(lines, "\n"))
+		case part == "entry" && strings.HasPrefix(r.URL.Path, "/log/entry/"):
+			body = bytes.Replace(body, []byte("q3"), []byte("q4"), 1)
+		case part == "checkpoint" && r.URL.Path == "/log/proof/inclusion":
+			for i := range lines {
+				if lines[i] == "" {
+					lines[i+3] = flipBase64(lines[i+3]) // the checkpoint's root
+					break
+				}
+			}
+			body = []byte(strings.Join(lines, "\n"))
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		w.Write(body)
+	})
+}
+
+// flipBase64 flips one bit of the bytes a base64 line holds.
+func flipBase64(s string) string {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || len(b) == 0 {
+		panic("not a base64 line: " + s)
+	}
+	b[len(b)/2] ^= 1
+	return base64.StdEncoding.EncodeToString(b)
+}

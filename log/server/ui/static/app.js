@@ -1,0 +1,412 @@
+// The auditor's view: looks an entry up, shows it with its task's history,
+// its checkpoint's witnesses and anchors, and verifies it (verify.js).
+// Everything the server sends is shown as text, never as markup.
+
+import { verifyEntry, parseVKey, verifyCosignature, toHex, encodeBase64 } from "./verify.js";
+
+const state = { token: "", vkey: "", info: null, seq: 0 };
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v !== undefined && v !== null) e.setAttribute(k, v);
+  }
+  fill(e, ...children);
+  return e;
+}
+
+// fill replaces what e holds with children: nodes, text, nested arrays;
+// null and undefined are left out.
+function fill(e, ...children) {
+  e.replaceChildren();
+  for (const c of children.flat(Infinity)) {
+    if (c !== undefined && c !== null) e.append(c instanceof Node ? c : String(c));
+  }
+}
+
+// fragment reads #token=T&entry=N&vkey=VKEY (or hash=, task=). A key or
+// token pasted unescaped has its "+" read as a space by URLSearchParams;
+// neither ever holds a space, so spaces are turned back.
+function fragment() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  const plus = (s) => (s === null ? null : s.replaceAll(" ", "+"));
+  return { token: plus(p.get("token")), vkey: plus(p.get("vkey")), entry: p.get("entry"), hash: p.get("hash"), task: p.get("task") };
+}
+
+// link is the fragment that opens what, keeping the reader's own key.
+function link(what) {
+  const p = new URLSearchParams(what);
+  if (state.vkey) p.set("vkey", state.vkey);
+  return "#" + p.toString();
+}
+
+class HTTPError extends Error {
+  constructor(status, msg) {
+    super(msg);
+    this.status = status;
+  }
+}
+
+async function get(path, as) {
+  const headers = {};
+  if (state.token) headers.Authorization = "Bearer " + state.token;
+  const r = await fetch(path, { headers, cache: "no-store" });
+  if (!r.ok) {
+    const text = (await r.text()).trim();
+    if (r.status === 401) throw new HTTPError(401, "the log needs a reader token for this: enter it above");
+    throw new HTTPError(r.status, `${path}: ${r.status} ${text}`);
+  }
+  if (as === "bytes") return new Uint8Array(await r.arrayBuffer());
+  if (as === "json") return r.json();
+  return r.text();
+}
+
+function setVerdict(verified, title, ...detail) {
+  const v = $("verdict");
+  if (verified === null) v.removeAttribute("data-verified");
+  else v.setAttribute("data-verified", String(verified));
+  fill(v, el("h2", {}, title), ...detail);
+}
+
+function clearSections() {
+  for (const id of ["entry", "checkpoint", "anchors", "timeline"]) {
+    $(id).replaceChildren();
+    $(id).hidden = true;
+  }
+}
+
+// route opens what the fragment names.
+async function route() {
+  const f = fragment();
+  if (f.token !== null) {
+    state.token = f.token;
+    $("token").value = f.token;
+    // Keep the token out of the address bar and the history.
+    const p = new URLSearchParams(location.hash.slice(1));
+    p.delete("token");
+    history.replaceState(null, "", location.pathname + location.search + "#" + p.toString());
+  }
+  state.vkey = f.vkey || "";
+  $("vkey").value = state.vkey;
+  const seq = ++state.seq;
+  delete document.body.dataset.done;
+  clearSections();
+  try {
+    await open(f, seq);
+  } catch (e) {
+    if (seq === state.seq && $("verdict").dataset.verified !== "false") {
+      setVerdict(false, "✗ Not verified", el("p", { class: "reason" }, "the page failed: " + e.message));
+    }
+  }
+  // Tests and scripts wait for this: everything for this fragment is shown.
+  if (seq === state.seq) document.body.dataset.done = "true";
+}
+
+async function open(f, seq) {
+  if (f.entry !== null) {
+    $("q").value = f.entry;
+    return openEntry({ index: f.entry }, seq);
+  }
+  if (f.hash !== null) {
+    $("q").value = f.hash;
+    return openEntry({ hash: f.hash }, seq);
+  }
+  if (f.task !== null) {
+    $("q").value = f.task;
+    return openTask(f.task, seq);
+  }
+  setVerdict(null, "Nothing opened yet", el("p", {}, "Enter an entry index, a leaf hash or a task id above."));
+}
+
+async function openTask(id, seq) {
+  setVerdict(null, "Checking…");
+  let task;
+  try {
+    task = await get("/log/task/" + encodeURIComponent(id), "json");
+  } catch (e) {
+    return setVerdict(false, "Not verified", el("p", {}, "Task " + id + ": " + e.message));
+  }
+  if (seq !== state.seq) return;
+  const last = task.history[task.history.length - 1];
+  return openEntry({ index: String(last.index) }, seq, task);
+}
+
+async function openEntry(sel, seq, task) {
+  setVerdict(null, "Checking…");
+  const query = sel.hash !== undefined ? "hash=" + encodeURIComponent(sel.hash.toLowerCase()) : "index=" + encodeURIComponent(sel.index);
+  let receipt, bytes, index;
+  try {
+    if (sel.index !== undefined && !/^(0|[1-9][0-9]*)$/.test(sel.index)) throw new Error(`${JSON.stringify(sel.index)} is not an entry index`);
+    if (sel.hash !== undefined && !/^[0-9a-fA-F]{64}$/.test(sel.hash)) throw new Error("a leaf hash is 64 hex digits");
+    receipt = await get("/log/proof/inclusion?" + query);
+    const m = /\nindex (0|[1-9][0-9]*)\n/.exec(receipt);
+    if (!m) throw new Error("the receipt has no index line");
+    index = BigInt(m[1]);
+    bytes = await get("/log/entry/" + m[1], "bytes");
+  } catch (e) {
+    return setVerdict(false, "Not verified", el("p", {}, e.message));
+  }
+  if (seq !== state.seq) return;
+  const keyText = state.vkey || state.info.vkey;
+  const want = sel.index !== undefined ? BigInt(sel.index) : undefined;
+  const res = await verifyEntry(bytes, receipt, keyText, want);
+  if (seq !== state.seq) return;
+  showVerdict(res, keyText);
+  const entry = showEntry(index, bytes);
+  if (res.note && res.checkpoint) await showCheckpoint(res, keyText);
+  if (seq !== state.seq) return;
+  await Promise.all([showAnchors(index, res), showTimeline(index, entry, task)]);
+}
+
+function showVerdict(res, keyText) {
+  const from = state.vkey ? "Checked against the verifier key you gave: " : "Checked against the log's own verifier key, as this server gives it: ";
+  const key = el("p", {}, from, el("code", { class: "key" }, keyText));
+  if (!res.ok) {
+    return setVerdict(false, "✗ Not verified", el("p", { class: "reason" }, res.reason), key);
+  }
+  const cp = res.checkpoint;
+  setVerdict(
+    true,
+    "✓ Verified",
+    el("p", {}, `Entry ${res.index} is in the log ${cp.origin} at size ${cp.size}: this browser computed its leaf hash, the root from the inclusion proof, and checked the checkpoint's signature itself.`),
+    key,
+    el("ul", {}, res.steps.map((s) => el("li", {}, s))),
+  );
+}
+
+const kindWords = {
+  genesis: "the log's first entry",
+  call: "a tool call, recorded before it ran",
+  "call.result": "the result of a tool call",
+  tools: "a server's tool list",
+  "resource.read": "a resource the agent read",
+  "prompt.get": "a prompt the agent fetched",
+  anchor: "an anchoring of a checkpoint",
+  "task.create": "a task was created",
+  "task.accept": "a task was accepted",
+  "task.claim": "a completion claim",
+  "task.handoff": "a task was handed off",
+  "task.release": "a task was released",
+  "task.cancel": "a task was cancelled",
+  "witness.conflict": "a witness reported a conflict",
+};
+
+// render shows a JSON value as indented text, marking redacted values and
+// the hashes that stand for content kept outside the log.
+function render(v, indent, out, key) {
+  const pad = "  ".repeat(indent);
+  if (Array.isArray(v)) {
+    if (v.length === 0) return out.push("[]");
+    out.push("[\n");
+    v.forEach((x, i) => {
+      out.push(pad + "  ");
+      render(x, indent + 1, out);
+      out.push(i < v.length - 1 ? ",\n" : "\n");
+    });
+    return out.push(pad + "]");
+  }
+  if (v !== null && typeof v === "object") {
+    const keys = Object.keys(v);
+    if (keys.length === 0) return out.push("{}");
+    out.push("{\n");
+    keys.forEach((k, i) => {
+      out.push(pad + "  " + JSON.stringify(k) + ": ");
+      render(v[k], indent + 1, out, k);
+      if (k.endsWith("_sha256") && k !== "tool_sha256") out.push(el("span", { class: "note" }, "  ← only the SHA-256 of this content is in the log"));
+      out.push(i < keys.length - 1 ? ",\n" : "\n");
+    });
+    return out.push(pad + "}");
+  }
+  if (v === "[redacted]") {
+    out.push(el("mark", { class: "redacted", title: "replaced before hashing: the value never reached the log" }, '"[redacted]"'));
+    return out.push(el("span", { class: "note" }, "  ← redacted before hashing"));
+  }
+  out.push(JSON.stringify(v));
+}
+
+function showEntry(index, bytes) {
+  const sec = $("entry");
+  sec.hidden = false;
+  const text = new TextDecoder().decode(bytes);
+  let entry;
+  try {
+    entry = JSON.parse(text);
+  } catch {
+    fill(sec, el("h2", {}, `Entry ${index}`), el("p", {}, "The entry is not JSON."), el("pre", {}, text));
+    return null;
+  }
+  const rows = [
+    ["Index", String(index)],
+    ["Kind", `${entry.kind} (${kindWords[entry.kind] || "another kind"})`],
+    ["Time", entry.time],
+    ["Actor", entry.actor],
+  ];
+  const labels = { server: "Server", tool: "Tool", task_id: "Task", title: "Title", provenance: "Provenance", summary: "Summary", call: "Call entry", is_error: "Tool error", size: "Anchored size" };
+  for (const [k, label] of Object.entries(labels)) {
+    if (entry[k] !== undefined) rows.push([label, typeof entry[k] === "string" ? entry[k] : JSON.stringify(entry[k])]);
+  }
+  const redacted = text.split('"[redacted]"').length - 1;
+  const parts = [];
+  render(entry, 0, parts);
+  fill(sec,
+    el("h2", {}, `Entry ${index}`),
+    el("dl", {}, rows.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
+    redacted ? el("p", { class: "redacted-note" }, `${redacted} field value${redacted > 1 ? "s were" : " was"} redacted before hashing (marked below): the log never held them.`) : null,
+    el("pre", { class: "json", "aria-label": "the entry's fields" }, parts),
+    el("details", {}, el("summary", {}, `The exact ${bytes.length} bytes that were hashed`), el("pre", { class: "raw" }, text)),
+  );
+  return entry;
+}
+
+async function showCheckpoint(res, keyText) {
+  const sec = $("checkpoint");
+  sec.hidden = false;
+  const cp = res.checkpoint;
+  const logName = keyText.split("+")[0];
+  const rows = [];
+  for (const w of state.info.witnesses) {
+    let wk;
+    try {
+      wk = await parseVKey(w);
+    } catch {
+      continue;
+    }
+    const c = await verifyCosignature(res.note, wk);
+    const status = !c.present ? "no cosignature on this checkpoint" : c.ok ? `✓ cosignature verifies (signed ${c.time.toISOString()})` : "✗ cosignature does not verify";
+    rows.push(el("tr", {}, el("td", {}, wk.name), el("td", {}, el("code", {}, toHex(wk.hash))), el("td", {}, status)));
+  }
+  const known = new Set(rows.length ? state.info.witnesses.map((w) => w.split("+")[0]) : []);
+  for (const s of res.note.sigs) {
+    if (s.name === logName || known.has(s.name)) continue;
+    rows.push(el("tr", {}, el("td", {}, s.name), el("td", {}, el("code", {}, toHex(s.hash))), el("td", {}, "signature by a key this page does not know: not checked")));
+  }
+  fill(sec,
+    el("h2", {}, "Checkpoint"),
+    el("dl", {}, el("dt", {}, "Origin"), el("dd", {}, cp.origin), el("dt", {}, "Tree size"), el("dd", {}, String(cp.size)), el("dt", {}, "Root hash"), el("dd", {}, el("code", {}, encodeBase64(cp.root)))),
+    el("h3", {}, "Witnesses"),
+    rows.length
+      ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Witness"), el("th", { scope: "col" }, "Key id"), el("th", { scope: "col" }, "Cosignature"))), el("tbody", {}, rows))
+      : el("p", {}, "No witness cosigned this checkpoint."),
+    el("details", {}, el("summary", {}, "The signed checkpoint note"), el("pre", { class: "raw" }, res.noteText)),
+  );
+}
+
+// anchorsCovering pages through /log/anchors until it has the anchors of
+// checkpoints that include entry index (at most a few).
+async function anchorsCovering(index) {
+  const out = [];
+  let after = "";
+  for (let page = 0; page < 50 && out.length < 5; page++) {
+    const list = await get("/log/anchors" + (after ? "?after=" + encodeURIComponent(after) : ""), "json");
+    for (const a of list) if (BigInt(a.size) > index && out.length < 5) out.push(a);
+    if (list.length === 0) break;
+    after = list[list.length - 1].name;
+  }
+  return out;
+}
+
+async function showAnchors(index, res) {
+  const sec = $("anchors");
+  sec.hidden = false;
+  let list;
+  try {
+    list = await anchorsCovering(index);
+  } catch (e) {
+    fill(sec, el("h2", {}, "Anchors"), el("p", {}, e.status === 404 ? "This log has no anchors." : e.message));
+    return;
+  }
+  const cp = res.checkpoint;
+  const rows = list.map((a, i) => {
+    const same = cp && BigInt(a.size) === cp.size ? (a.root === encodeBase64(cp.root) ? " (the verified checkpoint: same root)" : " (same size, DIFFERENT ROOT)") : "";
+    return el(
+      "tr",
+      {},
+      el("td", {}, String(a.size) + same + (i === 0 ? " — the earliest anchor holding this entry" : "")),
+      el("td", {}, (a.timestamps || []).map((t) => el("div", {}, el("time", { datetime: t.time }, t.time), " by ", t.url))),
+      el("td", {}, (a.tlogs || []).map((t) => el("div", {}, `${t.kind} index ${t.log_index}`, " at ", t.url))),
+    );
+  });
+  fill(sec,
+    el("h2", {}, "Anchors"),
+    rows.length
+      ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Anchored tree size"), el("th", { scope: "col" }, "RFC 3161 time"), el("th", { scope: "col" }, "Transparency log"))), el("tbody", {}, rows))
+      : el("p", {}, "No anchor holds this entry yet."),
+    el("p", { class: "note" }, "Anchors are listed as the server reports them; `provlog audit` and `provlog verify-evidence` check their tokens and Rekor entries."),
+  );
+}
+
+const eventWords = {
+  "task.create": (e) => `created “${e.title}”` + (e.offer_to ? `, offered to ${e.offer_to}` : ""),
+  "task.accept": () => "accepted the task",
+  "task.claim": (e) => `claimed completion (${e.provenance}): ${e.summary}`,
+  "task.handoff": (e) => `handed the task to ${e.to}` + (e.note ? `: ${e.note}` : ""),
+  "task.release": (e) => "released the task" + (e.note ? `: ${e.note}` : ""),
+  "task.cancel": (e) => "cancelled the task" + (e.note ? `: ${e.note}` : ""),
+};
+
+async function showTimeline(index, entry, task) {
+  const sec = $("timeline");
+  if (!task) {
+    if (!entry || typeof entry.task_id !== "string") return;
+    try {
+      task = await get("/log/task/" + encodeURIComponent(entry.task_id), "json");
+    } catch (e) {
+      sec.hidden = false;
+      fill(sec, el("h2", {}, "Task history"), el("p", {}, e.message));
+      return;
+    }
+  }
+  sec.hidden = false;
+  const items = task.history.map((e) => {
+    const words = (eventWords[e.kind] || (() => e.kind))(e);
+    const current = BigInt(e.index) === index;
+    return el(
+      "li",
+      current ? { "aria-current": "true", class: "current" } : {},
+      el("time", { datetime: e.time }, e.time),
+      " ",
+      el("strong", {}, e.actor),
+      " ",
+      words,
+      " ",
+      el("a", { href: link({ entry: String(e.index) }) }, `entry ${e.index}`),
+      e.evidence && e.evidence.length ? el("span", {}, " — evidence: ", e.evidence.map((x, i) => [i ? ", " : "", el("a", { href: link({ entry: String(x) }) }, `entry ${x}`)])) : null,
+    );
+  });
+  fill(sec,
+    el("h2", {}, `Task history: ${task.title}`),
+    el("p", {}, `Task ${task.task_id}, ${task.state}` + (task.owner ? `, owned by ${task.owner}` : "") + `. ${task.history.length} entries, oldest first.`),
+    el("ol", { class: "timeline" }, items),
+  );
+}
+
+function lookup(ev) {
+  ev.preventDefault();
+  state.token = $("token").value.trim();
+  const q = $("q").value.trim();
+  const vkey = $("vkey").value.trim();
+  const p = {};
+  if (/^(0|[1-9][0-9]*)$/.test(q)) p.entry = q;
+  else if (/^[0-9a-fA-F]{64}$/.test(q)) p.hash = q.toLowerCase();
+  else p.task = q;
+  if (vkey) p.vkey = vkey;
+  const h = "#" + new URLSearchParams(p).toString();
+  if (location.hash === h) route();
+  else location.hash = h;
+}
+
+async function main() {
+  $("lookup").addEventListener("submit", lookup);
+  window.addEventListener("hashchange", route);
+  try {
+    state.info = await get("/ui/log.json", "json");
+  } catch (e) {
+    return setVerdict(false, "✗ Not verified", el("p", {}, "cannot read /ui/log.json: " + e.message));
+  }
+  $("logkey").textContent = state.info.vkey;
+  $("source").textContent = { sidecar: "a running provlog sidecar", bundle: "an export bundle, offline", evidence: "an evidence directory, offline" }[state.info.source] || state.info.source;
+  await route();
+}
+
+main();

@@ -1,0 +1,224 @@
+// What the auditor's view checks itself, with the browser's WebCrypto and
+// nothing else: RFC 6962 leaf and node hashes, the RFC 9162 inclusion-proof
+// check, C2SP signed notes (Ed25519) and witness cosignatures
+// (c2sp.org/tlog-cosignature, cosignature/v1). Every function here takes
+// bytes or text from the server and trusts none of it.
+
+const utf8 = new TextEncoder();
+
+export function decodeBase64(s) {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(s) || s.length % 4 !== 0) {
+    throw new Error("not base64: " + JSON.stringify(s.slice(0, 40)));
+  }
+  const bin = atob(s);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+export function encodeBase64(b) {
+  let s = "";
+  for (const x of b) s += String.fromCharCode(x);
+  return btoa(s);
+}
+
+export function toHex(b) {
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+function equalBytes(a, b) {
+  if (a.length !== b.length) return false;
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d |= a[i] ^ b[i];
+  return d === 0;
+}
+
+function concat(...parts) {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+async function sha256(...parts) {
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", concat(...parts)));
+}
+
+// leafHash is RFC 6962's hash of an entry: SHA-256(0x00 || entry).
+export function leafHash(entry) {
+  return sha256(Uint8Array.of(0), entry);
+}
+
+function nodeHash(left, right) {
+  return sha256(Uint8Array.of(1), left, right);
+}
+
+// rootFromInclusion recomputes the tree root from a leaf hash and its
+// inclusion proof, according to RFC 9162 section 2.1.3.2. index and size
+// are BigInts. It throws when the proof has the wrong length for the tree.
+export async function rootFromInclusion(index, size, leaf, proof) {
+  if (index >= size) throw new Error(`index ${index} is not inside the tree of size ${size}`);
+  let fn = index;
+  let sn = size - 1n;
+  let r = leaf;
+  for (const p of proof) {
+    if (sn === 0n) throw new Error("the proof has more hashes than the tree allows");
+    if ((fn & 1n) === 1n || fn === sn) {
+      r = await nodeHash(p, r);
+      while ((fn & 1n) === 0n && fn !== 0n) {
+        fn >>= 1n;
+        sn >>= 1n;
+      }
+    } else {
+      r = await nodeHash(r, p);
+    }
+    fn >>= 1n;
+    sn >>= 1n;
+  }
+  if (sn !== 0n) throw new Error("the proof has fewer hashes than the tree needs");
+  return r;
+}
+
+const decimal = /^(0|[1-9][0-9]*)$/;
+
+// parseReceipt reads a c2sp.org/tlog-proof@v1 receipt: optional extra
+// line (provlog puts the leaf hash there), index, proof hashes, blank line,
+// checkpoint note.
+export function parseReceipt(text) {
+  const lines = text.split("\n");
+  if (lines[0] !== "c2sp.org/tlog-proof@v1") throw new Error("the receipt does not start with c2sp.org/tlog-proof@v1");
+  let i = 1;
+  let extra = null;
+  if (lines[i] !== undefined && lines[i].startsWith("extra ")) extra = decodeBase64(lines[i++].slice(6));
+  const idx = lines[i++];
+  if (idx === undefined || !idx.startsWith("index ") || !decimal.test(idx.slice(6))) throw new Error("the receipt has no index line");
+  const proof = [];
+  for (;;) {
+    const l = lines[i++];
+    if (l === undefined) throw new Error("the receipt has no blank line before its checkpoint");
+    if (l === "") break;
+    const h = decodeBase64(l);
+    if (h.length !== 32) throw new Error(`proof line ${proof.length + 1} is not a SHA-256 hash`);
+    proof.push(h);
+  }
+  const note = lines.slice(i).join("\n");
+  if (note === "") throw new Error("the receipt has no checkpoint");
+  return { extra, index: BigInt(idx.slice(6)), proof, note };
+}
+
+// parseVKey reads a signed-note verifier key "name+hash+base64(type||key)".
+export async function parseVKey(vkey) {
+  const m = /^([^+\s]+)\+([0-9a-f]{8})\+([A-Za-z0-9+/=]+)$/.exec(vkey.trim());
+  if (!m) throw new Error("the verifier key is not of the form name+hash+key");
+  const [, name, hash, b64] = m;
+  const key = decodeBase64(b64);
+  if (key.length !== 33) throw new Error("the verifier key does not hold a 32-byte Ed25519 key");
+  const want = (await sha256(utf8.encode(name + "\n"), key)).slice(0, 4);
+  if (toHex(want) !== hash) throw new Error("the verifier key's hash does not match its name and key");
+  return { name, hash: want, type: key[0], pub: key.slice(1), text: vkey.trim() };
+}
+
+// parseNote splits a signed note into its text and its signature lines.
+export function parseNote(note) {
+  const cut = note.lastIndexOf("\n\n");
+  if (cut < 0 || !note.endsWith("\n")) throw new Error("the checkpoint is not a signed note");
+  const body = note.slice(0, cut + 1);
+  const sigs = [];
+  for (const l of note.slice(cut + 2, -1).split("\n")) {
+    const m = /^\u2014 (\S+) ([A-Za-z0-9+/=]+)$/.exec(l);
+    if (!m) throw new Error("malformed signature line: " + JSON.stringify(l.slice(0, 60)));
+    const raw = decodeBase64(m[2]);
+    if (raw.length < 5) throw new Error("signature too short on line for " + m[1]);
+    sigs.push({ name: m[1], hash: raw.slice(0, 4), sig: raw.slice(4) });
+  }
+  return { body, sigs };
+}
+
+// parseCheckpoint reads a c2sp.org/tlog-checkpoint body.
+export function parseCheckpoint(body) {
+  const lines = body.split("\n");
+  if (lines.length < 4 || !decimal.test(lines[1])) throw new Error("the checkpoint body is malformed");
+  const root = decodeBase64(lines[2]);
+  if (root.length !== 32) throw new Error("the checkpoint root is not a SHA-256 hash");
+  return { origin: lines[0], size: BigInt(lines[1]), root, extensions: lines.slice(3, -1) };
+}
+
+async function ed25519Verify(pub, sig, msg) {
+  const key = await crypto.subtle.importKey("raw", pub, { name: "Ed25519" }, false, ["verify"]);
+  return crypto.subtle.verify({ name: "Ed25519" }, key, sig, msg);
+}
+
+// verifyNoteSignature checks that note carries a valid Ed25519 signature
+// (type 0x01) by vkey over its text. It returns a reason when it does not.
+export async function verifyNoteSignature(note, vkey) {
+  if (vkey.type !== 0x01) return { ok: false, reason: "the verifier key is not an Ed25519 note key (type 0x01)" };
+  const mine = note.sigs.filter((s) => s.name === vkey.name && equalBytes(s.hash, vkey.hash));
+  if (mine.length === 0) return { ok: false, reason: `the checkpoint carries no signature by the key ${vkey.name}+${toHex(vkey.hash)}` };
+  for (const s of mine) {
+    if (s.sig.length === 64 && (await ed25519Verify(vkey.pub, s.sig, utf8.encode(note.body)))) return { ok: true };
+  }
+  return { ok: false, reason: `the signature by ${vkey.name} does not verify over this checkpoint` };
+}
+
+// verifyCosignature checks one witness's cosignature/v1 (type 0x04) on
+// note: an 8-byte big-endian time and an Ed25519 signature over
+// "cosignature/v1\ntime <t>\n" followed by the checkpoint text.
+export async function verifyCosignature(note, wkey) {
+  const sig = note.sigs.find((s) => s.name === wkey.name && equalBytes(s.hash, wkey.hash));
+  if (!sig) return { present: false };
+  if (wkey.type !== 0x04 || sig.sig.length !== 72) return { present: true, ok: false, reason: "not a cosignature/v1" };
+  const t = new DataView(sig.sig.buffer, sig.sig.byteOffset, 8).getBigUint64(0);
+  const msg = utf8.encode(`cosignature/v1\ntime ${t}\n` + note.body);
+  const ok = await ed25519Verify(wkey.pub, sig.sig.slice(8), msg);
+  return { present: true, ok, time: new Date(Number(t) * 1000) };
+}
+
+// verifyEntry is the whole check of one entry: its bytes hash to the leaf
+// the receipt names, the proof leads from that leaf to the checkpoint's
+// root, and the checkpoint is signed by vkey for its origin. It never
+// throws; it returns {ok, steps, reason, checkpoint}.
+export async function verifyEntry(entryBytes, receiptText, vkeyText, wantIndex) {
+  const steps = [];
+  let rc, note, cp, vkey;
+  const fail = (reason) => ({ ok: false, reason, steps, checkpoint: cp, note, noteText: rc && rc.note });
+  if (!globalThis.crypto || !crypto.subtle) {
+    return fail("this browser gives no WebCrypto here (it needs a secure context: https or localhost)");
+  }
+  try {
+    rc = parseReceipt(receiptText);
+    note = parseNote(rc.note);
+    cp = parseCheckpoint(note.body);
+  } catch (e) {
+    return fail("the receipt cannot be read: " + e.message);
+  }
+  try {
+    vkey = await parseVKey(vkeyText);
+  } catch (e) {
+    return fail(e.message);
+  }
+  if (wantIndex !== undefined && rc.index !== wantIndex) return fail(`the receipt is for entry ${rc.index}, not ${wantIndex}`);
+  const leaf = await leafHash(entryBytes);
+  steps.push(`leaf hash SHA-256(0x00 ‖ entry) = ${toHex(leaf)}`);
+  if (rc.extra && !equalBytes(rc.extra, leaf)) return fail("the receipt names another leaf hash than the entry's bytes give");
+  if (cp.origin !== vkey.name) return fail(`the checkpoint's origin ${cp.origin} is not the key's name ${vkey.name}`);
+  let sig;
+  try {
+    sig = await verifyNoteSignature(note, vkey);
+  } catch (e) {
+    return fail("checking the signature failed: " + e.message);
+  }
+  if (!sig.ok) return fail(sig.reason);
+  steps.push(`checkpoint signature by ${vkey.name}+${toHex(vkey.hash)} verifies (Ed25519)`);
+  let root;
+  try {
+    root = await rootFromInclusion(rc.index, cp.size, leaf, rc.proof);
+  } catch (e) {
+    return fail("the inclusion proof does not fit: " + e.message);
+  }
+  if (!equalBytes(root, cp.root)) return fail("the inclusion proof leads to another root than the checkpoint's");
+  steps.push(`inclusion proof of ${rc.proof.length} hashes recomputes the root ${encodeBase64(root)} at size ${cp.size}`);
+  return { ok: true, steps, checkpoint: cp, note, noteText: rc.note, index: rc.index, leaf };
+}

@@ -1,0 +1,156 @@
+// Package ui serves the auditor's view: a static page under /ui/ that looks
+// up one log entry (by index, leaf hash or task id), shows it, its task's
+// history, its checkpoint's witness cosignatures and its anchors, and
+// verifies the entry's inclusion proof and the checkpoint's signature in the
+// browser with WebCrypto, against a verifier key it shows.
+//
+// # What the page reads
+//
+// The page is plain HTML, JavaScript and CSS embedded in the binary: no
+// framework, no build step, nothing fetched from elsewhere. It reads only
+// same-origin paths:
+//
+//   - /ui/log.json: [Info], the log's verifier key and its witnesses' keys;
+//   - /log/proof/inclusion?index=N|hash=HEX: the entry's receipt
+//     (c2sp.org/tlog-proof@v1), whose checkpoint it verifies;
+//   - /log/entry/N: the entry's exact bytes, whose leaf hash it computes;
+//   - /log/anchors: the anchor summaries (TSA time, Rekor index);
+//   - /log/task/<id>: a task and its history (see [TaskHandler]).
+//
+// The sidecar serves these from its log; `provlog view` serves the same
+// paths from an export bundle or an evidence directory, offline.
+//
+// # Opening one entry
+//
+// The fragment #token=T&entry=N[&vkey=VKEY] opens entry N with the reader
+// token T (sent as Authorization: Bearer T; a fragment never reaches the
+// server's logs). A given VKEY replaces the log's own key for the check,
+// so an auditor checks against the key they were handed, not the one the
+// server offers. #hash=HEX and #task=ID open an entry by leaf hash and a
+// task's latest entry. The element with id "verdict" carries
+// data-verified="true" once the signature and the proof hold, "false"
+// when either fails or cannot be checked, and no such attribute while the
+// check runs.
+package ui
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"strings"
+)
+
+//go:embed static
+var static embed.FS
+
+// Info is /ui/log.json: what the page shows and verifies against unless the
+// reader gives a key of their own.
+type Info struct {
+	// VKey is the log's note verifier key (c2sp.org/signed-note).
+	VKey string `json:"vkey"`
+	// Witnesses are the cosignature verifier keys of the log's witnesses
+	// (c2sp.org/tlog-cosignature), if any are known.
+	Witnesses []string `json:"witnesses"`
+	// Source says where the data comes from: "sidecar", "bundle" or
+	// "evidence".
+	Source string `json:"source"`
+}
+
+// contentSecurity keeps the page to its own files: no inline script, no
+// other origin, no framing.
+const contentSecurity = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// Handler serves the page under /ui/ (it expects full request paths):
+// /ui/ is the page, /ui/log.json is info, the other files are the page's
+// script and style. Everything it serves is public.
+func Handler(info Info) http.Handler {
+	if info.Witnesses == nil {
+		info.Witnesses = []string{}
+	}
+	infoJSON, err := json.Marshal(info)
+	if err != nil {
+		panic("ui: encoding Info: " + err.Error()) // strings only: cannot fail
+	}
+	files, err := fs.Sub(static, "static")
+	if err != nil {
+		panic("ui: " + err.Error())
+	}
+	fileServer := http.StripPrefix("/ui/", http.FileServerFS(files))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "the auditor's view is read-only (GET, HEAD)", http.StatusMethodNotAllowed)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurity)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-cache")
+		switch r.URL.Path {
+		case "/ui":
+			http.Redirect(w, r, "/ui/", http.StatusMovedPermanently)
+		case "/ui/log.json":
+			h.Set("Content-Type", "application/json")
+			w.Write(infoJSON)
+		default:
+			fileServer.ServeHTTP(w, r)
+		}
+	})
+}
+
+// ErrNoTask is what a [TaskLookup] returns (wrapped or not) for a task id
+// the log does not hold.
+var ErrNoTask = errors.New("no such task")
+
+// A TaskLookup returns a task and its history as a value that encodes to
+// the JSON the page reads (provlog's opp.Task: task_id, title, state,
+// owner, history: [{index, leaf_hash, kind, actor, time, ...}]).
+type TaskLookup func(ctx context.Context, id string) (any, error)
+
+// TaskHandler serves GET /log/task/<id>: the task's current state and its
+// history as JSON, from lookup. The log package knows no tasks, so the
+// caller that does passes the lookup in. authorized, if not nil, must
+// approve each request (else 401 with "WWW-Authenticate: Bearer"), as for
+// the log's entries: a task's history reveals them.
+func TaskHandler(lookup TaskLookup, authorized func(*http.Request) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.Set("Allow", "GET, HEAD")
+			http.Error(w, "only GET and HEAD", http.StatusMethodNotAllowed)
+			return
+		}
+		if authorized != nil && !authorized(r) {
+			h.Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "task histories need a reader token: send Authorization: Bearer <token>", http.StatusUnauthorized)
+			return
+		}
+		id, ok := strings.CutPrefix(r.URL.Path, "/log/task/")
+		if !ok || id == "" || strings.Contains(id, "/") || r.URL.RawQuery != "" {
+			http.Error(w, "want /log/task/<task id>", http.StatusNotFound)
+			return
+		}
+		t, err := lookup(r.Context(), id)
+		if errors.Is(err, ErrNoTask) {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		if err != nil {
+			http.Error(w, "looking up the task failed", http.StatusInternalServerError)
+			return
+		}
+		body, err := json.Marshal(t)
+		if err != nil {
+			http.Error(w, "encoding the task failed", http.StatusInternalServerError)
+			return
+		}
+		h.Set("Content-Type", "application/json")
+		w.Write(body)
+	})
+}
