@@ -2,6 +2,7 @@ package log
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/transparency-dev/merkle/proof"
@@ -54,11 +55,21 @@ func fetchProof(ctx context.Context, r NodeReader, nodes proof.Nodes) ([][]byte,
 // VerifyInclusion checks that leafHash is at index in the tree of the given
 // size whose root is root.
 func VerifyInclusion(index, size uint64, leafHash []byte, p [][]byte, root []byte) error {
-	return proof.VerifyInclusion(rfc6962.DefaultHasher, index, size, leafHash, p, root)
+	return readableMismatch(proof.VerifyInclusion(rfc6962.DefaultHasher, index, size, leafHash, p, root))
 }
 
 // VerifyConsistency checks that the tree of size old with root oldRoot is a
 // prefix of the tree of size new with root newRoot.
 func VerifyConsistency(old, new uint64, p [][]byte, oldRoot, newRoot []byte) error {
-	return proof.VerifyConsistency(rfc6962.DefaultHasher, old, new, p, oldRoot, newRoot)
+	return readableMismatch(proof.VerifyConsistency(rfc6962.DefaultHasher, old, new, p, oldRoot, newRoot))
+}
+
+// readableMismatch writes the merkle package's root mismatch (printed as
+// Go byte slices) as hex.
+func readableMismatch(err error) error {
+	var rm proof.RootMismatchError
+	if errors.As(err, &rm) {
+		return fmt.Errorf("the proof leads to root %x, but the checkpoint's root is %x", rm.CalculatedRoot, rm.ExpectedRoot)
+	}
+	return err
 }

@@ -186,12 +186,15 @@ func runVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	leaf := r.Extra
+	var entry []byte
 	if *entryFile != "" {
-		e, err := os.ReadFile(*entryFile)
-		if err != nil {
+		if entry, err = os.ReadFile(*entryFile); err != nil {
 			return err
 		}
-		leaf = log.LeafHash(e)
+		if err := checkEntryBytes(entry, r); err != nil {
+			return err
+		}
+		leaf = log.LeafHash(entry)
 	} else if leaf == nil {
 		return usageErr("the receipt names no leaf hash; give the entry with --entry")
 	}
@@ -200,7 +203,7 @@ func runVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	c, err := verifyWitnessedReceipt(r, leaf, v, ws, *threshold)
 	if err != nil {
-		return err
+		return explainReceiptFailure(err, r, v, entry)
 	}
 	fmt.Fprintf(stdout, "OK: entry %d (leaf hash %x) is in %s at size %d", r.Index, leaf, c.Origin, c.Size)
 	if len(ws) > 0 {
