@@ -6,12 +6,14 @@ require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/digitorus/pkcs7 v0.0.0-20230818184609-3a137a874352
 	github.com/digitorus/timestamp v0.0.0-20250524132541-c45532741eea
+	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/go-openapi/strfmt v0.27.0
 	github.com/gowebpki/jcs v1.0.2
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/sigstore/rekor v1.5.4
 	github.com/sigstore/sigstore v1.10.9
 	github.com/transparency-dev/merkle v0.0.2
+	github.com/veraison/go-cose v1.3.0
 	golang.org/x/mod v0.38.0
 	gopkg.in/yaml.v3 v3.0.1
 )
@@ -75,6 +77,7 @@ require (
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/sigstore/protobuf-specs v0.5.1 // indirect
+	github.com/x448/float16 v0.8.4 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect

@@ -73,3 +73,10 @@ func readableMismatch(err error) error {
 	}
 	return err
 }
+
+// RootFromInclusion returns the root that the inclusion proof p leads to
+// from leafHash at index in a tree of the given size; a verifier compares
+// it with (or checks a signature over) the root it trusts.
+func RootFromInclusion(index, size uint64, leafHash []byte, p [][]byte) ([]byte, error) {
+	return proof.RootFromInclusionProof(rfc6962.DefaultHasher, index, size, leafHash, p)
+}
