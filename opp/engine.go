@@ -21,14 +21,22 @@ type Options struct {
 	Now func() time.Time
 	// Rand is the source of task ids (crypto/rand if nil).
 	Rand io.Reader
+	// KnownActor, if not nil, says why an actor id is not one this
+	// deployment knows (nil: it is); handoff_task to such an actor is
+	// refused before anything is written, since a task reserved for
+	// nobody who can accept it would be stuck. It is a policy of the
+	// running engine, not a rule of the log: entries already written are
+	// never judged by it.
+	KnownActor func(id string) error
 }
 
 // An Engine enforces the OPP rules over a log. It is safe for concurrent
 // use; see the package documentation for what it serializes.
 type Engine struct {
-	log  Log
-	now  func() time.Time
-	rand io.Reader
+	log   Log
+	now   func() time.Time
+	rand  io.Reader
+	known func(string) error
 
 	mu         sync.RWMutex
 	tasks      map[string]*slot
@@ -71,7 +79,7 @@ func Open(ctx context.Context, l Log, size uint64, opts *Options) (*Engine, erro
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{log: l, now: opts.Now, rand: opts.Rand, tasks: make(map[string]*slot, len(m.tasks)), violations: m.violations}
+	e := &Engine{log: l, now: opts.Now, rand: opts.Rand, known: opts.KnownActor, tasks: make(map[string]*slot, len(m.tasks)), violations: m.violations}
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -186,6 +194,11 @@ func (e *Engine) ReportCompletion(ctx context.Context, actor string, args ClaimA
 // Handoff writes a task.handoff entry carrying a snapshot of the task,
 // clears the owner and reserves the task for args.To, who must accept it.
 func (e *Engine) Handoff(ctx context.Context, actor string, args HandoffArgs) (*Result, error) {
+	if e.known != nil && args.To != "" {
+		if err := e.known(args.To); err != nil {
+			return nil, refuse(RuleHandoffTarget, "%s", err)
+		}
+	}
 	r := e.record(KindHandoff, actor, args.TaskID)
 	r.to, r.note = args.To, args.Note
 	return e.do(ctx, r)

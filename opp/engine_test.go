@@ -749,3 +749,31 @@ func TestConcurrentMixed(t *testing.T) {
 		t.Fatalf("%d unaccepted tasks, want %d", n, 8*20+1)
 	}
 }
+
+// TestHandoffToUnknownActor: with KnownActor set, a handoff to an actor the
+// deployment does not know is refused and writes nothing; a known one
+// goes through.
+func TestHandoffToUnknownActor(t *testing.T) {
+	l := newLog(t)
+	e, err := opp.Open(ctx, l, l.size(), &opp.Options{KnownActor: func(id string) error {
+		if id == "bob" || id == "carol" {
+			return nil
+		}
+		return errors.New("no actor " + strconv.Quote(id) + " here")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: "t"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	before := l.size()
+	_, err = e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: id, To: "mallory"})
+	var re *opp.RuleError
+	if !errors.As(err, &re) || re.Rule != opp.RuleHandoffTarget || !strings.Contains(err.Error(), `no actor "mallory" here`) {
+		t.Fatalf("handoff to an unknown actor: %v", err)
+	}
+	if l.size() != before {
+		t.Fatal("a refused handoff wrote an entry")
+	}
+	mustOK(t)(e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: id, To: "carol"}))
+}

@@ -40,6 +40,10 @@ type Config struct {
 	Readers []TokenConfig `yaml:"readers"`
 	// PublicEntries serves entry bundles, entries and proofs without a token.
 	PublicEntries bool `yaml:"public_entries"`
+	// HandoffAnyActor lets handoff_task name actors the config does not
+	// list, for deployments whose actors are known elsewhere. Without it,
+	// once actors: lists any, a handoff to another actor is refused.
+	HandoffAnyActor bool `yaml:"handoff_any_actor"`
 	// CommitDelay bounds how long a commit under load waits for the
 	// entries of tool calls under way (default 2ms; 0s: never waits).
 	CommitDelay *proxy.Duration `yaml:"commit_delay"`
@@ -167,6 +171,16 @@ func (t *tokens) lookup(token string) (tokenEntry, bool) {
 		ok |= m
 	}
 	return found, ok == 1
+}
+
+// hasActor reports whether a token (not a reader's) acts as id.
+func (t *tokens) hasActor(id string) bool {
+	for _, e := range t.entries {
+		if !e.reader && e.actor == id {
+			return true
+		}
+	}
+	return false
 }
 
 // fromRequest authenticates an HTTP request's bearer token.

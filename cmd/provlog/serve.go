@@ -190,7 +190,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		go sc.witness.run(wctx, sc.seq)
 	}
 	lg := appendLog{sc.seq, store}
-	sc.tasks, err = opp.Open(ctx, lg, sc.size(), nil)
+	sc.tasks, err = opp.Open(ctx, lg, sc.size(), &opp.Options{KnownActor: sc.handoffTarget})
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding task state: %w", err)
 	}
@@ -230,6 +230,15 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		}
 	}
 	return sc, nil
+}
+
+// handoffTarget refuses a handoff to an actor no token of the config acts
+// as, once the config lists actors (and does not set handoff_any_actor).
+func (s *sidecar) handoffTarget(id string) error {
+	if len(s.cfg.Actors) == 0 || s.cfg.HandoffAnyActor || id == s.cfg.Actor || s.tokens.hasActor(id) {
+		return nil
+	}
+	return fmt.Errorf("no actor %q is configured here, so nobody could accept the task; hand it to an actor listed under actors: in the config, or set handoff_any_actor: true there", id)
 }
 
 // prove returns a receipt on the newest cosigned checkpoint when one

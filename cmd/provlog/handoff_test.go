@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// addToken runs 'provlog token add' and returns the token it printed.
+func addToken(t *testing.T, cfg, actor string) string {
+	t.Helper()
+	out, code := runCmd(t, "token", "add", "--config", cfg, "--actor", actor)
+	if code != 0 {
+		t.Fatalf("token add: %s", out)
+	}
+	return strings.SplitN(out, "\n", 2)[0]
+}
+
+// TestHandoffToUnknownActor: with actors configured, handoff_task to an
+// actor the config does not know is refused, unless handoff_any_actor.
+func TestHandoffToUnknownActor(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		dir := t.TempDir()
+		text := "data: ./d\n"
+		if open {
+			text += "handoff_any_actor: true\n"
+		}
+		cfg := filepath.Join(dir, "servers.yaml")
+		os.WriteFile(cfg, []byte(text), 0o600)
+		alice := addToken(t, cfg, "alice")
+		addToken(t, cfg, "bob")
+		base, _ := startServe(t, "--config", cfg)
+		cs := connectHTTP(t, base, alice)
+		created, _ := callTool(t, cs, "create_task", map[string]any{"title": "t"})
+		callTool(t, cs, "accept_task", map[string]any{"task_id": created["task_id"]})
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "handoff_task",
+			Arguments: map[string]any{"task_id": created["task_id"], "to": "mallory"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !open && (!res.IsError || !strings.Contains(contentText(res), `no actor "mallory" is configured here`)) {
+			t.Fatalf("handoff to an unknown actor: error %v: %s", res.IsError, contentText(res))
+		}
+		if open && res.IsError {
+			t.Fatalf("handoff_any_actor: true, but the handoff was refused: %s", contentText(res))
+		}
+		if !open {
+			callTool(t, cs, "handoff_task", map[string]any{"task_id": created["task_id"], "to": "bob"})
+		}
+	}
+}
