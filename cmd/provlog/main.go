@@ -5,7 +5,7 @@
 //	provlog serve [--config F] [--data D] [--http ADDR]
 //	provlog keygen [--origin O] --data D
 //	provlog vkey --data D
-//	provlog prove (--data D | --log URL) (--index N | --leaf-hash HEX) [--size S]
+//	provlog prove (--data D | --log URL) (--index N | --leaf-hash HEX) [--size S] [--format tlog-proof|cose]
 //	provlog verify-proof --vkey VKEY [--witness VKEY]... [--threshold K] [--entry FILE] FILE
 //	provlog audit (--data D [--vkey VKEY] [--config F] | --log URL --vkey VKEY)
 //	provlog tasks (--data D | --log URL) [list | show ID]
@@ -49,7 +49,7 @@ func commands() []command {
 		{"serve", "[--config F] [--data D] [--http ADDR]", "run the sidecar", runServe},
 		{"keygen", "[--origin O] --data D", "make the log's keys in a new data dir", runKeygen},
 		{"vkey", "--data D", "print the log's verifier key", runVKey},
-		{"prove", "(--data D | --log URL) (--index N | --leaf-hash HEX) [--size S]", "print a tlog-proof receipt", runProve},
+		{"prove", "(--data D | --log URL) (--index N | --leaf-hash HEX) [--size S] [--format tlog-proof|cose]", "print a tlog-proof receipt (or an RFC 9942 COSE receipt)", runProve},
 		{"verify-proof", "--vkey VKEY [--witness VKEY]... [--threshold K] [--entry FILE] FILE", "verify a receipt offline; exit 0 only if valid", runVerifyProof},
 		{"audit", "(--data D [--vkey VKEY] [--config F] | --log URL --vkey VKEY)", "recompute the tree, check every checkpoint and anchor, rebuild task state", runAudit},
 		{"tasks", "(--data D | --log URL) [list | show ID]", "print task state and history", runTasks},

@@ -52,7 +52,7 @@ func (r *remote) get(ctx context.Context, path string) ([]byte, error) {
 	return body, nil
 }
 
-func (r *remote) receipt(ctx context.Context, index int64, leafHash []byte, size uint64) (string, error) {
+func (r *remote) receipt(ctx context.Context, index int64, leafHash []byte, size uint64, asCOSE bool) (string, error) {
 	q := url.Values{}
 	if index >= 0 {
 		q.Set("index", strconv.FormatInt(index, 10))
@@ -61,6 +61,9 @@ func (r *remote) receipt(ctx context.Context, index int64, leafHash []byte, size
 	}
 	if size > 0 {
 		q.Set("size", strconv.FormatUint(size, 10))
+	}
+	if asCOSE {
+		q.Set("format", "cose")
 	}
 	b, err := r.get(ctx, "/log/proof/inclusion?"+q.Encode())
 	return string(b), err

@@ -305,7 +305,7 @@ func (s *sidecar) handler() http.Handler {
 			return ok
 		}
 	}
-	api := server.APIOptions{Store: s.store, Seq: s.seq, Authorized: authorized}
+	api := server.APIOptions{Store: s.store, Seq: s.seq, Authorized: authorized, Signer: s.keys.signer}
 	if s.witness != nil {
 		api.Cosigned = s.witness.cos.Latest
 	}

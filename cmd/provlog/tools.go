@@ -13,6 +13,7 @@ import (
 
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/cose"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/opp"
 )
@@ -76,8 +77,12 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	index := fs.Int64("index", -1, "entry index")
 	leaf := fs.String("leaf-hash", "", "entry leaf hash, hex")
 	size := fs.Uint64("size", 0, "tree size to prove against (default: the latest checkpoint)")
+	format := fs.String("format", "tlog-proof", "tlog-proof (c2sp.org/tlog-proof, text) or cose (an RFC 9942 COSE receipt, binary)")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
+	}
+	if *format != "tlog-proof" && *format != "cose" {
+		return usageErr("--format must be tlog-proof or cose")
 	}
 	if (*data == "") == (*logURL == "") {
 		return usageErr("give exactly one of --data and --log")
@@ -93,7 +98,7 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if *logURL != "" {
-		r, err := newRemote(*logURL, *token).receipt(ctx, *index, lh, *size)
+		r, err := newRemote(*logURL, *token).receipt(ctx, *index, lh, *size, *format == "cose")
 		if err != nil {
 			return err
 		}
@@ -114,8 +119,30 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if *format == "cose" {
+		b, err := coseReceipt(*data, r)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(b)
+		return err
+	}
 	_, err = io.WriteString(stdout, r.String())
 	return err
+}
+
+// coseReceipt signs r's proof as an RFC 9942 receipt with the data dir's
+// log key.
+func coseReceipt(data string, r *log.Receipt) ([]byte, error) {
+	k, err := loadKeys(data)
+	if err != nil {
+		return nil, err
+	}
+	c, err := log.ParseCheckpointNote(r.Checkpoint)
+	if err != nil {
+		return nil, err
+	}
+	return cose.Sign(k.signer, c.Size, r.Index, r.Extra, r.Proof, c.Hash)
 }
 
 // prove builds a receipt from a store. index < 0 means: look up leafHash.

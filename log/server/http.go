@@ -14,8 +14,10 @@ import (
 	"strings"
 
 	"github.com/transparency-dev/merkle/compact"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/cose"
 )
 
 // APIOptions configure the HTTP log API.
@@ -30,6 +32,9 @@ type APIOptions struct {
 	// serves it instead of the latest, and inclusion proofs without an
 	// explicit size lead to it when it covers the entry.
 	Cosigned func() []byte
+	// Signer, the log's Ed25519 note signer, signs the RFC 9942 COSE
+	// receipts of /log/proof/inclusion?...&format=cose (nil: refused).
+	Signer note.Signer
 }
 
 // NewAPI returns a handler serving the log API under /log/ (it expects full
@@ -42,9 +47,11 @@ type APIOptions struct {
 //   - /log/tile/entries/<N>[.p/<W>]: entry bundles according to
 //     c2sp.org/tlog-tiles;
 //   - /log/entry/<N>: the exact bytes of entry N;
-//   - /log/proof/inclusion?index=N|hash=HEX[&size=S]: a receipt
-//     (c2sp.org/tlog-proof@v1) for an entry, by index or by leaf hash, in the
-//     tree of the latest checkpoint or of the checkpoint signed at size S;
+//   - /log/proof/inclusion?index=N|hash=HEX[&size=S][&format=cose]: a
+//     receipt (c2sp.org/tlog-proof@v1) for an entry, by index or by leaf
+//     hash, in the tree of the latest checkpoint or of the checkpoint signed
+//     at size S; with format=cose, the same proof as an RFC 9942 COSE
+//     receipt (application/cose, see package log/cose);
 //   - /log/proof/consistency?old=A[&new=B]: the RFC 6962 consistency proof
 //     between two tree sizes, one base64 hash per line.
 //
@@ -337,14 +344,21 @@ type inclusionQuery struct {
 	leafHash []byte // nil when the entry is named by index
 	size     uint64
 	hasSize  bool
+	cose     bool // format=cose
 }
 
 // parseInclusionQuery parses index=N or hash=<64 hex digits>, and an
 // optional size=S.
 func parseInclusionQuery(q url.Values) (inclusionQuery, error) {
 	var iq inclusionQuery
-	if err := onlyParams(q, "index", "hash", "size"); err != nil {
+	if err := onlyParams(q, "index", "hash", "size", "format"); err != nil {
 		return iq, err
+	}
+	if f, ok := q["format"]; ok {
+		if f[0] != "cose" && f[0] != "tlog-proof" {
+			return iq, errorf(http.StatusBadRequest, "format %q: give format=cose (RFC 9942) or leave it out for tlog-proof", f[0])
+		}
+		iq.cose = f[0] == "cose"
 	}
 	idx, hasIndex := q["index"]
 	h, hasHash := q["hash"]
@@ -492,8 +506,28 @@ func (a *api) inclusion(ctx context.Context, _ string, q url.Values) (*response,
 	if err != nil {
 		return nil, err
 	}
+	if iq.cose {
+		return a.coseReceipt(cp, size, index, leafHash, p)
+	}
 	rc := &log.Receipt{Extra: leafHash, Index: index, Proof: p, Checkpoint: cp}
 	return &response{contentType: "text/plain; charset=utf-8", cache: a.cacheControl(true, false), body: []byte(rc.String())}, nil
+}
+
+// coseReceipt signs the proof as an RFC 9942 receipt over the root of the
+// checkpoint cp.
+func (a *api) coseReceipt(cp []byte, size, index uint64, leafHash []byte, p [][]byte) (*response, error) {
+	if a.opts.Signer == nil {
+		return nil, errorf(http.StatusNotFound, "this server makes no COSE receipts; leave format out for a tlog-proof receipt")
+	}
+	c, err := log.ParseCheckpointNote(cp)
+	if err != nil || c.Size != size {
+		return nil, fmt.Errorf("checkpoint %d: %v", size, err)
+	}
+	b, err := cose.Sign(a.opts.Signer, size, index, leafHash, p, c.Hash)
+	if err != nil {
+		return nil, err
+	}
+	return &response{contentType: `application/cose; cose-type="cose-sign1"`, cache: a.cacheControl(true, false), body: b}, nil
 }
 
 func (a *api) consistency(ctx context.Context, _ string, q url.Values) (*response, error) {
