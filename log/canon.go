@@ -198,13 +198,18 @@ func (c CanonicalJSON) MarshalJSON() ([]byte, error) {
 // good until fn returns. It stops at fn's first error and returns it.
 // Duplicate keys and anything Canonicalize refuses are errors.
 func WalkObject(data []byte, fn func(key string, raw, canon []byte) error) error {
-	p := jcsParser{in: data}
+	return walkObject(&jcsParser{in: data}, fn)
+}
+
+// walkObject is WalkObject on a parser of its own, whose probes tests read.
+func walkObject(p *jcsParser, fn func(key string, raw, canon []byte) error) error {
 	p.skipSpace()
 	if p.peek() != '{' {
 		return p.unexpected("'{'")
 	}
 	p.pos++
 	var keys []string
+	var seen map[string]bool // once there are more than jcsMapAfter keys, as in object
 	p.skipSpace()
 	if p.peek() == '}' {
 		p.pos++
@@ -220,12 +225,29 @@ func WalkObject(data []byte, fn func(key string, raw, canon []byte) error) error
 				return err
 			}
 			key := string(s)
-			for _, k := range keys {
-				if k == key {
-					return p.errorf(offset, "duplicate key %s", jcsQuote(key))
+			if seen == nil && len(keys) >= jcsMapAfter {
+				seen = make(map[string]bool, 2*len(keys))
+				for _, k := range keys {
+					seen[k] = true
 				}
+				p.probes += len(keys)
+				keys = nil
 			}
-			keys = append(keys, key)
+			dup := false
+			if seen != nil {
+				p.probes++
+				dup = seen[key]
+				seen[key] = true
+			} else {
+				for _, k := range keys {
+					p.probes++
+					dup = dup || k == key
+				}
+				keys = append(keys, key)
+			}
+			if dup {
+				return p.errorf(offset, "duplicate key %s", jcsQuote(key))
+			}
 			p.skipSpace()
 			if p.peek() != ':' {
 				return p.unexpected("':'")

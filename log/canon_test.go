@@ -263,5 +263,13 @@ func FuzzWalkObject(f *testing.F) {
 		case !isObject && gerr == nil:
 			t.Fatalf("walked %q, want an error (%v)", got, werr)
 		}
+		// The work of finding duplicate keys stays linear in the input
+		// (TestDuplicateChecksLinear has the numbers of the quadratic one).
+		wp, cp := &jcsParser{in: data}, &jcsParser{in: data}
+		walkObject(wp, func(string, []byte, []byte) error { return nil })
+		cp.value(0)
+		if wp.probes > len(data)+64 || cp.probes > len(data)+64 {
+			t.Fatalf("%d and %d key probes for %d bytes", wp.probes, cp.probes, len(data))
+		}
 	})
 }

@@ -68,6 +68,8 @@ type jcsParser struct {
 	members []jcsMember // a stack: each open object owns a suffix
 	scratch []byte      // reused by every object that has to be permuted
 	str     []byte      // reused by every decoded string
+
+	probes int // key comparisons and lookups made to find duplicates (tests count work by it)
 }
 
 // A jcsMember is one object member already written to the parser's out.
@@ -236,9 +238,11 @@ func (p *jcsParser) object(depth int) error {
 		dup := false
 		switch {
 		case seen != nil:
+			p.probes++
 			dup = seen[key]
 		case len(members) < jcsMapAfter:
 			for _, m := range members {
+				p.probes++
 				if m.key == key {
 					dup = true
 					break
@@ -249,6 +253,7 @@ func (p *jcsParser) object(depth int) error {
 			for _, m := range members {
 				seen[m.key] = true
 			}
+			p.probes += len(members) + 1
 			dup = seen[key]
 		}
 		if dup {
