@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 
 	"github.com/provlog/provlog/anchor"
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/bundle"
 )
@@ -22,6 +24,9 @@ import (
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("export", stderr)
 	data := fs.String("data", "", "data dir of a stopped sidecar")
+	logURL := fs.String("log", "", "base URL of a running sidecar")
+	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "reader token for --log (default $PROVLOG_TOKEN)")
+	vkeyArg := fs.String("vkey", "", "the log's verifier key, or a file holding it (required with --log)")
 	out := fs.String("out", "", "bundle directory to create")
 	from := fs.Uint64("from", 0, "first entry index")
 	to := fs.Uint64("to", 0, "end of the range, exclusive (default: the checkpoint's size)")
@@ -29,10 +34,110 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	if *data == "" || *out == "" {
-		return usageErr("--data and --out are required")
+	if (*data == "") == (*logURL == "") {
+		return usageErr("give exactly one of --data and --log")
 	}
-	vkey, err := readVKey(filepath.Join(*data, logVKeyFile))
+	if *out == "" {
+		return usageErr("--out is required")
+	}
+	if *logURL != "" && *vkeyArg == "" {
+		return usageErr("--vkey is required with --log")
+	}
+	opts := bundle.ExportOptions{Dir: *out, From: *from, To: *to, Generator: "provlog " + version}
+	var witnesses []string
+	if *cfgPath != "" {
+		var err error
+		if witnesses, err = exportTrust(*cfgPath, &opts); err != nil {
+			return err
+		}
+	}
+	var src bundle.Source
+	if *logURL != "" {
+		vkey, err := parseVKeyArg(*vkeyArg)
+		if err != nil {
+			return err
+		}
+		tmp, err := os.MkdirTemp("", "provlog-anchors-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		x, err := openRemoteExport(ctx, newRemote(*logURL, *token), vkey, tmp)
+		if err != nil {
+			return err
+		}
+		// The sidecar serves its newest cosigned checkpoint, if any.
+		opts.VKey, opts.AnchorPub, opts.AnchorsDir, opts.Checkpoint = vkey, x.anchorPub, tmp, x.checkpoint
+		if x.cosigned {
+			opts.Witnesses = witnesses
+		}
+		src = x
+	} else {
+		s, err := openStore(*data)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if err := localExport(ctx, s, *data, witnesses, &opts); err != nil {
+			return err
+		}
+		src = s
+	}
+	m, err := bundle.Export(ctx, src, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "exported entries [%d, %d) of %s (checkpoint size %d) to %s\n", m.From, m.To, m.Origin, m.Size, *out)
+	return nil
+}
+
+// parseVKeyArg returns a verifier key given as such or as a file name.
+func parseVKeyArg(arg string) (string, error) {
+	if _, err := note.NewVerifier(arg); err == nil {
+		return arg, nil
+	}
+	if _, err := parseVerifier(arg); err != nil {
+		return "", err
+	}
+	return readVKey(arg)
+}
+
+// exportTrust puts the config's TSA roots and Rekor keys into opts and
+// returns its witness keys.
+func exportTrust(cfgPath string, opts *bundle.ExportOptions) ([]string, error) {
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	var witnesses []string
+	for _, w := range cfg.witnesses {
+		witnesses = append(witnesses, w.VKey)
+	}
+	if cfg.Anchors == nil {
+		return witnesses, nil
+	}
+	res, err := cfg.Anchors.Resolve(cfg.dir)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	var roots, keys bytes.Buffer
+	for _, c := range res.Trust.TSARoots {
+		pem.Encode(&roots, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
+	}
+	for _, k := range res.Trust.RekorKeys {
+		der, err := x509MarshalPKIX(k)
+		if err != nil {
+			return nil, err
+		}
+		pem.Encode(&keys, &pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	}
+	opts.TSARoots, opts.RekorKeys = roots.Bytes(), keys.Bytes()
+	return witnesses, nil
+}
+
+// localExport fills opts from a stopped sidecar's data dir.
+func localExport(ctx context.Context, s log.Storage, data string, witnesses []string, opts *bundle.ExportOptions) error {
+	vkey, err := readVKey(filepath.Join(data, logVKeyFile))
 	if err != nil {
 		return err
 	}
@@ -40,67 +145,25 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	anchorPub, err := os.ReadFile(filepath.Join(*data, anchorPubFile))
+	anchorPub, err := os.ReadFile(filepath.Join(data, anchorPubFile))
 	if err != nil {
 		return fmt.Errorf("reading the anchoring key: %w", err)
 	}
-	s, err := openStore(*data)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
 	st, err := s.State(ctx)
 	if err != nil {
 		return err
 	}
-	cp := st.Checkpoint
-	var witnesses []string
-	opts := bundle.ExportOptions{Dir: *out, From: *from, To: *to, VKey: vkey, AnchorPub: anchorPub,
-		AnchorsDir: filepath.Join(*data, anchorDir), Generator: "provlog " + version}
-	if *cfgPath != "" {
-		cfg, err := loadConfig(*cfgPath)
-		if err != nil {
-			return err
-		}
-		for _, w := range cfg.witnesses {
-			witnesses = append(witnesses, w.VKey)
-		}
-		if cfg.Anchors != nil {
-			res, err := cfg.Anchors.Resolve(cfg.dir)
-			if err != nil {
-				return fmt.Errorf("config: %w", err)
-			}
-			var roots, keys bytes.Buffer
-			for _, c := range res.Trust.TSARoots {
-				pem.Encode(&roots, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
-			}
-			for _, k := range res.Trust.RekorKeys {
-				der, err := x509MarshalPKIX(k)
-				if err != nil {
-					return err
-				}
-				pem.Encode(&keys, &pem.Block{Type: "PUBLIC KEY", Bytes: der})
-			}
-			opts.TSARoots, opts.RekorKeys = roots.Bytes(), keys.Bytes()
-		}
-	}
+	opts.VKey, opts.AnchorPub, opts.AnchorsDir, opts.Checkpoint = vkey, anchorPub, filepath.Join(data, anchorDir), st.Checkpoint
 	// The newest cosigned checkpoint, when the sidecar kept one that
 	// covers the range; its cosignatures are checked by verify-bundle
 	// against the configured witness keys.
-	if c, err := os.ReadFile(filepath.Join(*data, cosignedFile)); err == nil {
-		if cc, _, err := log.OpenCheckpoint(c, v); err == nil && cc.Size >= max(*to, *from+1) {
-			cp = c
-			opts.Witnesses = witnesses
+	if c, err := os.ReadFile(filepath.Join(data, cosignedFile)); err == nil {
+		if cc, _, err := log.OpenCheckpoint(c, v); err == nil && cc.Size >= max(opts.To, opts.From+1) {
+			opts.Checkpoint, opts.Witnesses = c, witnesses
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	opts.Checkpoint = cp
-	m, err := bundle.Export(ctx, s, opts)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "exported entries [%d, %d) of %s (checkpoint size %d) to %s\n", m.From, m.To, m.Origin, m.Size, *out)
 	return nil
 }
 

@@ -12,7 +12,7 @@
 //	provlog replay (--data D | --log URL) --config F [--json] [--runs N] [--single-run] [--from I --to J]
 //	provlog anchor --config F [--data D]
 //	provlog token add --config F --actor NAME [--reader]
-//	provlog export --data D --out DIR [--from I] [--to J] [--config F]
+//	provlog export (--data D | --log URL --vkey VKEY) --out DIR [--from I] [--to J] [--config F]
 //	provlog verify-bundle DIR
 //	provlog resolve NAME [--opt k=v]...
 //	provlog resolvers
@@ -55,7 +55,7 @@ func commands() []command {
 		{"tasks", "(--data D | --log URL) [list | show ID]", "print task state and history", runTasks},
 		{"anchor", "--config F [--data D]", "anchor the latest checkpoint now (with the sidecar stopped)", runAnchor},
 		{"token", "add --config F --actor NAME [--reader]", "make a bearer token; print it once, store its hash", runToken},
-		{"export", "--data D --out DIR [--from I] [--to J] [--config F]", "write a bundle (entries, PROV-JSON, checkpoint, anchors, keys) that verifies anywhere", runExport},
+		{"export", "(--data D | --log URL --vkey VKEY) --out DIR [--from I] [--to J] [--config F]", "write a bundle (entries, PROV-JSON, checkpoint, anchors, keys) that verifies anywhere", runExport},
 		{"verify-bundle", "DIR", "check a bundle offline with the keys and roots inside it; exit 0 only if valid", runVerifyBundle},
 		{"resolve", "NAME [--opt k=v]...", "resolve a data-source release now (a preset or a generic resolver)", runResolve},
 		{"resolvers", "", "list the release resolvers and presets", runResolvers},
