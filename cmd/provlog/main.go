@@ -14,6 +14,7 @@
 //	provlog token add --config F --actor NAME [--reader]
 //	provlog export (--data D | --log URL --vkey VKEY) --out DIR [--from I] [--to J] [--config F]
 //	provlog verify-bundle DIR
+//	provlog view [--http ADDR] DIR
 //	provlog resolve NAME [--opt k=v]...
 //	provlog resolvers
 //
@@ -57,6 +58,7 @@ func commands() []command {
 		{"token", "add --config F --actor NAME [--reader]", "make a bearer token; print it once, store its hash", runToken},
 		{"export", "(--data D | --log URL --vkey VKEY) --out DIR [--from I] [--to J] [--config F]", "write a bundle (entries, PROV-JSON, checkpoint, anchors, keys) that verifies anywhere", runExport},
 		{"verify-bundle", "DIR", "check a bundle offline with the keys and roots inside it; exit 0 only if valid", runVerifyBundle},
+		{"view", "[--http ADDR] DIR", "serve the auditor's view of a bundle on loopback, offline; the page verifies entries itself", runView},
 		{"resolve", "NAME [--opt k=v]...", "resolve a data-source release now (a preset or a generic resolver)", runResolve},
 		{"resolvers", "", "list the release resolvers and presets", runResolvers},
 		{"replay", "(--data D | --log URL) --config F [--json] [--runs N] [--single-run] [--from I --to J]", "re-run recorded calls and tell changed data from flaky tools", runReplay},

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,6 +52,8 @@ type uiLog struct {
 	taskID         string
 	call, claim    uint64
 	vkey, otherKey string
+	data           string
+	close          func() // stops the sidecar (once)
 }
 
 type writeIn struct {
@@ -83,7 +86,9 @@ func newUILog(t *testing.T) *uiLog {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(sc.close)
+	var once sync.Once
+	closeSC := func() { once.Do(sc.close) }
+	t.Cleanup(closeSC)
 	ct, st := mcp.NewInMemoryTransports()
 	if _, err := sc.proxy.Server().Connect(ctx, st, nil); err != nil {
 		t.Fatal(err)
@@ -94,7 +99,7 @@ func newUILog(t *testing.T) *uiLog {
 	}
 	t.Cleanup(func() { cs.Close() })
 
-	l := &uiLog{sc: sc, vkey: sc.keys.vkey}
+	l := &uiLog{sc: sc, vkey: sc.keys.vkey, data: cfg.Data, close: closeSC}
 	created, _ := callTool(t, cs, "create_task", map[string]any{"title": "write the quarterly report", "description": "to reports/q3.md"})
 	l.taskID = created["task_id"].(string)
 	callTool(t, cs, "accept_task", map[string]any{"task_id": l.taskID})
@@ -333,4 +338,55 @@ func flipBase64(s string) string {
 	}
 	b[len(b)/2] ^= 1
 	return base64.StdEncoding.EncodeToString(b)
+}
+
+// TestUIViewBundle exports the log to a bundle and opens it with provlog
+// view's server: the claim verifies with its timeline, offline; a bundle
+// with one entry byte changed does not verify.
+func TestUIViewBundle(t *testing.T) {
+	l := newUILog(t)
+	l.close()
+	out := filepath.Join(t.TempDir(), "bundle")
+	if o, code := runCmd(t, "export", "--data", l.data, "--out", out); code != 0 {
+		t.Fatalf("export: %s", o)
+	}
+	p, ctx := openPage(t)
+	serve := func() string {
+		v, err := openView(ctx, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewUnstartedServer(nil)
+		hs.Config.Handler = v.handler(hs.Listener.Addr().String())
+		hs.Start()
+		t.Cleanup(hs.Close)
+		return hs.URL
+	}
+	base := serve()
+	v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#entry=%d", base, l.claim))
+	if v != "true" {
+		t.Fatalf("claim from the bundle: data-verified=%s: %s", v, txt)
+	}
+	var steps int
+	if err := p.Eval(ctx, `document.querySelectorAll("#timeline li").length`, &steps); err != nil || steps != 3 {
+		t.Errorf("timeline from the bundle: %d steps, %v; want 3", steps, err)
+	}
+	var source string
+	p.Eval(ctx, `document.getElementById("source").innerText`, &source)
+	if !strings.Contains(source, "bundle") {
+		t.Errorf("the page says its data comes from %q", source)
+	}
+
+	jl := filepath.Join(out, "provenance.jsonl")
+	b, err := os.ReadFile(jl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(jl, bytes.Replace(b, []byte("reports/q3.md"), []byte("reports/q4.md"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base = serve()
+	if v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#entry=%d", base, l.call)); v != "false" {
+		t.Errorf("changed entry in the bundle: data-verified=%s: %s", v, txt)
+	}
 }

@@ -1,0 +1,390 @@
+package main
+
+// `provlog view DIR`: the auditor's view of an export bundle, offline. A
+// loopback HTTP server serves the page (log/server/ui) and, in the shape
+// the page reads from a sidecar, the bundle's data: its checkpoint, its
+// entries, inclusion proofs computed from its entries and tree.json, its
+// anchor records and the histories of its tasks. Nothing is checked here:
+// the page does the checking, so a changed byte in the bundle shows there.
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/bundle"
+	"github.com/provlog/provlog/log/server/ui"
+	"github.com/provlog/provlog/opp"
+)
+
+func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("view", stderr)
+	addr := fs.String("http", "127.0.0.1:0", "loopback address to serve the page on")
+	if err := parseFlags(fs, args, 1); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErr("give the bundle directory: provlog view DIR")
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return usageErr("--http %q: %v", *addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return usageErr("--http %q: provlog view serves on loopback only (127.0.0.1, [::1] or localhost)", *addr)
+	}
+	v, err := openView(ctx, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: v.handler(ln.Addr().String()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	fmt.Fprintf(stdout, "auditor's view of %s (%d entries [%d, %d) of %s at size %d): http://%s/ui/\n",
+		fs.Arg(0), len(v.entries), v.from, v.from+uint64(len(v.entries)), v.origin, v.size, ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+// view is a bundle loaded for the page.
+type view struct {
+	dir        string
+	origin     string
+	vkey       string
+	witnesses  []string
+	checkpoint []byte
+	size, from uint64
+	entries    [][]byte // [from, from+len)
+	byLeaf     map[string]uint64
+	tree       *bundleTree
+	genesis    []byte // entry 0 and its receipt (from genesis.proof), when from > 0
+	genesisRC  []byte
+	tasks      map[string]*opp.Task // nil when the bundle does not start at 0
+}
+
+func openView(ctx context.Context, dir string) (*view, error) {
+	read := func(name string) ([]byte, error) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("reading the bundle: %w", err)
+		}
+		return b, nil
+	}
+	mb, err := read(bundle.ManifestFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w (provlog view opens the directory provlog export wrote)", err)
+	}
+	var m bundle.Manifest
+	if err := json.Unmarshal(mb, &m); err != nil || m.Format != bundle.Format {
+		return nil, fmt.Errorf("%s is not a %s manifest", filepath.Join(dir, bundle.ManifestFile), bundle.Format)
+	}
+	v := &view{dir: dir, origin: m.Origin, from: m.From, byLeaf: map[string]uint64{}}
+	vk, err := read(bundle.VKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	v.vkey = strings.TrimSpace(string(vk))
+	if w, err := os.ReadFile(filepath.Join(dir, bundle.WitnessesFile)); err == nil {
+		v.witnesses = strings.Fields(string(w))
+	}
+	if v.checkpoint, err = read(bundle.CheckpointFile); err != nil {
+		return nil, err
+	}
+	cp, err := log.ParseCheckpointNote(v.checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("the bundle's checkpoint: %w", err)
+	}
+	v.size = cp.Size
+	jl, err := read(bundle.EntriesFile)
+	if err != nil {
+		return nil, err
+	}
+	for len(jl) > 0 {
+		line, rest, ok := bytes.Cut(jl, []byte("\n"))
+		if !ok {
+			return nil, fmt.Errorf("%s does not end in a newline", bundle.EntriesFile)
+		}
+		v.byLeaf[string(log.LeafHash(line))] = v.from + uint64(len(v.entries))
+		v.entries = append(v.entries, line)
+		jl = rest
+	}
+	to := v.from + uint64(len(v.entries))
+	if to > v.size {
+		return nil, fmt.Errorf("the bundle holds entries up to %d, past its checkpoint's size %d", to, v.size)
+	}
+	tb, err := read(bundle.TreeFile)
+	if err != nil {
+		return nil, err
+	}
+	var t bundle.Tree
+	if err := json.Unmarshal(tb, &t); err != nil {
+		return nil, fmt.Errorf("%s: %w", bundle.TreeFile, err)
+	}
+	if v.tree, err = newBundleTree(v.from, to, v.size, v.entries, t); err != nil {
+		return nil, err
+	}
+	if v.from > 0 {
+		if v.genesis, err = read(bundle.GenesisFile); err != nil {
+			return nil, err
+		}
+		gp, err := read(bundle.GenesisProof)
+		if err != nil {
+			return nil, err
+		}
+		var proof [][]byte
+		for _, l := range strings.Fields(string(gp)) {
+			h, err := base64.StdEncoding.DecodeString(l)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %q is not a base64 hash", bundle.GenesisProof, l)
+			}
+			proof = append(proof, h)
+		}
+		rc := &log.Receipt{Extra: log.LeafHash(v.genesis), Index: 0, Proof: proof, Checkpoint: v.checkpoint}
+		v.genesisRC = []byte(rc.String())
+	} else {
+		st, err := opp.Rebuild(ctx, sliceReader(v.entries), to)
+		if err != nil {
+			return nil, fmt.Errorf("rebuilding the bundle's tasks: %w", err)
+		}
+		v.tasks = map[string]*opp.Task{}
+		for i := range st.Tasks {
+			v.tasks[st.Tasks[i].ID] = &st.Tasks[i]
+		}
+	}
+	return v, nil
+}
+
+// sliceReader is entries [0, len) as an opp.EntryReader.
+type sliceReader [][]byte
+
+func (s sliceReader) Entries(_ context.Context, start, end uint64) ([][]byte, error) {
+	if start > end || end > uint64(len(s)) {
+		return nil, fmt.Errorf("entries [%d, %d): %w", start, end, log.ErrNotFound)
+	}
+	return s[start:end], nil
+}
+
+// entry returns entry i, if the bundle holds it.
+func (v *view) entry(i uint64) ([]byte, bool) {
+	if i == 0 && v.genesis != nil {
+		return v.genesis, true
+	}
+	if i < v.from || i-v.from >= uint64(len(v.entries)) {
+		return nil, false
+	}
+	return v.entries[i-v.from], true
+}
+
+// handler serves the page and the paths it reads. host is the address the
+// server listens on: other Host headers are refused (DNS rebinding).
+func (v *view) handler(host string) http.Handler {
+	mux := http.NewServeMux()
+	page := ui.Handler(ui.Info{VKey: v.vkey, Witnesses: v.witnesses, Source: "bundle"})
+	mux.Handle("/ui", page)
+	mux.Handle("/ui/", page)
+	mux.HandleFunc("GET /log/checkpoint", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write(v.checkpoint)
+	})
+	mux.HandleFunc("GET /log/entry/{n}", func(w http.ResponseWriter, r *http.Request) {
+		i, err := strconv.ParseUint(r.PathValue("n"), 10, 64)
+		e, ok := v.entry(i)
+		if err != nil || !ok {
+			http.Error(w, fmt.Sprintf("the bundle holds entries [%d, %d) (and 0)", v.from, v.from+uint64(len(v.entries))), http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(e)
+	})
+	mux.HandleFunc("GET /log/proof/inclusion", v.inclusion)
+	if records := filepath.Join(v.dir, bundle.AnchorsDir); dirExists(records) {
+		if st, err := anchor.OpenStore(records); err == nil {
+			h := anchor.NewHandler(st, nil)
+			mux.Handle("/log/anchors", h)
+			mux.Handle("/log/anchors/", h)
+		}
+	}
+	mux.Handle("/log/task/", ui.TaskHandler(v.task, nil))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host != host && r.Host != strings.Replace(host, "127.0.0.1", "localhost", 1) {
+			http.Error(w, "provlog view answers only requests for "+host, http.StatusMisdirectedRequest)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+func (v *view) task(_ context.Context, id string) (any, error) {
+	if v.tasks == nil {
+		return nil, fmt.Errorf("%w: the bundle starts at entry %d, and a task's history needs the log from entry 0", ui.ErrNoTask, v.from)
+	}
+	t, ok := v.tasks[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: the bundle holds no task %s", ui.ErrNoTask, id)
+	}
+	return t, nil
+}
+
+// inclusion answers ?index=N or ?hash=HEX with a receipt for the bundle's
+// checkpoint.
+func (v *view) inclusion(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var index uint64
+	var err error
+	switch {
+	case q.Has("index") && !q.Has("hash"):
+		index, err = strconv.ParseUint(q.Get("index"), 10, 64)
+	case q.Has("hash") && !q.Has("index"):
+		var h []byte
+		if h, err = hex.DecodeString(q.Get("hash")); err == nil {
+			i, ok := v.byLeaf[string(h)]
+			if !ok {
+				http.Error(w, "the bundle holds no entry with leaf hash "+q.Get("hash"), http.StatusNotFound)
+				return
+			}
+			index = i
+		}
+	default:
+		err = errors.New("give index=N or hash=HEX")
+	}
+	if err != nil {
+		http.Error(w, "bad query: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if index == 0 && v.genesisRC != nil {
+		w.Write(v.genesisRC)
+		return
+	}
+	e, ok := v.entry(index)
+	if !ok {
+		http.Error(w, fmt.Sprintf("the bundle holds entries [%d, %d) (and 0)", v.from, v.from+uint64(len(v.entries))), http.StatusNotFound)
+		return
+	}
+	p, err := log.ProveInclusion(r.Context(), v.tree, index, v.size)
+	if err != nil {
+		http.Error(w, "proving inclusion from the bundle's tree: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	rc := &log.Receipt{Extra: log.LeafHash(e), Index: index, Proof: p, Checkpoint: v.checkpoint}
+	io.WriteString(w, rc.String())
+}
+
+// bundleTree reads the tree nodes an inclusion proof of an exported entry
+// needs, from the exported entries [from, to) and the compact ranges of
+// [0, from) and [to, size) that tree.json holds.
+type bundleTree struct {
+	from, to uint64
+	// levels[l] holds the nodes at level l that lie inside [from, to),
+	// starting at index starts[l].
+	levels [][][]byte
+	starts []uint64
+	known  map[compact.NodeID][]byte
+}
+
+func newBundleTree(from, to, size uint64, entries [][]byte, t bundle.Tree) (*bundleTree, error) {
+	bt := &bundleTree{from: from, to: to, known: map[compact.NodeID][]byte{}}
+	for _, side := range []struct {
+		b, e   uint64
+		hashes []string
+	}{{0, from, t.Left}, {to, size, t.Right}} {
+		ids := compact.RangeNodes(side.b, side.e, nil)
+		if len(ids) != len(side.hashes) {
+			return nil, fmt.Errorf("%s: %d hashes for [%d, %d), which has %d compact-range nodes", bundle.TreeFile, len(side.hashes), side.b, side.e, len(ids))
+		}
+		for i, id := range ids {
+			h, err := base64.StdEncoding.DecodeString(side.hashes[i])
+			if err != nil || len(h) != log.HashSize {
+				return nil, fmt.Errorf("%s: hash %d of [%d, %d) is not a base64 SHA-256 hash", bundle.TreeFile, i, side.b, side.e)
+			}
+			bt.known[id] = h
+		}
+	}
+	level := make([][]byte, len(entries))
+	for i, e := range entries {
+		level[i] = log.LeafHash(e)
+	}
+	start := from
+	for len(level) > 0 {
+		bt.levels = append(bt.levels, level)
+		bt.starts = append(bt.starts, start)
+		// The parents inside [from, to): both children must be inside.
+		ps := (start + 1) / 2
+		var next [][]byte
+		for p := ps; 2*p+1 < start+uint64(len(level)); p++ {
+			next = append(next, rfc6962.DefaultHasher.HashChildren(level[2*p-start], level[2*p+1-start]))
+		}
+		level, start = next, ps
+	}
+	return bt, nil
+}
+
+func (bt *bundleTree) ReadNodes(_ context.Context, ids []compact.NodeID) ([][]byte, error) {
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		h, ok := bt.node(id)
+		if !ok {
+			return nil, fmt.Errorf("node (%d, %d) is neither over the bundle's entries nor made of %s's nodes: %w", id.Level, id.Index, bundle.TreeFile, log.ErrNotFound)
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// node returns a node over [from, to), a node of tree.json, or the hash of
+// its two children. A proof node that straddles from or to is never
+// inside a compact-range node (its parent would be inside too), so the
+// descent ends at those nodes and at entries.
+func (bt *bundleTree) node(id compact.NodeID) ([]byte, bool) {
+	if l := int(id.Level); l < len(bt.levels) && id.Index >= bt.starts[l] && id.Index-bt.starts[l] < uint64(len(bt.levels[l])) {
+		return bt.levels[l][id.Index-bt.starts[l]], true
+	}
+	if h, ok := bt.known[id]; ok {
+		return h, true
+	}
+	if id.Level == 0 {
+		return nil, false
+	}
+	l, ok := bt.node(compact.NewNodeID(id.Level-1, 2*id.Index))
+	if !ok {
+		return nil, false
+	}
+	r, ok := bt.node(compact.NewNodeID(id.Level-1, 2*id.Index+1))
+	if !ok {
+		return nil, false
+	}
+	return rfc6962.DefaultHasher.HashChildren(l, r), true
+}
