@@ -37,6 +37,14 @@ echo "== TSAs and Rekor for the anchoring tests (sigstore timestamp-server, reko
 eval "$(bash tools/anchortest/install.sh)"
 echo "== litewitness (filippo.io/torchwood) for the witness interoperability test"
 eval "$(bash tools/witnesstest/install.sh)"
+# --- PostgreSQL (log/logpg; many sidecars on one log) ---
+# A throwaway cluster (initdb as the postgres user, 127.0.0.1, a free
+# port); the tests read PROVLOG_TEST_POSTGRES and, under CI=true, fail
+# without it. Installs Debian's postgresql if no server binaries exist.
+echo "== a throwaway PostgreSQL cluster for log/logpg and the multi-sidecar tests"
+eval "$(bash tools/pgtest/start.sh)"
+trap 'bash tools/pgtest/stop.sh' EXIT
+# --- end PostgreSQL ---
 
 go mod download
 go vet ./...

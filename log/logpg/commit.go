@@ -1,0 +1,300 @@
+package logpg
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/provlog/provlog/log"
+)
+
+// Commit implements [log.Storage.Commit]: b is committed if it starts at
+// the stored size, whoever committed last. A batch refused because
+// another writer committed first writes nothing, and the error says so.
+func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
+	if b == nil {
+		return errors.New("refusing batch: nil batch")
+	}
+	return s.CommitShared(ctx, nil, func(st log.State, _ []bool) (*log.Batch, error) {
+		if b.Start != st.Size {
+			return nil, fmt.Errorf("refusing batch: it starts at %d, but the log has size %d (another writer may have committed first)", b.Start, st.Size)
+		}
+		return b, nil
+	})
+}
+
+// CommitShared implements [log.SharedStorage.CommitShared]. See schema.go
+// for the two round trips, and for how an unknown outcome is resolved.
+func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func(log.State, []bool) (*log.Batch, error)) error {
+	if _, err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.calls.Done()
+	s.advance.Lock()
+	defer s.advance.Unlock()
+	s.mu.Lock()
+	known, hot, failure := s.state, s.hot, s.failure
+	s.mu.Unlock()
+	if failure != nil {
+		return fmt.Errorf("refusing to commit to a failed log store: %w", failure)
+	}
+
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("committing: %w: %w", log.ErrUnavailable, err)
+	}
+	conn := pc.Conn()
+	done := false // whether the transaction is over (committed or rolled back)
+	defer func() {
+		if !done {
+			// Nothing was committed; end the transaction, or drop the
+			// connection if even that fails.
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if _, err := conn.Exec(rctx, "ROLLBACK"); err != nil {
+				conn.Close(rctx)
+			}
+			cancel()
+		}
+		pc.Release()
+	}()
+
+	// Round trip 1: lock the state, read what others appended and the
+	// fence keys.
+	var keys []string
+	for _, f := range fences {
+		if f.Key != "" {
+			keys = append(keys, f.Key)
+		}
+	}
+	var st log.State
+	var leaves [][]byte
+	last := map[string]int64{}
+	b1 := &pgx.Batch{}
+	b1.Queue("BEGIN")
+	b1.Queue(sqlLockState).QueryRow(func(row pgx.Row) (err error) { st, err = scanState(row); return err })
+	b1.Queue(sqlLeavesFrom, int64(known.Size)).Query(func(rows pgx.Rows) (err error) {
+		leaves, err = scanLeaves(rows, known.Size)
+		return err
+	})
+	if len(keys) > 0 {
+		b1.Queue(sqlKeys, keys).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var k string
+				var l int64
+				if err := rows.Scan(&k, &l); err != nil {
+					return err
+				}
+				last[k] = l
+			}
+			return rows.Err()
+		})
+	}
+	if err := conn.SendBatch(ctx, b1).Close(); err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			s.fail(err)
+			return err
+		}
+		return fmt.Errorf("committing: locking the log state: %w: %w", log.ErrUnavailable, err)
+	}
+	nodes, err := extend(known, st, leaves)
+	if err != nil {
+		s.fail(err)
+		return err
+	}
+	if st.Size > known.Size {
+		hot = hot.with(st.Size, nodes)
+		s.publish(cloneState(st), hot)
+	}
+
+	fenced := make([]bool, len(fences))
+	seen := map[string]bool{}
+	for i, f := range fences {
+		if f.Key == "" {
+			continue
+		}
+		l, ok := last[f.Key]
+		fenced[i] = (ok && uint64(l) >= f.After) || seen[f.Key]
+		seen[f.Key] = true
+	}
+	b, err := build(cloneState(st), fenced)
+	if err != nil {
+		return err
+	}
+	if b == nil {
+		return nil
+	}
+	if err := b.Check(st.Size); err != nil {
+		return fmt.Errorf("refusing batch: %w", err)
+	}
+	var batchKeys []string
+	var batchLast []int64
+	if len(fences) > 0 {
+		n := 0
+		for i, f := range fences {
+			if fenced[i] {
+				continue
+			}
+			if f.Key != "" {
+				batchKeys = append(batchKeys, f.Key)
+				batchLast = append(batchLast, int64(b.Start)+int64(n))
+			}
+			n++
+		}
+		if n != len(b.Entries) {
+			return fmt.Errorf("refusing batch: %d entries for %d unfenced appends", len(b.Entries), n)
+		}
+	}
+
+	// Round trip 2: write it all and commit.
+	if s.testingOnlyBeforeWrite != nil {
+		s.testingOnlyBeforeWrite(conn.PgConn().PID())
+	}
+	err = s.write(ctx, conn, b, batchKeys, batchLast)
+	if err == nil && s.testingOnlyAfterWrite != nil {
+		err = s.testingOnlyAfterWrite()
+	}
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		done = true
+	case (errors.As(err, &pe) && pe.Severity == "ERROR") || errors.Is(err, errNotCommitted):
+		// The server refused a statement and the session goes on: the
+		// transaction is aborted and nothing of it was committed. (A
+		// FATAL or PANIC ends the session, possibly after COMMIT: that
+		// outcome is read back, below.)
+		return fmt.Errorf("committing batch [%d, %d): %w", b.Start, b.State.Size, err)
+	default:
+		done = true
+		conn.Close(context.Background())
+		ok, rerr := s.readBack(b)
+		if rerr != nil {
+			err = fmt.Errorf("committing batch [%d, %d): the connection failed (%v) and the outcome could not be read back: %w", b.Start, b.State.Size, err, rerr)
+			s.fail(err)
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("committing batch [%d, %d): %w: the connection failed (%v); read back: not committed", b.Start, b.State.Size, log.ErrUnavailable, err)
+		}
+		s.logf("logpg: the connection failed during the commit of [%d, %d) (%v); read back: committed", b.Start, b.State.Size, err)
+	}
+	s.publish(cloneState(b.State), hot.with(b.State.Size, b.Nodes))
+	return nil
+}
+
+var errNotCommitted = errors.New("the server did not commit the transaction")
+
+// write sends the batch's rows and COMMIT in one round trip.
+func (s *Store) write(ctx context.Context, conn *pgx.Conn, b *log.Batch, keys []string, last []int64) error {
+	n := len(b.Entries)
+	idx := make([]int64, n)
+	for i := range idx {
+		idx[i] = int64(b.Start) + int64(i)
+	}
+	var levels []int16
+	var nidx []int64
+	var hashes [][]byte
+	for i, h := range b.LeafHashes {
+		levels, nidx, hashes = append(levels, 0), append(nidx, idx[i]), append(hashes, h)
+	}
+	for _, nd := range b.Nodes {
+		if nd.ID.Level == 0 {
+			continue // written from b.LeafHashes, which Batch.Check found equal
+		}
+		levels, nidx, hashes = append(levels, int16(nd.ID.Level)), append(nidx, int64(nd.ID.Index)), append(hashes, nd.Hash)
+	}
+	rng := make([]byte, 0, hashSize*len(b.State.Range))
+	for _, h := range b.State.Range {
+		rng = append(rng, h...)
+	}
+	cp := b.State.Checkpoint
+	if cp == nil {
+		cp = []byte{}
+	}
+	var updated, committed bool
+	q := &pgx.Batch{}
+	q.Queue(sqlInsertEntries, idx, b.Entries)
+	q.Queue(sqlInsertNodes, levels, nidx, hashes)
+	q.Queue(sqlInsertCheckpoint, int64(b.State.Size), cp)
+	q.Queue(sqlUpdateState, int64(b.Start), int64(b.State.Size), rng, cp).Exec(func(ct pgconn.CommandTag) error {
+		updated = ct.RowsAffected() == 1
+		return nil
+	})
+	if len(keys) > 0 {
+		q.Queue(sqlUpsertKeys, keys, last)
+	}
+	q.Queue(sqlNotify, strconv.FormatUint(b.State.Size, 10))
+	q.Queue("COMMIT").Exec(func(ct pgconn.CommandTag) error {
+		committed = ct.String() == "COMMIT"
+		return nil
+	})
+	if err := conn.SendBatch(ctx, q).Close(); err != nil {
+		return err
+	}
+	if !updated || !committed {
+		return fmt.Errorf("%w (state row updated: %v, COMMIT answered: %v)", errNotCommitted, updated, committed)
+	}
+	return nil
+}
+
+// readBack resolves a commit whose outcome was lost with its connection:
+// on a new connection it waits for the state row's lock, which the old
+// transaction holds until it ends, then looks for the batch's checkpoint.
+// It retries until s.resolve has passed.
+func (s *Store) readBack(b *log.Batch) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.resolve)
+	defer cancel()
+	var lastErr error
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		ok, err := s.readBackOnce(ctx, b)
+		if err == nil {
+			return ok, nil
+		}
+		if errors.Is(err, ErrCorrupt) {
+			return false, err
+		}
+		lastErr = err
+		s.logf("logpg: reading back the commit of [%d, %d): %v; retrying", b.Start, b.State.Size, err)
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("gave up after %v: %w", s.resolve, lastErr)
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (s *Store) readBackOnce(ctx context.Context, b *log.Batch) (bool, error) {
+	cfg := s.cfg.ConnConfig.Copy()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(context.Background())
+	var note []byte
+	var size int64
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT size FROM provlog_state WHERE id FOR SHARE`).Scan(&size); err != nil {
+			return err
+		}
+		err := tx.QueryRow(ctx, sqlCheckpoint, int64(b.State.Size)).Scan(&note)
+		if errors.Is(err, pgx.ErrNoRows) {
+			note = nil
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	if note == nil {
+		if uint64(size) >= b.State.Size {
+			return false, fmt.Errorf("%w: the log has size %d but no checkpoint for size %d", ErrCorrupt, size, b.State.Size)
+		}
+		return false, nil
+	}
+	return bytes.Equal(note, b.State.Checkpoint), nil
+}

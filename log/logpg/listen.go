@@ -1,0 +1,73 @@
+package logpg
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// listen keeps one connection listening on notifyChannel, which every
+// commit notifies, and refreshes this handle's state on each notification,
+// so that its followers (the sequencer's latest checkpoint) see other
+// writers' commits within a round trip. It also refreshes every few
+// seconds, and after reconnecting, in case a notification was missed.
+func (s *Store) listen(ctx context.Context) {
+	defer s.follow.Done()
+	for wait := 100 * time.Millisecond; ctx.Err() == nil; wait = min(2*wait, 5*time.Second) {
+		if s.listenOnce(ctx) {
+			wait = 100 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+}
+
+// listenOnce listens until its connection fails or ctx is done, and
+// reports whether it got as far as listening.
+func (s *Store) listenOnce(ctx context.Context) bool {
+	conn, err := pgx.ConnectConfig(ctx, s.cfg.ConnConfig.Copy())
+	if err != nil {
+		return false
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return false
+	}
+	s.refresh(ctx)
+	for ctx.Err() == nil {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err != nil && ctx.Err() == nil && wctx.Err() == nil {
+			return true // the connection failed; reconnect
+		}
+		if conn.IsClosed() {
+			return true
+		}
+		if n != nil {
+			// Skip what this handle already knows (its own commits, and
+			// sizes an earlier refresh passed).
+			size, err := strconv.ParseUint(n.Payload, 10, 64)
+			s.mu.Lock()
+			known := s.state.Size
+			s.mu.Unlock()
+			if err == nil && size <= known {
+				continue
+			}
+		}
+		s.refresh(ctx)
+	}
+	return true
+}
+
+// refresh adopts the latest state if it is newer; failures are left to the
+// next try (a corrupt state fails the store inside Latest).
+func (s *Store) refresh(ctx context.Context) {
+	if _, err := s.Latest(ctx); err != nil && ctx.Err() == nil {
+		s.logf("logpg: reading the latest state: %v", err)
+	}
+}

@@ -1,0 +1,436 @@
+// Package logpg keeps a [log.Storage] in PostgreSQL (via pgx), so that any
+// number of sidecars, on any number of hosts, serve one log. The schema and
+// how commits are serialized and fenced are documented in schema.go.
+//
+// # Many writers
+//
+// A [Store] is a [log.SharedStorage]: every handle may commit, and
+// PostgreSQL is the only coordinator. [Store.CommitShared] locks the state
+// row, hands the caller the state whoever committed last left, and commits
+// the batch the caller builds on it before the lock is released; the
+// sequencer in log/server signs its checkpoint there. Handles learn of
+// other writers' commits when they commit themselves, when a read asks for
+// more than they know, and by LISTEN/NOTIFY, and they check every state
+// they adopt against the one before it.
+//
+// # Durability
+//
+// A commit returns nil only after PostgreSQL committed its transaction
+// (synchronous_commit as the server is configured: on by default, which
+// waits for the WAL flush). An outcome lost with the connection is resolved
+// by reading back, never guessed; see schema.go.
+//
+// # Memory and speed
+//
+// A Store keeps the upper levels of the tree in memory, up to
+// Options.MaxHotNodes hashes ([DefaultMaxHotNodes], 64 MiB): proofs and
+// tiles read from memory, and what lies below in one query.
+package logpg
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/provlog/provlog/log"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+)
+
+const hashSize = 32
+
+var (
+	// ErrCorrupt is returned (wrapped) when the stored data contradicts
+	// itself or a state this handle knew. Nothing is repaired.
+	ErrCorrupt = errors.New("log store is corrupt")
+
+	errClosed = errors.New("log store is closed")
+)
+
+// Options tune a [Store]. A nil *Options, and zero fields, mean the
+// defaults.
+type Options struct {
+	// MaxHotNodes bounds the tree nodes kept in memory (default
+	// DefaultMaxHotNodes); negative keeps none.
+	MaxHotNodes int64
+	// ResolveTimeout bounds how long a commit whose outcome was lost with
+	// its connection keeps trying to read it back (default one minute).
+	ResolveTimeout time.Duration
+	// Logf receives the store's own log lines (nil: discarded).
+	Logf func(format string, args ...any)
+}
+
+// A Store is a [log.SharedStorage] in PostgreSQL. It is safe for concurrent
+// use.
+type Store struct {
+	pool    *pgxpool.Pool
+	cfg     *pgxpool.Config
+	resolve time.Duration
+	logf    func(format string, args ...any)
+	stop    context.CancelFunc
+	follow  sync.WaitGroup
+
+	// advance serializes whatever moves the state: commits and refreshes.
+	advance sync.Mutex
+
+	mu        sync.Mutex
+	closed    bool
+	state     log.State // the newest state this handle knows; never changed
+	hot       *hotNodes
+	failure   error
+	calls     sync.WaitGroup
+	followers []func(log.State)
+
+	// Test hooks around the second round trip of a commit: before it,
+	// with the backend's pid (to terminate it); after it, an error to
+	// report instead of its success (a reply lost with the connection).
+	testingOnlyBeforeWrite func(pid uint32)
+	testingOnlyAfterWrite  func() error
+}
+
+var _ log.SharedStorage = (*Store)(nil)
+
+// Open connects to the database at dsn (a PostgreSQL connection string or
+// URL), creates the tables if they are missing, and checks the stored
+// state. Several handles, in one process or many, may be open on one log.
+func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxHotNodes == 0 {
+		o.MaxHotNodes = DefaultMaxHotNodes
+	}
+	if o.MaxHotNodes < 0 {
+		o.MaxHotNodes = 0
+	}
+	if o.ResolveTimeout <= 0 {
+		o.ResolveTimeout = time.Minute
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening log store: parsing the PostgreSQL connection string: %w", err)
+	}
+	rp := cfg.ConnConfig.RuntimeParams
+	if _, ok := rp["idle_in_transaction_session_timeout"]; !ok {
+		rp["idle_in_transaction_session_timeout"] = "10s"
+	}
+	rp["application_name"] = "provlog"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening log store: %w", err)
+	}
+	s := &Store{pool: pool, cfg: cfg, resolve: o.ResolveTimeout, logf: o.Logf}
+	if err := s.load(ctx, uint64(o.MaxHotNodes)); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("opening log store on %s: %w", where(cfg), err)
+	}
+	fctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	s.follow.Add(1)
+	go s.listen(fctx)
+	return s, nil
+}
+
+// where names the database for messages, without the password.
+func where(cfg *pgxpool.Config) string {
+	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+}
+
+// load creates the schema if needed, reads the state and checks it.
+func (s *Store) load(ctx context.Context, maxHot uint64) error {
+	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLock)); err != nil {
+			return err
+		}
+		for _, q := range schemaDDL {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("creating tables: %w", err)
+	}
+	st, err := scanState(s.pool.QueryRow(ctx, sqlReadState))
+	if err != nil {
+		return err
+	}
+	if st.Size > 0 {
+		var entry, leaf, entriesPast, cpsPast, cp bool
+		if err := s.pool.QueryRow(ctx, sqlOpenCheck, int64(st.Size)).Scan(&entry, &leaf, &entriesPast, &cpsPast, &cp); err != nil {
+			return fmt.Errorf("checking the state: %w", err)
+		}
+		switch {
+		case !entry:
+			return fmt.Errorf("%w: state says size %d, but entry %d is missing", ErrCorrupt, st.Size, st.Size-1)
+		case !leaf:
+			return fmt.Errorf("%w: state says size %d, but leaf hash %d is missing", ErrCorrupt, st.Size, st.Size-1)
+		case entriesPast:
+			return fmt.Errorf("%w: entries past the size %d", ErrCorrupt, st.Size)
+		case cpsPast:
+			return fmt.Errorf("%w: checkpoints past the size %d", ErrCorrupt, st.Size)
+		case !cp:
+			return fmt.Errorf("%w: checkpoint for size %d is missing", ErrCorrupt, st.Size)
+		}
+	}
+	hot, err := loadHot(ctx, s.pool, st.Size, maxHot)
+	if err != nil {
+		return fmt.Errorf("reading the upper levels of the tree: %w", err)
+	}
+	// The compact range is the stored nodes it names.
+	ids := compact.RangeNodes(0, st.Size, nil)
+	got, err := s.readNodes(ctx, hot, ids)
+	if err != nil {
+		if errors.Is(err, log.ErrNotFound) {
+			return fmt.Errorf("%w: a node of the compact range of size %d is missing", ErrCorrupt, st.Size)
+		}
+		return err
+	}
+	for i := range ids {
+		if !bytes.Equal(got[i], st.Range[i]) {
+			return fmt.Errorf("%w: node (%d, %d) differs from the compact range of size %d", ErrCorrupt, ids[i].Level, ids[i].Index, st.Size)
+		}
+	}
+	s.state, s.hot = st, hot
+	return nil
+}
+
+// scanState reads a state row.
+func scanState(row pgx.Row) (log.State, error) {
+	var version int32
+	var size int64
+	var rng, cp []byte
+	if err := row.Scan(&version, &size, &rng, &cp); err != nil {
+		return log.State{}, fmt.Errorf("reading the state: %w", err)
+	}
+	if version != schemaVersion {
+		return log.State{}, fmt.Errorf("the log's tables have version %d, this program reads version %d", version, schemaVersion)
+	}
+	n := bits.OnesCount64(uint64(size))
+	if size < 0 || len(rng) != n*hashSize {
+		return log.State{}, fmt.Errorf("%w: state of size %d has %d bytes of compact range, want %d", ErrCorrupt, size, len(rng), n*hashSize)
+	}
+	if size == 0 {
+		return log.State{}, nil
+	}
+	st := log.State{Size: uint64(size), Checkpoint: cp, Range: make([][]byte, n)}
+	for i := range n {
+		st.Range[i] = rng[i*hashSize : (i+1)*hashSize : (i+1)*hashSize]
+	}
+	return st, nil
+}
+
+// fail makes every later commit fail with err.
+func (s *Store) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failure == nil {
+		s.failure = err
+		s.logf("logpg: refusing further commits: %v", err)
+	}
+}
+
+type view struct {
+	log.State
+	hot *hotNodes
+}
+
+// acquire registers a call that Close waits for and returns this handle's
+// newest state.
+func (s *Store) acquire(ctx context.Context) (view, error) {
+	if err := ctx.Err(); err != nil {
+		return view{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return view{}, errClosed
+	}
+	s.calls.Add(1)
+	return view{s.state, s.hot}, nil
+}
+
+// atLeast returns a view covering size, asking the database for newer
+// state first if this handle knows less: a read for what another writer
+// just committed finds it.
+func (s *Store) atLeast(ctx context.Context, v view, size uint64) view {
+	if size <= v.Size {
+		return v
+	}
+	if _, err := s.Latest(ctx); err != nil {
+		return v
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return view{s.state, s.hot}
+}
+
+// publish makes st (with its hot nodes) this handle's state if it is newer,
+// and tells the followers. The caller holds s.advance.
+func (s *Store) publish(st log.State, hot *hotNodes) {
+	s.mu.Lock()
+	if st.Size <= s.state.Size {
+		s.mu.Unlock()
+		return
+	}
+	s.state, s.hot = st, hot
+	fs := s.followers
+	s.mu.Unlock()
+	for _, fn := range fs {
+		fn(st)
+	}
+}
+
+// Follow implements [log.SharedStorage.Follow].
+func (s *Store) Follow(fn func(log.State)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.followers = append(s.followers, fn)
+}
+
+// State implements [log.Storage.State]: the newest state this handle
+// knows, its own commits included. [Store.Latest] asks the database.
+func (s *Store) State(ctx context.Context) (log.State, error) {
+	v, err := s.acquire(ctx)
+	if err != nil {
+		return log.State{}, err
+	}
+	s.calls.Done()
+	return cloneState(v.State), nil
+}
+
+// extend checks that the leaf hashes [from.Size, to.Size) take the compact
+// range of from to that of to, and returns the nodes they complete.
+func extend(from, to log.State, leaves [][]byte) ([]log.Node, error) {
+	if to.Size < from.Size {
+		return nil, fmt.Errorf("%w: the stored size %d is below %d, a size this handle saw committed", ErrCorrupt, to.Size, from.Size)
+	}
+	if uint64(len(leaves)) != to.Size-from.Size {
+		return nil, fmt.Errorf("%w: %d leaf hashes stored in [%d, %d)", ErrCorrupt, len(leaves), from.Size, to.Size)
+	}
+	rng, err := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewRange(0, from.Size, cloneHashes(from.Range))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	var nodes []log.Node
+	for _, h := range leaves {
+		if len(h) != hashSize {
+			return nil, fmt.Errorf("%w: a stored leaf hash is %d bytes", ErrCorrupt, len(h))
+		}
+		if err := rng.Append(h, func(id compact.NodeID, h []byte) { nodes = append(nodes, log.Node{ID: id, Hash: h}) }); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+	}
+	got := rng.Hashes()
+	if len(got) != len(to.Range) {
+		return nil, fmt.Errorf("%w: the stored state of size %d does not extend the state of size %d", ErrCorrupt, to.Size, from.Size)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], to.Range[i]) {
+			return nil, fmt.Errorf("%w: the stored state of size %d does not extend the state of size %d this handle saw committed", ErrCorrupt, to.Size, from.Size)
+		}
+	}
+	return nodes, nil
+}
+
+// Latest implements [log.SharedStorage.Latest].
+func (s *Store) Latest(ctx context.Context) (log.State, error) {
+	if _, err := s.acquire(ctx); err != nil {
+		return log.State{}, err
+	}
+	defer s.calls.Done()
+	s.advance.Lock()
+	defer s.advance.Unlock()
+	s.mu.Lock()
+	known, hot := s.state, s.hot
+	s.mu.Unlock()
+	b := &pgx.Batch{}
+	var st log.State
+	var leaves [][]byte
+	b.Queue(sqlReadState).QueryRow(func(row pgx.Row) error {
+		var err error
+		st, err = scanState(row)
+		return err
+	})
+	b.Queue(sqlLeavesFrom, int64(known.Size)).Query(func(rows pgx.Rows) error {
+		var err error
+		leaves, err = scanLeaves(rows, known.Size)
+		return err
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return log.State{}, fmt.Errorf("reading the latest state: %w", err)
+	}
+	// The leaves were read after the state: newer commits may show.
+	if st.Size >= known.Size && uint64(len(leaves)) > st.Size-known.Size {
+		leaves = leaves[:st.Size-known.Size]
+	}
+	nodes, err := extend(known, st, leaves)
+	if err != nil {
+		s.fail(err)
+		return log.State{}, err
+	}
+	if st.Size == known.Size {
+		return cloneState(known), nil
+	}
+	s.publish(st, hot.with(st.Size, nodes))
+	return cloneState(st), nil
+}
+
+// scanLeaves reads (idx, hash) rows that must run from idx from on
+// without gaps.
+func scanLeaves(rows pgx.Rows, from uint64) ([][]byte, error) {
+	var out [][]byte
+	for rows.Next() {
+		var idx int64
+		var h []byte
+		if err := rows.Scan(&idx, &h); err != nil {
+			return nil, err
+		}
+		if uint64(idx) != from+uint64(len(out)) {
+			return nil, fmt.Errorf("%w: leaf hash %d is missing", ErrCorrupt, from+uint64(len(out)))
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+func cloneState(st log.State) log.State {
+	if st.Size == 0 {
+		return log.State{}
+	}
+	return log.State{Size: st.Size, Range: cloneHashes(st.Range), Checkpoint: bytes.Clone(st.Checkpoint)}
+}
+
+func cloneHashes(hs [][]byte) [][]byte {
+	out := make([][]byte, len(hs))
+	for i, h := range hs {
+		out[i] = bytes.Clone(h)
+	}
+	return out
+}
+
+// Close implements [log.Storage.Close]. It waits for calls in progress.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errClosed
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.stop()
+	s.calls.Wait()
+	s.follow.Wait()
+	s.pool.Close()
+	return nil
+}

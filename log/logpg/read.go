@@ -1,0 +1,232 @@
+package logpg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/provlog/provlog/log"
+	"github.com/transparency-dev/merkle/compact"
+)
+
+// Entries implements [log.Storage.Entries].
+func (s *Store) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
+	v, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.calls.Done()
+	v = s.atLeast(ctx, v, end)
+	if start > end || end > v.Size {
+		return nil, fmt.Errorf("entries [%d, %d) of a log of size %d: %w", start, end, v.Size, log.ErrNotFound)
+	}
+	out := make([][]byte, 0, end-start)
+	if start == end {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, sqlEntries, int64(start), int64(end))
+	if err != nil {
+		return nil, fmt.Errorf("reading entries [%d, %d): %w", start, end, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var idx int64
+		var e []byte
+		if err := rows.Scan(&idx, &e); err != nil {
+			return nil, fmt.Errorf("reading entries [%d, %d): %w", start, end, err)
+		}
+		if want := start + uint64(len(out)); uint64(idx) != want {
+			return nil, fmt.Errorf("%w: entry %d of a log of size %d is missing", ErrCorrupt, want, v.Size)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading entries [%d, %d): %w", start, end, err)
+	}
+	if uint64(len(out)) != end-start {
+		return nil, fmt.Errorf("%w: entry %d of a log of size %d is missing", ErrCorrupt, start+uint64(len(out)), v.Size)
+	}
+	return out, nil
+}
+
+// ReadNodes implements [log.Storage.ReadNodes]. It answers from the nodes
+// it keeps in memory, and reads the rest in one query.
+func (s *Store) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, error) {
+	v, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.calls.Done()
+	var need uint64
+	for _, id := range ids {
+		if id.Level < 64 {
+			need = max(need, (id.Index+1)<<id.Level)
+		}
+	}
+	v = s.atLeast(ctx, v, need)
+	for _, id := range ids {
+		if !committed(id, v.Size) {
+			return nil, fmt.Errorf("node (%d, %d) in a log of size %d: %w", id.Level, id.Index, v.Size, log.ErrNotFound)
+		}
+	}
+	return s.readNodes(ctx, v.hot, ids)
+}
+
+// readNodes reads nodes known to be committed.
+func (s *Store) readNodes(ctx context.Context, hot *hotNodes, ids []compact.NodeID) ([][]byte, error) {
+	out := make([][]byte, len(ids))
+	slab := make([]byte, hashSize*len(ids))
+	var levels []int16
+	var idxs []int64
+	var rest []int
+	for i, id := range ids {
+		out[i] = slab[i*hashSize : (i+1)*hashSize : (i+1)*hashSize]
+		if h, ok := hot.get(id); ok {
+			copy(out[i], h)
+			continue
+		}
+		levels = append(levels, int16(id.Level))
+		idxs = append(idxs, int64(id.Index))
+		rest = append(rest, i)
+	}
+	if len(rest) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, sqlNodes, levels, idxs)
+	if err != nil {
+		return nil, fmt.Errorf("reading nodes: %w", err)
+	}
+	defer rows.Close()
+	found := make(map[compact.NodeID][]byte, len(rest))
+	for rows.Next() {
+		var lvl int16
+		var idx int64
+		var h []byte
+		if err := rows.Scan(&lvl, &idx, &h); err != nil {
+			return nil, fmt.Errorf("reading nodes: %w", err)
+		}
+		if len(h) != hashSize {
+			return nil, fmt.Errorf("%w: node (%d, %d) is %d bytes", ErrCorrupt, lvl, idx, len(h))
+		}
+		found[compact.NewNodeID(uint(lvl), uint64(idx))] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading nodes: %w", err)
+	}
+	for _, i := range rest {
+		h, ok := found[ids[i]]
+		if !ok {
+			return nil, fmt.Errorf("node (%d, %d): %w", ids[i].Level, ids[i].Index, log.ErrNotFound)
+		}
+		copy(out[i], h)
+	}
+	return out, nil
+}
+
+// committed reports whether node id is complete in a log of the given size.
+func committed(id compact.NodeID, size uint64) bool {
+	return id.Level < 64 && id.Index < size>>id.Level
+}
+
+// LeafIndex implements [log.Storage.LeafIndex]. Of several entries with the
+// same leaf hash, it returns the first.
+func (s *Store) LeafIndex(ctx context.Context, leafHash []byte) (uint64, error) {
+	v, err := s.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer s.calls.Done()
+	notFound := fmt.Errorf("leaf hash %x: %w", leafHash, log.ErrNotFound)
+	if len(leafHash) != hashSize {
+		return 0, notFound
+	}
+	lookup := func(size uint64) (uint64, error) {
+		var idx int64
+		err := s.pool.QueryRow(ctx, sqlLeafIndex, leafHash, int64(size)).Scan(&idx)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, notFound
+		} else if err != nil {
+			return 0, fmt.Errorf("looking up leaf hash: %w", err)
+		}
+		return uint64(idx), nil
+	}
+	idx, err := lookup(v.Size)
+	if errors.Is(err, log.ErrNotFound) {
+		// Another writer may have just committed it.
+		if w := s.atLeast(ctx, v, v.Size+1); w.Size > v.Size {
+			return lookup(w.Size)
+		}
+	}
+	return idx, err
+}
+
+// Checkpoint implements [log.Storage.Checkpoint].
+func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
+	v, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.calls.Done()
+	v = s.atLeast(ctx, v, size)
+	notFound := fmt.Errorf("checkpoint for size %d: %w", size, log.ErrNotFound)
+	if size == 0 || size > v.Size {
+		return nil, notFound
+	}
+	var note []byte
+	err = s.pool.QueryRow(ctx, sqlCheckpoint, int64(size)).Scan(&note)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound
+	} else if err != nil {
+		return nil, fmt.Errorf("reading checkpoint for size %d: %w", size, err)
+	}
+	return note, nil
+}
+
+// Checkpoints implements [log.Storage.Checkpoints]. Close waits for it to
+// return, so fn must not close the store.
+func (s *Store) Checkpoints(ctx context.Context, from uint64, fn func(size uint64, note []byte) error) error {
+	v, err := s.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.calls.Done()
+	if from > v.Size || v.Size == 0 {
+		return nil
+	}
+	// Read in pages, so that fn does not hold a connection for long.
+	const page = 1024
+	next := int64(from)
+	for {
+		rows, err := s.pool.Query(ctx, sqlCheckpoints+` LIMIT `+fmt.Sprint(page), next, int64(v.Size))
+		if err != nil {
+			return fmt.Errorf("reading checkpoints: %w", err)
+		}
+		type cp struct {
+			size int64
+			note []byte
+		}
+		var got []cp
+		for rows.Next() {
+			var c cp
+			if err := rows.Scan(&c.size, &c.note); err != nil {
+				rows.Close()
+				return fmt.Errorf("reading checkpoints: %w", err)
+			}
+			got = append(got, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("reading checkpoints: %w", err)
+		}
+		for _, c := range got {
+			if err := fn(uint64(c.size), c.note); err != nil {
+				return err
+			}
+		}
+		if len(got) < page {
+			return nil
+		}
+		next = got[len(got)-1].size + 1
+	}
+}

@@ -1,0 +1,146 @@
+package logpg
+
+// Schema and fencing. This file is the only place that knows the tables.
+//
+// All tables live in the connection's schema (search_path; put
+// search_path=S in the DSN to keep a log in schema S), and every name
+// starts with provlog_, so a log can share a database with other data.
+// Hashes are 32 bytes (RFC 6962 with SHA-256); indices and sizes are
+// bigint (a log never reaches 2^63 entries).
+//
+//	provlog_state(id, version, size, compact, checkpoint)
+//	    one row (id = true), made with the tables at size 0. size is the
+//	    committed tree size, compact the compact range over [0, size) (one
+//	    hash per set bit of size, left to right, concatenated), checkpoint
+//	    the signed note for that size. The row is the serialization point:
+//	    every commit holds its lock (SELECT … FOR UPDATE) from reading the
+//	    size it builds on to COMMIT.
+//	provlog_entries(idx, entry)
+//	    the entry bytes exactly as appended.
+//	provlog_nodes(level, idx, hash)
+//	    every perfect node of the tree, leaf hashes at level 0; the node
+//	    (L, I) covers leaves [I<<L, (I+1)<<L).
+//	provlog_leaf_hashes
+//	    a hash index on provlog_nodes(hash) for level 0: lookups by leaf
+//	    hash (equality only; an index of 4-byte hash codes is a third of
+//	    a B-tree over 32-byte keys).
+//	provlog_checkpoints(size, note)
+//	    every signed checkpoint, by the size it ends at.
+//	provlog_keys(key, last)
+//	    the index of the last entry committed under each fence key (see
+//	    log.Fence): task ids, for the task engine.
+//
+// Keys never go into the database: every sidecar signs with the log key in
+// its own data dir.
+//
+// # Fencing
+//
+// There is no elected writer and no lease: any handle may commit at any
+// time, and PostgreSQL serializes them. A commit is two round trips on one
+// connection:
+//
+//  1. BEGIN; lock the state row; read the leaf hashes committed since
+//     this handle's last state and the fence keys' last indices.
+//  2. INSERT the entries, nodes and checkpoint; UPDATE the state row and
+//     the keys; NOTIFY provlog_log; COMMIT.
+//
+// Between them the caller builds the batch on the state it was given (the
+// sequencer signs the checkpoint there), so no commit is ever built on a
+// stale size: whoever held the lock before has committed or rolled back.
+// The handle checks what it finds against what it knew: the leaf hashes
+// appended since must extend its compact range to exactly the stored one,
+// else the store is corrupt and the handle refuses to commit. A checkpoint
+// once handed out therefore stays a prefix of every later state, whichever
+// handle signs it.
+//
+// [Store.Commit] is the same path with a batch built beforehand: if
+// another writer committed since the caller read the state, the batch no
+// longer starts at the stored size and is refused, writing nothing. A
+// writer that lost its turn cannot commit; it learns the new state from
+// [Store.State] and builds again.
+//
+// # Unknown outcomes
+//
+// If the connection fails after COMMIT may have reached the server, the
+// outcome is unknown. The handle does not guess: on a new connection it
+// takes the state row's lock (which waits out the old transaction, still
+// holding it until it commits or aborts; connections set
+// idle_in_transaction_session_timeout so a half-dead session cannot hold it
+// for ever) and reads the checkpoint at the batch's size. The batch
+// committed if and only if that is the batch's own checkpoint, byte for
+// byte. If the database cannot be reached within Options.ResolveTimeout the
+// handle refuses further commits. A failure before COMMIT was sent wrote
+// nothing and is reported as log.ErrUnavailable: the next commit may
+// succeed.
+
+const schemaVersion = 1
+
+// schemaLock is the advisory lock key under which a store creates its
+// tables, so that sidecars starting together do not race on CREATE TABLE.
+const schemaLock = 0x70726f766c6f67 // "provlog"
+
+const notifyChannel = "provlog_log"
+
+var schemaDDL = []string{
+	`CREATE TABLE IF NOT EXISTS provlog_state (
+		id boolean PRIMARY KEY CHECK (id),
+		version integer NOT NULL,
+		size bigint NOT NULL CHECK (size >= 0),
+		compact bytea NOT NULL,
+		checkpoint bytea NOT NULL
+	)`,
+	`CREATE TABLE IF NOT EXISTS provlog_entries (
+		idx bigint PRIMARY KEY,
+		entry bytea NOT NULL
+	)`,
+	`CREATE TABLE IF NOT EXISTS provlog_nodes (
+		level smallint NOT NULL,
+		idx bigint NOT NULL,
+		hash bytea NOT NULL,
+		PRIMARY KEY (level, idx)
+	)`,
+	`CREATE INDEX IF NOT EXISTS provlog_leaf_hashes ON provlog_nodes USING hash (hash) WHERE level = 0`,
+	`CREATE TABLE IF NOT EXISTS provlog_checkpoints (
+		size bigint PRIMARY KEY,
+		note bytea NOT NULL
+	)`,
+	`CREATE TABLE IF NOT EXISTS provlog_keys (
+		key text PRIMARY KEY,
+		last bigint NOT NULL
+	)`,
+	`INSERT INTO provlog_state (id, version, size, compact, checkpoint)
+		VALUES (true, 1, 0, '', '') ON CONFLICT (id) DO NOTHING`,
+}
+
+const (
+	sqlLockState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id FOR UPDATE`
+	sqlReadState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id`
+	sqlLeavesFrom = `SELECT idx, hash FROM provlog_nodes WHERE level = 0 AND idx >= $1 ORDER BY idx`
+	sqlKeys       = `SELECT key, last FROM provlog_keys WHERE key = ANY($1::text[])`
+
+	sqlInsertEntries = `INSERT INTO provlog_entries (idx, entry)
+		SELECT * FROM unnest($1::bigint[], $2::bytea[])`
+	sqlInsertNodes = `INSERT INTO provlog_nodes (level, idx, hash)
+		SELECT * FROM unnest($1::smallint[], $2::bigint[], $3::bytea[])`
+	sqlInsertCheckpoint = `INSERT INTO provlog_checkpoints (size, note) VALUES ($1, $2)`
+	sqlUpdateState      = `UPDATE provlog_state SET size = $2, compact = $3, checkpoint = $4 WHERE id AND size = $1`
+	sqlUpsertKeys       = `INSERT INTO provlog_keys (key, last)
+		SELECT * FROM unnest($1::text[], $2::bigint[])
+		ON CONFLICT (key) DO UPDATE SET last = excluded.last`
+	sqlNotify = `SELECT pg_notify('` + notifyChannel + `', $1::text)`
+
+	sqlEntries     = `SELECT idx, entry FROM provlog_entries WHERE idx >= $1 AND idx < $2 ORDER BY idx`
+	sqlLevel       = `SELECT idx, hash FROM provlog_nodes WHERE level = $1 AND idx < $2 ORDER BY idx`
+	sqlNodes       = `SELECT n.level, n.idx, n.hash FROM provlog_nodes n JOIN unnest($1::smallint[], $2::bigint[]) AS w(level, idx) ON n.level = w.level AND n.idx = w.idx`
+	sqlLeafIndex   = `SELECT idx FROM provlog_nodes WHERE level = 0 AND hash = $1 AND idx < $2 ORDER BY idx LIMIT 1`
+	sqlCheckpoint  = `SELECT note FROM provlog_checkpoints WHERE size = $1`
+	sqlCheckpoints = `SELECT size, note FROM provlog_checkpoints WHERE size >= $1 AND size <= $2 ORDER BY size`
+	// sqlOpenCheck reads what Open checks against the state: the last
+	// entry and leaf exist, nothing lies past them, the checkpoint exists.
+	sqlOpenCheck = `SELECT
+		EXISTS (SELECT 1 FROM provlog_entries WHERE idx = $1 - 1),
+		EXISTS (SELECT 1 FROM provlog_nodes WHERE level = 0 AND idx = $1 - 1),
+		EXISTS (SELECT 1 FROM provlog_entries WHERE idx >= $1),
+		EXISTS (SELECT 1 FROM provlog_checkpoints WHERE size > $1),
+		EXISTS (SELECT 1 FROM provlog_checkpoints WHERE size = $1)`
+)

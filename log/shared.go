@@ -1,0 +1,62 @@
+package log
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrUnavailable is returned (wrapped) by a [SharedStorage] commit that
+// could not reach its store and wrote nothing: the caller may try again
+// later. It is never returned when the outcome is unknown.
+var ErrUnavailable = errors.New("log store is unavailable")
+
+// ErrFenced is returned (wrapped) for an append whose [Fence] failed:
+// another writer committed an entry under the same key at or after the
+// fence's size. Nothing of that append was written.
+var ErrFenced = errors.New("another writer changed the fenced key first")
+
+// A Fence makes an append conditional, across every writer of a shared
+// log: the append is committed only if no entry under Key was committed at
+// an index at or after After. A writer that has read the log up to After,
+// and decided from what it read, fences its append so that the decision
+// still holds when it commits. The empty Key fences nothing; a fenced
+// entry's key is recorded for later fences.
+type Fence struct {
+	Key   string
+	After uint64
+}
+
+// SharedStorage is a [Storage] that any number of writers, in any number
+// of processes, commit to at once, serialized by the store itself (logpg:
+// a row lock in PostgreSQL). A writer does not keep the tree state between
+// commits: it asks the store to lock, gets the state as the last writer,
+// whoever that was, left it, builds its batch on it and commits, all while
+// the store holds the lock.
+type SharedStorage interface {
+	Storage
+
+	// CommitShared takes the store's serialization point, checks fences
+	// (one per entry to be committed, in order, possibly empty), and calls
+	// build with the committed state and which fences failed. build returns
+	// the batch to commit, without the fenced-off entries; it must start at
+	// the state's size. If build returns an error, nothing is written and
+	// CommitShared returns that error. The state build gets is checked
+	// against this handle's last one: it extends it (the store reads the
+	// leaf hashes appended since and recomputes the range), or CommitShared
+	// fails closed.
+	//
+	// A nil error means b is durable. An error wrapping [ErrUnavailable]
+	// means nothing was written and the store may work again later. Any
+	// other error after build returned means the outcome could not be
+	// resolved by reading back, and the store refuses further commits.
+	CommitShared(ctx context.Context, fences []Fence, build func(st State, fenced []bool) (*Batch, error)) error
+
+	// Latest returns the newest state committed by any writer, checked as
+	// for CommitShared, reading it from the store.
+	Latest(ctx context.Context) (State, error)
+
+	// Follow registers fn to be called with every newer state this handle
+	// learns of, its own commits and other writers' alike, in increasing
+	// order of size. fn must not block or call back into the store.
+	Follow(fn func(State))
+}
