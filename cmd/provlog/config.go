@@ -48,6 +48,9 @@ type Config struct {
 	// entries of tool calls under way (default 2ms; 0s: never waits).
 	CommitDelay *proxy.Duration `yaml:"commit_delay"`
 
+	// Health tunes what /healthz calls degraded.
+	Health HealthConfig `yaml:"health"`
+
 	// Servers are the downstream MCP servers the proxy fronts.
 	Servers []proxy.ServerConfig `yaml:"servers"`
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -326,20 +325,6 @@ func (s *sidecar) handler() http.Handler {
 	return mux
 }
 
-func (s *sidecar) healthz(w http.ResponseWriter, r *http.Request) {
-	body := s.status(r.Context())
-	delete(body, "checkpoint")
-	body["status"] = "ok"
-	code := http.StatusOK
-	if _, failed := body["error"]; failed {
-		body["status"] = "failed"
-		code = http.StatusServiceUnavailable
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(body)
-}
-
 func (s *sidecar) metrics(w http.ResponseWriter, r *http.Request) {
 	st := s.seq.Stats()
 	size, _ := s.seq.Checkpoint()
@@ -363,5 +348,6 @@ func (s *sidecar) metrics(w http.ResponseWriter, r *http.Request) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.name, m.help, m.name, m.typ, m.name, m.v)
 	}
+	s.writeHealthMetrics(w)
 	s.anchors.writeMetrics(w)
 }

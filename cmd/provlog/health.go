@@ -1,0 +1,146 @@
+package main
+
+// /healthz and the health gauges of /metrics: "ok" only when all is well,
+// else the reasons.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/provlog/provlog/proxy"
+)
+
+// Health reasons: the "reason" of each /healthz problem and, prefixed by
+// provlog_health_, the name of its /metrics gauge.
+const (
+	reasonStorage    = "storage_failed"         // the log stopped writing (failed, 503)
+	reasonDownstream = "downstream_down"        // a configured MCP server is down
+	reasonAnchorGap  = "anchor_gap"             // entries unanchored for over N intervals
+	reasonWitness    = "witness_policy_not_met" // fewer witnesses cosign than the policy needs
+)
+
+var healthReasons = []string{reasonStorage, reasonDownstream, reasonAnchorGap, reasonWitness}
+
+// DefaultAnchorGapIntervals is how many anchoring intervals entries may
+// stay unanchored before /healthz says degraded (health.anchor_gap_intervals).
+const DefaultAnchorGapIntervals = 3
+
+// HealthConfig tunes what /healthz calls degraded.
+type HealthConfig struct {
+	// AnchorGapIntervals: entries unanchored for longer than this many
+	// anchoring intervals make the sidecar degraded (default 3).
+	AnchorGapIntervals int `yaml:"anchor_gap_intervals"`
+}
+
+// A problem is one reason the sidecar is not ok, with what a person
+// needs to act on it.
+type problem struct {
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+}
+
+// problems lists what is wrong now, in healthReasons order.
+func (s *sidecar) problems() []problem {
+	var ps []problem
+	if err := s.seq.Err(); err != nil {
+		ps = append(ps, problem{reasonStorage, "the log stopped writing: " + err.Error()})
+	} else if err := s.tasks.Err(); err != nil {
+		ps = append(ps, problem{reasonStorage, "the task engine stopped writing: " + err.Error()})
+	}
+	for _, d := range s.proxy.Downstreams() {
+		if d.State == proxy.StateDown {
+			detail := fmt.Sprintf("server %q is down since %s", d.ID, d.Since.UTC().Format(time.RFC3339))
+			if d.LastError != "" {
+				detail += ": " + d.LastError
+			}
+			ps = append(ps, problem{reasonDownstream, detail})
+		}
+	}
+	if s.anchors != nil {
+		st := s.anchors.runner.Status()
+		n := s.cfg.Health.AnchorGapIntervals
+		if n <= 0 {
+			n = DefaultAnchorGapIntervals
+		}
+		if iv, err := time.ParseDuration(st.Interval); err == nil && st.GapSeconds > float64(n)*iv.Seconds() {
+			detail := fmt.Sprintf("%d entries unanchored for %s, over %d intervals of %s", st.Unanchored,
+				(time.Duration(st.GapSeconds) * time.Second).String(), n, st.Interval)
+			if st.LastError != "" {
+				detail += "; last error: " + st.LastError
+			}
+			ps = append(ps, problem{reasonAnchorGap, detail})
+		}
+	}
+	if s.witness != nil {
+		if d := s.witness.policyProblem(); d != "" {
+			ps = append(ps, problem{reasonWitness, d})
+		}
+	}
+	return ps
+}
+
+// policyProblem says why the witness policy is not met now (empty: it
+// is): fewer witnesses than the threshold cosigned in their last round,
+// or one reported a conflicting checkpoint.
+func (w *witnessing) policyProblem() string {
+	st := w.cos.Status()
+	good := 0
+	var last string
+	for _, ws := range st.Witnesses {
+		switch {
+		case ws.Conflict != "":
+			return fmt.Sprintf("witness %s reported a conflicting checkpoint: %s", ws.Name, ws.Conflict)
+		case ws.LastError == "" && !ws.LastSuccess.IsZero():
+			good++
+		case ws.LastError != "":
+			last = fmt.Sprintf("; %s: %s", ws.Name, ws.LastError)
+		}
+	}
+	if good >= st.Threshold {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d witnesses cosign, the policy needs %d (newest cosigned size %d)%s",
+		good, len(st.Witnesses), st.Threshold, st.CosignedSize, last)
+}
+
+func (s *sidecar) healthz(w http.ResponseWriter, r *http.Request) {
+	body := s.status(r.Context())
+	delete(body, "checkpoint")
+	ps := s.problems()
+	body["status"], body["reasons"] = "ok", []problem{}
+	code := http.StatusOK
+	if len(ps) > 0 {
+		body["status"], body["reasons"] = "degraded", ps
+	}
+	// A log that cannot write has failed: calls are refused. The other
+	// reasons leave it recording, so a liveness probe must not restart it.
+	if len(ps) > 0 && ps[0].Reason == reasonStorage {
+		body["status"] = "failed"
+		code = http.StatusServiceUnavailable
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(body)
+}
+
+// writeHealthMetrics writes one gauge per health reason: the number of
+// problems of that reason now (0 when all is well).
+func (s *sidecar) writeHealthMetrics(w io.Writer) {
+	n := map[string]int{}
+	for _, p := range s.problems() {
+		n[p.Reason]++
+	}
+	help := map[string]string{
+		reasonStorage:    "1 while the log has stopped writing (calls are refused).",
+		reasonDownstream: "Configured downstream MCP servers that are down.",
+		reasonAnchorGap:  "1 while entries stay unanchored for longer than health.anchor_gap_intervals anchoring intervals.",
+		reasonWitness:    "1 while fewer witnesses cosign than witness_policy.threshold, or one reported a conflict.",
+	}
+	for _, r := range healthReasons {
+		name := "provlog_health_" + r
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %d\n", name, help[r], name, name, n[r])
+	}
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/provlog/provlog/anchor/anchortest/testtsa"
+	"github.com/provlog/provlog/witness/witnesstest"
+)
+
+type healthBody struct {
+	Status  string    `json:"status"`
+	Reasons []problem `json:"reasons"`
+}
+
+func getHealth(t *testing.T, base string) (healthBody, int) {
+	t.Helper()
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h healthBody
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	return h, resp.StatusCode
+}
+
+func getMetrics(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// closedURL returns an http URL nothing listens on.
+func closedURL(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	return "http://" + ln.Addr().String()
+}
+
+// TestHealthOK: with nothing wrong, /healthz is ok and every health gauge 0.
+func TestHealthOK(t *testing.T) {
+	base, _ := startServe(t, "--data", filepath.Join(t.TempDir(), "d"))
+	h, code := getHealth(t, base)
+	if code != http.StatusOK || h.Status != "ok" || h.Reasons == nil || len(h.Reasons) != 0 {
+		t.Fatalf("%d %+v", code, h)
+	}
+	m := getMetrics(t, base)
+	for _, r := range healthReasons {
+		if !strings.Contains(m, "\nprovlog_health_"+r+" 0\n") {
+			t.Errorf("metrics lack provlog_health_%s 0:\n%s", r, m)
+		}
+	}
+}
+
+// TestHealthDegraded: a downstream that cannot start, a witness and a TSA
+// that cannot be reached each make /healthz degraded with its reason
+// (200: the log still records), and each reason's gauge 1.
+func TestHealthDegraded(t *testing.T) {
+	dir := t.TempDir()
+	tsa := testtsa.New(t, "TSA")
+	os.WriteFile(filepath.Join(dir, "tsa.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}), 0o600)
+	w := witnesstest.NewCosigner(t, "witness.example/w1")
+	cfg := filepath.Join(dir, "provlog.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`data: ./d
+health: {anchor_gap_intervals: 1}
+servers:
+  - id: broken
+    command: [/bin/false]
+witnesses:
+  - {url: %s, vkey: %q}
+witness_policy: {threshold: 1}
+anchors:
+  interval: 1s
+  timeout: 1s
+  tsa:
+    - {url: %s, roots: [tsa.pem]}
+`, closedURL(t), w.Verifier().String(), closedURL(t))), 0o600)
+	base, _ := startServe(t, "--config", cfg)
+	want := []string{reasonDownstream, reasonAnchorGap, reasonWitness}
+	var h healthBody
+	var code int
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		h, code = getHealth(t, base)
+		got := map[string]bool{}
+		for _, r := range h.Reasons {
+			got[r.Reason] = true
+		}
+		if got[want[0]] && got[want[1]] && got[want[2]] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30s: %d %+v", code, h)
+		}
+	}
+	if code != http.StatusOK || h.Status != "degraded" {
+		t.Fatalf("%d %+v", code, h)
+	}
+	for _, r := range h.Reasons {
+		if r.Detail == "" {
+			t.Errorf("reason %s has no detail", r.Reason)
+		}
+	}
+	if !strings.Contains(fmt.Sprint(h.Reasons), `server "broken" is down`) {
+		t.Errorf("the downstream reason does not name the server: %+v", h.Reasons)
+	}
+	m := getMetrics(t, base)
+	for _, r := range want {
+		if !strings.Contains(m, "\nprovlog_health_"+r+" 1\n") {
+			t.Errorf("metrics lack provlog_health_%s 1:\n%s", r, m)
+		}
+	}
+	if !strings.Contains(m, "\nprovlog_health_"+reasonStorage+" 0\n") {
+		t.Errorf("storage reported failed:\n%s", m)
+	}
+}
