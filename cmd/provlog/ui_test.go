@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/pem"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,8 +23,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
+	"github.com/provlog/provlog/anchor/anchortest/testtsa"
 	"github.com/provlog/provlog/cmd/internal/browser"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/witness"
+	wserver "github.com/provlog/provlog/witness/server"
+	"github.com/provlog/provlog/witness/witnesstest"
 )
 
 // chromium finds Debian's Chromium (tools/test.sh installs it); without
@@ -62,7 +68,7 @@ type writeIn struct {
 	APIKey  string `json:"api_key"`
 }
 
-func newUILog(t *testing.T) *uiLog {
+func newUILog(t *testing.T, vouched bool) *uiLog {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "write_file"}, func(_ context.Context, _ *mcp.CallToolRequest, in writeIn) (*mcp.CallToolResult, any, error) {
@@ -72,8 +78,12 @@ func newUILog(t *testing.T) *uiLog {
 	t.Cleanup(down.Close)
 
 	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfgText := fmt.Sprintf("data: %s\norigin: provlog.example/agent-7\nactor: alice\nservers:\n  - id: fs\n    url: %s\n    redact: [api_key]\n", data, down.URL)
+	if vouched {
+		cfgText += vouchers(t, dir, data)
+	}
 	cfgPath := filepath.Join(dir, "provlog.yaml")
-	cfgText := fmt.Sprintf("data: %s\norigin: provlog.example/agent-7\nactor: alice\nservers:\n  - id: fs\n    url: %s\n    redact: [api_key]\n", filepath.Join(dir, "data"), down.URL)
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +145,22 @@ func newUILog(t *testing.T) *uiLog {
 		t.Fatal(err)
 	}
 	l.claim = crc.Index
+	if vouched {
+		// Anchor the tree holding the claim, then wait for the witness to
+		// cosign a checkpoint that holds the anchor entry too.
+		if _, err := sc.anchors.runner.AnchorNow(ctx); err != nil {
+			t.Fatal(err)
+		}
+		size, _ := sc.seq.Checkpoint()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if c, err := log.ParseCheckpointNote(sc.witness.cos.Latest()); err == nil && c.Size >= size {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the witness did not cosign size %d: %v", size, sc.witness.status())
+			}
+		}
+	}
 
 	// An Ed25519 note key of the same name that did not sign the log.
 	_, other, err := note.GenerateKey(rand.Reader, "provlog.example/agent-7")
@@ -151,6 +177,38 @@ func newUILog(t *testing.T) *uiLog {
 	}
 	l.token = strings.TrimSpace(string(tok))
 	return l
+}
+
+// vouchers starts a provlog witness, an RFC 3161 TSA and a Rekor for the
+// log of data dir (making its keys), and returns their config lines.
+func vouchers(t *testing.T, dir, data string) string {
+	t.Helper()
+	if err := keygen(data, "provlog.example/agent-7"); err != nil {
+		t.Fatal(err)
+	}
+	k, err := loadKeys(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cos := witnesstest.NewCosigner(t, "witness.example/w1")
+	w, err := wserver.New(wserver.Options{Signer: cos, Logs: []wserver.Log{{Origin: k.signer.Name(), Verifiers: []note.Verifier{k.verifier}}}, Store: witness.NewMemoryStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := httptest.NewServer(w)
+	t.Cleanup(ws.Close)
+	tsa, rk := testtsa.New(t, "Example TSA"), fakerekor.New(t)
+	os.WriteFile(filepath.Join(dir, "tsa.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}), 0o600)
+	os.WriteFile(filepath.Join(dir, "rekor.pub"), rk.PublicKeyPEM(), 0o600)
+	return fmt.Sprintf(`witnesses:
+  - {url: %s, vkey: "%s"}
+witness_policy: {threshold: 1, interval: 50ms}
+anchors:
+  interval: 1h
+  timeout: 5s
+  tsa: [{url: %s, roots: [tsa.pem]}]
+  rekor: {url: %s, public_key: rekor.pub}
+`, ws.URL, cos.Verifier().String(), tsa.URL, rk.URL)
 }
 
 // openPage starts Chromium and returns a page in it.
@@ -215,7 +273,7 @@ func screenshot(t *testing.T, ctx context.Context, p *browser.Page, name string)
 // redacted argument and the task's timeline), a key that did not sign and a
 // proof changed on the way do not, and neither does a page without a token.
 func TestUIVerifiesInBrowser(t *testing.T) {
-	l := newUILog(t)
+	l := newUILog(t, true)
 	p, ctx := openPage(t)
 	open := func(frag string) (string, string) { return verdict(t, ctx, p, l.base+"/ui/#"+frag) }
 
@@ -254,6 +312,15 @@ func TestUIVerifiesInBrowser(t *testing.T) {
 	if !strings.Contains(steps[2], "observed") || !strings.Contains(steps[2], fmt.Sprintf("entry %d", l.call)) {
 		t.Errorf("claim step %q does not show its provenance and evidence", steps[2])
 	}
+	var witnessRows, anchorRows []string
+	p.Eval(ctx, `[...document.querySelectorAll("#checkpoint tbody tr")].map(r => r.innerText)`, &witnessRows)
+	if len(witnessRows) != 1 || !strings.Contains(witnessRows[0], "witness.example/w1") || !strings.Contains(witnessRows[0], "✓ cosignature verifies") {
+		t.Errorf("witness rows: %q; want w1's cosignature verified", witnessRows)
+	}
+	p.Eval(ctx, `[...document.querySelectorAll("#anchors tbody tr")].map(r => r.innerText)`, &anchorRows)
+	if len(anchorRows) != 1 || !strings.Contains(anchorRows[0], "earliest anchor") || !strings.Contains(anchorRows[0], "Rekor log index") {
+		t.Errorf("anchor rows: %q; want one anchor with a TSA time and a Rekor index", anchorRows)
+	}
 	screenshot(t, ctx, p, "ui-timeline.png")
 
 	// By task id and by leaf hash.
@@ -283,7 +350,7 @@ func TestUIVerifiesInBrowser(t *testing.T) {
 // TestUITamperedProof serves the sidecar's API with one byte of each
 // inclusion proof, or of the entry, changed: the page must not verify.
 func TestUITamperedProof(t *testing.T) {
-	l := newUILog(t)
+	l := newUILog(t, false)
 	p, ctx := openPage(t)
 	for _, part := range []string{"proof", "entry", "checkpoint"} {
 		t.Run(part, func(t *testing.T) {
@@ -344,7 +411,7 @@ func flipBase64(s string) string {
 // view's server: the claim verifies with its timeline, offline; a bundle
 // with one entry byte changed does not verify.
 func TestUIViewBundle(t *testing.T) {
-	l := newUILog(t)
+	l := newUILog(t, false)
 	l.close()
 	out := filepath.Join(t.TempDir(), "bundle")
 	if o, code := runCmd(t, "export", "--data", l.data, "--out", out); code != 0 {

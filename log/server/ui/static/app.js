@@ -324,7 +324,7 @@ async function showAnchors(index, res) {
       {},
       el("td", {}, String(a.size) + same + (i === 0 ? " — the earliest anchor holding this entry" : "")),
       el("td", {}, (a.timestamps || []).map((t) => el("div", {}, el("time", { datetime: t.time }, t.time), " by ", t.url))),
-      el("td", {}, (a.tlogs || []).map((t) => el("div", {}, `${t.kind} index ${t.log_index}`, " at ", t.url))),
+      el("td", {}, (a.tlogs || []).map((t) => el("div", {}, t.kind === "rekor.v1" ? `Rekor log index ${t.log_index}` : `${t.kind} log index ${t.log_index}`, t.integrated_time ? ` (integrated ${new Date(t.integrated_time * 1000).toISOString()})` : "", " at ", t.url))),
     );
   });
   fill(sec,
