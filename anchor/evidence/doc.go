@@ -50,8 +50,9 @@
 //	anchor.pub              the log's P-256 anchoring key (PEM)
 //	witnesses.txt           the witness policy: "threshold K", then one
 //	                        cosignature/v1 verifier key a line
-//	trust/tsa-roots.pem     the TSA roots the tokens were checked against
-//	trust/rekor-keys.pem    the Rekor keys the entries were checked against
+//	trust/tsa-roots.pem     the roots of the tokens' chains, which the
+//	                        writer checked are among the roots it trusts
+//	trust/rekor-keys.pem    the Rekor keys the entries verified with
 //	context/<n>.json        other entries that give the entry its meaning,
 //	context/<n>.tlog-proof  each with its inclusion proof to the target:
 //	                        always the genesis entry (0, which names
@@ -67,8 +68,13 @@
 //
 // [Verify] needs only the directory and the log's verifier key, which the
 // caller must get from a source it trusts: everything else in the
-// directory is checked against it, so one changed byte in any file fails
-// with an error naming that file. Each part also stays checkable with its
+// directory is checked against it, and manifest.json must be exactly what
+// the other files give, so one changed byte in any file fails with an
+// error naming that file. (A change that leaves a file passing its own
+// checks, such as an anchor record's informative "created" time, shows
+// only as a SHA-256 that differs from the manifest's; then both files are
+// named.) The TSAs and Rekor are trusted as the directory names them:
+// compare trust/ with the authorities you trust. Each part also stays checkable with its
 // own ecosystem's tools: the tokens with `openssl ts -verify`, the
 // receipt with any c2sp.org/tlog-proof verifier, receipt.cose with a COSE
 // library, the Rekor entries with Sigstore's.

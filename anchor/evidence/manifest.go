@@ -26,12 +26,12 @@ const (
 // ConsistencyHeader is the first line of the consistency file.
 const ConsistencyHeader = "provlog-consistency@v1"
 
-// Manifest is manifest.json. It is not signed: [Verify] checks every value
-// in it against the signed checkpoint and the files.
+// Manifest is manifest.json. It is not signed: every value in it follows
+// from the other files, and [Verify] requires manifest.json to be exactly
+// what they give.
 type Manifest struct {
-	Format    string `json:"format"`
-	Generator string `json:"generator"`
-	Origin    string `json:"origin"`
+	Format string `json:"format"`
+	Origin string `json:"origin"`
 	// Index, LeafHash (hex) and Kind name the entry.
 	Index    uint64 `json:"index"`
 	LeafHash string `json:"leaf_hash"`

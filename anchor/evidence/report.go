@@ -1,0 +1,87 @@
+package evidence
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/provlog/provlog/log"
+)
+
+// String says in plain words what the evidence proves.
+func (r *Report) String() string {
+	var b strings.Builder
+	m := r.Manifest
+	fmt.Fprintf(&b, "entry %s, %s, was in the log %s at size %s", group(m.Index), describe(r.Entry), m.Origin, group(r.Checkpoint.Size))
+	var by []string
+	for _, t := range r.Timestamps {
+		by = append(by, fmt.Sprintf("by %s according to TSA %q", stamp(t.Time), t.TSA))
+	}
+	for _, e := range r.Rekor {
+		by = append(by, fmt.Sprintf("by %s according to Rekor (%s) index %d", stamp(e.IntegratedTime), e.URL, e.Index))
+	}
+	if len(by) > 0 {
+		b.WriteString(" " + strings.Join(by, " and "))
+	}
+	if r.Witnesses > 0 {
+		fmt.Fprintf(&b, "; cosigned by %d of %d witnesses", len(r.Cosigners), r.Witnesses)
+		if len(r.Cosigners) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(r.Cosigners, ", "))
+		}
+		if len(r.Cosigners) < r.Threshold {
+			fmt.Fprintf(&b, ", fewer than the %d the policy requires", r.Threshold)
+		}
+	}
+	fmt.Fprintf(&b, "; the receipt it was issued at size %s is consistent with that checkpoint.\n", group(r.Issued.Size))
+	for _, c := range r.Context {
+		if c.Role == "genesis" {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s entry %s: %s\n", c.Role, group(c.Index), describe(c.Entry))
+	}
+	for _, s := range m.Missing {
+		fmt.Fprintf(&b, "  missing: %s\n", s)
+	}
+	return b.String()
+}
+
+// describe names an entry for people.
+func describe(e *log.Entry) string {
+	str := func(k string) string { s, _ := e.Fields[k].(string); return s }
+	who := fmt.Sprintf(" by %s at %s", e.Actor, e.Time.UTC().Format(time.RFC3339Nano))
+	switch e.Kind {
+	case log.KindCall:
+		return fmt.Sprintf("a call of %s__%s%s", str("server"), str("tool"), who)
+	case log.KindGenesis:
+		return "the log's genesis entry" + who
+	case "task.create":
+		return fmt.Sprintf("the creation of task %s (%q)%s", str("task_id"), str("title"), who)
+	case "task.claim":
+		ev, _ := e.Fields["evidence"].([]any)
+		cites := ""
+		if len(ev) > 0 {
+			var s []string
+			for _, x := range ev {
+				s = append(s, fmt.Sprint(x))
+			}
+			cites = ", citing entries " + strings.Join(s, ", ")
+		}
+		return fmt.Sprintf("a completion claim (%s) on task %s%s%s", str("provenance"), str("task_id"), cites, who)
+	}
+	if t := str("task_id"); t != "" {
+		return fmt.Sprintf("a %s entry of task %s%s", e.Kind, t, who)
+	}
+	return fmt.Sprintf("a %s entry%s", e.Kind, who)
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// group writes n with thousands separators: 5,000.
+func group(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

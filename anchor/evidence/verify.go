@@ -1,0 +1,541 @@
+package evidence
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/cose"
+)
+
+// maxDirBytes bounds what Verify reads: an evidence is a few dozen
+// kilobytes, plus at most a few entries of 64 KiB.
+const maxDirBytes = 64 << 20
+
+// A Problem is one thing wrong with an evidence directory, naming the file.
+type Problem struct {
+	File string
+	Msg  string
+}
+
+func (p Problem) String() string { return p.File + ": " + p.Msg }
+
+// VerifyError lists every problem [Verify] found.
+type VerifyError struct{ Problems []Problem }
+
+func (e *VerifyError) Error() string {
+	s := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		s[i] = p.String()
+	}
+	return fmt.Sprintf("evidence does not verify (%d problems): %s", len(e.Problems), strings.Join(s, "; "))
+}
+
+// Report is what a verified evidence proves.
+type Report struct {
+	Manifest *Manifest
+	Entry    *log.Entry
+	// Checkpoint is the target; Issued the checkpoint of the entry's own
+	// receipt.
+	Checkpoint, Issued log.Checkpoint
+	// Witnesses is the policy's number of witnesses and threshold;
+	// Cosigners the names of those that cosigned the target.
+	Witnesses, Threshold int
+	Cosigners            []string
+	Timestamps           []Timestamp
+	Rekor                []RekorEntry
+	Context              []Context
+}
+
+// A Timestamp is one verified RFC 3161 token over the target.
+type Timestamp struct {
+	TSA  string // the signer certificate's subject
+	URL  string
+	Time time.Time
+}
+
+// A RekorEntry is one verified Rekor entry for the target.
+type RekorEntry struct {
+	URL            string
+	Index          int64
+	IntegratedTime time.Time
+}
+
+// Context is one verified context entry.
+type Context struct {
+	ContextEntry
+	Entry *log.Entry
+}
+
+// checker holds one run of Verify.
+type checker struct {
+	ctx   context.Context
+	files map[string][]byte
+	probs []Problem
+	used  map[string]bool
+	v     note.Verifier
+	vkey  string
+	rep   *Report
+	leaf  []byte
+}
+
+func (c *checker) bad(file, format string, args ...any) {
+	msg := strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
+	c.probs = append(c.probs, Problem{File: file, Msg: msg})
+}
+
+// get returns a file's bytes (nil if absent, which required files report).
+func (c *checker) get(name string, required bool) []byte {
+	c.used[name] = true
+	b, ok := c.files[name]
+	if !ok && required {
+		c.bad(name, "is missing")
+	}
+	return b
+}
+
+// Verify checks the evidence in dir offline against the log's verifier
+// key vkey, which the caller must trust: every file is checked against
+// the signed checkpoint, the anchors and the keys, and manifest.json must
+// be exactly what the files give; so any changed byte fails, and each
+// problem names its file. It returns what the evidence proves.
+func Verify(ctx context.Context, dir, vkey string) (*Report, error) {
+	v, err := note.NewVerifier(strings.TrimSpace(vkey))
+	if err != nil {
+		return nil, fmt.Errorf("evidence: --vkey: %w", err)
+	}
+	files, err := readDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{ctx: ctx, files: files, used: map[string]bool{}, v: v, vkey: strings.TrimSpace(vkey), rep: &Report{}}
+	if c.checkCore() {
+		c.checkIssued()
+		anchorKey := c.checkGenesisKeys()
+		c.checkAnchor(anchorKey)
+		c.checkContext()
+		c.checkManifest()
+	}
+	for _, name := range sortedNames(files) {
+		if !c.used[name] {
+			c.bad(name, "is not part of an evidence directory")
+		}
+	}
+	if len(c.probs) > 0 {
+		return nil, &VerifyError{Problems: c.probs}
+	}
+	return c.rep, nil
+}
+
+func readDir(dir string) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	total := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if total += len(b); total > maxDirBytes {
+			return fmt.Errorf("more than %d bytes: not an evidence directory", maxDirBytes)
+		}
+		r, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(r)] = b
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("evidence: reading %s: %w", dir, err)
+	}
+	return files, nil
+}
+
+func sortedNames(m map[string][]byte) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// checkCore checks the log key, the target checkpoint, the witness
+// policy, the entry and its receipts; false if nothing more can be
+// checked.
+func (c *checker) checkCore() bool {
+	if vk := c.get(VKeyFile, true); vk != nil && string(vk) != c.vkey+"\n" {
+		c.bad(VKeyFile, "is not the verifier key you gave")
+	}
+	cpB := c.get(CheckpointFile, true)
+	cp, _, err := log.OpenCheckpoint(cpB, c.v)
+	if err != nil {
+		c.bad(CheckpointFile, "not signed by the log key you gave: %v", err)
+		return false
+	}
+	c.rep.Checkpoint = cp
+	c.checkWitnesses(cpB)
+	eb := c.get(EntryFile, true)
+	e, err := log.ParseEntry(eb)
+	if err != nil {
+		c.bad(EntryFile, "%v", err)
+		return false
+	}
+	c.rep.Entry = e
+	c.leaf = log.LeafHash(eb)
+	r, err := log.ParseReceipt(c.get(ReceiptFile, true))
+	if err != nil {
+		c.bad(ReceiptFile, "%v", err)
+		return false
+	}
+	if !bytes.Equal(r.Checkpoint, cpB) {
+		c.bad(ReceiptFile, "carries another checkpoint than %s", CheckpointFile)
+	}
+	if _, err := r.Verify(c.leaf, c.v); err != nil {
+		c.bad(ReceiptFile, "does not prove %s in the checkpoint: %v", EntryFile, err)
+		c.blameEntry(EntryFile, eb, r)
+		return false
+	}
+	c.rep.Manifest = &Manifest{Format: Format, Origin: cp.Origin, Index: r.Index, LeafHash: hex.EncodeToString(c.leaf),
+		Kind: e.Kind, Size: cp.Size, Root: base64.StdEncoding.EncodeToString(cp.Hash), Context: []ContextEntry{}}
+	c.checkCOSE(r.Index)
+	return true
+}
+
+// blameEntry names the entry file too when its receipt is for another
+// leaf: then the entry changed (or the receipt's extra line did).
+func (c *checker) blameEntry(name string, entry []byte, r *log.Receipt) {
+	if r.Extra != nil && !bytes.Equal(r.Extra, log.LeafHash(entry)) {
+		c.bad(name, "is not the entry its receipt is for (leaf hash %x, the receipt names %x)", log.LeafHash(entry), r.Extra)
+	}
+}
+
+// checkWitnesses applies witnesses.txt's policy to the target.
+func (c *checker) checkWitnesses(cpB []byte) {
+	wb := c.get(WitnessesFile, false)
+	if wb == nil {
+		return
+	}
+	lines := strings.Split(strings.TrimSuffix(string(wb), "\n"), "\n")
+	th, ok := strings.CutPrefix(lines[0], "threshold ")
+	n, err := strconv.Atoi(th)
+	if !ok || err != nil || strconv.Itoa(n) != th || len(lines) < 2 {
+		c.bad(WitnessesFile, "does not start with a \"threshold K\" line followed by witness keys")
+		return
+	}
+	if formatWitnesses(lines[1:], n) != string(wb) {
+		c.bad(WitnessesFile, "is not one witness key a line")
+	}
+	p, err := policyOf(lines[1:], n)
+	if err != nil {
+		c.bad(WitnessesFile, "%v", err)
+		return
+	}
+	c.rep.Witnesses, c.rep.Threshold = len(p.Witnesses), n
+	_, no, err := log.OpenWitnessedCheckpoint(cpB, c.v, p)
+	var pe *log.WitnessPolicyError
+	switch {
+	case errors.As(err, &pe):
+		c.rep.Cosigners = pe.Cosigned
+	case err != nil:
+		c.bad(CheckpointFile, "%v", err)
+	default:
+		for _, w := range p.Witnesses {
+			for _, s := range no.Sigs {
+				if s.Name == w.Name() && s.Hash == w.KeyHash() {
+					c.rep.Cosigners = append(c.rep.Cosigners, w.Name())
+				}
+			}
+		}
+	}
+}
+
+// cosigned reports whether the target meets the witness policy.
+func (c *checker) cosigned() bool {
+	return c.rep.Witnesses > 0 && len(c.rep.Cosigners) >= c.rep.Threshold
+}
+
+func (c *checker) checkCOSE(index uint64) {
+	b := c.get(COSEFile, false)
+	if b == nil {
+		return
+	}
+	k, err := cose.ParseVerifierKey(c.vkey)
+	if err != nil {
+		c.bad(COSEFile, "%v", err)
+		return
+	}
+	r, err := cose.Parse(b)
+	if err != nil {
+		c.bad(COSEFile, "%v", err)
+		return
+	}
+	root, err := r.Verify(c.leaf, k)
+	if err != nil {
+		c.bad(COSEFile, "%v", err)
+		return
+	}
+	cp := c.rep.Checkpoint
+	if r.Size != cp.Size || r.Index != index || !bytes.Equal(root, cp.Hash) {
+		c.bad(COSEFile, "proves entry %d in a tree of size %d, not the receipt's entry %d at size %d", r.Index, r.Size, index, cp.Size)
+	}
+}
+
+// checkIssued checks the entry's own receipt and the consistency proof
+// from its checkpoint to the target.
+func (c *checker) checkIssued() {
+	m := c.rep.Manifest
+	r, err := log.ParseReceipt(c.get(IssuedFile, true))
+	if err != nil {
+		c.bad(IssuedFile, "%v", err)
+		return
+	}
+	ic, err := r.Verify(c.leaf, c.v)
+	if err != nil || r.Index != m.Index {
+		c.bad(IssuedFile, "does not prove %s at index %d: %v", EntryFile, m.Index, err)
+		return
+	}
+	c.rep.Issued, m.IssuedSize = ic, ic.Size
+	cb := c.get(ConsistencyFile, true)
+	old, new, p, err := parseConsistency(cb)
+	switch {
+	case err != nil:
+		c.bad(ConsistencyFile, "%v", err)
+	case old != ic.Size || new != m.Size:
+		c.bad(ConsistencyFile, "is from size %d to %d, not from the issued receipt's %d to the checkpoint's %d", old, new, ic.Size, m.Size)
+	case formatConsistency(old, new, p) != string(cb):
+		c.bad(ConsistencyFile, "is not in its one text form")
+	default:
+		if err := log.VerifyConsistency(old, new, p, ic.Hash, c.rep.Checkpoint.Hash); err != nil {
+			c.bad(ConsistencyFile, "the issued receipt's checkpoint is not a prefix of the target: %v", err)
+		}
+	}
+}
+
+func parseConsistency(b []byte) (old, new uint64, p [][]byte, err error) {
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) < 3 || lines[0] != ConsistencyHeader {
+		return 0, 0, nil, fmt.Errorf("does not start with %q, old and new lines", ConsistencyHeader)
+	}
+	o, ok1 := strings.CutPrefix(lines[1], "old ")
+	n, ok2 := strings.CutPrefix(lines[2], "new ")
+	old, err1 := strconv.ParseUint(o, 10, 64)
+	new, err2 := strconv.ParseUint(n, 10, 64)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil || old > new {
+		return 0, 0, nil, errors.New("old and new are not sizes with old <= new")
+	}
+	if len(lines)-3 > 2*64 {
+		return 0, 0, nil, errors.New("too many proof lines")
+	}
+	for _, l := range lines[3:] {
+		h, err := base64.StdEncoding.DecodeString(l)
+		if err != nil || len(h) != log.HashSize {
+			return 0, 0, nil, fmt.Errorf("%q is not a base64 SHA-256 hash", l)
+		}
+		p = append(p, h)
+	}
+	return old, new, p, nil
+}
+
+// checkGenesisKeys checks that the genesis entry names the log key and
+// anchor.pub, and returns the anchoring key.
+func (c *checker) checkGenesisKeys() crypto.PublicKey {
+	apB := c.get(AnchorPubFile, true)
+	var key crypto.PublicKey
+	var der []byte
+	if blk, rest := pem.Decode(apB); blk == nil || len(rest) != 0 || blk.Type != "PUBLIC KEY" {
+		c.bad(AnchorPubFile, "is not one PEM public key")
+	} else if k, err := x509.ParsePKIXPublicKey(blk.Bytes); err != nil {
+		c.bad(AnchorPubFile, "%v", err)
+	} else {
+		key, der = k, blk.Bytes
+	}
+	gb := c.files[contextName(0, ".json")]
+	if c.rep.Manifest.Index == 0 {
+		gb = c.files[EntryFile]
+	}
+	g, err := log.ParseEntry(gb)
+	if err != nil || g.Kind != log.KindGenesis {
+		c.bad(contextName(0, ".json"), "is not the log's genesis entry")
+		return key
+	}
+	if o, _ := g.Fields["origin"].(string); o != c.v.Name() {
+		c.bad(contextName(0, ".json"), "genesis origin %q is not the log's %q", o, c.v.Name())
+	}
+	if k, _ := g.Fields["vkey"].(string); k != c.vkey {
+		c.bad(contextName(0, ".json"), "the genesis entry names another verifier key")
+	}
+	ak, _ := g.Fields["anchor_key"].(string)
+	if d, err := base64.StdEncoding.DecodeString(ak); der != nil && (err != nil || !bytes.Equal(d, der)) {
+		c.bad(AnchorPubFile, "is not the anchoring key the genesis entry names")
+	}
+	return key
+}
+
+var contextFile = regexp.MustCompile(`^` + ContextDir + `/(0|[1-9][0-9]{0,19})\.(json|tlog-proof)$`)
+
+// checkContext checks every context entry's inclusion in the target and
+// that they belong with the entry.
+func (c *checker) checkContext() {
+	var idx []uint64
+	for name := range c.files {
+		if m := contextFile.FindStringSubmatch(name); m != nil && m[2] == "json" {
+			i, err := strconv.ParseUint(m[1], 10, 64)
+			if err == nil {
+				idx = append(idx, i)
+			}
+		}
+	}
+	slices.Sort(idx)
+	m := c.rep.Manifest
+	if m.Index != 0 && (len(idx) == 0 || idx[0] != 0) {
+		c.bad(contextName(0, ".json"), "is missing: the genesis entry ties the keys to the log")
+	}
+	cp := c.get(CheckpointFile, true)
+	for _, i := range idx {
+		jn, pn := contextName(i, ".json"), contextName(i, ".tlog-proof")
+		eb := c.get(jn, true)
+		e, err := log.ParseEntry(eb)
+		if err != nil {
+			c.bad(jn, "%v", err)
+			continue
+		}
+		r, err := log.ParseReceipt(c.get(pn, true))
+		if err != nil {
+			c.bad(pn, "%v", err)
+			continue
+		}
+		if r.Index != i || !bytes.Equal(r.Checkpoint, cp) {
+			c.bad(pn, "is not a proof of entry %d in %s", i, CheckpointFile)
+		} else if _, err := r.Verify(log.LeafHash(eb), c.v); err != nil {
+			c.bad(pn, "does not prove %s: %v", jn, err)
+			c.blameEntry(jn, eb, r)
+		}
+		ce := ContextEntry{Index: i, Role: roleOf(i, eb)}
+		m.Context = append(m.Context, ce)
+		c.rep.Context = append(c.rep.Context, Context{ContextEntry: ce, Entry: e})
+	}
+	c.checkTask()
+}
+
+// checkTask checks that task context entries are of the entry's task and
+// that cited entries are cited by a claim among them.
+func (c *checker) checkTask() {
+	task, _ := c.rep.Entry.Fields["task_id"].(string)
+	cited := map[uint64]bool{}
+	all := append([]*log.Entry{c.rep.Entry}, entriesOf(c.rep.Context)...)
+	for _, e := range all {
+		ev, _ := e.Fields["evidence"].([]any)
+		for _, x := range ev {
+			if n, ok := x.(json.Number); ok {
+				if i, err := strconv.ParseUint(n.String(), 10, 64); err == nil {
+					cited[i] = true
+				}
+			}
+		}
+	}
+	for _, ce := range c.rep.Context {
+		name := contextName(ce.Index, ".json")
+		switch {
+		case ce.Role == "genesis":
+		case strings.HasPrefix(ce.Role, "task."):
+			if t, _ := ce.Entry.Fields["task_id"].(string); task == "" || t != task {
+				c.bad(name, "is an entry of task %q, not of the entry's task %q", t, task)
+			}
+		case !cited[ce.Index]:
+			c.bad(name, "is neither a task entry nor cited by a claim here")
+		}
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return s
+}
+
+func entriesOf(cs []Context) []*log.Entry {
+	out := make([]*log.Entry, len(cs))
+	for i, c := range cs {
+		out[i] = c.Entry
+	}
+	return out
+}
+
+// checkManifest requires manifest.json to be exactly what the files give.
+func (c *checker) checkManifest() {
+	m := c.rep.Manifest
+	m.Cosigned = c.cosigned()
+	m.Missing = missing(m, c.rep.Witnesses > 0, c.files[COSEFile] != nil)
+	m.Files = map[string]string{}
+	for name, b := range c.files {
+		if name != ManifestFile {
+			s := sha256.Sum256(b)
+			m.Files[name] = hex.EncodeToString(s[:])
+		}
+	}
+	want, err := marshalManifest(m)
+	if err != nil {
+		c.bad(ManifestFile, "%v", err)
+		return
+	}
+	got := c.get(ManifestFile, true)
+	if got == nil || bytes.Equal(got, want) {
+		return
+	}
+	var listed Manifest
+	if err := json.Unmarshal(got, &listed); err == nil {
+		// A file that failed its own checks is the one changed; for one
+		// that passed them, the file or the manifest changed.
+		failed := map[string]bool{}
+		for _, p := range c.probs {
+			failed[p.File] = true
+		}
+		named := false
+		for _, name := range slices.Sorted(maps.Keys(m.Files)) {
+			sum := m.Files[name]
+			switch {
+			case listed.Files[name] == sum:
+				continue
+			case failed[name]:
+				c.bad(name, "SHA-256 %s is not the one %s lists", sum, ManifestFile)
+			default:
+				// Either may have changed: name both.
+				c.bad(name, "SHA-256 %s is not the one %s lists, though it passes its own checks", sum, ManifestFile)
+				c.bad(ManifestFile, "lists SHA-256 %s for %s, which has %s", orNone(listed.Files[name]), name, sum)
+			}
+			named = true
+		}
+		if named {
+			return
+		}
+	}
+	c.bad(ManifestFile, "differs from what the files prove (rewrite it with provlog evidence, or check what was edited)")
+}

@@ -1,0 +1,94 @@
+package evidence
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"time"
+
+	"github.com/provlog/provlog/anchor"
+)
+
+// checkAnchor checks anchor.json against the target, the anchoring key
+// and the bundled trust roots, and the token and Rekor files cut from it.
+func (c *checker) checkAnchor(anchorKey crypto.PublicKey) {
+	b := c.get(AnchorFile, false)
+	if b == nil {
+		return
+	}
+	c.rep.Manifest.Anchored = true
+	r, err := anchor.ParseRecord(b)
+	if err != nil {
+		c.bad(AnchorFile, "%v", err)
+		return
+	}
+	if again, err := r.Marshal(); err != nil || !bytes.Equal(again, b) {
+		c.bad(AnchorFile, "is not in the record's canonical form")
+	}
+	if r.Checkpoint != string(c.get(CheckpointFile, true)) {
+		c.bad(AnchorFile, "anchors another checkpoint than %s", CheckpointFile)
+	}
+	// The trust files hold exactly the roots and keys the record was
+	// verified with when it was made (its chains' roots, its Rekor keys),
+	// for tools such as openssl -CAfile; they must be those bytes.
+	trust := anchor.TrustFromRecord(r)
+	roots, keys, err := trustPEM(trust)
+	if err != nil {
+		c.bad(AnchorFile, "%v", err)
+	}
+	if !bytes.Equal(c.get(TSARootsFile, true), roots) {
+		c.bad(TSARootsFile, "is not the roots of the chains in %s", AnchorFile)
+	}
+	if !bytes.Equal(c.get(RekorKeysFile, true), keys) {
+		c.bad(RekorKeysFile, "is not the Rekor keys in %s", AnchorFile)
+	}
+	ver, err := anchor.Verify(c.ctx, r, c.v, anchorKey, trust)
+	if err != nil {
+		c.bad(AnchorFile, "%v", err)
+	}
+	for i, ts := range r.Timestamps {
+		tn, pn := fmt.Sprintf("%s/%d.tst", TimestampsDir, i), fmt.Sprintf("%s/%d.pem", TimestampsDir, i)
+		if !bytes.Equal(c.get(tn, true), ts.Token) {
+			c.bad(tn, "is not timestamp %d of %s", i, AnchorFile)
+		}
+		if !bytes.Equal(c.get(pn, true), certsPEM(ts.Chain)) {
+			c.bad(pn, "is not the chain of timestamp %d of %s", i, AnchorFile)
+		}
+		if ver != nil && i < len(ver.Times) {
+			c.rep.Timestamps = append(c.rep.Timestamps, Timestamp{TSA: signerName(ts.Chain), URL: ts.URL, Time: ver.Times[i]})
+		}
+	}
+	for i, tl := range r.Tlogs {
+		if tl.RekorV1 == nil {
+			continue
+		}
+		jn, pn := fmt.Sprintf("%s/%d.json", RekorDir, i), fmt.Sprintf("%s/%d.pub", RekorDir, i)
+		if !bytes.Equal(c.get(jn, true), tl.RekorV1.Entry) {
+			c.bad(jn, "is not Rekor entry %d of %s", i, AnchorFile)
+		}
+		if !bytes.Equal(c.get(pn, true), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: tl.RekorV1.PublicKey})) {
+			c.bad(pn, "is not the Rekor key of entry %d of %s", i, AnchorFile)
+		}
+		if ver != nil {
+			c.rep.Rekor = append(c.rep.Rekor, RekorEntry{URL: tl.RekorV1.URL, Index: tl.RekorV1.LogIndex,
+				IntegratedTime: time.Unix(tl.RekorV1.IntegratedTime, 0).UTC()})
+		}
+	}
+}
+
+// signerName is the subject of a chain's first certificate.
+func signerName(chain [][]byte) string {
+	if len(chain) == 0 {
+		return "an unnamed TSA"
+	}
+	cert, err := x509.ParseCertificate(chain[0])
+	if err != nil {
+		return "an unnamed TSA"
+	}
+	if cert.Subject.CommonName != "" {
+		return cert.Subject.CommonName
+	}
+	return cert.Subject.String()
+}

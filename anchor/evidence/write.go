@@ -1,0 +1,435 @@
+package evidence
+
+import (
+	"context"
+	"crypto"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/cose"
+)
+
+// Source is the log an evidence is written from. A log.Storage is one.
+type Source interface {
+	log.NodeReader
+	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
+	// Checkpoint returns the log's signed checkpoint of exactly this size.
+	Checkpoint(ctx context.Context, size uint64) ([]byte, error)
+	// Checkpoints calls fn for each checkpoint of size >= from, in
+	// increasing order, until fn returns an error.
+	Checkpoints(ctx context.Context, from uint64, fn func(size uint64, note []byte) error) error
+}
+
+// Options say what goes into an evidence directory.
+type Options struct {
+	Source Source
+	// Index is the entry's index.
+	Index uint64
+	// VKey is the log's verifier key; Signer, the log's note signer, signs
+	// receipt.cose (nil: no COSE receipt, and the manifest says so).
+	VKey   string
+	Signer note.Signer
+	// AnchorKey is the anchoring public key (PKIX DER) the genesis entry
+	// names.
+	AnchorKey []byte
+	// Records are the stored anchor records, in any order.
+	Records []*anchor.Stored
+	// Witnesses (cosignature/v1 verifier keys) and Threshold are the
+	// witness policy the target must meet.
+	Witnesses []string
+	Threshold int
+	// Cosigned are cosigned checkpoints the caller holds (the sidecar's
+	// newest), used when no anchored checkpoint is cosigned.
+	Cosigned [][]byte
+	// Trust are the TSA roots and Rekor keys the anchors are checked
+	// against; nil means each record's own.
+	Trust *anchor.Trust
+	// Context are the other entries to include (task history, cited
+	// entries); the genesis entry is always included.
+	Context []uint64
+}
+
+// Write writes the evidence for one entry into dir, which must not exist
+// or be empty, and returns its manifest. It checks nothing it copies
+// beyond what choosing the target needs; run [Verify] on the result.
+func Write(ctx context.Context, dir string, o Options) (*Manifest, error) {
+	v, err := note.NewVerifier(o.VKey)
+	if err != nil {
+		return nil, fmt.Errorf("evidence: log verifier key: %w", err)
+	}
+	policy, err := policyOf(o.Witnesses, o.Threshold)
+	if err != nil {
+		return nil, err
+	}
+	es, err := o.Source.Entries(ctx, o.Index, o.Index+1)
+	if err != nil {
+		return nil, fmt.Errorf("evidence: reading entry %d: %w", o.Index, err)
+	}
+	entry := es[0]
+	e, err := log.ParseEntry(entry)
+	if err != nil {
+		return nil, fmt.Errorf("evidence: entry %d: %w", o.Index, err)
+	}
+	t, err := chooseTarget(ctx, o, v, policy)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) > 0 {
+		return nil, fmt.Errorf("evidence: %s is not an empty directory", dir)
+	}
+	w := &writer{dir: dir, files: map[string]string{}}
+	leaf := log.LeafHash(entry)
+	m := &Manifest{Format: Format, Origin: v.Name(), Index: o.Index, LeafHash: hex.EncodeToString(leaf), Kind: e.Kind,
+		Size: t.cp.Size, Root: base64.StdEncoding.EncodeToString(t.cp.Hash), Anchored: t.record != nil, Cosigned: t.cosigned,
+		Missing: []string{}, Context: []ContextEntry{}}
+	w.put(EntryFile, entry)
+	proof, err := log.ProveInclusion(ctx, o.Source, o.Index, t.cp.Size)
+	if err != nil {
+		return nil, err
+	}
+	w.put(ReceiptFile, []byte((&log.Receipt{Extra: leaf, Index: o.Index, Proof: proof, Checkpoint: t.note}).String()))
+	w.put(CheckpointFile, t.note)
+	if o.Signer != nil {
+		c, err := cose.Sign(o.Signer, t.cp.Size, o.Index, leaf, proof, t.cp.Hash)
+		if err != nil {
+			return nil, err
+		}
+		w.put(COSEFile, c)
+	}
+	if m.IssuedSize, err = w.putIssued(ctx, o.Source, o.Index, leaf, t.cp.Size); err != nil {
+		return nil, err
+	}
+	w.putKeys(o, policy)
+	if t.record != nil {
+		key, err := x509.ParsePKIXPublicKey(o.AnchorKey)
+		if err != nil {
+			return nil, fmt.Errorf("evidence: anchoring key: %w", err)
+		}
+		if err := w.putAnchor(ctx, t.record, v, key, o.Trust); err != nil {
+			return nil, err
+		}
+	}
+	if m.Context, err = w.putContext(ctx, o, t); err != nil {
+		return nil, err
+	}
+	m.Missing = missing(m, len(o.Witnesses) > 0, o.Signer != nil)
+	if w.err != nil {
+		return nil, w.err
+	}
+	m.Files = w.files
+	b, err := marshalManifest(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), b, 0o644); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// missing says what the manifest lacks; [Verify] computes the same from
+// what it finds.
+func missing(m *Manifest, witnessed, hasCOSE bool) []string {
+	out := []string{}
+	if !m.Anchored {
+		out = append(out, "no anchor covers the entry: the target checkpoint is not time-stamped or in Rekor")
+	}
+	if !witnessed {
+		out = append(out, "no witness policy: nobody but the log vouches that the log did not fork")
+	} else if !m.Cosigned {
+		out = append(out, "the target checkpoint is not cosigned as the witness policy requires")
+	}
+	if !hasCOSE {
+		out = append(out, "no COSE receipt (receipt.cose): the log's signing key was not at hand")
+	}
+	return out
+}
+
+func marshalManifest(m *Manifest) ([]byte, error) {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+func policyOf(vkeys []string, threshold int) (log.WitnessPolicy, error) {
+	p := log.WitnessPolicy{Threshold: threshold}
+	for _, k := range vkeys {
+		w, err := log.NewCosignatureVerifier(k)
+		if err != nil {
+			return p, fmt.Errorf("evidence: witness key %q: %w", k, err)
+		}
+		p.Witnesses = append(p.Witnesses, w)
+	}
+	return p, p.Check()
+}
+
+// target is the checkpoint an evidence centres on.
+type target struct {
+	note     []byte
+	cp       log.Checkpoint
+	record   *anchor.Stored // nil when not anchored
+	cosigned bool
+}
+
+// chooseTarget picks the smallest anchored checkpoint covering the entry
+// that the witness policy accepts; else the smallest anchored one; else a
+// cosigned checkpoint covering it; else the log's latest.
+func chooseTarget(ctx context.Context, o Options, v note.Verifier, p log.WitnessPolicy) (*target, error) {
+	recs := slices.Clone(o.Records)
+	slices.SortStableFunc(recs, func(a, b *anchor.Stored) int { return cmpSize(a, b) })
+	witnessed := len(p.Witnesses) > 0
+	var first *target
+	for _, st := range recs {
+		if st.Record == nil || st.Record.Size <= o.Index {
+			continue
+		}
+		msg := []byte(st.Record.Checkpoint)
+		cp, _, err := log.OpenCheckpoint(msg, v)
+		if err != nil {
+			continue // a broken record is no target; audit reports it
+		}
+		_, _, werr := log.OpenWitnessedCheckpoint(msg, v, p)
+		t := &target{note: msg, cp: cp, record: st, cosigned: witnessed && werr == nil}
+		if t.cosigned || (!witnessed && werr == nil) {
+			return t, nil
+		}
+		if first == nil {
+			first = t
+		}
+	}
+	if first != nil {
+		return first, nil
+	}
+	for _, msg := range o.Cosigned {
+		cp, _, err := log.OpenWitnessedCheckpoint(msg, v, p)
+		if err == nil && cp.Size > o.Index {
+			return &target{note: msg, cp: cp, cosigned: witnessed}, nil
+		}
+	}
+	var latest []byte
+	err := o.Source.Checkpoints(ctx, o.Index+1, func(_ uint64, n []byte) error { latest = n; return nil })
+	if err != nil {
+		return nil, fmt.Errorf("evidence: reading checkpoints: %w", err)
+	}
+	if latest == nil {
+		return nil, fmt.Errorf("evidence: no checkpoint covers entry %d", o.Index)
+	}
+	cp, _, err := log.OpenCheckpoint(latest, v)
+	if err != nil {
+		return nil, fmt.Errorf("evidence: the log's latest checkpoint: %w", err)
+	}
+	return &target{note: latest, cp: cp}, nil
+}
+
+func cmpSize(a, b *anchor.Stored) int {
+	var x, y uint64
+	if a.Record != nil {
+		x = a.Record.Size
+	}
+	if b.Record != nil {
+		y = b.Record.Size
+	}
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// writer writes files and remembers their hashes; the first error sticks.
+type writer struct {
+	dir   string
+	files map[string]string
+	err   error
+}
+
+func (w *writer) put(name string, b []byte) {
+	if w.err != nil {
+		return
+	}
+	p := filepath.Join(w.dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		w.err = err
+		return
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		w.err = err
+		return
+	}
+	s := sha256.Sum256(b)
+	w.files[name] = hex.EncodeToString(s[:])
+}
+
+// putIssued writes the receipt on the first checkpoint that covers the
+// entry and the consistency proof from it to the target; it returns that
+// checkpoint's size.
+func (w *writer) putIssued(ctx context.Context, src Source, index uint64, leaf []byte, size uint64) (uint64, error) {
+	var issued []byte
+	var issuedSize uint64
+	stop := errors.New("stop")
+	err := src.Checkpoints(ctx, index+1, func(s uint64, n []byte) error { issued, issuedSize = n, s; return stop })
+	if err != nil && !errors.Is(err, stop) {
+		return 0, fmt.Errorf("evidence: finding the entry's own checkpoint: %w", err)
+	}
+	if issued == nil || issuedSize > size {
+		return 0, fmt.Errorf("evidence: no checkpoint of size %d or less covers entry %d", size, index)
+	}
+	p, err := log.ProveInclusion(ctx, src, index, issuedSize)
+	if err != nil {
+		return 0, err
+	}
+	w.put(IssuedFile, []byte((&log.Receipt{Extra: leaf, Index: index, Proof: p, Checkpoint: issued}).String()))
+	cons, err := log.ProveConsistency(ctx, src, issuedSize, size)
+	if err != nil {
+		return 0, err
+	}
+	w.put(ConsistencyFile, []byte(formatConsistency(issuedSize, size, cons)))
+	return issuedSize, nil
+}
+
+func formatConsistency(old, new uint64, p [][]byte) string {
+	var b strings.Builder
+	b.WriteString(ConsistencyHeader + "\nold " + strconv.FormatUint(old, 10) + "\nnew " + strconv.FormatUint(new, 10) + "\n")
+	for _, h := range p {
+		b.WriteString(base64.StdEncoding.EncodeToString(h) + "\n")
+	}
+	return b.String()
+}
+
+// putKeys writes log.vkey, anchor.pub and witnesses.txt.
+func (w *writer) putKeys(o Options, p log.WitnessPolicy) {
+	w.put(VKeyFile, []byte(o.VKey+"\n"))
+	w.put(AnchorPubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: o.AnchorKey}))
+	if len(p.Witnesses) > 0 {
+		w.put(WitnessesFile, []byte(formatWitnesses(o.Witnesses, o.Threshold)))
+	}
+}
+
+func formatWitnesses(vkeys []string, threshold int) string {
+	return "threshold " + strconv.Itoa(threshold) + "\n" + strings.Join(vkeys, "\n") + "\n"
+}
+
+// putAnchor writes the record, its tokens and Rekor entries apart, and
+// the trust roots they verify against.
+func (w *writer) putAnchor(ctx context.Context, st *anchor.Stored, v note.Verifier, anchorKey crypto.PublicKey, trust *anchor.Trust) error {
+	w.put(AnchorFile, st.Bytes)
+	r := st.Record
+	for i, ts := range r.Timestamps {
+		w.put(fmt.Sprintf("%s/%d.tst", TimestampsDir, i), ts.Token)
+		w.put(fmt.Sprintf("%s/%d.pem", TimestampsDir, i), certsPEM(ts.Chain))
+	}
+	for i, tl := range r.Tlogs {
+		if tl.RekorV1 == nil {
+			continue
+		}
+		w.put(fmt.Sprintf("%s/%d.json", RekorDir, i), tl.RekorV1.Entry)
+		w.put(fmt.Sprintf("%s/%d.pub", RekorDir, i), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: tl.RekorV1.PublicKey}))
+	}
+	// The record must verify under the caller's trust; the files then
+	// hold the roots and keys it names, which are among those trusted.
+	if trust != nil {
+		if _, err := anchor.Verify(ctx, r, v, anchorKey, trust); err != nil {
+			return fmt.Errorf("evidence: anchor record %s does not verify under the configured trust: %w", st.Name, err)
+		}
+	}
+	roots, keys, err := trustPEM(anchor.TrustFromRecord(r))
+	if err != nil {
+		return err
+	}
+	w.put(TSARootsFile, roots)
+	w.put(RekorKeysFile, keys)
+	return nil
+}
+
+// putContext writes the genesis entry and o.Context (those inside the
+// target's tree, other than the entry itself) under context/, each with
+// its inclusion proof to the target.
+func (w *writer) putContext(ctx context.Context, o Options, t *target) ([]ContextEntry, error) {
+	idx := []uint64{0}
+	for _, i := range o.Context {
+		if i < t.cp.Size {
+			idx = append(idx, i)
+		}
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	out := []ContextEntry{}
+	for _, i := range idx {
+		if i == o.Index {
+			continue
+		}
+		es, err := o.Source.Entries(ctx, i, i+1)
+		if err != nil {
+			return nil, fmt.Errorf("evidence: reading entry %d: %w", i, err)
+		}
+		p, err := log.ProveInclusion(ctx, o.Source, i, t.cp.Size)
+		if err != nil {
+			return nil, err
+		}
+		leaf := log.LeafHash(es[0])
+		w.put(contextName(i, ".json"), es[0])
+		w.put(contextName(i, ".tlog-proof"), []byte((&log.Receipt{Extra: leaf, Index: i, Proof: p, Checkpoint: t.note}).String()))
+		out = append(out, ContextEntry{Index: i, Role: roleOf(i, es[0])})
+	}
+	return out, nil
+}
+
+func contextName(i uint64, ext string) string {
+	return ContextDir + "/" + strconv.FormatUint(i, 10) + ext
+}
+
+// roleOf says why an entry is in the context: the genesis entry, a task
+// entry (its kind), or an entry a claim cites.
+func roleOf(i uint64, b []byte) string {
+	if i == 0 {
+		return "genesis"
+	}
+	if e, err := log.ParseEntry(b); err == nil && strings.HasPrefix(e.Kind, "task.") {
+		return e.Kind
+	}
+	return "cited"
+}
+
+func certsPEM(chain [][]byte) []byte {
+	var b []byte
+	for _, c := range chain {
+		b = append(b, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c})...)
+	}
+	return b
+}
+
+func trustPEM(t *anchor.Trust) (roots, keys []byte, err error) {
+	for _, c := range t.TSARoots {
+		roots = append(roots, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+	}
+	for _, k := range t.RekorKeys {
+		der, err := x509.MarshalPKIXPublicKey(k)
+		if err != nil {
+			return nil, nil, fmt.Errorf("evidence: Rekor key: %w", err)
+		}
+		keys = append(keys, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})...)
+	}
+	return roots, keys, nil
+}
