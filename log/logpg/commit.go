@@ -111,7 +111,10 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 		s.publish(cloneState(st), hot)
 	}
 
-	fenced := make([]bool, len(fences))
+	var fenced []bool
+	if len(fences) > 0 {
+		fenced = make([]bool, len(fences))
+	}
 	seen := map[string]bool{}
 	for i, f := range fences {
 		if f.Key == "" {

@@ -67,10 +67,12 @@ type Sequencer struct {
 	failed  error // sticky: set when a commit failed
 	closing bool
 
-	rng     *compact.Range
-	done    chan struct{}
-	wg      sync.WaitGroup
-	senders sync.WaitGroup // Appends that passed the closing check and may still queue
+	rng      *compact.Range
+	shared   log.SharedStorage // nil unless the store has other writers
+	verifier note.Verifier
+	done     chan struct{}
+	wg       sync.WaitGroup
+	senders  sync.WaitGroup // Appends that passed the closing check and may still queue
 
 	stats Stats
 }
@@ -87,6 +89,7 @@ type Stats struct {
 type request struct {
 	entry    []byte
 	leafHash []byte
+	fence    log.Fence // honoured by a shared store (sequencer_shared.go)
 	reply    chan result
 }
 
@@ -131,6 +134,7 @@ func OpenSequencer(ctx context.Context, store log.Storage, signer note.Signer, v
 		size:     st.Size,
 		cp:       st.Checkpoint,
 		rng:      rng,
+		verifier: verifier,
 		done:     make(chan struct{}),
 	}
 	if s.maxBatch <= 0 {
@@ -150,6 +154,7 @@ func OpenSequencer(ctx context.Context, store log.Storage, signer note.Signer, v
 		}
 		s.root = root
 	}
+	s.openShared()
 	s.wg.Add(1)
 	go s.run()
 	if st.Size == 0 && opts.Genesis != nil {
@@ -158,7 +163,7 @@ func OpenSequencer(ctx context.Context, store log.Storage, signer note.Signer, v
 			s.Close()
 			return nil, fmt.Errorf("making genesis entry: %w", err)
 		}
-		if _, err := s.Append(ctx, g); err != nil {
+		if _, err := s.appendGenesis(ctx, g); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("appending genesis entry: %w", err)
 		}
@@ -172,7 +177,7 @@ func OpenSequencer(ctx context.Context, store log.Storage, signer note.Signer, v
 // does every later Append: the sequencer stops rather than guess what the
 // disk holds, and a restart reopens from the last durable state.
 func (s *Sequencer) Append(ctx context.Context, entry []byte) (*log.Receipt, error) {
-	return s.append(ctx, entry, nil)
+	return s.append(ctx, entry, nil, log.Fence{})
 }
 
 // Expect announces an append that is on its way, such as the entry of a
@@ -193,7 +198,7 @@ type Expected struct {
 
 // Append appends entry as the announced append; see [Sequencer.Append].
 func (e *Expected) Append(ctx context.Context, entry []byte) (*log.Receipt, error) {
-	return e.s.append(ctx, entry, e)
+	return e.s.append(ctx, entry, e, log.Fence{})
 }
 
 // Cancel withdraws the announcement. It is safe to call more than once,
@@ -207,7 +212,7 @@ func (e *Expected) Cancel() {
 	}
 }
 
-func (s *Sequencer) append(ctx context.Context, entry []byte, ex *Expected) (*log.Receipt, error) {
+func (s *Sequencer) append(ctx context.Context, entry []byte, ex *Expected, fence log.Fence) (*log.Receipt, error) {
 	if ex != nil {
 		// Withdrawn once the entry is queued (or will not be), which
 		// wakes a commit that waits for nothing else.
@@ -219,7 +224,7 @@ func (s *Sequencer) append(ctx context.Context, entry []byte, ex *Expected) (*lo
 	if len(entry) == 0 {
 		return nil, errors.New("append: entry is empty")
 	}
-	req := &request{entry: entry, leafHash: log.LeafHash(entry), reply: make(chan result, 1)}
+	req := &request{entry: entry, leafHash: log.LeafHash(entry), fence: fence, reply: make(chan result, 1)}
 	s.mu.RLock()
 	err := s.failed
 	if s.closing {
@@ -375,6 +380,10 @@ func (s *Sequencer) commit(batch []*request) {
 	}
 	if err := s.Err(); err != nil {
 		fail(err)
+		return
+	}
+	if s.shared != nil {
+		s.commitShared(batch)
 		return
 	}
 	start := s.rng.End()

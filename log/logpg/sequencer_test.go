@@ -1,0 +1,176 @@
+package logpg_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logpg"
+	"github.com/provlog/provlog/log/logpg/pgtest"
+	"github.com/provlog/provlog/log/server"
+)
+
+type keyPair struct {
+	s note.Signer
+	v note.Verifier
+}
+
+func newKey(t *testing.T, origin string) keyPair {
+	skey, vkey, err := note.GenerateKey(nil, origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := note.NewSigner(skey)
+	v, _ := note.NewVerifier(vkey)
+	return keyPair{s, v}
+}
+
+func openSeq(t *testing.T, dsn string, k keyPair) (*server.Sequencer, *logpg.Store) {
+	t.Helper()
+	st, err := logpg.Open(t.Context(), dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := server.OpenSequencer(t.Context(), st, k.s, k.v, &server.SequencerOptions{
+		Genesis: func() ([]byte, error) { return []byte("genesis"), nil },
+	})
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { seq.Close(); st.Close() })
+	return seq, st
+}
+
+// TestSequencersShareALog: sequencers in front of two handles append at
+// once; every receipt verifies, one genesis is written, no index is given
+// twice, and every checkpoint either hands out is consistent with the
+// final tree.
+func TestSequencersShareALog(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	k := newKey(t, "provlog.test/shared")
+	a, sa := openSeq(t, dsn, k)
+	b, sb := openSeq(t, dsn, k)
+	seqs := []*server.Sequencer{a, b}
+	const workers, each = 8, 40
+	var mu sync.Mutex
+	var receipts []*log.Receipt
+	var wg sync.WaitGroup
+	for w := range 2 * workers {
+		wg.Go(func() {
+			for i := range each {
+				r, err := seqs[w%2].Append(context.Background(), fmt.Appendf(nil, "w%d e%d", w, i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				receipts = append(receipts, r)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	st, err := sa.Latest(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := uint64(1 + 2*workers*each); st.Size != want {
+		t.Fatalf("size %d, want %d (one genesis and every append)", st.Size, want)
+	}
+	final, _, err := log.OpenCheckpoint(st.Checkpoint, k.v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint64]bool{}
+	for _, r := range receipts {
+		if seen[r.Index] {
+			t.Fatalf("index %d handed out twice", r.Index)
+		}
+		seen[r.Index] = true
+		c, _, err := log.OpenCheckpoint(r.Checkpoint, k.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := log.VerifyInclusion(r.Index, c.Size, r.Extra, r.Proof, c.Hash); err != nil {
+			t.Fatalf("receipt for %d: %v", r.Index, err)
+		}
+		p, err := log.ProveConsistency(t.Context(), sb, c.Size, final.Size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := log.VerifyConsistency(c.Size, final.Size, p, c.Hash, final.Hash); err != nil {
+			t.Fatalf("checkpoint %d handed out is not a prefix of the final tree: %v", c.Size, err)
+		}
+	}
+	es, err := sb.Entries(t.Context(), 0, 2)
+	if err != nil || string(es[0]) != "genesis" || string(es[1]) == "genesis" {
+		t.Fatalf("first entries %q, %v: want one genesis", es, err)
+	}
+	// Both sequencers' latest checkpoints follow the shared log.
+	for i, s := range seqs {
+		if size, _ := s.Checkpoint(); size > st.Size {
+			t.Errorf("sequencer %d: checkpoint size %d past the log's %d", i, size, st.Size)
+		}
+	}
+}
+
+// TestAppendFenced: of two fenced appends decided on the same size, under
+// the same key, through two sequencers, exactly one is written.
+func TestAppendFenced(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	k := newKey(t, "provlog.test/fenced")
+	a, _ := openSeq(t, dsn, k)
+	b, sb := openSeq(t, dsn, k)
+	size, _ := a.Checkpoint()
+	var wins, fenced int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, s := range []*server.Sequencer{a, b, a, b} {
+		wg.Go(func() {
+			_, err := s.AppendFenced(context.Background(), fmt.Appendf(nil, "accept %d", i), log.Fence{Key: "task-1", After: size})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case errors.Is(err, log.ErrFenced):
+				fenced++
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins != 1 || fenced != 3 {
+		t.Fatalf("%d won and %d were fenced, want 1 and 3", wins, fenced)
+	}
+	st, _ := sb.Latest(t.Context())
+	if st.Size != size+1 {
+		t.Fatalf("size %d, want %d", st.Size, size+1)
+	}
+}
+
+// TestForeignKeyRefused: a sequencer whose key did not sign the stored
+// log does not start.
+func TestForeignKeyRefused(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	openSeq(t, dsn, newKey(t, "provlog.test/one"))
+	st, err := logpg.Open(t.Context(), dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	other := newKey(t, "provlog.test/other")
+	if seq, err := server.OpenSequencer(t.Context(), st, other.s, other.v, nil); err == nil {
+		seq.Close()
+		t.Fatal("a sequencer with another key opened the log")
+	}
+	_ = bytes.Equal
+}

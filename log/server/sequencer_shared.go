@@ -1,0 +1,230 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/provlog/provlog/log"
+)
+
+// Many writers. When the store is a [log.SharedStorage] (logpg), other
+// sequencers, in other processes, commit to the same log. This sequencer
+// then keeps no tree of its own between commits: each commit asks the
+// store to lock, builds the batch on the state the store hands it (the
+// tree as whoever committed last left it), signs the checkpoint for it
+// and commits before the lock is released. The store checks that every
+// state it hands out extends the last one this process saw; the sequencer
+// checks that its checkpoint is signed by the log's key. The latest
+// checkpoint (Checkpoint, the HTTP API) follows other writers' commits as
+// the store learns of them.
+//
+// A commit that fails with log.ErrUnavailable wrote nothing: its appends
+// fail, and the sequencer goes on (the database may come back). Any other
+// failure stops the sequencer, as with a store of one writer.
+
+// genesisKey fences the genesis entry, so that of sidecars opening an
+// empty shared log at once, one writes it.
+const genesisKey = "provlog/genesis"
+
+// openShared notes whether the store has other writers, and follows them.
+func (s *Sequencer) openShared() {
+	sh, ok := s.store.(log.SharedStorage)
+	if !ok {
+		return
+	}
+	s.shared = sh
+	sh.Follow(s.adopt)
+}
+
+// adopt makes a state the store learnt of the latest checkpoint, if it is
+// newer and signed by the log's key. A state signed otherwise stops the
+// sequencer: another log's writer is using this store.
+func (s *Sequencer) adopt(st log.State) {
+	if err := s.checkSigned(st); err != nil {
+		s.mu.Lock()
+		if s.failed == nil {
+			s.failed = fmt.Errorf("log stopped: %w", err)
+		}
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.Size > s.size {
+		s.size, s.cp = st.Size, st.Checkpoint
+	}
+}
+
+// checkSigned checks that st's checkpoint is signed by the log's key and
+// names st's tree.
+func (s *Sequencer) checkSigned(st log.State) error {
+	if st.Size == 0 {
+		return nil
+	}
+	rng, err := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewRange(0, st.Size, cloneHashes(st.Range))
+	if err != nil {
+		return fmt.Errorf("the stored state of size %d is corrupt: %w", st.Size, err)
+	}
+	root, err := rng.GetRootHash(nil)
+	if err != nil {
+		return err
+	}
+	c, _, err := log.OpenCheckpoint(st.Checkpoint, s.verifier)
+	if err != nil {
+		return fmt.Errorf("the stored checkpoint of size %d is not signed by this log's key (%s): %w", st.Size, s.verifier.Name(), err)
+	}
+	if c.Size != st.Size || !bytes.Equal(c.Hash, root) {
+		return fmt.Errorf("the stored checkpoint (size %d) does not match the stored tree (size %d)", c.Size, st.Size)
+	}
+	return nil
+}
+
+// AppendFenced appends entry as Append does, but only if no entry under
+// fence.Key was committed at or after fence.After by any writer; if one
+// was, it fails with an error wrapping log.ErrFenced and writes nothing.
+// With a store of one writer there is no other writer to fence off, and
+// AppendFenced is Append.
+func (s *Sequencer) AppendFenced(ctx context.Context, entry []byte, fence log.Fence) (*log.Receipt, error) {
+	return s.append(ctx, entry, nil, fence)
+}
+
+// Shared reports whether other writers commit to the same log.
+func (s *Sequencer) Shared() bool { return s.shared != nil }
+
+// appendGenesis appends the genesis entry, unless another writer of a
+// shared log has.
+func (s *Sequencer) appendGenesis(ctx context.Context, g []byte) (*log.Receipt, error) {
+	if s.shared == nil {
+		return s.Append(ctx, g)
+	}
+	r, err := s.AppendFenced(ctx, g, log.Fence{Key: genesisKey})
+	if errors.Is(err, log.ErrFenced) {
+		return nil, nil
+	}
+	return r, err
+}
+
+// commitShared commits one batch to a shared store; see above.
+func (s *Sequencer) commitShared(batch []*request) {
+	var fences []log.Fence
+	for i, r := range batch {
+		if r.fence.Key != "" && fences == nil {
+			fences = make([]log.Fence, len(batch))
+		}
+		if fences != nil {
+			fences[i] = r.fence
+		}
+	}
+	var (
+		kept   []*request
+		nodes  memNodes
+		start  uint64
+		cp     []byte
+		size   uint64
+		signed uint64 // the size whose checkpoint was last checked
+	)
+	s.mu.RLock()
+	signed = s.size
+	s.mu.RUnlock()
+	t0 := time.Now()
+	err := s.shared.CommitShared(context.Background(), fences, func(st log.State, fenced []bool) (*log.Batch, error) {
+		if st.Size != signed {
+			if err := s.checkSigned(st); err != nil {
+				return nil, err
+			}
+		}
+		kept = kept[:0]
+		for i, r := range batch {
+			if i >= len(fenced) || !fenced[i] {
+				kept = append(kept, r)
+			}
+		}
+		if len(kept) == 0 {
+			return nil, nil
+		}
+		b, n, err := s.buildOn(st, kept)
+		if err != nil {
+			return nil, err
+		}
+		nodes, start, size, cp = n, b.Start, b.State.Size, b.State.Checkpoint
+		return b, nil
+	})
+	d := uint64(time.Since(t0))
+	if err != nil {
+		s.mu.Lock()
+		s.stats.CommitErrors++
+		if !errors.Is(err, log.ErrUnavailable) && s.failed == nil {
+			s.failed = fmt.Errorf("log stopped after a failed commit: %w", err)
+		}
+		if s.failed != nil {
+			err = s.failed
+		}
+		s.mu.Unlock()
+		for _, r := range batch {
+			r.reply <- result{err: err}
+		}
+		return
+	}
+	s.mu.Lock()
+	if size > s.size {
+		s.size, s.cp = size, cp
+	}
+	s.stats.Appends += uint64(len(kept))
+	s.stats.Commits++
+	s.stats.CommitNanos += d
+	s.mu.Unlock()
+	k := 0
+	for _, r := range batch {
+		if k < len(kept) && kept[k] == r {
+			r.reply <- result{index: start + uint64(k), size: size, cp: cp, nodes: nodes}
+			k++
+			continue
+		}
+		r.reply <- result{err: fmt.Errorf("append: %w (key %q, decided at size %d)", log.ErrFenced, r.fence.Key, r.fence.After)}
+	}
+}
+
+// buildOn builds the batch appending reqs to the tree of st, signs its
+// checkpoint, and returns it with the nodes its entries' proofs need.
+func (s *Sequencer) buildOn(st log.State, reqs []*request) (*log.Batch, memNodes, error) {
+	rng, err := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewRange(0, st.Size, cloneHashes(st.Range))
+	if err != nil {
+		return nil, nil, fmt.Errorf("the stored state of size %d is corrupt: %w", st.Size, err)
+	}
+	nodes := make(memNodes, 2*len(reqs)+len(st.Range))
+	for i, id := range compact.RangeNodes(0, st.Size, nil) {
+		nodes[id] = st.Range[i]
+	}
+	b := &log.Batch{
+		Start:      st.Size,
+		Entries:    make([][]byte, len(reqs)),
+		LeafHashes: make([][]byte, len(reqs)),
+		Nodes:      make([]log.Node, 0, 2*len(reqs)),
+	}
+	visit := func(id compact.NodeID, h []byte) {
+		b.Nodes = append(b.Nodes, log.Node{ID: id, Hash: h})
+		nodes[id] = h
+	}
+	for i, r := range reqs {
+		b.Entries[i], b.LeafHashes[i] = r.entry, r.leafHash
+		if err := rng.Append(r.leafHash, visit); err != nil {
+			return nil, nil, err
+		}
+	}
+	root, err := rng.GetRootHash(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	cp, err := log.SignCheckpoint(log.Checkpoint{Origin: s.signer.Name(), Size: rng.End(), Hash: root}, s.signer)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.State = log.State{Size: rng.End(), Range: cloneHashes(rng.Hashes()), Checkpoint: cp}
+	return b, nodes, nil
+}
