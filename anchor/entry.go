@@ -1,9 +1,7 @@
 package anchor
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -71,15 +69,10 @@ func Fields(st *Stored) *EntryFields {
 
 // MarshalEntry returns the `anchor` log entry for a stored record.
 func MarshalEntry(st *Stored, t time.Time) ([]byte, error) {
-	b, err := json.Marshal(Fields(st))
+	e, err := log.NewEntry(log.KindAnchor, t, Actor, Fields(st))
 	if err != nil {
 		return nil, err
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	e := &log.Entry{Kind: log.KindAnchor, Time: t, Actor: Actor, Fields: m}
 	return e.Marshal()
 }
 
@@ -88,15 +81,9 @@ func ParseEntryFields(e *log.Entry) (*EntryFields, error) {
 	if e.Kind != log.KindAnchor {
 		return nil, fmt.Errorf("entry is a %q, not an anchor entry", e.Kind)
 	}
-	b, err := json.Marshal(e.Fields)
-	if err != nil {
-		return nil, err
-	}
 	var f EntryFields
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("anchor entry: %w", err)
+	if err := e.DecodeFields(&f); err != nil {
+		return nil, err
 	}
 	return &f, nil
 }

@@ -167,10 +167,14 @@ func checkEntry(i uint64, b []byte, v note.Verifier, vkey string) error {
 		return &AuditError{Index: i, What: "genesis must be entry 0 and only entry 0"}
 	}
 	if i == 0 {
-		if o, _ := e.Fields["origin"].(string); o != v.Name() {
-			return &AuditError{Index: 0, What: fmt.Sprintf("genesis origin %q is not %q", o, v.Name())}
+		g, err := ParseGenesis(e)
+		if err != nil {
+			return &AuditError{Index: 0, What: "genesis does not parse", Err: err}
 		}
-		if k, _ := e.Fields["vkey"].(string); vkey != "" && k != vkey {
+		if g.Origin != v.Name() {
+			return &AuditError{Index: 0, What: fmt.Sprintf("genesis origin %q is not %q", g.Origin, v.Name())}
+		}
+		if vkey != "" && g.VKey != vkey {
 			return &AuditError{Index: 0, What: "genesis names another verifier key"}
 		}
 	}

@@ -3,6 +3,7 @@ package log_test
 import (
 	"bytes"
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -117,6 +118,7 @@ func FuzzParseCheckpoint(f *testing.F) {
 func FuzzParseEntry(f *testing.F) {
 	for _, e := range []*log.Entry{
 		{Kind: log.KindGenesis, Time: time.Unix(0, 0)},
+		{Kind: log.KindGenesis, Time: time.Unix(0, 0), Actor: "provlog", Fields: map[string]any{"origin": "o", "vkey": "k", "anchor_key": "", "version": "v"}},
 		{Kind: log.KindCall, Time: time.Date(2026, 7, 1, 12, 30, 45, 123456789, time.UTC), Actor: "alice",
 			Fields: map[string]any{"args": map[string]any{"a": []any{1, 2.5, "x", nil, true}, "é": "\u2028\x01"}, "n": 1e21}},
 	} {
@@ -140,6 +142,28 @@ func FuzzParseEntry(f *testing.F) {
 		}
 		if !bytes.Equal(b, data) {
 			t.Fatalf("ParseEntry(%q).Marshal() = %q", data, b)
+		}
+		if e.Kind != log.KindGenesis {
+			return
+		}
+		g, err := log.ParseGenesis(e)
+		if err != nil {
+			return
+		}
+		gb, err := g.Marshal()
+		if err != nil {
+			t.Fatalf("ParseGenesis(%q) accepted fields GenesisEntry.Marshal refuses: %v", data, err)
+		}
+		ge, err := log.ParseEntry(gb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g2, err := log.ParseGenesis(ge)
+		if err != nil {
+			t.Fatalf("ParseGenesis of its own Marshal: %v", err)
+		}
+		if !reflect.DeepEqual(g2, g) {
+			t.Fatalf("genesis %+v does not survive Marshal and ParseGenesis: %+v", g, g2)
 		}
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto"
 	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -241,10 +240,12 @@ func genesisAnchorKey(ctx context.Context, src interface {
 	if err != nil || e.Kind != log.KindGenesis {
 		return nil, errors.New("entry 0 is not a genesis entry")
 	}
-	s, _ := e.Fields["anchor_key"].(string)
-	der, err := base64.StdEncoding.DecodeString(s)
-	if err != nil || len(der) == 0 {
+	g, err := log.ParseGenesis(e)
+	if err != nil {
+		return nil, err
+	}
+	if len(g.AnchorKey) == 0 {
 		return nil, errors.New("the genesis entry has no anchor_key")
 	}
-	return x509.ParsePKIXPublicKey(der)
+	return x509.ParsePKIXPublicKey(g.AnchorKey)
 }

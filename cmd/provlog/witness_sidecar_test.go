@@ -107,7 +107,11 @@ func TestWitnessing(t *testing.T) {
 		size, _ := l.Seq.Checkpoint()
 		es, _ := l.Store.Entries(ctx, 0, size)
 		for _, e := range es {
-			if pe, err := log.ParseEntry(e); err == nil && pe.Kind == log.KindWitnessConflict && pe.Fields["witness"] == "witness.example/w3" {
+			pe, err := log.ParseEntry(e)
+			if err != nil || pe.Kind != log.KindWitnessConflict {
+				continue
+			}
+			if c, err := witness.ParseConflict(pe); err == nil && c.Witness == "witness.example/w3" {
 				return true
 			}
 		}

@@ -231,14 +231,18 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 			bad(file, "entry 0 is not a genesis entry")
 			return
 		}
-		if o, _ := e.Fields["origin"].(string); o != cp.Origin {
-			bad(file, "genesis origin %q is not the checkpoint's %q", o, cp.Origin)
+		g, err := log.ParseGenesis(e)
+		if err != nil {
+			bad(file, "%v", err)
+			return
 		}
-		if k, _ := e.Fields["vkey"].(string); k != vkey {
+		if g.Origin != cp.Origin {
+			bad(file, "genesis origin %q is not the checkpoint's %q", g.Origin, cp.Origin)
+		}
+		if g.VKey != vkey {
 			bad(VKeyFile, "is not the verifier key the genesis entry names")
 		}
-		ak, _ := e.Fields["anchor_key"].(string)
-		if der, err := base64.StdEncoding.DecodeString(ak); err != nil || !bytes.Equal(der, anchorDER) {
+		if !bytes.Equal(g.AnchorKey, anchorDER) {
 			bad(AnchorPubFile, "is not the anchoring key the genesis entry names")
 		}
 	}

@@ -138,8 +138,13 @@ func TestWitnessConflict(t *testing.T) {
 			t.Fatal(err)
 		}
 		pe, err := log.ParseEntry(e)
-		if err != nil || pe.Kind != log.KindWitnessConflict || pe.Fields["witness"] != "witness.example/w1" {
-			t.Errorf("conflict entry %s: %v", e, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := witness.ParseConflict(pe)
+		if err != nil || got.Witness != "witness.example/w1" || got.Status != tc.status || got.CheckpointSize != tc.size ||
+			got.WitnessSize != tc.witnessSize || got.Checkpoint != string(evil.Checkpoint(t, tc.size)) || pe.Actor != "provlog" {
+			t.Errorf("conflict entry %s: %+v, %v", e, got, err)
 		}
 	}
 	// The honest log goes on.

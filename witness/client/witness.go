@@ -178,13 +178,7 @@ func isSignatureBy(line string, v note.Verifier) bool {
 // ConflictEntry returns the witness.conflict log entry recording c: the
 // witness, the sizes, its answer and the checkpoint it refused.
 func ConflictEntry(c *ConflictError, checkpoint []byte, t time.Time) ([]byte, error) {
-	e := &log.Entry{Kind: log.KindWitnessConflict, Time: t, Actor: "provlog", Fields: map[string]any{
-		"witness":         c.Witness,
-		"status":          c.Status,
-		"checkpoint_size": c.Size,
-		"witness_size":    c.WitnessSize,
-		"detail":          c.Detail,
-		"checkpoint":      string(checkpoint),
-	}}
+	e := &witness.ConflictEntry{Time: t, Witness: c.Witness, Status: c.Status, CheckpointSize: c.Size,
+		WitnessSize: c.WitnessSize, Detail: c.Detail, Checkpoint: string(checkpoint)}
 	return e.Marshal()
 }
