@@ -274,7 +274,13 @@ func (p *Proxy) HTTPHandler(authorize func(token string) (actor string, ok bool)
 		}
 		p.serveStateful(w, r, stateful)
 	})
-	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	verify := func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		// The SDK's middleware sets the TokenInfo the sessions check, but
+		// the token is read as on every other endpoint (BearerToken).
+		token, _, err := BearerToken(r.Header)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+		}
 		actor, ok := authorize(token)
 		if !ok || actor == "" {
 			return nil, fmt.Errorf("%w: unknown bearer token", auth.ErrInvalidToken)

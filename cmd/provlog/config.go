@@ -188,8 +188,8 @@ func (t *tokens) hasActor(id string) bool {
 
 // fromRequest authenticates an HTTP request's bearer token.
 func (t *tokens) fromRequest(r *http.Request) (tokenEntry, bool) {
-	tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !found || tok == "" {
+	tok, _, err := proxy.BearerToken(r.Header)
+	if err != nil || tok == "" {
 		return tokenEntry{}, false
 	}
 	return t.lookup(tok)

@@ -65,9 +65,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	srv := &http.Server{
-		Handler:           sc.handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		Handler:           proxy.Front(sc.handler(), proxy.FrontOptions{}),
+		ReadHeaderTimeout: proxy.ReadHeaderTimeout,
+		IdleTimeout:       proxy.IdleTimeout,
 	}
 	logger.Info("provlog serving", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "data", cfg.Data,
 		"origin", sc.keys.signer.Name(), "size", sc.size(), "local_token_file", filepath.Join(cfg.Data, localToken))

@@ -1,0 +1,165 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// The HTTP front's hardening (DESIGN §5): what every path of the sidecar's
+// HTTP server gets before any handler runs, so that no path can forget it,
+// and the one reader of bearer tokens every endpoint uses.
+
+// Timeouts of the sidecar's HTTP server. A connection that sends its
+// request headers slower than ReadHeaderTimeout, its body slower than
+// BodyTimeout, or nothing for IdleTimeout between requests is closed, so
+// slow or idle connections cannot pile up (19,980 slow chunked requests
+// with no body once exhausted the file descriptors). There is no write
+// timeout: event streams and long tool calls legitimately stay open.
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	BodyTimeout       = 30 * time.Second
+	IdleTimeout       = 30 * time.Second
+)
+
+// FrontOptions configure [Front].
+type FrontOptions struct {
+	// BodyTimeout bounds the reading of one request's body (default
+	// [BodyTimeout]).
+	BodyTimeout time.Duration
+}
+
+// Front wraps the sidecar's whole HTTP handler (/mcp, /log/, /healthz,
+// /metrics, ...):
+//
+//   - On a loopback bind (the connection's local address is loopback), a
+//     request whose Host is not a loopback name, or whose Origin is present
+//     and not a loopback origin, gets 403: a web page must not reach the
+//     sidecar through DNS rebinding or a cross-site request.
+//   - A request body must arrive within opts.BodyTimeout; a slower one
+//     fails its read, and the connection is closed.
+func Front(next http.Handler, opts FrontOptions) http.Handler {
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = BodyTimeout
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if msg := checkLoopback(r); msg != "" {
+			http.Error(w, msg, http.StatusForbidden)
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(opts.BodyTimeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkLoopback returns why r may not be served on a loopback bind, or "".
+func checkLoopback(r *http.Request) string {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil || !isLoopback(local.String()) {
+		return ""
+	}
+	if !isLoopback(r.Host) {
+		return fmt.Sprintf("provlog: Host %q is not a loopback name; on a loopback address only localhost, 127.0.0.1 and [::1] are served (DNS rebinding protection)", r.Host)
+	}
+	for _, o := range r.Header.Values("Origin") {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !isLoopback(u.Host) {
+			return fmt.Sprintf("provlog: Origin %q is not a loopback origin; on a loopback address cross-site requests are refused", o)
+		}
+	}
+	return ""
+}
+
+// isLoopback reports whether hostport (a host with or without a port)
+// names the loopback interface: localhost or a loopback IP.
+func isLoopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// deadlineBody clears the connection's read deadline once the body has
+// been read, so that a long call or event stream on the same request is
+// not cut off by it.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// errBearer is the one error of a malformed Authorization header.
+var errBearer = errors.New(`malformed Authorization header: want "Bearer <token>" (RFC 6750 §2.1)`)
+
+// BearerToken returns the bearer token of an Authorization header
+// according to RFC 6750 §2.1: the scheme "Bearer" in any case (RFC 9110
+// §11.1), one or more spaces, and a b64token (letters, digits and
+// "-._~+/", then any "="s). present is false when there is no
+// Authorization header, which is no error. Every endpoint of the sidecar
+// reads tokens with this one function.
+func BearerToken(h http.Header) (token string, present bool, err error) {
+	vals := h.Values("Authorization")
+	if len(vals) == 0 {
+		return "", false, nil
+	}
+	if len(vals) > 1 {
+		return "", true, errBearer
+	}
+	v := vals[0]
+	const scheme = "bearer"
+	if len(v) <= len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) || v[len(scheme)] != ' ' {
+		return "", true, errBearer
+	}
+	token = strings.TrimLeft(v[len(scheme):], " ")
+	if !isB64Token(token) {
+		return "", true, errBearer
+	}
+	return token, true, nil
+}
+
+// isB64Token reports whether s is an RFC 6750 b64token.
+func isB64Token(s string) bool {
+	i := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+			break
+		}
+	}
+	if i == 0 {
+		return false
+	}
+	for ; i < len(s); i++ {
+		if s[i] != '=' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,193 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBearerToken(t *testing.T) {
+	for _, c := range []struct {
+		header  []string
+		token   string
+		present bool
+		ok      bool
+	}{
+		{nil, "", false, true},
+		{[]string{"Bearer abc"}, "abc", true, true},
+		{[]string{"bearer abc"}, "abc", true, true},  // RFC 9110 §11.1: schemes are case-insensitive
+		{[]string{"BEARER abc"}, "abc", true, true},  // (/mcp took these, /log/ did not)
+		{[]string{"Bearer  abc"}, "abc", true, true}, // RFC 6750: 1*SP
+		{[]string{"Bearer a-._~+/9=="}, "a-._~+/9==", true, true},
+		{[]string{"Bearer"}, "", true, false},
+		{[]string{"Bearer "}, "", true, false},
+		{[]string{"Bearer\tabc"}, "", true, false},
+		{[]string{"Bearerabc"}, "", true, false},
+		{[]string{"Bearer abc "}, "", true, false},
+		{[]string{"Bearer abc def"}, "", true, false},
+		{[]string{"Bearer a=b"}, "", true, false},
+		{[]string{"Bearer =abc"}, "", true, false},
+		{[]string{"Basic abc"}, "", true, false},
+		{[]string{" Bearer abc"}, "", true, false},
+		{[]string{"Bearer abc", "Bearer abc"}, "", true, false},
+		{[]string{"Bearer ab\x00c"}, "", true, false},
+	} {
+		h := http.Header{}
+		for _, v := range c.header {
+			h.Add("Authorization", v)
+		}
+		tok, present, err := BearerToken(h)
+		if tok != c.token || present != c.present || (err == nil) != c.ok {
+			t.Errorf("BearerToken(%q) = %q, %v, %v; want %q, %v, ok=%v", c.header, tok, present, err, c.token, c.present, c.ok)
+		}
+	}
+}
+
+// FuzzBearerToken: a token it returns is the header's tail, made of
+// b64token bytes only, and the work is one pass over the header.
+func FuzzBearerToken(f *testing.F) {
+	f.Add("Bearer abc")
+	f.Add("bearer   a+/=")
+	f.Add("Bearer\t x")
+	f.Fuzz(func(t *testing.T, v string) {
+		h := http.Header{"Authorization": {v}}
+		tok, present, err := BearerToken(h)
+		if !present {
+			t.Fatal("a header was not seen")
+		}
+		if err != nil {
+			if tok != "" {
+				t.Fatalf("token %q with an error", tok)
+			}
+			return
+		}
+		if !strings.HasSuffix(v, " "+tok) || !strings.EqualFold(v[:6], "bearer") || strings.TrimLeft(v[6:], " ") != tok || !isB64Token(tok) {
+			t.Fatalf("BearerToken(%q) = %q", v, tok)
+		}
+	})
+}
+
+// TestFrontLoopbackHostOrigin: on a loopback bind, every path refuses a
+// foreign Host or Origin before its handler runs. (A tools/call with
+// Host: evil.example and a valid token was answered 200 and recorded on
+// the HTTP fast path, while the SDK's path refused it; cmd/provlog's
+// TestFrontHostEveryPath has the end-to-end case.)
+func TestFrontLoopbackHostOrigin(t *testing.T) {
+	reached := 0
+	srv := httptest.NewServer(Front(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached++
+		io.WriteString(w, "ok")
+	}), FrontOptions{}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	for _, c := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"127.0.0.1:" + port, "", 200},
+		{"localhost:" + port, "", 200},
+		{"LOCALHOST", "", 200},
+		{"[::1]:" + port, "", 200},
+		{"127.0.0.2", "", 200},
+		{"localhost:" + port, "http://localhost:3000", 200},
+		{"localhost:" + port, "https://127.0.0.1", 200},
+		{"evil.example", "", 403},
+		{"evil.example:" + port, "", 403},
+		{"localhost.evil.example", "", 403},
+		{"127.0.0.1.nip.io", "", 403},
+		{"localhost:" + port, "http://evil.example", 403},
+		{"localhost:" + port, "null", 403},
+		{"localhost:" + port, "file://", 403},
+		{"localhost:" + port, "http://localhost.evil.example", 403},
+	} {
+		for _, path := range []string{"/mcp", "/log/checkpoint", "/healthz", "/metrics", "/ui/", "/anything"} {
+			req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader("{}"))
+			req.Host = c.host
+			if c.origin != "" {
+				req.Header.Set("Origin", c.origin)
+			}
+			before := reached
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.want || (c.want == 403) != (reached == before) {
+				t.Errorf("%s Host %q Origin %q: %d (handler reached: %v), want %d", path, c.host, c.origin, resp.StatusCode, reached > before, c.want)
+			}
+		}
+	}
+}
+
+// TestFrontSlowBodies opens many connections that send a chunked POST's
+// headers and then nothing (19,980 of them once exhausted the sidecar's
+// file descriptors): each one is closed once the body timeout passes, and
+// the server answers other requests meanwhile.
+func TestFrontSlowBodies(t *testing.T) {
+	const n = 200
+	srv := httptest.NewUnstartedServer(Front(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, "reading the body: "+err.Error(), http.StatusRequestTimeout)
+			return
+		}
+		io.WriteString(w, "ok")
+	}), FrontOptions{BodyTimeout: 300 * time.Millisecond}))
+	srv.Config.ReadHeaderTimeout = time.Second
+	srv.Start()
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n")
+		conns[i] = c
+	}
+	resp, err := http.Get(srv.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	closed := 0
+	deadline := time.Now().Add(20 * time.Second) // a liveness bound, far above the timeout
+	for _, c := range conns {
+		c.SetReadDeadline(deadline)
+		if _, err := io.Copy(io.Discard, c); err == nil { // nil: the server closed it
+			closed++
+		}
+	}
+	if closed != n {
+		t.Errorf("%d of %d slow connections closed by the server", closed, n)
+	}
+}
+
+// TestFrontBodyDeadlineCleared: a request whose body arrived may run much
+// longer than the body timeout (a long tool call, an event stream).
+func TestFrontBodyDeadlineCleared(t *testing.T) {
+	srv := httptest.NewServer(Front(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		select {
+		case <-time.After(500 * time.Millisecond):
+			io.WriteString(w, "done")
+		case <-r.Context().Done():
+		}
+	}), FrontOptions{BodyTimeout: 100 * time.Millisecond}))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/mcp", "application/json", strings.NewReader(`{"a":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "done" {
+		t.Errorf("a long request after its body: %q, want done", b)
+	}
+}
