@@ -34,7 +34,7 @@ import (
 
 // chromium finds Debian's Chromium (tools/test.sh installs it); without
 // it the browser tests skip, and fail under CI=true.
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	p := os.Getenv("PROVLOG_CHROMIUM")
 	if p == "" {
@@ -212,14 +212,14 @@ anchors:
 }
 
 // openPage starts Chromium and returns a page in it.
-func openPage(t *testing.T) (*browser.Page, context.Context) {
+func openPage(t testing.TB) (*browser.Page, context.Context) {
 	t.Helper()
 	b, err := browser.Start(chromium(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	p, err := b.NewPage(ctx)
 	if err != nil {

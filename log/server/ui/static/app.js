@@ -4,7 +4,7 @@
 
 import { verifyEntry, parseVKey, verifyCosignature, toHex, encodeBase64 } from "./verify.js";
 
-const state = { token: "", vkey: "", info: null, seq: 0 };
+const state = { token: "", vkey: "", info: null, infoP: null, seq: 0 };
 const $ = (id) => document.getElementById(id);
 
 function el(tag, attrs, ...children) {
@@ -139,11 +139,15 @@ async function openEntry(sel, seq, task) {
   try {
     if (sel.index !== undefined && !/^(0|[1-9][0-9]*)$/.test(sel.index)) throw new Error(`${JSON.stringify(sel.index)} is not an entry index`);
     if (sel.hash !== undefined && !/^[0-9a-fA-F]{64}$/.test(sel.hash)) throw new Error("a leaf hash is 64 hex digits");
+    // By index, the receipt and the entry are fetched at once.
+    const early = sel.index !== undefined ? get("/log/entry/" + sel.index, "bytes") : null;
+    early?.catch(() => {}); // its error, if any, is reported when awaited
     receipt = await get("/log/proof/inclusion?" + query);
     const m = /\nindex (0|[1-9][0-9]*)\n/.exec(receipt);
     if (!m) throw new Error("the receipt has no index line");
     index = BigInt(m[1]);
-    bytes = await get("/log/entry/" + m[1], "bytes");
+    bytes = await (early || get("/log/entry/" + m[1], "bytes"));
+    await state.infoP;
   } catch (e) {
     return setVerdict(false, "Not verified", el("p", {}, e.message));
   }
@@ -399,13 +403,13 @@ function lookup(ev) {
 async function main() {
   $("lookup").addEventListener("submit", lookup);
   window.addEventListener("hashchange", route);
-  try {
-    state.info = await get("/ui/log.json", "json");
-  } catch (e) {
-    return setVerdict(false, "✗ Not verified", el("p", {}, "cannot read /ui/log.json: " + e.message));
-  }
-  $("logkey").textContent = state.info.vkey;
-  $("source").textContent = { sidecar: "a running provlog sidecar", bundle: "an export bundle, offline", evidence: "an evidence directory, offline" }[state.info.source] || state.info.source;
+  // The page's own info is read while the entry is fetched.
+  state.infoP = get("/ui/log.json", "json").then((info) => {
+    state.info = info;
+    $("logkey").textContent = info.vkey;
+    $("source").textContent = { sidecar: "a running provlog sidecar", bundle: "an export bundle, offline", evidence: "an evidence directory, offline" }[info.source] || info.source;
+  });
+  state.infoP.catch((e) => setVerdict(false, "✗ Not verified", el("p", {}, "cannot read /ui/log.json: " + e.message)));
   await route();
 }
 
