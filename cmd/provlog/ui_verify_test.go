@@ -1,0 +1,152 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/transparency-dev/merkle/testonly"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/server/ui"
+)
+
+// TestUIVerifyJS runs the page's verify.js in Chromium against proofs and
+// signatures made in Go: the RFC 6962 reference tree's inclusion proofs
+// for every index of every tree size up to 40 recompute its roots (and a
+// proof for another index or cut short does not), and a note signed with
+// x/mod's note package and a cosignature/v1 verify (and do not once the
+// text changes).
+func TestUIVerifyJS(t *testing.T) {
+	p, ctx := openPage(t)
+	hs := httptest.NewServer(ui.Handler(ui.Info{VKey: "x+00000000+AQ=="}))
+	defer hs.Close()
+	if err := p.Navigate(ctx, hs.URL+"/ui/"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WaitString(ctx, `document.body.dataset.done`); err != nil {
+		t.Fatal(err)
+	}
+
+	type proofCase struct {
+		I, N  uint64
+		Leaf  string
+		Proof []string
+		Root  string
+	}
+	b64 := base64.StdEncoding.EncodeToString
+	tree := testonly.New(rfc6962.DefaultHasher)
+	var cases []proofCase
+	for n := uint64(1); n <= 40; n++ {
+		tree.AppendData([]byte(fmt.Sprintf("entry %d", n-1)))
+		for i := range n {
+			pr, err := tree.InclusionProof(i, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := proofCase{I: i, N: n, Leaf: b64(tree.LeafHash(i)), Root: b64(tree.HashAt(n)), Proof: []string{}}
+			for _, h := range pr {
+				c.Proof = append(c.Proof, b64(h))
+			}
+			cases = append(cases, c)
+		}
+	}
+	cj, _ := json.Marshal(cases)
+	var out struct {
+		Checked int
+		Bad     []string
+	}
+	script := `(async () => {
+		const m = await import("/ui/verify.js");
+		const out = {Checked: 0, Bad: []};
+		for (const c of ` + string(cj) + `) {
+			const leaf = m.decodeBase64(c.Leaf), proof = c.Proof.map(m.decodeBase64);
+			const root = m.encodeBase64(await m.rootFromInclusion(BigInt(c.I), BigInt(c.N), leaf, proof));
+			if (root !== c.Root) out.Bad.push("good proof " + c.I + "/" + c.N);
+			out.Checked++;
+			if (c.I + 1 < c.N) {
+				const other = await m.rootFromInclusion(BigInt(c.I + 1), BigInt(c.N), leaf, proof).then(m.encodeBase64, () => "threw");
+				if (other === c.Root) out.Bad.push("proof for another index " + c.I + "/" + c.N);
+			}
+			if (proof.length > 0) {
+				const cut = await m.rootFromInclusion(BigInt(c.I), BigInt(c.N), leaf, proof.slice(1)).then(m.encodeBase64, () => "threw");
+				if (cut !== "threw") out.Bad.push("short proof did not throw " + c.I + "/" + c.N);
+			}
+		}
+		return out;
+	})()`
+	if err := p.Eval(ctx, script, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Checked != len(cases) || len(out.Bad) > 0 {
+		t.Errorf("verify.js checked %d of %d proofs; wrong: %q", out.Checked, len(cases), out.Bad)
+	}
+
+	// Signatures: a log key from x/mod's note package, a witness key from
+	// package log.
+	skey, vkey, err := note.GenerateKey(rand.Reader, "example.org/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cos := newCosigner(t, "witness.example/w")
+	body := "example.org/log\n7\n" + b64(tree.HashAt(7)) + "\n"
+	signed, err := note.Sign(&note.Note{Text: body}, signer, cos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(signed), "\n7\n", "\n8\n", 1)
+	var sig map[string]bool
+	script = fmt.Sprintf(`(async () => {
+		const m = await import("/ui/verify.js");
+		const k = await m.parseVKey(%q), w = await m.parseVKey(%q), other = await m.parseVKey(%q);
+		const good = m.parseNote(%q), bad = m.parseNote(%q);
+		return {
+			logGood: (await m.verifyNoteSignature(good, k)).ok,
+			logChanged: (await m.verifyNoteSignature(bad, k)).ok,
+			otherKey: (await m.verifyNoteSignature(good, other)).ok,
+			cosGood: (await m.verifyCosignature(good, w)).ok === true,
+			cosChanged: (await m.verifyCosignature(bad, w)).ok === true,
+		};
+	})()`, vkey, cos.Verifier().String(), otherVKey(t, "example.org/log"), signed, changed)
+	if err := p.Eval(ctx, script, &sig); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"logGood": true, "logChanged": false, "otherKey": false, "cosGood": true, "cosChanged": false}
+	for k, w := range want {
+		if sig[k] != w {
+			t.Errorf("verify.js %s = %v, want %v", k, sig[k], w)
+		}
+	}
+}
+
+func newCosigner(t *testing.T, name string) *log.CosignatureSigner {
+	t.Helper()
+	skey, _, err := log.GenerateCosignerKey(rand.Reader, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := log.ParseCosignerKey(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func otherVKey(t *testing.T, name string) string {
+	t.Helper()
+	_, v, err := note.GenerateKey(rand.Reader, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
