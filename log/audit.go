@@ -24,6 +24,12 @@ type AuditReport struct {
 	Checkpoints uint64 // checkpoints verified against the recomputed tree
 	Nodes       uint64 // stored nodes compared with the recomputed ones
 	Size        uint64 // size of the last checkpoint
+	Calls       uint64 // call entries
+	// OpenCalls are the indices of call entries without a call.result:
+	// calls cut off by a crash or a kill, or still under way in a
+	// running sidecar. Calls of old logs, one entry with the outcome,
+	// are never open.
+	OpenCalls []uint64
 }
 
 // AuditError locates what an audit found wrong.
@@ -57,6 +63,7 @@ const auditChunk = 4096
 func Audit(ctx context.Context, src AuditSource, v note.Verifier, vkey string) (*AuditReport, error) {
 	rep := &AuditReport{}
 	rng := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
+	var calls CallTracker
 	nodes, _ := src.(NodeReader)
 	leaves, _ := src.(interface {
 		LeafIndex(ctx context.Context, leafHash []byte) (uint64, error)
@@ -79,8 +86,12 @@ func Audit(ctx context.Context, src AuditSource, v note.Verifier, vkey string) (
 			}
 			for _, e := range entries {
 				i := rng.End()
-				if err := checkEntry(i, e, v, vkey); err != nil {
+				pe, err := checkEntry(i, e, v, vkey)
+				if err != nil {
 					return err
+				}
+				if err := calls.Add(i, pe); err != nil {
+					return &AuditError{Index: i, What: "call entries", Err: err}
 				}
 				lh := LeafHash(e)
 				if leaves != nil {
@@ -153,30 +164,31 @@ func Audit(ctx context.Context, src AuditSource, v note.Verifier, vkey string) (
 	if rep.Checkpoints == 0 {
 		return rep, &AuditError{What: "log has no checkpoint"}
 	}
+	rep.Calls, rep.OpenCalls = calls.Calls(), calls.Open()
 	return rep, nil
 }
 
 // checkEntry checks that entry i parses, and that entry 0 is this log's
 // genesis.
-func checkEntry(i uint64, b []byte, v note.Verifier, vkey string) error {
+func checkEntry(i uint64, b []byte, v note.Verifier, vkey string) (*Entry, error) {
 	e, err := ParseEntry(b)
 	if err != nil {
-		return &AuditError{Index: i, What: "entry does not parse", Err: err}
+		return nil, &AuditError{Index: i, What: "entry does not parse", Err: err}
 	}
 	if (i == 0) != (e.Kind == KindGenesis) {
-		return &AuditError{Index: i, What: "genesis must be entry 0 and only entry 0"}
+		return nil, &AuditError{Index: i, What: "genesis must be entry 0 and only entry 0"}
 	}
 	if i == 0 {
 		g, err := ParseGenesis(e)
 		if err != nil {
-			return &AuditError{Index: 0, What: "genesis does not parse", Err: err}
+			return nil, &AuditError{Index: 0, What: "genesis does not parse", Err: err}
 		}
 		if g.Origin != v.Name() {
-			return &AuditError{Index: 0, What: fmt.Sprintf("genesis origin %q is not %q", g.Origin, v.Name())}
+			return nil, &AuditError{Index: 0, What: fmt.Sprintf("genesis origin %q is not %q", g.Origin, v.Name())}
 		}
 		if vkey != "" && g.VKey != vkey {
-			return &AuditError{Index: 0, What: "genesis names another verifier key"}
+			return nil, &AuditError{Index: 0, What: "genesis names another verifier key"}
 		}
 	}
-	return nil
+	return e, nil
 }

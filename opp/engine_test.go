@@ -297,6 +297,23 @@ func TestObservedEvidence(t *testing.T) {
 	}
 	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "s", Evidence: []uint64{first}}))
 
+	// Calls as the proxy records them: a call entry before the call is
+	// forwarded, a call.result after. A call started before the accept
+	// does not count, though it finished after; neither does its result.
+	// One started during the tenure counts, cited by either entry.
+	id3 := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "straddle"})).Task.ID
+	early := appendCallStart(t, l, "bob")
+	mustOK(t)(e.Accept(ctx, "bob", id3))
+	earlyResult := appendCallResult(t, l, "bob", early)
+	late := appendCallStart(t, l, "bob")
+	lateResult := appendCallResult(t, l, "bob", late)
+	for _, ev := range []uint64{early, earlyResult} {
+		if _, err := e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id3, Provenance: "observed", Summary: "s", Evidence: []uint64{ev}}); ruleOf(err) != opp.RuleEvidence {
+			t.Fatalf("citing entry %d of a call started before the accept: %v", ev, err)
+		}
+	}
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id3, Provenance: "observed", Summary: "s", Evidence: []uint64{late, lateResult}}))
+
 	// reviewed and reported may cite any existing entry, anyone's.
 	id2 := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "review"})).Task.ID
 	mustOK(t)(e.Accept(ctx, "carol", id2))

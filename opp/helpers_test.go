@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +88,35 @@ func appendCall(tb testing.TB, l *testLog, actor string) uint64 {
 		"server": "everything", "tool": "echo", "args": map[string]any{"message": "hi"}, "is_error": false,
 	}}
 	b, err := e.Marshal()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rc, err := l.Append(context.Background(), b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rc.Index
+}
+
+// appendCallStart writes a call entry as the proxy now does, before the
+// call is forwarded, and returns its index.
+func appendCallStart(tb testing.TB, l *testLog, actor string) uint64 {
+	tb.Helper()
+	b, err := (&log.Call{Time: time.Now(), Actor: actor, Server: "everything", Tool: "echo", Args: log.CanonicalJSON(`{"message":"hi"}`)}).Marshal()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rc, err := l.Append(context.Background(), b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rc.Index
+}
+
+// appendCallResult writes the call.result of the call at index call.
+func appendCallResult(tb testing.TB, l *testLog, actor string, call uint64) uint64 {
+	tb.Helper()
+	b, err := (&log.CallResult{Time: time.Now(), Actor: actor, Call: call, ResultSHA256: strings.Repeat("0", 64), ResultBytes: 2}).Marshal()
 	if err != nil {
 		tb.Fatal(err)
 	}

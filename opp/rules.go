@@ -264,18 +264,8 @@ func checkClaim(rd reader, t *task, r *record, limit uint64) error {
 		if r.provenance != Observed {
 			continue
 		}
-		e, err := log.ParseEntry(b)
-		if err != nil {
-			return refuse(RuleEvidence, "evidence entry %d does not parse; an observed claim may cite only your own call entries", i)
-		}
-		if e.Kind != log.KindCall {
-			return refuse(RuleEvidence, "evidence entry %d is a %s entry, not a call; an observed claim may cite only your own call entries made while you owned the task (use provenance reviewed to cite other entries)", i, e.Kind)
-		}
-		if e.Actor != r.actor {
-			return refuse(RuleEvidence, "evidence entry %d is a call by %s, not by you; an observed claim may cite only your own calls (use provenance reviewed for someone else's work)", i, e.Actor)
-		}
-		if !t.ownedAt(r.actor, i) {
-			return refuse(RuleEvidence, "evidence entry %d is a call you made while you did not own task %s (you owned it over entries %s); an observed claim may cite only calls made while you owned the task", i, t.ID, t.tenuresOf(r.actor))
+		if err := checkObserved(rd, t, r, i, b); err != nil {
+			return err
 		}
 	}
 	prev, ok := t.last[r.actor]
@@ -290,6 +280,45 @@ func checkClaim(rd reader, t *task, r *record, limit uint64) error {
 		if !fresh {
 			return refuse(RuleUpgrade, "your previous claim on task %s was %s; a more certain claim (%s) must cite evidence you have not cited on this task before. Add new evidence, or keep provenance %s", t.ID, prev, r.provenance, prev)
 		}
+	}
+	return nil
+}
+
+// checkObserved checks entry i (bytes b), cited by r, an observed claim:
+// it must be one of the claimant's own calls made while it owned the task.
+// A call is made when its call entry is written, before it is forwarded,
+// so that entry's index is what must lie in a tenure: a call started
+// before the accept does not count, however late it finished. A
+// call.result stands for its call. (A call entry of an old log, written
+// after the call with its outcome, has only its own index to go by.)
+func checkObserved(rd reader, t *task, r *record, i uint64, b []byte) error {
+	e, err := log.ParseEntry(b)
+	if err != nil {
+		return refuse(RuleEvidence, "evidence entry %d does not parse; an observed claim may cite only your own call entries", i)
+	}
+	call := i
+	if e.Kind == log.KindCallResult {
+		res, err := log.ParseCallResult(e)
+		if err != nil || res.Call >= i {
+			return refuse(RuleEvidence, "evidence entry %d is a call.result that does not name an earlier call", i)
+		}
+		call = res.Call
+		cb, err := rd.entry(call)
+		if err != nil {
+			return refuse(RuleEvidence, "evidence entry %d is the result of entry %d, which cannot be read: %v", i, call, err)
+		}
+		if e, err = log.ParseEntry(cb); err != nil {
+			return refuse(RuleEvidence, "evidence entry %d is the result of entry %d, which does not parse", i, call)
+		}
+	}
+	if e.Kind != log.KindCall {
+		return refuse(RuleEvidence, "evidence entry %d is a %s entry, not a call; an observed claim may cite only your own call entries made while you owned the task (use provenance reviewed to cite other entries)", i, e.Kind)
+	}
+	if e.Actor != r.actor {
+		return refuse(RuleEvidence, "evidence entry %d is a call by %s, not by you; an observed claim may cite only your own calls (use provenance reviewed for someone else's work)", i, e.Actor)
+	}
+	if !t.ownedAt(r.actor, call) {
+		return refuse(RuleEvidence, "evidence entry %d is a call you made (entry %d) while you did not own task %s (you owned it over entries %s); an observed claim may cite only calls made while you owned the task", i, call, t.ID, t.tenuresOf(r.actor))
 	}
 	return nil
 }

@@ -1,10 +1,7 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/proxy/release"
 )
@@ -30,16 +26,18 @@ const (
 	appendTimeout = 30 * time.Second
 )
 
-// A call is one tools/call on its way through the proxy: what its entry
-// will say.
+// A call is one tools/call on its way through the proxy: what its two
+// entries say (log.Call, log.CallResult).
 type call struct {
 	server, tool string
+	toolSum      string // the tool definition's hash, if known
 	actor        string
 	start        time.Time
-	args         any      // redacted
-	secrets      []string // redacted values, scrubbed from error texts
+	args         log.CanonicalJSON // redacted
+	secrets      []string          // redacted values, scrubbed from error texts
 	client       *mcp.Implementation
 	protocol     string
+	index        uint64 // the call entry's, once written
 
 	duration    time.Duration
 	result      json.RawMessage // the downstream result as received, if any
@@ -51,12 +49,12 @@ type call struct {
 	remarshal   bool // result is the SDK's re-encoding, not the wire bytes
 	release     string
 
-	expected *server.Expected // the log was told this call's entry is coming
+	expected *server.Expected // the log was told this call's result is coming
 }
 
-// announce tells the log that c's entry is on its way, if the log can use
-// that. The caller must defer c.withdraw(), so that an announcement is
-// never left open (a panic, a path that does not record).
+// announce tells the log that c's result entry is on its way, if the log
+// can use that. The caller must defer c.withdraw(), so that an
+// announcement is never left open (a panic, a path that does not record).
 func (p *Proxy) announce(c *call) {
 	if e, ok := p.opts.Log.(expecter); ok {
 		c.expected = e.Expect()
@@ -69,31 +67,25 @@ func (c *call) withdraw() {
 	}
 }
 
-func (d *downstream) toolHandler(tool string) mcp.ToolHandler {
+func (d *downstream) toolHandler(front, tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return d.p.callTool(ctx, d, tool, req)
+		return d.p.callTool(ctx, d, front, tool, req)
 	}
 }
 
-// callTool forwards one tools/call to server d and records it. The entry
-// is durable before anything goes back to the client; a call that cannot
-// be recorded fails, whatever the downstream answered.
-func (p *Proxy) callTool(ctx context.Context, d *downstream, tool string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// callTool records one tools/call to server d, forwards it, records its
+// outcome and answers. Nothing reaches the server unless the call entry
+// is durable, and nothing goes back to the client unless the outcome is.
+func (p *Proxy) callTool(ctx context.Context, d *downstream, front, tool string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	actor, err := p.actor(ctx, req)
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
 	}
-	args, secrets, err := redactArgs(req.Params.Arguments, d.cfg.Redact)
-	if err != nil {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: %v", err)
+	c, rerr := p.startCall(ctx, d, front, tool, actor, start, req.Params.Arguments, nil, req.ClientInfo(), req.ProtocolVersion())
+	if rerr != nil {
+		return nil, rerr
 	}
-	c := &call{
-		server: d.cfg.ID, tool: tool, actor: actor, start: start,
-		args: args, secrets: secrets, client: req.ClientInfo(), protocol: req.ProtocolVersion(),
-		retain: d.cfg.Retain == RetainFull,
-	}
-	p.announce(c)
 	defer c.withdraw()
 
 	res, callErr := p.forwardCall(ctx, d, tool, req, c)
@@ -110,34 +102,6 @@ func (p *Proxy) callTool(ctx context.Context, d *downstream, tool string, req *m
 	res.Meta[ReceiptKey] = receipt
 	d.rewriteContent(res.Content)
 	return res, nil
-}
-
-// settle ends call c, which the downstream answered with callErr (nil:
-// a result): it records c and returns its receipt's text form and, for a
-// failed call, the error the client gets, carrying the receipt as its data
-// unless the downstream's own error has data. If c cannot be recorded the
-// receipt is "" and the error says the result is withheld.
-func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr error) (string, *jsonrpc.Error) {
-	c.duration = time.Since(c.start)
-	c.release = p.release(ctx, d, c.result)
-	r, err := p.record(ctx, c)
-	if err != nil {
-		p.logger.Error("proxy: recording a call failed; the call fails", "server", c.server, "tool", c.tool, "error", err)
-		return "", rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was made but could not be recorded, so its result is withheld: %v", c.tool, err)
-	}
-	receipt := r.String()
-	if callErr == nil {
-		return receipt, nil
-	}
-	data, _ := json.Marshal(map[string]string{ReceiptKey: receipt})
-	if we, ok := callErr.(*jsonrpc.Error); ok && ctx.Err() == nil {
-		out := *we
-		if len(out.Data) == 0 {
-			out.Data = data
-		}
-		return receipt, &out
-	}
-	return receipt, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + c.errText, Data: data}
 }
 
 // forwardCall makes the downstream call, filling in c's outcome.
@@ -199,121 +163,6 @@ func (p *Proxy) forwardCall(ctx context.Context, d *downstream, tool string, req
 		return nil, we
 	}
 	return nil, errLocal{c.errText}
-}
-
-// record writes c's call entry and returns its receipt. Blobs it writes
-// for an entry that does not make it into the log are purged again.
-func (p *Proxy) record(ctx context.Context, c *call) (*log.Receipt, error) {
-	f := map[string]any{
-		"server":      c.server,
-		"tool":        c.tool,
-		"args":        c.args,
-		"is_error":    c.isError,
-		"started":     c.start.UTC().Format(log.TimeFormat),
-		"duration_ns": c.duration.Nanoseconds(),
-	}
-	if c.release != "" {
-		f["release"] = c.release
-	}
-	if c.protocol != "" {
-		f["protocol_version"] = truncate(c.protocol, maxClientText)
-	}
-	if c.client != nil {
-		f["client"] = map[string]any{"name": truncate(c.client.Name, maxClientText), "version": truncate(c.client.Version, maxClientText)}
-	}
-	if c.errText != "" {
-		f["error"] = truncate(c.errText, maxErrorText)
-		if c.errCode != 0 {
-			f["error_code"] = c.errCode
-		}
-	}
-	var newBlobs []string
-	put := func(b []byte) (string, error) {
-		sum := blobs.Sum(b)
-		if _, err := p.opts.Blobs.Get(sum); err == nil {
-			return sum, nil // already there: not ours to purge
-		}
-		if _, err := p.opts.Blobs.Put(b); err != nil {
-			return "", err
-		}
-		newBlobs = append(newBlobs, sum)
-		return sum, nil
-	}
-	purge := func() {
-		for _, s := range newBlobs {
-			if err := p.opts.Blobs.Purge(s); err != nil {
-				p.logger.Error("proxy: purging the blob of an unrecorded call", "blob", s, "error", err)
-			}
-		}
-	}
-	if c.result != nil {
-		canon, err := c.resultCanon, error(nil)
-		if canon == nil {
-			canon, err = log.Canonicalize(c.result)
-		}
-		if err != nil {
-			// Not I-JSON (duplicate keys, lone surrogates...): JCS cannot
-			// represent it, so hash the bytes as received.
-			canon = c.result
-			f["result_canonical"] = false
-		}
-		sum := sha256.Sum256(canon)
-		f["result_sha256"] = hex.EncodeToString(sum[:])
-		f["result_bytes"] = len(c.result)
-		if c.remarshal {
-			f["result_remarshalled"] = true
-		}
-		if c.retain {
-			if _, err := put(canon); err != nil {
-				return nil, fmt.Errorf("keeping the result: %w", err)
-			}
-			f["result_retained"] = true
-		}
-	}
-	e := &log.Entry{Kind: log.KindCall, Time: c.start, Actor: c.actor, Fields: f}
-	b, err := e.Marshal()
-	if errors.Is(err, log.ErrEntryTooLarge) {
-		// Move the arguments out to a blob; the entry keeps their hash.
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if eerr := enc.Encode(c.args); eerr != nil {
-			purge()
-			return nil, eerr
-		}
-		canon, cerr := log.Canonicalize(buf.Bytes())
-		if cerr != nil {
-			purge()
-			return nil, cerr
-		}
-		sum := blobs.Sum(canon)
-		if p.opts.Blobs != nil {
-			if _, perr := put(canon); perr != nil {
-				purge()
-				return nil, fmt.Errorf("keeping the arguments: %w", perr)
-			}
-		}
-		delete(f, "args")
-		f["args_sha256"] = sum
-		b, err = e.Marshal()
-	}
-	if err != nil {
-		purge()
-		return nil, err
-	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
-	defer cancel()
-	var r *log.Receipt
-	if c.expected != nil {
-		r, err = c.expected.Append(actx, b)
-	} else {
-		r, err = p.opts.Log.Append(actx, b)
-	}
-	if err != nil {
-		purge()
-		return nil, err
-	}
-	return r, nil
 }
 
 // release resolves server d's data release for a call that returned

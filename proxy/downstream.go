@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
 )
 
 // Health states of a downstream server, as provlog__status reports them.
@@ -61,6 +65,7 @@ type downstream struct {
 	collisions map[string]bool
 	skipped    map[string]string // downstream tool name -> why the proxy could not serve it
 	defs       map[string]string // kind+" "+front name -> the raw definition registered
+	toolSums   map[string]string // front tool name -> its definition's hash (definitionSum)
 	inflight   map[uint64]*inflightCall
 }
 
@@ -107,6 +112,7 @@ func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
 		collisions: map[string]bool{},
 		skipped:    map[string]string{},
 		defs:       map[string]string{},
+		toolSums:   map[string]string{},
 		inflight:   map[uint64]*inflightCall{},
 	}
 }
@@ -526,7 +532,7 @@ func (d *downstream) syncTools(raws []json.RawMessage) {
 			want[front] = true
 			continue
 		}
-		if err := addGuarded(func() { d.p.server.AddTool(&t, d.toolHandler(name)) }); err != nil {
+		if err := addGuarded(func() { d.p.server.AddTool(&t, d.toolHandler(front, name)) }); err != nil {
 			d.release(d.p.toolOwner, front)
 			skipped[name] = err.Error()
 			continue
@@ -535,6 +541,7 @@ func (d *downstream) syncTools(raws []json.RawMessage) {
 		d.mu.Lock()
 		d.tools[front] = name
 		d.defs["tool "+front] = string(raw)
+		d.toolSums[front] = definitionSum(raw)
 		d.mu.Unlock()
 	}
 	for name, why := range skipped {
@@ -553,6 +560,7 @@ func (d *downstream) syncTools(raws []json.RawMessage) {
 			gone = append(gone, front)
 			delete(d.tools, front)
 			delete(d.defs, "tool "+front)
+			delete(d.toolSums, front)
 		}
 	}
 	d.mu.Unlock()
@@ -787,6 +795,26 @@ func (d *downstream) health() map[string]any {
 		h["name_collisions"] = c
 	}
 	return h
+}
+
+// toolSum returns the hash of the definition of front tool name front, or
+// "" if it is not (or no longer) registered.
+func (d *downstream) toolSum(front string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.toolSums[front]
+}
+
+// definitionSum is the hex SHA-256 of the JCS form of a definition as the
+// server listed it (of its bytes, if JCS cannot represent them): what
+// call.tool_sha256 names.
+func definitionSum(raw json.RawMessage) string {
+	b, err := log.Canonicalize(raw)
+	if err != nil {
+		b = raw
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // unchanged reports whether front is registered with this very definition,

@@ -169,8 +169,8 @@ func TestHTTPFront(t *testing.T) {
 				t.Errorf("client %d's entry names %v", i, e.Fields["client"])
 			}
 		}
-		if got := l.size(t) - before; got != n {
-			t.Errorf("log grew by %d, want %d", got, n)
+		if got := l.size(t) - before; got != 2*n {
+			t.Errorf("log grew by %d, want %d (a call and a call.result per call)", got, 2*n)
 		}
 	})
 }
@@ -221,11 +221,7 @@ func TestDownstreamKilled(t *testing.T) {
 			if !errors.As(err, &we) || !strings.Contains(we.Message, `server "victim" closed the connection during the call`) {
 				t.Fatalf("call error: %v", err)
 			}
-			l.waitSize(t, before+1)
-			e, err := log.ParseEntry(l.entry(t, before))
-			if err != nil {
-				t.Fatal(err)
-			}
+			e, _ := l.callAt(t, before)
 			if e.Fields["is_error"] != true || !strings.Contains(e.Fields["error"].(string), "closed the connection") {
 				t.Errorf("failed call entry: %v", e.Fields)
 			}
@@ -258,9 +254,9 @@ func TestDownstreamKilled(t *testing.T) {
 	}
 }
 
-// TestStorageFailure makes the log's storage fail: the call fails with an
-// error the client sees, and nothing of it remains, in the log or the blob
-// store.
+// TestStorageFailure makes the log's storage fail: the call is refused
+// with an error the client sees, before it is forwarded, and nothing of it
+// remains, in the log or the blob store.
 func TestStorageFailure(t *testing.T) {
 	l := newTestLog(t)
 	cfg := fixtureServerConfig(t, "fx")
@@ -277,7 +273,7 @@ func TestStorageFailure(t *testing.T) {
 	l.store.fail.Store(true)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__big"})
 	var we *jsonrpc.Error
-	if !errors.As(err, &we) || we.Code != jsonrpc.CodeInternalError || !strings.Contains(we.Message, "could not be recorded") {
+	if !errors.As(err, &we) || we.Code != jsonrpc.CodeInternalError || !strings.Contains(we.Message, "was not made, as the log cannot record it") {
 		t.Fatalf("call with failing storage: %v %s", err, mustJSON(res))
 	}
 	if got := l.size(t); got != before {
@@ -300,9 +296,11 @@ func TestStorageFailure(t *testing.T) {
 		t.Fatalf("failing recorder: %v", err)
 	}
 
-	// A blob store that fails before anything is appended: the call fails
-	// and is not recorded (and its announcement to the sequencer is
-	// withdrawn: newTestLog's cleanup checks that none is left open).
+	// A blob store that fails when the result is to be kept: the call was
+	// made, so its call entry stays, without a result; the client gets an
+	// error instead of the result (and the result's announcement to the
+	// sequencer is withdrawn: newTestLog's cleanup checks that none is
+	// left open).
 	l3 := newTestLog(t)
 	cfg3 := fixtureServerConfig(t, "fx")
 	cfg3.Retain = RetainFull
@@ -318,8 +316,11 @@ func TestStorageFailure(t *testing.T) {
 	if _, err := cs3.CallTool(ctx, &mcp.CallToolParams{Name: "fx__big"}); !errors.As(err, &we) || !strings.Contains(we.Message, "keeping the result") {
 		t.Fatalf("failing blob store: %v", err)
 	}
-	if got := l3.size(t); got != before3 {
-		t.Errorf("log grew by %d with a failing blob store", got-before3)
+	if got := l3.size(t); got != before3+1 {
+		t.Errorf("log grew by %d with a failing blob store, want 1 (the call entry)", got-before3)
+	}
+	if e, err := log.ParseEntry(l3.entry(t, before3)); err != nil || e.Kind != log.KindCall {
+		t.Errorf("entry %d: %v %v, want the call entry", before3, e, err)
 	}
 }
 

@@ -412,23 +412,11 @@ func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontS
 		writeRPC(w, id, nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err))
 		return
 	}
-	var args any
-	var secrets []string
-	if len(d.cfg.Redact) == 0 && fc.argsCanon != nil {
-		args = log.CanonicalJSON(fc.argsCanon) // what redactArgs + Marshal would make of it
-	} else {
-		args, secrets, err = redactArgs(fc.args, d.cfg.Redact)
-	}
-	if err != nil {
-		writeRPC(w, id, nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: %v", err))
+	c, rerr := p.startCall(ctx, d, fc.front, fc.tool, actor, start, fc.args, fc.argsCanon, fs.client, fs.protocol)
+	if rerr != nil {
+		writeRPC(w, id, nil, rerr)
 		return
 	}
-	c := &call{
-		server: d.cfg.ID, tool: fc.tool, actor: actor, start: start,
-		args: args, secrets: secrets, client: fs.client, protocol: fs.protocol,
-		retain: d.cfg.Retain == RetainFull,
-	}
-	p.announce(c)
 	defer c.withdraw()
 
 	var callErr error

@@ -158,8 +158,8 @@ func (l *testLog) entry(t *testing.T, i uint64) []byte {
 	return es[0]
 }
 
-// checkReceipt verifies a receipt against the log and returns the entry it
-// proves, parsed.
+// checkReceipt verifies a receipt against the log: it must prove a
+// call.result entry. It returns that call, as callAt does.
 func (l *testLog) checkReceipt(t *testing.T, text string) (*log.Entry, []byte) {
 	t.Helper()
 	if text == "" {
@@ -177,10 +177,72 @@ func (l *testLog) checkReceipt(t *testing.T, text string) (*log.Entry, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Kind != log.KindCall {
+	if e.Kind != log.KindCallResult {
 		t.Fatalf("entry %d is a %q entry", r.Index, e.Kind)
 	}
-	return e, b
+	res, err := log.ParseCallResult(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Call >= r.Index {
+		t.Fatalf("call.result %d cites call %d, not an earlier entry", r.Index, res.Call)
+	}
+	return l.merge(t, res.Call, r.Index)
+}
+
+// callAt waits for the outcome of the call whose call entry is entry i,
+// and returns the call as one entry: the call entry's fields and its
+// call.result's (the "call" field among them), and the two entries' bytes
+// one after the other.
+func (l *testLog) callAt(t *testing.T, i uint64) (*log.Entry, []byte) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for j := i + 1; ; j++ {
+		l.waitSize(t, j+1)
+		if time.Now().After(deadline) {
+			t.Fatalf("no call.result for call %d", i)
+		}
+		e, err := log.ParseEntry(l.entry(t, j))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind != log.KindCallResult {
+			continue
+		}
+		r, err := log.ParseCallResult(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Call == i {
+			return l.merge(t, i, j)
+		}
+	}
+}
+
+func (l *testLog) merge(t *testing.T, call, result uint64) (*log.Entry, []byte) {
+	t.Helper()
+	cb, rb := l.entry(t, call), l.entry(t, result)
+	ce, err := log.ParseEntry(cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ce.Kind != log.KindCall {
+		t.Fatalf("entry %d is a %q entry, not a call", call, ce.Kind)
+	}
+	if _, err := log.ParseCall(ce); err != nil {
+		t.Fatal(err)
+	}
+	re, err := log.ParseEntry(rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if re.Actor != ce.Actor {
+		t.Errorf("call %d by %q, its result by %q", call, ce.Actor, re.Actor)
+	}
+	for k, v := range re.Fields {
+		ce.Fields[k] = v
+	}
+	return ce, append(append(cb, '\n'), rb...)
 }
 
 func metaReceipt(m mcp.Meta) string {

@@ -115,8 +115,8 @@ func testReferenceServers(t *testing.T, front string) {
 				t.Fatalf("echo result: %s", mustJSON(res))
 			}
 			e, b := l.checkReceipt(t, metaReceipt(res.Meta))
-			if l.size(t) != before+1 {
-				t.Errorf("log grew by %d entries, want 1", l.size(t)-before)
+			if l.size(t) != before+2 {
+				t.Errorf("log grew by %d entries, want 2 (call, call.result)", l.size(t)-before)
 			}
 			if bytes.Contains(b, []byte("hunter2")) || bytes.Contains(b, []byte("12345")) {
 				t.Fatalf("a redacted value reached the log: %s", b)
@@ -246,14 +246,9 @@ func testReferenceServers(t *testing.T, front string) {
 		if !errors.As(err, &we) || we.Code != -32001 || !strings.Contains(we.Message, "pa55word-xyz") || string(we.Data) != `{"detail":"from the fixture"}` {
 			t.Fatalf("downstream protocol error: %#v", err)
 		}
-		l.waitSize(t, before+1)
-		b := l.entry(t, before)
+		e, b := l.callAt(t, before)
 		if bytes.Contains(b, []byte("pa55word")) {
 			t.Fatalf("the redacted password reached the log: %s", b)
-		}
-		e, err = log.ParseEntry(b)
-		if err != nil {
-			t.Fatal(err)
 		}
 		if e.Fields["error"] != "login refused for password [redacted]" || e.Fields["error_code"] != json.Number("-32001") || e.Fields["is_error"] != true {
 			t.Errorf("protocol error entry: %s", b)
@@ -286,11 +281,7 @@ func testReferenceServers(t *testing.T, front string) {
 		if err == nil {
 			t.Fatal("a cancelled call succeeded")
 		}
-		l.waitSize(t, before+1)
-		e, err := log.ParseEntry(l.entry(t, before))
-		if err != nil {
-			t.Fatal(err)
-		}
+		e, _ := l.callAt(t, before)
 		if e.Fields["error"] != "cancelled by the client" || e.Fields["is_error"] != true {
 			t.Errorf("cancelled call entry: %v", e.Fields)
 		}
@@ -460,7 +451,9 @@ func testReferenceServers(t *testing.T, front string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, entry := l.checkReceipt(t, metaReceipt(res.Meta))
+		l.checkReceipt(t, metaReceipt(res.Meta))
+		r, _ := log.ParseReceipt([]byte(metaReceipt(res.Meta)))
+		entry := l.entry(t, r.Index) // the call.result the receipt proves
 		vres, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolVerify, Arguments: map[string]any{"receipt": metaReceipt(res.Meta), "entry": string(entry)}})
 		if err != nil || vres.IsError {
 			t.Fatalf("verify: %v %s", err, mustJSON(vres))
@@ -472,7 +465,6 @@ func testReferenceServers(t *testing.T, front string) {
 		if v, _ := vres.StructuredContent.(map[string]any); v["valid"] != false {
 			t.Errorf("verify accepted another entry: %s", mustJSON(vres))
 		}
-		r, _ := log.ParseReceipt([]byte(metaReceipt(res.Meta)))
 		for _, args := range []map[string]any{{"index": r.Index}, {"leaf_hash": hex.EncodeToString(r.Extra)}} {
 			pres, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolProve, Arguments: args})
 			if err != nil || pres.IsError {
@@ -489,7 +481,7 @@ func testReferenceServers(t *testing.T, front string) {
 		if m, _ := st["log"].(map[string]any); m["size"] == nil {
 			t.Errorf("status lacks the log's state: %v", st)
 		}
-		if got := l.size(t); got != before+1 {
+		if got := l.size(t); got != before+2 {
 			t.Errorf("the proxy's own tools were recorded: log grew by %d", got-before)
 		}
 	})

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/provlog/provlog/log"
 )
 
 // Redacted replaces the value of every redacted argument field.
@@ -96,4 +98,66 @@ func scrub(s string, secrets []string) string {
 		s = strings.ReplaceAll(s, x, Redacted)
 	}
 	return s
+}
+
+// scrubJSON returns the canonical JSON text canon with every string that
+// holds a secret scrubbed (as scrub does) and every number or string that
+// is one replaced by Redacted, in canonical form again, and whether that
+// changed anything. Text that does not parse is returned as it is, with
+// the secrets replaced bytewise.
+func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
+	if len(secrets) == 0 {
+		return canon, false
+	}
+	hit := false
+	for _, s := range secrets {
+		if bytes.Contains(canon, []byte(s)) {
+			hit = true
+			break
+		}
+	}
+	if !hit {
+		return canon, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(canon))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return []byte(scrub(string(canon), secrets)), true
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			return scrub(x, secrets)
+		case json.Number:
+			for _, s := range secrets {
+				if string(x) == s {
+					return Redacted
+				}
+			}
+		case map[string]any:
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				out[scrub(k, secrets)] = walk(e)
+			}
+			return out
+		case []any:
+			for i, e := range x {
+				x[i] = walk(e)
+			}
+		}
+		return v
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(walk(v)); err != nil {
+		return []byte(scrub(string(canon), secrets)), true
+	}
+	out, err := log.Canonicalize(buf.Bytes())
+	if err != nil {
+		return []byte(scrub(string(canon), secrets)), true
+	}
+	return out, true
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -171,6 +172,7 @@ func TestTypeScriptClientStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	entries := map[string][]byte{} // leaf hash -> entry
+	byIndex := map[uint64][]byte{}
 	f, err := os.Open(entriesFile)
 	if err != nil {
 		t.Fatal(err)
@@ -179,8 +181,13 @@ func TestTypeScriptClientStdio(t *testing.T) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, log.MaxEntrySize+1)
 	for sc.Scan() {
-		b := bytes.Clone(sc.Bytes())
+		is, b, _ := bytes.Cut(bytes.Clone(sc.Bytes()), []byte(" "))
+		i, err := strconv.ParseUint(string(is), 10, 64)
+		if err != nil {
+			t.Fatalf("entries file: %v", err)
+		}
 		entries[string(log.LeafHash(b))] = b
+		byIndex[i] = b
 	}
 	checkTSReport(t, r, func(receipt string) *log.Entry {
 		t.Helper()
@@ -195,12 +202,23 @@ func TestTypeScriptClientStdio(t *testing.T) {
 		if _, err := rc.Verify(log.LeafHash(b), verifier); err != nil {
 			t.Fatalf("receipt does not verify: %v", err)
 		}
-		e, err := log.ParseEntry(b)
+		re, err := log.ParseEntry(b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Actor != "stdio-actor" {
-			t.Errorf("actor %q", e.Actor)
+		res, err := log.ParseCallResult(re)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := log.ParseEntry(byIndex[res.Call])
+		if err != nil {
+			t.Fatalf("call entry %d: %v", res.Call, err)
+		}
+		if e.Actor != "stdio-actor" || re.Actor != e.Actor {
+			t.Errorf("actors %q, %q", e.Actor, re.Actor)
+		}
+		for k, v := range re.Fields {
+			e.Fields[k] = v
 		}
 		return e
 	})

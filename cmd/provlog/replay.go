@@ -96,6 +96,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return err
 			}
 		}
+		opts.After = entriesAfter(store.Entries, size)
 	} else {
 		r := newRemote(*logURL, *token)
 		if err := r.Checkpoints(ctx, 0, func(n uint64, _ []byte) error { size = n; return nil }); err != nil {
@@ -109,6 +110,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return err
 			}
 		}
+		opts.After = entriesAfter(r.Entries, size)
 	}
 	if *from > *to {
 		return usageErr("--from %d is past the end of the range (%d)", *from, *to)
@@ -217,4 +219,16 @@ func fitReplayEntry(e *log.Entry) {
 		e.Fields["outcomes_sha256"] = hex.EncodeToString(sum[:])
 	}
 	delete(e.Fields, "outcomes")
+}
+
+// entriesAfter reads the log's entries from start on, a chunk at a time,
+// up to size: where replay finds the outcomes of calls in its range that
+// were recorded after it.
+func entriesAfter(read func(ctx context.Context, start, end uint64) ([][]byte, error), size uint64) func(context.Context, uint64) ([][]byte, error) {
+	return func(ctx context.Context, start uint64) ([][]byte, error) {
+		if start >= size {
+			return nil, nil
+		}
+		return read(ctx, start, min(start+256, size))
+	}
 }

@@ -178,8 +178,8 @@ servers:
 	}
 	for i, o := range rep.Outcomes {
 		c := calls[i]
-		if o.Index != first+uint64(i) {
-			t.Errorf("%s: index %d, want %d", c.tool, o.Index, first+uint64(i))
+		if o.Index != first+2*uint64(i) { // a call entry and a call.result per call
+			t.Errorf("%s: index %d, want %d", c.tool, o.Index, first+2*uint64(i))
 		}
 		if o.Class != c.want {
 			t.Errorf("%s: %s (%s), want %s", c.tool, o.Class, o.Reason, c.want)
@@ -229,7 +229,7 @@ servers:
 		t.Fatalf("entry %d: %v %+v", *rep.Recorded, err, e)
 	}
 	oc, _ := e.Fields["outcomes"].(map[string]any)
-	if oc[replay.Flaky] != fmt.Sprint(first+3) || oc[replay.Changed] != fmt.Sprintf("%d-%d", first+1, first+2) {
+	if oc[replay.Flaky] != fmt.Sprint(first+6) || oc[replay.Changed] != fmt.Sprintf("%d,%d", first+2, first+4) {
 		t.Errorf("replay entry outcomes %v", oc)
 	}
 	if _, ok := e.Fields["ignore_sha256"]; !ok {
@@ -240,7 +240,7 @@ servers:
 	out.Reset()
 	errb.Reset()
 	if code := run(ctx, []string{"replay", "--data", data, "--config", cfgPath, "--json", "--single-run",
-		"--from", fmt.Sprint(first + 3), "--to", fmt.Sprint(first + 4)}, &out, &errb); code != 0 {
+		"--from", fmt.Sprint(first + 6), "--to", fmt.Sprint(first + 7)}, &out, &errb); code != 0 {
 		t.Fatalf("replay --single-run exited %d: %s", code, errb.String())
 	}
 	rep.Outcomes = nil
@@ -253,7 +253,7 @@ servers:
 
 	// Human output.
 	out.Reset()
-	if code := run(ctx, []string{"replay", "--data", data, "--config", cfgPath, "--from", fmt.Sprint(first), "--to", fmt.Sprint(first + 3)}, &out, &errb); code != 0 {
+	if code := run(ctx, []string{"replay", "--data", data, "--config", cfgPath, "--from", fmt.Sprint(first), "--to", fmt.Sprint(first + 6)}, &out, &errb); code != 0 {
 		t.Fatalf("replay exited %d: %s", code, errb.String())
 	}
 	for _, want := range []string{"release 2026-01 → 2026-02", "same release: suspicious", "recorded as replay entry"} {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/opp"
+	"github.com/provlog/provlog/proxy/replay"
 )
 
 func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -66,14 +67,62 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, v := range st.Violations {
 		fmt.Fprintf(stderr, "warning: ignored (breaks a rule): %s\n", v.String())
 	}
+	calls, err := trackCalls(ctx, src, size)
+	if err != nil {
+		return err
+	}
 	if verb == "list" {
-		return opp.FormatList(stdout, st.Summaries(), time.Now())
+		if err := opp.FormatList(stdout, st.Summaries(), time.Now()); err != nil {
+			return err
+		}
+		if open := calls.Open(); len(open) > 0 {
+			fmt.Fprintf(stdout, "\n%d of %d calls have no recorded outcome (cut off by a crash or kill, or under way): entries %s\n",
+				len(open), calls.Calls(), replay.Ranges(open))
+		}
+		return nil
 	}
 	t := st.Task(id)
 	if t == nil {
 		return fmt.Errorf("no task %q in the log (of size %d)", id, size)
 	}
-	return opp.FormatTask(stdout, t)
+	if err := opp.FormatTask(stdout, t); err != nil {
+		return err
+	}
+	for _, ev := range t.History {
+		for _, x := range ev.Evidence {
+			if calls.IsOpen(x) {
+				fmt.Fprintf(stdout, "\nnote: evidence #%d of claim #%d is a call with no recorded outcome (cut off by a crash or kill, or under way)\n", x, ev.Index)
+			}
+		}
+	}
+	return nil
+}
+
+// trackCalls reads the log's first size entries and pairs its calls with
+// their outcomes.
+func trackCalls(ctx context.Context, src log.AuditSource, size uint64) (*log.CallTracker, error) {
+	var t log.CallTracker
+	for start := uint64(0); start < size; {
+		end := min(start+4096, size)
+		es, err := src.Entries(ctx, start, end)
+		if err != nil {
+			return nil, err
+		}
+		if len(es) == 0 {
+			return nil, fmt.Errorf("reading entries from %d: none returned", start)
+		}
+		for _, b := range es {
+			e, err := log.ParseEntry(b)
+			if err == nil {
+				err = t.Add(start, e)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("entry %d: %w", start, err)
+			}
+			start++
+		}
+	}
+	return &t, nil
 }
 
 // runToken adds an actor's bearer token to a config file: the token is

@@ -16,6 +16,7 @@ import (
 	"github.com/provlog/provlog/log/cose"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/opp"
+	"github.com/provlog/provlog/proxy/replay"
 )
 
 func runKeygen(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -320,6 +321,11 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared, %d tasks rebuilt from entries; size %d\n",
 		v.Name(), rep.Entries, rep.Checkpoints, rep.Nodes, len(tasks.Tasks), rep.Size)
+	fmt.Fprintf(stdout, "calls: %d recorded", rep.Calls)
+	if len(rep.OpenCalls) > 0 {
+		fmt.Fprintf(stdout, ", %d without a recorded outcome (cut off by a crash or kill, or under way): entries %s", len(rep.OpenCalls), replay.Ranges(rep.OpenCalls))
+	}
+	fmt.Fprintln(stdout)
 	if st, ok := src.(log.Storage); ok {
 		var acfg *anchor.Config
 		baseDir := ""

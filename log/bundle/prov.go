@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,7 @@ type provWriter struct {
 	count  map[string]int
 	seen   map[string]bool // agents and releases already written
 	prev   string          // the previous entry's activity
+	open   map[uint64]bool // call entries whose call.result has not come yet
 	err    error
 }
 
@@ -52,7 +54,7 @@ func newProvWriter(origin string) (*provWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making a scratch dir for the PROV document: %w", err)
 	}
-	w := &provWriter{dir: dir, origin: origin, files: map[string]*os.File{}, bufs: map[string]*bufio.Writer{}, count: map[string]int{}, seen: map[string]bool{}}
+	w := &provWriter{dir: dir, origin: origin, files: map[string]*os.File{}, bufs: map[string]*bufio.Writer{}, count: map[string]int{}, seen: map[string]bool{}, open: map[uint64]bool{}}
 	for _, g := range groups {
 		f, err := os.Create(filepath.Join(dir, g))
 		if err != nil {
@@ -167,78 +169,9 @@ func (w *provWriter) add(i uint64, b []byte, e *log.Entry) {
 	task := "log:task/" + local(str("task_id"))
 	switch {
 	case e.Kind == log.KindCall:
-		server := str("server")
-		attrs["provlog:server"] = server
-		attrs["provlog:tool"] = str("tool")
-		if st, err := time.Parse(log.TimeFormat, str("started")); err == nil {
-			attrs["prov:startTime"] = st.Format(provFmt)
-			if d, ok := f["duration_ns"].(json.Number); ok {
-				if n, err := d.Int64(); err == nil {
-					attrs["prov:endTime"] = st.Add(time.Duration(n)).Format(provFmt)
-				}
-			}
-		}
-		if v, ok := f["is_error"].(bool); ok {
-			attrs["provlog:isError"] = v
-		}
-		if s := str("error"); s != "" {
-			attrs["provlog:error"] = s
-		}
-		sa := w.agent("log:server/"+local(server), map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": server, "provlog:role": "downstream MCP server"})
-		relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": sa, "prov:role": qn("provlog:downstream")})
-		pa := w.agent("log:provlog", map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": "provlog", "provlog:role": "recorder"})
-		relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": pa, "prov:role": qn("provlog:recorder")})
-		if c, ok := f["client"].(map[string]any); ok {
-			name, _ := c["name"].(string)
-			ver, _ := c["version"].(string)
-			ca := w.agent("log:client/"+local(name)+"/"+local(ver), map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": name, "provlog:version": ver})
-			relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": ca, "prov:role": qn("provlog:client")})
-		}
-		// Arguments: the entry's own (already redacted) or their hash.
-		argID := act + "/args"
-		aa := map[string]any{"prov:type": qn("provlog:Arguments")}
-		if args, ok := f["args"]; ok {
-			j, _ := marshal(args)
-			if c, err := log.Canonicalize(j); err == nil {
-				j = c
-			}
-			sum := sha256.Sum256(j)
-			aa["provlog:sha256"] = hex.EncodeToString(sum[:])
-			aa["prov:value"] = string(j)
-		} else {
-			aa["provlog:sha256"] = str("args_sha256")
-		}
-		w.rec("entity", argID, aa)
-		relate("used", map[string]any{"prov:activity": act, "prov:entity": argID, "prov:role": qn("provlog:arguments")})
-		if rel := str("release"); rel != "" {
-			rid := "log:release/" + local(server) + "/" + local(rel)
-			if !w.seen[rid] {
-				w.seen[rid] = true
-				w.rec("entity", rid, map[string]any{"prov:type": qn("provlog:DataRelease"), "prov:label": server + " " + rel, "provlog:server": server, "provlog:release": rel})
-			}
-			relate("used", map[string]any{"prov:activity": act, "prov:entity": rid, "prov:role": qn("provlog:release")})
-		}
-		if h := str("result_sha256"); h != "" {
-			raw, _ := hex.DecodeString(h)
-			ra := map[string]any{
-				"prov:type":      qn("provlog:Result"),
-				"provlog:sha256": h,
-				"prov:location":  "ni:///sha-256;" + base64.RawURLEncoding.EncodeToString(raw),
-			}
-			if n, ok := f["result_bytes"].(json.Number); ok {
-				ra["provlog:bytes"], _ = n.Int64()
-			}
-			if v, ok := f["result_retained"].(bool); ok {
-				ra["provlog:retained"] = v
-			}
-			rid := act + "/result"
-			w.rec("entity", rid, ra)
-			g := map[string]any{"prov:entity": rid, "prov:activity": act}
-			if t, ok := attrs["prov:endTime"]; ok {
-				g["prov:time"] = t
-			}
-			relate("wasGeneratedBy", g)
-		}
+		w.addCall(i, act, attrs, e, relate)
+	case e.Kind == log.KindCallResult:
+		w.addCallResult(i, act, attrs, e, relate)
 	case e.Kind == "task.create":
 		ta := map[string]any{"prov:type": qn("provlog:Task"), "provlog:taskId": str("task_id"), "prov:label": str("title")}
 		if s := str("offer_to"); s != "" {
@@ -296,6 +229,7 @@ func (w *provWriter) add(i uint64, b []byte, e *log.Entry) {
 
 // finish writes the document to out.
 func (w *provWriter) finish(out io.Writer) error {
+	w.missingOutcomes()
 	if w.err != nil {
 		return w.err
 	}
@@ -322,4 +256,121 @@ func (w *provWriter) finish(out io.Writer) error {
 	}
 	bw.WriteString("\n}\n")
 	return bw.Flush()
+}
+
+// addCall maps a call entry: the tool call as an activity of the actor,
+// the downstream server, provlog and the client, using its arguments. A
+// call entry of an old log carries its outcome too.
+func (w *provWriter) addCall(i uint64, act string, attrs map[string]any, e *log.Entry, relate func(string, map[string]any)) {
+	c, err := log.ParseCall(e)
+	if err != nil {
+		attrs["provlog:unreadable"] = err.Error()
+		return
+	}
+	attrs["provlog:server"] = c.Server
+	attrs["provlog:tool"] = c.Tool
+	if c.ToolSHA256 != "" {
+		attrs["provlog:toolSha256"] = c.ToolSHA256
+	}
+	sa := w.agent("log:server/"+local(c.Server), map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": c.Server, "provlog:role": "downstream MCP server"})
+	relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": sa, "prov:role": qn("provlog:downstream")})
+	pa := w.agent("log:provlog", map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": "provlog", "provlog:role": "recorder"})
+	relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": pa, "prov:role": qn("provlog:recorder")})
+	if c.Client != nil {
+		ca := w.agent("log:client/"+local(c.Client.Name)+"/"+local(c.Client.Version), map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": c.Client.Name, "provlog:version": c.Client.Version})
+		relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": ca, "prov:role": qn("provlog:client")})
+	}
+	// Arguments: the entry's own (already redacted) or their hash.
+	argID := act + "/args"
+	aa := map[string]any{"prov:type": qn("provlog:Arguments")}
+	if c.Args != nil {
+		sum := sha256.Sum256(c.Args)
+		aa["provlog:sha256"] = hex.EncodeToString(sum[:])
+		aa["prov:value"] = string(c.Args)
+	} else {
+		aa["provlog:sha256"] = c.ArgsSHA256
+	}
+	w.rec("entity", argID, aa)
+	relate("used", map[string]any{"prov:activity": act, "prov:entity": argID, "prov:role": qn("provlog:arguments")})
+	if c.Outcome == nil {
+		w.open[i] = true
+		return
+	}
+	w.addOutcome(act, attrs, c.Server, c.Time, c.Outcome, relate)
+}
+
+// addCallResult maps a call.result entry: the recording of an outcome,
+// informed by its call, whose activity generated the result.
+func (w *provWriter) addCallResult(i uint64, act string, attrs map[string]any, e *log.Entry, relate func(string, map[string]any)) {
+	r, err := log.ParseCallResult(e)
+	if err != nil {
+		attrs["provlog:unreadable"] = err.Error()
+		return
+	}
+	callAct := "log:entry/" + strconv.FormatUint(r.Call, 10)
+	attrs["provlog:call"] = r.Call
+	relate("wasInformedBy", map[string]any{"prov:informed": act, "prov:informant": callAct, "prov:role": qn("provlog:call")})
+	delete(w.open, r.Call)
+	start := e.Time.Add(-r.Duration)
+	w.addOutcome(callAct, attrs, "", start, r, relate)
+}
+
+// addOutcome maps a call's outcome, attributes on attrs (the activity
+// recording it) and the result generated by the call's activity callAct.
+func (w *provWriter) addOutcome(callAct string, attrs map[string]any, server string, start time.Time, r *log.CallResult, relate func(string, map[string]any)) {
+	end := start.Add(r.Duration).Format(provFmt)
+	attrs["prov:endTime"] = end
+	attrs["provlog:isError"] = r.IsError
+	if r.Error != "" {
+		attrs["provlog:error"] = r.Error
+	}
+	if r.Release != "" {
+		if server == "" {
+			attrs["provlog:release"] = r.Release
+		} else {
+			rid := "log:release/" + local(server) + "/" + local(r.Release)
+			if !w.seen[rid] {
+				w.seen[rid] = true
+				w.rec("entity", rid, map[string]any{"prov:type": qn("provlog:DataRelease"), "prov:label": server + " " + r.Release, "provlog:server": server, "provlog:release": r.Release})
+			}
+			relate("used", map[string]any{"prov:activity": callAct, "prov:entity": rid, "prov:role": qn("provlog:release")})
+		}
+	}
+	if r.ResultSHA256 == "" {
+		return
+	}
+	raw, _ := hex.DecodeString(r.ResultSHA256)
+	ra := map[string]any{
+		"prov:type":      qn("provlog:Result"),
+		"provlog:sha256": r.ResultSHA256,
+		"prov:location":  "ni:///sha-256;" + base64.RawURLEncoding.EncodeToString(raw),
+		"provlog:bytes":  r.ResultBytes,
+	}
+	if r.ResultRetained {
+		ra["provlog:retained"] = true
+	}
+	rid := callAct + "/result"
+	w.rec("entity", rid, ra)
+	relate("wasGeneratedBy", map[string]any{"prov:entity": rid, "prov:activity": callAct, "prov:time": end})
+}
+
+// missingOutcomes marks the calls whose outcome is not among the entries
+// mapped: cut off by a crash or a kill, still under way, or recorded after
+// the exported range.
+func (w *provWriter) missingOutcomes() {
+	open := make([]uint64, 0, len(w.open))
+	for i := range w.open {
+		open = append(open, i)
+	}
+	slices.Sort(open)
+	for _, i := range open {
+		act := "log:entry/" + strconv.FormatUint(i, 10)
+		w.rec("entity", act+"/no-outcome", map[string]any{
+			"prov:type":       qn("provlog:MissingOutcome"),
+			"prov:label":      "no call.result for this call in the exported entries (cut off by a crash or kill, still under way, or recorded later)",
+			"provlog:call":    i,
+			"provlog:outcome": "none",
+		})
+		w.rel("wasInfluencedBy", i, 0, map[string]any{"prov:influencee": act + "/no-outcome", "prov:influencer": act, "prov:role": qn("provlog:call")})
+	}
 }

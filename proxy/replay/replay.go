@@ -83,6 +83,10 @@ type Options struct {
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 	Version    string
+	// After, if set, reads the log's entries from index start on (a
+	// chunk of them; none at the log's end), so that the outcome of a
+	// call in the range recorded after the range is found.
+	After func(ctx context.Context, start uint64) ([][]byte, error)
 }
 
 // An Outcome is one call's classification.
@@ -133,22 +137,85 @@ func Run(ctx context.Context, entries [][]byte, from uint64, opts Options) (*Rep
 	for _, c := range Classes {
 		rep.Counts[c] = 0
 	}
-	for i, b := range entries {
+	// A call's outcome is its call.result entry, later in the log (or, in
+	// logs before call.result, in the call entry itself).
+	calls, at, err := pairCalls(ctx, entries, from, opts.After)
+	if err != nil {
+		return nil, err
+	}
+	for k, c := range calls {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		e, err := log.ParseEntry(b)
-		if err != nil {
-			return nil, fmt.Errorf("entry %d: %w", from+uint64(i), err)
-		}
-		if e.Kind != log.KindCall {
-			continue
-		}
-		o := r.replay(ctx, from+uint64(i), e)
+		o := r.replay(ctx, at[k], c)
 		rep.Counts[o.Class]++
 		rep.Outcomes = append(rep.Outcomes, o)
 	}
 	return rep, nil
+}
+
+// pairCalls returns the calls among entries (the log's from, from+1...)
+// and their indices, each with its outcome if the log has it: from its
+// call.result entry, within entries or read with after, or from a call
+// entry of an old log.
+func pairCalls(ctx context.Context, entries [][]byte, from uint64, after func(context.Context, uint64) ([][]byte, error)) ([]*log.Call, []uint64, error) {
+	var calls []*log.Call
+	var at []uint64
+	pos := map[uint64]int{}      // call index -> its place in calls
+	waiting := map[uint64]bool{} // calls without an outcome yet
+	take := func(index uint64, b []byte, inRange bool) error {
+		e, err := log.ParseEntry(b)
+		if err != nil {
+			return fmt.Errorf("entry %d: %w", index, err)
+		}
+		switch {
+		case e.Kind == log.KindCall && inRange:
+			c, err := log.ParseCall(e)
+			if err != nil {
+				return fmt.Errorf("entry %d: %w", index, err)
+			}
+			pos[index] = len(calls)
+			calls, at = append(calls, c), append(at, index)
+			if c.Outcome == nil {
+				waiting[index] = true
+			}
+		case e.Kind == log.KindCallResult:
+			res, err := log.ParseCallResult(e)
+			if err != nil {
+				return fmt.Errorf("entry %d: %w", index, err)
+			}
+			if waiting[res.Call] {
+				calls[pos[res.Call]].Outcome = res
+				delete(waiting, res.Call)
+			}
+		}
+		return nil
+	}
+	for i, b := range entries {
+		if err := take(from+uint64(i), b, true); err != nil {
+			return nil, nil, err
+		}
+	}
+	next := from + uint64(len(entries))
+	for after != nil && len(waiting) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		more, err := after(ctx, next)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading entries after the range: %w", err)
+		}
+		if len(more) == 0 {
+			break
+		}
+		for _, b := range more {
+			if err := take(next, b, false); err != nil {
+				return nil, nil, err
+			}
+			next++
+		}
+	}
+	return calls, at, nil
 }
 
 type runner struct {
@@ -182,27 +249,32 @@ func (r *runner) server(id string) *proxy.ServerConfig {
 	return nil
 }
 
-func str(f map[string]any, k string) string { s, _ := f[k].(string); return s }
-
-func (r *runner) replay(ctx context.Context, index uint64, e *log.Entry) Outcome {
-	f := e.Fields
-	o := Outcome{Index: index, Server: str(f, "server"), Tool: str(f, "tool"), ReleaseThen: str(f, "release")}
+func (r *runner) replay(ctx context.Context, index uint64, call *log.Call) Outcome {
+	o := Outcome{Index: index, Server: call.Server, Tool: call.Tool}
 	no := func(format string, args ...any) Outcome {
 		o.Class, o.Reason = NotReplayable, fmt.Sprintf(format, args...)
 		return o
 	}
+	res := call.Outcome
+	if res == nil {
+		return no("no outcome of the call is recorded in the range (cut off by a crash, or recorded after it)")
+	}
+	o.ReleaseThen = res.Release
 	cfg := r.server(o.Server)
 	if cfg == nil {
 		return no("server %q is not in the config", o.Server)
 	}
-	recorded := str(f, "result_sha256")
+	recorded := res.ResultSHA256
 	if recorded == "" {
 		return no("the recorded call has no result (failed call): nothing to compare")
 	}
 	var args any
-	if a, ok := f["args"]; ok {
-		args = a
-	} else if sum := str(f, "args_sha256"); sum != "" {
+	if call.Args != nil {
+		var err error
+		if args, err = decode(call.Args); err != nil {
+			return no("arguments: %v", err)
+		}
+	} else if sum := call.ArgsSHA256; sum != "" {
 		if r.opts.Blobs == nil {
 			return no("arguments were moved to blob %s, and blobs are not readable from a remote log", short(sum))
 		}
@@ -210,7 +282,7 @@ func (r *runner) replay(ctx context.Context, index uint64, e *log.Entry) Outcome
 		if err != nil {
 			return no("arguments were moved to blob %s, which was purged", short(sum))
 		}
-		if err := json.Unmarshal(b, &args); err != nil {
+		if args, err = decode(b); err != nil {
 			return no("arguments blob %s: %v", short(sum), err)
 		}
 	}
@@ -279,8 +351,8 @@ func (r *runner) replay(ctx context.Context, index uint64, e *log.Entry) Outcome
 	var same bool
 	var recDoc any
 	haveRec := false
-	if f["result_retained"] == true && r.opts.Blobs != nil {
-		if b, err := r.opts.Blobs.Get(recorded); err == nil {
+	if blob := res.RetainedBlob(); blob != "" && r.opts.Blobs != nil {
+		if b, err := r.opts.Blobs.Get(blob); err == nil {
 			if nb, err := sdkNormalize(b); err == nil {
 				if recDoc, err = decode(nb); err == nil {
 					haveRec = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -112,6 +113,38 @@ func TestStdioAndNotReplayable(t *testing.T) {
 	}
 	if o := rep.Outcomes[0]; o.Class != Changed || !o.HashOnly || !strings.Contains(o.Note, "ignore list not applied") {
 		t.Errorf("hash-only with an ignore list: %+v", o)
+	}
+
+	// Calls as provlog records them now: a call entry, and its outcome
+	// in a later call.result entry; a call cut off has none.
+	call := func(q string) []byte {
+		b, err := (&log.Call{Time: time.Unix(1, 0), Actor: "a", Server: "st", Tool: "echo", Args: log.CanonicalJSON(`{"q":"` + q + `"}`)}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	result := func(i uint64, sum string) []byte {
+		b, err := (&log.CallResult{Time: time.Unix(2, 0), Actor: "a", Call: i, ResultSHA256: sum, ResultBytes: 1}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	two := [][]byte{call("hi"), call("hi"), result(21, stale), call("hi"), result(20, want)}
+	rep, err = Run(context.Background(), two, 20, Options{
+		Servers: []proxy.ServerConfig{{ID: "st", Command: []string{exe}, Env: map[string]string{stdioFixtureEnv: "1"}}},
+		Runs:    2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range rep.Outcomes {
+		got = append(got, fmt.Sprintf("%d %s", o.Index, o.Class))
+	}
+	if w := []string{"20 unchanged", "21 changed", "23 not_replayable"}; !reflect.DeepEqual(got, w) {
+		t.Errorf("two-entry calls: %v, want %v", got, w)
 	}
 }
 

@@ -1,7 +1,7 @@
 // Command testproxy runs the proxy over stdio with an in-memory log, for
 // tests that drive it from another process (the TypeScript SDK client).
 // It writes the log's verifier key to -vkey, and appends every entry it
-// records, one JSON line each, to -entries, so the test can verify the
+// records, one line each ("<index> <entry>"), to -entries, so the test can verify the
 // receipts its client got.
 //
 //	testproxy -servers '[{"id":"ev","command":["node","…/index.js","stdio"]}]' -vkey F -entries F
@@ -96,7 +96,7 @@ func (t *teeRecorder) Append(ctx context.Context, entry []byte) (*log.Receipt, e
 	r, err := t.Recorder.Append(ctx, entry)
 	if err == nil {
 		t.mu.Lock()
-		fmt.Fprintf(t.f, "%s\n", entry)
+		fmt.Fprintf(t.f, "%d %s\n", r.Index, entry)
 		t.mu.Unlock()
 	}
 	return r, err

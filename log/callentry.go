@@ -1,0 +1,378 @@
+package log
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// KindCallResult is the kind of the entry that ends a call (see [CallResult]).
+const KindCallResult = "call.result"
+
+// A Call is a call entry (DESIGN §2): a tools/call the proxy is about to
+// forward, recorded before anything reaches the downstream server. Its
+// outcome follows in a [CallResult] entry citing the call's index; a call
+// without one was cut off (a crash, a kill) or is still under way.
+//
+// Logs written before call.result existed hold one call entry per call,
+// written after the call with its outcome in it; [ParseCall] reads those
+// too and returns their outcome in Outcome.
+type Call struct {
+	Time   time.Time // when the proxy took the call (also its "started")
+	Actor  string
+	Server string // the downstream server's id
+	Tool   string // the tool's name on that server
+	// ToolSHA256 is the hex SHA-256 of the JCS form of the tool's
+	// definition as the server listed it, if known.
+	ToolSHA256 string
+	// Args are the arguments, redacted, in canonical form; nil when they
+	// moved to a blob and only ArgsSHA256 is kept.
+	Args       CanonicalJSON
+	ArgsSHA256 string
+	Client     *CallClient // from the client's initialize, if known
+	// ProtocolVersion is the client's protocol revision, if known.
+	ProtocolVersion string
+
+	// Outcome is the outcome of a call recorded in one entry (old logs),
+	// with Call left 0: it is the entry's own. Marshal refuses a Call with
+	// an Outcome; provlog writes a CallResult instead.
+	Outcome *CallResult
+}
+
+// CallClient names the client software that made a call.
+type CallClient struct {
+	Name, Version string
+}
+
+// A CallResult is a call.result entry: the outcome of the call entry at
+// index Call, recorded before the client sees it.
+type CallResult struct {
+	Time  time.Time // when the outcome arrived
+	Actor string    // the call's actor
+	Call  uint64    // the index of the call entry
+
+	// ResultSHA256 is the hex SHA-256 of the JCS form of the result as
+	// the server sent it (of the bytes as received when ResultRaw);
+	// empty when there was no result (an error).
+	ResultSHA256 string
+	ResultBytes  int64 // the size of that result as received
+	// ResultRaw says the result is not I-JSON, so JCS could not apply.
+	ResultRaw bool
+	// ResultRetained says the canonical result is kept as a blob
+	// (retain: full), named ResultSHA256 unless RetainedSHA256 is set.
+	ResultRetained bool
+	// RetainedSHA256 names the kept blob when it is not the result as
+	// received: a result echoing a redacted value is kept with that
+	// value replaced by "[redacted]", under this hash of its own.
+	RetainedSHA256 string
+	// ResultRemarshalled says the wire bytes were not captured and the
+	// SDK's re-encoding was hashed (not expected).
+	ResultRemarshalled bool
+
+	IsError   bool
+	Error     string // a failed call's error text, redacted values scrubbed out
+	ErrorCode int64  // its JSON-RPC code, if any
+	Release   string // the server's data release, if it has a source
+	Duration  time.Duration
+}
+
+// Marshal returns the call entry's bytes. It fails as [Entry.Marshal]
+// does; an entry too large wraps [ErrEntryTooLarge], and the caller may
+// move Args to a blob and set ArgsSHA256 instead.
+func (c *Call) Marshal() ([]byte, error) {
+	if c.Outcome != nil {
+		return nil, errors.New("call entry: an outcome goes in a call.result entry")
+	}
+	if c.Server == "" || c.Tool == "" {
+		return nil, errors.New("call entry: server and tool are required")
+	}
+	if (c.Args == nil) == (c.ArgsSHA256 == "") {
+		return nil, errors.New("call entry: exactly one of args and args_sha256 is required")
+	}
+	f := map[string]any{
+		"server":  c.Server,
+		"tool":    c.Tool,
+		"started": c.Time.UTC().Format(TimeFormat),
+	}
+	if c.Args != nil {
+		f["args"] = c.Args
+	} else {
+		f["args_sha256"] = c.ArgsSHA256
+	}
+	if c.ToolSHA256 != "" {
+		f["tool_sha256"] = c.ToolSHA256
+	}
+	if c.Client != nil {
+		f["client"] = map[string]string{"name": c.Client.Name, "version": c.Client.Version}
+	}
+	if c.ProtocolVersion != "" {
+		f["protocol_version"] = c.ProtocolVersion
+	}
+	return (&Entry{Kind: KindCall, Time: c.Time, Actor: c.Actor, Fields: f}).Marshal()
+}
+
+// Marshal returns the call.result entry's bytes.
+func (r *CallResult) Marshal() ([]byte, error) {
+	f := map[string]any{
+		"call":        r.Call,
+		"is_error":    r.IsError,
+		"duration_ns": r.Duration.Nanoseconds(),
+	}
+	r.outcomeFields(f)
+	return (&Entry{Kind: KindCallResult, Time: r.Time, Actor: r.Actor, Fields: f}).Marshal()
+}
+
+func (r *CallResult) outcomeFields(f map[string]any) {
+	if r.ResultSHA256 != "" {
+		f["result_sha256"] = r.ResultSHA256
+		f["result_bytes"] = r.ResultBytes
+		if r.ResultRaw {
+			f["result_canonical"] = false
+		}
+		if r.ResultRetained {
+			f["result_retained"] = true
+		}
+		if r.RetainedSHA256 != "" {
+			f["result_retained_sha256"] = r.RetainedSHA256
+		}
+		if r.ResultRemarshalled {
+			f["result_remarshalled"] = true
+		}
+	}
+	if r.Error != "" {
+		f["error"] = r.Error
+		if r.ErrorCode != 0 {
+			f["error_code"] = r.ErrorCode
+		}
+	}
+	if r.Release != "" {
+		f["release"] = r.Release
+	}
+}
+
+// ParseCall reads a call entry, of either form (see [Call]).
+func ParseCall(e *Entry) (*Call, error) {
+	if e.Kind != KindCall {
+		return nil, fmt.Errorf("entry is a %s entry, not a call", e.Kind)
+	}
+	rd := fieldReader{f: e.Fields}
+	c := &Call{
+		Time:            e.Time,
+		Actor:           e.Actor,
+		Server:          rd.str("server"),
+		Tool:            rd.str("tool"),
+		ToolSHA256:      rd.str("tool_sha256"),
+		ArgsSHA256:      rd.str("args_sha256"),
+		ProtocolVersion: rd.str("protocol_version"),
+	}
+	if v, ok := e.Fields["args"]; ok {
+		b, err := appendCanonical(nil, v, 1)
+		if err != nil {
+			rd.fail("args", err.Error())
+		}
+		c.Args = b
+	}
+	if v, ok := e.Fields["client"]; ok {
+		m, ok := v.(map[string]any)
+		if !ok {
+			rd.fail("client", "not an object")
+		} else {
+			cr := fieldReader{f: m}
+			c.Client = &CallClient{Name: cr.str("name"), Version: cr.str("version")}
+			if cr.err != nil {
+				rd.fail("client", cr.err.Error())
+			}
+		}
+	}
+	if hasAny(e.Fields, "is_error", "duration_ns", "result_sha256") {
+		// One entry per call, outcome included (logs before call.result).
+		c.Outcome = &CallResult{Time: e.Time, Actor: e.Actor}
+		c.Outcome.readOutcome(&rd)
+		if st := rd.str("started"); st != "" {
+			if t, err := time.Parse(TimeFormat, st); err == nil {
+				c.Outcome.Time = t.Add(c.Outcome.Duration)
+			}
+		}
+	}
+	if rd.err == nil && (c.Server == "" || c.Tool == "") {
+		rd.fail("server", "server and tool are required")
+	}
+	if rd.err != nil {
+		return nil, fmt.Errorf("call entry: %w", rd.err)
+	}
+	return c, nil
+}
+
+func hasAny(f map[string]any, keys ...string) bool {
+	for _, k := range keys {
+		if _, ok := f[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseCallResult reads a call.result entry.
+func ParseCallResult(e *Entry) (*CallResult, error) {
+	if e.Kind != KindCallResult {
+		return nil, fmt.Errorf("entry is a %s entry, not a call.result", e.Kind)
+	}
+	rd := fieldReader{f: e.Fields}
+	r := &CallResult{Time: e.Time, Actor: e.Actor}
+	if _, ok := e.Fields["call"]; !ok {
+		rd.fail("call", "missing")
+	}
+	r.Call = uint64(rd.int("call"))
+	r.readOutcome(&rd)
+	if rd.err != nil {
+		return nil, fmt.Errorf("call.result entry: %w", rd.err)
+	}
+	return r, nil
+}
+
+func (r *CallResult) readOutcome(rd *fieldReader) {
+	r.ResultSHA256 = rd.str("result_sha256")
+	r.ResultBytes = rd.int("result_bytes")
+	if v, ok := rd.f["result_canonical"]; ok {
+		r.ResultRaw = v == false
+	}
+	r.ResultRetained = rd.boolean("result_retained")
+	r.RetainedSHA256 = rd.str("result_retained_sha256")
+	r.ResultRemarshalled = rd.boolean("result_remarshalled")
+	r.IsError = rd.boolean("is_error")
+	r.Error = rd.str("error")
+	r.ErrorCode = rd.int("error_code")
+	r.Release = rd.str("release")
+	r.Duration = time.Duration(rd.int("duration_ns"))
+}
+
+// RetainedBlob names the blob holding the kept result, or "" if none was
+// kept.
+func (r *CallResult) RetainedBlob() string {
+	switch {
+	case !r.ResultRetained:
+		return ""
+	case r.RetainedSHA256 != "":
+		return r.RetainedSHA256
+	}
+	return r.ResultSHA256
+}
+
+// fieldReader reads an entry's fields by type, keeping the first error.
+// Absent fields read as zero values.
+type fieldReader struct {
+	f   map[string]any
+	err error
+}
+
+func (r *fieldReader) fail(k, why string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("field %q: %s", k, why)
+	}
+}
+
+func (r *fieldReader) str(k string) string {
+	v, ok := r.f[k]
+	if !ok {
+		return ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		r.fail(k, "not a string")
+	}
+	return s
+}
+
+func (r *fieldReader) boolean(k string) bool {
+	v, ok := r.f[k]
+	if !ok {
+		return false
+	}
+	b, ok := v.(bool)
+	if !ok {
+		r.fail(k, "not a boolean")
+	}
+	return b
+}
+
+func (r *fieldReader) int(k string) int64 {
+	v, ok := r.f[k]
+	if !ok {
+		return 0
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		r.fail(k, "not a number")
+		return 0
+	}
+	i, err := n.Int64()
+	if err != nil || i < 0 && k != "error_code" {
+		r.fail(k, "not a non-negative integer")
+		return 0
+	}
+	return i
+}
+
+// A CallTracker pairs call entries with their call.result entries, read in
+// log order, keeping only the calls still without an outcome. The zero
+// value is ready to use.
+type CallTracker struct {
+	n    uint64
+	open map[uint64]string // call index -> actor
+}
+
+// Add reads entry i; entries of other kinds are ignored. It fails on a
+// call or call.result entry that does not parse, and on a call.result
+// that does not end an earlier call of its actor that had no outcome yet.
+func (t *CallTracker) Add(i uint64, e *Entry) error {
+	switch e.Kind {
+	case KindCall:
+		c, err := ParseCall(e)
+		if err != nil {
+			return err
+		}
+		t.n++
+		if c.Outcome == nil {
+			if t.open == nil {
+				t.open = map[uint64]string{}
+			}
+			t.open[i] = e.Actor
+		}
+	case KindCallResult:
+		r, err := ParseCallResult(e)
+		if err != nil {
+			return err
+		}
+		actor, ok := t.open[r.Call]
+		if !ok {
+			return fmt.Errorf("call.result %d cites entry %d, which is not an earlier call entry awaiting its outcome", i, r.Call)
+		}
+		if actor != e.Actor {
+			return fmt.Errorf("call.result %d is by %q, its call %d by %q", i, e.Actor, r.Call, actor)
+		}
+		delete(t.open, r.Call)
+	}
+	return nil
+}
+
+// Calls returns the number of call entries read.
+func (t *CallTracker) Calls() uint64 { return t.n }
+
+// Open returns the indices of the calls without an outcome, in order: cut
+// off by a crash or a kill, or still under way.
+func (t *CallTracker) Open() []uint64 {
+	out := make([]uint64, 0, len(t.open))
+	for i := range t.open {
+		out = append(out, i)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// IsOpen reports whether call entry i has no outcome (yet).
+func (t *CallTracker) IsOpen(i uint64) bool {
+	_, ok := t.open[i]
+	return ok
+}

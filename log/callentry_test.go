@@ -1,0 +1,209 @@
+package log_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+)
+
+func TestCallEntriesRoundTrip(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 0, 0, 123456789, time.UTC)
+	c := &log.Call{
+		Time: at, Actor: "alice", Server: "ev", Tool: "echo",
+		ToolSHA256:      strings.Repeat("ab", 32),
+		Args:            log.CanonicalJSON(`{"message":"[redacted]","n":1e+21}`),
+		Client:          &log.CallClient{Name: "cl", Version: "1.0"},
+		ProtocolVersion: "2025-11-25",
+	}
+	b, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"actor":"alice","args":{"message":"[redacted]","n":1e+21},"client":{"name":"cl","version":"1.0"},"kind":"call","protocol_version":"2025-11-25","server":"ev","started":"2026-12-01T09:00:00.123456789Z","time":"2026-12-01T09:00:00.123456789Z","tool":"echo","tool_sha256":"` + strings.Repeat("ab", 32) + `","v":1}`
+	if string(b) != want {
+		t.Errorf("call entry\n got %s\nwant %s", b, want)
+	}
+	e, err := log.ParseEntry(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := log.ParseCall(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, c) {
+		t.Errorf("ParseCall\n got %+v\nwant %+v", got, c)
+	}
+
+	r := &log.CallResult{
+		Time: at.Add(time.Second), Actor: "alice", Call: 7,
+		ResultSHA256: strings.Repeat("cd", 32), ResultBytes: 42, ResultRetained: true,
+		IsError: true, Error: "boom", ErrorCode: -32001, Release: "v1", Duration: time.Second,
+	}
+	b, err = r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err = log.ParseEntry(b); err != nil {
+		t.Fatal(err)
+	}
+	gotR, err := log.ParseCallResult(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotR, r) {
+		t.Errorf("ParseCallResult\n got %+v\nwant %+v", gotR, r)
+	}
+}
+
+func TestCallMarshalRefuses(t *testing.T) {
+	base := log.Call{Server: "s", Tool: "t", Args: log.CanonicalJSON(`{}`)}
+	for name, c := range map[string]log.Call{
+		"no server":     {Tool: "t", Args: base.Args},
+		"no args":       {Server: "s", Tool: "t"},
+		"both args":     {Server: "s", Tool: "t", Args: base.Args, ArgsSHA256: "00"},
+		"with outcome":  {Server: "s", Tool: "t", Args: base.Args, Outcome: &log.CallResult{}},
+		"non-canonical": {Server: "s", Tool: "t", Args: log.CanonicalJSON(`{"a":1e999}`)},
+	} {
+		b, err := c.Marshal()
+		if err == nil {
+			if _, perr := log.ParseEntry(b); perr == nil {
+				t.Errorf("%s: Marshal made a valid entry", name)
+			}
+		}
+	}
+}
+
+// A call entry of the one-entry form (logs written before call.result)
+// still reads, outcome included.
+func TestParseLegacyCall(t *testing.T) {
+	legacy := `{"actor":"alice","args":{"message":"hi"},"duration_ns":1500,"is_error":false,"kind":"call","result_bytes":12,"result_sha256":"` + strings.Repeat("0f", 32) + `","server":"ev","started":"2026-01-02T03:04:05.000000000Z","time":"2026-01-02T03:04:05.000000000Z","tool":"echo","v":1}`
+	e, err := log.ParseEntry([]byte(legacy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := log.ParseCall(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Outcome == nil || c.Outcome.ResultBytes != 12 || c.Outcome.Duration != 1500 || c.Outcome.ResultSHA256 != strings.Repeat("0f", 32) {
+		t.Fatalf("legacy outcome = %+v", c.Outcome)
+	}
+	if string(c.Args) != `{"message":"hi"}` {
+		t.Errorf("args = %s", c.Args)
+	}
+}
+
+func TestParseCallResultRefuses(t *testing.T) {
+	for _, fields := range []string{
+		`"is_error":false`,            // no call
+		`"call":-1,"is_error":false`,  // negative index
+		`"call":"3","is_error":false`, // not a number
+		`"call":3,"is_error":"false"`, // not a boolean
+		`"call":3,"duration_ns":1.5`,  // not an integer
+		`"call":3,"result_sha256":1`,  // not a string
+	} {
+		b := `{"actor":"a",` + fields + `,"kind":"call.result","time":"2026-01-02T03:04:05.000000000Z","v":1}`
+		c, err := log.Canonicalize([]byte(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := log.ParseEntry(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := log.ParseCallResult(e); err == nil {
+			t.Errorf("%s: parsed", fields)
+		}
+	}
+}
+
+// auditLog is an AuditSource holding entries and one checkpoint over them.
+type auditLog struct {
+	entries [][]byte
+	cp      []byte
+}
+
+func (a *auditLog) Entries(_ context.Context, start, end uint64) ([][]byte, error) {
+	return a.entries[start:end], nil
+}
+
+func (a *auditLog) Checkpoints(_ context.Context, _ uint64, fn func(uint64, []byte) error) error {
+	return fn(uint64(len(a.entries)), a.cp)
+}
+
+func newAuditLog(t *testing.T, entries [][]byte) (*auditLog, note.Verifier) {
+	t.Helper()
+	skey, vkey, err := note.GenerateKey(rand.Reader, "provlog.test/audit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, _ := note.NewSigner(skey)
+	v, _ := note.NewVerifier(vkey)
+	gen, err := log.Genesis(time.Now(), "provlog.test/audit", vkey, nil, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries = append([][]byte{gen}, entries...)
+	rng := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
+	for _, e := range entries {
+		rng.Append(log.LeafHash(e), nil)
+	}
+	root, _ := rng.GetRootHash(nil)
+	cp, err := log.SignCheckpoint(log.Checkpoint{Origin: "provlog.test/audit", Size: uint64(len(entries)), Hash: root}, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &auditLog{entries: entries, cp: cp}, v
+}
+
+func TestAuditPairsCallsWithResults(t *testing.T) {
+	now := time.Now()
+	call := func(actor string) []byte {
+		b, err := (&log.Call{Time: now, Actor: actor, Server: "s", Tool: "t", Args: log.CanonicalJSON(`{}`)}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	result := func(actor string, i uint64) []byte {
+		b, err := (&log.CallResult{Time: now, Actor: actor, Call: i}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// Entry 0 is the genesis; the calls are at 1, 2 and 4.
+	src, v := newAuditLog(t, [][]byte{call("a"), call("b"), result("a", 1), call("a")})
+	rep, err := log.Audit(context.Background(), src, v, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 3 || !reflect.DeepEqual(rep.OpenCalls, []uint64{2, 4}) {
+		t.Errorf("calls %d, open %v; want 3, [2 4]", rep.Calls, rep.OpenCalls)
+	}
+
+	for name, entries := range map[string][][]byte{
+		"result for a later entry": {result("a", 2), call("a")},
+		"result for a non-call":    {call("a"), result("a", 0)},
+		"two results":              {call("a"), result("a", 1), result("a", 1)},
+		"other actor":              {call("a"), result("b", 1)},
+	} {
+		src, v := newAuditLog(t, entries)
+		_, err := log.Audit(context.Background(), src, v, "")
+		var ae *log.AuditError
+		if !errors.As(err, &ae) {
+			t.Errorf("%s: audit said %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,228 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
+)
+
+// Recording a call, in two entries (DESIGN §2): startCall writes the call
+// entry before anything reaches the downstream server, settle writes the
+// call.result entry before anything goes back to the client. Both fronts
+// and both kinds of downstream take these two steps; only the forwarding
+// between them differs.
+
+// startCall makes server d's tool call by actor (front is its front
+// name; args its arguments as received, argsCanon their canonical form if
+// the reader made it already) and writes its call entry. A call whose
+// entry cannot be written is refused with the error returned, and must
+// not be forwarded. On success the call's result is announced to the log:
+// the caller must defer c.withdraw().
+func (p *Proxy) startCall(ctx context.Context, d *downstream, front, tool, actor string, start time.Time, args json.RawMessage, argsCanon []byte, client *mcp.Implementation, protocol string) (*call, *jsonrpc.Error) {
+	c := &call{
+		server: d.cfg.ID, tool: tool, toolSum: d.toolSum(front), actor: actor, start: start,
+		client: client, protocol: protocol, retain: d.cfg.Retain == RetainFull,
+	}
+	var err error
+	if c.args, c.secrets, err = d.recordedArgs(args, argsCanon); err != nil {
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the call to %s was not made: its arguments cannot be recorded: %v", front, err)
+	}
+	if err := p.recordCall(ctx, c); err != nil {
+		p.logger.Error("proxy: recording a call failed; the call is refused", "server", c.server, "tool", c.tool, "error", err)
+		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was not made, as the log cannot record it: %v", front, err)
+	}
+	p.announce(c)
+	return c, nil
+}
+
+// recordedArgs returns a call's arguments as its entry holds them:
+// redacted, canonical, an empty object for absent or null ones; and the
+// redacted values. Arguments JCS cannot represent (numbers out of the
+// double range, lone surrogates, duplicate keys) are an error.
+func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.CanonicalJSON, []string, error) {
+	if len(d.cfg.Redact) == 0 {
+		if canon != nil {
+			return canon, nil, nil
+		}
+		if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+			return log.CanonicalJSON("{}"), nil, nil
+		}
+		b, err := log.Canonicalize(raw)
+		return b, nil, err
+	}
+	v, secrets, err := redactArgs(raw, d.cfg.Redact)
+	if err != nil {
+		return nil, nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, nil, err
+	}
+	b, err := log.Canonicalize(buf.Bytes())
+	return b, secrets, err
+}
+
+// recordCall writes c's call entry, moving the arguments to a blob when
+// the entry would be too large, and notes its index in c. A blob written
+// for an entry that does not make it into the log is purged again.
+func (p *Proxy) recordCall(ctx context.Context, c *call) error {
+	e := &log.Call{
+		Time: c.start, Actor: c.actor, Server: c.server, Tool: c.tool, ToolSHA256: c.toolSum,
+		Args: c.args, ProtocolVersion: truncate(c.protocol, maxClientText),
+	}
+	if c.client != nil {
+		e.Client = &log.CallClient{Name: truncate(c.client.Name, maxClientText), Version: truncate(c.client.Version, maxClientText)}
+	}
+	var bs blobSet
+	b, err := e.Marshal()
+	if errors.Is(err, log.ErrEntryTooLarge) {
+		// Move the arguments out to a blob; the entry keeps their hash.
+		e.ArgsSHA256, e.Args = blobs.Sum(c.args), nil
+		if p.opts.Blobs != nil {
+			if err := bs.put(p.opts.Blobs, c.args); err != nil {
+				return fmt.Errorf("keeping the arguments: %w", err)
+			}
+		}
+		b, err = e.Marshal()
+	}
+	if err == nil {
+		var r *log.Receipt
+		r, err = p.append(ctx, nil, b)
+		if err == nil {
+			c.index = r.Index
+		}
+	}
+	if err != nil {
+		bs.purge(p)
+	}
+	return err
+}
+
+// append appends entry, as the announced append ex if there is one. The
+// append outlives the caller's cancellation (bounded by appendTimeout):
+// an entry on its way is never abandoned half-way.
+func (p *Proxy) append(ctx context.Context, c *call, entry []byte) (*log.Receipt, error) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
+	defer cancel()
+	if c != nil && c.expected != nil {
+		return c.expected.Append(actx, entry)
+	}
+	return p.opts.Log.Append(actx, entry)
+}
+
+// settle ends call c, which the downstream answered with callErr (nil:
+// a result): it records c's outcome and returns its receipt's text form
+// and, for a failed call, the error the client gets, carrying the receipt
+// as its data unless the downstream's own error has data. If the outcome
+// cannot be recorded the receipt is "" and the error says the result is
+// withheld.
+func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr error) (string, *jsonrpc.Error) {
+	c.duration = time.Since(c.start)
+	c.release = p.release(ctx, d, c.result)
+	r, err := p.recordResult(ctx, c)
+	if err != nil {
+		p.logger.Error("proxy: recording a call's outcome failed; the result is withheld", "server", c.server, "tool", c.tool, "call", c.index, "error", err)
+		return "", rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was made (log entry %d) but its outcome could not be recorded, so its result is withheld: %v", c.tool, c.index, err)
+	}
+	receipt := r.String()
+	if callErr == nil {
+		return receipt, nil
+	}
+	data, _ := json.Marshal(map[string]string{ReceiptKey: receipt})
+	if we, ok := callErr.(*jsonrpc.Error); ok && ctx.Err() == nil {
+		out := *we
+		if len(out.Data) == 0 {
+			out.Data = data
+		}
+		return receipt, &out
+	}
+	return receipt, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + c.errText, Data: data}
+}
+
+// recordResult writes c's call.result entry and returns its receipt.
+func (p *Proxy) recordResult(ctx context.Context, c *call) (*log.Receipt, error) {
+	e := &log.CallResult{
+		Time: c.start.Add(c.duration), Actor: c.actor, Call: c.index,
+		IsError: c.isError, Release: c.release, Duration: c.duration,
+	}
+	if c.errText != "" {
+		e.Error = truncate(c.errText, maxErrorText)
+		e.ErrorCode = c.errCode
+	}
+	var bs blobSet
+	if c.result != nil {
+		canon, err := c.resultCanon, error(nil)
+		if canon == nil {
+			canon, err = log.Canonicalize(c.result)
+		}
+		if err != nil {
+			// Not I-JSON (duplicate keys, lone surrogates...): JCS cannot
+			// represent it, so hash the bytes as received.
+			canon, e.ResultRaw = c.result, true
+		}
+		sum := sha256.Sum256(canon)
+		e.ResultSHA256 = hex.EncodeToString(sum[:])
+		e.ResultBytes = int64(len(c.result))
+		e.ResultRemarshalled = c.remarshal
+		if c.retain {
+			// What is kept on disk never holds a redacted value: a
+			// result that echoes one is kept with it scrubbed out,
+			// under its own hash.
+			kept, changed := scrubJSON(canon, c.secrets)
+			if err := bs.put(p.opts.Blobs, kept); err != nil {
+				return nil, fmt.Errorf("keeping the result: %w", err)
+			}
+			e.ResultRetained = true
+			if changed {
+				e.RetainedSHA256 = blobs.Sum(kept)
+			}
+		}
+	}
+	b, err := e.Marshal()
+	var r *log.Receipt
+	if err == nil {
+		r, err = p.append(ctx, c, b)
+	}
+	if err != nil {
+		bs.purge(p)
+		return nil, err
+	}
+	return r, nil
+}
+
+// blobSet is the blobs written for one entry, purged again if the entry
+// does not make it into the log.
+type blobSet []string
+
+func (s *blobSet) put(store *blobs.Store, b []byte) error {
+	sum := blobs.Sum(b)
+	if _, err := store.Get(sum); err == nil {
+		return nil // already there: not ours to purge
+	}
+	if _, err := store.Put(b); err != nil {
+		return err
+	}
+	*s = append(*s, sum)
+	return nil
+}
+
+func (s blobSet) purge(p *Proxy) {
+	for _, sum := range s {
+		if err := p.opts.Blobs.Purge(sum); err != nil {
+			p.logger.Error("proxy: purging the blob of an unrecorded entry", "blob", sum, "error", err)
+		}
+	}
+}
