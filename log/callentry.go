@@ -8,18 +8,18 @@ import (
 	"time"
 )
 
-// KindCallResult is the kind of the entry that ends a call (see [CallResult]).
+// KindCallResult is the kind of the entry that ends a call (see [CallResultEntry]).
 const KindCallResult = "call.result"
 
-// A Call is a call entry (DESIGN §2): a tools/call the proxy is about to
+// A CallEntry is a call entry (DESIGN §2): a tools/call the proxy is about to
 // forward, recorded before anything reaches the downstream server. Its
-// outcome follows in a [CallResult] entry citing the call's index; a call
+// outcome follows in a [CallResultEntry] citing the call's index; a call
 // without one was cut off (a crash, a kill) or is still under way.
 //
 // Logs written before call.result existed hold one call entry per call,
 // written after the call with its outcome in it; [ParseCall] reads those
 // too and returns their outcome in Outcome.
-type Call struct {
+type CallEntry struct {
 	Time   time.Time // when the proxy took the call (also its "started")
 	Actor  string
 	Server string // the downstream server's id
@@ -36,9 +36,9 @@ type Call struct {
 	ProtocolVersion string
 
 	// Outcome is the outcome of a call recorded in one entry (old logs),
-	// with Call left 0: it is the entry's own. Marshal refuses a Call with
+	// with Call left 0: it is the entry's own. Marshal refuses a CallEntry with
 	// an Outcome; provlog writes a CallResult instead.
-	Outcome *CallResult
+	Outcome *CallResultEntry
 }
 
 // CallClient names the client software that made a call.
@@ -46,9 +46,9 @@ type CallClient struct {
 	Name, Version string
 }
 
-// A CallResult is a call.result entry: the outcome of the call entry at
+// A CallResultEntry is a call.result entry: the outcome of the call entry at
 // index Call, recorded before the client sees it.
-type CallResult struct {
+type CallResultEntry struct {
 	Time  time.Time // when the outcome arrived
 	Actor string    // the call's actor
 	Call  uint64    // the index of the call entry
@@ -81,7 +81,7 @@ type CallResult struct {
 // Marshal returns the call entry's bytes. It fails as [Entry.Marshal]
 // does; an entry too large wraps [ErrEntryTooLarge], and the caller may
 // move Args to a blob and set ArgsSHA256 instead.
-func (c *Call) Marshal() ([]byte, error) {
+func (c *CallEntry) Marshal() ([]byte, error) {
 	if c.Outcome != nil {
 		return nil, errors.New("call entry: an outcome goes in a call.result entry")
 	}
@@ -114,7 +114,7 @@ func (c *Call) Marshal() ([]byte, error) {
 }
 
 // Marshal returns the call.result entry's bytes.
-func (r *CallResult) Marshal() ([]byte, error) {
+func (r *CallResultEntry) Marshal() ([]byte, error) {
 	f := map[string]any{
 		"call":        r.Call,
 		"is_error":    r.IsError,
@@ -124,7 +124,7 @@ func (r *CallResult) Marshal() ([]byte, error) {
 	return (&Entry{Kind: KindCallResult, Time: r.Time, Actor: r.Actor, Fields: f}).Marshal()
 }
 
-func (r *CallResult) outcomeFields(f map[string]any) {
+func (r *CallResultEntry) outcomeFields(f map[string]any) {
 	if r.ResultSHA256 != "" {
 		f["result_sha256"] = r.ResultSHA256
 		f["result_bytes"] = r.ResultBytes
@@ -152,13 +152,13 @@ func (r *CallResult) outcomeFields(f map[string]any) {
 	}
 }
 
-// ParseCall reads a call entry, of either form (see [Call]).
-func ParseCall(e *Entry) (*Call, error) {
+// ParseCall reads a call entry, of either form (see [CallEntry]).
+func ParseCall(e *Entry) (*CallEntry, error) {
 	if e.Kind != KindCall {
 		return nil, fmt.Errorf("entry is a %s entry, not a call", e.Kind)
 	}
 	rd := fieldReader{f: e.Fields}
-	c := &Call{
+	c := &CallEntry{
 		Time:            e.Time,
 		Actor:           e.Actor,
 		Server:          rd.str("server"),
@@ -188,7 +188,7 @@ func ParseCall(e *Entry) (*Call, error) {
 	}
 	if hasAny(e.Fields, "is_error", "duration_ns", "result_sha256") {
 		// One entry per call, outcome included (logs before call.result).
-		c.Outcome = &CallResult{Time: e.Time, Actor: e.Actor}
+		c.Outcome = &CallResultEntry{Time: e.Time, Actor: e.Actor}
 		c.Outcome.readOutcome(&rd)
 		if st := rd.str("started"); st != "" {
 			if t, err := time.Parse(TimeFormat, st); err == nil {
@@ -215,12 +215,12 @@ func hasAny(f map[string]any, keys ...string) bool {
 }
 
 // ParseCallResult reads a call.result entry.
-func ParseCallResult(e *Entry) (*CallResult, error) {
+func ParseCallResult(e *Entry) (*CallResultEntry, error) {
 	if e.Kind != KindCallResult {
 		return nil, fmt.Errorf("entry is a %s entry, not a call.result", e.Kind)
 	}
 	rd := fieldReader{f: e.Fields}
-	r := &CallResult{Time: e.Time, Actor: e.Actor}
+	r := &CallResultEntry{Time: e.Time, Actor: e.Actor}
 	if _, ok := e.Fields["call"]; !ok {
 		rd.fail("call", "missing")
 	}
@@ -232,7 +232,7 @@ func ParseCallResult(e *Entry) (*CallResult, error) {
 	return r, nil
 }
 
-func (r *CallResult) readOutcome(rd *fieldReader) {
+func (r *CallResultEntry) readOutcome(rd *fieldReader) {
 	r.ResultSHA256 = rd.str("result_sha256")
 	r.ResultBytes = rd.int("result_bytes")
 	if v, ok := rd.f["result_canonical"]; ok {
@@ -250,7 +250,7 @@ func (r *CallResult) readOutcome(rd *fieldReader) {
 
 // RetainedBlob names the blob holding the kept result, or "" if none was
 // kept.
-func (r *CallResult) RetainedBlob() string {
+func (r *CallResultEntry) RetainedBlob() string {
 	switch {
 	case !r.ResultRetained:
 		return ""

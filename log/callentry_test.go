@@ -18,7 +18,7 @@ import (
 
 func TestCallEntriesRoundTrip(t *testing.T) {
 	at := time.Date(2026, 12, 1, 9, 0, 0, 123456789, time.UTC)
-	c := &log.Call{
+	c := &log.CallEntry{
 		Time: at, Actor: "alice", Server: "ev", Tool: "echo",
 		ToolSHA256:      strings.Repeat("ab", 32),
 		Args:            log.CanonicalJSON(`{"message":"[redacted]","n":1e+21}`),
@@ -45,7 +45,7 @@ func TestCallEntriesRoundTrip(t *testing.T) {
 		t.Errorf("ParseCall\n got %+v\nwant %+v", got, c)
 	}
 
-	r := &log.CallResult{
+	r := &log.CallResultEntry{
 		Time: at.Add(time.Second), Actor: "alice", Call: 7,
 		ResultSHA256: strings.Repeat("cd", 32), ResultBytes: 42, ResultRetained: true,
 		IsError: true, Error: "boom", ErrorCode: -32001, Release: "v1", Duration: time.Second,
@@ -67,12 +67,12 @@ func TestCallEntriesRoundTrip(t *testing.T) {
 }
 
 func TestCallMarshalRefuses(t *testing.T) {
-	base := log.Call{Server: "s", Tool: "t", Args: log.CanonicalJSON(`{}`)}
-	for name, c := range map[string]log.Call{
+	base := log.CallEntry{Server: "s", Tool: "t", Args: log.CanonicalJSON(`{}`)}
+	for name, c := range map[string]log.CallEntry{
 		"no server":     {Tool: "t", Args: base.Args},
 		"no args":       {Server: "s", Tool: "t"},
 		"both args":     {Server: "s", Tool: "t", Args: base.Args, ArgsSHA256: "00"},
-		"with outcome":  {Server: "s", Tool: "t", Args: base.Args, Outcome: &log.CallResult{}},
+		"with outcome":  {Server: "s", Tool: "t", Args: base.Args, Outcome: &log.CallResultEntry{}},
 		"non-canonical": {Server: "s", Tool: "t", Args: log.CanonicalJSON(`{"a":1e999}`)},
 	} {
 		b, err := c.Marshal()
@@ -170,14 +170,14 @@ func newAuditLog(t *testing.T, entries [][]byte) (*auditLog, note.Verifier) {
 func TestAuditPairsCallsWithResults(t *testing.T) {
 	now := time.Now()
 	call := func(actor string) []byte {
-		b, err := (&log.Call{Time: now, Actor: actor, Server: "s", Tool: "t", Args: log.CanonicalJSON(`{}`)}).Marshal()
+		b, err := (&log.CallEntry{Time: now, Actor: actor, Server: "s", Tool: "t", Args: log.CanonicalJSON(`{}`)}).Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
 	result := func(actor string, i uint64) []byte {
-		b, err := (&log.CallResult{Time: now, Actor: actor, Call: i}).Marshal()
+		b, err := (&log.CallResultEntry{Time: now, Actor: actor, Call: i}).Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}

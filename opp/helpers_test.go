@@ -102,7 +102,7 @@ func appendCall(tb testing.TB, l *testLog, actor string) uint64 {
 // call is forwarded, and returns its index.
 func appendCallStart(tb testing.TB, l *testLog, actor string) uint64 {
 	tb.Helper()
-	b, err := (&log.Call{Time: time.Now(), Actor: actor, Server: "everything", Tool: "echo", Args: log.CanonicalJSON(`{"message":"hi"}`)}).Marshal()
+	b, err := (&log.CallEntry{Time: time.Now(), Actor: actor, Server: "everything", Tool: "echo", Args: log.CanonicalJSON(`{"message":"hi"}`)}).Marshal()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func appendCallStart(tb testing.TB, l *testLog, actor string) uint64 {
 // appendCallResult writes the call.result of the call at index call.
 func appendCallResult(tb testing.TB, l *testLog, actor string, call uint64) uint64 {
 	tb.Helper()
-	b, err := (&log.CallResult{Time: time.Now(), Actor: actor, Call: call, ResultSHA256: strings.Repeat("0", 64), ResultBytes: 2}).Marshal()
+	b, err := (&log.CallResultEntry{Time: time.Now(), Actor: actor, Call: call, ResultSHA256: strings.Repeat("0", 64), ResultBytes: 2}).Marshal()
 	if err != nil {
 		tb.Fatal(err)
 	}

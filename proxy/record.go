@@ -79,7 +79,7 @@ func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.Canoni
 // the entry would be too large, and notes its index in c. A blob written
 // for an entry that does not make it into the log is purged again.
 func (p *Proxy) recordCall(ctx context.Context, c *call) error {
-	e := &log.Call{
+	e := &log.CallEntry{
 		Time: c.start, Actor: c.actor, Server: c.server, Tool: c.tool, ToolSHA256: c.toolSum,
 		Args: c.args, ProtocolVersion: truncate(c.protocol, maxClientText),
 	}
@@ -154,7 +154,7 @@ func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr erro
 
 // recordResult writes c's call.result entry and returns its receipt.
 func (p *Proxy) recordResult(ctx context.Context, c *call) (*log.Receipt, error) {
-	e := &log.CallResult{
+	e := &log.CallResultEntry{
 		Time: c.start.Add(c.duration), Actor: c.actor, Call: c.index,
 		IsError: c.isError, Release: c.release, Duration: c.duration,
 	}

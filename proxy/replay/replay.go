@@ -158,8 +158,8 @@ func Run(ctx context.Context, entries [][]byte, from uint64, opts Options) (*Rep
 // and their indices, each with its outcome if the log has it: from its
 // call.result entry, within entries or read with after, or from a call
 // entry of an old log.
-func pairCalls(ctx context.Context, entries [][]byte, from uint64, after func(context.Context, uint64) ([][]byte, error)) ([]*log.Call, []uint64, error) {
-	var calls []*log.Call
+func pairCalls(ctx context.Context, entries [][]byte, from uint64, after func(context.Context, uint64) ([][]byte, error)) ([]*log.CallEntry, []uint64, error) {
+	var calls []*log.CallEntry
 	var at []uint64
 	pos := map[uint64]int{}      // call index -> its place in calls
 	waiting := map[uint64]bool{} // calls without an outcome yet
@@ -249,7 +249,7 @@ func (r *runner) server(id string) *proxy.ServerConfig {
 	return nil
 }
 
-func (r *runner) replay(ctx context.Context, index uint64, call *log.Call) Outcome {
+func (r *runner) replay(ctx context.Context, index uint64, call *log.CallEntry) Outcome {
 	o := Outcome{Index: index, Server: call.Server, Tool: call.Tool}
 	no := func(format string, args ...any) Outcome {
 		o.Class, o.Reason = NotReplayable, fmt.Sprintf(format, args...)

@@ -118,14 +118,14 @@ func TestStdioAndNotReplayable(t *testing.T) {
 	// Calls as provlog records them now: a call entry, and its outcome
 	// in a later call.result entry; a call cut off has none.
 	call := func(q string) []byte {
-		b, err := (&log.Call{Time: time.Unix(1, 0), Actor: "a", Server: "st", Tool: "echo", Args: log.CanonicalJSON(`{"q":"` + q + `"}`)}).Marshal()
+		b, err := (&log.CallEntry{Time: time.Unix(1, 0), Actor: "a", Server: "st", Tool: "echo", Args: log.CanonicalJSON(`{"q":"` + q + `"}`)}).Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
 	result := func(i uint64, sum string) []byte {
-		b, err := (&log.CallResult{Time: time.Unix(2, 0), Actor: "a", Call: i, ResultSHA256: sum, ResultBytes: 1}).Marshal()
+		b, err := (&log.CallResultEntry{Time: time.Unix(2, 0), Actor: "a", Call: i, ResultSHA256: sum, ResultBytes: 1}).Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
