@@ -127,7 +127,8 @@ func (l *testLog) options(index uint64, context ...uint64) evidence.Options {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	return evidence.Options{Source: l.store, Index: index, VKey: l.vkey, Signer: l.signer, AnchorKey: l.anchorKey,
+	_, latest := l.seq.Checkpoint()
+	return evidence.Options{Source: l.store, Index: index, Latest: latest, VKey: l.vkey, Signer: l.signer, AnchorKey: l.anchorKey,
 		Records: recs, Witnesses: []string{l.witness.Verifier().String()}, Threshold: 1, Trust: l.trust, Context: context}
 }
 

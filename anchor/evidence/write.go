@@ -54,8 +54,10 @@ type Options struct {
 	Witnesses []string
 	Threshold int
 	// Cosigned are cosigned checkpoints the caller holds (the sidecar's
-	// newest), used when no anchored checkpoint is cosigned.
+	// newest), used when no anchored checkpoint is cosigned; Latest is
+	// the log's latest checkpoint, used when there is neither.
 	Cosigned [][]byte
+	Latest   []byte
 	// Trust are the TSA roots and Rekor keys the anchors are checked
 	// against; nil means each record's own.
 	Trust *anchor.Trust
@@ -226,19 +228,14 @@ func chooseTarget(ctx context.Context, o Options, v note.Verifier, p log.Witness
 			return &target{note: msg, cp: cp, cosigned: witnessed}, nil
 		}
 	}
-	var latest []byte
-	err := o.Source.Checkpoints(ctx, o.Index+1, func(_ uint64, n []byte) error { latest = n; return nil })
-	if err != nil {
-		return nil, fmt.Errorf("evidence: reading checkpoints: %w", err)
-	}
-	if latest == nil {
-		return nil, fmt.Errorf("evidence: no checkpoint covers entry %d", o.Index)
-	}
-	cp, _, err := log.OpenCheckpoint(latest, v)
+	cp, _, err := log.OpenCheckpoint(o.Latest, v)
 	if err != nil {
 		return nil, fmt.Errorf("evidence: the log's latest checkpoint: %w", err)
 	}
-	return &target{note: latest, cp: cp}, nil
+	if cp.Size <= o.Index {
+		return nil, fmt.Errorf("evidence: entry %d is not in the log of size %d", o.Index, cp.Size)
+	}
+	return &target{note: o.Latest, cp: cp}, nil
 }
 
 func cmpSize(a, b *anchor.Stored) int {

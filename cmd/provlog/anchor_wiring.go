@@ -6,6 +6,7 @@ package main
 // wires it to the data dir (see the anchor package's doc for the config).
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/x509"
@@ -39,7 +40,7 @@ type anchoring struct {
 
 // openAnchorRunner resolves acfg (relative file names from baseDir), loads
 // <data>/anchor.key and makes the runner over seq and store.
-func openAnchorRunner(ctx context.Context, data string, acfg *anchor.Config, baseDir string, seq *server.Sequencer, store log.Storage, logger *slog.Logger) (*anchor.Runner, error) {
+func openAnchorRunner(ctx context.Context, data string, acfg *anchor.Config, baseDir string, seq *server.Sequencer, cosigned func() []byte, store log.Storage, logger *slog.Logger) (*anchor.Runner, error) {
 	res, err := acfg.Resolve(baseDir)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -56,13 +57,54 @@ func openAnchorRunner(ctx context.Context, data string, acfg *anchor.Config, bas
 	if err != nil {
 		return nil, err
 	}
-	return anchor.NewRunner(ctx, anchor.Options{Config: res, Log: seq, Tree: store, Records: records, Signer: signer, Logger: logger})
+	lg := anchoredLog{Sequencer: seq, cosigned: cosigned, store: store, records: records}
+	return anchor.NewRunner(ctx, anchor.Options{Config: res, Log: lg, Tree: store, Records: records, Signer: signer, Logger: logger})
+}
+
+// anchoredLog is the log as the anchor runner sees it. With witnesses
+// (cosigned not nil) it offers the newest cosigned checkpoint, so that the
+// checkpoint anchored is the one the witnesses vouch for and one
+// checkpoint carries both (what provlog evidence looks for); until they
+// cosign one, or while they cosigned nothing newer than the newest
+// anchor, the log's latest, so a witness outage never stops anchoring.
+type anchoredLog struct {
+	*server.Sequencer
+	cosigned func() []byte
+	store    log.Storage
+	records  *anchor.Store
+}
+
+func (l anchoredLog) Checkpoint() (uint64, []byte) {
+	size, own := l.Sequencer.Checkpoint()
+	if l.cosigned == nil {
+		return size, own
+	}
+	c := l.cosigned()
+	cp, err := log.ParseCheckpointNote(c)
+	if c == nil || err != nil {
+		return size, own
+	}
+	// Only the log's own checkpoint of that size, cosignatures added.
+	mine, err := l.store.Checkpoint(context.Background(), cp.Size)
+	if err != nil || !bytes.HasPrefix(c, mine) {
+		return size, own
+	}
+	// Witnesses that cosigned nothing since the newest anchor (down, or
+	// slow) must not stop anchoring: then the log's own latest.
+	if last, err := l.records.Last(); err != nil || (last != nil && last.Record.Size >= cp.Size) {
+		return size, own
+	}
+	return cp.Size, c
 }
 
 // startAnchoring starts anchoring for a sidecar; stop it before closing
 // the sequencer.
 func startAnchoring(ctx context.Context, sc *sidecar, acfg *anchor.Config, baseDir string) (*anchoring, error) {
-	r, err := openAnchorRunner(ctx, sc.cfg.Data, acfg, baseDir, sc.seq, sc.store, sc.logger.With("component", "anchor"))
+	var cosigned func() []byte
+	if sc.witness != nil {
+		cosigned = sc.witness.cos.Latest
+	}
+	r, err := openAnchorRunner(ctx, sc.cfg.Data, acfg, baseDir, sc.seq, cosigned, sc.store, sc.logger.With("component", "anchor"))
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +183,7 @@ func anchorNow(ctx context.Context, data string, acfg *anchor.Config, baseDir st
 	defer seq.Close()
 	// The outcome is printed below; the runner's own log lines would
 	// repeat it.
-	r, err := openAnchorRunner(ctx, data, acfg, baseDir, seq, store, slog.New(slog.DiscardHandler))
+	r, err := openAnchorRunner(ctx, data, acfg, baseDir, seq, nil, store, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,189 @@
+package main
+
+// provlog evidence and verify-evidence: one entry's self-contained
+// evidence (package anchor/evidence holds the layout and the checks).
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/anchor/evidence"
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/opp"
+)
+
+func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("evidence", stderr)
+	data := fs.String("data", "", "data dir of a stopped sidecar")
+	index := fs.Int64("index", -1, "entry index")
+	leaf := fs.String("leaf-hash", "", "entry leaf hash, hex")
+	out := fs.String("out", "", "evidence directory to create")
+	cfgPath := fs.String("config", "", "config whose witnesses: and witness_policy: are the policy the checkpoint must meet, and whose anchors: pin the TSA roots and Rekor keys")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if *data == "" {
+		return usageErr("--data is required (evidence from a running sidecar over --log is not implemented yet: stop it, or export a bundle)")
+	}
+	if (*index < 0) == (*leaf == "") {
+		return usageErr("give exactly one of --index and --leaf-hash")
+	}
+	if *out == "" {
+		return usageErr("--out is required")
+	}
+	s, err := openStore(*data)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	i := uint64(*index)
+	if *leaf != "" {
+		lh, err := hex.DecodeString(*leaf)
+		if err != nil || len(lh) != log.HashSize {
+			return usageErr("--leaf-hash must be %d hex digits", 2*log.HashSize)
+		}
+		if i, err = s.LeafIndex(ctx, lh); errors.Is(err, log.ErrNotFound) {
+			return fmt.Errorf("no entry has leaf hash %x", lh)
+		} else if err != nil {
+			return err
+		}
+	}
+	o, err := evidenceOptions(ctx, s, *data, *cfgPath, i)
+	if err != nil {
+		return err
+	}
+	if _, err := evidence.Write(ctx, *out, *o); err != nil {
+		return err
+	}
+	rep, err := evidence.Verify(ctx, *out, o.VKey)
+	if err != nil {
+		return fmt.Errorf("the evidence written to %s does not verify: %w", *out, err)
+	}
+	fmt.Fprintf(stdout, "wrote %s\n%s", *out, rep)
+	return nil
+}
+
+// evidenceOptions gathers what a data dir and config hold for one entry.
+func evidenceOptions(ctx context.Context, s log.Storage, data, cfgPath string, index uint64) (*evidence.Options, error) {
+	k, err := loadKeys(data)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if index >= st.Size {
+		return nil, fmt.Errorf("entry %d is not in the log of size %d", index, st.Size)
+	}
+	records, err := anchor.OpenStore(filepath.Join(data, anchorDir))
+	if err != nil {
+		return nil, err
+	}
+	recs, err := records.List()
+	if err != nil {
+		return nil, err
+	}
+	o := &evidence.Options{Source: s, Index: index, VKey: k.vkey, Signer: k.signer, AnchorKey: k.anchorPub,
+		Records: recs, Latest: st.Checkpoint}
+	if c, err := os.ReadFile(filepath.Join(data, cosignedFile)); err == nil {
+		o.Cosigned = [][]byte{c}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if cfgPath != "" {
+		cfg, err := loadConfig(cfgPath)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range cfg.witnesses {
+			o.Witnesses = append(o.Witnesses, w.VKey)
+		}
+		o.Threshold = cfg.witnessPolicy.Threshold
+		if cfg.Anchors != nil {
+			res, err := cfg.Anchors.Resolve(cfg.dir)
+			if err != nil {
+				return nil, fmt.Errorf("config: %w", err)
+			}
+			o.Trust = res.Trust
+		}
+	}
+	if o.Context, err = taskContext(ctx, s, st.Size, index); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// taskContext returns, for a task entry, the indices of its task's
+// history before it and of the entries its claims cite: what makes a
+// claim meaningful. It is empty for other entries.
+func taskContext(ctx context.Context, s log.Storage, size, index uint64) ([]uint64, error) {
+	es, err := s.Entries(ctx, index, index+1)
+	if err != nil {
+		return nil, err
+	}
+	e, err := log.ParseEntry(es[0])
+	if err != nil {
+		return nil, err
+	}
+	id, _ := e.Fields["task_id"].(string)
+	if !strings.HasPrefix(e.Kind, "task.") || id == "" {
+		return nil, nil
+	}
+	state, err := opp.Rebuild(ctx, s, size)
+	if err != nil {
+		return nil, fmt.Errorf("rebuilding task state: %w", err)
+	}
+	task := state.Task(id)
+	if task == nil {
+		return nil, fmt.Errorf("entry %d names task %s, which the log's task state does not hold", index, id)
+	}
+	var out []uint64
+	for _, ev := range task.History {
+		if ev.Index > index {
+			break
+		}
+		out = append(out, ev.Index)
+		if ev.Kind == opp.KindClaim {
+			out = append(out, ev.Evidence...)
+		}
+	}
+	return out, nil
+}
+
+func runVerifyEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("verify-evidence", stderr)
+	vkeyArg := fs.String("vkey", "", "the log's verifier key, or a file holding it, from a source you trust")
+	if err := parseFlags(fs, args, 1); err != nil {
+		return err
+	}
+	if *vkeyArg == "" || fs.NArg() != 1 {
+		return usageErr("--vkey and one evidence DIR are required")
+	}
+	vkey, err := parseVKeyArg(*vkeyArg)
+	if err != nil {
+		return err
+	}
+	rep, err := evidence.Verify(ctx, fs.Arg(0), vkey)
+	var ve *evidence.VerifyError
+	if errors.As(err, &ve) {
+		for _, p := range ve.Problems {
+			fmt.Fprintf(stderr, "FAILED %s\n", p)
+		}
+		return fmt.Errorf("FAILED: %s does not verify (%d problems)", fs.Arg(0), len(ve.Problems))
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "OK: %s", rep)
+	fmt.Fprintf(stdout, "  (checked offline against the log key %s; root %s)\n", strings.SplitN(vkey, "+", 2)[0], base64.StdEncoding.EncodeToString(rep.Checkpoint.Hash))
+	return nil
+}
