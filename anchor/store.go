@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/provlog/provlog/log/durable"
 )
 
 // A Store keeps anchor records as files in one directory (by convention
@@ -52,50 +54,22 @@ func (s *Store) Put(r *Record) (*Stored, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
-	if err != nil {
-		return nil, fmt.Errorf("storing anchor record: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return nil, fmt.Errorf("storing anchor record: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return nil, fmt.Errorf("storing anchor record: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, fmt.Errorf("storing anchor record: %w", err)
-	}
-	// A hard link never replaces an existing file, so a record, once
+	// CreateFile never replaces an existing file, so a record, once
 	// named, is never overwritten.
 	for n := 0; ; n++ {
 		name := fmt.Sprintf("%020d.json", r.Size)
 		if n > 0 {
 			name = fmt.Sprintf("%020d-%d.json", r.Size, n)
 		}
-		err := os.Link(tmp.Name(), filepath.Join(s.dir, name))
+		err := durable.CreateFile(filepath.Join(s.dir, name), b, 0o600)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("storing anchor record: %w", err)
 		}
-		if err := syncDir(s.dir); err != nil {
-			return nil, fmt.Errorf("storing anchor record: %w", err)
-		}
 		return &Stored{Name: name, SHA256: sha256Hex(b), Bytes: b, Record: r}, nil
 	}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Names returns the record file names in order of tree size, then of

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/durable"
 )
 
 func runKeygen(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -86,24 +87,9 @@ func parseLogVerifier(arg string) (note.Verifier, error) {
 
 // writeNewFile writes a file that must not exist yet, durably.
 func writeNewFile(path string, data []byte, perm fs.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	err := durable.CreateFile(path, data, perm)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%s already exists; not overwriting it", path)
 	}
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return err
 }

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/proxy"
 )
 
@@ -206,7 +207,7 @@ func ensureLocalToken(data string) (string, error) {
 			return "", err
 		}
 		b = []byte(base64.RawURLEncoding.EncodeToString(raw))
-		if err := writeFileSync(path, append(b, '\n'), 0o600); err != nil {
+		if err := durable.CreateFile(path, append(b, '\n'), 0o600); err != nil {
 			return "", fmt.Errorf("writing %s: %w", path, err)
 		}
 	} else if err != nil {

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log/durable"
 )
 
 // Files in a data dir. The keys sit beside the Pebble store, so commands
@@ -84,7 +86,7 @@ func keygen(dir, origin string) error {
 		{logVKeyFile, []byte(vkey + "\n"), 0o644},
 	}
 	for _, f := range files {
-		if err := writeFileSync(filepath.Join(dir, f.name), f.data, f.perm); err != nil {
+		if err := durable.CreateFile(filepath.Join(dir, f.name), f.data, f.perm); err != nil {
 			return err
 		}
 	}
@@ -132,25 +134,4 @@ func readVKey(path string) (string, error) {
 		return "", fmt.Errorf("reading verifier key: %w", err)
 	}
 	return strings.TrimSpace(string(b)), nil
-}
-
-// writeFileSync writes a new file durably with the given permissions.
-func writeFileSync(path string, data []byte, perm fs.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil { // umask must not widen or narrow it
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

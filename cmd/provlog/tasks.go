@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/opp"
 	"github.com/provlog/provlog/proxy/replay"
 )
@@ -203,9 +204,5 @@ func addTokenToConfig(path, actor, hash string, reader bool) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return durable.WriteFile(path, out, 0o600)
 }

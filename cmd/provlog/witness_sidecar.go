@@ -34,6 +34,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/witness/client"
 )
@@ -144,7 +145,7 @@ func openWitnessing(data string, ws []WitnessConfig, p WitnessPolicyConfig, logV
 		Timeout:   p.Timeout,
 		Logger:    logger.With("component", "witness"),
 		OnCosigned: func(cosigned []byte) {
-			if err := writeFileAtomic(path, cosigned, 0o644); err != nil {
+			if err := durable.WriteFile(path, cosigned, 0o644); err != nil {
 				logger.Error("saving the cosigned checkpoint", "err", err)
 			}
 		},
@@ -265,38 +266,4 @@ func verifyWitnessedReceipt(r *log.Receipt, leaf []byte, logV note.Verifier, ws 
 		return log.Checkpoint{}, fmt.Errorf("the log signed this receipt's checkpoint, but not enough of the witnesses you trust vouch for it: %w", pe)
 	}
 	return c, err
-}
-
-// writeFileAtomic replaces path with data durably: a synced temporary
-// file renamed over it.
-func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -14,6 +14,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/provlog/provlog/log/durable"
 )
 
 // ErrNotFound is returned for a blob the store does not hold, whether it
@@ -59,27 +61,7 @@ func (s *Store) Put(data []byte) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("storing blob: %w", err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return "", fmt.Errorf("storing blob: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op once renamed
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return "", fmt.Errorf("storing blob: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return "", fmt.Errorf("storing blob: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("storing blob: %w", err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return "", fmt.Errorf("storing blob: %w", err)
-	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.WriteFile(p, data, 0o600); err != nil {
 		return "", fmt.Errorf("storing blob: %w", err)
 	}
 	return sum, nil
@@ -115,22 +97,10 @@ func (s *Store) Purge(sum string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("purging blob: %w", err)
 	}
-	return syncDir(filepath.Dir(p))
+	return durable.SyncDir(filepath.Dir(p))
 }
 
 func mustHex(s string) []byte {
 	b, _ := hex.DecodeString(s)
 	return b
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

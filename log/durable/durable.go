@@ -1,0 +1,83 @@
+// Package durable writes small files so that a crash leaves the old state
+// or the new one, never a torn file, and a nil error means the bytes and
+// the name are both on disk: the data goes to a temporary file beside the
+// target, which is synced, moved into place and followed by a sync of the
+// directory. It is the one way provlog writes a file it must not lose
+// (blobs, anchor records, keys, tokens, config, cosigned checkpoints).
+package durable
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// WriteFile replaces path with data, durably, with permissions exactly
+// perm (the umask neither widens nor narrows them).
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	tmp, err := writeTemp(path, data, perm)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // a no-op once renamed
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// CreateFile writes data to path, durably, only if path does not exist:
+// it never replaces a file (a hard link does not), and fails with an error
+// wrapping fs.ErrExist if one is there. The permissions are exactly perm.
+func CreateFile(path string, data []byte, perm fs.FileMode) error {
+	tmp, err := writeTemp(path, data, perm)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); err != nil {
+		var le *os.LinkError
+		if errors.As(err, &le) && errors.Is(le.Err, fs.ErrExist) {
+			return fmt.Errorf("creating %s: %w", path, fs.ErrExist)
+		}
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// writeTemp writes data to a new synced temporary file in path's
+// directory and returns its name.
+func writeTemp(path string, data []byte, perm fs.FileMode) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// SyncDir syncs a directory, making the names created or removed in it
+// durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
