@@ -107,12 +107,22 @@
 // client gets one application/json response with the result as the server
 // sent it plus the receipt. Recording is the same code as the SDK path's.
 // Everything else goes to the SDK's handler. The proxy keeps HTTP sessions' idle clock
-// itself (an hour without a request closes a session), as the SDK's does
+// itself (Options.SessionIdle without a request closes a session), as the SDK's does
 // not see the fast path's requests. [Proxy.FastCalls] counts its calls.
 //
 // Both paths announce a call's entry to the log when the call starts
 // (server.Sequencer.Expect), so that under load a commit can wait briefly
 // for it and carry several entries (commit_delay).
+//
+// # The HTTP front
+//
+// [Front] wraps the sidecar's whole HTTP handler: on a loopback bind every
+// path refuses a non-loopback Host or Origin (403, DNS rebinding), and a
+// request body must arrive within [BodyTimeout]; cmd sets
+// [ReadHeaderTimeout] and [IdleTimeout] on its http.Server. [BearerToken]
+// is the one reader of Authorization headers (RFC 6750) for /mcp and the
+// log API. Stateful sessions are capped ([Options.MaxSessions], 503
+// beyond it) and closed after [Options.SessionIdle] without a request.
 //
 // # Downstream health
 //

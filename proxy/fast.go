@@ -55,10 +55,6 @@ import (
 // fastProtocols are the session revisions the fast path serves.
 var fastProtocols = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 
-// sessionIdle is how long a front HTTP session may go without a request
-// before the proxy closes it.
-const sessionIdle = time.Hour
-
 // A frontSession is an initialized stateful HTTP session of the front
 // server.
 type frontSession struct {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // The HTTP front's hardening (DESIGN §5): what every path of the sidecar's
@@ -26,6 +29,14 @@ const (
 	ReadHeaderTimeout = 10 * time.Second
 	BodyTimeout       = 30 * time.Second
 	IdleTimeout       = 30 * time.Second
+)
+
+// Session limits of the HTTP front, when [Options] leave them zero. An
+// idle stateful session costs about 20 KB; without a cap, a client with a
+// valid token could open them until memory ran out.
+const (
+	DefaultMaxSessions = 1024
+	DefaultSessionIdle = 10 * time.Minute
 )
 
 // FrontOptions configure [Front].
@@ -162,4 +173,33 @@ func isB64Token(s string) bool {
 		}
 	}
 	return true
+}
+
+// sessionsFull reports whether r would open a stateful session (a POST
+// without a session id, to the stateful handler) while the front already
+// has Options.MaxSessions of them.
+func (p *Proxy) sessionsFull(r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		return false
+	}
+	n := 0
+	for ss := range p.server.Sessions() {
+		if ss.ID() != "" { // stateless and stdio sessions have none
+			n++
+		}
+	}
+	return n >= p.opts.MaxSessions
+}
+
+// writeHTTPError answers a request with an HTTP status and a JSON-RPC
+// error without an id (the request was not read).
+func writeHTTPError(w http.ResponseWriter, status int, e *jsonrpc.Error) {
+	b, _ := json.Marshal(struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      any            `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}{"2.0", nil, e})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
 }

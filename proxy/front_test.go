@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestBearerToken(t *testing.T) {
@@ -190,4 +193,59 @@ func TestFrontBodyDeadlineCleared(t *testing.T) {
 	if string(b) != "done" {
 		t.Errorf("a long request after its body: %q, want done", b)
 	}
+}
+
+// TestSessionCapAndIdle: stateful HTTP sessions are capped (they were
+// unbounded, ~20 KB each, closed only after an hour idle): an initialize
+// beyond MaxSessions gets 503 with a clear error, and idle sessions are
+// closed after SessionIdle, which makes room again.
+func TestSessionCapAndIdle(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, nil, func(o *Options) {
+		o.MaxSessions = 3
+		o.SessionIdle = 400 * time.Millisecond
+	})
+	front := serveHTTP(t, p)
+	ctx := context.Background()
+	var open []*mcp.ClientSession
+	for range 3 {
+		open = append(open, fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil)))
+	}
+	// The fourth initialize, by hand to see the answer.
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	req, _ := http.NewRequest("POST", front, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "too many sessions") {
+		t.Errorf("a fourth session with max 3: %d %s; want 503, too many sessions", resp.StatusCode, b)
+	}
+	// A busy session stays open; the idle ones are closed.
+	busy := open[0]
+	deadline := time.Now().Add(20 * time.Second) // a liveness bound, far above SessionIdle
+	for {
+		if _, err := busy.CallTool(ctx, &mcp.CallToolParams{Name: "provlog__status"}); err != nil {
+			t.Fatalf("the busy session failed: %v", err)
+		}
+		_, ok1 := p.sessions.Load(open[1].ID())
+		_, ok2 := p.sessions.Load(open[2].ID())
+		if !ok1 && !ok2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an idle session was never closed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := open[1].Ping(ctx, nil); err == nil {
+		t.Error("a closed idle session still answers")
+	}
+	// Room again.
+	fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
 }

@@ -86,6 +86,13 @@ type Options struct {
 	// MaxRequestBytes bounds an HTTP request body (default
 	// DefaultMaxRequestBytes); larger requests get 413.
 	MaxRequestBytes int64
+	// MaxSessions caps the HTTP front's stateful sessions (default
+	// DefaultMaxSessions); an initialize beyond it gets 503 until one is
+	// closed or times out.
+	MaxSessions int
+	// SessionIdle closes a stateful HTTP session after this long without
+	// a request (default DefaultSessionIdle).
+	SessionIdle time.Duration
 	// StartTimeout bounds how long New waits for the downstream servers'
 	// first connection before serving without the slow ones (default 30s).
 	StartTimeout time.Duration
@@ -154,6 +161,12 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	}
 	if opts.MaxRequestBytes == 0 {
 		opts.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.SessionIdle <= 0 {
+		opts.SessionIdle = DefaultSessionIdle
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 30 * time.Second
@@ -259,7 +272,7 @@ func (p *Proxy) HTTPHandler(authorize func(token string) (actor string, ok bool)
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			p.reapSessions(p.ctx, time.Minute, sessionIdle)
+			p.reapSessions(p.ctx, min(time.Minute, p.opts.SessionIdle/4), p.opts.SessionIdle)
 		}()
 	})
 	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -270,6 +283,11 @@ func (p *Proxy) HTTPHandler(authorize func(token string) (actor string, ok bool)
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Mcp-Protocol-Version") >= statelessProtocol {
 			stateless.ServeHTTP(w, r)
+			return
+		}
+		if p.sessionsFull(r) {
+			writeHTTPError(w, http.StatusServiceUnavailable, rpcError(jsonrpc.CodeInternalError,
+				"provlog: too many sessions (max_sessions %d); close one or wait until an idle one times out", p.opts.MaxSessions))
 			return
 		}
 		p.serveStateful(w, r, stateful)

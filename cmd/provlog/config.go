@@ -52,6 +52,9 @@ type Config struct {
 	// Health tunes what /healthz calls degraded.
 	Health HealthConfig `yaml:"health"`
 
+	// Sessions limit the HTTP front's stateful MCP sessions.
+	Sessions SessionsConfig `yaml:"sessions"`
+
 	// Servers are the downstream MCP servers the proxy fronts.
 	Servers []proxy.ServerConfig `yaml:"servers"`
 
@@ -67,6 +70,15 @@ type Config struct {
 
 	witnesses     []WitnessConfig
 	witnessPolicy WitnessPolicyConfig
+}
+
+// SessionsConfig limits the HTTP front's stateful MCP sessions; zero
+// values take proxy.DefaultMaxSessions and proxy.DefaultSessionIdle.
+type SessionsConfig struct {
+	// Max caps the open sessions; an initialize beyond it gets 503.
+	Max int `yaml:"max"`
+	// Idle closes a session after this long without a request.
+	Idle proxy.Duration `yaml:"idle"`
 }
 
 // TokenConfig maps one token to an actor id.

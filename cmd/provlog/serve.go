@@ -214,9 +214,11 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		Prove: func(ctx context.Context, index int64, leafHash []byte) (*log.Receipt, error) {
 			return prove(ctx, store, index, leafHash, 0)
 		},
-		Verifier: k.verifier,
-		Logger:   logger,
-		Version:  version,
+		Verifier:    k.verifier,
+		Logger:      logger,
+		Version:     version,
+		MaxSessions: cfg.Sessions.Max,
+		SessionIdle: time.Duration(cfg.Sessions.Idle),
 	})
 	if err != nil {
 		return nil, err
