@@ -56,6 +56,9 @@ func BenchmarkUIVerdict(b *testing.B) {
 		if err := p.Navigate(ctx, "about:blank"); err != nil {
 			b.Fatal(err)
 		}
+		if _, err := p.WaitString(ctx, `location.href === "about:blank" ? "gone" : ""`); err != nil {
+			b.Fatal(err)
+		}
 		t0 := time.Now()
 		if err := p.Navigate(ctx, fmt.Sprintf("%s/ui/#token=%s&entry=%d", hs.URL, token, i)); err != nil {
 			b.Fatal(err)

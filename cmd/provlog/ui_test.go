@@ -234,6 +234,10 @@ func verdict(t *testing.T, ctx context.Context, p *browser.Page, url string) (ve
 	if err := p.Navigate(ctx, "about:blank"); err != nil {
 		t.Fatal(err)
 	}
+	// Only once the last page is gone can a verdict be the new page's.
+	if _, err := p.WaitString(ctx, `location.href === "about:blank" ? "gone" : ""`); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.Navigate(ctx, url); err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +245,7 @@ func verdict(t *testing.T, ctx context.Context, p *browser.Page, url string) (ve
 	if err != nil {
 		t.Fatalf("no verdict on %s: %v", url, err)
 	}
-	if _, err := p.WaitString(ctx, `document.body.dataset.done`); err != nil {
+	if _, err := p.WaitString(ctx, `document.body?.dataset.done`); err != nil {
 		t.Fatalf("the page did not finish %s: %v", url, err)
 	}
 	if err := p.Eval(ctx, `document.getElementById("verdict").innerText`, &text); err != nil {

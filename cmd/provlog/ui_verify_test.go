@@ -30,7 +30,7 @@ func TestUIVerifyJS(t *testing.T) {
 	if err := p.Navigate(ctx, hs.URL+"/ui/"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.WaitString(ctx, `document.body.dataset.done`); err != nil {
+	if _, err := p.WaitString(ctx, `document.body?.dataset.done`); err != nil {
 		t.Fatal(err)
 	}
 
