@@ -45,6 +45,8 @@ type Engine struct {
 	// whether the entry is in the log; the engine then writes nothing
 	// more, and a restart rebuilds the truth from the log.
 	failed atomic.Pointer[error]
+	// shared is set when other sidecars write the same log (shared.go).
+	shared *sharedLog
 }
 
 // slot holds one task and its locks: op is held by the one operation that
@@ -89,6 +91,7 @@ func Open(ctx context.Context, l Log, size uint64, opts *Options) (*Engine, erro
 	for id, t := range m.tasks {
 		e.tasks[id] = &slot{op: make(chan struct{}, 1), t: t}
 	}
+	e.openShared(size)
 	return e, nil
 }
 
@@ -125,10 +128,10 @@ func (e *Engine) write(ctx context.Context, r *record) (uint64, []byte, *log.Rec
 	if err := ctx.Err(); err != nil {
 		return 0, nil, nil, err
 	}
-	rc, err := e.log.Append(ctx, b)
+	rc, err := e.append(ctx, r, b)
 	if err != nil {
 		err = fmt.Errorf("appending %s entry: %w", r.kind, err)
-		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !nothingWritten(err) {
 			// The log's contract says a failed Append wrote nothing, but
 			// a failure after the commit (building the receipt) would
 			// leave the live state behind the log. Stop rather than guess.
@@ -166,12 +169,8 @@ func (e *Engine) Create(ctx context.Context, actor string, args CreateArgs) (*Re
 	if err != nil {
 		return nil, err
 	}
-	t := newTask(r, idx)
-	t.apply(r, idx, leaf)
-	e.mu.Lock()
-	e.tasks[r.taskID] = &slot{op: make(chan struct{}, 1), t: t}
-	e.mu.Unlock()
-	return &Result{Task: t.Summary, Index: idx, LeafHash: leaf, Receipt: rc}, nil
+	sum := e.created(r, idx, leaf)
+	return &Result{Task: sum, Index: idx, LeafHash: leaf, Receipt: rc}, nil
 }
 
 // Accept writes a task.accept entry making actor the owner of the task.
@@ -231,6 +230,9 @@ func (e *Engine) do(ctx context.Context, r *record) (*Result, error) {
 	if err := checkShape(r); err != nil {
 		return nil, err
 	}
+	if e.shared != nil {
+		return e.doShared(ctx, r)
+	}
 	s := e.slot(r.taskID)
 	if s == nil {
 		return nil, check(reader{ctx, e.log}, nil, r, 0)
@@ -262,6 +264,9 @@ func (e *Engine) Status(taskID string) (*Task, error) {
 	if err := checkTaskID(taskID); err != nil {
 		return nil, err
 	}
+	if err := e.catchUpQuiet(); err != nil {
+		return nil, err
+	}
 	s := e.slot(taskID)
 	if s == nil {
 		return nil, refuse(RuleUnknownTask, "no task %s; get task ids from create_task or list_unaccepted_tasks", taskID)
@@ -275,6 +280,7 @@ func (e *Engine) Status(taskID string) (*Task, error) {
 // ListUnaccepted returns every task with no owner that can still be
 // accepted (new, handed off or released), oldest first.
 func (e *Engine) ListUnaccepted() []Summary {
+	e.catchUpQuiet() // on failure, what this sidecar knows
 	e.mu.RLock()
 	slots := make([]*slot, 0, len(e.tasks))
 	for _, s := range e.tasks {
@@ -306,6 +312,7 @@ func cmpIndex(a, b uint64) int {
 // State returns the engine's state in the form [Rebuild] returns, for
 // comparing the two.
 func (e *Engine) State() *State {
+	e.catchUpQuiet()
 	e.mu.RLock()
 	slots := make([]*slot, 0, len(e.tasks))
 	for _, s := range e.tasks {

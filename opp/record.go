@@ -27,6 +27,10 @@ type record struct {
 	to       string // handoff
 	note     string // handoff, release, cancel
 	snapshot *Snapshot
+
+	// after is, on a shared log, the size the engine had read when it
+	// checked the rules; the append is fenced on it (shared.go).
+	after uint64
 }
 
 // fieldsOf lists the fields each kind may carry beside the common ones.

@@ -32,6 +32,11 @@ type Config struct {
 	Data string `yaml:"data"`
 	// Origin names the log when the data dir is first created.
 	Origin string `yaml:"origin"`
+	// Store keeps the log in PostgreSQL instead of Pebble in the data
+	// dir: a postgres:// connection string. Any number of sidecars, each
+	// with its own data dir holding the same log keys, may serve one log
+	// (see store.go).
+	Store string `yaml:"store"`
 	// Actor is the actor of stdio clients and the owner of local.token
 	// (default "local").
 	Actor string `yaml:"actor"`

@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 		crashChild(data)
 		return
 	}
+	if args := os.Getenv(serveChildEnv); args != "" {
+		os.Exit(serveChild(args)) // multi_test.go
+	}
 	os.Exit(m.Run())
 }
 

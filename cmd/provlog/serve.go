@@ -16,7 +16,6 @@ import (
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
-	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/opp"
 	"github.com/provlog/provlog/opp/oppmcp"
@@ -28,6 +27,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfgPath := fs.String("config", "", "YAML config file (default: the embedded defaults)")
 	data := fs.String("data", "", "data dir (overrides the config's data)")
 	addr := fs.String("http", "", "serve MCP at /mcp and the log API on this address (default: MCP over stdio)")
+	storeURL := fs.String("store", "", "keep the log in PostgreSQL (postgres://…) instead of Pebble in the data dir; overrides the config's store")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -37,6 +37,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *data != "" {
 		cfg.Data = *data
+	}
+	if *storeURL != "" {
+		cfg.Store = *storeURL
 	}
 	// stdout carries MCP in stdio mode, so the process log goes to stderr.
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
@@ -89,7 +92,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type sidecar struct {
 	cfg   *Config
 	keys  *keys
-	store *logpebble.Store
+	store log.Storage // logpebble in the data dir, or logpg (store.go)
 	seq   *server.Sequencer
 	tasks *opp.Engine
 	proxy *proxy.Proxy
@@ -106,7 +109,7 @@ type sidecar struct {
 // appendLog is the log as the task engine sees it.
 type appendLog struct {
 	*server.Sequencer
-	*logpebble.Store
+	log.Storage
 }
 
 func (l appendLog) Append(ctx context.Context, e []byte) (*log.Receipt, error) {
@@ -114,7 +117,7 @@ func (l appendLog) Append(ctx context.Context, e []byte) (*log.Receipt, error) {
 }
 
 func (l appendLog) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
-	return l.Store.Entries(ctx, start, end)
+	return l.Storage.Entries(ctx, start, end)
 }
 
 // openSidecar opens (creating on first start) the data dir and everything
@@ -150,12 +153,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 	if err != nil {
 		return nil, err
 	}
-	store, err := logpebble.Open(filepath.Join(cfg.Data, dbDir), &logpebble.Options{
-		Logf: func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...), "component", "pebble") },
-	})
-	if errors.Is(err, logpebble.ErrLocked) {
-		return nil, fmt.Errorf("data dir %s is held by another running provlog", cfg.Data)
-	}
+	store, err := openLogStore(ctx, cfg, logger)
 	if err != nil {
 		return nil, err
 	}
