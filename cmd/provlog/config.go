@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -53,6 +54,11 @@ type Config struct {
 	// CommitDelay bounds how long a commit under load waits for the
 	// entries of tool calls under way (default 2ms; 0s: never waits).
 	CommitDelay *proxy.Duration `yaml:"commit_delay"`
+
+	// ReloadInterval is how often the running sidecar checks this file
+	// for changes to apply (tokens, readers, handoff_any_actor); default
+	// 2s, 0s: only on SIGHUP.
+	ReloadInterval *proxy.Duration `yaml:"reload_interval"`
 
 	// Health tunes what /healthz calls degraded.
 	Health HealthConfig `yaml:"health"`
@@ -158,9 +164,38 @@ func (c *Config) path(p string) string {
 	return filepath.Join(c.dir, p)
 }
 
-// tokens maps bearer tokens, kept only as SHA-256, to actors.
+// tokens maps bearer tokens, kept only as SHA-256, to actors. It is safe
+// for concurrent use; a config reload replaces its contents (set).
 type tokens struct {
+	mu      sync.RWMutex
 	entries []tokenEntry
+	// openHandoff: handoff_task may name any actor (no actors are
+	// configured, or handoff_any_actor is set).
+	openHandoff bool
+}
+
+// newTokens returns the tokens of a config: the local actor's (localHash)
+// and those under actors: and readers:.
+func newTokens(cfg *Config, localHash string) *tokens {
+	tk := &tokens{openHandoff: len(cfg.Actors) == 0 || cfg.HandoffAnyActor}
+	tk.add(localHash, cfg.Actor, false)
+	for _, a := range cfg.Actors {
+		tk.add(a.TokenSHA256, a.ID, false)
+	}
+	for _, r := range cfg.Readers {
+		tk.add(r.TokenSHA256, r.ID, true)
+	}
+	return tk
+}
+
+// set replaces t's contents with o's.
+func (t *tokens) set(o *tokens) {
+	o.mu.RLock()
+	entries, open := o.entries, o.openHandoff
+	o.mu.RUnlock()
+	t.mu.Lock()
+	t.entries, t.openHandoff = entries, open
+	t.mu.Unlock()
 }
 
 type tokenEntry struct {
@@ -174,7 +209,9 @@ func (t *tokens) add(hexHash, actor string, reader bool) {
 	h, _ := hex.DecodeString(hexHash)
 	copy(e.hash[:], h)
 	e.actor, e.reader = actor, reader
+	t.mu.Lock()
 	t.entries = append(t.entries, e)
+	t.mu.Unlock()
 }
 
 // lookup returns the entry of a presented token. It hashes the token and
@@ -182,6 +219,8 @@ func (t *tokens) add(hexHash, actor string, reader bool) {
 // early, so timing reveals neither the token nor which entry matched.
 func (t *tokens) lookup(token string) (tokenEntry, bool) {
 	h := sha256.Sum256([]byte(token))
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	var found tokenEntry
 	ok := 0
 	for _, e := range t.entries {
@@ -194,8 +233,14 @@ func (t *tokens) lookup(token string) (tokenEntry, bool) {
 	return found, ok == 1
 }
 
-// hasActor reports whether a token (not a reader's) acts as id.
-func (t *tokens) hasActor(id string) bool {
+// mayReceiveHandoff reports whether handoff_task may name id: any actor
+// when handoffs are open, else one a token (not a reader's) acts as.
+func (t *tokens) mayReceiveHandoff(id string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.openHandoff {
+		return true
+	}
 	for _, e := range t.entries {
 		if !e.reader && e.actor == id {
 			return true

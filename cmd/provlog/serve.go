@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -58,6 +60,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer sc.close()
+	if *cfgPath != "" {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		wctx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go sc.watchConfig(wctx, &configWatch{path: *cfgPath, dataFlag: *data != ""}, hup)
+	}
 
 	if *addr == "" {
 		logger.Info("provlog serving MCP over stdio", "data", cfg.Data, "origin", sc.keys.signer.Name(), "actor", cfg.Actor, "size", sc.size())
@@ -137,18 +147,11 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 	if cfg.Origin != "" && cfg.Origin != k.signer.Name() {
 		return nil, fmt.Errorf("config origin %q differs from the data dir's origin %q; an origin never changes for a data dir", cfg.Origin, k.signer.Name())
 	}
-	tk := &tokens{}
 	h, err := ensureLocalToken(cfg.Data)
 	if err != nil {
 		return nil, err
 	}
-	tk.add(h, cfg.Actor, false)
-	for _, a := range cfg.Actors {
-		tk.add(a.TokenSHA256, a.ID, false)
-	}
-	for _, r := range cfg.Readers {
-		tk.add(r.TokenSHA256, r.ID, true)
-	}
+	tk := newTokens(cfg, h)
 	bs, err := blobs.Open(filepath.Join(cfg.Data, blobDir))
 	if err != nil {
 		return nil, err
@@ -232,9 +235,10 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 }
 
 // handoffTarget refuses a handoff to an actor no token of the config acts
-// as, once the config lists actors (and does not set handoff_any_actor).
+// as, once the config lists actors (and does not set handoff_any_actor);
+// mayReceiveHandoff says yes to all otherwise.
 func (s *sidecar) handoffTarget(id string) error {
-	if len(s.cfg.Actors) == 0 || s.cfg.HandoffAnyActor || id == s.cfg.Actor || s.tokens.hasActor(id) {
+	if id == s.cfg.Actor || s.tokens.mayReceiveHandoff(id) {
 		return nil
 	}
 	return fmt.Errorf("no actor %q is configured here, so nobody could accept the task; hand it to an actor listed under actors: in the config, or set handoff_any_actor: true there", id)

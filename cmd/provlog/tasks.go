@@ -6,17 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/opp"
 	"github.com/provlog/provlog/proxy/replay"
 )
@@ -154,55 +149,4 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintln(stdout, tok)
 	fmt.Fprintf(stderr, "stored the SHA-256 of a new token for %q in %s; the token above is shown only now\n", *actor, *cfgPath)
 	return nil
-}
-
-// addTokenToConfig appends {id, token_sha256} to the actors (or readers)
-// list of a YAML config, keeping the rest of the document as it is.
-func addTokenToConfig(path, actor, hash string, reader bool) error {
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	var doc yaml.Node
-	if len(b) > 0 {
-		if err := yaml.Unmarshal(b, &doc); err != nil {
-			return fmt.Errorf("config %s: %w", path, err)
-		}
-	}
-	if doc.Kind == 0 {
-		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}}
-	}
-	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode {
-		return fmt.Errorf("config %s is not a YAML mapping", path)
-	}
-	key := "actors"
-	if reader {
-		key = "readers"
-	}
-	var list *yaml.Node
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value == key {
-			list = root.Content[i+1]
-		}
-	}
-	if list == nil || list.Kind == yaml.ScalarNode && list.Tag == "!!null" {
-		if list == nil {
-			list = &yaml.Node{}
-			root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, list)
-		}
-		*list = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
-	}
-	if list.Kind != yaml.SequenceNode {
-		return fmt.Errorf("config %s: %s is not a list", path, key)
-	}
-	list.Content = append(list.Content, &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
-		{Kind: yaml.ScalarNode, Value: "id"}, {Kind: yaml.ScalarNode, Value: actor, Style: yaml.DoubleQuotedStyle},
-		{Kind: yaml.ScalarNode, Value: "token_sha256"}, {Kind: yaml.ScalarNode, Value: hash},
-	}})
-	out, err := yaml.Marshal(&doc)
-	if err != nil {
-		return err
-	}
-	return durable.WriteFile(path, out, 0o600)
 }

@@ -1,0 +1,121 @@
+package main
+
+// Live config: a running sidecar rereads its config file when it changes
+// (checked every reload_interval) or on SIGHUP. Tokens, readers and
+// handoff_any_actor take effect for the next request; sessions stay up.
+// Everything else needs a restart, and the sidecar says which keys.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"os"
+	"reflect"
+	"time"
+)
+
+// DefaultReloadInterval is how often a sidecar checks its config file for
+// changes (config reload_interval; 0s: only on SIGHUP).
+const DefaultReloadInterval = 2 * time.Second
+
+// configWatch is what a reload compares against.
+type configWatch struct {
+	path string
+	// dataFlag: --data overrode the config's data, so a change there
+	// means nothing.
+	dataFlag bool
+	sum      [sha256.Size]byte
+}
+
+// watchConfig reloads the config on SIGHUP (hup) and when the file's
+// bytes change, until ctx is done.
+func (s *sidecar) watchConfig(ctx context.Context, w *configWatch, hup <-chan os.Signal) {
+	if b, err := os.ReadFile(w.path); err == nil {
+		w.sum = sha256.Sum256(b)
+	}
+	var tick <-chan time.Time
+	iv := DefaultReloadInterval
+	if s.cfg.ReloadInterval != nil {
+		iv = time.Duration(*s.cfg.ReloadInterval)
+	}
+	if iv > 0 {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			s.reloadConfig(w, "SIGHUP")
+		case <-tick:
+			b, err := os.ReadFile(w.path)
+			if err != nil || bytes.Equal(w.sum[:], sumOf(b)) {
+				continue
+			}
+			s.reloadConfig(w, "file changed")
+		}
+	}
+}
+
+func sumOf(b []byte) []byte {
+	s := sha256.Sum256(b)
+	return s[:]
+}
+
+// reloadConfig rereads the config and applies what can change while
+// running. A config that does not load changes nothing.
+func (s *sidecar) reloadConfig(w *configWatch, why string) {
+	b, err := os.ReadFile(w.path)
+	if err != nil {
+		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why, "err", err)
+		return
+	}
+	w.sum = sha256.Sum256(b)
+	cfg, err := loadConfig(w.path)
+	if err != nil {
+		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why, "err", err)
+		return
+	}
+	h, err := ensureLocalToken(s.cfg.Data)
+	if err != nil {
+		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why, "err", err)
+		return
+	}
+	s.tokens.set(newTokens(cfg, h))
+	s.logger.Info("config reloaded", "config", w.path, "trigger", why, "actors", len(cfg.Actors), "readers", len(cfg.Readers),
+		"handoff_any_actor", cfg.HandoffAnyActor)
+	if keys := restartKeys(s.cfg, cfg, w.dataFlag); len(keys) > 0 {
+		s.logger.Warn("config keys changed that take effect only after a restart; the running values stay", "config", w.path, "keys", keys)
+	}
+}
+
+// restartKeys names the config keys whose change a reload does not apply.
+func restartKeys(old, cfg *Config, dataFlag bool) []string {
+	var keys []string
+	for _, f := range []struct {
+		key  string
+		a, b any
+	}{
+		{"data", old.Data, cfg.Data},
+		{"origin", old.Origin, cfg.Origin},
+		{"actor", old.Actor, cfg.Actor},
+		{"public_entries", old.PublicEntries, cfg.PublicEntries},
+		{"commit_delay", old.CommitDelay, cfg.CommitDelay},
+		{"reload_interval", old.ReloadInterval, cfg.ReloadInterval},
+		{"health", old.Health, cfg.Health},
+		{"servers", old.Servers, cfg.Servers},
+		{"anchors", old.Anchors, cfg.Anchors},
+		{"witnesses", old.witnesses, cfg.witnesses},
+		{"witness_policy", old.witnessPolicy, cfg.witnessPolicy},
+	} {
+		if f.key == "data" && dataFlag {
+			continue
+		}
+		if !reflect.DeepEqual(f.a, f.b) {
+			keys = append(keys, f.key)
+		}
+	}
+	return keys
+}
