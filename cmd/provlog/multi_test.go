@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -118,7 +120,7 @@ func toolCall(cs *mcp.ClientSession, name string, args map[string]any) (map[stri
 // twoSidecars makes two data dirs holding the same log keys (copied, as an
 // operator would), a config listing actors a00…a49 and "boss", and starts
 // a sidecar on each, on one PostgreSQL log.
-func twoSidecars(t *testing.T, dsn string) (procs [2]*sidecarProc, tokens map[string]string, vkey note.Verifier, datas [2]string) {
+func twoSidecars(t *testing.T, dsn, extraConfig string) (procs [2]*sidecarProc, tokens map[string]string, vkey note.Verifier, datas [2]string) {
 	t.Helper()
 	dir := t.TempDir()
 	datas = [2]string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}
@@ -148,6 +150,7 @@ func twoSidecars(t *testing.T, dsn string) (procs [2]*sidecarProc, tokens map[st
 		sum := sha256.Sum256([]byte(tok))
 		fmt.Fprintf(&cfg, "  - id: %s\n    token_sha256: %s\n", id, hex.EncodeToString(sum[:]))
 	}
+	cfg.WriteString(extraConfig)
 	cfgPath := filepath.Join(dir, "provlog.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
@@ -173,7 +176,7 @@ func TestSidecarsShareALog(t *testing.T) {
 		t.Skip("runs real processes")
 	}
 	dsn := pgtest.DSN(t)
-	procs, tokens, verifier, datas := twoSidecars(t, dsn)
+	procs, tokens, verifier, datas := twoSidecars(t, dsn, "")
 	session := func(p *sidecarProc, actor string) *mcp.ClientSession { return connectHTTP(t, p.base, tokens[actor]) }
 
 	// The race.
@@ -355,5 +358,87 @@ func TestSidecarsShareALog(t *testing.T) {
 	}
 	if outs[0] != outs[1] {
 		t.Fatalf("the sidecars show the task differently:\n%s\n%s", outs[0], outs[1])
+	}
+}
+
+// TestSidecarsPostgresDown stops PostgreSQL under two sidecars with
+// pg_ctl stop -m immediate: calls are refused, and never reach the
+// downstream server, while it is gone; after it restarts they succeed
+// again, and nothing acknowledged before the stop is lost.
+func TestSidecarsPostgresDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	cluster := pgtest.NewCluster(t)
+	var forwarded atomic.Int64
+	srv := mcp.NewServer(&mcp.Implementation{Name: "down", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "count"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		n := forwarded.Add(1)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(n)}}}, nil, nil
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	procs, tokens, verifier, _ := twoSidecars(t, cluster.DSN, fmt.Sprintf("servers:\n  - id: down\n    url: %s\n", down.URL))
+	var sessions [2]*mcp.ClientSession
+	for i, p := range procs {
+		sessions[i] = connectHTTP(t, p.base, tokens["boss"])
+	}
+	var acked []string
+	call := func(i int) error {
+		_, rc, err := toolCall(sessions[i], "down__count", map[string]any{})
+		if err == nil {
+			acked = append(acked, rc)
+		}
+		return err
+	}
+	for i := range sessions {
+		if err := call(i); err != nil {
+			t.Fatalf("sidecar %d before the stop: %v", i, err)
+		}
+	}
+
+	cluster.Stop("immediate")
+	before := forwarded.Load()
+	for i := range sessions {
+		if err := call(i); err == nil {
+			t.Fatalf("sidecar %d forwarded a call while PostgreSQL was down", i)
+		}
+		if _, _, err := toolCall(sessions[i], "create_task", map[string]any{"title": "while down"}); err == nil {
+			t.Fatalf("sidecar %d created a task while PostgreSQL was down", i)
+		}
+	}
+	if n := forwarded.Load(); n != before {
+		t.Fatalf("%d calls reached the downstream server while PostgreSQL was down", n-before)
+	}
+
+	cluster.Start()
+	for i := range sessions {
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if err = call(i); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("sidecar %d after PostgreSQL restarted: %v", i, err)
+		}
+	}
+	st, err := logpg.Open(t.Context(), cluster.DSN, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, rc := range acked {
+		r, err := log.ParseReceipt([]byte(rc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := st.Entries(t.Context(), r.Index, r.Index+1)
+		if err != nil {
+			t.Fatalf("acknowledged entry %d lost: %v", r.Index, err)
+		}
+		if _, err := r.Verify(log.LeafHash(es[0]), verifier); err != nil {
+			t.Fatalf("receipt for %d: %v", r.Index, err)
+		}
 	}
 }
