@@ -46,7 +46,7 @@ type problem struct {
 func (s *sidecar) problems() []problem {
 	var ps []problem
 	if err := s.seq.Err(); err != nil {
-		ps = append(ps, problem{reasonStorage, "the log stopped writing: " + err.Error()})
+		ps = append(ps, problem{reasonStorage, "the log stopped writing (" + storageReason(err) + "): " + err.Error()})
 	} else if err := s.tasks.Err(); err != nil {
 		ps = append(ps, problem{reasonStorage, "the task engine stopped writing: " + err.Error()})
 	}

@@ -291,12 +291,24 @@ func (s *sidecar) status(context.Context) map[string]any {
 	if s.witness != nil {
 		st["witnesses"] = s.witness.status()
 	}
+	st["storage"] = "ok"
 	if err := s.seq.Err(); err != nil {
 		st["error"] = err.Error()
+		st["storage"] = storageReason(err)
 	} else if err := s.tasks.Err(); err != nil {
 		st["error"] = err.Error()
 	}
 	return st
+}
+
+// storageReason is what broke, in a word or two: the "storage" member of
+// provlog__status and /healthz, and the reason label of
+// provlog_storage_fault.
+func storageReason(err error) string {
+	if r := log.FaultReason(err); r != "" {
+		return r
+	}
+	return "stopped"
 }
 
 func (s *sidecar) handler() http.Handler {
@@ -333,7 +345,8 @@ func (s *sidecar) metrics(w http.ResponseWriter, r *http.Request) {
 	st := s.seq.Stats()
 	size, _ := s.seq.Checkpoint()
 	failed := 0
-	if s.seq.Err() != nil {
+	err := s.seq.Err()
+	if err != nil {
 		failed = 1
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
@@ -353,5 +366,11 @@ func (s *sidecar) metrics(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.name, m.help, m.name, m.typ, m.name, m.v)
 	}
 	s.writeHealthMetrics(w)
+	fmt.Fprintf(w, "# HELP provlog_storage_fault 1 while the log store refuses writes, labelled with what broke (disk full, read-only, I/O error, corrupt, acknowledged entries lost).\n# TYPE provlog_storage_fault gauge\n")
+	if err != nil {
+		fmt.Fprintf(w, "provlog_storage_fault{reason=%q} 1\n", storageReason(err))
+	} else {
+		fmt.Fprintf(w, "provlog_storage_fault{reason=\"\"} 0\n")
+	}
 	s.anchors.writeMetrics(w)
 }

@@ -63,7 +63,7 @@ func openStore(data string) (*logpebble.Store, error) {
 	if _, err := os.Stat(filepath.Join(data, dbDir)); err != nil {
 		return nil, fmt.Errorf("no log in %s (looked for %s)", data, filepath.Join(data, dbDir))
 	}
-	s, err := logpebble.Open(filepath.Join(data, dbDir), nil)
+	s, err := logpebble.Open(filepath.Join(data, dbDir), &logpebble.Options{ReadOnly: true})
 	if errors.Is(err, logpebble.ErrLocked) {
 		return nil, fmt.Errorf("data dir %s is held by a running provlog sidecar; ask it over HTTP instead with --log http://ADDR", data)
 	}

@@ -44,8 +44,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
 	"sync"
 
@@ -111,7 +109,13 @@ type Options struct {
 	// writes to stdout or stderr on its own.
 	Logf func(format string, args ...any)
 
+	// ReadOnly opens the store for reading only: nothing is written, not
+	// even Pebble's own files, and commits are refused. Audits open stores
+	// this way, so that they work on a full or read-only disk.
+	ReadOnly bool
+
 	testingOnlyMaxHotNodes *uint64 // instead of maxHotNodes
+	testingOnlyFS          vfs.FS  // instead of vfs.Default, under the faultFS
 }
 
 // A Store is a [log.Storage] in a Pebble database. It is safe for
@@ -119,6 +123,7 @@ type Options struct {
 type Store struct {
 	db   *pebble.DB
 	lock *pebble.Lock
+	fs   *faultFS
 	dir  string
 	logf func(format string, args ...any)
 
@@ -129,207 +134,11 @@ type Store struct {
 	state   log.State // the last committed state; its slices are never changed
 	hot     *hotNodes // the upper levels of the tree at state.Size
 	failure error     // why commits are refused, once they are
+	wedged  bool      // Pebble panicked: do not close it
 	calls   sync.WaitGroup
 }
 
 var _ log.Storage = (*Store)(nil)
-
-// Open opens the log store in dir, creating dir and an empty store if
-// needed, and checks the stored state. It fails with an error wrapping
-// [ErrLocked] if the directory is in use and [ErrCorrupt] if the data
-// contradicts itself.
-func Open(dir string, opts *Options) (*Store, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.CacheSize <= 0 {
-		o.CacheSize = DefaultCacheSize
-	}
-	if o.MemTableSize == 0 {
-		o.MemTableSize = DefaultMemTableSize
-	}
-	if uint64(o.CacheSize) < 3*o.MemTableSize {
-		return nil, fmt.Errorf("opening log store %s: cache size %d is less than three times the memtable size %d: Pebble reserves its memtables from the cache, and would cache no blocks", dir, o.CacheSize, o.MemTableSize)
-	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
-
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("opening log store: %w", err)
-	}
-	// Take Pebble's lock ourselves, so that a held lock is told apart from
-	// every other reason Open can fail. Failing to create the lock file is a
-	// *fs.PathError; anything else is the lock itself (EAGAIN from fcntl, or
-	// Pebble's "lock held by current process").
-	lock, err := pebble.LockDirectory(dir, vfs.Default)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("opening log store %s: %w", dir, err)
-		}
-		return nil, fmt.Errorf("opening log store %s: %w (%v)", dir, ErrLocked, err)
-	}
-
-	s := &Store{lock: lock, dir: dir, logf: o.Logf, hot: &hotNodes{max: maxHotNodes}}
-	if o.testingOnlyMaxHotNodes != nil {
-		s.hot.max = *o.testingOnlyMaxHotNodes
-	}
-	s.hot.min = hotLevel(0, s.hot.max)
-	po := &pebble.Options{
-		FormatMajorVersion: formatMajorVersion,
-		CacheSize:          o.CacheSize,
-		MemTableSize:       o.MemTableSize,
-		Lock:               lock,
-		Logger:             pebbleLogger{logf: o.Logf, fail: s.fail},
-		EventListener:      s.eventListener(),
-	}
-	db, err := pebble.Open(dir, po)
-	if err != nil {
-		lock.Close()
-		if pebble.IsCorruptionError(err) {
-			return nil, fmt.Errorf("opening log store %s: %w: %w", dir, ErrCorrupt, err)
-		}
-		return nil, fmt.Errorf("opening log store %s: %w", dir, err)
-	}
-	s.db = db
-	if err := s.load(); err != nil {
-		db.Close()
-		lock.Close()
-		return nil, fmt.Errorf("opening log store %s: %w", dir, err)
-	}
-	return s, nil
-}
-
-// load reads the stored state into s and checks it against the data.
-func (s *Store) load() error {
-	v, closer, err := s.db.Get(stateKey)
-	if errors.Is(err, pebble.ErrNotFound) {
-		it, err := s.db.NewIter(nil)
-		if err != nil {
-			return s.readError(fmt.Errorf("reading keys: %w", err))
-		}
-		defer it.Close()
-		if it.First() {
-			return fmt.Errorf("%w: no state, but key %q is present", ErrCorrupt, it.Key())
-		}
-		return s.readError(it.Error())
-	}
-	if err != nil {
-		return s.readError(fmt.Errorf("reading state: %w", err))
-	}
-	size, rng, err := decodeState(v)
-	closer.Close()
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
-	}
-	if size == 0 {
-		return fmt.Errorf("%w: state has size 0", ErrCorrupt)
-	}
-
-	// The last entry and leaf are present, and nothing lies beyond them.
-	if err := s.mustHave(size, entryKey(size-1), "entry %d", size-1); err != nil {
-		return err
-	}
-	if err := s.mustHave(size, nodeKey(compact.NewNodeID(0, size-1)), "leaf hash %d", size-1); err != nil {
-		return err
-	}
-	if err := s.mustBeEmpty(entryKey(size), kindEntry+1, "entries past the size %d", size); err != nil {
-		return err
-	}
-	if err := s.mustBeEmpty(checkpointKey(size+1), kindCheckpoint+1, "checkpoints past the size %d", size); err != nil {
-		return err
-	}
-
-	// The compact range is the stored nodes it names.
-	for i, id := range compact.RangeNodes(0, size, nil) {
-		h, closer, err := s.db.Get(nodeKey(id))
-		if errors.Is(err, pebble.ErrNotFound) {
-			return fmt.Errorf("%w: node (%d, %d) of the compact range of size %d is missing", ErrCorrupt, id.Level, id.Index, size)
-		} else if err != nil {
-			return s.readError(fmt.Errorf("reading node (%d, %d): %w", id.Level, id.Index, err))
-		}
-		ok := bytes.Equal(h, rng[i])
-		closer.Close()
-		if !ok {
-			return fmt.Errorf("%w: node (%d, %d) differs from the compact range of size %d", ErrCorrupt, id.Level, id.Index, size)
-		}
-	}
-
-	cp, closer, err := s.db.Get(checkpointKey(size))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return fmt.Errorf("%w: checkpoint for size %d is missing", ErrCorrupt, size)
-	} else if err != nil {
-		return s.readError(fmt.Errorf("reading checkpoint %d: %w", size, err))
-	}
-	s.state = log.State{Size: size, Range: rng, Checkpoint: bytes.Clone(cp)}
-	closer.Close()
-	if s.hot, err = loadHot(s.db, size, s.hot.max); err != nil {
-		return s.readError(fmt.Errorf("reading the upper levels of the tree: %w", err))
-	}
-	return nil
-}
-
-func (s *Store) mustHave(size uint64, key []byte, format string, args ...any) error {
-	_, closer, err := s.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return fmt.Errorf("%w: state says size %d, but %s is missing", ErrCorrupt, size, fmt.Sprintf(format, args...))
-	} else if err != nil {
-		return s.readError(fmt.Errorf("reading %s: %w", fmt.Sprintf(format, args...), err))
-	}
-	closer.Close()
-	return nil
-}
-
-func (s *Store) mustBeEmpty(lower []byte, upperKind byte, format string, args ...any) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{upperKind}})
-	if err != nil {
-		return s.readError(err)
-	}
-	defer it.Close()
-	if it.First() {
-		return fmt.Errorf("%w: found %s (key %x)", ErrCorrupt, fmt.Sprintf(format, args...), it.Key())
-	}
-	return s.readError(it.Error())
-}
-
-func (s *Store) eventListener() *pebble.EventListener {
-	return &pebble.EventListener{
-		BackgroundError: func(err error) {
-			s.logf("pebble: background error: %v", err)
-			if pebble.IsCorruptionError(err) {
-				s.fail(fmt.Errorf("%w: %w", ErrCorrupt, err))
-			}
-		},
-		DataCorruption: func(info pebble.DataCorruptionInfo) {
-			err := fmt.Errorf("%w: Pebble found corruption in %s: %v", ErrCorrupt, info.Path, info.Details)
-			s.logf("logpebble: %v", err)
-			s.fail(err)
-		},
-		DiskSlow: func(info pebble.DiskSlowInfo) {
-			s.logf("pebble: %s", info)
-		},
-		LowDiskSpace: func(info pebble.LowDiskSpaceInfo) {
-			s.logf("pebble: %s", info)
-		},
-		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
-			s.logf("pebble: %s", info)
-		},
-		WriteStallEnd: func() {
-			s.logf("pebble: write stall ended")
-		},
-	}
-}
-
-// fail makes every later Commit fail with err.
-func (s *Store) fail(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failure == nil {
-		s.failure = err
-	}
-}
 
 // A view is what a call may read: the last committed state bounds it, since
 // keys of a commit in progress may be visible in Pebble before Commit
@@ -354,10 +163,11 @@ func (s *Store) acquire(ctx context.Context) (view, error) {
 }
 
 // Commit implements [log.Storage.Commit]. A batch it refuses writes
-// nothing. If Pebble fails to commit, the outcome is unknown (the batch may
-// be found after reopening) and the Store refuses further commits. A failure
-// to write or sync Pebble's write-ahead log is fatal to Pebble: Commit
-// panics, as Pebble's own logger would exit the process.
+// nothing. If Pebble fails to commit, or the file system fails while it
+// commits, the outcome is unknown (the batch may be found after
+// reopening) and the Store refuses further commits; see [Store.Err].
+// Commit does not panic: a panic inside Pebble is recovered and fails the
+// store.
 func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
@@ -410,13 +220,20 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 	if err := pb.Set(stateKey, encodeState(b.State.Size, b.State.Range), nil); err != nil {
 		return fmt.Errorf("building batch: %w", err)
 	}
-	if err := pb.Commit(pebble.Sync); err != nil {
+	if err := s.commitPebble(pb); err != nil {
 		err = fmt.Errorf("committing batch [%d, %d): %w", b.Start, b.State.Size, err)
 		if pebble.IsCorruptionError(err) {
 			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+		} else if log.FaultReason(err) == "" {
+			err = classify("committing to", s.dir, err)
 		}
 		s.fail(err)
 		return err
+	}
+	if err := s.Err(); err != nil {
+		// The file system failed during the commit, and faultfs.go kept
+		// the error from Pebble: the batch may or may not be on disk.
+		return fmt.Errorf("committing batch [%d, %d): outcome unknown: %w", b.Start, b.State.Size, err)
 	}
 
 	next := log.State{Size: b.State.Size, Range: cloneHashes(b.State.Range), Checkpoint: bytes.Clone(b.State.Checkpoint)}
@@ -428,6 +245,20 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 	s.state, s.hot = next, hot
 	s.mu.Unlock()
 	return nil
+}
+
+// commitPebble commits pb durably, turning a panic inside Pebble into an
+// error.
+func (s *Store) commitPebble(pb *pebble.Batch) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("Pebble panicked: %v", r)
+			s.mu.Lock()
+			s.wedged = true
+			s.mu.Unlock()
+		}
+	}()
+	return pb.Commit(pebble.Sync)
 }
 
 // State implements [log.Storage.State].
@@ -684,58 +515,10 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.calls.Wait()
-	err := s.db.Close()
-	if lerr := s.lock.Close(); err == nil {
-		err = lerr
-	}
-	if err != nil {
+	if err := s.closePebble(); err != nil {
 		return fmt.Errorf("closing log store %s: %w", s.dir, err)
 	}
 	return nil
-}
-
-// corrupt records that the store found itself corrupt, so that commits stop,
-// and returns err.
-func (s *Store) corrupt(err error) error {
-	s.logf("logpebble: %v", err)
-	s.fail(err)
-	return err
-}
-
-// readError returns err, failing the store closed if Pebble says the data
-// is corrupt.
-func (s *Store) readError(err error) error {
-	if err != nil && pebble.IsCorruptionError(err) {
-		return s.corrupt(fmt.Errorf("%w: %w", ErrCorrupt, err))
-	}
-	return err
-}
-
-// pebbleLogger sends Pebble's log lines to Options.Logf.
-type pebbleLogger struct {
-	logf func(format string, args ...any)
-	fail func(error) // nil, or called before Fatalf panics
-}
-
-func (l pebbleLogger) Infof(format string, args ...any) {
-	l.logf("pebble: "+format, args...)
-}
-
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.logf("pebble: error: "+format, args...)
-}
-
-// Fatalf is called by Pebble when it cannot go on, such as when the
-// write-ahead log cannot be synced (Pebble's own logger exits the process).
-// Fatalf must not return: it fails the store closed, in case the panic is
-// recovered, and panics.
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf("pebble: fatal: "+format, args...)
-	l.logf("%s", msg)
-	if l.fail != nil {
-		l.fail(errors.New(msg))
-	}
-	panic(msg)
 }
 
 func cloneHashes(hs [][]byte) [][]byte {

@@ -227,6 +227,9 @@ func (s *Sequencer) append(ctx context.Context, entry []byte, ex *Expected, fenc
 	req := &request{entry: entry, leafHash: log.LeafHash(entry), fence: fence, reply: make(chan result, 1)}
 	s.mu.RLock()
 	err := s.failed
+	if err == nil {
+		err = s.storeErr() // refused before it is queued, let alone forwarded
+	}
 	if s.closing {
 		err = ErrClosed
 	}
@@ -288,11 +291,30 @@ func (s *Sequencer) Stats() Stats {
 	return st
 }
 
-// Err returns the error that stopped the sequencer, if any.
+// Err returns the error that stopped the sequencer, if any: a failed
+// commit, or a store that stopped accepting commits on its own
+// ([log.Health]: a background write found the disk full, a read met
+// corruption, the store is read-only). [log.FaultReason] names the fault.
 func (s *Sequencer) Err() error {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.failed
+	err := s.failed
+	s.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	return s.storeErr()
+}
+
+// storeErr is the store's own failure, if it reports one.
+func (s *Sequencer) storeErr() error {
+	h, ok := s.store.(log.Health)
+	if !ok {
+		return nil
+	}
+	if err := h.Err(); err != nil {
+		return fmt.Errorf("log store refuses writes: %w", err)
+	}
+	return nil
 }
 
 // Close stops the sequencer after the commit under way; appends still

@@ -1,0 +1,324 @@
+package logpebble
+
+// The file system Pebble writes through. It turns the first write error
+// into the Store's sticky failure and keeps Pebble v2.1.7 from reaching the
+// code paths where a write error takes the whole process down:
+//
+//   - DB.Apply panics when the write-ahead log refuses a record
+//     (commitWrite: panic(err)), and Logger.Fatalf is called on a failed
+//     commit;
+//   - rotating to a new WAL panics when the new file cannot be created or
+//     the old one cannot be closed, after unlocking DB.mu, so the unwinding
+//     unlocks it a second time: "fatal error: sync: unlock of unlocked
+//     mutex", which no recover catches (seen on a read-only bind mount);
+//   - a failed flush is retried at once, forever (compaction.go: "TODO:
+//     count consecutive flush errors and backoff"): 100% CPU and a log line
+//     per attempt on a full disk.
+//
+// So, once the store has failed: the WAL is never touched again (writes,
+// syncs and new WAL files succeed without doing anything, so Pebble never
+// sees a WAL error); nothing is removed, renamed or linked (no file Pebble
+// thinks obsolete is deleted on the word of a MANIFEST that may not have
+// reached the disk); and creating any other file waits with a growing
+// backoff before it fails, which turns Pebble's retry loop into one attempt
+// every few seconds. Store.Commit checks the failure after Pebble's commit
+// returns, so a commit whose WAL write was swallowed is reported failed
+// (outcome unknown), never acknowledged.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/provlog/provlog/log"
+)
+
+// Backoff of file creation after a failure.
+const (
+	failedCreateFirstWait = 500 * time.Millisecond
+	failedCreateMaxWait   = 30 * time.Second
+)
+
+// faultFS wraps the file system of one Store; see the top of this file.
+type faultFS struct {
+	vfs.FS
+	fail   func(error) // records the store's failure (first one wins)
+	failed func() bool
+
+	closing chan struct{} // closed when the store closes: waits end
+
+	// readOnlyLock is set when the directory lock could only be checked,
+	// not taken, because the file system is read-only (lock_unix.go).
+	readOnlyLock atomic.Bool
+
+	mu   sync.Mutex
+	wait time.Duration // the next backoff of a failed Create
+}
+
+func newFaultFS(inner vfs.FS, fail func(error), failed func() bool) *faultFS {
+	return &faultFS{FS: inner, fail: fail, failed: failed, closing: make(chan struct{})}
+}
+
+// classify wraps err, from doing op on name, in the log's fault sentinel.
+func classify(op, name string, err error) error {
+	fault := log.ErrIO
+	switch {
+	case errors.Is(err, log.ErrDiskFull), errors.Is(err, log.ErrReadOnly), errors.Is(err, log.ErrIO), errors.Is(err, log.ErrCorrupt):
+		return err
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		fault = log.ErrDiskFull
+	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission):
+		fault = log.ErrReadOnly
+	}
+	return fmt.Errorf("%w: %s %s: %w", fault, op, name, err)
+}
+
+// isWAL reports whether name is a Pebble write-ahead log file.
+func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
+
+// failOn records err (if not nil) as the store's failure and returns it
+// classified.
+func (f *faultFS) failOn(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	err = classify(op, name, err)
+	f.fail(err)
+	return err
+}
+
+// frozen is the error of a mutation refused after the store failed.
+func frozen(op, name string) error {
+	return fmt.Errorf("log store has failed: not %s %s", op, name)
+}
+
+// backoff waits before a failed store's Create fails.
+func (f *faultFS) backoff() {
+	f.mu.Lock()
+	d := f.wait
+	if d == 0 {
+		d = failedCreateFirstWait
+	}
+	f.wait = min(2*d, failedCreateMaxWait)
+	f.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-f.closing:
+	}
+}
+
+func (f *faultFS) create(op, name string, open func() (vfs.File, error)) (vfs.File, error) {
+	if f.failed() {
+		if isWAL(name) {
+			return nopFile{}, nil
+		}
+		f.backoff()
+		return nil, frozen(op, name)
+	}
+	file, err := open()
+	if err != nil {
+		err = f.failOn(op, name, err)
+		if isWAL(name) {
+			return nopFile{}, nil
+		}
+		return nil, err
+	}
+	return &faultFile{File: file, fs: f, name: name, wal: isWAL(name)}, nil
+}
+
+func (f *faultFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	return f.create("creating", name, func() (vfs.File, error) { return f.FS.Create(name, c) })
+}
+
+func (f *faultFS) ReuseForWrite(old, name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	return f.create("reusing", name, func() (vfs.File, error) { return f.FS.ReuseForWrite(old, name, c) })
+}
+
+func (f *faultFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	return f.create("opening", name, func() (vfs.File, error) { return f.FS.OpenReadWrite(name, c, opts...) })
+}
+
+func (f *faultFS) OpenDir(name string) (vfs.File, error) {
+	d, err := f.FS.OpenDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return &faultFile{File: d, fs: f, name: name, dir: true}, nil
+}
+
+func (f *faultFS) mutate(op, name string, do func() error) error {
+	if f.failed() {
+		return frozen(op, name)
+	}
+	err := do()
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return f.failOn(op, name, err)
+	}
+	return err
+}
+
+func (f *faultFS) Remove(name string) error {
+	return f.mutate("removing", name, func() error { return f.FS.Remove(name) })
+}
+
+func (f *faultFS) RemoveAll(name string) error {
+	return f.mutate("removing", name, func() error { return f.FS.RemoveAll(name) })
+}
+
+func (f *faultFS) Rename(old, name string) error {
+	return f.mutate("renaming to", name, func() error { return f.FS.Rename(old, name) })
+}
+
+func (f *faultFS) Link(old, name string) error {
+	return f.mutate("linking", name, func() error { return f.FS.Link(old, name) })
+}
+
+func (f *faultFS) MkdirAll(dir string, perm fs.FileMode) error {
+	return f.mutate("making", dir, func() error { return f.FS.MkdirAll(dir, perm) })
+}
+
+// Lock takes Pebble's directory lock. On a read-only file system, where
+// the lock file cannot be opened for writing, it checks that no other
+// process holds the lock instead, and the store opens read-only.
+func (f *faultFS) Lock(name string) (io.Closer, error) {
+	c, err := f.FS.Lock(name)
+	if err != nil && (errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission)) {
+		rc, rerr := readOnlyLock(name)
+		var pe *fs.PathError
+		if rerr != nil && !errors.As(rerr, &pe) {
+			return nil, rerr // held by another process
+		} else if rerr != nil {
+			return nil, err
+		}
+		f.readOnlyLock.Store(true)
+		return rc, nil
+	}
+	return c, err
+}
+
+// Unwrap is the inner file system, as vfs.FS asks.
+func (f *faultFS) Unwrap() vfs.FS { return f.FS }
+
+// faultFile is a file written through a faultFS. A WAL file's or a
+// directory's write errors are recorded and swallowed (see the top of this
+// file); other files' are recorded and returned.
+type faultFile struct {
+	vfs.File
+	fs   *faultFS
+	name string
+	wal  bool
+	dir  bool
+}
+
+// skip reports whether a write to f is not to be done: the store failed and
+// f is a WAL or a directory.
+func (f *faultFile) skip() bool { return (f.wal || f.dir) && f.fs.failed() }
+
+// result records err and says what to return to Pebble.
+func (f *faultFile) result(op string, err error) error {
+	err = f.fs.failOn(op, f.name, err)
+	if f.wal || f.dir {
+		return nil
+	}
+	return err
+}
+
+func (f *faultFile) Write(p []byte) (int, error) {
+	if f.skip() {
+		return len(p), nil
+	}
+	n, err := f.File.Write(p)
+	if err != nil && (f.wal || f.dir) {
+		n = len(p)
+	}
+	return n, f.result("writing", err)
+}
+
+func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.skip() {
+		return len(p), nil
+	}
+	n, err := f.File.WriteAt(p, off)
+	if err != nil && (f.wal || f.dir) {
+		n = len(p)
+	}
+	return n, f.result("writing", err)
+}
+
+func (f *faultFile) Sync() error {
+	if f.skip() {
+		return nil
+	}
+	return f.result("syncing", f.File.Sync())
+}
+
+func (f *faultFile) SyncData() error {
+	if f.skip() {
+		return nil
+	}
+	return f.result("syncing", f.File.SyncData())
+}
+
+func (f *faultFile) SyncTo(length int64) (bool, error) {
+	if f.skip() {
+		return true, nil
+	}
+	full, err := f.File.SyncTo(length)
+	if err != nil && (f.wal || f.dir) {
+		full = true
+	}
+	return full, f.result("syncing", err)
+}
+
+func (f *faultFile) Preallocate(off, n int64) error {
+	if f.skip() {
+		return nil
+	}
+	return f.result("allocating", f.File.Preallocate(off, n))
+}
+
+func (f *faultFile) Close() error {
+	err := f.File.Close()
+	if f.skip() {
+		return nil
+	}
+	return f.result("closing", err)
+}
+
+// nopFile stands in for a WAL file that could not be created, or is
+// created after the store failed: it takes every write and keeps nothing.
+type nopFile struct{}
+
+func (nopFile) Close() error                           { return nil }
+func (nopFile) Read([]byte) (int, error)               { return 0, io.EOF }
+func (nopFile) ReadAt([]byte, int64) (int, error)      { return 0, io.EOF }
+func (nopFile) Write(p []byte) (int, error)            { return len(p), nil }
+func (nopFile) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
+func (nopFile) Preallocate(int64, int64) error         { return nil }
+func (nopFile) Stat() (vfs.FileInfo, error)            { return nopInfo{}, nil }
+func (nopFile) Sync() error                            { return nil }
+func (nopFile) SyncTo(int64) (bool, error)             { return true, nil }
+func (nopFile) SyncData() error                        { return nil }
+func (nopFile) Prefetch(int64, int64) error            { return nil }
+func (nopFile) Fd() uintptr                            { return vfs.InvalidFd }
+
+// nopInfo describes a nopFile: empty.
+type nopInfo struct{}
+
+func (nopInfo) Name() string           { return "unwritten.log" }
+func (nopInfo) Size() int64            { return 0 }
+func (nopInfo) Mode() fs.FileMode      { return 0o600 }
+func (nopInfo) ModTime() time.Time     { return time.Time{} }
+func (nopInfo) IsDir() bool            { return false }
+func (nopInfo) Sys() any               { return nil }
+func (nopInfo) DeviceID() vfs.DeviceID { return vfs.DeviceID{} }

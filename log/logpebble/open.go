@@ -1,0 +1,351 @@
+package logpebble
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/provlog/provlog/log"
+	"github.com/transparency-dev/merkle/compact"
+)
+
+// Open opens the log store in dir, creating dir and an empty store if
+// needed, and checks the stored state. It fails with an error wrapping
+// [ErrLocked] if the directory is in use, [ErrCorrupt] if the data
+// contradicts itself, and [log.ErrLost] (a *[log.LostError]) if the store
+// holds less than its published-checkpoint record says was acknowledged.
+//
+// A store that cannot be written (a read-only file system, a full disk,
+// an I/O error while Pebble starts) is opened read-only instead: reads
+// are served, and [Store.Err] says why commits are refused. So is one
+// opened with Options.ReadOnly.
+func Open(dir string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.CacheSize <= 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = DefaultMemTableSize
+	}
+	if uint64(o.CacheSize) < 3*o.MemTableSize {
+		return nil, fmt.Errorf("opening log store %s: cache size %d is less than three times the memtable size %d: Pebble reserves its memtables from the cache, and would cache no blocks", dir, o.CacheSize, o.MemTableSize)
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("opening log store: %w", classify("making", dir, err))
+	}
+	s := &Store{dir: dir, logf: o.Logf, hot: &hotNodes{max: maxHotNodes}}
+	if o.testingOnlyMaxHotNodes != nil {
+		s.hot.max = *o.testingOnlyMaxHotNodes
+	}
+	s.hot.min = hotLevel(0, s.hot.max)
+	inner := vfs.Default
+	if o.testingOnlyFS != nil {
+		inner = o.testingOnlyFS
+	}
+	s.fs = newFaultFS(inner, s.fail, func() bool { return s.Err() != nil })
+	if o.ReadOnly {
+		s.fail(fmt.Errorf("%w: log store %s was opened read-only", log.ErrReadOnly, dir))
+	}
+
+	db, err := s.openPebble(&o, o.ReadOnly)
+	if err != nil && !o.ReadOnly && s.Err() != nil {
+		// Pebble could not start writing (the file system is read-only,
+		// the disk is full): serve what is durable, read-only.
+		s.logf("logpebble: %s cannot be written (%v); opening it read-only", dir, s.Err())
+		db, err = s.openPebble(&o, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.db = db
+	if err := s.load(); err != nil {
+		s.closePebble()
+		return nil, fmt.Errorf("opening log store %s: %w", dir, err)
+	}
+	if err := s.Err(); err != nil {
+		s.logf("logpebble: %s is open for reading only: %v", dir, err)
+	}
+	return s, nil
+}
+
+// openPebble takes the directory's lock and opens Pebble on s.fs.
+func (s *Store) openPebble(o *Options, readOnly bool) (db *pebble.DB, err error) {
+	// Take Pebble's lock ourselves, so that a held lock is told apart from
+	// every other reason Open can fail. Failing to create the lock file is a
+	// *fs.PathError; anything else is the lock itself (EAGAIN from fcntl, or
+	// Pebble's "lock held by current process").
+	lock, err := pebble.LockDirectory(s.dir, s.fs)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("opening log store %s: %w", s.dir, classify("locking", s.dir, err))
+		}
+		return nil, fmt.Errorf("opening log store %s: %w (%v)", s.dir, ErrLocked, err)
+	}
+	if s.fs.readOnlyLock.Load() && !readOnly {
+		readOnly = true
+		s.fail(fmt.Errorf("%w: log store %s is on a read-only file system; it serves reads only", log.ErrReadOnly, s.dir))
+	}
+	po := &pebble.Options{
+		FS:                 s.fs,
+		FormatMajorVersion: formatMajorVersion,
+		CacheSize:          o.CacheSize,
+		MemTableSize:       o.MemTableSize,
+		Lock:               lock,
+		Logger:             pebbleLogger{logf: o.Logf, fail: s.fail},
+		EventListener:      s.eventListener(),
+		ReadOnly:           readOnly,
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: Pebble panicked opening %s: %v", log.ErrIO, s.dir, r)
+			s.fail(err)
+		}
+		if err != nil {
+			lock.Close()
+		}
+	}()
+	db, err = pebble.Open(s.dir, po)
+	if err != nil {
+		if pebble.IsCorruptionError(err) {
+			return nil, fmt.Errorf("opening log store %s: %w: %w", s.dir, ErrCorrupt, err)
+		}
+		if f := s.Err(); f != nil && log.FaultReason(err) == "" {
+			err = fmt.Errorf("%w (%w)", err, f)
+		}
+		return nil, fmt.Errorf("opening log store %s: %w", s.dir, err)
+	}
+	s.lock = lock
+	return db, nil
+}
+
+// load reads the stored state into s and checks it against the data.
+func (s *Store) load() error {
+	v, closer, err := s.db.Get(stateKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		it, err := s.db.NewIter(nil)
+		if err != nil {
+			return s.readError(fmt.Errorf("reading keys: %w", err))
+		}
+		defer it.Close()
+		if it.First() {
+			return fmt.Errorf("%w: no state, but key %q is present", ErrCorrupt, it.Key())
+		}
+		return s.readError(it.Error())
+	}
+	if err != nil {
+		return s.readError(fmt.Errorf("reading state: %w", err))
+	}
+	size, rng, err := decodeState(v)
+	closer.Close()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if size == 0 {
+		return fmt.Errorf("%w: state has size 0", ErrCorrupt)
+	}
+
+	// The last entry and leaf are present, and nothing lies beyond them.
+	if err := s.mustHave(size, entryKey(size-1), "entry %d", size-1); err != nil {
+		return err
+	}
+	if err := s.mustHave(size, nodeKey(compact.NewNodeID(0, size-1)), "leaf hash %d", size-1); err != nil {
+		return err
+	}
+	if err := s.mustBeEmpty(entryKey(size), kindEntry+1, "entries past the size %d", size); err != nil {
+		return err
+	}
+	if err := s.mustBeEmpty(checkpointKey(size+1), kindCheckpoint+1, "checkpoints past the size %d", size); err != nil {
+		return err
+	}
+
+	// The compact range is the stored nodes it names.
+	for i, id := range compact.RangeNodes(0, size, nil) {
+		h, closer, err := s.db.Get(nodeKey(id))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return fmt.Errorf("%w: node (%d, %d) of the compact range of size %d is missing", ErrCorrupt, id.Level, id.Index, size)
+		} else if err != nil {
+			return s.readError(fmt.Errorf("reading node (%d, %d): %w", id.Level, id.Index, err))
+		}
+		ok := bytes.Equal(h, rng[i])
+		closer.Close()
+		if !ok {
+			return fmt.Errorf("%w: node (%d, %d) differs from the compact range of size %d", ErrCorrupt, id.Level, id.Index, size)
+		}
+	}
+
+	cp, closer, err := s.db.Get(checkpointKey(size))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("%w: checkpoint for size %d is missing", ErrCorrupt, size)
+	} else if err != nil {
+		return s.readError(fmt.Errorf("reading checkpoint %d: %w", size, err))
+	}
+	s.state = log.State{Size: size, Range: rng, Checkpoint: bytes.Clone(cp)}
+	closer.Close()
+	if s.hot, err = loadHot(s.db, size, s.hot.max); err != nil {
+		return s.readError(fmt.Errorf("reading the upper levels of the tree: %w", err))
+	}
+	return nil
+}
+
+func (s *Store) mustHave(size uint64, key []byte, format string, args ...any) error {
+	_, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("%w: state says size %d, but %s is missing", ErrCorrupt, size, fmt.Sprintf(format, args...))
+	} else if err != nil {
+		return s.readError(fmt.Errorf("reading %s: %w", fmt.Sprintf(format, args...), err))
+	}
+	closer.Close()
+	return nil
+}
+
+func (s *Store) mustBeEmpty(lower []byte, upperKind byte, format string, args ...any) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{upperKind}})
+	if err != nil {
+		return s.readError(err)
+	}
+	defer it.Close()
+	if it.First() {
+		return fmt.Errorf("%w: found %s (key %x)", ErrCorrupt, fmt.Sprintf(format, args...), it.Key())
+	}
+	return s.readError(it.Error())
+}
+
+func (s *Store) eventListener() *pebble.EventListener {
+	return &pebble.EventListener{
+		BackgroundError: func(err error) {
+			// Every background error stops writing: a flush or compaction
+			// that cannot write now is a WAL that cannot be written soon.
+			s.logf("pebble: background error: %v", err)
+			if pebble.IsCorruptionError(err) {
+				s.fail(fmt.Errorf("%w: %w", ErrCorrupt, err))
+			} else {
+				s.fail(classify("in Pebble's background work on", s.dir, err))
+			}
+		},
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			err := fmt.Errorf("%w: Pebble found corruption in %s: %v", ErrCorrupt, info.Path, info.Details)
+			s.logf("logpebble: %v", err)
+			s.fail(err)
+		},
+		DiskSlow: func(info pebble.DiskSlowInfo) {
+			s.logf("pebble: %s", info)
+		},
+		LowDiskSpace: func(info pebble.LowDiskSpaceInfo) {
+			s.logf("pebble: %s", info)
+		},
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+			s.logf("pebble: %s", info)
+		},
+		WriteStallEnd: func() {
+			s.logf("pebble: write stall ended")
+		},
+	}
+}
+
+// fail makes every later Commit fail with err. The first failure wins and
+// is logged.
+func (s *Store) fail(err error) {
+	s.mu.Lock()
+	first := s.failure == nil
+	if first {
+		s.failure = err
+	}
+	s.mu.Unlock()
+	if first {
+		s.logf("logpebble: the log store stopped accepting commits: %v", err)
+	}
+}
+
+// Err implements [log.Health]: why the store refuses commits, or nil.
+// Once set it stays set until the store is reopened.
+func (s *Store) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failure
+}
+
+// corrupt records that the store found itself corrupt, so that commits stop,
+// and returns err.
+func (s *Store) corrupt(err error) error {
+	s.logf("logpebble: %v", err)
+	s.fail(err)
+	return err
+}
+
+// readError returns err, failing the store closed if Pebble says the data
+// is corrupt.
+func (s *Store) readError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case pebble.IsCorruptionError(err):
+		return s.corrupt(fmt.Errorf("%w: %w", ErrCorrupt, err))
+	case errors.Is(err, syscall.EIO):
+		err = classify("reading", s.dir, err)
+		s.fail(err)
+		return err
+	}
+	return err
+}
+
+// pebbleLogger sends Pebble's log lines to Options.Logf.
+type pebbleLogger struct {
+	logf func(format string, args ...any)
+	fail func(error) // nil, or called before Fatalf panics
+}
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	l.logf("pebble: "+format, args...)
+}
+
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.logf("pebble: error: "+format, args...)
+}
+
+// Fatalf is called by Pebble when it cannot go on, such as when a
+// MANIFEST write or a commit failed. Pebble's own logger exits the
+// process; this one fails the store closed and returns, which Pebble
+// v2.1.7 survives at every call site a storage fault reaches (it returns
+// the error, or carries on with the store failed and its file system
+// frozen, see faultfs.go). A panic here would be worse: several call sites
+// hold Pebble's mutexes, and unwinding through them can turn into an
+// unrecoverable "unlock of unlocked mutex".
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf("pebble: fatal: "+format, args...)
+	l.logf("%s", msg)
+	if l.fail != nil {
+		l.fail(classify("in Pebble:", "", errors.New(msg)))
+	}
+}
+
+// closePebble closes Pebble and releases the lock, unless a panic inside
+// Pebble may have left its locks held: then closing could hang, and the
+// process's exit releases both.
+func (s *Store) closePebble() error {
+	close(s.fs.closing)
+	s.mu.Lock()
+	wedged := s.wedged
+	s.mu.Unlock()
+	if wedged {
+		s.logf("logpebble: not closing Pebble in %s: it panicked, and may hold its locks", s.dir)
+		return nil
+	}
+	err := s.db.Close()
+	if lerr := s.lock.Close(); err == nil {
+		err = lerr
+	}
+	return err
+}
