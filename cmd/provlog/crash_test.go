@@ -163,7 +163,7 @@ func TestCrashRecovery(t *testing.T) {
 func checkAfterCrash(t *testing.T, data string, k *keys, receipts []handedOut) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := openStore(data)
+	s, err := openStore(data, true)
 	if err != nil {
 		t.Fatalf("reopening after kill: %v", err)
 	}

@@ -73,7 +73,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		src = x
 	} else {
-		s, err := openStore(*data)
+		s, err := openStore(*data, true)
 		if err != nil {
 			return err
 		}

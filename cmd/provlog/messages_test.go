@@ -53,7 +53,7 @@ func TestVerifyProofMessages(t *testing.T) {
 		t.Fatal(rc)
 	}
 	receipt := write("r", []byte(rc))
-	s, err := openStore(data)
+	s, err := openStore(data, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		store, err := openStore(*data)
+		store, err := openStore(*data, false)
 		if err != nil {
 			return err
 		}

@@ -215,7 +215,7 @@ servers:
 	if rep.Recorded == nil {
 		t.Fatal("no replay entry recorded")
 	}
-	s, err := openStore(data)
+	s, err := openStore(data, true)
 	if err != nil {
 		t.Fatal(err)
 	}

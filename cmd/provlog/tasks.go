@@ -43,7 +43,7 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.AuditSource
 	}
 	if *data != "" {
-		s, err := openStore(*data)
+		s, err := openStore(*data, true)
 		if err != nil {
 			return err
 		}

@@ -58,12 +58,14 @@ func runVKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // openStore opens a data dir's Pebble store for a command, and says what
-// to do when a running sidecar holds it.
-func openStore(data string) (*logpebble.Store, error) {
+// to do when a running sidecar holds it. Commands that only read open it
+// read-only, so that they work, and write nothing, on a full or read-only
+// disk.
+func openStore(data string, readOnly bool) (*logpebble.Store, error) {
 	if _, err := os.Stat(filepath.Join(data, dbDir)); err != nil {
 		return nil, fmt.Errorf("no log in %s (looked for %s)", data, filepath.Join(data, dbDir))
 	}
-	s, err := logpebble.Open(filepath.Join(data, dbDir), &logpebble.Options{ReadOnly: true})
+	s, err := logpebble.Open(filepath.Join(data, dbDir), &logpebble.Options{ReadOnly: readOnly})
 	if errors.Is(err, logpebble.ErrLocked) {
 		return nil, fmt.Errorf("data dir %s is held by a running provlog sidecar; ask it over HTTP instead with --log http://ADDR", data)
 	}
@@ -106,7 +108,7 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		_, err = io.WriteString(stdout, r)
 		return err
 	}
-	s, err := openStore(*data)
+	s, err := openStore(*data, true)
 	if err != nil {
 		return err
 	}
@@ -283,7 +285,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return err
 			}
 		}
-		s, err := openStore(*data)
+		s, err := openStore(*data, true)
 		if err != nil {
 			return err
 		}

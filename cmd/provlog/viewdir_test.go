@@ -26,7 +26,7 @@ import (
 func TestViewProofs(t *testing.T) {
 	ctx := context.Background()
 	data := makeDataDir(t, 40) // 41 entries with the genesis entry
-	s, err := openStore(data)
+	s, err := openStore(data, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func fetch(t *testing.T, hs *httptest.Server, path string) string {
 // every entry in it.
 func TestBundleTreeEveryRange(t *testing.T) {
 	ctx := context.Background()
-	s, err := openStore(makeDataDir(t, 40))
+	s, err := openStore(makeDataDir(t, 40), true)
 	if err != nil {
 		t.Fatal(err)
 	}
