@@ -39,7 +39,7 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *out == "" {
 		return usageErr("--out is required")
 	}
-	s, err := openStore(*data)
+	s, err := openStore(*data, true)
 	if err != nil {
 		return err
 	}
