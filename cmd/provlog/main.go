@@ -60,7 +60,7 @@ func commands() []command {
 		{"token", "add --config F --actor NAME [--reader]", "make a bearer token; print it once, store its hash", runToken},
 		{"export", "(--data D | --log URL --vkey VKEY) --out DIR [--from I] [--to J] [--config F]", "write a bundle (entries, PROV-JSON, checkpoint, anchors, keys) that verifies anywhere", runExport},
 		{"verify-bundle", "DIR", "check a bundle offline with the keys and roots inside it; exit 0 only if valid", runVerifyBundle},
-		{"view", "[--http ADDR] DIR", "serve the auditor's view of a bundle on loopback, offline; the page verifies entries itself", runView},
+		{"view", "[--http ADDR] DIR", "serve the auditor's view of a bundle or an evidence directory on loopback, offline; the page verifies entries itself", runView},
 		{"evidence", "--data D (--index N | --leaf-hash HEX) --out DIR [--config F]", "write one entry's self-contained evidence (receipts, consistency, anchors, keys, task history)", runEvidence},
 		{"verify-evidence", "--vkey VKEY DIR", "check an evidence directory offline; say what it proves; exit 0 only if valid", runVerifyEvidence},
 		{"resolve", "NAME [--opt k=v]...", "resolve a data-source release now (a preset or a generic resolver)", runResolve},

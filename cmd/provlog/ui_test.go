@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,7 +59,7 @@ type uiLog struct {
 	taskID         string
 	call, claim    uint64
 	vkey, otherKey string
-	data           string
+	data, cfgPath  string
 	close          func() // stops the sidecar (once)
 }
 
@@ -109,7 +110,7 @@ func newUILog(t *testing.T, vouched bool) *uiLog {
 	}
 	t.Cleanup(func() { cs.Close() })
 
-	l := &uiLog{sc: sc, vkey: sc.keys.vkey, data: cfg.Data, close: closeSC}
+	l := &uiLog{sc: sc, vkey: sc.keys.vkey, data: cfg.Data, cfgPath: cfgPath, close: closeSC}
 	created, _ := callTool(t, cs, "create_task", map[string]any{"title": "write the quarterly report", "description": "to reports/q3.md"})
 	l.taskID = created["task_id"].(string)
 	callTool(t, cs, "accept_task", map[string]any{"task_id": l.taskID})
@@ -146,22 +147,25 @@ func newUILog(t *testing.T, vouched bool) *uiLog {
 	}
 	l.claim = crc.Index
 	if vouched {
-		// Anchor the tree holding the claim, then wait for the witness to
-		// cosign a checkpoint that holds the anchor entry too.
+		// Wait for the witness to cosign the tree holding the claim, anchor
+		// it, and wait for a cosigned checkpoint holding the anchor entry.
+		waitCosigned := func() {
+			size, _ := sc.seq.Checkpoint()
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if c, err := log.ParseCheckpointNote(sc.witness.cos.Latest()); err == nil && c.Size >= size {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the witness did not cosign size %d: %v", size, sc.witness.status())
+				}
+			}
+		}
+		waitCosigned()
 		if _, err := sc.anchors.runner.AnchorNow(ctx); err != nil {
 			t.Fatal(err)
 		}
-		size, _ := sc.seq.Checkpoint()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if c, err := log.ParseCheckpointNote(sc.witness.cos.Latest()); err == nil && c.Size >= size {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the witness did not cosign size %d: %v", size, sc.witness.status())
-			}
-		}
+		waitCosigned()
 	}
-
 	// An Ed25519 note key of the same name that did not sign the log.
 	_, other, err := note.GenerateKey(rand.Reader, "provlog.example/agent-7")
 	if err != nil {
@@ -459,5 +463,64 @@ func TestUIViewBundle(t *testing.T) {
 	base = serve()
 	if v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#entry=%d", base, l.call)); v != "false" {
 		t.Errorf("changed entry in the bundle: data-verified=%s: %s", v, txt)
+	}
+}
+
+// TestUIViewEvidence writes the evidence of the claim (with the witness's
+// cosignature and the anchor) and opens it with provlog view's server: the
+// claim verifies, with its timeline, the witness and the anchor; evidence
+// with one byte of the entry changed does not verify.
+func TestUIViewEvidence(t *testing.T) {
+	l := newUILog(t, true)
+	l.close()
+	out := filepath.Join(t.TempDir(), "evidence")
+	if o, code := runCmd(t, "evidence", "--data", l.data, "--config", l.cfgPath, "--index", fmt.Sprint(l.claim), "--out", out); code != 0 {
+		t.Fatalf("evidence: %s", o)
+	}
+	p, ctx := openPage(t)
+	serve := func() string {
+		v, err := openView(ctx, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewUnstartedServer(nil)
+		hs.Config.Handler = v.handler(hs.Listener.Addr().String())
+		hs.Start()
+		t.Cleanup(hs.Close)
+		return hs.URL
+	}
+	base := serve()
+	v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#entry=%d&vkey=%s", base, l.claim, url.QueryEscape(l.vkey)))
+	if v != "true" {
+		t.Fatalf("claim from the evidence: data-verified=%s: %s", v, txt)
+	}
+	var got struct {
+		Steps, Witnesses, Anchors []string
+		Source                    string
+	}
+	p.Eval(ctx, `({Steps: [...document.querySelectorAll("#timeline li")].map(e => e.innerText),
+		Witnesses: [...document.querySelectorAll("#checkpoint tbody tr")].map(e => e.innerText),
+		Anchors: [...document.querySelectorAll("#anchors tbody tr")].map(e => e.innerText),
+		Source: document.getElementById("source").innerText})`, &got)
+	if len(got.Steps) != 3 || len(got.Witnesses) != 1 || !strings.Contains(got.Witnesses[0], "✓") || len(got.Anchors) != 1 || !strings.Contains(got.Source, "evidence") {
+		t.Errorf("the evidence page shows %+v; want 3 steps, w1's cosignature verified, one anchor", got)
+	}
+	screenshot(t, ctx, p, "ui-evidence.png")
+	// The call the claim cites is in the evidence too.
+	if v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#entry=%d", base, l.call)); v != "true" {
+		t.Errorf("cited call from the evidence: data-verified=%s: %s", v, txt)
+	}
+
+	ef := filepath.Join(out, "entry.json")
+	b, err := os.ReadFile(ef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ef, bytes.Replace(b, []byte("observed"), []byte("reviewed"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base = serve()
+	if v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#entry=%d", base, l.claim)); v != "false" {
+		t.Errorf("changed entry.json: data-verified=%s: %s", v, txt)
 	}
 }

@@ -1,11 +1,13 @@
 package main
 
-// `provlog view DIR`: the auditor's view of an export bundle, offline. A
-// loopback HTTP server serves the page (log/server/ui) and, in the shape
-// the page reads from a sidecar, the bundle's data: its checkpoint, its
-// entries, inclusion proofs computed from its entries and tree.json, its
-// anchor records and the histories of its tasks. Nothing is checked here:
-// the page does the checking, so a changed byte in the bundle shows there.
+// `provlog view DIR`: the auditor's view of an export bundle or an evidence
+// directory, offline. A loopback HTTP server serves the page
+// (log/server/ui) and, in the shape the page reads from a sidecar, the
+// directory's data: its checkpoint, its entries, their inclusion proofs
+// (a bundle's computed from its entries and tree.json, an evidence's as it
+// holds them), its anchor records and the histories of its tasks. Nothing
+// is checked here: the page does the checking, so a changed byte in the
+// directory shows there.
 
 import (
 	"bytes"
@@ -20,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +31,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/anchor/evidence"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/bundle"
 	"github.com/provlog/provlog/log/server/ui"
@@ -41,7 +45,7 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageErr("give the bundle directory: provlog view DIR")
+		return usageErr("give the directory of a bundle or an evidence: provlog view DIR")
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
@@ -59,8 +63,7 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	srv := &http.Server{Handler: v.handler(ln.Addr().String()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	fmt.Fprintf(stdout, "auditor's view of %s (%d entries [%d, %d) of %s at size %d): http://%s/ui/\n",
-		fs.Arg(0), len(v.entries), v.from, v.from+uint64(len(v.entries)), v.origin, v.size, ln.Addr())
+	fmt.Fprintf(stdout, "auditor's view of %s (%s of %s at size %d): http://%s/ui/\n", fs.Arg(0), v.held(), v.origin, v.size, ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -73,56 +76,112 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return srv.Shutdown(sctx)
 }
 
-// view is a bundle loaded for the page.
+// view is a bundle or an evidence directory loaded for the page.
 type view struct {
 	dir        string
+	source     string // "bundle" or "evidence", as ui.Info.Source
 	origin     string
 	vkey       string
 	witnesses  []string
 	checkpoint []byte
 	size, from uint64
-	entries    [][]byte // [from, from+len)
-	byLeaf     map[string]uint64
-	tree       *bundleTree
-	genesis    []byte // entry 0 and its receipt (from genesis.proof), when from > 0
-	genesisRC  []byte
-	tasks      map[string]*opp.Task // nil when the bundle does not start at 0
+	// entries [from, from+len) are proven from tree; given entries carry
+	// their own receipts (a bundle's genesis entry, an evidence's entries).
+	entries [][]byte
+	tree    *bundleTree
+	given   map[uint64]givenEntry
+	byLeaf  map[string]uint64
+	anchors http.Handler // nil without anchors
+	// tasks are the tasks rebuilt from the entries held; nil, with
+	// noTasks saying why, when they cannot be.
+	tasks   map[string]*opp.Task
+	noTasks string
 }
 
+// givenEntry is an entry with the receipt its directory holds for it.
+type givenEntry struct {
+	entry, receipt []byte
+}
+
+// openView loads dir, an export bundle or an evidence directory, by its
+// manifest's format.
 func openView(ctx context.Context, dir string) (*view, error) {
-	read := func(name string) ([]byte, error) {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return nil, fmt.Errorf("reading the bundle: %w", err)
-		}
-		return b, nil
-	}
-	mb, err := read(bundle.ManifestFile)
+	mb, err := os.ReadFile(filepath.Join(dir, bundle.ManifestFile))
 	if err != nil {
-		return nil, fmt.Errorf("%w (provlog view opens the directory provlog export wrote)", err)
+		return nil, fmt.Errorf("%w (provlog view opens a directory that provlog export or provlog evidence wrote)", err)
 	}
-	var m bundle.Manifest
-	if err := json.Unmarshal(mb, &m); err != nil || m.Format != bundle.Format {
-		return nil, fmt.Errorf("%s is not a %s manifest", filepath.Join(dir, bundle.ManifestFile), bundle.Format)
+	var m struct {
+		Format string `json:"format"`
 	}
-	v := &view{dir: dir, origin: m.Origin, from: m.From, byLeaf: map[string]uint64{}}
-	vk, err := read(bundle.VKeyFile)
+	json.Unmarshal(mb, &m)
+	switch m.Format {
+	case bundle.Format:
+		return openBundleView(ctx, dir, mb)
+	case evidence.Format:
+		return openEvidenceView(ctx, dir, mb)
+	}
+	return nil, fmt.Errorf("%s is neither a %s nor a %s manifest", filepath.Join(dir, bundle.ManifestFile), bundle.Format, evidence.Format)
+}
+
+// readIn reads a file of dir, saying which in its error.
+func readIn(dir, name string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// readKeys reads the log's verifier key, the witnesses' keys (lines with
+// a key; an evidence's witnesses.txt starts with its threshold) and the
+// checkpoint, which both directory kinds keep under the same names.
+func (v *view) readKeys() error {
+	vk, err := readIn(v.dir, bundle.VKeyFile)
+	if err != nil {
+		return err
 	}
 	v.vkey = strings.TrimSpace(string(vk))
-	if w, err := os.ReadFile(filepath.Join(dir, bundle.WitnessesFile)); err == nil {
-		v.witnesses = strings.Fields(string(w))
+	if w, err := os.ReadFile(filepath.Join(v.dir, bundle.WitnessesFile)); err == nil {
+		for _, l := range strings.Split(string(w), "\n") {
+			if l = strings.TrimSpace(l); strings.Contains(l, "+") {
+				v.witnesses = append(v.witnesses, l)
+			}
+		}
 	}
-	if v.checkpoint, err = read(bundle.CheckpointFile); err != nil {
-		return nil, err
+	if v.checkpoint, err = readIn(v.dir, bundle.CheckpointFile); err != nil {
+		return err
 	}
 	cp, err := log.ParseCheckpointNote(v.checkpoint)
 	if err != nil {
-		return nil, fmt.Errorf("the bundle's checkpoint: %w", err)
+		return fmt.Errorf("the checkpoint: %w", err)
 	}
-	v.size = cp.Size
-	jl, err := read(bundle.EntriesFile)
+	v.origin, v.size = cp.Origin, cp.Size
+	return nil
+}
+
+// rebuildTasks rebuilds the tasks of the entries below end from read.
+func (v *view) rebuildTasks(ctx context.Context, r opp.EntryReader, end uint64) error {
+	st, err := opp.Rebuild(ctx, r, end)
+	if err != nil {
+		return fmt.Errorf("rebuilding the tasks: %w", err)
+	}
+	v.tasks = map[string]*opp.Task{}
+	for i := range st.Tasks {
+		v.tasks[st.Tasks[i].ID] = &st.Tasks[i]
+	}
+	return nil
+}
+
+func openBundleView(ctx context.Context, dir string, mb []byte) (*view, error) {
+	var m bundle.Manifest
+	if err := json.Unmarshal(mb, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", bundle.ManifestFile, err)
+	}
+	v := &view{dir: dir, source: "bundle", from: m.From, byLeaf: map[string]uint64{}, given: map[uint64]givenEntry{}}
+	if err := v.readKeys(); err != nil {
+		return nil, err
+	}
+	jl, err := readIn(dir, bundle.EntriesFile)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +198,7 @@ func openView(ctx context.Context, dir string) (*view, error) {
 	if to > v.size {
 		return nil, fmt.Errorf("the bundle holds entries up to %d, past its checkpoint's size %d", to, v.size)
 	}
-	tb, err := read(bundle.TreeFile)
+	tb, err := readIn(dir, bundle.TreeFile)
 	if err != nil {
 		return nil, err
 	}
@@ -151,34 +210,43 @@ func openView(ctx context.Context, dir string) (*view, error) {
 		return nil, err
 	}
 	if v.from > 0 {
-		if v.genesis, err = read(bundle.GenesisFile); err != nil {
+		if err := v.bundleGenesis(); err != nil {
 			return nil, err
 		}
-		gp, err := read(bundle.GenesisProof)
-		if err != nil {
-			return nil, err
-		}
-		var proof [][]byte
-		for _, l := range strings.Fields(string(gp)) {
-			h, err := base64.StdEncoding.DecodeString(l)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %q is not a base64 hash", bundle.GenesisProof, l)
-			}
-			proof = append(proof, h)
-		}
-		rc := &log.Receipt{Extra: log.LeafHash(v.genesis), Index: 0, Proof: proof, Checkpoint: v.checkpoint}
-		v.genesisRC = []byte(rc.String())
-	} else {
-		st, err := opp.Rebuild(ctx, sliceReader(v.entries), to)
-		if err != nil {
-			return nil, fmt.Errorf("rebuilding the bundle's tasks: %w", err)
-		}
-		v.tasks = map[string]*opp.Task{}
-		for i := range st.Tasks {
-			v.tasks[st.Tasks[i].ID] = &st.Tasks[i]
+		v.noTasks = fmt.Sprintf("the bundle starts at entry %d, and a task's history needs the log from entry 0", v.from)
+	} else if err := v.rebuildTasks(ctx, sliceReader(v.entries), to); err != nil {
+		return nil, err
+	}
+	if records := filepath.Join(dir, bundle.AnchorsDir); dirExists(records) {
+		if st, err := anchor.OpenStore(records); err == nil {
+			v.anchors = anchor.NewHandler(st, nil)
 		}
 	}
 	return v, nil
+}
+
+// bundleGenesis reads entry 0 and its proof (genesis.entry and
+// genesis.proof, one base64 hash a line) into a receipt.
+func (v *view) bundleGenesis() error {
+	g, err := readIn(v.dir, bundle.GenesisFile)
+	if err != nil {
+		return err
+	}
+	gp, err := readIn(v.dir, bundle.GenesisProof)
+	if err != nil {
+		return err
+	}
+	var proof [][]byte
+	for _, l := range strings.Fields(string(gp)) {
+		h, err := base64.StdEncoding.DecodeString(l)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a base64 hash", bundle.GenesisProof, l)
+		}
+		proof = append(proof, h)
+	}
+	rc := &log.Receipt{Extra: log.LeafHash(g), Index: 0, Proof: proof, Checkpoint: v.checkpoint}
+	v.given[0] = givenEntry{entry: g, receipt: []byte(rc.String())}
+	return nil
 }
 
 // sliceReader is entries [0, len) as an opp.EntryReader.
@@ -191,10 +259,10 @@ func (s sliceReader) Entries(_ context.Context, start, end uint64) ([][]byte, er
 	return s[start:end], nil
 }
 
-// entry returns entry i, if the bundle holds it.
+// entry returns entry i, if the directory holds it.
 func (v *view) entry(i uint64) ([]byte, bool) {
-	if i == 0 && v.genesis != nil {
-		return v.genesis, true
+	if g, ok := v.given[i]; ok {
+		return g.entry, true
 	}
 	if i < v.from || i-v.from >= uint64(len(v.entries)) {
 		return nil, false
@@ -202,11 +270,24 @@ func (v *view) entry(i uint64) ([]byte, bool) {
 	return v.entries[i-v.from], true
 }
 
+// held says which entries the directory holds, for not-found answers.
+func (v *view) held() string {
+	var parts []string
+	if len(v.entries) > 0 {
+		parts = append(parts, fmt.Sprintf("[%d, %d)", v.from, v.from+uint64(len(v.entries))))
+	}
+	for i := range v.given {
+		parts = append(parts, strconv.FormatUint(i, 10))
+	}
+	sort.Strings(parts)
+	return "the " + v.source + " holds entries " + strings.Join(parts, ", ")
+}
+
 // handler serves the page and the paths it reads. host is the address the
 // server listens on: other Host headers are refused (DNS rebinding).
 func (v *view) handler(host string) http.Handler {
 	mux := http.NewServeMux()
-	page := ui.Handler(ui.Info{VKey: v.vkey, Witnesses: v.witnesses, Source: "bundle"})
+	page := ui.Handler(ui.Info{VKey: v.vkey, Witnesses: v.witnesses, Source: v.source})
 	mux.Handle("/ui", page)
 	mux.Handle("/ui/", page)
 	mux.HandleFunc("GET /log/checkpoint", func(w http.ResponseWriter, r *http.Request) {
@@ -217,19 +298,16 @@ func (v *view) handler(host string) http.Handler {
 		i, err := strconv.ParseUint(r.PathValue("n"), 10, 64)
 		e, ok := v.entry(i)
 		if err != nil || !ok {
-			http.Error(w, fmt.Sprintf("the bundle holds entries [%d, %d) (and 0)", v.from, v.from+uint64(len(v.entries))), http.StatusNotFound)
+			http.Error(w, v.held(), http.StatusNotFound)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(e)
 	})
 	mux.HandleFunc("GET /log/proof/inclusion", v.inclusion)
-	if records := filepath.Join(v.dir, bundle.AnchorsDir); dirExists(records) {
-		if st, err := anchor.OpenStore(records); err == nil {
-			h := anchor.NewHandler(st, nil)
-			mux.Handle("/log/anchors", h)
-			mux.Handle("/log/anchors/", h)
-		}
+	if v.anchors != nil {
+		mux.Handle("/log/anchors", v.anchors)
+		mux.Handle("/log/anchors/", v.anchors)
 	}
 	mux.Handle("/log/task/", ui.TaskHandler(v.task, nil))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -249,11 +327,11 @@ func dirExists(p string) bool {
 
 func (v *view) task(_ context.Context, id string) (any, error) {
 	if v.tasks == nil {
-		return nil, fmt.Errorf("%w: the bundle starts at entry %d, and a task's history needs the log from entry 0", ui.ErrNoTask, v.from)
+		return nil, fmt.Errorf("%w: %s", ui.ErrNoTask, v.noTasks)
 	}
 	t, ok := v.tasks[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: the bundle holds no task %s", ui.ErrNoTask, id)
+		return nil, fmt.Errorf("%w: the %s holds no task %s", ui.ErrNoTask, v.source, id)
 	}
 	return t, nil
 }
@@ -272,7 +350,7 @@ func (v *view) inclusion(w http.ResponseWriter, r *http.Request) {
 		if h, err = hex.DecodeString(q.Get("hash")); err == nil {
 			i, ok := v.byLeaf[string(h)]
 			if !ok {
-				http.Error(w, "the bundle holds no entry with leaf hash "+q.Get("hash"), http.StatusNotFound)
+				http.Error(w, "the "+v.source+" holds no entry with leaf hash "+q.Get("hash"), http.StatusNotFound)
 				return
 			}
 			index = i
@@ -285,13 +363,13 @@ func (v *view) inclusion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if index == 0 && v.genesisRC != nil {
-		w.Write(v.genesisRC)
+	if g, ok := v.given[index]; ok {
+		w.Write(g.receipt)
 		return
 	}
 	e, ok := v.entry(index)
 	if !ok {
-		http.Error(w, fmt.Sprintf("the bundle holds entries [%d, %d) (and 0)", v.from, v.from+uint64(len(v.entries))), http.StatusNotFound)
+		http.Error(w, v.held(), http.StatusNotFound)
 		return
 	}
 	p, err := log.ProveInclusion(r.Context(), v.tree, index, v.size)
