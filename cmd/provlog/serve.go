@@ -213,7 +213,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		Actor:   actor,
 		Status:  sc.status,
 		Prove: func(ctx context.Context, index int64, leafHash []byte) (*log.Receipt, error) {
-			return prove(ctx, store, index, leafHash, 0)
+			return prove(ctx, store, index, leafHash, 0, nil)
 		},
 		Verifier:    k.verifier,
 		Logger:      logger,
@@ -250,7 +250,7 @@ func (s *sidecar) prove(ctx context.Context, index int64, leafHash []byte) (*log
 	if s.witness != nil {
 		return s.witness.receipt(ctx, s.store, index, leafHash)
 	}
-	return prove(ctx, s.store, index, leafHash, 0)
+	return prove(ctx, s.store, index, leafHash, 0, nil)
 }
 
 func (s *sidecar) size() uint64 {

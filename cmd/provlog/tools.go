@@ -13,6 +13,7 @@ import (
 
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/log/cose"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/opp"
@@ -113,12 +114,13 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer s.Close()
-	var r *log.Receipt
+	var cosigned []byte
 	if *size == 0 {
-		r, err = proveWithCosigned(ctx, s, *data, *index, lh)
-	} else {
-		r, err = prove(ctx, s, *index, lh, *size)
+		if cosigned, err = readCosigned(*data); err != nil {
+			return err
+		}
 	}
+	r, err := prove(ctx, s, *index, lh, *size, cosigned)
 	if err != nil {
 		return err
 	}
@@ -148,46 +150,21 @@ func coseReceipt(data string, r *log.Receipt) ([]byte, error) {
 	return cose.Sign(k.signer, c.Size, r.Index, r.Extra, r.Proof, c.Hash)
 }
 
-// prove builds a receipt from a store. index < 0 means: look up leafHash.
-// size 0 means the latest checkpoint.
-func prove(ctx context.Context, s log.Storage, index int64, leafHash []byte, size uint64) (*log.Receipt, error) {
+// prove builds a receipt from a store (server.ProveInclusion on the
+// store's latest state). index < 0 means: look up leafHash. size 0 means
+// the latest checkpoint, or cosigned (nil: none) when it covers the entry.
+func prove(ctx context.Context, s log.Storage, index int64, leafHash []byte, size uint64, cosigned []byte) (*log.Receipt, error) {
 	st, err := s.State(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if size == 0 {
-		size = st.Size
-	}
-	if size > st.Size {
-		return nil, fmt.Errorf("size %d is beyond the log's size %d", size, st.Size)
-	}
-	cp, err := s.Checkpoint(ctx, size)
-	if errors.Is(err, log.ErrNotFound) {
-		return nil, fmt.Errorf("no checkpoint was signed at size %d; omit --size for the latest", size)
-	}
-	if err != nil {
-		return nil, err
-	}
-	var i uint64
+	req := server.InclusionRequest{AtSize: size != 0, Size: size, Cosigned: cosigned}
 	if index >= 0 {
-		i = uint64(index)
-	} else if i, err = s.LeafIndex(ctx, leafHash); errors.Is(err, log.ErrNotFound) {
-		return nil, fmt.Errorf("no entry has leaf hash %x", leafHash)
-	} else if err != nil {
-		return nil, err
+		req.Index = uint64(index)
+	} else {
+		req.LeafHash = leafHash
 	}
-	if i >= size {
-		return nil, fmt.Errorf("entry %d is not in the tree of size %d", i, size)
-	}
-	e, err := s.Entries(ctx, i, i+1)
-	if err != nil {
-		return nil, err
-	}
-	p, err := log.ProveInclusion(ctx, s, i, size)
-	if err != nil {
-		return nil, err
-	}
-	return &log.Receipt{Extra: log.LeafHash(e[0]), Index: i, Proof: p, Checkpoint: cp}, nil
+	return server.ProveInclusion(ctx, s, st.Size, st.Checkpoint, req)
 }
 
 func runVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) error {

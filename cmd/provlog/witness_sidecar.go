@@ -188,36 +188,19 @@ func (w *witnessing) run(ctx context.Context, seq *server.Sequencer) {
 
 // receipt returns a receipt for the entry (by index, or by leaf hash when
 // index < 0) on the newest cosigned checkpoint when that covers the entry,
-// else on the log's latest checkpoint, as prove does.
+// else on the log's latest checkpoint.
 func (w *witnessing) receipt(ctx context.Context, s log.Storage, index int64, leafHash []byte) (*log.Receipt, error) {
-	return proveCosigned(ctx, s, w.cos.Latest(), index, leafHash)
+	return prove(ctx, s, index, leafHash, 0, w.cos.Latest())
 }
 
-// proveWithCosigned is prove for `provlog prove --data D` without --size:
-// it uses the cosigned checkpoint the sidecar kept in the data dir when
-// that covers the entry.
-func proveWithCosigned(ctx context.Context, s log.Storage, data string, index int64, leafHash []byte) (*log.Receipt, error) {
-	cosigned, err := os.ReadFile(filepath.Join(data, cosignedFile))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+// readCosigned returns the cosigned checkpoint the sidecar kept in the
+// data dir, or nil if there is none.
+func readCosigned(data string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(data, cosignedFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
-	return proveCosigned(ctx, s, cosigned, index, leafHash)
-}
-
-// proveCosigned proves the entry on the cosigned checkpoint (nil: none)
-// if it covers the entry and is the log's own checkpoint of its size with
-// cosignatures added; otherwise on the latest checkpoint.
-func proveCosigned(ctx context.Context, s log.Storage, cosigned []byte, index int64, leafHash []byte) (*log.Receipt, error) {
-	if cosigned != nil {
-		if c, err := log.ParseCheckpointNote(cosigned); err == nil {
-			r, err := prove(ctx, s, index, leafHash, c.Size)
-			if err == nil && bytes.HasPrefix(cosigned, r.Checkpoint) {
-				r.Checkpoint = cosigned
-				return r, nil
-			}
-		}
-	}
-	return prove(ctx, s, index, leafHash, 0)
+	return b, err
 }
 
 // status is the witnesses' part of provlog__status and /healthz.

@@ -172,7 +172,14 @@ func TestWitnessing(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(data, cosignedFile))
 		return b != nil && string(b) == string(w.cos.Latest())
 	})
-	r2, err := proveWithCosigned(ctx, l.Store, data, 7, nil)
+	proveWithCosigned := func(index int64) (*log.Receipt, error) {
+		cosigned, err := readCosigned(data)
+		if err != nil {
+			return nil, err
+		}
+		return prove(ctx, l.Store, index, nil, 0, cosigned)
+	}
+	r2, err := proveWithCosigned(7)
 	if err != nil || !strings.Contains(string(r2.Checkpoint), "— witness.example/") {
 		t.Fatalf("proveWithCosigned: %v\n%v", err, r2)
 	}
@@ -180,7 +187,7 @@ func TestWitnessing(t *testing.T) {
 	cs, _ := log.ParseCheckpointNote(w.cos.Latest())
 	l.Grow(t, size+1)
 	if cs.Size <= size {
-		r3, err := proveWithCosigned(ctx, l.Store, data, int64(size), nil)
+		r3, err := proveWithCosigned(int64(size))
 		if err != nil || strings.Contains(string(r3.Checkpoint), "— witness.example/") {
 			t.Fatalf("proveWithCosigned for an entry past the cosigned tree: %v\n%v", err, r3)
 		}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -13,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/transparency-dev/merkle/compact"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
@@ -461,55 +459,24 @@ func (a *api) inclusion(ctx context.Context, _ string, q url.Values) (*response,
 		return nil, err
 	}
 	size, cp := a.opts.Seq.Checkpoint()
-	if iq.hasSize {
-		size = iq.size
-		cp, err = a.opts.Store.Checkpoint(ctx, size)
-		if errors.Is(err, log.ErrNotFound) {
-			return nil, errorf(http.StatusNotFound, "no checkpoint was signed at size %d; ask for a size from a checkpoint you hold, or leave size out for the latest", size)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading checkpoint %d: %w", size, err)
-		}
-	}
-	index, leafHash := iq.index, iq.leafHash
-	if leafHash != nil {
-		index, err = a.opts.Store.LeafIndex(ctx, leafHash)
-		if errors.Is(err, log.ErrNotFound) {
-			return nil, errorf(http.StatusNotFound, "no entry with leaf hash %x", leafHash)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("looking up leaf hash: %w", err)
-		}
-	}
-	if index >= size {
-		return nil, errorf(http.StatusNotFound, "entry %d is not in the tree of size %d", index, size)
-	}
+	req := InclusionRequest{Index: iq.index, LeafHash: iq.leafHash, AtSize: iq.hasSize, Size: iq.size}
 	if !iq.hasSize && a.opts.Cosigned != nil {
-		// Prefer the cosigned checkpoint, so the receipt convinces those
-		// who trust the witnesses, when it covers the entry.
-		if c := a.opts.Cosigned(); c != nil {
-			if ck, err := log.ParseCheckpointNote(c); err == nil && index < ck.Size {
-				if own, err := a.opts.Store.Checkpoint(ctx, ck.Size); err == nil && bytes.HasPrefix(c, own) {
-					size, cp = ck.Size, c
-				}
-			}
-		}
+		req.Cosigned = a.opts.Cosigned()
 	}
-	if leafHash == nil {
-		h, err := a.opts.Store.ReadNodes(ctx, []compact.NodeID{compact.NewNodeID(0, index)})
-		if err != nil {
-			return nil, fmt.Errorf("reading leaf hash %d: %w", index, err)
-		}
-		leafHash = h[0]
+	rc, err := ProveInclusion(ctx, a.opts.Store, size, cp, req)
+	if errors.Is(err, log.ErrNotFound) {
+		return nil, errorf(http.StatusNotFound, "%s", err)
 	}
-	p, err := log.ProveInclusion(ctx, a.opts.Store, index, size)
 	if err != nil {
 		return nil, err
 	}
 	if iq.cose {
-		return a.coseReceipt(cp, size, index, leafHash, p)
+		c, err := log.ParseCheckpointNote(rc.Checkpoint)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %d: %v", size, err)
+		}
+		return a.coseReceipt(rc.Checkpoint, c.Size, rc.Index, rc.Extra, rc.Proof)
 	}
-	rc := &log.Receipt{Extra: leafHash, Index: index, Proof: p, Checkpoint: cp}
 	return &response{contentType: "text/plain; charset=utf-8", cache: a.cacheControl(true, false), body: []byte(rc.String())}, nil
 }
 

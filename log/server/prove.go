@@ -1,0 +1,91 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/transparency-dev/merkle/compact"
+
+	"github.com/provlog/provlog/log"
+)
+
+// An InclusionRequest names the entry a receipt is for and the tree it
+// is proven in.
+type InclusionRequest struct {
+	// Index is the entry's index, unless LeafHash is set: then the entry
+	// is the one with that leaf hash.
+	Index    uint64
+	LeafHash []byte
+	// AtSize proves the entry in the tree of size Size, on the checkpoint
+	// signed at that size; otherwise on the latest checkpoint.
+	AtSize bool
+	Size   uint64
+	// Cosigned, unless AtSize, is a cosigned checkpoint note (nil: none)
+	// to prove on instead of the latest, when it covers the entry and is
+	// the log's own checkpoint of its size with cosignatures added, so the
+	// receipt also convinces those who trust the witnesses.
+	Cosigned []byte
+}
+
+// ProveInclusion returns the c2sp.org/tlog-proof receipt for the entry
+// req names, read from s; size and checkpoint are the log's latest signed
+// checkpoint. It is the one way provlog builds a receipt for an entry
+// already in the log: the HTTP API, `provlog prove` and the proxy's
+// provlog__prove tool all come here. When the entry or the checkpoint is
+// not there, the error says which and wraps [log.ErrNotFound].
+func ProveInclusion(ctx context.Context, s log.Storage, size uint64, checkpoint []byte, req InclusionRequest) (*log.Receipt, error) {
+	if req.AtSize {
+		cp, err := s.Checkpoint(ctx, req.Size)
+		if errors.Is(err, log.ErrNotFound) {
+			return nil, notFoundf("no checkpoint was signed at size %d (the log's size is %d); ask for a size from a checkpoint you hold, or leave the size out for the latest", req.Size, size)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading checkpoint %d: %w", req.Size, err)
+		}
+		size, checkpoint = req.Size, cp
+	}
+	index, leafHash := req.Index, req.LeafHash
+	if leafHash != nil {
+		var err error
+		index, err = s.LeafIndex(ctx, leafHash)
+		if errors.Is(err, log.ErrNotFound) {
+			return nil, notFoundf("no entry has leaf hash %x", leafHash)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("looking up leaf hash: %w", err)
+		}
+	}
+	if index >= size {
+		return nil, notFoundf("entry %d is not in the tree of size %d", index, size)
+	}
+	if !req.AtSize && req.Cosigned != nil {
+		if c, err := log.ParseCheckpointNote(req.Cosigned); err == nil && index < c.Size {
+			if own, err := s.Checkpoint(ctx, c.Size); err == nil && bytes.HasPrefix(req.Cosigned, own) {
+				size, checkpoint = c.Size, req.Cosigned
+			}
+		}
+	}
+	if leafHash == nil {
+		h, err := s.ReadNodes(ctx, []compact.NodeID{compact.NewNodeID(0, index)})
+		if err != nil {
+			return nil, fmt.Errorf("reading leaf hash %d: %w", index, err)
+		}
+		leafHash = h[0]
+	}
+	p, err := log.ProveInclusion(ctx, s, index, size)
+	if err != nil {
+		return nil, err
+	}
+	return &log.Receipt{Extra: leafHash, Index: index, Proof: p, Checkpoint: checkpoint}, nil
+}
+
+// notFound is an error that says what is not there and wraps
+// [log.ErrNotFound] without repeating its text.
+type notFound struct{ msg string }
+
+func notFoundf(format string, args ...any) error { return notFound{fmt.Sprintf(format, args...)} }
+
+func (e notFound) Error() string { return e.msg }
+func (e notFound) Unwrap() error { return log.ErrNotFound }
