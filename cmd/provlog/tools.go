@@ -13,9 +13,9 @@ import (
 
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/log/cose"
 	"github.com/provlog/provlog/log/logpebble"
+	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/opp"
 	"github.com/provlog/provlog/proxy/replay"
 )
