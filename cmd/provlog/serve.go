@@ -33,8 +33,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
+	// stdout carries MCP in stdio mode, so the process log goes to stderr.
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
+		if *addr == "" {
+			return serveStdioAnyway(ctx, nil, err, os.Stdin, stdout, logger)
+		}
 		return err
 	}
 	if *data != "" {
@@ -43,9 +48,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *storeURL != "" {
 		cfg.Store = *storeURL
 	}
-	// stdout carries MCP in stdio mode, so the process log goes to stderr.
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-
 	// The address is taken before anything is made: a port in use must not
 	// leave a new data dir with fresh keys behind.
 	var ln net.Listener
@@ -57,6 +59,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	sc, err := openSidecar(ctx, cfg, logger, *addr == "")
 	if err != nil {
+		if *addr == "" {
+			return serveStdioAnyway(ctx, cfg, err, os.Stdin, stdout, logger)
+		}
 		return err
 	}
 	defer sc.close()
@@ -84,6 +89,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger.Info("provlog serving", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "data", cfg.Data,
 		"origin", sc.keys.signer.Name(), "size", sc.size(), "local_token_file", filepath.Join(cfg.Data, localToken))
+	if cfg.Store == "" {
+		unpublish, err := publishSidecar(cfg.Data, ln.Addr(), cfg.Actor)
+		if err != nil {
+			return err
+		}
+		defer unpublish()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

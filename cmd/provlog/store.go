@@ -27,7 +27,7 @@ func openLogStore(ctx context.Context, cfg *Config, logger *slog.Logger) (log.St
 			Logf: func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...), "component", "pebble") },
 		})
 		if errors.Is(err, logpebble.ErrLocked) {
-			return nil, fmt.Errorf("data dir %s is held by another running provlog", cfg.Data)
+			return nil, fmt.Errorf("data dir %s is %w", cfg.Data, errDataDirHeld)
 		}
 		return store, err
 	}

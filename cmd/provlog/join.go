@@ -1,0 +1,414 @@
+package main
+
+// One log per agent whatever the client: a stdio `serve` (Claude Desktop
+// starts one) whose data dir is held by a running HTTP sidecar (Claude
+// Code talks to that one) joins the sidecar's log. It forwards the stdio
+// client's MCP messages over the sidecar's streamable HTTP endpoint as the
+// config's stdio actor, with the token the sidecar made for that actor
+// (<data>/local.token). When it cannot join, the MCP client gets a
+// JSON-RPC error that says why and what to do, not a closed connection.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/durable"
+)
+
+// errDataDirHeld: another process holds the data dir's store.
+var errDataDirHeld = errors.New("held by another running provlog")
+
+// sidecarFile, in the data dir, says where the running HTTP sidecar serves
+// and who its stdio actor is; it exists while the sidecar runs.
+const sidecarFile = "sidecar.json"
+
+type sidecarInfo struct {
+	URL   string `json:"url"` // base URL, e.g. http://127.0.0.1:8080
+	Actor string `json:"actor"`
+	PID   int    `json:"pid"`
+}
+
+// publishSidecar writes <data>/sidecar.json for stdio serves that will
+// join; the returned func removes it.
+func publishSidecar(data string, addr net.Addr, actor string) (func(), error) {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return nil, err
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	b, _ := json.Marshal(sidecarInfo{URL: "http://" + net.JoinHostPort(host, port), Actor: actor, PID: os.Getpid()})
+	path := filepath.Join(data, sidecarFile)
+	if err := durable.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", path, err)
+	}
+	return func() { os.Remove(path) }, nil
+}
+
+// joinSidecar finds the running sidecar on cfg's data dir and checks that
+// this process can act in its log as cfg's stdio actor. It returns the
+// bridge to run, or an error saying why not and what to do.
+func joinSidecar(ctx context.Context, cfg *Config) (*bridge, error) {
+	b, err := os.ReadFile(filepath.Join(cfg.Data, sidecarFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("data dir %s is held by another provlog that serves no HTTP API, so this one cannot join its log. "+
+			"Run the shared sidecar with --http (provlog serve --config F --http 127.0.0.1:8080), then start this one again", cfg.Data)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var info sidecarInfo
+	if err := json.Unmarshal(b, &info); err != nil || info.URL == "" {
+		return nil, fmt.Errorf("%s is not what a running sidecar writes; remove it if no provlog runs on %s", filepath.Join(cfg.Data, sidecarFile), cfg.Data)
+	}
+	if info.PID > 0 && syscall.Kill(info.PID, 0) == syscall.ESRCH {
+		// Left behind by a sidecar that was killed; the holder now is
+		// another, without HTTP.
+		return nil, fmt.Errorf("data dir %s is held by another provlog that serves no HTTP API, so this one cannot join its log. "+
+			"Run the shared sidecar with --http (provlog serve --config F --http 127.0.0.1:8080), then start this one again", cfg.Data)
+	}
+	if info.Actor != cfg.Actor {
+		return nil, fmt.Errorf("the sidecar running on %s acts for stdio clients as %q, but this config's actor is %q; give both the same actor: (or use another data dir)",
+			cfg.Data, info.Actor, cfg.Actor)
+	}
+	tok, err := os.ReadFile(filepath.Join(cfg.Data, localToken))
+	if err != nil {
+		return nil, fmt.Errorf("reading the stdio actor's token: %w", err)
+	}
+	k, err := loadKeys(cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	// The sidecar at that URL must be this data dir's log.
+	r := newRemote(info.URL, "")
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cp, err := r.get(cctx, "/log/checkpoint")
+	if err != nil {
+		return nil, fmt.Errorf("data dir %s is held by a provlog that said it serves at %s, but it does not answer there (%v); stop it or wait for it to finish, then start this one again", cfg.Data, info.URL, err)
+	}
+	if _, _, err := log.OpenCheckpoint(cp, k.verifier); err != nil {
+		return nil, fmt.Errorf("the sidecar at %s does not serve the log of %s (%v)", info.URL, cfg.Data, err)
+	}
+	return &bridge{url: info.URL + "/mcp", token: strings.TrimSpace(string(tok)), hc: &http.Client{}}, nil
+}
+
+// bridge relays newline-delimited JSON-RPC between a stdio MCP client
+// and a streamable HTTP MCP endpoint.
+type bridge struct {
+	url, token string
+	hc         *http.Client
+
+	mu      sync.Mutex
+	session string
+	version string
+	outMu   sync.Mutex
+	out     io.Writer
+	logger  *slog.Logger
+}
+
+// message is what the bridge needs to know of a JSON-RPC message.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+}
+
+// run relays until in ends (the client went away) or ctx is done.
+func (b *bridge) run(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Logger) error {
+	b.out, b.logger = out, logger
+	// The GET stream ends with the client; requests under way finish.
+	lctx, stopListen := context.WithCancel(ctx)
+	defer stopListen()
+	var wg, listening sync.WaitGroup
+	r := bufio.NewReaderSize(in, 1<<16)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var m message
+			json.Unmarshal(line, &m)
+			switch {
+			case m.Method == "initialize":
+				// Everything after it needs the session it makes.
+				b.post(ctx, line, m)
+				if b.streamVersion() {
+					listening.Go(func() { b.listen(lctx) })
+				}
+			case m.Method != "" && len(m.ID) > 0:
+				// A request may take long (a tool call): the next
+				// message must not wait for it.
+				wg.Go(func() { b.post(ctx, line, m) })
+			default:
+				b.post(ctx, line, m) // notifications and responses, in order
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	wg.Wait()
+	b.endSession()
+	stopListen()
+	listening.Wait()
+	return nil
+}
+
+// streamVersion says whether the negotiated protocol has the standalone
+// GET stream for server-initiated messages (before 2026-07-28).
+func (b *bridge) streamVersion() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.version != "" && b.version < "2026-07-28"
+}
+
+func (b *bridge) request(ctx context.Context, method string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, b.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	b.mu.Lock()
+	if b.session != "" {
+		req.Header.Set("Mcp-Session-Id", b.session)
+	}
+	if b.version != "" {
+		req.Header.Set("Mcp-Protocol-Version", b.version)
+	}
+	b.mu.Unlock()
+	return req, nil
+}
+
+// post sends one message and relays what comes back. A request that gets
+// no answer gets a JSON-RPC error saying why.
+func (b *bridge) post(ctx context.Context, line []byte, m message) {
+	req, err := b.request(ctx, http.MethodPost, bytes.TrimSpace(line))
+	if err != nil {
+		b.fail(m, err.Error())
+		return
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.fail(m, "the provlog sidecar this process joined does not answer: "+err.Error()+"; restart this MCP server once the sidecar runs again")
+		}
+		return
+	}
+	defer resp.Body.Close()
+	if m.Method == "initialize" {
+		if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+			b.mu.Lock()
+			b.session = s
+			b.mu.Unlock()
+		}
+	}
+	switch {
+	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
+		return
+	case resp.StatusCode == http.StatusNotFound && m.Method != "initialize":
+		b.fail(m, "the provlog sidecar this process joined no longer knows this session (it restarted); restart this MCP server")
+		return
+	case resp.StatusCode != http.StatusOK:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		b.fail(m, fmt.Sprintf("the provlog sidecar this process joined answered %s: %s", resp.Status, strings.TrimSpace(string(body))))
+		return
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b.relaySSE(resp.Body, m)
+		return
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.fail(m, "reading the sidecar's answer: "+err.Error())
+		return
+	}
+	b.emit(body, m)
+}
+
+// emit writes one message to the client; an initialize result also sets
+// the protocol version of later requests.
+func (b *bridge) emit(msg []byte, m message) {
+	if m.Method == "initialize" {
+		var r struct {
+			Result struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(msg, &r) == nil && r.Result.ProtocolVersion != "" {
+			b.mu.Lock()
+			b.version = r.Result.ProtocolVersion
+			b.mu.Unlock()
+		}
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, msg); err != nil {
+		b.logger.Warn("dropped a message from the sidecar that is not JSON", "err", err)
+		return
+	}
+	c.WriteByte('\n')
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	b.out.Write(c.Bytes())
+}
+
+// relaySSE relays the data of each server-sent event.
+func (b *bridge) relaySSE(body io.Reader, m message) {
+	r := bufio.NewReaderSize(body, 1<<16)
+	var data []byte
+	for {
+		line, err := r.ReadBytes('\n')
+		l := bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(l) == 0 && len(line) > 0:
+			if len(data) > 0 {
+				b.emit(data, m)
+			}
+			data = nil
+		case bytes.HasPrefix(l, []byte("data:")):
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(l, []byte("data:")), []byte(" "))...)
+		}
+		if err != nil {
+			if len(data) > 0 {
+				b.emit(data, m)
+			}
+			return
+		}
+	}
+}
+
+// listen keeps the standalone GET stream open for server-initiated
+// messages (list changes, sampling), reopening it until ctx is done.
+func (b *bridge) listen(ctx context.Context) {
+	for delay := 100 * time.Millisecond; ctx.Err() == nil; delay = min(2*delay, 10*time.Second) {
+		req, err := b.request(ctx, http.MethodGet, nil)
+		if err != nil {
+			return
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := b.hc.Do(req)
+		if err == nil {
+			if resp.StatusCode == http.StatusMethodNotAllowed || resp.StatusCode == http.StatusNotFound {
+				resp.Body.Close()
+				return
+			}
+			if resp.StatusCode == http.StatusOK {
+				b.relaySSE(resp.Body, message{})
+				delay = 100 * time.Millisecond
+			}
+			resp.Body.Close()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+		}
+	}
+}
+
+// endSession tells the sidecar the client went away.
+func (b *bridge) endSession() {
+	b.mu.Lock()
+	s := b.session
+	b.mu.Unlock()
+	if s == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if req, err := b.request(ctx, http.MethodDelete, nil); err == nil {
+		if resp, err := b.hc.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+}
+
+// fail answers a request with a JSON-RPC error (notifications and
+// responses have nobody to tell; the reason goes to stderr).
+func (b *bridge) fail(m message, why string) {
+	b.logger.Error("relaying to the sidecar", "method", m.Method, "err", why)
+	if len(m.ID) == 0 || m.Method == "" {
+		return
+	}
+	writeRPCError(&b.outMu, b.out, m.ID, why)
+}
+
+// writeRPCError writes a JSON-RPC internal error answering id.
+func writeRPCError(mu *sync.Mutex, out io.Writer, id json.RawMessage, msg string) {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": -32603, "message": msg}})
+	mu.Lock()
+	defer mu.Unlock()
+	out.Write(append(b, '\n'))
+}
+
+// serveStdioAnyway is stdio serve when this process cannot open the
+// sidecar itself (err): it joins the running sidecar that holds the data
+// dir, or answers the client with the reason. It returns when the client
+// goes away or ctx is done.
+func serveStdioAnyway(ctx context.Context, cfg *Config, err error, in io.Reader, out io.Writer, logger *slog.Logger) error {
+	done := make(chan error, 1)
+	if errors.Is(err, errDataDirHeld) {
+		br, jerr := joinSidecar(ctx, cfg)
+		if jerr == nil {
+			logger.Info("the data dir is held by a running sidecar: joining its log", "data", cfg.Data, "sidecar", br.url, "actor", cfg.Actor)
+			go func() { done <- br.run(ctx, in, out, logger) }()
+			select {
+			case err := <-done:
+				return err
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		err = jerr
+	}
+	logger.Error("provlog cannot serve; answering the MCP client with the reason", "err", err)
+	go func() { done <- answerWithError(in, out, err) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return err
+	}
+}
+
+// answerWithError serves a stdio MCP client that provlog cannot serve:
+// every request gets a JSON-RPC error carrying why, so the client shows
+// the reason instead of "connection closed". It returns err when the
+// client goes away.
+func answerWithError(in io.Reader, out io.Writer, err error) error {
+	msg := "provlog cannot serve: " + err.Error()
+	var mu sync.Mutex
+	r := bufio.NewReaderSize(in, 1<<16)
+	for {
+		line, rerr := r.ReadBytes('\n')
+		var m message
+		if json.Unmarshal(line, &m) == nil && m.Method != "" && len(m.ID) > 0 {
+			writeRPCError(&mu, out, m.ID, msg)
+		}
+		if rerr != nil {
+			return err
+		}
+	}
+}
