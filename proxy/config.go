@@ -54,6 +54,9 @@ type ServerConfig struct {
 	// hashed, logged or written (exact, case-sensitive key match). The
 	// downstream server still receives the real values.
 	Redact []string `yaml:"redact"`
+	// RedactIgnoreCase makes Redact match field names in any case
+	// ("password" also redacts "Password" and "PASSWORD").
+	RedactIgnoreCase bool `yaml:"redact_ignore_case"`
 	// Retain is RetainHash (the default) or RetainFull.
 	Retain string `yaml:"retain"`
 	// Prefix replaces "<id>__" in front of tool and prompt names. An empty

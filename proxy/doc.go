@@ -30,51 +30,51 @@
 //
 // # Recording
 //
-// Each tools/call to a downstream server becomes a "call" entry, appended
-// to [Options.Log] and durable before the result goes back; the result
-// carries the entry's receipt in _meta["dev.provlog/receipt"] ([ReceiptKey]).
-// If the append fails, the client gets a JSON-RPC error instead of the
-// result, and blobs written for the entry are removed again. Failed calls
-// (a downstream protocol error, a crash, a timeout, a cancellation) are
-// recorded too and then returned as errors; the error's data carries the
-// receipt unless the downstream's own error data is forwarded verbatim.
+// Every tools/call to a downstream server is recorded before it runs
+// (DESIGN §2), in two entries appended to [Options.Log] (log.CallEntry and
+// log.CallResultEntry, whose doc lists their fields):
 //
-// An entry's fields besides v, kind, time (the call's start) and actor:
+//   - a "call" entry — server, tool, tool_sha256 (the definition the call
+//     was made against), the redacted arguments (or their hash, with the
+//     arguments kept as a blob, when the entry would be too large),
+//     client, protocol_version, started — durable before anything reaches
+//     the downstream. A call whose entry cannot be written is refused with
+//     a JSON-RPC error and never forwarded: arguments JCS cannot represent
+//     (1e999, a 100,000-digit number, duplicate keys: invalid params), a
+//     stopped log, a full or read-only disk (internal error, "the call
+//     to … was not made").
+//   - a "call.result" entry — the call entry's index, result_sha256 (of
+//     the RFC 8785 form of the result exactly as received, read off the
+//     wire, not the SDK's re-encoding), result_bytes, is_error, error and
+//     error_code (redacted values scrubbed out), release, duration_ns —
+//     durable before the client sees the outcome. The client's
+//     _meta["dev.provlog/receipt"] ([ReceiptKey]) is its receipt. If it
+//     cannot be written, the client gets an error saying the call was made
+//     (naming its call entry) but its result is withheld.
 //
-//	server, tool        the downstream server id and its own tool name
-//	args                the arguments, redacted (below), as a JSON value
-//	args_sha256         instead of args when the entry would exceed
-//	                    log.MaxEntrySize: the hex SHA-256 of the canonical
-//	                    (RFC 8785) redacted arguments, kept as a blob if
-//	                    there is a blob store
-//	result_sha256       hex SHA-256 of the RFC 8785 form of the "result"
-//	                    member exactly as received from the server (read off
-//	                    the wire, not the SDK's re-encoding); absent when
-//	                    there was no result
-//	result_bytes        the size of that result as received
-//	result_canonical    false when the result is not I-JSON, so the hash
-//	                    is of the bytes as received
-//	result_retained     true when the canonical result was kept as a blob
-//	                    named result_sha256 (retain: full)
-//	result_remarshalled true in the unexpected case that the wire bytes
-//	                    were not captured and the SDK's re-encoding was hashed
-//	is_error            the result's isError, or true for a failed call
-//	error, error_code   a failed call's error text (redacted values
-//	                    scrubbed out) and JSON-RPC code, if any
-//	client              {name, version} from the client's initialize (or
-//	                    its per-request _meta in 2026-07-28), when known
-//	protocol_version    the client's protocol revision
-//	started             the start time again, in log.TimeFormat
-//	duration_ns         how long the call took
+// A call cut off by a crash or a kill stays in the log as a call entry
+// without a call.result; log.Audit, provlog tasks and the PROV export
+// show it so. Failed calls (a downstream protocol error, a crash, a
+// timeout, a cancellation) are recorded too and then returned as errors;
+// the error's data carries the receipt unless the downstream's own error
+// data is forwarded verbatim. Both of the HTTP front's paths and the stdio
+// front take the same two steps (startCall and settle in record.go). When
+// the log is a server.Sequencer, the call.result is announced when the
+// call is forwarded (Expect), so that under load a commit can wait briefly
+// for it and carry several entries (commit_delay).
 //
 // # Redaction
 //
-// A server's "redact" fields are replaced by "[redacted]" wherever they
-// occur in a call's arguments, at any depth, before anything is hashed,
-// logged or written; the redacted values are also scrubbed from recorded
-// error texts. The downstream server still gets the real arguments. The
-// proxy never logs arguments; what a stdio server prints on stderr goes to
-// the logger at debug level and is beyond redaction.
+// A server's "redact" fields (in any case with redact_ignore_case) are
+// replaced by "[redacted]" wherever they occur in a call's arguments, at
+// any depth, before anything is hashed, logged or written; the downstream
+// server still gets the real arguments. The redacted values (of four or
+// more characters) are also scrubbed from recorded error texts, from a
+// retained result (retain: full) that echoes them — the blob kept is then
+// the scrubbed result, named by its own hash (result_retained_sha256), as
+// the result's hash stays that of the result as received — and from what
+// a stdio server prints on stderr, which goes to the proxy's log at debug
+// level. The proxy never logs arguments.
 //
 // # Forwarding
 //
@@ -105,14 +105,11 @@
 // the proxy's own HTTP/1.1 connections for plain http, h1.go, else with
 // net/http's client), a stdio server through the SDK's client, and the
 // client gets one application/json response with the result as the server
-// sent it plus the receipt. Recording is the same code as the SDK path's.
+// sent it plus the receipt. Recording is the same code as the SDK path's
+// (record.go), so this path too forwards nothing unrecorded.
 // Everything else goes to the SDK's handler. The proxy keeps HTTP sessions' idle clock
 // itself (Options.SessionIdle without a request closes a session), as the SDK's does
 // not see the fast path's requests. [Proxy.FastCalls] counts its calls.
-//
-// Both paths announce a call's entry to the log when the call starts
-// (server.Sequencer.Expect), so that under load a commit can wait briefly
-// for it and carry several entries (commit_delay).
 //
 // # The HTTP front
 //

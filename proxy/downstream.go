@@ -47,6 +47,8 @@ type downstream struct {
 	h1         *h1Pool      // plain-HTTP servers: the fast path's own connections (nil: httpClient)
 	h1Header   []byte       // the configured and fixed header lines of h1's requests
 
+	secrets recentSecrets // redacted values of its latest calls, kept off the proxy's log
+
 	firstDone chan struct{} // closed once the first connection attempt is over
 	syncMu    sync.Mutex    // one sync at a time
 	resync    chan struct{} // list_changed notifications, coalesced
@@ -292,7 +294,9 @@ func serverInfo(cs *mcp.ClientSession) string {
 }
 
 // lineLogger passes a stdio server's stderr to the proxy's log at debug
-// level. What a server prints is its own: redaction cannot reach it.
+// level, with the redacted values of the server's latest calls scrubbed
+// out (a server that prints its arguments would otherwise put them in the
+// sidecar's log).
 type lineLogger struct {
 	d   *downstream
 	buf []byte
@@ -305,7 +309,7 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		l.d.p.logger.Debug("proxy: downstream stderr", "server", l.d.cfg.ID, "line", string(l.buf[:i]))
+		l.d.p.logger.Debug("proxy: downstream stderr", "server", l.d.cfg.ID, "line", l.d.secrets.scrub(string(l.buf[:i])))
 		l.buf = l.buf[i+1:]
 	}
 	if len(l.buf) > 64<<10 {

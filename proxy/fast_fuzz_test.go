@@ -231,7 +231,7 @@ func FuzzFastArgs(f *testing.F) {
 		}) != nil {
 			return // the SDK path's
 		}
-		decoded, _, err := redactArgs(raw, nil)
+		decoded, _, err := redactArgs(raw, nil, false)
 		if err != nil {
 			t.Fatalf("the fast path took arguments the SDK path refuses: %v", err)
 		}

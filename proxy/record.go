@@ -61,7 +61,10 @@ func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.Canoni
 		b, err := log.Canonicalize(raw)
 		return b, nil, err
 	}
-	v, secrets, err := redactArgs(raw, d.cfg.Redact)
+	v, secrets, err := redactArgs(raw, d.cfg.Redact, d.cfg.RedactIgnoreCase)
+	if err == nil {
+		d.secrets.remember(secrets)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

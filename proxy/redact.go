@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/provlog/provlog/log"
 )
@@ -17,12 +18,12 @@ const Redacted = "[redacted]"
 const minSecretLen = 4
 
 // redactArgs parses a call's arguments and replaces the value of every
-// member named in fields, at any depth (objects inside arrays included),
-// with Redacted. Absent or null arguments become an empty object. Numbers
+// member named in fields (in any case, if fold), at any depth (objects
+// inside arrays included), with Redacted. Absent or null arguments become an empty object. Numbers
 // are kept as written (json.Number). It also returns the redacted values'
 // texts (strings as they are, other values as JSON), so that they can be
 // scrubbed from error texts a downstream may echo them in.
-func redactArgs(raw json.RawMessage, fields []string) (any, []string, error) {
+func redactArgs(raw json.RawMessage, fields []string, fold bool) (any, []string, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return map[string]any{}, nil, nil
 	}
@@ -40,7 +41,16 @@ func redactArgs(raw json.RawMessage, fields []string) (any, []string, error) {
 	}
 	set := make(map[string]bool, len(fields))
 	for _, f := range fields {
+		if fold {
+			f = strings.ToLower(f)
+		}
 		set[f] = true
+	}
+	redacted := func(k string) bool {
+		if fold {
+			k = strings.ToLower(k)
+		}
+		return set[k]
 	}
 	var secrets []string
 	var walk func(v any) any
@@ -48,7 +58,7 @@ func redactArgs(raw json.RawMessage, fields []string) (any, []string, error) {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
-				if set[k] {
+				if redacted(k) {
 					secrets = appendSecrets(secrets, x)
 					v[k] = Redacted
 				} else {
@@ -160,4 +170,38 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 		return []byte(scrub(string(canon), secrets)), true
 	}
 	return out, true
+}
+
+// maxRecentSecrets bounds the redacted values a server's stderr is
+// scrubbed of.
+const maxRecentSecrets = 256
+
+// recentSecrets are the redacted values of a server's latest calls (at
+// most maxRecentSecrets), scrubbed from what it prints on stderr.
+type recentSecrets struct {
+	mu   sync.Mutex
+	list []string
+	next int
+}
+
+func (r *recentSecrets) remember(secrets []string) {
+	if len(secrets) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range secrets {
+		if len(r.list) < maxRecentSecrets {
+			r.list = append(r.list, s)
+			continue
+		}
+		r.list[r.next] = s
+		r.next = (r.next + 1) % maxRecentSecrets
+	}
+}
+
+func (r *recentSecrets) scrub(s string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return scrub(s, r.list)
 }

@@ -16,7 +16,7 @@ func FuzzRedactArgs(f *testing.F) {
 	f.Add([]byte(`[1,2,{"k":"v"}] `), "k")
 	f.Add([]byte(`{"k":1}{"k":2}`), "k")
 	f.Fuzz(func(t *testing.T, raw []byte, field string) {
-		out, _, err := redactArgs(raw, []string{field})
+		out, _, err := redactArgs(raw, []string{field}, false)
 		if err != nil {
 			return
 		}

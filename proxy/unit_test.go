@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"gopkg.in/yaml.v3"
+
+	"github.com/provlog/provlog/log"
 )
 
 func TestRedactArgs(t *testing.T) {
@@ -31,7 +34,7 @@ func TestRedactArgs(t *testing.T) {
 		{`[{"token":"abcd"}]`, []string{"token"}, `[{"token":"[redacted]"}]`, []string{"abcd"}},
 		{`{"token":"ab"}`, []string{"token"}, `{"token":"[redacted]"}`, nil}, // too short to scrub
 	} {
-		v, secrets, err := redactArgs(json.RawMessage(tc.in), tc.fields)
+		v, secrets, err := redactArgs(json.RawMessage(tc.in), tc.fields, false)
 		if err != nil {
 			t.Errorf("%s: %v", tc.in, err)
 			continue
@@ -44,12 +47,49 @@ func TestRedactArgs(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{`{`, `{"a":1} {"b":2}`} {
-		if _, _, err := redactArgs(json.RawMessage(bad), []string{"a"}); err == nil {
+		if _, _, err := redactArgs(json.RawMessage(bad), []string{"a"}, false); err == nil {
 			t.Errorf("redactArgs(%s) succeeded", bad)
 		}
 	}
 	if got := scrub(`refused "hunter22" for bob`, []string{"hunter22"}); got != `refused "[redacted]" for bob` {
 		t.Errorf("scrub = %q", got)
+	}
+	// Case-insensitive matching, when configured.
+	v, secrets, err := redactArgs(json.RawMessage(`{"Password":"one-1","PASSWORD":"two-2","pass":"kept"}`), []string{"password"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustJSON(v); got != `{"PASSWORD":"[redacted]","Password":"[redacted]","pass":"kept"}` || len(secrets) != 2 {
+		t.Errorf("case-insensitive redaction = %s, secrets %q", got, secrets)
+	}
+}
+
+func TestScrubJSON(t *testing.T) {
+	secrets := []string{"SECRET-123", `quo\"te`, "4242"}
+	for _, tc := range []struct{ in, want string }{
+		{`{"content":[{"text":"Echo: SECRET-123","type":"text"}]}`, `{"content":[{"text":"Echo: [redacted]","type":"text"}]}`},
+		{`{"SECRET-123":1,"n":4242,"m":42420}`, `{"[redacted]":1,"m":42420,"n":"[redacted]"}`},
+		{`{"a":"nothing here"}`, `{"a":"nothing here"}`},
+	} {
+		canon, err := log.Canonicalize([]byte(tc.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := log.Canonicalize([]byte(tc.want))
+		got, changed := scrubJSON(canon, secrets)
+		if string(got) != string(want) || changed != (tc.in != tc.want) {
+			t.Errorf("scrubJSON(%s) = %s, %v; want %s", tc.in, got, changed, want)
+		}
+		if c, err := log.Canonicalize(got); err != nil || string(c) != string(got) {
+			t.Errorf("scrubJSON(%s) is not canonical: %s", tc.in, got)
+		}
+	}
+	var r recentSecrets
+	for i := range maxRecentSecrets + 10 {
+		r.remember([]string{fmt.Sprintf("secret-%04d", i)})
+	}
+	if got := r.scrub("a secret-0005 and secret-0265"); got != "a secret-0005 and [redacted]" {
+		t.Errorf("recentSecrets.scrub = %q (keeps the latest %d)", got, maxRecentSecrets)
 	}
 }
 
