@@ -326,7 +326,7 @@ func TestUIVerifiesInBrowser(t *testing.T) {
 		t.Errorf("witness rows: %q; want w1's cosignature verified", witnessRows)
 	}
 	p.Eval(ctx, `[...document.querySelectorAll("#anchors tbody tr")].map(r => r.innerText)`, &anchorRows)
-	if len(anchorRows) != 1 || !strings.Contains(anchorRows[0], "earliest anchor") || !strings.Contains(anchorRows[0], "Rekor log index") {
+	if len(anchorRows) != 1 || !strings.Contains(anchorRows[0], "earliest anchor") || !strings.Contains(anchorRows[0], "Rekor log index") || !strings.Contains(anchorRows[0], "✓ a prefix of the verified checkpoint (consistency proof") {
 		t.Errorf("anchor rows: %q; want one anchor with a TSA time and a Rekor index", anchorRows)
 	}
 	screenshot(t, ctx, p, "ui-timeline.png")
@@ -358,7 +358,7 @@ func TestUIVerifiesInBrowser(t *testing.T) {
 // TestUITamperedProof serves the sidecar's API with one byte of each
 // inclusion proof, or of the entry, changed: the page must not verify.
 func TestUITamperedProof(t *testing.T) {
-	l := newUILog(t, false)
+	l := newUILog(t, true)
 	p, ctx := openPage(t)
 	for _, part := range []string{"proof", "entry", "checkpoint"} {
 		t.Run(part, func(t *testing.T) {
@@ -370,11 +370,23 @@ func TestUITamperedProof(t *testing.T) {
 			}
 		})
 	}
+	// A consistency proof changed on the way: the entry still verifies,
+	// but its anchor is shown as not consistent with the checkpoint.
+	hs := httptest.NewServer(tamper(l.sc.handler(), "consistency"))
+	defer hs.Close()
+	if v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d", hs.URL, l.token, l.claim)); v != "true" {
+		t.Fatalf("tampered consistency proof: data-verified=%s: %s", v, txt)
+	}
+	var row string
+	p.Eval(ctx, `document.querySelector("#anchors tbody tr")?.innerText`, &row)
+	if !strings.Contains(row, "✗ NOT consistent") {
+		t.Errorf("anchor row with a tampered consistency proof: %q", row)
+	}
 }
 
 // tamper changes one byte of what h answers: the first proof hash of an
-// inclusion proof, a byte of an entry, or the root of a receipt's
-// checkpoint.
+// inclusion proof, a byte of an entry, the root of a receipt's checkpoint,
+// or the first hash of a consistency proof.
 func tamper(h http.Handler, part string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
@@ -387,6 +399,9 @@ func tamper(h http.Handler, part string) http.Handler {
 			body = []byte(strings.Join(lines, "\n"))
 		case part == "entry" && strings.HasPrefix(r.URL.Path, "/log/entry/"):
 			body = bytes.Replace(body, []byte("q3"), []byte("q4"), 1)
+		case part == "consistency" && r.URL.Path == "/log/proof/consistency":
+			lines[0] = flipBase64(lines[0])
+			body = []byte(strings.Join(lines, "\n"))
 		case part == "checkpoint" && r.URL.Path == "/log/proof/inclusion":
 			for i := range lines {
 				if lines[i] == "" {
@@ -522,5 +537,25 @@ func TestUIViewEvidence(t *testing.T) {
 	base = serve()
 	if v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#entry=%d", base, l.claim)); v != "false" {
 		t.Errorf("changed entry.json: data-verified=%s: %s", v, txt)
+	}
+}
+
+// TestUIServe opens /ui/ of a real `provlog serve --http` (behind its
+// front's Host and Origin checks) on its embedded defaults: the genesis
+// entry verifies.
+func TestUIServe(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	base, _ := startServe(t, "--data", data)
+	tok, err := os.ReadFile(filepath.Join(data, localToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ctx := openPage(t)
+	if v, txt := verdict(t, ctx, p, base+"/ui/#token="+strings.TrimSpace(string(tok))+"&entry=0"); v != "true" {
+		t.Fatalf("genesis entry through provlog serve: data-verified=%s: %s", v, txt)
+	}
+	// The page also opens as localhost (a loopback name the front allows).
+	if v, txt := verdict(t, ctx, p, strings.Replace(base, "127.0.0.1", "localhost", 1)+"/ui/#token="+strings.TrimSpace(string(tok))+"&entry=0"); v != "true" {
+		t.Fatalf("as localhost: data-verified=%s: %s", v, txt)
 	}
 }

@@ -88,6 +88,51 @@ func TestUIVerifyJS(t *testing.T) {
 		t.Errorf("verify.js checked %d of %d proofs; wrong: %q", out.Checked, len(cases), out.Bad)
 	}
 
+	// Consistency proofs between every pair of sizes up to 40, and the
+	// same proofs against a wrong old root.
+	type consCase struct {
+		M, N          uint64
+		Old, New, Bad string
+		Proof         []string
+	}
+	var cons []consCase
+	for n := uint64(1); n <= 40; n++ {
+		for m := uint64(1); m <= n; m++ {
+			pr, err := tree.ConsistencyProof(m, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := consCase{M: m, N: n, Old: b64(tree.HashAt(m)), New: b64(tree.HashAt(n)), Bad: b64(tree.HashAt(max(1, m-1))), Proof: []string{}}
+			if m == 1 {
+				c.Bad = b64(tree.LeafHash(1 % n))
+			}
+			for _, h := range pr {
+				c.Proof = append(c.Proof, b64(h))
+			}
+			cons = append(cons, c)
+		}
+	}
+	cj, _ = json.Marshal(cons)
+	out.Checked, out.Bad = 0, nil
+	script = `(async () => {
+		const m = await import("/ui/verify.js");
+		const out = {Checked: 0, Bad: []};
+		for (const c of ` + string(cj) + `) {
+			const d = m.decodeBase64, proof = c.Proof.map(d);
+			if (!(await m.verifyConsistency(BigInt(c.M), BigInt(c.N), d(c.Old), d(c.New), proof))) out.Bad.push("good " + c.M + "->" + c.N);
+			if (c.Bad !== c.Old && (await m.verifyConsistency(BigInt(c.M), BigInt(c.N), d(c.Bad), d(c.New), proof))) out.Bad.push("wrong old root " + c.M + "->" + c.N);
+			if (proof.length > 0 && (await m.verifyConsistency(BigInt(c.M), BigInt(c.N), d(c.Old), d(c.New), proof.slice(0, -1)))) out.Bad.push("short " + c.M + "->" + c.N);
+			out.Checked++;
+		}
+		return out;
+	})()`
+	if err := p.Eval(ctx, script, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Checked != len(cons) || len(out.Bad) > 0 {
+		t.Errorf("verify.js checked %d of %d consistency proofs; wrong: %q", out.Checked, len(cons), out.Bad)
+	}
+
 	// Signatures: a log key from x/mod's note package, a witness key from
 	// package log.
 	skey, vkey, err := note.GenerateKey(rand.Reader, "example.org/log")

@@ -2,7 +2,7 @@
 // its checkpoint's witnesses and anchors, and verifies it (verify.js).
 // Everything the server sends is shown as text, never as markup.
 
-import { verifyEntry, parseVKey, verifyCosignature, toHex, encodeBase64 } from "./verify.js";
+import { verifyEntry, verifyConsistency, parseVKey, verifyCosignature, toHex, encodeBase64, decodeBase64 } from "./verify.js";
 
 const state = { token: "", vkey: "", info: null, infoP: null, seq: 0 };
 const $ = (id) => document.getElementById(id);
@@ -310,6 +310,36 @@ async function anchorsCovering(index) {
   return out;
 }
 
+// linkAnchor says whether anchor a's tree is the verified checkpoint's or
+// provably a prefix or extension of it (an RFC 6962 consistency proof from
+// the server, checked here).
+async function linkAnchor(a, cp) {
+  const size = BigInt(a.size);
+  let root;
+  try {
+    root = decodeBase64(a.root);
+  } catch {
+    return "✗ the anchor's root is not base64";
+  }
+  if (size === cp.size) return encodeBase64(root) === encodeBase64(cp.root) ? "✓ the verified checkpoint itself (same root)" : "✗ same size as the verified checkpoint, DIFFERENT ROOT";
+  const [old, neu, oldRoot, newRoot] = size < cp.size ? [size, cp.size, root, cp.root] : [cp.size, size, cp.root, root];
+  let text;
+  try {
+    text = await get(`/log/proof/consistency?old=${old}&new=${neu}`);
+  } catch (e) {
+    return "not checked: " + (e.status === 404 ? "no consistency proof is available here" : e.message);
+  }
+  let proof;
+  try {
+    proof = text.split("\n").filter((l) => l !== "").map(decodeBase64);
+  } catch {
+    return "✗ the consistency proof is not base64";
+  }
+  const ok = await verifyConsistency(old, neu, oldRoot, newRoot, proof);
+  if (!ok) return `✗ NOT consistent with the verified checkpoint (size ${cp.size}): the log forked or the listing is wrong`;
+  return size < cp.size ? `✓ a prefix of the verified checkpoint (consistency proof ${old} → ${neu} checked)` : `✓ extends the verified checkpoint (consistency proof ${old} → ${neu} checked)`;
+}
+
 async function showAnchors(index, res) {
   const sec = $("anchors");
   sec.hidden = false;
@@ -320,23 +350,24 @@ async function showAnchors(index, res) {
     fill(sec, el("h2", {}, "Anchors"), el("p", {}, e.status === 404 ? "This log has no anchors." : e.message));
     return;
   }
-  const cp = res.checkpoint;
-  const rows = list.map((a, i) => {
-    const same = cp && BigInt(a.size) === cp.size ? (a.root === encodeBase64(cp.root) ? " (the verified checkpoint: same root)" : " (same size, DIFFERENT ROOT)") : "";
-    return el(
+  const cp = res.ok ? res.checkpoint : null;
+  const links = await Promise.all(list.map((a) => (cp ? linkAnchor(a, cp) : "not checked: the checkpoint did not verify")));
+  const rows = list.map((a, i) =>
+    el(
       "tr",
       {},
-      el("td", {}, String(a.size) + same + (i === 0 ? " — the earliest anchor holding this entry" : "")),
+      el("td", {}, String(a.size) + (i === 0 ? " — the earliest anchor holding this entry" : "")),
+      el("td", {}, links[i]),
       el("td", {}, (a.timestamps || []).map((t) => el("div", {}, el("time", { datetime: t.time }, t.time), " by ", t.url))),
       el("td", {}, (a.tlogs || []).map((t) => el("div", {}, t.kind === "rekor.v1" ? `Rekor log index ${t.log_index}` : `${t.kind} log index ${t.log_index}`, t.integrated_time ? ` (integrated ${new Date(t.integrated_time * 1000).toISOString()})` : "", " at ", t.url))),
-    );
-  });
+    ),
+  );
   fill(sec,
     el("h2", {}, "Anchors"),
     rows.length
-      ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Anchored tree size"), el("th", { scope: "col" }, "RFC 3161 time"), el("th", { scope: "col" }, "Transparency log"))), el("tbody", {}, rows))
+      ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Anchored tree size"), el("th", { scope: "col" }, "Link to the verified checkpoint"), el("th", { scope: "col" }, "RFC 3161 time"), el("th", { scope: "col" }, "Transparency log"))), el("tbody", {}, rows))
       : el("p", {}, "No anchor holds this entry yet."),
-    el("p", { class: "note" }, "Anchors are listed as the server reports them; `provlog audit` and `provlog verify-evidence` check their tokens and Rekor entries."),
+    el("p", { class: "note" }, "The anchors' times and log indices are listed as the server reports them; this page checks how each anchored tree relates to the verified checkpoint. `provlog audit` and `provlog verify-evidence` check the RFC 3161 tokens and Rekor entries themselves."),
   );
 }
 

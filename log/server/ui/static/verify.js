@@ -82,6 +82,41 @@ export async function rootFromInclusion(index, size, leaf, proof) {
   return r;
 }
 
+// verifyConsistency checks an RFC 6962 consistency proof between the tree
+// of size first with root firstRoot and the tree of size second with root
+// secondRoot, according to RFC 9162 section 2.1.4.2. Sizes are BigInts.
+export async function verifyConsistency(first, second, firstRoot, secondRoot, proof) {
+  if (first > second) return false;
+  if (first === second) return proof.length === 0 && equalBytes(firstRoot, secondRoot);
+  if (first === 0n) return proof.length === 0;
+  if (proof.length === 0) return false;
+  const path = (first & (first - 1n)) === 0n ? [firstRoot, ...proof] : proof;
+  let fn = first - 1n;
+  let sn = second - 1n;
+  while ((fn & 1n) === 1n) {
+    fn >>= 1n;
+    sn >>= 1n;
+  }
+  let fr = path[0];
+  let sr = path[0];
+  for (const c of path.slice(1)) {
+    if (sn === 0n) return false;
+    if ((fn & 1n) === 1n || fn === sn) {
+      fr = await nodeHash(c, fr);
+      sr = await nodeHash(c, sr);
+      while ((fn & 1n) === 0n && fn !== 0n) {
+        fn >>= 1n;
+        sn >>= 1n;
+      }
+    } else {
+      sr = await nodeHash(sr, c);
+    }
+    fn >>= 1n;
+    sn >>= 1n;
+  }
+  return sn === 0n && equalBytes(fr, firstRoot) && equalBytes(sr, secondRoot);
+}
+
 const decimal = /^(0|[1-9][0-9]*)$/;
 
 // parseReceipt reads a c2sp.org/tlog-proof@v1 receipt: optional extra
