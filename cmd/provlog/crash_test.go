@@ -30,6 +30,9 @@ var crashRounds = flag.Int("crash.rounds", 20, "SIGKILL rounds in TestCrashRecov
 const crashChildEnv = "PROVLOG_CRASH_CHILD_DATA"
 
 func TestMain(m *testing.M) {
+	if sidefxChild() {
+		return
+	}
 	if data := os.Getenv(crashChildEnv); data != "" {
 		crashChild(data)
 		return
