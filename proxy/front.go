@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -202,4 +203,33 @@ func writeHTTPError(w http.ResponseWriter, status int, e *jsonrpc.Error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// oneMessage reads a POST's body and lets it on (reporting true) only if
+// it is one JSON value, a message or a batch, with nothing after it but
+// white space: the SDK's decoder stops after the first value and ignored
+// the rest ({"jsonrpc":"2.0","id":1,"method":"ping"}{"x":1} was
+// answered). Otherwise it answers 400 or 413 itself. One linear pass
+// (encoding/json's scanner); r.Body is replaced by the bytes read.
+func (p *Proxy) oneMessage(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, p.opts.MaxRequestBytes+1))
+	r.Body.Close()
+	switch {
+	case err != nil:
+		writeHTTPError(w, http.StatusBadRequest, rpcError(jsonrpc.CodeParseError, "provlog: reading the request body: %v", err))
+		return false
+	case int64(len(body)) > p.opts.MaxRequestBytes:
+		writeHTTPError(w, http.StatusRequestEntityTooLarge, rpcError(jsonrpc.CodeInvalidRequest, "provlog: the request body exceeds %d bytes", p.opts.MaxRequestBytes))
+		return false
+	case !json.Valid(body):
+		writeHTTPError(w, http.StatusBadRequest, rpcError(jsonrpc.CodeParseError,
+			"provlog: the request body is not one JSON value (malformed, or data after the message); send one JSON-RPC message per POST"))
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	return true
 }

@@ -249,3 +249,65 @@ func TestSessionCapAndIdle(t *testing.T) {
 	// Room again.
 	fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
 }
+
+// TestTrailingDataRefused: a POST holds one JSON-RPC message (or batch)
+// and nothing after it. The SDK's decoder read the first value and
+// ignored the rest: {"jsonrpc":"2.0","id":1,"method":"ping"}{"x":1} and
+// a tools/call followed by "xyz" were answered 200, on stateful and
+// stateless requests alike. Nothing refused is recorded.
+func TestTrailingDataRefused(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "go", Command: []string{goEverything(t)}}}, nil)
+	front := serveHTTP(t, p)
+	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"go__test_simple_text","arguments":{}}}`
+	stateless := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"go__test_simple_text","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	post := func(body string, statelessReq bool) int {
+		req, _ := http.NewRequest("POST", front, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if statelessReq {
+			req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+			req.Header.Set("Mcp-Method", "tools/call")
+			req.Header.Set("Mcp-Name", "go__test_simple_text")
+		} else {
+			req.Header.Set("Mcp-Session-Id", cs.ID())
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		body      string
+		stateless bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}{"x":1}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"} {"jsonrpc":"2.0","id":2,"method":"ping"}`, false},
+		{call + `{"x":1}`, false},
+		{call + `xyz`, false},
+		{call + `]`, false},
+		{stateless + `{"x":1}`, true},
+	} {
+		before := l.size(t)
+		if got := post(c.body, c.stateless); got != http.StatusBadRequest {
+			t.Errorf("%.60s…: %d, want 400", c.body[len(c.body)-20:], got)
+		}
+		if l.size(t) != before {
+			t.Errorf("a refused request was recorded")
+		}
+	}
+	for _, c := range []struct {
+		body      string
+		stateless bool
+	}{{call + " \r\n\t", false}, {stateless, true}} {
+		if got := post(c.body, c.stateless); got != http.StatusOK {
+			t.Errorf("a good request: %d, want 200", got)
+		}
+	}
+}

@@ -281,6 +281,9 @@ func (p *Proxy) HTTPHandler(authorize func(token string) (actor string, ok bool)
 		MaxRequestBodyBytes: p.opts.MaxRequestBytes,
 	})
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !p.oneMessage(w, r) {
+			return
+		}
 		if r.Header.Get("Mcp-Protocol-Version") >= statelessProtocol {
 			stateless.ServeHTTP(w, r)
 			return
