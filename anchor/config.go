@@ -241,12 +241,3 @@ func ParseSigner(pemBytes []byte) (*ecdsa.PrivateKey, error) {
 	}
 	return ek, nil
 }
-
-// ParsePublicKey parses a PEM public key, such as <data>/anchor.pub.
-func ParsePublicKey(pemBytes []byte) (crypto.PublicKey, error) {
-	blk, _ := pem.Decode(pemBytes)
-	if blk == nil || blk.Type != "PUBLIC KEY" {
-		return nil, errors.New("not a PEM public key")
-	}
-	return x509.ParsePKIXPublicKey(blk.Bytes)
-}

@@ -23,7 +23,7 @@ func sameMarshal(t *testing.T, name string, e *Entry) {
 		t.Errorf("%s: Marshal error %v, round trip error %v", name, ferr, serr)
 	case ferr == nil && !bytes.Equal(fast, slow):
 		t.Errorf("%s:\nMarshal    %s\nround trip %s", name, fast, slow)
-	case ferr == nil && !IsCanonical(fast):
+	case ferr == nil && !isCanonical(fast):
 		t.Errorf("%s: Marshal output is not canonical: %s", name, fast)
 	}
 }
@@ -198,7 +198,7 @@ func walkCanonical(data []byte) ([]byte, error) {
 	type member struct{ key, canon string }
 	var ms []member
 	err := WalkObject(data, func(key string, raw, canon []byte) error {
-		if !IsCanonical(canon) {
+		if !isCanonical(canon) {
 			return fmt.Errorf("member %q: %q is not canonical", key, canon)
 		}
 		c, err := Canonicalize(raw)

@@ -45,9 +45,9 @@ func Canonicalize(data []byte) ([]byte, error) {
 	return p.out, nil
 }
 
-// IsCanonical reports whether data is already in RFC 8785 canonical form,
+// isCanonical reports whether data is already in RFC 8785 canonical form,
 // that is, whether [Canonicalize] accepts it and returns it unchanged.
-func IsCanonical(data []byte) bool {
+func isCanonical(data []byte) bool {
 	out, err := Canonicalize(data)
 	return err == nil && bytes.Equal(out, data)
 }

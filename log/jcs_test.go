@@ -41,11 +41,11 @@ func TestCanonicalizeJCSVectors(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Errorf("Canonicalize:\ngot  %s\nwant %s", got, want)
 			}
-			if IsCanonical(in) {
-				t.Errorf("IsCanonical(input) = true, want false")
+			if isCanonical(in) {
+				t.Errorf("isCanonical(input) = true, want false")
 			}
-			if !IsCanonical(want) {
-				t.Errorf("IsCanonical(output) = false, want true")
+			if !isCanonical(want) {
+				t.Errorf("isCanonical(output) = false, want true")
 			}
 		})
 	}
@@ -274,8 +274,8 @@ func TestCanonicalize(t *testing.T) {
 			if string(got) != tt.want {
 				t.Errorf("Canonicalize(%q)\ngot  %s\nwant %s", tt.in, got, tt.want)
 			}
-			if !IsCanonical(got) {
-				t.Errorf("IsCanonical(%q) = false", got)
+			if !isCanonical(got) {
+				t.Errorf("isCanonical(%q) = false", got)
 			}
 		})
 	}
@@ -306,8 +306,8 @@ func TestIsCanonical(t *testing.T) {
 		{`{"a":1,"a":1}`, false},
 	}
 	for _, tt := range tests {
-		if got := IsCanonical([]byte(tt.in)); got != tt.want {
-			t.Errorf("IsCanonical(%q) = %v, want %v", tt.in, got, tt.want)
+		if got := isCanonical([]byte(tt.in)); got != tt.want {
+			t.Errorf("isCanonical(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }
@@ -508,8 +508,8 @@ func TestCanonicalizeMatchesGowebpki(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("Canonicalize(%q)\ngot           %s\ngowebpki/jcs %s", in, got, want)
 		}
-		if !IsCanonical(got) {
-			t.Fatalf("IsCanonical(%q) = false", got)
+		if !isCanonical(got) {
+			t.Fatalf("isCanonical(%q) = false", got)
 		}
 		if err := jcsSameJSON(in, got); err != nil {
 			t.Fatalf("Canonicalize(%q) = %q: %v", in, got, err)

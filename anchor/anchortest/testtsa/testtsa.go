@@ -111,7 +111,6 @@ type TSA struct {
 	mu          sync.Mutex
 	fault       Fault
 	delay       time.Duration
-	requests    int
 	untrusted   *PKI
 	noncritical *PKI
 	expired     *PKI
@@ -156,16 +155,8 @@ func (a *TSA) SetDelay(d time.Duration) {
 	a.mu.Unlock()
 }
 
-// Requests returns how many requests the TSA received.
-func (a *TSA) Requests() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.requests
-}
-
 func (a *TSA) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
-	a.requests++
 	fault, delay := a.fault, a.delay
 	a.mu.Unlock()
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
