@@ -104,240 +104,336 @@ type VerifyAnchorFunc func(ctx context.Context, record []byte, v note.Verifier, 
 //
 // Entries are read line by line; memory does not grow with the log.
 func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Report, error) {
-	var probs []Problem
-	bad := func(file, format string, args ...any) {
-		probs = append(probs, Problem{File: file, Msg: fmt.Sprintf(format, args...)})
+	c := &checker{ctx: ctx, dir: dir, verifyAnchor: verifyAnchor}
+	// Each step returns false when what follows cannot be checked.
+	if !c.readManifest() {
+		return c.fail()
 	}
-	fail := func() (*Report, error) { return nil, &VerifyError{Problems: probs} }
-
-	mb, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	c.checkListing()
+	if !c.checkCheckpoint() {
+		return c.fail()
+	}
+	c.readAnchorKey()
+	if c.m.From > 0 {
+		c.checkGenesisFile()
+	}
+	c.readTrust()
+	c.checkAnchors()
+	if !c.readTree() {
+		return c.fail()
+	}
+	pw, err := newProvWriter(c.cp.Origin)
 	if err != nil {
-		bad(ManifestFile, "%v", err)
-		return fail()
+		return nil, err
+	}
+	defer pw.close()
+	entriesOK, err := c.checkEntries(pw)
+	if err != nil {
+		return nil, err
+	}
+	if entriesOK {
+		if err := c.checkProv(pw); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.probs) > 0 {
+		return c.rep, &VerifyError{Problems: c.probs}
+	}
+	return c.rep, nil
+}
+
+// checker holds what [Verify] has learnt of a bundle so far, step by step.
+type checker struct {
+	ctx          context.Context
+	dir          string
+	verifyAnchor VerifyAnchorFunc
+	probs        []Problem
+
+	m         *Manifest
+	rep       *Report
+	v         note.Verifier // log.vkey
+	vkey      string
+	cp        log.Checkpoint
+	anchorKey crypto.PublicKey // anchor.pub; nil when it does not parse
+	anchorDER []byte
+	trust     *Trust // the trust/ files; nil when there are none
+
+	rootsAt   map[uint64][]anchored // verified anchor records by size
+	recordSum map[string]string     // verified record name -> SHA-256
+	rng       *compact.Range        // [0, from), extended by the entries
+	rightRng  *compact.Range        // [to, size)
+}
+
+// anchored is a verified anchor record's root, for the entries to meet.
+type anchored struct {
+	file string
+	root []byte
+}
+
+func (c *checker) bad(file, format string, args ...any) {
+	c.probs = append(c.probs, Problem{File: file, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) fail() (*Report, error) { return nil, &VerifyError{Problems: c.probs} }
+
+// read returns a listed file's bytes, checking them against the
+// manifest's SHA-256; nil when the file is not listed or unreadable.
+func (c *checker) read(name string) []byte {
+	want, listed := c.m.Files[name]
+	if !listed {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir, filepath.FromSlash(name)))
+	if err != nil {
+		c.bad(name, "%v", err)
+		return nil
+	}
+	if s := sha256.Sum256(b); hex.EncodeToString(s[:]) != want {
+		c.bad(name, "SHA-256 %x is not the one %s lists", s, ManifestFile)
+	}
+	return b
+}
+
+// readManifest parses manifest.json strictly.
+func (c *checker) readManifest() bool {
+	mb, err := os.ReadFile(filepath.Join(c.dir, ManifestFile))
+	if err != nil {
+		c.bad(ManifestFile, "%v", err)
+		return false
 	}
 	m := &Manifest{}
 	dec := json.NewDecoder(bytes.NewReader(mb))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(m); err != nil {
-		bad(ManifestFile, "does not parse: %v", err)
-		return fail()
+		c.bad(ManifestFile, "does not parse: %v", err)
+		return false
 	}
 	if m.Format != Format {
-		bad(ManifestFile, "format %q, want %q", m.Format, Format)
-		return fail()
+		c.bad(ManifestFile, "format %q, want %q", m.Format, Format)
+		return false
 	}
-	rep := &Report{Manifest: m}
-	// Every file present is listed; hashes of the small ones now, of the
-	// two big ones while streaming.
+	c.m, c.rep = m, &Report{Manifest: m}
+	return true
+}
+
+// checkListing checks that every file present is listed and every
+// required file is. Hashes are checked as files are read: the small ones
+// whole, the two big ones while streaming.
+func (c *checker) checkListing() {
 	onDisk := map[string]bool{}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
-			r, _ := filepath.Rel(dir, p)
+			r, _ := filepath.Rel(c.dir, p)
 			onDisk[filepath.ToSlash(r)] = true
 		}
 		return nil
 	})
 	for n := range onDisk {
-		if _, ok := m.Files[n]; !ok && n != ManifestFile {
-			bad(n, "is not listed in %s", ManifestFile)
+		if _, ok := c.m.Files[n]; !ok && n != ManifestFile {
+			c.bad(n, "is not listed in %s", ManifestFile)
 		}
-	}
-	read := func(name string) []byte {
-		want, listed := m.Files[name]
-		if !listed {
-			return nil
-		}
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
-		if err != nil {
-			bad(name, "%v", err)
-			return nil
-		}
-		if s := sha256.Sum256(b); hex.EncodeToString(s[:]) != want {
-			bad(name, "SHA-256 %x is not the one %s lists", s, ManifestFile)
-		}
-		return b
 	}
 	for _, n := range []string{EntriesFile, ProvFile, VKeyFile, AnchorPubFile, CheckpointFile, TreeFile} {
-		if _, ok := m.Files[n]; !ok {
-			bad(ManifestFile, "does not list the required file %s", n)
+		if _, ok := c.m.Files[n]; !ok {
+			c.bad(ManifestFile, "does not list the required file %s", n)
 		}
 	}
-	vkeyB := read(VKeyFile)
-	vkey := strings.TrimSpace(string(vkeyB))
-	v, err := note.NewVerifier(vkey)
+}
+
+// checkCheckpoint checks the checkpoint's signature by log.vkey, its
+// cosignatures by witnesses.txt, and the manifest against it.
+func (c *checker) checkCheckpoint() bool {
+	c.vkey = strings.TrimSpace(string(c.read(VKeyFile)))
+	v, err := note.NewVerifier(c.vkey)
 	if err != nil {
-		bad(VKeyFile, "not a verifier key: %v", err)
-		return fail()
+		c.bad(VKeyFile, "not a verifier key: %v", err)
+		return false
 	}
+	c.v = v
 	verifiers := []note.Verifier{v}
 	var witnesses []note.Verifier
-	if wb := read(WitnessesFile); wb != nil {
+	if wb := c.read(WitnessesFile); wb != nil {
 		for _, l := range strings.Split(strings.TrimSpace(string(wb)), "\n") {
 			wv, err := log.NewCosignatureVerifier(l)
 			if err != nil {
-				bad(WitnessesFile, "line %q: %v", l, err)
+				c.bad(WitnessesFile, "line %q: %v", l, err)
 				continue
 			}
 			witnesses = append(witnesses, wv)
 			verifiers = append(verifiers, wv)
 		}
 	}
-	cpB := read(CheckpointFile)
+	cpB := c.read(CheckpointFile)
 	cp, _, err := log.OpenCheckpoint(cpB, v)
 	if err != nil {
-		bad(CheckpointFile, "not signed by the key in %s: %v", VKeyFile, err)
-		return fail()
+		c.bad(CheckpointFile, "not signed by the key in %s: %v", VKeyFile, err)
+		return false
 	}
+	c.cp = cp
 	if len(witnesses) > 0 {
-		n, err := note.Open(cpB, note.VerifierList(verifiers...))
-		if err != nil {
-			bad(CheckpointFile, "cosignatures: %v", err)
-		} else {
-			got := map[uint32]bool{}
-			for _, s := range n.Sigs {
-				got[s.Hash] = true
-			}
-			for _, w := range witnesses {
-				if !got[w.KeyHash()] {
-					bad(CheckpointFile, "has no valid cosignature by witness %s (%s)", w.Name(), WitnessesFile)
-				} else {
-					rep.Witnesses++
-				}
-			}
-		}
+		c.checkCosignatures(cpB, verifiers, witnesses)
 	}
+	m := c.m
 	if m.Origin != cp.Origin || m.Size != cp.Size || m.Root != base64.StdEncoding.EncodeToString(cp.Hash) {
-		bad(ManifestFile, "origin, size or root differ from the signed checkpoint")
+		c.bad(ManifestFile, "origin, size or root differ from the signed checkpoint")
 	}
 	if m.From >= m.To || m.To > cp.Size {
-		bad(ManifestFile, "range [%d, %d) is empty or beyond the checkpoint's size %d", m.From, m.To, cp.Size)
-		return fail()
+		c.bad(ManifestFile, "range [%d, %d) is empty or beyond the checkpoint's size %d", m.From, m.To, cp.Size)
+		return false
 	}
-	var anchorKey crypto.PublicKey
-	if blk, _ := pem.Decode(read(AnchorPubFile)); blk == nil {
-		bad(AnchorPubFile, "not a PEM public key")
-	} else if k, err := x509.ParsePKIXPublicKey(blk.Bytes); err != nil {
-		bad(AnchorPubFile, "%v", err)
-	} else {
-		anchorKey = k
+	return true
+}
+
+// checkCosignatures checks that every witness in witnesses.txt cosigned
+// the checkpoint.
+func (c *checker) checkCosignatures(cpB []byte, verifiers, witnesses []note.Verifier) {
+	n, err := note.Open(cpB, note.VerifierList(verifiers...))
+	if err != nil {
+		c.bad(CheckpointFile, "cosignatures: %v", err)
+		return
 	}
-	anchorDER := []byte(nil)
-	if anchorKey != nil {
-		anchorDER, _ = x509.MarshalPKIXPublicKey(anchorKey)
+	got := map[uint32]bool{}
+	for _, s := range n.Sigs {
+		got[s.Hash] = true
 	}
-	checkGenesis := func(file string, b []byte) {
-		e, err := log.ParseEntry(b)
-		if err != nil || e.Kind != log.KindGenesis {
-			bad(file, "entry 0 is not a genesis entry")
-			return
-		}
-		g, err := log.ParseGenesis(e)
-		if err != nil {
-			bad(file, "%v", err)
-			return
-		}
-		if g.Origin != cp.Origin {
-			bad(file, "genesis origin %q is not the checkpoint's %q", g.Origin, cp.Origin)
-		}
-		if g.VKey != vkey {
-			bad(VKeyFile, "is not the verifier key the genesis entry names")
-		}
-		if !bytes.Equal(g.AnchorKey, anchorDER) {
-			bad(AnchorPubFile, "is not the anchoring key the genesis entry names")
-		}
-	}
-	if m.From > 0 {
-		g := read(GenesisFile)
-		pb := read(GenesisProof)
-		var p [][]byte
-		for _, l := range strings.Fields(string(pb)) {
-			h, err := base64.StdEncoding.DecodeString(l)
-			if err != nil {
-				bad(GenesisProof, "not base64 hashes")
-			}
-			p = append(p, h)
-		}
-		if err := log.VerifyInclusion(0, cp.Size, log.LeafHash(g), p, cp.Hash); err != nil {
-			bad(GenesisFile, "is not entry 0 of the checkpoint's tree (%s): %v", GenesisProof, err)
+	for _, w := range witnesses {
+		if !got[w.KeyHash()] {
+			c.bad(CheckpointFile, "has no valid cosignature by witness %s (%s)", w.Name(), WitnessesFile)
 		} else {
-			checkGenesis(GenesisFile, g)
+			c.rep.Witnesses++
 		}
 	}
-	// Trust roots and anchor records.
-	var trust *Trust
-	if _, ok := m.Files[TSARootsFile]; ok {
-		trust = &Trust{}
-		rest := read(TSARootsFile)
-		for {
-			var blk *pem.Block
-			if blk, rest = pem.Decode(rest); blk == nil {
-				break
-			}
-			c, err := x509.ParseCertificate(blk.Bytes)
-			if err != nil {
-				bad(TSARootsFile, "%v", err)
-				continue
-			}
-			trust.TSARoots = append(trust.TSARoots, c)
-		}
-		rest = read(RekorKeysFile)
-		for {
-			var blk *pem.Block
-			if blk, rest = pem.Decode(rest); blk == nil {
-				break
-			}
-			k, err := x509.ParsePKIXPublicKey(blk.Bytes)
-			if err != nil {
-				bad(RekorKeysFile, "%v", err)
-				continue
-			}
-			trust.RekorKeys = append(trust.RekorKeys, k)
-		}
+}
+
+// readAnchorKey parses anchor.pub.
+func (c *checker) readAnchorKey() {
+	blk, _ := pem.Decode(c.read(AnchorPubFile))
+	if blk == nil {
+		c.bad(AnchorPubFile, "not a PEM public key")
+		return
 	}
-	rep.SelfTrusted = trust == nil
-	type anchored struct {
-		file string
-		root []byte
-		sum  string
+	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	if err != nil {
+		c.bad(AnchorPubFile, "%v", err)
+		return
 	}
-	rootsAt := map[uint64][]anchored{}
-	records := map[string]string{} // record name -> file
-	for _, name := range sortedFiles(m.Files) {
+	c.anchorKey = k
+	c.anchorDER, _ = x509.MarshalPKIXPublicKey(k)
+}
+
+// checkGenesis checks that b, entry 0, is this log's genesis: its origin,
+// verifier key and anchoring key are the bundle's.
+func (c *checker) checkGenesis(file string, b []byte) {
+	e, err := log.ParseEntry(b)
+	if err != nil || e.Kind != log.KindGenesis {
+		c.bad(file, "entry 0 is not a genesis entry")
+		return
+	}
+	g, err := log.ParseGenesis(e)
+	if err != nil {
+		c.bad(file, "%v", err)
+		return
+	}
+	if g.Origin != c.cp.Origin {
+		c.bad(file, "genesis origin %q is not the checkpoint's %q", g.Origin, c.cp.Origin)
+	}
+	if g.VKey != c.vkey {
+		c.bad(VKeyFile, "is not the verifier key the genesis entry names")
+	}
+	if !bytes.Equal(g.AnchorKey, c.anchorDER) {
+		c.bad(AnchorPubFile, "is not the anchoring key the genesis entry names")
+	}
+}
+
+// checkGenesisFile checks genesis.entry, which a bundle that starts after
+// entry 0 carries with its inclusion proof.
+func (c *checker) checkGenesisFile() {
+	g := c.read(GenesisFile)
+	var p [][]byte
+	for _, l := range strings.Fields(string(c.read(GenesisProof))) {
+		h, err := base64.StdEncoding.DecodeString(l)
+		if err != nil {
+			c.bad(GenesisProof, "not base64 hashes")
+		}
+		p = append(p, h)
+	}
+	if err := log.VerifyInclusion(0, c.cp.Size, log.LeafHash(g), p, c.cp.Hash); err != nil {
+		c.bad(GenesisFile, "is not entry 0 of the checkpoint's tree (%s): %v", GenesisProof, err)
+		return
+	}
+	c.checkGenesis(GenesisFile, g)
+}
+
+// readTrust parses the trust/ files, when the bundle has them.
+func (c *checker) readTrust() {
+	if _, ok := c.m.Files[TSARootsFile]; !ok {
+		c.rep.SelfTrusted = true
+		return
+	}
+	c.trust = &Trust{}
+	eachPEM(c.read(TSARootsFile), func(der []byte) {
+		if cert, err := x509.ParseCertificate(der); err != nil {
+			c.bad(TSARootsFile, "%v", err)
+		} else {
+			c.trust.TSARoots = append(c.trust.TSARoots, cert)
+		}
+	})
+	eachPEM(c.read(RekorKeysFile), func(der []byte) {
+		if k, err := x509.ParsePKIXPublicKey(der); err != nil {
+			c.bad(RekorKeysFile, "%v", err)
+		} else {
+			c.trust.RekorKeys = append(c.trust.RekorKeys, k)
+		}
+	})
+}
+
+// eachPEM calls fn with the bytes of each PEM block in b.
+func eachPEM(b []byte, fn func(der []byte)) {
+	for {
+		var blk *pem.Block
+		if blk, b = pem.Decode(b); blk == nil {
+			return
+		}
+		fn(blk.Bytes)
+	}
+}
+
+// checkAnchors verifies every anchor record and notes the roots they
+// anchor and their SHA-256, for the entries to meet.
+func (c *checker) checkAnchors() {
+	c.rootsAt = map[uint64][]anchored{}
+	c.recordSum = map[string]string{}
+	for _, name := range sortedFiles(c.m.Files) {
 		if !strings.HasPrefix(name, AnchorsDir+"/") {
 			continue
 		}
-		b := read(name)
-		if verifyAnchor == nil {
-			bad(name, "cannot be checked: no anchor verifier was given")
+		b := c.read(name)
+		if c.verifyAnchor == nil {
+			c.bad(name, "cannot be checked: no anchor verifier was given")
 			continue
 		}
-		r, err := verifyAnchor(ctx, b, v, anchorKey, trust)
+		r, err := c.verifyAnchor(c.ctx, b, c.v, c.anchorKey, c.trust)
 		if err != nil {
-			bad(name, "%v", err)
-			if r != nil && trust != nil {
-				blameTrust(ctx, verifyAnchor, b, &r.Carried, v, anchorKey, trust, name, bad)
+			c.bad(name, "%v", err)
+			if r != nil && c.trust != nil {
+				blameTrust(c.ctx, c.verifyAnchor, b, &r.Carried, c.v, c.anchorKey, c.trust, name, c.bad)
 			}
 			continue
 		}
-		rep.Anchors++
+		c.rep.Anchors++
 		s := sha256.Sum256(b)
-		base := strings.TrimPrefix(name, AnchorsDir+"/")
-		records[base] = name
-		rootsAt[r.Size] = append(rootsAt[r.Size], anchored{file: name, root: r.Root, sum: hex.EncodeToString(s[:])})
+		c.recordSum[strings.TrimPrefix(name, AnchorsDir+"/")] = hex.EncodeToString(s[:])
+		c.rootsAt[r.Size] = append(c.rootsAt[r.Size], anchored{file: name, root: r.Root})
 	}
-	// Hashes of every record, to compare with the anchor entries.
-	recordSum := map[string]string{}
-	for _, as := range rootsAt {
-		for _, a := range as {
-			recordSum[strings.TrimPrefix(a.file, AnchorsDir+"/")] = a.sum
-		}
-	}
-	// The tree.
+}
+
+// readTree parses tree.json: the compact ranges either side of the
+// exported entries.
+func (c *checker) readTree() bool {
 	var tree Tree
-	tb := read(TreeFile)
-	if err := json.Unmarshal(tb, &tree); err != nil {
-		bad(TreeFile, "does not parse: %v", err)
-		return fail()
+	if err := json.Unmarshal(c.read(TreeFile), &tree); err != nil {
+		c.bad(TreeFile, "does not parse: %v", err)
+		return false
 	}
 	decodeAll := func(ss []string) ([][]byte, bool) {
 		out := make([][]byte, len(ss))
@@ -353,127 +449,130 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 	rf := &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
 	left, ok1 := decodeAll(tree.Left)
 	right, ok2 := decodeAll(tree.Right)
-	rng, err1 := rf.NewRange(0, m.From, left)
-	rightRng, err2 := rf.NewRange(m.To, cp.Size, right)
+	var err1, err2 error
+	c.rng, err1 = rf.NewRange(0, c.m.From, left)
+	c.rightRng, err2 = rf.NewRange(c.m.To, c.cp.Size, right)
 	if !ok1 || !ok2 || err1 != nil || err2 != nil {
-		bad(TreeFile, "is not the compact ranges [0, %d) and [%d, %d)", m.From, m.To, cp.Size)
-		return fail()
+		c.bad(TreeFile, "is not the compact ranges [0, %d) and [%d, %d)", c.m.From, c.m.To, c.cp.Size)
+		return false
 	}
-	// Stream the entries.
-	pw, err := newProvWriter(cp.Origin)
+	return true
+}
+
+// checkEntries streams provenance.jsonl: each line a canonical entry,
+// hashed into the range, fed to the PROV writer, met with the anchors;
+// at the end the range must give the checkpoint's root. It reports
+// whether the entries could all be read.
+func (c *checker) checkEntries(pw *provWriter) (bool, error) {
+	f, err := os.Open(filepath.Join(c.dir, EntriesFile))
 	if err != nil {
-		return nil, err
-	}
-	defer pw.close()
-	f, err := os.Open(filepath.Join(dir, EntriesFile))
-	if err != nil {
-		bad(EntriesFile, "%v", err)
-		return fail()
+		c.bad(EntriesFile, "%v", err)
+		return false, nil
 	}
 	defer f.Close()
 	eh := sha256.New()
 	br := bufio.NewReaderSize(io.TeeReader(f, eh), 256<<10)
+	m := c.m
 	i := m.From
-	entriesOK := true
-	seenRecords := map[string]bool{}
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			bad(EntriesFile, "line %d is longer than an entry may be", i-m.From+1)
-			entriesOK = false
-			break
+			c.bad(EntriesFile, "line %d is longer than an entry may be", i-m.From+1)
+			return false, nil
 		}
 		if len(line) == 0 && errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			bad(EntriesFile, "%v", err)
-			entriesOK = false
-			break
+			c.bad(EntriesFile, "%v", err)
+			return false, nil
 		}
 		if !bytes.HasSuffix(line, []byte("\n")) {
-			bad(EntriesFile, "line %d does not end in a newline", i-m.From+1)
-			entriesOK = false
-			break
+			c.bad(EntriesFile, "line %d does not end in a newline", i-m.From+1)
+			return false, nil
 		}
-		b := line[:len(line)-1]
-		e, perr := log.ParseEntry(b)
-		if perr != nil {
-			bad(EntriesFile, "line %d (entry %d): %v", i-m.From+1, i, perr)
-			entriesOK = false
-			break
-		}
-		if i == 0 {
-			checkGenesis(EntriesFile, b)
-		}
-		if e.Kind == log.KindAnchor {
-			name, _ := e.Fields["record"].(string)
-			sum, _ := e.Fields["record_sha256"].(string)
-			seenRecords[name] = true
-			if got, ok := recordSum[name]; ok && got != sum {
-				bad(AnchorsDir+"/"+name, "SHA-256 %s is not the one anchor entry %d commits to", got, i)
-			}
-		}
-		pw.add(i, b, e)
-		if err := rng.Append(log.LeafHash(b), nil); err != nil {
-			bad(EntriesFile, "%v", err)
-			entriesOK = false
-			break
+		if !c.checkEntry(pw, i, line[:len(line)-1]) {
+			return false, nil
 		}
 		i++
-		if as, ok := rootsAt[i]; ok && m.From == 0 {
-			root, _ := rng.GetRootHash(nil)
-			for _, a := range as {
-				if !bytes.Equal(root, a.root) {
-					bad(a.file, "anchored root at size %d is not the root of the bundled entries", i)
-				}
-			}
-		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
 	}
-	if entriesOK {
-		io.Copy(io.Discard, br)
-		if hex.EncodeToString(eh.Sum(nil)) != m.Files[EntriesFile] {
-			bad(EntriesFile, "SHA-256 is not the one %s lists", ManifestFile)
-		}
-		if i != m.To {
-			bad(EntriesFile, "holds %d entries, the manifest says %d", i-m.From, m.To-m.From)
-		} else if err := rng.AppendRange(rightRng, nil); err != nil {
-			bad(TreeFile, "%v", err)
-		} else if root, err := rng.GetRootHash(nil); err != nil || !bytes.Equal(root, cp.Hash) {
-			bad(EntriesFile, "the entries (with %s) do not recompute the checkpoint's root: an entry was changed, added, removed or reordered", TreeFile)
-		}
-		rep.Entries = i - m.From
+	io.Copy(io.Discard, br)
+	if hex.EncodeToString(eh.Sum(nil)) != m.Files[EntriesFile] {
+		c.bad(EntriesFile, "SHA-256 is not the one %s lists", ManifestFile)
 	}
-	// The PROV document.
+	if i != m.To {
+		c.bad(EntriesFile, "holds %d entries, the manifest says %d", i-m.From, m.To-m.From)
+	} else if err := c.rng.AppendRange(c.rightRng, nil); err != nil {
+		c.bad(TreeFile, "%v", err)
+	} else if root, err := c.rng.GetRootHash(nil); err != nil || !bytes.Equal(root, c.cp.Hash) {
+		c.bad(EntriesFile, "the entries (with %s) do not recompute the checkpoint's root: an entry was changed, added, removed or reordered", TreeFile)
+	}
+	c.rep.Entries = i - m.From
+	return true, nil
+}
+
+// checkEntry checks entry i, b: it parses, entry 0 is the genesis, an
+// anchor entry names a record by its SHA-256; and appends it to the range
+// and the PROV document. False means the stream cannot go on.
+func (c *checker) checkEntry(pw *provWriter, i uint64, b []byte) bool {
+	e, err := log.ParseEntry(b)
+	if err != nil {
+		c.bad(EntriesFile, "line %d (entry %d): %v", i-c.m.From+1, i, err)
+		return false
+	}
+	if i == 0 {
+		c.checkGenesis(EntriesFile, b)
+	}
+	if e.Kind == log.KindAnchor {
+		name, _ := e.Fields["record"].(string)
+		sum, _ := e.Fields["record_sha256"].(string)
+		if got, ok := c.recordSum[name]; ok && got != sum {
+			c.bad(AnchorsDir+"/"+name, "SHA-256 %s is not the one anchor entry %d commits to", got, i)
+		}
+	}
+	pw.add(i, b, e)
+	if err := c.rng.Append(log.LeafHash(b), nil); err != nil {
+		c.bad(EntriesFile, "%v", err)
+		return false
+	}
+	if as, ok := c.rootsAt[i+1]; ok && c.m.From == 0 {
+		root, _ := c.rng.GetRootHash(nil)
+		for _, a := range as {
+			if !bytes.Equal(root, a.root) {
+				c.bad(a.file, "anchored root at size %d is not the root of the bundled entries", i+1)
+			}
+		}
+	}
+	return true
+}
+
+// checkProv checks that provenance.json is the PROV document the entries
+// give.
+func (c *checker) checkProv(pw *provWriter) error {
 	ph := sha256.New()
-	if entriesOK {
-		if err := pw.finish(ph); err != nil {
-			return nil, err
-		}
-		want := hex.EncodeToString(ph.Sum(nil))
-		pf, err := os.Open(filepath.Join(dir, ProvFile))
-		if err != nil {
-			bad(ProvFile, "%v", err)
-		} else {
-			h := sha256.New()
-			io.Copy(h, pf)
-			pf.Close()
-			got := hex.EncodeToString(h.Sum(nil))
-			if got != m.Files[ProvFile] {
-				bad(ProvFile, "SHA-256 is not the one %s lists", ManifestFile)
-			}
-			if got != want {
-				bad(ProvFile, "is not the PROV document the entries give (regenerated SHA-256 %s, file %s)", want, got)
-			}
-		}
+	if err := pw.finish(ph); err != nil {
+		return err
 	}
-	if len(probs) > 0 {
-		return rep, &VerifyError{Problems: probs}
+	want := hex.EncodeToString(ph.Sum(nil))
+	pf, err := os.Open(filepath.Join(c.dir, ProvFile))
+	if err != nil {
+		c.bad(ProvFile, "%v", err)
+		return nil
 	}
-	return rep, nil
+	h := sha256.New()
+	io.Copy(h, pf)
+	pf.Close()
+	got := hex.EncodeToString(h.Sum(nil))
+	if got != c.m.Files[ProvFile] {
+		c.bad(ProvFile, "SHA-256 is not the one %s lists", ManifestFile)
+	}
+	if got != want {
+		c.bad(ProvFile, "is not the PROV document the entries give (regenerated SHA-256 %s, file %s)", want, got)
+	}
+	return nil
 }
 
 // blameTrust names the bundled trust file a record fails against when the
