@@ -65,9 +65,19 @@ func (s *Store) listenOnce(ctx context.Context) bool {
 }
 
 // refresh adopts the latest state if it is newer; failures are left to the
-// next try (a corrupt state fails the store inside Latest).
+// next try (a corrupt state fails the store inside latest). A commit under
+// way brings the state up to date itself, so refresh does not wait for it
+// (and does not hold up the commit after it).
 func (s *Store) refresh(ctx context.Context) {
-	if _, err := s.Latest(ctx); err != nil && ctx.Err() == nil {
+	if _, err := s.acquire(ctx); err != nil {
+		return
+	}
+	defer s.calls.Done()
+	if !s.advance.TryLock() {
+		return
+	}
+	defer s.advance.Unlock()
+	if _, err := s.latest(ctx); err != nil && ctx.Err() == nil {
 		s.logf("logpg: reading the latest state: %v", err)
 	}
 }

@@ -351,6 +351,11 @@ func (s *Store) Latest(ctx context.Context) (log.State, error) {
 	defer s.calls.Done()
 	s.advance.Lock()
 	defer s.advance.Unlock()
+	return s.latest(ctx)
+}
+
+// latest reads the newest state; the caller holds s.advance.
+func (s *Store) latest(ctx context.Context) (log.State, error) {
 	s.mu.Lock()
 	known, hot := s.state, s.hot
 	s.mu.Unlock()

@@ -33,7 +33,17 @@ func TestQuick(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "-quick", "-dir", filepath.Join(tmp, "data"))
+	args := []string{"-quick", "-dir", filepath.Join(tmp, "data")}
+	// The PostgreSQL columns run on the cluster tools/pgtest/start.sh
+	// started; CI always has one.
+	pg := os.Getenv("PROVLOG_TEST_POSTGRES")
+	if pg == "" && os.Getenv("CI") == "true" {
+		t.Fatal(`PROVLOG_TEST_POSTGRES is not set: eval "$(bash tools/pgtest/start.sh)"`)
+	}
+	if pg != "" {
+		args = append(args, "-postgres", pg)
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
@@ -42,6 +52,9 @@ func TestQuick(t *testing.T) {
 	t.Logf("logbench -quick took %v\n%s", time.Since(start).Round(time.Second), stdout.String())
 
 	out := stdout.String()
+	if pg != "" && !strings.Contains(out, "provlog on PostgreSQL, 2 sidecars") {
+		t.Errorf("output lacks the PostgreSQL columns")
+	}
 	for _, want := range []string{
 		"| metric | provlog | Tessera A",
 		"1. durable append throughput, 1 appender",

@@ -65,6 +65,7 @@ type config struct {
 	verifyN      int
 	tess         tesseraConfig
 	altAge       time.Duration
+	pg           string // DSN: add the PostgreSQL columns (pg.go)
 }
 
 func newFlagSet(name string) *flag.FlagSet { return flag.NewFlagSet(name, flag.ContinueOnError) }
@@ -110,6 +111,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.altAge, "tessera-alt-batch-age", 10*time.Millisecond, "also run the throughput and latency rows with this Tessera batch age (0: skip)")
 	fs.StringVar(&c.profile, "cpuprofile-dir", "", "write each child's CPU profile to this directory")
 	fs.BoolVar(&c.memTrace, "memtrace", false, "children print their RSS and Go heap to stderr every second")
+	fs.StringVar(&c.pg, "postgres", "", "also run provlog on PostgreSQL (logpg), one sidecar and two, on the database at this DSN (each run in its own schema)")
 	fs.StringVar(&phase, "phase", "", "internal: run one measurement as a child process")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: logbench [flags]\n")
@@ -169,6 +171,7 @@ type runner struct {
 func (r *runner) run(phase, impl string, s spec, timeout time.Duration) (result, error) {
 	r.seq++
 	s.Phase, s.Impl = phase, impl
+	s.Postgres = r.c.pg
 	s.Dir = filepath.Join(r.base, fmt.Sprintf("%02d-%s-%s", r.seq, phase, impl))
 	s.SKey, s.VKey = r.skey, r.vkey
 	s.MemTrace = r.c.memTrace
@@ -255,7 +258,7 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 		alt.BatchAge = c.altAge
 		tessCfgs = append(tessCfgs, alt)
 	}
-	tb := newTable(tessCfgs)
+	tb := newTable(tessCfgs, c.pg != "")
 	slack := 3 * time.Minute
 
 	// 1. Durable append throughput.
@@ -278,6 +281,12 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 			}
 			row = append(row, cellTessThroughput(t, n, c.maxTime))
 		}
+		s.Tessera = tesseraConfig{}
+		pc, err := r.pgCells(phaseThroughput, s, c.maxTime+slack, true, func(res result) string { return cellOursThroughput(res, n, c.maxTime) })
+		if err != nil {
+			return err
+		}
+		row = append(row, pc...)
 		tb.add(fmt.Sprintf("1. durable append throughput, %d appender%s", a, plural(a)), row...)
 	}
 
@@ -297,6 +306,11 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 			}
 			row = append(row, cellLatency(t))
 		}
+		pc, err := r.pgCells(phaseLatency, s, c.latMaxTime+slack, true, cellLatency)
+		if err != nil {
+			return err
+		}
+		row = append(row, pc...)
 		tb.add(fmt.Sprintf("2. latency append → signed checkpoint + inclusion proof, %d appender%s", l.a, plural(l.a)), row...)
 	}
 
@@ -310,20 +324,32 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var pPG result
+	if c.pg != "" {
+		if pPG, err = r.run(phaseProofs, implPG, ps, c.buildMaxTime+c.proofMaxTime+slack); err != nil {
+			return err
+		}
+	}
 	na := func(cells ...string) []string {
 		for len(cells) < len(tessCfgs)+1 {
 			cells = append(cells, "(same as left)")
 		}
 		return cells
 	}
+	withPG := func(cells []string, pg func(result) string) []string {
+		if c.pg == "" {
+			return cells
+		}
+		return append(cells, pg(pPG), "(one log: see 1 sidecar)")
+	}
 	tb.add(fmt.Sprintf("3. verified inclusion proofs/s, random indices, %s-entry log, %d goroutines", group(int64(c.proofN)), c.proofWorkers),
-		na(cellProofs(pOurs), cellProofs(pTess))...)
+		withPG(na(cellProofs(pOurs), cellProofs(pTess)), cellProofs)...)
 	tb.add(fmt.Sprintf("4a. bytes on disk per entry right after the %s-entry build (%d B entries)", group(int64(c.proofN)), EntrySize),
-		na(cellDisk(pOurs, "Pebble WAL"), cellDisk(pTess, "partial tiles/bundles awaiting GC"))...)
+		withPG(na(cellDisk(pOurs, "Pebble WAL"), cellDisk(pTess, "partial tiles/bundles awaiting GC")), cellDiskPG)...)
 	tb.add("4b. peak RSS (VmHWM of the child): build / build + proofs",
-		na(cellRSS(pOurs), cellRSS(pTess))...)
+		withPG(na(cellRSS(pOurs), cellRSS(pTess)), func(r result) string { return cellRSS(r) + " (the sidecar; PostgreSQL's own not counted)" })...)
 	tb.add(fmt.Sprintf("(setup) %s-entry build with %d appenders, until published", group(int64(c.proofN)), c.buildC),
-		na(cellBuild(pOurs), cellBuild(pTess))...)
+		withPG(na(cellBuild(pOurs), cellBuild(pTess)), cellBuild)...)
 
 	// Cross-check: each log's root equals a recomputation over its own entries.
 	vs := spec{Appenders: 64, N: c.verifyN, MaxTime: c.buildMaxTime, Tessera: c.tess}
@@ -334,6 +360,15 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 	vTess, err := r.run(phaseVerify, implTessera, vs, c.buildMaxTime+slack)
 	if err != nil {
 		return err
+	}
+	if c.pg != "" {
+		vPG, err := r.run(phaseVerify, implPG2, vs, c.buildMaxTime+slack)
+		if err != nil {
+			return err
+		}
+		if !vPG.RootsOK {
+			return fmt.Errorf("PostgreSQL roots NOT verified")
+		}
 	}
 
 	printHeader(stdout, c, tessCfgs)
@@ -388,6 +423,9 @@ func printHeader(w io.Writer, c config, tcs []tesseraConfig) {
 	for i, tc := range tcs {
 		fmt.Fprintf(w, "- Tessera config %c: posix.New + %s, no antispam\n", 'A'+i, tc)
 	}
+	if c.pg != "" {
+		fmt.Fprintf(w, "- provlog on PostgreSQL: logpg.Open + server.OpenSequencer per sidecar, each run in a fresh schema; 2 sidecars = two stores and sequencers (own pools, own commits under the log's row lock) in one process, appenders round robin; PostgreSQL on the same machine (loopback, fsync on)\n")
+	}
 }
 
 func depVersions() string {
@@ -415,12 +453,36 @@ type table struct {
 	rows [][]string
 }
 
-func newTable(tcs []tesseraConfig) *table {
+func newTable(tcs []tesseraConfig, pg bool) *table {
 	h := []string{"metric", "provlog"}
 	for i, tc := range tcs {
 		h = append(h, fmt.Sprintf("Tessera %c (batch %d/%v, checkpoint %v)", 'A'+i, tc.BatchSize, tc.BatchAge, tc.CPInterval))
 	}
+	if pg {
+		h = append(h, "provlog on PostgreSQL, 1 sidecar", "provlog on PostgreSQL, 2 sidecars")
+	}
 	return &table{head: h}
+}
+
+// pgCells runs a phase on PostgreSQL with one sidecar and with two (only
+// one if two is false) and formats the results; nothing without -postgres.
+func (r *runner) pgCells(phase string, s spec, timeout time.Duration, two bool, cell func(result) string) ([]string, error) {
+	if r.c.pg == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, impl := range []string{implPG, implPG2} {
+		if impl == implPG2 && !two {
+			out = append(out, "(one log: see 1 sidecar)")
+			continue
+		}
+		res, err := r.run(phase, impl, s, timeout)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cell(res))
+	}
+	return out, nil
 }
 
 func (t *table) add(metric string, cells ...string) {
@@ -472,6 +534,10 @@ func cellProofs(r result) string {
 func cellDisk(r result, transient string) string {
 	n := int64(r.Count)
 	return fmt.Sprintf("**%s B** (%s: %s B; allocated %s B; %s in %s files)", group(r.DiskBytes/n), transient, group(r.DiskTrans/n), group(r.DiskAlloc/n), mib(r.DiskBytes), group(int64(r.Files)))
+}
+
+func cellDiskPG(r result) string {
+	return fmt.Sprintf("**%s B** (tables, indexes and TOAST; %s; WAL not counted)", group(r.DiskBytes/int64(r.Count)), mib(r.DiskBytes))
 }
 
 func cellRSS(r result) string {

@@ -53,6 +53,8 @@ type spec struct {
 	N         int
 	MaxTime   time.Duration
 	Tessera   tesseraConfig
+	// Postgres is the DSN of the database the postgres impls use.
+	Postgres string
 	// CPUProfile, if set, is where the child writes its CPU profile.
 	CPUProfile string
 	// MemTrace makes the child print its RSS and Go heap to stderr every second.
@@ -110,6 +112,10 @@ func runChild(phase string) error {
 		l, err = openProvlog(ctx, sp.Dir, signer, verifier)
 	case implTessera:
 		l, err = openTessera(ctx, sp.Dir, signer, sp.Tessera)
+	case implPG:
+		l, err = openPG(ctx, sp.Postgres, 1, signer, verifier)
+	case implPG2:
+		l, err = openPG(ctx, sp.Postgres, 2, signer, verifier)
 	default:
 		err = fmt.Errorf("unknown impl %q", sp.Impl)
 	}
@@ -234,7 +240,7 @@ func (c *child) throughput(ctx context.Context) (result, error) {
 	if size < uint64(n) {
 		return result{}, fmt.Errorf("published checkpoint size %d < %d appended", size, n)
 	}
-	if c.sp.Impl == implProvlog {
+	if c.sp.Impl != implTessera {
 		pub = el // every Append returned a receipt with a published checkpoint
 	}
 	return result{Count: n, Elapsed: el, Published: pub, FinalSize: size}, nil
@@ -325,7 +331,12 @@ func (c *child) proofs(ctx context.Context) (result, error) {
 	if c.sp.Impl == implTessera {
 		transient = func(rel string) bool { return strings.Contains(rel, ".p/") } // partial tiles and bundles
 	}
-	if res.DiskBytes, res.DiskAlloc, res.DiskTrans, res.Files, err = diskUsage(c.sp.Dir, transient); err != nil {
+	if pg, ok := c.l.(*pgImpl); ok {
+		if res.DiskBytes, err = pg.diskBytes(ctx); err != nil {
+			return result{}, err
+		}
+		res.DiskAlloc = res.DiskBytes
+	} else if res.DiskBytes, res.DiskAlloc, res.DiskTrans, res.Files, err = diskUsage(c.sp.Dir, transient); err != nil {
 		return result{}, err
 	}
 	var wg sync.WaitGroup

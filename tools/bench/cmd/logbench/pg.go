@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logpg"
+	"github.com/provlog/provlog/log/server"
+)
+
+// provlog on PostgreSQL: logpg stores, each behind its own server.Sequencer,
+// as sidecars on one log are. implPG is one sidecar; implPG2 is two, in one
+// process but each with its own connection pool, sequencer and commits, so
+// they contend for the log's row lock as two processes would, and the
+// appenders are spread over them round robin.
+const (
+	implPG  = "postgres"
+	implPG2 = "postgres×2"
+)
+
+type pgImpl struct {
+	dsn    string // with search_path set to the run's own schema
+	admin  string
+	schema string
+	stores []*logpg.Store
+	seqs   []*server.Sequencer
+	next   atomic.Uint64
+}
+
+// openPG makes a fresh schema for this run on the database at dsn and opens
+// n sidecars on it.
+func openPG(ctx context.Context, dsn string, n int, s note.Signer, v note.Verifier) (*pgImpl, error) {
+	if dsn == "" {
+		return nil, errors.New("no -postgres DSN")
+	}
+	var rb [6]byte
+	rand.Read(rb[:])
+	p := &pgImpl{admin: dsn, schema: "logbench_" + hex.EncodeToString(rb[:])}
+	if err := p.exec(ctx, "CREATE SCHEMA "+p.schema); err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return nil, err
+	}
+	q := u.Query()
+	q.Set("options", "-c search_path="+p.schema)
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+	p.dsn = u.String()
+	for range n {
+		st, err := logpg.Open(ctx, p.dsn, nil)
+		if err != nil {
+			p.close(ctx)
+			return nil, fmt.Errorf("logpg.Open: %w", err)
+		}
+		p.stores = append(p.stores, st)
+		seq, err := server.OpenSequencer(ctx, st, s, v, nil)
+		if err != nil {
+			p.close(ctx)
+			return nil, fmt.Errorf("OpenSequencer: %w", err)
+		}
+		p.seqs = append(p.seqs, seq)
+	}
+	return p, nil
+}
+
+func (p *pgImpl) exec(ctx context.Context, sql string) error {
+	conn, err := pgx.Connect(ctx, p.admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+func (p *pgImpl) seq() *server.Sequencer { return p.seqs[p.next.Add(1)%uint64(len(p.seqs))] }
+
+func (p *pgImpl) add(ctx context.Context, e []byte) (uint64, error) {
+	r, err := p.seq().Append(ctx, e)
+	if err != nil {
+		return 0, err
+	}
+	return r.Index, nil
+}
+
+func (p *pgImpl) published(ctx context.Context, size uint64) ([]byte, error) {
+	st, err := p.stores[0].Latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size < size {
+		return nil, fmt.Errorf("postgres: log size %d below %d after every append returned", st.Size, size)
+	}
+	return st.Checkpoint, nil
+}
+
+func (p *pgImpl) addAndProve(ctx context.Context, e []byte) (uint64, [][]byte, []byte, error) {
+	r, err := p.seq().Append(ctx, e)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return r.Index, r.Proof, r.Checkpoint, nil
+}
+
+func (p *pgImpl) prover(ctx context.Context, size uint64) func(uint64) ([][]byte, error) {
+	st := p.stores[p.next.Add(1)%uint64(len(p.stores))]
+	return func(i uint64) ([][]byte, error) { return log.ProveInclusion(ctx, st, i, size) }
+}
+
+func (p *pgImpl) readEntries(ctx context.Context, size uint64, fn func(uint64, []byte) error) error {
+	for start := uint64(0); start < size; start += 256 {
+		end := min(start+256, size)
+		es, err := p.stores[0].Entries(ctx, start, end)
+		if err != nil {
+			return err
+		}
+		for i, e := range es {
+			if err := fn(start+uint64(i), e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (p *pgImpl) diagnostics() string {
+	var a, c, ns uint64
+	for _, s := range p.seqs {
+		st := s.Stats()
+		a, c, ns = a+st.Appends, c+st.Commits, ns+st.CommitNanos
+	}
+	if c == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.1f entries/commit, %.2f ms/commit", float64(a)/float64(c), float64(ns)/float64(c)/1e6)
+}
+
+// diskBytes is the size of the run's tables with their indexes and TOAST
+// (pg_total_relation_size); the WAL is the cluster's and not counted.
+func (p *pgImpl) diskBytes(ctx context.Context) (int64, error) {
+	conn, err := pgx.Connect(ctx, p.admin)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int64
+	err = conn.QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`, p.schema).Scan(&n)
+	return n, err
+}
+
+func (p *pgImpl) close(ctx context.Context) error {
+	var errs []error
+	for _, s := range p.seqs {
+		errs = append(errs, s.Close())
+	}
+	for _, s := range p.stores {
+		errs = append(errs, s.Close())
+	}
+	errs = append(errs, p.exec(ctx, "DROP SCHEMA IF EXISTS "+p.schema+" CASCADE"))
+	return errors.Join(errs...)
+}
