@@ -130,138 +130,182 @@ func Export(ctx context.Context, src Source, opts ExportOptions) (*Manifest, err
 	} else if len(des) > 0 {
 		return nil, fmt.Errorf("%s is not empty", opts.Dir)
 	}
-	m := &Manifest{Format: Format, Generator: opts.Generator, Origin: cp.Origin, From: opts.From, To: to,
-		Size: cp.Size, Root: base64.StdEncoding.EncodeToString(cp.Hash), Files: map[string]string{}}
-	write := func(name string, data []byte) error {
-		p := filepath.Join(opts.Dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
+	x := &exporter{ctx: ctx, src: src, opts: &opts, cp: cp, to: to,
+		m: &Manifest{Format: Format, Generator: opts.Generator, Origin: cp.Origin, From: opts.From, To: to,
+			Size: cp.Size, Root: base64.StdEncoding.EncodeToString(cp.Hash), Files: map[string]string{}}}
+	for _, step := range []func() error{x.writeTree, x.writeGenesis, x.writeKeys, x.writeAnchors, x.writeEntries} {
+		if err := step(); err != nil {
+			return nil, err
 		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return err
-		}
-		s := sha256.Sum256(data)
-		m.Files[name] = hex.EncodeToString(s[:])
-		return nil
 	}
-	// Frontier of the tree around the exported range.
-	rangeHashes := func(b, e uint64) ([]string, error) {
-		ids := compact.RangeNodes(b, e, nil)
-		if len(ids) == 0 {
-			return []string{}, nil
-		}
-		hs, err := src.ReadNodes(ctx, ids)
-		if err != nil {
-			return nil, fmt.Errorf("reading tree nodes of [%d, %d): %w", b, e, err)
-		}
-		out := make([]string, len(hs))
-		for i, h := range hs {
-			out[i] = base64.StdEncoding.EncodeToString(h)
-		}
-		return out, nil
+	mj, _ := json.MarshalIndent(x.m, "", "  ")
+	if err := os.WriteFile(filepath.Join(opts.Dir, ManifestFile), append(mj, '\n'), 0o644); err != nil {
+		return nil, err
 	}
+	return x.m, nil
+}
+
+// exporter holds one export under way; its steps write the bundle's
+// files and list them in the manifest.
+type exporter struct {
+	ctx  context.Context
+	src  Source
+	opts *ExportOptions
+	cp   log.Checkpoint
+	to   uint64
+	m    *Manifest
+}
+
+// write writes one bundle file and lists it with its SHA-256.
+func (x *exporter) write(name string, data []byte) error {
+	p := filepath.Join(x.opts.Dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		return err
+	}
+	s := sha256.Sum256(data)
+	x.m.Files[name] = hex.EncodeToString(s[:])
+	return nil
+}
+
+// rangeHashes returns the compact range [b, e)'s node hashes in base64.
+func (x *exporter) rangeHashes(b, e uint64) ([]string, error) {
+	ids := compact.RangeNodes(b, e, nil)
+	if len(ids) == 0 {
+		return []string{}, nil
+	}
+	hs, err := x.src.ReadNodes(x.ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading tree nodes of [%d, %d): %w", b, e, err)
+	}
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = base64.StdEncoding.EncodeToString(h)
+	}
+	return out, nil
+}
+
+// writeTree writes tree.json, the frontier of the tree around the range.
+func (x *exporter) writeTree() error {
 	var tree Tree
-	if tree.Left, err = rangeHashes(0, opts.From); err != nil {
-		return nil, err
+	var err error
+	if tree.Left, err = x.rangeHashes(0, x.opts.From); err != nil {
+		return err
 	}
-	if tree.Right, err = rangeHashes(to, cp.Size); err != nil {
-		return nil, err
+	if tree.Right, err = x.rangeHashes(x.to, x.cp.Size); err != nil {
+		return err
 	}
 	tj, _ := json.MarshalIndent(tree, "", " ")
-	if err := write(TreeFile, append(tj, '\n')); err != nil {
-		return nil, err
+	return x.write(TreeFile, append(tj, '\n'))
+}
+
+// writeGenesis writes entry 0 and its inclusion proof when the range
+// starts after it.
+func (x *exporter) writeGenesis() error {
+	if x.opts.From == 0 {
+		return nil
 	}
-	if opts.From > 0 {
-		g, err := src.Entries(ctx, 0, 1)
-		if err != nil {
-			return nil, fmt.Errorf("reading the genesis entry: %w", err)
-		}
-		p, err := log.ProveInclusion(ctx, src, 0, cp.Size)
-		if err != nil {
-			return nil, err
-		}
-		var b strings.Builder
-		for _, h := range p {
-			b.WriteString(base64.StdEncoding.EncodeToString(h) + "\n")
-		}
-		if err := write(GenesisFile, g[0]); err != nil {
-			return nil, err
-		}
-		if err := write(GenesisProof, []byte(b.String())); err != nil {
-			return nil, err
-		}
-	}
-	if err := write(VKeyFile, []byte(opts.VKey+"\n")); err != nil {
-		return nil, err
-	}
-	if err := write(AnchorPubFile, opts.AnchorPub); err != nil {
-		return nil, err
-	}
-	if err := write(CheckpointFile, opts.Checkpoint); err != nil {
-		return nil, err
-	}
-	if len(opts.Witnesses) > 0 {
-		m.Cosigned = true
-		if err := write(WitnessesFile, []byte(strings.Join(opts.Witnesses, "\n")+"\n")); err != nil {
-			return nil, err
-		}
-	}
-	if opts.AnchorsDir != "" {
-		des, err := os.ReadDir(opts.AnchorsDir)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-		n := 0
-		for _, de := range des {
-			if de.IsDir() || !strings.HasSuffix(de.Name(), ".json") {
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join(opts.AnchorsDir, de.Name()))
-			if err != nil {
-				return nil, err
-			}
-			if err := write(AnchorsDir+"/"+de.Name(), b); err != nil {
-				return nil, err
-			}
-			n++
-		}
-		if n > 0 {
-			m.Trust = "config"
-			if len(opts.TSARoots) == 0 && len(opts.RekorKeys) == 0 {
-				m.Trust = "records"
-			} else {
-				if err := write(TSARootsFile, opts.TSARoots); err != nil {
-					return nil, err
-				}
-				if err := write(RekorKeysFile, opts.RekorKeys); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	// Entries and the PROV document, in one streaming pass.
-	pw, err := newProvWriter(cp.Origin)
+	g, err := x.src.Entries(x.ctx, 0, 1)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("reading the genesis entry: %w", err)
+	}
+	p, err := log.ProveInclusion(x.ctx, x.src, 0, x.cp.Size)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, h := range p {
+		b.WriteString(base64.StdEncoding.EncodeToString(h) + "\n")
+	}
+	if err := x.write(GenesisFile, g[0]); err != nil {
+		return err
+	}
+	return x.write(GenesisProof, []byte(b.String()))
+}
+
+// writeKeys writes the keys, the checkpoint and the witnesses' keys.
+func (x *exporter) writeKeys() error {
+	if err := x.write(VKeyFile, []byte(x.opts.VKey+"\n")); err != nil {
+		return err
+	}
+	if err := x.write(AnchorPubFile, x.opts.AnchorPub); err != nil {
+		return err
+	}
+	if err := x.write(CheckpointFile, x.opts.Checkpoint); err != nil {
+		return err
+	}
+	if len(x.opts.Witnesses) == 0 {
+		return nil
+	}
+	x.m.Cosigned = true
+	return x.write(WitnessesFile, []byte(strings.Join(x.opts.Witnesses, "\n")+"\n"))
+}
+
+// writeAnchors copies the anchor records and, when given, their trust
+// roots.
+func (x *exporter) writeAnchors() error {
+	if x.opts.AnchorsDir == "" {
+		return nil
+	}
+	des, err := os.ReadDir(x.opts.AnchorsDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	n := 0
+	for _, de := range des {
+		if de.IsDir() || !strings.HasSuffix(de.Name(), ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(x.opts.AnchorsDir, de.Name()))
+		if err != nil {
+			return err
+		}
+		if err := x.write(AnchorsDir+"/"+de.Name(), b); err != nil {
+			return err
+		}
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	if len(x.opts.TSARoots) == 0 && len(x.opts.RekorKeys) == 0 {
+		x.m.Trust = "records"
+		return nil
+	}
+	x.m.Trust = "config"
+	if err := x.write(TSARootsFile, x.opts.TSARoots); err != nil {
+		return err
+	}
+	return x.write(RekorKeysFile, x.opts.RekorKeys)
+}
+
+// writeEntries writes the entries and the PROV document, in one
+// streaming pass.
+func (x *exporter) writeEntries() error {
+	pw, err := newProvWriter(x.cp.Origin)
+	if err != nil {
+		return err
 	}
 	defer pw.close()
-	ef, err := os.Create(filepath.Join(opts.Dir, EntriesFile))
+	ef, err := os.Create(filepath.Join(x.opts.Dir, EntriesFile))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer ef.Close()
 	eh := sha256.New()
 	bw := bufio.NewWriterSize(io.MultiWriter(ef, eh), 256<<10)
-	for i := opts.From; i < to; {
-		end := min(to, i+chunk)
-		es, err := src.Entries(ctx, i, end)
+	for i := x.opts.From; i < x.to; {
+		end := min(x.to, i+chunk)
+		es, err := x.src.Entries(x.ctx, i, end)
 		if err != nil {
-			return nil, fmt.Errorf("reading entries [%d, %d): %w", i, end, err)
+			return fmt.Errorf("reading entries [%d, %d): %w", i, end, err)
 		}
 		for _, b := range es {
 			e, err := log.ParseEntry(b)
 			if err != nil {
-				return nil, fmt.Errorf("entry %d: %w", i, err)
+				return fmt.Errorf("entry %d: %w", i, err)
 			}
 			bw.Write(b)
 			bw.WriteByte('\n')
@@ -270,30 +314,26 @@ func Export(ctx context.Context, src Source, opts ExportOptions) (*Manifest, err
 		}
 	}
 	if err := bw.Flush(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := ef.Sync(); err != nil {
-		return nil, err
+		return err
 	}
-	m.Files[EntriesFile] = hex.EncodeToString(eh.Sum(nil))
-	pf, err := os.Create(filepath.Join(opts.Dir, ProvFile))
+	x.m.Files[EntriesFile] = hex.EncodeToString(eh.Sum(nil))
+	pf, err := os.Create(filepath.Join(x.opts.Dir, ProvFile))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer pf.Close()
 	ph := sha256.New()
 	if err := pw.finish(io.MultiWriter(pf, ph)); err != nil {
-		return nil, fmt.Errorf("writing the PROV document: %w", err)
+		return fmt.Errorf("writing the PROV document: %w", err)
 	}
 	if err := pf.Sync(); err != nil {
-		return nil, err
+		return err
 	}
-	m.Files[ProvFile] = hex.EncodeToString(ph.Sum(nil))
-	mj, _ := json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(filepath.Join(opts.Dir, ManifestFile), append(mj, '\n'), 0o644); err != nil {
-		return nil, err
-	}
-	return m, nil
+	x.m.Files[ProvFile] = hex.EncodeToString(ph.Sum(nil))
+	return nil
 }
 
 // sortedFiles returns the manifest's file names in order.
