@@ -60,6 +60,10 @@ type Config struct {
 	// 2s, 0s: only on SIGHUP.
 	ReloadInterval *proxy.Duration `yaml:"reload_interval"`
 
+	// Retention purges retained payloads in the background and says who
+	// may purge through the running sidecar (purge.go).
+	Retention RetentionConfig `yaml:"retention"`
+
 	// Health tunes what /healthz calls degraded.
 	Health HealthConfig `yaml:"health"`
 

@@ -193,6 +193,11 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	fmt.Fprintf(stdout, "OK: %d entries [%d, %d) are in %s at size %d; checkpoint signed, %d witness cosignatures, %d anchors verified against %s; PROV document matches the entries\n",
 		rep.Entries, m.From, m.To, m.Origin, m.Size, rep.Witnesses, rep.Anchors, trust)
+	// A bundle carries entries, not payloads: say which of those the
+	// entries name were purged on purpose (a purge entry in the bundle).
+	if pr, err := bundlePayloads(fs.Arg(0)); err == nil && pr.Named > 0 {
+		fmt.Fprintf(stdout, "payloads: the entries name %d (not in the bundle); %d of them were purged, as purge entries in the bundle record\n", pr.Named, pr.Purged)
+	}
 	return nil
 }
 

@@ -17,6 +17,7 @@
 //	provlog evidence --data D (--index N | --leaf-hash HEX) --out DIR [--config F]
 //	provlog verify-evidence --vkey VKEY DIR
 //	provlog view [--http ADDR] DIR
+//	provlog purge (--data D | --log URL) (--older-than DUR | --before T | --task ID | --actor A | --blob H)... --reason TEXT [--dry-run]
 //	provlog resolve NAME [--opt k=v]...
 //	provlog resolvers
 //
@@ -65,6 +66,8 @@ func commands() []command {
 		{"verify-evidence", "--vkey VKEY DIR", "check an evidence directory offline; say what it proves; exit 0 only if valid", runVerifyEvidence},
 		{"resolve", "NAME [--opt k=v]...", "resolve a data-source release now (a preset or a generic resolver)", runResolve},
 		{"resolvers", "", "list the release resolvers and presets", runResolvers},
+		{"purge", "(--data D | --log URL) (--older-than DUR | --before T | --task ID | --actor A | --blob H)... --reason TEXT [--dry-run]",
+			"delete retained payloads for retention or erasure; a purge entry records what and why, proofs stay valid", runPurge},
 		{"replay", "(--data D | --log URL) --config F [--json] [--runs N] [--single-run] [--from I --to J]", "re-run recorded calls and tell changed data from flaky tools", runReplay},
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -126,6 +127,10 @@ type sidecar struct {
 	tokens  *tokens
 	logger  *slog.Logger
 	start   time.Time
+	// blobs holds retained payloads; retention purges them (purge_sidecar.go).
+	blobs         *blobs.Store
+	stopRetention context.CancelFunc
+	retention     sync.WaitGroup
 }
 
 // appendLog is the log as the task engine sees it.
@@ -172,7 +177,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 	if err != nil {
 		return nil, err
 	}
-	sc := &sidecar{cfg: cfg, keys: k, store: store, tokens: tk, logger: logger, start: time.Now()}
+	sc := &sidecar{cfg: cfg, keys: k, store: store, tokens: tk, logger: logger, start: time.Now(), blobs: bs}
 	defer func() {
 		if err != nil {
 			sc.close()
@@ -243,6 +248,11 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 			return nil, fmt.Errorf("starting anchoring: %w", err)
 		}
 	}
+	if cfg.Retention.MaxAge > 0 {
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		sc.stopRetention = cancel
+		sc.retention.Go(func() { sc.runRetention(rctx) })
+	}
 	return sc, nil
 }
 
@@ -278,6 +288,10 @@ func (s *sidecar) close() {
 	}
 	if s.stopWitness != nil {
 		s.stopWitness()
+	}
+	if s.stopRetention != nil {
+		s.stopRetention()
+		s.retention.Wait() // before the sequencer: a purge may be appending
 	}
 	s.anchors.stop() // before the sequencer: a round may be appending
 	if s.seq != nil {
@@ -347,6 +361,7 @@ func (s *sidecar) handler() http.Handler {
 		}
 		return e.actor, true
 	}))
+	mux.HandleFunc("POST /log/purge", s.purgeHandler)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	s.handleUI(mux, authorized)

@@ -319,6 +319,11 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	if *data != "" {
+		if err := auditDataDirPayloads(ctx, *data, src, rep.Size, stdout); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

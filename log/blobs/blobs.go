@@ -104,3 +104,14 @@ func mustHex(s string) []byte {
 	b, _ := hex.DecodeString(s)
 	return b
 }
+
+// Has reports whether the store holds a blob named sum (without reading
+// or checking it).
+func (s *Store) Has(sum string) bool {
+	p, err := s.path(sum)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(p)
+	return err == nil
+}

@@ -1,0 +1,326 @@
+package main
+
+// `provlog purge` and the sidecar's retention: delete retained payload
+// blobs by age, task, actor or name, recording each purge in the log
+// first (DESIGN §4). Entries and proofs stay valid: no leaf hash covers a
+// blob's bytes, and the entries keep each blob's SHA-256.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
+	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/proxy"
+)
+
+// purgeActor is the actor of purge entries the sidecar's retention writes.
+const purgeActor = "provlog.retention"
+
+// RetentionConfig is the config's retention: section.
+type RetentionConfig struct {
+	// MaxAge: retained payloads of entries older than this are purged in
+	// the background (0: never).
+	MaxAge proxy.Duration `yaml:"max_age"`
+	// Interval is how often retention runs (default 1h).
+	Interval proxy.Duration `yaml:"interval"`
+	// Purgers are the actors whose tokens may ask the running sidecar to
+	// purge (provlog purge --log); default: the config's actor.
+	Purgers []string `yaml:"purgers"`
+}
+
+// purgeRequest is the body of POST /log/purge and what provlog purge
+// --data does.
+type purgeRequest struct {
+	Before string   `json:"before,omitempty"` // RFC 3339
+	Task   string   `json:"task,omitempty"`
+	Actor  string   `json:"actor,omitempty"`
+	Blobs  []string `json:"blobs,omitempty"`
+	Reason string   `json:"reason"`
+	DryRun bool     `json:"dry_run,omitempty"`
+}
+
+// purgeResult says what a purge did.
+type purgeResult struct {
+	Blobs   []string `json:"blobs"`   // purged (or, dry run, to purge)
+	Entries []uint64 `json:"entries"` // the purge entries written
+	Kept    int      `json:"kept"`    // selected blobs kept: newer entries still name them
+}
+
+func (r purgeRequest) criteria() (blobs.PurgeCriteria, error) {
+	c := blobs.PurgeCriteria{Task: r.Task, Actor: r.Actor, Blobs: r.Blobs}
+	if r.Before != "" {
+		t, err := time.Parse(time.RFC3339Nano, r.Before)
+		if err != nil {
+			return c, fmt.Errorf("before %q is not an RFC 3339 time", r.Before)
+		}
+		c.Before = t
+	}
+	if c.Before.IsZero() && c.Task == "" && c.Actor == "" && len(c.Blobs) == 0 {
+		return c, errors.New("say what to purge: --older-than, --before, --task, --actor or --blob")
+	}
+	if strings.TrimSpace(r.Reason) == "" {
+		return c, errors.New("--reason is required: the purge entry records why")
+	}
+	for _, b := range c.Blobs {
+		if len(b) != 64 || strings.ToLower(b) != b {
+			return c, fmt.Errorf("blob %q is not a lowercase hex SHA-256", b)
+		}
+	}
+	return c, nil
+}
+
+// refEntry is what planning keeps of an entry that names blobs.
+type refEntry struct {
+	index uint64
+	time  time.Time
+	actor string
+	call  int64 // for a call.result: its call's index, else -1
+	refs  []string
+}
+
+// planPurge reads the log's entries and returns the blobs crit selects
+// that the store holds, and how many selected blobs it keeps because
+// entries crit does not select still name them (retention by age only).
+func planPurge(ctx context.Context, src interface {
+	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
+}, size uint64, crit blobs.PurgeCriteria, bs *blobs.Store) ([]string, int, error) {
+	var refs []refEntry
+	taskEntries := map[uint64]bool{}
+	for start := uint64(0); start < size; start += 4096 {
+		es, err := src.Entries(ctx, start, min(size, start+4096))
+		if err != nil {
+			return nil, 0, err
+		}
+		for j, b := range es {
+			i := start + uint64(j)
+			e, err := log.ParseEntry(b)
+			if err != nil {
+				continue // audit reports it; purging needs only what parses
+			}
+			if crit.Task != "" && e.Fields["task_id"] == crit.Task {
+				taskEntries[i] = true
+				if ev, ok := e.Fields["evidence"].([]any); ok {
+					for _, v := range ev {
+						if n, ok := v.(json.Number); ok {
+							if k, err := n.Int64(); err == nil && k >= 0 {
+								taskEntries[uint64(k)] = true
+							}
+						} else if f, ok := v.(float64); ok && f >= 0 {
+							taskEntries[uint64(f)] = true
+						}
+					}
+				}
+			}
+			if r := blobs.Refs(e); len(r) > 0 {
+				call := int64(-1)
+				if e.Kind == log.KindCallResult {
+					if f, ok := e.Fields["call"].(float64); ok {
+						call = int64(f)
+					} else if n, ok := e.Fields["call"].(json.Number); ok {
+						call, _ = n.Int64()
+					}
+				}
+				refs = append(refs, refEntry{index: i, time: e.Time, actor: e.Actor, call: call, refs: r})
+			}
+		}
+	}
+	selected := func(r refEntry) bool {
+		if !crit.Before.IsZero() && !r.time.Before(crit.Before) {
+			return false
+		}
+		if crit.Actor != "" && r.actor != crit.Actor {
+			return false
+		}
+		if crit.Task != "" && !taskEntries[r.index] && !(r.call >= 0 && taskEntries[uint64(r.call)]) {
+			return false
+		}
+		if len(crit.Blobs) > 0 && !slices.ContainsFunc(r.refs, func(s string) bool { return slices.Contains(crit.Blobs, s) }) {
+			return false
+		}
+		return true
+	}
+	pick, keep := map[string]bool{}, map[string]bool{}
+	for _, r := range refs {
+		for _, s := range r.refs {
+			if len(crit.Blobs) > 0 && !slices.Contains(crit.Blobs, s) {
+				continue
+			}
+			if selected(r) {
+				pick[s] = true
+			} else {
+				keep[s] = true
+			}
+		}
+	}
+	// An erasure (by task, actor or name) deletes the payload wherever it
+	// is named; retention by age keeps what newer entries still name.
+	ageOnly := crit.Task == "" && crit.Actor == "" && len(crit.Blobs) == 0
+	var out []string
+	kept := 0
+	for s := range pick {
+		if ageOnly && keep[s] {
+			kept++
+			continue
+		}
+		if bs.Has(s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out, kept, nil
+}
+
+// purge plans and runs one purge on an open log: the purge entries are
+// committed first, then the blobs are deleted.
+func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *blobs.Store, actor string, req purgeRequest) (*purgeResult, error) {
+	crit, err := req.criteria()
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	size, _ := seq.Checkpoint()
+	list, kept, err := planPurge(ctx, store, size, crit, bs)
+	if err != nil {
+		return nil, fmt.Errorf("planning the purge: %w", err)
+	}
+	res := &purgeResult{Blobs: list, Entries: []uint64{}, Kept: kept}
+	if req.DryRun || len(list) == 0 {
+		return res, nil
+	}
+	for i := 0; i < len(list); i += blobs.MaxPurgeBlobs {
+		chunk := list[i:min(len(list), i+blobs.MaxPurgeBlobs)]
+		b, err := (&blobs.PurgeEntry{Time: time.Now(), Actor: actor, Reason: req.Reason, Criteria: crit, Blobs: chunk}).Marshal()
+		if err != nil {
+			return nil, err
+		}
+		rc, err := seq.Append(ctx, b)
+		if err != nil {
+			return nil, fmt.Errorf("recording the purge (nothing was deleted): %w", err)
+		}
+		res.Entries = append(res.Entries, uint64(rc.Index))
+		for _, s := range chunk {
+			if err := bs.Purge(s); err != nil {
+				return nil, fmt.Errorf("purge entry %d is written, but deleting blob %s failed (run the purge again): %w", rc.Index, s, err)
+			}
+		}
+	}
+	return res, nil
+}
+
+func runPurge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("purge", stderr)
+	data := fs.String("data", "", "data dir of a stopped sidecar")
+	logURL := fs.String("log", "", "base URL of a running sidecar (it purges; the token's actor must be one of retention.purgers)")
+	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "token for --log (default $PROVLOG_TOKEN)")
+	olderThan := fs.Duration("older-than", 0, "purge payloads of entries older than this (e.g. 720h)")
+	before := fs.String("before", "", "purge payloads of entries written before this RFC 3339 time")
+	task := fs.String("task", "", "purge the payloads of one task's entries and of the calls its claims cite")
+	actor := fs.String("actor", "", "purge the payloads of one actor's entries")
+	var blobList stringList
+	fs.Var(&blobList, "blob", "purge the blob with this hex SHA-256 (repeatable)")
+	reason := fs.String("reason", "", "why (recorded in the purge entry), e.g. \"erasure request #12\"")
+	dry := fs.Bool("dry-run", false, "list what would be purged; write and delete nothing")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if (*data == "") == (*logURL == "") {
+		return usageErr("give exactly one of --data and --log")
+	}
+	req := purgeRequest{Before: *before, Task: *task, Actor: *actor, Blobs: blobList, Reason: *reason, DryRun: *dry}
+	if *olderThan > 0 {
+		if req.Before != "" {
+			return usageErr("give --older-than or --before, not both")
+		}
+		req.Before = time.Now().Add(-*olderThan).UTC().Format(time.RFC3339Nano)
+	}
+	if _, err := req.criteria(); err != nil {
+		return usageErr("%v", err)
+	}
+	var res *purgeResult
+	var err error
+	if *logURL != "" {
+		res, err = newRemote(*logURL, *token).purge(ctx, req)
+	} else {
+		res, err = purgeDataDir(ctx, *data, req)
+	}
+	if err != nil {
+		return err
+	}
+	verb := "purged"
+	if req.DryRun {
+		verb = "would purge"
+	}
+	for _, s := range res.Blobs {
+		fmt.Fprintln(stdout, s)
+	}
+	fmt.Fprintf(stdout, "%s %d blobs; purge entries %v", verb, len(res.Blobs), res.Entries)
+	if res.Kept > 0 {
+		fmt.Fprintf(stdout, "; kept %d that newer entries still name", res.Kept)
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
+
+// purgeDataDir purges in a stopped sidecar's data dir.
+func purgeDataDir(ctx context.Context, data string, req purgeRequest) (*purgeResult, error) {
+	k, err := loadKeys(data)
+	if err != nil {
+		return nil, err
+	}
+	store, err := openStore(data, false)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	seq, err := server.OpenSequencer(ctx, store, k.signer, k.verifier, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer seq.Close()
+	bs, err := blobs.Open(filepath.Join(data, blobDir))
+	if err != nil {
+		return nil, err
+	}
+	return purge(ctx, seq, store, bs, "local", req)
+}
+
+// purge asks a running sidecar to purge.
+func (r *remote) purge(ctx context.Context, req purgeRequest) (*purgeResult, error) {
+	body, _ := json.Marshal(req)
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/log/purge", strings.NewReader(string(body)))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Authorization", "Bearer "+r.token)
+	resp, err := r.hc.Do(hreq)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("POST /log/purge: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	var res purgeResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("POST /log/purge: %w", err)
+	}
+	return &res, nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }

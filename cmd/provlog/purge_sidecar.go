@@ -1,0 +1,214 @@
+package main
+
+// The running sidecar's side of purging: POST /log/purge for provlog purge
+// --log, the background retention of the config's retention: section, and
+// the payload check of provlog audit and verify-bundle.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/provlog/provlog/cmd/internal/cli"
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
+	"github.com/provlog/provlog/log/bundle"
+)
+
+// DefaultRetentionInterval is how often retention runs.
+const DefaultRetentionInterval = time.Hour
+
+// mayPurge reports whether an actor may ask the sidecar to purge.
+func (s *sidecar) mayPurge(actor string) bool {
+	if len(s.cfg.Retention.Purgers) == 0 {
+		return actor == s.cfg.Actor
+	}
+	return slices.Contains(s.cfg.Retention.Purgers, actor)
+}
+
+// purgeHandler serves POST /log/purge.
+func (s *sidecar) purgeHandler(w http.ResponseWriter, r *http.Request) {
+	e, ok := s.tokens.fromRequest(r)
+	if !ok || e.reader {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		http.Error(w, "purging needs the token of an actor listed under retention.purgers (default: the config's actor)", http.StatusUnauthorized)
+		return
+	}
+	if !s.mayPurge(e.actor) {
+		http.Error(w, fmt.Sprintf("actor %q may not purge; list it under retention.purgers in the config", e.actor), http.StatusForbidden)
+		return
+	}
+	var req purgeRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		http.Error(w, "the body is not a purge request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	res, err := purge(r.Context(), s.seq, s.store, s.blobs, e.actor, req)
+	if errors.Is(err, cli.ErrUsage) {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err != nil {
+		s.logger.Error("purge failed", "actor", e.actor, "err", err)
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	s.logger.Info("purged", "actor", e.actor, "reason", req.Reason, "blobs", len(res.Blobs), "entries", res.Entries, "dry_run", req.DryRun)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(res)
+}
+
+// runRetention purges, every interval until ctx is done, the payloads of
+// entries older than max_age.
+func (s *sidecar) runRetention(ctx context.Context) {
+	rc := s.cfg.Retention
+	iv := time.Duration(rc.Interval)
+	if iv <= 0 {
+		iv = DefaultRetentionInterval
+	}
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	for {
+		req := purgeRequest{
+			Before: time.Now().Add(-time.Duration(rc.MaxAge)).UTC().Format(time.RFC3339Nano),
+			Reason: "retention: max_age " + time.Duration(rc.MaxAge).String(),
+		}
+		res, err := purge(ctx, s.seq, s.store, s.blobs, purgeActor, req)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.logger.Error("retention: purge failed", "err", err)
+		case err == nil && len(res.Blobs) > 0:
+			s.logger.Info("retention: purged", "blobs", len(res.Blobs), "entries", res.Entries, "kept_shared", res.Kept)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// payloadReport is what audit says about the blobs entries name.
+type payloadReport struct {
+	Named, Present, Purged int
+	Missing, Corrupt       []string // "entry N: blob H"
+}
+
+// payloadRefs gathers, from entries seen one at a time, the blobs each
+// names and the blobs purge entries name; check then judges them.
+type payloadRefs struct {
+	purged map[string]bool
+	refs   []refAt
+}
+
+type refAt struct {
+	index uint64
+	blob  string
+}
+
+func (p *payloadRefs) add(i uint64, e *log.Entry) {
+	if p.purged == nil {
+		p.purged = map[string]bool{}
+	}
+	if e == nil {
+		return
+	}
+	if e.Kind == blobs.KindPurge {
+		if pe, err := blobs.ParsePurge(e); err == nil {
+			for _, b := range pe.Blobs {
+				p.purged[b] = true
+			}
+		}
+	}
+	for _, h := range blobs.Refs(e) {
+		p.refs = append(p.refs, refAt{i, h})
+	}
+}
+
+// check says of each named blob whether it is purged (a purge entry names
+// it), present with the right bytes, missing or corrupt. bs nil: no blob
+// store to look in (a bundle), so only the purged ones are counted.
+func (p *payloadRefs) check(bs *blobs.Store) payloadReport {
+	var rep payloadReport
+	for _, r := range p.refs {
+		rep.Named++
+		switch {
+		case p.purged[r.blob]:
+			rep.Purged++
+		case bs == nil:
+		case !bs.Has(r.blob):
+			rep.Missing = append(rep.Missing, fmt.Sprintf("entry %d: blob %s", r.index, r.blob))
+		default:
+			if _, err := bs.Get(r.blob); err != nil {
+				rep.Corrupt = append(rep.Corrupt, fmt.Sprintf("entry %d: %v", r.index, err))
+			} else {
+				rep.Present++
+			}
+		}
+	}
+	return rep
+}
+
+// auditDataDirPayloads is the payload part of `provlog audit --data D`.
+func auditDataDirPayloads(ctx context.Context, data string, src interface {
+	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
+}, size uint64, stdout io.Writer) error {
+	var pr payloadRefs
+	for start := uint64(0); start < size; start += 4096 {
+		es, err := src.Entries(ctx, start, min(size, start+4096))
+		if err != nil {
+			return err
+		}
+		for j, b := range es {
+			e, _ := log.ParseEntry(b) // log.Audit already judged every entry
+			pr.add(start+uint64(j), e)
+		}
+	}
+	bs, err := blobs.Open(filepath.Join(data, blobDir))
+	if err != nil {
+		return err
+	}
+	rep := pr.check(bs)
+	if len(rep.Missing) > 0 || len(rep.Corrupt) > 0 {
+		for _, m := range rep.Missing {
+			fmt.Fprintf(stdout, "missing (no purge entry names it): %s\n", m)
+		}
+		for _, c := range rep.Corrupt {
+			fmt.Fprintf(stdout, "tampered: %s\n", c)
+		}
+		return fmt.Errorf("FAILED: of %d payloads the entries name, %d are missing without a purge entry and %d do not hash to their name",
+			rep.Named, len(rep.Missing), len(rep.Corrupt))
+	}
+	fmt.Fprintf(stdout, "OK: payloads: %d named by entries, %d present and intact, %d purged (named by purge entries)\n",
+		rep.Named, rep.Present, rep.Purged)
+	return nil
+}
+
+// bundlePayloads says how many payloads a bundle's entries name and how
+// many of them its purge entries record as purged (a bundle carries no
+// blobs).
+func bundlePayloads(dir string) (payloadReport, error) {
+	f, err := os.Open(filepath.Join(dir, bundle.EntriesFile))
+	if err != nil {
+		return payloadReport{}, err
+	}
+	defer f.Close()
+	var pr payloadRefs
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, log.MaxEntrySize+1), log.MaxEntrySize+1)
+	for i := uint64(0); sc.Scan(); i++ {
+		e, _ := log.ParseEntry(sc.Bytes())
+		pr.add(i, e)
+	}
+	return pr.check(nil), sc.Err()
+}

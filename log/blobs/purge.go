@@ -1,0 +1,127 @@
+package blobs
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/provlog/provlog/log"
+)
+
+// KindPurge is the kind of the entry that records a purge: which blobs
+// were deleted and why. It is written before the blobs are deleted, so a
+// blob an entry names is either in the store or named by a purge entry.
+const KindPurge = "purge"
+
+// MaxPurgeBlobs is the most blob names one purge entry holds; a larger
+// purge is recorded in several entries.
+const MaxPurgeBlobs = 512
+
+// A PurgeEntry records the deletion of retained payloads (DESIGN §4):
+// retention by age, or an erasure request by task, actor or blob. The
+// log's entries and proofs stay valid, since no leaf hash covers a blob's
+// bytes; the entries keep each blob's SHA-256.
+type PurgeEntry struct {
+	Time  time.Time
+	Actor string // who asked (the operator, or the sidecar's retention)
+	// Reason is why, in the operator's words ("retention: 30d",
+	// "erasure request #123").
+	Reason string
+	// Criteria is what selected the blobs, as given.
+	Criteria PurgeCriteria
+	// Blobs are the names (hex SHA-256) of the purged blobs, sorted.
+	Blobs []string
+}
+
+// PurgeCriteria selects blobs by the entries that name them. Set fields
+// must all match.
+type PurgeCriteria struct {
+	// Before selects entries written before this time (retention).
+	Before time.Time
+	// Task selects the entries of one task: its own task entries and
+	// the entries its claims cite as evidence.
+	Task string
+	// Actor selects the entries of one actor.
+	Actor string
+	// Blobs names blobs directly.
+	Blobs []string
+}
+
+// Marshal returns the entry's canonical bytes.
+func (p *PurgeEntry) Marshal() ([]byte, error) {
+	if p.Reason == "" {
+		return nil, errors.New("purge entry: a reason is required")
+	}
+	if len(p.Blobs) == 0 || len(p.Blobs) > MaxPurgeBlobs {
+		return nil, fmt.Errorf("purge entry: %d blobs, want 1 to %d", len(p.Blobs), MaxPurgeBlobs)
+	}
+	for _, b := range p.Blobs {
+		if !validSum(b) {
+			return nil, fmt.Errorf("purge entry: blob name %q is not a lowercase hex SHA-256", b)
+		}
+	}
+	crit := map[string]any{}
+	if !p.Criteria.Before.IsZero() {
+		crit["before"] = p.Criteria.Before.UTC().Format(log.TimeFormat)
+	}
+	if p.Criteria.Task != "" {
+		crit["task"] = p.Criteria.Task
+	}
+	if p.Criteria.Actor != "" {
+		crit["actor"] = p.Criteria.Actor
+	}
+	if len(p.Criteria.Blobs) > 0 {
+		crit["blobs"] = len(p.Criteria.Blobs)
+	}
+	return (&log.Entry{Kind: KindPurge, Time: p.Time, Actor: p.Actor, Fields: map[string]any{
+		"reason": p.Reason, "criteria": crit, "blobs": p.Blobs,
+	}}).Marshal()
+}
+
+// ParsePurge reads a purge entry's blob names and reason.
+func ParsePurge(e *log.Entry) (*PurgeEntry, error) {
+	if e.Kind != KindPurge {
+		return nil, fmt.Errorf("entry is a %q, not a purge entry", e.Kind)
+	}
+	p := &PurgeEntry{Time: e.Time, Actor: e.Actor}
+	p.Reason, _ = e.Fields["reason"].(string)
+	list, ok := e.Fields["blobs"].([]any)
+	if !ok {
+		return nil, errors.New("purge entry: blobs is not a list")
+	}
+	for _, v := range list {
+		s, ok := v.(string)
+		if !ok || !validSum(s) {
+			return nil, fmt.Errorf("purge entry: blob name %v is not a lowercase hex SHA-256", v)
+		}
+		p.Blobs = append(p.Blobs, s)
+	}
+	return p, nil
+}
+
+func validSum(s string) bool {
+	b, err := hex.DecodeString(s)
+	return err == nil && len(b) == 32 && hex.EncodeToString(b) == s
+}
+
+// Refs returns the names of the blobs an entry keeps its payloads in: a
+// call's arguments moved out of the entry (args_sha256) and a retained
+// result (result_retained_sha256, or result_sha256 when result_retained).
+func Refs(e *log.Entry) []string {
+	var out []string
+	add := func(k string) {
+		if s, ok := e.Fields[k].(string); ok && validSum(s) && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	add("args_sha256")
+	add("result_retained_sha256")
+	if r, _ := e.Fields["result_retained"].(bool); r {
+		if _, own := e.Fields["result_retained_sha256"]; !own {
+			add("result_sha256")
+		}
+	}
+	return out
+}
