@@ -331,6 +331,20 @@ func TestUIVerifiesInBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, p, "ui-timeline.png")
 
+	// The form: a task id typed in opens the task's latest entry, and the
+	// token typed before stays out of the address bar.
+	if err := p.Eval(ctx, fmt.Sprintf(`document.getElementById("q").value = %q; document.querySelector("#lookup button").click()`, l.taskID), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WaitString(ctx, `document.body?.dataset.done`); err != nil {
+		t.Fatal(err)
+	}
+	var form struct{ Verified, Text, Hash string }
+	p.Eval(ctx, `({Verified: document.getElementById("verdict").dataset.verified, Text: document.getElementById("verdict").innerText, Hash: location.hash})`, &form)
+	if form.Verified != "true" || !strings.Contains(form.Text, fmt.Sprintf("Entry %d ", l.claim)) || form.Hash != "#task="+l.taskID {
+		t.Errorf("looking up the task id with the form: %+v", form)
+	}
+
 	// By task id and by leaf hash.
 	if v, txt := open(fmt.Sprintf("token=%s&task=%s", l.token, l.taskID)); v != "true" || !strings.Contains(txt, fmt.Sprintf("Entry %d ", l.claim)) {
 		t.Errorf("by task id: data-verified=%s: %s", v, txt)

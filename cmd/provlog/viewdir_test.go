@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -203,4 +204,41 @@ func TestViewCommand(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusMisdirectedRequest {
 		t.Errorf("a request for another host: %v %v", resp, err)
 	}
+}
+
+// FuzzViewRequests sends provlog view's handler arbitrary paths and
+// queries: it answers each with a status that says what was wrong, never
+// a panic or a server error.
+func FuzzViewRequests(f *testing.F) {
+	data := makeDataDir(f, 20)
+	out := filepath.Join(f.TempDir(), "bundle")
+	var sink strings.Builder
+	if code := run(context.Background(), []string{"export", "--data", data, "--out", out, "--from", "3", "--to", "17"}, &sink, &sink); code != 0 {
+		f.Fatalf("export: %s", sink.String())
+	}
+	v, err := openView(context.Background(), out)
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := v.handler("example.test")
+	for _, s := range []string{"/log/proof/inclusion?index=5", "/log/proof/inclusion?index=0", "/log/proof/inclusion?hash=00", "/log/entry/3",
+		"/log/entry/99999999999999999999", "/log/task/t_00", "/log/checkpoint", "/ui/", "/log/proof/inclusion?index=5&hash=ab", "/log/proof/inclusion?index=-1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, target string) {
+		u, err := url.Parse(target)
+		if err != nil || !strings.HasPrefix(u.Path, "/") {
+			return
+		}
+		r := httptest.NewRequest("GET", "http://example.test/", nil)
+		r.URL = u
+		r.Host = "example.test"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		switch w.Code {
+		case 200, 301, 307, 308, 400, 404, 405:
+		default:
+			t.Errorf("GET %s: %d %s", target, w.Code, w.Body.String())
+		}
+	})
 }

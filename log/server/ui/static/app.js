@@ -418,6 +418,7 @@ async function showTimeline(index, entry, task) {
 
 function lookup(ev) {
   ev.preventDefault();
+  delete document.body.dataset.done;
   state.token = $("token").value.trim();
   const q = $("q").value.trim();
   const vkey = $("vkey").value.trim();
