@@ -64,6 +64,9 @@ type Config struct {
 	// may purge through the running sidecar (purge.go).
 	Retention RetentionConfig `yaml:"retention"`
 
+	// Log says how the sidecar logs to stderr (logging.go).
+	Log LogConfig `yaml:"log"`
+
 	// Health tunes what /healthz calls degraded.
 	Health HealthConfig `yaml:"health"`
 
@@ -138,6 +141,9 @@ func loadConfig(path string) (*Config, error) {
 		if _, err := cfg.Anchors.Resolve(cfg.dir); err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
+	}
+	if _, err := newLogger(io.Discard, cfg.Log); err != nil {
+		return nil, err
 	}
 	var err error
 	if cfg.witnesses, cfg.witnessPolicy, err = decodeWitnessConfig(cfg.Witnesses, cfg.WitnessPolicy); err != nil {

@@ -105,6 +105,7 @@ func restartKeys(old, cfg *Config, dataFlag bool) []string {
 		{"commit_delay", old.CommitDelay, cfg.CommitDelay},
 		{"reload_interval", old.ReloadInterval, cfg.ReloadInterval},
 		{"health", old.Health, cfg.Health},
+		{"log", old.Log, cfg.Log},
 		{"retention", old.Retention, cfg.Retention},
 		{"servers", old.Servers, cfg.Servers},
 		{"anchors", old.Anchors, cfg.Anchors},

@@ -43,6 +43,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
+	logger, _ = newLogger(stderr, cfg.Log) // loadConfig checked cfg.Log
 	if *data != "" {
 		cfg.Data = *data
 	}
@@ -233,7 +234,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 			return prove(ctx, store, index, leafHash, 0, nil)
 		},
 		Verifier:    k.verifier,
-		Logger:      logger,
+		Logger:      proxyLogger(logger),
 		Version:     version,
 		MaxSessions: cfg.Sessions.Max,
 		SessionIdle: time.Duration(cfg.Sessions.Idle),
