@@ -446,7 +446,8 @@ func flipBase64(s string) string {
 
 // TestUIViewBundle exports the log to a bundle and opens it with provlog
 // view's server: the claim verifies with its timeline, offline; a bundle
-// with one entry byte changed does not verify.
+// with one entry byte changed does not verify. The evidence of a call in
+// a log without witnesses or anchors verifies and shows what it lacks.
 func TestUIViewBundle(t *testing.T) {
 	l := newUILog(t, false)
 	l.close()
@@ -492,6 +493,23 @@ func TestUIViewBundle(t *testing.T) {
 	base = serve()
 	if v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#entry=%d", base, l.call)); v != "false" {
 		t.Errorf("changed entry in the bundle: data-verified=%s: %s", v, txt)
+	}
+
+	// Evidence from a log without witnesses or anchors verifies and says
+	// what it lacks.
+	ev := filepath.Join(t.TempDir(), "evidence")
+	if o, code := runCmd(t, "evidence", "--data", l.data, "--index", fmt.Sprint(l.call), "--out", ev); code != 0 {
+		t.Fatalf("evidence: %s", o)
+	}
+	out = ev
+	base = serve()
+	if v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#entry=%d", base, l.call)); v != "true" {
+		t.Errorf("evidence of a call: data-verified=%s: %s", v, txt)
+	}
+	var missing []string
+	p.Eval(ctx, `[...document.querySelectorAll("#missing li")].map(e => e.innerText)`, &missing)
+	if len(missing) == 0 || !strings.Contains(strings.Join(missing, " "), "anchor") {
+		t.Errorf("what the evidence lacks, as the page shows it: %q", missing)
 	}
 }
 

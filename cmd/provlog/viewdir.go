@@ -96,6 +96,7 @@ type view struct {
 	// noTasks saying why, when they cannot be.
 	tasks   map[string]*opp.Task
 	noTasks string
+	missing []string // what the directory says it lacks
 }
 
 // givenEntry is an entry with the receipt its directory holds for it.
@@ -287,7 +288,7 @@ func (v *view) held() string {
 // server listens on: other Host headers are refused (DNS rebinding).
 func (v *view) handler(host string) http.Handler {
 	mux := http.NewServeMux()
-	page := ui.Handler(ui.Info{VKey: v.vkey, Witnesses: v.witnesses, Source: v.source})
+	page := ui.Handler(ui.Info{VKey: v.vkey, Witnesses: v.witnesses, Source: v.source, Missing: v.missing})
 	mux.Handle("/ui", page)
 	mux.Handle("/ui/", page)
 	mux.HandleFunc("GET /log/checkpoint", func(w http.ResponseWriter, r *http.Request) {

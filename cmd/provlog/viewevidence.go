@@ -23,7 +23,7 @@ func openEvidenceView(ctx context.Context, dir string, mb []byte) (*view, error)
 	if err := json.Unmarshal(mb, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", evidence.ManifestFile, err)
 	}
-	v := &view{dir: dir, source: "evidence", byLeaf: map[string]uint64{}, given: map[uint64]givenEntry{}}
+	v := &view{dir: dir, source: "evidence", byLeaf: map[string]uint64{}, given: map[uint64]givenEntry{}, missing: m.Missing}
 	if err := v.readKeys(); err != nil {
 		return nil, err
 	}

@@ -57,6 +57,10 @@ type Info struct {
 	// Source says where the data comes from: "sidecar", "bundle" or
 	// "evidence".
 	Source string `json:"source"`
+	// Missing says in words what the data lacks (an evidence directory's
+	// own list: no anchor yet, a checkpoint not cosigned); the page shows
+	// it.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // contentSecurity keeps the page to its own files: no inline script, no

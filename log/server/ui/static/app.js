@@ -440,6 +440,10 @@ async function main() {
     state.info = info;
     $("logkey").textContent = info.vkey;
     $("source").textContent = { sidecar: "a running provlog sidecar", bundle: "an export bundle, offline", evidence: "an evidence directory, offline" }[info.source] || info.source;
+    if (info.missing && info.missing.length) {
+      $("missing").hidden = false;
+      fill($("missing"), el("p", {}, el("strong", {}, "This directory says it lacks:")), el("ul", {}, info.missing.map((m) => el("li", {}, m))));
+    }
   });
   state.infoP.catch((e) => setVerdict(false, "✗ Not verified", el("p", {}, "cannot read /ui/log.json: " + e.message)));
   await route();
