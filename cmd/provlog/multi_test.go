@@ -422,6 +422,9 @@ func TestSidecarsPostgresDown(t *testing.T) {
 		if err != nil {
 			t.Fatalf("sidecar %d after PostgreSQL restarted: %v", i, err)
 		}
+		if _, _, err := toolCall(sessions[i], "create_task", map[string]any{"title": "after"}); err != nil {
+			t.Fatalf("sidecar %d: the task engine did not resume after PostgreSQL restarted: %v", i, err)
+		}
 	}
 	st, err := logpg.Open(t.Context(), cluster.DSN, nil)
 	if err != nil {

@@ -123,6 +123,7 @@ func (s *Sequencer) commitShared(batch []*request) {
 	}
 	var (
 		kept   []*request
+		extra  []*request // appends that arrived while waiting for the lock
 		nodes  memNodes
 		start  uint64
 		cp     []byte
@@ -145,6 +146,8 @@ func (s *Sequencer) commitShared(batch []*request) {
 				kept = append(kept, r)
 			}
 		}
+		extra = s.drainUnfenced(len(batch))
+		kept = append(kept, extra...)
 		if len(kept) == 0 {
 			return nil, nil
 		}
@@ -156,6 +159,7 @@ func (s *Sequencer) commitShared(batch []*request) {
 		return b, nil
 	})
 	d := uint64(time.Since(t0))
+	all := append(batch[:len(batch):len(batch)], extra...)
 	if err != nil {
 		s.mu.Lock()
 		s.stats.CommitErrors++
@@ -166,7 +170,7 @@ func (s *Sequencer) commitShared(batch []*request) {
 			err = s.failed
 		}
 		s.mu.Unlock()
-		for _, r := range batch {
+		for _, r := range all {
 			r.reply <- result{err: err}
 		}
 		return
@@ -180,7 +184,7 @@ func (s *Sequencer) commitShared(batch []*request) {
 	s.stats.CommitNanos += d
 	s.mu.Unlock()
 	k := 0
-	for _, r := range batch {
+	for _, r := range all {
 		if k < len(kept) && kept[k] == r {
 			r.reply <- result{index: start + uint64(k), size: size, cp: cp, nodes: nodes}
 			k++
@@ -188,6 +192,37 @@ func (s *Sequencer) commitShared(batch []*request) {
 		}
 		r.reply <- result{err: fmt.Errorf("append: %w (key %q, decided at size %d)", log.ErrFenced, r.fence.Key, r.fence.After)}
 	}
+}
+
+// drainUnfenced takes the appends queued while this sequencer waited for
+// the store's lock, so that they share the commit, up to MaxBatch with the
+// n already taken. Fenced appends cannot join (their fences were checked
+// with the lock taken) and go back to the queue for the next commit; one
+// that finds the queue full is answered as fenced off, which its caller
+// retries.
+func (s *Sequencer) drainUnfenced(n int) []*request {
+	var more, later []*request
+	for n+len(more)+len(later) < s.maxBatch {
+		select {
+		case r := <-s.reqs:
+			if r.fence.Key != "" {
+				later = append(later, r)
+			} else {
+				more = append(more, r)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	for _, r := range later {
+		select {
+		case s.reqs <- r:
+		default:
+			r.reply <- result{err: fmt.Errorf("append: %w (the queue was full; decide again)", log.ErrFenced)}
+		}
+	}
+	return more
 }
 
 // buildOn builds the batch appending reqs to the tree of st, signs its
