@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/testscript"
+
 	"github.com/provlog/provlog/log"
 )
 
@@ -40,7 +42,9 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv(serveChildEnv); args != "" {
 		os.Exit(serveChild(args)) // multi_test.go
 	}
-	os.Exit(m.Run())
+	// testscript.Main runs the tests, or runs main as "provlog" when a
+	// script execs it (script_test.go).
+	testscript.Main(m, map[string]func(){"provlog": main})
 }
 
 // handedOut is one receipt as the child printed it after Append returned.
