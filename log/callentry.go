@@ -125,30 +125,26 @@ func (r *CallResultEntry) Marshal() ([]byte, error) {
 }
 
 func (r *CallResultEntry) outcomeFields(f map[string]any) {
-	if r.ResultSHA256 != "" {
-		f["result_sha256"] = r.ResultSHA256
+	// Each member is written when it is set, so what parses marshals back
+	// as it was.
+	for k, v := range map[string]string{"result_sha256": r.ResultSHA256, "result_retained_sha256": r.RetainedSHA256, "error": r.Error, "release": r.Release} {
+		if v != "" {
+			f[k] = v
+		}
+	}
+	for k, v := range map[string]bool{"result_retained": r.ResultRetained, "result_remarshalled": r.ResultRemarshalled} {
+		if v {
+			f[k] = true
+		}
+	}
+	if r.ResultSHA256 != "" || r.ResultBytes != 0 {
 		f["result_bytes"] = r.ResultBytes
-		if r.ResultRaw {
-			f["result_canonical"] = false
-		}
-		if r.ResultRetained {
-			f["result_retained"] = true
-		}
-		if r.RetainedSHA256 != "" {
-			f["result_retained_sha256"] = r.RetainedSHA256
-		}
-		if r.ResultRemarshalled {
-			f["result_remarshalled"] = true
-		}
 	}
-	if r.Error != "" {
-		f["error"] = r.Error
-		if r.ErrorCode != 0 {
-			f["error_code"] = r.ErrorCode
-		}
+	if r.ResultRaw {
+		f["result_canonical"] = false
 	}
-	if r.Release != "" {
-		f["release"] = r.Release
+	if r.ErrorCode != 0 {
+		f["error_code"] = r.ErrorCode
 	}
 }
 
