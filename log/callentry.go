@@ -192,9 +192,6 @@ func ParseCall(e *Entry) (*CallEntry, error) {
 			}
 		}
 	}
-	if rd.err == nil && (c.Server == "" || c.Tool == "") {
-		rd.fail("server", "server and tool are required")
-	}
 	if rd.err != nil {
 		return nil, fmt.Errorf("call entry: %w", rd.err)
 	}
@@ -371,4 +368,119 @@ func (t *CallTracker) Open() []uint64 {
 func (t *CallTracker) IsOpen(i uint64) bool {
 	_, ok := t.open[i]
 	return ok
+}
+
+// Kinds of what the agent read and which tools it was offered (DESIGN §2).
+const (
+	KindTools        = "tools"
+	KindResourceRead = "resource.read"
+	KindPromptGet    = "prompt.get"
+)
+
+// A ToolsEntry is a tools entry: a downstream server's tool list as the
+// proxy read it, written when it is first read and whenever it changes.
+// A call's tool_sha256 names one of its definitions.
+type ToolsEntry struct {
+	Time   time.Time
+	Actor  string // "provlog": the proxy read it
+	Server string
+	Tools  []ToolSum
+}
+
+// A ToolSum names a tool and the hex SHA-256 of the JCS form of its
+// definition exactly as the server listed it.
+type ToolSum struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
+}
+
+// Marshal returns the tools entry's bytes.
+func (t *ToolsEntry) Marshal() ([]byte, error) {
+	tools := make([]any, len(t.Tools))
+	for i, s := range t.Tools {
+		tools[i] = map[string]any{"name": s.Name, "sha256": s.SHA256}
+	}
+	return (&Entry{Kind: KindTools, Time: t.Time, Actor: t.Actor, Fields: map[string]any{"server": t.Server, "tools": tools}}).Marshal()
+}
+
+// ParseTools reads a tools entry.
+func ParseTools(e *Entry) (*ToolsEntry, error) {
+	if e.Kind != KindTools {
+		return nil, fmt.Errorf("entry is a %s entry, not tools", e.Kind)
+	}
+	rd := fieldReader{f: e.Fields}
+	t := &ToolsEntry{Time: e.Time, Actor: e.Actor, Server: rd.str("server")}
+	list, ok := e.Fields["tools"].([]any)
+	if !ok {
+		rd.fail("tools", "not an array")
+	}
+	for _, x := range list {
+		m, ok := x.(map[string]any)
+		if !ok {
+			rd.fail("tools", "an element is not an object")
+			break
+		}
+		tr := fieldReader{f: m}
+		t.Tools = append(t.Tools, ToolSum{Name: tr.str("name"), SHA256: tr.str("sha256")})
+		if tr.err != nil {
+			rd.fail("tools", tr.err.Error())
+		}
+	}
+	if rd.err != nil {
+		return nil, fmt.Errorf("tools entry: %w", rd.err)
+	}
+	return t, nil
+}
+
+// A ReadEntry is a resource.read or prompt.get entry: what the agent read
+// through the proxy — a resource (URI) or a prompt (Prompt, with its
+// redacted Args) — and the hash of the result as the server sent it.
+type ReadEntry struct {
+	Kind         string // KindResourceRead or KindPromptGet
+	Time         time.Time
+	Actor        string
+	Server       string
+	URI          string        // resource.read
+	Prompt       string        // prompt.get
+	Args         CanonicalJSON // prompt.get: the arguments, redacted
+	ResultSHA256 string
+	ResultBytes  int64
+}
+
+// Marshal returns the entry's bytes.
+func (r *ReadEntry) Marshal() ([]byte, error) {
+	f := map[string]any{"server": r.Server, "result_sha256": r.ResultSHA256, "result_bytes": r.ResultBytes}
+	switch r.Kind {
+	case KindResourceRead:
+		f["uri"] = r.URI
+	case KindPromptGet:
+		f["prompt"] = r.Prompt
+		if r.Args != nil {
+			f["args"] = r.Args
+		}
+	default:
+		return nil, fmt.Errorf("read entry: kind %q is neither %s nor %s", r.Kind, KindResourceRead, KindPromptGet)
+	}
+	return (&Entry{Kind: r.Kind, Time: r.Time, Actor: r.Actor, Fields: f}).Marshal()
+}
+
+// ParseRead reads a resource.read or prompt.get entry.
+func ParseRead(e *Entry) (*ReadEntry, error) {
+	if e.Kind != KindResourceRead && e.Kind != KindPromptGet {
+		return nil, fmt.Errorf("entry is a %s entry, not %s or %s", e.Kind, KindResourceRead, KindPromptGet)
+	}
+	rd := fieldReader{f: e.Fields}
+	r := &ReadEntry{Kind: e.Kind, Time: e.Time, Actor: e.Actor, Server: rd.str("server"), URI: rd.str("uri"), Prompt: rd.str("prompt"),
+		ResultSHA256: rd.str("result_sha256"), ResultBytes: rd.int("result_bytes")}
+	if v, ok := e.Fields["args"]; ok {
+		b, err := appendCanonical(nil, v, 1)
+		if err != nil {
+			rd.fail("args", err.Error())
+		}
+		r.Args = b
+	}
+	if rd.err != nil {
+		return nil, fmt.Errorf("%s entry: %w", e.Kind, rd.err)
+	}
+	return r, nil
 }

@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,8 +15,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/provlog/provlog/log"
 )
 
 // Health states of a downstream server, as provlog__status reports them.
@@ -68,6 +64,8 @@ type downstream struct {
 	skipped    map[string]string // downstream tool name -> why the proxy could not serve it
 	defs       map[string]string // kind+" "+front name -> the raw definition registered
 	toolSums   map[string]string // front tool name -> its definition's hash (definitionSum)
+	listed     map[string]string // tool name -> definition hash, as last recorded in a tools entry (nil: not yet)
+	changes    []ToolChange      // definitions changed while the proxy ran
 	inflight   map[uint64]*inflightCall
 }
 
@@ -500,6 +498,7 @@ func (d *downstream) collisionList() []string {
 }
 
 func (d *downstream) syncTools(raws []json.RawMessage) {
+	d.recordTools(raws)
 	prefix := d.cfg.toolPrefix()
 	want := map[string]bool{}
 	skipped := map[string]string{}
@@ -790,6 +789,9 @@ func (d *downstream) health() map[string]any {
 		}
 		h["skipped_tools"] = s
 	}
+	if len(d.changes) > 0 {
+		h["tool_changes"] = append([]ToolChange(nil), d.changes...)
+	}
 	if len(d.collisions) > 0 {
 		var c []string
 		for k := range d.collisions {
@@ -799,26 +801,6 @@ func (d *downstream) health() map[string]any {
 		h["name_collisions"] = c
 	}
 	return h
-}
-
-// toolSum returns the hash of the definition of front tool name front, or
-// "" if it is not (or no longer) registered.
-func (d *downstream) toolSum(front string) string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.toolSums[front]
-}
-
-// definitionSum is the hex SHA-256 of the JCS form of a definition as the
-// server listed it (of its bytes, if JCS cannot represent them): what
-// call.tool_sha256 names.
-func definitionSum(raw json.RawMessage) string {
-	b, err := log.Canonicalize(raw)
-	if err != nil {
-		b = raw
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // unchanged reports whether front is registered with this very definition,

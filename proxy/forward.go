@@ -2,10 +2,14 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
 )
 
 // A progressRoute sends a downstream call's progress to the upstream
@@ -114,18 +118,33 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: %v", err)
 	}
+	actor, err := d.p.actor(ctx, &mcp.CallToolRequest{Session: req.Session, Extra: req.Extra})
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
+	}
+	start := time.Now()
 	uri := strings.TrimPrefix(req.Params.URI, d.cfg.uriPrefix())
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
-	res, err := cs.ReadResource(cctx, &mcp.ReadResourceParams{Meta: forwardMeta(req.Params.Meta), URI: uri})
+	cp := &capture{}
+	res, err := cs.ReadResource(withCapture(cctx, cp), &mcp.ReadResourceParams{Meta: forwardMeta(req.Params.Meta), URI: uri})
+	cp.done()
 	if err != nil {
 		return nil, forwardError(d.cfg.ID, err)
+	}
+	receipt, err := d.p.recordRead(ctx, &log.ReadEntry{Kind: log.KindResourceRead, Time: start, Actor: actor, Server: d.cfg.ID, URI: uri}, cp.last(), res)
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the resource was read but the read could not be recorded, so its contents are withheld: %v", err)
 	}
 	for _, c := range res.Contents {
 		if c != nil && c.URI != "" {
 			c.URI = d.cfg.uriPrefix() + c.URI
 		}
 	}
+	if res.Meta == nil {
+		res.Meta = mcp.Meta{}
+	}
+	res.Meta[ReceiptKey] = receipt
 	return res, nil
 }
 
@@ -135,17 +154,36 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		if err != nil {
 			return nil, rpcError(jsonrpc.CodeInternalError, "provlog: %v", err)
 		}
+		actor, err := d.p.actor(ctx, &mcp.CallToolRequest{Session: req.Session, Extra: req.Extra})
+		if err != nil {
+			return nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
+		}
+		entry := &log.ReadEntry{Kind: log.KindPromptGet, Time: time.Now(), Actor: actor, Server: d.cfg.ID, Prompt: name}
+		rawArgs, _ := json.Marshal(req.Params.Arguments)
+		if entry.Args, _, err = d.recordedArgs(rawArgs, nil); err != nil {
+			return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the prompt's arguments cannot be recorded: %v", err)
+		}
 		cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 		defer cancel()
-		res, err := cs.GetPrompt(cctx, &mcp.GetPromptParams{Meta: forwardMeta(req.Params.Meta), Name: name, Arguments: req.Params.Arguments})
+		cp := &capture{}
+		res, err := cs.GetPrompt(withCapture(cctx, cp), &mcp.GetPromptParams{Meta: forwardMeta(req.Params.Meta), Name: name, Arguments: req.Params.Arguments})
+		cp.done()
 		if err != nil {
 			return nil, forwardError(d.cfg.ID, err)
+		}
+		receipt, err := d.p.recordRead(ctx, entry, cp.last(), res)
+		if err != nil {
+			return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the prompt was read but the read could not be recorded, so it is withheld: %v", err)
 		}
 		for _, m := range res.Messages {
 			if m != nil {
 				d.rewriteContent([]mcp.Content{m.Content})
 			}
 		}
+		if res.Meta == nil {
+			res.Meta = mcp.Meta{}
+		}
+		res.Meta[ReceiptKey] = receipt
 		return res, nil
 	}
 }

@@ -8,6 +8,9 @@ type DownstreamHealth struct {
 	State     string // StateStarting, StateUp, StateDown or StateStopped
 	Since     time.Time
 	LastError string
+	// ToolChanges are the tool definitions the server changed while the
+	// proxy ran (the latest maxToolChanges), oldest first.
+	ToolChanges []ToolChange
 }
 
 // Downstreams reports every configured downstream server's state, in
@@ -16,7 +19,8 @@ func (p *Proxy) Downstreams() []DownstreamHealth {
 	out := make([]DownstreamHealth, 0, len(p.ds))
 	for _, d := range p.ds {
 		d.mu.Lock()
-		out = append(out, DownstreamHealth{ID: d.cfg.ID, State: d.state, Since: d.since, LastError: d.lastErr})
+		out = append(out, DownstreamHealth{ID: d.cfg.ID, State: d.state, Since: d.since, LastError: d.lastErr,
+			ToolChanges: append([]ToolChange(nil), d.changes...)})
 		d.mu.Unlock()
 	}
 	return out

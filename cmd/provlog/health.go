@@ -16,13 +16,14 @@ import (
 // Health reasons: the "reason" of each /healthz problem and, prefixed by
 // provlog_health_, the name of its /metrics gauge.
 const (
-	reasonStorage    = "storage_failed"         // the log stopped writing (failed, 503)
-	reasonDownstream = "downstream_down"        // a configured MCP server is down
-	reasonAnchorGap  = "anchor_gap"             // entries unanchored for over N intervals
-	reasonWitness    = "witness_policy_not_met" // fewer witnesses cosign than the policy needs
+	reasonStorage    = "storage_failed"          // the log stopped writing (failed, 503)
+	reasonDownstream = "downstream_down"         // a configured MCP server is down
+	reasonAnchorGap  = "anchor_gap"              // entries unanchored for over N intervals
+	reasonWitness    = "witness_policy_not_met"  // fewer witnesses cosign than the policy needs
+	reasonToolChange = "tool_definition_changed" // a server changed a tool's definition while the sidecar ran
 )
 
-var healthReasons = []string{reasonStorage, reasonDownstream, reasonAnchorGap, reasonWitness}
+var healthReasons = []string{reasonStorage, reasonDownstream, reasonAnchorGap, reasonWitness, reasonToolChange}
 
 // DefaultAnchorGapIntervals is how many anchoring intervals entries may
 // stay unanchored before /healthz says degraded (health.anchor_gap_intervals).
@@ -77,6 +78,13 @@ func (s *sidecar) problems() []problem {
 	if s.witness != nil {
 		if d := s.witness.policyProblem(); d != "" {
 			ps = append(ps, problem{reasonWitness, d})
+		}
+	}
+	for _, d := range s.proxy.Downstreams() {
+		if n := len(d.ToolChanges); n > 0 {
+			c := d.ToolChanges[n-1]
+			ps = append(ps, problem{reasonToolChange, fmt.Sprintf("server %q changed %d tool definition(s) while the sidecar ran (see the tools entries in the log); last: %s at %s, sha256 %s → %s",
+				d.ID, n, c.Tool, c.At.UTC().Format(time.RFC3339), c.Old, c.New)})
 		}
 	}
 	return ps

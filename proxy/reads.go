@@ -1,0 +1,133 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/provlog/provlog/log"
+)
+
+// What the agent was offered and what it read (DESIGN §2): a server's tool
+// list goes into a tools entry when it is first read and whenever it
+// changes, and a call names the definition it was made against
+// (tool_sha256); resources/read and prompts/get through the proxy are
+// resource.read and prompt.get entries, with their receipt in the result's
+// _meta like a call's.
+
+// proxyActor is the actor of the entries the proxy writes on its own
+// account (tools lists).
+const proxyActor = "provlog"
+
+// maxToolChanges bounds the definition changes a server's status keeps.
+const maxToolChanges = 100
+
+// A ToolChange is a tool definition that changed while the proxy ran: a
+// server may change what a tool does under an agent that already chose
+// to call it.
+type ToolChange struct {
+	Tool string    `json:"tool"` // the server's name for it
+	Old  string    `json:"old_sha256"`
+	New  string    `json:"new_sha256"`
+	At   time.Time `json:"at"`
+}
+
+// toolSum returns the hash of the definition of front tool name front, or
+// "" if it is not (or no longer) registered.
+func (d *downstream) toolSum(front string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.toolSums[front]
+}
+
+// definitionSum is the hex SHA-256 of the JCS form of a definition as the
+// server listed it (of its bytes, if JCS cannot represent them): what
+// call.tool_sha256 names.
+func definitionSum(raw json.RawMessage) string {
+	b, err := log.Canonicalize(raw)
+	if err != nil {
+		b = raw
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// recordTools writes server d's tool list, as listed (raws), into a tools
+// entry if it is the first list read since the proxy started or differs
+// from the last, and reports definitions that changed.
+func (d *downstream) recordTools(raws []json.RawMessage) {
+	sums := map[string]string{}
+	for _, raw := range raws {
+		var t struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &t) == nil && t.Name != "" {
+			sums[t.Name] = definitionSum(raw)
+		}
+	}
+	d.mu.Lock()
+	prev := d.listed
+	d.mu.Unlock()
+	if prev != nil && maps.Equal(prev, sums) {
+		return
+	}
+	now := time.Now()
+	var changed []ToolChange
+	for _, name := range slices.Sorted(maps.Keys(sums)) {
+		if old, ok := prev[name]; ok && old != sums[name] {
+			changed = append(changed, ToolChange{Tool: name, Old: old, New: sums[name], At: now})
+			d.p.logger.Warn("proxy: a tool's definition changed while the proxy runs", "server", d.cfg.ID, "tool", name, "old_sha256", old, "new_sha256", sums[name])
+		}
+	}
+	d.mu.Lock()
+	d.listed = sums
+	d.changes = append(d.changes, changed...)
+	if n := len(d.changes); n > maxToolChanges {
+		d.changes = d.changes[n-maxToolChanges:]
+	}
+	d.mu.Unlock()
+
+	e := &log.ToolsEntry{Time: now, Actor: proxyActor, Server: d.cfg.ID}
+	for _, name := range slices.Sorted(maps.Keys(sums)) {
+		e.Tools = append(e.Tools, log.ToolSum{Name: name, SHA256: sums[name]})
+	}
+	b, err := e.Marshal()
+	if err == nil {
+		_, err = d.p.append(context.Background(), nil, b)
+	}
+	if err != nil {
+		d.p.logger.Error("proxy: recording a server's tool list failed", "server", d.cfg.ID, "tools", len(sums), "error", err)
+	}
+}
+
+// recordRead writes a resource.read or prompt.get entry for a result
+// received as raw (the SDK's re-encoding of typed when raw was not
+// captured) and returns its receipt's text form.
+func (p *Proxy) recordRead(ctx context.Context, e *log.ReadEntry, raw json.RawMessage, typed any) (string, error) {
+	if raw == nil {
+		var err error
+		if raw, err = json.Marshal(typed); err != nil {
+			return "", err
+		}
+	}
+	canon, err := log.Canonicalize(raw)
+	if err != nil {
+		canon = raw
+	}
+	sum := sha256.Sum256(canon)
+	e.ResultSHA256, e.ResultBytes = hex.EncodeToString(sum[:]), int64(len(raw))
+	b, err := e.Marshal()
+	if err != nil {
+		return "", err
+	}
+	r, err := p.append(ctx, nil, b)
+	if err != nil {
+		return "", fmt.Errorf("recording the %s: %w", e.Kind, err)
+	}
+	return r.String(), nil
+}
