@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -520,4 +521,10 @@ func mustJSON(v any) string {
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
 	return strings.TrimSpace(b.String())
+}
+
+// isCanonical reports whether b is in RFC 8785 canonical form.
+func isCanonical(b []byte) bool {
+	c, err := log.Canonicalize(b)
+	return err == nil && bytes.Equal(c, b)
 }
