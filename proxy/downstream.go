@@ -239,7 +239,7 @@ func (d *downstream) connect(ctx context.Context) (*mcp.ClientSession, *exec.Cmd
 		KeepAlive:                 30 * time.Second,
 		KeepAliveFailureThreshold: 3,
 	})
-	client.AddReceivingMiddleware(d.p.guard)
+	client.AddReceivingMiddleware(d.p.guard, d.forwardServerRequests)
 
 	var t mcp.Transport
 	var cmd *exec.Cmd

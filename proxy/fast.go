@@ -168,6 +168,9 @@ func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, sdk http.H
 			fs.touch()
 		}
 	}
+	if r.Method == http.MethodGet {
+		defer p.streamOpen(r.Header.Get("Mcp-Session-Id"))()
+	}
 	if fs != nil && r.Method == http.MethodPost {
 		fs.active.Add(1)
 		defer func() {
@@ -278,7 +281,7 @@ func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSessio
 		return true
 	case fr.method == "tools/call" && fr.id != nil:
 		jsonOK, streamOK := accepts(r.Header.Values("Accept"))
-		if !jsonOK || !streamOK {
+		if !jsonOK || !streamOK || p.needsCallStream(fs) {
 			return false
 		}
 		fc, ok := p.fastCallFor(fr)

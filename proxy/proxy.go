@@ -121,6 +121,7 @@ type Proxy struct {
 	subs        map[string]int         // front resource URI -> upstream subscriptions
 
 	sessions   sync.Map // front HTTP session id -> *frontSession (fast.go)
+	streams    sync.Map // front HTTP session id -> *atomic.Int32, its open standalone streams (route.go)
 	initActors sync.Map // *mcp.ServerSession -> actor of its initialize request
 	fastCalls  atomic.Uint64
 	noFastPath bool // tests: serve every request through the SDK

@@ -36,7 +36,7 @@ import (
 // through provlog, and also when a listed one passes (so the list only
 // shrinks).
 var knownOnlyThroughProvlog = map[string][]string{
-	"2025-11-25/stdio": {"elicitation-sep1330-enums", "server-sse-polling"},
+	"2025-11-25/stdio": {"server-sse-polling"},
 	"2025-11-25/http":  {"server-sse-polling"},
 	"2026-07-28/stdio": {
 		"input-required-result-basic-elicitation",
@@ -113,6 +113,9 @@ var summaryLine = regexp.MustCompile(`^[✓✗] (\S+): (\d+) passed, (\d+) faile
 func runConformance(t *testing.T, node, cli, url, revision string) map[string]scenarioResult {
 	t.Helper()
 	out := t.TempDir()
+	if d := os.Getenv("PROVLOG_CONFORMANCE_KEEP"); d != "" {
+		out, _ = os.MkdirTemp(d, "run-")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, cli, "server", "--url", url, "--requirements", revision, "-o", out)

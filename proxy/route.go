@@ -1,0 +1,67 @@
+package proxy
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Server-to-client requests: where a downstream's sampling and
+// elicitation requests go, and what is done to them on the way.
+
+// forwardServerRequests is a receiving middleware of the downstream
+// clients. It hands a server's elicitation/create to the proxy's
+// forwarder before the SDK's client checks its requested schema: the
+// proxy is not the client that fills in the form, and the SDK's check
+// refused schemas the end client accepts (SEP-1330's titled multi-select
+// enums: "items must specify enum for untitled enums", so the conformance
+// scenario elicitation-sep1330-enums failed through a stdio downstream).
+// The end client and the front server judge the request and its answer.
+func (d *downstream) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" && r.Params != nil {
+			return d.elicit(ctx, r)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// needsCallStream reports whether a front session's calls must go
+// through the SDK's handler rather than the fast path: its client said it
+// answers sampling or elicitation requests but keeps no standalone event
+// stream open. The fast path answers a call with one JSON response, so a
+// server's request during the call could only take the standalone stream,
+// and without one it was lost ("undelivered message: stream not connected
+// or already closed"; the conformance scenario tools-call-sampling failed
+// in some runs). Through the SDK it rides the call's own event stream.
+func (p *Proxy) needsCallStream(fs *frontSession) bool {
+	if v, ok := p.streams.Load(fs.ss.ID()); ok && v.(*atomic.Int32).Load() > 0 {
+		return false
+	}
+	ip := fs.ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil {
+		return false
+	}
+	return ip.Capabilities.Sampling != nil || ip.Capabilities.Elicitation != nil
+}
+
+// streamOpen counts a standalone event stream (a GET) of the session id
+// as open until the returned function is called. A GET may come before
+// the session is noted as initialized, so the count is kept by id.
+func (p *Proxy) streamOpen(id string) (closed func()) {
+	if id == "" {
+		return func() {}
+	}
+	v, _ := p.streams.LoadOrStore(id, new(atomic.Int32))
+	n := v.(*atomic.Int32)
+	n.Add(1)
+	return func() {
+		// Kept only while open, so ids of no session do not pile up. (A
+		// GET counted on a just-deleted counter is missed: its session's
+		// calls then take the SDK's path, which is always right.)
+		if n.Add(-1) == 0 {
+			p.streams.CompareAndDelete(id, v)
+		}
+	}
+}
