@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -93,10 +91,12 @@ type ResolvedRekor struct {
 	PublicKey crypto.PublicKey
 }
 
-// Resolve checks c and loads its roots and keys; relative file names are
-// taken from baseDir (the config file's directory). Errors say which
-// setting is wrong.
-func (c *Config) Resolve(baseDir string) (*Resolved, error) {
+// Resolve checks c and loads its roots and keys. A setting that is not
+// inline PEM names a file, which readFile reads (the command resolves the
+// name against the config file's directory: this package reads no files);
+// a nil readFile allows inline PEM only. Errors say which setting is
+// wrong.
+func (c *Config) Resolve(readFile func(name string) ([]byte, error)) (*Resolved, error) {
 	r := &Resolved{Interval: c.Interval, Timeout: c.Timeout, Trust: &Trust{}}
 	if r.Interval == 0 {
 		r.Interval = DefaultInterval
@@ -122,14 +122,14 @@ func (c *Config) Resolve(baseDir string) (*Resolved, error) {
 		}
 		rt := ResolvedTSA{URL: t.URL}
 		for _, s := range t.Roots {
-			certs, err := loadCerts(baseDir, s)
+			certs, err := loadCerts(readFile, s)
 			if err != nil {
 				return nil, fmt.Errorf("anchors: tsa %d (%s): roots: %w", i, t.URL, err)
 			}
 			rt.Roots = append(rt.Roots, certs...)
 		}
 		for _, s := range t.Intermediates {
-			certs, err := loadCerts(baseDir, s)
+			certs, err := loadCerts(readFile, s)
 			if err != nil {
 				return nil, fmt.Errorf("anchors: tsa %d (%s): intermediates: %w", i, t.URL, err)
 			}
@@ -145,7 +145,7 @@ func (c *Config) Resolve(baseDir string) (*Resolved, error) {
 		if c.Rekor.PublicKey == "" {
 			return nil, fmt.Errorf("anchors: rekor: public_key: pin Rekor's public key (GET %s/api/v1/log/publicKey, checked out of band)", c.Rekor.URL)
 		}
-		k, err := loadPublicKey(baseDir, c.Rekor.PublicKey)
+		k, err := loadPublicKey(readFile, c.Rekor.PublicKey)
 		if err != nil {
 			return nil, fmt.Errorf("anchors: rekor: public_key: %w", err)
 		}
@@ -167,19 +167,18 @@ func checkURL(s string) error {
 }
 
 // readPEM returns s itself when it is inline PEM, else the file it names.
-func readPEM(baseDir, s string) ([]byte, error) {
+func readPEM(readFile func(string) ([]byte, error), s string) ([]byte, error) {
 	if strings.HasPrefix(strings.TrimSpace(s), "-----BEGIN") {
 		return []byte(s), nil
 	}
-	p := s
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(baseDir, p)
+	if readFile == nil {
+		return nil, fmt.Errorf("%s is not inline PEM, and no file may be read here", abbrev(s))
 	}
-	return os.ReadFile(p)
+	return readFile(s)
 }
 
-func loadCerts(baseDir, s string) ([]*x509.Certificate, error) {
-	b, err := readPEM(baseDir, s)
+func loadCerts(readFile func(string) ([]byte, error), s string) ([]*x509.Certificate, error) {
+	b, err := readPEM(readFile, s)
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +204,8 @@ func loadCerts(baseDir, s string) ([]*x509.Certificate, error) {
 	return certs, nil
 }
 
-func loadPublicKey(baseDir, s string) (crypto.PublicKey, error) {
-	b, err := readPEM(baseDir, s)
+func loadPublicKey(readFile func(string) ([]byte, error), s string) (crypto.PublicKey, error) {
+	b, err := readPEM(readFile, s)
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,7 @@ func newEnv(t testing.TB, nTSA int, withRekor bool) *env {
 	}
 	var err error
 	if nTSA > 0 || withRekor {
-		if e.resolved, err = e.cfg.Resolve(""); err != nil {
+		if e.resolved, err = e.cfg.Resolve(nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -81,7 +81,8 @@ func TestConfigResolve(t *testing.T) {
 		TSA:   []anchor.TSAConfig{{URL: e.tsas[0].URL, Roots: []string{"root.pem"}}},
 		Rekor: &anchor.RekorConfig{URL: e.rekor.URL + "/", PublicKey: "rekor.pub"},
 	}
-	res, err := good.Resolve(dir)
+	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
+	res, err := good.Resolve(read)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +108,12 @@ func TestConfigResolve(t *testing.T) {
 		r := *good.Rekor
 		c.Rekor = &r
 		tc.edit(&c)
-		if _, err := c.Resolve(dir); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := c.Resolve(read); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("want an error mentioning %q, got %v", tc.want, err)
 		}
+	}
+	// Without a reader only inline PEM is taken: the package reads no files.
+	if _, err := good.Resolve(nil); err == nil || !strings.Contains(err.Error(), "not inline PEM") {
+		t.Errorf("Resolve(nil) of a config naming files: %v", err)
 	}
 }

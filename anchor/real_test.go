@@ -34,7 +34,7 @@ func TestRealAuthorities(t *testing.T) {
 	}
 	e.cfg.Rekor = &anchor.RekorConfig{URL: rekorURL, PublicKey: pubPEM(t, rekorKey)}
 	var err error
-	if e.resolved, err = e.cfg.Resolve(""); err != nil {
+	if e.resolved, err = e.cfg.Resolve(nil); err != nil {
 		t.Fatal(err)
 	}
 	r := e.runner(nil)

@@ -92,7 +92,7 @@ func newTestLog(t testing.TB) *testLog {
 	cfg := &anchor.Config{Interval: time.Hour, Timeout: 5 * time.Second,
 		TSA:   []anchor.TSAConfig{{URL: tsa.URL, Roots: []string{string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}))}}},
 		Rekor: &anchor.RekorConfig{URL: rk.URL, PublicKey: string(rk.PublicKeyPEM())}}
-	res, err := cfg.Resolve("")
+	res, err := cfg.Resolve(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

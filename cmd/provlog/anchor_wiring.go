@@ -41,7 +41,7 @@ type anchoring struct {
 // openAnchorRunner resolves acfg (relative file names from baseDir), loads
 // <data>/anchor.key and makes the runner over seq and store.
 func openAnchorRunner(ctx context.Context, data string, acfg *anchor.Config, baseDir string, seq *server.Sequencer, cosigned func() []byte, store log.Storage, logger *slog.Logger) (*anchor.Runner, error) {
-	res, err := acfg.Resolve(baseDir)
+	res, err := acfg.Resolve(configReader(baseDir))
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -228,7 +228,7 @@ func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Ve
 	}
 	opts := anchor.AuditOptions{Verifier: v, AnchorKey: key, Log: store, Size: size}
 	if acfg != nil {
-		res, err := acfg.Resolve(baseDir)
+		res, err := acfg.Resolve(configReader(baseDir))
 		if err != nil {
 			return fmt.Errorf("config: %w", err)
 		}
@@ -290,4 +290,15 @@ func genesisAnchorKey(ctx context.Context, src interface {
 		return nil, errors.New("the genesis entry has no anchor_key")
 	}
 	return x509.ParsePKIXPublicKey(g.AnchorKey)
+}
+
+// configReader reads the files a config names (anchors' roots and keys),
+// relative to the config file's directory dir: only cmd reads files.
+func configReader(dir string) func(name string) ([]byte, error) {
+	return func(name string) ([]byte, error) {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(dir, name)
+		}
+		return os.ReadFile(name)
+	}
 }

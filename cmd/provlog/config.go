@@ -138,7 +138,7 @@ func loadConfig(path string) (*Config, error) {
 		cfg.Actor = "local"
 	}
 	if cfg.Anchors != nil {
-		if _, err := cfg.Anchors.Resolve(cfg.dir); err != nil {
+		if _, err := cfg.Anchors.Resolve(configReader(cfg.dir)); err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
 	}

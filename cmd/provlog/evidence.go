@@ -109,7 +109,7 @@ func evidenceOptions(ctx context.Context, s log.Storage, data, cfgPath string, i
 		}
 		o.Threshold = cfg.witnessPolicy.Threshold
 		if cfg.Anchors != nil {
-			res, err := cfg.Anchors.Resolve(cfg.dir)
+			res, err := cfg.Anchors.Resolve(configReader(cfg.dir))
 			if err != nil {
 				return nil, fmt.Errorf("config: %w", err)
 			}

@@ -116,7 +116,7 @@ func exportTrust(cfgPath string, opts *bundle.ExportOptions) ([]string, error) {
 	if cfg.Anchors == nil {
 		return witnesses, nil
 	}
-	res, err := cfg.Anchors.Resolve(cfg.dir)
+	res, err := cfg.Anchors.Resolve(configReader(cfg.dir))
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}

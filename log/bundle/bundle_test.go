@@ -95,7 +95,7 @@ func newFixture(t testing.TB, calls int, withAnchor bool) *fixture {
 		cfg := &anchor.Config{Interval: time.Minute, Timeout: 5 * time.Second,
 			TSA:   []anchor.TSAConfig{{URL: tsa.URL, Roots: []string{string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}))}}},
 			Rekor: &anchor.RekorConfig{URL: rk.URL, PublicKey: string(rk.PublicKeyPEM())}}
-		res, err := cfg.Resolve("")
+		res, err := cfg.Resolve(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
