@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"os"
 	"reflect"
+	"strings"
 	"time"
 )
 
@@ -91,33 +92,32 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 	}
 }
 
-// restartKeys names the config keys whose change a reload does not apply.
+// restartKeys names the config keys whose change a reload does not
+// apply: every key but those it applies (reloaded) and the witness keys,
+// which are compared as decoded (their YAML nodes carry line numbers).
 func restartKeys(old, cfg *Config, dataFlag bool) []string {
+	reloaded := map[string]bool{"actors": true, "readers": true, "handoff_any_actor": true,
+		"witnesses": true, "witness_policy": true}
+	if dataFlag {
+		reloaded["data"] = true
+	}
 	var keys []string
-	for _, f := range []struct {
-		key  string
-		a, b any
-	}{
-		{"data", old.Data, cfg.Data},
-		{"origin", old.Origin, cfg.Origin},
-		{"actor", old.Actor, cfg.Actor},
-		{"public_entries", old.PublicEntries, cfg.PublicEntries},
-		{"commit_delay", old.CommitDelay, cfg.CommitDelay},
-		{"reload_interval", old.ReloadInterval, cfg.ReloadInterval},
-		{"health", old.Health, cfg.Health},
-		{"log", old.Log, cfg.Log},
-		{"retention", old.Retention, cfg.Retention},
-		{"servers", old.Servers, cfg.Servers},
-		{"anchors", old.Anchors, cfg.Anchors},
-		{"witnesses", old.witnesses, cfg.witnesses},
-		{"witness_policy", old.witnessPolicy, cfg.witnessPolicy},
-	} {
-		if f.key == "data" && dataFlag {
+	a, b := reflect.ValueOf(old).Elem(), reflect.ValueOf(cfg).Elem()
+	for i := range a.NumField() {
+		f := a.Type().Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if !f.IsExported() || key == "" || key == "-" || reloaded[key] {
 			continue
 		}
-		if !reflect.DeepEqual(f.a, f.b) {
-			keys = append(keys, f.key)
+		if !reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
+			keys = append(keys, key)
 		}
+	}
+	if !reflect.DeepEqual(old.witnesses, cfg.witnesses) {
+		keys = append(keys, "witnesses")
+	}
+	if !reflect.DeepEqual(old.witnessPolicy, cfg.witnessPolicy) {
+		keys = append(keys, "witness_policy")
 	}
 	return keys
 }
