@@ -320,6 +320,10 @@ func TestUIVerifiesInBrowser(t *testing.T) {
 	if !strings.Contains(steps[2], "observed") || !strings.Contains(steps[2], fmt.Sprintf("entry %d", l.call)) {
 		t.Errorf("claim step %q does not show its provenance and evidence", steps[2])
 	}
+	var checked int
+	if err := p.Eval(ctx, `document.querySelectorAll('#timeline li .check[data-verified="true"]').length`, &checked); err != nil || checked != 3 {
+		t.Errorf("timeline steps verified in the page: %d, %v; want 3", checked, err)
+	}
 	var witnessRows, anchorRows []string
 	p.Eval(ctx, `[...document.querySelectorAll("#checkpoint tbody tr")].map(r => r.innerText)`, &witnessRows)
 	if len(witnessRows) != 1 || !strings.Contains(witnessRows[0], "witness.example/w1") || !strings.Contains(witnessRows[0], "✓ cosignature verifies") {
@@ -396,11 +400,24 @@ func TestUITamperedProof(t *testing.T) {
 	if !strings.Contains(row, "✗ NOT consistent") {
 		t.Errorf("anchor row with a tampered consistency proof: %q", row)
 	}
+	// A task history naming another leaf hash for its first step: that
+	// step is marked as not verified.
+	hs2 := httptest.NewServer(tamper(l.sc.handler(), "task"))
+	defer hs2.Close()
+	if v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d", hs2.URL, l.token, l.claim)); v != "true" {
+		t.Fatalf("tampered task history: data-verified=%s: %s", v, txt)
+	}
+	var marks []string
+	p.Eval(ctx, `[...document.querySelectorAll("#timeline .check")].map(e => e.dataset.verified + " " + e.innerText)`, &marks)
+	if len(marks) != 3 || !strings.HasPrefix(marks[0], "false (✗ not verified: the history names another leaf hash") || !strings.HasPrefix(marks[1], "true") {
+		t.Errorf("timeline marks with a tampered history: %q", marks)
+	}
 }
 
 // tamper changes one byte of what h answers: the first proof hash of an
 // inclusion proof, a byte of an entry, the root of a receipt's checkpoint,
-// or the first hash of a consistency proof.
+// the first hash of a consistency proof, or the leaf hash of a task
+// history's first step.
 func tamper(h http.Handler, part string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
@@ -413,6 +430,9 @@ func tamper(h http.Handler, part string) http.Handler {
 			body = []byte(strings.Join(lines, "\n"))
 		case part == "entry" && strings.HasPrefix(r.URL.Path, "/log/entry/"):
 			body = bytes.Replace(body, []byte("q3"), []byte("q4"), 1)
+		case part == "task" && strings.HasPrefix(r.URL.Path, "/log/task/"):
+			i := bytes.Index(body, []byte(`"leaf_hash":"`)) + len(`"leaf_hash":"`)
+			body[i] ^= 1 // the first step's leaf hash no longer names its entry
 		case part == "consistency" && r.URL.Path == "/log/proof/consistency":
 			lines[0] = flipBase64(lines[0])
 			body = []byte(strings.Join(lines, "\n"))

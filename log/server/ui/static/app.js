@@ -125,7 +125,7 @@ async function openTask(id, seq) {
   try {
     task = await get("/log/task/" + encodeURIComponent(id), "json");
   } catch (e) {
-    return setVerdict(false, "Not verified", el("p", {}, "Task " + id + ": " + e.message));
+    return setVerdict(false, "✗ Not verified", el("p", {}, "Task " + id + ": " + e.message));
   }
   if (seq !== state.seq) return;
   const last = task.history[task.history.length - 1];
@@ -149,7 +149,7 @@ async function openEntry(sel, seq, task) {
     bytes = await (early || get("/log/entry/" + m[1], "bytes"));
     await state.infoP;
   } catch (e) {
-    return setVerdict(false, "Not verified", el("p", {}, e.message));
+    return setVerdict(false, "✗ Not verified", el("p", {}, e.message));
   }
   if (seq !== state.seq) return;
   const keyText = state.vkey || state.info.vkey;
@@ -160,7 +160,7 @@ async function openEntry(sel, seq, task) {
   const entry = showEntry(index, bytes);
   if (res.note && res.checkpoint) await showCheckpoint(res, keyText);
   if (seq !== state.seq) return;
-  await Promise.all([showAnchors(index, res), showTimeline(index, entry, task)]);
+  await Promise.all([showAnchors(index, res), showTimeline(index, entry, task, keyText)]);
 }
 
 function showVerdict(res, keyText) {
@@ -380,7 +380,7 @@ const eventWords = {
   "task.cancel": (e) => "cancelled the task" + (e.note ? `: ${e.note}` : ""),
 };
 
-async function showTimeline(index, entry, task) {
+async function showTimeline(index, entry, task, keyText) {
   const sec = $("timeline");
   if (!task) {
     if (!entry || typeof entry.task_id !== "string") return;
@@ -393,9 +393,13 @@ async function showTimeline(index, entry, task) {
     }
   }
   sec.hidden = false;
+  const checks = [];
   const items = task.history.map((e) => {
     const words = (eventWords[e.kind] || (() => e.kind))(e);
     const current = BigInt(e.index) === index;
+    const mark = el("span", { class: "check" }, "(checking…)");
+    if (checks.length < maxChecked) checks.push(checkEvent(e, task.task_id, keyText).then((r) => markEvent(mark, r)));
+    else mark.textContent = "not checked here (open it to check)";
     return el(
       "li",
       current ? { "aria-current": "true", class: "current" } : {},
@@ -406,14 +410,42 @@ async function showTimeline(index, entry, task) {
       words,
       " ",
       el("a", { href: link({ entry: String(e.index) }) }, `entry ${e.index}`),
+      " ",
+      mark,
       e.evidence && e.evidence.length ? el("span", {}, " — evidence: ", e.evidence.map((x, i) => [i ? ", " : "", el("a", { href: link({ entry: String(x) }) }, `entry ${x}`)])) : null,
     );
   });
   fill(sec,
     el("h2", {}, `Task history: ${task.title}`),
-    el("p", {}, `Task ${task.task_id}, ${task.state}` + (task.owner ? `, owned by ${task.owner}` : "") + `. ${task.history.length} entries, oldest first.`),
+    el("p", {}, `Task ${task.task_id}, ${task.state}` + (task.owner ? `, owned by ${task.owner}` : "") + `. ${task.history.length} entries, oldest first. The history is the server's account; this page checks that each step is an entry of the log, with the same key as above.`),
     el("ol", { class: "timeline" }, items),
   );
+  await Promise.all(checks);
+}
+
+// maxChecked bounds the timeline steps checked on one page.
+const maxChecked = 100;
+
+// checkEvent verifies one step of a task's history: the entry at its
+// index verifies like the opened one, has the leaf hash the history names,
+// and is that step (kind, actor, task).
+async function checkEvent(e, taskID, keyText) {
+  try {
+    const [receipt, bytes] = await Promise.all([get("/log/proof/inclusion?index=" + e.index), get("/log/entry/" + e.index, "bytes")]);
+    const res = await verifyEntry(bytes, receipt, keyText, BigInt(e.index));
+    if (!res.ok) return res;
+    if (toHex(res.leaf) !== e.leaf_hash) return { ok: false, reason: "the history names another leaf hash" };
+    const got = JSON.parse(new TextDecoder().decode(bytes));
+    if (got.kind !== e.kind || got.actor !== e.actor || got.task_id !== taskID) return { ok: false, reason: "the entry is not the step the history shows" };
+    return res;
+  } catch (err) {
+    return { ok: false, reason: err.message };
+  }
+}
+
+function markEvent(mark, res) {
+  mark.dataset.verified = String(res.ok);
+  mark.textContent = res.ok ? "(✓ verified)" : "(✗ not verified: " + res.reason + ")";
 }
 
 function lookup(ev) {
