@@ -54,6 +54,11 @@ type Config struct {
 	// CommitDelay bounds how long a commit under load waits for the
 	// entries of tool calls under way (default 2ms; 0s: never waits).
 	CommitDelay *proxy.Duration `yaml:"commit_delay"`
+	// VerifyOnOpen makes serve read every block of the Pebble store when
+	// it starts (as audit --data does), so that corruption is found then,
+	// not by the first proof that meets it: the log then serves reads but
+	// takes no calls, and /healthz says "corrupt".
+	VerifyOnOpen bool `yaml:"verify_on_open"`
 
 	// ReloadInterval is how often the running sidecar checks this file
 	// for changes to apply (tokens, readers, handoff_any_actor); default

@@ -31,6 +31,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	data := fs.String("data", "", "data dir (overrides the config's data)")
 	addr := fs.String("http", "", "serve MCP at /mcp and the log API on this address (default: MCP over stdio)")
 	storeURL := fs.String("store", "", "keep the log in PostgreSQL (postgres://…) instead of Pebble in the data dir; overrides the config's store")
+	verify := fs.Bool("verify-on-open", false, "read every block of the log store before serving (config verify_on_open)")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -47,6 +48,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *data != "" {
 		cfg.Data = *data
 	}
+	cfg.VerifyOnOpen = cfg.VerifyOnOpen || *verify
 	if *storeURL != "" {
 		cfg.Store = *storeURL
 	}
@@ -176,6 +178,10 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 	}
 	store, err := openLogStore(ctx, cfg, logger)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkStoreOnOpen(ctx, cfg, store, k.verifier, logger); err != nil {
+		store.Close()
 		return nil, err
 	}
 	sc := &sidecar{cfg: cfg, keys: k, store: store, tokens: tk, logger: logger, start: time.Now(), blobs: bs}

@@ -263,10 +263,15 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 		s, err := openStore(*data, true)
-		if err != nil {
+		if errors.Is(err, log.ErrLost) || errors.Is(err, log.ErrCorrupt) {
+			return fmt.Errorf("FAILED: %w", err)
+		} else if err != nil {
 			return err
 		}
 		defer s.Close()
+		if err := verifyData(ctx, *data, s, vkey, stdout); err != nil {
+			return err
+		}
 		src = s
 	} else {
 		if vkey == "" {
@@ -345,4 +350,28 @@ func runAnchor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		cfg.Data = *data
 	}
 	return anchorNow(ctx, cfg.Data, cfg.Anchors, cfg.dir, stdout)
+}
+
+// verifyData is audit's check of a data dir's store below the tree: every
+// block is read (a corrupt one fails the audit, naming the file), and the
+// store must hold every checkpoint that left the process (anchor records,
+// the cosigned checkpoint).
+func verifyData(ctx context.Context, data string, s *logpebble.Store, vkey string, stdout io.Writer) error {
+	rep, err := s.Verify(ctx)
+	if err != nil {
+		return fmt.Errorf("FAILED reading every block of the store: %w", err)
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(stdout, "WARNING: %s\n", w)
+	}
+	v, err := parseVerifier(vkey)
+	if err != nil {
+		return err
+	}
+	n, err := checkHandedOut(ctx, data, s, v)
+	if err != nil {
+		return fmt.Errorf("FAILED: %w", err)
+	}
+	fmt.Fprintf(stdout, "store: %d keys (%d bytes) read and checksummed; the tree holds all %d checkpoints handed out that the data dir records (anchors, cosigned)\n", rep.Keys, rep.Bytes, n)
+	return nil
 }

@@ -63,7 +63,7 @@ func faultOptions(t testing.TB, fs vfs.FS) *Options {
 // testEntry makes the n-th test entry, about 1 KiB, unique per run.
 func testEntry(run string, n int) []byte {
 	e := &log.Entry{Kind: "call", Time: time.Unix(1764547200, 0).UTC(), Actor: "t", Fields: map[string]any{
-		"pad": strings.Repeat("x", 1000), "run": run, "n": n,
+		"server": "s", "tool": "t", "args": map[string]any{"pad": strings.Repeat("x", 1000), "run": run, "n": n},
 	}}
 	b, err := e.Marshal()
 	if err != nil {

@@ -83,7 +83,7 @@ func (h *hotNodes) with(size uint64, nodes []log.Node) *hotNodes {
 
 // loadHot reads the hot levels of a log of this size from db, level by
 // level, each in key order.
-func loadHot(db *pebble.DB, size, max uint64) (*hotNodes, error) {
+func loadHot(db reader, size, max uint64) (*hotNodes, error) {
 	h := &hotNodes{max: max, min: hotLevel(size, max)}
 	if size>>h.min == 0 {
 		return h, nil

@@ -44,6 +44,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 
@@ -86,7 +87,7 @@ var (
 
 	// ErrCorrupt is returned (wrapped) when the stored data contradicts
 	// itself or Pebble reports corruption. Nothing is repaired.
-	ErrCorrupt = errors.New("log store is corrupt")
+	ErrCorrupt = fmt.Errorf("log store is %w", log.ErrCorrupt)
 
 	errClosed = errors.New("log store is closed")
 )
@@ -124,8 +125,12 @@ type Store struct {
 	db   *pebble.DB
 	lock *pebble.Lock
 	fs   *faultFS
-	dir  string
-	logf func(format string, args ...any)
+	r    reader     // what reads read: db, or an overlay of it (open.go)
+	pub  *publisher // nil if the store cannot commit
+	// warnings found on opening that lose no data (verify.go)
+	warnings []string
+	dir      string
+	logf     func(format string, args ...any)
 
 	commitMu sync.Mutex // serializes commits
 
@@ -186,41 +191,25 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 		return fmt.Errorf("refusing batch: %w", err)
 	}
 
-	n := 0
-	for _, e := range b.Entries {
-		n += len(e) + 100 // entry, key, leaf hash, hash index and batch overhead
-	}
-	pb := s.db.NewBatchWithSize(n + 50*len(b.Nodes) + len(b.State.Checkpoint) + 40*len(b.State.Range) + 100)
+	pb := s.db.NewBatchWithSize(batchSize(b))
 	defer pb.Close()
-	key := make([]byte, 0, 1+hashSize+8)
-	for i, e := range b.Entries {
-		idx := b.Start + uint64(i)
-		lh := b.LeafHashes[i]
-		if err := pb.Set(appendEntryKey(key[:0], idx), e, nil); err != nil {
-			return fmt.Errorf("building batch: %w", err)
-		}
-		if err := pb.Set(appendNodeKey(key[:0], compact.NewNodeID(0, idx)), lh, nil); err != nil {
-			return fmt.Errorf("building batch: %w", err)
-		}
-		if err := pb.Set(appendHashKey(key[:0], lh, idx), nil, nil); err != nil {
-			return fmt.Errorf("building batch: %w", err)
-		}
+	if err := fillBatch(pb, b); err != nil {
+		return err
 	}
-	for _, nd := range b.Nodes {
-		if nd.ID.Level == 0 {
-			continue // written from b.LeafHashes, which Batch.Check found equal
-		}
-		if err := pb.Set(appendNodeKey(key[:0], nd.ID), nd.Hash, nil); err != nil {
-			return fmt.Errorf("building batch: %w", err)
-		}
+	// The published record is written while Pebble commits; both must be
+	// durable before the batch is acknowledged (published.go).
+	var recErr error
+	var wg sync.WaitGroup
+	if s.pub != nil {
+		wg.Go(func() { recErr = s.pub.write(b) })
 	}
-	if err := pb.Set(checkpointKey(b.State.Size), b.State.Checkpoint, nil); err != nil {
-		return fmt.Errorf("building batch: %w", err)
+	err = s.commitPebble(pb)
+	wg.Wait()
+	if err == nil && recErr != nil {
+		s.fail(recErr)
+		return fmt.Errorf("committing batch [%d, %d): outcome unknown: writing the published record: %w", b.Start, b.State.Size, recErr)
 	}
-	if err := pb.Set(stateKey, encodeState(b.State.Size, b.State.Range), nil); err != nil {
-		return fmt.Errorf("building batch: %w", err)
-	}
-	if err := s.commitPebble(pb); err != nil {
+	if err != nil {
 		err = fmt.Errorf("committing batch [%d, %d): %w", b.Start, b.State.Size, err)
 		if pebble.IsCorruptionError(err) {
 			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
@@ -245,6 +234,51 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 	s.state, s.hot = next, hot
 	s.mu.Unlock()
 	return nil
+}
+
+// batchSize estimates the bytes of b's Pebble batch.
+func batchSize(b *log.Batch) int {
+	n := 0
+	for _, e := range b.Entries {
+		n += len(e) + 100 // entry, key, leaf hash, hash index and batch overhead
+	}
+	return n + 50*len(b.Nodes) + len(b.State.Checkpoint) + 40*len(b.State.Range) + 100
+}
+
+// fillBatch sets every key of b in pb (keys.go).
+func fillBatch(pb *pebble.Batch, b *log.Batch) error {
+	key := make([]byte, 0, 1+hashSize+8)
+	set := func(k, v []byte) error {
+		if err := pb.Set(k, v, nil); err != nil {
+			return fmt.Errorf("building batch: %w", err)
+		}
+		return nil
+	}
+	for i, e := range b.Entries {
+		idx := b.Start + uint64(i)
+		lh := b.LeafHashes[i]
+		if err := set(appendEntryKey(key[:0], idx), e); err != nil {
+			return err
+		}
+		if err := set(appendNodeKey(key[:0], compact.NewNodeID(0, idx)), lh); err != nil {
+			return err
+		}
+		if err := set(appendHashKey(key[:0], lh, idx), nil); err != nil {
+			return err
+		}
+	}
+	for _, nd := range b.Nodes {
+		if nd.ID.Level == 0 {
+			continue // written from b.LeafHashes, which Batch.Check found equal
+		}
+		if err := set(appendNodeKey(key[:0], nd.ID), nd.Hash); err != nil {
+			return err
+		}
+	}
+	if err := set(checkpointKey(b.State.Size), b.State.Checkpoint); err != nil {
+		return err
+	}
+	return set(stateKey, encodeState(b.State.Size, b.State.Range))
 }
 
 // commitPebble commits pb durably, turning a panic inside Pebble into an
@@ -288,7 +322,7 @@ func (s *Store) Entries(ctx context.Context, start, end uint64) ([][]byte, error
 	if start == end {
 		return out, nil
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: entryKey(start), UpperBound: entryKey(end)})
+	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: entryKey(start), UpperBound: entryKey(end)})
 	if err != nil {
 		return nil, fmt.Errorf("reading entries [%d, %d): %w", start, end, err)
 	}
@@ -361,7 +395,7 @@ func (s *Store) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, 
 	if !slices.IsSortedFunc(ws, cmp) {
 		slices.SortFunc(ws, cmp)
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: ws[0].key, UpperBound: append(bytes.Clone(ws[len(ws)-1].key), 0)})
+	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: ws[0].key, UpperBound: append(bytes.Clone(ws[len(ws)-1].key), 0)})
 	if err != nil {
 		return nil, s.readError(fmt.Errorf("reading nodes: %w", err))
 	}
@@ -427,7 +461,7 @@ func (s *Store) LeafIndex(ctx context.Context, leafHash []byte) (uint64, error) 
 		return 0, notFound
 	}
 	lower, upper := hashBounds(leafHash)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return 0, fmt.Errorf("looking up leaf hash: %w", err)
 	}
@@ -459,7 +493,7 @@ func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
 	if size == 0 || size > st.Size {
 		return nil, notFound
 	}
-	v, closer, err := s.db.Get(checkpointKey(size))
+	v, closer, err := s.r.Get(checkpointKey(size))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, notFound
 	} else if err != nil {
@@ -480,7 +514,7 @@ func (s *Store) Checkpoints(ctx context.Context, from uint64, fn func(size uint6
 	if from > st.Size || st.Size == 0 {
 		return nil
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: checkpointKey(from), UpperBound: checkpointKey(st.Size + 1)})
+	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: checkpointKey(from), UpperBound: checkpointKey(st.Size + 1)})
 	if err != nil {
 		return fmt.Errorf("reading checkpoints: %w", err)
 	}
@@ -527,4 +561,12 @@ func cloneHashes(hs [][]byte) [][]byte {
 		out[i] = bytes.Clone(h)
 	}
 	return out
+}
+
+// reader is what the Store reads through: the Pebble database, or, in a
+// read-only store that restored batches from its published record, an
+// indexed batch over it.
+type reader interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
 }

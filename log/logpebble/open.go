@@ -59,18 +59,26 @@ func Open(dir string, opts *Options) (*Store, error) {
 		s.fail(fmt.Errorf("%w: log store %s was opened read-only", log.ErrReadOnly, dir))
 	}
 
-	db, err := s.openPebble(&o, o.ReadOnly)
-	if err != nil && !o.ReadOnly && s.Err() != nil {
+	// Pebble drops a torn last MANIFEST record silently, and a writable
+	// open then starts a new MANIFEST: look before it does.
+	if w, err := checkManifest(dir); err == nil && w != "" {
+		s.logf("logpebble: warning: %s", w)
+		s.warnings = append(s.warnings, w)
+	}
+	readOnly := o.ReadOnly
+	db, err := s.openPebble(&o, readOnly)
+	if err != nil && !readOnly && s.Err() != nil {
 		// Pebble could not start writing (the file system is read-only,
 		// the disk is full): serve what is durable, read-only.
 		s.logf("logpebble: %s cannot be written (%v); opening it read-only", dir, s.Err())
-		db, err = s.openPebble(&o, true)
+		readOnly = true
+		db, err = s.openPebble(&o, readOnly)
 	}
 	if err != nil {
 		return nil, err
 	}
-	s.db = db
-	if err := s.load(); err != nil {
+	s.db, s.r = db, db
+	if err := s.load(readOnly); err != nil {
 		s.closePebble()
 		return nil, fmt.Errorf("opening log store %s: %w", dir, err)
 	}
@@ -131,11 +139,21 @@ func (s *Store) openPebble(o *Options, readOnly bool) (db *pebble.DB, err error)
 	return db, nil
 }
 
-// load reads the stored state into s and checks it against the data.
-func (s *Store) load() error {
-	v, closer, err := s.db.Get(stateKey)
+// load reads the stored state into s, checks it against the data and
+// against the published record, and restores from the record the batches
+// Pebble lost.
+func (s *Store) load(readOnly bool) error {
+	if err := s.loadState(); err != nil {
+		return err
+	}
+	return s.reconcile(readOnly)
+}
+
+// loadState reads the stored state into s and checks it against the data.
+func (s *Store) loadState() error {
+	v, closer, err := s.r.Get(stateKey)
 	if errors.Is(err, pebble.ErrNotFound) {
-		it, err := s.db.NewIter(nil)
+		it, err := s.r.NewIter(nil)
 		if err != nil {
 			return s.readError(fmt.Errorf("reading keys: %w", err))
 		}
@@ -173,7 +191,7 @@ func (s *Store) load() error {
 
 	// The compact range is the stored nodes it names.
 	for i, id := range compact.RangeNodes(0, size, nil) {
-		h, closer, err := s.db.Get(nodeKey(id))
+		h, closer, err := s.r.Get(nodeKey(id))
 		if errors.Is(err, pebble.ErrNotFound) {
 			return fmt.Errorf("%w: node (%d, %d) of the compact range of size %d is missing", ErrCorrupt, id.Level, id.Index, size)
 		} else if err != nil {
@@ -186,7 +204,7 @@ func (s *Store) load() error {
 		}
 	}
 
-	cp, closer, err := s.db.Get(checkpointKey(size))
+	cp, closer, err := s.r.Get(checkpointKey(size))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return fmt.Errorf("%w: checkpoint for size %d is missing", ErrCorrupt, size)
 	} else if err != nil {
@@ -194,14 +212,14 @@ func (s *Store) load() error {
 	}
 	s.state = log.State{Size: size, Range: rng, Checkpoint: bytes.Clone(cp)}
 	closer.Close()
-	if s.hot, err = loadHot(s.db, size, s.hot.max); err != nil {
+	if s.hot, err = loadHot(s.r, size, s.hot.max); err != nil {
 		return s.readError(fmt.Errorf("reading the upper levels of the tree: %w", err))
 	}
 	return nil
 }
 
 func (s *Store) mustHave(size uint64, key []byte, format string, args ...any) error {
-	_, closer, err := s.db.Get(key)
+	_, closer, err := s.r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return fmt.Errorf("%w: state says size %d, but %s is missing", ErrCorrupt, size, fmt.Sprintf(format, args...))
 	} else if err != nil {
@@ -212,7 +230,7 @@ func (s *Store) mustHave(size uint64, key []byte, format string, args ...any) er
 }
 
 func (s *Store) mustBeEmpty(lower []byte, upperKind byte, format string, args ...any) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{upperKind}})
+	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{upperKind}})
 	if err != nil {
 		return s.readError(err)
 	}
@@ -336,6 +354,12 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 // process's exit releases both.
 func (s *Store) closePebble() error {
 	close(s.fs.closing)
+	if s.pub != nil {
+		s.pub.close()
+	}
+	if b, ok := s.r.(*pebble.Batch); ok {
+		b.Close()
+	}
 	s.mu.Lock()
 	wedged := s.wedged
 	s.mu.Unlock()
@@ -348,4 +372,116 @@ func (s *Store) closePebble() error {
 		err = lerr
 	}
 	return err
+}
+
+// reconcile checks the stored tree against the published records (oldest
+// first) and restores a batch a record holds that Pebble lost: with a
+// commit, or, read-only, in an overlay of indexed batches that every read
+// goes through. It opens the publisher if the store can commit.
+func (s *Store) reconcile(readOnly bool) error {
+	rs, err := readRecords(s.dir)
+	if err != nil {
+		return err
+	}
+	const source = "the store's published-batch record"
+	if n := len(rs); n > 0 {
+		// Name the newest batch acknowledged when more than the records
+		// hold is gone.
+		last, st := rs[n-1], s.state
+		if st.Size < last.start && (n == 1 || st.Size != rs[0].start || rs[0].size != last.start) {
+			return &log.LostError{Source: source, Size: last.size, Root: rootOf(last.size, last.rng), HeldSize: st.Size, HeldRoot: rootOf(st.Size, st.Range)}
+		}
+	}
+	for _, r := range rs {
+		st := s.state
+		switch {
+		case st.Size >= r.size:
+			held, err := s.rangeAt(r.size)
+			if err != nil {
+				return err
+			}
+			if root := rootOf(r.size, r.rng); !bytes.Equal(rootOf(r.size, held), root) {
+				return &log.LostError{Source: source, Size: r.size, Root: root, HeldSize: st.Size, HeldRoot: rootOf(r.size, held)}
+			}
+		case st.Size == r.start:
+			b, err := redo(st, r)
+			if err != nil {
+				return err
+			}
+			if err := s.restore(b, readOnly || s.Err() != nil); err != nil {
+				return fmt.Errorf("restoring batch [%d, %d) from the published record: %w", r.start, r.size, err)
+			}
+			s.logf("logpebble: restored batch [%d, %d) from the published record: Pebble's write-ahead log had lost it", r.start, r.size)
+		case st.Size < r.start:
+			return &log.LostError{Source: source, Size: r.size, Root: rootOf(r.size, r.rng), HeldSize: st.Size, HeldRoot: rootOf(st.Size, st.Range)}
+		default:
+			return fmt.Errorf("%w: the stored tree of size %d ends inside the published batch [%d, %d)", ErrCorrupt, st.Size, r.start, r.size)
+		}
+	}
+	if readOnly || s.Err() != nil {
+		return nil
+	}
+	s.pub, err = openPublisher(s.dir, rs)
+	if err != nil {
+		s.fail(err)
+		s.logf("logpebble: cannot write the published record, so the store takes no commits: %v", err)
+	}
+	return nil
+}
+
+// rangeAt reads the compact range of the stored tree at size.
+func (s *Store) rangeAt(size uint64) ([][]byte, error) {
+	if size == s.state.Size {
+		return s.state.Range, nil
+	}
+	var rng [][]byte
+	for _, id := range compact.RangeNodes(0, size, nil) {
+		h, closer, err := s.r.Get(nodeKey(id))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil, fmt.Errorf("%w: node (%d, %d) of the tree of size %d is missing", ErrCorrupt, id.Level, id.Index, size)
+		} else if err != nil {
+			return nil, s.readError(fmt.Errorf("reading node (%d, %d): %w", id.Level, id.Index, err))
+		}
+		rng = append(rng, bytes.Clone(h))
+		closer.Close()
+	}
+	return rng, nil
+}
+
+// restore applies a batch rebuilt from the published record, and makes
+// its state the store's.
+func (s *Store) restore(b *log.Batch, overlay bool) error {
+	if overlay {
+		ib := s.db.NewIndexedBatch()
+		if old, ok := s.r.(*pebble.Batch); ok {
+			// A second restored batch: carry the first one's keys over.
+			if err := ib.Apply(old, nil); err != nil {
+				return err
+			}
+			old.Close()
+		}
+		if err := fillBatch(ib, b); err != nil {
+			return err
+		}
+		s.r = ib
+	} else {
+		pb := s.db.NewBatchWithSize(batchSize(b))
+		defer pb.Close()
+		if err := fillBatch(pb, b); err != nil {
+			return err
+		}
+		if err := s.commitPebble(pb); err != nil {
+			return err
+		}
+		if err := s.Err(); err != nil {
+			return err
+		}
+	}
+	s.state = log.State{Size: b.State.Size, Range: cloneHashes(b.State.Range), Checkpoint: bytes.Clone(b.State.Checkpoint)}
+	hot, err := loadHot(s.r, s.state.Size, s.hot.max)
+	if err != nil {
+		return s.readError(fmt.Errorf("reading the upper levels of the tree: %w", err))
+	}
+	s.hot = hot
+	return nil
 }

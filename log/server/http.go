@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -107,6 +108,10 @@ func writeError(w http.ResponseWriter, err error) {
 		status, msg = http.StatusNotFound, err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		status, msg = http.StatusServiceUnavailable, "request canceled"
+	case log.FaultReason(err) != "":
+		// Say that the store broke, and how: an operator reading the
+		// answer to a proof must not have to guess at "internal error".
+		msg = "the log store failed (" + log.FaultReason(err) + "): " + err.Error()
 	}
 	h := w.Header()
 	switch status {
@@ -241,15 +246,36 @@ func (a *api) cacheControl(protected, immutable bool) string {
 	return scope + ", max-age=60"
 }
 
-func (a *api) checkpoint(_ context.Context, _ string, q url.Values) (*response, error) {
+// cosigned returns the newest cosigned checkpoint and its size, if there is
+// one and it is the log's own checkpoint at its size with cosignatures
+// added: a cosigned note whose root differs from the log's at that size
+// (a log that lost entries and grew again) is never served.
+func (a *api) cosigned(ctx context.Context) (uint64, []byte) {
+	if a.opts.Cosigned == nil {
+		return 0, nil
+	}
+	c := a.opts.Cosigned()
+	if c == nil {
+		return 0, nil
+	}
+	ck, err := log.ParseCheckpointNote(c)
+	if err != nil {
+		return 0, nil
+	}
+	own, err := a.opts.Store.Checkpoint(ctx, ck.Size)
+	if err != nil || !bytes.HasPrefix(c, own) {
+		return 0, nil
+	}
+	return ck.Size, c
+}
+
+func (a *api) checkpoint(ctx context.Context, _ string, q url.Values) (*response, error) {
 	if err := noQuery(q); err != nil {
 		return nil, err
 	}
 	_, cp := a.opts.Seq.Checkpoint()
-	if a.opts.Cosigned != nil {
-		if c := a.opts.Cosigned(); c != nil {
-			cp = c
-		}
+	if _, c := a.cosigned(ctx); c != nil {
+		cp = c
 	}
 	if cp == nil {
 		return nil, errorf(http.StatusNotFound, "the log has no checkpoint yet")

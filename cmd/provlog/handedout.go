@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logpebble"
+	"github.com/provlog/provlog/log/server"
+)
+
+// checkHandedOut checks the log in store against every checkpoint of it
+// that left the process and that the data dir holds outside the store:
+// the anchor records and the newest cosigned checkpoint. (The store checks
+// its own published-batch record when it opens.) It returns how many it
+// checked, and a *log.LostError when the store is shorter than one of them
+// or has another root at its size: serving on would fork the log.
+func checkHandedOut(ctx context.Context, data string, store log.Storage, v note.Verifier) (int, error) {
+	n := 0
+	if _, err := os.Stat(filepath.Join(data, anchorDir)); err == nil {
+		records, err := anchor.OpenStore(filepath.Join(data, anchorDir))
+		if err != nil {
+			return n, err
+		}
+		list, err := records.List()
+		if err != nil {
+			return n, fmt.Errorf("reading anchor records: %w", err)
+		}
+		for _, st := range list {
+			if st.Record == nil {
+				continue // audit reports records that do not parse
+			}
+			src := "anchor record " + filepath.Join(anchorDir, st.Name)
+			if err := server.CheckHandedOut(ctx, store, v, src, []byte(st.Record.Checkpoint)); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	c, err := os.ReadFile(filepath.Join(data, cosignedFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return n, nil
+	} else if err != nil {
+		return n, err
+	}
+	if err := server.CheckHandedOut(ctx, store, v, "the witnesses' cosigned checkpoint "+cosignedFile, c); err != nil {
+		return n, err
+	}
+	return n + 1, nil
+}
+
+// checkStoreOnOpen is what serve checks of a Pebble store before serving
+// it: never sign a fork (the store holds every checkpoint the data dir
+// says was handed out; the store checked its own published record on
+// opening), and, with verify_on_open, every block reads back. A corrupt
+// block fails the store (Err), which the sequencer and /healthz report;
+// reads of the rest go on.
+func checkStoreOnOpen(ctx context.Context, cfg *Config, store log.Storage, v note.Verifier, logger *slog.Logger) error {
+	if cfg.Store != "" {
+		return nil
+	}
+	if _, err := checkHandedOut(ctx, cfg.Data, store, v); err != nil {
+		return fmt.Errorf("refusing to serve the log in %s: %w", cfg.Data, err)
+	}
+	ps, ok := store.(*logpebble.Store)
+	if !ok || !cfg.VerifyOnOpen {
+		return nil
+	}
+	rep, err := ps.Verify(ctx)
+	if err != nil {
+		logger.Error("verifying the log store", "err", err)
+	} else {
+		logger.Info("verified the log store", "keys", rep.Keys, "bytes", rep.Bytes)
+	}
+	for _, w := range rep.Warnings {
+		logger.Warn("log store", "warning", w)
+	}
+	return nil
+}

@@ -1,0 +1,310 @@
+package logpebble
+
+// The published-batch record: the last batches the store acknowledged,
+// kept outside Pebble, so that a write-ahead log that loses its tail (a
+// flipped byte near its end, a torn sector, a disk that lied about a sync)
+// cannot take them, and the checkpoints they were acknowledged with, away
+// unnoticed. See "Forks" in the package doc.
+//
+// Two files, published.0 and published.1, in the store's directory. Each
+// commit overwrites the older one in place with its whole batch, written
+// and fdatasync'ed at the same time as Pebble's own commit, and Commit
+// returns only when both are durable: the two syncs overlap, so the record
+// costs bytes, not a second round trip to the disk. A slot holds
+//
+//	magic   "PLPUB1\n\x00" (8 bytes)
+//	length  of the body, uint64 big-endian
+//	body    start, size (uint64 each); the compact range of [0, size):
+//	        count (uint32), 32-byte hashes; the checkpoint: length
+//	        (uint32), note; the entries: count (uint32), each length
+//	        (uint32) and bytes
+//	sum     SHA-256 of magic, length and body
+//
+// A slot whose sum does not match (torn by a crash while it was written) is
+// ignored: its batch was not acknowledged, and the other slot holds the
+// batch before it. The files are written in place (not with log/durable's
+// rename) because a rename and a directory sync per commit would cost what
+// the overlap saves; the checksum and the second slot do the rename's job.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/provlog/provlog/log"
+)
+
+const (
+	publishedMagic   = "PLPUB1\n\x00"
+	publishedInitial = 256 << 10 // bytes each slot is zero-filled to on creation
+)
+
+// publishedName is the file of slot i.
+func publishedName(dir string, i int) string {
+	return filepath.Join(dir, fmt.Sprintf("published.%d", i))
+}
+
+// A record is one published batch.
+type record struct {
+	slot    int
+	start   uint64
+	size    uint64
+	rng     [][]byte
+	cp      []byte
+	entries [][]byte
+}
+
+// publisher writes the records of a writable store.
+type publisher struct {
+	files [2]*os.File
+	cap   [2]int64 // zero-filled length of each file
+	next  int      // the slot the next commit overwrites
+	buf   []byte
+}
+
+func encodeRecord(dst []byte, b *log.Batch) []byte {
+	dst = append(dst[:0], publishedMagic...)
+	dst = binary.BigEndian.AppendUint64(dst, 0) // length, below
+	dst = binary.BigEndian.AppendUint64(dst, b.Start)
+	dst = binary.BigEndian.AppendUint64(dst, b.State.Size)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(b.State.Range)))
+	for _, h := range b.State.Range {
+		dst = append(dst, h...)
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(b.State.Checkpoint)))
+	dst = append(dst, b.State.Checkpoint...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(b.Entries)))
+	for _, e := range b.Entries {
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(e)))
+		dst = append(dst, e...)
+	}
+	binary.BigEndian.PutUint64(dst[8:16], uint64(len(dst)-16))
+	sum := sha256.Sum256(dst)
+	return append(dst, sum[:]...)
+}
+
+// decodeRecord parses a slot; ok is false for a slot that holds no
+// complete record (never written, or torn).
+func decodeRecord(b []byte) (r record, ok bool) {
+	if len(b) < 16+sha256.Size || string(b[:8]) != publishedMagic {
+		return r, false
+	}
+	n := binary.BigEndian.Uint64(b[8:16])
+	if n > uint64(len(b)-16-sha256.Size) {
+		return r, false
+	}
+	body, sum := b[16:16+n], b[16+n:16+n+sha256.Size]
+	if got := sha256.Sum256(b[:16+n]); !bytes.Equal(got[:], sum) {
+		return r, false
+	}
+	d := decoder{b: body}
+	r.start, r.size = d.u64(), d.u64()
+	for range d.u32() {
+		r.rng = append(r.rng, d.bytes(hashSize))
+	}
+	r.cp = d.bytes(int(d.u32()))
+	for range d.u32() {
+		r.entries = append(r.entries, d.bytes(int(d.u32())))
+	}
+	if d.bad || len(d.b) != 0 || r.size != r.start+uint64(len(r.entries)) || r.start >= r.size {
+		return r, false
+	}
+	return r, true
+}
+
+// decoder reads a record body; bad is set once it runs past the end.
+type decoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *decoder) bytes(n int) []byte {
+	if d.bad || n < 0 || n > len(d.b) {
+		d.bad = true
+		return nil
+	}
+	v := bytes.Clone(d.b[:n])
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) u64() uint64 {
+	if v := d.bytes(8); v != nil {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+func (d *decoder) u32() uint32 {
+	if v := d.bytes(4); v != nil {
+		return binary.BigEndian.Uint32(v)
+	}
+	return 0
+}
+
+// readRecords reads both slots of dir, oldest batch first. A missing file
+// is an empty slot.
+func readRecords(dir string) ([]record, error) {
+	var rs []record
+	for i := range 2 {
+		b, err := os.ReadFile(publishedName(dir, i))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return nil, classify("reading", publishedName(dir, i), err)
+		}
+		if r, ok := decodeRecord(b); ok {
+			r.slot = i
+			rs = append(rs, r)
+		}
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].size < rs[j].size })
+	return rs, nil
+}
+
+// openPublisher opens (creating them) both slots for writing; the first
+// commit overwrites the slot that does not hold the newest record.
+func openPublisher(dir string, newest []record) (*publisher, error) {
+	p := &publisher{}
+	for i := range 2 {
+		name := publishedName(dir, i)
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			p.close()
+			return nil, classify("opening", name, err)
+		}
+		p.files[i] = f
+		fi, err := f.Stat()
+		if err != nil {
+			p.close()
+			return nil, classify("reading", name, err)
+		}
+		p.cap[i] = fi.Size()
+		if p.cap[i] < publishedInitial {
+			if err := p.grow(i, publishedInitial); err != nil {
+				p.close()
+				return nil, err
+			}
+		}
+	}
+	if len(newest) > 0 {
+		p.next = 1 - newest[len(newest)-1].slot
+	}
+	return p, syncDir(dir)
+}
+
+// grow zero-fills slot i to at least n bytes and syncs it, so that the
+// commits' writes do not change the file's size (an fdatasync then syncs
+// no metadata).
+func (p *publisher) grow(i int, n int64) error {
+	n = max(n, 2*p.cap[i])
+	f := p.files[i]
+	if _, err := f.WriteAt(make([]byte, n-p.cap[i]), p.cap[i]); err != nil {
+		return classify("writing", f.Name(), err)
+	}
+	if err := f.Sync(); err != nil {
+		return classify("syncing", f.Name(), err)
+	}
+	p.cap[i] = n
+	return nil
+}
+
+// write durably records b in the next slot.
+func (p *publisher) write(b *log.Batch) error {
+	i := p.next
+	p.buf = encodeRecord(p.buf, b)
+	if int64(len(p.buf)) > p.cap[i] {
+		if err := p.grow(i, int64(len(p.buf))); err != nil {
+			return err
+		}
+	}
+	f := p.files[i]
+	if _, err := f.WriteAt(p.buf, 0); err != nil {
+		return classify("writing", f.Name(), err)
+	}
+	if err := syncData(f); err != nil {
+		return classify("syncing", f.Name(), err)
+	}
+	p.next = 1 - i
+	if cap(p.buf) > 4<<20 {
+		p.buf = nil // one huge batch should not pin its buffer
+	}
+	return nil
+}
+
+func (p *publisher) close() {
+	for _, f := range p.files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return classify("opening", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return classify("syncing", dir, err)
+	}
+	return nil
+}
+
+// rootOf is the root of the tree whose compact range over [0, size) is rng.
+func rootOf(size uint64, rng [][]byte) []byte {
+	if size == 0 {
+		return log.EmptyRoot()
+	}
+	r, err := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewRange(0, size, rng)
+	if err != nil {
+		return nil
+	}
+	root, err := r.GetRootHash(nil)
+	if err != nil {
+		return nil
+	}
+	return root
+}
+
+// redo returns the batch that applies r to a tree in state st (st.Size ==
+// r.start): leaf hashes and nodes recomputed from r's entries, which must
+// end in r's compact range.
+func redo(st log.State, r record) (*log.Batch, error) {
+	rng, err := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewRange(0, st.Size, cloneHashes(st.Range))
+	if err != nil {
+		return nil, fmt.Errorf("%w: compact range of size %d: %w", ErrCorrupt, st.Size, err)
+	}
+	b := &log.Batch{Start: r.start, Entries: r.entries, State: log.State{Size: r.size, Range: r.rng, Checkpoint: r.cp}}
+	for _, e := range r.entries {
+		lh := log.LeafHash(e)
+		b.LeafHashes = append(b.LeafHashes, lh)
+		if err := rng.Append(lh, func(id compact.NodeID, h []byte) {
+			b.Nodes = append(b.Nodes, log.Node{ID: id, Hash: h})
+		}); err != nil {
+			return nil, err
+		}
+	}
+	got := rng.Hashes()
+	if len(got) != len(r.rng) {
+		return nil, fmt.Errorf("%w: the published record of batch [%d, %d) does not extend the stored tree", ErrCorrupt, r.start, r.size)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], r.rng[i]) {
+			return nil, fmt.Errorf("%w: the published record of batch [%d, %d) does not extend the stored tree", ErrCorrupt, r.start, r.size)
+		}
+	}
+	if err := b.Check(st.Size); err != nil {
+		return nil, fmt.Errorf("%w: the published record of batch [%d, %d): %w", ErrCorrupt, r.start, r.size, err)
+	}
+	return b, nil
+}

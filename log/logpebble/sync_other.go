@@ -1,0 +1,8 @@
+//go:build !linux
+
+package logpebble
+
+import "os"
+
+// syncData syncs f; without fdatasync, that is a full fsync.
+func syncData(f *os.File) error { return f.Sync() }
