@@ -430,6 +430,29 @@ func TestEverySideEffectIsRecorded(t *testing.T) {
 		t.Errorf("audit does not show call %d without an outcome:\n%s", killed, out.String())
 	}
 	t.Logf("audit:\n%s", out.String())
+
+	// provlog tasks and the export bundle show it too.
+	out.Reset()
+	if code := run(context.Background(), []string{"tasks", "--data", data, "list"}, &out, &errb); code != 0 {
+		t.Fatalf("tasks: exit %d: %s %s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "no recorded outcome") || !strings.Contains(out.String(), fmt.Sprint(killed)) {
+		t.Errorf("tasks list does not show call %d without an outcome:\n%s", killed, out.String())
+	}
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	if code := run(context.Background(), []string{"export", "--data", data, "--out", bundle}, &out, &errb); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errb.String())
+	}
+	if code := run(context.Background(), []string{"verify-bundle", bundle}, &out, &errb); code != 0 {
+		t.Fatalf("verify-bundle: exit %d: %s", code, errb.String())
+	}
+	prov, err := os.ReadFile(filepath.Join(bundle, "provenance.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`"log:entry/%d/no-outcome"`, killed); !bytes.Contains(prov, []byte(want)) {
+		t.Errorf("the PROV document does not mark call %d as without an outcome (%s)", killed, want)
+	}
 }
 
 // callLog makes calls and counts how they ended.
