@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,44 +12,33 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/client"
 )
 
-// remote reads a running sidecar's log API.
+// remote reads a running sidecar's log API (log/client), with the
+// hints a command line user needs.
 type remote struct {
+	c *client.Client
+	// base, token and hc are for the API's few POSTs (purge).
 	base  string
 	token string
 	hc    *http.Client
 }
 
 func newRemote(base, token string) *remote {
-	return &remote{base: strings.TrimRight(base, "/"), token: token, hc: &http.Client{Timeout: time.Minute}}
+	r := &remote{base: strings.TrimRight(base, "/"), token: token, hc: &http.Client{Timeout: time.Minute}}
+	r.c = client.New(r.base+"/log/", token, r.hc)
+	return r
 }
 
+// get fetches a path of the sidecar's log API ("/log/...").
 func (r *remote) get(ctx context.Context, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+path, nil)
-	if err != nil {
-		return nil, err
+	b, err := r.c.Get(ctx, strings.TrimPrefix(path, "/log/"), 0)
+	var se *client.StatusError
+	if errors.As(err, &se) && se.Code == http.StatusUnauthorized {
+		return nil, fmt.Errorf("%w (give a reader token with --token or PROVLOG_TOKEN)", err)
 	}
-	if r.token != "" {
-		req.Header.Set("Authorization", "Bearer "+r.token)
-	}
-	resp, err := r.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		msg := strings.TrimSpace(string(body))
-		if resp.StatusCode == http.StatusUnauthorized {
-			msg += " (give a reader token with --token or PROVLOG_TOKEN)"
-		}
-		return nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, msg)
-	}
-	return body, nil
+	return b, err
 }
 
 func (r *remote) receipt(ctx context.Context, index int64, leafHash []byte, size uint64, asCOSE bool) (string, error) {
@@ -88,27 +77,5 @@ func (r *remote) Checkpoints(ctx context.Context, from uint64, fn func(uint64, [
 
 // Entries reads [start, end) from entry bundles.
 func (r *remote) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
-	var out [][]byte
-	for i := start; i < end; {
-		n := i / log.TileWidth
-		w := log.TileWidth
-		if last := (n + 1) * log.TileWidth; last > end {
-			w = int(end - n*log.TileWidth)
-		}
-		t := log.Tile{Level: log.EntriesLevel, N: n, W: w}
-		b, err := r.get(ctx, "/log/"+t.Path())
-		if err != nil {
-			return nil, err
-		}
-		es, err := log.ParseEntryBundle(b)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", t.Path(), err)
-		}
-		if len(es) != w {
-			return nil, fmt.Errorf("%s: %d entries, want %d", t.Path(), len(es), w)
-		}
-		out = append(out, es[i-n*log.TileWidth:]...)
-		i = n*log.TileWidth + uint64(w)
-	}
-	return out, nil
+	return r.c.Entries(ctx, start, end)
 }

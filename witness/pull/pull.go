@@ -19,10 +19,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +28,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/client"
 	"github.com/provlog/provlog/witness"
 )
 
@@ -91,11 +90,12 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	prefix := strings.TrimSuffix(opts.URL, "/") + "/"
-	body, err := get(ctx, hc, prefix+"checkpoint", maxCheckpointSize)
-	if errors.Is(err, errNotFound) {
-		if b, err2 := get(ctx, hc, prefix+"log/checkpoint", maxCheckpointSize); err2 == nil {
-			prefix, body, err = prefix+"log/", b, nil
+	lc := client.New(opts.URL, "", hc)
+	body, err := lc.Get(ctx, "checkpoint", maxCheckpointSize)
+	if errors.Is(err, log.ErrNotFound) {
+		sidecar := client.New(lc.Prefix()+"log/", "", hc)
+		if b, err2 := sidecar.Get(ctx, "checkpoint", maxCheckpointSize); err2 == nil {
+			lc, body, err = sidecar, b, nil
 		}
 	}
 	if err != nil {
@@ -128,7 +128,7 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 	if cur.Size > math.MaxInt64 || prev.Size > math.MaxInt64 {
 		return nil, errors.New("tree size out of range")
 	}
-	tiles := &tileReader{ctx: ctx, hc: hc, prefix: prefix, cache: map[tlog.Tile][]byte{}}
+	tiles := &tileReader{ctx: ctx, lc: lc, cache: map[tlog.Tile][]byte{}}
 
 	switch {
 	case cur.Size == prev.Size:
@@ -248,41 +248,11 @@ func openCheckpoint(msg []byte, v note.Verifier, origin string) (log.Checkpoint,
 	return c, nil
 }
 
-var errNotFound = errors.New("not found")
-
-// get fetches url and returns its body, at most limit bytes.
-func get(ctx context.Context, hc *http.Client, url string, limit int64) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
-		return nil, fmt.Errorf("GET %s: %w", url, errNotFound)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", url, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("GET %s: response over %d bytes", url, limit)
-	}
-	return b, nil
-}
-
 // tileReader is a tlog.TileReader over a tlog-tiles log's hash tiles. It
 // keeps the tiles tlog authenticated (SaveTiles) for the rest of one check.
 type tileReader struct {
-	ctx    context.Context
-	hc     *http.Client
-	prefix string
+	ctx context.Context
+	lc  *client.Client
 
 	mu    sync.Mutex
 	cache map[tlog.Tile][]byte
@@ -334,10 +304,10 @@ func (r *tileReader) readTile(t tlog.Tile) ([]byte, error) {
 	}
 	lt := log.Tile{Level: t.L, N: uint64(t.N), W: t.W}
 	want := t.W * log.HashSize
-	b, err := get(r.ctx, r.hc, r.prefix+lt.Path(), log.TileWidth*log.HashSize)
-	if errors.Is(err, errNotFound) && t.W < log.TileWidth {
+	b, err := r.lc.Tile(r.ctx, lt)
+	if errors.Is(err, log.ErrNotFound) && t.W < log.TileWidth {
 		lt.W = log.TileWidth
-		b, err = get(r.ctx, r.hc, r.prefix+lt.Path(), log.TileWidth*log.HashSize)
+		b, err = r.lc.Tile(r.ctx, lt)
 	}
 	if err != nil {
 		return nil, err
