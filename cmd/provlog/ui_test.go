@@ -111,41 +111,7 @@ func newUILog(t *testing.T, vouched bool) *uiLog {
 	t.Cleanup(func() { cs.Close() })
 
 	l := &uiLog{sc: sc, vkey: sc.keys.vkey, data: cfg.Data, cfgPath: cfgPath, close: closeSC}
-	created, _ := callTool(t, cs, "create_task", map[string]any{"title": "write the quarterly report", "description": "to reports/q3.md"})
-	l.taskID = created["task_id"].(string)
-	callTool(t, cs, "accept_task", map[string]any{"task_id": l.taskID})
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs__write_file", Arguments: map[string]any{
-		"path": "reports/q3.md", "content": "# Q3\nrevenue up", "api_key": "sk-very-secret"}})
-	if err != nil || res.IsError {
-		t.Fatalf("fs__write_file: %v %v", err, res)
-	}
-	rc, err := log.ParseReceipt([]byte(res.Meta["dev.provlog/receipt"].(string)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	es, err := sc.store.Entries(ctx, rc.Index, rc.Index+1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The receipt is the call entry's, or its call.result's, which names it.
-	var e struct {
-		Kind string `json:"kind"`
-		Call uint64 `json:"call"`
-	}
-	if err := json.Unmarshal(es[0], &e); err != nil {
-		t.Fatal(err)
-	}
-	l.call = rc.Index
-	if e.Kind == "call.result" {
-		l.call = e.Call
-	}
-	_, claimRC := callTool(t, cs, "report_completion", map[string]any{"task_id": l.taskID, "provenance": "observed",
-		"summary": "wrote reports/q3.md", "evidence": []uint64{l.call}})
-	crc, err := log.ParseReceipt([]byte(claimRC))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.claim = crc.Index
+	l.record(t, ctx, cs)
 	if vouched {
 		// Wait for the witness to cosign the tree holding the claim, anchor
 		// it, and wait for a cosigned checkpoint holding the anchor entry.
@@ -181,6 +147,48 @@ func newUILog(t *testing.T, vouched bool) *uiLog {
 	}
 	l.token = strings.TrimSpace(string(tok))
 	return l
+}
+
+// record writes the task's history through the proxy: created, accepted,
+// one call of fs__write_file with a redacted api_key, and an observed
+// claim citing that call.
+func (l *uiLog) record(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
+	t.Helper()
+	created, _ := callTool(t, cs, "create_task", map[string]any{"title": "write the quarterly report", "description": "to reports/q3.md"})
+	l.taskID = created["task_id"].(string)
+	callTool(t, cs, "accept_task", map[string]any{"task_id": l.taskID})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs__write_file", Arguments: map[string]any{
+		"path": "reports/q3.md", "content": "# Q3\nrevenue up", "api_key": "sk-very-secret"}})
+	if err != nil || res.IsError {
+		t.Fatalf("fs__write_file: %v %v", err, res)
+	}
+	rc, err := log.ParseReceipt([]byte(res.Meta["dev.provlog/receipt"].(string)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := l.sc.store.Entries(ctx, rc.Index, rc.Index+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The receipt is the call entry's, or its call.result's, which names it.
+	var e struct {
+		Kind string `json:"kind"`
+		Call uint64 `json:"call"`
+	}
+	if err := json.Unmarshal(es[0], &e); err != nil {
+		t.Fatal(err)
+	}
+	l.call = rc.Index
+	if e.Kind == "call.result" {
+		l.call = e.Call
+	}
+	_, claimRC := callTool(t, cs, "report_completion", map[string]any{"task_id": l.taskID, "provenance": "observed",
+		"summary": "wrote reports/q3.md", "evidence": []uint64{l.call}})
+	crc, err := log.ParseReceipt([]byte(claimRC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.claim = crc.Index
 }
 
 // vouchers starts a provlog witness, an RFC 3161 TSA and a Rekor for the

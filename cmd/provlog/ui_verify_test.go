@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"github.com/transparency-dev/merkle/testonly"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/provlog/provlog/cmd/internal/browser"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/server/ui"
 )
@@ -34,17 +36,36 @@ func TestUIVerifyJS(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	tree := testonly.New(rfc6962.DefaultHasher)
+	for i := range 40 {
+		tree.AppendData([]byte(fmt.Sprintf("entry %d", i)))
+	}
+	t.Run("inclusion", func(t *testing.T) { checkJSInclusion(t, ctx, p, tree) })
+	t.Run("consistency", func(t *testing.T) { checkJSConsistency(t, ctx, p, tree) })
+	t.Run("signatures", func(t *testing.T) { checkJSSignatures(t, ctx, p, tree) })
+}
+
+// jsResult is what the scripts below return: how many cases they checked
+// and which were wrong.
+type jsResult struct {
+	Checked int
+	Bad     []string
+}
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// checkJSInclusion: the reference tree's inclusion proofs for every index
+// of every size up to 40 recompute its roots in verify.js, and a proof for
+// another index or cut short does not.
+func checkJSInclusion(t *testing.T, ctx context.Context, p *browser.Page, tree *testonly.Tree) {
 	type proofCase struct {
 		I, N  uint64
 		Leaf  string
 		Proof []string
 		Root  string
 	}
-	b64 := base64.StdEncoding.EncodeToString
-	tree := testonly.New(rfc6962.DefaultHasher)
 	var cases []proofCase
 	for n := uint64(1); n <= 40; n++ {
-		tree.AppendData([]byte(fmt.Sprintf("entry %d", n-1)))
 		for i := range n {
 			pr, err := tree.InclusionProof(i, n)
 			if err != nil {
@@ -58,10 +79,7 @@ func TestUIVerifyJS(t *testing.T) {
 		}
 	}
 	cj, _ := json.Marshal(cases)
-	var out struct {
-		Checked int
-		Bad     []string
-	}
+	var out jsResult
 	script := `(async () => {
 		const m = await import("/ui/verify.js");
 		const out = {Checked: 0, Bad: []};
@@ -88,6 +106,11 @@ func TestUIVerifyJS(t *testing.T) {
 		t.Errorf("verify.js checked %d of %d proofs; wrong: %q", out.Checked, len(cases), out.Bad)
 	}
 
+}
+
+// checkJSConsistency: consistency proofs between every pair of sizes up
+// to 40 verify in verify.js, and not against a wrong old root or cut short.
+func checkJSConsistency(t *testing.T, ctx context.Context, p *browser.Page, tree *testonly.Tree) {
 	// Consistency proofs between every pair of sizes up to 40, and the
 	// same proofs against a wrong old root.
 	type consCase struct {
@@ -112,9 +135,9 @@ func TestUIVerifyJS(t *testing.T) {
 			cons = append(cons, c)
 		}
 	}
-	cj, _ = json.Marshal(cons)
-	out.Checked, out.Bad = 0, nil
-	script = `(async () => {
+	cj, _ := json.Marshal(cons)
+	var out jsResult
+	script := `(async () => {
 		const m = await import("/ui/verify.js");
 		const out = {Checked: 0, Bad: []};
 		for (const c of ` + string(cj) + `) {
@@ -133,6 +156,12 @@ func TestUIVerifyJS(t *testing.T) {
 		t.Errorf("verify.js checked %d of %d consistency proofs; wrong: %q", out.Checked, len(cons), out.Bad)
 	}
 
+}
+
+// checkJSSignatures: a note signed with x/mod's note package and a
+// cosignature/v1 verify in verify.js, and do not once the text changes or
+// with another key.
+func checkJSSignatures(t *testing.T, ctx context.Context, p *browser.Page, tree *testonly.Tree) {
 	// Signatures: a log key from x/mod's note package, a witness key from
 	// package log.
 	skey, vkey, err := note.GenerateKey(rand.Reader, "example.org/log")
@@ -151,7 +180,7 @@ func TestUIVerifyJS(t *testing.T) {
 	}
 	changed := strings.Replace(string(signed), "\n7\n", "\n8\n", 1)
 	var sig map[string]bool
-	script = fmt.Sprintf(`(async () => {
+	script := fmt.Sprintf(`(async () => {
 		const m = await import("/ui/verify.js");
 		const k = await m.parseVKey(%q), w = await m.parseVKey(%q), other = await m.parseVKey(%q);
 		const good = m.parseNote(%q), bad = m.parseNote(%q);
