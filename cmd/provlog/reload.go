@@ -84,7 +84,11 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why, "err", err)
 		return
 	}
-	s.tokens.set(newTokens(cfg, h))
+	// local.token stays the running stdio actor's: a changed actor:
+	// needs a restart, like the stdio sessions that act as it.
+	live := *cfg
+	live.Actor = s.cfg.Actor
+	s.tokens.set(newTokens(&live, h))
 	s.logger.Info("config reloaded", "config", w.path, "trigger", why, "actors", len(cfg.Actors), "readers", len(cfg.Readers),
 		"handoff_any_actor", cfg.HandoffAnyActor)
 	if keys := restartKeys(s.cfg, cfg, w.dataFlag); len(keys) > 0 {
