@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
 	"github.com/provlog/provlog/witness/witnesstest"
@@ -131,5 +134,33 @@ anchors:
 	}
 	if !strings.Contains(m, "\nprovlog_health_"+reasonStorage+" 0\n") {
 		t.Errorf("storage reported failed:\n%s", m)
+	}
+}
+
+// TestHealthStorageFailed: a full disk stops the log; /healthz says
+// failed (503) with storage_failed, and its gauge is 1.
+func TestHealthStorageFailed(t *testing.T) {
+	dir := t.TempDir()
+	mountTmpfs(t, dir, "16m")
+	base, _ := startServe(t, "--data", filepath.Join(dir, "d"))
+	tok, _ := os.ReadFile(filepath.Join(dir, "d", localToken))
+	cs := connectHTTP(t, base, strings.TrimSpace(string(tok)))
+	fill(t, dir)
+	var h healthBody
+	var code int
+	for i := 0; ; i++ {
+		cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_task", Arguments: map[string]any{"title": "t", "description": strings.Repeat("x", 3500)}})
+		if h, code = getHealth(t, base); h.Status != "ok" {
+			break
+		}
+		if i > 20000 {
+			t.Fatalf("the log kept writing on a full disk: %+v", h)
+		}
+	}
+	if code != http.StatusServiceUnavailable || h.Status != "failed" || len(h.Reasons) == 0 || h.Reasons[0].Reason != reasonStorage {
+		t.Fatalf("%d %+v", code, h)
+	}
+	if m := getMetrics(t, base); !strings.Contains(m, "\nprovlog_health_"+reasonStorage+" 1\n") {
+		t.Errorf("metrics:\n%s", m)
 	}
 }
