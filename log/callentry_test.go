@@ -183,14 +183,16 @@ func TestAuditPairsCallsWithResults(t *testing.T) {
 		}
 		return b
 	}
-	// Entry 0 is the genesis; the calls are at 1, 2 and 4.
-	src, v := newAuditLog(t, [][]byte{call("a"), call("b"), result("a", 1), call("a")})
+	// A call of an old log: one entry, outcome included.
+	legacy := []byte(`{"actor":"a","args":{},"duration_ns":5,"is_error":false,"kind":"call","server":"s","started":"2026-01-02T03:04:05.000000000Z","time":"2026-01-02T03:04:05.000000000Z","tool":"t","v":1}`)
+	// Entry 0 is the genesis; the calls are at 1, 2, 4 and 5.
+	src, v := newAuditLog(t, [][]byte{call("a"), call("b"), result("a", 1), call("a"), legacy})
 	rep, err := log.Audit(context.Background(), src, v, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Calls != 3 || !reflect.DeepEqual(rep.OpenCalls, []uint64{2, 4}) {
-		t.Errorf("calls %d, open %v; want 3, [2 4]", rep.Calls, rep.OpenCalls)
+	if rep.Calls != 4 || !reflect.DeepEqual(rep.OpenCalls, []uint64{2, 4}) {
+		t.Errorf("calls %d, open %v; want 4, [2 4]", rep.Calls, rep.OpenCalls)
 	}
 
 	for name, entries := range map[string][][]byte{
@@ -198,6 +200,7 @@ func TestAuditPairsCallsWithResults(t *testing.T) {
 		"result for a non-call":    {call("a"), result("a", 0)},
 		"two results":              {call("a"), result("a", 1), result("a", 1)},
 		"other actor":              {call("a"), result("b", 1)},
+		"result for an old call":   {legacy, result("a", 1)},
 	} {
 		src, v := newAuditLog(t, entries)
 		_, err := log.Audit(context.Background(), src, v, "")
@@ -216,8 +219,12 @@ func FuzzParseCallEntries(f *testing.F) {
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	c, _ := (&log.CallEntry{Time: at, Actor: "a", Server: "s", Tool: "t", Args: log.CanonicalJSON(`{"x":[1,"y"]}`), Client: &log.CallClient{Name: "n"}}).Marshal()
 	r, _ := (&log.CallResultEntry{Time: at, Actor: "a", Call: 3, ResultSHA256: "ab", ResultBytes: 9, ResultRaw: true, Error: "e", ErrorCode: -1}).Marshal()
+	tl, _ := (&log.ToolsEntry{Time: at, Actor: "provlog", Server: "s", Tools: []log.ToolSum{{Name: "a", SHA256: "00"}}}).Marshal()
+	rr, _ := (&log.ReadEntry{Kind: log.KindPromptGet, Time: at, Actor: "a", Server: "s", Prompt: "p", Args: log.CanonicalJSON(`{"k":"v"}`), ResultSHA256: "ab"}).Marshal()
 	f.Add(c)
 	f.Add(r)
+	f.Add(tl)
+	f.Add(rr)
 	f.Add([]byte(`{"actor":"a","args":{},"duration_ns":1,"is_error":true,"kind":"call","server":"s","time":"2026-01-02T03:04:05.000000000Z","tool":"t","v":1}`))
 	f.Add([]byte(`{"actor":"a","call":18446744073709551615,"kind":"call.result","time":"2026-01-02T03:04:05.000000000Z","v":1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -242,6 +249,24 @@ func FuzzParseCallEntries(f *testing.F) {
 			c2, err := log.ParseCall(e2)
 			if err != nil || !reflect.DeepEqual(c, c2) {
 				t.Fatalf("call round trip: %+v\n%+v (%v)", c, c2, err)
+			}
+		case log.KindTools:
+			if tl, err := log.ParseTools(e); err == nil {
+				if b2, err := tl.Marshal(); err == nil {
+					if e2, err := log.ParseEntry(b2); err != nil {
+						t.Fatalf("a parsed tools entry marshals to one that does not parse: %v", err)
+					} else if tl2, err := log.ParseTools(e2); err != nil || !reflect.DeepEqual(tl, tl2) {
+						t.Fatalf("tools round trip: %+v\n%+v (%v)", tl, tl2, err)
+					}
+				}
+			}
+		case log.KindResourceRead, log.KindPromptGet:
+			if rd, err := log.ParseRead(e); err == nil {
+				if b2, err := rd.Marshal(); err == nil {
+					if _, err := log.ParseEntry(b2); err != nil {
+						t.Fatalf("a parsed %s entry marshals to one that does not parse: %v", e.Kind, err)
+					}
+				}
 			}
 		case log.KindCallResult:
 			r, err := log.ParseCallResult(e)

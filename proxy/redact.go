@@ -110,10 +110,10 @@ func scrub(s string, secrets []string) string {
 	return s
 }
 
-// scrubJSON returns the canonical JSON text canon with every string that
-// holds a secret scrubbed (as scrub does) and every number or string that
-// is one replaced by Redacted, in canonical form again, and whether that
-// changed anything. Text that does not parse is returned as it is, with
+// scrubJSON returns the canonical JSON text canon with every string and
+// member name that holds a secret scrubbed (as scrub does) and every
+// number whose text holds one replaced by Redacted, in canonical form
+// again, and whether that changed anything. Text that does not parse is returned as it is, with
 // the secrets replaced bytewise.
 func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 	if len(secrets) == 0 {
@@ -142,7 +142,7 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 			return scrub(x, secrets)
 		case json.Number:
 			for _, s := range secrets {
-				if string(x) == s {
+				if strings.Contains(string(x), s) {
 					return Redacted
 				}
 			}

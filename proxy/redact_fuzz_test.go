@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/provlog/provlog/log"
 )
 
 // FuzzRedactArgs feeds untrusted argument bytes to the redaction that runs
@@ -47,5 +49,56 @@ func FuzzRedactArgs(f *testing.F) {
 			t.Fatalf("redacted arguments do not parse back: %v", err)
 		}
 		check(back)
+	})
+}
+
+// FuzzScrubJSON feeds a downstream's result (untrusted) to the scrubbing
+// of retained results: never a panic, no secret left in what is kept, and
+// canonical text stays canonical.
+func FuzzScrubJSON(f *testing.F) {
+	f.Add([]byte(`{"content":[{"text":"Echo: hunter22","type":"text"}]}`), "hunter22")
+	f.Add([]byte(`{"hunter22":[1,"a hunter22 b"],"n":12345}`), "12345")
+	f.Add([]byte(`{"a":"\u0068unter22"}`), "hunter22")
+	f.Add([]byte(`not json hunter22`), "hunter22")
+	f.Fuzz(func(t *testing.T, data []byte, secret string) {
+		if len(secret) < minSecretLen {
+			return
+		}
+		out, _ := scrubJSON(data, []string{secret})
+		canon, err := log.Canonicalize(data)
+		if err != nil || string(canon) != string(data) || strings.Contains(Redacted, secret) {
+			return
+		}
+		if c, err := log.Canonicalize(out); err != nil || string(c) != string(out) {
+			t.Fatalf("canonical %s scrubbed to non-canonical %s", data, out)
+		}
+		// No value, member name or number of what is kept holds the secret.
+		dec := json.NewDecoder(strings.NewReader(string(out)))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		var check func(v any)
+		check = func(v any) {
+			switch x := v.(type) {
+			case string:
+				if strings.Contains(x, secret) {
+					t.Fatalf("%q left in %s", secret, out)
+				}
+			case json.Number:
+				check(string(x))
+			case map[string]any:
+				for k, e := range x {
+					check(k)
+					check(e)
+				}
+			case []any:
+				for _, e := range x {
+					check(e)
+				}
+			}
+		}
+		check(v)
 	})
 }

@@ -68,7 +68,7 @@ func TestScrubJSON(t *testing.T) {
 	secrets := []string{"SECRET-123", `quo\"te`, "4242"}
 	for _, tc := range []struct{ in, want string }{
 		{`{"content":[{"text":"Echo: SECRET-123","type":"text"}]}`, `{"content":[{"text":"Echo: [redacted]","type":"text"}]}`},
-		{`{"SECRET-123":1,"n":4242,"m":42420}`, `{"[redacted]":1,"m":42420,"n":"[redacted]"}`},
+		{`{"SECRET-123":1,"n":4242,"m":42420,"k":424}`, `{"[redacted]":1,"k":424,"m":"[redacted]","n":"[redacted]"}`},
 		{`{"a":"nothing here"}`, `{"a":"nothing here"}`},
 	} {
 		canon, err := log.Canonicalize([]byte(tc.in))
