@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 		crashChild(data)
 		return
 	}
+	if data := os.Getenv(faultChildEnv); data != "" {
+		os.Exit(faultChild(data)) // storage_faults_test.go
+	}
 	if args := os.Getenv(serveChildEnv); args != "" {
 		os.Exit(serveChild(args)) // multi_test.go
 	}

@@ -24,7 +24,64 @@
 // rather than repair anything. Once Pebble reports corruption, or a commit
 // fails with its outcome unknown, the Store refuses further commits: it fails
 // closed until it is reopened and checked again. Reads go on, and a read that
-// meets corruption fails with an error wrapping ErrCorrupt.
+// meets corruption fails with an error wrapping ErrCorrupt. [Store.Verify]
+// reads every block (provlog audit --data, serve --verify-on-open), and
+// reports a torn last MANIFEST record, which Pebble drops without a word.
+//
+// # Faults
+//
+// A storage fault stops writing, never the process: the first failed
+// write, sync, create, rename or remove, and every Pebble background error,
+// becomes the Store's sticky error ([Store.Err], implementing
+// [log.Health]), wrapping [log.ErrDiskFull], [log.ErrReadOnly] or
+// [log.ErrIO]. Pebble v2.1.7 panics on a WAL write error and dies
+// unrecoverably ("unlock of unlocked mutex") when it cannot create its
+// next WAL, and retries a failed flush in a tight loop, so the Store's
+// file system (faultfs.go) keeps WAL errors from Pebble once recorded,
+// freezes the disk and backs off creation; Commit checks the sticky error
+// after Pebble returns, so nothing is acknowledged that may not be durable.
+// A store that cannot be written at open (read-only file system, full
+// disk) opens read-only and says why in Err.
+//
+// # Forks
+//
+// A transparency log must never sign two views of its history. Pebble
+// replays its write-ahead log up to the first damaged record and treats
+// the rest as a torn tail, without error: a flipped byte, a truncated
+// file or a disk that lied about a sync would reopen the log shorter than
+// it acknowledged, and the next commit would sign a second root at a size
+// already handed out. So the Store trusts, on open, only a tree that is
+// consistent with and at least as large as its published-batch record
+// (published.go): the last two batches it acknowledged, written outside
+// Pebble beside each commit (same fdatasync round, so no extra round trip;
+// the cost is writing each batch twice). If Pebble lost only those
+// batches, Open restores them from the record (read-only: in memory) and
+// logs it; if it lost more, or holds another tree at their size, Open fails
+// with a *[log.LostError] naming both sizes and roots and what to do (keep
+// the data dir as evidence, start a new log with a new origin). provlog
+// serve and audit also check the tree against the anchor records and the
+// witnesses' cosigned checkpoint (server.CheckHandedOut).
+//
+// What each fault ends in (tests: faults_test.go, fork_test.go here;
+// cmd/provlog storage_faults_test.go on real processes):
+//
+//	fault                                         outcome
+//	write/sync/create of WAL, sstable, MANIFEST,  no panic; appends refused with an
+//	marker, dir sync, remove, rename; before or   I/O error; reopened: every acked
+//	after it persisted (TestInjectedFaults, 128)  entry and checkpoint, audit clean
+//	flipped byte / cut in the WAL's last batch    restored from the record; all held
+//	flipped byte / cut 3 batches back in the WAL  refused: LostError 18 vs 21
+//	flipped byte in the middle of the WAL         refused: LostError (Pebble kept 7 of 21)
+//	flipped byte in an sstable                    Verify fails (ErrCorrupt, the file);
+//	                                              store stops; reads of it fail naming it
+//	torn or flipped last MANIFEST record          opens; warning kept, Verify reports it
+//	flipped byte in the published record          slot ignored; the older slot guards
+//	disk full mid-run (24 MiB tmpfs)              appends refused "disk full"; /healthz
+//	                                              503 storage "disk full"; reads go on;
+//	                                              restart comes up read-only; audit OK;
+//	                                              space freed: all acked entries held
+//	read-only bind mount over the dir mid-run     appends refused "read-only" at the
+//	                                              next WAL; restart read-only; audit OK
 //
 // # Memory and speed
 //
