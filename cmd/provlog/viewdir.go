@@ -18,11 +18,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -277,10 +278,9 @@ func (v *view) held() string {
 	if len(v.entries) > 0 {
 		parts = append(parts, fmt.Sprintf("[%d, %d)", v.from, v.from+uint64(len(v.entries))))
 	}
-	for i := range v.given {
+	for _, i := range slices.Sorted(maps.Keys(v.given)) {
 		parts = append(parts, strconv.FormatUint(i, 10))
 	}
-	sort.Strings(parts)
 	return "the " + v.source + " holds entries " + strings.Join(parts, ", ")
 }
 
