@@ -44,6 +44,9 @@ type Options struct {
 	// receipt.cose (nil: no COSE receipt, and the manifest says so).
 	VKey   string
 	Signer note.Signer
+	// COSE, when Signer is nil, fetches the COSE receipt of the entry at
+	// index in the tree of size from the log (a running sidecar signs it).
+	COSE func(ctx context.Context, index, size uint64) ([]byte, error)
 	// AnchorKey is the anchoring public key (PKIX DER) the genesis entry
 	// names.
 	AnchorKey []byte
@@ -109,10 +112,17 @@ func Write(ctx context.Context, dir string, o Options) (*Manifest, error) {
 	}
 	w.put(ReceiptFile, []byte((&log.Receipt{Extra: leaf, Index: o.Index, Proof: proof, Checkpoint: t.note}).String()))
 	w.put(CheckpointFile, t.note)
-	if o.Signer != nil {
+	switch {
+	case o.Signer != nil:
 		c, err := cose.Sign(o.Signer, t.cp.Size, o.Index, leaf, proof, t.cp.Hash)
 		if err != nil {
 			return nil, err
+		}
+		w.put(COSEFile, c)
+	case o.COSE != nil:
+		c, err := o.COSE(ctx, o.Index, t.cp.Size)
+		if err != nil {
+			return nil, fmt.Errorf("evidence: fetching the COSE receipt: %w", err)
 		}
 		w.put(COSEFile, c)
 	}
@@ -132,7 +142,7 @@ func Write(ctx context.Context, dir string, o Options) (*Manifest, error) {
 	if m.Context, err = w.putContext(ctx, o, t); err != nil {
 		return nil, err
 	}
-	m.Missing = missing(m, len(o.Witnesses) > 0, o.Signer != nil)
+	m.Missing = missing(m, len(o.Witnesses) > 0, o.Signer != nil || o.COSE != nil)
 	if w.err != nil {
 		return nil, w.err
 	}

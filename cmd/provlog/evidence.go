@@ -23,6 +23,9 @@ import (
 func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("evidence", stderr)
 	data := fs.String("data", "", "data dir of a stopped sidecar")
+	logURL := fs.String("log", "", "base URL of a running sidecar")
+	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "reader token for --log (default $PROVLOG_TOKEN)")
+	vkeyArg := fs.String("vkey", "", "the log's verifier key, or a file holding it (required with --log)")
 	index := fs.Int64("index", -1, "entry index")
 	leaf := fs.String("leaf-hash", "", "entry leaf hash, hex")
 	out := fs.String("out", "", "evidence directory to create")
@@ -30,8 +33,11 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	if *data == "" {
-		return usageErr("--data is required (evidence from a running sidecar over --log is not implemented yet: stop it, or export a bundle)")
+	if (*data == "") == (*logURL == "") {
+		return usageErr("give exactly one of --data and --log")
+	}
+	if *logURL != "" && *vkeyArg == "" {
+		return usageErr("--vkey is required with --log")
 	}
 	if (*index < 0) == (*leaf == "") {
 		return usageErr("give exactly one of --index and --leaf-hash")
@@ -39,25 +45,50 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *out == "" {
 		return usageErr("--out is required")
 	}
-	s, err := openStore(*data, true)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	i := uint64(*index)
+	var lh []byte
 	if *leaf != "" {
-		lh, err := hex.DecodeString(*leaf)
-		if err != nil || len(lh) != log.HashSize {
+		var err error
+		if lh, err = hex.DecodeString(*leaf); err != nil || len(lh) != log.HashSize {
 			return usageErr("--leaf-hash must be %d hex digits", 2*log.HashSize)
 		}
-		if i, err = s.LeafIndex(ctx, lh); errors.Is(err, log.ErrNotFound) {
-			return fmt.Errorf("no entry has leaf hash %x", lh)
-		} else if err != nil {
+	}
+	var o *evidence.Options
+	if *logURL != "" {
+		vkey, err := parseVKeyArg(*vkeyArg)
+		if err != nil {
+			return err
+		}
+		tmp, err := os.MkdirTemp("", "provlog-anchors-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		if o, err = remoteEvidenceOptions(ctx, newRemote(*logURL, *token), vkey, tmp, *index, lh); err != nil {
+			return err
+		}
+	} else {
+		s, err := openStore(*data, true)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		i := uint64(*index)
+		if lh != nil {
+			if i, err = s.LeafIndex(ctx, lh); errors.Is(err, log.ErrNotFound) {
+				return fmt.Errorf("no entry has leaf hash %x", lh)
+			} else if err != nil {
+				return err
+			}
+		}
+		if o, err = evidenceOptions(ctx, s, *data, i); err != nil {
 			return err
 		}
 	}
-	o, err := evidenceOptions(ctx, s, *data, *cfgPath, i)
-	if err != nil {
+	if err := evidenceConfig(*cfgPath, o); err != nil {
+		return err
+	}
+	var err error
+	if o.Context, err = taskContext(ctx, o.Source, o.Index); err != nil {
 		return err
 	}
 	if _, err := evidence.Write(ctx, *out, *o); err != nil {
@@ -72,7 +103,7 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 // evidenceOptions gathers what a data dir and config hold for one entry.
-func evidenceOptions(ctx context.Context, s log.Storage, data, cfgPath string, index uint64) (*evidence.Options, error) {
+func evidenceOptions(ctx context.Context, s log.Storage, data string, index uint64) (*evidence.Options, error) {
 	k, err := loadKeys(data)
 	if err != nil {
 		return nil, err
@@ -99,33 +130,36 @@ func evidenceOptions(ctx context.Context, s log.Storage, data, cfgPath string, i
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	if cfgPath != "" {
-		cfg, err := loadConfig(cfgPath)
-		if err != nil {
-			return nil, err
-		}
-		for _, w := range cfg.witnesses {
-			o.Witnesses = append(o.Witnesses, w.VKey)
-		}
-		o.Threshold = cfg.witnessPolicy.Threshold
-		if cfg.Anchors != nil {
-			res, err := cfg.Anchors.Resolve(configReader(cfg.dir))
-			if err != nil {
-				return nil, fmt.Errorf("config: %w", err)
-			}
-			o.Trust = res.Trust
-		}
-	}
-	if o.Context, err = taskContext(ctx, s, st.Size, index); err != nil {
-		return nil, err
-	}
 	return o, nil
+}
+
+// evidenceConfig puts the config's witness policy and anchor trust into o.
+func evidenceConfig(cfgPath string, o *evidence.Options) error {
+	if cfgPath == "" {
+		return nil
+	}
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	for _, w := range cfg.witnesses {
+		o.Witnesses = append(o.Witnesses, w.VKey)
+	}
+	o.Threshold = cfg.witnessPolicy.Threshold
+	if cfg.Anchors != nil {
+		res, err := cfg.Anchors.Resolve(configReader(cfg.dir))
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		o.Trust = res.Trust
+	}
+	return nil
 }
 
 // taskContext returns, for a task entry, the indices of its task's
 // history before it and of the entries its claims cite: what makes a
 // claim meaningful. It is empty for other entries.
-func taskContext(ctx context.Context, s log.Storage, size, index uint64) ([]uint64, error) {
+func taskContext(ctx context.Context, s evidence.Source, index uint64) ([]uint64, error) {
 	es, err := s.Entries(ctx, index, index+1)
 	if err != nil {
 		return nil, err
@@ -138,7 +172,7 @@ func taskContext(ctx context.Context, s log.Storage, size, index uint64) ([]uint
 	if !strings.HasPrefix(e.Kind, "task.") || id == "" {
 		return nil, nil
 	}
-	state, err := opp.Rebuild(ctx, s, size)
+	state, err := opp.Rebuild(ctx, s, index+1)
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding task state: %w", err)
 	}

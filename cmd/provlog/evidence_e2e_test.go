@@ -143,6 +143,22 @@ anchors:
 		})
 	}
 
+	// From the running sidecar over HTTP, the same evidence, byte for byte.
+	local := filepath.Join(t.TempDir(), "local")
+	if out, code := runCmd(t, "evidence", "--data", data, "--index", strconv.FormatUint(claim, 10), "--out", local, "--config", cfgPath); code != 0 {
+		t.Fatalf("provlog evidence --data: %s", out)
+	}
+	base, stop := startServe(t, "--config", cfgPath)
+	tok, _ := os.ReadFile(filepath.Join(data, localToken))
+	remote := filepath.Join(t.TempDir(), "remote")
+	out, code := runCmd(t, "evidence", "--log", base, "--vkey", vkeyFile, "--token", strings.TrimSpace(string(tok)),
+		"--index", strconv.FormatUint(claim, 10), "--out", remote, "--config", cfgPath)
+	stop()
+	if code != 0 {
+		t.Fatalf("provlog evidence --log: %d\n%s", code, out)
+	}
+	sameTree(t, local, remote)
+
 	// provlog prove --format cose gives a receipt go-cose verifies over
 	// the root of the checkpoint provlog prove's tlog-proof carries.
 	var cb, tb, errb bytes.Buffer
@@ -428,5 +444,30 @@ func flipEveryFile(t *testing.T, ev, vkeyFile string) {
 	}
 	if out, code := runCmd(t, "verify-evidence", "--vkey", vkeyFile, ev); code != 0 {
 		t.Fatalf("restored evidence: %s", out)
+	}
+}
+
+// sameTree requires two directories to hold the same files, byte for byte.
+func sameTree(t *testing.T, a, b string) {
+	read := func(root string) map[string]string {
+		m := map[string]string{}
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(root, p)
+				c, _ := os.ReadFile(p)
+				m[rel] = string(c)
+			}
+			return nil
+		})
+		return m
+	}
+	x, y := read(a), read(b)
+	if len(x) != len(y) {
+		t.Errorf("%d files from the data dir, %d over HTTP", len(x), len(y))
+	}
+	for name, c := range x {
+		if y[name] != c {
+			t.Errorf("%s differs between the data dir's evidence and the one over HTTP", name)
+		}
 	}
 }
