@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,10 @@ import (
 // faultChildEnv makes the test binary a sidecar that appends until the
 // log refuses, then reports and reads.
 const faultChildEnv = "PROVLOG_FAULT_CHILD_DATA"
+
+// faultChildNEnv bounds the appends of each of its goroutines (default
+// 25000: enough to fill the test's disks).
+const faultChildNEnv = "PROVLOG_FAULT_CHILD_N"
 
 // stopReport is the fault child's last line.
 type stopReport struct {
@@ -59,10 +64,14 @@ func faultChild(data string) int {
 	out := bufio.NewWriter(os.Stdout)
 	var first error
 	n := 0
+	per := 25000
+	if v, err := strconv.Atoi(os.Getenv(faultChildNEnv)); err == nil {
+		per = v
+	}
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
-			for i := 0; i < 25000; i++ {
+			for i := 0; i < per; i++ {
 				e := &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "local", Fields: map[string]any{
 					"server": "fault", "tool": "append", "args": map[string]any{"g": g, "i": i, "pad": strings.Repeat("y", 1000)},
 				}}
@@ -118,14 +127,14 @@ func faultChild(data string) int {
 // runFaultChild runs the fault child on data, calling during (if not nil)
 // once it has handed out some receipts; it returns the receipts, the stop
 // report and the child's stderr.
-func runFaultChild(t *testing.T, data string, during func()) ([]handedOut, *stopReport, string) {
+func runFaultChild(t *testing.T, data string, during func(), env ...string) ([]handedOut, *stopReport, string) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), faultChildEnv+"="+data)
+	cmd.Env = append(append(os.Environ(), faultChildEnv+"="+data), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +266,7 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("growing the tmpfs: %v: %s", err, out)
 	}
 	checkAfterCrash(t, data, k, got)
-	got3, rep3, _ := runFaultChild(t, data, nil)
+	got3, rep3, _ := runFaultChild(t, data, nil, faultChildNEnv+"=20")
 	if rep3 == nil || rep3.Receipts == 0 {
 		t.Fatalf("after freeing space, the log takes no appends: %+v", rep3)
 	}
