@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -241,30 +240,11 @@ func (d *downstream) connect(ctx context.Context) (*mcp.ClientSession, *exec.Cmd
 	})
 	client.AddReceivingMiddleware(d.p.guard, d.forwardServerRequests)
 
-	var t mcp.Transport
-	var cmd *exec.Cmd
-	if len(d.cfg.Command) > 0 {
-		cmd = exec.Command(d.cfg.Command[0], d.cfg.Command[1:]...)
-		cmd.Dir = d.cfg.Dir
-		if len(d.cfg.Env) > 0 {
-			env := os.Environ()
-			keys := make([]string, 0, len(d.cfg.Env))
-			for k := range d.cfg.Env {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				env = append(env, k+"="+d.cfg.Env[k])
-			}
-			cmd.Env = env
-		}
-		cmd.Stderr = &lineLogger{d: d}
-		setProcessGroup(cmd)
-		t = &captureTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateTimeout}}
-	} else {
-		rt := &captureRoundTripper{base: d.httpClient.Transport, headers: d.cfg.Headers}
-		t = &mcp.StreamableClientTransport{Endpoint: d.cfg.URL, HTTPClient: &http.Client{Transport: rt}}
+	var base http.RoundTripper
+	if d.httpClient != nil {
+		base = d.httpClient.Transport
 	}
+	t, cmd := transportFor(d.cfg, base, &lineLogger{d: d})
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocolVersion})

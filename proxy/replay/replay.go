@@ -10,15 +10,12 @@
 // a blob that is gone, are not replayable: replay would not send what the
 // original call sent.
 //
-// Result hashing: the proxy hashes the "result" bytes read off the wire.
-// Replay does not reuse the proxy's (unexported) wire capture; it hashes
-// log.Canonicalize(json.Marshal(result)) of the SDK's decoded
-// *mcp.CallToolResult. When the recorded result is retained as a blob, it
-// is put through the same SDK decode/re-encode before the two are compared
-// as canonical JSON, so SDK re-encoding differences cannot show up as
-// "changed". When it is not retained, only the hashes can be compared:
-// both the SDK re-encoding's hash and (for results the SDK round-trips
-// exactly, the common case) the wire hash agree.
+// Result hashing: replay connects to a server as the proxy does
+// (proxy.Dial: the same transports, the same protocol revision) and reads
+// fresh results off the wire as the proxy does, so a fresh result's hash is
+// the SHA-256 of the RFC 8785 form of the bytes the server sent, exactly
+// what the call.result entry holds. A retained result (retain: full) is
+// that same canonical form, compared member by member.
 package replay
 
 import (
@@ -30,15 +27,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"os/exec"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
@@ -225,7 +218,7 @@ type runner struct {
 
 // conn is one live session to a downstream server.
 type conn struct {
-	cs       *mcp.ClientSession
+	cs       *proxy.Conn
 	err      error
 	readOnly map[string]bool
 	known    map[string]bool
@@ -314,15 +307,15 @@ func (r *runner) replay(ctx context.Context, index uint64, call *log.CallEntry) 
 	}
 	for run := 0; run < r.opts.Runs; run++ {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
-		res, err := c.cs.CallTool(cctx, &mcp.CallToolParams{Name: o.Tool, Arguments: args})
+		raw, err := c.cs.CallTool(cctx, o.Tool, args)
 		cancel()
 		if err != nil {
 			o.Class, o.Reason = Failed, fmt.Sprintf("run %d: %v", run+1, err)
 			return o
 		}
-		canon, err := canonical(res)
+		canon, err := log.Canonicalize(raw)
 		if err != nil {
-			o.Class, o.Reason = Failed, fmt.Sprintf("run %d: %v", run+1, err)
+			o.Class, o.Reason = Failed, fmt.Sprintf("run %d: the result is not I-JSON: %v", run+1, err)
 			return o
 		}
 		if run == 0 {
@@ -353,10 +346,8 @@ func (r *runner) replay(ctx context.Context, index uint64, call *log.CallEntry) 
 	haveRec := false
 	if blob := res.RetainedBlob(); blob != "" && r.opts.Blobs != nil {
 		if b, err := r.opts.Blobs.Get(blob); err == nil {
-			if nb, err := sdkNormalize(b); err == nil {
-				if recDoc, err = decode(nb); err == nil {
-					haveRec = true
-				}
+			if recDoc, err = decode(b); err == nil {
+				haveRec = true
 			}
 		}
 	}
@@ -412,35 +403,15 @@ func (r *runner) connect(ctx context.Context, cfg *proxy.ServerConfig) *conn {
 	if cfg.Source != nil {
 		c.resolver, _ = release.New(*cfg.Source, r.opts.HTTPClient, r.opts.Logger)
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "provlog-replay", Version: r.opts.Version}, &mcp.ClientOptions{
-		Logger:       r.opts.Logger,
-		Capabilities: &mcp.ClientCapabilities{},
-	})
-	var t mcp.Transport
-	if len(cfg.Command) > 0 {
-		cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
-		cmd.Dir = cfg.Dir
-		if len(cfg.Env) > 0 {
-			env := os.Environ()
-			for k, v := range cfg.Env {
-				env = append(env, k+"="+v)
-			}
-			cmd.Env = env
-		}
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
-	} else {
-		hc := &http.Client{Transport: headerRT{base: http.DefaultTransport, headers: cfg.Headers}}
-		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc}
-	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := proxy.Dial(ctx, *cfg, "provlog-replay", r.opts.Version, r.opts.Logger)
 	if err != nil {
 		c.err = err
 		return c
 	}
 	c.cs = cs
-	for tool, err := range cs.Tools(cctx, nil) {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for tool, err := range cs.Session().Tools(cctx, nil) {
 		if err != nil {
 			c.err = fmt.Errorf("listing tools: %w", err)
 			return c
@@ -451,21 +422,6 @@ func (r *runner) connect(ctx context.Context, cfg *proxy.ServerConfig) *conn {
 		}
 	}
 	return c
-}
-
-type headerRT struct {
-	base    http.RoundTripper
-	headers map[string]string
-}
-
-func (h headerRT) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(h.headers) > 0 {
-		req = req.Clone(req.Context())
-		for k, v := range h.headers {
-			req.Header.Set(k, v)
-		}
-	}
-	return h.base.RoundTrip(req)
 }
 
 // hasRedacted reports whether "[redacted]" occurs anywhere in v.
@@ -487,25 +443,6 @@ func hasRedacted(v any) bool {
 		}
 	}
 	return false
-}
-
-// canonical is the RFC 8785 form of the SDK's re-encoding of res.
-func canonical(res *mcp.CallToolResult) ([]byte, error) {
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, err
-	}
-	return log.Canonicalize(b)
-}
-
-// sdkNormalize puts a recorded result through the SDK's decode and
-// re-encode, so it compares like a fresh one.
-func sdkNormalize(b []byte) ([]byte, error) {
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(b, &res); err != nil {
-		return log.Canonicalize(b)
-	}
-	return canonical(&res)
 }
 
 func decode(b []byte) (any, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,8 +49,13 @@ func callEntry(t *testing.T, fields map[string]any) []byte {
 	return b
 }
 
+// sumOf is the hash of res as the go-sdk fixture server sends it.
 func sumOf(t *testing.T, res *mcp.CallToolResult) string {
-	c, err := canonical(res)
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := log.Canonicalize(b)
 	if err != nil {
 		t.Fatal(err)
 	}

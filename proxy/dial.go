@@ -1,0 +1,102 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// transportFor returns the transport to server cfg, capturing results off
+// the wire (capture.go): a stdio server's process (started on Connect,
+// in its own process group, stderr to stderr) or a streamable HTTP
+// client over base (http.DefaultTransport if nil) with the configured
+// headers.
+func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer) (mcp.Transport, *exec.Cmd) {
+	if len(cfg.Command) == 0 {
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		rt := &captureRoundTripper{base: base, headers: cfg.Headers}
+		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: &http.Client{Transport: rt}}, nil
+	}
+	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+	cmd.Dir = cfg.Dir
+	if len(cfg.Env) > 0 {
+		env := os.Environ()
+		keys := make([]string, 0, len(cfg.Env))
+		for k := range cfg.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			env = append(env, k+"="+cfg.Env[k])
+		}
+		cmd.Env = env
+	}
+	cmd.Stderr = stderr
+	setProcessGroup(cmd)
+	return &captureTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateTimeout}}, cmd
+}
+
+// A Conn is a client session to one downstream server, opened as the
+// proxy opens its own (same transports, same protocol revision), whose
+// tool results are read off the wire. provlog replay uses it, so that it
+// hashes fresh results exactly as the proxy hashed the recorded ones.
+type Conn struct {
+	cs  *mcp.ClientSession
+	cmd *exec.Cmd
+}
+
+// Dial connects to server cfg as client name/version.
+func Dial(ctx context.Context, cfg ServerConfig, name, version string, logger *slog.Logger) (*Conn, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, &mcp.ClientOptions{
+		Logger:       logger,
+		Capabilities: &mcp.ClientCapabilities{},
+	})
+	t, cmd := transportFor(cfg, nil, io.Discard)
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocolVersion})
+	if err != nil {
+		killProcessGroup(cmd)
+		return nil, err
+	}
+	return &Conn{cs: cs, cmd: cmd}, nil
+}
+
+// Session returns the client session, for listing and the like.
+func (c *Conn) Session() *mcp.ClientSession { return c.cs }
+
+// CallTool calls tool with args and returns its result's bytes exactly as
+// the server sent them. A JSON-RPC error is an error.
+func (c *Conn) CallTool(ctx context.Context, tool string, args any) (json.RawMessage, error) {
+	cp := &capture{}
+	res, err := c.cs.CallTool(withCapture(ctx, cp), &mcp.CallToolParams{Name: tool, Arguments: args})
+	cp.done()
+	if err != nil {
+		return nil, err
+	}
+	raw := cp.last()
+	if raw == nil {
+		return nil, fmt.Errorf("the result of %s was not captured (%d content items)", tool, len(res.Content))
+	}
+	return raw, nil
+}
+
+// Close ends the session and stops a stdio server's process.
+func (c *Conn) Close() error {
+	err := c.cs.Close()
+	killProcessGroup(c.cmd)
+	return err
+}
