@@ -244,7 +244,7 @@ func TestEveryFileEveryByte(t *testing.T) {
 			}
 			named := false
 			for _, pr := range ve.Problems {
-				named = named || pr.File == name
+				named = named || pr.Part == name
 			}
 			if !named {
 				t.Errorf("%s byte %d changed: problems do not name it: %v", name, at, err)

@@ -32,24 +32,12 @@ import (
 // kilobytes, plus at most a few entries of 64 KiB.
 const maxDirBytes = 64 << 20
 
-// A Problem is one thing wrong with an evidence directory, naming the file.
-type Problem struct {
-	File string
-	Msg  string
-}
-
-func (p Problem) String() string { return p.File + ": " + p.Msg }
+// A Problem is one thing wrong with an evidence directory; its Part names
+// the file.
+type Problem = log.Problem
 
 // VerifyError lists every problem [Verify] found.
-type VerifyError struct{ Problems []Problem }
-
-func (e *VerifyError) Error() string {
-	s := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		s[i] = p.String()
-	}
-	return fmt.Sprintf("evidence does not verify (%d problems): %s", len(e.Problems), strings.Join(s, "; "))
-}
+type VerifyError = log.ProblemsError
 
 // Report is what a verified evidence proves.
 type Report struct {
@@ -101,7 +89,7 @@ type checker struct {
 
 func (c *checker) bad(file, format string, args ...any) {
 	msg := strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
-	c.probs = append(c.probs, Problem{File: file, Msg: msg})
+	c.probs = append(c.probs, Problem{Part: file, Msg: msg})
 }
 
 // get returns a file's bytes (nil if absent, which required files report).
@@ -142,7 +130,7 @@ func Verify(ctx context.Context, dir, vkey string) (*Report, error) {
 		}
 	}
 	if len(c.probs) > 0 {
-		return nil, &VerifyError{Problems: c.probs}
+		return nil, &VerifyError{What: "evidence", Problems: c.probs}
 	}
 	return c.rep, nil
 }
@@ -516,7 +504,7 @@ func (c *checker) checkManifest() {
 		// that passed them, the file or the manifest changed.
 		failed := map[string]bool{}
 		for _, p := range c.probs {
-			failed[p.File] = true
+			failed[p.Part] = true
 		}
 		named := false
 		for _, name := range slices.Sorted(maps.Keys(m.Files)) {

@@ -207,15 +207,8 @@ func runVerifyEvidence(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	rep, err := evidence.Verify(ctx, fs.Arg(0), vkey)
-	var ve *evidence.VerifyError
-	if errors.As(err, &ve) {
-		for _, p := range ve.Problems {
-			fmt.Fprintf(stderr, "FAILED %s\n", p)
-		}
-		return fmt.Errorf("FAILED: %s does not verify (%d problems)", fs.Arg(0), len(ve.Problems))
-	}
 	if err != nil {
-		return err
+		return reportProblems(stderr, fs.Arg(0), err)
 	}
 	fmt.Fprintf(stdout, "OK: %s", rep)
 	fmt.Fprintf(stdout, "  (checked offline against the log key %s; root %s)\n", strings.SplitN(vkey, "+", 2)[0], base64.StdEncoding.EncodeToString(rep.Checkpoint.Hash))

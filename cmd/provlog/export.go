@@ -177,14 +177,7 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	rep, err := bundle.Verify(ctx, fs.Arg(0), anchor.VerifyBundled)
 	if err != nil {
-		var ve *bundle.VerifyError
-		if errors.As(err, &ve) {
-			for _, p := range ve.Problems {
-				fmt.Fprintf(stderr, "FAILED %s\n", p)
-			}
-			return fmt.Errorf("FAILED: %d problems", len(ve.Problems))
-		}
-		return err
+		return reportProblems(stderr, fs.Arg(0), err)
 	}
 	m := rep.Manifest
 	trust := "bundled trust roots"

@@ -215,7 +215,7 @@ func TestTamper(t *testing.T) {
 				}
 				found := false
 				for _, p := range ve.Problems {
-					if p.File == name {
+					if p.Part == name {
 						found = true
 					}
 				}

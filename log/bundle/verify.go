@@ -26,24 +26,12 @@ import (
 	"github.com/provlog/provlog/log"
 )
 
-// A Problem is one thing wrong with a bundle, naming the file it is in.
-type Problem struct {
-	File string
-	Msg  string
-}
-
-func (p Problem) String() string { return p.File + ": " + p.Msg }
+// A Problem is one thing wrong with a bundle; its Part names the file it
+// is in.
+type Problem = log.Problem
 
 // VerifyError lists every problem [Verify] found.
-type VerifyError struct{ Problems []Problem }
-
-func (e *VerifyError) Error() string {
-	s := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		s[i] = p.String()
-	}
-	return fmt.Sprintf("bundle does not verify (%d problems): %s", len(e.Problems), strings.Join(s, "; "))
-}
+type VerifyError = log.ProblemsError
 
 // Report says what a bundle vouches for once verified.
 type Report struct {
@@ -137,7 +125,7 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 		}
 	}
 	if len(c.probs) > 0 {
-		return c.rep, &VerifyError{Problems: c.probs}
+		return c.rep, &VerifyError{What: "bundle", Problems: c.probs}
 	}
 	return c.rep, nil
 }
@@ -171,10 +159,12 @@ type anchored struct {
 }
 
 func (c *checker) bad(file, format string, args ...any) {
-	c.probs = append(c.probs, Problem{File: file, Msg: fmt.Sprintf(format, args...)})
+	c.probs = append(c.probs, Problem{Part: file, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (c *checker) fail() (*Report, error) { return nil, &VerifyError{Problems: c.probs} }
+func (c *checker) fail() (*Report, error) {
+	return nil, &VerifyError{What: "bundle", Problems: c.probs}
+}
 
 // read returns a listed file's bytes, checking them against the
 // manifest's SHA-256; nil when the file is not listed or unreadable.
