@@ -48,6 +48,8 @@ func (s *sidecar) problems() []problem {
 	var ps []problem
 	if err := s.seq.Err(); err != nil {
 		ps = append(ps, problem{reasonStorage, "the log stopped writing (" + storageReason(err) + "): " + err.Error()})
+	} else if err := s.seq.Unavailable(); err != nil {
+		ps = append(ps, problem{reasonStorage, "the log's database is unreachable; calls are refused until it is back: " + err.Error()})
 	} else if err := s.tasks.Err(); err != nil {
 		ps = append(ps, problem{reasonStorage, "the task engine stopped writing: " + err.Error()})
 	}

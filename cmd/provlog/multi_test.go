@@ -410,6 +410,21 @@ func TestSidecarsPostgresDown(t *testing.T) {
 	if n := forwarded.Load(); n != before {
 		t.Fatalf("%d calls reached the downstream server while PostgreSQL was down", n-before)
 	}
+	health := func(p *sidecarProc) (int, string) {
+		resp, err := http.Get(p.base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	for i, p := range procs {
+		if code, body := health(p); code != http.StatusServiceUnavailable || !strings.Contains(body, "unreachable") {
+			t.Errorf("sidecar %d /healthz while PostgreSQL is down: %d %s", i, code, body)
+		}
+	}
 
 	cluster.Start()
 	for i := range sessions {
@@ -424,6 +439,9 @@ func TestSidecarsPostgresDown(t *testing.T) {
 		}
 		if _, _, err := toolCall(sessions[i], "create_task", map[string]any{"title": "after"}); err != nil {
 			t.Fatalf("sidecar %d: the task engine did not resume after PostgreSQL restarted: %v", i, err)
+		}
+		if code, body := health(procs[i]); code != http.StatusOK {
+			t.Errorf("sidecar %d /healthz after PostgreSQL restarted: %d %s", i, code, body)
 		}
 	}
 	st, err := logpg.Open(t.Context(), cluster.DSN, nil)

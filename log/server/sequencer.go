@@ -67,12 +67,15 @@ type Sequencer struct {
 	failed  error // sticky: set when a commit failed
 	closing bool
 
-	rng      *compact.Range
-	shared   log.SharedStorage // nil unless the store has other writers
-	verifier note.Verifier
-	done     chan struct{}
-	wg       sync.WaitGroup
-	senders  sync.WaitGroup // Appends that passed the closing check and may still queue
+	rng    *compact.Range
+	shared log.SharedStorage // nil unless the store has other writers
+	// unavailable is the error of the last commit to a shared store, if
+	// it failed writing nothing (sequencer_shared.go).
+	unavailable atomic.Pointer[error]
+	verifier    note.Verifier
+	done        chan struct{}
+	wg          sync.WaitGroup
+	senders     sync.WaitGroup // Appends that passed the closing check and may still queue
 
 	stats Stats
 }

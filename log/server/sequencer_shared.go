@@ -94,6 +94,25 @@ func (s *Sequencer) AppendFenced(ctx context.Context, entry []byte, fence log.Fe
 	return s.append(ctx, entry, nil, fence)
 }
 
+// Unavailable returns the error of the last commit if it failed because
+// the shared store could not be reached (nothing written; the next commit
+// may succeed), or nil. While it is set, each call asks the store again
+// (for at most a second), so that it clears when the store is back even
+// if no append came since.
+func (s *Sequencer) Unavailable() error {
+	p := s.unavailable.Load()
+	if p == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := s.shared.Latest(ctx); err == nil {
+		s.unavailable.CompareAndSwap(p, nil)
+		return nil
+	}
+	return *p
+}
+
 // Shared reports whether other writers commit to the same log.
 func (s *Sequencer) Shared() bool { return s.shared != nil }
 
@@ -160,6 +179,11 @@ func (s *Sequencer) commitShared(batch []*request) {
 	})
 	d := uint64(time.Since(t0))
 	all := append(batch[:len(batch):len(batch)], extra...)
+	if err != nil && errors.Is(err, log.ErrUnavailable) {
+		s.unavailable.Store(&err)
+	} else {
+		s.unavailable.Store(nil)
+	}
 	if err != nil {
 		s.mu.Lock()
 		s.stats.CommitErrors++

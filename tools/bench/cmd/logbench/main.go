@@ -66,6 +66,7 @@ type config struct {
 	tess         tesseraConfig
 	altAge       time.Duration
 	pg           string // DSN: add the PostgreSQL columns (pg.go)
+	pgRTT        time.Duration
 }
 
 func newFlagSet(name string) *flag.FlagSet { return flag.NewFlagSet(name, flag.ContinueOnError) }
@@ -112,6 +113,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.profile, "cpuprofile-dir", "", "write each child's CPU profile to this directory")
 	fs.BoolVar(&c.memTrace, "memtrace", false, "children print their RSS and Go heap to stderr every second")
 	fs.StringVar(&c.pg, "postgres", "", "also run provlog on PostgreSQL (logpg), one sidecar and two, on the database at this DSN (each run in its own schema)")
+	fs.DurationVar(&c.pgRTT, "postgres-rtt", 0, "with -postgres, also run two sidecars through a loopback proxy adding this round trip to the database (0: skip)")
 	fs.StringVar(&phase, "phase", "", "internal: run one measurement as a child process")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: logbench [flags]\n")
@@ -171,7 +173,7 @@ type runner struct {
 func (r *runner) run(phase, impl string, s spec, timeout time.Duration) (result, error) {
 	r.seq++
 	s.Phase, s.Impl = phase, impl
-	s.Postgres = r.c.pg
+	s.Postgres, s.PostgresRTT = r.c.pg, r.c.pgRTT
 	s.Dir = filepath.Join(r.base, fmt.Sprintf("%02d-%s-%s", r.seq, phase, impl))
 	s.SKey, s.VKey = r.skey, r.vkey
 	s.MemTrace = r.c.memTrace
@@ -258,7 +260,11 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 		alt.BatchAge = c.altAge
 		tessCfgs = append(tessCfgs, alt)
 	}
-	tb := newTable(tessCfgs, c.pg != "")
+	rtt := c.pgRTT
+	if c.pg == "" {
+		rtt = 0
+	}
+	tb := newTable(tessCfgs, c.pg != "", rtt)
 	slack := 3 * time.Minute
 
 	// 1. Durable append throughput.
@@ -340,7 +346,11 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 		if c.pg == "" {
 			return cells
 		}
-		return append(cells, pg(pPG), "(one log: see 1 sidecar)")
+		cells = append(cells, pg(pPG), "(one log: see 1 sidecar)")
+		if c.pgRTT > 0 {
+			cells = append(cells, "(one log: see 1 sidecar)")
+		}
+		return cells
 	}
 	tb.add(fmt.Sprintf("3. verified inclusion proofs/s, random indices, %s-entry log, %d goroutines", group(int64(c.proofN)), c.proofWorkers),
 		withPG(na(cellProofs(pOurs), cellProofs(pTess)), cellProofs)...)
@@ -453,13 +463,16 @@ type table struct {
 	rows [][]string
 }
 
-func newTable(tcs []tesseraConfig, pg bool) *table {
+func newTable(tcs []tesseraConfig, pg bool, rtt time.Duration) *table {
 	h := []string{"metric", "provlog"}
 	for i, tc := range tcs {
 		h = append(h, fmt.Sprintf("Tessera %c (batch %d/%v, checkpoint %v)", 'A'+i, tc.BatchSize, tc.BatchAge, tc.CPInterval))
 	}
 	if pg {
 		h = append(h, "provlog on PostgreSQL, 1 sidecar", "provlog on PostgreSQL, 2 sidecars")
+	}
+	if rtt > 0 {
+		h = append(h, fmt.Sprintf("provlog on PostgreSQL, 2 sidecars, +%v round trip", rtt))
 	}
 	return &table{head: h}
 }
@@ -471,8 +484,12 @@ func (r *runner) pgCells(phase string, s spec, timeout time.Duration, two bool, 
 		return nil, nil
 	}
 	var out []string
-	for _, impl := range []string{implPG, implPG2} {
-		if impl == implPG2 && !two {
+	impls := []string{implPG, implPG2}
+	if r.c.pgRTT > 0 {
+		impls = append(impls, implPG2RTT)
+	}
+	for _, impl := range impls {
+		if impl != implPG && !two {
 			out = append(out, "(one log: see 1 sidecar)")
 			continue
 		}

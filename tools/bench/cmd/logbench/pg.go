@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/note"
@@ -24,8 +26,9 @@ import (
 // they contend for the log's row lock as two processes would, and the
 // appenders are spread over them round robin.
 const (
-	implPG  = "postgres"
-	implPG2 = "postgres×2"
+	implPG     = "postgres"
+	implPG2    = "postgres×2"
+	implPG2RTT = "postgres×2+rtt" // through a delay proxy (-postgres-rtt)
 )
 
 type pgImpl struct {
@@ -35,21 +38,30 @@ type pgImpl struct {
 	stores []*logpg.Store
 	seqs   []*server.Sequencer
 	next   atomic.Uint64
+	proxy  *delayProxy // nil, or what the stores connect through
 }
 
 // openPG makes a fresh schema for this run on the database at dsn and opens
 // n sidecars on it.
-func openPG(ctx context.Context, dsn string, n int, s note.Signer, v note.Verifier) (*pgImpl, error) {
+func openPG(ctx context.Context, dsn string, n int, rtt time.Duration, s note.Signer, v note.Verifier) (*pgImpl, error) {
 	if dsn == "" {
 		return nil, errors.New("no -postgres DSN")
 	}
+	storeDSN := dsn
+	var proxy *delayProxy
+	if rtt > 0 {
+		var err error
+		if storeDSN, proxy, err = viaDelay(dsn, rtt); err != nil {
+			return nil, err
+		}
+	}
 	var rb [6]byte
 	rand.Read(rb[:])
-	p := &pgImpl{admin: dsn, schema: "logbench_" + hex.EncodeToString(rb[:])}
+	p := &pgImpl{admin: dsn, schema: "logbench_" + hex.EncodeToString(rb[:]), proxy: proxy}
 	if err := p.exec(ctx, "CREATE SCHEMA "+p.schema); err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(dsn)
+	u, err := url.Parse(storeDSN)
 	if err != nil {
 		return nil, err
 	}
@@ -169,5 +181,94 @@ func (p *pgImpl) close(ctx context.Context) error {
 		errs = append(errs, s.Close())
 	}
 	errs = append(errs, p.exec(ctx, "DROP SCHEMA IF EXISTS "+p.schema+" CASCADE"))
+	if p.proxy != nil {
+		p.proxy.close()
+	}
 	return errors.Join(errs...)
+}
+
+// delayProxy forwards TCP connections to target, holding every chunk of
+// bytes for oneWay in each direction: a network between the sidecar and
+// the database with a round trip of 2*oneWay, on loopback. Chunks are
+// pipelined (a chunk sent behind another is not delayed twice), as on a
+// real link.
+type delayProxy struct {
+	ln     net.Listener
+	target string
+	oneWay time.Duration
+}
+
+func startDelayProxy(target string, oneWay time.Duration) (*delayProxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &delayProxy{ln: ln, target: target, oneWay: oneWay}
+	go p.serve()
+	return p, nil
+}
+
+func (p *delayProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *delayProxy) close() { p.ln.Close() }
+
+func (p *delayProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			s, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				return
+			}
+			go p.pipe(s, c)
+			p.pipe(c, s)
+		}()
+	}
+}
+
+// pipe copies from src to dst, each chunk oneWay after it was read.
+func (p *delayProxy) pipe(dst, src net.Conn) {
+	type chunk struct {
+		at time.Time
+		b  []byte
+	}
+	q := make(chan chunk, 1024)
+	go func() {
+		defer dst.Close()
+		for c := range q {
+			time.Sleep(time.Until(c.at))
+			if _, err := dst.Write(c.b); err != nil {
+				return
+			}
+		}
+	}()
+	defer close(q)
+	for {
+		b := make([]byte, 64<<10)
+		n, err := src.Read(b)
+		if n > 0 {
+			q <- chunk{time.Now().Add(p.oneWay), b[:n]}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// viaDelay rewrites dsn to go through a delay proxy with this round trip.
+func viaDelay(dsn string, rtt time.Duration) (string, *delayProxy, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := startDelayProxy(u.Host, rtt/2)
+	if err != nil {
+		return "", nil, err
+	}
+	u.Host = p.addr()
+	return u.String(), p, nil
 }

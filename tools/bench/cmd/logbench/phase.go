@@ -54,7 +54,8 @@ type spec struct {
 	MaxTime   time.Duration
 	Tessera   tesseraConfig
 	// Postgres is the DSN of the database the postgres impls use.
-	Postgres string
+	Postgres    string
+	PostgresRTT time.Duration // the round trip implPG2RTT adds
 	// CPUProfile, if set, is where the child writes its CPU profile.
 	CPUProfile string
 	// MemTrace makes the child print its RSS and Go heap to stderr every second.
@@ -113,9 +114,11 @@ func runChild(phase string) error {
 	case implTessera:
 		l, err = openTessera(ctx, sp.Dir, signer, sp.Tessera)
 	case implPG:
-		l, err = openPG(ctx, sp.Postgres, 1, signer, verifier)
+		l, err = openPG(ctx, sp.Postgres, 1, 0, signer, verifier)
 	case implPG2:
-		l, err = openPG(ctx, sp.Postgres, 2, signer, verifier)
+		l, err = openPG(ctx, sp.Postgres, 2, 0, signer, verifier)
+	case implPG2RTT:
+		l, err = openPG(ctx, sp.Postgres, 2, sp.PostgresRTT, signer, verifier)
 	default:
 		err = fmt.Errorf("unknown impl %q", sp.Impl)
 	}
