@@ -115,6 +115,9 @@ func (p *Proxy) forwardCall(ctx context.Context, d *downstream, tool string, req
 	if len(req.Params.Arguments) > 0 {
 		params.Arguments = req.Params.Arguments
 	}
+	// A retry after an input_required result (SEP-2322) goes on as the
+	// client sent it.
+	params.InputResponses, params.RequestState = req.Params.InputResponses, req.Params.RequestState
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		// Upstream tokens can collide across sessions, and arrive as
 		// float64 which SetProgressToken panics on (research/mcp.md

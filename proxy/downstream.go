@@ -237,6 +237,9 @@ func (d *downstream) connect(ctx context.Context) (*mcp.ClientSession, *exec.Cmd
 		},
 		KeepAlive:                 30 * time.Second,
 		KeepAliveFailureThreshold: 3,
+		// A server's input_required results go to the client whose call
+		// it is (SEP-2322), not answered here.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	client.AddReceivingMiddleware(d.p.guard, d.forwardServerRequests)
 
@@ -247,7 +250,7 @@ func (d *downstream) connect(ctx context.Context) (*mcp.ClientSession, *exec.Cmd
 	t, cmd := transportFor(d.cfg, base, &lineLogger{d: d})
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocolVersion})
+	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: d.askProtocol()})
 	if err != nil {
 		killProcessGroup(cmd)
 		return nil, nil, err

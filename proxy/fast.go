@@ -377,7 +377,7 @@ func (p *Proxy) fastCallFor(fr fastRequest) (fastCall, bool) {
 	d.mu.Lock()
 	fc.tool = d.tools[fc.front]
 	d.mu.Unlock()
-	if fc.tool == "" {
+	if fc.tool == "" || d.stateless() {
 		return fastCall{}, false
 	}
 	fc.d = d

@@ -10,6 +10,38 @@ import (
 // Server-to-client requests: where a downstream's sampling and
 // elicitation requests go, and what is done to them on the way.
 
+// askProtocol is the protocol revision the proxy asks a downstream
+// server for. An HTTP server is asked for the newest the SDK speaks: one
+// that serves 2026-07-28 is stateless, and a 2025-11-25 session with a
+// stateless server cannot carry its sampling, elicitation or roots
+// requests at all ("stateless servers cannot make requests"), while in
+// 2026-07-28 they come back as input_required results (SEP-2322) that
+// pass through to the client whose call it is, and its retry passes back.
+// A server that does not serve 2026-07-28 refuses the probe
+// (server/discover) and the SDK falls back to 2025-11-25. A stdio server
+// is asked for 2025-11-25 (downstreamProtocolVersion): over one shared
+// stdio session 2026-07-28 would drop its log messages (SEP-2577) for
+// every older client, and skip the probe on every legacy server's wire.
+func (d *downstream) askProtocol() string {
+	if d.cfg.URL != "" {
+		return "" // the SDK's newest, with its fallback
+	}
+	return downstreamProtocolVersion
+}
+
+// stateless reports whether d's session speaks the sessionless
+// 2026-07-28 revision. Such calls go through the SDK, whose handler turns
+// an input_required result into the older revisions' server-to-client
+// requests on the call's own stream.
+func (d *downstream) stateless() bool {
+	cs, err := d.session()
+	if err != nil {
+		return false
+	}
+	ir := cs.InitializeResult()
+	return ir != nil && ir.ProtocolVersion >= statelessProtocol
+}
+
 // forwardServerRequests is a receiving middleware of the downstream
 // clients. It hands a server's elicitation/create to the proxy's
 // forwarder before the SDK's client checks its requested schema: the
