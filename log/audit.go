@@ -61,111 +61,154 @@ const auditChunk = 4096
 // recomputed one, and when it has a LeafIndex method, every leaf hash is
 // looked up. The first problem found is returned as an *AuditError.
 func Audit(ctx context.Context, src AuditSource, v note.Verifier, vkey string) (*AuditReport, error) {
-	rep := &AuditReport{}
-	rng := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)
-	var calls CallTracker
-	nodes, _ := src.(NodeReader)
-	leaves, _ := src.(interface {
+	a := &auditor{ctx: ctx, src: src, v: v, vkey: vkey, rep: &AuditReport{},
+		rng: (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)}
+	a.nodes, _ = src.(NodeReader)
+	a.leaves, _ = src.(interface {
 		LeafIndex(ctx context.Context, leafHash []byte) (uint64, error)
 	})
-	extend := func(to uint64) error {
-		for rng.End() < to {
-			end := min(to, rng.End()+auditChunk)
-			entries, err := src.Entries(ctx, rng.End(), end)
-			if err != nil {
-				return &AuditError{Index: rng.End(), What: "reading entries", Err: err}
-			}
-			if uint64(len(entries)) != end-rng.End() {
-				return &AuditError{Index: rng.End(), What: "short read of entries"}
-			}
-			var ids []compact.NodeID
-			var want [][]byte
-			visit := func(id compact.NodeID, h []byte) {
-				ids = append(ids, id)
-				want = append(want, h)
-			}
-			for _, e := range entries {
-				i := rng.End()
-				pe, err := checkEntry(i, e, v, vkey)
-				if err != nil {
-					return err
-				}
-				if err := calls.Add(i, pe); err != nil {
-					return &AuditError{Index: i, What: "call entries", Err: err}
-				}
-				lh := LeafHash(e)
-				if leaves != nil {
-					j, err := leaves.LeafIndex(ctx, lh)
-					if err != nil {
-						return &AuditError{Index: i, What: "leaf hash index has no entry", Err: err}
-					}
-					if j != i {
-						// Duplicates may map elsewhere: that entry must have the same hash.
-						dup, err := src.Entries(ctx, j, j+1)
-						if err != nil || len(dup) != 1 || !bytes.Equal(LeafHash(dup[0]), lh) {
-							return &AuditError{Index: i, What: fmt.Sprintf("leaf hash index points to %d, which holds another entry", j)}
-						}
-					}
-				}
-				if err := rng.Append(lh, visit); err != nil {
-					return &AuditError{Index: i, What: "extending tree", Err: err}
-				}
-			}
-			if nodes != nil && len(ids) > 0 {
-				got, err := nodes.ReadNodes(ctx, ids)
-				if err != nil {
-					return &AuditError{Index: rng.End(), What: "reading stored nodes", Err: err}
-				}
-				for k := range ids {
-					if !bytes.Equal(got[k], want[k]) {
-						return &AuditError{Index: ids[k].Index, What: fmt.Sprintf("stored node at level %d differs from the recomputed one", ids[k].Level)}
-					}
-				}
-				rep.Nodes += uint64(len(ids))
-			}
-			rep.Entries += uint64(len(entries))
-		}
-		return nil
-	}
-	err := src.Checkpoints(ctx, 0, func(size uint64, msg []byte) error {
-		if size < rng.End() {
-			return &AuditError{Index: size, What: "checkpoints out of order"}
-		}
-		if err := extend(size); err != nil {
-			return err
-		}
-		c, _, err := OpenCheckpoint(msg, v)
-		if err != nil {
-			return &AuditError{Index: size, What: "checkpoint does not verify", Err: err}
-		}
-		if c.Size != size {
-			return &AuditError{Index: size, What: fmt.Sprintf("checkpoint stored for size %d says size %d", size, c.Size)}
-		}
-		root := EmptyRoot()
-		if size > 0 {
-			if root, err = rng.GetRootHash(nil); err != nil {
-				return &AuditError{Index: size, What: "computing root", Err: err}
-			}
-		}
-		if !bytes.Equal(root, c.Hash) {
-			return &AuditError{Index: size, What: fmt.Sprintf("checkpoint root %x is not the recomputed root %x", c.Hash, root)}
-		}
-		rep.Checkpoints++
-		rep.Size = size
-		return nil
-	})
+	rep := a.rep
+	err := src.Checkpoints(ctx, 0, a.checkCheckpoint)
 	if err != nil {
 		var ae *AuditError
 		if errors.As(err, &ae) {
 			return rep, err
 		}
-		return rep, &AuditError{Index: rng.End(), What: "reading checkpoints", Err: err}
+		return rep, &AuditError{Index: a.rng.End(), What: "reading checkpoints", Err: err}
 	}
 	if rep.Checkpoints == 0 {
 		return rep, &AuditError{What: "log has no checkpoint"}
 	}
-	rep.Calls, rep.OpenCalls = calls.Calls(), calls.Open()
+	rep.Calls, rep.OpenCalls = a.calls.Calls(), a.calls.Open()
 	return rep, nil
+}
+
+// auditor is one [Audit] under way: the tree recomputed so far and what
+// the source offers beside entries and checkpoints.
+type auditor struct {
+	ctx    context.Context
+	src    AuditSource
+	v      note.Verifier
+	vkey   string
+	rep    *AuditReport
+	rng    *compact.Range
+	calls  CallTracker
+	nodes  NodeReader // nil unless src stores nodes
+	leaves interface {
+		LeafIndex(ctx context.Context, leafHash []byte) (uint64, error)
+	} // nil unless src indexes leaf hashes
+}
+
+// checkCheckpoint extends the tree to the checkpoint's size and checks the
+// checkpoint against it.
+func (a *auditor) checkCheckpoint(size uint64, msg []byte) error {
+	if size < a.rng.End() {
+		return &AuditError{Index: size, What: "checkpoints out of order"}
+	}
+	if err := a.extend(size); err != nil {
+		return err
+	}
+	c, _, err := OpenCheckpoint(msg, a.v)
+	if err != nil {
+		return &AuditError{Index: size, What: "checkpoint does not verify", Err: err}
+	}
+	if c.Size != size {
+		return &AuditError{Index: size, What: fmt.Sprintf("checkpoint stored for size %d says size %d", size, c.Size)}
+	}
+	root := EmptyRoot()
+	if size > 0 {
+		if root, err = a.rng.GetRootHash(nil); err != nil {
+			return &AuditError{Index: size, What: "computing root", Err: err}
+		}
+	}
+	if !bytes.Equal(root, c.Hash) {
+		return &AuditError{Index: size, What: fmt.Sprintf("checkpoint root %x is not the recomputed root %x", c.Hash, root)}
+	}
+	a.rep.Checkpoints++
+	a.rep.Size = size
+	return nil
+}
+
+// extend reads entries up to size to, a chunk at a time, checks each and
+// adds it to the tree, and compares the stored nodes with the recomputed
+// ones.
+func (a *auditor) extend(to uint64) error {
+	for a.rng.End() < to {
+		end := min(to, a.rng.End()+auditChunk)
+		entries, err := a.src.Entries(a.ctx, a.rng.End(), end)
+		if err != nil {
+			return &AuditError{Index: a.rng.End(), What: "reading entries", Err: err}
+		}
+		if uint64(len(entries)) != end-a.rng.End() {
+			return &AuditError{Index: a.rng.End(), What: "short read of entries"}
+		}
+		var ids []compact.NodeID
+		var want [][]byte
+		visit := func(id compact.NodeID, h []byte) {
+			ids = append(ids, id)
+			want = append(want, h)
+		}
+		for _, e := range entries {
+			if err := a.addEntry(e, visit); err != nil {
+				return err
+			}
+		}
+		if err := a.compareNodes(ids, want); err != nil {
+			return err
+		}
+		a.rep.Entries += uint64(len(entries))
+	}
+	return nil
+}
+
+// addEntry checks the next entry, its call bookkeeping and its leaf
+// hash's index, and appends it to the tree.
+func (a *auditor) addEntry(e []byte, visit func(compact.NodeID, []byte)) error {
+	i := a.rng.End()
+	pe, err := checkEntry(i, e, a.v, a.vkey)
+	if err != nil {
+		return err
+	}
+	if err := a.calls.Add(i, pe); err != nil {
+		return &AuditError{Index: i, What: "call entries", Err: err}
+	}
+	lh := LeafHash(e)
+	if a.leaves != nil {
+		j, err := a.leaves.LeafIndex(a.ctx, lh)
+		if err != nil {
+			return &AuditError{Index: i, What: "leaf hash index has no entry", Err: err}
+		}
+		if j != i {
+			// Duplicates may map elsewhere: that entry must have the same hash.
+			dup, err := a.src.Entries(a.ctx, j, j+1)
+			if err != nil || len(dup) != 1 || !bytes.Equal(LeafHash(dup[0]), lh) {
+				return &AuditError{Index: i, What: fmt.Sprintf("leaf hash index points to %d, which holds another entry", j)}
+			}
+		}
+	}
+	if err := a.rng.Append(lh, visit); err != nil {
+		return &AuditError{Index: i, What: "extending tree", Err: err}
+	}
+	return nil
+}
+
+// compareNodes compares the stored nodes ids with the recomputed want,
+// when the source stores nodes.
+func (a *auditor) compareNodes(ids []compact.NodeID, want [][]byte) error {
+	if a.nodes == nil || len(ids) == 0 {
+		return nil
+	}
+	got, err := a.nodes.ReadNodes(a.ctx, ids)
+	if err != nil {
+		return &AuditError{Index: a.rng.End(), What: "reading stored nodes", Err: err}
+	}
+	for k := range ids {
+		if !bytes.Equal(got[k], want[k]) {
+			return &AuditError{Index: ids[k].Index, What: fmt.Sprintf("stored node at level %d differs from the recomputed one", ids[k].Level)}
+		}
+	}
+	a.rep.Nodes += uint64(len(ids))
+	return nil
 }
 
 // checkEntry checks that entry i parses, and that entry 0 is this log's
