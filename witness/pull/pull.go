@@ -90,14 +90,7 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	lc := client.New(opts.URL, "", hc)
-	body, err := lc.Get(ctx, "checkpoint", maxCheckpointSize)
-	if errors.Is(err, log.ErrNotFound) {
-		sidecar := client.New(lc.Prefix()+"log/", "", hc)
-		if b, err2 := sidecar.Get(ctx, "checkpoint", maxCheckpointSize); err2 == nil {
-			lc, body, err = sidecar, b, nil
-		}
-	}
+	lc, body, err := fetchCheckpoint(ctx, opts.URL, hc)
 	if err != nil {
 		return nil, fmt.Errorf("fetching the checkpoint: %w", err)
 	}
@@ -186,6 +179,21 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 		res.Evidence = ev
 		return res, fmt.Errorf("%w: %s", ErrFork, ev.Detail)
 	}
+}
+
+// fetchCheckpoint fetches the checkpoint of the log at url, or of the
+// provlog sidecar whose base URL it is (then the log is under url/log/),
+// and returns the client for the one that answered.
+func fetchCheckpoint(ctx context.Context, url string, hc *http.Client) (*client.Client, []byte, error) {
+	lc := client.New(url, "", hc)
+	body, err := lc.Get(ctx, "checkpoint", maxCheckpointSize)
+	if errors.Is(err, log.ErrNotFound) {
+		sidecar := client.New(lc.Prefix()+"log/", "", hc)
+		if b, err2 := sidecar.Get(ctx, "checkpoint", maxCheckpointSize); err2 == nil {
+			return sidecar, b, nil
+		}
+	}
+	return lc, body, err
 }
 
 // rollback makes the evidence of a log that went back from prev to the
