@@ -86,11 +86,7 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 	if origin == "" {
 		origin = opts.Verifier.Name()
 	}
-	hc := opts.Client
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	lc, body, err := fetchCheckpoint(ctx, opts.URL, hc)
+	lc, body, err := fetchCheckpoint(ctx, opts.URL, opts.Client)
 	if err != nil {
 		return nil, fmt.Errorf("fetching the checkpoint: %w", err)
 	}
@@ -183,7 +179,8 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 
 // fetchCheckpoint fetches the checkpoint of the log at url, or of the
 // provlog sidecar whose base URL it is (then the log is under url/log/),
-// and returns the client for the one that answered.
+// and returns the client for the one that answered. hc nil means
+// http.DefaultClient.
 func fetchCheckpoint(ctx context.Context, url string, hc *http.Client) (*client.Client, []byte, error) {
 	lc := client.New(url, "", hc)
 	body, err := lc.Get(ctx, "checkpoint", maxCheckpointSize)
