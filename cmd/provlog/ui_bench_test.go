@@ -76,10 +76,15 @@ func BenchmarkUIVerdict(b *testing.B) {
 		return d
 	}
 	b.Logf("first load (cold browser): %v", once(size-1).Round(time.Millisecond))
-	var worst time.Duration
+	// ns/op also counts the step to about:blank; verdict-ms is the time
+	// from navigating to the page until the verdict shows.
+	var worst, sum time.Duration
+	runs := 0
 	b.ResetTimer()
 	for b.Loop() {
-		worst = max(worst, once(rand.Uint64N(size)))
+		d := once(rand.Uint64N(size))
+		worst, sum, runs = max(worst, d), sum+d, runs+1
 	}
-	b.ReportMetric(float64(worst.Microseconds())/1000, "worst-ms")
+	b.ReportMetric(float64(sum.Microseconds())/1000/float64(runs), "verdict-ms")
+	b.ReportMetric(float64(worst.Microseconds())/1000, "worst-verdict-ms")
 }
