@@ -28,6 +28,8 @@ import (
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpebble"
+	"github.com/provlog/provlog/log/logpg"
+	"github.com/provlog/provlog/log/logpg/pgtest"
 	"github.com/provlog/provlog/log/logtest"
 	"github.com/provlog/provlog/log/server"
 )
@@ -57,12 +59,30 @@ func TestTesseraClientReadsProvlogAPI(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			store := st.open(t)
 			t.Cleanup(func() { store.Close() })
-			testInterop(t, store)
+			testInterop(t, store, nil)
 		})
 	}
+	// Two sidecars on one PostgreSQL log: the appends go through both, the
+	// client reads the second's API.
+	t.Run("logpg, two sidecars", func(t *testing.T) {
+		dsn := pgtest.DSN(t)
+		var stores [2]*logpg.Store
+		for i := range stores {
+			s, err := logpg.Open(t.Context(), dsn, nil)
+			if err != nil {
+				t.Fatalf("logpg.Open: %v", err)
+			}
+			t.Cleanup(func() { s.Close() })
+			stores[i] = s
+		}
+		testInterop(t, stores[1], stores[0])
+	})
 }
 
-func testInterop(t *testing.T, store log.Storage) {
+// testInterop appends through a sequencer on store (and, if other is not
+// nil, through a second one on other, by turns: another sidecar on the
+// same shared log) and reads store's API with Tessera's client.
+func testInterop(t *testing.T, store, other log.Storage) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -83,6 +103,15 @@ func testInterop(t *testing.T, store log.Storage) {
 		t.Fatalf("OpenSequencer: %v", err)
 	}
 	t.Cleanup(func() { seq.Close() })
+	appendTo := []*server.Sequencer{seq}
+	if other != nil {
+		s2, err := server.OpenSequencer(ctx, other, signer, verifier, nil)
+		if err != nil {
+			t.Fatalf("OpenSequencer: %v", err)
+		}
+		t.Cleanup(func() { s2.Close() })
+		appendTo = append(appendTo, s2)
+	}
 
 	srv := httptest.NewServer(server.NewAPI(server.APIOptions{Store: store, Seq: seq}))
 	t.Cleanup(srv.Close)
@@ -112,13 +141,13 @@ func testInterop(t *testing.T, store log.Storage) {
 			work <- i
 		}
 		close(work)
-		for range 16 {
+		for w := range 16 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for i := range work {
 					e := interopEntry(t, i)
-					r, err := seq.Append(ctx, e)
+					r, err := appendTo[w%len(appendTo)].Append(ctx, e)
 					if err != nil {
 						errs <- err
 						return
@@ -137,6 +166,12 @@ func testInterop(t *testing.T, store log.Storage) {
 		next = size
 
 		cp, raw, _, err := client.FetchCheckpoint(ctx, f.ReadCheckpoint, verifier, verifier.Name())
+		// Another sidecar's last commit reaches this one's latest
+		// checkpoint by notification, a moment later.
+		for deadline := time.Now().Add(10 * time.Second); other != nil && (err != nil || cp.Size < uint64(size)) && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+			cp, raw, _, err = client.FetchCheckpoint(ctx, f.ReadCheckpoint, verifier, verifier.Name())
+		}
 		if err != nil {
 			t.Fatalf("client.FetchCheckpoint after %d entries: %v", size, err)
 		}
