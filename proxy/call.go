@@ -111,7 +111,7 @@ func (p *Proxy) forwardCall(ctx context.Context, d *downstream, tool string, req
 		c.isError, c.errText = true, err.Error()
 		return nil, err
 	}
-	params := &mcp.CallToolParams{Name: tool, Meta: forwardMeta(req.Params.Meta)}
+	params := &mcp.CallToolParams{Name: tool, Meta: d.downMeta(req.Params.Meta)}
 	if len(req.Params.Arguments) > 0 {
 		params.Arguments = req.Params.Arguments
 	}

@@ -42,6 +42,19 @@ func (d *downstream) stateless() bool {
 	return ir != nil && ir.ProtocolVersion >= statelessProtocol
 }
 
+// downMeta is the _meta a request of a front client carries on to d
+// (forwardMeta). To a stateless server it also carries the client's own
+// per-request capabilities (2026-07-28), so the server judges what the
+// client can do, not what the proxy can; the SDK adds the proxy's only
+// when the client sent none.
+func (d *downstream) downMeta(m mcp.Meta) mcp.Meta {
+	out := forwardMeta(m)
+	if caps, ok := m[mcp.MetaKeyClientCapabilities]; ok && d.stateless() {
+		out[mcp.MetaKeyClientCapabilities] = caps
+	}
+	return out
+}
+
 // forwardServerRequests is a receiving middleware of the downstream
 // clients. It hands a server's elicitation/create to the proxy's
 // forwarder before the SDK's client checks its requested schema: the
