@@ -95,6 +95,11 @@ func (p *sidecarProc) kill() {
 		p.cmd.Process.Signal(syscall.SIGKILL)
 		p.cmd.Wait()
 		p.cmd = nil
+		// Under -race the sidecar is race-built too; it never exits on its
+		// own, so its reports are looked for here.
+		if out := p.stderr.String(); strings.Contains(out, "WARNING: DATA RACE") {
+			p.t.Errorf("the sidecar reported a data race:\n%s", out)
+		}
 	}
 }
 
