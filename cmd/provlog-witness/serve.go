@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/provlog/provlog/cmd/internal/cli"
 	"github.com/provlog/provlog/witness"
 	"github.com/provlog/provlog/witness/server"
 	"github.com/provlog/provlog/witness/witnesspebble"
@@ -87,17 +88,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	logger.Info("provlog-witness serving", "addr", ln.Addr().String(), "vkey", w.VerifierKey(), "logs", len(logs), "data", cfg.Data)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	logger.Info("provlog-witness shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return srv.Shutdown(sctx)
+	return cli.Serve(ctx, srv, ln, logger, "provlog-witness")
 }
 
 // writeEvidence writes fork evidence into dir as a new JSON file named after

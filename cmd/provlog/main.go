@@ -29,9 +29,6 @@ import (
 	"context"
 	"flag"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/provlog/provlog/cmd/internal/cli"
 )
@@ -72,12 +69,7 @@ func commands() []command {
 	}
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var cmds []cli.Command

@@ -9,6 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 )
 
 // ErrUsage marks a command line that was wrong; Run exits 2 for it.
@@ -86,4 +93,29 @@ func ParseFlags(fs *flag.FlagSet, args []string, maxArgs int) error {
 // UsageErr formats an error that marks bad usage.
 func UsageErr(format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, ErrUsage)...)
+}
+
+// Main runs a program's command line (run, as its main would call it)
+// until SIGINT or SIGTERM cancels the context, and exits with run's code.
+func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Serve serves srv on ln until it fails or ctx is done; then it shuts srv
+// down, giving requests under way 10 seconds.
+func Serve(ctx context.Context, srv *http.Server, ln net.Listener, logger *slog.Logger, prog string) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info(prog + " shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
 }
