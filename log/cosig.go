@@ -245,6 +245,20 @@ func cosignedMessage(ts uint64, msg []byte) ([]byte, error) {
 	return append(m, msg...), nil
 }
 
+// CosignatureTime returns the time a cosignature/v1 signature was made,
+// from its timestamp.
+func CosignatureTime(sig note.Signature) (time.Time, error) {
+	b, err := base64.StdEncoding.DecodeString(sig.Base64)
+	if err != nil || len(b) != 4+cosignatureSize {
+		return time.Time{}, errors.New("cosigner: malformed cosignature")
+	}
+	ts := binary.BigEndian.Uint64(b[4:])
+	if ts > math.MaxInt64 {
+		return time.Time{}, errors.New("cosigner: cosignature timestamp out of range")
+	}
+	return time.Unix(int64(ts), 0).UTC(), nil
+}
+
 // keyHash returns the key ID of a key according to c2sp.org/signed-note:
 // SHA-256(name || "\n" || type || public key)[:4].
 func keyHash(name string, alg byte, pub []byte) uint32 {
