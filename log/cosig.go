@@ -411,18 +411,3 @@ func (r *Receipt) VerifyWitnessed(leafHash []byte, logV note.Verifier, witnesses
 	}
 	return c, nil
 }
-
-// CosignatureTime returns the time a witness made a cosignature/v1
-// signature, from its timestamp (c2sp.org/tlog-cosignature). It does not
-// verify the signature: open the note with the witness's verifier first.
-func CosignatureTime(sig note.Signature) (time.Time, error) {
-	b, err := base64.StdEncoding.DecodeString(sig.Base64)
-	if err != nil || len(b) != 4+cosignatureSize {
-		return time.Time{}, errors.New("cosigner: malformed cosignature")
-	}
-	ts := binary.BigEndian.Uint64(b[4:])
-	if ts > math.MaxInt64 {
-		return time.Time{}, errors.New("cosigner: cosignature timestamp out of range")
-	}
-	return time.Unix(int64(ts), 0).UTC(), nil
-}
