@@ -127,7 +127,10 @@ func (s *Store) openPebble(o *Options, readOnly bool) (db *pebble.DB, err error)
 	}()
 	db, err = pebble.Open(s.dir, po)
 	if err != nil {
-		if pebble.IsCorruptionError(err) {
+		if pebble.IsCorruptionError(err) || errors.Is(err, fs.ErrNotExist) {
+			// A file the MANIFEST names is gone (as when the MANIFEST
+			// lost the record of a compaction): the store contradicts
+			// itself.
 			return nil, fmt.Errorf("opening log store %s: %w: %w", s.dir, ErrCorrupt, err)
 		}
 		if f := s.Err(); f != nil && log.FaultReason(err) == "" {
@@ -421,7 +424,7 @@ func (s *Store) reconcile(readOnly bool) error {
 	if readOnly || s.Err() != nil {
 		return nil
 	}
-	s.pub, err = openPublisher(s.dir, rs)
+	s.pub, err = openPublisher(s.dir, rs, s.fail)
 	if err != nil {
 		s.fail(err)
 		s.logf("logpebble: cannot write the published record, so the store takes no commits: %v", err)

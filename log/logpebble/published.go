@@ -7,10 +7,17 @@ package logpebble
 // unnoticed. See "Forks" in the package doc.
 //
 // Two files, published.0 and published.1, in the store's directory. Each
-// commit overwrites the older one in place with its whole batch, written
-// and fdatasync'ed at the same time as Pebble's own commit, and Commit
-// returns only when both are durable: the two syncs overlap, so the record
-// costs bytes, not a second round trip to the disk. A slot holds
+// commit overwrites the older one in place with its whole batch, right
+// after Pebble's commit returned and before the batch is acknowledged; the
+// files are fdatasync'ed in the background at most every
+// [publishedSyncInterval], so the record adds no fsync to a commit (its
+// cost is writing each batch twice, to the page cache). What that leaves:
+// a machine crash within that interval of a commit may lose the record of
+// the newest batches, never the batches (they are in Pebble's synced WAL);
+// the record is there to catch a WAL that later loses what it synced, and
+// it survives every process crash. Written after Pebble's sync, the record
+// is never ahead of what Pebble made durable, so a crash cannot make it
+// claim a batch that was never committed. A slot holds
 //
 //	magic   "PLPUB1\n\x00" (8 bytes)
 //	length  of the body, uint64 big-endian
@@ -35,12 +42,18 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
+	"time"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/provlog/provlog/log"
 )
+
+// publishedSyncInterval is how often the published record is synced while
+// commits change it.
+const publishedSyncInterval = 50 * time.Millisecond
 
 const (
 	publishedMagic   = "PLPUB1\n\x00"
@@ -68,6 +81,12 @@ type publisher struct {
 	cap   [2]int64 // zero-filled length of each file
 	next  int      // the slot the next commit overwrites
 	buf   []byte
+	fail  func(error) // fails the store when a background sync fails
+
+	mu    sync.Mutex
+	dirty [2]bool
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 func encodeRecord(dst []byte, b *log.Batch) []byte {
@@ -172,8 +191,8 @@ func readRecords(dir string) ([]record, error) {
 
 // openPublisher opens (creating them) both slots for writing; the first
 // commit overwrites the slot that does not hold the newest record.
-func openPublisher(dir string, newest []record) (*publisher, error) {
-	p := &publisher{}
+func openPublisher(dir string, newest []record, fail func(error)) (*publisher, error) {
+	p := &publisher{fail: fail, stop: make(chan struct{}), done: make(chan struct{})}
 	for i := range 2 {
 		name := publishedName(dir, i)
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
@@ -198,7 +217,46 @@ func openPublisher(dir string, newest []record) (*publisher, error) {
 	if len(newest) > 0 {
 		p.next = 1 - newest[len(newest)-1].slot
 	}
-	return p, syncDir(dir)
+	if err := syncDir(dir); err != nil {
+		p.close()
+		return nil, err
+	}
+	go p.syncLoop()
+	return p, nil
+}
+
+// syncLoop syncs the slots that commits wrote, every publishedSyncInterval.
+func (p *publisher) syncLoop() {
+	defer close(p.done)
+	t := time.NewTicker(publishedSyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if err := p.sync(); err != nil {
+				p.fail(err)
+				return
+			}
+		case <-p.stop:
+			return
+		}
+	}
+}
+
+// sync syncs the slots written since the last sync.
+func (p *publisher) sync() error {
+	p.mu.Lock()
+	dirty := p.dirty
+	p.dirty = [2]bool{}
+	p.mu.Unlock()
+	for i, d := range dirty {
+		if d {
+			if err := syncData(p.files[i]); err != nil {
+				return classify("syncing", p.files[i].Name(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // grow zero-fills slot i to at least n bytes and syncs it, so that the
@@ -217,7 +275,7 @@ func (p *publisher) grow(i int, n int64) error {
 	return nil
 }
 
-// write durably records b in the next slot.
+// write records b in the next slot (synced by syncLoop).
 func (p *publisher) write(b *log.Batch) error {
 	i := p.next
 	p.buf = encodeRecord(p.buf, b)
@@ -230,9 +288,9 @@ func (p *publisher) write(b *log.Batch) error {
 	if _, err := f.WriteAt(p.buf, 0); err != nil {
 		return classify("writing", f.Name(), err)
 	}
-	if err := syncData(f); err != nil {
-		return classify("syncing", f.Name(), err)
-	}
+	p.mu.Lock()
+	p.dirty[i] = true
+	p.mu.Unlock()
 	p.next = 1 - i
 	if cap(p.buf) > 4<<20 {
 		p.buf = nil // one huge batch should not pin its buffer
@@ -240,7 +298,20 @@ func (p *publisher) write(b *log.Batch) error {
 	return nil
 }
 
+// close stops the syncs, syncs what is left, and closes the files.
 func (p *publisher) close() {
+	if p.stop != nil {
+		select {
+		case <-p.done:
+		default:
+			close(p.stop)
+			<-p.done
+		}
+		p.stop = nil
+		if err := p.sync(); err != nil {
+			p.fail(err)
+		}
+	}
 	for _, f := range p.files {
 		if f != nil {
 			f.Close()
