@@ -108,6 +108,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -197,10 +198,12 @@ type Store struct {
 
 	mu      sync.Mutex
 	closed  bool
-	state   log.State // the last committed state; its slices are never changed
-	hot     *hotNodes // the upper levels of the tree at state.Size
-	failure error     // why commits are refused, once they are
-	wedged  bool      // Pebble panicked: do not close it
+	state   log.State     // the last committed state; its slices are never changed
+	hot     *hotNodes     // the upper levels of the tree at state.Size
+	failure error         // why commits are refused, once they are
+	wedged  bool          // Pebble panicked: do not close it
+	stalled bool          // a commit is held up inside Pebble: do not close it
+	failed  chan struct{} // closed when failure is set
 	calls   sync.WaitGroup
 }
 
@@ -253,8 +256,8 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 	}
 
 	pb := s.db.NewBatchWithSize(batchSize(b))
-	defer pb.Close()
 	if err := fillBatch(pb, b); err != nil {
+		pb.Close()
 		return err
 	}
 	err = s.commitPebble(pb)
@@ -338,9 +341,43 @@ func fillBatch(pb *pebble.Batch, b *log.Batch) error {
 	return set(stateKey, encodeState(b.State.Size, b.State.Range))
 }
 
-// commitPebble commits pb durably, turning a panic inside Pebble into an
-// error.
-func (s *Store) commitPebble(pb *pebble.Batch) (err error) {
+// heldCommitGrace is how long a commit may go on inside Pebble after the
+// store failed before Commit stops waiting for it.
+const heldCommitGrace = 10 * time.Second
+
+// commitPebble commits pb durably and closes it, turning a panic inside
+// Pebble into an error. It returns early, with the store's failure, if the
+// store fails while Pebble holds the commit: a commit waiting in a write
+// stall waits for flushes, and a failed store never completes one (seen:
+// appenders hung for minutes after a failed MANIFEST write). Pebble then
+// keeps the batch, so it is closed only when its commit returns.
+func (s *Store) commitPebble(pb *pebble.Batch) error {
+	done := make(chan error, 1)
+	go func() {
+		done <- s.commitRecover(pb)
+		pb.Close()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-s.failed:
+		// A commit that is not held up returns at once (the frozen WAL
+		// accepts everything); give it that chance before giving up on it.
+		t := time.NewTimer(heldCommitGrace)
+		defer t.Stop()
+		select {
+		case err := <-done:
+			return err
+		case <-t.C:
+		}
+		s.mu.Lock()
+		s.stalled = true
+		s.mu.Unlock()
+		return fmt.Errorf("the store failed while Pebble held the commit: %w", s.Err())
+	}
+}
+
+func (s *Store) commitRecover(pb *pebble.Batch) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("Pebble panicked: %v", r)

@@ -45,7 +45,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("opening log store: %w", classify("making", dir, err))
 	}
-	s := &Store{dir: dir, logf: o.Logf, hot: &hotNodes{max: maxHotNodes}}
+	s := &Store{dir: dir, logf: o.Logf, hot: &hotNodes{max: maxHotNodes}, failed: make(chan struct{})}
 	if o.testingOnlyMaxHotNodes != nil {
 		s.hot.max = *o.testingOnlyMaxHotNodes
 	}
@@ -283,6 +283,7 @@ func (s *Store) fail(err error) {
 	first := s.failure == nil
 	if first {
 		s.failure = err
+		close(s.failed)
 	}
 	s.mu.Unlock()
 	if first {
@@ -364,11 +365,22 @@ func (s *Store) closePebble() error {
 		b.Close()
 	}
 	s.mu.Lock()
-	wedged := s.wedged
+	wedged, stalled := s.wedged, s.stalled
 	s.mu.Unlock()
 	if wedged {
 		s.logf("logpebble: not closing Pebble in %s: it panicked, and may hold its locks", s.dir)
 		return nil
+	}
+	if stalled {
+		// Closing would wait for the held-up commit's flush, which the
+		// failed store never completes. The file system is frozen
+		// (faultfs.go), so the abandoned instance changes nothing on disk.
+		// The directory lock is released all the same, so that the store
+		// can be reopened (in this process too): Pebble's reference to it
+		// goes with ours, as the abandoned instance is never closed.
+		s.logf("logpebble: not closing Pebble in %s: a commit is held up in it since the store failed", s.dir)
+		s.lock.Close()
+		return s.lock.Close()
 	}
 	err := s.db.Close()
 	if lerr := s.lock.Close(); err == nil {
@@ -469,8 +481,8 @@ func (s *Store) restore(b *log.Batch, overlay bool) error {
 		s.r = ib
 	} else {
 		pb := s.db.NewBatchWithSize(batchSize(b))
-		defer pb.Close()
 		if err := fillBatch(pb, b); err != nil {
+			pb.Close()
 			return err
 		}
 		if err := s.commitPebble(pb); err != nil {
