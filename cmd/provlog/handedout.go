@@ -56,18 +56,23 @@ func checkHandedOut(ctx context.Context, data string, store log.Storage, v note.
 	return n + 1, nil
 }
 
-// checkStoreOnOpen is what serve checks of a Pebble store before serving
-// it: never sign a fork (the store holds every checkpoint the data dir
-// says was handed out; the store checked its own published record on
-// opening), and, with verify_on_open, every block reads back. A corrupt
+// checkStoreOnOpen is what serve checks of a store before serving it:
+// never sign a fork (the store, Pebble or PostgreSQL, holds every
+// checkpoint the data dir says was handed out; a Pebble store checked its
+// own published record on opening), and, for Pebble with verify_on_open,
+// every block reads back. A corrupt
 // block fails the store (Err), which the sequencer and /healthz report;
 // reads of the rest go on.
 func checkStoreOnOpen(ctx context.Context, cfg *Config, store log.Storage, v note.Verifier, logger *slog.Logger) error {
-	if cfg.Store != "" {
-		return nil
-	}
 	if _, err := checkHandedOut(ctx, cfg.Data, store, v); err != nil {
-		return fmt.Errorf("refusing to serve the log in %s: %w", cfg.Data, err)
+		where := "in " + cfg.Data
+		if cfg.Store != "" {
+			// A shared log: this data dir's anchors and cosigned
+			// checkpoint left the process too, and the shared tree
+			// must hold them as much as a Pebble one.
+			where = "shared by the sidecars of " + cfg.Data
+		}
+		return fmt.Errorf("refusing to serve the log %s: %w", where, err)
 	}
 	ps, ok := store.(*logpebble.Store)
 	if !ok || !cfg.VerifyOnOpen {
