@@ -240,3 +240,15 @@ func ParseSigner(pemBytes []byte) (*ecdsa.PrivateKey, error) {
 	}
 	return ek, nil
 }
+
+// LoadCerts reads the certificates of a roots: setting (inline PEM or a
+// file readFile reads), for commands that take the same PEM on a flag.
+func LoadCerts(readFile func(string) ([]byte, error), s string) ([]*x509.Certificate, error) {
+	return loadCerts(readFile, s)
+}
+
+// LoadPublicKey reads a public_key: setting (inline PEM or a file
+// readFile reads), for commands that take the same PEM on a flag.
+func LoadPublicKey(readFile func(string) ([]byte, error), s string) (crypto.PublicKey, error) {
+	return loadPublicKey(readFile, s)
+}

@@ -73,8 +73,10 @@
 // error naming that file. (A change that leaves a file passing its own
 // checks, such as an anchor record's informative "created" time, shows
 // only as a SHA-256 that differs from the manifest's; then both files are
-// named.) The TSAs and Rekor are trusted as the directory names them:
-// compare trust/ with the authorities you trust. Each part also stays checkable with its
+// named.) [Verify] trusts the witnesses, TSAs and Rekor as the directory
+// names them, which whoever wrote it chose; [VerifyPinned] takes witness
+// keys and threshold, TSA roots and Rekor keys from the caller instead
+// (see [Pins]), and the report says which trust was pinned. Each part also stays checkable with its
 // own ecosystem's tools: the tokens with `openssl ts -verify`, the
 // receipt with any c2sp.org/tlog-proof verifier, receipt.cose with a COSE
 // library, the Rekor entries with Sigstore's.

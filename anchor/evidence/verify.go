@@ -53,6 +53,9 @@ type Report struct {
 	Timestamps           []Timestamp
 	Rekor                []RekorEntry
 	Context              []Context
+	// Pinned says which trust the caller pinned ([VerifyPinned]); the
+	// rest came from the directory.
+	Pinned Pinned
 }
 
 // A Timestamp is one verified RFC 3161 token over the target.
@@ -85,6 +88,13 @@ type checker struct {
 	vkey  string
 	rep   *Report
 	leaf  []byte
+	pins  Pins
+	// pinPolicy is pins' witness policy (no witnesses: none pinned).
+	pinPolicy log.WitnessPolicy
+	// dirWitnesses and dirCosigned are witnesses.txt's policy's size and
+	// verdict, which the manifest states whatever the caller pinned.
+	dirWitnesses int
+	dirCosigned  bool
 }
 
 func (c *checker) bad(file, format string, args ...any) {
@@ -106,17 +116,30 @@ func (c *checker) get(name string, required bool) []byte {
 // key vkey, which the caller must trust: every file is checked against
 // the signed checkpoint, the anchors and the keys, and manifest.json must
 // be exactly what the files give; so any changed byte fails, and each
-// problem names its file. It returns what the evidence proves.
+// problem names its file. It returns what the evidence proves. The
+// witnesses, TSAs and Rekor are trusted as the directory names them;
+// [VerifyPinned] takes them from the caller.
 func Verify(ctx context.Context, dir, vkey string) (*Report, error) {
+	return VerifyPinned(ctx, dir, vkey, Pins{})
+}
+
+// VerifyPinned is [Verify] with the trust pins gives in place of the
+// directory's own, where pins sets it.
+func VerifyPinned(ctx context.Context, dir, vkey string, pins Pins) (*Report, error) {
 	v, err := note.NewVerifier(strings.TrimSpace(vkey))
 	if err != nil {
 		return nil, fmt.Errorf("evidence: --vkey: %w", err)
+	}
+	pinned, err := pins.policy()
+	if err != nil {
+		return nil, err
 	}
 	files, err := readDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	c := &checker{ctx: ctx, files: files, used: map[string]bool{}, v: v, vkey: strings.TrimSpace(vkey), rep: &Report{}}
+	c := &checker{pinPolicy: pinned, ctx: ctx, files: files, used: map[string]bool{}, v: v, vkey: strings.TrimSpace(vkey), pins: pins,
+		rep: &Report{Pinned: pins.pinned()}}
 	if c.checkCore() {
 		c.checkIssued()
 		anchorKey := c.checkGenesisKeys()
@@ -224,18 +247,35 @@ func (c *checker) blameEntry(name string, entry []byte, r *log.Receipt) {
 	}
 }
 
-// checkWitnesses applies witnesses.txt's policy to the target.
+// checkWitnesses applies witnesses.txt's policy to the target, and the
+// caller's pinned policy when there is one (see [Pins]).
 func (c *checker) checkWitnesses(cpB []byte) {
+	dir, ok := c.dirPolicy()
+	if ok {
+		cos, err := c.cosigners(cpB, dir)
+		if err != nil {
+			c.bad(CheckpointFile, "%v", err)
+		}
+		c.rep.Witnesses, c.rep.Threshold, c.rep.Cosigners = len(dir.Witnesses), dir.Threshold, cos
+		c.dirWitnesses, c.dirCosigned = len(dir.Witnesses), len(dir.Witnesses) > 0 && len(cos) >= dir.Threshold
+	}
+	if len(c.pinPolicy.Witnesses) > 0 {
+		c.checkPinnedWitnesses(cpB, dir, ok)
+	}
+}
+
+// dirPolicy parses witnesses.txt; false when it is absent or bad.
+func (c *checker) dirPolicy() (log.WitnessPolicy, bool) {
 	wb := c.get(WitnessesFile, false)
 	if wb == nil {
-		return
+		return log.WitnessPolicy{}, false
 	}
 	lines := strings.Split(strings.TrimSuffix(string(wb), "\n"), "\n")
 	th, ok := strings.CutPrefix(lines[0], "threshold ")
 	n, err := strconv.Atoi(th)
 	if !ok || err != nil || strconv.Itoa(n) != th || len(lines) < 2 {
 		c.bad(WitnessesFile, "does not start with a \"threshold K\" line followed by witness keys")
-		return
+		return log.WitnessPolicy{}, false
 	}
 	if formatWitnesses(lines[1:], n) != string(wb) {
 		c.bad(WitnessesFile, "is not one witness key a line")
@@ -243,30 +283,30 @@ func (c *checker) checkWitnesses(cpB []byte) {
 	p, err := policyOf(lines[1:], n)
 	if err != nil {
 		c.bad(WitnessesFile, "%v", err)
-		return
+		return log.WitnessPolicy{}, false
 	}
-	c.rep.Witnesses, c.rep.Threshold = len(p.Witnesses), n
+	return p, true
+}
+
+// cosigners returns the names of p's witnesses that cosigned the target.
+func (c *checker) cosigners(cpB []byte, p log.WitnessPolicy) ([]string, error) {
 	_, no, err := log.OpenWitnessedCheckpoint(cpB, c.v, p)
 	var pe *log.WitnessPolicyError
 	switch {
 	case errors.As(err, &pe):
-		c.rep.Cosigners = pe.Cosigned
+		return pe.Cosigned, nil
 	case err != nil:
-		c.bad(CheckpointFile, "%v", err)
-	default:
-		for _, w := range p.Witnesses {
-			for _, s := range no.Sigs {
-				if s.Name == w.Name() && s.Hash == w.KeyHash() {
-					c.rep.Cosigners = append(c.rep.Cosigners, w.Name())
-				}
+		return nil, err
+	}
+	var out []string
+	for _, w := range p.Witnesses {
+		for _, s := range no.Sigs {
+			if s.Name == w.Name() && s.Hash == w.KeyHash() {
+				out = append(out, w.Name())
 			}
 		}
 	}
-}
-
-// cosigned reports whether the target meets the witness policy.
-func (c *checker) cosigned() bool {
-	return c.rep.Witnesses > 0 && len(c.rep.Cosigners) >= c.rep.Threshold
+	return out, nil
 }
 
 func (c *checker) checkCOSE(index uint64) {
@@ -480,8 +520,8 @@ func entriesOf(cs []Context) []*log.Entry {
 // checkManifest requires manifest.json to be exactly what the files give.
 func (c *checker) checkManifest() {
 	m := c.rep.Manifest
-	m.Cosigned = c.cosigned()
-	m.Missing = missing(m, c.rep.Witnesses > 0, c.files[COSEFile] != nil)
+	m.Cosigned = c.dirCosigned
+	m.Missing = missing(m, c.dirWitnesses > 0, c.files[COSEFile] != nil)
 	m.Files = map[string]string{}
 	for name, b := range c.files {
 		if name != ManifestFile {

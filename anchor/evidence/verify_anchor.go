@@ -12,7 +12,8 @@ import (
 )
 
 // checkAnchor checks anchor.json against the target, the anchoring key
-// and the bundled trust roots, and the token and Rekor files cut from it.
+// and the bundled trust roots (or the pinned ones), and the token and
+// Rekor files cut from it.
 func (c *checker) checkAnchor(anchorKey crypto.PublicKey) {
 	b := c.get(AnchorFile, false)
 	if b == nil {
@@ -44,9 +45,10 @@ func (c *checker) checkAnchor(anchorKey crypto.PublicKey) {
 	if !bytes.Equal(c.get(RekorKeysFile, true), keys) {
 		c.bad(RekorKeysFile, "is not the Rekor keys in %s", AnchorFile)
 	}
-	ver, err := anchor.Verify(c.ctx, r, c.v, anchorKey, trust)
+	ver, err := anchor.Verify(c.ctx, r, c.v, anchorKey, c.anchorTrust(r))
 	if err != nil {
 		c.bad(AnchorFile, "%v", err)
+		c.blamePinned(err)
 	}
 	for i, ts := range r.Timestamps {
 		tn, pn := fmt.Sprintf("%s/%d.tst", TimestampsDir, i), fmt.Sprintf("%s/%d.pem", TimestampsDir, i)
