@@ -196,21 +196,47 @@ func taskContext(ctx context.Context, s evidence.Source, index uint64) ([]uint64
 func runVerifyEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify-evidence", stderr)
 	vkeyArg := fs.String("vkey", "", "the log's verifier key, or a file holding it, from a source you trust")
+	var ws witnessFlags
+	fs.Var(&ws, "witness", "a witness's cosignature verifier key, or a file holding one, that you trust in place of the directory's witnesses.txt (repeatable)")
+	threshold := fs.Int("witness-threshold", -1, "how many of the --witness keys must have cosigned (default: all)")
+	var pins evidence.Pins
+	fs.Func("tsa-roots", "a PEM file of TSA root certificates you trust in place of the directory's trust/tsa-roots.pem (repeatable)", func(arg string) error {
+		certs, err := anchor.LoadCerts(os.ReadFile, arg)
+		pins.TSARoots = append(pins.TSARoots, certs...)
+		return err
+	})
+	fs.Func("rekor-key", "a PEM file of a Rekor public key you trust in place of the directory's (repeatable)", func(arg string) error {
+		k, err := anchor.LoadPublicKey(os.ReadFile, arg)
+		pins.RekorKeys = append(pins.RekorKeys, k)
+		return err
+	})
 	if err := parseFlags(fs, args, 1); err != nil {
 		return err
 	}
 	if *vkeyArg == "" || fs.NArg() != 1 {
 		return usageErr("--vkey and one evidence DIR are required")
 	}
+	th, err := ws.threshold(*threshold, "--witness-threshold")
+	if err != nil {
+		return err
+	}
+	if len(ws) > 0 && th == 0 {
+		return usageErr("--witness-threshold must be at least 1")
+	}
+	if err := (log.WitnessPolicy{Witnesses: ws, Threshold: th}).Check(); err != nil {
+		return usageErr("--witness: %v", err)
+	}
+	pins.Witnesses, pins.Threshold = ws.strings(), th
 	vkey, err := parseVKeyArg(*vkeyArg)
 	if err != nil {
 		return err
 	}
-	rep, err := evidence.Verify(ctx, fs.Arg(0), vkey)
+	rep, err := evidence.VerifyPinned(ctx, fs.Arg(0), vkey, pins)
 	if err != nil {
 		return reportProblems(stderr, fs.Arg(0), err)
 	}
 	fmt.Fprintf(stdout, "OK: %s", rep)
 	fmt.Fprintf(stdout, "  (checked offline against the log key %s; root %s)\n", strings.SplitN(vkey, "+", 2)[0], base64.StdEncoding.EncodeToString(rep.Checkpoint.Hash))
+	fmt.Fprint(stdout, rep.TrustString())
 	return nil
 }

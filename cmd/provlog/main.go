@@ -15,7 +15,7 @@
 //	provlog export (--data D | --log URL --vkey VKEY) --out DIR [--from I] [--to J] [--config F]
 //	provlog verify-bundle DIR
 //	provlog evidence (--data D | --log URL --vkey VKEY) (--index N | --leaf-hash HEX) --out DIR [--config F]
-//	provlog verify-evidence --vkey VKEY DIR
+//	provlog verify-evidence --vkey VKEY [--witness VKEY]... [--witness-threshold N] [--tsa-roots PEMFILE]... [--rekor-key PEMFILE]... DIR
 //	provlog view [--http ADDR] DIR
 //	provlog purge (--data D | --log URL) (--older-than DUR | --before T | --task ID | --actor A | --blob H)... --reason TEXT [--dry-run]
 //	provlog resolve NAME [--opt k=v]...
@@ -60,7 +60,7 @@ func commands() []command {
 		{"verify-bundle", "DIR", "check a bundle offline with the keys and roots inside it; exit 0 only if valid", runVerifyBundle},
 		{"view", "[--http ADDR] DIR", "serve the auditor's view of a bundle or an evidence directory on loopback, offline; the page verifies entries itself", runView},
 		{"evidence", "(--data D | --log URL --vkey VKEY) (--index N | --leaf-hash HEX) --out DIR [--config F]", "write one entry's self-contained evidence (receipts, consistency, anchors, keys, task history)", runEvidence},
-		{"verify-evidence", "--vkey VKEY DIR", "check an evidence directory offline; say what it proves; exit 0 only if valid", runVerifyEvidence},
+		{"verify-evidence", "--vkey VKEY [--witness VKEY]... [--witness-threshold N] [--tsa-roots PEMFILE]... [--rekor-key PEMFILE]... DIR", "check an evidence directory offline; say what it proves; exit 0 only if valid", runVerifyEvidence},
 		{"resolve", "NAME [--opt k=v]...", "resolve a data-source release now (a preset or a generic resolver)", runResolve},
 		{"resolvers", "", "list the release resolvers and presets", runResolvers},
 		{"purge", "(--data D | --log URL) (--older-than DUR | --before T | --task ID | --actor A | --blob H)... --reason TEXT [--dry-run]",

@@ -205,9 +205,6 @@ func runVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) 
 	} else if leaf == nil {
 		return usageErr("the receipt names no leaf hash; give the entry with --entry")
 	}
-	if len(ws) == 0 && *threshold > 0 {
-		return usageErr("--threshold needs --witness keys")
-	}
 	c, err := verifyWitnessedReceipt(r, leaf, v, ws, *threshold)
 	if err != nil {
 		return explainReceiptFailure(err, r, v, entry)

@@ -212,7 +212,7 @@ func (w *witnessing) status() map[string]any {
 	return m
 }
 
-// witnessFlags is verify-proof's repeated --witness flag: cosignature/v1
+// witnessFlags is verify-proof's and verify-evidence's repeated --witness flag: cosignature/v1
 // verifier keys, or files holding one.
 type witnessFlags []note.Verifier
 
@@ -233,15 +233,36 @@ func (f *witnessFlags) Set(arg string) error {
 	return nil
 }
 
+// threshold checks the threshold flag named name against the keys given
+// (below 0, the flag's default: all of them).
+func (f witnessFlags) threshold(threshold int, name string) (int, error) {
+	switch {
+	case len(f) == 0 && threshold > 0:
+		return 0, usageErr("%s needs --witness keys", name)
+	case threshold < 0:
+		return len(f), nil
+	case threshold > len(f):
+		return 0, usageErr("%s %d is more than the %d --witness keys given", name, threshold, len(f))
+	}
+	return threshold, nil
+}
+
+// strings returns the keys in their text form.
+func (f witnessFlags) strings() []string {
+	out := make([]string, len(f))
+	for i, v := range f {
+		out[i] = fmt.Sprint(v)
+	}
+	return out
+}
+
 // verifyWitnessedReceipt checks a receipt under the witness policy of
 // verify-proof's flags (threshold < 0: all the witnesses given) and says
 // in plain words what failed.
 func verifyWitnessedReceipt(r *log.Receipt, leaf []byte, logV note.Verifier, ws witnessFlags, threshold int) (log.Checkpoint, error) {
-	if threshold < 0 {
-		threshold = len(ws)
-	}
-	if threshold > len(ws) {
-		return log.Checkpoint{}, usageErr("--threshold %d is more than the %d --witness keys given", threshold, len(ws))
+	threshold, err := ws.threshold(threshold, "--threshold")
+	if err != nil {
+		return log.Checkpoint{}, err
 	}
 	c, err := r.VerifyWitnessed(leaf, logV, ws, threshold)
 	var pe *log.WitnessPolicyError

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+)
+
+// forgedWitnessEvidence writes, with provlog evidence, an evidence whose
+// witnesses.txt names a forger's witness (carrying the genuine witness's
+// name) and whose checkpoint the forger cosigned, as a forger holding the
+// log's data could. It returns the evidence, the log key's file and the
+// genuine and forged witness keys.
+func forgedWitnessEvidence(t *testing.T) (ev, vkeyFile, genuine, forged string) {
+	t.Helper()
+	ctx := context.Background()
+	data := makeDataDir(t, 4)
+	k, err := loadKeys(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := openStore(data, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.State(ctx)
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, genuine, _ = log.GenerateCosignerKey(rand.Reader, "witness.example/w1")
+	fkey, forged, _ := log.GenerateCosignerKey(rand.Reader, "witness.example/w1")
+	forger, err := log.ParseCosignerKey(fkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := log.ParseCheckpointNote(st.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cosigned, err := note.Sign(&note.Note{Text: cp.String()}, k.signer, forger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, cosignedFile), cosigned, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, t.TempDir(), fmt.Sprintf("data: %s\nwitnesses:\n  - {url: http://127.0.0.1:9, vkey: %q}\nwitness_policy: {threshold: 1}\n", data, forged))
+	ev = filepath.Join(t.TempDir(), "ev")
+	if out, code := runCmd(t, "evidence", "--data", data, "--index", "2", "--out", ev, "--config", cfg); code != 0 {
+		t.Fatalf("provlog evidence: %d\n%s", code, out)
+	}
+	return ev, filepath.Join(data, logVKeyFile), genuine, forged
+}
+
+// TestVerifyEvidencePinnedWitnesses: the forged evidence passes
+// verify-evidence unpinned, which says its witness keys came from the
+// directory; pinned to the genuine witness it fails; pinned to the keys
+// it does hold (as a file) it passes.
+func TestVerifyEvidencePinnedWitnesses(t *testing.T) {
+	ev, vkeyFile, genuine, forged := forgedWitnessEvidence(t)
+	out, code := runCmd(t, "verify-evidence", "--vkey", vkeyFile, ev)
+	if code != 0 || !strings.Contains(out, "cosigned by 1 of 1 witnesses (witness.example/w1)") ||
+		!strings.Contains(out, "witness keys: from the directory (not pinned)") || !strings.Contains(out, "TSA roots: none in the directory (not pinned)") {
+		t.Errorf("unpinned: %d\n%s", code, out)
+	}
+	out, code = runCmd(t, "verify-evidence", "--vkey", vkeyFile, "--witness", genuine, ev)
+	if code != 1 || !strings.Contains(out, "witnesses.txt") || !strings.Contains(out, "cosigned by 0 of the 1 witnesses you pinned") {
+		t.Errorf("pinned to the genuine witness: %d\n%s", code, out)
+	}
+	wf := filepath.Join(t.TempDir(), "w.vkey")
+	os.WriteFile(wf, []byte(forged+"\n"), 0o600)
+	out, code = runCmd(t, "verify-evidence", "--vkey", vkeyFile, "--witness", wf, "--witness-threshold", "1", ev)
+	if code != 0 || !strings.Contains(out, "witness keys: pinned by you") {
+		t.Errorf("pinned to the directory's witness: %d\n%s", code, out)
+	}
+}
+
+// TestVerifyEvidenceBadPins: flag values that pin nothing usable are
+// refused with exit 2 and say which flag is wrong.
+func TestVerifyEvidenceBadPins(t *testing.T) {
+	dir := t.TempDir()
+	_, w1, _ := log.GenerateCosignerKey(rand.Reader, "witness.example/w1")
+	notPEM := filepath.Join(dir, "not.pem")
+	os.WriteFile(notPEM, []byte("not pem\n"), 0o600)
+	_, vkey, _ := note.GenerateKey(rand.Reader, "provlog.example/x")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--witness", "nonsense"}, `--witness "nonsense" is neither`},
+		{[]string{"--witness", w1, "--witness-threshold", "2"}, "--witness-threshold 2 is more than the 1 --witness keys"},
+		{[]string{"--witness-threshold", "1"}, "--witness-threshold needs --witness keys"},
+		{[]string{"--witness", w1, "--witness-threshold", "0"}, "--witness-threshold must be at least 1"},
+		{[]string{"--witness", w1, "--witness", w1}, "listed twice"},
+		{[]string{"--tsa-roots", filepath.Join(dir, "absent.pem")}, "absent.pem"},
+		{[]string{"--tsa-roots", notPEM}, "holds no PEM certificate"},
+		{[]string{"--rekor-key", notPEM}, "is not a PEM public key"},
+	} {
+		out, code := runCmd(t, append(append([]string{"verify-evidence", "--vkey", vkey}, c.args...), dir)...)
+		if code != 2 || !strings.Contains(out, c.want) {
+			t.Errorf("%v: exit %d, want 2 and %q:\n%s", c.args, code, c.want, out)
+		}
+	}
+}
