@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
+	"github.com/provlog/provlog/anchor/anchortest/testtsa"
 	"github.com/provlog/provlog/log"
 )
 
@@ -81,6 +84,54 @@ func TestVerifyEvidencePinnedWitnesses(t *testing.T) {
 	out, code = runCmd(t, "verify-evidence", "--vkey", vkeyFile, "--witness", wf, "--witness-threshold", "1", ev)
 	if code != 0 || !strings.Contains(out, "witness keys: pinned by you") {
 		t.Errorf("pinned to the directory's witness: %d\n%s", code, out)
+	}
+}
+
+// TestVerifyEvidencePinnedAnchors anchors a data dir with provlog anchor
+// (an in-process TSA and a fake Rekor), writes evidence, and pins the TSA
+// root and Rekor key: the right ones pass and say so; another TSA's root
+// fails naming the token, another Rekor key naming the Rekor entry.
+func TestVerifyEvidencePinnedAnchors(t *testing.T) {
+	data := makeDataDir(t, 4)
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tsa, rk := testtsa.New(t, "Test TSA"), fakerekor.New(t)
+	root := write("tsa-root.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}))
+	rkey := write("rekor.pub", rk.PublicKeyPEM())
+	otherRoot := write("other-root.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: testtsa.New(t, "Other TSA").PKI.Root.Raw}))
+	otherKey := write("other-rekor.pub", fakerekor.New(t).PublicKeyPEM())
+	cfg := writeConfig(t, dir, fmt.Sprintf("data: %s\nanchors:\n  interval: 1h\n  timeout: 10s\n  tsa: [{url: %s, roots: [tsa-root.pem]}]\n  rekor: {url: %s, public_key: rekor.pub}\n", data, tsa.URL, rk.URL))
+	if out, code := runCmd(t, "anchor", "--config", cfg); code != 0 {
+		t.Fatalf("provlog anchor: %d\n%s", code, out)
+	}
+	ev := filepath.Join(t.TempDir(), "ev")
+	if out, code := runCmd(t, "evidence", "--data", data, "--index", "2", "--out", ev, "--config", cfg); code != 0 {
+		t.Fatalf("provlog evidence: %d\n%s", code, out)
+	}
+	vkeyFile := filepath.Join(data, logVKeyFile)
+	out, code := runCmd(t, "verify-evidence", "--vkey", vkeyFile, "--tsa-roots", root, "--rekor-key", rkey, ev)
+	if code != 0 || !strings.Contains(out, `according to TSA "Test TSA"`) || !strings.Contains(out, "TSA roots: pinned by you") ||
+		!strings.Contains(out, "Rekor keys: pinned by you") || !strings.Contains(out, "witness keys: none in the directory (not pinned)") {
+		t.Errorf("pinned: %d\n%s", code, out)
+	}
+	t.Logf("pinned:\n%s", out)
+	if out, code := runCmd(t, "verify-evidence", "--vkey", vkeyFile, ev); code != 0 || !strings.Contains(out, "TSA roots: from the directory (not pinned)") {
+		t.Errorf("unpinned: %d\n%s", code, out)
+	}
+	out, code = runCmd(t, "verify-evidence", "--vkey", vkeyFile, "--tsa-roots", otherRoot, ev)
+	if code != 1 || !strings.Contains(out, "timestamps/0.tst") || !strings.Contains(out, "TSA roots you pinned") {
+		t.Errorf("another TSA root: %d\n%s", code, out)
+	}
+	t.Logf("another TSA root:\n%s", out)
+	out, code = runCmd(t, "verify-evidence", "--vkey", vkeyFile, "--rekor-key", otherKey, ev)
+	if code != 1 || !strings.Contains(out, "rekor/0.json") || !strings.Contains(out, "Rekor keys you pinned") {
+		t.Errorf("another Rekor key: %d\n%s", code, out)
 	}
 }
 
