@@ -113,6 +113,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/internal/hot"
 	"github.com/transparency-dev/merkle/compact"
 )
 
@@ -199,7 +200,7 @@ type Store struct {
 	mu      sync.Mutex
 	closed  bool
 	state   log.State     // the last committed state; its slices are never changed
-	hot     *hotNodes     // the upper levels of the tree at state.Size
+	hot     *hot.Nodes    // the upper levels of the tree at state.Size
 	failure error         // why commits are refused, once they are
 	wedged  bool          // Pebble panicked: do not close it
 	stalled bool          // a commit is held up inside Pebble: do not close it
@@ -214,7 +215,7 @@ var _ log.Storage = (*Store)(nil)
 // returns.
 type view struct {
 	log.State
-	hot *hotNodes
+	hot *hot.Nodes
 }
 
 // acquire registers a call that Close must wait for and returns its view.
@@ -289,7 +290,7 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 	if next.Checkpoint == nil {
 		next.Checkpoint = []byte{}
 	}
-	hot := st.hot.with(next.Size, b.Nodes)
+	hot := st.hot.With(next.Size, b.Nodes)
 	s.mu.Lock()
 	s.state, s.hot = next, hot
 	s.mu.Unlock()
@@ -462,7 +463,7 @@ func (s *Store) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, 
 		if !committed(id, st.Size) {
 			return nil, fmt.Errorf("node (%d, %d) in a log of size %d: %w", id.Level, id.Index, st.Size, log.ErrNotFound)
 		}
-		if h, ok := st.hot.get(id); ok {
+		if h, ok := st.hot.Get(id); ok {
 			out[i] = slab[i*hashSize : (i+1)*hashSize : (i+1)*hashSize]
 			copy(out[i], h)
 		} else {

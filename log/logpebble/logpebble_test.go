@@ -18,6 +18,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/internal/hot"
 	"github.com/provlog/provlog/log/logtest"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -477,7 +478,7 @@ func (s *Store) readNodesGet(ids []compact.NodeID) ([][]byte, error) {
 	key := make([]byte, 0, 10)
 	for i, id := range ids {
 		out[i] = slab[i*hashSize : (i+1)*hashSize : (i+1)*hashSize]
-		if h, ok := st.hot.get(id); ok {
+		if h, ok := st.hot.Get(id); ok {
 			copy(out[i], h)
 			continue
 		}
@@ -492,7 +493,7 @@ func (s *Store) readNodesGet(ids []compact.NodeID) ([][]byte, error) {
 }
 
 // setHot replaces the nodes s keeps in memory, returning the old ones.
-func (s *Store) setHot(h *hotNodes) *hotNodes {
+func (s *Store) setHot(h *hot.Nodes) *hot.Nodes {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.hot
@@ -556,7 +557,7 @@ func BenchmarkReadNodes(b *testing.B) {
 	for _, name := range []string{"iter", "get", "iter-nohot", "get-nohot"} {
 		read := readers[strings.TrimSuffix(name, "-nohot")]
 		if strings.HasSuffix(name, "-nohot") {
-			hot := s.setHot(&hotNodes{min: 64})
+			hot := s.setHot(hot.Empty(0))
 			defer s.setHot(hot)
 		}
 		b.Run("proof/"+name, func(b *testing.B) {

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/internal/hot"
 	"github.com/transparency-dev/merkle/compact"
 )
 
@@ -45,11 +46,10 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("opening log store: %w", classify("making", dir, err))
 	}
-	s := &Store{dir: dir, logf: o.Logf, hot: &hotNodes{max: maxHotNodes}, failed: make(chan struct{})}
+	s := &Store{dir: dir, logf: o.Logf, hot: hot.Empty(maxHotNodes), failed: make(chan struct{})}
 	if o.testingOnlyMaxHotNodes != nil {
-		s.hot.max = *o.testingOnlyMaxHotNodes
+		s.hot = hot.Empty(*o.testingOnlyMaxHotNodes)
 	}
-	s.hot.min = hotLevel(0, s.hot.max)
 	inner := vfs.Default
 	if o.testingOnlyFS != nil {
 		inner = o.testingOnlyFS
@@ -215,7 +215,7 @@ func (s *Store) loadState() error {
 	}
 	s.state = log.State{Size: size, Range: rng, Checkpoint: bytes.Clone(cp)}
 	closer.Close()
-	if s.hot, err = loadHot(s.r, size, s.hot.max); err != nil {
+	if s.hot, err = loadHot(s.r, size, s.hot.Max()); err != nil {
 		return s.readError(fmt.Errorf("reading the upper levels of the tree: %w", err))
 	}
 	return nil
@@ -493,7 +493,7 @@ func (s *Store) restore(b *log.Batch, overlay bool) error {
 		}
 	}
 	s.state = log.State{Size: b.State.Size, Range: cloneHashes(b.State.Range), Checkpoint: bytes.Clone(b.State.Checkpoint)}
-	hot, err := loadHot(s.r, s.state.Size, s.hot.max)
+	hot, err := loadHot(s.r, s.state.Size, s.hot.Max())
 	if err != nil {
 		return s.readError(fmt.Errorf("reading the upper levels of the tree: %w", err))
 	}

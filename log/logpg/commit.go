@@ -107,7 +107,7 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 		return err
 	}
 	if st.Size > known.Size {
-		hot = hot.with(st.Size, nodes)
+		hot = hot.With(st.Size, nodes)
 		s.publish(cloneState(st), hot)
 	}
 
@@ -185,7 +185,7 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 		}
 		s.logf("logpg: the connection failed during the commit of [%d, %d) (%v); read back: committed", b.Start, b.State.Size, err)
 	}
-	s.publish(cloneState(b.State), hot.with(b.State.Size, b.Nodes))
+	s.publish(cloneState(b.State), hot.With(b.State.Size, b.Nodes))
 	return nil
 }
 

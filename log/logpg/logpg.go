@@ -39,6 +39,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/internal/hot"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
@@ -82,7 +83,7 @@ type Store struct {
 	mu        sync.Mutex
 	closed    bool
 	state     log.State // the newest state this handle knows; never changed
-	hot       *hotNodes
+	hot       *hot.Nodes
 	failure   error
 	calls     sync.WaitGroup
 	followers []func(log.State)
@@ -242,7 +243,7 @@ func (s *Store) fail(err error) {
 
 type view struct {
 	log.State
-	hot *hotNodes
+	hot *hot.Nodes
 }
 
 // acquire registers a call that Close waits for and returns this handle's
@@ -277,7 +278,7 @@ func (s *Store) atLeast(ctx context.Context, v view, size uint64) view {
 
 // publish makes st (with its hot nodes) this handle's state if it is newer,
 // and tells the followers. The caller holds s.advance.
-func (s *Store) publish(st log.State, hot *hotNodes) {
+func (s *Store) publish(st log.State, hot *hot.Nodes) {
 	s.mu.Lock()
 	if st.Size <= s.state.Size {
 		s.mu.Unlock()
@@ -387,7 +388,7 @@ func (s *Store) latest(ctx context.Context) (log.State, error) {
 	if st.Size == known.Size {
 		return cloneState(known), nil
 	}
-	s.publish(st, hot.with(st.Size, nodes))
+	s.publish(st, hot.With(st.Size, nodes))
 	return cloneState(st), nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/internal/hot"
 	"github.com/transparency-dev/merkle/compact"
 )
 
@@ -74,7 +75,7 @@ func (s *Store) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, 
 }
 
 // readNodes reads nodes known to be committed.
-func (s *Store) readNodes(ctx context.Context, hot *hotNodes, ids []compact.NodeID) ([][]byte, error) {
+func (s *Store) readNodes(ctx context.Context, hot *hot.Nodes, ids []compact.NodeID) ([][]byte, error) {
 	out := make([][]byte, len(ids))
 	slab := make([]byte, hashSize*len(ids))
 	var levels []int16
@@ -82,7 +83,7 @@ func (s *Store) readNodes(ctx context.Context, hot *hotNodes, ids []compact.Node
 	var rest []int
 	for i, id := range ids {
 		out[i] = slab[i*hashSize : (i+1)*hashSize : (i+1)*hashSize]
-		if h, ok := hot.get(id); ok {
+		if h, ok := hot.Get(id); ok {
 			copy(out[i], h)
 			continue
 		}
