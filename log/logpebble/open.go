@@ -357,16 +357,21 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 // Pebble may have left its locks held: then closing could hang, and the
 // process's exit releases both.
 func (s *Store) closePebble() error {
-	close(s.fs.closing)
+	s.mu.Lock()
+	wedged, stalled := s.wedged, s.stalled
+	s.mu.Unlock()
+	if !stalled {
+		// Waits of the failed file system end, so Close is quick. An
+		// abandoned instance (below) keeps them: its background retries
+		// stay one every few seconds, not a spin.
+		close(s.fs.closing)
+	}
 	if s.pub != nil {
 		s.pub.close()
 	}
 	if b, ok := s.r.(*pebble.Batch); ok {
 		b.Close()
 	}
-	s.mu.Lock()
-	wedged, stalled := s.wedged, s.stalled
-	s.mu.Unlock()
 	if wedged {
 		s.logf("logpebble: not closing Pebble in %s: it panicked, and may hold its locks", s.dir)
 		return nil
