@@ -3,6 +3,7 @@ package log
 import (
 	"crypto/sha256"
 
+	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
 
@@ -17,3 +18,21 @@ func NodeHash(l, r []byte) []byte { return rfc6962.DefaultHasher.HashChildren(l,
 
 // EmptyRoot is the root hash of the empty tree, SHA-256 of no bytes.
 func EmptyRoot() []byte { return rfc6962.DefaultHasher.EmptyRoot() }
+
+// RangeRoot returns the root hash of the tree of this size whose compact
+// range (the hashes of compact.RangeNodes(0, size), left to right) is rng,
+// or nil if rng does not fit the size.
+func RangeRoot(size uint64, rng [][]byte) []byte {
+	if size == 0 {
+		return EmptyRoot()
+	}
+	r, err := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewRange(0, size, rng)
+	if err != nil {
+		return nil
+	}
+	root, err := r.GetRootHash(nil)
+	if err != nil {
+		return nil
+	}
+	return root
+}

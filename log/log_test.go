@@ -763,3 +763,24 @@ func TestParseEntryRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeRoot holds RangeRoot to the reference tree at every size up to
+// 40, and checks that a range of the wrong length gives nil.
+func TestRangeRoot(t *testing.T) {
+	rf := &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+	rng := rf.NewEmptyRange(0)
+	ref := testonly.New(rfc6962.DefaultHasher)
+	for size := uint64(0); size <= 40; size++ {
+		if got, want := log.RangeRoot(size, rng.Hashes()), ref.Hash(); !bytes.Equal(got, want) {
+			t.Fatalf("RangeRoot(%d) = %x, want %x", size, got, want)
+		}
+		if size > 0 && log.RangeRoot(size+1, rng.Hashes()) != nil && len(compact.RangeNodes(0, size+1, nil)) != len(rng.Hashes()) {
+			t.Fatalf("RangeRoot(%d) with the range of size %d is not nil", size+1, size)
+		}
+		l := fmt.Appendf(nil, "leaf %d", size)
+		if err := rng.Append(log.LeafHash(l), nil); err != nil {
+			t.Fatal(err)
+		}
+		ref.AppendData(l)
+	}
+}

@@ -409,7 +409,7 @@ func (s *Store) reconcile(readOnly bool) error {
 		// hold is gone.
 		last, st := rs[n-1], s.state
 		if st.Size < last.start && (n == 1 || st.Size != rs[0].start || rs[0].size != last.start) {
-			return &log.LostError{Source: source, Size: last.size, Root: rootOf(last.size, last.rng), HeldSize: st.Size, HeldRoot: rootOf(st.Size, st.Range)}
+			return &log.LostError{Source: source, Size: last.size, Root: log.RangeRoot(last.size, last.rng), HeldSize: st.Size, HeldRoot: log.RangeRoot(st.Size, st.Range)}
 		}
 	}
 	for _, r := range rs {
@@ -420,8 +420,8 @@ func (s *Store) reconcile(readOnly bool) error {
 			if err != nil {
 				return err
 			}
-			if root := rootOf(r.size, r.rng); !bytes.Equal(rootOf(r.size, held), root) {
-				return &log.LostError{Source: source, Size: r.size, Root: root, HeldSize: st.Size, HeldRoot: rootOf(r.size, held)}
+			if root := log.RangeRoot(r.size, r.rng); !bytes.Equal(log.RangeRoot(r.size, held), root) {
+				return &log.LostError{Source: source, Size: r.size, Root: root, HeldSize: st.Size, HeldRoot: log.RangeRoot(r.size, held)}
 			}
 		case st.Size == r.start:
 			b, err := redo(st, r)
@@ -433,7 +433,7 @@ func (s *Store) reconcile(readOnly bool) error {
 			}
 			s.logf("logpebble: restored batch [%d, %d) from the published record: Pebble's write-ahead log had lost it", r.start, r.size)
 		case st.Size < r.start:
-			return &log.LostError{Source: source, Size: r.size, Root: rootOf(r.size, r.rng), HeldSize: st.Size, HeldRoot: rootOf(st.Size, st.Range)}
+			return &log.LostError{Source: source, Size: r.size, Root: log.RangeRoot(r.size, r.rng), HeldSize: st.Size, HeldRoot: log.RangeRoot(st.Size, st.Range)}
 		default:
 			return fmt.Errorf("%w: the stored tree of size %d ends inside the published batch [%d, %d)", ErrCorrupt, st.Size, r.start, r.size)
 		}

@@ -331,22 +331,6 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// rootOf is the root of the tree whose compact range over [0, size) is rng.
-func rootOf(size uint64, rng [][]byte) []byte {
-	if size == 0 {
-		return log.EmptyRoot()
-	}
-	r, err := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewRange(0, size, rng)
-	if err != nil {
-		return nil
-	}
-	root, err := r.GetRootHash(nil)
-	if err != nil {
-		return nil
-	}
-	return root
-}
-
 // redo returns the batch that applies r to a tree in state st (st.Size ==
 // r.start): leaf hashes and nodes recomputed from r's entries, which must
 // end in r's compact range.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/transparency-dev/merkle/compact"
-	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
@@ -29,7 +28,7 @@ func CheckHandedOut(ctx context.Context, store log.Storage, v note.Verifier, sou
 		return fmt.Errorf("reading log state: %w", err)
 	}
 	if c.Size > st.Size {
-		return &log.LostError{Source: source, Size: c.Size, Root: c.Hash, HeldSize: st.Size, HeldRoot: rootAt(st.Size, st.Range)}
+		return &log.LostError{Source: source, Size: c.Size, Root: c.Hash, HeldSize: st.Size, HeldRoot: log.RangeRoot(st.Size, st.Range)}
 	}
 	rng := st.Range
 	if c.Size < st.Size {
@@ -38,25 +37,8 @@ func CheckHandedOut(ctx context.Context, store log.Storage, v note.Verifier, sou
 			return fmt.Errorf("reading the tree at size %d: %w", c.Size, err)
 		}
 	}
-	if root := rootAt(c.Size, rng); !bytes.Equal(root, c.Hash) {
+	if root := log.RangeRoot(c.Size, rng); !bytes.Equal(root, c.Hash) {
 		return &log.LostError{Source: source, Size: c.Size, Root: c.Hash, HeldSize: st.Size, HeldRoot: root}
 	}
 	return nil
-}
-
-// rootAt is the root of the tree of this size whose compact range is rng
-// (nil if rng does not fit the size).
-func rootAt(size uint64, rng [][]byte) []byte {
-	if size == 0 {
-		return log.EmptyRoot()
-	}
-	r, err := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewRange(0, size, rng)
-	if err != nil {
-		return nil
-	}
-	root, err := r.GetRootHash(nil)
-	if err != nil {
-		return nil
-	}
-	return root
 }
