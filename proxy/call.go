@@ -127,8 +127,8 @@ func (p *Proxy) forwardCall(ctx context.Context, d *downstream, tool string, req
 		p.progress.Store(down, &progressRoute{session: req.Session, token: normalizeToken(tok), ctx: ctx})
 		defer p.progress.Delete(down)
 	}
-	id := d.beginCall(req.Session, ctx)
-	defer d.endCall(id)
+	id := d.calls.begin(req.Session, ctx)
+	defer d.calls.end(id)
 
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()

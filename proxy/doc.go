@@ -130,4 +130,15 @@
 // is bounded by the server's timeout (60s by default). Sessions are pinged
 // every 30s and dropped after three failed pings, so a hung server is
 // restarted too. provlog__status reports each server's state.
+//
+// # Where a server's parts live
+//
+// Each configured server is a downstream (downstream.go) in three rooms:
+// its supervisor (supervisor.go) keeps it connected and reports its
+// state; its catalogue (catalogue.go) registers its tools, prompts,
+// resources and templates at the front and keeps them in step with its
+// lists, one generic sync for the four, and reads.go records the tool
+// definitions it listed; its calls in progress say which client a
+// server's own request or log message goes back to. The router
+// (router.go) says which server a front name or URI belongs to.
 package proxy

@@ -197,9 +197,10 @@ func TestDownstreamKilled(t *testing.T) {
 			cs := connectMemory(t, p, nil)
 			ctx := context.Background()
 			d := p.byID["victim"]
-			d.mu.Lock()
-			pid := d.cmd.Process.Pid
-			d.mu.Unlock()
+			pid := d.sup.status().pid
+			if pid == 0 {
+				t.Fatal("the victim server has no process")
+			}
 
 			before := l.size(t)
 			errc := make(chan error, 1)

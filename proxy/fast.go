@@ -368,19 +368,11 @@ func (p *Proxy) fastCallFor(fr fastRequest) (fastCall, bool) {
 	if err != nil {
 		return fastCall{}, false
 	}
-	p.mu.Lock()
-	d := p.toolOwner[fc.front]
-	p.mu.Unlock()
-	if d == nil {
+	d, tool := p.router.tool(fc.front)
+	if d == nil || d.stateless() {
 		return fastCall{}, false
 	}
-	d.mu.Lock()
-	fc.tool = d.tools[fc.front]
-	d.mu.Unlock()
-	if fc.tool == "" || d.stateless() {
-		return fastCall{}, false
-	}
-	fc.d = d
+	fc.d, fc.tool = d, tool
 	return fc, true
 }
 
@@ -422,9 +414,9 @@ func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontS
 	if d.cfg.URL != "" {
 		// Noted as in progress, so that server requests and log messages
 		// sent outside the call's stream find its session.
-		callID := d.beginCall(fs.ss, ctx)
+		callID := d.calls.begin(fs.ss, ctx)
 		callErr = p.rawHTTPCall(ctx, fs, fc, c)
-		d.endCall(callID)
+		d.calls.end(callID)
 	} else {
 		if len(fc.meta) > 0 {
 			json.Unmarshal(fc.meta, &req.Params.Meta)

@@ -422,7 +422,7 @@ func (d *downstream) onStream(ctx context.Context, cs *mcp.ClientSession, fs *fr
 				_ = fs.ss.Log(ctx, &params)
 			}
 		case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-			d.triggerResync()
+			d.cat.triggerResync()
 		case "notifications/resources/updated":
 			var params mcp.ResourceUpdatedNotificationParams
 			if json.Unmarshal(msg.Params, &params) == nil {

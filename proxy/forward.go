@@ -46,7 +46,7 @@ func (p *Proxy) routeProgress(_ context.Context, params *mcp.ProgressNotificatio
 func (d *downstream) logMessage(_ context.Context, req *mcp.LoggingMessageRequest) {
 	params := *req.Params
 	d.logPrefix(&params)
-	if c, err := d.caller("log message"); err == nil {
+	if c, err := d.calls.caller("log message"); err == nil {
 		_ = c.session.Log(c.ctx, &params)
 		return
 	}
@@ -76,7 +76,7 @@ func upstreamContext(downCtx context.Context, c *inflightCall) (context.Context,
 // createMessage forwards a downstream sampling request to the client whose
 // call is in progress.
 func (d *downstream) createMessage(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	c, err := d.caller("sampling request")
+	c, err := d.calls.caller("sampling request")
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "%v", err)
 	}
@@ -91,7 +91,7 @@ func (d *downstream) createMessage(ctx context.Context, req *mcp.CreateMessageRe
 
 // elicit forwards a downstream elicitation request likewise.
 func (d *downstream) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	c, err := d.caller("elicitation request")
+	c, err := d.calls.caller("elicitation request")
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "%v", err)
 	}
@@ -212,30 +212,6 @@ func (d *downstream) rewriteContent(cs []mcp.Content) {
 	}
 }
 
-// serverForURI finds the server a front resource URI belongs to and
-// returns its URI there.
-func (p *Proxy) serverForURI(uri string) (*downstream, string, bool) {
-	p.mu.Lock()
-	d := p.resOwner[uri]
-	p.mu.Unlock()
-	if d != nil {
-		return d, strings.TrimPrefix(uri, d.cfg.uriPrefix()), true
-	}
-	var bare []*downstream
-	for _, d := range p.ds {
-		up := d.cfg.uriPrefix()
-		if up == "" {
-			bare = append(bare, d)
-		} else if strings.HasPrefix(uri, up) {
-			return d, strings.TrimPrefix(uri, up), true
-		}
-	}
-	if len(bare) == 1 {
-		return bare[0], uri, true
-	}
-	return nil, "", false
-}
-
 // complete forwards completion/complete for a prompt or resource template
 // argument to the server it belongs to.
 func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
@@ -246,17 +222,10 @@ func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 	var d *downstream
 	switch ref.Type {
 	case "ref/prompt":
-		p.mu.Lock()
-		d = p.promptOwner[ref.Name]
-		p.mu.Unlock()
-		if d != nil {
-			d.mu.Lock()
-			ref.Name = d.prompts[ref.Name]
-			d.mu.Unlock()
-		}
+		d, ref.Name = p.router.prompt(ref.Name)
 	case "ref/resource":
 		var ok bool
-		if d, ref.URI, ok = p.serverForURI(ref.URI); !ok {
+		if d, ref.URI, ok = p.router.resource(ref.URI); !ok {
 			d = nil
 		}
 	}
@@ -286,7 +255,7 @@ func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 // subscribe forwards a resource subscription; the downstream server sees
 // one subscription per URI however many clients hold one.
 func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	d, uri, ok := p.serverForURI(req.Params.URI)
+	d, uri, ok := p.router.resource(req.Params.URI)
 	if !ok {
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
@@ -311,7 +280,7 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 }
 
 func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	d, uri, ok := p.serverForURI(req.Params.URI)
+	d, uri, ok := p.router.resource(req.Params.URI)
 	if !ok {
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
@@ -348,7 +317,7 @@ func (p *Proxy) resubscribe(ctx context.Context, d *downstream, cs *mcp.ClientSe
 	}
 	p.mu.Unlock()
 	for _, u := range uris {
-		if owner, uri, ok := p.serverForURI(u); ok && owner == d {
+		if owner, uri, ok := p.router.resource(u); ok && owner == d {
 			if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 				p.logger.Warn("proxy: renewing a resource subscription failed", "server", d.cfg.ID, "uri", uri, "error", err)
 			}

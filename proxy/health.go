@@ -18,10 +18,9 @@ type DownstreamHealth struct {
 func (p *Proxy) Downstreams() []DownstreamHealth {
 	out := make([]DownstreamHealth, 0, len(p.ds))
 	for _, d := range p.ds {
-		d.mu.Lock()
-		out = append(out, DownstreamHealth{ID: d.cfg.ID, State: d.state, Since: d.since, LastError: d.lastErr,
-			ToolChanges: append([]ToolChange(nil), d.changes...)})
-		d.mu.Unlock()
+		st := d.sup.status()
+		out = append(out, DownstreamHealth{ID: d.cfg.ID, State: st.state, Since: st.since, LastError: st.lastErr,
+			ToolChanges: d.cat.toolChanges()})
 	}
 	return out
 }

@@ -114,11 +114,10 @@ type Proxy struct {
 
 	releases sync.Map // server id -> *release.Resolver, made on first use (call.go)
 
-	mu          sync.Mutex
-	toolOwner   map[string]*downstream // front tool name -> server
-	promptOwner map[string]*downstream
-	resOwner    map[string]*downstream // front resource URI or URI template -> server
-	subs        map[string]int         // front resource URI -> upstream subscriptions
+	router *router // front name -> server (router.go)
+
+	mu   sync.Mutex
+	subs map[string]int // front resource URI -> upstream subscriptions
 
 	sessions   sync.Map // front HTTP session id -> *frontSession (fast.go)
 	streams    sync.Map // front HTTP session id -> *atomic.Int32, its open standalone streams (route.go)
@@ -129,14 +128,11 @@ type Proxy struct {
 
 	progress  sync.Map // downstream progress token -> *progressRoute
 	nextToken atomic.Uint64
-	nextCall  atomic.Uint64
 
 	ctx    context.Context // the downstream supervisors' lifetime
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	closed atomic.Bool
-
-	minBackoff, maxBackoff time.Duration // downstream restart backoff
 }
 
 // New starts a proxy for opts.Servers. It starts every downstream server
@@ -177,15 +173,11 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Proxy{
-		opts:        opts,
-		logger:      logger,
-		byID:        map[string]*downstream{},
-		toolOwner:   map[string]*downstream{},
-		promptOwner: map[string]*downstream{},
-		resOwner:    map[string]*downstream{},
-		subs:        map[string]int{},
-		minBackoff:  250 * time.Millisecond,
-		maxBackoff:  30 * time.Second,
+		opts:   opts,
+		logger: logger,
+		byID:   map[string]*downstream{},
+		router: newRouter(),
+		subs:   map[string]int{},
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "provlog", Title: "provlog audit proxy", Version: opts.Version}, &mcp.ServerOptions{
@@ -209,6 +201,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		p.ds = append(p.ds, d)
 		p.byID[d.cfg.ID] = d
 	}
+	p.router.ds = p.ds
 	for _, d := range p.ds {
 		p.wg.Add(1)
 		go d.run(p.ctx)
@@ -217,7 +210,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	defer timer.Stop()
 	for _, d := range p.ds {
 		select {
-		case <-d.firstDone:
+		case <-d.sup.firstDone:
 		case <-timer.C:
 		case <-ctx.Done():
 			p.Close()
@@ -227,7 +220,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	var collisions []string
 	for _, d := range p.ds {
 		if d.cfg.toolPrefix() == "" || d.cfg.uriPrefix() == "" {
-			collisions = append(collisions, d.collisionList()...)
+			collisions = append(collisions, d.cat.collisionList()...)
 		}
 	}
 	if len(collisions) > 0 {

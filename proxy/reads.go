@@ -37,14 +37,6 @@ type ToolChange struct {
 	At   time.Time `json:"at"`
 }
 
-// toolSum returns the hash of the definition of front tool name front, or
-// "" if it is not (or no longer) registered.
-func (d *downstream) toolSum(front string) string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.toolSums[front]
-}
-
 // definitionSum is the hex SHA-256 of the JCS form of a definition as the
 // server listed it (of its bytes, if JCS cannot represent them): what
 // call.tool_sha256 names.
@@ -57,10 +49,11 @@ func definitionSum(raw json.RawMessage) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// recordTools writes server d's tool list, as listed (raws), into a tools
-// entry if it is the first list read since the proxy started or differs
-// from the last, and reports definitions that changed.
-func (d *downstream) recordTools(raws []json.RawMessage) {
+// recordTools writes the server's tool list, as listed (raws), into a
+// tools entry if it is the first list read since the proxy started or
+// differs from the last, and reports definitions that changed.
+func (c *catalogue) recordTools(raws []json.RawMessage) {
+	d := c.d
 	sums := map[string]string{}
 	for _, raw := range raws {
 		var t struct {
@@ -70,9 +63,9 @@ func (d *downstream) recordTools(raws []json.RawMessage) {
 			sums[t.Name] = definitionSum(raw)
 		}
 	}
-	d.mu.Lock()
-	prev := d.listed
-	d.mu.Unlock()
+	c.mu.Lock()
+	prev := c.listed
+	c.mu.Unlock()
 	if prev != nil && maps.Equal(prev, sums) {
 		return
 	}
@@ -84,13 +77,13 @@ func (d *downstream) recordTools(raws []json.RawMessage) {
 			d.p.logger.Warn("proxy: a tool's definition changed while the proxy runs", "server", d.cfg.ID, "tool", name, "old_sha256", old, "new_sha256", sums[name])
 		}
 	}
-	d.mu.Lock()
-	d.listed = sums
-	d.changes = append(d.changes, changed...)
-	if n := len(d.changes); n > maxToolChanges {
-		d.changes = d.changes[n-maxToolChanges:]
+	c.mu.Lock()
+	c.listed = sums
+	c.changes = append(c.changes, changed...)
+	if n := len(c.changes); n > maxToolChanges {
+		c.changes = c.changes[n-maxToolChanges:]
 	}
-	d.mu.Unlock()
+	c.mu.Unlock()
 
 	e := &log.ToolsEntry{Time: now, Actor: proxyActor, Server: d.cfg.ID}
 	for _, name := range slices.Sorted(maps.Keys(sums)) {

@@ -31,7 +31,7 @@ import (
 // the caller must defer c.withdraw().
 func (p *Proxy) startCall(ctx context.Context, d *downstream, front, tool, actor string, start time.Time, args json.RawMessage, argsCanon []byte, client *mcp.Implementation, protocol string) (*call, *jsonrpc.Error) {
 	c := &call{
-		server: d.cfg.ID, tool: tool, toolSum: d.toolSum(front), actor: actor, start: start,
+		server: d.cfg.ID, tool: tool, toolSum: d.cat.toolSum(front), actor: actor, start: start,
 		client: client, protocol: protocol, retain: d.cfg.Retain == RetainFull,
 	}
 	var err error

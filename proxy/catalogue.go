@@ -1,0 +1,473 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The catalogue: what one downstream server offers (tools, prompts,
+// resources and resource templates), registered on the front server under
+// front names, kept in step with the server's lists, and the tool
+// definitions it listed (reads.go records them).
+//
+// The four lists are synced by one function, [listKind.sync]; a
+// listKind says what differs between them.
+
+// A listSlot is where a catalogue keeps one list's registrations.
+type listSlot int
+
+const (
+	toolSlot listSlot = iota
+	promptSlot
+	resourceSlot
+	templateSlot
+	listSlots
+)
+
+// A catalogue is what one server has registered at the front.
+type catalogue struct {
+	d *downstream
+
+	syncMu sync.Mutex    // one sync at a time
+	resync chan struct{} // list_changed notifications, coalesced
+
+	mu         sync.Mutex
+	lists      [listSlots]registry
+	collisions map[string]bool   // front names another server or the proxy holds
+	listed     map[string]string // tool name -> definition hash, as last recorded in a tools entry (nil: not yet)
+	changes    []ToolChange      // definitions changed while the proxy ran
+}
+
+// A registry is one list's registrations.
+type registry struct {
+	reg     map[string]registration // by front name (URI, URI template)
+	skipped map[string]string       // server name -> why the front server refused it
+}
+
+// A registration is one item registered at the front.
+type registration struct {
+	name string // its name (URI, URI template) on the server
+	def  string // its definition as the server listed it
+	sum  string // definitionSum(def)
+}
+
+func newCatalogue(d *downstream) *catalogue {
+	c := &catalogue{d: d, resync: make(chan struct{}, 1), collisions: map[string]bool{}}
+	for i := range c.lists {
+		c.lists[i] = registry{reg: map[string]registration{}, skipped: map[string]string{}}
+	}
+	return c
+}
+
+// name returns the server's name for front, registered in slot.
+func (c *catalogue) name(slot listSlot, front string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.lists[slot].reg[front]
+	return r.name, ok
+}
+
+// toolSum returns the hash of the definition of front tool name front, or
+// "" if it is not (or no longer) registered.
+func (c *catalogue) toolSum(front string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lists[toolSlot].reg[front].sum
+}
+
+// triggerResync asks for the lists to be read again. It must not block:
+// it runs inside the SDK's notification handler.
+func (c *catalogue) triggerResync() {
+	select {
+	case c.resync <- struct{}{}:
+	default:
+	}
+}
+
+func (c *catalogue) resyncLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.resync:
+		}
+		if cs := c.d.sup.current(); cs != nil {
+			c.syncAll(ctx, cs)
+		}
+	}
+}
+
+// syncAll reads the server's lists and makes the front server's match.
+func (c *catalogue) syncAll(ctx context.Context, cs *mcp.ClientSession) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	caps := cs.InitializeResult().Capabilities
+	if caps == nil {
+		caps = &mcp.ServerCapabilities{}
+	}
+	sctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	for _, l := range lists {
+		if err := l.sync(sctx, c, cs, caps); err != nil && ctx.Err() == nil { // else the proxy is closing
+			c.d.p.logger.Warn("proxy: listing "+l.plural()+" failed", "server", c.d.cfg.ID, "error", err)
+		}
+	}
+}
+
+// lists are the four list kinds, in the order a sync reads them.
+var lists = []lister{toolList, promptList, resourceList, templateList}
+
+// A lister is a listKind of any item type.
+type lister interface {
+	sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) error
+	plural() string
+}
+
+// A listKind is one of the lists a server offers, whose items (of SDK
+// type T) the catalogue registers at the front.
+type listKind[T any] struct {
+	slot    listSlot
+	names   nameTable
+	noun    string // "tool", in log lines
+	key     string // the list result's field
+	nameKey string // the definition's name field
+	logKey  string // the log-line key of an item's name
+	offered func(*mcp.ServerCapabilities) bool
+	// page reads one page of the list, as typed items.
+	page   func(ctx context.Context, cs *mcp.ClientSession, cursor string) (next string, items any, err error)
+	prefix func(cfg *ServerConfig) string // the front prefix of the server's names
+	decode func(raw json.RawMessage) (*T, error)
+	name   func(*T) *string // the item's name (URI, URI template)
+	// reserved reports front names the proxy keeps for itself.
+	reserved func(front string) bool
+	// add registers item at the front as front, server name name.
+	add    func(d *downstream, item *T, front, name string)
+	remove func(s *mcp.Server, fronts ...string)
+	// listed sees the list as read, before it is registered.
+	listed func(c *catalogue, raws []json.RawMessage)
+}
+
+func (k *listKind[T]) plural() string { return k.noun + "s" }
+
+func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) error {
+	if !k.offered(caps) {
+		return nil
+	}
+	raws, err := k.list(ctx, cs)
+	if err != nil {
+		return err
+	}
+	k.apply(c, raws)
+	return nil
+}
+
+// list pages through the server's list and returns its items as the
+// server sent them (see capture.go).
+func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.RawMessage, error) {
+	var items []json.RawMessage
+	cursor := ""
+	for range 1000 {
+		cp := &capture{}
+		next, typed, err := k.page(withCapture(ctx, cp), cs, cursor)
+		raw := cp.last()
+		cp.done()
+		if err != nil {
+			return nil, err
+		}
+		var page map[string]json.RawMessage
+		var list []json.RawMessage
+		if raw == nil || json.Unmarshal(raw, &page) != nil || json.Unmarshal(page[k.key], &list) != nil {
+			// Not expected: the result went by without being captured.
+			// Fall back to the SDK's re-encoding of the typed items.
+			b, err := json.Marshal(typed)
+			if err != nil {
+				return nil, err
+			}
+			if err := json.Unmarshal(b, &list); err != nil {
+				return nil, err
+			}
+		}
+		items = append(items, list...)
+		if next == "" {
+			return items, nil
+		}
+		cursor = next
+	}
+	return nil, fmt.Errorf("listing %s: more than 1000 pages", k.key)
+}
+
+// apply makes the front server's registrations of c's server match raws,
+// the list as the server sent it: what is new or changed is (re)added
+// under its front name, what is gone is removed, what the front server
+// refuses is skipped and reported once, and a name another server holds
+// is left to it.
+func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage) {
+	d := c.d
+	if k.listed != nil {
+		k.listed(c, raws)
+	}
+	prefix := k.prefix(&d.cfg)
+	want := map[string]bool{}
+	skipped := map[string]string{}
+	for _, raw := range raws {
+		item, err := k.decode(raw)
+		name := ""
+		if err == nil {
+			name = *k.name(item)
+		} else {
+			name = nameOf(raw, k.nameKey)
+		}
+		if name == "" {
+			d.p.logger.Warn("proxy: skipping a "+k.noun+" that is not a JSON object with a "+k.nameKey, "server", d.cfg.ID)
+			continue
+		}
+		if err != nil {
+			skipped[name] = err.Error()
+			continue
+		}
+		front := prefix + name
+		*k.name(item) = front
+		if !c.claim(k.names, front, k.reserved != nil && k.reserved(front)) {
+			continue
+		}
+		if c.unchanged(k.slot, front, raw) {
+			want[front] = true
+			continue
+		}
+		if err := addGuarded(func() { k.add(d, item, front, name) }); err != nil {
+			d.p.router.free(k.names, front, d)
+			skipped[name] = err.Error()
+			continue
+		}
+		want[front] = true
+		c.mu.Lock()
+		c.lists[k.slot].reg[front] = registration{name: name, def: string(raw), sum: definitionSum(raw)}
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	fresh := c.lists[k.slot].skipped
+	c.lists[k.slot].skipped = skipped
+	var gone []string
+	for front := range c.lists[k.slot].reg {
+		if !want[front] {
+			gone = append(gone, front)
+			delete(c.lists[k.slot].reg, front)
+		}
+	}
+	c.mu.Unlock()
+	for _, name := range slices.Sorted(maps.Keys(skipped)) {
+		if _, known := fresh[name]; !known {
+			d.p.logger.Warn("proxy: skipping a "+k.noun+" the SDK rejects", "server", d.cfg.ID, k.logKey, name, "error", skipped[name])
+		}
+	}
+	if len(gone) > 0 {
+		k.remove(d.p.server, gone...)
+		for _, f := range gone {
+			d.p.router.free(k.names, f, d)
+		}
+	}
+}
+
+// nameOf returns the string field key of a definition the SDK's type
+// refused, to say which one was skipped.
+func nameOf(raw json.RawMessage, key string) string {
+	var fields map[string]json.RawMessage
+	var name string
+	if json.Unmarshal(raw, &fields) == nil {
+		json.Unmarshal(fields[key], &name)
+	}
+	return name
+}
+
+// claim claims front for c's server in the router, unless another server
+// holds it or the proxy keeps it (reserved); the first refusal of each
+// name is logged and kept for provlog__status.
+func (c *catalogue) claim(t nameTable, front string, reserved bool) bool {
+	if !reserved && c.d.p.router.claim(t, front, c.d) {
+		return true
+	}
+	c.mu.Lock()
+	known := c.collisions[front]
+	c.collisions[front] = true
+	c.mu.Unlock()
+	if !known {
+		c.d.p.logger.Warn("proxy: name taken by another server; skipped", "server", c.d.cfg.ID, "name", front)
+	}
+	return false
+}
+
+// unchanged reports whether front is registered with this very definition,
+// so a re-sync does not re-add it (which would notify every client).
+func (c *catalogue) unchanged(slot listSlot, front string, raw json.RawMessage) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.lists[slot].reg[front]
+	return ok && r.def == string(raw)
+}
+
+// collisionList names the front names c's server could not have.
+func (c *catalogue) collisionList() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for n := range c.collisions {
+		out = append(out, fmt.Sprintf("%s (server %q)", n, c.d.cfg.ID))
+	}
+	return out
+}
+
+// report adds the catalogue's part of the server's provlog__status entry.
+func (c *catalogue) report(h map[string]any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h["tools"] = len(c.lists[toolSlot].reg)
+	if s := c.lists[toolSlot].skipped; len(s) > 0 {
+		out := map[string]any{}
+		for k, v := range s {
+			out[k] = v
+		}
+		h["skipped_tools"] = out
+	}
+	if len(c.changes) > 0 {
+		h["tool_changes"] = slices.Clone(c.changes)
+	}
+	if len(c.collisions) > 0 {
+		h["name_collisions"] = slices.Sorted(maps.Keys(c.collisions))
+	}
+}
+
+// toolChanges returns the definitions changed while the proxy ran.
+func (c *catalogue) toolChanges() []ToolChange {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.changes)
+}
+
+// addGuarded runs an SDK Add* call, turning its panic (the SDK panics on
+// schemas and URIs it rejects) into an error.
+func addGuarded(add func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	add()
+	return nil
+}
+
+// decodeAs decodes a definition as the SDK's type.
+func decodeAs[T any](raw json.RawMessage) (*T, error) {
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// The four lists.
+var (
+	toolList = &listKind[mcp.Tool]{
+		slot: toolSlot, names: toolNames, noun: "tool", key: "tools", nameKey: "name", logKey: "tool",
+		offered: func(c *mcp.ServerCapabilities) bool { return c.Tools != nil },
+		page: func(ctx context.Context, cs *mcp.ClientSession, cursor string) (string, any, error) {
+			r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+			if err != nil {
+				return "", nil, err
+			}
+			return r.NextCursor, r.Tools, nil
+		},
+		prefix:   (*ServerConfig).toolPrefix,
+		decode:   decodeTool,
+		name:     func(t *mcp.Tool) *string { return &t.Name },
+		reserved: isOwnTool,
+		add: func(d *downstream, t *mcp.Tool, front, name string) {
+			d.p.server.AddTool(t, d.toolHandler(front, name))
+		},
+		remove: (*mcp.Server).RemoveTools,
+		listed: (*catalogue).recordTools,
+	}
+	promptList = &listKind[mcp.Prompt]{
+		slot: promptSlot, names: promptNames, noun: "prompt", key: "prompts", nameKey: "name", logKey: "prompt",
+		offered: func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil },
+		page: func(ctx context.Context, cs *mcp.ClientSession, cursor string) (string, any, error) {
+			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+			if err != nil {
+				return "", nil, err
+			}
+			return r.NextCursor, r.Prompts, nil
+		},
+		prefix: (*ServerConfig).toolPrefix,
+		decode: decodeAs[mcp.Prompt],
+		name:   func(p *mcp.Prompt) *string { return &p.Name },
+		add: func(d *downstream, p *mcp.Prompt, _, name string) {
+			d.p.server.AddPrompt(p, d.promptHandler(name))
+		},
+		remove: (*mcp.Server).RemovePrompts,
+	}
+	resourceList = &listKind[mcp.Resource]{
+		slot: resourceSlot, names: resourceNames, noun: "resource", key: "resources", nameKey: "uri", logKey: "uri",
+		offered: func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
+		page: func(ctx context.Context, cs *mcp.ClientSession, cursor string) (string, any, error) {
+			r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			if err != nil {
+				return "", nil, err
+			}
+			return r.NextCursor, r.Resources, nil
+		},
+		prefix: (*ServerConfig).uriPrefix,
+		decode: decodeAs[mcp.Resource],
+		name:   func(r *mcp.Resource) *string { return &r.URI },
+		add: func(d *downstream, r *mcp.Resource, _, _ string) {
+			d.p.server.AddResource(r, d.readResource)
+		},
+		remove: (*mcp.Server).RemoveResources,
+	}
+	templateList = &listKind[mcp.ResourceTemplate]{
+		slot: templateSlot, names: resourceNames, noun: "resource template", key: "resourceTemplates", nameKey: "uriTemplate", logKey: "uri_template",
+		offered: func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
+		page: func(ctx context.Context, cs *mcp.ClientSession, cursor string) (string, any, error) {
+			r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+			if err != nil {
+				return "", nil, err
+			}
+			return r.NextCursor, r.ResourceTemplates, nil
+		},
+		prefix: (*ServerConfig).uriPrefix,
+		decode: decodeAs[mcp.ResourceTemplate],
+		name:   func(t *mcp.ResourceTemplate) *string { return &t.URITemplate },
+		add: func(d *downstream, t *mcp.ResourceTemplate, _, _ string) {
+			d.p.server.AddResourceTemplate(t, d.readResource)
+		},
+		remove: (*mcp.Server).RemoveResourceTemplates,
+	}
+)
+
+// decodeTool decodes a tool definition, keeping its schemas exactly as
+// the server gave them.
+func decodeTool(raw json.RawMessage) (*mcp.Tool, error) {
+	t, err := decodeAs[mcp.Tool](raw)
+	if err != nil {
+		return nil, err
+	}
+	var schemas struct {
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema"`
+	}
+	if err := json.Unmarshal(raw, &schemas); err != nil {
+		return nil, err
+	}
+	t.InputSchema, t.OutputSchema = nil, nil
+	if len(schemas.InputSchema) > 0 && string(schemas.InputSchema) != "null" {
+		t.InputSchema = schemas.InputSchema
+	}
+	if len(schemas.OutputSchema) > 0 && string(schemas.OutputSchema) != "null" {
+		t.OutputSchema = schemas.OutputSchema
+	}
+	return t, nil
+}

@@ -1,0 +1,195 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The supervisor: one downstream server's connection (and a stdio
+// server's process) from the first connect to the proxy's close,
+// restarted with backoff whenever it is lost, and the state that
+// provlog__status and /healthz report.
+
+// Health states of a downstream server, as provlog__status reports them.
+const (
+	StateStarting = "starting" // first connection under way
+	StateUp       = "up"
+	StateDown     = "down" // crashed or unreachable; being restarted with backoff
+	StateStopped  = "stopped"
+)
+
+const (
+	connectTimeout   = 30 * time.Second
+	terminateTimeout = 2 * time.Second
+	// stableAfter is how long a session must last for the restart backoff
+	// to start over.
+	stableAfter = 30 * time.Second
+	// The restart backoff doubles from minBackoff up to maxBackoff.
+	minBackoff = 250 * time.Millisecond
+	maxBackoff = 30 * time.Second
+)
+
+// A supervisor keeps one downstream server connected.
+type supervisor struct {
+	id     string // the server's
+	logger *slog.Logger
+	// dial opens a session (starting a stdio server's process).
+	dial func(context.Context) (*mcp.ClientSession, *exec.Cmd, error)
+	// up readies a new session before it counts as connected: the lists
+	// are read and subscriptions renewed.
+	up func(context.Context, *mcp.ClientSession)
+
+	firstDone chan struct{} // closed once the first connection attempt is over
+	firstOnce sync.Once
+
+	mu       sync.Mutex
+	cs       *mcp.ClientSession // nil while down
+	cmd      *exec.Cmd          // the running process (stdio servers)
+	state    string
+	lastErr  string
+	restarts int
+	since    time.Time
+}
+
+func newSupervisor(id string, logger *slog.Logger, dial func(context.Context) (*mcp.ClientSession, *exec.Cmd, error), up func(context.Context, *mcp.ClientSession)) *supervisor {
+	return &supervisor{id: id, logger: logger, dial: dial, up: up,
+		firstDone: make(chan struct{}), state: StateStarting, since: time.Now()}
+}
+
+// run connects, serves, and reconnects with backoff until ctx is done.
+func (s *supervisor) run(ctx context.Context) {
+	defer s.firstOver()
+	backoff := minBackoff
+	for ctx.Err() == nil {
+		cs, cmd, err := s.dial(ctx)
+		if err != nil {
+			s.setDown(fmt.Sprintf("connecting: %v", err))
+			s.logger.Warn("proxy: downstream server failed to start", "server", s.id, "error", err, "retry_in", backoff)
+		} else {
+			up := time.Now()
+			s.mu.Lock()
+			s.cs, s.cmd, s.state, s.lastErr, s.since = cs, cmd, StateUp, "", up
+			s.mu.Unlock()
+			s.logger.Info("proxy: downstream server connected", "server", s.id, "server_info", serverInfo(cs))
+			msg := s.serve(ctx, cs, cmd)
+			if ctx.Err() != nil {
+				break
+			}
+			if time.Since(up) > stableAfter {
+				backoff = minBackoff
+			}
+			s.setDown(msg)
+			s.logger.Warn("proxy: downstream server went down; restarting", "server", s.id, "error", msg, "retry_in", backoff)
+		}
+		s.firstOver()
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+		s.mu.Lock()
+		s.restarts++
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	s.state, s.since = StateStopped, time.Now()
+	s.mu.Unlock()
+}
+
+// serve readies a new session, marks the first connection done, and waits
+// for the session to end; it returns why it ended.
+func (s *supervisor) serve(ctx context.Context, cs *mcp.ClientSession, cmd *exec.Cmd) string {
+	// Closing the proxy ends the session whatever run is doing.
+	unwatch := context.AfterFunc(ctx, func() { cs.Close() })
+	s.up(ctx, cs)
+	s.firstOver()
+	werr := cs.Wait()
+	unwatch()
+	s.mu.Lock()
+	s.cs, s.cmd = nil, nil
+	s.mu.Unlock()
+	cs.Close()
+	killProcessGroup(cmd)
+	if werr != nil {
+		return fmt.Sprintf("connection lost: %v", werr)
+	}
+	return "the server closed the connection"
+}
+
+// firstOver marks the first connection attempt over, for New's wait.
+func (s *supervisor) firstOver() { s.firstOnce.Do(func() { close(s.firstDone) }) }
+
+func (s *supervisor) setDown(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state, s.lastErr, s.since = StateDown, msg, time.Now()
+}
+
+// stop closes the current session, which stops a stdio server's process.
+func (s *supervisor) stop() {
+	s.mu.Lock()
+	cs, cmd := s.cs, s.cmd
+	s.mu.Unlock()
+	if cs != nil {
+		cs.Close()
+	}
+	killProcessGroup(cmd)
+}
+
+// session returns the current session, or an error saying why there is
+// none.
+func (s *supervisor) session() (*mcp.ClientSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cs != nil {
+		return s.cs, nil
+	}
+	why := s.state
+	if s.lastErr != "" {
+		why += ": " + s.lastErr
+	}
+	return nil, fmt.Errorf("server %q is not connected (%s)", s.id, why)
+}
+
+// current returns the current session, nil while down.
+func (s *supervisor) current() *mcp.ClientSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cs
+}
+
+// A connState is what a supervisor reports of its server.
+type connState struct {
+	state    string // StateStarting, StateUp, StateDown or StateStopped
+	lastErr  string
+	since    time.Time
+	restarts int
+	init     *mcp.InitializeResult // the current session's (nil while down)
+	pid      int                   // a running stdio server's process (0: none)
+}
+
+func (s *supervisor) status() connState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := connState{state: s.state, lastErr: s.lastErr, since: s.since, restarts: s.restarts}
+	if s.cs != nil {
+		st.init = s.cs.InitializeResult()
+	}
+	if s.cmd != nil && s.cmd.Process != nil {
+		st.pid = s.cmd.Process.Pid
+	}
+	return st
+}
+
+func serverInfo(cs *mcp.ClientSession) string {
+	if r := cs.InitializeResult(); r != nil && r.ServerInfo != nil {
+		return r.ServerInfo.Name + " " + r.ServerInfo.Version
+	}
+	return ""
+}
