@@ -59,6 +59,11 @@ type Config struct {
 	// not by the first proof that meets it: the log then serves reads but
 	// takes no calls, and /healthz says "corrupt".
 	VerifyOnOpen bool `yaml:"verify_on_open"`
+	// ScrubInterval is how often the Pebble store reads its next slice
+	// (1 MiB) in the background, so that a corrupt block nothing reads is
+	// found without waiting for a read or a write (default 1s; 0s: no
+	// scrub). /healthz and /metrics report its progress.
+	ScrubInterval *proxy.Duration `yaml:"scrub_interval"`
 
 	// ReloadInterval is how often the running sidecar checks this file
 	// for changes to apply (tokens, readers, handoff_any_actor); default

@@ -315,6 +315,9 @@ func (s *sidecar) status(context.Context) map[string]any {
 	if s.witness != nil {
 		st["witnesses"] = s.witness.status()
 	}
+	if sc := s.scrubStatus(); sc != nil {
+		st["scrub"] = sc
+	}
 	st["storage"] = "ok"
 	if err := s.seq.Err(); err != nil {
 		st["error"] = err.Error()
@@ -394,6 +397,7 @@ func (s *sidecar) metrics(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.name, m.help, m.name, m.typ, m.name, m.v)
 	}
 	s.writeHealthMetrics(w)
+	s.writeScrubMetrics(w)
 	fmt.Fprintf(w, "# HELP provlog_storage_fault 1 while the log store refuses writes, labelled with what broke (disk full, read-only, I/O error, corrupt, acknowledged entries lost).\n# TYPE provlog_storage_fault gauge\n")
 	if err != nil {
 		fmt.Fprintf(w, "provlog_storage_fault{reason=%q} 1\n", storageReason(err))

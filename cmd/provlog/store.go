@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpebble"
@@ -20,11 +21,19 @@ import (
 // log/logpg). The keys never go into the database; blobs, tokens, anchor
 // and witness state stay in each data dir.
 
+// defaultScrubInterval is serve's scrub_interval unless configured.
+const defaultScrubInterval = time.Second
+
 // openLogStore opens the log store cfg names.
 func openLogStore(ctx context.Context, cfg *Config, logger *slog.Logger) (log.Storage, error) {
 	if cfg.Store == "" {
+		scrub := defaultScrubInterval
+		if cfg.ScrubInterval != nil {
+			scrub = time.Duration(*cfg.ScrubInterval)
+		}
 		store, err := logpebble.Open(filepath.Join(cfg.Data, dbDir), &logpebble.Options{
-			Logf: func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...), "component", "pebble") },
+			Logf:          func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...), "component", "pebble") },
+			ScrubInterval: scrub,
 		})
 		if errors.Is(err, logpebble.ErrLocked) {
 			return nil, fmt.Errorf("data dir %s is %w", cfg.Data, errDataDirHeld)

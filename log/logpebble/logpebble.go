@@ -27,6 +27,10 @@
 // meets corruption fails with an error wrapping ErrCorrupt. [Store.Verify]
 // reads every block (provlog audit --data, serve --verify-on-open), and
 // reports a torn last MANIFEST record, which Pebble drops without a word.
+// A store opened with Options.ScrubInterval reads itself a slice at a time
+// in the background, round and round (scrub.go, [Store.ScrubStatus]), so
+// that a corrupt block nothing reads is found within a pass, not by the
+// next proof or write that meets it.
 //
 // # Faults
 //
@@ -79,6 +83,9 @@
 //	                                              or, if the lost record was a
 //	                                              compaction's, refused as corrupt
 //	                                              (the files it names are gone)
+//	flipped byte in a block startup does not read  the background scrub fails the
+//	(the oldest checkpoints), scrub on            store (ErrCorrupt, the file); /healthz
+//	                                              503 "corrupt", scrub.last_error
 //	flipped byte in the published record          slot ignored; the older slot guards
 //	disk full mid-run (24 MiB tmpfs)              appends refused "disk full"; /healthz
 //	                                              503 storage "disk full"; reads go on;
@@ -178,6 +185,15 @@ type Options struct {
 	// this way, so that they work on a full or read-only disk.
 	ReadOnly bool
 
+	// ScrubInterval, if positive, starts a background scrub (scrub.go):
+	// every interval the store reads the next ScrubBytes of itself, so
+	// that corruption where nothing reads is found; see
+	// [Store.ScrubStatus].
+	ScrubInterval time.Duration
+	// ScrubBytes is what one scrub slice reads (default
+	// [DefaultScrubBytes]).
+	ScrubBytes uint64
+
 	testingOnlyMaxHotNodes *uint64 // instead of maxHotNodes
 	testingOnlyFS          vfs.FS  // instead of vfs.Default, under the faultFS
 }
@@ -194,6 +210,7 @@ type Store struct {
 	warnings []string
 	dir      string
 	logf     func(format string, args ...any)
+	scrub    *scrubber // nil if the store does not scrub
 
 	commitMu sync.Mutex // serializes commits
 
@@ -643,6 +660,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.stopScrub()
 	s.calls.Wait()
 	if err := s.closePebble(); err != nil {
 		return fmt.Errorf("closing log store %s: %w", s.dir, err)

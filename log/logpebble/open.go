@@ -85,6 +85,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err := s.Err(); err != nil {
 		s.logf("logpebble: %s is open for reading only: %v", dir, err)
 	}
+	s.startScrub(&o)
 	return s, nil
 }
 

@@ -1,6 +1,7 @@
 package logpebble
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,29 +37,8 @@ func (s *Store) Verify(ctx context.Context) (*VerifyReport, error) {
 	}
 	defer s.calls.Done()
 	rep := &VerifyReport{Warnings: append([]string(nil), s.warnings...)}
-	it, err := s.r.NewIter(&pebble.IterOptions{})
-	if err != nil {
-		return rep, s.readError(fmt.Errorf("verifying the store: %w", err))
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			it.Close()
-			return rep, s.readError(fmt.Errorf("verifying the store at key %x: %w", it.Key(), err))
-		}
-		rep.Keys++
-		rep.Bytes += uint64(len(it.Key()) + len(v))
-		if rep.Keys%4096 == 0 && ctx.Err() != nil {
-			it.Close()
-			return rep, ctx.Err()
-		}
-	}
-	err = it.Error()
-	if cerr := it.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return rep, s.readError(fmt.Errorf("verifying the store: %w", err))
+	if _, err := s.scan(ctx, nil, 0, rep); err != nil {
+		return rep, err
 	}
 	if w, err := checkManifest(s.dir); err != nil {
 		return rep, err
@@ -66,6 +46,46 @@ func (s *Store) Verify(ctx context.Context) (*VerifyReport, error) {
 		rep.Warnings = append(rep.Warnings, w)
 	}
 	return rep, nil
+}
+
+// scan reads every key and value from lower on, adding what it read to
+// rep, until it has read budget bytes (0: to the end). It returns the key
+// to go on from, or nil at the end. Corruption fails the store (readError).
+// The caller holds a call (acquire).
+func (s *Store) scan(ctx context.Context, lower []byte, budget uint64, rep *VerifyReport) ([]byte, error) {
+	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: lower})
+	if err != nil {
+		return nil, s.readError(fmt.Errorf("verifying the store: %w", err))
+	}
+	var read uint64
+	var next []byte
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return nil, s.readError(fmt.Errorf("verifying the store at key %x: %w", it.Key(), err))
+		}
+		n := uint64(len(it.Key()) + len(v))
+		rep.Keys++
+		rep.Bytes += n
+		read += n
+		if rep.Keys%4096 == 0 && ctx.Err() != nil {
+			it.Close()
+			return nil, ctx.Err()
+		}
+		if budget > 0 && read >= budget {
+			next = append(bytes.Clone(it.Key()), 0) // the least key after it
+			break
+		}
+	}
+	err = it.Error()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, s.readError(fmt.Errorf("verifying the store: %w", err))
+	}
+	return next, nil
 }
 
 // checkManifest reads the newest MANIFEST in dir record by record and

@@ -1,0 +1,139 @@
+package logpebble
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/server"
+)
+
+func scrubOptions(t *testing.T) *Options {
+	o := faultOptions(t, nil)
+	o.ScrubInterval, o.ScrubBytes = 2*time.Millisecond, 16<<10
+	return o
+}
+
+// waitFor polls cond for up to 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestScrubFindsCorruption flips a byte in an entry block of an sstable,
+// which opening the store does not read: the store opens and takes
+// commits; then, with no read or write from the test, the background
+// scrub meets the block, the store stops naming the corruption and the
+// file, and the scrub's status says so.
+func TestScrubFindsCorruption(t *testing.T) {
+	dir := t.TempDir()
+	flushedLog(t, dir, 300)
+	ssts, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(ssts) == 0 {
+		t.Fatal("no sstable after a flush")
+	}
+	sort.Strings(ssts)
+	fi, err := os.Stat(ssts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	damage(t, ssts[0], fi.Size()/3, false)
+
+	// Without a scrub, opening and serving the newest entries meets
+	// nothing.
+	plain, err := Open(dir, faultOptions(t, nil))
+	if err != nil {
+		t.Fatalf("Open of a store whose damaged block startup does not read: %v", err)
+	}
+	st, _ := plain.State(t.Context())
+	if _, err := plain.Entries(t.Context(), st.Size-1, st.Size); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := plain.Err(); err != nil {
+		t.Fatalf("the store failed with no scrub and no read of the damaged block: %v", err)
+	}
+	plain.Close()
+
+	s, err := Open(dir, scrubOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitFor(t, "the scrub to fail the store", func() bool { return s.Err() != nil })
+	if err := s.Err(); !errors.Is(err, log.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Base(ssts[0])) {
+		t.Fatalf("Err after the scrub met the damaged block: %v, want corruption naming %s", err, filepath.Base(ssts[0]))
+	}
+	ss := s.ScrubStatus()
+	if !strings.Contains(ss.LastError, "corrupt") || ss.LastErrorAt.IsZero() || ss.Interval != 2*time.Millisecond {
+		t.Fatalf("scrub status %+v", ss)
+	}
+	t.Logf("scrub: %+v", ss)
+}
+
+// TestScrubPasses: on a sound store the scrub goes round and round (a
+// pass reads every key), appends go on beside it, and it stops with Close.
+func TestScrubPasses(t *testing.T) {
+	dir := t.TempDir()
+	signer, v := newKeys(t)
+	l, err := openFaultLog(t, dir, nil, signer, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := l.appendAll("p", 300, 4); len(errs) > 0 {
+		t.Fatal(errs[0])
+	}
+	if err := l.store.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	l.close()
+	s, err := Open(dir, faultOptions(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass, err := s.Verify(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s, err = Open(dir, scrubOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := server.OpenSequencer(t.Context(), s, signer, v, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if _, err := seq.Append(t.Context(), testEntry("scrub", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "two scrub passes", func() bool { return s.ScrubStatus().Passes >= 2 })
+	seq.Close()
+	ss := s.ScrubStatus()
+	if ss.LastError != "" || s.Err() != nil {
+		t.Fatalf("scrub of a sound store: %+v, %v", ss, s.Err())
+	}
+	if ss.Bytes < 2*pass.Bytes || ss.LastPass.IsZero() {
+		t.Fatalf("two passes read %d bytes, a pass is at least %d", ss.Bytes, pass.Bytes)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after := s.ScrubStatus().Bytes
+	time.Sleep(20 * time.Millisecond)
+	if got := s.ScrubStatus().Bytes; got != after {
+		t.Fatalf("the scrub read %d bytes after Close", got-after)
+	}
+}
