@@ -6,7 +6,6 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -58,20 +57,8 @@ type AuditReport struct {
 	// appending its entry, and appends it when it starts again. (An older
 	// record without its entry is a problem.)
 	Unlogged []string
-	Problems []Problem
-}
-
-// AuditError is returned when an audit found problems.
-type AuditError struct {
-	Problems []Problem
-}
-
-func (e *AuditError) Error() string {
-	parts := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		parts[i] = p.String()
-	}
-	return fmt.Sprintf("%d anchor problem(s): %s", len(e.Problems), strings.Join(parts, "; "))
+	// Problems are what failed; a record's are named "NAME: part".
+	Problems []log.Problem
 }
 
 // AuditAll verifies every anchor record in dir offline, with no network:
@@ -80,8 +67,10 @@ func (e *AuditError) Error() string {
 // before it); and, given the log, each anchored checkpoint is the one the
 // log stored for that size and each anchor entry in the log names a
 // stored record whose bytes, token and entry hashes are the ones it
-// recorded. Every problem is collected; the error is an *AuditError when
-// there is any.
+// recorded. Every problem is collected; the error is a
+// *[log.ProblemsError] when there is any, each problem of a record named
+// "NAME: part" (NAME its file name) and each of an anchor entry "anchor
+// entry N".
 func AuditAll(ctx context.Context, dir string, opts AuditOptions) (*AuditReport, error) {
 	if opts.Verifier == nil {
 		return nil, errors.New("audit: the log's verifier is required")
@@ -93,7 +82,7 @@ func AuditAll(ctx context.Context, dir string, opts AuditOptions) (*AuditReport,
 	}
 	rep := &AuditReport{Records: len(list), SelfTrusted: opts.Trust == nil}
 	add := func(rec, part string, err error) {
-		rep.Problems = append(rep.Problems, Problem{Record: rec, Part: part, Err: err})
+		rep.Problems = append(rep.Problems, log.ProblemOf(rec+": "+part, err))
 	}
 	byName := map[string]*Stored{}
 	var prev *Record
@@ -108,10 +97,10 @@ func AuditAll(ctx context.Context, dir string, opts AuditOptions) (*AuditReport,
 		v, err := Verify(ctx, r, opts.Verifier, opts.AnchorKey, opts.Trust)
 		if err != nil {
 			ok = false
-			var ve *VerifyError
-			if errors.As(err, &ve) {
-				for _, p := range ve.Problems {
-					add(st.Name, p.Part, p.Err)
+			var pe *log.ProblemsError
+			if errors.As(err, &pe) {
+				for _, p := range pe.Problems {
+					rep.Problems = append(rep.Problems, log.Problem{Part: st.Name + ": " + p.Part, Msg: p.Msg})
 				}
 			} else {
 				add(st.Name, "record", err)
@@ -170,7 +159,7 @@ func AuditAll(ctx context.Context, dir string, opts AuditOptions) (*AuditReport,
 		}
 	}
 	if len(rep.Problems) > 0 {
-		return rep, &AuditError{Problems: rep.Problems}
+		return rep, &log.ProblemsError{What: "anchors", Problems: rep.Problems}
 	}
 	return rep, nil
 }
@@ -208,21 +197,19 @@ func auditEntries(ctx context.Context, opts AuditOptions, list []*Stored, byName
 			where := fmt.Sprintf("anchor entry %d", idx)
 			f, err := ParseEntryFields(e)
 			if err != nil {
-				rep.Problems = append(rep.Problems, Problem{Part: where, Err: err})
+				rep.Problems = append(rep.Problems, log.ProblemOf(where, err))
 				continue
 			}
 			st := byName[f.Record]
 			if st == nil {
-				rep.Problems = append(rep.Problems, Problem{Part: where, Err: fmt.Errorf("names record %s, which is not stored", f.Record)})
+				rep.Problems = append(rep.Problems, log.Problem{Part: where, Msg: fmt.Sprintf("names record %s, which is not stored", f.Record)})
 				continue
 			}
 			if idx < f.Size {
-				rep.Problems = append(rep.Problems, Problem{Record: st.Name, Part: where, Err: fmt.Errorf("is at index %d, inside the checkpoint of size %d it claims to anchor", idx, f.Size)})
+				rep.Problems = append(rep.Problems, log.Problem{Part: st.Name + ": " + where, Msg: fmt.Sprintf("is at index %d, inside the checkpoint of size %d it claims to anchor", idx, f.Size)})
 			}
 			if p := f.compare(st); p != nil {
-				p.Record = st.Name
-				p.Err = fmt.Errorf("%w (anchor entry %d)", p.Err, idx)
-				rep.Problems = append(rep.Problems, *p)
+				rep.Problems = append(rep.Problems, log.Problem{Part: st.Name + ": " + p.Part, Msg: fmt.Sprintf("%s (anchor entry %d)", p.Msg, idx)})
 			}
 			logged[f.Record] = true
 		}
@@ -235,7 +222,7 @@ func auditEntries(ctx context.Context, opts AuditOptions, list []*Stored, byName
 		default:
 			// Only the newest record can be waiting for its entry: the
 			// sidecar appends a missing one before it anchors again.
-			rep.Problems = append(rep.Problems, Problem{Record: st.Name, Part: "anchor entry", Err: errors.New("the log holds no anchor entry for this record, yet later records exist")})
+			rep.Problems = append(rep.Problems, log.Problem{Part: st.Name + ": anchor entry", Msg: "the log holds no anchor entry for this record, yet later records exist"})
 		}
 	}
 	return nil

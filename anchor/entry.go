@@ -90,9 +90,9 @@ func ParseEntryFields(e *log.Entry) (*EntryFields, error) {
 
 // compare reports the first way a record differs from what the log's
 // anchor entry committed to, naming the part.
-func (f *EntryFields) compare(st *Stored) *Problem {
+func (f *EntryFields) compare(st *Stored) *log.Problem {
 	if st.Record == nil {
-		return &Problem{Part: "record", Err: fmt.Errorf("does not parse, the log's anchor entry recorded SHA-256 %s", f.RecordHash)}
+		return &log.Problem{Part: "record", Msg: fmt.Sprintf("does not parse, the log's anchor entry recorded SHA-256 %s", f.RecordHash)}
 	}
 	g := Fields(st)
 	if g.RecordHash == f.RecordHash {
@@ -101,21 +101,21 @@ func (f *EntryFields) compare(st *Stored) *Problem {
 	// The bytes differ; say where.
 	switch {
 	case g.Size != f.Size || g.Root != f.Root || g.Digest != f.Digest:
-		return &Problem{Part: "checkpoint", Err: fmt.Errorf("record anchors size %d root %s, the log's anchor entry size %d root %s", g.Size, g.Root, f.Size, f.Root)}
+		return &log.Problem{Part: "checkpoint", Msg: fmt.Sprintf("record anchors size %d root %s, the log's anchor entry size %d root %s", g.Size, g.Root, f.Size, f.Root)}
 	case len(g.Timestamps) != len(f.Timestamps):
-		return &Problem{Part: "record", Err: fmt.Errorf("holds %d timestamps, the log's anchor entry %d", len(g.Timestamps), len(f.Timestamps))}
+		return &log.Problem{Part: "record", Msg: fmt.Sprintf("holds %d timestamps, the log's anchor entry %d", len(g.Timestamps), len(f.Timestamps))}
 	case len(g.Tlogs) != len(f.Tlogs):
-		return &Problem{Part: "record", Err: fmt.Errorf("holds %d transparency-log entries, the log's anchor entry %d", len(g.Tlogs), len(f.Tlogs))}
+		return &log.Problem{Part: "record", Msg: fmt.Sprintf("holds %d transparency-log entries, the log's anchor entry %d", len(g.Tlogs), len(f.Tlogs))}
 	}
 	for i := range g.Timestamps {
 		if g.Timestamps[i].TokenHash != f.Timestamps[i].TokenHash {
-			return &Problem{Part: fmt.Sprintf("timestamp %d (%s)", i, g.Timestamps[i].URL), Err: fmt.Errorf("token is not the one the log's anchor entry recorded")}
+			return &log.Problem{Part: fmt.Sprintf("timestamp %d (%s)", i, g.Timestamps[i].URL), Msg: "token is not the one the log's anchor entry recorded"}
 		}
 	}
 	for i := range g.Tlogs {
 		if g.Tlogs[i].EntryHash != f.Tlogs[i].EntryHash {
-			return &Problem{Part: fmt.Sprintf("%s %d (%s)", g.Tlogs[i].Kind, i, g.Tlogs[i].URL), Err: fmt.Errorf("entry is not the one the log's anchor entry recorded")}
+			return &log.Problem{Part: fmt.Sprintf("%s %d (%s)", g.Tlogs[i].Kind, i, g.Tlogs[i].URL), Msg: "entry is not the one the log's anchor entry recorded"}
 		}
 	}
-	return &Problem{Part: "record", Err: fmt.Errorf("SHA-256 %s is not %s, which the log's anchor entry recorded", g.RecordHash, f.RecordHash)}
+	return &log.Problem{Part: "record", Msg: fmt.Sprintf("SHA-256 %s is not %s, which the log's anchor entry recorded", g.RecordHash, f.RecordHash)}
 }

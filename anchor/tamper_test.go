@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/log"
 )
 
 // TestTampering changes one byte of a stored token, Rekor entry,
@@ -159,13 +160,13 @@ func TestTampering(t *testing.T) {
 			defer os.WriteFile(path, orig, 0o600)
 
 			_, err := e.audit()
-			var ae *anchor.AuditError
+			var ae *log.ProblemsError
 			if !errors.As(err, &ae) {
 				t.Fatalf("audit: %v", err)
 			}
 			named := false
 			for _, p := range ae.Problems {
-				if p.Record == last.Name && strings.HasPrefix(p.Part, tc.part) {
+				if strings.HasPrefix(p.Part, last.Name+": "+tc.part) {
 					named = true
 				}
 			}
@@ -181,7 +182,7 @@ func TestTampering(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = anchor.Verify(ctx, rec, e.verifier, &e.key.PublicKey, e.resolved.Trust)
-			var ve *anchor.VerifyError
+			var ve *log.ProblemsError
 			if !errors.As(err, &ve) {
 				t.Fatalf("Verify: %v", err)
 			}

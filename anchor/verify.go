@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -49,39 +48,6 @@ func TrustFromRecord(r *Record) *Trust {
 	return t
 }
 
-// A Problem is one check of a record that failed.
-type Problem struct {
-	// Record names the record (its file name), when known.
-	Record string
-	// Part names what broke: "record", "checkpoint", "checkpoint digest",
-	// "anchoring key", "consistency proof", "timestamp N (URL)",
-	// "rekor.v1 N (URL)", "log", "anchor entry".
-	Part string
-	Err  error
-}
-
-func (p Problem) String() string {
-	// Some errors (merkle's proof checks) span lines; a problem is one.
-	s := p.Part + ": " + strings.Join(strings.Fields(p.Err.Error()), " ")
-	if p.Record != "" {
-		s = p.Record + ": " + s
-	}
-	return s
-}
-
-// A VerifyError lists every check that failed.
-type VerifyError struct {
-	Problems []Problem
-}
-
-func (e *VerifyError) Error() string {
-	parts := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		parts[i] = p.String()
-	}
-	return "anchor does not verify: " + strings.Join(parts, "; ")
-}
-
 // Verified is what a verified record vouches for.
 type Verified struct {
 	Size   uint64
@@ -108,10 +74,12 @@ type Verified struct {
 //   - there is at least one of them.
 //
 // A nil trust means [TrustFromRecord]. Every check runs; the error is a
-// *VerifyError naming each part that broke.
+// *[log.ProblemsError] naming each part that broke: "record",
+// "checkpoint", "checkpoint digest", "anchoring key", "consistency
+// proof", "timestamp N (URL)", "rekor.v1 N (URL)".
 func Verify(ctx context.Context, r *Record, v note.Verifier, anchorKey crypto.PublicKey, trust *Trust) (*Verified, error) {
-	var probs []Problem
-	fail := func(part string, err error) { probs = append(probs, Problem{Part: part, Err: err}) }
+	var probs []log.Problem
+	fail := func(part string, err error) { probs = append(probs, log.ProblemOf(part, err)) }
 	if trust == nil {
 		trust = TrustFromRecord(r)
 	}
@@ -185,7 +153,7 @@ func Verify(ctx context.Context, r *Record, v note.Verifier, anchorKey crypto.Pu
 		}
 	}
 	if len(probs) > 0 {
-		return nil, &VerifyError{Problems: probs}
+		return nil, &log.ProblemsError{What: "anchor record", Problems: probs}
 	}
 	return res, nil
 }

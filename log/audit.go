@@ -32,22 +32,19 @@ type AuditReport struct {
 	OpenCalls []uint64
 }
 
-// AuditError locates what an audit found wrong.
-type AuditError struct {
-	Index uint64 // the entry, or the checkpoint's size
-	What  string
-	Err   error
+// problem is the error of an audit that found part wrong: a
+// *[ProblemsError] with the one problem (an audit stops at the first).
+func problem(part string, format string, args ...any) error {
+	return &ProblemsError{What: "log", Problems: []Problem{{Part: part, Msg: fmt.Sprintf(format, args...)}}}
 }
 
-func (e *AuditError) Error() string {
-	s := fmt.Sprintf("audit: %s at %d", e.What, e.Index)
-	if e.Err != nil {
-		s += ": " + e.Err.Error()
-	}
-	return s
+func entryProblem(i uint64, format string, args ...any) error {
+	return problem(fmt.Sprintf("entry %d", i), format, args...)
 }
 
-func (e *AuditError) Unwrap() error { return e.Err }
+func checkpointProblem(size uint64, format string, args ...any) error {
+	return problem(fmt.Sprintf("checkpoint %d", size), format, args...)
+}
 
 // auditChunk is how many entries an audit reads at once.
 const auditChunk = 4096
@@ -59,7 +56,9 @@ const auditChunk = 4096
 // must be the genesis entry naming this origin and verifier key. When src
 // is also a [NodeReader], every stored node is compared with the
 // recomputed one, and when it has a LeafIndex method, every leaf hash is
-// looked up. The first problem found is returned as an *AuditError.
+// looked up. The first problem found is returned as a *[ProblemsError]
+// naming the entry ("entry N"), the checkpoint ("checkpoint SIZE") or the
+// stored node; an error reading src is returned as it is, wrapped.
 func Audit(ctx context.Context, src AuditSource, v note.Verifier, vkey string) (*AuditReport, error) {
 	a := &auditor{ctx: ctx, src: src, v: v, vkey: vkey, rep: &AuditReport{},
 		rng: (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)}
@@ -70,14 +69,14 @@ func Audit(ctx context.Context, src AuditSource, v note.Verifier, vkey string) (
 	rep := a.rep
 	err := src.Checkpoints(ctx, 0, a.checkCheckpoint)
 	if err != nil {
-		var ae *AuditError
-		if errors.As(err, &ae) {
+		var pe *ProblemsError
+		if errors.As(err, &pe) {
 			return rep, err
 		}
-		return rep, &AuditError{Index: a.rng.End(), What: "reading checkpoints", Err: err}
+		return rep, fmt.Errorf("audit: reading checkpoints after entry %d: %w", a.rng.End(), err)
 	}
 	if rep.Checkpoints == 0 {
-		return rep, &AuditError{What: "log has no checkpoint"}
+		return rep, problem("log", "the log has no checkpoint")
 	}
 	rep.Calls, rep.OpenCalls = a.calls.Calls(), a.calls.Open()
 	return rep, nil
@@ -103,26 +102,26 @@ type auditor struct {
 // checkpoint against it.
 func (a *auditor) checkCheckpoint(size uint64, msg []byte) error {
 	if size < a.rng.End() {
-		return &AuditError{Index: size, What: "checkpoints out of order"}
+		return checkpointProblem(size, "out of order, after checkpoint %d", a.rng.End())
 	}
 	if err := a.extend(size); err != nil {
 		return err
 	}
 	c, _, err := OpenCheckpoint(msg, a.v)
 	if err != nil {
-		return &AuditError{Index: size, What: "checkpoint does not verify", Err: err}
+		return checkpointProblem(size, "does not verify: %v", err)
 	}
 	if c.Size != size {
-		return &AuditError{Index: size, What: fmt.Sprintf("checkpoint stored for size %d says size %d", size, c.Size)}
+		return checkpointProblem(size, "stored for size %d, it says size %d", size, c.Size)
 	}
 	root := EmptyRoot()
 	if size > 0 {
 		if root, err = a.rng.GetRootHash(nil); err != nil {
-			return &AuditError{Index: size, What: "computing root", Err: err}
+			return fmt.Errorf("audit: computing the root at size %d: %w", size, err)
 		}
 	}
 	if !bytes.Equal(root, c.Hash) {
-		return &AuditError{Index: size, What: fmt.Sprintf("checkpoint root %x is not the recomputed root %x", c.Hash, root)}
+		return checkpointProblem(size, "root %x is not the recomputed root %x", c.Hash, root)
 	}
 	a.rep.Checkpoints++
 	a.rep.Size = size
@@ -137,10 +136,10 @@ func (a *auditor) extend(to uint64) error {
 		end := min(to, a.rng.End()+auditChunk)
 		entries, err := a.src.Entries(a.ctx, a.rng.End(), end)
 		if err != nil {
-			return &AuditError{Index: a.rng.End(), What: "reading entries", Err: err}
+			return fmt.Errorf("audit: reading entries from %d: %w", a.rng.End(), err)
 		}
 		if uint64(len(entries)) != end-a.rng.End() {
-			return &AuditError{Index: a.rng.End(), What: "short read of entries"}
+			return fmt.Errorf("audit: reading entries from %d: %d entries, want %d", a.rng.End(), len(entries), end-a.rng.End())
 		}
 		var ids []compact.NodeID
 		var want [][]byte
@@ -170,24 +169,24 @@ func (a *auditor) addEntry(e []byte, visit func(compact.NodeID, []byte)) error {
 		return err
 	}
 	if err := a.calls.Add(i, pe); err != nil {
-		return &AuditError{Index: i, What: "call entries", Err: err}
+		return entryProblem(i, "%v", err)
 	}
 	lh := LeafHash(e)
 	if a.leaves != nil {
 		j, err := a.leaves.LeafIndex(a.ctx, lh)
 		if err != nil {
-			return &AuditError{Index: i, What: "leaf hash index has no entry", Err: err}
+			return entryProblem(i, "the leaf hash index has no entry: %v", err)
 		}
 		if j != i {
 			// Duplicates may map elsewhere: that entry must have the same hash.
 			dup, err := a.src.Entries(a.ctx, j, j+1)
 			if err != nil || len(dup) != 1 || !bytes.Equal(LeafHash(dup[0]), lh) {
-				return &AuditError{Index: i, What: fmt.Sprintf("leaf hash index points to %d, which holds another entry", j)}
+				return entryProblem(i, "the leaf hash index points to %d, which holds another entry", j)
 			}
 		}
 	}
 	if err := a.rng.Append(lh, visit); err != nil {
-		return &AuditError{Index: i, What: "extending tree", Err: err}
+		return fmt.Errorf("audit: extending the tree with entry %d: %w", i, err)
 	}
 	return nil
 }
@@ -200,11 +199,11 @@ func (a *auditor) compareNodes(ids []compact.NodeID, want [][]byte) error {
 	}
 	got, err := a.nodes.ReadNodes(a.ctx, ids)
 	if err != nil {
-		return &AuditError{Index: a.rng.End(), What: "reading stored nodes", Err: err}
+		return fmt.Errorf("audit: reading stored nodes below %d: %w", a.rng.End(), err)
 	}
 	for k := range ids {
 		if !bytes.Equal(got[k], want[k]) {
-			return &AuditError{Index: ids[k].Index, What: fmt.Sprintf("stored node at level %d differs from the recomputed one", ids[k].Level)}
+			return problem(fmt.Sprintf("node %d at level %d", ids[k].Index, ids[k].Level), "the stored node differs from the recomputed one")
 		}
 	}
 	a.rep.Nodes += uint64(len(ids))
@@ -216,21 +215,21 @@ func (a *auditor) compareNodes(ids []compact.NodeID, want [][]byte) error {
 func checkEntry(i uint64, b []byte, v note.Verifier, vkey string) (*Entry, error) {
 	e, err := ParseEntry(b)
 	if err != nil {
-		return nil, &AuditError{Index: i, What: "entry does not parse", Err: err}
+		return nil, entryProblem(i, "does not parse: %v", err)
 	}
 	if (i == 0) != (e.Kind == KindGenesis) {
-		return nil, &AuditError{Index: i, What: "genesis must be entry 0 and only entry 0"}
+		return nil, entryProblem(i, "genesis must be entry 0 and only entry 0")
 	}
 	if i == 0 {
 		g, err := ParseGenesis(e)
 		if err != nil {
-			return nil, &AuditError{Index: 0, What: "genesis does not parse", Err: err}
+			return nil, entryProblem(0, "genesis does not parse: %v", err)
 		}
 		if g.Origin != v.Name() {
-			return nil, &AuditError{Index: 0, What: fmt.Sprintf("genesis origin %q is not %q", g.Origin, v.Name())}
+			return nil, entryProblem(0, "genesis origin %q is not %q", g.Origin, v.Name())
 		}
 		if vkey != "" && g.VKey != vkey {
-			return nil, &AuditError{Index: 0, What: "genesis names another verifier key"}
+			return nil, entryProblem(0, "genesis names another verifier key")
 		}
 	}
 	return e, nil

@@ -1,6 +1,7 @@
 package log_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -195,20 +196,68 @@ func TestAuditPairsCallsWithResults(t *testing.T) {
 		t.Errorf("calls %d, open %v; want 4, [2 4]", rep.Calls, rep.OpenCalls)
 	}
 
-	for name, entries := range map[string][][]byte{
-		"result for a later entry": {result("a", 2), call("a")},
-		"result for a non-call":    {call("a"), result("a", 0)},
-		"two results":              {call("a"), result("a", 1), result("a", 1)},
-		"other actor":              {call("a"), result("b", 1)},
-		"result for an old call":   {legacy, result("a", 1)},
+	for _, tc := range []struct {
+		name    string
+		entries [][]byte
+		part    string // the entry the audit names
+	}{
+		{"result for a later entry", [][]byte{result("a", 2), call("a")}, "entry 1"},
+		{"result for a non-call", [][]byte{call("a"), result("a", 0)}, "entry 2"},
+		{"two results", [][]byte{call("a"), result("a", 1), result("a", 1)}, "entry 3"},
+		{"other actor", [][]byte{call("a"), result("b", 1)}, "entry 2"},
+		{"result for an old call", [][]byte{legacy, result("a", 1)}, "entry 2"},
 	} {
-		src, v := newAuditLog(t, entries)
+		src, v := newAuditLog(t, tc.entries)
 		_, err := log.Audit(context.Background(), src, v, "")
-		var ae *log.AuditError
-		if !errors.As(err, &ae) {
-			t.Errorf("%s: audit said %v", name, err)
+		var pe *log.ProblemsError
+		if !errors.As(err, &pe) || len(pe.Problems) != 1 || pe.Problems[0].Part != tc.part {
+			t.Errorf("%s: audit said %v, want one problem of %s", tc.name, err, tc.part)
 		}
 	}
+}
+
+// TestAuditProblems: what an audit finds wrong is a *log.ProblemsError
+// naming the entry or checkpoint; a source it cannot read is another
+// error, since the audit found nothing wrong, it could not look.
+func TestAuditProblems(t *testing.T) {
+	call, err := (&log.CallEntry{Time: time.Now(), Actor: "a", Server: "s", Tool: "t", Args: log.CanonicalJSON(`{}`)}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		change func(a *auditLog)
+		part   string
+	}{
+		{"entry changed", func(a *auditLog) { a.entries[1] = bytes.Replace(a.entries[1], []byte(`"t"`), []byte(`"u"`), 1) }, "checkpoint 2"},
+		{"entry not JSON", func(a *auditLog) { a.entries[1] = []byte("{") }, "entry 1"},
+		{"genesis missing", func(a *auditLog) { a.entries[0] = call }, "entry 0"},
+		{"checkpoint signature", func(a *auditLog) { a.cp = bytes.Replace(a.cp, []byte("/audit\n2\n"), []byte("/audit\n2 \n"), 1) }, "checkpoint 2"},
+	} {
+		src, v := newAuditLog(t, [][]byte{call})
+		tc.change(src)
+		_, err := log.Audit(ctx, src, v, "")
+		var pe *log.ProblemsError
+		if !errors.As(err, &pe) || len(pe.Problems) != 1 || pe.Problems[0].Part != tc.part {
+			t.Errorf("%s: audit said %v, want one problem of %s", tc.name, err, tc.part)
+		}
+	}
+	src, v := newAuditLog(t, [][]byte{call})
+	_, err = log.Audit(ctx, failingSource{src}, v, "")
+	var pe *log.ProblemsError
+	if err == nil || errors.As(err, &pe) || !errors.Is(err, errUnreadable) {
+		t.Errorf("unreadable source: audit said %v, want the read error", err)
+	}
+}
+
+var errUnreadable = errors.New("unreadable")
+
+// failingSource serves the checkpoint but cannot read entries.
+type failingSource struct{ *auditLog }
+
+func (failingSource) Entries(context.Context, uint64, uint64) ([][]byte, error) {
+	return nil, errUnreadable
 }
 
 // FuzzParseCallEntries reads entry bytes as call and call.result entries

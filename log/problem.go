@@ -6,19 +6,28 @@ import (
 )
 
 // A Problem is one part of what a check read that is wrong, and why: a
-// file of a bundle or an evidence directory, an entry, a checkpoint. Its
-// String form, "part: why", is what people read; its JSON form is what
-// --json prints.
+// file of a bundle or an evidence directory, an entry or a checkpoint of
+// a log, an anchor record's token. Every verifier in provlog reports
+// problems in this shape: [Audit], anchor verification, bundle and
+// evidence verification, the task rules' rebuild. Its String form, "part:
+// why", is what people read; its JSON form is what --json prints.
 type Problem struct {
 	Part string `json:"part"`
 	Msg  string `json:"problem"`
+}
+
+// ProblemOf is the problem err describes in part, on one line (some
+// errors, merkle's proof checks among them, span lines).
+func ProblemOf(part string, err error) Problem {
+	return Problem{Part: part, Msg: strings.Join(strings.Fields(err.Error()), " ")}
 }
 
 func (p Problem) String() string { return p.Part + ": " + p.Msg }
 
 // A ProblemsError is the error of a check that found problems: every one
 // of them, in the order found. What names the thing checked ("bundle",
-// "evidence").
+// "evidence", "log", "anchor record"). A check that could not read what it
+// checks returns another error: it found nothing wrong, it could not look.
 type ProblemsError struct {
 	What     string    `json:"what"`
 	Problems []Problem `json:"problems"`
@@ -29,5 +38,9 @@ func (e *ProblemsError) Error() string {
 	for i, p := range e.Problems {
 		s[i] = p.String()
 	}
-	return fmt.Sprintf("%s does not verify (%d problems): %s", e.What, len(e.Problems), strings.Join(s, "; "))
+	n := "problems"
+	if len(e.Problems) == 1 {
+		n = "problem"
+	}
+	return fmt.Sprintf("%s does not verify (%d %s): %s", e.What, len(e.Problems), n, strings.Join(s, "; "))
 }

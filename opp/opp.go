@@ -227,6 +227,10 @@ type Violation struct {
 	Msg   string `json:"msg"`
 }
 
-func (v Violation) String() string {
-	return fmt.Sprintf("entry %d (%s) breaks rule %s: %s", v.Index, v.Kind, v.Rule, v.Msg)
+func (v Violation) String() string { return v.Problem().String() }
+
+// Problem is the violation in the shape every verifier reports: the part
+// is the entry, "entry N (KIND)".
+func (v Violation) Problem() log.Problem {
+	return log.Problem{Part: fmt.Sprintf("entry %d (%s)", v.Index, v.Kind), Msg: fmt.Sprintf("breaks rule %s: %s", v.Rule, v.Msg)}
 }

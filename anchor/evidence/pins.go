@@ -110,7 +110,7 @@ func (c *checker) anchorTrust(r *anchor.Record) *anchor.Trust {
 // blamePinned names the token or Rekor file of each anchor problem that
 // pinned trust caused.
 func (c *checker) blamePinned(err error) {
-	var ve *anchor.VerifyError
+	var ve *log.ProblemsError
 	if !errors.As(err, &ve) {
 		return
 	}
@@ -118,9 +118,9 @@ func (c *checker) blamePinned(err error) {
 		var i int
 		switch {
 		case c.pins.pinned().TSARoots && scan(p.Part, "timestamp %d", &i):
-			c.bad(fmt.Sprintf("%s/%d.tst", TimestampsDir, i), "does not verify against the TSA roots you pinned: %v", p.Err)
+			c.bad(fmt.Sprintf("%s/%d.tst", TimestampsDir, i), "does not verify against the TSA roots you pinned: %s", p.Msg)
 		case c.pins.pinned().RekorKeys && scan(p.Part, anchor.KindRekorV1+" %d", &i):
-			c.bad(fmt.Sprintf("%s/%d.json", RekorDir, i), "does not verify against the Rekor keys you pinned: %v", p.Err)
+			c.bad(fmt.Sprintf("%s/%d.json", RekorDir, i), "does not verify against the Rekor keys you pinned: %s", p.Msg)
 		}
 	}
 }

@@ -216,39 +216,39 @@ func anchorNow(ctx context.Context, data string, acfg *anchor.Config, baseDir st
 // genesis entry and, when acfg is not nil, the configured TSA roots and
 // Rekor key (else the records' own, which it says). cfgPath names the
 // config given, if any, so the report can say why nothing was pinned.
-func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Verifier, size uint64, acfg *anchor.Config, baseDir, cfgPath string, stdout io.Writer) error {
+func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Verifier, size uint64, acfg *anchor.Config, baseDir, cfgPath string, stdout io.Writer) (*anchor.AuditReport, error) {
 	dir := filepath.Join(data, anchorDir)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintln(stdout, "anchors: none (no anchors directory)")
-		return nil
+		return nil, nil
 	}
 	key, err := genesisAnchorKey(ctx, store)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opts := anchor.AuditOptions{Verifier: v, AnchorKey: key, Log: store, Size: size}
 	if acfg != nil {
 		res, err := acfg.Resolve(configReader(baseDir))
 		if err != nil {
-			return fmt.Errorf("config: %w", err)
+			return nil, fmt.Errorf("config: %w", err)
 		}
 		opts.Trust = res.Trust
 	}
 	rep, err := anchor.AuditAll(ctx, dir, opts)
 	if err != nil {
-		var ae *anchor.AuditError
+		var ae *log.ProblemsError
 		if errors.As(err, &ae) {
 			var b strings.Builder
 			for _, p := range ae.Problems {
 				fmt.Fprintf(&b, "\n  %s", p)
 			}
-			return fmt.Errorf("FAILED: %d of %d anchor records do not verify:%s", rep.Records-rep.Verified, rep.Records, b.String())
+			return rep, failed(ae, "FAILED: %d of %d anchor records do not verify:%s", rep.Records-rep.Verified, rep.Records, b.String())
 		}
-		return fmt.Errorf("FAILED auditing anchors: %w", err)
+		return rep, fmt.Errorf("FAILED auditing anchors: %w", err)
 	}
 	if rep.Records == 0 {
 		fmt.Fprintln(stdout, "anchors: none yet")
-		return nil
+		return rep, nil
 	}
 	trust := "configured TSA roots and Rekor key"
 	if rep.SelfTrusted {
@@ -266,7 +266,7 @@ func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Ve
 	for _, n := range rep.Unlogged {
 		fmt.Fprintf(stdout, "note: %s has no anchor entry in the log yet (the sidecar stopped before appending it; it appends it on start)\n", n)
 	}
-	return nil
+	return rep, nil
 }
 
 // genesisAnchorKey returns the anchoring public key the log's genesis

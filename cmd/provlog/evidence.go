@@ -195,6 +195,7 @@ func taskContext(ctx context.Context, s evidence.Source, index uint64) ([]uint64
 
 func runVerifyEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify-evidence", stderr)
+	asJSON := fs.Bool("json", false, "print the verdict and every problem as one JSON object on stdout")
 	vkeyArg := fs.String("vkey", "", "the log's verifier key, or a file holding it, from a source you trust")
 	var ws witnessFlags
 	fs.Var(&ws, "witness", "a witness's cosignature verifier key, or a file holding one, that you trust in place of the directory's witnesses.txt (repeatable)")
@@ -231,12 +232,15 @@ func runVerifyEvidence(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	rep, err := evidence.VerifyPinned(ctx, fs.Arg(0), vkey, pins)
+	out := checkOutput{json: *asJSON, stdout: stdout, stderr: stderr}
+	dir := fs.Arg(0)
+	rep, err := evidence.VerifyPinned(ctx, dir, vkey, pins)
 	if err != nil {
-		return reportProblems(stderr, fs.Arg(0), err)
+		return out.done(nil, err, func(err error) error { return reportProblems(stderr, dir, err) })
 	}
-	fmt.Fprintf(stdout, "OK: %s", rep)
-	fmt.Fprintf(stdout, "  (checked offline against the log key %s; root %s)\n", strings.SplitN(vkey, "+", 2)[0], base64.StdEncoding.EncodeToString(rep.Checkpoint.Hash))
-	fmt.Fprint(stdout, rep.TrustString())
-	return nil
+	w := out.text()
+	fmt.Fprintf(w, "OK: %s", rep)
+	fmt.Fprintf(w, "  (checked offline against the log key %s; root %s)\n", strings.SplitN(vkey, "+", 2)[0], base64.StdEncoding.EncodeToString(rep.Checkpoint.Hash))
+	fmt.Fprint(w, rep.TrustString())
+	return out.done(rep, nil, nil)
 }

@@ -169,29 +169,33 @@ func localExport(ctx context.Context, s log.Storage, data string, witnesses []st
 
 func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify-bundle", stderr)
+	asJSON := fs.Bool("json", false, "print the verdict and every problem as one JSON object on stdout")
 	if err := parseFlags(fs, args, 1); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageErr("give the bundle DIR")
 	}
-	rep, err := bundle.Verify(ctx, fs.Arg(0), anchor.VerifyBundled)
+	out := checkOutput{json: *asJSON, stdout: stdout, stderr: stderr}
+	dir := fs.Arg(0)
+	rep, err := bundle.Verify(ctx, dir, anchor.VerifyBundled)
 	if err != nil {
-		return reportProblems(stderr, fs.Arg(0), err)
+		return out.done(nil, err, func(err error) error { return reportProblems(stderr, dir, err) })
 	}
 	m := rep.Manifest
 	trust := "bundled trust roots"
 	if rep.SelfTrusted {
 		trust = "the roots the records carry"
 	}
-	fmt.Fprintf(stdout, "OK: %d entries [%d, %d) are in %s at size %d; checkpoint signed, %d witness cosignatures, %d anchors verified against %s; PROV document matches the entries\n",
+	w := out.text()
+	fmt.Fprintf(w, "OK: %d entries [%d, %d) are in %s at size %d; checkpoint signed, %d witness cosignatures, %d anchors verified against %s; PROV document matches the entries\n",
 		rep.Entries, m.From, m.To, m.Origin, m.Size, rep.Witnesses, rep.Anchors, trust)
 	// A bundle carries entries, not payloads: say which of those the
 	// entries name were purged on purpose (a purge entry in the bundle).
-	if pr, err := bundlePayloads(fs.Arg(0)); err == nil && pr.Named > 0 {
-		fmt.Fprintf(stdout, "payloads: the entries name %d (not in the bundle); %d of them were purged, as purge entries in the bundle record\n", pr.Named, pr.Purged)
+	if pr, err := bundlePayloads(dir); err == nil && pr.Named > 0 {
+		fmt.Fprintf(w, "payloads: the entries name %d (not in the bundle); %d of them were purged, as purge entries in the bundle record\n", pr.Named, pr.Purged)
 	}
-	return nil
+	return out.done(rep, nil, nil)
 }
 
 func x509MarshalPKIX(k any) ([]byte, error) { return x509.MarshalPKIXPublicKey(k) }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/provlog/provlog/cmd/internal/cli"
@@ -180,13 +181,18 @@ func auditDataDirPayloads(ctx context.Context, data string, src interface {
 	}
 	rep := pr.check(bs)
 	if len(rep.Missing) > 0 || len(rep.Corrupt) > 0 {
+		pe := &log.ProblemsError{What: "payloads"}
 		for _, m := range rep.Missing {
 			fmt.Fprintf(stdout, "missing (no purge entry names it): %s\n", m)
+			part, what, _ := strings.Cut(m, ": ")
+			pe.Problems = append(pe.Problems, log.Problem{Part: part, Msg: what + " is missing, and no purge entry names it"})
 		}
 		for _, c := range rep.Corrupt {
 			fmt.Fprintf(stdout, "tampered: %s\n", c)
+			part, what, _ := strings.Cut(c, ": ")
+			pe.Problems = append(pe.Problems, log.Problem{Part: part, Msg: "tampered payload: " + what})
 		}
-		return fmt.Errorf("FAILED: of %d payloads the entries name, %d are missing without a purge entry and %d do not hash to their name",
+		return failed(pe, "FAILED: of %d payloads the entries name, %d are missing without a purge entry and %d do not hash to their name",
 			rep.Named, len(rep.Missing), len(rep.Corrupt))
 	}
 	fmt.Fprintf(stdout, "OK: payloads: %d named by entries, %d present and intact, %d purged (named by purge entries)\n",

@@ -174,6 +174,7 @@ func runVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) 
 	var ws witnessFlags
 	fs.Var(&ws, "witness", "a witness's cosignature verifier key, or a file holding one (repeatable)")
 	threshold := fs.Int("threshold", -1, "how many of the --witness keys must have cosigned (default: all)")
+	asJSON := fs.Bool("json", false, "print the verdict and the problem as one JSON object on stdout")
 	if err := parseFlags(fs, args, 1); err != nil {
 		return err
 	}
@@ -184,37 +185,75 @@ func runVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	data, err := readInput(fs.Arg(0))
-	if err != nil {
+	out := checkOutput{json: *asJSON, stdout: stdout, stderr: stderr}
+	rep, err := verifyProof(fs.Arg(0), *entryFile, v, ws, *threshold)
+	if errors.Is(err, errUsage) {
 		return err
+	}
+	if err == nil {
+		fmt.Fprintf(out.text(), "OK: entry %d (leaf hash %x) is in %s at size %d", rep.Index, rep.LeafHash, rep.Origin, rep.Size)
+		if rep.Cosigned {
+			fmt.Fprintf(out.text(), ", cosigned as your witness policy requires")
+		}
+		fmt.Fprintln(out.text())
+	}
+	return out.done(rep, err, nil)
+}
+
+// proofReport is what verify-proof checked, for --json.
+type proofReport struct {
+	Index    uint64   `json:"index"`
+	LeafHash hexBytes `json:"leaf_hash"`
+	Origin   string   `json:"origin"`
+	Size     uint64   `json:"size"`
+	// Cosigned is true when --witness keys were given and enough of them
+	// cosigned the receipt's checkpoint.
+	Cosigned bool `json:"cosigned"`
+}
+
+type hexBytes []byte
+
+func (h hexBytes) MarshalText() ([]byte, error) { return []byte(hex.EncodeToString(h)), nil }
+
+// verifyProof is verify-proof's check of the receipt in file (and of the
+// entry bytes in entryFile, when not ""). What is wrong with either is a
+// *log.ProblemsError naming "receipt", "entry" or "witness cosignatures".
+func verifyProof(file, entryFile string, v note.Verifier, ws witnessFlags, threshold int) (*proofReport, error) {
+	bad := func(part string, err error) error {
+		return failed(&log.ProblemsError{What: "receipt", Problems: []log.Problem{log.ProblemOf(part, err)}}, "%v", err)
+	}
+	data, err := readInput(file)
+	if err != nil {
+		return nil, err
 	}
 	r, err := log.ParseReceipt(data)
 	if err != nil {
-		return err
+		return nil, bad("receipt", err)
 	}
 	leaf := r.Extra
 	var entry []byte
-	if *entryFile != "" {
-		if entry, err = os.ReadFile(*entryFile); err != nil {
-			return err
+	if entryFile != "" {
+		if entry, err = os.ReadFile(entryFile); err != nil {
+			return nil, err
 		}
 		if err := checkEntryBytes(entry, r); err != nil {
-			return err
+			return nil, bad("entry", err)
 		}
 		leaf = log.LeafHash(entry)
 	} else if leaf == nil {
-		return usageErr("the receipt names no leaf hash; give the entry with --entry")
+		return nil, usageErr("the receipt names no leaf hash; give the entry with --entry")
 	}
-	c, err := verifyWitnessedReceipt(r, leaf, v, ws, *threshold)
-	if err != nil {
-		return explainReceiptFailure(err, r, v, entry)
+	c, err := verifyWitnessedReceipt(r, leaf, v, ws, threshold)
+	var wpe *log.WitnessPolicyError
+	switch {
+	case errors.Is(err, errUsage):
+		return nil, err
+	case errors.As(err, &wpe):
+		return nil, bad("witness cosignatures", err)
+	case err != nil:
+		return nil, bad("receipt", explainReceiptFailure(err, r, v, entry))
 	}
-	fmt.Fprintf(stdout, "OK: entry %d (leaf hash %x) is in %s at size %d", r.Index, leaf, c.Origin, c.Size)
-	if len(ws) > 0 {
-		fmt.Fprintf(stdout, ", cosigned as your witness policy requires")
-	}
-	fmt.Fprintln(stdout)
-	return nil
+	return &proofReport{Index: r.Index, LeafHash: leaf, Origin: c.Origin, Size: c.Size, Cosigned: len(ws) > 0}, nil
 }
 
 // parseVerifier takes a verifier key or the name of a file holding one.
@@ -244,29 +283,52 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "reader token for --log (default $PROVLOG_TOKEN)")
 	vkeyArg := fs.String("vkey", "", "verifier key to trust (default: the data dir's; required with --log)")
 	cfgPath := fs.String("config", "", "config whose anchors: section pins the TSA roots and Rekor key (default: the records' own)")
+	asJSON := fs.Bool("json", false, "print the verdict and every problem as one JSON object on stdout")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	if (*data == "") == (*logURL == "") {
 		return usageErr("give exactly one of --data and --log")
 	}
+	out := checkOutput{json: *asJSON, stdout: stdout, stderr: stderr}
+	a := &auditRun{data: *data, logURL: *logURL, token: *token, vkey: *vkeyArg, cfgPath: *cfgPath, w: out.text(), stderr: stderr}
+	err := a.run(ctx)
+	if errors.Is(err, errUsage) {
+		return err
+	}
+	return out.done(&a.rep, err, nil)
+}
+
+// auditRun is one provlog audit: what it was asked to check, and what it
+// found so far (rep, the report --json prints).
+type auditRun struct {
+	data, logURL, token, vkey, cfgPath string
+	w, stderr                          io.Writer // w: the lines for people
+	rep                                struct {
+		Log     *log.AuditReport    `json:"log,omitempty"`
+		Tasks   int                 `json:"tasks"`
+		Anchors *anchor.AuditReport `json:"anchors,omitempty"`
+	}
+}
+
+func (a *auditRun) run(ctx context.Context) error {
 	var src log.AuditSource
-	vkey := *vkeyArg
-	if *data != "" {
+	vkey := a.vkey
+	if a.data != "" {
 		if vkey == "" {
 			var err error
-			if vkey, err = readVKey(filepath.Join(*data, logVKeyFile)); err != nil {
+			if vkey, err = readVKey(filepath.Join(a.data, logVKeyFile)); err != nil {
 				return err
 			}
 		}
-		s, err := openStore(*data, true)
+		s, err := openStore(a.data, true)
 		if errors.Is(err, log.ErrLost) || errors.Is(err, log.ErrCorrupt) {
 			return fmt.Errorf("FAILED: %w", err)
 		} else if err != nil {
 			return err
 		}
 		defer s.Close()
-		if err := verifyData(ctx, *data, s, vkey, stdout); err != nil {
+		if err := verifyData(ctx, a.data, s, vkey, a.w); err != nil {
 			return err
 		}
 		src = s
@@ -274,7 +336,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if vkey == "" {
 			return usageErr("--vkey is required with --log")
 		}
-		src = newRemote(*logURL, *token)
+		src = newRemote(a.logURL, a.token)
 	}
 	v, err := parseVerifier(vkey)
 	if err != nil {
@@ -287,6 +349,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	rep, err := log.Audit(ctx, src, v, vkey)
+	a.rep.Log = rep
 	if err != nil {
 		return fmt.Errorf("FAILED after %d entries and %d checkpoints: %w", rep.Entries, rep.Checkpoints, err)
 	}
@@ -294,37 +357,38 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("FAILED rebuilding task state: %w", err)
 	}
+	a.rep.Tasks = len(tasks.Tasks)
 	if n := len(tasks.Violations); n > 0 {
+		pe := &log.ProblemsError{What: "task entries"}
 		for _, v := range tasks.Violations {
-			fmt.Fprintln(stderr, v.String())
+			fmt.Fprintln(a.stderr, v.String())
+			pe.Problems = append(pe.Problems, v.Problem())
 		}
-		return fmt.Errorf("FAILED: %d task entries break the ownership and provenance rules (the sidecar never writes such entries)", n)
+		return failed(pe, "FAILED: %d task entries break the ownership and provenance rules (the sidecar never writes such entries)", n)
 	}
-	fmt.Fprintf(stdout, "OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared, %d tasks rebuilt from entries; size %d\n",
+	fmt.Fprintf(a.w, "OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared, %d tasks rebuilt from entries; size %d\n",
 		v.Name(), rep.Entries, rep.Checkpoints, rep.Nodes, len(tasks.Tasks), rep.Size)
-	fmt.Fprintf(stdout, "calls: %d recorded", rep.Calls)
+	fmt.Fprintf(a.w, "calls: %d recorded", rep.Calls)
 	if len(rep.OpenCalls) > 0 {
-		fmt.Fprintf(stdout, ", %d without a recorded outcome (cut off by a crash or kill, or under way): entries %s", len(rep.OpenCalls), replay.Ranges(rep.OpenCalls))
+		fmt.Fprintf(a.w, ", %d without a recorded outcome (cut off by a crash or kill, or under way): entries %s", len(rep.OpenCalls), replay.Ranges(rep.OpenCalls))
 	}
-	fmt.Fprintln(stdout)
+	fmt.Fprintln(a.w)
 	if st, ok := src.(log.Storage); ok {
 		var acfg *anchor.Config
 		baseDir := ""
-		if *cfgPath != "" {
-			cfg, err := loadConfig(*cfgPath)
+		if a.cfgPath != "" {
+			cfg, err := loadConfig(a.cfgPath)
 			if err != nil {
 				return err
 			}
 			acfg, baseDir = cfg.Anchors, cfg.dir
 		}
-		if err := auditAnchors(ctx, *data, st, v, rep.Size, acfg, baseDir, *cfgPath, stdout); err != nil {
+		if a.rep.Anchors, err = auditAnchors(ctx, a.data, st, v, rep.Size, acfg, baseDir, a.cfgPath, a.w); err != nil {
 			return err
 		}
 	}
-	if *data != "" {
-		if err := auditDataDirPayloads(ctx, *data, src, rep.Size, stdout); err != nil {
-			return err
-		}
+	if a.data != "" {
+		return auditDataDirPayloads(ctx, a.data, src, rep.Size, a.w)
 	}
 	return nil
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"os"
@@ -160,5 +162,38 @@ func TestVerifyEvidenceBadPins(t *testing.T) {
 		if code != 2 || !strings.Contains(out, c.want) {
 			t.Errorf("%v: exit %d, want 2 and %q:\n%s", c.args, code, c.want, out)
 		}
+	}
+}
+
+// TestVerifyEvidenceJSON: with --json, verify-evidence prints one JSON
+// verdict on stdout: the forged evidence pinned to the genuine witness is
+// not ok and names witnesses.txt; unpinned it is ok with its report.
+func TestVerifyEvidenceJSON(t *testing.T) {
+	ev, vkeyFile, genuine, _ := forgedWitnessEvidence(t)
+	verdict := func(args ...string) (checkVerdict, int) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append([]string{"verify-evidence", "--json", "--vkey", vkeyFile}, args...), &out, &errb)
+		var v checkVerdict
+		if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+			t.Fatalf("stdout is not one JSON verdict (%v):\n%s\nstderr:\n%s", err, out.String(), errb.String())
+		}
+		return v, code
+	}
+	v, code := verdict("--witness", genuine, ev)
+	named := false
+	for _, p := range v.Problems {
+		named = named || p.Part == "witnesses.txt"
+	}
+	if code != 1 || v.OK || v.What != "evidence" || !named || v.Error != "" {
+		t.Errorf("pinned to the genuine witness: exit %d, %+v", code, v)
+	}
+	v, code = verdict(ev)
+	if code != 0 || !v.OK || len(v.Problems) != 0 || v.Report == nil {
+		t.Errorf("unpinned: exit %d, %+v", code, v)
+	}
+	v, code = verdict(filepath.Join(t.TempDir(), "missing"))
+	if code != 1 || v.OK || v.Error == "" {
+		t.Errorf("missing directory: exit %d, %+v", code, v)
 	}
 }
