@@ -6,16 +6,16 @@
 //	provlog keygen [--origin O] --data D
 //	provlog vkey --data D
 //	provlog prove (--data D | --log URL) (--index N | --leaf-hash HEX) [--size S] [--format tlog-proof|cose]
-//	provlog verify-proof --vkey VKEY [--witness VKEY]... [--threshold K] [--entry FILE] FILE
-//	provlog audit (--data D [--vkey VKEY] [--config F] | --log URL --vkey VKEY)
+//	provlog verify-proof --vkey VKEY [--witness VKEY]... [--threshold K] [--entry FILE] [--json] FILE
+//	provlog audit (--data D [--vkey VKEY] [--config F] | --log URL --vkey VKEY) [--json]
 //	provlog tasks (--data D | --log URL) [list | show ID]
 //	provlog replay (--data D | --log URL) --config F [--json] [--runs N] [--single-run] [--from I --to J]
 //	provlog anchor --config F [--data D]
 //	provlog token add --config F --actor NAME [--reader]
 //	provlog export (--data D | --log URL --vkey VKEY) --out DIR [--from I] [--to J] [--config F]
-//	provlog verify-bundle DIR
+//	provlog verify-bundle [--json] DIR
 //	provlog evidence (--data D | --log URL --vkey VKEY) (--index N | --leaf-hash HEX) --out DIR [--config F]
-//	provlog verify-evidence --vkey VKEY [--witness VKEY]... [--witness-threshold N] [--tsa-roots PEMFILE]... [--rekor-key PEMFILE]... DIR
+//	provlog verify-evidence --vkey VKEY [--witness VKEY]... [--witness-threshold N] [--tsa-roots PEMFILE]... [--rekor-key PEMFILE]... [--json] DIR
 //	provlog view [--http ADDR] DIR
 //	provlog purge (--data D | --log URL) (--older-than DUR | --before T | --task ID | --actor A | --blob H)... --reason TEXT [--dry-run]
 //	provlog resolve NAME [--opt k=v]...
@@ -51,16 +51,16 @@ func commands() []command {
 		{"keygen", "[--origin O] --data D", "make the log's keys in a new data dir", runKeygen},
 		{"vkey", "--data D", "print the log's verifier key", runVKey},
 		{"prove", "(--data D | --log URL) (--index N | --leaf-hash HEX) [--size S] [--format tlog-proof|cose]", "print a tlog-proof receipt (or an RFC 9942 COSE receipt)", runProve},
-		{"verify-proof", "--vkey VKEY [--witness VKEY]... [--threshold K] [--entry FILE] FILE", "verify a receipt offline; exit 0 only if valid", runVerifyProof},
-		{"audit", "(--data D [--vkey VKEY] [--config F] | --log URL --vkey VKEY)", "recompute the tree, check every checkpoint and anchor, rebuild task state", runAudit},
+		{"verify-proof", "--vkey VKEY [--witness VKEY]... [--threshold K] [--entry FILE] [--json] FILE", "verify a receipt offline; exit 0 only if valid", runVerifyProof},
+		{"audit", "(--data D [--vkey VKEY] [--config F] | --log URL --vkey VKEY) [--json]", "recompute the tree, check every checkpoint and anchor, rebuild task state", runAudit},
 		{"tasks", "(--data D | --log URL) [list | show ID]", "print task state and history", runTasks},
 		{"anchor", "--config F [--data D]", "anchor the latest checkpoint now (with the sidecar stopped)", runAnchor},
 		{"token", "add --config F --actor NAME [--reader]", "make a bearer token; print it once, store its hash", runToken},
 		{"export", "(--data D | --log URL --vkey VKEY) --out DIR [--from I] [--to J] [--config F]", "write a bundle (entries, PROV-JSON, checkpoint, anchors, keys) that verifies anywhere", runExport},
-		{"verify-bundle", "DIR", "check a bundle offline with the keys and roots inside it; exit 0 only if valid", runVerifyBundle},
+		{"verify-bundle", "[--json] DIR", "check a bundle offline with the keys and roots inside it; exit 0 only if valid", runVerifyBundle},
 		{"view", "[--http ADDR] DIR", "serve the auditor's view of a bundle or an evidence directory on loopback, offline; the page verifies entries itself", runView},
 		{"evidence", "(--data D | --log URL --vkey VKEY) (--index N | --leaf-hash HEX) --out DIR [--config F]", "write one entry's self-contained evidence (receipts, consistency, anchors, keys, task history)", runEvidence},
-		{"verify-evidence", "--vkey VKEY [--witness VKEY]... [--witness-threshold N] [--tsa-roots PEMFILE]... [--rekor-key PEMFILE]... DIR", "check an evidence directory offline; say what it proves; exit 0 only if valid", runVerifyEvidence},
+		{"verify-evidence", "--vkey VKEY [--witness VKEY]... [--witness-threshold N] [--tsa-roots PEMFILE]... [--rekor-key PEMFILE]... [--json] DIR", "check an evidence directory offline; say what it proves; exit 0 only if valid", runVerifyEvidence},
 		{"resolve", "NAME [--opt k=v]...", "resolve a data-source release now (a preset or a generic resolver)", runResolve},
 		{"resolvers", "", "list the release resolvers and presets", runResolvers},
 		{"purge", "(--data D | --log URL) (--older-than DUR | --before T | --task ID | --actor A | --blob H)... --reason TEXT [--dry-run]",
