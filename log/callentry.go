@@ -22,6 +22,7 @@ const KindCallResult = "call.result"
 type CallEntry struct {
 	Time   time.Time // when the proxy took the call (also its "started")
 	Actor  string
+	Auth   *Auth  // how Actor was authenticated, if by an identity provider
 	Server string // the downstream server's id
 	Tool   string // the tool's name on that server
 	// ToolSHA256 is the hex SHA-256 of the JCS form of the tool's
@@ -51,6 +52,7 @@ type CallClient struct {
 type CallResultEntry struct {
 	Time  time.Time // when the outcome arrived
 	Actor string    // the call's actor
+	Auth  *Auth     // the call's authentication, if by an identity provider
 	Call  uint64    // the index of the call entry
 
 	// ResultSHA256 is the hex SHA-256 of the JCS form of the result as
@@ -110,7 +112,7 @@ func (c *CallEntry) Marshal() ([]byte, error) {
 	if c.ProtocolVersion != "" {
 		f["protocol_version"] = c.ProtocolVersion
 	}
-	return (&Entry{Kind: KindCall, Time: c.Time, Actor: c.Actor, Fields: f}).Marshal()
+	return (&Entry{Kind: KindCall, Time: c.Time, Actor: c.Actor, Auth: c.Auth, Fields: f}).Marshal()
 }
 
 // Marshal returns the call.result entry's bytes.
@@ -121,7 +123,7 @@ func (r *CallResultEntry) Marshal() ([]byte, error) {
 		"duration_ns": r.Duration.Nanoseconds(),
 	}
 	r.outcomeFields(f)
-	return (&Entry{Kind: KindCallResult, Time: r.Time, Actor: r.Actor, Fields: f}).Marshal()
+	return (&Entry{Kind: KindCallResult, Time: r.Time, Actor: r.Actor, Auth: r.Auth, Fields: f}).Marshal()
 }
 
 func (r *CallResultEntry) outcomeFields(f map[string]any) {
@@ -157,6 +159,7 @@ func ParseCall(e *Entry) (*CallEntry, error) {
 	c := &CallEntry{
 		Time:            e.Time,
 		Actor:           e.Actor,
+		Auth:            e.Auth,
 		Server:          rd.str("server"),
 		Tool:            rd.str("tool"),
 		ToolSHA256:      rd.str("tool_sha256"),
@@ -213,7 +216,7 @@ func ParseCallResult(e *Entry) (*CallResultEntry, error) {
 		return nil, fmt.Errorf("entry is a %s entry, not a call.result", e.Kind)
 	}
 	rd := fieldReader{f: e.Fields}
-	r := &CallResultEntry{Time: e.Time, Actor: e.Actor}
+	r := &CallResultEntry{Time: e.Time, Actor: e.Actor, Auth: e.Auth}
 	if _, ok := e.Fields["call"]; !ok {
 		rd.fail("call", "missing")
 	}
@@ -439,6 +442,7 @@ type ReadEntry struct {
 	Kind         string // KindResourceRead or KindPromptGet
 	Time         time.Time
 	Actor        string
+	Auth         *Auth // how Actor was authenticated, if by an identity provider
 	Server       string
 	URI          string        // resource.read
 	Prompt       string        // prompt.get
@@ -461,7 +465,7 @@ func (r *ReadEntry) Marshal() ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("read entry: kind %q is neither %s nor %s", r.Kind, KindResourceRead, KindPromptGet)
 	}
-	return (&Entry{Kind: r.Kind, Time: r.Time, Actor: r.Actor, Fields: f}).Marshal()
+	return (&Entry{Kind: r.Kind, Time: r.Time, Actor: r.Actor, Auth: r.Auth, Fields: f}).Marshal()
 }
 
 // ParseRead reads a resource.read or prompt.get entry.
@@ -470,7 +474,7 @@ func ParseRead(e *Entry) (*ReadEntry, error) {
 		return nil, fmt.Errorf("entry is a %s entry, not %s or %s", e.Kind, KindResourceRead, KindPromptGet)
 	}
 	rd := fieldReader{f: e.Fields}
-	r := &ReadEntry{Kind: e.Kind, Time: e.Time, Actor: e.Actor, Server: rd.str("server"), URI: rd.str("uri"), Prompt: rd.str("prompt"),
+	r := &ReadEntry{Kind: e.Kind, Time: e.Time, Actor: e.Actor, Auth: e.Auth, Server: rd.str("server"), URI: rd.str("uri"), Prompt: rd.str("prompt"),
 		ResultSHA256: rd.str("result_sha256"), ResultBytes: rd.int("result_bytes")}
 	if v, ok := e.Fields["args"]; ok {
 		b, err := appendCanonical(nil, v, 1)

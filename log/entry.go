@@ -33,15 +33,20 @@ const (
 var ErrEntryTooLarge = errors.New("entry too large")
 
 // reserved names the common fields, which Fields may not set.
-var reserved = map[string]bool{"v": true, "kind": true, "time": true, "actor": true}
+var reserved = map[string]bool{"v": true, "kind": true, "time": true, "actor": true, "auth": true}
 
 // An Entry is one log record. Its wire form is the RFC 8785 canonical JSON
-// object holding "v" (always 1), "kind", "time", "actor" and the members of
+// object holding "v" (always 1), "kind", "time", "actor", "auth" when the
+// actor was authenticated by an identity provider, and the members of
 // Fields.
 type Entry struct {
 	Kind  string
 	Time  time.Time
 	Actor string
+	// Auth is how the actor was authenticated, for entries written for
+	// a request bearing an OAuth access token; nil otherwise (stdio,
+	// static tokens, the proxy's own entries).
+	Auth *Auth
 	// Fields holds the kind's own members. Values are anything
 	// encoding/json can marshal; they are canonicalized with the rest.
 	Fields map[string]any
@@ -55,8 +60,14 @@ func (e *Entry) Marshal() ([]byte, error) {
 	if e.Kind == "" {
 		return nil, errors.New("entry: kind is empty")
 	}
-	keys := make([]string, 0, len(e.Fields)+4)
+	keys := make([]string, 0, len(e.Fields)+5)
 	keys = append(keys, "v", "kind", "time", "actor")
+	if e.Auth != nil {
+		if err := e.Auth.check(); err != nil {
+			return nil, fmt.Errorf("entry: %w", err)
+		}
+		keys = append(keys, "auth")
+	}
 	for k := range e.Fields {
 		if reserved[k] {
 			return nil, fmt.Errorf("entry: field %q is reserved", k)
@@ -86,6 +97,8 @@ func (e *Entry) Marshal() ([]byte, error) {
 			b = append(b, '"')
 		case "actor":
 			b = appendGoString(b, e.Actor)
+		case "auth":
+			b, err = appendCanonical(b, e.Auth.fields(), 1)
 		default:
 			b, err = appendCanonical(b, e.Fields[k], 1)
 		}
@@ -118,6 +131,12 @@ func (e *Entry) marshalRoundTrip() ([]byte, error) {
 	m["kind"] = e.Kind
 	m["time"] = e.Time.UTC().Format(TimeFormat)
 	m["actor"] = e.Actor
+	if e.Auth != nil {
+		if err := e.Auth.check(); err != nil {
+			return nil, fmt.Errorf("entry: %w", err)
+		}
+		m["auth"] = e.Auth.fields()
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -174,6 +193,11 @@ func ParseEntry(b []byte) (*Entry, error) {
 	}
 	if e.Actor, ok = m["actor"].(string); !ok {
 		return nil, errors.New("entry: \"actor\" must be a string")
+	}
+	if v, ok := m["auth"]; ok {
+		if e.Auth, err = parseAuth(v); err != nil {
+			return nil, fmt.Errorf("entry: %w", err)
+		}
 	}
 	for k := range reserved {
 		delete(m, k)

@@ -115,6 +115,7 @@ func (e *Engine) record(kind, actor, taskID string) *record {
 // write appends r and returns what was written. A *RuleError from check
 // means nothing was written.
 func (e *Engine) write(ctx context.Context, r *record) (uint64, []byte, *log.Receipt, error) {
+	r.auth = log.AuthFrom(ctx) // the claims of the OAuth token the caller's actor came from, if any
 	b, err := r.marshal()
 	if err != nil {
 		if errors.Is(err, log.ErrEntryTooLarge) {

@@ -14,6 +14,7 @@ import (
 type record struct {
 	kind   string
 	actor  string
+	auth   *log.Auth // how actor was authenticated, if by an identity provider
 	time   time.Time
 	taskID string
 
@@ -73,7 +74,7 @@ func (r *record) marshal() ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown task entry kind %q", r.kind)
 	}
-	e := &log.Entry{Kind: r.kind, Time: r.time, Actor: r.actor, Fields: f}
+	e := &log.Entry{Kind: r.kind, Time: r.time, Actor: r.actor, Auth: r.auth, Fields: f}
 	return e.Marshal()
 }
 
@@ -121,7 +122,7 @@ func parseRecord(b []byte) (*record, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return nil, refuse(RuleEntry, "%s entry fields do not decode: %v", e.Kind, err)
 	}
-	r := &record{kind: e.Kind, actor: e.Actor, time: e.Time,
+	r := &record{kind: e.Kind, actor: e.Actor, auth: e.Auth, time: e.Time,
 		description: w.Description, offerTo: w.OfferTo, evidence: w.Evidence,
 		source: w.Source, note: w.Note, snapshot: w.Snapshot}
 	need := func(name string, p *string) string {

@@ -26,7 +26,7 @@ func TestFastPathHTTP(t *testing.T) {
 	url := startEverythingHTTP(t)
 	slow := ServerConfig{ID: "slow", URL: url, Timeout: Duration(500 * time.Millisecond)}
 	p := startProxy(t, l, []ServerConfig{{ID: "evh", URL: url}, slow}, nil)
-	srv := httptest.NewServer(p.HTTPHandler(func(tok string) (string, bool) {
+	srv := httptest.NewServer(p.HTTPHandler(staticTokens(func(tok string) (string, bool) {
 		switch tok {
 		case testToken:
 			return testActor, true
@@ -34,7 +34,7 @@ func TestFastPathHTTP(t *testing.T) {
 			return "bob", true
 		}
 		return "", false
-	}))
+	})))
 	t.Cleanup(srv.Close)
 	front := srv.URL + "/mcp"
 	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/provlog/provlog/proxy/authn"
 )
 
 // The HTTP front's hardening (DESIGN §5): what every path of the sidecar's
@@ -127,53 +128,10 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// errBearer is the one error of a malformed Authorization header.
-var errBearer = errors.New(`malformed Authorization header: want "Bearer <token>" (RFC 6750 §2.1)`)
-
-// BearerToken returns the bearer token of an Authorization header
-// according to RFC 6750 §2.1: the scheme "Bearer" in any case (RFC 9110
-// §11.1), one or more spaces, and a b64token (letters, digits and
-// "-._~+/", then any "="s). present is false when there is no
-// Authorization header, which is no error. Every endpoint of the sidecar
-// reads tokens with this one function.
+// BearerToken returns the bearer token of an Authorization header; it is
+// [authn.Token], the one reader of tokens every endpoint uses.
 func BearerToken(h http.Header) (token string, present bool, err error) {
-	vals := h.Values("Authorization")
-	if len(vals) == 0 {
-		return "", false, nil
-	}
-	if len(vals) > 1 {
-		return "", true, errBearer
-	}
-	v := vals[0]
-	const scheme = "bearer"
-	if len(v) <= len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) || v[len(scheme)] != ' ' {
-		return "", true, errBearer
-	}
-	token = strings.TrimLeft(v[len(scheme):], " ")
-	if !isB64Token(token) {
-		return "", true, errBearer
-	}
-	return token, true, nil
-}
-
-// isB64Token reports whether s is an RFC 6750 b64token.
-func isB64Token(s string) bool {
-	i := 0
-	for ; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
-			break
-		}
-	}
-	if i == 0 {
-		return false
-	}
-	for ; i < len(s); i++ {
-		if s[i] != '=' {
-			return false
-		}
-	}
-	return true
+	return authn.Token(h)
 }
 
 // sessionsFull reports whether r would open a stateful session (a POST
@@ -210,26 +168,27 @@ func writeHTTPError(w http.ResponseWriter, status int, e *jsonrpc.Error) {
 // white space: the SDK's decoder stops after the first value and ignored
 // the rest ({"jsonrpc":"2.0","id":1,"method":"ping"}{"x":1} was
 // answered). Otherwise it answers 400 or 413 itself. One linear pass
-// (encoding/json's scanner); r.Body is replaced by the bytes read.
-func (p *Proxy) oneMessage(w http.ResponseWriter, r *http.Request) bool {
+// (encoding/json's scanner); r.Body is replaced by the bytes read, which
+// it also returns (nil for a request without a body).
+func (p *Proxy) oneMessage(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
-		return true
+		return nil, true
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, p.opts.MaxRequestBytes+1))
 	r.Body.Close()
 	switch {
 	case err != nil:
 		writeHTTPError(w, http.StatusBadRequest, rpcError(jsonrpc.CodeParseError, "provlog: reading the request body: %v", err))
-		return false
+		return nil, false
 	case int64(len(body)) > p.opts.MaxRequestBytes:
 		writeHTTPError(w, http.StatusRequestEntityTooLarge, rpcError(jsonrpc.CodeInvalidRequest, "provlog: the request body exceeds %d bytes", p.opts.MaxRequestBytes))
-		return false
+		return nil, false
 	case !json.Valid(body):
 		writeHTTPError(w, http.StatusBadRequest, rpcError(jsonrpc.CodeParseError,
 			"provlog: the request body is not one JSON value (malformed, or data after the message); send one JSON-RPC message per POST"))
-		return false
+		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	return true
+	return body, true
 }

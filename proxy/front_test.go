@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,8 @@ func TestBearerToken(t *testing.T) {
 
 // FuzzBearerToken: a token it returns is the header's tail, made of
 // b64token bytes only, and the work is one pass over the header.
+var b64token = regexp.MustCompile(`^[A-Za-z0-9._~+/-]+=*$`)
+
 func FuzzBearerToken(f *testing.F) {
 	f.Add("Bearer abc")
 	f.Add("bearer   a+/=")
@@ -69,7 +72,7 @@ func FuzzBearerToken(f *testing.F) {
 			}
 			return
 		}
-		if !strings.HasSuffix(v, " "+tok) || !strings.EqualFold(v[:6], "bearer") || strings.TrimLeft(v[6:], " ") != tok || !isB64Token(tok) {
+		if !strings.HasSuffix(v, " "+tok) || !strings.EqualFold(v[:6], "bearer") || strings.TrimLeft(v[6:], " ") != tok || !b64token.MatchString(tok) {
 			t.Fatalf("BearerToken(%q) = %q", v, tok)
 		}
 	})

@@ -399,12 +399,12 @@ const testToken, testActor = "s3cret-token", "alice"
 // serveHTTP serves the proxy over HTTP with one valid token.
 func serveHTTP(t *testing.T, p *Proxy) string {
 	t.Helper()
-	srv := httptest.NewServer(p.HTTPHandler(func(tok string) (string, bool) {
+	srv := httptest.NewServer(p.HTTPHandler(staticTokens(func(tok string) (string, bool) {
 		if tok == testToken {
 			return testActor, true
 		}
 		return "", false
-	}))
+	})))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/mcp"
 }

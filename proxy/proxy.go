@@ -21,6 +21,7 @@ import (
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/proxy/authn"
 )
 
 // ReceiptKey is the _meta key under which a recorded call's result (or the
@@ -241,12 +242,14 @@ func (p *Proxy) ServeStdio(ctx context.Context) error {
 }
 
 // HTTPHandler serves MCP over streamable HTTP (mount it at /mcp). Every
-// request needs "Authorization: Bearer <token>"; authorize maps a token
-// to its actor (compare token hashes in constant time there) and a request
-// without a token it accepts gets 401. The actor becomes the request's
+// request needs "Authorization: Bearer <token>" that a authenticates as an
+// actor (not a reader); a request without one gets a's 401 challenge, a
+// tools/call (or resources/read, prompts/get) whose token lacks the scopes
+// of its tool group a 403 (see package [authn]). The actor becomes the request's
 // TokenInfo.UserID, which the SDK also checks against the session's, so
-// one actor cannot use another's session. Bodies over MaxRequestBytes get
-// 413.
+// one actor cannot use another's session; the OAuth token's claims go into
+// every entry the request writes (log.WithAuth). Bodies over
+// MaxRequestBytes get 413.
 //
 // Clients of protocol revisions up to 2025-11-25 get stateful sessions;
 // requests of the sessionless 2026-07-28 revision (by their
@@ -254,7 +257,7 @@ func (p *Proxy) ServeStdio(ctx context.Context) error {
 // server, as go-sdk serves that revision only statelessly. Stateless
 // requests cannot carry server-to-client requests, so sampling and
 // elicitation from a downstream server reach only stateful clients.
-func (p *Proxy) HTTPHandler(authorize func(token string) (actor string, ok bool)) http.Handler {
+func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return p.server }
 	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:              p.logger,
@@ -275,8 +278,15 @@ func (p *Proxy) HTTPHandler(authorize func(token string) (actor string, ok bool)
 		MaxRequestBodyBytes: p.opts.MaxRequestBytes,
 	})
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !p.oneMessage(w, r) {
+		body, ok := p.oneMessage(w, r)
+		if !ok {
 			return
+		}
+		if id := identityOf(r.Context()); id != nil && body != nil {
+			if err := p.checkScopes(a, id, body); err != nil {
+				a.WriteError(w, err)
+				return
+			}
 		}
 		if r.Header.Get("Mcp-Protocol-Version") >= statelessProtocol {
 			stateless.ServeHTTP(w, r)
@@ -289,20 +299,28 @@ func (p *Proxy) HTTPHandler(authorize func(token string) (actor string, ok bool)
 		}
 		p.serveStateful(w, r, stateful)
 	})
+	// The SDK's middleware sets the TokenInfo its sessions check (it alone
+	// can); the identity it carries was authenticated below, once.
 	verify := func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-		// The SDK's middleware sets the TokenInfo the sessions check, but
-		// the token is read as on every other endpoint (BearerToken).
-		token, _, err := BearerToken(r.Header)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+		id := identityOf(ctx)
+		if id == nil {
+			return nil, fmt.Errorf("%w: not authenticated", auth.ErrInvalidToken)
 		}
-		actor, ok := authorize(token)
-		if !ok || actor == "" {
-			return nil, fmt.Errorf("%w: unknown bearer token", auth.ErrInvalidToken)
-		}
-		return &auth.TokenInfo{UserID: actor}, nil
+		return &auth.TokenInfo{UserID: id.Actor, Scopes: id.Scopes, Extra: map[string]any{identityExtra: id}}, nil
 	}
-	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(route)
+	sdk := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(route)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := a.Request(r)
+		if err == nil && id.Reader {
+			err = &authn.Error{Status: http.StatusForbidden, Description: "a reader token may read the log, not act: use an actor's token for /mcp"}
+		}
+		if err != nil {
+			a.WriteError(w, err)
+			return
+		}
+		ctx := context.WithValue(r.Context(), identityKey{}, id)
+		sdk.ServeHTTP(w, r.WithContext(log.WithAuth(ctx, id.Auth)))
+	})
 }
 
 // Close stops the downstream servers and waits for their supervisors.
@@ -331,6 +349,11 @@ func (p *Proxy) guard(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}()
 		p.noteInitialize(method, req)
+		if id := extraIdentity(req.GetExtra()); id != nil {
+			// The SDK's handlers run outside the HTTP request's context:
+			// the entries they write find the token's claims here.
+			ctx = log.WithAuth(ctx, id.Auth)
+		}
 		return next(ctx, method, req)
 	}
 }

@@ -114,6 +114,7 @@ func (p *Proxy) recordRead(ctx context.Context, e *log.ReadEntry, raw json.RawMe
 	}
 	sum := sha256.Sum256(canon)
 	e.ResultSHA256, e.ResultBytes = hex.EncodeToString(sum[:]), int64(len(raw))
+	e.Auth = log.AuthFrom(ctx)
 	b, err := e.Marshal()
 	if err != nil {
 		return "", err

@@ -83,7 +83,7 @@ func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.Canoni
 // for an entry that does not make it into the log is purged again.
 func (p *Proxy) recordCall(ctx context.Context, c *call) error {
 	e := &log.CallEntry{
-		Time: c.start, Actor: c.actor, Server: c.server, Tool: c.tool, ToolSHA256: c.toolSum,
+		Time: c.start, Actor: c.actor, Auth: log.AuthFrom(ctx), Server: c.server, Tool: c.tool, ToolSHA256: c.toolSum,
 		Args: c.args, ProtocolVersion: truncate(c.protocol, maxClientText),
 	}
 	if c.client != nil {
@@ -158,7 +158,7 @@ func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr erro
 // recordResult writes c's call.result entry and returns its receipt.
 func (p *Proxy) recordResult(ctx context.Context, c *call) (*log.Receipt, error) {
 	e := &log.CallResultEntry{
-		Time: c.start.Add(c.duration), Actor: c.actor, Call: c.index,
+		Time: c.start.Add(c.duration), Actor: c.actor, Auth: log.AuthFrom(ctx), Call: c.index,
 		IsError: c.isError, Release: c.release, Duration: c.duration,
 	}
 	if c.errText != "" {

@@ -19,7 +19,7 @@ import (
 func TestServerRequestsRideTheCallsStream(t *testing.T) {
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{{ID: "go", Command: []string{goEverything(t)}}}, nil)
-	srv := httptest.NewServer(p.HTTPHandler(func(tok string) (string, bool) { return testActor, tok == testToken }))
+	srv := httptest.NewServer(p.HTTPHandler(staticTokens(func(tok string) (string, bool) { return testActor, tok == testToken })))
 	t.Cleanup(srv.Close)
 	asked := 0
 	c := mcp.NewClient(&mcp.Implementation{Name: "sampler", Version: "1"}, &mcp.ClientOptions{

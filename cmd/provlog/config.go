@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/proxy"
+	"github.com/provlog/provlog/proxy/authn"
 )
 
 // Config is the sidecar's YAML configuration (DESIGN §4).
@@ -45,6 +45,9 @@ type Config struct {
 	Actors []TokenConfig `yaml:"actors"`
 	// Readers hold read-only tokens for the log API's entry contents.
 	Readers []TokenConfig `yaml:"readers"`
+	// Auth trusts identity providers' OAuth access tokens beside the
+	// static tokens (see package authn for its shape); nil: static only.
+	Auth *authn.Config `yaml:"auth"`
 	// PublicEntries serves entry bundles, entries and proofs without a token.
 	PublicEntries bool `yaml:"public_entries"`
 	// HandoffAnyActor lets handoff_task name actors the config does not
@@ -162,10 +165,16 @@ func loadConfig(path string) (*Config, error) {
 	if err := proxy.CheckServers(cfg.Servers); err != nil {
 		return nil, fmt.Errorf("config: servers: %w", err)
 	}
+	if err := cfg.loadAuth(); err != nil {
+		return nil, err
+	}
 	for _, list := range [][]TokenConfig{cfg.Actors, cfg.Readers} {
 		for _, t := range list {
 			if t.ID == "" {
 				return nil, errors.New("config: a token entry has no id")
+			}
+			if cfg.Auth.Owns(t.ID) {
+				return nil, fmt.Errorf("config: static actor %q is in an auth: issuer's actor namespace (its actor_prefix); give it another id", t.ID)
 			}
 			if h, err := hex.DecodeString(t.TokenSHA256); err != nil || len(h) != sha256.Size {
 				return nil, fmt.Errorf("config: token_sha256 of %q must be 64 hex digits (the SHA-256 of the token, never the token)", t.ID)
@@ -173,6 +182,32 @@ func loadConfig(path string) (*Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// loadAuth checks the auth: section and reads its introspection client
+// secrets.
+func (c *Config) loadAuth() error {
+	if c.Auth == nil {
+		return nil
+	}
+	if err := c.Auth.Check(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if c.Auth.Owns(c.Actor) {
+		return fmt.Errorf("config: actor %q is in an auth: issuer's actor namespace (its actor_prefix); give it another id", c.Actor)
+	}
+	for i := range c.Auth.Issuers {
+		in := c.Auth.Issuers[i].Introspection
+		if in == nil || in.ClientSecretFile == "" {
+			continue
+		}
+		b, err := os.ReadFile(c.path(in.ClientSecretFile))
+		if err != nil {
+			return fmt.Errorf("config: auth: reading the introspection client secret: %w", err)
+		}
+		in.ClientSecret = string(bytes.TrimSpace(b))
+	}
+	return nil
 }
 
 // path resolves a path written in the config file against the file's
@@ -269,13 +304,10 @@ func (t *tokens) mayReceiveHandoff(id string) bool {
 	return false
 }
 
-// fromRequest authenticates an HTTP request's bearer token.
-func (t *tokens) fromRequest(r *http.Request) (tokenEntry, bool) {
-	tok, _, err := proxy.BearerToken(r.Header)
-	if err != nil || tok == "" {
-		return tokenEntry{}, false
-	}
-	return t.lookup(tok)
+// static is t as the authenticator looks static tokens up.
+func (t *tokens) static(token string) (actor string, reader, ok bool) {
+	e, ok := t.lookup(token)
+	return e.actor, e.reader, ok
 }
 
 // ensureLocalToken returns the local actor's token hash, making the token file

@@ -22,6 +22,7 @@ import (
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/log/bundle"
+	"github.com/provlog/provlog/proxy/authn"
 )
 
 // DefaultRetentionInterval is how often retention runs.
@@ -37,14 +38,16 @@ func (s *sidecar) mayPurge(actor string) bool {
 
 // purgeHandler serves POST /log/purge.
 func (s *sidecar) purgeHandler(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.tokens.fromRequest(r)
-	if !ok || e.reader {
-		w.Header().Set("WWW-Authenticate", "Bearer")
-		http.Error(w, "purging needs the token of an actor listed under retention.purgers (default: the config's actor)", http.StatusUnauthorized)
+	id, err := s.authn.Request(r)
+	if err == nil && id.Reader {
+		err = &authn.Error{Status: http.StatusForbidden, Description: "a reader token may not purge"}
+	}
+	if err != nil {
+		s.authn.WriteError(w, fmt.Errorf("purging needs the token of an actor listed under retention.purgers (default: the config's actor): %w", err))
 		return
 	}
-	if !s.mayPurge(e.actor) {
-		http.Error(w, fmt.Sprintf("actor %q may not purge; list it under retention.purgers in the config", e.actor), http.StatusForbidden)
+	if !s.mayPurge(id.Actor) {
+		http.Error(w, fmt.Sprintf("actor %q may not purge; list it under retention.purgers in the config", id.Actor), http.StatusForbidden)
 		return
 	}
 	var req purgeRequest
@@ -54,17 +57,17 @@ func (s *sidecar) purgeHandler(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the body is not a purge request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	res, err := purge(r.Context(), s.seq, s.store, s.blobs, e.actor, req)
+	res, err := purge(r.Context(), s.seq, s.store, s.blobs, id.Actor, req)
 	if errors.Is(err, cli.ErrUsage) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	if err != nil {
-		s.logger.Error("purge failed", "actor", e.actor, "err", err)
+		s.logger.Error("purge failed", "actor", id.Actor, "err", err)
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	s.logger.Info("purged", "actor", e.actor, "reason", req.Reason, "blobs", len(res.Blobs), "entries", res.Entries, "dry_run", req.DryRun)
+	s.logger.Info("purged", "actor", id.Actor, "reason", req.Reason, "blobs", len(res.Blobs), "entries", res.Entries, "dry_run", req.DryRun)
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(res)
 }

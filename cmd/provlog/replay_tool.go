@@ -56,7 +56,7 @@ func registerReplayTool(s *mcp.Server, seq *server.Sequencer, actor func(context
 				return refuse("fields.%s is missing: give the replay report's range, runs and counts.", k)
 			}
 		}
-		b, err := (&log.Entry{Kind: "replay", Time: time.Now(), Actor: a, Fields: args.Fields}).Marshal()
+		b, err := (&log.Entry{Kind: "replay", Time: time.Now(), Actor: a, Auth: log.AuthFrom(ctx), Fields: args.Fields}).Marshal()
 		if err != nil {
 			return refuse("The entry cannot be made: %v.", err)
 		}

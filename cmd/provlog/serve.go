@@ -24,6 +24,7 @@ import (
 	"github.com/provlog/provlog/opp"
 	"github.com/provlog/provlog/opp/oppmcp"
 	"github.com/provlog/provlog/proxy"
+	"github.com/provlog/provlog/proxy/authn"
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -119,8 +120,11 @@ type sidecar struct {
 	// anchors anchors checkpoints (nil without anchors: in the config).
 	anchors *anchoring
 	tokens  *tokens
-	logger  *slog.Logger
-	start   time.Time
+	// authn authenticates every HTTP request's token: tokens, and the
+	// OAuth issuers of auth:.
+	authn  *authn.Authenticator
+	logger *slog.Logger
+	start  time.Time
 	// blobs holds retained payloads; retention purges them (purge_sidecar.go).
 	blobs         *blobs.Store
 	stopRetention context.CancelFunc
@@ -176,6 +180,10 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		return nil, err
 	}
 	sc := &sidecar{cfg: cfg, keys: k, store: store, tokens: tk, logger: logger, start: time.Now(), blobs: bs}
+	if sc.authn, err = authn.New(cfg.Auth, authn.Options{Static: tk.static, Logger: logger}); err != nil {
+		store.Close()
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			sc.close()
@@ -258,8 +266,8 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 // as, once the config lists actors (and does not set handoff_any_actor);
 // mayReceiveHandoff says yes to all otherwise.
 func (s *sidecar) handoffTarget(id string) error {
-	if id == s.cfg.Actor || s.tokens.mayReceiveHandoff(id) {
-		return nil
+	if id == s.cfg.Actor || s.tokens.mayReceiveHandoff(id) || s.cfg.Auth.Owns(id) {
+		return nil // a configured actor, or one of a trusted issuer's
 	}
 	return fmt.Errorf("no actor %q is configured here, so nobody could accept the task; hand it to an actor listed under actors: in the config, or set handoff_any_actor: true there", id)
 }
@@ -345,26 +353,21 @@ func (s *sidecar) handler() http.Handler {
 	mux := http.NewServeMux()
 	var authorized func(*http.Request) bool
 	if !s.cfg.PublicEntries {
-		authorized = func(r *http.Request) bool {
-			_, ok := s.tokens.fromRequest(r)
-			return ok
-		}
+		authorized = s.authn.Authorizer(authn.GroupLog)
 	}
 	api := server.APIOptions{Store: s.store, Seq: s.seq, Authorized: authorized, Signer: s.keys.signer}
 	if s.witness != nil {
 		api.Cosigned = s.witness.cos.Latest
 	}
-	mux.Handle("/log/", server.NewAPI(api))
-	ah := anchorsHandler(s.cfg.Data, authorized)
+	// Challenger gives the 401s of the log API, the anchors and the task
+	// view the same challenge as /mcp's (and a 403 for missing scopes).
+	mux.Handle("/log/", s.authn.Challenger(server.NewAPI(api)))
+	ah := s.authn.Challenger(anchorsHandler(s.cfg.Data, authorized))
 	mux.Handle("/log/anchors", ah)
 	mux.Handle("/log/anchors/", ah)
-	mux.Handle("/mcp", s.proxy.HTTPHandler(func(token string) (string, bool) {
-		e, ok := s.tokens.lookup(token)
-		if !ok || e.reader {
-			return "", false // readers may read the log, not act
-		}
-		return e.actor, true
-	}))
+	mux.Handle("/mcp", s.proxy.HTTPHandler(s.authn))
+	mux.Handle(authn.MetadataPath, s.authn.Metadata())
+	mux.Handle(authn.MetadataPath+"/", s.authn.Metadata())
 	mux.HandleFunc("POST /log/purge", s.purgeHandler)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /metrics", s.metrics)

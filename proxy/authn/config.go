@@ -1,0 +1,254 @@
+package authn
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults and bounds of [Config].
+const (
+	DefaultClockSkew = 30 * time.Second
+	MaxClockSkew     = 5 * time.Minute
+	// MaxActor is the longest actor id a token may map to (as opp's
+	// MaxActor).
+	MaxActor = 128
+)
+
+// DefaultAlgorithms are the JWS algorithms accepted when an issuer lists
+// none: asymmetric ones only.
+var DefaultAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// Config is the "auth:" section of the config (see the package doc).
+type Config struct {
+	// Resource is this sidecar's canonical URL as its clients reach it,
+	// e.g. https://provlog.example/mcp: the audience (RFC 8707 resource)
+	// every OAuth token must name, and the resource of the protected
+	// resource metadata. Required with issuers.
+	Resource string `yaml:"resource"`
+	// Issuers are the trusted authorization servers.
+	Issuers []IssuerConfig `yaml:"issuers"`
+	// Scopes are the scopes an OAuth token needs per tool group.
+	Scopes Scopes `yaml:"scopes"`
+	// ClockSkew is how far exp, nbf and iat may be off (default
+	// DefaultClockSkew, at most MaxClockSkew).
+	ClockSkew time.Duration `yaml:"clock_skew"`
+}
+
+// IssuerConfig is one trusted authorization server.
+type IssuerConfig struct {
+	// Issuer is the tokens' "iss", compared exactly.
+	Issuer string `yaml:"issuer"`
+	// DiscoveryURL is the issuer's OpenID Connect discovery document
+	// (or RFC 8414 metadata), which names jwks_uri and perhaps
+	// introspection_endpoint. Set it or JWKSURL (or only introspection).
+	DiscoveryURL string `yaml:"discovery_url"`
+	// JWKSURL is the issuer's JSON Web Key Set, when not discovered.
+	JWKSURL string `yaml:"jwks_url"`
+	// Algorithms are the JWS algorithms accepted (default
+	// DefaultAlgorithms); "none" and the HS* ones are refused.
+	Algorithms []string `yaml:"algorithms"`
+	// ActorClaim names the claim whose value becomes the actor (after
+	// ActorPrefix): "sub" (the default), "email", or any string claim.
+	ActorClaim string `yaml:"actor_claim"`
+	// ActorPrefix goes in front of every actor of this issuer (default:
+	// the issuer URL's host and path, then ":").
+	ActorPrefix string `yaml:"actor_prefix"`
+	// Introspection checks opaque tokens with the issuer (RFC 7662).
+	Introspection *IntrospectionConfig `yaml:"introspection"`
+}
+
+// IntrospectionConfig is an RFC 7662 token introspection endpoint and the
+// client credentials the sidecar authenticates to it with.
+type IntrospectionConfig struct {
+	// URL is the endpoint (default: the discovery document's
+	// introspection_endpoint).
+	URL      string `yaml:"url"`
+	ClientID string `yaml:"client_id"`
+	// ClientSecretFile holds the client secret; cmd reads it (relative
+	// to the config file) into ClientSecret.
+	ClientSecretFile string `yaml:"client_secret_file"`
+	ClientSecret     string `yaml:"-"`
+}
+
+// Scopes are the scopes required per tool group. An empty list requires
+// nothing beyond a valid token for this resource.
+type Scopes struct {
+	// Tools: the downstream servers' tools, resources and prompts.
+	Tools []string `yaml:"tools"`
+	// Tasks: the task tools (create_task, accept_task, ...).
+	Tasks []string `yaml:"tasks"`
+	// Log: the log API's protected reads and the provlog__ tools.
+	Log []string `yaml:"log"`
+}
+
+// A Group is what a request asks for, as far as scopes go.
+type Group int
+
+// Tool groups.
+const (
+	GroupTools Group = iota // a downstream server's tool, resource or prompt
+	GroupTasks              // a task tool
+	GroupLog                // a protected log read or a provlog__ tool
+)
+
+func (g Group) String() string {
+	switch g {
+	case GroupTools:
+		return "tools"
+	case GroupTasks:
+		return "tasks"
+	case GroupLog:
+		return "log"
+	}
+	return fmt.Sprintf("Group(%d)", int(g))
+}
+
+// of returns the scopes group g needs.
+func (s *Scopes) of(g Group) []string {
+	switch g {
+	case GroupTools:
+		return s.Tools
+	case GroupTasks:
+		return s.Tasks
+	case GroupLog:
+		return s.Log
+	}
+	return nil
+}
+
+// all returns every scope named, sorted, once each.
+func (s *Scopes) all() []string {
+	out := slices.Concat(s.Tools, s.Tasks, s.Log)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Enabled reports whether the config trusts any issuer.
+func (c *Config) Enabled() bool { return c != nil && len(c.Issuers) > 0 }
+
+// Check reports what is wrong with the config, and fills in defaults
+// (clock skew, algorithms, actor claims and prefixes). cmd calls it while
+// loading the config, before anything is opened.
+func (c *Config) Check() error {
+	if c.ClockSkew == 0 {
+		c.ClockSkew = DefaultClockSkew
+	}
+	if c.ClockSkew < 0 || c.ClockSkew > MaxClockSkew {
+		return fmt.Errorf("auth: clock_skew %s: want between 0s and %s", c.ClockSkew, MaxClockSkew)
+	}
+	if len(c.Issuers) == 0 {
+		if c.Resource != "" || len(c.Scopes.all()) > 0 {
+			return errors.New("auth: resource and scopes need at least one entry under issuers")
+		}
+		return nil
+	}
+	u, err := url.Parse(c.Resource)
+	if err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" || u.Fragment != "" || u.RawQuery != "" {
+		return fmt.Errorf("auth: resource %q: want this sidecar's canonical URL as clients reach it, such as https://provlog.example/mcp (no query or fragment)", c.Resource)
+	}
+	for _, s := range c.Scopes.all() {
+		if s == "" || strings.ContainsAny(s, " \"\\") || !isPrintableASCII(s) {
+			return fmt.Errorf("auth: scope %q: scopes are printable ASCII without spaces, quotes or backslashes (RFC 6749 §3.3)", s)
+		}
+	}
+	seen := map[string]bool{}
+	for i := range c.Issuers {
+		is := &c.Issuers[i]
+		if err := is.check(); err != nil {
+			return fmt.Errorf("auth: issuer %q: %w", is.Issuer, err)
+		}
+		if seen[is.Issuer] {
+			return fmt.Errorf("auth: issuer %q is listed twice", is.Issuer)
+		}
+		seen[is.Issuer] = true
+	}
+	for i, a := range c.Issuers {
+		for j, b := range c.Issuers {
+			if i != j && strings.HasPrefix(b.ActorPrefix, a.ActorPrefix) {
+				return fmt.Errorf("auth: actor_prefix %q of %q begins actor_prefix %q of %q, so their actors could collide; give each issuer a prefix that begins no other", a.ActorPrefix, a.Issuer, b.ActorPrefix, b.Issuer)
+			}
+		}
+	}
+	return nil
+}
+
+func (is *IssuerConfig) check() error {
+	u, err := url.Parse(is.Issuer)
+	if err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
+		return errors.New("issuer must be the http(s) URL the tokens name in iss")
+	}
+	for name, v := range map[string]string{"discovery_url": is.DiscoveryURL, "jwks_url": is.JWKSURL} {
+		if v == "" {
+			continue
+		}
+		if u, err := url.Parse(v); err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
+			return fmt.Errorf("%s %q is not an http(s) URL", name, v)
+		}
+	}
+	if is.DiscoveryURL != "" && is.JWKSURL != "" {
+		return errors.New("set discovery_url or jwks_url, not both")
+	}
+	if is.DiscoveryURL == "" && is.JWKSURL == "" && is.Introspection == nil {
+		return errors.New("set discovery_url or jwks_url (JWT access tokens), or introspection (opaque tokens)")
+	}
+	if len(is.Algorithms) == 0 {
+		is.Algorithms = DefaultAlgorithms
+	}
+	for _, a := range is.Algorithms {
+		if !slices.Contains(DefaultAlgorithms, a) {
+			return fmt.Errorf("algorithm %q is not accepted: choose from %s (asymmetric only; none and HS* are never accepted)", a, strings.Join(DefaultAlgorithms, ", "))
+		}
+	}
+	if is.ActorClaim == "" {
+		is.ActorClaim = "sub"
+	}
+	if is.ActorPrefix == "" {
+		is.ActorPrefix = strings.TrimSuffix(u.Host+u.Path, "/") + ":"
+	}
+	if !isPrintableASCII(is.ActorPrefix) || len(is.ActorPrefix) > MaxActor/2 {
+		return fmt.Errorf("actor_prefix %q: want printable ASCII of at most %d bytes", is.ActorPrefix, MaxActor/2)
+	}
+	if in := is.Introspection; in != nil {
+		if in.URL == "" && is.DiscoveryURL == "" {
+			return errors.New("introspection: set url (or discovery_url on the issuer)")
+		}
+		if in.URL != "" {
+			if u, err := url.Parse(in.URL); err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
+				return fmt.Errorf("introspection: url %q is not an http(s) URL", in.URL)
+			}
+		}
+		if in.ClientID == "" {
+			return errors.New("introspection: client_id is required (the sidecar authenticates to the endpoint)")
+		}
+	}
+	return nil
+}
+
+// Owns reports whether actor is in the namespace of a trusted issuer: it
+// begins with an issuer's actor prefix and has more after it. A handoff
+// may name such an actor, who need not have called yet; a static actor id
+// may not be one.
+func (c *Config) Owns(actor string) bool {
+	if c == nil {
+		return false
+	}
+	for _, is := range c.Issuers {
+		if len(actor) > len(is.ActorPrefix) && strings.HasPrefix(actor, is.ActorPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func isPrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,150 @@
+package authn
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/provlog/provlog/log"
+)
+
+// introspectTTL bounds how long an introspection answer is trusted
+// without asking again (a revoked token stops working within it).
+const introspectTTL = 30 * time.Second
+
+// introspect asks the configured introspection endpoints about an opaque
+// token (RFC 7662), in config order, and maps the first active answer to
+// an identity, held to the same checks as a JWT's claims.
+func (a *Authenticator) introspect(ctx context.Context, token string, sum [sha256.Size]byte, now time.Time) (*Identity, error) {
+	var last error
+	for _, is := range a.issuers {
+		if is.cfg.Introspection == nil {
+			continue
+		}
+		c, err := is.introspection(ctx, token, now)
+		if err != nil {
+			last = err
+			continue
+		}
+		if c.Active == nil || !*c.Active {
+			last = invalid("the token is not active (issuer %s)", is.cfg.Issuer)
+			continue
+		}
+		if c.Iss == "" {
+			c.Iss = is.cfg.Issuer // RFC 7662 makes iss optional: the endpoint speaks for its issuer
+		}
+		id, err := a.identity(is, c, sum, now, log.AuthViaIntrospection)
+		if err != nil {
+			return nil, err
+		}
+		id.until = now.Add(introspectTTL)
+		return id, nil
+	}
+	if last == nil {
+		return nil, invalid("unknown bearer token (not a static token, not a JWT of a trusted issuer, and no introspection endpoint is configured)")
+	}
+	return nil, last
+}
+
+// introspection posts the token to the issuer's endpoint.
+func (is *issuer) introspection(ctx context.Context, token string, now time.Time) (*claims, error) {
+	endpoint := is.introspectURL(ctx, now)
+	if endpoint == "" {
+		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "invalid_token",
+			Description: fmt.Sprintf("issuer %s's introspection endpoint is not known yet (its discovery document could not be fetched)", is.cfg.Issuer)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	in := is.cfg.Introspection
+	// RFC 6749 §2.3.1: client credentials form-encoded, then Basic.
+	req.SetBasicAuth(url.QueryEscape(in.ClientID), url.QueryEscape(in.ClientSecret))
+	resp, err := is.a.opts.HTTPClient.Do(req)
+	if err != nil {
+		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "invalid_token",
+			Description: fmt.Sprintf("issuer %s's introspection endpoint cannot be reached: %v", is.cfg.Issuer, scrubURL(err))}
+	}
+	defer resp.Body.Close()
+	var raw json.RawMessage
+	if err := decodeAnswer(resp, endpoint, &raw); err != nil {
+		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "invalid_token",
+			Description: fmt.Sprintf("issuer %s's introspection failed: %v", is.cfg.Issuer, err)}
+	}
+	return parseClaims(raw)
+}
+
+// introspectURL returns the endpoint, discovering it if need be.
+func (is *issuer) introspectURL(ctx context.Context, now time.Time) string {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if is.introspect == "" && !is.discovered && (is.lastFetch.IsZero() || now.Sub(is.lastFetch) >= is.a.opts.MinRefresh) {
+		is.lastFetch = now
+		if err := is.discover(ctx); err != nil {
+			is.a.opts.Logger.Warn("authn: discovering an issuer's introspection endpoint failed", "issuer", is.cfg.Issuer, "err", err)
+		}
+	}
+	return is.introspect
+}
+
+// scrubURL drops the URL from a client error (it is the endpoint's, but
+// errors from net/http repeat it at length).
+func scrubURL(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err
+	}
+	return err
+}
+
+// validated remembers tokens already validated, by SHA-256, until they
+// expire (or, for introspected tokens, for introspectTTL), so that a
+// client's next calls need no signature check or round trip. It holds at
+// most maxValidated tokens; when full, it starts again empty.
+type validated struct {
+	mu sync.RWMutex
+	m  map[[sha256.Size]byte]*Identity
+}
+
+const maxValidated = 4096
+
+func newValidated() *validated {
+	return &validated{m: map[[sha256.Size]byte]*Identity{}}
+}
+
+// get returns the identity of a token validated before and still valid
+// at now, with keys of the same generation.
+func (v *validated) get(sum [sha256.Size]byte, now time.Time) *Identity {
+	v.mu.RLock()
+	id := v.m[sum]
+	v.mu.RUnlock()
+	if id == nil {
+		return nil
+	}
+	if !id.fresh(now) {
+		v.mu.Lock()
+		delete(v.m, sum)
+		v.mu.Unlock()
+		return nil
+	}
+	return id
+}
+
+func (v *validated) put(sum [sha256.Size]byte, id *Identity) {
+	v.mu.Lock()
+	if len(v.m) >= maxValidated {
+		clear(v.m)
+	}
+	v.m[sum] = id
+	v.mu.Unlock()
+}

@@ -1,0 +1,95 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/proxy/authn"
+)
+
+// How the HTTP front's authentication reaches the handlers: the identity
+// HTTPHandler authenticated rides the request's context, and the SDK's
+// TokenInfo under identityExtra (the SDK's handlers see only that).
+
+type identityKey struct{}
+
+const identityExtra = "dev.provlog/identity"
+
+func identityOf(ctx context.Context) *authn.Identity {
+	id, _ := ctx.Value(identityKey{}).(*authn.Identity)
+	return id
+}
+
+func extraIdentity(ex *mcp.RequestExtra) *authn.Identity {
+	if ex == nil || ex.TokenInfo == nil {
+		return nil
+	}
+	id, _ := ex.TokenInfo.Extra[identityExtra].(*authn.Identity)
+	return id
+}
+
+// rpcPeek is what checkScopes reads of a JSON-RPC message.
+type rpcPeek struct {
+	Method string `json:"method"`
+	Params struct {
+		Name string `json:"name"`
+	} `json:"params"`
+}
+
+// checkScopes returns a's 403 error when id's token lacks the scopes of
+// the tool group body (one JSON-RPC message, or a batch) asks for: a
+// downstream server's tool, resource or prompt, a provlog__ tool (the
+// log's group), or another of the sidecar's own tools (the task tools).
+// Requests of no group (initialize, lists, pings) need only a valid
+// token. A body it cannot read must satisfy every group.
+func (p *Proxy) checkScopes(a *authn.Authenticator, id *authn.Identity, body []byte) error {
+	if id.Static {
+		return nil // static tokens hold every scope
+	}
+	var msgs []rpcPeek
+	t := bytes.TrimLeft(body, " \t\r\n")
+	var err error
+	if len(t) > 0 && t[0] == '[' {
+		err = json.Unmarshal(t, &msgs)
+	} else {
+		msgs = make([]rpcPeek, 1)
+		err = json.Unmarshal(t, &msgs[0])
+	}
+	if err != nil {
+		for _, g := range []authn.Group{authn.GroupTools, authn.GroupTasks, authn.GroupLog} {
+			if err := a.Require(id, g); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, m := range msgs {
+		if g, ok := p.groupOf(m.Method, m.Params.Name); ok {
+			if err := a.Require(id, g); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// groupOf returns the tool group of a request, if it has one.
+func (p *Proxy) groupOf(method, name string) (authn.Group, bool) {
+	switch method {
+	case "tools/call":
+		switch {
+		case p.router.owner(toolNames, name) != nil:
+			return authn.GroupTools, true
+		case strings.HasPrefix(name, ownPrefix):
+			return authn.GroupLog, true
+		}
+		return authn.GroupTasks, true
+	case "resources/read", "resources/subscribe", "prompts/get", "completion/complete":
+		return authn.GroupTools, true
+	}
+	return 0, false
+}
