@@ -1,0 +1,158 @@
+package main
+
+// What /proc and the machine say: memory, CPU time, sockets, load, the
+// fsync probe, the file system and the CPU model.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// vmHWM returns a process's peak resident set size in MiB.
+func vmHWM(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			if err != nil {
+				return 0, err
+			}
+			return kb / 1024, nil
+		}
+	}
+	return 0, errors.New("no VmHWM")
+}
+
+// cpuTime returns the user+system CPU time of a process (all threads), in
+// the kernel's clock ticks (USER_HZ, 100 per second on Linux).
+func cpuTime(pid int) time.Duration {
+	path := "/proc/self/stat"
+	if pid != 0 {
+		path = fmt.Sprintf("/proc/%d/stat", pid)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * (time.Second / 100)
+}
+
+// timeWait returns the IPv4 TCP sockets in TIME_WAIT with port at either
+// end, by their address pair (/proc/net/tcp). Port 0 watches nothing.
+func timeWait(port int) map[string]bool {
+	out := map[string]bool{}
+	if port == 0 {
+		return out
+	}
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return out
+	}
+	hexPort := fmt.Sprintf(":%04X", port)
+	for l := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 || f[3] != "06" { // 06: TIME_WAIT
+			continue
+		}
+		if strings.HasSuffix(f[1], hexPort) || strings.HasSuffix(f[2], hexPort) {
+			out[f[1]+"-"+f[2]] = true
+		}
+	}
+	return out
+}
+
+// fsyncProbe times n 4 KiB appends each followed by fdatasync in dir (as
+// logbench does): how busy the disk under the data dirs is.
+func fsyncProbe(dir string, n int) string {
+	f, err := os.CreateTemp(dir, "fsync-probe-")
+	if err != nil {
+		return "failed: " + err.Error()
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 4096)
+	lat := make([]time.Duration, 0, n)
+	for range n {
+		t0 := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			return "failed: " + err.Error()
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			return "failed: " + err.Error()
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	return fmt.Sprintf("p50 %s, p99 %s", ms(pct(lat, 50)), ms(pct(lat, 99)))
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// filesystemOf returns "<fstype> <device> on <mountpoint>" for the mount
+// holding dir, from /proc/mounts.
+func filesystemOf(dir string) string {
+	p, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		p = dir
+	}
+	p, _ = filepath.Abs(p)
+	b, err := os.ReadFile("/proc/mounts")
+	if err != nil {
+		return "unknown filesystem"
+	}
+	best, bestLen := "unknown filesystem", -1
+	for l := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 {
+			continue
+		}
+		mp := strings.ReplaceAll(f[1], `\040`, " ")
+		if (p == mp || mp == "/" || strings.HasPrefix(p, mp+"/")) && len(mp) > bestLen {
+			best, bestLen = fmt.Sprintf("%s %s on %s", f[2], f[0], mp), len(mp)
+		}
+	}
+	return best
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
