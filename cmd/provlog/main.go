@@ -2,7 +2,7 @@
 //
 // Usage:
 //
-//	provlog serve [--config F] [--data D] [--http ADDR]
+//	provlog serve [--config F] [--data D] [--http ADDR] [--pprof ADDR]
 //	provlog keygen [--origin O] --data D
 //	provlog vkey --data D
 //	provlog prove (--data D | --log URL) (--index N | --leaf-hash HEX) [--size S] [--format tlog-proof|cose]
@@ -47,7 +47,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"serve", "[--config F] [--data D] [--http ADDR]", "run the sidecar", runServe},
+		{"serve", "[--config F] [--data D] [--http ADDR] [--pprof ADDR]", "run the sidecar", runServe},
 		{"keygen", "[--origin O] --data D", "make the log's keys in a new data dir", runKeygen},
 		{"vkey", "--data D", "print the log's verifier key", runVKey},
 		{"prove", "(--data D | --log URL) (--index N | --leaf-hash HEX) [--size S] [--format tlog-proof|cose]", "print a tlog-proof receipt (or an RFC 9942 COSE receipt)", runProve},

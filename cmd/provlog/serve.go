@@ -34,8 +34,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	addr := fs.String("http", "", "serve MCP at /mcp and the log API on this address (default: MCP over stdio)")
 	storeURL := fs.String("store", "", "keep the log in PostgreSQL (postgres://…) instead of Pebble in the data dir; overrides the config's store")
 	verify := fs.Bool("verify-on-open", false, "read every block of the log store before serving (config verify_on_open)")
+	pprofAddr := fs.String("pprof", "", "serve Go's profiling endpoints (/debug/pprof/) on this loopback address (default: off)")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
+	}
+	var pln net.Listener
+	if *pprofAddr != "" {
+		var err error
+		if pln, err = listenPprof(*pprofAddr); err != nil {
+			return err
+		}
+		defer pln.Close()
 	}
 	// stdout carries MCP in stdio mode, so the process log goes to stderr.
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
@@ -47,6 +56,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	logger, _ = newLogger(stderr, cfg.Log) // loadConfig checked cfg.Log
+	if pln != nil {
+		pctx, stopPprof := context.WithCancel(ctx)
+		defer stopPprof()
+		go servePprof(pctx, pln, logger)
+	}
 	if *data != "" {
 		cfg.Data = *data
 	}

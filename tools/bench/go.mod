@@ -5,6 +5,7 @@ go 1.26
 replace github.com/provlog/provlog => ../..
 
 require (
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/provlog/provlog v0.0.0-00010101000000-000000000000

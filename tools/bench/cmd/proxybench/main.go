@@ -119,7 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.provlog, "provlog", "", "provlog binary to use (default: go build ./cmd/provlog from the main module)")
 	fs.StringVar(&c.dir, "dir", "", "work dir for binaries, data dirs and logs (default: a new temp dir, removed afterwards)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work dir (data dirs and process logs)")
-	fs.StringVar(&c.profDir, "cpuprofile-dir", "", "build provlog with a profiling hook (a -overlay file; the tree is not touched) and write a CPU profile (and a heap profile at the end, .heap) per provlog process here")
+	fs.StringVar(&c.profDir, "cpuprofile-dir", "", "read every provlog process's profiles from provlog serve --pprof and write here its CPU profile (its whole run, merged from one-second profiles) and its heap profile at the end (.heap)")
 	fs.StringVar(&phases, "phases", "stdio,http,tput,tasks", "which parts to run: stdio (A1), http (A2), tput (A3), tasks (B)")
 	fs.DurationVar(&c.targetP50, "target-added-p50", time.Millisecond, "Issue 3 target for added p50 latency per call at 1 client (0: not judged)")
 	fs.DurationVar(&c.targetP99, "target-added-p99", 10*time.Millisecond, "Issue 3 target for added p99 latency per call at 1 client (0: not judged)")

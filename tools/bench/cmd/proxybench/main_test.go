@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/pprof/profile"
 )
 
 // TestProxyBenchQuick runs proxybench -quick end to end: it builds provlog,
@@ -32,7 +35,8 @@ func TestProxyBenchQuick(t *testing.T) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	if err := run(ctx, []string{"-quick", "-dir", t.TempDir()}, &stdout, &stderr); err != nil {
+	prof := t.TempDir()
+	if err := run(ctx, []string{"-quick", "-dir", t.TempDir(), "-cpuprofile-dir", prof}, &stdout, &stderr); err != nil {
 		t.Fatalf("proxybench -quick: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	t.Logf("proxybench -quick took %v\n%s", time.Since(start).Round(time.Second), stdout.String())
@@ -57,6 +61,24 @@ func TestProxyBenchQuick(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
+		}
+	}
+
+	// -cpuprofile-dir: each provlog process's CPU profile (read from serve
+	// --pprof) and heap profile, parseable, the CPU one with samples.
+	for _, name := range []string{"provlog-stdio", "provlog-http", "provlog-tasks"} {
+		for _, f := range []string{name + ".pprof", name + ".pprof.heap"} {
+			b, err := os.ReadFile(filepath.Join(prof, f))
+			if err != nil {
+				t.Errorf("profile: %v", err)
+				continue
+			}
+			p, err := profile.ParseData(b)
+			if err != nil {
+				t.Errorf("%s: %v", f, err)
+			} else if strings.HasSuffix(f, ".pprof") && len(p.Sample) == 0 {
+				t.Errorf("%s: no samples", f)
+			}
 		}
 	}
 }

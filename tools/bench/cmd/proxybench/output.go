@@ -202,7 +202,7 @@ func (b *bench) print(w io.Writer, date time.Time, load, fsync [2]string, took t
 	fmt.Fprintf(w, "- provlog: %s; downstream: go-sdk v1.8.0 conformance everything-server (%s), tool %s; client: go-sdk v1.8.0 mcp.Client, protocol %s\n",
 		b.buildN, c.everything, c.tool, protocolVersion)
 	if c.profDir != "" {
-		fmt.Fprintf(w, "- profiling hook (CPU, and heap at the end) on in every provlog process (profiles in %s)\n", c.profDir)
+		fmt.Fprintf(w, "- profiling on in every provlog process (serve --pprof; CPU, and heap at the end; profiles in %s)\n", c.profDir)
 	}
 	fmt.Fprintln(w)
 

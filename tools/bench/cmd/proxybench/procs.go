@@ -22,22 +22,25 @@ import (
 type proc struct {
 	name    string
 	cmd     *exec.Cmd
-	log     string // stderr file
-	profile string // CPU profile path, "" if none
-	owned   bool   // started by proxybench itself (it waits for it)
+	log     string    // stderr file
+	prof    *profiler // nil unless -cpuprofile-dir
+	owned   bool      // started by proxybench itself (it waits for it)
 	done    chan struct{}
 	stopped bool
 }
 
 func (b *bench) newProc(name string, env []string, bin string, args ...string) (*proc, error) {
 	p := &proc{name: name, log: filepath.Join(b.c.dir, name+".log"), done: make(chan struct{})}
+	if b.c.profDir != "" && bin == b.bin {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--pprof", addr)
+		p.prof = startProfiler(addr, filepath.Join(b.c.profDir, name+".pprof"), b.logf)
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
-	if b.c.profDir != "" && bin == b.bin {
-		p.profile = filepath.Join(b.c.profDir, name+".pprof")
-		os.Remove(p.profile)
-		cmd.Env = append(cmd.Env, "PROXYBENCH_CPUPROFILE="+p.profile)
-	}
 	f, err := os.Create(p.log)
 	if err != nil {
 		return nil, err
@@ -77,27 +80,11 @@ func (p *proc) exited() bool {
 	}
 }
 
-// collectProfile asks a profiled provlog to write its CPU profile and waits
-// for the file.
-func (b *bench) collectProfile(p *proc) {
-	if p.profile == "" || p.cmd.Process == nil {
-		return
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
-		b.logf("profile of %s: %v", p.name, err)
-		return
-	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(p.profile); err == nil {
-			b.res.profiles = append(b.res.profiles, p.profile, p.profile+".heap")
-			return
-		}
-	}
-	b.logf("profile of %s: not written within 10 s", p.name)
-}
-
 // stop ends an owned process: SIGTERM, then SIGKILL after 10 s.
 func (p *proc) stop() {
+	if p.prof != nil {
+		p.prof.stop()
+	}
 	if !p.owned || p.stopped || p.cmd.Process == nil {
 		return
 	}
