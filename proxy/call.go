@@ -38,6 +38,7 @@ type call struct {
 	client       *mcp.Implementation
 	protocol     string
 	index        uint64 // the call entry's, once written
+	entry        []byte // the call entry, once written
 
 	duration    time.Duration
 	result      json.RawMessage // the downstream result as received, if any
@@ -78,18 +79,32 @@ func (d *downstream) toolHandler(front, tool string) mcp.ToolHandler {
 // is durable, and nothing goes back to the client unless the outcome is.
 func (p *Proxy) callTool(ctx context.Context, d *downstream, front, tool string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	start := time.Now()
+	transport := "pipe"
+	if req.Extra != nil && req.Extra.Header != nil {
+		transport = "tcp"
+	}
+	var (
+		c    *call
+		rerr *jsonrpc.Error
+	)
+	ctx, span := p.startSpan(ctx, traceCall{front: front, meta: req.Params.Meta, session: sessionID(req.Session),
+		protocol: req.ProtocolVersion(), transport: transport})
+	defer func() { span.end(c, rerr) }()
 	actor, err := p.actor(ctx, req)
 	if err != nil {
-		return nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
+		rerr = rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
+		return nil, rerr
 	}
-	c, rerr := p.startCall(ctx, d, front, tool, actor, start, req.Params.Arguments, nil, req.ClientInfo(), req.ProtocolVersion())
+	c, rerr = p.startCall(ctx, d, front, tool, actor, start, req.Params.Arguments, nil, req.ClientInfo(), req.ProtocolVersion())
 	if rerr != nil {
 		return nil, rerr
 	}
 	defer c.withdraw()
+	span.recorded(c)
 
 	res, callErr := p.forwardCall(ctx, d, tool, req, c)
-	receipt, rerr := p.settle(ctx, d, c, callErr)
+	var receipt string
+	receipt, rerr = p.settle(ctx, d, c, callErr)
 	if rerr != nil {
 		if receipt != "" && ctx.Err() != nil {
 			return nil, ctx.Err() // recorded, but cancelled by the client: nobody is listening
@@ -104,6 +119,14 @@ func (p *Proxy) callTool(ctx context.Context, d *downstream, front, tool string,
 	return res, nil
 }
 
+// sessionID is ss's id, "" for none.
+func sessionID(ss *mcp.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	return ss.ID()
+}
+
 // forwardCall makes the downstream call, filling in c's outcome.
 func (p *Proxy) forwardCall(ctx context.Context, d *downstream, tool string, req *mcp.CallToolRequest, c *call) (*mcp.CallToolResult, error) {
 	cs, err := d.session()
@@ -112,6 +135,7 @@ func (p *Proxy) forwardCall(ctx context.Context, d *downstream, tool string, req
 		return nil, err
 	}
 	params := &mcp.CallToolParams{Name: tool, Meta: d.downMeta(req.Params.Meta)}
+	p.injectTrace(ctx, params.Meta)
 	if len(req.Params.Arguments) > 0 {
 		params.Arguments = req.Params.Arguments
 	}

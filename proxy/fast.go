@@ -398,23 +398,32 @@ func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontS
 		Params:  &mcp.CallToolParamsRaw{Name: fc.front, Arguments: fc.args},
 		Extra:   &mcp.RequestExtra{TokenInfo: ti, Header: r.Header},
 	}
+	var (
+		c    *call
+		rerr *jsonrpc.Error
+	)
+	ctx, span := p.startSpan(ctx, traceCall{front: fc.front, rawMeta: fc.meta, session: sessionID(fs.ss), protocol: fs.protocol, id: id, transport: "tcp"})
+	defer func() { span.end(c, rerr) }()
 	actor, err := p.actor(ctx, req)
 	if err != nil {
-		writeRPC(w, id, nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err))
+		rerr = rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
+		writeRPC(w, id, nil, rerr)
 		return
 	}
-	c, rerr := p.startCall(ctx, d, fc.front, fc.tool, actor, start, fc.args, fc.argsCanon, fs.client, fs.protocol)
+	c, rerr = p.startCall(ctx, d, fc.front, fc.tool, actor, start, fc.args, fc.argsCanon, fs.client, fs.protocol)
 	if rerr != nil {
 		writeRPC(w, id, nil, rerr)
 		return
 	}
 	defer c.withdraw()
+	span.recorded(c)
 
 	var callErr error
 	if d.cfg.URL != "" {
 		// Noted as in progress, so that server requests and log messages
 		// sent outside the call's stream find its session.
 		callID := d.calls.begin(fs.ss, ctx)
+		fc.meta = p.injectTraceRaw(ctx, fc.meta)
 		callErr = p.rawHTTPCall(ctx, fs, fc, c)
 		d.calls.end(callID)
 	} else {
@@ -424,14 +433,16 @@ func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontS
 		_, callErr = p.forwardCall(ctx, d, fc.tool, req, c) // notes the call itself
 	}
 	// A cancelled call still gets an answer: the POST needs one.
-	receipt, rerr := p.settle(ctx, d, c, callErr)
+	var receipt string
+	receipt, rerr = p.settle(ctx, d, c, callErr)
 	if rerr != nil {
 		writeRPC(w, id, nil, rerr)
 		return
 	}
 	res, err := d.frontResult(c.result, receipt)
 	if err != nil {
-		writeRPC(w, id, nil, rpcError(jsonrpc.CodeInternalError, "provlog: server %q: %v", d.cfg.ID, err))
+		rerr = rpcError(jsonrpc.CodeInternalError, "provlog: server %q: %v", d.cfg.ID, err)
+		writeRPC(w, id, nil, rerr)
 		return
 	}
 	writeRPC(w, id, res, nil)

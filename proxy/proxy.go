@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
@@ -80,6 +81,9 @@ type Options struct {
 	// Logger receives the proxy's own log lines (default: discarded). Tool
 	// arguments never reach it.
 	Logger *slog.Logger
+	// Tracer, if set, makes a span of every tools/call to a downstream
+	// server (trace.go); nil: no spans, at no cost.
+	Tracer trace.Tracer
 
 	// Version is provlog's version, sent as serverInfo upstream and as
 	// clientInfo downstream (default "devel").

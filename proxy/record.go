@@ -105,7 +105,7 @@ func (p *Proxy) recordCall(ctx context.Context, c *call) error {
 		var r *log.Receipt
 		r, err = p.append(ctx, nil, b)
 		if err == nil {
-			c.index = r.Index
+			c.index, c.entry = r.Index, b
 		}
 	}
 	if err != nil {
@@ -120,10 +120,16 @@ func (p *Proxy) recordCall(ctx context.Context, c *call) error {
 func (p *Proxy) append(ctx context.Context, c *call, entry []byte) (*log.Receipt, error) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 	defer cancel()
+	actx, end := p.appendSpan(actx, c)
+	var r *log.Receipt
+	var err error
 	if c != nil && c.expected != nil {
-		return c.expected.Append(actx, entry)
+		r, err = c.expected.Append(actx, entry)
+	} else {
+		r, err = p.opts.Log.Append(actx, entry)
 	}
-	return p.opts.Log.Append(actx, entry)
+	end(r, err)
+	return r, err
 }
 
 // settle ends call c, which the downstream answered with callErr (nil:

@@ -83,6 +83,10 @@ type Config struct {
 	// Health tunes what /healthz calls degraded.
 	Health HealthConfig `yaml:"health"`
 
+	// OTel exports a span per proxied tool call over OTLP (otel.go); nil:
+	// no traces.
+	OTel *OTelConfig `yaml:"otel"`
+
 	// Sessions limit the HTTP front's stateful MCP sessions.
 	Sessions SessionsConfig `yaml:"sessions"`
 
@@ -156,6 +160,9 @@ func loadConfig(path string) (*Config, error) {
 		}
 	}
 	if _, err := newLogger(io.Discard, cfg.Log); err != nil {
+		return nil, err
+	}
+	if err := cfg.OTel.check(); err != nil {
 		return nil, err
 	}
 	var err error

@@ -131,6 +131,8 @@ type sidecar struct {
 	// witness collects cosignatures (nil without configured witnesses).
 	witness     *witnessing
 	stopWitness context.CancelFunc
+	// stopTracing flushes and stops the OTLP exporter (nil: none).
+	stopTracing func()
 	// anchors anchors checkpoints (nil without anchors: in the config).
 	anchors *anchoring
 	tokens  *tokens
@@ -243,6 +245,11 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		}
 		return "", errors.New("no authenticated actor: send Authorization: Bearer <token>")
 	}
+	tracer, stopTracing, err := startTracing(ctx, cfg.OTel, k.signer.Name(), logger)
+	if err != nil {
+		return nil, err
+	}
+	sc.stopTracing = stopTracing
 	sc.proxy, err = proxy.New(ctx, proxy.Options{
 		Servers: cfg.Servers,
 		Log:     sc.seq,
@@ -254,6 +261,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		},
 		Verifier:    k.verifier,
 		Logger:      proxyLogger(logger),
+		Tracer:      tracer,
 		Version:     version,
 		MaxSessions: cfg.Sessions.Max,
 		SessionIdle: time.Duration(cfg.Sessions.Idle),
@@ -305,6 +313,9 @@ func (s *sidecar) close() {
 		if err := s.proxy.Close(); err != nil {
 			s.logger.Error("closing proxy", "err", err)
 		}
+	}
+	if s.stopTracing != nil {
+		s.stopTracing() // after the proxy: its last spans are flushed
 	}
 	if s.stopWitness != nil {
 		s.stopWitness()

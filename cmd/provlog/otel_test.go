@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/provlog/provlog/log"
+)
+
+// otlpReceiver is an OTLP/HTTP trace receiver (protobuf, as the
+// specification's /v1/traces has it), decoding with the OpenTelemetry
+// protocol's own generated types: what a collector's otlpreceiver does
+// before it hands spans on.
+type otlpReceiver struct {
+	URL string
+
+	mu       sync.Mutex
+	spans    []*tracepb.Span
+	resource map[string]string
+	headers  []http.Header
+}
+
+func startOTLPReceiver(t *testing.T) *otlpReceiver {
+	r := &otlpReceiver{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" || req.Header.Get("Content-Type") != "application/x-protobuf" {
+			http.Error(w, "want a protobuf POST to /v1/traces", http.StatusUnsupportedMediaType)
+			return
+		}
+		var body io.Reader = req.Body
+		if req.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(req.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			body = zr
+		}
+		b, err := io.ReadAll(body)
+		var msg coltracepb.ExportTraceServiceRequest
+		if err == nil {
+			err = proto.Unmarshal(b, &msg)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.mu.Lock()
+		r.headers = append(r.headers, req.Header.Clone())
+		for _, rs := range msg.ResourceSpans {
+			r.resource = attrStrings(rs.GetResource().GetAttributes())
+			for _, ss := range rs.ScopeSpans {
+				r.spans = append(r.spans, ss.Spans...)
+			}
+		}
+		r.mu.Unlock()
+		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(out)
+	}))
+	t.Cleanup(srv.Close)
+	r.URL = srv.URL
+	return r
+}
+
+func (r *otlpReceiver) span(name string) *tracepb.Span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.spans {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func attrStrings(kvs []*commonpb.KeyValue) map[string]string {
+	m := map[string]string{}
+	for _, kv := range kvs {
+		switch v := kv.GetValue().GetValue().(type) {
+		case *commonpb.AnyValue_StringValue:
+			m[kv.Key] = v.StringValue
+		case *commonpb.AnyValue_IntValue:
+			m[kv.Key] = strconv.FormatInt(v.IntValue, 10)
+		}
+	}
+	return m
+}
+
+// TestTracesOTLP runs the sidecar as a process with otel: pointing at an
+// OTLP/HTTP receiver, and a stdio downstream. A call whose _meta carries a
+// traceparent becomes a span in the client's trace, with the MCP
+// attributes and the index and leaf hash of its call entry, which the log
+// serves. The batch delay is a minute, so the spans arrive only because
+// SIGTERM flushes them.
+func TestTracesOTLP(t *testing.T) {
+	rcv := startOTLPReceiver(t)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "60000")
+	exe, _ := os.Executable()
+	const token = "otel-test-token"
+	sum := sha256.Sum256([]byte(token))
+	cfg := map[string]any{
+		"data":    filepath.Join(t.TempDir(), "data"),
+		"origin":  "provlog.test/otel",
+		"actors":  []map[string]any{{"id": "alice", "token_sha256": hex.EncodeToString(sum[:])}},
+		"servers": []map[string]any{{"id": "fx", "command": []string{exe, "-test.run=^$"}, "env": map[string]string{sidefxEnv: filepath.Join(t.TempDir(), "fx.txt")}}},
+		"otel":    map[string]any{"endpoint": rcv.URL, "headers": map[string]string{"X-Collector-Key": "k-123"}, "service_name": "provlog-test"},
+	}
+	cfgPath := filepath.Join(t.TempDir(), "provlog.yaml")
+	cb, _ := json.Marshal(cfg)
+	os.WriteFile(cfgPath, cb, 0o600)
+	sp, err := startFxSidecar(t, "--config", cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			sp.kill()
+		}
+	}()
+	waitTools(t, sp.base, token, []string{"fx__append"})
+
+	const parentTrace, parentSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	cs := connectHTTP(t, sp.base, token)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__append", Arguments: map[string]any{"text": "traced"},
+		Meta: mcp.Meta{"traceparent": "00-" + parentTrace + "-" + parentSpan + "-01"}})
+	if err != nil || res.IsError {
+		t.Fatalf("fx__append: %v %v", err, res)
+	}
+	rc, _ := res.Meta["dev.provlog/receipt"].(string)
+	r, err := log.ParseReceipt([]byte(rc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resultEntry := getEntry(t, sp.base, token, r.Index)
+	e, _ := log.ParseEntry(resultEntry)
+	cr, err := log.ParseCallResult(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	callEntry := getEntry(t, sp.base, token, cr.Call)
+	if rcv.span("tools/call fx__append") != nil {
+		t.Fatal("a span arrived before the batch delay or shutdown: the test cannot tell that shutdown flushes")
+	}
+
+	sp.stop(t)
+	stopped = true
+	s := rcv.span("tools/call fx__append")
+	if s == nil {
+		t.Fatalf("no span reached the receiver at shutdown; sidecar said: %s", sp.stderr.String())
+	}
+	if got := hex.EncodeToString(s.TraceId); got != parentTrace {
+		t.Errorf("trace id %s, want the client's %s", got, parentTrace)
+	}
+	if got := hex.EncodeToString(s.ParentSpanId); got != parentSpan {
+		t.Errorf("parent span %s, want the client's %s", got, parentSpan)
+	}
+	if s.Kind != tracepb.Span_SPAN_KIND_SERVER {
+		t.Errorf("span kind %v, want server", s.Kind)
+	}
+	attrs := attrStrings(s.Attributes)
+	for k, v := range map[string]string{
+		"mcp.method.name": "tools/call", "gen_ai.tool.name": "fx__append", "gen_ai.operation.name": "execute_tool",
+		"mcp.protocol.version": "2025-11-25", "network.transport": "tcp", "provlog.actor": "alice", "provlog.server": "fx",
+		"provlog.log.index":     strconv.FormatUint(cr.Call, 10),
+		"provlog.log.leaf_hash": hex.EncodeToString(log.LeafHash(callEntry)),
+	} {
+		if attrs[k] != v {
+			t.Errorf("%s = %q, want %q", k, attrs[k], v)
+		}
+	}
+	if attrs["jsonrpc.request.id"] == "" || attrs["mcp.session.id"] == "" {
+		t.Errorf("no jsonrpc.request.id or mcp.session.id: %v", attrs)
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if rcv.resource["service.name"] != "provlog-test" || rcv.resource["provlog.log.origin"] != "provlog.test/otel" {
+		t.Errorf("resource %v: want service.name provlog-test and the log's origin", rcv.resource)
+	}
+	if len(rcv.headers) == 0 || rcv.headers[0].Get("X-Collector-Key") != "k-123" {
+		t.Errorf("the configured header did not reach the receiver")
+	}
+	if strings.Contains(sp.stderr.String(), "k-123") {
+		t.Errorf("the exporter's header value reached stderr")
+	}
+}
+
+// TestOTelConfig: an otel: block names what is wrong with it.
+func TestOTelConfig(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"otel: {}\n", "otel: endpoint is required"},
+		{"otel: {endpoint: localhost:4318}\n", "must be an http:// or https:// URL"},
+		{"otel: {endpoint: http://c:4318, batch: 1}\n", "field batch not found"},
+	} {
+		p := filepath.Join(t.TempDir(), "c.yaml")
+		os.WriteFile(p, []byte(tc.text), 0o600)
+		_, err := loadConfig(p)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.text, err, tc.want)
+		}
+	}
+	for in, want := range map[string]string{"http://c:4318": "http://c:4318/v1/traces", "https://c/otlp/v1/traces": "https://c/otlp/v1/traces"} {
+		if got, err := (&OTelConfig{Endpoint: in}).tracesURL(); err != nil || got != want {
+			t.Errorf("endpoint %s: %s, %v; want %s", in, got, err, want)
+		}
+	}
+}
+
+// getEntry reads entry i's exact bytes from the log API.
+func getEntry(t *testing.T, base, token string, i uint64) []byte {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/log/entry/"+strconv.FormatUint(i, 10), nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("entry %d: %d %s", i, resp.StatusCode, b)
+	}
+	return bytes.Clone(b)
+}

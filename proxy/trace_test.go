@@ -1,0 +1,201 @@
+package proxy
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/provlog/provlog/log"
+)
+
+// metaEchoServer is a streamable HTTP MCP server (go-sdk, in this
+// process) whose tool "meta" answers with the traceparent its request
+// carried, and whose tool "fails" answers with isError.
+func metaEchoServer(t *testing.T) string {
+	s := mcp.NewServer(&mcp.Implementation{Name: "meta-echo", Version: "0.0.1"}, nil)
+	obj := json.RawMessage(`{"type":"object"}`)
+	s.AddTool(&mcp.Tool{Name: "meta", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		tp, _ := req.Params.Meta["traceparent"].(string)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: tp}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "fails", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no"}}}, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestTraces: with a Tracer, a tools/call on either front path is one
+// SERVER span that continues the client's traceparent from _meta, carries
+// the MCP semantic-convention attributes and the call entry's index and
+// leaf hash, has a child span per durable append, and is the parent the
+// downstream server sees.
+func TestTraces(t *testing.T) {
+	l := newTestLog(t)
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	p := startProxy(t, l, []ServerConfig{{ID: "down", URL: metaEchoServer(t)}}, func(o *Options) { o.Tracer = tp.Tracer("provlog") })
+	front := serveHTTP(t, p)
+	ctx := context.Background()
+
+	const parentTrace, parentSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	for _, tc := range []struct {
+		name string
+		cs   func() *mcp.ClientSession
+		fast bool
+	}{
+		{"SDK", func() *mcp.ClientSession { return connectMemory(t, p, nil) }, false},
+		{"fast HTTP", func() *mcp.ClientSession { return fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil)) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := tc.cs()
+			before := len(sr.Ended())
+			fastBefore := p.FastCalls()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "down__meta", Arguments: map[string]any{},
+				Meta: mcp.Meta{"traceparent": "00-" + parentTrace + "-" + parentSpan + "-01"}})
+			if err != nil || res.IsError {
+				t.Fatalf("call: %v %v", err, res)
+			}
+			if got := p.FastCalls() - fastBefore; (got == 1) != tc.fast {
+				t.Fatalf("%d calls took the fast path", got)
+			}
+			call := spanNamed(t, sr.Ended()[before:], "tools/call down__meta")
+			if call.SpanKind() != trace.SpanKindServer {
+				t.Errorf("span kind %v, want server", call.SpanKind())
+			}
+			if got := call.SpanContext().TraceID().String(); got != parentTrace {
+				t.Errorf("trace id %s, want the client's %s", got, parentTrace)
+			}
+			if got := call.Parent().SpanID().String(); got != parentSpan {
+				t.Errorf("parent span %s, want the client's %s", got, parentSpan)
+			}
+			attrs := attrMap(call.Attributes())
+			want := map[string]string{
+				"mcp.method.name": "tools/call", "gen_ai.tool.name": "down__meta", "gen_ai.operation.name": "execute_tool",
+				"mcp.protocol.version": "2025-11-25", "provlog.server": "down",
+			}
+			if tc.fast {
+				want["network.transport"] = "tcp"
+				want["provlog.actor"] = testActor
+			} else {
+				want["network.transport"] = "pipe"
+				want["provlog.actor"] = "test-actor"
+			}
+			for k, v := range want {
+				if attrs[k] != v {
+					t.Errorf("%s = %q, want %q", k, attrs[k], v)
+				}
+			}
+			if tc.fast && attrs["jsonrpc.request.id"] == "" {
+				t.Errorf("no jsonrpc.request.id on the fast path")
+			}
+			if _, ok := attrs["error.type"]; ok {
+				t.Errorf("error.type %q on a call that succeeded", attrs["error.type"])
+			}
+			if sid := attrs["mcp.session.id"]; tc.fast && (sid == "" || sid == cs.ID()) {
+				t.Errorf("mcp.session.id %q: want a digest of the session id", sid)
+			}
+
+			// The span names the call entry the receipt's call.result cites.
+			r, err := log.ParseReceipt([]byte(metaReceipt(res.Meta)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, _ := log.ParseEntry(l.entry(t, r.Index))
+			cr, err := log.ParseCallResult(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := attrs["provlog.log.index"]; got != attribute.Int64Value(int64(cr.Call)).Emit() {
+				t.Errorf("provlog.log.index %s, want the call entry %d", got, cr.Call)
+			}
+			if got, want := attrs["provlog.log.leaf_hash"], hex.EncodeToString(log.LeafHash(l.entry(t, cr.Call))); got != want {
+				t.Errorf("provlog.log.leaf_hash %s, want %s", got, want)
+			}
+
+			// One child span per append, the call's then its result's.
+			var appends []string
+			for _, s := range sr.Ended()[before:] {
+				if s.Parent().SpanID() == call.SpanContext().SpanID() {
+					appends = append(appends, s.Name()+"@"+attrMap(s.Attributes())["provlog.log.index"])
+				}
+			}
+			wantAppends := []string{"provlog append call@" + attrs["provlog.log.index"], "provlog append call.result@" + attribute.Int64Value(int64(r.Index)).Emit()}
+			if mustJSON(appends) != mustJSON(wantAppends) {
+				t.Errorf("child spans %v, want %v", appends, wantAppends)
+			}
+
+			// The downstream's parent is the proxy's span, in the same trace.
+			wantTP := "00-" + parentTrace + "-" + call.SpanContext().SpanID().String() + "-01"
+			if got := textOf(res); got != wantTP {
+				t.Errorf("downstream saw traceparent %q, want %q", got, wantTP)
+			}
+		})
+	}
+
+	t.Run("ToolError", func(t *testing.T) {
+		cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
+		before := len(sr.Ended())
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "down__fails", Arguments: map[string]any{}}); err != nil {
+			t.Fatal(err)
+		}
+		s := spanNamed(t, sr.Ended()[before:], "tools/call down__fails")
+		if got := attrMap(s.Attributes())["error.type"]; got != "tool_error" {
+			t.Errorf("error.type %q, want tool_error", got)
+		}
+		if s.Parent().IsValid() {
+			t.Errorf("a call without traceparent has parent %v, want a new trace", s.Parent())
+		}
+	})
+}
+
+// TestTracesOffCostNothing: without a Tracer the span helpers allocate
+// nothing.
+func TestTracesOffCostNothing(t *testing.T) {
+	p := &Proxy{}
+	c, r, meta, id := &call{}, &log.Receipt{}, mcp.Meta{}, json.RawMessage("1")
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(100, func() {
+		cctx, span := p.startSpan(ctx, traceCall{front: "x__y", meta: meta, id: id})
+		span.recorded(c)
+		actx, end := p.appendSpan(cctx, nil)
+		end(r, nil)
+		p.injectTrace(actx, nil)
+		span.end(c, nil)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per call with tracing off, want 0", allocs)
+	}
+}
+
+func spanNamed(t *testing.T, spans []sdktrace.ReadOnlySpan, name string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	var names []string
+	for _, s := range spans {
+		if s.Name() == name {
+			return s
+		}
+		names = append(names, s.Name())
+	}
+	t.Fatalf("no span %q among %v", name, names)
+	return nil
+}
+
+func attrMap(kvs []attribute.KeyValue) map[string]string {
+	m := map[string]string{}
+	for _, kv := range kvs {
+		m[string(kv.Key)] = kv.Value.Emit()
+	}
+	return m
+}
