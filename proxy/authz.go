@@ -6,29 +6,17 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/provlog/provlog/proxy/authn"
 )
 
 // How the HTTP front's authentication reaches the handlers: the identity
-// HTTPHandler authenticated rides the request's context, and the SDK's
-// TokenInfo under identityExtra (the SDK's handlers see only that).
+// HTTPHandler authenticated rides the request's context, its claims as
+// log.WithAuth.
 
 type identityKey struct{}
 
-const identityExtra = "dev.provlog/identity"
-
 func identityOf(ctx context.Context) *authn.Identity {
 	id, _ := ctx.Value(identityKey{}).(*authn.Identity)
-	return id
-}
-
-func extraIdentity(ex *mcp.RequestExtra) *authn.Identity {
-	if ex == nil || ex.TokenInfo == nil {
-		return nil
-	}
-	id, _ := ex.TokenInfo.Extra[identityExtra].(*authn.Identity)
 	return id
 }
 

@@ -1,6 +1,24 @@
 package proxy
 
-import "github.com/provlog/provlog/proxy/authn"
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/opp"
+	"github.com/provlog/provlog/opp/oppmcp"
+	"github.com/provlog/provlog/proxy/authn"
+	"github.com/provlog/provlog/proxy/authn/authntest"
+)
 
 // staticTokens is an authenticator of the static tokens f knows.
 func staticTokens(f func(tok string) (actor string, ok bool)) *authn.Authenticator {
@@ -8,4 +26,201 @@ func staticTokens(f func(tok string) (actor string, ok bool)) *authn.Authenticat
 		actor, ok := f(tok)
 		return actor, false, ok
 	})
+}
+
+const oauthResource = "https://provlog.test/mcp"
+
+// oauthFront is a proxy with the fixture server and the task tools
+// behind an HTTP front that trusts a test issuer.
+type oauthFront struct {
+	l   *testLog
+	is  *authntest.Issuer
+	url string
+}
+
+type oppLog struct{ l *testLog }
+
+func (o oppLog) Append(ctx context.Context, e []byte) (*log.Receipt, error) {
+	return o.l.seq.Append(ctx, e)
+}
+
+func (o oppLog) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
+	return o.l.store.Entries(ctx, start, end)
+}
+
+func startOAuthFront(t *testing.T) *oauthFront {
+	t.Helper()
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "fx")}, nil)
+	eng, err := opp.Open(context.Background(), oppLog{l}, l.size(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oppmcp.Register(p.Server(), eng, func(_ context.Context, req *mcp.CallToolRequest) (string, error) {
+		return req.Extra.TokenInfo.UserID, nil
+	})
+	is := authntest.Start(t)
+	cfg := &authn.Config{Resource: oauthResource,
+		Issuers: []authn.IssuerConfig{{Issuer: is.URL, DiscoveryURL: is.DiscoveryURL()}},
+		Scopes:  authn.Scopes{Tools: []string{"provlog.tools"}, Tasks: []string{"provlog.tasks"}, Log: []string{"provlog.log"}}}
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := authn.New(cfg, authn.Options{Static: func(tok string) (string, bool, bool) { return "static", false, tok == testToken }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p.HTTPHandler(a))
+	t.Cleanup(srv.Close)
+	return &oauthFront{l: l, is: is, url: srv.URL + "/mcp"}
+}
+
+// post sends one JSON-RPC message of the stateless revision, so no
+// session is needed, and returns the answer.
+func (f *oauthFront) post(t *testing.T, token, body string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", f.url, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", statelessProtocol)
+	var m rpcPeek
+	json.Unmarshal([]byte(body), &m)
+	req.Header.Set("Mcp-Method", m.Method)
+	req.Header.Set("Mcp-Name", m.Params.Name)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+const statelessMeta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+
+const (
+	rawCallOK     = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__ok","arguments":{}` + statelessMeta + `}}`
+	rawCallCreate = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_task","arguments":{"title":"t"}` + statelessMeta + `}}`
+	rawCallStatus = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"provlog__status","arguments":{}` + statelessMeta + `}}`
+)
+
+// TestOAuthRefusals: every bad token of the table, and a good one without
+// the scope of what it calls, is refused at the front with the right
+// status and challenge, and nothing is written to the log.
+func TestOAuthRefusals(t *testing.T) {
+	f := startOAuthFront(t)
+	meta := `resource_metadata="https://provlog.test/.well-known/oauth-protected-resource/mcp"`
+	// A good token first, so the key set is cached.
+	if resp, body := f.post(t, f.is.Mint(t, f.is.Claims(oauthResource, "alice", "provlog.tools")), rawCallOK); resp.StatusCode != 200 {
+		t.Fatalf("good token: %s %s", resp.Status, body)
+	}
+	size := f.l.size(t)
+	type refusal struct {
+		name, token, body string
+		status            int
+		challenge         []string
+	}
+	cases := []refusal{{name: "no token", body: rawCallOK, status: 401, challenge: []string{"Bearer " + meta}}}
+	for _, b := range f.is.BadTokens(t, oauthResource, "provlog.tools", "provlog.tasks", "provlog.log") {
+		cases = append(cases, refusal{b.Name, b.Token, rawCallOK, b.Status, []string{meta, `error="` + b.Code + `"`}})
+	}
+	tasksOnly := f.is.Mint(t, f.is.Claims(oauthResource, "alice", "provlog.tasks"))
+	toolsOnly := f.is.Mint(t, f.is.Claims(oauthResource, "alice", "provlog.tools"))
+	cases = append(cases,
+		refusal{"downstream tool without its scope", tasksOnly, rawCallOK, 403, []string{meta, `error="insufficient_scope"`, `scope="provlog.tools"`}},
+		refusal{"task tool without its scope", toolsOnly, rawCallCreate, 403, []string{`error="insufficient_scope"`, `scope="provlog.tasks"`}},
+		refusal{"provlog__ tool without the log scope", toolsOnly, rawCallStatus, 403, []string{`error="insufficient_scope"`, `scope="provlog.log"`}},
+		refusal{"a batch hiding a call", tasksOnly, `[{"jsonrpc":"2.0","id":9,"method":"ping"},` + rawCallOK + `]`, 403, []string{`scope="provlog.tools"`}},
+	)
+	for _, c := range cases {
+		resp, body := f.post(t, c.token, c.body)
+		ch := resp.Header.Get("WWW-Authenticate")
+		if resp.StatusCode != c.status {
+			t.Errorf("%s: %s (%s), want %d", c.name, resp.Status, strings.TrimSpace(body), c.status)
+		}
+		for _, want := range c.challenge {
+			if !strings.Contains(ch, want) {
+				t.Errorf("%s: WWW-Authenticate %q lacks %s", c.name, ch, want)
+			}
+		}
+		if c.token != "" && (strings.Contains(body, c.token) || strings.Contains(ch, c.token)) {
+			t.Errorf("%s: the answer repeats the token", c.name)
+		}
+		if n := f.l.size(t); n != size {
+			t.Fatalf("%s: the log grew from %d to %d entries", c.name, size, n)
+		}
+	}
+}
+
+// TestOAuthEntries: a token for alice, used by agent-7 on her behalf
+// (an RFC 8693 act chain), calls a downstream tool over a stateful
+// session and creates and accepts a task; every entry it writes carries
+// the mapped actor and the token's claims, never the token.
+func TestOAuthEntries(t *testing.T) {
+	f := startOAuthFront(t)
+	c := f.is.Claims(oauthResource, "alice", "provlog.tools", "provlog.tasks")
+	c["act"] = map[string]any{"sub": "agent-7", "act": map[string]any{"sub": "orchestrator"}}
+	tok := f.is.Mint(t, c)
+	sum := sha256.Sum256([]byte(tok))
+	actor := strings.TrimPrefix(f.is.URL, "http://") + ":alice"
+	start := f.l.size(t)
+
+	cl := mcp.NewClient(&mcp.Implementation{Name: "oauth-client", Version: "1"}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: f.url, HTTPClient: &http.Client{Transport: &bearer{tok, http.DefaultTransport}}}
+	cs, err := cl.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__ok", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("fx__ok: %v %v", res, err)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_task", Arguments: map[string]any{"title": "delegated"}})
+	if err != nil || res.IsError {
+		t.Fatalf("create_task: %v %v", res, err)
+	}
+	var created struct {
+		TaskID string `json:"task_id"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	json.Unmarshal(b, &created)
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "accept_task", Arguments: map[string]any{"task_id": created.TaskID}}); err != nil || res.IsError {
+		t.Fatalf("accept_task: %v %v", res, err)
+	}
+	// And one stateless call (2026-07-28), which takes the other route.
+	if resp, body := f.post(t, tok, rawCallOK); resp.StatusCode != 200 {
+		t.Fatalf("stateless call: %s %s", resp.Status, body)
+	}
+
+	kinds := map[string]int{}
+	for i := start; i < f.l.size(t); i++ {
+		raw := f.l.entry(t, i)
+		e, err := log.ParseEntry(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == "tools" {
+			continue // the proxy's own, on first list
+		}
+		kinds[e.Kind]++
+		if strings.Contains(string(raw), tok) {
+			t.Errorf("entry %d holds the token", i)
+		}
+		if e.Actor != actor || e.Auth == nil {
+			t.Errorf("entry %d (%s): actor %q, auth %v; want %q with auth", i, e.Kind, e.Actor, e.Auth, actor)
+			continue
+		}
+		a := e.Auth
+		if a.Issuer != f.is.URL || a.Subject != "alice" || a.ClientID != "agent-7" || a.TokenSHA256 != hex.EncodeToString(sum[:]) ||
+			a.Act == nil || a.Act.Subject != "agent-7" || a.Act.Act == nil || a.Act.Act.Subject != "orchestrator" || a.Via != log.AuthViaJWT {
+			t.Errorf("entry %d (%s): auth %s", i, e.Kind, raw)
+		}
+	}
+	want := map[string]int{"call": 2, "call.result": 2, "task.create": 1, "task.accept": 1}
+	if mustJSON(kinds) != mustJSON(want) {
+		t.Errorf("entries written: %v, want %v", kinds, want)
+	}
 }

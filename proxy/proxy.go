@@ -310,7 +310,7 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 		if id == nil {
 			return nil, fmt.Errorf("%w: not authenticated", auth.ErrInvalidToken)
 		}
-		return &auth.TokenInfo{UserID: id.Actor, Scopes: id.Scopes, Extra: map[string]any{identityExtra: id}}, nil
+		return &auth.TokenInfo{UserID: id.Actor, Scopes: id.Scopes}, nil
 	}
 	sdk := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -322,6 +322,9 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 			a.WriteError(w, err)
 			return
 		}
+		// The SDK runs a request's handler in the request's context, as the
+		// fast path does, so the entries either writes find the claims
+		// there (TestOAuthEntries holds both paths to it).
 		ctx := context.WithValue(r.Context(), identityKey{}, id)
 		sdk.ServeHTTP(w, r.WithContext(log.WithAuth(ctx, id.Auth)))
 	})
@@ -353,11 +356,6 @@ func (p *Proxy) guard(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}()
 		p.noteInitialize(method, req)
-		if id := extraIdentity(req.GetExtra()); id != nil {
-			// The SDK's handlers run outside the HTTP request's context:
-			// the entries they write find the token's claims here.
-			ctx = log.WithAuth(ctx, id.Auth)
-		}
 		return next(ctx, method, req)
 	}
 }

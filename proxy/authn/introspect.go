@@ -89,9 +89,8 @@ func (is *issuer) introspection(ctx context.Context, token string, now time.Time
 func (is *issuer) introspectURL(ctx context.Context, now time.Time) string {
 	is.mu.Lock()
 	defer is.mu.Unlock()
-	if is.introspect == "" && !is.discovered && (is.lastFetch.IsZero() || now.Sub(is.lastFetch) >= is.a.opts.MinRefresh) {
-		is.lastFetch = now
-		if err := is.discover(ctx); err != nil {
+	if is.introspect == "" {
+		if err := is.discover(ctx, now); err != nil {
 			is.a.opts.Logger.Warn("authn: discovering an issuer's introspection endpoint failed", "issuer", is.cfg.Issuer, "err", err)
 		}
 	}

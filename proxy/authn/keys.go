@@ -36,11 +36,12 @@ type issuer struct {
 
 	keys atomic.Pointer[keySet] // nil until first fetched
 
-	mu         sync.Mutex // held while fetching
-	lastFetch  time.Time  // the last attempt, for the rate limit
-	jwksURL    string     // from the config or the discovery document
-	introspect string     // likewise
-	discovered bool
+	mu           sync.Mutex // held while fetching
+	lastFetch    time.Time  // the last attempt at the key set, for the rate limit
+	lastDiscover time.Time  // the last attempt at the discovery document
+	jwksURL      string     // from the config or the discovery document
+	introspect   string     // likewise
+	discovered   bool
 }
 
 // keySet is one fetch of an issuer's JWKS, by kid.
@@ -152,7 +153,7 @@ func (is *issuer) refresh(ctx context.Context, now time.Time) error {
 		return fmt.Errorf("the last attempt failed %s ago; the next is due in %s", now.Sub(is.lastFetch).Round(time.Millisecond), (is.a.opts.MinRefresh - now.Sub(is.lastFetch)).Round(time.Millisecond))
 	}
 	is.lastFetch = now
-	if err := is.discover(ctx); err != nil {
+	if err := is.discover(ctx, now); err != nil {
 		return err
 	}
 	if is.jwksURL == "" {
@@ -201,12 +202,16 @@ type discovery struct {
 	IntrospectionEndpoint string `json:"introspection_endpoint"`
 }
 
-// discover reads the discovery document once, if one is configured.
-// Called with is.mu held.
-func (is *issuer) discover(ctx context.Context) error {
+// discover reads the discovery document once, if one is configured,
+// trying at most once per MinRefresh. Called with is.mu held.
+func (is *issuer) discover(ctx context.Context, now time.Time) error {
 	if is.cfg.DiscoveryURL == "" || is.discovered {
 		return nil
 	}
+	if !is.lastDiscover.IsZero() && now.Sub(is.lastDiscover) < is.a.opts.MinRefresh {
+		return fmt.Errorf("the discovery document could not be fetched %s ago; the next attempt is due in %s", now.Sub(is.lastDiscover).Round(time.Millisecond), (is.a.opts.MinRefresh - now.Sub(is.lastDiscover)).Round(time.Millisecond))
+	}
+	is.lastDiscover = now
 	var d discovery
 	if err := is.a.getJSON(ctx, is.cfg.DiscoveryURL, &d); err != nil {
 		return fmt.Errorf("fetching the discovery document: %w", err)
