@@ -211,6 +211,9 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 	}
 	sc.seq, err = server.OpenSequencer(ctx, store, k.signer, k.verifier, &server.SequencerOptions{
 		CommitDelay: delay,
+		// A full disk resumes in place once space is freed (Pebble only;
+		// log/server resume.go says why only a full disk).
+		RetryDiskFull: time.Second,
 		Genesis: func() ([]byte, error) {
 			return log.Genesis(time.Now(), k.signer.Name(), k.vkey, k.anchorPub, version)
 		},

@@ -121,6 +121,9 @@ func faultChild(data string) int {
 	line, _ := json.Marshal(rep)
 	fmt.Fprintf(out, "STOP %s\n", line)
 	out.Flush()
+	if os.Getenv(faultChildResumeEnv) != "" {
+		return resumeChild(sc, out)
+	}
 	return 0
 }
 

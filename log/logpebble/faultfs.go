@@ -55,6 +55,11 @@ type faultFS struct {
 
 	closing chan struct{} // closed when the store closes: waits end
 
+	// retired is set when the store reopened Pebble on a new faultFS
+	// (Reopen): the old instance, closed or abandoned, must never touch
+	// the disk again, nor fail the store that replaced it.
+	retired atomic.Bool
+
 	// readOnlyLock is set when the directory lock could only be checked,
 	// not taken, because the file system is read-only (lock_unix.go).
 	readOnlyLock atomic.Bool
@@ -91,9 +96,21 @@ func (f *faultFS) failOn(op, name string, err error) error {
 		return nil
 	}
 	err = classify(op, name, err)
-	f.fail(err)
+	f.record(err)
 	return err
 }
+
+// record makes err the store's failure, unless this file system is
+// retired: then it belongs to an instance the store no longer uses.
+func (f *faultFS) record(err error) {
+	if !f.retired.Load() {
+		f.fail(err)
+	}
+}
+
+// stopped reports whether the file system is frozen: the store failed,
+// or this file system was retired.
+func (f *faultFS) stopped() bool { return f.retired.Load() || f.failed() }
 
 // frozen is the error of a mutation refused after the store failed.
 func frozen(op, name string) error {
@@ -118,7 +135,7 @@ func (f *faultFS) backoff() {
 }
 
 func (f *faultFS) create(op, name string, open func() (vfs.File, error)) (vfs.File, error) {
-	if f.failed() {
+	if f.stopped() {
 		if isWAL(name) {
 			return nopFile{}, nil
 		}
@@ -157,7 +174,7 @@ func (f *faultFS) OpenDir(name string) (vfs.File, error) {
 }
 
 func (f *faultFS) mutate(op, name string, do func() error) error {
-	if f.failed() {
+	if f.stopped() {
 		return frozen(op, name)
 	}
 	err := do()
@@ -222,7 +239,16 @@ type faultFile struct {
 
 // skip reports whether a write to f is not to be done: the store failed and
 // f is a WAL or a directory.
-func (f *faultFile) skip() bool { return (f.wal || f.dir) && f.fs.failed() }
+func (f *faultFile) skip() bool { return (f.wal || f.dir) && f.fs.stopped() }
+
+// retired is the error of a write to a file, not a WAL or a directory, of
+// a retired file system (nil if it is not retired).
+func (f *faultFile) retired(op string) error {
+	if f.fs.retired.Load() && !f.wal && !f.dir {
+		return frozen(op, f.name)
+	}
+	return nil
+}
 
 // result records err and says what to return to Pebble.
 func (f *faultFile) result(op string, err error) error {
@@ -234,6 +260,9 @@ func (f *faultFile) result(op string, err error) error {
 }
 
 func (f *faultFile) Write(p []byte) (int, error) {
+	if err := f.retired("writing"); err != nil {
+		return 0, err
+	}
 	if f.skip() {
 		return len(p), nil
 	}
@@ -245,6 +274,9 @@ func (f *faultFile) Write(p []byte) (int, error) {
 }
 
 func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.retired("writing"); err != nil {
+		return 0, err
+	}
 	if f.skip() {
 		return len(p), nil
 	}
@@ -256,6 +288,9 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *faultFile) Sync() error {
+	if err := f.retired("syncing"); err != nil {
+		return err
+	}
 	if f.skip() {
 		return nil
 	}
@@ -263,6 +298,9 @@ func (f *faultFile) Sync() error {
 }
 
 func (f *faultFile) SyncData() error {
+	if err := f.retired("syncing"); err != nil {
+		return err
+	}
 	if f.skip() {
 		return nil
 	}
@@ -270,6 +308,9 @@ func (f *faultFile) SyncData() error {
 }
 
 func (f *faultFile) SyncTo(length int64) (bool, error) {
+	if err := f.retired("syncing"); err != nil {
+		return false, err
+	}
 	if f.skip() {
 		return true, nil
 	}
@@ -281,6 +322,9 @@ func (f *faultFile) SyncTo(length int64) (bool, error) {
 }
 
 func (f *faultFile) Preallocate(off, n int64) error {
+	if err := f.retired("allocating"); err != nil {
+		return err
+	}
 	if f.skip() {
 		return nil
 	}

@@ -47,6 +47,14 @@
 // A store that cannot be written at open (read-only file system, full
 // disk) opens read-only and says why in Err.
 //
+// A failed store stays failed until it is reopened: by a restart, or in
+// place by [Store.Reopen] (reopen.go), which lets the failed Pebble
+// instance go (its file system retired: it never touches the disk again)
+// and opens a new one through Open's path and checks. Reopen mends only
+// what can pass (a full disk once space is freed, a read-only or failing
+// file system), never corruption or lost entries; the sequencer retries
+// it on its own for a full disk only (server.SequencerOptions.RetryDiskFull).
+//
 // # Forks
 //
 // A transparency log must never sign two views of its history. Pebble
@@ -91,6 +99,11 @@
 //	                                              503 storage "disk full"; reads go on;
 //	                                              restart comes up read-only; audit OK;
 //	                                              space freed: all acked entries held
+//	disk full, then space freed, same process     the sequencer's retry reopens the store
+//	(TestFullDiskResumesInPlace, real tmpfs;      in place: every acked entry held, appends
+//	TestResumeAfterDiskFull)                      go on; still full: not reopened
+//	each injected fault above, then Resume        the same as after a restart, and appends
+//	                                              go on (TestInjectedFaults)
 //	read-only bind mount over the dir mid-run     appends refused "read-only" at the
 //	                                              next WAL; restart read-only; audit OK
 //
@@ -209,6 +222,7 @@ type Store struct {
 	// warnings found on opening that lose no data (verify.go)
 	warnings []string
 	dir      string
+	opts     Options // as Open completed them
 	logf     func(format string, args ...any)
 	scrub    *scrubber // nil if the store does not scrub
 
@@ -222,7 +236,9 @@ type Store struct {
 	wedged  bool          // Pebble panicked: do not close it
 	stalled bool          // a commit is held up inside Pebble: do not close it
 	failed  chan struct{} // closed when failure is set
-	calls   sync.WaitGroup
+	// reopening is closed when a Reopen under way is done (nil: none).
+	reopening chan struct{}
+	calls     sync.WaitGroup
 }
 
 var _ log.Storage = (*Store)(nil)
@@ -235,18 +251,31 @@ type view struct {
 	hot *hot.Nodes
 }
 
-// acquire registers a call that Close must wait for and returns its view.
+// acquire registers a call that Close (and Reopen) must wait for and
+// returns its view. While Reopen replaces Pebble it waits, for up to
+// reopenWait (reopen.go).
 func (s *Store) acquire(ctx context.Context) (view, error) {
-	if err := ctx.Err(); err != nil {
-		return view{}, err
+	for {
+		if err := ctx.Err(); err != nil {
+			return view{}, err
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return view{}, errClosed
+		}
+		if ch := s.reopening; ch != nil {
+			s.mu.Unlock()
+			if err := waitReopen(ctx, ch); err != nil {
+				return view{}, err
+			}
+			continue
+		}
+		s.calls.Add(1)
+		v := view{s.state, s.hot}
+		s.mu.Unlock()
+		return v, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return view{}, errClosed
-	}
-	s.calls.Add(1)
-	return view{s.state, s.hot}, nil
 }
 
 // Commit implements [log.Storage.Commit]. A batch it refuses writes
@@ -371,8 +400,9 @@ const heldCommitGrace = 10 * time.Second
 // keeps the batch, so it is closed only when its commit returns.
 func (s *Store) commitPebble(pb *pebble.Batch) error {
 	done := make(chan error, 1)
+	fs := s.fs
 	go func() {
-		done <- s.commitRecover(pb)
+		done <- s.commitRecover(pb, fs)
 		pb.Close()
 	}()
 	select {
@@ -395,12 +425,15 @@ func (s *Store) commitPebble(pb *pebble.Batch) error {
 	}
 }
 
-func (s *Store) commitRecover(pb *pebble.Batch) (err error) {
+// commitRecover commits pb to the Pebble instance on fs.
+func (s *Store) commitRecover(pb *pebble.Batch, fs *faultFS) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("Pebble panicked: %v", r)
 			s.mu.Lock()
-			s.wedged = true
+			if s.fs == fs { // not an instance Reopen abandoned
+				s.wedged = true
+			}
 			s.mu.Unlock()
 		}
 	}()

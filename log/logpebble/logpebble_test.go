@@ -344,7 +344,7 @@ func TestCorruptionFailsClosed(t *testing.T) {
 	a := newAppender()
 	must(t, s.Commit(t.Context(), a.batch([][]byte{[]byte("one")})))
 
-	s.eventListener().DataCorruption(pebble.DataCorruptionInfo{Path: "000042.sst", Details: errors.New("checksum mismatch")})
+	s.eventListener(s.fs).DataCorruption(pebble.DataCorruptionInfo{Path: "000042.sst", Details: errors.New("checksum mismatch")})
 	err = s.Commit(t.Context(), a.batch([][]byte{[]byte("two")}))
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Commit after corruption: err = %v, want ErrCorrupt", err)

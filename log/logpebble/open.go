@@ -46,47 +46,63 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("opening log store: %w", classify("making", dir, err))
 	}
-	s := &Store{dir: dir, logf: o.Logf, hot: hot.Empty(maxHotNodes), failed: make(chan struct{})}
+	s := &Store{dir: dir, logf: o.Logf, opts: o}
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	s.startScrub(&o)
+	return s, nil
+}
+
+// open opens Pebble in s.dir on a new faultFS and loads the store from it
+// with every check; Open and Reopen share it. A store that cannot be
+// written opens read-only, its failure saying why.
+func (s *Store) open() error {
+	o := &s.opts
+	s.mu.Lock()
+	s.failure, s.failed, s.wedged, s.stalled = nil, make(chan struct{}), false, false
+	s.mu.Unlock()
+	s.hot = hot.Empty(maxHotNodes)
 	if o.testingOnlyMaxHotNodes != nil {
 		s.hot = hot.Empty(*o.testingOnlyMaxHotNodes)
 	}
+	s.state, s.warnings, s.pub = log.State{}, nil, nil
 	inner := vfs.Default
 	if o.testingOnlyFS != nil {
 		inner = o.testingOnlyFS
 	}
 	s.fs = newFaultFS(inner, s.fail, func() bool { return s.Err() != nil })
 	if o.ReadOnly {
-		s.fail(fmt.Errorf("%w: log store %s was opened read-only", log.ErrReadOnly, dir))
+		s.fail(fmt.Errorf("%w: log store %s was opened read-only", log.ErrReadOnly, s.dir))
 	}
 
 	// Pebble drops a torn last MANIFEST record silently, and a writable
 	// open then starts a new MANIFEST: look before it does.
-	if w, err := checkManifest(dir); err == nil && w != "" {
+	if w, err := checkManifest(s.dir); err == nil && w != "" {
 		s.logf("logpebble: warning: %s", w)
 		s.warnings = append(s.warnings, w)
 	}
 	readOnly := o.ReadOnly
-	db, err := s.openPebble(&o, readOnly)
+	db, err := s.openPebble(o, readOnly)
 	if err != nil && !readOnly && s.Err() != nil {
 		// Pebble could not start writing (the file system is read-only,
 		// the disk is full): serve what is durable, read-only.
-		s.logf("logpebble: %s cannot be written (%v); opening it read-only", dir, s.Err())
+		s.logf("logpebble: %s cannot be written (%v); opening it read-only", s.dir, s.Err())
 		readOnly = true
-		db, err = s.openPebble(&o, readOnly)
+		db, err = s.openPebble(o, readOnly)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.db, s.r = db, db
 	if err := s.load(readOnly); err != nil {
 		s.closePebble()
-		return nil, fmt.Errorf("opening log store %s: %w", dir, err)
+		return fmt.Errorf("opening log store %s: %w", s.dir, err)
 	}
 	if err := s.Err(); err != nil {
-		s.logf("logpebble: %s is open for reading only: %v", dir, err)
+		s.logf("logpebble: %s is open for reading only: %v", s.dir, err)
 	}
-	s.startScrub(&o)
-	return s, nil
+	return nil
 }
 
 // openPebble takes the directory's lock and opens Pebble on s.fs.
@@ -113,8 +129,8 @@ func (s *Store) openPebble(o *Options, readOnly bool) (db *pebble.DB, err error)
 		CacheSize:          o.CacheSize,
 		MemTableSize:       o.MemTableSize,
 		Lock:               lock,
-		Logger:             pebbleLogger{logf: o.Logf, fail: s.fail},
-		EventListener:      s.eventListener(),
+		Logger:             pebbleLogger{logf: o.Logf, fail: s.fs.record},
+		EventListener:      s.eventListener(s.fs),
 		ReadOnly:           readOnly,
 	}
 	defer func() {
@@ -245,22 +261,24 @@ func (s *Store) mustBeEmpty(lower []byte, upperKind byte, format string, args ..
 	return s.readError(it.Error())
 }
 
-func (s *Store) eventListener() *pebble.EventListener {
+// eventListener routes the events of the Pebble instance on fs into the
+// store's failure (fs.record: not once fs is retired).
+func (s *Store) eventListener(fs *faultFS) *pebble.EventListener {
 	return &pebble.EventListener{
 		BackgroundError: func(err error) {
 			// Every background error stops writing: a flush or compaction
 			// that cannot write now is a WAL that cannot be written soon.
 			s.logf("pebble: background error: %v", err)
 			if pebble.IsCorruptionError(err) {
-				s.fail(fmt.Errorf("%w: %w", ErrCorrupt, err))
+				fs.record(fmt.Errorf("%w: %w", ErrCorrupt, err))
 			} else {
-				s.fail(classify("in Pebble's background work on", s.dir, err))
+				fs.record(classify("in Pebble's background work on", s.dir, err))
 			}
 		},
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
 			err := fmt.Errorf("%w: Pebble found corruption in %s: %v", ErrCorrupt, info.Path, info.Details)
 			s.logf("logpebble: %v", err)
-			s.fail(err)
+			fs.record(err)
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {
 			s.logf("pebble: %s", info)
@@ -358,6 +376,9 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 // Pebble may have left its locks held: then closing could hang, and the
 // process's exit releases both.
 func (s *Store) closePebble() error {
+	if s.db == nil {
+		return nil // a Reopen failed: nothing is open
+	}
 	s.mu.Lock()
 	wedged, stalled := s.wedged, s.stalled
 	s.mu.Unlock()

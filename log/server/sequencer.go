@@ -39,6 +39,11 @@ type SequencerOptions struct {
 	// each commit costs an fdatasync and a checkpoint signature whatever
 	// it carries.
 	CommitDelay time.Duration
+	// RetryDiskFull, if positive, makes the sequencer try to [Sequencer.Resume]
+	// a log that stopped on a full disk: first after this long, then
+	// backing off to a try every 30 s while the disk stays full
+	// (resume.go). Other faults are never retried.
+	RetryDiskFull time.Duration
 }
 
 // DefaultCommitDelay is the commit delay provlog serve uses unless
@@ -57,8 +62,9 @@ type Sequencer struct {
 	maxBatch int
 	delay    time.Duration
 	reqs     chan *request
-	expected atomic.Int64  // announcements not yet withdrawn (Expected.Cancel)
-	wake     chan struct{} // a commit waiting on expected re-checks it
+	resume   chan chan error // Resume's requests, served by run (resume.go)
+	expected atomic.Int64    // announcements not yet withdrawn (Expected.Cancel)
+	wake     chan struct{}   // a commit waiting on expected re-checks it
 
 	mu      sync.RWMutex
 	size    uint64
@@ -122,10 +128,9 @@ func OpenSequencer(ctx context.Context, store log.Storage, signer note.Signer, v
 	if err != nil {
 		return nil, fmt.Errorf("reading log state: %w", err)
 	}
-	rf := &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
-	rng, err := rf.NewRange(0, st.Size, cloneHashes(st.Range))
+	rng, root, err := openTree(st, verifier)
 	if err != nil {
-		return nil, fmt.Errorf("log state is corrupt: compact range does not fit size %d: %w", st.Size, err)
+		return nil, err
 	}
 	s := &Sequencer{
 		store:    store,
@@ -134,8 +139,10 @@ func OpenSequencer(ctx context.Context, store log.Storage, signer note.Signer, v
 		delay:    opts.CommitDelay,
 		wake:     make(chan struct{}, 1),
 		reqs:     make(chan *request, 1024),
+		resume:   make(chan chan error),
 		size:     st.Size,
 		cp:       st.Checkpoint,
+		root:     root,
 		rng:      rng,
 		verifier: verifier,
 		done:     make(chan struct{}),
@@ -143,23 +150,13 @@ func OpenSequencer(ctx context.Context, store log.Storage, signer note.Signer, v
 	if s.maxBatch <= 0 {
 		s.maxBatch = DefaultMaxBatch
 	}
-	if st.Size > 0 {
-		root, err := rng.GetRootHash(nil)
-		if err != nil {
-			return nil, fmt.Errorf("log state is corrupt: %w", err)
-		}
-		c, _, err := log.OpenCheckpoint(st.Checkpoint, verifier)
-		if err != nil {
-			return nil, fmt.Errorf("log state is corrupt: last checkpoint: %w", err)
-		}
-		if c.Size != st.Size || !bytes.Equal(c.Hash, root) {
-			return nil, fmt.Errorf("log state is corrupt: stored tree (size %d, root %x) does not match the last signed checkpoint (size %d, root %x)", st.Size, root, c.Size, c.Hash)
-		}
-		s.root = root
-	}
 	s.openShared()
 	s.wg.Add(1)
 	go s.run()
+	if opts.RetryDiskFull > 0 && s.shared == nil {
+		s.wg.Add(1)
+		go s.retryDiskFull(opts.RetryDiskFull)
+	}
 	if st.Size == 0 && opts.Genesis != nil {
 		g, err := opts.Genesis()
 		if err != nil {
@@ -172,6 +169,32 @@ func OpenSequencer(ctx context.Context, store log.Storage, signer note.Signer, v
 		}
 	}
 	return s, nil
+}
+
+// openTree checks a stored state: its compact range fits its size and
+// hashes to the root of its signed checkpoint. It returns the range and
+// the root (nil for the empty tree).
+func openTree(st log.State, verifier note.Verifier) (*compact.Range, []byte, error) {
+	rf := &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+	rng, err := rf.NewRange(0, st.Size, cloneHashes(st.Range))
+	if err != nil {
+		return nil, nil, fmt.Errorf("log state is corrupt: compact range does not fit size %d: %w", st.Size, err)
+	}
+	if st.Size == 0 {
+		return rng, nil, nil
+	}
+	root, err := rng.GetRootHash(nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log state is corrupt: %w", err)
+	}
+	c, _, err := log.OpenCheckpoint(st.Checkpoint, verifier)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log state is corrupt: last checkpoint: %w", err)
+	}
+	if c.Size != st.Size || !bytes.Equal(c.Hash, root) {
+		return nil, nil, fmt.Errorf("log state is corrupt: stored tree (size %d, root %x) does not match the last signed checkpoint (size %d, root %x)", st.Size, root, c.Size, c.Hash)
+	}
+	return rng, root, nil
 }
 
 // Append adds entry to the log and returns its receipt once the entry and
@@ -232,6 +255,12 @@ func (s *Sequencer) append(ctx context.Context, entry []byte, ex *Expected, fenc
 	err := s.failed
 	if err == nil {
 		err = s.storeErr() // refused before it is queued, let alone forwarded
+	}
+	if err != nil {
+		// Certain to have written nothing, which a caller that keeps
+		// state beside the log (the task engine) must know: it may go on
+		// once the log resumes.
+		err = fmt.Errorf("append refused: %w: %w", log.ErrUnavailable, err)
 	}
 	if s.closing {
 		err = ErrClosed
@@ -353,6 +382,9 @@ func (s *Sequencer) run() {
 		select {
 		case r := <-s.reqs:
 			batch = append(batch, r)
+		case reply := <-s.resume:
+			reply <- s.reopen()
+			continue
 		case <-s.done:
 			return
 		}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/provlog/provlog/log"
+)
+
+// faultChildResumeEnv makes the fault child wait, after its stop report,
+// for a line on stdin (space was freed), then for the log to resume on its
+// own, and append 20 entries more.
+const faultChildResumeEnv = "PROVLOG_FAULT_CHILD_RESUME"
+
+// resumeReport is the resuming fault child's last line.
+type resumeReport struct {
+	Error    string `json:"error"`
+	Receipts int    `json:"receipts"`
+	Waited   string `json:"waited"`
+}
+
+// resumeChild is the rest of the fault child in resume mode.
+func resumeChild(sc *sidecar, out *bufio.Writer) int {
+	bufio.NewReader(os.Stdin).ReadString('\n')
+	var rep resumeReport
+	t0 := time.Now()
+	for sc.seq.Err() != nil && time.Since(t0) < time.Minute {
+		time.Sleep(10 * time.Millisecond)
+	}
+	rep.Waited = time.Since(t0).Round(time.Millisecond).String()
+	for i := range 20 {
+		e := &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "local", Fields: map[string]any{
+			"server": "fault", "tool": "append", "args": map[string]any{"resumed": i},
+		}}
+		b, _ := e.Marshal()
+		r, err := sc.seq.Append(context.Background(), b)
+		if err != nil {
+			rep.Error = err.Error()
+			break
+		}
+		rep.Receipts++
+		line, _ := json.Marshal(handedOut{Index: r.Index, LeafHash: hex.EncodeToString(r.Extra), Checkpoint: base64.StdEncoding.EncodeToString(r.Checkpoint)})
+		out.Write(append(line, '\n'))
+	}
+	line, _ := json.Marshal(rep)
+	fmt.Fprintf(out, "RESUMED %s\n", line)
+	out.Flush()
+	return 0
+}
+
+// TestFullDiskResumesInPlace runs a sidecar process on a 24 MiB tmpfs
+// until the disk fills (appends refused "disk full", /healthz 503), grows
+// the tmpfs while the same process runs, and sees the log resume on its
+// own: no restart, the next appends acknowledged, and every acknowledged
+// entry and checkpoint, from before the fault and after, in one log that
+// audits clean.
+func TestFullDiskResumesInPlace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real processes; skipped in -short")
+	}
+	mnt := t.TempDir()
+	needMount(t, "-t", "tmpfs", "-o", "size=24m", "tmpfs", mnt)
+	defer umount(t, mnt)
+	data := filepath.Join(mnt, "data")
+	if err := keygen(data, "provlog.test/resume"); err != nil {
+		t.Fatal(err)
+	}
+	k, err := loadKeys(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), faultChildEnv+"="+data, faultChildResumeEnv+"=1")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var got []handedOut
+	var stop *stopReport
+	var resumed *resumeReport
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if s, ok := bytes.CutPrefix(line, []byte("STOP ")); ok {
+			stop = &stopReport{}
+			json.Unmarshal(s, stop)
+			checkStop(t, stop, "disk full", stderr.String())
+			if out, err := exec.Command("mount", "-o", "remount,size=64m", mnt).CombinedOutput(); err != nil {
+				t.Fatalf("growing the tmpfs: %v: %s", err, out)
+			}
+			io.WriteString(stdin, "freed\n")
+			continue
+		}
+		if s, ok := bytes.CutPrefix(line, []byte("RESUMED ")); ok {
+			resumed = &resumeReport{}
+			json.Unmarshal(s, resumed)
+			continue
+		}
+		var h handedOut
+		if json.Unmarshal(line, &h) == nil {
+			got = append(got, h)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("child: %v (a panic exits 2)\n%s", err, lastLines(stderr.String(), 30))
+	}
+	if stop == nil || resumed == nil {
+		t.Fatalf("child reports: stop %+v, resumed %+v\n%s", stop, resumed, lastLines(stderr.String(), 30))
+	}
+	if resumed.Receipts != 20 || resumed.Error != "" {
+		t.Fatalf("after space was freed the running log took %d of 20 appends: %s\n%s", resumed.Receipts, resumed.Error, lastLines(stderr.String(), 30))
+	}
+	if !strings.Contains(stderr.String(), "reopened") {
+		t.Errorf("the sidecar did not log the reopen:\n%s", lastLines(stderr.String(), 30))
+	}
+	t.Logf("%d receipts before the disk filled, 20 after; resumed %s after space was freed", stop.Receipts, resumed.Waited)
+	checkAfterCrash(t, data, k, got)
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"audit", "--data", data}, &out, &errb); code != 0 {
+		t.Fatalf("audit: exit %d: %s%s", code, out.String(), errb.String())
+	}
+}
