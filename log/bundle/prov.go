@@ -156,8 +156,6 @@ func (w *provWriter) add(i uint64, b []byte, e *log.Entry) {
 		"provlog:time":     e.Time.UTC().Format(log.TimeFormat),
 		"provlog:leafHash": hex.EncodeToString(lh),
 	}
-	f := e.Fields
-	str := func(k string) string { s, _ := f[k].(string); return s }
 	nrel := 0
 	relate := func(group string, a map[string]any) { nrel++; w.rel(group, i, nrel, a) }
 	actor := w.actorAgent(e.Actor)
@@ -166,65 +164,76 @@ func (w *provWriter) add(i uint64, b []byte, e *log.Entry) {
 		relate("wasInformedBy", map[string]any{"prov:informed": act, "prov:informant": w.prev})
 	}
 	w.prev = act
-	task := "log:task/" + local(str("task_id"))
 	switch {
 	case e.Kind == log.KindCall:
 		w.addCall(i, act, attrs, e, relate)
 	case e.Kind == log.KindCallResult:
 		w.addCallResult(i, act, attrs, e, relate)
-	case e.Kind == "task.create":
-		ta := map[string]any{"prov:type": qn("provlog:Task"), "provlog:taskId": str("task_id"), "prov:label": str("title")}
-		if s := str("offer_to"); s != "" {
-			ta["provlog:offerTo"] = s
+	case log.IsTaskKind(e.Kind):
+		w.addTask(act, attrs, e, actor, relate)
+	}
+	w.rec("activity", act, attrs)
+}
+
+// addTask maps a task entry: the task as an entity its create generated,
+// and each later entry as an activity using it; a handoff generates a
+// snapshot (a revision of the task) and delegates to the recipient, a
+// claim generates a claim entity influenced by its evidence.
+func (w *provWriter) addTask(act string, attrs map[string]any, e *log.Entry, actor string, relate func(string, map[string]any)) {
+	t, err := log.ParseTask(e)
+	if err != nil {
+		attrs["provlog:unreadable"] = err.Error()
+		return
+	}
+	task := "log:task/" + local(t.TaskID)
+	switch t.Kind {
+	case log.KindTaskCreate:
+		ta := map[string]any{"prov:type": qn("provlog:Task"), "provlog:taskId": t.TaskID, "prov:label": t.Title}
+		if t.OfferTo != "" {
+			ta["provlog:offerTo"] = t.OfferTo
 		}
 		w.rec("entity", task, ta)
 		relate("wasGeneratedBy", map[string]any{"prov:entity": task, "prov:activity": act})
 		relate("wasAttributedTo", map[string]any{"prov:entity": task, "prov:agent": actor})
-	case e.Kind == "task.accept" || e.Kind == "task.release" || e.Kind == "task.cancel":
-		attrs["provlog:taskId"] = str("task_id")
-		relate("used", map[string]any{"prov:activity": act, "prov:entity": task})
-	case e.Kind == "task.handoff":
-		attrs["provlog:taskId"] = str("task_id")
+		return
+	}
+	attrs["provlog:taskId"] = t.TaskID
+	relate("used", map[string]any{"prov:activity": act, "prov:entity": task})
+	switch t.Kind {
+	case log.KindTaskHandoff:
 		snap := act + "/snapshot"
-		sj, _ := marshal(f["snapshot"])
-		w.rec("entity", snap, map[string]any{"prov:type": []any{qn("prov:Revision"), qn("provlog:TaskSnapshot")}, "provlog:taskId": str("task_id"), "prov:value": string(sj)})
-		relate("used", map[string]any{"prov:activity": act, "prov:entity": task})
+		sj, _ := marshal(t.Snapshot)
+		w.rec("entity", snap, map[string]any{"prov:type": []any{qn("prov:Revision"), qn("provlog:TaskSnapshot")}, "provlog:taskId": t.TaskID, "prov:value": string(sj)})
 		relate("wasGeneratedBy", map[string]any{"prov:entity": snap, "prov:activity": act})
 		relate("wasDerivedFrom", map[string]any{"prov:generatedEntity": snap, "prov:usedEntity": task, "prov:activity": act, "prov:type": qn("prov:Revision")})
-		to := w.actorAgent(str("to"))
+		to := w.actorAgent(t.To)
 		relate("actedOnBehalfOf", map[string]any{"prov:delegate": to, "prov:responsible": actor, "prov:activity": act})
-	case e.Kind == "task.claim":
-		attrs["provlog:taskId"] = str("task_id")
+	case log.KindTaskClaim:
 		claim := act + "/claim"
-		p := str("provenance")
+		p := t.Provenance
 		ca := map[string]any{
 			"prov:type":          []any{qn("provlog:Claim"), qn("provlog:" + local(strings.ToUpper(p[:min(1, len(p))])+p[min(1, len(p)):]) + "Claim")},
 			"provlog:provenance": p,
-			"prov:value":         str("summary"),
-			"provlog:taskId":     str("task_id"),
+			"prov:value":         t.Summary,
+			"provlog:taskId":     t.TaskID,
 		}
-		if s := str("source"); s != "" {
-			ca["provlog:source"] = s
+		if t.Source != "" {
+			ca["provlog:source"] = t.Source
 		}
-		ev, _ := f["evidence"].([]any)
-		var evs []string
-		for _, x := range ev {
-			if n, ok := x.(json.Number); ok {
-				evs = append(evs, n.String())
-			}
+		evs := make([]string, len(t.Evidence))
+		for k, x := range t.Evidence {
+			evs[k] = strconv.FormatUint(x, 10)
 		}
 		if len(evs) > 0 {
 			ca["provlog:evidence"] = strings.Join(evs, " ")
 		}
 		w.rec("entity", claim, ca)
-		relate("used", map[string]any{"prov:activity": act, "prov:entity": task})
 		relate("wasGeneratedBy", map[string]any{"prov:entity": claim, "prov:activity": act})
 		relate("wasAttributedTo", map[string]any{"prov:entity": claim, "prov:agent": actor})
 		for _, k := range evs {
 			relate("wasInfluencedBy", map[string]any{"prov:influencee": claim, "prov:influencer": "log:entry/" + k, "prov:role": qn("provlog:evidence")})
 		}
 	}
-	w.rec("activity", act, attrs)
 }
 
 // finish writes the document to out.

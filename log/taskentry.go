@@ -1,0 +1,178 @@
+package log
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Task entry kinds (DESIGN §7), written by the task engine (opp), which
+// owns their rules; their form is here so that every reader of a log (an
+// export, a PROV document, a verifier) reads them by type.
+const (
+	KindTaskCreate  = "task.create"
+	KindTaskAccept  = "task.accept"
+	KindTaskClaim   = "task.claim"
+	KindTaskHandoff = "task.handoff"
+	KindTaskRelease = "task.release"
+	KindTaskCancel  = "task.cancel"
+)
+
+// A TaskEntry is one task entry, of any of the six task kinds: they share
+// task_id, and each kind carries a few of the other fields:
+//
+//   - task.create: Title, Description?, OfferTo?
+//   - task.accept: nothing more
+//   - task.claim: Provenance, Summary, Evidence? (log indices), Source?
+//   - task.handoff: To, Note?, Snapshot
+//   - task.release, task.cancel: Note?
+//
+// Marked fields are left out of the entry when empty. Whether an entry
+// obeys the rules of ownership (who may do what, when) is the task
+// engine's to judge, not this type's.
+type TaskEntry struct {
+	Kind   string // one of the KindTask constants
+	Time   time.Time
+	Actor  string
+	TaskID string
+
+	Title, Description, OfferTo string // create
+
+	Provenance string // claim: "observed", "reviewed" or "reported"
+	Summary    string
+	Evidence   []uint64
+	Source     string
+
+	To       string // handoff
+	Note     string // handoff, release, cancel
+	Snapshot *TaskSnapshot
+}
+
+// A TaskSnapshot is the frozen state of a task that a handoff carries:
+// what the recipient is handed, pinned by the index and leaf hash of the
+// last event before the handoff and of every claim so far.
+type TaskSnapshot struct {
+	State       string         `json:"state"`
+	Owner       string         `json:"owner"`
+	Reservation string         `json:"reservation"`
+	HistoryHead TaskEntryRef   `json:"history_head"`
+	Claims      []TaskClaimRef `json:"claims"`
+}
+
+// A TaskEntryRef names one log entry.
+type TaskEntryRef struct {
+	Index    uint64 `json:"index"`
+	LeafHash string `json:"leaf_hash"` // lowercase hex of the RFC 6962 leaf hash
+}
+
+// A TaskClaimRef names one claim entry and says who made it with what
+// provenance.
+type TaskClaimRef struct {
+	Index      uint64 `json:"index"`
+	LeafHash   string `json:"leaf_hash"` // hex
+	Actor      string `json:"actor"`
+	Provenance string `json:"provenance"`
+}
+
+// IsTaskKind reports whether kind is one of the six task kinds.
+func IsTaskKind(kind string) bool { return taskFields[kind] != nil }
+
+// taskFields lists the members each task kind may hold besides the common
+// ones, and whether each is required.
+var taskFields = map[string]map[string]bool{
+	KindTaskCreate:  {"task_id": true, "title": true, "description": false, "offer_to": false},
+	KindTaskAccept:  {"task_id": true},
+	KindTaskClaim:   {"task_id": true, "provenance": true, "summary": true, "evidence": false, "source": false},
+	KindTaskHandoff: {"task_id": true, "to": true, "note": false, "snapshot": false},
+	KindTaskRelease: {"task_id": true, "note": false},
+	KindTaskCancel:  {"task_id": true, "note": false},
+}
+
+// taskWire is the JSON form of every task kind's own members.
+type taskWire struct {
+	TaskID      string        `json:"task_id"`
+	Title       string        `json:"title,omitempty"`
+	Description string        `json:"description,omitempty"`
+	OfferTo     string        `json:"offer_to,omitempty"`
+	Provenance  string        `json:"provenance,omitempty"`
+	Summary     string        `json:"summary,omitempty"`
+	Evidence    []uint64      `json:"evidence,omitempty"`
+	Source      string        `json:"source,omitempty"`
+	To          string        `json:"to,omitempty"`
+	Note        string        `json:"note,omitempty"`
+	Snapshot    *TaskSnapshot `json:"snapshot,omitempty"`
+}
+
+// Marshal returns the task entry's bytes. It fails as [Entry.Marshal]
+// does, for an unknown kind, and for a field the kind does not carry.
+func (t *TaskEntry) Marshal() ([]byte, error) {
+	allowed := taskFields[t.Kind]
+	if allowed == nil {
+		return nil, fmt.Errorf("task entry: unknown kind %q", t.Kind)
+	}
+	w := taskWire{TaskID: t.TaskID, Title: t.Title, Description: t.Description, OfferTo: t.OfferTo, Provenance: t.Provenance,
+		Summary: t.Summary, Evidence: t.Evidence, Source: t.Source, To: t.To, Note: t.Note, Snapshot: t.Snapshot}
+	e, err := NewEntry(t.Kind, t.Time, t.Actor, w)
+	if err != nil {
+		return nil, err
+	}
+	for k := range e.Fields {
+		if _, ok := allowed[k]; !ok {
+			return nil, fmt.Errorf("task entry: a %s entry has no %q", t.Kind, k)
+		}
+	}
+	for k, required := range allowed {
+		if _, ok := e.Fields[k]; required && !ok {
+			e.Fields[k] = "" // a required member is written even when empty
+		}
+	}
+	if t.Kind == KindTaskHandoff && t.Snapshot == nil {
+		return nil, fmt.Errorf("task entry: a %s entry needs a snapshot", t.Kind)
+	}
+	return e.Marshal()
+}
+
+// ParseTask reads a task entry of any task kind. It refuses members the
+// kind does not carry, a missing required member (a handoff without its
+// snapshot is left to the task engine, which names that rule), members of
+// the wrong type, and an empty evidence list (empty evidence is written by
+// leaving it out).
+func ParseTask(e *Entry) (*TaskEntry, error) {
+	allowed := taskFields[e.Kind]
+	if allowed == nil {
+		return nil, fmt.Errorf("entry is a %s entry, not a task entry", e.Kind)
+	}
+	for k, v := range e.Fields {
+		if _, ok := allowed[k]; !ok {
+			return nil, fmt.Errorf("%s entry has unexpected field %q", e.Kind, k)
+		}
+		if v == nil {
+			return nil, fmt.Errorf("%s entry: %q is null", e.Kind, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(allowed)) {
+		if _, ok := e.Fields[k]; allowed[k] && !ok {
+			return nil, fmt.Errorf("%s entry has no %q", e.Kind, k)
+		}
+	}
+	if ev, ok := e.Fields["evidence"].([]any); ok && len(ev) == 0 {
+		return nil, fmt.Errorf("%s entry: empty evidence is written by leaving it out", e.Kind)
+	}
+	b, err := json.Marshal(e.Fields)
+	if err != nil {
+		return nil, fmt.Errorf("%s entry: %w", e.Kind, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var w taskWire
+	if err := dec.Decode(&w); err != nil {
+		return nil, fmt.Errorf("%s entry fields do not decode: %v", e.Kind, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return &TaskEntry{Kind: e.Kind, Time: e.Time, Actor: e.Actor, TaskID: w.TaskID, Title: w.Title, Description: w.Description,
+		OfferTo: w.OfferTo, Provenance: w.Provenance, Summary: w.Summary, Evidence: w.Evidence, Source: w.Source,
+		To: w.To, Note: w.Note, Snapshot: w.Snapshot}, nil
+}
