@@ -38,6 +38,7 @@ type TaskEntry struct {
 	Kind   string // one of the KindTask constants
 	Time   time.Time
 	Actor  string
+	Auth   *Auth // how Actor was authenticated, if by an identity provider
 	TaskID string
 
 	Title, Description, OfferTo string // create
@@ -120,6 +121,7 @@ func (t *TaskEntry) Marshal() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.Auth = t.Auth
 	for k := range e.Fields {
 		if _, ok := allowed[k]; !ok {
 			return nil, fmt.Errorf("task entry: a %s entry has no %q", t.Kind, k)
@@ -172,7 +174,7 @@ func ParseTask(e *Entry) (*TaskEntry, error) {
 	if err := dec.Decode(&w); err != nil {
 		return nil, fmt.Errorf("%s entry fields do not decode: %v", e.Kind, strings.TrimPrefix(err.Error(), "json: "))
 	}
-	return &TaskEntry{Kind: e.Kind, Time: e.Time, Actor: e.Actor, TaskID: w.TaskID, Title: w.Title, Description: w.Description,
+	return &TaskEntry{Kind: e.Kind, Time: e.Time, Actor: e.Actor, Auth: e.Auth, TaskID: w.TaskID, Title: w.Title, Description: w.Description,
 		OfferTo: w.OfferTo, Provenance: w.Provenance, Summary: w.Summary, Evidence: w.Evidence, Source: w.Source,
 		To: w.To, Note: w.Note, Snapshot: w.Snapshot}, nil
 }

@@ -16,6 +16,8 @@ func taskSeeds() []*log.TaskEntry {
 		{Kind: log.KindTaskCreate, Time: at, Actor: "alice", TaskID: id, Title: "t", Description: "d", OfferTo: "bob"},
 		{Kind: log.KindTaskCreate, Time: at, Actor: "alice", TaskID: id, Title: "t"},
 		{Kind: log.KindTaskAccept, Time: at, Actor: "bob", TaskID: id},
+		{Kind: log.KindTaskAccept, Time: at, Actor: "bob", TaskID: id,
+			Auth: &log.Auth{Issuer: "https://idp.example", Subject: "bob", ClientID: "agent", TokenSHA256: strings.Repeat("ab", 32), Via: log.AuthViaJWT}},
 		{Kind: log.KindTaskClaim, Time: at, Actor: "bob", TaskID: id, Provenance: "observed", Summary: "s", Evidence: []uint64{1, 2}, Source: "x"},
 		{Kind: log.KindTaskHandoff, Time: at, Actor: "bob", TaskID: id, To: "carol", Note: "n",
 			Snapshot: &log.TaskSnapshot{State: "accepted", Owner: "bob", HistoryHead: log.TaskEntryRef{Index: 3, LeafHash: "ab"},

@@ -69,6 +69,16 @@
 // many concurrent accepts exactly one wins) while operations on distinct
 // tasks run in parallel and share the log's group commits.
 //
+// # Memory
+//
+// The log is the truth, and the engine holds only an index into it: each
+// task's id, state and the log indices of its entries, about 60 bytes a
+// task. Whole tasks (history, ownership intervals, claims) are kept in a
+// cache bounded in bytes ([Options.CacheBytes]) and rebuilt from their
+// entries when needed, so memory grows by the index alone, not by what
+// tasks hold. [Engine.ListUnaccepted] returns the oldest unaccepted tasks
+// up to a limit and how many there are.
+//
 // # Rebuilding
 //
 // [Rebuild] replays entries through the same rules the engine enforces. An

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,19 +27,23 @@ type Options struct {
 	// running engine, not a rule of the log: entries already written are
 	// never judged by it.
 	KnownActor func(id string) error
+	// CacheBytes bounds the cache of whole tasks kept in memory
+	// ([DefaultCacheBytes] if 0); a task not in it is rebuilt from its
+	// entries in the log when it is needed.
+	CacheBytes int64
 }
 
 // An Engine enforces the OPP rules over a log. It is safe for concurrent
-// use; see the package documentation for what it serializes.
+// use; see the package documentation for what it serializes. Its memory
+// is bounded: an index of the log's tasks and a cache of whole ones
+// (index.go).
 type Engine struct {
 	log   Log
 	now   func() time.Time
 	rand  io.Reader
 	known func(string) error
 
-	mu         sync.RWMutex
-	tasks      map[string]*slot
-	violations []Violation
+	tasks *taskSet
 	// failed is set when an append failed in a way that leaves unknown
 	// whether the entry is in the log; the engine then writes nothing
 	// more, and a restart rebuilds the truth from the log.
@@ -48,26 +51,6 @@ type Engine struct {
 	// shared is set when other sidecars write the same log (shared.go).
 	shared *sharedLog
 }
-
-// slot holds one task and its locks: op is held by the one operation that
-// may change the task, from validation through the append to the update;
-// mu guards the task for readers during the update.
-type slot struct {
-	op chan struct{}
-	mu sync.RWMutex
-	t  *task
-}
-
-func (s *slot) lock(ctx context.Context) error {
-	select {
-	case s.op <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (s *slot) unlock() { <-s.op }
 
 // Open returns an engine over l whose state is rebuilt from the entries
 // [0, size) of l, read in chunks. Task entries that break a rule are
@@ -77,19 +60,16 @@ func Open(ctx context.Context, l Log, size uint64, opts *Options) (*Engine, erro
 	if opts == nil {
 		opts = &Options{}
 	}
-	m, err := replay(ctx, l, size)
-	if err != nil {
+	ts := newTaskSet(l, opts.CacheBytes)
+	if err := ts.replay(ctx, 0, size, nil); err != nil {
 		return nil, err
 	}
-	e := &Engine{log: l, now: opts.Now, rand: opts.Rand, known: opts.KnownActor, tasks: make(map[string]*slot, len(m.tasks)), violations: m.violations}
+	e := &Engine{log: l, now: opts.Now, rand: opts.Rand, known: opts.KnownActor, tasks: ts}
 	if e.now == nil {
 		e.now = time.Now
 	}
 	if e.rand == nil {
 		e.rand = rand.Reader
-	}
-	for id, t := range m.tasks {
-		e.tasks[id] = &slot{op: make(chan struct{}, 1), t: t}
 	}
 	e.openShared(size)
 	return e, nil
@@ -106,7 +86,11 @@ func (e *Engine) Err() error {
 
 // Violations returns the rule-breaking task entries found when the engine
 // was opened.
-func (e *Engine) Violations() []Violation { return slices.Clone(e.violations) }
+func (e *Engine) Violations() []Violation {
+	e.tasks.mu.Lock()
+	defer e.tasks.mu.Unlock()
+	return slices.Clone(e.tasks.violations)
+}
 
 func (e *Engine) record(kind, actor, taskID string) *record {
 	return &record{kind: kind, actor: actor, taskID: taskID, time: e.now().UTC().Round(0)}
@@ -123,6 +107,7 @@ func (e *Engine) write(ctx context.Context, r *record) (uint64, []byte, *log.Rec
 		}
 		return 0, nil, nil, fmt.Errorf("encoding %s entry: %w", r.kind, err)
 	}
+	r.size = len(b)
 	if p := e.failed.Load(); p != nil {
 		return 0, nil, nil, *p
 	}
@@ -160,17 +145,17 @@ func (e *Engine) Create(ctx context.Context, actor string, args CreateArgs) (*Re
 	if err := check(reader{ctx, e.log}, nil, r, 0); err != nil {
 		return nil, err
 	}
-	e.mu.RLock()
-	_, dup := e.tasks[r.taskID]
-	e.mu.RUnlock()
-	if dup { // only a broken Rand gets here
+	if _, dup := e.tasks.lookup(r.taskID); dup { // only a broken Rand gets here
 		return nil, fmt.Errorf("task id %s is already taken; the random source is broken", r.taskID)
 	}
 	idx, leaf, rc, err := e.write(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	sum := e.created(r, idx, leaf)
+	sum, err := e.applied(nil, r, idx, leaf)
+	if err != nil {
+		return nil, err
+	}
 	return &Result{Task: sum, Index: idx, LeafHash: leaf, Receipt: rc}, nil
 }
 
@@ -220,10 +205,52 @@ func (e *Engine) Cancel(ctx context.Context, actor, taskID, note string) (*Resul
 	return e.do(ctx, r)
 }
 
-func (e *Engine) slot(id string) *slot {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.tasks[id]
+// applied applies r, written at idx, to t (nil for a create). On a
+// shared log it waits for the reader of others' entries, which may apply
+// the same entry first. An index too full to take it stops the engine.
+func (e *Engine) applied(t *task, r *record, idx uint64, leaf []byte) (Summary, error) {
+	if e.shared != nil {
+		e.shared.mu.Lock()
+		defer e.shared.mu.Unlock()
+		if n, ok := e.tasks.lookup(r.taskID); ok {
+			e.tasks.mu.Lock()
+			done := e.tasks.idx.lastIndex(n) >= idx
+			e.tasks.mu.Unlock()
+			if done {
+				t, err := e.tasks.load(context.Background(), n)
+				if err != nil {
+					return Summary{}, err
+				}
+				t.mu.RLock()
+				defer t.mu.RUnlock()
+				return t.Summary, nil
+			}
+		}
+	}
+	sum, err := e.tasks.apply(t, r, idx, leaf)
+	if err != nil {
+		stopped := fmt.Errorf("task engine stopped: entry %d is in the log but not in the task state (restart provlog): %w", idx, err)
+		e.failed.CompareAndSwap(nil, &stopped)
+		return Summary{}, stopped
+	}
+	return sum, nil
+}
+
+// task finds the task r acts on and takes its operation lock; a nil task
+// with a nil error means there is no such task. unlock releases the lock.
+func (e *Engine) task(ctx context.Context, id string) (t *task, unlock func(), err error) {
+	n, ok := e.tasks.lookup(id)
+	if !ok {
+		return nil, nil, nil
+	}
+	if err := e.tasks.lock(ctx, n); err != nil {
+		return nil, nil, err
+	}
+	if t, err = e.tasks.load(ctx, n); err != nil {
+		e.tasks.unlock(n)
+		return nil, nil, err
+	}
+	return t, func() { e.tasks.unlock(n) }, nil
 }
 
 // do runs an operation on an existing task under the task's lock.
@@ -234,70 +261,61 @@ func (e *Engine) do(ctx context.Context, r *record) (*Result, error) {
 	if e.shared != nil {
 		return e.doShared(ctx, r)
 	}
-	s := e.slot(r.taskID)
-	if s == nil {
-		return nil, check(reader{ctx, e.log}, nil, r, 0)
-	}
-	if err := s.lock(ctx); err != nil {
+	t, unlock, err := e.task(ctx, r.taskID)
+	if err != nil {
 		return nil, err
 	}
-	defer s.unlock()
-	// Only the holder of s.op changes s.t, so it reads s.t without s.mu.
-	if r.kind == KindHandoff && s.t.Owner == r.actor {
-		r.snapshot = s.t.snapshot()
+	if t == nil {
+		return nil, check(reader{ctx, e.log}, nil, r, 0)
 	}
-	if err := check(reader{ctx, e.log}, s.t, r, 0); err != nil {
+	defer unlock()
+	// Only the holder of the task's lock changes it, so it reads t
+	// without t.mu.
+	if r.kind == KindHandoff && t.Owner == r.actor {
+		r.snapshot = t.snapshot()
+	}
+	if err := check(reader{ctx, e.log}, t, r, 0); err != nil {
 		return nil, err
 	}
 	idx, leaf, rc, err := e.write(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.t.apply(r, idx, leaf)
-	sum := s.t.Summary
-	s.mu.Unlock()
+	sum, err := e.applied(t, r, idx, leaf)
+	if err != nil {
+		return nil, err
+	}
 	return &Result{Task: sum, Index: idx, LeafHash: leaf, Receipt: rc}, nil
 }
 
 // Status returns a task with its full history.
-func (e *Engine) Status(taskID string) (*Task, error) {
+func (e *Engine) Status(ctx context.Context, taskID string) (*Task, error) {
 	if err := checkTaskID(taskID); err != nil {
 		return nil, err
 	}
-	if err := e.catchUpQuiet(); err != nil {
+	if err := e.catchUpQuiet(ctx); err != nil {
 		return nil, err
 	}
-	s := e.slot(taskID)
-	if s == nil {
+	n, ok := e.tasks.lookup(taskID)
+	if !ok {
 		return nil, refuse(RuleUnknownTask, "no task %s; get task ids from create_task or list_unaccepted_tasks", taskID)
 	}
-	s.mu.RLock()
-	v := s.t.view()
-	s.mu.RUnlock()
+	t, err := e.tasks.load(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.RLock()
+	v := t.view()
+	t.mu.RUnlock()
 	return &v, nil
 }
 
-// ListUnaccepted returns every task with no owner that can still be
-// accepted (new, handed off or released), oldest first.
-func (e *Engine) ListUnaccepted() []Summary {
-	e.catchUpQuiet() // on failure, what this sidecar knows
-	e.mu.RLock()
-	slots := make([]*slot, 0, len(e.tasks))
-	for _, s := range e.tasks {
-		slots = append(slots, s)
-	}
-	e.mu.RUnlock()
-	var out []Summary
-	for _, s := range slots {
-		s.mu.RLock()
-		if s.t.State == StatePending {
-			out = append(out, s.t.Summary)
-		}
-		s.mu.RUnlock()
-	}
-	slices.SortFunc(out, func(a, b Summary) int { return cmpIndex(a.CreatedIndex, b.CreatedIndex) })
-	return out
+// ListUnaccepted returns the oldest tasks, at most limit of them, with no
+// owner that can still be accepted (new, handed off or released), oldest
+// first, and how many such tasks there are in all.
+func (e *Engine) ListUnaccepted(ctx context.Context, limit int) ([]Summary, int, error) {
+	e.catchUpQuiet(ctx) // on failure, what this sidecar knows
+	return e.tasks.pending(ctx, limit)
 }
 
 func cmpIndex(a, b uint64) int {
@@ -311,21 +329,8 @@ func cmpIndex(a, b uint64) int {
 }
 
 // State returns the engine's state in the form [Rebuild] returns, for
-// comparing the two.
-func (e *Engine) State() *State {
-	e.catchUpQuiet()
-	e.mu.RLock()
-	slots := make([]*slot, 0, len(e.tasks))
-	for _, s := range e.tasks {
-		slots = append(slots, s)
-	}
-	e.mu.RUnlock()
-	st := &State{Violations: e.Violations()}
-	for _, s := range slots {
-		s.mu.RLock()
-		st.Tasks = append(st.Tasks, s.t.view())
-		s.mu.RUnlock()
-	}
-	st.sort()
-	return st
+// comparing the two. It holds every task in memory at once.
+func (e *Engine) State(ctx context.Context) (*State, error) {
+	e.catchUpQuiet(ctx)
+	return e.tasks.state(ctx)
 }

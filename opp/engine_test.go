@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +68,7 @@ func TestLifecycle(t *testing.T) {
 	if c.Task.State != opp.StateCompleted || c.Task.Owner != "bob" {
 		t.Fatalf("after claim: %+v", c.Task)
 	}
-	st, err := e.Status(id)
+	st, err := e.Status(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +258,7 @@ func TestRefusals(t *testing.T) {
 		{"cancel: unknown", opp.RuleUnknownTask, func() (*opp.Result, error) { return e.Cancel(ctx, "alice", missing, "") }},
 	}
 	before := f.l.size()
-	stateBefore := e.State()
+	stateBefore := mustState(t, e)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := c.op()
@@ -272,7 +273,7 @@ func TestRefusals(t *testing.T) {
 			}
 		})
 	}
-	if d := stateBefore.Diff(e.State()); len(d) > 0 {
+	if d := diffStates(stateBefore, mustState(t, e)); len(d) > 0 {
 		t.Fatalf("refusals changed the state: %v", d)
 	}
 	checkRebuild(t, f.l, e)
@@ -361,7 +362,7 @@ func TestCertaintyUpgrade(t *testing.T) {
 	if err := claim("observed", c3); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := e.Status(id)
+	st, _ := e.Status(ctx, id)
 	if st.State != opp.StateCompleted || st.Owner != "bob" {
 		t.Fatalf("state %s owner %s", st.State, st.Owner)
 	}
@@ -382,12 +383,12 @@ func TestHandoffSnapshot(t *testing.T) {
 	if h.Task.Owner != "" || h.Task.Reservation != "carol" || h.Task.State != opp.StatePending {
 		t.Fatalf("after handoff: %+v", h.Task)
 	}
-	st, _ := e.Status(id)
+	st, _ := e.Status(ctx, id)
 	snap := st.History[len(st.History)-1].Snapshot
 	if snap == nil {
 		t.Fatal("handoff event has no snapshot")
 	}
-	want := opp.Snapshot{State: opp.StateAccepted, Owner: "bob", HistoryHead: opp.EntryRef{Index: acc.Index, LeafHash: hex.EncodeToString(acc.LeafHash)}, Claims: []opp.ClaimRef{}}
+	want := opp.Snapshot{State: string(opp.StateAccepted), Owner: "bob", HistoryHead: opp.EntryRef{Index: acc.Index, LeafHash: hex.EncodeToString(acc.LeafHash)}, Claims: []opp.ClaimRef{}}
 	if snap.State != want.State || snap.Owner != want.Owner || snap.HistoryHead != want.HistoryHead || len(snap.Claims) != 0 {
 		t.Fatalf("snapshot %+v, want %+v", snap, want)
 	}
@@ -415,7 +416,7 @@ func TestListUnaccepted(t *testing.T) {
 	mustOK(t)(e.Accept(ctx, "dave", released))
 	mustOK(t)(e.Release(ctx, "dave", released, "cannot do it"))
 	var got []string
-	for _, s := range e.ListUnaccepted() {
+	for _, s := range unaccepted(t, e) {
 		got = append(got, s.ID)
 		if s.Owner != "" {
 			t.Errorf("listed task %s has owner %s", s.ID, s.Owner)
@@ -539,7 +540,7 @@ func TestOpenRebuildsState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := f.e.State().Diff(e2.State()); len(d) > 0 {
+	if d := diffStates(mustState(t, f.e), mustState(t, e2)); len(d) > 0 {
 		t.Fatalf("reopened engine differs: %v", d)
 	}
 	// The reopened engine enforces the same rules on the rebuilt state.
@@ -572,7 +573,7 @@ func TestRebuildViolations(t *testing.T) {
 		{"task.frobnicate", "alice", map[string]any{"task_id": id}, opp.RuleEntry},
 		{opp.KindHandoff, "alice", map[string]any{"task_id": id, "to": "bob"}, opp.RuleSnapshot},
 	}
-	before := e.State()
+	before := mustState(t, e)
 	for _, b := range bad {
 		appendRaw(t, l, b.kind, b.actor, b.fields)
 	}
@@ -591,7 +592,7 @@ func TestRebuildViolations(t *testing.T) {
 		}
 	}
 	st.Violations = nil
-	if d := before.Diff(st); len(d) > 0 {
+	if d := diffStates(before, st); len(d) > 0 {
 		t.Fatalf("rule-breaking entries changed the state: %v", d)
 	}
 	e2, err := opp.Open(ctx, l, l.size(), nil)
@@ -608,7 +609,7 @@ func TestFormat(t *testing.T) {
 	f := newFixture(t)
 	mustOK(t)(f.e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "observed", Summary: "line one\nline two", Evidence: []uint64{f.bobCallDuring}}))
 	var b bytes.Buffer
-	st := f.e.State()
+	st := mustState(t, f.e)
 	if err := opp.FormatList(&b, st.Summaries(), st.Tasks[0].Created.Add(90e9)); err != nil {
 		t.Fatal(err)
 	}
@@ -620,7 +621,7 @@ func TestFormat(t *testing.T) {
 		}
 	}
 	b.Reset()
-	task, _ := f.e.Status(f.owned)
+	task, _ := f.e.Status(ctx, f.owned)
 	if err := opp.FormatTask(&b, task); err != nil {
 		t.Fatal(err)
 	}
@@ -631,7 +632,7 @@ func TestFormat(t *testing.T) {
 		}
 	}
 	b.Reset()
-	task, _ = f.e.Status(f.handed)
+	task, _ = f.e.Status(ctx, f.handed)
 	opp.FormatTask(&b, task)
 	t.Logf("show:\n%s", b.String())
 	if !strings.Contains(b.String(), "snapshot    state accepted, owner bob") {
@@ -707,7 +708,7 @@ func TestAppendFailure(t *testing.T) {
 	if _, err := e.Accept(ctx, "bob", id); err == nil {
 		t.Fatal("engine wrote after a failed append")
 	}
-	st, err := e.Status(id)
+	st, err := e.Status(ctx, id)
 	if err != nil || st.Owner != "" {
 		t.Fatalf("status after failure: %+v %v", st, err)
 	}
@@ -718,8 +719,20 @@ func TestAppendFailure(t *testing.T) {
 // readers (run it with -race); afterwards the log rebuilds to the live
 // state.
 func TestConcurrentMixed(t *testing.T) {
+	for _, cache := range []int64{0, 1} {
+		t.Run(fmt.Sprint("cache=", cache), func(t *testing.T) { concurrentMixed(t, cache) })
+	}
+}
+
+// concurrentMixed runs TestConcurrentMixed with a cache bound (0: the
+// default; 1: one task, so readers and writers rebuild tasks from the log
+// all the time).
+func concurrentMixed(t *testing.T, cache int64) {
 	l := newLog(t)
-	e := newEngine(t, l)
+	e, err := opp.Open(ctx, l, l.size(), &opp.Options{CacheBytes: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
 	shared := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "shared"})).Task.ID
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
@@ -733,9 +746,9 @@ func TestConcurrentMixed(t *testing.T) {
 					return
 				default:
 				}
-				e.ListUnaccepted()
-				e.State()
-				if st, err := e.Status(shared); err != nil || len(st.History) == 0 {
+				e.ListUnaccepted(ctx, 1000)
+				e.State(ctx)
+				if st, err := e.Status(ctx, shared); err != nil || len(st.History) == 0 {
 					t.Errorf("status: %v", err)
 				}
 			}
@@ -762,7 +775,7 @@ func TestConcurrentMixed(t *testing.T) {
 	close(stop)
 	readers.Wait()
 	checkRebuild(t, l, e)
-	if n := len(e.ListUnaccepted()); n != 8*20+1 {
+	if n := len(unaccepted(t, e)); n != 8*20+1 {
 		t.Fatalf("%d unaccepted tasks, want %d", n, 8*20+1)
 	}
 }

@@ -15,7 +15,7 @@ func FuzzParseRecord(f *testing.F) {
 		{kind: KindAccept, actor: "bob", taskID: "t_00000000000000000000000000000000"},
 		{kind: KindClaim, actor: "bob", taskID: "t_00000000000000000000000000000000", provenance: Observed, summary: "s", evidence: []uint64{1, 2}, source: "x"},
 		{kind: KindHandoff, actor: "bob", taskID: "t_00000000000000000000000000000000", to: "carol", note: "n",
-			snapshot: &Snapshot{State: StateAccepted, Owner: "bob", HistoryHead: EntryRef{Index: 3, LeafHash: "ab"}, Claims: []ClaimRef{}}},
+			snapshot: &Snapshot{State: string(StateAccepted), Owner: "bob", HistoryHead: EntryRef{Index: 3, LeafHash: "ab"}, Claims: []ClaimRef{}}},
 		{kind: KindRelease, actor: "bob", taskID: "t_00000000000000000000000000000000"},
 		{kind: KindCancel, actor: "alice", taskID: "t_00000000000000000000000000000000", note: "n"},
 	}

@@ -3,7 +3,9 @@ package opp_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -161,8 +163,67 @@ func checkRebuild(tb testing.TB, l *testLog, e *opp.Engine) *opp.State {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if d := e.State().Diff(st); len(d) > 0 {
+	if d := diffStates(mustState(tb, e), st); len(d) > 0 {
 		tb.Fatalf("rebuilt state differs from the live state:\n%v", d)
 	}
 	return st
+}
+
+func mustState(tb testing.TB, e *opp.Engine) *opp.State {
+	tb.Helper()
+	st, err := e.State(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st
+}
+
+func unaccepted(tb testing.TB, e *opp.Engine) []opp.Summary {
+	tb.Helper()
+	list, total, err := e.ListUnaccepted(context.Background(), 1<<20)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if total != len(list) {
+		tb.Fatalf("ListUnaccepted returned %d of %d tasks, with no limit reached", len(list), total)
+	}
+	return list
+}
+
+// diffStates describes how a and b differ, one line per difference; it is
+// empty when they are equal.
+func diffStates(a, b *opp.State) []string {
+	var d []string
+	js := func(v any) string {
+		j, err := json.Marshal(v)
+		if err != nil {
+			return err.Error()
+		}
+		return string(j)
+	}
+	byID := func(st *opp.State) map[string]string {
+		m := make(map[string]string, len(st.Tasks))
+		for _, t := range st.Tasks {
+			m[t.ID] = js(t)
+		}
+		return m
+	}
+	ma, mb := byID(a), byID(b)
+	for _, t := range a.Tasks {
+		switch bt, ok := mb[t.ID]; {
+		case !ok:
+			d = append(d, fmt.Sprintf("task %s only in the first state", t.ID))
+		case bt != ma[t.ID]:
+			d = append(d, fmt.Sprintf("task %s differs:\n  %s\n  %s", t.ID, ma[t.ID], bt))
+		}
+	}
+	for _, t := range b.Tasks {
+		if _, ok := ma[t.ID]; !ok {
+			d = append(d, fmt.Sprintf("task %s only in the second state", t.ID))
+		}
+	}
+	if va, vb := js(a.Violations), js(b.Violations); va != vb {
+		d = append(d, fmt.Sprintf("violations differ:\n  %s\n  %s", va, vb))
+	}
+	return d
 }

@@ -10,12 +10,12 @@ import (
 
 // Entry kinds written by the engine.
 const (
-	KindCreate  = "task.create"
-	KindAccept  = "task.accept"
-	KindClaim   = "task.claim"
-	KindHandoff = "task.handoff"
-	KindRelease = "task.release"
-	KindCancel  = "task.cancel"
+	KindCreate  = log.KindTaskCreate
+	KindAccept  = log.KindTaskAccept
+	KindClaim   = log.KindTaskClaim
+	KindHandoff = log.KindTaskHandoff
+	KindRelease = log.KindTaskRelease
+	KindCancel  = log.KindTaskCancel
 )
 
 // Limits on what callers send. Lengths count characters (Unicode code
@@ -193,30 +193,15 @@ type Event struct {
 	Snapshot *Snapshot `json:"snapshot,omitempty"`
 }
 
-// Snapshot is the frozen state of a task that a handoff entry carries: what
-// the recipient is handed, pinned by the index and leaf hash of the last
-// event before the handoff and of every claim so far.
-type Snapshot struct {
-	State       TaskState  `json:"state"`
-	Owner       string     `json:"owner"`
-	Reservation string     `json:"reservation"`
-	HistoryHead EntryRef   `json:"history_head"`
-	Claims      []ClaimRef `json:"claims"`
-}
+// Snapshot is the frozen state of a task that a handoff entry carries
+// (its form is the log's: see [log.TaskSnapshot]).
+type Snapshot = log.TaskSnapshot
 
 // EntryRef names one log entry.
-type EntryRef struct {
-	Index    uint64 `json:"index"`
-	LeafHash string `json:"leaf_hash"` // hex
-}
+type EntryRef = log.TaskEntryRef
 
 // ClaimRef names one claim entry and says who made it with what provenance.
-type ClaimRef struct {
-	Index      uint64     `json:"index"`
-	LeafHash   string     `json:"leaf_hash"` // hex
-	Actor      string     `json:"actor"`
-	Provenance Provenance `json:"provenance"`
-}
+type ClaimRef = log.TaskClaimRef
 
 // Violation is a task entry in the log that breaks a rule (or does not
 // parse). It had no effect on the state.

@@ -2,8 +2,7 @@ package opp
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
+	"strings"
 	"time"
 
 	"github.com/provlog/provlog/log"
@@ -29,68 +28,21 @@ type record struct {
 	note     string // handoff, release, cancel
 	snapshot *Snapshot
 
+	// size is the entry's length in bytes, once written or read.
+	size int
+
 	// after is, on a shared log, the size the engine had read when it
 	// checked the rules; the append is fenced on it (shared.go).
 	after uint64
 }
 
-// fieldsOf lists the fields each kind may carry beside the common ones.
-var fieldsOf = map[string]map[string]bool{
-	KindCreate:  {"task_id": true, "title": true, "description": true, "offer_to": true},
-	KindAccept:  {"task_id": true},
-	KindClaim:   {"task_id": true, "provenance": true, "summary": true, "evidence": true, "source": true},
-	KindHandoff: {"task_id": true, "to": true, "note": true, "snapshot": true},
-	KindRelease: {"task_id": true, "note": true},
-	KindCancel:  {"task_id": true, "note": true},
-}
-
 // marshal returns the entry bytes of r. Empty optional fields are left out.
 func (r *record) marshal() ([]byte, error) {
-	f := map[string]any{"task_id": r.taskID}
-	opt := func(k, v string) {
-		if v != "" {
-			f[k] = v
-		}
-	}
-	switch r.kind {
-	case KindCreate:
-		f["title"] = r.title
-		opt("description", r.description)
-		opt("offer_to", r.offerTo)
-	case KindAccept:
-	case KindClaim:
-		f["provenance"] = string(r.provenance)
-		f["summary"] = r.summary
-		if len(r.evidence) > 0 {
-			f["evidence"] = r.evidence
-		}
-		opt("source", r.source)
-	case KindHandoff:
-		f["to"] = r.to
-		opt("note", r.note)
-		f["snapshot"] = r.snapshot
-	case KindRelease, KindCancel:
-		opt("note", r.note)
-	default:
-		return nil, fmt.Errorf("unknown task entry kind %q", r.kind)
-	}
-	e := &log.Entry{Kind: r.kind, Time: r.time, Actor: r.actor, Auth: r.auth, Fields: f}
-	return e.Marshal()
-}
-
-// wireRecord is the JSON shape of every task entry kind.
-type wireRecord struct {
-	TaskID      *string   `json:"task_id"`
-	Title       *string   `json:"title"`
-	Description string    `json:"description"`
-	OfferTo     string    `json:"offer_to"`
-	Provenance  *string   `json:"provenance"`
-	Summary     *string   `json:"summary"`
-	Evidence    []uint64  `json:"evidence"`
-	Source      string    `json:"source"`
-	To          *string   `json:"to"`
-	Note        string    `json:"note"`
-	Snapshot    *Snapshot `json:"snapshot"`
+	t := &log.TaskEntry{Kind: r.kind, Time: r.time, Actor: r.actor, Auth: r.auth, TaskID: r.taskID,
+		Title: r.title, Description: r.description, OfferTo: r.offerTo,
+		Provenance: string(r.provenance), Summary: r.summary, Evidence: r.evidence, Source: r.source,
+		To: r.to, Note: r.note, Snapshot: r.snapshot}
+	return t.Marshal()
 }
 
 // isTaskEntry reports cheaply whether b may be a task entry: a canonical
@@ -106,50 +58,21 @@ func parseRecord(b []byte) (*record, error) {
 	if err != nil {
 		return nil, err
 	}
-	allowed, ok := fieldsOf[e.Kind]
-	if !ok {
-		if len(e.Kind) > 5 && e.Kind[:5] == "task." {
+	if !log.IsTaskKind(e.Kind) {
+		if strings.HasPrefix(e.Kind, "task.") {
 			return nil, refuse(RuleEntry, "unknown task entry kind %q", e.Kind)
 		}
 		return nil, nil
 	}
-	for k := range e.Fields {
-		if !allowed[k] {
-			return nil, refuse(RuleEntry, "%s entry has unexpected field %q", e.Kind, k)
-		}
-	}
-	var w wireRecord // the common fields are ignored: ParseEntry checked them
-	if err := json.Unmarshal(b, &w); err != nil {
-		return nil, refuse(RuleEntry, "%s entry fields do not decode: %v", e.Kind, err)
-	}
-	r := &record{kind: e.Kind, actor: e.Actor, auth: e.Auth, time: e.Time,
-		description: w.Description, offerTo: w.OfferTo, evidence: w.Evidence,
-		source: w.Source, note: w.Note, snapshot: w.Snapshot}
-	need := func(name string, p *string) string {
-		if p == nil {
-			err = refuse(RuleEntry, "%s entry has no %q", e.Kind, name)
-			return ""
-		}
-		return *p
-	}
-	r.taskID = need("task_id", w.TaskID)
-	switch e.Kind {
-	case KindCreate:
-		r.title = need("title", w.Title)
-	case KindClaim:
-		r.provenance = Provenance(need("provenance", w.Provenance))
-		r.summary = need("summary", w.Summary)
-		if w.Evidence != nil && len(w.Evidence) == 0 {
-			err = refuse(RuleEntry, "empty evidence is written by leaving it out")
-		}
-	case KindHandoff:
-		r.to = need("to", w.To)
-		if w.Snapshot == nil {
-			err = refuse(RuleSnapshot, "handoff entry carries no snapshot")
-		}
-	}
+	t, err := log.ParseTask(e)
 	if err != nil {
-		return nil, err
+		return nil, refuse(RuleEntry, "%v", err)
 	}
-	return r, nil
+	if t.Kind == KindHandoff && t.Snapshot == nil {
+		return nil, refuse(RuleSnapshot, "handoff entry carries no snapshot")
+	}
+	return &record{kind: t.Kind, actor: t.Actor, auth: t.Auth, time: t.Time, taskID: t.TaskID, size: len(b),
+		title: t.Title, description: t.Description, offerTo: t.OfferTo,
+		provenance: Provenance(t.Provenance), summary: t.Summary, evidence: t.Evidence, source: t.Source,
+		to: t.To, note: t.Note, snapshot: t.Snapshot}, nil
 }

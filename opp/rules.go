@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/provlog/provlog/log"
@@ -13,7 +14,11 @@ import (
 
 // task is the state of one task, derived from its entries.
 type task struct {
+	// mu guards the task while apply changes it (taskset.go).
+	mu sync.RWMutex
 	Task
+	// bytes is the size of its entries, for the cache's bound.
+	bytes int64
 	// tenures are the ownership intervals: owner from the accept entry
 	// (from) to the entry that ended the ownership (to), open while owned.
 	tenures []tenure
@@ -356,7 +361,7 @@ func (t *task) tenuresOf(actor string) string {
 func (t *task) snapshot() *Snapshot {
 	head := t.History[len(t.History)-1]
 	return &Snapshot{
-		State:       t.State,
+		State:       string(t.State),
 		Owner:       t.Owner,
 		Reservation: t.Reservation,
 		HistoryHead: EntryRef{Index: head.Index, LeafHash: head.LeafHash},
@@ -394,6 +399,7 @@ func newTask(r *record, index uint64) *task {
 func (t *task) apply(r *record, index uint64, leaf []byte) {
 	ev := Event{Index: index, LeafHash: hex.EncodeToString(leaf), Kind: r.kind, Actor: r.actor, Time: r.time,
 		Note: r.note}
+	t.bytes += int64(r.size)
 	endTenure := func() {
 		for k := range t.tenures {
 			if t.tenures[k].open {
@@ -409,7 +415,7 @@ func (t *task) apply(r *record, index uint64, leaf []byte) {
 		t.tenures = append(t.tenures, tenure{actor: r.actor, from: index, open: true})
 	case KindClaim:
 		ev.Provenance, ev.Summary, ev.Evidence, ev.Source = r.provenance, r.summary, r.evidence, r.source
-		t.claims = append(t.claims, ClaimRef{Index: index, LeafHash: ev.LeafHash, Actor: r.actor, Provenance: r.provenance})
+		t.claims = append(t.claims, ClaimRef{Index: index, LeafHash: ev.LeafHash, Actor: r.actor, Provenance: string(r.provenance)})
 		t.last[r.actor] = r.provenance
 		c := t.cited[r.actor]
 		if c == nil {

@@ -82,114 +82,21 @@ func (e *Engine) catchUp(ctx context.Context) (uint64, error) {
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	rd := reader{ctx, e.log}
-	for start := sh.seen; start < size; {
-		end := min(size, start+rebuildChunk)
-		es, err := e.log.Entries(ctx, start, end)
-		if err != nil {
-			return 0, fmt.Errorf("reading entries [%d, %d): %w", start, end, err)
-		}
-		if uint64(len(es)) != end-start {
-			return 0, fmt.Errorf("reading entries [%d, %d): got %d", start, end, len(es))
-		}
-		for k, b := range es {
-			if err := e.stepShared(rd, start+uint64(k), b); err != nil {
-				return 0, err
-			}
-		}
-		start = end
-		sh.seen = end
+	if err := e.tasks.replay(ctx, sh.seen, size, func(n uint64) { sh.seen = n }); err != nil {
+		return 0, err
 	}
 	return sh.seen, nil
 }
 
 // catchUpQuiet catches up before a read, if the log is shared.
-func (e *Engine) catchUpQuiet() error {
+func (e *Engine) catchUpQuiet(ctx context.Context) error {
 	if e.shared == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := e.catchUp(ctx)
 	return err
-}
-
-// stepShared applies entry b at index i, unless it was applied already;
-// the caller holds e.shared.mu.
-func (e *Engine) stepShared(rd reader, i uint64, b []byte) error {
-	if !isTaskEntry(b) {
-		return nil
-	}
-	rec, err := parseRecord(b)
-	if err == nil && rec == nil {
-		return nil
-	}
-	if err == nil {
-		s := e.slot(rec.taskID)
-		if s == nil {
-			err = check(rd, nil, rec, i)
-		} else {
-			s.mu.RLock()
-			h := s.t.History
-			if len(h) > 0 && h[len(h)-1].Index >= i {
-				s.mu.RUnlock()
-				return nil // applied already
-			}
-			err = check(rd, s.t, rec, i)
-			s.mu.RUnlock()
-		}
-		if err == nil {
-			e.applyLocked(s, rec, i, log.LeafHash(b))
-			return nil
-		}
-	}
-	var re *RuleError
-	if !errors.As(err, &re) {
-		if rec != nil {
-			return err
-		}
-		re = refuse(RuleEntry, "%v", err)
-	}
-	kind := "?"
-	if rec != nil {
-		kind = rec.kind
-	}
-	e.mu.Lock()
-	e.violations = append(e.violations, Violation{Index: i, Kind: kind, Rule: re.Rule, Msg: re.Msg})
-	e.mu.Unlock()
-	return nil
-}
-
-// applyLocked applies r at index i to its task (s, nil for a create),
-// unless that entry was applied already. The caller holds e.shared.mu, or
-// the log is not shared.
-func (e *Engine) applyLocked(s *slot, r *record, i uint64, leaf []byte) Summary {
-	if s == nil {
-		s = e.slot(r.taskID)
-	}
-	if s == nil {
-		t := newTask(r, i)
-		t.apply(r, i, leaf)
-		e.mu.Lock()
-		e.tasks[r.taskID] = &slot{op: make(chan struct{}, 1), t: t}
-		e.mu.Unlock()
-		return t.Summary
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n := len(s.t.History); n == 0 || s.t.History[n-1].Index < i {
-		s.t.apply(r, i, leaf)
-	}
-	return s.t.Summary
-}
-
-// created records a task.create this engine wrote at idx.
-func (e *Engine) created(r *record, idx uint64, leaf []byte) Summary {
-	if e.shared != nil {
-		e.shared.mu.Lock()
-		defer e.shared.mu.Unlock()
-	}
-	return e.applyLocked(nil, r, idx, leaf)
 }
 
 // doShared runs an operation on an existing task of a shared log: read
@@ -200,15 +107,15 @@ func (e *Engine) doShared(ctx context.Context, r *record) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := e.slot(r.taskID)
-		if s == nil {
-			return nil, check(reader{ctx, e.log}, nil, r, 0)
-		}
-		if err := s.lock(ctx); err != nil {
+		t, unlock, err := e.task(ctx, r.taskID)
+		if err != nil {
 			return nil, err
 		}
-		res, err := e.tryShared(ctx, s, r, after)
-		s.unlock()
+		if t == nil {
+			return nil, check(reader{ctx, e.log}, nil, r, 0)
+		}
+		res, err := e.tryShared(ctx, t, r, after)
+		unlock()
 		if errors.Is(err, log.ErrFenced) && attempt < maxFenced {
 			continue
 		}
@@ -216,16 +123,17 @@ func (e *Engine) doShared(ctx context.Context, r *record) (*Result, error) {
 	}
 }
 
-// tryShared checks and writes r on task s, fenced at after; the caller
-// holds s's op lock.
-func (e *Engine) tryShared(ctx context.Context, s *slot, r *record, after uint64) (*Result, error) {
-	s.mu.RLock()
+// tryShared checks and writes r on task t, fenced at after; the caller
+// holds t's operation lock. The reader of others' entries may apply to t
+// meanwhile, so t is read under its mu.
+func (e *Engine) tryShared(ctx context.Context, t *task, r *record, after uint64) (*Result, error) {
+	t.mu.RLock()
 	r.snapshot = nil
-	if r.kind == KindHandoff && s.t.Owner == r.actor {
-		r.snapshot = s.t.snapshot()
+	if r.kind == KindHandoff && t.Owner == r.actor {
+		r.snapshot = t.snapshot()
 	}
-	err := check(reader{ctx, e.log}, s.t, r, 0)
-	s.mu.RUnlock()
+	err := check(reader{ctx, e.log}, t, r, 0)
+	t.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
@@ -234,8 +142,9 @@ func (e *Engine) tryShared(ctx context.Context, s *slot, r *record, after uint64
 	if err != nil {
 		return nil, err
 	}
-	e.shared.mu.Lock()
-	sum := e.applyLocked(s, r, idx, leaf)
-	e.shared.mu.Unlock()
+	sum, err := e.applied(t, r, idx, leaf)
+	if err != nil {
+		return nil, err
+	}
 	return &Result{Task: sum, Index: idx, LeafHash: leaf, Receipt: rc}, nil
 }

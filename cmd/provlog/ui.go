@@ -27,8 +27,8 @@ func (s *sidecar) handleUI(mux *http.ServeMux, authorized func(*http.Request) bo
 
 // engineLookup answers task lookups from the task engine's state.
 func engineLookup(e *opp.Engine) ui.TaskLookup {
-	return func(_ context.Context, id string) (any, error) {
-		t, err := e.Status(id)
+	return func(ctx context.Context, id string) (any, error) {
+		t, err := e.Status(ctx, id)
 		var re *opp.RuleError
 		if errors.As(err, &re) && re.Rule == opp.RuleUnknownTask {
 			return nil, fmt.Errorf("%w: %s", ui.ErrNoTask, re.Msg)

@@ -63,6 +63,10 @@ const (
 // names from colliding with them.
 var Names = []string{ToolCreate, ToolAccept, ToolReport, ToolHandoff, ToolRelease, ToolCancel, ToolStatus, ToolListUnaccepted}
 
+// MaxListed bounds how many tasks list_unaccepted_tasks returns (the
+// oldest), so that its result stays small however many tasks wait.
+const MaxListed = 500
+
 // MaxArgumentBytes bounds the JSON arguments of one call: the largest valid
 // arguments (4,000 characters of text, escaped) fit well within it.
 const MaxArgumentBytes = 64 << 10
@@ -193,18 +197,22 @@ var tools = []toolDef{
 		params:   []param{taskIDParam},
 		readOnly: true,
 		handle: func(ctx context.Context, e *opp.Engine, actor string, a args) (any, *opp.Result, error) {
-			t, err := e.Status(a.s["task_id"])
+			t, err := e.Status(ctx, a.s["task_id"])
 			return t, nil, err
 		},
 	},
 	{
-		name:     ToolListUnaccepted,
-		title:    "List unaccepted tasks",
-		desc:     "Every task with no owner that can be accepted (new, handed off or released), oldest first, with its age and reservation.",
+		name:  ToolListUnaccepted,
+		title: "List unaccepted tasks",
+		desc: fmt.Sprintf("The tasks with no owner that can be accepted (new, handed off or released), oldest first, with their age and reservation: "+
+			"the oldest %d of them, with total saying how many there are.", MaxListed),
 		readOnly: true,
 		handle: func(ctx context.Context, e *opp.Engine, actor string, a args) (any, *opp.Result, error) {
 			now := time.Now()
-			list := e.ListUnaccepted()
+			list, total, err := e.ListUnaccepted(ctx, MaxListed)
+			if err != nil {
+				return nil, nil, err
+			}
 			type item struct {
 				opp.Summary
 				AgeSeconds     int64  `json:"age_seconds"`
@@ -213,7 +221,8 @@ var tools = []toolDef{
 			}
 			out := struct {
 				Tasks []item `json:"tasks"`
-			}{Tasks: make([]item, len(list))}
+				Total int    `json:"total"` // how many tasks can be accepted; the oldest MaxListed are listed
+			}{Tasks: make([]item, len(list)), Total: total}
 			for i, s := range list {
 				out.Tasks[i] = item{Summary: s, AgeSeconds: int64(now.Sub(s.Created) / time.Second), Age: opp.Age(now.Sub(s.Created)),
 					WaitingSeconds: int64(now.Sub(s.Since) / time.Second)}

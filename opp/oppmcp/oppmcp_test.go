@@ -306,8 +306,12 @@ func TestFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := h.e.State().Diff(rebuilt); len(d) > 0 {
-		t.Fatal(d)
+	live, err := h.e.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := mustJSON(t, live), mustJSON(t, rebuilt); a != b {
+		t.Fatalf("live state:\n%s\nrebuilt:\n%s", a, b)
 	}
 }
 
@@ -550,7 +554,7 @@ func TestHTTPConcurrentAccept(t *testing.T) {
 	if e.Kind != opp.KindAccept || e.Actor != winner {
 		t.Fatalf("entry %s by %s, want task.accept by %s", e.Kind, e.Actor, winner)
 	}
-	st, _ := h.e.Status(c.TaskID)
+	st, _ := h.e.Status(ctx, c.TaskID)
 	if st.Owner != winner {
 		t.Fatalf("owner %s, want %s", st.Owner, winner)
 	}
@@ -623,4 +627,13 @@ func benchHTTP(b *testing.B, store log.Storage, opts *mcp.StreamableHTTPOptions)
 	wg.Wait()
 	b.ReportMetric(float64(3*b.N)/time.Since(t0).Seconds(), "ops/s")
 	b.ReportMetric(0, "ns/op")
+}
+
+func mustJSON(tb testing.TB, v any) string {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
 }

@@ -1,0 +1,327 @@
+package opp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/provlog/provlog/log"
+)
+
+// DefaultCacheBytes is the default bound of the cache of whole tasks.
+const DefaultCacheBytes = 16 << 20
+
+// taskSet is the task state of a log: the index and the cache (index.go)
+// and the per-task operation locks, under one mutex that is never held
+// across a read of the log.
+//
+// Lock order: a task's mu before the set's mu. A task changes only in
+// apply, under both, so a cached task and the index never disagree.
+type taskSet struct {
+	log EntryReader
+
+	mu         sync.Mutex
+	idx        *index
+	cache      *cache
+	ops        map[uint32]*opLock
+	violations []Violation
+}
+
+// opLock is held by the one operation that may change a task, from
+// validation through the append to the update; refs counts who holds or
+// waits for it, so it is dropped when nobody does.
+type opLock struct {
+	ch   chan struct{}
+	refs int
+}
+
+func newTaskSet(r EntryReader, cacheBytes int64) *taskSet {
+	if cacheBytes <= 0 {
+		cacheBytes = DefaultCacheBytes
+	}
+	return &taskSet{log: r, idx: newIndex(), cache: newCache(cacheBytes), ops: map[uint32]*opLock{}}
+}
+
+func (s *taskSet) lookup(id string) (uint32, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.idx.lookup(id)
+}
+
+// lock takes task n's operation lock.
+func (s *taskSet) lock(ctx context.Context, n uint32) error {
+	s.mu.Lock()
+	o := s.ops[n]
+	if o == nil {
+		o = &opLock{ch: make(chan struct{}, 1)}
+		s.ops[n] = o
+	}
+	o.refs++
+	s.mu.Unlock()
+	select {
+	case o.ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		s.drop(n, o)
+		return ctx.Err()
+	}
+}
+
+func (s *taskSet) unlock(n uint32) {
+	s.mu.Lock()
+	o := s.ops[n]
+	s.mu.Unlock()
+	<-o.ch
+	s.drop(n, o)
+}
+
+func (s *taskSet) drop(n uint32, o *opLock) {
+	s.mu.Lock()
+	if o.refs--; o.refs == 0 {
+		delete(s.ops, n)
+	}
+	s.mu.Unlock()
+}
+
+// load returns task n, from the cache or rebuilt from its entries. The
+// caller reads it under its mu when another goroutine may apply to it.
+func (s *taskSet) load(ctx context.Context, n uint32) (*task, error) {
+	for {
+		s.mu.Lock()
+		if t := s.cache.get(n); t != nil {
+			s.mu.Unlock()
+			return t, nil
+		}
+		at := s.idx.entries(n)
+		s.mu.Unlock()
+		t, err := s.build(ctx, at)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		if c := s.cache.get(n); c != nil {
+			s.mu.Unlock()
+			return c, nil
+		}
+		if s.idx.lastIndex(n) == at[len(at)-1] {
+			s.cache.put(n, t)
+			s.mu.Unlock()
+			return t, nil
+		}
+		s.mu.Unlock() // an entry was applied meanwhile: read again
+	}
+}
+
+// build rebuilds a task from its entries at the given indices, oldest
+// (the create) first. They passed the rules when they were indexed, so
+// they are applied without checking again; an entry that no longer reads
+// as what was indexed means the store changed under the index.
+func (s *taskSet) build(ctx context.Context, at []uint64) (*task, error) {
+	var t *task
+	for k := 0; k < len(at); {
+		run := 1 // read consecutive indices at once
+		for k+run < len(at) && at[k+run] == at[k]+uint64(run) {
+			run++
+		}
+		es, err := s.log.Entries(ctx, at[k], at[k]+uint64(run))
+		if err == nil && len(es) != run {
+			err = fmt.Errorf("got %d entries", len(es))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading task entries [%d, %d): %w", at[k], at[k]+uint64(run), err)
+		}
+		for j, b := range es {
+			i := at[k+j]
+			r, err := parseRecord(b)
+			switch {
+			case err != nil || r == nil:
+				err = fmt.Errorf("does not parse as a task entry (%v)", err)
+			case t == nil && r.kind != KindCreate:
+				err = fmt.Errorf("is a %s entry, not the task's create", r.kind)
+			case t != nil && (r.kind == KindCreate || r.taskID != t.ID):
+				err = fmt.Errorf("is a %s entry of task %s, not a later entry of %s", r.kind, r.taskID, t.ID)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("task entry %d %v: the log changed under the task index; restart provlog: %w", i, err, log.ErrCorrupt)
+			}
+			if t == nil {
+				t = newTask(r, i)
+			}
+			t.apply(r, i, log.LeafHash(b))
+		}
+		k += run
+	}
+	return t, nil
+}
+
+// apply applies r, which passed the rules against t (nil for a create),
+// at index i with leaf hash leaf, to the task, the index and the cache.
+// An error means the index is full: the task state no longer follows the
+// log.
+func (s *taskSet) apply(t *task, r *record, i uint64, leaf []byte) (Summary, error) {
+	if t == nil {
+		t = newTask(r, i)
+		t.apply(r, i, leaf)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		n, err := s.idx.add(r.taskID, i)
+		if err != nil {
+			return Summary{}, err
+		}
+		s.cache.put(n, t)
+		return t.Summary, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.idx.lookup(t.ID)
+	if !ok {
+		return Summary{}, fmt.Errorf("task %s is not in the index", t.ID)
+	}
+	t.apply(r, i, leaf)
+	if err := s.idx.extend(n, i, t.State); err != nil {
+		return Summary{}, err
+	}
+	s.cache.put(n, t) // t is now the newest; it replaces any other copy
+	return t.Summary, nil
+}
+
+// step applies entry b at index i by the rules, unless it was applied
+// already (on a shared log, by the writer); entries of other kinds are
+// skipped. A task entry that breaks a rule or does not parse changes
+// nothing and is recorded as a Violation. step fails only if the log
+// cannot be read or the index is full.
+func (s *taskSet) step(rd reader, i uint64, b []byte) error {
+	if !isTaskEntry(b) {
+		return nil
+	}
+	rec, err := parseRecord(b)
+	if err == nil && rec == nil {
+		return nil // another kind that merely holds the marker inside
+	}
+	if err == nil {
+		var t *task
+		if n, ok := s.lookup(rec.taskID); ok {
+			s.mu.Lock()
+			done := s.idx.lastIndex(n) >= i
+			s.mu.Unlock()
+			if done {
+				return nil
+			}
+			if t, err = s.load(rd.ctx, n); err != nil {
+				return err
+			}
+			t.mu.RLock()
+			err = check(rd, t, rec, i)
+			t.mu.RUnlock()
+		} else {
+			err = check(rd, nil, rec, i)
+		}
+		if err == nil {
+			_, err = s.apply(t, rec, i, log.LeafHash(b))
+			return err
+		}
+	}
+	var re *RuleError
+	if !errors.As(err, &re) {
+		if rec != nil {
+			return err // reading cited evidence failed
+		}
+		re = refuse(RuleEntry, "%v", err) // not an entry; the log audit reports it too
+	}
+	kind := "?"
+	if rec != nil {
+		kind = rec.kind
+	} else if e, perr := log.ParseEntry(b); perr == nil {
+		kind = e.Kind
+	}
+	s.mu.Lock()
+	s.violations = append(s.violations, Violation{Index: i, Kind: kind, Rule: re.Rule, Msg: re.Msg})
+	s.mu.Unlock()
+	return nil
+}
+
+// replay steps through the entries [start, end) of the log, in chunks,
+// and calls done after each chunk with the index it read up to.
+func (s *taskSet) replay(ctx context.Context, start, end uint64, done func(uint64)) error {
+	rd := reader{ctx, s.log}
+	for start < end {
+		stop := min(end, start+rebuildChunk)
+		es, err := s.log.Entries(ctx, start, stop)
+		if err == nil && uint64(len(es)) != stop-start {
+			err = fmt.Errorf("got %d", len(es))
+		}
+		if err != nil {
+			return fmt.Errorf("reading entries [%d, %d): %w", start, stop, err)
+		}
+		for k, b := range es {
+			if err := s.step(rd, start+uint64(k), b); err != nil {
+				return err
+			}
+		}
+		start = stop
+		if done != nil {
+			done(stop)
+		}
+	}
+	return nil
+}
+
+// pending returns up to limit tasks that can be accepted, oldest first,
+// and how many there are in all.
+func (s *taskSet) pending(ctx context.Context, limit int) ([]Summary, int, error) {
+	type cand struct {
+		created uint64
+		n       uint32
+	}
+	var all []cand
+	s.mu.Lock()
+	for n := range s.idx.heads.len() {
+		if h := s.idx.heads.at(n); h.state == StatePending {
+			all = append(all, cand{h.created, n})
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(all, func(a, b cand) int { return cmpIndex(a.created, b.created) })
+	out := make([]Summary, 0, min(limit, len(all)))
+	for _, c := range all {
+		if len(out) == limit {
+			break
+		}
+		t, err := s.load(ctx, c.n)
+		if err != nil {
+			return nil, 0, err
+		}
+		t.mu.RLock()
+		if t.State == StatePending { // it may have changed since
+			out = append(out, t.Summary)
+		}
+		t.mu.RUnlock()
+	}
+	return out, len(all), nil
+}
+
+// state returns every task, in order of creation, and the violations.
+func (s *taskSet) state(ctx context.Context) (*State, error) {
+	s.mu.Lock()
+	ns := make([]uint32, s.idx.heads.len())
+	for n := range ns {
+		ns[n] = uint32(n)
+	}
+	slices.SortFunc(ns, func(a, b uint32) int { return cmpIndex(s.idx.heads.at(a).created, s.idx.heads.at(b).created) })
+	st := &State{Violations: slices.Clone(s.violations)}
+	s.mu.Unlock()
+	for _, n := range ns {
+		t, err := s.load(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		t.mu.RLock()
+		st.Tasks = append(st.Tasks, t.view())
+		t.mu.RUnlock()
+	}
+	return st, nil
+}
