@@ -4,14 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
@@ -68,128 +64,12 @@ func (c *call) withdraw() {
 	}
 }
 
-func (d *downstream) toolHandler(front, tool string) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return d.p.callTool(ctx, d, front, tool, req)
-	}
-}
-
-// callTool records one tools/call to server d, forwards it, records its
-// outcome and answers. Nothing reaches the server unless the call entry
-// is durable, and nothing goes back to the client unless the outcome is.
-func (p *Proxy) callTool(ctx context.Context, d *downstream, front, tool string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	start := time.Now()
-	transport := "pipe"
-	if req.Extra != nil && req.Extra.Header != nil {
-		transport = "tcp"
-	}
-	var (
-		c    *call
-		rerr *jsonrpc.Error
-	)
-	ctx, span := p.startSpan(ctx, traceCall{front: front, meta: req.Params.Meta, session: sessionID(req.Session),
-		protocol: req.ProtocolVersion(), transport: transport})
-	defer func() { span.end(c, rerr) }()
-	actor, err := p.actor(ctx, req)
-	if err != nil {
-		rerr = rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
-		return nil, rerr
-	}
-	c, rerr = p.startCall(ctx, d, front, tool, actor, start, req.Params.Arguments, nil, req.ClientInfo(), req.ProtocolVersion())
-	if rerr != nil {
-		return nil, rerr
-	}
-	defer c.withdraw()
-	span.recorded(c)
-
-	res, callErr := p.forwardCall(ctx, d, tool, req, c)
-	var receipt string
-	receipt, rerr = p.settle(ctx, d, c, callErr)
-	if rerr != nil {
-		if receipt != "" && ctx.Err() != nil {
-			return nil, ctx.Err() // recorded, but cancelled by the client: nobody is listening
-		}
-		return nil, rerr
-	}
-	if res.Meta == nil {
-		res.Meta = mcp.Meta{}
-	}
-	res.Meta[ReceiptKey] = receipt
-	d.rewriteContent(res.Content)
-	return res, nil
-}
-
 // sessionID is ss's id, "" for none.
 func sessionID(ss *mcp.ServerSession) string {
 	if ss == nil {
 		return ""
 	}
 	return ss.ID()
-}
-
-// forwardCall makes the downstream call, filling in c's outcome.
-func (p *Proxy) forwardCall(ctx context.Context, d *downstream, tool string, req *mcp.CallToolRequest, c *call) (*mcp.CallToolResult, error) {
-	cs, err := d.session()
-	if err != nil {
-		c.isError, c.errText = true, err.Error()
-		return nil, err
-	}
-	params := &mcp.CallToolParams{Name: tool, Meta: d.downMeta(req.Params.Meta)}
-	p.injectTrace(ctx, params.Meta)
-	if len(req.Params.Arguments) > 0 {
-		params.Arguments = req.Params.Arguments
-	}
-	// A retry after an input_required result (SEP-2322) goes on as the
-	// client sent it.
-	params.InputResponses, params.RequestState = req.Params.InputResponses, req.Params.RequestState
-	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
-		// Upstream tokens can collide across sessions, and arrive as
-		// float64 which SetProgressToken panics on (research/mcp.md
-		// §1.5.2-3), so the downstream gets a token of our own.
-		down := "provlog-" + strconv.FormatUint(p.nextToken.Add(1), 10)
-		params.Meta["progressToken"] = down
-		p.progress.Store(down, &progressRoute{session: req.Session, token: normalizeToken(tok), ctx: ctx})
-		defer p.progress.Delete(down)
-	}
-	id := d.calls.begin(req.Session, ctx)
-	defer d.calls.end(id)
-
-	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
-	defer cancel()
-	cp := &capture{}
-	res, err := cs.CallTool(withCapture(cctx, cp), params)
-	cp.done()
-	c.result = cp.last()
-	if c.result == nil && res != nil {
-		// Not expected (see capture.go); hash the SDK's re-encoding
-		// rather than nothing, and say so in the entry.
-		c.result, _ = json.Marshal(res)
-		c.remarshal = true
-	}
-	we := cp.remoteError()
-	switch {
-	case err == nil:
-		c.isError = res.IsError
-		return res, nil
-	case we != nil:
-		// The server answered with a JSON-RPC error.
-		c.isError, c.errText, c.errCode = true, we.Message, we.Code
-	case ctx.Err() != nil:
-		c.isError, c.errText = true, "cancelled by the client"
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		c.isError, c.errText = true, fmt.Sprintf("server %q did not answer %s within %s", d.cfg.ID, tool, d.cfg.timeout())
-	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		c.isError, c.errText = true, fmt.Sprintf("server %q closed the connection during the call (it crashed or exited); it is being restarted", d.cfg.ID)
-	default:
-		c.isError, c.errText = true, fmt.Sprintf("server %q: %v", d.cfg.ID, err)
-	}
-	c.errText = scrub(c.errText, c.secrets)
-	if we != nil {
-		// The client sees the downstream's error verbatim; only the log
-		// copy is scrubbed.
-		return nil, we
-	}
-	return nil, errLocal{c.errText}
 }
 
 // release resolves server d's data release for a call that returned

@@ -179,9 +179,7 @@ type captureRoundTripper struct {
 
 func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
-	for k, v := range t.headers {
-		req.Header.Set(k, v)
-	}
+	configHeaders(t.headers, req.Header.Set)
 	// Only the answer to a captured request, or a resumed stream (which
 	// may carry one), is read through: decoding every message twice would
 	// double the client's work.
@@ -243,43 +241,18 @@ func (j *jsonTee) Read(p []byte) (int, error) {
 type sseTee struct {
 	io.ReadCloser
 	pending *pendingCalls
-	line    []byte // the current, unfinished line
-	data    []byte // the current event's data lines, joined by '\n'
-	hasData bool
+	events  sseParser
 }
 
 func (s *sseTee) Read(p []byte) (int, error) {
 	n, err := s.ReadCloser.Read(p)
-	for _, c := range p[:n] {
-		if c != '\n' {
-			s.line = append(s.line, c)
-			continue
-		}
-		s.endLine()
-	}
+	s.events.feed(p[:n], s.deliver)
 	return n, err
 }
 
-func (s *sseTee) endLine() {
-	line := bytes.TrimSuffix(s.line, []byte("\r"))
-	s.line = s.line[:0]
-	if len(line) == 0 {
-		if s.hasData {
-			if msg, err := jsonrpc.DecodeMessage(s.data); err == nil {
-				s.pending.deliver(msg)
-			}
-		}
-		s.data, s.hasData = s.data[:0], false
-		return
+func (s *sseTee) deliver(data []byte) bool {
+	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+		s.pending.deliver(msg)
 	}
-	field, value, _ := bytes.Cut(line, []byte(":"))
-	if string(field) != "data" {
-		return
-	}
-	value = bytes.TrimPrefix(value, []byte(" "))
-	if s.hasData {
-		s.data = append(s.data, '\n')
-	}
-	s.data = append(s.data, value...)
-	s.hasData = true
+	return true
 }

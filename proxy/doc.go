@@ -57,8 +57,8 @@
 // show it so. Failed calls (a downstream protocol error, a crash, a
 // timeout, a cancellation) are recorded too and then returned as errors;
 // the error's data carries the receipt unless the downstream's own error
-// data is forwarded verbatim. Both of the HTTP front's paths and the stdio
-// front take the same two steps (startCall and settle in record.go). When
+// data is forwarded verbatim. Every front takes the same two steps
+// (startCall and settle in record.go), in the one call lifecycle below. When
 // the log is a server.Sequencer, the call.result is announced when the
 // call is forwarded (Expect), so that under load a commit can wait briefly
 // for it and carry several entries (commit_delay).
@@ -87,29 +87,45 @@
 // re-read that server's lists, and the front server tells its clients.
 // Resource subscriptions are counted and forwarded once per URI.
 // Sampling and elicitation requests from a server go to the client whose
-// call is in progress on it; with none, or calls from several client
-// sessions at once, the request is refused (MCP does not say which call a
-// server request belongs to). Requests an HTTP server sends on a call's own
-// event stream during a fast-path call (below) need no guessing: they go
-// to that call's session.
+// call caused them, on that call's own event stream (askClient, the one
+// router of server requests). Those an HTTP server sends on the call's
+// stream need no guessing; those a stdio server sends go to the client
+// whose call is in progress on it, and with none, or calls from several
+// client sessions at once, the request is refused (MCP does not say which
+// call a server request belongs to).
+//
+// # One call lifecycle
+//
+// Every tools/call takes the same steps (serveCall, lifecycle.go): the
+// actor, the call entry (record.go), the forwarding, the classification
+// of its outcome, the call.result entry, and the result as the server
+// sent it with the receipt added and front URIs (frontResult). A stateful
+// streamable HTTP server gets the call as one POST on the session the
+// SDK's client opened (postCall, fast_http.go; over the proxy's own
+// HTTP/1.1 connections for plain http, h1.go, else with net/http's
+// client), its answer read off the wire, JSON or an event stream; a stdio
+// server, and a server of the sessionless 2026-07-28 revision, through
+// the SDK's client, with the result captured off the wire (capture.go).
+// The fronts only frame the lifecycle's answer: the SDK's front (stdio,
+// streamable HTTP, stateless HTTP) decodes it into the SDK's result type;
+// the HTTP front's fast path writes its bytes.
 //
 // # The HTTP front's fast path
 //
 // A plain tools/call over HTTP — one request in the POST, on an
 // initialized stateful session of the caller's own actor, to a downstream
-// tool, without a progress token — skips the SDK's server and client
-// sessions (fast.go): the request is read in one strict pass
+// tool of a stateful server, without a progress token — skips the SDK's
+// server session (fast.go): the request is read in one strict pass
 // (log.WalkObject, which also yields the arguments' canonical form for the
-// entry; anything JCS would refuse goes to the SDK), an HTTP server gets
-// the call as one POST on the session the SDK opened (fast_http.go; over
-// the proxy's own HTTP/1.1 connections for plain http, h1.go, else with
-// net/http's client), a stdio server through the SDK's client, and the
-// client gets one application/json response with the result as the server
-// sent it plus the receipt. Recording is the same code as the SDK path's
-// (record.go), so this path too forwards nothing unrecorded.
-// Everything else goes to the SDK's handler. The proxy keeps HTTP sessions' idle clock
-// itself (Options.SessionIdle without a request closes a session), as the SDK's does
-// not see the fast path's requests. [Proxy.FastCalls] counts its calls.
+// entry; anything JCS would refuse goes to the SDK), and the client gets
+// one application/json response — or, if the server asks the client
+// something during the call, an event stream with the request on it and
+// the answer last (callstream.go); the client's response to the request
+// is a POST the fast path hands to the waiting call. Everything else goes
+// to the SDK's handler. The proxy keeps HTTP sessions' idle clock itself
+// (Options.SessionIdle without a request closes a session), as the SDK's
+// does not see the fast path's requests. [Proxy.FastCalls] counts its
+// calls.
 //
 // # The HTTP front
 //

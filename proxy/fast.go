@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,23 +25,23 @@ import (
 
 // The HTTP front's fast path.
 //
-// Through the SDK, one tools/call costs the proxy a server-side and a
-// client-side JSON-RPC round: each message is decoded into Go types (the
-// SDK's decoder allocates a 32 KiB buffer per message, several times per
-// message) and encoded again, and hops between four goroutines. On two
-// cores that made the proxy cost more CPU per call than the downstream
-// server itself (tools/bench/README.md).
+// Through the SDK's server, one tools/call costs a JSON-RPC round on the
+// server session: the message is decoded into Go types (the SDK's decoder
+// allocates a 32 KiB buffer per message, several times per message), the
+// result decoded and encoded again, and the call hops between goroutines.
+// On two cores that made the proxy cost more CPU per call than the
+// downstream server itself (tools/bench/README.md).
 //
 // So a plain tools/call on an initialized stateful session — one JSON-RPC
-// request in the POST, no progress token, a downstream tool — is served
-// here instead: its few fields are read with encoding/json, the call goes
-// to an HTTP downstream as one POST built here (a stdio downstream still
-// goes through the SDK's client session), and the answer is one
-// application/json response. Everything else (initialize, lists,
-// resources, prompts, the proxy's own and the task tools, calls with a
-// progress token, batches, the stateless 2026-07-28 revision, anything
-// malformed) goes to the SDK's handler untouched, which also answers every
-// error of protocol this path does not want to reproduce.
+// request in the POST, no progress token, a tool of a stateful server —
+// is read here, goes through the same call lifecycle as every other
+// (serveCall), and is answered with one application/json response, or an
+// event stream if the server asks the client something (callstream.go).
+// Everything else (initialize, lists, resources, prompts, the proxy's own
+// and the task tools, calls with a progress token, batches, the stateless
+// 2026-07-28 revision, anything malformed) goes to the SDK's handler
+// untouched, which also answers every error of protocol this path does
+// not want to reproduce.
 //
 // What the SDK would have checked is checked here too: the session exists
 // and was initialized, it belongs to the request's actor, the
@@ -48,9 +49,8 @@ import (
 // header names both JSON and event streams. What it does for a session is
 // done here too: the session's idle clock is kept (the proxy keeps it for
 // both paths, see frontSession), a notifications/cancelled for a call in
-// flight here cancels it, and the downstream's sampling, elicitation and
-// log messages on the call's stream reach the calling session (on its
-// standalone stream, as this path answers with JSON).
+// flight here cancels it, and a client's response to a request on a fast
+// call's stream reaches the call.
 
 // fastProtocols are the session revisions the fast path serves.
 var fastProtocols = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
@@ -66,6 +66,7 @@ type frontSession struct {
 	lastUsed atomic.Int64 // unix nanoseconds of the last request's start
 	active   atomic.Int32 // POSTs in progress
 	calls    sync.Map     // JSON-RPC id (raw text) of a fast call in progress -> context.CancelFunc
+	asks     sync.Map     // id of a request on a fast call's stream -> chan *wireMessage (callstream.go)
 }
 
 func (fs *frontSession) touch() { fs.lastUsed.Store(time.Now().UnixNano()) }
@@ -168,9 +169,6 @@ func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, sdk http.H
 			fs.touch()
 		}
 	}
-	if r.Method == http.MethodGet {
-		defer p.streamOpen(r.Header.Get("Mcp-Session-Id"))()
-	}
 	if fs != nil && r.Method == http.MethodPost {
 		fs.active.Add(1)
 		defer func() {
@@ -184,11 +182,14 @@ func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, sdk http.H
 	sdk.ServeHTTP(w, r)
 }
 
-// fastRequest is a JSON-RPC message as the fast path reads it.
+// fastRequest is a JSON-RPC message as the fast path reads it: a
+// request, a notification, or a response (no method; result or error).
 type fastRequest struct {
 	id     json.RawMessage
 	method string
 	params []byte // an object, as received
+	result []byte
+	err    *wireError
 }
 
 // errNotFast ends a walk over a message the fast path leaves to the SDK.
@@ -221,12 +222,25 @@ func parseFast(body []byte) (fastRequest, bool) {
 				return errNotFast
 			}
 			fr.params = raw
+		case "result":
+			fr.result = raw
+		case "error":
+			fr.err = new(wireError)
+			if raw[0] != '{' || json.Unmarshal(raw, fr.err) != nil {
+				return errNotFast
+			}
 		default:
 			return errNotFast
 		}
 		return nil
 	})
-	if err != nil || !version || fr.method == "" {
+	response := fr.result != nil || fr.err != nil
+	switch {
+	case err != nil || !version:
+		return fastRequest{}, false
+	case response && (fr.method != "" || fr.params != nil || fr.id == nil || fr.result != nil && fr.err != nil):
+		return fastRequest{}, false
+	case !response && fr.method == "":
 		return fastRequest{}, false
 	}
 	return fr, true
@@ -271,6 +285,13 @@ func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSessio
 		return false
 	}
 	switch {
+	case fr.method == "":
+		// A client's response to a request on a fast call's stream.
+		if !fs.deliver(fr.id, &wireMessage{ID: fr.id, Result: bytes.Clone(fr.result), Error: fr.err}) {
+			return false
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return true
 	case fr.method == "notifications/cancelled" && fr.id == nil:
 		v, ok := fs.calls.Load(string(fr.param("requestId")))
 		if !ok {
@@ -281,7 +302,7 @@ func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSessio
 		return true
 	case fr.method == "tools/call" && fr.id != nil:
 		jsonOK, streamOK := accepts(r.Header.Values("Accept"))
-		if !jsonOK || !streamOK || p.needsCallStream(fs) {
+		if !jsonOK || !streamOK {
 			return false
 		}
 		fc, ok := p.fastCallFor(fr)
@@ -314,11 +335,12 @@ func accepts(values []string) (jsonOK, streamOK bool) {
 
 // A fastCall is a tools/call the fast path takes.
 type fastCall struct {
-	d          *downstream
-	front      string // the tool's front name
-	tool       string // its name on the server
-	args, meta json.RawMessage
-	argsCanon  []byte // args' canonical form (nil for null arguments)
+	d         *downstream
+	front     string // the tool's front name
+	tool      string // its name on the server
+	args      json.RawMessage
+	meta      mcp.Meta
+	argsCanon []byte // args' canonical form (nil for null arguments)
 }
 
 // fastCallFor returns the call fr makes, if the fast path takes it: a tool
@@ -345,20 +367,11 @@ func (p *Proxy) fastCallFor(fr fastRequest) (fastCall, bool) {
 				fc.argsCanon = bytes.Clone(canon)
 			}
 		case "_meta":
-			var m map[string]json.RawMessage
-			if json.Unmarshal(raw, &m) != nil || m == nil {
+			if json.Unmarshal(raw, &fc.meta) != nil || fc.meta == nil {
 				return errNotFast
 			}
-			if _, ok := m["progressToken"]; ok {
+			if _, ok := fc.meta["progressToken"]; ok {
 				return errNotFast
-			}
-			for k := range m {
-				if strings.HasPrefix(k, "io.modelcontextprotocol/") || strings.HasPrefix(k, "dev.provlog/") {
-					delete(m, k)
-				}
-			}
-			if len(m) > 0 {
-				fc.meta, _ = json.Marshal(m)
 			}
 		default:
 			return errNotFast
@@ -376,102 +389,42 @@ func (p *Proxy) fastCallFor(fr fastRequest) (fastCall, bool) {
 	return fc, true
 }
 
-// serveFastCall makes, records and answers one tools/call.
+// serveFastCall serves one tools/call through the call lifecycle
+// (serveCall) and answers it with one JSON response.
 func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontSession, id json.RawMessage, fc fastCall, ti *auth.TokenInfo) {
 	p.fastCalls.Add(1)
+	cst := &callStream{w: w, fs: fs}
 	defer func() {
 		if v := recover(); v != nil {
 			p.logger.Error("proxy: panic while serving a call", "tool", fc.front, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			writeRPC(w, id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: internal error while handling tools/call"})
+			cst.answer(id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: internal error while handling tools/call"})
 		}
 	}()
 	start := time.Now()
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), callStreamKey{}, cst))
 	defer cancel()
 	key := string(bytes.TrimSpace(id))
 	fs.calls.Store(key, cancel)
 	defer fs.calls.Delete(key)
-
-	d := fc.d
-	req := &mcp.CallToolRequest{
-		Session: fs.ss,
-		Params:  &mcp.CallToolParamsRaw{Name: fc.front, Arguments: fc.args},
-		Extra:   &mcp.RequestExtra{TokenInfo: ti, Header: r.Header},
-	}
-	var (
-		c    *call
-		rerr *jsonrpc.Error
-	)
-	ctx, span := p.startSpan(ctx, traceCall{front: fc.front, rawMeta: fc.meta, session: sessionID(fs.ss), protocol: fs.protocol, id: id, transport: "tcp"})
-	defer func() { span.end(c, rerr) }()
-	actor, err := p.actor(ctx, req)
-	if err != nil {
-		rerr = rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
-		writeRPC(w, id, nil, rerr)
-		return
-	}
-	c, rerr = p.startCall(ctx, d, fc.front, fc.tool, actor, start, fc.args, fc.argsCanon, fs.client, fs.protocol)
-	if rerr != nil {
-		writeRPC(w, id, nil, rerr)
-		return
-	}
-	defer c.withdraw()
-	span.recorded(c)
-
-	var callErr error
-	if d.cfg.URL != "" {
-		// Noted as in progress, so that server requests and log messages
-		// sent outside the call's stream find its session.
-		callID := d.calls.begin(fs.ss, ctx)
-		fc.meta = p.injectTraceRaw(ctx, fc.meta)
-		callErr = p.rawHTTPCall(ctx, fs, fc, c)
-		d.calls.end(callID)
-	} else {
-		if len(fc.meta) > 0 {
-			json.Unmarshal(fc.meta, &req.Params.Meta)
-		}
-		_, callErr = p.forwardCall(ctx, d, fc.tool, req, c) // notes the call itself
+	in := &callIn{
+		d: fc.d, tool: fc.tool, argsCanon: fc.argsCanon,
+		params:  &mcp.CallToolParamsRaw{Name: fc.front, Arguments: fc.args, Meta: fc.meta},
+		session: fs.ss, extra: &mcp.RequestExtra{TokenInfo: ti, Header: r.Header},
+		client: fs.client, protocol: fs.protocol, id: id, transport: "tcp", start: start,
 	}
 	// A cancelled call still gets an answer: the POST needs one.
-	var receipt string
-	receipt, rerr = p.settle(ctx, d, c, callErr)
-	if rerr != nil {
-		writeRPC(w, id, nil, rerr)
-		return
-	}
-	res, err := d.frontResult(c.result, receipt)
-	if err != nil {
-		rerr = rpcError(jsonrpc.CodeInternalError, "provlog: server %q: %v", d.cfg.ID, err)
-		writeRPC(w, id, nil, rerr)
-		return
-	}
-	writeRPC(w, id, res, nil)
+	res, rerr := p.serveCall(ctx, in)
+	cst.answer(id, res, rerr)
 }
 
 // writeRPC answers a POST with one JSON-RPC response.
 func writeRPC(w http.ResponseWriter, id, result json.RawMessage, rpcErr *jsonrpc.Error) {
-	var b bytes.Buffer
-	b.Grow(len(result) + 64)
-	b.WriteString(`{"jsonrpc":"2.0","id":`)
-	b.Write(id)
-	if rpcErr != nil {
-		e, _ := json.Marshal(struct {
-			Code    int64           `json:"code"`
-			Message string          `json:"message"`
-			Data    json.RawMessage `json:"data,omitempty"`
-		}{rpcErr.Code, rpcErr.Message, rpcErr.Data})
-		b.WriteString(`,"error":`)
-		b.Write(e)
-	} else {
-		b.WriteString(`,"result":`)
-		b.Write(result)
-	}
-	b.WriteByte('}')
+	b := appendResponse(make([]byte, 0, len(result)+64), id, result, rpcErr)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", fmt.Sprint(b.Len()))
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
-	w.Write(b.Bytes())
+	w.Write(b)
 }
 
 // frontResult is a downstream tools/call result as the client gets it: as

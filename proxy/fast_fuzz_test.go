@@ -27,6 +27,9 @@ func FuzzParseFast(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{}}`,
 		` {"jsonrpc":"2.0","id":-1,"method":"x","params":{}} `,
 		`{"jsonrpc":"2.0","id":1,"method":"x","params":[]}`,
+		`{"jsonrpc":"2.0","id":"provlog-ask-1","result":{"model":"m"}}`,
+		`{"jsonrpc":"2.0","id":"provlog-ask-1","error":{"code":-1,"message":"no"}}`,
+		`{"jsonrpc":"2.0","id":"provlog-ask-1","result":{},"error":{"code":-1,"message":"no"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -40,12 +43,15 @@ func FuzzParseFast(f *testing.F) {
 			t.Fatalf("took a body that is not a JSON object: %v", err)
 		}
 		for k := range top {
-			if k != "jsonrpc" && k != "id" && k != "method" && k != "params" {
+			if k != "jsonrpc" && k != "id" && k != "method" && k != "params" && k != "result" && k != "error" {
 				t.Fatalf("took a body with member %q", k)
 			}
 		}
-		if string(top["jsonrpc"]) != `"2.0"` || fr.method == "" {
+		if string(top["jsonrpc"]) != `"2.0"` || fr.method == "" && fr.result == nil && fr.err == nil {
 			t.Fatalf("took %s", body)
+		}
+		if fr.method == "" && (fr.id == nil || top["params"] != nil || fr.result != nil && fr.err != nil) {
+			t.Fatalf("took %s as a response", body)
 		}
 		if fr.id != nil && (string(fr.id) == "null" || fr.id[0] == '{' || fr.id[0] == '[' || fr.id[0] == 't' || fr.id[0] == 'f') {
 			t.Fatalf("took id %s", fr.id)

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,13 +12,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/provlog/provlog/log"
 )
 
 // The fast path's downstream half: one tools/call to a streamable HTTP
@@ -27,77 +23,6 @@ import (
 // (same session id, protocol version and headers), its answer read as JSON
 // or as an event stream. The result's bytes are the ones the call entry
 // hashes, as received.
-
-// wireMessage is a JSON-RPC message from a downstream server.
-type wireMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  *wireError      `json:"error"`
-
-	resultCanon []byte // Result's canonical form, when it has one
-	isError     bool   // Result's isError
-}
-
-// parseWire reads one JSON-RPC message from a server. A message that is
-// I-JSON (what JCS accepts) is read in one pass that also yields its
-// result's canonical form and isError; anything else encoding/json reads.
-// The message does not keep data.
-func parseWire(data []byte) (*wireMessage, error) {
-	var m wireMessage
-	err := log.WalkObject(data, func(k string, raw, canon []byte) error {
-		switch k {
-		case "id":
-			m.ID = bytes.Clone(raw)
-		case "method":
-			if canon[0] != '"' {
-				return errNotFast
-			}
-			return json.Unmarshal(canon, &m.Method)
-		case "params":
-			m.Params = bytes.Clone(raw)
-		case "result":
-			m.Result = bytes.Clone(raw)
-			m.resultCanon = bytes.Clone(canon)
-			if canon[0] == '{' {
-				log.WalkObject(canon, func(k string, _, v []byte) error {
-					if k == "isError" {
-						m.isError = string(v) == "true"
-					}
-					return nil
-				})
-			}
-		case "error":
-			if string(canon) != "null" {
-				m.Error = new(wireError)
-				return json.Unmarshal(raw, m.Error)
-			}
-		}
-		return nil
-	})
-	if err == nil {
-		return &m, nil
-	}
-	m = wireMessage{}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, err
-	}
-	if len(m.Result) > 0 {
-		var r struct {
-			IsError bool `json:"isError"`
-		}
-		json.Unmarshal(m.Result, &r)
-		m.isError = r.IsError
-	}
-	return &m, nil
-}
-
-type wireError struct {
-	Code    int64           `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
 
 // streamEndWait bounds the wait for the end of a call's event stream once
 // its answer has arrived.
@@ -107,84 +32,59 @@ const streamEndWait = 100 * time.Millisecond
 // is no use: the proxy closes it, and the supervisor reconnects.
 var errSessionGone = errors.New("connection lost")
 
-// rawHTTPCall makes fc's call to its HTTP server, filling in c's outcome.
-// It returns nil, a *jsonrpc.Error the server answered with, or an
-// errLocal.
-func (p *Proxy) rawHTTPCall(ctx context.Context, fs *frontSession, fc fastCall, c *call) error {
-	d := fc.d
-	cs, err := d.session()
+// postCall makes in's call to a stateful HTTP server as one POST on the
+// session the SDK's client opened, and reads its answer off the wire.
+// ic is the calling front session and the call's context: requests and
+// notifications the server sends on the call's stream go there.
+func (d *downstream) postCall(ctx context.Context, cs *mcp.ClientSession, in *callIn, meta mcp.Meta, ic *inflightCall) outcome {
+	reqID := strconv.Quote("provlog-" + strconv.FormatUint(d.p.nextToken.Add(1), 10))
+	body, err := callParams(in.tool, in.params, meta)
 	if err != nil {
-		c.isError, c.errText = true, err.Error()
-		return errLocal{c.errText}
+		return outcome{err: err}
 	}
-	reqID := strconv.Quote("provlog-" + strconv.FormatUint(p.nextToken.Add(1), 10))
-	var body bytes.Buffer
-	body.Grow(len(fc.args) + len(fc.meta) + 128)
-	body.WriteString(`{"jsonrpc":"2.0","id":`)
-	body.WriteString(reqID)
-	body.WriteString(`,"method":"tools/call","params":{"name":`)
-	name, _ := json.Marshal(fc.tool)
-	body.Write(name)
-	if len(fc.args) > 0 {
-		body.WriteString(`,"arguments":`)
-		body.Write(fc.args)
-	}
-	if len(fc.meta) > 0 {
-		body.WriteString(`,"_meta":`)
-		body.Write(fc.meta)
-	}
-	body.WriteString(`}}`)
-
-	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
-	defer cancel()
-	msg, err := d.post(cctx, cs, body.Bytes(), reqID, fs)
+	b := appendRequest(make([]byte, 0, len(body)+64), []byte(reqID), "tools/call", body)
+	msg, err := d.post(ctx, cs, b, reqID, ic)
 	switch {
 	case err == nil && msg.Error != nil:
-		c.isError, c.errText, c.errCode = true, scrub(msg.Error.Message, c.secrets), msg.Error.Code
-		return &jsonrpc.Error{Code: msg.Error.Code, Message: msg.Error.Message, Data: msg.Error.Data}
+		return outcome{wireErr: &jsonrpc.Error{Code: msg.Error.Code, Message: msg.Error.Message, Data: msg.Error.Data}}
 	case err == nil:
-		c.result, c.resultCanon, c.isError = msg.Result, msg.resultCanon, msg.isError
-		return nil
+		return outcome{result: msg.Result, resultCanon: msg.resultCanon, isError: msg.isError}
 	case ctx.Err() != nil:
-		c.isError, c.errText = true, "cancelled by the client"
+		// Given up (cancelled or timed out): tell the server.
 		d.notifyCancelled(cs, reqID)
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		c.isError, c.errText = true, fmt.Sprintf("server %q did not answer %s within %s", d.cfg.ID, fc.tool, d.cfg.timeout())
-		d.notifyCancelled(cs, reqID)
-	default:
-		c.isError, c.errText = true, fmt.Sprintf("server %q: %v", d.cfg.ID, err)
-		if errors.Is(err, errSessionGone) {
-			c.errText += "; reconnecting"
-			p.logger.Warn("proxy: downstream session lost; reconnecting", "server", d.cfg.ID, "error", err)
-			cs.Close()
-			if d.h1 != nil {
-				d.h1.closeIdle()
-			}
-		}
 	}
-	c.errText = scrub(c.errText, c.secrets)
-	return errLocal{c.errText}
+	return outcome{err: err, lost: errors.Is(err, errSessionGone) || errors.Is(err, io.ErrUnexpectedEOF)}
 }
 
-// newRequest returns a POST of body on cs's session.
-func (d *downstream) newRequest(ctx context.Context, cs *mcp.ClientSession, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.cfg.URL, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+// callParams returns the params of a downstream tools/call: the tool's
+// name there, the arguments as received, meta (if any) and a SEP-2322
+// retry's members as the client sent them.
+func callParams(tool string, in *mcp.CallToolParamsRaw, meta mcp.Meta) ([]byte, error) {
+	b := make([]byte, 0, len(in.Arguments)+len(tool)+64)
+	b = append(b, `{"name":`...)
+	name, _ := json.Marshal(tool)
+	b = append(b, name...)
+	if len(in.Arguments) > 0 {
+		b = append(b, `,"arguments":`...)
+		b = append(b, in.Arguments...)
 	}
-	h := req.Header
-	for k, v := range d.cfg.Headers {
-		h.Set(k, v)
+	for _, m := range []struct {
+		key   string
+		v     any
+		empty bool
+	}{{"_meta", meta, len(meta) == 0}, {"inputResponses", in.InputResponses, len(in.InputResponses) == 0}, {"requestState", in.RequestState, in.RequestState == ""}} {
+		if m.empty {
+			continue
+		}
+		v, err := json.Marshal(m.v)
+		if err != nil {
+			return nil, fmt.Errorf("the call's %s cannot be sent: %v", m.key, err)
+		}
+		b = append(b, ',')
+		k, _ := json.Marshal(m.key)
+		b = append(append(append(b, k...), ':'), v...)
 	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", acceptBoth)
-	if id := cs.ID(); id != "" {
-		h.Set("Mcp-Session-Id", id)
-	}
-	if r := cs.InitializeResult(); r != nil && r.ProtocolVersion != "" {
-		h.Set("Mcp-Protocol-Version", r.ProtocolVersion)
-	}
-	return req, nil
+	return append(b, '}'), nil
 }
 
 // acceptBoth is the Accept header of every POST: streamable HTTP servers
@@ -197,24 +97,53 @@ var fixedHeaders = map[string]bool{
 	"Content-Length": true, "Transfer-Encoding": true, "Connection": true, "Host": true,
 }
 
+// postHeaders calls set with each header of a POST on cs's session (nil:
+// the headers that do not depend on the session): the configured ones
+// but those the proxy sets itself, then the fixed ones. Every request to
+// an HTTP server gets its headers from here: the proxy's own connections
+// (h1.go), net/http's client, and the SDK's client (captureRoundTripper).
+func postHeaders(headers map[string]string, cs *mcp.ClientSession, set func(k, v string)) {
+	configHeaders(headers, set)
+	set("Content-Type", "application/json")
+	set("Accept", acceptBoth)
+	if cs == nil {
+		return
+	}
+	if id := cs.ID(); id != "" {
+		set("Mcp-Session-Id", id)
+	}
+	if r := cs.InitializeResult(); r != nil && r.ProtocolVersion != "" {
+		set("Mcp-Protocol-Version", r.ProtocolVersion)
+	}
+}
+
+// configHeaders calls set with each configured header the proxy does not
+// set itself.
+func configHeaders(headers map[string]string, set func(k, v string)) {
+	for k, v := range headers {
+		if !fixedHeaders[http.CanonicalHeaderKey(k)] {
+			set(k, v)
+		}
+	}
+}
+
 // renderHeader writes a server's configured headers, and the fixed ones
 // that do not depend on the session, as HTTP/1.1 header lines.
 func renderHeader(headers map[string]string) ([]byte, error) {
-	var b []byte
 	for k, v := range headers {
 		if !validHeaderName(k) || !validHeaderValue(v) {
 			return nil, fmt.Errorf("header %q: invalid name or value", k)
 		}
-		if fixedHeaders[http.CanonicalHeaderKey(k)] {
-			continue
-		}
-		b = append(b, k...)
-		b = append(b, ": "...)
-		b = append(b, v...)
-		b = append(b, "\r\n"...)
 	}
-	b = append(b, "Content-Type: application/json\r\nAccept: "+acceptBoth+"\r\n"...)
-	return b, nil
+	return appendHeaders(nil, headers, nil), nil
+}
+
+// appendHeaders appends postHeaders' lines.
+func appendHeaders(b []byte, headers map[string]string, cs *mcp.ClientSession) []byte {
+	postHeaders(headers, cs, func(k, v string) {
+		b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)
+	})
+	return b
 }
 
 // validHeaderName reports whether s is an HTTP token (RFC 9110 §5.6.2).
@@ -239,25 +168,26 @@ func validHeaderName(s string) bool {
 // body must be closed.
 func (d *downstream) roundTrip(ctx context.Context, cs *mcp.ClientSession, body []byte) (*http.Response, error) {
 	if d.h1 != nil {
+		// The configured lines were checked and rendered once (h1Header);
+		// the session's are checked here, as the server chose them.
 		h := make([]byte, 0, len(d.h1Header)+128)
 		h = append(h, d.h1Header...)
 		ok := true
-		if id := cs.ID(); id != "" {
-			ok = validHeaderValue(id)
-			h = append(append(append(h, "Mcp-Session-Id: "...), id...), "\r\n"...)
-		}
-		if r := cs.InitializeResult(); r != nil && r.ProtocolVersion != "" {
-			ok = ok && validHeaderValue(r.ProtocolVersion)
-			h = append(append(append(h, "Mcp-Protocol-Version: "...), r.ProtocolVersion...), "\r\n"...)
-		}
+		postHeaders(nil, cs, func(k, v string) {
+			if k == "Mcp-Session-Id" || k == "Mcp-Protocol-Version" {
+				ok = ok && validHeaderValue(v)
+				h = append(append(append(append(h, k...), ": "...), v...), "\r\n"...)
+			}
+		})
 		if ok {
 			return d.h1.post(ctx, h, body)
 		}
 	}
-	req, err := d.newRequest(ctx, cs, body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
+	postHeaders(d.cfg.Headers, cs, req.Header.Set)
 	return d.httpClient.Do(req)
 }
 
@@ -278,7 +208,7 @@ func (d *downstream) send(ctx context.Context, cs *mcp.ClientSession, body []byt
 // post sends the request body (whose id is reqID) and returns the
 // response to it. Requests and notifications the server sends on the
 // response stream are served on the way (see onStream).
-func (d *downstream) post(ctx context.Context, cs *mcp.ClientSession, body []byte, reqID string, fs *frontSession) (*wireMessage, error) {
+func (d *downstream) post(ctx context.Context, cs *mcp.ClientSession, body []byte, reqID string, ic *inflightCall) (*wireMessage, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	resp, err := d.roundTrip(ctx, cs, body)
@@ -329,7 +259,7 @@ func (d *downstream) post(ctx context.Context, cs *mcp.ClientSession, body []byt
 				}
 				return true
 			}
-			d.onStream(ctx, cs, fs, msg)
+			d.onStream(ctx, cs, ic, msg)
 			return true
 		})
 		if answer != nil {
@@ -351,75 +281,23 @@ func (d *downstream) post(ctx context.Context, cs *mcp.ClientSession, body []byt
 	}
 }
 
-// eventReaders are readEvents' buffers (longer lines are put together).
-var eventReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
-
-// readEvents calls fn with the data of each server-sent event in r until
-// fn returns false or r ends.
-func readEvents(r io.Reader, fn func(data []byte) bool) error {
-	br := eventReaders.Get().(*bufio.Reader)
-	br.Reset(r)
-	defer func() {
-		br.Reset(nil)
-		eventReaders.Put(br)
-	}()
-	var data []byte
-	has := false
-	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
-		if err != nil && len(line) == 0 {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-		if len(line) == 0 {
-			if has && !fn(data) {
-				return nil
-			}
-			data, has = data[:0], false
-			continue
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		if string(field) == "data" {
-			value = bytes.TrimPrefix(value, []byte(" "))
-			if has {
-				data = append(data, '\n')
-			}
-			data = append(data, value...)
-			has = true
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				if has {
-					fn(data)
-				}
-				return nil
-			}
-			return err
-		}
-	}
-}
-
 // onStream serves a request or notification the server sent on a call's
-// stream: it belongs to that call, so it goes to the calling session.
-func (d *downstream) onStream(ctx context.Context, cs *mcp.ClientSession, fs *frontSession, msg *wireMessage) {
+// stream: it belongs to that call, so it goes to the calling session, on
+// the call's own stream where the front has one. The SDK's client hands
+// the same messages sent outside a call's stream to the same functions
+// (forward.go), which then have to guess the call.
+func (d *downstream) onStream(ctx context.Context, cs *mcp.ClientSession, ic *inflightCall, msg *wireMessage) {
 	if msg.ID == nil {
 		switch msg.Method {
 		case "notifications/message":
 			var params mcp.LoggingMessageParams
 			if json.Unmarshal(msg.Params, &params) == nil {
-				d.logPrefix(&params)
-				_ = fs.ss.Log(ctx, &params)
+				d.logTo(ic, &params)
+			}
+		case "notifications/progress":
+			var params mcp.ProgressNotificationParams
+			if json.Unmarshal(msg.Params, &params) == nil {
+				d.p.routeProgress(ctx, &params)
 			}
 		case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
 			d.cat.triggerResync()
@@ -429,59 +307,38 @@ func (d *downstream) onStream(ctx context.Context, cs *mcp.ClientSession, fs *fr
 				d.resourceUpdated(ctx, &mcp.ResourceUpdatedNotificationRequest{Params: &params})
 			}
 		}
-		// Progress needs a token, which fast calls do not give.
 		return
 	}
-	result, rerr := d.serveRequest(ctx, fs, msg)
-	var b bytes.Buffer
-	b.WriteString(`{"jsonrpc":"2.0","id":`)
-	b.Write(msg.ID)
-	if rerr != nil {
-		e, _ := json.Marshal(wireError{Code: rerr.Code, Message: rerr.Message, Data: rerr.Data})
-		b.WriteString(`,"error":`)
-		b.Write(e)
-	} else {
-		r, err := json.Marshal(result)
-		if err != nil {
-			r, _ = json.Marshal(wireError{Code: jsonrpc.CodeInternalError, Message: err.Error()})
-			b.WriteString(`,"error":`)
-		} else {
-			b.WriteString(`,"result":`)
-		}
-		b.Write(r)
+	var b []byte
+	raw, err := d.serveRequest(ctx, ic, msg)
+	var rerr *jsonrpc.Error
+	if err != nil {
+		rerr = asRPCError(err)
 	}
-	b.WriteByte('}')
-	if err := d.send(ctx, cs, b.Bytes()); err != nil {
+	b = appendResponse(b, msg.ID, raw, rerr)
+	if err := d.send(ctx, cs, b); err != nil {
 		d.p.logger.Warn("proxy: answering a server's request failed", "server", d.cfg.ID, "method", msg.Method, "error", err)
 	}
 }
 
-// serveRequest answers a server-to-client request made during a call by
-// asking the calling session's client.
-func (d *downstream) serveRequest(ctx context.Context, fs *frontSession, msg *wireMessage) (any, *jsonrpc.Error) {
+// serveRequest answers a server-to-client request made on a call's
+// stream by asking the calling session's client.
+func (d *downstream) serveRequest(ctx context.Context, ic *inflightCall, msg *wireMessage) (json.RawMessage, error) {
 	switch msg.Method {
 	case "ping":
-		return struct{}{}, nil
+		return json.RawMessage("{}"), nil
 	case "sampling/createMessage":
 		var params mcp.CreateMessageParams
 		if err := json.Unmarshal(msg.Params, &params); err != nil {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: %v", err)
 		}
-		res, err := fs.ss.CreateMessage(ctx, &params)
-		if err != nil {
-			return nil, asRPCError(forwardError("client", err))
-		}
-		return res, nil
+		return d.askClient(ctx, ic, msg.Method, &params)
 	case "elicitation/create":
 		var params mcp.ElicitParams
 		if err := json.Unmarshal(msg.Params, &params); err != nil {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: %v", err)
 		}
-		res, err := fs.ss.Elicit(ctx, &params)
-		if err != nil {
-			return nil, asRPCError(forwardError("client", err))
-		}
-		return res, nil
+		return d.askClient(ctx, ic, msg.Method, &params)
 	}
 	return nil, rpcError(jsonrpc.CodeMethodNotFound, "provlog: method %q is not offered to servers", msg.Method)
 }
@@ -494,13 +351,13 @@ func asRPCError(err error) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
-// notifyCancelled tells the server a call of the fast path was given up,
-// without holding up the caller.
+// notifyCancelled tells the server a call was given up, without holding
+// up the caller.
 func (d *downstream) notifyCancelled(cs *mcp.ClientSession, reqID string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		body := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + reqID + `,"reason":"cancelled by the client"}}`)
-		d.send(ctx, cs, body)
+		params := `{"requestId":` + reqID + `,"reason":"cancelled by the client"}`
+		d.send(ctx, cs, appendRequest(nil, nil, "notifications/cancelled", []byte(params)))
 	}()
 }

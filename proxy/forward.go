@@ -39,19 +39,34 @@ func (p *Proxy) routeProgress(_ context.Context, params *mcp.ProgressNotificatio
 	})
 }
 
+// Server-initiated messages go to the front session of the call they
+// belong to: sample, elicitFrom and logTo, for the messages on a call's
+// own HTTP stream (onStream) and for those the SDK's client hands over
+// (createMessage, elicit, logMessage), which have to guess the call
+// (d.caller).
+
 // logMessage forwards a downstream log message, its logger name prefixed
 // with the server id: to the session with calls in progress on the server
 // if there is exactly one (on that call's stream), else to every session.
 // The front server drops it for sessions whose level is higher.
 func (d *downstream) logMessage(_ context.Context, req *mcp.LoggingMessageRequest) {
 	params := *req.Params
-	d.logPrefix(&params)
 	if c, err := d.calls.caller("log message"); err == nil {
-		_ = c.session.Log(c.ctx, &params)
+		d.logTo(c, &params)
 		return
 	}
+	d.logPrefix(&params)
 	for ss := range d.p.server.Sessions() {
 		_ = ss.Log(context.Background(), &params)
+	}
+}
+
+// logTo sends a downstream log message to the session of call c, on its
+// stream.
+func (d *downstream) logTo(c *inflightCall, params *mcp.LoggingMessageParams) {
+	d.logPrefix(params)
+	if c.session != nil {
+		_ = c.session.Log(c.ctx, params)
 	}
 }
 
@@ -80,11 +95,13 @@ func (d *downstream) createMessage(ctx context.Context, req *mcp.CreateMessageRe
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "%v", err)
 	}
-	uctx, cancel := upstreamContext(ctx, c)
-	defer cancel()
-	res, err := c.session.CreateMessage(uctx, req.Params)
+	raw, err := d.askClient(ctx, c, "sampling/createMessage", req.Params)
 	if err != nil {
-		return nil, forwardError("client", err)
+		return nil, err
+	}
+	res := new(mcp.CreateMessageResult)
+	if err := json.Unmarshal(raw, res); err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the client's sampling result: %v", err)
 	}
 	return res, nil
 }
@@ -95,13 +112,46 @@ func (d *downstream) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.E
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "%v", err)
 	}
+	raw, err := d.askClient(ctx, c, "elicitation/create", req.Params)
+	if err != nil {
+		return nil, err
+	}
+	res := new(mcp.ElicitResult)
+	if err := json.Unmarshal(raw, res); err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the client's elicitation result: %v", err)
+	}
+	return res, nil
+}
+
+// askClient sends a server's request (sampling/createMessage or
+// elicitation/create, with params of the SDK's type) to the client of
+// call c, on the call's own stream, and returns the client's result: on
+// the fast front's stream of the call (callstream.go), else through the
+// SDK's session in the call's context, which puts it on that call's
+// stream too. This is the one router of server-to-client requests.
+func (d *downstream) askClient(ctx context.Context, c *inflightCall, method string, params any) (json.RawMessage, error) {
 	uctx, cancel := upstreamContext(ctx, c)
 	defer cancel()
-	res, err := c.session.Elicit(uctx, req.Params)
+	if s, ok := c.ctx.Value(callStreamKey{}).(*callStream); ok {
+		return s.ask(uctx, d.p, method, params)
+	}
+	if c.session == nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the call has no client session to ask")
+	}
+	var res any
+	var err error
+	switch p := params.(type) {
+	case *mcp.CreateMessageParams:
+		res, err = c.session.CreateMessage(uctx, p)
+	case *mcp.ElicitParams:
+		res, err = c.session.Elicit(uctx, p)
+	default:
+		return nil, rpcError(jsonrpc.CodeMethodNotFound, "provlog: method %q is not offered to servers", method)
+	}
 	if err != nil {
 		return nil, forwardError("client", err)
 	}
-	return res, nil
+	return json.Marshal(res)
 }
 
 // resourceUpdated tells the subscribed clients, under the front URI.

@@ -125,7 +125,6 @@ type Proxy struct {
 	subs map[string]int // front resource URI -> upstream subscriptions
 
 	sessions   sync.Map // front HTTP session id -> *frontSession (fast.go)
-	streams    sync.Map // front HTTP session id -> *atomic.Int32, its open standalone streams (route.go)
 	initActors sync.Map // *mcp.ServerSession -> actor of its initialize request
 	fastCalls  atomic.Uint64
 	noFastPath bool // tests: serve every request through the SDK
@@ -253,7 +252,8 @@ func (p *Proxy) ServeStdio(ctx context.Context) error {
 // TokenInfo.UserID, which the SDK also checks against the session's, so
 // one actor cannot use another's session; the OAuth token's claims go into
 // every entry the request writes (log.WithAuth). Bodies over
-// MaxRequestBytes get 413.
+// MaxRequestBytes get 413. Host and Origin are not checked here: wrap the
+// sidecar's whole handler in [Front], which checks them for every path.
 //
 // Clients of protocol revisions up to 2025-11-25 get stateful sessions;
 // requests of the sessionless 2026-07-28 revision (by their
@@ -268,6 +268,8 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 		MaxRequestBodyBytes: p.opts.MaxRequestBytes,
 		// No SessionTimeout: the SDK's idle timer does not see the calls
 		// of the fast path, so the proxy closes idle sessions itself.
+		// Front checks Host and Origin for every path, this one's too.
+		DisableLocalhostProtection: true,
 	})
 	p.reaper.Do(func() {
 		p.wg.Add(1)
@@ -277,9 +279,10 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 		}()
 	})
 	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Stateless:           true,
-		Logger:              p.logger,
-		MaxRequestBodyBytes: p.opts.MaxRequestBytes,
+		Stateless:                  true,
+		Logger:                     p.logger,
+		MaxRequestBodyBytes:        p.opts.MaxRequestBytes,
+		DisableLocalhostProtection: true,
 	})
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, ok := p.oneMessage(w, r)

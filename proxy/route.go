@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -30,14 +29,18 @@ func (d *downstream) askProtocol() string {
 }
 
 // stateless reports whether d's session speaks the sessionless
-// 2026-07-28 revision. Such calls go through the SDK, whose handler turns
-// an input_required result into the older revisions' server-to-client
-// requests on the call's own stream.
+// 2026-07-28 revision.
 func (d *downstream) stateless() bool {
 	cs, err := d.session()
-	if err != nil {
-		return false
-	}
+	return err == nil && sessionStateless(cs)
+}
+
+// sessionStateless reports whether cs speaks the sessionless 2026-07-28
+// revision. Calls on such a session go through the SDK's client, which
+// writes that revision's per-request envelope, and come from the SDK's
+// front, whose handler turns an input_required result into the older
+// revisions' server-to-client requests on the call's own stream.
+func sessionStateless(cs *mcp.ClientSession) bool {
 	ir := cs.InitializeResult()
 	return ir != nil && ir.ProtocolVersion >= statelessProtocol
 }
@@ -47,9 +50,11 @@ func (d *downstream) stateless() bool {
 // per-request capabilities (2026-07-28), so the server judges what the
 // client can do, not what the proxy can; the SDK adds the proxy's only
 // when the client sent none.
-func (d *downstream) downMeta(m mcp.Meta) mcp.Meta {
+func (d *downstream) downMeta(m mcp.Meta) mcp.Meta { return downMeta(m, d.stateless()) }
+
+func downMeta(m mcp.Meta, stateless bool) mcp.Meta {
 	out := forwardMeta(m)
-	if caps, ok := m[mcp.MetaKeyClientCapabilities]; ok && d.stateless() {
+	if caps, ok := m[mcp.MetaKeyClientCapabilities]; ok && stateless {
 		out[mcp.MetaKeyClientCapabilities] = caps
 	}
 	return out
@@ -69,44 +74,5 @@ func (d *downstream) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHan
 			return d.elicit(ctx, r)
 		}
 		return next(ctx, method, req)
-	}
-}
-
-// needsCallStream reports whether a front session's calls must go
-// through the SDK's handler rather than the fast path: its client said it
-// answers sampling or elicitation requests but keeps no standalone event
-// stream open. The fast path answers a call with one JSON response, so a
-// server's request during the call could only take the standalone stream,
-// and without one it was lost ("undelivered message: stream not connected
-// or already closed"; the conformance scenario tools-call-sampling failed
-// in some runs). Through the SDK it rides the call's own event stream.
-func (p *Proxy) needsCallStream(fs *frontSession) bool {
-	if v, ok := p.streams.Load(fs.ss.ID()); ok && v.(*atomic.Int32).Load() > 0 {
-		return false
-	}
-	ip := fs.ss.InitializeParams()
-	if ip == nil || ip.Capabilities == nil {
-		return false
-	}
-	return ip.Capabilities.Sampling != nil || ip.Capabilities.Elicitation != nil
-}
-
-// streamOpen counts a standalone event stream (a GET) of the session id
-// as open until the returned function is called. A GET may come before
-// the session is noted as initialized, so the count is kept by id.
-func (p *Proxy) streamOpen(id string) (closed func()) {
-	if id == "" {
-		return func() {}
-	}
-	v, _ := p.streams.LoadOrStore(id, new(atomic.Int32))
-	n := v.(*atomic.Int32)
-	n.Add(1)
-	return func() {
-		// Kept only while open, so ids of no session do not pile up. (A
-		// GET counted on a just-deleted counter is missed: its session's
-		// calls then take the SDK's path, which is always right.)
-		if n.Add(-1) == 0 {
-			p.streams.CompareAndDelete(id, v)
-		}
 	}
 }

@@ -2,9 +2,14 @@ package proxy
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -51,7 +56,111 @@ func TestServerRequestsRideTheCallsStream(t *testing.T) {
 	if asked != n {
 		t.Errorf("the client was asked %d times, want %d", asked, n)
 	}
-	if p.FastCalls() != 0 {
-		t.Errorf("%d calls of a sampling client took the fast path", p.FastCalls())
+	if p.FastCalls() != n {
+		t.Errorf("%d calls of a sampling client took the fast path, want %d", p.FastCalls(), n)
+	}
+}
+
+// TestServerRequestOnTheCallsStreamWithStandaloneOpen: with the client's
+// standalone stream open, a downstream's sampling request during a call
+// still goes on that call's own POST stream (MCP streamable HTTP: a
+// request related to a call is sent on its stream), from a stdio and from
+// an HTTP downstream; the client's answer (a POST of its response) reaches
+// the server, and the call's result follows on the same stream. Nothing
+// arrives on the standalone stream. The fast front used to answer such
+// calls with JSON and send the request on the standalone stream.
+func TestServerRequestOnTheCallsStreamWithStandaloneOpen(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{
+		{ID: "go", Command: []string{goEverything(t)}},
+		{ID: "goh", URL: startGoEverythingHTTP(t)},
+	}, nil)
+	url := serveHTTP(t, p)
+	post := func(session, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	session := resp.Header.Get("Mcp-Session-Id")
+	if session == "" {
+		t.Fatalf("initialize: HTTP %d, no session", resp.StatusCode)
+	}
+	resp = post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, ok := p.sessions.Load(session); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the session was never noted as initialized")
+		}
+	}
+	// The standalone stream.
+	gctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	greq, _ := http.NewRequestWithContext(gctx, "GET", url, nil)
+	greq.Header.Set("Authorization", "Bearer "+testToken)
+	greq.Header.Set("Accept", "text/event-stream")
+	greq.Header.Set("Mcp-Session-Id", session)
+	greq.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	gresp, err := http.DefaultClient.Do(greq)
+	if err != nil || gresp.StatusCode != http.StatusOK {
+		t.Fatalf("standalone stream: %v %v", err, gresp)
+	}
+	var standalone atomic.Int32
+	go readEvents(gresp.Body, func([]byte) bool { standalone.Add(1); return true })
+
+	for i, srv := range []string{"go", "goh"} {
+		before := p.FastCalls()
+		id := 10 + i
+		resp := post(session, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s__test_sampling","arguments":{"prompt":"2+2?"}}}`, id, srv))
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			b, _ := io.ReadAll(resp.Body)
+			t.Fatalf("%s: the call was answered as %q, not on an event stream: %s", srv, ct, b)
+		}
+		var got []*wireMessage
+		readEvents(resp.Body, func(data []byte) bool {
+			m, err := parseWire(data)
+			if err != nil {
+				t.Fatalf("%s: event %q: %v", srv, data, err)
+			}
+			got = append(got, m)
+			if m.Method == "sampling/createMessage" {
+				a := post(session, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"model":"m","role":"assistant","content":{"type":"text","text":"four"}}}`)
+				a.Body.Close()
+				if a.StatusCode != http.StatusAccepted {
+					t.Errorf("%s: the client's answer got HTTP %d", srv, a.StatusCode)
+				}
+			}
+			return m.Method != "" || string(m.ID) != fmt.Sprint(id)
+		})
+		resp.Body.Close()
+		if len(got) != 2 || got[0].Method != "sampling/createMessage" || string(got[1].ID) != fmt.Sprint(id) {
+			t.Fatalf("%s: the call's stream held %d messages: %+v", srv, len(got), got)
+		}
+		if res := string(got[1].Result); !strings.Contains(res, "four") || !strings.Contains(res, ReceiptKey) {
+			t.Errorf("%s: result %s (error %+v)", srv, res, got[1].Error)
+		}
+		if p.FastCalls()-before != 1 {
+			t.Errorf("%s: %d fast calls, want 1", srv, p.FastCalls()-before)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := standalone.Load(); n != 0 {
+		t.Errorf("%d messages on the standalone stream, want none", n)
 	}
 }

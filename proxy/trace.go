@@ -48,7 +48,6 @@ const (
 type traceCall struct {
 	front     string // the tool's front name
 	meta      mcp.Meta
-	rawMeta   json.RawMessage // the fast path's _meta, parsed only when tracing
 	session   string
 	protocol  string
 	id        json.RawMessage // the JSON-RPC request id, if known
@@ -64,9 +63,6 @@ func (p *Proxy) startSpan(ctx context.Context, tc traceCall) (context.Context, *
 		return ctx, nil
 	}
 	meta := tc.meta
-	if meta == nil && len(tc.rawMeta) > 0 {
-		json.Unmarshal(tc.rawMeta, &meta) // the fast path parsed it once already
-	}
 	ctx = propagation.TraceContext{}.Extract(ctx, metaCarrier(meta))
 	attrs := []attribute.KeyValue{
 		attribute.String("mcp.method.name", "tools/call"),
@@ -130,23 +126,6 @@ func (p *Proxy) injectTrace(ctx context.Context, m mcp.Meta) {
 		return
 	}
 	propagation.TraceContext{}.Inject(ctx, metaCarrier(m))
-}
-
-// injectTraceRaw is injectTrace for the fast path's _meta bytes.
-func (p *Proxy) injectTraceRaw(ctx context.Context, raw json.RawMessage) json.RawMessage {
-	if p.opts.Tracer == nil || !trace.SpanContextFromContext(ctx).IsValid() {
-		return raw
-	}
-	m := mcp.Meta{}
-	if len(raw) > 0 && json.Unmarshal(raw, &m) != nil {
-		return raw
-	}
-	p.injectTrace(ctx, m)
-	b, err := json.Marshal(m)
-	if err != nil {
-		return raw
-	}
-	return b
 }
 
 // appendSpan starts the span of one durable append (c nil: a call

@@ -1,0 +1,213 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The one lifecycle of a tools/call, whichever front received it (stdio,
+// streamable HTTP through the SDK's handler, the HTTP front's own JSON
+// answers in fast.go) and whichever downstream serves it: serveCall finds
+// the actor, writes the call entry, forwards, classifies the outcome,
+// writes the call.result entry and returns the result as the client gets
+// it. The fronts only frame it: the SDK's front decodes the result into
+// the SDK's type, the fast front writes its bytes as they are.
+//
+// Forwarding goes one way per downstream transport: to a stateful
+// streamable HTTP server as one POST built here (postCall, fast_http.go),
+// read off the wire; to a stdio server, or to a server of the sessionless
+// 2026-07-28 revision (whose per-request envelope the SDK's client
+// writes), through the SDK's client session with the result captured off
+// the wire (sdkCall, capture.go).
+
+// A callIn is one tools/call as a front received it.
+type callIn struct {
+	d         *downstream
+	tool      string                 // its name on the server
+	params    *mcp.CallToolParamsRaw // as the client sent them (Name is the front name)
+	argsCanon []byte                 // Arguments' canonical form, if the reader made it already
+	session   *mcp.ServerSession     // the calling front session (nil in some tests)
+	extra     *mcp.RequestExtra      // its token and headers
+	client    *mcp.Implementation    // clientInfo, for the call entry
+	protocol  string                 // the session's protocol revision
+	id        json.RawMessage        // the JSON-RPC request id, if the front knows it
+	transport string                 // "pipe" (stdio) or "tcp", for the trace
+	start     time.Time
+}
+
+// serveCall records, forwards and answers one tools/call: the result is
+// the server's as received, with the receipt in its _meta and front URIs
+// (frontResult). Nothing reaches the server unless the call entry is
+// durable, and nothing is returned unless the outcome is.
+func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage, rerr *jsonrpc.Error) {
+	d := in.d
+	var c *call
+	ctx, span := p.startSpan(ctx, traceCall{front: in.params.Name, meta: in.params.Meta, session: sessionID(in.session),
+		protocol: in.protocol, id: in.id, transport: in.transport})
+	defer func() { span.end(c, rerr) }()
+	actor, err := p.actor(ctx, &mcp.CallToolRequest{Session: in.session, Params: in.params, Extra: in.extra})
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
+	}
+	c, rerr = p.startCall(ctx, d, in.params.Name, in.tool, actor, in.start, in.params.Arguments, in.argsCanon, in.client, in.protocol)
+	if rerr != nil {
+		return nil, rerr
+	}
+	defer c.withdraw()
+	span.recorded(c)
+	callErr := p.forward(ctx, in, c)
+	receipt, rerr := p.settle(ctx, d, c, callErr)
+	if rerr != nil {
+		return nil, rerr
+	}
+	res, err = d.frontResult(c.result, receipt)
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: server %q: %v", d.cfg.ID, err)
+	}
+	return res, nil
+}
+
+// toolHandler serves the SDK front's tools/calls of one downstream tool.
+func (d *downstream) toolHandler(_, tool string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		in := &callIn{d: d, tool: tool, params: req.Params, session: req.Session, extra: req.Extra,
+			client: req.ClientInfo(), protocol: req.ProtocolVersion(), transport: "pipe", start: time.Now()}
+		if req.Extra != nil && req.Extra.Header != nil {
+			in.transport = "tcp"
+		}
+		raw, rerr := d.p.serveCall(ctx, in)
+		if rerr != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err() // cancelled by the client: nobody is listening
+			}
+			return nil, rerr
+		}
+		res := new(mcp.CallToolResult)
+		if err := json.Unmarshal(raw, res); err != nil {
+			return nil, rpcError(jsonrpc.CodeInternalError, "provlog: server %q: its result cannot be passed on: %v", d.cfg.ID, err)
+		}
+		return res, nil
+	}
+}
+
+// An outcome is what a downstream transport made of one call.
+type outcome struct {
+	result      json.RawMessage // as received
+	resultCanon []byte          // its canonical form, if the reader made it
+	isError     bool            // the result's isError
+	remarshal   bool            // result is the SDK's re-encoding
+	wireErr     *jsonrpc.Error  // the server answered with this JSON-RPC error
+	err         error           // no answer: why
+	lost        bool            // the connection or session was lost
+}
+
+// forward makes in's call to its server, filling in c's outcome. It
+// returns nil, the *jsonrpc.Error the server answered with (for the client
+// as it is), or an errLocal.
+func (p *Proxy) forward(ctx context.Context, in *callIn, c *call) error {
+	d := in.d
+	cs, err := d.session()
+	if err != nil {
+		c.isError, c.errText = true, err.Error()
+		return errLocal{c.errText}
+	}
+	stateless := sessionStateless(cs)
+	meta := downMeta(in.params.Meta, stateless)
+	p.injectTrace(ctx, meta)
+	if tok := in.params.GetProgressToken(); tok != nil && in.session != nil {
+		// Upstream tokens can collide across sessions, and arrive as
+		// float64 which SetProgressToken panics on (research/mcp.md
+		// §1.5.2-3), so the downstream gets a token of our own.
+		down := "provlog-" + strconv.FormatUint(p.nextToken.Add(1), 10)
+		meta["progressToken"] = down
+		p.progress.Store(down, &progressRoute{session: in.session, token: normalizeToken(tok), ctx: ctx})
+		defer p.progress.Delete(down)
+	}
+	// Noted as in progress, so that server requests and log messages the
+	// server sends outside the call's own stream find its session.
+	id := d.calls.begin(in.session, ctx)
+	defer d.calls.end(id)
+	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
+	defer cancel()
+	var o outcome
+	if d.cfg.URL != "" && !stateless {
+		o = d.postCall(cctx, cs, in, meta, &inflightCall{session: in.session, ctx: ctx})
+	} else {
+		o = sdkCall(cctx, cs, in.tool, in.params, meta)
+	}
+	return d.classify(ctx, cctx, cs, in.tool, c, o)
+}
+
+// sdkCall makes a call through the SDK's client session, capturing its
+// result off the wire.
+func sdkCall(ctx context.Context, cs *mcp.ClientSession, tool string, in *mcp.CallToolParamsRaw, meta mcp.Meta) outcome {
+	params := &mcp.CallToolParams{Name: tool, Meta: meta}
+	if len(in.Arguments) > 0 {
+		params.Arguments = in.Arguments
+	}
+	// A retry after an input_required result (SEP-2322) goes on as the
+	// client sent it.
+	params.InputResponses, params.RequestState = in.InputResponses, in.RequestState
+	cp := &capture{}
+	res, err := cs.CallTool(withCapture(ctx, cp), params)
+	cp.done()
+	o := outcome{result: cp.last()}
+	if o.result == nil && res != nil {
+		// Not expected (see capture.go); hash the SDK's re-encoding
+		// rather than nothing, and say so in the entry.
+		o.result, _ = json.Marshal(res)
+		o.remarshal = true
+	}
+	if err == nil {
+		o.isError = res.IsError
+		return o
+	}
+	o.err, o.wireErr = err, cp.remoteError()
+	o.lost = errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	return o
+}
+
+// classify turns a call's outcome into what its call.result entry says
+// and what the client gets. ctx is the call's, cctx the one bounded by
+// the server's timeout. This is the one place that words a failed call.
+func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, tool string, c *call, o outcome) error {
+	c.result, c.resultCanon, c.remarshal = o.result, o.resultCanon, o.remarshal
+	switch {
+	case o.err == nil && o.wireErr == nil:
+		c.isError = o.isError
+		return nil
+	case o.wireErr != nil:
+		// The server answered with a JSON-RPC error: the client sees it
+		// verbatim; only the log copy is scrubbed.
+		c.isError, c.errText, c.errCode = true, scrub(o.wireErr.Message, c.secrets), o.wireErr.Code
+		return o.wireErr
+	case ctx.Err() != nil:
+		c.errText = "cancelled by the client"
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		c.errText = fmt.Sprintf("server %q did not answer %s within %s", d.cfg.ID, tool, d.cfg.timeout())
+	case o.lost:
+		c.errText = fmt.Sprintf("server %q closed the connection during the call (it crashed or exited, or lost the session: %v); it is being reconnected", d.cfg.ID, o.err)
+		d.p.logger.Warn("proxy: downstream connection lost during a call; reconnecting", "server", d.cfg.ID, "error", o.err)
+		if d.cfg.URL != "" {
+			// A stdio session ends with its process; an HTTP one is
+			// closed here, so that the supervisor connects again.
+			cs.Close()
+			if d.h1 != nil {
+				d.h1.closeIdle()
+			}
+		}
+	default:
+		c.errText = fmt.Sprintf("server %q: %v", d.cfg.ID, o.err)
+	}
+	c.isError = true
+	c.errText = scrub(c.errText, c.secrets)
+	return errLocal{c.errText}
+}

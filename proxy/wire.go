@@ -1,0 +1,221 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/provlog/provlog/log"
+)
+
+// The wire pieces the proxy reads and writes itself, each once: JSON-RPC
+// messages (appendRequest, appendResponse, parseWire) and server-sent
+// event streams (sseParser, for the HTTP downstream's answers and for the
+// capture of the SDK's).
+
+// appendRequest appends a JSON-RPC request (a notification if id is nil)
+// with params (raw JSON, or nil for none).
+func appendRequest(b []byte, id []byte, method string, params []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0",`...)
+	if id != nil {
+		b = append(b, `"id":`...)
+		b = append(b, id...)
+		b = append(b, ',')
+	}
+	b = append(b, `"method":`...)
+	m, _ := json.Marshal(method)
+	b = append(b, m...)
+	if params != nil {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}')
+}
+
+// appendResponse appends a JSON-RPC response to request id: result, or
+// the error e if it is not nil.
+func appendResponse(b []byte, id, result json.RawMessage, e *jsonrpc.Error) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	if e != nil {
+		eb, _ := json.Marshal(wireError{Code: e.Code, Message: e.Message, Data: e.Data})
+		b = append(b, `,"error":`...)
+		b = append(b, eb...)
+	} else {
+		b = append(b, `,"result":`...)
+		b = append(b, result...)
+	}
+	return append(b, '}')
+}
+
+// wireMessage is a JSON-RPC message from a downstream server.
+type wireMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *wireError      `json:"error"`
+
+	resultCanon []byte // Result's canonical form, when it has one
+	isError     bool   // Result's isError
+}
+
+type wireError struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// parseWire reads one JSON-RPC message from a server. A message that is
+// I-JSON (what JCS accepts) is read in one pass that also yields its
+// result's canonical form and isError; anything else encoding/json reads.
+// The message does not keep data.
+func parseWire(data []byte) (*wireMessage, error) {
+	var m wireMessage
+	err := log.WalkObject(data, func(k string, raw, canon []byte) error {
+		switch k {
+		case "id":
+			m.ID = bytes.Clone(raw)
+		case "method":
+			if canon[0] != '"' {
+				return errNotFast
+			}
+			return json.Unmarshal(canon, &m.Method)
+		case "params":
+			m.Params = bytes.Clone(raw)
+		case "result":
+			m.Result = bytes.Clone(raw)
+			m.resultCanon = bytes.Clone(canon)
+			if canon[0] == '{' {
+				log.WalkObject(canon, func(k string, _, v []byte) error {
+					if k == "isError" {
+						m.isError = string(v) == "true"
+					}
+					return nil
+				})
+			}
+		case "error":
+			if string(canon) != "null" {
+				m.Error = new(wireError)
+				return json.Unmarshal(raw, m.Error)
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		return &m, nil
+	}
+	m = wireMessage{}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	if len(m.Result) > 0 {
+		var r struct {
+			IsError bool `json:"isError"`
+		}
+		json.Unmarshal(m.Result, &r)
+		m.isError = r.IsError
+	}
+	return &m, nil
+}
+
+// An sseParser splits a server-sent event stream, fed to it in pieces of
+// any size, into its events' data (the data lines of an event joined by
+// "\n"; other fields and comments are skipped). It is linear in its input.
+type sseParser struct {
+	line []byte // the current line, when it spans pieces
+	data []byte // the current event's data
+	has  bool   // the current event has a data line
+}
+
+// feed parses p, calling fn with each event completed in it, and reports
+// false as soon as fn does (the rest of p is then not read).
+func (s *sseParser) feed(p []byte, fn func(data []byte) bool) bool {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			s.line = append(s.line, p...)
+			return true
+		}
+		line := p[:i]
+		if len(s.line) > 0 {
+			s.line = append(s.line, line...)
+			line = s.line
+		}
+		p = p[i+1:]
+		ok := s.endLine(line, fn)
+		s.line = s.line[:0]
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// end finishes the stream: a last line and event without their ends
+// still count.
+func (s *sseParser) end(fn func(data []byte) bool) {
+	if len(s.line) > 0 {
+		line := s.line
+		s.line = nil
+		if !s.endLine(line, fn) {
+			return
+		}
+	}
+	if s.has {
+		s.has = false
+		fn(s.data)
+	}
+}
+
+func (s *sseParser) endLine(line []byte, fn func([]byte) bool) bool {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if len(line) == 0 {
+		if !s.has {
+			return true
+		}
+		s.has = false
+		ok := fn(s.data)
+		s.data = s.data[:0]
+		return ok
+	}
+	field, value, _ := bytes.Cut(line, []byte(":"))
+	if string(field) != "data" {
+		return true
+	}
+	value = bytes.TrimPrefix(value, []byte(" "))
+	if s.has {
+		s.data = append(s.data, '\n')
+	}
+	s.data = append(s.data, value...)
+	s.has = true
+	return true
+}
+
+// eventBufs are readEvents' read buffers.
+var eventBufs = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}
+
+// readEvents calls fn with the data of each server-sent event in r until
+// fn returns false or r ends.
+func readEvents(r io.Reader, fn func(data []byte) bool) error {
+	bp := eventBufs.Get().(*[]byte)
+	defer eventBufs.Put(bp)
+	var s sseParser
+	for {
+		n, err := r.Read(*bp)
+		if n > 0 && !s.feed((*bp)[:n], fn) {
+			return nil
+		}
+		if errors.Is(err, io.EOF) {
+			s.end(fn)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
