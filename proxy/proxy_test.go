@@ -177,12 +177,14 @@ func testReferenceServers(t *testing.T, front string) {
 		}
 	})
 
+	seen := map[string]bool{} // the progress tokens of the calls so far
 	for _, tc := range []struct{ name, tool string }{
 		{"GoServer", "go__test_tool_with_progress"},
 		{"EverythingStdio", "ev__trigger-long-running-operation"},
 		{"EverythingHTTP", "evh__trigger-long-running-operation"},
 	} {
 		t.Run("Progress/"+tc.name, func(t *testing.T) {
+			seen["tok-"+tc.name] = true
 			for len(cl.progress) > 0 {
 				<-cl.progress
 			}
@@ -201,6 +203,9 @@ func testReferenceServers(t *testing.T, front string) {
 			for {
 				select {
 				case pn := <-cl.progress:
+					if tok, _ := pn.ProgressToken.(string); tok != "tok-"+tc.name && strings.HasPrefix(tok, "tok-") && seen[tok] {
+						continue // an earlier call's late progress, under its own token
+					}
 					if pn.ProgressToken != "tok-"+tc.name {
 						t.Fatalf("progress token %v, want %q", pn.ProgressToken, "tok-"+tc.name)
 					}
