@@ -16,6 +16,8 @@ command -v ssh-agent >/dev/null || need+=(openssh-client)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 # curl: cmd/provlog runs the README's tour, which uses it.
 command -v curl >/dev/null || need+=(curl)
+# gcc: ORY Hydra's in-memory SQLite needs cgo (tools/hydratest/install.sh).
+command -v gcc >/dev/null || need+=(gcc libc6-dev)
 # python3-prov and prov-tools: the export bundle's PROV-JSON must load in
 # Debian's python3-prov and round-trip through prov-convert (log/bundle).
 /usr/bin/python3 -c 'import prov.model' 2>/dev/null || need+=(python3-prov)
@@ -37,6 +39,8 @@ echo "== TSAs and Rekor for the anchoring tests (sigstore timestamp-server, reko
 eval "$(bash tools/anchortest/install.sh)"
 echo "== litewitness (filippo.io/torchwood) for the witness interoperability test"
 eval "$(bash tools/witnesstest/install.sh)"
+echo "== ORY Hydra v2.3.0 (in-memory) as the authorization server of the OAuth tests"
+eval "$(bash tools/hydratest/install.sh)"
 # --- PostgreSQL (log/logpg; many sidecars on one log) ---
 # A throwaway cluster (initdb as the postgres user, 127.0.0.1, a free
 # port); the tests read PROVLOG_TEST_POSTGRES and, under CI=true, fail
