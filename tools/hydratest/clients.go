@@ -31,6 +31,10 @@ type Client struct {
 	// Lifespan, when set, is how long its access tokens live (Hydra's
 	// per-client lifespans, for both grants; at least a second).
 	Lifespan time.Duration
+	// AuthMethod is how it authenticates at the token endpoint:
+	// client_secret_post (the default, what this package's grants use) or
+	// client_secret_basic.
+	AuthMethod string
 	// Act makes the token hook add act: {sub: ID} to the tokens it gets
 	// for someone else (the JWT-bearer grant); see the package doc.
 	Act bool
@@ -49,13 +53,16 @@ func (s *Server) CreateClient(t testing.TB, c Client) Client {
 	if len(c.GrantTypes) == 0 {
 		c.GrantTypes = []string{"client_credentials"}
 	}
+	if c.AuthMethod == "" {
+		c.AuthMethod = "client_secret_post"
+	}
 	s.admin(t, http.MethodPost, "/admin/clients", map[string]any{
 		"client_id":                  c.ID,
 		"client_secret":              c.Secret,
 		"grant_types":                c.GrantTypes,
 		"scope":                      strings.Join(c.Scopes, " "),
 		"audience":                   c.Audience,
-		"token_endpoint_auth_method": "client_secret_post",
+		"token_endpoint_auth_method": c.AuthMethod,
 	}, nil)
 	if c.Lifespan > 0 {
 		d := c.Lifespan.Round(time.Second).String()
