@@ -38,9 +38,9 @@ if [ ! -f "$dir/.installed" ]; then
 	mv "$tmp" "$dir"
 	touch "$dir/.installed"
 fi
-# The client script is copied on every run (it is not part of the key), so
-# it resolves its imports from the node_modules beside it.
-cp "$here/client.mjs" "$dir/client.mjs"
+# The client scripts are copied on every run (they are not part of the key),
+# so they resolve their imports from the node_modules beside them.
+cp "$here/client.mjs" "$here/oauth.mjs" "$dir/"
 
 if [ ! -x "$bin/everything-server" ]; then
 	echo "mcptest: building go-sdk $gosdk conformance/everything-server into $bin" >&2

@@ -1,0 +1,497 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/tools/hydratest"
+)
+
+// Scopes the OAuth tests' sidecar asks for, per tool group.
+const (
+	scopeTools = "provlog.tools"
+	scopeTasks = "provlog.tasks"
+	scopeLog   = "provlog.log"
+)
+
+// oauthSidecar is provlog serving MCP over HTTP with a real ORY Hydra as
+// its authorization server and npm's server-everything downstream.
+type oauthSidecar struct {
+	hydra    *hydratest.Server
+	base     string // http://127.0.0.1:PORT
+	resource string // base + "/mcp": the tokens' audience
+	data     string
+	stderr   *lockedBuffer
+	stop     func()
+}
+
+// startOAuthSidecar starts Hydra, then provlog with an auth: section
+// trusting it through OpenID Connect discovery.
+func startOAuthSidecar(t *testing.T) *oauthSidecar {
+	t.Helper()
+	hy := hydratest.Start(t, hydratest.Options{})
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missingPrereq(t, "node is not installed")
+	}
+	js := filepath.Join(os.Getenv("PROVLOG_MCPTEST_DIR"), "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if _, err := os.Stat(js); err != nil {
+		missingPrereq(t, fmt.Sprintf("npm server-everything not found (%v)", err))
+	}
+	addr := freeAddr(t)
+	s := &oauthSidecar{hydra: hy, base: "http://" + addr, data: filepath.Join(t.TempDir(), "data"), stderr: &lockedBuffer{}}
+	s.resource = s.base + "/mcp"
+	cfg := filepath.Join(t.TempDir(), "provlog.yaml")
+	conf := fmt.Sprintf(`data: %s
+auth:
+  resource: %s
+  issuers:
+    - issuer: %s
+      discovery_url: %s
+      actor_prefix: "hydra:"
+  scopes:
+    tools: [%s]
+    tasks: [%s]
+    log: [%s]
+  clock_skew: 1s
+servers:
+  - id: everything
+    command: [%q, %q, stdio]
+`, s.data, s.resource, hy.Issuer, hy.DiscoveryURL, scopeTools, scopeTasks, scopeLog, node, js)
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg, "--http", addr}, s.stderr, s.stderr) }()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get(s.base + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited with %d: %s", code, s.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not come up: %s", s.stderr.String())
+		}
+	}
+	var once sync.Once
+	s.stop = func() {
+		once.Do(func() {
+			cancel()
+			if code := <-done; code != 0 {
+				t.Errorf("serve exited with %d: %s", code, s.stderr.String())
+			}
+		})
+	}
+	t.Cleanup(s.stop)
+	return s
+}
+
+func missingPrereq(t *testing.T, msg string) {
+	t.Helper()
+	msg += `; run: eval "$(bash tools/mcptest/install.sh)"`
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// size is the sidecar's current log size, from its public checkpoint.
+func (s *oauthSidecar) size(t *testing.T) uint64 {
+	t.Helper()
+	resp, err := http.Get(s.base + "/log/checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	c, err := log.ParseCheckpointNote(b)
+	if err != nil {
+		t.Fatalf("checkpoint: %v: %s", err, b)
+	}
+	return c.Size
+}
+
+// entry reads entry n through the log API with token.
+func (s *oauthSidecar) entry(t *testing.T, token string, n uint64) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/log/entry/%d", s.base, n), nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /log/entry/%d: %s: %s", n, resp.Status, b)
+	}
+	var e map[string]any
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// work drives one identity through a downstream tool and a task it
+// creates, accepts and claims done, citing the tool call as evidence.
+func (s *oauthSidecar) work(t *testing.T, token, what string) (taskID string) {
+	t.Helper()
+	cs := connectHTTP(t, s.base, token)
+	created, _ := callTool(t, cs, "create_task", map[string]any{"title": what})
+	taskID, _ = created["task_id"].(string)
+	callTool(t, cs, "accept_task", map[string]any{"task_id": taskID})
+	_, rc := callTool(t, cs, "everything__echo", map[string]any{"message": what})
+	r, err := log.ParseReceipt([]byte(rc))
+	if err != nil {
+		t.Fatalf("echo receipt: %v", err)
+	}
+	call := r.Index
+	if e := s.entry(t, token, r.Index); e["kind"] == "call.result" {
+		call = uint64(e["call"].(float64))
+	}
+	callTool(t, cs, "report_completion", map[string]any{"task_id": taskID, "provenance": "observed",
+		"summary": "echoed " + what, "evidence": []uint64{call}})
+	cs.Close()
+	return taskID
+}
+
+// jwtClaims decodes a JWT's payload (its signature was checked by the
+// sidecar; the test only reads the claims it expects in entries).
+func jwtClaims(t *testing.T, token string) map[string]any {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a JWT: %d parts", len(parts))
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestOAuthHydraEndToEnd drives provlog with tokens from a real ORY
+// Hydra: a client-credentials token (a bot acting as itself) and a
+// delegated one (an agent acting for alice, RFC 7523 with an act claim;
+// see package hydratest for why not RFC 8693), through a downstream
+// tool and a task claim. The entries name the right actor and carry the
+// token's claims and hash, never the token; tokens Hydra issued for
+// another audience, or that expired, are refused with nothing written.
+func TestOAuthHydraEndToEnd(t *testing.T) {
+	s := startOAuthSidecar(t)
+	hy, ctx := s.hydra, context.Background()
+	all := []string{scopeTools, scopeTasks, scopeLog}
+	other := "http://127.0.0.1:1/mcp"
+	bot := hy.CreateClient(t, hydratest.Client{ID: "ci-bot", Scopes: all, Audience: []string{s.resource, other}})
+	botTok, err := hy.ClientCredentials(ctx, bot, s.resource, all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := hy.TrustDelegator(t, "alice", all...)
+	agent := hy.CreateClient(t, hydratest.Client{ID: "review-agent", Scopes: all, Audience: []string{s.resource},
+		GrantTypes: []string{hydratest.JWTBearerGrant}, Act: true})
+	agentTok, err := hy.JWTBearer(ctx, agent, alice.Assertion(t), s.resource, all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	botTask := s.work(t, botTok, "bot's own work")
+	aliceTask := s.work(t, agentTok, "work for alice")
+
+	// Tokens the real issuer signed that provlog must still refuse.
+	wrongAud, err := hy.ClientCredentials(ctx, bot, other, all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := hy.CreateClient(t, hydratest.Client{ID: "short-lived", Scopes: all, Audience: []string{s.resource}, Lifespan: time.Second})
+	expired, err := hy.ClientCredentials(ctx, short, s.resource, all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Unix(int64(jwtClaims(t, expired)["exp"].(float64)), 0)
+	time.Sleep(time.Until(exp.Add(2*time.Second + 100*time.Millisecond))) // past exp and the 1s skew
+	s.refused(t, map[string]string{"another audience": wrongAud, "expired": expired})
+
+	s.stop()
+	entries := readAll(t, s.data)
+	checkAuthEntries(t, entries, botTok, "hydra:ci-bot", botTask, nil)
+	checkAuthEntries(t, entries, agentTok, "hydra:alice", aliceTask, map[string]any{"sub": "review-agent"})
+	for tok, used := range map[string]bool{botTok: true, agentTok: true, wrongAud: false, expired: false} {
+		checkTokenAbsent(t, s, tok, used)
+	}
+	if out, code := runCmd(t, "audit", "--data", s.data); code != 0 {
+		t.Fatalf("audit: %s", out)
+	}
+}
+
+// refused posts an MCP initialize with each token and wants 401 with a
+// challenge naming the protected resource metadata, and no entry.
+func (s *oauthSidecar) refused(t *testing.T, tokens map[string]string) {
+	t.Helper()
+	before := s.size(t)
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bad","version":"1"}}}`
+	for name, tok := range tokens {
+		req, _ := http.NewRequest(http.MethodPost, s.resource, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		ch := resp.Header.Get("WWW-Authenticate")
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(ch, `error="invalid_token"`) ||
+			!strings.Contains(ch, `resource_metadata="`+s.base+`/.well-known/oauth-protected-resource`) {
+			t.Errorf("%s token: %s, WWW-Authenticate %q; want 401, invalid_token and the metadata URL", name, resp.Status, ch)
+		}
+	}
+	if after := s.size(t); after != before {
+		t.Errorf("refused tokens wrote %d entries", after-before)
+	}
+}
+
+// readAll returns every entry of the stopped sidecar's log, decoded.
+func readAll(t *testing.T, data string) []map[string]any {
+	t.Helper()
+	st, err := openStore(data, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	state, err := st.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := st.Entries(ctx, 0, state.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]map[string]any, len(raw))
+	for i, b := range raw {
+		if err := json.Unmarshal(b, &out[i]); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	return out
+}
+
+// checkAuthEntries wants the call, the task's creation, acceptance and
+// claim written with actor and an auth member holding token's issuer,
+// subject, client, jti and hash, and the act chain wantAct.
+func checkAuthEntries(t *testing.T, entries []map[string]any, token, actor, task string, wantAct map[string]any) {
+	t.Helper()
+	c := jwtClaims(t, token)
+	sum := sha256.Sum256([]byte(token))
+	want := map[string]any{"iss": c["iss"], "sub": c["sub"], "client_id": c["client_id"], "jti": c["jti"],
+		"token_sha256": hex.EncodeToString(sum[:]), "via": "jwt"}
+	seen := map[string]bool{}
+	for i, e := range entries {
+		if e["actor"] != actor {
+			continue
+		}
+		kind, _ := e["kind"].(string)
+		if tid, _ := e["task_id"].(string); strings.HasPrefix(kind, "task.") && tid != task {
+			continue
+		}
+		seen[kind] = true
+		auth, _ := e["auth"].(map[string]any)
+		if auth == nil {
+			t.Errorf("entry %d (%s by %s) has no auth", i, kind, actor)
+			continue
+		}
+		for k, v := range want {
+			if auth[k] != v {
+				t.Errorf("entry %d (%s): auth.%s = %v; want %v", i, kind, k, auth[k], v)
+			}
+		}
+		if got, _ := json.Marshal(auth["act"]); !bytes.Equal(got, mustJSON(t, wantAct)) {
+			t.Errorf("entry %d (%s): auth.act = %s; want %s", i, kind, got, mustJSON(t, wantAct))
+		}
+	}
+	for _, k := range []string{"call", "task.create", "task.accept", "task.claim"} {
+		if !seen[k] {
+			t.Errorf("no %s entry by %s (saw %v)", k, actor, seen)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v map[string]any) []byte {
+	t.Helper()
+	if v == nil {
+		return []byte("null")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// checkTokenAbsent wants no trace of token (nor of its signature, the
+// part no claim repeats) in any file of the data dir or in the sidecar's
+// stderr. Its jti is the control: the raw bytes of the data dir must show
+// it when the token was used (else this search could not see entries at
+// all), and must not when it was refused.
+func checkTokenAbsent(t *testing.T, s *oauthSidecar, token string, used bool) {
+	t.Helper()
+	sig := token[strings.LastIndex(token, ".")+1:]
+	jti, _ := jwtClaims(t, token)["jti"].(string)
+	if strings.Contains(s.stderr.String(), sig) {
+		t.Errorf("the sidecar's stderr holds a token")
+	}
+	seen := false
+	filepath.WalkDir(s.data, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		if bytes.Contains(b, []byte(sig)) || bytes.Contains(b, []byte(token)) {
+			t.Errorf("%s holds a token", p)
+		}
+		seen = seen || bytes.Contains(b, []byte(jti))
+		return nil
+	})
+	if jti == "" || seen != used {
+		t.Errorf("jti %q in the data dir: %v; want %v", jti, seen, used)
+	}
+}
+
+// sdkReport is what tools/mcptest/oauth.mjs prints.
+type sdkReport struct {
+	Challenge struct {
+		Status              int    `json:"status"`
+		WWWAuthenticate     string `json:"wwwAuthenticate"`
+		ResourceMetadataURL string `json:"resourceMetadataUrl"`
+	} `json:"challenge"`
+	ResourceMetadata struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+		ScopesSupported      []string `json:"scopes_supported"`
+	} `json:"resourceMetadata"`
+	AuthorizationServer struct {
+		Issuer        string `json:"issuer"`
+		TokenEndpoint string `json:"token_endpoint"`
+	} `json:"authorizationServer"`
+	DiscoveryError string `json:"discoveryError"`
+	Connect        struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	} `json:"connect"`
+	Call struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	} `json:"call"`
+	TokenClaims map[string]any `json:"tokenClaims"`
+}
+
+// runSDK runs oauth.mjs with plan.
+func runSDK(t *testing.T, plan map[string]any) sdkReport {
+	t.Helper()
+	script := filepath.Join(os.Getenv("PROVLOG_MCPTEST_DIR"), "oauth.mjs")
+	if _, err := os.Stat(script); err != nil {
+		missingPrereq(t, fmt.Sprintf("oauth.mjs not found (%v)", err))
+	}
+	b, _ := json.Marshal(plan)
+	cmd := exec.Command("node", script, string(b))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("oauth.mjs: %v: %s", err, stderr.String())
+	}
+	var r sdkReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("oauth.mjs report %q: %v (%s)", out, err, stderr.String())
+	}
+	return r
+}
+
+// TestOAuthTypeScriptSDK has the official TypeScript SDK's client find
+// Hydra from provlog's 401 (RFC 9728 metadata) and run its own client
+// credentials flow against it. The SDK names provlog with RFC 8707's
+// resource parameter, which Hydra v2.3.0 ignores (it reads "audience"):
+// the token it gets has no audience and provlog refuses it. With
+// Hydra's audience parameter added the same flow reaches the tool, and
+// the call is logged under the client.
+func TestOAuthTypeScriptSDK(t *testing.T) {
+	s := startOAuthSidecar(t)
+	hy := s.hydra
+	c := hy.CreateClient(t, hydratest.Client{ID: "sdk-client", Scopes: []string{scopeTools, scopeTasks, scopeLog},
+		Audience: []string{s.resource}, AuthMethod: "client_secret_basic"})
+	plan := map[string]any{"url": s.resource, "clientId": c.ID, "clientSecret": c.Secret, "issuer": hy.Issuer,
+		"tool": "everything__echo", "arguments": map[string]any{"message": "from the TS SDK"}}
+
+	r := runSDK(t, plan)
+	if r.Challenge.Status != http.StatusUnauthorized || !strings.HasPrefix(r.Challenge.ResourceMetadataURL, s.base+"/.well-known/oauth-protected-resource") {
+		t.Errorf("challenge %+v; want 401 naming %s/.well-known/oauth-protected-resource", r.Challenge, s.base)
+	}
+	if r.DiscoveryError != "" || r.ResourceMetadata.Resource != s.resource || len(r.ResourceMetadata.AuthorizationServers) != 1 ||
+		r.ResourceMetadata.AuthorizationServers[0] != hy.Issuer {
+		t.Errorf("the SDK discovered %+v (%s); want resource %s and authorization server %s", r.ResourceMetadata, r.DiscoveryError, s.resource, hy.Issuer)
+	}
+	if r.AuthorizationServer.Issuer != hy.Issuer || r.AuthorizationServer.TokenEndpoint != hy.TokenURL {
+		t.Errorf("the SDK found authorization server %+v; want %s, %s", r.AuthorizationServer, hy.Issuer, hy.TokenURL)
+	}
+	if r.Connect.OK {
+		t.Errorf("a token without provlog's audience was accepted")
+	}
+
+	// The SDK's client credentials flow asks for the scopes its options
+	// name, and no others: none here, so the call is refused for scope
+	// (403 insufficient_scope, which the SDK retries once) and not logged.
+	plan["audience"] = s.resource
+	r = runSDK(t, plan)
+	if !r.Connect.OK || r.Call.OK || !strings.Contains(r.Call.Error, "403") {
+		t.Errorf("a token without scopes: connect %+v, call %+v; want the call refused with 403", r.Connect, r.Call)
+	}
+
+	plan["scope"] = scopeTools
+	r = runSDK(t, plan)
+	if !r.Connect.OK || !r.Call.OK {
+		t.Fatalf("with Hydra's audience parameter: connect %+v, call %+v, token claims %v, resource metadata %+v", r.Connect, r.Call, r.TokenClaims, r.ResourceMetadata)
+	}
+	s.stop()
+	n := 0
+	for _, e := range readAll(t, s.data) {
+		if e["kind"] == "call" && e["actor"] == "hydra:sdk-client" {
+			n++
+			if auth, _ := e["auth"].(map[string]any); auth["client_id"] != "sdk-client" || auth["iss"] != hy.Issuer {
+				t.Errorf("the SDK's call: auth %v", auth)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d calls by hydra:sdk-client; want 1", n)
+	}
+}
