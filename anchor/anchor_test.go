@@ -12,6 +12,7 @@ import (
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/server"
 )
@@ -245,7 +246,7 @@ func TestRestartAppendsMissingEntry(t *testing.T) {
 	}
 	// Simulate the crash: a second record stored, its entry not appended.
 	e.appendN(1)
-	broken := e.runner(func(o *anchor.Options) { o.Log = noAppend{e.seq} })
+	broken := e.runner(func(o *online.Options) { o.Log = noAppend{e.seq} })
 	if st, err := broken.AnchorNow(context.Background()); st == nil || err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Fatalf("AnchorNow with failing appends: %v, %v", st, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpebble"
 )
@@ -43,7 +44,7 @@ func BenchmarkAppend(b *testing.B) {
 					b.Fatal(err)
 				}
 				e.records, e.seq, e.key = records, seq, key
-				runner := e.runner(func(o *anchor.Options) { o.Tree = store })
+				runner := e.runner(func(o *online.Options) { o.Tree = store })
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				go runner.Run(ctx)
@@ -97,7 +98,7 @@ func BenchmarkAppendAlternating(b *testing.B) {
 		b.Fatal(err)
 	}
 	e.seq, e.key = seq, key
-	runner := e.runner(func(o *anchor.Options) { o.Tree = store })
+	runner := e.runner(func(o *online.Options) { o.Tree = store })
 	entry, err := (&log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "bench", Fields: map[string]any{
 		"server": "everything", "tool": "echo", "args": map[string]any{"message": "hello"},
 	}}).Marshal()

@@ -8,8 +8,9 @@
 //
 // The digest is the SHA-256 of the exact signed checkpoint note the log
 // handed out (note text, blank line, signature lines), as the sequencer
-// returns it. Each TSA ([rfc3161.Client]) time-stamps that digest; Rekor
-// ([rekor.Client]) logs a hashedrekord entry for it, signed with the log's
+// returns it. Each TSA (anchor/online's TSAClient) time-stamps that
+// digest; Rekor (its RekorClient) logs a hashedrekord entry for it, signed
+// with the log's
 // P-256 anchoring key (<data>/anchor.key, whose public half is in the
 // genesis entry). An answer is kept only after it verifies against the
 // configured trust: TSA roots, the pinned Rekor key.
@@ -41,13 +42,14 @@
 // root is the log's own at that size, and that each anchor entry matches
 // its record.
 //
-// # Running
+// # Offline and online
 //
-// A [Runner] anchors the latest checkpoint every interval when the tree
-// grew by more than its own anchor entries, each authority on its own
-// with a timeout; answers that verified are stored together, and failed
-// authorities are retried with exponential backoff, all off the append
-// path. [Runner.Status] reports the anchoring gap and each authority's
-// last success and error. [NewHandler] serves the records at
-// /log/anchors.
+// This package, with [rfc3161] and [rekor] below it, is the offline half:
+// records, their store, their log entries and their verification, with
+// the standard library, merkle and the pkcs7 and timestamp parsers only.
+// A verifier imports nothing that speaks to the network. The online half,
+// anchor/online, holds the runner (anchor the latest checkpoint every
+// interval, retry failed authorities with backoff, report the anchoring
+// gap), the TSA and Rekor clients, the handler serving the records at
+// /log/anchors and the anchors: configuration.
 package anchor

@@ -19,6 +19,7 @@ import (
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest"
 	"github.com/provlog/provlog/log/server"
@@ -34,8 +35,8 @@ type env struct {
 	records  *anchor.Store
 	tsas     []*testtsa.TSA
 	rekor    *fakerekor.Rekor
-	cfg      *anchor.Config
-	resolved *anchor.Resolved
+	cfg      *online.Config
+	resolved *online.Resolved
 }
 
 // newLog makes an in-memory log whose genesis names the anchoring key.
@@ -68,17 +69,17 @@ func newEnv(t testing.TB, nTSA int, withRekor bool) *env {
 	t.Helper()
 	e := &env{t: t, store: logtest.NewMemory()}
 	e.seq, e.verifier, e.key = newLog(t, e.store)
-	e.cfg = &anchor.Config{Interval: time.Minute, Timeout: 500 * time.Millisecond}
+	e.cfg = &online.Config{Interval: time.Minute, Timeout: 500 * time.Millisecond}
 	for i := range nTSA {
 		tsa := testtsa.New(t, fmt.Sprintf("TSA %d", i))
 		tsa.SetDelay(2 * time.Second)
 		e.tsas = append(e.tsas, tsa)
-		e.cfg.TSA = append(e.cfg.TSA, anchor.TSAConfig{URL: tsa.URL, Roots: []string{certPEM(tsa.PKI.Root)}})
+		e.cfg.TSA = append(e.cfg.TSA, online.TSAConfig{URL: tsa.URL, Roots: []string{certPEM(tsa.PKI.Root)}})
 	}
 	if withRekor {
 		e.rekor = fakerekor.New(t)
 		e.rekor.SetDelay(2 * time.Second)
-		e.cfg.Rekor = &anchor.RekorConfig{URL: e.rekor.URL, PublicKey: string(e.rekor.PublicKeyPEM())}
+		e.cfg.Rekor = &online.RekorConfig{URL: e.rekor.URL, PublicKey: string(e.rekor.PublicKeyPEM())}
 	}
 	var err error
 	if nTSA > 0 || withRekor {
@@ -115,9 +116,9 @@ func (e *env) size() uint64 {
 	return n
 }
 
-func (e *env) runner(mod func(*anchor.Options)) *anchor.Runner {
+func (e *env) runner(mod func(*online.Options)) *online.Runner {
 	e.t.Helper()
-	o := anchor.Options{
+	o := online.Options{
 		Config:     e.resolved,
 		Log:        e.seq,
 		Tree:       e.store,
@@ -130,7 +131,7 @@ func (e *env) runner(mod func(*anchor.Options)) *anchor.Runner {
 	if mod != nil {
 		mod(&o)
 	}
-	r, err := anchor.NewRunner(context.Background(), o)
+	r, err := online.NewRunner(context.Background(), o)
 	if err != nil {
 		e.t.Fatal(err)
 	}

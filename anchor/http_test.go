@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/anchor/online"
 )
 
 func TestHandler(t *testing.T) {
@@ -27,7 +27,7 @@ func TestHandler(t *testing.T) {
 		names = append(names, st.Name)
 		e.appendN(1)
 	}
-	h := anchor.NewHandler(e.records, func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer ok" })
+	h := online.NewHandler(e.records, func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer ok" })
 	get := func(path string, auth bool) (int, []byte) {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		if auth {
@@ -42,7 +42,7 @@ func TestHandler(t *testing.T) {
 		t.Errorf("without a token: %d", code)
 	}
 	code, body := get("/log/anchors", true)
-	var list []anchor.Summary
+	var list []online.Summary
 	if code != http.StatusOK || json.Unmarshal(body, &list) != nil || len(list) != 3 {
 		t.Fatalf("list: %d %s", code, body)
 	}
@@ -77,34 +77,34 @@ func TestConfigResolve(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "root.pem"), []byte(e.cfg.TSA[0].Roots[0]), 0o600)
 	os.WriteFile(filepath.Join(dir, "rekor.pub"), []byte(e.cfg.Rekor.PublicKey), 0o600)
-	good := anchor.Config{
-		TSA:   []anchor.TSAConfig{{URL: e.tsas[0].URL, Roots: []string{"root.pem"}}},
-		Rekor: &anchor.RekorConfig{URL: e.rekor.URL + "/", PublicKey: "rekor.pub"},
+	good := online.Config{
+		TSA:   []online.TSAConfig{{URL: e.tsas[0].URL, Roots: []string{"root.pem"}}},
+		Rekor: &online.RekorConfig{URL: e.rekor.URL + "/", PublicKey: "rekor.pub"},
 	}
 	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, name)) }
 	res, err := good.Resolve(read)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Interval != anchor.DefaultInterval || res.Timeout != anchor.DefaultTimeout || len(res.Trust.TSARoots) != 1 ||
+	if res.Interval != online.DefaultInterval || res.Timeout != online.DefaultTimeout || len(res.Trust.TSARoots) != 1 ||
 		len(res.Trust.RekorKeys) != 1 || res.Rekor.URL != e.rekor.URL {
 		t.Errorf("resolved %+v", res)
 	}
 	for _, tc := range []struct {
-		edit func(*anchor.Config)
+		edit func(*online.Config)
 		want string
 	}{
-		{func(c *anchor.Config) { c.TSA, c.Rekor = nil, nil }, "at least one"},
-		{func(c *anchor.Config) { c.Interval = time.Millisecond }, "interval"},
-		{func(c *anchor.Config) { c.TSA[0].URL = "ftp://x" }, "tsa 0: url"},
-		{func(c *anchor.Config) { c.TSA[0].Roots = nil }, "roots"},
-		{func(c *anchor.Config) { c.TSA[0].Roots = []string{"missing.pem"} }, "missing.pem"},
-		{func(c *anchor.Config) { c.TSA[0].Roots = []string{"rekor.pub"} }, "no PEM certificate"},
-		{func(c *anchor.Config) { c.Rekor.PublicKey = "" }, "public_key"},
-		{func(c *anchor.Config) { c.Rekor.PublicKey = "root.pem" }, "not a PEM public key"},
+		{func(c *online.Config) { c.TSA, c.Rekor = nil, nil }, "at least one"},
+		{func(c *online.Config) { c.Interval = time.Millisecond }, "interval"},
+		{func(c *online.Config) { c.TSA[0].URL = "ftp://x" }, "tsa 0: url"},
+		{func(c *online.Config) { c.TSA[0].Roots = nil }, "roots"},
+		{func(c *online.Config) { c.TSA[0].Roots = []string{"missing.pem"} }, "missing.pem"},
+		{func(c *online.Config) { c.TSA[0].Roots = []string{"rekor.pub"} }, "no PEM certificate"},
+		{func(c *online.Config) { c.Rekor.PublicKey = "" }, "public_key"},
+		{func(c *online.Config) { c.Rekor.PublicKey = "root.pem" }, "not a PEM public key"},
 	} {
 		c := good
-		c.TSA = append([]anchor.TSAConfig{}, good.TSA...)
+		c.TSA = append([]online.TSAConfig{}, good.TSA...)
 		r := *good.Rekor
 		c.Rekor = &r
 		tc.edit(&c)

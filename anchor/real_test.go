@@ -9,11 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/anchortest/realsvc"
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
-	"github.com/provlog/provlog/anchor/rekor"
-	"github.com/provlog/provlog/anchor/rfc3161"
+	"github.com/provlog/provlog/anchor/online"
 )
 
 // TestRealAuthorities anchors against real, independent implementations:
@@ -28,11 +26,11 @@ func TestRealAuthorities(t *testing.T) {
 
 	e := newEnv(t, 0, false)
 	e.cfg.Timeout = 20 * time.Second
-	e.cfg.TSA = []anchor.TSAConfig{
+	e.cfg.TSA = []online.TSAConfig{
 		{URL: ossl.URL, Roots: []string{certPEM(ossl.Roots[0])}},
 		{URL: tsURL, Roots: []string{certPEM(tsRoot)}, Intermediates: []string{certPEM(tsInter[0])}},
 	}
-	e.cfg.Rekor = &anchor.RekorConfig{URL: rekorURL, PublicKey: pubPEM(t, rekorKey)}
+	e.cfg.Rekor = &online.RekorConfig{URL: rekorURL, PublicKey: pubPEM(t, rekorKey)}
 	var err error
 	if e.resolved, err = e.cfg.Resolve(nil); err != nil {
 		t.Fatal(err)
@@ -70,11 +68,11 @@ func TestRealAuthorities(t *testing.T) {
 
 	// The real services refuse what they should, and provlog refuses
 	// what they answer for a digest it did not ask about.
-	c := &rfc3161.Client{URL: tsURL, Roots: ossl.Roots}
+	c := &online.TSAClient{URL: tsURL, Roots: ossl.Roots}
 	if _, err := c.Timestamp(ctx, make([]byte, 32)); err == nil {
 		t.Error("timestamp-server's token accepted under OpenSSL's root")
 	}
-	rc := &rekor.Client{URL: rekorURL, PublicKey: e.resolved.Trust.TSARoots[0].PublicKey, Signer: e.key}
+	rc := &online.RekorClient{URL: rekorURL, PublicKey: e.resolved.Trust.TSARoots[0].PublicKey, Signer: e.key}
 	if _, err := rc.Upload(ctx, make([]byte, 32)); err == nil {
 		t.Error("Rekor entry accepted under another pinned key")
 	}

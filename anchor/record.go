@@ -118,8 +118,9 @@ func ParseRecord(b []byte) (*Record, error) {
 	return &r, nil
 }
 
-// checkpointDigest returns the SHA-256 of a signed checkpoint note.
-func checkpointDigest(note []byte) []byte {
+// CheckpointDigest returns the SHA-256 of a signed checkpoint note: the
+// digest every TSA token and Rekor entry of a record is over.
+func CheckpointDigest(note []byte) []byte {
 	h := sha256.Sum256(note)
 	return h[:]
 }

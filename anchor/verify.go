@@ -92,7 +92,7 @@ func Verify(ctx context.Context, r *Record, v note.Verifier, anchorKey crypto.Pu
 		fail("checkpoint", fmt.Errorf("record says %s size %d root %x, the signed checkpoint says %s size %d root %x",
 			r.Origin, r.Size, r.Root, cp.Origin, cp.Size, cp.Hash))
 	}
-	digest := checkpointDigest([]byte(r.Checkpoint))
+	digest := CheckpointDigest([]byte(r.Checkpoint))
 	res.Digest = digest
 	if r.Digest != hex.EncodeToString(digest) {
 		fail("checkpoint digest", fmt.Errorf("record says %s, the checkpoint's SHA-256 is %x", r.Digest, digest))

@@ -22,6 +22,7 @@ import (
 	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
 	"github.com/provlog/provlog/anchor/evidence"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest"
 	"github.com/provlog/provlog/log/server"
@@ -38,7 +39,7 @@ type testLog struct {
 	vkey      string
 	anchorKey []byte
 	witness   *log.CosignatureSigner
-	runner    *anchor.Runner
+	runner    *online.Runner
 	records   *anchor.Store
 	trust     *anchor.Trust
 }
@@ -89,9 +90,9 @@ func newTestLog(t testing.TB) *testLog {
 	}
 	tsa := testtsa.New(t, "Test TSA")
 	rk := fakerekor.New(t)
-	cfg := &anchor.Config{Interval: time.Hour, Timeout: 5 * time.Second,
-		TSA:   []anchor.TSAConfig{{URL: tsa.URL, Roots: []string{string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}))}}},
-		Rekor: &anchor.RekorConfig{URL: rk.URL, PublicKey: string(rk.PublicKeyPEM())}}
+	cfg := &online.Config{Interval: time.Hour, Timeout: 5 * time.Second,
+		TSA:   []online.TSAConfig{{URL: tsa.URL, Roots: []string{string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}))}}},
+		Rekor: &online.RekorConfig{URL: rk.URL, PublicKey: string(rk.PublicKeyPEM())}}
 	res, err := cfg.Resolve(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func newTestLog(t testing.TB) *testLog {
 	if l.records, err = anchor.OpenStore(filepath.Join(t.TempDir(), "anchors")); err != nil {
 		t.Fatal(err)
 	}
-	l.runner, err = anchor.NewRunner(ctx, anchor.Options{Config: res, Log: cosigningLog{l.seq, []note.Signer{signer, l.witness}},
+	l.runner, err = online.NewRunner(ctx, online.Options{Config: res, Log: cosigningLog{l.seq, []note.Signer{signer, l.witness}},
 		Tree: l.store, Records: l.records, Signer: key, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

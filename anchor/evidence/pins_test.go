@@ -12,10 +12,10 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
 	"github.com/provlog/provlog/anchor/evidence"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
 )
 
@@ -77,7 +77,7 @@ func TestPinnedTrust(t *testing.T) {
 	if _, err := evidence.VerifyPinned(ctx, dir, l.vkey, bad); !names(err, evidence.TimestampsDir+"/0.tst") {
 		t.Errorf("another pinned TSA root: %v", err)
 	}
-	rk, err := anchor.LoadPublicKey(nil, string(fakerekor.New(t).PublicKeyPEM()))
+	rk, err := online.LoadPublicKey(nil, string(fakerekor.New(t).PublicKeyPEM()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
-	"github.com/provlog/provlog/anchor/rekor"
+	"github.com/provlog/provlog/anchor/online"
 )
 
 // FuzzCheck: stored entries are untrusted input; Check must never panic.
@@ -14,7 +14,7 @@ func FuzzCheck(f *testing.F) {
 	fr := fakerekor.New(f)
 	key := newKey(f)
 	d := digestOf("checkpoint")
-	e, err := (&rekor.Client{URL: fr.URL, PublicKey: fr.PublicKey, Signer: key}).Upload(context.Background(), d)
+	e, err := (&online.RekorClient{URL: fr.URL, PublicKey: fr.PublicKey, Signer: key}).Upload(context.Background(), d)
 	if err != nil {
 		f.Fatal(err)
 	}

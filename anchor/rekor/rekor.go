@@ -1,17 +1,20 @@
-// Package rekor anchors a SHA-256 digest in a Sigstore Rekor v1 log as a
-// hashedrekord v0.0.1 entry signed with an ECDSA P-256 anchoring key, using
-// Rekor's own client (github.com/sigstore/rekor v1.5.4), and checks such
-// entries offline.
+// Package rekor checks offline, with the standard library and merkle
+// alone, the Sigstore Rekor v1 entries provlog anchors with: a
+// hashedrekord v0.0.1 entry over a SHA-256 digest, signed with an ECDSA
+// P-256 anchoring key. (The client that makes them, on Rekor's own
+// generated client, is anchor/online's RekorClient: a verifier does not
+// import it.)
 //
 // # What an entry must satisfy
 //
 // [Entry.Check] accepts an entry only if all of these hold:
 //
 //   - its log ID is the SHA-256 of a pinned Rekor public key's PKIX DER,
-//     and that key verifies the entry with Rekor's pkg/verify.VerifyLogEntry:
-//     the inclusion proof of the body's leaf hash, the signed Rekor
-//     checkpoint whose root the proof reaches, and the signed entry
-//     timestamp (SET) over body, integrated time, log index and log ID;
+//     and that key verifies the entry as Rekor's pkg/verify.VerifyLogEntry
+//     does: the inclusion proof of the body's leaf hash, the signed Rekor
+//     checkpoint whose root the proof reaches (every signature on it by
+//     that key), and the signed entry timestamp (SET) over the RFC 8785
+//     form of body, integrated time, log index and log ID;
 //   - its body is a hashedrekord v0.0.1 whose data hash is SHA-256 and
 //     equals the digest, whose public key is the anchoring key, and whose
 //     signature by that key over the digest verifies; so the entry binds
@@ -25,12 +28,9 @@
 package rekor
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
@@ -42,12 +42,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-openapi/strfmt"
-	"github.com/sigstore/rekor/pkg/client"
-	"github.com/sigstore/rekor/pkg/generated/client/entries"
-	"github.com/sigstore/rekor/pkg/generated/models"
-	"github.com/sigstore/rekor/pkg/verify"
-	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
 
@@ -71,91 +65,6 @@ type Entry struct {
 	Entry json.RawMessage `json:"entry"`
 }
 
-// A Client writes entries to one Rekor v1 instance.
-type Client struct {
-	// URL is the Rekor base URL (https://rekor.sigstore.dev).
-	URL string
-	// PublicKey is the pinned Rekor public key; responses that do not
-	// verify with it are refused.
-	PublicKey crypto.PublicKey
-	// Signer is the P-256 anchoring key.
-	Signer *ecdsa.PrivateKey
-}
-
-// Upload creates a hashedrekord entry for digest (SHA-256) signed with
-// c.Signer, and returns it only if [Entry.Check] accepts it against
-// c.PublicKey. Rekor's client is used without retries: the caller retries
-// with backoff. Bound the call with ctx.
-func (c *Client) Upload(ctx context.Context, digest []byte) (*Entry, error) {
-	if len(digest) != sha256.Size {
-		return nil, fmt.Errorf("digest is %d bytes, not a SHA-256", len(digest))
-	}
-	if c.Signer == nil || c.Signer.Curve != elliptic.P256() {
-		return nil, errors.New("anchoring key must be ECDSA P-256")
-	}
-	rekorDER, err := x509.MarshalPKIXPublicKey(c.PublicKey)
-	if err != nil {
-		return nil, fmt.Errorf("pinned Rekor key: %w", err)
-	}
-	sig, err := ecdsa.SignASN1(rand.Reader, c.Signer, digest)
-	if err != nil {
-		return nil, fmt.Errorf("signing digest: %w", err)
-	}
-	pubDER, err := x509.MarshalPKIXPublicKey(&c.Signer.PublicKey)
-	if err != nil {
-		return nil, err
-	}
-	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
-	proposed := &models.Hashedrekord{
-		APIVersion: ptr("0.0.1"),
-		Spec: models.HashedrekordV001Schema{
-			Data: &models.HashedrekordV001SchemaData{Hash: &models.HashedrekordV001SchemaDataHash{
-				Algorithm: ptr(models.HashedrekordV001SchemaDataHashAlgorithmSha256),
-				Value:     ptr(hex.EncodeToString(digest)),
-			}},
-			Signature: &models.HashedrekordV001SchemaSignature{
-				Content:   strfmt.Base64(sig),
-				PublicKey: &models.HashedrekordV001SchemaSignaturePublicKey{Content: strfmt.Base64(pubPEM)},
-			},
-		},
-	}
-	rc, err := client.GetRekorClient(c.URL, client.WithRetryCount(0), client.WithUserAgent("provlog"))
-	if err != nil {
-		return nil, fmt.Errorf("Rekor client: %w", err)
-	}
-	params := entries.NewCreateLogEntryParamsWithContext(ctx)
-	params.SetProposedEntry(proposed)
-	resp, err := rc.Entries.CreateLogEntry(params)
-	if err != nil {
-		return nil, fmt.Errorf("creating Rekor entry: %w", err)
-	}
-	if len(resp.Payload) != 1 {
-		return nil, fmt.Errorf("Rekor returned %d entries, want 1", len(resp.Payload))
-	}
-	e := &Entry{URL: c.URL, PublicKey: rekorDER}
-	for uuid, le := range resp.Payload {
-		e.UUID = uuid
-		if le.LogIndex != nil {
-			e.LogIndex = *le.LogIndex
-		}
-		if le.IntegratedTime != nil {
-			e.IntegratedTime = *le.IntegratedTime
-		}
-		if le.LogID != nil {
-			e.LogID = *le.LogID
-		}
-		if e.Entry, err = json.Marshal(le); err != nil {
-			return nil, fmt.Errorf("encoding Rekor entry: %w", err)
-		}
-	}
-	// Check what will be stored, not what was decoded: the stored bytes
-	// are what an auditor verifies later.
-	if err := e.Check(ctx, digest, &c.Signer.PublicKey, []crypto.PublicKey{c.PublicKey}); err != nil {
-		return nil, fmt.Errorf("Rekor entry refused: %w", err)
-	}
-	return e, nil
-}
-
 // Time returns the entry's integrated time.
 func (e *Entry) Time() time.Time { return time.Unix(e.IntegratedTime, 0).UTC() }
 
@@ -163,7 +72,7 @@ func (e *Entry) Time() time.Time { return time.Unix(e.IntegratedTime, 0).UTC() }
 // it must verify with the one of rekorKeys whose log ID it names, and its
 // body must bind digest to anchorKey. The error says which check failed.
 func (e *Entry) Check(ctx context.Context, digest []byte, anchorKey crypto.PublicKey, rekorKeys []crypto.PublicKey) error {
-	var le models.LogEntryAnon
+	var le logEntry
 	if err := json.Unmarshal(e.Entry, &le); err != nil {
 		return fmt.Errorf("entry does not parse: %w", err)
 	}
@@ -182,21 +91,15 @@ func (e *Entry) Check(ctx context.Context, digest []byte, anchorKey crypto.Publi
 	if rekorKey == nil {
 		return fmt.Errorf("entry's log ID %s is not that of a trusted Rekor key", *le.LogID)
 	}
-	v, err := signature.LoadVerifier(rekorKey, crypto.SHA256)
-	if err != nil {
-		return fmt.Errorf("Rekor key: %w", err)
+	// Rekor's three checks, in the order its VerifyLogEntry makes them.
+	if err := checkInclusion(&le, body); err != nil {
+		return fmt.Errorf("inclusion proof does not verify: %w", err)
 	}
-	if err := verify.VerifyLogEntry(ctx, &le, v); err != nil {
-		// Name the part that failed; these are the three checks
-		// VerifyLogEntry makes, in its order.
-		switch {
-		case verify.VerifyInclusion(ctx, &le) != nil:
-			return fmt.Errorf("inclusion proof does not verify: %w", err)
-		case verify.VerifyCheckpointSignature(&le, v) != nil:
-			return fmt.Errorf("Rekor checkpoint does not verify: %w", err)
-		default:
-			return fmt.Errorf("signed entry timestamp (SET) does not verify: %w", err)
-		}
+	if err := checkCheckpoint(&le, rekorKey); err != nil {
+		return fmt.Errorf("Rekor checkpoint does not verify: %w", err)
+	}
+	if err := checkSET(&le, rekorKey); err != nil {
+		return fmt.Errorf("signed entry timestamp (SET) does not verify: %w", err)
 	}
 	if err := checkBody(body, digest, anchorKey); err != nil {
 		return err
@@ -221,7 +124,7 @@ func (e *Entry) Check(ctx context.Context, digest []byte, anchorKey crypto.Publi
 
 // checkShape makes sure every field the verifiers dereference is present,
 // and returns the decoded body.
-func checkShape(le *models.LogEntryAnon) ([]byte, error) {
+func checkShape(le *logEntry) ([]byte, error) {
 	switch {
 	case le.Body == nil:
 		return nil, errors.New("entry has no body")
@@ -315,11 +218,3 @@ func LogID(k crypto.PublicKey) (string, error) {
 	h := sha256.Sum256(der)
 	return hex.EncodeToString(h[:]), nil
 }
-
-func sameKey(a, b crypto.PublicKey) bool {
-	ad, err1 := x509.MarshalPKIXPublicKey(a)
-	bd, err2 := x509.MarshalPKIXPublicKey(b)
-	return err1 == nil && err2 == nil && bytes.Equal(ad, bd)
-}
-
-func ptr[T any](v T) *T { return &v }

@@ -17,6 +17,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/anchor/rekor"
 )
 
@@ -36,7 +37,7 @@ func newKey(t testing.TB) *ecdsa.PrivateKey {
 func TestUploadAccepted(t *testing.T) {
 	fr := fakerekor.New(t)
 	key := newKey(t)
-	c := &rekor.Client{URL: fr.URL, PublicKey: fr.PublicKey, Signer: key}
+	c := &online.RekorClient{URL: fr.URL, PublicKey: fr.PublicKey, Signer: key}
 	ctx := context.Background()
 	for i := range 3 {
 		d := digestOf(string(rune('a' + i)))
@@ -79,7 +80,7 @@ func TestUploadRefused(t *testing.T) {
 		{fakerekor.NoProof, "no inclusion proof"},
 	} {
 		fr.SetFault(tc.fault)
-		c := &rekor.Client{URL: fr.URL, PublicKey: fr.PublicKey, Signer: newKey(t)}
+		c := &online.RekorClient{URL: fr.URL, PublicKey: fr.PublicKey, Signer: newKey(t)}
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		e, err := c.Upload(ctx, digestOf("checkpoint"))
 		cancel()
@@ -93,7 +94,7 @@ func TestUploadRefused(t *testing.T) {
 	}
 	// An unpinned Rekor: a valid entry, but under a key we do not trust.
 	fr.SetFault(fakerekor.OK)
-	c := &rekor.Client{URL: fr.URL, PublicKey: newKey(t).Public(), Signer: newKey(t)}
+	c := &online.RekorClient{URL: fr.URL, PublicKey: newKey(t).Public(), Signer: newKey(t)}
 	if _, err := c.Upload(context.Background(), digestOf("checkpoint")); err == nil || !strings.Contains(err.Error(), "not that of a trusted Rekor key") {
 		t.Errorf("entry from an unpinned Rekor: err = %v", err)
 	}
@@ -102,7 +103,7 @@ func TestUploadRefused(t *testing.T) {
 func TestCheckRefusesTampering(t *testing.T) {
 	fr := fakerekor.New(t)
 	key := newKey(t)
-	c := &rekor.Client{URL: fr.URL, PublicKey: fr.PublicKey, Signer: key}
+	c := &online.RekorClient{URL: fr.URL, PublicKey: fr.PublicKey, Signer: key}
 	ctx := context.Background()
 	d := digestOf("checkpoint")
 	// A few entries first, so the proof has hashes to tamper with.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/anchor/rfc3161"
 )
 
@@ -14,7 +15,7 @@ import (
 func FuzzVerify(f *testing.F) {
 	tsa := testtsa.New(f, "Fuzz TSA")
 	d := digestOf("checkpoint")
-	tok, err := (&rfc3161.Client{URL: tsa.URL, Roots: tsa.Roots}).Timestamp(context.Background(), d)
+	tok, err := (&online.TSAClient{URL: tsa.URL, Roots: tsa.Roots}).Timestamp(context.Background(), d)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/anchor/rfc3161"
 )
 
@@ -20,7 +21,7 @@ func digestOf(s string) []byte {
 
 func TestTimestampAccepted(t *testing.T) {
 	tsa := testtsa.New(t, "Test TSA")
-	c := &rfc3161.Client{URL: tsa.URL, Roots: tsa.Roots}
+	c := &online.TSAClient{URL: tsa.URL, Roots: tsa.Roots}
 	d := digestOf("checkpoint")
 	tok, err := c.Timestamp(context.Background(), d)
 	if err != nil {
@@ -67,7 +68,7 @@ func TestTimestampRefused(t *testing.T) {
 	} {
 		t.Run(strings.ReplaceAll(tc.want, " ", "_"), func(t *testing.T) {
 			tsa.SetFault(tc.fault)
-			c := &rfc3161.Client{URL: tsa.URL, Roots: tsa.Roots}
+			c := &online.TSAClient{URL: tsa.URL, Roots: tsa.Roots}
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			tok, err := c.Timestamp(ctx, digestOf("checkpoint"))
@@ -83,7 +84,7 @@ func TestTimestampRefused(t *testing.T) {
 
 func TestCheckRefusesTampering(t *testing.T) {
 	tsa := testtsa.New(t, "Test TSA")
-	c := &rfc3161.Client{URL: tsa.URL, Roots: tsa.Roots}
+	c := &online.TSAClient{URL: tsa.URL, Roots: tsa.Roots}
 	d := digestOf("checkpoint")
 	tok, err := c.Timestamp(context.Background(), d)
 	if err != nil {
@@ -160,7 +161,7 @@ func mustInt(s string) *big.Int {
 // provlog accepted.
 func TestOpenSSLTSA(t *testing.T) {
 	tsa := testtsa.NewOpenSSL(t)
-	c := &rfc3161.Client{URL: tsa.URL, Roots: tsa.Roots}
+	c := &online.TSAClient{URL: tsa.URL, Roots: tsa.Roots}
 	d := digestOf("checkpoint")
 	tok, err := c.Timestamp(context.Background(), d)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
+	"github.com/provlog/provlog/anchor/online"
 )
 
 // TestAnchorCommands: serve anchors at start and lists the anchors at
@@ -55,7 +56,7 @@ anchors:
 	token, _ := os.ReadFile(filepath.Join(data, localToken))
 	hc := &http.Client{Transport: bearer{strings.TrimSpace(string(token))}}
 	var health struct {
-		Anchoring anchor.Status `json:"anchoring"`
+		Anchoring online.Status `json:"anchoring"`
 	}
 	for deadline := time.Now().Add(10 * time.Second); health.Anchoring.LastRecord == ""; {
 		resp, err := http.Get(base + "/healthz")
@@ -76,7 +77,7 @@ anchors:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list []anchor.Summary
+	var list []online.Summary
 	json.NewDecoder(resp.Body).Decode(&list)
 	resp.Body.Close()
 	if len(list) != 1 || len(list[0].Timestamps) != 2 || len(list[0].Tlogs) != 1 {

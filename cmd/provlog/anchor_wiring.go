@@ -23,6 +23,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/log/server"
@@ -33,14 +34,14 @@ const anchorDir = "anchors"
 
 // anchoring is the running anchor runner of a sidecar.
 type anchoring struct {
-	runner *anchor.Runner
+	runner *online.Runner
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
 // openAnchorRunner resolves acfg (relative file names from baseDir), loads
 // <data>/anchor.key and makes the runner over seq and store.
-func openAnchorRunner(ctx context.Context, data string, acfg *anchor.Config, baseDir string, seq *server.Sequencer, cosigned func() []byte, store log.Storage, logger *slog.Logger) (*anchor.Runner, error) {
+func openAnchorRunner(ctx context.Context, data string, acfg *online.Config, baseDir string, seq *server.Sequencer, cosigned func() []byte, store log.Storage, logger *slog.Logger) (*online.Runner, error) {
 	res, err := acfg.Resolve(configReader(baseDir))
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -49,7 +50,7 @@ func openAnchorRunner(ctx context.Context, data string, acfg *anchor.Config, bas
 	if err != nil {
 		return nil, fmt.Errorf("reading the anchoring key: %w", err)
 	}
-	signer, err := anchor.ParseSigner(keyPEM)
+	signer, err := online.ParseSigner(keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(data, anchorKeyFile), err)
 	}
@@ -58,7 +59,7 @@ func openAnchorRunner(ctx context.Context, data string, acfg *anchor.Config, bas
 		return nil, err
 	}
 	lg := anchoredLog{Sequencer: seq, cosigned: cosigned, store: store, records: records}
-	return anchor.NewRunner(ctx, anchor.Options{Config: res, Log: lg, Tree: store, Records: records, Signer: signer, Logger: logger})
+	return online.NewRunner(ctx, online.Options{Config: res, Log: lg, Tree: store, Records: records, Signer: signer, Logger: logger})
 }
 
 // anchoredLog is the log as the anchor runner sees it. With witnesses
@@ -99,7 +100,7 @@ func (l anchoredLog) Checkpoint() (uint64, []byte) {
 
 // startAnchoring starts anchoring for a sidecar; stop it before closing
 // the sequencer.
-func startAnchoring(ctx context.Context, sc *sidecar, acfg *anchor.Config, baseDir string) (*anchoring, error) {
+func startAnchoring(ctx context.Context, sc *sidecar, acfg *online.Config, baseDir string) (*anchoring, error) {
 	var cosigned func() []byte
 	if sc.witness != nil {
 		cosigned = sc.witness.cos.Latest
@@ -154,13 +155,13 @@ func anchorsHandler(data string, authorized func(*http.Request) bool) http.Handl
 			http.Error(w, "anchor records are unavailable", http.StatusInternalServerError)
 		})
 	}
-	return anchor.NewHandler(records, authorized)
+	return online.NewHandler(records, authorized)
 }
 
 // anchorNow is `provlog anchor`: it opens a stopped sidecar's data dir,
 // anchors its latest checkpoint with every authority, and appends the
 // anchor entry.
-func anchorNow(ctx context.Context, data string, acfg *anchor.Config, baseDir string, stdout io.Writer) error {
+func anchorNow(ctx context.Context, data string, acfg *online.Config, baseDir string, stdout io.Writer) error {
 	if acfg == nil {
 		return errors.New("the config has no anchors: section")
 	}
@@ -216,7 +217,7 @@ func anchorNow(ctx context.Context, data string, acfg *anchor.Config, baseDir st
 // genesis entry and, when acfg is not nil, the configured TSA roots and
 // Rekor key (else the records' own, which it says). cfgPath names the
 // config given, if any, so the report can say why nothing was pinned.
-func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Verifier, size uint64, acfg *anchor.Config, baseDir, cfgPath string, stdout io.Writer) (*anchor.AuditReport, error) {
+func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Verifier, size uint64, acfg *online.Config, baseDir, cfgPath string, stdout io.Writer) (*anchor.AuditReport, error) {
 	dir := filepath.Join(data, anchorDir)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintln(stdout, "anchors: none (no anchors directory)")

@@ -18,7 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/proxy"
 	"github.com/provlog/provlog/proxy/authn"
@@ -94,7 +94,7 @@ type Config struct {
 	Servers []proxy.ServerConfig `yaml:"servers"`
 
 	// Anchors configures external anchoring (DESIGN §6); nil: none.
-	Anchors *anchor.Config `yaml:"anchors"`
+	Anchors *online.Config `yaml:"anchors"`
 	// dir is the config file's directory: relative paths in the file
 	// (data, a server's dir and command, anchors' files) are relative to it.
 	dir string

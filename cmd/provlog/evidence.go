@@ -16,6 +16,7 @@ import (
 
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/evidence"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/opp"
 )
@@ -202,12 +203,12 @@ func runVerifyEvidence(ctx context.Context, args []string, stdout, stderr io.Wri
 	threshold := fs.Int("witness-threshold", -1, "how many of the --witness keys must have cosigned (default: all)")
 	var pins evidence.Pins
 	fs.Func("tsa-roots", "a PEM file of TSA root certificates you trust in place of the directory's trust/tsa-roots.pem (repeatable)", func(arg string) error {
-		certs, err := anchor.LoadCerts(os.ReadFile, arg)
+		certs, err := online.LoadCerts(os.ReadFile, arg)
 		pins.TSARoots = append(pins.TSARoots, certs...)
 		return err
 	})
 	fs.Func("rekor-key", "a PEM file of a Rekor public key you trust in place of the directory's (repeatable)", func(arg string) error {
-		k, err := anchor.LoadPublicKey(os.ReadFile, arg)
+		k, err := online.LoadPublicKey(os.ReadFile, arg)
 		pins.RekorKeys = append(pins.RekorKeys, k)
 		return err
 	})

@@ -16,7 +16,7 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
 )
 
@@ -97,7 +97,7 @@ func (r *remote) copyAnchors(ctx context.Context, dir string) error {
 		if err != nil {
 			return err
 		}
-		var page []anchor.Summary
+		var page []online.Summary
 		if err := json.Unmarshal(b, &page); err != nil {
 			return fmt.Errorf("reading %s: %w", q, err)
 		}

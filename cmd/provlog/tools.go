@@ -12,6 +12,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/cose"
 	"github.com/provlog/provlog/log/logpebble"
@@ -374,7 +375,7 @@ func (a *auditRun) run(ctx context.Context) error {
 	}
 	fmt.Fprintln(a.w)
 	if st, ok := src.(log.Storage); ok {
-		var acfg *anchor.Config
+		var acfg *online.Config
 		baseDir := ""
 		if a.cfgPath != "" {
 			cfg, err := loadConfig(a.cfgPath)

@@ -33,6 +33,7 @@ import (
 
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/evidence"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/bundle"
 	"github.com/provlog/provlog/log/server/ui"
@@ -221,7 +222,7 @@ func openBundleView(ctx context.Context, dir string, mb []byte) (*view, error) {
 	}
 	if records := filepath.Join(dir, bundle.AnchorsDir); dirExists(records) {
 		if st, err := anchor.OpenStore(records); err == nil {
-			v.anchors = anchor.NewHandler(st, nil)
+			v.anchors = online.NewHandler(st, nil)
 		}
 	}
 	return v, nil

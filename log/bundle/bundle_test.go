@@ -26,6 +26,7 @@ import (
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
+	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/bundle"
 	"github.com/provlog/provlog/log/logtest"
@@ -92,9 +93,9 @@ func newFixture(t testing.TB, calls int, withAnchor bool) *fixture {
 	if withAnchor {
 		tsa := testtsa.New(t, "TSA")
 		rk := fakerekor.New(t)
-		cfg := &anchor.Config{Interval: time.Minute, Timeout: 5 * time.Second,
-			TSA:   []anchor.TSAConfig{{URL: tsa.URL, Roots: []string{string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}))}}},
-			Rekor: &anchor.RekorConfig{URL: rk.URL, PublicKey: string(rk.PublicKeyPEM())}}
+		cfg := &online.Config{Interval: time.Minute, Timeout: 5 * time.Second,
+			TSA:   []online.TSAConfig{{URL: tsa.URL, Roots: []string{string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}))}}},
+			Rekor: &online.RekorConfig{URL: rk.URL, PublicKey: string(rk.PublicKeyPEM())}}
 		res, err := cfg.Resolve(nil)
 		if err != nil {
 			t.Fatal(err)
@@ -104,7 +105,7 @@ func newFixture(t testing.TB, calls int, withAnchor bool) *fixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := anchor.NewRunner(ctx, anchor.Options{Config: res, Log: f.seq, Tree: f.store, Records: recs, Signer: key, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		r, err := online.NewRunner(ctx, online.Options{Config: res, Log: f.seq, Tree: f.store, Records: recs, Signer: key, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,9 @@
-package anchor
+package online
 
 import (
 	"encoding/json"
 	"errors"
+	"github.com/provlog/provlog/anchor"
 	"io/fs"
 	"net/http"
 	"strconv"
@@ -14,7 +15,7 @@ import (
 type Summary struct {
 	Name string `json:"name"`
 	URL  string `json:"url"` // /log/anchors/<name>: the record's exact bytes
-	*EntryFields
+	*anchor.EntryFields
 }
 
 // MaxListing is the most records one /log/anchors page lists.
@@ -31,7 +32,7 @@ const MaxListing = 1000
 //
 // authorized, if not nil, must approve each request (else 401 with
 // "WWW-Authenticate: Bearer"), as for the log's entry contents.
-func NewHandler(s *Store, authorized func(*http.Request) bool) http.Handler {
+func NewHandler(s *anchor.Store, authorized func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -55,7 +56,7 @@ func NewHandler(s *Store, authorized func(*http.Request) bool) http.Handler {
 	})
 }
 
-func serveRecord(w http.ResponseWriter, s *Store, name string) {
+func serveRecord(w http.ResponseWriter, s *anchor.Store, name string) {
 	st, err := s.Get(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		http.Error(w, "no anchor record "+strconv.Quote(name), http.StatusNotFound)
@@ -70,7 +71,7 @@ func serveRecord(w http.ResponseWriter, s *Store, name string) {
 	w.Write(st.Bytes)
 }
 
-func serveList(w http.ResponseWriter, r *http.Request, s *Store) {
+func serveList(w http.ResponseWriter, r *http.Request, s *anchor.Store) {
 	q := r.URL.Query()
 	for k := range q {
 		if k != "after" && k != "limit" {
@@ -116,7 +117,7 @@ func serveList(w http.ResponseWriter, r *http.Request, s *Store) {
 		if st.Err != nil {
 			continue
 		}
-		out = append(out, Summary{Name: n, URL: "/log/anchors/" + n, EntryFields: Fields(st)})
+		out = append(out, Summary{Name: n, URL: "/log/anchors/" + n, EntryFields: anchor.Fields(st)})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

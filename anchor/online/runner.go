@@ -1,4 +1,4 @@
-package anchor
+package online
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/provlog/provlog/anchor"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -38,7 +39,7 @@ type Options struct {
 	Config  *Resolved
 	Log     Log
 	Tree    Tree
-	Records *Store
+	Records *anchor.Store
 	// Signer is the P-256 anchoring key (<data>/anchor.key).
 	Signer *ecdsa.PrivateKey
 	Logger *slog.Logger // nil: slog.Default()
@@ -71,9 +72,9 @@ type Runner struct {
 	roundMu sync.Mutex // one round at a time
 
 	mu        sync.Mutex
-	last      *Stored // newest stored record
-	unlogged  *Stored // stored, but its anchor entry is not in the log yet
-	lastEntry int64   // index of last's anchor entry, -1 if unknown
+	last      *anchor.Stored // newest stored record
+	unlogged  *anchor.Stored // stored, but its anchor entry is not in the log yet
+	lastEntry int64          // index of last's anchor entry, -1 if unknown
 	lastError string
 	lastErrAt time.Time
 	started   time.Time
@@ -82,8 +83,8 @@ type Runner struct {
 // authority is one TSA or Rekor and its health.
 type authority struct {
 	name, kind, url string
-	tsa             *rfc3161.Client
-	rekor           *rekor.Client
+	tsa             *TSAClient
+	rekor           *RekorClient
 
 	// guarded by Runner.mu
 	lastSuccess time.Time
@@ -116,13 +117,13 @@ func NewRunner(ctx context.Context, o Options) (*Runner, error) {
 	for i, t := range r.cfg.TSAs {
 		r.auths = append(r.auths, &authority{
 			name: fmt.Sprintf("tsa %d", i), kind: "rfc3161", url: t.URL,
-			tsa: &rfc3161.Client{URL: t.URL, Roots: t.Roots, Intermediates: t.Intermediates, HTTPClient: hc},
+			tsa: &TSAClient{URL: t.URL, Roots: t.Roots, Intermediates: t.Intermediates, HTTPClient: hc},
 		})
 	}
 	if k := r.cfg.Rekor; k != nil {
 		r.auths = append(r.auths, &authority{
-			name: "rekor", kind: KindRekorV1, url: k.URL,
-			rekor: &rekor.Client{URL: k.URL, PublicKey: k.PublicKey, Signer: o.Signer},
+			name: "rekor", kind: anchor.KindRekorV1, url: k.URL,
+			rekor: &RekorClient{URL: k.URL, PublicKey: k.PublicKey, Signer: o.Signer},
 		})
 	}
 	last, err := o.Records.Last()
@@ -150,7 +151,7 @@ func NewRunner(ctx context.Context, o Options) (*Runner, error) {
 // findEntry returns the index of the anchor entry of st, or -1 if the log
 // does not hold it: it scans the entries after the anchored size, where it
 // must be.
-func (r *Runner) findEntry(ctx context.Context, st *Stored) (int64, error) {
+func (r *Runner) findEntry(ctx context.Context, st *anchor.Stored) (int64, error) {
 	size, _ := r.opts.Log.Checkpoint()
 	for start := st.Record.Size; start < size; start += 1024 {
 		end := min(size, start+1024)
@@ -163,7 +164,7 @@ func (r *Runner) findEntry(ctx context.Context, st *Stored) (int64, error) {
 				continue
 			}
 			if e, err := log.ParseEntry(b); err == nil && e.Kind == log.KindAnchor {
-				if f, err := ParseEntryFields(e); err == nil && f.RecordHash == st.SHA256 {
+				if f, err := anchor.ParseEntryFields(e); err == nil && f.RecordHash == st.SHA256 {
 					return int64(start) + int64(i), nil
 				}
 			}
@@ -251,7 +252,7 @@ func (r *Runner) tick(ctx context.Context, regular bool) {
 // failed; the failures of single authorities are in [Runner.Status]. If
 // the record was stored but its anchor entry could not be appended, it
 // returns both: the entry is appended before the next round.
-func (r *Runner) AnchorNow(ctx context.Context) (*Stored, error) {
+func (r *Runner) AnchorNow(ctx context.Context) (*anchor.Stored, error) {
 	r.roundMu.Lock()
 	defer r.roundMu.Unlock()
 	if !r.logPending(ctx) {
@@ -311,7 +312,7 @@ func (r *Runner) grown(ctx context.Context) (bool, error) {
 }
 
 // round anchors the latest checkpoint with the given authorities.
-func (r *Runner) round(ctx context.Context, auths []*authority) (*Stored, error) {
+func (r *Runner) round(ctx context.Context, auths []*authority) (*anchor.Stored, error) {
 	size, note := r.opts.Log.Checkpoint()
 	if size == 0 {
 		return nil, errors.New("the log is empty")
@@ -320,16 +321,16 @@ func (r *Runner) round(ctx context.Context, auths []*authority) (*Stored, error)
 	if err != nil {
 		return nil, r.noteError(fmt.Errorf("latest checkpoint: %w", err))
 	}
-	rec := &Record{
-		V:          RecordVersion,
+	rec := &anchor.Record{
+		V:          anchor.RecordVersion,
 		Checkpoint: string(note),
 		Origin:     cp.Origin,
 		Size:       cp.Size,
 		Root:       cp.Hash,
 		Timestamps: []*rfc3161.Token{},
-		Tlogs:      []*Tlog{},
+		Tlogs:      []*anchor.Tlog{},
 	}
-	digest := checkpointDigest(note)
+	digest := anchor.CheckpointDigest(note)
 	rec.Digest = fmt.Sprintf("%x", digest)
 	if rec.AnchorKey, err = x509.MarshalPKIXPublicKey(&r.opts.Signer.PublicKey); err != nil {
 		return nil, r.noteError(err)
@@ -346,7 +347,7 @@ func (r *Runner) round(ctx context.Context, auths []*authority) (*Stored, error)
 		if err != nil {
 			return nil, r.noteError(fmt.Errorf("consistency proof from the last anchor: %w", err))
 		}
-		rec.Previous = &Consistency{Size: p.Size, Root: p.Root, Proof: proof}
+		rec.Previous = &anchor.Consistency{Size: p.Size, Root: p.Root, Proof: proof}
 		if err := log.VerifyConsistency(p.Size, rec.Size, proof, p.Root, rec.Root); err != nil {
 			// The log's own tree contradicts an anchored checkpoint.
 			return nil, r.noteError(fmt.Errorf("latest checkpoint is not consistent with the anchored size %d: %w", p.Size, err))
@@ -385,7 +386,7 @@ func (r *Runner) round(ctx context.Context, auths []*authority) (*Stored, error)
 		if ans.tok != nil {
 			rec.Timestamps = append(rec.Timestamps, ans.tok)
 		} else {
-			rec.Tlogs = append(rec.Tlogs, &Tlog{Kind: KindRekorV1, RekorV1: ans.ent})
+			rec.Tlogs = append(rec.Tlogs, &anchor.Tlog{Kind: anchor.KindRekorV1, RekorV1: ans.ent})
 		}
 	}
 	if len(rec.Timestamps)+len(rec.Tlogs) == 0 {
@@ -415,8 +416,8 @@ func (r *Runner) round(ctx context.Context, auths []*authority) (*Stored, error)
 }
 
 // appendEntry appends the anchor entry of st.
-func (r *Runner) appendEntry(ctx context.Context, st *Stored) error {
-	b, err := MarshalEntry(st, time.Now())
+func (r *Runner) appendEntry(ctx context.Context, st *anchor.Stored) error {
+	b, err := anchor.MarshalEntry(st, time.Now())
 	if err != nil {
 		return fmt.Errorf("making the anchor entry of %s: %w", st.Name, err)
 	}

@@ -1,4 +1,4 @@
-package anchor
+package online
 
 import (
 	"crypto"
@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/provlog/provlog/anchor"
 	"net/url"
 	"strings"
 	"time"
@@ -75,7 +76,7 @@ type Resolved struct {
 	TSAs     []ResolvedTSA
 	Rekor    *ResolvedRekor
 	// Trust is every configured root and key, for verification.
-	Trust *Trust
+	Trust *anchor.Trust
 }
 
 // ResolvedTSA is a TSA with its roots loaded.
@@ -97,7 +98,7 @@ type ResolvedRekor struct {
 // a nil readFile allows inline PEM only. Errors say which setting is
 // wrong.
 func (c *Config) Resolve(readFile func(name string) ([]byte, error)) (*Resolved, error) {
-	r := &Resolved{Interval: c.Interval, Timeout: c.Timeout, Trust: &Trust{}}
+	r := &Resolved{Interval: c.Interval, Timeout: c.Timeout, Trust: &anchor.Trust{}}
 	if r.Interval == 0 {
 		r.Interval = DefaultInterval
 	}

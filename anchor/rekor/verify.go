@@ -1,0 +1,187 @@
+package rekor
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/provlog/provlog/log"
+)
+
+// logEntry is the part of a Rekor v1 LogEntryAnon (its JSON form, as the
+// API returns it) that the checks read. Pointers tell a missing field from
+// a zero one.
+type logEntry struct {
+	Body           any     `json:"body"`
+	IntegratedTime *int64  `json:"integratedTime"`
+	LogID          *string `json:"logID"`
+	LogIndex       *int64  `json:"logIndex"`
+	Verification   *struct {
+		InclusionProof *struct {
+			Checkpoint *string  `json:"checkpoint"`
+			Hashes     []string `json:"hashes"`
+			LogIndex   *int64   `json:"logIndex"`
+			RootHash   *string  `json:"rootHash"`
+			TreeSize   *int64   `json:"treeSize"`
+		} `json:"inclusionProof"`
+		SignedEntryTimestamp []byte `json:"signedEntryTimestamp"`
+	} `json:"verification"`
+}
+
+// checkInclusion verifies the inclusion proof of the body's RFC 6962 leaf
+// hash (checkShape has made sure every field is there).
+func checkInclusion(le *logEntry, body []byte) error {
+	p := le.Verification.InclusionProof
+	hashes := make([][]byte, len(p.Hashes))
+	for i, h := range p.Hashes {
+		b, err := hex.DecodeString(h)
+		if err != nil {
+			return fmt.Errorf("proof hash %d: %w", i, err)
+		}
+		hashes[i] = b
+	}
+	root, err := hex.DecodeString(*p.RootHash)
+	if err != nil {
+		return fmt.Errorf("root hash: %w", err)
+	}
+	return proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(*p.LogIndex), uint64(*p.TreeSize),
+		rfc6962.DefaultHasher.HashLeaf(body), hashes, root)
+}
+
+// checkCheckpoint verifies the signed checkpoint the inclusion proof comes
+// with: a signed note whose every signature is by key (its 4-byte hint is
+// the first four bytes of the SHA-256 of key's PKIX DER) and verifies, and
+// whose root is the proof's.
+func checkCheckpoint(le *logEntry, key crypto.PublicKey) error {
+	p := le.Verification.InclusionProof
+	text, sigs, err := splitNote(*p.Checkpoint)
+	if err != nil {
+		return err
+	}
+	der, err := x509.MarshalPKIXPublicKey(key)
+	if err != nil {
+		return err
+	}
+	h := sha256.Sum256(der)
+	hint := binary.BigEndian.Uint32(h[:4])
+	for _, s := range sigs {
+		if s.hint != hint {
+			return fmt.Errorf("checkpoint signed by %s with key hint %08x, not the Rekor key's %08x", s.name, s.hint, hint)
+		}
+		if err := verifySignature(key, []byte(text), s.sig); err != nil {
+			return fmt.Errorf("checkpoint signature: %w", err)
+		}
+	}
+	lines := strings.SplitN(text, "\n", 4)
+	if len(lines) < 4 || lines[0] == "" {
+		return errors.New("checkpoint body is not origin, size and root")
+	}
+	if _, err := strconv.ParseUint(lines[1], 10, 64); err != nil {
+		return fmt.Errorf("checkpoint size: %w", err)
+	}
+	root, err := base64.StdEncoding.DecodeString(lines[2])
+	if err != nil {
+		return fmt.Errorf("checkpoint root: %w", err)
+	}
+	if want, err := hex.DecodeString(*p.RootHash); err != nil || !bytes.Equal(want, root) {
+		return fmt.Errorf("proof root hash %s is not the signed checkpoint's %x", *p.RootHash, root)
+	}
+	return nil
+}
+
+type noteSig struct {
+	name string
+	hint uint32
+	sig  []byte
+}
+
+// splitNote splits a signed note (the text, a blank line, then lines
+// "— NAME BASE64(hint ‖ signature)") into its text, newline included, and
+// its signatures, of which there must be one at least.
+func splitNote(n string) (string, []noteSig, error) {
+	i := strings.LastIndex(n, "\n\n")
+	if i < 0 || !strings.HasSuffix(n, "\n") {
+		return "", nil, errors.New("checkpoint is not a signed note")
+	}
+	text, rest := n[:i+1], n[i+2:]
+	var sigs []noteSig
+	for _, line := range strings.Split(strings.TrimSuffix(rest, "\n"), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "\u2014" {
+			return "", nil, fmt.Errorf("checkpoint signature line %q is not \"— NAME SIGNATURE\"", line)
+		}
+		b, err := base64.StdEncoding.DecodeString(f[2])
+		if err != nil || len(b) < 5 {
+			return "", nil, fmt.Errorf("checkpoint signature of %s is not base64 of a key hint and a signature", f[1])
+		}
+		sigs = append(sigs, noteSig{name: f[1], hint: binary.BigEndian.Uint32(b[:4]), sig: b[4:]})
+	}
+	if len(sigs) == 0 {
+		return "", nil, errors.New("checkpoint has no signature")
+	}
+	return text, sigs, nil
+}
+
+// checkSET verifies the signed entry timestamp: key's signature over the
+// RFC 8785 form of {body, integratedTime, logIndex, logID}.
+func checkSET(le *logEntry, key crypto.PublicKey) error {
+	payload, err := json.Marshal(struct {
+		Body           any    `json:"body"`
+		IntegratedTime int64  `json:"integratedTime"`
+		LogIndex       int64  `json:"logIndex"`
+		LogID          string `json:"logID"`
+	}{le.Body, *le.IntegratedTime, *le.LogIndex, *le.LogID})
+	if err != nil {
+		return err
+	}
+	canon, err := log.Canonicalize(payload)
+	if err != nil {
+		return err
+	}
+	return verifySignature(key, canon, le.Verification.SignedEntryTimestamp)
+}
+
+// verifySignature verifies sig over msg as Sigstore's verifiers do: ECDSA
+// (ASN.1) and RSA (PKCS #1 v1.5) over the SHA-256 of msg, Ed25519 over msg.
+func verifySignature(key crypto.PublicKey, msg, sig []byte) error {
+	d := sha256.Sum256(msg)
+	switch k := key.(type) {
+	case *ecdsa.PublicKey:
+		if !ecdsa.VerifyASN1(k, d[:], sig) {
+			return errors.New("ECDSA signature does not verify")
+		}
+	case *rsa.PublicKey:
+		if err := rsa.VerifyPKCS1v15(k, crypto.SHA256, d[:], sig); err != nil {
+			return err
+		}
+	case ed25519.PublicKey:
+		if !ed25519.Verify(k, msg, sig) {
+			return errors.New("Ed25519 signature does not verify")
+		}
+	default:
+		return fmt.Errorf("unsupported Rekor key type %T", key)
+	}
+	return nil
+}
+
+// sameKey reports whether a and b are the same public key.
+func sameKey(a, b crypto.PublicKey) bool {
+	ad, err1 := x509.MarshalPKIXPublicKey(a)
+	bd, err2 := x509.MarshalPKIXPublicKey(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ad, bd)
+}
