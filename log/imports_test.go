@@ -73,15 +73,6 @@ var mayImport = map[string][]string{
 	"tools":   {"log", "witness", "anchor", "opp", "proxy", "tools"},
 }
 
-// pending are arrows DESIGN §1 forbids that are still in the tree, each
-// with why it is left for now; the test fails when one disappears, so the
-// list cannot go stale.
-var pending = map[[2]string]string{
-	{mod + "/proxy", mod + "/log/server"}:       "proxy takes *server.Expected; a narrow interface comes with the proxy's rewrite (issue 17)",
-	{mod + "/proxy", mod + "/log/blobs"}:        "proxy takes a *blobs.Store; a narrow interface comes with the proxy's rewrite (issue 17)",
-	{mod + "/proxy/replay", mod + "/log/blobs"}: "replay reads arguments from a *blobs.Store; a narrow interface comes with the proxy's rewrite (issue 17)",
-}
-
 // TestImportRules enforces DESIGN §1's table: arrows point down (nothing
 // under log/ imports anchor, witness, opp, proxy or cmd; proxy reaches no
 // further than log and opp), only the Pebble stores import Pebble, no
@@ -89,7 +80,6 @@ var pending = map[[2]string]string{
 // pure.
 func TestImportRules(t *testing.T) {
 	all := listAll(t)
-	seen := map[[2]string]bool{}
 	for _, p := range all {
 		if !strings.HasPrefix(p.ImportPath, mod+"/") {
 			continue
@@ -124,17 +114,8 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s imports %s: an arrow up (DESIGN §1: %s may import only %v)", p.ImportPath, imp, top, allowed)
 			}
 			if top == "proxy" && under(imp, "log") && imp != mod+"/log" {
-				if _, ok := pending[[2]string{p.ImportPath, imp}]; ok {
-					seen[[2]string{p.ImportPath, imp}] = true
-				} else {
-					t.Errorf("%s imports %s: proxy reaches the log only through package log and its own narrow interfaces", p.ImportPath, imp)
-				}
+				t.Errorf("%s imports %s: proxy reaches the log only through package log and its own narrow interfaces", p.ImportPath, imp)
 			}
-		}
-	}
-	for arrow, why := range pending {
-		if !seen[arrow] {
-			t.Errorf("%s no longer imports %s (%s): drop it from pending", arrow[0], arrow[1], why)
 		}
 	}
 	checkPureLog(t, all[mod+"/log"])

@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/proxy/release"
 )
 
@@ -46,7 +45,7 @@ type call struct {
 	remarshal   bool // result is the SDK's re-encoding, not the wire bytes
 	release     string
 
-	expected *server.Expected // the log was told this call's result is coming
+	expected pending // the log was told this call's result is coming
 }
 
 // announce tells the log that c's result entry is on its way, if the log

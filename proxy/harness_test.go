@@ -278,6 +278,12 @@ func (w *tlogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// The log's parts the proxy takes through its own interfaces.
+var (
+	_ expecter  = (*server.Sequencer)(nil)
+	_ BlobStore = (*blobs.Store)(nil)
+)
+
 // startProxy starts a proxy on l with the given servers.
 func startProxy(t *testing.T, l *testLog, servers []ServerConfig, tweak func(*Options)) *Proxy {
 	t.Helper()

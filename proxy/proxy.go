@@ -20,8 +20,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/blobs"
-	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/proxy/authn"
 )
 
@@ -52,7 +50,27 @@ type Recorder interface {
 // so that under load a commit waits briefly to carry it along with
 // others (see server.Sequencer.Expect).
 type expecter interface {
-	Expect() *server.Expected
+	Expect() pending
+}
+
+// pending is an announced append: appended, or cancelled. It is the very
+// type log/server's Pending names (both alias one interface literal), so
+// *server.Sequencer is an expecter without the proxy importing it.
+type pending = interface {
+	Append(ctx context.Context, entry []byte) (*log.Receipt, error)
+	Cancel()
+}
+
+// A BlobStore keeps blobs named by the hex SHA-256 of their bytes:
+// retained results, and arguments too large for an entry. *blobs.Store
+// implements it.
+type BlobStore interface {
+	// Put stores data and returns its name.
+	Put(data []byte) (sum string, err error)
+	// Get returns the blob named sum, checked against its name.
+	Get(sum string) ([]byte, error)
+	// Purge deletes the blob named sum.
+	Purge(sum string) error
 }
 
 // Options configure a [Proxy].
@@ -64,7 +82,7 @@ type Options struct {
 	// Blobs keeps retained results (retain: full) and arguments too large
 	// for an entry. If nil, such arguments are kept as their hash only, and
 	// retain: full is refused.
-	Blobs *blobs.Store
+	Blobs BlobStore
 	// Actor names who is calling. If nil, the actor is the one the bearer
 	// token was mapped to by HTTPHandler's authorize (the request's
 	// TokenInfo.UserID), and a request without one is refused.

@@ -45,6 +45,12 @@ func definitionSum(raw json.RawMessage) string {
 	if err != nil {
 		b = raw
 	}
+	return hexSHA256(b)
+}
+
+// hexSHA256 is the hex SHA-256 of b: how entries name result bytes and
+// blobs.
+func hexSHA256(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -112,8 +118,7 @@ func (p *Proxy) recordRead(ctx context.Context, e *log.ReadEntry, raw json.RawMe
 	if err != nil {
 		canon = raw
 	}
-	sum := sha256.Sum256(canon)
-	e.ResultSHA256, e.ResultBytes = hex.EncodeToString(sum[:]), int64(len(raw))
+	e.ResultSHA256, e.ResultBytes = hexSHA256(canon), int64(len(raw))
 	e.Auth = log.AuthFrom(ctx)
 	b, err := e.Marshal()
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/blobs"
 )
 
 // Recording a call, in two entries (DESIGN §2): startCall writes the call
@@ -93,7 +92,7 @@ func (p *Proxy) recordCall(ctx context.Context, c *call) error {
 	b, err := e.Marshal()
 	if errors.Is(err, log.ErrEntryTooLarge) {
 		// Move the arguments out to a blob; the entry keeps their hash.
-		e.ArgsSHA256, e.Args = blobs.Sum(c.args), nil
+		e.ArgsSHA256, e.Args = hexSHA256(c.args), nil
 		if p.opts.Blobs != nil {
 			if err := bs.put(p.opts.Blobs, c.args); err != nil {
 				return fmt.Errorf("keeping the arguments: %w", err)
@@ -196,7 +195,7 @@ func (p *Proxy) recordResult(ctx context.Context, c *call) (*log.Receipt, error)
 			}
 			e.ResultRetained = true
 			if changed {
-				e.RetainedSHA256 = blobs.Sum(kept)
+				e.RetainedSHA256 = hexSHA256(kept)
 			}
 		}
 	}
@@ -216,8 +215,8 @@ func (p *Proxy) recordResult(ctx context.Context, c *call) (*log.Receipt, error)
 // does not make it into the log.
 type blobSet []string
 
-func (s *blobSet) put(store *blobs.Store, b []byte) error {
-	sum := blobs.Sum(b)
+func (s *blobSet) put(store BlobStore, b []byte) error {
+	sum := hexSHA256(b)
 	if _, err := store.Get(sum); err == nil {
 		return nil // already there: not ours to purge
 	}

@@ -35,7 +35,7 @@ type appended struct {
 	err error
 }
 
-func appendAsync(seq *Sequencer, ex *Expected, entry string) chan appended {
+func appendAsync(seq *Sequencer, ex Pending, entry string) chan appended {
 	c := make(chan appended, 1)
 	go func() {
 		var a appended

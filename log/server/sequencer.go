@@ -211,12 +211,20 @@ func (s *Sequencer) Append(ctx context.Context, entry []byte) (*log.Receipt, err
 // CommitDelay for announced appends, so that they share it. Append the
 // entry with [Expected.Append], or call [Expected.Cancel] if it will not
 // come; an announcement left open only costs waits of up to CommitDelay.
-func (s *Sequencer) Expect() *Expected {
+func (s *Sequencer) Expect() Pending {
 	s.expected.Add(1)
 	return &Expected{s: s}
 }
 
-// Expected is an append announced with [Sequencer.Expect].
+// A Pending is an append announced with [Sequencer.Expect]: append it
+// or cancel it. It is an alias of an interface literal, so that a user
+// (the proxy) can name the very same type without importing this package.
+type Pending = interface {
+	Append(ctx context.Context, entry []byte) (*log.Receipt, error)
+	Cancel()
+}
+
+// Expected is the Pending of [Sequencer.Expect].
 type Expected struct {
 	s    *Sequencer
 	done atomic.Bool

@@ -34,7 +34,6 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/proxy"
 	"github.com/provlog/provlog/proxy/release"
 )
@@ -62,13 +61,19 @@ const DefaultRuns = 3
 // maxPaths bounds the JSON paths named per call.
 const maxPaths = 20
 
+// A BlobReader reads a data dir's blobs, checked against their names
+// (the hex SHA-256 of their bytes). *blobs.Store implements it.
+type BlobReader interface {
+	Get(sum string) ([]byte, error)
+}
+
 // Options configure a replay run.
 type Options struct {
 	// Servers are the downstream servers, as in the proxy's config.
 	Servers []proxy.ServerConfig
 	// Blobs is the data dir's blob store (retained results, arguments
 	// moved out of big entries); nil when reading a remote log.
-	Blobs *blobs.Store
+	Blobs BlobReader
 	// Runs is how often each call is re-run (DefaultRuns when < 1). With
 	// 1 there is no flakiness check: a flaky tool looks changed.
 	Runs int

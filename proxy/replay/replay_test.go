@@ -23,6 +23,9 @@ import (
 const stdioFixtureEnv = "PROVLOG_REPLAY_STDIO_FIXTURE"
 
 // TestMain re-executes the test binary as a stdio MCP server when asked.
+
+var _ BlobReader = (*blobs.Store)(nil)
+
 func TestMain(m *testing.M) {
 	if os.Getenv(stdioFixtureEnv) != "" {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "stdio-fixture", Version: "1"}, nil)
