@@ -67,6 +67,9 @@ func runFixtureServer() {
 		})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "changed ok"}}}, nil
 	})
+	if os.Getenv(fixtureEnv) == "lists" {
+		addReshaping(s, obj)
+	}
 	s.AddTool(&mcp.Tool{Name: "big", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("big result ", 10000)}}}, nil
 	})
@@ -88,4 +91,34 @@ func runFixtureServer() {
 		fmt.Fprintln(os.Stderr, "fixture:", err)
 		os.Exit(1)
 	}
+}
+
+// addReshaping gives the fixture (run with fixtureEnv "lists") a prompt,
+// two resources and a resource template, and a tool "reshape" that
+// changes all four lists under its clients: p1 goes and p2 comes, the
+// resource a gets a new description, the template goes, a tool "added"
+// comes.
+func addReshaping(s *mcp.Server, obj json.RawMessage) {
+	prompt := func(name string) (*mcp.Prompt, mcp.PromptHandler) {
+		return &mcp.Prompt{Name: name}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "prompt " + name}}}}, nil
+		}
+	}
+	read := func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "contents of " + req.Params.URI}}}, nil
+	}
+	s.AddPrompt(prompt("p1"))
+	s.AddResource(&mcp.Resource{Name: "a", URI: "fixture:///a", Description: "first"}, read)
+	s.AddResource(&mcp.Resource{Name: "b", URI: "fixture:///b"}, read)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{Name: "t", URITemplate: "fixture:///t/{id}"}, read)
+	s.AddTool(&mcp.Tool{Name: "reshape", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.RemovePrompts("p1")
+		s.AddPrompt(prompt("p2"))
+		s.AddResource(&mcp.Resource{Name: "a", URI: "fixture:///a", Description: "second"}, read)
+		s.RemoveResourceTemplates("fixture:///t/{id}")
+		s.AddTool(&mcp.Tool{Name: "added", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added"}}}, nil
+		})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "reshaped"}}}, nil
+	})
 }
