@@ -73,11 +73,11 @@ type CallResultEntry struct {
 	// SDK's re-encoding was hashed (not expected).
 	ResultRemarshalled bool
 
-	IsError   bool
-	Error     string // a failed call's error text, redacted values scrubbed out
-	ErrorCode int64  // its JSON-RPC code, if any
-	Release   string // the server's data release, if it has a source
-	Duration  time.Duration
+	IsError     bool
+	Error       string // a failed call's error text, redacted values scrubbed out
+	ErrorCode   int64  // its JSON-RPC code, if any
+	DataRelease string // the server's data release, if it has a source (wire: "release")
+	Duration    time.Duration
 }
 
 // Marshal returns the call entry's bytes. It fails as [Entry.Marshal]
@@ -129,7 +129,7 @@ func (r *CallResultEntry) Marshal() ([]byte, error) {
 func (r *CallResultEntry) outcomeFields(f map[string]any) {
 	// Each member is written when it is set, so what parses marshals back
 	// as it was.
-	for k, v := range map[string]string{"result_sha256": r.ResultSHA256, "result_retained_sha256": r.RetainedSHA256, "error": r.Error, "release": r.Release} {
+	for k, v := range map[string]string{"result_sha256": r.ResultSHA256, "result_retained_sha256": r.RetainedSHA256, "error": r.Error, "release": r.DataRelease} {
 		if v != "" {
 			f[k] = v
 		}
@@ -240,7 +240,7 @@ func (r *CallResultEntry) readOutcome(rd *fieldReader) {
 	r.IsError = rd.boolean("is_error")
 	r.Error = rd.str("error")
 	r.ErrorCode = rd.int("error_code")
-	r.Release = rd.str("release")
+	r.DataRelease = rd.str("release")
 	r.Duration = time.Duration(rd.int("duration_ns"))
 }
 

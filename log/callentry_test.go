@@ -49,7 +49,7 @@ func TestCallEntriesRoundTrip(t *testing.T) {
 	r := &log.CallResultEntry{
 		Time: at.Add(time.Second), Actor: "alice", Call: 7,
 		ResultSHA256: strings.Repeat("cd", 32), ResultBytes: 42, ResultRetained: true,
-		IsError: true, Error: "boom", ErrorCode: -32001, Release: "v1", Duration: time.Second,
+		IsError: true, Error: "boom", ErrorCode: -32001, DataRelease: "v1", Duration: time.Second,
 	}
 	b, err = r.Marshal()
 	if err != nil {

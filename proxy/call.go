@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/proxy/release"
+	"github.com/provlog/provlog/proxy/source"
 )
 
 // Bounds on what a call entry copies from untrusted peers.
@@ -42,8 +42,8 @@ type call struct {
 	errText     string
 	errCode     int64
 	retain      bool
-	remarshal   bool // result is the SDK's re-encoding, not the wire bytes
-	release     string
+	remarshal   bool   // result is the SDK's re-encoding, not the wire bytes
+	dataRelease string // the server's data release (its source's), if known
 
 	expected pending // the log was told this call's result is coming
 }
@@ -71,24 +71,24 @@ func sessionID(ss *mcp.ServerSession) string {
 	return ss.ID()
 }
 
-// release resolves server d's data release for a call that returned
+// dataRelease resolves server d's data release for a call that returned
 // result. It never fails the call: no source, an error or a timeout
 // gives "" (the resolver logs why). Answers are cached per the source's
 // TTL, so most calls cost a map lookup.
-func (p *Proxy) release(ctx context.Context, d *downstream, result json.RawMessage) string {
+func (p *Proxy) dataRelease(ctx context.Context, d *downstream, result json.RawMessage) string {
 	if d.cfg.Source == nil {
 		return ""
 	}
-	r, ok := p.releases.Load(d.cfg.ID)
+	r, ok := p.sources.Load(d.cfg.ID)
 	if !ok {
-		nr, err := release.New(*d.cfg.Source, nil, p.logger.With("server", d.cfg.ID))
+		nr, err := source.New(*d.cfg.Source, nil, p.logger.With("server", d.cfg.ID))
 		if err != nil {
 			p.logger.Warn("proxy: bad source config; no releases recorded", "server", d.cfg.ID, "error", err)
 			return ""
 		}
-		r, _ = p.releases.LoadOrStore(d.cfg.ID, nr)
+		r, _ = p.sources.LoadOrStore(d.cfg.ID, nr)
 	}
-	return r.(*release.Resolver).Resolve(context.WithoutCancel(ctx), result)
+	return r.(*source.Resolver).Resolve(context.WithoutCancel(ctx), result)
 }
 
 func (p *Proxy) actor(ctx context.Context, req *mcp.CallToolRequest) (string, error) {

@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/provlog/provlog/proxy/release"
+	"github.com/provlog/provlog/proxy/source"
 )
 
 // DefaultTimeout bounds one tools/call to a downstream server when its
@@ -67,9 +67,9 @@ type ServerConfig struct {
 	Timeout Duration `yaml:"timeout"`
 
 	// Source says how to learn which data release the server serves;
-	// each call entry records it as "release" (see package release).
+	// each call entry records it as "release" (see package source).
 	// nil: no release.
-	Source *release.Config `yaml:"source"`
+	Source *source.Config `yaml:"source"`
 	// Replay marks the server's tools safe to re-run for `provlog replay`
 	// (besides tools the server annotates read-only).
 	Replay bool `yaml:"replay"`
@@ -174,7 +174,7 @@ func (c *ServerConfig) check() error {
 		return fmt.Errorf("server %q: retain %q: want %q or %q", c.ID, c.Retain, RetainHash, RetainFull)
 	}
 	if c.Source != nil {
-		if _, err := release.New(*c.Source, nil, nil); err != nil {
+		if _, err := source.New(*c.Source, nil, nil); err != nil {
 			return fmt.Errorf("server %q: %w", c.ID, err)
 		}
 	}

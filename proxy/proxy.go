@@ -135,7 +135,7 @@ type Proxy struct {
 	ds     []*downstream
 	byID   map[string]*downstream
 
-	releases sync.Map // server id -> *release.Resolver, made on first use (call.go)
+	sources sync.Map // server id -> *source.Resolver, made on first use (call.go)
 
 	router *router // front name -> server (router.go)
 

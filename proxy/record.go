@@ -139,7 +139,7 @@ func (p *Proxy) append(ctx context.Context, c *call, entry []byte) (*log.Receipt
 // withheld.
 func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr error) (string, *jsonrpc.Error) {
 	c.duration = time.Since(c.start)
-	c.release = p.release(ctx, d, c.result)
+	c.dataRelease = p.dataRelease(ctx, d, c.result)
 	r, err := p.recordResult(ctx, c)
 	if err != nil {
 		p.logger.Error("proxy: recording a call's outcome failed; the result is withheld", "server", c.server, "tool", c.tool, "call", c.index, "error", err)
@@ -164,7 +164,7 @@ func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr erro
 func (p *Proxy) recordResult(ctx context.Context, c *call) (*log.Receipt, error) {
 	e := &log.CallResultEntry{
 		Time: c.start.Add(c.duration), Actor: c.actor, Auth: log.AuthFrom(ctx), Call: c.index,
-		IsError: c.isError, Release: c.release, Duration: c.duration,
+		IsError: c.isError, DataRelease: c.dataRelease, Duration: c.duration,
 	}
 	if c.errText != "" {
 		e.Error = truncate(c.errText, maxErrorText)

@@ -1,7 +1,7 @@
 package main
 
 // `provlog resolve` and `provlog resolvers`: data-source releases
-// (package proxy/release) from the command line.
+// (package proxy/source) from the command line.
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/provlog/provlog/proxy/release"
+	"github.com/provlog/provlog/proxy/source"
 )
 
 // optFlags collects repeated --opt k=v.
@@ -44,9 +44,9 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if name == "" {
 		return usageErr("give a resolver NAME (see provlog resolvers)")
 	}
-	cfg := release.Config{Preset: name, Options: map[string]string{}}
-	if _, ok := release.Presets[name]; !ok {
-		cfg = release.Config{Type: name, Options: map[string]string{}}
+	cfg := source.Config{Preset: name, Options: map[string]string{}}
+	if _, ok := source.Presets[name]; !ok {
+		cfg = source.Config{Type: name, Options: map[string]string{}}
 	}
 	for k, v := range opts {
 		switch k {
@@ -68,7 +68,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			cfg.Options[k] = v
 		}
 	}
-	r, err := release.New(cfg, nil, nil)
+	r, err := source.New(cfg, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -86,8 +86,8 @@ func runResolvers(_ context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	fmt.Fprintln(stdout, "generic: http-json (url, path), http-header (url, header), field (path in the tool result), static (value), exec (command)")
-	for _, n := range release.Names() {
-		p := release.Presets[n]
+	for _, n := range source.Names() {
+		p := source.Presets[n]
 		var o []string
 		for k, v := range p.Options {
 			o = append(o, k+"="+v)

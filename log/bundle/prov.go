@@ -333,14 +333,14 @@ func (w *provWriter) addOutcome(callAct string, attrs map[string]any, server str
 	if r.Error != "" {
 		attrs["provlog:error"] = r.Error
 	}
-	if r.Release != "" {
+	if r.DataRelease != "" {
 		if server == "" {
-			attrs["provlog:release"] = r.Release
+			attrs["provlog:release"] = r.DataRelease
 		} else {
-			rid := "log:release/" + local(server) + "/" + local(r.Release)
+			rid := "log:release/" + local(server) + "/" + local(r.DataRelease)
 			if !w.seen[rid] {
 				w.seen[rid] = true
-				w.rec("entity", rid, map[string]any{"prov:type": qn("provlog:DataRelease"), "prov:label": server + " " + r.Release, "provlog:server": server, "provlog:release": r.Release})
+				w.rec("entity", rid, map[string]any{"prov:type": qn("provlog:DataRelease"), "prov:label": server + " " + r.DataRelease, "provlog:server": server, "provlog:release": r.DataRelease})
 			}
 			relate("used", map[string]any{"prov:activity": callAct, "prov:entity": rid, "prov:role": qn("provlog:release")})
 		}

@@ -35,7 +35,7 @@ import (
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/proxy"
-	"github.com/provlog/provlog/proxy/release"
+	"github.com/provlog/provlog/proxy/source"
 )
 
 // Classes of a replayed call.
@@ -227,7 +227,7 @@ type conn struct {
 	err      error
 	readOnly map[string]bool
 	known    map[string]bool
-	resolver *release.Resolver
+	resolver *source.Resolver
 }
 
 func (r *runner) close() {
@@ -257,7 +257,7 @@ func (r *runner) replay(ctx context.Context, index uint64, call *log.CallEntry) 
 	if res == nil {
 		return no("no outcome of the call is recorded in the range (cut off by a crash, or recorded after it)")
 	}
-	o.ReleaseThen = res.Release
+	o.ReleaseThen = res.DataRelease
 	cfg := r.server(o.Server)
 	if cfg == nil {
 		return no("server %q is not in the config", o.Server)
@@ -406,7 +406,7 @@ func (r *runner) connect(ctx context.Context, cfg *proxy.ServerConfig) *conn {
 	c := &conn{readOnly: map[string]bool{}, known: map[string]bool{}}
 	r.conns[cfg.ID] = c
 	if cfg.Source != nil {
-		c.resolver, _ = release.New(*cfg.Source, r.opts.HTTPClient, r.opts.Logger)
+		c.resolver, _ = source.New(*cfg.Source, r.opts.HTTPClient, r.opts.Logger)
 	}
 	cs, err := proxy.Dial(ctx, *cfg, "provlog-replay", r.opts.Version, r.opts.Logger)
 	if err != nil {

@@ -1,4 +1,4 @@
-package release_test
+package source_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/provlog/provlog/proxy/release"
+	"github.com/provlog/provlog/proxy/source"
 )
 
 // sources answer each preset's request in the shape the source's API
@@ -63,7 +63,7 @@ func TestPresets(t *testing.T) {
 			for k, v := range s.opts {
 				opts[k] = v
 			}
-			r, err := release.New(release.Config{Preset: s.preset, Options: opts}, nil, nil)
+			r, err := source.New(source.Config{Preset: s.preset, Options: opts}, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func TestPresets(t *testing.T) {
 			}
 		})
 	}
-	for _, n := range release.Names() {
+	for _, n := range source.Names() {
 		if _, ok := sources[n]; !ok {
 			t.Errorf("preset %s has no test", n)
 		}
@@ -85,15 +85,15 @@ func TestGeneric(t *testing.T) {
 	os.WriteFile(exe, []byte("#!/bin/sh\necho v42\necho ignored\n"), 0o755)
 	result := json.RawMessage(`{"content":[{"type":"text","text":"x"}],"structuredContent":{"meta":{"release":"R7"}}}`)
 	for _, c := range []struct {
-		cfg  release.Config
+		cfg  source.Config
 		want string
 	}{
-		{release.Config{Type: "static", Value: "2024-12"}, "2024-12"},
-		{release.Config{Type: "exec", Command: []string{exe}}, "v42"},
-		{release.Config{Type: "field", Path: "structuredContent.meta.release"}, "R7"},
-		{release.Config{Type: "field", Path: "structuredContent.meta.release", Match: `R(\d+)`}, "7"},
+		{source.Config{Type: "static", Value: "2024-12"}, "2024-12"},
+		{source.Config{Type: "exec", Command: []string{exe}}, "v42"},
+		{source.Config{Type: "field", Path: "structuredContent.meta.release"}, "R7"},
+		{source.Config{Type: "field", Path: "structuredContent.meta.release", Match: `R(\d+)`}, "7"},
 	} {
-		r, err := release.New(c.cfg, nil, nil)
+		r, err := source.New(c.cfg, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func TestNeverFails(t *testing.T) {
 	defer srv.Close()
 	defer close(block)
 	for _, p := range []string{"/hang", "/bad", "/404"} {
-		r, _ := release.New(release.Config{Type: "http-json", URL: srv.URL + p, Path: "v", Timeout: 100 * time.Millisecond}, nil, nil)
+		r, _ := source.New(source.Config{Type: "http-json", URL: srv.URL + p, Path: "v", Timeout: 100 * time.Millisecond}, nil, nil)
 		t0 := time.Now()
 		if got := r.Resolve(context.Background(), nil); got != "" && p != "/404" {
 			t.Errorf("%s: got %q", p, got)
@@ -131,7 +131,7 @@ func TestNeverFails(t *testing.T) {
 			t.Errorf("%s: took %s", p, time.Since(t0))
 		}
 	}
-	r, _ := release.New(release.Config{Type: "http-json", URL: srv.URL + "/ok", Path: "v", TTL: time.Hour}, nil, nil)
+	r, _ := source.New(source.Config{Type: "http-json", URL: srv.URL + "/ok", Path: "v", TTL: time.Hour}, nil, nil)
 	n := hits.Load()
 	for range 3 {
 		if got := r.Resolve(context.Background(), nil); got != "1" {
@@ -141,7 +141,7 @@ func TestNeverFails(t *testing.T) {
 	if hits.Load()-n != 1 {
 		t.Errorf("%d requests for 3 resolves within the TTL, want 1", hits.Load()-n)
 	}
-	if _, err := release.New(release.Config{Preset: "nope"}, nil, nil); err == nil {
+	if _, err := source.New(source.Config{Preset: "nope"}, nil, nil); err == nil {
 		t.Error("unknown preset accepted")
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/proxy/release"
+	"github.com/provlog/provlog/proxy/source"
 )
 
 // TestCallRelease: a server's source puts "release" in its call entries;
@@ -20,9 +20,9 @@ func TestCallRelease(t *testing.T) {
 	defer hang.Close()
 	l := newTestLog(t)
 	good := fixtureServerConfig(t, "good")
-	good.Source = &release.Config{Type: release.TypeStatic, Value: "2025_01"}
+	good.Source = &source.Config{Type: source.TypeStatic, Value: "2025_01"}
 	bad := fixtureServerConfig(t, "bad")
-	bad.Source = &release.Config{Type: release.TypeHTTPJSON, URL: hang.URL, Path: "v", Timeout: 100 * time.Millisecond}
+	bad.Source = &source.Config{Type: source.TypeHTTPJSON, URL: hang.URL, Path: "v", Timeout: 100 * time.Millisecond}
 	p := startProxy(t, l, []ServerConfig{good, bad}, nil)
 	cs := connectMemory(t, p, newClientLog())
 	for _, c := range []struct{ tool, want string }{{"good__ok", "2025_01"}, {"bad__ok", ""}} {

@@ -1,4 +1,4 @@
-// Package release learns which data release a downstream server serves,
+// Package source learns which data release a downstream server serves,
 // so that a call entry can say "UniProt 2025_01" and a replay can tell a
 // changed result from a changed source.
 //
@@ -30,7 +30,7 @@
 //
 // A resolver never fails a call: an error or a timeout gives no release
 // and a log line. Answers are cached for TTL (default 10 minutes).
-package release
+package source
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package release
+package source
 
 import "testing"
 
