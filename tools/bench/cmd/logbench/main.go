@@ -545,7 +545,15 @@ func cellLatency(r result) string {
 }
 
 func cellProofs(r result) string {
-	return fmt.Sprintf("**%s/s** (%s verified in %.2f s)", rate(r.Proofs, r.ProofTime), group(int64(r.Proofs)), r.ProofTime.Seconds())
+	cell := fmt.Sprintf("**%s/s** (%s verified in %.2f s", rate(r.Proofs, r.ProofTime), group(int64(r.Proofs)), r.ProofTime.Seconds())
+	if r.ProofCPU > 0 && r.Proofs > 0 {
+		// What a proof costs, whatever the load: CPU per proof, harness
+		// (entry, leaf hash, verification) included, and what that makes
+		// on the cores the proofs could use.
+		per := r.ProofCPU / time.Duration(r.Proofs)
+		cell += fmt.Sprintf("; %.1f µs CPU per proof, harness included: %s/s per idle core", float64(per.Nanoseconds())/1e3, rate(r.Proofs, r.ProofCPU))
+	}
+	return cell + ")"
 }
 
 func cellDisk(r result, transient string) string {

@@ -21,10 +21,10 @@ import (
 )
 
 // provlog on PostgreSQL: logpg stores, each behind its own server.Sequencer,
-// as sidecars on one log are. implPG is one sidecar; implPG2 is two, in one
-// process but each with its own connection pool, sequencer and commits, so
-// they contend for the log's row lock as two processes would, and the
-// appenders are spread over them round robin.
+// as sidecars on one log are. implPG is one sidecar; implPG2 is two, each in
+// its own process (the second is a peer process, peer.go) with its own
+// connection pool, sequencer and commits, contending for the log's row lock,
+// and the appenders are spread over them round robin.
 const (
 	implPG     = "postgres"
 	implPG2    = "postgres×2"
@@ -35,55 +35,79 @@ type pgImpl struct {
 	dsn    string // with search_path set to the run's own schema
 	admin  string
 	schema string
-	stores []*logpg.Store
+	stores []*logpg.Store // this process's: one
 	seqs   []*server.Sequencer
+	cars   []sidecar // the local sequencer, then the peer's, if any
+	peer   *peerSidecar
 	next   atomic.Uint64
-	proxy  *delayProxy // nil, or what the stores connect through
+	proxy  *delayProxy // nil, or what the local store connects through
 }
 
 // openPG makes a fresh schema for this run on the database at dsn and opens
-// n sidecars on it.
-func openPG(ctx context.Context, dsn string, n int, rtt time.Duration, s note.Signer, v note.Verifier) (*pgImpl, error) {
+// n sidecars (1 or 2) on it: one here, the second in a peer process started
+// with peerSpec.
+func openPG(ctx context.Context, dsn string, n int, rtt time.Duration, s note.Signer, v note.Verifier, peerSpec spec) (*pgImpl, error) {
 	if dsn == "" {
 		return nil, errors.New("no -postgres DSN")
 	}
-	storeDSN := dsn
-	var proxy *delayProxy
-	if rtt > 0 {
-		var err error
-		if storeDSN, proxy, err = viaDelay(dsn, rtt); err != nil {
-			return nil, err
-		}
-	}
 	var rb [6]byte
 	rand.Read(rb[:])
-	p := &pgImpl{admin: dsn, schema: "logbench_" + hex.EncodeToString(rb[:]), proxy: proxy}
+	p := &pgImpl{admin: dsn, schema: "logbench_" + hex.EncodeToString(rb[:])}
 	if err := p.exec(ctx, "CREATE SCHEMA "+p.schema); err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(storeDSN)
-	if err != nil {
+	storeDSN := dsn
+	if rtt > 0 {
+		var err error
+		if storeDSN, p.proxy, err = viaDelay(dsn, rtt); err != nil {
+			p.close(ctx)
+			return nil, err
+		}
+	}
+	var err error
+	if p.dsn, err = inSchema(storeDSN, p.schema); err != nil {
+		p.close(ctx)
 		return nil, err
 	}
-	q := u.Query()
-	q.Set("options", "-c search_path="+p.schema)
-	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
-	p.dsn = u.String()
-	for range n {
-		st, err := logpg.Open(ctx, p.dsn, nil)
+	st, err := logpg.Open(ctx, p.dsn, nil)
+	if err != nil {
+		p.close(ctx)
+		return nil, fmt.Errorf("logpg.Open: %w", err)
+	}
+	p.stores = append(p.stores, st)
+	seq, err := server.OpenSequencer(ctx, st, s, v, nil)
+	if err != nil {
+		p.close(ctx)
+		return nil, fmt.Errorf("OpenSequencer: %w", err)
+	}
+	p.seqs = append(p.seqs, seq)
+	p.cars = append(p.cars, localSidecar{seq})
+	if n > 1 {
+		direct, err := inSchema(dsn, p.schema)
 		if err != nil {
 			p.close(ctx)
-			return nil, fmt.Errorf("logpg.Open: %w", err)
+			return nil, err
 		}
-		p.stores = append(p.stores, st)
-		seq, err := server.OpenSequencer(ctx, st, s, v, nil)
-		if err != nil {
+		peerSpec.Postgres, peerSpec.PostgresRTT = direct, rtt
+		if p.peer, err = startPeer(peerSpec); err != nil {
 			p.close(ctx)
-			return nil, fmt.Errorf("OpenSequencer: %w", err)
+			return nil, err
 		}
-		p.seqs = append(p.seqs, seq)
+		p.cars = append(p.cars, p.peer)
 	}
 	return p, nil
+}
+
+// inSchema returns dsn with its search_path set to schema.
+func inSchema(dsn, schema string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Set("options", "-c search_path="+schema)
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+	return u.String(), nil
 }
 
 func (p *pgImpl) exec(ctx context.Context, sql string) error {
@@ -96,10 +120,10 @@ func (p *pgImpl) exec(ctx context.Context, sql string) error {
 	return err
 }
 
-func (p *pgImpl) seq() *server.Sequencer { return p.seqs[p.next.Add(1)%uint64(len(p.seqs))] }
+func (p *pgImpl) car() sidecar { return p.cars[p.next.Add(1)%uint64(len(p.cars))] }
 
 func (p *pgImpl) add(ctx context.Context, e []byte) (uint64, error) {
-	r, err := p.seq().Append(ctx, e)
+	r, err := p.car().append(ctx, e)
 	if err != nil {
 		return 0, err
 	}
@@ -118,7 +142,7 @@ func (p *pgImpl) published(ctx context.Context, size uint64) ([]byte, error) {
 }
 
 func (p *pgImpl) addAndProve(ctx context.Context, e []byte) (uint64, [][]byte, []byte, error) {
-	r, err := p.seq().Append(ctx, e)
+	r, err := p.car().append(ctx, e)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -148,8 +172,11 @@ func (p *pgImpl) readEntries(ctx context.Context, size uint64, fn func(uint64, [
 
 func (p *pgImpl) diagnostics() string {
 	var a, c, ns uint64
-	for _, s := range p.seqs {
-		st := s.Stats()
+	for _, s := range p.cars {
+		st, err := s.stats()
+		if err != nil {
+			return err.Error()
+		}
 		a, c, ns = a+st.Appends, c+st.Commits, ns+st.CommitNanos
 	}
 	if c == 0 {
@@ -174,6 +201,9 @@ func (p *pgImpl) diskBytes(ctx context.Context) (int64, error) {
 
 func (p *pgImpl) close(ctx context.Context) error {
 	var errs []error
+	if p.peer != nil {
+		errs = append(errs, p.peer.close())
+	}
 	for _, s := range p.seqs {
 		errs = append(errs, s.Close())
 	}

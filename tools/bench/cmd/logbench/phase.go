@@ -74,9 +74,10 @@ type result struct {
 	P50, P99    float64       // ms
 	Proofs      int
 	ProofTime   time.Duration
-	DiskBytes   int64 // apparent
-	DiskAlloc   int64 // allocated blocks
-	DiskTrans   int64 // provlog: Pebble WAL; Tessera: partial tiles and bundles not yet garbage-collected
+	ProofCPU    time.Duration // CPU time of the whole process while proving
+	DiskBytes   int64         // apparent
+	DiskAlloc   int64         // allocated blocks
+	DiskTrans   int64         // provlog: Pebble WAL; Tessera: partial tiles and bundles not yet garbage-collected
 	Files       int
 	RSSBuild    int64 // VmHWM after building (proofs phase)
 	RSSPeak     int64 // VmHWM at the end
@@ -103,6 +104,9 @@ func runChild(phase string) error {
 	if err != nil {
 		return err
 	}
+	if phase == phasePeer {
+		return runPeer(sp, signer, verifier)
+	}
 	ctx := context.Background()
 	if err := os.MkdirAll(sp.Dir, 0o755); err != nil {
 		return err
@@ -114,11 +118,11 @@ func runChild(phase string) error {
 	case implTessera:
 		l, err = openTessera(ctx, sp.Dir, signer, sp.Tessera)
 	case implPG:
-		l, err = openPG(ctx, sp.Postgres, 1, 0, signer, verifier)
+		l, err = openPG(ctx, sp.Postgres, 1, 0, signer, verifier, sp)
 	case implPG2:
-		l, err = openPG(ctx, sp.Postgres, 2, 0, signer, verifier)
+		l, err = openPG(ctx, sp.Postgres, 2, 0, signer, verifier, sp)
 	case implPG2RTT:
-		l, err = openPG(ctx, sp.Postgres, 2, sp.PostgresRTT, signer, verifier)
+		l, err = openPG(ctx, sp.Postgres, 2, sp.PostgresRTT, signer, verifier, sp)
 	default:
 		err = fmt.Errorf("unknown impl %q", sp.Impl)
 	}
@@ -348,6 +352,7 @@ func (c *child) proofs(ctx context.Context) (result, error) {
 	total := 0
 	dl := c.deadline(c.sp.ProofMaxTime)
 	per := c.sp.Proofs / c.sp.ProofWorkers
+	cpu0 := processCPU()
 	start := time.Now()
 	for w := range c.sp.ProofWorkers {
 		wg.Add(1)
@@ -383,6 +388,7 @@ func (c *child) proofs(ctx context.Context) (result, error) {
 	}
 	wg.Wait()
 	res.ProofTime = time.Since(start)
+	res.ProofCPU = processCPU() - cpu0
 	res.Proofs = total
 	if firstErr != nil {
 		return result{}, firstErr

@@ -124,6 +124,17 @@ func (l *latencies) quantiles() (p50, p99 float64) {
 }
 
 // peakRSS returns VmHWM of this process in bytes.
+// processCPU is the user and system CPU time this process has used. On a
+// loaded machine a phase's wall time says how much CPU it was given; its
+// CPU time says what it cost.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func peakRSS() int64 {
 	return procStatusKB("VmHWM:") * 1024
 }
