@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/tools/hydratest"
 )
@@ -200,52 +202,121 @@ func jwtClaims(t *testing.T, token string) map[string]any {
 // delegated one (an agent acting for alice, RFC 7523 with an act claim;
 // see package hydratest for why not RFC 8693), through a downstream
 // tool and a task claim. The entries name the right actor and carry the
-// token's claims and hash, never the token; tokens Hydra issued for
-// another audience, or that expired, are refused with nothing written.
+// token's claims and hash, never the token. A token signed by a key
+// Hydra rotated in is taken once provlog has fetched Hydra's keys again;
+// tokens signed by Hydra but for another audience, expired, with a
+// withdrawn key, tampered with, from another (untrusted) Hydra, or
+// without the scope asked for are refused with nothing written.
 func TestOAuthHydraEndToEnd(t *testing.T) {
 	s := startOAuthSidecar(t)
 	hy, ctx := s.hydra, context.Background()
-	all := []string{scopeTools, scopeTasks, scopeLog}
-	other := "http://127.0.0.1:1/mcp"
-	bot := hy.CreateClient(t, hydratest.Client{ID: "ci-bot", Scopes: all, Audience: []string{s.resource, other}})
-	botTok, err := hy.ClientCredentials(ctx, bot, s.resource, all...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	alice := hy.TrustDelegator(t, "alice", all...)
-	agent := hy.CreateClient(t, hydratest.Client{ID: "review-agent", Scopes: all, Audience: []string{s.resource},
+	bot := hy.CreateClient(t, hydratest.Client{ID: "ci-bot", Scopes: allScopes, Audience: []string{s.resource, otherResource}})
+	botTok := mint(t)(hy.ClientCredentials(ctx, bot, s.resource, allScopes...))
+	alice := hy.TrustDelegator(t, "alice", allScopes...)
+	agent := hy.CreateClient(t, hydratest.Client{ID: "review-agent", Scopes: allScopes, Audience: []string{s.resource},
 		GrantTypes: []string{hydratest.JWTBearerGrant}, Act: true})
-	agentTok, err := hy.JWTBearer(ctx, agent, alice.Assertion(t), s.resource, all...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	agentTok := mint(t)(hy.JWTBearer(ctx, agent, alice.Assertion(t), s.resource, allScopes...))
 
+	fetched := time.Now() // provlog fetches Hydra's keys at the first token
 	botTask := s.work(t, botTok, "bot's own work")
 	aliceTask := s.work(t, agentTok, "work for alice")
 
-	// Tokens the real issuer signed that provlog must still refuse.
-	wrongAud, err := hy.ClientCredentials(ctx, bot, other, all...)
-	if err != nil {
-		t.Fatal(err)
+	// Hydra rotates its signing key: a new key, then one more that is
+	// withdrawn before provlog ever sees it.
+	hy.RotateKey(t)
+	rotated := mint(t)(hy.ClientCredentials(ctx, bot, s.resource, allScopes...))
+	gone := hy.RotateKey(t)
+	withdrawn := mint(t)(hy.ClientCredentials(ctx, bot, s.resource, allScopes...))
+	hy.DeleteKey(t, gone)
+	bad := s.badTokens(t, bot)
+	// provlog fetches an issuer's keys at most once per 10s (its
+	// MinRefresh default), and the short-lived token must be past exp and
+	// the 1s skew.
+	exp := time.Unix(int64(jwtClaims(t, bad["expired"])["exp"].(float64)), 0)
+	until := fetched.Add(10*time.Second + 500*time.Millisecond)
+	if e := exp.Add(2*time.Second + 100*time.Millisecond); e.After(until) {
+		until = e
 	}
-	short := hy.CreateClient(t, hydratest.Client{ID: "short-lived", Scopes: all, Audience: []string{s.resource}, Lifespan: time.Second})
-	expired, err := hy.ClientCredentials(ctx, short, s.resource, all...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exp := time.Unix(int64(jwtClaims(t, expired)["exp"].(float64)), 0)
-	time.Sleep(time.Until(exp.Add(2*time.Second + 100*time.Millisecond))) // past exp and the 1s skew
-	s.refused(t, map[string]string{"another audience": wrongAud, "expired": expired})
+	time.Sleep(time.Until(until))
+	rotatedTask := s.work(t, rotated, "work under the rotated key")
+	bad["withdrawn key"] = withdrawn
+	s.refused(t, bad)
+	s.insufficientScope(t)
 
 	s.stop()
 	entries := readAll(t, s.data)
 	checkAuthEntries(t, entries, botTok, "hydra:ci-bot", botTask, nil)
 	checkAuthEntries(t, entries, agentTok, "hydra:alice", aliceTask, map[string]any{"sub": "review-agent"})
-	for tok, used := range map[string]bool{botTok: true, agentTok: true, wrongAud: false, expired: false} {
-		checkTokenAbsent(t, s, tok, used)
+	checkAuthEntries(t, entries, rotated, "hydra:ci-bot", rotatedTask, nil)
+	used := map[string]bool{botTok: true, agentTok: true, rotated: true}
+	for _, tok := range bad {
+		used[tok] = false
+	}
+	for tok, u := range used {
+		checkTokenAbsent(t, s, tok, u)
 	}
 	if out, code := runCmd(t, "audit", "--data", s.data); code != 0 {
 		t.Fatalf("audit: %s", out)
+	}
+}
+
+var (
+	allScopes     = []string{scopeTools, scopeTasks, scopeLog}
+	otherResource = "http://127.0.0.1:1/mcp"
+)
+
+// mint fails t if Hydra refused a token.
+func mint(t *testing.T) func(string, error) string {
+	return func(tok string, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+}
+
+// badTokens returns tokens provlog must refuse: Hydra's for another
+// audience, one that will have expired when the test uses it, one of
+// Hydra's with its payload changed, and one from a second Hydra provlog
+// does not trust (for provlog's own resource).
+func (s *oauthSidecar) badTokens(t *testing.T, bot hydratest.Client) map[string]string {
+	t.Helper()
+	hy, ctx := s.hydra, context.Background()
+	short := hy.CreateClient(t, hydratest.Client{ID: "short-lived", Scopes: allScopes, Audience: []string{s.resource}, Lifespan: time.Second})
+	good := mint(t)(hy.ClientCredentials(ctx, bot, s.resource, allScopes...))
+	parts := strings.Split(good, ".")
+	c := jwtClaims(t, good)
+	c["sub"] = "admin"
+	payload, _ := json.Marshal(c)
+	parts[1] = base64.RawURLEncoding.EncodeToString(payload)
+	untrusted := hydratest.Start(t, hydratest.Options{})
+	stranger := untrusted.CreateClient(t, hydratest.Client{ID: "ci-bot", Scopes: allScopes, Audience: []string{s.resource}})
+	return map[string]string{
+		"another audience": mint(t)(hy.ClientCredentials(ctx, bot, otherResource, allScopes...)),
+		"expired":          mint(t)(hy.ClientCredentials(ctx, short, s.resource, allScopes...)),
+		"tampered":         strings.Join(parts, "."),
+		"another issuer":   mint(t)(untrusted.ClientCredentials(ctx, stranger, s.resource, allScopes...)),
+	}
+}
+
+// insufficientScope has a client whose token holds only the tools scope
+// try a task tool: refused (403 insufficient_scope), nothing written.
+func (s *oauthSidecar) insufficientScope(t *testing.T) {
+	t.Helper()
+	c := s.hydra.CreateClient(t, hydratest.Client{ID: "tools-only", Scopes: []string{scopeTools}, Audience: []string{s.resource}})
+	tok := mint(t)(s.hydra.ClientCredentials(context.Background(), c, s.resource, scopeTools))
+	before := s.size(t)
+	cs := connectHTTP(t, s.base, tok)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_task", Arguments: map[string]any{"title": "not mine to make"}})
+	if err == nil && !res.IsError {
+		t.Errorf("create_task with only %s: %v", scopeTools, res.StructuredContent)
+	} else if err != nil && !strings.Contains(err.Error(), "403") && !strings.Contains(err.Error(), "Forbidden") {
+		t.Errorf("create_task with only %s: %v; want 403", scopeTools, err)
+	}
+	cs.Close()
+	if after := s.size(t); after != before {
+		t.Errorf("a refused task tool wrote %d entries", after-before)
 	}
 }
 
@@ -302,9 +373,11 @@ func readAll(t *testing.T, data string) []map[string]any {
 	return out
 }
 
-// checkAuthEntries wants the call, the task's creation, acceptance and
-// claim written with actor and an auth member holding token's issuer,
-// subject, client, jti and hash, and the act chain wantAct.
+// checkAuthEntries wants the entries of token (those naming its jti) to
+// be the call, the task's creation, acceptance and claim, written with
+// actor and an auth member holding token's issuer, subject, client, jti
+// and hash, and the act chain wantAct; and every entry of actor to
+// carry an auth member.
 func checkAuthEntries(t *testing.T, entries []map[string]any, token, actor, task string, wantAct map[string]any) {
 	t.Helper()
 	c := jwtClaims(t, token)
@@ -313,19 +386,21 @@ func checkAuthEntries(t *testing.T, entries []map[string]any, token, actor, task
 		"token_sha256": hex.EncodeToString(sum[:]), "via": "jwt"}
 	seen := map[string]bool{}
 	for i, e := range entries {
-		if e["actor"] != actor {
-			continue
-		}
+		auth, _ := e["auth"].(map[string]any)
 		kind, _ := e["kind"].(string)
+		if e["actor"] == actor && auth == nil {
+			t.Errorf("entry %d (%s by %s) has no auth", i, kind, actor)
+		}
+		if auth == nil || auth["jti"] != c["jti"] {
+			continue // another token's entry
+		}
+		if e["actor"] != actor {
+			t.Errorf("entry %d (%s) by %v; want %s", i, kind, e["actor"], actor)
+		}
 		if tid, _ := e["task_id"].(string); strings.HasPrefix(kind, "task.") && tid != task {
-			continue
+			t.Errorf("entry %d (%s) is about task %s; want %s", i, kind, tid, task)
 		}
 		seen[kind] = true
-		auth, _ := e["auth"].(map[string]any)
-		if auth == nil {
-			t.Errorf("entry %d (%s by %s) has no auth", i, kind, actor)
-			continue
-		}
 		for k, v := range want {
 			if auth[k] != v {
 				t.Errorf("entry %d (%s): auth.%s = %v; want %v", i, kind, k, auth[k], v)

@@ -199,6 +199,13 @@ func (s *Server) RotateKey(t testing.TB) (kid string) {
 	return set.Keys[0].Kid
 }
 
+// DeleteKey withdraws kid from Hydra's access-token key set: it is no
+// longer published, and tokens it signed no longer verify.
+func (s *Server) DeleteKey(t testing.TB, kid string) {
+	t.Helper()
+	s.admin(t, http.MethodDelete, "/admin/keys/hydra.jwt.access-token/"+url.PathEscape(kid), nil, nil)
+}
+
 func (s *Server) waitReady(t testing.TB, exited <-chan struct{}, urls ...string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
