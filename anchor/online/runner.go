@@ -313,67 +313,13 @@ func (r *Runner) grown(ctx context.Context) (bool, error) {
 
 // round anchors the latest checkpoint with the given authorities.
 func (r *Runner) round(ctx context.Context, auths []*authority) (*anchor.Stored, error) {
-	size, note := r.opts.Log.Checkpoint()
-	if size == 0 {
-		return nil, errors.New("the log is empty")
-	}
-	cp, err := log.ParseCheckpointNote(note)
-	if err != nil {
-		return nil, r.noteError(fmt.Errorf("latest checkpoint: %w", err))
-	}
-	rec := &anchor.Record{
-		V:          anchor.RecordVersion,
-		Checkpoint: string(note),
-		Origin:     cp.Origin,
-		Size:       cp.Size,
-		Root:       cp.Hash,
-		Timestamps: []*rfc3161.Token{},
-		Tlogs:      []*anchor.Tlog{},
-	}
-	digest := anchor.CheckpointDigest(note)
-	rec.Digest = fmt.Sprintf("%x", digest)
-	if rec.AnchorKey, err = x509.MarshalPKIXPublicKey(&r.opts.Signer.PublicKey); err != nil {
+	rec, digest, err := r.newRecord(ctx)
+	if errors.Is(err, errEmptyLog) {
+		return nil, err // nothing to anchor yet: not a failure
+	} else if err != nil {
 		return nil, r.noteError(err)
 	}
-	r.mu.Lock()
-	last := r.last
-	r.mu.Unlock()
-	if last != nil {
-		p := last.Record
-		if p.Size > rec.Size {
-			return nil, r.noteError(fmt.Errorf("latest checkpoint has size %d, below the anchored size %d", rec.Size, p.Size))
-		}
-		proof, err := log.ProveConsistency(ctx, r.opts.Tree, p.Size, rec.Size)
-		if err != nil {
-			return nil, r.noteError(fmt.Errorf("consistency proof from the last anchor: %w", err))
-		}
-		rec.Previous = &anchor.Consistency{Size: p.Size, Root: p.Root, Proof: proof}
-		if err := log.VerifyConsistency(p.Size, rec.Size, proof, p.Root, rec.Root); err != nil {
-			// The log's own tree contradicts an anchored checkpoint.
-			return nil, r.noteError(fmt.Errorf("latest checkpoint is not consistent with the anchored size %d: %w", p.Size, err))
-		}
-	}
-
-	type answer struct {
-		tok *rfc3161.Token
-		ent *rekor.Entry
-		err error
-	}
-	answers := make([]answer, len(auths))
-	var wg sync.WaitGroup
-	for i, a := range auths {
-		wg.Go(func() {
-			actx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
-			defer cancel()
-			if a.tsa != nil {
-				answers[i].tok, answers[i].err = a.tsa.Timestamp(actx, digest)
-			} else {
-				answers[i].ent, answers[i].err = a.rekor.Upload(actx, digest)
-			}
-		})
-	}
-	wg.Wait()
-
+	answers := r.ask(ctx, auths, digest)
 	now := time.Now()
 	var failed []error
 	for i, a := range auths {
@@ -413,6 +359,85 @@ func (r *Runner) round(ctx context.Context, auths []*authority) (*anchor.Stored,
 		return st, r.noteError(err)
 	}
 	return st, nil
+}
+
+// newRecord starts the record of the log's latest checkpoint, with no
+// answers yet: the checkpoint, its digest (returned too), the anchoring
+// key and the consistency proof from the last anchored checkpoint, which
+// must hold.
+func (r *Runner) newRecord(ctx context.Context) (*anchor.Record, []byte, error) {
+	size, note := r.opts.Log.Checkpoint()
+	if size == 0 {
+		return nil, nil, errEmptyLog
+	}
+	cp, err := log.ParseCheckpointNote(note)
+	if err != nil {
+		return nil, nil, fmt.Errorf("latest checkpoint: %w", err)
+	}
+	rec := &anchor.Record{
+		V:          anchor.RecordVersion,
+		Checkpoint: string(note),
+		Origin:     cp.Origin,
+		Size:       cp.Size,
+		Root:       cp.Hash,
+		Timestamps: []*rfc3161.Token{},
+		Tlogs:      []*anchor.Tlog{},
+	}
+	digest := anchor.CheckpointDigest(note)
+	rec.Digest = fmt.Sprintf("%x", digest)
+	if rec.AnchorKey, err = x509.MarshalPKIXPublicKey(&r.opts.Signer.PublicKey); err != nil {
+		return nil, nil, err
+	}
+	r.mu.Lock()
+	last := r.last
+	r.mu.Unlock()
+	if last == nil {
+		return rec, digest, nil
+	}
+	p := last.Record
+	if p.Size > rec.Size {
+		return nil, nil, fmt.Errorf("latest checkpoint has size %d, below the anchored size %d", rec.Size, p.Size)
+	}
+	proof, err := log.ProveConsistency(ctx, r.opts.Tree, p.Size, rec.Size)
+	if err != nil {
+		return nil, nil, fmt.Errorf("consistency proof from the last anchor: %w", err)
+	}
+	rec.Previous = &anchor.Consistency{Size: p.Size, Root: p.Root, Proof: proof}
+	if err := log.VerifyConsistency(p.Size, rec.Size, proof, p.Root, rec.Root); err != nil {
+		// The log's own tree contradicts an anchored checkpoint.
+		return nil, nil, fmt.Errorf("latest checkpoint is not consistent with the anchored size %d: %w", p.Size, err)
+	}
+	return rec, digest, nil
+}
+
+var errEmptyLog = errors.New("the log is empty")
+
+// An answer is one authority's answer to a round: a token, an entry or
+// why not.
+type answer struct {
+	tok *rfc3161.Token
+	ent *rekor.Entry
+	err error
+}
+
+// ask asks every authority at once, each within the timeout, to anchor
+// digest, and returns their answers in order.
+func (r *Runner) ask(ctx context.Context, auths []*authority, digest []byte) []answer {
+	answers := make([]answer, len(auths))
+	var wg sync.WaitGroup
+	for i, a := range auths {
+		wg.Go(func() {
+			actx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+			defer cancel()
+			if a.tsa != nil {
+				answers[i].tok, answers[i].err = a.tsa.Timestamp(actx, digest)
+			} else {
+				answers[i].ent, answers[i].err = a.rekor.Upload(actx, digest)
+			}
+		})
+	}
+	wg.Wait()
+	return answers
 }
 
 // appendEntry appends the anchor entry of st.
