@@ -124,8 +124,7 @@
 // is a POST the fast path hands to the waiting call. Everything else goes
 // to the SDK's handler. The proxy keeps HTTP sessions' idle clock itself
 // (Options.SessionIdle without a request closes a session), as the SDK's
-// does not see the fast path's requests. [Proxy.FastCalls] counts its
-// calls.
+// does not see the fast path's requests.
 //
 // # The HTTP front
 //

@@ -155,10 +155,6 @@ func (p *Proxy) reapSessions(ctx context.Context, interval, idle time.Duration) 
 	}
 }
 
-// FastCalls returns how many tools/calls the HTTP front's fast path has
-// served.
-func (p *Proxy) FastCalls() uint64 { return p.fastCalls.Load() }
-
 // serveStateful serves a request of a stateful HTTP session: on the fast
 // path if it can, else through the SDK's handler.
 func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, sdk http.Handler) {

@@ -43,9 +43,9 @@ func TestFastPathHTTP(t *testing.T) {
 
 	fast := func(t *testing.T, want uint64, f func()) {
 		t.Helper()
-		before := p.FastCalls()
+		before := p.fastCalls.Load()
 		f()
-		if got := p.FastCalls() - before; got != want {
+		if got := p.fastCalls.Load() - before; got != want {
 			t.Errorf("%d calls took the fast path, want %d", got, want)
 		}
 	}
@@ -222,9 +222,9 @@ func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
 		{"arguments not an object", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"evh__echo","arguments":[1]}}`, "2025-11-25", ""},
 		{"ping", `{"jsonrpc":"2.0","id":7,"method":"ping"}`, "2025-11-25", `"result":{}`},
 	} {
-		n := p.FastCalls()
+		n := p.fastCalls.Load()
 		code, body := post(tc.body, tc.version)
-		if p.FastCalls() != n {
+		if p.fastCalls.Load() != n {
 			t.Errorf("%s: took the fast path", tc.name)
 		}
 		if !strings.Contains(body, tc.want) {

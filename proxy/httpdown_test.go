@@ -65,7 +65,7 @@ func testHTTPDownstreamRestarted(t *testing.T, front string) {
 		cs = connectMemory(t, p, nil)
 	}
 	defer func() {
-		if n := p.FastCalls(); front == "http" && n < 3 || front == "memory" && n != 0 {
+		if n := p.fastCalls.Load(); front == "http" && n < 3 || front == "memory" && n != 0 {
 			t.Errorf("%d calls on the fast path from the %s front", n, front)
 		}
 		if h1 != nil && front == "http" && h1.posts.Load() < 3 {

@@ -142,10 +142,10 @@ type Proxy struct {
 	mu   sync.Mutex
 	subs map[string]int // front resource URI -> upstream subscriptions
 
-	sessions   sync.Map // front HTTP session id -> *frontSession (fast.go)
-	initActors sync.Map // *mcp.ServerSession -> actor of its initialize request
-	fastCalls  atomic.Uint64
-	noFastPath bool // tests: serve every request through the SDK
+	sessions   sync.Map      // front HTTP session id -> *frontSession (fast.go)
+	initActors sync.Map      // *mcp.ServerSession -> actor of its initialize request
+	fastCalls  atomic.Uint64 // tools/calls the fast path served (for tests)
+	noFastPath bool          // tests: serve every request through the SDK
 	reaper     sync.Once
 
 	progress  sync.Map // downstream progress token -> *progressRoute

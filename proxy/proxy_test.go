@@ -58,17 +58,17 @@ func testReferenceServers(t *testing.T, front string) {
 	// client's plain calls to downstream tools take it, nothing else does.
 	fastCalls := func(t *testing.T, want uint64, f func()) {
 		t.Helper()
-		before := p.FastCalls()
+		before := p.fastCalls.Load()
 		f()
 		if front != "http" {
 			want = 0
 		}
-		if got := p.FastCalls() - before; got != want {
+		if got := p.fastCalls.Load() - before; got != want {
 			t.Errorf("%d calls took the fast path, want %d", got, want)
 		}
 	}
 	t.Cleanup(func() {
-		n := p.FastCalls()
+		n := p.fastCalls.Load()
 		if front == "memory" && n != 0 {
 			t.Errorf("%d calls took the fast path from a client in memory", n)
 		}
@@ -315,9 +315,9 @@ func testReferenceServers(t *testing.T, front string) {
 	})
 
 	t.Run("SamplingAndElicitationReachTheClient", func(t *testing.T) {
-		before := p.FastCalls()
+		before := p.fastCalls.Load()
 		defer func() {
-			if got := p.FastCalls() - before; front == "http" && got != 6 {
+			if got := p.fastCalls.Load() - before; front == "http" && got != 6 {
 				t.Errorf("%d calls took the fast path, want 6", got)
 			}
 		}()

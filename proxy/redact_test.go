@@ -61,9 +61,9 @@ func TestRedactionHolds(t *testing.T) {
 		if cs == web {
 			want = 1
 		}
-		fastBefore := p.FastCalls()
+		fastBefore := p.fastCalls.Load()
 		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev__echo", Arguments: args})
-		if got := p.FastCalls() - fastBefore; got != want {
+		if got := p.fastCalls.Load() - fastBefore; got != want {
 			t.Errorf("%d calls took the fast path, want %d", got, want)
 		}
 		if err != nil || res.IsError {

@@ -56,8 +56,8 @@ func TestServerRequestsRideTheCallsStream(t *testing.T) {
 	if asked != n {
 		t.Errorf("the client was asked %d times, want %d", asked, n)
 	}
-	if p.FastCalls() != n {
-		t.Errorf("%d calls of a sampling client took the fast path, want %d", p.FastCalls(), n)
+	if p.fastCalls.Load() != n {
+		t.Errorf("%d calls of a sampling client took the fast path, want %d", p.fastCalls.Load(), n)
 	}
 }
 
@@ -125,7 +125,7 @@ func TestServerRequestOnTheCallsStreamWithStandaloneOpen(t *testing.T) {
 	go readEvents(gresp.Body, func([]byte) bool { standalone.Add(1); return true })
 
 	for i, srv := range []string{"go", "goh"} {
-		before := p.FastCalls()
+		before := p.fastCalls.Load()
 		id := 10 + i
 		resp := post(session, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s__test_sampling","arguments":{"prompt":"2+2?"}}}`, id, srv))
 		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
@@ -155,8 +155,8 @@ func TestServerRequestOnTheCallsStreamWithStandaloneOpen(t *testing.T) {
 		if res := string(got[1].Result); !strings.Contains(res, "four") || !strings.Contains(res, ReceiptKey) {
 			t.Errorf("%s: result %s (error %+v)", srv, res, got[1].Error)
 		}
-		if p.FastCalls()-before != 1 {
-			t.Errorf("%s: %d fast calls, want 1", srv, p.FastCalls()-before)
+		if p.fastCalls.Load()-before != 1 {
+			t.Errorf("%s: %d fast calls, want 1", srv, p.fastCalls.Load()-before)
 		}
 	}
 	time.Sleep(100 * time.Millisecond)

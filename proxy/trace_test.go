@@ -61,13 +61,13 @@ func TestTraces(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := tc.cs()
 			before := len(sr.Ended())
-			fastBefore := p.FastCalls()
+			fastBefore := p.fastCalls.Load()
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "down__meta", Arguments: map[string]any{},
 				Meta: mcp.Meta{"traceparent": "00-" + parentTrace + "-" + parentSpan + "-01"}})
 			if err != nil || res.IsError {
 				t.Fatalf("call: %v %v", err, res)
 			}
-			if got := p.FastCalls() - fastBefore; (got == 1) != tc.fast {
+			if got := p.fastCalls.Load() - fastBefore; (got == 1) != tc.fast {
 				t.Fatalf("%d calls took the fast path", got)
 			}
 			call := spanNamed(t, sr.Ended()[before:], "tools/call down__meta")

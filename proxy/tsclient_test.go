@@ -246,7 +246,7 @@ func TestTypeScriptClientHTTP(t *testing.T) {
 	// The TypeScript client takes the fast path's JSON answers: its two
 	// plain calls to downstream tools went that way (the two with progress
 	// and the unknown tool went through the SDK).
-	if n := p.FastCalls(); n != 2 {
+	if n := p.fastCalls.Load(); n != 2 {
 		t.Errorf("%d calls on the fast path, want 2", n)
 	}
 
