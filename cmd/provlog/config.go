@@ -52,7 +52,9 @@ type Config struct {
 	PublicEntries bool `yaml:"public_entries"`
 	// HandoffAnyActor lets handoff_task name actors the config does not
 	// list, for deployments whose actors are known elsewhere. Without it,
-	// once actors: lists any, a handoff to another actor is refused.
+	// once actors: lists any or auth: trusts an issuer, a handoff is refused
+	// unless actors: lists its recipient or an issuer's actor_prefix
+	// begins the recipient's id.
 	HandoffAnyActor bool `yaml:"handoff_any_actor"`
 	// CommitDelay bounds how long a commit under load waits for the
 	// entries of tool calls under way (default 2ms; 0s: never waits).
@@ -231,15 +233,15 @@ func (c *Config) path(p string) string {
 type tokens struct {
 	mu      sync.RWMutex
 	entries []tokenEntry
-	// openHandoff: handoff_task may name any actor (no actors are
-	// configured, or handoff_any_actor is set).
+	// openHandoff: handoff_task may name any actor (no actors and no
+	// auth: issuers are configured, or handoff_any_actor is set).
 	openHandoff bool
 }
 
 // newTokens returns the tokens of a config: the local actor's (localHash)
 // and those under actors: and readers:.
 func newTokens(cfg *Config, localHash string) *tokens {
-	tk := &tokens{openHandoff: len(cfg.Actors) == 0 || cfg.HandoffAnyActor}
+	tk := &tokens{openHandoff: len(cfg.Actors) == 0 && !cfg.Auth.Enabled() || cfg.HandoffAnyActor}
 	tk.add(localHash, cfg.Actor, false)
 	for _, a := range cfg.Actors {
 		tk.add(a.TokenSHA256, a.ID, false)

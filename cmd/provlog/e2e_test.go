@@ -42,7 +42,12 @@ func freeAddr(t *testing.T) string {
 // startServe runs 'provlog serve --http' in-process until the test ends.
 func startServe(t *testing.T, args ...string) (base string, stop func()) {
 	t.Helper()
-	addr := freeAddr(t)
+	return startServeAt(t, freeAddr(t), args...)
+}
+
+// startServeAt is startServe on a given address.
+func startServeAt(t *testing.T, addr string, args ...string) (base string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr lockedBuffer
 	done := make(chan int, 1)

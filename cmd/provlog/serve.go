@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -293,6 +295,13 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 func (s *sidecar) handoffTarget(id string) error {
 	if id == s.cfg.Actor || s.tokens.mayReceiveHandoff(id) || s.cfg.Auth.Owns(id) {
 		return nil // a configured actor, or one of a trusted issuer's
+	}
+	if s.cfg.Auth.Enabled() {
+		var prefixes []string
+		for _, is := range s.cfg.Auth.Issuers {
+			prefixes = append(prefixes, strconv.Quote(is.ActorPrefix))
+		}
+		return fmt.Errorf("no actor %q is configured here, so nobody could accept the task; hand it to an actor listed under actors: in the config, or to an identity provider's actor, whose id begins with %s, or set handoff_any_actor: true there", id, strings.Join(prefixes, " or "))
 	}
 	return fmt.Errorf("no actor %q is configured here, so nobody could accept the task; hand it to an actor listed under actors: in the config, or set handoff_any_actor: true there", id)
 }

@@ -91,7 +91,12 @@ func (a *Authenticator) WriteError(w http.ResponseWriter, err error) {
 	status, msg := http.StatusUnauthorized, err.Error()
 	var e *Error
 	if errors.As(err, &e) {
-		status, msg = e.Status, "provlog: "+e.Description
+		status = e.Status
+		if err == error(e) {
+			msg = "provlog: " + e.Description
+		} else {
+			msg = "provlog: " + err.Error() // the caller said what it needs
+		}
 	}
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
 		w.Header().Set("WWW-Authenticate", a.Challenge(err))
@@ -140,9 +145,10 @@ func (a *Authenticator) Authorizer(g Group) func(*http.Request) bool {
 }
 
 // Challenger wraps a handler that uses [Authenticator.Authorizer]: a 401
-// it answers is replaced by [Authenticator.WriteError]'s answer for the
-// reason the authorizer found (401 with the challenge, or 403
-// insufficient_scope), and any other 401 gets the challenge header.
+// it answers for a token that failed is replaced by
+// [Authenticator.WriteError]'s answer for the reason the authorizer found
+// (401 invalid_token, or 403 insufficient_scope); any other 401 keeps its
+// body and gets the challenge header.
 func (a *Authenticator) Challenger(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := &verdict{}
@@ -164,8 +170,11 @@ func (c *challengeWriter) WriteHeader(status int) {
 		return
 	}
 	err := c.v.err
-	if err == nil {
-		err = ErrNoToken
+	if err == nil || err == ErrNoToken {
+		// No token: the handler's own answer says what it needs.
+		c.ResponseWriter.Header().Set("WWW-Authenticate", c.a.Challenge(ErrNoToken))
+		c.ResponseWriter.WriteHeader(status)
+		return
 	}
 	c.replied = true
 	c.ResponseWriter.Header().Del("Content-Length")
