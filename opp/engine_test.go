@@ -426,6 +426,18 @@ func TestListUnaccepted(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("unaccepted %v, want %v (oldest first)", got, want)
 	}
+	// A limit lists the oldest, and total counts them all.
+	for limit := 1; limit <= len(want); limit++ {
+		list, total, err := e.ListUnaccepted(ctx, limit)
+		if err != nil || total != len(want) || len(list) != limit {
+			t.Fatalf("limit %d: %d listed of %d (%v), want %d of %d", limit, len(list), total, err, limit, len(want))
+		}
+		for k, s := range list {
+			if s.ID != want[k] {
+				t.Fatalf("limit %d: listed %d is %s, want %s", limit, k, s.ID, want[k])
+			}
+		}
+	}
 	checkRebuild(t, f.l, e)
 }
 

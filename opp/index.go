@@ -4,6 +4,10 @@ import (
 	"container/list"
 	"encoding/hex"
 	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"unsafe"
 )
 
 // Bounded memory. The log is the truth; what the engine keeps in memory is
@@ -44,23 +48,64 @@ const noLink = ^uint32(0)
 type head struct {
 	created uint64 // index of its task.create entry
 	last    uint32 // its latest entry's link
-	state   TaskState
+	state   uint8  // stateCodes
 }
 
-// link is one applied task entry.
-type link struct {
-	index uint64 // the entry's log index
-	prev  uint32 // the same task's previous entry, or noLink
-}
+// stateCodes are the task states as head stores them.
+var stateCodes = map[TaskState]uint8{StatePending: 1, StateAccepted: 2, StateCompleted: 3, StateCancelled: 4}
 
 // chunkBits sizes the chunks the index grows by, so that growing never
 // copies (and never briefly doubles) what it holds.
-const chunkBits = 13
+const chunkBits = 14
 
-// chunks is a growable array in fixed-size chunks.
+// offheap is memory mapped outside the Go heap, for the index: the
+// garbage collector neither scans it nor counts it toward its heap goal,
+// which would otherwise let as much again of garbage pile up before each
+// collection. Only types without pointers are stored in it. release
+// returns all of it; a taskSet's cleanup calls it.
+type offheap struct {
+	mu      sync.Mutex
+	regions [][]byte
+}
+
+func (o *offheap) alloc(n int) ([]byte, error) {
+	b, err := mapMemory(n)
+	if err != nil {
+		return nil, fmt.Errorf("growing the task index by %d bytes: %w", n, err)
+	}
+	o.mu.Lock()
+	o.regions = append(o.regions, b)
+	o.mu.Unlock()
+	return b, nil
+}
+
+func (o *offheap) free(b []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i, r := range o.regions {
+		if &r[0] == &b[0] {
+			o.regions = slices.Delete(o.regions, i, i+1)
+			unmapMemory(r)
+			return
+		}
+	}
+}
+
+func (o *offheap) release() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, r := range o.regions {
+		unmapMemory(r)
+	}
+	o.regions = nil
+}
+
+// chunks is a growable array of T, which holds no pointers, in
+// fixed-size chunks of off-heap memory.
 type chunks[T any] struct {
-	c [][]T
-	n uint64
+	mem *offheap
+	c   [][]T
+	n   uint64
 }
 
 func (c *chunks[T]) add(v T) (uint32, error) {
@@ -68,10 +113,14 @@ func (c *chunks[T]) add(v T) (uint32, error) {
 		return 0, fmt.Errorf("the task index is full (%d items)", c.n)
 	}
 	if c.n>>chunkBits == uint64(len(c.c)) {
-		c.c = append(c.c, make([]T, 0, 1<<chunkBits))
+		var zero T
+		b, err := c.mem.alloc(int(unsafe.Sizeof(zero)) << chunkBits)
+		if err != nil {
+			return 0, err
+		}
+		c.c = append(c.c, unsafe.Slice((*T)(unsafe.Pointer(&b[0])), 1<<chunkBits))
 	}
-	last := &c.c[len(c.c)-1]
-	*last = append(*last, v)
+	c.c[c.n>>chunkBits][c.n&(1<<chunkBits-1)] = v
 	c.n++
 	return uint32(c.n - 1), nil
 }
@@ -80,22 +129,97 @@ func (c *chunks[T]) at(i uint32) *T { return &c.c[i>>chunkBits][i&(1<<chunkBits-
 
 func (c *chunks[T]) len() uint32 { return uint32(c.n) }
 
-// index maps tasks to their entries. Its user serializes access.
-type index struct {
-	ids   map[taskKey]uint32
-	heads chunks[head]
-	links chunks[link]
+// table finds tasks by id: open addressing over off-heap slots holding
+// task number + 1 (0: empty), keyed by the ids in index.keys. The hash is
+// seeded, so ids chosen to collide (a crafted log under audit) cannot
+// make lookups slow.
+type table struct {
+	mem   *offheap
+	seed  maphash.Seed
+	raw   []byte
+	slots []uint32
+	n     int
 }
 
-func newIndex() *index { return &index{ids: map[taskKey]uint32{}} }
+func (t *table) find(k taskKey, keys *chunks[taskKey]) (uint32, bool) {
+	if len(t.slots) == 0 {
+		return 0, false
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := maphash.Comparable(t.seed, k) & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == 0 {
+			return 0, false
+		}
+		if *keys.at(s - 1) == k {
+			return s - 1, true
+		}
+	}
+}
+
+// insert adds task n, whose id keys holds, growing the table to keep it
+// at most three quarters full.
+func (t *table) insert(n uint32, keys *chunks[taskKey]) error {
+	if (t.n+1)*4 > len(t.slots)*3 {
+		size := max(1<<12, 2*len(t.slots))
+		raw, err := t.mem.alloc(4 * size)
+		if err != nil {
+			return err
+		}
+		old := t.raw
+		t.raw, t.slots, t.n = raw, unsafe.Slice((*uint32)(unsafe.Pointer(&raw[0])), size), 0
+		for m := range n {
+			t.put(m, keys)
+		}
+		if old != nil {
+			t.mem.free(old)
+		}
+	}
+	t.put(n, keys)
+	return nil
+}
+
+func (t *table) put(n uint32, keys *chunks[taskKey]) {
+	mask := uint64(len(t.slots) - 1)
+	i := maphash.Comparable(t.seed, *keys.at(n)) & mask
+	for t.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = n + 1
+	t.n++
+}
+
+// index maps tasks to their entries: per task its id, head and the chain
+// of its entries' links (log index and previous link), all off the Go
+// heap. Its user serializes access.
+type index struct {
+	mem   *offheap
+	ids   table
+	keys  chunks[taskKey]
+	heads chunks[head]
+	at    chunks[uint64] // a link's log index
+	prev  chunks[uint32] // a link's previous link of the same task, or noLink
+}
+
+func newIndex() *index {
+	m := &offheap{}
+	return &index{mem: m, ids: table{mem: m, seed: maphash.MakeSeed()}, keys: chunks[taskKey]{mem: m},
+		heads: chunks[head]{mem: m}, at: chunks[uint64]{mem: m}, prev: chunks[uint32]{mem: m}}
+}
 
 func (x *index) lookup(id string) (uint32, bool) {
 	k, ok := keyOf(id)
 	if !ok {
 		return 0, false
 	}
-	n, ok := x.ids[k]
-	return n, ok
+	return x.ids.find(k, &x.keys)
+}
+
+func (x *index) link(i uint64, prev uint32) (uint32, error) {
+	if _, err := x.prev.add(prev); err != nil {
+		return 0, err
+	}
+	return x.at.add(i)
 }
 
 // add indexes a new task whose create entry is at i.
@@ -104,41 +228,41 @@ func (x *index) add(id string, i uint64) (uint32, error) {
 	if !ok {
 		return 0, fmt.Errorf("task id %q is malformed", id)
 	}
-	l, err := x.links.add(link{index: i, prev: noLink})
+	l, err := x.link(i, noLink)
 	if err != nil {
 		return 0, err
 	}
-	n, err := x.heads.add(head{created: i, last: l, state: StatePending})
+	if _, err := x.keys.add(k); err != nil {
+		return 0, err
+	}
+	n, err := x.heads.add(head{created: i, last: l, state: stateCodes[StatePending]})
 	if err != nil {
 		return 0, err
 	}
-	x.ids[k] = n
-	return n, nil
+	return n, x.ids.insert(n, &x.keys)
 }
 
 // extend adds the entry at i to task n, which is now in state st.
 func (x *index) extend(n uint32, i uint64, st TaskState) error {
 	h := x.heads.at(n)
-	l, err := x.links.add(link{index: i, prev: h.last})
+	l, err := x.link(i, h.last)
 	if err != nil {
 		return err
 	}
-	h.last, h.state = l, st
+	h.last, h.state = l, stateCodes[st]
 	return nil
 }
 
 // lastIndex is the log index of task n's latest entry.
-func (x *index) lastIndex(n uint32) uint64 { return x.links.at(x.heads.at(n).last).index }
+func (x *index) lastIndex(n uint32) uint64 { return *x.at.at(x.heads.at(n).last) }
 
 // entries returns the log indices of task n's entries, oldest first.
 func (x *index) entries(n uint32) []uint64 {
 	var out []uint64
-	for l := x.heads.at(n).last; l != noLink; l = x.links.at(l).prev {
-		out = append(out, x.links.at(l).index)
+	for l := x.heads.at(n).last; l != noLink; l = *x.prev.at(l) {
+		out = append(out, *x.at.at(l))
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
+	slices.Reverse(out)
 	return out
 }
 

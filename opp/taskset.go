@@ -1,9 +1,11 @@
 package opp
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -11,7 +13,7 @@ import (
 )
 
 // DefaultCacheBytes is the default bound of the cache of whole tasks.
-const DefaultCacheBytes = 16 << 20
+const DefaultCacheBytes = 8 << 20
 
 // taskSet is the task state of a log: the index and the cache (index.go)
 // and the per-task operation locks, under one mutex that is never held
@@ -41,7 +43,9 @@ func newTaskSet(r EntryReader, cacheBytes int64) *taskSet {
 	if cacheBytes <= 0 {
 		cacheBytes = DefaultCacheBytes
 	}
-	return &taskSet{log: r, idx: newIndex(), cache: newCache(cacheBytes), ops: map[uint32]*opLock{}}
+	s := &taskSet{log: r, idx: newIndex(), cache: newCache(cacheBytes), ops: map[uint32]*opLock{}}
+	runtime.AddCleanup(s, func(m *offheap) { m.release() }, s.idx.mem)
+	return s
 }
 
 func (s *taskSet) lookup(id string) (uint32, bool) {
@@ -271,26 +275,32 @@ func (s *taskSet) replay(ctx context.Context, start, end uint64, done func(uint6
 }
 
 // pending returns up to limit tasks that can be accepted, oldest first,
-// and how many there are in all.
+// and how many there are in all. It scans the index once, keeping the
+// oldest limit in a heap, and reads only those from the log.
 func (s *taskSet) pending(ctx context.Context, limit int) ([]Summary, int, error) {
-	type cand struct {
-		created uint64
-		n       uint32
+	if limit <= 0 {
+		return nil, 0, fmt.Errorf("list limit %d: must be positive", limit)
 	}
-	var all []cand
+	oldest := &newest{}
+	total := 0
 	s.mu.Lock()
 	for n := range s.idx.heads.len() {
-		if h := s.idx.heads.at(n); h.state == StatePending {
-			all = append(all, cand{h.created, n})
+		h := s.idx.heads.at(n)
+		if h.state != stateCodes[StatePending] {
+			continue
+		}
+		total++
+		if oldest.Len() < limit {
+			heap.Push(oldest, cand{h.created, n})
+		} else if (*oldest)[0].created > h.created {
+			(*oldest)[0] = cand{h.created, n}
+			heap.Fix(oldest, 0)
 		}
 	}
 	s.mu.Unlock()
-	slices.SortFunc(all, func(a, b cand) int { return cmpIndex(a.created, b.created) })
-	out := make([]Summary, 0, min(limit, len(all)))
-	for _, c := range all {
-		if len(out) == limit {
-			break
-		}
+	slices.SortFunc(*oldest, func(a, b cand) int { return cmpIndex(a.created, b.created) })
+	out := make([]Summary, 0, oldest.Len())
+	for _, c := range *oldest {
 		t, err := s.load(ctx, c.n)
 		if err != nil {
 			return nil, 0, err
@@ -301,7 +311,27 @@ func (s *taskSet) pending(ctx context.Context, limit int) ([]Summary, int, error
 		}
 		t.mu.RUnlock()
 	}
-	return out, len(all), nil
+	return out, total, nil
+}
+
+// cand is a task in a list: its create's index and its number.
+type cand struct {
+	created uint64
+	n       uint32
+}
+
+// newest is a heap of cands with the newest on top.
+type newest []cand
+
+func (h newest) Len() int           { return len(h) }
+func (h newest) Less(i, j int) bool { return h[i].created > h[j].created }
+func (h newest) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *newest) Push(x any)        { *h = append(*h, x.(cand)) }
+func (h *newest) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // state returns every task, in order of creation, and the violations.
