@@ -3,9 +3,11 @@ package log
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -161,20 +163,61 @@ func ParseTask(e *Entry) (*TaskEntry, error) {
 			return nil, fmt.Errorf("%s entry has no %q", e.Kind, k)
 		}
 	}
-	if ev, ok := e.Fields["evidence"].([]any); ok && len(ev) == 0 {
-		return nil, fmt.Errorf("%s entry: empty evidence is written by leaving it out", e.Kind)
+	rd := fieldReader{f: e.Fields}
+	t := &TaskEntry{Kind: e.Kind, Time: e.Time, Actor: e.Actor, Auth: e.Auth, TaskID: rd.str("task_id"),
+		Title: rd.str("title"), Description: rd.str("description"), OfferTo: rd.str("offer_to"),
+		Provenance: rd.str("provenance"), Summary: rd.str("summary"), Source: rd.str("source"),
+		To: rd.str("to"), Note: rd.str("note")}
+	if v, ok := e.Fields["evidence"]; ok {
+		t.Evidence = rd.indices("evidence", v)
 	}
-	b, err := json.Marshal(e.Fields)
+	if v, ok := e.Fields["snapshot"]; ok && rd.err == nil {
+		t.Snapshot = &TaskSnapshot{}
+		if err := decodeStrict(v, t.Snapshot); err != nil {
+			rd.fail("snapshot", err.Error())
+		}
+	}
+	if rd.err != nil {
+		return nil, fmt.Errorf("%s entry: %w", e.Kind, rd.err)
+	}
+	return t, nil
+}
+
+// indices reads v, the member k, as a non-empty list of log indices.
+func (r *fieldReader) indices(k string, v any) []uint64 {
+	list, ok := v.([]any)
+	if !ok {
+		r.fail(k, "not an array")
+		return nil
+	}
+	if len(list) == 0 {
+		r.fail(k, "empty; empty evidence is written by leaving it out")
+		return nil
+	}
+	out := make([]uint64, len(list))
+	for i, x := range list {
+		n, ok := x.(json.Number)
+		u, err := strconv.ParseUint(n.String(), 10, 64)
+		if !ok || err != nil {
+			r.fail(k, "holds something other than a log index")
+			return nil
+		}
+		out[i] = u
+	}
+	return out
+}
+
+// decodeStrict decodes v, a decoded JSON value, into dst, refusing members
+// dst does not have.
+func decodeStrict(v, dst any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("%s entry: %w", e.Kind, err)
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var w taskWire
-	if err := dec.Decode(&w); err != nil {
-		return nil, fmt.Errorf("%s entry fields do not decode: %v", e.Kind, strings.TrimPrefix(err.Error(), "json: "))
+	if err := dec.Decode(dst); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
 	}
-	return &TaskEntry{Kind: e.Kind, Time: e.Time, Actor: e.Actor, Auth: e.Auth, TaskID: w.TaskID, Title: w.Title, Description: w.Description,
-		OfferTo: w.OfferTo, Provenance: w.Provenance, Summary: w.Summary, Evidence: w.Evidence, Source: w.Source,
-		To: w.To, Note: w.Note, Snapshot: w.Snapshot}, nil
+	return nil
 }

@@ -60,9 +60,10 @@ func TestTaskEntryRefusals(t *testing.T) {
 	for _, c := range []struct{ entry, want string }{
 		{`"kind":"task.accept","task_id":"t","title":"x",`, `unexpected field "title"`},
 		{`"kind":"task.create","task_id":"t",`, `no "title"`},
-		{`"kind":"task.claim","provenance":["observed"],"summary":"s","task_id":"t",`, "do not decode"},
+		{`"kind":"task.claim","provenance":["observed"],"summary":"s","task_id":"t",`, `"provenance": not a string`},
 		{`"kind":"task.claim","evidence":[],"provenance":"observed","summary":"s","task_id":"t",`, "empty evidence"},
-		{`"kind":"task.claim","evidence":[-1],"provenance":"observed","summary":"s","task_id":"t",`, "do not decode"},
+		{`"kind":"task.claim","evidence":[-1],"provenance":"observed","summary":"s","task_id":"t",`, "other than a log index"},
+		{`"kind":"task.handoff","snapshot":{"state":"accepted","x":1},"task_id":"t","to":"b",`, `unknown field "x"`},
 		{`"kind":"task.accept","task_id":null,`, "is null"},
 		{`"kind":"task.other","task_id":"t",`, "not a task entry"},
 	} {
