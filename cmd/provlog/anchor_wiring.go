@@ -161,7 +161,7 @@ func anchorsHandler(data string, authorized func(*http.Request) bool) http.Handl
 // anchorNow is `provlog anchor`: it opens a stopped sidecar's data dir,
 // anchors its latest checkpoint with every authority, and appends the
 // anchor entry.
-func anchorNow(ctx context.Context, data string, acfg *online.Config, baseDir string, stdout io.Writer) error {
+func anchorNow(ctx context.Context, data, storeURL string, acfg *online.Config, baseDir string, stdout io.Writer) error {
 	if acfg == nil {
 		return errors.New("the config has no anchors: section")
 	}
@@ -169,7 +169,7 @@ func anchorNow(ctx context.Context, data string, acfg *online.Config, baseDir st
 	if err != nil {
 		return err
 	}
-	store, err := logpebble.Open(filepath.Join(data, dbDir), nil)
+	store, err := openCommandStore(ctx, data, storeURL, false)
 	if errors.Is(err, logpebble.ErrLocked) {
 		return fmt.Errorf("data dir %s is held by a running provlog sidecar, which anchors by itself every interval (see provlog__status)", data)
 	}

@@ -68,7 +68,11 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 	} else {
-		s, err := openStore(*data, true)
+		storeURL, err := configStore(*cfgPath)
+		if err != nil {
+			return err
+		}
+		s, err := openCommandStore(ctx, *data, storeURL, true)
 		if err != nil {
 			return err
 		}

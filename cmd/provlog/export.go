@@ -73,7 +73,11 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		src = x
 	} else {
-		s, err := openStore(*data, true)
+		storeURL, err := configStore(*cfgPath)
+		if err != nil {
+			return err
+		}
+		s, err := openCommandStore(ctx, *data, storeURL, true)
 		if err != nil {
 			return err
 		}

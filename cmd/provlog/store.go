@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/log/logpg"
 )
@@ -49,7 +51,27 @@ func openLogStore(ctx context.Context, cfg *Config, logger *slog.Logger) (log.St
 	if err != nil {
 		return nil, fmt.Errorf("opening the log in PostgreSQL: %w", err)
 	}
+	// Say in the data dir where its log is, so that commands given --data
+	// do not read an empty (or an old) Pebble store in its place.
+	if err := durable.WriteFile(filepath.Join(cfg.Data, sharedStoreFile), []byte(redactURL(cfg.Store)+"\n"), 0o600); err != nil {
+		store.Close()
+		return nil, fmt.Errorf("recording the shared store in %s: %w", cfg.Data, err)
+	}
 	return store, nil
+}
+
+// sharedStoreFile, in a data dir, names (password redacted) the
+// PostgreSQL log its sidecar serves.
+const sharedStoreFile = "shared-store"
+
+// sharedStoreOf returns the shared log a data dir's sidecar serves, or ""
+// if its log is the Pebble store in it.
+func sharedStoreOf(data string) string {
+	b, err := os.ReadFile(filepath.Join(data, sharedStoreFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // redactURL drops a password from a connection URL, for messages.
@@ -75,4 +97,38 @@ func (l appendLog) LatestSize(ctx context.Context) (uint64, error) {
 	}
 	n, _ := l.Sequencer.Checkpoint()
 	return n, nil
+}
+
+// openCommandStore opens the log a command given --data reads or writes:
+// the shared log in PostgreSQL when its config names one (storeURL, the
+// config's store:), else the data dir's Pebble store (openStore, which
+// refuses a data dir whose sidecar serves a shared log).
+func openCommandStore(ctx context.Context, data, storeURL string, readOnly bool) (log.Storage, error) {
+	if storeURL == "" {
+		s, err := openStore(data, readOnly)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	if !strings.HasPrefix(storeURL, "postgres://") && !strings.HasPrefix(storeURL, "postgresql://") {
+		return nil, fmt.Errorf("store %q: want a PostgreSQL URL, postgres://user@host:port/database", redactURL(storeURL))
+	}
+	s, err := logpg.Open(ctx, storeURL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("opening the shared log in PostgreSQL (%s): %w", redactURL(storeURL), err)
+	}
+	return s, nil
+}
+
+// configStore is the store: of the config at path ("" without a config).
+func configStore(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	cfg, err := loadConfig(path)
+	if err != nil {
+		return "", err
+	}
+	return cfg.Store, nil
 }

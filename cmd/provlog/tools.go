@@ -64,12 +64,15 @@ func runVKey(_ context.Context, args []string, stdout, stderr io.Writer) error {
 // read-only, so that they work, and write nothing, on a full or read-only
 // disk.
 func openStore(data string, readOnly bool) (*logpebble.Store, error) {
+	if shared := sharedStoreOf(data); shared != "" {
+		return nil, fmt.Errorf("the log of data dir %s is not in it: its sidecar serves the shared log in PostgreSQL (%s), which --data does not read; ask any of that log's running sidecars with --log http://ADDR", data, shared)
+	}
 	if _, err := os.Stat(filepath.Join(data, dbDir)); err != nil {
 		return nil, fmt.Errorf("no log in %s (looked for %s)", data, filepath.Join(data, dbDir))
 	}
 	s, err := logpebble.Open(filepath.Join(data, dbDir), &logpebble.Options{ReadOnly: readOnly})
 	if errors.Is(err, logpebble.ErrLocked) {
-		return nil, fmt.Errorf("data dir %s is held by a running provlog sidecar; ask it over HTTP instead with --log http://ADDR", data)
+		return nil, fmt.Errorf("data dir %s is held by a running provlog sidecar; ask it over HTTP instead with --log http://ADDR: %w", data, err)
 	}
 	return s, err
 }
@@ -322,7 +325,11 @@ func (a *auditRun) run(ctx context.Context) error {
 				return err
 			}
 		}
-		s, err := openStore(a.data, true)
+		storeURL, err := configStore(a.cfgPath)
+		if err != nil {
+			return err
+		}
+		s, err := openCommandStore(ctx, a.data, storeURL, true)
 		if errors.Is(err, log.ErrLost) || errors.Is(err, log.ErrCorrupt) {
 			return fmt.Errorf("FAILED: %w", err)
 		} else if err != nil {
@@ -411,17 +418,21 @@ func runAnchor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *data != "" {
 		cfg.Data = *data
 	}
-	return anchorNow(ctx, cfg.Data, cfg.Anchors, cfg.dir, stdout)
+	return anchorNow(ctx, cfg.Data, cfg.Store, cfg.Anchors, cfg.dir, stdout)
 }
 
 // verifyData is audit's check of a data dir's store below the tree: every
 // block is read (a corrupt one fails the audit, naming the file), and the
 // store must hold every checkpoint that left the process (anchor records,
 // the cosigned checkpoint).
-func verifyData(ctx context.Context, data string, s *logpebble.Store, vkey string, stdout io.Writer) error {
-	rep, err := s.Verify(ctx)
-	if err != nil {
-		return fmt.Errorf("FAILED reading every block of the store: %w", err)
+func verifyData(ctx context.Context, data string, s log.Storage, vkey string, stdout io.Writer) error {
+	rep := &logpebble.VerifyReport{}
+	ps, pebble := s.(*logpebble.Store)
+	if pebble {
+		var err error
+		if rep, err = ps.Verify(ctx); err != nil {
+			return fmt.Errorf("FAILED reading every block of the store: %w", err)
+		}
 	}
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(stdout, "WARNING: %s\n", w)
@@ -433,6 +444,10 @@ func verifyData(ctx context.Context, data string, s *logpebble.Store, vkey strin
 	n, err := checkHandedOut(ctx, data, s, v)
 	if err != nil {
 		return fmt.Errorf("FAILED: %w", err)
+	}
+	if !pebble {
+		fmt.Fprintf(stdout, "store: the shared log in PostgreSQL (its pages are PostgreSQL's to checksum); the tree holds all %d checkpoints handed out that the data dir records (anchors, cosigned)\n", n)
+		return nil
 	}
 	fmt.Fprintf(stdout, "store: %d keys (%d bytes) read and checksummed; the tree holds all %d checkpoints handed out that the data dir records (anchors, cosigned)\n", rep.Keys, rep.Bytes, n)
 	return nil
