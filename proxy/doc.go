@@ -131,9 +131,11 @@
 // [Front] wraps the sidecar's whole HTTP handler: on a loopback bind every
 // path refuses a non-loopback Host or Origin (403, DNS rebinding), and a
 // request body must arrive within [BodyTimeout]; cmd sets
-// [ReadHeaderTimeout] and [IdleTimeout] on its http.Server. [BearerToken]
-// is the one reader of Authorization headers (RFC 6750) for /mcp and the
-// log API. Stateful sessions are capped ([Options.MaxSessions], 503
+// [ReadHeaderTimeout] and [IdleTimeout] on its http.Server. One
+// authenticator (package authn: static tokens and OAuth access tokens)
+// reads the Authorization header of /mcp and the log API; [Proxy.HTTPHandler]
+// answers /mcp's 401 and 403 challenges and refuses a call whose token
+// lacks its tool group's scopes. Stateful sessions are capped ([Options.MaxSessions], 503
 // beyond it) and closed after [Options.SessionIdle] without a request.
 //
 // # Downstream health

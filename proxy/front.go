@@ -13,13 +13,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-
-	"github.com/provlog/provlog/proxy/authn"
 )
 
 // The HTTP front's hardening (DESIGN §5): what every path of the sidecar's
-// HTTP server gets before any handler runs, so that no path can forget it,
-// and the one reader of bearer tokens every endpoint uses.
+// HTTP server gets before any handler runs, so that no path can forget it.
+// (Bearer tokens are read and checked by package authn.)
 
 // Timeouts of the sidecar's HTTP server. A connection that sends its
 // request headers slower than ReadHeaderTimeout, its body slower than
@@ -126,12 +124,6 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 		b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
-}
-
-// BearerToken returns the bearer token of an Authorization header; it is
-// [authn.Token], the one reader of tokens every endpoint uses.
-func BearerToken(h http.Header) (token string, present bool, err error) {
-	return authn.Token(h)
 }
 
 // sessionsFull reports whether r would open a stateful session (a POST

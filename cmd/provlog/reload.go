@@ -88,6 +88,7 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 	// needs a restart, like the stdio sessions that act as it.
 	live := *cfg
 	live.Actor = s.cfg.Actor
+	live.Auth = s.cfg.Auth // the running issuers, until a restart
 	s.tokens.set(newTokens(&live, h))
 	s.logger.Info("config reloaded", "config", w.path, "trigger", why, "actors", len(cfg.Actors), "readers", len(cfg.Readers),
 		"handoff_any_actor", cfg.HandoffAnyActor)

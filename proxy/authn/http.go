@@ -58,6 +58,8 @@ func (a *Authenticator) Metadata() http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "public, max-age=300")
+		// Public facts a browser-based MCP client may read (RFC 9728 §3).
+		w.Header().Set("Access-Control-Allow-Origin", "*")
 		w.Write(body)
 	})
 }
