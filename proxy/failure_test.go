@@ -196,7 +196,7 @@ func TestDownstreamKilled(t *testing.T) {
 			p := startProxy(t, l, []ServerConfig{tc.cfg, {ID: "go", Command: []string{goEverything(t)}}}, nil)
 			cs := connectMemory(t, p, nil)
 			ctx := context.Background()
-			d := p.byID["victim"]
+			d := p.live["victim"].d
 			pid := d.sup.status().pid
 			if pid == 0 {
 				t.Fatal("the victim server has no process")

@@ -16,8 +16,9 @@ type DownstreamHealth struct {
 // Downstreams reports every configured downstream server's state, in
 // config order.
 func (p *Proxy) Downstreams() []DownstreamHealth {
-	out := make([]DownstreamHealth, 0, len(p.ds))
-	for _, d := range p.ds {
+	ds := p.downstreams()
+	out := make([]DownstreamHealth, 0, len(ds))
+	for _, d := range ds {
 		st := d.sup.status()
 		out = append(out, DownstreamHealth{ID: d.cfg.ID, State: st.state, Since: st.since, LastError: st.lastErr,
 			ToolChanges: d.cat.toolChanges()})

@@ -74,7 +74,7 @@ func toolError(format string, args ...any) *mcp.CallToolResult {
 
 func (p *Proxy) status(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var servers []any
-	for _, d := range p.ds {
+	for _, d := range p.downstreams() {
 		servers = append(servers, d.health())
 	}
 	out := map[string]any{"servers": servers}

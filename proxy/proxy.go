@@ -132,8 +132,12 @@ type Proxy struct {
 	opts   Options
 	logger *slog.Logger
 	server *mcp.Server
-	ds     []*downstream
-	byID   map[string]*downstream
+	// The running servers (servers.go): ds is replaced, never changed in
+	// place, under dsMu; serversMu orders AddServer and RemoveServer.
+	dsMu      sync.RWMutex
+	ds        []*downstream
+	live      map[string]*live
+	serversMu sync.Mutex
 
 	sources sync.Map // server id -> *source.Resolver, made on first use (call.go)
 
@@ -197,7 +201,6 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	p := &Proxy{
 		opts:   opts,
 		logger: logger,
-		byID:   map[string]*downstream{},
 		router: newRouter(),
 		subs:   map[string]int{},
 	}
@@ -219,14 +222,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	p.addOwnTools()
 
 	for i := range opts.Servers {
-		d := newDownstream(p, opts.Servers[i])
-		p.ds = append(p.ds, d)
-		p.byID[d.cfg.ID] = d
-	}
-	p.router.ds = p.ds
-	for _, d := range p.ds {
-		p.wg.Add(1)
-		go d.run(p.ctx)
+		p.start(newDownstream(p, opts.Servers[i]))
 	}
 	timer := time.NewTimer(opts.StartTimeout)
 	defer timer.Stop()
@@ -358,7 +354,7 @@ func (p *Proxy) Close() error {
 	}
 	p.cancel()
 	var wg sync.WaitGroup
-	for _, d := range p.ds {
+	for _, d := range p.downstreams() {
 		wg.Go(d.stop) // each may wait for its process to exit
 	}
 	wg.Wait()

@@ -26,10 +26,16 @@ const (
 
 // A router maps front names to the servers that registered them.
 type router struct {
-	ds []*downstream // every server, in config order
-
 	mu     sync.Mutex
+	ds     []*downstream // every server, in config order (replaced, never changed in place)
 	owners [nameTables]map[string]*downstream
+}
+
+// setServers replaces the servers the router knows.
+func (r *router) setServers(ds []*downstream) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ds = ds
 }
 
 func newRouter() *router {
@@ -99,8 +105,11 @@ func (r *router) resource(uri string) (*downstream, string, bool) {
 	if d := r.owner(resourceNames, uri); d != nil {
 		return d, strings.TrimPrefix(uri, d.cfg.uriPrefix()), true
 	}
+	r.mu.Lock()
+	ds := r.ds
+	r.mu.Unlock()
 	var bare []*downstream
-	for _, d := range r.ds {
+	for _, d := range ds {
 		up := d.cfg.uriPrefix()
 		if up == "" {
 			bare = append(bare, d)

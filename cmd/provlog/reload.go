@@ -1,8 +1,11 @@
 package main
 
 // Live config: a running sidecar rereads its config file when it changes
-// (checked every reload_interval) or on SIGHUP. Tokens, readers and
+// (checked every reload_interval, applied once it has not changed for one
+// interval) or on SIGHUP. Tokens, readers and
 // handoff_any_actor take effect for the next request; sessions stay up.
+// Servers under servers: are added, removed, and restarted when their
+// entry changed (reloadServers); the others keep running untouched.
 // Everything else needs a restart, and the sidecar says which keys.
 
 import (
@@ -11,8 +14,11 @@ import (
 	"crypto/sha256"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/provlog/provlog/proxy"
 )
 
 // DefaultReloadInterval is how often a sidecar checks its config file for
@@ -26,6 +32,10 @@ type configWatch struct {
 	// means nothing.
 	dataFlag bool
 	sum      [sha256.Size]byte
+	// seen is the changed content a tick last saw: it is applied when
+	// the next tick sees it unchanged, so a file caught half-written (an
+	// empty config is a valid one, without servers or tokens) is not.
+	seen [sha256.Size]byte
 }
 
 // watchConfig reloads the config on SIGHUP (hup) and when the file's
@@ -53,6 +63,10 @@ func (s *sidecar) watchConfig(ctx context.Context, w *configWatch, hup <-chan os
 		case <-tick:
 			b, err := os.ReadFile(w.path)
 			if err != nil || bytes.Equal(w.sum[:], sumOf(b)) {
+				continue
+			}
+			if sum := sha256.Sum256(b); sum != w.seen {
+				w.seen = sum // changed since the last tick: wait until it holds still
 				continue
 			}
 			s.reloadConfig(w, "file changed")
@@ -92,6 +106,7 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 	s.tokens.set(newTokens(&live, h))
 	s.logger.Info("config reloaded", "config", w.path, "trigger", why, "actors", len(cfg.Actors), "readers", len(cfg.Readers),
 		"handoff_any_actor", cfg.HandoffAnyActor)
+	s.reloadServers(cfg.Servers)
 	if keys := restartKeys(s.cfg, cfg, w.dataFlag); len(keys) > 0 {
 		s.logger.Warn("config keys changed that take effect only after a restart; the running values stay", "config", w.path, "keys", keys)
 	}
@@ -102,7 +117,7 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 // which are compared as decoded (their YAML nodes carry line numbers).
 func restartKeys(old, cfg *Config, dataFlag bool) []string {
 	reloaded := map[string]bool{"actors": true, "readers": true, "handoff_any_actor": true,
-		"witnesses": true, "witness_policy": true}
+		"servers": true, "witnesses": true, "witness_policy": true}
 	if dataFlag {
 		reloaded["data"] = true
 	}
@@ -125,4 +140,44 @@ func restartKeys(old, cfg *Config, dataFlag bool) []string {
 		keys = append(keys, "witness_policy")
 	}
 	return keys
+}
+
+// reloadServers makes the proxy's servers those of want: a server no
+// longer listed is removed, a new one added, one whose entry changed is
+// removed and added again. One that cannot be added (its prefix is
+// another's) is reported and left out; the others go on.
+func (s *sidecar) reloadServers(want []proxy.ServerConfig) {
+	running := s.proxy.ServerConfigs()
+	var removed, added, restarted []string
+	for _, old := range running {
+		i := slices.IndexFunc(want, func(c proxy.ServerConfig) bool { return c.ID == old.ID })
+		if i >= 0 && reflect.DeepEqual(old, want[i]) {
+			continue
+		}
+		if err := s.proxy.RemoveServer(old.ID); err != nil {
+			s.logger.Error("config reload: removing a server", "server", old.ID, "err", err)
+			continue
+		}
+		if i < 0 {
+			removed = append(removed, old.ID)
+		}
+	}
+	for _, c := range want {
+		i := slices.IndexFunc(running, func(r proxy.ServerConfig) bool { return r.ID == c.ID })
+		if i >= 0 && reflect.DeepEqual(running[i], c) {
+			continue
+		}
+		if err := s.proxy.AddServer(c); err != nil {
+			s.logger.Error("config reload: a server could not be added; it is not served", "server", c.ID, "err", err)
+			continue
+		}
+		if i < 0 {
+			added = append(added, c.ID)
+		} else {
+			restarted = append(restarted, c.ID)
+		}
+	}
+	if len(removed)+len(added)+len(restarted) > 0 {
+		s.logger.Info("config reload: servers changed", "added", added, "removed", removed, "restarted", restarted)
+	}
 }

@@ -1,13 +1,21 @@
 package main
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // tokenWorks reports whether the log API accepts a bearer token.
@@ -95,10 +103,84 @@ func TestRestartKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(restartKeys(a, b, false), ","); got != "data,servers" {
-		t.Errorf("restart keys %q, want data,servers", got)
+	if got := strings.Join(restartKeys(a, b, false), ","); got != "data" {
+		t.Errorf("restart keys %q, want data (servers reload live)", got)
 	}
-	if got := strings.Join(restartKeys(a, b, true), ","); got != "servers" {
-		t.Errorf("with --data: restart keys %q, want servers", got)
+	if got := strings.Join(restartKeys(a, b, true), ","); got != "" {
+		t.Errorf("with --data: restart keys %q, want none", got)
+	}
+}
+
+// TestConfigReloadServers: editing servers: while the sidecar runs adds,
+// restarts and removes downstreams (real processes: this test binary as
+// the sidefx server), while a client's session stays open; an edit that
+// does not load changes nothing.
+func TestConfigReloadServers(t *testing.T) {
+	dir := t.TempDir()
+	exe, _ := os.Executable()
+	const token = "reload-servers-token"
+	sum := sha256.Sum256([]byte(token))
+	server := func(id, file string) map[string]any {
+		return map[string]any{"id": id, "command": []string{exe, "-test.run=^$"}, "env": map[string]string{sidefxEnv: filepath.Join(dir, file)}}
+	}
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	write := func(servers ...map[string]any) {
+		b, _ := json.Marshal(map[string]any{ // JSON is YAML
+			"data": filepath.Join(dir, "d"), "reload_interval": "50ms", "servers": servers,
+			"actors": []map[string]any{{"id": "alice", "token_sha256": hex.EncodeToString(sum[:])}},
+		})
+		// As editors do: a new file renamed over the old, so the
+		// sidecar never reads half of it.
+		if err := os.WriteFile(cfgPath+".new", b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(cfgPath+".new", cfgPath); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(server("a", "a1.txt"))
+	base, stop := startServe(t, "--config", cfgPath)
+	cs := connectHTTP(t, base, token)
+	ctx := context.Background()
+	// lands reports whether a call of tool with text reaches file.
+	n := 0
+	lands := func(tool, file string) bool {
+		n++
+		text := fmt.Sprintf("probe-%d", n)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": text}})
+		if err != nil || res.IsError {
+			return false
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, file))
+		return strings.Contains(string(b), text+"\n")
+	}
+	waitFor(t, "a__append works", func() bool { return lands("a__append", "a1.txt") })
+
+	write(server("a", "a1.txt"), server("b", "b.txt"))
+	waitFor(t, "the added server b answers", func() bool { return lands("b__append", "b.txt") })
+
+	write(server("a", "a2.txt"), server("b", "b.txt"))
+	waitFor(t, "a, changed, restarts with its new entry", func() bool { return lands("a__append", "a2.txt") })
+
+	write(server("a", "a2.txt"))
+	waitFor(t, "the removed server b is gone", func() bool {
+		lt, err := cs.ListTools(ctx, nil)
+		return err == nil && !slices.ContainsFunc(lt.Tools, func(tl *mcp.Tool) bool { return tl.Name == "b__append" })
+	})
+	if lands("b__append", "b.txt") {
+		t.Error("a removed server still takes calls")
+	}
+
+	// A duplicate id does not load: the running servers stay.
+	write(server("a", "a3.txt"), server("a", "a4.txt"))
+	time.Sleep(300 * time.Millisecond) // several reload intervals
+	if !lands("a__append", "a2.txt") {
+		t.Error("a config that does not load changed the running servers")
+	}
+	// The log written through every change audits.
+	cs.Close()
+	stop()
+	if out, code := runCmd(t, "audit", "--data", filepath.Join(dir, "d")); code != 0 {
+		t.Errorf("audit after the reloads: %s", out)
 	}
 }
