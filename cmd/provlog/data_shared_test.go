@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/log/logpg/pgtest"
 )
 
@@ -76,5 +77,63 @@ func TestDataCommandsOnSharedLog(t *testing.T) {
 	}
 	if code, out := runCmd("evidence", "--data", data, "--config", cfgFile, "--index", "3", "--out", filepath.Join(dir, "ev")); code != 0 {
 		t.Fatalf("evidence --config with store:: exit %d:\n%s", code, out)
+	}
+}
+
+// TestBlobsAcrossSidecars: two sidecars of one shared log, each with its
+// own data dir: a payload blob stored through A is read through B, and
+// purged through B it is gone for A; a blob A kept in its data dir before
+// the log's table held them is still read, and purged from there too.
+func TestBlobsAcrossSidecars(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dataA, dataB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	a, err := openSidecar(ctx, &Config{Data: dataA, Actor: "local", Store: dsn}, quiet, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	if err := os.MkdirAll(dataB, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{logKeyFile, logVKeyFile, anchorPubFile, anchorKeyFile} {
+		copyDir(t, filepath.Join(dataA, f), filepath.Join(dataB, f))
+	}
+	b, err := openSidecar(ctx, &Config{Data: dataB, Actor: "local", Store: dsn}, quiet, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.close()
+
+	data := []byte(strings.Repeat("retained ", 500))
+	sum, err := a.blobs.Put(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.blobs.Get(sum); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("B reads A's blob: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dataA, blobDir, sum[:2], sum)); err == nil {
+		t.Error("the shared log's blob went to the data dir too")
+	}
+	if err := b.blobs.Purge(sum); err != nil {
+		t.Fatal(err)
+	}
+	if a.blobs.Has(sum) {
+		t.Fatal("a blob purged through B is still there for A")
+	}
+
+	// From before: in A's data dir only.
+	old, err := blobs.Open(filepath.Join(dataA, blobDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	osum, _ := old.Put([]byte("kept before"))
+	if got, err := a.blobs.Get(osum); err != nil || string(got) != "kept before" {
+		t.Fatalf("A reads its data dir's older blob: %v", err)
+	}
+	if err := a.blobs.Purge(osum); err != nil || old.Has(osum) {
+		t.Fatalf("purging the older blob: %v", err)
 	}
 }

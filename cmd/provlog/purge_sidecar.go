@@ -178,7 +178,7 @@ func auditDataDirPayloads(ctx context.Context, data string, src interface {
 			pr.add(start+uint64(j), e)
 		}
 	}
-	bs, err := blobs.Open(filepath.Join(data, blobDir))
+	bs, err := openBlobs(data, src)
 	if err != nil {
 		return err
 	}

@@ -185,15 +185,16 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		return nil, err
 	}
 	tk := newTokens(cfg, h)
-	bs, err := blobs.Open(filepath.Join(cfg.Data, blobDir))
-	if err != nil {
-		return nil, err
-	}
 	store, err := openLogStore(ctx, cfg, logger)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkStoreOnOpen(ctx, cfg, store, k.verifier, logger); err != nil {
+		store.Close()
+		return nil, err
+	}
+	bs, err := openBlobs(cfg.Data, store)
+	if err != nil {
 		store.Close()
 		return nil, err
 	}

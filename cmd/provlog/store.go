@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/log/logpg"
@@ -20,8 +21,9 @@ import (
 // data dir. With store: postgres://… (or --store), PostgreSQL: any number
 // of sidecars, each with its own data dir holding copies of the same log
 // keys, serve one log, and PostgreSQL alone orders their commits (see
-// log/logpg). The keys never go into the database; blobs, tokens, anchor
-// and witness state stay in each data dir.
+// log/logpg). The keys never go into the database; tokens, anchor and
+// witness state stay in each data dir. Payload blobs go to the log's
+// database, so that every sidecar reads them and a purge is one.
 
 // defaultScrubInterval is serve's scrub_interval unless configured.
 const defaultScrubInterval = time.Second
@@ -131,4 +133,46 @@ func configStore(path string) (string, error) {
 		return "", err
 	}
 	return cfg.Store, nil
+}
+
+// openBlobs opens the payload blobs of the log in store: the shared log's
+// table when it is in PostgreSQL (so that every sidecar reads what any of
+// them stored, and a purge through one deletes for all), else the data
+// dir's. Blobs a sidecar of a shared log kept in its data dir before the
+// log's table held them are still read from there, and purged from both.
+func openBlobs(data string, store any) (*blobs.Store, error) {
+	local, err := blobs.Open(filepath.Join(data, blobDir))
+	if err != nil {
+		return nil, err
+	}
+	ps, ok := store.(*logpg.Store)
+	if !ok {
+		return local, nil
+	}
+	return blobs.New(sharedBlobs{shared: ps.Blobs(), local: local}), nil
+}
+
+// sharedBlobs is a shared log's blobs, with those of the data dir from
+// before beneath them.
+type sharedBlobs struct{ shared, local *blobs.Store }
+
+func (b sharedBlobs) ReadBlob(name string) ([]byte, error) {
+	d, err := b.shared.Get(name)
+	if errors.Is(err, blobs.ErrNotFound) && b.local.Has(name) {
+		return b.local.Get(name)
+	}
+	return d, err
+}
+
+func (b sharedBlobs) WriteBlob(_ string, data []byte) error {
+	_, err := b.shared.Put(data)
+	return err
+}
+
+func (b sharedBlobs) DeleteBlob(name string) error {
+	return errors.Join(b.shared.Purge(name), b.local.Purge(name))
+}
+
+func (b sharedBlobs) HasBlob(name string) (bool, error) {
+	return b.shared.Has(name) || b.local.Has(name), nil
 }

@@ -22,18 +22,35 @@ import (
 // was never put or has been purged.
 var ErrNotFound = errors.New("blob not found")
 
-// A Store keeps blobs as files named by their hex SHA-256, in 256
-// subdirectories named by the first two hex digits.
+// A Store keeps blobs by their hex SHA-256 in a [Backend]: files in a
+// directory ([Open]), or the table of a shared log's database (logpg), so
+// that every sidecar of one log reads the blobs any of them wrote and a
+// purge through one removes them for all.
 type Store struct {
-	dir string
+	b Backend
 }
 
-// Open opens (creating if needed) a blob store in dir.
+// A Backend holds a Store's bytes by name (a lowercase hex SHA-256, checked
+// by the Store). ReadBlob returns an error wrapping [ErrNotFound] for a name
+// it does not hold; WriteBlob is durable when it returns and leaves a name
+// already held as it is; DeleteBlob of an absent name is not an error.
+type Backend interface {
+	ReadBlob(name string) ([]byte, error)
+	WriteBlob(name string, data []byte) error
+	DeleteBlob(name string) error
+	HasBlob(name string) (bool, error)
+}
+
+// New returns a Store over b.
+func New(b Backend) *Store { return &Store{b: b} }
+
+// Open opens (creating if needed) a blob store in dir: files named by their
+// hex SHA-256, in 256 subdirectories named by the first two hex digits.
 func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("opening blob store: %w", err)
 	}
-	return &Store{dir: dir}, nil
+	return New(dirBackend(dir)), nil
 }
 
 // Sum returns the hex SHA-256 by which a blob is named.
@@ -42,26 +59,19 @@ func Sum(data []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-func (s *Store) path(sum string) (string, error) {
+// checkName fails for what is not a lowercase hex SHA-256.
+func checkName(sum string) error {
 	if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size || hex.EncodeToString(b) != sum {
-		return "", fmt.Errorf("blob name %q is not a lowercase hex SHA-256", sum)
+		return fmt.Errorf("blob name %q is not a lowercase hex SHA-256", sum)
 	}
-	return filepath.Join(s.dir, sum[:2], sum), nil
+	return nil
 }
 
 // Put stores data durably and returns its name. Putting the same bytes
 // again is a no-op.
 func (s *Store) Put(data []byte) (string, error) {
 	sum := Sum(data)
-	p, _ := s.path(sum)
-	if _, err := os.Stat(p); err == nil {
-		return sum, nil
-	}
-	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("storing blob: %w", err)
-	}
-	if err := durable.WriteFile(p, data, 0o600); err != nil {
+	if err := s.b.WriteBlob(sum, data); err != nil {
 		return "", fmt.Errorf("storing blob: %w", err)
 	}
 	return sum, nil
@@ -70,14 +80,10 @@ func (s *Store) Put(data []byte) (string, error) {
 // Get returns the blob named sum, after checking that its bytes still
 // hash to sum.
 func (s *Store) Get(sum string) ([]byte, error) {
-	p, err := s.path(sum)
-	if err != nil {
+	if err := checkName(sum); err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("blob %s: %w", sum, ErrNotFound)
-	}
+	b, err := s.b.ReadBlob(sum)
 	if err != nil {
 		return nil, err
 	}
@@ -90,14 +96,13 @@ func (s *Store) Get(sum string) ([]byte, error) {
 // Purge deletes the blob named sum. Purging a blob that is absent is not
 // an error.
 func (s *Store) Purge(sum string) error {
-	p, err := s.path(sum)
-	if err != nil {
+	if err := checkName(sum); err != nil {
 		return err
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.b.DeleteBlob(sum); err != nil {
 		return fmt.Errorf("purging blob: %w", err)
 	}
-	return durable.SyncDir(filepath.Dir(p))
+	return nil
 }
 
 func mustHex(s string) []byte {
@@ -108,10 +113,49 @@ func mustHex(s string) []byte {
 // Has reports whether the store holds a blob named sum (without reading
 // or checking it).
 func (s *Store) Has(sum string) bool {
-	p, err := s.path(sum)
-	if err != nil {
+	if checkName(sum) != nil {
 		return false
 	}
-	_, err = os.Stat(p)
-	return err == nil
+	ok, err := s.b.HasBlob(sum)
+	return err == nil && ok
+}
+
+// dirBackend keeps blobs as files in a directory.
+type dirBackend string
+
+func (d dirBackend) path(sum string) string { return filepath.Join(string(d), sum[:2], sum) }
+
+func (d dirBackend) ReadBlob(sum string) ([]byte, error) {
+	b, err := os.ReadFile(d.path(sum))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("blob %s: %w", sum, ErrNotFound)
+	}
+	return b, err
+}
+
+func (d dirBackend) WriteBlob(sum string, data []byte) error {
+	p := d.path(sum)
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	return durable.WriteFile(p, data, 0o600)
+}
+
+func (d dirBackend) DeleteBlob(sum string) error {
+	p := d.path(sum)
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return durable.SyncDir(filepath.Dir(p))
+}
+
+func (d dirBackend) HasBlob(sum string) (bool, error) {
+	_, err := os.Stat(d.path(sum))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
 }

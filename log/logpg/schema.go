@@ -29,6 +29,11 @@ package logpg
 //	provlog_keys(key, last)
 //	    the index of the last entry committed under each fence key (see
 //	    log.Fence): task ids, for the task engine.
+//	provlog_blobs(name, data)
+//	    the log's payload blobs (package log/blobs) by hex SHA-256, so that
+//	    every sidecar reads what any of them stored, and a purge through one
+//	    deletes for all. Not part of the tree: a blob is deleted, never
+//	    changed.
 //
 // Keys never go into the database: every sidecar signs with the log key in
 // its own data dir.
@@ -108,6 +113,10 @@ var schemaDDL = []string{
 		key text PRIMARY KEY,
 		last bigint NOT NULL
 	)`,
+	`CREATE TABLE IF NOT EXISTS provlog_blobs (
+		name text PRIMARY KEY,
+		data bytea NOT NULL
+	)`,
 	`INSERT INTO provlog_state (id, version, size, compact, checkpoint)
 		VALUES (true, 1, 0, '', '') ON CONFLICT (id) DO NOTHING`,
 }
@@ -128,6 +137,11 @@ const (
 		SELECT * FROM unnest($1::text[], $2::bigint[])
 		ON CONFLICT (key) DO UPDATE SET last = excluded.last`
 	sqlNotify = `SELECT pg_notify('` + notifyChannel + `', $1::text)`
+
+	sqlBlobRead   = `SELECT data FROM provlog_blobs WHERE name = $1`
+	sqlBlobWrite  = `INSERT INTO provlog_blobs (name, data) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`
+	sqlBlobDelete = `DELETE FROM provlog_blobs WHERE name = $1`
+	sqlBlobHas    = `SELECT EXISTS (SELECT 1 FROM provlog_blobs WHERE name = $1)`
 
 	sqlEntries     = `SELECT idx, entry FROM provlog_entries WHERE idx >= $1 AND idx < $2 ORDER BY idx`
 	sqlLevel       = `SELECT idx, hash FROM provlog_nodes WHERE level = $1 AND idx < $2 ORDER BY idx`
