@@ -66,56 +66,20 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := replay.Options{Servers: cfg.Servers, Runs: *runs, Logger: logger, Version: version}
 
-	var entries [][]byte
-	var seq *server.Sequencer
-	var size uint64
+	var src *replayLog
 	if *data != "" {
-		k, err := loadKeys(*data)
-		if err != nil {
-			return err
-		}
-		store, err := openStore(*data, false)
-		if err != nil {
-			return err
-		}
-		defer store.Close()
-		seq, err = server.OpenSequencer(ctx, store, k.signer, k.verifier, nil)
-		if err != nil {
-			return err
-		}
-		defer seq.Close()
-		size, _ = seq.Checkpoint()
-		if opts.Blobs, err = blobs.Open(filepath.Join(*data, blobDir)); err != nil {
-			return err
-		}
-		if *to == 0 || *to > size {
-			*to = size
-		}
-		if *from < *to {
-			if entries, err = store.Entries(ctx, *from, *to); err != nil {
-				return err
-			}
-		}
-		opts.After = entriesAfter(store.Entries, size)
+		src, err = openReplayLocal(ctx, *data, *from, *to, &opts)
 	} else {
-		r := newRemote(*logURL, *token)
-		if err := r.Checkpoints(ctx, 0, func(n uint64, _ []byte) error { size = n; return nil }); err != nil {
-			return err
-		}
-		if *to == 0 || *to > size {
-			*to = size
-		}
-		if *from < *to {
-			if entries, err = r.Entries(ctx, *from, *to); err != nil {
-				return err
-			}
-		}
-		opts.After = entriesAfter(r.Entries, size)
+		src, err = openReplayRemote(ctx, *logURL, *token, *from, *to, &opts)
 	}
-	if *from > *to {
-		return usageErr("--from %d is past the end of the range (%d)", *from, *to)
+	if err != nil {
+		return err
 	}
-	rep, err := replay.Run(ctx, entries, *from, opts)
+	defer src.close()
+	if *from > src.to {
+		return usageErr("--from %d is past the end of the range (%d)", *from, src.to)
+	}
+	rep, err := replay.Run(ctx, src.entries, *from, opts)
 	if err != nil {
 		return err
 	}
@@ -124,33 +88,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if actor == "" {
 		actor = "local"
 	}
-	e := rep.Entry(actor, time.Now(), cfg.Servers)
-	if seq == nil {
-		// A running sidecar holds the log: record through its MCP front,
-		// where the entry's actor is the token's.
-		fitReplayEntry(e)
-		idx, err := recordReplayRemote(ctx, *logURL, *token, e.Fields)
-		if err != nil {
-			return err
-		}
-		out.Recorded = &idx
+	idx, err := src.record(ctx, rep.Entry(actor, time.Now(), cfg.Servers))
+	if err != nil {
+		return err
 	}
-	if seq != nil {
-		b, err := e.Marshal()
-		if errors.Is(err, log.ErrEntryTooLarge) {
-			fitReplayEntry(e)
-			b, err = e.Marshal()
-		}
-		if err != nil {
-			return fmt.Errorf("recording the replay run: %w", err)
-		}
-		rc, err := seq.Append(ctx, b)
-		if err != nil {
-			return fmt.Errorf("recording the replay run: %w", err)
-		}
-		idx := uint64(rc.Index)
-		out.Recorded = &idx
-	}
+	out.Recorded = &idx
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -158,6 +100,94 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	printReplay(stdout, out)
 	return nil
+}
+
+// A replayLog is the log a replay reads its calls from and records its
+// run in: a stopped sidecar's data dir, or a running sidecar's log API.
+type replayLog struct {
+	entries [][]byte // the range's
+	to      uint64   // the range's end
+	// record appends the run's entry and returns its index.
+	record func(ctx context.Context, e *log.Entry) (uint64, error)
+	close  func()
+}
+
+// openReplayLocal reads entries [from, to) of the data dir's log (to 0 or
+// past the end: its size) and opens its sequencer for the run's entry;
+// opts gets the dir's blobs and the reader of entries after the range.
+func openReplayLocal(ctx context.Context, data string, from, to uint64, opts *replay.Options) (*replayLog, error) {
+	k, err := loadKeys(data)
+	if err != nil {
+		return nil, err
+	}
+	store, err := openStore(data, false)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := server.OpenSequencer(ctx, store, k.signer, k.verifier, nil)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	l := &replayLog{close: func() { seq.Close(); store.Close() }}
+	size, _ := seq.Checkpoint()
+	if opts.Blobs, err = blobs.Open(filepath.Join(data, blobDir)); err != nil {
+		l.close()
+		return nil, err
+	}
+	if l.to = to; to == 0 || to > size {
+		l.to = size
+	}
+	if from < l.to {
+		if l.entries, err = store.Entries(ctx, from, l.to); err != nil {
+			l.close()
+			return nil, err
+		}
+	}
+	opts.After = entriesAfter(store.Entries, size)
+	l.record = func(ctx context.Context, e *log.Entry) (uint64, error) {
+		b, err := e.Marshal()
+		if errors.Is(err, log.ErrEntryTooLarge) {
+			fitReplayEntry(e)
+			b, err = e.Marshal()
+		}
+		if err != nil {
+			return 0, fmt.Errorf("recording the replay run: %w", err)
+		}
+		rc, err := seq.Append(ctx, b)
+		if err != nil {
+			return 0, fmt.Errorf("recording the replay run: %w", err)
+		}
+		return rc.Index, nil
+	}
+	return l, nil
+}
+
+// openReplayRemote reads entries [from, to) of a running sidecar's log;
+// the run is recorded through its MCP front, where the entry's actor is
+// the token's.
+func openReplayRemote(ctx context.Context, logURL, token string, from, to uint64, opts *replay.Options) (*replayLog, error) {
+	r := newRemote(logURL, token)
+	var size uint64
+	if err := r.Checkpoints(ctx, 0, func(n uint64, _ []byte) error { size = n; return nil }); err != nil {
+		return nil, err
+	}
+	l := &replayLog{close: func() {}}
+	if l.to = to; to == 0 || to > size {
+		l.to = size
+	}
+	if from < l.to {
+		var err error
+		if l.entries, err = r.Entries(ctx, from, l.to); err != nil {
+			return nil, err
+		}
+	}
+	opts.After = entriesAfter(r.Entries, size)
+	l.record = func(ctx context.Context, e *log.Entry) (uint64, error) {
+		fitReplayEntry(e)
+		return recordReplayRemote(ctx, logURL, token, e.Fields)
+	}
+	return l, nil
 }
 
 func printReplay(w io.Writer, out replayOutput) {

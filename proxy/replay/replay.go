@@ -262,27 +262,12 @@ func (r *runner) replay(ctx context.Context, index uint64, call *log.CallEntry) 
 	if cfg == nil {
 		return no("server %q is not in the config", o.Server)
 	}
-	recorded := res.ResultSHA256
-	if recorded == "" {
+	if res.ResultSHA256 == "" {
 		return no("the recorded call has no result (failed call): nothing to compare")
 	}
-	var args any
-	if call.Args != nil {
-		var err error
-		if args, err = decode(call.Args); err != nil {
-			return no("arguments: %v", err)
-		}
-	} else if sum := call.ArgsSHA256; sum != "" {
-		if r.opts.Blobs == nil {
-			return no("arguments were moved to blob %s, and blobs are not readable from a remote log", short(sum))
-		}
-		b, err := r.opts.Blobs.Get(sum)
-		if err != nil {
-			return no("arguments were moved to blob %s, which was purged", short(sum))
-		}
-		if args, err = decode(b); err != nil {
-			return no("arguments blob %s: %v", short(sum), err)
-		}
+	args, err := r.args(call)
+	if err != nil {
+		return no("%v", err)
 	}
 	if hasRedacted(args) {
 		return no("arguments were redacted")
@@ -303,35 +288,10 @@ func (r *runner) replay(ctx context.Context, index uint64, call *log.CallEntry) 
 	}
 	ignore := append(append([]string(nil), cfg.ReplayIgnore["*"]...), cfg.ReplayIgnore[o.Tool]...)
 
-	// Fresh runs.
-	var fresh []any     // decoded canonical results, ignore list applied
-	var firstRaw []byte // canonical bytes of the first run, nothing ignored
-	timeout := time.Duration(cfg.Timeout)
-	if timeout <= 0 {
-		timeout = proxy.DefaultTimeout
-	}
-	for run := 0; run < r.opts.Runs; run++ {
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		raw, err := c.cs.CallTool(cctx, o.Tool, args)
-		cancel()
-		if err != nil {
-			o.Class, o.Reason = Failed, fmt.Sprintf("run %d: %v", run+1, err)
-			return o
-		}
-		canon, err := log.Canonicalize(raw)
-		if err != nil {
-			o.Class, o.Reason = Failed, fmt.Sprintf("run %d: the result is not I-JSON: %v", run+1, err)
-			return o
-		}
-		if run == 0 {
-			firstRaw = canon
-		}
-		v, err := decode(canon)
-		if err != nil {
-			o.Class, o.Reason = Failed, err.Error()
-			return o
-		}
-		fresh = append(fresh, applyIgnore(v, ignore))
+	fresh, firstRaw, err := r.runs(ctx, c, cfg, o.Tool, args, ignore)
+	if err != nil {
+		o.Class, o.Reason = Failed, err.Error()
+		return o
 	}
 	if r.opts.Runs > 1 {
 		var paths []string
@@ -344,34 +304,7 @@ func (r *runner) replay(ctx context.Context, index uint64, call *log.CallEntry) 
 			return o
 		}
 	}
-
-	// Compare with the record.
-	var same bool
-	var recDoc any
-	haveRec := false
-	if blob := res.RetainedBlob(); blob != "" && r.opts.Blobs != nil {
-		if b, err := r.opts.Blobs.Get(blob); err == nil {
-			if recDoc, err = decode(b); err == nil {
-				haveRec = true
-			}
-		}
-	}
-	if haveRec {
-		recDoc = applyIgnore(recDoc, ignore)
-		paths := diff("", recDoc, fresh[0])
-		same = len(paths) == 0
-		o.Paths = cap20(paths)
-	} else {
-		sum := sha256.Sum256(firstRaw)
-		same = hex.EncodeToString(sum[:]) == recorded
-		o.HashOnly = true
-		if len(ignore) > 0 {
-			o.Note = "recorded result not retained: compared hashes only, ignore list not applied"
-		} else {
-			o.Note = "recorded result not retained: compared hashes only"
-		}
-	}
-	if same {
+	if r.compare(&o, res, fresh[0], firstRaw, ignore) {
 		o.Class = Unchanged
 		return o
 	}
@@ -388,6 +321,88 @@ func (r *runner) replay(ctx context.Context, index uint64, call *log.CallEntry) 
 		}
 	}
 	return o
+}
+
+// args returns the recorded call's arguments, from the entry or from the
+// blob they were moved to; the error says why they cannot be had.
+func (r *runner) args(call *log.CallEntry) (any, error) {
+	if call.Args != nil {
+		args, err := decode(call.Args)
+		if err != nil {
+			return nil, fmt.Errorf("arguments: %v", err)
+		}
+		return args, nil
+	}
+	sum := call.ArgsSHA256
+	if sum == "" {
+		return nil, nil
+	}
+	if r.opts.Blobs == nil {
+		return nil, fmt.Errorf("arguments were moved to blob %s, and blobs are not readable from a remote log", short(sum))
+	}
+	b, err := r.opts.Blobs.Get(sum)
+	if err != nil {
+		return nil, fmt.Errorf("arguments were moved to blob %s, which was purged", short(sum))
+	}
+	args, err := decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("arguments blob %s: %v", short(sum), err)
+	}
+	return args, nil
+}
+
+// runs calls tool afresh opts.Runs times and returns the results decoded
+// from their canonical form with the ignore list applied, and the first
+// run's canonical bytes with nothing ignored.
+func (r *runner) runs(ctx context.Context, c *conn, cfg *proxy.ServerConfig, tool string, args any, ignore []string) (fresh []any, firstRaw []byte, err error) {
+	timeout := time.Duration(cfg.Timeout)
+	if timeout <= 0 {
+		timeout = proxy.DefaultTimeout
+	}
+	for run := 0; run < r.opts.Runs; run++ {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		raw, err := c.cs.CallTool(cctx, tool, args)
+		cancel()
+		if err != nil {
+			return nil, nil, fmt.Errorf("run %d: %v", run+1, err)
+		}
+		canon, err := log.Canonicalize(raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("run %d: the result is not I-JSON: %v", run+1, err)
+		}
+		if run == 0 {
+			firstRaw = canon
+		}
+		v, err := decode(canon)
+		if err != nil {
+			return nil, nil, err
+		}
+		fresh = append(fresh, applyIgnore(v, ignore))
+	}
+	return fresh, firstRaw, nil
+}
+
+// compare reports whether the first fresh result is the recorded one:
+// path by path against the retained result if there is one, else by hash
+// (noted in o).
+func (r *runner) compare(o *Outcome, res *log.CallResultEntry, fresh any, firstRaw []byte, ignore []string) bool {
+	if blob := res.RetainedBlob(); blob != "" && r.opts.Blobs != nil {
+		if b, err := r.opts.Blobs.Get(blob); err == nil {
+			if rec, err := decode(b); err == nil {
+				paths := diff("", applyIgnore(rec, ignore), fresh)
+				o.Paths = cap20(paths)
+				return len(paths) == 0
+			}
+		}
+	}
+	o.HashOnly = true
+	if len(ignore) > 0 {
+		o.Note = "recorded result not retained: compared hashes only, ignore list not applied"
+	} else {
+		o.Note = "recorded result not retained: compared hashes only"
+	}
+	sum := sha256.Sum256(firstRaw)
+	return hex.EncodeToString(sum[:]) == res.ResultSHA256
 }
 
 func short(s string) string {
