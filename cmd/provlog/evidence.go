@@ -23,10 +23,8 @@ import (
 
 func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("evidence", stderr)
-	data := fs.String("data", "", "data dir of a stopped sidecar")
-	logURL := fs.String("log", "", "base URL of a running sidecar")
-	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "reader token for --log (default $PROVLOG_TOKEN)")
-	vkeyArg := fs.String("vkey", "", "the log's verifier key, or a file holding it (required with --log)")
+	lf := addLogFlags(fs, "", "")
+	lf.addVKey(fs, "")
 	index := fs.Int64("index", -1, "entry index")
 	leaf := fs.String("leaf-hash", "", "entry leaf hash, hex")
 	out := fs.String("out", "", "evidence directory to create")
@@ -34,11 +32,8 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	if (*data == "") == (*logURL == "") {
-		return usageErr("give exactly one of --data and --log")
-	}
-	if *logURL != "" && *vkeyArg == "" {
-		return usageErr("--vkey is required with --log")
+	if err := lf.check(); err != nil {
+		return err
 	}
 	if (*index < 0) == (*leaf == "") {
 		return usageErr("give exactly one of --index and --leaf-hash")
@@ -54,8 +49,8 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	var o *evidence.Options
-	if *logURL != "" {
-		vkey, err := parseVKeyArg(*vkeyArg)
+	if lf.url != "" {
+		vkey, err := parseVKeyArg(lf.vkey)
 		if err != nil {
 			return err
 		}
@@ -64,7 +59,7 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		if o, err = remoteEvidenceOptions(ctx, newRemote(*logURL, *token), vkey, tmp, *index, lh); err != nil {
+		if o, err = remoteEvidenceOptions(ctx, newRemote(lf.url, lf.token), vkey, tmp, *index, lh); err != nil {
 			return err
 		}
 	} else {
@@ -72,7 +67,7 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err != nil {
 			return err
 		}
-		s, err := openCommandStore(ctx, *data, storeURL, true)
+		s, err := openCommandStore(ctx, lf.data, storeURL, true)
 		if err != nil {
 			return err
 		}
@@ -85,7 +80,7 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 				return err
 			}
 		}
-		if o, err = evidenceOptions(ctx, s, *data, i); err != nil {
+		if o, err = evidenceOptions(ctx, s, lf.data, i); err != nil {
 			return err
 		}
 	}
@@ -202,9 +197,7 @@ func runVerifyEvidence(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs := newFlags("verify-evidence", stderr)
 	asJSON := fs.Bool("json", false, "print the verdict and every problem as one JSON object on stdout")
 	vkeyArg := fs.String("vkey", "", "the log's verifier key, or a file holding it, from a source you trust")
-	var ws witnessFlags
-	fs.Var(&ws, "witness", "a witness's cosignature verifier key, or a file holding one, that you trust in place of the directory's witnesses.txt (repeatable)")
-	threshold := fs.Int("witness-threshold", -1, "how many of the --witness keys must have cosigned (default: all)")
+	wf := addWitnessFlags(fs, "witness-threshold", "a witness's cosignature verifier key, or a file holding one, that you trust in place of the directory's witnesses.txt (repeatable)")
 	var pins evidence.Pins
 	fs.Func("tsa-roots", "a PEM file of TSA root certificates you trust in place of the directory's trust/tsa-roots.pem (repeatable)", func(arg string) error {
 		certs, err := online.LoadCerts(os.ReadFile, arg)
@@ -222,17 +215,11 @@ func runVerifyEvidence(ctx context.Context, args []string, stdout, stderr io.Wri
 	if *vkeyArg == "" || fs.NArg() != 1 {
 		return usageErr("--vkey and one evidence DIR are required")
 	}
-	th, err := ws.threshold(*threshold, "--witness-threshold")
+	policy, err := wf.policy()
 	if err != nil {
 		return err
 	}
-	if len(ws) > 0 && th == 0 {
-		return usageErr("--witness-threshold must be at least 1")
-	}
-	if err := (log.WitnessPolicy{Witnesses: ws, Threshold: th}).Check(); err != nil {
-		return usageErr("--witness: %v", err)
-	}
-	pins.Witnesses, pins.Threshold = ws.strings(), th
+	pins.Witnesses, pins.Threshold = wf.keys.strings(), policy.Threshold
 	vkey, err := parseVKeyArg(*vkeyArg)
 	if err != nil {
 		return err

@@ -23,10 +23,8 @@ import (
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("export", stderr)
-	data := fs.String("data", "", "data dir of a stopped sidecar")
-	logURL := fs.String("log", "", "base URL of a running sidecar")
-	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "reader token for --log (default $PROVLOG_TOKEN)")
-	vkeyArg := fs.String("vkey", "", "the log's verifier key, or a file holding it (required with --log)")
+	lf := addLogFlags(fs, "", "")
+	lf.addVKey(fs, "")
 	out := fs.String("out", "", "bundle directory to create")
 	from := fs.Uint64("from", 0, "first entry index")
 	to := fs.Uint64("to", 0, "end of the range, exclusive (default: the checkpoint's size)")
@@ -34,14 +32,11 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	if (*data == "") == (*logURL == "") {
-		return usageErr("give exactly one of --data and --log")
+	if err := lf.check(); err != nil {
+		return err
 	}
 	if *out == "" {
 		return usageErr("--out is required")
-	}
-	if *logURL != "" && *vkeyArg == "" {
-		return usageErr("--vkey is required with --log")
 	}
 	opts := bundle.ExportOptions{Dir: *out, From: *from, To: *to, Generator: "provlog " + version}
 	var witnesses []string
@@ -52,8 +47,8 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	var src bundle.Source
-	if *logURL != "" {
-		vkey, err := parseVKeyArg(*vkeyArg)
+	if lf.url != "" {
+		vkey, err := parseVKeyArg(lf.vkey)
 		if err != nil {
 			return err
 		}
@@ -62,7 +57,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		x, err := openRemoteExport(ctx, newRemote(*logURL, *token), vkey, tmp)
+		x, err := openRemoteExport(ctx, newRemote(lf.url, lf.token), vkey, tmp)
 		if err != nil {
 			return err
 		}
@@ -77,12 +72,12 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		s, err := openCommandStore(ctx, *data, storeURL, true)
+		s, err := openCommandStore(ctx, lf.data, storeURL, true)
 		if err != nil {
 			return err
 		}
 		defer s.Close()
-		if err := localExport(ctx, s, *data, witnesses, &opts); err != nil {
+		if err := localExport(ctx, s, lf.data, witnesses, &opts); err != nil {
 			return err
 		}
 		src = s

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -219,9 +218,7 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 
 func runPurge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("purge", stderr)
-	data := fs.String("data", "", "data dir of a stopped sidecar")
-	logURL := fs.String("log", "", "base URL of a running sidecar (it purges; the token's actor must be one of retention.purgers)")
-	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "token for --log (default $PROVLOG_TOKEN)")
+	lf := addLogFlags(fs, "base URL of a running sidecar (it purges; the token's actor must be one of retention.purgers)", "token for --log (default $PROVLOG_TOKEN)")
 	olderThan := fs.Duration("older-than", 0, "purge payloads of entries older than this (e.g. 720h)")
 	before := fs.String("before", "", "purge payloads of entries written before this RFC 3339 time")
 	task := fs.String("task", "", "purge the payloads of one task's entries and of the calls its claims cite")
@@ -233,8 +230,8 @@ func runPurge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	if (*data == "") == (*logURL == "") {
-		return usageErr("give exactly one of --data and --log")
+	if err := lf.check(); err != nil {
+		return err
 	}
 	req := purgeRequest{Before: *before, Task: *task, Actor: *actor, Blobs: blobList, Reason: *reason, DryRun: *dry}
 	if *olderThan > 0 {
@@ -248,10 +245,10 @@ func runPurge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var res *purgeResult
 	var err error
-	if *logURL != "" {
-		res, err = newRemote(*logURL, *token).purge(ctx, req)
+	if lf.url != "" {
+		res, err = newRemote(lf.url, lf.token).purge(ctx, req)
 	} else {
-		res, err = purgeDataDir(ctx, *data, req)
+		res, err = purgeDataDir(ctx, lf.data, req)
 	}
 	if err != nil {
 		return err

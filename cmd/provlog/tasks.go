@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/provlog/provlog/log"
@@ -18,14 +17,12 @@ import (
 
 func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("tasks", stderr)
-	data := fs.String("data", "", "data dir of a stopped sidecar")
-	logURL := fs.String("log", "", "base URL of a running sidecar")
-	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "reader token for --log (default $PROVLOG_TOKEN)")
+	lf := addLogFlags(fs, "", "")
 	if err := parseFlags(fs, args, 2); err != nil {
 		return err
 	}
-	if (*data == "") == (*logURL == "") {
-		return usageErr("give exactly one of --data and --log")
+	if err := lf.check(); err != nil {
+		return err
 	}
 	verb, id := "list", ""
 	switch fs.NArg() {
@@ -42,15 +39,15 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opp.EntryReader
 		log.AuditSource
 	}
-	if *data != "" {
-		s, err := openStore(*data, true)
+	if lf.data != "" {
+		s, err := openStore(lf.data, true)
 		if err != nil {
 			return err
 		}
 		defer s.Close()
 		src = s
 	} else {
-		src = newRemote(*logURL, *token)
+		src = newRemote(lf.url, lf.token)
 	}
 	var size uint64
 	if err := src.Checkpoints(ctx, 0, func(n uint64, _ []byte) error { size = n; return nil }); err != nil {

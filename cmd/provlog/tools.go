@@ -79,9 +79,7 @@ func openStore(data string, readOnly bool) (*logpebble.Store, error) {
 
 func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("prove", stderr)
-	data := fs.String("data", "", "data dir of a stopped sidecar")
-	logURL := fs.String("log", "", "base URL of a running sidecar (e.g. http://127.0.0.1:8080)")
-	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "reader token for --log (default $PROVLOG_TOKEN)")
+	lf := addLogFlags(fs, "base URL of a running sidecar (e.g. http://127.0.0.1:8080)", "")
 	index := fs.Int64("index", -1, "entry index")
 	leaf := fs.String("leaf-hash", "", "entry leaf hash, hex")
 	size := fs.Uint64("size", 0, "tree size to prove against (default: the latest checkpoint)")
@@ -92,8 +90,8 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *format != "tlog-proof" && *format != "cose" {
 		return usageErr("--format must be tlog-proof or cose")
 	}
-	if (*data == "") == (*logURL == "") {
-		return usageErr("give exactly one of --data and --log")
+	if err := lf.check(); err != nil {
+		return err
 	}
 	if (*index < 0) == (*leaf == "") {
 		return usageErr("give exactly one of --index and --leaf-hash")
@@ -105,22 +103,22 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageErr("--leaf-hash must be %d hex digits", 2*log.HashSize)
 		}
 	}
-	if *logURL != "" {
-		r, err := newRemote(*logURL, *token).receipt(ctx, *index, lh, *size, *format == "cose")
+	if lf.url != "" {
+		r, err := newRemote(lf.url, lf.token).receipt(ctx, *index, lh, *size, *format == "cose")
 		if err != nil {
 			return err
 		}
 		_, err = io.WriteString(stdout, r)
 		return err
 	}
-	s, err := openStore(*data, true)
+	s, err := openStore(lf.data, true)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	var cosigned []byte
 	if *size == 0 {
-		if cosigned, err = readCosigned(*data); err != nil {
+		if cosigned, err = readCosigned(lf.data); err != nil {
 			return err
 		}
 	}
@@ -129,7 +127,7 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *format == "cose" {
-		b, err := coseReceipt(*data, r)
+		b, err := coseReceipt(lf.data, r)
 		if err != nil {
 			return err
 		}
@@ -175,9 +173,7 @@ func runVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) 
 	fs := newFlags("verify-proof", stderr)
 	vkeyArg := fs.String("vkey", "", "the log's verifier key, or a file holding it")
 	entryFile := fs.String("entry", "", "file with the exact entry bytes the receipt is for")
-	var ws witnessFlags
-	fs.Var(&ws, "witness", "a witness's cosignature verifier key, or a file holding one (repeatable)")
-	threshold := fs.Int("threshold", -1, "how many of the --witness keys must have cosigned (default: all)")
+	wf := addWitnessFlags(fs, "threshold", "a witness's cosignature verifier key, or a file holding one (repeatable)")
 	asJSON := fs.Bool("json", false, "print the verdict and the problem as one JSON object on stdout")
 	if err := parseFlags(fs, args, 1); err != nil {
 		return err
@@ -185,12 +181,16 @@ func runVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) 
 	if *vkeyArg == "" || fs.NArg() != 1 {
 		return usageErr("--vkey and one receipt FILE are required")
 	}
+	policy, err := wf.policy()
+	if err != nil {
+		return err
+	}
 	v, err := parseVerifier(*vkeyArg)
 	if err != nil {
 		return err
 	}
 	out := checkOutput{json: *asJSON, stdout: stdout, stderr: stderr}
-	rep, err := verifyProof(fs.Arg(0), *entryFile, v, ws, *threshold)
+	rep, err := verifyProof(fs.Arg(0), *entryFile, v, policy)
 	if errors.Is(err, errUsage) {
 		return err
 	}
@@ -222,7 +222,7 @@ func (h hexBytes) MarshalText() ([]byte, error) { return []byte(hex.EncodeToStri
 // verifyProof is verify-proof's check of the receipt in file (and of the
 // entry bytes in entryFile, when not ""). What is wrong with either is a
 // *log.ProblemsError naming "receipt", "entry" or "witness cosignatures".
-func verifyProof(file, entryFile string, v note.Verifier, ws witnessFlags, threshold int) (*proofReport, error) {
+func verifyProof(file, entryFile string, v note.Verifier, policy log.WitnessPolicy) (*proofReport, error) {
 	bad := func(part string, err error) error {
 		return failed(&log.ProblemsError{What: "receipt", Problems: []log.Problem{log.ProblemOf(part, err)}}, "%v", err)
 	}
@@ -247,17 +247,15 @@ func verifyProof(file, entryFile string, v note.Verifier, ws witnessFlags, thres
 	} else if leaf == nil {
 		return nil, usageErr("the receipt names no leaf hash; give the entry with --entry")
 	}
-	c, err := verifyWitnessedReceipt(r, leaf, v, ws, threshold)
+	c, err := verifyWitnessedReceipt(r, leaf, v, policy)
 	var wpe *log.WitnessPolicyError
 	switch {
-	case errors.Is(err, errUsage):
-		return nil, err
 	case errors.As(err, &wpe):
 		return nil, bad("witness cosignatures", err)
 	case err != nil:
 		return nil, bad("receipt", explainReceiptFailure(err, r, v, entry))
 	}
-	return &proofReport{Index: r.Index, LeafHash: leaf, Origin: c.Origin, Size: c.Size, Cosigned: len(ws) > 0}, nil
+	return &proofReport{Index: r.Index, LeafHash: leaf, Origin: c.Origin, Size: c.Size, Cosigned: len(policy.Witnesses) > 0}, nil
 }
 
 // parseVerifier takes a verifier key or the name of a file holding one.
@@ -282,20 +280,18 @@ func readInput(name string) ([]byte, error) {
 
 func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("audit", stderr)
-	data := fs.String("data", "", "data dir of a stopped sidecar")
-	logURL := fs.String("log", "", "base URL of a running sidecar")
-	token := fs.String("token", os.Getenv("PROVLOG_TOKEN"), "reader token for --log (default $PROVLOG_TOKEN)")
-	vkeyArg := fs.String("vkey", "", "verifier key to trust (default: the data dir's; required with --log)")
+	lf := addLogFlags(fs, "", "")
+	lf.addVKey(fs, "verifier key to trust (default: the data dir's; required with --log)")
 	cfgPath := fs.String("config", "", "config whose anchors: section pins the TSA roots and Rekor key (default: the records' own)")
 	asJSON := fs.Bool("json", false, "print the verdict and every problem as one JSON object on stdout")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	if (*data == "") == (*logURL == "") {
-		return usageErr("give exactly one of --data and --log")
+	if err := lf.check(); err != nil {
+		return err
 	}
 	out := checkOutput{json: *asJSON, stdout: stdout, stderr: stderr}
-	a := &auditRun{data: *data, logURL: *logURL, token: *token, vkey: *vkeyArg, cfgPath: *cfgPath, w: out.text(), stderr: stderr}
+	a := &auditRun{logFlags: lf, cfgPath: *cfgPath, w: out.text(), stderr: stderr}
 	err := a.run(ctx)
 	if errors.Is(err, errUsage) {
 		return err
@@ -306,9 +302,10 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // auditRun is one provlog audit: what it was asked to check, and what it
 // found so far (rep, the report --json prints).
 type auditRun struct {
-	data, logURL, token, vkey, cfgPath string
-	w, stderr                          io.Writer // w: the lines for people
-	rep                                struct {
+	*logFlags
+	cfgPath   string
+	w, stderr io.Writer // w: the lines for people
+	rep       struct {
 		Log     *log.AuditReport    `json:"log,omitempty"`
 		Tasks   int                 `json:"tasks"`
 		Anchors *anchor.AuditReport `json:"anchors,omitempty"`
@@ -341,10 +338,7 @@ func (a *auditRun) run(ctx context.Context) error {
 		}
 		src = s
 	} else {
-		if vkey == "" {
-			return usageErr("--vkey is required with --log")
-		}
-		src = newRemote(a.logURL, a.token)
+		src = newRemote(a.url, a.token)
 	}
 	v, err := parseVerifier(vkey)
 	if err != nil {

@@ -162,6 +162,20 @@ func TestVerifyEvidenceBadPins(t *testing.T) {
 		if code != 2 || !strings.Contains(out, c.want) {
 			t.Errorf("%v: exit %d, want 2 and %q:\n%s", c.args, code, c.want, out)
 		}
+		// verify-proof takes the same witness flags, its threshold named
+		// --threshold, and refuses them the same way.
+		if !strings.HasPrefix(c.args[0], "--witness") {
+			continue
+		}
+		var args []string
+		for _, a := range c.args {
+			args = append(args, strings.Replace(a, "--witness-threshold", "--threshold", 1))
+		}
+		want := strings.Replace(c.want, "--witness-threshold", "--threshold", 1)
+		out, code = runCmd(t, append(append([]string{"verify-proof", "--vkey", vkey}, args...), filepath.Join(dir, "receipt"))...)
+		if code != 2 || !strings.Contains(out, want) {
+			t.Errorf("verify-proof %v: exit %d, want 2 and %q:\n%s", args, code, want, out)
+		}
 	}
 }
 

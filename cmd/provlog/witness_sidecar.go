@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -233,18 +234,41 @@ func (f *witnessFlags) Set(arg string) error {
 	return nil
 }
 
-// threshold checks the threshold flag named name against the keys given
-// (below 0, the flag's default: all of them).
-func (f witnessFlags) threshold(threshold int, name string) (int, error) {
+// witnessPolicyFlags are --witness, repeated, and its threshold flag
+// (verify-proof's --threshold, verify-evidence's --witness-threshold).
+type witnessPolicyFlags struct {
+	keys      witnessFlags
+	threshold int
+	name      string // the threshold flag, for messages
+}
+
+func addWitnessFlags(fs *flag.FlagSet, thresholdName, witnessHelp string) *witnessPolicyFlags {
+	w := &witnessPolicyFlags{name: "--" + thresholdName}
+	fs.Var(&w.keys, "witness", witnessHelp)
+	fs.IntVar(&w.threshold, thresholdName, -1, "how many of the --witness keys must have cosigned (default: all)")
+	return w
+}
+
+// policy is the witness policy the flags give: the keys, and a threshold
+// of at least one of them (default: all). A threshold of 0 would let
+// through a checkpoint none of the witnesses named cosigned.
+func (w *witnessPolicyFlags) policy() (log.WitnessPolicy, error) {
+	th := w.threshold
 	switch {
-	case len(f) == 0 && threshold > 0:
-		return 0, usageErr("%s needs --witness keys", name)
-	case threshold < 0:
-		return len(f), nil
-	case threshold > len(f):
-		return 0, usageErr("%s %d is more than the %d --witness keys given", name, threshold, len(f))
+	case len(w.keys) == 0 && th > 0:
+		return log.WitnessPolicy{}, usageErr("%s needs --witness keys", w.name)
+	case th < 0:
+		th = len(w.keys)
+	case th > len(w.keys):
+		return log.WitnessPolicy{}, usageErr("%s %d is more than the %d --witness keys given", w.name, th, len(w.keys))
+	case len(w.keys) > 0 && th == 0:
+		return log.WitnessPolicy{}, usageErr("%s must be at least 1", w.name)
 	}
-	return threshold, nil
+	p := log.WitnessPolicy{Witnesses: w.keys, Threshold: th}
+	if err := p.Check(); err != nil {
+		return log.WitnessPolicy{}, usageErr("--witness: %v", err)
+	}
+	return p, nil
 }
 
 // strings returns the keys in their text form.
@@ -257,14 +281,9 @@ func (f witnessFlags) strings() []string {
 }
 
 // verifyWitnessedReceipt checks a receipt under the witness policy of
-// verify-proof's flags (threshold < 0: all the witnesses given) and says
-// in plain words what failed.
-func verifyWitnessedReceipt(r *log.Receipt, leaf []byte, logV note.Verifier, ws witnessFlags, threshold int) (log.Checkpoint, error) {
-	threshold, err := ws.threshold(threshold, "--threshold")
-	if err != nil {
-		return log.Checkpoint{}, err
-	}
-	c, err := r.VerifyWitnessed(leaf, logV, ws, threshold)
+// verify-proof's flags and says in plain words what failed.
+func verifyWitnessedReceipt(r *log.Receipt, leaf []byte, logV note.Verifier, p log.WitnessPolicy) (log.Checkpoint, error) {
+	c, err := r.VerifyWitnessed(leaf, logV, p.Witnesses, p.Threshold)
 	var pe *log.WitnessPolicyError
 	if errors.As(err, &pe) {
 		return log.Checkpoint{}, fmt.Errorf("the log signed this receipt's checkpoint, but not enough of the witnesses you trust vouch for it: %w", pe)

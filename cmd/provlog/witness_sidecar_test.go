@@ -154,15 +154,15 @@ func TestWitnessing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := verifyWitnessedReceipt(pr, pr.Extra, k.Verifier, flags, -1); err != nil {
+	if _, err := verifyWitnessedReceipt(pr, pr.Extra, k.Verifier, log.WitnessPolicy{Witnesses: flags, Threshold: len(flags)}); err != nil {
 		t.Fatalf("verify-proof --witness w1 --witness w2: %v", err)
 	}
 	var w3only witnessFlags
 	w3only.Set(signers[2].Verifier().String())
-	if _, err := verifyWitnessedReceipt(pr, pr.Extra, k.Verifier, w3only, 1); err == nil || !strings.Contains(err.Error(), "not enough of the witnesses you trust") {
+	if _, err := verifyWitnessedReceipt(pr, pr.Extra, k.Verifier, log.WitnessPolicy{Witnesses: w3only, Threshold: 1}); err == nil || !strings.Contains(err.Error(), "not enough of the witnesses you trust") {
 		t.Errorf("receipt with only w3 trusted: %v", err)
 	}
-	if _, err := verifyWitnessedReceipt(pr, pr.Extra, k.Verifier, w3only, 2); err == nil {
+	if _, err := verifyWitnessedReceipt(pr, pr.Extra, k.Verifier, log.WitnessPolicy{Witnesses: w3only, Threshold: 2}); err == nil {
 		t.Error("--threshold above the witnesses given was accepted")
 	}
 

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"flag"
+	"os"
+)
+
+// logFlags are the flags of the commands that read a log, in a stopped
+// sidecar's data dir or through a running one's API: exactly one of
+// --data D and --log URL (with --token, default $PROVLOG_TOKEN), and,
+// where the command trusts a key, --vkey.
+type logFlags struct {
+	data, url, token string
+	vkey             string
+	needVKey         bool // --vkey is required with --log
+}
+
+// addLogFlags adds --data, --log and --token to fs; logHelp and tokenHelp
+// say what --log and --token do where it is more than reading ("": the
+// common words).
+func addLogFlags(fs *flag.FlagSet, logHelp, tokenHelp string) *logFlags {
+	if logHelp == "" {
+		logHelp = "base URL of a running sidecar"
+	}
+	if tokenHelp == "" {
+		tokenHelp = "reader token for --log (default $PROVLOG_TOKEN)"
+	}
+	l := &logFlags{}
+	fs.StringVar(&l.data, "data", "", "data dir of a stopped sidecar")
+	fs.StringVar(&l.url, "log", "", logHelp)
+	fs.StringVar(&l.token, "token", os.Getenv("PROVLOG_TOKEN"), tokenHelp)
+	return l
+}
+
+// addVKey adds --vkey, which check requires with --log; help says more
+// of it where the common words do not ("").
+func (l *logFlags) addVKey(fs *flag.FlagSet, help string) {
+	if help == "" {
+		help = "the log's verifier key, or a file holding it (required with --log)"
+	}
+	fs.StringVar(&l.vkey, "vkey", "", help)
+	l.needVKey = true
+}
+
+// check refuses a command line that names both sources or neither, or
+// --log without a --vkey the command needs.
+func (l *logFlags) check() error {
+	if (l.data == "") == (l.url == "") {
+		return usageErr("give exactly one of --data and --log")
+	}
+	if l.needVKey && l.url != "" && l.vkey == "" {
+		return usageErr("--vkey is required with --log")
+	}
+	return nil
+}
