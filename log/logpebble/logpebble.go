@@ -510,7 +510,7 @@ func (s *Store) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, 
 	slab := make([]byte, hashSize*len(ids))
 	var order []int // the ids to read from Pebble
 	for i, id := range ids {
-		if !committed(id, st.Size) {
+		if !hot.Committed(id, st.Size) {
 			return nil, fmt.Errorf("node (%d, %d) in a log of size %d: %w", id.Level, id.Index, st.Size, log.ErrNotFound)
 		}
 		if h, ok := st.hot.Get(id); ok {
@@ -586,11 +586,6 @@ func stepTo(it *pebble.Iterator, key []byte) bool {
 		}
 	}
 	return false
-}
-
-// committed reports whether node id is complete in a log of the given size.
-func committed(id compact.NodeID, size uint64) bool {
-	return id.Level < 64 && id.Index < size>>id.Level
 }
 
 // LeafIndex implements [log.Storage.LeafIndex]. Of several entries with the

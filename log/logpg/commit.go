@@ -65,6 +65,57 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 
 	// Round trip 1: lock the state, read what others appended and the
 	// fence keys.
+	st, leaves, last, err := s.lockState(ctx, conn, known.Size, fences)
+	if err != nil {
+		return err
+	}
+	nodes, err := extend(known, st, leaves)
+	if err != nil {
+		s.fail(err)
+		return err
+	}
+	if st.Size > known.Size {
+		hot = hot.With(st.Size, nodes)
+		s.publish(cloneState(st), hot)
+	}
+
+	fenced := fencedOf(fences, last)
+	b, err := build(cloneState(st), fenced)
+	if err != nil {
+		return err
+	}
+	if b == nil {
+		return nil
+	}
+	if err := b.Check(st.Size); err != nil {
+		return fmt.Errorf("refusing batch: %w", err)
+	}
+	batchKeys, batchLast, err := fenceKeys(fences, fenced, b)
+	if err != nil {
+		return err
+	}
+
+	// Round trip 2: write it all and commit.
+	if s.testingOnlyBeforeWrite != nil {
+		s.testingOnlyBeforeWrite(conn.PgConn().PID())
+	}
+	err = s.write(ctx, conn, b, batchKeys, batchLast)
+	if err == nil && s.testingOnlyAfterWrite != nil {
+		err = s.testingOnlyAfterWrite()
+	}
+	rollBack, err := s.outcome(conn, b, err)
+	done = !rollBack
+	if err != nil {
+		return err
+	}
+	s.publish(cloneState(b.State), hot.With(b.State.Size, b.Nodes))
+	return nil
+}
+
+// lockState is a commit's first round trip: it begins the transaction,
+// locks the state row, and reads the leaf hashes appended since size and
+// the last index of each fence key.
+func (s *Store) lockState(ctx context.Context, conn *pgx.Conn, size uint64, fences []log.Fence) (log.State, [][]byte, map[string]int64, error) {
 	var keys []string
 	for _, f := range fences {
 		if f.Key != "" {
@@ -77,8 +128,8 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	b1 := &pgx.Batch{}
 	b1.Queue("BEGIN")
 	b1.Queue(sqlLockState).QueryRow(func(row pgx.Row) (err error) { st, err = scanState(row); return err })
-	b1.Queue(sqlLeavesFrom, int64(known.Size)).Query(func(rows pgx.Rows) (err error) {
-		leaves, err = scanLeaves(rows, known.Size)
+	b1.Queue(sqlLeavesFrom, int64(size)).Query(func(rows pgx.Rows) (err error) {
+		leaves, err = scanLeaves(rows, size)
 		return err
 	})
 	if len(keys) > 0 {
@@ -97,24 +148,20 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	if err := conn.SendBatch(ctx, b1).Close(); err != nil {
 		if errors.Is(err, ErrCorrupt) {
 			s.fail(err)
-			return err
+			return st, nil, nil, err
 		}
-		return fmt.Errorf("committing: locking the log state: %w: %w", log.ErrUnavailable, err)
+		return st, nil, nil, fmt.Errorf("committing: locking the log state: %w: %w", log.ErrUnavailable, err)
 	}
-	nodes, err := extend(known, st, leaves)
-	if err != nil {
-		s.fail(err)
-		return err
-	}
-	if st.Size > known.Size {
-		hot = hot.With(st.Size, nodes)
-		s.publish(cloneState(st), hot)
-	}
+	return st, leaves, last, nil
+}
 
-	var fenced []bool
-	if len(fences) > 0 {
-		fenced = make([]bool, len(fences))
+// fencedOf says which appends are fenced: their key was appended at or
+// after their After, or an earlier append of the same commit has it.
+func fencedOf(fences []log.Fence, last map[string]int64) []bool {
+	if len(fences) == 0 {
+		return nil
 	}
+	fenced := make([]bool, len(fences))
 	seen := map[string]bool{}
 	for i, f := range fences {
 		if f.Key == "" {
@@ -124,69 +171,64 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 		fenced[i] = (ok && uint64(l) >= f.After) || seen[f.Key]
 		seen[f.Key] = true
 	}
-	b, err := build(cloneState(st), fenced)
-	if err != nil {
-		return err
-	}
-	if b == nil {
-		return nil
-	}
-	if err := b.Check(st.Size); err != nil {
-		return fmt.Errorf("refusing batch: %w", err)
-	}
-	var batchKeys []string
-	var batchLast []int64
-	if len(fences) > 0 {
-		n := 0
-		for i, f := range fences {
-			if fenced[i] {
-				continue
-			}
-			if f.Key != "" {
-				batchKeys = append(batchKeys, f.Key)
-				batchLast = append(batchLast, int64(b.Start)+int64(n))
-			}
-			n++
-		}
-		if n != len(b.Entries) {
-			return fmt.Errorf("refusing batch: %d entries for %d unfenced appends", len(b.Entries), n)
-		}
-	}
+	return fenced
+}
 
-	// Round trip 2: write it all and commit.
-	if s.testingOnlyBeforeWrite != nil {
-		s.testingOnlyBeforeWrite(conn.PgConn().PID())
+// fenceKeys returns the keys of batch b's unfenced appends and the index
+// each gets, and refuses a batch whose entries are not one per unfenced
+// append.
+func fenceKeys(fences []log.Fence, fenced []bool, b *log.Batch) ([]string, []int64, error) {
+	if len(fences) == 0 {
+		return nil, nil, nil
 	}
-	err = s.write(ctx, conn, b, batchKeys, batchLast)
-	if err == nil && s.testingOnlyAfterWrite != nil {
-		err = s.testingOnlyAfterWrite()
+	var keys []string
+	var last []int64
+	n := 0
+	for i, f := range fences {
+		if fenced[i] {
+			continue
+		}
+		if f.Key != "" {
+			keys = append(keys, f.Key)
+			last = append(last, int64(b.Start)+int64(n))
+		}
+		n++
 	}
+	if n != len(b.Entries) {
+		return nil, nil, fmt.Errorf("refusing batch: %d entries for %d unfenced appends", len(b.Entries), n)
+	}
+	return keys, last, nil
+}
+
+// outcome judges the second round trip's error err: nil, committed; a
+// statement the server refused, not committed, and the transaction is to
+// be rolled back (rollBack); else the session ended, perhaps after
+// COMMIT, and the outcome is read back (conn is closed). The error is nil
+// only if b was committed.
+func (s *Store) outcome(conn *pgx.Conn, b *log.Batch, err error) (rollBack bool, _ error) {
 	var pe *pgconn.PgError
 	switch {
 	case err == nil:
-		done = true
+		return false, nil
 	case (errors.As(err, &pe) && pe.Severity == "ERROR") || errors.Is(err, errNotCommitted):
 		// The server refused a statement and the session goes on: the
 		// transaction is aborted and nothing of it was committed. (A
 		// FATAL or PANIC ends the session, possibly after COMMIT: that
 		// outcome is read back, below.)
-		return fmt.Errorf("committing batch [%d, %d): %w", b.Start, b.State.Size, err)
-	default:
-		done = true
-		conn.Close(context.Background())
-		ok, rerr := s.readBack(b)
-		if rerr != nil {
-			err = fmt.Errorf("committing batch [%d, %d): the connection failed (%v) and the outcome could not be read back: %w", b.Start, b.State.Size, err, rerr)
-			s.fail(err)
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("committing batch [%d, %d): %w: the connection failed (%v); read back: not committed", b.Start, b.State.Size, log.ErrUnavailable, err)
-		}
-		s.logf("logpg: the connection failed during the commit of [%d, %d) (%v); read back: committed", b.Start, b.State.Size, err)
+		return true, fmt.Errorf("committing batch [%d, %d): %w", b.Start, b.State.Size, err)
 	}
-	s.publish(cloneState(b.State), hot.With(b.State.Size, b.Nodes))
-	return nil
+	conn.Close(context.Background())
+	ok, rerr := s.readBack(b)
+	if rerr != nil {
+		err = fmt.Errorf("committing batch [%d, %d): the connection failed (%v) and the outcome could not be read back: %w", b.Start, b.State.Size, err, rerr)
+		s.fail(err)
+		return false, err
+	}
+	if !ok {
+		return false, fmt.Errorf("committing batch [%d, %d): %w: the connection failed (%v); read back: not committed", b.Start, b.State.Size, log.ErrUnavailable, err)
+	}
+	s.logf("logpg: the connection failed during the commit of [%d, %d) (%v); read back: committed", b.Start, b.State.Size, err)
+	return false, nil
 }
 
 var errNotCommitted = errors.New("the server did not commit the transaction")

@@ -67,7 +67,7 @@ func (s *Store) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, 
 	}
 	v = s.atLeast(ctx, v, need)
 	for _, id := range ids {
-		if !committed(id, v.Size) {
+		if !hot.Committed(id, v.Size) {
 			return nil, fmt.Errorf("node (%d, %d) in a log of size %d: %w", id.Level, id.Index, v.Size, log.ErrNotFound)
 		}
 	}
@@ -123,11 +123,6 @@ func (s *Store) readNodes(ctx context.Context, hot *hot.Nodes, ids []compact.Nod
 		copy(out[i], h)
 	}
 	return out, nil
-}
-
-// committed reports whether node id is complete in a log of the given size.
-func committed(id compact.NodeID, size uint64) bool {
-	return id.Level < 64 && id.Index < size>>id.Level
 }
 
 // LeafIndex implements [log.Storage.LeafIndex]. Of several entries with the

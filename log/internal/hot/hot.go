@@ -107,3 +107,9 @@ func Load(size, max uint64, level func(lvl uint, count uint64) ([]byte, error)) 
 	}
 	return h, nil
 }
+
+// Committed reports whether node id is complete in a log of the given
+// size: both stores hold, and serve, only complete nodes.
+func Committed(id compact.NodeID, size uint64) bool {
+	return id.Level < 64 && id.Index < size>>id.Level
+}
