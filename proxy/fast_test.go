@@ -176,7 +176,7 @@ func TestFastPathHTTP(t *testing.T) {
 // the SDK handles the client's notifications/initialized on its own time,
 // and until then the session's calls go through the SDK's path (which is
 // right, but would make the counts of fast calls in tests racy).
-func fastSession(t *testing.T, p *Proxy, cs *mcp.ClientSession) *mcp.ClientSession {
+func fastSession(t testing.TB, p *Proxy, cs *mcp.ClientSession) *mcp.ClientSession {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

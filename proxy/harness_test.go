@@ -104,7 +104,7 @@ func (s *failingStore) Commit(ctx context.Context, b *log.Batch) error {
 	return s.Memory.Commit(ctx, b)
 }
 
-func newTestLog(t *testing.T) *testLog {
+func newTestLog(t testing.TB) *testLog {
 	t.Helper()
 	skey, vkey, err := note.GenerateKey(rand.Reader, "provlog.test/proxy")
 	if err != nil {
@@ -142,7 +142,7 @@ func newTestLog(t *testing.T) *testLog {
 	return &testLog{store: store, seq: seq, verifier: verifier, blobs: bs, blobDir: dir}
 }
 
-func (l *testLog) size(t *testing.T) uint64 {
+func (l *testLog) size(t testing.TB) uint64 {
 	st, err := l.store.State(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func (l *testLog) size(t *testing.T) uint64 {
 	return st.Size
 }
 
-func (l *testLog) entry(t *testing.T, i uint64) []byte {
+func (l *testLog) entry(t testing.TB, i uint64) []byte {
 	t.Helper()
 	es, err := l.store.Entries(context.Background(), i, i+1)
 	if err != nil || len(es) != 1 {
@@ -263,14 +263,14 @@ func (l *testLog) waitSize(t *testing.T, n uint64) {
 	}
 }
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(&tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-type tlogWriter struct{ t *testing.T }
+type tlogWriter struct{ t testing.TB }
 
 func (w *tlogWriter) Write(p []byte) (int, error) {
 	defer func() { recover() }() // a log line after the test ended
@@ -285,7 +285,7 @@ var (
 )
 
 // startProxy starts a proxy on l with the given servers.
-func startProxy(t *testing.T, l *testLog, servers []ServerConfig, tweak func(*Options)) *Proxy {
+func startProxy(t testing.TB, l *testLog, servers []ServerConfig, tweak func(*Options)) *Proxy {
 	t.Helper()
 	opts := Options{
 		Servers:  servers,
@@ -403,7 +403,7 @@ func connectMemory(t *testing.T, p *Proxy, cl *clientLog) *mcp.ClientSession {
 const testToken, testActor = "s3cret-token", "alice"
 
 // serveHTTP serves the proxy over HTTP with one valid token.
-func serveHTTP(t *testing.T, p *Proxy) string {
+func serveHTTP(t testing.TB, p *Proxy) string {
 	t.Helper()
 	srv := httptest.NewServer(p.HTTPHandler(staticTokens(func(tok string) (string, bool) {
 		if tok == testToken {

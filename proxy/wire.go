@@ -90,14 +90,7 @@ func parseWire(data []byte) (*wireMessage, error) {
 		case "result":
 			m.Result = bytes.Clone(raw)
 			m.resultCanon = bytes.Clone(canon)
-			if canon[0] == '{' {
-				log.WalkObject(canon, func(k string, _, v []byte) error {
-					if k == "isError" {
-						m.isError = string(v) == "true"
-					}
-					return nil
-				})
-			}
+			m.isError = canonTopTrue(canon, `"isError":`)
 		case "error":
 			if string(canon) != "null" {
 				m.Error = new(wireError)
@@ -121,6 +114,39 @@ func parseWire(data []byte) (*wireMessage, error) {
 		m.isError = r.IsError
 	}
 	return &m, nil
+}
+
+// canonTopTrue reports whether obj, a JSON object in canonical form (no
+// white space), has the member key (given as `"name":`) at its top level
+// with the value true. One pass over obj, no parsing of values: in
+// canonical form a top-level key is a string at depth 1 right after '{'
+// or ','.
+func canonTopTrue(obj []byte, key string) bool {
+	depth, inString := 0, false
+	for i := 0; i < len(obj); i++ {
+		c := obj[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++ // the escaped byte
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			if depth == 1 && (obj[i-1] == '{' || obj[i-1] == ',') && bytes.HasPrefix(obj[i:], []byte(key)) {
+				return bytes.HasPrefix(obj[i+len(key):], []byte("true"))
+			}
+			inString = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // An sseParser splits a server-sent event stream, fed to it in pieces of

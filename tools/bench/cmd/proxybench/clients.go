@@ -42,6 +42,7 @@ var clientTransport = func() *http.Transport {
 type target struct {
 	cs          *mcp.ClientSession
 	tool        string
+	args        map[string]any
 	wantReceipt bool
 }
 
@@ -61,7 +62,7 @@ func connectCommand(ctx context.Context, cmd *exec.Cmd) (*mcp.ClientSession, err
 
 // call makes one tools/call and checks its result.
 func (t target) call(ctx context.Context) error {
-	res, err := t.cs.CallTool(ctx, &mcp.CallToolParams{Name: t.tool, Arguments: map[string]any{}})
+	res, err := t.cs.CallTool(ctx, &mcp.CallToolParams{Name: t.tool, Arguments: t.args})
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.tool, err)
 	}

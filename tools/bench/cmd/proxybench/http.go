@@ -105,7 +105,8 @@ func (b *bench) runHTTP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	es, err := b.newProc("everything-http", nil, b.c.everything, "-http", esAddr)
+	esArgs, esEnv := b.c.httpCommand(esAddr)
+	es, err := b.newProc("everything-http", esEnv, esArgs[0], esArgs[1:]...)
 	if err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func (b *bench) runHTTP(ctx context.Context) error {
 		if err != nil {
 			return fail(err)
 		}
-		r, err := b.measureLatency(ctx, target{cs: dcs, tool: b.c.tool}, target{cs: pcs, tool: ptool, wantReceipt: true})
+		r, err := b.measureLatency(ctx, target{cs: dcs, tool: b.c.tool, args: b.c.args}, target{cs: pcs, tool: ptool, args: b.c.args, wantReceipt: true})
 		dcs.Close()
 		pcs.Close()
 		if err != nil {
@@ -306,12 +307,12 @@ func (b *bench) runThroughput(ctx context.Context, esURL, plBase, token, ptool s
 		if err != nil {
 			return nil, fmt.Errorf("connecting to everything-server: %w", err)
 		}
-		direct = append(direct, target{cs: dcs, tool: b.c.tool})
+		direct = append(direct, target{cs: dcs, tool: b.c.tool, args: b.c.args})
 		pcs, err := connectHTTP(ctx, plBase+"/mcp", token)
 		if err != nil {
 			return nil, fmt.Errorf("connecting to provlog: %w", err)
 		}
-		proxied = append(proxied, target{cs: pcs, tool: ptool, wantReceipt: true})
+		proxied = append(proxied, target{cs: pcs, tool: ptool, args: b.c.args, wantReceipt: true})
 	}
 	size0, err := healthSize(plBase)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"time"
 )
 
@@ -46,7 +45,8 @@ func (b *bench) measureLatency(ctx context.Context, direct, proxied target) (*la
 
 func (b *bench) runStdio(ctx context.Context) error {
 	b.logf("A1: stdio latency, %d samples per path (warm-up %d)", b.c.n, b.c.warmup)
-	direct, err := b.newProc("everything-stdio-direct", nil, b.c.everything)
+	sc := b.c.stdioCommand()
+	direct, err := b.newProc("everything-stdio-direct", nil, sc[0], sc[1:]...)
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (b *bench) runStdio(ctx context.Context) error {
 	defer dcs.Close()
 
 	data := filepath.Join(b.c.dir, "data-stdio")
-	cfg, err := b.writeConfig("provlog-stdio", data, fmt.Sprintf("    command: [%s]\n", strconv.Quote(b.c.everything)))
+	cfg, err := b.writeConfig("provlog-stdio", data, b.c.configCommand())
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (b *bench) runStdio(ctx context.Context) error {
 	if err := checkTool(ctx, pcs, ptool); err != nil {
 		return fmt.Errorf("provlog (stdio): %w", err)
 	}
-	r, err := b.measureLatency(ctx, target{cs: dcs, tool: b.c.tool}, target{cs: pcs, tool: ptool, wantReceipt: true})
+	r, err := b.measureLatency(ctx, target{cs: dcs, tool: b.c.tool, args: b.c.args}, target{cs: pcs, tool: ptool, args: b.c.args, wantReceipt: true})
 	if err != nil {
 		return fmt.Errorf("%w\nprovlog stderr:\n%s", err, pl.logTail())
 	}

@@ -72,6 +72,11 @@ type config struct {
 	taskWindow  time.Duration
 	taskRounds  int
 	tool        string
+	downstream  string // "npm" or "go"
+	serverJS    string // npm server-everything's dist/index.js
+	node        string
+	echoBytes   int
+	args        map[string]any // every call's arguments
 	everything  string
 	provlog     string
 	dir         string
@@ -114,7 +119,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.taskClients, "task-clients", 32, "concurrent HTTP sessions for the task tools (B)")
 	fs.DurationVar(&c.taskWindow, "task-window", 0, "task throughput window (default -window)")
 	fs.IntVar(&c.taskRounds, "task-rounds", 2, "task throughput windows (B)")
-	fs.StringVar(&c.tool, "tool", "test_simple_text", "downstream tool to call (a cheap one, taking no arguments)")
+	fs.StringVar(&c.downstream, "downstream", "npm", "downstream server: npm (server-everything, echo of -echo-bytes) or go (go-sdk's conformance everything-server, test_simple_text)")
+	fs.StringVar(&c.tool, "tool", "", "downstream tool to call (default: echo for npm, test_simple_text for go; a tool other than echo gets no arguments)")
+	fs.IntVar(&c.echoBytes, "echo-bytes", 1024, "length of the echo tool's message (npm)")
+	fs.StringVar(&c.serverJS, "server-everything", "", "npm server-everything's dist/index.js (default under $PROVLOG_MCPTEST_DIR)")
+	fs.StringVar(&c.node, "node", "node", "node binary for server-everything")
 	fs.StringVar(&c.everything, "everything", os.Getenv("PROVLOG_EVERYTHING_SERVER"), "go-sdk conformance everything-server binary (default $PROVLOG_EVERYTHING_SERVER)")
 	fs.StringVar(&c.provlog, "provlog", "", "provlog binary to use (default: go build ./cmd/provlog from the main module)")
 	fs.StringVar(&c.dir, "dir", "", "work dir for binaries, data dirs and logs (default: a new temp dir, removed afterwards)")
@@ -166,13 +175,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("-n, -block, -clients, -task-clients, -rounds, -task-rounds and -window must be positive")
 	}
 	needDown := c.phases["stdio"] || c.phases["http"] || c.phases["tput"]
-	if needDown && c.everything == "" {
-		return errors.New("no everything-server: set PROVLOG_EVERYTHING_SERVER (eval \"$(bash tools/mcptest/install.sh)\" in the main module) or pass -everything")
-	}
 	if needDown {
-		if _, err := os.Stat(c.everything); err != nil {
-			return fmt.Errorf("everything-server: %w", err)
+		if err := c.checkDownstream(); err != nil {
+			return err
 		}
+		c.args = c.toolArgs()
 	}
 
 	b := &bench{c: c, stderr: stderr}

@@ -13,19 +13,19 @@ import (
 )
 
 // TestProxyBenchQuick runs proxybench -quick end to end: it builds provlog,
-// runs every part against real processes (provlog and go-sdk's
-// everything-server) and checks that the run completes and reports what it
+// runs every part against real processes (provlog and npm's
+// server-everything) and checks that the run completes and reports what it
 // should, not how fast anything was (the machine is shared and noisy).
 //
-// It needs PROVLOG_EVERYTHING_SERVER (eval "$(bash tools/mcptest/install.sh)"
+// It needs PROVLOG_MCPTEST_DIR (eval "$(bash tools/mcptest/install.sh)"
 // in the main module): without it the test skips, except under CI=true,
 // where it fails.
 func TestProxyBenchQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs about 30 s; skipped with -short")
 	}
-	if os.Getenv("PROVLOG_EVERYTHING_SERVER") == "" {
-		const msg = `PROVLOG_EVERYTHING_SERVER is not set; run eval "$(bash tools/mcptest/install.sh)" in the main module first`
+	if os.Getenv("PROVLOG_MCPTEST_DIR") == "" {
+		const msg = `PROVLOG_MCPTEST_DIR is not set; run eval "$(bash tools/mcptest/install.sh)" in the main module first`
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
@@ -45,6 +45,7 @@ func TestProxyBenchQuick(t *testing.T) {
 	for _, want := range []string{
 		"- CPU: ",
 		"nproc ",
+		"downstream: npm @modelcontextprotocol/server-everything",
 		"load average (1/5/15 min) at start: ",
 		"| A1. latency per call, stdio, 1 client: p50 |",
 		"| A1. latency per call, stdio, 1 client: p99 |",
