@@ -44,10 +44,30 @@ type oauthSidecar struct {
 }
 
 // startOAuthSidecar starts Hydra, then provlog with an auth: section
-// trusting it through OpenID Connect discovery.
+// trusting it through OpenID Connect discovery, 1s of clock skew.
 func startOAuthSidecar(t *testing.T) *oauthSidecar {
 	t.Helper()
-	hy := hydratest.Start(t, hydratest.Options{})
+	return startOAuthSidecarWith(t, hydratest.Options{}, func(s *oauthSidecar) string {
+		return fmt.Sprintf(`auth:
+  resource: %s
+  issuers:
+    - issuer: %s
+      discovery_url: %s
+      actor_prefix: "hydra:"
+  scopes:
+    tools: [%s]
+    tasks: [%s]
+    log: [%s]
+  clock_skew: 1s
+`, s.resource, s.hydra.Issuer, s.hydra.DiscoveryURL, scopeTools, scopeTasks, scopeLog)
+	})
+}
+
+// startOAuthSidecarWith starts Hydra with o, then provlog with the auth:
+// section auth returns.
+func startOAuthSidecarWith(t *testing.T, o hydratest.Options, auth func(*oauthSidecar) string) *oauthSidecar {
+	t.Helper()
+	hy := hydratest.Start(t, o)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		missingPrereq(t, "node is not installed")
@@ -60,22 +80,7 @@ func startOAuthSidecar(t *testing.T) *oauthSidecar {
 	s := &oauthSidecar{hydra: hy, base: "http://" + addr, data: filepath.Join(t.TempDir(), "data"), stderr: &lockedBuffer{}}
 	s.resource = s.base + "/mcp"
 	cfg := filepath.Join(t.TempDir(), "provlog.yaml")
-	conf := fmt.Sprintf(`data: %s
-auth:
-  resource: %s
-  issuers:
-    - issuer: %s
-      discovery_url: %s
-      actor_prefix: "hydra:"
-  scopes:
-    tools: [%s]
-    tasks: [%s]
-    log: [%s]
-  clock_skew: 1s
-servers:
-  - id: everything
-    command: [%q, %q, stdio]
-`, s.data, s.resource, hy.Issuer, hy.DiscoveryURL, scopeTools, scopeTasks, scopeLog, node, js)
+	conf := fmt.Sprintf("data: %s\nservers:\n  - id: everything\n    command: [%q, %q, stdio]\n", s.data, node, js) + auth(s)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -377,8 +382,8 @@ func readAll(t *testing.T, data string) []map[string]any {
 // be the call, the task's creation, acceptance and claim, written with
 // actor and an auth member holding token's issuer, subject, client, jti
 // and hash, and the act chain wantAct; and every entry of actor to
-// carry an auth member.
-func checkAuthEntries(t *testing.T, entries []map[string]any, token, actor, task string, wantAct map[string]any) {
+// carry an auth member. kinds, if given, are the kinds wanted instead.
+func checkAuthEntries(t *testing.T, entries []map[string]any, token, actor, task string, wantAct map[string]any, kinds ...string) {
 	t.Helper()
 	c := jwtClaims(t, token)
 	sum := sha256.Sum256([]byte(token))
@@ -410,7 +415,10 @@ func checkAuthEntries(t *testing.T, entries []map[string]any, token, actor, task
 			t.Errorf("entry %d (%s): auth.act = %s; want %s", i, kind, got, mustJSON(t, wantAct))
 		}
 	}
-	for _, k := range []string{"call", "task.create", "task.accept", "task.claim"} {
+	if len(kinds) == 0 {
+		kinds = []string{"call", "task.create", "task.accept", "task.claim"}
+	}
+	for _, k := range kinds {
 		if !seen[k] {
 			t.Errorf("no %s entry by %s (saw %v)", k, actor, seen)
 		}
@@ -569,4 +577,109 @@ func TestOAuthTypeScriptSDK(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d calls by hydra:sdk-client; want 1", n)
 	}
+}
+
+// hydraREADME returns the README's ORY Hydra section: its YAML blocks
+// (Hydra's config, then provlog's auth:) and its hydra commands, each
+// split into arguments.
+func hydraREADME(t *testing.T) (blocks []string, cmds [][]string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n### ORY Hydra\n")
+	if !ok {
+		t.Fatal("README.md has no ### ORY Hydra section")
+	}
+	for _, next := range []string{"\n## ", "\n### "} {
+		if i := strings.Index(sec, next); i >= 0 {
+			sec = sec[:i]
+		}
+	}
+	for rest := sec; ; {
+		var block string
+		if _, rest, ok = strings.Cut(rest, "```yaml\n"); !ok {
+			break
+		}
+		block, rest, _ = strings.Cut(rest, "```")
+		blocks = append(blocks, block)
+	}
+	var cmd string
+	fenced := false
+	for _, line := range strings.Split(sec, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		code, ok := strings.CutPrefix(line, "    ")
+		if !ok || fenced {
+			continue
+		}
+		if strings.HasPrefix(code, "hydra ") && cmd != "" {
+			cmds = append(cmds, strings.Fields(cmd))
+			cmd = ""
+		}
+		cmd += strings.TrimSuffix(code, `\`) + " "
+	}
+	if cmd != "" {
+		cmds = append(cmds, strings.Fields(cmd))
+	}
+	if len(blocks) != 2 || len(cmds) != 2 {
+		t.Fatalf("README's ORY Hydra section: %d YAML blocks, %d commands; want 2 and 2", len(blocks), len(cmds))
+	}
+	return blocks, cmds
+}
+
+// TestOAuthHydraREADME runs the README's ORY Hydra section: Hydra with
+// its config, provlog with its auth: block, its two hydra commands for a
+// client and a token; the token's calls are the client's.
+func TestOAuthHydraREADME(t *testing.T) {
+	blocks, cmds := hydraREADME(t)
+	urls := func(hy *hydratest.Server, resource string) *strings.Replacer {
+		return strings.NewReplacer("https://hydra-admin.example", hy.Admin, "https://hydra.example/", hy.Issuer,
+			"https://hydra.example", strings.TrimSuffix(hy.Issuer, "/"), "https://provlog.example/mcp", resource)
+	}
+	var resource string
+	s := startOAuthSidecarWith(t, hydratest.Options{Config: func(hy *hydratest.Server) string {
+		return urls(hy, "").Replace(blocks[0])
+	}}, func(s *oauthSidecar) string {
+		resource = s.resource
+		return urls(s.hydra, s.resource).Replace(blocks[1])
+	})
+	r := urls(s.hydra, resource)
+	hydra := func(args []string, vars map[string]string, out any) {
+		t.Helper()
+		for i, a := range args {
+			args[i] = r.Replace(a)
+			if v, ok := vars[a]; ok {
+				args[i] = v
+			}
+		}
+		if args[0] != "hydra" {
+			t.Fatalf("README command %q", args)
+		}
+		b, err := exec.Command(s.hydra.Binary(), args[1:]...).Output()
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%q printed %s: %v", args, b, err)
+		}
+	}
+	var client struct {
+		ID     string `json:"client_id"`
+		Secret string `json:"client_secret"`
+	}
+	hydra(cmds[0], nil, &client)
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	hydra(cmds[1], map[string]string{"$CLIENT_ID": client.ID, "$CLIENT_SECRET": client.Secret}, &tok)
+
+	cs := connectHTTP(t, s.base, tok.AccessToken)
+	callTool(t, cs, "everything__echo", map[string]any{"message": "from the README"})
+	created, _ := callTool(t, cs, "create_task", map[string]any{"title": "README"})
+	cs.Close()
+	s.stop()
+	checkAuthEntries(t, readAll(t, s.data), tok.AccessToken, "hydra:"+client.ID, created["task_id"].(string), nil, "call", "task.create")
 }

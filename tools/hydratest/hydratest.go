@@ -78,6 +78,11 @@ type Options struct {
 	// Opaque makes Hydra issue opaque access tokens (checked through its
 	// RFC 7662 introspection endpoint) instead of JWTs.
 	Opaque bool
+	// Config returns more of Hydra's YAML config, given the server's
+	// URLs; it is loaded after the harness's own, so its values win (the
+	// README's Hydra settings, for one). With it the harness sets no
+	// strategies (Opaque is ignored): Config must.
+	Config func(*Server) string
 }
 
 // Server is one running Hydra.
@@ -99,6 +104,7 @@ type Server struct {
 	actor map[string]bool // client ids whose delegated tokens get "act"
 	hooks int             // token hook calls that asked for "act"
 	out   *syncBuffer
+	bin   string
 }
 
 // Start runs Hydra until t ends and waits until it answers. Its signing
@@ -114,6 +120,7 @@ func Start(t testing.TB, o Options) *Server {
 		Admin:            fmt.Sprintf("http://127.0.0.1:%d", adm),
 		actor:            map[string]bool{},
 		out:              &syncBuffer{},
+		bin:              bin,
 		IntrospectionURL: fmt.Sprintf("http://127.0.0.1:%d/admin/oauth2/introspect", adm),
 	}
 	s.TokenURL = s.Issuer + "oauth2/token"
@@ -121,9 +128,12 @@ func Start(t testing.TB, o Options) *Server {
 	s.JWKSURL = s.Issuer + ".well-known/jwks.json"
 
 	hook := s.startHook(t)
-	strategy := "jwt"
+	strategies := "strategies:\n  access_token: jwt\n  jwt: {scope_claim: both}\n"
 	if o.Opaque {
-		strategy = "opaque"
+		strategies = "strategies:\n  access_token: opaque\n"
+	}
+	if o.Config != nil {
+		strategies = ""
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "hydra.yaml")
@@ -136,10 +146,7 @@ urls:
   self: {issuer: %q}
 secrets:
   system: [%q]
-strategies:
-  access_token: %s
-  jwt: {scope_claim: both}
-oauth2:
+%soauth2:
   allowed_top_level_claims: [act]
   mirror_top_level_claims: false
   token_hook: %q
@@ -147,11 +154,19 @@ sqa:
   opt_out: true
 log:
   level: warn
-`, pub, adm, s.Issuer, randomString(t, 32), strategy, hook)
+`, pub, adm, s.Issuer, randomString(t, 32), strategies, hook)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", "all", "--dev", "--sqa-opt-out", "-c", cfg)
+	args := []string{"serve", "all", "--dev", "--sqa-opt-out", "-c", cfg}
+	if o.Config != nil {
+		more := filepath.Join(dir, "more.yaml")
+		if err := os.WriteFile(more, []byte(o.Config(s)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-c", more)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
@@ -172,6 +187,10 @@ log:
 	}
 	return s
 }
+
+// Binary is the hydra program this server runs (its CLI talks to the
+// admin and public APIs too).
+func (s *Server) Binary() string { return s.bin }
 
 // Output is what Hydra wrote to stdout and stderr so far.
 func (s *Server) Output() string { return s.out.String() }
