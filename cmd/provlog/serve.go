@@ -167,18 +167,9 @@ func (l appendLog) Entries(ctx context.Context, start, end uint64) ([][]byte, er
 // that runs on it. stdio says whether MCP clients come over stdio, where
 // the actor is the config's; over HTTP it is the bearer token's.
 func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bool) (_ *sidecar, err error) {
-	if _, err := os.Stat(filepath.Join(cfg.Data, logKeyFile)); errors.Is(err, os.ErrNotExist) {
-		if err := keygen(cfg.Data, cfg.Origin); err != nil {
-			return nil, err
-		}
-		logger.Info("made new log keys", "data", cfg.Data)
-	}
-	k, err := loadKeys(cfg.Data)
+	k, err := openKeys(cfg, logger)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Origin != "" && cfg.Origin != k.signer.Name() {
-		return nil, fmt.Errorf("config origin %q differs from the data dir's origin %q; an origin never changes for a data dir", cfg.Origin, k.signer.Name())
 	}
 	h, err := ensureLocalToken(cfg.Data)
 	if err != nil {
@@ -208,31 +199,8 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 			sc.close()
 		}
 	}()
-	delay := server.DefaultCommitDelay
-	if cfg.CommitDelay != nil {
-		delay = time.Duration(*cfg.CommitDelay)
-	}
-	sc.seq, err = server.OpenSequencer(ctx, store, k.signer, k.verifier, &server.SequencerOptions{
-		CommitDelay: delay,
-		// A full disk resumes in place once space is freed (Pebble only;
-		// log/server resume.go says why only a full disk).
-		RetryDiskFull: time.Second,
-		Genesis: func() ([]byte, error) {
-			return log.Genesis(time.Now(), k.signer.Name(), k.vkey, k.anchorPub, version)
-		},
-	})
-	if err != nil {
+	if err := sc.openLog(ctx); err != nil {
 		return nil, err
-	}
-	sc.witness, err = openWitnessing(cfg.Data, cfg.witnesses, cfg.witnessPolicy, k.verifier, store,
-		func(ctx context.Context, e []byte) error { _, err := sc.seq.Append(ctx, e); return err }, logger)
-	if err != nil {
-		return nil, err
-	}
-	if sc.witness != nil {
-		wctx, cancel := context.WithCancel(context.Background())
-		sc.stopWitness = cancel
-		go sc.witness.run(wctx, sc.seq)
 	}
 	lg := appendLog{sc.seq, store}
 	sc.tasks, err = opp.Open(ctx, lg, sc.size(), &opp.Options{KnownActor: sc.handoffTarget})
@@ -242,41 +210,9 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 	if v := sc.tasks.Violations(); len(v) > 0 {
 		logger.Warn("the log holds task entries that break a rule; they were ignored", "count", len(v), "first", v[0].String())
 	}
-	actor := func(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
-		if req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
-			return req.Extra.TokenInfo.UserID, nil
-		}
-		if stdio {
-			return cfg.Actor, nil
-		}
-		return "", errors.New("no authenticated actor: send Authorization: Bearer <token>")
-	}
-	tracer, stopTracing, err := startTracing(ctx, cfg.OTel, k.signer.Name(), logger)
-	if err != nil {
+	if err := sc.startProxy(ctx, stdio); err != nil {
 		return nil, err
 	}
-	sc.stopTracing = stopTracing
-	sc.proxy, err = proxy.New(ctx, proxy.Options{
-		Servers: cfg.Servers,
-		Log:     sc.seq,
-		Blobs:   bs,
-		Actor:   actor,
-		Status:  sc.status,
-		Prove: func(ctx context.Context, index int64, leafHash []byte) (*log.Receipt, error) {
-			return prove(ctx, store, index, leafHash, 0, nil)
-		},
-		Verifier:    k.verifier,
-		Logger:      proxyLogger(logger),
-		Tracer:      tracer,
-		Version:     version,
-		MaxSessions: cfg.Sessions.Max,
-		SessionIdle: time.Duration(cfg.Sessions.Idle),
-	})
-	if err != nil {
-		return nil, err
-	}
-	oppmcp.Register(sc.proxy.Server(), sc.tasks, actor)
-	registerReplayTool(sc.proxy.Server(), sc.seq, actor)
 	if cfg.Anchors != nil {
 		if sc.anchors, err = startAnchoring(ctx, sc, cfg.Anchors, cfg.dir); err != nil {
 			return nil, fmt.Errorf("starting anchoring: %w", err)
@@ -288,6 +224,99 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		sc.retention.Go(func() { sc.runRetention(rctx) })
 	}
 	return sc, nil
+}
+
+// openKeys loads the data dir's keys, making them on first start; a
+// config's origin must be the dir's.
+func openKeys(cfg *Config, logger *slog.Logger) (*keys, error) {
+	if _, err := os.Stat(filepath.Join(cfg.Data, logKeyFile)); errors.Is(err, os.ErrNotExist) {
+		if err := keygen(cfg.Data, cfg.Origin); err != nil {
+			return nil, err
+		}
+		logger.Info("made new log keys", "data", cfg.Data)
+	}
+	k, err := loadKeys(cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Origin != "" && cfg.Origin != k.signer.Name() {
+		return nil, fmt.Errorf("config origin %q differs from the data dir's origin %q; an origin never changes for a data dir", cfg.Origin, k.signer.Name())
+	}
+	return k, nil
+}
+
+// openLog opens the sequencer on the sidecar's store and starts
+// collecting cosignatures if witnesses are configured.
+func (sc *sidecar) openLog(ctx context.Context) error {
+	delay := server.DefaultCommitDelay
+	if sc.cfg.CommitDelay != nil {
+		delay = time.Duration(*sc.cfg.CommitDelay)
+	}
+	var err error
+	sc.seq, err = server.OpenSequencer(ctx, sc.store, sc.keys.signer, sc.keys.verifier, &server.SequencerOptions{
+		CommitDelay: delay,
+		// A full disk resumes in place once space is freed (Pebble only;
+		// log/server resume.go says why only a full disk).
+		RetryDiskFull: time.Second,
+		Genesis: func() ([]byte, error) {
+			return log.Genesis(time.Now(), sc.keys.signer.Name(), sc.keys.vkey, sc.keys.anchorPub, version)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	sc.witness, err = openWitnessing(sc.cfg.Data, sc.cfg.witnesses, sc.cfg.witnessPolicy, sc.keys.verifier, sc.store,
+		func(ctx context.Context, e []byte) error { _, err := sc.seq.Append(ctx, e); return err }, sc.logger)
+	if err != nil {
+		return err
+	}
+	if sc.witness != nil {
+		wctx, cancel := context.WithCancel(context.Background())
+		sc.stopWitness = cancel
+		go sc.witness.run(wctx, sc.seq)
+	}
+	return nil
+}
+
+// startProxy starts the MCP front with the task and replay tools on it.
+// Over stdio the actor is the config's; over HTTP the bearer token's.
+func (sc *sidecar) startProxy(ctx context.Context, stdio bool) error {
+	actor := func(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
+		if req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
+			return req.Extra.TokenInfo.UserID, nil
+		}
+		if stdio {
+			return sc.cfg.Actor, nil
+		}
+		return "", errors.New("no authenticated actor: send Authorization: Bearer <token>")
+	}
+	tracer, stopTracing, err := startTracing(ctx, sc.cfg.OTel, sc.keys.signer.Name(), sc.logger)
+	if err != nil {
+		return err
+	}
+	sc.stopTracing = stopTracing
+	sc.proxy, err = proxy.New(ctx, proxy.Options{
+		Servers: sc.cfg.Servers,
+		Log:     sc.seq,
+		Blobs:   sc.blobs,
+		Actor:   actor,
+		Status:  sc.status,
+		Prove: func(ctx context.Context, index int64, leafHash []byte) (*log.Receipt, error) {
+			return prove(ctx, sc.store, index, leafHash, 0, nil)
+		},
+		Verifier:    sc.keys.verifier,
+		Logger:      proxyLogger(sc.logger),
+		Tracer:      tracer,
+		Version:     version,
+		MaxSessions: sc.cfg.Sessions.Max,
+		SessionIdle: time.Duration(sc.cfg.Sessions.Idle),
+	})
+	if err != nil {
+		return err
+	}
+	oppmcp.Register(sc.proxy.Server(), sc.tasks, actor)
+	registerReplayTool(sc.proxy.Server(), sc.seq, actor)
+	return nil
 }
 
 // handoffTarget refuses a handoff to an actor no token of the config acts
