@@ -51,7 +51,9 @@ func (o oppLog) Entries(ctx context.Context, start, end uint64) ([][]byte, error
 func startOAuthFront(t *testing.T) *oauthFront {
 	t.Helper()
 	l := newTestLog(t)
-	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "fx")}, nil)
+	fx := fixtureServerConfig(t, "fx")
+	fx.Env[fixtureEnv] = "lists" // with a prompt and resources
+	p := startProxy(t, l, []ServerConfig{fx}, nil)
 	eng, err := opp.Open(context.Background(), oppLog{l}, l.size(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -157,8 +159,9 @@ func TestOAuthRefusals(t *testing.T) {
 
 // TestOAuthEntries: a token for alice, used by agent-7 on her behalf
 // (an RFC 8693 act chain), calls a downstream tool over a stateful
-// session and creates and accepts a task; every entry it writes carries
-// the mapped actor and the token's claims, never the token.
+// session, reads a resource and a prompt, and creates and accepts a task;
+// every entry it writes carries the mapped actor and the token's claims,
+// never the token.
 func TestOAuthEntries(t *testing.T) {
 	f := startOAuthFront(t)
 	c := f.is.Claims(oauthResource, "alice", "provlog.tools", "provlog.tasks")
@@ -190,6 +193,12 @@ func TestOAuthEntries(t *testing.T) {
 	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "accept_task", Arguments: map[string]any{"task_id": created.TaskID}}); err != nil || res.IsError {
 		t.Fatalf("accept_task: %v %v", res, err)
 	}
+	if _, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "fx+fixture:///a"}); err != nil {
+		t.Fatalf("resources/read: %v", err)
+	}
+	if _, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "fx__p1"}); err != nil {
+		t.Fatalf("prompts/get: %v", err)
+	}
 	// And one stateless call (2026-07-28), which takes the other route.
 	if resp, body := f.post(t, tok, rawCallOK); resp.StatusCode != 200 {
 		t.Fatalf("stateless call: %s %s", resp.Status, body)
@@ -219,7 +228,7 @@ func TestOAuthEntries(t *testing.T) {
 			t.Errorf("entry %d (%s): auth %s", i, e.Kind, raw)
 		}
 	}
-	want := map[string]int{"call": 2, "call.result": 2, "task.create": 1, "task.accept": 1}
+	want := map[string]int{"call": 2, "call.result": 2, "task.create": 1, "task.accept": 1, "resource.read": 1, "prompt.get": 1}
 	if mustJSON(kinds) != mustJSON(want) {
 		t.Errorf("entries written: %v, want %v", kinds, want)
 	}
