@@ -22,6 +22,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest"
 )
 
 // atTime makes a CosignatureSigner sign at a fixed time, so that note.Sign
@@ -324,7 +325,7 @@ func (m nodes) ReadNodes(_ context.Context, ids []compact.NodeID) ([][]byte, err
 
 func TestVerifyWitnessed(t *testing.T) {
 	ctx := context.Background()
-	logS, logV := newCosigTestKey(t, "log.example/witnessed")
+	logS, logV := logtest.NewKey(t, "log.example/witnessed")
 	ws, wvs := cosigners(t, 3)
 	const size = 21
 	const index = 13
@@ -427,7 +428,7 @@ func TestRelabeledCosignature(t *testing.T) {
 	if err := p.Check(); err == nil || !strings.Contains(err.Error(), "share one public key") {
 		t.Fatalf("Check = %v, want a shared-key error", err)
 	}
-	logS, logV := newCosigTestKey(t, "log.example/relabel")
+	logS, logV := logtest.NewKey(t, "log.example/relabel")
 	_, _, msg := cosignTree(t, 3, logS, a)
 	// Relabel a's cosignature as b's: same signature bytes, b's name and ID.
 	n := mustOpen(t, msg, logV, a.Verifier())
@@ -440,23 +441,6 @@ func TestRelabeledCosignature(t *testing.T) {
 	if _, _, err := log.OpenWitnessedCheckpoint(forged, logV, p); err == nil {
 		t.Error("OpenWitnessedCheckpoint counted one key twice")
 	}
-}
-
-func newCosigTestKey(t testing.TB, name string) (note.Signer, note.Verifier) {
-	t.Helper()
-	skey, vkey, err := note.GenerateKey(rand.Reader, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := note.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := note.NewVerifier(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, v
 }
 
 // corruptSig flips a bit in the signature by name.
@@ -514,7 +498,7 @@ func FuzzNewCosignatureVerifier(f *testing.F) {
 // trusted signature present: four Ed25519 verifications).
 func BenchmarkVerifyWitnessedReceipt(b *testing.B) {
 	const size, index = 1_000_000, 765_432
-	logS, logV := newCosigTestKey(b, "log.example/bench")
+	logS, logV := logtest.NewKey(b, "log.example/bench")
 	ws, wvs := cosigners(b, 3)
 	leaf := log.LeafHash([]byte("the entry"))
 	// A valid proof needs no tree: any sibling hashes lead to some root,

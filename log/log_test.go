@@ -18,6 +18,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest"
 )
 
 // nodeMap is a log.NodeReader over the perfect nodes a compact range
@@ -302,25 +303,8 @@ func TestSignedNoteVectors(t *testing.T) {
 	}
 }
 
-func newKey(t testing.TB, name string) (note.Signer, note.Verifier) {
-	t.Helper()
-	skey, vkey, err := note.GenerateKey(nil, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := note.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := note.NewVerifier(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, v
-}
-
 func TestCheckpointRoundTrip(t *testing.T) {
-	s, v := newKey(t, "example.com/log")
+	s, v := logtest.NewKey(t, "example.com/log")
 	for _, c := range []log.Checkpoint{
 		{Origin: "example.com/log", Size: 0, Hash: log.EmptyRoot()},
 		{Origin: "example.com/log", Size: 20852163, Hash: log.LeafHash([]byte("x"))},
@@ -383,7 +367,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	}
 
 	// Signing needs the origin's key; opening needs the log's key.
-	other, otherV := newKey(t, "example.com/other")
+	other, otherV := logtest.NewKey(t, "example.com/other")
 	if _, err := log.SignCheckpoint(log.Checkpoint{Origin: "example.com/log", Size: 1, Hash: log.LeafHash(nil)}, other); err == nil {
 		t.Error("SignCheckpoint accepted a signer that is not the origin")
 	}
@@ -394,7 +378,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	if _, _, err := log.OpenCheckpoint(msg, v); err == nil {
 		t.Error("OpenCheckpoint accepted another log's checkpoint")
 	}
-	_, impostor := newKey(t, "example.com/other")
+	_, impostor := logtest.NewKey(t, "example.com/other")
 	if _, _, err := log.OpenCheckpoint(msg, impostor); err == nil {
 		t.Error("OpenCheckpoint accepted a checkpoint signed by another key of the same name")
 	}
@@ -532,7 +516,7 @@ func signedTree(t *testing.T, n int, s note.Signer) (nodeMap, [][]byte, []byte) 
 
 func TestReceipt(t *testing.T) {
 	ctx := context.Background()
-	s, v := newKey(t, "example.com/log")
+	s, v := logtest.NewKey(t, "example.com/log")
 	const n = 37
 	nodes, leaves, cp := signedTree(t, n, s)
 	receipt := func(i uint64) *log.Receipt {
@@ -576,8 +560,8 @@ func TestReceipt(t *testing.T) {
 		t.Errorf("Verify without extra: %v", err)
 	}
 
-	_, otherV := newKey(t, "example.com/log")
-	_, otherName := newKey(t, "example.com/other")
+	_, otherV := logtest.NewKey(t, "example.com/log")
+	_, otherName := logtest.NewKey(t, "example.com/other")
 	for _, tc := range []struct {
 		name   string
 		modify func(r *log.Receipt) (leaf []byte, v note.Verifier)

@@ -2,7 +2,6 @@ package opp_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,27 +39,10 @@ func (l *testLog) size() uint64 {
 	return n
 }
 
-func newSigner(tb testing.TB) (note.Signer, note.Verifier) {
-	tb.Helper()
-	skey, vkey, err := note.GenerateKey(rand.Reader, testOrigin)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s, err := note.NewSigner(skey)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	v, err := note.NewVerifier(vkey)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s, v
-}
-
 // newLogOn starts a sequencer over store with a genesis entry.
 func newLogOn(tb testing.TB, store log.Storage) *testLog {
 	tb.Helper()
-	s, v := newSigner(tb)
+	s, v := logtest.NewKey(tb, testOrigin)
 	seq, err := server.OpenSequencer(context.Background(), store, s, v, &server.SequencerOptions{
 		Genesis: func() ([]byte, error) { return log.Genesis(time.Now(), testOrigin, "vkey", []byte{1}, "test") },
 	})

@@ -3,7 +3,6 @@ package logpebble
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest"
 	"github.com/provlog/provlog/log/server"
 )
 
@@ -36,22 +36,6 @@ type acked struct {
 	entry []byte
 	size  uint64
 	cp    []byte
-}
-
-func newKeys(t testing.TB) (note.Signer, note.Verifier) {
-	skey, vkey, err := note.GenerateKey(rand.Reader, "faults.example/log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := note.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := note.NewVerifier(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, v
 }
 
 // faultOptions are small memtables, so that a short run rotates the WAL
@@ -182,7 +166,7 @@ var faultCases = []struct {
 // store reopened on a sound disk holds every acknowledged entry at its
 // index and every checkpoint handed out at its size, and audits clean.
 func TestInjectedFaults(t *testing.T) {
-	signer, v := newKeys(t)
+	signer, v := logtest.NewKey(t, "faults.example/log")
 	const n, w = 400, 8
 	for _, fc := range faultCases {
 		match := func(name string) bool { return fc.file == "any" || fileKind(name) == fc.file }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest"
 )
 
 // newestWAL is the path of the newest Pebble write-ahead log in dir.
@@ -48,7 +49,7 @@ func damage(t *testing.T, path string, off int64, cut bool) {
 // it: everything in the WAL, nothing flushed.
 func writeLog(t *testing.T, dir string, n int) []acked {
 	t.Helper()
-	signer, v := newKeys(t)
+	signer, v := logtest.NewKey(t, "faults.example/log")
 	l, err := openFaultLog(t, dir, nil, signer, v)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +162,7 @@ func checkHoldsEntries(t *testing.T, s *Store, ack []acked) {
 // flushedLog writes a log of n entries and flushes it to sstables.
 func flushedLog(t *testing.T, dir string, n int) []acked {
 	t.Helper()
-	signer, v := newKeys(t)
+	signer, v := logtest.NewKey(t, "faults.example/log")
 	l, err := openFaultLog(t, dir, nil, signer, v)
 	if err != nil {
 		t.Fatal(err)

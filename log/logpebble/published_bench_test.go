@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/provlog/provlog/log/logtest"
 	"github.com/provlog/provlog/log/server"
 )
 
@@ -13,7 +14,7 @@ import (
 // every commit (as always) and, for comparison only, without it. One
 // appender makes one-entry commits (fsync-bound); 64 make commits of ~30.
 func BenchmarkPublishedRecord(b *testing.B) {
-	signer, v := newKeys(b)
+	signer, v := logtest.NewKey(b, "faults.example/log")
 	for _, w := range []int{1, 64} {
 		for _, rec := range []bool{true, false} {
 			b.Run(fmt.Sprintf("appenders=%d/record=%v", w, rec), func(b *testing.B) {

@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest"
 	"github.com/provlog/provlog/log/server"
 )
 
@@ -103,7 +104,7 @@ func TestResumeAfterDiskFull(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	disk := &fullFS{FS: vfs.Default}
-	signer, v := newKeys(t)
+	signer, v := logtest.NewKey(t, "faults.example/log")
 	s, err := Open(dir, faultOptions(t, disk))
 	if err != nil {
 		t.Fatal(err)

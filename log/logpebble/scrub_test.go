@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest"
 	"github.com/provlog/provlog/log/server"
 )
 
@@ -84,7 +85,7 @@ func TestScrubFindsCorruption(t *testing.T) {
 // pass reads every key), appends go on beside it, and it stops with Close.
 func TestScrubPasses(t *testing.T) {
 	dir := t.TempDir()
-	signer, v := newKeys(t)
+	signer, v := logtest.NewKey(t, "faults.example/log")
 	l, err := openFaultLog(t, dir, nil, signer, v)
 	if err != nil {
 		t.Fatal(err)

@@ -79,7 +79,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func openHeld(t *testing.T, delay time.Duration) (*Sequencer, *heldStore) {
 	t.Helper()
 	st := &heldStore{Storage: logtest.NewMemory(), entered: make(chan struct{}, 1)}
-	signer, verifier := newTestKey(t, "provlog.test/expect")
+	signer, verifier := logtest.NewKey(t, "provlog.test/expect")
 	seq, err := OpenSequencer(context.Background(), st, signer, verifier, &SequencerOptions{CommitDelay: delay})
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func TestExpectedAppendAloneIsNotDelayed(t *testing.T) {
 	// No load: the last commit carried one entry. An announcement that
 	// never comes must not hold the append (the delay is an hour).
 	st := logtest.NewMemory()
-	signer, verifier := newTestKey(t, "provlog.test/expect")
+	signer, verifier := logtest.NewKey(t, "provlog.test/expect")
 	seq, err := OpenSequencer(context.Background(), st, signer, verifier, &SequencerOptions{CommitDelay: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +191,7 @@ func TestExpectedConcurrent(t *testing.T) {
 	// short delay: every append lands exactly once and no announcement is
 	// left open.
 	st := logtest.NewMemory()
-	signer, verifier := newTestKey(t, "provlog.test/expect")
+	signer, verifier := logtest.NewKey(t, "provlog.test/expect")
 	seq, err := OpenSequencer(context.Background(), st, signer, verifier, &SequencerOptions{CommitDelay: 200 * time.Microsecond})
 	if err != nil {
 		t.Fatal(err)

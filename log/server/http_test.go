@@ -66,23 +66,6 @@ var backends = []struct {
 	}},
 }
 
-func newTestKey(t testing.TB, name string) (note.Signer, note.Verifier) {
-	t.Helper()
-	skey, vkey, err := note.GenerateKey(nil, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := note.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := note.NewVerifier(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, v
-}
-
 // testLog is a log built through a Sequencer, with what the test knows it
 // holds.
 type testLog struct {
@@ -102,7 +85,7 @@ type testLog struct {
 func buildLog(t *testing.T, store log.Storage, n int) *testLog {
 	t.Helper()
 	ctx := context.Background()
-	signer, verifier := newTestKey(t, "provlog.test/http")
+	signer, verifier := logtest.NewKey(t, "provlog.test/http")
 	seq, err := OpenSequencer(ctx, store, signer, verifier, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -735,7 +718,7 @@ func TestAPIPublic(t *testing.T) {
 // TestAPIEmptyLog checks the API of a log with no entries yet.
 func TestAPIEmptyLog(t *testing.T) {
 	store := logtest.NewMemory()
-	signer, verifier := newTestKey(t, "provlog.test/empty")
+	signer, verifier := logtest.NewKey(t, "provlog.test/empty")
 	seq, err := OpenSequencer(context.Background(), store, signer, verifier, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ func TestSequencerConcurrentAppends(t *testing.T) {
 	const goroutines, perGoroutine = 64, 200
 	ctx := context.Background()
 	store := logtest.NewMemory()
-	signer, verifier := newTestKey(t, "provlog.test/seq")
+	signer, verifier := logtest.NewKey(t, "provlog.test/seq")
 	seq, err := OpenSequencer(ctx, store, signer, verifier, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +146,7 @@ func TestSequencerCommitFailure(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			inner, _ := b.open(t)
 			store := &failingStore{Storage: inner}
-			signer, verifier := newTestKey(t, "provlog.test/fail")
+			signer, verifier := logtest.NewKey(t, "provlog.test/fail")
 			seq, err := OpenSequencer(ctx, store, signer, verifier, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -222,7 +222,7 @@ func TestSequencerGenesis(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			store, reopen := b.open(t)
-			signer, verifier := newTestKey(t, "provlog.test/genesis")
+			signer, verifier := logtest.NewKey(t, "provlog.test/genesis")
 			calls := 0
 			opts := &SequencerOptions{Genesis: func() ([]byte, error) {
 				calls++
@@ -259,7 +259,7 @@ func TestSequencerGenesis(t *testing.T) {
 	// A genesis that cannot be made stops the log from opening, and
 	// nothing is written.
 	store := logtest.NewMemory()
-	signer, verifier := newTestKey(t, "provlog.test/genesis")
+	signer, verifier := logtest.NewKey(t, "provlog.test/genesis")
 	_, err := OpenSequencer(ctx, store, signer, verifier, &SequencerOptions{Genesis: func() ([]byte, error) {
 		return nil, errors.New("no genesis today")
 	}})
@@ -276,7 +276,7 @@ func TestSequencerReopen(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			store, reopen := b.open(t)
-			signer, verifier := newTestKey(t, "provlog.test/reopen")
+			signer, verifier := logtest.NewKey(t, "provlog.test/reopen")
 			seq, err := OpenSequencer(ctx, store, signer, verifier, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -336,7 +336,7 @@ func TestSequencerReopen(t *testing.T) {
 func TestSequencerRefusesOversizedEntry(t *testing.T) {
 	ctx := context.Background()
 	store := logtest.NewMemory()
-	signer, verifier := newTestKey(t, "provlog.test/big")
+	signer, verifier := logtest.NewKey(t, "provlog.test/big")
 	seq, err := OpenSequencer(ctx, store, signer, verifier, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -391,14 +391,14 @@ func (s *tamperedStore) State(ctx context.Context) (log.State, error) {
 func TestOpenSequencerDetectsTampering(t *testing.T) {
 	ctx := context.Background()
 	store := logtest.NewMemory()
-	signer, verifier := newTestKey(t, "provlog.test/tamper")
+	signer, verifier := logtest.NewKey(t, "provlog.test/tamper")
 	seq, err := OpenSequencer(ctx, store, signer, verifier, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, seq, "entry", 13) // a range of more than one hash
 	seq.Close()
-	otherSigner, otherVerifier := newTestKey(t, "provlog.test/tamper")
+	otherSigner, otherVerifier := logtest.NewKey(t, "provlog.test/tamper")
 
 	for _, tc := range []struct {
 		name   string
@@ -464,7 +464,7 @@ func TestOpenSequencerDetectsTampering(t *testing.T) {
 // drained the queue and wait for an answer forever; this test catches that
 // only now and then, as the window is narrow.)
 func TestSequencerCloseWhileAppending(t *testing.T) {
-	signer, verifier := newTestKey(t, "provlog.test/close")
+	signer, verifier := logtest.NewKey(t, "provlog.test/close")
 	iterations := 500
 	if testing.Short() {
 		iterations = 50
