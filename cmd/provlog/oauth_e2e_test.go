@@ -449,25 +449,31 @@ func checkTokenAbsent(t *testing.T, s *oauthSidecar, token string, used bool) {
 	if strings.Contains(s.stderr.String(), sig) {
 		t.Errorf("the sidecar's stderr holds a token")
 	}
-	seen := false
-	filepath.WalkDir(s.data, func(p string, d fs.DirEntry, err error) error {
+	if dataHolds(t, s.data, sig) || dataHolds(t, s.data, token) {
+		t.Errorf("the data dir holds a token")
+	}
+	seen := dataHolds(t, s.data, jti)
+	if jti == "" || seen != used {
+		t.Errorf("jti %q in the data dir: %v; want %v", jti, seen, used)
+	}
+}
+
+// dataHolds reports whether any file under dir holds needle.
+func dataHolds(t *testing.T, dir, needle string) bool {
+	t.Helper()
+	found := false
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Error(err)
-			return nil
 		}
-		if bytes.Contains(b, []byte(sig)) || bytes.Contains(b, []byte(token)) {
-			t.Errorf("%s holds a token", p)
-		}
-		seen = seen || bytes.Contains(b, []byte(jti))
+		found = found || bytes.Contains(b, []byte(needle))
 		return nil
 	})
-	if jti == "" || seen != used {
-		t.Errorf("jti %q in the data dir: %v; want %v", jti, seen, used)
-	}
+	return found
 }
 
 // sdkReport is what tools/mcptest/oauth.mjs prints.
@@ -682,4 +688,62 @@ func TestOAuthHydraREADME(t *testing.T) {
 	cs.Close()
 	s.stop()
 	checkAuthEntries(t, readAll(t, s.data), tok.AccessToken, "hydra:"+client.ID, created["task_id"].(string), nil, "call", "task.create")
+}
+
+// TestOAuthHydraIntrospection has Hydra issue opaque tokens, which
+// provlog checks at Hydra's RFC 7662 endpoint: a client's token reaches a
+// tool under its actor, its entries say how it was checked; a token
+// Hydra does not know, and one for another audience, are refused.
+func TestOAuthHydraIntrospection(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "introspect.secret")
+	if err := os.WriteFile(secret, []byte("not checked by Hydra's admin port\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startOAuthSidecarWith(t, hydratest.Options{Opaque: true}, func(s *oauthSidecar) string {
+		return fmt.Sprintf(`auth:
+  resource: %s
+  issuers:
+    - issuer: %s
+      actor_prefix: "hydra:"
+      introspection:
+        url: %s
+        client_id: provlog
+        client_secret_file: %s
+  scopes: {tools: [%s], tasks: [%s], log: [%s]}
+`, s.resource, s.hydra.Issuer, s.hydra.IntrospectionURL, secret, scopeTools, scopeTasks, scopeLog)
+	})
+	hy, ctx := s.hydra, context.Background()
+	c := hy.CreateClient(t, hydratest.Client{ID: "opaque-bot", Scopes: allScopes, Audience: []string{s.resource, otherResource}})
+	tok := mint(t)(hy.ClientCredentials(ctx, c, s.resource, allScopes...))
+	if strings.Count(tok, ".") == 2 {
+		t.Fatalf("Hydra issued a JWT, not an opaque token")
+	}
+	cs := connectHTTP(t, s.base, tok)
+	callTool(t, cs, "everything__echo", map[string]any{"message": "opaque"})
+	cs.Close()
+	wrongAud := mint(t)(hy.ClientCredentials(ctx, c, otherResource, allScopes...))
+	s.refused(t, map[string]string{"unknown to Hydra": "ory_at_not-a-token-hydra-issued", "another audience": wrongAud})
+	s.stop()
+
+	sum := sha256.Sum256([]byte(tok))
+	n := 0
+	for i, e := range readAll(t, s.data) {
+		if e["kind"] != "call" {
+			continue
+		}
+		n++
+		auth, _ := e["auth"].(map[string]any)
+		if e["actor"] != "hydra:opaque-bot" || auth["via"] != "introspection" || auth["iss"] != hy.Issuer ||
+			auth["client_id"] != "opaque-bot" || auth["token_sha256"] != hex.EncodeToString(sum[:]) {
+			t.Errorf("entry %d: actor %v, auth %v", i, e["actor"], auth)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d calls logged; want 1", n)
+	}
+	for _, tk := range []string{tok, wrongAud} {
+		if strings.Contains(s.stderr.String(), tk) || dataHolds(t, s.data, tk) {
+			t.Error("the sidecar's stderr or data dir holds a token")
+		}
+	}
 }
