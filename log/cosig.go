@@ -5,7 +5,6 @@ package log
 // a verifier applies to them, and receipts checked under such a policy.
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
@@ -393,21 +392,8 @@ func OpenWitnessedCheckpoint(msg []byte, logV note.Verifier, p WitnessPolicy) (C
 // checkpoint (see [OpenWitnessedCheckpoint]). It returns the verified
 // checkpoint.
 func (r *Receipt) VerifyWitnessed(leafHash []byte, logV note.Verifier, witnesses []note.Verifier, threshold int) (Checkpoint, error) {
-	if len(leafHash) != HashSize {
-		return Checkpoint{}, fmt.Errorf("receipt: leaf hash is %d bytes, want %d", len(leafHash), HashSize)
-	}
-	if r.Extra != nil && !bytes.Equal(r.Extra, leafHash) {
-		return Checkpoint{}, errors.New("receipt: it is for a different entry (leaf hash in the extra line differs)")
-	}
-	c, _, err := OpenWitnessedCheckpoint(r.Checkpoint, logV, WitnessPolicy{Witnesses: witnesses, Threshold: threshold})
-	if err != nil {
-		return Checkpoint{}, fmt.Errorf("receipt: %w", err)
-	}
-	if r.Index >= c.Size {
-		return Checkpoint{}, fmt.Errorf("receipt: index %d is not in a tree of size %d", r.Index, c.Size)
-	}
-	if err := VerifyInclusion(r.Index, c.Size, leafHash, r.Proof, c.Hash); err != nil {
-		return Checkpoint{}, fmt.Errorf("receipt: inclusion proof does not verify: %w", err)
-	}
-	return c, nil
+	return r.verify(leafHash, func() (Checkpoint, error) {
+		c, _, err := OpenWitnessedCheckpoint(r.Checkpoint, logV, WitnessPolicy{Witnesses: witnesses, Threshold: threshold})
+		return c, err
+	})
 }

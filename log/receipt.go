@@ -119,13 +119,22 @@ func ParseReceipt(data []byte) (*Receipt, error) {
 // checkpoint's root. If the receipt carries a leaf hash in its extra line,
 // it must be leafHash. It returns the verified checkpoint.
 func (r *Receipt) Verify(leafHash []byte, v note.Verifier) (Checkpoint, error) {
+	return r.verify(leafHash, func() (Checkpoint, error) {
+		c, _, err := OpenCheckpoint(r.Checkpoint, v)
+		return c, err
+	})
+}
+
+// verify checks the receipt for leafHash against the checkpoint open
+// verifies.
+func (r *Receipt) verify(leafHash []byte, open func() (Checkpoint, error)) (Checkpoint, error) {
 	if len(leafHash) != HashSize {
 		return Checkpoint{}, fmt.Errorf("receipt: leaf hash is %d bytes, want %d", len(leafHash), HashSize)
 	}
 	if r.Extra != nil && !bytes.Equal(r.Extra, leafHash) {
 		return Checkpoint{}, errors.New("receipt: it is for a different entry (leaf hash in the extra line differs)")
 	}
-	c, _, err := OpenCheckpoint(r.Checkpoint, v)
+	c, err := open()
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("receipt: %w", err)
 	}
