@@ -267,7 +267,7 @@ func TestEverySideEffectIsRecorded(t *testing.T) {
 		case "full":
 			fill(t, mnt)
 		case "stopped":
-			os.Remove(filepath.Join(mnt, "filler")) // space again, but the log stopped
+			os.Remove(filepath.Join(mnt, "filler")) // space again: the log stopped, until it resumes
 		}
 		// On the full disk, calls go on (with bigger arguments, past what
 		// Pebble preallocated) until the log refuses them.
@@ -293,7 +293,11 @@ func TestEverySideEffectIsRecorded(t *testing.T) {
 				}
 			}
 		}
-		if got := calls.refusals() - refusedBefore; (phase == "normal") != (got == 0) {
+		// Once space is back the log resumes on its own (log/server
+		// resume.go), so "stopped" may refuse some calls or none; what
+		// holds either way is checked at the end: every side effect has
+		// its call entry.
+		if got := calls.refusals() - refusedBefore; phase != "stopped" && (phase == "normal") != (got == 0) {
 			t.Errorf("phase %s: %d calls refused before forwarding", phase, got)
 		}
 		sp.alive(t)
