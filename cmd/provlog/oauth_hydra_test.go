@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/provlog/provlog/tools/hydratest"
+)
+
+// sdkReport is what tools/mcptest/oauth.mjs prints.
+type sdkReport struct {
+	Challenge struct {
+		Status              int    `json:"status"`
+		WWWAuthenticate     string `json:"wwwAuthenticate"`
+		ResourceMetadataURL string `json:"resourceMetadataUrl"`
+	} `json:"challenge"`
+	ResourceMetadata struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+		ScopesSupported      []string `json:"scopes_supported"`
+	} `json:"resourceMetadata"`
+	AuthorizationServer struct {
+		Issuer        string `json:"issuer"`
+		TokenEndpoint string `json:"token_endpoint"`
+	} `json:"authorizationServer"`
+	DiscoveryError string `json:"discoveryError"`
+	Connect        struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	} `json:"connect"`
+	Call struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	} `json:"call"`
+	TokenClaims map[string]any `json:"tokenClaims"`
+}
+
+// runSDK runs oauth.mjs with plan.
+func runSDK(t *testing.T, plan map[string]any) sdkReport {
+	t.Helper()
+	script := filepath.Join(os.Getenv("PROVLOG_MCPTEST_DIR"), "oauth.mjs")
+	if _, err := os.Stat(script); err != nil {
+		missingPrereq(t, fmt.Sprintf("oauth.mjs not found (%v)", err))
+	}
+	b, _ := json.Marshal(plan)
+	cmd := exec.Command("node", script, string(b))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("oauth.mjs: %v: %s", err, stderr.String())
+	}
+	var r sdkReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("oauth.mjs report %q: %v (%s)", out, err, stderr.String())
+	}
+	return r
+}
+
+// TestOAuthTypeScriptSDK has the official TypeScript SDK's client find
+// Hydra from provlog's 401 (RFC 9728 metadata) and run its own client
+// credentials flow against it. The SDK names provlog with RFC 8707's
+// resource parameter, which Hydra v2.3.0 ignores (it reads "audience"):
+// the token it gets has no audience and provlog refuses it. With
+// Hydra's audience parameter added the same flow reaches the tool, and
+// the call is logged under the client.
+func TestOAuthTypeScriptSDK(t *testing.T) {
+	s := startOAuthSidecar(t)
+	hy := s.hydra
+	c := hy.CreateClient(t, hydratest.Client{ID: "sdk-client", Scopes: []string{scopeTools, scopeTasks, scopeLog},
+		Audience: []string{s.resource}, AuthMethod: "client_secret_basic"})
+	plan := map[string]any{"url": s.resource, "clientId": c.ID, "clientSecret": c.Secret, "issuer": hy.Issuer,
+		"tool": "everything__echo", "arguments": map[string]any{"message": "from the TS SDK"}}
+
+	r := runSDK(t, plan)
+	if r.Challenge.Status != http.StatusUnauthorized || !strings.HasPrefix(r.Challenge.ResourceMetadataURL, s.base+"/.well-known/oauth-protected-resource") {
+		t.Errorf("challenge %+v; want 401 naming %s/.well-known/oauth-protected-resource", r.Challenge, s.base)
+	}
+	if r.DiscoveryError != "" || r.ResourceMetadata.Resource != s.resource || len(r.ResourceMetadata.AuthorizationServers) != 1 ||
+		r.ResourceMetadata.AuthorizationServers[0] != hy.Issuer {
+		t.Errorf("the SDK discovered %+v (%s); want resource %s and authorization server %s", r.ResourceMetadata, r.DiscoveryError, s.resource, hy.Issuer)
+	}
+	if r.AuthorizationServer.Issuer != hy.Issuer || r.AuthorizationServer.TokenEndpoint != hy.TokenURL {
+		t.Errorf("the SDK found authorization server %+v; want %s, %s", r.AuthorizationServer, hy.Issuer, hy.TokenURL)
+	}
+	if r.Connect.OK {
+		t.Errorf("a token without provlog's audience was accepted")
+	}
+
+	// The SDK's client credentials flow asks for the scopes its options
+	// name, and no others: none here, so the call is refused for scope
+	// (403 insufficient_scope, which the SDK retries once) and not logged.
+	plan["audience"] = s.resource
+	r = runSDK(t, plan)
+	if !r.Connect.OK || r.Call.OK || !strings.Contains(r.Call.Error, "403") {
+		t.Errorf("a token without scopes: connect %+v, call %+v; want the call refused with 403", r.Connect, r.Call)
+	}
+
+	plan["scope"] = scopeTools
+	r = runSDK(t, plan)
+	if !r.Connect.OK || !r.Call.OK {
+		t.Fatalf("with Hydra's audience parameter: connect %+v, call %+v, token claims %v, resource metadata %+v", r.Connect, r.Call, r.TokenClaims, r.ResourceMetadata)
+	}
+	s.stop()
+	n := 0
+	for _, e := range readAll(t, s.data) {
+		if e["kind"] == "call" && e["actor"] == "hydra:sdk-client" {
+			n++
+			if auth, _ := e["auth"].(map[string]any); auth["client_id"] != "sdk-client" || auth["iss"] != hy.Issuer {
+				t.Errorf("the SDK's call: auth %v", auth)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d calls by hydra:sdk-client; want 1", n)
+	}
+}
+
+// hydraREADME returns the README's ORY Hydra section: its YAML blocks
+// (Hydra's config, then provlog's auth:) and its hydra commands, each
+// split into arguments.
+func hydraREADME(t *testing.T) (blocks []string, cmds [][]string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n### ORY Hydra\n")
+	if !ok {
+		t.Fatal("README.md has no ### ORY Hydra section")
+	}
+	for _, next := range []string{"\n## ", "\n### "} {
+		if i := strings.Index(sec, next); i >= 0 {
+			sec = sec[:i]
+		}
+	}
+	for rest := sec; ; {
+		var block string
+		if _, rest, ok = strings.Cut(rest, "```yaml\n"); !ok {
+			break
+		}
+		block, rest, _ = strings.Cut(rest, "```")
+		blocks = append(blocks, block)
+	}
+	var cmd string
+	fenced := false
+	for _, line := range strings.Split(sec, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		code, ok := strings.CutPrefix(line, "    ")
+		if !ok || fenced {
+			continue
+		}
+		if strings.HasPrefix(code, "hydra ") && cmd != "" {
+			cmds = append(cmds, strings.Fields(cmd))
+			cmd = ""
+		}
+		cmd += strings.TrimSuffix(code, `\`) + " "
+	}
+	if cmd != "" {
+		cmds = append(cmds, strings.Fields(cmd))
+	}
+	if len(blocks) != 2 || len(cmds) != 2 {
+		t.Fatalf("README's ORY Hydra section: %d YAML blocks, %d commands; want 2 and 2", len(blocks), len(cmds))
+	}
+	return blocks, cmds
+}
+
+// TestOAuthHydraREADME runs the README's ORY Hydra section: Hydra with
+// its config, provlog with its auth: block, its two hydra commands for a
+// client and a token; the token's calls are the client's.
+func TestOAuthHydraREADME(t *testing.T) {
+	blocks, cmds := hydraREADME(t)
+	urls := func(hy *hydratest.Server, resource string) *strings.Replacer {
+		return strings.NewReplacer("https://hydra-admin.example", hy.Admin, "https://hydra.example/", hy.Issuer,
+			"https://hydra.example", strings.TrimSuffix(hy.Issuer, "/"), "https://provlog.example/mcp", resource)
+	}
+	var resource string
+	s := startOAuthSidecarWith(t, hydratest.Options{Config: func(hy *hydratest.Server) string {
+		return urls(hy, "").Replace(blocks[0])
+	}}, func(s *oauthSidecar) string {
+		resource = s.resource
+		return urls(s.hydra, s.resource).Replace(blocks[1])
+	})
+	r := urls(s.hydra, resource)
+	hydra := func(args []string, vars map[string]string, out any) {
+		t.Helper()
+		for i, a := range args {
+			args[i] = r.Replace(a)
+			if v, ok := vars[a]; ok {
+				args[i] = v
+			}
+		}
+		if args[0] != "hydra" {
+			t.Fatalf("README command %q", args)
+		}
+		b, err := exec.Command(s.hydra.Binary(), args[1:]...).Output()
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%q printed %s: %v", args, b, err)
+		}
+	}
+	var client struct {
+		ID     string `json:"client_id"`
+		Secret string `json:"client_secret"`
+	}
+	hydra(cmds[0], nil, &client)
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	hydra(cmds[1], map[string]string{"$CLIENT_ID": client.ID, "$CLIENT_SECRET": client.Secret}, &tok)
+
+	cs := connectHTTP(t, s.base, tok.AccessToken)
+	callTool(t, cs, "everything__echo", map[string]any{"message": "from the README"})
+	created, _ := callTool(t, cs, "create_task", map[string]any{"title": "README"})
+	cs.Close()
+	s.stop()
+	checkAuthEntries(t, readAll(t, s.data), tok.AccessToken, "hydra:"+client.ID, created["task_id"].(string), nil, "call", "task.create")
+}
+
+// TestOAuthHydraIntrospection has Hydra issue opaque tokens, which
+// provlog checks at Hydra's RFC 7662 endpoint: a client's token reaches a
+// tool under its actor, its entries say how it was checked; a token
+// Hydra does not know, and one for another audience, are refused.
+func TestOAuthHydraIntrospection(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "introspect.secret")
+	if err := os.WriteFile(secret, []byte("not checked by Hydra's admin port\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startOAuthSidecarWith(t, hydratest.Options{Opaque: true}, func(s *oauthSidecar) string {
+		return fmt.Sprintf(`auth:
+  resource: %s
+  issuers:
+    - issuer: %s
+      actor_prefix: "hydra:"
+      introspection:
+        url: %s
+        client_id: provlog
+        client_secret_file: %s
+  scopes: {tools: [%s], tasks: [%s], log: [%s]}
+`, s.resource, s.hydra.Issuer, s.hydra.IntrospectionURL, secret, scopeTools, scopeTasks, scopeLog)
+	})
+	hy, ctx := s.hydra, context.Background()
+	c := hy.CreateClient(t, hydratest.Client{ID: "opaque-bot", Scopes: allScopes, Audience: []string{s.resource, otherResource}})
+	tok := mint(t)(hy.ClientCredentials(ctx, c, s.resource, allScopes...))
+	if strings.Count(tok, ".") == 2 {
+		t.Fatalf("Hydra issued a JWT, not an opaque token")
+	}
+	cs := connectHTTP(t, s.base, tok)
+	callTool(t, cs, "everything__echo", map[string]any{"message": "opaque"})
+	cs.Close()
+	wrongAud := mint(t)(hy.ClientCredentials(ctx, c, otherResource, allScopes...))
+	s.refused(t, map[string]string{"unknown to Hydra": "ory_at_not-a-token-hydra-issued", "another audience": wrongAud})
+	s.stop()
+
+	sum := sha256.Sum256([]byte(tok))
+	n := 0
+	for i, e := range readAll(t, s.data) {
+		if e["kind"] != "call" {
+			continue
+		}
+		n++
+		auth, _ := e["auth"].(map[string]any)
+		if e["actor"] != "hydra:opaque-bot" || auth["via"] != "introspection" || auth["iss"] != hy.Issuer ||
+			auth["client_id"] != "opaque-bot" || auth["token_sha256"] != hex.EncodeToString(sum[:]) {
+			t.Errorf("entry %d: actor %v, auth %v", i, e["actor"], auth)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d calls logged; want 1", n)
+	}
+	for _, tk := range []string{tok, wrongAud} {
+		if strings.Contains(s.stderr.String(), tk) || dataHolds(t, s.data, tk) {
+			t.Error("the sidecar's stderr or data dir holds a token")
+		}
+	}
+}
