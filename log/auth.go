@@ -127,9 +127,12 @@ func parseAuth(v any) (*Auth, error) {
 		return nil, errors.New("auth: not an object")
 	}
 	rd := fieldReader{f: m}
-	for k := range m {
+	for k, v := range m {
 		switch k {
 		case "iss", "sub", "client_id", "act", "jti", "scope", "token_sha256", "via":
+			if v == "" {
+				rd.fail(k, "empty (an empty member is left out)") // one encoding per entry
+			}
 		default:
 			rd.fail(k, "not a member of auth")
 		}
@@ -160,9 +163,12 @@ func parseAct(v any, depth int) (*Act, error) {
 		return nil, errors.New("auth: act is not an object")
 	}
 	rd := fieldReader{f: m}
-	for k := range m {
+	for k, v := range m {
 		switch k {
 		case "sub", "iss", "client_id", "act":
+			if v == "" {
+				rd.fail(k, "empty (an empty member is left out)")
+			}
 		default:
 			rd.fail(k, "not a member of act")
 		}

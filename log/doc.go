@@ -11,7 +11,9 @@
 //
 // An entry is one RFC 8785 (JCS) canonical JSON object of at most
 // [MaxEntrySize] bytes with the common fields "v", "kind", "time" and
-// "actor" (see [Entry]). Its leaf hash is SHA-256(0x00 || entry bytes).
+// "actor" (see [Entry]), and "auth" ([Auth]: the identity provider's claims
+// behind the actor) in the entries a request with an OAuth access token
+// wrote. Its leaf hash is SHA-256(0x00 || entry bytes).
 //
 // # Checkpoints
 //

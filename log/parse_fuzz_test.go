@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,6 +122,9 @@ func FuzzParseEntry(f *testing.F) {
 		{Kind: log.KindGenesis, Time: time.Unix(0, 0), Actor: "provlog", Fields: map[string]any{"origin": "o", "vkey": "k", "anchor_key": "", "version": "v"}},
 		{Kind: log.KindCall, Time: time.Date(2026, 7, 1, 12, 30, 45, 123456789, time.UTC), Actor: "alice",
 			Fields: map[string]any{"args": map[string]any{"a": []any{1, 2.5, "x", nil, true}, "é": "\u2028\x01"}, "n": 1e21}},
+		{Kind: log.KindCall, Time: time.Unix(1, 0), Actor: "idp:alice", Auth: &log.Auth{Issuer: "https://idp.example/", Subject: "alice",
+			ClientID: "agent", JTI: "j", Scope: "a b", TokenSHA256: strings.Repeat("ab", 32), Via: log.AuthViaJWT,
+			Act: &log.Act{Subject: "agent", Issuer: "https://idp.example/", Act: &log.Act{Subject: "orchestrator", ClientID: "o"}}}},
 	} {
 		b, err := e.Marshal()
 		if err != nil {
