@@ -136,7 +136,7 @@ func (p *Proxy) reapSessions(ctx context.Context, interval, idle time.Duration) 
 			if v, ok := p.sessions.Load(id); ok {
 				fs := v.(*frontSession)
 				if fs.active.Load() == 0 && now.Sub(time.Unix(0, fs.lastUsed.Load())) > idle {
-					p.logger.Info("proxy: closing an idle HTTP session", "session", id, "idle", idle)
+					p.logger.Info("proxy: closing an idle HTTP session", "actor", fs.actor, "session", id, "idle", idle)
 					ss.Close()
 				}
 				continue

@@ -195,7 +195,7 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		c.errText = fmt.Sprintf("server %q did not answer %s within %s", d.cfg.ID, tool, d.cfg.timeout())
 	case o.lost:
 		c.errText = fmt.Sprintf("server %q closed the connection during the call (it crashed or exited, or lost the session: %v); it is being reconnected", d.cfg.ID, o.err)
-		d.p.logger.Warn("proxy: downstream connection lost during a call; reconnecting", "server", d.cfg.ID, "error", o.err)
+		d.p.logger.Warn("proxy: downstream connection lost during a call; reconnecting", "actor", c.actor, "server", d.cfg.ID, "tool", tool, "call", c.index, "error", o.err)
 		if d.cfg.URL != "" {
 			// A stdio session ends with its process; an HTTP one is
 			// closed here, so that the supervisor connects again.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -38,7 +39,7 @@ func (p *Proxy) startCall(ctx context.Context, d *downstream, front, tool, actor
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the call to %s was not made: its arguments cannot be recorded: %v", front, err)
 	}
 	if err := p.recordCall(ctx, c); err != nil {
-		p.logger.Error("proxy: recording a call failed; the call is refused", "server", c.server, "tool", c.tool, "error", err)
+		p.logger.Error("proxy: recording a call failed; the call is refused", "actor", c.actor, "server", c.server, "tool", c.tool, "error", err)
 		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was not made, as the log cannot record it: %v", front, err)
 	}
 	p.announce(c)
@@ -142,8 +143,14 @@ func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr erro
 	c.dataRelease = p.dataRelease(ctx, d, c.result)
 	r, err := p.recordResult(ctx, c)
 	if err != nil {
-		p.logger.Error("proxy: recording a call's outcome failed; the result is withheld", "server", c.server, "tool", c.tool, "call", c.index, "error", err)
+		p.logger.Error("proxy: recording a call's outcome failed; the result is withheld", "actor", c.actor, "server", c.server, "tool", c.tool, "call", c.index, "error", err)
 		return "", rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was made (log entry %d) but its outcome could not be recorded, so its result is withheld: %v", c.tool, c.index, err)
+	}
+	if p.logger.Enabled(ctx, slog.LevelDebug) {
+		// One line per call, at debug: who called what, and its entries.
+		p.logger.LogAttrs(ctx, slog.LevelDebug, "proxy: call recorded", slog.String("actor", c.actor), slog.String("server", c.server),
+			slog.String("tool", c.tool), slog.Uint64("call", c.index), slog.Uint64("result", r.Index), slog.Bool("is_error", c.isError),
+			slog.Duration("duration", c.duration))
 	}
 	receipt := r.String()
 	if callErr == nil {
