@@ -38,6 +38,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/tools/bench/internal/host"
 )
 
 // keyName is the origin of both logs' checkpoints.
@@ -244,7 +246,7 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 	}
 	r := &runner{c: c, base: base, skey: skey, vkey: vkey, exe: exe, stderr: stderr}
 	begin := time.Now()
-	loadStart := loadAvg()
+	loadStart := host.LoadAvg()
 	probe := func() string {
 		p50, p99, err := fsyncProbe(base, 200)
 		if err != nil {
@@ -382,7 +384,7 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 	}
 
 	printHeader(stdout, c, tessCfgs)
-	fmt.Fprintf(stdout, "- load average (1/5/15 min) at start: %s; at end: %s (other work on the machine adds noise, above all to fsync)\n", loadStart, loadAvg())
+	fmt.Fprintf(stdout, "- load average (1/5/15 min) at start: %s; at end: %s (other work on the machine adds noise, above all to fsync)\n", loadStart, host.LoadAvg())
 	fmt.Fprintf(stdout, "- fsync probe in -dir (200 × 4 KiB append + fdatasync) at start: %s; at end: %s\n", fsyncStart, probe())
 	fmt.Fprintln(stdout)
 	tb.write(stdout)
@@ -397,18 +399,6 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 func plural(n int) string {
 	if n == 1 {
 		return ""
@@ -420,7 +410,7 @@ func printHeader(w io.Writer, c config, tcs []tesseraConfig) {
 	fmt.Fprintf(w, "# logbench: provlog (logpebble + Sequencer) vs Tessera POSIX\n\n")
 	fmt.Fprintf(w, "- date: %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "- Go: %s %s/%s, GOMAXPROCS %d, nproc %d\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), runtime.NumCPU())
-	fmt.Fprintf(w, "- CPU: %s\n", cpuModel())
+	fmt.Fprintf(w, "- CPU: %s\n", host.CPUModel())
 	abs, _ := filepath.Abs(c.dir)
 	fmt.Fprintf(w, "- dir: %s on %s\n", abs, filesystemOf(c.dir))
 	fmt.Fprintf(w, "- modules: %s\n", depVersions())

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/provlog/provlog/tools/bench/internal/host"
 )
 
 // EntrySize is the size of every benchmark entry.
@@ -189,55 +191,6 @@ func diskUsage(dir string, transient func(rel string) bool) (apparent, allocated
 	return apparent, allocated, trans, files, err
 }
 
-// cpuModel returns the first "model name" of /proc/cpuinfo.
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown"
-	}
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
-}
-
-// filesystemOf returns "<fstype> <device> on <mountpoint>" for the mount
-// holding dir, from /proc/mounts.
-func filesystemOf(dir string) string {
-	p, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		p = dir
-	}
-	p, _ = filepath.Abs(p)
-	b, err := os.ReadFile("/proc/mounts")
-	if err != nil {
-		return "unknown"
-	}
-	best, bestLen := "unknown", -1
-	for l := range strings.SplitSeq(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 3 {
-			continue
-		}
-		mp := strings.ReplaceAll(f[1], `\040`, " ")
-		if p == mp || mp == "/" || strings.HasPrefix(p, mp+"/") {
-			if len(mp) > bestLen {
-				best, bestLen = fmt.Sprintf("%s %s on %s (%s)", f[2], f[0], mp, firstOpts(f)), len(mp)
-			}
-		}
-	}
-	return best
-}
-
-func firstOpts(f []string) string {
-	if len(f) < 4 {
-		return ""
-	}
-	return f[3]
-}
-
 // group formats an integer with thousands separators.
 func group(n int64) string {
 	s := strconv.FormatInt(n, 10)
@@ -289,24 +242,21 @@ func mib(b int64) string {
 // returns the p50 and p99 of one append+sync in milliseconds: the disk's
 // durability cost at the time, which other work on the machine can inflate.
 func fsyncProbe(dir string, n int) (p50, p99 float64, err error) {
-	f, err := os.CreateTemp(dir, "fsync-probe-")
+	d, err := host.FsyncProbe(dir, n)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	buf := make([]byte, 4096)
-	var lat latencies
-	for range n {
-		t0 := time.Now()
-		if _, err := f.Write(buf); err != nil {
-			return 0, 0, err
-		}
-		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
-			return 0, 0, err
-		}
-		lat.add(time.Since(t0))
-	}
+	lat := latencies{d: d}
 	p50, p99 = lat.quantiles()
 	return p50, p99, nil
+}
+
+// filesystemOf returns "<fstype> <device> on <mountpoint> (<options>)" for
+// the mount holding dir.
+func filesystemOf(dir string) string {
+	m, ok := host.MountOf(dir)
+	if !ok {
+		return "unknown"
+	}
+	return fmt.Sprintf("%s %s on %s (%s)", m.Type, m.Device, m.Point, m.Options)
 }

@@ -46,6 +46,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/provlog/provlog/tools/bench/internal/host"
 )
 
 // receiptKey is the _meta key under which provlog returns an entry's
@@ -237,7 +239,7 @@ func (b *bench) logf(format string, args ...any) {
 
 func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 	begin := time.Now()
-	loadStart := loadAvg()
+	loadStart := host.LoadAvg()
 	fsyncStart := fsyncProbe(b.c.dir, 200)
 	date := time.Now().UTC()
 	if err := b.buildProvlog(ctx); err != nil {
@@ -258,6 +260,6 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 			return fmt.Errorf("B (task tools): %w", err)
 		}
 	}
-	b.print(stdout, date, [2]string{loadStart, loadAvg()}, [2]string{fsyncStart, fsyncProbe(b.c.dir, 200)}, time.Since(begin))
+	b.print(stdout, date, [2]string{loadStart, host.LoadAvg()}, [2]string{fsyncStart, fsyncProbe(b.c.dir, 200)}, time.Since(begin))
 	return nil
 }

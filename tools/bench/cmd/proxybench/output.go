@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/provlog/provlog/tools/bench/internal/host"
 )
 
 func pct(ds []time.Duration, p float64) time.Duration {
@@ -194,7 +196,7 @@ func (b *bench) print(w io.Writer, date time.Time, load, fsync [2]string, took t
 	fmt.Fprintf(w, "- date: %s\n", date.Format(time.RFC3339))
 	fmt.Fprintf(w, "- Go: %s (toolchain building provlog), %s %s/%s (proxybench); nproc %d, GOMAXPROCS %d\n",
 		goVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0))
-	fmt.Fprintf(w, "- CPU: %s\n", cpuModel())
+	fmt.Fprintf(w, "- CPU: %s\n", host.CPUModel())
 	fmt.Fprintf(w, "- load average (1/5/15 min) at start: %s; at end: %s (other work on the machine shares its cores and disk)\n", load[0], load[1])
 	fmt.Fprintf(w, "- fsync probe in the work dir (200 × 4 KiB append + fdatasync, %s) at start: %s; at end: %s\n", filesystemOf(c.dir), fsync[0], fsync[1])
 	fmt.Fprintf(w, "- mode: %s; latency %d samples per path in alternating blocks of %d after %d warm-up calls; throughput %d sessions per path, %d × %v windows per path (order D P P D …, %v ramp each, 2× for the first); tasks %d sessions, %d × %v windows\n",

@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/provlog/provlog/tools/bench/internal/host"
 )
 
 // vmHWM returns a process's peak resident set size in MiB.
@@ -85,74 +85,19 @@ func timeWait(port int) map[string]bool {
 // fsyncProbe times n 4 KiB appends each followed by fdatasync in dir (as
 // logbench does): how busy the disk under the data dirs is.
 func fsyncProbe(dir string, n int) string {
-	f, err := os.CreateTemp(dir, "fsync-probe-")
+	lat, err := host.FsyncProbe(dir, n)
 	if err != nil {
 		return "failed: " + err.Error()
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	buf := make([]byte, 4096)
-	lat := make([]time.Duration, 0, n)
-	for range n {
-		t0 := time.Now()
-		if _, err := f.Write(buf); err != nil {
-			return "failed: " + err.Error()
-		}
-		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
-			return "failed: " + err.Error()
-		}
-		lat = append(lat, time.Since(t0))
 	}
 	return fmt.Sprintf("p50 %s, p99 %s", ms(pct(lat, 50)), ms(pct(lat, 99)))
 }
 
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 // filesystemOf returns "<fstype> <device> on <mountpoint>" for the mount
-// holding dir, from /proc/mounts.
+// holding dir.
 func filesystemOf(dir string) string {
-	p, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		p = dir
-	}
-	p, _ = filepath.Abs(p)
-	b, err := os.ReadFile("/proc/mounts")
-	if err != nil {
+	m, ok := host.MountOf(dir)
+	if !ok {
 		return "unknown filesystem"
 	}
-	best, bestLen := "unknown filesystem", -1
-	for l := range strings.SplitSeq(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 3 {
-			continue
-		}
-		mp := strings.ReplaceAll(f[1], `\040`, " ")
-		if (p == mp || mp == "/" || strings.HasPrefix(p, mp+"/")) && len(mp) > bestLen {
-			best, bestLen = fmt.Sprintf("%s %s on %s", f[2], f[0], mp), len(mp)
-		}
-	}
-	return best
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown"
-	}
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
+	return fmt.Sprintf("%s %s on %s", m.Type, m.Device, m.Point)
 }
