@@ -154,6 +154,23 @@ func (d *downstream) askClient(ctx context.Context, c *inflightCall, method stri
 	return json.Marshal(res)
 }
 
+// forwardServerRequests is a receiving middleware of the downstream
+// clients. It hands a server's elicitation/create to the proxy's
+// forwarder before the SDK's client checks its requested schema: the
+// proxy is not the client that fills in the form, and the SDK's check
+// refused schemas the end client accepts (SEP-1330's titled multi-select
+// enums: "items must specify enum for untitled enums", so the conformance
+// scenario elicitation-sep1330-enums failed through a stdio downstream).
+// The end client and the front server judge the request and its answer.
+func (d *downstream) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" && r.Params != nil {
+			return d.elicit(ctx, r)
+		}
+		return next(ctx, method, req)
+	}
+}
+
 // resourceUpdated tells the subscribed clients, under the front URI.
 func (d *downstream) resourceUpdated(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 	_ = d.p.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{

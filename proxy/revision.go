@@ -1,13 +1,11 @@
 package proxy
 
 import (
-	"context"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Server-to-client requests: where a downstream's sampling and
-// elicitation requests go, and what is done to them on the way.
+// Which protocol revision a downstream server is asked for and speaks,
+// and what the sessionless revision changes for the requests it gets.
 
 // askProtocol is the protocol revision the proxy asks a downstream
 // server for. An HTTP server is asked for the newest the SDK speaks: one
@@ -58,21 +56,4 @@ func downMeta(m mcp.Meta, stateless bool) mcp.Meta {
 		out[mcp.MetaKeyClientCapabilities] = caps
 	}
 	return out
-}
-
-// forwardServerRequests is a receiving middleware of the downstream
-// clients. It hands a server's elicitation/create to the proxy's
-// forwarder before the SDK's client checks its requested schema: the
-// proxy is not the client that fills in the form, and the SDK's check
-// refused schemas the end client accepts (SEP-1330's titled multi-select
-// enums: "items must specify enum for untitled enums", so the conformance
-// scenario elicitation-sep1330-enums failed through a stdio downstream).
-// The end client and the front server judge the request and its answer.
-func (d *downstream) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if r, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" && r.Params != nil {
-			return d.elicit(ctx, r)
-		}
-		return next(ctx, method, req)
-	}
 }
