@@ -222,8 +222,8 @@ func TestOAuthHydraEndToEnd(t *testing.T) {
 		GrantTypes: []string{hydratest.JWTBearerGrant}, Act: true})
 	agentTok := mint(t)(hy.JWTBearer(ctx, agent, alice.Assertion(t), s.resource, allScopes...))
 
-	fetched := time.Now() // provlog fetches Hydra's keys at the first token
 	botTask := s.work(t, botTok, "bot's own work")
+	fetched := time.Now() // provlog fetched Hydra's keys for the first token, before this
 	aliceTask := s.work(t, agentTok, "work for alice")
 
 	// Hydra rotates its signing key: a new key, then one more that is
