@@ -303,6 +303,11 @@ func TestIntrospection(t *testing.T) {
 	if id.Auth.Via != log.AuthViaIntrospection || id.Auth.Issuer != is.URL || !strings.HasSuffix(id.Actor, ":svc-backup") {
 		t.Errorf("identity %+v, auth %+v", id, id.Auth)
 	}
+	// An opaque token may have two dots without being a JWT.
+	is.Opaque("opaque.with.dots", c)
+	if id, err := a.Authenticate(ctx, "opaque.with.dots"); err != nil || id.Auth.Via != log.AuthViaIntrospection {
+		t.Errorf("an opaque token with two dots: %v %v", id, err)
+	}
 	wrong := is.Claims("https://other.example/mcp", "svc-backup")
 	is.Opaque("opaque-other-audience", wrong)
 	expired := is.Claims(resource, "svc-backup")

@@ -39,8 +39,8 @@
 //
 // # Validation
 //
-// A token with two dots is a JWT access token (RFC 9068): its iss picks
-// the configured issuer; the signature is checked with the issuer's JWKS
+// A token of three dot-separated parts whose payload names an iss is a
+// JWT access token (RFC 9068): its iss picks the configured issuer; the signature is checked with the issuer's JWKS
 // (an allowed asymmetric algorithm only, so neither "none" nor HS256 with
 // a public key passes), and aud must hold the resource, exp must be in the
 // future and nbf and iat in the past (each within the clock skew), sub

@@ -23,6 +23,9 @@ import (
 func (a *Authenticator) verifyJWT(ctx context.Context, token string, sum [sha256.Size]byte, now time.Time) (*Identity, error) {
 	iss, err := unverifiedIssuer(token)
 	if err != nil {
+		if a.introspects() {
+			return a.introspect(ctx, token, sum, now) // not a JWT after all: an opaque token with two dots
+		}
 		return nil, err
 	}
 	is := a.issuer(iss)
@@ -70,6 +73,16 @@ func (a *Authenticator) verifyJWT(ctx context.Context, token string, sum [sha256
 	}
 	id.iss, id.gen = is, gen
 	return id, nil
+}
+
+// introspects reports whether any issuer has an introspection endpoint.
+func (a *Authenticator) introspects() bool {
+	for _, is := range a.issuers {
+		if is.cfg.Introspection != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // issuer returns the trusted issuer named iss, or nil.
