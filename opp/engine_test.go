@@ -545,6 +545,31 @@ func TestConcurrentAccept(t *testing.T) {
 	checkRebuild(t, l, e)
 }
 
+// TestReplay: Replay holds the tasks Rebuild returns, one at a time.
+func TestReplay(t *testing.T) {
+	f := newFixture(t)
+	st := checkRebuild(t, f.l, f.e)
+	tasks, err := opp.Replay(ctx, f.l, f.l.size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tasks.Len() != len(st.Tasks) || len(tasks.Violations()) != len(st.Violations) {
+		t.Fatalf("Replay: %d tasks, %d violations; Rebuild: %d, %d", tasks.Len(), len(tasks.Violations()), len(st.Tasks), len(st.Violations))
+	}
+	for _, want := range st.Tasks {
+		got, err := tasks.Task(ctx, want.ID)
+		if err != nil || got == nil {
+			t.Fatalf("task %s: %v, %v", want.ID, got, err)
+		}
+		if diffStates(&opp.State{Tasks: []opp.Task{*got}}, &opp.State{Tasks: []opp.Task{want}}) != nil {
+			t.Fatalf("task %s: Replay %+v, Rebuild %+v", want.ID, got, want)
+		}
+	}
+	if got, err := tasks.Task(ctx, "t_00000000000000000000000000000000"); got != nil || err != nil {
+		t.Fatalf("unknown task: %v, %v", got, err)
+	}
+}
+
 func TestOpenRebuildsState(t *testing.T) {
 	f := newFixture(t)
 	mustOK(t)(f.e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "observed", Summary: "s", Evidence: []uint64{f.bobCallDuring}}))

@@ -172,11 +172,14 @@ func taskContext(ctx context.Context, s evidence.Source, index uint64) ([]uint64
 	if !strings.HasPrefix(e.Kind, "task.") || id == "" {
 		return nil, nil
 	}
-	state, err := opp.Rebuild(ctx, s, index+1)
+	tasks, err := opp.Replay(ctx, s, index+1)
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding task state: %w", err)
 	}
-	task := state.Task(id)
+	task, err := tasks.Task(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("reading task %s: %w", id, err)
+	}
 	if task == nil {
 		return nil, fmt.Errorf("entry %d names task %s, which the log's task state does not hold", index, id)
 	}

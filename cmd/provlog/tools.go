@@ -355,21 +355,21 @@ func (a *auditRun) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("FAILED after %d entries and %d checkpoints: %w", rep.Entries, rep.Checkpoints, err)
 	}
-	tasks, err := opp.Rebuild(ctx, src, rep.Size)
+	tasks, err := opp.Replay(ctx, src, rep.Size)
 	if err != nil {
 		return fmt.Errorf("FAILED rebuilding task state: %w", err)
 	}
-	a.rep.Tasks = len(tasks.Tasks)
-	if n := len(tasks.Violations); n > 0 {
+	a.rep.Tasks = tasks.Len()
+	if n := len(tasks.Violations()); n > 0 {
 		pe := &log.ProblemsError{What: "task entries"}
-		for _, v := range tasks.Violations {
+		for _, v := range tasks.Violations() {
 			fmt.Fprintln(a.stderr, v.String())
 			pe.Problems = append(pe.Problems, v.Problem())
 		}
 		return failed(pe, "FAILED: %d task entries break the ownership and provenance rules (the sidecar never writes such entries)", n)
 	}
 	fmt.Fprintf(a.w, "OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared, %d tasks rebuilt from entries; size %d\n",
-		v.Name(), rep.Entries, rep.Checkpoints, rep.Nodes, len(tasks.Tasks), rep.Size)
+		v.Name(), rep.Entries, rep.Checkpoints, rep.Nodes, tasks.Len(), rep.Size)
 	fmt.Fprintf(a.w, "calls: %d recorded", rep.Calls)
 	if len(rep.OpenCalls) > 0 {
 		fmt.Fprintf(a.w, ", %d without a recorded outcome (cut off by a crash or kill, or under way): entries %s", len(rep.OpenCalls), replay.Ranges(rep.OpenCalls))
