@@ -63,11 +63,7 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 	} else {
-		storeURL, err := configStore(*cfgPath)
-		if err != nil {
-			return err
-		}
-		s, err := openCommandStore(ctx, lf.data, storeURL, true)
+		s, err := lf.openData(ctx, *cfgPath)
 		if err != nil {
 			return err
 		}

@@ -68,11 +68,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		src = x
 	} else {
-		storeURL, err := configStore(*cfgPath)
-		if err != nil {
-			return err
-		}
-		s, err := openCommandStore(ctx, lf.data, storeURL, true)
+		s, err := lf.openData(ctx, *cfgPath)
 		if err != nil {
 			return err
 		}

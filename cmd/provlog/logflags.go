@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"os"
+
+	"github.com/provlog/provlog/log"
 )
 
 // logFlags are the flags of the commands that read a log, in a stopped
@@ -52,4 +55,15 @@ func (l *logFlags) check() error {
 		return usageErr("--vkey is required with --log")
 	}
 	return nil
+}
+
+// openData opens the log --data names, for reading: the shared log in
+// PostgreSQL when the config at cfgPath ("": none) names one, else the
+// data dir's Pebble store.
+func (l *logFlags) openData(ctx context.Context, cfgPath string) (log.Storage, error) {
+	storeURL, err := configStore(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	return openCommandStore(ctx, l.data, storeURL, true)
 }

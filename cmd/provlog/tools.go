@@ -322,11 +322,7 @@ func (a *auditRun) run(ctx context.Context) error {
 				return err
 			}
 		}
-		storeURL, err := configStore(a.cfgPath)
-		if err != nil {
-			return err
-		}
-		s, err := openCommandStore(ctx, a.data, storeURL, true)
+		s, err := a.openData(ctx, a.cfgPath)
 		if errors.Is(err, log.ErrLost) || errors.Is(err, log.ErrCorrupt) {
 			return fmt.Errorf("FAILED: %w", err)
 		} else if err != nil {
