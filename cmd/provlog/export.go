@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/provlog/provlog/anchor"
 	"golang.org/x/mod/sumdb/note"
@@ -186,11 +187,24 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	fmt.Fprintf(w, "OK: %d entries [%d, %d) are in %s at size %d; checkpoint signed, %d witness cosignatures, %d anchors verified against %s; PROV document matches the entries\n",
 		rep.Entries, m.From, m.To, m.Origin, m.Size, rep.Witnesses, rep.Anchors, trust)
 	// A bundle carries entries, not payloads: say which of those the
-	// entries name were purged on purpose (a purge entry in the bundle).
-	if pr, err := bundlePayloads(dir); err == nil && pr.Named > 0 {
-		fmt.Fprintf(w, "payloads: the entries name %d (not in the bundle); %d of them were purged, as purge entries in the bundle record\n", pr.Named, pr.Purged)
+	// entries name were purged on purpose (a purge entry in the bundle),
+	// by whom, when and why.
+	pr, err := bundlePayloads(dir, m.From)
+	if err != nil {
+		return out.done(rep, fmt.Errorf("reading the bundle's entries for their payloads: %w", err), nil)
 	}
-	return out.done(rep, nil, nil)
+	if pr.Named > 0 {
+		fmt.Fprintf(w, "payloads: the entries name %d (not in the bundle); %d of them were purged, as purge entries in the bundle record; %d were not purged by entry %d\n",
+			pr.Named, pr.Purged, pr.Named-pr.Purged, m.To-1)
+	}
+	for _, p := range pr.PurgedBy {
+		fmt.Fprintf(w, "purged: entry %d (%s) names blob %s: purged by purge entry %d at %s, by %s: %q\n",
+			p.Entry, p.Kind, p.Blob, p.Purge, p.Time.UTC().Format(time.RFC3339), p.Actor, p.Reason)
+	}
+	return out.done(struct {
+		*bundle.Report
+		Payloads payloadReport `json:"payloads"`
+	}{rep, pr}, nil, nil)
 }
 
 func x509MarshalPKIX(k any) ([]byte, error) { return x509.MarshalPKIXPublicKey(k) }

@@ -102,27 +102,52 @@ func (s *sidecar) runRetention(ctx context.Context) {
 	}
 }
 
-// payloadReport is what audit says about the blobs entries name.
+// payloadReport is what audit and verify-bundle say about the blobs
+// entries name.
 type payloadReport struct {
-	Named, Present, Purged int
-	Missing, Corrupt       []string // "entry N: blob H"
+	Named   int `json:"named"`
+	Present int `json:"present"`
+	Purged  int `json:"purged"`
+	// PurgedBy is each purged payload with the purge entry that records
+	// it (verify-bundle).
+	PurgedBy []purgedPayload `json:"purged_payloads,omitempty"`
+	Missing  []string        `json:"-"` // "entry N: blob H"
+	Corrupt  []string        `json:"-"`
+}
+
+// A purgedPayload is one payload an entry names and a purge entry purged.
+type purgedPayload struct {
+	Entry  uint64    `json:"entry"` // the entry naming it
+	Kind   string    `json:"kind"`
+	Blob   string    `json:"blob"`
+	Purge  uint64    `json:"purge_entry"`
+	Time   time.Time `json:"purged_at"`
+	Actor  string    `json:"purged_by"`
+	Reason string    `json:"reason"`
 }
 
 // payloadRefs gathers, from entries seen one at a time, the blobs each
 // names and the blobs purge entries name; check then judges them.
 type payloadRefs struct {
-	purged map[string]bool
+	purged map[string]purgeRef
 	refs   []refAt
+}
+
+// A purgeRef is the purge entry that purged a blob.
+type purgeRef struct {
+	index uint64
+	e     *blobs.PurgeEntry
 }
 
 type refAt struct {
 	index uint64
+	kind  string
 	blob  string
 }
 
 func (p *payloadRefs) add(i uint64, e *log.Entry) {
 	if p.purged == nil {
-		p.purged = map[string]bool{}
+		p.purged = map[string]purgeRef{}
 	}
 	if e == nil {
 		return
@@ -130,25 +155,31 @@ func (p *payloadRefs) add(i uint64, e *log.Entry) {
 	if e.Kind == blobs.KindPurge {
 		if pe, err := blobs.ParsePurge(e); err == nil {
 			for _, b := range pe.Blobs {
-				p.purged[b] = true
+				p.purged[b] = purgeRef{i, pe}
 			}
 		}
 	}
 	for _, h := range blobs.Refs(e) {
-		p.refs = append(p.refs, refAt{i, h})
+		p.refs = append(p.refs, refAt{i, e.Kind, h})
 	}
 }
 
 // check says of each named blob whether it is purged (a purge entry names
 // it), present with the right bytes, missing or corrupt. bs nil: no blob
-// store to look in (a bundle), so only the purged ones are counted.
+// store to look in (a bundle), so only the purged ones are counted, and
+// each is listed with its purge entry.
 func (p *payloadRefs) check(bs *blobs.Store) payloadReport {
 	var rep payloadReport
 	for _, r := range p.refs {
 		rep.Named++
+		pr, purged := p.purged[r.blob]
 		switch {
-		case p.purged[r.blob]:
+		case purged:
 			rep.Purged++
+			if bs == nil {
+				rep.PurgedBy = append(rep.PurgedBy, purgedPayload{Entry: r.index, Kind: r.kind, Blob: r.blob, Purge: pr.index,
+					Time: pr.e.Time, Actor: pr.e.Actor, Reason: pr.e.Reason})
+			}
 		case bs == nil:
 		case !bs.Has(r.blob):
 			rep.Missing = append(rep.Missing, fmt.Sprintf("entry %d: blob %s", r.index, r.blob))
@@ -203,10 +234,10 @@ func auditDataDirPayloads(ctx context.Context, data string, src interface {
 	return nil
 }
 
-// bundlePayloads says how many payloads a bundle's entries name and how
-// many of them its purge entries record as purged (a bundle carries no
-// blobs).
-func bundlePayloads(dir string) (payloadReport, error) {
+// bundlePayloads says how many payloads a bundle's entries (from entry
+// from on) name and which of them its purge entries record as purged (a
+// bundle carries no blobs).
+func bundlePayloads(dir string, from uint64) (payloadReport, error) {
 	f, err := os.Open(filepath.Join(dir, bundle.EntriesFile))
 	if err != nil {
 		return payloadReport{}, err
@@ -215,7 +246,7 @@ func bundlePayloads(dir string) (payloadReport, error) {
 	var pr payloadRefs
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, log.MaxEntrySize+1), log.MaxEntrySize+1)
-	for i := uint64(0); sc.Scan(); i++ {
+	for i := from; sc.Scan(); i++ {
 		e, _ := log.ParseEntry(sc.Bytes())
 		pr.add(i, e)
 	}

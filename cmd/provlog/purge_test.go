@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -196,8 +199,33 @@ func TestPurgeRunningSidecar(t *testing.T) {
 		t.Fatal(out)
 	}
 	out, code = runCmd(t, "verify-bundle", b)
-	if code != 0 || !strings.Contains(out, "the entries name 5 (not in the bundle); 3 of them were purged") {
+	if code != 0 || !strings.Contains(out, "the entries name 5 (not in the bundle); 3 of them were purged, as purge entries in the bundle record; 2 were not purged") {
 		t.Fatalf("verify-bundle: %d %s", code, out)
+	}
+	// Each purged payload is named, with the purge entry that purged it:
+	// who, when and why.
+	for blob, by := range map[string]string{
+		p.aliceArgs: `by ` + purgeActor + `: "retention: max_age 48h0m0s"`,
+		p.aliceRes:  `by ` + purgeActor + `: "retention: max_age 48h0m0s"`,
+		p.bobArgs:   `by local: "erasure request #2"`,
+	} {
+		if !regexp.MustCompile(`purged: entry \d+ \(call(\.result)?\) names blob ` + blob + `: purged by purge entry \d+ at \S+, ` + regexp.QuoteMeta(by)).MatchString(out) {
+			t.Errorf("verify-bundle does not say blob %s was purged %s:\n%s", blob, by, out)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	code = run(context.Background(), []string{"verify-bundle", "--json", b}, &stdout, &stderr)
+	out = stdout.String()
+	var v struct {
+		OK     bool `json:"ok"`
+		Report struct {
+			Entries  uint64        `json:"Entries"`
+			Payloads payloadReport `json:"payloads"`
+		} `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || !v.OK || v.Report.Entries == 0 ||
+		len(v.Report.Payloads.PurgedBy) != 3 || v.Report.Payloads.Named != 5 {
+		t.Errorf("verify-bundle --json: %d %v %s", code, err, out)
 	}
 }
 
