@@ -9,9 +9,10 @@
 //
 // # Delegation, and what Hydra does not do
 //
-// Hydra v2.3.0 has no RFC 8693 token exchange (ory/hydra issue 1218 is
-// open; its v2.0 release notes say "Token Exchange" of what is the RFC
-// 7523 JWT-bearer grant, and fosite v0.49.0 has no RFC 8693 handler).
+// Hydra v2.3.0 has no RFC 8693 token exchange: ory/hydra issue 1218 is
+// open, fosite v0.49.0 has no handler for the grant (TestHydra checks
+// Hydra refuses it), and what its v2.0 release notes and client docs
+// call "Token Exchange" is the RFC 7523 JWT-bearer grant.
 // So an agent acting for a user gets its token through the JWT-bearer
 // grant: a party Hydra trusts for that user (here [Delegator], a key the
 // test makes and registers through Hydra's trust API, standing in for a

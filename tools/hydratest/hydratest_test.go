@@ -171,6 +171,31 @@ func TestHydra(t *testing.T) {
 		}
 	})
 
+	// The package doc's premise: Hydra v2.3.0 has no RFC 8693 grant. When
+	// one that has it is pinned, this fails, and the delegation should
+	// move to it.
+	t.Run("no token exchange", func(t *testing.T) {
+		c := s.CreateClient(t, Client{Scopes: []string{"tools"}, Audience: []string{resource},
+			GrantTypes: []string{"client_credentials", "urn:ietf:params:oauth:grant-type:token-exchange"}})
+		own, err := s.ClientCredentials(ctx, c, resource, "tools")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.token(ctx, url.Values{
+			"grant_type":         {"urn:ietf:params:oauth:grant-type:token-exchange"},
+			"client_id":          {c.ID},
+			"client_secret":      {c.Secret},
+			"subject_token":      {own},
+			"subject_token_type": {"urn:ietf:params:oauth:token-type:access_token"},
+			"audience":           {resource},
+		})
+		// fosite answers a grant type no handler takes with a bare
+		// invalid_request (no hint), whatever the parameters.
+		if err == nil || !strings.Contains(err.Error(), `"error":"invalid_request"`) {
+			t.Errorf("Hydra's answer to an RFC 8693 exchange: %v; want a refusal", err)
+		}
+	})
+
 	t.Run("key rotation", func(t *testing.T) {
 		c := s.CreateClient(t, Client{Scopes: []string{"tools"}, Audience: []string{resource}})
 		first, err := s.ClientCredentials(ctx, c, resource, "tools")
