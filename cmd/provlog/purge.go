@@ -88,18 +88,18 @@ type refEntry struct {
 	refs  []string
 }
 
-// planPurge reads the log's entries and returns the blobs crit selects
-// that the store holds, and how many selected blobs it keeps because
-// entries crit does not select still name them (retention by age only).
+// planPurge reads the log's entries and returns the blobs an erasure's
+// crit selects that the store holds: wherever a selected entry names
+// them. (A purge by age alone is the ageIndex's.)
 func planPurge(ctx context.Context, src interface {
 	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
-}, size uint64, crit blobs.PurgeCriteria, bs *blobs.Store) ([]string, int, error) {
+}, size uint64, crit blobs.PurgeCriteria, bs *blobs.Store) ([]string, error) {
 	var refs []refEntry
 	taskEntries := map[uint64]bool{}
 	for start := uint64(0); start < size; start += 4096 {
 		es, err := src.Entries(ctx, start, min(size, start+4096))
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		for j, b := range es {
 			i := start + uint64(j)
@@ -149,46 +149,48 @@ func planPurge(ctx context.Context, src interface {
 		}
 		return true
 	}
-	pick, keep := map[string]bool{}, map[string]bool{}
+	pick := map[string]bool{}
 	for _, r := range refs {
+		if !selected(r) {
+			continue
+		}
 		for _, s := range r.refs {
-			if len(crit.Blobs) > 0 && !slices.Contains(crit.Blobs, s) {
-				continue
-			}
-			if selected(r) {
+			if len(crit.Blobs) == 0 || slices.Contains(crit.Blobs, s) {
 				pick[s] = true
-			} else {
-				keep[s] = true
 			}
 		}
 	}
-	// An erasure (by task, actor or name) deletes the payload wherever it
-	// is named; retention by age keeps what newer entries still name.
-	ageOnly := crit.Task == "" && crit.Actor == "" && len(crit.Blobs) == 0
 	var out []string
-	kept := 0
 	for s := range pick {
-		if ageOnly && keep[s] {
-			kept++
-			continue
-		}
 		if bs.Has(s) {
 			out = append(out, s)
 		}
 	}
 	slices.Sort(out)
-	return out, kept, nil
+	return out, nil
 }
 
 // purge plans and runs one purge on an open log: the purge entries are
-// committed first, then the blobs are deleted.
-func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *blobs.Store, actor string, req purgeRequest) (*purgeResult, error) {
+// committed first, then the blobs are deleted. A purge by age alone uses
+// ages (nil: a new one, which reads the whole log).
+func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *blobs.Store, ages *ageIndex, actor string, req purgeRequest) (*purgeResult, error) {
 	crit, err := req.criteria()
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
 	size, _ := seq.Checkpoint()
-	list, kept, err := planPurge(ctx, store, size, crit, bs)
+	var list []string
+	kept := 0
+	if ageOnly(crit) {
+		if ages == nil {
+			ages = &ageIndex{}
+		}
+		ages.mu.Lock()
+		defer ages.mu.Unlock()
+		list, kept, err = ages.pick(ctx, store, size, crit.Before, bs)
+	} else {
+		list, err = planPurge(ctx, store, size, crit, bs)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("planning the purge: %w", err)
 	}
@@ -211,6 +213,9 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 			if err := bs.Purge(s); err != nil {
 				return nil, fmt.Errorf("purge entry %d is written, but deleting blob %s failed (run the purge again): %w", rc.Index, s, err)
 			}
+		}
+		if ageOnly(crit) {
+			ages.forget(chunk)
 		}
 	}
 	return res, nil
@@ -288,7 +293,7 @@ func purgeDataDir(ctx context.Context, data string, req purgeRequest) (*purgeRes
 	if err != nil {
 		return nil, err
 	}
-	return purge(ctx, seq, store, bs, "local", req)
+	return purge(ctx, seq, store, bs, nil, "local", req)
 }
 
 // purge asks a running sidecar to purge.

@@ -57,7 +57,7 @@ func (s *sidecar) purgeHandler(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the body is not a purge request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	res, err := purge(r.Context(), s.seq, s.store, s.blobs, id.Actor, req)
+	res, err := purge(r.Context(), s.seq, s.store, s.blobs, &s.ages, id.Actor, req)
 	if errors.Is(err, cli.ErrUsage) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -87,7 +87,7 @@ func (s *sidecar) runRetention(ctx context.Context) {
 			Before: time.Now().Add(-time.Duration(rc.MaxAge)).UTC().Format(time.RFC3339Nano),
 			Reason: "retention: max_age " + time.Duration(rc.MaxAge).String(),
 		}
-		res, err := purge(ctx, s.seq, s.store, s.blobs, purgeActor, req)
+		res, err := purge(ctx, s.seq, s.store, s.blobs, &s.ages, purgeActor, req)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.logger.Error("retention: purge failed", "err", err)

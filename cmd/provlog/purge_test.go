@@ -253,7 +253,7 @@ func TestPlanPurgeByTask(t *testing.T) {
 		raw = append(raw, b)
 	}
 	src := entryList(raw)
-	got, _, err := planPurge(ctx, src, uint64(len(raw)), blobs.PurgeCriteria{Task: "t_1"}, bs)
+	got, err := planPurge(ctx, src, uint64(len(raw)), blobs.PurgeCriteria{Task: "t_1"}, bs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,6 +147,9 @@ type sidecar struct {
 	blobs         *blobs.Store
 	stopRetention context.CancelFunc
 	retention     sync.WaitGroup
+	// ages indexes the blobs entries name, read once, for purges by age
+	// (retention.go).
+	ages ageIndex
 }
 
 // appendLog is the log as the task engine sees it.
