@@ -288,3 +288,50 @@ func TestOAuthHydraIntrospection(t *testing.T) {
 		}
 	}
 }
+
+// TestOAuthHydraHandoff: a bot with its own Hydra token hands a task to
+// hydra:alice, the actor Hydra's delegated tokens for alice map to; her
+// agent accepts it with such a token, and the acceptance names alice as
+// owner and the agent in its act chain.
+func TestOAuthHydraHandoff(t *testing.T) {
+	s := startOAuthSidecar(t)
+	hy, ctx := s.hydra, context.Background()
+	bot := hy.CreateClient(t, hydratest.Client{ID: "ci-bot", Scopes: allScopes, Audience: []string{s.resource}})
+	botTok := mint(t)(hy.ClientCredentials(ctx, bot, s.resource, allScopes...))
+	alice := hy.TrustDelegator(t, "alice", allScopes...)
+	agent := hy.CreateClient(t, hydratest.Client{ID: "review-agent", Scopes: allScopes, Audience: []string{s.resource},
+		GrantTypes: []string{hydratest.JWTBearerGrant}, Act: true})
+	agentTok := mint(t)(hy.JWTBearer(ctx, agent, alice.Assertion(t), s.resource, allScopes...))
+
+	cs := connectHTTP(t, s.base, botTok)
+	created, _ := callTool(t, cs, "create_task", map[string]any{"title": "review the release"})
+	id, _ := created["task_id"].(string)
+	callTool(t, cs, "accept_task", map[string]any{"task_id": id})
+	callTool(t, cs, "handoff_task", map[string]any{"task_id": id, "to": "hydra:alice"})
+	cs.Close()
+	cs = connectHTTP(t, s.base, agentTok)
+	accepted, _ := callTool(t, cs, "accept_task", map[string]any{"task_id": id})
+	cs.Close()
+	if b, _ := json.Marshal(accepted); !strings.Contains(string(b), `"owner":"hydra:alice"`) {
+		t.Errorf("accepted by alice's agent: %s", b)
+	}
+	s.stop()
+
+	var kinds []string
+	for _, e := range readAll(t, s.data) {
+		if e["task_id"] != id {
+			continue
+		}
+		auth, _ := e["auth"].(map[string]any)
+		act, _ := json.Marshal(auth["act"])
+		kinds = append(kinds, fmt.Sprintf("%s by %s act %s", e["kind"], e["actor"], act))
+		if e["kind"] == "task.handoff" && e["to"] != "hydra:alice" {
+			t.Errorf("handoff entry: %v", e)
+		}
+	}
+	want := []string{"task.create by hydra:ci-bot act null", "task.accept by hydra:ci-bot act null",
+		"task.handoff by hydra:ci-bot act null", `task.accept by hydra:alice act {"sub":"review-agent"}`}
+	if strings.Join(kinds, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the task's entries:\n%s\nwant:\n%s", strings.Join(kinds, "\n"), strings.Join(want, "\n"))
+	}
+}
