@@ -79,19 +79,26 @@ func Dial(ctx context.Context, cfg ServerConfig, name, version string, logger *s
 func (c *Conn) Session() *mcp.ClientSession { return c.cs }
 
 // CallTool calls tool with args and returns its result's bytes exactly as
-// the server sent them. A JSON-RPC error is an error.
+// the server sent them, made as the proxy makes a call through the SDK's
+// client (sdkCall). A JSON-RPC error is an error.
 func (c *Conn) CallTool(ctx context.Context, tool string, args any) (json.RawMessage, error) {
-	cp := &capture{}
-	res, err := c.cs.CallTool(withCapture(ctx, cp), &mcp.CallToolParams{Name: tool, Arguments: args})
-	cp.done()
-	if err != nil {
-		return nil, err
+	var raw json.RawMessage
+	if args != nil {
+		var err error
+		if raw, err = json.Marshal(args); err != nil {
+			return nil, fmt.Errorf("the arguments of %s: %v", tool, err)
+		}
 	}
-	raw := cp.last()
-	if raw == nil {
-		return nil, fmt.Errorf("the result of %s was not captured (%d content items)", tool, len(res.Content))
+	o := sdkCall(ctx, c.cs, tool, &mcp.CallToolParamsRaw{Arguments: raw}, nil)
+	switch {
+	case o.wireErr != nil:
+		return nil, o.wireErr
+	case o.err != nil:
+		return nil, o.err
+	case o.remarshal:
+		return nil, fmt.Errorf("the result of %s was not captured off the wire", tool)
 	}
-	return raw, nil
+	return o.result, nil
 }
 
 // Close ends the session and stops a stdio server's process.

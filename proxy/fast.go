@@ -210,7 +210,8 @@ func parseFast(body []byte) (fastRequest, bool) {
 			}
 			fr.id = raw
 		case "method":
-			if canon[0] != '"' || json.Unmarshal(canon, &fr.method) != nil {
+			var ok bool
+			if fr.method, ok = canonString(canon); !ok {
 				return errNotFast
 			}
 		case "params":
@@ -351,7 +352,8 @@ func (p *Proxy) fastCallFor(fr fastRequest) (fastCall, bool) {
 	err := log.WalkObject(fr.params, func(k string, raw, canon []byte) error {
 		switch k {
 		case "name":
-			if canon[0] != '"' || json.Unmarshal(canon, &fc.front) != nil {
+			var ok bool
+			if fc.front, ok = canonString(canon); !ok {
 				return errNotFast
 			}
 		case "arguments":

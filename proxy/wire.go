@@ -81,10 +81,10 @@ func parseWire(data []byte) (*wireMessage, error) {
 		case "id":
 			m.ID = bytes.Clone(raw)
 		case "method":
-			if canon[0] != '"' {
+			var ok bool
+			if m.Method, ok = canonString(canon); !ok {
 				return errNotFast
 			}
-			return json.Unmarshal(canon, &m.Method)
 		case "params":
 			m.Params = bytes.Clone(raw)
 		case "result":
@@ -114,6 +114,20 @@ func parseWire(data []byte) (*wireMessage, error) {
 		m.isError = r.IsError
 	}
 	return &m, nil
+}
+
+// canonString returns the string a JSON value in canonical form holds,
+// and false if it is not a string. Without escapes its bytes are the
+// string's (the usual case, read without encoding/json).
+func canonString(canon []byte) (string, bool) {
+	if len(canon) < 2 || canon[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(canon, '\\') < 0 {
+		return string(canon[1 : len(canon)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(canon, &s) == nil
 }
 
 // canonTopTrue reports whether obj, a JSON object in canonical form (no
