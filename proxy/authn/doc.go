@@ -49,8 +49,9 @@
 // names an unknown kid (key rotation) or the set is an hour old. Other
 // tokens go to the introspection endpoints configured (RFC 7662), whose
 // answer is held to the same checks. A token validated once is
-// remembered by its SHA-256 until it expires or the key set changes, so a
-// client's next calls cost a hash and a map lookup.
+// remembered by its SHA-256 until it expires or its issuer withdraws a
+// key (an introspected one for 30 s at most, so a revocation takes effect
+// within that), so a client's next calls cost a hash and a map lookup.
 //
 // # Challenges
 //
