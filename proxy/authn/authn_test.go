@@ -1,11 +1,13 @@
 package authn_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -74,7 +76,15 @@ func status(err error) (int, string) {
 // invalid_token, and its description never holds the token.
 func TestBadTokens(t *testing.T) {
 	is := authntest.Start(t)
-	a := newAuth(t, config(is), nil, nil)
+	var logged bytes.Buffer
+	cfg := config(is)
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := authn.New(cfg, authn.Options{Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// A good token first, so the key set is cached as in a running sidecar.
 	if _, err := a.Authenticate(context.Background(), is.Mint(t, is.Claims(resource, "alice"))); err != nil {
 		t.Fatalf("good token: %v", err)
@@ -86,8 +96,12 @@ func TestBadTokens(t *testing.T) {
 			t.Errorf("%s: identity %v, error %v (status %d, code %q); want %d %s", b.Name, id, err, st, code, b.Status, b.Code)
 			continue
 		}
-		if strings.Contains(err.Error(), b.Token) || strings.Contains(a.Challenge(err), b.Token) {
-			t.Errorf("%s: the error repeats the token", b.Name)
+		if strings.Contains(err.Error(), b.Token) || strings.Contains(a.Challenge(err), b.Token) || strings.Contains(logged.String(), b.Token) {
+			t.Errorf("%s: the error or the log repeats the token", b.Name)
+		}
+		sum := sha256.Sum256([]byte(b.Token))
+		if !strings.Contains(logged.String(), hex.EncodeToString(sum[:])) {
+			t.Errorf("%s: the refusal is not logged by the token's hash", b.Name)
 		}
 		t.Logf("%s: %v", b.Name, err)
 	}

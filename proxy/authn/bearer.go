@@ -221,6 +221,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Identi
 		id, err = a.introspect(ctx, token, sum, now)
 	}
 	if err != nil {
+		// For the operator working out why a client gets 401: the reason
+		// and the token's hash, never the token.
+		a.opts.Logger.Debug("authn: token refused", "reason", err.Error(), "token_sha256", tokenSum(sum))
 		return nil, err
 	}
 	if id.until.IsZero() || id.until.After(id.Expiry.Add(a.cfg.ClockSkew)) {
