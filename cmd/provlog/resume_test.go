@@ -63,8 +63,10 @@ func resumeChild(sc *sidecar, out *bufio.Writer) int {
 // TestFullDiskResumesInPlace runs a sidecar process on a 24 MiB tmpfs
 // until the disk fills (appends refused "disk full", /healthz 503), grows
 // the tmpfs while the same process runs, and sees the log resume on its
-// own: no restart, the next appends acknowledged, and every acknowledged
-// entry and checkpoint, from before the fault and after, in one log that
+// own: no restart, the next appends acknowledged. Then the disk is filled
+// again and a sidecar started on it (it opens read-only, refusing
+// appends) resumes once the filler is removed. Every acknowledged entry
+// and checkpoint, from before the faults and after, is in one log that
 // audits clean.
 func TestFullDiskResumesInPlace(t *testing.T) {
 	if testing.Short() {
@@ -81,6 +83,25 @@ func TestFullDiskResumesInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := runResumeChild(t, data, func() {
+		if out, err := exec.Command("mount", "-o", "remount,size=64m", mnt).CombinedOutput(); err != nil {
+			t.Fatalf("growing the tmpfs: %v: %s", err, out)
+		}
+	})
+	filler := fill(t, mnt)
+	got = append(got, runResumeChild(t, data, func() { os.Remove(filler) })...)
+	checkAfterCrash(t, data, k, got)
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"audit", "--data", data}, &out, &errb); code != 0 {
+		t.Fatalf("audit: exit %d: %s%s", code, out.String(), errb.String())
+	}
+}
+
+// runResumeChild runs the fault child in resume mode on data: once it
+// stopped on the full disk, free makes room, and the child must resume and
+// take 20 appends. It returns every receipt handed out.
+func runResumeChild(t *testing.T, data string, free func()) []handedOut {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -105,9 +126,7 @@ func TestFullDiskResumesInPlace(t *testing.T) {
 			stop = &stopReport{}
 			json.Unmarshal(s, stop)
 			checkStop(t, stop, "disk full", stderr.String())
-			if out, err := exec.Command("mount", "-o", "remount,size=64m", mnt).CombinedOutput(); err != nil {
-				t.Fatalf("growing the tmpfs: %v: %s", err, out)
-			}
+			free()
 			io.WriteString(stdin, "freed\n")
 			continue
 		}
@@ -134,9 +153,5 @@ func TestFullDiskResumesInPlace(t *testing.T) {
 		t.Errorf("the sidecar did not log the reopen:\n%s", lastLines(stderr.String(), 30))
 	}
 	t.Logf("%d receipts before the disk filled, 20 after; resumed %s after space was freed", stop.Receipts, resumed.Waited)
-	checkAfterCrash(t, data, k, got)
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"audit", "--data", data}, &out, &errb); code != 0 {
-		t.Fatalf("audit: exit %d: %s%s", code, out.String(), errb.String())
-	}
+	return got
 }

@@ -99,6 +99,9 @@
 //	                                              503 storage "disk full"; reads go on;
 //	                                              restart comes up read-only; audit OK;
 //	                                              space freed: all acked entries held
+//	open on a full disk with a WAL to flush       Pebble's Open would retry the flush for
+//	(TestOpenFullDiskReplay)                      ever: abandoned after 2 s, opened
+//	                                              read-only, "disk full"; Reopen later
 //	disk full, then space freed, same process     the sequencer's retry reopens the store
 //	(TestFullDiskResumesInPlace, real tmpfs;      in place: every acked entry held, appends
 //	TestResumeAfterDiskFull)                      go on; still full: not reopened

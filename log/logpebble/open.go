@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -89,6 +90,9 @@ func (s *Store) open() error {
 		// the disk is full): serve what is durable, read-only.
 		s.logf("logpebble: %s cannot be written (%v); opening it read-only", s.dir, s.Err())
 		readOnly = true
+		if s.fs.retired.Load() {
+			s.fs = newFaultFS(s.fs.Unwrap(), s.fail, func() bool { return s.Err() != nil })
+		}
 		db, err = s.openPebble(o, readOnly)
 	}
 	if err != nil {
@@ -134,15 +138,11 @@ func (s *Store) openPebble(o *Options, readOnly bool) (db *pebble.DB, err error)
 		ReadOnly:           readOnly,
 	}
 	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: Pebble panicked opening %s: %v", log.ErrIO, s.dir, r)
-			s.fail(err)
-		}
 		if err != nil {
 			lock.Close()
 		}
 	}()
-	db, err = pebble.Open(s.dir, po)
+	db, err = s.openOrAbandon(po, lock)
 	if err != nil {
 		if pebble.IsCorruptionError(err) || errors.Is(err, fs.ErrNotExist) {
 			// A file the MANIFEST names is gone (as when the MANIFEST
@@ -157,6 +157,53 @@ func (s *Store) openPebble(o *Options, readOnly bool) (db *pebble.DB, err error)
 	}
 	s.lock = lock
 	return db, nil
+}
+
+// openGrace is how long a Pebble open may go on after the store failed
+// before openOrAbandon stops waiting for it.
+const openGrace = 2 * time.Second
+
+// openOrAbandon runs pebble.Open, turning a panic into an error, and gives
+// up on it if the store fails while it opens and it does not return
+// within openGrace: Pebble v2.1.7's Open waits for the flush of the
+// memtables it replayed from the WAL, and on a full disk that flush fails
+// and is retried for ever (seen: a sidecar restarted on a full disk never
+// came up). The abandoned instance's file system is retired, so it never
+// touches the disk; its reference to the lock is dropped with it, so that
+// the store can open read-only.
+func (s *Store) openOrAbandon(po *pebble.Options, lock *pebble.Lock) (*pebble.DB, error) {
+	type opened struct {
+		db  *pebble.DB
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err := fmt.Errorf("%w: Pebble panicked opening %s: %v", log.ErrIO, s.dir, r)
+				s.fail(err)
+				ch <- opened{nil, err}
+			}
+		}()
+		db, err := pebble.Open(s.dir, po)
+		ch <- opened{db, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.db, r.err
+	case <-s.failed:
+	}
+	t := time.NewTimer(openGrace)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.db, r.err
+	case <-t.C:
+	}
+	s.fs.retired.Store(true)
+	lock.Close() // Pebble's reference; the caller drops ours
+	s.logf("logpebble: not waiting for Pebble to finish opening %s: the store failed (%v) while it opened", s.dir, s.Err())
+	return nil, fmt.Errorf("Pebble could not finish opening after the store failed: %w", s.Err())
 }
 
 // load reads the stored state into s, checks it against the data and

@@ -216,3 +216,30 @@ func TestReopenRefuses(t *testing.T) {
 		t.Errorf("Reopen of a corrupt store: %v", err)
 	}
 }
+
+// TestOpenFullDiskReplay opens, on a full disk, a store whose WAL Pebble
+// must replay and flush before its Open returns (a store closed with
+// everything in the WAL): the flush cannot be written, and Pebble retries
+// it for ever, so Open gives up on that instance and opens read-only,
+// saying the disk is full; every acknowledged entry is read. Once space is
+// back, Reopen makes it writable.
+func TestOpenFullDiskReplay(t *testing.T) {
+	dir := t.TempDir()
+	ack := writeLog(t, dir, 40)
+	disk := &fullFS{FS: vfs.Default}
+	disk.full.Store(true)
+	s, err := Open(dir, faultOptions(t, disk))
+	if err != nil {
+		t.Fatalf("Open on a full disk: %v", err)
+	}
+	defer s.Close()
+	if err := s.Err(); !errors.Is(err, log.ErrDiskFull) {
+		t.Fatalf("Err on a full disk: %v", err)
+	}
+	checkHoldsEntries(t, s, ack)
+	disk.full.Store(false)
+	if err := s.Reopen(context.Background()); err != nil {
+		t.Fatalf("Reopen with space: %v", err)
+	}
+	checkHoldsEntries(t, s, ack)
+}
