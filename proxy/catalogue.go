@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -36,6 +37,9 @@ type catalogue struct {
 
 	syncMu sync.Mutex    // one sync at a time
 	resync chan struct{} // list_changed notifications, coalesced
+	// announced holds a bit per listSlot whose list the server said has
+	// changed since that list was last read.
+	announced atomic.Uint32
 
 	mu         sync.Mutex
 	lists      [listSlots]registry
@@ -81,9 +85,13 @@ func (c *catalogue) toolSum(front string) string {
 	return c.lists[toolSlot].reg[front].sum
 }
 
-// triggerResync asks for the lists to be read again. It must not block:
-// it runs inside the SDK's notification handler.
-func (c *catalogue) triggerResync() {
+// triggerResync asks for the lists to be read again, after the server
+// said the lists in slots changed. It must not block: it runs inside the
+// SDK's notification handler.
+func (c *catalogue) triggerResync(slots ...listSlot) {
+	for _, s := range slots {
+		c.announced.Or(1 << s)
+	}
 	select {
 	case c.resync <- struct{}{}:
 	default:
@@ -156,14 +164,18 @@ type listKind[T any] struct {
 func (k *listKind[T]) plural() string { return k.noun + "s" }
 
 func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) error {
+	announced := c.announced.And(^uint32(1<<k.slot))&(1<<k.slot) != 0
 	if !k.offered(caps) {
 		return nil
 	}
 	raws, err := k.list(ctx, cs)
 	if err != nil {
+		if announced { // the next read owes the clients the notification
+			c.announced.Or(1 << k.slot)
+		}
 		return err
 	}
-	k.apply(c, raws)
+	k.apply(c, raws, announced)
 	return nil
 }
 
@@ -206,8 +218,10 @@ func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.R
 // the list as the server sent it: what is new or changed is (re)added
 // under its front name, what is gone is removed, what the front server
 // refuses is skipped and reported once, and a name another server holds
-// is left to it.
-func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage) {
+// is left to it. When the server announced a change (announced) and
+// none shows, one unchanged item is registered again, so the front's
+// clients hear of the change as they would from the server directly.
+func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage, announced bool) {
 	d := c.d
 	if k.listed != nil {
 		k.listed(c, raws)
@@ -215,6 +229,8 @@ func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage) {
 	prefix := k.prefix(&d.cfg)
 	want := map[string]bool{}
 	skipped := map[string]string{}
+	changed := false
+	var again func() // re-registers one unchanged item
 	for _, raw := range raws {
 		item, err := k.decode(raw)
 		name := ""
@@ -238,8 +254,10 @@ func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage) {
 		}
 		if c.unchanged(k.slot, front, raw) {
 			want[front] = true
+			again = func() { k.add(d, item, front, name) }
 			continue
 		}
+		changed = true
 		if err := addGuarded(func() { k.add(d, item, front, name) }); err != nil {
 			d.p.router.free(k.names, front, d)
 			skipped[name] = err.Error()
@@ -265,6 +283,9 @@ func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage) {
 		if _, known := fresh[name]; !known {
 			d.p.logger.Warn("proxy: skipping a "+k.noun+" the SDK rejects", "server", d.cfg.ID, k.logKey, name, "error", skipped[name])
 		}
+	}
+	if announced && !changed && len(gone) == 0 && again != nil {
+		addGuarded(again) // it was added once, so it is added again
 	}
 	if len(gone) > 0 {
 		k.remove(d.p.server, gone...)

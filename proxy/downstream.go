@@ -97,14 +97,16 @@ func (d *downstream) connect(ctx context.Context) (*mcp.ClientSession, *exec.Cmd
 		// No roots: the proxy has none to give, and advertising them
 		// changes what some servers offer (research/mcp.md §1.5.4).
 		// Sampling and elicitation are added by their handlers.
-		Capabilities:               &mcp.ClientCapabilities{},
-		CreateMessageHandler:       d.createMessage,
-		ElicitationHandler:         d.elicit,
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { d.cat.triggerResync() },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { d.cat.triggerResync() },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { d.cat.triggerResync() },
-		ResourceUpdatedHandler:     d.resourceUpdated,
-		LoggingMessageHandler:      d.logMessage,
+		Capabilities:             &mcp.ClientCapabilities{},
+		CreateMessageHandler:     d.createMessage,
+		ElicitationHandler:       d.elicit,
+		ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { d.cat.triggerResync(toolSlot) },
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { d.cat.triggerResync(promptSlot) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			d.cat.triggerResync(resourceSlot, templateSlot)
+		},
+		ResourceUpdatedHandler: d.resourceUpdated,
+		LoggingMessageHandler:  d.logMessage,
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			d.p.routeProgress(ctx, req.Params)
 		},

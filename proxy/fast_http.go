@@ -299,8 +299,12 @@ func (d *downstream) onStream(ctx context.Context, cs *mcp.ClientSession, ic *in
 			if json.Unmarshal(msg.Params, &params) == nil {
 				d.p.routeProgress(ctx, &params)
 			}
-		case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-			d.cat.triggerResync()
+		case "notifications/tools/list_changed":
+			d.cat.triggerResync(toolSlot)
+		case "notifications/prompts/list_changed":
+			d.cat.triggerResync(promptSlot)
+		case "notifications/resources/list_changed":
+			d.cat.triggerResync(resourceSlot, templateSlot)
 		case "notifications/resources/updated":
 			var params mcp.ResourceUpdatedNotificationParams
 			if json.Unmarshal(msg.Params, &params) == nil {

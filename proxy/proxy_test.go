@@ -384,6 +384,20 @@ func testReferenceServers(t *testing.T, front string) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+		// The server announces a change again though its tools stay the
+		// same (it re-adds the same tool): the client hears it, as it
+		// would from the server directly (conformance's server-stateless).
+		for len(cl.toolChanges) > 0 {
+			<-cl.toolChanges
+		}
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "go__test_trigger_tool_change"}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-cl.toolChanges:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the server's second tools/list_changed, with no change to see, did not reach the client")
+		}
 	})
 
 	t.Run("ResourcesAndPrompts", func(t *testing.T) {
