@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -299,20 +298,9 @@ func purgeDataDir(ctx context.Context, data string, req purgeRequest) (*purgeRes
 // purge asks a running sidecar to purge.
 func (r *remote) purge(ctx context.Context, req purgeRequest) (*purgeResult, error) {
 	body, _ := json.Marshal(req)
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/log/purge", strings.NewReader(string(body)))
+	b, err := r.c.Post(ctx, "purge", body)
 	if err != nil {
 		return nil, err
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Authorization", "Bearer "+r.token)
-	resp, err := r.hc.Do(hreq)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("POST /log/purge: %s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}
 	var res purgeResult
 	if err := json.Unmarshal(b, &res); err != nil {

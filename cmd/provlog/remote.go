@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,43 +16,38 @@ import (
 // hints a command line user needs.
 type remote struct {
 	c *client.Client
-	// base, token and hc are for the API's few POSTs (purge).
-	base  string
-	token string
-	hc    *http.Client
 }
 
 func newRemote(base, token string) *remote {
-	r := &remote{base: strings.TrimRight(base, "/"), token: token, hc: &http.Client{Timeout: time.Minute}}
-	r.c = client.New(r.base+"/log/", token, r.hc)
-	return r
+	return &remote{c: client.New(strings.TrimRight(base, "/")+"/log/", token, &http.Client{Timeout: time.Minute})}
 }
 
 // get fetches a path of the sidecar's log API ("/log/...").
 func (r *remote) get(ctx context.Context, path string) ([]byte, error) {
 	b, err := r.c.Get(ctx, strings.TrimPrefix(path, "/log/"), 0)
-	var se *client.StatusError
-	if errors.As(err, &se) && se.Code == http.StatusUnauthorized {
-		return nil, fmt.Errorf("%w (give a reader token with --token or PROVLOG_TOKEN)", err)
-	}
-	return b, err
+	return b, tokenHint(err)
 }
 
+// tokenHint says how to give a token when the sidecar asked for one.
+func tokenHint(err error) error {
+	var se *client.StatusError
+	if errors.As(err, &se) && se.Code == http.StatusUnauthorized {
+		return fmt.Errorf("%w (give a reader token with --token or PROVLOG_TOKEN)", err)
+	}
+	return err
+}
+
+// receipt fetches the receipt of the entry at index, or of the one with
+// leafHash when index < 0.
 func (r *remote) receipt(ctx context.Context, index int64, leafHash []byte, size uint64, asCOSE bool) (string, error) {
-	q := url.Values{}
+	q := client.ReceiptQuery{Size: size, COSE: asCOSE}
 	if index >= 0 {
-		q.Set("index", strconv.FormatInt(index, 10))
+		q.Index = uint64(index)
 	} else {
-		q.Set("hash", hex.EncodeToString(leafHash))
+		q.LeafHash = leafHash
 	}
-	if size > 0 {
-		q.Set("size", strconv.FormatUint(size, 10))
-	}
-	if asCOSE {
-		q.Set("format", "cose")
-	}
-	b, err := r.get(ctx, "/log/proof/inclusion?"+q.Encode())
-	return string(b), err
+	b, err := r.c.Receipt(ctx, q)
+	return string(b), tokenHint(err)
 }
 
 // Checkpoints serves only the log's latest checkpoint: the API publishes

@@ -299,14 +299,12 @@ func (sc *sidecar) startProxy(ctx context.Context, stdio bool) error {
 	}
 	sc.stopTracing = stopTracing
 	sc.proxy, err = proxy.New(ctx, proxy.Options{
-		Servers: sc.cfg.Servers,
-		Log:     sc.seq,
-		Blobs:   sc.blobs,
-		Actor:   actor,
-		Status:  sc.status,
-		Prove: func(ctx context.Context, index int64, leafHash []byte) (*log.Receipt, error) {
-			return prove(ctx, sc.store, index, leafHash, 0, nil)
-		},
+		Servers:     sc.cfg.Servers,
+		Log:         sc.seq,
+		Blobs:       sc.blobs,
+		Actor:       actor,
+		Status:      sc.status,
+		Prove:       sc.prove,
 		Verifier:    sc.keys.verifier,
 		Logger:      proxyLogger(sc.logger),
 		Tracer:      tracer,
@@ -339,13 +337,16 @@ func (s *sidecar) handoffTarget(id string) error {
 	return fmt.Errorf("no actor %q is configured here, so nobody could accept the task; hand it to an actor listed under actors: in the config, or set handoff_any_actor: true there", id)
 }
 
-// prove returns a receipt on the newest cosigned checkpoint when one
-// covers the entry, else on the latest checkpoint.
+// prove returns the receipt of the entry at index (by leaf hash when
+// index < 0) on the newest cosigned checkpoint when one covers the entry,
+// else on the latest checkpoint: the receipts of the provlog__prove tool,
+// as the log API's /log/proof/inclusion gives them.
 func (s *sidecar) prove(ctx context.Context, index int64, leafHash []byte) (*log.Receipt, error) {
+	req := inclusionRequest(index, leafHash)
 	if s.witness != nil {
-		return s.witness.receipt(ctx, s.store, index, leafHash)
+		req.Cosigned = s.witness.cos.Latest()
 	}
-	return prove(ctx, s.store, index, leafHash, 0, nil)
+	return server.ProveLatest(ctx, s.store, req)
 }
 
 func (s *sidecar) size() uint64 {

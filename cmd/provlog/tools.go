@@ -116,18 +116,22 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer s.Close()
-	var cosigned []byte
-	if *size == 0 {
-		if cosigned, err = readCosigned(lf.data); err != nil {
-			return err
-		}
+	req := inclusionRequest(*index, lh)
+	if *size != 0 {
+		req.AtSize, req.Size = true, *size
+	} else if req.Cosigned, err = readCosigned(lf.data); err != nil {
+		return err
 	}
-	r, err := prove(ctx, s, *index, lh, *size, cosigned)
+	r, err := server.ProveLatest(ctx, s, req)
 	if err != nil {
 		return err
 	}
 	if *format == "cose" {
-		b, err := coseReceipt(lf.data, r)
+		k, err := loadKeys(lf.data)
+		if err != nil {
+			return err
+		}
+		b, err := cose.SignReceipt(k.signer, r)
 		if err != nil {
 			return err
 		}
@@ -138,35 +142,13 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return err
 }
 
-// coseReceipt signs r's proof as an RFC 9942 receipt with the data dir's
-// log key.
-func coseReceipt(data string, r *log.Receipt) ([]byte, error) {
-	k, err := loadKeys(data)
-	if err != nil {
-		return nil, err
-	}
-	c, err := log.ParseCheckpointNote(r.Checkpoint)
-	if err != nil {
-		return nil, err
-	}
-	return cose.Sign(k.signer, c.Size, r.Index, r.Extra, r.Proof, c.Hash)
-}
-
-// prove builds a receipt from a store (server.ProveInclusion on the
-// store's latest state). index < 0 means: look up leafHash. size 0 means
-// the latest checkpoint, or cosigned (nil: none) when it covers the entry.
-func prove(ctx context.Context, s log.Storage, index int64, leafHash []byte, size uint64, cosigned []byte) (*log.Receipt, error) {
-	st, err := s.State(ctx)
-	if err != nil {
-		return nil, err
-	}
-	req := server.InclusionRequest{AtSize: size != 0, Size: size, Cosigned: cosigned}
+// inclusionRequest names the entry at index, or the one with leafHash
+// when index < 0, as prove's flags and the provlog__prove tool do.
+func inclusionRequest(index int64, leafHash []byte) server.InclusionRequest {
 	if index >= 0 {
-		req.Index = uint64(index)
-	} else {
-		req.LeafHash = leafHash
+		return server.InclusionRequest{Index: uint64(index)}
 	}
-	return server.ProveInclusion(ctx, s, st.Size, st.Checkpoint, req)
+	return server.InclusionRequest{LeafHash: leafHash}
 }
 
 func runVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) error {

@@ -187,13 +187,6 @@ func (w *witnessing) run(ctx context.Context, seq *server.Sequencer) {
 	}
 }
 
-// receipt returns a receipt for the entry (by index, or by leaf hash when
-// index < 0) on the newest cosigned checkpoint when that covers the entry,
-// else on the log's latest checkpoint.
-func (w *witnessing) receipt(ctx context.Context, s log.Storage, index int64, leafHash []byte) (*log.Receipt, error) {
-	return prove(ctx, s, index, leafHash, 0, w.cos.Latest())
-}
-
 // readCosigned returns the cosigned checkpoint the sidecar kept in the
 // data dir, or nil if there is none.
 func readCosigned(data string) ([]byte, error) {

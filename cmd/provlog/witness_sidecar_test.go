@@ -135,7 +135,7 @@ func TestWitnessing(t *testing.T) {
 	}
 
 	// A receipt carries them and verifies as verify-proof would check it.
-	r, err := w.receipt(ctx, l.Store, 7, nil)
+	r, err := server.ProveLatest(ctx, l.Store, server.InclusionRequest{Index: 7, Cosigned: w.cos.Latest()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestWitnessing(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return prove(ctx, l.Store, index, nil, 0, cosigned)
+		return server.ProveLatest(ctx, l.Store, server.InclusionRequest{Index: uint64(index), Cosigned: cosigned})
 	}
 	r2, err := proveWithCosigned(7)
 	if err != nil || !strings.Contains(string(r2.Checkpoint), "— witness.example/") {

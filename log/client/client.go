@@ -5,10 +5,14 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/provlog/provlog/log"
@@ -20,13 +24,18 @@ const MaxResponse = 64 << 20
 // A StatusError is an answer other than 200 (and 404, which is
 // [log.ErrNotFound]): the status and the start of what the server said.
 type StatusError struct {
-	URL  string
-	Code int
-	Msg  string
+	Method string // "" is GET
+	URL    string
+	Code   int
+	Msg    string
 }
 
 func (e *StatusError) Error() string {
-	s := fmt.Sprintf("GET %s: %d %s", e.URL, e.Code, http.StatusText(e.Code))
+	m := e.Method
+	if m == "" {
+		m = http.MethodGet
+	}
+	s := fmt.Sprintf("%s %s: %d %s", m, e.URL, e.Code, http.StatusText(e.Code))
 	if e.Msg != "" {
 		s += ": " + e.Msg
 	}
@@ -58,13 +67,31 @@ func (c *Client) Prefix() string { return c.prefix }
 // limit bytes (0: [MaxResponse]). A 404 wraps [log.ErrNotFound]; another
 // status other than 200 is a [*StatusError].
 func (c *Client) Get(ctx context.Context, path string, limit int64) ([]byte, error) {
+	return c.do(ctx, http.MethodGet, path, nil, limit)
+}
+
+// Post sends body as JSON to path (relative to the prefix), as provlog's
+// log API takes its few requests that write (purge), and returns the
+// answer's body as [Client.Get] does.
+func (c *Client) Post(ctx context.Context, path string, body []byte) ([]byte, error) {
+	return c.do(ctx, http.MethodPost, path, body, 0)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body []byte, limit int64) ([]byte, error) {
 	if limit <= 0 {
 		limit = MaxResponse
 	}
-	url := c.prefix + strings.TrimPrefix(path, "/")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	u := c.prefix + strings.TrimPrefix(path, "/")
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -76,16 +103,16 @@ func (c *Client) Get(ctx context.Context, path string, limit int64) ([]byte, err
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", url, err)
+		return nil, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	if resp.StatusCode == http.StatusNotFound {
-		return nil, fmt.Errorf("GET %s: %s: %w", url, firstLine(b), log.ErrNotFound)
+		return nil, fmt.Errorf("%s %s: %s: %w", method, u, firstLine(b), log.ErrNotFound)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &StatusError{URL: url, Code: resp.StatusCode, Msg: firstLine(b)}
+		return nil, &StatusError{Method: method, URL: u, Code: resp.StatusCode, Msg: firstLine(b)}
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("GET %s: response over %d bytes", url, limit)
+		return nil, fmt.Errorf("%s %s: response over %d bytes", method, u, limit)
 	}
 	return b, nil
 }
@@ -138,4 +165,36 @@ func (c *Client) Entries(ctx context.Context, start, end uint64) ([][]byte, erro
 		i = n*log.TileWidth + uint64(w)
 	}
 	return out, nil
+}
+
+// A ReceiptQuery names the entry and the tree of a receipt asked of
+// provlog's log API (proof/inclusion).
+type ReceiptQuery struct {
+	// Index is the entry's index, unless LeafHash is set: then the entry
+	// is the one with that leaf hash.
+	Index    uint64
+	LeafHash []byte
+	// Size is the tree to prove in, 0 for the log's latest checkpoint
+	// (the cosigned one, when it covers the entry).
+	Size uint64
+	// COSE asks for an RFC 9942 COSE receipt instead of a
+	// c2sp.org/tlog-proof one.
+	COSE bool
+}
+
+// Receipt fetches the receipt q asks for, as the server sent it.
+func (c *Client) Receipt(ctx context.Context, q ReceiptQuery) ([]byte, error) {
+	v := url.Values{}
+	if q.LeafHash != nil {
+		v.Set("hash", hex.EncodeToString(q.LeafHash))
+	} else {
+		v.Set("index", strconv.FormatUint(q.Index, 10))
+	}
+	if q.Size > 0 {
+		v.Set("size", strconv.FormatUint(q.Size, 10))
+	}
+	if q.COSE {
+		v.Set("format", "cose")
+	}
+	return c.Get(ctx, "proof/inclusion?"+v.Encode(), 0)
 }

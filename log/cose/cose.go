@@ -164,6 +164,18 @@ func Sign(s note.Signer, size, index uint64, leafHash []byte, path [][]byte, roo
 	return r.Marshal(), nil
 }
 
+// SignReceipt signs the proof of a c2sp.org/tlog-proof receipt as an RFC
+// 9942 receipt, over the root of the receipt's checkpoint, with the log's
+// note key s. It is how provlog turns a receipt into its COSE form: the
+// log API's format=cose and `provlog prove --format cose` both come here.
+func SignReceipt(s note.Signer, r *log.Receipt) ([]byte, error) {
+	c, err := log.ParseCheckpointNote(r.Checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("cose: the receipt's checkpoint: %w", err)
+	}
+	return Sign(s, c.Size, r.Index, r.Extra, r.Proof, c.Hash)
+}
+
 // Marshal returns the receipt's encoding; for a parsed receipt, the bytes
 // it was parsed from.
 func (r *Receipt) Marshal() []byte {

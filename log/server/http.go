@@ -496,27 +496,13 @@ func (a *api) inclusion(ctx context.Context, _ string, q url.Values) (*response,
 	if err != nil {
 		return nil, err
 	}
-	if iq.cose {
-		c, err := log.ParseCheckpointNote(rc.Checkpoint)
-		if err != nil {
-			return nil, fmt.Errorf("checkpoint %d: %v", size, err)
-		}
-		return a.coseReceipt(rc.Checkpoint, c.Size, rc.Index, rc.Extra, rc.Proof)
+	if !iq.cose {
+		return &response{contentType: "text/plain; charset=utf-8", cache: a.cacheControl(true, false), body: []byte(rc.String())}, nil
 	}
-	return &response{contentType: "text/plain; charset=utf-8", cache: a.cacheControl(true, false), body: []byte(rc.String())}, nil
-}
-
-// coseReceipt signs the proof as an RFC 9942 receipt over the root of the
-// checkpoint cp.
-func (a *api) coseReceipt(cp []byte, size, index uint64, leafHash []byte, p [][]byte) (*response, error) {
 	if a.opts.Signer == nil {
 		return nil, errorf(http.StatusNotFound, "this server makes no COSE receipts; leave format out for a tlog-proof receipt")
 	}
-	c, err := log.ParseCheckpointNote(cp)
-	if err != nil || c.Size != size {
-		return nil, fmt.Errorf("checkpoint %d: %v", size, err)
-	}
-	b, err := cose.Sign(a.opts.Signer, size, index, leafHash, p, c.Hash)
+	b, err := cose.SignReceipt(a.opts.Signer, rc)
 	if err != nil {
 		return nil, err
 	}

@@ -81,6 +81,17 @@ func ProveInclusion(ctx context.Context, s log.Storage, size uint64, checkpoint 
 	return &log.Receipt{Extra: leafHash, Index: index, Proof: p, Checkpoint: checkpoint}, nil
 }
 
+// ProveLatest is [ProveInclusion] on the latest checkpoint s holds, for
+// a log read without its sequencer (a command on a data dir, a tool
+// beside a running one).
+func ProveLatest(ctx context.Context, s log.Storage, req InclusionRequest) (*log.Receipt, error) {
+	st, err := s.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ProveInclusion(ctx, s, st.Size, st.Checkpoint, req)
+}
+
 // notFound is an error that says what is not there and wraps
 // [log.ErrNotFound] without repeating its text.
 type notFound struct{ msg string }
