@@ -101,12 +101,10 @@ type Config struct {
 	// (data, a server's dir and command, anchors' files) are relative to it.
 	dir string
 
-	// Witnesses cosign the log's checkpoints (see witness_sidecar.go).
-	Witnesses     []yaml.Node `yaml:"witnesses"`
-	WitnessPolicy yaml.Node   `yaml:"witness_policy"`
-
-	witnesses     []WitnessConfig
-	witnessPolicy WitnessPolicyConfig
+	// Witnesses cosign the log's checkpoints, as WitnessPolicy asks (see
+	// witness_sidecar.go).
+	Witnesses     []WitnessConfig     `yaml:"witnesses"`
+	WitnessPolicy WitnessPolicyConfig `yaml:"witness_policy"`
 }
 
 // SessionsConfig limits the HTTP front's stateful MCP sessions; zero
@@ -167,8 +165,7 @@ func loadConfig(path string) (*Config, error) {
 	if err := cfg.OTel.check(); err != nil {
 		return nil, err
 	}
-	var err error
-	if cfg.witnesses, cfg.witnessPolicy, err = decodeWitnessConfig(cfg.Witnesses, cfg.WitnessPolicy); err != nil {
+	if err := cfg.checkWitnesses(); err != nil {
 		return nil, err
 	}
 	if err := proxy.CheckServers(cfg.Servers); err != nil {

@@ -50,8 +50,8 @@ func TestCosignedChangesWhileRunning(t *testing.T) {
 	srv := httptest.NewServer(w)
 	defer srv.Close()
 	cfg := &Config{Data: data, Actor: "local",
-		witnesses:     []WitnessConfig{{URL: srv.URL, VKey: ws.Verifier().String()}},
-		witnessPolicy: WitnessPolicyConfig{Threshold: 1, Interval: 10 * time.Millisecond},
+		Witnesses:     []WitnessConfig{{URL: srv.URL, VKey: ws.Verifier().String()}},
+		WitnessPolicy: WitnessPolicyConfig{Threshold: 1, Interval: 10 * time.Millisecond},
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cosignedSize := func() uint64 {

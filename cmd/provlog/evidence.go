@@ -138,10 +138,10 @@ func evidenceConfig(cfgPath string, o *evidence.Options) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range cfg.witnesses {
+	for _, w := range cfg.Witnesses {
 		o.Witnesses = append(o.Witnesses, w.VKey)
 	}
-	o.Threshold = cfg.witnessPolicy.Threshold
+	o.Threshold = cfg.WitnessPolicy.Threshold
 	if cfg.Anchors != nil {
 		res, err := cfg.Anchors.Resolve(configReader(cfg.dir))
 		if err != nil {

@@ -106,7 +106,7 @@ func exportTrust(cfgPath string, opts *bundle.ExportOptions) ([]string, error) {
 		return nil, err
 	}
 	var witnesses []string
-	for _, w := range cfg.witnesses {
+	for _, w := range cfg.Witnesses {
 		witnesses = append(witnesses, w.VKey)
 	}
 	if cfg.Anchors == nil {

@@ -133,10 +133,10 @@ func restartKeys(old, cfg *Config, dataFlag bool) []string {
 			keys = append(keys, key)
 		}
 	}
-	if !reflect.DeepEqual(old.witnesses, cfg.witnesses) {
+	if !reflect.DeepEqual(old.Witnesses, cfg.Witnesses) {
 		keys = append(keys, "witnesses")
 	}
-	if !reflect.DeepEqual(old.witnessPolicy, cfg.witnessPolicy) {
+	if !reflect.DeepEqual(old.WitnessPolicy, cfg.WitnessPolicy) {
 		keys = append(keys, "witness_policy")
 	}
 	return keys

@@ -268,7 +268,7 @@ func (sc *sidecar) openLog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sc.witness, err = openWitnessing(sc.cfg.Data, sc.cfg.witnesses, sc.cfg.witnessPolicy, sc.keys.verifier, sc.store,
+	sc.witness, err = openWitnessing(sc.cfg.Data, sc.cfg.Witnesses, sc.cfg.WitnessPolicy, sc.keys.verifier, sc.store,
 		func(ctx context.Context, e []byte) error { _, err := sc.seq.Append(ctx, e); return err }, sc.logger)
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 // handleUI adds /ui/ and /log/task/ to mux.
 func (s *sidecar) handleUI(mux *http.ServeMux, authorized func(*http.Request) bool) {
 	var witnesses []string
-	for _, w := range s.cfg.witnesses {
+	for _, w := range s.cfg.Witnesses {
 		witnesses = append(witnesses, w.VKey)
 	}
 	page := ui.Handler(ui.Info{VKey: s.keys.vkey, Witnesses: witnesses, Source: "sidecar"})

@@ -17,7 +17,6 @@ package main
 //	  timeout: 10s       # per witness and round (default 10s)
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,7 +31,6 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
-	"gopkg.in/yaml.v3"
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/durable"
@@ -57,48 +55,25 @@ type WitnessPolicyConfig struct {
 	Timeout   time.Duration `yaml:"timeout"`
 }
 
-// decodeWitnessConfig decodes the witnesses list and witness_policy (a
-// zero Node if absent; declare it as a yaml.Node value, since yaml.v3
-// leaves a *yaml.Node field empty) from their YAML nodes, strictly, and
-// checks them.
-func decodeWitnessConfig(nodes []yaml.Node, policy yaml.Node) ([]WitnessConfig, WitnessPolicyConfig, error) {
-	var ws []WitnessConfig
-	var p WitnessPolicyConfig
-	strict := func(n *yaml.Node, v any) error {
-		b, err := yaml.Marshal(n)
-		if err != nil {
-			return err
-		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		dec.KnownFields(true)
-		return dec.Decode(v)
-	}
-	for i := range nodes {
-		var w WitnessConfig
-		if err := strict(&nodes[i], &w); err != nil {
-			return nil, p, fmt.Errorf("config: witnesses[%d]: %w", i, err)
-		}
+// checkWitnesses checks the witnesses list and witness_policy, and sets
+// the threshold's default (all of them).
+func (c *Config) checkWitnesses() error {
+	for i, w := range c.Witnesses {
 		if w.URL == "" || w.VKey == "" {
-			return nil, p, fmt.Errorf("config: witnesses[%d]: url and vkey are required", i)
+			return fmt.Errorf("config: witnesses[%d]: url and vkey are required", i)
 		}
-		ws = append(ws, w)
 	}
-	hasPolicy := policy.Kind != 0
-	if hasPolicy {
-		if err := strict(&policy, &p); err != nil {
-			return nil, p, fmt.Errorf("config: witness_policy: %w", err)
-		}
+	p := &c.WitnessPolicy
+	if len(c.Witnesses) == 0 && *p != (WitnessPolicyConfig{}) {
+		return errors.New("config: witness_policy is set, but no witnesses are configured")
 	}
 	if p.Threshold == 0 {
-		p.Threshold = len(ws)
+		p.Threshold = len(c.Witnesses)
 	}
-	if len(ws) > 0 && (p.Threshold < 1 || p.Threshold > len(ws)) {
-		return nil, p, fmt.Errorf("config: witness_policy: threshold %d must be between 1 and the %d witnesses", p.Threshold, len(ws))
+	if len(c.Witnesses) > 0 && (p.Threshold < 1 || p.Threshold > len(c.Witnesses)) {
+		return fmt.Errorf("config: witness_policy: threshold %d must be between 1 and the %d witnesses", p.Threshold, len(c.Witnesses))
 	}
-	if len(ws) == 0 && hasPolicy {
-		return nil, p, errors.New("config: witness_policy is set, but no witnesses are configured")
-	}
-	return ws, p, nil
+	return nil
 }
 
 // witnessing is a sidecar's running witness client.

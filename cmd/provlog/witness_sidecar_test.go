@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
-	"gopkg.in/yaml.v3"
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/server"
@@ -24,14 +23,15 @@ import (
 
 func TestDecodeWitnessConfig(t *testing.T) {
 	parse := func(src string) ([]WitnessConfig, WitnessPolicyConfig, error) {
-		var c struct {
-			Witnesses []yaml.Node `yaml:"witnesses"`
-			Policy    yaml.Node   `yaml:"witness_policy"`
-		}
-		if err := yaml.Unmarshal([]byte(src), &c); err != nil {
+		path := filepath.Join(t.TempDir(), "provlog.yaml")
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return decodeWitnessConfig(c.Witnesses, c.Policy)
+		c, err := loadConfig(path)
+		if err != nil {
+			return nil, WitnessPolicyConfig{}, err
+		}
+		return c.Witnesses, c.WitnessPolicy, nil
 	}
 	ws, p, err := parse("witnesses:\n  - {url: http://a, vkey: k1}\n  - {url: http://b, vkey: k2}\nwitness_policy: {threshold: 1, interval: 1s, timeout: 5s}\n")
 	if err != nil || len(ws) != 2 || ws[1].URL != "http://b" || p.Threshold != 1 || p.Interval != time.Second || p.Timeout != 5*time.Second {
@@ -46,6 +46,7 @@ func TestDecodeWitnessConfig(t *testing.T) {
 		"witnesses:\n  - {url: http://a, vkey: k}\nwitness_policy: {threshold: 2}\n",
 		"witness_policy: {threshold: 1}\n",
 		"witnesses:\n  - {url: http://a, vkey: k}\nwitness_policy: {thresh: 1}\n",
+		"witnesses:\n  - {url: http://a, vkey: k}\nwitness_policy: {timeout: 60}\n",
 	} {
 		if _, _, err := parse(bad); err == nil {
 			t.Errorf("accepted %q", bad)
