@@ -146,7 +146,9 @@ func (d dirBackend) WriteBlob(sum string, data []byte) error {
 
 func (d dirBackend) DeleteBlob(sum string) error {
 	p := d.path(sum)
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(p); errors.Is(err, fs.ErrNotExist) {
+		return nil // absent, perhaps with its directory
+	} else if err != nil {
 		return err
 	}
 	return durable.SyncDir(filepath.Dir(p))

@@ -65,3 +65,15 @@ func TestBadNames(t *testing.T) {
 		}
 	}
 }
+
+// TestPurgeAbsent: purging a blob never stored, in a fresh store whose
+// subdirectory for it does not exist, is not an error.
+func TestPurgeAbsent(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(Sum([]byte("never stored"))); err != nil {
+		t.Fatal(err)
+	}
+}
