@@ -53,7 +53,7 @@ func (d *downstream) postCall(ctx context.Context, cs *mcp.ClientSession, in *ca
 		// Given up (cancelled or timed out): tell the server.
 		d.notifyCancelled(cs, reqID)
 	}
-	return outcome{err: err, lost: errors.Is(err, errSessionGone) || errors.Is(err, io.ErrUnexpectedEOF)}
+	return outcome{err: err, gone: errors.Is(err, errSessionGone), lost: errors.Is(err, io.ErrUnexpectedEOF)}
 }
 
 // callParams returns the params of a downstream tools/call: the tool's

@@ -106,7 +106,8 @@ type outcome struct {
 	remarshal   bool            // result is the SDK's re-encoding
 	wireErr     *jsonrpc.Error  // the server answered with this JSON-RPC error
 	err         error           // no answer: why
-	lost        bool            // the connection or session was lost
+	lost        bool            // the connection closed during the call
+	gone        bool            // the session is no use any more (HTTP: unreachable, or 404)
 }
 
 // forward makes in's call to its server, filling in c's outcome. It
