@@ -77,7 +77,9 @@
 // cache bounded in bytes ([Options.CacheBytes]) and rebuilt from their
 // entries when needed, so memory grows by the index alone, not by what
 // tasks hold. [Engine.ListUnaccepted] returns the oldest unaccepted tasks
-// up to a limit and how many there are.
+// up to a limit and how many there are. [Engine.SaveIndex] saves the
+// index ([Options.IndexFile]) so that the next Open replays only the
+// entries written after it.
 //
 // # Rebuilding
 //

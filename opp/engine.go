@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,10 @@ type Options struct {
 	// running engine, not a rule of the log: entries already written are
 	// never judged by it.
 	KnownActor func(id string) error
+	// IndexFile, if set, is where [Engine.SaveIndex] keeps a snapshot of
+	// the task index and where Open looks for one, so that a restart
+	// replays only the entries written after it (snapshot.go).
+	IndexFile string
 	// CacheBytes bounds the cache of whole tasks kept in memory
 	// ([DefaultCacheBytes] if 0); a task not in it is rebuilt from its
 	// entries in the log when it is needed.
@@ -50,7 +55,20 @@ type Engine struct {
 	failed atomic.Pointer[error]
 	// shared is set when other sidecars write the same log (shared.go).
 	shared *sharedLog
+
+	// gate is held shared by every operation that writes, and
+	// exclusively by SaveIndex, which closes the engine to writes.
+	gate      sync.RWMutex
+	closed    bool
+	indexFile string // Options.IndexFile (snapshot.go)
+	resumed   uint64 // the entries the loaded snapshot covered
+	resumeErr error  // why no snapshot was loaded
 }
+
+// Resumed says how Open rebuilt the state: from a snapshot of the index
+// covering the entries [0, from) and the entries after them, or (from 0)
+// from the whole log, with err saying why no snapshot served.
+func (e *Engine) Resumed() (from uint64, err error) { return e.resumed, e.resumeErr }
 
 // Open returns an engine over l whose state is rebuilt from the entries
 // [0, size) of l, read in chunks. Task entries that break a rule are
@@ -60,11 +78,18 @@ func Open(ctx context.Context, l Log, size uint64, opts *Options) (*Engine, erro
 	if opts == nil {
 		opts = &Options{}
 	}
-	ts := newTaskSet(l, opts.CacheBytes)
-	if err := ts.replay(ctx, 0, size, nil); err != nil {
+	e := &Engine{log: l, now: opts.Now, rand: opts.Rand, known: opts.KnownActor, indexFile: opts.IndexFile}
+	e.tasks = newTaskSet(l, opts.CacheBytes)
+	if opts.IndexFile != "" {
+		e.resumed, e.resumeErr = e.tasks.loadSnapshot(ctx, opts.IndexFile, size)
+		if e.resumeErr != nil {
+			e.tasks.idx.mem.release()
+			e.tasks = newTaskSet(l, opts.CacheBytes)
+		}
+	}
+	if err := e.tasks.replay(ctx, e.resumed, size, nil); err != nil {
 		return nil, err
 	}
-	e := &Engine{log: l, now: opts.Now, rand: opts.Rand, known: opts.KnownActor, tasks: ts}
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -136,6 +161,10 @@ func (e *Engine) write(ctx context.Context, r *record) (uint64, []byte, *log.Rec
 // Create writes a task.create entry: a new task in pending_acceptance with
 // no owner, reserved for args.OfferTo if that is set.
 func (e *Engine) Create(ctx context.Context, actor string, args CreateArgs) (*Result, error) {
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	defer e.gate.RUnlock()
 	var idb [16]byte
 	if _, err := io.ReadFull(e.rand, idb[:]); err != nil {
 		return nil, fmt.Errorf("making task id: %w", err)
@@ -205,6 +234,20 @@ func (e *Engine) Cancel(ctx context.Context, actor, taskID, note string) (*Resul
 	return e.do(ctx, r)
 }
 
+// errClosed refuses writes once SaveIndex has run.
+var errClosed = errors.New("the task engine is shut down (its index was saved); nothing was written")
+
+// enter lets a writing operation in, unless the engine is closed; the
+// caller releases e.gate.RUnlock when done.
+func (e *Engine) enter() error {
+	e.gate.RLock()
+	if e.closed {
+		e.gate.RUnlock()
+		return errClosed
+	}
+	return nil
+}
+
 // applied applies r, written at idx, to t (nil for a create). On a
 // shared log it waits for the reader of others' entries, which may apply
 // the same entry first. An index too full to take it stops the engine.
@@ -258,6 +301,10 @@ func (e *Engine) do(ctx context.Context, r *record) (*Result, error) {
 	if err := checkShape(r); err != nil {
 		return nil, err
 	}
+	if err := e.enter(); err != nil {
+		return nil, err
+	}
+	defer e.gate.RUnlock()
 	if e.shared != nil {
 		return e.doShared(ctx, r)
 	}

@@ -1,8 +1,13 @@
 package opp
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/provlog/provlog/log"
 )
 
 // FuzzParseRecord feeds arbitrary bytes to the task entry parser that
@@ -43,6 +48,44 @@ func FuzzParseRecord(f *testing.F) {
 		r2, err := parseRecord(b2)
 		if err != nil || r2 == nil || r2.kind != r.kind || r2.taskID != r.taskID || r2.actor != r.actor {
 			t.Fatalf("re-encoded record does not parse back: %v\n%s\n%s", err, b, b2)
+		}
+	})
+}
+
+// entryList is a log of fixed entries, for FuzzLoadSnapshot.
+type entryList [][]byte
+
+func (l entryList) Entries(_ context.Context, start, end uint64) ([][]byte, error) {
+	if end > uint64(len(l)) || start > end {
+		return nil, log.ErrNotFound
+	}
+	return l[start:end], nil
+}
+
+// FuzzLoadSnapshot feeds arbitrary bytes to the task index snapshot
+// loader, which reads a file from the data dir: it must never panic, and
+// must refuse or load without reading past what the file holds.
+func FuzzLoadSnapshot(f *testing.F) {
+	entries := entryList{[]byte(`{"actor":"a","kind":"genesis","time":"2026-01-01T00:00:00.000000000Z","v":1}`)}
+	ts := newTaskSet(entries, 0)
+	ts.idx.add("t_00000000000000000000000000000001", 0)
+	ts.idx.extend(0, 0, StateAccepted)
+	path := filepath.Join(f.TempDir(), "idx")
+	if err := writeSnapshot(path, 1, [32]byte(log.LeafHash(entries[0])), ts.idx, []Violation{{Index: 0, Kind: "x", Rule: "r", Msg: "m"}}); err != nil {
+		f.Fatal(err)
+	}
+	good, _ := os.ReadFile(path)
+	f.Add(good)
+	f.Add(good[:len(good)-1])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "idx")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := newTaskSet(entries, 0)
+		defer s.idx.mem.release()
+		if n, err := s.loadSnapshot(context.Background(), p, uint64(len(entries))); err == nil && n > uint64(len(entries)) {
+			t.Fatalf("loaded a snapshot of %d entries from a log of %d", n, len(entries))
 		}
 	})
 }

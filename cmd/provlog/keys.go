@@ -28,6 +28,9 @@ const (
 	dbDir         = "db"
 	blobDir       = "blobs"
 	localToken    = "local.token"
+	// tasksIndexFile is the task engine's saved index (opp.Options.IndexFile):
+	// derived from the log, so deleting it costs a replay, nothing more.
+	tasksIndexFile = "tasks.idx"
 )
 
 // keys is a data dir's key material.

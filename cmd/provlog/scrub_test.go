@@ -86,7 +86,14 @@ func TestScrubFailsHealth(t *testing.T) {
 	var code int
 	var h map[string]any
 	deadline := time.Now().Add(20 * time.Second)
-	for code, h = health(); code == http.StatusOK; code, h = health() {
+	// The store says it is corrupt a moment before the scrub notes why
+	// in its own status; wait for both.
+	found := func(h map[string]any) bool {
+		scrub, _ := h["scrub"].(map[string]any)
+		e, _ := scrub["last_error"].(string)
+		return e != ""
+	}
+	for code, h = health(); code == http.StatusOK || !found(h); code, h = health() {
 		if time.Now().After(deadline) {
 			t.Fatalf("the scrub never met the damaged block: %v", h)
 		}

@@ -206,9 +206,14 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		return nil, err
 	}
 	lg := appendLog{sc.seq, store}
-	sc.tasks, err = opp.Open(ctx, lg, sc.size(), &opp.Options{KnownActor: sc.handoffTarget})
+	sc.tasks, err = opp.Open(ctx, lg, sc.size(), &opp.Options{KnownActor: sc.handoffTarget, IndexFile: filepath.Join(cfg.Data, tasksIndexFile)})
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding task state: %w", err)
+	}
+	if from, err := sc.tasks.Resumed(); err == nil {
+		logger.Info("task state: from the saved index, and the entries after it", "index_covers", from, "log_size", sc.size())
+	} else if from == 0 && sc.size() > 1 {
+		logger.Info("task state: replayed the whole log", "entries", sc.size(), "no_saved_index", err.Error())
 	}
 	if v := sc.tasks.Violations(); len(v) > 0 {
 		logger.Warn("the log holds task entries that break a rule; they were ignored", "count", len(v), "first", v[0].String())
@@ -371,6 +376,14 @@ func (s *sidecar) close() {
 		s.retention.Wait() // before the sequencer: a purge may be appending
 	}
 	s.anchors.stop() // before the sequencer: a round may be appending
+	// After the proxy, so no task operation is under way.
+	if s.tasks != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := s.tasks.SaveIndex(ctx, s.size()); err != nil {
+			s.logger.Warn("the task index was not saved; the next start replays the log", "err", err)
+		}
+		cancel()
+	}
 	if s.seq != nil {
 		if err := s.seq.Close(); err != nil {
 			s.logger.Error("closing sequencer", "err", err)

@@ -2,8 +2,10 @@
 // sequencer and an engine over a real store (Pebble in a temp dir, or
 // PostgreSQL), as provlog serve wires them, driven in process. It creates
 // -tasks tasks, accepts and reports completion on -accepted of them, then
-// reads get_task_status of random tasks; then, in a fresh process, it opens
-// the same log again (what a restart costs) and reads again. It prints one
+// reads get_task_status of random tasks and saves the task index (as
+// provlog serve does at shutdown); then, in fresh processes, it opens the
+// same log again, once replaying it all ("reopen") and once from the
+// saved index ("resume"), and reads again. It prints one
 // Markdown table: append rates, status latency, Open time and RSS (VmHWM:
 // the peak of the process; VmRSS: at the end).
 //
@@ -66,6 +68,7 @@ type result struct {
 	CreateRate   float64 // task.create appends/s
 	ClaimRate    float64 // accept+claim appends/s
 	OpenSeconds  float64
+	SaveSeconds  float64 // SaveIndex at the end of build
 	StatusP50    float64 // ms
 	StatusP99    float64 // ms
 	HotP50       float64 // ms, the same 100 tasks again and again
@@ -80,7 +83,7 @@ func main() {
 	var c config
 	flag.StringVar(&c.dir, "dir", "", "work dir (default: a new temp dir, removed after)")
 	flag.StringVar(&c.store, "store", "", "PostgreSQL URL of an empty database (default: Pebble in the work dir)")
-	flag.StringVar(&c.phase, "phase", "", "(internal) run one phase: build or reopen")
+	flag.StringVar(&c.phase, "phase", "", "(internal) run one phase: build, reopen or resume")
 	flag.IntVar(&c.tasks, "tasks", 1_000_000, "tasks to create")
 	flag.IntVar(&c.accepted, "accepted", 100_000, "tasks to accept and report completion on")
 	flag.IntVar(&c.workers, "workers", 64, "concurrent callers")
@@ -112,7 +115,7 @@ func run(c config) error {
 		c.dir = d
 	}
 	var rs []result
-	for _, p := range []string{"build", "reopen"} {
+	for _, p := range []string{"build", "reopen", "resume"} {
 		args := []string{"-phase", p, "-dir", c.dir, "-store", c.store, "-tasks", strconv.Itoa(c.tasks), "-accepted", strconv.Itoa(c.accepted),
 			"-workers", strconv.Itoa(c.workers), "-samples", strconv.Itoa(c.samples), "-cache", strconv.FormatInt(c.cache, 10), "-cpuprofile", c.profile, "-memprofile", c.memprofile}
 		cmd := exec.Command(os.Args[0], args...)
@@ -147,9 +150,9 @@ func report(c config, rs []result) {
 			}
 			return fmt.Sprintf("%.0f", v)
 		}
-		open := "—"
-		if r.Phase == "reopen" {
-			open = fmt.Sprintf("%.1f s", r.OpenSeconds)
+		open := fmt.Sprintf("%.2f s", r.OpenSeconds)
+		if r.Phase == "build" {
+			open = fmt.Sprintf("— (SaveIndex %.2f s)", r.SaveSeconds)
 		}
 		fmt.Printf("| %s | %d | %s | %s | %s | %.3f ms | %.3f ms | %.3f ms | %.1f ms | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB |\n",
 			r.Phase, r.Entries, rate(r.CreateRate), rate(r.ClaimRate), open, r.StatusP50, r.StatusP99, r.HotP50, r.ListMS,
@@ -213,11 +216,18 @@ func phase(ctx context.Context, c config) (*result, error) {
 		defer pprof.StopCPUProfile()
 	}
 	t0 := time.Now()
-	e, err := opp.Open(ctx, l, size, &opp.Options{CacheBytes: c.cache, Rand: &idSource{}})
+	opts := &opp.Options{CacheBytes: c.cache, Rand: &idSource{}}
+	if c.phase != "reopen" {
+		opts.IndexFile = filepath.Join(c.dir, "tasks.idx")
+	}
+	e, err := opp.Open(ctx, l, size, opts)
 	if err != nil {
 		return nil, err
 	}
 	r := &result{Phase: c.phase, OpenSeconds: time.Since(t0).Seconds()}
+	if from, err := e.Resumed(); c.phase == "resume" && (err != nil || from != size) {
+		return nil, fmt.Errorf("resume: the saved index covered %d of %d entries: %v", from, size, err)
+	}
 	if c.phase == "build" {
 		if err := build(ctx, c, e, r); err != nil {
 			return nil, err
@@ -227,6 +237,13 @@ func phase(ctx context.Context, c config) (*result, error) {
 		return nil, err
 	}
 	r.Entries, _ = seq.Checkpoint()
+	if c.phase == "build" { // save the index, as provlog serve does at shutdown
+		t0 := time.Now()
+		if err := e.SaveIndex(ctx, r.Entries); err != nil {
+			return nil, err
+		}
+		r.SaveSeconds = time.Since(t0).Seconds()
+	}
 	r.HWM, r.RSS, err = rss()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
