@@ -194,7 +194,7 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
 	cp := &capture{}
-	res, err := cs.ReadResource(withCapture(cctx, cp), &mcp.ReadResourceParams{Meta: d.downMeta(req.Params.Meta), URI: uri,
+	res, err := cs.ReadResource(withCapture(cctx, cp), &mcp.ReadResourceParams{Meta: downMeta(req.Params.Meta), URI: uri,
 		InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState})
 	cp.done()
 	if err != nil {
@@ -234,7 +234,7 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 		defer cancel()
 		cp := &capture{}
-		res, err := cs.GetPrompt(withCapture(cctx, cp), &mcp.GetPromptParams{Meta: d.downMeta(req.Params.Meta), Name: name, Arguments: req.Params.Arguments,
+		res, err := cs.GetPrompt(withCapture(cctx, cp), &mcp.GetPromptParams{Meta: downMeta(req.Params.Meta), Name: name, Arguments: req.Params.Arguments,
 			InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState}) // a SEP-2322 retry as sent
 		cp.done()
 		if err != nil {

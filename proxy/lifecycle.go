@@ -121,7 +121,7 @@ func (p *Proxy) forward(ctx context.Context, in *callIn, c *call) error {
 		return errLocal{c.errText}
 	}
 	stateless := sessionStateless(cs)
-	meta := downMeta(in.params.Meta, stateless)
+	meta := downMeta(in.params.Meta)
 	p.injectTrace(ctx, meta)
 	if tok := in.params.GetProgressToken(); tok != nil && in.session != nil {
 		// Upstream tokens can collide across sessions, and arrive as

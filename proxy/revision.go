@@ -43,16 +43,16 @@ func sessionStateless(cs *mcp.ClientSession) bool {
 	return ir != nil && ir.ProtocolVersion >= statelessProtocol
 }
 
-// downMeta is the _meta a request of a front client carries on to d
-// (forwardMeta). To a stateless server it also carries the client's own
-// per-request capabilities (2026-07-28), so the server judges what the
-// client can do, not what the proxy can; the SDK adds the proxy's only
-// when the client sent none.
-func (d *downstream) downMeta(m mcp.Meta) mcp.Meta { return downMeta(m, d.stateless()) }
-
-func downMeta(m mcp.Meta, stateless bool) mcp.Meta {
+// downMeta is the _meta a request of a front client carries on to its
+// server (forwardMeta), with the client's own per-request capabilities
+// (2026-07-28) where it sent them, so the server judges what the client
+// can do, not what the proxy can. A server on a 2025-11-25 session reads
+// them too where it knows them (go-sdk's ClientCapabilities prefers them
+// to the session's), else ignores them; to a stateless server the SDK
+// adds the proxy's only when the client sent none.
+func downMeta(m mcp.Meta) mcp.Meta {
 	out := forwardMeta(m)
-	if caps, ok := m[mcp.MetaKeyClientCapabilities]; ok && stateless {
+	if caps, ok := m[mcp.MetaKeyClientCapabilities]; ok {
 		out[mcp.MetaKeyClientCapabilities] = caps
 	}
 	return out

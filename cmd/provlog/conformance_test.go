@@ -56,7 +56,6 @@ var knownOnlyThroughProvlog = map[string][]string{
 		"input-required-result-request-state",
 		"input-required-result-result-type",
 		"input-required-result-tampered-state",
-		"server-stateless",
 	},
 }
 

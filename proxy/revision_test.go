@@ -1,0 +1,44 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestClientCapabilitiesReachStdioServer: a stdio server is spoken to in
+// 2025-11-25 on a session the proxy opened with its own capabilities
+// (sampling and elicitation), but a 2026-07-28 client's call carries the
+// client's capabilities to it, and the server judges those. Before, the
+// conformance suite's test_missing_capability ran through provlog for a
+// client that declared no sampling, where the server directly refuses it
+// with -32021 and HTTP 400 (server-stateless).
+func TestClientCapabilitiesReachStdioServer(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "go", Command: []string{goEverything(t)}}}, nil)
+	front := serveHTTP(t, p)
+	call := func(caps string) (int, string) {
+		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"go__test_missing_capability","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"},"io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
+		req, _ := http.NewRequest("POST", front, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "go__test_missing_capability")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := call(`{}`); code != http.StatusBadRequest || !strings.Contains(body, `"code":-32021`) {
+		t.Errorf("a client without sampling: HTTP %d %s, want 400 and -32021", code, body)
+	}
+	if code, body := call(`{"sampling":{}}`); code != http.StatusOK || !strings.Contains(body, "Client declared the sampling capability") {
+		t.Errorf("a client with sampling: HTTP %d %s, want the tool's result", code, body)
+	}
+}
