@@ -15,9 +15,8 @@ import (
 //
 //   - an index of every task: its id, the index of its create entry, its
 //     state, and the chain of log indices of its applied entries (each
-//     link names the task's previous entry). That is about 60 bytes a
-//     task and 16 an entry, pointer-free, so the garbage collector never
-//     scans it.
+//     link names the task's previous entry). That is about 40 bytes a
+//     task and 12 an entry, off the Go heap (offheap below).
 //   - a cache of whole tasks (history, ownership intervals, claims), the
 //     most recently used ones, bounded in bytes ([Options.CacheBytes]). A
 //     task not in it is rebuilt from its entries, read from the log by
