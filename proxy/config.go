@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/provlog/provlog/proxy/source"
 )
 
@@ -64,7 +62,7 @@ type ServerConfig struct {
 	// the proxy then refuses to start if two servers would collide.
 	Prefix *string `yaml:"prefix"`
 	// Timeout bounds each tools/call (default DefaultTimeout).
-	Timeout Duration `yaml:"timeout"`
+	Timeout time.Duration `yaml:"timeout"`
 
 	// Source says how to learn which data release the server serves;
 	// each call entry records it as "release" (see package source).
@@ -77,39 +75,6 @@ type ServerConfig struct {
 	// into the result that replay does not compare (volatile fields).
 	ReplayIgnore map[string][]string `yaml:"replay_ignore"`
 }
-
-// A Duration is a time.Duration written as in Go ("90s", "2m") in the
-// config.
-type Duration time.Duration
-
-// UnmarshalText parses a Go duration string, so YAML and JSON decoders
-// accept "30s".
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("%q is not a duration: give a unit, such as 30s, 2m or 2ms", b)
-	}
-	if v < 0 {
-		return fmt.Errorf("duration %q is negative", b)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// UnmarshalYAML parses a duration from a YAML scalar and names the line of
-// a bad one: "timeout: 60" (no unit) is a common slip.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: want a duration such as 30s, 2m or 2ms", n.Line)
-	}
-	if err := d.UnmarshalText([]byte(n.Value)); err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
-	}
-	return nil
-}
-
-// MarshalText writes the duration as Go does.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
 var idPattern = regexp.MustCompile(`^[a-z][a-z0-9.-]{0,62}$`)
 
@@ -134,7 +99,7 @@ func (c *ServerConfig) uriPrefix() string {
 
 func (c *ServerConfig) timeout() time.Duration {
 	if c.Timeout > 0 {
-		return time.Duration(c.Timeout)
+		return c.Timeout
 	}
 	return DefaultTimeout
 }

@@ -24,7 +24,7 @@ import (
 func TestFastPathHTTP(t *testing.T) {
 	l := newTestLog(t)
 	url := startEverythingHTTP(t)
-	slow := ServerConfig{ID: "slow", URL: url, Timeout: Duration(500 * time.Millisecond)}
+	slow := ServerConfig{ID: "slow", URL: url, Timeout: 500 * time.Millisecond}
 	p := startProxy(t, l, []ServerConfig{{ID: "evh", URL: url}, slow}, nil)
 	srv := httptest.NewServer(p.HTTPHandler(staticTokens(func(tok string) (string, bool) {
 		switch tok {

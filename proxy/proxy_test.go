@@ -42,7 +42,7 @@ func testReferenceServers(t *testing.T, front string) {
 	evhCfg := ServerConfig{ID: "evh", URL: evURL, Redact: []string{"token"}}
 	fxCfg := fixtureServerConfig(t, "fx")
 	fxCfg.Redact = []string{"password"}
-	fxCfg.Timeout = Duration(500 * time.Millisecond)
+	fxCfg.Timeout = 500 * time.Millisecond
 	p := startProxy(t, l, []ServerConfig{goCfg, gohCfg, evCfg, evhCfg, fxCfg}, nil)
 	cl := newClientLog()
 	var cs *mcp.ClientSession

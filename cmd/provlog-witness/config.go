@@ -1,14 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"golang.org/x/mod/sumdb/note"
-	"gopkg.in/yaml.v3"
 
+	"github.com/provlog/provlog/cmd/internal/cli"
 	"github.com/provlog/provlog/witness/server"
 )
 
@@ -41,9 +40,7 @@ func loadConfig(path string) (*Config, []server.Log, error) {
 		return nil, nil, fmt.Errorf("reading config: %w", err)
 	}
 	cfg := &Config{}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil {
+	if err := cli.DecodeYAML(b, cfg); err != nil {
 		return nil, nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	if cfg.Key == "" {

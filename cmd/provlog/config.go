@@ -15,10 +15,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-
-	"gopkg.in/yaml.v3"
+	"time"
 
 	"github.com/provlog/provlog/anchor/online"
+	"github.com/provlog/provlog/cmd/internal/cli"
 	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/proxy"
 	"github.com/provlog/provlog/proxy/authn"
@@ -58,7 +58,7 @@ type Config struct {
 	HandoffAnyActor bool `yaml:"handoff_any_actor"`
 	// CommitDelay bounds how long a commit under load waits for the
 	// entries of tool calls under way (default 2ms; 0s: never waits).
-	CommitDelay *proxy.Duration `yaml:"commit_delay"`
+	CommitDelay *time.Duration `yaml:"commit_delay"`
 	// VerifyOnOpen makes serve read every block of the Pebble store when
 	// it starts (as audit --data does), so that corruption is found then,
 	// not by the first proof that meets it: the log then serves reads but
@@ -68,12 +68,12 @@ type Config struct {
 	// (1 MiB) in the background, so that a corrupt block nothing reads is
 	// found without waiting for a read or a write (default 1s; 0s: no
 	// scrub). /healthz and /metrics report its progress.
-	ScrubInterval *proxy.Duration `yaml:"scrub_interval"`
+	ScrubInterval *time.Duration `yaml:"scrub_interval"`
 
 	// ReloadInterval is how often the running sidecar checks this file
 	// for changes to apply (tokens, readers, handoff_any_actor); default
 	// 2s, 0s: only on SIGHUP.
-	ReloadInterval *proxy.Duration `yaml:"reload_interval"`
+	ReloadInterval *time.Duration `yaml:"reload_interval"`
 
 	// Retention purges retained payloads in the background and says who
 	// may purge through the running sidecar (purge.go).
@@ -113,7 +113,7 @@ type SessionsConfig struct {
 	// Max caps the open sessions; an initialize beyond it gets 503.
 	Max int `yaml:"max"`
 	// Idle closes a session after this long without a request.
-	Idle proxy.Duration `yaml:"idle"`
+	Idle time.Duration `yaml:"idle"`
 }
 
 // TokenConfig maps one token to an actor id.
@@ -130,9 +130,7 @@ func loadConfig(path string) (*Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading config: %w", err)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		dec.KnownFields(true)
-		if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) { // an empty file is the defaults
+		if err := cli.DecodeYAML(b, cfg); err != nil && !errors.Is(err, io.EOF) { // an empty file is the defaults
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 	}

@@ -107,8 +107,13 @@ func TestServePortTaken(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	cases := []struct{ name, text, want string }{
 		{"duration without unit", "servers:\n  - id: a\n    command: [x]\n    timeout: 60\n",
-			`line 4: "60" is not a duration: give a unit, such as 30s`},
-		{"commit_delay without unit", "commit_delay: 5\n", `line 1: "5" is not a duration`},
+			`line 4: servers[0].timeout: "60" has no unit: write it as 30s, 2m or 2ms`},
+		{"commit_delay without unit", "commit_delay: 5\n", `line 1: commit_delay: "5" has no unit`},
+		{"anchor timeout without unit", "anchors:\n  interval: 1m\n  timeout: 60\n", `line 3: anchors.timeout: "60" has no unit`},
+		{"witness interval not a duration", "witnesses:\n  - {url: http://a, vkey: k}\nwitness_policy:\n  interval: soon\n",
+			`line 4: witness_policy.interval: "soon" is not a duration such as 30s, 2m or 2ms`},
+		{"negative retention", "retention:\n  max_age: -1h\n", `line 2: retention.max_age: duration "-1h" is negative`},
+		{"duration as a list", "scrub_interval: [1s]\n", `line 1: scrub_interval: want a duration`},
 		{"duplicate server id", "servers:\n  - {id: a, command: [x]}\n  - {id: a, command: [y]}\n",
 			`config: servers: id "a" is used twice`},
 	}

@@ -108,7 +108,7 @@ func TestStdioCannotServe(t *testing.T) {
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("servers:\n  - id: a\n    command: [x]\n    timeout: 60\n"), 0o600)
 	_, err = connectStdio(t, bin, dir, "--config", bad)
-	if err == nil || !strings.Contains(err.Error(), `line 4: "60" is not a duration`) {
+	if err == nil || !strings.Contains(err.Error(), `line 4: servers[0].timeout: "60" has no unit`) {
 		t.Fatalf("stdio serve with a bad config: %v", err)
 	}
 }

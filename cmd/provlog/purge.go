@@ -19,7 +19,6 @@ import (
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/log/server"
-	"github.com/provlog/provlog/proxy"
 )
 
 // purgeActor is the actor of purge entries the sidecar's retention writes.
@@ -29,9 +28,9 @@ const purgeActor = "provlog.retention"
 type RetentionConfig struct {
 	// MaxAge: retained payloads of entries older than this are purged in
 	// the background (0: never).
-	MaxAge proxy.Duration `yaml:"max_age"`
+	MaxAge time.Duration `yaml:"max_age"`
 	// Interval is how often retention runs (default 1h).
-	Interval proxy.Duration `yaml:"interval"`
+	Interval time.Duration `yaml:"interval"`
 	// Purgers are the actors whose tokens may ask the running sidecar to
 	// purge (provlog purge --log); default: the config's actor.
 	Purgers []string `yaml:"purgers"`

@@ -76,7 +76,7 @@ func (s *sidecar) purgeHandler(w http.ResponseWriter, r *http.Request) {
 // entries older than max_age.
 func (s *sidecar) runRetention(ctx context.Context) {
 	rc := s.cfg.Retention
-	iv := time.Duration(rc.Interval)
+	iv := rc.Interval
 	if iv <= 0 {
 		iv = DefaultRetentionInterval
 	}
@@ -84,8 +84,8 @@ func (s *sidecar) runRetention(ctx context.Context) {
 	defer t.Stop()
 	for {
 		req := purgeRequest{
-			Before: time.Now().Add(-time.Duration(rc.MaxAge)).UTC().Format(time.RFC3339Nano),
-			Reason: "retention: max_age " + time.Duration(rc.MaxAge).String(),
+			Before: time.Now().Add(-rc.MaxAge).UTC().Format(time.RFC3339Nano),
+			Reason: "retention: max_age " + rc.MaxAge.String(),
 		}
 		res, err := purge(ctx, s.seq, s.store, s.blobs, &s.ages, purgeActor, req)
 		switch {

@@ -47,7 +47,7 @@ func (s *sidecar) watchConfig(ctx context.Context, w *configWatch, hup <-chan os
 	var tick <-chan time.Time
 	iv := DefaultReloadInterval
 	if s.cfg.ReloadInterval != nil {
-		iv = time.Duration(*s.cfg.ReloadInterval)
+		iv = *s.cfg.ReloadInterval
 	}
 	if iv > 0 {
 		t := time.NewTicker(iv)

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/proxy"
 )
 
 // TestScrubFailsHealth: a flipped byte in the oldest checkpoints' block,
@@ -69,7 +68,7 @@ func TestScrubFailsHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	every := proxy.Duration(5 * time.Millisecond)
+	every := 5 * time.Millisecond
 	cfg.ScrubInterval = &every
 	sc, err = openSidecar(ctx, cfg, logger, true)
 	if err != nil {

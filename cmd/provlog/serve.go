@@ -258,7 +258,7 @@ func openKeys(cfg *Config, logger *slog.Logger) (*keys, error) {
 func (sc *sidecar) openLog(ctx context.Context) error {
 	delay := server.DefaultCommitDelay
 	if sc.cfg.CommitDelay != nil {
-		delay = time.Duration(*sc.cfg.CommitDelay)
+		delay = *sc.cfg.CommitDelay
 	}
 	var err error
 	sc.seq, err = server.OpenSequencer(ctx, sc.store, sc.keys.signer, sc.keys.verifier, &server.SequencerOptions{
@@ -315,7 +315,7 @@ func (sc *sidecar) startProxy(ctx context.Context, stdio bool) error {
 		Tracer:      tracer,
 		Version:     version,
 		MaxSessions: sc.cfg.Sessions.Max,
-		SessionIdle: time.Duration(sc.cfg.Sessions.Idle),
+		SessionIdle: sc.cfg.Sessions.Idle,
 	})
 	if err != nil {
 		return err

@@ -33,7 +33,7 @@ func openLogStore(ctx context.Context, cfg *Config, logger *slog.Logger) (log.St
 	if cfg.Store == "" {
 		scrub := defaultScrubInterval
 		if cfg.ScrubInterval != nil {
-			scrub = time.Duration(*cfg.ScrubInterval)
+			scrub = *cfg.ScrubInterval
 		}
 		store, err := logpebble.Open(filepath.Join(cfg.Data, dbDir), &logpebble.Options{
 			Logf:          func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...), "component", "pebble") },
