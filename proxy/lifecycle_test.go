@@ -17,7 +17,7 @@ import (
 // fast path each had their own, and logged a dying HTTP downstream
 // differently.)
 func TestClassifyOnePlace(t *testing.T) {
-	d := &downstream{p: &Proxy{logger: slog.New(slog.DiscardHandler)}, cfg: ServerConfig{ID: "s", Timeout: Duration(time.Second)}}
+	d := &downstream{p: &Proxy{logger: slog.New(slog.DiscardHandler)}, cfg: ServerConfig{ID: "s", Timeout: time.Second}}
 	live := context.Background()
 	cancelled, cancel := context.WithCancel(live)
 	cancel()
