@@ -1,0 +1,272 @@
+package logpebble
+
+// The reads of a Store: its state, entries, tree nodes (the upper levels
+// from memory), leaf index and checkpoints.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/internal/hot"
+	"github.com/transparency-dev/merkle/compact"
+)
+
+// State implements [log.Storage.State].
+func (s *Store) State(ctx context.Context) (log.State, error) {
+	st, err := s.acquire(ctx)
+	if err != nil {
+		return log.State{}, err
+	}
+	s.calls.Done()
+	if st.Size == 0 {
+		return log.State{}, nil
+	}
+	return log.State{Size: st.Size, Range: cloneHashes(st.Range), Checkpoint: bytes.Clone(st.Checkpoint)}, nil
+}
+
+// Entries implements [log.Storage.Entries].
+func (s *Store) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
+	st, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.calls.Done()
+	if start > end || end > st.Size {
+		return nil, fmt.Errorf("entries [%d, %d) of a log of size %d: %w", start, end, st.Size, log.ErrNotFound)
+	}
+	out := make([][]byte, 0, end-start)
+	if start == end {
+		return out, nil
+	}
+	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: entryKey(start), UpperBound: entryKey(end)})
+	if err != nil {
+		return nil, fmt.Errorf("reading entries [%d, %d): %w", start, end, err)
+	}
+	defer it.Close()
+	want := make([]byte, 0, 9)
+	for ok := it.First(); ok; ok = it.Next() {
+		idx := start + uint64(len(out))
+		if !bytes.Equal(it.Key(), appendEntryKey(want[:0], idx)) {
+			return nil, s.corrupt(fmt.Errorf("%w: entry %d of a log of size %d is missing", ErrCorrupt, idx, st.Size))
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, s.readError(fmt.Errorf("reading entry %d: %w", idx, err))
+		}
+		out = append(out, append(make([]byte, 0, len(v)), v...))
+	}
+	if err := it.Error(); err != nil {
+		return nil, s.readError(fmt.Errorf("reading entries [%d, %d): %w", start, end, err))
+	}
+	if uint64(len(out)) != end-start {
+		return nil, s.corrupt(fmt.Errorf("%w: entry %d of a log of size %d is missing", ErrCorrupt, start+uint64(len(out)), st.Size))
+	}
+	return out, nil
+}
+
+// ReadNodes implements [log.Storage.ReadNodes]. It answers from the upper
+// levels of the tree it keeps in memory, and reads the rest in key order
+// with one iterator; see keys.go for why a proof's or a tile's nodes lie
+// close together.
+func (s *Store) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, error) {
+	st, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.calls.Done()
+	out := make([][]byte, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	slab := make([]byte, hashSize*len(ids))
+	var order []int // the ids to read from Pebble
+	for i, id := range ids {
+		if !hot.Committed(id, st.Size) {
+			return nil, fmt.Errorf("node (%d, %d) in a log of size %d: %w", id.Level, id.Index, st.Size, log.ErrNotFound)
+		}
+		if h, ok := st.hot.Get(id); ok {
+			out[i] = slab[i*hashSize : (i+1)*hashSize : (i+1)*hashSize]
+			copy(out[i], h)
+		} else {
+			order = append(order, i)
+		}
+	}
+	if len(order) == 0 {
+		return out, nil
+	}
+
+	// Read the rest in key order, so that every seek moves forward and
+	// Pebble can step to the next key instead of searching from the top.
+	type want struct {
+		key []byte
+		i   int
+	}
+	ws := make([]want, len(order))
+	keys := make([]byte, 0, nodeKeySize*len(order))
+	for n, i := range order {
+		keys = appendNodeKey(keys, ids[i])
+		ws[n] = want{keys[n*nodeKeySize : (n+1)*nodeKeySize], i}
+	}
+	cmp := func(a, b want) int { return bytes.Compare(a.key, b.key) }
+	if !slices.IsSortedFunc(ws, cmp) {
+		slices.SortFunc(ws, cmp)
+	}
+	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: ws[0].key, UpperBound: append(bytes.Clone(ws[len(ws)-1].key), 0)})
+	if err != nil {
+		return nil, s.readError(fmt.Errorf("reading nodes: %w", err))
+	}
+	defer it.Close()
+	for n, w := range ws {
+		id := ids[w.i]
+		var found bool
+		switch {
+		case n > 0 && bytes.Equal(w.key, ws[n-1].key):
+			found = true // a repeated id finds the iterator still on it
+		case n > 0 && stepTo(it, w.key):
+			found = it.Valid() && bytes.Equal(it.Key(), w.key)
+		default:
+			found = it.SeekGE(w.key) && bytes.Equal(it.Key(), w.key)
+		}
+		if !found {
+			if err := it.Error(); err != nil {
+				return nil, s.readError(fmt.Errorf("reading node (%d, %d): %w", id.Level, id.Index, err))
+			}
+			return nil, fmt.Errorf("node (%d, %d): %w", id.Level, id.Index, log.ErrNotFound)
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, s.readError(fmt.Errorf("reading node (%d, %d): %w", id.Level, id.Index, err))
+		}
+		if len(v) != hashSize {
+			return nil, s.corrupt(fmt.Errorf("%w: node (%d, %d) is %d bytes", ErrCorrupt, id.Level, id.Index, len(v)))
+		}
+		out[w.i] = slab[w.i*hashSize : (w.i+1)*hashSize : (w.i+1)*hashSize]
+		copy(out[w.i], v)
+	}
+	return out, nil
+}
+
+// stepTo moves it forward with Next until it is at or past key, and reports
+// whether it got there within a few steps; if not, the caller seeks. A
+// tile's nodes are every other key or so, and a step is much cheaper than a
+// seek.
+func stepTo(it *pebble.Iterator, key []byte) bool {
+	for range 4 {
+		if !it.Next() || bytes.Compare(it.Key(), key) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// LeafIndex implements [log.Storage.LeafIndex]. Of several entries with the
+// same leaf hash, it returns the first.
+func (s *Store) LeafIndex(ctx context.Context, leafHash []byte) (uint64, error) {
+	st, err := s.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer s.calls.Done()
+	notFound := fmt.Errorf("leaf hash %x: %w", leafHash, log.ErrNotFound)
+	if len(leafHash) != hashSize {
+		return 0, notFound
+	}
+	lower, upper := hashBounds(leafHash)
+	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return 0, fmt.Errorf("looking up leaf hash: %w", err)
+	}
+	defer it.Close()
+	if !it.First() {
+		if err := it.Error(); err != nil {
+			return 0, s.readError(fmt.Errorf("looking up leaf hash: %w", err))
+		}
+		return 0, notFound
+	}
+	idx, err := hashKeyIndex(it.Key())
+	if err != nil {
+		return 0, s.corrupt(fmt.Errorf("%w: %w", ErrCorrupt, err))
+	}
+	if idx >= st.Size {
+		return 0, notFound // the first entry with this hash is still being committed
+	}
+	return idx, nil
+}
+
+// Checkpoint implements [log.Storage.Checkpoint].
+func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
+	st, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.calls.Done()
+	notFound := fmt.Errorf("checkpoint for size %d: %w", size, log.ErrNotFound)
+	if size == 0 || size > st.Size {
+		return nil, notFound
+	}
+	v, closer, err := s.r.Get(checkpointKey(size))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, notFound
+	} else if err != nil {
+		return nil, s.readError(fmt.Errorf("reading checkpoint for size %d: %w", size, err))
+	}
+	defer closer.Close()
+	return append(make([]byte, 0, len(v)), v...), nil
+}
+
+// Checkpoints implements [log.Storage.Checkpoints]. Close waits for it to
+// return, so fn must not close the store.
+func (s *Store) Checkpoints(ctx context.Context, from uint64, fn func(size uint64, note []byte) error) error {
+	st, err := s.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.calls.Done()
+	if from > st.Size || st.Size == 0 {
+		return nil
+	}
+	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: checkpointKey(from), UpperBound: checkpointKey(st.Size + 1)})
+	if err != nil {
+		return fmt.Errorf("reading checkpoints: %w", err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		size, err := checkpointSize(it.Key())
+		if err != nil {
+			return s.corrupt(fmt.Errorf("%w: %w", ErrCorrupt, err))
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return s.readError(fmt.Errorf("reading checkpoint for size %d: %w", size, err))
+		}
+		if err := fn(size, append(make([]byte, 0, len(v)), v...)); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return s.readError(fmt.Errorf("reading checkpoints: %w", err))
+	}
+	return nil
+}
+
+func cloneHashes(hs [][]byte) [][]byte {
+	out := make([][]byte, len(hs))
+	for i, h := range hs {
+		out[i] = bytes.Clone(h)
+	}
+	return out
+}
+
+// reader is what the Store reads through: the Pebble database, or, in a
+// read-only store that restored batches from its published record, an
+// indexed batch over it.
+type reader interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+}
