@@ -22,6 +22,18 @@ func ProveInclusion(ctx context.Context, r NodeReader, index, size uint64) ([][]
 	return fetchProof(ctx, r, nodes)
 }
 
+// ProveReceipt returns the receipt of the entry at index with leaf hash
+// leafHash in the tree of the given size, whose signed checkpoint note is
+// checkpoint: its inclusion proof built from the nodes r holds. Every
+// receipt provlog makes is assembled here.
+func ProveReceipt(ctx context.Context, r NodeReader, index, size uint64, leafHash, checkpoint []byte) (*Receipt, error) {
+	p, err := ProveInclusion(ctx, r, index, size)
+	if err != nil {
+		return nil, err
+	}
+	return &Receipt{Extra: leafHash, Index: index, Proof: p, Checkpoint: checkpoint}, nil
+}
+
 // ProveConsistency returns the RFC 6962 consistency proof from the tree of
 // size old to the tree of size new. The proof is empty when old is 0 or
 // equals new.

@@ -106,15 +106,15 @@ func Write(ctx context.Context, dir string, o Options) (*Manifest, error) {
 		Size: t.cp.Size, Root: base64.StdEncoding.EncodeToString(t.cp.Hash), Anchored: t.record != nil, Cosigned: t.cosigned,
 		Missing: []string{}, Context: []ContextEntry{}}
 	w.put(EntryFile, entry)
-	proof, err := log.ProveInclusion(ctx, o.Source, o.Index, t.cp.Size)
+	rc, err := log.ProveReceipt(ctx, o.Source, o.Index, t.cp.Size, leaf, t.note)
 	if err != nil {
 		return nil, err
 	}
-	w.put(ReceiptFile, []byte((&log.Receipt{Extra: leaf, Index: o.Index, Proof: proof, Checkpoint: t.note}).String()))
+	w.put(ReceiptFile, []byte(rc.String()))
 	w.put(CheckpointFile, t.note)
 	switch {
 	case o.Signer != nil:
-		c, err := cose.Sign(o.Signer, t.cp.Size, o.Index, leaf, proof, t.cp.Hash)
+		c, err := cose.SignReceipt(o.Signer, rc)
 		if err != nil {
 			return nil, err
 		}
@@ -303,11 +303,11 @@ func (w *writer) putIssued(ctx context.Context, src Source, index uint64, leaf [
 	if issued == nil || issuedSize > size {
 		return 0, fmt.Errorf("evidence: no checkpoint of size %d or less covers entry %d", size, index)
 	}
-	p, err := log.ProveInclusion(ctx, src, index, issuedSize)
+	rc, err := log.ProveReceipt(ctx, src, index, issuedSize, leaf, issued)
 	if err != nil {
 		return 0, err
 	}
-	w.put(IssuedFile, []byte((&log.Receipt{Extra: leaf, Index: index, Proof: p, Checkpoint: issued}).String()))
+	w.put(IssuedFile, []byte(rc.String()))
 	cons, err := log.ProveConsistency(ctx, src, issuedSize, size)
 	if err != nil {
 		return 0, err
@@ -391,13 +391,12 @@ func (w *writer) putContext(ctx context.Context, o Options, t *target) ([]Contex
 		if err != nil {
 			return nil, fmt.Errorf("evidence: reading entry %d: %w", i, err)
 		}
-		p, err := log.ProveInclusion(ctx, o.Source, i, t.cp.Size)
+		rc, err := log.ProveReceipt(ctx, o.Source, i, t.cp.Size, log.LeafHash(es[0]), t.note)
 		if err != nil {
 			return nil, err
 		}
-		leaf := log.LeafHash(es[0])
 		w.put(contextName(i, ".json"), es[0])
-		w.put(contextName(i, ".tlog-proof"), []byte((&log.Receipt{Extra: leaf, Index: i, Proof: p, Checkpoint: t.note}).String()))
+		w.put(contextName(i, ".tlog-proof"), []byte(rc.String()))
 		out = append(out, ContextEntry{Index: i, Role: roleOf(i, es[0])})
 	}
 	return out, nil

@@ -374,12 +374,11 @@ func (v *view) inclusion(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, v.held(), http.StatusNotFound)
 		return
 	}
-	p, err := log.ProveInclusion(r.Context(), v.tree, index, v.size)
+	rc, err := log.ProveReceipt(r.Context(), v.tree, index, v.size, log.LeafHash(e), v.checkpoint)
 	if err != nil {
 		http.Error(w, "proving inclusion from the bundle's tree: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	rc := &log.Receipt{Extra: log.LeafHash(e), Index: index, Proof: p, Checkpoint: v.checkpoint}
 	io.WriteString(w, rc.String())
 }
 

@@ -74,11 +74,7 @@ func ProveInclusion(ctx context.Context, s log.Storage, size uint64, checkpoint 
 		}
 		leafHash = h[0]
 	}
-	p, err := log.ProveInclusion(ctx, s, index, size)
-	if err != nil {
-		return nil, err
-	}
-	return &log.Receipt{Extra: leafHash, Index: index, Proof: p, Checkpoint: checkpoint}, nil
+	return log.ProveReceipt(ctx, s, index, size, leafHash, checkpoint)
 }
 
 // ProveLatest is [ProveInclusion] on the latest checkpoint s holds, for

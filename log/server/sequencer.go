@@ -293,11 +293,11 @@ func (s *Sequencer) append(ctx context.Context, entry []byte, ex *Expected, fenc
 	if r.err != nil {
 		return nil, r.err
 	}
-	p, err := log.ProveInclusion(ctx, r.nodes, r.index, r.size)
+	rc, err := log.ProveReceipt(ctx, r.nodes, r.index, r.size, req.leafHash, r.cp)
 	if err != nil {
 		return nil, fmt.Errorf("append: building receipt: %w", err)
 	}
-	return &log.Receipt{Extra: req.leafHash, Index: r.index, Proof: p, Checkpoint: r.cp}, nil
+	return rc, nil
 }
 
 // send queues req. Close waits for every send under way before it fails
