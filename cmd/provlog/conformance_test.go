@@ -39,12 +39,24 @@ import (
 // through provlog, and also when a listed one passes (so the list only
 // shrinks).
 var knownOnlyThroughProvlog = map[string][]string{
+	// The fast path answers the suite's test_reconnection call with JSON,
+	// so its SSE checks do not apply (0 of 0 run); directly the server
+	// answers with an event stream carrying a retry field (1 of 1). To
+	// pass, the front would answer calls on a stream with a priming
+	// event id and a retry field and resume a stream on Last-Event-ID.
 	"2025-11-25/stdio": {"server-sse-polling"},
 	"2025-11-25/http":  {"server-sse-polling"},
 	"2026-07-28/stdio": {
 		// A stdio server is spoken to in 2025-11-25 (see the proxy's
 		// askProtocol), so its requests come as server-to-client requests,
-		// which a stateless client cannot take.
+		// which a stateless client cannot take. Asking the stdio server
+		// for 2026-07-28 instead makes all eleven pass (165/195, as
+		// directly), but then 2025-11-25 clients lose five scenarios
+		// (tools-call-elicitation, tools-call-sampling, the two
+		// elicitation-sep* and tools-call-with-logging): the proxy
+		// would have to turn a server's input_required result into
+		// server-to-client requests on an older client's call stream, and
+		// carry the session's logging level as each request's logLevel.
 		"input-required-result-basic-elicitation",
 		"input-required-result-basic-list-roots",
 		"input-required-result-basic-sampling",
