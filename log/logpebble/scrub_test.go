@@ -97,7 +97,8 @@ func TestScrubFindsCorruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	waitFor(t, "the scrub to fail the store", func() bool { return s.Err() != nil })
+	// The store fails a moment before the scrub records its own error.
+	waitFor(t, "the scrub to fail the store", func() bool { return s.Err() != nil && s.ScrubStatus().LastError != "" })
 	if err := s.Err(); !errors.Is(err, log.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Base(ssts[0])) {
 		t.Fatalf("Err after the scrub met the damaged block: %v, want corruption naming %s", err, filepath.Base(ssts[0]))
 	}
