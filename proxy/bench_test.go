@@ -26,7 +26,11 @@ func BenchmarkCallHTTP(b *testing.B) {
 	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	b.Cleanup(down.Close)
 	args := map[string]any{"message": strings.Repeat("x", 1024)}
-	connect := func(url string) *mcp.ClientSession {
+	// connect closes the session when the (sub-)benchmark b ends, before
+	// the servers it reaches: a session closed by the parent instead kept
+	// its standalone stream open, and the front's httptest.Server.Close
+	// waited for it for ever.
+	connect := func(b *testing.B, url string) *mcp.ClientSession {
 		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
 			HTTPClient: &http.Client{Transport: &bearer{testToken, http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -46,11 +50,11 @@ func BenchmarkCallHTTP(b *testing.B) {
 			}
 		}
 	}
-	b.Run("direct", func(b *testing.B) { run(b, connect(down.URL), "echo") })
+	b.Run("direct", func(b *testing.B) { run(b, connect(b, down.URL), "echo") })
 	b.Run("proxied", func(b *testing.B) {
 		l := newTestLog(b)
 		p := startProxy(b, l, []ServerConfig{{ID: "e", URL: down.URL}}, nil)
-		cs := fastSession(b, p, connect(serveHTTP(b, p)))
+		cs := fastSession(b, p, connect(b, serveHTTP(b, p)))
 		run(b, cs, "e__echo")
 		if p.fastCalls.Load() == 0 {
 			b.Error("no call took the fast path")
