@@ -271,7 +271,7 @@ func TestConformance(t *testing.T) {
 				t.Run(route.name, func(t *testing.T) {
 					front := startTokenFront(t, route.cfg)
 					through := runConformance(t, node, cli, front, rev.revision, only...)
-					rerunTimedOut(t, node, cli, front, rev.revision, direct, through)
+					rerunTimedOut(t, node, cli, front, rev.revision, direct, through, knownOnlyThroughProvlog[rev.revision+"/"+route.name])
 					known := knownOnlyThroughProvlog[rev.revision+"/"+route.name]
 					if len(only) == 1 {
 						known = slices.DeleteFunc(slices.Clone(known), func(n string) bool { return n != only[0] })
@@ -284,19 +284,27 @@ func TestConformance(t *testing.T) {
 }
 
 // rerunTimedOut runs once more, alone, each scenario that passed
-// directly but ran out of time through provlog, and keeps the second
-// result. Once in CI (cold, 2 cores) http-header-validation timed out
-// through provlog and never again in 16 runs here; the stacks hangWatch
-// logs then are what to read. A scenario that times out twice fails.
-func rerunTimedOut(t *testing.T, node, cli, url, revision string, direct, through map[string]scenarioResult) {
+// directly but, through provlog, ran out of time or ran a check fewer
+// with none failed (a check the suite waited 1.5 s for, a WARNING, is
+// counted neither way: server-stateless's list_changed on a
+// subscription once came late so in CI), and keeps the second result.
+// Once in CI (cold, 2 cores) http-header-validation timed out through
+// provlog and never again in 16 runs here; the stacks hangWatch logs then
+// are what to read. A scenario that does so twice fails.
+func rerunTimedOut(t *testing.T, node, cli, url, revision string, direct, through map[string]scenarioResult, known []string) {
 	t.Helper()
 	for name, r := range through {
 		d, ok := direct[name]
-		if !ok || d.failed > 0 || !slices.ContainsFunc(r.failures, func(f string) bool { return strings.HasPrefix(f, "scenario-timeout") }) {
+		if !ok || d.failed > 0 || slices.Contains(known, name) {
+			continue
+		}
+		timedOut := slices.ContainsFunc(r.failures, func(f string) bool { return strings.HasPrefix(f, "scenario-timeout") })
+		short := r.failed == 0 && r.passed < d.passed
+		if !timedOut && !short {
 			continue
 		}
 		again := runConformance(t, node, cli, url, revision, name)
-		t.Logf("scenario %s timed out through provlog (%s); run again alone: %s", name, strings.Join(r.failures, "; "), cell(again[name], true))
+		t.Logf("scenario %s through provlog: %s (%s); run again alone: %s", name, cell(r, true), strings.Join(r.failures, "; "), cell(again[name], true))
 		through[name] = again[name]
 	}
 }
