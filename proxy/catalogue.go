@@ -46,6 +46,8 @@ type catalogue struct {
 	collisions map[string]bool   // front names another server or the proxy holds
 	listed     map[string]string // tool name -> definition hash, as last recorded in a tools entry (nil: not yet)
 	changes    []ToolChange      // definitions changed while the proxy ran
+
+	kinds []lister // the four list kinds, in the order a sync reads them
 }
 
 // A registry is one list's registrations.
@@ -62,7 +64,8 @@ type registration struct {
 }
 
 func newCatalogue(d *downstream) *catalogue {
-	c := &catalogue{d: d, resync: make(chan struct{}, 1), collisions: map[string]bool{}}
+	c := &catalogue{d: d, resync: make(chan struct{}, 1), collisions: map[string]bool{},
+		kinds: []lister{toolKind(), promptKind(), resourceKind(), templateKind()}}
 	for i := range c.lists {
 		c.lists[i] = registry{reg: map[string]registration{}, skipped: map[string]string{}}
 	}
@@ -121,15 +124,12 @@ func (c *catalogue) syncAll(ctx context.Context, cs *mcp.ClientSession) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	for _, l := range lists {
+	for _, l := range c.kinds {
 		if err := l.sync(sctx, c, cs, caps); err != nil && ctx.Err() == nil { // else the proxy is closing
 			c.d.p.logger.Warn("proxy: listing "+l.plural()+" failed", "server", c.d.cfg.ID, "error", err)
 		}
 	}
 }
-
-// lists are the four list kinds, in the order a sync reads them.
-var lists = []lister{toolList, promptList, resourceList, templateList}
 
 // A lister is a listKind of any item type.
 type lister interface {
@@ -391,9 +391,9 @@ func decodeAs[T any](raw json.RawMessage) (*T, error) {
 	return &v, nil
 }
 
-// The four lists.
-var (
-	toolList = &listKind[mcp.Tool]{
+// toolKind describes the tools list.
+func toolKind() *listKind[mcp.Tool] {
+	return &listKind[mcp.Tool]{
 		slot: toolSlot, names: toolNames, noun: "tool", key: "tools", nameKey: "name", logKey: "tool",
 		offered: func(c *mcp.ServerCapabilities) bool { return c.Tools != nil },
 		page: func(ctx context.Context, cs *mcp.ClientSession, cursor string) (string, any, error) {
@@ -413,7 +413,11 @@ var (
 		remove: (*mcp.Server).RemoveTools,
 		listed: (*catalogue).recordTools,
 	}
-	promptList = &listKind[mcp.Prompt]{
+}
+
+// promptKind describes the prompts list.
+func promptKind() *listKind[mcp.Prompt] {
+	return &listKind[mcp.Prompt]{
 		slot: promptSlot, names: promptNames, noun: "prompt", key: "prompts", nameKey: "name", logKey: "prompt",
 		offered: func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil },
 		page: func(ctx context.Context, cs *mcp.ClientSession, cursor string) (string, any, error) {
@@ -431,7 +435,11 @@ var (
 		},
 		remove: (*mcp.Server).RemovePrompts,
 	}
-	resourceList = &listKind[mcp.Resource]{
+}
+
+// resourceKind describes the resources list.
+func resourceKind() *listKind[mcp.Resource] {
+	return &listKind[mcp.Resource]{
 		slot: resourceSlot, names: resourceNames, noun: "resource", key: "resources", nameKey: "uri", logKey: "uri",
 		offered: func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
 		page: func(ctx context.Context, cs *mcp.ClientSession, cursor string) (string, any, error) {
@@ -449,7 +457,11 @@ var (
 		},
 		remove: (*mcp.Server).RemoveResources,
 	}
-	templateList = &listKind[mcp.ResourceTemplate]{
+}
+
+// templateKind describes the resource templates list.
+func templateKind() *listKind[mcp.ResourceTemplate] {
+	return &listKind[mcp.ResourceTemplate]{
 		slot: templateSlot, names: resourceNames, noun: "resource template", key: "resourceTemplates", nameKey: "uriTemplate", logKey: "uri_template",
 		offered: func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
 		page: func(ctx context.Context, cs *mcp.ClientSession, cursor string) (string, any, error) {
@@ -467,7 +479,7 @@ var (
 		},
 		remove: (*mcp.Server).RemoveResourceTemplates,
 	}
-)
+}
 
 // decodeTool decodes a tool definition, keeping its schemas exactly as
 // the server gave them.

@@ -531,7 +531,7 @@ func serverStatus(t *testing.T, st map[string]any, id string) map[string]any {
 // frontTools lists the proxy's tools as they come over the wire.
 func frontTools(t *testing.T, cs *mcp.ClientSession) map[string]json.RawMessage {
 	t.Helper()
-	raws, err := toolList.list(context.Background(), cs)
+	raws, err := toolKind().list(context.Background(), cs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -566,7 +566,7 @@ func directClient(t *testing.T, cfg ServerConfig) *mcp.ClientSession {
 func directTools(t *testing.T, cfg ServerConfig) map[string]json.RawMessage {
 	cs := directClient(t, cfg)
 	time.Sleep(300 * time.Millisecond) // servers that add tools once initialized
-	raws, err := toolList.list(context.Background(), cs)
+	raws, err := toolKind().list(context.Background(), cs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func (p *Proxy) RemoveServer(id string) error {
 func (c *catalogue) clear() {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
-	for _, l := range lists {
+	for _, l := range c.kinds {
 		l.(interface{ clear(*catalogue) }).clear(c)
 	}
 }
