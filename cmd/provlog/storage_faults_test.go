@@ -179,9 +179,19 @@ func runFaultChild(t *testing.T, data string, during func(), env ...string) ([]h
 	return got, rep, stderr.String()
 }
 
+// lastLines is the last n lines of a child's stderr; if the child
+// panicked, the panic and the stack of the goroutine that raised it come
+// first (the tail alone is some other goroutine's stack).
 func lastLines(s string, n int) string {
 	ls := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(ls[max(0, len(ls)-n):], "\n")
+	tail := strings.Join(ls[max(0, len(ls)-n):], "\n")
+	for i, l := range ls {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			head := strings.Join(ls[i:min(len(ls), i+60)], "\n")
+			return head + "\n... (the last lines:)\n" + tail
+		}
+	}
+	return tail
 }
 
 // needMount mounts or fails/skips: tests that need root.
