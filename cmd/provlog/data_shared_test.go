@@ -78,6 +78,27 @@ func TestDataCommandsOnSharedLog(t *testing.T) {
 	if code, out := runCmd("evidence", "--data", data, "--config", cfgFile, "--index", "3", "--out", filepath.Join(dir, "ev")); code != 0 {
 		t.Fatalf("evidence --config with store:: exit %d:\n%s", code, out)
 	}
+
+	// The read-only commands never write to the database: given a store:
+	// that holds no log, they say so and create no tables.
+	empty := pgtest.DSN(t)
+	emptyCfg := filepath.Join(dir, "empty.yaml")
+	if err := os.WriteFile(emptyCfg, []byte("data: "+data+"\nstore: "+empty+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"audit", "--data", data, "--config", emptyCfg},
+		{"export", "--data", data, "--config", emptyCfg, "--out", filepath.Join(dir, "bundle-empty")},
+		{"evidence", "--data", data, "--config", emptyCfg, "--index", "1", "--out", filepath.Join(dir, "ev-empty")},
+	} {
+		code, out := runCmd(args...)
+		if code == 0 || !strings.Contains(out, "no provlog log here") || !strings.Contains(out, "provlog_state") {
+			t.Errorf("%v on a database without a log: exit %d, want a refusal naming the missing tables:\n%s", args[0], code, out)
+		}
+	}
+	if n := strings.TrimSpace(pgtest.Psql(t, empty, `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()`)); n != "0" {
+		t.Errorf("the read-only commands created %s tables in a database without a log", n)
+	}
 }
 
 // TestBlobsAcrossSidecars: two sidecars of one shared log, each with its

@@ -116,7 +116,7 @@ func openCommandStore(ctx context.Context, data, storeURL string, readOnly bool)
 	if !strings.HasPrefix(storeURL, "postgres://") && !strings.HasPrefix(storeURL, "postgresql://") {
 		return nil, fmt.Errorf("store %q: want a PostgreSQL URL, postgres://user@host:port/database", redactURL(storeURL))
 	}
-	s, err := logpg.Open(ctx, storeURL, nil)
+	s, err := logpg.Open(ctx, storeURL, &logpg.Options{ReadOnly: readOnly})
 	if err != nil {
 		return nil, fmt.Errorf("opening the shared log in PostgreSQL (%s): %w", redactURL(storeURL), err)
 	}

@@ -41,6 +41,9 @@ func (b pgBlobs) ReadBlob(name string) ([]byte, error) {
 }
 
 func (b pgBlobs) WriteBlob(name string, data []byte) error {
+	if b.s.readOnly {
+		return fmt.Errorf("writing blob %s to the shared log: %w", name, errReadOnly)
+	}
 	ctx, cancel := b.ctx()
 	defer cancel()
 	if _, err := b.s.pool.Exec(ctx, sqlBlobWrite, name, data); err != nil {
@@ -50,6 +53,9 @@ func (b pgBlobs) WriteBlob(name string, data []byte) error {
 }
 
 func (b pgBlobs) DeleteBlob(name string) error {
+	if b.s.readOnly {
+		return fmt.Errorf("deleting blob %s from the shared log: %w", name, errReadOnly)
+	}
 	ctx, cancel := b.ctx()
 	defer cancel()
 	if _, err := b.s.pool.Exec(ctx, sqlBlobDelete, name); err != nil {

@@ -40,6 +40,9 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	s.mu.Lock()
 	known, hot, failure := s.state, s.hot, s.failure
 	s.mu.Unlock()
+	if s.readOnly {
+		return fmt.Errorf("refusing to commit: %w", errReadOnly)
+	}
 	if failure != nil {
 		return fmt.Errorf("refusing to commit to a failed log store: %w", failure)
 	}

@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,7 +52,12 @@ var (
 	// itself or a state this handle knew. Nothing is repaired.
 	ErrCorrupt = errors.New("log store is corrupt")
 
-	errClosed = errors.New("log store is closed")
+	// ErrNoLog is returned (wrapped) by a read-only Open of a database
+	// that holds no log: some of its tables are missing.
+	ErrNoLog = errors.New("log store not found")
+
+	errClosed   = errors.New("log store is closed")
+	errReadOnly = errors.New("the log store was opened read-only")
 )
 
 // Options tune a [Store]. A nil *Options, and zero fields, mean the
@@ -65,6 +71,13 @@ type Options struct {
 	ResolveTimeout time.Duration
 	// Logf receives the store's own log lines (nil: discarded).
 	Logf func(format string, args ...any)
+	// ReadOnly opens the log for reading only: Open creates no tables
+	// and fails, naming them, if any is missing; every transaction of
+	// the handle is read only (default_transaction_read_only), so the
+	// database refuses a write; and a commit is refused before it is
+	// sent. The read-only commands (audit, export, evidence, tasks)
+	// open a shared log so.
+	ReadOnly bool
 }
 
 // A Store is a [log.SharedStorage] in PostgreSQL. It is safe for concurrent
@@ -79,6 +92,8 @@ type Store struct {
 
 	// advance serializes whatever moves the state: commits and refreshes.
 	advance sync.Mutex
+
+	readOnly bool
 
 	mu        sync.Mutex
 	closed    bool
@@ -98,8 +113,9 @@ type Store struct {
 var _ log.SharedStorage = (*Store)(nil)
 
 // Open connects to the database at dsn (a PostgreSQL connection string or
-// URL), creates the tables if they are missing, and checks the stored
-// state. Several handles, in one process or many, may be open on one log.
+// URL), creates the tables if they are missing (unless opts.ReadOnly), and
+// checks the stored state. Several handles, in one process or many, may be
+// open on one log.
 func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -126,11 +142,14 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		rp["idle_in_transaction_session_timeout"] = "10s"
 	}
 	rp["application_name"] = "provlog"
+	if o.ReadOnly {
+		rp["default_transaction_read_only"] = "on"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("opening log store: %w", err)
 	}
-	s := &Store{pool: pool, cfg: cfg, resolve: o.ResolveTimeout, logf: o.Logf}
+	s := &Store{pool: pool, cfg: cfg, resolve: o.ResolveTimeout, logf: o.Logf, readOnly: o.ReadOnly}
 	if err := s.load(ctx, uint64(o.MaxHotNodes)); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("opening log store on %s: %w", where(cfg), err)
@@ -147,9 +166,14 @@ func where(cfg *pgxpool.Config) string {
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
 }
 
-// load creates the schema if needed, reads the state and checks it.
+// load creates the schema if needed (checks that it is there, if
+// read-only), reads the state and checks it.
 func (s *Store) load(ctx context.Context, maxHot uint64) error {
-	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	if s.readOnly {
+		if err := s.checkTables(ctx); err != nil {
+			return err
+		}
+	} else if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLock)); err != nil {
 			return err
 		}
@@ -203,6 +227,19 @@ func (s *Store) load(ctx context.Context, maxHot uint64) error {
 		}
 	}
 	s.state, s.hot = st, hot
+	return nil
+}
+
+// checkTables fails, naming them, if any of the log's tables is missing.
+func (s *Store) checkTables(ctx context.Context) error {
+	var missing []string
+	var path string
+	if err := s.pool.QueryRow(ctx, sqlMissingTables, schemaTables).Scan(&missing, &path); err != nil {
+		return fmt.Errorf("looking for the log's tables: %w", err)
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: no provlog log here: table %s missing (search_path %s); a sidecar creates the tables when it first starts on this database (provlog serve with store:); check the URL and its search_path", ErrNoLog, strings.Join(missing, ", "), path)
+	}
 	return nil
 }
 

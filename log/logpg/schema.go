@@ -121,7 +121,15 @@ var schemaDDL = []string{
 		VALUES (true, 1, 0, '', '') ON CONFLICT (id) DO NOTHING`,
 }
 
+// schemaTables are the tables schemaDDL creates; a read-only Open wants
+// them all.
+var schemaTables = []string{"provlog_state", "provlog_entries", "provlog_nodes", "provlog_checkpoints", "provlog_keys", "provlog_blobs"}
+
 const (
+	// sqlMissingTables names the tables of $1 not found on the
+	// search_path, and says what the search_path is.
+	sqlMissingTables = `SELECT coalesce(array_agg(t ORDER BY t) FILTER (WHERE to_regclass(t) IS NULL), '{}'), current_setting('search_path')
+		FROM unnest($1::text[]) AS t`
 	sqlLockState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id FOR UPDATE`
 	sqlReadState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id`
 	sqlLeavesFrom = `SELECT idx, hash FROM provlog_nodes WHERE level = 0 AND idx >= $1 ORDER BY idx`
