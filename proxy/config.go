@@ -63,6 +63,12 @@ type ServerConfig struct {
 	Prefix *string `yaml:"prefix"`
 	// Timeout bounds each tools/call (default DefaultTimeout).
 	Timeout time.Duration `yaml:"timeout"`
+	// Protocol pins the one MCP revision the server is spoken to in,
+	// "2025-11-25" or "2026-07-28". Empty (the default): each client's own
+	// where the server speaks it (a stdio server gets a second session,
+	// in a process of its own, once a 2026-07-28 client calls it); older
+	// clients' calls on a 2026-07-28 session are bridged (bridge.go).
+	Protocol string `yaml:"protocol"`
 
 	// Source says how to learn which data release the server serves;
 	// each call entry records it as "release" (see package source).
@@ -137,6 +143,11 @@ func (c *ServerConfig) check() error {
 	case "", RetainHash, RetainFull:
 	default:
 		return fmt.Errorf("server %q: retain %q: want %q or %q", c.ID, c.Retain, RetainHash, RetainFull)
+	}
+	switch c.Protocol {
+	case "", downstreamProtocolVersion, statelessProtocol:
+	default:
+		return fmt.Errorf("server %q: protocol %q: want %q or %q (or none: each client's own)", c.ID, c.Protocol, downstreamProtocolVersion, statelessProtocol)
 	}
 	if c.Source != nil {
 		if _, err := source.New(*c.Source, nil, nil); err != nil {

@@ -24,6 +24,7 @@ type downstream struct {
 	cfg ServerConfig
 
 	sup   *supervisor
+	newer newerSession // a stdio server's 2026-07-28 session, once a client of it called (revision.go)
 	cat   *catalogue
 	calls callers
 
@@ -72,13 +73,16 @@ func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
 func (d *downstream) run(ctx context.Context) {
 	defer d.p.wg.Done()
 	go d.cat.resyncLoop(ctx)
+	d.newer.setContext(ctx)
 	d.sup.run(ctx)
+	d.newer.wait()
 }
 
 // stop closes the current session, which stops a stdio server's process,
 // and the fast path's idle connections.
 func (d *downstream) stop() {
 	d.sup.stop()
+	d.newer.stop()
 	if d.h1 != nil {
 		d.h1.closeIdle()
 	}
@@ -92,6 +96,12 @@ func (d *downstream) stop() {
 func (d *downstream) session() (*mcp.ClientSession, error) { return d.sup.session() }
 
 func (d *downstream) connect(ctx context.Context) (*mcp.ClientSession, *exec.Cmd, error) {
+	return d.connectAt(ctx, d.askProtocol())
+}
+
+// connectAt opens a session to the server asking for protocol revision
+// ask ("": the newest, see askProtocol).
+func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSession, *exec.Cmd, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "provlog", Version: d.p.opts.Version}, &mcp.ClientOptions{
 		Logger: d.p.logger,
 		// No roots: the proxy has none to give, and advertising them
@@ -125,7 +135,7 @@ func (d *downstream) connect(ctx context.Context) (*mcp.ClientSession, *exec.Cmd
 	t, cmd := transportFor(d.cfg, base, &lineLogger{d: d})
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: d.askProtocol()})
+	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ask})
 	if err != nil {
 		killProcessGroup(cmd)
 		return nil, nil, err

@@ -181,7 +181,7 @@ func (d *downstream) resourceUpdated(ctx context.Context, req *mcp.ResourceUpdat
 
 // readResource serves resources/read for a resource or template of d.
 func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	cs, err := d.session()
+	cs, err := d.sessionFor(ctx, req.ProtocolVersion())
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: %v", err)
 	}
@@ -218,7 +218,7 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 
 func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		cs, err := d.session()
+		cs, err := d.sessionFor(ctx, req.ProtocolVersion())
 		if err != nil {
 			return nil, rpcError(jsonrpc.CodeInternalError, "provlog: %v", err)
 		}

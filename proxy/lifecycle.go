@@ -115,7 +115,7 @@ type outcome struct {
 // as it is), or an errLocal.
 func (p *Proxy) forward(ctx context.Context, in *callIn, c *call) error {
 	d := in.d
-	cs, err := d.session()
+	cs, err := d.sessionFor(ctx, in.protocol)
 	if err != nil {
 		c.isError, c.errText = true, err.Error()
 		return errLocal{c.errText}

@@ -1,29 +1,149 @@
 package proxy
 
 import (
+	"context"
+	"fmt"
+	"os/exec"
+	"sync"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Which protocol revision a downstream server is asked for and speaks,
-// and what the sessionless revision changes for the requests it gets.
+// Which protocol revision a downstream server is spoken to in, and what
+// the sessionless revision changes for the requests it gets.
+//
+// # One revision per session, a session per revision
+//
+// A server behaves by the revision of the session a request comes on, not
+// by the client behind it: on a 2026-07-28 session it may no longer send
+// sampling, elicitation or roots requests (go-sdk refuses them: "cannot be
+// sent while serving a request on protocol version 2026-07-28") and asks
+// with input_required results instead (SEP-2322); on a 2025-11-25 session
+// it does the opposite, and go-sdk's server turns its own input_required
+// results into such requests. A client gets what it would get directly
+// only if the server's session speaks the client's revision. So a stdio
+// server is spoken to in 2025-11-25 first (askProtocol; its lists,
+// subscriptions and every older client's requests go there), and the
+// first 2026-07-28 client request that reaches it (tools/call,
+// prompts/get, resources/read: the methods that can need input) starts a
+// second session to it in the newest revision, in a process of its own,
+// which serves those clients from then on (sessionFor). A server that
+// answers that with an older revision is not asked again.
+//
+// An HTTP server is asked for the newest revision, as one session: one that
+// serves 2026-07-28 is stateless, and a 2025-11-25 session with a stateless
+// server cannot carry its requests to the client at all ("stateless
+// servers cannot make requests"). An older client's call on it is bridged
+// (bridge.go): the server's input_required result becomes the requests
+// the client understands, and their answers go back in the retry.
 
-// askProtocol is the protocol revision the proxy asks a downstream
-// server for. An HTTP server is asked for the newest the SDK speaks: one
-// that serves 2026-07-28 is stateless, and a 2025-11-25 session with a
-// stateless server cannot carry its sampling, elicitation or roots
-// requests at all ("stateless servers cannot make requests"), while in
-// 2026-07-28 they come back as input_required results (SEP-2322) that
-// pass through to the client whose call it is, and its retry passes back.
-// A server that does not serve 2026-07-28 refuses the probe
-// (server/discover) and the SDK falls back to 2025-11-25. A stdio server
-// is asked for 2025-11-25 (downstreamProtocolVersion): over one shared
-// stdio session 2026-07-28 would drop its log messages (SEP-2577) for
-// every older client, and skip the probe on every legacy server's wire.
+// askProtocol is the protocol revision the proxy first asks a downstream
+// server for ("": the SDK's newest, falling back to 2025-11-25 when the
+// server refuses server/discover). A stdio server is asked for 2025-11-25,
+// which also keeps the probe off every legacy server's wire; its newer
+// session is started when a newer client needs it.
 func (d *downstream) askProtocol() string {
-	if d.cfg.URL != "" {
-		return "" // the SDK's newest, with its fallback
+	switch {
+	case d.cfg.Protocol != "":
+		return d.cfg.Protocol
+	case d.cfg.URL != "":
+		return ""
 	}
 	return downstreamProtocolVersion
+}
+
+// sessionFor returns the session a request of protocol revision protocol
+// goes to: the newer session of a stdio server for a 2026-07-28 client
+// (started on first use), else the server's one session.
+func (d *downstream) sessionFor(ctx context.Context, protocol string) (*mcp.ClientSession, error) {
+	cs, err := d.session()
+	if err != nil || protocol < statelessProtocol || d.cfg.URL != "" || d.cfg.Protocol != "" || sessionStateless(cs) {
+		return cs, err
+	}
+	sup, ok := d.newer.start(d)
+	if !ok {
+		return cs, nil // the server speaks no newer revision: what it has
+	}
+	select {
+	case <-sup.firstDone:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return sup.session()
+}
+
+// A newerSession is a stdio server's session in the newest revision, for
+// the clients that speak it, once one has called.
+type newerSession struct {
+	mu      sync.Mutex
+	ctx     context.Context // the server's, set by run
+	sup     *supervisor
+	done    chan struct{} // closed when sup's run is over
+	refused bool          // the server answered with an older revision
+}
+
+// setContext notes the context the server runs in; a newer session runs
+// in it too.
+func (n *newerSession) setContext(ctx context.Context) {
+	n.mu.Lock()
+	n.ctx = ctx
+	n.mu.Unlock()
+}
+
+// start returns the newer session's supervisor, starting it on first use,
+// and false if there is none to be had.
+func (n *newerSession) start(d *downstream) (*supervisor, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.refused || n.ctx == nil || n.ctx.Err() != nil:
+		return nil, false
+	case n.sup != nil:
+		return n.sup, true
+	}
+	ctx, cancel := context.WithCancel(n.ctx)
+	n.sup = newSupervisor(d.cfg.ID, d.p.logger, func(ctx context.Context) (*mcp.ClientSession, *exec.Cmd, error) {
+		cs, cmd, err := d.connectAt(ctx, "")
+		if err == nil && !sessionStateless(cs) {
+			cs.Close()
+			killProcessGroup(cmd)
+			n.mu.Lock()
+			n.refused = true
+			n.mu.Unlock()
+			cancel() // nothing newer to be had: stop trying
+			err = fmt.Errorf("server %q speaks no revision newer than %s", d.cfg.ID, cs.InitializeResult().ProtocolVersion)
+		}
+		return cs, cmd, err
+	}, func(context.Context, *mcp.ClientSession) {})
+	n.done = make(chan struct{})
+	d.p.logger.Info("proxy: a 2026-07-28 client called a stdio server; starting its session in that revision", "server", d.cfg.ID)
+	go func(sup *supervisor, done chan struct{}) {
+		defer close(done)
+		defer cancel()
+		sup.run(ctx)
+	}(n.sup, n.done)
+	return n.sup, true
+}
+
+// stop closes the newer session, if there is one.
+func (n *newerSession) stop() {
+	n.mu.Lock()
+	sup := n.sup
+	n.mu.Unlock()
+	if sup != nil {
+		sup.stop()
+	}
+}
+
+// wait waits for the newer session's supervisor to end, once the server's
+// context is done.
+func (n *newerSession) wait() {
+	n.mu.Lock()
+	done := n.done
+	n.mu.Unlock()
+	if done != nil {
+		<-done
+	}
 }
 
 // stateless reports whether d's session speaks the sessionless
@@ -35,9 +155,7 @@ func (d *downstream) stateless() bool {
 
 // sessionStateless reports whether cs speaks the sessionless 2026-07-28
 // revision. Calls on such a session go through the SDK's client, which
-// writes that revision's per-request envelope, and come from the SDK's
-// front, whose handler turns an input_required result into the older
-// revisions' server-to-client requests on the call's own stream.
+// writes that revision's per-request envelope.
 func sessionStateless(cs *mcp.ClientSession) bool {
 	ir := cs.InitializeResult()
 	return ir != nil && ir.ProtocolVersion >= statelessProtocol
@@ -45,15 +163,18 @@ func sessionStateless(cs *mcp.ClientSession) bool {
 
 // downMeta is the _meta a request of a front client carries on to its
 // server (forwardMeta), with the client's own per-request capabilities
-// (2026-07-28) where it sent them, so the server judges what the client
-// can do, not what the proxy can. A server on a 2025-11-25 session reads
-// them too where it knows them (go-sdk's ClientCapabilities prefers them
-// to the session's), else ignores them; to a stateless server the SDK
-// adds the proxy's only when the client sent none.
+// and log level (2026-07-28) where it sent them, so the server judges
+// what the client can do, not what the proxy can, and logs what the
+// client asked for. A server on a 2025-11-25 session reads them too where
+// it knows them (go-sdk's ClientCapabilities prefers them to the
+// session's), else ignores them; to a stateless server the SDK adds the
+// proxy's capabilities only when the client sent none.
 func downMeta(m mcp.Meta) mcp.Meta {
 	out := forwardMeta(m)
-	if caps, ok := m[mcp.MetaKeyClientCapabilities]; ok {
-		out[mcp.MetaKeyClientCapabilities] = caps
+	for _, k := range []string{mcp.MetaKeyClientCapabilities, mcp.MetaKeyLogLevel} {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
 	}
 	return out
 }

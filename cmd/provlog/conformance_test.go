@@ -46,29 +46,6 @@ var knownOnlyThroughProvlog = map[string][]string{
 	// event id and a retry field and resume a stream on Last-Event-ID.
 	"2025-11-25/stdio": {"server-sse-polling"},
 	"2025-11-25/http":  {"server-sse-polling"},
-	"2026-07-28/stdio": {
-		// A stdio server is spoken to in 2025-11-25 (see the proxy's
-		// askProtocol), so its requests come as server-to-client requests,
-		// which a stateless client cannot take. Asking the stdio server
-		// for 2026-07-28 instead makes all eleven pass (165/195, as
-		// directly), but then 2025-11-25 clients lose five scenarios
-		// (tools-call-elicitation, tools-call-sampling, the two
-		// elicitation-sep* and tools-call-with-logging): the proxy
-		// would have to turn a server's input_required result into
-		// server-to-client requests on an older client's call stream, and
-		// carry the session's logging level as each request's logLevel.
-		"input-required-result-basic-elicitation",
-		"input-required-result-basic-list-roots",
-		"input-required-result-basic-sampling",
-		"input-required-result-capability-check",
-		"input-required-result-missing-input-response",
-		"input-required-result-multi-round",
-		"input-required-result-multiple-input-requests",
-		"input-required-result-non-tool-request",
-		"input-required-result-request-state",
-		"input-required-result-result-type",
-		"input-required-result-tampered-state",
-	},
 }
 
 // The suite sends no Authorization header, so the runs through provlog go
