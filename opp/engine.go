@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -375,9 +376,9 @@ func cmpIndex(a, b uint64) int {
 	return 0
 }
 
-// State returns the engine's state in the form [Rebuild] returns, for
-// comparing the two. It holds every task in memory at once.
-func (e *Engine) State(ctx context.Context) (*State, error) {
-	e.catchUpQuiet(ctx)
-	return e.tasks.state(ctx)
+// All yields every task, in order of creation, one at a time, as
+// [Tasks.All] does; on a shared log, after reading what others appended.
+func (e *Engine) All(ctx context.Context) iter.Seq2[*Task, error] {
+	e.catchUpQuiet(ctx) // on failure, what this sidecar knows
+	return e.tasks.all(ctx)
 }

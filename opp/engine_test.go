@@ -545,28 +545,42 @@ func TestConcurrentAccept(t *testing.T) {
 	checkRebuild(t, l, e)
 }
 
-// TestReplay: Replay holds the tasks Rebuild returns, one at a time.
-func TestReplay(t *testing.T) {
+// TestRebuildTasks: Rebuild holds the tasks one at a time: Task reads
+// each back as All yields it, in order of creation.
+func TestRebuildTasks(t *testing.T) {
 	f := newFixture(t)
 	st := checkRebuild(t, f.l, f.e)
-	tasks, err := opp.Replay(ctx, f.l, f.l.size())
+	tasks, err := opp.Rebuild(ctx, f.l, f.l.size())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tasks.Len() != len(st.Tasks) || len(tasks.Violations()) != len(st.Violations) {
-		t.Fatalf("Replay: %d tasks, %d violations; Rebuild: %d, %d", tasks.Len(), len(tasks.Violations()), len(st.Tasks), len(st.Violations))
+		t.Fatalf("Rebuild: %d tasks, %d violations; collected: %d, %d", tasks.Len(), len(tasks.Violations()), len(st.Tasks), len(st.Violations))
 	}
-	for _, want := range st.Tasks {
+	for i, want := range st.Tasks {
+		if i > 0 && want.CreatedIndex <= st.Tasks[i-1].CreatedIndex {
+			t.Fatalf("All yielded task %s (created at %d) after one created at %d", want.ID, want.CreatedIndex, st.Tasks[i-1].CreatedIndex)
+		}
 		got, err := tasks.Task(ctx, want.ID)
 		if err != nil || got == nil {
 			t.Fatalf("task %s: %v, %v", want.ID, got, err)
 		}
-		if diffStates(&opp.State{Tasks: []opp.Task{*got}}, &opp.State{Tasks: []opp.Task{want}}) != nil {
-			t.Fatalf("task %s: Replay %+v, Rebuild %+v", want.ID, got, want)
+		if diffStates(&state{Tasks: []opp.Task{*got}}, &state{Tasks: []opp.Task{want}}) != nil {
+			t.Fatalf("task %s: Task %+v, All %+v", want.ID, got, want)
 		}
 	}
 	if got, err := tasks.Task(ctx, "t_00000000000000000000000000000000"); got != nil || err != nil {
 		t.Fatalf("unknown task: %v, %v", got, err)
+	}
+	// Stopping early stops reading.
+	n := 0
+	for range tasks.All(ctx) {
+		if n++; n == 2 {
+			break
+		}
+	}
+	if n != 2 {
+		t.Fatalf("All yielded %d before the break", n)
 	}
 }
 
@@ -616,10 +630,7 @@ func TestRebuildViolations(t *testing.T) {
 	}
 	// A call whose arguments merely look like a task entry is skipped.
 	appendRaw(t, l, log.KindCall, "bob", map[string]any{"args": map[string]any{"kind": "task.accept", "task_id": id}})
-	st, err := opp.Rebuild(ctx, l, l.size())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := rebuildState(t, l, l.size())
 	if len(st.Violations) != len(bad) {
 		t.Fatalf("%d violations, want %d: %v", len(st.Violations), len(bad), st.Violations)
 	}
@@ -647,7 +658,7 @@ func TestFormat(t *testing.T) {
 	mustOK(t)(f.e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "observed", Summary: "line one\nline two", Evidence: []uint64{f.bobCallDuring}}))
 	var b bytes.Buffer
 	st := mustState(t, f.e)
-	if err := opp.FormatList(&b, st.Summaries(), st.Tasks[0].Created.Add(90e9)); err != nil {
+	if err := opp.FormatList(&b, f.e.All(ctx), st.Tasks[0].Created.Add(90e9)); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -784,7 +795,11 @@ func concurrentMixed(t *testing.T, cache int64) {
 				default:
 				}
 				e.ListUnaccepted(ctx, 1000)
-				e.State(ctx)
+				for _, err := range e.All(ctx) {
+					if err != nil {
+						t.Errorf("All: %v", err)
+					}
+				}
 				if st, err := e.Status(ctx, shared); err != nil || len(st.History) == 0 {
 					t.Errorf("status: %v", err)
 				}

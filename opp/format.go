@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"iter"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -11,25 +12,33 @@ import (
 	"unicode"
 )
 
-// Summaries returns the summaries of s's tasks, in order of creation.
-func (s *State) Summaries() []Summary {
-	out := make([]Summary, len(s.Tasks))
-	for i, t := range s.Tasks {
-		out[i] = t.Summary
-	}
-	return out
-}
+// listBlock is how many rows of a task list are aligned together: the
+// table is written a block at a time, so that listing a million tasks
+// holds a block, not the list.
+const listBlock = 1000
 
 // FormatList writes tasks as a table for people (provlog tasks list): id,
-// state, owner, reservation, creator, age at now, and title.
-func FormatList(w io.Writer, tasks []Summary, now time.Time) error {
+// state, owner, reservation, creator, age at now, and title. Columns are
+// aligned within each block of listBlock rows. An error from tasks stops
+// the list and is returned.
+func FormatList(w io.Writer, tasks iter.Seq2[*Task, error], now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tSTATE\tOWNER\tRESERVED FOR\tCREATOR\tCREATED\tAGE\tTITLE")
-	for _, t := range tasks {
+	rows := 0
+	for t, err := range tasks {
+		if err != nil {
+			tw.Flush()
+			return err
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, dash(t.Owner), dash(t.Reservation),
 			clean(t.Creator, 40), t.Created.UTC().Format(time.RFC3339), Age(now.Sub(t.Created)), clean(t.Title, 60))
+		if rows++; rows%listBlock == 0 {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
 	}
-	if len(tasks) == 0 {
+	if rows == 0 {
 		fmt.Fprintln(tw, "(no tasks)")
 	}
 	return tw.Flush()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"testing"
 	"time"
@@ -137,27 +138,53 @@ func ruleOf(err error) string {
 	return "error: " + err.Error()
 }
 
-// checkRebuild asserts that the state rebuilt from the log alone equals the
-// engine's live state.
-func checkRebuild(tb testing.TB, l *testLog, e *opp.Engine) *opp.State {
+// state is every task of a log at once, for comparing one derivation
+// with another.
+type state struct {
+	Tasks      []opp.Task
+	Violations []opp.Violation
+}
+
+func collect(tb testing.TB, all iter.Seq2[*opp.Task, error], vs []opp.Violation) *state {
 	tb.Helper()
-	st, err := opp.Rebuild(context.Background(), l, l.size())
+	st := &state{Violations: vs}
+	for t, err := range all {
+		if err != nil {
+			tb.Fatal(err)
+		}
+		st.Tasks = append(st.Tasks, *t)
+	}
+	return st
+}
+
+// rebuildState is the state rebuilt from the entries of l alone.
+func rebuildState(tb testing.TB, l opp.EntryReader, size uint64) *state {
+	tb.Helper()
+	tasks, err := opp.Rebuild(context.Background(), l, size)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	st := collect(tb, tasks.All(context.Background()), tasks.Violations())
+	if len(st.Tasks) != tasks.Len() {
+		tb.Fatalf("Rebuild: All yielded %d tasks, Len says %d", len(st.Tasks), tasks.Len())
+	}
+	return st
+}
+
+// checkRebuild asserts that the state rebuilt from the log alone equals the
+// engine's live state.
+func checkRebuild(tb testing.TB, l *testLog, e *opp.Engine) *state {
+	tb.Helper()
+	st := rebuildState(tb, l, l.size())
 	if d := diffStates(mustState(tb, e), st); len(d) > 0 {
 		tb.Fatalf("rebuilt state differs from the live state:\n%v", d)
 	}
 	return st
 }
 
-func mustState(tb testing.TB, e *opp.Engine) *opp.State {
+func mustState(tb testing.TB, e *opp.Engine) *state {
 	tb.Helper()
-	st, err := e.State(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return st
+	return collect(tb, e.All(context.Background()), e.Violations())
 }
 
 func unaccepted(tb testing.TB, e *opp.Engine) []opp.Summary {
@@ -174,7 +201,7 @@ func unaccepted(tb testing.TB, e *opp.Engine) []opp.Summary {
 
 // diffStates describes how a and b differ, one line per difference; it is
 // empty when they are equal.
-func diffStates(a, b *opp.State) []string {
+func diffStates(a, b *state) []string {
 	var d []string
 	js := func(v any) string {
 		j, err := json.Marshal(v)
@@ -183,7 +210,7 @@ func diffStates(a, b *opp.State) []string {
 		}
 		return string(j)
 	}
-	byID := func(st *opp.State) map[string]string {
+	byID := func(st *state) map[string]string {
 		m := make(map[string]string, len(st.Tasks))
 		for _, t := range st.Tasks {
 			m[t.ID] = js(t)
@@ -208,4 +235,14 @@ func diffStates(a, b *opp.State) []string {
 		d = append(d, fmt.Sprintf("violations differ:\n  %s\n  %s", va, vb))
 	}
 	return d
+}
+
+// Task returns the task with this id, or nil.
+func (s *state) Task(id string) *opp.Task {
+	for i := range s.Tasks {
+		if s.Tasks[i].ID == id {
+			return &s.Tasks[i]
+		}
+	}
+	return nil
 }

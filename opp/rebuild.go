@@ -2,44 +2,12 @@ package opp
 
 import (
 	"context"
+	"iter"
 	"slices"
 )
 
-// State is the state of every task, as [Rebuild] derives it from entries
-// or [Engine.State] holds it.
-type State struct {
-	Tasks      []Task      // in order of creation
-	Violations []Violation // task entries that broke a rule, in log order
-}
-
-// Task returns the task with this id, or nil.
-func (s *State) Task(id string) *Task {
-	for i := range s.Tasks {
-		if s.Tasks[i].ID == id {
-			return &s.Tasks[i]
-		}
-	}
-	return nil
-}
-
 // rebuildChunk is how many entries a rebuild reads at once.
 const rebuildChunk = 1024
-
-// Rebuild derives the state of every task from the entries [0, size) of r
-// alone, applying the same rules the engine enforces (evidence is checked
-// by reading the cited entries from r). Entries of other kinds are skipped.
-// A task entry that breaks a rule or does not parse changes nothing and is
-// listed in State.Violations. Rebuild fails only if r cannot be read.
-//
-// While it replays, Rebuild holds what an [Engine] holds: an index of the
-// tasks and a bounded cache; the State it returns holds every task.
-func Rebuild(ctx context.Context, r EntryReader, size uint64) (*State, error) {
-	t, err := Replay(ctx, r, size)
-	if err != nil {
-		return nil, err
-	}
-	return t.State(ctx)
-}
 
 // Tasks is the state of every task of a log, derived as [Rebuild] derives
 // it, held as an [Engine] holds it: an index of the tasks, and whole tasks
@@ -47,9 +15,16 @@ func Rebuild(ctx context.Context, r EntryReader, size uint64) (*State, error) {
 // of tasks by the index alone.
 type Tasks struct{ ts *taskSet }
 
-// Replay derives the tasks of the entries [0, size) of r, as [Rebuild]
-// does, and returns them without holding them all.
-func Replay(ctx context.Context, r EntryReader, size uint64) (*Tasks, error) {
+// Rebuild derives the tasks of the entries [0, size) of r alone, applying
+// the same rules the engine enforces (evidence is checked by reading the
+// cited entries from r). Entries of other kinds are skipped. A task entry
+// that breaks a rule or does not parse changes nothing and is listed in
+// [Tasks.Violations]. Rebuild fails only if r cannot be read.
+//
+// Rebuild holds what an [Engine] holds, an index of the tasks and a
+// bounded cache, never every task at once: [Tasks.Task] and [Tasks.All]
+// read tasks back from r when asked for.
+func Rebuild(ctx context.Context, r EntryReader, size uint64) (*Tasks, error) {
 	ts := newTaskSet(r, 0)
 	if err := ts.replay(ctx, 0, size, nil); err != nil {
 		return nil, err
@@ -81,9 +56,13 @@ func (t *Tasks) Task(ctx context.Context, id string) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
+	tk.mu.RLock()
+	defer tk.mu.RUnlock()
 	v := tk.view()
 	return &v, nil
 }
 
-// State returns every task at once, in order of creation.
-func (t *Tasks) State(ctx context.Context) (*State, error) { return t.ts.state(ctx) }
+// All yields every task, in order of creation, one at a time: each is
+// read back from the log (or the cache) as it is yielded, and none is
+// kept. A failed read is yielded as the error, and ends the sequence.
+func (t *Tasks) All(ctx context.Context) iter.Seq2[*Task, error] { return t.ts.all(ctx) }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"runtime"
 	"slices"
 	"sync"
@@ -334,24 +335,43 @@ func (h *newest) Pop() any {
 	return x
 }
 
-// state returns every task, in order of creation, and the violations.
-func (s *taskSet) state(ctx context.Context) (*State, error) {
-	s.mu.Lock()
-	ns := make([]uint32, s.idx.heads.len())
-	for n := range ns {
-		ns[n] = uint32(n)
-	}
-	slices.SortFunc(ns, func(a, b uint32) int { return cmpIndex(s.idx.heads.at(a).created, s.idx.heads.at(b).created) })
-	st := &State{Violations: slices.Clone(s.violations)}
-	s.mu.Unlock()
-	for _, n := range ns {
-		t, err := s.load(ctx, n)
-		if err != nil {
-			return nil, err
+// all yields every task there is when it starts, in order of creation,
+// each loaded when it is yielded. The index holds them in the order their
+// creates were applied, which is the order of creation but for creates
+// applied out of order (appends committed together, answered in any
+// order); only then does it sort their numbers, 4 bytes a task.
+func (s *taskSet) all(ctx context.Context) iter.Seq2[*Task, error] {
+	return func(yield func(*Task, error) bool) {
+		s.mu.Lock()
+		count := s.idx.heads.len()
+		var order []uint32
+		for n := uint32(1); n < count; n++ {
+			if s.idx.heads.at(n).created < s.idx.heads.at(n-1).created {
+				order = make([]uint32, count)
+				for k := range order {
+					order[k] = uint32(k)
+				}
+				slices.SortFunc(order, func(a, b uint32) int { return cmpIndex(s.idx.heads.at(a).created, s.idx.heads.at(b).created) })
+				break
+			}
 		}
-		t.mu.RLock()
-		st.Tasks = append(st.Tasks, t.view())
-		t.mu.RUnlock()
+		s.mu.Unlock()
+		for k := range count {
+			n := k
+			if order != nil {
+				n = order[k]
+			}
+			t, err := s.load(ctx, n)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			t.mu.RLock()
+			v := t.view()
+			t.mu.RUnlock()
+			if !yield(&v, nil) {
+				return
+			}
+		}
 	}
-	return st, nil
 }

@@ -168,7 +168,7 @@ func taskContext(ctx context.Context, s evidence.Source, index uint64) ([]uint64
 	if !strings.HasPrefix(e.Kind, "task.") || id == "" {
 		return nil, nil
 	}
-	tasks, err := opp.Replay(ctx, s, index+1)
+	tasks, err := opp.Rebuild(ctx, s, index+1)
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding task state: %w", err)
 	}

@@ -57,7 +57,7 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	for _, v := range st.Violations {
+	for _, v := range st.Violations() {
 		fmt.Fprintf(stderr, "warning: ignored (breaks a rule): %s\n", v.String())
 	}
 	calls, err := trackCalls(ctx, src, size)
@@ -65,7 +65,7 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if verb == "list" {
-		if err := opp.FormatList(stdout, st.Summaries(), time.Now()); err != nil {
+		if err := opp.FormatList(stdout, st.All(ctx), time.Now()); err != nil {
 			return err
 		}
 		if open := calls.Open(); len(open) > 0 {
@@ -74,7 +74,10 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	}
-	t := st.Task(id)
+	t, err := st.Task(ctx, id)
+	if err != nil {
+		return err
+	}
 	if t == nil {
 		return fmt.Errorf("no task %q in the log (of size %d)", id, size)
 	}

@@ -333,7 +333,7 @@ func (a *auditRun) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("FAILED after %d entries and %d checkpoints: %w", rep.Entries, rep.Checkpoints, err)
 	}
-	tasks, err := opp.Replay(ctx, src, rep.Size)
+	tasks, err := opp.Rebuild(ctx, src, rep.Size)
 	if err != nil {
 		return fmt.Errorf("FAILED rebuilding task state: %w", err)
 	}

@@ -94,9 +94,10 @@ type view struct {
 	given   map[uint64]givenEntry
 	byLeaf  map[string]uint64
 	anchors http.Handler // nil without anchors
-	// tasks are the tasks rebuilt from the entries held; nil, with
-	// noTasks saying why, when they cannot be.
-	tasks   map[string]*opp.Task
+	// tasks are the tasks rebuilt from the entries held, each read back
+	// from them when asked for; nil, with noTasks saying why, when they
+	// cannot be.
+	tasks   *opp.Tasks
 	noTasks string
 	missing []string // what the directory says it lacks
 }
@@ -164,14 +165,11 @@ func (v *view) readKeys() error {
 
 // rebuildTasks rebuilds the tasks of the entries below end from read.
 func (v *view) rebuildTasks(ctx context.Context, r opp.EntryReader, end uint64) error {
-	st, err := opp.Rebuild(ctx, r, end)
+	tasks, err := opp.Rebuild(ctx, r, end)
 	if err != nil {
 		return fmt.Errorf("rebuilding the tasks: %w", err)
 	}
-	v.tasks = map[string]*opp.Task{}
-	for i := range st.Tasks {
-		v.tasks[st.Tasks[i].ID] = &st.Tasks[i]
-	}
+	v.tasks = tasks
 	return nil
 }
 
@@ -327,12 +325,15 @@ func dirExists(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-func (v *view) task(_ context.Context, id string) (any, error) {
+func (v *view) task(ctx context.Context, id string) (any, error) {
 	if v.tasks == nil {
 		return nil, fmt.Errorf("%w: %s", ui.ErrNoTask, v.noTasks)
 	}
-	t, ok := v.tasks[id]
-	if !ok {
+	t, err := v.tasks.Task(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
 		return nil, fmt.Errorf("%w: the %s holds no task %s", ui.ErrNoTask, v.source, id)
 	}
 	return t, nil

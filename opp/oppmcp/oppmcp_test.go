@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -302,14 +303,22 @@ func TestFlow(t *testing.T) {
 		t.Fatalf("cancelled: %+v", a)
 	}
 
-	rebuilt, err := opp.Rebuild(ctx, h.l, h.l.size())
+	tasks, err := opp.Rebuild(ctx, h.l, h.l.size())
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := h.e.State(ctx)
-	if err != nil {
-		t.Fatal(err)
+	all := func(seq iter.Seq2[*opp.Task, error], vs []opp.Violation) any {
+		var ts []*opp.Task
+		for tk, err := range seq {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts = append(ts, tk)
+		}
+		return []any{ts, vs}
 	}
+	rebuilt := all(tasks.All(ctx), tasks.Violations())
+	live := all(h.e.All(ctx), h.e.Violations())
 	if a, b := mustJSON(t, live), mustJSON(t, rebuilt); a != b {
 		t.Fatalf("live state:\n%s\nrebuilt:\n%s", a, b)
 	}
