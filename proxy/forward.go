@@ -194,7 +194,9 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
 	cp := &capture{}
-	res, err := cs.ReadResource(withCapture(cctx, cp), &mcp.ReadResourceParams{Meta: downMeta(req.Params.Meta), URI: uri,
+	meta := downMeta(req.Params.Meta)
+	d.p.injectTrace(ctx, meta)
+	res, err := cs.ReadResource(withCapture(cctx, cp), &mcp.ReadResourceParams{Meta: meta, URI: uri,
 		InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState})
 	cp.done()
 	if err != nil {
@@ -234,7 +236,9 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 		defer cancel()
 		cp := &capture{}
-		res, err := cs.GetPrompt(withCapture(cctx, cp), &mcp.GetPromptParams{Meta: downMeta(req.Params.Meta), Name: name, Arguments: req.Params.Arguments,
+		meta := downMeta(req.Params.Meta)
+		d.p.injectTrace(ctx, meta)
+		res, err := cs.GetPrompt(withCapture(cctx, cp), &mcp.GetPromptParams{Meta: meta, Name: name, Arguments: req.Params.Arguments,
 			InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState}) // a SEP-2322 retry as sent
 		cp.done()
 		if err != nil {

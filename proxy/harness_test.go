@@ -386,7 +386,7 @@ func connectMemory(t *testing.T, p *Proxy, cl *clientLog) *mcp.ClientSession {
 	}
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := p.Server().Connect(ctx, st, nil)
+	ss, err := p.Server().Connect(ctx, p.frontTransportOf(st), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

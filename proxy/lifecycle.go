@@ -50,7 +50,7 @@ type callIn struct {
 func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage, rerr *jsonrpc.Error) {
 	d := in.d
 	var c *call
-	ctx, span := p.startSpan(ctx, traceCall{front: in.params.Name, meta: in.params.Meta, session: sessionID(in.session),
+	ctx, span := p.startSpan(ctx, traceOp{method: "tools/call", target: in.params.Name, meta: in.params.Meta, session: sessionID(in.session),
 		protocol: in.protocol, id: in.id, transport: in.transport})
 	defer func() { span.end(c, rerr) }()
 	actor, err := p.actor(ctx, &mcp.CallToolRequest{Session: in.session, Params: in.params, Extra: in.extra})
@@ -79,10 +79,7 @@ func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage,
 func (d *downstream) toolHandler(_, tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		in := &callIn{d: d, tool: tool, params: req.Params, session: req.Session, extra: req.Extra,
-			client: req.ClientInfo(), protocol: req.ProtocolVersion(), transport: "pipe", start: time.Now()}
-		if req.Extra != nil && req.Extra.Header != nil {
-			in.transport = "tcp"
-		}
+			client: req.ClientInfo(), protocol: req.ProtocolVersion(), id: frontRequestID(req.Extra), transport: frontTransport(req.Extra), start: time.Now()}
 		raw, rerr := d.p.serveCall(ctx, in)
 		if rerr != nil {
 			if ctx.Err() != nil {

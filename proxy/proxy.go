@@ -99,8 +99,9 @@ type Options struct {
 	// Logger receives the proxy's own log lines (default: discarded). Tool
 	// arguments never reach it.
 	Logger *slog.Logger
-	// Tracer, if set, makes a span of every tools/call to a downstream
-	// server (trace.go); nil: no spans, at no cost.
+	// Tracer, if set, makes a span of every recorded request: tools/calls
+	// to downstream servers and to the sidecar's own recording tools,
+	// resources/read, prompts/get (trace.go); nil: no spans, at no cost.
 	Tracer trace.Tracer
 
 	// Version is provlog's version, sent as serverInfo upstream and as
@@ -218,7 +219,11 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		SubscribeHandler:   p.subscribe,
 		UnsubscribeHandler: p.unsubscribe,
 	})
-	p.server.AddReceivingMiddleware(p.guard)
+	if opts.Tracer != nil {
+		p.server.AddReceivingMiddleware(p.guard, p.traceRequests)
+	} else {
+		p.server.AddReceivingMiddleware(p.guard)
+	}
 	p.addOwnTools()
 
 	for i := range opts.Servers {
@@ -255,7 +260,7 @@ func (p *Proxy) Server() *mcp.Server { return p.server }
 // ServeStdio serves one client over stdin and stdout until it disconnects
 // or ctx is done.
 func (p *Proxy) ServeStdio(ctx context.Context) error {
-	return p.server.Run(ctx, &mcp.StdioTransport{})
+	return p.server.Run(ctx, p.frontTransportOf(&mcp.StdioTransport{}))
 }
 
 // HTTPHandler serves MCP over streamable HTTP (mount it at /mcp). Every
@@ -303,6 +308,7 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 		if !ok {
 			return
 		}
+		p.handOverID(r, body)
 		if id := identityOf(r.Context()); id != nil && body != nil {
 			if err := p.checkScopes(a, id, body); err != nil {
 				a.WriteError(w, err)

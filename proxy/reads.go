@@ -97,7 +97,7 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 	}
 	b, err := e.Marshal()
 	if err == nil {
-		_, err = d.p.append(context.Background(), nil, b)
+		_, err = d.p.append(context.Background(), nil, log.KindTools, b)
 	}
 	if err != nil {
 		d.p.logger.Error("proxy: recording a server's tool list failed", "server", d.cfg.ID, "tools", len(sums), "error", err)
@@ -124,7 +124,7 @@ func (p *Proxy) recordRead(ctx context.Context, e *log.ReadEntry, raw json.RawMe
 	if err != nil {
 		return "", err
 	}
-	r, err := p.append(ctx, nil, b)
+	r, err := p.append(ctx, nil, e.Kind, b)
 	if err != nil {
 		return "", fmt.Errorf("recording the %s: %w", e.Kind, err)
 	}

@@ -103,7 +103,7 @@ func (p *Proxy) recordCall(ctx context.Context, c *call) error {
 	}
 	if err == nil {
 		var r *log.Receipt
-		r, err = p.append(ctx, nil, b)
+		r, err = p.append(ctx, nil, log.KindCall, b)
 		if err == nil {
 			c.index, c.entry = r.Index, b
 		}
@@ -114,13 +114,13 @@ func (p *Proxy) recordCall(ctx context.Context, c *call) error {
 	return err
 }
 
-// append appends entry, as the announced append ex if there is one. The
+// append appends entry, of kind, as c's announced append if there is one. The
 // append outlives the caller's cancellation (bounded by appendTimeout):
 // an entry on its way is never abandoned half-way.
-func (p *Proxy) append(ctx context.Context, c *call, entry []byte) (*log.Receipt, error) {
+func (p *Proxy) append(ctx context.Context, c *call, kind string, entry []byte) (*log.Receipt, error) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
 	defer cancel()
-	actx, end := p.appendSpan(actx, c)
+	actx, end := p.appendSpan(actx, kind)
 	var r *log.Receipt
 	var err error
 	if c != nil && c.expected != nil {
@@ -209,7 +209,7 @@ func (p *Proxy) recordResult(ctx context.Context, c *call) (*log.Receipt, error)
 	b, err := e.Marshal()
 	var r *log.Receipt
 	if err == nil {
-		r, err = p.append(ctx, c, b)
+		r, err = p.append(ctx, c, log.KindCallResult, b)
 	}
 	if err != nil {
 		bs.purge(p)

@@ -19,22 +19,42 @@ import (
 
 // Traces, according to the OpenTelemetry semantic conventions for MCP
 // (gen-ai/mcp.md, Development status): with Options.Tracer set, every
-// tools/call to a downstream server gets a SERVER span named
-// "tools/call <tool>" that continues the trace context the client put in
-// params._meta (traceparent, tracestate), carries mcp.method.name,
-// gen_ai.tool.name, gen_ai.operation.name, mcp.protocol.version,
-// mcp.session.id, jsonrpc.request.id (the SDK's path does not expose it),
-// network.transport and, for a failed call, error.type ("tool_error" for a
-// result with isError, else the JSON-RPC error code) and
-// rpc.response.status_code. The span names the call entry it produced:
-// provlog.log.index and provlog.log.leaf_hash (hex RFC 6962 leaf hash), so
-// a trace leads to the entry and its proof (provlog prove --leaf-hash).
-// Each durable append is a child span. The downstream server gets the
-// proxy's span as its parent in _meta.
+// recorded request gets a SERVER span named "{mcp.method.name} {target}"
+// that continues the trace context the client put in params._meta
+// (traceparent, tracestate):
+//
+//   - a tools/call to a downstream server ("tools/call <tool>"), made by
+//     the call's lifecycle (serveCall) on every front path;
+//   - a tools/call of the sidecar's own recording tools: the task tools
+//     and record_replay ("tools/call create_task");
+//   - resources/read ("resources/read", with mcp.resource.uri) and
+//     prompts/get ("prompts/get <prompt>", with gen_ai.prompt.name).
+//
+// The last two kinds are made by a receiving middleware of the front
+// server (traceRequests), which finds the entry in the receipt the
+// result carries. Every span carries mcp.method.name, mcp.protocol.version,
+// mcp.session.id, jsonrpc.request.id, network.transport, gen_ai.tool.name
+// and gen_ai.operation.name for tools/call and, for a failed request,
+// error.type ("tool_error" for a result with isError, else the JSON-RPC
+// error code) and rpc.response.status_code. It names the entry the
+// request produced: provlog.log.index and provlog.log.leaf_hash (hex RFC
+// 6962 leaf hash), so a trace leads to the entry and its proof (provlog
+// prove --leaf-hash); for a downstream call that is the call entry, whose
+// call.result cites it. Each durable append is a child span. The
+// downstream server gets the proxy's span as its parent in _meta.
 //
 // Nothing from the arguments or results goes into a span, and the session
 // id goes in as a digest: over HTTP it is half of what lets a request into
 // a session. Without a Tracer no span is made and nothing is allocated.
+//
+// # The request id
+//
+// go-sdk keeps a request's JSON-RPC id from its handlers, so the fronts
+// hand it over in the request's RequestExtra.Header, under
+// [frontIDHeader], and only while tracing: the HTTP front from the
+// message it has read anyway ([Proxy.HTTPHandler], after dropping any
+// such header the client sent), the stdio front from each request its
+// connection reads (idConn). The fast path reads the id itself.
 
 // Trace attribute keys of provlog's own.
 const (
@@ -44,52 +64,71 @@ const (
 	attrServer   = attribute.Key("provlog.server")
 )
 
-// traceCall is what the front knows of a tools/call when it starts.
-type traceCall struct {
-	front     string // the tool's front name
-	meta      mcp.Meta
-	session   string
-	protocol  string
+// The fronts' internal headers in a request's RequestExtra (never sent
+// anywhere): the request's JSON-RPC id as its JSON text, and, from the
+// stdio front, that the request came over a pipe.
+const (
+	frontIDHeader   = "Provlog-Internal-Jsonrpc-Id"
+	frontPipeHeader = "Provlog-Internal-Pipe"
+)
+
+// traceOp is what a front knows of a request when it starts.
+type traceOp struct {
+	method    string          // mcp.method.name
+	target    string          // the tool's or prompt's front name
+	uri       string          // resources/read: the front URI
+	meta      mcp.Meta        // the request's _meta
+	session   string          // the front session's id
+	protocol  string          // the request's protocol revision
 	id        json.RawMessage // the JSON-RPC request id, if known
 	transport string          // "pipe" (stdio) or "tcp"
 }
 
-// A callSpan is the span of one tools/call; nil when tracing is off.
-type callSpan struct{ span trace.Span }
+// An opSpan is the span of one request; nil when tracing is off.
+type opSpan struct{ span trace.Span }
 
-// startSpan starts tc's span, if tracing is on and the call is sampled.
-func (p *Proxy) startSpan(ctx context.Context, tc traceCall) (context.Context, *callSpan) {
+// startSpan starts op's span, if tracing is on and the request is
+// sampled.
+func (p *Proxy) startSpan(ctx context.Context, op traceOp) (context.Context, *opSpan) {
 	if p.opts.Tracer == nil {
 		return ctx, nil
 	}
-	meta := tc.meta
-	ctx = propagation.TraceContext{}.Extract(ctx, metaCarrier(meta))
+	ctx = propagation.TraceContext{}.Extract(ctx, metaCarrier(op.meta))
 	attrs := []attribute.KeyValue{
-		attribute.String("mcp.method.name", "tools/call"),
-		attribute.String("gen_ai.tool.name", tc.front),
-		attribute.String("gen_ai.operation.name", "execute_tool"),
-		attribute.String("network.transport", tc.transport),
+		attribute.String("mcp.method.name", op.method),
+		attribute.String("network.transport", op.transport),
 	}
-	if tc.protocol != "" {
-		attrs = append(attrs, attribute.String("mcp.protocol.version", tc.protocol))
+	name := op.method
+	switch op.method {
+	case "tools/call":
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", op.target), attribute.String("gen_ai.operation.name", "execute_tool"))
+		name += " " + op.target
+	case "prompts/get":
+		attrs = append(attrs, attribute.String("gen_ai.prompt.name", op.target))
+		name += " " + op.target
+	case "resources/read":
+		// Not in the name: URIs are many (the conventions' advice).
+		attrs = append(attrs, attribute.String("mcp.resource.uri", op.uri))
 	}
-	if tc.session != "" {
-		sum := sha256.Sum256([]byte(tc.session))
+	if op.protocol != "" {
+		attrs = append(attrs, attribute.String("mcp.protocol.version", op.protocol))
+	}
+	if op.session != "" {
+		sum := sha256.Sum256([]byte(op.session))
 		attrs = append(attrs, attribute.String("mcp.session.id", hex.EncodeToString(sum[:8])))
 	}
-	if id := requestID(tc.id); id != "" {
+	if id := requestID(op.id); id != "" {
 		attrs = append(attrs, attribute.String("jsonrpc.request.id", id))
 	}
-	ctx, span := p.opts.Tracer.Start(ctx, "tools/call "+tc.front,
-		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	ctx, span := p.opts.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 	if !span.IsRecording() {
 		return ctx, nil
 	}
-	return ctx, &callSpan{span}
+	return ctx, &opSpan{span}
 }
 
 // recorded notes c's call entry on the span.
-func (s *callSpan) recorded(c *call) {
+func (s *opSpan) recorded(c *call) {
 	if s == nil || c == nil {
 		return
 	}
@@ -100,15 +139,14 @@ func (s *callSpan) recorded(c *call) {
 // end ends the span of a call that was answered with rerr (nil: a
 // result); c is nil for a call that was not made. Only texts the log
 // holds too (scrubbed of redacted values) go into the span.
-func (s *callSpan) end(c *call, rerr *jsonrpc.Error) {
+func (s *opSpan) end(c *call, rerr *jsonrpc.Error) {
 	if s == nil {
 		return
 	}
 	defer s.span.End()
 	switch {
 	case rerr != nil:
-		code := strconv.FormatInt(rerr.Code, 10)
-		s.span.SetAttributes(attribute.String("error.type", code), attribute.String("rpc.response.status_code", code))
+		s.failed(rerr.Code)
 		desc := "the call was not made"
 		if c != nil {
 			desc = c.errText
@@ -120,7 +158,13 @@ func (s *callSpan) end(c *call, rerr *jsonrpc.Error) {
 	}
 }
 
-// inject puts ctx's span into m as the downstream request's parent.
+// failed notes a JSON-RPC error's code.
+func (s *opSpan) failed(code int64) {
+	text := strconv.FormatInt(code, 10)
+	s.span.SetAttributes(attribute.String("error.type", text), attribute.String("rpc.response.status_code", text))
+}
+
+// injectTrace puts ctx's span into m as the downstream request's parent.
 func (p *Proxy) injectTrace(ctx context.Context, m mcp.Meta) {
 	if p.opts.Tracer == nil || m == nil {
 		return
@@ -128,17 +172,13 @@ func (p *Proxy) injectTrace(ctx context.Context, m mcp.Meta) {
 	propagation.TraceContext{}.Inject(ctx, metaCarrier(m))
 }
 
-// appendSpan starts the span of one durable append (c nil: a call
-// entry), if the call is traced; end it with its outcome.
-func (p *Proxy) appendSpan(ctx context.Context, c *call) (context.Context, func(*log.Receipt, error)) {
+// appendSpan starts the span of one durable append of an entry of kind,
+// if the request is traced; end it with its outcome.
+func (p *Proxy) appendSpan(ctx context.Context, kind string) (context.Context, func(*log.Receipt, error)) {
 	if p.opts.Tracer == nil || !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx, func(*log.Receipt, error) {}
 	}
-	name := "provlog append call"
-	if c != nil {
-		name = "provlog append call.result"
-	}
-	ctx, span := p.opts.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := p.opts.Tracer.Start(ctx, "provlog append "+kind, trace.WithSpanKind(trace.SpanKindInternal))
 	return ctx, func(r *log.Receipt, err error) {
 		if err != nil {
 			span.SetStatus(codes.Error, err.Error())

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -29,6 +31,14 @@ func metaEchoServer(t *testing.T) string {
 	})
 	s.AddTool(&mcp.Tool{Name: "fails", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no"}}}, nil
+	})
+	s.AddResource(&mcp.Resource{URI: "echo://meta", Name: "meta"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		tp, _ := req.Params.Meta["traceparent"].(string)
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "echo://meta", Text: tp}}}, nil
+	})
+	s.AddPrompt(&mcp.Prompt{Name: "meta"}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		tp, _ := req.Params.Meta["traceparent"].(string)
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: tp}}}}, nil
 	})
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	t.Cleanup(srv.Close)
@@ -97,8 +107,8 @@ func TestTraces(t *testing.T) {
 					t.Errorf("%s = %q, want %q", k, attrs[k], v)
 				}
 			}
-			if tc.fast && attrs["jsonrpc.request.id"] == "" {
-				t.Errorf("no jsonrpc.request.id on the fast path")
+			if attrs["jsonrpc.request.id"] == "" {
+				t.Errorf("no jsonrpc.request.id")
 			}
 			if _, ok := attrs["error.type"]; ok {
 				t.Errorf("error.type %q on a call that succeeded", attrs["error.type"])
@@ -167,9 +177,9 @@ func TestTracesOffCostNothing(t *testing.T) {
 	c, r, meta, id := &call{}, &log.Receipt{}, mcp.Meta{}, json.RawMessage("1")
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(100, func() {
-		cctx, span := p.startSpan(ctx, traceCall{front: "x__y", meta: meta, id: id})
+		cctx, span := p.startSpan(ctx, traceOp{method: "tools/call", target: "x__y", meta: meta, id: id})
 		span.recorded(c)
-		actx, end := p.appendSpan(cctx, nil)
+		actx, end := p.appendSpan(cctx, log.KindCall)
 		end(r, nil)
 		p.injectTrace(actx, nil)
 		span.end(c, nil)
@@ -198,4 +208,115 @@ func attrMap(kvs []attribute.KeyValue) map[string]string {
 		m[string(kv.Key)] = kv.Value.Emit()
 	}
 	return m
+}
+
+// TestTracesOtherRequests: resources/read, prompts/get and a tool of the
+// sidecar's own that records (as the task tools do) each get a SERVER span
+// in the client's trace, with the request id, carrying the index and leaf
+// hash of the entry the receipt proves; a read's downstream request has
+// the span as its parent. The provlog__ tools, which record nothing, get
+// none. Over the in-memory pipe and over HTTP (the SDK's handler serves
+// all of these there).
+func TestTracesOtherRequests(t *testing.T) {
+	l := newTestLog(t)
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	p := startProxy(t, l, []ServerConfig{{ID: "down", URL: metaEchoServer(t)}}, func(o *Options) { o.Tracer = tp.Tracer("provlog") })
+	p.Server().AddTool(&mcp.Tool{Name: "record_note", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		b, _ := (&log.Entry{Kind: "note", Time: time.Now(), Actor: "x"}).Marshal()
+		r, err := l.seq.Append(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}, Meta: mcp.Meta{ReceiptKey: r.String()}}, nil
+	})
+	front := serveHTTP(t, p)
+	ctx := context.Background()
+	const parentTrace, parentSpan = "5bf92f3577b34da6a3ce929d0e0e4736", "10f067aa0ba902b7"
+	meta := func() mcp.Meta { return mcp.Meta{"traceparent": "00-" + parentTrace + "-" + parentSpan + "-01"} }
+
+	for _, tc := range []struct {
+		name, transport string
+		cs              func() *mcp.ClientSession
+	}{
+		{"pipe", "pipe", func() *mcp.ClientSession { return connectMemory(t, p, nil) }},
+		{"HTTP", "tcp", func() *mcp.ClientSession { return fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := tc.cs()
+			type request struct {
+				span    string
+				do      func() (receipt, downstream string, err error)
+				attrs   map[string]string
+				noEntry bool
+			}
+			for _, rq := range []request{
+				{span: "resources/read", attrs: map[string]string{"mcp.resource.uri": "down+echo://meta"}, do: func() (string, string, error) {
+					res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "down+echo://meta", Meta: meta()})
+					if err != nil {
+						return "", "", err
+					}
+					return metaReceipt(res.Meta), res.Contents[0].Text, nil
+				}},
+				{span: "prompts/get down__meta", attrs: map[string]string{"gen_ai.prompt.name": "down__meta"}, do: func() (string, string, error) {
+					res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "down__meta", Meta: meta()})
+					if err != nil {
+						return "", "", err
+					}
+					return metaReceipt(res.Meta), res.Messages[0].Content.(*mcp.TextContent).Text, nil
+				}},
+				{span: "tools/call record_note", attrs: map[string]string{"gen_ai.tool.name": "record_note", "gen_ai.operation.name": "execute_tool"}, do: func() (string, string, error) {
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "record_note", Arguments: map[string]any{}, Meta: meta()})
+					if err != nil {
+						return "", "", err
+					}
+					return metaReceipt(res.Meta), "", nil
+				}},
+			} {
+				before := len(sr.Ended())
+				receipt, down, err := rq.do()
+				if err != nil {
+					t.Fatalf("%s: %v", rq.span, err)
+				}
+				s := spanNamed(t, sr.Ended()[before:], rq.span)
+				attrs := attrMap(s.Attributes())
+				if s.SpanKind() != trace.SpanKindServer || s.SpanContext().TraceID().String() != parentTrace || s.Parent().SpanID().String() != parentSpan {
+					t.Errorf("%s: kind %v, trace %s, parent %s: want a server span in the client's trace", rq.span, s.SpanKind(), s.SpanContext().TraceID(), s.Parent().SpanID())
+				}
+				rq.attrs["mcp.method.name"] = strings.Fields(rq.span)[0]
+				rq.attrs["network.transport"] = tc.transport
+				for k, v := range rq.attrs {
+					if attrs[k] != v {
+						t.Errorf("%s: %s = %q, want %q", rq.span, k, attrs[k], v)
+					}
+				}
+				if attrs["jsonrpc.request.id"] == "" {
+					t.Errorf("%s: no jsonrpc.request.id: %v", rq.span, attrs)
+				}
+				r, err := log.ParseReceipt([]byte(receipt))
+				if err != nil {
+					t.Fatalf("%s: receipt: %v", rq.span, err)
+				}
+				if got, want := attrs["provlog.log.index"], attribute.Int64Value(int64(r.Index)).Emit(); got != want {
+					t.Errorf("%s: provlog.log.index %s, want %s", rq.span, got, want)
+				}
+				if got, want := attrs["provlog.log.leaf_hash"], hex.EncodeToString(log.LeafHash(l.entry(t, r.Index))); got != want {
+					t.Errorf("%s: provlog.log.leaf_hash %s, want %s", rq.span, got, want)
+				}
+				if rq.span != "tools/call record_note" {
+					if want := "00-" + parentTrace + "-" + s.SpanContext().SpanID().String() + "-01"; down != want {
+						t.Errorf("%s: downstream saw traceparent %q, want %q", rq.span, down, want)
+					}
+				}
+			}
+			before := len(sr.Ended())
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolStatus, Arguments: map[string]any{}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range sr.Ended()[before:] {
+				t.Errorf("span %q for provlog__status, which records nothing", s.Name())
+			}
+		})
+	}
 }

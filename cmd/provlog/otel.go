@@ -5,22 +5,28 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
 // OTelConfig exports traces of the sidecar's tool calls over OTLP/HTTP
-// (protobuf): a span per proxied tools/call, named and attributed
-// according to the OpenTelemetry MCP semantic conventions, carrying the
-// call entry's index and leaf hash (see proxy/trace.go). Without otel: in
-// the config no exporter is made and the proxy makes no spans.
+// (protobuf): a span per recorded MCP request (tools/call, the task
+// tools, resources/read, prompts/get), named and attributed according to
+// the OpenTelemetry MCP semantic conventions, carrying the entry's index
+// and leaf hash (see proxy/trace.go), and a span per request to the log
+// API (traceLogAPI). Without otel: in the config no exporter is made and
+// no spans are made.
 //
 // The standard OTEL_BSP_* variables tune the batching; the exporter's
 // OTEL_EXPORTER_OTLP_* variables apply where this block says nothing.
@@ -100,3 +106,72 @@ func startTracing(ctx context.Context, c *OTelConfig, origin string, logger *slo
 	}
 	return tp.Tracer("github.com/provlog/provlog/proxy"), stop, nil
 }
+
+// traceLogAPI makes a SERVER span of each request to the log API (h
+// serves the paths under /log/), after the OpenTelemetry HTTP server
+// conventions: named "{method} {http.route}", continuing a W3C
+// traceparent header, with http.request.method, http.route, url.path,
+// http.response.status_code and, for a 5xx, error.type. A read of one
+// entry names it (provlog.log.index). Without a tracer h is returned as
+// it is.
+func traceLogAPI(tracer trace.Tracer, h http.Handler) http.Handler {
+	if tracer == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route, index := logRoute(r.URL.Path)
+		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := tracer.Start(ctx, r.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+			attribute.String("http.request.method", r.Method),
+			attribute.String("http.route", route),
+			attribute.String("url.path", r.URL.Path),
+		))
+		defer span.End()
+		if index != "" {
+			if n, err := strconv.ParseInt(index, 10, 64); err == nil {
+				span.SetAttributes(attribute.Int64("provlog.log.index", n))
+			}
+		}
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, r.WithContext(ctx))
+		span.SetAttributes(attribute.Int("http.response.status_code", sw.status))
+		if sw.status >= 500 {
+			span.SetAttributes(attribute.String("error.type", strconv.Itoa(sw.status)))
+			span.SetStatus(codes.Error, "")
+		}
+	})
+}
+
+// logRoute is the route of a log API path (few values, for span names)
+// and, for an entry's path, the entry's index.
+func logRoute(path string) (route, index string) {
+	rest, _ := strings.CutPrefix(path, "/log/")
+	switch {
+	case rest == "checkpoint", rest == "proof/inclusion", rest == "proof/consistency", rest == "anchors", rest == "purge":
+		return path, ""
+	case strings.HasPrefix(rest, "entry/"):
+		return "/log/entry/{index}", strings.TrimPrefix(rest, "entry/")
+	case strings.HasPrefix(rest, "tile/entries/"):
+		return "/log/tile/entries/{index}", ""
+	case strings.HasPrefix(rest, "tile/"):
+		return "/log/tile/{level}/{index}", ""
+	case strings.HasPrefix(rest, "anchors/"):
+		return "/log/anchors/{name}", ""
+	case strings.HasPrefix(rest, "task/"):
+		return "/log/task/{id}", ""
+	}
+	return "/log/", ""
+}
+
+// statusWriter notes the status a handler answered with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/provlog/provlog/cmd/internal/cli"
 	"github.com/provlog/provlog/log"
@@ -135,6 +136,8 @@ type sidecar struct {
 	stopWitness context.CancelFunc
 	// stopTracing flushes and stops the OTLP exporter (nil: none).
 	stopTracing func()
+	// tracer makes the log API's spans (nil: no otel: block).
+	tracer trace.Tracer
 	// anchors anchors checkpoints (nil without anchors: in the config).
 	anchors *anchoring
 	tokens  *tokens
@@ -302,7 +305,7 @@ func (sc *sidecar) startProxy(ctx context.Context, stdio bool) error {
 	if err != nil {
 		return err
 	}
-	sc.stopTracing = stopTracing
+	sc.stopTracing, sc.tracer = stopTracing, tracer
 	sc.proxy, err = proxy.New(ctx, proxy.Options{
 		Servers:     sc.cfg.Servers,
 		Log:         sc.seq,
@@ -445,14 +448,14 @@ func (s *sidecar) handler() http.Handler {
 	}
 	// Challenger gives the 401s of the log API, the anchors and the task
 	// view the same challenge as /mcp's (and a 403 for missing scopes).
-	mux.Handle("/log/", s.authn.Challenger(server.NewAPI(api)))
-	ah := s.authn.Challenger(anchorsHandler(s.cfg.Data, authorized))
+	mux.Handle("/log/", traceLogAPI(s.tracer, s.authn.Challenger(server.NewAPI(api))))
+	ah := traceLogAPI(s.tracer, s.authn.Challenger(anchorsHandler(s.cfg.Data, authorized)))
 	mux.Handle("/log/anchors", ah)
 	mux.Handle("/log/anchors/", ah)
 	mux.Handle("/mcp", s.proxy.HTTPHandler(s.authn))
 	mux.Handle(authn.MetadataPath, s.authn.Metadata())
 	mux.Handle(authn.MetadataPath+"/", s.authn.Metadata())
-	mux.HandleFunc("POST /log/purge", s.purgeHandler)
+	mux.Handle("POST /log/purge", traceLogAPI(s.tracer, http.HandlerFunc(s.purgeHandler)))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	s.handleUI(mux, authorized)

@@ -22,7 +22,7 @@ func (s *sidecar) handleUI(mux *http.ServeMux, authorized func(*http.Request) bo
 	page := ui.Handler(ui.Info{VKey: s.keys.vkey, Witnesses: witnesses, Source: "sidecar"})
 	mux.Handle("/ui", page)
 	mux.Handle("/ui/", page)
-	mux.Handle("/log/task/", s.authn.Challenger(ui.TaskHandler(engineLookup(s.tasks), authorized)))
+	mux.Handle("/log/task/", traceLogAPI(s.tracer, s.authn.Challenger(ui.TaskHandler(engineLookup(s.tasks), authorized))))
 }
 
 // engineLookup answers task lookups from the task engine's state.
