@@ -2,9 +2,16 @@ package authn_test
 
 import (
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +26,10 @@ import (
 // issuer's key set is cached (the target: 50 µs): "repeat" is a
 // client's next call with the token it used before (a hash and a lookup),
 // "first" a token never seen (signature and claims checked), per key
-// type; "static" a static token among 16, for reference.
+// type; "static" a static token among 16, for reference. Beside "first"
+// run its parts: go-jose's parse and signature check alone, and the
+// standard library's signature check alone (the floor: on a 2-core
+// shared Xeon an ES256 check alone takes 85 µs, over the target).
 func BenchmarkAuthenticate(b *testing.B) {
 	ctx := context.Background()
 	for _, alg := range []jose.SignatureAlgorithm{jose.RS256, jose.ES256} {
@@ -70,6 +80,31 @@ func BenchmarkAuthenticate(b *testing.B) {
 					b.Fatal(err)
 				}
 				i++
+			}
+		})
+		// Below that, the signature check itself with the standard library
+		// alone (no JOSE parsing at all): the floor of a first use.
+		b.Run(fmt.Sprintf("%s/stdlib-signature-only", alg), func(b *testing.B) {
+			in, sig := signingInput(b, toks[0])
+			digest := sha256.Sum256(in)
+			jws, err := jose.ParseSignedCompact(toks[0], []jose.SignatureAlgorithm{alg})
+			if err != nil {
+				b.Fatal(err)
+			}
+			pub := keys.Key(jws.Signatures[0].Protected.KeyID)[0].Key
+			defer cpuPerOp(b)()
+			for b.Loop() {
+				var ok bool
+				switch k := pub.(type) {
+				case *ecdsa.PublicKey:
+					r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
+					ok = ecdsa.Verify(k, digest[:], r, s)
+				case *rsa.PublicKey:
+					ok = rsa.VerifyPKCS1v15(k, crypto.SHA256, digest[:], sig) == nil
+				}
+				if !ok {
+					b.Fatal("the signature does not verify")
+				}
 			}
 		})
 		b.Run(fmt.Sprintf("%s/first", alg), func(b *testing.B) {
@@ -123,6 +158,17 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// signingInput splits a compact JWS into what is signed and the
+// signature.
+func signingInput(b *testing.B, tok string) ([]byte, []byte) {
+	i := strings.LastIndexByte(tok, '.')
+	sig, err := base64.RawURLEncoding.DecodeString(tok[i+1:])
+	if err != nil {
+		b.Fatal(err)
+	}
+	return []byte(tok[:i]), sig
 }
 
 func fetchKeys(b *testing.B, url string) *jose.JSONWebKeySet {
