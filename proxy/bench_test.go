@@ -2,12 +2,19 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/provlog/provlog/log"
 )
 
 // BenchmarkCallHTTP: one tools/call (a 1 KiB echo) through the proxy's
@@ -15,7 +22,8 @@ import (
 // log (so the store's cost is not in it; the sequencer's is). The client
 // and the server run in this process too, so ns/op is not the proxy's
 // alone: read -cpuprofile for that. The direct sub-benchmark calls the
-// same server without the proxy, for the difference.
+// same server without the proxy, for the difference; proxied-otel is
+// proxied with tracing on, for the spans' cost.
 //
 //	go test ./proxy -run '^$' -bench CallHTTP -cpuprofile /tmp/cpu.out
 func BenchmarkCallHTTP(b *testing.B) {
@@ -51,13 +59,73 @@ func BenchmarkCallHTTP(b *testing.B) {
 		}
 	}
 	b.Run("direct", func(b *testing.B) { run(b, connect(b, down.URL), "echo") })
-	b.Run("proxied", func(b *testing.B) {
+	proxied := func(b *testing.B, opts func(*Options)) {
 		l := newTestLog(b)
-		p := startProxy(b, l, []ServerConfig{{ID: "e", URL: down.URL}}, nil)
+		p := startProxy(b, l, []ServerConfig{{ID: "e", URL: down.URL}}, opts)
 		cs := fastSession(b, p, connect(b, serveHTTP(b, p)))
 		run(b, cs, "e__echo")
 		if p.fastCalls.Load() == 0 {
 			b.Error("no call took the fast path")
 		}
+	}
+	b.Run("proxied", func(b *testing.B) { proxied(b, nil) })
+	// With otel: as cmd configures it: every span batched and exported
+	// over OTLP/HTTP (protobuf) to a receiver that reads and drops them.
+	b.Run("proxied-otel", func(b *testing.B) {
+		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+		}))
+		b.Cleanup(rcv.Close)
+		exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(rcv.URL+"/v1/traces"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+		b.Cleanup(func() { tp.Shutdown(context.Background()) })
+		proxied(b, func(o *Options) { o.Tracer = tp.Tracer("provlog") })
+	})
+}
+
+// BenchmarkCallSpans: what tracing adds to one proxied call by itself,
+// without the call: the call's span with the MCP attributes, its two
+// append spans and the traceparent for the downstream, ended and handed
+// to the batch processor of an OTLP/HTTP exporter (off: no Tracer;
+// otel-noexport: a batch processor whose exporter drops the spans, for
+// the spans' making alone).
+func BenchmarkCallSpans(b *testing.B) {
+	c := &call{actor: "alice", server: "e", index: 7, entry: []byte(`{"kind":"call"}`)}
+	r := &log.Receipt{Index: 8}
+	id := json.RawMessage(`17`)
+	run := func(b *testing.B, p *Proxy) {
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			meta := mcp.Meta{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+			cctx, span := p.startSpan(ctx, traceOp{method: "tools/call", target: "e__echo", meta: meta, session: "S3SS10N", protocol: "2025-11-25", id: id, transport: "tcp"})
+			span.recorded(c)
+			_, end := p.appendSpan(cctx, log.KindCall)
+			end(r, nil)
+			p.injectTrace(cctx, meta)
+			_, end = p.appendSpan(cctx, log.KindCallResult)
+			end(r, nil)
+			span.end(c, nil)
+		}
+	}
+	b.Run("off", func(b *testing.B) { run(b, &Proxy{}) })
+	b.Run("otel-noexport", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		b.Cleanup(func() { tp.Shutdown(context.Background()) })
+		run(b, &Proxy{opts: Options{Tracer: tp.Tracer("provlog")}})
+	})
+	b.Run("otel", func(b *testing.B) {
+		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+		b.Cleanup(rcv.Close)
+		exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(rcv.URL+"/v1/traces"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+		b.Cleanup(func() { tp.Shutdown(context.Background()) })
+		run(b, &Proxy{opts: Options{Tracer: tp.Tracer("provlog")}})
 	})
 }
