@@ -36,6 +36,19 @@ type CallEntry struct {
 	// ProtocolVersion is the client's protocol revision, if known.
 	ProtocolVersion string
 
+	// A call the server answered with an input_required result (MCP
+	// 2026-07-28, SEP-2322) goes on in further legs, each a call entry
+	// of its own with the same tool and arguments (wire: "continues",
+	// "input_responses_sha256"). Continues is the index of the
+	// call.result entry whose input_required result the leg answers (0:
+	// the call's first leg, or a retry the proxy could not tie to one);
+	// InputResponsesSHA256 is the hex SHA-256 of the JCS form of the
+	// inputResponses the leg carries to the server, configured fields
+	// redacted. Its requestState is the server's own, from the result
+	// that Continues names.
+	Continues            uint64
+	InputResponsesSHA256 string
+
 	// Outcome is the outcome of a call recorded in one entry (old logs),
 	// with Call left 0: it is the entry's own. Marshal refuses a CallEntry with
 	// an Outcome; provlog writes a CallResult instead.
@@ -112,6 +125,12 @@ func (c *CallEntry) Marshal() ([]byte, error) {
 	if c.ProtocolVersion != "" {
 		f["protocol_version"] = c.ProtocolVersion
 	}
+	if c.Continues != 0 {
+		f["continues"] = c.Continues
+	}
+	if c.InputResponsesSHA256 != "" {
+		f["input_responses_sha256"] = c.InputResponsesSHA256
+	}
 	return (&Entry{Kind: KindCall, Time: c.Time, Actor: c.Actor, Auth: c.Auth, Fields: f}).Marshal()
 }
 
@@ -165,6 +184,9 @@ func ParseCall(e *Entry) (*CallEntry, error) {
 		ToolSHA256:      rd.str("tool_sha256"),
 		ArgsSHA256:      rd.str("args_sha256"),
 		ProtocolVersion: rd.str("protocol_version"),
+		Continues:       uint64(rd.int("continues")),
+
+		InputResponsesSHA256: rd.str("input_responses_sha256"),
 	}
 	if v, ok := e.Fields["args"]; ok {
 		b, err := appendCanonical(nil, v, 1)

@@ -25,12 +25,13 @@ func TestCallEntriesRoundTrip(t *testing.T) {
 		Args:            log.CanonicalJSON(`{"message":"[redacted]","n":1e+21}`),
 		Client:          &log.CallClient{Name: "cl", Version: "1.0"},
 		ProtocolVersion: "2025-11-25",
+		Continues:       5, InputResponsesSHA256: strings.Repeat("ef", 32),
 	}
 	b, err := c.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"actor":"alice","args":{"message":"[redacted]","n":1e+21},"client":{"name":"cl","version":"1.0"},"kind":"call","protocol_version":"2025-11-25","server":"ev","started":"2026-12-01T09:00:00.123456789Z","time":"2026-12-01T09:00:00.123456789Z","tool":"echo","tool_sha256":"` + strings.Repeat("ab", 32) + `","v":1}`
+	want := `{"actor":"alice","args":{"message":"[redacted]","n":1e+21},"client":{"name":"cl","version":"1.0"},"continues":5,"input_responses_sha256":"` + strings.Repeat("ef", 32) + `","kind":"call","protocol_version":"2025-11-25","server":"ev","started":"2026-12-01T09:00:00.123456789Z","time":"2026-12-01T09:00:00.123456789Z","tool":"echo","tool_sha256":"` + strings.Repeat("ab", 32) + `","v":1}`
 	if string(b) != want {
 		t.Errorf("call entry\n got %s\nwant %s", b, want)
 	}

@@ -34,6 +34,10 @@ type call struct {
 	protocol     string
 	index        uint64 // the call entry's, once written
 	entry        []byte // the call entry, once written
+	continues    uint64 // the call.result whose input_required this leg answers (0: none)
+	inputSum     string // the hash of the inputResponses it carries, if any
+	resultIndex  uint64 // the call.result entry's, once written
+	newSession   bool   // it went to a 2026-07-28 session
 
 	duration    time.Duration
 	result      json.RawMessage // the downstream result as received, if any

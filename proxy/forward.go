@@ -123,8 +123,9 @@ func (d *downstream) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.E
 	return res, nil
 }
 
-// askClient sends a server's request (sampling/createMessage or
-// elicitation/create, with params of the SDK's type) to the client of
+// askClient sends a server's request (sampling/createMessage,
+// elicitation/create or, bridged, roots/list, with params of the SDK's
+// type) to the client of
 // call c, on the call's own stream, and returns the client's result: on
 // the fast front's stream of the call (callstream.go), else through the
 // SDK's session in the call's context, which puts it on that call's
@@ -143,8 +144,12 @@ func (d *downstream) askClient(ctx context.Context, c *inflightCall, method stri
 	switch p := params.(type) {
 	case *mcp.CreateMessageParams:
 		res, err = c.session.CreateMessage(uctx, p)
+	case *mcp.CreateMessageWithToolsParams:
+		res, err = c.session.CreateMessageWithTools(uctx, p)
 	case *mcp.ElicitParams:
 		res, err = c.session.Elicit(uctx, p)
+	case *mcp.ListRootsParams:
+		res, err = c.session.ListRoots(uctx, p)
 	default:
 		return nil, rpcError(jsonrpc.CodeMethodNotFound, "provlog: method %q is not offered to servers", method)
 	}

@@ -41,12 +41,16 @@ type callIn struct {
 	id        json.RawMessage        // the JSON-RPC request id, if the front knows it
 	transport string                 // "pipe" (stdio) or "tcp", for the trace
 	start     time.Time
+	continues uint64 // a later leg's: the call.result whose input_required it answers
 }
 
 // serveCall records, forwards and answers one tools/call: the result is
 // the server's as received, with the receipt in its _meta and front URIs
 // (frontResult). Nothing reaches the server unless the call entry is
-// durable, and nothing is returned unless the outcome is.
+// durable, and nothing is returned unless the outcome is. A call the
+// server answers with input_required for a client that does not speak
+// that revision goes on in further legs (bridge.go), each recorded the
+// same way, until the server has what it needs.
 func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage, rerr *jsonrpc.Error) {
 	d := in.d
 	var c *call
@@ -57,22 +61,39 @@ func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage,
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
 	}
-	c, rerr = p.startCall(ctx, d, in.params.Name, in.tool, actor, in.start, in.params.Arguments, in.argsCanon, in.client, in.protocol)
-	if rerr != nil {
-		return nil, rerr
-	}
-	defer c.withdraw()
-	span.recorded(c)
-	callErr := p.forward(ctx, in, c)
-	receipt, rerr := p.settle(ctx, d, c, callErr)
-	if rerr != nil {
-		return nil, rerr
+	var receipt string
+	for leg := 1; ; leg++ {
+		if c, receipt, rerr = p.serveLeg(ctx, in, actor, span); rerr != nil {
+			return nil, rerr
+		}
+		ask, ok := in.bridged(c)
+		if !ok {
+			break
+		}
+		if in, rerr = p.answerInputs(ctx, in, c, ask, leg); rerr != nil {
+			return nil, rerr
+		}
 	}
 	res, err = d.frontResult(c.result, receipt)
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: server %q: %v", d.cfg.ID, err)
 	}
 	return res, nil
+}
+
+// serveLeg records and forwards one leg of a call (the call itself, or a
+// retry of it with the client's input) and records its outcome; it
+// returns the call and its receipt, or the error the client gets.
+func (p *Proxy) serveLeg(ctx context.Context, in *callIn, actor string, span *callSpan) (*call, string, *jsonrpc.Error) {
+	c, rerr := p.startCall(ctx, in, actor)
+	if rerr != nil {
+		return nil, "", rerr
+	}
+	defer c.withdraw()
+	span.recorded(c)
+	callErr := p.forward(ctx, in, c)
+	receipt, rerr := p.settle(ctx, in.d, c, callErr)
+	return c, receipt, rerr
 }
 
 // toolHandler serves the SDK front's tools/calls of one downstream tool.
@@ -86,6 +107,9 @@ func (d *downstream) toolHandler(_, tool string) mcp.ToolHandler {
 				return nil, ctx.Err() // cancelled by the client: nobody is listening
 			}
 			return nil, rerr
+		}
+		if in.protocol < statelessProtocol {
+			raw = withoutResultType(raw)
 		}
 		res := new(mcp.CallToolResult)
 		if err := json.Unmarshal(raw, res); err != nil {
@@ -118,7 +142,16 @@ func (p *Proxy) forward(ctx context.Context, in *callIn, c *call) error {
 		return errLocal{c.errText}
 	}
 	stateless := sessionStateless(cs)
+	c.newSession = stateless
 	meta := downMeta(in.params.Meta)
+	if stateless && in.protocol < statelessProtocol {
+		// A 2026-07-28 server logs a request's messages at the level the
+		// request carries (none: no messages); an older client set its
+		// level for its session.
+		if lv, ok := p.logLevels.Load(in.session); ok && meta[mcp.MetaKeyLogLevel] == nil {
+			meta[mcp.MetaKeyLogLevel] = lv
+		}
+	}
 	p.injectTrace(ctx, meta)
 	if tok := in.params.GetProgressToken(); tok != nil && in.session != nil {
 		// Upstream tokens can collide across sessions, and arrive as

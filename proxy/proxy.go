@@ -149,6 +149,7 @@ type Proxy struct {
 
 	sessions   sync.Map      // front HTTP session id -> *frontSession (fast.go)
 	initActors sync.Map      // *mcp.ServerSession -> actor of its initialize request
+	logLevels  sync.Map      // *mcp.ServerSession -> the mcp.LoggingLevel its client set (bridge.go)
 	fastCalls  atomic.Uint64 // tools/calls the fast path served (for tests)
 	noFastPath bool          // tests: serve every request through the SDK
 	reaper     sync.Once
@@ -379,6 +380,7 @@ func (p *Proxy) guard(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}()
 		p.noteInitialize(method, req)
+		p.noteLogLevel(method, req)
 		return next(ctx, method, req)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
 )
@@ -29,14 +28,22 @@ import (
 // entry cannot be written is refused with the error returned, and must
 // not be forwarded. On success the call's result is announced to the log:
 // the caller must defer c.withdraw().
-func (p *Proxy) startCall(ctx context.Context, d *downstream, front, tool, actor string, start time.Time, args json.RawMessage, argsCanon []byte, client *mcp.Implementation, protocol string) (*call, *jsonrpc.Error) {
+func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call, *jsonrpc.Error) {
+	d, front := in.d, in.params.Name
 	c := &call{
-		server: d.cfg.ID, tool: tool, toolSum: d.cat.toolSum(front), actor: actor, start: start,
-		client: client, protocol: protocol, retain: d.cfg.Retain == RetainFull,
+		server: d.cfg.ID, tool: in.tool, toolSum: d.cat.toolSum(front), actor: actor, start: in.start,
+		client: in.client, protocol: in.protocol, retain: d.cfg.Retain == RetainFull, continues: in.continues,
 	}
 	var err error
-	if c.args, c.secrets, err = d.recordedArgs(args, argsCanon); err != nil {
+	if c.args, c.secrets, err = d.recordedArgs(in.params.Arguments, in.argsCanon); err != nil {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the call to %s was not made: its arguments cannot be recorded: %v", front, err)
+	}
+	if len(in.params.InputResponses) > 0 {
+		sum, secrets, err := d.inputResponsesSum(in.params.InputResponses)
+		if err != nil {
+			return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the call to %s was not made: its inputResponses cannot be recorded: %v", front, err)
+		}
+		c.inputSum, c.secrets = sum, append(c.secrets, secrets...)
 	}
 	if err := p.recordCall(ctx, c); err != nil {
 		p.logger.Error("proxy: recording a call failed; the call is refused", "actor", c.actor, "server", c.server, "tool", c.tool, "error", err)
@@ -85,6 +92,7 @@ func (p *Proxy) recordCall(ctx context.Context, c *call) error {
 	e := &log.CallEntry{
 		Time: c.start, Actor: c.actor, Auth: log.AuthFrom(ctx), Server: c.server, Tool: c.tool, ToolSHA256: c.toolSum,
 		Args: c.args, ProtocolVersion: truncate(c.protocol, maxClientText),
+		Continues: c.continues, InputResponsesSHA256: c.inputSum,
 	}
 	if c.client != nil {
 		e.Client = &log.CallClient{Name: truncate(c.client.Name, maxClientText), Version: truncate(c.client.Version, maxClientText)}
@@ -152,6 +160,7 @@ func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr erro
 			slog.String("tool", c.tool), slog.Uint64("call", c.index), slog.Uint64("result", r.Index), slog.Bool("is_error", c.isError),
 			slog.Duration("duration", c.duration))
 	}
+	c.resultIndex = r.Index
 	receipt := r.String()
 	if callErr == nil {
 		return receipt, nil

@@ -1,0 +1,192 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The bridge between revisions (revision.go says when it is needed): a
+// server on a 2026-07-28 session asks for the client's input in its
+// result (SEP-2322: resultType "input_required", inputRequests keyed by
+// the server's ids, an opaque requestState), where a client of an older
+// revision expects the server's own requests during the call. For such a
+// client serveCall turns each input request into that request
+// (elicitation/create, sampling/createMessage, roots/list) on the call's
+// own stream, and makes the call again with the client's answers as its
+// inputResponses and the server's requestState echoed, as 2026-07-28's
+// client would, until the server answers with a result of its own.
+//
+// Each leg goes through the call lifecycle as a call of its own: a call
+// entry before it reaches the server, a call.result before anything goes
+// on. A later leg's call entry says which leg it continues ("continues":
+// the call.result of the input_required answer) and what it adds
+// ("input_responses_sha256"); the client gets the last leg's result with
+// that leg's receipt.
+
+// maxBridgeLegs bounds the legs of one bridged call, as go-sdk's client
+// bounds its own retries.
+const maxBridgeLegs = 10
+
+// An inputAsk is the input an input_required result asks for.
+type inputAsk struct {
+	requests map[string]inputRequest // by the server's id
+	state    string                  // requestState, to echo
+}
+
+type inputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// bridged reports whether leg c of the call in must go on as a bridged
+// call, and what the server asked for: it ended in an input_required
+// result from a 2026-07-28 session to a client of an older revision.
+func (in *callIn) bridged(c *call) (inputAsk, bool) {
+	if !c.newSession || in.protocol >= statelessProtocol || c.isError || c.errText != "" || c.result == nil {
+		return inputAsk{}, false
+	}
+	var r struct {
+		ResultType    string                  `json:"resultType"`
+		InputRequests map[string]inputRequest `json:"inputRequests"`
+		RequestState  string                  `json:"requestState"`
+	}
+	if json.Unmarshal(c.result, &r) != nil || r.ResultType != "input_required" {
+		return inputAsk{}, false
+	}
+	return inputAsk{requests: r.InputRequests, state: r.RequestState}, true
+}
+
+// answerInputs asks in's client for what leg number leg (c) was asked,
+// in the client's revision, and returns the next leg: the same call with
+// the answers and the server's requestState. A client that refuses a
+// request, or cannot take it, ends the call with its error.
+func (p *Proxy) answerInputs(ctx context.Context, in *callIn, c *call, ask inputAsk, leg int) (*callIn, *jsonrpc.Error) {
+	d := in.d
+	if leg >= maxBridgeLegs {
+		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: server %q still asked for input after %d legs of the call (log entry %d); given up", d.cfg.ID, leg, c.index)
+	}
+	if len(ask.requests) == 0 {
+		// The server is shedding load (SEP-2322): it asks for nothing and
+		// wants the call again.
+		return in.nextLeg(c, nil, ask.state), nil
+	}
+	ic := &inflightCall{session: in.session, ctx: ctx}
+	ids := make([]string, 0, len(ask.requests))
+	for id := range ask.requests {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	answers := make(map[string]json.RawMessage, len(ids))
+	for _, id := range ids {
+		r := ask.requests[id]
+		params, err := inputParams(r)
+		if err != nil {
+			return nil, rpcError(jsonrpc.CodeInternalError, "provlog: server %q asked for input %q it cannot have from this client: %v", d.cfg.ID, id, err)
+		}
+		raw, err := d.askClient(ctx, ic, r.Method, params)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the call was cancelled while the client was asked for input")
+			}
+			return nil, rpcError(jsonrpc.CodeInternalError, "provlog: server %q asked the client for input %q (%s), which failed: %v", d.cfg.ID, id, r.Method, err)
+		}
+		answers[id] = raw
+	}
+	b, _ := json.Marshal(answers)
+	var responses mcp.InputResponseMap
+	if err := json.Unmarshal(b, &responses); err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the client's answers to server %q cannot be passed on: %v", d.cfg.ID, err)
+	}
+	return in.nextLeg(c, responses, ask.state), nil
+}
+
+// nextLeg is the call in again, after leg c, with responses and state.
+func (in *callIn) nextLeg(c *call, responses mcp.InputResponseMap, state string) *callIn {
+	next := *in
+	params := *in.params
+	params.InputResponses, params.RequestState = responses, state
+	next.params, next.continues, next.id = &params, c.resultIndex, nil
+	next.start = c.start.Add(c.duration)
+	return &next
+}
+
+// inputParams decodes one input request's params into the SDK's type for
+// its method, which askClient sends to the client.
+func inputParams(r inputRequest) (any, error) {
+	var v any
+	switch r.Method {
+	case "elicitation/create":
+		v = new(mcp.ElicitParams)
+	case "sampling/createMessage":
+		v = new(mcp.CreateMessageWithToolsParams)
+	case "roots/list":
+		v = new(mcp.ListRootsParams)
+	default:
+		return nil, fmt.Errorf("method %q is not one a server may ask for", r.Method)
+	}
+	if len(r.Params) > 0 && string(r.Params) != "null" {
+		if err := json.Unmarshal(r.Params, v); err != nil {
+			return nil, fmt.Errorf("its params: %w", err)
+		}
+	}
+	return v, nil
+}
+
+// inputResponsesSum returns the hex SHA-256 of the JCS form of a leg's
+// inputResponses as the server gets them, configured fields redacted, and
+// the redacted values.
+func (d *downstream) inputResponsesSum(m mcp.InputResponseMap) (string, []string, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", nil, err
+	}
+	canon, secrets, err := d.recordedArgs(b, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	return hexSHA256(canon), secrets, nil
+}
+
+// noteLogLevel remembers the level a front session's client set with
+// logging/setLevel, which a bridged call carries to its server.
+func (p *Proxy) noteLogLevel(method string, req mcp.Request) {
+	if method != "logging/setLevel" {
+		return
+	}
+	params, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
+	ss, sok := req.GetSession().(*mcp.ServerSession)
+	if !ok || !sok || params == nil || ss == nil {
+		return
+	}
+	if _, had := p.logLevels.Swap(ss, params.Level); !had {
+		go func() {
+			ss.Wait()
+			p.logLevels.Delete(ss)
+		}()
+	}
+}
+
+// withoutResultType is a tools/call result of a 2026-07-28 session as an
+// older client gets it: without resultType, which its revision does not
+// have (the SDK's front would pass it on as decoded).
+func withoutResultType(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte(`"resultType"`)) {
+		return raw
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return raw
+	}
+	delete(m, "resultType")
+	b, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return b
+}
