@@ -84,7 +84,7 @@ func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage,
 // serveLeg records and forwards one leg of a call (the call itself, or a
 // retry of it with the client's input) and records its outcome; it
 // returns the call and its receipt, or the error the client gets.
-func (p *Proxy) serveLeg(ctx context.Context, in *callIn, actor string, span *callSpan) (*call, string, *jsonrpc.Error) {
+func (p *Proxy) serveLeg(ctx context.Context, in *callIn, actor string, span *opSpan) (*call, string, *jsonrpc.Error) {
 	c, rerr := p.startCall(ctx, in, actor)
 	if rerr != nil {
 		return nil, "", rerr
