@@ -27,6 +27,7 @@ type downstream struct {
 	newer newerSession // a stdio server's 2026-07-28 session, once a client of it called (revision.go)
 	cat   *catalogue
 	calls callers
+	gate  gate // the requests let in, closed when the server is removed (drain.go)
 
 	httpClient *http.Client // HTTP servers: the fast path's client, sharing the SDK's connection pool
 	h1         *h1Pool      // plain-HTTP servers: the fast path's own connections (nil: httpClient)

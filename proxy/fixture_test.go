@@ -51,6 +51,21 @@ func runFixtureServer() {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("slept %vms in pid %d", ms, os.Getpid())}}}, nil
 	})
+	s.AddTool(&mcp.Tool{Name: "wait_file", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		path, _ := args(req)["path"].(string)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if _, err := os.Stat(path); err == nil {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "found " + path}}}, nil
+			}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	})
 	s.AddTool(&mcp.Tool{Name: "hang", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()

@@ -186,6 +186,11 @@ func (d *downstream) resourceUpdated(ctx context.Context, req *mcp.ResourceUpdat
 
 // readResource serves resources/read for a resource or template of d.
 func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	ticket, ok := d.gate.enter()
+	if !ok {
+		return nil, removedError(d.cfg.ID)
+	}
+	defer d.gate.leave(ticket)
 	cs, err := d.sessionFor(ctx, req.ProtocolVersion())
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: %v", err)
@@ -198,6 +203,7 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	uri := strings.TrimPrefix(req.Params.URI, d.cfg.uriPrefix())
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
+	d.gate.forwarding(ticket, cancel)
 	cp := &capture{}
 	meta := downMeta(req.Params.Meta)
 	d.p.injectTrace(ctx, meta)
@@ -225,6 +231,11 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 
 func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		ticket, ok := d.gate.enter()
+		if !ok {
+			return nil, removedError(d.cfg.ID)
+		}
+		defer d.gate.leave(ticket)
 		cs, err := d.sessionFor(ctx, req.ProtocolVersion())
 		if err != nil {
 			return nil, rpcError(jsonrpc.CodeInternalError, "provlog: %v", err)
@@ -240,6 +251,7 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		}
 		cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 		defer cancel()
+		d.gate.forwarding(ticket, cancel)
 		cp := &capture{}
 		meta := downMeta(req.Params.Meta)
 		d.p.injectTrace(ctx, meta)

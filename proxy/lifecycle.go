@@ -42,6 +42,7 @@ type callIn struct {
 	transport string                 // "pipe" (stdio) or "tcp", for the trace
 	start     time.Time
 	continues uint64 // a later leg's: the call.result whose input_required it answers
+	ticket    uint64 // its place in d's gate (drain.go)
 }
 
 // serveCall records, forwards and answers one tools/call: the result is
@@ -57,6 +58,12 @@ func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage,
 	ctx, span := p.startSpan(ctx, traceOp{method: "tools/call", target: in.params.Name, meta: in.params.Meta, session: sessionID(in.session),
 		protocol: in.protocol, id: in.id, transport: in.transport})
 	defer func() { span.end(c, rerr) }()
+	ticket, ok := d.gate.enter()
+	if !ok {
+		return nil, removedError(d.cfg.ID)
+	}
+	defer d.gate.leave(ticket)
+	in.ticket = ticket
 	actor, err := p.actor(ctx, &mcp.CallToolRequest{Session: in.session, Params: in.params, Extra: in.extra})
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
@@ -168,6 +175,7 @@ func (p *Proxy) forward(ctx context.Context, in *callIn, c *call) error {
 	defer d.calls.end(id)
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
+	d.gate.forwarding(in.ticket, cancel)
 	var o outcome
 	if d.cfg.URL != "" && !stateless {
 		o = d.postCall(cctx, cs, in, meta, &inflightCall{session: in.session, ctx: ctx})
@@ -224,6 +232,8 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		c.errText = "cancelled by the client"
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		c.errText = fmt.Sprintf("server %q did not answer %s within %s", d.cfg.ID, tool, d.cfg.timeout())
+	case cctx.Err() != nil && d.gate.cut():
+		c.errText = d.cancelledText(d.p.drainTimeout())
 	case o.lost:
 		c.errText = fmt.Sprintf("server %q closed the connection during the call (it crashed or exited, or lost the session: %v); it is being reconnected", d.cfg.ID, o.err)
 		d.p.logger.Warn("proxy: downstream connection lost during a call; reconnecting", "actor", c.actor, "server", d.cfg.ID, "tool", tool, "call", c.index, "error", o.err)

@@ -117,6 +117,10 @@ type Options struct {
 	// SessionIdle closes a stateful HTTP session after this long without
 	// a request (default DefaultSessionIdle).
 	SessionIdle time.Duration
+	// DrainTimeout bounds how long RemoveServer lets the calls in flight
+	// on a removed server run before cancelling them (default
+	// DefaultDrainTimeout).
+	DrainTimeout time.Duration
 	// StartTimeout bounds how long New waits for the downstream servers'
 	// first connection before serving without the slow ones (default 30s).
 	StartTimeout time.Duration
@@ -141,6 +145,7 @@ type Proxy struct {
 	serversMu sync.Mutex
 
 	sources sync.Map // server id -> *source.Resolver, made on first use (call.go)
+	removed sync.Map // removedName -> id of the removed server it was (drain.go)
 
 	router *router // front name -> server (router.go)
 
@@ -381,6 +386,9 @@ func (p *Proxy) guard(next mcp.MethodHandler) mcp.MethodHandler {
 		}()
 		p.noteInitialize(method, req)
 		p.noteLogLevel(method, req)
+		if err := p.refuseRemoved(req); err != nil {
+			return nil, err
+		}
 		return next(ctx, method, req)
 	}
 }

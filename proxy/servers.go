@@ -10,8 +10,8 @@ import (
 // servers (a changed server is removed and added again) without touching
 // the front's sessions. A removed server's names leave the front at once
 // (clients get list_changed), then its process or connection is closed:
-// a call still on its way there fails, and is recorded as failed, as when
-// a server crashes.
+// calls still on their way there are drained (drain.go), and requests
+// that come for it later are refused, saying why.
 
 // A live server is one AddServer or New started, with what stops it.
 type live struct {
@@ -75,6 +75,7 @@ func (p *Proxy) AddServer(cfg ServerConfig) error {
 	if cfg.Retain == RetainFull && p.opts.Blobs == nil {
 		return fmt.Errorf("proxy: server %q retains full results, but there is no blob store", cfg.ID)
 	}
+	p.forgetRemoved(cfg.ID)
 	p.start(newDownstream(p, cfg))
 	p.logger.Info("proxy: server added", "server", cfg.ID)
 	return nil
@@ -102,11 +103,18 @@ func (p *Proxy) RemoveServer(id string) error {
 	p.dsMu.Unlock()
 	p.router.setServers(ds)
 
+	// Its names leave the front now; holding syncMu through the drain
+	// keeps a sync under way from registering them again.
+	d := l.d
+	idle := d.gate.close()
+	d.cat.syncMu.Lock()
+	p.noteRemoved(id, d.cat.clearLocked())
+	d.drain(idle, p.drainTimeout())
 	l.cancel()
-	l.d.cat.clear()
-	l.d.stop()
+	d.cat.syncMu.Unlock()
+	d.stop()
 	<-l.done
-	l.d.cat.clear() // what a sync under way registered as it stopped
+	d.cat.clear() // what a sync under way registered as it stopped
 	p.sources.Delete(id)
 	p.logger.Info("proxy: server removed", "server", id)
 	return nil
@@ -116,14 +124,26 @@ func (p *Proxy) RemoveServer(id string) error {
 func (c *catalogue) clear() {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
+	c.clearLocked()
+}
+
+// clearLocked withdraws every name c's server has at the front and
+// returns them, by name table; the caller holds c.syncMu.
+func (c *catalogue) clearLocked() map[nameTable][]string {
+	gone := map[nameTable][]string{}
 	for _, l := range c.kinds {
-		l.(interface{ clear(*catalogue) }).clear(c)
+		k := l.(interface {
+			clear(*catalogue) (nameTable, []string)
+		})
+		t, names := k.clear(c)
+		gone[t] = append(gone[t], names...)
 	}
+	return gone
 }
 
 // clear withdraws c's registrations of this kind from the front server
-// and the router.
-func (k *listKind[T]) clear(c *catalogue) {
+// and the router, and returns them with their name table.
+func (k *listKind[T]) clear(c *catalogue) (nameTable, []string) {
 	c.mu.Lock()
 	var gone []string
 	for front := range c.lists[k.slot].reg {
@@ -137,4 +157,5 @@ func (k *listKind[T]) clear(c *catalogue) {
 			c.d.p.router.free(k.names, f, c.d)
 		}
 	}
+	return k.names, gone
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
 )
 
 // TestServersLive: servers added and removed while the proxy runs appear
@@ -96,5 +100,109 @@ func TestServersLive(t *testing.T) {
 	waitTool("a__sleep", true)
 	if got := pidOf("a__sleep"); got == pidA {
 		t.Errorf("a re-added runs in its old process %d", pidA)
+	}
+}
+
+// TestRemoveServerDrains: a server removed while a call of its slow tool
+// is under way (a real stdio server, the fixture) leaves the front at
+// once; requests for it that come then are refused, saying it was
+// removed, and write nothing; the call under way goes on and its result
+// is recorded (finishes), or, when it outlasts the drain's bound, is
+// cancelled and recorded as cut short by the removal (cut). Only then is
+// the server stopped.
+func TestRemoveServerDrains(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		drain time.Duration
+		done  bool // the slow tool is let finish
+	}{
+		{"finishes", time.Hour, true},
+		{"cut", 50 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newTestLog(t)
+			p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "a")}, func(o *Options) { o.DrainTimeout = tc.drain })
+			cs := connectMemory(t, p, nil)
+			ctx := context.Background()
+			d := p.downstreams()[0]
+			flag := filepath.Join(t.TempDir(), "go-on")
+
+			before := l.size(t)
+			type answer struct {
+				res *mcp.CallToolResult
+				err error
+			}
+			slow := make(chan answer, 1)
+			go func() {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__wait_file", Arguments: map[string]any{"path": flag}})
+				slow <- answer{res, err}
+			}()
+			l.waitSize(t, before+1) // its call entry: it is under way
+			removed := make(chan error, 1)
+			go func() { removed <- p.RemoveServer("a") }()
+			for deadline := time.Now().Add(30 * time.Second); p.router.owner(toolNames, "a__wait_file") != nil; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the removed server's tool is still routed")
+				}
+			}
+
+			// Refused, whichever way a request comes: by name after
+			// the removal, or on a server found just before it.
+			if tc.done {
+				sizeNow := l.size(t)
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__ok", Arguments: map[string]any{}})
+				if err == nil || !strings.Contains(err.Error(), `server "a" was removed from the configuration`) {
+					t.Errorf("a call after the removal: %v, want it refused as removed", err)
+				}
+				_, rerr := p.serveCall(ctx, &callIn{d: d, tool: "ok", params: &mcp.CallToolParamsRaw{Name: "a__ok"}, start: time.Now()})
+				if rerr == nil || !strings.Contains(rerr.Message, "was removed") {
+					t.Errorf("a call on the removed server: %v, want it refused as removed", rerr)
+				}
+				if got := l.size(t); got != sizeNow {
+					t.Errorf("the refused calls wrote %d entries", got-sizeNow)
+				}
+				select {
+				case err := <-removed:
+					t.Fatalf("RemoveServer returned (%v) while a call was under way", err)
+				default:
+				}
+				if err := os.WriteFile(flag, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := <-removed; err != nil {
+				t.Fatal(err)
+			}
+			a := <-slow
+			e, err := log.ParseEntry(l.entry(t, before+1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cr, err := log.ParseCallResult(e)
+			if err != nil || cr.Call != before {
+				t.Fatalf("entry %d: %+v, %v: want the call's result", before+1, cr, err)
+			}
+			if tc.done {
+				if a.err != nil || a.res.IsError || textOf(a.res) != "found "+flag {
+					t.Errorf("the drained call: %v %v, want its result", a.err, a.res)
+				}
+				if cr.IsError {
+					t.Errorf("its call.result says %q, want its result", cr.Error)
+				}
+			} else {
+				if a.err == nil || !strings.Contains(a.err.Error(), "was removed from the configuration") {
+					t.Errorf("the cut call: %v %v, want an error saying the server was removed", a.err, a.res)
+				}
+				if !cr.IsError || !strings.Contains(cr.Error, "was still under way when the drain's 50ms passed; it was cancelled") {
+					t.Errorf("its call.result: %+v, want it recorded as cancelled by the removal", cr)
+				}
+			}
+			if got := l.size(t); got != before+2 {
+				t.Errorf("log grew by %d entries, want the call and its result", got-before)
+			}
+			if d.sup.current() != nil {
+				t.Error("the removed server still has a session")
+			}
+		})
 	}
 }
