@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -44,11 +46,10 @@ type inputRequest struct {
 	Params json.RawMessage `json:"params"`
 }
 
-// bridged reports whether leg c of the call in must go on as a bridged
-// call, and what the server asked for: it ended in an input_required
-// result from a 2026-07-28 session to a client of an older revision.
-func (in *callIn) bridged(c *call) (inputAsk, bool) {
-	if !c.newSession || in.protocol >= statelessProtocol || c.isError || c.errText != "" || c.result == nil {
+// inputRequired returns what leg c's result asks for, if it is an
+// input_required result.
+func inputRequired(c *call) (inputAsk, bool) {
+	if c.isError || c.errText != "" || c.result == nil || !bytes.Contains(c.result, []byte(`"input_required"`)) {
 		return inputAsk{}, false
 	}
 	var r struct {
@@ -60,6 +61,14 @@ func (in *callIn) bridged(c *call) (inputAsk, bool) {
 		return inputAsk{}, false
 	}
 	return inputAsk{requests: r.InputRequests, state: r.RequestState}, true
+}
+
+// bridges reports whether an input_required answer to leg c of the call
+// in is the proxy's to carry on: c went to a 2026-07-28 session for a
+// client of an older revision. A 2026-07-28 client gets it as it is, and
+// makes its retry itself (p.retries ties that to c).
+func (in *callIn) bridges(c *call) bool {
+	return c.newSession && in.protocol < statelessProtocol
 }
 
 // answerInputs asks in's client for what leg number leg (c) was asked,
@@ -189,4 +198,70 @@ func withoutResultType(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return b
+}
+
+// retries ties the retries that 2026-07-28 clients make after an
+// input_required result to the leg they continue: a retry of the same
+// call (actor, server, tool, arguments as recorded) carrying the
+// requestState that result gave is its next leg. Two such results alike
+// in all of that (no requestState, the same call made twice at once)
+// leave their retries untied rather than tied to the wrong one. It forgets
+// after maxRetryWait and beyond maxRetryWaits results, and across a
+// restart: such a retry is recorded untied (continues 0).
+type retries struct {
+	mu    sync.Mutex
+	m     map[string]*retryWait
+	order []string // keys in the order noted, for the bound
+}
+
+type retryWait struct {
+	result uint64 // the input_required call.result
+	n      int    // results noted under this key
+	at     time.Time
+}
+
+const (
+	maxRetryWait  = 10 * time.Minute
+	maxRetryWaits = 4096
+)
+
+func retryKey(c *call, state string) string {
+	return c.actor + "\x00" + c.server + "\x00" + c.tool + "\x00" + hexSHA256(c.args) + "\x00" + state
+}
+
+// note remembers leg c, whose result was input_required with state.
+func (r *retries) note(c *call, state string) {
+	k := retryKey(c, state)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]*retryWait{}
+	}
+	if w, ok := r.m[k]; ok && time.Since(w.at) < maxRetryWait {
+		w.n++
+		return
+	}
+	r.m[k] = &retryWait{result: c.resultIndex, n: 1, at: time.Now()}
+	r.order = append(r.order, k)
+	for len(r.order) > maxRetryWaits {
+		delete(r.m, r.order[0])
+		r.order = r.order[1:]
+	}
+}
+
+// take returns the call.result a retry c (with state) continues, 0 if
+// there is none to tell.
+func (r *retries) take(c *call, state string) uint64 {
+	k := retryKey(c, state)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.m[k]
+	if !ok {
+		return 0
+	}
+	delete(r.m, k)
+	if w.n != 1 || time.Since(w.at) >= maxRetryWait {
+		return 0
+	}
+	return w.result
 }

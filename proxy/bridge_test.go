@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,8 @@ import (
 // bridgeClient is a 2025-11-25 client that answers elicitation (a name
 // in the first round of a question, a colour in the second), sampling
 // and roots, and keeps the log messages it gets.
-func bridgeClient(logs chan<- string) *mcp.Client {
-	c := mcp.NewClient(&mcp.Implementation{Name: "older-client", Version: "1"}, &mcp.ClientOptions{
+func bridgeClient(name string, logs chan<- string) *mcp.Client {
+	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ClientOptions{
 		// Capabilities nil: roots, and sampling and elicitation for the handlers.
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			if strings.Contains(req.Params.Message, "color") {
@@ -39,7 +40,7 @@ func bridgeClient(logs chan<- string) *mcp.Client {
 
 // legsOf returns the call entries of tool in the log, in order, with the
 // index of each one's call.result.
-func legsOf(t *testing.T, l *testLog, tool string) (calls []*log.CallEntry, results []uint64) {
+func legsOf(t *testing.T, l *testLog, tool, client string) (calls []*log.CallEntry, results []uint64) {
 	t.Helper()
 	byCall := map[uint64]int{}
 	for i := uint64(1); i < l.size(t); i++ {
@@ -53,7 +54,7 @@ func legsOf(t *testing.T, l *testLog, tool string) (calls []*log.CallEntry, resu
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Tool == tool {
+			if c.Tool == tool && c.Client != nil && c.Client.Name == client {
 				byCall[i] = len(calls)
 				calls = append(calls, c)
 				results = append(results, 0)
@@ -69,6 +70,32 @@ func legsOf(t *testing.T, l *testLog, tool string) (calls []*log.CallEntry, resu
 		}
 	}
 	return calls, results
+}
+
+// checkLegs checks that client's call of tool is n legs in the log, each
+// with its call.result, each later one continuing the one before.
+func checkLegs(t *testing.T, l *testLog, tool, client, protocol string, n int) {
+	t.Helper()
+	calls, results := legsOf(t, l, tool, client)
+	if len(calls) != n {
+		t.Fatalf("%s by %s: %d call entries, want one per leg (%d)", tool, client, len(calls), n)
+	}
+	for k, c := range calls {
+		if results[k] == 0 {
+			t.Errorf("%s leg %d has no call.result", tool, k+1)
+		}
+		if c.ProtocolVersion != protocol {
+			t.Errorf("%s leg %d: protocol %q, want %q", tool, k+1, c.ProtocolVersion, protocol)
+		}
+		switch {
+		case k == 0 && (c.Continues != 0 || c.InputResponsesSHA256 != ""):
+			t.Errorf("%s first leg continues %d with inputs %q", tool, c.Continues, c.InputResponsesSHA256)
+		case k > 0 && c.Continues != results[k-1]:
+			t.Errorf("%s leg %d continues %d, want the previous leg's call.result %d", tool, k+1, c.Continues, results[k-1])
+		case k > 0 && len(c.InputResponsesSHA256) != 64:
+			t.Errorf("%s leg %d: input_responses_sha256 %q", tool, k+1, c.InputResponsesSHA256)
+		}
+	}
 }
 
 // TestBridgeInputRequiredForOlderClient: a stdio server spoken to in
@@ -94,7 +121,7 @@ func TestBridgeInputRequiredForOlderClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := bridgeClient(logs).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := bridgeClient("older-client", logs).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,26 +149,7 @@ func TestBridgeInputRequiredForOlderClient(t *testing.T) {
 	}
 
 	for tool, n := range map[string]int{"test_input_required_result_multi_round": 3, "test_input_required_result_multiple_inputs": 2} {
-		calls, results := legsOf(t, l, tool)
-		if len(calls) != n {
-			t.Fatalf("%s: %d call entries, want one per leg (%d)", tool, len(calls), n)
-		}
-		for k, c := range calls {
-			if results[k] == 0 {
-				t.Errorf("%s leg %d has no call.result", tool, k+1)
-			}
-			if c.ProtocolVersion != "2025-11-25" || c.Client == nil || c.Client.Name != "older-client" {
-				t.Errorf("%s leg %d: client %+v, protocol %q", tool, k+1, c.Client, c.ProtocolVersion)
-			}
-			switch {
-			case k == 0 && (c.Continues != 0 || c.InputResponsesSHA256 != ""):
-				t.Errorf("%s first leg continues %d with inputs %q", tool, c.Continues, c.InputResponsesSHA256)
-			case k > 0 && c.Continues != results[k-1]:
-				t.Errorf("%s leg %d continues %d, want the previous leg's call.result %d", tool, k+1, c.Continues, results[k-1])
-			case k > 0 && len(c.InputResponsesSHA256) != 64:
-				t.Errorf("%s leg %d: input_responses_sha256 %q", tool, k+1, c.InputResponsesSHA256)
-			}
-		}
+		checkLegs(t, l, tool, "older-client", "2025-11-25", n)
 	}
 
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
@@ -155,5 +163,65 @@ func TestBridgeInputRequiredForOlderClient(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Error("no log message reached the client that set its level")
+	}
+}
+
+// TestSessionPerRevision: a stdio server that speaks both revisions
+// (go-sdk's everything-server) serves each client in the client's own. A
+// 2026-07-28 client's call starts a second session to it in that
+// revision, which passes the server's input_required results through;
+// the client's retries are legs of the call in the log, each tied to the
+// result it answers. A 2025-11-25 client's call stays on the first
+// session, where the server may still ask the client itself during the
+// call (test_elicitation does: on a 2026-07-28 session go-sdk refuses
+// that, "cannot be sent while serving a request on protocol version
+// 2026-07-28").
+func TestSessionPerRevision(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "go", Command: []string{goEverything(t)}}}, nil)
+	d := p.downstreams()[0]
+	if d.stateless() {
+		t.Fatal("a stdio server's first session is 2026-07-28; want 2025-11-25")
+	}
+	tr := &mcp.StreamableClientTransport{Endpoint: serveHTTP(t, p), HTTPClient: &http.Client{Transport: &bearer{testToken, http.DefaultTransport}}}
+	newer, err := bridgeClient("newer-client", make(chan string, 16)).Connect(context.Background(), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { newer.Close() })
+	if v := newer.InitializeResult().ProtocolVersion; v != statelessProtocol {
+		t.Fatalf("the newer client speaks %s", v)
+	}
+	ctx := context.Background()
+	// The SDK's client answers input_required results itself and retries.
+	res, err := newer.CallTool(ctx, &mcp.CallToolParams{Name: "go__test_input_required_result_multi_round", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("multi-round from a 2026-07-28 client: %v", err)
+	}
+	if res.IsError {
+		t.Fatalf("multi-round from a 2026-07-28 client: %s", textOf(res))
+	}
+	if textOf(res) != "Multi-round complete: Ada likes green" {
+		t.Errorf("multi-round from a 2026-07-28 client: %q", textOf(res))
+	}
+	checkLegs(t, l, "test_input_required_result_multi_round", "newer-client", statelessProtocol, 3)
+	sup, ok := d.newer.start(d)
+	if !ok {
+		t.Fatal("no newer session")
+	}
+	if cs, err := sup.session(); err != nil || !sessionStateless(cs) {
+		t.Fatalf("the newer session: %v", err)
+	}
+	if d.stateless() {
+		t.Error("the first session became 2026-07-28")
+	}
+
+	older := connectMemory(t, p, nil)
+	res, err = older.CallTool(ctx, &mcp.CallToolParams{Name: "go__test_elicitation", Arguments: map[string]any{"message": "who?"}})
+	if err != nil {
+		t.Fatalf("test_elicitation from a 2025-11-25 client: %v", err)
+	}
+	if res.IsError || !strings.Contains(textOf(res), "action=accept") {
+		t.Fatalf("test_elicitation from a 2025-11-25 client: %q", textOf(res))
 	}
 }

@@ -73,8 +73,12 @@ func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage,
 		if c, receipt, rerr = p.serveLeg(ctx, in, actor, span); rerr != nil {
 			return nil, rerr
 		}
-		ask, ok := in.bridged(c)
+		ask, ok := inputRequired(c)
 		if !ok {
+			break
+		}
+		if !in.bridges(c) {
+			p.retries.note(c, ask.state)
 			break
 		}
 		if in, rerr = p.answerInputs(ctx, in, c, ask, leg); rerr != nil {

@@ -155,6 +155,7 @@ type Proxy struct {
 	sessions   sync.Map      // front HTTP session id -> *frontSession (fast.go)
 	initActors sync.Map      // *mcp.ServerSession -> actor of its initialize request
 	logLevels  sync.Map      // *mcp.ServerSession -> the mcp.LoggingLevel its client set (bridge.go)
+	retries    retries       // input_required results awaiting their clients' retries (bridge.go)
 	fastCalls  atomic.Uint64 // tools/calls the fast path served (for tests)
 	noFastPath bool          // tests: serve every request through the SDK
 	reaper     sync.Once

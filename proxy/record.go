@@ -45,6 +45,9 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 		}
 		c.inputSum, c.secrets = sum, append(c.secrets, secrets...)
 	}
+	if c.continues == 0 && (len(in.params.InputResponses) > 0 || in.params.RequestState != "") {
+		c.continues = p.retries.take(c, in.params.RequestState) // a client's own retry
+	}
 	if err := p.recordCall(ctx, c); err != nil {
 		p.logger.Error("proxy: recording a call failed; the call is refused", "actor", c.actor, "server", c.server, "tool", c.tool, "error", err)
 		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was not made, as the log cannot record it: %v", front, err)
