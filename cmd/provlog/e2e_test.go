@@ -48,10 +48,17 @@ func startServe(t *testing.T, args ...string) (base string, stop func()) {
 // startServeAt is startServe on a given address.
 func startServeAt(t *testing.T, addr string, args ...string) (base string, stop func()) {
 	t.Helper()
+	base, stop, _ = startServeLogged(t, addr, args...)
+	return base, stop
+}
+
+// startServeLogged is startServeAt that also gives what serve logs.
+func startServeLogged(t *testing.T, addr string, args ...string) (base string, stop func(), stderr *lockedBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr lockedBuffer
+	stderr = &lockedBuffer{}
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, append([]string{"serve", "--http", addr}, args...), &stderr, &stderr) }()
+	go func() { done <- run(ctx, append([]string{"serve", "--http", addr}, args...), stderr, stderr) }()
 	base = "http://" + addr
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		resp, err := http.Get(base + "/healthz")
@@ -79,7 +86,7 @@ func startServeAt(t *testing.T, addr string, args ...string) (base string, stop 
 		})
 	}
 	t.Cleanup(stop)
-	return base, stop
+	return base, stop, stderr
 }
 
 type lockedBuffer struct {

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -102,10 +103,24 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 	// needs a restart, like the stdio sessions that act as it.
 	live := *cfg
 	live.Actor = s.cfg.Actor
-	live.Auth = s.cfg.Auth // the running issuers, until a restart
+	if cfg.Auth.Owns(live.Actor) {
+		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why,
+			"err", fmt.Sprintf("the running actor %q is in an auth: issuer's actor namespace (its actor_prefix)", live.Actor))
+		return
+	}
+	if err := s.authn.Reload(cfg.Auth); err != nil {
+		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why, "err", err)
+		return
+	}
 	s.tokens.set(newTokens(&live, h))
+	var issuers []string
+	if cfg.Auth != nil {
+		for _, is := range cfg.Auth.Issuers {
+			issuers = append(issuers, is.Issuer)
+		}
+	}
 	s.logger.Info("config reloaded", "config", w.path, "trigger", why, "actors", len(cfg.Actors), "readers", len(cfg.Readers),
-		"handoff_any_actor", cfg.HandoffAnyActor)
+		"auth_issuers", issuers, "handoff_any_actor", cfg.HandoffAnyActor)
 	s.reloadServers(cfg.Servers)
 	if keys := restartKeys(s.cfg, cfg, w.dataFlag); len(keys) > 0 {
 		s.logger.Warn("config keys changed that take effect only after a restart; the running values stay", "config", w.path, "keys", keys)
@@ -116,7 +131,7 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 // apply: every key but those it applies (reloaded) and the witness keys,
 // which are compared as decoded (their YAML nodes carry line numbers).
 func restartKeys(old, cfg *Config, dataFlag bool) []string {
-	reloaded := map[string]bool{"actors": true, "readers": true, "handoff_any_actor": true,
+	reloaded := map[string]bool{"actors": true, "readers": true, "handoff_any_actor": true, "auth": true,
 		"servers": true, "witnesses": true, "witness_policy": true}
 	if dataFlag {
 		reloaded["data"] = true

@@ -332,12 +332,13 @@ func (sc *sidecar) startProxy(ctx context.Context, stdio bool) error {
 // as, once the config lists actors (and does not set handoff_any_actor);
 // mayReceiveHandoff says yes to all otherwise.
 func (s *sidecar) handoffTarget(id string) error {
-	if id == s.cfg.Actor || s.tokens.mayReceiveHandoff(id) || s.cfg.Auth.Owns(id) {
+	auth := s.authn.Config() // as reloaded
+	if id == s.cfg.Actor || s.tokens.mayReceiveHandoff(id) || auth.Owns(id) {
 		return nil // a configured actor, or one of a trusted issuer's
 	}
-	if s.cfg.Auth.Enabled() {
+	if auth.Enabled() {
 		var prefixes []string
-		for _, is := range s.cfg.Auth.Issuers {
+		for _, is := range auth.Issuers {
 			prefixes = append(prefixes, strconv.Quote(is.ActorPrefix))
 		}
 		return fmt.Errorf("no actor %q is configured here, so nobody could accept the task; hand it to an actor listed under actors: in the config, or to an identity provider's actor, whose id begins with %s, or set handoff_any_actor: true there", id, strings.Join(prefixes, " or "))

@@ -49,15 +49,17 @@ func sidefxChild() bool {
 
 // runSidefx is the downstream with a side effect: every call of "append"
 // appends its text to file (and syncs it) before it answers, then sleeps
-// sleep_ms. It reads no other argument, so it runs whatever the proxy
-// forwards, arguments provlog cannot record included.
+// sleep_ms, or holds the call until the file until_file exists. It reads
+// no other argument, so it runs whatever the proxy forwards, arguments
+// provlog cannot record included.
 func runSidefx(file, addr string) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "sidefx", Version: "1"}, nil)
-	schema := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"sleep_ms":{"type":"integer"}}}`)
+	schema := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"sleep_ms":{"type":"integer"},"until_file":{"type":"string"}}}`)
 	s.AddTool(&mcp.Tool{Name: "append", InputSchema: schema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a struct {
-			Text    string `json:"text"`
-			SleepMS int    `json:"sleep_ms"`
+			Text      string `json:"text"`
+			SleepMS   int    `json:"sleep_ms"`
+			UntilFile string `json:"until_file"`
 		}
 		json.Unmarshal(req.Params.Arguments, &a)
 		f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
@@ -70,6 +72,12 @@ func runSidefx(file, addr string) {
 		select {
 		case <-time.After(time.Duration(a.SleepMS) * time.Millisecond):
 		case <-ctx.Done():
+		}
+		for a.UntilFile != "" && ctx.Err() == nil {
+			if _, err := os.Stat(a.UntilFile); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "appended " + a.Text}}}, nil
 	})

@@ -4,12 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/provlog/provlog/log"
@@ -37,10 +41,6 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// MinRefresh is the least time between two fetches of one issuer's
-	// key set (default 10s): a flood of tokens naming unknown kids
-	// cannot make the sidecar hammer the issuer.
-	MinRefresh time.Duration
 }
 
 // An Identity is who a request's token authenticates.
@@ -66,6 +66,9 @@ type Identity struct {
 	iss   *issuer
 	gen   uint64
 	until time.Time
+	// st is the config the token was validated under, whose scopes
+	// Require holds it to (nil for static tokens).
+	st *state
 }
 
 // fresh reports whether a validated token's identity still holds at now:
@@ -95,7 +98,11 @@ func (a *Authenticator) Require(id *Identity, g Group) error {
 		}
 		return nil
 	}
-	need := a.cfg.Scopes.of(g)
+	st := id.st
+	if st == nil {
+		st = a.st.Load()
+	}
+	need := st.cfg.Scopes.of(g)
 	for _, s := range need {
 		if !slices.Contains(id.Scopes, s) {
 			return &Error{Status: http.StatusForbidden, Code: "insufficient_scope", Scope: strings.Join(need, " "),
@@ -129,25 +136,29 @@ func invalid(format string, args ...any) *Error {
 var ErrNoToken = &Error{Status: http.StatusUnauthorized, Description: "this endpoint needs a token: send Authorization: Bearer <token>"}
 
 // An Authenticator authenticates bearer tokens (see the package doc). It
-// is safe for concurrent use.
+// is safe for concurrent use, [Authenticator.Reload] included.
 type Authenticator struct {
-	cfg     Config
-	opts    Options
-	issuers []*issuer
-	cache   *validated
+	opts Options
+	st   atomic.Pointer[state]
+	mu   sync.Mutex // serializes Reload
+}
+
+// state is one config of an [Authenticator]: what a request is
+// authenticated under from start to end, though a reload replace it
+// meanwhile.
+type state struct {
+	a        *Authenticator
+	cfg      Config
+	issuers  []*issuer
+	cache    *validated // tokens validated under this config
+	metadata []byte     // the protected resource metadata document
 }
 
 // New returns the authenticator of cfg, which must have passed
 // [Config.Check]; cfg may be nil (static tokens only). Nothing is fetched
 // yet: an issuer's keys are fetched when its first token arrives.
 func New(cfg *Config, opts Options) (*Authenticator, error) {
-	a := &Authenticator{opts: opts, cache: newValidated()}
-	if cfg != nil {
-		a.cfg = *cfg
-	}
-	if a.cfg.ClockSkew == 0 {
-		a.cfg.ClockSkew = DefaultClockSkew
-	}
+	a := &Authenticator{opts: opts}
 	if a.opts.HTTPClient == nil {
 		a.opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
@@ -157,17 +168,79 @@ func New(cfg *Config, opts Options) (*Authenticator, error) {
 	if a.opts.Now == nil {
 		a.opts.Now = time.Now
 	}
-	if a.opts.MinRefresh <= 0 {
-		a.opts.MinRefresh = 10 * time.Second
+	st, err := a.newState(cfg, nil)
+	if err != nil {
+		return nil, err
 	}
-	for i := range a.cfg.Issuers {
-		is, err := newIssuer(a, &a.cfg.Issuers[i])
+	a.st.Store(st)
+	return a, nil
+}
+
+// Reload makes cfg (which must have passed [Config.Check]; nil: static
+// tokens only) the authenticator's config from the next request on;
+// requests already authenticated finish under the old one. Tokens are
+// validated again under the new config (their actors and scopes may
+// differ), but an issuer that fetches from the same places keeps its
+// keys.
+// An error changes nothing. Reloading an equal config does nothing.
+func (a *Authenticator) Reload(cfg *Config) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old := a.st.Load()
+	var want Config
+	if cfg != nil {
+		want = *cfg
+	}
+	want.defaults()
+	if reflect.DeepEqual(want, old.cfg) {
+		return nil
+	}
+	st, err := a.newState(&want, old)
+	if err != nil {
+		return err
+	}
+	a.st.Store(st)
+	return nil
+}
+
+// newState builds the state of cfg, taking over old's issuers whose
+// settings are the same.
+func (a *Authenticator) newState(cfg *Config, old *state) (*state, error) {
+	st := &state{a: a, cache: newValidated()}
+	if cfg != nil {
+		st.cfg = *cfg
+		st.cfg.Issuers = slices.Clone(cfg.Issuers)
+	}
+	st.cfg.defaults()
+	for i := range st.cfg.Issuers {
+		ic := &st.cfg.Issuers[i]
+		is, err := newIssuer(a, ic, st.cfg.KeyRefresh, old.source(ic, st.cfg.KeyRefresh))
 		if err != nil {
 			return nil, err
 		}
-		a.issuers = append(a.issuers, is)
+		st.issuers = append(st.issuers, is)
 	}
-	return a, nil
+	md := metadata{Resource: st.cfg.Resource, ScopesSupported: st.cfg.Scopes.all(),
+		BearerMethodsSupported: []string{"header"}, ResourceName: "provlog"}
+	for _, is := range st.cfg.Issuers {
+		md.AuthorizationServers = append(md.AuthorizationServers, is.Issuer)
+	}
+	st.metadata, _ = json.Marshal(md)
+	return st, nil
+}
+
+// source returns the source of old's issuer that fetches from where ic
+// does with the same refresh floor, or nil.
+func (old *state) source(ic *IssuerConfig, floor time.Duration) *source {
+	if old == nil {
+		return nil
+	}
+	for _, is := range old.issuers {
+		if is.minRefresh == floor && sameSource(is.cfg, ic) {
+			return is.source
+		}
+	}
+	return nil
 }
 
 // Static returns an authenticator of static tokens only, for tests and
@@ -177,8 +250,9 @@ func Static(f StaticFunc) *Authenticator {
 	return a
 }
 
-// Config returns the authenticator's config, defaults filled in.
-func (a *Authenticator) Config() *Config { return &a.cfg }
+// Config returns the authenticator's config as it is now, defaults
+// filled in. The caller must not change it.
+func (a *Authenticator) Config() *Config { return &a.st.Load().cfg }
 
 // Request authenticates r's Authorization header: [ErrNoToken] without
 // one, an [*Error] for a malformed header or a token that fails.
@@ -205,31 +279,37 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Identi
 			return &Identity{Actor: actor, Reader: reader, Static: true}, nil
 		}
 	}
-	if len(a.issuers) == 0 {
+	return a.st.Load().authenticate(ctx, token)
+}
+
+// authenticate authenticates an OAuth token under st.
+func (st *state) authenticate(ctx context.Context, token string) (*Identity, error) {
+	if len(st.issuers) == 0 {
 		return nil, invalid("unknown bearer token")
 	}
 	sum := sha256.Sum256([]byte(token))
-	now := a.opts.Now()
-	if id := a.cache.get(sum, now); id != nil {
+	now := st.a.opts.Now()
+	if id := st.cache.get(sum, now); id != nil {
 		return id, nil
 	}
 	var id *Identity
 	var err error
 	if strings.Count(token, ".") == 2 {
-		id, err = a.verifyJWT(ctx, token, sum, now)
+		id, err = st.verifyJWT(ctx, token, sum, now)
 	} else {
-		id, err = a.introspect(ctx, token, sum, now)
+		id, err = st.introspect(ctx, token, sum, now)
 	}
 	if err != nil {
 		// For the operator working out why a client gets 401: the reason
 		// and the token's hash, never the token.
-		a.opts.Logger.Debug("authn: token refused", "reason", err.Error(), "token_sha256", tokenSum(sum))
+		st.a.opts.Logger.Debug("authn: token refused", "reason", err.Error(), "token_sha256", tokenSum(sum))
 		return nil, err
 	}
-	if id.until.IsZero() || id.until.After(id.Expiry.Add(a.cfg.ClockSkew)) {
-		id.until = id.Expiry.Add(a.cfg.ClockSkew)
+	if id.until.IsZero() || id.until.After(id.Expiry.Add(st.cfg.ClockSkew)) {
+		id.until = id.Expiry.Add(st.cfg.ClockSkew)
 	}
-	a.cache.put(sum, id)
+	id.st = st
+	st.cache.put(sum, id)
 	return id, nil
 }
 

@@ -13,6 +13,12 @@ import (
 const (
 	DefaultClockSkew = 30 * time.Second
 	MaxClockSkew     = 5 * time.Minute
+	// DefaultKeyRefresh is the least time between two fetches of one
+	// issuer's key set; MinKeyRefresh and MaxKeyRefresh bound what
+	// jwks_min_refresh may set.
+	DefaultKeyRefresh = 10 * time.Second
+	MinKeyRefresh     = time.Second
+	MaxKeyRefresh     = time.Hour
 	// MaxActor is the longest actor id a token may map to (as opp's
 	// MaxActor).
 	MaxActor = 128
@@ -36,6 +42,13 @@ type Config struct {
 	// ClockSkew is how far exp, nbf and iat may be off (default
 	// DefaultClockSkew, at most MaxClockSkew).
 	ClockSkew time.Duration `yaml:"clock_skew"`
+	// KeyRefresh is the least time between two fetches of one issuer's
+	// key set (default DefaultKeyRefresh, between MinKeyRefresh and
+	// MaxKeyRefresh): a token naming an unknown kid (a rotated-in key)
+	// makes the sidecar fetch the set again, and a flood of them cannot
+	// make it hammer the issuer. It also spaces retries of a discovery
+	// document that could not be fetched.
+	KeyRefresh time.Duration `yaml:"jwks_min_refresh"`
 }
 
 // IssuerConfig is one trusted authorization server.
@@ -140,6 +153,12 @@ func (c *Config) Check() error {
 	if c.ClockSkew < 0 || c.ClockSkew > MaxClockSkew {
 		return fmt.Errorf("auth: clock_skew %s: want between 0s and %s", c.ClockSkew, MaxClockSkew)
 	}
+	if c.KeyRefresh == 0 {
+		c.KeyRefresh = DefaultKeyRefresh
+	}
+	if c.KeyRefresh < MinKeyRefresh || c.KeyRefresh > MaxKeyRefresh {
+		return fmt.Errorf("auth: jwks_min_refresh %s: want between %s and %s (the least time between two fetches of an issuer's keys)", c.KeyRefresh, MinKeyRefresh, MaxKeyRefresh)
+	}
 	if len(c.Issuers) == 0 {
 		if c.Resource != "" || len(c.Scopes.all()) > 0 {
 			return errors.New("auth: resource and scopes need at least one entry under issuers")
@@ -174,6 +193,16 @@ func (c *Config) Check() error {
 		}
 	}
 	return nil
+}
+
+// defaults fills in the clock skew and key refresh floor when unset.
+func (c *Config) defaults() {
+	if c.ClockSkew == 0 {
+		c.ClockSkew = DefaultClockSkew
+	}
+	if c.KeyRefresh == 0 {
+		c.KeyRefresh = DefaultKeyRefresh
+	}
 }
 
 func (is *IssuerConfig) check() error {

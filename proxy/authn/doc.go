@@ -30,12 +30,19 @@
 //	    tasks: [provlog.tasks]                  # the task (OPP) tools
 //	    log: [provlog.log]                      # the log API's protected reads, provlog__ tools
 //	  clock_skew: 30s                           # default 30s, at most 5m
+//	  jwks_min_refresh: 10s                     # least time between key set fetches: default 10s, 1s to 1h
 //
 // The actor of an OAuth token is actor_prefix followed by the value of
 // actor_claim, so two issuers' subjects cannot collide: no prefix may be a
 // prefix of another, and no static actor id may start with one. Static
 // tokens (actors:, readers:) keep working beside OAuth and hold every
 // scope, a reader's token only the log's.
+//
+// A running sidecar reloads the section with the rest of its config
+// ([Authenticator.Reload]): the next request is authenticated under the
+// new issuers, scopes and actor mapping, one already authenticated
+// finishes under the old, and an issuer whose URLs stayed keeps the keys
+// it fetched.
 //
 // # Validation
 //
@@ -45,8 +52,9 @@
 // a public key passes), and aud must hold the resource, exp must be in the
 // future and nbf and iat in the past (each within the clock skew), sub
 // must be set, and a "cnf" (a sender-constrained token) is refused. The
-// key set is fetched on first use and again, rate-limited, when a token
-// names an unknown kid (key rotation) or the set is an hour old. Other
+// key set is fetched on first use and again when a token names an
+// unknown kid (key rotation) or the set is an hour old, but never twice
+// within jwks_min_refresh. Other
 // tokens go to the introspection endpoints configured (RFC 7662), whose
 // answer is held to the same checks. A token validated once is
 // remembered by its SHA-256 until it expires or its issuer withdraws a

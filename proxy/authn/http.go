@@ -2,7 +2,6 @@ package authn
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -18,8 +17,9 @@ const MetadataPath = "/.well-known/oauth-protected-resource"
 // MetadataPath, and the resource's path (RFC 9728 §3.1). It is "" without
 // a configured resource.
 func (a *Authenticator) MetadataURL() string {
-	u, err := url.Parse(a.cfg.Resource)
-	if a.cfg.Resource == "" || err != nil {
+	res := a.Config().Resource
+	u, err := url.Parse(res)
+	if res == "" || err != nil {
 		return ""
 	}
 	return u.Scheme + "://" + u.Host + MetadataPath + strings.TrimSuffix(u.EscapedPath(), "/")
@@ -36,18 +36,14 @@ type metadata struct {
 
 // Metadata serves the protected resource metadata (RFC 9728): the
 // resource, the trusted issuers as authorization servers, the scopes of
-// every tool group, and the one bearer method, the header. Mount it at
+// every tool group, and the one bearer method, the header, as the
+// config is when asked. Mount it at
 // MetadataPath and MetadataPath + "/" (the path-suffixed form of §3.1).
 // Without issuers it answers 404: the sidecar takes static tokens only.
 func (a *Authenticator) Metadata() http.Handler {
-	md := metadata{Resource: a.cfg.Resource, ScopesSupported: a.cfg.Scopes.all(),
-		BearerMethodsSupported: []string{"header"}, ResourceName: "provlog"}
-	for _, is := range a.cfg.Issuers {
-		md.AuthorizationServers = append(md.AuthorizationServers, is.Issuer)
-	}
-	body, _ := json.Marshal(md)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.cfg.Enabled() {
+		st := a.st.Load()
+		if !st.cfg.Enabled() {
 			http.Error(w, "provlog takes static bearer tokens only here: no auth: issuers are configured", http.StatusNotFound)
 			return
 		}
@@ -60,7 +56,7 @@ func (a *Authenticator) Metadata() http.Handler {
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		// Public facts a browser-based MCP client may read (RFC 9728 §3).
 		w.Header().Set("Access-Control-Allow-Origin", "*")
-		w.Write(body)
+		w.Write(st.metadata)
 	})
 }
 
@@ -70,7 +66,7 @@ func (a *Authenticator) Metadata() http.Handler {
 // scopes needed for insufficient_scope.
 func (a *Authenticator) Challenge(err error) string {
 	var params []string
-	if a.cfg.Enabled() {
+	if a.Config().Enabled() {
 		params = append(params, `resource_metadata="`+quotable(a.MetadataURL())+`"`)
 	}
 	var e *Error

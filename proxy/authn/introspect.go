@@ -21,9 +21,9 @@ const introspectTTL = 30 * time.Second
 // introspect asks the configured introspection endpoints about an opaque
 // token (RFC 7662), in config order, and maps the first active answer to
 // an identity, held to the same checks as a JWT's claims.
-func (a *Authenticator) introspect(ctx context.Context, token string, sum [sha256.Size]byte, now time.Time) (*Identity, error) {
+func (st *state) introspect(ctx context.Context, token string, sum [sha256.Size]byte, now time.Time) (*Identity, error) {
 	var last error
-	for _, is := range a.issuers {
+	for _, is := range st.issuers {
 		if is.cfg.Introspection == nil {
 			continue
 		}
@@ -39,7 +39,7 @@ func (a *Authenticator) introspect(ctx context.Context, token string, sum [sha25
 		if c.Iss == "" {
 			c.Iss = is.cfg.Issuer // RFC 7662 makes iss optional: the endpoint speaks for its issuer
 		}
-		id, err := a.identity(is, c, sum, now, log.AuthViaIntrospection)
+		id, err := st.identity(is, c, sum, now, log.AuthViaIntrospection)
 		if err != nil {
 			return nil, err
 		}

@@ -18,20 +18,20 @@ import (
 // identity. The iss of the (still unverified) payload picks the issuer
 // whose keys must verify it; everything else is read only after the
 // signature checks out.
-func (a *Authenticator) verifyJWT(ctx context.Context, token string, sum [sha256.Size]byte, now time.Time) (*Identity, error) {
+func (st *state) verifyJWT(ctx context.Context, token string, sum [sha256.Size]byte, now time.Time) (*Identity, error) {
 	c, err := unverifiedClaims(token)
 	if err != nil {
-		if a.introspects() {
-			return a.introspect(ctx, token, sum, now) // not a JWT after all: an opaque token with two dots
+		if st.introspects() {
+			return st.introspect(ctx, token, sum, now) // not a JWT after all: an opaque token with two dots
 		}
 		return nil, err
 	}
-	is := a.issuer(c.Iss)
+	is := st.issuer(c.Iss)
 	if is == nil {
 		return nil, invalid("the token's issuer %q is not trusted here", truncate(c.Iss, 200))
 	}
 	if !is.hasKeys() {
-		return a.introspect(ctx, token, sum, now)
+		return st.introspect(ctx, token, sum, now)
 	}
 	jws, err := jose.ParseSignedCompact(token, is.algs)
 	if err != nil {
@@ -61,7 +61,7 @@ func (a *Authenticator) verifyJWT(ctx context.Context, token string, sum [sha256
 	if !bytes.Equal(payload, c.raw) {
 		return nil, invalid("the token's payload changed under its signature") // cannot happen: the same bytes, decoded twice
 	}
-	id, err := a.identity(is, c, sum, now, log.AuthViaJWT)
+	id, err := st.identity(is, c, sum, now, log.AuthViaJWT)
 	if err != nil {
 		return nil, err
 	}
@@ -92,8 +92,8 @@ func unverifiedClaims(token string) (*claims, error) {
 }
 
 // introspects reports whether any issuer has an introspection endpoint.
-func (a *Authenticator) introspects() bool {
-	for _, is := range a.issuers {
+func (st *state) introspects() bool {
+	for _, is := range st.issuers {
 		if is.cfg.Introspection != nil {
 			return true
 		}
@@ -102,8 +102,8 @@ func (a *Authenticator) introspects() bool {
 }
 
 // issuer returns the trusted issuer named iss, or nil.
-func (a *Authenticator) issuer(iss string) *issuer {
-	for _, is := range a.issuers {
+func (st *state) issuer(iss string) *issuer {
+	for _, is := range st.issuers {
 		if is.cfg.Issuer == iss {
 			return is
 		}
@@ -114,8 +114,8 @@ func (a *Authenticator) issuer(iss string) *issuer {
 // identity checks the claims of a verified token (or an introspection
 // answer) against the resource, the clock and the issuer's mapping, and
 // returns the identity they make.
-func (a *Authenticator) identity(is *issuer, c *claims, sum [sha256.Size]byte, now time.Time, via string) (*Identity, error) {
-	skew := a.cfg.ClockSkew
+func (st *state) identity(is *issuer, c *claims, sum [sha256.Size]byte, now time.Time, via string) (*Identity, error) {
+	skew := st.cfg.ClockSkew
 	switch {
 	case c.Iss != is.cfg.Issuer:
 		return nil, invalid("the token's issuer %q is not %q", truncate(c.Iss, 200), is.cfg.Issuer)
@@ -127,8 +127,8 @@ func (a *Authenticator) identity(is *issuer, c *claims, sum [sha256.Size]byte, n
 		return nil, invalid("the token is not valid before %s", c.Nbf.UTC().Format(time.RFC3339))
 	case c.Iat != nil && now.Add(skew).Before(*c.Iat):
 		return nil, invalid("the token was issued in the future (%s)", c.Iat.UTC().Format(time.RFC3339))
-	case !contains(c.Aud, a.cfg.Resource):
-		return nil, invalid("the token's audience does not include this resource, %s (RFC 8707; request the token with resource=%s)", a.cfg.Resource, a.cfg.Resource)
+	case !contains(c.Aud, st.cfg.Resource):
+		return nil, invalid("the token's audience does not include this resource, %s (RFC 8707; request the token with resource=%s)", st.cfg.Resource, st.cfg.Resource)
 	case c.Sub == "":
 		return nil, invalid("the token has no sub (RFC 9068 §2.2)")
 	case c.Cnf:

@@ -28,11 +28,21 @@ const maxDocBytes = 1 << 20
 const keyMaxAge = time.Hour
 
 // issuer is one trusted authorization server at run time: its config,
-// its endpoints once discovered, and its key set.
+// and where its keys come from.
 type issuer struct {
 	a    *Authenticator
 	cfg  *IssuerConfig
 	algs []jose.SignatureAlgorithm
+	*source
+}
+
+// source is an issuer's endpoints once discovered and its key set. A
+// reloaded config whose issuer fetches from the same places keeps it
+// (sameSource), so a reload costs no fetch and forgets no key.
+type source struct {
+	// minRefresh is the least time between two fetches of the key set
+	// (Config.KeyRefresh).
+	minRefresh time.Duration
 
 	keys atomic.Pointer[keySet] // nil until first fetched
 
@@ -44,6 +54,18 @@ type issuer struct {
 	discovered   bool
 }
 
+// sameSource reports whether issuers a and b fetch their keys and
+// introspect tokens at the same places.
+func sameSource(a, b *IssuerConfig) bool {
+	url := func(c *IssuerConfig) string {
+		if c.Introspection == nil {
+			return "\x00"
+		}
+		return c.Introspection.URL
+	}
+	return a.Issuer == b.Issuer && a.DiscoveryURL == b.DiscoveryURL && a.JWKSURL == b.JWKSURL && url(a) == url(b)
+}
+
 // keySet is one fetch of an issuer's JWKS, by kid.
 type keySet struct {
 	byKID   map[string][]jose.JSONWebKey
@@ -53,11 +75,15 @@ type keySet struct {
 	gen     uint64          // changes when the set does; validated tokens of older sets are forgotten
 }
 
-func newIssuer(a *Authenticator, cfg *IssuerConfig) (*issuer, error) {
-	is := &issuer{a: a, cfg: cfg, jwksURL: cfg.JWKSURL}
-	if cfg.Introspection != nil {
-		is.introspect = cfg.Introspection.URL
+// newIssuer returns the issuer of cfg, with src as its source if not nil.
+func newIssuer(a *Authenticator, cfg *IssuerConfig, minRefresh time.Duration, src *source) (*issuer, error) {
+	if src == nil {
+		src = &source{jwksURL: cfg.JWKSURL, minRefresh: minRefresh}
+		if cfg.Introspection != nil {
+			src.introspect = cfg.Introspection.URL
+		}
 	}
+	is := &issuer{a: a, cfg: cfg, source: src}
 	algs := cfg.Algorithms
 	if len(algs) == 0 {
 		algs = DefaultAlgorithms
@@ -77,7 +103,7 @@ func (is *issuer) hasKeys() bool { return is.cfg.JWKSURL != "" || is.cfg.Discove
 
 // key returns the public key for a JWS header's kid and alg. An unknown
 // kid (or a set older than keyMaxAge) makes it fetch the set again, at
-// most once per Options.MinRefresh.
+// most once per Config.KeyRefresh.
 func (is *issuer) key(ctx context.Context, kid, alg string, now time.Time) (any, uint64, error) {
 	ks := is.keys.Load()
 	if ks == nil || now.Sub(ks.fetched) > keyMaxAge || ks.find(kid, alg) == nil {
@@ -141,16 +167,16 @@ func fits(k *jose.JSONWebKey, alg string) bool {
 }
 
 // refresh fetches the key set (discovering its URL first if need be),
-// unless the last attempt was less than MinRefresh ago. Concurrent
+// unless the last attempt was less than minRefresh ago. Concurrent
 // callers wait for one fetch.
 func (is *issuer) refresh(ctx context.Context, now time.Time) error {
 	is.mu.Lock()
 	defer is.mu.Unlock()
-	if !is.lastFetch.IsZero() && now.Sub(is.lastFetch) < is.a.opts.MinRefresh {
+	if !is.lastFetch.IsZero() && now.Sub(is.lastFetch) < is.minRefresh {
 		if is.keys.Load() != nil {
 			return nil // fetched just now (perhaps by a concurrent caller): use what there is
 		}
-		return fmt.Errorf("the last attempt failed %s ago; the next is due in %s", now.Sub(is.lastFetch).Round(time.Millisecond), (is.a.opts.MinRefresh - now.Sub(is.lastFetch)).Round(time.Millisecond))
+		return fmt.Errorf("the last attempt failed %s ago; the next is due in %s", now.Sub(is.lastFetch).Round(time.Millisecond), (is.minRefresh - now.Sub(is.lastFetch)).Round(time.Millisecond))
 	}
 	is.lastFetch = now
 	if err := is.discover(ctx, now); err != nil {
@@ -203,13 +229,13 @@ type discovery struct {
 }
 
 // discover reads the discovery document once, if one is configured,
-// trying at most once per MinRefresh. Called with is.mu held.
+// trying at most once per minRefresh. Called with is.mu held.
 func (is *issuer) discover(ctx context.Context, now time.Time) error {
 	if is.cfg.DiscoveryURL == "" || is.discovered {
 		return nil
 	}
-	if !is.lastDiscover.IsZero() && now.Sub(is.lastDiscover) < is.a.opts.MinRefresh {
-		return fmt.Errorf("the discovery document could not be fetched %s ago; the next attempt is due in %s", now.Sub(is.lastDiscover).Round(time.Millisecond), (is.a.opts.MinRefresh - now.Sub(is.lastDiscover)).Round(time.Millisecond))
+	if !is.lastDiscover.IsZero() && now.Sub(is.lastDiscover) < is.minRefresh {
+		return fmt.Errorf("the discovery document could not be fetched %s ago; the next attempt is due in %s", now.Sub(is.lastDiscover).Round(time.Millisecond), (is.minRefresh - now.Sub(is.lastDiscover)).Round(time.Millisecond))
 	}
 	is.lastDiscover = now
 	var d discovery
