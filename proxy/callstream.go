@@ -1,37 +1,327 @@
 package proxy
 
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// A fast-path call's own event stream. The fast front answers a call with
-// one JSON response, unless the server asks the client something during
-// the call (sampling, elicitation): then the answer becomes an event
-// stream (the client's Accept header allows both), the request goes on
-// it, and the answer follows on it once the call is done — where MCP puts
-// a server request related to a call, whether or not the client keeps a
-// standalone stream open. The client POSTs its response to the request as
-// a JSON-RPC response on its session, which the fast front hands to the
-// waiting call (fastPOST).
+// A fast-path call's own answer, one per call.
+//
+// To a client of revision 2025-11-25 or later the answer is an event
+// stream that can be resumed (the streamable HTTP transport's
+// resumability and SSE polling, SEP-1699): it opens with a priming event
+// (an event id, a retry field, no data) sent at once, and every event after
+// it has an id too — a request the server makes to the client during the
+// call (sampling, elicitation), and last the call's response. A client
+// whose connection drops, or whose stream the proxy closes because the
+// downstream server closed its own (fast_http.go), GETs the endpoint with
+// Last-Event-ID and gets the events after that one, then the rest as they
+// come. The call itself does not depend on the connection: it goes on
+// until it is answered, cancelled (notifications/cancelled) or its session
+// ends, and its response is an event only once serveCall returned it,
+// that is once its call.result entry is durable. Resuming a stream replays
+// what was sent, never the call: a call is recorded once, and a resumed
+// stream carries only a recorded outcome.
+//
+// To older clients the answer is one JSON response, or an event stream
+// without ids if the server asks the client something; the call is
+// cancelled when its connection drops, as nothing could get its answer.
+//
+// The client POSTs its response to a request as a JSON-RPC response on
+// its session, which the fast front hands to the waiting call (fastPOST).
+//
+// # What is kept, and for how long
+//
+// A stream's events are kept while its call is in progress, then dropped
+// as soon as its response has been written to a live connection. The
+// response of a call whose client is not connected when it comes is kept
+// for a resume, within one budget for the whole proxy, [keptStreamBytes]:
+// beyond it the oldest kept streams are dropped first. A session's
+// streams go when it ends. A resume of a stream not kept is refused (400),
+// as the SDK's handler refuses a stream it cannot replay.
+
+// keptStreamBytes bounds the events of finished, unread call streams kept
+// for a client to resume, over all sessions.
+const keptStreamBytes = 8 << 20
+
+// primeRetry is the reconnection time a resumable stream gives the client
+// in its priming event.
+const primeRetry = time.Second
 
 // callStreamKey holds a fast call's *callStream in the call's context.
 type callStreamKey struct{}
 
 // A callStream is the answer to one fast-path call.
 type callStream struct {
-	w  http.ResponseWriter
 	fs *frontSession
+	id string // the stream's id in its session; "" if it cannot be resumed
 
-	mu   sync.Mutex
-	sse  bool // the answer is an event stream
-	done bool // the answer is written
+	mu      sync.Mutex
+	w       http.ResponseWriter // the connection it is written to; nil if none
+	release chan struct{}       // closed when w is let go
+	sse     bool                // the answer is an event stream
+	done    bool                // the response is written or kept
+	events  [][]byte            // a resumable stream's events after priming: events[i] has index i+1
+	kept    *list.Element       // its place among the kept streams
+	size    int                 // its events' bytes
+}
+
+// newCallStream returns the answer to a call on fs, written to w. A
+// resumable one is an event stream whose priming event is sent at once.
+func (p *Proxy) newCallStream(fs *frontSession, w http.ResponseWriter) *callStream {
+	s := &callStream{fs: fs, w: w, release: make(chan struct{})}
+	if fs.protocol < "2025-11-25" {
+		return s
+	}
+	s.id = "provlog" + strconv.FormatUint(p.nextToken.Add(1), 10)
+	fs.streams.Store(s.id, s)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startSSE()
+	s.send([]byte("event: prime\nid: " + s.id + "_0\nretry: " + strconv.FormatInt(primeRetry.Milliseconds(), 10) + "\ndata: \n\n"))
+	return s
+}
+
+// startSSE turns the answer into an event stream, if it is not one yet.
+func (s *callStream) startSSE() {
+	if s.sse {
+		return
+	}
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	s.w.WriteHeader(http.StatusOK)
+	s.sse = true
+}
+
+// send writes an event to the live connection and reports whether it got
+// there; a connection that fails is let go.
+func (s *callStream) send(ev []byte) bool {
+	if s.w == nil {
+		return false
+	}
+	_, err := s.w.Write(ev)
+	if err == nil {
+		err = http.NewResponseController(s.w).Flush()
+	}
+	if err != nil {
+		s.letGo()
+		return false
+	}
+	return true
+}
+
+// letGo releases the live connection's handler; nothing is written to it
+// after.
+func (s *callStream) letGo() {
+	if s.w != nil {
+		s.w = nil
+		close(s.release)
+	}
+}
+
+// event returns msg as the stream's next event: with an id if the stream
+// can be resumed, where it is also kept.
+func (s *callStream) event(msg []byte) []byte {
+	b := make([]byte, 0, len(msg)+48)
+	if s.id != "" {
+		b = append(b, "id: "...)
+		b = append(b, s.id...)
+		b = append(b, '_')
+		b = strconv.AppendInt(b, int64(len(s.events)+1), 10)
+		b = append(b, '\n')
+	}
+	b = append(b, "event: message\ndata: "...)
+	b = append(b, msg...)
+	b = append(b, "\n\n"...)
+	if s.id != "" {
+		s.events = append(s.events, b)
+		s.size += len(b)
+	}
+	return b
+}
+
+// write sends a request or notification to the client on the stream.
+func (s *callStream) write(msg []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return errors.New("provlog: the call's stream is closed")
+	}
+	if s.w != nil {
+		s.startSSE()
+	}
+	if !s.send(s.event(msg)) && s.id == "" {
+		return errors.New("provlog: the client's connection is gone")
+	}
+	return nil
+}
+
+// answer writes the call's response: as one JSON response, or as the last
+// event of the stream. A resumable stream whose client is not connected
+// keeps it for a resume.
+func (p *Proxy) answer(s *callStream, id, result json.RawMessage, rpcErr *jsonrpc.Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return
+	}
+	s.done = true
+	if !s.sse && s.w != nil {
+		writeRPC(s.w, id, result, rpcErr)
+		s.letGo()
+		return
+	}
+	if s.send(s.event(appendResponse(nil, id, result, rpcErr))) || s.id == "" {
+		s.letGo()
+		s.forget(p)
+		return
+	}
+	p.keep(s)
+}
+
+// pause ends the live connection of a resumable stream while its call
+// goes on, telling the client to come back after retry (SSE polling: the
+// downstream server closed its own stream of the call so).
+func (s *callStream) pause(retry time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.id == "" || s.done || s.w == nil {
+		return
+	}
+	s.send([]byte("retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "\n\n"))
+	s.letGo()
+}
+
+// wait holds the handler of the connection the stream is written to until
+// the stream lets it go or the connection ends; nothing is written to it
+// after wait returns.
+func (s *callStream) wait(ctx context.Context, release chan struct{}) {
+	select {
+	case <-release:
+	case <-ctx.Done():
+		s.mu.Lock()
+		if s.release == release {
+			s.letGo()
+		}
+		s.mu.Unlock()
+	}
+}
+
+// resume serves a GET with Last-Event-ID on fs: the events of the named
+// stream after that one, then those still to come. It reports false if
+// lastID is not a stream of the fast path's (the SDK's handler judges
+// it).
+func (p *Proxy) resume(w http.ResponseWriter, r *http.Request, fs *frontSession, lastID string) bool {
+	sid, n, ok := strings.Cut(lastID, "_")
+	idx, err := strconv.Atoi(n)
+	if !ok || !strings.HasPrefix(sid, "provlog") || err != nil || idx < 0 {
+		return false
+	}
+	v, ok := fs.streams.Load(sid)
+	if !ok {
+		http.Error(w, "provlog: stream "+sid+" is not kept (its response was delivered, it was dropped to keep the proxy's memory bounded, or it never was); it cannot be resumed", http.StatusBadRequest)
+		return true
+	}
+	s := v.(*callStream)
+	s.mu.Lock()
+	if idx > len(s.events) {
+		s.mu.Unlock()
+		http.Error(w, "provlog: stream "+sid+" has no event "+n, http.StatusBadRequest)
+		return true
+	}
+	s.letGo() // a client resuming has given up the connection before
+	s.w, s.release, s.sse = w, make(chan struct{}), false
+	s.startSSE()
+	if idx == len(s.events) {
+		http.NewResponseController(w).Flush() // the headers, while the client waits
+	}
+	for _, ev := range s.events[idx:] {
+		if !s.send(ev) {
+			break
+		}
+	}
+	if s.done && s.w != nil {
+		s.letGo()
+		s.forget(p)
+	}
+	release := s.release
+	s.mu.Unlock()
+	s.wait(r.Context(), release)
+	return true
+}
+
+// forget drops s from its session and from the kept streams. s.mu is
+// held.
+func (s *callStream) forget(p *Proxy) {
+	if s.id == "" {
+		return
+	}
+	s.fs.streams.CompareAndDelete(s.id, s)
+	s.events = nil
+	p.kept.mu.Lock()
+	if s.kept != nil {
+		p.kept.bytes -= s.size
+		p.kept.l.Remove(s.kept)
+		s.kept = nil
+	}
+	p.kept.mu.Unlock()
+}
+
+// keptStreams are the finished streams whose response no client has
+// read yet, oldest first, and their bytes.
+type keptStreams struct {
+	mu    sync.Mutex
+	l     list.List
+	bytes int
+}
+
+// keep adds the finished stream s (s.mu held) to the kept streams, and
+// drops the oldest while they exceed keptStreamBytes.
+func (p *Proxy) keep(s *callStream) {
+	var drop []*callStream
+	p.kept.mu.Lock()
+	s.kept = p.kept.l.PushBack(s)
+	p.kept.bytes += s.size
+	for p.kept.bytes > keptStreamBytes {
+		old := p.kept.l.Remove(p.kept.l.Front()).(*callStream)
+		p.kept.bytes -= old.size
+		old.kept = nil
+		drop = append(drop, old)
+	}
+	p.kept.mu.Unlock()
+	for _, old := range drop {
+		if old != s {
+			old.mu.Lock()
+		}
+		old.fs.streams.CompareAndDelete(old.id, old)
+		old.events = nil
+		if old != s {
+			old.mu.Unlock()
+		}
+	}
+}
+
+// closeStreams drops a session's streams, when it ends.
+func (p *Proxy) closeStreams(fs *frontSession) {
+	fs.streams.Range(func(_, v any) bool {
+		s := v.(*callStream)
+		s.mu.Lock()
+		s.done = true // a call still in progress has no one to answer
+		s.letGo()
+		s.forget(p)
+		s.mu.Unlock()
+		return true
+	})
 }
 
 // ask sends a request to the client on the call's stream and returns the
@@ -49,7 +339,7 @@ func (s *callStream) ask(ctx context.Context, p *Proxy, method string, params an
 	ch := make(chan *wireMessage, 1)
 	s.fs.asks.Store(id, ch)
 	defer s.fs.asks.Delete(id)
-	if err := s.write(appendRequest(nil, []byte(id), method, pb), false); err != nil {
+	if err := s.write(appendRequest(nil, []byte(id), method, pb)); err != nil {
 		return nil, err
 	}
 	select {
@@ -60,49 +350,9 @@ func (s *callStream) ask(ctx context.Context, p *Proxy, method string, params an
 		return m.Result, nil
 	case <-ctx.Done():
 		params := `{"requestId":` + id + `,"reason":"the server's request was given up"}`
-		s.write(appendRequest(nil, nil, "notifications/cancelled", []byte(params)), false)
+		s.write(appendRequest(nil, nil, "notifications/cancelled", []byte(params)))
 		return nil, ctx.Err()
 	}
-}
-
-// write sends msg on the stream, turning the answer into an event stream
-// first if it is not one yet; the last message ends it.
-func (s *callStream) write(msg []byte, last bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done {
-		return errors.New("provlog: the call's stream is closed")
-	}
-	if !s.sse {
-		h := s.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		s.w.WriteHeader(http.StatusOK)
-		s.sse = true
-	}
-	b := make([]byte, 0, len(msg)+24)
-	b = append(b, "event: message\ndata: "...)
-	b = append(b, msg...)
-	b = append(b, "\n\n"...)
-	s.done = last
-	if _, err := s.w.Write(b); err != nil {
-		return err
-	}
-	return http.NewResponseController(s.w).Flush()
-}
-
-// answer writes the call's response: as one JSON response, or as the last
-// event of the stream if it became one.
-func (s *callStream) answer(id, result json.RawMessage, rpcErr *jsonrpc.Error) {
-	s.mu.Lock()
-	if !s.sse {
-		s.done = true
-		s.mu.Unlock()
-		writeRPC(s.w, id, result, rpcErr)
-		return
-	}
-	s.mu.Unlock()
-	s.write(appendResponse(nil, id, result, rpcErr), true)
 }
 
 // offers reports whether the session's client declared it serves method.

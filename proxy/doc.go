@@ -117,12 +117,18 @@
 // tool of a stateful server, without a progress token — skips the SDK's
 // server session (fast.go): the request is read in one strict pass
 // (log.WalkObject, which also yields the arguments' canonical form for the
-// entry; anything JCS would refuse goes to the SDK), and the client gets
-// one application/json response — or, if the server asks the client
-// something during the call, an event stream with the request on it and
-// the answer last (callstream.go); the client's response to the request
-// is a POST the fast path hands to the waiting call. Everything else goes
-// to the SDK's handler. The proxy keeps HTTP sessions' idle clock itself
+// entry; anything JCS would refuse goes to the SDK). A client of
+// 2025-11-25 gets an event stream that can be resumed (SEP-1699): a
+// priming event with an id and a retry field at once, then the server's
+// requests during the call and the answer last, each with an id; it can
+// resume the stream with a GET carrying Last-Event-ID, and the call does
+// not depend on the connection. When an HTTP server closes its stream of
+// a call (SSE polling), the proxy resumes it with Last-Event-ID and
+// closes the client's the same way. An older client gets one
+// application/json response, or an event stream without ids if the
+// server asks it something (callstream.go). The client's response to a
+// request is a POST the fast path hands to the waiting call. Everything
+// else goes to the SDK's handler. The proxy keeps HTTP sessions' idle clock itself
 // (Options.SessionIdle without a request closes a session), as the SDK's
 // does not see the fast path's requests.
 //

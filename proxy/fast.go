@@ -35,8 +35,9 @@ import (
 // So a plain tools/call on an initialized stateful session — one JSON-RPC
 // request in the POST, no progress token, a tool of a stateful server —
 // is read here, goes through the same call lifecycle as every other
-// (serveCall), and is answered with one application/json response, or an
-// event stream if the server asks the client something (callstream.go).
+// (serveCall), and is answered on a resumable event stream (2025-11-25),
+// or with one application/json response (older revisions; an event
+// stream if the server asks the client something), see callstream.go.
 // Everything else (initialize, lists, resources, prompts, the proxy's own
 // and the task tools, calls with a progress token, batches, the stateless
 // 2026-07-28 revision, anything malformed) goes to the SDK's handler
@@ -67,6 +68,10 @@ type frontSession struct {
 	active   atomic.Int32 // POSTs in progress
 	calls    sync.Map     // JSON-RPC id (raw text) of a fast call in progress -> context.CancelFunc
 	asks     sync.Map     // id of a request on a fast call's stream -> chan *wireMessage (callstream.go)
+	streams  sync.Map     // id of a resumable call stream -> *callStream (callstream.go)
+
+	ctx    context.Context // done when the session ends: its calls are cancelled
+	cancel context.CancelFunc
 }
 
 func (fs *frontSession) touch() { fs.lastUsed.Store(time.Now().UnixNano()) }
@@ -85,11 +90,14 @@ func (p *Proxy) sessionInitialized(_ context.Context, req *mcp.InitializedReques
 		return
 	}
 	fs := &frontSession{ss: ss, actor: actor.(string), client: ip.ClientInfo, protocol: ip.ProtocolVersion}
+	fs.ctx, fs.cancel = context.WithCancel(context.Background())
 	fs.touch()
 	p.sessions.Store(id, fs)
 	go func() {
 		ss.Wait()
 		p.sessions.Delete(id)
+		fs.cancel()
+		p.closeStreams(fs)
 	}()
 }
 
@@ -163,6 +171,13 @@ func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, sdk http.H
 		if v, ok := p.sessions.Load(id); ok {
 			fs = v.(*frontSession)
 			fs.touch()
+		}
+	}
+	if fs != nil && r.Method == http.MethodGet && !p.noFastPath {
+		if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID == fs.actor {
+			if last := r.Header.Get("Last-Event-ID"); last != "" && p.resume(w, r, fs, last) {
+				return
+			}
 		}
 	}
 	if fs != nil && r.Method == http.MethodPost {
@@ -388,31 +403,53 @@ func (p *Proxy) fastCallFor(fr fastRequest) (fastCall, bool) {
 }
 
 // serveFastCall serves one tools/call through the call lifecycle
-// (serveCall) and answers it with one JSON response.
+// (serveCall) and answers it (callstream.go). A call whose stream can be
+// resumed runs on its own, detached from the POST: it ends with its
+// answer, a notifications/cancelled or the session, not with the
+// connection, which the POST's handler holds only while the stream is
+// written to it.
 func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontSession, id json.RawMessage, fc fastCall, ti *auth.TokenInfo) {
 	p.fastCalls.Add(1)
-	cst := &callStream{w: w, fs: fs}
+	start := time.Now()
+	cst := p.newCallStream(fs, w)
+	release := cst.release
+	ctx := r.Context()
+	if cst.id != "" {
+		ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		stop := context.AfterFunc(fs.ctx, cancel)
+		go func() {
+			defer stop()
+			defer cancel()
+			p.runFastCall(ctx, cancel, cst, fs, r.Header, id, fc, ti, start)
+		}()
+		cst.wait(r.Context(), release)
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.runFastCall(ctx, cancel, cst, fs, r.Header, id, fc, ti, start)
+}
+
+// runFastCall makes a fast-path call and answers it on its stream.
+func (p *Proxy) runFastCall(ctx context.Context, cancel context.CancelFunc, cst *callStream, fs *frontSession, header http.Header, id json.RawMessage, fc fastCall, ti *auth.TokenInfo, start time.Time) {
 	defer func() {
 		if v := recover(); v != nil {
 			p.logger.Error("proxy: panic while serving a call", "tool", fc.front, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			cst.answer(id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: internal error while handling tools/call"})
+			p.answer(cst, id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: internal error while handling tools/call"})
 		}
 	}()
-	start := time.Now()
-	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), callStreamKey{}, cst))
-	defer cancel()
 	key := string(bytes.TrimSpace(id))
 	fs.calls.Store(key, cancel)
 	defer fs.calls.Delete(key)
 	in := &callIn{
 		d: fc.d, tool: fc.tool, argsCanon: fc.argsCanon,
 		params:  &mcp.CallToolParamsRaw{Name: fc.front, Arguments: fc.args, Meta: fc.meta},
-		session: fs.ss, extra: &mcp.RequestExtra{TokenInfo: ti, Header: r.Header},
+		session: fs.ss, extra: &mcp.RequestExtra{TokenInfo: ti, Header: header},
 		client: fs.client, protocol: fs.protocol, id: id, transport: "tcp", start: start,
 	}
 	// A cancelled call still gets an answer: the POST needs one.
-	res, rerr := p.serveCall(ctx, in)
-	cst.answer(id, res, rerr)
+	res, rerr := p.serveCall(context.WithValue(ctx, callStreamKey{}, cst), in)
+	p.answer(cst, id, res, rerr)
 }
 
 // writeRPC answers a POST with one JSON-RPC response.

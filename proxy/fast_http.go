@@ -246,11 +246,36 @@ func (d *downstream) post(ctx context.Context, cs *mcp.ClientSession, body []byt
 		}
 		return msg, nil
 	case "text/event-stream":
+		return d.readCall(ctx, cancel, cs, resp, reqID, ic)
+	default:
+		return nil, fmt.Errorf("unexpected answer of type %q", resp.Header.Get("Content-Type"))
+	}
+}
+
+// maxResumes bounds the resumptions of a call's event stream in a row
+// that bring no new event.
+const maxResumes = 3
+
+// readCall reads a call's event stream to the answer to reqID, serving
+// the server's requests and notifications on the way (onStream). A stream
+// that ends without the answer after giving an event id is resumed as a
+// client resumes one (SEP-1699): a GET with Last-Event-ID after the
+// reconnection time the server set (else a second), at most maxResumes
+// times in a row without a new event. When the server closed the stream
+// on purpose (a retry field, then a clean end: SSE polling), the client's
+// own stream of the call, if it can be resumed, is closed the same way
+// (callStream.pause).
+func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs *mcp.ClientSession, resp *http.Response, reqID string, ic *inflightCall) (*wireMessage, error) {
+	var sp sseParser
+	retry, tries := time.Second, 0
+	for {
 		var answer *wireMessage
-		err := readEvents(resp.Body, func(data []byte) bool {
+		before := string(sp.lastID)
+		sp.hasRetry = false
+		err := sp.read(resp.Body, func(data []byte) bool {
 			msg, err := parseWire(data)
 			if err != nil {
-				return true // not a message: skip it, as the SDK does
+				return true // not a message (a priming event, say): skip it, as the SDK does
 			}
 			if msg.Method == "" {
 				if string(msg.ID) == reqID {
@@ -270,15 +295,65 @@ func (d *downstream) post(ctx context.Context, cs *mcp.ClientSession, body []byt
 			t := time.AfterFunc(streamEndWait, cancel)
 			io.Copy(io.Discard, resp.Body)
 			t.Stop()
+			resp.Body.Close()
 			return answer, nil
 		}
-		if err == nil {
-			err = io.ErrUnexpectedEOF
+		resp.Body.Close()
+		polled := err == nil && sp.hasRetry
+		if sp.hasRetry {
+			retry = time.Duration(sp.retry) * time.Millisecond
 		}
-		return nil, fmt.Errorf("the event stream ended without an answer: %w", err)
-	default:
-		return nil, fmt.Errorf("unexpected answer of type %q", resp.Header.Get("Content-Type"))
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case len(sp.lastID) == 0 && polled:
+			return nil, errors.New("the server closed the call's event stream without an event id to resume it from, so its answer cannot be had")
+		case len(sp.lastID) == 0:
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, fmt.Errorf("the event stream ended without an answer: %w", err)
+		case string(sp.lastID) == before:
+			if tries++; tries >= maxResumes {
+				return nil, fmt.Errorf("the event stream ended without an answer %d times in a row after event %q", tries+1, sp.lastID)
+			}
+		default:
+			tries = 0
+		}
+		if cst, ok := ctx.Value(callStreamKey{}).(*callStream); ok && polled {
+			cst.pause(retry)
+		}
+		select {
+		case <-time.After(retry):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if resp, err = d.resumeGET(ctx, cs, string(sp.lastID)); err != nil {
+			return nil, fmt.Errorf("resuming the call's event stream after event %q: %w", sp.lastID, err)
+		}
 	}
+}
+
+// resumeGET asks the server for the events of a stream after lastID.
+func (d *downstream) resumeGET(ctx context.Context, cs *mcp.ClientSession, lastID string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.cfg.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	postHeaders(d.cfg.Headers, cs, req.Header.Set)
+	req.Header.Del("Content-Type")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", lastID)
+	resp, err := d.httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		return nil, fmt.Errorf("HTTP %d %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), bytes.TrimSpace(snippet))
+	}
+	return resp, nil
 }
 
 // onStream serves a request or notification the server sent on a call's

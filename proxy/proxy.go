@@ -157,6 +157,7 @@ type Proxy struct {
 	logLevels  sync.Map      // *mcp.ServerSession -> the mcp.LoggingLevel its client set (bridge.go)
 	retries    retries       // input_required results awaiting their clients' retries (bridge.go)
 	fastCalls  atomic.Uint64 // tools/calls the fast path served (for tests)
+	kept       keptStreams   // finished call streams kept for a resume (callstream.go)
 	noFastPath bool          // tests: serve every request through the SDK
 	reaper     sync.Once
 

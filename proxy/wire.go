@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -165,11 +166,18 @@ func canonTopTrue(obj []byte, key string) bool {
 
 // An sseParser splits a server-sent event stream, fed to it in pieces of
 // any size, into its events' data (the data lines of an event joined by
-// "\n"; other fields and comments are skipped). It is linear in its input.
+// "\n"; comments and other fields are skipped), and keeps what a resuming
+// client needs: the last event id and reconnection time the stream set
+// (the id and retry fields, as the HTML standard's event stream
+// interpretation reads them). It is linear in its input.
 type sseParser struct {
 	line []byte // the current line, when it spans pieces
 	data []byte // the current event's data
 	has  bool   // the current event has a data line
+
+	lastID   []byte // the last event id set (SSE keeps it across events)
+	retry    int64  // the reconnection time set, in milliseconds
+	hasRetry bool
 }
 
 // feed parses p, calling fn with each event completed in it, and reports
@@ -224,10 +232,24 @@ func (s *sseParser) endLine(line []byte, fn func([]byte) bool) bool {
 		return ok
 	}
 	field, value, _ := bytes.Cut(line, []byte(":"))
-	if string(field) != "data" {
+	value = bytes.TrimPrefix(value, []byte(" "))
+	switch string(field) {
+	case "data":
+	case "id":
+		if bytes.IndexByte(value, 0) < 0 {
+			s.lastID = append(s.lastID[:0], value...)
+		}
+		return true
+	case "retry":
+		// ASCII digits only; at most nine, about eleven days.
+		if len(value) > 0 && len(value) <= 9 && len(bytes.Trim(value, "0123456789")) == 0 {
+			n, _ := strconv.ParseInt(string(value), 10, 64)
+			s.retry, s.hasRetry = n, true
+		}
+		return true
+	default:
 		return true
 	}
-	value = bytes.TrimPrefix(value, []byte(" "))
 	if s.has {
 		s.data = append(s.data, '\n')
 	}
@@ -242,9 +264,14 @@ var eventBufs = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b 
 // readEvents calls fn with the data of each server-sent event in r until
 // fn returns false or r ends.
 func readEvents(r io.Reader, fn func(data []byte) bool) error {
+	var s sseParser
+	return s.read(r, fn)
+}
+
+// read feeds s all of r, as readEvents does.
+func (s *sseParser) read(r io.Reader, fn func(data []byte) bool) error {
 	bp := eventBufs.Get().(*[]byte)
 	defer eventBufs.Put(bp)
-	var s sseParser
 	for {
 		n, err := r.Read(*bp)
 		if n > 0 && !s.feed((*bp)[:n], fn) {

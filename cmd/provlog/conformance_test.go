@@ -38,15 +38,7 @@ import (
 // behaviour. The test fails when a scenario not listed here fails only
 // through provlog, and also when a listed one passes (so the list only
 // shrinks).
-var knownOnlyThroughProvlog = map[string][]string{
-	// The fast path answers the suite's test_reconnection call with JSON,
-	// so its SSE checks do not apply (0 of 0 run); directly the server
-	// answers with an event stream carrying a retry field (1 of 1). To
-	// pass, the front would answer calls on a stream with a priming
-	// event id and a retry field and resume a stream on Last-Event-ID.
-	"2025-11-25/stdio": {"server-sse-polling"},
-	"2025-11-25/http":  {"server-sse-polling"},
-}
+var knownOnlyThroughProvlog = map[string][]string{}
 
 // The suite sends no Authorization header, so the runs through provlog go
 // through a small reverse proxy that adds the local actor's bearer token

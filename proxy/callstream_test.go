@@ -1,0 +1,290 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+)
+
+// TestCallStreamResumes: a fast-path call of a 2025-11-25 client is an
+// event stream that can be resumed (SEP-1699). The downstream is go-sdk's
+// streamable HTTP server with an event store, so that it can close its
+// own stream of a call and be resumed too. In every case the call is
+// recorded once, its response arrives once, after its call.result entry,
+// with a receipt that verifies, and a stream delivered is not kept.
+func TestCallStreamResumes(t *testing.T) {
+	release := make(chan struct{}, 1)
+	var closedStreams atomic.Int32
+	srv := mcp.NewServer(&mcp.Implementation{Name: "polling", Version: "1"}, nil)
+	obj := map[string]any{"type": "object"}
+	srv.AddTool(&mcp.Tool{Name: "gate", InputSchema: obj}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "opened"}}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "poll", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if req.Extra != nil && req.Extra.CloseSSEStream != nil {
+			req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 10 * time.Millisecond})
+			closedStreams.Add(1)
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "polled"}}}, nil
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}))
+	t.Cleanup(down.Close)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "ev", URL: down.URL}}, nil)
+	front := serveHTTP(t, p)
+	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
+
+	// checkOnce checks that the call whose entry is at index at has its
+	// call.result right after it, not an error, and nothing else after.
+	checkOnce := func(t *testing.T, at uint64, resp string) {
+		t.Helper()
+		var msg struct {
+			Result struct {
+				Meta    mcp.Meta          `json:"_meta"`
+				IsError bool              `json:"isError"`
+				Content []json.RawMessage `json:"content"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(resp), &msg); err != nil || msg.Result.IsError || len(msg.Result.Content) == 0 {
+			t.Fatalf("response %s: %v", resp, err)
+		}
+		e, _ := l.checkReceipt(t, metaReceipt(msg.Result.Meta))
+		if e.Fields["is_error"] != false {
+			t.Errorf("call entry %v", e.Fields)
+		}
+		if got := l.size(t); got != at+2 {
+			t.Errorf("the log grew by %d entries, want the call and its result", got-at)
+		}
+	}
+
+	t.Run("DroppedBeforeTheResult", func(t *testing.T) {
+		at := l.size(t)
+		body, first := postCall(t, front, cs.ID(), "gate")
+		if first["id"] == "" || first["retry"] == "" || first["data"] != "" {
+			t.Fatalf("first event %q, want a priming event (an id, a retry field, no data)", first)
+		}
+		body.Close() // the connection drops while the call waits
+		l.waitSize(t, at+1)
+		if e, err := log.ParseEntry(l.entry(t, at)); err != nil || e.Kind != log.KindCall || l.size(t) != at+1 {
+			t.Fatalf("before the result: entry %d is %v (%v), log size %d", at, e, err, l.size(t))
+		}
+		resumed := getResume(t, front, cs.ID(), first["id"], http.StatusOK)
+		release <- struct{}{}
+		ev := resumed.next(t)
+		if ev["id"] == "" || ev["id"] == first["id"] {
+			t.Errorf("the response's event id is %q after %q", ev["id"], first["id"])
+		}
+		checkOnce(t, at, ev["data"])
+		if ev := resumed.next(t); ev != nil {
+			t.Errorf("after the response: %q", ev)
+		}
+		resumed.Close()
+		getResume(t, front, cs.ID(), first["id"], http.StatusBadRequest).Close() // delivered: not kept
+		if got := l.size(t); got != at+2 {
+			t.Errorf("resuming again wrote %d entries", got-at-2)
+		}
+	})
+
+	t.Run("ResultWhileAway", func(t *testing.T) {
+		at := l.size(t)
+		body, first := postCall(t, front, cs.ID(), "gate")
+		body.Close()
+		release <- struct{}{}
+		l.waitSize(t, at+2)
+		waitFor(t, "the response to be kept", func() bool { return keptBytes(p) > 0 })
+		resumed := getResume(t, front, cs.ID(), first["id"], http.StatusOK)
+		checkOnce(t, at, resumed.next(t)["data"])
+		if ev := resumed.next(t); ev != nil {
+			t.Errorf("after the response: %q", ev)
+		}
+		resumed.Close()
+		if n := keptBytes(p); n != 0 {
+			t.Errorf("%d bytes still kept after the response was read", n)
+		}
+	})
+
+	t.Run("ServerPolls", func(t *testing.T) {
+		at := l.size(t)
+		body, first := postCall(t, front, cs.ID(), "poll")
+		// The server closed its stream of the call: the proxy closes the
+		// client's the same way, with the server's retry, and no response.
+		ev := body.next(t)
+		if ev["retry"] != "10" || ev["data"] != "" {
+			t.Errorf("after priming: %q, want the server's retry (10) and no data", ev)
+		}
+		if ev := body.next(t); ev != nil {
+			t.Errorf("the stream goes on after the retry: %q", ev)
+		}
+		body.Close()
+		resumed := getResume(t, front, cs.ID(), first["id"], http.StatusOK)
+		ev = resumed.next(t)
+		checkOnce(t, at, ev["data"])
+		if !strings.Contains(ev["data"], "polled") {
+			t.Errorf("resumed response %s", ev["data"])
+		}
+		resumed.Close()
+		if closedStreams.Load() == 0 {
+			t.Error("the server never closed a stream")
+		}
+	})
+
+	t.Run("NotAStreamOfTheSession", func(t *testing.T) {
+		other := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
+		body, first := postCall(t, front, cs.ID(), "gate")
+		defer body.Close()
+		// Another session cannot resume it, nor can a made-up event.
+		getResume(t, front, other.ID(), first["id"], http.StatusBadRequest).Close()
+		getResume(t, front, cs.ID(), first["id"]+"9", http.StatusBadRequest).Close()
+		release <- struct{}{}
+		if ev := body.next(t); !strings.Contains(ev["data"], "opened") {
+			t.Errorf("response %q", ev)
+		}
+	})
+}
+
+// TestKeptStreamsBounded: finished streams kept for a resume are dropped,
+// oldest first, beyond keptStreamBytes, and leave their session.
+func TestKeptStreamsBounded(t *testing.T) {
+	p := &Proxy{}
+	fs := &frontSession{}
+	var all []*callStream
+	for i := range 5 {
+		s := &callStream{fs: fs, id: "provlog" + string(rune('a'+i)), events: [][]byte{[]byte("x")}, size: keptStreamBytes / 3}
+		fs.streams.Store(s.id, s)
+		s.mu.Lock()
+		p.keep(s)
+		s.mu.Unlock()
+		all = append(all, s)
+	}
+	if p.kept.bytes > keptStreamBytes {
+		t.Errorf("%d bytes kept, over %d", p.kept.bytes, keptStreamBytes)
+	}
+	for i, s := range all {
+		_, in := fs.streams.Load(s.id)
+		if want := i >= 2; in != want {
+			t.Errorf("stream %d kept: %v, want %v", i, in, want)
+		}
+	}
+	p.closeStreams(fs)
+	if p.kept.bytes != 0 || p.kept.l.Len() != 0 {
+		t.Errorf("after the session: %d bytes in %d streams", p.kept.bytes, p.kept.l.Len())
+	}
+}
+
+func keptBytes(p *Proxy) int {
+	p.kept.mu.Lock()
+	defer p.kept.mu.Unlock()
+	return p.kept.bytes
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// postCall POSTs a tools/call of tool on session sid and returns the
+// answer's event stream with its first event read.
+func postCall(t *testing.T, front, sid, tool string) (*sseStream, map[string]string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, front, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ev__`+tool+`","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("HTTP %d %s: %s", resp.StatusCode, ct, b)
+	}
+	st := &sseStream{bufio.NewReader(resp.Body), resp.Body}
+	return st, st.next(t)
+}
+
+// getResume GETs the events after lastID on session sid, expecting status
+// want.
+func getResume(t *testing.T, front, sid, lastID string, want int) *sseStream {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, front, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Last-Event-ID", lastID)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != want {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("resuming after %q: HTTP %d %s, want %d", lastID, resp.StatusCode, b, want)
+	}
+	return &sseStream{bufio.NewReader(resp.Body), resp.Body}
+}
+
+// An sseStream is an event stream as a client reads it.
+type sseStream struct {
+	br   *bufio.Reader
+	body io.ReadCloser
+}
+
+func (s *sseStream) Close() { s.body.Close() }
+
+// next reads the next event's fields (data lines joined by "\n"), or
+// returns nil at the stream's end.
+func (s *sseStream) next(t *testing.T) map[string]string {
+	t.Helper()
+	ev := map[string]string{}
+	for {
+		line, err := s.br.ReadString('\n')
+		if errors.Is(err, io.EOF) && line == "" {
+			if len(ev) > 0 {
+				return ev
+			}
+			return nil
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			t.Fatalf("reading the event stream: %v", err)
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			if len(ev) > 0 {
+				return ev
+			}
+			continue
+		}
+		k, v, _ := strings.Cut(line, ":")
+		v = strings.TrimPrefix(v, " ")
+		if k == "data" && ev["data"] != "" {
+			v = ev["data"] + "\n" + v
+		}
+		ev[k] = v
+	}
+}
