@@ -94,6 +94,9 @@ func (s *sidecar) runRetention(ctx context.Context) {
 		case err == nil && len(res.Blobs) > 0:
 			s.logger.Info("retention: purged", "blobs", len(res.Blobs), "entries", res.Entries, "kept_shared", res.Kept)
 		}
+		if err == nil {
+			s.saveAges(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -251,4 +254,17 @@ func bundlePayloads(dir string, from uint64) (payloadReport, error) {
 		pr.add(i, e)
 	}
 	return pr.check(nil), sc.Err()
+}
+
+// saveAges saves the age index in the data dir, if it has read any of
+// the log; a failure costs the next start one read of the whole log.
+func (s *sidecar) saveAges(ctx context.Context) {
+	s.ages.mu.Lock()
+	defer s.ages.mu.Unlock()
+	if s.ages.next == 0 {
+		return
+	}
+	if err := s.ages.save(ctx, filepath.Join(s.cfg.Data, retentionIndexFile), s.store); err != nil {
+		s.logger.Warn("the retention index was not saved; the next start reads the whole log for it", "err", err)
+	}
 }

@@ -229,6 +229,10 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 			return nil, fmt.Errorf("starting anchoring: %w", err)
 		}
 	}
+	size, _ := sc.seq.Checkpoint()
+	if err := sc.ages.load(ctx, filepath.Join(cfg.Data, retentionIndexFile), sc.store, size); err != nil {
+		sc.logger.Warn("the retention index was not loaded; the next purge by age reads the whole log", "err", err)
+	}
 	if cfg.Retention.MaxAge > 0 {
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		sc.stopRetention = cancel
@@ -379,6 +383,7 @@ func (s *sidecar) close() {
 		s.stopRetention()
 		s.retention.Wait() // before the sequencer: a purge may be appending
 	}
+	s.saveAges(context.Background())
 	s.anchors.stop() // before the sequencer: a round may be appending
 	// After the proxy, so no task operation is under way.
 	if s.tasks != nil {
