@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -214,6 +215,10 @@ func TestSessionPerRevision(t *testing.T) {
 	}
 	if d.stateless() {
 		t.Error("the first session became 2026-07-28")
+	}
+	if h := d.health(); h["protocol_version"] != "2025-11-25" || fmt.Sprint(h["newer_session"]) == "<nil>" ||
+		h["newer_session"].(map[string]any)["protocol_version"] != statelessProtocol {
+		t.Errorf("provlog__status of the server: %v", h)
 	}
 
 	older := connectMemory(t, p, nil)

@@ -110,6 +110,18 @@
 // streamable HTTP, stateless HTTP) decodes it into the SDK's result type;
 // the HTTP front's fast path writes its bytes.
 //
+// # Protocol revisions
+//
+// A server is spoken to in the revision of the client whose request it is,
+// where it speaks it (revision.go): a stdio server's 2025-11-25 session
+// serves older clients, and a second session in 2026-07-28, started when
+// the first such client calls, serves those; an HTTP server is asked for
+// the newest. An older client's call that meets a 2026-07-28 session is
+// bridged (bridge.go): the server's input_required result becomes the
+// requests that client understands, on the call's stream, and the call
+// goes on with the answers, each leg through the lifecycle as a call
+// entry of its own that names the call.result it continues.
+//
 // # The HTTP front's fast path
 //
 // A plain tools/call over HTTP — one request in the POST, on an

@@ -204,6 +204,7 @@ func (d *downstream) health() map[string]any {
 			h["server_info"] = map[string]any{"name": r.ServerInfo.Name, "version": r.ServerInfo.Version}
 		}
 	}
+	d.newer.report(h)
 	d.cat.report(h)
 	return h
 }

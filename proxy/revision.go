@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -133,6 +134,25 @@ func (n *newerSession) stop() {
 	if sup != nil {
 		sup.stop()
 	}
+}
+
+// report adds the newer session's state to a server's health entry.
+func (n *newerSession) report(h map[string]any) {
+	n.mu.Lock()
+	sup, refused := n.sup, n.refused
+	n.mu.Unlock()
+	if sup == nil || refused {
+		return
+	}
+	st := sup.status()
+	m := map[string]any{"state": st.state, "since": st.since.UTC().Format(time.RFC3339), "restarts": st.restarts}
+	if st.lastErr != "" {
+		m["last_error"] = st.lastErr
+	}
+	if st.init != nil {
+		m["protocol_version"] = st.init.ProtocolVersion
+	}
+	h["newer_session"] = m
 }
 
 // wait waits for the newer session's supervisor to end, once the server's

@@ -100,7 +100,8 @@ func TestCheckServers(t *testing.T) {
 		{ID: "remote.api-2", URL: "https://mcp.example.org/mcp", Headers: map[string]string{"Authorization": "Bearer x"}},
 		{ID: "a", Command: []string{"a"}, Prefix: &empty},
 		{ID: "b", Command: []string{"b"}, Prefix: &empty},
-		{ID: "c", Command: []string{"c"}, Prefix: &custom},
+		{ID: "c", Command: []string{"c"}, Prefix: &custom, Protocol: "2026-07-28"},
+		{ID: "d", Command: []string{"d"}, Protocol: "2025-11-25"},
 	}
 	if err := CheckServers(ok); err != nil {
 		t.Fatal(err)
@@ -120,6 +121,7 @@ func TestCheckServers(t *testing.T) {
 		{"dup prefix", []ServerConfig{{ID: "a", Command: []string{"x"}, Prefix: &custom}, {ID: "b", Command: []string{"y"}, Prefix: &custom}}, "share the prefix"},
 		{"own prefix", []ServerConfig{{ID: "a", Command: []string{"x"}, Prefix: &own}}, "overlaps"},
 		{"empty redact", []ServerConfig{{ID: "a", Command: []string{"x"}, Redact: []string{""}}}, "empty field"},
+		{"protocol", []ServerConfig{{ID: "a", Command: []string{"x"}, Protocol: "2025-06-18"}}, `protocol "2025-06-18"`},
 	} {
 		err := CheckServers(tc.s)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -257,6 +257,9 @@ func (r *runner) replay(ctx context.Context, index uint64, call *log.CallEntry) 
 	if res == nil {
 		return no("no outcome of the call is recorded in the range (cut off by a crash, or recorded after it)")
 	}
+	if call.Continues != 0 || call.InputResponsesSHA256 != "" {
+		return no("a later leg of a call that asked the client for input (continues %d): the log holds only the hash of the client's answers it carried", call.Continues)
+	}
 	o.ReleaseThen = res.DataRelease
 	cfg := r.server(o.Server)
 	if cfg == nil {

@@ -92,6 +92,7 @@ func TestStdioAndNotReplayable(t *testing.T) {
 		callEntry(t, map[string]any{"server": "st", "tool": "echo", "args": map[string]any{}, "is_error": true, "error": "boom"}),
 		callEntry(t, map[string]any{"server": "other", "tool": "echo", "args": map[string]any{}, "result_sha256": want}),
 		callEntry(t, map[string]any{"server": "st", "tool": "gone", "args": map[string]any{}, "result_sha256": want}),
+		callEntry(t, map[string]any{"server": "st", "tool": "echo", "args": map[string]any{"q": "hi"}, "continues": 3, "input_responses_sha256": sha256hex("answers"), "result_sha256": want}),
 	}
 	rep, err := Run(context.Background(), entries, 10, Options{
 		Servers: []proxy.ServerConfig{{ID: "st", Command: []string{exe}, Env: map[string]string{stdioFixtureEnv: "1"}}},
@@ -101,7 +102,7 @@ func TestStdioAndNotReplayable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantClass := []string{Unchanged, Changed, Unchanged, NotReplayable, NotReplayable, NotReplayable, NotReplayable, NotReplayable}
+	wantClass := []string{Unchanged, Changed, Unchanged, NotReplayable, NotReplayable, NotReplayable, NotReplayable, NotReplayable, NotReplayable}
 	for i, o := range rep.Outcomes {
 		if o.Index != 10+uint64(i) || o.Class != wantClass[i] {
 			t.Errorf("entry %d: %+v, want %s", i, o, wantClass[i])
@@ -109,6 +110,9 @@ func TestStdioAndNotReplayable(t *testing.T) {
 	}
 	if r := rep.Outcomes[3].Reason; !strings.Contains(r, "purged") {
 		t.Errorf("purged args blob: reason %q", r)
+	}
+	if r := rep.Outcomes[8].Reason; !strings.Contains(r, "later leg") {
+		t.Errorf("a later leg of a call that asked for input: reason %q", r)
 	}
 	// Without the recorded result, an ignore list cannot be applied to
 	// it: only hashes are compared, and the outcome says so.
