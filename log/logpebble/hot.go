@@ -34,25 +34,24 @@ func loadHot(db reader, size, max uint64) (*hot.Nodes, error) {
 	}
 	defer it.Close()
 	key := make([]byte, 0, nodeKeySize)
-	return hot.Load(size, max, func(lvl uint, count uint64) ([]byte, error) {
-		l := make([]byte, 0, count*hashSize)
+	return hot.Load(size, max, func(lvl uint, count uint64, put func([]byte)) error {
 		for i := range count {
 			key = appendNodeKey(key[:0], compact.NewNodeID(lvl, i))
 			if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
 				if err := it.Error(); err != nil {
-					return nil, err
+					return err
 				}
 				break // a gap: the rest of this level is read from Pebble
 			}
 			v, err := it.ValueAndErr()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if len(v) != hashSize {
-				return nil, fmt.Errorf("%w: node (%d, %d) is %d bytes", ErrCorrupt, lvl, i, len(v))
+				return fmt.Errorf("%w: node (%d, %d) is %d bytes", ErrCorrupt, lvl, i, len(v))
 			}
-			l = append(l, v...)
+			put(v)
 		}
-		return l, nil
+		return nil
 	})
 }

@@ -478,8 +478,7 @@ func (s *Store) readNodesGet(ids []compact.NodeID) ([][]byte, error) {
 	key := make([]byte, 0, 10)
 	for i, id := range ids {
 		out[i] = slab[i*hashSize : (i+1)*hashSize : (i+1)*hashSize]
-		if h, ok := st.hot.Get(id); ok {
-			copy(out[i], h)
+		if st.hot.Read(id, out[i]) {
 			continue
 		}
 		v, closer, err := s.db.Get(appendNodeKey(key[:0], id))

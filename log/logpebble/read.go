@@ -90,10 +90,8 @@ func (s *Store) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, 
 		if !hot.Committed(id, st.Size) {
 			return nil, fmt.Errorf("node (%d, %d) in a log of size %d: %w", id.Level, id.Index, st.Size, log.ErrNotFound)
 		}
-		if h, ok := st.hot.Get(id); ok {
-			out[i] = slab[i*hashSize : (i+1)*hashSize : (i+1)*hashSize]
-			copy(out[i], h)
-		} else {
+		if out[i] = slab[i*hashSize : (i+1)*hashSize : (i+1)*hashSize]; !st.hot.Read(id, out[i]) {
+			out[i] = nil
 			order = append(order, i)
 		}
 	}

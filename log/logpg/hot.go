@@ -18,32 +18,31 @@ const DefaultMaxHotNodes = 1 << 21
 
 // loadHot reads the hot levels of a tree of this size, one query a level.
 func loadHot(ctx context.Context, pool *pgxpool.Pool, size, max uint64) (*hot.Nodes, error) {
-	return hot.Load(size, max, func(lvl uint, count uint64) ([]byte, error) {
-		l := make([]byte, 0, count*hashSize)
+	return hot.Load(size, max, func(lvl uint, count uint64, put func([]byte)) error {
 		rows, err := pool.Query(ctx, sqlLevel, int16(lvl), int64(count))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		defer rows.Close()
 		var next int64
+		var hash []byte
 		for rows.Next() {
 			var idx int64
-			var hash []byte
 			if err := rows.Scan(&idx, &hash); err != nil {
-				return nil, err
+				return err
 			}
 			if idx != next || len(hash) != hashSize {
-				return nil, fmt.Errorf("%w: node (%d, %d) is missing or malformed", ErrCorrupt, lvl, next)
+				return fmt.Errorf("%w: node (%d, %d) is missing or malformed", ErrCorrupt, lvl, next)
 			}
-			l = append(l, hash...)
+			put(hash)
 			next++
 		}
 		if err := rows.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		if uint64(next) != count {
-			return nil, fmt.Errorf("%w: node (%d, %d) of a tree of size %d is missing", ErrCorrupt, lvl, next, size)
+			return fmt.Errorf("%w: node (%d, %d) of a tree of size %d is missing", ErrCorrupt, lvl, next, size)
 		}
-		return l, nil
+		return nil
 	})
 }

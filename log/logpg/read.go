@@ -83,8 +83,7 @@ func (s *Store) readNodes(ctx context.Context, hot *hot.Nodes, ids []compact.Nod
 	var rest []int
 	for i, id := range ids {
 		out[i] = slab[i*hashSize : (i+1)*hashSize : (i+1)*hashSize]
-		if h, ok := hot.Get(id); ok {
-			copy(out[i], h)
+		if hot.Read(id, out[i]) {
 			continue
 		}
 		levels = append(levels, int16(id.Level))

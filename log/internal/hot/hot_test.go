@@ -68,12 +68,11 @@ func TestWithAndLoad(t *testing.T) {
 		for _, step := range []uint64{1, 1, 2, 5, 9, 17, 3, 64, 100} {
 			h = h.With(size+step, nodesOf(size, size+step))
 			size += step
-			loaded, err := Load(size, max, func(lvl uint, count uint64) ([]byte, error) {
-				var l []byte
+			loaded, err := Load(size, max, func(lvl uint, count uint64, put func([]byte)) error {
 				for i := range count {
-					l = append(l, hashOf(compact.NewNodeID(lvl, i))...)
+					put(hashOf(compact.NewNodeID(lvl, i)))
 				}
-				return l, nil
+				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -82,8 +81,8 @@ func TestWithAndLoad(t *testing.T) {
 			for lvl := uint(0); size>>lvl > 0; lvl++ {
 				for i := range size >> lvl {
 					id := compact.NewNodeID(lvl, i)
-					a, okA := h.Get(id)
-					b, okB := loaded.Get(id)
+					a, b := make([]byte, hashSize), make([]byte, hashSize)
+					okA, okB := h.Read(id, a), loaded.Read(id, b)
 					if okA != okB || !bytes.Equal(a, b) {
 						t.Fatalf("max %d size %d node %v: With holds %v, Load %v", max, size, id, okA, okB)
 					}
@@ -107,28 +106,28 @@ func TestWithAndLoad(t *testing.T) {
 
 // TestLoadGap: a level the store holds only in part is kept up to the gap.
 func TestLoadGap(t *testing.T) {
-	h, err := Load(16, 1<<10, func(lvl uint, count uint64) ([]byte, error) {
-		var l []byte
+	h, err := Load(16, 1<<10, func(lvl uint, count uint64, put func([]byte)) error {
 		for i := range count {
 			if lvl == 1 && i == 3 {
 				break
 			}
-			l = append(l, hashOf(compact.NewNodeID(lvl, i))...)
+			put(hashOf(compact.NewNodeID(lvl, i)))
 		}
-		return l, nil
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := h.Get(compact.NewNodeID(1, 2)); !ok {
+	buf := make([]byte, hashSize)
+	if !h.Read(compact.NewNodeID(1, 2), buf) {
 		t.Error("node (1, 2) before the gap not held")
 	}
-	if _, ok := h.Get(compact.NewNodeID(1, 3)); ok {
+	if h.Read(compact.NewNodeID(1, 3), buf) {
 		t.Error("node (1, 3) at the gap held")
 	}
 	// A later batch does not extend a level past its gap.
 	h = h.With(17, nodesOf(16, 17))
-	if _, ok := h.Get(compact.NewNodeID(0, 16)); !ok {
+	if !h.Read(compact.NewNodeID(0, 16), buf) {
 		t.Error("new leaf (0, 16) not held")
 	}
 }
