@@ -77,6 +77,12 @@ type result struct {
 	HeapInuseMiB float64
 	LiveHeapMiB  float64 // after a GC at the end
 	GoHeldMiB    float64 // heap and stacks the Go runtime holds from the OS
+	// RSS at the end by kind of mapping (/proc/self/smaps): anonymous
+	// memory beyond what the Go runtime holds (the task index and the
+	// upper tree levels, which live outside the Go heap, and C
+	// allocations: Pebble's cache and memtables when built with cgo), and
+	// files (the program's own text).
+	OutsideGoMiB, FileMiB float64
 }
 
 func main() {
@@ -141,8 +147,8 @@ func report(c config, rs []result) {
 	}
 	fmt.Printf("taskbench: store %s, %d tasks created, %d accepted and completed, %d workers, %d cores, %s\n\n",
 		store, c.tasks, c.accepted, c.workers, runtime.NumCPU(), runtime.Version())
-	fmt.Println("| phase | entries | create/s | accept+claim/s | Open | status p50 | status p99 | status p50, 100 hot tasks | list_unaccepted | peak RSS (VmHWM) | RSS at end | Go heap in use | Go heap live | Go runtime holds |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| phase | entries | create/s | accept+claim/s | Open | status p50 | status p99 | status p50, 100 hot tasks | list_unaccepted | peak RSS (VmHWM) | RSS at end | Go heap in use | Go heap live | Go runtime holds | RSS at end outside Go (index, tree levels, C) / files |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		rate := func(v float64) string {
 			if v == 0 {
@@ -154,9 +160,9 @@ func report(c config, rs []result) {
 		if r.Phase == "build" {
 			open = fmt.Sprintf("— (SaveIndex %.2f s)", r.SaveSeconds)
 		}
-		fmt.Printf("| %s | %d | %s | %s | %s | %.3f ms | %.3f ms | %.3f ms | %.1f ms | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB |\n",
+		fmt.Printf("| %s | %d | %s | %s | %s | %.3f ms | %.3f ms | %.3f ms | %.1f ms | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.1f / %.1f MiB |\n",
 			r.Phase, r.Entries, rate(r.CreateRate), rate(r.ClaimRate), open, r.StatusP50, r.StatusP99, r.HotP50, r.ListMS,
-			float64(r.HWM)/1024, float64(r.RSS)/1024, r.HeapInuseMiB, r.LiveHeapMiB, r.GoHeldMiB)
+			float64(r.HWM)/1024, float64(r.RSS)/1024, r.HeapInuseMiB, r.LiveHeapMiB, r.GoHeldMiB, r.OutsideGoMiB, r.FileMiB)
 	}
 }
 
@@ -245,6 +251,8 @@ func phase(ctx context.Context, c config) (*result, error) {
 		r.SaveSeconds = time.Since(t0).Seconds()
 	}
 	r.HWM, r.RSS, err = rss()
+	anon, file := smaps()
+	r.OutsideGoMiB, r.FileMiB = anon-r.GoHeldMiB, file
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	r.HeapInuseMiB = float64(ms.HeapInuse) / (1 << 20)
@@ -426,6 +434,34 @@ func keys(dir string) (note.Signer, note.Verifier, error) {
 	}
 	v, err := note.NewVerifier(vkey)
 	return s, v, err
+}
+
+// smaps splits the process's resident memory into anonymous mappings and
+// files, in MiB.
+func smaps() (anon, file float64) {
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return 0, 0
+	}
+	kind := &anon
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if !strings.HasSuffix(f[0], ":") { // a mapping's header: range perms offset dev inode [path]
+			kind = &anon
+			if len(f) >= 6 && strings.HasPrefix(f[5], "/") {
+				kind = &file
+			}
+			continue
+		}
+		if f[0] == "Rss:" && len(f) >= 2 {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			*kind += kb / 1024
+		}
+	}
+	return anon, file
 }
 
 // rss returns the process's VmHWM and VmRSS in KiB.
