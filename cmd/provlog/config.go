@@ -85,8 +85,8 @@ type Config struct {
 	// Health tunes what /healthz calls degraded.
 	Health HealthConfig `yaml:"health"`
 
-	// OTel exports a span per proxied tool call over OTLP (otel.go); nil:
-	// no traces.
+	// OTel exports a span per recorded MCP request and log API request
+	// over OTLP (otel.go); nil: no traces.
 	OTel *OTelConfig `yaml:"otel"`
 
 	// Sessions limit the HTTP front's stateful MCP sessions.
@@ -94,6 +94,10 @@ type Config struct {
 
 	// Servers are the downstream MCP servers the proxy fronts.
 	Servers []proxy.ServerConfig `yaml:"servers"`
+	// DrainTimeout bounds how long a server removed by a reload keeps
+	// its calls in flight before they are cancelled (default 30s); its
+	// names leave the front at once and new calls for it are refused.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
 
 	// Anchors configures external anchoring (DESIGN §6); nil: none.
 	Anchors *online.Config `yaml:"anchors"`
