@@ -13,11 +13,14 @@ package logpebble
 //     mutex", which no recover catches (seen on a read-only bind mount);
 //   - a failed flush is retried at once, forever (compaction.go: "TODO:
 //     count consecutive flush errors and backoff"): 100% CPU and a log line
-//     per attempt on a full disk.
+//     per attempt on a full disk;
+//   - a failed MANIFEST or marker write calls Logger.Fatalf, after which
+//     Pebble's in-memory bookkeeping is no longer sound (isJournal).
 //
-// So, once the store has failed: the WAL is never touched again (writes,
-// syncs and new WAL files succeed without doing anything, so Pebble never
-// sees a WAL error); nothing is removed, renamed or linked (no file Pebble
+// So the journals (WAL, MANIFEST, markers) never show Pebble an error: the
+// first one is the store's failure, and once the store has failed they are
+// never touched again (writes, syncs and new files succeed without doing
+// anything); nothing is removed, renamed or linked (no file Pebble
 // thinks obsolete is deleted on the word of a MANIFEST that may not have
 // reached the disk); and creating any other file waits with a growing
 // backoff before it fails, which turns Pebble's retry loop into one attempt
@@ -86,8 +89,22 @@ func classify(op, name string, err error) error {
 	return fmt.Errorf("%w: %s %s: %w", fault, op, name, err)
 }
 
-// isWAL reports whether name is a Pebble write-ahead log file.
-func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
+// isJournal reports whether name is one of Pebble's journals: a
+// write-ahead log, a MANIFEST or a marker file (which names the current
+// MANIFEST or format version). Pebble v2.1.7 cannot survive an error
+// writing one: a failed WAL write panics, and a failed MANIFEST or marker
+// write calls Logger.Fatalf ("treating such errors as fatal is preferred
+// to attempting to unwind ... L0 sublevel metadata", version_set.go), so
+// carrying on after it leaves Pebble's L0 bookkeeping out of step with its
+// versions, which a later compaction trips over (seen: a panic inside a
+// compaction after an injected MANIFEST fault). Their errors are recorded
+// as the store's failure and hidden from Pebble, and once the store has
+// failed they are not written at all: Pebble's memory stays consistent
+// with itself, and the disk keeps the state it had when the store failed.
+func isJournal(name string) bool {
+	base := name[strings.LastIndexByte(name, '/')+1:]
+	return strings.HasSuffix(base, ".log") || strings.HasPrefix(base, "MANIFEST-") || strings.HasPrefix(base, "marker.")
+}
 
 // failOn records err (if not nil) as the store's failure and returns it
 // classified.
@@ -136,7 +153,7 @@ func (f *faultFS) backoff() {
 
 func (f *faultFS) create(op, name string, open func() (vfs.File, error)) (vfs.File, error) {
 	if f.stopped() {
-		if isWAL(name) {
+		if isJournal(name) {
 			return nopFile{}, nil
 		}
 		f.backoff()
@@ -145,12 +162,12 @@ func (f *faultFS) create(op, name string, open func() (vfs.File, error)) (vfs.Fi
 	file, err := open()
 	if err != nil {
 		err = f.failOn(op, name, err)
-		if isWAL(name) {
+		if isJournal(name) {
 			return nopFile{}, nil
 		}
 		return nil, err
 	}
-	return &faultFile{File: file, fs: f, name: name, wal: isWAL(name)}, nil
+	return &faultFile{File: file, fs: f, name: name, journal: isJournal(name)}, nil
 }
 
 func (f *faultFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
@@ -226,25 +243,25 @@ func (f *faultFS) Lock(name string) (io.Closer, error) {
 // Unwrap is the inner file system, as vfs.FS asks.
 func (f *faultFS) Unwrap() vfs.FS { return f.FS }
 
-// faultFile is a file written through a faultFS. A WAL file's or a
+// faultFile is a file written through a faultFS. A journal's or a
 // directory's write errors are recorded and swallowed (see the top of this
 // file); other files' are recorded and returned.
 type faultFile struct {
 	vfs.File
-	fs   *faultFS
-	name string
-	wal  bool
-	dir  bool
+	fs      *faultFS
+	name    string
+	journal bool // a WAL, MANIFEST or marker (isJournal)
+	dir     bool
 }
 
 // skip reports whether a write to f is not to be done: the store failed and
-// f is a WAL or a directory.
-func (f *faultFile) skip() bool { return (f.wal || f.dir) && f.fs.stopped() }
+// f is a journal or a directory.
+func (f *faultFile) skip() bool { return (f.journal || f.dir) && f.fs.stopped() }
 
-// retired is the error of a write to a file, not a WAL or a directory, of
+// retired is the error of a write to a file, not a journal or a directory, of
 // a retired file system (nil if it is not retired).
 func (f *faultFile) retired(op string) error {
-	if f.fs.retired.Load() && !f.wal && !f.dir {
+	if f.fs.retired.Load() && !f.journal && !f.dir {
 		return frozen(op, f.name)
 	}
 	return nil
@@ -253,7 +270,7 @@ func (f *faultFile) retired(op string) error {
 // result records err and says what to return to Pebble.
 func (f *faultFile) result(op string, err error) error {
 	err = f.fs.failOn(op, f.name, err)
-	if f.wal || f.dir {
+	if f.journal || f.dir {
 		return nil
 	}
 	return err
@@ -267,7 +284,7 @@ func (f *faultFile) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	n, err := f.File.Write(p)
-	if err != nil && (f.wal || f.dir) {
+	if err != nil && (f.journal || f.dir) {
 		n = len(p)
 	}
 	return n, f.result("writing", err)
@@ -281,7 +298,7 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 		return len(p), nil
 	}
 	n, err := f.File.WriteAt(p, off)
-	if err != nil && (f.wal || f.dir) {
+	if err != nil && (f.journal || f.dir) {
 		n = len(p)
 	}
 	return n, f.result("writing", err)
@@ -315,7 +332,7 @@ func (f *faultFile) SyncTo(length int64) (bool, error) {
 		return true, nil
 	}
 	full, err := f.File.SyncTo(length)
-	if err != nil && (f.wal || f.dir) {
+	if err != nil && (f.journal || f.dir) {
 		full = true
 	}
 	return full, f.result("syncing", err)
@@ -339,7 +356,7 @@ func (f *faultFile) Close() error {
 	return f.result("closing", err)
 }
 
-// nopFile stands in for a WAL file that could not be created, or is
+// nopFile stands in for a journal that could not be created, or is
 // created after the store failed: it takes every write and keeps nothing.
 type nopFile struct{}
 

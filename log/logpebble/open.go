@@ -137,6 +137,7 @@ func (s *Store) openPebble(o *Options, readOnly bool) (db *pebble.DB, err error)
 		EventListener:      s.eventListener(s.fs),
 		ReadOnly:           readOnly,
 	}
+	po.Experimental.CompactionScheduler = newCompactionGate(s.fs.stopped)
 	defer func() {
 		if err != nil {
 			lock.Close()
