@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -88,6 +89,25 @@ func (a *Auth) check() error {
 			return errors.New("auth: every act needs a sub")
 		}
 	}
+	return nil
+}
+
+// MarshalJSON writes a as an entry's "auth" member, so that what shows
+// an entry's auth elsewhere (task histories) shows it in the same form.
+func (a *Auth) MarshalJSON() ([]byte, error) { return json.Marshal(a.fields()) }
+
+// UnmarshalJSON reads an entry's "auth" member, as strictly as entries
+// are read.
+func (a *Auth) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	p, err := parseAuth(v)
+	if err != nil {
+		return err
+	}
+	*a = *p
 	return nil
 }
 

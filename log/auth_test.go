@@ -1,6 +1,8 @@
 package log_test
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +27,21 @@ func TestEntryAuth(t *testing.T) {
 	e, err := log.ParseEntry(b)
 	if err != nil || e.Auth == nil || e.Auth.Act.Act.Subject != "orchestrator" || e.Fields["auth"] != nil {
 		t.Fatalf("parsed %+v, %v", e, err)
+	}
+	// As JSON elsewhere (task histories): the same members, read back.
+	j, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := strings.Index(want, `"auth":`); !strings.HasPrefix(want[i+len(`"auth":`):], string(j)) {
+		t.Errorf("JSON %s is not the entry's auth member", j)
+	}
+	var back log.Auth
+	if err := json.Unmarshal(j, &back); err != nil || !reflect.DeepEqual(&back, a) {
+		t.Errorf("read back %+v, %v; want %+v", &back, err, a)
+	}
+	if err := json.Unmarshal([]byte(`{"iss":"x","sub":"y","token":"secret"}`), &back); err == nil {
+		t.Error("UnmarshalJSON took an unknown member")
 	}
 	if _, err := (&log.Entry{Kind: "call", Fields: map[string]any{"auth": "x"}}).Marshal(); err == nil {
 		t.Error("a kind's field named auth was accepted")

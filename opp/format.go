@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode"
+
+	"github.com/provlog/provlog/log"
 )
 
 // listBlock is how many rows of a task list are aligned together: the
@@ -64,6 +66,9 @@ func FormatTask(w io.Writer, t *Task) error {
 	for _, ev := range t.History {
 		p("\n  #%d  %s  %s  by %s\n", ev.Index, stamp(ev.Time), ev.Kind, clean(ev.Actor, 0))
 		p("      leaf hash   %s\n", ev.LeafHash)
+		if a := ev.Auth; a != nil {
+			formatAuth(p, a)
+		}
 		switch ev.Kind {
 		case KindCreate:
 			p("      title       %s\n", clean(ev.Title, 0))
@@ -101,6 +106,35 @@ func FormatTask(w io.Writer, t *Task) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// formatAuth writes an event's auth member: who the identity provider
+// says acted, through which client, and the act chain, outermost (the
+// party acting now) first.
+func formatAuth(p func(string, ...any), a *log.Auth) {
+	p("      issuer      %s\n", clean(a.Issuer, 0))
+	p("      subject     %s\n", clean(a.Subject, 0))
+	if a.ClientID != "" {
+		p("      client      %s\n", clean(a.ClientID, 0))
+	}
+	for x, k := a.Act, 0; x != nil; x, k = x.Act, k+1 {
+		who := clean(x.Subject, 0)
+		if x.ClientID != "" {
+			who += " (client " + clean(x.ClientID, 0) + ")"
+		}
+		if x.Issuer != "" && x.Issuer != a.Issuer {
+			who += " of " + clean(x.Issuer, 0)
+		}
+		if k == 0 {
+			p("      act         %s, acting for %s\n", who, clean(a.Subject, 0))
+		} else {
+			p("        through   %s\n", who)
+		}
+	}
+	if a.JTI != "" {
+		p("      token jti   %s\n", clean(a.JTI, 0))
+	}
+	p("      token       SHA-256 %s (%s; the token itself is never logged)\n", a.TokenSHA256, a.Via)
 }
 
 // Age formats a duration as people read an age: "45s", "12m", "3h20m",

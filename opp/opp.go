@@ -178,6 +178,10 @@ type Event struct {
 	Kind     string    `json:"kind"`
 	Actor    string    `json:"actor"`
 	Time     time.Time `json:"time"`
+	// Auth is the entry's auth member: the OAuth token's issuer, subject,
+	// client and act chain (never the token), for an actor an identity
+	// provider vouched for.
+	Auth *log.Auth `json:"auth,omitempty"`
 
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`

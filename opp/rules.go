@@ -397,7 +397,7 @@ func newTask(r *record, index uint64) *task {
 // apply changes t by r, written at index with leaf hash leaf. r has passed
 // check.
 func (t *task) apply(r *record, index uint64, leaf []byte) {
-	ev := Event{Index: index, LeafHash: hex.EncodeToString(leaf), Kind: r.kind, Actor: r.actor, Time: r.time,
+	ev := Event{Index: index, LeafHash: hex.EncodeToString(leaf), Kind: r.kind, Actor: r.actor, Auth: r.auth, Time: r.time,
 		Note: r.note}
 	t.bytes += int64(r.size)
 	endTenure := func() {

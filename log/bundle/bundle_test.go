@@ -46,6 +46,14 @@ type fixture struct {
 	witness   *log.CosignatureSigner
 }
 
+// fixtureAuth is the auth member of the fixture's OAuth call: a
+// reviewer agent acting for alice through an orchestrator.
+var fixtureAuth = &log.Auth{
+	Issuer: "https://idp.example/", Subject: "alice", ClientID: "review-agent", JTI: "jti-1", Scope: "provlog.tools",
+	TokenSHA256: strings.Repeat("ab", 32), Via: log.AuthViaJWT,
+	Act: &log.Act{Subject: "review-agent", Act: &log.Act{Subject: "orchestrator", ClientID: "orch"}},
+}
+
 func newFixture(t testing.TB, calls int, withAnchor bool) *fixture {
 	t.Helper()
 	ctx := context.Background()
@@ -87,6 +95,17 @@ func newFixture(t testing.TB, calls int, withAnchor bool) *fixture {
 			fields["release"] = "2025_01"
 		}
 		app("call", "bob", fields)
+	}
+	// A call made with an OAuth token: an agent acting for alice.
+	b, err := (&log.Entry{Kind: "call", Time: time.Now(), Actor: "idp:alice", Auth: fixtureAuth, Fields: map[string]any{
+		"server": "uniprot", "tool": "get_entry", "args": map[string]any{"id": "P38398"},
+		"started": time.Now().UTC().Format(log.TimeFormat), "protocol_version": "2025-06-18",
+	}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.seq.Append(ctx, b); err != nil {
+		t.Fatal(err)
 	}
 	app("task.claim", "bob", map[string]any{"task_id": "t_1", "provenance": "observed", "summary": "TP53 is P04637", "evidence": []uint64{3}})
 	app("task.handoff", "bob", map[string]any{"task_id": "t_1", "to": "carol", "snapshot": map[string]any{"state": "accepted", "owner": "bob"}})
@@ -317,4 +336,75 @@ print(" ".join("%s=%d" % (k, kinds[k]) for k in sorted(kinds)))
 func sha256hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// TestProvAuth: an OAuth entry's auth member is in the PROV document: the
+// token's claims on the activity, the OAuth client as a software agent,
+// and the act chain as delegations down to the entry's actor.
+func TestProvAuth(t *testing.T) {
+	f := newFixture(t, 1, false)
+	dir := f.export(t, 0, 0)
+	b, err := os.ReadFile(filepath.Join(dir, bundle.ProvFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var groups map[string]json.RawMessage
+	if err := json.Unmarshal(b, &groups); err != nil {
+		t.Fatal(err)
+	}
+	doc := map[string]map[string]map[string]any{}
+	for g, raw := range groups {
+		if g == "prefix" {
+			continue
+		}
+		var m map[string]map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("%s: %v", g, err)
+		}
+		doc[g] = m
+	}
+	var act string
+	for id, a := range doc["activity"] {
+		if a["provlog:authSubject"] == "alice" {
+			act = id
+			for k, want := range map[string]string{"provlog:authIssuer": "https://idp.example/", "provlog:authClientId": "review-agent",
+				"provlog:authJti": "jti-1", "provlog:authScope": "provlog.tools", "provlog:authVia": "jwt", "provlog:tokenSha256": fixtureAuth.TokenSHA256} {
+				if a[k] != want {
+					t.Errorf("%s = %v, want %q", k, a[k], want)
+				}
+			}
+		}
+	}
+	if act == "" {
+		t.Fatalf("no activity carries the auth member: %s", b)
+	}
+	const idp = "https%3A%2F%2Fidp.example%2F"
+	client, reviewer, orch := "log:oauth-client/"+idp+"/review-agent", "log:act/"+idp+"/review-agent", "log:act/"+idp+"/orchestrator"
+	for _, id := range []string{client, reviewer, orch} {
+		if doc["agent"][id] == nil {
+			t.Errorf("no agent %s", id)
+		}
+	}
+	type pair struct{ delegate, responsible string }
+	delegations := map[pair]map[string]any{}
+	for _, d := range doc["actedOnBehalfOf"] {
+		if d["prov:activity"] == act {
+			delegations[pair{d["prov:delegate"].(string), d["prov:responsible"].(string)}] = d
+		}
+	}
+	if len(delegations) != 2 || delegations[pair{reviewer, orch}] == nil || delegations[pair{orch, "log:actor/idp%3Aalice"}] == nil {
+		t.Errorf("delegations %v, want the reviewer for the orchestrator for alice", delegations)
+	} else if delegations[pair{orch, "log:actor/idp%3Aalice"}]["provlog:clientId"] != "orch" {
+		t.Errorf("the orchestrator's delegation lacks its client_id: %v", delegations)
+	}
+	roles := map[string]string{}
+	for _, a := range doc["wasAssociatedWith"] {
+		if a["prov:activity"] == act {
+			role, _ := a["prov:role"].(map[string]any)
+			roles[a["prov:agent"].(string)], _ = role["$"].(string)
+		}
+	}
+	if roles[client] != "provlog:oauthClient" || roles[reviewer] != "provlog:actingParty" || roles["log:actor/idp%3Aalice"] != "provlog:actor" {
+		t.Errorf("associations %v", roles)
+	}
 }

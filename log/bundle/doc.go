@@ -32,5 +32,12 @@
 // task.create; a handoff generates a prov:Revision snapshot derived from
 // the task and records the recipient acting on behalf of the owner; a
 // claim is an entity attributed to its actor, typed by its provenance
-// (provlog:ObservedClaim...) and influenced by each evidence entry.
+// (provlog:ObservedClaim...) and influenced by each evidence entry. An
+// entry written for an OAuth token (its auth member) carries the token's
+// issuer, subject, client, jti, scope and SHA-256 as provlog:auth...
+// attributes; the OAuth client is a SoftwareAgent associated with it
+// (role provlog:oauthClient), and each party of the RFC 8693 act chain an
+// agent log:act/<issuer>/<sub> acting on behalf of the next one in, the
+// innermost on behalf of the entry's actor; the outermost, the party
+// acting now, is associated with it (role provlog:actingParty).
 package bundle

@@ -164,6 +164,9 @@ func (w *provWriter) add(i uint64, b []byte, e *log.Entry) {
 		relate("wasInformedBy", map[string]any{"prov:informed": act, "prov:informant": w.prev})
 	}
 	w.prev = act
+	if e.Auth != nil {
+		w.addAuth(act, attrs, e.Auth, actor, relate)
+	}
 	switch {
 	case e.Kind == log.KindCall:
 		w.addCall(i, act, attrs, e, relate)
@@ -173,6 +176,49 @@ func (w *provWriter) add(i uint64, b []byte, e *log.Entry) {
 		w.addTask(act, attrs, e, actor, relate)
 	}
 	w.rec("activity", act, attrs)
+}
+
+// addAuth maps an entry's auth member (the OAuth token the request
+// bore): its claims as attributes of the activity; the OAuth client the
+// token was issued to as a software agent associated with it; and the act
+// chain as agents, each acting on behalf of the one nested in it, the
+// innermost on behalf of the actor (RFC 8693 §4.1: the outermost act is
+// the current actor, nested ones prior actors), the outermost associated
+// with the activity. Entries never hold a token, only its SHA-256.
+func (w *provWriter) addAuth(act string, attrs map[string]any, a *log.Auth, actor string, relate func(string, map[string]any)) {
+	for k, v := range map[string]string{"provlog:authIssuer": a.Issuer, "provlog:authSubject": a.Subject, "provlog:authClientId": a.ClientID,
+		"provlog:authJti": a.JTI, "provlog:authScope": a.Scope, "provlog:authVia": a.Via, "provlog:tokenSha256": a.TokenSHA256} {
+		if v != "" {
+			attrs[k] = v
+		}
+	}
+	if a.ClientID != "" {
+		ca := w.agent("log:oauth-client/"+local(a.Issuer)+"/"+local(a.ClientID), map[string]any{"prov:type": qn("prov:SoftwareAgent"),
+			"prov:label": a.ClientID, "provlog:issuer": a.Issuer, "provlog:role": "OAuth client"})
+		relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": ca, "prov:role": qn("provlog:oauthClient")})
+	}
+	var chain []*log.Act
+	for x := a.Act; x != nil; x = x.Act {
+		chain = append(chain, x)
+	}
+	responsible := actor
+	for k := len(chain) - 1; k >= 0; k-- {
+		x := chain[k]
+		iss := x.Issuer
+		if iss == "" {
+			iss = a.Issuer
+		}
+		party := w.agent("log:act/"+local(iss)+"/"+local(x.Subject), map[string]any{"prov:type": qn("prov:Agent"), "prov:label": x.Subject, "provlog:issuer": iss})
+		d := map[string]any{"prov:delegate": party, "prov:responsible": responsible, "prov:activity": act, "prov:type": qn("provlog:Act")}
+		if x.ClientID != "" {
+			d["provlog:clientId"] = x.ClientID
+		}
+		relate("actedOnBehalfOf", d)
+		responsible = party
+	}
+	if len(chain) > 0 {
+		relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": responsible, "prov:role": qn("provlog:actingParty")})
+	}
 }
 
 // addTask maps a task entry: the task as an entity its create generated,

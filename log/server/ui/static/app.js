@@ -256,11 +256,51 @@ function showEntry(index, bytes) {
   fill(sec,
     el("h2", {}, `Entry ${index}`),
     el("dl", {}, rows.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
+    entry.auth ? authBlock(entry.auth) : null,
     redacted ? el("p", { class: "redacted-note" }, `${redacted} field value${redacted > 1 ? "s were" : " was"} redacted before hashing (marked below): the log never held them.`) : null,
     el("pre", { class: "json", "aria-label": "the entry's fields" }, parts),
     el("details", {}, el("summary", {}, `The exact ${bytes.length} bytes that were hashed`), el("pre", { class: "raw" }, text)),
   );
   return entry;
+}
+
+// actChain names the parties of an RFC 8693 act chain, outermost (the
+// party acting now) first.
+function actChain(a) {
+  const out = [];
+  for (let x = a.act; x && out.length < 8; x = x.act) {
+    out.push(x.sub + (x.client_id ? ` (client ${x.client_id})` : "") + (x.iss && x.iss !== a.iss ? ` of ${x.iss}` : ""));
+  }
+  return out;
+}
+
+// authBlock shows an entry's auth member: who the identity provider says
+// made the request, through which client and for whom. The log holds
+// the token's SHA-256, never the token.
+function authBlock(a) {
+  const rows = [["Issuer", a.iss], ["Subject", a.sub]];
+  if (a.client_id) rows.push(["Client", a.client_id]);
+  const chain = actChain(a);
+  if (chain.length) rows.push(["Acting", `${chain[0]}, for ${a.sub}` + (chain.length > 1 ? `, through ${chain.slice(1).join(", then ")}` : "")]);
+  if (a.scope) rows.push(["Scope", a.scope]);
+  if (a.jti) rows.push(["Token id (jti)", a.jti]);
+  rows.push(["Checked", a.via === "jwt" ? "a JWT access token, signature and claims checked by the sidecar (RFC 9068)" : "an opaque token the issuer vouched for (RFC 7662 introspection)"]);
+  rows.push(["Token SHA-256", el("code", {}, a.token_sha256)]);
+  return [
+    el("h3", {}, "Authenticated by an identity provider"),
+    el("dl", { class: "auth", "aria-label": "how the actor was authenticated" }, rows.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
+    el("p", { class: "note" }, "The token itself never reaches the log; the entry keeps its SHA-256."),
+  ];
+}
+
+// authWords is a timeline step's short account of its auth member.
+function authWords(a) {
+  const chain = actChain(a);
+  const parts = [];
+  if (chain.length) parts.push(`acted by ${chain.join(" through ")}`);
+  if (a.client_id) parts.push(`client ${a.client_id}`);
+  parts.push(`issuer ${a.iss}`);
+  return el("span", { class: "auth" }, ` (${parts.join(", ")})`);
 }
 
 async function showCheckpoint(res, keyText) {
@@ -406,6 +446,7 @@ async function showTimeline(index, entry, task, keyText) {
       el("time", { datetime: e.time }, e.time),
       " ",
       el("strong", {}, e.actor),
+      e.auth ? authWords(e.auth) : null,
       " ",
       words,
       " ",
