@@ -265,3 +265,44 @@ func (r *retries) take(c *call, state string) uint64 {
 	}
 	return w.result
 }
+
+// olderClientMeta adds to meta, the _meta of an older client's request
+// to a 2026-07-28 session, what that revision carries per request and the
+// client set for its session: its capabilities, so the server asks only
+// for input the client can give (not the proxy's, which the SDK's client
+// would add), and its log level (a 2026-07-28 server logs a request's
+// messages at the level the request carries; none: no messages).
+func (p *Proxy) olderClientMeta(ss *mcp.ServerSession, meta mcp.Meta) {
+	if ss == nil {
+		return
+	}
+	if lv, ok := p.logLevels.Load(ss); ok && meta[mcp.MetaKeyLogLevel] == nil {
+		meta[mcp.MetaKeyLogLevel] = lv
+	}
+	ip := ss.InitializeParams()
+	if _, ok := meta[mcp.MetaKeyClientCapabilities]; ok || ip == nil || ip.Capabilities == nil {
+		return
+	}
+	caps := ip.Capabilities
+	wire := map[string]any{}
+	for k, v := range map[string]any{"experimental": caps.Experimental, "extensions": caps.Extensions} {
+		if m, ok := v.(map[string]any); ok && m != nil {
+			wire[k] = m
+		}
+	}
+	if caps.Sampling != nil {
+		wire["sampling"] = caps.Sampling
+	}
+	if caps.Elicitation != nil {
+		wire["elicitation"] = caps.Elicitation
+	}
+	// The session's decoded capabilities cannot tell "roots": {} from no
+	// roots at all (go-sdk's Roots is a struct value); a client that
+	// declared listChanged has roots.
+	if caps.RootsV2 != nil {
+		wire["roots"] = caps.RootsV2
+	} else if caps.Roots.ListChanged {
+		wire["roots"] = map[string]any{"listChanged": true}
+	}
+	meta[mcp.MetaKeyClientCapabilities] = wire
+}

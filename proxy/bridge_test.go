@@ -153,6 +153,31 @@ func TestBridgeInputRequiredForOlderClient(t *testing.T) {
 		checkLegs(t, l, tool, "older-client", "2025-11-25", n)
 	}
 
+	// The server judges what the client can give, not what the proxy can:
+	// a client that declared nothing is asked nothing.
+	ct2, st2 := mcp.NewInMemoryTransports()
+	ss2, err := p.Server().Connect(ctx, st2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss2.Close() })
+	bare, err := mcp.NewClient(&mcp.Implementation{Name: "bare-client", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).
+		Connect(ctx, ct2, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bare.Close() })
+	res, err := bare.CallTool(ctx, &mcp.CallToolParams{Name: "go__test_input_required_result_capabilities", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(res); got != "No declared client capability supports an in-band input request" {
+		t.Errorf("a client without capabilities: %q", got)
+	}
+	if got := call("test_input_required_result_capabilities"); got != "Capability-aware input requests fulfilled" {
+		t.Errorf("a client with them: %q", got)
+	}
+
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
@@ -228,5 +253,34 @@ func TestSessionPerRevision(t *testing.T) {
 	}
 	if res.IsError || !strings.Contains(textOf(res), "action=accept") {
 		t.Fatalf("test_elicitation from a 2025-11-25 client: %q", textOf(res))
+	}
+}
+
+// TestNewerClientOnOlderServer: a stdio server that speaks no revision
+// newer than 2025-11-25 (npm's server-everything) is asked once for a
+// newer session when a 2026-07-28 client calls it, answers with its own,
+// and serves that client on its one session from then on.
+func TestNewerClientOnOlderServer(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "ev", Command: everythingJS(t, "stdio")}}, nil)
+	newer := connectHTTP(t, serveHTTP(t, p), "", nil)
+	if v := newer.InitializeResult().ProtocolVersion; v != statelessProtocol {
+		t.Fatalf("the newer client speaks %s", v)
+	}
+	for range 2 {
+		res, err := newer.CallTool(context.Background(), &mcp.CallToolParams{Name: "ev__echo", Arguments: map[string]any{"message": "hi"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := textOf(res); got != "Echo: hi" {
+			t.Fatalf("echo: %q", got)
+		}
+	}
+	d := p.downstreams()[0]
+	if !d.newer.isRefused() {
+		t.Error("the server was not found to speak no newer revision")
+	}
+	if h := d.health(); h["newer_session"] != nil {
+		t.Errorf("provlog__status reports a newer session: %v", h["newer_session"])
 	}
 }

@@ -156,12 +156,7 @@ func (p *Proxy) forward(ctx context.Context, in *callIn, c *call) error {
 	c.newSession = stateless
 	meta := downMeta(in.params.Meta)
 	if stateless && in.protocol < statelessProtocol {
-		// A 2026-07-28 server logs a request's messages at the level the
-		// request carries (none: no messages); an older client set its
-		// level for its session.
-		if lv, ok := p.logLevels.Load(in.session); ok && meta[mcp.MetaKeyLogLevel] == nil {
-			meta[mcp.MetaKeyLogLevel] = lv
-		}
+		p.olderClientMeta(in.session, meta)
 	}
 	p.injectTrace(ctx, meta)
 	if tok := in.params.GetProgressToken(); tok != nil && in.session != nil {

@@ -70,7 +70,11 @@ func (d *downstream) sessionFor(ctx context.Context, protocol string) (*mcp.Clie
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return sup.session()
+	newer, err := sup.session()
+	if err != nil && d.newer.isRefused() {
+		return cs, nil // it answered with the revision cs has
+	}
+	return newer, err
 }
 
 // A newerSession is a stdio server's session in the newest revision, for
@@ -124,6 +128,12 @@ func (n *newerSession) start(d *downstream) (*supervisor, bool) {
 		sup.run(ctx)
 	}(n.sup, n.done)
 	return n.sup, true
+}
+
+func (n *newerSession) isRefused() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.refused
 }
 
 // stop closes the newer session, if there is one.
