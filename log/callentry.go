@@ -342,8 +342,9 @@ type CallTracker struct {
 }
 
 // Add reads entry i; entries of other kinds are ignored. It fails on a
-// call or call.result entry that does not parse, and on a call.result
-// that does not end an earlier call of its actor that had no outcome yet.
+// call or call.result entry that does not parse, on a call that continues
+// an entry not before it, and on a call.result that does not end an
+// earlier call of its actor that had no outcome yet.
 func (t *CallTracker) Add(i uint64, e *Entry) error {
 	switch e.Kind {
 	case KindCall:
@@ -352,6 +353,9 @@ func (t *CallTracker) Add(i uint64, e *Entry) error {
 			return err
 		}
 		t.n++
+		if c.Continues >= i {
+			return fmt.Errorf("call %d continues entry %d, which is not an earlier one", i, c.Continues)
+		}
 		if c.Outcome == nil {
 			if t.open == nil {
 				t.open = map[uint64]string{}

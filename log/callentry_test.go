@@ -185,16 +185,24 @@ func TestAuditPairsCallsWithResults(t *testing.T) {
 		}
 		return b
 	}
+	leg := func(actor string, continues uint64) []byte {
+		b, err := (&log.CallEntry{Time: now, Actor: actor, Server: "s", Tool: "t", Args: log.CanonicalJSON(`{}`), Continues: continues}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
 	// A call of an old log: one entry, outcome included.
 	legacy := []byte(`{"actor":"a","args":{},"duration_ns":5,"is_error":false,"kind":"call","server":"s","started":"2026-01-02T03:04:05.000000000Z","time":"2026-01-02T03:04:05.000000000Z","tool":"t","v":1}`)
-	// Entry 0 is the genesis; the calls are at 1, 2, 4 and 5.
-	src, v := newAuditLog(t, [][]byte{call("a"), call("b"), result("a", 1), call("a"), legacy})
+	// Entry 0 is the genesis; the calls are at 1, 2, 4, 5 and 6.
+	// Entry 6 is a later leg of the call at 1, continuing its result at 3.
+	src, v := newAuditLog(t, [][]byte{call("a"), call("b"), result("a", 1), call("a"), legacy, leg("a", 3)})
 	rep, err := log.Audit(context.Background(), src, v, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Calls != 4 || !reflect.DeepEqual(rep.OpenCalls, []uint64{2, 4}) {
-		t.Errorf("calls %d, open %v; want 4, [2 4]", rep.Calls, rep.OpenCalls)
+	if rep.Calls != 5 || !reflect.DeepEqual(rep.OpenCalls, []uint64{2, 4, 6}) {
+		t.Errorf("calls %d, open %v; want 5, [2 4 6]", rep.Calls, rep.OpenCalls)
 	}
 
 	for _, tc := range []struct {
@@ -207,6 +215,7 @@ func TestAuditPairsCallsWithResults(t *testing.T) {
 		{"two results", [][]byte{call("a"), result("a", 1), result("a", 1)}, "entry 3"},
 		{"other actor", [][]byte{call("a"), result("b", 1)}, "entry 2"},
 		{"result for an old call", [][]byte{legacy, result("a", 1)}, "entry 2"},
+		{"continues a later entry", [][]byte{call("a"), result("a", 1), leg("a", 3)}, "entry 3"},
 	} {
 		src, v := newAuditLog(t, tc.entries)
 		_, err := log.Audit(context.Background(), src, v, "")
