@@ -41,6 +41,8 @@ echo "== litewitness (filippo.io/torchwood) for the witness interoperability tes
 eval "$(bash tools/witnesstest/install.sh)"
 echo "== ORY Hydra v2.3.0 (in-memory) as the authorization server of the OAuth tests"
 eval "$(bash tools/hydratest/install.sh)"
+echo "== the OpenTelemetry Collector's OTLP receiver (tools/otelrecv) for the trace test"
+eval "$(bash tools/otelrecv/install.sh)"
 # --- PostgreSQL (log/logpg; many sidecars on one log) ---
 # A throwaway cluster (initdb as the postgres user, 127.0.0.1, a free
 # port); the tests read PROVLOG_TEST_POSTGRES and, under CI=true, fail
@@ -66,5 +68,6 @@ go test -count=1 -timeout 30m -race $(go list ./log/... | grep -v '/log/logpebbl
 go test -count=1 -timeout 30m -race -skip 'TestInjectedFaults|TestResumeAfterDiskFull' ./log/logpebble/
 go test -count=1 -timeout 30m ./...
 (cd tools/rekorlocal && go vet ./...)
+(cd tools/otelrecv && go vet ./...)
 echo "== tools/bench (Tessera side by side, tlog-tiles interoperability)"
 (cd tools/bench && go mod download && go vet ./... && go test -count=1 ./...)

@@ -1,20 +1,26 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -82,10 +88,26 @@ func startOTLPReceiver(t *testing.T) *otlpReceiver {
 	return r
 }
 
-func (r *otlpReceiver) span(name string) *tracepb.Span {
+// A spanSource is an OTLP/HTTP receiver a test reads the spans of.
+type spanSource interface {
+	endpoint() string
+	// received returns the spans received so far and the attributes of
+	// the last batch's resource.
+	received(t *testing.T) ([]*tracepb.Span, map[string]string)
+}
+
+func (r *otlpReceiver) endpoint() string { return r.URL }
+
+func (r *otlpReceiver) received(*testing.T) ([]*tracepb.Span, map[string]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, s := range r.spans {
+	return slices.Clone(r.spans), maps.Clone(r.resource)
+}
+
+// spanNamed returns the first span of src named name, or nil.
+func spanNamed(t *testing.T, src spanSource, name string) *tracepb.Span {
+	spans, _ := src.received(t)
+	for _, s := range spans {
 		if s.Name == name {
 			return s
 		}
@@ -107,13 +129,33 @@ func attrStrings(kvs []*commonpb.KeyValue) map[string]string {
 }
 
 // TestTracesOTLP runs the sidecar as a process with otel: pointing at an
-// OTLP/HTTP receiver, and a stdio downstream. A call whose _meta carries a
+// OTLP/HTTP receiver, and a stdio downstream: the OpenTelemetry
+// Collector's own otlpreceiver (tools/otelrecv), and one of this test's
+// that also sees the export's headers. A call whose _meta carries a
 // traceparent becomes a span in the client's trace, with the MCP
 // attributes and the index and leaf hash of its call entry, which the log
-// serves. The batch delay is a minute, so the spans arrive only because
-// SIGTERM flushes them.
+// serves; so does a task tool, and a read of the log API with a
+// traceparent header. The batch delay is a minute, so the spans arrive
+// only because SIGTERM flushes them.
 func TestTracesOTLP(t *testing.T) {
-	rcv := startOTLPReceiver(t)
+	t.Run("receiver", func(t *testing.T) {
+		rcv := startOTLPReceiver(t)
+		stderr := tracesOTLP(t, rcv)
+		rcv.mu.Lock()
+		defer rcv.mu.Unlock()
+		if len(rcv.headers) == 0 || rcv.headers[0].Get("X-Collector-Key") != "k-123" {
+			t.Errorf("the configured header did not reach the receiver")
+		}
+		if strings.Contains(stderr, "k-123") {
+			t.Errorf("the exporter's header value reached stderr")
+		}
+	})
+	t.Run("collector", func(t *testing.T) { tracesOTLP(t, startCollectorReceiver(t)) })
+}
+
+// tracesOTLP is TestTracesOTLP against rcv; it returns the sidecar's
+// stderr.
+func tracesOTLP(t *testing.T, rcv spanSource) string {
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "60000")
 	exe, _ := os.Executable()
 	const token = "otel-test-token"
@@ -123,7 +165,7 @@ func TestTracesOTLP(t *testing.T) {
 		"origin":  "provlog.test/otel",
 		"actors":  []map[string]any{{"id": "alice", "token_sha256": hex.EncodeToString(sum[:])}},
 		"servers": []map[string]any{{"id": "fx", "command": []string{exe, "-test.run=^$"}, "env": map[string]string{sidefxEnv: filepath.Join(t.TempDir(), "fx.txt")}}},
-		"otel":    map[string]any{"endpoint": rcv.URL, "headers": map[string]string{"X-Collector-Key": "k-123"}, "service_name": "provlog-test"},
+		"otel":    map[string]any{"endpoint": rcv.endpoint(), "headers": map[string]string{"X-Collector-Key": "k-123"}, "service_name": "provlog-test"},
 	}
 	cfgPath := filepath.Join(t.TempDir(), "provlog.yaml")
 	cb, _ := json.Marshal(cfg)
@@ -180,13 +222,13 @@ func TestTracesOTLP(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
-	if rcv.span("tools/call fx__append") != nil {
+	if spanNamed(t, rcv, "tools/call fx__append") != nil {
 		t.Fatal("a span arrived before the batch delay or shutdown: the test cannot tell that shutdown flushes")
 	}
 
 	sp.stop(t)
 	stopped = true
-	s := rcv.span("tools/call fx__append")
+	s := spanNamed(t, rcv, "tools/call fx__append")
 	if s == nil {
 		t.Fatalf("no span reached the receiver at shutdown; sidecar said: %s", sp.stderr.String())
 	}
@@ -220,7 +262,7 @@ func TestTracesOTLP(t *testing.T) {
 		t.Errorf("no jsonrpc.request.id: %v", attrs)
 	}
 
-	ts := rcv.span("tools/call create_task")
+	ts := spanNamed(t, rcv, "tools/call create_task")
 	if ts == nil {
 		t.Fatal("no span of create_task")
 	}
@@ -244,13 +286,12 @@ func TestTracesOTLP(t *testing.T) {
 		}
 	}
 	var ls *tracepb.Span
-	rcv.mu.Lock()
-	for _, s := range rcv.spans {
+	spans, resource := rcv.received(t)
+	for _, s := range spans {
 		if s.Name == "GET /log/entry/{index}" && len(s.ParentSpanId) > 0 {
 			ls = s // getEntry's reads have no traceparent: new traces
 		}
 	}
-	rcv.mu.Unlock()
 	if ls == nil {
 		t.Fatal("no span of the log API's entry read in the client's trace")
 	}
@@ -259,17 +300,10 @@ func TestTracesOTLP(t *testing.T) {
 		hex.EncodeToString(ls.ParentSpanId) != parentSpan || ls.Kind != tracepb.Span_SPAN_KIND_SERVER {
 		t.Errorf("log API span: kind %v, parent %x, attributes %v", ls.Kind, ls.ParentSpanId, lattrs)
 	}
-	rcv.mu.Lock()
-	defer rcv.mu.Unlock()
-	if rcv.resource["service.name"] != "provlog-test" || rcv.resource["provlog.log.origin"] != "provlog.test/otel" {
-		t.Errorf("resource %v: want service.name provlog-test and the log's origin", rcv.resource)
+	if resource["service.name"] != "provlog-test" || resource["provlog.log.origin"] != "provlog.test/otel" {
+		t.Errorf("resource %v: want service.name provlog-test and the log's origin", resource)
 	}
-	if len(rcv.headers) == 0 || rcv.headers[0].Get("X-Collector-Key") != "k-123" {
-		t.Errorf("the configured header did not reach the receiver")
-	}
-	if strings.Contains(sp.stderr.String(), "k-123") {
-		t.Errorf("the exporter's header value reached stderr")
-	}
+	return sp.stderr.String()
 }
 
 // TestOTelConfig: an otel: block names what is wrong with it.
@@ -308,4 +342,73 @@ func getEntry(t *testing.T, base, token string, i uint64) []byte {
 		t.Fatalf("entry %d: %d %s", i, resp.StatusCode, b)
 	}
 	return bytes.Clone(b)
+}
+
+// collectorReceiver is the OpenTelemetry Collector's otlpreceiver, run by
+// tools/otelrecv (built by its install.sh, named by PROVLOG_OTELRECV),
+// which appends each batch it accepts to a file.
+type collectorReceiver struct {
+	url, out string
+}
+
+func startCollectorReceiver(t *testing.T) *collectorReceiver {
+	t.Helper()
+	bin := os.Getenv("PROVLOG_OTELRECV")
+	if bin == "" {
+		msg := `PROVLOG_OTELRECV is not set: the OpenTelemetry Collector's OTLP receiver is not built; run: eval "$(bash tools/otelrecv/install.sh)"`
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	out := filepath.Join(t.TempDir(), "spans.bin")
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-out", out)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n') // its address, once it listens
+	if err != nil {
+		t.Fatalf("otelrecv did not start: %v: %s", err, stderr.String())
+	}
+	return &collectorReceiver{url: "http://" + strings.TrimSpace(line), out: out}
+}
+
+func (c *collectorReceiver) endpoint() string { return c.url }
+
+func (c *collectorReceiver) received(t *testing.T) ([]*tracepb.Span, map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(c.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spans []*tracepb.Span
+	var resource map[string]string
+	for len(b) >= 4 {
+		n := binary.BigEndian.Uint32(b)
+		if uint64(len(b)-4) < uint64(n) {
+			break // a batch being written
+		}
+		var msg coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(b[4:4+n], &msg); err != nil {
+			t.Fatalf("a batch otelrecv wrote: %v", err)
+		}
+		for _, rs := range msg.ResourceSpans {
+			resource = attrStrings(rs.GetResource().GetAttributes())
+			for _, ss := range rs.ScopeSpans {
+				spans = append(spans, ss.Spans...)
+			}
+		}
+		b = b[4+n:]
+	}
+	return spans, resource
 }
