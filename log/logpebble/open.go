@@ -52,6 +52,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	s.startScrub(&o)
+	s.startTrim()
 	return s, nil
 }
 
