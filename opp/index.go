@@ -15,8 +15,8 @@ import (
 //
 //   - an index of every task: its id, the index of its create entry, its
 //     state, and the chain of log indices of its applied entries (each
-//     link names the task's previous entry). That is about 40 bytes a
-//     task and 12 an entry, off the Go heap (offheap below).
+//     link names the task's previous entry). That is about 36 bytes a
+//     task and 9 an entry, off the Go heap (offheap below).
 //   - a cache of whole tasks (history, ownership intervals, claims), the
 //     most recently used ones, bounded in bytes ([Options.CacheBytes]). A
 //     task not in it is rebuilt from its entries, read from the log by
@@ -45,9 +45,24 @@ const noLink = ^uint32(0)
 
 // head is one task in the index.
 type head struct {
-	created uint64 // index of its task.create entry
-	last    uint32 // its latest entry's link
-	state   uint8  // stateCodes
+	first uint32 // its task.create entry's link
+	last  uint32 // its latest entry's link
+	state uint8  // stateCodes
+}
+
+// pos is a log index in 5 bytes, little endian: the index holds one per
+// entry, and a log reaches 2^40 entries only after a trillion calls.
+type pos [5]byte
+
+// maxPos bounds the log indices a pos holds.
+const maxPos = 1 << 40
+
+func posOf(i uint64) pos {
+	return pos{byte(i), byte(i >> 8), byte(i >> 16), byte(i >> 24), byte(i >> 32)}
+}
+
+func (p *pos) index() uint64 {
+	return uint64(p[0]) | uint64(p[1])<<8 | uint64(p[2])<<16 | uint64(p[3])<<24 | uint64(p[4])<<32
 }
 
 // stateCodes are the task states as head stores them.
@@ -196,14 +211,14 @@ type index struct {
 	ids   table
 	keys  chunks[taskKey]
 	heads chunks[head]
-	at    chunks[uint64] // a link's log index
+	at    chunks[pos]    // a link's log index
 	prev  chunks[uint32] // a link's previous link of the same task, or noLink
 }
 
 func newIndex() *index {
 	m := &offheap{}
 	return &index{mem: m, ids: table{mem: m, seed: maphash.MakeSeed()}, keys: chunks[taskKey]{mem: m},
-		heads: chunks[head]{mem: m}, at: chunks[uint64]{mem: m}, prev: chunks[uint32]{mem: m}}
+		heads: chunks[head]{mem: m}, at: chunks[pos]{mem: m}, prev: chunks[uint32]{mem: m}}
 }
 
 func (x *index) lookup(id string) (uint32, bool) {
@@ -215,10 +230,13 @@ func (x *index) lookup(id string) (uint32, bool) {
 }
 
 func (x *index) link(i uint64, prev uint32) (uint32, error) {
+	if i >= maxPos {
+		return 0, fmt.Errorf("the task index holds log indices below 2^40, not %d", i)
+	}
 	if _, err := x.prev.add(prev); err != nil {
 		return 0, err
 	}
-	return x.at.add(i)
+	return x.at.add(posOf(i))
 }
 
 // add indexes a new task whose create entry is at i.
@@ -234,7 +252,7 @@ func (x *index) add(id string, i uint64) (uint32, error) {
 	if _, err := x.keys.add(k); err != nil {
 		return 0, err
 	}
-	n, err := x.heads.add(head{created: i, last: l, state: stateCodes[StatePending]})
+	n, err := x.heads.add(head{first: l, last: l, state: stateCodes[StatePending]})
 	if err != nil {
 		return 0, err
 	}
@@ -253,13 +271,16 @@ func (x *index) extend(n uint32, i uint64, st TaskState) error {
 }
 
 // lastIndex is the log index of task n's latest entry.
-func (x *index) lastIndex(n uint32) uint64 { return *x.at.at(x.heads.at(n).last) }
+func (x *index) lastIndex(n uint32) uint64 { return x.at.at(x.heads.at(n).last).index() }
+
+// created is the log index of task n's create entry.
+func (x *index) created(n uint32) uint64 { return x.at.at(x.heads.at(n).first).index() }
 
 // entries returns the log indices of task n's entries, oldest first.
 func (x *index) entries(n uint32) []uint64 {
 	var out []uint64
 	for l := x.heads.at(n).last; l != noLink; l = *x.prev.at(l) {
-		out = append(out, *x.at.at(l))
+		out = append(out, x.at.at(l).index())
 	}
 	slices.Reverse(out)
 	return out

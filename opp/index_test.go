@@ -45,7 +45,7 @@ func TestIndex(t *testing.T) {
 		if got := x.entries(n); !slices.Equal(got, want) {
 			t.Fatalf("task %d: entries %v, want %v", k, got, want)
 		}
-		if h := x.heads.at(n); h.state != stateCodes[st] || h.created != 10*k || x.lastIndex(n) != want[len(want)-1] {
+		if h := x.heads.at(n); h.state != stateCodes[st] || x.created(n) != 10*k || x.lastIndex(n) != want[len(want)-1] {
 			t.Fatalf("task %d: head %+v", k, h)
 		}
 	}
@@ -56,5 +56,14 @@ func TestIndex(t *testing.T) {
 	}
 	if _, ok := x.lookup("t_not-hex"); ok {
 		t.Fatal("a malformed id was found")
+	}
+	// A position holds indices up to 2^40, and the index refuses larger.
+	for _, i := range []uint64{0, 1, 255, 256, 1<<32 - 1, 1 << 32, maxPos - 1} {
+		if p := posOf(i); p.index() != i {
+			t.Errorf("posOf(%d).index() = %d", i, p.index())
+		}
+	}
+	if _, err := x.add(testID(tasks+5000), maxPos); err == nil {
+		t.Error("a log index of 2^40 was indexed")
 	}
 }

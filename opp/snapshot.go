@@ -26,11 +26,11 @@ import (
 // cache of what the log says, kept in the data dir like the log's keys.
 //
 // Layout (little endian): the magic line; size u64; leaf hash [32]; tasks
-// u32; links u32; then per task its id [16], per task its head (created
-// u64, last u32, state u8), per link its log index u64, per link its
+// u32; links u32; then per task its id [16], per task its head (first
+// link u32, last link u32, state u8), per link its log index u64, per link its
 // previous link u32; the violations as JSON, length u32 first; and the
 // SHA-256 of everything before it.
-const snapshotMagic = "provlog task index v1\n"
+const snapshotMagic = "provlog task index v2\n"
 
 // SaveIndex closes the engine to writes (operations under way finish
 // first; later ones are refused) and writes a snapshot of the task index
@@ -97,12 +97,12 @@ func writeSnapshot(path string, size uint64, leaf [32]byte, x *index, violations
 	}
 	for n := range x.heads.len() {
 		hd := x.heads.at(n)
-		p := le.AppendUint64(b[:0], hd.created)
+		p := le.AppendUint32(b[:0], hd.first)
 		p = le.AppendUint32(p, hd.last)
 		w.Write(append(p, hd.state))
 	}
 	for l := range x.at.len() {
-		w.Write(le.AppendUint64(b[:0], *x.at.at(l)))
+		w.Write(le.AppendUint64(b[:0], x.at.at(l).index()))
 	}
 	for l := range x.at.len() {
 		w.Write(le.AppendUint32(b[:0], *x.prev.at(l)))
@@ -206,14 +206,18 @@ func (s *taskSet) readSnapshot(rd *snapReader, max uint64) (snapHead, error) {
 		}
 	}
 	for n := uint32(0); n < tasks && rd.err == nil; n++ {
-		h := head{created: rd.u64(), last: rd.u32(), state: rd.bytes(1)[0]}
-		if h.last >= links || h.state < 1 || h.state > 4 {
+		h := head{first: rd.u32(), last: rd.u32(), state: rd.bytes(1)[0]}
+		if h.first >= links || h.last >= links || h.first > h.last || h.state < 1 || h.state > 4 {
 			return hd, fmt.Errorf("task %d's head is out of range", n)
 		}
 		x.heads.add(h)
 	}
 	for l := uint32(0); l < links && rd.err == nil; l++ {
-		x.at.add(rd.u64())
+		i := rd.u64()
+		if i >= maxPos {
+			return hd, fmt.Errorf("entry link %d names log index %d, past 2^40", l, i)
+		}
+		x.at.add(posOf(i))
 	}
 	for l := uint32(0); l < links && rd.err == nil; l++ {
 		p := rd.u32()
@@ -221,6 +225,11 @@ func (s *taskSet) readSnapshot(rd *snapReader, max uint64) (snapHead, error) {
 			return hd, fmt.Errorf("entry link %d points forward", l)
 		}
 		x.prev.add(p)
+	}
+	for n := uint32(0); n < tasks && rd.err == nil; n++ {
+		if *x.prev.at(x.heads.at(n).first) != noLink {
+			return hd, fmt.Errorf("task %d's first entry link %d has a previous one", n, x.heads.at(n).first)
+		}
 	}
 	vj := rd.bytes(int(rd.u32()))
 	if rd.err != nil {

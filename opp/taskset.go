@@ -291,10 +291,10 @@ func (s *taskSet) pending(ctx context.Context, limit int) ([]Summary, int, error
 			continue
 		}
 		total++
-		if oldest.Len() < limit {
-			heap.Push(oldest, cand{h.created, n})
-		} else if (*oldest)[0].created > h.created {
-			(*oldest)[0] = cand{h.created, n}
+		if c := s.idx.created(n); oldest.Len() < limit {
+			heap.Push(oldest, cand{c, n})
+		} else if (*oldest)[0].created > c {
+			(*oldest)[0] = cand{c, n}
 			heap.Fix(oldest, 0)
 		}
 	}
@@ -346,12 +346,12 @@ func (s *taskSet) all(ctx context.Context) iter.Seq2[*Task, error] {
 		count := s.idx.heads.len()
 		var order []uint32
 		for n := uint32(1); n < count; n++ {
-			if s.idx.heads.at(n).created < s.idx.heads.at(n-1).created {
+			if s.idx.created(n) < s.idx.created(n-1) {
 				order = make([]uint32, count)
 				for k := range order {
 					order[k] = uint32(k)
 				}
-				slices.SortFunc(order, func(a, b uint32) int { return cmpIndex(s.idx.heads.at(a).created, s.idx.heads.at(b).created) })
+				slices.SortFunc(order, func(a, b uint32) int { return cmpIndex(s.idx.created(a), s.idx.created(b)) })
 				break
 			}
 		}
