@@ -169,15 +169,21 @@ func (t idTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	return idConn{c}, nil
 }
 
-// idConn hands each request's id over in its RequestExtra.
+// idConn hands the id of each request that gets a span over in its
+// RequestExtra (the others' Extra stays nil, as the SDK made it).
 type idConn struct{ mcp.Connection }
 
 func (c idConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
-	if r, ok := m.(*jsonrpc.Request); ok && err == nil && r.IsCall() && r.Extra == nil {
+	if r, ok := m.(*jsonrpc.Request); ok && err == nil && r.IsCall() && r.Extra == nil && tracedMethod(r.Method) {
 		if id, err := json.Marshal(r.ID.Raw()); err == nil {
 			r.Extra = &mcp.RequestExtra{Header: http.Header{frontIDHeader: {string(id)}, frontPipeHeader: {"1"}}}
 		}
 	}
 	return m, err
+}
+
+// tracedMethod reports whether requests of method may get a span.
+func tracedMethod(method string) bool {
+	return method == "tools/call" || method == "resources/read" || method == "prompts/get"
 }
