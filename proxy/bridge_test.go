@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -282,5 +284,30 @@ func TestNewerClientOnOlderServer(t *testing.T) {
 	}
 	if h := d.health(); h["newer_session"] != nil {
 		t.Errorf("provlog__status reports a newer session: %v", h["newer_session"])
+	}
+}
+
+// TestNewerSessionThatCannotStart: a stdio server whose second process
+// cannot start (here: it takes a lock the first one holds) leaves the
+// 2026-07-28 clients on its one session, which serves them as before; the
+// newer session is reported down.
+func TestNewerSessionThatCannotStart(t *testing.T) {
+	flock, _ := exec.LookPath("flock") // util-linux, in every Debian image
+	flock = need(t, "flock(1)", flock)
+	l := newTestLog(t)
+	lock := filepath.Join(t.TempDir(), "lock")
+	p := startProxy(t, l, []ServerConfig{{ID: "go", Command: []string{flock, "-n", lock, goEverything(t)}}}, nil)
+	newer := connectHTTP(t, serveHTTP(t, p), "", nil)
+	res, err := newer.CallTool(context.Background(), &mcp.CallToolParams{Name: "go__test_simple_text", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(res); got != "This is a simple text response for testing." {
+		t.Errorf("a 2026-07-28 client's call: %q", got)
+	}
+	h := p.downstreams()[0].health()
+	ns, _ := h["newer_session"].(map[string]any)
+	if ns == nil || ns["state"] == StateUp || ns["last_error"] == nil {
+		t.Errorf("provlog__status: newer session %v, want it reported not up, with its error", h["newer_session"])
 	}
 }

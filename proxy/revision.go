@@ -55,7 +55,7 @@ func (d *downstream) askProtocol() string {
 
 // sessionFor returns the session a request of protocol revision protocol
 // goes to: the newer session of a stdio server for a 2026-07-28 client
-// (started on first use), else the server's one session.
+// (started on first use) while it is up, else the server's one session.
 func (d *downstream) sessionFor(ctx context.Context, protocol string) (*mcp.ClientSession, error) {
 	cs, err := d.session()
 	if err != nil || protocol < statelessProtocol || d.cfg.URL != "" || d.cfg.Protocol != "" || sessionStateless(cs) {
@@ -70,11 +70,13 @@ func (d *downstream) sessionFor(ctx context.Context, protocol string) (*mcp.Clie
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	newer, err := sup.session()
-	if err != nil && d.newer.isRefused() {
-		return cs, nil // it answered with the revision cs has
+	if newer, err := sup.session(); err == nil {
+		return newer, nil
 	}
-	return newer, err
+	// It answered with the revision cs has, or is down (a second process
+	// may not start where the first holds a lock): the one session serves,
+	// as it would without the newer one; provlog__status shows why.
+	return cs, nil
 }
 
 // A newerSession is a stdio server's session in the newest revision, for
