@@ -42,7 +42,8 @@ type sdkReport struct {
 		OK    bool   `json:"ok"`
 		Error string `json:"error"`
 	} `json:"call"`
-	TokenClaims map[string]any `json:"tokenClaims"`
+	Authorization map[string]string `json:"authorization"`
+	TokenClaims   map[string]any    `json:"tokenClaims"`
 }
 
 // runSDK runs oauth.mjs with plan.
@@ -123,6 +124,73 @@ func TestOAuthTypeScriptSDK(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d calls by hydra:sdk-client; want 1", n)
+	}
+}
+
+// TestOAuthTypeScriptSDKAuthorizationCode: the official TypeScript SDK's
+// client, as a public client (no secret), finds Hydra from provlog's 401
+// and runs the authorization code flow with PKCE: it sends the user to
+// Hydra's authorization endpoint with an S256 challenge and provlog as
+// the resource; the user signs in and consents through the login and
+// consent app (tools/hydratest); the SDK exchanges the code with its
+// verifier and calls a tool, which is logged under the user, the client
+// in auth. A code exchanged with another verifier gets no token.
+func TestOAuthTypeScriptSDKAuthorizationCode(t *testing.T) {
+	s := startOAuthSidecar(t)
+	hy := s.hydra
+	const redirect = "http://127.0.0.1/oauth/callback" // never fetched: the user agent stops at it
+	c := hy.CreateClient(t, hydratest.Client{ID: "sdk-app", Scopes: []string{scopeTools, scopeTasks, scopeLog}, Audience: []string{s.resource},
+		GrantTypes: []string{"authorization_code"}, RedirectURIs: []string{redirect}, AuthMethod: "none"})
+	plan := map[string]any{"flow": "authorization_code", "url": s.resource, "clientId": c.ID, "redirectUri": redirect, "issuer": hy.Issuer,
+		"audience": s.resource, "tool": "everything__echo", "arguments": map[string]any{"message": "for alice, by the TS SDK"}}
+
+	// With another verifier than the one the challenge was made of, Hydra
+	// refuses the code (its PKCE check; fosite's words).
+	plan["badVerifier"] = true
+	r := runSDK(t, plan)
+	if r.Connect.OK || r.Authorization == nil || !strings.Contains(r.Connect.Error, "PKCE") {
+		t.Fatalf("a code exchanged with another verifier: connect %+v, authorization %v; want no token, for the verifier", r.Connect, r.Authorization)
+	}
+	delete(plan, "badVerifier")
+	r = runSDK(t, plan)
+	if r.Challenge.Status != http.StatusUnauthorized || !strings.HasPrefix(r.Challenge.ResourceMetadataURL, s.base+"/.well-known/oauth-protected-resource") {
+		t.Errorf("challenge %+v", r.Challenge)
+	}
+	az := r.Authorization
+	want := map[string]string{"endpoint": hy.Issuer + "oauth2/auth", "response_type": "code", "client_id": c.ID,
+		"code_challenge_method": "S256", "resource": s.resource, "redirect_uri": redirect,
+		"scope": strings.Join([]string{scopeLog, scopeTasks, scopeTools}, " ")}
+	for k, v := range want {
+		if az[k] != v {
+			t.Errorf("authorization request %s = %q, want %q", k, az[k], v)
+		}
+	}
+	if len(az["code_challenge"]) != 43 {
+		t.Errorf("code_challenge %q is not a base64url SHA-256", az["code_challenge"])
+	}
+	if !r.Connect.OK || !r.Call.OK {
+		t.Fatalf("after signing in: connect %+v, call %+v, token claims %v", r.Connect, r.Call, r.TokenClaims)
+	}
+	if r.TokenClaims["sub"] != hydratest.User || r.TokenClaims["client_id"] != c.ID {
+		t.Errorf("token claims %v; want sub %s, client_id %s", r.TokenClaims, hydratest.User, c.ID)
+	}
+	if logins, consents := hy.Logins(); logins != 2 || consents != 2 {
+		t.Errorf("the login app saw %d logins and %d consents; want 2 and 2 (one per run)", logins, consents)
+	}
+	s.stop()
+	n := 0
+	for _, e := range readAll(t, s.data) {
+		if e["kind"] != "call" {
+			continue
+		}
+		auth, _ := e["auth"].(map[string]any)
+		if e["actor"] != "hydra:"+hydratest.User || auth["client_id"] != c.ID || auth["sub"] != hydratest.User || auth["iss"] != hy.Issuer {
+			t.Errorf("call entry: actor %v, auth %v; want hydra:%s through %s", e["actor"], auth, hydratest.User, c.ID)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Errorf("%d call entries; want 1 (the refused run wrote none)", n)
 	}
 }
 

@@ -32,9 +32,14 @@ type Client struct {
 	// per-client lifespans, for both grants; at least a second).
 	Lifespan time.Duration
 	// AuthMethod is how it authenticates at the token endpoint:
-	// client_secret_post (the default, what this package's grants use) or
-	// client_secret_basic.
+	// client_secret_post (the default, what this package's grants use),
+	// client_secret_basic, or none (a public client, such as a native
+	// app running the authorization code flow with PKCE; it gets no
+	// secret).
 	AuthMethod string
+	// RedirectURIs are where Hydra may send the authorization code (the
+	// authorization_code grant, with response type code).
+	RedirectURIs []string
 	// Act makes the token hook add act: {sub: ID} to the tokens it gets
 	// for someone else (the JWT-bearer grant); see the package doc.
 	Act bool
@@ -47,7 +52,7 @@ func (s *Server) CreateClient(t testing.TB, c Client) Client {
 	if c.ID == "" {
 		c.ID = "client-" + randomString(t, 8)
 	}
-	if c.Secret == "" {
+	if c.Secret == "" && c.AuthMethod != "none" {
 		c.Secret = randomString(t, 24)
 	}
 	if len(c.GrantTypes) == 0 {
@@ -56,14 +61,21 @@ func (s *Server) CreateClient(t testing.TB, c Client) Client {
 	if c.AuthMethod == "" {
 		c.AuthMethod = "client_secret_post"
 	}
-	s.admin(t, http.MethodPost, "/admin/clients", map[string]any{
+	reg := map[string]any{
 		"client_id":                  c.ID,
-		"client_secret":              c.Secret,
 		"grant_types":                c.GrantTypes,
 		"scope":                      strings.Join(c.Scopes, " "),
 		"audience":                   c.Audience,
 		"token_endpoint_auth_method": c.AuthMethod,
-	}, nil)
+	}
+	if c.Secret != "" {
+		reg["client_secret"] = c.Secret
+	}
+	if len(c.RedirectURIs) > 0 {
+		reg["redirect_uris"] = c.RedirectURIs
+		reg["response_types"] = []string{"code"}
+	}
+	s.admin(t, http.MethodPost, "/admin/clients", reg, nil)
 	if c.Lifespan > 0 {
 		d := c.Lifespan.Round(time.Second).String()
 		s.admin(t, http.MethodPut, "/admin/clients/"+url.PathEscape(c.ID)+"/lifespans", map[string]string{

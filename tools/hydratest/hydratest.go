@@ -2,7 +2,10 @@
 // ports with an in-memory database, and gets tokens from it the way an
 // agent would: client-credentials JWT access tokens (RFC 9068 shape,
 // audience-bound with RFC 8707's resource), and delegated tokens for an
-// agent acting for a user.
+// agent acting for a user. Hydra's login and consent endpoints are a
+// small app here that signs [User] in and grants what a client asks
+// (startLogin), so a client can run the authorization code flow with a
+// user agent that follows the redirects.
 //
 // tools/hydratest/install.sh builds the binary and prints PROVLOG_HYDRA;
 // without it a test is skipped, or failed under CI=true.
@@ -104,8 +107,10 @@ type Server struct {
 	mu    sync.Mutex
 	actor map[string]bool // client ids whose delegated tokens get "act"
 	hooks int             // token hook calls that asked for "act"
-	out   *syncBuffer
-	bin   string
+	// logins and consents the login app accepted
+	logins, consents int
+	out              *syncBuffer
+	bin              string
 }
 
 // Start runs Hydra until t ends and waits until it answers. Its signing
@@ -129,6 +134,7 @@ func Start(t testing.TB, o Options) *Server {
 	s.JWKSURL = s.Issuer + ".well-known/jwks.json"
 
 	hook := s.startHook(t)
+	login, consent := s.startLogin(t)
 	strategies := "strategies:\n  access_token: jwt\n  jwt: {scope_claim: both}\n"
 	if o.Opaque {
 		strategies = "strategies:\n  access_token: opaque\n"
@@ -145,6 +151,8 @@ serve:
   admin: {host: 127.0.0.1, port: %d}
 urls:
   self: {issuer: %q}
+  login: %q
+  consent: %q
 secrets:
   system: [%q]
 %soauth2:
@@ -155,7 +163,7 @@ sqa:
   opt_out: true
 log:
   level: warn
-`, pub, adm, s.Issuer, randomString(t, 32), strategies, hook)
+`, pub, adm, s.Issuer, login, consent, randomString(t, 32), strategies, hook)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -251,36 +259,11 @@ func (s *Server) waitReady(t testing.TB, exited <-chan struct{}, urls ...string)
 	}
 }
 
-// admin calls Hydra's admin API with a JSON body, decoding the answer
-// into out (when not nil); any status but 2xx fails t.
+// admin is adminCall, failing t on an error.
 func (s *Server) admin(t testing.TB, method, path string, body, out any) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, s.Admin+path, rd)
-	if err != nil {
+	if err := s.adminCall(method, path, body, out); err != nil {
 		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("hydra admin %s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("hydra admin %s %s: %s: %s", method, path, resp.Status, b)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("hydra admin %s %s: %v: %s", method, path, err, b)
-		}
 	}
 }
 
