@@ -61,12 +61,15 @@ func TestTraces(t *testing.T) {
 
 	const parentTrace, parentSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	for _, tc := range []struct {
-		name string
-		cs   func() *mcp.ClientSession
-		fast bool
+		name     string
+		cs       func() *mcp.ClientSession
+		fast     bool
+		http     bool
+		protocol string
 	}{
-		{"SDK", func() *mcp.ClientSession { return connectMemory(t, p, nil) }, false},
-		{"fast HTTP", func() *mcp.ClientSession { return fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil)) }, true},
+		{"SDK", func() *mcp.ClientSession { return connectMemory(t, p, nil) }, false, false, "2025-11-25"},
+		{"fast HTTP", func() *mcp.ClientSession { return fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil)) }, true, true, "2025-11-25"},
+		{"stateless HTTP", func() *mcp.ClientSession { return connectHTTP(t, front, statelessProtocol, nil) }, false, true, statelessProtocol},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := tc.cs()
@@ -93,9 +96,9 @@ func TestTraces(t *testing.T) {
 			attrs := attrMap(call.Attributes())
 			want := map[string]string{
 				"mcp.method.name": "tools/call", "gen_ai.tool.name": "down__meta", "gen_ai.operation.name": "execute_tool",
-				"mcp.protocol.version": "2025-11-25", "provlog.server": "down",
+				"mcp.protocol.version": tc.protocol, "provlog.server": "down",
 			}
-			if tc.fast {
+			if tc.http {
 				want["network.transport"] = "tcp"
 				want["provlog.actor"] = testActor
 			} else {
@@ -242,6 +245,7 @@ func TestTracesOtherRequests(t *testing.T) {
 	}{
 		{"pipe", "pipe", func() *mcp.ClientSession { return connectMemory(t, p, nil) }},
 		{"HTTP", "tcp", func() *mcp.ClientSession { return fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil)) }},
+		{"HTTP 2026-07-28", "tcp", func() *mcp.ClientSession { return connectHTTP(t, front, statelessProtocol, nil) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := tc.cs()
