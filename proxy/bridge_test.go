@@ -22,6 +22,9 @@ func bridgeClient(name string, logs chan<- string) *mcp.Client {
 	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ClientOptions{
 		// Capabilities nil: roots, and sampling and elicitation for the handlers.
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if strings.Contains(req.Params.Message, "context") {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"context": "the test"}}, nil
+			}
 			if strings.Contains(req.Params.Message, "color") {
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "green"}}, nil
 			}
@@ -153,6 +156,14 @@ func TestBridgeInputRequiredForOlderClient(t *testing.T) {
 
 	for tool, n := range map[string]int{"test_input_required_result_multi_round": 3, "test_input_required_result_multiple_inputs": 2} {
 		checkLegs(t, l, tool, "older-client", "2025-11-25", n)
+	}
+
+	pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "go__test_input_required_result_prompt"})
+	if err != nil {
+		t.Fatalf("prompts/get that asks for input: %v", err)
+	}
+	if len(pr.Messages) != 1 || fmt.Sprint(pr.Messages[0].Content.(*mcp.TextContent).Text) != "Context: the test" {
+		t.Errorf("prompts/get that asks for input: %s", mustJSON(pr))
 	}
 
 	// The server judges what the client can give, not what the proxy can:
