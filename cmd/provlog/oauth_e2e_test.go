@@ -59,6 +59,7 @@ func startOAuthSidecar(t *testing.T) *oauthSidecar {
     tasks: [%s]
     log: [%s]
   clock_skew: 1s
+  jwks_min_refresh: 2s
 `, s.resource, s.hydra.Issuer, s.hydra.DiscoveryURL, scopeTools, scopeTasks, scopeLog)
 	})
 }
@@ -234,11 +235,11 @@ func TestOAuthHydraEndToEnd(t *testing.T) {
 	withdrawn := mint(t)(hy.ClientCredentials(ctx, bot, s.resource, allScopes...))
 	hy.DeleteKey(t, gone)
 	bad := s.badTokens(t, bot)
-	// provlog fetches an issuer's keys at most once per 10s (its
-	// MinRefresh default), and the short-lived token must be past exp and
-	// the 1s skew.
+	// provlog fetches an issuer's keys at most once per jwks_min_refresh
+	// (2s here), and the short-lived token must be past exp and the 1s
+	// skew.
 	exp := time.Unix(int64(jwtClaims(t, bad["expired"])["exp"].(float64)), 0)
-	until := fetched.Add(10*time.Second + 500*time.Millisecond)
+	until := fetched.Add(2*time.Second + 500*time.Millisecond)
 	if e := exp.Add(2*time.Second + 100*time.Millisecond); e.After(until) {
 		until = e
 	}
