@@ -121,7 +121,7 @@ func (in *callIn) nextLeg(c *call, responses mcp.InputResponseMap, state string)
 	params := *in.params
 	params.InputResponses, params.RequestState = responses, state
 	next.params, next.continues, next.id = &params, c.resultIndex, nil
-	next.start = c.start.Add(c.duration)
+	next.start = time.Now() // the client has answered
 	return &next
 }
 
