@@ -2,6 +2,7 @@ package authn_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -182,6 +183,61 @@ func TestKeyRefreshFloor(t *testing.T) {
 		}
 		if n := is.Fetches(); n != 2 {
 			t.Errorf("floor %s: %d key set fetches, want 2", want, n)
+		}
+	}
+}
+
+// TestReloadConcurrent: requests authenticate while the config is
+// reloaded back and forth; each is judged wholly under one config (its
+// actor is one of the two prefixes', never a mix), and the race detector
+// finds nothing.
+func TestReloadConcurrent(t *testing.T) {
+	is := authntest.Start(t)
+	cfgs := make([]*authn.Config, 2)
+	for i, prefix := range []string{"a:", "b:"} {
+		cfgs[i] = config(is)
+		cfgs[i].Issuers[0].ActorPrefix = prefix
+		if err := cfgs[i].Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := newAuth(t, cfgs[0], nil, nil)
+	tok := is.Mint(t, is.Claims(resource, "alice", "provlog.tools"))
+	ctx := context.Background()
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				id, err := a.Authenticate(ctx, tok)
+				if err == nil && id.Actor != "a:alice" && id.Actor != "b:alice" {
+					err = fmt.Errorf("actor %q", id.Actor)
+				}
+				if err == nil {
+					err = a.Require(id, authn.GroupTools)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := range 200 {
+		if err := a.Reload(cfgs[i%2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 }
