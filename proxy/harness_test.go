@@ -25,6 +25,7 @@ import (
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/log/logtest"
+	"github.com/provlog/provlog/log/logtest/proctest"
 	"github.com/provlog/provlog/log/server"
 )
 
@@ -449,21 +450,12 @@ func connectHTTP(t *testing.T, url, version string, cl *clientLog) *mcp.ClientSe
 	return cs
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startEverythingHTTP runs npm's server-everything in streamable HTTP mode
 // and returns its URL.
 func startEverythingHTTP(t *testing.T) string {
 	t.Helper()
 	args := everythingJS(t, "streamableHttp")
-	port := freePort(t)
+	port := proctest.FreePort(t)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
 	if err := cmd.Start(); err != nil {
@@ -490,7 +482,7 @@ func startEverythingHTTP(t *testing.T) string {
 // streamable HTTP mode and returns its URL.
 func startGoEverythingHTTP(t *testing.T) string {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
 	cmd := exec.Command(goEverything(t), "-http", addr, "-stateless=false")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

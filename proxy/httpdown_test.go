@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // TestHTTPDownstreamRestarted stops an HTTP downstream server and starts it
@@ -31,7 +33,7 @@ func testHTTPDownstreamRestarted(t *testing.T, front string) {
 		front = "http"
 	}
 	args := everythingJS(t, "streamableHttp")
-	port := freePort(t)
+	port := proctest.FreePort(t)
 	start := func() *exec.Cmd {
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))

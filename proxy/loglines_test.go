@@ -1,33 +1,20 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
-// syncBuffer is a buffer slog can write to from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines(substr string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// linesWith returns the lines of log that hold substr.
+func linesWith(log *proctest.Buffer, substr string) []string {
 	var out []string
-	for _, l := range strings.Split(s.b.String(), "\n") {
+	for _, l := range strings.Split(log.String(), "\n") {
 		if strings.Contains(l, substr) {
 			out = append(out, l)
 		}
@@ -39,7 +26,7 @@ func (s *syncBuffer) lines(substr string) []string {
 // (and server, tool and entries), over either front and when the call is
 // refused; the bearer token never reaches the log.
 func TestCallLogLines(t *testing.T) {
-	var buf syncBuffer
+	var buf proctest.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "fx")}, func(o *Options) { o.Logger = logger })
@@ -49,7 +36,7 @@ func TestCallLogLines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := buf.lines("proxy: call recorded")
+	got := linesWith(&buf, "proxy: call recorded")
 	if len(got) != 2 {
 		t.Fatalf("%d call lines, want 2:\n%s", len(got), strings.Join(got, "\n"))
 	}
@@ -66,11 +53,11 @@ func TestCallLogLines(t *testing.T) {
 		o.Logger, o.Log = logger, failingRecorder{}
 	})
 	connectHTTP(t, serveHTTP(t, p2), "2025-11-25", nil).CallTool(ctx, &mcp.CallToolParams{Name: "fx__ok"})
-	refused := buf.lines("recording a call failed")
+	refused := linesWith(&buf, "recording a call failed")
 	if len(refused) != 1 || !strings.Contains(refused[0], "actor="+testActor) {
 		t.Errorf("refusal lines %q: want one naming actor %s", refused, testActor)
 	}
-	if n := len(buf.lines(testToken)); n > 0 {
+	if n := len(linesWith(&buf, testToken)); n > 0 {
 		t.Errorf("the bearer token is in %d log lines", n)
 	}
 }

@@ -9,34 +9,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest/proctest"
 	"github.com/provlog/provlog/witness"
 	"github.com/provlog/provlog/witness/client"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func runCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -104,10 +86,10 @@ var addrRE = regexp.MustCompile(`addr=(\S+)`)
 
 // serve runs the serve command until the returned stop function is called,
 // and returns the address it listens on.
-func serve(t *testing.T, cfgPath string) (string, *syncBuffer, func() int) {
+func serve(t *testing.T, cfgPath string) (string, *proctest.Buffer, func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr syncBuffer
+	var stderr proctest.Buffer
 	done := make(chan int)
 	go func() {
 		done <- run(ctx, []string{"serve", "--config", cfgPath, "--http", "127.0.0.1:0"}, &bytes.Buffer{}, &stderr)
@@ -286,7 +268,7 @@ func TestBinary(t *testing.T) {
 	}
 
 	cfgPath, _ := witnessSetup(t, k)
-	var stderr syncBuffer
+	var stderr proctest.Buffer
 	srv := exec.Command(bin, "serve", "--config", cfgPath, "--http", "127.0.0.1:0")
 	srv.Stderr = &stderr
 	if err := srv.Start(); err != nil {

@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // The official MCP conformance suite (@modelcontextprotocol/conformance,
@@ -159,7 +161,7 @@ func startEverything(t *testing.T, bin string, stateless bool) string {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(bin, "-http", addr, "-stateless="+strconv.FormatBool(stateless))
-	var stderr lockedBuffer
+	var stderr proctest.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // bearer adds a bearer token to every request.
@@ -31,12 +31,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
 }
 
 // startServe runs 'provlog serve --http' in-process until the test ends.
@@ -53,10 +48,10 @@ func startServeAt(t *testing.T, addr string, args ...string) (base string, stop 
 }
 
 // startServeLogged is startServeAt that also gives what serve logs.
-func startServeLogged(t *testing.T, addr string, args ...string) (base string, stop func(), stderr *lockedBuffer) {
+func startServeLogged(t *testing.T, addr string, args ...string) (base string, stop func(), stderr *proctest.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stderr = &lockedBuffer{}
+	stderr = &proctest.Buffer{}
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, append([]string{"serve", "--http", addr}, args...), stderr, stderr) }()
 	base = "http://" + addr
@@ -87,23 +82,6 @@ func startServeLogged(t *testing.T, addr string, args ...string) (base string, s
 	}
 	t.Cleanup(stop)
 	return base, stop, stderr
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func connectHTTP(t *testing.T, base, token string) *mcp.ClientSession {

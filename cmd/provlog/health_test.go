@@ -6,7 +6,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
+	"github.com/provlog/provlog/log/logtest/proctest"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
@@ -52,12 +52,7 @@ func getMetrics(t *testing.T, base string) string {
 
 // closedURL returns an http URL nothing listens on.
 func closedURL(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.Close()
-	return "http://" + ln.Addr().String()
+	return fmt.Sprintf("http://127.0.0.1:%d", proctest.FreePort(t))
 }
 
 // TestHealthOK: with nothing wrong, /healthz is ok and every health gauge 0.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // serveLogs runs serve with a config until one MCP session came and went,
@@ -20,7 +22,7 @@ func serveLogs(t *testing.T, cfgText string) string {
 	os.WriteFile(cfg, []byte(cfgText), 0o600)
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr lockedBuffer
+	var stderr proctest.Buffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"serve", "--config", cfg, "--http", addr}, &stderr, &stderr) }()
 	base := "http://" + addr

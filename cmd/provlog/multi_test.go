@@ -26,6 +26,7 @@ import (
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpg"
 	"github.com/provlog/provlog/log/logpg/pgtest"
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // serveChildEnv makes the test binary run provlog with the JSON array of
@@ -50,7 +51,7 @@ type sidecarProc struct {
 	args   []string
 	base   string
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *proctest.Buffer
 }
 
 func startSidecarProc(t *testing.T, args ...string) *sidecarProc {
@@ -71,7 +72,7 @@ func (p *sidecarProc) start() {
 	argv, _ := json.Marshal(append([]string{"serve", "--http", addr}, p.args...))
 	p.cmd = exec.Command(exe, "-test.run=^$")
 	p.cmd.Env = append(os.Environ(), serveChildEnv+"="+string(argv))
-	p.stderr = &lockedBuffer{}
+	p.stderr = &proctest.Buffer{}
 	p.cmd.Stderr, p.cmd.Stdout = p.stderr, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)

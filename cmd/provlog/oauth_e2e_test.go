@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest/proctest"
 	"github.com/provlog/provlog/tools/hydratest"
 )
 
@@ -39,7 +40,7 @@ type oauthSidecar struct {
 	base     string // http://127.0.0.1:PORT
 	resource string // base + "/mcp": the tokens' audience
 	data     string
-	stderr   *lockedBuffer
+	stderr   *proctest.Buffer
 	stop     func()
 }
 
@@ -78,7 +79,7 @@ func startOAuthSidecarWith(t *testing.T, o hydratest.Options, auth func(*oauthSi
 		missingPrereq(t, fmt.Sprintf("npm server-everything not found (%v)", err))
 	}
 	addr := freeAddr(t)
-	s := &oauthSidecar{hydra: hy, base: "http://" + addr, data: filepath.Join(t.TempDir(), "data"), stderr: &lockedBuffer{}}
+	s := &oauthSidecar{hydra: hy, base: "http://" + addr, data: filepath.Join(t.TempDir(), "data"), stderr: &proctest.Buffer{}}
 	s.resource = s.base + "/mcp"
 	cfg := filepath.Join(t.TempDir(), "provlog.yaml")
 	conf := fmt.Sprintf("data: %s\nservers:\n  - id: everything\n    command: [%q, %q, stdio]\n", s.data, node, js) + auth(s)

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // The side-effect test runs the real sidecar (serveChild, multi_test.go)
@@ -98,7 +99,7 @@ func runSidefx(file, addr string) {
 type fxSidecar struct {
 	cmd    *exec.Cmd
 	base   string
-	stderr *lockedBuffer
+	stderr *proctest.Buffer
 	done   chan error
 }
 
@@ -109,7 +110,7 @@ func startFxSidecar(t *testing.T, args ...string) (*fxSidecar, error) {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	sp := &fxSidecar{base: "http://" + addr, stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	sp := &fxSidecar{base: "http://" + addr, stderr: &proctest.Buffer{}, done: make(chan error, 1)}
 	argv, _ := json.Marshal(append([]string{"serve", "--http", addr}, args...))
 	sp.cmd = exec.Command(exe, "-test.run=^$")
 	sp.cmd.Env = append(os.Environ(), serveChildEnv+"="+string(argv))
@@ -318,7 +319,7 @@ func TestEverySideEffectIsRecorded(t *testing.T) {
 	stdio := exec.Command(exe, "-test.run=^$")
 	stdioArgs, _ := json.Marshal([]string{"serve", "--config", cfgPath})
 	stdio.Env = append(os.Environ(), serveChildEnv+"="+string(stdioArgs))
-	var stdioErr lockedBuffer
+	var stdioErr proctest.Buffer
 	stdio.Stderr = &stdioErr
 	scs, err := mcp.NewClient(&mcp.Implementation{Name: "sidefx-stdio", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: stdio}, nil)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/bundle"
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // TestViewProofs exports bundles of several ranges and checks that every
@@ -175,7 +176,7 @@ func TestViewCommand(t *testing.T) {
 	}
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout lockedBuffer
+	var stdout proctest.Buffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"view", "--http", addr, out}, &stdout, &stdout) }()
 	defer func() {

@@ -33,12 +33,10 @@
 package hydratest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -48,6 +46,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // EnvBinary names the hydra binary install.sh built.
@@ -109,7 +109,7 @@ type Server struct {
 	hooks int             // token hook calls that asked for "act"
 	// logins and consents the login app accepted
 	logins, consents int
-	out              *syncBuffer
+	out              *proctest.Buffer
 	bin              string
 }
 
@@ -120,12 +120,12 @@ type Server struct {
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
 	bin := Binary(t)
-	pub, adm := freePort(t), freePort(t)
+	pub, adm := proctest.FreePort(t), proctest.FreePort(t)
 	s := &Server{
 		Issuer:           fmt.Sprintf("http://127.0.0.1:%d/", pub),
 		Admin:            fmt.Sprintf("http://127.0.0.1:%d", adm),
 		actor:            map[string]bool{},
-		out:              &syncBuffer{},
+		out:              &proctest.Buffer{Limit: 1 << 20},
 		bin:              bin,
 		IntrospectionURL: fmt.Sprintf("http://127.0.0.1:%d/admin/oauth2/introspect", adm),
 	}
@@ -293,37 +293,6 @@ func (s *Server) token(ctx context.Context, f url.Values) (string, error) {
 		return "", fmt.Errorf("hydra token response %s: %v", b, err)
 	}
 	return tr.AccessToken, nil
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// syncBuffer collects a process's output, up to 1 MiB.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.b.Len() < 1<<20 {
-		s.b.Write(p)
-	}
-	return len(p), nil
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func tail(s string, n int) string {

@@ -34,6 +34,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest/proctest"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
@@ -121,12 +122,7 @@ INSERT INTO key (origin, key) VALUES (%s, %s);
 		}
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
 	keyHash := sha256.Sum256(pub)
 	lw := exec.Command(bin, "-ssh-agent", sock, "-name", name, "-key", hex.EncodeToString(keyHash[:]), "-db", db, "-listen", addr)
 	logw := &lineLogger{t: t, vkey: make(chan string, 1)}

@@ -10,7 +10,6 @@ package realsvc
 
 import (
 	"bufio"
-	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -26,11 +25,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // Environment variables naming the binaries.
@@ -52,44 +51,12 @@ func binary(t testing.TB, env string) string {
 	return p
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// syncBuffer collects a process's output for the failure message.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.b.Len() < 1<<20 {
-		s.b.Write(p)
-	}
-	return len(p), nil
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // start runs a process until the test ends; its output is logged if the
 // test fails.
 func start(t testing.TB, name string, stdout io.Writer, bin string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	out := &syncBuffer{}
+	out := &proctest.Buffer{Limit: 1 << 20}
 	cmd.Stderr = out
 	cmd.Stdout = out
 	if stdout != nil {
@@ -143,7 +110,7 @@ func waitHTTP(t testing.TB, what, url string, cmd *exec.Cmd) []byte {
 func TimestampServer(t testing.TB) (url string, root *x509.Certificate, intermediates []*x509.Certificate) {
 	t.Helper()
 	bin := binary(t, EnvTimestampServer)
-	port := freePort(t)
+	port := proctest.FreePort(t)
 	cmd := start(t, "timestamp-server", nil, bin, "serve", "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--timestamp-signer", "memory", "--disable-ntp-monitoring")
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -207,7 +174,7 @@ func Rekor(t testing.TB) (url string, pub crypto.PublicKey) {
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := proctest.FreePort(t)
 	cmd := start(t, "rekor-server", nil, rekorBin, "serve",
 		"--trillian_log_server.address="+host, "--trillian_log_server.port="+tport,
 		"--rekor_server.address=127.0.0.1", "--port="+strconv.Itoa(port),

@@ -12,13 +12,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // missing skips t, or fails it under CI.
@@ -112,7 +113,7 @@ func NewCluster(t testing.TB) *Cluster {
 			t.Fatalf("chown postgres %s: %v\n%s", dir, err, out)
 		}
 	}
-	c := &Cluster{t: t, bin: bin, dir: dir, port: freePort(t)}
+	c := &Cluster{t: t, bin: bin, dir: dir, port: proctest.FreePort(t)}
 	c.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
 	c.run("initdb", "-D", c.data(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync")
 	c.Start()
@@ -152,14 +153,4 @@ func (c *Cluster) run(prog string, args ...string) {
 		log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
 		c.t.Fatalf("%s %s: %v\n%s\n%s", prog, strings.Join(args, " "), err, out, log)
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

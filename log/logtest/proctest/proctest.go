@@ -1,0 +1,60 @@
+// Package proctest helps tests that run real programs (an MCP server, a
+// TSA, Rekor, Hydra, PostgreSQL, a second sidecar): a loopback port to
+// give one, and a buffer to collect what it prints while the test reads
+// it.
+//
+// It lives under log/ so that every package's tests, and every test
+// helper, may import it (DESIGN §1). Test code only; nothing in the
+// product imports it.
+package proctest
+
+import (
+	"bytes"
+	"net"
+	"sync"
+	"testing"
+)
+
+// FreePort returns a loopback TCP port that was free a moment ago. A
+// program given it may still find it taken; tests that start one wait for
+// it to answer, and say what it printed when it does not.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// A Buffer collects output written by one goroutine (a process's stdout,
+// a logger) while others read it. The zero value keeps everything.
+type Buffer struct {
+	// Limit is how many bytes it keeps at most (what comes after is
+	// dropped); 0 keeps all.
+	Limit int
+
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write keeps p, or what of it fits under the limit, and always reports
+// all of p written, so a process is never stopped by a full buffer.
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keep := p
+	if s.Limit > 0 {
+		keep = p[:min(len(p), max(0, s.Limit-s.b.Len()))]
+	}
+	s.b.Write(keep)
+	return len(p), nil
+}
+
+// String returns what it holds.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
