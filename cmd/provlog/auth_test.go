@@ -167,14 +167,7 @@ func receiptEntry(t *testing.T, base, token, receipt string) *log.Entry {
 	if err != nil {
 		t.Fatalf("receipt: %v", err)
 	}
-	req, _ := http.NewRequest("GET", fmt.Sprintf("%s/log/entry/%d", base, r.Index), nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b := getEntry(t, base, token, r.Index)
 	e, err := log.ParseEntry(b)
 	if err != nil {
 		t.Fatalf("entry %d: %v (%s)", r.Index, err, b)

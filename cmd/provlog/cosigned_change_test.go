@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -53,7 +51,6 @@ func TestCosignedChangesWhileRunning(t *testing.T) {
 		Witnesses:     []WitnessConfig{{URL: srv.URL, VKey: ws.Verifier().String()}},
 		WitnessPolicy: WitnessPolicyConfig{Threshold: 1, Interval: 10 * time.Millisecond},
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cosignedSize := func() uint64 {
 		b, err := os.ReadFile(filepath.Join(data, cosignedFile))
 		if err != nil {
@@ -83,20 +80,14 @@ func TestCosignedChangesWhileRunning(t *testing.T) {
 		return size
 	}
 
-	sc, err := openSidecar(ctx, cfg, logger, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := mustOpenSidecar(t, cfg)
 	older := grow(sc, 10)
 	sc.close()
 	backup := filepath.Join(t.TempDir(), "db")
 	copyDir(t, filepath.Join(data, dbDir), backup)
 	olderNote, _ := os.ReadFile(filepath.Join(data, cosignedFile))
 
-	sc, err = openSidecar(ctx, cfg, logger, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc = mustOpenSidecar(t, cfg)
 	grow(sc, 5)
 	newest := grow(sc, 5) // cosigned twice more while running
 	sc.close()
@@ -109,7 +100,7 @@ func TestCosignedChangesWhileRunning(t *testing.T) {
 	}
 	copyDir(t, backup, filepath.Join(data, dbDir))
 	want := fmt.Sprintf("a checkpoint of size %d", newest)
-	_, err = openSidecar(ctx, cfg, logger, true)
+	_, err = openSidecar(ctx, cfg, quietLogger(), true)
 	var lost *log.LostError
 	if !errors.As(err, &lost) || lost.Size != newest || lost.HeldSize != older || !strings.Contains(err.Error(), cosignedFile) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("serve on a store behind the newest cosigned checkpoint (%d, store %d): %v", newest, older, err)
@@ -124,7 +115,7 @@ func TestCosignedChangesWhileRunning(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, cosignedFile), olderNote, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sc, err = openSidecar(ctx, &Config{Data: data, Actor: "local"}, logger, true)
+	sc, err = openSidecar(ctx, &Config{Data: data, Actor: "local"}, quietLogger(), true)
 	if err != nil {
 		t.Fatalf("serve with the older cosigned checkpoint: %v", err)
 	}

@@ -9,11 +9,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -62,7 +59,7 @@ type handedOut struct {
 // only after Append returned it.
 func crashChild(data string) {
 	cfg := &Config{Data: data, Actor: "local"}
-	sc, err := openSidecar(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
+	sc, err := openSidecar(context.Background(), cfg, quietLogger(), true)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(3)
@@ -107,10 +104,6 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test runs real processes; skipped in -short")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	data := filepath.Join(t.TempDir(), "data")
 	if err := keygen(data, "provlog.test/crash"); err != nil {
 		t.Fatal(err)
@@ -121,26 +114,15 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	var all []handedOut
 	for round := range *crashRounds {
-		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+data)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd := childCmd(t, crashChildEnv+"="+data)
+		c := startChild(t, cmd)
 		var got []handedOut
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			sc := bufio.NewScanner(stdout)
-			sc.Buffer(make([]byte, 1<<20), 1<<20)
-			for sc.Scan() {
+			for c.lines.Scan() {
 				var h handedOut
-				if err := json.Unmarshal(sc.Bytes(), &h); err != nil {
+				if err := json.Unmarshal(c.lines.Bytes(), &h); err != nil {
 					continue // the line the kill cut short: never handed out whole
 				}
 				got = append(got, h)
@@ -154,7 +136,7 @@ func TestCrashRecovery(t *testing.T) {
 		<-done
 		werr := cmd.Wait()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-			t.Fatalf("round %d: child did not die by the signal (%v): %s", round, werr, stderr.String())
+			t.Fatalf("round %d: child did not die by the signal (%v): %s", round, werr, c.stderr.String())
 		}
 		all = append(all, got...)
 		checkAfterCrash(t, data, k, all)

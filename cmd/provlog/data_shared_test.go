@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,10 +25,7 @@ func TestDataCommandsOnSharedLog(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	cfg := &Config{Data: data, Actor: "local", Store: dsn}
-	sc, err := openSidecar(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := mustOpenSidecar(t, cfg)
 	for i := range 5 {
 		e := &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "local", Fields: map[string]any{
 			"server": "shared", "tool": "t", "args": map[string]any{"i": i},
@@ -106,14 +101,9 @@ func TestDataCommandsOnSharedLog(t *testing.T) {
 // purged through B it is gone for A; a blob A kept in its data dir before
 // the log's table held them is still read, and purged from there too.
 func TestBlobsAcrossSidecars(t *testing.T) {
-	ctx := context.Background()
 	dsn := pgtest.DSN(t)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dataA, dataB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
-	a, err := openSidecar(ctx, &Config{Data: dataA, Actor: "local", Store: dsn}, quiet, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustOpenSidecar(t, &Config{Data: dataA, Actor: "local", Store: dsn})
 	defer a.close()
 	if err := os.MkdirAll(dataB, 0o700); err != nil {
 		t.Fatal(err)
@@ -121,10 +111,7 @@ func TestBlobsAcrossSidecars(t *testing.T) {
 	for _, f := range []string{logKeyFile, logVKeyFile, anchorPubFile, anchorKeyFile} {
 		copyDir(t, filepath.Join(dataA, f), filepath.Join(dataB, f))
 	}
-	b, err := openSidecar(ctx, &Config{Data: dataB, Actor: "local", Store: dsn}, quiet, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustOpenSidecar(t, &Config{Data: dataB, Actor: "local", Store: dsn})
 	defer b.close()
 
 	data := []byte(strings.Repeat("retained ", 500))

@@ -11,8 +11,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -201,10 +199,7 @@ func recordClaim(t *testing.T, cfgPath string) (call, claim uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := openSidecar(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := mustOpenSidecar(t, cfg)
 	var once sync.Once
 	defer once.Do(sc.close)
 	ct, st := mcp.NewInMemoryTransports()

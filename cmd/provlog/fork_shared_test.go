@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,11 +23,7 @@ func TestForkRefusedShared(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	data := filepath.Join(t.TempDir(), "data")
 	cfg := &Config{Data: data, Actor: "local", Store: dsn}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sc, err := openSidecar(ctx, cfg, quiet, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := mustOpenSidecar(t, cfg)
 	for i := range 10 {
 		e := &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "local", Fields: map[string]any{
 			"server": "fork", "tool": "t", "args": map[string]any{"i": i},
@@ -50,7 +44,7 @@ func TestForkRefusedShared(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, cosignedFile), own, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sc, err = openSidecar(ctx, cfg, quiet, true)
+	sc, err = openSidecar(ctx, cfg, quietLogger(), true)
 	if err != nil {
 		t.Fatalf("serving a shared log that holds its own checkpoint: %v", err)
 	}
@@ -64,7 +58,7 @@ func TestForkRefusedShared(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, cosignedFile), other, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = openSidecar(ctx, cfg, quiet, true)
+	_, err = openSidecar(ctx, cfg, quietLogger(), true)
 	if err == nil || !strings.Contains(err.Error(), "acknowledged entries lost") || !strings.Contains(err.Error(), "shared") {
 		t.Fatalf("serve on a shared log that contradicts a handed-out checkpoint: %v", err)
 	}

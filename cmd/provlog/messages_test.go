@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -41,13 +40,7 @@ func TestHelpMatchesBehaviour(t *testing.T) {
 func TestVerifyProofMessages(t *testing.T) {
 	data := makeDataDir(t, 3)
 	dir := t.TempDir()
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name string, b []byte) string { return writeFile(t, filepath.Join(dir, name), b) }
 	rc, code := runCmd(t, "prove", "--data", data, "--index", "1")
 	if code != 0 {
 		t.Fatal(rc)

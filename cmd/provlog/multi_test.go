@@ -64,14 +64,9 @@ func startSidecarProc(t *testing.T, args ...string) *sidecarProc {
 
 func (p *sidecarProc) start() {
 	p.t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		p.t.Fatal(err)
-	}
 	addr := freeAddr(p.t)
 	argv, _ := json.Marshal(append([]string{"serve", "--http", addr}, p.args...))
-	p.cmd = exec.Command(exe, "-test.run=^$")
-	p.cmd.Env = append(os.Environ(), serveChildEnv+"="+string(argv))
+	p.cmd = childCmd(p.t, serveChildEnv+"="+string(argv))
 	p.stderr = &proctest.Buffer{}
 	p.cmd.Stderr, p.cmd.Stdout = p.stderr, p.stderr
 	if err := p.cmd.Start(); err != nil {

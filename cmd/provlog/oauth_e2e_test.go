@@ -144,17 +144,7 @@ func (s *oauthSidecar) size(t *testing.T) uint64 {
 // entry reads entry n through the log API with token.
 func (s *oauthSidecar) entry(t *testing.T, token string, n uint64) map[string]any {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/log/entry/%d", s.base, n), nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /log/entry/%d: %s: %s", n, resp.Status, b)
-	}
+	b := getEntry(t, s.base, token, n)
 	var e map[string]any
 	if err := json.Unmarshal(b, &e); err != nil {
 		t.Fatal(err)

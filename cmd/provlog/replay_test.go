@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -108,20 +106,11 @@ servers:
     replay_ignore:
       clock: [/structuredContent/at, /content]
 `, data, fx.url, fx.releaseURL, fx.url)
-	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := loadConfig(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := loadConfigText(t, cfgPath, cfgText)
 
 	// Record.
 	ctx := context.Background()
-	sc, err := openSidecar(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := mustOpenSidecar(t, cfg)
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
 	if err != nil {

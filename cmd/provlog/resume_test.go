@@ -102,26 +102,18 @@ func TestFullDiskResumesInPlace(t *testing.T) {
 // take 20 appends. It returns every receipt handed out.
 func runResumeChild(t *testing.T, data string, free func()) []handedOut {
 	t.Helper()
-	exe, err := os.Executable()
+	cmd := childCmd(t, faultChildEnv+"="+data, faultChildResumeEnv+"=1")
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), faultChildEnv+"="+data, faultChildResumeEnv+"=1")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c := startChild(t, cmd)
+	stderr := c.stderr
 	var got []handedOut
 	var stop *stopReport
 	var resumed *resumeReport
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
+	for c.lines.Scan() {
+		line := c.lines.Bytes()
 		if s, ok := bytes.CutPrefix(line, []byte("STOP ")); ok {
 			stop = &stopReport{}
 			json.Unmarshal(s, stop)

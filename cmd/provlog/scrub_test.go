@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,11 +24,7 @@ func TestScrubFailsHealth(t *testing.T) {
 	ctx := context.Background()
 	data := filepath.Join(t.TempDir(), "data")
 	cfg := &Config{Data: data, Actor: "local"}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sc, err := openSidecar(ctx, cfg, logger, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := mustOpenSidecar(t, cfg)
 	// 400 entries of 30 KB are more than a memtable: Pebble flushes them to
 	// an sstable.
 	var wg sync.WaitGroup
@@ -70,7 +64,7 @@ func TestScrubFailsHealth(t *testing.T) {
 
 	every := 5 * time.Millisecond
 	cfg.ScrubInterval = &every
-	sc, err = openSidecar(ctx, cfg, logger, true)
+	sc, err = openSidecar(ctx, cfg, quietLogger(), true)
 	if err != nil {
 		t.Fatalf("serve on a store whose damaged block its start does not read: %v", err)
 	}

@@ -105,15 +105,10 @@ type fxSidecar struct {
 
 func startFxSidecar(t *testing.T, args ...string) (*fxSidecar, error) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	addr := freeAddr(t)
 	sp := &fxSidecar{base: "http://" + addr, stderr: &proctest.Buffer{}, done: make(chan error, 1)}
 	argv, _ := json.Marshal(append([]string{"serve", "--http", addr}, args...))
-	sp.cmd = exec.Command(exe, "-test.run=^$")
-	sp.cmd.Env = append(os.Environ(), serveChildEnv+"="+string(argv))
+	sp.cmd = childCmd(t, serveChildEnv+"="+string(argv))
 	sp.cmd.Stderr = sp.stderr
 	if err := sp.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -132,27 +132,12 @@ func faultChild(data string) int {
 // report and the child's stderr.
 func runFaultChild(t *testing.T, data string, during func(), env ...string) ([]handedOut, *stopReport, string) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), faultChildEnv+"="+data), env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd := childCmd(t, append([]string{faultChildEnv + "=" + data}, env...)...)
+	c := startChild(t, cmd)
 	var got []handedOut
 	var rep *stopReport
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
+	for c.lines.Scan() {
+		line := c.lines.Bytes()
 		if s, ok := bytes.CutPrefix(line, []byte("STOP ")); ok {
 			rep = &stopReport{}
 			json.Unmarshal(s, rep)
@@ -170,13 +155,13 @@ func runFaultChild(t *testing.T, data string, during func(), env ...string) ([]h
 			}
 		}
 	}
-	io.Copy(io.Discard, stdout)
+	io.Copy(io.Discard, c.stdout)
 	if err := cmd.Wait(); err != nil {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
-			t.Fatalf("child: %v (a panic exits 2)\n%s", err, lastLines(stderr.String(), 30))
+			t.Fatalf("child: %v (a panic exits 2)\n%s", err, lastLines(c.stderr.String(), 30))
 		}
 	}
-	return got, rep, stderr.String()
+	return got, rep, c.stderr.String()
 }
 
 // lastLines is the last n lines of a child's stderr; if the child
@@ -350,10 +335,7 @@ func TestForkRefused(t *testing.T) {
 		t.Run(tc, func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "data")
 			cfg := &Config{Data: data, Actor: "local"}
-			sc, err := openSidecar(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sc := mustOpenSidecar(t, cfg)
 			for i := range 20 {
 				e := &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "local", Fields: map[string]any{
 					"server": "fork", "tool": "t", "args": map[string]any{"i": i, "pad": strings.Repeat("z", 900)},
@@ -377,7 +359,7 @@ func TestForkRefused(t *testing.T) {
 				other, _ := log.SignCheckpoint(log.Checkpoint{Origin: k.signer.Name(), Size: size - 2, Hash: bytes.Repeat([]byte{7}, 32)}, k.signer)
 				os.WriteFile(filepath.Join(data, cosignedFile), other, 0o600)
 			}
-			if _, err := openSidecar(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true); err == nil || !strings.Contains(err.Error(), "acknowledged entries lost") || !strings.Contains(err.Error(), "new origin") {
+			if _, err := openSidecar(ctx, cfg, quietLogger(), true); err == nil || !strings.Contains(err.Error(), "acknowledged entries lost") || !strings.Contains(err.Error(), "new origin") {
 				t.Fatalf("serve on a forked log: %v", err)
 			}
 			var out, errb bytes.Buffer

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,11 +16,7 @@ func TestTasksIndexAcrossRestart(t *testing.T) {
 	ctx := context.Background()
 	data := filepath.Join(t.TempDir(), "data")
 	cfg := &Config{Data: data, Actor: "local"}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sc, err := openSidecar(ctx, cfg, logger, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := mustOpenSidecar(t, cfg)
 	r, err := sc.tasks.Create(ctx, "alice", opp.CreateArgs{Title: "across a restart"})
 	if err != nil {
 		t.Fatal(err)
@@ -39,10 +33,7 @@ func TestTasksIndexAcrossRestart(t *testing.T) {
 		if !saved {
 			os.Remove(filepath.Join(data, tasksIndexFile))
 		}
-		sc, err = openSidecar(ctx, cfg, logger, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sc = mustOpenSidecar(t, cfg)
 		from, err := sc.tasks.Resumed()
 		if saved && (from != size || err != nil) || !saved && from != 0 {
 			t.Fatalf("saved index %v: resumed from %d (%v), the log holds %d", saved, from, err, size)

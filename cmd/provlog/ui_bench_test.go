@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
@@ -40,7 +38,7 @@ func BenchmarkUIVerdict(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	sc, err := openSidecar(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
+	sc, err := openSidecar(ctx, cfg, quietLogger(), true)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -85,18 +83,9 @@ func newUILog(t *testing.T, vouched bool) *uiLog {
 		cfgText += vouchers(t, dir, data)
 	}
 	cfgPath := filepath.Join(dir, "provlog.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := loadConfig(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := loadConfigText(t, cfgPath, cfgText)
 	ctx := context.Background()
-	sc, err := openSidecar(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := mustOpenSidecar(t, cfg)
 	var once sync.Once
 	closeSC := func() { once.Do(sc.close) }
 	t.Cleanup(closeSC)
@@ -484,17 +473,7 @@ func TestUIViewBundle(t *testing.T) {
 		t.Fatalf("export: %s", o)
 	}
 	p, ctx := openPage(t)
-	serve := func() string {
-		v, err := openView(ctx, out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs := httptest.NewUnstartedServer(nil)
-		hs.Config.Handler = v.handler(hs.Listener.Addr().String())
-		hs.Start()
-		t.Cleanup(hs.Close)
-		return hs.URL
-	}
+	serve := func() string { return serveView(t, ctx, out) }
 	base := serve()
 	v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#entry=%d", base, l.claim))
 	if v != "true" {
@@ -553,17 +532,7 @@ func TestUIViewEvidence(t *testing.T) {
 		t.Fatalf("evidence: %s", o)
 	}
 	p, ctx := openPage(t)
-	serve := func() string {
-		v, err := openView(ctx, out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs := httptest.NewUnstartedServer(nil)
-		hs.Config.Handler = v.handler(hs.Listener.Addr().String())
-		hs.Start()
-		t.Cleanup(hs.Close)
-		return hs.URL
-	}
+	serve := func() string { return serveView(t, ctx, out) }
 	base := serve()
 	v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#entry=%d&vkey=%s", base, l.claim, url.QueryEscape(l.vkey)))
 	if v != "true" {

@@ -96,13 +96,7 @@ func TestVerifyEvidencePinnedWitnesses(t *testing.T) {
 func TestVerifyEvidencePinnedAnchors(t *testing.T) {
 	data := makeDataDir(t, 4)
 	dir := t.TempDir()
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name string, b []byte) string { return writeFile(t, filepath.Join(dir, name), b) }
 	tsa, rk := testtsa.New(t, "Test TSA"), fakerekor.New(t)
 	root := write("tsa-root.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}))
 	rkey := write("rekor.pub", rk.PublicKeyPEM())

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/provlog/provlog/log/logtest/proctest"
+)
+
+// Helpers the package's tests share: a sidecar opened in-process, this
+// test binary run again as a child, a config or file written for a test,
+// a directory viewed as provlog view serves it.
+
+// quietLogger is a logger that drops everything.
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// mustOpenSidecar opens a sidecar on cfg as serve does (stdio front), with
+// a quiet logger; the test closes it.
+func mustOpenSidecar(t *testing.T, cfg *Config) *sidecar {
+	t.Helper()
+	sc, err := openSidecar(context.Background(), cfg, quietLogger(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// loadConfigText writes text as a config file at path and loads it.
+func loadConfigText(t *testing.T, path, text string) *Config {
+	t.Helper()
+	writeFile(t, path, []byte(text))
+	cfg, err := loadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// writeFile writes b to path (0600) and returns path.
+func writeFile(t *testing.T, path string, b []byte) string {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// childCmd is this test binary run again as a child: TestMain
+// (crash_test.go) sends it to a child's code by one of the variables in
+// env.
+func childCmd(t *testing.T, env ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// A child is a started child process.
+type child struct {
+	cmd    *exec.Cmd
+	stdout io.Reader        // what lines has not read
+	lines  *bufio.Scanner   // stdout, line by line (lines of up to 1 MiB)
+	stderr *proctest.Buffer // all it wrote to stderr
+}
+
+// startChild starts cmd, reading its stdout and collecting its stderr.
+func startChild(t *testing.T, cmd *exec.Cmd) *child {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, stdout: stdout, lines: bufio.NewScanner(stdout), stderr: &proctest.Buffer{}}
+	c.lines.Buffer(make([]byte, 1<<20), 1<<20)
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// serveView serves dir (an export bundle or an evidence directory) as
+// provlog view does until the test ends, and returns its URL.
+func serveView(t *testing.T, ctx context.Context, dir string) string {
+	t.Helper()
+	v, err := openView(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(nil)
+	hs.Config.Handler = v.handler(hs.Listener.Addr().String())
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
