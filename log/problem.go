@@ -7,12 +7,16 @@ import (
 
 // A Problem is one part of what a check read that is wrong, and why: a
 // file of a bundle or an evidence directory, an entry or a checkpoint of
-// a log, an anchor record's token. Every verifier in provlog reports
-// problems in this shape: [Audit], anchor verification, bundle and
-// evidence verification, the task rules' rebuild. Its String form, "part:
-// why", is what people read; its JSON form is what --json prints.
+// a log, an anchor record's token, a task request. Every check in provlog
+// reports problems in this shape: [Audit], anchor verification, bundle and
+// evidence verification, and the task rules (a refused request, an entry
+// that breaks a rule). Its String form, "part: why", is what people read;
+// its JSON form is what --json prints.
 type Problem struct {
 	Part string `json:"part"`
+	// Rule names the rule the part breaks where the check is a set of
+	// named rules (the task rules, opp's Rule constants); else it is empty.
+	Rule string `json:"rule,omitempty"`
 	Msg  string `json:"problem"`
 }
 

@@ -59,7 +59,8 @@
 //   - cancel: only the creator, of a task neither completed nor cancelled;
 //     any owner and reservation are cleared.
 //
-// A refused operation returns a [*RuleError] naming the rule and what to do,
+// A refused operation returns the error of [Refuse], a [*log.ProblemsError]
+// whose one problem names the rule and says what to do ([Refusal] reads it),
 // and writes nothing.
 //
 // # Concurrency

@@ -122,14 +122,14 @@ func (e *Engine) record(kind, actor, taskID string) *record {
 	return &record{kind: kind, actor: actor, taskID: taskID, time: e.now().UTC().Round(0)}
 }
 
-// write appends r and returns what was written. A *RuleError from check
+// write appends r and returns what was written. A refusal from check
 // means nothing was written.
 func (e *Engine) write(ctx context.Context, r *record) (uint64, []byte, *log.Receipt, error) {
 	r.auth = log.AuthFrom(ctx) // the claims of the OAuth token the caller's actor came from, if any
 	b, err := r.marshal()
 	if err != nil {
 		if errors.Is(err, log.ErrEntryTooLarge) {
-			return 0, nil, nil, refuse(RuleInvalidArgument, "the entry would be over the log's limit of %d bytes; shorten the text fields", log.MaxEntrySize)
+			return 0, nil, nil, Refuse(RuleInvalidArgument, "the entry would be over the log's limit of %d bytes; shorten the text fields", log.MaxEntrySize)
 		}
 		return 0, nil, nil, fmt.Errorf("encoding %s entry: %w", r.kind, err)
 	}
@@ -211,7 +211,7 @@ func (e *Engine) ReportCompletion(ctx context.Context, actor string, args ClaimA
 func (e *Engine) Handoff(ctx context.Context, actor string, args HandoffArgs) (*Result, error) {
 	if e.known != nil && args.To != "" {
 		if err := e.known(args.To); err != nil {
-			return nil, refuse(RuleHandoffTarget, "%s", err)
+			return nil, Refuse(RuleHandoffTarget, "%s", err)
 		}
 	}
 	r := e.record(KindHandoff, actor, args.TaskID)
@@ -346,7 +346,7 @@ func (e *Engine) Status(ctx context.Context, taskID string) (*Task, error) {
 	}
 	n, ok := e.tasks.lookup(taskID)
 	if !ok {
-		return nil, refuse(RuleUnknownTask, "no task %s; get task ids from create_task or list_unaccepted_tasks", taskID)
+		return nil, Refuse(RuleUnknownTask, "no task %s; get task ids from create_task or list_unaccepted_tasks", taskID)
 	}
 	t, err := e.tasks.load(ctx, n)
 	if err != nil {

@@ -850,8 +850,7 @@ func TestHandoffToUnknownActor(t *testing.T) {
 	mustOK(t)(e.Accept(ctx, "bob", id))
 	before := l.size()
 	_, err = e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: id, To: "mallory"})
-	var re *opp.RuleError
-	if !errors.As(err, &re) || re.Rule != opp.RuleHandoffTarget || !strings.Contains(err.Error(), `no actor "mallory" here`) {
+	if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleHandoffTarget || !strings.Contains(err.Error(), `no actor "mallory" here`) {
 		t.Fatalf("handoff to an unknown actor: %v", err)
 	}
 	if l.size() != before {

@@ -3,7 +3,6 @@ package opp_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -128,8 +127,7 @@ func appendRaw(tb testing.TB, l *testLog, kind, actor string, fields map[string]
 }
 
 func ruleOf(err error) string {
-	var re *opp.RuleError
-	if errors.As(err, &re) {
+	if re, ok := opp.Refusal(err); ok {
 		return re.Rule
 	}
 	if err == nil {

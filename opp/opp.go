@@ -2,6 +2,7 @@ package opp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -81,7 +82,7 @@ type EntryReader interface {
 	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
 }
 
-// Rule names, as RuleError.Rule reports them.
+// Rule names, as a refusal's or a [Violation]'s Rule reports them.
 const (
 	RuleIdentity        = "identity"          // no or invalid authenticated actor
 	RuleInvalidArgument = "invalid_argument"  // missing, malformed or oversized argument
@@ -102,18 +103,28 @@ const (
 	RuleEntry           = "malformed_entry"   // (rebuild only) task entry that does not parse
 )
 
-// RuleError is a refusal: Rule names the rule that refused (one of the
-// Rule constants) and Msg says what was wrong and what to do. Nothing was
-// written to the log.
-type RuleError struct {
-	Rule string
-	Msg  string
+// refusedWhat and refusedPart are what a refusal's problem names.
+const (
+	refusedWhat = "task request"
+	refusedPart = "request"
+)
+
+// Refuse returns the error of a refused task request: a
+// *log.ProblemsError whose one problem's Rule names the rule that refused
+// (one of the Rule constants) and whose Msg says what was wrong and what to
+// do. Nothing was written to the log. [Refusal] reads it back.
+func Refuse(rule, format string, args ...any) *log.ProblemsError {
+	return &log.ProblemsError{What: refusedWhat, Problems: []log.Problem{{Part: refusedPart, Rule: rule, Msg: fmt.Sprintf(format, args...)}}}
 }
 
-func (e *RuleError) Error() string { return fmt.Sprintf("refused by rule %s: %s", e.Rule, e.Msg) }
-
-func refuse(rule, format string, args ...any) *RuleError {
-	return &RuleError{Rule: rule, Msg: fmt.Sprintf(format, args...)}
+// Refusal returns the problem of a refused task request, if err is (or
+// wraps) one made by [Refuse]; its Rule names the rule.
+func Refusal(err error) (log.Problem, bool) {
+	var pe *log.ProblemsError
+	if !errors.As(err, &pe) || pe.What != refusedWhat || len(pe.Problems) != 1 || pe.Problems[0].Rule == "" {
+		return log.Problem{}, false
+	}
+	return pe.Problems[0], true
 }
 
 // CreateArgs are the arguments of create_task.
@@ -221,5 +232,5 @@ func (v Violation) String() string { return v.Problem().String() }
 // Problem is the violation in the shape every verifier reports: the part
 // is the entry, "entry N (KIND)".
 func (v Violation) Problem() log.Problem {
-	return log.Problem{Part: fmt.Sprintf("entry %d (%s)", v.Index, v.Kind), Msg: fmt.Sprintf("breaks rule %s: %s", v.Rule, v.Msg)}
+	return log.Problem{Part: fmt.Sprintf("entry %d (%s)", v.Index, v.Kind), Rule: v.Rule, Msg: fmt.Sprintf("breaks rule %s: %s", v.Rule, v.Msg)}
 }

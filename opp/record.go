@@ -52,7 +52,7 @@ func (r *record) marshal() ([]byte, error) {
 func isTaskEntry(b []byte) bool { return bytes.Contains(b, []byte(`"kind":"task.`)) }
 
 // parseRecord parses a task entry. It returns (nil, nil) for entries of
-// other kinds, and a *RuleError for a task entry that is malformed.
+// other kinds, and a refusal ([Refuse]) for a task entry that is malformed.
 func parseRecord(b []byte) (*record, error) {
 	e, err := log.ParseEntry(b)
 	if err != nil {
@@ -60,16 +60,16 @@ func parseRecord(b []byte) (*record, error) {
 	}
 	if !log.IsTaskKind(e.Kind) {
 		if strings.HasPrefix(e.Kind, "task.") {
-			return nil, refuse(RuleEntry, "unknown task entry kind %q", e.Kind)
+			return nil, Refuse(RuleEntry, "unknown task entry kind %q", e.Kind)
 		}
 		return nil, nil
 	}
 	t, err := log.ParseTask(e)
 	if err != nil {
-		return nil, refuse(RuleEntry, "%v", err)
+		return nil, Refuse(RuleEntry, "%v", err)
 	}
 	if t.Kind == KindHandoff && t.Snapshot == nil {
-		return nil, refuse(RuleSnapshot, "handoff entry carries no snapshot")
+		return nil, Refuse(RuleSnapshot, "handoff entry carries no snapshot")
 	}
 	return &record{kind: t.Kind, actor: t.Actor, auth: t.Auth, time: t.Time, taskID: t.TaskID, size: len(b),
 		title: t.Title, description: t.Description, offerTo: t.OfferTo,

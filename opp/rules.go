@@ -37,55 +37,55 @@ type tenure struct {
 
 // checkText checks a caller-supplied string: valid UTF-8 and at most max
 // characters; required ones must not be blank.
-func checkText(name, s string, max int, required bool) *RuleError {
+func checkText(name, s string, max int, required bool) *log.ProblemsError {
 	if !utf8.ValidString(s) {
-		return refuse(RuleInvalidArgument, "%s is not valid UTF-8", name)
+		return Refuse(RuleInvalidArgument, "%s is not valid UTF-8", name)
 	}
 	if n := utf8.RuneCountInString(s); n > max {
-		return refuse(RuleInvalidArgument, "%s is %d characters, over the limit of %d; shorten it", name, n, max)
+		return Refuse(RuleInvalidArgument, "%s is %d characters, over the limit of %d; shorten it", name, n, max)
 	}
 	if required && strings.TrimSpace(s) == "" {
-		return refuse(RuleInvalidArgument, "%s is required and must not be blank", name)
+		return Refuse(RuleInvalidArgument, "%s is required and must not be blank", name)
 	}
 	return nil
 }
 
 // checkActor checks an actor id: the caller's (who) or one named in an
 // argument.
-func checkActor(name, s string) *RuleError {
+func checkActor(name, s string) *log.ProblemsError {
 	if s == "" {
-		return refuse(RuleInvalidArgument, "%s is empty; name an actor id", name)
+		return Refuse(RuleInvalidArgument, "%s is empty; name an actor id", name)
 	}
 	if !utf8.ValidString(s) || len(s) > MaxActor {
-		return refuse(RuleInvalidArgument, "%s must be valid UTF-8 of at most %d bytes", name, MaxActor)
+		return Refuse(RuleInvalidArgument, "%s must be valid UTF-8 of at most %d bytes", name, MaxActor)
 	}
 	return nil
 }
 
 // checkTaskID checks the form of a task id: "t_" and 32 lowercase hex.
-func checkTaskID(id string) *RuleError {
+func checkTaskID(id string) *log.ProblemsError {
 	if len(id) == 34 && strings.HasPrefix(id, "t_") {
 		if _, err := hex.DecodeString(id[2:]); err == nil && strings.ToLower(id) == id {
 			return nil
 		}
 	}
 	if id == "" {
-		return refuse(RuleInvalidArgument, "task_id is required; get one from create_task or list_unaccepted_tasks")
+		return Refuse(RuleInvalidArgument, "task_id is required; get one from create_task or list_unaccepted_tasks")
 	}
 	if len(id) > 64 {
 		id = id[:64] + "…"
 	}
-	return refuse(RuleUnknownTask, "%q is not a task id (task ids look like t_ followed by 32 hex digits); get one from create_task or list_unaccepted_tasks", id)
+	return Refuse(RuleUnknownTask, "%q is not a task id (task ids look like t_ followed by 32 hex digits); get one from create_task or list_unaccepted_tasks", id)
 }
 
 // checkShape checks what can be checked of r without the task: the actor,
 // the task id's form and every argument's size and form.
-func checkShape(r *record) *RuleError {
+func checkShape(r *record) *log.ProblemsError {
 	if r.actor == "" {
-		return refuse(RuleIdentity, "no authenticated actor; task operations need a caller identity (bearer token over HTTP, the configured actor over stdio)")
+		return Refuse(RuleIdentity, "no authenticated actor; task operations need a caller identity (bearer token over HTTP, the configured actor over stdio)")
 	}
 	if !utf8.ValidString(r.actor) || len(r.actor) > MaxActor {
-		return refuse(RuleIdentity, "the authenticated actor id is not valid UTF-8 of at most %d bytes; fix the actor configuration", MaxActor)
+		return Refuse(RuleIdentity, "the authenticated actor id is not valid UTF-8 of at most %d bytes; fix the actor configuration", MaxActor)
 	}
 	if err := checkTaskID(r.taskID); err != nil {
 		return err
@@ -105,7 +105,7 @@ func checkShape(r *record) *RuleError {
 		}
 	case KindClaim:
 		if r.provenance.rank() == 0 {
-			return refuse(RuleProvenance, "provenance must be exactly one of %q (you saw it in your own calls; cite them as evidence), %q (you checked someone else's work) or %q (someone told you; name them in source); got %q",
+			return Refuse(RuleProvenance, "provenance must be exactly one of %q (you saw it in your own calls; cite them as evidence), %q (you checked someone else's work) or %q (someone told you; name them in source); got %q",
 				Observed, Reviewed, Reported, trim(string(r.provenance)))
 		}
 		if err := checkText("summary", r.summary, MaxText, true); err != nil {
@@ -115,27 +115,27 @@ func checkShape(r *record) *RuleError {
 			return err
 		}
 		if r.provenance == Reported && strings.TrimSpace(r.source) == "" {
-			return refuse(RuleSource, "a reported claim must name its source (who told you) in source; or, if you saw or checked it yourself, use provenance observed or reviewed")
+			return Refuse(RuleSource, "a reported claim must name its source (who told you) in source; or, if you saw or checked it yourself, use provenance observed or reviewed")
 		}
 		if len(r.evidence) > MaxEvidence {
-			return refuse(RuleInvalidArgument, "evidence lists %d entries, over the limit of %d; cite the entries that matter", len(r.evidence), MaxEvidence)
+			return Refuse(RuleInvalidArgument, "evidence lists %d entries, over the limit of %d; cite the entries that matter", len(r.evidence), MaxEvidence)
 		}
 		seen := make(map[uint64]bool, len(r.evidence))
 		for _, i := range r.evidence {
 			if seen[i] {
-				return refuse(RuleEvidence, "evidence cites entry %d twice; list each index once", i)
+				return Refuse(RuleEvidence, "evidence cites entry %d twice; list each index once", i)
 			}
 			seen[i] = true
 		}
 	case KindHandoff:
 		if r.to == "" {
-			return refuse(RuleHandoffTarget, "to is empty; name the actor to hand the task to")
+			return Refuse(RuleHandoffTarget, "to is empty; name the actor to hand the task to")
 		}
 		if err := checkActor("to", r.to); err != nil {
 			return err
 		}
 		if r.to == r.actor {
-			return refuse(RuleHandoffTarget, "you cannot hand a task off to yourself; name another actor, or keep working on it")
+			return Refuse(RuleHandoffTarget, "you cannot hand a task off to yourself; name another actor, or keep working on it")
 		}
 		if err := checkText("note", r.note, MaxText, false); err != nil {
 			return err
@@ -180,7 +180,7 @@ func (rd reader) entry(i uint64) ([]byte, error) {
 
 // check applies the rules to r against t (nil when r creates a task).
 // limit is the index r will get when known (rebuild), or 0 when r is not
-// yet written: cited entries must lie below it. A refusal is a *RuleError;
+// yet written: cited entries must lie below it. A refusal is made by [Refuse];
 // any other error is a failure to read the log.
 func check(rd reader, t *task, r *record, limit uint64) error {
 	if err := checkShape(r); err != nil {
@@ -188,31 +188,31 @@ func check(rd reader, t *task, r *record, limit uint64) error {
 	}
 	if r.kind == KindCreate {
 		if t != nil {
-			return refuse(RuleEntry, "task %s already exists", r.taskID)
+			return Refuse(RuleEntry, "task %s already exists", r.taskID)
 		}
 		return nil
 	}
 	if t == nil {
-		return refuse(RuleUnknownTask, "no task %s; get task ids from create_task or list_unaccepted_tasks", r.taskID)
+		return Refuse(RuleUnknownTask, "no task %s; get task ids from create_task or list_unaccepted_tasks", r.taskID)
 	}
 	id, owner := t.ID, t.Owner
 	switch t.State {
 	case StateCancelled:
-		return refuse(RuleFinished, "task %s was cancelled; nothing more can happen to it. Create a new task if the work is still needed", id)
+		return Refuse(RuleFinished, "task %s was cancelled; nothing more can happen to it. Create a new task if the work is still needed", id)
 	case StateCompleted:
 		if r.kind != KindClaim {
-			return refuse(RuleFinished, "task %s is completed (owner %s); it cannot be accepted, handed off, released or cancelled. Create a new task for further work", id, owner)
+			return Refuse(RuleFinished, "task %s is completed (owner %s); it cannot be accepted, handed off, released or cancelled. Create a new task for further work", id, owner)
 		}
 	}
 	switch r.kind {
 	case KindAccept:
 		switch {
 		case owner == r.actor:
-			return refuse(RuleAlreadyOwner, "you already own task %s; nothing to do", id)
+			return Refuse(RuleAlreadyOwner, "you already own task %s; nothing to do", id)
 		case owner != "":
-			return refuse(RuleOwned, "task %s is owned by %s; a task has one owner. Ask %s to hand it off to you (handoff_task) or to release it", id, owner, owner)
+			return Refuse(RuleOwned, "task %s is owned by %s; a task has one owner. Ask %s to hand it off to you (handoff_task) or to release it", id, owner, owner)
 		case t.Reservation != "" && t.Reservation != r.actor:
-			return refuse(RuleReserved, "task %s is reserved for %s; only %s may accept it. Pick another task from list_unaccepted_tasks", id, t.Reservation, t.Reservation)
+			return Refuse(RuleReserved, "task %s is reserved for %s; only %s may accept it. Pick another task from list_unaccepted_tasks", id, t.Reservation, t.Reservation)
 		}
 	case KindClaim, KindHandoff, KindRelease:
 		if owner != r.actor {
@@ -220,11 +220,11 @@ func check(rd reader, t *task, r *record, limit uint64) error {
 			if owner != "" {
 				who = "it is owned by " + owner
 			}
-			return refuse(RuleNotOwner, "only the owner of task %s may %s, and %s", id, verb(r.kind), who)
+			return Refuse(RuleNotOwner, "only the owner of task %s may %s, and %s", id, verb(r.kind), who)
 		}
 	case KindCancel:
 		if t.Creator != r.actor {
-			return refuse(RuleNotCreator, "only the creator of task %s (%s) may cancel it; if you own it and want to stop, use release_task", id, t.Creator)
+			return Refuse(RuleNotCreator, "only the creator of task %s (%s) may cancel it; if you own it and want to stop, use release_task", id, t.Creator)
 		}
 	}
 	switch r.kind {
@@ -232,10 +232,10 @@ func check(rd reader, t *task, r *record, limit uint64) error {
 		return checkClaim(rd, t, r, limit)
 	case KindHandoff:
 		if r.snapshot == nil {
-			return refuse(RuleSnapshot, "handoff entry carries no snapshot")
+			return Refuse(RuleSnapshot, "handoff entry carries no snapshot")
 		}
 		if want := t.snapshot(); !equalSnapshot(r.snapshot, want) {
-			return refuse(RuleSnapshot, "handoff snapshot does not match the task's state before it")
+			return Refuse(RuleSnapshot, "handoff snapshot does not match the task's state before it")
 		}
 	}
 	return nil
@@ -253,15 +253,15 @@ func verb(kind string) string {
 
 func checkClaim(rd reader, t *task, r *record, limit uint64) error {
 	if len(t.claims) >= MaxClaims {
-		return refuse(RuleLimit, "task %s already holds %d claims, the limit; create a follow-up task", t.ID, MaxClaims)
+		return Refuse(RuleLimit, "task %s already holds %d claims, the limit; create a follow-up task", t.ID, MaxClaims)
 	}
 	for _, i := range r.evidence {
 		if limit != 0 && i >= limit {
-			return refuse(RuleEvidence, "evidence cites entry %d, which did not exist when the claim was made", i)
+			return Refuse(RuleEvidence, "evidence cites entry %d, which did not exist when the claim was made", i)
 		}
 		b, err := rd.entry(i)
 		if errors.Is(err, errMissing) {
-			return refuse(RuleEvidence, "evidence cites entry %d, which does not exist in the log; cite indices of existing entries (from receipts)", i)
+			return Refuse(RuleEvidence, "evidence cites entry %d, which does not exist in the log; cite indices of existing entries (from receipts)", i)
 		}
 		if err != nil {
 			return err
@@ -283,7 +283,7 @@ func checkClaim(rd reader, t *task, r *record, limit uint64) error {
 			}
 		}
 		if !fresh {
-			return refuse(RuleUpgrade, "your previous claim on task %s was %s; a more certain claim (%s) must cite evidence you have not cited on this task before. Add new evidence, or keep provenance %s", t.ID, prev, r.provenance, prev)
+			return Refuse(RuleUpgrade, "your previous claim on task %s was %s; a more certain claim (%s) must cite evidence you have not cited on this task before. Add new evidence, or keep provenance %s", t.ID, prev, r.provenance, prev)
 		}
 	}
 	return nil
@@ -299,31 +299,31 @@ func checkClaim(rd reader, t *task, r *record, limit uint64) error {
 func checkObserved(rd reader, t *task, r *record, i uint64, b []byte) error {
 	e, err := log.ParseEntry(b)
 	if err != nil {
-		return refuse(RuleEvidence, "evidence entry %d does not parse; an observed claim may cite only your own call entries", i)
+		return Refuse(RuleEvidence, "evidence entry %d does not parse; an observed claim may cite only your own call entries", i)
 	}
 	call := i
 	if e.Kind == log.KindCallResult {
 		res, err := log.ParseCallResult(e)
 		if err != nil || res.Call >= i {
-			return refuse(RuleEvidence, "evidence entry %d is a call.result that does not name an earlier call", i)
+			return Refuse(RuleEvidence, "evidence entry %d is a call.result that does not name an earlier call", i)
 		}
 		call = res.Call
 		cb, err := rd.entry(call)
 		if err != nil {
-			return refuse(RuleEvidence, "evidence entry %d is the result of entry %d, which cannot be read: %v", i, call, err)
+			return Refuse(RuleEvidence, "evidence entry %d is the result of entry %d, which cannot be read: %v", i, call, err)
 		}
 		if e, err = log.ParseEntry(cb); err != nil {
-			return refuse(RuleEvidence, "evidence entry %d is the result of entry %d, which does not parse", i, call)
+			return Refuse(RuleEvidence, "evidence entry %d is the result of entry %d, which does not parse", i, call)
 		}
 	}
 	if e.Kind != log.KindCall {
-		return refuse(RuleEvidence, "evidence entry %d is a %s entry, not a call; an observed claim may cite only your own call entries made while you owned the task (use provenance reviewed to cite other entries)", i, e.Kind)
+		return Refuse(RuleEvidence, "evidence entry %d is a %s entry, not a call; an observed claim may cite only your own call entries made while you owned the task (use provenance reviewed to cite other entries)", i, e.Kind)
 	}
 	if e.Actor != r.actor {
-		return refuse(RuleEvidence, "evidence entry %d is a call by %s, not by you; an observed claim may cite only your own calls (use provenance reviewed for someone else's work)", i, e.Actor)
+		return Refuse(RuleEvidence, "evidence entry %d is a call by %s, not by you; an observed claim may cite only your own calls (use provenance reviewed for someone else's work)", i, e.Actor)
 	}
 	if !t.ownedAt(r.actor, call) {
-		return refuse(RuleEvidence, "evidence entry %d is a call you made (entry %d) while you did not own task %s (you owned it over entries %s); an observed claim may cite only calls made while you owned the task", i, call, t.ID, t.tenuresOf(r.actor))
+		return Refuse(RuleEvidence, "evidence entry %d is a call you made (entry %d) while you did not own task %s (you owned it over entries %s); an observed claim may cite only calls made while you owned the task", i, call, t.ID, t.tenuresOf(r.actor))
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package opp
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"runtime"
@@ -230,12 +229,12 @@ func (s *taskSet) step(rd reader, i uint64, b []byte) error {
 			return err
 		}
 	}
-	var re *RuleError
-	if !errors.As(err, &re) {
+	re, ok := Refusal(err)
+	if !ok {
 		if rec != nil {
 			return err // reading cited evidence failed
 		}
-		re = refuse(RuleEntry, "%v", err) // not an entry; the log audit reports it too
+		re = Refuse(RuleEntry, "%v", err).Problems[0] // not an entry; the log audit reports it too
 	}
 	kind := "?"
 	if rec != nil {

@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -29,8 +28,7 @@ func (s *sidecar) handleUI(mux *http.ServeMux, authorized func(*http.Request) bo
 func engineLookup(e *opp.Engine) ui.TaskLookup {
 	return func(ctx context.Context, id string) (any, error) {
 		t, err := e.Status(ctx, id)
-		var re *opp.RuleError
-		if errors.As(err, &re) && re.Rule == opp.RuleUnknownTask {
+		if re, ok := opp.Refusal(err); ok && re.Rule == opp.RuleUnknownTask {
 			return nil, fmt.Errorf("%w: %s", ui.ErrNoTask, re.Msg)
 		}
 		return t, err

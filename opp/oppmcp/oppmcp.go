@@ -31,7 +31,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -297,7 +296,7 @@ func handler(d toolDef, e *opp.Engine, actorOf ActorFunc) mcp.ToolHandler {
 		}()
 		actor, aerr := actorOf(ctx, req)
 		if aerr != nil {
-			return refusal(&opp.RuleError{Rule: opp.RuleIdentity, Msg: "could not establish who is calling: " + aerr.Error()}), nil
+			return refusal(opp.Refuse(opp.RuleIdentity, "could not establish who is calling: %v", aerr)), nil
 		}
 		var raw json.RawMessage
 		if req.Params != nil {
@@ -308,9 +307,8 @@ func handler(d toolDef, e *opp.Engine, actorOf ActorFunc) mcp.ToolHandler {
 			return refusal(rerr), nil
 		}
 		body, r, err := d.handle(ctx, e, actor, a)
-		var re *opp.RuleError
-		if errors.As(err, &re) {
-			return refusal(re), nil
+		if _, ok := opp.Refusal(err); ok {
+			return refusal(err), nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d.name, err)
@@ -337,7 +335,9 @@ func result(body any) (*mcp.CallToolResult, error) {
 	}, nil
 }
 
-func refusal(re *opp.RuleError) *mcp.CallToolResult {
+// refusal is the tool result of err, a refusal made by [opp.Refuse].
+func refusal(err error) *mcp.CallToolResult {
+	re, _ := opp.Refusal(err)
 	text := fmt.Sprintf("Refused by rule %s: %s. Nothing was written to the log.", re.Rule, strings.TrimSuffix(re.Msg, "."))
 	b, _ := json.Marshal(map[string]any{"error": map[string]string{"rule": re.Rule, "message": re.Msg}})
 	return &mcp.CallToolResult{
@@ -348,10 +348,10 @@ func refusal(re *opp.RuleError) *mcp.CallToolResult {
 }
 
 // decode checks raw against ps strictly and returns the values.
-func decode(ps []param, raw json.RawMessage) (args, *opp.RuleError) {
+func decode(ps []param, raw json.RawMessage) (args, *log.ProblemsError) {
 	a := args{s: map[string]string{}, ix: map[string][]uint64{}}
-	bad := func(format string, v ...any) (args, *opp.RuleError) {
-		return a, &opp.RuleError{Rule: opp.RuleInvalidArgument, Msg: fmt.Sprintf(format, v...)}
+	bad := func(format string, v ...any) (args, *log.ProblemsError) {
+		return a, opp.Refuse(opp.RuleInvalidArgument, format, v...)
 	}
 	if len(raw) > MaxArgumentBytes {
 		return bad("arguments are %d bytes, over the limit of %d; shorten the text fields", len(raw), MaxArgumentBytes)
@@ -391,12 +391,12 @@ func decode(ps []param, raw json.RawMessage) (args, *opp.RuleError) {
 		if rule == "" {
 			rule = opp.RuleInvalidArgument
 		}
-		wrong := func(want string) (args, *opp.RuleError) {
+		wrong := func(want string) (args, *log.ProblemsError) {
 			m := fmt.Sprintf("%s must be %s, got %s", p.name, want, describe(v))
 			if p.enum != nil {
 				m = fmt.Sprintf("%s must be exactly one of %s as a string, got %s", p.name, quoteAll(p.enum), describe(v))
 			}
-			return a, &opp.RuleError{Rule: rule, Msg: m}
+			return a, opp.Refuse(rule, "%s", m)
 		}
 		if !ok {
 			if p.required {
@@ -404,7 +404,7 @@ func decode(ps []param, raw json.RawMessage) (args, *opp.RuleError) {
 				if p.enum != nil {
 					m += "; it must be exactly one of " + quoteAll(p.enum)
 				}
-				return a, &opp.RuleError{Rule: rule, Msg: m}
+				return a, opp.Refuse(rule, "%s", m)
 			}
 			continue
 		}
