@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/internal/entryrun"
 	"github.com/provlog/provlog/log/internal/hot"
 	"github.com/transparency-dev/merkle/compact"
 )
@@ -37,12 +38,12 @@ func (s *Store) Entries(ctx context.Context, start, end uint64) ([][]byte, error
 		return nil, err
 	}
 	defer s.calls.Done()
-	if start > end || end > st.Size {
-		return nil, fmt.Errorf("entries [%d, %d) of a log of size %d: %w", start, end, st.Size, log.ErrNotFound)
+	if err := entryrun.Check(start, end, st.Size); err != nil {
+		return nil, err
 	}
-	out := make([][]byte, 0, end-start)
+	run := entryrun.New(start, end, st.Size, ErrCorrupt)
 	if start == end {
-		return out, nil
+		return run.Entries()
 	}
 	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: entryKey(start), UpperBound: entryKey(end)})
 	if err != nil {
@@ -51,21 +52,22 @@ func (s *Store) Entries(ctx context.Context, start, end uint64) ([][]byte, error
 	defer it.Close()
 	want := make([]byte, 0, 9)
 	for ok := it.First(); ok; ok = it.Next() {
-		idx := start + uint64(len(out))
+		idx := run.Next()
 		if !bytes.Equal(it.Key(), appendEntryKey(want[:0], idx)) {
-			return nil, s.corrupt(fmt.Errorf("%w: entry %d of a log of size %d is missing", ErrCorrupt, idx, st.Size))
+			return nil, s.corrupt(run.Missing())
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return nil, s.readError(fmt.Errorf("reading entry %d: %w", idx, err))
 		}
-		out = append(out, append(make([]byte, 0, len(v)), v...))
+		run.Add(idx, append(make([]byte, 0, len(v)), v...))
 	}
 	if err := it.Error(); err != nil {
 		return nil, s.readError(fmt.Errorf("reading entries [%d, %d): %w", start, end, err))
 	}
-	if uint64(len(out)) != end-start {
-		return nil, s.corrupt(fmt.Errorf("%w: entry %d of a log of size %d is missing", ErrCorrupt, start+uint64(len(out)), st.Size))
+	out, err := run.Entries()
+	if err != nil {
+		return nil, s.corrupt(err)
 	}
 	return out, nil
 }

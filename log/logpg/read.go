@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/internal/entryrun"
 	"github.com/provlog/provlog/log/internal/hot"
 	"github.com/transparency-dev/merkle/compact"
 )
@@ -19,12 +20,12 @@ func (s *Store) Entries(ctx context.Context, start, end uint64) ([][]byte, error
 	}
 	defer s.calls.Done()
 	v = s.atLeast(ctx, v, end)
-	if start > end || end > v.Size {
-		return nil, fmt.Errorf("entries [%d, %d) of a log of size %d: %w", start, end, v.Size, log.ErrNotFound)
+	if err := entryrun.Check(start, end, v.Size); err != nil {
+		return nil, err
 	}
-	out := make([][]byte, 0, end-start)
+	run := entryrun.New(start, end, v.Size, ErrCorrupt)
 	if start == end {
-		return out, nil
+		return run.Entries()
 	}
 	rows, err := s.pool.Query(ctx, sqlEntries, int64(start), int64(end))
 	if err != nil {
@@ -37,18 +38,14 @@ func (s *Store) Entries(ctx context.Context, start, end uint64) ([][]byte, error
 		if err := rows.Scan(&idx, &e); err != nil {
 			return nil, fmt.Errorf("reading entries [%d, %d): %w", start, end, err)
 		}
-		if want := start + uint64(len(out)); uint64(idx) != want {
-			return nil, fmt.Errorf("%w: entry %d of a log of size %d is missing", ErrCorrupt, want, v.Size)
+		if err := run.Add(uint64(idx), e); err != nil {
+			return nil, err
 		}
-		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading entries [%d, %d): %w", start, end, err)
 	}
-	if uint64(len(out)) != end-start {
-		return nil, fmt.Errorf("%w: entry %d of a log of size %d is missing", ErrCorrupt, start+uint64(len(out)), v.Size)
-	}
-	return out, nil
+	return run.Entries()
 }
 
 // ReadNodes implements [log.Storage.ReadNodes]. It answers from the nodes

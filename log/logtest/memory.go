@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/internal/entryrun"
 	"github.com/transparency-dev/merkle/compact"
 )
 
@@ -124,8 +125,8 @@ func (m *Memory) Entries(ctx context.Context, start, end uint64) ([][]byte, erro
 	}
 	m.d.mu.RLock()
 	defer m.d.mu.RUnlock()
-	if size := m.d.state.Size; start > end || end > size {
-		return nil, fmt.Errorf("entries [%d, %d) of a log of size %d: %w", start, end, size, log.ErrNotFound)
+	if err := entryrun.Check(start, end, m.d.state.Size); err != nil {
+		return nil, err
 	}
 	out := make([][]byte, 0, end-start)
 	for _, e := range m.d.entries[start:end] {
