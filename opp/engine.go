@@ -122,6 +122,20 @@ func (e *Engine) record(kind, actor, taskID string) *record {
 	return &record{kind: kind, actor: actor, taskID: taskID, time: e.now().UTC().Round(0)}
 }
 
+// writeApplied writes r, applies it to t (nil when r creates the task)
+// and returns the result. A refusal from write means nothing was written.
+func (e *Engine) writeApplied(ctx context.Context, t *task, r *record) (*Result, error) {
+	idx, leaf, rc, err := e.write(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := e.applied(t, r, idx, leaf)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Task: sum, Index: idx, LeafHash: leaf, Receipt: rc}, nil
+}
+
 // write appends r and returns what was written. A refusal from check
 // means nothing was written.
 func (e *Engine) write(ctx context.Context, r *record) (uint64, []byte, *log.Receipt, error) {
@@ -178,15 +192,7 @@ func (e *Engine) Create(ctx context.Context, actor string, args CreateArgs) (*Re
 	if _, dup := e.tasks.lookup(r.taskID); dup { // only a broken Rand gets here
 		return nil, fmt.Errorf("task id %s is already taken; the random source is broken", r.taskID)
 	}
-	idx, leaf, rc, err := e.write(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	sum, err := e.applied(nil, r, idx, leaf)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Task: sum, Index: idx, LeafHash: leaf, Receipt: rc}, nil
+	return e.writeApplied(ctx, nil, r)
 }
 
 // Accept writes a task.accept entry making actor the owner of the task.
@@ -325,15 +331,7 @@ func (e *Engine) do(ctx context.Context, r *record) (*Result, error) {
 	if err := check(reader{ctx, e.log}, t, r, 0); err != nil {
 		return nil, err
 	}
-	idx, leaf, rc, err := e.write(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	sum, err := e.applied(t, r, idx, leaf)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Task: sum, Index: idx, LeafHash: leaf, Receipt: rc}, nil
+	return e.writeApplied(ctx, t, r)
 }
 
 // Status returns a task with its full history.

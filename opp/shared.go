@@ -138,13 +138,5 @@ func (e *Engine) tryShared(ctx context.Context, t *task, r *record, after uint64
 		return nil, err
 	}
 	r.after = after
-	idx, leaf, rc, err := e.write(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	sum, err := e.applied(t, r, idx, leaf)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Task: sum, Index: idx, LeafHash: leaf, Receipt: rc}, nil
+	return e.writeApplied(ctx, t, r)
 }
