@@ -31,29 +31,19 @@ import (
 // errUsage marks a command line that was wrong; the exit code is 2.
 var errUsage = cli.ErrUsage
 
-// A command is one subcommand: its name, its arguments and what it does.
-type command struct {
-	name, args, help string
-	run              func(ctx context.Context, args []string, stdout, stderr io.Writer) error
-}
-
-func commands() []command {
-	return []command{
-		{"keygen", "--name NAME --key FILE", "make the witness key; print its verifier key", runKeygen},
-		{"vkey", "--key FILE", "print the witness's verifier key", runVKey},
-		{"serve", "--config FILE --http ADDR", "serve add-checkpoint (c2sp.org/tlog-witness@v1.0.0)", runServe},
-		{"check", "--log URL --vkey VKEY --data DIR [--origin O] [--evidence FILE] [--every D]", "check a tlog-tiles log's new checkpoint; exit 1 on a fork", runCheck},
+func commands() []cli.Command {
+	return []cli.Command{
+		cli.Cmd("keygen", "--name NAME --key FILE", "make the witness key; print its verifier key", runKeygen),
+		cli.Cmd("vkey", "--key FILE", "print the witness's verifier key", runVKey),
+		cli.Cmd("serve", "--config FILE --http ADDR", "serve add-checkpoint (c2sp.org/tlog-witness@v1.0.0)", runServe),
+		cli.Cmd("check", "--log URL --vkey VKEY --data DIR [--origin O] [--evidence FILE] [--every D]", "check a tlog-tiles log's new checkpoint; exit 1 on a fork", runCheck),
 	}
 }
 
 func main() { cli.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var cmds []cli.Command
-	for _, c := range commands() {
-		cmds = append(cmds, cli.Command{Name: c.name, Args: c.args, Help: c.help, Run: c.run})
-	}
-	return cli.Run(ctx, "provlog-witness", cmds, args, stdout, stderr)
+	return cli.Run(ctx, "provlog-witness", commands(), args, stdout, stderr)
 }
 
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {

@@ -50,16 +50,12 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	var o *evidence.Options
 	if lf.url != "" {
-		vkey, err := parseVKeyArg(lf.vkey)
-		if err != nil {
-			return err
-		}
-		tmp, err := os.MkdirTemp("", "provlog-anchors-")
+		r, vkey, tmp, err := lf.openRemote()
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		if o, err = remoteEvidenceOptions(ctx, newRemote(lf.url, lf.token), vkey, tmp, *index, lh); err != nil {
+		if o, err = remoteEvidenceOptions(ctx, r, vkey, tmp, *index, lh); err != nil {
 			return err
 		}
 	} else {

@@ -49,16 +49,12 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var src bundle.Source
 	if lf.url != "" {
-		vkey, err := parseVKeyArg(lf.vkey)
-		if err != nil {
-			return err
-		}
-		tmp, err := os.MkdirTemp("", "provlog-anchors-")
+		r, vkey, tmp, err := lf.openRemote()
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		x, err := openRemoteExport(ctx, newRemote(lf.url, lf.token), vkey, tmp)
+		x, err := openRemoteExport(ctx, r, vkey, tmp)
 		if err != nil {
 			return err
 		}

@@ -67,3 +67,16 @@ func (l *logFlags) openData(ctx context.Context, cfgPath string) (log.Storage, e
 	}
 	return openCommandStore(ctx, l.data, storeURL, true)
 }
+
+// openRemote returns a client of the sidecar --log names, the verifier
+// key --vkey gives, and a new temporary directory for what the command
+// fetches to check (anchor records); the caller removes the directory.
+func (l *logFlags) openRemote() (r *remote, vkey, tmp string, err error) {
+	if vkey, err = parseVKeyArg(l.vkey); err != nil {
+		return nil, "", "", err
+	}
+	if tmp, err = os.MkdirTemp("", "provlog-anchors-"); err != nil {
+		return nil, "", "", err
+	}
+	return newRemote(l.url, l.token), vkey, tmp, nil
+}

@@ -30,6 +30,12 @@ type Command struct {
 	Run              func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
+// Cmd returns the Command name: args is its synopsis, help what it does,
+// run what runs it. A program's table of commands is a list of Cmd.
+func Cmd(name, args, help string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) Command {
+	return Command{Name: name, Args: args, Help: help, Run: run}
+}
+
 // Run runs the subcommand args[0] of program prog and returns the exit code.
 func Run(ctx context.Context, prog string, cmds []Command, args []string, stdout, stderr io.Writer) int {
 	width := 0
