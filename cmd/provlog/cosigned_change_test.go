@@ -33,13 +33,7 @@ import (
 func TestCosignedChangesWhileRunning(t *testing.T) {
 	ctx := context.Background()
 	data := filepath.Join(t.TempDir(), "data")
-	if err := keygen(data, "provlog.test/cosigned"); err != nil {
-		t.Fatal(err)
-	}
-	k, err := loadKeys(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := mustKeygen(t, data, "provlog.test/cosigned")
 	ws := witnesstest.NewCosigner(t, "witness.example/w1")
 	w, err := wserver.New(wserver.Options{Signer: ws, Logs: []wserver.Log{{Origin: k.signer.Name(), Verifiers: []note.Verifier{k.verifier}}}, Store: witness.NewMemoryStore()})
 	if err != nil {
@@ -67,10 +61,7 @@ func TestCosignedChangesWhileRunning(t *testing.T) {
 	grow := func(sc *sidecar, n int) uint64 {
 		t.Helper()
 		for i := range n {
-			e := &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "local", Fields: map[string]any{
-				"server": "cosigned", "tool": "t", "args": map[string]any{"i": i},
-			}}
-			b, _ := e.Marshal()
+			b := callEntry("cosigned", "t", map[string]any{"i": i})
 			if _, err := sc.seq.Append(ctx, b); err != nil {
 				t.Fatal(err)
 			}

@@ -72,13 +72,7 @@ func crashChild(data string) {
 		go func() {
 			defer wg.Done()
 			for i := 0; ; i++ {
-				e := &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "local", Fields: map[string]any{
-					"server": "crash", "tool": "append", "args": map[string]any{"g": g, "i": i, "pad": strings.Repeat("x", rand.IntN(900))},
-				}}
-				b, err := e.Marshal()
-				if err != nil {
-					panic(err)
-				}
+				b := callEntry("crash", "append", map[string]any{"g": g, "i": i, "pad": strings.Repeat("x", rand.IntN(900))})
 				r, err := sc.seq.Append(context.Background(), b)
 				if err != nil {
 					fmt.Fprintln(os.Stderr, "child append:", err)
@@ -105,13 +99,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Skip("crash test runs real processes; skipped in -short")
 	}
 	data := filepath.Join(t.TempDir(), "data")
-	if err := keygen(data, "provlog.test/crash"); err != nil {
-		t.Fatal(err)
-	}
-	k, err := loadKeys(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := mustKeygen(t, data, "provlog.test/crash")
 	var all []handedOut
 	for round := range *crashRounds {
 		cmd := childCmd(t, crashChildEnv+"="+data)

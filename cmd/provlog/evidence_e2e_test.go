@@ -54,13 +54,7 @@ func TestEvidenceEndToEnd(t *testing.T) {
 
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	if err := keygen(data, "provlog.example/evidence"); err != nil {
-		t.Fatal(err)
-	}
-	k, err := loadKeys(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := mustKeygen(t, data, "provlog.example/evidence")
 	var wcfg strings.Builder
 	var witnessKeys []string
 	for _, name := range []string{"witness.example/w1", "witness.example/w2"} {

@@ -23,13 +23,7 @@ func makeDataDir(t testing.TB, n int) string {
 	t.Helper()
 	ctx := context.Background()
 	data := filepath.Join(t.TempDir(), "data")
-	if err := keygen(data, "provlog.test/export"); err != nil {
-		t.Fatal(err)
-	}
-	k, err := loadKeys(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := mustKeygen(t, data, "provlog.test/export")
 	store, err := logpebble.Open(filepath.Join(data, dbDir), nil)
 	if err != nil {
 		t.Fatal(err)

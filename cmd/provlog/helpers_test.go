@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
+	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
@@ -29,6 +31,31 @@ func mustOpenSidecar(t *testing.T, cfg *Config) *sidecar {
 		t.Fatal(err)
 	}
 	return sc
+}
+
+// mustKeygen makes the log's keys for origin in a new data dir data, as
+// provlog keygen does, and loads them.
+func mustKeygen(t testing.TB, data, origin string) *keys {
+	t.Helper()
+	if err := keygen(data, origin); err != nil {
+		t.Fatal(err)
+	}
+	k, err := loadKeys(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// callEntry returns the bytes of a call entry by the actor "local" of
+// tool on server with args, made now.
+func callEntry(server, tool string, args map[string]any) []byte {
+	e := &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "local", Fields: map[string]any{"server": server, "tool": tool, "args": args}}
+	b, err := e.Marshal()
+	if err != nil {
+		panic(err) // a test's entry is never too large
+	}
+	return b
 }
 
 // loadConfigText writes text as a config file at path and loads it.

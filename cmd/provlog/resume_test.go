@@ -11,12 +11,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/provlog/provlog/log"
 )
 
 // faultChildResumeEnv makes the fault child wait, after its stop report,
@@ -41,10 +38,7 @@ func resumeChild(sc *sidecar, out *bufio.Writer) int {
 	}
 	rep.Waited = time.Since(t0).Round(time.Millisecond).String()
 	for i := range 20 {
-		e := &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "local", Fields: map[string]any{
-			"server": "fault", "tool": "append", "args": map[string]any{"resumed": i},
-		}}
-		b, _ := e.Marshal()
+		b := callEntry("fault", "append", map[string]any{"resumed": i})
 		r, err := sc.seq.Append(context.Background(), b)
 		if err != nil {
 			rep.Error = err.Error()
@@ -69,20 +63,7 @@ func resumeChild(sc *sidecar, out *bufio.Writer) int {
 // and checkpoint, from before the faults and after, is in one log that
 // audits clean.
 func TestFullDiskResumesInPlace(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real processes; skipped in -short")
-	}
-	mnt := t.TempDir()
-	needMount(t, "-t", "tmpfs", "-o", "size=24m", "tmpfs", mnt)
-	defer umount(t, mnt)
-	data := filepath.Join(mnt, "data")
-	if err := keygen(data, "provlog.test/resume"); err != nil {
-		t.Fatal(err)
-	}
-	k, err := loadKeys(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mnt, data, k := smallDisk(t, "provlog.test/resume")
 	got := runResumeChild(t, data, func() {
 		if out, err := exec.Command("mount", "-o", "remount,size=64m", mnt).CombinedOutput(); err != nil {
 			t.Fatalf("growing the tmpfs: %v: %s", err, out)

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/provlog/provlog/log"
 )
 
 // TestScrubFailsHealth: a flipped byte in the oldest checkpoints' block,
@@ -31,10 +29,7 @@ func TestScrubFailsHealth(t *testing.T) {
 	for g := range 4 {
 		wg.Go(func() {
 			for i := range 100 {
-				e := &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "local", Fields: map[string]any{
-					"server": "scrub", "tool": "t", "args": map[string]any{"g": g, "i": i, "pad": strings.Repeat("s", 30000)},
-				}}
-				b, _ := e.Marshal()
+				b := callEntry("scrub", "t", map[string]any{"g": g, "i": i, "pad": strings.Repeat("s", 30000)})
 				if _, err := sc.seq.Append(ctx, b); err != nil {
 					t.Error(err)
 					return

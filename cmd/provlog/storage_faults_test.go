@@ -24,7 +24,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/provlog/provlog/log"
 )
@@ -72,10 +71,7 @@ func faultChild(data string) int {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := 0; i < per; i++ {
-				e := &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "local", Fields: map[string]any{
-					"server": "fault", "tool": "append", "args": map[string]any{"g": g, "i": i, "pad": strings.Repeat("y", 1000)},
-				}}
-				b, _ := e.Marshal()
+				b := callEntry("fault", "append", map[string]any{"g": g, "i": i, "pad": strings.Repeat("y", 1000)})
 				r, err := sc.seq.Append(context.Background(), b)
 				mu.Lock()
 				if err != nil {
@@ -179,6 +175,21 @@ func lastLines(s string, n int) string {
 	return tail
 }
 
+// smallDisk mounts a 24 MiB tmpfs until the test ends and makes a data
+// dir for origin on it; it returns the mount point, the data dir and its
+// keys. The tests that fill it run real processes: -short skips them.
+func smallDisk(t *testing.T, origin string) (mnt, data string, k *keys) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("real processes; skipped in -short")
+	}
+	mnt = t.TempDir()
+	needMount(t, "-t", "tmpfs", "-o", "size=24m", "tmpfs", mnt)
+	t.Cleanup(func() { umount(t, mnt) })
+	data = filepath.Join(mnt, "data")
+	return mnt, data, mustKeygen(t, data, origin)
+}
+
 // needMount mounts or fails/skips: tests that need root.
 func needMount(t *testing.T, args ...string) {
 	t.Helper()
@@ -230,20 +241,7 @@ func checkStop(t *testing.T, rep *stopReport, reason, stderr string) {
 // restart on the still-full disk comes up read-only at once, and audit
 // works there; after space is freed, every acknowledged entry is there.
 func TestFullDisk(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real processes; skipped in -short")
-	}
-	mnt := t.TempDir()
-	needMount(t, "-t", "tmpfs", "-o", "size=24m", "tmpfs", mnt)
-	defer umount(t, mnt)
-	data := filepath.Join(mnt, "data")
-	if err := keygen(data, "provlog.test/full"); err != nil {
-		t.Fatal(err)
-	}
-	k, err := loadKeys(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mnt, data, k := smallDisk(t, "provlog.test/full")
 	got, rep, stderr := runFaultChild(t, data, nil)
 	checkStop(t, rep, "disk full", stderr)
 	t.Logf("first run: %d receipts, stopped: %s", len(got), rep.Error)
@@ -286,13 +284,7 @@ func TestReadOnlyMidRun(t *testing.T) {
 	needMount(t, "--bind", probe, probe)
 	umount(t, probe)
 	data := filepath.Join(t.TempDir(), "data")
-	if err := keygen(data, "provlog.test/ro"); err != nil {
-		t.Fatal(err)
-	}
-	k, err := loadKeys(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := mustKeygen(t, data, "provlog.test/ro")
 	mounted := false
 	defer func() {
 		if mounted {
@@ -337,10 +329,7 @@ func TestForkRefused(t *testing.T) {
 			cfg := &Config{Data: data, Actor: "local"}
 			sc := mustOpenSidecar(t, cfg)
 			for i := range 20 {
-				e := &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "local", Fields: map[string]any{
-					"server": "fork", "tool": "t", "args": map[string]any{"i": i, "pad": strings.Repeat("z", 900)},
-				}}
-				b, _ := e.Marshal()
+				b := callEntry("fork", "t", map[string]any{"i": i, "pad": strings.Repeat("z", 900)})
 				if _, err := sc.seq.Append(ctx, b); err != nil {
 					t.Fatal(err)
 				}

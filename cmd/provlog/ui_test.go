@@ -184,13 +184,7 @@ func (l *uiLog) record(t *testing.T, ctx context.Context, cs *mcp.ClientSession)
 // log of data dir (making its keys), and returns their config lines.
 func vouchers(t *testing.T, dir, data string) string {
 	t.Helper()
-	if err := keygen(data, "provlog.example/agent-7"); err != nil {
-		t.Fatal(err)
-	}
-	k, err := loadKeys(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := mustKeygen(t, data, "provlog.example/agent-7")
 	cos := witnesstest.NewCosigner(t, "witness.example/w1")
 	w, err := wserver.New(wserver.Options{Signer: cos, Logs: []wserver.Log{{Origin: k.signer.Name(), Verifiers: []note.Verifier{k.verifier}}}, Store: witness.NewMemoryStore()})
 	if err != nil {
