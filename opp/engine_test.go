@@ -51,7 +51,7 @@ func TestLifecycle(t *testing.T) {
 	if !bytes.Equal(log.LeafHash(es[0]), r.LeafHash) {
 		t.Fatal("result leaf hash is not the entry's")
 	}
-	if _, err := r.Receipt.Verify(r.LeafHash, l.verifier); err != nil {
+	if _, err := r.Receipt.Verify(r.LeafHash, l.Verifier); err != nil {
 		t.Fatalf("receipt does not verify: %v", err)
 	}
 	ent, err := log.ParseEntry(es[0])
@@ -210,7 +210,7 @@ func TestRefusals(t *testing.T) {
 			return e.ReportCompletion(ctx, "bob", claim(f.owned, "reviewed", 1, 1<<40))
 		}},
 		{"claim: evidence past the end", opp.RuleEvidence, func() (*opp.Result, error) {
-			return e.ReportCompletion(ctx, "bob", claim(f.owned, "reported", f.l.size()))
+			return e.ReportCompletion(ctx, "bob", claim(f.owned, "reported", f.l.Size()))
 		}},
 		{"claim: max uint64 evidence", opp.RuleEvidence, func() (*opp.Result, error) {
 			return e.ReportCompletion(ctx, "bob", claim(f.owned, "reported", ^uint64(0)))
@@ -257,7 +257,7 @@ func TestRefusals(t *testing.T) {
 		{"cancel: twice", opp.RuleFinished, func() (*opp.Result, error) { return e.Cancel(ctx, "alice", f.cancelled, "") }},
 		{"cancel: unknown", opp.RuleUnknownTask, func() (*opp.Result, error) { return e.Cancel(ctx, "alice", missing, "") }},
 	}
-	before := f.l.size()
+	before := f.l.Size()
 	stateBefore := mustState(t, e)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -268,7 +268,7 @@ func TestRefusals(t *testing.T) {
 			if msg := err.Error(); len(msg) > 2000 {
 				t.Errorf("refusal message is %d bytes; it should be short", len(msg))
 			}
-			if got := f.l.size(); got != before {
+			if got := f.l.Size(); got != before {
 				t.Fatalf("log grew from %d to %d on a refusal", before, got)
 			}
 		})
@@ -348,12 +348,12 @@ func TestCertaintyUpgrade(t *testing.T) {
 		{"observed", []uint64{c1}, opp.RuleUpgrade}, // up from the previous claim, c1 is not new
 	}
 	for i, s := range steps {
-		before := l.size()
+		before := l.Size()
 		err := claim(s.prov, s.ev...)
 		if got := ruleOf(err); got != s.rule {
 			t.Fatalf("step %d (%s %v): got %q (%v), want %q", i, s.prov, s.ev, got, err, s.rule)
 		}
-		if err != nil && l.size() != before {
+		if err != nil && l.Size() != before {
 			t.Fatalf("step %d: refused but wrote", i)
 		}
 	}
@@ -501,7 +501,7 @@ func TestConcurrentAccept(t *testing.T) {
 	l := newLog(t)
 	e := newEngine(t, l)
 	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "race"})).Task.ID
-	before := l.size()
+	before := l.Size()
 	const n = 200
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -529,7 +529,7 @@ func TestConcurrentAccept(t *testing.T) {
 	if wins != 1 {
 		t.Fatalf("%d accepts won, want 1", wins)
 	}
-	es, err := l.Entries(ctx, before, l.size())
+	es, err := l.Entries(ctx, before, l.Size())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,7 +550,7 @@ func TestConcurrentAccept(t *testing.T) {
 func TestRebuildTasks(t *testing.T) {
 	f := newFixture(t)
 	st := checkRebuild(t, f.l, f.e)
-	tasks, err := opp.Rebuild(ctx, f.l, f.l.size())
+	tasks, err := opp.Rebuild(ctx, f.l, f.l.Size())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -587,7 +587,7 @@ func TestRebuildTasks(t *testing.T) {
 func TestOpenRebuildsState(t *testing.T) {
 	f := newFixture(t)
 	mustOK(t)(f.e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "observed", Summary: "s", Evidence: []uint64{f.bobCallDuring}}))
-	e2, err := opp.Open(ctx, f.l, f.l.size(), nil)
+	e2, err := opp.Open(ctx, f.l, f.l.Size(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +630,7 @@ func TestRebuildViolations(t *testing.T) {
 	}
 	// A call whose arguments merely look like a task entry is skipped.
 	appendRaw(t, l, log.KindCall, "bob", map[string]any{"args": map[string]any{"kind": "task.accept", "task_id": id}})
-	st := rebuildState(t, l, l.size())
+	st := rebuildState(t, l, l.Size())
 	if len(st.Violations) != len(bad) {
 		t.Fatalf("%d violations, want %d: %v", len(st.Violations), len(bad), st.Violations)
 	}
@@ -643,7 +643,7 @@ func TestRebuildViolations(t *testing.T) {
 	if d := diffStates(before, st); len(d) > 0 {
 		t.Fatalf("rule-breaking entries changed the state: %v", d)
 	}
-	e2, err := opp.Open(ctx, l, l.size(), nil)
+	e2, err := opp.Open(ctx, l, l.Size(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -732,7 +732,7 @@ func (f *failingLog) Append(ctx context.Context, entry []byte) (*log.Receipt, er
 // may not hold the entry), and reads keep working.
 func TestAppendFailure(t *testing.T) {
 	fl := &failingLog{testLog: newLog(t)}
-	e, err := opp.Open(ctx, fl, fl.size(), nil)
+	e, err := opp.Open(ctx, fl, fl.Size(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -777,7 +777,7 @@ func TestConcurrentMixed(t *testing.T) {
 // all the time).
 func concurrentMixed(t *testing.T, cache int64) {
 	l := newLog(t)
-	e, err := opp.Open(ctx, l, l.size(), &opp.Options{CacheBytes: cache})
+	e, err := opp.Open(ctx, l, l.Size(), &opp.Options{CacheBytes: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -837,7 +837,7 @@ func concurrentMixed(t *testing.T, cache int64) {
 // goes through.
 func TestHandoffToUnknownActor(t *testing.T) {
 	l := newLog(t)
-	e, err := opp.Open(ctx, l, l.size(), &opp.Options{KnownActor: func(id string) error {
+	e, err := opp.Open(ctx, l, l.Size(), &opp.Options{KnownActor: func(id string) error {
 		if id == "bob" || id == "carol" {
 			return nil
 		}
@@ -848,12 +848,12 @@ func TestHandoffToUnknownActor(t *testing.T) {
 	}
 	id := mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: "t"})).Task.ID
 	mustOK(t)(e.Accept(ctx, "bob", id))
-	before := l.size()
+	before := l.Size()
 	_, err = e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: id, To: "mallory"})
 	if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleHandoffTarget || !strings.Contains(err.Error(), `no actor "mallory" here`) {
 		t.Fatalf("handoff to an unknown actor: %v", err)
 	}
-	if l.size() != before {
+	if l.Size() != before {
 		t.Fatal("a refused handoff wrote an entry")
 	}
 	mustOK(t)(e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: id, To: "carol"}))

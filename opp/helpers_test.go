@@ -9,55 +9,27 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
-
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest"
-	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/opp"
+	"github.com/provlog/provlog/opp/opptest"
 )
 
 const testOrigin = "provlog.test/opp"
 
-// testLog is a real log: a sequencer over a store, read back from the store.
-type testLog struct {
-	seq      *server.Sequencer
-	store    log.Storage
-	verifier note.Verifier
-}
+// A testLog is a real log: a sequencer over a store, read back from it.
+type testLog = opptest.Log
 
-func (l *testLog) Append(ctx context.Context, entry []byte) (*log.Receipt, error) {
-	return l.seq.Append(ctx, entry)
-}
-
-func (l *testLog) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
-	return l.store.Entries(ctx, start, end)
-}
-
-func (l *testLog) size() uint64 {
-	n, _ := l.seq.Checkpoint()
-	return n
-}
-
-// newLogOn starts a sequencer over store with a genesis entry.
+// newLogOn starts a log over store with a genesis entry.
 func newLogOn(tb testing.TB, store log.Storage) *testLog {
-	tb.Helper()
-	s, v := logtest.NewKey(tb, testOrigin)
-	seq, err := server.OpenSequencer(context.Background(), store, s, v, &server.SequencerOptions{
-		Genesis: func() ([]byte, error) { return log.Genesis(time.Now(), testOrigin, "vkey", []byte{1}, "test") },
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { seq.Close() })
-	return &testLog{seq: seq, store: store, verifier: v}
+	return opptest.NewLog(tb, store, testOrigin)
 }
 
 func newLog(tb testing.TB) *testLog { return newLogOn(tb, logtest.NewMemory()) }
 
 func newEngine(tb testing.TB, l *testLog) *opp.Engine {
 	tb.Helper()
-	e, err := opp.Open(context.Background(), l, l.size(), nil)
+	e, err := opp.Open(context.Background(), l, l.Size(), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -68,53 +40,33 @@ func newEngine(tb testing.TB, l *testLog) *opp.Engine {
 // call, and returns its index.
 func appendCall(tb testing.TB, l *testLog, actor string) uint64 {
 	tb.Helper()
-	e := &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: actor, Fields: map[string]any{
+	return appendEntry(tb, l, &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: actor, Fields: map[string]any{
 		"server": "everything", "tool": "echo", "args": map[string]any{"message": "hi"}, "is_error": false,
-	}}
-	b, err := e.Marshal()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rc, err := l.Append(context.Background(), b)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return rc.Index
+	}})
 }
 
 // appendCallStart writes a call entry as the proxy now does, before the
 // call is forwarded, and returns its index.
 func appendCallStart(tb testing.TB, l *testLog, actor string) uint64 {
 	tb.Helper()
-	b, err := (&log.CallEntry{Time: time.Now(), Actor: actor, Server: "everything", Tool: "echo", Args: log.CanonicalJSON(`{"message":"hi"}`)}).Marshal()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rc, err := l.Append(context.Background(), b)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return rc.Index
+	return appendEntry(tb, l, &log.CallEntry{Time: time.Now(), Actor: actor, Server: "everything", Tool: "echo", Args: log.CanonicalJSON(`{"message":"hi"}`)})
 }
 
 // appendCallResult writes the call.result of the call at index call.
 func appendCallResult(tb testing.TB, l *testLog, actor string, call uint64) uint64 {
 	tb.Helper()
-	b, err := (&log.CallResultEntry{Time: time.Now(), Actor: actor, Call: call, ResultSHA256: strings.Repeat("0", 64), ResultBytes: 2}).Marshal()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rc, err := l.Append(context.Background(), b)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return rc.Index
+	return appendEntry(tb, l, &log.CallResultEntry{Time: time.Now(), Actor: actor, Call: call, ResultSHA256: strings.Repeat("0", 64), ResultBytes: 2})
 }
 
 // appendRaw writes an arbitrary entry (for entries the engine would refuse).
 func appendRaw(tb testing.TB, l *testLog, kind, actor string, fields map[string]any) uint64 {
 	tb.Helper()
-	e := &log.Entry{Kind: kind, Time: time.Now(), Actor: actor, Fields: fields}
+	return appendEntry(tb, l, &log.Entry{Kind: kind, Time: time.Now(), Actor: actor, Fields: fields})
+}
+
+// appendEntry marshals e, appends it and returns its index.
+func appendEntry(tb testing.TB, l *testLog, e interface{ Marshal() ([]byte, error) }) uint64 {
+	tb.Helper()
 	b, err := e.Marshal()
 	if err != nil {
 		tb.Fatal(err)
@@ -173,7 +125,7 @@ func rebuildState(tb testing.TB, l opp.EntryReader, size uint64) *state {
 // engine's live state.
 func checkRebuild(tb testing.TB, l *testLog, e *opp.Engine) *state {
 	tb.Helper()
-	st := rebuildState(tb, l, l.size())
+	st := rebuildState(tb, l, l.Size())
 	if d := diffStates(mustState(tb, e), st); len(d) > 0 {
 		tb.Fatalf("rebuilt state differs from the live state:\n%v", d)
 	}

@@ -303,7 +303,7 @@ func TestModel(t *testing.T) {
 			if seed%2 == 0 {
 				opts.CacheBytes = 1
 			}
-			e, err := opp.Open(ctx, l, l.size(), opts)
+			e, err := opp.Open(ctx, l, l.Size(), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -311,7 +311,7 @@ func TestModel(t *testing.T) {
 			owners := map[string]string{}
 			for step := range steps {
 				o := m.randomOp(r)
-				before := l.size()
+				before := l.Size()
 				if o.kind == "call" {
 					m.apply(o, appendCall(t, l, o.actor), "")
 					continue
@@ -324,12 +324,12 @@ func TestModel(t *testing.T) {
 				}
 				outcomes[o.kind+":"+got]++
 				if err != nil {
-					if l.size() != before {
+					if l.Size() != before {
 						t.Fatalf("step %d: %s was refused but the log grew", step, o)
 					}
 				} else {
-					if res.Index != before || l.size() != before+1 {
-						t.Fatalf("step %d: %s wrote index %d, log %d -> %d", step, o, res.Index, before, l.size())
+					if res.Index != before || l.Size() != before+1 {
+						t.Fatalf("step %d: %s wrote index %d, log %d -> %d", step, o, res.Index, before, l.Size())
 					}
 					m.apply(o, res.Index, res.Task.ID)
 				}
@@ -355,7 +355,7 @@ func checkInvariants(t *testing.T, step int, l *testLog, e *opp.Engine, m *model
 	live := mustState(t, e)
 	// 6: the history is reconstructable from the log alone, and agrees
 	// with the reference model.
-	rebuilt := rebuildState(t, l, l.size())
+	rebuilt := rebuildState(t, l, l.Size())
 	if d := diffStates(live, rebuilt); len(d) > 0 {
 		fail(6, "rebuilt state differs from the live state: %v", d)
 	}
@@ -365,7 +365,7 @@ func checkInvariants(t *testing.T, step int, l *testLog, e *opp.Engine, m *model
 	if len(live.Tasks) != len(m.tasks) {
 		fail(6, "%d tasks, model has %d", len(live.Tasks), len(m.tasks))
 	}
-	entries, err := l.Entries(ctx, 0, l.size())
+	entries, err := l.Entries(ctx, 0, l.Size())
 	if err != nil {
 		t.Fatal(err)
 	}

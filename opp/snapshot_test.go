@@ -16,14 +16,14 @@ import (
 func TestSnapshot(t *testing.T) {
 	f := newFixture(t)
 	path := filepath.Join(t.TempDir(), "tasks.idx")
-	e, err := opp.Open(ctx, f.l, f.l.size(), &opp.Options{IndexFile: path})
+	e, err := opp.Open(ctx, f.l, f.l.Size(), &opp.Options{IndexFile: path})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if from, err := e.Resumed(); from != 0 || err == nil {
 		t.Fatalf("no snapshot yet, but Resumed says %d, %v", from, err)
 	}
-	saved := f.l.size()
+	saved := f.l.Size()
 	if err := e.SaveIndex(ctx, saved); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestSnapshot(t *testing.T) {
 
 	open := func() *opp.Engine {
 		t.Helper()
-		e2, err := opp.Open(ctx, f.l, f.l.size(), &opp.Options{IndexFile: path})
+		e2, err := opp.Open(ctx, f.l, f.l.Size(), &opp.Options{IndexFile: path})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,10 +76,10 @@ func TestSnapshot(t *testing.T) {
 
 	// A snapshot of another log of the same size is not this log's.
 	other := newFixture(t)
-	for other.l.size() < saved {
+	for other.l.Size() < saved {
 		appendCall(t, other.l, "x")
 	}
-	oe, err := opp.Open(ctx, other.l, other.l.size(), &opp.Options{IndexFile: path})
+	oe, err := opp.Open(ctx, other.l, other.l.Size(), &opp.Options{IndexFile: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,10 +88,10 @@ func TestSnapshot(t *testing.T) {
 	}
 	refused("not the one")
 	// Nor is one that covers more than the log holds.
-	for other.l.size() < f.l.size()+5 {
+	for other.l.Size() < f.l.Size()+5 {
 		appendCall(t, other.l, "x")
 	}
-	if err := oe.SaveIndex(ctx, other.l.size()); err != nil {
+	if err := oe.SaveIndex(ctx, other.l.Size()); err != nil {
 		t.Fatal(err)
 	}
 	refused("more than the log")

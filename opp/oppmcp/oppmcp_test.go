@@ -2,7 +2,6 @@ package oppmcp_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,54 +16,21 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/log/logtest"
-	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/opp"
 	"github.com/provlog/provlog/opp/oppmcp"
+	"github.com/provlog/provlog/opp/opptest"
 )
 
 var ctx = context.Background()
 
-// testLog is a real log: a sequencer over an in-memory store.
-type testLog struct {
-	seq      *server.Sequencer
-	store    log.Storage
-	verifier note.Verifier
-}
-
-func (l *testLog) Append(ctx context.Context, entry []byte) (*log.Receipt, error) {
-	return l.seq.Append(ctx, entry)
-}
-
-func (l *testLog) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
-	return l.store.Entries(ctx, start, end)
-}
-
-func (l *testLog) size() uint64 {
-	n, _ := l.seq.Checkpoint()
-	return n
-}
+type testLog = opptest.Log
 
 func newLog(tb testing.TB, store log.Storage) *testLog {
-	tb.Helper()
-	skey, vkey, err := note.GenerateKey(rand.Reader, "provlog.test/oppmcp")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s, _ := note.NewSigner(skey)
-	v, _ := note.NewVerifier(vkey)
-	seq, err := server.OpenSequencer(ctx, store, s, v, &server.SequencerOptions{
-		Genesis: func() ([]byte, error) { return log.Genesis(time.Now(), v.Name(), vkey, []byte{1}, "test") },
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { seq.Close() })
-	return &testLog{seq: seq, store: store, verifier: v}
+	return opptest.NewLog(tb, store, "provlog.test/oppmcp")
 }
 
 type harness struct {
@@ -74,7 +40,7 @@ type harness struct {
 
 func newHarness(tb testing.TB) *harness {
 	l := newLog(tb, logtest.NewMemory())
-	e, err := opp.Open(ctx, l, l.size(), nil)
+	e, err := opp.Open(ctx, l, l.Size(), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -177,7 +143,7 @@ func (h *harness) checkReceipt(tb testing.TB, res *mcp.CallToolResult, w written
 	if hex.EncodeToString(leaf) != w.Entry.LeafHash || rc.Index != w.Entry.Index {
 		tb.Fatalf("result names entry %d %s; the log has leaf %x there, receipt index %d", w.Entry.Index, w.Entry.LeafHash, leaf, rc.Index)
 	}
-	if _, err := rc.Verify(leaf, h.l.verifier); err != nil {
+	if _, err := rc.Verify(leaf, h.l.Verifier); err != nil {
 		tb.Fatalf("receipt does not verify: %v", err)
 	}
 }
@@ -303,7 +269,7 @@ func TestFlow(t *testing.T) {
 		t.Fatalf("cancelled: %+v", a)
 	}
 
-	tasks, err := opp.Rebuild(ctx, h.l, h.l.size())
+	tasks, err := opp.Rebuild(ctx, h.l, h.l.Size())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +363,7 @@ func TestRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := h.l.size()
+			before := h.l.Size()
 			res := call(t, c.who, c.tool, c.args)
 			if !res.IsError {
 				t.Fatalf("not refused: %s", text(res))
@@ -413,7 +379,7 @@ func TestRefusals(t *testing.T) {
 			if res.Meta[oppmcp.ReceiptMetaKey] != nil {
 				t.Error("a refusal carries a receipt")
 			}
-			if h.l.size() != before {
+			if h.l.Size() != before {
 				t.Fatalf("log grew on a refusal")
 			}
 		})
@@ -435,12 +401,12 @@ func TestIdentityError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	before := h.l.size()
+	before := h.l.Size()
 	res := call(t, cs, oppmcp.ToolCreate, `{"title":"t"}`)
 	if !res.IsError || !strings.Contains(text(res), "rule identity:") {
 		t.Fatalf("got %s", text(res))
 	}
-	if h.l.size() != before {
+	if h.l.Size() != before {
 		t.Fatal("wrote without an identity")
 	}
 }
@@ -506,7 +472,7 @@ func TestHTTPConcurrentAccept(t *testing.T) {
 	creator := httpClient(t, ts, "creator")
 	var c written
 	ok(t, call(t, creator, oppmcp.ToolCreate, `{"title":"race"}`), &c)
-	before := h.l.size()
+	before := h.l.Size()
 
 	const n = 200
 	clients := make([]*mcp.ClientSession, n)
@@ -552,7 +518,7 @@ func TestHTTPConcurrentAccept(t *testing.T) {
 	if wins != 1 {
 		t.Fatalf("%d accepts won, want 1", wins)
 	}
-	es, err := h.l.Entries(ctx, before, h.l.size())
+	es, err := h.l.Entries(ctx, before, h.l.Size())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -594,7 +560,7 @@ func BenchmarkHTTPOps(b *testing.B) {
 
 func benchHTTP(b *testing.B, store log.Storage, opts *mcp.StreamableHTTPOptions) {
 	l := newLog(b, store)
-	e, err := opp.Open(ctx, l, l.size(), nil)
+	e, err := opp.Open(ctx, l, l.Size(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
