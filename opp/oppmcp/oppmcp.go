@@ -350,11 +350,40 @@ func refusal(err error) *mcp.CallToolResult {
 // decode checks raw against ps strictly and returns the values.
 func decode(ps []param, raw json.RawMessage) (args, *log.ProblemsError) {
 	a := args{s: map[string]string{}, ix: map[string][]uint64{}}
-	bad := func(format string, v ...any) (args, *log.ProblemsError) {
-		return a, opp.Refuse(opp.RuleInvalidArgument, format, v...)
+	fields, perr := decodeFields(ps, raw)
+	if perr != nil {
+		return a, perr
 	}
+	for _, p := range ps {
+		v, ok := fields[p.name]
+		if !ok {
+			if p.required {
+				m := fmt.Sprintf("missing required argument %s", p.name)
+				if p.enum != nil {
+					m += "; it must be exactly one of " + quoteAll(p.enum)
+				}
+				return a, opp.Refuse(p.ruleOf(), "%s", m)
+			}
+			continue
+		}
+		if perr := p.decodeInto(a, v); perr != nil {
+			return a, perr
+		}
+	}
+	return a, nil
+}
+
+// badArguments is the refusal of arguments that are malformed as a whole.
+func badArguments(format string, v ...any) *log.ProblemsError {
+	return opp.Refuse(opp.RuleInvalidArgument, format, v...)
+}
+
+// decodeFields checks that raw is one JSON object of at most
+// MaxArgumentBytes, with no argument ps does not name, and returns its
+// fields.
+func decodeFields(ps []param, raw json.RawMessage) (map[string]json.RawMessage, *log.ProblemsError) {
 	if len(raw) > MaxArgumentBytes {
-		return bad("arguments are %d bytes, over the limit of %d; shorten the text fields", len(raw), MaxArgumentBytes)
+		return nil, badArguments("arguments are %d bytes, over the limit of %d; shorten the text fields", len(raw), MaxArgumentBytes)
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -364,14 +393,14 @@ func decode(ps []param, raw json.RawMessage) (args, *log.ProblemsError) {
 	// UTF-8, lone surrogates and duplicate keys (which would make
 	// {"provenance":"reported","provenance":"observed"} mean two things).
 	if _, err := log.Canonicalize(raw); err != nil {
-		return bad("arguments are not valid JSON (%v); send one JSON object", err)
+		return nil, badArguments("arguments are not valid JSON (%v); send one JSON object", err)
 	}
 	if raw[0] != '{' {
-		return bad("arguments must be a JSON object, got %s", describe(raw))
+		return nil, badArguments("arguments must be a JSON object, got %s", describe(raw))
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
-		return bad("arguments do not decode: %v", err)
+		return nil, badArguments("arguments do not decode: %v", err)
 	}
 	names := make([]string, len(ps))
 	for i, p := range ps {
@@ -380,67 +409,63 @@ func decode(ps []param, raw json.RawMessage) (args, *log.ProblemsError) {
 	for k := range fields {
 		if !slices.Contains(names, k) {
 			if len(names) == 0 {
-				return bad("unknown argument %q; this tool takes no arguments", trim(k))
+				return nil, badArguments("unknown argument %q; this tool takes no arguments", trim(k))
 			}
-			return bad("unknown argument %q; this tool takes only %s", trim(k), strings.Join(names, ", "))
+			return nil, badArguments("unknown argument %q; this tool takes only %s", trim(k), strings.Join(names, ", "))
 		}
 	}
-	for _, p := range ps {
-		v, ok := fields[p.name]
-		rule := p.rule
-		if rule == "" {
-			rule = opp.RuleInvalidArgument
-		}
-		wrong := func(want string) (args, *log.ProblemsError) {
-			m := fmt.Sprintf("%s must be %s, got %s", p.name, want, describe(v))
-			if p.enum != nil {
-				m = fmt.Sprintf("%s must be exactly one of %s as a string, got %s", p.name, quoteAll(p.enum), describe(v))
-			}
-			return a, opp.Refuse(rule, "%s", m)
-		}
-		if !ok {
-			if p.required {
-				m := fmt.Sprintf("missing required argument %s", p.name)
-				if p.enum != nil {
-					m += "; it must be exactly one of " + quoteAll(p.enum)
-				}
-				return a, opp.Refuse(rule, "%s", m)
-			}
-			continue
-		}
-		switch p.kind {
-		case "string":
-			if v[0] != '"' {
-				return wrong("a string")
-			}
-			var s string
-			if err := json.Unmarshal(v, &s); err != nil {
-				return wrong("a string")
-			}
-			a.s[p.name] = s
-		case "indices":
-			if v[0] != '[' {
-				return wrong("an array of log indices (whole numbers)")
-			}
-			var items []json.RawMessage
-			if err := json.Unmarshal(v, &items); err != nil {
-				return wrong("an array of log indices (whole numbers)")
-			}
-			if len(items) > p.max {
-				return bad("%s lists %d items, over the limit of %d", p.name, len(items), p.max)
-			}
-			out := make([]uint64, 0, len(items))
-			for _, it := range items {
-				n, err := strconv.ParseUint(string(it), 10, 64)
-				if err != nil {
-					return bad("%s must hold log indices written as whole numbers like 12, got %s", p.name, describe(it))
-				}
-				out = append(out, n)
-			}
-			a.ix[p.name] = out
-		}
+	return fields, nil
+}
+
+// ruleOf returns the rule a malformed p is refused by.
+func (p param) ruleOf() string {
+	if p.rule == "" {
+		return opp.RuleInvalidArgument
 	}
-	return a, nil
+	return p.rule
+}
+
+// decodeInto decodes v, the value of p, into a.
+func (p param) decodeInto(a args, v json.RawMessage) *log.ProblemsError {
+	wrong := func(want string) *log.ProblemsError {
+		m := fmt.Sprintf("%s must be %s, got %s", p.name, want, describe(v))
+		if p.enum != nil {
+			m = fmt.Sprintf("%s must be exactly one of %s as a string, got %s", p.name, quoteAll(p.enum), describe(v))
+		}
+		return opp.Refuse(p.ruleOf(), "%s", m)
+	}
+	switch p.kind {
+	case "string":
+		if v[0] != '"' {
+			return wrong("a string")
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return wrong("a string")
+		}
+		a.s[p.name] = s
+	case "indices":
+		if v[0] != '[' {
+			return wrong("an array of log indices (whole numbers)")
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(v, &items); err != nil {
+			return wrong("an array of log indices (whole numbers)")
+		}
+		if len(items) > p.max {
+			return badArguments("%s lists %d items, over the limit of %d", p.name, len(items), p.max)
+		}
+		out := make([]uint64, 0, len(items))
+		for _, it := range items {
+			n, err := strconv.ParseUint(string(it), 10, 64)
+			if err != nil {
+				return badArguments("%s must hold log indices written as whole numbers like 12, got %s", p.name, describe(it))
+			}
+			out = append(out, n)
+		}
+		a.ix[p.name] = out
+	}
+	return nil
 }
 
 // describe names the JSON type of v (and shows short values) for messages.
