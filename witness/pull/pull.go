@@ -117,7 +117,8 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 	if cur.Size > math.MaxInt64 || prev.Size > math.MaxInt64 {
 		return nil, errors.New("tree size out of range")
 	}
-	tiles := &tileReader{ctx: ctx, lc: lc, cache: map[tlog.Tile][]byte{}}
+	c := &comparison{rec: rec, body: body, prev: prev, cur: cur, v: opts.Verifier, origin: origin,
+		tiles: &tileReader{ctx: ctx, lc: lc, cache: map[tlog.Tile][]byte{}}}
 
 	switch {
 	case cur.Size == prev.Size:
@@ -138,43 +139,70 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 		return res, fmt.Errorf("%w: %s", ErrRollback, res.Evidence.Detail)
 
 	case cur.Size > prev.Size:
-		hr := tlog.TileHashReader(tree(cur), tiles)
-		p, err := tlog.ProveTree(int64(cur.Size), int64(prev.Size), hr)
-		if err != nil {
-			return nil, fmt.Errorf("building the consistency proof from size %d to %d from the log's tiles: %w", prev.Size, cur.Size, err)
-		}
-		if tlog.CheckTree(p, int64(cur.Size), tlog.Hash(cur.Hash), int64(prev.Size), tlog.Hash(prev.Hash)) == nil {
-			return record()
-		}
-		ev, err := forkEvidence(rec, body, prev, cur, hr, p, opts.Verifier)
+		ev, err := c.grown()
 		if err != nil {
 			return nil, err
+		}
+		if ev == nil {
+			return record()
 		}
 		res.Evidence = ev
 		return res, fmt.Errorf("%w: %s", ErrFork, ev.Detail)
 
 	default: // cur.Size < prev.Size
-		hr := tlog.TileHashReader(tree(prev), tiles)
-		root, err := tlog.TreeHash(int64(cur.Size), hr)
-		if err != nil {
-			res.Evidence = rollback(origin, body, rec, cur, prev, err)
-			return res, fmt.Errorf("%w: %s", ErrRollback, res.Evidence.Detail)
-		}
-		if bytes.Equal(root[:], cur.Hash) {
-			res.Stale = true
-			return res, nil
-		}
-		p, err := tlog.ProveTree(int64(prev.Size), int64(cur.Size), hr)
-		if err != nil {
-			return nil, fmt.Errorf("building the consistency proof from size %d to %d from the log's tiles: %w", cur.Size, prev.Size, err)
-		}
-		ev, err := forkEvidence(body, rec, cur, prev, hr, p, opts.Verifier)
-		if err != nil {
-			return nil, err
-		}
-		res.Evidence = ev
-		return res, fmt.Errorf("%w: %s", ErrFork, ev.Detail)
+		return c.shrunk(res)
 	}
+}
+
+// A comparison is the recorded checkpoint prev (its note rec) and the one
+// the log serves, cur (its note body), both of origin and opened with v,
+// with the log's tiles to prove one against the other.
+type comparison struct {
+	rec, body []byte
+	prev, cur log.Checkpoint
+	v         note.Verifier
+	origin    string
+	tiles     *tileReader
+}
+
+// grown checks a current tree larger than the recorded one: it returns
+// nil if the current one extends it, or the evidence of a fork.
+func (c *comparison) grown() (*witness.Evidence, error) {
+	hr := tlog.TileHashReader(tree(c.cur), c.tiles)
+	p, err := tlog.ProveTree(int64(c.cur.Size), int64(c.prev.Size), hr)
+	if err != nil {
+		return nil, fmt.Errorf("building the consistency proof from size %d to %d from the log's tiles: %w", c.prev.Size, c.cur.Size, err)
+	}
+	if tlog.CheckTree(p, int64(c.cur.Size), tlog.Hash(c.cur.Hash), int64(c.prev.Size), tlog.Hash(c.prev.Hash)) == nil {
+		return nil, nil
+	}
+	return forkEvidence(c.rec, c.body, c.prev, c.cur, hr, p, c.v)
+}
+
+// shrunk checks a current tree smaller than the recorded one: stale if
+// the recorded tree holds it, a rollback if the log cannot prove that, a
+// fork if it proves otherwise.
+func (c *comparison) shrunk(res *Result) (*Result, error) {
+	hr := tlog.TileHashReader(tree(c.prev), c.tiles)
+	root, err := tlog.TreeHash(int64(c.cur.Size), hr)
+	if err != nil {
+		res.Evidence = rollback(c.origin, c.body, c.rec, c.cur, c.prev, err)
+		return res, fmt.Errorf("%w: %s", ErrRollback, res.Evidence.Detail)
+	}
+	if bytes.Equal(root[:], c.cur.Hash) {
+		res.Stale = true
+		return res, nil
+	}
+	p, err := tlog.ProveTree(int64(c.prev.Size), int64(c.cur.Size), hr)
+	if err != nil {
+		return nil, fmt.Errorf("building the consistency proof from size %d to %d from the log's tiles: %w", c.cur.Size, c.prev.Size, err)
+	}
+	ev, err := forkEvidence(c.body, c.rec, c.cur, c.prev, hr, p, c.v)
+	if err != nil {
+		return nil, err
+	}
+	res.Evidence = ev
+	return res, fmt.Errorf("%w: %s", ErrFork, ev.Detail)
 }
 
 // fetchCheckpoint fetches the checkpoint of the log at url, or of the
