@@ -116,40 +116,14 @@ func AuditAll(ctx context.Context, dir string, opts AuditOptions) (*AuditReport,
 				add(st.Name, "consistency proof", fmt.Errorf("starts from size %d root %x, but the record before anchors size %d root %x", p.Size, p.Root, prev.Size, prev.Root))
 			}
 		}
-		if opts.Log != nil && r.Size <= opts.Size {
-			if msg, err := opts.Log.Checkpoint(ctx, r.Size); err != nil {
+		if opts.Log != nil {
+			if err := againstLog(ctx, opts, r); err != nil {
 				ok = false
-				add(st.Name, "log", fmt.Errorf("the log has no checkpoint of the anchored size %d: %w", r.Size, err))
-			} else if c, _, err := log.OpenCheckpoint(msg, opts.Verifier); err != nil {
-				ok = false
-				add(st.Name, "log", fmt.Errorf("the log's checkpoint of size %d: %w", r.Size, err))
-			} else if !bytes.Equal(c.Hash, r.Root) {
-				ok = false
-				add(st.Name, "log", fmt.Errorf("the log's root at size %d is %x, the anchored root %x: the log was rewritten after it was anchored", r.Size, c.Hash, r.Root))
+				add(st.Name, "log", err)
 			}
-		} else if opts.Log != nil {
-			ok = false
-			add(st.Name, "log", fmt.Errorf("anchors size %d, beyond the audited log's size %d", r.Size, opts.Size))
 		}
 		if ok {
-			rep.Verified++
-			rep.Timestamps += len(v.Times)
-			rep.Tlogs += len(v.RekorIndexes)
-			if rep.FirstSize == 0 {
-				rep.FirstSize = r.Size
-			}
-			rep.LastSize = r.Size
-			rep.LastTime = time.Time{}
-			for _, t := range v.Times {
-				if t.After(rep.LastTime) {
-					rep.LastTime = t
-				}
-			}
-			for _, tl := range r.Tlogs {
-				if tl.RekorV1 != nil && tl.RekorV1.Time().After(rep.LastTime) {
-					rep.LastTime = tl.RekorV1.Time()
-				}
-			}
+			rep.count(r, v)
 		}
 		prev = r
 	}
@@ -162,6 +136,49 @@ func AuditAll(ctx context.Context, dir string, opts AuditOptions) (*AuditReport,
 		return rep, &log.ProblemsError{What: "anchors", Problems: rep.Problems}
 	}
 	return rep, nil
+}
+
+// againstLog returns what is wrong with r in the light of the audited
+// log: the log must hold a checkpoint of the anchored size with the
+// anchored root.
+func againstLog(ctx context.Context, opts AuditOptions, r *Record) error {
+	if r.Size > opts.Size {
+		return fmt.Errorf("anchors size %d, beyond the audited log's size %d", r.Size, opts.Size)
+	}
+	msg, err := opts.Log.Checkpoint(ctx, r.Size)
+	if err != nil {
+		return fmt.Errorf("the log has no checkpoint of the anchored size %d: %w", r.Size, err)
+	}
+	c, _, err := log.OpenCheckpoint(msg, opts.Verifier)
+	if err != nil {
+		return fmt.Errorf("the log's checkpoint of size %d: %w", r.Size, err)
+	}
+	if !bytes.Equal(c.Hash, r.Root) {
+		return fmt.Errorf("the log's root at size %d is %x, the anchored root %x: the log was rewritten after it was anchored", r.Size, c.Hash, r.Root)
+	}
+	return nil
+}
+
+// count adds r, verified as v, to the report's tallies.
+func (rep *AuditReport) count(r *Record, v *Verified) {
+	rep.Verified++
+	rep.Timestamps += len(v.Times)
+	rep.Tlogs += len(v.RekorIndexes)
+	if rep.FirstSize == 0 {
+		rep.FirstSize = r.Size
+	}
+	rep.LastSize = r.Size
+	rep.LastTime = time.Time{}
+	for _, t := range v.Times {
+		if t.After(rep.LastTime) {
+			rep.LastTime = t
+		}
+	}
+	for _, tl := range r.Tlogs {
+		if tl.RekorV1 != nil && tl.RekorV1.Time().After(rep.LastTime) {
+			rep.LastTime = tl.RekorV1.Time()
+		}
+	}
 }
 
 // auditEntries compares the anchor entries in the log with the records.
