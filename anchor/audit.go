@@ -212,7 +212,7 @@ func auditEntries(ctx context.Context, opts AuditOptions, list []*Stored, byName
 			}
 			rep.Entries++
 			where := fmt.Sprintf("anchor entry %d", idx)
-			f, err := ParseEntryFields(e)
+			f, err := log.ParseAnchorEntry(e)
 			if err != nil {
 				rep.Problems = append(rep.Problems, log.ProblemOf(where, err))
 				continue
@@ -225,7 +225,7 @@ func auditEntries(ctx context.Context, opts AuditOptions, list []*Stored, byName
 			if idx < f.Size {
 				rep.Problems = append(rep.Problems, log.Problem{Part: st.Name + ": " + where, Msg: fmt.Sprintf("is at index %d, inside the checkpoint of size %d it claims to anchor", idx, f.Size)})
 			}
-			if p := f.compare(st); p != nil {
+			if p := compareEntry(f, st); p != nil {
 				rep.Problems = append(rep.Problems, log.Problem{Part: st.Name + ": " + p.Part, Msg: fmt.Sprintf("%s (anchor entry %d)", p.Msg, idx)})
 			}
 			logged[f.Record] = true

@@ -25,7 +25,7 @@
 // written once, atomically and durably. [Tlog] is a tagged union, so a
 // Rekor v2 (rekor-tiles) entry fits later beside the v1 one.
 //
-// After a record is stored, an `anchor` entry ([EntryFields]) goes into
+// After a record is stored, an `anchor` entry ([log.AnchorEntry], built by [Fields]) goes into
 // the log: the anchored size and root, the digest, the record's name and
 // SHA-256, and each token's and entry's SHA-256. The log thus commits to
 // its own anchors, and an audit notices any change to a record file, even

@@ -11,56 +11,24 @@ import (
 // Actor is the actor of the anchor entries provlog writes.
 const Actor = "provlog"
 
-// EntryFields are the kind-specific members of an `anchor` log entry: it
-// commits the log to the stored record (by name and SHA-256) and to each
-// authority's answer (by SHA-256), and repeats what a reader of the log
-// wants to see without opening the record.
-type EntryFields struct {
-	Size       uint64           `json:"size"`
-	Root       string           `json:"root"` // base64, as in the checkpoint
-	Digest     string           `json:"checkpoint_sha256"`
-	Record     string           `json:"record"`
-	RecordHash string           `json:"record_sha256"`
-	Timestamps []EntryTimestamp `json:"timestamps"`
-	Tlogs      []EntryTlog      `json:"tlogs"`
-}
-
-// EntryTimestamp summarizes one RFC 3161 token.
-type EntryTimestamp struct {
-	URL       string    `json:"url"`
-	Time      time.Time `json:"time"`
-	Serial    string    `json:"serial"`
-	TokenHash string    `json:"token_sha256"`
-}
-
-// EntryTlog summarizes one transparency-log entry.
-type EntryTlog struct {
-	Kind           string `json:"kind"`
-	URL            string `json:"url"`
-	LogIndex       int64  `json:"log_index"`
-	UUID           string `json:"uuid"`
-	IntegratedTime int64  `json:"integrated_time"`
-	EntryHash      string `json:"entry_sha256"`
-}
-
-// Fields returns the anchor entry fields for a stored record.
-func Fields(st *Stored) *EntryFields {
+// Fields returns the members of the `anchor` entry for a stored record.
+func Fields(st *Stored) *log.AnchorEntry {
 	r := st.Record
-	f := &EntryFields{
+	f := &log.AnchorEntry{
 		Size:       r.Size,
 		Root:       base64.StdEncoding.EncodeToString(r.Root),
 		Digest:     r.Digest,
 		Record:     st.Name,
 		RecordHash: st.SHA256,
-		Timestamps: []EntryTimestamp{},
-		Tlogs:      []EntryTlog{},
+		Timestamps: []log.AnchorTimestamp{},
+		Tlogs:      []log.AnchorTlog{},
 	}
 	for _, t := range r.Timestamps {
-		f.Timestamps = append(f.Timestamps, EntryTimestamp{URL: t.URL, Time: t.Time, Serial: t.Serial, TokenHash: sha256Hex(t.Token)})
+		f.Timestamps = append(f.Timestamps, log.AnchorTimestamp{URL: t.URL, Time: t.Time, Serial: t.Serial, TokenHash: sha256Hex(t.Token)})
 	}
 	for _, tl := range r.Tlogs {
 		if e := tl.RekorV1; e != nil {
-			f.Tlogs = append(f.Tlogs, EntryTlog{Kind: tl.Kind, URL: e.URL, LogIndex: e.LogIndex, UUID: e.UUID,
+			f.Tlogs = append(f.Tlogs, log.AnchorTlog{Kind: tl.Kind, URL: e.URL, LogIndex: e.LogIndex, UUID: e.UUID,
 				IntegratedTime: e.IntegratedTime, EntryHash: sha256Hex(e.Entry)})
 		}
 	}
@@ -76,21 +44,9 @@ func MarshalEntry(st *Stored, t time.Time) ([]byte, error) {
 	return e.Marshal()
 }
 
-// ParseEntryFields reads the fields of an `anchor` log entry.
-func ParseEntryFields(e *log.Entry) (*EntryFields, error) {
-	if e.Kind != log.KindAnchor {
-		return nil, fmt.Errorf("entry is a %q, not an anchor entry", e.Kind)
-	}
-	var f EntryFields
-	if err := e.DecodeFields(&f); err != nil {
-		return nil, err
-	}
-	return &f, nil
-}
-
-// compare reports the first way a record differs from what the log's
-// anchor entry committed to, naming the part.
-func (f *EntryFields) compare(st *Stored) *log.Problem {
+// compareEntry reports the first way a record differs from what the
+// log's anchor entry f committed to, naming the part.
+func compareEntry(f *log.AnchorEntry, st *Stored) *log.Problem {
 	if st.Record == nil {
 		return &log.Problem{Part: "record", Msg: fmt.Sprintf("does not parse, the log's anchor entry recorded SHA-256 %s", f.RecordHash)}
 	}

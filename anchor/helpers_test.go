@@ -158,13 +158,13 @@ func (e *env) records_() []*anchor.Stored {
 }
 
 // anchorEntries returns the anchor entries in the log.
-func (e *env) anchorEntries() []*anchor.EntryFields {
+func (e *env) anchorEntries() []*log.AnchorEntry {
 	e.t.Helper()
 	entries, err := e.store.Entries(context.Background(), 0, e.size())
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var out []*anchor.EntryFields
+	var out []*log.AnchorEntry
 	for _, b := range entries {
 		le, err := log.ParseEntry(b)
 		if err != nil {
@@ -173,7 +173,7 @@ func (e *env) anchorEntries() []*anchor.EntryFields {
 		if le.Kind != log.KindAnchor {
 			continue
 		}
-		f, err := anchor.ParseEntryFields(le)
+		f, err := log.ParseAnchorEntry(le)
 		if err != nil {
 			e.t.Fatal(err)
 		}

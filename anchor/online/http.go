@@ -3,11 +3,13 @@ package online
 import (
 	"encoding/json"
 	"errors"
-	"github.com/provlog/provlog/anchor"
 	"io/fs"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/log"
 )
 
 // Summary is one record in the /log/anchors listing: what it anchors,
@@ -15,7 +17,7 @@ import (
 type Summary struct {
 	Name string `json:"name"`
 	URL  string `json:"url"` // /log/anchors/<name>: the record's exact bytes
-	*anchor.EntryFields
+	*log.AnchorEntry
 }
 
 // MaxListing is the most records one /log/anchors page lists.
@@ -117,7 +119,7 @@ func serveList(w http.ResponseWriter, r *http.Request, s *anchor.Store) {
 		if st.Err != nil {
 			continue
 		}
-		out = append(out, Summary{Name: n, URL: "/log/anchors/" + n, EntryFields: anchor.Fields(st)})
+		out = append(out, Summary{Name: n, URL: "/log/anchors/" + n, AnchorEntry: anchor.Fields(st)})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

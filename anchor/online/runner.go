@@ -164,7 +164,7 @@ func (r *Runner) findEntry(ctx context.Context, st *anchor.Stored) (int64, error
 				continue
 			}
 			if e, err := log.ParseEntry(b); err == nil && e.Kind == log.KindAnchor {
-				if f, err := anchor.ParseEntryFields(e); err == nil && f.RecordHash == st.SHA256 {
+				if f, err := log.ParseAnchorEntry(e); err == nil && f.RecordHash == st.SHA256 {
 					return int64(start) + int64(i), nil
 				}
 			}

@@ -90,7 +90,7 @@ func anchorListing(b []byte) (http.Handler, error) {
 	}
 	sum := sha256.Sum256(b)
 	st := &anchor.Stored{Name: evidence.AnchorFile, SHA256: hex.EncodeToString(sum[:]), Bytes: b, Record: rec}
-	list, err := json.Marshal([]online.Summary{{Name: st.Name, URL: "/log/anchors/" + st.Name, EntryFields: anchor.Fields(st)}})
+	list, err := json.Marshal([]online.Summary{{Name: st.Name, URL: "/log/anchors/" + st.Name, AnchorEntry: anchor.Fields(st)}})
 	if err != nil {
 		return nil, err
 	}

@@ -517,10 +517,10 @@ func (c *checker) checkEntry(pw *provWriter, i uint64, b []byte) bool {
 		c.checkGenesis(EntriesFile, b)
 	}
 	if e.Kind == log.KindAnchor {
-		name, _ := e.Fields["record"].(string)
-		sum, _ := e.Fields["record_sha256"].(string)
-		if got, ok := c.recordSum[name]; ok && got != sum {
-			c.bad(AnchorsDir+"/"+name, "SHA-256 %s is not the one anchor entry %d commits to", got, i)
+		if a, err := log.ParseAnchorEntry(e); err != nil {
+			c.bad(EntriesFile, "line %d (entry %d): %v", i-c.m.From+1, i, err)
+		} else if got, ok := c.recordSum[a.Record]; ok && got != a.RecordHash {
+			c.bad(AnchorsDir+"/"+a.Record, "SHA-256 %s is not the one anchor entry %d commits to", got, i)
 		}
 	}
 	pw.add(i, b, e)
