@@ -119,6 +119,18 @@ func Verify(ctx context.Context, r *Record, v note.Verifier, anchorKey crypto.Pu
 		}
 	}
 
+	checkAuthorities(ctx, r, digest, anchorKey, trust, res, fail)
+	if len(probs) > 0 {
+		return nil, &log.ProblemsError{What: "anchor record", Problems: probs}
+	}
+	return res, nil
+}
+
+// checkAuthorities checks what r's authorities vouch for, digest: each
+// RFC 3161 token against trust's TSA roots, each Rekor entry for
+// anchorKey against trust's Rekor keys, and that there is at least one.
+// What they vouch for goes into res; each failure to fail.
+func checkAuthorities(ctx context.Context, r *Record, digest []byte, anchorKey crypto.PublicKey, trust *Trust, res *Verified, fail func(part string, err error)) {
 	if len(r.Timestamps)+len(r.Tlogs) == 0 {
 		fail("record", errors.New("no timestamp and no transparency-log entry"))
 	}
@@ -152,10 +164,6 @@ func Verify(ctx context.Context, r *Record, v note.Verifier, anchorKey crypto.Pu
 			fail(fmt.Sprintf("tlog %d", i), fmt.Errorf("unsupported kind %q", tl.Kind))
 		}
 	}
-	if len(probs) > 0 {
-		return nil, &log.ProblemsError{What: "anchor record", Problems: probs}
-	}
-	return res, nil
 }
 
 func sameKey(a, b crypto.PublicKey) bool {
