@@ -204,13 +204,7 @@ func runVerifyEvidence(ctx context.Context, args []string, stdout, stderr io.Wri
 		pins.RekorKeys = append(pins.RekorKeys, k)
 		return err
 	})
-	if err := parseFlags(fs, args, 1); err != nil {
-		return err
-	}
-	if *vkeyArg == "" || fs.NArg() != 1 {
-		return usageErr("--vkey and one evidence DIR are required")
-	}
-	policy, err := wf.policy()
+	policy, err := wf.parseCheck(fs, args, vkeyArg, "evidence DIR")
 	if err != nil {
 		return err
 	}

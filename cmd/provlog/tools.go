@@ -157,13 +157,7 @@ func runVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) 
 	entryFile := fs.String("entry", "", "file with the exact entry bytes the receipt is for")
 	wf := addWitnessFlags(fs, "threshold", "a witness's cosignature verifier key, or a file holding one (repeatable)")
 	asJSON := fs.Bool("json", false, "print the verdict and the problem as one JSON object on stdout")
-	if err := parseFlags(fs, args, 1); err != nil {
-		return err
-	}
-	if *vkeyArg == "" || fs.NArg() != 1 {
-		return usageErr("--vkey and one receipt FILE are required")
-	}
-	policy, err := wf.policy()
+	policy, err := wf.parseCheck(fs, args, vkeyArg, "receipt FILE")
 	if err != nil {
 		return err
 	}

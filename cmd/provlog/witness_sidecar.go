@@ -217,6 +217,19 @@ func addWitnessFlags(fs *flag.FlagSet, thresholdName, witnessHelp string) *witne
 	return w
 }
 
+// parseCheck parses the command line of a check of one thing (what:
+// "receipt FILE"), which needs --vkey (*vkey, read once parsed), and returns the
+// witness policy the flags give.
+func (w *witnessPolicyFlags) parseCheck(fs *flag.FlagSet, args []string, vkey *string, what string) (log.WitnessPolicy, error) {
+	if err := parseFlags(fs, args, 1); err != nil {
+		return log.WitnessPolicy{}, err
+	}
+	if *vkey == "" || fs.NArg() != 1 {
+		return log.WitnessPolicy{}, usageErr("--vkey and one %s are required", what)
+	}
+	return w.policy()
+}
+
 // policy is the witness policy the flags give: the keys, and a threshold
 // of at least one of them (default: all). A threshold of 0 would let
 // through a checkpoint none of the witnesses named cosigned.
