@@ -322,3 +322,42 @@ func TestNewerSessionThatCannotStart(t *testing.T) {
 		t.Errorf("provlog__status: newer session %v, want it reported not up, with its error", h["newer_session"])
 	}
 }
+
+// TestRetriesTie: a 2026-07-28 client's retry is tied to the one
+// input_required result of the same call with its requestState; two alike
+// leave it untied, a retry is tied once, and the oldest are forgotten
+// beyond the bound.
+func TestRetriesTie(t *testing.T) {
+	leg := func(args string, result uint64) *call {
+		return &call{actor: "a", server: "s", tool: "t", args: log.CanonicalJSON(args), resultIndex: result}
+	}
+	var r retries
+	r.note(leg(`{"q":1}`, 10), "st")
+	r.note(leg(`{"q":2}`, 20), "st")
+	r.note(leg(`{"q":2}`, 30), "st") // the same call made twice at once
+	r.note(leg(`{"q":3}`, 40), "")
+	for _, tc := range []struct {
+		args, state string
+		want        uint64
+	}{
+		{`{"q":1}`, "other", 0}, // another requestState (tampered, or another call's)
+		{`{"q":1}`, "st", 10},
+		{`{"q":1}`, "st", 0}, // tied once
+		{`{"q":2}`, "st", 0}, // two alike: no telling
+		{`{"q":3}`, "", 40},
+		{`{"q":4}`, "", 0},
+	} {
+		if got := r.take(leg(tc.args, 0), tc.state); got != tc.want {
+			t.Errorf("retry of %s with state %q: continues %d, want %d", tc.args, tc.state, got, tc.want)
+		}
+	}
+	for i := range maxRetryWaits + 1 {
+		r.note(leg(fmt.Sprintf(`{"n":%d}`, i), uint64(100+i)), "")
+	}
+	if got := r.take(leg(`{"n":0}`, 0), ""); got != 0 {
+		t.Errorf("the oldest beyond the bound: continues %d, want it forgotten", got)
+	}
+	if got := r.take(leg(fmt.Sprintf(`{"n":%d}`, maxRetryWaits), 0), ""); got != 100+maxRetryWaits {
+		t.Errorf("the newest: continues %d", got)
+	}
+}
