@@ -291,7 +291,18 @@ func purgeDataDir(ctx context.Context, data string, req purgeRequest) (*purgeRes
 	if err != nil {
 		return nil, err
 	}
-	return purge(ctx, seq, store, bs, nil, "local", req)
+	// The sidecar's saved age index, read on and saved again: a purge by
+	// age reads only what was appended since (a bad file: the whole log).
+	ages, path := &ageIndex{}, filepath.Join(data, retentionIndexFile)
+	size, _ := seq.Checkpoint()
+	ages.load(ctx, path, store, size) // refused: it stays empty, and the purge reads the whole log
+	res, err := purge(ctx, seq, store, bs, ages, "local", req)
+	ages.mu.Lock()
+	defer ages.mu.Unlock()
+	if err == nil && ages.next > 0 {
+		ages.save(ctx, path, store) // a failure costs the next purge one read of the log
+	}
+	return res, err
 }
 
 // purge asks a running sidecar to purge.

@@ -135,6 +135,18 @@ func TestPurge(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "purged 0 blobs") || !strings.Contains(out, "kept 1 that newer entries still name") || !blobExists(d, p.shared) {
 		t.Fatalf("purge --older-than: %d %s", code, out)
 	}
+	// It saved its age index for the next purge and the sidecar.
+	if s, err := openStore(d, true); err != nil {
+		t.Fatal(err)
+	} else {
+		st, _ := s.State(context.Background())
+		var x ageIndex
+		err := x.load(context.Background(), filepath.Join(d, retentionIndexFile), s, st.Size)
+		s.Close()
+		if err != nil || x.next == 0 || x.next > st.Size {
+			t.Errorf("the age index purge --data saved: %v, %d of %d entries", err, x.next, st.Size)
+		}
+	}
 
 	// A blob deleted behind the log's back, or changed, fails the audit.
 	bs, _ := blobs.Open(filepath.Join(d, blobDir))
