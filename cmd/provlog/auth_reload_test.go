@@ -47,15 +47,7 @@ func TestConfigReloadAuth(t *testing.T) {
 	}
 	write(authCfg("idp:", "provlog.tools"))
 	base, stop, logs := startServeLogged(t, freeAddr(t), "--config", cfgPath)
-	metadata := func() string {
-		resp, err := http.Get(base + authn.MetadataPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	metadata := func() string { return metadataOf(t, base) }
 	ctx := context.Background()
 
 	// alice's call is held by the downstream across the reload.
@@ -121,17 +113,35 @@ func TestConfigReloadAuth(t *testing.T) {
 	cs.Close()
 	bs.Close()
 	stop()
-	want := map[string]string{"held": "idp:alice", "bob 1": "corp:bob", "bob 2": "corp:bob"}
+	checkCallActors(t, readAll(t, filepath.Join(dir, "d")), map[string]string{"held": "idp:alice", "bob 1": "corp:bob", "bob 2": "corp:bob"}, "refused")
+}
+
+// metadataOf returns the sidecar's protected resource metadata.
+func metadataOf(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + authn.MetadataPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// checkCallActors checks that the call entry of each text (the sidefx
+// downstream's argument) and its result carry the actor want names, and
+// that no call of text never was written.
+func checkCallActors(t *testing.T, entries []map[string]any, want map[string]string, never string) {
+	t.Helper()
 	got := map[string]string{}
 	calls := map[float64]string{}
-	entries := readAll(t, filepath.Join(dir, "d"))
 	for i, e := range entries {
 		switch e["kind"] {
 		case "call":
 			args, _ := e["args"].(map[string]any)
 			text, _ := args["text"].(string)
-			if text == "refused" {
-				t.Error("the refused call was written")
+			if text == never {
+				t.Errorf("the call %q was written", never)
 			}
 			got[text], _ = e["actor"].(string)
 			calls[float64(i)] = text

@@ -87,11 +87,22 @@ func TestAuthShown(t *testing.T) {
 
 	cs.Close()
 	stop()
+	checkAuthOffline(t, dir, data, taskID, tok, is.URL)
+}
+
+// checkAuthOffline checks the stopped sidecar's data dir: `provlog tasks
+// show` prints the task's two steps' auth, the exported bundle's PROV
+// document maps it, and neither the data dir nor the bundle holds the
+// token.
+func checkAuthOffline(t *testing.T, dir, data, taskID, tok, issuer string) {
+	t.Helper()
+	sum := sha256.Sum256([]byte(tok))
+	tokSum := hex.EncodeToString(sum[:])
 	out, code := runCmd(t, "tasks", "--data", data, "show", taskID)
 	if code != 0 {
 		t.Fatalf("tasks show: %s", out)
 	}
-	for _, want := range []string{"by idp:alice", "issuer      " + is.URL, "subject     alice", "client      review-agent",
+	for _, want := range []string{"by idp:alice", "issuer      " + issuer, "subject     alice", "client      review-agent",
 		"act         review-agent, acting for alice", "through   orchestrator (client orch)", "token jti   jti-ui-1", "SHA-256 " + tokSum} {
 		if strings.Count(out, want) != 2 {
 			t.Errorf("tasks show has %q %d times, want 2 (create, accept):\n%s", want, strings.Count(out, want), out)

@@ -110,10 +110,18 @@ func TestReload(t *testing.T) {
 		t.Errorf("challenge after the reload: %s", ch)
 	}
 
-	// The first issuer is dropped: its tokens are refused, the second's
-	// still work. Reloading no auth: at all leaves static tokens only.
+	reloadDropping(t, a, one, two, next.Scopes)
+}
+
+// reloadDropping drops issuer one from a's config: its tokens are
+// refused, two's still work; then no auth: at all leaves static tokens
+// only.
+func reloadDropping(t *testing.T, a *authn.Authenticator, one, two *authntest.Issuer, scopes authn.Scopes) {
+	t.Helper()
+	ctx := context.Background()
+	res2 := resource + "/v2"
 	last := &authn.Config{Resource: res2, Issuers: []authn.IssuerConfig{{Issuer: two.URL, JWKSURL: two.JWKSURL(), ActorPrefix: "two:"}},
-		Scopes: next.Scopes}
+		Scopes: scopes}
 	if err := last.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +140,7 @@ func TestReload(t *testing.T) {
 	if _, err := a.Authenticate(ctx, two.Mint(t, two.Claims(res2, "bob"))); err == nil {
 		t.Error("an OAuth token was accepted with no issuers configured")
 	}
-	rec = httptest.NewRecorder()
+	rec := httptest.NewRecorder()
 	a.Metadata().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, authn.MetadataPath, nil))
 	if rec.Code != http.StatusNotFound {
 		t.Errorf("metadata without issuers: %d, want 404", rec.Code)
