@@ -73,8 +73,8 @@
 // # Memory
 //
 // The log is the truth, and the engine holds only an index into it: each
-// task's id, state and the log indices of its entries, about 40 bytes a
-// task and 12 an entry. Whole tasks (history, ownership intervals, claims) are kept in a
+// task's id, state and the log indices of its entries, about 36 bytes a
+// task and 9 an entry. Whole tasks (history, ownership intervals, claims) are kept in a
 // cache bounded in bytes ([Options.CacheBytes]) and rebuilt from their
 // entries when needed, so memory grows by the index alone, not by what
 // tasks hold. [Engine.ListUnaccepted] returns the oldest unaccepted tasks
