@@ -122,6 +122,9 @@ func TestResumeAfterDiskFull(t *testing.T) {
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
 	var readErrs atomic.Int64
+	var stopOnce sync.Once
+	stopReaders := func() { stopOnce.Do(func() { close(stop) }); readers.Wait() }
+	t.Cleanup(stopReaders) // also when the test fails before it stops them
 	for range 2 {
 		readers.Go(func() {
 			for {
@@ -173,9 +176,11 @@ func TestResumeAfterDiskFull(t *testing.T) {
 	}
 
 	disk.full.Store(false)
-	waitFor(t, "the retry to resume the log", func() bool { return seq.Err() == nil })
-	close(stop)
-	readers.Wait()
+	// The retries back off up to 30 s while the disk stays full (the
+	// appenders above keep it full for a while, minutes under -race), so
+	// the resume may come up to 30 s after the space is freed.
+	waitForWithin(t, 90*time.Second, "the retry to resume the log", func() bool { return seq.Err() == nil })
+	stopReaders()
 	checkHolds(t, s, v, l.acked)
 	if errs := l.appendAll("freed", 200, 8); len(errs) > 0 {
 		t.Fatalf("appending after space was freed: %v", errs[0])
