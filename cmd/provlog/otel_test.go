@@ -154,6 +154,9 @@ func TestTracesOTLP(t *testing.T) {
 	t.Run("collector", func(t *testing.T) { tracesOTLP(t, startCollectorReceiver(t)) })
 }
 
+// The client's trace context in TestTracesOTLP.
+const otelParentTrace, otelParentSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+
 // tracesOTLP is TestTracesOTLP against rcv; it returns the sidecar's
 // stderr.
 func tracesOTLP(t *testing.T, rcv spanSource) string {
@@ -183,7 +186,7 @@ func tracesOTLP(t *testing.T, rcv spanSource) string {
 	}()
 	waitTools(t, sp.base, token, []string{"fx__append"})
 
-	const parentTrace, parentSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	const parentTrace, parentSpan = otelParentTrace, otelParentSpan
 	cs := connectHTTP(t, sp.base, token)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__append", Arguments: map[string]any{"text": "traced"},
 		Meta: mcp.Meta{"traceparent": "00-" + parentTrace + "-" + parentSpan + "-01"}})
@@ -233,74 +236,9 @@ func tracesOTLP(t *testing.T, rcv spanSource) string {
 	if s == nil {
 		t.Fatalf("no span reached the receiver at shutdown; sidecar said: %s", sp.stderr.String())
 	}
-	if got := hex.EncodeToString(s.TraceId); got != parentTrace {
-		t.Errorf("trace id %s, want the client's %s", got, parentTrace)
-	}
-	if got := hex.EncodeToString(s.ParentSpanId); got != parentSpan {
-		t.Errorf("parent span %s, want the client's %s", got, parentSpan)
-	}
-	if s.Kind != tracepb.Span_SPAN_KIND_SERVER {
-		t.Errorf("span kind %v, want server", s.Kind)
-	}
-	attrs := attrStrings(s.Attributes)
-	for k, v := range map[string]string{
-		"mcp.method.name": "tools/call", "gen_ai.tool.name": "fx__append", "gen_ai.operation.name": "execute_tool",
-		"mcp.protocol.version": "2025-11-25", "network.transport": "tcp", "provlog.actor": "alice", "provlog.server": "fx",
-		"provlog.log.index":     strconv.FormatUint(cr.Call, 10),
-		"provlog.log.leaf_hash": hex.EncodeToString(log.LeafHash(callEntry)),
-	} {
-		if attrs[k] != v {
-			t.Errorf("%s = %q, want %q", k, attrs[k], v)
-		}
-	}
-	if attrs["mcp.session.id"] == "" {
-		t.Errorf("no mcp.session.id: %v", attrs)
-	}
-	// Whether the fast path or the SDK's handler served it (a session's
-	// first call can come before the SDK has told the proxy the session
-	// is initialized).
-	if attrs["jsonrpc.request.id"] == "" {
-		t.Errorf("no jsonrpc.request.id: %v", attrs)
-	}
-
-	ts := spanNamed(t, rcv, "tools/call create_task")
-	if ts == nil {
-		t.Fatal("no span of create_task")
-	}
-	tattrs := attrStrings(ts.Attributes)
-	for k, v := range map[string]string{
-		"mcp.method.name": "tools/call", "gen_ai.tool.name": "create_task", "gen_ai.operation.name": "execute_tool", "provlog.actor": "alice",
-		"provlog.log.index": strconv.FormatUint(tr.Index, 10), "provlog.log.leaf_hash": hex.EncodeToString(log.LeafHash(taskEntry)),
-	} {
-		if tattrs[k] != v {
-			t.Errorf("create_task span: %s = %q, want %q", k, tattrs[k], v)
-		}
-	}
-	if tattrs["jsonrpc.request.id"] == "" || hex.EncodeToString(ts.TraceId) != parentTrace {
-		t.Errorf("create_task span: trace %x, attributes %v: want the client's trace and a jsonrpc.request.id", ts.TraceId, tattrs)
-	}
-	for _, s := range []*tracepb.Span{s, ts} {
-		for k, v := range attrStrings(s.Attributes) {
-			if strings.Contains(v, "traced") {
-				t.Errorf("span %s: %s = %q carries the call's arguments", s.Name, k, v)
-			}
-		}
-	}
-	var ls *tracepb.Span
-	spans, resource := rcv.received(t)
-	for _, s := range spans {
-		if s.Name == "GET /log/entry/{index}" && len(s.ParentSpanId) > 0 {
-			ls = s // getEntry's reads have no traceparent: new traces
-		}
-	}
-	if ls == nil {
-		t.Fatal("no span of the log API's entry read in the client's trace")
-	}
-	lattrs := attrStrings(ls.Attributes)
-	if lattrs["http.response.status_code"] != "200" || lattrs["provlog.log.index"] != strconv.FormatUint(tr.Index, 10) ||
-		hex.EncodeToString(ls.ParentSpanId) != parentSpan || ls.Kind != tracepb.Span_SPAN_KIND_SERVER {
-		t.Errorf("log API span: kind %v, parent %x, attributes %v", ls.Kind, ls.ParentSpanId, lattrs)
-	}
+	checkCallSpan(t, s, cr.Call, callEntry)
+	checkOtherSpans(t, rcv, s, tr.Index, taskEntry)
+	_, resource := rcv.received(t)
 	if resource["service.name"] != "provlog-test" || resource["provlog.log.origin"] != "provlog.test/otel" {
 		t.Errorf("resource %v: want service.name provlog-test and the log's origin", resource)
 	}
@@ -343,6 +281,90 @@ func getEntry(t *testing.T, base, token string, i uint64) []byte {
 		t.Fatalf("entry %d: %d %s", i, resp.StatusCode, b)
 	}
 	return bytes.Clone(b)
+}
+
+// checkCallSpan checks the span of the proxied call whose call entry is
+// callIndex (callEntry).
+func checkCallSpan(t *testing.T, s *tracepb.Span, callIndex uint64, callEntry []byte) {
+	t.Helper()
+	const parentTrace, parentSpan = otelParentTrace, otelParentSpan
+	if got := hex.EncodeToString(s.TraceId); got != parentTrace {
+		t.Errorf("trace id %s, want the client's %s", got, parentTrace)
+	}
+	if got := hex.EncodeToString(s.ParentSpanId); got != parentSpan {
+		t.Errorf("parent span %s, want the client's %s", got, parentSpan)
+	}
+	if s.Kind != tracepb.Span_SPAN_KIND_SERVER {
+		t.Errorf("span kind %v, want server", s.Kind)
+	}
+	attrs := attrStrings(s.Attributes)
+	for k, v := range map[string]string{
+		"mcp.method.name": "tools/call", "gen_ai.tool.name": "fx__append", "gen_ai.operation.name": "execute_tool",
+		"mcp.protocol.version": "2025-11-25", "network.transport": "tcp", "provlog.actor": "alice", "provlog.server": "fx",
+		"provlog.log.index":     strconv.FormatUint(callIndex, 10),
+		"provlog.log.leaf_hash": hex.EncodeToString(log.LeafHash(callEntry)),
+	} {
+		if attrs[k] != v {
+			t.Errorf("%s = %q, want %q", k, attrs[k], v)
+		}
+	}
+	if attrs["mcp.session.id"] == "" {
+		t.Errorf("no mcp.session.id: %v", attrs)
+	}
+	// Whether the fast path or the SDK's handler served it (a session's
+	// first call can come before the SDK has told the proxy the session
+	// is initialized).
+	if attrs["jsonrpc.request.id"] == "" {
+		t.Errorf("no jsonrpc.request.id: %v", attrs)
+	}
+
+}
+
+// checkOtherSpans checks, among rcv's spans, those of a create_task call
+// that wrote entry taskIndex (taskEntry) and of a read of that entry from
+// the log API, both in the client's trace; and that neither they nor the
+// proxied call's span carry the arguments.
+func checkOtherSpans(t *testing.T, rcv spanSource, call *tracepb.Span, taskIndex uint64, taskEntry []byte) {
+	t.Helper()
+	const parentTrace, parentSpan = otelParentTrace, otelParentSpan
+	ts := spanNamed(t, rcv, "tools/call create_task")
+	if ts == nil {
+		t.Fatal("no span of create_task")
+	}
+	tattrs := attrStrings(ts.Attributes)
+	for k, v := range map[string]string{
+		"mcp.method.name": "tools/call", "gen_ai.tool.name": "create_task", "gen_ai.operation.name": "execute_tool", "provlog.actor": "alice",
+		"provlog.log.index": strconv.FormatUint(taskIndex, 10), "provlog.log.leaf_hash": hex.EncodeToString(log.LeafHash(taskEntry)),
+	} {
+		if tattrs[k] != v {
+			t.Errorf("create_task span: %s = %q, want %q", k, tattrs[k], v)
+		}
+	}
+	if tattrs["jsonrpc.request.id"] == "" || hex.EncodeToString(ts.TraceId) != parentTrace {
+		t.Errorf("create_task span: trace %x, attributes %v: want the client's trace and a jsonrpc.request.id", ts.TraceId, tattrs)
+	}
+	for _, s := range []*tracepb.Span{call, ts} {
+		for k, v := range attrStrings(s.Attributes) {
+			if strings.Contains(v, "traced") {
+				t.Errorf("span %s: %s = %q carries the call's arguments", s.Name, k, v)
+			}
+		}
+	}
+	var ls *tracepb.Span
+	spans, _ := rcv.received(t)
+	for _, s := range spans {
+		if s.Name == "GET /log/entry/{index}" && len(s.ParentSpanId) > 0 {
+			ls = s // getEntry's reads have no traceparent: new traces
+		}
+	}
+	if ls == nil {
+		t.Fatal("no span of the log API's entry read in the client's trace")
+	}
+	lattrs := attrStrings(ls.Attributes)
+	if lattrs["http.response.status_code"] != "200" || lattrs["provlog.log.index"] != strconv.FormatUint(taskIndex, 10) ||
+		hex.EncodeToString(ls.ParentSpanId) != parentSpan || ls.Kind != tracepb.Span_SPAN_KIND_SERVER {
+		t.Errorf("log API span: kind %v, parent %x, attributes %v", ls.Kind, ls.ParentSpanId, lattrs)
+	}
 }
 
 // collectorReceiver is the OpenTelemetry Collector's otlpreceiver, run by
