@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/proxy/authn"
 )
 
@@ -14,6 +17,30 @@ import (
 // log.WithAuth.
 
 type identityKey struct{}
+
+// identityExtra is the key of the request's identity in its
+// auth.TokenInfo's Extra.
+const identityExtra = "dev.provlog/identity"
+
+// requestIdentity is ctx carrying the identity (and its claims, as
+// log.WithAuth) of the HTTP request req came in. On a stateful session
+// go-sdk runs a handler in the context of the request that initialized
+// the session, not of the request it handles: without this, an entry
+// written through the SDK's handler (a task tool, a read, a prompt)
+// would carry the claims of the token that opened the session, not of
+// the one that sent the request. The request's own TokenInfo is set per
+// request (HTTPHandler's verify), so the identity rides there.
+func requestIdentity(ctx context.Context, req mcp.Request) context.Context {
+	ex := req.GetExtra()
+	if ex == nil || ex.TokenInfo == nil {
+		return ctx
+	}
+	id, ok := ex.TokenInfo.Extra[identityExtra].(*authn.Identity)
+	if !ok {
+		return ctx
+	}
+	return log.WithAuth(context.WithValue(ctx, identityKey{}, id), id.Auth)
+}
 
 func identityOf(ctx context.Context) *authn.Identity {
 	id, _ := ctx.Value(identityKey{}).(*authn.Identity)

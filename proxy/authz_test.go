@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -273,5 +274,78 @@ func BenchmarkCallAuthorization(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// swapBearer sends whichever token it holds now.
+type swapBearer struct {
+	mu    sync.Mutex
+	token string
+}
+
+func (b *swapBearer) set(tok string) { b.mu.Lock(); b.token = tok; b.mu.Unlock() }
+
+func (b *swapBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	b.mu.Lock()
+	tok := b.token
+	b.mu.Unlock()
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestOAuthEntriesPerRequest: in a session opened with one token, the
+// requests that a refreshed token (the same person, another token) sends
+// are recorded with the claims of the token that sent them, on the fast
+// path and through the SDK's handler alike (whose handlers run in the
+// context of the request that opened the session).
+func TestOAuthEntriesPerRequest(t *testing.T) {
+	f := startOAuthFront(t)
+	first := f.is.Mint(t, f.is.Claims(oauthResource, "alice", "provlog.tools", "provlog.tasks"))
+	second := f.is.Mint(t, f.is.Claims(oauthResource, "alice", "provlog.tools", "provlog.tasks"))
+	if first == second {
+		t.Fatal("the issuer minted the same token twice")
+	}
+	rt := &swapBearer{token: first}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "oauth-client", Version: "1"}, nil)
+	cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url, HTTPClient: &http.Client{Transport: rt}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	rt.set(second)
+	start := f.l.size(t)
+	ctx := context.Background()
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__ok", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("fx__ok: %v %v", res, err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_task", Arguments: map[string]any{"title": "refreshed"}}); err != nil || res.IsError {
+		t.Fatalf("create_task: %v %v", res, err)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fx+fixture:///a"}); err != nil {
+		t.Fatalf("resources/read: %v", err)
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "fx__p1"}); err != nil {
+		t.Fatalf("prompts/get: %v", err)
+	}
+	sum := sha256.Sum256([]byte(second))
+	want := hex.EncodeToString(sum[:])
+	n := 0
+	for i := start; i < f.l.size(t); i++ {
+		e, err := log.ParseEntry(f.l.entry(t, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == "tools" {
+			continue
+		}
+		n++
+		if e.Auth == nil || e.Auth.TokenSHA256 != want {
+			t.Errorf("entry %d (%s): auth %+v, want the claims of the token that sent it (sha256 %s)", i, e.Kind, e.Auth, want)
+		}
+	}
+	if n < 5 {
+		t.Errorf("%d entries written, want the call, its result, the task, the read and the prompt", n)
 	}
 }

@@ -341,7 +341,7 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 		if id == nil {
 			return nil, fmt.Errorf("%w: not authenticated", auth.ErrInvalidToken)
 		}
-		return &auth.TokenInfo{UserID: id.Actor, Scopes: id.Scopes}, nil
+		return &auth.TokenInfo{UserID: id.Actor, Scopes: id.Scopes, Extra: map[string]any{identityExtra: id}}, nil
 	}
 	sdk := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -386,6 +386,7 @@ func (p *Proxy) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: internal error while handling " + method}
 			}
 		}()
+		ctx = requestIdentity(ctx, req)
 		p.noteInitialize(method, req)
 		p.noteLogLevel(method, req)
 		if err := p.refuseRemoved(req); err != nil {
