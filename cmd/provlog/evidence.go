@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -25,8 +24,7 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := newFlags("evidence", stderr)
 	lf := addLogFlags(fs, "", "")
 	lf.addVKey(fs, "")
-	index := fs.Int64("index", -1, "entry index")
-	leaf := fs.String("leaf-hash", "", "entry leaf hash, hex")
+	ef := addEntryFlags(fs)
 	out := fs.String("out", "", "evidence directory to create")
 	cfgPath := fs.String("config", "", "config whose witnesses: and witness_policy: are the policy the checkpoint must meet, and whose anchors: pin the TSA roots and Rekor keys")
 	if err := parseFlags(fs, args, 0); err != nil {
@@ -35,18 +33,12 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := lf.check(); err != nil {
 		return err
 	}
-	if (*index < 0) == (*leaf == "") {
-		return usageErr("give exactly one of --index and --leaf-hash")
+	index, lh, err := ef.entry()
+	if err != nil {
+		return err
 	}
 	if *out == "" {
 		return usageErr("--out is required")
-	}
-	var lh []byte
-	if *leaf != "" {
-		var err error
-		if lh, err = hex.DecodeString(*leaf); err != nil || len(lh) != log.HashSize {
-			return usageErr("--leaf-hash must be %d hex digits", 2*log.HashSize)
-		}
 	}
 	var o *evidence.Options
 	if lf.url != "" {
@@ -55,7 +47,7 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		if o, err = remoteEvidenceOptions(ctx, r, vkey, tmp, *index, lh); err != nil {
+		if o, err = remoteEvidenceOptions(ctx, r, vkey, tmp, index, lh); err != nil {
 			return err
 		}
 	} else {
@@ -64,7 +56,7 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		defer s.Close()
-		i := uint64(*index)
+		i := uint64(index)
 		if lh != nil {
 			if i, err = s.LeafIndex(ctx, lh); errors.Is(err, log.ErrNotFound) {
 				return fmt.Errorf("no entry has leaf hash %x", lh)
@@ -79,7 +71,6 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := evidenceConfig(*cfgPath, o); err != nil {
 		return err
 	}
-	var err error
 	if o.Context, err = taskContext(ctx, o.Source, o.Index); err != nil {
 		return err
 	}

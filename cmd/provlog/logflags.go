@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"flag"
 	"os"
 
@@ -79,4 +80,30 @@ func (l *logFlags) openRemote() (r *remote, vkey, tmp string, err error) {
 		return nil, "", "", err
 	}
 	return newRemote(l.url, l.token), vkey, tmp, nil
+}
+
+// entryFlags are --index N and --leaf-hash HEX, of which a command about
+// one entry takes exactly one.
+type entryFlags struct {
+	index *int64
+	leaf  *string
+}
+
+func addEntryFlags(fs *flag.FlagSet) *entryFlags {
+	return &entryFlags{index: fs.Int64("index", -1, "entry index"), leaf: fs.String("leaf-hash", "", "entry leaf hash, hex")}
+}
+
+// entry returns the entry the flags name: its index (-1 with
+// --leaf-hash) or its decoded leaf hash (nil with --index).
+func (e *entryFlags) entry() (index int64, leafHash []byte, err error) {
+	if (*e.index < 0) == (*e.leaf == "") {
+		return 0, nil, usageErr("give exactly one of --index and --leaf-hash")
+	}
+	if *e.leaf == "" {
+		return *e.index, nil, nil
+	}
+	if leafHash, err = hex.DecodeString(*e.leaf); err != nil || len(leafHash) != log.HashSize {
+		return 0, nil, usageErr("--leaf-hash must be %d hex digits", 2*log.HashSize)
+	}
+	return *e.index, leafHash, nil
 }

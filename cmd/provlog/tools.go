@@ -80,8 +80,7 @@ func openStore(data string, readOnly bool) (*logpebble.Store, error) {
 func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("prove", stderr)
 	lf := addLogFlags(fs, "base URL of a running sidecar (e.g. http://127.0.0.1:8080)", "")
-	index := fs.Int64("index", -1, "entry index")
-	leaf := fs.String("leaf-hash", "", "entry leaf hash, hex")
+	ef := addEntryFlags(fs)
 	size := fs.Uint64("size", 0, "tree size to prove against (default: the latest checkpoint)")
 	format := fs.String("format", "tlog-proof", "tlog-proof (c2sp.org/tlog-proof, text) or cose (an RFC 9942 COSE receipt, binary)")
 	if err := parseFlags(fs, args, 0); err != nil {
@@ -93,18 +92,12 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := lf.check(); err != nil {
 		return err
 	}
-	if (*index < 0) == (*leaf == "") {
-		return usageErr("give exactly one of --index and --leaf-hash")
-	}
-	var lh []byte
-	if *leaf != "" {
-		var err error
-		if lh, err = hex.DecodeString(*leaf); err != nil || len(lh) != log.HashSize {
-			return usageErr("--leaf-hash must be %d hex digits", 2*log.HashSize)
-		}
+	index, lh, err := ef.entry()
+	if err != nil {
+		return err
 	}
 	if lf.url != "" {
-		r, err := newRemote(lf.url, lf.token).receipt(ctx, *index, lh, *size, *format == "cose")
+		r, err := newRemote(lf.url, lf.token).receipt(ctx, index, lh, *size, *format == "cose")
 		if err != nil {
 			return err
 		}
@@ -116,7 +109,7 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer s.Close()
-	req := inclusionRequest(*index, lh)
+	req := inclusionRequest(index, lh)
 	if *size != 0 {
 		req.AtSize, req.Size = true, *size
 	} else if req.Cosigned, err = readCosigned(lf.data); err != nil {
