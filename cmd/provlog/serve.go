@@ -96,8 +96,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer stopWatch()
 		go sc.watchConfig(wctx, &configWatch{path: *cfgPath, dataFlag: *data != ""}, hup)
 	}
+	return sc.serve(ctx, cfg, ln, logger)
+}
 
-	if *addr == "" {
+// serve serves MCP over stdio (ln nil), or MCP and the log API on ln,
+// until ctx ends; cfg is the config it started with.
+func (sc *sidecar) serve(ctx context.Context, cfg *Config, ln net.Listener, logger *slog.Logger) error {
+	if ln == nil {
 		logger.Info("provlog serving MCP over stdio", "data", cfg.Data, "origin", sc.keys.signer.Name(), "actor", cfg.Actor, "size", sc.size())
 		err := sc.proxy.ServeStdio(ctx)
 		if ctx.Err() != nil {
