@@ -176,3 +176,21 @@ func (b sharedBlobs) DeleteBlob(name string) error {
 func (b sharedBlobs) HasBlob(name string) (bool, error) {
 	return b.shared.Has(name) || b.local.Has(name), nil
 }
+
+// openStore opens a data dir's Pebble store for a command, and says what
+// to do when a running sidecar holds it. Commands that only read open it
+// read-only, so that they work, and write nothing, on a full or read-only
+// disk.
+func openStore(data string, readOnly bool) (*logpebble.Store, error) {
+	if shared := sharedStoreOf(data); shared != "" {
+		return nil, fmt.Errorf("the log of data dir %s is not in it: its sidecar serves the shared log in PostgreSQL (%s), which --data does not read; ask any of that log's running sidecars with --log http://ADDR", data, shared)
+	}
+	if _, err := os.Stat(filepath.Join(data, dbDir)); err != nil {
+		return nil, fmt.Errorf("no log in %s (looked for %s)", data, filepath.Join(data, dbDir))
+	}
+	s, err := logpebble.Open(filepath.Join(data, dbDir), &logpebble.Options{ReadOnly: readOnly})
+	if errors.Is(err, logpebble.ErrLocked) {
+		return nil, fmt.Errorf("data dir %s is held by a running provlog sidecar; ask it over HTTP instead with --log http://ADDR: %w", data, err)
+	}
+	return s, err
+}
