@@ -46,6 +46,9 @@ type catalogue struct {
 	collisions map[string]bool   // front names another server or the proxy holds
 	listed     map[string]string // tool name -> definition hash, as last recorded in a tools entry (nil: not yet)
 	changes    []ToolChange      // definitions changed while the proxy ran
+	// recording is closed when the last tools entry begun is durable (or
+	// failed); nil before the first.
+	recording chan struct{}
 
 	kinds []lister // the four list kinds, in the order a sync reads them
 }
@@ -81,8 +84,16 @@ func (c *catalogue) name(slot listSlot, front string) (string, bool) {
 }
 
 // toolSum returns the hash of the definition of front tool name front, or
-// "" if it is not (or no longer) registered.
+// "" if it is not (or no longer) registered. A tools entry being written
+// is waited for (recordTools), so that a call entry citing a definition
+// comes after the entry that holds it.
 func (c *catalogue) toolSum(front string) string {
+	c.mu.Lock()
+	rec := c.recording
+	c.mu.Unlock()
+	if rec != nil {
+		<-rec // bounded by appendTimeout
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lists[toolSlot].reg[front].sum
@@ -109,13 +120,22 @@ func (c *catalogue) resyncLoop(ctx context.Context) {
 		case <-c.resync:
 		}
 		if cs := c.d.sup.current(); cs != nil {
-			c.syncAll(ctx, cs)
+			// Only what the server said changed: reading the other lists
+			// too held up the front's notification of the next change.
+			c.sync(ctx, cs, c.announced.Load())
 		}
 	}
 }
 
-// syncAll reads the server's lists and makes the front server's match.
+// syncAll reads all the server's lists and makes the front server's
+// match, when the proxy connects to it.
 func (c *catalogue) syncAll(ctx context.Context, cs *mcp.ClientSession) {
+	c.sync(ctx, cs, 1<<listSlots-1)
+}
+
+// sync reads the server's lists in slots (a bit per listSlot) and makes
+// the front server's match.
+func (c *catalogue) sync(ctx context.Context, cs *mcp.ClientSession, slots uint32) {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	caps := cs.InitializeResult().Capabilities
@@ -125,6 +145,9 @@ func (c *catalogue) syncAll(ctx context.Context, cs *mcp.ClientSession) {
 	sctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	for _, l := range c.kinds {
+		if slots&(1<<l.slotOf()) == 0 {
+			continue
+		}
 		if err := l.sync(sctx, c, cs, caps); err != nil && ctx.Err() == nil { // else the proxy is closing
 			c.d.p.logger.Warn("proxy: listing "+l.plural()+" failed", "server", c.d.cfg.ID, "error", err)
 		}
@@ -135,6 +158,7 @@ func (c *catalogue) syncAll(ctx context.Context, cs *mcp.ClientSession) {
 type lister interface {
 	sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) error
 	plural() string
+	slotOf() listSlot
 }
 
 // A listKind is one of the lists a server offers, whose items (of SDK
@@ -161,7 +185,8 @@ type listKind[T any] struct {
 	listed func(c *catalogue, raws []json.RawMessage)
 }
 
-func (k *listKind[T]) plural() string { return k.noun + "s" }
+func (k *listKind[T]) plural() string   { return k.noun + "s" }
+func (k *listKind[T]) slotOf() listSlot { return k.slot }
 
 func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) error {
 	announced := c.announced.And(^uint32(1<<k.slot))&(1<<k.slot) != 0

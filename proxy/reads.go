@@ -57,7 +57,11 @@ func hexSHA256(b []byte) string {
 
 // recordTools writes the server's tool list, as listed (raws), into a
 // tools entry if it is the first list read since the proxy started or
-// differs from the last, and reports definitions that changed.
+// differs from the last, and reports definitions that changed. The entry
+// is written while the list is registered at the front, so that the
+// front's clients hear of the change without waiting for the log; a
+// call's tool_sha256 waits for it instead (toolSum). One entry is written
+// at a time, in the order the lists were read.
 func (c *catalogue) recordTools(raws []json.RawMessage) {
 	d := c.d
 	sums := map[string]string{}
@@ -83,25 +87,33 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 			d.p.logger.Warn("proxy: a tool's definition changed while the proxy runs", "server", d.cfg.ID, "tool", name, "old_sha256", old, "new_sha256", sums[name])
 		}
 	}
+	e := &log.ToolsEntry{Time: now, Actor: proxyActor, Server: d.cfg.ID}
+	for _, name := range slices.Sorted(maps.Keys(sums)) {
+		e.Tools = append(e.Tools, log.ToolSum{Name: name, SHA256: sums[name]})
+	}
+	done := make(chan struct{})
 	c.mu.Lock()
 	c.listed = sums
 	c.changes = append(c.changes, changed...)
 	if n := len(c.changes); n > maxToolChanges {
 		c.changes = c.changes[n-maxToolChanges:]
 	}
+	earlier := c.recording
+	c.recording = done
 	c.mu.Unlock()
-
-	e := &log.ToolsEntry{Time: now, Actor: proxyActor, Server: d.cfg.ID}
-	for _, name := range slices.Sorted(maps.Keys(sums)) {
-		e.Tools = append(e.Tools, log.ToolSum{Name: name, SHA256: sums[name]})
-	}
-	b, err := e.Marshal()
-	if err == nil {
-		_, err = d.p.append(context.Background(), nil, log.KindTools, b)
-	}
-	if err != nil {
-		d.p.logger.Error("proxy: recording a server's tool list failed", "server", d.cfg.ID, "tools", len(sums), "error", err)
-	}
+	go func() {
+		defer close(done)
+		if earlier != nil {
+			<-earlier // in order
+		}
+		b, err := e.Marshal()
+		if err == nil {
+			_, err = d.p.append(context.Background(), nil, log.KindTools, b)
+		}
+		if err != nil {
+			d.p.logger.Error("proxy: recording a server's tool list failed", "server", d.cfg.ID, "tools", len(sums), "error", err)
+		}
+	}()
 }
 
 // recordRead writes a resource.read or prompt.get entry for a result

@@ -259,6 +259,14 @@ func TestConformance(t *testing.T) {
 // with none failed (a check the suite waited 1.5 s for, a WARNING, is
 // counted neither way: server-stateless's list_changed on a
 // subscription once came late so in CI), and keeps the second result.
+// That one is not lateness: in the runs that miss it (about 1 in 6 of
+// server-stateless's through provlog, here, loaded), provlog sends the
+// notification some 40-60 ms after the trigger, but the listen stream it
+// is for was cut a millisecond after its acknowledgement, with
+// httputil.ReverseProxy (the token-adding proxy below) logging "read
+// error during body copy: use of closed network connection" for it; a
+// proxy without pooled connections made no difference. Until that is
+// understood the rerun stays.
 // Once in CI (cold, 2 cores) http-header-validation timed out through
 // provlog and never again in 16 runs here; the stacks hangWatch logs then
 // are what to read. A scenario that does so twice fails.
