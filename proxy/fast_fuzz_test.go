@@ -141,18 +141,20 @@ func FuzzReadEvents(f *testing.F) {
 		"data: unterminated",
 		"\n\n\ndata\n\n",
 		"data: " + strings.Repeat("x", 40000) + "\n\n",
+		"event: prime\nid: s_0\nretry: 1000\ndata: \n\nretry: 10\n\nid: s\x001\nretry: 1e3\n\n",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		var whole, bytewise [][]byte
-		if err := readEvents(bytes.NewReader(stream), func(d []byte) bool {
+		var wp, bp sseParser
+		if err := wp.read(bytes.NewReader(stream), func(d []byte) bool {
 			whole = append(whole, append([]byte(nil), d...))
 			return true
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if err := readEvents(iotest.OneByteReader(bytes.NewReader(stream)), func(d []byte) bool {
+		if err := bp.read(iotest.OneByteReader(bytes.NewReader(stream)), func(d []byte) bool {
 			bytewise = append(bytewise, append([]byte(nil), d...))
 			return true
 		}); err != nil && err != io.EOF {
@@ -160,6 +162,13 @@ func FuzzReadEvents(f *testing.F) {
 		}
 		if !reflect.DeepEqual(whole, bytewise) {
 			t.Fatalf("events differ by read size: %q vs %q", whole, bytewise)
+		}
+		// The id and retry a resuming client needs do not depend on it either.
+		if string(wp.lastID) != string(bp.lastID) || wp.retry != bp.retry || wp.hasRetry != bp.hasRetry {
+			t.Fatalf("id %q retry %d/%v vs id %q retry %d/%v", wp.lastID, wp.retry, wp.hasRetry, bp.lastID, bp.retry, bp.hasRetry)
+		}
+		if bytes.IndexByte(wp.lastID, 0) >= 0 || wp.retry < 0 || wp.retry > 999999999 {
+			t.Fatalf("id %q, retry %d", wp.lastID, wp.retry)
 		}
 		// Every event's data is made of data lines.
 		for _, ev := range whole {
@@ -184,6 +193,12 @@ func TestReadEvents(t *testing.T) {
 	want := []string{"{\"a\":\n1}", "x", "last"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("events %q, want %q", got, want)
+	}
+	// The stream's last id and retry, for a client that resumes it.
+	var sp sseParser
+	sp.read(strings.NewReader("id: a_1\nretry: 250\ndata: x\n\nid: a_2\nretry: x\ndata: y\n\n"), func([]byte) bool { return true })
+	if string(sp.lastID) != "a_2" || !sp.hasRetry || sp.retry != 250 {
+		t.Errorf("last id %q, retry %d (%v), want a_2 and 250", sp.lastID, sp.retry, sp.hasRetry)
 	}
 	// fn returning false stops the reading.
 	n := 0
