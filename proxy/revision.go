@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"sync"
@@ -97,6 +98,11 @@ func (n *newerSession) setContext(ctx context.Context) {
 	n.mu.Unlock()
 }
 
+// errNoNewerRevision is why a newer session is not had: the server
+// answered the newer ask with the revision its one session speaks. That
+// is an answer, not a failure to start.
+var errNoNewerRevision = errors.New("no newer revision")
+
 // start returns the newer session's supervisor, starting it on first use,
 // and false if there is none to be had.
 func (n *newerSession) start(d *downstream) (*supervisor, bool) {
@@ -118,7 +124,7 @@ func (n *newerSession) start(d *downstream) (*supervisor, bool) {
 			n.refused = true
 			n.mu.Unlock()
 			cancel() // nothing newer to be had: stop trying
-			err = fmt.Errorf("server %q speaks no revision newer than %s", d.cfg.ID, cs.InitializeResult().ProtocolVersion)
+			err = fmt.Errorf("%w: server %q speaks no revision newer than %s", errNoNewerRevision, d.cfg.ID, cs.InitializeResult().ProtocolVersion)
 		}
 		return cs, cmd, err
 	}, func(context.Context, *mcp.ClientSession) {})

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os/exec"
@@ -70,6 +71,10 @@ func (s *supervisor) run(ctx context.Context) {
 		cs, cmd, err := s.dial(ctx)
 		if err != nil {
 			s.setDown(fmt.Sprintf("connecting: %v", err))
+			if errors.Is(err, errNoNewerRevision) {
+				s.logger.Info("proxy: downstream server speaks no newer revision; its one session serves every client", "server", s.id, "answer", err)
+				break
+			}
 			s.logger.Warn("proxy: downstream server failed to start", "server", s.id, "error", err, "retry_in", backoff)
 		} else {
 			up := time.Now()
