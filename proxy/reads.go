@@ -57,10 +57,11 @@ func hexSHA256(b []byte) string {
 
 // recordTools writes the server's tool list, as listed (raws), into a
 // tools entry if it is the first list read since the proxy started or
-// differs from the last, and reports definitions that changed. The entry
-// is written while the list is registered at the front, so that the
-// front's clients hear of the change without waiting for the log; a
-// call's tool_sha256 waits for it instead (toolSum). One entry is written
+// differs from the last, and reports definitions that changed. A changed
+// list's entry is written while the list is registered at the front, so
+// that the front's clients hear of the change without waiting for the
+// log; a call's tool_sha256 waits for it instead (toolSum). The first
+// list's entry is written before recordTools returns. One entry is written
 // at a time, in the order the lists were read.
 func (c *catalogue) recordTools(raws []json.RawMessage) {
 	d := c.d
@@ -101,7 +102,7 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 	earlier := c.recording
 	c.recording = done
 	c.mu.Unlock()
-	go func() {
+	write := func() {
 		defer close(done)
 		if earlier != nil {
 			<-earlier // in order
@@ -113,7 +114,15 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 		if err != nil {
 			d.p.logger.Error("proxy: recording a server's tool list failed", "server", d.cfg.ID, "tools", len(sums), "error", err)
 		}
-	}()
+	}
+	if prev == nil {
+		// The first list since the proxy started is in the log before the
+		// server counts as up: a sidecar that is ready has every server's
+		// tools entry, and the entries that follow come after it.
+		write()
+		return
+	}
+	go write()
 }
 
 // recordRead writes a resource.read or prompt.get entry for a result
