@@ -69,8 +69,8 @@ func BenchmarkCallHTTP(b *testing.B) {
 		}
 	}
 	b.Run("proxied", func(b *testing.B) { proxied(b, nil) })
-	// The same without h1.go: the downstream POSTs on net/http's client,
-	// as they go to https servers, for what h1.go buys alone.
+	// The same without http1.go: the downstream POSTs on net/http's client,
+	// as they go to https servers, for what http1.go buys alone.
 	b.Run("proxied-nethttp", func(b *testing.B) { proxied(b, func(o *Options) { o.netHTTPOnly = true }) })
 	// With otel: as cmd configures it: every span batched and exported
 	// over OTLP/HTTP (protobuf) to a receiver that reads and drops them.

@@ -23,7 +23,7 @@ import (
 // it has an id too — a request the server makes to the client during the
 // call (sampling, elicitation), and last the call's response. A client
 // whose connection drops, or whose stream the proxy closes because the
-// downstream server closed its own (fast_http.go), GETs the endpoint with
+// downstream server closed its own (httpcall.go), GETs the endpoint with
 // Last-Event-ID and gets the events after that one, then the rest as they
 // come. The call itself does not depend on the connection: it goes on
 // until it is answered, cancelled (notifications/cancelled) or its session

@@ -101,8 +101,8 @@
 // of its outcome, the call.result entry, and the result as the server
 // sent it with the receipt added and front URIs (frontResult). A stateful
 // streamable HTTP server gets the call as one POST on the session the
-// SDK's client opened (postCall, fast_http.go; over the proxy's own
-// HTTP/1.1 connections for plain http, h1.go, else with net/http's
+// SDK's client opened (postCall, httpcall.go; over the proxy's own
+// HTTP/1.1 connections for plain http, http1.go, else with net/http's
 // client), its answer read off the wire, JSON or an event stream; a stdio
 // server, and a server of the sessionless 2026-07-28 revision, through
 // the SDK's client, with the result captured off the wire (capture.go).
@@ -127,7 +127,7 @@
 // A plain tools/call over HTTP — one request in the POST, on an
 // initialized stateful session of the caller's own actor, to a downstream
 // tool of a stateful server, without a progress token — skips the SDK's
-// server session (fast.go): the request is read in one strict pass
+// server session (httpfront.go): the request is read in one strict pass
 // (log.WalkObject, which also yields the arguments' canonical form for the
 // entry; anything JCS would refuse goes to the SDK). A client of
 // 2025-11-25 gets an event stream that can be resumed (SEP-1699): a

@@ -29,9 +29,9 @@ type downstream struct {
 	calls callers
 	gate  gate // the requests let in, closed when the server is removed (drain.go)
 
-	httpClient *http.Client // HTTP servers: the fast path's client, sharing the SDK's connection pool
-	h1         *h1Pool      // plain-HTTP servers: the fast path's own connections (nil: httpClient)
-	h1Header   []byte       // the configured and fixed header lines of h1's requests
+	httpClient  *http.Client // HTTP servers: the fast path's client, sharing the SDK's connection pool
+	http1       *http1Pool   // plain-HTTP servers: the fast path's own connections (nil: httpClient)
+	http1Header []byte       // the configured and fixed header lines of http1's requests
 
 	secrets recentSecrets // redacted values of its latest calls, kept off the proxy's log
 }
@@ -46,21 +46,21 @@ func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
 		base.MaxIdleConns, base.MaxIdleConnsPerHost = 512, 512
 		hc = &http.Client{Transport: base}
 	}
-	var h1 *h1Pool
-	var h1Header []byte
+	var http1 *http1Pool
+	var http1Header []byte
 	if u, err := url.Parse(cfg.URL); err == nil && cfg.URL != "" && !p.opts.netHTTPOnly {
-		h1Header, err = renderHeader(cfg.Headers)
+		http1Header, err = renderHeader(cfg.Headers)
 		if err == nil {
-			h1 = newH1Pool(u)
+			http1 = newHTTP1Pool(u)
 		}
 	}
 	d := &downstream{
-		httpClient: hc,
-		h1:         h1,
-		h1Header:   h1Header,
-		p:          p,
-		cfg:        cfg,
-		calls:      callers{server: cfg.ID},
+		httpClient:  hc,
+		http1:       http1,
+		http1Header: http1Header,
+		p:           p,
+		cfg:         cfg,
+		calls:       callers{server: cfg.ID},
 	}
 	d.cat = newCatalogue(d)
 	d.sup = newSupervisor(cfg.ID, p.logger, d.connect, func(ctx context.Context, cs *mcp.ClientSession) {
@@ -84,8 +84,8 @@ func (d *downstream) run(ctx context.Context) {
 func (d *downstream) stop() {
 	d.sup.stop()
 	d.newer.stop()
-	if d.h1 != nil {
-		d.h1.closeIdle()
+	if d.http1 != nil {
+		d.http1.closeIdle()
 	}
 	if d.httpClient != nil {
 		d.httpClient.CloseIdleConnections()

@@ -56,7 +56,7 @@ func testHTTPDownstreamRestarted(t *testing.T, front string) {
 	cmd := start()
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{{ID: "evh", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}}, func(o *Options) { o.netHTTPOnly = netHTTP })
-	h1 := p.live["evh"].d.h1
+	h1 := p.live["evh"].d.http1
 	if (h1 == nil) != netHTTP {
 		t.Fatalf("own HTTP/1.1 connections: %v, want %v", h1 != nil, !netHTTP)
 	}

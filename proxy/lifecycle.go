@@ -15,14 +15,14 @@ import (
 
 // The one lifecycle of a tools/call, whichever front received it (stdio,
 // streamable HTTP through the SDK's handler, the HTTP front's own JSON
-// answers in fast.go) and whichever downstream serves it: serveCall finds
+// answers in httpfront.go) and whichever downstream serves it: serveCall finds
 // the actor, writes the call entry, forwards, classifies the outcome,
 // writes the call.result entry and returns the result as the client gets
 // it. The fronts only frame it: the SDK's front decodes the result into
 // the SDK's type, the fast front writes its bytes as they are.
 //
 // Forwarding goes one way per downstream transport: to a stateful
-// streamable HTTP server as one POST built here (postCall, fast_http.go),
+// streamable HTTP server as one POST built here (postCall, httpcall.go),
 // read off the wire; to a stdio server, or to a server of the sessionless
 // 2026-07-28 revision (whose per-request envelope the SDK's client
 // writes), through the SDK's client session with the result captured off
@@ -240,8 +240,8 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 			// A stdio session ends with its process; an HTTP one is
 			// closed here, so that the supervisor connects again.
 			cs.Close()
-			if d.h1 != nil {
-				d.h1.closeIdle()
+			if d.http1 != nil {
+				d.http1.closeIdle()
 			}
 		}
 	default:

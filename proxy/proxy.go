@@ -152,7 +152,7 @@ type Proxy struct {
 	mu   sync.Mutex
 	subs map[string]int // front resource URI -> upstream subscriptions
 
-	sessions   sync.Map      // front HTTP session id -> *frontSession (fast.go)
+	sessions   sync.Map      // front HTTP session id -> *frontSession (httpfront.go)
 	initActors sync.Map      // *mcp.ServerSession -> actor of its initialize request
 	logLevels  sync.Map      // *mcp.ServerSession -> the mcp.LoggingLevel its client set (bridge.go)
 	retries    retries       // input_required results awaiting their clients' retries (bridge.go)

@@ -24,7 +24,7 @@ import (
 // fixture server, and drives it with go-sdk's client.
 // TestReferenceServers runs every scenario through two fronts: a client
 // in memory, served by the SDK's session machinery, and a client over
-// streamable HTTP, whose plain tools/calls take the fast path (fast.go) —
+// streamable HTTP, whose plain tools/calls take the fast path (httpfront.go) —
 // to the stdio servers through the SDK's client, to the HTTP servers (evh,
 // goh) as raw POSTs.
 func TestReferenceServers(t *testing.T) {

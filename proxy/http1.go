@@ -14,24 +14,24 @@ import (
 	"time"
 )
 
-// h1Pool makes the fast path's POSTs to one plain-HTTP downstream: HTTP/1.1
+// http1Pool makes the fast path's POSTs to one plain-HTTP downstream: HTTP/1.1
 // over keep-alive connections it holds itself, written and read on the
 // calling goroutine. net/http's client hands every request to two
 // goroutines of its connection (a writer and a reader) and back; at a few
 // thousand calls a second those hand-offs and its bookkeeping cost more CPU
 // than the bytes. Responses are parsed by net/http (http.ReadResponse).
 // Anything but plain http without a proxy keeps net/http's client.
-type h1Pool struct {
+type http1Pool struct {
 	prefix []byte // request line and Host header
 	dial   func(ctx context.Context) (net.Conn, error)
 
 	mu   sync.Mutex
-	idle []*h1Conn // the most recently used last
+	idle []*http1Conn // the most recently used last
 
 	posts, dials atomic.Uint64 // for tests and the status
 }
 
-type h1Conn struct {
+type http1Conn struct {
 	nc    net.Conn
 	br    *bufio.Reader
 	buf   []byte    // the request being written
@@ -43,9 +43,9 @@ const (
 	h1IdleTimeout = 90 * time.Second
 )
 
-// newH1Pool returns a pool for u, or nil if net/http's client should make
+// newHTTP1Pool returns a pool for u, or nil if net/http's client should make
 // the requests: for https, or when the environment names a proxy for u.
-func newH1Pool(u *url.URL) *h1Pool {
+func newHTTP1Pool(u *url.URL) *http1Pool {
 	if u.Scheme != "http" || u.User != nil {
 		return nil
 	}
@@ -66,7 +66,7 @@ func newH1Pool(u *url.URL) *h1Pool {
 	if !validHeaderValue(target) || !validHeaderValue(u.Host) {
 		return nil
 	}
-	p := &h1Pool{}
+	p := &http1Pool{}
 	p.prefix = []byte("POST " + target + " HTTP/1.1\r\nHost: " + u.Host + "\r\n")
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	p.dial = func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
@@ -85,7 +85,7 @@ func validHeaderValue(s string) bool {
 }
 
 // get returns an idle connection that is still open, or dials a new one.
-func (p *h1Pool) get(ctx context.Context) (*h1Conn, error) {
+func (p *http1Pool) get(ctx context.Context) (*http1Conn, error) {
 	now := time.Now()
 	for {
 		p.mu.Lock()
@@ -111,10 +111,10 @@ func (p *h1Pool) get(ctx context.Context) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &h1Conn{nc: nc, br: bufio.NewReaderSize(nc, 8<<10)}, nil
+	return &http1Conn{nc: nc, br: bufio.NewReaderSize(nc, 8<<10)}, nil
 }
 
-func (p *h1Pool) put(c *h1Conn) {
+func (p *http1Pool) put(c *http1Conn) {
 	c.since = time.Now()
 	p.mu.Lock()
 	if len(p.idle) < h1MaxIdle {
@@ -128,7 +128,7 @@ func (p *h1Pool) put(c *h1Conn) {
 }
 
 // closeIdle closes every idle connection.
-func (p *h1Pool) closeIdle() {
+func (p *http1Pool) closeIdle() {
 	p.mu.Lock()
 	idle := p.idle
 	p.idle = nil
@@ -145,7 +145,7 @@ var longAgo = time.Unix(1, 0)
 // valid) and body, and returns the response. Its body must be closed; the
 // connection is used again only if the body was read to its end, the
 // server did not ask to close, and ctx did not end.
-func (p *h1Pool) post(ctx context.Context, header, body []byte) (*http.Response, error) {
+func (p *http1Pool) post(ctx context.Context, header, body []byte) (*http.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -182,22 +182,22 @@ func (p *h1Pool) post(ctx context.Context, header, body []byte) (*http.Response,
 		}
 		return fail(err)
 	}
-	resp.Body = &h1Body{rc: resp.Body, p: p, c: c, stop: stop, keep: !resp.Close}
+	resp.Body = &http1Body{rc: resp.Body, p: p, c: c, stop: stop, keep: !resp.Close}
 	return resp, nil
 }
 
-// h1Body is a response body that gives its connection back when closed.
-type h1Body struct {
+// http1Body is a response body that gives its connection back when closed.
+type http1Body struct {
 	rc   io.ReadCloser
-	p    *h1Pool
-	c    *h1Conn
+	p    *http1Pool
+	c    *http1Conn
 	stop func() bool
 	keep bool // the server did not say Connection: close
 	eof  bool
 	done bool
 }
 
-func (b *h1Body) Read(p []byte) (int, error) {
+func (b *http1Body) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if errors.Is(err, io.EOF) {
 		b.eof = true
@@ -205,7 +205,7 @@ func (b *h1Body) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *h1Body) Close() error {
+func (b *http1Body) Close() error {
 	if b.done {
 		return nil
 	}

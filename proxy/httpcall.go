@@ -101,7 +101,7 @@ var fixedHeaders = map[string]bool{
 // the headers that do not depend on the session): the configured ones
 // but those the proxy sets itself, then the fixed ones. Every request to
 // an HTTP server gets its headers from here: the proxy's own connections
-// (h1.go), net/http's client, and the SDK's client (captureRoundTripper).
+// (http1.go), net/http's client, and the SDK's client (captureRoundTripper).
 func postHeaders(headers map[string]string, cs *mcp.ClientSession, set func(k, v string)) {
 	configHeaders(headers, set)
 	set("Content-Type", "application/json")
@@ -167,11 +167,11 @@ func validHeaderName(s string) bool {
 // for a plain-HTTP server, else with net/http's client. The response's
 // body must be closed.
 func (d *downstream) roundTrip(ctx context.Context, cs *mcp.ClientSession, body []byte) (*http.Response, error) {
-	if d.h1 != nil {
-		// The configured lines were checked and rendered once (h1Header);
+	if d.http1 != nil {
+		// The configured lines were checked and rendered once (http1Header);
 		// the session's are checked here, as the server chose them.
-		h := make([]byte, 0, len(d.h1Header)+128)
-		h = append(h, d.h1Header...)
+		h := make([]byte, 0, len(d.http1Header)+128)
+		h = append(h, d.http1Header...)
 		ok := true
 		postHeaders(nil, cs, func(k, v string) {
 			if k == "Mcp-Session-Id" || k == "Mcp-Protocol-Version" {
@@ -180,7 +180,7 @@ func (d *downstream) roundTrip(ctx context.Context, cs *mcp.ClientSession, body 
 			}
 		})
 		if ok {
-			return d.h1.post(ctx, h, body)
+			return d.http1.post(ctx, h, body)
 		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.cfg.URL, bytes.NewReader(body))

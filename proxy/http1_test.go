@@ -20,7 +20,7 @@ import (
 type h1Server struct {
 	*httptest.Server
 	conns, closed atomic.Int64
-	pool          *h1Pool
+	pool          *http1Pool
 }
 
 func newH1Server(t *testing.T, h http.HandlerFunc) *h1Server {
@@ -37,7 +37,7 @@ func newH1Server(t *testing.T, h http.HandlerFunc) *h1Server {
 	s.Start()
 	t.Cleanup(s.Close)
 	u, _ := url.Parse(s.URL + "/mcp?x=1")
-	s.pool = newH1Pool(u)
+	s.pool = newHTTP1Pool(u)
 	if s.pool == nil {
 		t.Fatal("no pool for a plain-HTTP URL")
 	}
@@ -46,7 +46,7 @@ func newH1Server(t *testing.T, h http.HandlerFunc) *h1Server {
 }
 
 // h1Post posts body and returns the response body read to its end.
-func h1Post(ctx context.Context, p *h1Pool, header, body string) (int, string, error) {
+func h1Post(ctx context.Context, p *http1Pool, header, body string) (int, string, error) {
 	resp, err := p.post(ctx, []byte(header), []byte(body))
 	if err != nil {
 		return 0, "", err
@@ -213,7 +213,7 @@ func TestH1PoolErrors(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	p := newH1Pool(&url.URL{Scheme: "http", Host: addr, Path: "/mcp"})
+	p := newHTTP1Pool(&url.URL{Scheme: "http", Host: addr, Path: "/mcp"})
 	_, err = p.post(context.Background(), nil, []byte("x"))
 	var oe *net.OpError
 	if !errors.As(err, &oe) || oe.Op != "dial" {
@@ -236,7 +236,7 @@ func TestH1PoolErrors(t *testing.T) {
 			c.Close()
 		}
 	}()
-	p = newH1Pool(&url.URL{Scheme: "http", Host: l.Addr().String(), Path: "/mcp"})
+	p = newHTTP1Pool(&url.URL{Scheme: "http", Host: l.Addr().String(), Path: "/mcp"})
 	if _, err := p.post(context.Background(), nil, []byte("x")); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("post to a server that hangs up: %v", err)
 	}
@@ -244,7 +244,7 @@ func TestH1PoolErrors(t *testing.T) {
 	// What the pool is not for.
 	for _, u := range []string{"https://example.com/mcp", "http://user:pw@example.com/mcp"} {
 		pu, _ := url.Parse(u)
-		if newH1Pool(pu) != nil {
+		if newHTTP1Pool(pu) != nil {
 			t.Errorf("a pool for %s", u)
 		}
 	}
@@ -272,7 +272,7 @@ func TestRenderHeader(t *testing.T) {
 	}
 	// Such a server keeps net/http's client, which refuses the header.
 	d := newDownstream(&Proxy{}, ServerConfig{ID: "x", URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"X-Evil": "a\r\nb"}})
-	if d.h1 != nil {
+	if d.http1 != nil {
 		t.Error("own connections for a server with an invalid header")
 	}
 }
@@ -288,7 +288,7 @@ func FuzzH1Response(f *testing.F) {
 	f.Add([]byte("HTTP/1.0 200 OK\r\n\r\nbody until close"))
 	f.Add([]byte("garbage"))
 	f.Fuzz(func(t *testing.T, answer []byte) {
-		p := &h1Pool{prefix: []byte("POST / HTTP/1.1\r\nHost: fuzz\r\n")}
+		p := &http1Pool{prefix: []byte("POST / HTTP/1.1\r\nHost: fuzz\r\n")}
 		p.dial = func(ctx context.Context) (net.Conn, error) {
 			client, server := net.Pipe()
 			go func() {

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestFastPathHTTP covers what the fast path (fast.go) does on its own,
+// TestFastPathHTTP covers what the fast path (httpfront.go) does on its own,
 // against npm's server-everything over streamable HTTP: cancellation and
 // timeouts of raw downstream calls, sessions kept to their actor, the
 // proxy's idle clock, and a log that cannot record. (TestReferenceServers
