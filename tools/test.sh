@@ -41,6 +41,8 @@ echo "== litewitness (filippo.io/torchwood) for the witness interoperability tes
 eval "$(bash tools/witnesstest/install.sh)"
 echo "== ORY Hydra v2.3.0 (in-memory) as the authorization server of the OAuth tests"
 eval "$(bash tools/hydratest/install.sh)"
+echo "== zitadel/oidc v3.52.0's example OpenID Provider (RFC 8693 token exchange) for the OAuth tests"
+eval "$(bash tools/zitadeltest/install.sh)"
 echo "== the OpenTelemetry Collector's OTLP receiver (tools/otelrecv) for the trace test"
 eval "$(bash tools/otelrecv/install.sh)"
 # --- PostgreSQL (log/logpg; many sidecars on one log) ---
@@ -69,5 +71,6 @@ go test -count=1 -timeout 30m -race -skip 'TestResumeAfterDiskFull' ./log/logpeb
 go test -count=1 -timeout 30m ./...
 (cd tools/rekorlocal && go vet ./...)
 (cd tools/otelrecv && go vet ./...)
+(cd tools/zitadeltest/server && go vet ./...)
 echo "== tools/bench (Tessera side by side, tlog-tiles interoperability)"
 (cd tools/bench && go mod download && go vet ./... && go test -count=1 ./...)

@@ -33,8 +33,9 @@ const (
 	scopeLog   = "provlog.log"
 )
 
-// oauthSidecar is provlog serving MCP over HTTP with a real ORY Hydra as
-// its authorization server and npm's server-everything downstream.
+// oauthSidecar is provlog serving MCP over HTTP with a real
+// authorization server (ORY Hydra, unless hydra is nil) and npm's
+// server-everything downstream.
 type oauthSidecar struct {
 	hydra    *hydratest.Server
 	base     string // http://127.0.0.1:PORT
@@ -69,7 +70,14 @@ func startOAuthSidecar(t *testing.T) *oauthSidecar {
 // section auth returns.
 func startOAuthSidecarWith(t *testing.T, o hydratest.Options, auth func(*oauthSidecar) string) *oauthSidecar {
 	t.Helper()
-	hy := hydratest.Start(t, o)
+	return startAuthSidecar(t, hydratest.Start(t, o), auth)
+}
+
+// startAuthSidecar starts provlog with the auth: section auth returns;
+// hy is the Hydra it trusts, nil when the authorization server is
+// another.
+func startAuthSidecar(t *testing.T, hy *hydratest.Server, auth func(*oauthSidecar) string) *oauthSidecar {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		missingPrereq(t, "node is not installed")

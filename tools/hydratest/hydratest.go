@@ -27,7 +27,9 @@
 // to any token) asks Hydra to add act: {sub: <the client id Hydra
 // authenticated>} to that client's delegated tokens; Hydra signs it
 // with its own key. The claim's content is the hook's choice, not an
-// RFC 8693 exchange.
+// RFC 8693 exchange. A real RFC 8693 exchange, with the act claim the
+// server itself writes, is tested against another server: package
+// tools/zitadeltest (cmd/provlog TestOAuthTokenExchange).
 //
 // Test code only; nothing in the product imports it.
 package hydratest
