@@ -89,28 +89,41 @@ func ParseReceipt(data []byte) (*Receipt, error) {
 	if r.Index, err = strconv.ParseUint(idx, 10, 64); err != nil {
 		return nil, fmt.Errorf("receipt: index %q out of range", idx)
 	}
-	r.Proof = [][]byte{}
-	for {
-		if l, ok = line(); !ok {
-			return nil, errors.New("receipt: missing blank line before the checkpoint")
-		}
-		if l == "" {
-			break
-		}
-		if len(r.Proof) == maxProofLen {
-			return nil, fmt.Errorf("receipt: more than %d proof lines", maxProofLen)
-		}
-		h, err := decodeBase64(l)
-		if err != nil || len(h) != HashSize {
-			return nil, fmt.Errorf("receipt: proof line %d is not a base64 SHA-256 hash", len(r.Proof)+1)
-		}
-		r.Proof = append(r.Proof, h)
+	if r.Proof, rest, err = ParseProofLines(rest, maxProofLen); err != nil {
+		return nil, fmt.Errorf("receipt: %w", err)
 	}
 	if len(rest) == 0 {
 		return nil, errors.New("receipt: no checkpoint")
 	}
 	r.Checkpoint = bytes.Clone(rest)
 	return r, nil
+}
+
+// ParseProofLines reads the proof that c2sp.org/tlog-proof's receipt and
+// c2sp.org/tlog-witness's add-checkpoint request both carry after their
+// opening lines: at most max lines of base64 SHA-256 hashes, in canonical
+// base64, and the empty line that ends them. It returns the hashes (empty,
+// not nil, for none) and the bytes after the empty line, the checkpoint.
+func ParseProofLines(data []byte, max int) (proof [][]byte, rest []byte, err error) {
+	proof = [][]byte{}
+	for {
+		l, after, ok := bytes.Cut(data, []byte("\n"))
+		if !ok {
+			return nil, nil, errors.New("missing the empty line before the checkpoint")
+		}
+		data = after
+		if len(l) == 0 {
+			return proof, data, nil
+		}
+		if len(proof) == max {
+			return nil, nil, fmt.Errorf("more than %d proof lines", max)
+		}
+		h, err := decodeBase64(string(l))
+		if err != nil || len(h) != HashSize {
+			return nil, nil, fmt.Errorf("proof line %d is not a base64 SHA-256 hash", len(proof)+1)
+		}
+		proof = append(proof, h)
+	}
 }
 
 // Verify checks the receipt for the entry with leaf hash leafHash against

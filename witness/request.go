@@ -45,44 +45,21 @@ func ParseAddCheckpoint(body []byte) (*AddCheckpointRequest, error) {
 	if len(body) > MaxRequestSize {
 		return nil, fmt.Errorf("request is over %d bytes", MaxRequestSize)
 	}
-	rest := body
-	line := func() (string, bool) {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			return "", false
-		}
-		l := string(rest[:i])
-		rest = rest[i+1:]
-		return l, true
-	}
-	l, ok := line()
+	l, rest, ok := bytes.Cut(body, []byte("\n"))
 	if !ok {
 		return nil, errors.New("missing old size line")
 	}
-	old, found := strings.CutPrefix(l, "old ")
+	old, found := strings.CutPrefix(string(l), "old ")
 	if !found || !isDecimal(old) {
 		return nil, errors.New("first line is not \"old <size>\" with a decimal size")
 	}
-	r := &AddCheckpointRequest{Proof: [][]byte{}}
+	r := &AddCheckpointRequest{}
 	var err error
 	if r.OldSize, err = strconv.ParseUint(old, 10, 64); err != nil {
 		return nil, errors.New("old size out of range")
 	}
-	for {
-		if l, ok = line(); !ok {
-			return nil, errors.New("missing empty line before the checkpoint")
-		}
-		if l == "" {
-			break
-		}
-		if len(r.Proof) == MaxProofLines {
-			return nil, fmt.Errorf("more than %d consistency proof lines", MaxProofLines)
-		}
-		h, err := base64.StdEncoding.Strict().DecodeString(l)
-		if err != nil || len(h) != log.HashSize || base64.StdEncoding.EncodeToString(h) != l {
-			return nil, fmt.Errorf("proof line %d is not a base64 SHA-256 hash", len(r.Proof)+1)
-		}
-		r.Proof = append(r.Proof, h)
+	if r.Proof, rest, err = log.ParseProofLines(rest, MaxProofLines); err != nil {
+		return nil, err
 	}
 	if len(rest) == 0 || rest[len(rest)-1] != '\n' {
 		return nil, errors.New("checkpoint missing or not ending in a newline")
