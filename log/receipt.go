@@ -42,12 +42,19 @@ func (r *Receipt) String() string {
 		b.WriteString("extra " + base64.StdEncoding.EncodeToString(r.Extra) + "\n")
 	}
 	b.WriteString("index " + strconv.FormatUint(r.Index, 10) + "\n")
-	for _, h := range r.Proof {
-		b.WriteString(base64.StdEncoding.EncodeToString(h) + "\n")
-	}
-	b.WriteString("\n")
-	b.Write(r.Checkpoint)
+	b.Write(AppendProofLines(nil, r.Proof, r.Checkpoint))
 	return b.String()
+}
+
+// AppendProofLines appends to b what [ParseProofLines] reads, proof one
+// base64 line a hash and an empty line, and then the checkpoint.
+func AppendProofLines(b []byte, proof [][]byte, checkpoint []byte) []byte {
+	for _, h := range proof {
+		b = base64.StdEncoding.AppendEncode(b, h)
+		b = append(b, '\n')
+	}
+	b = append(b, '\n')
+	return append(b, checkpoint...)
 }
 
 // ParseReceipt parses a receipt's text form. It checks only syntax; use

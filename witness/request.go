@@ -3,7 +3,6 @@ package witness
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -75,14 +74,8 @@ func isDecimal(s string) bool {
 
 // String returns the request body.
 func (r *AddCheckpointRequest) String() string {
-	var b strings.Builder
-	b.WriteString("old " + strconv.FormatUint(r.OldSize, 10) + "\n")
-	for _, h := range r.Proof {
-		b.WriteString(base64.StdEncoding.EncodeToString(h) + "\n")
-	}
-	b.WriteString("\n")
-	b.Write(r.Checkpoint)
-	return b.String()
+	b := []byte("old " + strconv.FormatUint(r.OldSize, 10) + "\n")
+	return string(log.AppendProofLines(b, r.Proof, r.Checkpoint))
 }
 
 // Origin returns the first line of the request's checkpoint, its origin.
