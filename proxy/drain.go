@@ -17,7 +17,8 @@ import (
 // goes through its one lifecycle to the end: a call's outcome is recorded
 // before the server is stopped. A request that comes for the server once
 // it is removed is refused, saying so, before anything is written or
-// forwarded.
+// forwarded. Servers removed in one change (RemoveServers, as a reload
+// does) drain side by side under the one bound (drainAll).
 
 // DefaultDrainTimeout bounds how long RemoveServer lets a removed
 // server's calls in flight run when Options.DrainTimeout is zero.
@@ -90,9 +91,12 @@ func (g *gate) close() <-chan struct{} {
 	return idle
 }
 
-// expire cancels the requests still in flight and reports how many.
-func (g *gate) expire() int {
+// expire marks the drain's bound passed and returns what cancels the
+// requests still in flight, and how many there are. The caller cancels
+// them once every gate of the drain is marked (drainAll).
+func (g *gate) expire() ([]context.CancelFunc, int) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.expired = true
 	var cancels []context.CancelFunc
 	for _, c := range g.open {
@@ -100,12 +104,7 @@ func (g *gate) expire() int {
 			cancels = append(cancels, c)
 		}
 	}
-	n := len(g.open)
-	g.mu.Unlock()
-	for _, c := range cancels {
-		c()
-	}
-	return n
+	return cancels, len(g.open)
 }
 
 // cut reports whether the drain's bound passed (and what was in flight
@@ -116,19 +115,44 @@ func (g *gate) cut() bool {
 	return g.expired
 }
 
-// drain waits until d's requests in flight have ended (idle, from its
-// closed gate), cancelling them once bound has passed.
-func (d *downstream) drain(idle <-chan struct{}, bound time.Duration) {
+// drainAll waits until the requests in flight of the removed servers gone
+// have ended (idles, from their closed gates). They drain side by side
+// under one bound: once it has passed, every gate is marked and then what
+// is still under way on any of them is cancelled, and one warning names
+// the servers it was cut on.
+func (p *Proxy) drainAll(gone []*live, idles []<-chan struct{}, bound time.Duration) {
+	all := make(chan struct{})
+	go func() {
+		for _, idle := range idles {
+			<-idle
+		}
+		close(all)
+	}()
 	t := time.NewTimer(bound)
 	defer t.Stop()
 	select {
-	case <-idle:
+	case <-all:
 		return
 	case <-t.C:
 	}
-	n := d.gate.expire()
-	d.p.logger.Warn("proxy: a removed server's calls were still under way at the end of the drain; cancelling them", "server", d.cfg.ID, "calls", n, "drain_timeout", bound)
-	<-idle
+	var cancels []context.CancelFunc
+	var servers []string
+	calls := 0
+	for _, l := range gone {
+		cs, n := l.d.gate.expire()
+		cancels = append(cancels, cs...)
+		if n > 0 {
+			servers = append(servers, l.d.cfg.ID)
+			calls += n
+		}
+	}
+	for _, c := range cancels {
+		c()
+	}
+	if calls > 0 {
+		p.logger.Warn("proxy: removed servers' calls were still under way at the end of the drain; cancelling them", "servers", servers, "calls", calls, "drain_timeout", bound)
+	}
+	<-all
 }
 
 // removedError is what a request for removed server id gets.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // Servers while running: cmd's config reload adds and removes downstream
@@ -83,41 +84,71 @@ func (p *Proxy) AddServer(cfg ServerConfig) error {
 
 // RemoveServer withdraws server id's names from the front, then stops it
 // and waits until its supervisor has returned.
-func (p *Proxy) RemoveServer(id string) error {
+func (p *Proxy) RemoveServer(id string) error { return p.RemoveServers(id) }
+
+// RemoveServers removes servers ids as one change: all their names leave
+// the front and their gates close first, then they drain side by side, so
+// a reload that removes several busy servers takes one drain bound, not
+// one per server (drainAll); then they are stopped, side by side too. It
+// returns once every one has stopped. An id that is not
+// running is an error; the others are removed all the same.
+func (p *Proxy) RemoveServers(ids ...string) error {
 	p.serversMu.Lock()
 	defer p.serversMu.Unlock()
-	p.dsMu.Lock()
-	l := p.live[id]
-	if l == nil {
-		p.dsMu.Unlock()
-		return fmt.Errorf("proxy: no server %q", id)
+	gone, err := p.detach(ids)
+
+	// Their names leave the front now; holding each one's syncMu through
+	// its drain keeps a sync under way from registering them again.
+	idles := make([]<-chan struct{}, len(gone))
+	for i, l := range gone {
+		idles[i] = l.d.gate.close()
+		l.d.cat.syncMu.Lock()
+		p.noteRemoved(l.d.cfg.ID, l.d.cat.clearLocked())
 	}
-	delete(p.live, id)
+	p.drainAll(gone, idles, p.drainTimeout())
+	var wg sync.WaitGroup
+	for _, l := range gone {
+		wg.Go(func() {
+			d := l.d
+			l.cancel()
+			d.cat.syncMu.Unlock() // locked above, for the drain
+			d.stop()
+			<-l.done
+			d.cat.clear() // what a sync under way registered as it stopped
+			p.sources.Delete(d.cfg.ID)
+			p.logger.Info("proxy: server removed", "server", d.cfg.ID)
+		})
+	}
+	wg.Wait()
+	return err
+}
+
+// detach takes servers ids out of the running ones and the router, and
+// returns them; an id that is not running is in the error. The caller
+// holds p.serversMu.
+func (p *Proxy) detach(ids []string) ([]*live, error) {
+	p.dsMu.Lock()
+	var gone []*live
+	var errs []error
+	for _, id := range ids {
+		l := p.live[id]
+		if l == nil {
+			errs = append(errs, fmt.Errorf("proxy: no server %q", id))
+			continue
+		}
+		delete(p.live, id)
+		gone = append(gone, l)
+	}
 	ds := make([]*downstream, 0, len(p.ds))
 	for _, d := range p.ds {
-		if d != l.d {
+		if p.live[d.cfg.ID] != nil && p.live[d.cfg.ID].d == d {
 			ds = append(ds, d)
 		}
 	}
 	p.ds = ds
 	p.dsMu.Unlock()
 	p.router.setServers(ds)
-
-	// Its names leave the front now; holding syncMu through the drain
-	// keeps a sync under way from registering them again.
-	d := l.d
-	idle := d.gate.close()
-	d.cat.syncMu.Lock()
-	p.noteRemoved(id, d.cat.clearLocked())
-	d.drain(idle, p.drainTimeout())
-	l.cancel()
-	d.cat.syncMu.Unlock()
-	d.stop()
-	<-l.done
-	d.cat.clear() // what a sync under way registered as it stopped
-	p.sources.Delete(id)
-	p.logger.Info("proxy: server removed", "server", id)
-	return nil
+	return gone, errors.Join(errs...)
 }
 
 // clear withdraws every name c's server has at the front.

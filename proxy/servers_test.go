@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -205,4 +207,163 @@ func TestRemoveServerDrains(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRemoveServersDrainTogether: two busy servers (real stdio servers,
+// the fixture) removed in one change drain side by side. Both leave the
+// front before either call ends; one finishing ends its drain while the
+// other's goes on (finishes); when neither finishes, the one bound cuts
+// both at once, in one warning that names both (cut), where draining one
+// after the other would take a bound each.
+func TestRemoveServersDrainTogether(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		drain time.Duration
+		done  bool // the slow tools are let finish
+	}{
+		{"finishes", time.Hour, true},
+		{"cut", 100 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newTestLog(t)
+			rec := &recordLogs{}
+			p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "a"), fixtureServerConfig(t, "b")}, func(o *Options) {
+				o.DrainTimeout = tc.drain
+				o.Logger = slog.New(rec)
+			})
+			cs := connectMemory(t, p, nil)
+			ctx := context.Background()
+			dir := t.TempDir()
+			before := l.size(t)
+			type answer struct {
+				res *mcp.CallToolResult
+				err error
+			}
+			answers := map[string]chan answer{}
+			for _, id := range []string{"a", "b"} {
+				answers[id] = make(chan answer, 1)
+				go func() {
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: id + "__wait_file", Arguments: map[string]any{"path": filepath.Join(dir, id)}})
+					answers[id] <- answer{res, err}
+				}()
+			}
+			l.waitSize(t, before+2) // both call entries: both are under way
+			removed := make(chan error, 1)
+			go func() { removed <- p.RemoveServers("a", "b") }()
+
+			if tc.done {
+				for deadline := time.Now().Add(30 * time.Second); p.router.owner(toolNames, "a__wait_file") != nil || p.router.owner(toolNames, "b__wait_file") != nil; time.Sleep(5 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("both calls are under way, and a removed server's tool is still routed")
+					}
+				}
+				// b ends first; a's drain goes on.
+				if err := os.WriteFile(filepath.Join(dir, "b"), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if a := <-answers["b"]; a.err != nil || a.res.IsError {
+					t.Fatalf("b's drained call: %v %v", a.err, a.res)
+				}
+				select {
+				case err := <-removed:
+					t.Fatalf("RemoveServers returned (%v) while a's call was under way", err)
+				default:
+				}
+				if err := os.WriteFile(filepath.Join(dir, "a"), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if a := <-answers["a"]; a.err != nil || a.res.IsError {
+					t.Fatalf("a's drained call: %v %v", a.err, a.res)
+				}
+			}
+			if err := <-removed; err != nil {
+				t.Fatal(err)
+			}
+			if !tc.done {
+				for _, id := range []string{"a", "b"} {
+					if a := <-answers[id]; a.err == nil || !strings.Contains(a.err.Error(), "was removed from the configuration") {
+						t.Errorf("%s's cut call: %v %v, want an error saying the server was removed", id, a.err, a.res)
+					}
+				}
+			}
+			if got := l.size(t); got != before+4 {
+				t.Fatalf("log grew by %d entries, want two calls and their results", got-before)
+			}
+			for i := before + 2; i < before+4; i++ {
+				e, err := log.ParseEntry(l.entry(t, i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cr, err := log.ParseCallResult(e)
+				if err != nil {
+					t.Fatalf("entry %d: %v, want a call's result", i, err)
+				}
+				cut := cr.IsError && strings.Contains(cr.Error, "was still under way when the drain's 100ms passed; it was cancelled")
+				if cut == tc.done {
+					t.Errorf("entry %d: %+v; cut %v, want %v", i, cr, cut, !tc.done)
+				}
+			}
+
+			// The events: one cut for both (cut) or none (finishes), before
+			// either server is stopped.
+			var events []string
+			for _, r := range rec.all() {
+				switch r.Message {
+				case "proxy: removed servers' calls were still under way at the end of the drain; cancelling them":
+					events = append(events, "cut "+attrOf(r, "servers"))
+				case "proxy: server removed":
+					events = append(events, "removed")
+				}
+			}
+			want := []string{"removed", "removed"}
+			if !tc.done {
+				want = append([]string{"cut [a b]"}, want...)
+			}
+			if !slices.Equal(events, want) {
+				t.Errorf("events %q, want %q", events, want)
+			}
+			for _, d := range []string{"a", "b"} {
+				if p.router.owner(toolNames, d+"__wait_file") != nil {
+					t.Errorf("%s's tool is still routed", d)
+				}
+			}
+		})
+	}
+}
+
+// recordLogs is a slog handler that keeps every record at INFO and above.
+type recordLogs struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (h *recordLogs) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+
+func (h *recordLogs) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs = append(h.recs, r.Clone())
+	return nil
+}
+
+func (h *recordLogs) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordLogs) WithGroup(string) slog.Handler      { return h }
+
+func (h *recordLogs) all() []slog.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.recs)
+}
+
+// attrOf is the text of r's attribute key.
+func attrOf(r slog.Record, key string) string {
+	var v string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v = a.Value.String()
+			return false
+		}
+		return true
+	})
+	return v
 }

@@ -159,23 +159,25 @@ func restartKeys(old, cfg *Config, dataFlag bool) []string {
 
 // reloadServers makes the proxy's servers those of want: a server no
 // longer listed is removed, a new one added, one whose entry changed is
-// removed and added again. One that cannot be added (its prefix is
+// removed and added again; the ones removed (or changed) drain side by
+// side, so the reload waits one drain_timeout at most. One that cannot be added (its prefix is
 // another's) is reported and left out; the others go on.
 func (s *sidecar) reloadServers(want []proxy.ServerConfig) {
 	running := s.proxy.ServerConfigs()
-	var removed, added, restarted []string
+	var stop, removed, added, restarted []string
 	for _, old := range running {
 		i := slices.IndexFunc(want, func(c proxy.ServerConfig) bool { return c.ID == old.ID })
 		if i >= 0 && reflect.DeepEqual(old, want[i]) {
 			continue
 		}
-		if err := s.proxy.RemoveServer(old.ID); err != nil {
-			s.logger.Error("config reload: removing a server", "server", old.ID, "err", err)
-			continue
-		}
+		stop = append(stop, old.ID)
 		if i < 0 {
 			removed = append(removed, old.ID)
 		}
+	}
+	// All at once: they drain side by side, within one drain_timeout.
+	if err := s.proxy.RemoveServers(stop...); err != nil {
+		s.logger.Error("config reload: removing servers", "servers", stop, "err", err)
 	}
 	for _, c := range want {
 		i := slices.IndexFunc(running, func(r proxy.ServerConfig) bool { return r.ID == c.ID })
