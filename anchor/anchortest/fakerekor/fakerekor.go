@@ -132,23 +132,12 @@ func (r *Rekor) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
+// proposed is a proposed hashedrekord entry, in Rekor's own generated
+// types (not anchor/rekor's, which the fake's entries are checked by).
 type proposed struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Spec       struct {
-		Data struct {
-			Hash struct {
-				Algorithm string `json:"algorithm"`
-				Value     string `json:"value"`
-			} `json:"hash"`
-		} `json:"data"`
-		Signature struct {
-			Content   []byte `json:"content"`
-			PublicKey struct {
-				Content []byte `json:"content"`
-			} `json:"publicKey"`
-		} `json:"signature"`
-	} `json:"spec"`
+	APIVersion string                        `json:"apiVersion"`
+	Kind       string                        `json:"kind"`
+	Spec       models.HashedrekordV001Schema `json:"spec"`
 }
 
 func (r *Rekor) create(w http.ResponseWriter, req *http.Request) {
@@ -177,12 +166,14 @@ func (r *Rekor) create(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	var p proposed
-	if err := json.Unmarshal(b, &p); err != nil || p.Kind != "hashedrekord" || p.APIVersion != "0.0.1" {
+	if err := json.Unmarshal(b, &p); err != nil || p.Kind != "hashedrekord" || p.APIVersion != "0.0.1" ||
+		p.Spec.Validate(strfmt.Default) != nil || p.Spec.Data.Hash == nil || p.Spec.Signature.PublicKey == nil {
 		writeError(w, http.StatusBadRequest, "not a hashedrekord 0.0.1 entry")
 		return
 	}
-	digest, err := hex.DecodeString(p.Spec.Data.Hash.Value)
-	if err != nil || p.Spec.Data.Hash.Algorithm != "sha256" || len(digest) != sha256.Size {
+	hash := p.Spec.Data.Hash
+	digest, err := hex.DecodeString(*hash.Value)
+	if err != nil || *hash.Algorithm != "sha256" || len(digest) != sha256.Size {
 		writeError(w, http.StatusBadRequest, "bad hash")
 		return
 	}
@@ -204,7 +195,7 @@ func (r *Rekor) create(w http.ResponseWriter, req *http.Request) {
 		d := sha256.Sum256([]byte("something else"))
 		sig, _ := ecdsa.SignASN1(rand.Reader, k, d[:])
 		der, _ := x509.MarshalPKIXPublicKey(k.Public())
-		p.Spec.Data.Hash.Value = hex.EncodeToString(d[:])
+		*hash.Value = hex.EncodeToString(d[:])
 		p.Spec.Signature.Content = sig
 		p.Spec.Signature.PublicKey.Content = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 	}
