@@ -48,21 +48,13 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if _, ok := source.Presets[name]; !ok {
 		cfg = source.Config{Type: name, Options: map[string]string{}}
 	}
+	fields := map[string]*string{"type": &cfg.Type, "url": &cfg.URL, "path": &cfg.Path,
+		"header": &cfg.Header, "value": &cfg.Value, "match": &cfg.Match}
 	for k, v := range opts {
-		switch k {
-		case "type":
-			cfg.Type = v
-		case "url":
-			cfg.URL = v
-		case "path":
-			cfg.Path = v
-		case "header":
-			cfg.Header = v
-		case "value":
-			cfg.Value = v
-		case "match":
-			cfg.Match = v
-		case "command":
+		switch f, ok := fields[k]; {
+		case ok:
+			*f = v
+		case k == "command":
 			cfg.Command = strings.Fields(v)
 		default:
 			cfg.Options[k] = v
