@@ -27,37 +27,37 @@ func isOwnTool(name string) bool {
 }
 
 func (p *Proxy) addOwnTools() {
-	p.server.AddTool(&mcp.Tool{
-		Name:        toolStatus,
-		Title:       "provlog status",
-		Description: "The audit log's state (size, last checkpoint, anchoring and witnesses) and the health of every downstream MCP server. Not recorded.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)},
-	}, p.status)
+	p.server.AddTool(ownTool(toolStatus, "provlog status",
+		"The audit log's state (size, last checkpoint, anchoring and witnesses) and the health of every downstream MCP server. Not recorded.",
+		`{"type":"object","properties":{},"additionalProperties":false}`), p.status)
 	if p.opts.Prove != nil {
-		p.server.AddTool(&mcp.Tool{
-			Name:        toolProve,
-			Title:       "provlog prove",
-			Description: "A receipt (c2sp.org/tlog-proof) proving that a log entry, given by its index or its leaf hash, is in the log. Not recorded.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-				`"index":{"type":"integer","minimum":0,"description":"the entry's index in the log"},` +
-				`"leaf_hash":{"type":"string","description":"the entry's RFC 6962 leaf hash, hex or base64"}},` +
-				`"additionalProperties":false}`),
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)},
-		}, p.prove)
+		p.server.AddTool(ownTool(toolProve, "provlog prove",
+			"A receipt (c2sp.org/tlog-proof) proving that a log entry, given by its index or its leaf hash, is in the log. Not recorded.",
+			`{"type":"object","properties":{`+
+				`"index":{"type":"integer","minimum":0,"description":"the entry's index in the log"},`+
+				`"leaf_hash":{"type":"string","description":"the entry's RFC 6962 leaf hash, hex or base64"}},`+
+				`"additionalProperties":false}`), p.prove)
 	}
 	if p.opts.Verifier != nil {
-		p.server.AddTool(&mcp.Tool{
-			Name:        toolVerify,
-			Title:       "provlog verify",
-			Description: "Checks a receipt against this log's key: its checkpoint signature and its inclusion proof, for the entry given as its exact text or its leaf hash (else the receipt's own extra line). Not recorded.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-				`"receipt":{"type":"string","description":"the receipt text, as in _meta[\"dev.provlog/receipt\"]"},` +
-				`"entry":{"type":"string","description":"the entry's exact bytes as text"},` +
-				`"leaf_hash":{"type":"string","description":"the entry's leaf hash, hex or base64"}},` +
-				`"required":["receipt"],"additionalProperties":false}`),
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)},
-		}, p.verify)
+		p.server.AddTool(ownTool(toolVerify, "provlog verify",
+			"Checks a receipt against this log's key: its checkpoint signature and its inclusion proof, for the entry given as its exact text or its leaf hash (else the receipt's own extra line). Not recorded.",
+			`{"type":"object","properties":{`+
+				`"receipt":{"type":"string","description":"the receipt text, as in _meta[\"dev.provlog/receipt\"]"},`+
+				`"entry":{"type":"string","description":"the entry's exact bytes as text"},`+
+				`"leaf_hash":{"type":"string","description":"the entry's leaf hash, hex or base64"}},`+
+				`"required":["receipt"],"additionalProperties":false}`), p.verify)
+	}
+}
+
+// ownTool describes one of provlog's own tools: each reads the log only,
+// the same answer every time, and reaches nothing outside the sidecar.
+func ownTool(name, title, desc, inputSchema string) *mcp.Tool {
+	return &mcp.Tool{
+		Name:        name,
+		Title:       title,
+		Description: desc,
+		InputSchema: json.RawMessage(inputSchema),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)},
 	}
 }
 
