@@ -40,4 +40,10 @@
 // agent log:act/<issuer>/<sub> acting on behalf of the next one in, the
 // innermost on behalf of the entry's actor; the outermost, the party
 // acting now, is associated with it (role provlog:actingParty).
+//
+// The manifest's prov_mapping names the version of this mapping a bundle
+// was made with, and [Verify] regenerates provenance.json under that
+// version: 2 is the mapping above; 1, the one before it, leaves the auth
+// member out, and is what a manifest without prov_mapping (a bundle made
+// before the version was recorded) means.
 package bundle

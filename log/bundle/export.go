@@ -24,6 +24,21 @@ import (
 // Format is the manifest's "format" value.
 const Format = "provlog-bundle/1"
 
+// PROV mapping versions: how provenance.json is made from the entries
+// (the manifest's prov_mapping). A bundle is verified under the mapping
+// it was made with, so a bundle exported before a change to the mapping
+// still verifies.
+const (
+	// ProvMappingNoAuth is the first mapping, which leaves entries' auth
+	// members out of the PROV document. Bundles whose manifest has no
+	// prov_mapping were made with it.
+	ProvMappingNoAuth = 1
+	// ProvMappingAuth adds the auth member (see the package doc).
+	ProvMappingAuth = 2
+	// ProvMapping is the mapping [Export] writes.
+	ProvMapping = ProvMappingAuth
+)
+
 // File names in a bundle.
 const (
 	EntriesFile    = "provenance.jsonl"
@@ -59,6 +74,10 @@ type Manifest struct {
 	// Trust says where the anchor trust roots come from: "config" (the
 	// exporter's configuration) or "records" (the anchor records' own).
 	Trust string `json:"trust,omitempty"`
+	// ProvMapping is the version of the PROV mapping provenance.json was
+	// made with; absent in bundles made before it was recorded, which
+	// were made with [ProvMappingNoAuth].
+	ProvMapping int `json:"prov_mapping,omitempty"`
 	// Files maps each other file of the bundle to its hex SHA-256.
 	Files map[string]string `json:"files"`
 }
@@ -132,7 +151,7 @@ func Export(ctx context.Context, src Source, opts ExportOptions) (*Manifest, err
 	}
 	x := &exporter{ctx: ctx, src: src, opts: &opts, cp: cp, to: to,
 		m: &Manifest{Format: Format, Generator: opts.Generator, Origin: cp.Origin, From: opts.From, To: to,
-			Size: cp.Size, Root: base64.StdEncoding.EncodeToString(cp.Hash), Files: map[string]string{}}}
+			ProvMapping: ProvMapping, Size: cp.Size, Root: base64.StdEncoding.EncodeToString(cp.Hash), Files: map[string]string{}}}
 	for _, step := range []func() error{x.writeTree, x.writeGenesis, x.writeKeys, x.writeAnchors, x.writeEntries} {
 		if err := step(); err != nil {
 			return nil, err
@@ -284,7 +303,7 @@ func (x *exporter) writeAnchors() error {
 // writeEntries writes the entries and the PROV document, in one
 // streaming pass.
 func (x *exporter) writeEntries() error {
-	pw, err := newProvWriter(x.cp.Origin)
+	pw, err := newProvWriter(x.cp.Origin, x.m.ProvMapping)
 	if err != nil {
 		return err
 	}

@@ -38,23 +38,24 @@ var groups = []string{
 // [provWriter.finish] writes the groups one after another. Only the set of
 // agents and release entities (a few per server and client) is kept.
 type provWriter struct {
-	dir    string
-	origin string
-	files  map[string]*os.File
-	bufs   map[string]*bufio.Writer
-	count  map[string]int
-	seen   map[string]bool // agents and releases already written
-	prev   string          // the previous entry's activity
-	open   map[uint64]bool // call entries whose call.result has not come yet
-	err    error
+	dir     string
+	origin  string
+	mapping int // ProvMapping...
+	files   map[string]*os.File
+	bufs    map[string]*bufio.Writer
+	count   map[string]int
+	seen    map[string]bool // agents and releases already written
+	prev    string          // the previous entry's activity
+	open    map[uint64]bool // call entries whose call.result has not come yet
+	err     error
 }
 
-func newProvWriter(origin string) (*provWriter, error) {
+func newProvWriter(origin string, mapping int) (*provWriter, error) {
 	dir, err := os.MkdirTemp("", "provlog-prov-")
 	if err != nil {
 		return nil, fmt.Errorf("making a scratch dir for the PROV document: %w", err)
 	}
-	w := &provWriter{dir: dir, origin: origin, files: map[string]*os.File{}, bufs: map[string]*bufio.Writer{}, count: map[string]int{}, seen: map[string]bool{}, open: map[uint64]bool{}}
+	w := &provWriter{dir: dir, origin: origin, mapping: mapping, files: map[string]*os.File{}, bufs: map[string]*bufio.Writer{}, count: map[string]int{}, seen: map[string]bool{}, open: map[uint64]bool{}}
 	for _, g := range groups {
 		f, err := os.Create(filepath.Join(dir, g))
 		if err != nil {
@@ -164,7 +165,7 @@ func (w *provWriter) add(i uint64, b []byte, e *log.Entry) {
 		relate("wasInformedBy", map[string]any{"prov:informed": act, "prov:informant": w.prev})
 	}
 	w.prev = act
-	if e.Auth != nil {
+	if e.Auth != nil && w.mapping >= ProvMappingAuth {
 		w.addAuth(act, attrs, e.Auth, actor, relate)
 	}
 	switch {

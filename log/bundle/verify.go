@@ -88,7 +88,8 @@ type VerifyAnchorFunc func(ctx context.Context, record []byte, v note.Verifier, 
 //     when its size lies in the exported range, and an anchor entry in
 //     the range names it with its SHA-256;
 //   - provenance.json is exactly the PROV document regenerated from the
-//     entries.
+//     entries, under the PROV mapping the manifest names (prov_mapping;
+//     a bundle made before it was recorded, under the first mapping).
 //
 // Entries are read line by line; memory does not grow with the log.
 func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Report, error) {
@@ -110,7 +111,7 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 	if !c.readTree() {
 		return c.fail()
 	}
-	pw, err := newProvWriter(c.cp.Origin)
+	pw, err := newProvWriter(c.cp.Origin, c.m.ProvMapping)
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +201,14 @@ func (c *checker) readManifest() bool {
 	}
 	if m.Format != Format {
 		c.bad(ManifestFile, "format %q, want %q", m.Format, Format)
+		return false
+	}
+	switch m.ProvMapping {
+	case 0:
+		m.ProvMapping = ProvMappingNoAuth // made before the mapping was recorded
+	case ProvMappingNoAuth, ProvMappingAuth:
+	default:
+		c.bad(ManifestFile, "prov_mapping %d is not a PROV mapping this verifier knows (%d to %d)", m.ProvMapping, ProvMappingNoAuth, ProvMapping)
 		return false
 	}
 	c.m, c.rep = m, &Report{Manifest: m}

@@ -1,0 +1,91 @@
+package bundle_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/log/bundle"
+)
+
+// setProvMapping rewrites dir's manifest with prov_mapping v (0: none).
+func setProvMapping(t *testing.T, dir string, v int) {
+	t.Helper()
+	p := filepath.Join(dir, bundle.ManifestFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m bundle.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m.ProvMapping = v
+	out, _ := json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(p, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantProvProblem wants Verify to fail on provenance.json alone.
+func wantProvProblem(t *testing.T, dir, what string) {
+	t.Helper()
+	_, err := bundle.Verify(context.Background(), dir, anchor.VerifyBundled)
+	var ve *bundle.VerifyError
+	if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Part != bundle.ProvFile {
+		t.Errorf("%s: %v; want one problem, in %s", what, err, bundle.ProvFile)
+	}
+}
+
+// TestOldBundleProvMapping: a bundle an older provlog exported
+// (testdata/mapping1, made by testdata/make-mapping1.sh with the code
+// before entries' auth members were mapped to PROV; its manifest names
+// no mapping) still verifies, under the first mapping. Named as made
+// with the current mapping, its PROV document no longer matches: the
+// pin is what makes it verify. A new bundle names the current mapping,
+// and named with the old one fails the same way.
+func TestOldBundleProvMapping(t *testing.T) {
+	old := filepath.Join("testdata", "mapping1")
+	mb, err := os.ReadFile(filepath.Join(old, bundle.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(mb, []byte("prov_mapping")) {
+		t.Fatal("testdata/mapping1 names a PROV mapping: it is not a bundle from before the mapping was recorded")
+	}
+	entries, err := os.ReadFile(filepath.Join(old, bundle.EntriesFile))
+	if err != nil || !bytes.Contains(entries, []byte(`"auth":{`)) {
+		t.Fatalf("testdata/mapping1 has no entry with an auth member (%v)", err)
+	}
+	rep, err := bundle.Verify(context.Background(), old, anchor.VerifyBundled)
+	if err != nil {
+		t.Fatalf("the old bundle: %v", err)
+	}
+	if rep.Manifest.ProvMapping != bundle.ProvMappingNoAuth {
+		t.Errorf("the old bundle was verified under mapping %d; want %d", rep.Manifest.ProvMapping, bundle.ProvMappingNoAuth)
+	}
+	asNew := copyDir(t, old)
+	setProvMapping(t, asNew, bundle.ProvMapping)
+	wantProvProblem(t, asNew, "the old bundle named as made with the current mapping")
+
+	dir := newFixture(t, 1, false).export(t, 0, 0)
+	rep, err = bundle.Verify(context.Background(), dir, anchor.VerifyBundled)
+	if err != nil || rep.Manifest.ProvMapping != bundle.ProvMapping {
+		t.Fatalf("a new bundle: mapping %v, %v; want %d", rep, err, bundle.ProvMapping)
+	}
+	setProvMapping(t, dir, bundle.ProvMappingNoAuth)
+	wantProvProblem(t, dir, "a new bundle named as made with the first mapping")
+
+	setProvMapping(t, dir, bundle.ProvMapping+1)
+	_, err = bundle.Verify(context.Background(), dir, anchor.VerifyBundled)
+	if want := fmt.Sprintf("prov_mapping %d is not a PROV mapping this verifier knows", bundle.ProvMapping+1); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a bundle from a newer mapping: %v", err)
+	}
+}
