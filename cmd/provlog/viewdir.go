@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -34,6 +35,7 @@ import (
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/evidence"
 	"github.com/provlog/provlog/anchor/online"
+	"github.com/provlog/provlog/cmd/internal/cli"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/bundle"
 	"github.com/provlog/provlog/log/server/ui"
@@ -66,16 +68,8 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	srv := &http.Server{Handler: v.handler(ln.Addr().String()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	fmt.Fprintf(stdout, "auditor's view of %s (%s of %s at size %d): http://%s/ui/\n", fs.Arg(0), v.held(), v.origin, v.size, ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return srv.Shutdown(sctx)
+	// The view logs nothing: what it has to say is on the page.
+	return cli.Serve(ctx, srv, ln, slog.New(slog.DiscardHandler), "provlog view")
 }
 
 // view is a bundle or an evidence directory loaded for the page.
