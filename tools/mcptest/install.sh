@@ -27,17 +27,23 @@ key="$(sha256sum <"$here/package-lock.json" | cut -c1-16)"
 dir="$root/mcptest-$key"
 bin="$root/bin-$gosdk"
 
-if [ ! -f "$dir/.installed" ]; then
-	echo "mcptest: installing npm packages into $dir" >&2
+# npm_install SRC DIR WHAT installs SRC's package-lock.json into DIR (by way
+# of a temporary directory, so a half-done install is never taken for a
+# whole one), unless DIR holds a finished install already.
+npm_install() {
+	local src="$1" dir="$2" what="$3" tmp
+	[ -f "$dir/.installed" ] && return
+	echo "mcptest: installing $what into $dir" >&2
 	mkdir -p "$root"
 	tmp="$(mktemp -d "$root/.tmp.XXXXXX")"
-	cp "$here/package.json" "$here/package-lock.json" "$tmp/"
+	cp "$src/package.json" "$src/package-lock.json" "$tmp/"
 	npm ci --prefix "$tmp" --no-audit --no-fund --loglevel=error >&2
 	rm -rf "$dir"
-	mkdir -p "$(dirname "$dir")"
 	mv "$tmp" "$dir"
 	touch "$dir/.installed"
-fi
+}
+
+npm_install "$here" "$dir" "npm packages"
 # The client scripts are copied on every run (they are not part of the key),
 # so they resolve their imports from the node_modules beside them.
 cp "$here/client.mjs" "$here/oauth.mjs" "$dir/"
@@ -51,16 +57,7 @@ fi
 
 ckey="$(sha256sum <"$here/conformance/package-lock.json" | cut -c1-16)"
 cdir="$root/conformance-$ckey"
-if [ ! -f "$cdir/.installed" ]; then
-	echo "mcptest: installing the MCP conformance suite and node 22 into $cdir" >&2
-	mkdir -p "$root"
-	tmp="$(mktemp -d "$root/.tmp.XXXXXX")"
-	cp "$here/conformance/package.json" "$here/conformance/package-lock.json" "$tmp/"
-	npm ci --prefix "$tmp" --no-audit --no-fund --loglevel=error >&2
-	rm -rf "$cdir"
-	mv "$tmp" "$cdir"
-	touch "$cdir/.installed"
-fi
+npm_install "$here/conformance" "$cdir" "the MCP conformance suite and node 22"
 
 echo "export PROVLOG_MCPTEST_DIR=$dir"
 echo "export PROVLOG_CONFORMANCE=$cdir/node_modules/@modelcontextprotocol/conformance/dist/index.js"
