@@ -165,11 +165,7 @@ func anchorNow(ctx context.Context, data, storeURL string, acfg *online.Config, 
 	if acfg == nil {
 		return errors.New("the config has no anchors: section")
 	}
-	k, err := loadKeys(data)
-	if err != nil {
-		return err
-	}
-	store, err := openCommandStore(ctx, data, storeURL, false)
+	store, seq, err := openAppender(ctx, data, storeURL)
 	if errors.Is(err, logpebble.ErrLocked) {
 		return fmt.Errorf("data dir %s is held by a running provlog sidecar, which anchors by itself every interval (see provlog__status)", data)
 	}
@@ -177,10 +173,6 @@ func anchorNow(ctx context.Context, data, storeURL string, acfg *online.Config, 
 		return err
 	}
 	defer store.Close()
-	seq, err := server.OpenSequencer(ctx, store, k.signer, k.verifier, nil)
-	if err != nil {
-		return err
-	}
 	defer seq.Close()
 	// The outcome is printed below; the runner's own log lines would
 	// repeat it.

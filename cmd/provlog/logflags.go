@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/server"
 )
 
 // logFlags are the flags of the commands that read a log, in a stopped
@@ -67,6 +68,27 @@ func (l *logFlags) openData(ctx context.Context, cfgPath string) (log.Storage, e
 		return nil, err
 	}
 	return openCommandStore(ctx, l.data, storeURL, true)
+}
+
+// openAppender opens a stopped sidecar's log to append to: the data dir's
+// keys, the log's store (storeURL "": the data dir's Pebble store; see
+// openCommandStore) and a sequencer over them. The caller closes the
+// sequencer and then the store.
+func openAppender(ctx context.Context, data, storeURL string) (log.Storage, *server.Sequencer, error) {
+	k, err := loadKeys(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := openCommandStore(ctx, data, storeURL, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	seq, err := server.OpenSequencer(ctx, store, k.signer, k.verifier, nil)
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return store, seq, nil
 }
 
 // openRemote returns a client of the sidecar --log names, the verifier

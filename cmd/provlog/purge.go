@@ -273,19 +273,11 @@ func runPurge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // purgeDataDir purges in a stopped sidecar's data dir.
 func purgeDataDir(ctx context.Context, data string, req purgeRequest) (*purgeResult, error) {
-	k, err := loadKeys(data)
-	if err != nil {
-		return nil, err
-	}
-	store, err := openStore(data, false)
+	store, seq, err := openAppender(ctx, data, "")
 	if err != nil {
 		return nil, err
 	}
 	defer store.Close()
-	seq, err := server.OpenSequencer(ctx, store, k.signer, k.verifier, nil)
-	if err != nil {
-		return nil, err
-	}
 	defer seq.Close()
 	bs, err := blobs.Open(filepath.Join(data, blobDir))
 	if err != nil {

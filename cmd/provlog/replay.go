@@ -17,7 +17,6 @@ import (
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
-	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/proxy/replay"
 )
 
@@ -116,17 +115,8 @@ type replayLog struct {
 // past the end: its size) and opens its sequencer for the run's entry;
 // opts gets the dir's blobs and the reader of entries after the range.
 func openReplayLocal(ctx context.Context, data string, from, to uint64, opts *replay.Options) (*replayLog, error) {
-	k, err := loadKeys(data)
+	store, seq, err := openAppender(ctx, data, "")
 	if err != nil {
-		return nil, err
-	}
-	store, err := openStore(data, false)
-	if err != nil {
-		return nil, err
-	}
-	seq, err := server.OpenSequencer(ctx, store, k.signer, k.verifier, nil)
-	if err != nil {
-		store.Close()
 		return nil, err
 	}
 	l := &replayLog{close: func() { seq.Close(); store.Close() }}
