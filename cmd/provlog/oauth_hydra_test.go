@@ -46,12 +46,27 @@ type sdkReport struct {
 	TokenClaims   map[string]any    `json:"tokenClaims"`
 }
 
-// runSDK runs oauth.mjs with plan.
+// runSDK runs this checkout's tools/mcptest/oauth.mjs with plan, beside
+// the TypeScript SDK install.sh put in PROVLOG_MCPTEST_DIR (not the copy
+// of oauth.mjs there, which another checkout on the machine may have
+// written).
 func runSDK(t *testing.T, plan map[string]any) sdkReport {
 	t.Helper()
-	script := filepath.Join(os.Getenv("PROVLOG_MCPTEST_DIR"), "oauth.mjs")
-	if _, err := os.Stat(script); err != nil {
-		missingPrereq(t, fmt.Sprintf("oauth.mjs not found (%v)", err))
+	mods := filepath.Join(os.Getenv("PROVLOG_MCPTEST_DIR"), "node_modules")
+	if _, err := os.Stat(filepath.Join(mods, "@modelcontextprotocol/sdk")); err != nil {
+		missingPrereq(t, fmt.Sprintf("the TypeScript SDK is not installed (%v)", err))
+	}
+	src, err := os.ReadFile(filepath.Join("..", "..", "tools", "mcptest", "oauth.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "oauth.mjs")
+	if err := os.WriteFile(script, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(mods, filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
 	}
 	b, _ := json.Marshal(plan)
 	cmd := exec.Command("node", script, string(b))
@@ -131,10 +146,11 @@ func TestOAuthTypeScriptSDK(t *testing.T) {
 // client, as a public client (no secret), finds Hydra from provlog's 401
 // and runs the authorization code flow with PKCE: it sends the user to
 // Hydra's authorization endpoint with an S256 challenge and provlog as
-// the resource; the user signs in and consents through the login and
-// consent app (tools/hydratest); the SDK exchanges the code with its
+// the resource; the user signs in with the login app's form and
+// consents (tools/hydratest); the SDK exchanges the code with its
 // verifier and calls a tool, which is logged under the user, the client
-// in auth. A code exchanged with another verifier gets no token.
+// in auth. A wrong password gets the form back and no code; a code
+// exchanged with another verifier gets no token.
 func TestOAuthTypeScriptSDKAuthorizationCode(t *testing.T) {
 	s := startOAuthSidecar(t)
 	hy := s.hydra
@@ -144,10 +160,19 @@ func TestOAuthTypeScriptSDKAuthorizationCode(t *testing.T) {
 	plan := map[string]any{"flow": "authorization_code", "url": s.resource, "clientId": c.ID, "redirectUri": redirect, "issuer": hy.Issuer,
 		"audience": s.resource, "tool": "everything__echo", "arguments": map[string]any{"message": "for alice, by the TS SDK"}}
 
+	// The login app's sign-in form refuses a wrong password: the form
+	// comes back with its error, and Hydra issues no code.
+	plan["login"] = map[string]string{"username": hydratest.User, "password": "not " + hydratest.Password}
+	r := runSDK(t, plan)
+	if r.Connect.OK || !strings.Contains(r.Connect.Error, "sign-in refused (401): Wrong username or password.") {
+		t.Fatalf("a wrong password: connect %+v; want the sign-in refused", r.Connect)
+	}
+	plan["login"] = map[string]string{"username": hydratest.User, "password": hydratest.Password}
+
 	// With another verifier than the one the challenge was made of, Hydra
 	// refuses the code (its PKCE check; fosite's words).
 	plan["badVerifier"] = true
-	r := runSDK(t, plan)
+	r = runSDK(t, plan)
 	if r.Connect.OK || r.Authorization == nil || !strings.Contains(r.Connect.Error, "PKCE") {
 		t.Fatalf("a code exchanged with another verifier: connect %+v, authorization %v; want no token, for the verifier", r.Connect, r.Authorization)
 	}
@@ -174,8 +199,8 @@ func TestOAuthTypeScriptSDKAuthorizationCode(t *testing.T) {
 	if r.TokenClaims["sub"] != hydratest.User || r.TokenClaims["client_id"] != c.ID {
 		t.Errorf("token claims %v; want sub %s, client_id %s", r.TokenClaims, hydratest.User, c.ID)
 	}
-	if logins, consents := hy.Logins(); logins != 2 || consents != 2 {
-		t.Errorf("the login app saw %d logins and %d consents; want 2 and 2 (one per run)", logins, consents)
+	if logins, consents, refused := hy.Logins(); logins != 2 || consents != 2 || refused != 1 {
+		t.Errorf("the login app accepted %d sign-ins and %d consents and refused %d sign-ins; want 2, 2 and 1", logins, consents, refused)
 	}
 	s.stop()
 	n := 0

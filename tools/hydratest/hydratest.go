@@ -3,9 +3,10 @@
 // agent would: client-credentials JWT access tokens (RFC 9068 shape,
 // audience-bound with RFC 8707's resource), and delegated tokens for an
 // agent acting for a user. Hydra's login and consent endpoints are a
-// small app here that signs [User] in and grants what a client asks
-// (startLogin), so a client can run the authorization code flow with a
-// user agent that follows the redirects.
+// small app here with a sign-in form for [User] that grants what a
+// client asks (startLogin), so a client can run the authorization code
+// flow with a user agent that follows the redirects and fills in the
+// form.
 //
 // tools/hydratest/install.sh builds the binary and prints PROVLOG_HYDRA;
 // without it a test is skipped, or failed under CI=true.
@@ -109,10 +110,10 @@ type Server struct {
 	mu    sync.Mutex
 	actor map[string]bool // client ids whose delegated tokens get "act"
 	hooks int             // token hook calls that asked for "act"
-	// logins and consents the login app accepted
-	logins, consents int
-	out              *proctest.Buffer
-	bin              string
+	// logins and consents the login app accepted, logins it refused
+	logins, consents, refusedLogins int
+	out                             *proctest.Buffer
+	bin                             string
 }
 
 // Start runs Hydra until t ends and waits until it answers. Its signing

@@ -2,8 +2,10 @@ package hydratest
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"io"
 	"net"
 	"net/http"
@@ -11,16 +13,34 @@ import (
 	"testing"
 )
 
-// User is the one person the login app signs in.
-const User = "alice"
+// User and Password are the one person the login app signs in, and the
+// password its form wants.
+const (
+	User     = "alice"
+	Password = "correct horse battery staple"
+)
+
+// loginForm is the login app's sign-in page. Error is what went wrong
+// with the last try, if anything.
+var loginForm = template.Must(template.New("login").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>Sign in</title></head>
+<body><h1>Sign in</h1>{{if .Error}}<p role="alert">{{.Error}}</p>{{end}}
+<form method="post" action="/login">
+<input type="hidden" name="login_challenge" value="{{.Challenge}}">
+<label>Username <input name="username" autocomplete="username"></label>
+<label>Password <input type="password" name="password" autocomplete="current-password"></label>
+<button type="submit">Sign in</button>
+</form></body></html>
+`))
 
 // startLogin serves Hydra's login and consent endpoints on a loopback
 // port until t ends and returns their URLs. Hydra leaves both to the
-// deployment ("login and consent app"); this one stands for a person
-// who signs in as [User] and consents to everything asked: its login
-// endpoint accepts Hydra's login request for User, its consent endpoint
-// grants the scopes and audience the client requested. Each answers
-// with a redirect back to Hydra, as a browser would follow it.
+// deployment ("login and consent app"). Its login endpoint is a sign-in
+// form: it accepts Hydra's login request for [User] once the form is
+// posted with User's [Password], and shows the form again, with an
+// error, for any other username or password (Hydra's request stays
+// open). Its consent endpoint grants the scopes and audience the client
+// requested. Each answers a success with a redirect back to Hydra.
 func (s *Server) startLogin(t testing.TB) (login, consent string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -29,7 +49,21 @@ func (s *Server) startLogin(t testing.TB) (login, consent string) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
-		ch := r.URL.Query().Get("login_challenge")
+		showLogin(w, r.URL.Query().Get("login_challenge"), "", http.StatusOK)
+	})
+	mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
+		ch := r.PostFormValue("login_challenge")
+		user, pass := r.PostFormValue("username"), r.PostFormValue("password")
+		// Both compared in constant time, and both always compared.
+		okUser := subtle.ConstantTimeCompare([]byte(user), []byte(User))
+		okPass := subtle.ConstantTimeCompare([]byte(pass), []byte(Password))
+		if okUser&okPass != 1 {
+			s.mu.Lock()
+			s.refusedLogins++
+			s.mu.Unlock()
+			showLogin(w, ch, "Wrong username or password.", http.StatusUnauthorized)
+			return
+		}
 		var to redirect
 		if err := s.adminCall(http.MethodPut, "/admin/oauth2/auth/requests/login/accept?login_challenge="+url.QueryEscape(ch),
 			map[string]any{"subject": User}, &to); err != nil {
@@ -39,7 +73,7 @@ func (s *Server) startLogin(t testing.TB) (login, consent string) {
 		s.mu.Lock()
 		s.logins++
 		s.mu.Unlock()
-		http.Redirect(w, r, to.RedirectTo, http.StatusFound)
+		http.Redirect(w, r, to.RedirectTo, http.StatusSeeOther)
 	})
 	mux.HandleFunc("GET /consent", func(w http.ResponseWriter, r *http.Request) {
 		q := "?consent_challenge=" + url.QueryEscape(r.URL.Query().Get("consent_challenge"))
@@ -73,12 +107,19 @@ type redirect struct {
 	RedirectTo string `json:"redirect_to"`
 }
 
-// Logins and Consents are how many login and consent requests the login
-// app accepted.
-func (s *Server) Logins() (logins, consents int) {
+func showLogin(w http.ResponseWriter, challenge, problem string, status int) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	loginForm.Execute(w, struct{ Challenge, Error string }{challenge, problem})
+}
+
+// Logins returns how many sign-ins and consent requests the login app
+// accepted, and how many sign-ins it refused (a wrong username or
+// password).
+func (s *Server) Logins() (logins, consents, refused int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.logins, s.consents
+	return s.logins, s.consents, s.refusedLogins
 }
 
 // adminCall calls Hydra's admin API with a JSON body, decoding the

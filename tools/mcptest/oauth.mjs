@@ -10,6 +10,7 @@
 //    "tool": "everything__echo", "arguments": {...},
 //    "flow": "authorization_code"?, // else client credentials
 //    "redirectUri": "..."?,     // the public client's redirect URI (authorization code)
+//    "login": {"username", "password"}?, // what the user types into the sign-in form
 //    "badVerifier": true?}      // replace the PKCE verifier before the code is exchanged
 //
 // Report:
@@ -27,7 +28,8 @@
 // or, for the authorization code flow, with a provider of a public client
 // (PKCE, no secret): the SDK sends the user to the authorization URL, a
 // user agent here follows Hydra's redirects through the login and consent
-// app to the redirect URI, and the SDK exchanges the code.
+// app (filling in its sign-in form) to the redirect URI, and the SDK
+// exchanges the code.
 import {
   extractWWWAuthenticateParams,
   discoverOAuthProtectedResourceMetadata,
@@ -96,15 +98,19 @@ class CodeProvider {
 
 // browse is the user agent: it follows redirects from url, keeping each
 // origin's cookies (Hydra's login and consent CSRF cookies), until one
-// leads to a URL under stop, which it returns.
+// leads to a URL under stop, which it returns. A page with a form is the
+// login app's sign-in page: it fills in the plan's username and password
+// and posts the form; shown the form again, the sign-in was refused.
 async function browse(url, stop) {
   const jar = new Map();
+  let method = "GET", body, signedIn = 0;
   for (let hops = 0; hops < 20; hops++) {
     if (url.startsWith(stop)) return new URL(url);
     const origin = new URL(url).origin;
     const cookies = jar.get(origin) ?? new Map();
     const headers = cookies.size ? { Cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join("; ") } : {};
-    const res = await fetch(url, { redirect: "manual", headers });
+    if (body) headers["Content-Type"] = "application/x-www-form-urlencoded";
+    const res = await fetch(url, { method, body, redirect: "manual", headers });
     for (const c of res.headers.getSetCookie()) {
       const pair = c.split(";")[0];
       const eq = pair.indexOf("=");
@@ -112,10 +118,41 @@ async function browse(url, stop) {
     }
     jar.set(origin, cookies);
     const to = res.headers.get("location");
-    if (res.status < 300 || res.status > 399 || !to) throw new Error(`${url} answered ${res.status} without a redirect: ${(await res.text()).slice(0, 500)}`);
-    url = new URL(to, url).href;
+    if (res.status >= 300 && res.status <= 399 && to) {
+      url = new URL(to, url).href;
+      method = "GET", body = undefined;
+      continue;
+    }
+    const page = await res.text();
+    const form = signInForm(page, url);
+    if (!form) throw new Error(`${url} answered ${res.status} with neither a redirect nor a form: ${page.slice(0, 500)}`);
+    if (signedIn++ > 0) throw new Error(`sign-in refused (${res.status}): ${text(page.match(/<p role="alert">([\s\S]*?)<\/p>/)?.[1] ?? "")}`);
+    if (!plan.login) throw new Error("the user agent was shown a sign-in form and has no credentials");
+    url = form.action, method = "POST", body = form.body;
   }
   throw new Error("too many redirects");
+}
+
+// signInForm reads the one POST form of page: where it posts to, and its
+// fields, hidden ones as they are and the plan's username and password.
+function signInForm(page, base) {
+  const f = page.match(/<form\b[^>]*\bmethod="post"[^>]*\baction="([^"]*)"[^>]*>([\s\S]*?)<\/form>/i);
+  if (!f) return null;
+  const body = new URLSearchParams();
+  for (const [input] of f[2].matchAll(/<input\b[^>]*>/gi)) {
+    const name = input.match(/\bname="([^"]*)"/)?.[1];
+    if (!name) continue;
+    const login = plan.login ?? {};
+    body.set(name, name in login ? login[name] : text(input.match(/\bvalue="([^"]*)"/)?.[1] ?? ""));
+  }
+  return { action: new URL(text(f[1]), base).href, body: body.toString() };
+}
+
+// text undoes HTML's character references.
+function text(s) {
+  const named = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };
+  return s.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (m, r) =>
+    r[0] === "#" ? String.fromCodePoint(r[1] === "x" || r[1] === "X" ? parseInt(r.slice(2), 16) : parseInt(r.slice(1), 10)) : named[r] ?? m);
 }
 
 const res = await fetch(plan.url, {
