@@ -208,8 +208,9 @@ func walkObject(p *jcsParser, fn func(key string, raw, canon []byte) error) erro
 		return p.unexpected("'{'")
 	}
 	p.pos++
-	var keys []string
-	var seen map[string]bool // once there are more than jcsMapAfter keys, as in object
+	mark := len(p.members)
+	defer func() { p.members = p.members[:mark] }()
+	var seen map[string]bool
 	p.skipSpace()
 	if p.peek() == '}' {
 		p.pos++
@@ -225,28 +226,11 @@ func walkObject(p *jcsParser, fn func(key string, raw, canon []byte) error) erro
 				return err
 			}
 			key := string(s)
-			if seen == nil && len(keys) >= jcsMapAfter {
-				seen = make(map[string]bool, 2*len(keys))
-				for _, k := range keys {
-					seen[k] = true
-				}
-				p.probes += len(keys)
-				keys = nil
-			}
-			dup := false
-			if seen != nil {
-				p.probes++
-				dup = seen[key]
-				seen[key] = true
-			} else {
-				for _, k := range keys {
-					p.probes++
-					dup = dup || k == key
-				}
-				keys = append(keys, key)
-			}
-			if dup {
+			if p.duplicate(mark, &seen, key) {
 				return p.errorf(offset, "duplicate key %s", jcsQuote(key))
+			}
+			if seen == nil {
+				p.members = append(p.members, jcsMember{key: key})
 			}
 			p.skipSpace()
 			if p.peek() != ':' {

@@ -234,33 +234,8 @@ func (p *jcsParser) object(depth int) error {
 
 		// Check for a duplicate now, so that it is reported in input order
 		// before any error later in the object.
-		members := p.members[mark:]
-		dup := false
-		switch {
-		case seen != nil:
-			p.probes++
-			dup = seen[key]
-		case len(members) < jcsMapAfter:
-			for _, m := range members {
-				p.probes++
-				if m.key == key {
-					dup = true
-					break
-				}
-			}
-		default:
-			seen = make(map[string]bool, 2*len(members))
-			for _, m := range members {
-				seen[m.key] = true
-			}
-			p.probes += len(members) + 1
-			dup = seen[key]
-		}
-		if dup {
+		if p.duplicate(mark, &seen, key) {
 			return p.errorf(offset, "duplicate key %s", jcsQuote(key))
-		}
-		if seen != nil {
-			seen[key] = true
 		}
 
 		p.skipSpace()
@@ -291,6 +266,37 @@ func (p *jcsParser) object(depth int) error {
 			return p.unexpected("',' or '}'")
 		}
 	}
+}
+
+// duplicate reports whether key is the key of one of the open object's
+// members so far, p.members[mark:]. Up to jcsMapAfter members it compares
+// key with each; beyond, it makes *seen (once) and looks key up there,
+// adding it. Either way the work per key is bounded, so an object of n
+// keys costs O(n) probes, not O(n²).
+func (p *jcsParser) duplicate(mark int, seen *map[string]bool, key string) bool {
+	members := p.members[mark:]
+	if *seen == nil {
+		if len(members) < jcsMapAfter {
+			for _, m := range members {
+				p.probes++
+				if m.key == key {
+					return true
+				}
+			}
+			return false
+		}
+		*seen = make(map[string]bool, 2*len(members))
+		for _, m := range members {
+			(*seen)[m.key] = true
+		}
+		p.probes += len(members)
+	}
+	p.probes++
+	if (*seen)[key] {
+		return true
+	}
+	(*seen)[key] = true
+	return false
 }
 
 // sortMembers puts the members, written from out[body:] on in input order,
@@ -339,10 +345,34 @@ func jcsFirstUnit(r rune) rune {
 }
 
 // quoted decodes the string literal at p.pos. The result is valid UTF-8 and
-// is only good until the next call.
+// is only good until the next call; it must not be written to.
 func (p *jcsParser) quoted() ([]byte, error) {
 	p.pos++ // '"'
-	s := p.str[:0]
+	// Most strings have no escapes: their bytes in the input are their
+	// value, and are handed out as they are, without a copy. The first
+	// escape (or anything to refuse) sends the rest through the loop
+	// below, which copies.
+	start := p.pos
+	for p.pos < len(p.in) {
+		c := p.in[p.pos]
+		if c == '"' {
+			p.pos++
+			return p.in[start : p.pos-1 : p.pos-1], nil
+		}
+		if c == '\\' || c < 0x20 {
+			break
+		}
+		if c < utf8.RuneSelf {
+			p.pos++
+			continue
+		}
+		r, n := utf8.DecodeRune(p.in[p.pos:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		p.pos += n
+	}
+	s := append(p.str[:0], p.in[start:p.pos]...)
 	for {
 		if p.pos >= len(p.in) {
 			return nil, p.errorf(p.pos, "unterminated string")
@@ -456,6 +486,15 @@ func appendJCSString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	for i := 0; i < len(s); i++ {
+		// Copy the run of bytes that need no escape at once.
+		j := i
+		for j < len(s) && s[j] >= 0x20 && s[j] != '"' && s[j] != '\\' {
+			j++
+		}
+		dst = append(dst, s[i:j]...)
+		if i = j; i == len(s) {
+			break
+		}
 		switch c := s[i]; c {
 		case '"', '\\':
 			dst = append(dst, '\\', c)
@@ -469,12 +508,8 @@ func appendJCSString[S ~string | ~[]byte](dst []byte, s S) []byte {
 			dst = append(dst, '\\', 'f')
 		case '\r':
 			dst = append(dst, '\\', 'r')
-		default:
-			if c < 0x20 {
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			} else {
-				dst = append(dst, c) // bytes of multi-byte runes are >= 0x80
-			}
+		default: // the other control characters; bytes of multi-byte runes are >= 0x80
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
 	}
 	return append(dst, '"')

@@ -6,7 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,7 +26,8 @@ import (
 // and the server run in this process too, so ns/op is not the proxy's
 // alone: read -cpuprofile for that. The direct sub-benchmark calls the
 // same server without the proxy, for the difference; proxied-otel is
-// proxied with tracing on, for the spans' cost.
+// proxied with tracing on, for the spans' cost; the -32 ones make the
+// calls from 32 sessions at once.
 //
 //	go test ./proxy -run '^$' -bench CallHTTP -cpuprofile /tmp/cpu.out
 func BenchmarkCallHTTP(b *testing.B) {
@@ -48,30 +52,65 @@ func BenchmarkCallHTTP(b *testing.B) {
 		b.Cleanup(func() { cs.Close() })
 		return cs
 	}
-	run := func(b *testing.B, cs *mcp.ClientSession, tool string) {
-		ctx := context.Background()
-		b.ReportAllocs()
-		for b.Loop() {
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-			if err != nil || res.IsError {
-				b.Fatal(err, res)
-			}
+	call := func(b *testing.B, cs *mcp.ClientSession, tool string) {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
 		}
 	}
-	b.Run("direct", func(b *testing.B) { run(b, connect(b, down.URL), "echo") })
-	proxied := func(b *testing.B, opts func(*Options)) {
+	// run makes b.N calls on the sessions, one at a time on each, all
+	// sessions at once, and reports the process's CPU time per call
+	// (cpu-ns/op: user and system, the goroutines of client and server
+	// included), which a loaded machine stretches less than ns/op.
+	run := func(b *testing.B, sessions []*mcp.ClientSession, tool string) {
+		b.ReportAllocs()
+		cpu := processCPU()
+		if len(sessions) == 1 {
+			for b.Loop() {
+				call(b, sessions[0], tool)
+			}
+		} else {
+			var next atomic.Int32
+			b.SetParallelism((len(sessions) + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				cs := sessions[int(next.Add(1)-1)%len(sessions)]
+				for pb.Next() {
+					call(b, cs, tool)
+				}
+			})
+		}
+		b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+	}
+	sessions := func(b *testing.B, n int, url string, p *Proxy) []*mcp.ClientSession {
+		out := make([]*mcp.ClientSession, n)
+		for i := range out {
+			if out[i] = connect(b, url); p != nil {
+				fastSession(b, p, out[i])
+			}
+		}
+		return out
+	}
+	proxied := func(b *testing.B, clients int, opts func(*Options)) {
 		l := newTestLog(b)
 		p := startProxy(b, l, []ServerConfig{{ID: "e", URL: down.URL}}, opts)
-		cs := fastSession(b, p, connect(b, serveHTTP(b, p)))
-		run(b, cs, "e__echo")
+		run(b, sessions(b, clients, serveHTTP(b, p), p), "e__echo")
 		if p.fastCalls.Load() == 0 {
 			b.Error("no call took the fast path")
 		}
 	}
-	b.Run("proxied", func(b *testing.B) { proxied(b, nil) })
-	// The same without http1.go: the downstream POSTs on net/http's client,
-	// as they go to https servers, for what http1.go buys alone.
-	b.Run("proxied-nethttp", func(b *testing.B) { proxied(b, func(o *Options) { o.netHTTPOnly = true }) })
+	for _, clients := range []int{1, 32} {
+		// 32 clients, each its own session (-32), as proxybench's A3 makes
+		// them.
+		suffix := ""
+		if clients > 1 {
+			suffix = "-" + strconv.Itoa(clients)
+		}
+		b.Run("direct"+suffix, func(b *testing.B) { run(b, sessions(b, clients, down.URL, nil), "echo") })
+		b.Run("proxied"+suffix, func(b *testing.B) { proxied(b, clients, nil) })
+		// The same without http1.go: the downstream POSTs on net/http's
+		// client, as they go to https servers, for what http1.go buys alone.
+		b.Run("proxied-nethttp"+suffix, func(b *testing.B) { proxied(b, clients, func(o *Options) { o.netHTTPOnly = true }) })
+	}
 	// With otel: as cmd configures it: every span batched and exported
 	// over OTLP/HTTP (protobuf) to a receiver that reads and drops them.
 	b.Run("proxied-otel", func(b *testing.B) {
@@ -85,7 +124,7 @@ func BenchmarkCallHTTP(b *testing.B) {
 		}
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
 		b.Cleanup(func() { tp.Shutdown(context.Background()) })
-		proxied(b, func(o *Options) { o.Tracer = tp.Tracer("provlog") })
+		proxied(b, 1, func(o *Options) { o.Tracer = tp.Tracer("provlog") })
 	})
 }
 
