@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -463,18 +462,7 @@ func startEverythingHTTP(t *testing.T) string {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server-everything did not listen on %s", addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	proctest.WaitListening(t, addr, "server-everything", nil)
 	return "http://" + addr + "/mcp"
 }
 
@@ -488,18 +476,7 @@ func startGoEverythingHTTP(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("everything-server did not listen on %s", addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	proctest.WaitListening(t, addr, "everything-server", nil)
 	return "http://" + addr + "/mcp"
 }
 

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -40,18 +39,8 @@ func testHTTPDownstreamRestarted(t *testing.T, front string) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-			if err == nil {
-				c.Close()
-				return cmd
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("server-everything did not listen")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		proctest.WaitListening(t, fmt.Sprintf("127.0.0.1:%d", port), "server-everything", nil)
+		return cmd
 	}
 	cmd := start()
 	l := newTestLog(t)

@@ -167,16 +167,7 @@ func startEverything(t *testing.T, bin string, stateless bool) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("everything-server did not listen on %s: %s", addr, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	proctest.WaitListening(t, addr, "everything-server", &stderr)
 	return "http://" + addr + "/mcp"
 }
 

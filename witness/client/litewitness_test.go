@@ -20,7 +20,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -134,13 +133,7 @@ INSERT INTO key (origin, key) VALUES (%s, %s);
 	case <-time.After(10 * time.Second):
 		t.Fatal("litewitness did not log its verifier key")
 	}
-	waitFor(t, func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	proctest.WaitListening(t, addr, "litewitness", nil)
 	return &litewitness{url: "http://" + addr, vkey: vkey, pub: pub, name: name, db: db}
 }
 

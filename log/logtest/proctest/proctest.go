@@ -10,9 +10,11 @@ package proctest
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // FreePort returns a loopback TCP port that was free a moment ago. A
@@ -26,6 +28,29 @@ func FreePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// WaitListening waits until something accepts TCP connections on addr:
+// the program the test started there, called what. It gives the program a
+// minute (a loaded machine starts node slowly); after that it fails the
+// test, with what the program printed when out is not nil.
+func WaitListening(t testing.TB, addr, what string, out fmt.Stringer) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			msg := ""
+			if out != nil {
+				msg = ": " + out.String()
+			}
+			t.Fatalf("%s did not listen on %s: %v%s", what, addr, err, msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // A Buffer collects output written by one goroutine (a process's stdout,
