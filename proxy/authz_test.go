@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -82,24 +81,13 @@ func startOAuthFront(t *testing.T) *oauthFront {
 // session is needed, and returns the answer.
 func (f *oauthFront) post(t *testing.T, token, body string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", f.url, strings.NewReader(body))
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", statelessProtocol)
 	var m rpcPeek
 	json.Unmarshal([]byte(body), &m)
-	req.Header.Set("Mcp-Method", m.Method)
-	req.Header.Set("Mcp-Name", m.Params.Name)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	h := map[string]string{"Mcp-Protocol-Version": statelessProtocol, "Mcp-Method": m.Method, "Mcp-Name": m.Params.Name}
+	if token != "" {
+		h["Authorization"] = "Bearer " + token
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b)
+	return postMCP(t, f.url, body, h)
 }
 
 const statelessMeta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`

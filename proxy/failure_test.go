@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -32,22 +32,12 @@ func TestHTTPFront(t *testing.T) {
 	url := serveHTTP(t, p)
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"0"}}}`
 	post := func(token, body string, header map[string]string) (*http.Response, string) {
-		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
+		h := map[string]string{}
 		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+			h["Authorization"] = "Bearer " + token
 		}
-		for k, v := range header {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp, string(b)
+		maps.Copy(h, header)
+		return postMCP(t, url, body, h)
 	}
 
 	t.Run("Tokens", func(t *testing.T) {

@@ -152,16 +152,7 @@ func TestSessionCapAndIdle(t *testing.T) {
 	}
 	// The fourth initialize, by hand to see the answer.
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
-	req, _ := http.NewRequest("POST", front, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, b := postMCP(t, front, body, map[string]string{"Authorization": "Bearer " + testToken})
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "too many sessions") {
 		t.Errorf("a fourth session with max 3: %d %s; want 503, too many sessions", resp.StatusCode, b)
 	}
@@ -202,24 +193,12 @@ func TestTrailingDataRefused(t *testing.T) {
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"go__test_simple_text","arguments":{}}}`
 	stateless := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"go__test_simple_text","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
 	post := func(body string, statelessReq bool) int {
-		req, _ := http.NewRequest("POST", front, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
+		h := map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25"}
 		if statelessReq {
-			req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-			req.Header.Set("Mcp-Method", "tools/call")
-			req.Header.Set("Mcp-Name", "go__test_simple_text")
-		} else {
-			req.Header.Set("Mcp-Session-Id", cs.ID())
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+			h = map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Protocol-Version": "2026-07-28",
+				"Mcp-Method": "tools/call", "Mcp-Name": "go__test_simple_text"}
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp, _ := postMCP(t, front, body, h)
 		return resp.StatusCode
 	}
 	for _, c := range []struct {

@@ -1,11 +1,9 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -102,20 +100,11 @@ func TestFastPathHTTP(t *testing.T) {
 			{"", http.StatusUnauthorized},
 		} {
 			fast(t, 0, func() {
-				req, _ := http.NewRequest(http.MethodPost, front, strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				req.Header.Set("Mcp-Session-Id", cs.ID())
-				req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+				h := map[string]string{"Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25"}
 				if tc.token != "" {
-					req.Header.Set("Authorization", "Bearer "+tc.token)
+					h["Authorization"] = "Bearer " + tc.token
 				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
+				resp, b := postMCP(t, front, body, h)
 				if resp.StatusCode != tc.want {
 					t.Errorf("token %q on alice's session: HTTP %d %s, want %d", tc.token, resp.StatusCode, b, tc.want)
 				}
@@ -198,19 +187,8 @@ func TestFastPathLeavesTheRestToTheSDK(t *testing.T) {
 	front := serveHTTP(t, p)
 	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
 	post := func(body, version string) (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, front, bytes.NewReader([]byte(body)))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", cs.ID())
-		req.Header.Set("Mcp-Protocol-Version", version)
-		req.Header.Set("Authorization", "Bearer "+testToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		resp, b := postMCP(t, front, body, map[string]string{"Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": version, "Authorization": "Bearer " + testToken})
+		return resp.StatusCode, b
 	}
 	before := l.size(t)
 	for _, tc := range []struct{ name, body, version, want string }{
