@@ -384,9 +384,10 @@ func connectMemory(t *testing.T, p *Proxy, cl *clientLog) *mcp.ClientSession {
 	if cl == nil {
 		cl = newClientLog()
 	}
-	ct, st := mcp.NewInMemoryTransports()
+	cp, sp := net.Pipe()
+	ct := &mcp.IOTransport{Reader: cp, Writer: cp}
 	ctx := context.Background()
-	ss, err := p.Server().Connect(ctx, p.frontTransportOf(st), nil)
+	ss, err := p.Server().Connect(ctx, p.frontPipe(sp, sp), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

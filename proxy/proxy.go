@@ -265,12 +265,6 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 // Server returns the front MCP server, so that cmd can add its own tools.
 func (p *Proxy) Server() *mcp.Server { return p.server }
 
-// ServeStdio serves one client over stdin and stdout until it disconnects
-// or ctx is done.
-func (p *Proxy) ServeStdio(ctx context.Context) error {
-	return p.server.Run(ctx, p.frontTransportOf(&mcp.StdioTransport{}))
-}
-
 // HTTPHandler serves MCP over streamable HTTP (mount it at /mcp). Every
 // request needs "Authorization: Bearer <token>" that a authenticates as an
 // actor (not a reader); a request without one gets a's 401 challenge, a

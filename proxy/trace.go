@@ -54,7 +54,10 @@ import (
 // [frontIDHeader], and only while tracing: the HTTP front from the
 // message it has read anyway ([Proxy.HTTPHandler], after dropping any
 // such header the client sent), the stdio front from each request its
-// connection reads (idConn). The fast path reads the id itself.
+// connection reads (idConn, frontpipe.go). The messages of an HTTP batch
+// share one header, so there the front puts each traced request's id
+// under what it asks (its method and params as the SDK decodes them), and
+// each takes its own ([batchID]). The fast path reads the id itself.
 
 // Trace attribute keys of provlog's own.
 const (
@@ -68,8 +71,9 @@ const (
 // anywhere): the request's JSON-RPC id as its JSON text, and, from the
 // stdio front, that the request came over a pipe.
 const (
-	frontIDHeader   = "Provlog-Internal-Jsonrpc-Id"
-	frontPipeHeader = "Provlog-Internal-Pipe"
+	frontIDHeader    = "Provlog-Internal-Jsonrpc-Id"
+	frontPipeHeader  = "Provlog-Internal-Pipe"
+	frontBatchHeader = "Provlog-Internal-Batch-Ids" // an HTTP batch's (handOverID)
 )
 
 // traceOp is what a front knows of a request when it starts.

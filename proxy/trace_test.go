@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -318,4 +321,106 @@ func TestTracesOtherRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTracesHTTPBatch: the messages of a JSON-RPC batch over HTTP (on a
+// 2025-03-26 session, where the SDK serves batches) share one HTTP
+// request; each traced one's span carries its own request id. Two that
+// ask exactly the same thing get none, as nothing tells them apart.
+func TestTracesHTTPBatch(t *testing.T) {
+	l := newTestLog(t)
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	p := startProxy(t, l, []ServerConfig{{ID: "down", URL: metaEchoServer(t)}}, func(o *Options) { o.Tracer = tp.Tracer("provlog") })
+	front := serveHTTP(t, p)
+	cs := connectHTTP(t, front, "2025-03-26", nil)
+	batch := `[{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"down__meta","arguments":{}}},` +
+		`{"jsonrpc":"2.0","id":"twelve","method":"tools/call","params":{"name":"down__fails","arguments":{}}},` +
+		`{"jsonrpc":"2.0","id":13,"method":"resources/read","params":{"uri":"down+echo://meta"}},` +
+		`{"jsonrpc":"2.0","id":14,"method":"prompts/get","params":{"name":"down__meta"}},` +
+		`{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"down__meta","arguments":{"same":1}}},` +
+		`{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"down__meta","arguments":{"same":1}}},` +
+		`{"jsonrpc":"2.0","id":17,"method":"ping"}]`
+	req, _ := http.NewRequest(http.MethodPost, front, strings.NewReader(batch))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	// A client's own use of the internal names is dropped.
+	req.Header.Set(frontIDHeader, "999")
+	req.Header.Set(frontBatchHeader, `{"x":1}`)
+	before := len(sr.Ended())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, id := range []string{`"id":11`, `"id":"twelve"`, `"id":13`, `"id":14`, `"id":15`, `"id":16`, `"id":17`} {
+		if !strings.Contains(string(body), id) {
+			t.Errorf("HTTP %d %s: no answer with %s", resp.StatusCode, body, id)
+		}
+	}
+	got := map[string][]string{}
+	for _, s := range sr.Ended()[before:] {
+		if s.SpanKind() == trace.SpanKindServer {
+			got[s.Name()] = append(got[s.Name()], attrMap(s.Attributes())["jsonrpc.request.id"])
+		}
+	}
+	want := map[string][]string{
+		"tools/call down__meta":  {"", "", "11"}, // 15 and 16 ask the same
+		"tools/call down__fails": {"twelve"},
+		"resources/read":         {"13"},
+		"prompts/get down__meta": {"14"},
+	}
+	for name := range got {
+		slices.Sort(got[name])
+	}
+	if mustJSON(got) != mustJSON(want) {
+		t.Errorf("server spans' request ids %v, want %v", got, want)
+	}
+}
+
+// FuzzBatchIDs: for any body, the ids of a batch are a JSON object from
+// keys to ids (or nothing), and a request decoded from one of its
+// messages finds its own id there unless another asks the same.
+func FuzzBatchIDs(f *testing.F) {
+	f.Add([]byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":[1]}}},{"id":"2","method":"prompts/get","params":{"name":"p"}}]`))
+	f.Add([]byte(`[{"id":1,"method":"resources/read","params":null},{"id":2,"method":"tools/call","Params":{}}]`))
+	f.Add([]byte(`[1,"x",{"id":null,"method":"tools/call"}]`))
+	f.Add([]byte(`[{"id":"<&>","method":"tools/call","params":{"name":"a"}}]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out := batchIDs(b)
+		if out == "" {
+			return
+		}
+		var ids map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(out), &ids); err != nil {
+			t.Fatalf("%q: ids %q are not a JSON object: %v", b, out, err)
+		}
+		var elems []json.RawMessage
+		json.Unmarshal(b, &elems)
+		for _, e := range elems {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Params json.RawMessage `json:"params"`
+			}
+			if sdkDecode(e, &m) != nil || m.Method != "tools/call" || len(m.ID) == 0 || string(m.ID) == "null" {
+				continue
+			}
+			var p *mcp.CallToolParamsRaw
+			if len(m.Params) > 0 && sdkDecode(m.Params, &p) != nil {
+				continue
+			}
+			req := &mcp.CallToolRequest{Params: p, Extra: &mcp.RequestExtra{Header: http.Header{frontBatchHeader: {out}}}}
+			batchID("tools/call", req)
+			got := req.Extra.Header.Get(frontIDHeader)
+			if id := ids[requestKey("tools/call", p)]; string(id) != "null" && (got != string(id) || !bytes.Equal(id, m.ID)) {
+				t.Fatalf("%q: message %s took id %q, want %s", b, e, got, id)
+			}
+		}
+	})
 }

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
@@ -21,6 +24,7 @@ import (
 // carries (see trace.go).
 func (p *Proxy) traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		batchID(method, req)
 		op, ok := p.traceOpOf(method, req)
 		if !ok {
 			return next(ctx, method, req)
@@ -127,15 +131,25 @@ func frontTransport(ex *mcp.RequestExtra) string {
 	return "tcp"
 }
 
-// handOverID puts the id of the JSON-RPC request body (one message) into
-// r's header for the SDK's handler, after removing what the client sent
-// under the internal names; only while tracing.
+// handOverID puts the id of the JSON-RPC request body into r's header
+// for the SDK's handler, after removing what the client sent under the
+// internal names; only while tracing. A batch's messages share the one
+// header, so for a batch it puts there the id of each traced request by
+// what it asks (batchIDs), and each request takes its own (batchID).
 func (p *Proxy) handOverID(r *http.Request, body []byte) {
 	if p.opts.Tracer == nil {
 		return
 	}
 	r.Header.Del(frontIDHeader)
 	r.Header.Del(frontPipeHeader)
+	r.Header.Del(frontBatchHeader)
+	body = bytes.TrimLeft(body, " \t\r\n")
+	if len(body) > 0 && body[0] == '[' {
+		if ids := batchIDs(body); ids != "" {
+			r.Header.Set(frontBatchHeader, ids)
+		}
+		return
+	}
 	var m struct {
 		ID json.RawMessage `json:"id"`
 	}
@@ -144,43 +158,109 @@ func (p *Proxy) handOverID(r *http.Request, body []byte) {
 	}
 }
 
-// frontTransportOf wraps a front transport whose requests carry no
-// RequestExtra (stdio, in-memory) so that each request hands its id over;
-// only while tracing.
-//
-// The wrapper hides the SDK's own connection's unexported session hook,
-// which the SDK uses for one thing: refusing a JSON-RPC batch on a
-// session of 2025-06-18 or later. With tracing on, such a batch over
-// stdio is served instead.
-func (p *Proxy) frontTransportOf(t mcp.Transport) mcp.Transport {
-	if p.opts.Tracer == nil {
-		return t
+// batchIDs maps the key of each traced request of a batch (requestKey) to
+// its id, as JSON; a key two requests share maps to null, as nothing
+// tells them apart. Each message is read as the SDK reads it (sdkDecode),
+// so its key is the one its handler's request has.
+func batchIDs(body []byte) string {
+	var elems []json.RawMessage
+	if json.Unmarshal(body, &elems) != nil {
+		return ""
 	}
-	return idTransport{t}
-}
-
-type idTransport struct{ mcp.Transport }
-
-func (t idTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return idConn{c}, nil
-}
-
-// idConn hands the id of each request that gets a span over in its
-// RequestExtra (the others' Extra stays nil, as the SDK made it).
-type idConn struct{ mcp.Connection }
-
-func (c idConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	m, err := c.Connection.Read(ctx)
-	if r, ok := m.(*jsonrpc.Request); ok && err == nil && r.IsCall() && r.Extra == nil && tracedMethod(r.Method) {
-		if id, err := json.Marshal(r.ID.Raw()); err == nil {
-			r.Extra = &mcp.RequestExtra{Header: http.Header{frontIDHeader: {string(id)}, frontPipeHeader: {"1"}}}
+	ids := map[string]json.RawMessage{}
+	for _, e := range elems {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if sdkDecode(e, &m) != nil || len(m.ID) == 0 || string(m.ID) == "null" {
+			continue
+		}
+		var key string
+		var ok bool
+		switch m.Method {
+		case "tools/call":
+			key, ok = paramsKey[mcp.CallToolParamsRaw](m.Method, m.Params)
+		case "resources/read":
+			key, ok = paramsKey[mcp.ReadResourceParams](m.Method, m.Params)
+		case "prompts/get":
+			key, ok = paramsKey[mcp.GetPromptParams](m.Method, m.Params)
+		}
+		if !ok {
+			continue
+		}
+		if _, twice := ids[key]; twice {
+			ids[key] = nil
+		} else {
+			ids[key] = m.ID
 		}
 	}
-	return m, err
+	if len(ids) == 0 {
+		return ""
+	}
+	var b bytes.Buffer // the ids as they came: not HTML-escaped
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(ids) != nil {
+		return ""
+	}
+	return string(bytes.TrimSpace(b.Bytes()))
+}
+
+// batchID gives a request that came in an HTTP batch the id the front
+// found for it, where a single message's goes (a header of its own: the
+// batch's messages share one).
+func batchID(method string, req mcp.Request) {
+	ex := req.GetExtra()
+	if ex == nil || ex.Header == nil || ex.Header.Get(frontBatchHeader) == "" {
+		return
+	}
+	var ids map[string]json.RawMessage
+	json.Unmarshal([]byte(ex.Header.Get(frontBatchHeader)), &ids)
+	var params any
+	switch r := req.(type) {
+	case *mcp.CallToolRequest:
+		params = r.Params
+	case *mcp.ReadResourceRequest:
+		params = r.Params
+	case *mcp.GetPromptRequest:
+		params = r.Params
+	}
+	h := ex.Header.Clone()
+	h.Del(frontBatchHeader)
+	if id := ids[requestKey(method, params)]; len(id) > 0 && string(id) != "null" {
+		h.Set(frontIDHeader, string(id))
+	}
+	ex.Header = h
+}
+
+// paramsKey is the requestKey of a request of method with params raw,
+// decoded as the SDK decodes them into a *P.
+func paramsKey[P any](method string, raw json.RawMessage) (string, bool) {
+	var p *P
+	if len(raw) > 0 && sdkDecode(raw, &p) != nil {
+		return "", false
+	}
+	return requestKey(method, p), true
+}
+
+// requestKey is what a traced request asks, as a digest: its method and
+// its params as decoded.
+func requestKey(method string, params any) string {
+	b, _ := json.Marshal(params)
+	h := sha256.New()
+	h.Write([]byte(method))
+	h.Write([]byte{0})
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// sdkDecode decodes JSON as go-sdk does: its field names match exactly.
+func sdkDecode(b []byte, v any) error {
+	dec := sjson.NewDecoder(bytes.NewReader(b))
+	dec.DontMatchCaseInsensitiveStructFields()
+	return dec.Decode(v)
 }
 
 // tracedMethod reports whether requests of method may get a span.

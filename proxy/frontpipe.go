@@ -1,0 +1,246 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The pipe front (stdio, and the tests' in-memory pipe): go-sdk's own
+// newline-delimited JSON connection over r and w. While tracing, each
+// request that gets a span must carry its JSON-RPC id to the handlers
+// (trace.go), and only the connection sees it: idConn wraps the SDK's
+// connection and puts it in the request's RequestExtra.
+//
+// The wrapper hides the SDK connection's unexported session hook, which
+// the SDK needs for one thing: refusing a JSON-RPC batch on a session of
+// protocol 2025-06-18 or later (the connection's read fails, which ends
+// the session). So idConn does it as the SDK does, with what it sees: the
+// session's revision from the answer to initialize it passes on, and
+// whether a message came in a batch from frameTap, which notes the shape
+// of each JSON value the SDK's connection reads. Tracing changes nothing
+// about what is served and what refused (TestPipeBatchTracing).
+
+// ServeStdio serves one client over stdin and stdout until it disconnects
+// or ctx is done.
+func (p *Proxy) ServeStdio(ctx context.Context) error {
+	return p.server.Run(ctx, p.frontPipe(os.Stdin, noClose{os.Stdout}))
+}
+
+// frontPipe is the front transport over r and w.
+func (p *Proxy) frontPipe(r io.ReadCloser, w io.WriteCloser) mcp.Transport {
+	if p.opts.Tracer == nil {
+		return &mcp.IOTransport{Reader: r, Writer: w}
+	}
+	return &idTransport{r: r, w: w}
+}
+
+// noClose is a writer whose Close does nothing (the front's stdout).
+type noClose struct{ io.Writer }
+
+func (noClose) Close() error { return nil }
+
+// batchingRefusedFrom is the first revision on which the SDK refuses a
+// JSON-RPC batch.
+const batchingRefusedFrom = "2025-06-18"
+
+type idTransport struct {
+	r io.ReadCloser
+	w io.WriteCloser
+}
+
+func (t *idTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	tap := &frameTap{r: t.r}
+	c, err := (&mcp.IOTransport{Reader: tap, Writer: t.w}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &idConn{Connection: c, tap: tap}, nil
+}
+
+// idConn hands the id of each request that gets a span over in its
+// RequestExtra (the others' Extra stays nil, as the SDK made it), and
+// refuses batches as the SDK's connection would.
+type idConn struct {
+	mcp.Connection
+	tap *frameTap
+
+	// Read's own (reads are serialized).
+	left  int  // messages of the current JSON value still to come
+	batch bool // the current value is a batch
+
+	mu       sync.Mutex
+	initID   jsonrpc.ID // the initialize request's, once read
+	initSeen bool
+	revision string // the session's, once initialize was answered
+}
+
+func (c *idConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if err != nil {
+		return m, err
+	}
+	if c.left == 0 {
+		c.batch, c.left = c.tap.next()
+	}
+	c.left--
+	if rev := c.sessionRevision(); c.batch && rev >= batchingRefusedFrom {
+		return nil, fmt.Errorf("JSON-RPC batching is not supported in %s and later (request version: %s)", batchingRefusedFrom, rev)
+	}
+	r, ok := m.(*jsonrpc.Request)
+	if !ok || !r.IsCall() {
+		return m, nil
+	}
+	if r.Method == "initialize" {
+		c.mu.Lock()
+		c.initID, c.initSeen = r.ID, true
+		c.mu.Unlock()
+	}
+	if r.Extra == nil && tracedMethod(r.Method) {
+		if id, err := json.Marshal(r.ID.Raw()); err == nil {
+			r.Extra = &mcp.RequestExtra{Header: http.Header{frontIDHeader: {string(id)}, frontPipeHeader: {"1"}}}
+		}
+	}
+	return m, nil
+}
+
+// Write notes the session's revision from the answer to initialize before
+// it goes out, as the SDK notes it before then.
+func (c *idConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if r, ok := m.(*jsonrpc.Response); ok && r.Error == nil {
+		c.mu.Lock()
+		if c.initSeen && r.ID == c.initID {
+			var res struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			if json.Unmarshal(r.Result, &res) == nil {
+				c.revision = res.ProtocolVersion
+			}
+		}
+		c.mu.Unlock()
+	}
+	return c.Connection.Write(ctx, m)
+}
+
+func (c *idConn) sessionRevision() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.revision
+}
+
+// A frameTap passes a pipe's bytes on to the SDK's connection and notes,
+// for each top-level JSON value in them, whether it is a batch (an array)
+// and how many messages it holds; a value that is neither an object nor
+// an array ends the connection there (the SDK cannot read it), and the tap
+// stops looking. It scans each byte once, keeping only its depth.
+type frameTap struct {
+	r io.ReadCloser
+
+	// The scan (only the SDK's reading goroutine calls Read).
+	depth  int
+	inStr  bool
+	esc    bool
+	array  bool // the value being scanned is an array
+	expect bool // in an array, before an element
+	n      int  // its elements so far
+	dead   bool
+
+	mu     sync.Mutex
+	frames []frame // scanned, not yet read by idConn
+}
+
+type frame struct {
+	batch bool
+	n     int
+}
+
+func (t *frameTap) Read(b []byte) (int, error) {
+	n, err := t.r.Read(b)
+	for _, c := range b[:n] {
+		t.scan(c)
+	}
+	return n, err
+}
+
+func (t *frameTap) Close() error { return t.r.Close() }
+
+// scan takes the next byte of the stream.
+func (t *frameTap) scan(c byte) {
+	if t.dead {
+		return
+	}
+	if t.inStr {
+		switch {
+		case t.esc:
+			t.esc = false
+		case c == '\\':
+			t.esc = true
+		case c == '"':
+			t.inStr = false
+		}
+		return
+	}
+	if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+		return
+	}
+	if t.depth == 1 && t.array && t.expect && c != ']' {
+		t.n++
+		t.expect = false
+	}
+	switch c {
+	case '{', '[':
+		if t.depth == 0 {
+			t.array, t.expect, t.n = c == '[', c == '[', 0
+			if c == '{' {
+				t.n = 1
+			}
+		}
+		t.depth++
+	case '}', ']':
+		t.depth--
+		switch {
+		case t.depth < 0:
+			t.dead = true
+		case t.depth == 0:
+			t.mu.Lock()
+			t.frames = append(t.frames, frame{t.array, t.n})
+			t.mu.Unlock()
+		}
+	case ',':
+		if t.depth == 1 && t.array {
+			t.expect = true
+		}
+	case '"':
+		t.inStr = true
+		if t.depth == 0 {
+			t.dead = true
+		}
+	default:
+		if t.depth == 0 {
+			t.dead = true
+		}
+	}
+}
+
+// next is the shape of the next value the SDK's connection read: whether
+// it is a batch, and how many messages it holds.
+func (t *frameTap) next() (bool, int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.frames) == 0 {
+		return false, 1 // not scanned (cannot happen: a value is scanned before it is decoded)
+	}
+	f := t.frames[0]
+	t.frames = t.frames[1:]
+	if f.n < 1 {
+		f.n = 1
+	}
+	return f.batch, f.n
+}
