@@ -38,7 +38,7 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	s.advance.Lock()
 	defer s.advance.Unlock()
 	s.mu.Lock()
-	known, hot, failure := s.state, s.hot, s.failure
+	known, failure := s.state, s.failure
 	s.mu.Unlock()
 	if s.readOnly {
 		return fmt.Errorf("refusing to commit: %w", errReadOnly)
@@ -77,17 +77,25 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 		s.fail(err)
 		return err
 	}
-	if st.Size > known.Size {
-		hot = hot.With(st.Size, nodes)
-		s.publish(cloneState(st), hot)
-	}
+	// What another writer committed (st, nodes) is published only after a
+	// flush covers it (see schema.go).
 
 	fenced := fencedOf(fences, last)
 	b, err := build(cloneState(st), fenced)
 	if err != nil {
 		return err
 	}
+	if b == nil && st.Size == known.Size {
+		return nil // rolled back; known is durable
+	}
 	if b == nil {
+		// Nothing to write, but the caller decided on st (which fences
+		// hold): it must be durable before the caller answers on it.
+		done = true
+		if err := s.endEmpty(ctx, conn); err != nil {
+			return err
+		}
+		s.publish(cloneState(st), nodes)
 		return nil
 	}
 	if err := b.Check(st.Size); err != nil {
@@ -111,7 +119,7 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	if err != nil {
 		return err
 	}
-	s.publish(cloneState(b.State), hot.With(b.State.Size, b.Nodes))
+	s.publish(cloneState(b.State), append(nodes, b.Nodes...))
 	return nil
 }
 
@@ -130,6 +138,7 @@ func (s *Store) lockState(ctx context.Context, conn *pgx.Conn, size uint64, fenc
 	last := map[string]int64{}
 	b1 := &pgx.Batch{}
 	b1.Queue("BEGIN")
+	b1.Queue(sqlAsyncCommit)
 	b1.Queue(sqlLockState).QueryRow(func(row pgx.Row) (err error) { st, err = scanState(row); return err })
 	b1.Queue(sqlLeavesFrom, int64(size)).Query(func(rows pgx.Rows) (err error) {
 		leaves, err = scanLeaves(rows, size)
@@ -213,6 +222,8 @@ func (s *Store) outcome(conn *pgx.Conn, b *log.Batch, err error) (rollBack bool,
 	switch {
 	case err == nil:
 		return false, nil
+	case errors.Is(err, errNotFlushed):
+		// Committed: read back below, which flushes.
 	case (errors.As(err, &pe) && pe.Severity == "ERROR") || errors.Is(err, errNotCommitted):
 		// The server refused a statement and the session goes on: the
 		// transaction is aborted and nothing of it was committed. (A
@@ -234,7 +245,10 @@ func (s *Store) outcome(conn *pgx.Conn, b *log.Batch, err error) (rollBack bool,
 	return false, nil
 }
 
-var errNotCommitted = errors.New("the server did not commit the transaction")
+var (
+	errNotCommitted = errors.New("the server did not commit the transaction")
+	errNotFlushed   = errors.New("the transaction was committed, but the flush after it failed")
+)
 
 // write sends the batch's rows and COMMIT in one round trip.
 func (s *Store) write(ctx context.Context, conn *pgx.Conn, b *log.Batch, keys []string, last []int64) error {
@@ -280,11 +294,32 @@ func (s *Store) write(ctx context.Context, conn *pgx.Conn, b *log.Batch, keys []
 		committed = ct.String() == "COMMIT"
 		return nil
 	})
+	if !s.testingOnlySkipFlush {
+		q.Queue(sqlFlush)
+	}
 	if err := conn.SendBatch(ctx, q).Close(); err != nil {
+		if committed {
+			// Committed, but not known to be durable: the outcome is
+			// read back (which flushes) as if the reply were lost.
+			return fmt.Errorf("%w: %w", errNotFlushed, err)
+		}
 		return err
 	}
 	if !updated || !committed {
 		return fmt.Errorf("%w (state row updated: %v, COMMIT answered: %v)", errNotCommitted, updated, committed)
+	}
+	return nil
+}
+
+// endEmpty ends a commit that writes nothing: it rolls the transaction
+// back and flushes, so that the state it read is durable.
+func (s *Store) endEmpty(ctx context.Context, conn *pgx.Conn) error {
+	q := &pgx.Batch{}
+	q.Queue("ROLLBACK")
+	q.Queue(sqlFlush)
+	if err := conn.SendBatch(ctx, q).Close(); err != nil {
+		conn.Close(context.Background())
+		return fmt.Errorf("committing: making the state read durable: %w: %w", log.ErrUnavailable, err)
 	}
 	return nil
 }
@@ -331,8 +366,13 @@ func (s *Store) readBackOnce(ctx context.Context, b *log.Batch) (bool, error) {
 		err := tx.QueryRow(ctx, sqlCheckpoint, int64(b.State.Size)).Scan(&note)
 		if errors.Is(err, pgx.ErrNoRows) {
 			note = nil
-			return nil
+			err = nil
 		}
+		if err != nil {
+			return err
+		}
+		// Committing this transaction flushes what it read.
+		_, err = tx.Exec(ctx, sqlFlush)
 		return err
 	})
 	if err != nil {

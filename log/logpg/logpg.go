@@ -15,10 +15,12 @@
 //
 // # Durability
 //
-// A commit returns nil only after PostgreSQL committed its transaction
-// (synchronous_commit as the server is configured: on by default, which
-// waits for the WAL flush). An outcome lost with the connection is resolved
-// by reading back, never guessed; see schema.go.
+// A commit returns nil only after its transaction is committed and
+// flushed (as synchronous_commit is configured: on by default, which waits
+// for the WAL flush). It holds the state row's lock only until its commit
+// record is written, not flushed, and nothing is trusted before a flush
+// covers it. An outcome lost with the connection is resolved by reading
+// back, never guessed; see schema.go.
 //
 // # Memory and speed
 //
@@ -108,6 +110,8 @@ type Store struct {
 	// report instead of its success (a reply lost with the connection).
 	testingOnlyBeforeWrite func(pid uint32)
 	testingOnlyAfterWrite  func() error
+	// Test hook: a commit leaves out its flush (as if it had not run yet).
+	testingOnlySkipFlush bool
 }
 
 var _ log.SharedStorage = (*Store)(nil)
@@ -189,6 +193,11 @@ func (s *Store) load(ctx context.Context, maxHot uint64) error {
 	st, err := scanState(s.pool.QueryRow(ctx, sqlReadState))
 	if err != nil {
 		return err
+	}
+	// What was read may be another writer's commit not yet durable: a
+	// flush after the read covers it.
+	if _, err := s.pool.Exec(ctx, sqlFlush); err != nil {
+		return fmt.Errorf("flushing the state read: %w", err)
 	}
 	if st.Size > 0 {
 		var entry, leaf, entriesPast, cpsPast, cp bool
@@ -313,15 +322,16 @@ func (s *Store) atLeast(ctx context.Context, v view, size uint64) view {
 	return view{s.state, s.hot}
 }
 
-// publish makes st (with its hot nodes) this handle's state if it is newer,
-// and tells the followers. The caller holds s.advance.
-func (s *Store) publish(st log.State, hot *hot.Nodes) {
+// publish makes st this handle's state if it is newer, with the hot nodes
+// grown by nodes (every node completed from this handle's state up to
+// st.Size), and tells the followers. The caller holds s.advance.
+func (s *Store) publish(st log.State, nodes []log.Node) {
 	s.mu.Lock()
 	if st.Size <= s.state.Size {
 		s.mu.Unlock()
 		return
 	}
-	s.state, s.hot = st, hot
+	s.state, s.hot = st, s.hot.With(st.Size, nodes)
 	fs := s.followers
 	s.mu.Unlock()
 	for _, fn := range fs {
@@ -395,7 +405,7 @@ func (s *Store) Latest(ctx context.Context) (log.State, error) {
 // latest reads the newest state; the caller holds s.advance.
 func (s *Store) latest(ctx context.Context) (log.State, error) {
 	s.mu.Lock()
-	known, hot := s.state, s.hot
+	known := s.state
 	s.mu.Unlock()
 	b := &pgx.Batch{}
 	var st log.State
@@ -410,6 +420,8 @@ func (s *Store) latest(ctx context.Context) (log.State, error) {
 		leaves, err = scanLeaves(rows, known.Size)
 		return err
 	})
+	// The batch is one transaction; committing it flushes what it read.
+	b.Queue(sqlFlush)
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return log.State{}, fmt.Errorf("reading the latest state: %w", err)
 	}
@@ -425,7 +437,7 @@ func (s *Store) latest(ctx context.Context) (log.State, error) {
 	if st.Size == known.Size {
 		return cloneState(known), nil
 	}
-	s.publish(st, hot.With(st.Size, nodes))
+	s.publish(st, nodes)
 	return cloneState(st), nil
 }
 

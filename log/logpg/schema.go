@@ -44,10 +44,12 @@ package logpg
 // time, and PostgreSQL serializes them. A commit is two round trips on one
 // connection:
 //
-//  1. BEGIN; lock the state row; read the leaf hashes committed since
-//     this handle's last state and the fence keys' last indices.
+//  1. BEGIN; SET LOCAL synchronous_commit = off; lock the state row;
+//     read the leaf hashes committed since this handle's last state and
+//     the fence keys' last indices.
 //  2. INSERT the entries, nodes and checkpoint; UPDATE the state row and
-//     the keys; NOTIFY provlog_log; COMMIT.
+//     the keys; NOTIFY provlog_log; COMMIT; then, in a transaction of its
+//     own, the flush (below).
 //
 // Between them the caller builds the batch on the state it was given (the
 // sequencer signs the checkpoint there), so no commit is ever built on a
@@ -63,6 +65,26 @@ package logpg
 // longer starts at the stored size and is refused, writing nothing. A
 // writer that lost its turn cannot commit; it learns the new state from
 // [Store.State] and builds again.
+//
+// # Durability
+//
+// The lock is held only while the commit is built and written, not while
+// its WAL is flushed: the commit's transaction commits asynchronously,
+// which releases the lock as soon as its commit record is in the WAL, so
+// the next writer builds on it while it is being flushed. Until then it
+// is visible but not durable, so nothing is acknowledged, answered or
+// handed out on it before a flush covers it: the flush is a transaction
+// that writes one WAL record (pg_logical_emit_message, which touches no
+// table), so that its commit waits for the WAL up to its own commit
+// record, as synchronous_commit is configured, and the WAL is flushed in
+// order. A commit runs it right after COMMIT in the same round trip and
+// returns only when it is done; a commit that writes nothing, a read of
+// the newest state (Latest, the LISTEN refresh), Open and the read-back
+// of an unknown outcome run it after reading what they will trust.
+// Commits from many writers flush together (PostgreSQL's WAL group
+// commit). If PostgreSQL stops before a flush, it loses that commit and
+// every commit built on it, none of them acknowledged; the log it
+// restarts with is a prefix, and no handle ever adopted the lost states.
 //
 // # Unknown outcomes
 //
@@ -130,6 +152,15 @@ const (
 	// search_path, and says what the search_path is.
 	sqlMissingTables = `SELECT coalesce(array_agg(t ORDER BY t) FILTER (WHERE to_regclass(t) IS NULL), '{}'), current_setting('search_path')
 		FROM unnest($1::text[]) AS t`
+	// sqlAsyncCommit makes a commit's transaction release the state
+	// row's lock without waiting for the WAL flush; sqlFlush, run in a
+	// transaction of its own after it, waits for the flush (see
+	// Durability above).
+	sqlAsyncCommit = `SET LOCAL synchronous_commit = off`
+	// sqlFlush writes a WAL record in the current transaction, so that its
+	// commit waits for the flush as synchronous_commit says, covering every
+	// transaction whose commit it saw or followed.
+	sqlFlush      = `SELECT pg_logical_emit_message(true, 'provlog', 'flush')`
 	sqlLockState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id FOR UPDATE`
 	sqlReadState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id`
 	sqlLeavesFrom = `SELECT idx, hash FROM provlog_nodes WHERE level = 0 AND idx >= $1 ORDER BY idx`

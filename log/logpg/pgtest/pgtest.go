@@ -91,13 +91,15 @@ type Cluster struct {
 	bin  string
 	dir  string
 	port int
+	opts []string // server settings, name=value
 	// DSN connects to its postgres database as the superuser.
 	DSN string
 }
 
 // NewCluster starts a cluster in a temp dir (initdb as the postgres user
-// when run as root), stopped when the test ends.
-func NewCluster(t testing.TB) *Cluster {
+// when run as root), stopped when the test ends. Each of settings
+// (name=value) is passed to the server as -c.
+func NewCluster(t testing.TB, settings ...string) *Cluster {
 	t.Helper()
 	bin := Bin(t)
 	dir, err := os.MkdirTemp("", "provlog-pgc.")
@@ -113,7 +115,7 @@ func NewCluster(t testing.TB) *Cluster {
 			t.Fatalf("chown postgres %s: %v\n%s", dir, err, out)
 		}
 	}
-	c := &Cluster{t: t, bin: bin, dir: dir, port: proctest.FreePort(t)}
+	c := &Cluster{t: t, bin: bin, dir: dir, port: proctest.FreePort(t), opts: settings}
 	c.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", c.port)
 	c.run("initdb", "-D", c.data(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync")
 	c.Start()
@@ -126,8 +128,11 @@ func (c *Cluster) data() string { return filepath.Join(c.dir, "data") }
 // Start starts the server and waits until it accepts connections.
 func (c *Cluster) Start() {
 	c.t.Helper()
-	c.run("pg_ctl", "-D", c.data(), "-l", filepath.Join(c.dir, "server.log"), "-w", "-t", "60",
-		"-o", fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=200", c.port, c.dir), "start")
+	o := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=200", c.port, c.dir)
+	for _, kv := range c.opts {
+		o += " -c " + kv
+	}
+	c.run("pg_ctl", "-D", c.data(), "-l", filepath.Join(c.dir, "server.log"), "-w", "-t", "60", "-o", o, "start")
 }
 
 // Stop stops the server with the given pg_ctl mode (smart, fast,

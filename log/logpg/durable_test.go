@@ -1,0 +1,50 @@
+package logpg
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/provlog/provlog/log/logpg/pgtest"
+)
+
+// quietWAL are server settings under which WAL that no one flushes stays
+// in PostgreSQL's memory for seconds: the WAL writer and the background
+// writer all but idle, no checkpoint. Stopping such a server at once
+// (pg_ctl stop -m immediate) loses what a flush did not cover.
+var quietWAL = []string{"wal_writer_delay=10000", "wal_writer_flush_after=0", "bgwriter_lru_maxpages=0", "checkpoint_timeout=3600"}
+
+// TestAcknowledgedIsFlushed: a commit's transaction commits without
+// waiting for the WAL flush, so that the state row's lock is not held
+// through it; the flush after it is what makes it durable. A commit that
+// returned survives PostgreSQL stopped at once, and so does a state
+// another handle read with Latest, even if its writer's flush never ran.
+func TestAcknowledgedIsFlushed(t *testing.T) {
+	c := pgtest.NewCluster(t, quietWAL...)
+	ctx := t.Context()
+	for round := range 2 {
+		a, b := open(t, c.DSN), open(t, c.DSN)
+		want := commitShared(t, a, fmt.Sprintf("acked %d", round), 1)
+		a.testingOnlySkipFlush = true
+		commitShared(t, a, fmt.Sprintf("unflushed %d", round), 1)
+		read, err := b.Latest(ctx)
+		if err != nil {
+			t.Fatalf("Latest: %v", err)
+		}
+		if read.Size != want.Size+1 {
+			t.Fatalf("round %d: Latest read size %d, want %d", round, read.Size, want.Size+1)
+		}
+		c.Stop("immediate")
+		a.Close()
+		b.Close()
+		c.Start()
+		s := open(t, c.DSN)
+		st, err := s.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size < read.Size {
+			t.Fatalf("round %d: after an immediate stop the log has size %d: lost the state of size %d (acknowledged %d) that a handle read", round, st.Size, read.Size, want.Size)
+		}
+		s.Close()
+	}
+}
