@@ -206,18 +206,16 @@ func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
 		return nil, err
 	}
 	defer s.calls.Done()
-	notFound := fmt.Errorf("checkpoint for size %d: %w", size, log.ErrNotFound)
-	if size == 0 || size > st.Size {
-		return nil, notFound
-	}
-	v, closer, err := s.r.Get(checkpointKey(size))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, notFound
-	} else if err != nil {
-		return nil, s.readError(fmt.Errorf("reading checkpoint for size %d: %w", size, err))
-	}
-	defer closer.Close()
-	return append(make([]byte, 0, len(v)), v...), nil
+	return entryrun.Checkpoint(size, st.Size, func() ([]byte, bool, error) {
+		v, closer, err := s.r.Get(checkpointKey(size))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil, false, nil
+		} else if err != nil {
+			return nil, false, s.readError(err)
+		}
+		defer closer.Close()
+		return append(make([]byte, 0, len(v)), v...), true, nil
+	})
 }
 
 // Checkpoints implements [log.Storage.Checkpoints]. Close waits for it to

@@ -161,18 +161,14 @@ func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
 	}
 	defer s.calls.Done()
 	v = s.atLeast(ctx, v, size)
-	notFound := fmt.Errorf("checkpoint for size %d: %w", size, log.ErrNotFound)
-	if size == 0 || size > v.Size {
-		return nil, notFound
-	}
-	var note []byte
-	err = s.pool.QueryRow(ctx, sqlCheckpoint, int64(size)).Scan(&note)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound
-	} else if err != nil {
-		return nil, fmt.Errorf("reading checkpoint for size %d: %w", size, err)
-	}
-	return note, nil
+	return entryrun.Checkpoint(size, v.Size, func() ([]byte, bool, error) {
+		var note []byte
+		err := s.pool.QueryRow(ctx, sqlCheckpoint, int64(size)).Scan(&note)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, false, nil
+		}
+		return note, err == nil, err
+	})
 }
 
 // Checkpoints implements [log.Storage.Checkpoints]. Close waits for it to

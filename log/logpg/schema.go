@@ -116,10 +116,7 @@ var schemaDDL = []string{
 		compact bytea NOT NULL,
 		checkpoint bytea NOT NULL
 	)`,
-	`CREATE TABLE IF NOT EXISTS provlog_entries (
-		idx bigint PRIMARY KEY,
-		entry bytea NOT NULL
-	)`,
+	keyed("provlog_entries", "idx bigint", "entry bytea"),
 	`CREATE TABLE IF NOT EXISTS provlog_nodes (
 		level smallint NOT NULL,
 		idx bigint NOT NULL,
@@ -127,20 +124,17 @@ var schemaDDL = []string{
 		PRIMARY KEY (level, idx)
 	)`,
 	`CREATE INDEX IF NOT EXISTS provlog_leaf_hashes ON provlog_nodes USING hash (hash) WHERE level = 0`,
-	`CREATE TABLE IF NOT EXISTS provlog_checkpoints (
-		size bigint PRIMARY KEY,
-		note bytea NOT NULL
-	)`,
-	`CREATE TABLE IF NOT EXISTS provlog_keys (
-		key text PRIMARY KEY,
-		last bigint NOT NULL
-	)`,
-	`CREATE TABLE IF NOT EXISTS provlog_blobs (
-		name text PRIMARY KEY,
-		data bytea NOT NULL
-	)`,
+	keyed("provlog_checkpoints", "size bigint", "note bytea"),
+	keyed("provlog_keys", "key text", "last bigint"),
+	keyed("provlog_blobs", "name text", "data bytea"),
 	`INSERT INTO provlog_state (id, version, size, compact, checkpoint)
 		VALUES (true, 1, 0, '', '') ON CONFLICT (id) DO NOTHING`,
+}
+
+// keyed is the DDL of a table of two columns ("name type"), the first its
+// primary key, the second not null.
+func keyed(table, key, value string) string {
+	return "CREATE TABLE IF NOT EXISTS " + table + " (" + key + " PRIMARY KEY, " + value + " NOT NULL)"
 }
 
 // schemaTables are the tables schemaDDL creates; a read-only Open wants

@@ -1,6 +1,7 @@
 // Package entryrun holds what the log stores share in answering
-// [log.Storage.Entries]: the check of the range asked for, and the check
-// that the entries a store read, in index order, are the whole range.
+// [log.Storage.Entries] (the check of the range asked for, and the check
+// that the entries a store read, in index order, are the whole range) and
+// [log.Storage.Checkpoint] (which sizes have one, and the errors).
 package entryrun
 
 import (
