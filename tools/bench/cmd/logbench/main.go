@@ -69,6 +69,7 @@ type config struct {
 	altAge       time.Duration
 	pg           string // DSN: add the PostgreSQL columns (pg.go)
 	pgRTT        time.Duration
+	rounds       int // -rounds: throughput rows only, interleaved (rounds.go)
 }
 
 func newFlagSet(name string) *flag.FlagSet { return flag.NewFlagSet(name, flag.ContinueOnError) }
@@ -116,6 +117,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&c.memTrace, "memtrace", false, "children print their RSS and Go heap to stderr every second")
 	fs.StringVar(&c.pg, "postgres", "", "also run provlog on PostgreSQL (logpg), one sidecar and two, on the database at this DSN (each run in its own schema)")
 	fs.DurationVar(&c.pgRTT, "postgres-rtt", 0, "with -postgres, also run two sidecars through a loopback proxy adding this round trip to the database (0: skip)")
+	fs.IntVar(&c.rounds, "rounds", 0, "with -postgres: run only the throughput rows (-appenders), Pebble and PostgreSQL with one sidecar and two, this many interleaved rounds, and print each round and the medians")
 	fs.StringVar(&phase, "phase", "", "internal: run one measurement as a child process")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: logbench [flags]\n")
@@ -245,6 +247,12 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 		defer os.RemoveAll(base)
 	}
 	r := &runner{c: c, base: base, skey: skey, vkey: vkey, exe: exe, stderr: stderr}
+	if c.rounds > 0 {
+		if c.pg == "" {
+			return fmt.Errorf("-rounds needs -postgres")
+		}
+		return r.runRounds(stdout, c.rounds)
+	}
 	begin := time.Now()
 	loadStart := host.LoadAvg()
 	probe := func() string {

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/provlog/provlog/tools/bench/internal/host"
+)
+
+// runRounds is -rounds: only the throughput rows, Pebble and PostgreSQL
+// with one sidecar and two, interleaved round by round (the order turns
+// each round) so that every impl meets the same load, with each round's
+// rates and the medians. It answers the 64-appender question (two
+// sidecars against single-sidecar Pebble) in one run.
+func (r *runner) runRounds(w io.Writer, rounds int) error {
+	impls := []string{implProvlog, implPG, implPG2}
+	slack := 3 * time.Minute
+	fmt.Fprintf(w, "# logbench -rounds %d: durable append throughput, entries/s (load at start %s)\n\n", rounds, host.LoadAvg())
+	for _, a := range r.c.appenders {
+		n := r.c.n
+		if a == 1 {
+			n = r.c.n1
+		}
+		rates := map[string][]float64{}
+		var ratios []float64
+		fmt.Fprintf(w, "## %d appender%s (n=%d, cap %s)\n\n| round | %s | %s | %s | 2 sidecars / Pebble |\n|---|---|---|---|---|\n", a, plural(a), n, r.c.maxTime, impls[0], impls[1], impls[2])
+		for i := range rounds {
+			order := slices.Clone(impls)
+			for range i % len(impls) {
+				order = append(order[1:], order[0])
+			}
+			got := map[string]result{}
+			for _, impl := range order {
+				res, err := r.run(phaseThroughput, impl, spec{Appenders: a, N: n, MaxTime: r.c.maxTime}, r.c.maxTime+slack)
+				if err != nil {
+					return err
+				}
+				got[impl] = res
+				rates[impl] = append(rates[impl], float64(res.Count)/res.Elapsed.Seconds())
+			}
+			ratio := rates[implPG2][i] / rates[implProvlog][i]
+			ratios = append(ratios, ratio)
+			fmt.Fprintf(w, "| %d | %.0f/s (%s) | %.0f/s (%s) | %.0f/s (%s) | %.2f |\n", i+1,
+				rates[implProvlog][i], got[implProvlog].Diagnostics, rates[implPG][i], got[implPG].Diagnostics,
+				rates[implPG2][i], got[implPG2].Diagnostics, ratio)
+		}
+		fmt.Fprintf(w, "| median | %.0f/s | %.0f/s | %.0f/s | **%.2f** |\n\n", median(rates[implProvlog]), median(rates[implPG]), median(rates[implPG2]), median(ratios))
+	}
+	fmt.Fprintf(w, "load at end %s\n", host.LoadAvg())
+	return nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
