@@ -148,15 +148,18 @@ func (r *CallResultEntry) Marshal() ([]byte, error) {
 func (r *CallResultEntry) outcomeFields(f map[string]any) {
 	// Each member is written when it is set, so what parses marshals back
 	// as it was.
-	for k, v := range map[string]string{"result_sha256": r.ResultSHA256, "result_retained_sha256": r.RetainedSHA256, "error": r.Error, "release": r.DataRelease} {
-		if v != "" {
-			f[k] = v
+	for _, m := range [...]struct {
+		k, v string
+	}{{"result_sha256", r.ResultSHA256}, {"result_retained_sha256", r.RetainedSHA256}, {"error", r.Error}, {"release", r.DataRelease}} {
+		if m.v != "" {
+			f[m.k] = m.v
 		}
 	}
-	for k, v := range map[string]bool{"result_retained": r.ResultRetained, "result_remarshalled": r.ResultRemarshalled} {
-		if v {
-			f[k] = true
-		}
+	if r.ResultRetained {
+		f["result_retained"] = true
+	}
+	if r.ResultRemarshalled {
+		f["result_remarshalled"] = true
 	}
 	if r.ResultSHA256 != "" || r.ResultBytes != 0 {
 		f["result_bytes"] = r.ResultBytes

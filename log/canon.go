@@ -198,7 +198,9 @@ func (c CanonicalJSON) MarshalJSON() ([]byte, error) {
 // good until fn returns. It stops at fn's first error and returns it.
 // Duplicate keys and anything Canonicalize refuses are errors.
 func WalkObject(data []byte, fn func(key string, raw, canon []byte) error) error {
-	return walkObject(&jcsParser{in: data}, fn)
+	// A member's canonical form is about as long as its input: room for
+	// the longest saves growing the buffer member by member.
+	return walkObject(&jcsParser{in: data, out: make([]byte, 0, len(data))}, fn)
 }
 
 // walkObject is WalkObject on a parser of its own, whose probes tests read.

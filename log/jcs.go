@@ -322,6 +322,20 @@ func (p *jcsParser) sortMembers(body int, members []jcsMember) {
 // where a character above U+FFFF meets one in U+E000 to U+FFFF: the former's
 // leading surrogate (U+D800 to U+DBFF) sorts first.
 func compareUTF16(a, b string) int {
+	// Where the strings first differ in two ASCII bytes (the usual case:
+	// keys are ASCII), those are whole characters after equal ones, and
+	// compare as bytes.
+	n := min(len(a), len(b))
+	j := 0
+	for j < n && a[j] == b[j] {
+		j++
+	}
+	switch {
+	case j == n:
+		return cmp.Compare(len(a), len(b))
+	case a[j] < utf8.RuneSelf && b[j] < utf8.RuneSelf:
+		return cmp.Compare(a[j], b[j])
+	}
 	i := 0
 	for i < len(a) && i < len(b) {
 		ra, n := utf8.DecodeRuneInString(a[i:])

@@ -132,7 +132,18 @@ func (s *callStream) letGo() {
 // event returns msg as the stream's next event: with an id if the stream
 // can be resumed, where it is also kept.
 func (s *callStream) event(msg []byte) []byte {
-	b := make([]byte, 0, len(msg)+48)
+	return s.endEvent(append(s.startEvent(len(msg)), msg...))
+}
+
+// responseEvent is event of the JSON-RPC response to id, written in place.
+func (s *callStream) responseEvent(id, result json.RawMessage, rpcErr *jsonrpc.Error) []byte {
+	return s.endEvent(appendResponse(s.startEvent(len(id)+len(result)+64), id, result, rpcErr))
+}
+
+// startEvent returns a new event's lines up to its data, with room for n
+// bytes of data.
+func (s *callStream) startEvent(n int) []byte {
+	b := make([]byte, 0, n+len(s.id)+48)
 	if s.id != "" {
 		b = append(b, "id: "...)
 		b = append(b, s.id...)
@@ -140,8 +151,11 @@ func (s *callStream) event(msg []byte) []byte {
 		b = strconv.AppendInt(b, int64(len(s.events)+1), 10)
 		b = append(b, '\n')
 	}
-	b = append(b, "event: message\ndata: "...)
-	b = append(b, msg...)
+	return append(b, "event: message\ndata: "...)
+}
+
+// endEvent ends the event b, keeping it if the stream can be resumed.
+func (s *callStream) endEvent(b []byte) []byte {
 	b = append(b, "\n\n"...)
 	if s.id != "" {
 		s.events = append(s.events, b)
@@ -181,7 +195,7 @@ func (p *Proxy) answer(s *callStream, id, result json.RawMessage, rpcErr *jsonrp
 		s.letGo()
 		return
 	}
-	if s.send(s.event(appendResponse(nil, id, result, rpcErr))) || s.id == "" {
+	if s.send(s.responseEvent(id, result, rpcErr)) || s.id == "" {
 		s.letGo()
 		s.forget(p)
 		return
