@@ -160,33 +160,9 @@ func (r *Rekor) create(w http.ResponseWriter, req *http.Request) {
 		w.Write([]byte("<html>not json</html>"))
 		return
 	}
-	b, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	var p proposed
-	if err := json.Unmarshal(b, &p); err != nil || p.Kind != "hashedrekord" || p.APIVersion != "0.0.1" ||
-		p.Spec.Validate(strfmt.Default) != nil || p.Spec.Data.Hash == nil || p.Spec.Signature.PublicKey == nil {
-		writeError(w, http.StatusBadRequest, "not a hashedrekord 0.0.1 entry")
-		return
-	}
-	hash := p.Spec.Data.Hash
-	digest, err := hex.DecodeString(*hash.Value)
-	if err != nil || *hash.Algorithm != "sha256" || len(digest) != sha256.Size {
-		writeError(w, http.StatusBadRequest, "bad hash")
-		return
-	}
-	blk, _ := pem.Decode(p.Spec.Signature.PublicKey.Content)
-	if blk == nil {
-		writeError(w, http.StatusBadRequest, "public key is not PEM")
-		return
-	}
-	pub, err := x509.ParsePKIXPublicKey(blk.Bytes)
-	ek, ok := pub.(*ecdsa.PublicKey)
-	if err != nil || !ok || !ecdsa.VerifyASN1(ek, digest, p.Spec.Signature.Content) {
-		// What Rekor answers for a signature that does not verify.
-		writeError(w, http.StatusBadRequest, "verifying signature: invalid signature when validating ASN.1 encoded signature")
+	p, msg := readProposed(req)
+	if p == nil {
+		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
 	if fault == OtherDigest {
@@ -195,7 +171,7 @@ func (r *Rekor) create(w http.ResponseWriter, req *http.Request) {
 		d := sha256.Sum256([]byte("something else"))
 		sig, _ := ecdsa.SignASN1(rand.Reader, k, d[:])
 		der, _ := x509.MarshalPKIXPublicKey(k.Public())
-		*hash.Value = hex.EncodeToString(d[:])
+		*p.Spec.Data.Hash.Value = hex.EncodeToString(d[:])
 		p.Spec.Signature.Content = sig
 		p.Spec.Signature.PublicKey.Content = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 	}
@@ -228,6 +204,37 @@ func (r *Rekor) create(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("Location", "/api/v1/log/entries/"+uuid)
 	w.WriteHeader(http.StatusCreated)
 	w.Write(out)
+}
+
+// readProposed reads the request's proposed entry and checks it as Rekor
+// does: a hashedrekord 0.0.1 over a SHA-256 digest, signed by the ECDSA
+// key it carries. It returns nil and Rekor's message for one that fails.
+func readProposed(req *http.Request) (*proposed, string) {
+	b, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	if err != nil {
+		return nil, err.Error()
+	}
+	p := &proposed{}
+	if err := json.Unmarshal(b, p); err != nil || p.Kind != "hashedrekord" || p.APIVersion != "0.0.1" ||
+		p.Spec.Validate(strfmt.Default) != nil || p.Spec.Data.Hash == nil || p.Spec.Signature.PublicKey == nil {
+		return nil, "not a hashedrekord 0.0.1 entry"
+	}
+	hash := p.Spec.Data.Hash
+	digest, err := hex.DecodeString(*hash.Value)
+	if err != nil || *hash.Algorithm != "sha256" || len(digest) != sha256.Size {
+		return nil, "bad hash"
+	}
+	blk, _ := pem.Decode(p.Spec.Signature.PublicKey.Content)
+	if blk == nil {
+		return nil, "public key is not PEM"
+	}
+	pub, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	ek, ok := pub.(*ecdsa.PublicKey)
+	if err != nil || !ok || !ecdsa.VerifyASN1(ek, digest, p.Spec.Signature.Content) {
+		// What Rekor answers for a signature that does not verify.
+		return nil, "verifying signature: invalid signature when validating ASN.1 encoded signature"
+	}
+	return p, ""
 }
 
 // logEntry appends body and returns its UUID and entry, signed by signer.
