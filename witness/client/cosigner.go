@@ -240,11 +240,24 @@ func (c *Cosigner) Run(ctx context.Context) error {
 // round asks every witness to cosign cp and reports whether none of them
 // failed for a reason worth retrying.
 func (c *Cosigner) round(ctx context.Context, cp []byte) bool {
-	type result struct {
-		sigs []byte
-		err  error
+	res := c.ask(ctx, cp)
+	now := time.Now()
+	sigs, ok := c.tally(cp, res, now)
+	if len(sigs) < c.opts.Threshold {
+		return ok
 	}
-	res := make([]result, len(c.opts.Witnesses))
+	return c.keep(cp, sigs, now) && ok
+}
+
+// A cosignResult is one witness's answer in a round.
+type cosignResult struct {
+	sigs []byte
+	err  error
+}
+
+// ask asks every witness to cosign cp, all at once, each within Timeout.
+func (c *Cosigner) ask(ctx context.Context, cp []byte) []cosignResult {
+	res := make([]cosignResult, len(c.opts.Witnesses))
 	var wg sync.WaitGroup
 	for i, w := range c.opts.Witnesses {
 		wg.Add(1)
@@ -256,11 +269,16 @@ func (c *Cosigner) round(ctx context.Context, cp []byte) bool {
 		}()
 	}
 	wg.Wait()
+	return res
+}
 
-	ok := true
-	var sigs [][]byte
+// tally records the round's answers in the witnesses' status, reports a
+// conflict not seen before (to the log and OnConflict) and a failure, and
+// returns the cosignatures and whether no witness failed for a reason
+// worth retrying.
+func (c *Cosigner) tally(cp []byte, res []cosignResult, now time.Time) (sigs [][]byte, ok bool) {
+	ok = true
 	var conflicts []*ConflictError
-	now := time.Now()
 	c.mu.Lock()
 	for i, r := range res {
 		st := &c.status[i]
@@ -295,9 +313,13 @@ func (c *Cosigner) round(ctx context.Context, cp []byte) bool {
 			c.logger.Warn("witness failed", "witness", c.opts.Witnesses[i].Name(), "err", r.err)
 		}
 	}
-	if len(sigs) < c.opts.Threshold {
-		return ok
-	}
+	return sigs, ok
+}
+
+// keep merges sigs into cp and, if the result meets the policy and is no
+// older than the latest, makes it the latest and passes it to OnCosigned.
+// It reports false when the merge or the policy failed.
+func (c *Cosigner) keep(cp []byte, sigs [][]byte, now time.Time) bool {
 	merged, err := witness.AddCosignatures(cp, sigs...)
 	if err != nil {
 		c.logger.Error("cosigner: merging cosignatures", "err", err)
@@ -317,5 +339,5 @@ func (c *Cosigner) round(ctx context.Context, cp []byte) bool {
 	if newer && c.opts.OnCosigned != nil {
 		c.opts.OnCosigned(merged)
 	}
-	return ok
+	return true
 }
