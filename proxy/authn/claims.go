@@ -57,7 +57,7 @@ func parseClaims(b []byte) (*claims, error) {
 	}
 	c := &claims{raw: b}
 	var seen int
-	err := members(b, func(key string, v []byte) error {
+	err := members(b, func(key []byte, v []byte) error {
 		bit, err := c.member(key, v)
 		if bit != 0 {
 			if seen&bit != 0 {
@@ -75,7 +75,7 @@ func parseClaims(b []byte) (*claims, error) {
 
 // member reads one member of a claims set into c, returning its bit (0
 // for a claim the sidecar does not read).
-func (c *claims) member(key string, v []byte) (int, error) {
+func (c *claims) member(key []byte, v []byte) (int, error) {
 	str := func(bit int, dst *string) (int, error) {
 		s, ok := jsonString(v)
 		if !ok && !isNull(v) {
@@ -100,7 +100,7 @@ func (c *claims) member(key string, v []byte) (int, error) {
 		*dst = &t
 		return bit, nil
 	}
-	switch key {
+	switch string(key) {
 	case "iss":
 		return str(seenIss, &c.Iss)
 	case "sub":
@@ -152,8 +152,8 @@ func (c *claims) member(key string, v []byte) (int, error) {
 // twice.
 func (c *claims) claim(key string) (value string, ok bool) {
 	n := 0
-	members(c.raw, func(k string, v []byte) error {
-		if k == key {
+	members(c.raw, func(k []byte, v []byte) error {
+		if string(k) == key {
 			n++
 			value, ok = jsonString(v)
 		}
@@ -188,10 +188,10 @@ func parseAct(v []byte, depth int) (*log.Act, error) {
 	a := &log.Act{}
 	var hasSub bool
 	var seen int
-	err := members(v, func(key string, m []byte) error {
+	err := members(v, func(key []byte, m []byte) error {
 		var dst *string
 		var bit int
-		switch key {
+		switch string(key) {
 		case "sub":
 			dst, bit, hasSub = &a.Subject, seenSub, true
 		case "iss":
@@ -237,10 +237,11 @@ func parseAct(v []byte, depth int) (*log.Act, error) {
 // a bounded number of times (nested objects are rescanned once per level
 // that reads them, and act is at most log.MaxActDepth deep).
 
-// members calls fn with each member of the JSON object b: its key and
-// its value's bytes. It stops at fn's first error. b must be valid JSON;
-// anything but an object is an error.
-func members(b []byte, fn func(key string, v []byte) error) error {
+// members calls fn with each member of the JSON object b: its key (as
+// encoding/json decodes it; valid only during the call) and its value's
+// bytes. It stops at fn's first error. b must be valid JSON; anything but
+// an object is an error.
+func members(b []byte, fn func(key []byte, v []byte) error) error {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return invalid("the claims are not a JSON object")
@@ -251,7 +252,11 @@ func members(b []byte, fn func(key string, v []byte) error) error {
 	}
 	for i < len(b) {
 		end := skipString(b, i)
-		key, _ := jsonString(b[i:end])
+		key := b[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
+			s, _ := jsonString(b[i:end]) // escaped: decoded, as encoding/json would
+			key = []byte(s)
+		}
 		i = skipSpace(b, end)
 		i = skipSpace(b, i+1) // the colon
 		vend := skipValue(b, i)
