@@ -10,29 +10,25 @@ import (
 
 // readmeBlocks returns the indented command blocks of one section of the
 // repository's README.md, each joined into one script (continuation
-// lines included).
+// lines included); fenced blocks (```yaml) are not commands.
 func readmeBlocks(t *testing.T, heading string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var blocks []string
 	var cur []string
-	in := false
 	flush := func() {
 		if len(cur) > 0 {
 			blocks = append(blocks, strings.Join(cur, "\n")+"\n")
 		}
 		cur = nil
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "## ") {
+	fenced := false
+	for _, line := range strings.Split(readmeSection(t, heading), "\n") {
+		if strings.HasPrefix(line, "```") {
 			flush()
-			in = line == "## "+heading
+			fenced = !fenced
 			continue
 		}
-		if !in {
+		if fenced {
 			continue
 		}
 		if code, ok := strings.CutPrefix(line, "    "); ok {
@@ -44,6 +40,47 @@ func readmeBlocks(t *testing.T, heading string) []string {
 	flush()
 	if len(blocks) == 0 {
 		t.Fatalf("README.md has no command block under %q", heading)
+	}
+	return blocks
+}
+
+// readmeSection is the text of the README's section "## heading".
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "\n## "+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no section %q", heading)
+	}
+	if i := strings.Index(rest, "\n## "); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}
+
+// readmeFenced returns the README section's fenced blocks of language
+// lang (```lang), in order.
+func readmeFenced(t *testing.T, heading, lang string) []string {
+	t.Helper()
+	var blocks []string
+	rest := readmeSection(t, heading)
+	for {
+		_, after, ok := strings.Cut(rest, "```"+lang+"\n")
+		if !ok {
+			break
+		}
+		block, tail, ok := strings.Cut(after, "```")
+		if !ok {
+			t.Fatalf("README section %q: a ```%s block that does not end", heading, lang)
+		}
+		blocks = append(blocks, block)
+		rest = tail
+	}
+	if len(blocks) == 0 {
+		t.Fatalf("README section %q has no ```%s block", heading, lang)
 	}
 	return blocks
 }
