@@ -37,6 +37,8 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	defer s.calls.Done()
 	s.advance.Lock()
 	defer s.advance.Unlock()
+	s.committing.Store(true)
+	defer s.committing.Store(false)
 	s.mu.Lock()
 	known, failure := s.state, s.failure
 	s.mu.Unlock()

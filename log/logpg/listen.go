@@ -66,17 +66,17 @@ func (s *Store) listenOnce(ctx context.Context) bool {
 
 // refresh adopts the latest state if it is newer; failures are left to the
 // next try (a corrupt state fails the store inside latest). A commit under
-// way brings the state up to date itself, so refresh does not wait for it
-// (and does not hold up the commit after it).
+// way brings the state up to date itself, so refresh leaves it to that
+// (and does not hold up the commit after it: latest holds s.advance only
+// to publish).
 func (s *Store) refresh(ctx context.Context) {
 	if _, err := s.acquire(ctx); err != nil {
 		return
 	}
 	defer s.calls.Done()
-	if !s.advance.TryLock() {
+	if s.committing.Load() {
 		return
 	}
-	defer s.advance.Unlock()
 	if _, err := s.latest(ctx); err != nil && ctx.Err() == nil {
 		s.logf("logpg: reading the latest state: %v", err)
 	}

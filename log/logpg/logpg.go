@@ -37,6 +37,7 @@ import (
 	"math/bits"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -92,8 +93,12 @@ type Store struct {
 	stop    context.CancelFunc
 	follow  sync.WaitGroup
 
-	// advance serializes whatever moves the state: commits and refreshes.
+	// advance serializes whatever moves the state: commits, and the
+	// publishing of what a refresh read.
 	advance sync.Mutex
+	// committing is set while a commit is under way; a refresh is left
+	// to it.
+	committing atomic.Bool
 
 	readOnly bool
 
@@ -323,8 +328,9 @@ func (s *Store) atLeast(ctx context.Context, v view, size uint64) view {
 }
 
 // publish makes st this handle's state if it is newer, with the hot nodes
-// grown by nodes (every node completed from this handle's state up to
-// st.Size), and tells the followers. The caller holds s.advance.
+// grown by nodes (every node completed from a size at or below this
+// handle's state up to st.Size; With skips those it holds), and tells the
+// followers. The caller holds s.advance.
 func (s *Store) publish(st log.State, nodes []log.Node) {
 	s.mu.Lock()
 	if st.Size <= s.state.Size {
@@ -397,12 +403,12 @@ func (s *Store) Latest(ctx context.Context) (log.State, error) {
 		return log.State{}, err
 	}
 	defer s.calls.Done()
-	s.advance.Lock()
-	defer s.advance.Unlock()
 	return s.latest(ctx)
 }
 
-// latest reads the newest state; the caller holds s.advance.
+// latest reads the newest state. It holds s.advance only to publish what
+// it read, not while it reads and flushes, so a commit does not wait for
+// it.
 func (s *Store) latest(ctx context.Context) (log.State, error) {
 	s.mu.Lock()
 	known := s.state
@@ -434,11 +440,14 @@ func (s *Store) latest(ctx context.Context) (log.State, error) {
 		s.fail(err)
 		return log.State{}, err
 	}
-	if st.Size == known.Size {
-		return cloneState(known), nil
-	}
+	s.advance.Lock()
+	// A commit may have published a newer state since known was taken:
+	// publish keeps the newer one.
 	s.publish(st, nodes)
-	return cloneState(st), nil
+	s.advance.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return cloneState(s.state), nil
 }
 
 // scanLeaves reads (idx, hash) rows that must run from idx from on
