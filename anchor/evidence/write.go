@@ -112,19 +112,8 @@ func Write(ctx context.Context, dir string, o Options) (*Manifest, error) {
 	}
 	w.put(ReceiptFile, []byte(rc.String()))
 	w.put(CheckpointFile, t.note)
-	switch {
-	case o.Signer != nil:
-		c, err := cose.SignReceipt(o.Signer, rc)
-		if err != nil {
-			return nil, err
-		}
-		w.put(COSEFile, c)
-	case o.COSE != nil:
-		c, err := o.COSE(ctx, o.Index, t.cp.Size)
-		if err != nil {
-			return nil, fmt.Errorf("evidence: fetching the COSE receipt: %w", err)
-		}
-		w.put(COSEFile, c)
+	if err := w.putCOSE(ctx, o, rc, t.cp.Size); err != nil {
+		return nil, err
 	}
 	if m.IssuedSize, err = w.putIssued(ctx, o.Source, o.Index, leaf, t.cp.Size); err != nil {
 		return nil, err
@@ -155,6 +144,28 @@ func Write(ctx context.Context, dir string, o Options) (*Manifest, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// putCOSE writes the receipt's COSE form, signed here with o.Signer or
+// fetched with o.COSE; without either there is none.
+func (w *writer) putCOSE(ctx context.Context, o Options, rc *log.Receipt, size uint64) error {
+	var c []byte
+	var err error
+	switch {
+	case o.Signer != nil:
+		c, err = cose.SignReceipt(o.Signer, rc)
+	case o.COSE != nil:
+		if c, err = o.COSE(ctx, o.Index, size); err != nil {
+			err = fmt.Errorf("evidence: fetching the COSE receipt: %w", err)
+		}
+	default:
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	w.put(COSEFile, c)
+	return nil
 }
 
 // missing says what the manifest lacks; [Verify] computes the same from
