@@ -147,3 +147,13 @@ func TestREADMETour(t *testing.T) {
 		t.Errorf("want two audits (over HTTP, then of the data dir):\n%s", out)
 	}
 }
+
+// TestREADMEHealthReasons: the README names every reason /healthz gives.
+func TestREADMEHealthReasons(t *testing.T) {
+	tour := readmeSection(t, "A short tour")
+	for _, r := range healthReasons {
+		if !strings.Contains(tour, "`"+r+"`") {
+			t.Errorf("README's /healthz paragraph does not name the reason %s", r)
+		}
+	}
+}
