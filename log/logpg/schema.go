@@ -153,8 +153,10 @@ const (
 	sqlAsyncCommit = `SET LOCAL synchronous_commit = off`
 	// sqlFlush writes a WAL record in the current transaction, so that its
 	// commit waits for the flush as synchronous_commit says, covering every
-	// transaction whose commit it saw or followed.
-	sqlFlush      = `SELECT pg_logical_emit_message(true, 'provlog', 'flush')`
+	// transaction whose commit it saw or followed. On a standby (a
+	// read-only handle may be opened on one) it does nothing: a standby
+	// replays only WAL that its primary has flushed.
+	sqlFlush      = `SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_logical_emit_message(true, 'provlog', 'flush') END`
 	sqlLockState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id FOR UPDATE`
 	sqlReadState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id`
 	sqlLeavesFrom = `SELECT idx, hash FROM provlog_nodes WHERE level = 0 AND idx >= $1 ORDER BY idx`
