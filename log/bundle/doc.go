@@ -44,6 +44,6 @@
 // The manifest's prov_mapping names the version of this mapping a bundle
 // was made with, and [Verify] regenerates provenance.json under that
 // version: 2 is the mapping above; 1, the one before it, leaves the auth
-// member out, and is what a manifest without prov_mapping (a bundle made
-// before the version was recorded) means.
+// member out. A manifest without prov_mapping was written before the
+// version was recorded, by either, and is checked against both.
 package bundle

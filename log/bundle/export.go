@@ -30,10 +30,11 @@ const Format = "provlog-bundle/1"
 // still verifies.
 const (
 	// ProvMappingNoAuth is the first mapping, which leaves entries' auth
-	// members out of the PROV document. Bundles whose manifest has no
-	// prov_mapping were made with it.
+	// members out of the PROV document.
 	ProvMappingNoAuth = 1
-	// ProvMappingAuth adds the auth member (see the package doc).
+	// ProvMappingAuth adds the auth member (see the package doc). Bundles
+	// made with it before the manifest named its mapping name none, like
+	// those made with the first: [Verify] tries both for them.
 	ProvMappingAuth = 2
 	// ProvMapping is the mapping [Export] writes.
 	ProvMapping = ProvMappingAuth
@@ -75,8 +76,9 @@ type Manifest struct {
 	// exporter's configuration) or "records" (the anchor records' own).
 	Trust string `json:"trust,omitempty"`
 	// ProvMapping is the version of the PROV mapping provenance.json was
-	// made with; absent in bundles made before it was recorded, which
-	// were made with [ProvMappingNoAuth].
+	// made with; absent in bundles made before it was recorded (with
+	// [ProvMappingNoAuth] or [ProvMappingAuth]). [Verify]'s report names
+	// the one that gave a bundle's PROV document.
 	ProvMapping int `json:"prov_mapping,omitempty"`
 	// Files maps each other file of the bundle to its hex SHA-256.
 	Files map[string]string `json:"files"`

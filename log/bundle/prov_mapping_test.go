@@ -44,41 +44,46 @@ func wantProvProblem(t *testing.T, dir, what string) {
 	}
 }
 
-// TestOldBundleProvMapping: a bundle an older provlog exported
-// (testdata/mapping1, made by testdata/make-mapping1.sh with the code
-// before entries' auth members were mapped to PROV; its manifest names
-// no mapping) still verifies, under the first mapping. Named as made
-// with the current mapping, its PROV document no longer matches: the
-// pin is what makes it verify. A new bundle names the current mapping,
-// and named with the old one fails the same way.
+// TestOldBundleProvMapping: bundles older provlogs exported, whose
+// manifests name no PROV mapping (testdata, made by
+// testdata/make-old-bundles.sh with that code; each has an OAuth call),
+// still verify: mapping1, made before entries' auth members were mapped
+// to PROV, under the first mapping; mapping2-unnamed, made with that
+// mapping before the manifest named it, under the second. Named as made
+// with the current mapping, the first's PROV document no longer matches:
+// the pin is what makes it verify. A new bundle names the current
+// mapping, and named with the old one fails the same way.
 func TestOldBundleProvMapping(t *testing.T) {
+	for dir, want := range map[string]int{"mapping1": bundle.ProvMappingNoAuth, "mapping2-unnamed": bundle.ProvMappingAuth} {
+		old := filepath.Join("testdata", dir)
+		mb, err := os.ReadFile(filepath.Join(old, bundle.ManifestFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(mb, []byte("prov_mapping")) {
+			t.Fatalf("testdata/%s names a PROV mapping: it is not a bundle from before the mapping was named", dir)
+		}
+		entries, err := os.ReadFile(filepath.Join(old, bundle.EntriesFile))
+		if err != nil || !bytes.Contains(entries, []byte(`"auth":{`)) {
+			t.Fatalf("testdata/%s has no entry with an auth member (%v)", dir, err)
+		}
+		rep, err := bundle.Verify(context.Background(), old, anchor.VerifyBundled)
+		if err != nil {
+			t.Fatalf("testdata/%s: %v", dir, err)
+		}
+		if rep.Manifest.ProvMapping != want {
+			t.Errorf("testdata/%s was verified under mapping %d; want %d", dir, rep.Manifest.ProvMapping, want)
+		}
+	}
 	old := filepath.Join("testdata", "mapping1")
-	mb, err := os.ReadFile(filepath.Join(old, bundle.ManifestFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(mb, []byte("prov_mapping")) {
-		t.Fatal("testdata/mapping1 names a PROV mapping: it is not a bundle from before the mapping was recorded")
-	}
-	entries, err := os.ReadFile(filepath.Join(old, bundle.EntriesFile))
-	if err != nil || !bytes.Contains(entries, []byte(`"auth":{`)) {
-		t.Fatalf("testdata/mapping1 has no entry with an auth member (%v)", err)
-	}
-	rep, err := bundle.Verify(context.Background(), old, anchor.VerifyBundled)
-	if err != nil {
-		t.Fatalf("the old bundle: %v", err)
-	}
-	if rep.Manifest.ProvMapping != bundle.ProvMappingNoAuth {
-		t.Errorf("the old bundle was verified under mapping %d; want %d", rep.Manifest.ProvMapping, bundle.ProvMappingNoAuth)
-	}
 	asNew := copyDir(t, old)
 	setProvMapping(t, asNew, bundle.ProvMapping)
 	wantProvProblem(t, asNew, "the old bundle named as made with the current mapping")
 
 	dir := newFixture(t, 1, false).export(t, 0, 0)
-	rep, err = bundle.Verify(context.Background(), dir, anchor.VerifyBundled)
+	rep, err := bundle.Verify(context.Background(), dir, anchor.VerifyBundled)
 	if err != nil || rep.Manifest.ProvMapping != bundle.ProvMapping {
-		t.Fatalf("a new bundle: mapping %v, %v; want %d", rep, err, bundle.ProvMapping)
+		t.Fatalf("a new bundle: %+v, %v; want mapping %d", rep, err, bundle.ProvMapping)
 	}
 	setProvMapping(t, dir, bundle.ProvMappingNoAuth)
 	wantProvProblem(t, dir, "a new bundle named as made with the first mapping")

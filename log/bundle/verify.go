@@ -89,7 +89,9 @@ type VerifyAnchorFunc func(ctx context.Context, record []byte, v note.Verifier, 
 //     the range names it with its SHA-256;
 //   - provenance.json is exactly the PROV document regenerated from the
 //     entries, under the PROV mapping the manifest names (prov_mapping;
-//     a bundle made before it was recorded, under the first mapping).
+//     for a bundle made before the manifest named it, under the first or
+//     the second mapping, and the report's manifest names the one that
+//     gave it).
 //
 // Entries are read line by line; memory does not grow with the log.
 func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Report, error) {
@@ -111,17 +113,28 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 	if !c.readTree() {
 		return c.fail()
 	}
-	pw, err := newProvWriter(c.cp.Origin, c.m.ProvMapping)
-	if err != nil {
-		return nil, err
+	// A manifest that names no mapping was made before it named one: by
+	// the first mapping, or by the second, which came a little before
+	// the manifest said so. Its PROV document is checked against both.
+	mappings := []int{c.m.ProvMapping}
+	if c.m.ProvMapping == 0 {
+		mappings = []int{ProvMappingNoAuth, ProvMappingAuth}
 	}
-	defer pw.close()
-	entriesOK, err := c.checkEntries(pw)
+	var pws []*provWriter
+	for _, v := range mappings {
+		pw, err := newProvWriter(c.cp.Origin, v)
+		if err != nil {
+			return nil, err
+		}
+		defer pw.close()
+		pws = append(pws, pw)
+	}
+	entriesOK, err := c.checkEntries(pws)
 	if err != nil {
 		return nil, err
 	}
 	if entriesOK {
-		if err := c.checkProv(pw); err != nil {
+		if err := c.checkProv(pws); err != nil {
 			return nil, err
 		}
 	}
@@ -204,9 +217,7 @@ func (c *checker) readManifest() bool {
 		return false
 	}
 	switch m.ProvMapping {
-	case 0:
-		m.ProvMapping = ProvMappingNoAuth // made before the mapping was recorded
-	case ProvMappingNoAuth, ProvMappingAuth:
+	case 0, ProvMappingNoAuth, ProvMappingAuth: // 0: not named (see Verify)
 	default:
 		c.bad(ManifestFile, "prov_mapping %d is not a PROV mapping this verifier knows (%d to %d)", m.ProvMapping, ProvMappingNoAuth, ProvMapping)
 		return false
@@ -462,7 +473,7 @@ func (c *checker) readTree() bool {
 // hashed into the range, fed to the PROV writer, met with the anchors;
 // at the end the range must give the checkpoint's root. It reports
 // whether the entries could all be read.
-func (c *checker) checkEntries(pw *provWriter) (bool, error) {
+func (c *checker) checkEntries(pws []*provWriter) (bool, error) {
 	f, err := os.Open(filepath.Join(c.dir, EntriesFile))
 	if err != nil {
 		c.bad(EntriesFile, "%v", err)
@@ -490,7 +501,7 @@ func (c *checker) checkEntries(pw *provWriter) (bool, error) {
 			c.bad(EntriesFile, "line %d does not end in a newline", i-m.From+1)
 			return false, nil
 		}
-		if !c.checkEntry(pw, i, line[:len(line)-1]) {
+		if !c.checkEntry(pws, i, line[:len(line)-1]) {
 			return false, nil
 		}
 		i++
@@ -515,8 +526,8 @@ func (c *checker) checkEntries(pw *provWriter) (bool, error) {
 
 // checkEntry checks entry i, b: it parses, entry 0 is the genesis, an
 // anchor entry names a record by its SHA-256; and appends it to the range
-// and the PROV document. False means the stream cannot go on.
-func (c *checker) checkEntry(pw *provWriter, i uint64, b []byte) bool {
+// and the PROV documents. False means the stream cannot go on.
+func (c *checker) checkEntry(pws []*provWriter, i uint64, b []byte) bool {
 	e, err := log.ParseEntry(b)
 	if err != nil {
 		c.bad(EntriesFile, "line %d (entry %d): %v", i-c.m.From+1, i, err)
@@ -532,7 +543,9 @@ func (c *checker) checkEntry(pw *provWriter, i uint64, b []byte) bool {
 			c.bad(AnchorsDir+"/"+a.Record, "SHA-256 %s is not the one anchor entry %d commits to", got, i)
 		}
 	}
-	pw.add(i, b, e)
+	for _, pw := range pws {
+		pw.add(i, b, e)
+	}
 	if err := c.rng.Append(log.LeafHash(b), nil); err != nil {
 		c.bad(EntriesFile, "%v", err)
 		return false
@@ -549,13 +562,17 @@ func (c *checker) checkEntry(pw *provWriter, i uint64, b []byte) bool {
 }
 
 // checkProv checks that provenance.json is the PROV document the entries
-// give.
-func (c *checker) checkProv(pw *provWriter) error {
-	ph := sha256.New()
-	if err := pw.finish(ph); err != nil {
-		return err
+// give under one of the mappings pws regenerated it with, and sets the
+// manifest's mapping to the first that gives it.
+func (c *checker) checkProv(pws []*provWriter) error {
+	var want []string
+	for _, pw := range pws {
+		ph := sha256.New()
+		if err := pw.finish(ph); err != nil {
+			return err
+		}
+		want = append(want, hex.EncodeToString(ph.Sum(nil)))
 	}
-	want := hex.EncodeToString(ph.Sum(nil))
 	pf, err := os.Open(filepath.Join(c.dir, ProvFile))
 	if err != nil {
 		c.bad(ProvFile, "%v", err)
@@ -568,9 +585,13 @@ func (c *checker) checkProv(pw *provWriter) error {
 	if got != c.m.Files[ProvFile] {
 		c.bad(ProvFile, "SHA-256 is not the one %s lists", ManifestFile)
 	}
-	if got != want {
-		c.bad(ProvFile, "is not the PROV document the entries give (regenerated SHA-256 %s, file %s)", want, got)
+	for i, w := range want {
+		if got == w {
+			c.m.ProvMapping = pws[i].mapping
+			return nil
+		}
 	}
+	c.bad(ProvFile, "is not the PROV document the entries give (regenerated SHA-256 %s, file %s)", strings.Join(want, " or "), got)
 	return nil
 }
 
