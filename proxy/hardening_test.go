@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -227,5 +229,26 @@ func TestTrailingDataRefused(t *testing.T) {
 		if got := post(c.body, c.stateless); got != http.StatusOK {
 			t.Errorf("a good request: %d, want 200", got)
 		}
+	}
+}
+
+// TestReadBody: a body is read whole whatever length it declared (none,
+// its own, less, more), and cut one byte past the limit.
+func TestReadBody(t *testing.T) {
+	body := strings.Repeat("x", 100)
+	for _, c := range []struct {
+		declared, limit int64
+		want            int
+	}{
+		{-1, 1000, 100}, {100, 1000, 100}, {10, 1000, 100}, {500, 1000, 100}, {0, 1000, 100},
+		{-1, 50, 51}, {100, 50, 51}, {40, 50, 51}, {1 << 20, 2 << 20, 100},
+	} {
+		got, err := readBody(iotest.OneByteReader(strings.NewReader(body)), c.declared, c.limit)
+		if err != nil || len(got) != c.want || string(got) != body[:c.want] {
+			t.Errorf("declared %d, limit %d: %d bytes, %v; want %d", c.declared, c.limit, len(got), err, c.want)
+		}
+	}
+	if _, err := readBody(iotest.ErrReader(errors.New("boom")), 10, 100); err == nil {
+		t.Error("a failing read: no error")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"runtime/debug"
 	"slices"
@@ -165,7 +164,7 @@ func (p *Proxy) reapSessions(ctx context.Context, interval, idle time.Duration) 
 
 // serveStateful serves a request of a stateful HTTP session: on the fast
 // path if it can, else through the SDK's handler.
-func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, sdk http.Handler) {
+func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, pb postBody, sdk http.Handler) {
 	var fs *frontSession
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 		if v, ok := p.sessions.Load(id); ok {
@@ -186,7 +185,7 @@ func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, sdk http.H
 			fs.touch()
 			fs.active.Add(-1)
 		}()
-		if !p.noFastPath && p.fastPOST(w, r, fs) {
+		if !p.noFastPath && pb.parsed && p.fastPOST(w, r, fs, pb.msg) {
 			return
 		}
 	}
@@ -270,9 +269,9 @@ func (fr fastRequest) param(name string) []byte {
 	return v
 }
 
-// fastPOST serves r on the fast path and reports true, or reports false
-// having left r as it found it.
-func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSession) bool {
+// fastPOST serves r, whose body is fr, on the fast path and reports true,
+// or reports false having left r as it found it.
+func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSession, fr fastRequest) bool {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
 		return false
 	}
@@ -282,19 +281,6 @@ func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSessio
 	ti := auth.TokenInfoFromContext(r.Context())
 	if ti == nil || ti.UserID != fs.actor {
 		return false // the SDK refuses it (session user mismatch)
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, p.opts.MaxRequestBytes+1))
-	rest := r.Body
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(body), rest), rest}
-	if err != nil || int64(len(body)) > p.opts.MaxRequestBytes {
-		return false
-	}
-	fr, ok := parseFast(body)
-	if !ok {
-		return false
 	}
 	switch {
 	case fr.method == "":

@@ -306,10 +306,11 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 		DisableLocalhostProtection: true,
 	})
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, ok := p.oneMessage(w, r)
+		pb, ok := p.oneMessage(w, r)
 		if !ok {
 			return
 		}
+		body := pb.raw
 		p.handOverID(r, body)
 		if id := identityOf(r.Context()); id != nil && body != nil {
 			if err := p.checkScopes(a, id, body); err != nil {
@@ -326,7 +327,7 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 				"provlog: too many sessions (max_sessions %d); close one or wait until an idle one times out", p.opts.MaxSessions))
 			return
 		}
-		p.serveStateful(w, r, stateful)
+		p.serveStateful(w, r, pb, stateful)
 	})
 	// The SDK's middleware sets the TokenInfo its sessions check (it alone
 	// can); the identity it carries was authenticated below, once.

@@ -134,6 +134,7 @@ func (b *bench) runHTTP(ctx context.Context) error {
 	if err := pl.start(); err != nil {
 		return err
 	}
+	stopMem := watchMem(pl.pid())
 	plBase := "http://" + plAddr
 	if err := waitHTTP(ctx, pl, plBase+"/healthz", true); err != nil {
 		return err
@@ -193,6 +194,7 @@ func (b *bench) runHTTP(ctx context.Context) error {
 		}
 		b.res.tput = r
 	}
+	b.res.memHTTP = stopMem()
 	if b.res.rssHTTP, err = vmHWM(pl.pid()); err != nil {
 		return fmt.Errorf("reading provlog's VmHWM: %w", err)
 	}

@@ -229,7 +229,8 @@ type results struct {
 	stdio, http       *latencyResult
 	tput              *tputResult
 	tasks             *taskResult
-	rssStdio, rssHTTP float64 // MiB, VmHWM of the provlog processes of A1 and A2+A3
+	rssStdio, rssHTTP float64  // MiB, VmHWM of the provlog processes of A1 and A2+A3
+	memHTTP           memSplit // the HTTP one's resident memory when it had the most anonymous memory
 	profiles          []string
 }
 

@@ -53,6 +53,7 @@ func TestProxyBenchQuick(t *testing.T) {
 		"| A2. latency per call, HTTP, 1 client: p99 |",
 		"| A3. throughput, 32 HTTP sessions (closed loop) |",
 		"| A4. sidecar peak RSS (VmHWM of the provlog process) |",
+		"| A4. HTTP sidecar at its peak anonymous memory: ",
 		"Every proxied call returned a receipt",
 		"| B1. task ops/s, 32 HTTP sessions, distinct tasks",
 		"Every op returned a receipt",

@@ -263,6 +263,9 @@ func (b *bench) print(w io.Writer, date time.Time, load, fsync [2]string, took t
 			rss = append(rss, "HTTP (A2+A3): "+mib(r.rssHTTP))
 		}
 		fmt.Fprintf(w, "| A4. sidecar peak RSS (VmHWM of the provlog process) | | %s | |\n", strings.Join(rss, "; "))
+		if m := r.memHTTP; m.anon > 0 {
+			fmt.Fprintf(w, "| A4. HTTP sidecar at its peak anonymous memory: anonymous (heaps, stacks) / file-backed (its executable's pages) | | %s / %s | |\n", mib(m.anon), mib(m.file))
+		}
 		fmt.Fprintln(w)
 		var checks []string
 		if r.http != nil {

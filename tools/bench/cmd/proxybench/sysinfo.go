@@ -32,6 +32,55 @@ func vmHWM(pid int) (float64, error) {
 	return 0, errors.New("no VmHWM")
 }
 
+// memSplit is a process's resident memory, split: anonymous (its heaps,
+// Go's and C's, and stacks) and file-backed (mostly the pages of its
+// executable that it has touched, shared with every process mapping the
+// same file), in MiB.
+type memSplit struct{ anon, file float64 }
+
+// rssSplit reads a process's RssAnon and RssFile.
+func rssSplit(pid int) (memSplit, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return memSplit{}, err
+	}
+	var m memSplit
+	for l := range strings.SplitSeq(string(b), "\n") {
+		k, v, _ := strings.Cut(l, ":")
+		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		switch k {
+		case "RssAnon":
+			m.anon = kb / 1024
+		case "RssFile":
+			m.file = kb / 1024
+		}
+	}
+	return m, nil
+}
+
+// watchMem samples a process's resident memory every 100 ms until stop is
+// called, which returns the sample with the most anonymous memory.
+func watchMem(pid int) (stop func() memSplit) {
+	done, out := make(chan struct{}), make(chan memSplit, 1)
+	go func() {
+		var peak memSplit
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if m, err := rssSplit(pid); err == nil && m.anon >= peak.anon {
+				peak = m
+			}
+			select {
+			case <-done:
+				out <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() memSplit { close(done); return <-out }
+}
+
 // cpuTime returns the user+system CPU time of a process (all threads), in
 // the kernel's clock ticks (USER_HZ, 100 per second on Linux).
 func cpuTime(pid int) time.Duration {
