@@ -184,3 +184,80 @@ func TestConfigReloadServers(t *testing.T) {
 		t.Errorf("audit after the reloads: %s", out)
 	}
 }
+
+// TestConfigReloadDrainsTogether: a reload that removes two servers, each
+// with a call under way that does not end (real processes: the sidefx
+// server), drains them side by side: the one drain_timeout cuts both
+// calls at once, in one warning naming both, before either server is
+// stopped; one after the other would take a bound each, a warning each.
+func TestConfigReloadDrainsTogether(t *testing.T) {
+	dir := t.TempDir()
+	exe, _ := os.Executable()
+	const token = "drain-together-token"
+	sum := sha256.Sum256([]byte(token))
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	write := func(ids ...string) {
+		var servers []map[string]any
+		for _, id := range ids {
+			servers = append(servers, map[string]any{"id": id, "command": []string{exe, "-test.run=^$"}, "env": map[string]string{sidefxEnv: filepath.Join(dir, id+".txt")}})
+		}
+		b, _ := json.Marshal(map[string]any{
+			"data": filepath.Join(dir, "d"), "reload_interval": "50ms", "drain_timeout": "300ms", "servers": servers,
+			"actors": []map[string]any{{"id": "alice", "token_sha256": hex.EncodeToString(sum[:])}},
+		})
+		if err := os.WriteFile(cfgPath+".new", b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(cfgPath+".new", cfgPath); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a", "b", "c")
+	base, stop, stderr := startServeLogged(t, freeAddr(t), "--config", cfgPath)
+	cs := connectHTTP(t, base, token)
+	waitFor(t, "the servers' tools are listed", func() bool {
+		lt, err := cs.ListTools(context.Background(), nil)
+		return err == nil && slices.ContainsFunc(lt.Tools, func(tl *mcp.Tool) bool { return tl.Name == "a__append" }) &&
+			slices.ContainsFunc(lt.Tools, func(tl *mcp.Tool) bool { return tl.Name == "b__append" })
+	})
+	answers := make(chan error, 2)
+	for _, id := range []string{"a", "b"} {
+		go func() {
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: id + "__append",
+				Arguments: map[string]any{"text": "busy", "until_file": filepath.Join(dir, "never")}})
+			answers <- err
+		}()
+	}
+	for _, id := range []string{"a", "b"} {
+		waitFor(t, id+"'s call is under way", func() bool {
+			b, _ := os.ReadFile(filepath.Join(dir, id+".txt"))
+			return strings.Contains(string(b), "busy\n")
+		})
+	}
+	write("c")
+	for range 2 {
+		if err := <-answers; err == nil || !strings.Contains(err.Error(), "was removed from the configuration") {
+			t.Errorf("a call cut by the drain: %v, want it told the server was removed", err)
+		}
+	}
+	waitFor(t, "the reload is done", func() bool { return strings.Contains(stderr.String(), "config reload: servers changed") })
+	cs.Close()
+	stop()
+
+	var events []string
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		switch {
+		case strings.Contains(line, "calls were still under way at the end of the drain"):
+			ev := "cut"
+			if strings.Contains(line, `servers="[a b]"`) {
+				ev = "cut a b"
+			}
+			events = append(events, ev)
+		case strings.Contains(line, "proxy: server removed"):
+			events = append(events, "removed")
+		}
+	}
+	if want := []string{"cut a b", "removed", "removed"}; !slices.Equal(events, want) {
+		t.Errorf("events %q, want %q:\n%s", events, want, stderr.String())
+	}
+}
