@@ -63,21 +63,7 @@ const JWTBearerGrant = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 // it under CI=true, where a missing prerequisite is never a pass).
 func Binary(t testing.TB) string {
 	t.Helper()
-	p := os.Getenv(EnvBinary)
-	msg := ""
-	if p == "" {
-		msg = EnvBinary + " is not set"
-	} else if _, err := os.Stat(p); err != nil {
-		msg = fmt.Sprintf("%s=%s: %v", EnvBinary, p, err)
-	}
-	if msg != "" {
-		msg += `; build Hydra with: eval "$(bash tools/hydratest/install.sh)"`
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return p
+	return proctest.Program(t, EnvBinary, `eval "$(bash tools/hydratest/install.sh)"`)
 }
 
 // Options change how [Start] configures Hydra.

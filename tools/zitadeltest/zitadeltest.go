@@ -76,21 +76,7 @@ type Server struct {
 // pass).
 func Binary(t testing.TB) string {
 	t.Helper()
-	p := os.Getenv(EnvBinary)
-	msg := ""
-	if p == "" {
-		msg = EnvBinary + " is not set"
-	} else if _, err := os.Stat(p); err != nil {
-		msg = fmt.Sprintf("%s=%s: %v", EnvBinary, p, err)
-	}
-	if msg != "" {
-		msg += `; build it with: eval "$(bash tools/zitadeltest/install.sh)"`
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return p
+	return proctest.Program(t, EnvBinary, `eval "$(bash tools/zitadeltest/install.sh)"`)
 }
 
 // Start runs the server until t ends and waits until it answers.

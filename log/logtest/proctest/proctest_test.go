@@ -2,6 +2,7 @@ package proctest
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -33,5 +34,24 @@ func TestBufferConcurrent(t *testing.T) {
 	wg.Wait()
 	if n := strings.Count(b.String(), "\n"); n != 800 {
 		t.Fatalf("kept %d lines, want all 800", n)
+	}
+}
+
+// TestProgram: a program an install script named is returned; a missing
+// one skips the test (outside CI).
+func TestProgram(t *testing.T) {
+	t.Setenv("CI", "")
+	t.Setenv("PROVLOG_PROCTEST_PROGRAM", os.Args[0])
+	t.Setenv("PROVLOG_PROCTEST_NONE", "")
+	if got := Program(t, "PROVLOG_PROCTEST_PROGRAM", "install it"); got != os.Args[0] {
+		t.Errorf("Program = %q; want %q", got, os.Args[0])
+	}
+	reached := false
+	t.Run("missing", func(t *testing.T) {
+		Program(t, "PROVLOG_PROCTEST_NONE", "install it")
+		reached = true
+	})
+	if reached {
+		t.Error("a missing program did not stop the test")
 	}
 }
