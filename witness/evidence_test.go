@@ -2,10 +2,8 @@ package witness
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,7 +13,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/witness/witnesspebble"
 )
 
 func refTree(prefix string, n int) *testonly.Tree {
@@ -148,39 +145,5 @@ func TestForkFromProof(t *testing.T) {
 	p8, _ := b.ConsistencyProof(8, 20)
 	if ForkFromProof(sign(t, s, 8, a.HashAt(8)), large, p8) != nil {
 		t.Error("ForkFromProof claimed a fork from a power-of-two size")
-	}
-}
-
-func TestStores(t *testing.T) {
-	kv, err := witnesspebble.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kv.Close()
-	for name, s := range map[string]Store{"memory": NewMemoryStore(), "witnesspebble.KV": KVStore(kv)} {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			if got, err := s.Latest(ctx, "a"); got != nil || err != nil {
-				t.Fatalf("Latest of a new origin = %q, %v", got, err)
-			}
-			if err := s.Swap(ctx, "a", []byte("x"), []byte("1")); !errors.Is(err, ErrConflict) {
-				t.Fatalf("Swap from a note never recorded: %v", err)
-			}
-			if err := s.Swap(ctx, "a", nil, []byte("1")); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Swap(ctx, "a", nil, []byte("2")); !errors.Is(err, ErrConflict) {
-				t.Fatalf("Swap from none over a recorded note: %v", err)
-			}
-			if err := s.Swap(ctx, "a", []byte("1"), []byte("2")); err != nil {
-				t.Fatal(err)
-			}
-			if got, _ := s.Latest(ctx, "a"); string(got) != "2" {
-				t.Fatalf("Latest = %q", got)
-			}
-			if got, _ := s.Latest(ctx, "b"); got != nil {
-				t.Fatalf("Latest of another origin = %q", got)
-			}
-		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/provlog/provlog/log"
 )
@@ -26,34 +25,6 @@ type Store interface {
 	// is recorded, it changes nothing and returns an error wrapping
 	// ErrConflict.
 	Swap(ctx context.Context, origin string, old, note []byte) error
-}
-
-// A MemoryStore is a [Store] in memory, for tests.
-type MemoryStore struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-// NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore() *MemoryStore { return &MemoryStore{m: map[string][]byte{}} }
-
-// Latest implements [Store].
-func (s *MemoryStore) Latest(_ context.Context, origin string) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.m[origin]), nil
-}
-
-// Swap implements [Store].
-func (s *MemoryStore) Swap(_ context.Context, origin string, old, note []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, ok := s.m[origin]
-	if ok != (old != nil) || !bytes.Equal(cur, old) {
-		return fmt.Errorf("origin %q: %w", origin, ErrConflict)
-	}
-	s.m[origin] = bytes.Clone(note)
-	return nil
 }
 
 // A KV is a durable key-value store with compare-and-swap, as

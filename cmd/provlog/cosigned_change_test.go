@@ -16,7 +16,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/witness"
 	wserver "github.com/provlog/provlog/witness/server"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
@@ -35,7 +34,7 @@ func TestCosignedChangesWhileRunning(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	k := mustKeygen(t, data, "provlog.test/cosigned")
 	ws := witnesstest.NewCosigner(t, "witness.example/w1")
-	w, err := wserver.New(wserver.Options{Signer: ws, Logs: []wserver.Log{{Origin: k.signer.Name(), Verifiers: []note.Verifier{k.verifier}}}, Store: witness.NewMemoryStore()})
+	w, err := wserver.New(wserver.Options{Signer: ws, Logs: []wserver.Log{{Origin: k.signer.Name(), Verifiers: []note.Verifier{k.verifier}}}, Store: witnesstest.NewStore()})
 	if err != nil {
 		t.Fatal(err)
 	}

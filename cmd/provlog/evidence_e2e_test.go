@@ -31,7 +31,6 @@ import (
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
 	"github.com/provlog/provlog/anchor/evidence"
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/witness"
 	wserver "github.com/provlog/provlog/witness/server"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
@@ -59,7 +58,7 @@ func TestEvidenceEndToEnd(t *testing.T) {
 	var witnessKeys []string
 	for _, name := range []string{"witness.example/w1", "witness.example/w2"} {
 		cos := witnesstest.NewCosigner(t, name)
-		w, err := wserver.New(wserver.Options{Signer: cos, Logs: []wserver.Log{{Origin: k.signer.Name(), Verifiers: []note.Verifier{k.verifier}}}, Store: witness.NewMemoryStore()})
+		w, err := wserver.New(wserver.Options{Signer: cos, Logs: []wserver.Log{{Origin: k.signer.Name(), Verifiers: []note.Verifier{k.verifier}}}, Store: witnesstest.NewStore()})
 		if err != nil {
 			t.Fatal(err)
 		}

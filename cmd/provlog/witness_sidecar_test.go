@@ -70,7 +70,7 @@ func TestWitnessing(t *testing.T) {
 	for i, name := range []string{"witness.example/w1", "witness.example/w2", "witness.example/w3"} {
 		s := witnesstest.NewCosigner(t, name)
 		signers = append(signers, s)
-		w, err := wserver.New(wserver.Options{Signer: s, Logs: []wserver.Log{{Origin: k.Verifier.Name(), Verifiers: []note.Verifier{k.Verifier}}}, Store: witness.NewMemoryStore()})
+		w, err := wserver.New(wserver.Options{Signer: s, Logs: []wserver.Log{{Origin: k.Verifier.Name(), Verifiers: []note.Verifier{k.Verifier}}}, Store: witnesstest.NewStore()})
 		if err != nil {
 			t.Fatal(err)
 		}

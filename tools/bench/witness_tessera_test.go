@@ -27,9 +27,9 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/witness"
 	"github.com/provlog/provlog/witness/pull"
 	wserver "github.com/provlog/provlog/witness/server"
+	"github.com/provlog/provlog/witness/witnesstest"
 )
 
 // witnessTesseraLog is a Tessera POSIX log served over HTTP as files.
@@ -107,7 +107,7 @@ func TestWitnessPullTesseraPOSIX(t *testing.T) {
 	defer cancel()
 	s, v := witnessTesseraKey(t, "tessera.example/pulled")
 	l := newWitnessTesseraLog(t, ctx, s, "honest", nil)
-	store := witness.NewMemoryStore()
+	store := witnesstest.NewStore()
 	check := func(srv *httptest.Server) (*pull.Result, error) {
 		return pull.Check(ctx, pull.Options{URL: srv.URL, Verifier: v, Store: store, Client: srv.Client()})
 	}
@@ -171,7 +171,7 @@ func TestTesseraWitnessedByProvlog(t *testing.T) {
 	w, err := wserver.New(wserver.Options{
 		Signer: cs,
 		Logs:   []wserver.Log{{Origin: v.Name(), Verifiers: []note.Verifier{v}}},
-		Store:  witness.NewMemoryStore(),
+		Store:  witnesstest.NewStore(),
 	})
 	if err != nil {
 		t.Fatal(err)

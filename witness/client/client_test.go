@@ -39,7 +39,7 @@ func newTestWitness(t *testing.T, name string, logs ...witnesstest.Key) *testWit
 	for _, k := range logs {
 		ls = append(ls, server.Log{Origin: k.Verifier.Name(), Verifiers: []note.Verifier{k.Verifier}})
 	}
-	w, err := server.New(server.Options{Signer: tw.signer, Logs: ls, Store: witness.NewMemoryStore()})
+	w, err := server.New(server.Options{Signer: tw.signer, Logs: ls, Store: witnesstest.NewStore()})
 	if err != nil {
 		t.Fatal(err)
 	}

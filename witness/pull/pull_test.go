@@ -96,7 +96,7 @@ func TestCheckForks(t *testing.T) {
 	evil := witnesstest.NewLog(t, k, "evil")
 
 	setup := func(t *testing.T, size uint64) witness.Store {
-		store := witness.NewMemoryStore()
+		store := witnesstest.NewStore()
 		honest.Grow(t, size)
 		srv := splice(honest.Checkpoint(t, size), honest)
 		defer srv.Close()
@@ -185,7 +185,7 @@ func TestCheckForks(t *testing.T) {
 func TestCheckBadTiles(t *testing.T) {
 	k := witnesstest.NewKey(t, origin)
 	l := witnesstest.NewLog(t, k, "x")
-	store := witness.NewMemoryStore()
+	store := witnesstest.NewStore()
 	l.Grow(t, 10)
 	if _, err := check(t, store, l.Prefix(), k); err != nil {
 		t.Fatal(err)

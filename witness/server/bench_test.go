@@ -18,6 +18,7 @@ import (
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/witness"
 	"github.com/provlog/provlog/witness/witnesspebble"
+	"github.com/provlog/provlog/witness/witnesstest"
 )
 
 // benchTreeSize is the log the benchmarks prove over: a million entries.
@@ -157,7 +158,7 @@ func BenchmarkAddCheckpoint(b *testing.B) {
 			l := newBenchLog(b, "log.example/bench", b.N)
 			var w *Witness
 			if mem {
-				w = newBenchWitnessOn(b, []*benchLog{l}, witness.NewMemoryStore())
+				w = newBenchWitnessOn(b, []*benchLog{l}, witnesstest.NewStore())
 			} else {
 				w = newBenchWitness(b, []*benchLog{l})
 			}

@@ -141,7 +141,7 @@ func (f *fixture) checkCosignature(t *testing.T, body, sigs string) {
 }
 
 func TestStatusCodes(t *testing.T) {
-	f := newFixture(t, witness.NewMemoryStore())
+	f := newFixture(t, witnesstest.NewStore())
 	ctx := context.Background()
 
 	// First cosignature of A at size 10, from nothing.
@@ -319,7 +319,7 @@ func TestPersistence(t *testing.T) {
 func TestConcurrentAddCheckpoint(t *testing.T) {
 	for _, name := range []string{"memory", "pebble"} {
 		t.Run(name, func(t *testing.T) {
-			var store witness.Store = witness.NewMemoryStore()
+			var store witness.Store = witnesstest.NewStore()
 			if name == "pebble" {
 				kv, err := witnesspebble.Open(t.TempDir())
 				if err != nil {
@@ -394,7 +394,7 @@ func TestConcurrentAddCheckpoint(t *testing.T) {
 // and different entries. The witness refuses every checkpoint of the
 // second history, keeps its record, and reports the forks it can prove.
 func TestForkAndRollback(t *testing.T) {
-	f := newFixture(t, witness.NewMemoryStore())
+	f := newFixture(t, witnesstest.NewStore())
 	ctx := context.Background()
 	evil := witnesstest.NewLog(t, f.a.Key, "evil") // same key and origin as f.a
 
@@ -479,7 +479,7 @@ func TestForkAndRollback(t *testing.T) {
 // database would be, if it allowed that) race; the store's
 // compare-and-swap lets one win.
 func TestSharedStore(t *testing.T) {
-	f := newFixture(t, witness.NewMemoryStore())
+	f := newFixture(t, witnesstest.NewStore())
 	w2 := f.newWitness(t)
 	var mu sync.Mutex
 	mu.Lock()
@@ -521,7 +521,7 @@ func (failingStore) Swap(context.Context, string, []byte, []byte) error {
 // TestPersistFailure: a witness that cannot record a checkpoint does not
 // cosign it.
 func TestPersistFailure(t *testing.T) {
-	f := newFixture(t, failingStore{witness.NewMemoryStore()})
+	f := newFixture(t, failingStore{witnesstest.NewStore()})
 	status, _, body := f.post(t, request(t, f.a, 0, 3))
 	if status != http.StatusInternalServerError || strings.Contains(body, "—") {
 		t.Fatalf("%d %q", status, body)
@@ -532,7 +532,7 @@ func TestPersistFailure(t *testing.T) {
 // answer has one of the spec's status codes, only a 200 changes the
 // record, and the record never shrinks.
 func FuzzAddCheckpoint(f *testing.F) {
-	fx := newFixture(f, witness.NewMemoryStore())
+	fx := newFixture(f, witnesstest.NewStore())
 	ctx := context.Background()
 	if status, _, body := fx.post(f, request(f, fx.a, 0, 10)); status != 200 {
 		f.Fatalf("%d %s", status, body)

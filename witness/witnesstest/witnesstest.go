@@ -5,6 +5,7 @@
 package witnesstest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest"
 	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/witness"
 )
 
 // A Key is a log's note key pair.
@@ -151,4 +153,32 @@ func (l *Log) Checkpoint(t testing.TB, n uint64) []byte {
 		t.Fatalf("checkpoint at size %d: %v", n, err)
 	}
 	return cp
+}
+
+// A Store is a witness.Store in memory, for tests.
+type Store struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+// NewStore returns an empty Store.
+func NewStore() *Store { return &Store{m: map[string][]byte{}} }
+
+// Latest implements witness.Store.
+func (s *Store) Latest(_ context.Context, origin string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.m[origin]), nil
+}
+
+// Swap implements witness.Store.
+func (s *Store) Swap(_ context.Context, origin string, old, note []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.m[origin]
+	if ok != (old != nil) || !bytes.Equal(cur, old) {
+		return fmt.Errorf("origin %q: %w", origin, witness.ErrConflict)
+	}
+	s.m[origin] = bytes.Clone(note)
+	return nil
 }
