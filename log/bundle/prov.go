@@ -40,7 +40,7 @@ var groups = []string{
 type provWriter struct {
 	dir     string
 	origin  string
-	mapping int // ProvMapping...
+	mapping int // the PROV mapping version it writes (ProvMappingNoAuth, ProvMappingAuth)
 	files   map[string]*os.File
 	bufs    map[string]*bufio.Writer
 	count   map[string]int
