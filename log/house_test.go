@@ -89,3 +89,60 @@ func TestSizeLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeLayout holds the README's Layout paragraph to the tree: it
+// names, in backquotes, every Go package folder of the module and every
+// folder under tools/ (a nested module by its own folder only), and every
+// path it names is in the tree.
+func TestReadmeLayout(t *testing.T) {
+	root := ".."
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, para, ok := strings.Cut(string(readme), "\nLayout (")
+	if !ok {
+		t.Fatal(`README.md has no paragraph starting "Layout ("`)
+	}
+	para, _, _ = strings.Cut(para, "\n\n")
+	named := map[string]bool{}
+	for i, s := range strings.Split(strings.ReplaceAll(para, "\n", " "), "`") {
+		if i%2 == 1 {
+			named[s] = true
+		}
+	}
+	// The folders that must be named: each holding Go files (not tests
+	// only), each folder of tools/, and a nested module's own folder.
+	want := map[string]bool{}
+	for _, path := range productFiles(t, root) {
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		if rel != "." {
+			want[filepath.ToSlash(rel)] = true
+		}
+	}
+	tools, err := os.ReadDir(filepath.Join(root, "tools"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range tools {
+		if d.IsDir() {
+			want["tools/"+d.Name()] = true
+		}
+	}
+	for dir := range want {
+		if !named[dir] {
+			t.Errorf("README's Layout does not name %s: say in a few words what it holds", dir)
+		}
+	}
+	for n := range named {
+		top, _, _ := strings.Cut(n, "/")
+		switch top {
+		case "log", "anchor", "witness", "opp", "proxy", "cmd", "tools":
+		default:
+			continue // not a folder name (testdata/script is each command's)
+		}
+		if _, err := os.Stat(filepath.Join(root, n)); err != nil {
+			t.Errorf("README's Layout names %s, which is not in the tree", n)
+		}
+	}
+}
