@@ -36,14 +36,22 @@ type Receipt struct {
 
 // String returns the receipt in its text form.
 func (r *Receipt) String() string {
-	var b strings.Builder
-	b.WriteString(ReceiptHeader + "\n")
-	if r.Extra != nil {
-		b.WriteString("extra " + base64.StdEncoding.EncodeToString(r.Extra) + "\n")
+	// Sized up front: a receipt is made for every entry appended.
+	n := len(ReceiptHeader) + len("\nextra \nindex 18446744073709551615\n\n") + base64.StdEncoding.EncodedLen(len(r.Extra)) + len(r.Checkpoint)
+	for _, h := range r.Proof {
+		n += base64.StdEncoding.EncodedLen(len(h)) + 1
 	}
-	b.WriteString("index " + strconv.FormatUint(r.Index, 10) + "\n")
-	b.Write(AppendProofLines(nil, r.Proof, r.Checkpoint))
-	return b.String()
+	b := make([]byte, 0, n)
+	b = append(b, ReceiptHeader+"\n"...)
+	if r.Extra != nil {
+		b = append(b, "extra "...)
+		b = base64.StdEncoding.AppendEncode(b, r.Extra)
+		b = append(b, '\n')
+	}
+	b = append(b, "index "...)
+	b = strconv.AppendUint(b, r.Index, 10)
+	b = append(b, '\n')
+	return string(AppendProofLines(b, r.Proof, r.Checkpoint))
 }
 
 // AppendProofLines appends to b what [ParseProofLines] reads, proof one
