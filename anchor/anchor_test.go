@@ -14,6 +14,7 @@ import (
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
 	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest/proctest"
 	"github.com/provlog/provlog/log/server"
 )
 
@@ -169,13 +170,13 @@ func TestOneTSAFails(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 
-	waitFor(t, "the first anchor", func() bool { return len(e.records_()) == 1 })
+	proctest.WaitFor(t, "the first anchor", func() bool { return len(e.records_()) == 1 })
 	rec := e.records_()[0].Record
 	if len(rec.Timestamps) != 1 || rec.Timestamps[0].URL != e.tsas[0].URL || len(rec.Tlogs) != 1 {
 		t.Fatalf("record: %d timestamps, %d tlogs", len(rec.Timestamps), len(rec.Tlogs))
 	}
 	// The failing TSA is retried with growing delays.
-	waitFor(t, "three failures of tsa 1", func() bool { return r.Status().Authorities[1].ConsecutiveFailures >= 3 })
+	proctest.WaitFor(t, "three failures of tsa 1", func() bool { return r.Status().Authorities[1].ConsecutiveFailures >= 3 })
 	s := r.Status()
 	if s.Authorities[0].ConsecutiveFailures != 0 || s.Authorities[0].LastSuccess.IsZero() || s.Authorities[2].ConsecutiveFailures != 0 {
 		t.Errorf("healthy authorities: %+v", s.Authorities)
@@ -188,12 +189,12 @@ func TestOneTSAFails(t *testing.T) {
 	}
 	// Recovery: the next retry anchors the latest checkpoint with it.
 	e.tsas[1].SetFault(testtsa.OK)
-	waitFor(t, "the retry to succeed", func() bool { return len(e.records_()) == 2 })
+	proctest.WaitFor(t, "the retry to succeed", func() bool { return len(e.records_()) == 2 })
 	rec2 := e.records_()[1].Record
 	if len(rec2.Timestamps) != 1 || rec2.Timestamps[0].URL != e.tsas[1].URL || len(rec2.Tlogs) != 0 {
 		t.Errorf("retry record: %d timestamps (%v), %d tlogs", len(rec2.Timestamps), rec2.Timestamps, len(rec2.Tlogs))
 	}
-	waitFor(t, "its anchor entry", func() bool { return len(e.anchorEntries()) == 2 })
+	proctest.WaitFor(t, "its anchor entry", func() bool { return len(e.anchorEntries()) == 2 })
 	if a := r.Status().Authorities[1]; a.ConsecutiveFailures != 0 || a.LastSuccess.IsZero() {
 		t.Errorf("recovered authority: %+v", a)
 	}
@@ -213,7 +214,7 @@ func TestRunAnchorsWhenGrown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go r.Run(ctx)
-	waitFor(t, "the first anchor", func() bool { return len(e.anchorEntries()) == 1 })
+	proctest.WaitFor(t, "the first anchor", func() bool { return len(e.anchorEntries()) == 1 })
 	time.Sleep(300 * time.Millisecond) // six intervals with nothing new
 	if n := len(e.records_()); n != 1 {
 		t.Fatalf("%d records while idle, want 1", n)
@@ -225,7 +226,7 @@ func TestRunAnchorsWhenGrown(t *testing.T) {
 	if s := r.Status(); s.Unanchored != 2 {
 		t.Errorf("status after 2 appends: %+v", s)
 	}
-	waitFor(t, "the second anchor", func() bool { return len(e.anchorEntries()) == 2 })
+	proctest.WaitFor(t, "the second anchor", func() bool { return len(e.anchorEntries()) == 2 })
 	cancel()
 	rep, err := e.audit()
 	if err != nil {
@@ -271,17 +272,6 @@ func TestRestartAppendsMissingEntry(t *testing.T) {
 	}
 	if rep, err := e.audit(); err != nil || len(rep.Unlogged) != 0 || rep.Entries != 3 {
 		t.Errorf("audit after restart: %+v %v", rep, err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

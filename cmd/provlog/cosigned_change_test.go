@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest/proctest"
 	wserver "github.com/provlog/provlog/witness/server"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
@@ -66,7 +67,7 @@ func TestCosignedChangesWhileRunning(t *testing.T) {
 			}
 		}
 		size, _ := sc.seq.Checkpoint()
-		waitUntil(t, func() bool { return cosignedSize() == size })
+		proctest.WaitFor(t, "the checkpoint cosigned", func() bool { return cosignedSize() == size })
 		return size
 	}
 

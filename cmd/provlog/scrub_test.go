@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // TestScrubFailsHealth: a flipped byte in the oldest checkpoints' block,
@@ -39,7 +41,7 @@ func TestScrubFailsHealth(t *testing.T) {
 	}
 	wg.Wait()
 	var ssts []string
-	waitUntil(t, func() bool {
+	proctest.WaitFor(t, "a flushed sstable", func() bool {
 		ssts, _ = filepath.Glob(filepath.Join(data, dbDir, "*.sst"))
 		return len(ssts) > 0
 	})

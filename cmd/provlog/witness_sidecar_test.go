@@ -15,6 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest/proctest"
 	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/witness"
 	wserver "github.com/provlog/provlog/witness/server"
@@ -99,12 +100,12 @@ func TestWitnessing(t *testing.T) {
 	go w.run(ctx, l.Seq)
 
 	l.Grow(t, 50)
-	waitUntil(t, func() bool {
+	proctest.WaitFor(t, "a checkpoint of size 50 or more cosigned", func() bool {
 		c, err := log.ParseCheckpointNote(w.cos.Latest())
 		return err == nil && c.Size >= 50
 	})
 	// The conflict with w3 is in the log.
-	waitUntil(t, func() bool {
+	proctest.WaitFor(t, "w3's witness.conflict entry", func() bool {
 		size, _ := l.Seq.Checkpoint()
 		es, _ := l.Store.Entries(ctx, 0, size)
 		for _, e := range es {
@@ -169,7 +170,7 @@ func TestWitnessing(t *testing.T) {
 
 	// provlog prove --data uses the cosigned checkpoint the sidecar kept,
 	// and the latest for an entry it does not cover.
-	waitUntil(t, func() bool {
+	proctest.WaitFor(t, "the cosigned checkpoint kept in the data dir", func() bool {
 		b, _ := os.ReadFile(filepath.Join(data, cosignedFile))
 		return b != nil && string(b) == string(w.cos.Latest())
 	})
@@ -205,16 +206,5 @@ func TestWitnessing(t *testing.T) {
 	}
 	if st := w2.status(); st["threshold"] != float64(2) {
 		t.Errorf("status %v", st)
-	}
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest/proctest"
 	"github.com/provlog/provlog/witness"
 	"github.com/provlog/provlog/witness/server"
 	"github.com/provlog/provlog/witness/witnesstest"
@@ -284,7 +285,7 @@ func TestCosigner(t *testing.T) {
 	}
 	// w2 comes back; the Cosigner retries the newest checkpoint by itself.
 	w2.down.Store(false)
-	waitFor(t, func() bool { return c.Latest() != nil })
+	proctest.WaitFor(t, "a cosigned checkpoint", func() bool { return c.Latest() != nil })
 	latest := c.Latest()
 	cp, _, err := log.OpenWitnessedCheckpoint(latest, k.Verifier, log.WitnessPolicy{
 		Witnesses: []note.Verifier{w1.signer.Verifier(), w2.signer.Verifier(), w3.signer.Verifier()}, Threshold: 2})
@@ -315,7 +316,7 @@ func TestCosigner(t *testing.T) {
 		c.Submit(l.Grow(t, n))
 		time.Sleep(20 * time.Millisecond)
 	}
-	waitFor(t, func() bool {
+	proctest.WaitFor(t, "the checkpoint at size 210 cosigned", func() bool {
 		cp, _ := log.ParseCheckpointNote(c.Latest())
 		return cp.Size == 210
 	})
@@ -364,16 +365,5 @@ func TestNewCosignerRefuses(t *testing.T) {
 		if _, err := NewCosigner(o); err == nil {
 			t.Errorf("NewCosigner(%+v) succeeded", o)
 		}
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -89,7 +89,7 @@ func startLitewitness(t *testing.T, name string, logs map[string]string) *litewi
 
 	sock := filepath.Join(dir, "s")
 	startProcess(t, "ssh-agent", exec.Command(sshAgent, "-D", "-a", sock))
-	waitFor(t, func() bool { _, err := os.Stat(sock); return err == nil })
+	proctest.WaitFor(t, "the ssh-agent socket", func() bool { _, err := os.Stat(sock); return err == nil })
 	add := exec.Command(sshAdd, key)
 	add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
 	if out, err := add.CombinedOutput(); err != nil {
@@ -312,7 +312,7 @@ func TestLitewitness(t *testing.T) {
 	go c.Run(runCtx)
 	final := l.GrowFast(t, 2222)
 	c.Submit(final)
-	waitFor(t, func() bool {
+	proctest.WaitFor(t, "the checkpoint at size 2222 cosigned", func() bool {
 		got, _ := log.ParseCheckpointNote(c.Latest())
 		return got.Size == 2222
 	})

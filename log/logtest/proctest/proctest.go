@@ -1,7 +1,7 @@
 // Package proctest helps tests that run real programs (an MCP server, a
 // TSA, Rekor, Hydra, PostgreSQL, a second sidecar): a loopback port to
-// give one, and a buffer to collect what it prints while the test reads
-// it.
+// give one, a wait until it listens, a buffer to collect what it prints
+// while the test reads it, and a wait for what it does.
 //
 // It lives under log/ so that every package's tests, and every test
 // helper, may import it (DESIGN §1). Test code only; nothing in the
@@ -28,6 +28,18 @@ func FreePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// WaitFor waits until cond holds, checking it every 10 ms for a minute
+// (a loaded machine is slow, and a deadline costs only when it fails);
+// after that it fails the test, saying what it waited for.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+	}
 }
 
 // WaitListening waits until something accepts TCP connections on addr:
