@@ -11,9 +11,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/durable"
 )
 
 // A snapshot of the task index lets a restart skip replaying the log: it
@@ -77,51 +77,40 @@ func writeSnapshot(path string, size uint64, leaf [32]byte, x *index, violations
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	err = durable.WriteFileFunc(path, 0o600, func(f io.Writer) error {
+		h := sha256.New()
+		w := bufio.NewWriterSize(io.MultiWriter(f, h), 1<<16)
+		le := binary.LittleEndian
+		var b [32]byte
+		w.WriteString(snapshotMagic)
+		w.Write(le.AppendUint64(b[:0], size))
+		w.Write(leaf[:])
+		w.Write(le.AppendUint32(b[:0], x.heads.len()))
+		w.Write(le.AppendUint32(b[:0], x.at.len()))
+		for n := range x.heads.len() {
+			w.Write(x.keys.at(n)[:])
+		}
+		for n := range x.heads.len() {
+			hd := x.heads.at(n)
+			p := le.AppendUint32(b[:0], hd.first)
+			p = le.AppendUint32(p, hd.last)
+			w.Write(append(p, hd.state))
+		}
+		for l := range x.at.len() {
+			w.Write(le.AppendUint64(b[:0], x.at.at(l).index()))
+		}
+		for l := range x.at.len() {
+			w.Write(le.AppendUint32(b[:0], *x.prev.at(l)))
+		}
+		w.Write(le.AppendUint32(b[:0], uint32(len(vj))))
+		w.Write(vj)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		_, err := f.Write(h.Sum(nil))
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("saving the task index: %w", err)
-	}
-	defer os.Remove(f.Name()) // a no-op once renamed
-	defer f.Close()
-	h := sha256.New()
-	w := bufio.NewWriterSize(io.MultiWriter(f, h), 1<<16)
-	le := binary.LittleEndian
-	var b [32]byte
-	w.WriteString(snapshotMagic)
-	w.Write(le.AppendUint64(b[:0], size))
-	w.Write(leaf[:])
-	w.Write(le.AppendUint32(b[:0], x.heads.len()))
-	w.Write(le.AppendUint32(b[:0], x.at.len()))
-	for n := range x.heads.len() {
-		w.Write(x.keys.at(n)[:])
-	}
-	for n := range x.heads.len() {
-		hd := x.heads.at(n)
-		p := le.AppendUint32(b[:0], hd.first)
-		p = le.AppendUint32(p, hd.last)
-		w.Write(append(p, hd.state))
-	}
-	for l := range x.at.len() {
-		w.Write(le.AppendUint64(b[:0], x.at.at(l).index()))
-	}
-	for l := range x.at.len() {
-		w.Write(le.AppendUint32(b[:0], *x.prev.at(l)))
-	}
-	w.Write(le.AppendUint32(b[:0], uint32(len(vj))))
-	w.Write(vj)
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("saving the task index: %w", err)
-	}
-	if _, err := f.Write(h.Sum(nil)); err != nil {
-		return fmt.Errorf("saving the task index: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("saving the task index: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("saving the task index: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
 		return fmt.Errorf("saving the task index: %w", err)
 	}
 	return nil

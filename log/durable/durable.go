@@ -1,14 +1,16 @@
-// Package durable writes small files so that a crash leaves the old state
+// Package durable writes files so that a crash leaves the old state
 // or the new one, never a torn file, and a nil error means the bytes and
 // the name are both on disk: the data goes to a temporary file beside the
 // target, which is synced, moved into place and followed by a sync of the
 // directory. It is the one way provlog writes a file it must not lose
-// (blobs, anchor records, keys, tokens, config, cosigned checkpoints).
+// (blobs, anchor records, keys, tokens, config, cosigned checkpoints, the
+// task index).
 package durable
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,7 +19,17 @@ import (
 // WriteFile replaces path with data, durably, with permissions exactly
 // perm (the umask neither widens nor narrows them).
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
-	tmp, err := writeTemp(path, data, perm)
+	return WriteFileFunc(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFileFunc replaces path, durably, with what write writes, as
+// WriteFile does: for a file written as it is made rather than held in
+// memory whole. If write fails, path is left as it was.
+func WriteFileFunc(path string, perm fs.FileMode, write func(io.Writer) error) error {
+	tmp, err := writeTemp(path, perm, write)
 	if err != nil {
 		return err
 	}
@@ -32,7 +44,10 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 // it never replaces a file (a hard link does not), and fails with an error
 // wrapping fs.ErrExist if one is there. The permissions are exactly perm.
 func CreateFile(path string, data []byte, perm fs.FileMode) error {
-	tmp, err := writeTemp(path, data, perm)
+	tmp, err := writeTemp(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -47,14 +62,14 @@ func CreateFile(path string, data []byte, perm fs.FileMode) error {
 	return SyncDir(filepath.Dir(path))
 }
 
-// writeTemp writes data to a new synced temporary file in path's
-// directory and returns its name.
-func writeTemp(path string, data []byte, perm fs.FileMode) (string, error) {
+// writeTemp writes a new synced temporary file in path's directory with
+// write and returns its name.
+func writeTemp(path string, perm fs.FileMode, write func(io.Writer) error) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return "", err
 	}
-	_, err = f.Write(data)
+	err = write(f)
 	if err == nil {
 		err = f.Chmod(perm)
 	}

@@ -2,6 +2,7 @@ package durable
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -63,6 +64,34 @@ func TestFailureLeavesNothing(t *testing.T) {
 		t.Error("WriteFile over a directory succeeded")
 	}
 	assertOnly(t, dir, "d")
+}
+
+// TestWriteFileFuncFailure: a write function that fails leaves the old
+// file as it was and no temporary file; one that succeeds replaces it.
+func TestWriteFileFuncFailure(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	if err := WriteFile(path, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := WriteFileFunc(path, 0o600, func(w io.Writer) error {
+		io.WriteString(w, "half of the new")
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("WriteFileFunc = %v, want the write's error", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Fatalf("after a failed write the file holds %q, want the old bytes", b)
+	}
+	assertOnly(t, dir, "f")
+	if err := WriteFileFunc(path, 0o600, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "new" {
+		t.Fatalf("the file holds %q, want new", b)
+	}
 }
 
 func assertOnly(t *testing.T, dir string, names ...string) {
