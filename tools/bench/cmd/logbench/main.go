@@ -432,7 +432,7 @@ func printHeader(w io.Writer, c config, tcs []tesseraConfig) {
 		fmt.Fprintf(w, "- Tessera config %c: posix.New + %s, no antispam\n", 'A'+i, tc)
 	}
 	if c.pg != "" {
-		fmt.Fprintf(w, "- provlog on PostgreSQL: logpg.Open + server.OpenSequencer per sidecar, each run in a fresh schema; 2 sidecars = two stores and sequencers (own pools, own commits under the log's row lock) in one process, appenders round robin; PostgreSQL on the same machine (loopback, fsync on)\n")
+		fmt.Fprintf(w, "- provlog on PostgreSQL: logpg.Open + server.OpenSequencer per sidecar, each run in a fresh schema; 2 sidecars = two processes, each with its own store, pool and sequencer committing under the log's row lock, appenders round robin (those of the second over a Unix socket); PostgreSQL on the same machine (loopback, fsync on)\n")
 	}
 }
 
