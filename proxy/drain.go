@@ -179,13 +179,12 @@ type removedName struct {
 	name  string
 }
 
-// noteRemoved remembers server id's front names, so that a request for
-// one is told the server was removed rather than that no such name exists.
-func (p *Proxy) noteRemoved(id string, names map[nameTable][]string) {
-	for t, ns := range names {
-		for _, n := range ns {
-			p.removed.Store(removedName{t, n}, id)
-		}
+// noteRemoved remembers server id's front names of table t, so that a
+// request for one is told the server was removed rather than that no
+// such name exists.
+func (p *Proxy) noteRemoved(id string, t nameTable, names []string) {
+	for _, n := range names {
+		p.removed.Store(removedName{t, n}, id)
 	}
 }
 

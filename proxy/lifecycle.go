@@ -222,6 +222,10 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 	case o.err == nil && o.wireErr == nil:
 		c.isError = o.isError
 		return nil
+	case ctx.Err() == nil && cctx.Err() != nil && d.gate.cut():
+		// Cut by a removed server's drain: an error the server sent is
+		// its answer to that cancellation.
+		c.errText = d.cancelledText(d.p.drainTimeout())
 	case o.wireErr != nil:
 		// The server answered with a JSON-RPC error: the client sees it
 		// verbatim; only the log copy is scrubbed.
@@ -231,8 +235,6 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		c.errText = "cancelled by the client"
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		c.errText = fmt.Sprintf("server %q did not answer %s within %s", d.cfg.ID, tool, d.cfg.timeout())
-	case cctx.Err() != nil && d.gate.cut():
-		c.errText = d.cancelledText(d.p.drainTimeout())
 	case o.lost:
 		c.errText = fmt.Sprintf("server %q closed the connection during the call (it crashed or exited, or lost the session: %v); it is being reconnected", d.cfg.ID, o.err)
 		d.p.logger.Warn("proxy: downstream connection lost during a call; reconnecting", "actor", c.actor, "server", d.cfg.ID, "tool", tool, "call", c.index, "error", o.err)

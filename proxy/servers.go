@@ -95,15 +95,14 @@ func (p *Proxy) RemoveServer(id string) error { return p.RemoveServers(id) }
 func (p *Proxy) RemoveServers(ids ...string) error {
 	p.serversMu.Lock()
 	defer p.serversMu.Unlock()
-	gone, err := p.detach(ids)
+	gone, idles, err := p.detach(ids)
 
 	// Their names leave the front now; holding each one's syncMu through
 	// its drain keeps a sync under way from registering them again.
-	idles := make([]<-chan struct{}, len(gone))
-	for i, l := range gone {
-		idles[i] = l.d.gate.close()
+	for _, l := range gone {
 		l.d.cat.syncMu.Lock()
-		p.noteRemoved(l.d.cfg.ID, l.d.cat.clearLocked())
+		id := l.d.cfg.ID
+		l.d.cat.clearLocked(func(t nameTable, names []string) { p.noteRemoved(id, t, names) })
 	}
 	p.drainAll(gone, idles, p.drainTimeout())
 	var wg sync.WaitGroup
@@ -123,12 +122,15 @@ func (p *Proxy) RemoveServers(ids ...string) error {
 	return err
 }
 
-// detach takes servers ids out of the running ones and the router, and
-// returns them; an id that is not running is in the error. The caller
-// holds p.serversMu.
-func (p *Proxy) detach(ids []string) ([]*live, error) {
+// detach takes servers ids out of the running ones, closes their gates
+// and then takes them out of the router, so that a request the router
+// still sent there is either let in before or refused; it returns them
+// with their gates' idle channels. An id that is not running is in the
+// error. The caller holds p.serversMu.
+func (p *Proxy) detach(ids []string) ([]*live, []<-chan struct{}, error) {
 	p.dsMu.Lock()
 	var gone []*live
+	var idles []<-chan struct{}
 	var errs []error
 	for _, id := range ids {
 		l := p.live[id]
@@ -138,6 +140,7 @@ func (p *Proxy) detach(ids []string) ([]*live, error) {
 		}
 		delete(p.live, id)
 		gone = append(gone, l)
+		idles = append(idles, l.d.gate.close())
 	}
 	ds := make([]*downstream, 0, len(p.ds))
 	for _, d := range p.ds {
@@ -148,33 +151,31 @@ func (p *Proxy) detach(ids []string) ([]*live, error) {
 	p.ds = ds
 	p.dsMu.Unlock()
 	p.router.setServers(ds)
-	return gone, errors.Join(errs...)
+	return gone, idles, errors.Join(errs...)
 }
 
 // clear withdraws every name c's server has at the front.
 func (c *catalogue) clear() {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
-	c.clearLocked()
+	c.clearLocked(nil)
 }
 
-// clearLocked withdraws every name c's server has at the front and
-// returns them, by name table; the caller holds c.syncMu.
-func (c *catalogue) clearLocked() map[nameTable][]string {
-	gone := map[nameTable][]string{}
+// clearLocked withdraws every name c's server has at the front, handing
+// each kind's names to note (if not nil) before they leave, so that a
+// request never finds a name gone but not yet noted. The caller holds
+// c.syncMu.
+func (c *catalogue) clearLocked(note func(nameTable, []string)) {
 	for _, l := range c.kinds {
-		k := l.(interface {
-			clear(*catalogue) (nameTable, []string)
-		})
-		t, names := k.clear(c)
-		gone[t] = append(gone[t], names...)
+		l.(interface {
+			clear(*catalogue, func(nameTable, []string))
+		}).clear(c, note)
 	}
-	return gone
 }
 
 // clear withdraws c's registrations of this kind from the front server
-// and the router, and returns them with their name table.
-func (k *listKind[T]) clear(c *catalogue) (nameTable, []string) {
+// and the router, handing them to note first.
+func (k *listKind[T]) clear(c *catalogue, note func(nameTable, []string)) {
 	c.mu.Lock()
 	var gone []string
 	for front := range c.lists[k.slot].reg {
@@ -182,11 +183,14 @@ func (k *listKind[T]) clear(c *catalogue) (nameTable, []string) {
 	}
 	clear(c.lists[k.slot].reg)
 	c.mu.Unlock()
-	if len(gone) > 0 {
-		k.remove(c.d.p.server, gone...)
-		for _, f := range gone {
-			c.d.p.router.free(k.names, f, c.d)
-		}
+	if len(gone) == 0 {
+		return
 	}
-	return k.names, gone
+	if note != nil {
+		note(k.names, gone)
+	}
+	k.remove(c.d.p.server, gone...)
+	for _, f := range gone {
+		c.d.p.router.free(k.names, f, c.d)
+	}
 }

@@ -128,6 +128,7 @@ func TestRemoveServerDrains(t *testing.T) {
 			ctx := context.Background()
 			d := p.downstreams()[0]
 			flag := filepath.Join(t.TempDir(), "go-on")
+			waitRouted(t, p, "a__wait_file") // its tools entry is in
 
 			before := l.size(t)
 			type answer struct {
@@ -234,6 +235,7 @@ func TestRemoveServersDrainTogether(t *testing.T) {
 			cs := connectMemory(t, p, nil)
 			ctx := context.Background()
 			dir := t.TempDir()
+			waitRouted(t, p, "a__wait_file", "b__wait_file") // their tools entries are in
 			before := l.size(t)
 			type answer struct {
 				res *mcp.CallToolResult
@@ -289,38 +291,13 @@ func TestRemoveServersDrainTogether(t *testing.T) {
 			if got := l.size(t); got != before+4 {
 				t.Fatalf("log grew by %d entries, want two calls and their results", got-before)
 			}
-			for i := before + 2; i < before+4; i++ {
-				e, err := log.ParseEntry(l.entry(t, i))
-				if err != nil {
-					t.Fatal(err)
-				}
-				cr, err := log.ParseCallResult(e)
-				if err != nil {
-					t.Fatalf("entry %d: %v, want a call's result", i, err)
-				}
-				cut := cr.IsError && strings.Contains(cr.Error, "was still under way when the drain's 100ms passed; it was cancelled")
-				if cut == tc.done {
-					t.Errorf("entry %d: %+v; cut %v, want %v", i, cr, cut, !tc.done)
-				}
-			}
-
-			// The events: one cut for both (cut) or none (finishes), before
-			// either server is stopped.
-			var events []string
-			for _, r := range rec.all() {
-				switch r.Message {
-				case "proxy: removed servers' calls were still under way at the end of the drain; cancelling them":
-					events = append(events, "cut "+attrOf(r, "servers"))
-				case "proxy: server removed":
-					events = append(events, "removed")
-				}
-			}
+			checkDrainedResults(t, l, before+2, before+4, !tc.done)
 			want := []string{"removed", "removed"}
 			if !tc.done {
 				want = append([]string{"cut [a b]"}, want...)
 			}
-			if !slices.Equal(events, want) {
-				t.Errorf("events %q, want %q", events, want)
+			if got := drainEvents(rec); !slices.Equal(got, want) {
+				t.Errorf("events %q, want %q", got, want)
 			}
 			for _, d := range []string{"a", "b"} {
 				if p.router.owner(toolNames, d+"__wait_file") != nil {
@@ -329,6 +306,54 @@ func TestRemoveServersDrainTogether(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitRouted waits until the front routes every tool of names: their
+// servers are up, and their first tools entries are in the log.
+func waitRouted(t *testing.T, p *Proxy, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		for deadline := time.Now().Add(time.Minute); p.router.owner(toolNames, n) == nil; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("tool %s is not routed", n)
+			}
+		}
+	}
+}
+
+// checkDrainedResults checks that entries [from, to) are call results,
+// all cut short by the drain's 100ms bound or none.
+func checkDrainedResults(t *testing.T, l *testLog, from, to uint64, cut bool) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		e, err := log.ParseEntry(l.entry(t, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr, err := log.ParseCallResult(e)
+		if err != nil {
+			t.Fatalf("entry %d: %v, want a call's result", i, err)
+		}
+		isCut := cr.IsError && strings.Contains(cr.Error, "was still under way when the drain's 100ms passed; it was cancelled")
+		if isCut != cut {
+			t.Errorf("entry %d: %+v; cut %v, want %v", i, cr, isCut, cut)
+		}
+	}
+}
+
+// drainEvents are the drain's cuts ("cut <servers>") and the servers'
+// stops ("removed") in the order the proxy logged them.
+func drainEvents(rec *recordLogs) []string {
+	var events []string
+	for _, r := range rec.all() {
+		switch r.Message {
+		case "proxy: removed servers' calls were still under way at the end of the drain; cancelling them":
+			events = append(events, "cut "+attrOf(r, "servers"))
+		case "proxy: server removed":
+			events = append(events, "removed")
+		}
+	}
+	return events
 }
 
 // recordLogs is a slog handler that keeps every record at INFO and above.

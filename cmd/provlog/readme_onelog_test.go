@@ -73,44 +73,12 @@ func TestREADMEOneLog(t *testing.T) {
 	}
 
 	// token add and serve, as written.
-	lines := strings.Split(strings.TrimSpace(readmeBlocks(t, section)[0]), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "provlog token add ") || !strings.HasPrefix(lines[1], "provlog serve ") {
-		t.Fatalf("the README's commands after servers.yaml: %q, want token add and serve", lines)
-	}
-	if out, err := bashIn(dir, path, lines[0]).CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", lines[0], err, out)
-	}
 	addr := freeAddr(t)
 	base := "http://" + addr
-	stderr := &proctest.Buffer{}
-	serve := bashIn(dir, path, "exec "+strings.ReplaceAll(lines[1], "127.0.0.1:8080", addr))
-	serve.Stdout, serve.Stderr = stderr, stderr
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- serve.Wait() }()
-	t.Cleanup(func() {
-		serve.Process.Kill()
-		<-exited
-	})
-	waitHealthy(t, base, exited, stderr)
+	stopServe := readmeServe(t, section, dir, path, addr)
 
 	// Claude Code: the URL and header of its line.
-	code := readmeBlocks(t, section)[1]
-	m := regexp.MustCompile(`^claude mcp add --transport http provlog (\S+) \\\n\s+--header ("[^"]*")\n$`).FindStringSubmatch(code)
-	if m == nil {
-		t.Fatalf("the README's Claude Code line %q is not the one this test knows", code)
-	}
-	url := strings.ReplaceAll(m[1], "127.0.0.1:8080", addr)
-	header, err := bashIn(dir, path, "printf %s "+m[2]).Output()
-	if err != nil {
-		t.Fatalf("the Claude Code header %s: %v", m[2], err)
-	}
-	token, ok := strings.CutPrefix(string(header), "Authorization: Bearer ")
-	if !ok || token == "" {
-		t.Fatalf("the Claude Code header is %q", header)
-	}
+	url, token := readmeClaudeCode(t, section, dir, path, addr)
 	tsClient(t, t.TempDir(), path, map[string]any{
 		"transport": "http", "url": url, "token": token, "name": "claude-code",
 		"steps": []map[string]any{
@@ -120,27 +88,10 @@ func TestREADMEOneLog(t *testing.T) {
 	})
 
 	// Claude Desktop: the command and args of its JSON, from elsewhere.
-	var desktop struct {
-		MCPServers map[string]struct {
-			Command string   `json:"command"`
-			Args    []string `json:"args"`
-		} `json:"mcpServers"`
-	}
-	if err := json.Unmarshal([]byte(readmeFenced(t, section, "json")[0]), &desktop); err != nil {
-		t.Fatalf("the README's claude_desktop_config.json: %v", err)
-	}
-	entry, ok := desktop.MCPServers["provlog"]
-	if !ok {
-		t.Fatalf("the README's claude_desktop_config.json has no provlog server: %+v", desktop)
-	}
-	for i, a := range entry.Args {
-		if a == "/path/to/servers.yaml" {
-			entry.Args[i] = cfg
-		}
-	}
+	command, args := readmeClaudeDesktop(t, section, cfg)
 	elsewhere := t.TempDir()
 	tsClient(t, elsewhere, path, map[string]any{
-		"transport": "stdio", "command": entry.Command, "args": entry.Args, "name": "claude-desktop",
+		"transport": "stdio", "command": command, "args": args, "name": "claude-desktop",
 		"steps": []map[string]any{
 			{"op": "callTool", "name": "everything__echo", "arguments": map[string]any{"message": "from Claude Desktop"}},
 		},
@@ -162,14 +113,89 @@ func TestREADMEOneLog(t *testing.T) {
 	if !strings.Contains(strings.Join(calls["claude-code"], " "), "remote/hello") {
 		t.Errorf("the log holds no call of the remote server's tool: %v", calls)
 	}
-	serve.Process.Signal(os.Interrupt)
-	if err := <-exited; err != nil {
-		t.Fatalf("serve: %v\n%s", err, stderr.String())
-	}
-	exited <- nil // for the cleanup
+	stopServe()
 	if out, code := runCmd(t, "audit", "--data", filepath.Join(dir, "provlog-data")); code != 0 || !strings.Contains(out, "OK: provlog.example/agent-7") {
 		t.Fatalf("audit of the one log: %d\n%s", code, out)
 	}
+}
+
+// readmeServe runs the README's token add and serve lines (section's
+// first command block) by bash in dir, serve on addr, and returns what
+// stops serve (with SIGINT) and checks that it exited well.
+func readmeServe(t *testing.T, section, dir, path, addr string) (stop func()) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(readmeBlocks(t, section)[0]), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "provlog token add ") || !strings.HasPrefix(lines[1], "provlog serve ") {
+		t.Fatalf("the README's commands after servers.yaml: %q, want token add and serve", lines)
+	}
+	if out, err := bashIn(dir, path, lines[0]).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", lines[0], err, out)
+	}
+	stderr := &proctest.Buffer{}
+	serve := bashIn(dir, path, "exec "+strings.ReplaceAll(lines[1], "127.0.0.1:8080", addr))
+	serve.Stdout, serve.Stderr = stderr, stderr
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- serve.Wait() }()
+	t.Cleanup(func() {
+		serve.Process.Kill()
+		<-exited
+	})
+	waitHealthy(t, "http://"+addr, exited, stderr)
+	return func() {
+		serve.Process.Signal(os.Interrupt)
+		if err := <-exited; err != nil {
+			t.Fatalf("serve: %v\n%s", err, stderr.String())
+		}
+		exited <- nil // for the cleanup
+	}
+}
+
+// readmeClaudeCode returns the URL (on addr) and bearer token of the
+// README's claude mcp add line, its header's $(…) run by bash in dir.
+func readmeClaudeCode(t *testing.T, section, dir, path, addr string) (url, token string) {
+	t.Helper()
+	code := readmeBlocks(t, section)[1]
+	m := regexp.MustCompile(`^claude mcp add --transport http provlog (\S+) \\\n\s+--header ("[^"]*")\n$`).FindStringSubmatch(code)
+	if m == nil {
+		t.Fatalf("the README's Claude Code line %q is not the one this test knows", code)
+	}
+	header, err := bashIn(dir, path, "printf %s "+m[2]).Output()
+	if err != nil {
+		t.Fatalf("the Claude Code header %s: %v", m[2], err)
+	}
+	token, ok := strings.CutPrefix(string(header), "Authorization: Bearer ")
+	if !ok || token == "" {
+		t.Fatalf("the Claude Code header is %q", header)
+	}
+	return strings.ReplaceAll(m[1], "127.0.0.1:8080", addr), token
+}
+
+// readmeClaudeDesktop returns the command and args of the README's
+// claude_desktop_config.json, with cfg for its /path/to/servers.yaml.
+func readmeClaudeDesktop(t *testing.T, section, cfg string) (string, []string) {
+	t.Helper()
+	var desktop struct {
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(readmeFenced(t, section, "json")[0]), &desktop); err != nil {
+		t.Fatalf("the README's claude_desktop_config.json: %v", err)
+	}
+	entry, ok := desktop.MCPServers["provlog"]
+	if !ok {
+		t.Fatalf("the README's claude_desktop_config.json has no provlog server: %+v", desktop)
+	}
+	for i, a := range entry.Args {
+		if a == "/path/to/servers.yaml" {
+			entry.Args[i] = cfg
+		}
+	}
+	return entry.Command, entry.Args
 }
 
 // bashIn is a bash running script in dir with PATH path.
