@@ -85,15 +85,18 @@ func Audit(ctx context.Context, src AuditSource, v note.Verifier, vkey string) (
 // auditor is one [Audit] under way: the tree recomputed so far and what
 // the source offers beside entries and checkpoints.
 type auditor struct {
-	ctx    context.Context
-	src    AuditSource
-	v      note.Verifier
-	vkey   string
-	rep    *AuditReport
-	rng    *compact.Range
-	calls  CallTracker
-	nodes  NodeReader // nil unless src stores nodes
-	leaves interface {
+	ctx   context.Context
+	src   AuditSource
+	v     note.Verifier
+	vkey  string
+	rep   *AuditReport
+	rng   *compact.Range
+	calls CallTracker
+	// continued holds, for each call.result a later leg continues, the
+	// index of that leg: one result is answered by one leg.
+	continued map[uint64]uint64
+	nodes     NodeReader // nil unless src stores nodes
+	leaves    interface {
 		LeafIndex(ctx context.Context, leafHash []byte) (uint64, error)
 	} // nil unless src indexes leaf hashes
 }
@@ -171,6 +174,11 @@ func (a *auditor) addEntry(e []byte, visit func(compact.NodeID, []byte)) error {
 	if err := a.calls.Add(i, pe); err != nil {
 		return entryProblem(i, "%v", err)
 	}
+	if pe.Kind == KindCall && bytes.Contains(e, []byte(`"continues"`)) {
+		if err := a.checkContinues(i, pe); err != nil {
+			return err
+		}
+	}
 	lh := LeafHash(e)
 	if a.leaves != nil {
 		j, err := a.leaves.LeafIndex(a.ctx, lh)
@@ -231,6 +239,88 @@ func checkEntry(i uint64, b []byte, v note.Verifier, vkey string) (*Entry, error
 		if vkey != "" && g.VKey != vkey {
 			return nil, entryProblem(0, "genesis names another verifier key")
 		}
+	}
+	return e, nil
+}
+
+// checkContinues checks a later leg of a call (MCP 2026-07-28's
+// input_required rounds): the call.result its "continues" names must be
+// the outcome of an earlier leg of the same call — same actor, server,
+// tool, arguments and client — that answered with a result (an
+// input_required result asks for the input this leg carries), and no
+// other leg may continue it. The entries it names are read from the
+// source again; later legs are rare.
+func (a *auditor) checkContinues(i uint64, e *Entry) error {
+	leg, err := ParseCall(e)
+	if err != nil || leg.Continues == 0 {
+		return nil // CallTracker.Add parsed it; 0 is a first leg
+	}
+	j := leg.Continues
+	if prev, ok := a.continued[j]; ok {
+		return entryProblem(i, "call %d continues call.result %d, which call %d continues already", i, j, prev)
+	}
+	re, err := a.entry(j)
+	if err != nil {
+		return err
+	}
+	if re.Kind != KindCallResult {
+		return entryProblem(i, "call %d continues entry %d, a %q entry, not a call.result", i, j, re.Kind)
+	}
+	r, err := ParseCallResult(re)
+	if err != nil {
+		return entryProblem(i, "call %d continues entry %d, which does not parse: %v", i, j, err)
+	}
+	if r.IsError || r.Error != "" || r.ResultSHA256 == "" {
+		return entryProblem(i, "call %d continues call.result %d, the outcome of a failed call, which asks for no input", i, j)
+	}
+	ce, err := a.entry(r.Call)
+	if err != nil {
+		return err
+	}
+	prev, err := ParseCall(ce)
+	if err != nil {
+		return entryProblem(i, "call %d continues call.result %d of entry %d, which is not a call: %v", i, j, r.Call, err)
+	}
+	if what := otherCall(prev, leg); what != "" {
+		return entryProblem(i, "call %d continues call.result %d, the outcome of call %d, which has another %s", i, j, r.Call, what)
+	}
+	if a.continued == nil {
+		a.continued = map[uint64]uint64{}
+	}
+	a.continued[j] = i
+	return nil
+}
+
+// otherCall names what tells call b from call a, "" when b can be a later
+// leg of a: the same actor, server, tool, arguments and client.
+func otherCall(a, b *CallEntry) string {
+	switch {
+	case a.Actor != b.Actor:
+		return "actor"
+	case a.Server != b.Server:
+		return "server"
+	case a.Tool != b.Tool:
+		return "tool"
+	case !bytes.Equal(a.Args, b.Args) || a.ArgsSHA256 != b.ArgsSHA256:
+		return "arguments"
+	case (a.Client == nil) != (b.Client == nil) || a.Client != nil && *a.Client != *b.Client:
+		return "client"
+	}
+	return ""
+}
+
+// entry reads and parses entry j, which the audit has checked already.
+func (a *auditor) entry(j uint64) (*Entry, error) {
+	es, err := a.src.Entries(a.ctx, j, j+1)
+	if err != nil {
+		return nil, fmt.Errorf("audit: reading entry %d again: %w", j, err)
+	}
+	if len(es) != 1 {
+		return nil, fmt.Errorf("audit: reading entry %d again: %d entries", j, len(es))
+	}
+	e, err := ParseEntry(es[0])
+	if err != nil {
+		return nil, entryProblem(j, "does not parse: %v", err)
 	}
 	return e, nil
 }

@@ -179,7 +179,7 @@ func TestAuditPairsCallsWithResults(t *testing.T) {
 		return b
 	}
 	result := func(actor string, i uint64) []byte {
-		b, err := (&log.CallResultEntry{Time: now, Actor: actor, Call: i}).Marshal()
+		b, err := (&log.CallResultEntry{Time: now, Actor: actor, Call: i, ResultSHA256: strings.Repeat("ab", 32)}).Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}

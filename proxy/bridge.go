@@ -202,7 +202,8 @@ func withoutResultType(raw json.RawMessage) json.RawMessage {
 
 // retries ties the retries that 2026-07-28 clients make after an
 // input_required result to the leg they continue: a retry of the same
-// call (actor, server, tool, arguments as recorded) carrying the
+// call (actor, server, tool, arguments and client as recorded, which
+// log.Audit checks) carrying the
 // requestState that result gave is its next leg. Two such results alike
 // in all of that (no requestState, the same call made twice at once)
 // leave their retries untied rather than tied to the wrong one. It forgets
@@ -226,7 +227,11 @@ const (
 )
 
 func retryKey(c *call, state string) string {
-	return c.actor + "\x00" + c.server + "\x00" + c.tool + "\x00" + hexSHA256(c.args) + "\x00" + state
+	client := ""
+	if c.client != nil { // as recorded: a leg names the client of the leg it continues
+		client = truncate(c.client.Name, maxClientText) + "\x00" + truncate(c.client.Version, maxClientText)
+	}
+	return c.actor + "\x00" + c.server + "\x00" + c.tool + "\x00" + hexSHA256(c.args) + "\x00" + client + "\x00" + state
 }
 
 // note remembers leg c, whose result was input_required with state.

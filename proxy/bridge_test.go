@@ -351,6 +351,18 @@ func TestRetriesTie(t *testing.T) {
 			t.Errorf("retry of %s with state %q: continues %d, want %d", tc.args, tc.state, got, tc.want)
 		}
 	}
+	// A retry by another client (log.Audit would refuse the tie) is not tied.
+	cl := leg(`{"q":5}`, 50)
+	cl.client = &mcp.Implementation{Name: "one", Version: "1"}
+	r.note(cl, "st")
+	other := leg(`{"q":5}`, 0)
+	other.client = &mcp.Implementation{Name: "two", Version: "1"}
+	if got := r.take(other, "st"); got != 0 {
+		t.Errorf("retry by another client: continues %d, want 0", got)
+	}
+	if got := r.take(cl, "st"); got != 50 {
+		t.Errorf("retry by the same client: continues %d, want 50", got)
+	}
 	for i := range maxRetryWaits + 1 {
 		r.note(leg(fmt.Sprintf(`{"n":%d}`, i), uint64(100+i)), "")
 	}
