@@ -71,8 +71,8 @@ type Config struct {
 	ScrubInterval *time.Duration `yaml:"scrub_interval"`
 
 	// ReloadInterval is how often the running sidecar checks this file
-	// for changes to apply (tokens, readers, handoff_any_actor); default
-	// 2s, 0s: only on SIGHUP.
+	// for changes to apply (actors, readers, auth, handoff_any_actor,
+	// servers; see reload.go); default 2s, 0s: only on SIGHUP.
 	ReloadInterval *time.Duration `yaml:"reload_interval"`
 
 	// Retention purges retained payloads in the background and says who
