@@ -182,8 +182,21 @@ func yesNo(ok bool) string {
 }
 
 func (b *bench) print(w io.Writer, date time.Time, load, fsync [2]string, took time.Duration) {
-	c := b.c
 	r := b.res
+	b.printHeader(w, date, load, fsync)
+	b.printProxy(w)
+	b.printTasks(w)
+	b.printTargets(w)
+	fmt.Fprintln(w)
+	if len(r.profiles) > 0 {
+		fmt.Fprintf(w, "profiles: %s\n\n", strings.Join(r.profiles, ", "))
+	}
+	fmt.Fprintf(w, "total wall time %s\n", took.Round(time.Second))
+}
+
+// printHeader prints the report's title and what it ran on and how.
+func (b *bench) printHeader(w io.Writer, date time.Time, load, fsync [2]string) {
+	c := b.c
 	mode := "full"
 	if c.quick {
 		mode = "quick"
@@ -207,7 +220,11 @@ func (b *bench) print(w io.Writer, date time.Time, load, fsync [2]string, took t
 		fmt.Fprintf(w, "- profiling on in every provlog process (serve --pprof; CPU, and heap at the end; profiles in %s)\n", c.profDir)
 	}
 	fmt.Fprintln(w)
+}
 
+// printProxy prints section A, the proxy's overhead, if it was measured.
+func (b *bench) printProxy(w io.Writer) {
+	c, r := b.c, b.res
 	if r.stdio != nil || r.http != nil || r.tput != nil {
 		fmt.Fprintf(w, "## A. Proxy overhead (Issue 3)\n\n")
 		fmt.Fprintf(w, "| metric | direct | via provlog | added |\n| --- | --- | --- | --- |\n")
@@ -280,7 +297,11 @@ func (b *bench) print(w io.Writer, date time.Time, load, fsync [2]string, took t
 		}
 		fmt.Fprintf(w, ".\n\n")
 	}
+}
 
+// printTasks prints section B, the task tools, if they were measured.
+func (b *bench) printTasks(w io.Writer) {
+	c, r := b.c, b.res
 	if t := r.tasks; t != nil {
 		tr, each := meanRate(t.windows, false)
 		lat := windowsLat(t.windows, false)
@@ -302,7 +323,11 @@ func (b *bench) print(w io.Writer, date time.Time, load, fsync [2]string, took t
 		fmt.Fprintf(w, "Every op returned a receipt; %s ops in all (%s create, %s accept, %s report), %s log entries.\n\n",
 			group(t.ops), group(t.byTool[0]), group(t.byTool[1]), group(t.byTool[2]), group(t.entries))
 	}
+}
 
+// printTargets prints the table of results against the issues' targets.
+func (b *bench) printTargets(w io.Writer) {
+	c, r := b.c, b.res
 	fmt.Fprintf(w, "## Against the targets\n\n| target | result | met? |\n| --- | --- | --- |\n")
 	for _, lr := range []struct {
 		name string
@@ -340,9 +365,4 @@ func (b *bench) print(w io.Writer, date time.Time, load, fsync [2]string, took t
 		tr, _ := meanRate(t.windows, false)
 		fmt.Fprintf(w, "| Issue 4: ≥ %s task ops/s, %d HTTP sessions | %s ops/s | %s |\n", rate(c.minTaskOps), c.taskClients, rate(tr), yesNo(tr >= c.minTaskOps))
 	}
-	fmt.Fprintln(w)
-	if len(r.profiles) > 0 {
-		fmt.Fprintf(w, "profiles: %s\n\n", strings.Join(r.profiles, ", "))
-	}
-	fmt.Fprintf(w, "total wall time %s\n", took.Round(time.Second))
 }
