@@ -277,6 +277,55 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 	tb := newTable(tessCfgs, c.pg != "", rtt)
 	slack := 3 * time.Minute
 
+	if err := r.throughputRows(tb, tessCfgs, slack); err != nil {
+		return err
+	}
+	if err := r.latencyRows(tb, tessCfgs, slack); err != nil {
+		return err
+	}
+	if err := r.bigLogRows(tb, tessCfgs, slack); err != nil {
+		return err
+	}
+
+	// Cross-check: each log's root equals a recomputation over its own entries.
+	vs := spec{Appenders: 64, N: c.verifyN, MaxTime: c.buildMaxTime, Tessera: c.tess}
+	vOurs, err := r.run(phaseVerify, implProvlog, vs, c.buildMaxTime+slack)
+	if err != nil {
+		return err
+	}
+	vTess, err := r.run(phaseVerify, implTessera, vs, c.buildMaxTime+slack)
+	if err != nil {
+		return err
+	}
+	if c.pg != "" {
+		vPG, err := r.run(phaseVerify, implPG2, vs, c.buildMaxTime+slack)
+		if err != nil {
+			return err
+		}
+		if !vPG.RootsOK {
+			return fmt.Errorf("PostgreSQL roots NOT verified")
+		}
+	}
+
+	printHeader(stdout, c, tessCfgs)
+	fmt.Fprintf(stdout, "- load average (1/5/15 min) at start: %s; at end: %s (other work on the machine adds noise, above all to fsync)\n", loadStart, host.LoadAvg())
+	fmt.Fprintf(stdout, "- fsync probe in -dir (200 × 4 KiB append + fdatasync) at start: %s; at end: %s\n", fsyncStart, probe())
+	fmt.Fprintln(stdout)
+	tb.write(stdout)
+	fmt.Fprintln(stdout)
+	if vOurs.RootsOK && vTess.RootsOK {
+		fmt.Fprintf(stdout, "roots verified: after %s entries appended by 64 concurrent appenders, each log's published, signature-checked checkpoint root equals an RFC 6962 compact-range recomputation over that log's own entries in index order (provlog %s…, Tessera %s…), and every appended entry is present exactly once at the index its append was told.\n",
+			group(int64(c.verifyN)), vOurs.Root[:16], vTess.Root[:16])
+	} else {
+		return fmt.Errorf("roots NOT verified")
+	}
+	fmt.Fprintf(stdout, "\ntotal wall time %s\n", time.Since(begin).Round(time.Second))
+	return nil
+}
+
+// throughputRows runs and adds rows 1, durable append throughput for each -appenders.
+func (r *runner) throughputRows(tb *table, tessCfgs []tesseraConfig, slack time.Duration) error {
+	c := r.c
 	// 1. Durable append throughput.
 	for _, a := range c.appenders {
 		n := c.n
@@ -305,7 +354,12 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 		row = append(row, pc...)
 		tb.add(fmt.Sprintf("1. durable append throughput, %d appender%s", a, plural(a)), row...)
 	}
+	return nil
+}
 
+// latencyRows runs and adds rows 2, the latency from append to signed checkpoint and inclusion proof.
+func (r *runner) latencyRows(tb *table, tessCfgs []tesseraConfig, slack time.Duration) error {
+	c := r.c
 	// 2. Latency from append to signed checkpoint + inclusion proof.
 	for _, l := range []struct{ a, ours, tess int }{{1, c.lat1, c.tlat1}, {64, c.lat64, c.tlat64}} {
 		s := spec{Appenders: l.a, N: l.ours, MaxTime: c.latMaxTime}
@@ -329,7 +383,12 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 		row = append(row, pc...)
 		tb.add(fmt.Sprintf("2. latency append → signed checkpoint + inclusion proof, %d appender%s", l.a, plural(l.a)), row...)
 	}
+	return nil
+}
 
+// bigLogRows runs and adds rows 3 and 4 on one big log: inclusion proofs, disk, RSS and the build.
+func (r *runner) bigLogRows(tb *table, tessCfgs []tesseraConfig, slack time.Duration) error {
+	c := r.c
 	// 3 + 4. The big log: build, disk, RSS, proofs.
 	ps := spec{Appenders: c.buildC, N: c.proofN, MaxTime: c.buildMaxTime, Proofs: c.proofs, ProofWorkers: c.proofWorkers, ProofMaxTime: c.proofMaxTime, Tessera: c.tess}
 	pOurs, err := r.run(phaseProofs, implProvlog, ps, c.buildMaxTime+c.proofMaxTime+slack)
@@ -370,40 +429,6 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 		withPG(na(cellRSS(pOurs), cellRSS(pTess)), func(r result) string { return cellRSS(r) + " (the sidecar; PostgreSQL's own not counted)" })...)
 	tb.add(fmt.Sprintf("(setup) %s-entry build with %d appenders, until published", group(int64(c.proofN)), c.buildC),
 		withPG(na(cellBuild(pOurs), cellBuild(pTess)), cellBuild)...)
-
-	// Cross-check: each log's root equals a recomputation over its own entries.
-	vs := spec{Appenders: 64, N: c.verifyN, MaxTime: c.buildMaxTime, Tessera: c.tess}
-	vOurs, err := r.run(phaseVerify, implProvlog, vs, c.buildMaxTime+slack)
-	if err != nil {
-		return err
-	}
-	vTess, err := r.run(phaseVerify, implTessera, vs, c.buildMaxTime+slack)
-	if err != nil {
-		return err
-	}
-	if c.pg != "" {
-		vPG, err := r.run(phaseVerify, implPG2, vs, c.buildMaxTime+slack)
-		if err != nil {
-			return err
-		}
-		if !vPG.RootsOK {
-			return fmt.Errorf("PostgreSQL roots NOT verified")
-		}
-	}
-
-	printHeader(stdout, c, tessCfgs)
-	fmt.Fprintf(stdout, "- load average (1/5/15 min) at start: %s; at end: %s (other work on the machine adds noise, above all to fsync)\n", loadStart, host.LoadAvg())
-	fmt.Fprintf(stdout, "- fsync probe in -dir (200 × 4 KiB append + fdatasync) at start: %s; at end: %s\n", fsyncStart, probe())
-	fmt.Fprintln(stdout)
-	tb.write(stdout)
-	fmt.Fprintln(stdout)
-	if vOurs.RootsOK && vTess.RootsOK {
-		fmt.Fprintf(stdout, "roots verified: after %s entries appended by 64 concurrent appenders, each log's published, signature-checked checkpoint root equals an RFC 6962 compact-range recomputation over that log's own entries in index order (provlog %s…, Tessera %s…), and every appended entry is present exactly once at the index its append was told.\n",
-			group(int64(c.verifyN)), vOurs.Root[:16], vTess.Root[:16])
-	} else {
-		return fmt.Errorf("roots NOT verified")
-	}
-	fmt.Fprintf(stdout, "\ntotal wall time %s\n", time.Since(begin).Round(time.Second))
 	return nil
 }
 
