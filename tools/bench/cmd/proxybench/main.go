@@ -105,7 +105,9 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// parseConfig reads proxybench's flags (with -quick's sizes where no flag
+// names them) and checks them and the downstream they name.
+func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("proxybench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
@@ -138,10 +140,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&c.maxRSSMiB, "target-rss-mib", 100, "Issue 3 target: sidecar peak RSS (MiB)")
 	fs.Float64Var(&c.minTaskOps, "target-task-ops", 2000, "Issue 4 target: task ops/s")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return c, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -170,20 +172,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			c.phases[p] = true
 		case "":
 		default:
-			return fmt.Errorf("-phases: unknown part %q (want stdio, http, tput, tasks)", p)
+			return c, fmt.Errorf("-phases: unknown part %q (want stdio, http, tput, tasks)", p)
 		}
 	}
 	if c.n < 1 || c.block < 1 || c.clients < 1 || c.taskClients < 1 || c.rounds < 1 || c.taskRounds < 1 || c.window <= 0 {
-		return errors.New("-n, -block, -clients, -task-clients, -rounds, -task-rounds and -window must be positive")
+		return c, errors.New("-n, -block, -clients, -task-clients, -rounds, -task-rounds and -window must be positive")
 	}
 	needDown := c.phases["stdio"] || c.phases["http"] || c.phases["tput"]
 	if needDown {
 		if err := c.checkDownstream(); err != nil {
-			return err
+			return c, err
 		}
 		c.args = c.toolArgs()
 	}
 
+	return c, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseConfig(args, stderr)
+	if err != nil {
+		return err
+	}
 	b := &bench{c: c, stderr: stderr}
 	if c.dir == "" {
 		d, err := os.MkdirTemp("", "proxybench-")
