@@ -14,7 +14,19 @@ const HashSize = sha256.Size
 func LeafHash(entry []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(entry) }
 
 // NodeHash returns the RFC 6962 interior node hash SHA-256(0x01 || l || r).
-func NodeHash(l, r []byte) []byte { return rfc6962.DefaultHasher.HashChildren(l, r) }
+// Two hashes of the log's size are hashed from the stack: the result is
+// the one allocation (every commit makes a few dozen of these).
+func NodeHash(l, r []byte) []byte {
+	if len(l) != HashSize || len(r) != HashSize {
+		return rfc6962.DefaultHasher.HashChildren(l, r)
+	}
+	var b [1 + 2*HashSize]byte
+	b[0] = rfc6962.RFC6962NodeHashPrefix
+	copy(b[1:], l)
+	copy(b[1+HashSize:], r)
+	h := sha256.Sum256(b[:])
+	return h[:]
+}
 
 // EmptyRoot is the root hash of the empty tree, SHA-256 of no bytes.
 func EmptyRoot() []byte { return rfc6962.DefaultHasher.EmptyRoot() }
@@ -26,7 +38,7 @@ func RangeRoot(size uint64, rng [][]byte) []byte {
 	if size == 0 {
 		return EmptyRoot()
 	}
-	r, err := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewRange(0, size, rng)
+	r, err := (&compact.RangeFactory{Hash: NodeHash}).NewRange(0, size, rng)
 	if err != nil {
 		return nil
 	}

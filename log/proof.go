@@ -57,7 +57,7 @@ func fetchProof(ctx context.Context, r NodeReader, nodes proof.Nodes) ([][]byte,
 		return nil, fmt.Errorf("reading proof nodes: %w", err)
 	}
 	// Rehash may modify its input in place; hashes is ours.
-	p, err := nodes.Rehash(hashes, rfc6962.DefaultHasher.HashChildren)
+	p, err := nodes.Rehash(hashes, NodeHash)
 	if err != nil {
 		return nil, fmt.Errorf("rehashing proof: %w", err)
 	}

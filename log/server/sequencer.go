@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/transparency-dev/merkle/compact"
-	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
@@ -175,7 +174,7 @@ func OpenSequencer(ctx context.Context, store log.Storage, signer note.Signer, v
 // hashes to the root of its signed checkpoint. It returns the range and
 // the root (nil for the empty tree).
 func openTree(st log.State, verifier note.Verifier) (*compact.Range, []byte, error) {
-	rf := &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+	rf := &compact.RangeFactory{Hash: log.NodeHash}
 	rng, err := rf.NewRange(0, st.Size, cloneHashes(st.Range))
 	if err != nil {
 		return nil, nil, fmt.Errorf("log state is corrupt: compact range does not fit size %d: %w", st.Size, err)
@@ -500,7 +499,7 @@ func (s *Sequencer) commit(batch []*request) {
 		s.mu.Unlock()
 		// Put the range back so the in-memory tree matches the disk; the
 		// sequencer is stopped either way.
-		if r, rerr := (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewRange(0, start, saved); rerr == nil {
+		if r, rerr := (&compact.RangeFactory{Hash: log.NodeHash}).NewRange(0, start, saved); rerr == nil {
 			s.rng = r
 		}
 		fail(err)
