@@ -166,34 +166,9 @@ func New(cfg Config, client *http.Client, logger *slog.Logger) (*Resolver, error
 func (cfg Config) resolve() (Config, error) {
 	c := cfg
 	if cfg.Preset != "" {
-		p, ok := Presets[cfg.Preset]
-		if !ok {
-			return c, fmt.Errorf("source: unknown preset %q (known: %s)", cfg.Preset, strings.Join(Names(), ", "))
-		}
-		c = p
-		opts := map[string]string{}
-		for k, v := range p.Options {
-			opts[k] = v
-		}
-		for k, v := range cfg.Options {
-			opts[k] = v
-		}
-		c.Options = opts
-		over := func(dst *string, v string) {
-			if v != "" {
-				*dst = v
-			}
-		}
-		over(&c.Type, cfg.Type)
-		over(&c.URL, cfg.URL)
-		over(&c.Path, cfg.Path)
-		over(&c.Header, cfg.Header)
-		over(&c.Match, cfg.Match)
-		if cfg.Timeout > 0 {
-			c.Timeout = cfg.Timeout
-		}
-		if cfg.TTL > 0 {
-			c.TTL = cfg.TTL
+		var err error
+		if c, err = cfg.withPreset(); err != nil {
+			return c, err
 		}
 	}
 	for k, v := range c.Options {
@@ -219,33 +194,73 @@ func (cfg Config) resolve() (Config, error) {
 	if c.TTL <= 0 {
 		c.TTL = DefaultTTL
 	}
-	switch c.Type {
-	case TypeHTTPJSON, TypeHTTPHeader:
-		if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-			return c, fmt.Errorf("source: %s needs an http(s) url, not %q", c.Type, c.URL)
+	return c, c.check()
+}
+
+// withPreset returns cfg's preset with cfg's options added to the
+// preset's and cfg's other fields, where set, in place of the preset's.
+func (cfg Config) withPreset() (Config, error) {
+	p, ok := Presets[cfg.Preset]
+	if !ok {
+		return cfg, fmt.Errorf("source: unknown preset %q (known: %s)", cfg.Preset, strings.Join(Names(), ", "))
+	}
+	c := p
+	opts := map[string]string{}
+	for k, v := range p.Options {
+		opts[k] = v
+	}
+	for k, v := range cfg.Options {
+		opts[k] = v
+	}
+	c.Options = opts
+	over := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
 		}
-		if strings.Contains(c.URL, "{") {
-			return c, fmt.Errorf("source: url %q has an unfilled {option}", c.URL)
-		}
-		if c.Type == TypeHTTPHeader && c.Header == "" {
-			return c, errors.New("source: http-header needs header")
-		}
-	case TypeField:
-		if c.Path == "" {
-			return c, errors.New("source: field needs path (a dotted path in the tool result)")
-		}
-	case TypeStatic:
-		if c.Value == "" {
-			return c, errors.New("source: static needs value")
-		}
-	case TypeExec:
-		if len(c.Command) == 0 || c.Command[0] == "" {
-			return c, errors.New("source: exec needs command")
-		}
-	default:
-		return c, fmt.Errorf("source: type %q: want preset or one of http-json, http-header, field, static, exec", c.Type)
+	}
+	over(&c.Type, cfg.Type)
+	over(&c.URL, cfg.URL)
+	over(&c.Path, cfg.Path)
+	over(&c.Header, cfg.Header)
+	over(&c.Match, cfg.Match)
+	if cfg.Timeout > 0 {
+		c.Timeout = cfg.Timeout
+	}
+	if cfg.TTL > 0 {
+		c.TTL = cfg.TTL
 	}
 	return c, nil
+}
+
+// check checks a resolved configuration for what its type needs.
+func (cfg Config) check() error {
+	switch cfg.Type {
+	case TypeHTTPJSON, TypeHTTPHeader:
+		if u, err := url.Parse(cfg.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			return fmt.Errorf("source: %s needs an http(s) url, not %q", cfg.Type, cfg.URL)
+		}
+		if strings.Contains(cfg.URL, "{") {
+			return fmt.Errorf("source: url %q has an unfilled {option}", cfg.URL)
+		}
+		if cfg.Type == TypeHTTPHeader && cfg.Header == "" {
+			return errors.New("source: http-header needs header")
+		}
+	case TypeField:
+		if cfg.Path == "" {
+			return errors.New("source: field needs path (a dotted path in the tool result)")
+		}
+	case TypeStatic:
+		if cfg.Value == "" {
+			return errors.New("source: static needs value")
+		}
+	case TypeExec:
+		if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+			return errors.New("source: exec needs command")
+		}
+	default:
+		return fmt.Errorf("source: type %q: want preset or one of http-json, http-header, field, static, exec", cfg.Type)
+	}
+	return nil
 }
 
 // Config returns the resolved configuration.
