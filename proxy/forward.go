@@ -217,16 +217,11 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the resource was read but the read could not be recorded, so its contents are withheld: %v", err)
 	}
-	for _, c := range res.Contents {
-		if c != nil && c.URI != "" {
-			c.URI = d.cfg.uriPrefix() + c.URI
-		}
+	out := new(mcp.ReadResourceResult)
+	if err := d.frontReadAs(log.KindResourceRead, cp.last(), res, receipt, out); err != nil {
+		return nil, err
 	}
-	if res.Meta == nil {
-		res.Meta = mcp.Meta{}
-	}
-	res.Meta[ReceiptKey] = receipt
-	return res, nil
+	return out, nil
 }
 
 func (d *downstream) promptHandler(name string) mcp.PromptHandler {
@@ -265,39 +260,33 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		if err != nil {
 			return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the prompt was read but the read could not be recorded, so it is withheld: %v", err)
 		}
-		for _, m := range res.Messages {
-			if m != nil {
-				d.rewriteContent([]mcp.Content{m.Content})
-			}
+		out := new(mcp.GetPromptResult)
+		if err := d.frontReadAs(log.KindPromptGet, cp.last(), res, receipt, out); err != nil {
+			return nil, err
 		}
-		if res.Meta == nil {
-			res.Meta = mcp.Meta{}
-		}
-		res.Meta[ReceiptKey] = receipt
-		return res, nil
+		return out, nil
 	}
 }
 
-// rewriteContent gives resource links and embedded resources in a result
-// their front URIs, so the client can read them through the proxy. (The
-// call entry hashes the result as the server sent it.)
-func (d *downstream) rewriteContent(cs []mcp.Content) {
-	up := d.cfg.uriPrefix()
-	if up == "" {
-		return
-	}
-	for _, c := range cs {
-		switch c := c.(type) {
-		case *mcp.ResourceLink:
-			if c.URI != "" {
-				c.URI = up + c.URI
-			}
-		case *mcp.EmbeddedResource:
-			if c.Resource != nil && c.Resource.URI != "" {
-				c.Resource.URI = up + c.Resource.URI
-			}
+// frontReadAs decodes into out (the SDK's result type, which the SDK's
+// front encodes) the result of a read as the client gets it (frontRead),
+// from raw as received (typed, the SDK's decoding, re-encoded when raw
+// was not captured).
+func (d *downstream) frontReadAs(kind string, raw json.RawMessage, typed any, receipt string, out any) error {
+	if raw == nil {
+		var err error
+		if raw, err = json.Marshal(typed); err != nil {
+			return rpcError(jsonrpc.CodeInternalError, "provlog: server %q: its result cannot be passed on: %v", d.cfg.ID, err)
 		}
 	}
+	front, err := d.frontRead(kind, raw, receipt)
+	if err == nil {
+		err = json.Unmarshal(front, out)
+	}
+	if err != nil {
+		return rpcError(jsonrpc.CodeInternalError, "provlog: server %q: its result cannot be passed on: %v", d.cfg.ID, err)
+	}
+	return nil
 }
 
 // complete forwards completion/complete for a prompt or resource template

@@ -472,45 +472,15 @@ func (d *downstream) frontResult(raw json.RawMessage, receipt string) (json.RawM
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return nil, fmt.Errorf("the tools/call result is not a JSON object")
 	}
-	meta := map[string]json.RawMessage{}
-	if old := m["_meta"]; old != nil {
-		if err := json.Unmarshal(old, &meta); err != nil || meta == nil {
-			return nil, fmt.Errorf("the result's _meta is not an object")
-		}
+	if err := withReceipt(m, receipt); err != nil {
+		return nil, err
 	}
-	meta[ReceiptKey], _ = json.Marshal(receipt)
-	m["_meta"], _ = json.Marshal(meta)
 	if up != "" && bytes.Contains(m["content"], []byte(`"uri"`)) {
-		var content []map[string]json.RawMessage
-		if err := json.Unmarshal(m["content"], &content); err != nil {
+		content, err := frontContent(up, m["content"])
+		if err != nil {
 			return nil, fmt.Errorf("the result's content is not an array of objects")
 		}
-		for _, c := range content {
-			var typ string
-			json.Unmarshal(c["type"], &typ)
-			switch typ {
-			case "resource_link":
-				c["uri"] = prefixURI(up, c["uri"])
-			case "resource":
-				var res map[string]json.RawMessage
-				if json.Unmarshal(c["resource"], &res) == nil && res != nil {
-					res["uri"] = prefixURI(up, res["uri"])
-					c["resource"], _ = json.Marshal(res)
-				}
-			}
-		}
-		m["content"], _ = json.Marshal(content)
+		m["content"] = content
 	}
 	return json.Marshal(m)
-}
-
-// prefixURI returns the JSON string uri with prefix up, or uri as it is
-// if it is not a non-empty string.
-func prefixURI(up string, uri json.RawMessage) json.RawMessage {
-	var s string
-	if json.Unmarshal(uri, &s) != nil || s == "" {
-		return uri
-	}
-	b, _ := json.Marshal(up + s)
-	return b
 }

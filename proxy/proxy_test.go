@@ -433,6 +433,23 @@ func testReferenceServers(t *testing.T, front string) {
 		if err != nil || !strings.Contains(mustJSON(gp), "alpha") {
 			t.Fatalf("prompt: %v %s", err, mustJSON(gp))
 		}
+		// A prompt's embedded resource gets its front URI, rewritten in the
+		// bytes the server sent; the prompt.get entry hashes those as sent.
+		gp, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "go__test_prompt_with_embedded_resource", Arguments: map[string]string{"resourceUri": "test://static-text"}})
+		var embedded *mcp.EmbeddedResource
+		if err == nil {
+			for _, m := range gp.Messages {
+				if e, ok := m.Content.(*mcp.EmbeddedResource); ok {
+					embedded = e
+				}
+			}
+		}
+		if err != nil || embedded == nil || embedded.Resource == nil || embedded.Resource.URI != "go+test://static-text" {
+			t.Fatalf("prompt with an embedded resource: %v %s", err, mustJSON(gp))
+		}
+		if pe := l.readReceipt(t, gp.Meta, log.KindPromptGet); pe.Prompt != "test_prompt_with_embedded_resource" {
+			t.Errorf("the prompt's receipt names the prompt.get of %q", pe.Prompt)
+		}
 		if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "ev__simple-prompt"}); err != nil {
 			t.Errorf("server-everything prompt: %v", err)
 		}

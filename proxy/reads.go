@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -150,4 +151,107 @@ func (p *Proxy) recordRead(ctx context.Context, e *log.ReadEntry, raw json.RawMe
 		return "", fmt.Errorf("recording the %s: %w", e.Kind, err)
 	}
 	return r.String(), nil
+}
+
+// Results as the client gets them: the server's bytes with the receipt in
+// their _meta and, when the server has a URI prefix, its URIs given their
+// front form, so the client can read them through the proxy. tools/call
+// results go through frontResult (httpfront.go), prompts/get and
+// resources/read results through frontRead; both use the helpers below.
+// The entries hash the result as the server sent it.
+
+// withReceipt puts receipt into result m's _meta, keeping what the
+// server put there.
+func withReceipt(m map[string]json.RawMessage, receipt string) error {
+	meta := map[string]json.RawMessage{}
+	if old := m["_meta"]; old != nil {
+		if err := json.Unmarshal(old, &meta); err != nil || meta == nil {
+			return fmt.Errorf("the result's _meta is not an object")
+		}
+	}
+	meta[ReceiptKey], _ = json.Marshal(receipt)
+	m["_meta"], _ = json.Marshal(meta)
+	return nil
+}
+
+// frontContent gives the resource links and embedded resources of
+// content, a JSON array of content blocks, their front URIs (prefix up).
+func frontContent(up string, content json.RawMessage) (json.RawMessage, error) {
+	var blocks []map[string]json.RawMessage
+	if err := json.Unmarshal(content, &blocks); err != nil {
+		return nil, err
+	}
+	for _, b := range blocks {
+		frontBlock(up, b)
+	}
+	return json.Marshal(blocks)
+}
+
+// frontBlock gives one content block its front URI, if it has one.
+func frontBlock(up string, b map[string]json.RawMessage) {
+	var typ string
+	json.Unmarshal(b["type"], &typ)
+	switch typ {
+	case "resource_link":
+		b["uri"] = prefixURI(up, b["uri"])
+	case "resource":
+		var res map[string]json.RawMessage
+		if json.Unmarshal(b["resource"], &res) == nil && res != nil {
+			res["uri"] = prefixURI(up, res["uri"])
+			b["resource"], _ = json.Marshal(res)
+		}
+	}
+}
+
+// prefixURI returns the JSON string uri with prefix up, or uri as it is
+// if it is not a non-empty string.
+func prefixURI(up string, uri json.RawMessage) json.RawMessage {
+	var s string
+	if json.Unmarshal(uri, &s) != nil || s == "" {
+		return uri
+	}
+	b, _ := json.Marshal(up + s)
+	return b
+}
+
+// frontRead is a prompts/get (kind log.KindPromptGet) or resources/read
+// result as the client gets it, from raw as the server sent it: the
+// receipt in its _meta, and front URIs for a prompt's messages' resource
+// content and for the contents read.
+func (d *downstream) frontRead(kind string, raw json.RawMessage, receipt string) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("the result is not a JSON object")
+	}
+	if err := withReceipt(m, receipt); err != nil {
+		return nil, err
+	}
+	up := d.cfg.uriPrefix()
+	if up == "" {
+		return json.Marshal(m)
+	}
+	key := "contents" // resources/read: [{uri, ...}]
+	if kind == log.KindPromptGet {
+		key = "messages" // [{role, content: a block}]
+	}
+	if !bytes.Contains(m[key], []byte(`"uri"`)) {
+		return json.Marshal(m)
+	}
+	var items []map[string]json.RawMessage
+	if err := json.Unmarshal(m[key], &items); err != nil {
+		return nil, fmt.Errorf("the result's %s is not an array of objects", key)
+	}
+	for _, it := range items {
+		if kind != log.KindPromptGet {
+			it["uri"] = prefixURI(up, it["uri"])
+			continue
+		}
+		var block map[string]json.RawMessage
+		if json.Unmarshal(it["content"], &block) == nil && block != nil {
+			frontBlock(up, block)
+			it["content"], _ = json.Marshal(block)
+		}
+	}
+	m[key], _ = json.Marshal(items)
+	return json.Marshal(m)
 }
