@@ -218,28 +218,13 @@ func walkObject(p *jcsParser, fn func(key string, raw, canon []byte) error) erro
 		p.pos++
 	} else {
 		for {
-			p.skipSpace()
-			if p.peek() != '"' {
-				return p.unexpected("a string key")
-			}
-			offset := p.pos
-			s, err := p.quoted()
+			_, key, err := p.memberKey(mark, &seen)
 			if err != nil {
 				return err
-			}
-			key := string(s)
-			if p.duplicate(mark, &seen, key) {
-				return p.errorf(offset, "duplicate key %s", jcsQuote(key))
 			}
 			if seen == nil {
 				p.members = append(p.members, jcsMember{key: key})
 			}
-			p.skipSpace()
-			if p.peek() != ':' {
-				return p.unexpected("':'")
-			}
-			p.pos++
-			p.skipSpace()
 			start := p.pos
 			p.out = p.out[:0]
 			if err := p.value(1); err != nil {

@@ -221,29 +221,10 @@ func (p *jcsParser) object(depth int) error {
 		return nil
 	}
 	for {
-		p.skipSpace()
-		if p.peek() != '"' {
-			return p.unexpected("a string key")
-		}
-		offset := p.pos
-		s, err := p.quoted()
+		s, key, err := p.memberKey(mark, &seen)
 		if err != nil {
 			return err
 		}
-		key := string(s)
-
-		// Check for a duplicate now, so that it is reported in input order
-		// before any error later in the object.
-		if p.duplicate(mark, &seen, key) {
-			return p.errorf(offset, "duplicate key %s", jcsQuote(key))
-		}
-
-		p.skipSpace()
-		if p.peek() != ':' {
-			return p.unexpected("':'")
-		}
-		p.pos++
-		p.skipSpace()
 		start := len(p.out)
 		p.out = appendJCSString(p.out, s)
 		p.out = append(p.out, ':')
@@ -266,6 +247,35 @@ func (p *jcsParser) object(depth int) error {
 			return p.unexpected("',' or '}'")
 		}
 	}
+}
+
+// memberKey reads a member's key, the ':' after it and the space before
+// its value: the key's decoded bytes (valid until the next read) and the
+// key as a string. A key that repeats one of the open object's members so
+// far, p.members[mark:], is refused here, where it starts, so that a
+// duplicate is reported in input order before any error later in the
+// object.
+func (p *jcsParser) memberKey(mark int, seen *map[string]bool) ([]byte, string, error) {
+	p.skipSpace()
+	if p.peek() != '"' {
+		return nil, "", p.unexpected("a string key")
+	}
+	offset := p.pos
+	s, err := p.quoted()
+	if err != nil {
+		return nil, "", err
+	}
+	key := string(s)
+	if p.duplicate(mark, seen, key) {
+		return nil, "", p.errorf(offset, "duplicate key %s", jcsQuote(key))
+	}
+	p.skipSpace()
+	if p.peek() != ':' {
+		return nil, "", p.unexpected("':'")
+	}
+	p.pos++
+	p.skipSpace()
+	return s, key, nil
 }
 
 // duplicate reports whether key is the key of one of the open object's
