@@ -37,20 +37,18 @@ package hydratest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/provlog/provlog/log/logtest/proctest"
+	"github.com/provlog/provlog/tools/oauthtest"
 )
 
 // EnvBinary names the hydra binary install.sh built.
@@ -260,28 +258,7 @@ func (s *Server) admin(t testing.TB, method, path string, body, out any) {
 // client authenticating with client_secret_post. A refusal is an error
 // carrying Hydra's OAuth error.
 func (s *Server) token(ctx context.Context, f url.Values) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.TokenURL, strings.NewReader(f.Encode()))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("hydra token endpoint: %w", err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("hydra refused the %s grant: %s: %s", f.Get("grant_type"), resp.Status, b)
-	}
-	var tr struct {
-		AccessToken string `json:"access_token"`
-		TokenType   string `json:"token_type"`
-	}
-	if err := json.Unmarshal(b, &tr); err != nil || tr.AccessToken == "" {
-		return "", fmt.Errorf("hydra token response %s: %v", b, err)
-	}
-	return tr.AccessToken, nil
+	return oauthtest.Token(ctx, "hydra", s.TokenURL, "", "", f)
 }
 
 func tail(s string, n int) string {

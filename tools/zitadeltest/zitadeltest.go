@@ -28,7 +28,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -40,6 +39,7 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/log/logtest/proctest"
+	"github.com/provlog/provlog/tools/oauthtest"
 )
 
 // EnvBinary names the server binary install.sh built.
@@ -171,27 +171,5 @@ func (s *Server) Exchange(ctx context.Context, agentToken, user, audience string
 // authenticating with HTTP Basic. A refusal is an error carrying the
 // server's OAuth error.
 func (s *Server) token(ctx context.Context, id, secret string, f url.Values) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.TokenURL, strings.NewReader(f.Encode()))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("token endpoint: %w", err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("the %s grant was refused: %s: %s", f.Get("grant_type"), resp.Status, b)
-	}
-	var tr struct {
-		AccessToken     string `json:"access_token"`
-		IssuedTokenType string `json:"issued_token_type"`
-	}
-	if err := json.Unmarshal(b, &tr); err != nil || tr.AccessToken == "" {
-		return "", fmt.Errorf("token response %s: %v", b, err)
-	}
-	return tr.AccessToken, nil
+	return oauthtest.Token(ctx, "the zitadel/oidc example OP", s.TokenURL, id, secret, f)
 }
