@@ -9,9 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/durable"
 )
 
 // The age index outlives a restart: the sidecar saves it in the data dir
@@ -111,8 +111,8 @@ func lastLeaf(ctx context.Context, src entryReader, n uint64) ([]byte, error) {
 	return log.LeafHash(es[0]), nil
 }
 
-// save writes x to path (atomically: a crash leaves the old file or the
-// new). The caller holds x.mu.
+// save writes x to path (durably and atomically: a crash leaves the old
+// file or the new). The caller holds x.mu.
 func (x *ageIndex) save(ctx context.Context, path string, src entryReader) error {
 	leaf, err := lastLeaf(ctx, src, x.next)
 	if err != nil {
@@ -122,22 +122,7 @@ func (x *ageIndex) save(ctx context.Context, path string, src entryReader) error
 	if err != nil {
 		return fmt.Errorf("saving the retention index: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("saving the retention index: %w", err)
-	}
-	defer os.Remove(f.Name()) // after the rename, nothing is there
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
+	if err := durable.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("saving the retention index: %w", err)
 	}
 	return nil
