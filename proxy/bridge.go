@@ -49,7 +49,17 @@ type inputRequest struct {
 // inputRequired returns what leg c's result asks for, if it is an
 // input_required result.
 func inputRequired(c *call) (inputAsk, bool) {
-	if c.isError || c.errText != "" || c.result == nil || !bytes.Contains(c.result, []byte(`"input_required"`)) {
+	if c.isError || c.errText != "" {
+		return inputAsk{}, false
+	}
+	return inputAskOf(c.result)
+}
+
+// inputAskOf returns what a result (of tools/call, prompts/get or
+// resources/read, as received) asks for, if it is an input_required
+// result.
+func inputAskOf(result json.RawMessage) (inputAsk, bool) {
+	if result == nil || !bytes.Contains(result, []byte(`"input_required"`)) {
 		return inputAsk{}, false
 	}
 	var r struct {
@@ -57,7 +67,7 @@ func inputRequired(c *call) (inputAsk, bool) {
 		InputRequests map[string]inputRequest `json:"inputRequests"`
 		RequestState  string                  `json:"requestState"`
 	}
-	if json.Unmarshal(c.result, &r) != nil || r.ResultType != "input_required" {
+	if json.Unmarshal(result, &r) != nil || r.ResultType != "input_required" {
 		return inputAsk{}, false
 	}
 	return inputAsk{requests: r.InputRequests, state: r.RequestState}, true
@@ -85,7 +95,19 @@ func (p *Proxy) answerInputs(ctx context.Context, in *callIn, c *call, ask input
 		// wants the call again.
 		return in.nextLeg(c, nil, ask.state), nil
 	}
-	ic := &inflightCall{session: in.session, ctx: ctx}
+	responses, rerr := d.askInputs(ctx, in.session, ask)
+	if rerr != nil {
+		return nil, rerr
+	}
+	return in.nextLeg(c, responses, ask.state), nil
+}
+
+// askInputs asks the client of front session ss (in its revision) for
+// the input ask names, one request at a time, and returns the answers as
+// the server's next round takes them. A client that refuses a request,
+// or cannot take it, ends the call with its error.
+func (d *downstream) askInputs(ctx context.Context, ss *mcp.ServerSession, ask inputAsk) (mcp.InputResponseMap, *jsonrpc.Error) {
+	ic := &inflightCall{session: ss, ctx: ctx}
 	ids := make([]string, 0, len(ask.requests))
 	for id := range ask.requests {
 		ids = append(ids, id)
@@ -101,7 +123,7 @@ func (p *Proxy) answerInputs(ctx context.Context, in *callIn, c *call, ask input
 		raw, err := d.askClient(ctx, ic, r.Method, params)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the call was cancelled while the client was asked for input")
+				return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the request was cancelled while the client was asked for input")
 			}
 			return nil, rpcError(jsonrpc.CodeInternalError, "provlog: server %q asked the client for input %q (%s), which failed: %v", d.cfg.ID, id, r.Method, err)
 		}
@@ -112,7 +134,7 @@ func (p *Proxy) answerInputs(ctx context.Context, in *callIn, c *call, ask input
 	if err := json.Unmarshal(b, &responses); err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the client's answers to server %q cannot be passed on: %v", d.cfg.ID, err)
 	}
-	return in.nextLeg(c, responses, ask.state), nil
+	return responses, nil
 }
 
 // nextLeg is the call in again, after leg c, with responses and state.

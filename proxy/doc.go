@@ -120,7 +120,9 @@
 // bridged (bridge.go): the server's input_required result becomes the
 // requests that client understands, on the call's stream, and the call
 // goes on with the answers, each leg through the lifecycle as a call
-// entry of its own that names the call.result it continues.
+// entry of its own that names the call.result it continues. Its
+// prompts/get and resources/read are bridged the same way (readLegs,
+// forward.go), each leg a prompt.get or resource.read entry of its own.
 //
 // # The HTTP front's fast path
 //

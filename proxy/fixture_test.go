@@ -82,8 +82,11 @@ func runFixtureServer() {
 		})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "changed ok"}}}, nil
 	})
-	if os.Getenv(fixtureEnv) == "lists" {
+	switch os.Getenv(fixtureEnv) {
+	case "lists":
 		addReshaping(s, obj)
+	case "rounds":
+		addRounds(s)
 	}
 	s.AddTool(&mcp.Tool{Name: "big", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("big result ", 10000)}}}, nil

@@ -199,26 +199,20 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
 	}
-	start := time.Now()
 	uri := strings.TrimPrefix(req.Params.URI, d.cfg.uriPrefix())
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
 	d.gate.forwarding(ticket, cancel)
-	cp := &capture{}
-	meta := downMeta(req.Params.Meta)
-	d.p.injectTrace(ctx, meta)
-	res, err := cs.ReadResource(withCapture(cctx, cp), &mcp.ReadResourceParams{Meta: meta, URI: uri,
-		InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState})
-	cp.done()
-	if err != nil {
-		return nil, forwardError(d.cfg.ID, err)
-	}
-	receipt, err := d.p.recordRead(ctx, &log.ReadEntry{Kind: log.KindResourceRead, Time: start, Actor: actor, Server: d.cfg.ID, URI: uri}, cp.last(), res)
-	if err != nil {
-		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the resource was read but the read could not be recorded, so its contents are withheld: %v", err)
+	entry := log.ReadEntry{Kind: log.KindResourceRead, Actor: actor, Server: d.cfg.ID, URI: uri}
+	raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.Params.Meta, entry, req.Params.InputResponses, req.Params.RequestState,
+		func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
+			return cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: meta, URI: uri, InputResponses: responses, RequestState: state})
+		})
+	if rerr != nil {
+		return nil, rerr
 	}
 	out := new(mcp.ReadResourceResult)
-	if err := d.frontReadAs(log.KindResourceRead, cp.last(), res, receipt, out); err != nil {
+	if err := d.frontReadAs(log.KindResourceRead, raw, typed, receipt, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -239,7 +233,7 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		if err != nil {
 			return nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
 		}
-		entry := &log.ReadEntry{Kind: log.KindPromptGet, Time: time.Now(), Actor: actor, Server: d.cfg.ID, Prompt: name}
+		entry := log.ReadEntry{Kind: log.KindPromptGet, Actor: actor, Server: d.cfg.ID, Prompt: name}
 		rawArgs, _ := json.Marshal(req.Params.Arguments)
 		if entry.Args, _, err = d.recordedArgs(rawArgs, nil); err != nil {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the prompt's arguments cannot be recorded: %v", err)
@@ -247,24 +241,68 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 		defer cancel()
 		d.gate.forwarding(ticket, cancel)
-		cp := &capture{}
-		meta := downMeta(req.Params.Meta)
-		d.p.injectTrace(ctx, meta)
-		res, err := cs.GetPrompt(withCapture(cctx, cp), &mcp.GetPromptParams{Meta: meta, Name: name, Arguments: req.Params.Arguments,
-			InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState}) // a SEP-2322 retry as sent
-		cp.done()
-		if err != nil {
-			return nil, forwardError(d.cfg.ID, err)
-		}
-		receipt, err := d.p.recordRead(ctx, entry, cp.last(), res)
-		if err != nil {
-			return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the prompt was read but the read could not be recorded, so it is withheld: %v", err)
+		raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.Params.Meta, entry, req.Params.InputResponses, req.Params.RequestState,
+			func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
+				return cs.GetPrompt(ctx, &mcp.GetPromptParams{Meta: meta, Name: name, Arguments: req.Params.Arguments, InputResponses: responses, RequestState: state})
+			})
+		if rerr != nil {
+			return nil, rerr
 		}
 		out := new(mcp.GetPromptResult)
-		if err := d.frontReadAs(log.KindPromptGet, cp.last(), res, receipt, out); err != nil {
+		if err := d.frontReadAs(log.KindPromptGet, raw, typed, receipt, out); err != nil {
 			return nil, err
 		}
 		return out, nil
+	}
+}
+
+// readLegs forwards a read (prompts/get, resources/read: send, with the
+// client's inputResponses and requestState, a SEP-2322 retry as the
+// client sent it) and records it as entry, with the result as received;
+// it returns that result (raw, or the SDK's typed decoding when raw was
+// not captured) and its receipt. For a client of an older revision on a
+// 2026-07-28 session it is the bridge of calls (bridge.go) for reads: an
+// input_required result becomes the server's requests to the client, on
+// its own stream, and the read goes on with the answers, up to
+// maxBridgeLegs legs, each recorded as an entry of its own before
+// anything goes on. A read whose entry cannot be written is withheld.
+func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mcp.ServerSession, protocol string, clientMeta mcp.Meta,
+	entry log.ReadEntry, responses mcp.InputResponseMap, state string,
+	send func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error)) (json.RawMessage, any, string, error) {
+	bridged := sessionStateless(cs) && protocol < statelessProtocol
+	for leg := 1; ; leg++ {
+		meta := downMeta(clientMeta)
+		if bridged {
+			d.p.olderClientMeta(ss, meta)
+		}
+		d.p.injectTrace(ctx, meta)
+		e := entry
+		e.Time = time.Now()
+		cp := &capture{}
+		typed, err := send(withCapture(ctx, cp), meta, responses, state)
+		raw := cp.last()
+		cp.done()
+		if err != nil {
+			return nil, nil, "", forwardError(d.cfg.ID, err)
+		}
+		receipt, err := d.p.recordRead(ctx, &e, raw, typed)
+		if err != nil {
+			return nil, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: the %s was made but could not be recorded, so its result is withheld: %v", e.Kind, err)
+		}
+		ask, ok := inputAskOf(raw)
+		if !bridged || !ok {
+			return raw, typed, receipt, nil
+		}
+		if leg >= maxBridgeLegs {
+			return nil, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: server %q still asked for input after %d legs of the %s; given up", d.cfg.ID, leg, e.Kind)
+		}
+		responses, state = nil, ask.state
+		if len(ask.requests) > 0 {
+			var rerr *jsonrpc.Error
+			if responses, rerr = d.askInputs(ctx, ss, ask); rerr != nil {
+				return nil, nil, "", rerr
+			}
+		}
 	}
 }
 

@@ -1,0 +1,148 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+)
+
+// addRounds gives the fixture (run with fixtureEnv "rounds") a prompt
+// "rounds" and a resource "fixture:///rounds" that, on a 2026-07-28
+// session, ask for input twice (SEP-2322): a name, then a colour, with
+// the name carried in requestState; the third round answers "NAME likes
+// COLOUR".
+func addRounds(s *mcp.Server) {
+	type ask struct {
+		responses mcp.InputResponseMap
+		state     string
+	}
+	round := func(a ask) (mcp.InputRequestMap, string, string) {
+		answer := func(key string) string {
+			e, ok := a.responses[key].(*mcp.ElicitResult)
+			if !ok || e == nil || e.Action != "accept" {
+				return ""
+			}
+			v, _ := e.Content[key].(string)
+			return v
+		}
+		schema := func(key string) json.RawMessage {
+			return json.RawMessage(`{"type":"object","properties":{"` + key + `":{"type":"string"}},"required":["` + key + `"]}`)
+		}
+		switch {
+		case a.state == "asked-name" && answer("name") != "":
+			return mcp.InputRequestMap{"color": &mcp.ElicitParams{Message: "Your favourite color?", RequestedSchema: schema("color")}}, "name=" + answer("name"), ""
+		case !strings.HasPrefix(a.state, "name=") || answer("color") == "":
+			return mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: "Your name?", RequestedSchema: schema("name")}}, "asked-name", ""
+		}
+		return nil, "", strings.TrimPrefix(a.state, "name=") + " likes " + answer("color")
+	}
+	s.AddPrompt(&mcp.Prompt{Name: "rounds"}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		asks, state, text := round(ask{req.Params.InputResponses, req.Params.RequestState})
+		if asks != nil {
+			return &mcp.GetPromptResult{InputRequests: asks, RequestState: state}, nil
+		}
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
+	})
+	s.AddResource(&mcp.Resource{Name: "rounds", URI: "fixture:///rounds"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		asks, state, text := round(ask{req.Params.InputResponses, req.Params.RequestState})
+		if asks != nil {
+			return &mcp.ReadResourceResult{InputRequests: asks, RequestState: state}, nil
+		}
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: text}}}, nil
+	})
+}
+
+// TestBridgeReadsForOlderClient: a prompts/get and a resources/read of a
+// 2025-11-25 client, on a server spoken to in 2026-07-28 only (the
+// fixture, a real stdio process, protocol pinned) whose prompt and
+// resource ask for input in two rounds, reach the client as elicitation
+// requests during the request, one per round, and then give the server's
+// answer, as tools/call does through the bridge. Each leg is a prompt.get
+// or resource.read entry of its own, with the hash of its result as the
+// server sent it; the receipt is the last leg's.
+func TestBridgeReadsForOlderClient(t *testing.T) {
+	l := newTestLog(t)
+	cfg := fixtureServerConfig(t, "fx")
+	cfg.Env[fixtureEnv], cfg.Protocol = "rounds", statelessProtocol
+	p := startProxy(t, l, []ServerConfig{cfg}, nil)
+	if !p.downstreams()[0].stateless() {
+		t.Fatal("the pinned server's session is not 2026-07-28")
+	}
+	var asked []string
+	client := mcp.NewClient(&mcp.Implementation{Name: "older-client", Version: "1"}, &mcp.ClientOptions{
+		// A client of 2025-11-25 knows no input_required result; go-sdk's
+		// would answer one itself, which would hide a missing bridge.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked = append(asked, req.Params.Message)
+			if strings.Contains(req.Params.Message, "color") {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "green"}}, nil
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := p.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	wantAsked := "[Your name? Your favourite color?]"
+	gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "fx__rounds"})
+	if err != nil {
+		t.Fatalf("prompts/get in three legs: %v", err)
+	}
+	if len(gp.Messages) != 1 || textOfContent(gp.Messages[0].Content) != "Ada likes green" || fmt.Sprint(asked) != wantAsked {
+		t.Errorf("prompts/get in three legs: %s, client asked %v, want %s", mustJSON(gp), asked, wantAsked)
+	}
+	pe := l.readReceipt(t, gp.Meta, log.KindPromptGet)
+	asked = nil
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fx+fixture:///rounds"})
+	if err != nil {
+		t.Fatalf("resources/read in three legs: %v", err)
+	}
+	if len(rr.Contents) != 1 || rr.Contents[0].Text != "Ada likes green" || rr.Contents[0].URI != "fx+fixture:///rounds" || fmt.Sprint(asked) != wantAsked {
+		t.Errorf("resources/read in three legs: %s, client asked %v, want %s", mustJSON(rr), asked, wantAsked)
+	}
+	re := l.readReceipt(t, rr.Meta, log.KindResourceRead)
+
+	// Three entries each, the last the receipt's, with distinct results.
+	for _, k := range []struct {
+		kind string
+		last *log.ReadEntry
+	}{{log.KindPromptGet, pe}, {log.KindResourceRead, re}} {
+		var legs []*log.ReadEntry
+		for i := uint64(1); i < l.size(t); i++ {
+			if e := mustParse(t, l.entry(t, i)); e.Kind == k.kind {
+				r, err := log.ParseRead(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				legs = append(legs, r)
+			}
+		}
+		if len(legs) != 3 || legs[2].ResultSHA256 != k.last.ResultSHA256 || legs[0].ResultSHA256 == legs[1].ResultSHA256 || legs[1].ResultSHA256 == legs[2].ResultSHA256 {
+			t.Errorf("%s entries: %s, want three legs, the last the receipt's", k.kind, mustJSON(legs))
+		}
+	}
+}
+
+func textOfContent(c mcp.Content) string {
+	if t, ok := c.(*mcp.TextContent); ok {
+		return t.Text
+	}
+	return ""
+}
