@@ -91,34 +91,29 @@ func upstreamContext(downCtx context.Context, c *inflightCall) (context.Context,
 // createMessage forwards a downstream sampling request to the client whose
 // call is in progress.
 func (d *downstream) createMessage(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	c, err := d.calls.caller("sampling request")
-	if err != nil {
-		return nil, rpcError(jsonrpc.CodeInternalError, "%v", err)
-	}
-	raw, err := d.askClient(ctx, c, "sampling/createMessage", req.Params)
-	if err != nil {
-		return nil, err
-	}
-	res := new(mcp.CreateMessageResult)
-	if err := json.Unmarshal(raw, res); err != nil {
-		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the client's sampling result: %v", err)
-	}
-	return res, nil
+	return askCaller[mcp.CreateMessageResult](ctx, d, "sampling", "sampling/createMessage", req.Params)
 }
 
 // elicit forwards a downstream elicitation request likewise.
 func (d *downstream) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	c, err := d.calls.caller("elicitation request")
+	return askCaller[mcp.ElicitResult](ctx, d, "elicitation", "elicitation/create", req.Params)
+}
+
+// askCaller sends a server's request that the SDK's client handed over
+// (what: "sampling", "elicitation") to the client of the call in progress
+// on d, and decodes its answer.
+func askCaller[R any](ctx context.Context, d *downstream, what, method string, params any) (*R, error) {
+	c, err := d.calls.caller(what + " request")
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "%v", err)
 	}
-	raw, err := d.askClient(ctx, c, "elicitation/create", req.Params)
+	raw, err := d.askClient(ctx, c, method, params)
 	if err != nil {
 		return nil, err
 	}
-	res := new(mcp.ElicitResult)
+	res := new(R)
 	if err := json.Unmarshal(raw, res); err != nil {
-		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the client's elicitation result: %v", err)
+		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the client's %s result: %v", what, err)
 	}
 	return res, nil
 }
@@ -186,19 +181,11 @@ func (d *downstream) resourceUpdated(ctx context.Context, req *mcp.ResourceUpdat
 
 // readResource serves resources/read for a resource or template of d.
 func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	ticket, ok := d.gate.enter()
-	if !ok {
-		return nil, removedError(d.cfg.ID)
+	ticket, cs, actor, err := d.startRead(ctx, req.Session, req.Extra, req.ProtocolVersion())
+	if err != nil {
+		return nil, err
 	}
 	defer d.gate.leave(ticket)
-	cs, err := d.sessionFor(ctx, req.ProtocolVersion())
-	if err != nil {
-		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: %v", err)
-	}
-	actor, err := d.p.actor(ctx, &mcp.CallToolRequest{Session: req.Session, Extra: req.Extra})
-	if err != nil {
-		return nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
-	}
 	uri := strings.TrimPrefix(req.Params.URI, d.cfg.uriPrefix())
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
@@ -220,19 +207,11 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 
 func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		ticket, ok := d.gate.enter()
-		if !ok {
-			return nil, removedError(d.cfg.ID)
+		ticket, cs, actor, err := d.startRead(ctx, req.Session, req.Extra, req.ProtocolVersion())
+		if err != nil {
+			return nil, err
 		}
 		defer d.gate.leave(ticket)
-		cs, err := d.sessionFor(ctx, req.ProtocolVersion())
-		if err != nil {
-			return nil, rpcError(jsonrpc.CodeInternalError, "provlog: %v", err)
-		}
-		actor, err := d.p.actor(ctx, &mcp.CallToolRequest{Session: req.Session, Extra: req.Extra})
-		if err != nil {
-			return nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
-		}
 		entry := log.ReadEntry{Kind: log.KindPromptGet, Actor: actor, Server: d.cfg.ID, Prompt: name}
 		rawArgs, _ := json.Marshal(req.Params.Arguments)
 		if entry.Args, _, err = d.recordedArgs(rawArgs, nil); err != nil {
@@ -254,6 +233,27 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		}
 		return out, nil
 	}
+}
+
+// startRead takes a place in d's gate for a read (the caller leaves it),
+// the session for the client's revision and the actor; it fails with the
+// error the client gets, having left the gate.
+func (d *downstream) startRead(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra, protocol string) (uint64, *mcp.ClientSession, string, error) {
+	ticket, ok := d.gate.enter()
+	if !ok {
+		return 0, nil, "", removedError(d.cfg.ID)
+	}
+	cs, err := d.sessionFor(ctx, protocol)
+	if err != nil {
+		d.gate.leave(ticket)
+		return 0, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: %v", err)
+	}
+	actor, err := d.p.actor(ctx, &mcp.CallToolRequest{Session: ss, Extra: extra})
+	if err != nil {
+		d.gate.leave(ticket)
+		return 0, nil, "", rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
+	}
+	return ticket, cs, actor, nil
 }
 
 // readLegs forwards a read (prompts/get, resources/read: send, with the
