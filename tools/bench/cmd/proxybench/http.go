@@ -150,39 +150,9 @@ func (b *bench) runHTTP(ctx context.Context) error {
 	}
 
 	if b.c.phases["http"] {
-		b.logf("A2: HTTP latency, %d samples per path (warm-up %d)", b.c.n, b.c.warmup)
-		dcs, err := connectHTTP(ctx, esURL, token)
-		if err != nil {
-			return fail(fmt.Errorf("connecting to everything-server: %w", err))
-		}
-		pcs, err := connectHTTP(ctx, plBase+"/mcp", token)
-		if err != nil {
-			dcs.Close()
-			return fail(fmt.Errorf("connecting to provlog: %w", err))
-		}
-		if err := checkTool(ctx, dcs, b.c.tool); err != nil {
-			return fail(err)
-		}
-		if err := checkTool(ctx, pcs, ptool); err != nil {
-			return fail(fmt.Errorf("provlog (HTTP): %w", err))
-		}
-		size0, err := healthSize(plBase)
+		r, err := b.latencyHTTP(ctx, esURL, plBase, token, ptool)
 		if err != nil {
 			return fail(err)
-		}
-		r, err := b.measureLatency(ctx, target{cs: dcs, tool: b.c.tool, args: b.c.args}, target{cs: pcs, tool: ptool, args: b.c.args, wantReceipt: true})
-		dcs.Close()
-		pcs.Close()
-		if err != nil {
-			return fail(err)
-		}
-		size1, err := healthSize(plBase)
-		if err != nil {
-			return fail(err)
-		}
-		r.entries = size1 - size0
-		if calls := int64(len(r.proxied) + b.c.warmup); r.entries < calls {
-			return fail(fmt.Errorf("the log grew by %d entries for %d acknowledged proxied calls", r.entries, calls))
 		}
 		b.res.http = r
 	}
@@ -202,6 +172,47 @@ func (b *bench) runHTTP(ctx context.Context) error {
 	pl.stop()
 	es.stop()
 	return nil
+}
+
+// latencyHTTP is A2: one client's calls, timed one at a time, to
+// everything-server at esURL directly and through provlog at plBase,
+// with the log's growth checked against the calls it acknowledged.
+func (b *bench) latencyHTTP(ctx context.Context, esURL, plBase, token, ptool string) (*latencyResult, error) {
+	b.logf("A2: HTTP latency, %d samples per path (warm-up %d)", b.c.n, b.c.warmup)
+	dcs, err := connectHTTP(ctx, esURL, token)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to everything-server: %w", err)
+	}
+	pcs, err := connectHTTP(ctx, plBase+"/mcp", token)
+	if err != nil {
+		dcs.Close()
+		return nil, fmt.Errorf("connecting to provlog: %w", err)
+	}
+	if err := checkTool(ctx, dcs, b.c.tool); err != nil {
+		return nil, err
+	}
+	if err := checkTool(ctx, pcs, ptool); err != nil {
+		return nil, fmt.Errorf("provlog (HTTP): %w", err)
+	}
+	size0, err := healthSize(plBase)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.measureLatency(ctx, target{cs: dcs, tool: b.c.tool, args: b.c.args}, target{cs: pcs, tool: ptool, args: b.c.args, wantReceipt: true})
+	dcs.Close()
+	pcs.Close()
+	if err != nil {
+		return nil, err
+	}
+	size1, err := healthSize(plBase)
+	if err != nil {
+		return nil, err
+	}
+	r.entries = size1 - size0
+	if calls := int64(len(r.proxied) + b.c.warmup); r.entries < calls {
+		return nil, fmt.Errorf("the log grew by %d entries for %d acknowledged proxied calls", r.entries, calls)
+	}
+	return r, nil
 }
 
 // loadRun keeps n closed-loop workers calling op until stopped, counting
