@@ -174,8 +174,15 @@ func (a *auditor) addEntry(e []byte, visit func(compact.NodeID, []byte)) error {
 	if err := a.calls.Add(i, pe); err != nil {
 		return entryProblem(i, "%v", err)
 	}
-	if pe.Kind == KindCall && bytes.Contains(e, []byte(`"continues"`)) {
-		if err := a.checkContinues(i, pe); err != nil {
+	if bytes.Contains(e, []byte(`"continues"`)) {
+		var err error
+		switch pe.Kind {
+		case KindCall:
+			err = a.checkContinues(i, pe)
+		case KindResourceRead, KindPromptGet:
+			err = a.checkReadContinues(i, pe)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -283,6 +290,63 @@ func (a *auditor) checkContinues(i uint64, e *Entry) error {
 	}
 	if what := otherCall(prev, leg); what != "" {
 		return entryProblem(i, "call %d continues call.result %d, the outcome of call %d, which has another %s", i, j, r.Call, what)
+	}
+	if a.continued == nil {
+		a.continued = map[uint64]uint64{}
+	}
+	a.continued[j] = i
+	return nil
+}
+
+// checkReadContinues checks a later leg of a bridged read as
+// checkContinues checks a call's: the entry its "continues" names must be
+// an earlier leg of the same read — same kind, actor, server, resource or
+// prompt and arguments — that was answered (its result asked for the
+// input this leg carries), and no other leg may continue it.
+func (a *auditor) checkReadContinues(i uint64, e *Entry) error {
+	leg, err := ParseRead(e)
+	if err != nil {
+		return entryProblem(i, "%v", err)
+	}
+	j := leg.Continues
+	if j == 0 {
+		return nil
+	}
+	if j >= i {
+		return entryProblem(i, "%s %d continues entry %d, which is not an earlier one", leg.Kind, i, j)
+	}
+	if prev, ok := a.continued[j]; ok {
+		return entryProblem(i, "%s %d continues entry %d, which entry %d continues already", leg.Kind, i, j, prev)
+	}
+	pe, err := a.entry(j)
+	if err != nil {
+		return err
+	}
+	if pe.Kind != leg.Kind {
+		return entryProblem(i, "%s %d continues entry %d, a %q entry, not a %s", leg.Kind, i, j, pe.Kind, leg.Kind)
+	}
+	prev, err := ParseRead(pe)
+	if err != nil {
+		return entryProblem(i, "%s %d continues entry %d, which does not parse: %v", leg.Kind, i, j, err)
+	}
+	if prev.ResultSHA256 == "" {
+		return entryProblem(i, "%s %d continues entry %d, which has no result to ask for input", leg.Kind, i, j)
+	}
+	var what string
+	switch {
+	case prev.Actor != leg.Actor:
+		what = "actor"
+	case prev.Server != leg.Server:
+		what = "server"
+	case prev.URI != leg.URI:
+		what = "resource"
+	case prev.Prompt != leg.Prompt:
+		what = "prompt"
+	case !bytes.Equal(prev.Args, leg.Args):
+		what = "arguments"
+	}
+	if what != "" {
+		return entryProblem(i, "%s %d continues entry %d, which has another %s", leg.Kind, i, j, what)
 	}
 	if a.continued == nil {
 		a.continued = map[uint64]uint64{}

@@ -85,3 +85,69 @@ func TestAuditContinues(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditReadContinues: a later leg of a bridged read must continue an
+// earlier, answered leg of the same read (kind, actor, server, resource or
+// prompt, arguments), once; each tampered log below is signed and
+// consistent, and the audit names the leg.
+func TestAuditReadContinues(t *testing.T) {
+	now := time.Now()
+	type leg struct {
+		kind, actor, name, args, result string
+		continues                       uint64
+	}
+	read := func(l leg) []byte {
+		r := &log.ReadEntry{Kind: l.kind, Time: now, Actor: l.actor, Server: "s", ResultSHA256: l.result, ResultBytes: 10, Continues: l.continues}
+		if l.kind == log.KindPromptGet {
+			r.Prompt, r.Args = l.name, log.CanonicalJSON(l.args)
+		} else {
+			r.URI = l.name
+		}
+		if l.continues != 0 {
+			r.InputResponsesSHA256 = strings.Repeat("cd", 32)
+		}
+		b, err := r.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	first := leg{log.KindPromptGet, "a", "p", `{"q":"1"}`, strings.Repeat("ab", 32), 0}
+	then := func(continues uint64) leg { l := first; l.continues = continues; return l }
+	other := func(change func(*leg)) []byte {
+		l := first
+		change(&l)
+		return read(l)
+	}
+
+	// Entry 0 is the genesis; three legs at 1, 2, 3, and a resource's two at 4, 5.
+	res := leg{log.KindResourceRead, "a", "file:///r", "", strings.Repeat("ab", 32), 0}
+	res2 := res
+	res2.continues = 4
+	src, v := newAuditLog(t, [][]byte{read(first), read(then(1)), read(then(2)), read(res), read(res2)})
+	if _, err := log.Audit(context.Background(), src, v, ""); err != nil {
+		t.Fatalf("reads of three and two legs: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		entries [][]byte
+	}{
+		{"continues a later entry", [][]byte{read(first), read(then(3))}},
+		{"continues itself", [][]byte{read(first), read(then(2))}},
+		{"continues another kind", [][]byte{read(res), read(then(1))}},
+		{"another actor's read", [][]byte{other(func(l *leg) { l.actor = "b" }), read(then(1))}},
+		{"another prompt", [][]byte{other(func(l *leg) { l.name = "other" }), read(then(1))}},
+		{"other arguments", [][]byte{other(func(l *leg) { l.args = `{"q":"2"}` }), read(then(1))}},
+		{"a read without a result", [][]byte{other(func(l *leg) { l.result = "" }), read(then(1))}},
+		{"one leg continued twice", [][]byte{read(first), read(then(1)), read(then(1))}},
+	} {
+		src, v := newAuditLog(t, tc.entries)
+		_, err := log.Audit(context.Background(), src, v, "")
+		want := "entry " + strconv.Itoa(len(tc.entries))
+		var pe *log.ProblemsError
+		if !errors.As(err, &pe) || len(pe.Problems) != 1 || pe.Problems[0].Part != want {
+			t.Errorf("%s: audit said %v, want one problem of %s (the leg)", tc.name, err, want)
+		}
+	}
+}

@@ -478,11 +478,24 @@ type ReadEntry struct {
 	Args         CanonicalJSON // prompt.get: the arguments, redacted
 	ResultSHA256 string
 	ResultBytes  int64
+	// A later leg of a read bridged for a client of an older revision
+	// (MCP 2026-07-28's input_required rounds) names the entry of the leg
+	// before it, whose result asked for the input this leg carries, and
+	// the hash of that input (wire: "continues", "input_responses_sha256";
+	// never the answers themselves). Zero and "" on a first leg.
+	Continues            uint64
+	InputResponsesSHA256 string
 }
 
 // Marshal returns the entry's bytes.
 func (r *ReadEntry) Marshal() ([]byte, error) {
 	f := map[string]any{"server": r.Server, "result_sha256": r.ResultSHA256, "result_bytes": r.ResultBytes}
+	if r.Continues != 0 {
+		f["continues"] = r.Continues
+	}
+	if r.InputResponsesSHA256 != "" {
+		f["input_responses_sha256"] = r.InputResponsesSHA256
+	}
 	switch r.Kind {
 	case KindResourceRead:
 		f["uri"] = r.URI
@@ -504,7 +517,8 @@ func ParseRead(e *Entry) (*ReadEntry, error) {
 	}
 	rd := fieldReader{f: e.Fields}
 	r := &ReadEntry{Kind: e.Kind, Time: e.Time, Actor: e.Actor, Auth: e.Auth, Server: rd.str("server"), URI: rd.str("uri"), Prompt: rd.str("prompt"),
-		ResultSHA256: rd.str("result_sha256"), ResultBytes: rd.int("result_bytes")}
+		ResultSHA256: rd.str("result_sha256"), ResultBytes: rd.int("result_bytes"),
+		Continues: uint64(rd.int("continues")), InputResponsesSHA256: rd.str("input_responses_sha256")}
 	if v, ok := e.Fields["args"]; ok {
 		b, err := appendCanonical(nil, v, 1)
 		if err != nil {

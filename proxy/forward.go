@@ -265,11 +265,14 @@ func (d *downstream) startRead(ctx context.Context, ss *mcp.ServerSession, extra
 // input_required result becomes the server's requests to the client, on
 // its own stream, and the read goes on with the answers, up to
 // maxBridgeLegs legs, each recorded as an entry of its own before
-// anything goes on. A read whose entry cannot be written is withheld.
+// anything goes on, a later one naming the entry of the leg before
+// (continues) and the hash of the answers it carries. A read whose entry
+// cannot be written is withheld.
 func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mcp.ServerSession, protocol string, clientMeta mcp.Meta,
 	entry log.ReadEntry, responses mcp.InputResponseMap, state string,
 	send func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error)) (json.RawMessage, any, string, error) {
 	bridged := sessionStateless(cs) && protocol < statelessProtocol
+	var prev uint64 // the index of the leg before's entry
 	for leg := 1; ; leg++ {
 		meta := downMeta(clientMeta)
 		if bridged {
@@ -277,6 +280,14 @@ func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mc
 		}
 		d.p.injectTrace(ctx, meta)
 		e := entry
+		e.Continues = prev
+		if len(responses) > 0 {
+			sum, _, err := d.inputResponsesSum(responses)
+			if err != nil {
+				return nil, nil, "", rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made: its inputResponses cannot be recorded: %v", e.Kind, err)
+			}
+			e.InputResponsesSHA256 = sum
+		}
 		e.Time = time.Now()
 		cp := &capture{}
 		typed, err := send(withCapture(ctx, cp), meta, responses, state)
@@ -285,10 +296,11 @@ func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mc
 		if err != nil {
 			return nil, nil, "", forwardError(d.cfg.ID, err)
 		}
-		receipt, err := d.p.recordRead(ctx, &e, raw, typed)
+		r, err := d.p.recordRead(ctx, &e, raw, typed)
 		if err != nil {
 			return nil, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: the %s was made but could not be recorded, so its result is withheld: %v", e.Kind, err)
 		}
+		receipt := r.String()
 		ask, ok := inputAskOf(raw)
 		if !bridged || !ok {
 			return raw, typed, receipt, nil
@@ -296,7 +308,7 @@ func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mc
 		if leg >= maxBridgeLegs {
 			return nil, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: server %q still asked for input after %d legs of the %s; given up", d.cfg.ID, leg, e.Kind)
 		}
-		responses, state = nil, ask.state
+		responses, state, prev = nil, ask.state, r.Index
 		if len(ask.requests) > 0 {
 			var rerr *jsonrpc.Error
 			if responses, rerr = d.askInputs(ctx, ss, ask); rerr != nil {

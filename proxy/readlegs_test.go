@@ -65,7 +65,8 @@ func addRounds(s *mcp.Server) {
 // requests during the request, one per round, and then give the server's
 // answer, as tools/call does through the bridge. Each leg is a prompt.get
 // or resource.read entry of its own, with the hash of its result as the
-// server sent it; the receipt is the last leg's.
+// server sent it, a later one naming the one before and the hash of its
+// answers; the receipt is the last leg's.
 func TestBridgeReadsForOlderClient(t *testing.T) {
 	l := newTestLog(t)
 	cfg := fixtureServerConfig(t, "fx")
@@ -125,17 +126,32 @@ func TestBridgeReadsForOlderClient(t *testing.T) {
 		last *log.ReadEntry
 	}{{log.KindPromptGet, pe}, {log.KindResourceRead, re}} {
 		var legs []*log.ReadEntry
+		var at []uint64
 		for i := uint64(1); i < l.size(t); i++ {
 			if e := mustParse(t, l.entry(t, i)); e.Kind == k.kind {
 				r, err := log.ParseRead(e)
 				if err != nil {
 					t.Fatal(err)
 				}
-				legs = append(legs, r)
+				legs, at = append(legs, r), append(at, i)
 			}
 		}
 		if len(legs) != 3 || legs[2].ResultSHA256 != k.last.ResultSHA256 || legs[0].ResultSHA256 == legs[1].ResultSHA256 || legs[1].ResultSHA256 == legs[2].ResultSHA256 {
-			t.Errorf("%s entries: %s, want three legs, the last the receipt's", k.kind, mustJSON(legs))
+			t.Fatalf("%s entries: %s, want three legs, the last the receipt's", k.kind, mustJSON(legs))
+		}
+		// Each later leg names the one before and the hash of its answers.
+		for n, r := range legs {
+			switch {
+			case n == 0 && (r.Continues != 0 || r.InputResponsesSHA256 != ""):
+				t.Errorf("%s first leg continues %d with inputs %q", k.kind, r.Continues, r.InputResponsesSHA256)
+			case n > 0 && r.Continues != at[n-1]:
+				t.Errorf("%s leg %d continues %d, want %d", k.kind, n+1, r.Continues, at[n-1])
+			case n > 0 && len(r.InputResponsesSHA256) != 64:
+				t.Errorf("%s leg %d: input_responses_sha256 %q", k.kind, n+1, r.InputResponsesSHA256)
+			}
+		}
+		if legs[1].InputResponsesSHA256 == legs[2].InputResponsesSHA256 {
+			t.Errorf("%s legs 2 and 3 carry other answers but one hash", k.kind)
 		}
 	}
 }

@@ -129,11 +129,11 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 // recordRead writes a resource.read or prompt.get entry for a result
 // received as raw (the SDK's re-encoding of typed when raw was not
 // captured) and returns its receipt's text form.
-func (p *Proxy) recordRead(ctx context.Context, e *log.ReadEntry, raw json.RawMessage, typed any) (string, error) {
+func (p *Proxy) recordRead(ctx context.Context, e *log.ReadEntry, raw json.RawMessage, typed any) (*log.Receipt, error) {
 	if raw == nil {
 		var err error
 		if raw, err = json.Marshal(typed); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	canon, err := log.Canonicalize(raw)
@@ -144,13 +144,13 @@ func (p *Proxy) recordRead(ctx context.Context, e *log.ReadEntry, raw json.RawMe
 	e.Auth = log.AuthFrom(ctx)
 	b, err := e.Marshal()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	r, err := p.append(ctx, nil, e.Kind, b)
 	if err != nil {
-		return "", fmt.Errorf("recording the %s: %w", e.Kind, err)
+		return nil, fmt.Errorf("recording the %s: %w", e.Kind, err)
 	}
-	return r.String(), nil
+	return r, nil
 }
 
 // Results as the client gets them: the server's bytes with the receipt in
