@@ -175,13 +175,17 @@ func numericDate(v []byte) (time.Time, error) {
 	return time.Unix(int64(sec), int64(frac*1e9)), nil
 }
 
+// errAct is the error of a malformed act claim, made once: parseAct runs
+// on every token's first use and must not build it on the way to success.
+var errAct = invalid("claim act is not an object of strings sub, iss, client_id and a nested act")
+
 // parseAct reads a delegation chain (RFC 8693 §4.1: sub, and perhaps iss,
 // client_id and a nested act), at most log.MaxActDepth deep.
 func parseAct(v []byte, depth int) (*log.Act, error) {
 	if depth > log.MaxActDepth {
 		return nil, invalid("the act chain is deeper than %d", log.MaxActDepth)
 	}
-	bad := invalid("claim act is not an object of strings sub, iss, client_id and a nested act")
+	bad := errAct
 	if len(v) == 0 || v[0] != '{' {
 		return nil, bad
 	}

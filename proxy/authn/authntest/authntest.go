@@ -9,6 +9,7 @@ package authntest
 import (
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
@@ -73,8 +74,8 @@ func (is *Issuer) IntrospectionURL() string { return is.URL + "/introspect" }
 // Fetches is how often the key set has been fetched.
 func (is *Issuer) Fetches() int64 { return is.fetches.Load() }
 
-// Rotate makes a new key of alg (RS256, ES256) the signing key; the old
-// keys stay published. It returns the new kid.
+// Rotate makes a new key of alg (RS256, PS256, ES256, EdDSA) the
+// signing key; the old keys stay published. It returns the new kid.
 func (is *Issuer) Rotate(t testing.TB, alg jose.SignatureAlgorithm) string {
 	var priv crypto.Signer
 	var err error
@@ -83,6 +84,8 @@ func (is *Issuer) Rotate(t testing.TB, alg jose.SignatureAlgorithm) string {
 		priv, err = rsa.GenerateKey(rand.Reader, 2048)
 	case jose.ES256:
 		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case jose.EdDSA:
+		_, priv, err = ed25519.GenerateKey(rand.Reader)
 	default:
 		t.Fatalf("authntest: no keys for %s", alg)
 	}
