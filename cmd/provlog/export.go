@@ -180,8 +180,8 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 		trust = "the roots the records carry"
 	}
 	w := out.text()
-	fmt.Fprintf(w, "OK: %d entries [%d, %d) are in %s at size %d; checkpoint signed, %d witness cosignatures, %d anchors verified against %s; PROV document matches the entries\n",
-		rep.Entries, m.From, m.To, m.Origin, m.Size, rep.Witnesses, rep.Anchors, trust)
+	fmt.Fprintf(w, "OK: %d entries [%d, %d) are in %s at size %d; checkpoint signed, %d witness cosignatures, %d anchors verified against %s; PROV document matches the entries under %s\n",
+		rep.Entries, m.From, m.To, m.Origin, m.Size, rep.Witnesses, rep.Anchors, trust, provMappingText(m.ProvMapping))
 	// A bundle carries entries, not payloads: say which of those the
 	// entries name were purged on purpose (a purge entry in the bundle),
 	// by whom, when and why.
@@ -201,6 +201,18 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 		*bundle.Report
 		Payloads payloadReport `json:"payloads"`
 	}{rep, pr}, nil, nil)
+}
+
+// provMappingText names the PROV mapping a bundle's document matched, as
+// verify-bundle's --json report names it by number (prov_mapping).
+func provMappingText(v int) string {
+	switch v {
+	case bundle.ProvMappingNoAuth:
+		return fmt.Sprintf("PROV mapping %d (entries' auth members left out)", v)
+	case bundle.ProvMappingAuth:
+		return fmt.Sprintf("PROV mapping %d (with entries' auth members)", v)
+	}
+	return fmt.Sprintf("PROV mapping %d", v)
 }
 
 func x509MarshalPKIX(k any) ([]byte, error) { return x509.MarshalPKIXPublicKey(k) }

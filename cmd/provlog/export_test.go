@@ -77,8 +77,15 @@ func TestExportCommand(t *testing.T) {
 	if err := runVerifyBundle(context.Background(), []string{out}, &stdout, &stderr); err != nil {
 		t.Fatalf("verify-bundle: %v\n%s", err, stderr.String())
 	}
-	if !strings.HasPrefix(stdout.String(), "OK: 51 entries") {
+	if !strings.HasPrefix(stdout.String(), "OK: 51 entries") || !strings.Contains(stdout.String(), "matches the entries under PROV mapping 2 (with entries' auth members)\n") {
 		t.Errorf("verify-bundle said %q", stdout.String())
+	}
+	// A bundle of the first mapping (made by an older provlog, whose
+	// manifest names no mapping) is said to match under that one.
+	stdout.Reset()
+	if err := runVerifyBundle(context.Background(), []string{filepath.Join("..", "..", "log", "bundle", "testdata", "mapping1")}, &stdout, &stderr); err != nil ||
+		!strings.Contains(stdout.String(), "matches the entries under PROV mapping 1 (entries' auth members left out)\n") {
+		t.Errorf("verify-bundle of a first-mapping bundle: %v, said %q", err, stdout.String())
 	}
 	// A changed entry is caught and named.
 	p := filepath.Join(out, "provenance.jsonl")
