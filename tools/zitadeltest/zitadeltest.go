@@ -11,8 +11,9 @@
 // subject_token and asks for scope "custom_scope:impersonate:<user>",
 // the token it gets has sub <user> and act {sub: <that party>}, with
 // client_id the client that made the exchange. The example never
-// chains an act claim it received into a new one, so its act is one
-// level deep.
+// chains an act claim it received into a new one, and the library itself
+// writes no act, so its act is one level deep (TestExchangeActIsOneLevel
+// names the code and fails when that changes).
 //
 // The users: [Agent] is the example's service user "sid1" (its id and
 // secret are fixed in the example's storage), made an admin through the
