@@ -73,6 +73,29 @@ func inputAskOf(result json.RawMessage) (inputAsk, bool) {
 	return inputAsk{requests: r.InputRequests, state: r.RequestState}, true
 }
 
+// serveLegs serves call in, leg by leg while the server answers
+// input_required for a client of an older revision, and returns the last
+// leg and its receipt.
+func (p *Proxy) serveLegs(ctx context.Context, in *callIn, actor string, span *opSpan) (*call, string, *jsonrpc.Error) {
+	for leg := 1; ; leg++ {
+		c, receipt, rerr := p.serveLeg(ctx, in, actor, span)
+		if rerr != nil {
+			return c, "", rerr
+		}
+		ask, ok := inputRequired(c)
+		if !ok {
+			return c, receipt, nil
+		}
+		if !in.bridges(c) {
+			p.retries.note(c, ask.state)
+			return c, receipt, nil
+		}
+		if in, rerr = p.answerInputs(ctx, in, c, ask, leg); rerr != nil {
+			return c, "", rerr
+		}
+	}
+}
+
 // bridges reports whether an input_required answer to leg c of the call
 // in is the proxy's to carry on: c went to a 2026-07-28 session for a
 // client of an older revision. A 2026-07-28 client gets it as it is, and

@@ -87,6 +87,8 @@ func runFixtureServer() {
 		addReshaping(s, obj)
 	case "rounds":
 		addRounds(s)
+	case "asks":
+		addAsks(s)
 	}
 	s.AddTool(&mcp.Tool{Name: "big", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("big result ", 10000)}}}, nil

@@ -124,8 +124,12 @@ func askCaller[R any](ctx context.Context, d *downstream, what, method string, p
 // call c, on the call's own stream, and returns the client's result: on
 // the fast front's stream of the call (callstream.go), else through the
 // SDK's session in the call's context, which puts it on that call's
-// stream too. This is the one router of server-to-client requests.
+// stream too; a parked call's (park.go) waits for its client's retry.
+// This is the one router of server-to-client requests.
 func (d *downstream) askClient(ctx context.Context, c *inflightCall, method string, params any) (json.RawMessage, error) {
+	if pc, ok := c.ctx.Value(parkKey{}).(*parkedCall); ok {
+		return pc.ask(ctx, method, params) // a 2026-07-28 client's call (park.go)
+	}
 	uctx, cancel := upstreamContext(ctx, c)
 	defer cancel()
 	if s, ok := c.ctx.Value(callStreamKey{}).(*callStream); ok {

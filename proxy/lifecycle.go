@@ -51,7 +51,9 @@ type callIn struct {
 // durable, and nothing is returned unless the outcome is. A call the
 // server answers with input_required for a client that does not speak
 // that revision goes on in further legs (bridge.go), each recorded the
-// same way, until the server has what it needs.
+// same way, until the server has what it needs; a 2026-07-28 client's
+// call to an older server that asks it something is parked between the
+// client's legs (park.go).
 func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage, rerr *jsonrpc.Error) {
 	d := in.d
 	var c *call
@@ -69,21 +71,13 @@ func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage,
 		return nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
 	}
 	var receipt string
-	for leg := 1; ; leg++ {
-		if c, receipt, rerr = p.serveLeg(ctx, in, actor, span); rerr != nil {
-			return nil, rerr
-		}
-		ask, ok := inputRequired(c)
-		if !ok {
-			break
-		}
-		if !in.bridges(c) {
-			p.retries.note(c, ask.state)
-			break
-		}
-		if in, rerr = p.answerInputs(ctx, in, c, ask, leg); rerr != nil {
-			return nil, rerr
-		}
+	if p.parks(ctx, in) {
+		c, receipt, rerr = p.serveParked(ctx, in, actor, span)
+	} else {
+		c, receipt, rerr = p.serveLegs(ctx, in, actor, span)
+	}
+	if rerr != nil {
+		return nil, rerr
 	}
 	res, err = d.frontResult(c.result, receipt)
 	if err != nil {

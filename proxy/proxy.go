@@ -121,6 +121,15 @@ type Options struct {
 	// on a removed server run before cancelling them (default
 	// DefaultDrainTimeout).
 	DrainTimeout time.Duration
+	// MaxParkedCalls caps the calls of 2026-07-28 clients parked on an
+	// older server's request, waiting for the client's retry (park.go;
+	// default DefaultMaxParkedCalls); a server's request beyond it gets an
+	// error.
+	MaxParkedCalls int
+	// ParkTimeout bounds how long a parked call waits for its client's
+	// retry (default DefaultParkTimeout); then the server's request gets
+	// an error.
+	ParkTimeout time.Duration
 	// StartTimeout bounds how long New waits for the downstream servers'
 	// first connection before serving without the slow ones (default 30s).
 	StartTimeout time.Duration
@@ -156,6 +165,7 @@ type Proxy struct {
 	initActors sync.Map      // *mcp.ServerSession -> actor of its initialize request
 	logLevels  sync.Map      // *mcp.ServerSession -> the mcp.LoggingLevel its client set (bridge.go)
 	retries    retries       // input_required results awaiting their clients' retries (bridge.go)
+	parked     parking       // 2026-07-28 clients' calls waiting on their retries (park.go)
 	fastCalls  atomic.Uint64 // tools/calls the fast path served (for tests)
 	kept       keptStreams   // finished call streams kept for a resume (callstream.go)
 	noFastPath bool          // tests: serve every request through the SDK
