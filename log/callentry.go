@@ -106,70 +106,72 @@ func (c *CallEntry) Marshal() ([]byte, error) {
 	if (c.Args == nil) == (c.ArgsSHA256 == "") {
 		return nil, errors.New("call entry: exactly one of args and args_sha256 is required")
 	}
-	f := map[string]any{
-		"server":  c.Server,
-		"tool":    c.Tool,
-		"started": c.Time.UTC().Format(TimeFormat),
-	}
+	// The members by type, in canonical order (appendMembers sorts
+	// them anyway): no map, no boxed values.
+	var buf [14]member // and the common ones (marshalEntry)
+	ms := buf[:0]
 	if c.Args != nil {
-		f["args"] = c.Args
+		ms = append(ms, member{key: "args", kind: memberCanonical, raw: c.Args})
 	} else {
-		f["args_sha256"] = c.ArgsSHA256
+		ms = append(ms, strMember("args_sha256", c.ArgsSHA256))
 	}
-	if c.ToolSHA256 != "" {
-		f["tool_sha256"] = c.ToolSHA256
-	}
+	var client [2]member
 	if c.Client != nil {
-		f["client"] = map[string]string{"name": c.Client.Name, "version": c.Client.Version}
-	}
-	if c.ProtocolVersion != "" {
-		f["protocol_version"] = c.ProtocolVersion
+		client = [2]member{strMember("name", c.Client.Name), strMember("version", c.Client.Version)}
+		ms = append(ms, member{key: "client", kind: memberObject, sub: client[:]})
 	}
 	if c.Continues != 0 {
-		f["continues"] = c.Continues
+		ms = append(ms, numMember("continues", float64(c.Continues)))
 	}
 	if c.InputResponsesSHA256 != "" {
-		f["input_responses_sha256"] = c.InputResponsesSHA256
+		ms = append(ms, strMember("input_responses_sha256", c.InputResponsesSHA256))
 	}
-	return (&Entry{Kind: KindCall, Time: c.Time, Actor: c.Actor, Auth: c.Auth, Fields: f}).Marshal()
+	if c.ProtocolVersion != "" {
+		ms = append(ms, strMember("protocol_version", c.ProtocolVersion))
+	}
+	ms = append(ms, strMember("server", c.Server), timeMember("started", c.Time), strMember("tool", c.Tool))
+	if c.ToolSHA256 != "" {
+		ms = append(ms, strMember("tool_sha256", c.ToolSHA256))
+	}
+	return marshalEntry(KindCall, c.Time, c.Actor, c.Auth, ms, nil)
 }
 
 // Marshal returns the call.result entry's bytes.
 func (r *CallResultEntry) Marshal() ([]byte, error) {
-	f := map[string]any{
-		"call":        r.Call,
-		"is_error":    r.IsError,
-		"duration_ns": r.Duration.Nanoseconds(),
-	}
-	r.outcomeFields(f)
-	return (&Entry{Kind: KindCallResult, Time: r.Time, Actor: r.Actor, Auth: r.Auth, Fields: f}).Marshal()
+	var buf [17]member
+	ms := append(buf[:0], numMember("call", float64(r.Call)), numMember("duration_ns", float64(r.Duration.Nanoseconds())),
+		boolMember("is_error", r.IsError))
+	ms = r.appendOutcome(ms)
+	return marshalEntry(KindCallResult, r.Time, r.Actor, r.Auth, ms, nil)
 }
 
-func (r *CallResultEntry) outcomeFields(f map[string]any) {
+// appendOutcome appends the outcome's members to ms.
+func (r *CallResultEntry) appendOutcome(ms []member) []member {
 	// Each member is written when it is set, so what parses marshals back
 	// as it was.
 	for _, m := range [...]struct {
 		k, v string
 	}{{"result_sha256", r.ResultSHA256}, {"result_retained_sha256", r.RetainedSHA256}, {"error", r.Error}, {"release", r.DataRelease}} {
 		if m.v != "" {
-			f[m.k] = m.v
+			ms = append(ms, strMember(m.k, m.v))
 		}
 	}
 	if r.ResultRetained {
-		f["result_retained"] = true
+		ms = append(ms, boolMember("result_retained", true))
 	}
 	if r.ResultRemarshalled {
-		f["result_remarshalled"] = true
+		ms = append(ms, boolMember("result_remarshalled", true))
 	}
 	if r.ResultSHA256 != "" || r.ResultBytes != 0 {
-		f["result_bytes"] = r.ResultBytes
+		ms = append(ms, numMember("result_bytes", float64(r.ResultBytes)))
 	}
 	if r.ResultRaw {
-		f["result_canonical"] = false
+		ms = append(ms, boolMember("result_canonical", false))
 	}
 	if r.ErrorCode != 0 {
-		f["error_code"] = r.ErrorCode
+		ms = append(ms, numMember("error_code", float64(r.ErrorCode)))
 	}
+	return ms
 }
 
 // ParseCall reads a call entry, of either form (see [CallEntry]).

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -250,4 +252,109 @@ func walkObject(p *jcsParser, fn func(key string, raw, canon []byte) error) erro
 		return p.errorf(p.pos, "unexpected %s after the object", jcsDescribe(p.in[p.pos]))
 	}
 	return nil
+}
+
+// A member is one member of an entry's object, its value held by type, so
+// that an entry whose kind knows its members (a call, a call.result) is
+// written without a map of boxed values: appendMembers writes for each
+// what appendCanonical writes for the same Go value.
+type member struct {
+	key  string
+	kind memberKind
+	s    string    // memberString
+	f    float64   // memberNumber: integers too, as JCS reads them (doubles)
+	b    bool      // memberBool
+	raw  []byte    // memberCanonical: CanonicalJSON (nil: null)
+	t    time.Time // memberTime
+	sub  []member  // memberObject
+	v    int       // memberAny: the index of its value in appendMembers' vals
+}
+
+type memberKind uint8
+
+const (
+	memberAny memberKind = iota
+	memberString
+	memberNumber
+	memberBool
+	memberCanonical
+	memberTime   // a string in TimeFormat, in UTC
+	memberObject // an object of the members sub
+)
+
+func strMember(k, v string) member            { return member{key: k, kind: memberString, s: v} }
+func numMember(k string, v float64) member    { return member{key: k, kind: memberNumber, f: v} }
+func boolMember(k string, v bool) member      { return member{key: k, kind: memberBool, b: v} }
+func timeMember(k string, t time.Time) member { return member{key: k, kind: memberTime, t: t} }
+
+// membersSize is about the bytes ms take written, for sizing a buffer.
+func membersSize(ms []member) int {
+	n := 2
+	for i := range ms {
+		n += len(ms[i].key) + len(ms[i].s) + len(ms[i].raw) + membersSize(ms[i].sub) + 40
+	}
+	return n
+}
+
+// appendMembers appends the members ms, found inside depth objects and
+// arrays, as one canonical object: sorted (keys must be unique and valid
+// UTF-8), each value as appendCanonical writes it; those of memberAny are
+// in vals (apart, so that the members need not escape). An error names
+// the member whose value could not be written.
+func appendMembers(dst []byte, ms []member, vals []any, depth int) ([]byte, string, error) {
+	// Sorted by index, the members stay put: a dozen of them, in order
+	// already but for the common ones, take an insertion sort.
+	var buf [24]int
+	order := buf[:0]
+	if len(ms) > len(buf) {
+		order = make([]int, 0, len(ms))
+	}
+	for i := range ms {
+		order = append(order, i)
+	}
+	byKey := func(a, b int) int { return compareUTF16(ms[a].key, ms[b].key) }
+	if len(order) > len(buf) {
+		slices.SortFunc(order, byKey)
+	} else {
+		for i := 1; i < len(order); i++ {
+			for j := i; j > 0 && byKey(order[j-1], order[j]) > 0; j-- {
+				order[j-1], order[j] = order[j], order[j-1]
+			}
+		}
+	}
+	dst = append(dst, '{')
+	for i, o := range order {
+		m := &ms[o]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJCSString(dst, m.key)
+		dst = append(dst, ':')
+		var err error
+		switch m.kind {
+		case memberString:
+			dst = appendGoString(dst, m.s)
+		case memberNumber:
+			dst = appendJCSNumber(dst, m.f)
+		case memberBool:
+			dst = strconv.AppendBool(dst, m.b)
+		case memberCanonical:
+			if m.raw == nil {
+				dst = append(dst, "null"...) // as a nil CanonicalJSON
+			} else {
+				dst = append(dst, m.raw...)
+			}
+		case memberTime:
+			dst = m.t.UTC().AppendFormat(append(dst, '"'), TimeFormat)
+			dst = append(dst, '"')
+		case memberObject:
+			dst, _, err = appendMembers(dst, m.sub, vals, depth+1)
+		default:
+			dst, err = appendCanonical(dst, vals[m.v], depth)
+		}
+		if err != nil {
+			return nil, m.key, err
+		}
+	}
+	return append(dst, '}'), "", nil
 }

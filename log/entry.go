@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -60,55 +59,43 @@ func (e *Entry) Marshal() ([]byte, error) {
 	if e.Kind == "" {
 		return nil, errors.New("entry: kind is empty")
 	}
-	keys := make([]string, 0, len(e.Fields)+5)
-	keys = append(keys, "v", "kind", "time", "actor")
-	if e.Auth != nil {
-		if err := e.Auth.check(); err != nil {
-			return nil, fmt.Errorf("entry: %w", err)
-		}
-		keys = append(keys, "auth")
-	}
-	for k := range e.Fields {
+	ms := make([]member, 0, len(e.Fields)+5)
+	vals := make([]any, 0, len(e.Fields)+1)
+	for k, v := range e.Fields {
 		if reserved[k] {
 			return nil, fmt.Errorf("entry: field %q is reserved", k)
 		}
 		if !utf8.ValidString(k) {
 			return e.marshalRoundTrip()
 		}
-		keys = append(keys, k)
+		ms = append(ms, member{key: k, v: len(vals)})
+		vals = append(vals, v)
 	}
-	slices.SortFunc(keys, compareUTF16)
-	b := make([]byte, 0, 512)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJCSString(b, k)
-		b = append(b, ':')
-		var err error
-		switch k {
-		case "v":
-			b = appendJCSNumber(b, EntryVersion)
-		case "kind":
-			b = appendGoString(b, e.Kind)
-		case "time":
-			b = e.Time.UTC().AppendFormat(append(b, '"'), TimeFormat)
-			b = append(b, '"')
-		case "actor":
-			b = appendGoString(b, e.Actor)
-		case "auth":
-			b, err = appendCanonical(b, e.Auth.fields(), 1)
-		default:
-			b, err = appendCanonical(b, e.Fields[k], 1)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("entry: encoding %s field %q: %w", e.Kind, k, err)
-		}
+	return marshalEntry(e.Kind, e.Time, e.Actor, e.Auth, ms, vals)
+}
+
+// marshalEntry writes an entry of kind: the common members and the kind's
+// own, ms (whose keys are valid UTF-8, unique and not reserved; values
+// of memberAny in vals), in canonical order. It is Marshal's writing, and that of the kinds that
+// know their members (callentry.go), which skip the map.
+func marshalEntry(kind string, t time.Time, actor string, auth *Auth, ms []member, vals []any) ([]byte, error) {
+	if kind == "" {
+		return nil, errors.New("entry: kind is empty")
 	}
-	b = append(b, '}')
+	ms = append(ms, numMember("v", EntryVersion), strMember("kind", kind), timeMember("time", t), strMember("actor", actor))
+	if auth != nil {
+		if err := auth.check(); err != nil {
+			return nil, fmt.Errorf("entry: %w", err)
+		}
+		ms = append(ms, member{key: "auth", v: len(vals)})
+		vals = append(vals, auth.fields())
+	}
+	b, key, err := appendMembers(make([]byte, 0, max(512, membersSize(ms))), ms, vals, 1)
+	if err != nil {
+		return nil, fmt.Errorf("entry: encoding %s field %q: %w", kind, key, err)
+	}
 	if len(b) > MaxEntrySize {
-		return nil, fmt.Errorf("entry: %s entry is %d bytes, over the limit of %d: %w", e.Kind, len(b), MaxEntrySize, ErrEntryTooLarge)
+		return nil, fmt.Errorf("entry: %s entry is %d bytes, over the limit of %d: %w", kind, len(b), MaxEntrySize, ErrEntryTooLarge)
 	}
 	return b, nil
 }
