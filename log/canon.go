@@ -200,13 +200,24 @@ func (c CanonicalJSON) MarshalJSON() ([]byte, error) {
 // good until fn returns. It stops at fn's first error and returns it.
 // Duplicate keys and anything Canonicalize refuses are errors.
 func WalkObject(data []byte, fn func(key string, raw, canon []byte) error) error {
-	// A member's canonical form is about as long as its input: room for
-	// the longest saves growing the buffer member by member.
-	return walkObject(&jcsParser{in: data, out: make([]byte, 0, len(data))}, fn)
+	return WalkObjectIn(data, fn, nil)
 }
 
-// walkObject is WalkObject on a parser of its own, whose probes tests read.
-func walkObject(p *jcsParser, fn func(key string, raw, canon []byte) error) error {
+// WalkObjectIn is [WalkObject], and in the same pass walks the members of
+// the object values of members for which in returns a function: that
+// function is called with each of their members, as fn is with those of
+// data, before fn is called with the whole value. A value read once is
+// not read again (a JSON-RPC message's params, say, whose arguments' own
+// canonical form is wanted too). in may be nil.
+func WalkObjectIn(data []byte, fn func(key string, raw, canon []byte) error, in func(key string) func(key string, raw, canon []byte) error) error {
+	// A member's canonical form is about as long as its input: room for
+	// the longest saves growing the buffer member by member.
+	return walkObject(&jcsParser{in: data, out: make([]byte, 0, len(data))}, fn, in)
+}
+
+// walkObject is WalkObjectIn on a parser of its own, whose probes tests
+// read.
+func walkObject(p *jcsParser, fn func(key string, raw, canon []byte) error, in func(key string) func(key string, raw, canon []byte) error) error {
 	p.skipSpace()
 	if p.peek() != '{' {
 		return p.unexpected("'{'")
@@ -229,7 +240,16 @@ func walkObject(p *jcsParser, fn func(key string, raw, canon []byte) error) erro
 			}
 			start := p.pos
 			p.out = p.out[:0]
-			if err := p.value(1); err != nil {
+			var each func(key string, raw, canon []byte) error
+			if in != nil && p.peek() == '{' {
+				each = in(key)
+			}
+			if each != nil {
+				err = p.object(2, each)
+			} else {
+				err = p.value(1)
+			}
+			if err != nil {
 				return err
 			}
 			if err := fn(key, p.in[start:p.pos], p.out); err != nil {

@@ -247,6 +247,51 @@ func TestWalkObject(t *testing.T) {
 	}
 }
 
+// TestWalkObjectIn: the members of a value walked in the same pass are
+// those WalkObject finds in it on its own, and the walk as a whole
+// accepts, and yields, what WalkObject does.
+func TestWalkObjectIn(t *testing.T) {
+	for _, in := range []string{
+		`{"jsonrpc":"2.0","id":1,"params":{"name":"t","arguments":{"z":[1.0,{"b":1,"a":2}],"a":"\u00e9"},"_meta":{}}}`,
+		` { "p" : { } , "q" : 1 } `, `{"q":{"a":1},"p":{"b":2,"a":1}}`, `{"p":[1]}`, `{"p":"x"}`,
+		`{"p":{"a":1,"a":2}}`, `{"p":{"a":1e999}}`, `{"p":{"a":1},"p":{}}`, `{"p":{"a":}}`, `{"p":{"a":1}} x`, `{"p":{"a":1}`,
+	} {
+		type member struct{ key, raw, canon string }
+		var inner, alone []member
+		var outer, plain []string
+		walk := func(ms *[]member) func(string, []byte, []byte) error {
+			return func(k string, raw, canon []byte) error {
+				*ms = append(*ms, member{k, string(raw), string(canon)})
+				return nil
+			}
+		}
+		err := WalkObjectIn([]byte(in), func(k string, raw, canon []byte) error {
+			outer = append(outer, k+"="+string(canon))
+			if k == "p" {
+				WalkObject(raw, walk(&alone))
+			}
+			return nil
+		}, func(k string) func(string, []byte, []byte) error {
+			if k == "p" {
+				return walk(&inner)
+			}
+			return nil
+		})
+		perr := WalkObject([]byte(in), func(k string, raw, canon []byte) error {
+			plain = append(plain, k+"="+string(canon))
+			return nil
+		})
+		switch {
+		case (err == nil) != (perr == nil):
+			t.Errorf("%q: WalkObjectIn %v, WalkObject %v", in, err, perr)
+		case err == nil && !slices.Equal(outer, plain):
+			t.Errorf("%q: members %q, WalkObject's %q", in, outer, plain)
+		case err == nil && !slices.Equal(inner, alone):
+			t.Errorf("%q: p's members %q, on their own %q", in, inner, alone)
+		}
+	}
+}
+
 // FuzzWalkObject holds WalkObject to Canonicalize: it accepts exactly the
 // objects Canonicalize accepts, and its members make up the same form.
 func FuzzWalkObject(f *testing.F) {
@@ -266,7 +311,7 @@ func FuzzWalkObject(f *testing.F) {
 		// The work of finding duplicate keys stays linear in the input
 		// (TestDuplicateChecksLinear has the numbers of the quadratic one).
 		wp, cp := &jcsParser{in: data}, &jcsParser{in: data}
-		walkObject(wp, func(string, []byte, []byte) error { return nil })
+		walkObject(wp, func(string, []byte, []byte) error { return nil }, nil)
 		cp.value(0)
 		if wp.probes > len(data)+64 || cp.probes > len(data)+64 {
 			t.Fatalf("%d and %d key probes for %d bytes", wp.probes, cp.probes, len(data))

@@ -135,7 +135,7 @@ func (p *jcsParser) peek() int {
 func (p *jcsParser) value(depth int) error {
 	switch c := p.peek(); {
 	case c == '{':
-		return p.object(depth + 1)
+		return p.object(depth+1, nil)
 	case c == '[':
 		return p.array(depth + 1)
 	case c == '"':
@@ -203,7 +203,11 @@ func (p *jcsParser) array(depth int) error {
 // a map rather than by comparing against every earlier key.
 const jcsMapAfter = 8
 
-func (p *jcsParser) object(depth int) error {
+// object canonicalizes the object at p.pos, which is inside depth-1
+// containers. each, if not nil, is called with each member as it is read
+// (as WalkObject's fn is: its value's canonical form is good until each
+// returns), and its error ends the reading.
+func (p *jcsParser) object(depth int, each func(key string, raw, canon []byte) error) error {
 	if depth > maxJCSDepth {
 		return p.errorf(p.pos, "nesting deeper than %d", maxJCSDepth)
 	}
@@ -228,8 +232,14 @@ func (p *jcsParser) object(depth int) error {
 		start := len(p.out)
 		p.out = appendJCSString(p.out, s)
 		p.out = append(p.out, ':')
+		vstart, in := len(p.out), p.pos
 		if err := p.value(depth); err != nil {
 			return err
+		}
+		if each != nil {
+			if err := each(key, p.in[in:p.pos], p.out[vstart:]); err != nil {
+				return err
+			}
 		}
 		p.members = append(p.members, jcsMember{key: key, start: start, end: len(p.out)})
 

@@ -29,7 +29,7 @@ func manyKeys(n int) []byte {
 func TestDuplicateChecksLinear(t *testing.T) {
 	walk := func(data []byte) int {
 		p := &jcsParser{in: data}
-		if err := walkObject(p, func(string, []byte, []byte) error { return nil }); err != nil {
+		if err := walkObject(p, func(string, []byte, []byte) error { return nil }, nil); err != nil {
 			t.Fatal(err)
 		}
 		return p.probes

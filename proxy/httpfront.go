@@ -200,6 +200,15 @@ type fastRequest struct {
 	params []byte // an object, as received
 	result []byte
 	err    *wireError
+
+	// Members of params, read in the same pass (fastParams): what a
+	// tools/call or a notifications/cancelled needs.
+	name      string // "name", if a string
+	args      []byte // "arguments", as received
+	argsCanon []byte // their canonical form, if an object
+	meta      []byte // "_meta", as received
+	requestID []byte // "requestId", as received
+	other     bool   // a member besides those, or a name that is not a string
 }
 
 // errNotFast ends a walk over a message the fast path leaves to the SDK.
@@ -207,11 +216,12 @@ var errNotFast = errors.New("not for the fast path")
 
 // parseFast reads body as one JSON-RPC request or notification whose
 // members are exactly the protocol's, or reports false. It reads JSON as
-// strictly as JCS does (log.WalkObject): what it refuses, the SDK serves.
+// strictly as JCS does (log.WalkObjectIn): what it refuses, the SDK
+// serves. The members of params are read in the same pass.
 func parseFast(body []byte) (fastRequest, bool) {
 	var fr fastRequest
 	version := false
-	err := log.WalkObject(body, func(k string, raw, canon []byte) error {
+	err := log.WalkObjectIn(body, func(k string, raw, canon []byte) error {
 		switch k {
 		case "jsonrpc":
 			if string(canon) != `"2.0"` {
@@ -244,6 +254,11 @@ func parseFast(body []byte) (fastRequest, bool) {
 			return errNotFast
 		}
 		return nil
+	}, func(k string) func(k string, raw, canon []byte) error {
+		if k == "params" {
+			return fr.fastParam
+		}
+		return nil
 	})
 	response := fr.result != nil || fr.err != nil
 	switch {
@@ -257,16 +272,27 @@ func parseFast(body []byte) (fastRequest, bool) {
 	return fr, true
 }
 
-// param returns the raw value of the named member of fr's params.
-func (fr fastRequest) param(name string) []byte {
-	var v []byte
-	log.WalkObject(fr.params, func(k string, raw, _ []byte) error {
-		if k == name {
-			v = raw
+// fastParam notes one member of the params of fr.
+func (fr *fastRequest) fastParam(k string, raw, canon []byte) error {
+	switch k {
+	case "name":
+		var ok bool
+		if fr.name, ok = canonString(canon); !ok {
+			fr.other = true
 		}
-		return nil
-	})
-	return v
+	case "arguments":
+		fr.args = raw
+		if raw[0] == '{' {
+			fr.argsCanon = bytes.Clone(canon)
+		}
+	case "_meta":
+		fr.meta = raw
+	case "requestId":
+		fr.requestID = raw
+	default:
+		fr.other = true
+	}
+	return nil
 }
 
 // fastPOST serves r, whose body is fr, on the fast path and reports true,
@@ -291,7 +317,7 @@ func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSessio
 		w.WriteHeader(http.StatusAccepted)
 		return true
 	case fr.method == "notifications/cancelled" && fr.id == nil:
-		v, ok := fs.calls.Load(string(fr.param("requestId")))
+		v, ok := fs.calls.Load(string(fr.requestID))
 		if !ok {
 			return false
 		}
@@ -346,39 +372,17 @@ type fastCall struct {
 // null) and _meta (without a progress token, whose notifications need the
 // SDK's streams).
 func (p *Proxy) fastCallFor(fr fastRequest) (fastCall, bool) {
-	var fc fastCall
-	if fr.params == nil {
+	if fr.params == nil || fr.other || fr.requestID != nil || fr.args != nil && fr.argsCanon == nil && string(fr.args) != "null" {
 		return fastCall{}, false
 	}
-	err := log.WalkObject(fr.params, func(k string, raw, canon []byte) error {
-		switch k {
-		case "name":
-			var ok bool
-			if fc.front, ok = canonString(canon); !ok {
-				return errNotFast
-			}
-		case "arguments":
-			if raw[0] != '{' && string(raw) != "null" {
-				return errNotFast
-			}
-			fc.args = raw
-			if raw[0] == '{' {
-				fc.argsCanon = bytes.Clone(canon)
-			}
-		case "_meta":
-			if json.Unmarshal(raw, &fc.meta) != nil || fc.meta == nil {
-				return errNotFast
-			}
-			if _, ok := fc.meta["progressToken"]; ok {
-				return errNotFast
-			}
-		default:
-			return errNotFast
+	fc := fastCall{front: fr.name, args: fr.args, argsCanon: fr.argsCanon}
+	if fr.meta != nil {
+		if json.Unmarshal(fr.meta, &fc.meta) != nil || fc.meta == nil {
+			return fastCall{}, false
 		}
-		return nil
-	})
-	if err != nil {
-		return fastCall{}, false
+		if _, ok := fc.meta["progressToken"]; ok {
+			return fastCall{}, false
+		}
 	}
 	d, tool := p.router.tool(fc.front)
 	if d == nil || d.stateless() {

@@ -21,6 +21,7 @@ func FuzzParseFast(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__b","arguments":{"x":1}}}`,
 		`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a__b","_meta":{"progressToken":3}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
+		`{"params":{"arguments":{"b":[1.0,{"z":null,"a":"\u00e9"}],"a":1},"name":"a__b","_meta":{"k":1},"x":2},"method":"tools/call","id":7,"jsonrpc":"2.0"}`,
 		`[{"jsonrpc":"2.0","id":1,"method":"tools/call"}]`,
 		`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{}}`,
 		`{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{}}`,
@@ -58,6 +59,18 @@ func FuzzParseFast(f *testing.F) {
 		}
 		if _, has := top["params"]; has && fr.params == nil {
 			t.Fatalf("params %s read as none", top["params"])
+		}
+		// params' members, read in the same pass, are those a walk of
+		// params on its own finds.
+		var alone fastRequest
+		if fr.params != nil {
+			if err := log.WalkObject(fr.params, alone.fastParam); err != nil {
+				t.Fatalf("params %s do not walk: %v", fr.params, err)
+			}
+		}
+		if fr.name != alone.name || !bytes.Equal(fr.args, alone.args) || !bytes.Equal(fr.argsCanon, alone.argsCanon) ||
+			!bytes.Equal(fr.meta, alone.meta) || !bytes.Equal(fr.requestID, alone.requestID) || fr.other != alone.other {
+			t.Fatalf("params %s read as %+v, on their own as %+v", fr.params, fr, alone)
 		}
 	})
 }
