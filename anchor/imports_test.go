@@ -9,9 +9,9 @@ import (
 // TestVerifierDependencies holds the offline half of anchoring (anchor,
 // its rfc3161 and rekor checks, evidence) to what a regulator's verifier
 // needs: the standard library without net/http, merkle, x/mod, the pkcs7
-// and timestamp parsers, and provlog's log packages. The runner, the TSA
-// and Rekor clients (Rekor's generated client, go-openapi) are in
-// anchor/online, which no verifier imports.
+// and timestamp parsers, and provlog's log packages. The runner and the
+// TSA and Rekor clients (net/http) are in anchor/online, which no
+// verifier imports.
 func TestVerifierDependencies(t *testing.T) {
 	const mod = "github.com/provlog/provlog"
 	allowed := []string{"github.com/transparency-dev/merkle", "golang.org/x/mod/", "github.com/digitorus/pkcs7", "github.com/digitorus/timestamp", mod + "/log"}

@@ -1,6 +1,7 @@
 package online
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -13,30 +14,60 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-
-	"github.com/go-openapi/strfmt"
-	"github.com/sigstore/rekor/pkg/client"
-	"github.com/sigstore/rekor/pkg/generated/client/entries"
-	"github.com/sigstore/rekor/pkg/generated/models"
+	"io"
+	"net/http"
+	"strings"
 
 	"github.com/provlog/provlog/anchor/rekor"
 )
 
-// A RekorClient writes entries to one Sigstore Rekor v1 instance, with
-// Rekor's own generated client (github.com/sigstore/rekor v1.5.4).
+// MaxRekorResponse bounds a Rekor response: an entry with its inclusion
+// proof and checkpoint is a few kilobytes.
+const MaxRekorResponse = 1 << 20
+
+// A RekorClient writes entries to one Sigstore Rekor v1 instance through
+// its REST API: POST /api/v1/log/entries with a hashedrekord v0.0.1, as
+// Rekor's own client (github.com/sigstore/rekor v1.5.4, pkg/client) sends
+// it. What Rekor answers is checked offline by [rekor.Entry.Check].
 type RekorClient struct {
-	// URL is the Rekor base URL (https://rekor.sigstore.dev).
+	// URL is the Rekor base URL (https://rekor.sigstore.dev); the API's
+	// paths go under its path.
 	URL string
 	// PublicKey is the pinned Rekor public key; responses that do not
 	// verify with it are refused.
 	PublicKey crypto.PublicKey
 	// Signer is the P-256 anchoring key.
 	Signer *ecdsa.PrivateKey
+	// HTTPClient sends the requests; nil means http.DefaultClient. Bound
+	// each call with the context.
+	HTTPClient *http.Client
+}
+
+// proposedEntry is a hashedrekord v0.0.1 as Rekor's API takes it (its
+// models.Hashedrekord): the digest, its signature and the PEM public key,
+// both base64 (encoding/json's []byte).
+type proposedEntry struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Spec       struct {
+		Data struct {
+			Hash struct {
+				Algorithm string `json:"algorithm"`
+				Value     string `json:"value"`
+			} `json:"hash"`
+		} `json:"data"`
+		Signature struct {
+			Content   []byte `json:"content"`
+			PublicKey struct {
+				Content []byte `json:"content"`
+			} `json:"publicKey"`
+		} `json:"signature"`
+	} `json:"spec"`
 }
 
 // Upload creates a hashedrekord entry for digest (SHA-256) signed with
 // c.Signer, and returns it only if [rekor.Entry.Check] accepts it against
-// c.PublicKey. Rekor's client is used without retries: the caller retries
+// c.PublicKey. It makes one request, without retries: the caller retries
 // with backoff. Bound the call with ctx.
 func (c *RekorClient) Upload(ctx context.Context, digest []byte) (*rekor.Entry, error) {
 	if len(digest) != sha256.Size {
@@ -57,55 +88,92 @@ func (c *RekorClient) Upload(ctx context.Context, digest []byte) (*rekor.Entry, 
 	if err != nil {
 		return nil, err
 	}
-	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
-	proposed := &models.Hashedrekord{
-		APIVersion: ptr("0.0.1"),
-		Spec: models.HashedrekordV001Schema{
-			Data: &models.HashedrekordV001SchemaData{Hash: &models.HashedrekordV001SchemaDataHash{
-				Algorithm: ptr(models.HashedrekordV001SchemaDataHashAlgorithmSha256),
-				Value:     ptr(hex.EncodeToString(digest)),
-			}},
-			Signature: &models.HashedrekordV001SchemaSignature{
-				Content:   strfmt.Base64(sig),
-				PublicKey: &models.HashedrekordV001SchemaSignaturePublicKey{Content: strfmt.Base64(pubPEM)},
-			},
-		},
-	}
-	rc, err := client.GetRekorClient(c.URL, client.WithRetryCount(0), client.WithUserAgent("provlog"))
+	var p proposedEntry
+	p.APIVersion, p.Kind = "0.0.1", "hashedrekord"
+	p.Spec.Data.Hash.Algorithm, p.Spec.Data.Hash.Value = "sha256", hex.EncodeToString(digest)
+	p.Spec.Signature.Content = sig
+	p.Spec.Signature.PublicKey.Content = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
+	body, err := json.Marshal(&p)
 	if err != nil {
-		return nil, fmt.Errorf("Rekor client: %w", err)
+		return nil, err
 	}
-	params := entries.NewCreateLogEntryParamsWithContext(ctx)
-	params.SetProposedEntry(proposed)
-	resp, err := rc.Entries.CreateLogEntry(params)
+	resp, err := c.post(ctx, body)
 	if err != nil {
 		return nil, fmt.Errorf("creating Rekor entry: %w", err)
 	}
-	if len(resp.Payload) != 1 {
-		return nil, fmt.Errorf("Rekor returned %d entries, want 1", len(resp.Payload))
+	e, err := parseCreated(resp)
+	if err != nil {
+		return nil, fmt.Errorf("creating Rekor entry: %w", err)
 	}
-	e := &rekor.Entry{URL: c.URL, PublicKey: rekorDER}
-	for uuid, le := range resp.Payload {
-		e.UUID = uuid
-		if le.LogIndex != nil {
-			e.LogIndex = *le.LogIndex
-		}
-		if le.IntegratedTime != nil {
-			e.IntegratedTime = *le.IntegratedTime
-		}
-		if le.LogID != nil {
-			e.LogID = *le.LogID
-		}
-		if e.Entry, err = json.Marshal(le); err != nil {
-			return nil, fmt.Errorf("encoding Rekor entry: %w", err)
-		}
-	}
-	// Check what will be stored, not what was decoded: the stored bytes
-	// are what an auditor verifies later.
+	e.URL, e.PublicKey = c.URL, rekorDER
+	// Check what will be stored: the entry's bytes as Rekor sent them are
+	// what an auditor verifies later.
 	if err := e.Check(ctx, digest, &c.Signer.PublicKey, []crypto.PublicKey{c.PublicKey}); err != nil {
 		return nil, fmt.Errorf("Rekor entry refused: %w", err)
 	}
 	return e, nil
 }
 
-func ptr[T any](v T) *T { return &v }
+// parseCreated reads Rekor's answer to a created entry, a JSON object of
+// one member: the entry's UUID and the entry (a LogEntryAnon), whose bytes
+// are kept as they came.
+func parseCreated(b []byte) (*rekor.Entry, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("Rekor's answer does not parse: %w", err)
+	}
+	if len(m) != 1 {
+		return nil, fmt.Errorf("Rekor returned %d entries, want 1", len(m))
+	}
+	e := &rekor.Entry{}
+	for uuid, raw := range m {
+		// The fields repeated beside the entry; Check makes sure they are
+		// there and agree with it.
+		var f struct {
+			IntegratedTime int64  `json:"integratedTime"`
+			LogID          string `json:"logID"`
+			LogIndex       int64  `json:"logIndex"`
+		}
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return nil, fmt.Errorf("Rekor's entry %s does not parse: %w", uuid, err)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, raw); err != nil {
+			return nil, err
+		}
+		e.UUID, e.LogIndex, e.IntegratedTime, e.LogID, e.Entry = uuid, f.LogIndex, f.IntegratedTime, f.LogID, compact.Bytes()
+	}
+	return e, nil
+}
+
+// post sends a proposed entry and returns the body of a 201 answer.
+func (c *RekorClient) post(ctx context.Context, body []byte) ([]byte, error) {
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	url := strings.TrimRight(c.URL, "/") + "/api/v1/log/entries"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "provlog")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxRekorResponse+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading Rekor's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusCreated {
+		return nil, fmt.Errorf("Rekor answered %s: %s", resp.Status, snippet(b))
+	}
+	if len(b) > MaxRekorResponse {
+		return nil, fmt.Errorf("Rekor's answer is over %d bytes", MaxRekorResponse)
+	}
+	return b, nil
+}

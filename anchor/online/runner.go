@@ -123,7 +123,7 @@ func NewRunner(ctx context.Context, o Options) (*Runner, error) {
 	if k := r.cfg.Rekor; k != nil {
 		r.auths = append(r.auths, &authority{
 			name: "rekor", kind: anchor.KindRekorV1, url: k.URL,
-			rekor: &RekorClient{URL: k.URL, PublicKey: k.PublicKey, Signer: o.Signer},
+			rekor: &RekorClient{URL: k.URL, PublicKey: k.PublicKey, Signer: o.Signer, HTTPClient: hc},
 		})
 	}
 	last, err := o.Records.Last()

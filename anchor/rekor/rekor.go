@@ -1,9 +1,8 @@
 // Package rekor checks offline, with the standard library and merkle
 // alone, the Sigstore Rekor v1 entries provlog anchors with: a
 // hashedrekord v0.0.1 entry over a SHA-256 digest, signed with an ECDSA
-// P-256 anchoring key. (The client that makes them, on Rekor's own
-// generated client, is anchor/online's RekorClient: a verifier does not
-// import it.)
+// P-256 anchoring key. (The client that makes them, over Rekor's REST
+// API, is anchor/online's RekorClient: a verifier does not import it.)
 //
 // # What an entry must satisfy
 //
