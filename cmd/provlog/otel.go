@@ -7,17 +7,19 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/provlog/provlog/cmd/internal/otlp"
 )
 
 // OTelConfig exports traces of the sidecar's tool calls over OTLP/HTTP
@@ -29,7 +31,10 @@ import (
 // no spans are made.
 //
 // The standard OTEL_BSP_* variables tune the batching; the exporter's
-// OTEL_EXPORTER_OTLP_* variables apply where this block says nothing.
+// OTEL_EXPORTER_OTLP_* variables (headers, timeout, compression,
+// certificates; see cmd/internal/otlp's ApplyEnv) apply where this block
+// says nothing. The exporter (cmd/internal/otlp) retries a throttled or
+// unavailable receiver as the SDK's OTLP/HTTP exporter does.
 type OTelConfig struct {
 	// Endpoint is the OTLP/HTTP receiver: its base URL
 	// (http://collector:4318, spans go to /v1/traces) or the full URL of
@@ -78,11 +83,11 @@ func startTracing(ctx context.Context, c *OTelConfig, origin string, logger *slo
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(endpoint)}
-	if len(c.Headers) > 0 {
-		opts = append(opts, otlptracehttp.WithHeaders(c.Headers))
+	oc := otlp.Config{URL: endpoint, Headers: c.Headers, UserAgent: "provlog/" + version}
+	if err := oc.ApplyEnv(os.Getenv, os.ReadFile); err != nil {
+		return nil, nil, fmt.Errorf("config: otel: %w", err)
 	}
-	exp, err := otlptracehttp.New(ctx, opts...)
+	exp, err := otlp.New(oc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting the OTLP exporter: %w", err)
 	}
