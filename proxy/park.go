@@ -133,7 +133,7 @@ type parkReply struct {
 // client's call to a server whose session is older, or a retry with a
 // requestState of the proxy's.
 func (p *Proxy) parks(ctx context.Context, in *callIn) bool {
-	if in.protocol < statelessProtocol {
+	if in.protocol < statelessProtocol || p.noPark {
 		return false
 	}
 	if in.params.RequestState != "" && p.parked.has(in.params.RequestState) {

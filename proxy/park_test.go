@@ -370,3 +370,43 @@ func TestParkCap(t *testing.T) {
 	}
 	parkedRound(t, cs, map[string]any{"path": filepath.Join(dir, "b")}) // room again
 }
+
+// BenchmarkParkPath: a 2026-07-28 client's tools/call that asks nothing
+// ("ok") of a stdio server on a 2025-11-25 session (the fixture), over
+// HTTP: through the parked path (the call runs downstream on a goroutine
+// of its own, in case the server asks) and, beside it, with parking off
+// (the call made on the request's goroutine), for what parking costs a
+// call that never parks.
+//
+//	go test ./proxy -run '^$' -bench ParkPath
+func BenchmarkParkPath(b *testing.B) {
+	for _, noPark := range []bool{false, true} {
+		name := "park"
+		if noPark {
+			name = "nopark"
+		}
+		b.Run(name, func(b *testing.B) {
+			l := newTestLog(b)
+			exe, err := os.Executable()
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg := ServerConfig{ID: "fx", Command: []string{exe, "-test.run=^$"}, Env: map[string]string{fixtureEnv: "asks"}, Protocol: "2025-11-25"}
+			p := startProxy(b, l, []ServerConfig{cfg}, nil)
+			p.noPark = noPark
+			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+			tr := &mcp.StreamableClientTransport{Endpoint: serveHTTP(b, p), HTTPClient: &http.Client{Transport: &bearer{testToken, http.DefaultTransport}}}
+			cs, err := c.Connect(context.Background(), tr, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { cs.Close() })
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__ok", Arguments: map[string]any{}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

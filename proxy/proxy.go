@@ -169,6 +169,7 @@ type Proxy struct {
 	fastCalls  atomic.Uint64 // tools/calls the fast path served (for tests)
 	kept       keptStreams   // finished call streams kept for a resume (callstream.go)
 	noFastPath bool          // tests: serve every request through the SDK
+	noPark     bool          // tests: no parked calls (park.go), to measure what they cost
 	reaper     sync.Once
 
 	progress  sync.Map // downstream progress token -> *progressRoute
