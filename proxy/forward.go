@@ -276,6 +276,10 @@ func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mc
 	entry log.ReadEntry, responses mcp.InputResponseMap, state string,
 	send func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error)) (json.RawMessage, any, string, error) {
 	bridged := sessionStateless(cs) && protocol < statelessProtocol
+	// Noted as in progress, as a call is, so that a server's request
+	// during the read finds the client that made it.
+	id := d.calls.begin(ss, ctx)
+	defer d.calls.end(id)
 	var prev uint64 // the index of the leg before's entry
 	for leg := 1; ; leg++ {
 		meta := downMeta(clientMeta)

@@ -17,14 +17,15 @@ import (
 	"github.com/provlog/provlog/log"
 )
 
-// addAsks gives the fixture (run with fixtureEnv "asks") a tool
-// "ask_twice" that, during the call, asks its client for a name
+// addAsks gives the fixture (run with fixtureEnv "asks") a prompt that
+// asks (addAskingPrompt) and a tool "ask_twice" that, during the call, asks its client for a name
 // (elicitation) and then for a greeting of it (sampling), and answers
 // "NAME: GREETING". It appends what it got to the file its argument path
 // names, one line each, so a test sees what reached the server.
 func addAsks(s *mcp.Server) {
 	schema := json.RawMessage(`{"type":"object","properties":{"username":{"type":"string"}},"required":["username"]}`)
 	in := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)
+	addAskingPrompt(s, schema)
 	s.AddTool(&mcp.Tool{Name: "ask_twice", InputSchema: in}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a struct {
 			Path string `json:"path"`
@@ -55,6 +56,18 @@ func addAsks(s *mcp.Server) {
 		}
 		note("sampled " + textOfContent(sr.Content))
 		return text(name+": "+textOfContent(sr.Content), false), nil
+	})
+}
+
+// addAsks' prompt "ask_name" asks for a name during prompts/get.
+func addAskingPrompt(s *mcp.Server, schema json.RawMessage) {
+	s.AddPrompt(&mcp.Prompt{Name: "ask_name"}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		er, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Your name?", RequestedSchema: schema})
+		if err != nil {
+			return nil, err
+		}
+		name, _ := er.Content["username"].(string)
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Hello " + name}}}}, nil
 	})
 }
 
@@ -408,5 +421,23 @@ func BenchmarkParkPath(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestServerRequestDuringRead: a server's request during a prompts/get
+// (a 2025-11-25 server's elicitation) reaches the client that made the
+// read, as one during a call does; with nothing else in flight it found
+// no client, and with another session's call in flight it went to that
+// session.
+func TestServerRequestDuringRead(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{askingFixture(t, "fx")}, nil)
+	cs := connectMemory(t, p, nil)
+	res, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "fx__ask_name"})
+	if err != nil {
+		t.Fatalf("prompts/get that asks: %v", err)
+	}
+	if len(res.Messages) != 1 || textOfContent(res.Messages[0].Content) != "Hello tester" {
+		t.Errorf("prompts/get that asks: %s", mustJSON(res))
 	}
 }
