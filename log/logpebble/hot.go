@@ -15,10 +15,11 @@ import (
 //
 // Every inclusion or consistency proof needs about one node per level, and
 // the upper levels are few: with levels 4 and up of a million-entry log in
-// memory (levels 2 and up of a 200,000-entry one), the rest of an inclusion
+// memory (levels 3 and up of a 200,000-entry one), the rest of an inclusion
 // proof lies within the 16 leaves around the leaf, one seek in Pebble. A
-// log of up to 65,536 entries is held whole; a bigger one keeps the highest
-// levels that fit (hot.Min).
+// log of up to 104,863 entries is held whole (levels 1 and 2 hashed from
+// the leaves when read); a bigger one keeps the highest levels that fit
+// (hot.Min).
 const maxHotNodes = 1 << 17
 
 // loadHot reads the hot levels of a log of this size from db, level by

@@ -9,12 +9,14 @@ import (
 	"github.com/provlog/provlog/log/internal/hot"
 )
 
-// DefaultMaxHotNodes bounds the tree nodes a [Store] keeps in memory: 2^21
-// hashes, 64 MiB. A proof read from memory costs no round trip to the
-// database, so the upper levels are kept, as many as fit: all of a tree of
-// up to a million leaves, levels 1 and up of one of up to two million, and
-// so on; a proof then reads at most the few lowest levels in one query.
-const DefaultMaxHotNodes = 1 << 21
+// DefaultMaxHotNodes bounds the tree nodes a [Store] keeps in memory:
+// 5·2^18 hashes, 40 MiB. A proof read from memory costs no round trip to
+// the database, so the upper levels are kept, as many as fit: all of a
+// tree of up to 2^20 (1,048,576) leaves, whose levels 1 and 2 are hashed
+// from the leaves when read (hot.Min), then levels 3 and up of one of up
+// to four million, and so on; a proof then reads the few lowest levels in
+// one query.
+const DefaultMaxHotNodes = 5 << 18
 
 // loadHot reads the hot levels of a tree of this size, one query a level.
 func loadHot(ctx context.Context, pool *pgxpool.Pool, size, max uint64) (*hot.Nodes, error) {

@@ -36,22 +36,54 @@ const chunkBits = 11
 
 const chunkSize = hashSize << chunkBits
 
+// derived is how many levels above level 0 are not stored but hashed from
+// the leaves when read, in a tree held whole: a node of level d is the
+// hash of its 2^d leaves (2^d - 1 hashes), so a proof's nodes of levels 1
+// and 2 cost 4 hashes, about a microsecond, and those two levels, three
+// eighths of a whole tree's nodes, take no memory. A tree too big to be
+// held whole keeps levels derived+1 and up (and higher, as it grows), so
+// that the lowest hot level is always stored: a level is never hashed in
+// bulk when the tree outgrows its memory.
+const derived = 2
+
+// stored is the number of nodes kept of levels min and up of a tree of
+// this size: levels 1 to derived are not kept when min is 0.
+func stored(size uint64, min uint) uint64 {
+	var n uint64
+	for l := min; l < 64; l++ {
+		if min == 0 && l >= 1 && l <= derived {
+			continue
+		}
+		n += size >> l
+	}
+	return n
+}
+
 // Min returns the lowest level kept in memory for a tree of this size when
-// at most max nodes are kept: the lowest level L such that levels L and up
-// hold at most max nodes. It returns 64, no level, if max is 0.
+// at most max nodes are kept: 0 (the whole tree, levels 1 to derived
+// hashed from the leaves) if it fits, else the lowest level L above
+// derived such that levels L and up hold at most max nodes. It returns 64,
+// no level, if max is 0.
 func Min(size, max uint64) uint {
 	if max == 0 {
 		return 64
 	}
+	if stored(size, 0) <= max {
+		return 0
+	}
 	var n uint64 // the nodes of levels l and up
-	for l := 63; l >= 0; l-- {
+	for l := 63; l > derived; l-- {
 		n += size >> uint(l)
 		if n > max {
 			return uint(l) + 1
 		}
 	}
-	return 0
+	return derived + 1
 }
+
+// isDerived reports whether level lvl of a Nodes whose lowest level is min
+// is hashed from the leaves rather than stored.
+func isDerived(min, lvl uint) bool { return min == 0 && lvl >= 1 && lvl <= derived }
 
 // memory is a level's chunks, as mapped; the level's cleanup unmaps them.
 type memory struct{ chunks [][]byte }
@@ -97,7 +129,8 @@ type view struct {
 
 // Nodes holds levels min and up of a tree: levels[i] holds the hashes of
 // nodes (min+i, 0), (min+i, 1), … as far as they are known and contiguous;
-// the store reads the rest.
+// the store reads the rest. When min is 0, levels 1 to derived hold
+// nothing: their nodes are hashed from level 0's (Read).
 type Nodes struct {
 	max    uint64 // the most nodes to keep
 	min    uint   // Min(size, max)
@@ -114,17 +147,44 @@ func (h *Nodes) Max() uint64 { return h.max }
 // Read copies the hash of node id into dst (hashSize bytes) and reports
 // whether it is held.
 func (h *Nodes) Read(id compact.NodeID, dst []byte) bool {
-	if id.Level < h.min || id.Level-h.min >= uint(len(h.levels)) {
+	if isDerived(h.min, id.Level) && len(h.levels) > 0 {
+		leaves := &h.levels[0]
+		if id.Index >= leaves.n>>id.Level {
+			return false
+		}
+		subtree(leaves, id.Index<<id.Level, id.Level, (*[hashSize]byte)(dst[:hashSize]))
+		return true
+	}
+	if id.Level < h.min || id.Level-h.min >= uint(len(h.levels)) || isDerived(h.min, id.Level) {
 		return false
 	}
 	v := &h.levels[id.Level-h.min]
 	if id.Index >= v.n {
 		return false
 	}
-	off := (id.Index & (1<<chunkBits - 1)) * hashSize
-	copy(dst[:hashSize], v.chunks[id.Index>>chunkBits][off:off+hashSize])
-	runtime.KeepAlive(v.l) // the memory stays mapped while it is read
+	v.read(id.Index, dst)
 	return true
+}
+
+// read copies hash i of the level, which v holds, into dst.
+func (v *view) read(i uint64, dst []byte) {
+	off := (i & (1<<chunkBits - 1)) * hashSize
+	copy(dst[:hashSize], v.chunks[i>>chunkBits][off:off+hashSize])
+	runtime.KeepAlive(v.l) // the memory stays mapped while it is read
+}
+
+// subtree writes to dst the RFC 6962 hash of the 2^lvl leaves from first,
+// which leaves holds.
+func subtree(leaves *view, first uint64, lvl uint, dst *[hashSize]byte) {
+	if lvl == 0 {
+		leaves.read(first, dst[:])
+		return
+	}
+	var b [1 + 2*hashSize]byte
+	b[0] = 1 // RFC 6962's interior node prefix
+	subtree(leaves, first, lvl-1, (*[hashSize]byte)(b[1:1+hashSize]))
+	subtree(leaves, first+1<<(lvl-1), lvl-1, (*[hashSize]byte)(b[1+hashSize:]))
+	*dst = sha256.Sum256(b[:])
 }
 
 // With returns the hot nodes of the tree grown to size by these nodes,
@@ -138,21 +198,32 @@ func (h *Nodes) With(size uint64, nodes []log.Node) *Nodes {
 		n.levels = append([]view(nil), h.levels[n.min-h.min:]...)
 	}
 	for _, nd := range nodes {
-		if nd.ID.Level < n.min || nd.ID.Level >= 64 {
+		if nd.ID.Level < n.min || nd.ID.Level >= 64 || isDerived(n.min, nd.ID.Level) {
 			continue
 		}
 		i := int(nd.ID.Level - n.min)
 		for len(n.levels) <= i {
-			n.levels = append(n.levels, view{l: newLevel()})
+			n.levels = append(n.levels, n.newView(n.min+uint(len(n.levels))))
 		}
 		if v := &n.levels[i]; nd.ID.Index == v.n && v.l.put(v.n, nd.Hash) {
 			v.n++
 		}
 	}
 	for i := range n.levels {
-		n.levels[i].chunks = n.levels[i].l.mem.chunks
+		if l := n.levels[i].l; l != nil {
+			n.levels[i].chunks = l.mem.chunks
+		}
 	}
 	return n
+}
+
+// newView returns an empty view of level lvl: one with no memory if the
+// level is derived.
+func (h *Nodes) newView(lvl uint) view {
+	if isDerived(h.min, lvl) {
+		return view{}
+	}
+	return view{l: newLevel()}
 }
 
 // Load builds the hot nodes of a stored tree of this size, keeping at most
@@ -163,6 +234,10 @@ func (h *Nodes) With(size uint64, nodes []log.Node) *Nodes {
 func Load(size, max uint64, level func(lvl uint, count uint64, put func(hash []byte)) error) (*Nodes, error) {
 	h := &Nodes{max: max, min: Min(size, max)}
 	for lvl := h.min; lvl < 64 && size>>lvl > 0; lvl++ {
+		if isDerived(h.min, lvl) {
+			h.levels = append(h.levels, view{})
+			continue
+		}
 		count := size >> lvl
 		v := view{l: newLevel()}
 		full := false

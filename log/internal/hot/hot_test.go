@@ -18,8 +18,14 @@ func TestMin(t *testing.T) {
 			return 64
 		}
 		for l := uint(0); l < 64; l++ {
+			if l >= 1 && l <= derived {
+				continue // the lowest kept level is stored
+			}
 			var n uint64
 			for k := l; k < 64; k++ {
+				if l == 0 && k >= 1 && k <= derived {
+					continue // hashed from the leaves
+				}
 				n += size >> k
 			}
 			if n <= max {
@@ -37,12 +43,25 @@ func TestMin(t *testing.T) {
 	}
 }
 
+// hashOf is the hash of node id in one tree: leaf i's hash is SHA-256 of
+// i, an interior node's the RFC 6962 hash of its children.
 func hashOf(id compact.NodeID) []byte {
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(id.Level))
-	binary.BigEndian.PutUint64(b[8:], id.Index)
+	if id.Level > 0 {
+		return log.NodeHash(hashOf(compact.NewNodeID(id.Level-1, 2*id.Index)), hashOf(compact.NewNodeID(id.Level-1, 2*id.Index+1)))
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], id.Index)
 	h := sha256.Sum256(b[:])
 	return h[:]
+}
+
+// storedNodes counts the hashes h keeps in memory.
+func storedNodes(h *Nodes) uint64 {
+	var n uint64
+	for _, v := range h.levels {
+		n += v.n
+	}
+	return n
 }
 
 // nodesOf returns every node completed in growing a tree from old to size
@@ -77,7 +96,6 @@ func TestWithAndLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			held := 0
 			for lvl := uint(0); size>>lvl > 0; lvl++ {
 				for i := range size >> lvl {
 					id := compact.NewNodeID(lvl, i)
@@ -87,7 +105,6 @@ func TestWithAndLoad(t *testing.T) {
 						t.Fatalf("max %d size %d node %v: With holds %v, Load %v", max, size, id, okA, okB)
 					}
 					if okA {
-						held++
 						if !bytes.Equal(a, hashOf(id)) {
 							t.Fatalf("max %d size %d node %v: wrong hash", max, size, id)
 						}
@@ -97,18 +114,23 @@ func TestWithAndLoad(t *testing.T) {
 					}
 				}
 			}
-			if uint64(held) > max {
-				t.Fatalf("max %d size %d: %d nodes held", max, size, held)
+			if n := storedNodes(h); n > max || n != storedNodes(loaded) || n != stored(size, Min(size, max)) {
+				t.Fatalf("max %d size %d: %d nodes kept (Load: %d)", max, size, n, storedNodes(loaded))
 			}
 		}
 	}
 }
 
-// TestLoadGap: a level the store holds only in part is kept up to the gap.
+// TestLoadGap: a level the store holds only in part is kept up to the gap,
+// and a derived node only where the leaves under it are held; Load does
+// not read the derived levels.
 func TestLoadGap(t *testing.T) {
-	h, err := Load(16, 1<<10, func(lvl uint, count uint64, put func([]byte)) error {
+	h, err := Load(64, 1<<10, func(lvl uint, count uint64, put func([]byte)) error {
+		if lvl >= 1 && lvl <= derived {
+			t.Errorf("Load read derived level %d", lvl)
+		}
 		for i := range count {
-			if lvl == 1 && i == 3 {
+			if lvl == 3 && i == 3 || lvl == 0 && i == 37 {
 				break
 			}
 			put(hashOf(compact.NewNodeID(lvl, i)))
@@ -119,15 +141,24 @@ func TestLoadGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	buf := make([]byte, hashSize)
-	if !h.Read(compact.NewNodeID(1, 2), buf) {
-		t.Error("node (1, 2) before the gap not held")
-	}
-	if h.Read(compact.NewNodeID(1, 3), buf) {
-		t.Error("node (1, 3) at the gap held")
+	for _, c := range []struct {
+		lvl  uint
+		i    uint64
+		held bool
+	}{{3, 2, true}, {3, 3, false}, {0, 36, true}, {0, 37, false}, {1, 17, true}, {1, 18, false}, {2, 8, true}, {2, 9, false}} {
+		id := compact.NewNodeID(c.lvl, c.i)
+		if got := h.Read(id, buf); got != c.held {
+			t.Errorf("node %v: held %v, want %v", id, got, c.held)
+		} else if got && !bytes.Equal(buf, hashOf(id)) {
+			t.Errorf("node %v: wrong hash", id)
+		}
 	}
 	// A later batch does not extend a level past its gap.
-	h = h.With(17, nodesOf(16, 17))
-	if !h.Read(compact.NewNodeID(0, 16), buf) {
-		t.Error("new leaf (0, 16) not held")
+	h = h.With(72, nodesOf(64, 72))
+	if h.Read(compact.NewNodeID(0, 64), buf) || h.Read(compact.NewNodeID(3, 8), buf) {
+		t.Error("a level extended past its gap")
+	}
+	if !h.Read(compact.NewNodeID(6, 0), buf) || !bytes.Equal(buf, hashOf(compact.NewNodeID(6, 0))) {
+		t.Error("node (6, 0) not held")
 	}
 }

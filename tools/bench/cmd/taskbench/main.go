@@ -83,6 +83,11 @@ type result struct {
 	// allocations: Pebble's cache and memtables when built with cgo), and
 	// files (the program's own text).
 	OutsideGoMiB, FileMiB float64
+	// The same split at the peak, as a sampler saw it (every 200 ms):
+	// RssAnon, RssFile, what the Go runtime held then, and the entries
+	// in the log.
+	PeakAnonMiB, PeakFileMiB, PeakGoHeldMiB float64
+	PeakEntries                             uint64
 }
 
 func main() {
@@ -147,8 +152,8 @@ func report(c config, rs []result) {
 	}
 	fmt.Printf("taskbench: store %s, %d tasks created, %d accepted and completed, %d workers, %d cores, %s\n\n",
 		store, c.tasks, c.accepted, c.workers, runtime.NumCPU(), runtime.Version())
-	fmt.Println("| phase | entries | create/s | accept+claim/s | Open | status p50 | status p99 | status p50, 100 hot tasks | list_unaccepted | peak RSS (VmHWM) | RSS at end | Go heap in use | Go heap live | Go runtime holds | RSS at end outside Go (index, tree levels, C) / files |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| phase | entries | create/s | accept+claim/s | Open | status p50 | status p99 | status p50, 100 hot tasks | list_unaccepted | peak RSS (VmHWM) | RSS at end | Go heap in use | Go heap live | Go runtime holds | RSS at end outside Go (index, tree levels, C) / files | at the peak: anon / files / Go runtime holds (entries) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		rate := func(v float64) string {
 			if v == 0 {
@@ -160,9 +165,10 @@ func report(c config, rs []result) {
 		if r.Phase == "build" {
 			open = fmt.Sprintf("— (SaveIndex %.2f s)", r.SaveSeconds)
 		}
-		fmt.Printf("| %s | %d | %s | %s | %s | %.3f ms | %.3f ms | %.3f ms | %.1f ms | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.1f / %.1f MiB |\n",
+		fmt.Printf("| %s | %d | %s | %s | %s | %.3f ms | %.3f ms | %.3f ms | %.1f ms | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB | %.1f / %.1f MiB | %.1f / %.1f / %.1f MiB (%d) |\n",
 			r.Phase, r.Entries, rate(r.CreateRate), rate(r.ClaimRate), open, r.StatusP50, r.StatusP99, r.HotP50, r.ListMS,
-			float64(r.HWM)/1024, float64(r.RSS)/1024, r.HeapInuseMiB, r.LiveHeapMiB, r.GoHeldMiB, r.OutsideGoMiB, r.FileMiB)
+			float64(r.HWM)/1024, float64(r.RSS)/1024, r.HeapInuseMiB, r.LiveHeapMiB, r.GoHeldMiB, r.OutsideGoMiB, r.FileMiB,
+			r.PeakAnonMiB, r.PeakFileMiB, r.PeakGoHeldMiB, r.PeakEntries)
 	}
 }
 
@@ -213,6 +219,7 @@ func phase(ctx context.Context, c config) (*result, error) {
 	defer seq.Close()
 	l := benchLog{seq, store}
 	size, _ := seq.Checkpoint()
+	stop := samplePeak(seq)
 	if c.profile != "" && c.phase == "reopen" {
 		f, err := os.Create(c.profile)
 		if err != nil {
@@ -250,13 +257,15 @@ func phase(ctx context.Context, c config) (*result, error) {
 		}
 		r.SaveSeconds = time.Since(t0).Seconds()
 	}
+	p := stop()
+	r.PeakAnonMiB, r.PeakFileMiB, r.PeakGoHeldMiB, r.PeakEntries = p.anon, p.file, p.goHeld, p.entries
 	r.HWM, r.RSS, err = rss()
 	anon, file := smaps()
-	r.OutsideGoMiB, r.FileMiB = anon-r.GoHeldMiB, file
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	r.HeapInuseMiB = float64(ms.HeapInuse) / (1 << 20)
-	r.GoHeldMiB = float64(ms.HeapSys-ms.HeapReleased+ms.StackSys) / (1 << 20)
+	r.GoHeldMiB = goHeld(&ms)
+	r.OutsideGoMiB, r.FileMiB = anon-r.GoHeldMiB, file
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	r.LiveHeapMiB = float64(ms.HeapAlloc) / (1 << 20)
@@ -434,6 +443,74 @@ func keys(dir string) (note.Signer, note.Verifier, error) {
 	}
 	v, err := note.NewVerifier(vkey)
 	return s, v, err
+}
+
+// goHeld is the heap and stacks the Go runtime holds from the OS, in MiB.
+func goHeld(ms *runtime.MemStats) float64 {
+	return float64(ms.HeapSys-ms.HeapReleased+ms.StackSys) / (1 << 20)
+}
+
+// peak is the RSS split at the highest RSS a sampler saw.
+type peak struct {
+	rss, anon, file, goHeld float64
+	entries                 uint64
+}
+
+// samplePeak reads the RSS every 200 ms until the returned function is
+// called, and returns the split at the highest one.
+func samplePeak(seq *server.Sequencer) func() peak {
+	var mu sync.Mutex
+	var p peak
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			anon, file := rollup()
+			if anon+file <= p.rss {
+				continue
+			}
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			n, _ := seq.Checkpoint()
+			mu.Lock()
+			p = peak{rss: anon + file, anon: anon, file: file, goHeld: goHeld(&ms), entries: n}
+			mu.Unlock()
+		}
+	}()
+	return func() peak {
+		close(done)
+		wg.Wait()
+		return p
+	}
+}
+
+// rollup returns RssAnon and RssFile (shared memory counted with files)
+// from /proc/self/status, in MiB.
+func rollup() (anon, file float64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		switch k {
+		case "RssAnon":
+			anon = kb / 1024
+		case "RssFile", "RssShmem":
+			file += kb / 1024
+		}
+	}
+	return anon, file
 }
 
 // smaps splits the process's resident memory into anonymous mappings and
