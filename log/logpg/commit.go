@@ -35,18 +35,14 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 		return err
 	}
 	defer s.calls.Done()
+	tm := timer{t: time.Now()}
 	s.advance.Lock()
 	defer s.advance.Unlock()
 	s.committing.Store(true)
 	defer s.committing.Store(false)
-	s.mu.Lock()
-	known, failure := s.state, s.failure
-	s.mu.Unlock()
-	if s.readOnly {
-		return fmt.Errorf("refusing to commit: %w", errReadOnly)
-	}
-	if failure != nil {
-		return fmt.Errorf("refusing to commit to a failed log store: %w", failure)
+	known, err := s.mayCommit()
+	if err != nil {
+		return err
 	}
 
 	pc, err := s.pool.Acquire(ctx)
@@ -54,6 +50,7 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 		return fmt.Errorf("committing: %w: %w", log.ErrUnavailable, err)
 	}
 	conn := pc.Conn()
+	tm.mark(&tm.Wait)
 	done := false // whether the transaction is over (committed or rolled back)
 	defer func() {
 		if !done {
@@ -74,6 +71,7 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	if err != nil {
 		return err
 	}
+	tm.mark(&tm.Lock)
 	nodes, err := extend(known, st, leaves)
 	if err != nil {
 		s.fail(err)
@@ -87,6 +85,7 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	if err != nil {
 		return err
 	}
+	tm.mark(&tm.Build)
 	if b == nil && st.Size == known.Size {
 		return nil // rolled back; known is durable
 	}
@@ -122,7 +121,42 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 		return err
 	}
 	s.publish(cloneState(b.State), append(nodes, b.Nodes...))
+	if tm.mark(&tm.Write); s.onCommit != nil {
+		s.onCommit(tm.done(len(b.Entries)))
+	}
 	return nil
+}
+
+// timer takes a commit's [CommitTimes].
+type timer struct {
+	CommitTimes
+	t time.Time // the last mark
+}
+
+// mark sets *d to the time since the last mark.
+func (tm *timer) mark(d *time.Duration) {
+	now := time.Now()
+	*d, tm.t = now.Sub(tm.t), now
+}
+
+func (tm *timer) done(entries int) CommitTimes {
+	tm.End, tm.Entries = tm.t, entries
+	return tm.CommitTimes
+}
+
+// mayCommit returns the state a commit starts from, or why there is to be
+// none.
+func (s *Store) mayCommit() (log.State, error) {
+	s.mu.Lock()
+	known, failure := s.state, s.failure
+	s.mu.Unlock()
+	if s.readOnly {
+		return known, fmt.Errorf("refusing to commit: %w", errReadOnly)
+	}
+	if failure != nil {
+		return known, fmt.Errorf("refusing to commit to a failed log store: %w", failure)
+	}
+	return known, nil
 }
 
 // lockState is a commit's first round trip: it begins the transaction,

@@ -25,7 +25,7 @@
 // # Memory and speed
 //
 // A Store keeps the upper levels of the tree in memory, up to
-// Options.MaxHotNodes hashes ([DefaultMaxHotNodes], 64 MiB): proofs and
+// Options.MaxHotNodes hashes ([DefaultMaxHotNodes], 40 MiB): proofs and
 // tiles read from memory, and what lies below in one query.
 package logpg
 
@@ -81,17 +81,38 @@ type Options struct {
 	// sent. The read-only commands (audit, export, evidence, tasks)
 	// open a shared log so.
 	ReadOnly bool
+	// OnCommit, if set, is told how long the parts of each commit that
+	// wrote a batch took (benchmarks break the latency down with it).
+	OnCommit func(CommitTimes)
+}
+
+// CommitTimes is how long the parts of one commit took ([Options.OnCommit]).
+type CommitTimes struct {
+	// Wait is for the handle's commit lock and a pooled connection.
+	Wait time.Duration
+	// Lock is round trip 1: BEGIN, the state row's lock (waiting for
+	// other writers' commits included) and the leaves they appended.
+	Lock time.Duration
+	// Build is the caller's build of the batch (the sequencer's
+	// signature of its checkpoint included).
+	Build time.Duration
+	// Write is round trip 2: the rows, COMMIT and the flush.
+	Write time.Duration
+	// End is when the commit was over; Entries the batch's entries.
+	End     time.Time
+	Entries int
 }
 
 // A Store is a [log.SharedStorage] in PostgreSQL. It is safe for concurrent
 // use.
 type Store struct {
-	pool    *pgxpool.Pool
-	cfg     *pgxpool.Config
-	resolve time.Duration
-	logf    func(format string, args ...any)
-	stop    context.CancelFunc
-	follow  sync.WaitGroup
+	pool     *pgxpool.Pool
+	cfg      *pgxpool.Config
+	resolve  time.Duration
+	logf     func(format string, args ...any)
+	onCommit func(CommitTimes)
+	stop     context.CancelFunc
+	follow   sync.WaitGroup
 
 	// advance serializes whatever moves the state: commits, and the
 	// publishing of what a refresh read.
@@ -158,7 +179,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening log store: %w", err)
 	}
-	s := &Store{pool: pool, cfg: cfg, resolve: o.ResolveTimeout, logf: o.Logf, readOnly: o.ReadOnly}
+	s := &Store{pool: pool, cfg: cfg, resolve: o.ResolveTimeout, logf: o.Logf, readOnly: o.ReadOnly, onCommit: o.OnCommit}
 	if err := s.load(ctx, uint64(o.MaxHotNodes)); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("opening log store on %s: %w", where(cfg), err)

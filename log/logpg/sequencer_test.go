@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -173,4 +174,46 @@ func TestForeignKeyRefused(t *testing.T) {
 		t.Fatal("a sequencer with another key opened the log")
 	}
 	_ = bytes.Equal
+}
+
+// TestOnCommit: each commit that writes a batch reports its parts, which
+// add up to no more than the commit took, with the batch's entries.
+func TestOnCommit(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	k := newKey(t, "provlog.test/oncommit")
+	var mu sync.Mutex
+	var got []logpg.CommitTimes
+	st, err := logpg.Open(t.Context(), dsn, &logpg.Options{OnCommit: func(ct logpg.CommitTimes) {
+		mu.Lock()
+		got = append(got, ct)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	seq, err := server.OpenSequencer(t.Context(), st, k.s, k.v, &server.SequencerOptions{
+		Genesis: func() ([]byte, error) { return []byte("genesis"), nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seq.Close()
+	for i := range 3 {
+		t0 := time.Now()
+		if _, err := seq.Append(t.Context(), fmt.Appendf(nil, "entry %d", i)); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(t0)
+		mu.Lock()
+		last := got[len(got)-1]
+		mu.Unlock()
+		sum := last.Wait + last.Lock + last.Build + last.Write
+		if last.Entries != 1 || last.Lock <= 0 || last.Write <= 0 || sum > took || last.End.Before(t0) {
+			t.Fatalf("append %d (took %v): commit times %+v", i, took, last)
+		}
+	}
+	if len(got) != 4 { // the genesis and three appends
+		t.Fatalf("%d commits reported, want 4", len(got))
+	}
 }

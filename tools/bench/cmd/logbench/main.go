@@ -70,6 +70,7 @@ type config struct {
 	pg           string // DSN: add the PostgreSQL columns (pg.go)
 	pgRTT        time.Duration
 	rounds       int // -rounds: throughput rows only, interleaved (rounds.go)
+	latRounds    int // -latency-rounds: receipt latency at 1 appender only, interleaved (rounds.go)
 }
 
 func newFlagSet(name string) *flag.FlagSet { return flag.NewFlagSet(name, flag.ContinueOnError) }
@@ -118,6 +119,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.pg, "postgres", "", "also run provlog on PostgreSQL (logpg), one sidecar and two, on the database at this DSN (each run in its own schema)")
 	fs.DurationVar(&c.pgRTT, "postgres-rtt", 0, "with -postgres, also run two sidecars through a loopback proxy adding this round trip to the database (0: skip)")
 	fs.IntVar(&c.rounds, "rounds", 0, "with -postgres: run only the throughput rows (-appenders), Pebble and PostgreSQL with one sidecar and two, this many interleaved rounds, and print each round and the medians")
+	fs.IntVar(&c.latRounds, "latency-rounds", 0, "with -postgres: run only the receipt latency at 1 appender (-lat1 samples), Pebble and PostgreSQL with one sidecar and two, this many interleaved rounds, with where PostgreSQL's time goes")
 	fs.StringVar(&phase, "phase", "", "internal: run one measurement as a child process")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: logbench [flags]\n")
@@ -247,6 +249,12 @@ func orchestrate(c config, stdout, stderr io.Writer) error {
 		defer os.RemoveAll(base)
 	}
 	r := &runner{c: c, base: base, skey: skey, vkey: vkey, exe: exe, stderr: stderr}
+	if c.latRounds > 0 {
+		if c.pg == "" {
+			return fmt.Errorf("-latency-rounds needs -postgres")
+		}
+		return r.runLatencyRounds(stdout, c.latRounds)
+	}
 	if c.rounds > 0 {
 		if c.pg == "" {
 			return fmt.Errorf("-rounds needs -postgres")

@@ -41,6 +41,8 @@ type pgImpl struct {
 	peer   *peerSidecar
 	next   atomic.Uint64
 	proxy  *delayProxy // nil, or what the local store connects through
+	// commits logs the local store's commits (breakdown.go).
+	commits commitLog
 }
 
 // openPG makes a fresh schema for this run on the database at dsn and opens
@@ -69,7 +71,7 @@ func openPG(ctx context.Context, dsn string, n int, rtt time.Duration, s note.Si
 		p.close(ctx)
 		return nil, err
 	}
-	st, err := logpg.Open(ctx, p.dsn, nil)
+	st, err := logpg.Open(ctx, p.dsn, &logpg.Options{OnCommit: p.commits.add})
 	if err != nil {
 		p.close(ctx)
 		return nil, fmt.Errorf("logpg.Open: %w", err)
@@ -142,11 +144,20 @@ func (p *pgImpl) published(ctx context.Context, size uint64) ([]byte, error) {
 }
 
 func (p *pgImpl) addAndProve(ctx context.Context, e []byte) (uint64, [][]byte, []byte, error) {
-	r, err := p.car().append(ctx, e)
+	idx, proof, cp, _, err := p.addAndProveVia(ctx, e)
+	return idx, proof, cp, err
+}
+
+// addAndProveVia is addAndProve, also saying whether the local sidecar
+// took the append.
+func (p *pgImpl) addAndProveVia(ctx context.Context, e []byte) (uint64, [][]byte, []byte, bool, error) {
+	car := p.car()
+	_, local := car.(localSidecar)
+	r, err := car.append(ctx, e)
 	if err != nil {
-		return 0, nil, nil, err
+		return 0, nil, nil, local, err
 	}
-	return r.Index, r.Proof, r.Checkpoint, nil
+	return r.Index, r.Proof, r.Checkpoint, local, nil
 }
 
 func (p *pgImpl) prover(ctx context.Context, size uint64) func(uint64) ([][]byte, error) {

@@ -85,6 +85,7 @@ type result struct {
 	Root        string
 	FinalSize   uint64
 	Diagnostics string
+	Breakdown   string // latency phase on PostgreSQL: where it goes (breakdown.go)
 }
 
 func runChild(phase string) error {
@@ -264,15 +265,36 @@ func (c *child) latency(ctx context.Context) (result, error) {
 		}
 	}
 	var lat latencies
+	pg, _ := c.l.(*pgImpl)
+	var wal0 walStats
+	var cpu0 map[int]time.Duration
+	if pg != nil {
+		wal0, _ = pg.walStats(ctx)
+		cpu0 = cpuWaits()
+	}
+	var smu sync.Mutex
+	var samples []sample
 	n, el, err := runLoop(c.sp.Appenders, c.sp.N, c.deadline(c.sp.MaxTime), func(seq uint64) error {
 		e := makeEntry(seq)
-		t0 := time.Now()
-		idx, p, cp, err := c.l.addAndProve(ctx, e)
-		d := time.Since(t0)
+		s := sample{gc0: gcCount(), t0: time.Now()}
+		var idx uint64
+		var p [][]byte
+		var cp []byte
+		var err error
+		if pg != nil {
+			idx, p, cp, s.local, err = pg.addAndProveVia(ctx, e)
+		} else {
+			idx, p, cp, err = c.l.addAndProve(ctx, e)
+		}
+		s.t1 = time.Now()
+		s.gc1 = gcCount()
 		if err != nil {
 			return err
 		}
-		lat.add(d)
+		lat.add(s.t1.Sub(s.t0))
+		smu.Lock()
+		samples = append(samples, s)
+		smu.Unlock()
 		size, root, err := c.openCheckpoint(cp)
 		if err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
@@ -286,7 +308,20 @@ func (c *child) latency(ctx context.Context) (result, error) {
 		return result{}, err
 	}
 	p50, p99 := lat.quantiles()
-	return result{Count: n, Elapsed: el, P50: p50, P99: p99}, nil
+	res := result{Count: n, Elapsed: el, P50: p50, P99: p99}
+	if pg != nil {
+		cpu1 := cpuWaits()
+		pids, perr := pg.runPIDs(ctx)
+		wal1, err := pg.walStats(ctx)
+		res.Breakdown = breakdown(samples, &pg.commits)
+		if err == nil {
+			res.Breakdown += "; " + describeWAL(wal0, wal1, n)
+		}
+		if perr == nil {
+			res.Breakdown += "; " + describeCPUWait(cpu0, cpu1, pids, n)
+		}
+	}
+	return res, nil
 }
 
 // build appends n entries with many appenders, waits for a published

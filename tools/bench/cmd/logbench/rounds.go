@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/provlog/provlog/tools/bench/internal/host"
@@ -49,6 +50,47 @@ func (r *runner) runRounds(w io.Writer, rounds int) error {
 		fmt.Fprintf(w, "| median | %.0f/s | %.0f/s | %.0f/s | **%.2f** |\n\n", median(rates[implProvlog]), median(rates[implPG]), median(rates[implPG2]), median(ratios))
 	}
 	fmt.Fprintf(w, "load at end %s\n", host.LoadAvg())
+	return nil
+}
+
+// runLatencyRounds is -latency-rounds: only the receipt latency at one
+// appender, Pebble and PostgreSQL with one sidecar and two, interleaved
+// as in runRounds, with each PostgreSQL run's breakdown (breakdown.go).
+func (r *runner) runLatencyRounds(w io.Writer, rounds int) error {
+	impls := []string{implProvlog, implPG, implPG2}
+	slack := 3 * time.Minute
+	fmt.Fprintf(w, "# logbench -latency-rounds %d: receipt latency at 1 appender, %d samples a run (load at start %s)\n\n", rounds, r.c.lat1, host.LoadAvg())
+	fmt.Fprintf(w, "| round | %s p50 / p99 | %s p50 / p99 | %s p50 / p99 |\n|---|---|---|---|\n", impls[0], impls[1], impls[2])
+	p50s, p99s := map[string][]float64{}, map[string][]float64{}
+	var notes []string
+	for i := range rounds {
+		order := slices.Clone(impls)
+		for range i % len(impls) {
+			order = append(order[1:], order[0])
+		}
+		got := map[string]result{}
+		for _, impl := range order {
+			res, err := r.run(phaseLatency, impl, spec{Appenders: 1, N: r.c.lat1, MaxTime: r.c.latMaxTime}, r.c.latMaxTime+slack)
+			if err != nil {
+				return err
+			}
+			got[impl] = res
+			p50s[impl], p99s[impl] = append(p50s[impl], res.P50), append(p99s[impl], res.P99)
+			if res.Breakdown != "" {
+				notes = append(notes, fmt.Sprintf("- round %d, %s (load %s): %s", i+1, impl, host.LoadAvg(), res.Breakdown))
+			}
+		}
+		fmt.Fprintf(w, "| %d |", i+1)
+		for _, impl := range impls {
+			fmt.Fprintf(w, " %.2f / %.1f ms |", got[impl].P50, got[impl].P99)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "| median |")
+	for _, impl := range impls {
+		fmt.Fprintf(w, " %.2f / %.1f ms |", median(p50s[impl]), median(p99s[impl]))
+	}
+	fmt.Fprintf(w, "\n\n%s\n\nload at end %s\n", strings.Join(notes, "\n"), host.LoadAvg())
 	return nil
 }
 
