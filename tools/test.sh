@@ -33,24 +33,32 @@ if ! command -v chromium >/dev/null; then
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 # --- end auditor's view ---
+# use SCRIPT runs an install (or start) script and takes the variables it
+# prints. Not eval "$(bash SCRIPT)": eval of an empty string succeeds, so a
+# failed install went unnoticed until a test missed its variable.
+use() {
+	local vars
+	vars="$(bash "$1")"
+	eval "$vars"
+}
 echo "== real MCP programs for the proxy tests (npm server-everything and TS SDK, go-sdk everything-server)"
-eval "$(bash tools/mcptest/install.sh)"
+use tools/mcptest/install.sh
 echo "== TSAs and Rekor for the anchoring tests (sigstore timestamp-server, rekor-server + in-memory Trillian)"
-eval "$(bash tools/anchortest/install.sh)"
+use tools/anchortest/install.sh
 echo "== litewitness (filippo.io/torchwood) for the witness interoperability test"
-eval "$(bash tools/witnesstest/install.sh)"
+use tools/witnesstest/install.sh
 echo "== ORY Hydra v2.3.0 (in-memory) as the authorization server of the OAuth tests"
-eval "$(bash tools/hydratest/install.sh)"
+use tools/hydratest/install.sh
 echo "== zitadel/oidc v3.52.0's example OpenID Provider (RFC 8693 token exchange) for the OAuth tests"
-eval "$(bash tools/zitadeltest/install.sh)"
+use tools/zitadeltest/install.sh
 echo "== the OpenTelemetry Collector's OTLP receiver (tools/otelrecv) for the trace test"
-eval "$(bash tools/otelrecv/install.sh)"
+use tools/otelrecv/install.sh
 # --- PostgreSQL (log/logpg; many sidecars on one log) ---
 # A throwaway cluster (initdb as the postgres user, 127.0.0.1, a free
 # port); the tests read PROVLOG_TEST_POSTGRES and, under CI=true, fail
 # without it. Installs Debian's postgresql if no server binaries exist.
 echo "== a throwaway PostgreSQL cluster for log/logpg and the multi-sidecar tests"
-eval "$(bash tools/pgtest/start.sh)"
+use tools/pgtest/start.sh
 trap 'bash tools/pgtest/stop.sh' EXIT
 # --- end PostgreSQL ---
 

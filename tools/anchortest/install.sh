@@ -44,18 +44,12 @@ mkdir -p "$root"
 install timestamp-server "$root/timestamp-server-$tsa-$gover" "github.com/sigstore/timestamp-authority/v2/cmd/timestamp-server@$tsa"
 install rekor-server "$root/rekor-server-$rekor-$gover" "github.com/sigstore/rekor/cmd/rekor-server@$rekor"
 
-key="$(cat "$helper/go.mod" "$helper/go.sum" "$helper"/*.go | sha256sum | cut -c1-16)"
-hdir="$root/rekorlocal-$key-$gover"
-if [ ! -x "$hdir/rekorlocal" ]; then
-	echo "anchortest: building tools/rekorlocal (Trillian in memory) into $hdir" >&2
-	mkdir -p "$hdir"
-	(cd "$helper" && go build -o "$hdir/rekorlocal.tmp" . >&2)
-	mv "$hdir/rekorlocal.tmp" "$hdir/rekorlocal"
-fi
+. "$here/../gobuild.sh"
+gobuild rekorlocal "$helper"
 
 if ! command -v openssl >/dev/null; then
 	echo "anchortest: warning: openssl is not installed; the openssl TSA tests will skip (fail in CI)" >&2
 fi
 echo "export PROVLOG_TIMESTAMP_SERVER=$root/timestamp-server-$tsa-$gover/timestamp-server"
 echo "export PROVLOG_REKOR_SERVER=$root/rekor-server-$rekor-$gover/rekor-server"
-echo "export PROVLOG_TRILLIAN_HELPER=$hdir/rekorlocal"
+echo "export PROVLOG_TRILLIAN_HELPER=$built"

@@ -15,13 +15,6 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="${PROVLOG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provlog}"
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
-gover="$(go env GOVERSION)"
-key="$(cat "$here/go.mod" "$here/go.sum" "$here"/*.go | sha256sum | cut -c1-16)"
-dir="$root/otelrecv-$key-$gover"
-if [ ! -x "$dir/otelrecv" ]; then
-	echo "otelrecv: building tools/otelrecv (the Collector's otlpreceiver) into $dir" >&2
-	mkdir -p "$dir"
-	(cd "$here" && go build -o "$dir/otelrecv.tmp" . >&2)
-	mv "$dir/otelrecv.tmp" "$dir/otelrecv"
-fi
-echo "export PROVLOG_OTELRECV=$dir/otelrecv"
+. "$here/../gobuild.sh"
+gobuild otelrecv "$here"
+echo "export PROVLOG_OTELRECV=$built"

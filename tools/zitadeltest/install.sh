@@ -15,13 +15,6 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/server" && pwd)"
 root="${PROVLOG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provlog}"
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
-gover="$(go env GOVERSION)"
-key="$(cat "$here/go.mod" "$here/go.sum" "$here"/*.go | sha256sum | cut -c1-16)"
-dir="$root/zitadel-op-$key-$gover"
-if [ ! -x "$dir/zitadel-op" ]; then
-	echo "zitadeltest: building tools/zitadeltest/server (zitadel/oidc's example OP) into $dir" >&2
-	mkdir -p "$dir"
-	(cd "$here" && go build -o "$dir/zitadel-op.tmp" . >&2)
-	mv "$dir/zitadel-op.tmp" "$dir/zitadel-op"
-fi
-echo "export PROVLOG_ZITADEL_OP=$dir/zitadel-op"
+. "$here/../../gobuild.sh"
+gobuild zitadel-op "$here"
+echo "export PROVLOG_ZITADEL_OP=$built"
