@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -258,6 +259,15 @@ func (p *Proxy) startParked(ctx context.Context, in *callIn, c *call) *parkedCal
 		if held {
 			defer d.gate.leave(ticket)
 		}
+		defer func() {
+			// Off the front handler's goroutine, which guard protects: a
+			// panic here would end the sidecar.
+			if r := recover(); r != nil {
+				p.logger.Error("proxy: panic in a parked call", "server", d.cfg.ID, "tool", c.tool, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				pc.out.isError, pc.out.errText = true, "provlog: internal error while making the call"
+				pc.err = errLocal{pc.out.errText}
+			}
+		}()
 		pc.err = p.forward(pc.ctx, &down, &pc.out)
 	}()
 	return pc
