@@ -29,7 +29,8 @@ import (
 // on. A later leg's call entry says which leg it continues ("continues":
 // the call.result of the input_required answer) and what it adds
 // ("input_responses_sha256"); the client gets the last leg's result with
-// that leg's receipt.
+// that leg's receipt. The other way (a 2026-07-28 client, a server of
+// 2025-11-25 that asks during the call) is park.go's.
 
 // maxBridgeLegs bounds the legs of one bridged call, as go-sdk's client
 // bounds its own retries.

@@ -38,6 +38,13 @@ import (
 // servers cannot make requests"). An older client's call on it is bridged
 // (bridge.go): the server's input_required result becomes the requests
 // the client understands, and their answers go back in the retry.
+//
+// The other way round, a 2026-07-28 client's call reaches a server on a
+// 2025-11-25 session (pinned with protocol, speaking no newer revision, a
+// stateful HTTP server), which asks during the call with requests that
+// client cannot take: the call is parked (park.go), each request an
+// input_required result for the client, its retry's answers the
+// request's answer.
 
 // askProtocol is the protocol revision the proxy first asks a downstream
 // server for ("": the SDK's newest, falling back to 2025-11-25 when the
