@@ -38,9 +38,14 @@ npm_install() {
 	tmp="$(mktemp -d "$root/.tmp.XXXXXX")"
 	cp "$src/package.json" "$src/package-lock.json" "$tmp/"
 	npm ci --prefix "$tmp" --no-audit --no-fund --loglevel=error >&2
+	touch "$tmp/.installed"
 	rm -rf "$dir"
-	mv "$tmp" "$dir"
-	touch "$dir/.installed"
+	# Another install may have finished in the meantime: then its folder
+	# stays (mv -T does not move into it) and this one is dropped.
+	if ! mv -T "$tmp" "$dir" 2>/dev/null; then
+		[ -f "$dir/.installed" ] || { echo "mcptest: could not move $tmp to $dir" >&2; exit 1; }
+		rm -rf "$tmp"
+	fi
 }
 
 npm_install "$here" "$dir" "npm packages"
