@@ -455,10 +455,11 @@ func writeRPC(w http.ResponseWriter, id, result json.RawMessage, rpcErr *jsonrpc
 // frontResult is a downstream tools/call result as the client gets it: as
 // the server sent it, with the receipt added to its _meta and, if the
 // server has a URI prefix, resource links and embedded resources given
-// their front URIs.
-func (d *downstream) frontResult(raw json.RawMessage, receipt string) (json.RawMessage, error) {
+// their front URIs. valid says raw is known to be one JSON value (its
+// reader canonicalized it), which is then not checked again.
+func (d *downstream) frontResult(raw json.RawMessage, valid bool, receipt string) (json.RawMessage, error) {
 	up := d.cfg.uriPrefix()
-	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' && json.Valid(t) &&
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' && (valid || json.Valid(t)) &&
 		!bytes.Contains(t, []byte(`"_meta"`)) && !bytes.Contains(t, []byte(`\u`)) && (up == "" || !bytes.Contains(t, []byte(`"uri"`))) {
 		// Nothing to merge or rewrite (the usual case): splice the _meta
 		// member in at the front of the object as it is.

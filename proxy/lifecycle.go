@@ -79,7 +79,7 @@ func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage,
 	if rerr != nil {
 		return nil, rerr
 	}
-	res, err = d.frontResult(c.result, receipt)
+	res, err = d.frontResult(c.result, c.resultCanon != nil, receipt)
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: server %q: %v", d.cfg.ID, err)
 	}
