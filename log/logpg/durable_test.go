@@ -1,8 +1,11 @@
 package logpg
 
 import (
+	"context"
 	"fmt"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/provlog/provlog/log/logpg/pgtest"
 )
@@ -46,5 +49,47 @@ func TestAcknowledgedIsFlushed(t *testing.T) {
 			t.Fatalf("round %d: after an immediate stop the log has size %d: lost the state of size %d (acknowledged %d) that a handle read", round, st.Size, read.Size, want.Size)
 		}
 		s.Close()
+	}
+}
+
+// TestReadOfDurableStateWritesNothing: reading the newest state (Latest,
+// which get_task_status runs on a shared log) flushes what it read only
+// if it may not be durable yet; on a quiet log, whose WAL is flushed, it
+// writes no WAL (and waits for no flush). A cluster of its own, so that
+// no other test writes WAL meanwhile.
+func TestReadOfDurableStateWritesNothing(t *testing.T) {
+	c := pgtest.NewCluster(t, quietWAL...)
+	ctx := t.Context()
+	s := open(t, c.DSN)
+	defer s.Close()
+	commitShared(t, s, "flushed", 3)
+	const reads = 20
+	// The WAL's end, by a connection of its own (the pool's might run a
+	// read's flush).
+	conn, err := pgx.Connect(ctx, c.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	end := func() (lsn string) {
+		if err := conn.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
+			t.Fatal(err)
+		}
+		return lsn
+	}
+	before := end()
+	for range reads {
+		if _, err := s.Latest(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A flush writes at least 50 bytes (a message and its commit); the
+	// server itself may write a record now and then.
+	var wrote int64
+	if err := conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff($1::text::pg_lsn, $2::text::pg_lsn)::bigint`, end(), before).Scan(&wrote); err != nil {
+		t.Fatal(err)
+	}
+	if wrote >= reads*50 {
+		t.Fatalf("%d reads of a flushed log wrote %d bytes of WAL", reads, wrote)
 	}
 }

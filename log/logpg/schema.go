@@ -77,7 +77,9 @@ package logpg
 // that writes one WAL record (pg_logical_emit_message, which touches no
 // table), so that its commit waits for the WAL up to its own commit
 // record, as synchronous_commit is configured, and the WAL is flushed in
-// order. A commit runs it right after COMMIT in the same round trip and
+// order; when the WAL is already flushed as far as it is written, the
+// flush writes nothing and waits for nothing (a read of a quiet log costs
+// no WAL flush). A commit runs it right after COMMIT in the same round trip and
 // returns only when it is done; a commit that writes nothing, a read of
 // the newest state (Latest, the LISTEN refresh), Open and the read-back
 // of an unknown outcome run it after reading what they will trust.
@@ -151,12 +153,17 @@ const (
 	// transaction of its own after it, waits for the flush (see
 	// Durability above).
 	sqlAsyncCommit = `SET LOCAL synchronous_commit = off`
-	// sqlFlush writes a WAL record in the current transaction, so that its
-	// commit waits for the flush as synchronous_commit says, covering every
-	// transaction whose commit it saw or followed. On a standby (a
-	// read-only handle may be opened on one) it does nothing: a standby
-	// replays only WAL that its primary has flushed.
-	sqlFlush      = `SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_logical_emit_message(true, 'provlog', 'flush') END`
+	// sqlFlush makes every transaction whose commit it saw or followed
+	// durable. If the WAL is flushed as far as it has been written when it
+	// runs (every commit before it is durable: a reader of a quiet log),
+	// it does nothing and costs no flush; else it writes a WAL record in
+	// the current transaction, so that its commit waits for the flush as
+	// synchronous_commit says. On a standby (a read-only handle may be
+	// opened on one) it does nothing: a standby replays only WAL that its
+	// primary has flushed.
+	sqlFlush = `SELECT CASE WHEN pg_is_in_recovery() THEN NULL
+		WHEN pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn() THEN NULL
+		ELSE pg_logical_emit_message(true, 'provlog', 'flush') END`
 	sqlLockState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id FOR UPDATE`
 	sqlReadState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id`
 	sqlLeavesFrom = `SELECT idx, hash FROM provlog_nodes WHERE level = 0 AND idx >= $1 ORDER BY idx`
