@@ -93,14 +93,26 @@ func checkLegs(t *testing.T, l *testLog, tool, client, protocol string, n int) {
 		if c.ProtocolVersion != protocol {
 			t.Errorf("%s leg %d: protocol %q, want %q", tool, k+1, c.ProtocolVersion, protocol)
 		}
-		switch {
-		case k == 0 && (c.Continues != 0 || c.InputResponsesSHA256 != ""):
-			t.Errorf("%s first leg continues %d with inputs %q", tool, c.Continues, c.InputResponsesSHA256)
-		case k > 0 && c.Continues != results[k-1]:
-			t.Errorf("%s leg %d continues %d, want the previous leg's call.result %d", tool, k+1, c.Continues, results[k-1])
-		case k > 0 && len(c.InputResponsesSHA256) != 64:
-			t.Errorf("%s leg %d: input_responses_sha256 %q", tool, k+1, c.InputResponsesSHA256)
+		var prev uint64
+		if k > 0 {
+			prev = results[k-1]
 		}
+		checkContinues(t, tool, k, c.Continues, c.InputResponsesSHA256, prev)
+	}
+}
+
+// checkContinues checks leg k (from 0) of what: the first continues
+// nothing, a later one the entry prev (of the leg before) with the hash
+// of its answers.
+func checkContinues(t *testing.T, what string, k int, continues uint64, inputs string, prev uint64) {
+	t.Helper()
+	switch {
+	case k == 0 && (continues != 0 || inputs != ""):
+		t.Errorf("%s first leg continues %d with inputs %q", what, continues, inputs)
+	case k > 0 && continues != prev:
+		t.Errorf("%s leg %d continues %d, want the previous leg's %d", what, k+1, continues, prev)
+	case k > 0 && len(inputs) != 64:
+		t.Errorf("%s leg %d: input_responses_sha256 %q", what, k+1, inputs)
 	}
 }
 

@@ -195,7 +195,7 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	defer cancel()
 	d.gate.forwarding(ticket, cancel)
 	entry := log.ReadEntry{Kind: log.KindResourceRead, Actor: actor, Server: d.cfg.ID, URI: uri}
-	raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.Params.Meta, entry, req.Params.InputResponses, req.Params.RequestState,
+	raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, req.Params.InputResponses, req.Params.RequestState,
 		func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
 			return cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: meta, URI: uri, InputResponses: responses, RequestState: state})
 		})
@@ -224,7 +224,7 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 		defer cancel()
 		d.gate.forwarding(ticket, cancel)
-		raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.Params.Meta, entry, req.Params.InputResponses, req.Params.RequestState,
+		raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, req.Params.InputResponses, req.Params.RequestState,
 			func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
 				return cs.GetPrompt(ctx, &mcp.GetPromptParams{Meta: meta, Name: name, Arguments: req.Params.Arguments, InputResponses: responses, RequestState: state})
 			})
@@ -271,10 +271,13 @@ func (d *downstream) startRead(ctx context.Context, ss *mcp.ServerSession, extra
 // maxBridgeLegs legs, each recorded as an entry of its own before
 // anything goes on, a later one naming the entry of the leg before
 // (continues) and the hash of the answers it carries. A read whose entry
-// cannot be written is withheld.
-func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mcp.ServerSession, protocol string, clientMeta mcp.Meta,
-	entry log.ReadEntry, responses mcp.InputResponseMap, state string,
-	send func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error)) (json.RawMessage, any, string, error) {
+// cannot be written is withheld. A 2026-07-28 client's read on an older
+// session is parked instead (parkread.go).
+func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mcp.ServerSession, protocol string, client *mcp.Implementation, clientMeta mcp.Meta,
+	entry log.ReadEntry, responses mcp.InputResponseMap, state string, send readSend) (json.RawMessage, any, string, error) {
+	if d.parksRead(cs, protocol) {
+		return d.parkRead(ctx, ss, client, clientMeta, entry, responses, state, send)
+	}
 	bridged := sessionStateless(cs) && protocol < statelessProtocol
 	// Noted as in progress, as a call is, so that a server's request
 	// during the read finds the client that made it.

@@ -69,10 +69,33 @@ import (
 // declare the capability, or maxParked calls are parked already — gets an
 // error at once, and the call goes on to the server's answer to it.
 //
-// prompts/get and resources/read are recorded as one entry each, after
-// their result (reads.go), so a read's rounds would need a record of the
-// input_required answer of their own; a server's requests during a read
-// are left to the SDK (which refuses them for a 2026-07-28 client).
+// # Parked reads
+//
+// A 2026-07-28 client's prompts/get or resources/read on such a session
+// is parked the same way (parkread.go), through the same table, checks
+// (the retry's kind, actor, server, resource or prompt, arguments as
+// recorded, and client), cap and timeout. Its legs are read entries, as
+// the other bridge's read legs are (readLegs): one prompt.get or
+// resource.read entry per leg, written when the leg's outcome comes, a
+// later one naming the entry of the leg before (continues) and the hash
+// of its inputResponses (input_responses_sha256):
+//   - a round's input_required answer is its leg's entry, result_sha256
+//     over that answer as the client gets it (less the receipt in its
+//     _meta), durable before the client sees it;
+//   - a retry's answers go to the server's waiting requests before its
+//     leg's entry is written: that entry comes with the leg's outcome
+//     (the next round or the server's result), as every read's entry
+//     comes after its result (DESIGN §2: one entry per read, written
+//     when it is read). A read has no side effect by contract, so there
+//     is nothing for an entry before delivery to precede; what the
+//     answers were is bound into the leg's entry by their hash, and a
+//     leg whose entry cannot be written is withheld from the client.
+//     (A call's retry, which may act, is recorded before delivery.)
+//   - a parked read nobody answers ends as a call does (its waiting
+//     requests get the error); if the server still gives a result, a
+//     closing leg continuing the last round, without input_responses,
+//     records it. A read that fails has no entry, as anywhere.
+//
 // roots/list is never parked: the proxy's session declares no roots.
 
 // DefaultMaxParkedCalls and DefaultParkTimeout bound parked calls when
@@ -100,8 +123,10 @@ type parking struct {
 // going on downstream between the client's legs.
 type parkedCall struct {
 	p      *Proxy
-	in     *callIn // the first leg's
-	first  *call   // the first leg, as recorded: who, what, which client
+	in     *callIn     // the first leg's (a call's)
+	first  *call       // the first leg, as recorded: who, what, which client (a call's)
+	read   *parkedRead // a parked read's own (parkread.go); nil for a call
+	meta   mcp.Meta    // the first request's _meta: the client's capabilities
 	ctx    context.Context
 	cancel context.CancelFunc
 	asks   chan *parkedAsk // the server's requests, as it makes them
@@ -189,7 +214,7 @@ func (p *Proxy) takeRetry(in *callIn, actor string) (*parkedCall, map[string]jso
 	var answers map[string]json.RawMessage
 	pc, rerr := p.parked.take(in.params.RequestState, func(pc *parkedCall) *jsonrpc.Error {
 		f := pc.first
-		if f.actor != actor || f.server != in.d.cfg.ID || f.tool != in.tool || string(f.args) != string(args) || !sameClient(f.client, in.client) {
+		if f == nil || f.actor != actor || f.server != in.d.cfg.ID || f.tool != in.tool || string(f.args) != string(args) || !sameClient(f.client, in.client) {
 			return rpcError(jsonrpc.CodeInvalidParams, "provlog: the requestState was not issued for this call (another actor, tool, arguments or client); nothing was forwarded")
 		}
 		var rerr *jsonrpc.Error
@@ -241,17 +266,33 @@ func answersFor(pending map[string]*parkedAsk, responses mcp.InputResponseMap) (
 // context: it outlives the client's request, which an input_required
 // answer ends.
 func (p *Proxy) startParked(ctx context.Context, in *callIn, c *call) *parkedCall {
-	d := in.d
-	pc := &parkedCall{p: p, in: in, first: c, asks: make(chan *parkedAsk), done: make(chan struct{})}
+	pc := &parkedCall{p: p, in: in, first: c, meta: in.params.Meta, asks: make(chan *parkedAsk), done: make(chan struct{})}
+	pc.out = call{server: c.server, tool: c.tool, actor: c.actor, secrets: c.secrets, index: c.index}
+	down := *in
+	pc.start(ctx, in.d, c.tool, func(ticket uint64, held bool) {
+		if held {
+			down.ticket = ticket
+		}
+		pc.err = p.forward(pc.ctx, &down, &pc.out)
+	}, func(text string) {
+		pc.out.isError, pc.out.errText = true, text
+		pc.err = errLocal{text}
+	})
+	return pc
+}
+
+// start runs work, the downstream part of parked call pc on d (what: the
+// tool or read, for the log), on a goroutine of its own and a context of
+// its own, which the proxy's closing ends; the call is in flight in d's
+// gate until work returns, past the front request (work gets the ticket,
+// if the gate gave one). A panic in work is the call's error (fail), not
+// the sidecar's end: the front's guard does not cover this goroutine.
+func (pc *parkedCall) start(ctx context.Context, d *downstream, what string, work func(ticket uint64, held bool), fail func(text string)) {
+	p := pc.p
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(p.ctx, cancel) // the proxy closing ends it
 	pc.ctx, pc.cancel = context.WithValue(pctx, parkKey{}, pc), cancel
-	pc.out = call{server: c.server, tool: c.tool, actor: c.actor, secrets: c.secrets, index: c.index}
-	down := *in
-	ticket, held := d.gate.enter() // the call is in flight until it ends, past the front request
-	if held {
-		down.ticket = ticket
-	}
+	ticket, held := d.gate.enter()
 	go func() {
 		defer close(pc.done)
 		defer stop()
@@ -260,17 +301,13 @@ func (p *Proxy) startParked(ctx context.Context, in *callIn, c *call) *parkedCal
 			defer d.gate.leave(ticket)
 		}
 		defer func() {
-			// Off the front handler's goroutine, which guard protects: a
-			// panic here would end the sidecar.
 			if r := recover(); r != nil {
-				p.logger.Error("proxy: panic in a parked call", "server", d.cfg.ID, "tool", c.tool, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				pc.out.isError, pc.out.errText = true, "provlog: internal error while making the call"
-				pc.err = errLocal{pc.out.errText}
+				p.logger.Error("proxy: panic in a parked call", "server", d.cfg.ID, "tool", what, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				fail("provlog: internal error while making the call")
 			}
 		}()
-		pc.err = p.forward(pc.ctx, &down, &pc.out)
+		work(ticket, held)
 	}()
-	return pc
 }
 
 // ask is askClient for a parked call: the server's request waits for the
@@ -326,16 +363,34 @@ func (pc *parkedCall) next(ctx context.Context) ([]*parkedAsk, bool) {
 // round or its result, and records it as c's outcome: an input_required
 // answer parks the call for the client's retry.
 func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall, c *call) (*call, string, *jsonrpc.Error) {
-	d := pc.in.d
+	var receipt string
+	over, rerr := p.parkRound(ctx, pc, func(result json.RawMessage) (uint64, *jsonrpc.Error) {
+		c.result = result
+		var rerr *jsonrpc.Error
+		receipt, rerr = p.settle(ctx, pc.in.d, c, nil)
+		return c.resultIndex, rerr
+	})
+	if over {
+		receipt, rerr = p.settle(ctx, pc.in.d, c, pc.outcome(c))
+		p.parked.ended(pc)
+	}
+	return c, receipt, rerr
+}
+
+// parkRound waits for parked call pc's next round of server requests and
+// parks it, under a new requestState, once record has written the leg's
+// entry with the round's input_required answer (result) and returned the
+// index of the entry a retry continues; over reports that the server
+// ended the call instead. A round that cannot be recorded gives the call
+// up: its client does not see it.
+func (p *Proxy) parkRound(ctx context.Context, pc *parkedCall, record func(result json.RawMessage) (uint64, *jsonrpc.Error)) (over bool, rerr *jsonrpc.Error) {
 	for {
 		asks, over := pc.next(ctx)
 		if over {
-			receipt, rerr := p.settle(ctx, d, c, pc.outcome(c))
-			p.parked.ended(pc)
-			return c, receipt, rerr
+			return true, nil
 		}
 		asks = refuseAsks(asks, func(a *parkedAsk) error {
-			if !clientOffers(pc.in.params.Meta, a.method) {
+			if !clientOffers(pc.meta, a.method) {
 				return rpcError(jsonrpc.CodeInvalidRequest, "provlog: the client did not declare the capability for %s", a.method)
 			}
 			return nil
@@ -351,16 +406,14 @@ func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall, c *call) (*call,
 			continue
 		}
 		pending := pc.round(asks)
-		c.result = inputRequiredResult(pending, state)
-		receipt, rerr := p.settle(ctx, d, c, nil)
+		at, rerr := record(inputRequiredResult(pending, state))
 		if rerr != nil {
-			// The client does not see the round: the call is given up.
 			pc.cancel()
 			go func() { <-pc.done; p.parked.ended(pc) }()
-			return c, "", rerr
+			return false, rerr
 		}
-		p.parked.park(pc, state, pending, c.resultIndex)
-		return c, receipt, nil
+		p.parked.park(pc, state, pending, at)
+		return false, nil
 	}
 }
 
@@ -442,6 +495,10 @@ func (pc *parkedCall) watch(taken chan struct{}, timeout time.Duration) {
 	if !p.parked.remove(pc) {
 		return // a retry took it meanwhile
 	}
+	if pc.read != nil {
+		pc.read.d.closeParkedRead(pc, why)
+		return
+	}
 	p.closeParked(pc, why)
 }
 
@@ -463,23 +520,30 @@ func (p *Proxy) closeParked(pc *parkedCall, why string) {
 		return
 	}
 	defer c.withdraw()
-	refused := func(*parkedAsk) error { return rpcError(jsonrpc.CodeInternalError, "%s", why) }
-	if why == "" {
-		refused = func(*parkedAsk) error { return rpcError(jsonrpc.CodeInternalError, "provlog: the call has ended") }
+	pc.drain(why)
+	if _, rerr := p.settle(pc.ctx, pc.in.d, c, pc.outcome(c)); rerr != nil && c.resultIndex == 0 {
+		p.logger.Error("proxy: the outcome of a parked call nobody answers could not be recorded", "call", c.index, "error", rerr.Message)
 	}
+	p.parked.ended(pc)
+}
+
+// drain gives the server's waiting requests of a parked call nobody
+// answers, and those it makes until the call is over, the error why (or,
+// if why is "", that the call has ended).
+func (pc *parkedCall) drain(why string) {
+	if why == "" {
+		why = "provlog: the call has ended"
+	}
+	refused := func(*parkedAsk) error { return rpcError(jsonrpc.CodeInternalError, "%s", why) }
 	refuseAsks(slices.Collect(maps.Values(pc.pending)), refused)
 	pc.pending = nil
 	for {
 		asks, over := pc.next(pc.ctx)
 		if over {
-			break
+			return
 		}
 		refuseAsks(asks, refused)
 	}
-	if _, rerr := p.settle(pc.ctx, pc.in.d, c, pc.outcome(c)); rerr != nil && c.resultIndex == 0 {
-		p.logger.Error("proxy: the outcome of a parked call nobody answers could not be recorded", "call", c.index, "error", rerr.Message)
-	}
-	p.parked.ended(pc)
 }
 
 // newRequestState is a fresh, unguessable requestState.

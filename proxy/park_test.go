@@ -18,10 +18,13 @@ import (
 )
 
 // addAsks gives the fixture (run with fixtureEnv "asks") a prompt that
-// asks (addAskingPrompt) and a tool "ask_twice" that, during the call, asks its client for a name
-// (elicitation) and then for a greeting of it (sampling), and answers
-// "NAME: GREETING". It appends what it got to the file its argument path
-// names, one line each, so a test sees what reached the server.
+// asks (addAskingPrompt) and a tool "ask_twice" that, during the call,
+// asks its client for a name (elicitation) and then for a greeting of it
+// (sampling), and answers "NAME: GREETING" (askTwice); a prompt
+// "ask_twice" and a resource "fixture:///ask_twice" do the same during
+// the read. The tool and the prompt append what they got to the file
+// their argument path names, one line each, so a test sees what reached
+// the server.
 func addAsks(s *mcp.Server) {
 	schema := json.RawMessage(`{"type":"object","properties":{"username":{"type":"string"}},"required":["username"]}`)
 	in := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)
@@ -31,32 +34,52 @@ func addAsks(s *mcp.Server) {
 			Path string `json:"path"`
 		}
 		json.Unmarshal(req.Params.Arguments, &a)
-		note := func(line string) {
-			f, err := os.OpenFile(a.Path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-			if err == nil {
-				fmt.Fprintln(f, line)
-				f.Close()
-			}
-		}
-		text := func(s string, isErr bool) *mcp.CallToolResult {
-			return &mcp.CallToolResult{IsError: isErr, Content: []mcp.Content{&mcp.TextContent{Text: s}}}
-		}
-		er, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Your name?", RequestedSchema: schema})
-		if err != nil {
-			note("elicitation failed")
-			return text("elicitation failed: "+err.Error(), true), nil
-		}
-		name, _ := er.Content["username"].(string)
-		note("elicited " + name)
-		sr, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 16,
-			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Greet " + name}}}})
-		if err != nil {
-			note("sampling failed")
-			return text("sampling failed: "+err.Error(), true), nil
-		}
-		note("sampled " + textOfContent(sr.Content))
-		return text(name+": "+textOfContent(sr.Content), false), nil
+		text, err := askTwice(ctx, req.Session, schema, a.Path)
+		return &mcp.CallToolResult{IsError: err != nil, Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
 	})
+	// The same asks during prompts/get and resources/read.
+	s.AddPrompt(&mcp.Prompt{Name: "ask_twice", Arguments: []*mcp.PromptArgument{{Name: "path"}}}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		text, err := askTwice(ctx, req.Session, schema, req.Params.Arguments["path"])
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
+	})
+	s.AddResource(&mcp.Resource{Name: "ask_twice", URI: "fixture:///ask_twice"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		text, err := askTwice(ctx, req.Session, schema, "")
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: text}}}, nil
+	})
+}
+
+// askTwice asks the client of session for a name (elicitation) and then
+// for a greeting of it (sampling), noting each answer in the file at path
+// (if any), and returns "NAME: GREETING", or what failed.
+func askTwice(ctx context.Context, session *mcp.ServerSession, schema json.RawMessage, path string) (string, error) {
+	note := func(line string) {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if path != "" && err == nil {
+			fmt.Fprintln(f, line)
+			f.Close()
+		}
+	}
+	er, err := session.Elicit(ctx, &mcp.ElicitParams{Message: "Your name?", RequestedSchema: schema})
+	if err != nil {
+		note("elicitation failed")
+		return "elicitation failed: " + err.Error(), err
+	}
+	name, _ := er.Content["username"].(string)
+	note("elicited " + name)
+	sr, err := session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 16,
+		Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Greet " + name}}}})
+	if err != nil {
+		note("sampling failed")
+		return "sampling failed: " + err.Error(), err
+	}
+	note("sampled " + textOfContent(sr.Content))
+	return name + ": " + textOfContent(sr.Content), nil
 }
 
 // addAsks' prompt "ask_name" asks for a name during prompts/get.

@@ -120,38 +120,46 @@ func TestBridgeReadsForOlderClient(t *testing.T) {
 	}
 	re := l.readReceipt(t, rr.Meta, log.KindResourceRead)
 
-	// Three entries each, the last the receipt's, with distinct results.
-	for _, k := range []struct {
-		kind string
-		last *log.ReadEntry
-	}{{log.KindPromptGet, pe}, {log.KindResourceRead, re}} {
-		var legs []*log.ReadEntry
-		var at []uint64
-		for i := uint64(1); i < l.size(t); i++ {
-			if e := mustParse(t, l.entry(t, i)); e.Kind == k.kind {
-				r, err := log.ParseRead(e)
-				if err != nil {
-					t.Fatal(err)
-				}
-				legs, at = append(legs, r), append(at, i)
+	checkReadLegs(t, l, log.KindPromptGet, pe, 3)
+	checkReadLegs(t, l, log.KindResourceRead, re, 3)
+}
+
+// readLegsIn returns the read entries of kind in the log, in order, with
+// their indexes.
+func readLegsIn(t *testing.T, l *testLog, kind string) (legs []*log.ReadEntry, at []uint64) {
+	t.Helper()
+	for i := uint64(1); i < l.size(t); i++ {
+		if e := mustParse(t, l.entry(t, i)); e.Kind == kind {
+			r, err := log.ParseRead(e)
+			if err != nil {
+				t.Fatal(err)
 			}
+			legs, at = append(legs, r), append(at, i)
 		}
-		if len(legs) != 3 || legs[2].ResultSHA256 != k.last.ResultSHA256 || legs[0].ResultSHA256 == legs[1].ResultSHA256 || legs[1].ResultSHA256 == legs[2].ResultSHA256 {
-			t.Fatalf("%s entries: %s, want three legs, the last the receipt's", k.kind, mustJSON(legs))
+	}
+	return legs, at
+}
+
+// checkReadLegs checks that the log's entries of kind are the n legs of
+// one read, the last the receipt's (last), with distinct results, each
+// later one naming the one before and the hash of its answers.
+func checkReadLegs(t *testing.T, l *testLog, kind string, last *log.ReadEntry, n int) {
+	t.Helper()
+	legs, at := readLegsIn(t, l, kind)
+	if len(legs) != n || legs[n-1].ResultSHA256 != last.ResultSHA256 {
+		t.Fatalf("%s entries: %s, want %d legs, the last the receipt's", kind, mustJSON(legs), n)
+	}
+	for i, r := range legs {
+		if i == 0 {
+			checkContinues(t, kind, i, r.Continues, r.InputResponsesSHA256, 0)
+			continue
 		}
-		// Each later leg names the one before and the hash of its answers.
-		for n, r := range legs {
-			switch {
-			case n == 0 && (r.Continues != 0 || r.InputResponsesSHA256 != ""):
-				t.Errorf("%s first leg continues %d with inputs %q", k.kind, r.Continues, r.InputResponsesSHA256)
-			case n > 0 && r.Continues != at[n-1]:
-				t.Errorf("%s leg %d continues %d, want %d", k.kind, n+1, r.Continues, at[n-1])
-			case n > 0 && len(r.InputResponsesSHA256) != 64:
-				t.Errorf("%s leg %d: input_responses_sha256 %q", k.kind, n+1, r.InputResponsesSHA256)
-			}
+		checkContinues(t, kind, i, r.Continues, r.InputResponsesSHA256, at[i-1])
+		if r.ResultSHA256 == legs[i-1].ResultSHA256 {
+			t.Errorf("%s legs %d and %d have one result", kind, i, i+1)
 		}
-		if legs[1].InputResponsesSHA256 == legs[2].InputResponsesSHA256 {
-			t.Errorf("%s legs 2 and 3 carry other answers but one hash", k.kind)
+		if i > 1 && r.InputResponsesSHA256 == legs[i-1].InputResponsesSHA256 {
+			t.Errorf("%s legs %d and %d carry other answers but one hash", kind, i, i+1)
 		}
 	}
 }
