@@ -28,6 +28,21 @@ import (
 // defaultScrubInterval is serve's scrub_interval unless configured.
 const defaultScrubInterval = time.Second
 
+// The sidecar's Pebble sizes. Pebble reserves its memtables (up to two)
+// out of the block cache, and under serve the background scrub keeps the
+// rest of the cache full, so the cache size is what Pebble holds at
+// steady state. logpebble's defaults (a 24 MiB cache, 8 MiB memtables)
+// left 8 MiB for blocks and put 16 MiB in memtables; these leave the same
+// 8 MiB for blocks and 4 MiB in memtables, which Pebble flushes four times
+// as often (a 2 MiB flush every few seconds under the issue-12 load). In
+// proxybench (HTTP, 32 sessions, 17,000 calls) the sidecar's anonymous
+// memory peaked at 33.7 MiB against 44.7 with the defaults, and its CPU per
+// call did not move beyond the run's noise (tools/bench/README.md).
+const (
+	sidecarCacheSize    = 12 << 20
+	sidecarMemTableSize = 2 << 20
+)
+
 // openLogStore opens the log store cfg names.
 func openLogStore(ctx context.Context, cfg *Config, logger *slog.Logger) (log.Storage, error) {
 	if cfg.Store == "" {
@@ -38,6 +53,8 @@ func openLogStore(ctx context.Context, cfg *Config, logger *slog.Logger) (log.St
 		store, err := logpebble.Open(filepath.Join(cfg.Data, dbDir), &logpebble.Options{
 			Logf:          func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...), "component", "pebble") },
 			ScrubInterval: scrub,
+			CacheSize:     sidecarCacheSize,
+			MemTableSize:  sidecarMemTableSize,
 		})
 		if errors.Is(err, logpebble.ErrLocked) {
 			return nil, fmt.Errorf("data dir %s is %w", cfg.Data, errDataDirHeld)
