@@ -43,28 +43,6 @@ type RekorClient struct {
 	HTTPClient *http.Client
 }
 
-// proposedEntry is a hashedrekord v0.0.1 as Rekor's API takes it (its
-// models.Hashedrekord): the digest, its signature and the PEM public key,
-// both base64 (encoding/json's []byte).
-type proposedEntry struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Spec       struct {
-		Data struct {
-			Hash struct {
-				Algorithm string `json:"algorithm"`
-				Value     string `json:"value"`
-			} `json:"hash"`
-		} `json:"data"`
-		Signature struct {
-			Content   []byte `json:"content"`
-			PublicKey struct {
-				Content []byte `json:"content"`
-			} `json:"publicKey"`
-		} `json:"signature"`
-	} `json:"spec"`
-}
-
 // Upload creates a hashedrekord entry for digest (SHA-256) signed with
 // c.Signer, and returns it only if [rekor.Entry.Check] accepts it against
 // c.PublicKey. It makes one request, without retries: the caller retries
@@ -88,7 +66,7 @@ func (c *RekorClient) Upload(ctx context.Context, digest []byte) (*rekor.Entry, 
 	if err != nil {
 		return nil, err
 	}
-	var p proposedEntry
+	var p rekor.Hashedrekord
 	p.APIVersion, p.Kind = "0.0.1", "hashedrekord"
 	p.Spec.Data.Hash.Algorithm, p.Spec.Data.Hash.Value = "sha256", hex.EncodeToString(digest)
 	p.Spec.Signature.Content = sig

@@ -152,9 +152,11 @@ func checkShape(le *logEntry) ([]byte, error) {
 	return body, nil
 }
 
-// hashedrekord is the part of a hashedrekord v0.0.1 body that binds the
-// digest and the key.
-type hashedrekord struct {
+// Hashedrekord is a hashedrekord v0.0.1 as Rekor's API takes it and as
+// an entry's body holds it: the digest, its signature and the PEM public
+// key, both base64 (encoding/json's []byte). It is the part of the body
+// that binds the digest and the key.
+type Hashedrekord struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Spec       struct {
@@ -176,7 +178,7 @@ type hashedrekord struct {
 // checkBody checks that body is a hashedrekord binding digest to
 // anchorKey with a valid signature.
 func checkBody(body, digest []byte, anchorKey crypto.PublicKey) error {
-	var h hashedrekord
+	var h Hashedrekord
 	if err := json.Unmarshal(body, &h); err != nil {
 		return fmt.Errorf("entry body does not parse: %w", err)
 	}
