@@ -275,15 +275,30 @@ func TestStopped(t *testing.T) {
 	rcv := newReceiver(t)
 	rcv.hold = make(chan struct{})
 	t.Cleanup(func() { close(rcv.hold) })
-	e, err := New(Config{URL: rcv.url(), Timeout: 20 * time.Millisecond, Retry: fastRetry()})
+	// The request's own timeout, without retries: its error is the
+	// client's timeout.
+	e, err := New(Config{URL: rcv.url(), Timeout: 20 * time.Millisecond, Retry: Retry{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, stop := context.WithTimeout(context.Background(), 10*time.Second) // without the request's timeout, this ends it
+	defer stop()
+	if err := e.ExportSpans(one, testSpans()); err == nil || !strings.Contains(err.Error(), "Client.Timeout") {
+		t.Errorf("export to a silent receiver, one request: %v", err)
+	}
+	// With retries, the caller's deadline ends them. Which of the two
+	// deadlines the last request met depends on timing (the caller's may
+	// fall during a request or between two), so only the caller's is
+	// checked.
+	e, err = New(Config{URL: rcv.url(), Timeout: 20 * time.Millisecond, Retry: fastRetry()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	err = e.ExportSpans(ctx, testSpans())
-	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "Client.Timeout") {
-		t.Errorf("export to a silent receiver: %v", err)
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("export to a silent receiver, retried: %v", err)
 	}
 	rcv.mu.Lock()
 	before := rcv.arrived
