@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -14,13 +12,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,8 +25,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/provlog/provlog/cmd/internal/otlp/otlptest"
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // otlpReceiver is an OTLP/HTTP trace receiver (protobuf, as the
@@ -368,61 +364,23 @@ func checkOtherSpans(t *testing.T, rcv spanSource, call *tracepb.Span, taskIndex
 }
 
 // collectorReceiver is the OpenTelemetry Collector's otlpreceiver, run by
-// tools/otelrecv (built by its install.sh, named by PROVLOG_OTELRECV),
-// which appends each batch it accepts to a file.
-type collectorReceiver struct {
-	url, out string
-}
+// otlptest.
+type collectorReceiver struct{ *otlptest.Collector }
 
 func startCollectorReceiver(t *testing.T) *collectorReceiver {
 	t.Helper()
-	bin := os.Getenv("PROVLOG_OTELRECV")
-	if bin == "" {
-		msg := `PROVLOG_OTELRECV is not set: the OpenTelemetry Collector's OTLP receiver is not built; run: eval "$(bash tools/otelrecv/install.sh)"`
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	out := filepath.Join(t.TempDir(), "spans.bin")
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-out", out)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr proctest.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n') // its address, once it listens
-	if err != nil {
-		t.Fatalf("otelrecv did not start: %v: %s", err, stderr.String())
-	}
-	return &collectorReceiver{url: "http://" + strings.TrimSpace(line), out: out}
+	return &collectorReceiver{otlptest.Start(t)}
 }
 
-func (c *collectorReceiver) endpoint() string { return c.url }
+func (c *collectorReceiver) endpoint() string { return c.URL }
 
 func (c *collectorReceiver) received(t *testing.T) ([]*tracepb.Span, map[string]string) {
 	t.Helper()
-	b, err := os.ReadFile(c.out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var spans []*tracepb.Span
 	var resource map[string]string
-	for len(b) >= 4 {
-		n := binary.BigEndian.Uint32(b)
-		if uint64(len(b)-4) < uint64(n) {
-			break // a batch being written
-		}
+	for _, b := range c.Batches(t) {
 		var msg coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(b[4:4+n], &msg); err != nil {
+		if err := proto.Unmarshal(b, &msg); err != nil {
 			t.Fatalf("a batch otelrecv wrote: %v", err)
 		}
 		for _, rs := range msg.ResourceSpans {
@@ -431,7 +389,6 @@ func (c *collectorReceiver) received(t *testing.T) ([]*tracepb.Span, map[string]
 				spans = append(spans, ss.Spans...)
 			}
 		}
-		b = b[4+n:]
 	}
 	return spans, resource
 }

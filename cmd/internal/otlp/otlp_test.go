@@ -1,22 +1,15 @@
 package otlp
 
 import (
-	"bufio"
-	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +24,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/provlog/provlog/cmd/internal/otlp/otlptest"
 )
 
 // testSpans are spans with every kind of attribute value, events, links,
@@ -353,53 +348,23 @@ func TestPartialSuccessAnswer(t *testing.T) {
 }
 
 // TestCollector exports the test spans, gzipped, to the OpenTelemetry
-// Collector's own OTLP receiver (tools/otelrecv, named by
-// PROVLOG_OTELRECV): it accepts them, and what it hands on is what was
-// sent.
+// Collector's own OTLP receiver (tools/otelrecv, run by otlptest): it
+// accepts them, and what it hands on is what was sent.
 func TestCollector(t *testing.T) {
-	bin := os.Getenv("PROVLOG_OTELRECV")
-	if bin == "" {
-		msg := `PROVLOG_OTELRECV is not set: the OpenTelemetry Collector's OTLP receiver is not built; run: eval "$(bash tools/otelrecv/install.sh)"`
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	out := filepath.Join(t.TempDir(), "spans.bin")
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-out", out)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("otelrecv did not start: %v", err)
-	}
-	e, err := New(Config{URL: "http://" + strings.TrimSpace(addr) + "/v1/traces", Gzip: true})
+	rcv := otlptest.Start(t)
+	e, err := New(Config{URL: rcv.URL + "/v1/traces", Gzip: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	spans := testSpans()
 	if err := e.ExportSpans(context.Background(), spans); err != nil {
-		t.Fatalf("export: %v; otelrecv said: %s", err, stderr.String())
+		t.Fatalf("export: %v; otelrecv said: %s", err, rcv.Stderr())
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
+	batches := rcv.Batches(t)
+	if len(batches) != 1 {
+		t.Fatalf("otelrecv wrote %d batches, want one", len(batches))
 	}
-	if len(b) < 4 || int(binary.BigEndian.Uint32(b)) != len(b)-4 {
-		t.Fatalf("otelrecv wrote %d bytes, want one batch", len(b))
-	}
-	got := decode(t, b[4:])
+	got := decode(t, batches[0])
 	sent := resourceSpans(spans)
 	for _, rs := range sent {
 		for _, ss := range rs.ScopeSpans {
