@@ -132,12 +132,7 @@ func TestParkReadRetryChecks(t *testing.T) {
 		t.Fatalf("the last retry: %v %s", err, mustJSON(final))
 	}
 	checkReadLegs(t, l, log.KindPromptGet, l.readReceipt(t, final.Meta, log.KindPromptGet), 3)
-	legs, _ := readLegsIn(t, l, log.KindPromptGet)
-	for _, e := range legs {
-		if e.Actor != "alice" {
-			t.Errorf("a leg by %q", e.Actor)
-		}
-	}
+	legsBy(t, l, "alice")
 }
 
 // TestParkReadTimeout: a parked prompts/get whose client does not come
