@@ -24,6 +24,7 @@ import (
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest/proctest"
 	"github.com/provlog/provlog/tools/hydratest"
+	"github.com/provlog/provlog/tools/oauthtest"
 )
 
 // Scopes the OAuth tests' sidecar asks for, per tool group.
@@ -183,25 +184,6 @@ func (s *oauthSidecar) work(t *testing.T, token, what string) (taskID string) {
 	return taskID
 }
 
-// jwtClaims decodes a JWT's payload (its signature was checked by the
-// sidecar; the test only reads the claims it expects in entries).
-func jwtClaims(t *testing.T, token string) map[string]any {
-	t.Helper()
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		t.Fatalf("not a JWT: %d parts", len(parts))
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // TestOAuthHydraEndToEnd drives provlog with tokens from a real ORY
 // Hydra: a client-credentials token (a bot acting as itself) and a
 // delegated one (an agent acting for alice, RFC 7523 with an act claim;
@@ -237,7 +219,7 @@ func TestOAuthHydraEndToEnd(t *testing.T) {
 	// provlog fetches an issuer's keys at most once per jwks_min_refresh
 	// (2s here), and the short-lived token must be past exp and the 1s
 	// skew.
-	exp := time.Unix(int64(jwtClaims(t, bad["expired"])["exp"].(float64)), 0)
+	exp := time.Unix(int64(oauthtest.Claims(t, bad["expired"])["exp"].(float64)), 0)
 	until := fetched.Add(2*time.Second + 500*time.Millisecond)
 	if e := exp.Add(2*time.Second + 100*time.Millisecond); e.After(until) {
 		until = e
@@ -291,7 +273,7 @@ func (s *oauthSidecar) badTokens(t *testing.T, bot hydratest.Client) map[string]
 	short := hy.CreateClient(t, hydratest.Client{ID: "short-lived", Scopes: allScopes, Audience: []string{s.resource}, Lifespan: time.Second})
 	good := mint(t)(hy.ClientCredentials(ctx, bot, s.resource, allScopes...))
 	parts := strings.Split(good, ".")
-	c := jwtClaims(t, good)
+	c := oauthtest.Claims(t, good)
 	c["sub"] = "admin"
 	payload, _ := json.Marshal(c)
 	parts[1] = base64.RawURLEncoding.EncodeToString(payload)
@@ -385,7 +367,7 @@ func readAll(t *testing.T, data string) []map[string]any {
 // carry an auth member. kinds, if given, are the kinds wanted instead.
 func checkAuthEntries(t *testing.T, entries []map[string]any, token, actor, task string, wantAct map[string]any, kinds ...string) {
 	t.Helper()
-	c := jwtClaims(t, token)
+	c := oauthtest.Claims(t, token)
 	sum := sha256.Sum256([]byte(token))
 	want := map[string]any{"iss": c["iss"], "sub": c["sub"], "client_id": c["client_id"], "jti": c["jti"],
 		"token_sha256": hex.EncodeToString(sum[:]), "via": "jwt"}
@@ -445,7 +427,7 @@ func mustJSON(t *testing.T, v map[string]any) []byte {
 func checkTokenAbsent(t *testing.T, s *oauthSidecar, token string, used bool) {
 	t.Helper()
 	sig := token[strings.LastIndex(token, ".")+1:]
-	jti, _ := jwtClaims(t, token)["jti"].(string)
+	jti, _ := oauthtest.Claims(t, token)["jti"].(string)
 	if strings.Contains(s.stderr.String(), sig) {
 		t.Errorf("the sidecar's stderr holds a token")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/tools/hydratest"
+	"github.com/provlog/provlog/tools/oauthtest"
 	"github.com/provlog/provlog/tools/zitadeltest"
 )
 
@@ -50,7 +51,7 @@ func TestOAuthTokenExchange(t *testing.T) {
 
 	agentTok := mint(t)(op.AgentToken(ctx))
 	tok := mint(t)(op.Exchange(ctx, agentTok, zitadeltest.User, s.resource))
-	c := jwtClaims(t, tok)
+	c := oauthtest.Claims(t, tok)
 	if c["sub"] != zitadeltest.User || c["client_id"] != zitadeltest.Client {
 		t.Fatalf("exchanged token: sub %v, client_id %v; want %s, %s", c["sub"], c["client_id"], zitadeltest.User, zitadeltest.Client)
 	}

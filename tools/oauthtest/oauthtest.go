@@ -1,16 +1,19 @@
 // Package oauthtest is the client's side of an OAuth 2.0 token endpoint
-// (RFC 6749 §3.2), for the tests that get tokens from real authorization
-// servers (tools/hydratest, tools/zitadeltest).
+// (RFC 6749 §3.2) and of the JWTs it issues, for the tests that get
+// tokens from real authorization servers (tools/hydratest,
+// tools/zitadeltest, cmd/provlog's OAuth tests).
 package oauthtest
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"testing"
 )
 
 // Token posts the token request f to tokenURL and returns the access
@@ -43,4 +46,24 @@ func Token(ctx context.Context, server, tokenURL, id, secret string, f url.Value
 		return "", fmt.Errorf("%s token response %s: %v", server, b, err)
 	}
 	return tr.AccessToken, nil
+}
+
+// Claims returns the payload of the JWT token, unverified (whoever takes
+// the token checks its signature; a test reads the claims the server
+// wrote), failing t when token is not a JWT.
+func Claims(t testing.TB, token string) map[string]any {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a JWT: %d parts", len(parts))
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

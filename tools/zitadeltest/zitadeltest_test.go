@@ -2,11 +2,11 @@ package zitadeltest
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/provlog/provlog/tools/oauthtest"
 )
 
 // TestExchange: the server's exchange for the agent gives a JWT for the
@@ -23,26 +23,11 @@ func TestExchange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		t.Fatalf("the exchanged token is not a JWT: %d parts", len(parts))
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c struct {
-		ClientID string `json:"client_id"`
-		Act      struct{ Sub string }
-		Aud      []string
-	}
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
-	var sub struct{ Sub string }
-	json.Unmarshal(b, &sub)
-	if sub.Sub != User || c.ClientID != Client || c.Act.Sub != Agent || len(c.Aud) != 1 || c.Aud[0] != "http://127.0.0.1:1/mcp" {
-		t.Errorf("exchanged token claims %s", b)
+	c := oauthtest.Claims(t, tok)
+	act, _ := c["act"].(map[string]any)
+	aud, _ := c["aud"].([]any)
+	if c["sub"] != User || c["client_id"] != Client || act["sub"] != Agent || len(aud) != 1 || aud[0] != "http://127.0.0.1:1/mcp" {
+		t.Errorf("exchanged token claims %v", c)
 	}
 	if _, err := s.Exchange(ctx, "not-a-token-it-issued", User, "http://127.0.0.1:1/mcp"); err == nil ||
 		!strings.Contains(err.Error(), "subject_token is invalid") {
@@ -78,8 +63,8 @@ func TestExchangeActIsOneLevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if act := claims(t, tok)["act"]; act == nil {
-		t.Fatalf("the first exchange gives no act: %v", claims(t, tok))
+	if act := oauthtest.Claims(t, tok)["act"]; act == nil {
+		t.Fatalf("the first exchange gives no act: %v", oauthtest.Claims(t, tok))
 	}
 	if _, err := s.Exchange(ctx, tok, Agent, aud); err == nil || !strings.Contains(err.Error(), "impersonation permission") {
 		t.Errorf("exchanging the exchanged token again: %v; want the example's refusal", err)
@@ -99,26 +84,8 @@ func TestExchangeActIsOneLevel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := claims(t, got); c["act"] != nil {
+		if c := oauthtest.Claims(t, got); c["act"] != nil {
 			t.Errorf("an exchange with an actor token gives act %v: the library nests act now (see the doc comment)", c["act"])
 		}
 	}
-}
-
-// claims returns a JWT's payload, unverified.
-func claims(t *testing.T, tok string) map[string]any {
-	t.Helper()
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		t.Fatalf("not a JWT: %d parts", len(parts))
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
