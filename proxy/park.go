@@ -10,7 +10,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -111,13 +110,6 @@ const (
 // parkKey holds a parked call's *parkedCall in its downstream context,
 // where askClient finds it.
 type parkKey struct{}
-
-// parking is the table of parked calls waiting for their client's retry.
-type parking struct {
-	mu   sync.Mutex
-	m    map[string]*parkedCall // by the requestState of their round
-	live int                    // calls parked once and not ended
-}
 
 // A parkedCall is a 2026-07-28 client's call on a 2025-11-25 session,
 // going on downstream between the client's legs.
@@ -553,97 +545,10 @@ func newRequestState() string {
 	return "provlog-park-" + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func (t *parking) has(state string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	_, ok := t.m[state]
-	return ok
-}
-
 // maxParked is the cap on parked calls.
 func (p *Proxy) maxParked() int {
 	if p.opts.MaxParkedCalls > 0 {
 		return p.opts.MaxParkedCalls
 	}
 	return DefaultMaxParkedCalls
-}
-
-// reserve counts pc among the parked calls, if it is not yet and there is
-// room, and returns a new requestState for its round.
-func (t *parking) reserve(pc *parkedCall) (string, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !pc.counted {
-		if t.live >= pc.p.maxParked() {
-			return "", false
-		}
-		t.live++
-		pc.counted = true
-	}
-	return newRequestState(), true
-}
-
-// park puts pc's round in the table under state, for its client's retry,
-// and watches it.
-func (t *parking) park(pc *parkedCall, state string, pending map[string]*parkedAsk, last uint64) {
-	timeout := pc.p.opts.ParkTimeout
-	if timeout <= 0 {
-		timeout = DefaultParkTimeout
-	}
-	taken := make(chan struct{})
-	t.mu.Lock()
-	if t.m == nil {
-		t.m = map[string]*parkedCall{}
-	}
-	pc.state, pc.pending, pc.last, pc.taken = state, pending, last, taken
-	t.m[state] = pc
-	t.mu.Unlock()
-	go pc.watch(taken, timeout)
-}
-
-// take takes the round parked under state if check passes it, or returns
-// why not, leaving the table as it was.
-func (t *parking) take(state string, check func(*parkedCall) *jsonrpc.Error) (*parkedCall, *jsonrpc.Error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	pc, ok := t.m[state]
-	if !ok {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the requestState is unknown, expired or used already; make the call again without it (nothing was forwarded)")
-	}
-	if rerr := check(pc); rerr != nil {
-		return nil, rerr
-	}
-	delete(t.m, state)
-	close(pc.taken)
-	return pc, nil
-}
-
-// remove takes pc's round out of the table and reports whether it was
-// there.
-func (t *parking) remove(pc *parkedCall) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.m[pc.state] != pc {
-		return false
-	}
-	delete(t.m, pc.state)
-	close(pc.taken)
-	return true
-}
-
-// ended uncounts a parked call that is over.
-func (t *parking) ended(pc *parkedCall) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if pc.counted {
-		t.live--
-		pc.counted = false
-	}
-}
-
-// size is the number of parked calls not ended, for tests and status.
-func (t *parking) size() (waiting, live int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.m), t.live
 }
