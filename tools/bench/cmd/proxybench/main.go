@@ -89,6 +89,7 @@ type config struct {
 	targetP99   time.Duration
 	minRatio    float64
 	maxRSSMiB   float64
+	maxCPU      time.Duration
 	minTaskOps  float64
 }
 
@@ -134,10 +135,11 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the work dir (data dirs and process logs)")
 	fs.StringVar(&c.profDir, "cpuprofile-dir", "", "read every provlog process's profiles from provlog serve --pprof and write here its CPU profile (its whole run, merged from one-second profiles) and its heap profile at the end (.heap)")
 	fs.StringVar(&phases, "phases", "stdio,http,tput,tasks", "which parts to run: stdio (A1), http (A2), tput (A3), tasks (B)")
-	fs.DurationVar(&c.targetP50, "target-added-p50", time.Millisecond, "Issue 3 target for added p50 latency per call at 1 client (0: not judged)")
-	fs.DurationVar(&c.targetP99, "target-added-p99", 10*time.Millisecond, "Issue 3 target for added p99 latency per call at 1 client (0: not judged)")
-	fs.Float64Var(&c.minRatio, "target-ratio", 0.70, "Issue 3 target: proxied/direct throughput at -clients sessions")
-	fs.Float64Var(&c.maxRSSMiB, "target-rss-mib", 100, "Issue 3 target: sidecar peak RSS (MiB)")
+	fs.DurationVar(&c.targetP50, "target-added-p50", time.Millisecond, "Issue 12 target for added p50 latency per call at 1 client (0: not judged)")
+	fs.DurationVar(&c.targetP99, "target-added-p99", 5*time.Millisecond, "Issue 12 target for added p99 latency per call at 1 client (0: not judged)")
+	fs.Float64Var(&c.minRatio, "target-ratio", 0.80, "Issue 12 target: proxied/direct throughput at -clients sessions")
+	fs.Float64Var(&c.maxRSSMiB, "target-rss-mib", 64, "Issue 12 target: sidecar peak RSS (MiB)")
+	fs.DurationVar(&c.maxCPU, "target-cpu", 200*time.Microsecond, "Issue 12 target: provlog's own CPU time per call at -clients sessions (0: not judged)")
 	fs.Float64Var(&c.minTaskOps, "target-task-ops", 2000, "Issue 4 target: task ops/s")
 	if err := fs.Parse(args); err != nil {
 		return c, err

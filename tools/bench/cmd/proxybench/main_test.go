@@ -57,8 +57,9 @@ func TestProxyBenchQuick(t *testing.T) {
 		"Every proxied call returned a receipt",
 		"| B1. task ops/s, 32 HTTP sessions, distinct tasks",
 		"Every op returned a receipt",
-		"| Issue 3: proxied ≥ 70% of direct throughput",
-		"| Issue 3: sidecar peak RSS ≤ 100 MiB |",
+		"| Issue 12: proxied ≥ 80% of direct throughput",
+		"| Issue 12: provlog's CPU per call ≤ 200µs, 32 HTTP sessions |",
+		"| Issue 12: sidecar peak RSS ≤ 64 MiB |",
 		"| Issue 4: ≥ 2,000 task ops/s",
 	} {
 		if !strings.Contains(out, want) {
