@@ -14,8 +14,9 @@ import (
 
 // Parked reads (park.go's doc comment says what is recorded): a
 // 2026-07-28 client's prompts/get or resources/read on a 2025-11-25
-// session goes through park.go's table, state checks, cap and timeout;
-// only the legs' entries differ, read entries instead of call legs.
+// session goes through the parked-call table (parking.go) and park.go's
+// state checks, cap and timeout; only the legs' entries differ, read
+// entries instead of call legs.
 
 // readSend sends a read downstream: the client's _meta (as it goes down),
 // and a SEP-2322 retry's inputResponses and requestState.

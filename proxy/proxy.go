@@ -165,7 +165,7 @@ type Proxy struct {
 	initActors sync.Map      // *mcp.ServerSession -> actor of its initialize request
 	logLevels  sync.Map      // *mcp.ServerSession -> the mcp.LoggingLevel its client set (bridge.go)
 	retries    retries       // input_required results awaiting their clients' retries (bridge.go)
-	parked     parking       // 2026-07-28 clients' calls waiting on their retries (park.go)
+	parked     parking       // 2026-07-28 clients' calls waiting on their retries (parking.go, park.go)
 	fastCalls  atomic.Uint64 // tools/calls the fast path served (for tests)
 	kept       keptStreams   // finished call streams kept for a resume (callstream.go)
 	noFastPath bool          // tests: serve every request through the SDK

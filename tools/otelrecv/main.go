@@ -1,7 +1,7 @@
 // Command otelrecv runs the OpenTelemetry Collector's own OTLP receiver
 // (go.opentelemetry.io/collector/receiver/otlpreceiver, OTLP/HTTP only)
 // and writes every batch of spans it accepts to a file, for provlog's
-// trace tests (cmd/provlog TestTracesCollector): the spans are judged as
+// trace tests (cmd/provlog TestTracesOTLP): the spans are judged as
 // a collector received them, not as a receiver of our own decodes them.
 //
 // Each batch is appended as a 4-byte big-endian length and the batch as
