@@ -34,6 +34,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,24 +60,31 @@ type config struct {
 	cache             int64
 	profile           string
 	memprofile        string
+	trace             string
+	profilePhase      string
 }
 
 // result is what one phase reports to the parent, as JSON on stdout.
 type result struct {
-	Phase        string
-	Entries      uint64
-	CreateRate   float64 // task.create appends/s
-	ClaimRate    float64 // accept+claim appends/s
-	OpenSeconds  float64
-	SaveSeconds  float64 // SaveIndex at the end of build
-	StatusP50    float64 // ms
-	StatusP99    float64 // ms
-	HotP50       float64 // ms, the same 100 tasks again and again
-	ListMS       float64 // one list_unaccepted_tasks
-	HWM, RSS     int64   // KiB
-	HeapInuseMiB float64
-	LiveHeapMiB  float64 // after a GC at the end
-	GoHeldMiB    float64 // heap and stacks the Go runtime holds from the OS
+	Phase       string
+	Entries     uint64
+	CreateRate  float64 // task.create appends/s
+	ClaimRate   float64 // accept+claim appends/s
+	OpenSeconds float64
+	SaveSeconds float64 // SaveIndex at the end of build
+	StatusP50   float64 // ms
+	StatusP99   float64 // ms
+	HotP50      float64 // ms, the same 100 tasks again and again
+	HotP99      float64
+	// Where the random and the hot statuses' time went (steps.go), and
+	// what they waited for besides their own work (waits.go).
+	RandomSplit, HotSplit string
+	RandomWaits, HotWaits string
+	ListMS                float64 // one list_unaccepted_tasks
+	HWM, RSS              int64   // KiB
+	HeapInuseMiB          float64
+	LiveHeapMiB           float64 // after a GC at the end
+	GoHeldMiB             float64 // heap and stacks the Go runtime holds from the OS
 	// RSS at the end by kind of mapping (/proc/self/smaps): anonymous
 	// memory beyond what the Go runtime holds (the task index and the
 	// upper tree levels, which live outside the Go heap, and C
@@ -100,8 +108,10 @@ func main() {
 	flag.IntVar(&c.workers, "workers", 64, "concurrent callers")
 	flag.IntVar(&c.samples, "samples", 20_000, "get_task_status samples per phase")
 	flag.Int64Var(&c.cache, "cache", 0, "opp.Options.CacheBytes (0: the default)")
-	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the reopen phase to this file")
-	flag.StringVar(&c.memprofile, "memprofile", "", "write a heap profile at the end of the reopen phase to this file")
+	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the -profile-phase phase to this file")
+	flag.StringVar(&c.memprofile, "memprofile", "", "write a heap profile at the end of the -profile-phase phase to this file")
+	flag.StringVar(&c.trace, "trace", "", "write a Go execution trace of the -profile-phase phase's reads (get_task_status, list) to this file")
+	flag.StringVar(&c.profilePhase, "profile-phase", "reopen", "the phase -cpuprofile, -memprofile and -trace are taken of")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "taskbench:", err)
@@ -128,7 +138,8 @@ func run(c config) error {
 	var rs []result
 	for _, p := range []string{"build", "reopen", "resume"} {
 		args := []string{"-phase", p, "-dir", c.dir, "-store", c.store, "-tasks", strconv.Itoa(c.tasks), "-accepted", strconv.Itoa(c.accepted),
-			"-workers", strconv.Itoa(c.workers), "-samples", strconv.Itoa(c.samples), "-cache", strconv.FormatInt(c.cache, 10), "-cpuprofile", c.profile, "-memprofile", c.memprofile}
+			"-workers", strconv.Itoa(c.workers), "-samples", strconv.Itoa(c.samples), "-cache", strconv.FormatInt(c.cache, 10), "-cpuprofile", c.profile, "-memprofile", c.memprofile,
+			"-trace", c.trace, "-profile-phase", c.profilePhase}
 		cmd := exec.Command(os.Args[0], args...)
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
@@ -172,10 +183,12 @@ func report(c config, rs []result) {
 	}
 }
 
-// benchLog is the log as the task engine sees it (as cmd/provlog wires it).
+// benchLog is the log as the task engine sees it (as cmd/provlog wires it),
+// timing the engine's reads of it (steps.go).
 type benchLog struct {
 	*server.Sequencer
 	log.Storage
+	steps *steps
 }
 
 func (l benchLog) Append(ctx context.Context, e []byte) (*log.Receipt, error) {
@@ -183,10 +196,12 @@ func (l benchLog) Append(ctx context.Context, e []byte) (*log.Receipt, error) {
 }
 
 func (l benchLog) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
+	defer l.steps.time(&l.steps.entries, time.Now())
 	return l.Storage.Entries(ctx, start, end)
 }
 
 func (l benchLog) LatestSize(ctx context.Context) (uint64, error) {
+	defer l.steps.time(&l.steps.latest, time.Now())
 	if sh, ok := l.Storage.(log.SharedStorage); ok {
 		st, err := sh.Latest(ctx)
 		return st.Size, err
@@ -217,10 +232,10 @@ func phase(ctx context.Context, c config) (*result, error) {
 		return nil, err
 	}
 	defer seq.Close()
-	l := benchLog{seq, store}
+	l := benchLog{seq, store, &steps{}}
 	size, _ := seq.Checkpoint()
 	stop := samplePeak(seq)
-	if c.profile != "" && c.phase == "reopen" {
+	if c.profile != "" && c.phase == c.profilePhase {
 		f, err := os.Create(c.profile)
 		if err != nil {
 			return nil, err
@@ -246,7 +261,7 @@ func phase(ctx context.Context, c config) (*result, error) {
 			return nil, err
 		}
 	}
-	if err := measureReads(ctx, c, e, r); err != nil {
+	if err := measureReads(ctx, c, e, l, r); err != nil {
 		return nil, err
 	}
 	r.Entries, _ = seq.Checkpoint()
@@ -270,7 +285,7 @@ func phase(ctx context.Context, c config) (*result, error) {
 	runtime.ReadMemStats(&ms)
 	r.LiveHeapMiB = float64(ms.HeapAlloc) / (1 << 20)
 	runtime.KeepAlive(e)
-	if c.memprofile != "" && c.phase == "reopen" {
+	if c.memprofile != "" && c.phase == c.profilePhase {
 		f, err := os.Create(c.memprofile)
 		if err != nil {
 			return nil, err
@@ -380,28 +395,55 @@ func cmp(a, b error) error {
 }
 
 // measureReads times get_task_status on random tasks (mostly not in the
-// cache), on 100 hot ones, and one list_unaccepted_tasks.
-func measureReads(ctx context.Context, c config, e *opp.Engine, r *result) error {
-	rnd := mrand.New(mrand.NewPCG(1, uint64(len(r.Phase))))
-	lat := make([]time.Duration, 0, c.samples)
-	for range c.samples {
-		id := taskID(rnd.IntN(c.tasks))
-		t0 := time.Now()
-		if _, err := e.Status(ctx, id); err != nil {
-			return fmt.Errorf("status of %s: %w", id, err)
-		}
-		lat = append(lat, time.Since(t0))
-	}
-	r.StatusP50, r.StatusP99 = pct(lat, 50), pct(lat, 99)
-	lat = lat[:0]
-	for k := range c.samples {
-		t0 := time.Now()
-		if _, err := e.Status(ctx, taskID(k%100)); err != nil {
+// cache), on 100 hot ones, and one list_unaccepted_tasks; each status is
+// split into its reads of the log and the rest (steps.go), and each loop
+// is told what its calls waited for (waits.go).
+func measureReads(ctx context.Context, c config, e *opp.Engine, l benchLog, r *result) error {
+	if c.trace != "" && c.phase == c.profilePhase {
+		f, err := os.Create(c.trace)
+		if err != nil {
 			return err
 		}
-		lat = append(lat, time.Since(t0))
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
-	r.HotP50 = pct(lat, 50)
+	rnd := mrand.New(mrand.NewPCG(1, uint64(len(r.Phase))))
+	loop := func(id func(k int) string) ([]time.Duration, string, string, error) {
+		lat, ss := make([]time.Duration, 0, c.samples), make([]split, 0, c.samples)
+		w0, err := sampleWaits(ctx, c.store)
+		if err != nil {
+			return nil, "", "", err
+		}
+		l.steps.on.Store(true)
+		defer l.steps.on.Store(false)
+		l.steps.take(0)
+		reads0 := l.steps.reads.Load()
+		for k := range c.samples {
+			id := id(k)
+			t0 := time.Now()
+			if _, err := e.Status(ctx, id); err != nil {
+				return nil, "", "", fmt.Errorf("status of %s: %w", id, err)
+			}
+			lat = append(lat, time.Since(t0))
+			ss = append(ss, l.steps.take(lat[k]))
+		}
+		split := describeSplits(ss, l.steps.reads.Load()-reads0)
+		w1, err := sampleWaits(ctx, c.store)
+		return lat, split, describeWaits(w0, w1, c.samples), err
+	}
+	lat, split, w, err := loop(func(int) string { return taskID(rnd.IntN(c.tasks)) })
+	if err != nil {
+		return err
+	}
+	r.StatusP50, r.StatusP99, r.RandomSplit, r.RandomWaits = pct(lat, 50), pct(lat, 99), split, w
+	lat, split, w, err = loop(func(k int) string { return taskID(k % 100) })
+	if err != nil {
+		return err
+	}
+	r.HotP50, r.HotP99, r.HotSplit, r.HotWaits = pct(lat, 50), pct(lat, 99), split, w
 	t0 := time.Now()
 	list, total, err := e.ListUnaccepted(ctx, 500)
 	if err != nil {
