@@ -1,0 +1,119 @@
+package opp_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logpg"
+	"github.com/provlog/provlog/log/logpg/pgtest"
+	"github.com/provlog/provlog/log/logtest"
+	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/opp"
+)
+
+// sidecar is one sidecar's log on a shared PostgreSQL log, as cmd/provlog
+// wires it: a sequencer over its own logpg store.
+type sidecar struct {
+	seq   *server.Sequencer
+	store *logpg.Store
+}
+
+func openSidecar(tb testing.TB, dsn string, s note.Signer, v note.Verifier) *sidecar {
+	tb.Helper()
+	ctx := context.Background()
+	store, err := logpg.Open(ctx, dsn, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { store.Close() })
+	seq, err := server.OpenSequencer(ctx, store, s, v, &server.SequencerOptions{
+		Genesis: func() ([]byte, error) { return log.Genesis(time.Now(), "opp.test/shared", "vkey", []byte{1}, "test") },
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { seq.Close() })
+	return &sidecar{seq: seq, store: store}
+}
+
+func (l *sidecar) Append(ctx context.Context, e []byte) (*log.Receipt, error) {
+	return l.seq.Append(ctx, e)
+}
+
+func (l *sidecar) AppendFenced(ctx context.Context, e []byte, f log.Fence) (*log.Receipt, error) {
+	return l.seq.AppendFenced(ctx, e, f)
+}
+
+func (l *sidecar) Shared() bool { return l.seq.Shared() }
+
+func (l *sidecar) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
+	return l.store.Entries(ctx, start, end)
+}
+
+func (l *sidecar) LatestSize(ctx context.Context) (uint64, error) {
+	st, err := l.store.Latest(ctx)
+	return st.Size, err
+}
+
+func (l *sidecar) size() uint64 {
+	n, _ := l.seq.Checkpoint()
+	return n
+}
+
+// twoSidecars opens two sidecars' engines on one new log, each caching at
+// most one whole task.
+func twoSidecars(t *testing.T) (a, b *opp.Engine) {
+	dsn := pgtest.DSN(t)
+	s, v := logtest.NewKey(t, "opp.test/shared")
+	la, lb := openSidecar(t, dsn, s, v), openSidecar(t, dsn, s, v)
+	open := func(l *sidecar) *opp.Engine {
+		e, err := opp.Open(context.Background(), l, l.size(), &opp.Options{CacheBytes: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	return open(la), open(lb)
+}
+
+func status(t *testing.T, e *opp.Engine, id string) *opp.Task {
+	t.Helper()
+	st, err := e.Status(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestSharedStatusSeesOthersWrites: a sidecar that knows a task, but does
+// not hold it whole, reads it after another sidecar's accept and answers
+// with that accept, and decides on it.
+func TestSharedStatusSeesOthersWrites(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoSidecars(t)
+	t1 := mustOK(t)(a.Create(ctx, "alice", opp.CreateArgs{Title: "one"})).Task.ID
+	t2 := mustOK(t)(a.Create(ctx, "alice", opp.CreateArgs{Title: "two"})).Task.ID
+	if st := status(t, b, t1); st.State != opp.StatePending {
+		t.Fatalf("task one through B: %s, want %s", st.State, opp.StatePending)
+	}
+	status(t, b, t2) // B now holds task two whole, not one
+	mustOK(t)(a.Accept(ctx, "bob", t1))
+	st := status(t, b, t1)
+	if st.State != opp.StateAccepted || st.Owner != "bob" || len(st.History) != 2 {
+		t.Fatalf("task one through B after A's accept: %s, owner %q, %d events; want accepted by bob, 2 events", st.State, st.Owner, len(st.History))
+	}
+	status(t, b, t2)
+	mustOK(t)(a.Release(ctx, "bob", t1, ""))
+	if _, err := b.Accept(ctx, "carol", t1); err != nil {
+		t.Fatalf("accept through B after A's release: %v", err)
+	}
+	status(t, b, t2)
+	mustOK(t)(a.Accept(ctx, "dave", t2))
+	if _, err := b.Accept(ctx, "erin", t2); ruleOf(err) != opp.RuleOwned {
+		t.Fatalf("accept through B of a task A's accept gave to dave: %v, want %s", err, opp.RuleOwned)
+	}
+}
