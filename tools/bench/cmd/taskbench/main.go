@@ -181,6 +181,10 @@ func report(c config, rs []result) {
 			float64(r.HWM)/1024, float64(r.RSS)/1024, r.HeapInuseMiB, r.LiveHeapMiB, r.GoHeldMiB, r.OutsideGoMiB, r.FileMiB,
 			r.PeakAnonMiB, r.PeakFileMiB, r.PeakGoHeldMiB, r.PeakEntries)
 	}
+	fmt.Println()
+	for _, r := range rs {
+		fmt.Printf("%s, random statuses: %s; %s\n%s, hot statuses: %s; %s\n", r.Phase, r.RandomSplit, r.RandomWaits, r.Phase, r.HotSplit, r.HotWaits)
+	}
 }
 
 // benchLog is the log as the task engine sees it (as cmd/provlog wires it),
