@@ -43,7 +43,12 @@ type SharedStorage interface {
 	// CommitShared returns that error. The state build gets is checked
 	// against this handle's last one: it extends it (the store reads the
 	// leaf hashes appended since and recomputes the range), or CommitShared
-	// fails closed.
+	// fails closed. build may be called more than once: a store may first
+	// build on the state it knows, assuming no fence failed, and if at the
+	// serialization point that state proves old or a fence failed (or
+	// that build returned an error or nil), build again on the newest
+	// state with the fences as they stand; only the last call's batch or
+	// error counts.
 	//
 	// A nil error means b is durable. An error wrapping [ErrUnavailable]
 	// means nothing was written and the store may work again later. Any

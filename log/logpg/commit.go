@@ -29,7 +29,9 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 }
 
 // CommitShared implements [log.SharedStorage.CommitShared]. See schema.go
-// for the two round trips, and for how an unknown outcome is resolved.
+// for its round trips (one when this handle knows the newest state, two
+// when it must read what others appended), and for how an unknown outcome
+// is resolved.
 func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func(log.State, []bool) (*log.Batch, error)) error {
 	if _, err := s.acquire(ctx); err != nil {
 		return err
@@ -45,17 +47,17 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 		return err
 	}
 
-	pc, err := s.pool.Acquire(ctx)
+	var idle time.Duration
+	pc, err := s.pool.Acquire(context.WithValue(ctx, idleKey{}, &idle))
 	if err != nil {
 		return fmt.Errorf("committing: %w: %w", log.ErrUnavailable, err)
 	}
 	conn := pc.Conn()
-	tm.mark(&tm.Wait)
-	done := false // whether the transaction is over (committed or rolled back)
 	defer func() {
-		if !done {
-			// Nothing was committed; end the transaction, or drop the
-			// connection if even that fails.
+		if !conn.IsClosed() && conn.PgConn().TxStatus() != 'I' {
+			// A transaction is open or failed, and nothing of it was
+			// committed: end it, or drop the connection if even that
+			// fails.
 			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if _, err := conn.Exec(rctx, "ROLLBACK"); err != nil {
 				conn.Close(rctx)
@@ -64,7 +66,19 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 		}
 		pc.Release()
 	}()
+	tm.mark(&tm.Wait)
+	if s.mayOneTrip(known, idle) {
+		done, err := s.commitOneTrip(ctx, conn, known, fences, build, &tm)
+		if done || err != nil {
+			return err
+		}
+	}
+	return s.commitLocked(ctx, conn, known, fences, build, &tm)
+}
 
+// commitLocked is a commit in two round trips: lock the state row and
+// read what others committed since known, build on that, write.
+func (s *Store) commitLocked(ctx context.Context, conn *pgx.Conn, known log.State, fences []log.Fence, build func(log.State, []bool) (*log.Batch, error), tm *timer) error {
 	// Round trip 1: lock the state, read what others appended and the
 	// fence keys.
 	st, leaves, last, err := s.lockState(ctx, conn, known.Size, fences)
@@ -79,6 +93,7 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	}
 	// What another writer committed (st, nodes) is published only after a
 	// flush covers it (see schema.go).
+	s.noOther = st.Size == known.Size
 
 	fenced := fencedOf(fences, last)
 	b, err := build(cloneState(st), fenced)
@@ -92,7 +107,6 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	if b == nil {
 		// Nothing to write, but the caller decided on st (which fences
 		// hold): it must be durable before the caller answers on it.
-		done = true
 		if err := s.endEmpty(ctx, conn); err != nil {
 			return err
 		}
@@ -111,21 +125,55 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	if s.testingOnlyBeforeWrite != nil {
 		s.testingOnlyBeforeWrite(conn.PgConn().PID())
 	}
-	err = s.write(ctx, conn, b, batchKeys, batchLast)
+	err = s.write(ctx, conn, b, batchKeys, batchLast, nil)
 	if err == nil && s.testingOnlyAfterWrite != nil {
 		err = s.testingOnlyAfterWrite()
 	}
-	rollBack, err := s.outcome(conn, b, err)
-	done = !rollBack
-	if err != nil {
+	if err := s.outcome(conn, b, err); err != nil {
 		return err
 	}
 	s.publish(cloneState(b.State), append(nodes, b.Nodes...))
+	s.lastEntries = len(b.Entries)
 	if tm.mark(&tm.Write); s.onCommit != nil {
 		s.onCommit(tm.done(len(b.Entries)))
 	}
 	return nil
 }
+
+// mayOneTrip says whether a commit building on known, on a connection
+// that was idle for idle, tries one round trip (schema.go, Fencing): only
+// if the handle's last commit carried one entry, no other writer is known
+// to have committed past known, no attempt was refused since a commit last
+// found no other writer's, and the connection was used within the last
+// oneTripIdle. The caller holds s.advance.
+//
+// The first condition keeps two round trips under load: while a commit
+// waits for its first, the appends that arrive meanwhile join its batch
+// (the sequencer builds after it), so that at 64 appenders one sidecar's
+// commits carry some 60 entries, against some 35 in one round trip, and
+// commit more entries a second (tools/bench/README.md, session 9). The
+// last: a round trip that fails leaves the outcome unknown once COMMIT is
+// in it, and a read-back waits for the database to come back; a commit in
+// two round trips finds a connection or a server that died while it was
+// idle in its first, before COMMIT is sent, and fails as unavailable.
+func (s *Store) mayOneTrip(known log.State, idle time.Duration) bool {
+	switch s.testingOnlyTrips {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	return s.noOther && s.lastEntries <= 1 && known.Size >= s.heard.Load() && idle < s.maxIdle
+}
+
+// oneTripIdle is how recently a connection must have been used for a
+// commit in one round trip on it (mayOneTrip): appends one at a time,
+// back to back.
+const oneTripIdle = 10 * time.Millisecond
+
+// idleKey is the context key under which the pool's ShouldPing tells
+// CommitShared how long the connection it acquires was idle.
+type idleKey struct{}
 
 // timer takes a commit's [CommitTimes].
 type timer struct {
@@ -137,6 +185,13 @@ type timer struct {
 func (tm *timer) mark(d *time.Duration) {
 	now := time.Now()
 	*d, tm.t = now.Sub(tm.t), now
+}
+
+// retry counts the time of a one-round-trip attempt that was refused
+// (its build and round trip) as waiting, before the commit in two.
+func (tm *timer) retry() {
+	tm.Wait += tm.Build + tm.Write
+	tm.Build, tm.Write = 0, 0
 }
 
 func (tm *timer) done(entries int) CommitTimes {
@@ -172,6 +227,15 @@ func (s *Store) lockState(ctx context.Context, conn *pgx.Conn, size uint64, fenc
 	var st log.State
 	var leaves [][]byte
 	last := map[string]int64{}
+	if conn.PgConn().TxStatus() != 'I' {
+		// A commit in one round trip was refused, and its transaction
+		// failed. (It cannot share the batch below: pgx prepares the
+		// batch's new statements first, which a failed transaction
+		// refuses.)
+		if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+			return st, nil, nil, fmt.Errorf("committing: rolling back a refused commit: %w: %w", log.ErrUnavailable, err)
+		}
+	}
 	b1 := &pgx.Batch{}
 	b1.Queue("BEGIN")
 	b1.Queue(sqlAsyncCommit)
@@ -248,16 +312,16 @@ func fenceKeys(fences []log.Fence, fenced []bool, b *log.Batch) ([]string, []int
 	return keys, last, nil
 }
 
-// outcome judges the second round trip's error err: nil, committed; a
-// statement the server refused, not committed, and the transaction is to
-// be rolled back (rollBack); else the session ended, perhaps after
-// COMMIT, and the outcome is read back (conn is closed). The error is nil
-// only if b was committed.
-func (s *Store) outcome(conn *pgx.Conn, b *log.Batch, err error) (rollBack bool, _ error) {
+// outcome judges the error err of the round trip that wrote b and sent
+// COMMIT: nil, committed; a statement the server refused, not committed
+// (the transaction is left failed, for the caller to roll back); else the
+// session ended, perhaps after COMMIT, and the outcome is read back (conn
+// is closed). The error is nil only if b was committed.
+func (s *Store) outcome(conn *pgx.Conn, b *log.Batch, err error) error {
 	var pe *pgconn.PgError
 	switch {
 	case err == nil:
-		return false, nil
+		return nil
 	case errors.Is(err, errNotFlushed):
 		// Committed: read back below, which flushes.
 	case (errors.As(err, &pe) && pe.Severity == "ERROR") || errors.Is(err, errNotCommitted):
@@ -265,20 +329,20 @@ func (s *Store) outcome(conn *pgx.Conn, b *log.Batch, err error) (rollBack bool,
 		// transaction is aborted and nothing of it was committed. (A
 		// FATAL or PANIC ends the session, possibly after COMMIT: that
 		// outcome is read back, below.)
-		return true, fmt.Errorf("committing batch [%d, %d): %w", b.Start, b.State.Size, err)
+		return fmt.Errorf("committing batch [%d, %d): %w", b.Start, b.State.Size, err)
 	}
 	conn.Close(context.Background())
 	ok, rerr := s.readBack(b)
 	if rerr != nil {
 		err = fmt.Errorf("committing batch [%d, %d): the connection failed (%v) and the outcome could not be read back: %w", b.Start, b.State.Size, err, rerr)
 		s.fail(err)
-		return false, err
+		return err
 	}
 	if !ok {
-		return false, fmt.Errorf("committing batch [%d, %d): %w: the connection failed (%v); read back: not committed", b.Start, b.State.Size, log.ErrUnavailable, err)
+		return fmt.Errorf("committing batch [%d, %d): %w: the connection failed (%v); read back: not committed", b.Start, b.State.Size, log.ErrUnavailable, err)
 	}
 	s.logf("logpg: the connection failed during the commit of [%d, %d) (%v); read back: committed", b.Start, b.State.Size, err)
-	return false, nil
+	return nil
 }
 
 var (
@@ -286,8 +350,12 @@ var (
 	errNotFlushed   = errors.New("the transaction was committed, but the flush after it failed")
 )
 
-// write sends the batch's rows and COMMIT in one round trip.
-func (s *Store) write(ctx context.Context, conn *pgx.Conn, b *log.Batch, keys []string, last []int64) error {
+// write sends the batch's rows and COMMIT in one round trip. With at set
+// (a commit in one round trip), it begins the transaction and takes the
+// state row's lock first, where the server checks that the log is still at
+// the size b was built on and that no fence tripped (else it refuses, and
+// nothing is written).
+func (s *Store) write(ctx context.Context, conn *pgx.Conn, b *log.Batch, keys []string, last []int64, at *lockAt) error {
 	n := len(b.Entries)
 	idx := make([]int64, n)
 	for i := range idx {
@@ -315,6 +383,11 @@ func (s *Store) write(ctx context.Context, conn *pgx.Conn, b *log.Batch, keys []
 	}
 	var updated, committed bool
 	q := &pgx.Batch{}
+	if at != nil {
+		q.Queue("BEGIN")
+		q.Queue(sqlAsyncCommit)
+		q.Queue(sqlLockAt, int64(at.size), at.compact, at.checkpoint, at.keys, at.afters)
+	}
 	q.Queue(sqlInsertEntries, idx, b.Entries)
 	q.Queue(sqlInsertNodes, levels, nidx, hashes)
 	q.Queue(sqlInsertCheckpoint, int64(b.State.Size), cp)
@@ -394,9 +467,8 @@ func (s *Store) readBackOnce(ctx context.Context, b *log.Batch) (bool, error) {
 	}
 	defer conn.Close(context.Background())
 	var note []byte
-	var size int64
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT size FROM provlog_state WHERE id FOR SHARE`).Scan(&size); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT FROM provlog_state WHERE id FOR SHARE`); err != nil {
 			return err
 		}
 		err := tx.QueryRow(ctx, sqlCheckpoint, int64(b.State.Size)).Scan(&note)
@@ -414,11 +486,7 @@ func (s *Store) readBackOnce(ctx context.Context, b *log.Batch) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if note == nil {
-		if uint64(size) >= b.State.Size {
-			return false, fmt.Errorf("%w: the log has size %d but no checkpoint for size %d", ErrCorrupt, size, b.State.Size)
-		}
-		return false, nil
-	}
-	return bytes.Equal(note, b.State.Checkpoint), nil
+	// Not committed if there is no checkpoint at the batch's size, even
+	// if the log has grown past it: another writer's batch may span it.
+	return note != nil && bytes.Equal(note, b.State.Checkpoint), nil
 }

@@ -3,6 +3,7 @@ package logpg
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,6 +53,9 @@ func (s *Store) listenOnce(ctx context.Context) bool {
 			// Skip what this handle already knows (its own commits, and
 			// sizes an earlier refresh passed).
 			size, err := strconv.ParseUint(n.Payload, 10, 64)
+			if err == nil {
+				raise(&s.heard, size)
+			}
 			s.mu.Lock()
 			known := s.state.Size
 			s.mu.Unlock()
@@ -79,5 +83,11 @@ func (s *Store) refresh(ctx context.Context) {
 	}
 	if _, err := s.latest(ctx); err != nil && ctx.Err() == nil {
 		s.logf("logpg: reading the latest state: %v", err)
+	}
+}
+
+// raise makes *v at least x.
+func raise(v *atomic.Uint64, x uint64) {
+	for old := v.Load(); x > old && !v.CompareAndSwap(old, x); old = v.Load() {
 	}
 }

@@ -8,7 +8,10 @@
 // PostgreSQL is the only coordinator. [Store.CommitShared] locks the state
 // row, hands the caller the state whoever committed last left, and commits
 // the batch the caller builds on it before the lock is released; the
-// sequencer in log/server signs its checkpoint there. Handles learn of
+// sequencer in log/server signs its checkpoint there. When appends come
+// one at a time and the handle knows the newest state, it builds on that
+// first and commits in one round trip, in which the server checks under
+// the lock that the state is still the newest (schema.go). Handles learn of
 // other writers' commits when they commit themselves, when a read asks for
 // more than they know, and by LISTEN/NOTIFY, and they check every state
 // they adopt against the one before it.
@@ -88,16 +91,23 @@ type Options struct {
 
 // CommitTimes is how long the parts of one commit took ([Options.OnCommit]).
 type CommitTimes struct {
-	// Wait is for the handle's commit lock and a pooled connection.
+	// Wait is for the handle's commit lock and a pooled connection, and
+	// a one-round-trip attempt that the server refused (its build and
+	// round trip) before the commit in two.
 	Wait time.Duration
-	// Lock is round trip 1: BEGIN, the state row's lock (waiting for
-	// other writers' commits included) and the leaves they appended.
+	// Lock is round trip 1 of a commit in two: BEGIN, the state row's
+	// lock (waiting for other writers' commits included) and the leaves
+	// they appended. Zero for a commit in one round trip.
 	Lock time.Duration
 	// Build is the caller's build of the batch (the sequencer's
 	// signature of its checkpoint included).
 	Build time.Duration
-	// Write is round trip 2: the rows, COMMIT and the flush.
+	// Write is round trip 2 (the rows, COMMIT and the flush), or for a
+	// commit in one round trip that round trip (BEGIN, the state row's
+	// lock and its check, the rows, COMMIT and the flush).
 	Write time.Duration
+	// OneTrip says the commit took one round trip (see schema.go).
+	OneTrip bool
 	// End is when the commit was over; Entries the batch's entries.
 	End     time.Time
 	Entries int
@@ -120,6 +130,16 @@ type Store struct {
 	// committing is set while a commit is under way; a refresh is left
 	// to it.
 	committing atomic.Bool
+	// What decides whether a commit tries one round trip (mayOneTrip):
+	// noOther is cleared when such a commit finds that another writer
+	// committed first, and set when a commit in two finds none did;
+	// lastEntries is the entries of this handle's last commit (both
+	// guarded by advance); heard is the largest size another writer's
+	// notification announced (listen.go).
+	noOther     bool
+	lastEntries int
+	heard       atomic.Uint64
+	maxIdle     time.Duration // oneTripIdle; tests change it
 
 	readOnly bool
 
@@ -138,6 +158,8 @@ type Store struct {
 	testingOnlyAfterWrite  func() error
 	// Test hook: a commit leaves out its flush (as if it had not run yet).
 	testingOnlySkipFlush bool
+	// Test hook: 1, every commit tries one round trip; 2, none does.
+	testingOnlyTrips int
 }
 
 var _ log.SharedStorage = (*Store)(nil)
@@ -175,11 +197,17 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if o.ReadOnly {
 		rp["default_transaction_read_only"] = "on"
 	}
+	cfg.ShouldPing = func(ctx context.Context, p pgxpool.ShouldPingParams) bool {
+		if d, ok := ctx.Value(idleKey{}).(*time.Duration); ok {
+			*d = p.IdleDuration // how long the connection a commit gets was idle
+		}
+		return p.IdleDuration > time.Second // pgxpool's default
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("opening log store: %w", err)
 	}
-	s := &Store{pool: pool, cfg: cfg, resolve: o.ResolveTimeout, logf: o.Logf, readOnly: o.ReadOnly, onCommit: o.OnCommit}
+	s := &Store{pool: pool, cfg: cfg, resolve: o.ResolveTimeout, logf: o.Logf, readOnly: o.ReadOnly, onCommit: o.OnCommit, noOther: true, lastEntries: 1, maxIdle: oneTripIdle}
 	if err := s.load(ctx, uint64(o.MaxHotNodes)); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("opening log store on %s: %w", where(cfg), err)

@@ -34,6 +34,12 @@ package logpg
 //	    every sidecar reads what any of them stored, and a purge through one
 //	    deletes for all. Not part of the tree: a blob is deleted, never
 //	    changed.
+//	provlog_lock_at(size, compact, checkpoint, keys, afters)
+//	    a function (PL/pgSQL) that locks the state row and raises an error
+//	    unless the row still holds exactly this state (SQLSTATE PV001) and
+//	    no entry under keys[i] was committed at or after afters[i]
+//	    (PV002): the check of a commit in one round trip, run by the
+//	    server under the lock.
 //
 // Keys never go into the database: every sidecar signs with the log key in
 // its own data dir.
@@ -41,8 +47,28 @@ package logpg
 // # Fencing
 //
 // There is no elected writer and no lease: any handle may commit at any
-// time, and PostgreSQL serializes them. A commit is two round trips on one
-// connection:
+// time, and PostgreSQL serializes them. A commit is one round trip or two
+// on one connection.
+//
+// In one round trip, the caller builds the batch on the state this handle
+// knows (the sequencer signs the checkpoint there), assuming no fence
+// tripped, and then one pipeline (pgx batch, one Sync) sends: BEGIN; SET
+// LOCAL synchronous_commit = off; provlog_lock_at, which locks the state
+// row and checks that it still holds, byte for byte, the state the batch
+// was built on and that none of the batch's fences tripped; the writes of
+// round trip 2 below; COMMIT; the flush. If the check fails, the server
+// skips the rest of the pipeline (the transaction is aborted: nothing is
+// written), and the handle rolls back and commits in two round trips,
+// which catch it up. The lock is held only while the server locks,
+// checks, writes and commits, not across a round trip to the client and
+// the build. A handle tries it only when appends come one at a time,
+// back to back, and it knows of no other writer's commit past its state
+// (Store.mayOneTrip says exactly when): under load, two round trips
+// gather more appends a commit; two sidecars taking turns would mostly
+// find the state moved; and a connection idle for a while may have died
+// unseen, which a first round trip finds before COMMIT is sent.
+//
+// In two round trips:
 //
 //  1. BEGIN; SET LOCAL synchronous_commit = off; lock the state row;
 //     read the leaf hashes committed since this handle's last state and
@@ -51,14 +77,16 @@ package logpg
 //     the keys; NOTIFY provlog_log; COMMIT; then, in a transaction of its
 //     own, the flush (below).
 //
-// Between them the caller builds the batch on the state it was given (the
-// sequencer signs the checkpoint there), so no commit is ever built on a
-// stale size: whoever held the lock before has committed or rolled back.
-// The handle checks what it finds against what it knew: the leaf hashes
-// appended since must extend its compact range to exactly the stored one,
-// else the store is corrupt and the handle refuses to commit. A checkpoint
-// once handed out therefore stays a prefix of every later state, whichever
-// handle signs it.
+// Between them the caller builds the batch on the state it was given, so
+// no commit is ever built on a stale size: whoever held the lock before
+// has committed or rolled back. The handle checks what it finds against
+// what it knew: the leaf hashes appended since must extend its compact
+// range to exactly the stored one, else the store is corrupt and the
+// handle refuses to commit. A commit in one round trip builds on a state
+// the handle checked so, and commits only if the state row still holds
+// it; if not, the commit in two round trips that follows checks the row.
+// A checkpoint once handed out therefore stays a prefix of every later
+// state, whichever handle signs it.
 //
 // [Store.Commit] is the same path with a batch built beforehand: if
 // another writer committed since the caller read the state, the batch no
@@ -79,8 +107,8 @@ package logpg
 // record, as synchronous_commit is configured, and the WAL is flushed in
 // order; when the WAL is already flushed as far as it is written, the
 // flush writes nothing and waits for nothing (a read of a quiet log costs
-// no WAL flush). A commit runs it right after COMMIT in the same round trip and
-// returns only when it is done; a commit that writes nothing, a read of
+// no WAL flush). A commit runs it right after COMMIT in the same round
+// trip and returns only when it is done; a commit that writes nothing, a read of
 // the newest state (Latest, the LISTEN refresh), Open and the read-back
 // of an unknown outcome run it after reading what they will trust.
 // Commits from many writers flush together (PostgreSQL's WAL group
@@ -97,10 +125,13 @@ package logpg
 // idle_in_transaction_session_timeout so a half-dead session cannot hold it
 // for ever) and reads the checkpoint at the batch's size. The batch
 // committed if and only if that is the batch's own checkpoint, byte for
-// byte. If the database cannot be reached within Options.ResolveTimeout the
-// handle refuses further commits. A failure before COMMIT was sent wrote
+// byte (no checkpoint there: not committed, even if the log has grown
+// past it, as another writer's batch may span it). If the database cannot
+// be reached within Options.ResolveTimeout the handle refuses further
+// commits. A failure before COMMIT was sent (round trip 1 of two) wrote
 // nothing and is reported as log.ErrUnavailable: the next commit may
-// succeed.
+// succeed. A commit in one round trip sends COMMIT with everything else,
+// so any failure of its connection leaves the outcome unknown.
 
 const schemaVersion = 1
 
@@ -131,7 +162,31 @@ var schemaDDL = []string{
 	keyed("provlog_blobs", "name text", "data bytea"),
 	`INSERT INTO provlog_state (id, version, size, compact, checkpoint)
 		VALUES (true, 1, 0, '', '') ON CONFLICT (id) DO NOTHING`,
+	`CREATE OR REPLACE FUNCTION provlog_lock_at(want bigint, want_compact bytea, want_checkpoint bytea, keys text[], afters bigint[]) RETURNS void
+	LANGUAGE plpgsql AS $$
+	DECLARE
+		st record;
+	BEGIN
+		SELECT size, compact, checkpoint INTO st FROM provlog_state WHERE id FOR UPDATE;
+		IF (st.size, st.compact, st.checkpoint) IS DISTINCT FROM (want, want_compact, want_checkpoint) THEN
+			RAISE EXCEPTION 'provlog: the log has size %, not the state of size % the batch was built on (another writer committed first)', st.size, want
+				USING ERRCODE = '` + codeMoved + `';
+		END IF;
+		IF EXISTS (SELECT 1 FROM provlog_keys k JOIN unnest(keys, afters) AS f(fkey, fafter)
+				ON k.key = f.fkey WHERE k.last >= f.fafter) THEN
+			RAISE EXCEPTION 'provlog: an entry under a fence key was committed at or after its fence'
+				USING ERRCODE = '` + codeFenced + `';
+		END IF;
+	END
+	$$`,
 }
+
+// The SQLSTATEs provlog_lock_at raises: the log moved past the size the
+// batch was built on; a fence tripped.
+const (
+	codeMoved  = "PV001"
+	codeFenced = "PV002"
+)
 
 // keyed is the DDL of a table of two columns ("name type"), the first its
 // primary key, the second not null.
@@ -164,6 +219,7 @@ const (
 	sqlFlush = `SELECT CASE WHEN pg_is_in_recovery() THEN NULL
 		WHEN pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn() THEN NULL
 		ELSE pg_logical_emit_message(true, 'provlog', 'flush') END`
+	sqlLockAt     = `SELECT provlog_lock_at($1, $2, $3, $4::text[], $5::bigint[])`
 	sqlLockState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id FOR UPDATE`
 	sqlReadState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id`
 	sqlLeavesFrom = `SELECT idx, hash FROM provlog_nodes WHERE level = 0 AND idx >= $1 ORDER BY idx`

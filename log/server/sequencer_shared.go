@@ -165,7 +165,9 @@ func (s *Sequencer) commitShared(batch []*request) {
 				kept = append(kept, r)
 			}
 		}
-		extra = s.drainUnfenced(len(batch))
+		// build may be called again, on a newer state: what an earlier
+		// call drained stays in the batch.
+		extra = append(extra, s.drainUnfenced(len(batch)+len(extra))...)
 		kept = append(kept, extra...)
 		if len(kept) == 0 {
 			return nil, nil

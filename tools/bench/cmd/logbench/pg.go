@@ -193,7 +193,20 @@ func (p *pgImpl) diagnostics() string {
 	if c == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%.1f entries/commit, %.2f ms/commit", float64(a)/float64(c), float64(ns)/float64(c)/1e6)
+	d := fmt.Sprintf("%.1f entries/commit, %.2f ms/commit", float64(a)/float64(c), float64(ns)/float64(c)/1e6)
+	p.commits.mu.Lock()
+	one := 0
+	for _, ct := range p.commits.ct {
+		if ct.OneTrip {
+			one++
+		}
+	}
+	n := len(p.commits.ct)
+	p.commits.mu.Unlock()
+	if n > 0 {
+		d += fmt.Sprintf(", %.0f%% of the local sidecar's %d commits in one round trip", 100*float64(one)/float64(n), n)
+	}
+	return d
 }
 
 // diskBytes is the size of the run's tables with their indexes and TOAST
