@@ -117,7 +117,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.profile, "cpuprofile-dir", "", "write each child's CPU profile to this directory")
 	fs.BoolVar(&c.memTrace, "memtrace", false, "children print their RSS and Go heap to stderr every second")
 	fs.StringVar(&c.pg, "postgres", "", "also run provlog on PostgreSQL (logpg), one sidecar and two, on the database at this DSN (each run in its own schema)")
-	fs.DurationVar(&c.pgRTT, "postgres-rtt", 0, "with -postgres, also run two sidecars through a loopback proxy adding this round trip to the database (0: skip)")
+	fs.DurationVar(&c.pgRTT, "postgres-rtt", 0, "with -postgres, also run two sidecars (with -latency-rounds, one and two) through a loopback proxy adding this round trip to the database (0: skip)")
 	fs.IntVar(&c.rounds, "rounds", 0, "with -postgres: run only the throughput rows (-appenders), Pebble and PostgreSQL with one sidecar and two, this many interleaved rounds, and print each round and the medians")
 	fs.IntVar(&c.latRounds, "latency-rounds", 0, "with -postgres: run only the receipt latency at 1 appender (-lat1 samples), Pebble and PostgreSQL with one sidecar and two, this many interleaved rounds, with where PostgreSQL's time goes")
 	fs.StringVar(&phase, "phase", "", "internal: run one measurement as a child process")

@@ -29,6 +29,7 @@ const (
 	implPG     = "postgres"
 	implPG2    = "postgres×2"
 	implPG2RTT = "postgres×2+rtt" // through a delay proxy (-postgres-rtt)
+	implPGRTT  = "postgres+rtt"   // one sidecar through a delay proxy (-latency-rounds with -postgres-rtt)
 )
 
 type pgImpl struct {

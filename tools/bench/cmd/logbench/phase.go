@@ -124,6 +124,8 @@ func runChild(phase string) error {
 		l, err = openPG(ctx, sp.Postgres, 2, 0, signer, verifier, sp)
 	case implPG2RTT:
 		l, err = openPG(ctx, sp.Postgres, 2, sp.PostgresRTT, signer, verifier, sp)
+	case implPGRTT:
+		l, err = openPG(ctx, sp.Postgres, 1, sp.PostgresRTT, signer, verifier, sp)
 	default:
 		err = fmt.Errorf("unknown impl %q", sp.Impl)
 	}

@@ -54,13 +54,21 @@ func (r *runner) runRounds(w io.Writer, rounds int) error {
 }
 
 // runLatencyRounds is -latency-rounds: only the receipt latency at one
-// appender, Pebble and PostgreSQL with one sidecar and two, interleaved
+// appender, Pebble and PostgreSQL with one sidecar and two (and, with
+// -postgres-rtt, one sidecar and two through the delay proxy), interleaved
 // as in runRounds, with each PostgreSQL run's breakdown (breakdown.go).
 func (r *runner) runLatencyRounds(w io.Writer, rounds int) error {
 	impls := []string{implProvlog, implPG, implPG2}
+	if r.c.pgRTT > 0 {
+		impls = append(impls, implPGRTT, implPG2RTT)
+	}
 	slack := 3 * time.Minute
 	fmt.Fprintf(w, "# logbench -latency-rounds %d: receipt latency at 1 appender, %d samples a run (load at start %s)\n\n", rounds, r.c.lat1, host.LoadAvg())
-	fmt.Fprintf(w, "| round | %s p50 / p99 | %s p50 / p99 | %s p50 / p99 |\n|---|---|---|---|\n", impls[0], impls[1], impls[2])
+	fmt.Fprintf(w, "| round |")
+	for _, impl := range impls {
+		fmt.Fprintf(w, " %s p50 / p99 |", impl)
+	}
+	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(impls)))
 	p50s, p99s := map[string][]float64{}, map[string][]float64{}
 	var notes []string
 	for i := range rounds {
