@@ -95,3 +95,80 @@ func TestReadOfDurableStateWritesNothing(t *testing.T) {
 		t.Fatalf("%d reads of a flushed log wrote %d bytes of WAL", reads, wrote)
 	}
 }
+
+// TestReadOfUnchangedStateFlushesNothing: a read of the newest state that
+// finds the state the handle holds waits for no WAL flush, even while
+// another database of the cluster leaves WAL unflushed (asynchronous
+// commits), whose flush it would otherwise wait for: the cluster counts
+// no WAL sync for such reads. (A read that finds a newer state still
+// flushes: TestAcknowledgedIsFlushed.)
+func TestReadOfUnchangedStateFlushesNothing(t *testing.T) {
+	c := pgtest.NewCluster(t, quietWAL...)
+	ctx := t.Context()
+	s := open(t, c.DSN)
+	commitShared(t, s, "flushed", 3)
+	if _, err := s.Latest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other, err := pgx.Connect(ctx, c.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`CREATE DATABASE other`} {
+		if _, err := other.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other.Close(ctx)
+	cfg, err := pgx.ParseConfig(c.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Database = "other"
+	if other, err = pgx.ConnectConfig(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`SET synchronous_commit = off`, `CREATE TABLE busy (x int)`} {
+		if _, err := other.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syncs := func() (n int64) {
+		if err := other.QueryRow(ctx, `SELECT wal_sync FROM pg_stat_wal`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// The pool's backends report their WAL statistics when they end.
+	s.Close()
+	s = open(t, c.DSN)
+	if _, err := s.Latest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const reads = 40
+	before, unflushed := syncs(), 0
+	for range reads {
+		var behind bool
+		if err := other.QueryRow(ctx, `WITH w AS (INSERT INTO busy VALUES (1)) SELECT 1`).Scan(new(int)); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.QueryRow(ctx, `SELECT pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn()`).Scan(&behind); err != nil {
+			t.Fatal(err)
+		}
+		if behind {
+			unflushed++
+		}
+		if _, err := s.Latest(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	if unflushed < reads/2 {
+		t.Fatalf("the other database's asynchronous commits left the WAL unflushed before only %d of %d reads", unflushed, reads)
+	}
+	// A flush of the other database's WAL would be one sync a read; the
+	// WAL writer and the handle's open may add a few.
+	if got := syncs() - before; got >= int64(unflushed)/2 {
+		t.Fatalf("%d reads of an unchanged state, %d of them with another database's WAL unflushed, made %d WAL syncs", reads, unflushed, got)
+	}
+}

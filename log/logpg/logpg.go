@@ -475,8 +475,9 @@ func (s *Store) latest(ctx context.Context) (log.State, error) {
 		leaves, err = scanLeaves(rows, known.Size)
 		return err
 	})
-	// The batch is one transaction; committing it flushes what it read.
-	b.Queue(sqlFlush)
+	// The batch is one transaction; committing it flushes what it read,
+	// unless that is the state known already (flushed when adopted).
+	b.Queue(sqlFlushUnlessAt, int64(known.Size))
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return log.State{}, fmt.Errorf("reading the latest state: %w", err)
 	}

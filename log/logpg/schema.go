@@ -110,7 +110,14 @@ package logpg
 // no WAL flush). A commit runs it right after COMMIT in the same round
 // trip and returns only when it is done; a commit that writes nothing, a read of
 // the newest state (Latest, the LISTEN refresh), Open and the read-back
-// of an unknown outcome run it after reading what they will trust.
+// of an unknown outcome run it after reading what they will trust. A read
+// of the newest state that finds the size the handle already holds
+// flushes nothing (sqlFlushUnlessAt): every state a handle holds was
+// covered by a flush before it was adopted, and sizes only grow, so the
+// state read is that one; otherwise its flush would wait for whatever
+// other databases of the cluster wrote meanwhile (the WAL is the
+// cluster's), which made a get_task_status on a busy cluster cost a WAL
+// fsync (session 9: 2.8–3.4 ms p50 against 0.7–1.5).
 // Commits from many writers flush together (PostgreSQL's WAL group
 // commit). If PostgreSQL stops before a flush, it loses that commit and
 // every commit built on it, none of them acknowledged; the log it
@@ -217,6 +224,14 @@ const (
 	// opened on one) it does nothing: a standby replays only WAL that its
 	// primary has flushed.
 	sqlFlush = `SELECT CASE WHEN pg_is_in_recovery() THEN NULL
+		WHEN pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn() THEN NULL
+		ELSE pg_logical_emit_message(true, 'provlog', 'flush') END`
+	// sqlFlushUnlessAt is sqlFlush, except that it does nothing if the
+	// state row still has size $1, the size of a state the handle holds
+	// (and so has had flushed): a read of the newest state that finds
+	// nothing new (see Durability above).
+	sqlFlushUnlessAt = `SELECT CASE WHEN (SELECT size FROM provlog_state WHERE id) = $1 THEN NULL
+		WHEN pg_is_in_recovery() THEN NULL
 		WHEN pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn() THEN NULL
 		ELSE pg_logical_emit_message(true, 'provlog', 'flush') END`
 	sqlLockAt     = `SELECT provlog_lock_at($1, $2, $3, $4::text[], $5::bigint[])`
