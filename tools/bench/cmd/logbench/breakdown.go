@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime/metrics"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/provlog/provlog/log/logpg"
+	"github.com/provlog/provlog/tools/bench/internal/host"
 )
 
 // Where a receipt's latency goes, on PostgreSQL: the local sidecar's
@@ -150,22 +150,6 @@ func describeWAL(a, b walStats, commits int) string {
 		float64(b.bytes-a.bytes)/n, float64(b.fpi-a.fpi)/n, float64(b.syncs-a.syncs)/n, sync, b.checkpoints-a.checkpoints, b.autovacuums-a.autovacuums)
 }
 
-// schedWait is the time a thread or process has spent runnable but
-// waiting for a CPU (/proc/…/schedstat, second field): on a loaded
-// machine, what a round trip to another process waits for beyond its work.
-func schedWait(path string) time.Duration {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	ns, _ := strconv.ParseInt(f[1], 10, 64)
-	return time.Duration(ns)
-}
-
 // cpuWaits is schedWait of every process, by pid, and of this process's
 // threads together (pid 0).
 func cpuWaits() map[int]time.Duration {
@@ -173,12 +157,12 @@ func cpuWaits() map[int]time.Duration {
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
 		if pid, err := strconv.Atoi(filepath.Base(p)); err == nil {
-			w[pid] = schedWait(p + "/schedstat")
+			w[pid] = host.SchedWait(p + "/schedstat")
 		}
 	}
 	tasks, _ := filepath.Glob("/proc/self/task/[0-9]*")
 	for _, t := range tasks {
-		w[0] += schedWait(t + "/schedstat")
+		w[0] += host.SchedWait(t + "/schedstat")
 	}
 	return w
 }

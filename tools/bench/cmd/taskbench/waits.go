@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/provlog/provlog/tools/bench/internal/host"
 )
 
 // Where a status's time goes besides the engine's own work, on
@@ -38,7 +37,7 @@ func sampleWaits(ctx context.Context, dsn string) (waits, error) {
 	}
 	tasks, _ := filepath.Glob("/proc/self/task/[0-9]*")
 	for _, t := range tasks {
-		w.selfWait += schedWait(t + "/schedstat")
+		w.selfWait += host.SchedWait(t + "/schedstat")
 	}
 	if dsn == "" {
 		return w, nil
@@ -57,7 +56,7 @@ func sampleWaits(ctx context.Context, dsn string) (waits, error) {
 		return w, err
 	}
 	for _, pid := range pids {
-		w.pgWait += schedWait(fmt.Sprintf("/proc/%d/schedstat", pid))
+		w.pgWait += host.SchedWait(fmt.Sprintf("/proc/%d/schedstat", pid))
 	}
 	w.pgPIDs = len(pids)
 	err = conn.QueryRow(ctx, `SELECT wal_sync, wal_bytes::bigint FROM pg_stat_wal`).Scan(&w.walSyncs, &w.walBytes)
@@ -73,21 +72,6 @@ func describeWaits(a, b waits, n int) string {
 			dms((b.pgWait-a.pgWait)/d), b.pgPIDs, float64(b.walSyncs-a.walSyncs)/float64(d), float64(b.walBytes-a.walBytes)/float64(d))
 	}
 	return s
-}
-
-// schedWait is the time a thread or process has spent runnable but
-// waiting for a CPU (/proc/…/schedstat, second field).
-func schedWait(path string) time.Duration {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	ns, _ := strconv.ParseInt(f[1], 10, 64)
-	return time.Duration(ns)
 }
 
 func dms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/1e6) }

@@ -6,6 +6,7 @@ package host
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -96,4 +97,21 @@ func FsyncProbe(dir string, n int) ([]time.Duration, error) {
 		lat = append(lat, time.Since(t0))
 	}
 	return lat, nil
+}
+
+// SchedWait is the time a thread or process has spent runnable but
+// waiting for a CPU (/proc/…/schedstat, its second field; 0 if it cannot
+// be read): on a loaded machine, what a round trip to another process
+// waits for beyond its work.
+func SchedWait(path string) time.Duration {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	ns, _ := strconv.ParseInt(f[1], 10, 64)
+	return time.Duration(ns)
 }
