@@ -360,17 +360,28 @@ func TestParkTimeout(t *testing.T) {
 	if got := fileLines(t, seen); got != "elicitation failed" {
 		t.Errorf("the server got %q", got)
 	}
+	lateRetryRefused(t, l, seen, func() error {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__ask_twice", Arguments: args, RequestState: first.RequestState,
+			InputResponses: mcp.InputResponseMap{"1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "late"}}}})
+		return err
+	})
+	if w, n := p.parked.size(); w != 0 || n != 0 {
+		t.Errorf("after the timeout: %d rounds waiting, %d calls parked", w, n)
+	}
+}
+
+// lateRetryRefused checks that retry, a client's retry after its parked
+// round timed out, is refused as an unknown state, with nothing written
+// to l and nothing forwarded (the fixture's file seen says what the
+// server got).
+func lateRetryRefused(t *testing.T, l *testLog, seen string, retry func() error) {
+	t.Helper()
 	before := l.size(t)
-	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__ask_twice", Arguments: args, RequestState: first.RequestState,
-		InputResponses: mcp.InputResponseMap{"1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "late"}}}})
-	if err == nil || !strings.Contains(err.Error(), "unknown, expired or used") {
+	if err := retry(); err == nil || !strings.Contains(err.Error(), "unknown, expired or used") {
 		t.Errorf("a retry after the timeout: %v", err)
 	}
 	if l.size(t) != before || fileLines(t, seen) != "elicitation failed" {
 		t.Error("a retry after the timeout wrote or forwarded something")
-	}
-	if w, n := p.parked.size(); w != 0 || n != 0 {
-		t.Errorf("after the timeout: %d rounds waiting, %d calls parked", w, n)
 	}
 }
 
