@@ -91,6 +91,9 @@ type Config struct {
 
 	// Sessions limit the HTTP front's stateful MCP sessions.
 	Sessions SessionsConfig `yaml:"sessions"`
+	// Parking bounds the calls of 2026-07-28 clients parked on an older
+	// server's request while the client answers it (proxy, park.go).
+	Parking ParkingConfig `yaml:"parking"`
 
 	// Servers are the downstream MCP servers the proxy fronts.
 	Servers []proxy.ServerConfig `yaml:"servers"`
@@ -118,6 +121,17 @@ type SessionsConfig struct {
 	Max int `yaml:"max"`
 	// Idle closes a session after this long without a request.
 	Idle time.Duration `yaml:"idle"`
+}
+
+// ParkingConfig bounds parked calls; zero values take
+// proxy.DefaultMaxParkedCalls and proxy.DefaultParkTimeout.
+type ParkingConfig struct {
+	// Max caps the calls parked at once; a server's request beyond it
+	// gets an error at once.
+	Max int `yaml:"max"`
+	// Timeout bounds how long a parked call waits for its client's retry;
+	// then the server's request gets an error.
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 // TokenConfig maps one token to an actor id.
@@ -155,6 +169,14 @@ func loadConfig(path string) (*Config, error) {
 	}
 	if cfg.Actor == "" {
 		cfg.Actor = "local"
+	}
+	for _, m := range []struct {
+		key string
+		n   int
+	}{{"sessions.max", cfg.Sessions.Max}, {"parking.max", cfg.Parking.Max}} {
+		if m.n < 0 {
+			return nil, fmt.Errorf("config: %s: %d is negative (leave it out, or 0, for the default)", m.key, m.n)
+		}
 	}
 	if cfg.Anchors != nil {
 		if _, err := cfg.Anchors.Resolve(configReader(cfg.dir)); err != nil {

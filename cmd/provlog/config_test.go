@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeConfig(t *testing.T, dir, text string) string {
@@ -114,6 +115,9 @@ func TestConfigErrors(t *testing.T) {
 			`line 4: witness_policy.interval: "soon" is not a duration such as 30s, 2m or 2ms`},
 		{"negative retention", "retention:\n  max_age: -1h\n", `line 2: retention.max_age: duration "-1h" is negative`},
 		{"duration as a list", "scrub_interval: [1s]\n", `line 1: scrub_interval: want a duration`},
+		{"negative session cap", "sessions:\n  max: -1\n", `config: sessions.max: -1 is negative`},
+		{"negative parking cap", "parking: {max: -5}\n", `config: parking.max: -5 is negative`},
+		{"parking timeout without unit", "parking:\n  timeout: 30\n", `line 2: parking.timeout: "30" has no unit`},
 		{"duplicate server id", "servers:\n  - {id: a, command: [x]}\n  - {id: a, command: [y]}\n",
 			`config: servers: id "a" is used twice`},
 	}
@@ -127,5 +131,25 @@ func TestConfigErrors(t *testing.T) {
 				t.Fatalf("err repeats itself: %v", err)
 			}
 		})
+	}
+}
+
+// TestConfigParking: parking: sets the proxy's bounds on parked calls;
+// left out, both are zero, which the proxy takes as its defaults.
+func TestConfigParking(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want ParkingConfig
+	}{
+		{"parking: {max: 3, timeout: 250ms}\n", ParkingConfig{Max: 3, Timeout: 250 * time.Millisecond}},
+		{"actor: local\n", ParkingConfig{}},
+	} {
+		cfg, err := loadConfig(writeConfig(t, t.TempDir(), tc.text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Parking != tc.want {
+			t.Errorf("%q: parking %+v, want %+v", tc.text, cfg.Parking, tc.want)
+		}
 	}
 }

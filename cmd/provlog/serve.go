@@ -316,19 +316,21 @@ func (sc *sidecar) startProxy(ctx context.Context, stdio bool) error {
 	}
 	sc.stopTracing, sc.tracer = stopTracing, tracer
 	sc.proxy, err = proxy.New(ctx, proxy.Options{
-		Servers:      sc.cfg.Servers,
-		Log:          sc.seq,
-		Blobs:        sc.blobs,
-		Actor:        actor,
-		Status:       sc.status,
-		Prove:        sc.prove,
-		Verifier:     sc.keys.verifier,
-		Logger:       proxyLogger(sc.logger),
-		Tracer:       tracer,
-		DrainTimeout: sc.cfg.DrainTimeout,
-		Version:      version,
-		MaxSessions:  sc.cfg.Sessions.Max,
-		SessionIdle:  sc.cfg.Sessions.Idle,
+		Servers:        sc.cfg.Servers,
+		Log:            sc.seq,
+		Blobs:          sc.blobs,
+		Actor:          actor,
+		Status:         sc.status,
+		Prove:          sc.prove,
+		Verifier:       sc.keys.verifier,
+		Logger:         proxyLogger(sc.logger),
+		Tracer:         tracer,
+		DrainTimeout:   sc.cfg.DrainTimeout,
+		Version:        version,
+		MaxSessions:    sc.cfg.Sessions.Max,
+		SessionIdle:    sc.cfg.Sessions.Idle,
+		MaxParkedCalls: sc.cfg.Parking.Max,
+		ParkTimeout:    sc.cfg.Parking.Timeout,
 	})
 	if err != nil {
 		return err
