@@ -160,10 +160,7 @@ func cpuWaits() map[int]time.Duration {
 			w[pid] = host.SchedWait(p + "/schedstat")
 		}
 	}
-	tasks, _ := filepath.Glob("/proc/self/task/[0-9]*")
-	for _, t := range tasks {
-		w[0] += host.SchedWait(t + "/schedstat")
-	}
+	w[0] = host.SelfSchedWait()
 	return w
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -35,10 +34,7 @@ func sampleWaits(ctx context.Context, dsn string) (waits, error) {
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		w.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	tasks, _ := filepath.Glob("/proc/self/task/[0-9]*")
-	for _, t := range tasks {
-		w.selfWait += host.SchedWait(t + "/schedstat")
-	}
+	w.selfWait = host.SelfSchedWait()
 	if dsn == "" {
 		return w, nil
 	}

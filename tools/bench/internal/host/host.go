@@ -115,3 +115,13 @@ func SchedWait(path string) time.Duration {
 	ns, _ := strconv.ParseInt(f[1], 10, 64)
 	return time.Duration(ns)
 }
+
+// SelfSchedWait is SchedWait of this process's threads together.
+func SelfSchedWait() time.Duration {
+	var w time.Duration
+	tasks, _ := filepath.Glob("/proc/self/task/[0-9]*")
+	for _, t := range tasks {
+		w += SchedWait(t + "/schedstat")
+	}
+	return w
+}
