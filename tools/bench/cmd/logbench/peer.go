@@ -15,6 +15,14 @@ package main
 //	'a' u32 length, entry     → 0, u32 length, the receipt (tlog-proof text)
 //	                            1, u32 length, the error's text
 //	's'                       → 0, u32 length, server.Stats as JSON
+//	'r' u32 length, peerRun   → 0, u32 length, peerRan as JSON
+//	    as JSON                 1, u32 length, the error's text
+//
+// 'r' runs closed-loop appenders in the peer itself, calling its
+// sequencer's Append as a sidecar's own proxy does: the throughput of two
+// sidecars each with its appenders, the way a single sidecar's
+// throughput is measured (its appenders in its process), without a
+// socket round trip per append that the single sidecar does not pay.
 
 import (
 	"bufio"
@@ -126,7 +134,7 @@ func (p *peerSidecar) call(typ byte, body []byte) ([]byte, error) {
 		return nil, err
 	}
 	c.w.WriteByte(typ)
-	if typ == 'a' {
+	if typ == 'a' || typ == 'r' {
 		binary.Write(c.w, binary.BigEndian, uint32(len(body)))
 		c.w.Write(body)
 	}
@@ -163,6 +171,34 @@ func (p *peerSidecar) append(ctx context.Context, e []byte) (*log.Receipt, error
 		return nil, err
 	}
 	return log.ParseReceipt(b)
+}
+
+// peerRun asks the peer to append N entries (makeEntry(Base+i)) with
+// Appenders closed-loop appenders of its own, stopping at MaxTime.
+type peerRun struct {
+	Appenders, N int
+	Base         uint64
+	MaxTime      time.Duration
+}
+
+// peerRan is what a peerRun did.
+type peerRan struct {
+	Count   int
+	Elapsed time.Duration
+}
+
+// run has the peer's own appenders append (peerRun).
+func (p *peerSidecar) run(r peerRun) (peerRan, error) {
+	var ran peerRan
+	js, err := json.Marshal(r)
+	if err != nil {
+		return ran, err
+	}
+	b, err := p.call('r', js)
+	if err != nil {
+		return ran, err
+	}
+	return ran, json.Unmarshal(b, &ran)
 }
 
 func (p *peerSidecar) stats() (server.Stats, error) {
@@ -272,6 +308,24 @@ func servePeerConn(ctx context.Context, c net.Conn, seq *server.Sequencer) {
 			if err != nil {
 				return
 			}
+		case 'r':
+			var n uint32
+			if err := binary.Read(r, binary.BigEndian, &n); err != nil {
+				return
+			}
+			js := make([]byte, n)
+			if _, err := io.ReadFull(r, js); err != nil {
+				return
+			}
+			b, err := runPeerAppenders(ctx, seq, js)
+			if err != nil {
+				err = answer(1, []byte(err.Error()))
+			} else {
+				err = answer(0, b)
+			}
+			if err != nil {
+				return
+			}
 		case 's':
 			b, _ := json.Marshal(seq.Stats())
 			if answer(0, b) != nil {
@@ -281,4 +335,25 @@ func servePeerConn(ctx context.Context, c net.Conn, seq *server.Sequencer) {
 			return
 		}
 	}
+}
+
+// runPeerAppenders serves a peerRun (JSON in js) with seq and returns
+// its peerRan as JSON.
+func runPeerAppenders(ctx context.Context, seq *server.Sequencer, js []byte) ([]byte, error) {
+	var r peerRun
+	if err := json.Unmarshal(js, &r); err != nil {
+		return nil, err
+	}
+	deadline := time.Time{}
+	if r.MaxTime > 0 {
+		deadline = time.Now().Add(r.MaxTime)
+	}
+	n, el, err := runLoop(r.Appenders, r.N, deadline, func(i uint64) error {
+		_, err := seq.Append(ctx, makeEntry(r.Base+i))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(peerRan{Count: n, Elapsed: el})
 }

@@ -23,13 +23,18 @@ import (
 // provlog on PostgreSQL: logpg stores, each behind its own server.Sequencer,
 // as sidecars on one log are. implPG is one sidecar; implPG2 is two, each in
 // its own process (the second is a peer process, peer.go) with its own
-// connection pool, sequencer and commits, contending for the log's row lock,
-// and the appenders are spread over them round robin.
+// connection pool, sequencer and commits, contending for the log's row lock.
+// In implPG2's throughput runs each sidecar has half the appenders in its
+// own process (as the single sidecars' appenders are in theirs); in its
+// other runs, and in implPG2Sock's, the appenders are all in this process
+// and spread over the two round robin, those of the peer sending each
+// append over a Unix socket.
 const (
-	implPG     = "postgres"
-	implPG2    = "postgres×2"
-	implPG2RTT = "postgres×2+rtt" // through a delay proxy (-postgres-rtt)
-	implPGRTT  = "postgres+rtt"   // one sidecar through a delay proxy (-latency-rounds with -postgres-rtt)
+	implPG      = "postgres"
+	implPG2     = "postgres×2"
+	implPG2Sock = "postgres×2 via socket"
+	implPG2RTT  = "postgres×2+rtt" // through a delay proxy (-postgres-rtt)
+	implPGRTT   = "postgres+rtt"   // one sidecar through a delay proxy (-latency-rounds with -postgres-rtt)
 )
 
 type pgImpl struct {
@@ -121,6 +126,34 @@ func (p *pgImpl) exec(ctx context.Context, sql string) error {
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, sql)
 	return err
+}
+
+// splitLoop is implPG2's throughput loop: half the appenders (and
+// entries) in this process on the local sidecar, half in the peer on its
+// own, at once. The rate is all entries over the longer of the two runs.
+func (p *pgImpl) splitLoop(ctx context.Context, sp spec) (int, time.Duration, error) {
+	local := (sp.Appenders + 1) / 2
+	ln := sp.N * local / sp.Appenders
+	ran := make(chan peerRan, 1)
+	errc := make(chan error, 1)
+	go func() {
+		r, err := p.peer.run(peerRun{Appenders: sp.Appenders - local, N: sp.N - ln, Base: 1 << 41, MaxTime: sp.MaxTime})
+		ran <- r
+		errc <- err
+	}()
+	var deadline time.Time
+	if sp.MaxTime > 0 {
+		deadline = time.Now().Add(sp.MaxTime)
+	}
+	n, el, err := runLoop(local, ln, deadline, func(seq uint64) error {
+		_, err := p.cars[0].append(ctx, makeEntry(seq))
+		return err
+	})
+	r, perr := <-ran, <-errc
+	if err == nil {
+		err = perr
+	}
+	return n + r.Count, max(el, r.Elapsed), err
 }
 
 func (p *pgImpl) car() sidecar { return p.cars[p.next.Add(1)%uint64(len(p.cars))] }

@@ -120,7 +120,7 @@ func runChild(phase string) error {
 		l, err = openTessera(ctx, sp.Dir, signer, sp.Tessera)
 	case implPG:
 		l, err = openPG(ctx, sp.Postgres, 1, 0, signer, verifier, sp)
-	case implPG2:
+	case implPG2, implPG2Sock:
 		l, err = openPG(ctx, sp.Postgres, 2, 0, signer, verifier, sp)
 	case implPG2RTT:
 		l, err = openPG(ctx, sp.Postgres, 2, sp.PostgresRTT, signer, verifier, sp)
@@ -231,10 +231,16 @@ func (c *child) deadline(d time.Duration) time.Time {
 // before the next append.
 func (c *child) throughput(ctx context.Context) (result, error) {
 	start := time.Now()
-	n, el, err := runLoop(c.sp.Appenders, c.sp.N, c.deadline(c.sp.MaxTime), func(seq uint64) error {
-		_, err := c.l.add(ctx, makeEntry(seq))
-		return err
-	})
+	loop := func() (int, time.Duration, error) {
+		return runLoop(c.sp.Appenders, c.sp.N, c.deadline(c.sp.MaxTime), func(seq uint64) error {
+			_, err := c.l.add(ctx, makeEntry(seq))
+			return err
+		})
+	}
+	if pg, ok := c.l.(*pgImpl); ok && c.sp.Impl == implPG2 && c.sp.Appenders > 1 {
+		loop = func() (int, time.Duration, error) { return pg.splitLoop(ctx, c.sp) }
+	}
+	n, el, err := loop()
 	if err != nil {
 		return result{}, err
 	}

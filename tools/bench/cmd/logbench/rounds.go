@@ -16,17 +16,18 @@ import (
 // rates and the medians. It answers the 64-appender question (two
 // sidecars against single-sidecar Pebble) in one run.
 func (r *runner) runRounds(w io.Writer, rounds int) error {
-	impls := []string{implProvlog, implPG, implPG2}
+	impls := []string{implProvlog, implPG, implPG2, implPG2Sock}
 	slack := 3 * time.Minute
 	fmt.Fprintf(w, "# logbench -rounds %d: durable append throughput, entries/s (load at start %s)\n\n", rounds, host.LoadAvg())
+	fmt.Fprintf(w, "%s: each sidecar's appenders in its own process; %s: all in one, the peer's appends over a Unix socket\n\n", implPG2, implPG2Sock)
 	for _, a := range r.c.appenders {
 		n := r.c.n
 		if a == 1 {
 			n = r.c.n1
 		}
 		rates := map[string][]float64{}
-		var ratios []float64
-		fmt.Fprintf(w, "## %d appender%s (n=%d, cap %s)\n\n| round | %s | %s | %s | 2 sidecars / Pebble |\n|---|---|---|---|---|\n", a, plural(a), n, r.c.maxTime, impls[0], impls[1], impls[2])
+		var ratios, sockRatios []float64
+		fmt.Fprintf(w, "## %d appender%s (n=%d, cap %s)\n\n| round | %s | 2 sidecars / Pebble | via socket / Pebble |\n|---|---|---|---|---|---|---|\n", a, plural(a), n, r.c.maxTime, strings.Join(impls, " | "))
 		for i := range rounds {
 			order := slices.Clone(impls)
 			for range i % len(impls) {
@@ -42,12 +43,19 @@ func (r *runner) runRounds(w io.Writer, rounds int) error {
 				rates[impl] = append(rates[impl], float64(res.Count)/res.Elapsed.Seconds())
 			}
 			ratio := rates[implPG2][i] / rates[implProvlog][i]
-			ratios = append(ratios, ratio)
-			fmt.Fprintf(w, "| %d | %.0f/s (%s) | %.0f/s (%s) | %.0f/s (%s) | %.2f |\n", i+1,
-				rates[implProvlog][i], got[implProvlog].Diagnostics, rates[implPG][i], got[implPG].Diagnostics,
-				rates[implPG2][i], got[implPG2].Diagnostics, ratio)
+			sock := rates[implPG2Sock][i] / rates[implProvlog][i]
+			ratios, sockRatios = append(ratios, ratio), append(sockRatios, sock)
+			fmt.Fprintf(w, "| %d (load %s) |", i+1, host.LoadAvg())
+			for _, impl := range impls {
+				fmt.Fprintf(w, " %.0f/s (%s) |", rates[impl][i], got[impl].Diagnostics)
+			}
+			fmt.Fprintf(w, " %.2f | %.2f |\n", ratio, sock)
 		}
-		fmt.Fprintf(w, "| median | %.0f/s | %.0f/s | %.0f/s | **%.2f** |\n\n", median(rates[implProvlog]), median(rates[implPG]), median(rates[implPG2]), median(ratios))
+		fmt.Fprintf(w, "| median |")
+		for _, impl := range impls {
+			fmt.Fprintf(w, " %.0f/s |", median(rates[impl]))
+		}
+		fmt.Fprintf(w, " **%.2f** | %.2f |\n\n", median(ratios), median(sockRatios))
 	}
 	fmt.Fprintf(w, "load at end %s\n", host.LoadAvg())
 	return nil
