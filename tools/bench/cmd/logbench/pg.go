@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -236,11 +237,25 @@ func (p *pgImpl) diagnostics() string {
 		}
 	}
 	n := len(p.commits.ct)
+	var lock, build, write []time.Duration
+	for _, ct := range p.commits.ct {
+		lock, build, write = append(lock, ct.Lock), append(build, ct.Build), append(write, ct.Write)
+	}
 	p.commits.mu.Unlock()
 	if n > 0 {
-		d += fmt.Sprintf(", %.0f%% of the local sidecar's %d commits in one round trip", 100*float64(one)/float64(n), n)
+		d += fmt.Sprintf(", %.0f%% of the local sidecar's %d commits in one round trip; its medians: lock %s, build %s, write %s",
+			100*float64(one)/float64(n), n, medianDur(lock).Round(10*time.Microsecond), medianDur(build).Round(10*time.Microsecond), medianDur(write).Round(10*time.Microsecond))
 	}
 	return d
+}
+
+// medianDur is the median of d (sorted in place), 0 if d is empty.
+func medianDur(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
 }
 
 // diskBytes is the size of the run's tables with their indexes and TOAST
