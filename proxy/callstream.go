@@ -41,17 +41,45 @@ import (
 //
 // # What is kept, and for how long
 //
-// A stream's events are kept while its call is in progress, then dropped
-// as soon as its response has been written to a live connection. The
-// response of a call whose client is not connected when it comes is kept
-// for a resume, within one budget for the whole proxy, [keptStreamBytes]:
-// beyond it the oldest kept streams are dropped first. A session's
-// streams go when it ends. A resume of a stream not kept is refused (400),
-// as the SDK's handler refuses a stream it cannot replay.
+// A stream's events are kept while its call is in progress, and after it
+// for a resume. A response written to a live connection is delivered, as
+// far as the proxy can tell; but the connection may have been closing as
+// it was written, the bytes gone into the kernel's socket buffer and never
+// to the client, which then resumes with Last-Event-ID. So a delivered
+// stream stays resumable for [deliveredKeep] after it was written (a
+// resume writes it anew, and it stays so long again); the response of a
+// call whose client is not connected when it comes is kept until a resume
+// delivers it. A resume replays the same events either way, from memory:
+// the call is never made or recorded again.
+//
+// Finished streams are kept within one budget for the whole proxy,
+// [keptStreamBytes]: beyond it the delivered streams are dropped first,
+// oldest first, then the undelivered ones, oldest first, as an
+// undelivered response is one a client certainly still needs. A
+// session's streams go when it ends, which [Options.SessionIdle] without a
+// request does: its idle clock restarts with the request that delivered a
+// response, so with a SessionIdle shorter than deliveredKeep a delivered
+// stream may go sooner, with its session. A resume of a
+// stream not kept is refused (400), as the SDK's handler refuses a stream
+// it cannot replay.
 
-// keptStreamBytes bounds the events of finished, unread call streams kept
-// for a client to resume, over all sessions.
+// keptStreamBytes bounds the memory of finished call streams kept for a
+// client to resume, over all sessions: their events' bytes and
+// keptStreamOverhead each.
 const keptStreamBytes = 8 << 20
+
+// keptStreamOverhead is what a kept stream costs besides its events'
+// bytes: the stream, its channel, its list element, its entry in the
+// session's map and its events' slack (measured: about 520 bytes). Now
+// that every resumable call's stream is kept a while, a budget of event
+// bytes alone would let small responses take several times it.
+const keptStreamOverhead = 512
+
+// deliveredKeep is how long a delivered stream stays resumable: a client
+// whose connection broke as the response was written reconnects after the
+// priming event's retry ([primeRetry]) and its own backoff, within a few
+// attempts.
+const deliveredKeep = 30 * time.Second
 
 // primeRetry is the reconnection time a resumable stream gives the client
 // in its priming event.
@@ -71,8 +99,12 @@ type callStream struct {
 	sse     bool                // the answer is an event stream
 	done    bool                // the response is written or kept
 	events  [][]byte            // a resumable stream's events after priming: events[i] has index i+1
-	kept    *list.Element       // its place among the kept streams
 	size    int                 // its events' bytes
+
+	// Its place among the kept streams (p.kept.mu).
+	kept    *list.Element // nil if it is not kept
+	at      time.Time     // when a delivered stream was delivered; zero while undelivered
+	dropped bool          // it is no longer kept, and cannot be resumed
 }
 
 // newCallStream returns the answer to a call on fs, written to w. A
@@ -181,8 +213,8 @@ func (s *callStream) write(msg []byte) error {
 }
 
 // answer writes the call's response: as one JSON response, or as the last
-// event of the stream. A resumable stream whose client is not connected
-// keeps it for a resume.
+// event of the stream. A resumable stream is kept for a resume, delivered
+// or not.
 func (p *Proxy) answer(s *callStream, id, result json.RawMessage, rpcErr *jsonrpc.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -195,12 +227,9 @@ func (p *Proxy) answer(s *callStream, id, result json.RawMessage, rpcErr *jsonrp
 		s.letGo()
 		return
 	}
-	if s.send(s.responseEvent(id, result, rpcErr)) || s.id == "" {
-		s.letGo()
-		s.forget(p)
-		return
-	}
-	p.keep(s)
+	delivered := s.send(s.responseEvent(id, result, rpcErr))
+	s.letGo()
+	p.keep(s, delivered)
 }
 
 // pause ends the live connection of a resumable stream while its call
@@ -242,12 +271,21 @@ func (p *Proxy) resume(w http.ResponseWriter, r *http.Request, fs *frontSession,
 		return false
 	}
 	v, ok := fs.streams.Load(sid)
+	var s *callStream
+	if ok {
+		s = v.(*callStream)
+		s.mu.Lock()
+		p.kept.mu.Lock()
+		ok = !s.dropped // else it goes from the session as soon as it can
+		p.kept.mu.Unlock()
+		if !ok {
+			s.mu.Unlock()
+		}
+	}
 	if !ok {
-		http.Error(w, "provlog: stream "+sid+" is not kept (its response was delivered, it was dropped to keep the proxy's memory bounded, or it never was); it cannot be resumed", http.StatusBadRequest)
+		http.Error(w, "provlog: stream "+sid+" is not kept (it was dropped to keep the proxy's memory bounded, its response was delivered more than "+deliveredKeep.String()+" ago, or it never was); it cannot be resumed", http.StatusBadRequest)
 		return true
 	}
-	s := v.(*callStream)
-	s.mu.Lock()
 	if idx > len(s.events) {
 		s.mu.Unlock()
 		http.Error(w, "provlog: stream "+sid+" has no event "+n, http.StatusBadRequest)
@@ -266,7 +304,7 @@ func (p *Proxy) resume(w http.ResponseWriter, r *http.Request, fs *frontSession,
 	}
 	if s.done && s.w != nil {
 		s.letGo()
-		s.forget(p)
+		p.keep(s, true)
 	}
 	release := s.release
 	s.mu.Unlock()
@@ -274,55 +312,144 @@ func (p *Proxy) resume(w http.ResponseWriter, r *http.Request, fs *frontSession,
 	return true
 }
 
-// forget drops s from its session and from the kept streams. s.mu is
-// held.
-func (s *callStream) forget(p *Proxy) {
+// keptStreams are the finished streams kept for a resume, each list
+// oldest first, and their bytes.
+type keptStreams struct {
+	mu        sync.Mutex
+	waiting   list.List   // those whose response no client has read yet
+	delivered list.List   // those delivered, by their at
+	bytes     int         // both lists' events and overhead
+	timer     *time.Timer // drops the delivered streams as their time is up; nil until one is kept
+
+	testingOnlyDeliveredKeep time.Duration // deliveredKeep if zero
+}
+
+// deliveredKeep returns how long a delivered stream is kept (k.mu held).
+func (k *keptStreams) deliveredKeep() time.Duration {
+	if k.testingOnlyDeliveredKeep != 0 {
+		return k.testingOnlyDeliveredKeep
+	}
+	return deliveredKeep
+}
+
+// testingOnlySetDeliveredKeep sets how long a delivered stream is kept,
+// for the streams kept already too.
+func (k *keptStreams) testingOnlySetDeliveredKeep(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.testingOnlyDeliveredKeep = d
+	if k.timer != nil {
+		k.timer.Reset(0)
+	}
+}
+
+// list returns the list s belongs in.
+func (k *keptStreams) list(s *callStream) *list.List {
+	if s.at.IsZero() {
+		return &k.waiting
+	}
+	return &k.delivered
+}
+
+// remove takes s out of the kept streams (k.mu held), for good if drop.
+func (k *keptStreams) remove(s *callStream, drop bool) {
+	if s.kept != nil {
+		k.list(s).Remove(s.kept)
+		k.bytes -= s.size + keptStreamOverhead
+		s.kept = nil
+	}
+	s.dropped = s.dropped || drop
+}
+
+// keep adds the finished stream s (s.mu held) to the kept streams, or
+// moves a delivered one to the end of the delivered ones for another
+// deliveredKeep, and drops streams while they exceed keptStreamBytes.
+func (p *Proxy) keep(s *callStream, delivered bool) {
 	if s.id == "" {
 		return
 	}
-	s.fs.streams.CompareAndDelete(s.id, s)
-	s.events = nil
-	p.kept.mu.Lock()
-	if s.kept != nil {
-		p.kept.bytes -= s.size
-		p.kept.l.Remove(s.kept)
-		s.kept = nil
-	}
-	p.kept.mu.Unlock()
-}
-
-// keptStreams are the finished streams whose response no client has
-// read yet, oldest first, and their bytes.
-type keptStreams struct {
-	mu    sync.Mutex
-	l     list.List
-	bytes int
-}
-
-// keep adds the finished stream s (s.mu held) to the kept streams, and
-// drops the oldest while they exceed keptStreamBytes.
-func (p *Proxy) keep(s *callStream) {
+	k := &p.kept
 	var drop []*callStream
-	p.kept.mu.Lock()
-	s.kept = p.kept.l.PushBack(s)
-	p.kept.bytes += s.size
-	for p.kept.bytes > keptStreamBytes {
-		old := p.kept.l.Remove(p.kept.l.Front()).(*callStream)
-		p.kept.bytes -= old.size
-		old.kept = nil
+	k.mu.Lock()
+	if s.dropped {
+		k.mu.Unlock()
+		return
+	}
+	k.remove(s, false)
+	if delivered {
+		d := k.deliveredKeep()
+		s.at = time.Now()
+		// The timer is set for the front of the delivered streams, the
+		// first to go; it sets itself for the next (expireDelivered).
+		if k.timer == nil {
+			k.timer = time.AfterFunc(d, p.expireDelivered)
+		} else if k.delivered.Len() == 0 {
+			k.timer.Reset(d)
+		}
+	}
+	s.kept = k.list(s).PushBack(s)
+	k.bytes += s.size + keptStreamOverhead
+	for k.bytes > keptStreamBytes {
+		l := &k.delivered
+		if l.Len() == 0 {
+			l = &k.waiting
+		}
+		old := l.Front().Value.(*callStream)
+		k.remove(old, true)
 		drop = append(drop, old)
 	}
-	p.kept.mu.Unlock()
+	k.mu.Unlock()
 	for _, old := range drop {
 		if old != s {
 			old.mu.Lock()
 		}
-		old.fs.streams.CompareAndDelete(old.id, old)
-		old.events = nil
+		old.discard()
 		if old != s {
 			old.mu.Unlock()
 		}
 	}
+}
+
+// expireDelivered drops the delivered streams whose time is up, and sets
+// the timer for the next.
+func (p *Proxy) expireDelivered() {
+	k := &p.kept
+	now := time.Now()
+	var drop []*callStream
+	k.mu.Lock()
+	for e := k.delivered.Front(); e != nil; e = k.delivered.Front() {
+		s := e.Value.(*callStream)
+		if left := k.deliveredKeep() - now.Sub(s.at); left > 0 {
+			k.timer.Reset(left)
+			break
+		}
+		k.remove(s, true)
+		drop = append(drop, s)
+	}
+	k.mu.Unlock()
+	for _, s := range drop {
+		s.mu.Lock()
+		s.discard()
+		s.mu.Unlock()
+	}
+}
+
+// forget drops s (s.mu held): it cannot be resumed.
+func (s *callStream) forget(p *Proxy) {
+	if s.id == "" {
+		return
+	}
+	p.kept.mu.Lock()
+	p.kept.remove(s, true)
+	p.kept.mu.Unlock()
+	s.discard()
+}
+
+// discard lets go of the events of s (s.mu held), dropped, and takes it
+// out of its session.
+func (s *callStream) discard() {
+	s.fs.streams.CompareAndDelete(s.id, s)
+	s.events = nil
 }
 
 // closeStreams drops a session's streams, when it ends.

@@ -18,37 +18,65 @@ import (
 	"github.com/provlog/provlog/log"
 )
 
-// TestCallStreamResumes: a fast-path call of a 2025-11-25 client is an
-// event stream that can be resumed (SEP-1699). The downstream is go-sdk's
-// streamable HTTP server with an event store, so that it can close its
-// own stream of a call and be resumed too. In every case the call is
-// recorded once, its response arrives once, after its call.result entry,
-// with a receipt that verifies, and a stream delivered is not kept.
-func TestCallStreamResumes(t *testing.T) {
-	release := make(chan struct{}, 1)
-	var closedStreams atomic.Int32
+// A streamServer is go-sdk's streamable HTTP server with an event store,
+// so that it can close its own stream of a call and be resumed too. Its
+// tools: gate answers once release is sent to, poll closes its stream of
+// the call (SSE polling) and then answers, echo answers at once, big
+// answers with bigText.
+type streamServer struct {
+	url           string
+	release       chan struct{}
+	closedStreams atomic.Int32
+}
+
+// bigText is the text of the big tool's result.
+var bigText = strings.Repeat("b", 5<<19)
+
+func newStreamServer(t *testing.T) *streamServer {
+	ss := &streamServer{release: make(chan struct{}, 1)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "polling", Version: "1"}, nil)
 	obj := map[string]any{"type": "object"}
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
 	srv.AddTool(&mcp.Tool{Name: "gate", InputSchema: obj}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		select {
-		case <-release:
+		case <-ss.release:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "opened"}}}, nil
+		return text("opened"), nil
 	})
 	srv.AddTool(&mcp.Tool{Name: "poll", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if req.Extra != nil && req.Extra.CloseSSEStream != nil {
 			req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 10 * time.Millisecond})
-			closedStreams.Add(1)
+			ss.closedStreams.Add(1)
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "polled"}}}, nil
+		return text("polled"), nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return text("echoed"), nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return text(bigText), nil
 	})
 	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}))
 	t.Cleanup(down.Close)
+	ss.url = down.URL
+	return ss
+}
+
+// TestCallStreamResumes: a fast-path call of a 2025-11-25 client is an
+// event stream that can be resumed (SEP-1699), whose downstream is a
+// streamServer. In every case the call is recorded once, its response
+// arrives after its call.result entry, with a receipt that verifies, and
+// a stream delivered can be resumed again, from memory.
+func TestCallStreamResumes(t *testing.T) {
+	down := newStreamServer(t)
+	release := down.release
 	l := newTestLog(t)
-	p := startProxy(t, l, []ServerConfig{{ID: "ev", URL: down.URL}}, nil)
+	p := startProxy(t, l, []ServerConfig{{ID: "ev", URL: down.url}}, nil)
 	front := serveHTTP(t, p)
 	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
 
@@ -97,7 +125,16 @@ func TestCallStreamResumes(t *testing.T) {
 			t.Errorf("after the response: %q", ev)
 		}
 		resumed.Close()
-		getResume(t, front, cs.ID(), first["id"], http.StatusBadRequest).Close() // delivered: not kept
+		// Delivered, it is kept a while: resuming again replays the same
+		// response, from memory.
+		again := getResume(t, front, cs.ID(), first["id"], http.StatusOK)
+		if ev2 := again.next(t); ev2["id"] != ev["id"] || ev2["data"] != ev["data"] {
+			t.Errorf("resumed again: %q, want %q", ev2, ev)
+		}
+		if ev := again.next(t); ev != nil {
+			t.Errorf("after the response, resumed again: %q", ev)
+		}
+		again.Close()
 		if got := l.size(t); got != at+2 {
 			t.Errorf("resuming again wrote %d entries", got-at-2)
 		}
@@ -107,22 +144,47 @@ func TestCallStreamResumes(t *testing.T) {
 		at := l.size(t)
 		body, first := postCall(t, front, cs.ID(), "gate")
 		body.Close()
-		// The result must come after the proxy saw the client go: one
-		// written before that goes into the closed socket as delivered
-		// (CI run of session 9 failed so).
-		waitFor(t, "the proxy to let the connection go", func() bool { return detached(p, cs.ID(), first["id"]) })
+		// The result may come before the proxy saw the client go or
+		// after it: either way the response is kept.
 		release <- struct{}{}
 		l.waitSize(t, at+2)
-		waitFor(t, "the response to be kept", func() bool { return keptBytes(p) > 0 })
 		resumed := getResume(t, front, cs.ID(), first["id"], http.StatusOK)
 		checkOnce(t, at, resumed.next(t)["data"])
 		if ev := resumed.next(t); ev != nil {
 			t.Errorf("after the response: %q", ev)
 		}
 		resumed.Close()
-		if n := keptBytes(p); n != 0 {
-			t.Errorf("%d bytes still kept after the response was read", n)
+		if got := keptAs(p, cs.ID(), first["id"]); got != "delivered" {
+			t.Errorf("after the response was read, the stream is %s, want delivered", got)
 		}
+	})
+
+	t.Run("LostAtDelivery", func(t *testing.T) {
+		// The race of a connection closing as the response is written,
+		// caused: the client stops reading after the priming event and
+		// closes only once the proxy wrote the response into the socket.
+		// The proxy saw a write succeed, as it does when the client's
+		// side is already closing, and the client never read it.
+		at := l.size(t)
+		body, first := postCall(t, front, cs.ID(), "gate")
+		s := streamOf(t, p, cs.ID(), first["id"])
+		release <- struct{}{}
+		waitFor(t, "the response to be written", func() bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.done && s.w == nil
+		})
+		body.Close()
+		resumed := getResume(t, front, cs.ID(), first["id"], http.StatusOK)
+		ev := resumed.next(t)
+		checkOnce(t, at, ev["data"])
+		if !strings.Contains(ev["data"], "opened") {
+			t.Errorf("resumed response %s", ev["data"])
+		}
+		if ev := resumed.next(t); ev != nil {
+			t.Errorf("after the response: %q", ev)
+		}
+		resumed.Close()
 	})
 
 	t.Run("ServerPolls", func(t *testing.T) {
@@ -145,7 +207,7 @@ func TestCallStreamResumes(t *testing.T) {
 			t.Errorf("resumed response %s", ev["data"])
 		}
 		resumed.Close()
-		if closedStreams.Load() == 0 {
+		if down.closedStreams.Load() == 0 {
 			t.Error("the server never closed a stream")
 		}
 	})
@@ -164,52 +226,99 @@ func TestCallStreamResumes(t *testing.T) {
 	})
 }
 
-// TestKeptStreamsBounded: finished streams kept for a resume are dropped,
-// oldest first, beyond keptStreamBytes, and leave their session.
+// TestKeptStreamsBounded: finished streams kept for a resume are dropped
+// beyond keptStreamBytes, delivered ones first, each kind oldest first,
+// and leave their session; the session's end drops the rest.
+// TestKeptStreamsDeliveredFirst is the same over HTTP.
 func TestKeptStreamsBounded(t *testing.T) {
-	p := &Proxy{}
-	fs := &frontSession{}
-	var all []*callStream
-	for i := range 5 {
-		s := &callStream{fs: fs, id: "provlog" + string(rune('a'+i)), events: [][]byte{[]byte("x")}, size: keptStreamBytes / 3}
-		fs.streams.Store(s.id, s)
-		s.mu.Lock()
-		p.keep(s)
-		s.mu.Unlock()
-		all = append(all, s)
-	}
-	if p.kept.bytes > keptStreamBytes {
-		t.Errorf("%d bytes kept, over %d", p.kept.bytes, keptStreamBytes)
-	}
-	for i, s := range all {
-		_, in := fs.streams.Load(s.id)
-		if want := i >= 2; in != want {
-			t.Errorf("stream %d kept: %v, want %v", i, in, want)
-		}
-	}
-	p.closeStreams(fs)
-	if p.kept.bytes != 0 || p.kept.l.Len() != 0 {
-		t.Errorf("after the session: %d bytes in %d streams", p.kept.bytes, p.kept.l.Len())
+	for _, tc := range []struct {
+		name string
+		kept string // the streams kept in turn: d delivered, u undelivered
+		want string // which are kept after: k kept, _ dropped
+	}{
+		{"Undelivered", "uuuuu", "__kkk"},
+		{"Delivered", "ddddd", "__kkk"},
+		{"DeliveredFirst", "uddud", "k__kk"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Proxy{}
+			fs := &frontSession{}
+			var all []*callStream
+			for i, kind := range tc.kept {
+				s := &callStream{fs: fs, id: "provlog" + string(rune('a'+i)), events: [][]byte{[]byte("x")}, size: keptStreamBytes/3 - keptStreamOverhead}
+				fs.streams.Store(s.id, s)
+				s.mu.Lock()
+				p.keep(s, kind == 'd')
+				s.mu.Unlock()
+				all = append(all, s)
+			}
+			if p.kept.bytes > keptStreamBytes {
+				t.Errorf("%d bytes kept, over %d", p.kept.bytes, keptStreamBytes)
+			}
+			got := ""
+			for _, s := range all {
+				if _, in := fs.streams.Load(s.id); in {
+					got += "k"
+				} else {
+					got += "_"
+				}
+			}
+			if got != tc.want {
+				t.Errorf("kept %s, want %s", got, tc.want)
+			}
+			p.closeStreams(fs)
+			if n := p.kept.waiting.Len() + p.kept.delivered.Len(); p.kept.bytes != 0 || n != 0 {
+				t.Errorf("after the session: %d bytes in %d streams", p.kept.bytes, n)
+			}
+		})
 	}
 }
 
-// detached reports whether the proxy has let go of the live connection
-// of the resumable stream of session sid whose first event is first (it
-// saw the client go away).
-func detached(p *Proxy, sid, first string) bool {
+// streamOf returns the resumable stream of session sid whose first event
+// is first.
+func streamOf(t *testing.T, p *Proxy, sid, first string) *callStream {
+	t.Helper()
 	v, ok := p.sessions.Load(sid)
 	if !ok {
-		return false
+		t.Fatalf("no session %s", sid)
 	}
 	id, _, _ := strings.Cut(first, "_")
 	sv, ok := v.(*frontSession).streams.Load(id)
 	if !ok {
-		return false
+		t.Fatalf("no stream %s in session %s", id, sid)
+	}
+	return sv.(*callStream)
+}
+
+// keptAs says how the proxy keeps the stream of session sid whose first
+// event is first: "waiting" (its response undelivered), "delivered", "in
+// progress" (its call is), or "gone".
+func keptAs(p *Proxy, sid, first string) string {
+	v, ok := p.sessions.Load(sid)
+	if !ok {
+		return "gone"
+	}
+	id, _, _ := strings.Cut(first, "_")
+	sv, ok := v.(*frontSession).streams.Load(id)
+	if !ok {
+		return "gone"
 	}
 	s := sv.(*callStream)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.w == nil
+	p.kept.mu.Lock()
+	defer p.kept.mu.Unlock()
+	switch {
+	case s.dropped:
+		return "gone"
+	case !s.done:
+		return "in progress"
+	case s.kept == nil:
+		return "done but not kept"
+	case s.at.IsZero():
+		return "waiting"
+	}
+	return "delivered"
 }
 
 func keptBytes(p *Proxy) int {
