@@ -290,34 +290,24 @@ func servePeerConn(ctx context.Context, c net.Conn, seq *server.Sequencer) {
 			return
 		}
 		switch typ {
-		case 'a':
+		case 'a', 'r':
 			var n uint32
 			if err := binary.Read(r, binary.BigEndian, &n); err != nil {
 				return
 			}
-			e := make([]byte, n)
-			if _, err := io.ReadFull(r, e); err != nil {
+			body := make([]byte, n)
+			if _, err := io.ReadFull(r, body); err != nil {
 				return
 			}
-			rc, err := seq.Append(ctx, e)
-			if err != nil {
-				err = answer(1, []byte(err.Error()))
+			var b []byte
+			if typ == 'a' {
+				var rc *log.Receipt
+				if rc, err = seq.Append(ctx, body); err == nil {
+					b = []byte(rc.String())
+				}
 			} else {
-				err = answer(0, []byte(rc.String()))
+				b, err = runPeerAppenders(ctx, seq, body)
 			}
-			if err != nil {
-				return
-			}
-		case 'r':
-			var n uint32
-			if err := binary.Read(r, binary.BigEndian, &n); err != nil {
-				return
-			}
-			js := make([]byte, n)
-			if _, err := io.ReadFull(r, js); err != nil {
-				return
-			}
-			b, err := runPeerAppenders(ctx, seq, js)
 			if err != nil {
 				err = answer(1, []byte(err.Error()))
 			} else {
