@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -170,4 +172,135 @@ func BenchmarkCallSpans(b *testing.B) {
 		b.Cleanup(func() { tp.Shutdown(context.Background()) })
 		run(b, &Proxy{opts: Options{Tracer: tp.Tracer("provlog")}})
 	})
+}
+
+// BenchmarkCallWire: BenchmarkCallHTTP's call with a client and a server
+// that cost next to nothing, so that nearly all of the process's CPU time
+// (cpu-ns/op) is the proxy's own. The sessions are opened by go-sdk's
+// client and server as usual; then each call is a POST written by hand
+// (net/http's client, keep-alive) whose answer is read to its end, and
+// the downstream answers a tools/call without the SDK: one event, as npm
+// server-everything writes it, with the request's id. direct makes the
+// same POSTs to that server, for what the client and server cost alone.
+//
+//	go test ./proxy -run '^$' -bench CallWire -cpuprofile /tmp/cpu.out
+func BenchmarkCallWire(b *testing.B) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, errors.New("answered by the wire handler")
+	})
+	text, _ := json.Marshal("Echo: " + strings.Repeat("x", 1024))
+	result := `"result":{"content":[{"type":"text","text":` + string(text) + `}]}}`
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") == "" {
+			sdk.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(body, []byte(`"method":"tools/call"`)) {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			sdk.ServeHTTP(w, r)
+			return
+		}
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(body, &m) != nil || m.ID == nil {
+			http.Error(w, "no id", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+","+result+"\n\n")
+	}))
+	b.Cleanup(down.Close)
+	args := `{"message":"` + strings.Repeat("x", 1024) + `"}`
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	b.Cleanup(hc.CloseIdleConnections)
+	// connect opens a session as BenchmarkCallHTTP's does, and returns a
+	// function that makes one call on it.
+	connect := func(b *testing.B, url string, p *Proxy, tool string) func() {
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
+			HTTPClient: &http.Client{Transport: &bearer{testToken, http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cs.Close() })
+		if p != nil {
+			fastSession(b, p, cs)
+		}
+		var id atomic.Int64
+		want := []byte(`"isError"`)
+		if p != nil {
+			want = []byte(ReceiptKey)
+		}
+		return func() {
+			body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(id.Add(1), 10) + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `}}`
+			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+			req.Header = http.Header{
+				"Content-Type":         {"application/json"},
+				"Accept":               {"application/json, text/event-stream"},
+				"Authorization":        {"Bearer " + testToken},
+				"Mcp-Session-Id":       {cs.ID()},
+				"Mcp-Protocol-Version": {"2025-11-25"},
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK || !bytes.Contains(got, []byte(`"text":"Echo: xxx`)) || p != nil && !bytes.Contains(got, want) {
+				b.Fatalf("HTTP %d, %v: %.300s", resp.StatusCode, err, got)
+			}
+		}
+	}
+	run := func(b *testing.B, calls []func()) {
+		b.ReportAllocs()
+		cpu := processCPU()
+		if len(calls) == 1 {
+			for b.Loop() {
+				calls[0]()
+			}
+		} else {
+			var next atomic.Int32
+			b.SetParallelism((len(calls) + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				call := calls[int(next.Add(1)-1)%len(calls)]
+				for pb.Next() {
+					call()
+				}
+			})
+		}
+		b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+	}
+	for _, clients := range []int{1, 32} {
+		suffix := ""
+		if clients > 1 {
+			suffix = "-" + strconv.Itoa(clients)
+		}
+		b.Run("direct"+suffix, func(b *testing.B) {
+			calls := make([]func(), clients)
+			for i := range calls {
+				calls[i] = connect(b, down.URL, nil, "echo")
+			}
+			run(b, calls)
+		})
+		b.Run("proxied"+suffix, func(b *testing.B) {
+			l := newTestLog(b)
+			p := startProxy(b, l, []ServerConfig{{ID: "e", URL: down.URL}}, nil)
+			url := serveHTTP(b, p)
+			calls := make([]func(), clients)
+			for i := range calls {
+				calls[i] = connect(b, url, p, "e__echo")
+			}
+			run(b, calls)
+			if p.fastCalls.Load() == 0 {
+				b.Error("no call took the fast path")
+			}
+		})
+	}
 }
