@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -37,12 +38,19 @@ var errSessionGone = errors.New("connection lost")
 // ic is the calling front session and the call's context: requests and
 // notifications the server sends on the call's stream go there.
 func (d *downstream) postCall(ctx context.Context, cs *mcp.ClientSession, in *callIn, meta mcp.Meta, ic *inflightCall) outcome {
-	reqID := strconv.Quote("provlog-" + strconv.FormatUint(d.p.nextToken.Add(1), 10))
-	body, err := callParams(in.tool, in.params, meta)
+	id := append(append(make([]byte, 0, 32), `"provlog-`...), '"')
+	id = append(strconv.AppendUint(id[:len(id)-1], d.p.nextToken.Add(1), 10), '"')
+	reqID := string(id)
+	bp := requestBufs.Get().(*[]byte)
+	defer requestBufs.Put(bp)
+	b, err := appendCallParams(appendRequestHead((*bp)[:0], id, "tools/call"), in.tool, in.params, meta)
 	if err != nil {
 		return outcome{err: err}
 	}
-	b := appendRequest(make([]byte, 0, len(body)+64), []byte(reqID), "tools/call", body)
+	b = append(b, '}')
+	if cap(b) <= 64<<10 {
+		*bp = b // keep a small buffer for the next call
+	}
 	msg, err := d.post(ctx, cs, b, reqID, ic)
 	switch {
 	case err == nil && msg.Error != nil:
@@ -56,14 +64,15 @@ func (d *downstream) postCall(ctx context.Context, cs *mcp.ClientSession, in *ca
 	return outcome{err: err, gone: errors.Is(err, errSessionGone), lost: errors.Is(err, io.ErrUnexpectedEOF)}
 }
 
-// callParams returns the params of a downstream tools/call: the tool's
-// name there, the arguments as received, meta (if any) and a SEP-2322
-// retry's members as the client sent them.
-func callParams(tool string, in *mcp.CallToolParamsRaw, meta mcp.Meta) ([]byte, error) {
-	b := make([]byte, 0, len(in.Arguments)+len(tool)+64)
-	b = append(b, `{"name":`...)
-	name, _ := json.Marshal(tool)
-	b = append(b, name...)
+// requestBufs are postCall's request buffers: a request's bytes are not
+// kept once post has returned (roundTrip's net/http client gets a copy).
+var requestBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// appendCallParams appends the params of a downstream tools/call: the
+// tool's name there, the arguments as received, meta (if any) and a
+// SEP-2322 retry's members as the client sent them.
+func appendCallParams(b []byte, tool string, in *mcp.CallToolParamsRaw, meta mcp.Meta) ([]byte, error) {
+	b = appendJSONString(append(b, `{"name":`...), tool)
 	if len(in.Arguments) > 0 {
 		b = append(b, `,"arguments":`...)
 		b = append(b, in.Arguments...)
@@ -80,9 +89,8 @@ func callParams(tool string, in *mcp.CallToolParamsRaw, meta mcp.Meta) ([]byte, 
 		if err != nil {
 			return nil, fmt.Errorf("the call's %s cannot be sent: %v", m.key, err)
 		}
-		b = append(b, ',')
-		k, _ := json.Marshal(m.key)
-		b = append(append(append(b, k...), ':'), v...)
+		b = append(appendJSONString(append(b, ','), m.key), ':')
+		b = append(b, v...)
 	}
 	return append(b, '}'), nil
 }
@@ -183,7 +191,8 @@ func (d *downstream) roundTrip(ctx context.Context, cs *mcp.ClientSession, body 
 			return d.http1.post(ctx, h, body)
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.cfg.URL, bytes.NewReader(body))
+	// net/http's client may read the body after Do has returned: its own copy.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.cfg.URL, bytes.NewReader(bytes.Clone(body)))
 	if err != nil {
 		return nil, err
 	}

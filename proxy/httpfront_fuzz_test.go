@@ -333,3 +333,18 @@ func FuzzParseWire(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendJSONString: appendJSONString writes what json.Marshal writes
+// for every string, the part it writes itself and the part it leaves to
+// json.Marshal alike.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "echo", "a\nb", `q"uote\`, "<&>", "a<b", "x>", "— provlog.test/proxy 8f3c\n", "\u2028", "\xff", "tab\there", "é", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Fatalf("appendJSONString(%q) = %s, want x%s", s, got, want)
+		}
+	})
+}

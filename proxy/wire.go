@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -21,6 +22,16 @@ import (
 // appendRequest appends a JSON-RPC request (a notification if id is nil)
 // with params (raw JSON, or nil for none).
 func appendRequest(b []byte, id []byte, method string, params []byte) []byte {
+	b = appendRequestHead(b, id, method)
+	if params == nil {
+		return append(b[:len(b)-len(paramsMember)], '}')
+	}
+	return append(append(b, params...), '}')
+}
+
+// appendRequestHead appends a JSON-RPC request up to its params' value:
+// the caller appends the params and the closing brace.
+func appendRequestHead(b []byte, id []byte, method string) []byte {
 	b = append(b, `{"jsonrpc":"2.0",`...)
 	if id != nil {
 		b = append(b, `"id":`...)
@@ -28,14 +39,11 @@ func appendRequest(b []byte, id []byte, method string, params []byte) []byte {
 		b = append(b, ',')
 	}
 	b = append(b, `"method":`...)
-	m, _ := json.Marshal(method)
-	b = append(b, m...)
-	if params != nil {
-		b = append(b, `,"params":`...)
-		b = append(b, params...)
-	}
-	return append(b, '}')
+	b = appendJSONString(b, method)
+	return append(b, paramsMember...)
 }
+
+const paramsMember = `,"params":`
 
 // appendResponse appends a JSON-RPC response to request id: result, or
 // the error e if it is not nil.
@@ -51,6 +59,39 @@ func appendResponse(b []byte, id, result json.RawMessage, e *jsonrpc.Error) []by
 		b = append(b, result...)
 	}
 	return append(b, '}')
+}
+
+// appendJSONString appends s as encoding/json writes it (json.Marshal:
+// HTML characters, U+2028 and U+2029 escaped, invalid UTF-8 replaced).
+// Printable ASCII, newlines and valid UTF-8 it writes itself, in one
+// pass: a receipt's text or a tool's name, without json.Marshal's
+// allocations; anything else goes to json.Marshal.
+func appendJSONString(b []byte, s string) []byte {
+	n := len(b)
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&':
+			b = append(b, c)
+			i++
+			continue
+		case c == '\n':
+			b = append(b, `\n`...)
+			i++
+			continue
+		case c >= 0x80:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError && r != '\u2028' && r != '\u2029' {
+				b = append(b, s[i:i+size]...)
+				i += size
+				continue
+			}
+		}
+		q, _ := json.Marshal(s)
+		return append(b[:n], q...)
+	}
+	return append(b, '"')
 }
 
 // wireMessage is a JSON-RPC message from a downstream server.
