@@ -464,10 +464,9 @@ func (d *downstream) frontResult(raw json.RawMessage, valid bool, receipt string
 		!bytes.Contains(t, []byte(`"_meta"`)) && !bytes.Contains(t, []byte(`\u`)) && (up == "" || !bytes.Contains(t, []byte(`"uri"`))) {
 		// Nothing to merge or rewrite (the usual case): splice the _meta
 		// member in at the front of the object as it is.
-		rec, _ := json.Marshal(receipt)
-		out := make([]byte, 0, len(t)+len(rec)+40)
+		out := make([]byte, 0, len(t)+len(receipt)+len(receipt)/32+48) // room for the receipt's escaped newlines
 		out = append(out, `{"_meta":{"`+ReceiptKey+`":`...)
-		out = append(out, rec...)
+		out = appendJSONString(out, receipt)
 		out = append(out, '}')
 		if rest := bytes.TrimLeft(t[1:], " \t\r\n"); len(rest) > 0 && rest[0] != '}' {
 			out = append(out, ',')
