@@ -276,6 +276,16 @@ const maxResumes = 3
 // (callStream.pause).
 func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs *mcp.ClientSession, resp *http.Response, reqID string, ic *inflightCall) (*wireMessage, error) {
 	var sp sseParser
+	// The events' data are read into a pooled buffer: parseWire keeps
+	// nothing of it.
+	bp := eventDataBufs.Get().(*[]byte)
+	sp.data = (*bp)[:0]
+	defer func() {
+		if cap(sp.data) <= 64<<10 {
+			*bp = sp.data[:0]
+		}
+		eventDataBufs.Put(bp)
+	}()
 	retry, tries := time.Second, 0
 	for {
 		var answer *wireMessage
@@ -342,6 +352,9 @@ func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs
 		}
 	}
 }
+
+// eventDataBufs are readCall's buffers of an event's data.
+var eventDataBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 // resumeGET asks the server for the events of a stream after lastID.
 func (d *downstream) resumeGET(ctx context.Context, cs *mcp.ClientSession, lastID string) (*http.Response, error) {
