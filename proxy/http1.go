@@ -19,7 +19,7 @@ import (
 // calling goroutine. net/http's client hands every request to two
 // goroutines of its connection (a writer and a reader) and back; at a few
 // thousand calls a second those hand-offs and its bookkeeping cost more CPU
-// than the bytes. Responses are parsed by net/http (http.ReadResponse).
+// than the bytes. Responses are read by readResponse (http1resp.go).
 // Anything but plain http without a proxy keeps net/http's client.
 type http1Pool struct {
 	prefix []byte // request line and Host header
@@ -75,7 +75,7 @@ func newHTTP1Pool(u *url.URL) *http1Pool {
 
 // validHeaderValue reports whether s can go into a request line or header
 // value as it is: no control characters (CR and LF above all).
-func validHeaderValue(s string) bool {
+func validHeaderValue[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
 			return false
@@ -175,7 +175,7 @@ func (p *http1Pool) post(ctx context.Context, header, body []byte) (*http.Respon
 	if _, err := c.nc.Write(b); err != nil {
 		return fail(err)
 	}
-	resp, err := http.ReadResponse(c.br, &http.Request{Method: http.MethodPost})
+	resp, err := readResponse(c.br)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF // the server closed without an answer

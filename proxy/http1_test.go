@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -317,4 +319,109 @@ func FuzzH1Response(f *testing.F) {
 			t.Fatal("the answer took the whole timeout")
 		}
 	})
+}
+
+// FuzzReadResponse holds readResponse to net/http's ReadResponse: what it
+// reads, net/http reads the same (status, Content-Type, whether the
+// connection closes, the body's bytes), and the reader is left where
+// net/http leaves it. It may refuse more (a folded line, say).
+func FuzzReadResponse(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/event-stream\r\n\r\n5\r\ndata:\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\ntransfer-encoding: Chunked\r\nContent-Length: 9\r\n\r\n2;ext=1\r\nab\r\n0\r\nX-Trailer: 1\r\n\r\nNEXT",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nokEXTRA",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n",
+		"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n",
+		"HTTP/1.0 200 OK\r\n\r\nbody until close",
+		"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx",
+		"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 1\r\n\r\nx",
+		"HTTP/1.1 404\nConnection: foo, close\nContent-Type: text/plain; charset=utf-8\n\n",
+		"HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+		"garbage",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, answer []byte) {
+		mine, err := readResponse(bufio.NewReader(bytes.NewReader(answer)))
+		if err != nil {
+			return
+		}
+		theirBR := bufio.NewReader(bytes.NewReader(answer))
+		their, err := http.ReadResponse(theirBR, &http.Request{Method: http.MethodPost})
+		if err != nil {
+			t.Fatalf("readResponse took what net/http refuses (%v)", err)
+		}
+		if mine.StatusCode != their.StatusCode || mine.Header.Get("Content-Type") != their.Header.Get("Content-Type") {
+			t.Fatalf("status %d %q, net/http %d %q", mine.StatusCode, mine.Header.Get("Content-Type"), their.StatusCode, their.Header.Get("Content-Type"))
+		}
+		mb, merr := io.ReadAll(mine.Body)
+		tb, terr := io.ReadAll(their.Body)
+		if merr != nil {
+			return // cut or malformed: nothing is kept of it
+		}
+		if !bytes.Equal(mb, tb) {
+			t.Fatalf("body %q, net/http %q (%v)", mb, tb, terr)
+		}
+		if terr == nil && mine.Close != their.Close {
+			t.Fatalf("close %v, net/http %v", mine.Close, their.Close)
+		}
+		if terr == nil && !mine.Close {
+			// The next response starts where net/http's would.
+			rest, _ := io.ReadAll(theirBR)
+			if !bytes.HasSuffix(answer, rest) || len(answer)-len(rest) != consumed(t, answer) {
+				t.Fatalf("readResponse stopped elsewhere than net/http")
+			}
+		}
+	})
+}
+
+// consumed is how many bytes of answer readResponse reads with its body.
+func consumed(t *testing.T, answer []byte) int {
+	r := bytes.NewReader(answer)
+	br := bufio.NewReader(r)
+	resp, err := readResponse(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	return len(answer) - r.Len() - br.Buffered()
+}
+
+func TestReadResponseRefuses(t *testing.T) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX: a\x01b\r\n\r\n",
+		"HTTP/2.0 200 OK\r\n\r\n",
+		"HTTP/1.1 20 OK\r\n\r\n",
+		"HTTP/1.1 200OK\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX: " + strings.Repeat("y", maxResponseHead) + "\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n",
+	} {
+		if _, err := readResponse(bufio.NewReader(strings.NewReader(s))); err == nil {
+			t.Errorf("readResponse took %.80q", s)
+		}
+	}
+	// A body cut short is an error, not a shorter body.
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\nX-Trailer: 1\r\n",
+	} {
+		resp, err := readResponse(bufio.NewReader(strings.NewReader(s)))
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if b, err := io.ReadAll(resp.Body); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("%q: body %q, %v; want io.ErrUnexpectedEOF", s, b, err)
+		}
+	}
 }

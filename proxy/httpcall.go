@@ -155,8 +155,8 @@ func appendHeaders(b []byte, headers map[string]string, cs *mcp.ClientSession) [
 }
 
 // validHeaderName reports whether s is an HTTP token (RFC 9110 §5.6.2).
-func validHeaderName(s string) bool {
-	if s == "" {
+func validHeaderName[T string | []byte](s T) bool {
+	if len(s) == 0 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
