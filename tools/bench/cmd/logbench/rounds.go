@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -105,6 +106,13 @@ func (r *runner) runLatencyRounds(w io.Writer, rounds int) error {
 	fmt.Fprintf(w, "| median |")
 	for _, impl := range impls {
 		fmt.Fprintf(w, " %.2f / %.1f ms |", median(p50s[impl]), median(p99s[impl]))
+	}
+	if r.c.pgRTT > 0 {
+		m, err := measuredRTT(context.Background(), r.c.pg, r.c.pgRTT)
+		if err != nil {
+			return err
+		}
+		notes = append(notes, "- "+m)
 	}
 	fmt.Fprintf(w, "\n\n%s\n\nload at end %s\n", strings.Join(notes, "\n"), host.LoadAvg())
 	return nil
