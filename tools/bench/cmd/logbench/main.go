@@ -465,7 +465,7 @@ func printHeader(w io.Writer, c config, tcs []tesseraConfig) {
 		fmt.Fprintf(w, "- Tessera config %c: posix.New + %s, no antispam\n", 'A'+i, tc)
 	}
 	if c.pg != "" {
-		fmt.Fprintf(w, "- provlog on PostgreSQL: logpg.Open + server.OpenSequencer per sidecar, each run in a fresh schema; 2 sidecars = two processes, each with its own store, pool and sequencer committing under the log's row lock, appenders round robin (those of the second over a Unix socket); PostgreSQL on the same machine (loopback, fsync on)\n")
+		fmt.Fprintf(w, "- provlog on PostgreSQL: logpg.Open + server.OpenSequencer per sidecar, each run in a fresh schema; 2 sidecars = two processes, each with its own store, pool and sequencer committing under the log's row lock, in the throughput rows each sidecar with half the appenders in its own process, in the latency rows the appenders round robin over both (those of the second over a Unix socket); PostgreSQL on the same machine (loopback, fsync on)\n")
 	}
 }
 
