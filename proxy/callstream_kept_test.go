@@ -55,20 +55,22 @@ func deliver(t *testing.T, p *Proxy, front string, cs *mcp.ClientSession, tool, 
 }
 
 // TestKeptStreamsDeliveredFirst: when delivered streams fill
-// keptStreamBytes, the oldest delivered one is dropped, not an older
+// deliveredStreamBytes, the oldest delivered one is dropped, not an older
 // undelivered one, whose response a client certainly still needs; the
 // newer delivered ones can still be resumed.
 func TestKeptStreamsDeliveredFirst(t *testing.T) {
 	p, l, front, cs := keptSession(t, nil)
 	waiting := pollAway(t, p, l, front, cs)
-	// Three big responses fit in the bound besides it, a fourth does not.
+	// Three big responses fit in the delivered streams' bound, a fourth does not.
 	var big []string
 	for range 4 {
 		big = append(big, deliver(t, p, front, cs, "big", bigText))
 	}
-	if n := keptBytes(p); n > keptStreamBytes {
-		t.Errorf("%d bytes kept, over %d", n, keptStreamBytes)
+	p.kept.mu.Lock()
+	if d := p.kept.dbytes; d > deliveredStreamBytes {
+		t.Errorf("%d bytes of delivered streams kept, over %d", d, deliveredStreamBytes)
 	}
+	p.kept.mu.Unlock()
 	for id, want := range map[string]string{waiting: "waiting", big[0]: "gone", big[1]: "delivered", big[2]: "delivered", big[3]: "delivered"} {
 		if got := keptAs(p, cs.ID(), id); got != want {
 			t.Errorf("stream of %s: %s, want %s", id, got, want)

@@ -30,7 +30,7 @@ type streamServer struct {
 }
 
 // bigText is the text of the big tool's result.
-var bigText = strings.Repeat("b", 5<<19)
+var bigText = strings.Repeat("b", 5<<17)
 
 func newStreamServer(t *testing.T) *streamServer {
 	ss := &streamServer{release: make(chan struct{}, 1)}
@@ -228,8 +228,11 @@ func TestCallStreamResumes(t *testing.T) {
 
 // TestKeptStreamsBounded: finished streams kept for a resume are dropped
 // beyond keptStreamBytes, delivered ones first, each kind oldest first,
-// and leave their session; the session's end drops the rest.
-// TestKeptStreamsDeliveredFirst is the same over HTTP.
+// and delivered ones also beyond deliveredStreamBytes, oldest first; they
+// leave their session, and the session's end drops the rest. Undelivered
+// streams are a third of keptStreamBytes each, delivered ones a third of
+// deliveredStreamBytes. TestKeptStreamsDeliveredFirst is the delivered
+// bound over HTTP.
 func TestKeptStreamsBounded(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -238,22 +241,27 @@ func TestKeptStreamsBounded(t *testing.T) {
 	}{
 		{"Undelivered", "uuuuu", "__kkk"},
 		{"Delivered", "ddddd", "__kkk"},
-		{"DeliveredFirst", "uddud", "k__kk"},
+		{"DeliveredFirst", "uuddu", "kk__k"},
+		{"DeliveredOwnBound", "udddd", "k_kkk"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Proxy{}
 			fs := &frontSession{}
 			var all []*callStream
 			for i, kind := range tc.kept {
-				s := &callStream{fs: fs, id: "provlog" + string(rune('a'+i)), events: [][]byte{[]byte("x")}, size: keptStreamBytes/3 - keptStreamOverhead}
+				size := keptStreamBytes / 3
+				if kind == 'd' {
+					size = deliveredStreamBytes / 3
+				}
+				s := &callStream{fs: fs, id: "provlog" + string(rune('a'+i)), events: [][]byte{[]byte("x")}, size: size - keptStreamOverhead}
 				fs.streams.Store(s.id, s)
 				s.mu.Lock()
 				p.keep(s, kind == 'd')
 				s.mu.Unlock()
 				all = append(all, s)
 			}
-			if p.kept.bytes > keptStreamBytes {
-				t.Errorf("%d bytes kept, over %d", p.kept.bytes, keptStreamBytes)
+			if p.kept.bytes > keptStreamBytes || p.kept.dbytes > deliveredStreamBytes {
+				t.Errorf("%d bytes kept, %d of them delivered, over %d or %d", p.kept.bytes, p.kept.dbytes, keptStreamBytes, deliveredStreamBytes)
 			}
 			got := ""
 			for _, s := range all {
@@ -267,7 +275,7 @@ func TestKeptStreamsBounded(t *testing.T) {
 				t.Errorf("kept %s, want %s", got, tc.want)
 			}
 			p.closeStreams(fs)
-			if n := p.kept.waiting.Len() + p.kept.delivered.Len(); p.kept.bytes != 0 || n != 0 {
+			if n := p.kept.waiting.Len() + p.kept.delivered.Len(); p.kept.bytes != 0 || p.kept.dbytes != 0 || n != 0 {
 				t.Errorf("after the session: %d bytes in %d streams", p.kept.bytes, n)
 			}
 		})
