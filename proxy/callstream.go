@@ -149,11 +149,19 @@ func (s *callStream) startSSE() {
 // send writes an event to the live connection and reports whether it got
 // there; a connection that fails is let go.
 func (s *callStream) send(ev []byte) bool {
+	return s.put(ev, true)
+}
+
+// put writes ev to the live connection, flushed if flush; it reports
+// false, and lets the connection go, if there is none or the write fails.
+// The stream's last event is not flushed: its handler returns right after
+// and net/http flushes it with the stream's end, in one write.
+func (s *callStream) put(ev []byte, flush bool) bool {
 	if s.w == nil {
 		return false
 	}
 	_, err := s.w.Write(ev)
-	if err == nil {
+	if err == nil && flush {
 		err = http.NewResponseController(s.w).Flush()
 	}
 	if err != nil {
@@ -238,7 +246,7 @@ func (p *Proxy) answer(s *callStream, id, result json.RawMessage, rpcErr *jsonrp
 		s.letGo()
 		return
 	}
-	delivered := s.send(s.responseEvent(id, result, rpcErr))
+	delivered := s.put(s.responseEvent(id, result, rpcErr), false)
 	s.letGo()
 	p.keep(s, delivered)
 }
