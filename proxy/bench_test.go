@@ -40,20 +40,7 @@ func BenchmarkCallHTTP(b *testing.B) {
 	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	b.Cleanup(down.Close)
 	args := map[string]any{"message": strings.Repeat("x", 1024)}
-	// connect closes the session when the (sub-)benchmark b ends, before
-	// the servers it reaches: a session closed by the parent instead kept
-	// its standalone stream open, and the front's httptest.Server.Close
-	// waited for it for ever.
-	connect := func(b *testing.B, url string) *mcp.ClientSession {
-		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
-			HTTPClient: &http.Client{Transport: &bearer{testToken, http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { cs.Close() })
-		return cs
-	}
+	connect := benchSession
 	call := func(b *testing.B, cs *mcp.ClientSession, tool string) {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
 		if err != nil || res.IsError {
@@ -222,13 +209,7 @@ func BenchmarkCallWire(b *testing.B) {
 	// connect opens a session as BenchmarkCallHTTP's does, and returns a
 	// function that makes one call on it.
 	connect := func(b *testing.B, url string, p *Proxy, tool string) func() {
-		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
-			HTTPClient: &http.Client{Transport: &bearer{testToken, http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { cs.Close() })
+		cs := benchSession(b, url)
 		if p != nil {
 			fastSession(b, p, cs)
 		}
@@ -303,4 +284,20 @@ func BenchmarkCallWire(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchSession opens a 2025-11-25 session on the front at url with the
+// test token, closed when the (sub-)benchmark b ends, before the servers
+// it reaches: a session closed by the parent instead kept its standalone
+// stream open, and the front's httptest.Server.Close waited for it for
+// ever.
+func benchSession(b *testing.B, url string) *mcp.ClientSession {
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
+		HTTPClient: &http.Client{Transport: &bearer{testToken, http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
 }
