@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/provlog/provlog/tools/bench/internal/pgstat"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/provlog/provlog/log/logpg"
@@ -173,11 +175,7 @@ func (p *pgImpl) runPIDs(ctx context.Context) ([]int, error) {
 		return nil, err
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE (datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()) OR backend_type = 'walwriter'`)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int])
+	return pgstat.RunPIDs(ctx, conn)
 }
 
 // describeCPUWait says how long, per append, this run's backends and the

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/provlog/provlog/tools/bench/internal/pgstat"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/provlog/provlog/tools/bench/internal/host"
@@ -43,11 +45,7 @@ func sampleWaits(ctx context.Context, dsn string) (waits, error) {
 		return w, err
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE (datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()) OR backend_type = 'walwriter'`)
-	if err != nil {
-		return w, err
-	}
-	pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	pids, err := pgstat.RunPIDs(ctx, conn)
 	if err != nil {
 		return w, err
 	}
