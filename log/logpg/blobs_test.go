@@ -13,10 +13,7 @@ import (
 // another's, purged through the second it is gone for the first, and bytes
 // changed in the table are refused as corrupt.
 func TestBlobsShared(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, dsn := twoWriters(t)
 	ba, bb := a.Blobs(), b.Blobs()
 	data := []byte(strings.Repeat("a retained result ", 1000))
 	sum, err := ba.Put(data)

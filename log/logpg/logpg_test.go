@@ -19,6 +19,16 @@ func open(t *testing.T, dsn string) *Store {
 	return s
 }
 
+// twoWriters opens two handles on one fresh database, closed when t
+// ends, and returns the database's DSN too.
+func twoWriters(t *testing.T) (a, b *Store, dsn string) {
+	t.Helper()
+	dsn = pgtest.DSN(t)
+	a, b = open(t, dsn), open(t, dsn)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b, dsn
+}
+
 func TestStorage(t *testing.T) {
 	for _, tc := range []struct {
 		name string

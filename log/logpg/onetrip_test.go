@@ -26,10 +26,7 @@ func deaf(s *Store) {
 // builds again on the newest state, commits in two round trips, and goes
 // back to one round trip once a commit finds no other writer's.
 func TestOneTripRefused(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, _ := twoWriters(t)
 	deaf(b)
 	var trips []bool
 	b.onCommit = func(ct CommitTimes) { trips = append(trips, ct.OneTrip) }
@@ -69,10 +66,7 @@ func TestOneTripRefused(t *testing.T) {
 // the server checks, and if one did, refuses, and the commit in two round
 // trips that follows fences the append off.
 func TestOneTripFenced(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, dsn := twoWriters(t)
 	deaf(b)
 	ctx := t.Context()
 	fenced := func(s *Store, fences []log.Fence) []string {
@@ -137,10 +131,7 @@ func TestOneTripWhen(t *testing.T) {
 // writers' commits announce. (b listens once its connection is up: a
 // commits until b has heard one.)
 func TestHeard(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, _ := twoWriters(t)
 	for try := 0; ; try++ {
 		st := commitShared(t, a, fmt.Sprintf("announced %d", try), 1)
 		if b.heard.Load() >= st.Size {

@@ -56,10 +56,7 @@ func commitShared(t testing.TB, s *Store, tag string, n int) log.State {
 // refused and writes nothing; CommitShared builds on whatever is stored,
 // and each handle reads what the other wrote.
 func TestTwoWriters(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, _ := twoWriters(t)
 	ctx := t.Context()
 
 	stale, _ := b.State(ctx)
@@ -157,10 +154,7 @@ func TestManyWriters(t *testing.T) {
 // TestForkRefused: a stored state that does not extend what a handle saw
 // committed fails the handle closed.
 func TestForkRefused(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, dsn := twoWriters(t)
 	commitShared(t, a, "a", 4)
 	if _, err := b.Latest(t.Context()); err != nil {
 		t.Fatal(err)
@@ -191,10 +185,7 @@ func TestForkRefused(t *testing.T) {
 // TestFences: an append fenced on a key is committed only if no entry
 // under the key was committed at or after the fence.
 func TestFences(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	a, b := open(t, dsn), open(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	a, b, dsn := twoWriters(t)
 	ctx := t.Context()
 	keyed := func(s *Store, fences []log.Fence) []bool {
 		var got []bool
