@@ -413,7 +413,7 @@ func (p *Proxy) keep(s *callStream, delivered bool) {
 	}
 	s.kept = k.list(s).PushBack(s)
 	k.bytes += s.size + keptStreamOverhead
-	if delivered {
+	if !s.at.IsZero() {
 		k.dbytes += s.size + keptStreamOverhead
 	}
 	for k.bytes > keptStreamBytes || k.dbytes > deliveredStreamBytes {

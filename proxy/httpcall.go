@@ -38,8 +38,7 @@ var errSessionGone = errors.New("connection lost")
 // ic is the calling front session and the call's context: requests and
 // notifications the server sends on the call's stream go there.
 func (d *downstream) postCall(ctx context.Context, cs *mcp.ClientSession, in *callIn, meta mcp.Meta, ic *inflightCall) outcome {
-	id := append(append(make([]byte, 0, 32), `"provlog-`...), '"')
-	id = append(strconv.AppendUint(id[:len(id)-1], d.p.nextToken.Add(1), 10), '"')
+	id := append(strconv.AppendUint(append(make([]byte, 0, 32), `"provlog-`...), d.p.nextToken.Add(1), 10), '"')
 	reqID := string(id)
 	bp := requestBufs.Get().(*[]byte)
 	defer requestBufs.Put(bp)
