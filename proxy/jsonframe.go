@@ -1,0 +1,223 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+)
+
+// Framing of a stdio connection's stream.
+//
+// An MCP stdio peer writes one JSON-RPC message (or batch) per line; the
+// SDK's connection reads the stream as JSON values one after another,
+// whatever white space lies between them. A frameReader stands between a
+// pipe and the SDK's connection: it finds each top-level value, offers it
+// to take (which serves it itself, or not), and hands the SDK everything it
+// did not take, byte for byte. The pipe front takes plain tools/calls
+// (stdiofront.go). What it takes is only what the SDK would have read
+// the same way: an object that starts a line and ends one, or ends what
+// was read so far (the SDK refuses a value followed by anything but a line
+// end, and so still sees those), at most [maxFrameBytes] long. Anything else that is not a sequence of
+// values (a scalar or a stray bracket at the top level, a value over the
+// limit) ends the looking: from there on every byte goes to the SDK as it
+// comes, which refuses the stream as it would have. Each byte is scanned
+// once, and the stream is held only a value at a time.
+
+// maxFrameBytes is the longest value a frameReader holds to offer it: the
+// SDK's own limit for one message on a stdio connection.
+const maxFrameBytes = 16 << 20
+
+// frameReadSize is how much a frameReader reads from its pipe at a time.
+const frameReadSize = 32 << 10
+
+// A valueScanner follows the nesting of a JSON text, byte by byte, far
+// enough to tell where each top-level object or array ends; it does not
+// check that the text is valid JSON (the value's reader does).
+type valueScanner struct {
+	depth int
+	inStr bool
+	esc   bool
+}
+
+// scan reads p, which continues the bytes scanned before, from the first
+// byte of a value (a '{' or '['), and returns the index in p just past
+// the byte that closes that value, or -1 if it does not close in p.
+func (s *valueScanner) scan(p []byte) int {
+	for i := 0; i < len(p); i++ {
+		if s.inStr {
+			if s.esc {
+				s.esc = false // p[i] is the escaped byte
+				continue
+			}
+			// Skip to the next quote or backslash at once: strings are most
+			// of a message's bytes.
+			j := bytes.IndexAny(p[i:], `"\`)
+			if j < 0 {
+				return -1
+			}
+			i += j
+			if p[i] == '\\' {
+				s.esc = true
+			} else {
+				s.inStr = false
+			}
+			continue
+		}
+		switch p[i] {
+		case '"':
+			s.inStr = true
+		case '{', '[':
+			s.depth++
+		case '}', ']':
+			s.depth--
+			if s.depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
+}
+
+// A frameReader is the SDK's view of a pipe, less the values take served.
+type frameReader struct {
+	r    io.ReadCloser
+	take func(v []byte) bool // v is valid only during the call
+
+	buf   []byte // buf[start:n] is read and not yet passed on
+	n     int
+	start int
+	pos   int // first byte not yet scanned
+	val   int // where the value being scanned begins, or -1 between values
+	sc    valueScanner
+	// lineStart says that the next value would start a line: nothing was
+	// read yet, or the first byte after the last value was a line end.
+	lineStart bool
+	ended     bool // the last value ended at pos, and pos is not yet read
+	took      bool // and it was taken: a line end at pos is its own
+	out       []byte
+	err       error // r's, once it returned one
+	passing   bool  // every byte goes to the SDK from here on
+}
+
+func newFrameReader(r io.ReadCloser, take func(v []byte) bool) *frameReader {
+	return &frameReader{r: r, take: take, val: -1, lineStart: true}
+}
+
+func (f *frameReader) Close() error { return f.r.Close() }
+
+func (f *frameReader) Read(b []byte) (int, error) {
+	for {
+		if len(f.out) > 0 {
+			n := copy(b, f.out)
+			f.out = f.out[n:]
+			return n, nil
+		}
+		if f.start < f.n && (f.passing || f.err != nil) {
+			f.out, f.start = f.buf[f.start:f.n], f.n
+			continue
+		}
+		if f.err != nil {
+			return 0, f.err
+		}
+		if f.passing {
+			return f.r.Read(b)
+		}
+		if f.frame() {
+			continue
+		}
+		f.fill()
+	}
+}
+
+// frame scans what is buffered and reports whether it made bytes ready
+// for the SDK (in out) or gave a value to take.
+func (f *frameReader) frame() bool {
+	for f.pos < f.n {
+		if f.val < 0 {
+			c := f.buf[f.pos]
+			nl := c == '\n' || c == '\r'
+			if f.ended {
+				f.ended = false
+				f.lineStart = nl
+				if f.took && nl {
+					// The line end of a value taken before it arrived.
+					f.took = false
+					f.pos++
+					f.start = f.pos
+					continue
+				}
+				f.took = false
+			}
+			switch c {
+			case ' ', '\t', '\n', '\r':
+				f.pos++ // white space before a value goes to the SDK with it
+				continue
+			case '{', '[':
+				f.val = f.pos
+			default:
+				f.passing = true // not a value the SDK can read either
+				return false
+			}
+		}
+		end := f.sc.scan(f.buf[f.pos:f.n])
+		if end < 0 {
+			f.pos = f.n
+			return false
+		}
+		end += f.pos
+		v := f.buf[f.val:end]
+		f.val = -1
+		// Taken only if it starts a line and ends one (or ends what was
+		// read: its line end may come with the next read).
+		atEnd := end == f.n
+		if f.lineStart && v[0] == '{' && (atEnd || f.buf[end] == '\n' || f.buf[end] == '\r') && f.take(v) {
+			f.out = f.buf[f.start : end-len(v)]
+			if atEnd {
+				f.start, f.pos = end, end
+				f.ended, f.took = true, true
+			} else {
+				f.start, f.pos = end+1, end+1
+				f.lineStart = true
+			}
+			return true
+		}
+		f.out = f.buf[f.start:end]
+		f.start, f.pos = end, end
+		f.ended = true
+		return true
+	}
+	return false
+}
+
+// fill reads more of the pipe, keeping the bytes not yet passed on.
+func (f *frameReader) fill() {
+	if f.start > 0 {
+		copy(f.buf, f.buf[f.start:f.n])
+		f.n -= f.start
+		f.pos -= f.start
+		if f.val >= 0 {
+			f.val -= f.start
+		}
+		f.start = 0
+	}
+	if f.n == 0 && len(f.buf) > 1<<20 {
+		f.buf = nil // let a long value's buffer go
+	}
+	if f.n >= maxFrameBytes {
+		f.passing = true // the SDK refuses a value this long
+		return
+	}
+	if f.n == len(f.buf) {
+		size := 2 * len(f.buf)
+		if size < frameReadSize {
+			size = frameReadSize
+		}
+		nb := make([]byte, min(size, maxFrameBytes))
+		copy(nb, f.buf[:f.n])
+		f.buf = nb
+	}
+	m, err := f.r.Read(f.buf[f.n:])
+	f.n += m
+	if err != nil {
+		f.err = err
+	}
+}
