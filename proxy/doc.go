@@ -106,9 +106,10 @@
 // client), its answer read off the wire, JSON or an event stream; a stdio
 // server, and a server of the sessionless 2026-07-28 revision, through
 // the SDK's client, with the result captured off the wire (capture.go).
-// The fronts only frame the lifecycle's answer: the SDK's front (stdio,
-// streamable HTTP, stateless HTTP) decodes it into the SDK's result type;
-// the HTTP front's fast path writes its bytes.
+// The fronts only frame the lifecycle's answer: the SDK's front (streamable
+// HTTP and stateless HTTP calls it does not take, and on stdio what the
+// pipe front does not take) decodes it into the SDK's result type; the
+// HTTP front's fast path and the pipe front write its bytes.
 //
 // # Protocol revisions
 //
@@ -145,6 +146,12 @@
 // else goes to the SDK's handler. The proxy keeps HTTP sessions' idle clock itself
 // (Options.SessionIdle without a request closes a session), as the SDK's
 // does not see the fast path's requests.
+//
+// The pipe front (stdio) takes the same calls the same way
+// (stdiofront.go): it reads the client's stream value by value
+// (jsonframe.go), serves a plain tools/call on a line of its own through
+// the lifecycle and answers it on a line of its own, and hands the SDK's
+// connection every other byte as it came.
 //
 // # The HTTP front
 //

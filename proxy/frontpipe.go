@@ -14,7 +14,8 @@ import (
 )
 
 // The pipe front (stdio, and the tests' in-memory pipe): go-sdk's own
-// newline-delimited JSON connection over r and w. While tracing, each
+// newline-delimited JSON connection over what the front does not serve
+// itself (stdiofront.go). While tracing, each
 // request that gets a span must carry its JSON-RPC id to the handlers
 // (trace.go), and only the connection sees it: idConn wraps the SDK's
 // connection and puts it in the request's RequestExtra.
@@ -31,15 +32,20 @@ import (
 // ServeStdio serves one client over stdin and stdout until it disconnects
 // or ctx is done.
 func (p *Proxy) ServeStdio(ctx context.Context) error {
-	return p.server.Run(ctx, p.frontPipe(os.Stdin, noClose{os.Stdout}))
-}
-
-// frontPipe is the front transport over r and w.
-func (p *Proxy) frontPipe(r io.ReadCloser, w io.WriteCloser) mcp.Transport {
-	if p.opts.Tracer == nil {
-		return &mcp.IOTransport{Reader: r, Writer: w}
+	ss, err := p.connectPipe(ctx, os.Stdin, noClose{os.Stdout})
+	if err != nil {
+		return err
 	}
-	return &idTransport{r: r, w: w}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		ss.Close()
+		<-ended
+		return ctx.Err()
+	case err := <-ended:
+		return err
+	}
 }
 
 // noClose is a writer whose Close does nothing (the front's stdout).

@@ -25,7 +25,7 @@ func pipeTranscript(t *testing.T, p *Proxy, lines []string) []string {
 	t.Helper()
 	cp, sp := net.Pipe()
 	defer cp.Close()
-	ss, err := p.Server().Connect(context.Background(), p.frontPipe(sp, sp), nil)
+	ss, err := p.connectPipe(context.Background(), sp, sp)
 	if err != nil {
 		t.Fatal(err)
 	}

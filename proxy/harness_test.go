@@ -388,7 +388,7 @@ func connectMemory(t *testing.T, p *Proxy, cl *clientLog) *mcp.ClientSession {
 	cp, sp := net.Pipe()
 	ct := &mcp.IOTransport{Reader: cp, Writer: cp}
 	ctx := context.Background()
-	ss, err := p.Server().Connect(ctx, p.frontPipe(sp, sp), nil)
+	ss, err := p.connectPipe(ctx, sp, sp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,6 +167,7 @@ type Proxy struct {
 	retries    retries       // input_required results awaiting their clients' retries (bridge.go)
 	parked     parking       // 2026-07-28 clients' calls waiting on their retries (parking.go, park.go)
 	fastCalls  atomic.Uint64 // tools/calls the fast path served (for tests)
+	pipeCalls  atomic.Uint64 // tools/calls the pipe front served itself (for tests)
 	kept       keptStreams   // finished call streams kept for a resume (callstream.go)
 	noFastPath bool          // tests: serve every request through the SDK
 	noPark     bool          // tests: no parked calls (park.go), to measure what they cost

@@ -1,0 +1,176 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The pipe front's own tools/calls.
+//
+// Through the SDK's server a tools/call on stdio costs what it costs on
+// HTTP (httpfront.go): the message decoded into Go types several times,
+// each time with a new 32 KiB buffer, and the result decoded and encoded
+// again, so that the client got the SDK's re-encoding of the server's
+// result rather than its bytes. So the pipe front reads the client's
+// stream through a frameReader (jsonframe.go) and serves a plain
+// tools/call itself: one JSON-RPC request on a line of its own, on a
+// session initialized at a revision the fast path speaks, with params
+// the HTTP front's fast path takes (parseFast, fastCallFor). It goes
+// through the one call lifecycle (serveCall), and its answer is the
+// result as the server sent it, with the receipt, on one line. A
+// notifications/cancelled for such a call cancels it. Everything else
+// (initialize, lists, the proxy's own and the task tools, calls with a
+// progress token, batches, the client's answers to the server's requests,
+// anything malformed) reaches the SDK's connection byte for byte, as
+// before. Requests the server sends the client during such a call go
+// through the SDK's session, on the same pipe (askClient).
+
+// A pipeFront is one pipe front session's reading and writing.
+type pipeFront struct {
+	p     *Proxy
+	w     *lineWriter
+	ss    atomic.Pointer[mcp.ServerSession] // set once connected
+	calls sync.Map                          // JSON-RPC id (raw text) of a call in progress here -> context.CancelFunc
+
+	ctx    context.Context // done when the session ends: its calls are cancelled
+	cancel context.CancelFunc
+}
+
+// A lineWriter writes whole messages to the client, one at a time: the
+// SDK's connection writes each message with one Write, and so does the
+// pipe front.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.WriteCloser
+}
+
+func (l *lineWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func (l *lineWriter) Close() error { return l.w.Close() }
+
+// pipeTransport is the pipe front's transport over r and w: the SDK's
+// connection (idTransport's, while tracing) reads what the front did not
+// take.
+type pipeTransport struct {
+	front *pipeFront
+	inner mcp.Transport
+}
+
+func (t *pipeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	return t.inner.Connect(ctx)
+}
+
+// frontPipe is the front transport over r and w.
+func (p *Proxy) frontPipe(r io.ReadCloser, w io.WriteCloser) *pipeTransport {
+	f := &pipeFront{p: p, w: &lineWriter{w: w}}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	fr := newFrameReader(r, f.take)
+	t := &pipeTransport{front: f}
+	if p.opts.Tracer == nil {
+		t.inner = &mcp.IOTransport{Reader: fr, Writer: f.w}
+	} else {
+		t.inner = &idTransport{r: fr, w: f.w}
+	}
+	return t
+}
+
+// connectPipe serves one client over r and w; the session ends when the
+// client disconnects (or is closed).
+func (p *Proxy) connectPipe(ctx context.Context, r io.ReadCloser, w io.WriteCloser) (*mcp.ServerSession, error) {
+	t := p.frontPipe(r, w)
+	ss, err := p.server.Connect(ctx, t, nil)
+	if err != nil {
+		t.front.cancel()
+		return nil, err
+	}
+	t.front.ss.Store(ss)
+	go func() {
+		ss.Wait()
+		t.front.cancel()
+	}()
+	return ss, nil
+}
+
+// take serves v itself if it is a call the pipe front takes, or a
+// cancellation of one; it reports whether it did.
+func (f *pipeFront) take(v []byte) bool {
+	ss := f.ss.Load()
+	if ss == nil || f.p.noFastPath {
+		return false
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || !slices.Contains(fastProtocols, ip.ProtocolVersion) {
+		return false
+	}
+	if !bytes.Contains(v, []byte(`"tools/call"`)) && !bytes.Contains(v, []byte(`"notifications/cancelled"`)) {
+		return false // not worth parsing
+	}
+	fr, ok := parseFast(bytes.Clone(v)) // v is the reader's buffer
+	if !ok {
+		return false
+	}
+	switch {
+	case fr.method == "notifications/cancelled" && fr.id == nil:
+		cancel, ok := f.calls.Load(string(fr.requestID))
+		if !ok {
+			return false
+		}
+		cancel.(context.CancelFunc)()
+		return true
+	case fr.method == "tools/call" && fr.id != nil:
+		fc, ok := f.p.fastCallFor(fr)
+		if !ok {
+			return false
+		}
+		key := string(fr.id)
+		ctx, cancel := context.WithCancel(f.ctx)
+		if _, dup := f.calls.LoadOrStore(key, cancel); dup {
+			cancel()
+			return false // an id in use: the SDK answers as it does
+		}
+		f.p.pipeCalls.Add(1)
+		go f.serve(ctx, cancel, key, ss, ip, fr.id, fc)
+		return true
+	}
+	return false
+}
+
+// serve makes one call and answers it on a line of its own.
+func (f *pipeFront) serve(ctx context.Context, cancel context.CancelFunc, key string, ss *mcp.ServerSession, ip *mcp.InitializeParams, id json.RawMessage, fc fastCall) {
+	growStack(0)
+	start := time.Now()
+	defer cancel()
+	var res json.RawMessage
+	var rerr *jsonrpc.Error
+	defer func() {
+		if v := recover(); v != nil {
+			f.p.logger.Error("proxy: panic while serving a call", "tool", fc.front, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			res, rerr = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: internal error while handling tools/call"}
+		}
+		// The id is free again once its answer is out, not before.
+		b := appendResponse(make([]byte, 0, len(res)+96), id, res, rerr)
+		f.w.Write(append(b, '\n'))
+		f.calls.Delete(key)
+	}()
+	in := &callIn{
+		d: fc.d, tool: fc.tool, argsCanon: fc.argsCanon,
+		params:  &mcp.CallToolParamsRaw{Name: fc.front, Arguments: fc.args, Meta: fc.meta},
+		session: ss, client: ip.ClientInfo, protocol: ip.ProtocolVersion, id: id, transport: "pipe", start: start,
+	}
+	res, rerr = f.p.serveCall(ctx, in)
+}

@@ -1,0 +1,167 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+)
+
+// pipeClient is a client of the pipe front that writes and reads lines
+// itself, so that a test sees the bytes the front writes.
+type pipeClient struct {
+	t  *testing.T
+	c  net.Conn
+	in *bufio.Reader
+}
+
+func newPipeClient(t *testing.T, p *Proxy) *pipeClient {
+	t.Helper()
+	cp, sp := net.Pipe()
+	ss, err := p.connectPipe(context.Background(), sp, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cp.Close(); ss.Close() })
+	pc := &pipeClient{t: t, c: cp, in: bufio.NewReader(cp)}
+	pc.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe-test","version":"1"}}}`)
+	pc.read()
+	pc.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return pc
+}
+
+func (pc *pipeClient) send(line string) {
+	pc.t.Helper()
+	pc.c.SetWriteDeadline(time.Now().Add(time.Minute)) // for a hung front, not a bound
+	if _, err := pc.c.Write([]byte(line + "\n")); err != nil {
+		pc.t.Fatal(err)
+	}
+}
+
+// read returns the next line the front writes that is not a notification.
+func (pc *pipeClient) read() []byte {
+	pc.t.Helper()
+	for {
+		pc.c.SetReadDeadline(time.Now().Add(time.Minute))
+		b, err := pc.in.ReadBytes('\n')
+		if err != nil {
+			pc.t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(`"method":"notifications/`)) {
+			return b
+		}
+	}
+}
+
+// wireDownstream is a streamable HTTP server whose tools/call answer is
+// result, written as it is: the SDK's server serves the rest.
+func wireDownstream(t *testing.T, result string) string {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "wire", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, errors.New("answered by the wire handler")
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") == "" {
+			sdk.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(body, &m) != nil || m.Method != "tools/call" {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			sdk.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+",\"result\":"+result+"}\n\n")
+	}))
+	t.Cleanup(down.Close)
+	return down.URL
+}
+
+// TestPipeFrontVerbatim: a stdio client gets a tools/call's result as
+// the server wrote it (members no SDK type holds, their order and
+// spacing), with the receipt; the pipe front served it, and the log's
+// call.result hashes those bytes. Through the SDK's server it got the
+// SDK's re-encoding, without the unknown members.
+func TestPipeFrontVerbatim(t *testing.T) {
+	result := `{"zeta":1,"content":[{"type":"text","text":"hi","x-extra":{"b":2,"a":1}}],  "isError":false}`
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "e", URL: wireDownstream(t, result)}}, nil)
+	pc := newPipeClient(t, p)
+	pc.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"e__echo","arguments":{"message":"x"}}}`)
+	got := pc.read()
+	var resp struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(got, &resp); err != nil || string(resp.ID) != "7" {
+		t.Fatalf("answer %s: %v", got, err)
+	}
+	head, rest, ok := bytes.Cut(resp.Result, []byte(`"},`))
+	if !ok || !bytes.HasPrefix(head, []byte(`{"_meta":{"`+ReceiptKey+`":"`)) || string(rest) != result[1:] {
+		t.Fatalf("result %s, want the receipt then %s", resp.Result, result[1:])
+	}
+	if n := p.pipeCalls.Load(); n != 1 {
+		t.Errorf("the pipe front served %d calls, want 1", n)
+	}
+	var meta struct {
+		Meta map[string]string `json:"_meta"`
+	}
+	json.Unmarshal(resp.Result, &meta)
+	_, raw := l.checkReceipt(t, meta.Meta[ReceiptKey])
+	canon, err := log.Canonicalize([]byte(result))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(canon)
+	if !strings.Contains(string(raw), hex.EncodeToString(sum[:])) {
+		t.Errorf("the receipt's entries (%s) do not hash the result as received (%x)", raw, sum)
+	}
+}
+
+// TestPipeFrontCancel: a notifications/cancelled for a call the pipe
+// front serves cancels it; the call is answered and recorded as
+// cancelled, and the front takes the next call.
+func TestPipeFrontCancel(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "f")}, nil)
+	pc := newPipeClient(t, p)
+	at := l.size(t)
+	pc.send(`{"jsonrpc":"2.0","id":"h","method":"tools/call","params":{"name":"f__hang","arguments":{}}}`)
+	l.waitSize(t, at+1) // the call entry is in the log
+	pc.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"h","reason":"test"}}`)
+	got := pc.read()
+	if !bytes.Contains(got, []byte(`"id":"h"`)) || !bytes.Contains(got, []byte(`"error"`)) {
+		t.Fatalf("answer to the cancelled call: %s", got)
+	}
+	pc.send(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"f__ok","arguments":{}}}`)
+	if got := pc.read(); !bytes.Contains(got, []byte(`"id":8,"result":{"_meta":{"`+ReceiptKey)) {
+		t.Fatalf("answer to the next call: %s", got)
+	}
+	if n := p.pipeCalls.Load(); n != 2 {
+		t.Errorf("the pipe front served %d calls, want 2", n)
+	}
+	if _, raw := l.callAt(t, at); !strings.Contains(string(raw), "cancelled by the client") {
+		t.Errorf("the hung call's entries: %s", raw)
+	}
+}
