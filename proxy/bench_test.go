@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -172,37 +171,8 @@ func BenchmarkCallSpans(b *testing.B) {
 //
 //	go test ./proxy -run '^$' -bench CallWire -cpuprofile /tmp/cpu.out
 func BenchmarkCallWire(b *testing.B) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return nil, errors.New("answered by the wire handler")
-	})
 	text, _ := json.Marshal("Echo: " + strings.Repeat("x", 1024))
-	result := `"result":{"content":[{"type":"text","text":` + string(text) + `}]}}`
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") == "" {
-			sdk.ServeHTTP(w, r)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		if !bytes.Contains(body, []byte(`"method":"tools/call"`)) {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			sdk.ServeHTTP(w, r)
-			return
-		}
-		var m struct {
-			ID json.RawMessage `json:"id"`
-		}
-		if json.Unmarshal(body, &m) != nil || m.ID == nil {
-			http.Error(w, "no id", http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
-		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+","+result+"\n\n")
-	}))
-	b.Cleanup(down.Close)
+	down := wireDownstream(b, `{"content":[{"type":"text","text":`+string(text)+`}]}`)
 	args := `{"message":"` + strings.Repeat("x", 1024) + `"}`
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	b.Cleanup(hc.CloseIdleConnections)
@@ -266,13 +236,13 @@ func BenchmarkCallWire(b *testing.B) {
 		b.Run("direct"+suffix, func(b *testing.B) {
 			calls := make([]func(), clients)
 			for i := range calls {
-				calls[i] = connect(b, down.URL, nil, "echo")
+				calls[i] = connect(b, down, nil, "echo")
 			}
 			run(b, calls)
 		})
 		b.Run("proxied"+suffix, func(b *testing.B) {
 			l := newTestLog(b)
-			p := startProxy(b, l, []ServerConfig{{ID: "e", URL: down.URL}}, nil)
+			p := startProxy(b, l, []ServerConfig{{ID: "e", URL: down}}, nil)
 			url := serveHTTP(b, p)
 			calls := make([]func(), clients)
 			for i := range calls {

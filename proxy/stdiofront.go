@@ -63,45 +63,32 @@ func (l *lineWriter) Write(b []byte) (int, error) {
 
 func (l *lineWriter) Close() error { return l.w.Close() }
 
-// pipeTransport is the pipe front's transport over r and w: the SDK's
-// connection (idTransport's, while tracing) reads what the front did not
-// take.
-type pipeTransport struct {
-	front *pipeFront
-	inner mcp.Transport
-}
-
-func (t *pipeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	return t.inner.Connect(ctx)
-}
-
-// frontPipe is the front transport over r and w.
-func (p *Proxy) frontPipe(r io.ReadCloser, w io.WriteCloser) *pipeTransport {
+// frontPipe is the front transport over r and w, and the front that
+// reads through it: the SDK's connection (idTransport's, while tracing)
+// reads what the front did not take.
+func (p *Proxy) frontPipe(r io.ReadCloser, w io.WriteCloser) (mcp.Transport, *pipeFront) {
 	f := &pipeFront{p: p, w: &lineWriter{w: w}}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	fr := newFrameReader(r, f.take)
-	t := &pipeTransport{front: f}
 	if p.opts.Tracer == nil {
-		t.inner = &mcp.IOTransport{Reader: fr, Writer: f.w}
-	} else {
-		t.inner = &idTransport{r: fr, w: f.w}
+		return &mcp.IOTransport{Reader: fr, Writer: f.w}, f
 	}
-	return t
+	return &idTransport{r: fr, w: f.w}, f
 }
 
 // connectPipe serves one client over r and w; the session ends when the
 // client disconnects (or is closed).
 func (p *Proxy) connectPipe(ctx context.Context, r io.ReadCloser, w io.WriteCloser) (*mcp.ServerSession, error) {
-	t := p.frontPipe(r, w)
+	t, f := p.frontPipe(r, w)
 	ss, err := p.server.Connect(ctx, t, nil)
 	if err != nil {
-		t.front.cancel()
+		f.cancel()
 		return nil, err
 	}
-	t.front.ss.Store(ss)
+	f.ss.Store(ss)
 	go func() {
 		ss.Wait()
-		t.front.cancel()
+		f.cancel()
 	}()
 	return ss, nil
 }

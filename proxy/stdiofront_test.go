@@ -68,8 +68,9 @@ func (pc *pipeClient) read() []byte {
 }
 
 // wireDownstream is a streamable HTTP server whose tools/call answer is
-// result, written as it is: the SDK's server serves the rest.
-func wireDownstream(t *testing.T, result string) string {
+// result, written as it is, as one event as npm server-everything writes
+// it: the SDK's server serves the rest.
+func wireDownstream(t testing.TB, result string) string {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "wire", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return nil, errors.New("answered by the wire handler")
@@ -91,6 +92,7 @@ func wireDownstream(t *testing.T, result string) string {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusOK)
 		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+",\"result\":"+result+"}\n\n")
 	}))
