@@ -227,6 +227,28 @@ func (p *Proxy) noteLogLevel(method string, req mcp.Request) {
 	}
 }
 
+// withResultType is a tools/call result as a 2026-07-28 client gets it:
+// with resultType, "complete" unless the server said otherwise (an older
+// server's results have none), as the SDK's front gives every result of
+// that revision.
+func withResultType(raw json.RawMessage) json.RawMessage {
+	if bytes.Contains(raw, []byte(`"resultType"`)) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil || m == nil || m["resultType"] != nil {
+			return raw
+		}
+	}
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		return raw
+	}
+	out := append(make([]byte, 0, len(t)+24), `{"resultType":"complete"`...)
+	if rest := bytes.TrimLeft(t[1:], " \t\r\n"); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, t[1:]...)
+}
+
 // withoutResultType is a tools/call result of a 2026-07-28 session as an
 // older client gets it: without resultType, which its revision does not
 // have (the SDK's front would pass it on as decoded).

@@ -101,12 +101,26 @@ func (p *Proxy) serveLeg(ctx context.Context, in *callIn, actor string, span *op
 	return c, receipt, rerr
 }
 
-// toolHandler serves the SDK front's tools/calls of one downstream tool.
-func (d *downstream) toolHandler(_, tool string) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// serveTools is the SDK front's middleware that serves a tools/call of a
+// downstream tool through the call lifecycle, whichever route brought it
+// there (the stateless 2026-07-28 revision, a call with a progress token,
+// stdio or HTTP). Its answer is the result as serveCall returns it,
+// written by the SDK as it is (rawToolResult), not decoded into the
+// SDK's type and encoded again, which dropped every member that type
+// lacks. Everything else goes on to the SDK.
+func (p *Proxy) serveTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, r mcp.Request) (mcp.Result, error) {
+		req, ok := r.(*mcp.CallToolRequest)
+		if method != "tools/call" || !ok || req.Params == nil {
+			return next(ctx, method, r)
+		}
+		d, tool := p.router.tool(req.Params.Name)
+		if d == nil {
+			return next(ctx, method, r) // the proxy's own tools, the task tools, or unknown
+		}
 		in := &callIn{d: d, tool: tool, params: req.Params, session: req.Session, extra: req.Extra,
 			client: req.ClientInfo(), protocol: req.ProtocolVersion(), id: frontRequestID(req.Extra), transport: frontTransport(req.Extra), start: time.Now()}
-		raw, rerr := d.p.serveCall(ctx, in)
+		raw, rerr := p.serveCall(ctx, in)
 		if rerr != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err() // cancelled by the client: nobody is listening
@@ -115,12 +129,44 @@ func (d *downstream) toolHandler(_, tool string) mcp.ToolHandler {
 		}
 		if in.protocol < statelessProtocol {
 			raw = withoutResultType(raw)
+		} else {
+			raw = withResultType(raw) // as the SDK gives every result of that revision
 		}
-		res := new(mcp.CallToolResult)
-		if err := json.Unmarshal(raw, res); err != nil {
-			return nil, rpcError(jsonrpc.CodeInternalError, "provlog: server %q: its result cannot be passed on: %v", d.cfg.ID, err)
+		return p.rawResult(raw), nil
+	}
+}
+
+// A rawToolResult is a tools/call result that the SDK's server writes as
+// it is: its MarshalJSON returns raw (which the SDK's encoder compacts).
+// The embedded CallToolResult makes it an mcp.Result; it holds only what
+// the trace reads (_meta and isError), and only while tracing.
+type rawToolResult struct {
+	*mcp.CallToolResult
+	raw json.RawMessage
+}
+
+func (r *rawToolResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+// rawResult wraps raw, a result serveCall returned, for the SDK.
+func (p *Proxy) rawResult(raw json.RawMessage) *rawToolResult {
+	r := &rawToolResult{CallToolResult: new(mcp.CallToolResult), raw: raw}
+	if p.opts.Tracer != nil {
+		var v struct {
+			Meta    mcp.Meta `json:"_meta"`
+			IsError bool     `json:"isError"`
 		}
-		return res, nil
+		json.Unmarshal(raw, &v) // serveCall's result is one JSON object
+		r.Meta, r.IsError = v.Meta, v.IsError
+	}
+	return r
+}
+
+// toolHandler is the SDK's handler of a downstream tool, which serveTools
+// answers before the SDK's server reaches it: it is reached only for a
+// tool the router no longer routes, while the SDK still lists it.
+func (d *downstream) toolHandler(front, _ string) mcp.ToolHandler {
+	return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: unknown tool %q (its server %q no longer offers it)", front, d.cfg.ID)
 	}
 }
 

@@ -1,0 +1,78 @@
+package proxy
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// oddResult is a tools/call result with members the SDK's types do not
+// have, which a client must still get.
+const oddResult = `{"zeta":1,"content":[{"type":"text","text":"hi","x-extra":{"b":2,"a":1}}],"isError":false}`
+
+// checkOddResult checks that result holds every member of oddResult,
+// beside the receipt.
+func checkOddResult(t *testing.T, how string, result json.RawMessage) {
+	t.Helper()
+	var got, want map[string]any
+	if err := json.Unmarshal(result, &got); err != nil {
+		t.Fatalf("%s: result %s: %v", how, result, err)
+	}
+	json.Unmarshal([]byte(oddResult), &want)
+	meta, _ := got["_meta"].(map[string]any)
+	if r, _ := meta[ReceiptKey].(string); r == "" {
+		t.Errorf("%s: result %s has no receipt", how, result)
+	}
+	delete(got, "_meta")
+	delete(got, "resultType") // 2026-07-28's, which the SDK adds to a complete result
+	if g, w := mustJSON(got), mustJSON(want); g != w {
+		t.Errorf("%s: the client got %s, want the server's %s", how, g, w)
+	}
+}
+
+// TestSDKFrontVerbatim: the calls the SDK's server serves (the stateless
+// 2026-07-28 revision over HTTP, a call with a progress token on any
+// front) give the client the server's result, not the SDK's decoding of
+// it: members its types lack stay.
+func TestSDKFrontVerbatim(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "e", URL: wireDownstream(t, oddResult)}}, nil)
+	url := serveHTTP(t, p)
+
+	t.Run("stateless", func(t *testing.T) {
+		body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"e__echo","arguments":{"message":"x"}` + statelessMeta + `}}`
+		resp, text := postMCP(t, url, body, map[string]string{"Authorization": "Bearer " + testToken,
+			"Mcp-Protocol-Version": statelessProtocol, "Mcp-Method": "tools/call", "Mcp-Name": "e__echo"})
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %s", resp.Status, text)
+		}
+		if i := strings.Index(text, "data: "); strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") && i >= 0 {
+			text, _, _ = strings.Cut(text[i+len("data: "):], "\n")
+		}
+		var m struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(text), &m); err != nil {
+			t.Fatalf("answer %q: %v", text, err)
+		}
+		checkOddResult(t, "stateless HTTP", m.Result)
+		if !strings.Contains(string(m.Result), `"resultType":"complete"`) {
+			t.Errorf("a 2026-07-28 result without resultType \"complete\": %s", m.Result)
+		}
+	})
+
+	t.Run("progress token", func(t *testing.T) {
+		pc := newPipeClient(t, p)
+		pc.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"e__echo","arguments":{"message":"x"},"_meta":{"progressToken":"pt"}}}`)
+		var m struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if got := pc.read(); json.Unmarshal(got, &m) != nil {
+			t.Fatalf("answer %s", got)
+		}
+		checkOddResult(t, "progress-token call on stdio", m.Result)
+		if n := p.pipeCalls.Load(); n != 0 {
+			t.Errorf("the pipe front served %d calls itself; this test is of the SDK's route", n)
+		}
+	})
+}
