@@ -203,7 +203,7 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 		return nil, rerr
 	}
 	out := new(mcp.ReadResourceResult)
-	if err := d.frontReadAs(log.KindResourceRead, raw, typed, receipt, out); err != nil {
+	if err := d.frontReadAs(ctx, req.ProtocolVersion(), log.KindResourceRead, raw, typed, receipt, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -232,7 +232,7 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 			return nil, rerr
 		}
 		out := new(mcp.GetPromptResult)
-		if err := d.frontReadAs(log.KindPromptGet, raw, typed, receipt, out); err != nil {
+		if err := d.frontReadAs(ctx, req.ProtocolVersion(), log.KindPromptGet, raw, typed, receipt, out); err != nil {
 			return nil, err
 		}
 		return out, nil
@@ -329,11 +329,12 @@ func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mc
 	}
 }
 
-// frontReadAs decodes into out (the SDK's result type, which the SDK's
-// front encodes) the result of a read as the client gets it (frontRead),
-// from raw as received (typed, the SDK's decoding, re-encoded when raw
-// was not captured).
-func (d *downstream) frontReadAs(kind string, raw json.RawMessage, typed any, receipt string, out any) error {
+// frontReadAs decodes into out (the SDK's result type) the result of a
+// read as the client gets it (frontRead), from raw as received (typed,
+// the SDK's decoding, re-encoded when raw was not captured), and leaves
+// those bytes for rawReads, which has the SDK send them rather than its
+// encoding of out.
+func (d *downstream) frontReadAs(ctx context.Context, protocol, kind string, raw json.RawMessage, typed any, receipt string, out any) error {
 	if raw == nil {
 		var err error
 		if raw, err = json.Marshal(typed); err != nil {
@@ -346,6 +347,9 @@ func (d *downstream) frontReadAs(kind string, raw json.RawMessage, typed any, re
 	}
 	if err != nil {
 		return rpcError(jsonrpc.CodeInternalError, "provlog: server %q: its result cannot be passed on: %v", d.cfg.ID, err)
+	}
+	if h, ok := ctx.Value(frontBytesKey{}).(*frontBytes); ok {
+		h.raw = withProtocolResultType(front, protocol)
 	}
 	return nil
 }

@@ -105,7 +105,7 @@ func (p *Proxy) serveLeg(ctx context.Context, in *callIn, actor string, span *op
 // downstream tool through the call lifecycle, whichever route brought it
 // there (the stateless 2026-07-28 revision, a call with a progress token,
 // stdio or HTTP). Its answer is the result as serveCall returns it,
-// written by the SDK as it is (rawToolResult), not decoded into the
+// written by the SDK as it is (rawResult), not decoded into the
 // SDK's type and encoded again, which dropped every member that type
 // lacks. Everything else goes on to the SDK.
 func (p *Proxy) serveTools(next mcp.MethodHandler) mcp.MethodHandler {
@@ -127,38 +127,69 @@ func (p *Proxy) serveTools(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return nil, rerr
 		}
-		if in.protocol < statelessProtocol {
-			raw = withoutResultType(raw)
-		} else {
-			raw = withResultType(raw) // as the SDK gives every result of that revision
-		}
-		return p.rawResult(raw), nil
+		return p.rawResult(withProtocolResultType(raw, in.protocol)), nil
 	}
 }
 
-// A rawToolResult is a tools/call result that the SDK's server writes as
-// it is: its MarshalJSON returns raw (which the SDK's encoder compacts).
-// The embedded CallToolResult makes it an mcp.Result; it holds only what
-// the trace reads (_meta and isError), and only while tracing.
-type rawToolResult struct {
-	*mcp.CallToolResult
+// A rawResult is a result that the SDK's server writes as it is: its
+// MarshalJSON returns raw (which the SDK's encoder compacts). The
+// embedded Result, of the method's type, makes it an mcp.Result and holds
+// what middleware may read of it; it is never encoded.
+type rawResult struct {
+	mcp.Result
 	raw json.RawMessage
 }
 
-func (r *rawToolResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+func (r *rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
 
-// rawResult wraps raw, a result serveCall returned, for the SDK.
-func (p *Proxy) rawResult(raw json.RawMessage) *rawToolResult {
-	r := &rawToolResult{CallToolResult: new(mcp.CallToolResult), raw: raw}
+// rawResult wraps raw, a result serveCall returned, for the SDK; its
+// CallToolResult holds only what the trace reads (_meta and isError),
+// and only while tracing.
+func (p *Proxy) rawResult(raw json.RawMessage) *rawResult {
+	tr := new(mcp.CallToolResult)
 	if p.opts.Tracer != nil {
 		var v struct {
 			Meta    mcp.Meta `json:"_meta"`
 			IsError bool     `json:"isError"`
 		}
 		json.Unmarshal(raw, &v) // serveCall's result is one JSON object
-		r.Meta, r.IsError = v.Meta, v.IsError
+		tr.Meta, tr.IsError = v.Meta, v.IsError
 	}
-	return r
+	return &rawResult{Result: tr, raw: raw}
+}
+
+// rawReads is the SDK front's middleware that has resources/read and
+// prompts/get answered with the server's result as the read's handler
+// made it for the client (frontReadAs), rather than the SDK's encoding of
+// its decoding: the handler, which the SDK finds by URI or name, leaves
+// those bytes in the request's context.
+func rawReads(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "resources/read" && method != "prompts/get" {
+			return next(ctx, method, req)
+		}
+		h := new(frontBytes)
+		res, err := next(context.WithValue(ctx, frontBytesKey{}, h), method, req)
+		if err != nil || res == nil || h.raw == nil {
+			return res, err
+		}
+		return &rawResult{Result: res, raw: h.raw}, nil
+	}
+}
+
+// frontBytes holds a read's result as the client gets it.
+type frontBytes struct{ raw json.RawMessage }
+
+type frontBytesKey struct{}
+
+// withProtocolResultType gives raw resultType as the client's revision
+// has it: none before 2026-07-28, "complete" unless the server said
+// otherwise from then on (as the SDK gives every result of that revision).
+func withProtocolResultType(raw json.RawMessage, protocol string) json.RawMessage {
+	if protocol < statelessProtocol {
+		return withoutResultType(raw)
+	}
+	return withResultType(raw)
 }
 
 // toolHandler is the SDK's handler of a downstream tool, which serveTools

@@ -240,9 +240,9 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		UnsubscribeHandler: p.unsubscribe,
 	})
 	if opts.Tracer != nil {
-		p.server.AddReceivingMiddleware(p.guard, p.traceRequests, p.serveTools)
+		p.server.AddReceivingMiddleware(p.guard, p.traceRequests, p.serveTools, rawReads)
 	} else {
-		p.server.AddReceivingMiddleware(p.guard, p.serveTools)
+		p.server.AddReceivingMiddleware(p.guard, p.serveTools, rawReads)
 	}
 	p.addOwnTools()
 

@@ -76,3 +76,39 @@ func TestSDKFrontVerbatim(t *testing.T) {
 		}
 	})
 }
+
+// TestSDKFrontReadsVerbatim: resources/read and prompts/get, which the
+// SDK's server routes, give the client the server's result with the
+// receipt (and front URIs), members the SDK's types lack included.
+func TestSDKFrontReadsVerbatim(t *testing.T) {
+	l := newTestLog(t)
+	down := wireDownstreamOf(t, map[string]string{
+		"resources/read": `{"zeta":1,"contents":[{"uri":"wire:///r","text":"hi","x-extra":{"b":2}}]}`,
+		"prompts/get":    `{"zeta":2,"messages":[{"role":"user","content":{"type":"text","text":"hi","x-extra":{"b":2}}}]}`,
+	})
+	p := startProxy(t, l, []ServerConfig{{ID: "e", URL: down}}, nil)
+	pc := newPipeClient(t, p)
+	for _, c := range []struct{ req, want string }{
+		{`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"e+wire:///r"}}`,
+			`{"contents":[{"text":"hi","uri":"e+wire:///r","x-extra":{"b":2}}],"zeta":1}`},
+		{`{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"e__p"}}`,
+			`{"messages":[{"content":{"text":"hi","type":"text","x-extra":{"b":2}},"role":"user"}],"zeta":2}`},
+	} {
+		pc.send(c.req)
+		var m struct {
+			Result map[string]any `json:"result"`
+		}
+		got := pc.read()
+		if json.Unmarshal(got, &m) != nil || m.Result == nil {
+			t.Fatalf("%s: answer %s", c.req, got)
+		}
+		meta, _ := m.Result["_meta"].(map[string]any)
+		if r, _ := meta[ReceiptKey].(string); r == "" {
+			t.Errorf("%s: no receipt in %s", c.req, got)
+		}
+		delete(m.Result, "_meta")
+		if g := mustJSON(m.Result); g != c.want {
+			t.Errorf("%s: the client got %s, want %s", c.req, g, c.want)
+		}
+	}
+}

@@ -71,8 +71,21 @@ func (pc *pipeClient) read() []byte {
 // result, written as it is, as one event as npm server-everything writes
 // it: the SDK's server serves the rest.
 func wireDownstream(t testing.TB, result string) string {
+	return wireDownstreamOf(t, map[string]string{"tools/call": result})
+}
+
+// wireDownstreamOf is wireDownstream answering each method in results
+// (tools/call, resources/read, prompts/get) with its result as it is. It
+// offers the tool echo, the resource wire:///r and the prompt p.
+func wireDownstreamOf(t testing.TB, results map[string]string) string {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "wire", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, errors.New("answered by the wire handler")
+	})
+	srv.AddResource(&mcp.Resource{URI: "wire:///r", Name: "r"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return nil, errors.New("answered by the wire handler")
+	})
+	srv.AddPrompt(&mcp.Prompt{Name: "p"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return nil, errors.New("answered by the wire handler")
 	})
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
@@ -86,7 +99,9 @@ func wireDownstream(t testing.TB, result string) string {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 		}
-		if json.Unmarshal(body, &m) != nil || m.Method != "tools/call" {
+		json.Unmarshal(body, &m)
+		result, ok := results[m.Method]
+		if !ok {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			sdk.ServeHTTP(w, r)
 			return
