@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -64,6 +65,17 @@ type registration struct {
 	name string // its name (URI, URI template) on the server
 	def  string // its definition as the server listed it
 	sum  string // definitionSum(def)
+}
+
+// paramHeaders reports whether front tool front's definition may bind
+// arguments to HTTP headers (x-mcp-header, which the SDK's handler
+// checks against a 2026-07-28 request's Mcp-Param-* headers), or is not
+// registered.
+func (c *catalogue) paramHeaders(front string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.lists[toolSlot].reg[front]
+	return !ok || strings.Contains(r.def, "x-mcp-header")
 }
 
 func newCatalogue(d *downstream) *catalogue {

@@ -161,17 +161,18 @@ type Proxy struct {
 	mu   sync.Mutex
 	subs map[string]int // front resource URI -> upstream subscriptions
 
-	sessions   sync.Map      // front HTTP session id -> *frontSession (httpfront.go)
-	initActors sync.Map      // *mcp.ServerSession -> actor of its initialize request
-	logLevels  sync.Map      // *mcp.ServerSession -> the mcp.LoggingLevel its client set (bridge.go)
-	retries    retries       // input_required results awaiting their clients' retries (bridge.go)
-	parked     parking       // 2026-07-28 clients' calls waiting on their retries (parking.go, park.go)
-	fastCalls  atomic.Uint64 // tools/calls the fast path served (for tests)
-	pipeCalls  atomic.Uint64 // tools/calls the pipe front served itself (for tests)
-	kept       keptStreams   // finished call streams kept for a resume (callstream.go)
-	noFastPath bool          // tests: serve every request through the SDK
-	noPark     bool          // tests: no parked calls (park.go), to measure what they cost
-	reaper     sync.Once
+	sessions       sync.Map      // front HTTP session id -> *frontSession (httpfront.go)
+	initActors     sync.Map      // *mcp.ServerSession -> actor of its initialize request
+	logLevels      sync.Map      // *mcp.ServerSession -> the mcp.LoggingLevel its client set (bridge.go)
+	retries        retries       // input_required results awaiting their clients' retries (bridge.go)
+	parked         parking       // 2026-07-28 clients' calls waiting on their retries (parking.go, park.go)
+	fastCalls      atomic.Uint64 // tools/calls the fast path served (for tests)
+	pipeCalls      atomic.Uint64 // tools/calls the pipe front served itself (for tests)
+	statelessCalls atomic.Uint64 // 2026-07-28 tools/calls the HTTP front served itself (for tests)
+	kept           keptStreams   // finished call streams kept for a resume (callstream.go)
+	noFastPath     bool          // tests: serve every request through the SDK
+	noPark         bool          // tests: no parked calls (park.go), to measure what they cost
+	reaper         sync.Once
 
 	progress  sync.Map // downstream progress token -> *progressRoute
 	nextToken atomic.Uint64
@@ -331,7 +332,9 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 			}
 		}
 		if r.Header.Get("Mcp-Protocol-Version") >= statelessProtocol {
-			stateless.ServeHTTP(w, r)
+			if !p.fastStateless(w, r, pb) {
+				stateless.ServeHTTP(w, r)
+			}
 			return
 		}
 		if p.sessionsFull(r) {

@@ -39,27 +39,44 @@ func TestSDKFrontVerbatim(t *testing.T) {
 	p := startProxy(t, l, []ServerConfig{{ID: "e", URL: wireDownstream(t, oddResult)}}, nil)
 	url := serveHTTP(t, p)
 
-	t.Run("stateless", func(t *testing.T) {
-		body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"e__echo","arguments":{"message":"x"}` + statelessMeta + `}}`
-		resp, text := postMCP(t, url, body, map[string]string{"Authorization": "Bearer " + testToken,
-			"Mcp-Protocol-Version": statelessProtocol, "Mcp-Method": "tools/call", "Mcp-Name": "e__echo"})
-		if resp.StatusCode != 200 {
-			t.Fatalf("%s %s", resp.Status, text)
-		}
-		if i := strings.Index(text, "data: "); strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") && i >= 0 {
-			text, _, _ = strings.Cut(text[i+len("data: "):], "\n")
-		}
-		var m struct {
-			Result json.RawMessage `json:"result"`
-		}
-		if err := json.Unmarshal([]byte(text), &m); err != nil {
-			t.Fatalf("answer %q: %v", text, err)
-		}
-		checkOddResult(t, "stateless HTTP", m.Result)
-		if !strings.Contains(string(m.Result), `"resultType":"complete"`) {
-			t.Errorf("a 2026-07-28 result without resultType \"complete\": %s", m.Result)
-		}
-	})
+	// A plain call the HTTP front serves itself; one with a progress
+	// token goes through the SDK's stateless handler.
+	for _, c := range []struct {
+		name, meta string
+		fast       uint64
+	}{{"stateless", statelessMeta, 1}, {"stateless via the SDK", strings.Replace(statelessMeta, `"_meta":{`, `"_meta":{"progressToken":"pt",`, 1), 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			before, at := p.statelessCalls.Load(), l.size(t)
+			body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"e__echo","arguments":{"message":"x"}` + c.meta + `}}`
+			resp, text := postMCP(t, url, body, map[string]string{"Authorization": "Bearer " + testToken,
+				"Mcp-Protocol-Version": statelessProtocol, "Mcp-Method": "tools/call", "Mcp-Name": "e__echo"})
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s %s", resp.Status, text)
+			}
+			if i := strings.Index(text, "data: "); strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") && i >= 0 {
+				text, _, _ = strings.Cut(text[i+len("data: "):], "\n")
+			}
+			var m struct {
+				Result json.RawMessage `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(text), &m); err != nil {
+				t.Fatalf("answer %q: %v", text, err)
+			}
+			checkOddResult(t, c.name, m.Result)
+			if !strings.Contains(string(m.Result), `"resultType":"complete"`) {
+				t.Errorf("a 2026-07-28 result without resultType \"complete\": %s", m.Result)
+			}
+			if n := p.statelessCalls.Load() - before; n != c.fast {
+				t.Errorf("the HTTP front served %d of the call itself, want %d", n, c.fast)
+			}
+			// The call entry names the client and revision from the _meta,
+			// and the actor from the token, as the SDK's route has them.
+			e, raw := l.callAt(t, at)
+			if e.Actor != testActor || !strings.Contains(string(raw), `"protocol_version":"2026-07-28"`) || !strings.Contains(string(raw), `{"name":"x","version":"1"}`) {
+				t.Errorf("the call's entries: %s", raw)
+			}
+		})
+	}
 
 	t.Run("progress token", func(t *testing.T) {
 		pc := newPipeClient(t, p)
