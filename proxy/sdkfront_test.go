@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -127,5 +128,51 @@ func TestSDKFrontReadsVerbatim(t *testing.T) {
 		if g := mustJSON(m.Result); g != c.want {
 			t.Errorf("%s: the client got %s, want %s", c.req, g, c.want)
 		}
+	}
+}
+
+// TestFastStatelessLeavesTheRestToTheSDK: a 2026-07-28 tools/call whose
+// headers or _meta the SDK's handler would refuse is not served by the
+// HTTP front itself; the SDK answers it, with its error and status.
+func TestFastStatelessLeavesTheRestToTheSDK(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "e", URL: wireDownstream(t, oddResult)}}, nil)
+	url := serveHTTP(t, p)
+	call := func(meta string) string {
+		return `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"e__echo","arguments":{"message":"x"}` + meta + `}}`
+	}
+	headers := func(drop string, set ...string) map[string]string {
+		h := map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Protocol-Version": statelessProtocol, "Mcp-Method": "tools/call", "Mcp-Name": "e__echo"}
+		delete(h, drop)
+		for i := 0; i+1 < len(set); i += 2 {
+			h[set[i]] = set[i+1]
+		}
+		return h
+	}
+	for _, c := range []struct {
+		name   string
+		body   string
+		header map[string]string
+	}{
+		{"no Mcp-Name", call(statelessMeta), headers("Mcp-Name")},
+		{"another Mcp-Name", call(statelessMeta), headers("", "Mcp-Name", "e__other")},
+		{"no Mcp-Method", call(statelessMeta), headers("Mcp-Method")},
+		{"_meta of another revision", call(strings.Replace(statelessMeta, "2026-07-28", "2025-11-25", 1)), headers("")},
+		{"no clientCapabilities", call(`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"}}`), headers("")},
+		{"clientInfo not an object", call(strings.Replace(statelessMeta, `{"name":"x","version":"1"}`, `"x"`, 1)), headers("")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before, at := p.statelessCalls.Load(), l.size(t)
+			resp, text := postMCP(t, url, c.body, c.header)
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("%s %s, want the SDK's 400", resp.Status, text)
+			}
+			if n := p.statelessCalls.Load() - before; n != 0 {
+				t.Errorf("the HTTP front served it itself")
+			}
+			if n := l.size(t) - at; n != 0 {
+				t.Errorf("a refused request wrote %d entries", n)
+			}
+		})
 	}
 }

@@ -46,18 +46,18 @@ type target struct {
 	wantReceipt bool
 }
 
-func connectHTTP(ctx context.Context, endpoint, token string) (*mcp.ClientSession, error) {
+func connectHTTP(ctx context.Context, endpoint, token, protocol string) (*mcp.ClientSession, error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "proxybench", Version: "1"}, nil)
 	return c.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   endpoint,
 		HTTPClient: &http.Client{Transport: &bearer{token, clientTransport}},
 		MaxRetries: -1,
-	}, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 }
 
-func connectCommand(ctx context.Context, cmd *exec.Cmd) (*mcp.ClientSession, error) {
+func connectCommand(ctx context.Context, cmd *exec.Cmd, protocol string) (*mcp.ClientSession, error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "proxybench", Version: "1"}, nil)
-	return c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	return c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 }
 
 // call makes one tools/call and checks its result.

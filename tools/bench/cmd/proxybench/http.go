@@ -179,11 +179,11 @@ func (b *bench) runHTTP(ctx context.Context) error {
 // with the log's growth checked against the calls it acknowledged.
 func (b *bench) latencyHTTP(ctx context.Context, esURL, plBase, token, ptool string) (*latencyResult, error) {
 	b.logf("A2: HTTP latency, %d samples per path (warm-up %d)", b.c.n, b.c.warmup)
-	dcs, err := connectHTTP(ctx, esURL, token)
+	dcs, err := connectHTTP(ctx, esURL, token, b.c.protocol)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to everything-server: %w", err)
 	}
-	pcs, err := connectHTTP(ctx, plBase+"/mcp", token)
+	pcs, err := connectHTTP(ctx, plBase+"/mcp", token, b.c.protocol)
 	if err != nil {
 		dcs.Close()
 		return nil, fmt.Errorf("connecting to provlog: %w", err)
@@ -316,12 +316,12 @@ func (b *bench) runThroughput(ctx context.Context, esURL, plBase, token, ptool s
 		}
 	}()
 	for range b.c.clients {
-		dcs, err := connectHTTP(ctx, esURL, token)
+		dcs, err := connectHTTP(ctx, esURL, token, b.c.protocol)
 		if err != nil {
 			return nil, fmt.Errorf("connecting to everything-server: %w", err)
 		}
 		direct = append(direct, target{cs: dcs, tool: b.c.tool, args: b.c.args})
-		pcs, err := connectHTTP(ctx, plBase+"/mcp", token)
+		pcs, err := connectHTTP(ctx, plBase+"/mcp", token, b.c.protocol)
 		if err != nil {
 			return nil, fmt.Errorf("connecting to provlog: %w", err)
 		}

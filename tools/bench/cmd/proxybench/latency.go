@@ -50,7 +50,7 @@ func (b *bench) runStdio(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dcs, err := connectCommand(ctx, direct.cmd)
+	dcs, err := connectCommand(ctx, direct.cmd, b.c.protocol)
 	if err != nil {
 		return fmt.Errorf("connecting to everything-server (stdio): %w\n%s", err, direct.logTail())
 	}
@@ -65,7 +65,7 @@ func (b *bench) runStdio(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pcs, err := connectCommand(ctx, pl.cmd)
+	pcs, err := connectCommand(ctx, pl.cmd, b.c.protocol)
 	if err != nil {
 		return fmt.Errorf("connecting to provlog serve (stdio): %w\n%s", err, pl.logTail())
 	}

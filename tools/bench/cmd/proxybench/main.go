@@ -54,8 +54,6 @@ import (
 // receipt (proxy and oppmcp.ReceiptMetaKey).
 const receiptKey = "dev.provlog/receipt"
 
-// protocolVersion is what every client session asks for.
-const protocolVersion = "2025-11-25"
 
 // serverID is the downstream's id in provlog's config, so its tools are
 // named "everything__<tool>" behind the proxy.
@@ -85,6 +83,8 @@ type config struct {
 	keep        bool
 	profDir     string
 	phases      map[string]bool
+	commitDelay time.Duration // <0: provlog's default
+	protocol    string        // the revision every client session asks for
 	targetP50   time.Duration
 	targetP99   time.Duration
 	minRatio    float64
@@ -134,6 +134,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.dir, "dir", "", "work dir for binaries, data dirs and logs (default: a new temp dir, removed afterwards)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work dir (data dirs and process logs)")
 	fs.StringVar(&c.profDir, "cpuprofile-dir", "", "read every provlog process's profiles from provlog serve --pprof and write here its CPU profile (its whole run, merged from one-second profiles) and its heap profile at the end (.heap)")
+	fs.StringVar(&c.protocol, "protocol", "2025-11-25", "MCP revision every client asks for (2025-11-25: sessions; 2026-07-28: sessionless over HTTP)")
+	fs.DurationVar(&c.commitDelay, "commit-delay", -1, "provlog's commit_delay (negative: its default)")
 	fs.StringVar(&phases, "phases", "stdio,http,tput,tasks", "which parts to run: stdio (A1), http (A2), tput (A3), tasks (B)")
 	fs.DurationVar(&c.targetP50, "target-added-p50", time.Millisecond, "Issue 12 target for added p50 latency per call at 1 client (0: not judged)")
 	fs.DurationVar(&c.targetP99, "target-added-p99", 5*time.Millisecond, "Issue 12 target for added p99 latency per call at 1 client (0: not judged)")

@@ -215,7 +215,7 @@ func (b *bench) printHeader(w io.Writer, date time.Time, load, fsync [2]string) 
 	fmt.Fprintf(w, "- mode: %s; latency %d samples per path in alternating blocks of %d after %d warm-up calls; throughput %d sessions per path, %d × %v windows per path (order D P P D …, %v ramp each, 2× for the first); tasks %d sessions, %d × %v windows\n",
 		mode, c.n, c.block, c.warmup, c.clients, c.rounds, c.window, c.ramp, c.taskClients, c.taskRounds, c.taskWindow)
 	fmt.Fprintf(w, "- provlog: %s; downstream: %s; client: go-sdk v1.8.0 mcp.Client, protocol %s\n",
-		b.buildN, c.describeDownstream(), protocolVersion)
+		b.buildN, c.describeDownstream(), c.protocol)
 	if c.profDir != "" {
 		fmt.Fprintf(w, "- profiling on in every provlog process (serve --pprof; CPU, and heap at the end; profiles in %s)\n", c.profDir)
 	}

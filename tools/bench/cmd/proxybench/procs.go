@@ -156,6 +156,10 @@ func waitHTTP(ctx context.Context, p *proc, url string, wantOK bool) error {
 // writeConfig writes a provlog config with one downstream server.
 func (b *bench) writeConfig(name, data string, server string) (string, error) {
 	path := filepath.Join(b.c.dir, name+".yaml")
-	cfg := fmt.Sprintf("data: %s\nservers:\n  - id: %s\n%s", strconv.Quote(data), serverID, server)
+	cfg := fmt.Sprintf("data: %s\n", strconv.Quote(data))
+	if b.c.commitDelay >= 0 {
+		cfg += fmt.Sprintf("commit_delay: %s\n", b.c.commitDelay)
+	}
+	cfg += fmt.Sprintf("servers:\n  - id: %s\n%s", serverID, server)
 	return path, os.WriteFile(path, []byte(cfg), 0o644)
 }

@@ -57,7 +57,7 @@ func (b *bench) runTasks(ctx context.Context) error {
 		}
 	}()
 	for range b.c.taskClients {
-		cs, err := connectHTTP(ctx, base+"/mcp", token)
+		cs, err := connectHTTP(ctx, base+"/mcp", token, b.c.protocol)
 		if err != nil {
 			return fail(fmt.Errorf("connecting to provlog: %w", err))
 		}
