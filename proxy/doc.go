@@ -106,10 +106,12 @@
 // client), its answer read off the wire, JSON or an event stream; a stdio
 // server, and a server of the sessionless 2026-07-28 revision, through
 // the SDK's client, with the result captured off the wire (capture.go).
-// The fronts only frame the lifecycle's answer: the SDK's front (streamable
-// HTTP and stateless HTTP calls it does not take, and on stdio what the
-// pipe front does not take) decodes it into the SDK's result type; the
-// HTTP front's fast path and the pipe front write its bytes.
+// The fronts only frame the lifecycle's answer, and every one writes its
+// bytes: the HTTP front's fast path (stateful sessions and plain
+// 2026-07-28 calls) and the pipe front themselves, the SDK's front (the
+// calls they do not take: progress tokens, batches, stdio at 2026-07-28)
+// through serveTools, whose rawResult the SDK encodes as it is. Reads
+// (resources/read, prompts/get) reach the client so too (rawReads).
 //
 // # Protocol revisions
 //

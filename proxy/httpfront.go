@@ -37,11 +37,12 @@ import (
 // (serveCall), and is answered on a resumable event stream (2025-11-25),
 // or with one application/json response (older revisions; an event
 // stream if the server asks the client something), see callstream.go.
-// Everything else (initialize, lists, resources, prompts, the proxy's own
-// and the task tools, calls with a progress token, batches, the stateless
-// 2026-07-28 revision, anything malformed) goes to the SDK's handler
-// untouched, which also answers every error of protocol this path does
-// not want to reproduce.
+// A plain tools/call of the sessionless 2026-07-28 revision is served so
+// too, with one JSON response (fastStateless). Everything else
+// (initialize, lists, resources, prompts, the proxy's own and the task
+// tools, calls with a progress token, batches, anything malformed) goes
+// to the SDK's handler untouched, which also answers every error of
+// protocol this path does not want to reproduce.
 //
 // What the SDK would have checked is checked here too: the session exists
 // and was initialized, it belongs to the request's actor, the

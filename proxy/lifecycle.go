@@ -18,8 +18,8 @@ import (
 // answers in httpfront.go) and whichever downstream serves it: serveCall finds
 // the actor, writes the call entry, forwards, classifies the outcome,
 // writes the call.result entry and returns the result as the client gets
-// it. The fronts only frame it: the SDK's front decodes the result into
-// the SDK's type, the fast front writes its bytes as they are.
+// it. The fronts only frame it, each writing its bytes as they are (the
+// SDK's front through serveTools' rawResult).
 //
 // Forwarding goes one way per downstream transport: to a stateful
 // streamable HTTP server as one POST built here (postCall, httpcall.go),
