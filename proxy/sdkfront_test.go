@@ -1,10 +1,14 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // oddResult is a tools/call result with members the SDK's types do not
@@ -174,5 +178,97 @@ func TestFastStatelessLeavesTheRestToTheSDK(t *testing.T) {
 				t.Errorf("a refused request wrote %d entries", n)
 			}
 		})
+	}
+}
+
+// TestPipeFrontSessionless: on stdio, a 2026-07-28 client's plain call
+// (no initialize; the revision, clientInfo and capabilities in its
+// _meta) is served by the pipe front itself, with the server's result,
+// resultType and the receipt, and recorded with that client and
+// revision; one whose _meta lacks the capabilities goes to the SDK.
+func TestPipeFrontSessionless(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "e", URL: wireDownstream(t, oddResult)}}, nil)
+	pc := connectPipeClient(t, p)
+	at := l.size(t)
+	pc.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"e__echo","arguments":{"message":"x"}` + statelessMeta + `}}`)
+	var m struct {
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if got := pc.read(); json.Unmarshal(got, &m) != nil || m.Result == nil {
+		t.Fatalf("answer %s", got)
+	}
+	checkOddResult(t, "sessionless stdio", m.Result)
+	if !strings.Contains(string(m.Result), `"resultType":"complete"`) {
+		t.Errorf("a 2026-07-28 result without resultType \"complete\": %s", m.Result)
+	}
+	if n := p.pipeCalls.Load(); n != 1 {
+		t.Errorf("the pipe front served %d calls itself, want 1", n)
+	}
+	if e, raw := l.callAt(t, at); e.Actor == "" || !strings.Contains(string(raw), `"protocol_version":"2026-07-28"`) || !strings.Contains(string(raw), `{"name":"x","version":"1"}`) {
+		t.Errorf("the call's entries: %s", raw)
+	}
+
+	pc.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"e__echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	if got := pc.read(); json.Unmarshal(got, &m) != nil || m.Error == nil {
+		t.Errorf("a call without clientCapabilities: %s, want the SDK's error", got)
+	}
+	if n := p.pipeCalls.Load(); n != 1 {
+		t.Errorf("the pipe front served %d calls itself, want 1", n)
+	}
+}
+
+// TestPipeFrontSessionlessSDKClient: go-sdk's own client, speaking
+// 2026-07-28 on stdio, has its plain calls served by the pipe front.
+func TestPipeFrontSessionlessSDKClient(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "e", URL: wireDownstream(t, oddResult)}}, nil)
+	cp, sp := net.Pipe()
+	ss, err := p.connectPipe(context.Background(), sp, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cp.Close(); ss.Close() })
+	c := mcp.NewClient(&mcp.Implementation{Name: "sdk-client", Version: "2"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: cp, Writer: cp}, &mcp.ClientSessionOptions{ProtocolVersion: statelessProtocol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != statelessProtocol {
+		t.Fatalf("the session speaks %s", v)
+	}
+	for range 3 {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "e__echo", Arguments: map[string]any{"message": "x"}})
+		if err != nil || res.IsError || textOf(res) != "hi" {
+			t.Fatalf("call: %v %v", res, err)
+		}
+		if r, _ := res.Meta[ReceiptKey].(string); r == "" {
+			t.Fatalf("no receipt: %v", res.Meta)
+		}
+	}
+	if n := p.pipeCalls.Load(); n != 3 {
+		t.Errorf("the pipe front served %d of 3 calls itself", n)
+	}
+}
+
+// TestFastStatelessSDKClient: go-sdk's own client, speaking 2026-07-28
+// over HTTP (its default), has its plain calls served by the HTTP front.
+func TestFastStatelessSDKClient(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "e", URL: wireDownstream(t, oddResult)}}, nil)
+	cs := connectHTTP(t, serveHTTP(t, p), "", nil)
+	if v := cs.InitializeResult().ProtocolVersion; v != statelessProtocol {
+		t.Fatalf("the session speaks %s", v)
+	}
+	for range 3 {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "e__echo", Arguments: map[string]any{"message": "x"}})
+		if err != nil || res.IsError || textOf(res) != "hi" {
+			t.Fatalf("call: %v %v", res, err)
+		}
+	}
+	if n := p.statelessCalls.Load(); n != 3 {
+		t.Errorf("the HTTP front served %d of 3 calls itself", n)
 	}
 }

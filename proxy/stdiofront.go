@@ -25,8 +25,9 @@ import (
 // result rather than its bytes. So the pipe front reads the client's
 // stream through a frameReader (jsonframe.go) and serves a plain
 // tools/call itself: one JSON-RPC request on a line of its own, on a
-// session initialized at a revision the fast path speaks, with params
-// the HTTP front's fast path takes (parseFast, fastCallFor). It goes
+// session initialized at a revision the fast path speaks or, without
+// one, of the sessionless 2026-07-28 revision (pipeRevision), with params
+// the HTTP front's fast path takes (parseFast, fastCallOf). It goes
 // through the one call lifecycle (serveCall), and its answer is the
 // result as the server sent it, with the receipt, on one line. A
 // notifications/cancelled for such a call cancels it. Everything else
@@ -100,10 +101,6 @@ func (f *pipeFront) take(v []byte) bool {
 	if ss == nil || f.p.noFastPath {
 		return false
 	}
-	ip := ss.InitializeParams()
-	if ip == nil || !slices.Contains(fastProtocols, ip.ProtocolVersion) {
-		return false
-	}
 	if !bytes.Contains(v, []byte(`"tools/call"`)) && !bytes.Contains(v, []byte(`"notifications/cancelled"`)) {
 		return false // not worth parsing
 	}
@@ -120,7 +117,11 @@ func (f *pipeFront) take(v []byte) bool {
 		cancel.(context.CancelFunc)()
 		return true
 	case fr.method == "tools/call" && fr.id != nil:
-		fc, ok := f.p.fastCallFor(fr)
+		fc, ok := f.p.fastCallOf(fr, true)
+		if !ok {
+			return false
+		}
+		protocol, client, ok := pipeRevision(ss, fc)
 		if !ok {
 			return false
 		}
@@ -131,14 +132,32 @@ func (f *pipeFront) take(v []byte) bool {
 			return false // an id in use: the SDK answers as it does
 		}
 		f.p.pipeCalls.Add(1)
-		go f.serve(ctx, cancel, key, ss, ip, fr.id, fc)
+		go f.serve(ctx, cancel, key, ss, protocol, client, fr.id, fc)
 		return true
 	}
 	return false
 }
 
+// pipeRevision returns the revision and client of call fc on ss, if the
+// pipe front takes it: a call on a session initialized at a revision the
+// fast path speaks, to a server with sessions; or, on a session not
+// initialized at an older revision (a 2026-07-28 client sends
+// server/discover, not initialize), a call of the sessionless revision
+// whose _meta holds what the SDK requires of one (sessionlessClient).
+func pipeRevision(ss *mcp.ServerSession, fc fastCall) (string, *mcp.Implementation, bool) {
+	_, perRequest := fc.meta[mcp.MetaKeyProtocolVersion]
+	if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion < statelessProtocol {
+		if perRequest || !slices.Contains(fastProtocols, ip.ProtocolVersion) || fc.d.stateless() {
+			return "", nil, false
+		}
+		return ip.ProtocolVersion, ip.ClientInfo, true
+	}
+	client, ok := sessionlessClient(fc.meta)
+	return statelessProtocol, client, ok
+}
+
 // serve makes one call and answers it on a line of its own.
-func (f *pipeFront) serve(ctx context.Context, cancel context.CancelFunc, key string, ss *mcp.ServerSession, ip *mcp.InitializeParams, id json.RawMessage, fc fastCall) {
+func (f *pipeFront) serve(ctx context.Context, cancel context.CancelFunc, key string, ss *mcp.ServerSession, protocol string, client *mcp.Implementation, id json.RawMessage, fc fastCall) {
 	growStack(0)
 	start := time.Now()
 	defer cancel()
@@ -157,7 +176,9 @@ func (f *pipeFront) serve(ctx context.Context, cancel context.CancelFunc, key st
 	in := &callIn{
 		d: fc.d, tool: fc.tool, argsCanon: fc.argsCanon,
 		params:  &mcp.CallToolParamsRaw{Name: fc.front, Arguments: fc.args, Meta: fc.meta},
-		session: ss, client: ip.ClientInfo, protocol: ip.ProtocolVersion, id: id, transport: "pipe", start: start,
+		session: ss, client: client, protocol: protocol, id: id, transport: "pipe", start: start,
 	}
-	res, rerr = f.p.serveCall(ctx, in)
+	if res, rerr = f.p.serveCall(ctx, in); rerr == nil && protocol == statelessProtocol {
+		res = withResultType(res)
+	}
 }

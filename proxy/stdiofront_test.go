@@ -31,17 +31,23 @@ type pipeClient struct {
 
 func newPipeClient(t *testing.T, p *Proxy) *pipeClient {
 	t.Helper()
+	pc := connectPipeClient(t, p)
+	pc.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe-test","version":"1"}}}`)
+	pc.read()
+	pc.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return pc
+}
+
+// connectPipeClient is a client of the pipe front that has sent nothing.
+func connectPipeClient(t *testing.T, p *Proxy) *pipeClient {
+	t.Helper()
 	cp, sp := net.Pipe()
 	ss, err := p.connectPipe(context.Background(), sp, sp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cp.Close(); ss.Close() })
-	pc := &pipeClient{t: t, c: cp, in: bufio.NewReader(cp)}
-	pc.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe-test","version":"1"}}}`)
-	pc.read()
-	pc.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	return pc
+	return &pipeClient{t: t, c: cp, in: bufio.NewReader(cp)}
 }
 
 func (pc *pipeClient) send(line string) {
