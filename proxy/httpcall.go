@@ -291,6 +291,9 @@ func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs
 		before := string(sp.lastID)
 		sp.hasRetry = false
 		err := sp.read(resp.Body, func(data []byte) bool {
+			if len(bytes.TrimSpace(data)) == 0 {
+				return true // a priming event (an id, no data), which every call of npm's servers opens with
+			}
 			msg, err := parseWire(data)
 			if err != nil {
 				return true // not a message (a priming event, say): skip it, as the SDK does
