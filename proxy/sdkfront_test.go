@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -219,9 +220,10 @@ func TestPipeFrontSessionless(t *testing.T) {
 	}
 }
 
-// TestPipeFrontSessionlessSDKClient: go-sdk's own client, speaking
-// 2026-07-28 on stdio, has its plain calls served by the pipe front.
-func TestPipeFrontSessionlessSDKClient(t *testing.T) {
+// TestSessionlessSDKClient: go-sdk's own client, speaking 2026-07-28
+// (its default) on stdio and over HTTP, has its plain calls served by
+// the pipe front and the HTTP front themselves.
+func TestSessionlessSDKClient(t *testing.T) {
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{{ID: "e", URL: wireDownstream(t, oddResult)}}, nil)
 	cp, sp := net.Pipe()
@@ -231,44 +233,30 @@ func TestPipeFrontSessionlessSDKClient(t *testing.T) {
 	}
 	t.Cleanup(func() { cp.Close(); ss.Close() })
 	c := mcp.NewClient(&mcp.Implementation{Name: "sdk-client", Version: "2"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: cp, Writer: cp}, &mcp.ClientSessionOptions{ProtocolVersion: statelessProtocol})
+	stdio, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: cp, Writer: cp}, &mcp.ClientSessionOptions{ProtocolVersion: statelessProtocol})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
-	if v := cs.InitializeResult().ProtocolVersion; v != statelessProtocol {
-		t.Fatalf("the session speaks %s", v)
-	}
-	for range 3 {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "e__echo", Arguments: map[string]any{"message": "x"}})
-		if err != nil || res.IsError || textOf(res) != "hi" {
-			t.Fatalf("call: %v %v", res, err)
+	defer stdio.Close()
+	for _, f := range []struct {
+		name   string
+		cs     *mcp.ClientSession
+		served *atomic.Uint64
+	}{{"stdio", stdio, &p.pipeCalls}, {"HTTP", connectHTTP(t, serveHTTP(t, p), "", nil), &p.statelessCalls}} {
+		if v := f.cs.InitializeResult().ProtocolVersion; v != statelessProtocol {
+			t.Fatalf("%s: the session speaks %s", f.name, v)
 		}
-		if r, _ := res.Meta[ReceiptKey].(string); r == "" {
-			t.Fatalf("no receipt: %v", res.Meta)
+		for range 3 {
+			res, err := f.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "e__echo", Arguments: map[string]any{"message": "x"}})
+			if err != nil || res.IsError || textOf(res) != "hi" {
+				t.Fatalf("%s: call: %v %v", f.name, res, err)
+			}
+			if r, _ := res.Meta[ReceiptKey].(string); r == "" {
+				t.Fatalf("%s: no receipt: %v", f.name, res.Meta)
+			}
 		}
-	}
-	if n := p.pipeCalls.Load(); n != 3 {
-		t.Errorf("the pipe front served %d of 3 calls itself", n)
-	}
-}
-
-// TestFastStatelessSDKClient: go-sdk's own client, speaking 2026-07-28
-// over HTTP (its default), has its plain calls served by the HTTP front.
-func TestFastStatelessSDKClient(t *testing.T) {
-	l := newTestLog(t)
-	p := startProxy(t, l, []ServerConfig{{ID: "e", URL: wireDownstream(t, oddResult)}}, nil)
-	cs := connectHTTP(t, serveHTTP(t, p), "", nil)
-	if v := cs.InitializeResult().ProtocolVersion; v != statelessProtocol {
-		t.Fatalf("the session speaks %s", v)
-	}
-	for range 3 {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "e__echo", Arguments: map[string]any{"message": "x"}})
-		if err != nil || res.IsError || textOf(res) != "hi" {
-			t.Fatalf("call: %v %v", res, err)
+		if n := f.served.Load(); n != 3 {
+			t.Errorf("%s: the front served %d of 3 calls itself", f.name, n)
 		}
-	}
-	if n := p.statelessCalls.Load(); n != 3 {
-		t.Errorf("the HTTP front served %d of 3 calls itself", n)
 	}
 }
