@@ -541,3 +541,78 @@ func decodeTool(raw json.RawMessage) (*mcp.Tool, error) {
 	}
 	return t, nil
 }
+
+// rawLists is the SDK front's middleware that has tools/list answered
+// with each downstream tool's definition as its server listed it, under
+// its front name: the definition whose hash a call entry records
+// (tool_sha256), rather than the SDK's encoding of its decoding, which
+// drops the members its Tool type lacks. The list's envelope (paging,
+// and the proxy's own and the task tools) stays the SDK's.
+func (p *Proxy) rawLists(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		lt, ok := res.(*mcp.ListToolsResult)
+		if method != "tools/list" || err != nil || !ok || lt == nil {
+			return res, err
+		}
+		raw, rerr := p.rawToolList(lt)
+		if rerr != nil {
+			return res, nil // not expected: the SDK's encoding, as before
+		}
+		protocol := ""
+		if r, ok := req.(*mcp.ListToolsRequest); ok {
+			protocol = r.ProtocolVersion()
+		}
+		return &rawResult{Result: res, raw: withProtocolResultType(raw, protocol)}, nil
+	}
+}
+
+// rawToolList is lt with each downstream tool as its server defined it.
+func (p *Proxy) rawToolList(lt *mcp.ListToolsResult) (json.RawMessage, error) {
+	b, err := json.Marshal(lt)
+	if err != nil {
+		return nil, err
+	}
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(b, &env); err != nil {
+		return nil, err
+	}
+	tools := make([]json.RawMessage, len(lt.Tools))
+	for i, t := range lt.Tools {
+		if tools[i] = p.frontDefinition(t.Name); tools[i] == nil {
+			if tools[i], err = json.Marshal(t); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if env["tools"], err = json.Marshal(tools); err != nil {
+		return nil, err
+	}
+	return json.Marshal(env)
+}
+
+// frontDefinition is the definition of front tool name front as its
+// server listed it, named front; nil if it is not a downstream's tool.
+func (p *Proxy) frontDefinition(front string) json.RawMessage {
+	d, _ := p.router.tool(front)
+	if d == nil {
+		return nil
+	}
+	d.cat.mu.Lock()
+	r, ok := d.cat.lists[toolSlot].reg[front]
+	d.cat.mu.Unlock()
+	var m map[string]json.RawMessage
+	if !ok || json.Unmarshal([]byte(r.def), &m) != nil || m == nil {
+		return nil
+	}
+	name, err := json.Marshal(front)
+	if err != nil {
+		return nil
+	}
+	m["name"] = name
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return out
+}

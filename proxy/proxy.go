@@ -241,9 +241,9 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		UnsubscribeHandler: p.unsubscribe,
 	})
 	if opts.Tracer != nil {
-		p.server.AddReceivingMiddleware(p.guard, p.traceRequests, p.serveTools, rawReads)
+		p.server.AddReceivingMiddleware(p.guard, p.traceRequests, p.serveTools, rawReads, p.rawLists)
 	} else {
-		p.server.AddReceivingMiddleware(p.guard, p.serveTools, rawReads)
+		p.server.AddReceivingMiddleware(p.guard, p.serveTools, rawReads, p.rawLists)
 	}
 	p.addOwnTools()
 

@@ -260,3 +260,39 @@ func TestSessionlessSDKClient(t *testing.T) {
 		}
 	}
 }
+
+// TestSDKFrontToolListVerbatim: tools/list gives the client each
+// downstream tool as its server defined it (under its front name),
+// members the SDK's Tool type lacks included, and the proxy's own tools
+// beside them.
+func TestSDKFrontToolListVerbatim(t *testing.T) {
+	l := newTestLog(t)
+	down := wireDownstreamOf(t, map[string]string{
+		"tools/list": `{"tools":[{"name":"echo","description":"d","inputSchema":{"type":"object","x-s":1},"x-vendor":{"b":2,"a":1}}]}`,
+	})
+	p := startProxy(t, l, []ServerConfig{{ID: "e", URL: down}}, nil)
+	pc := newPipeClient(t, p)
+	pc.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	var m struct {
+		Result struct {
+			Tools []map[string]any `json:"tools"`
+		} `json:"result"`
+	}
+	got := pc.read()
+	if json.Unmarshal(got, &m) != nil {
+		t.Fatalf("answer %s", got)
+	}
+	var echo map[string]any
+	for _, tool := range m.Result.Tools {
+		if tool["name"] == "e__echo" {
+			echo = tool
+		}
+	}
+	want := `{"description":"d","inputSchema":{"type":"object","x-s":1},"name":"e__echo","x-vendor":{"a":1,"b":2}}`
+	if g := mustJSON(echo); g != want {
+		t.Errorf("e__echo listed as %s, want %s", g, want)
+	}
+	if len(m.Result.Tools) < 2 {
+		t.Errorf("the list has %d tools, want the proxy's own too: %s", len(m.Result.Tools), got)
+	}
+}
