@@ -542,34 +542,45 @@ func decodeTool(raw json.RawMessage) (*mcp.Tool, error) {
 	return t, nil
 }
 
-// rawLists is the SDK front's middleware that has tools/list answered
-// with each downstream tool's definition as its server listed it, under
-// its front name: the definition whose hash a call entry records
-// (tool_sha256), rather than the SDK's encoding of its decoding, which
-// drops the members its Tool type lacks. The list's envelope (paging,
-// and the proxy's own and the task tools) stays the SDK's.
+// rawLists is the SDK front's middleware that has tools/list and
+// prompts/list answered with each downstream tool and prompt as its
+// server listed it, under its front name: for a tool the definition
+// whose hash a call entry records (tool_sha256), rather than the SDK's
+// encoding of its decoding, which drops the members its types lack. The
+// list's envelope (paging, cache hints, and the proxy's own and the task
+// tools) stays the SDK's.
 func (p *Proxy) rawLists(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		lt, ok := res.(*mcp.ListToolsResult)
-		if method != "tools/list" || err != nil || !ok || lt == nil {
+		if err != nil || res == nil {
 			return res, err
 		}
-		raw, rerr := p.rawToolList(lt)
+		var raw json.RawMessage
+		var rerr error
+		switch r := res.(type) {
+		case *mcp.ListToolsResult:
+			raw, rerr = p.rawList(r, "tools", toolSlot, len(r.Tools), func(i int) (string, any) { return r.Tools[i].Name, r.Tools[i] })
+		case *mcp.ListPromptsResult:
+			raw, rerr = p.rawList(r, "prompts", promptSlot, len(r.Prompts), func(i int) (string, any) { return r.Prompts[i].Name, r.Prompts[i] })
+		default:
+			return res, nil
+		}
 		if rerr != nil {
 			return res, nil // not expected: the SDK's encoding, as before
 		}
 		protocol := ""
-		if r, ok := req.(*mcp.ListToolsRequest); ok {
-			protocol = r.ProtocolVersion()
+		if pr, ok := req.(interface{ ProtocolVersion() string }); ok {
+			protocol = pr.ProtocolVersion()
 		}
 		return &rawResult{Result: res, raw: withProtocolResultType(raw, protocol)}, nil
 	}
 }
 
-// rawToolList is lt with each downstream tool as its server defined it.
-func (p *Proxy) rawToolList(lt *mcp.ListToolsResult) (json.RawMessage, error) {
-	b, err := json.Marshal(lt)
+// rawList is the list result res with its n items (item(i): the front
+// name and the SDK's value) under key, each downstream one as its server
+// listed it.
+func (p *Proxy) rawList(res any, key string, slot listSlot, n int, item func(int) (string, any)) (json.RawMessage, error) {
+	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, err
 	}
@@ -577,29 +588,35 @@ func (p *Proxy) rawToolList(lt *mcp.ListToolsResult) (json.RawMessage, error) {
 	if err := json.Unmarshal(b, &env); err != nil {
 		return nil, err
 	}
-	tools := make([]json.RawMessage, len(lt.Tools))
-	for i, t := range lt.Tools {
-		if tools[i] = p.frontDefinition(t.Name); tools[i] == nil {
-			if tools[i], err = json.Marshal(t); err != nil {
+	items := make([]json.RawMessage, n)
+	for i := range items {
+		front, v := item(i)
+		if items[i] = p.frontDefinition(slot, front); items[i] == nil {
+			if items[i], err = json.Marshal(v); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if env["tools"], err = json.Marshal(tools); err != nil {
+	if env[key], err = json.Marshal(items); err != nil {
 		return nil, err
 	}
 	return json.Marshal(env)
 }
 
-// frontDefinition is the definition of front tool name front as its
-// server listed it, named front; nil if it is not a downstream's tool.
-func (p *Proxy) frontDefinition(front string) json.RawMessage {
-	d, _ := p.router.tool(front)
+// frontDefinition is the definition of front tool or prompt name front
+// as its server listed it, named front; nil if it is not a downstream's.
+func (p *Proxy) frontDefinition(slot listSlot, front string) json.RawMessage {
+	var d *downstream
+	if slot == toolSlot {
+		d, _ = p.router.tool(front)
+	} else {
+		d, _ = p.router.prompt(front)
+	}
 	if d == nil {
 		return nil
 	}
 	d.cat.mu.Lock()
-	r, ok := d.cat.lists[toolSlot].reg[front]
+	r, ok := d.cat.lists[slot].reg[front]
 	d.cat.mu.Unlock()
 	var m map[string]json.RawMessage
 	if !ok || json.Unmarshal([]byte(r.def), &m) != nil || m == nil {

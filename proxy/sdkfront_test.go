@@ -261,38 +261,42 @@ func TestSessionlessSDKClient(t *testing.T) {
 	}
 }
 
-// TestSDKFrontToolListVerbatim: tools/list gives the client each
-// downstream tool as its server defined it (under its front name),
-// members the SDK's Tool type lacks included, and the proxy's own tools
-// beside them.
-func TestSDKFrontToolListVerbatim(t *testing.T) {
+// TestSDKFrontListsVerbatim: tools/list and prompts/list give the
+// client each downstream tool and prompt as its server defined it (under
+// its front name), members the SDK's types lack included, and the
+// proxy's own tools beside them.
+func TestSDKFrontListsVerbatim(t *testing.T) {
 	l := newTestLog(t)
 	down := wireDownstreamOf(t, map[string]string{
-		"tools/list": `{"tools":[{"name":"echo","description":"d","inputSchema":{"type":"object","x-s":1},"x-vendor":{"b":2,"a":1}}]}`,
+		"tools/list":   `{"tools":[{"name":"echo","description":"d","inputSchema":{"type":"object","x-s":1},"x-vendor":{"b":2,"a":1}}]}`,
+		"prompts/list": `{"prompts":[{"name":"p","description":"q","x-vendor":[1]}]}`,
 	})
 	p := startProxy(t, l, []ServerConfig{{ID: "e", URL: down}}, nil)
 	pc := newPipeClient(t, p)
-	pc.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	var m struct {
-		Result struct {
-			Tools []map[string]any `json:"tools"`
-		} `json:"result"`
-	}
-	got := pc.read()
-	if json.Unmarshal(got, &m) != nil {
-		t.Fatalf("answer %s", got)
-	}
-	var echo map[string]any
-	for _, tool := range m.Result.Tools {
-		if tool["name"] == "e__echo" {
-			echo = tool
+	for _, c := range []struct{ method, key, name, want string }{
+		{"tools/list", "tools", "e__echo", `{"description":"d","inputSchema":{"type":"object","x-s":1},"name":"e__echo","x-vendor":{"a":1,"b":2}}`},
+		{"prompts/list", "prompts", "e__p", `{"description":"q","name":"e__p","x-vendor":[1]}`},
+	} {
+		pc.send(`{"jsonrpc":"2.0","id":2,"method":"` + c.method + `"}`)
+		var m struct {
+			Result map[string]json.RawMessage `json:"result"`
 		}
-	}
-	want := `{"description":"d","inputSchema":{"type":"object","x-s":1},"name":"e__echo","x-vendor":{"a":1,"b":2}}`
-	if g := mustJSON(echo); g != want {
-		t.Errorf("e__echo listed as %s, want %s", g, want)
-	}
-	if len(m.Result.Tools) < 2 {
-		t.Errorf("the list has %d tools, want the proxy's own too: %s", len(m.Result.Tools), got)
+		var items []map[string]any
+		got := pc.read()
+		if json.Unmarshal(got, &m) != nil || json.Unmarshal(m.Result[c.key], &items) != nil {
+			t.Fatalf("%s: answer %s", c.method, got)
+		}
+		var item map[string]any
+		for _, it := range items {
+			if it["name"] == c.name {
+				item = it
+			}
+		}
+		if g := mustJSON(item); g != c.want {
+			t.Errorf("%s: %s listed as %s, want %s", c.method, c.name, g, c.want)
+		}
+		if c.key == "tools" && len(items) < 2 {
+			t.Errorf("the tools list has %d tools, want the proxy's own too: %s", len(items), got)
+		}
 	}
 }
