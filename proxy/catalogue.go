@@ -157,7 +157,7 @@ func (c *catalogue) sync(ctx context.Context, cs *mcp.ClientSession, slots uint3
 	sctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	for _, l := range c.kinds {
-		if slots&(1<<l.slotOf()) == 0 {
+		if slot, _, _, _ := l.where(); slots&(1<<slot) == 0 {
 			continue
 		}
 		if err := l.sync(sctx, c, cs, caps); err != nil && ctx.Err() == nil { // else the proxy is closing
@@ -170,7 +170,9 @@ func (c *catalogue) sync(ctx context.Context, cs *mcp.ClientSession, slots uint3
 type lister interface {
 	sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) error
 	plural() string
-	slotOf() listSlot
+	// where returns the list's slot, its front names' table, the list
+	// result's field and its items' name (or URI) member.
+	where() (slot listSlot, names nameTable, key, nameKey string)
 }
 
 // A listKind is one of the lists a server offers, whose items (of SDK
@@ -197,8 +199,10 @@ type listKind[T any] struct {
 	listed func(c *catalogue, raws []json.RawMessage)
 }
 
-func (k *listKind[T]) plural() string   { return k.noun + "s" }
-func (k *listKind[T]) slotOf() listSlot { return k.slot }
+func (k *listKind[T]) plural() string { return k.noun + "s" }
+func (k *listKind[T]) where() (listSlot, nameTable, string, string) {
+	return k.slot, k.names, k.key, k.nameKey
+}
 
 func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) error {
 	announced := c.announced.And(^uint32(1<<k.slot))&(1<<k.slot) != 0
@@ -542,9 +546,10 @@ func decodeTool(raw json.RawMessage) (*mcp.Tool, error) {
 	return t, nil
 }
 
-// rawLists is the SDK front's middleware that has tools/list and
-// prompts/list answered with each downstream tool and prompt as its
-// server listed it, under its front name: for a tool the definition
+// rawLists is the SDK front's middleware that has the four lists
+// (tools, prompts, resources, resource templates) answered with each
+// downstream item as its server listed it, under its front name or URI
+// (the only member the proxy changes): for a tool the definition
 // whose hash a call entry records (tool_sha256), rather than the SDK's
 // encoding of its decoding, which drops the members its types lack. The
 // list's envelope (paging, cache hints, and the proxy's own and the task
@@ -559,9 +564,15 @@ func (p *Proxy) rawLists(next mcp.MethodHandler) mcp.MethodHandler {
 		var rerr error
 		switch r := res.(type) {
 		case *mcp.ListToolsResult:
-			raw, rerr = p.rawList(r, "tools", toolSlot, len(r.Tools), func(i int) (string, any) { return r.Tools[i].Name, r.Tools[i] })
+			raw, rerr = p.rawList(r, toolKind(), len(r.Tools), func(i int) (string, any) { return r.Tools[i].Name, r.Tools[i] })
 		case *mcp.ListPromptsResult:
-			raw, rerr = p.rawList(r, "prompts", promptSlot, len(r.Prompts), func(i int) (string, any) { return r.Prompts[i].Name, r.Prompts[i] })
+			raw, rerr = p.rawList(r, promptKind(), len(r.Prompts), func(i int) (string, any) { return r.Prompts[i].Name, r.Prompts[i] })
+		case *mcp.ListResourcesResult:
+			raw, rerr = p.rawList(r, resourceKind(), len(r.Resources), func(i int) (string, any) { return r.Resources[i].URI, r.Resources[i] })
+		case *mcp.ListResourceTemplatesResult:
+			raw, rerr = p.rawList(r, templateKind(), len(r.ResourceTemplates), func(i int) (string, any) {
+				return r.ResourceTemplates[i].URITemplate, r.ResourceTemplates[i]
+			})
 		default:
 			return res, nil
 		}
@@ -576,10 +587,10 @@ func (p *Proxy) rawLists(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// rawList is the list result res with its n items (item(i): the front
-// name and the SDK's value) under key, each downstream one as its server
-// listed it.
-func (p *Proxy) rawList(res any, key string, slot listSlot, n int, item func(int) (string, any)) (json.RawMessage, error) {
+// rawList is the list result res with its n items of kind k (item(i):
+// the front name or URI and the SDK's value), each downstream one as its
+// server listed it.
+func (p *Proxy) rawList(res any, k lister, n int, item func(int) (string, any)) (json.RawMessage, error) {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, err
@@ -588,10 +599,11 @@ func (p *Proxy) rawList(res any, key string, slot listSlot, n int, item func(int
 	if err := json.Unmarshal(b, &env); err != nil {
 		return nil, err
 	}
+	slot, names, key, nameKey := k.where()
 	items := make([]json.RawMessage, n)
 	for i := range items {
 		front, v := item(i)
-		if items[i] = p.frontDefinition(slot, front); items[i] == nil {
+		if items[i] = p.frontDefinition(slot, names, nameKey, front); items[i] == nil {
 			if items[i], err = json.Marshal(v); err != nil {
 				return nil, err
 			}
@@ -603,15 +615,11 @@ func (p *Proxy) rawList(res any, key string, slot listSlot, n int, item func(int
 	return json.Marshal(env)
 }
 
-// frontDefinition is the definition of front tool or prompt name front
-// as its server listed it, named front; nil if it is not a downstream's.
-func (p *Proxy) frontDefinition(slot listSlot, front string) json.RawMessage {
-	var d *downstream
-	if slot == toolSlot {
-		d, _ = p.router.tool(front)
-	} else {
-		d, _ = p.router.prompt(front)
-	}
+// frontDefinition is the definition of the item registered as front in
+// slot as its server listed it, with front as its nameKey member; nil if
+// it is not a downstream's.
+func (p *Proxy) frontDefinition(slot listSlot, names nameTable, nameKey, front string) json.RawMessage {
+	d := p.router.owner(names, front)
 	if d == nil {
 		return nil
 	}
@@ -626,7 +634,7 @@ func (p *Proxy) frontDefinition(slot listSlot, front string) json.RawMessage {
 	if err != nil {
 		return nil
 	}
-	m["name"] = name
+	m[nameKey] = name
 	out, err := json.Marshal(m)
 	if err != nil {
 		return nil

@@ -261,21 +261,25 @@ func TestSessionlessSDKClient(t *testing.T) {
 	}
 }
 
-// TestSDKFrontListsVerbatim: tools/list and prompts/list give the
-// client each downstream tool and prompt as its server defined it (under
-// its front name), members the SDK's types lack included, and the
-// proxy's own tools beside them.
+// TestSDKFrontListsVerbatim: the four lists give the client each
+// downstream tool, prompt, resource and template as its server defined
+// it (under its front name or URI), members the SDK's types lack
+// included, and the proxy's own tools beside them.
 func TestSDKFrontListsVerbatim(t *testing.T) {
 	l := newTestLog(t)
 	down := wireDownstreamOf(t, map[string]string{
-		"tools/list":   `{"tools":[{"name":"echo","description":"d","inputSchema":{"type":"object","x-s":1},"x-vendor":{"b":2,"a":1}}]}`,
-		"prompts/list": `{"prompts":[{"name":"p","description":"q","x-vendor":[1]}]}`,
+		"tools/list":               `{"tools":[{"name":"echo","description":"d","inputSchema":{"type":"object","x-s":1},"x-vendor":{"b":2,"a":1}}]}`,
+		"prompts/list":             `{"prompts":[{"name":"p","description":"q","x-vendor":[1]}]}`,
+		"resources/list":           `{"resources":[{"uri":"wire:///r","name":"r","x-vendor":3}]}`,
+		"resources/templates/list": `{"resourceTemplates":[{"uriTemplate":"wire:///t/{x}","name":"t","x-vendor":4}]}`,
 	})
 	p := startProxy(t, l, []ServerConfig{{ID: "e", URL: down}}, nil)
 	pc := newPipeClient(t, p)
-	for _, c := range []struct{ method, key, name, want string }{
-		{"tools/list", "tools", "e__echo", `{"description":"d","inputSchema":{"type":"object","x-s":1},"name":"e__echo","x-vendor":{"a":1,"b":2}}`},
-		{"prompts/list", "prompts", "e__p", `{"description":"q","name":"e__p","x-vendor":[1]}`},
+	for _, c := range []struct{ method, key, nameKey, name, want string }{
+		{"tools/list", "tools", "name", "e__echo", `{"description":"d","inputSchema":{"type":"object","x-s":1},"name":"e__echo","x-vendor":{"a":1,"b":2}}`},
+		{"prompts/list", "prompts", "name", "e__p", `{"description":"q","name":"e__p","x-vendor":[1]}`},
+		{"resources/list", "resources", "uri", "e+wire:///r", `{"name":"r","uri":"e+wire:///r","x-vendor":3}`},
+		{"resources/templates/list", "resourceTemplates", "uriTemplate", "e+wire:///t/{x}", `{"name":"t","uriTemplate":"e+wire:///t/{x}","x-vendor":4}`},
 	} {
 		pc.send(`{"jsonrpc":"2.0","id":2,"method":"` + c.method + `"}`)
 		var m struct {
@@ -288,7 +292,7 @@ func TestSDKFrontListsVerbatim(t *testing.T) {
 		}
 		var item map[string]any
 		for _, it := range items {
-			if it["name"] == c.name {
+			if it[c.nameKey] == c.name {
 				item = it
 			}
 		}
