@@ -330,7 +330,7 @@ func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSessio
 		if !jsonOK || !streamOK {
 			return false
 		}
-		fc, ok := p.fastCallFor(fr)
+		fc, ok := p.fastCallOf(fr, false)
 		if !ok {
 			return false
 		}
@@ -368,16 +368,11 @@ type fastCall struct {
 	argsCanon []byte // args' canonical form (nil for null arguments)
 }
 
-// fastCallFor returns the call fr makes, if the fast path takes it: a tool
-// of a downstream server, params with only name, arguments (an object or
-// null) and _meta (without a progress token, whose notifications need the
-// SDK's streams).
-func (p *Proxy) fastCallFor(fr fastRequest) (fastCall, bool) {
-	return p.fastCallOf(fr, false)
-}
-
-// fastCallOf is fastCallFor; a call of a 2026-07-28 client (sessionless)
-// may go to a sessionless server too.
+// fastCallOf returns the call fr makes, if the fast path takes it: a tool
+// of a downstream server (of a server with sessions, unless the call is
+// sessionless itself: a 2026-07-28 client's), params with only name,
+// arguments (an object or null) and _meta (without a progress token,
+// whose notifications need the SDK's streams).
 func (p *Proxy) fastCallOf(fr fastRequest, sessionless bool) (fastCall, bool) {
 	if fr.params == nil || fr.other || fr.requestID != nil || fr.args != nil && fr.argsCanon == nil && string(fr.args) != "null" {
 		return fastCall{}, false
