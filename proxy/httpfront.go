@@ -453,7 +453,8 @@ func (p *Proxy) runFastCall(ctx context.Context, cancel context.CancelFunc, cst 
 // of it and builds a session for the one request, which cost a 1 KiB
 // echo some 1.3 ms and twice the CPU of a 2025-11-25 call. It is taken
 // here only when every check passes as written (the headers and the
-// _meta agree, the tool binds no argument to a header), goes through the
+// _meta agree, the tool binds no argument to a header) and the client
+// asks for no log messages (which only an event stream carries), goes through the
 // one lifecycle and is answered with one JSON response; anything else
 // goes to the SDK's handler, which also answers every error.
 func (p *Proxy) fastStateless(w http.ResponseWriter, r *http.Request, pb postBody) bool {
@@ -478,8 +479,8 @@ func (p *Proxy) fastStateless(w http.ResponseWriter, r *http.Request, pb postBod
 		return false
 	}
 	client, ok := sessionlessClient(fc.meta)
-	if !ok {
-		return false
+	if _, logs := fc.meta[mcp.MetaKeyLogLevel]; !ok || logs {
+		return false // a client that asks for log messages gets them on the SDK's event stream
 	}
 	p.statelessCalls.Add(1)
 	in := &callIn{

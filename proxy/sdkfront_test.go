@@ -46,11 +46,12 @@ func TestSDKFrontVerbatim(t *testing.T) {
 	url := serveHTTP(t, p)
 
 	// A plain call the HTTP front serves itself; one with a progress
-	// token goes through the SDK's stateless handler.
+	// token or a log level goes through the SDK's stateless handler.
 	for _, c := range []struct {
 		name, meta string
 		fast       uint64
-	}{{"stateless", statelessMeta, 1}, {"stateless via the SDK", strings.Replace(statelessMeta, `"_meta":{`, `"_meta":{"progressToken":"pt",`, 1), 0}} {
+	}{{"stateless", statelessMeta, 1}, {"stateless via the SDK", strings.Replace(statelessMeta, `"_meta":{`, `"_meta":{"progressToken":"pt",`, 1), 0},
+		{"stateless with a log level, via the SDK", strings.Replace(statelessMeta, `"_meta":{`, `"_meta":{"io.modelcontextprotocol/logLevel":"info",`, 1), 0}} {
 		t.Run(c.name, func(t *testing.T) {
 			before, at := p.statelessCalls.Load(), l.size(t)
 			body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"e__echo","arguments":{"message":"x"}` + c.meta + `}}`
