@@ -299,7 +299,7 @@ func (fr *fastRequest) fastParam(k string, raw, canon []byte) error {
 // fastPOST serves r, whose body is fr, on the fast path and reports true,
 // or reports false having left r as it found it.
 func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSession, fr fastRequest) bool {
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
+	if !jsonBody(r.Header) {
 		return false
 	}
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(fastProtocols, v) {
@@ -338,6 +338,11 @@ func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSessio
 		return true
 	}
 	return false
+}
+
+// jsonBody reports whether a request's Content-Type is JSON.
+func jsonBody(h http.Header) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(h.Get("Content-Type"))), "application/json")
 }
 
 // accepts reports whether an Accept header takes JSON and event streams.
@@ -425,12 +430,6 @@ func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontS
 
 // runFastCall makes a fast-path call and answers it on its stream.
 func (p *Proxy) runFastCall(ctx context.Context, cancel context.CancelFunc, cst *callStream, fs *frontSession, header http.Header, id json.RawMessage, fc fastCall, ti *auth.TokenInfo, start time.Time) {
-	defer func() {
-		if v := recover(); v != nil {
-			p.logger.Error("proxy: panic while serving a call", "tool", fc.front, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			p.answer(cst, id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: internal error while handling tools/call"})
-		}
-	}()
 	key := string(bytes.TrimSpace(id))
 	fs.calls.Store(key, cancel)
 	defer fs.calls.Delete(key)
@@ -441,7 +440,7 @@ func (p *Proxy) runFastCall(ctx context.Context, cancel context.CancelFunc, cst 
 		client: fs.client, protocol: fs.protocol, id: id, transport: "tcp", start: start,
 	}
 	// A cancelled call still gets an answer: the POST needs one.
-	res, rerr := p.serveCall(context.WithValue(ctx, callStreamKey{}, cst), in)
+	res, rerr := p.serveGuarded(context.WithValue(ctx, callStreamKey{}, cst), in)
 	p.answer(cst, id, res, rerr)
 }
 
@@ -464,7 +463,7 @@ func (p *Proxy) fastStateless(w http.ResponseWriter, r *http.Request, pb postBod
 		h.Get("Mcp-Method") != fr.method || h.Get("Mcp-Name") != fr.name {
 		return false
 	}
-	if ct := h.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
+	if !jsonBody(h) {
 		return false
 	}
 	if jsonOK, streamOK := accepts(h.Values("Accept")); !jsonOK || !streamOK {
@@ -535,7 +534,9 @@ func sessionlessClient(meta mcp.Meta) (*mcp.Implementation, bool) {
 	return impl, true
 }
 
-// serveGuarded is serveCall with a panic turned into the client's error.
+// serveGuarded is serveCall with a panic turned into the client's error,
+// for the fronts that serve calls themselves (the HTTP front's fast path
+// and the pipe front).
 func (p *Proxy) serveGuarded(ctx context.Context, in *callIn) (res json.RawMessage, rerr *jsonrpc.Error) {
 	defer func() {
 		if v := recover(); v != nil {

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -164,10 +162,6 @@ func (f *pipeFront) serve(ctx context.Context, cancel context.CancelFunc, key st
 	var res json.RawMessage
 	var rerr *jsonrpc.Error
 	defer func() {
-		if v := recover(); v != nil {
-			f.p.logger.Error("proxy: panic while serving a call", "tool", fc.front, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			res, rerr = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: internal error while handling tools/call"}
-		}
 		// The id is free again once its answer is out, not before.
 		b := appendResponse(make([]byte, 0, len(res)+96), id, res, rerr)
 		f.w.Write(append(b, '\n'))
@@ -178,7 +172,7 @@ func (f *pipeFront) serve(ctx context.Context, cancel context.CancelFunc, key st
 		params:  &mcp.CallToolParamsRaw{Name: fc.front, Arguments: fc.args, Meta: fc.meta},
 		session: ss, client: client, protocol: protocol, id: id, transport: "pipe", start: start,
 	}
-	if res, rerr = f.p.serveCall(ctx, in); rerr == nil && protocol == statelessProtocol {
+	if res, rerr = f.p.serveGuarded(ctx, in); rerr == nil && protocol == statelessProtocol {
 		res = withResultType(res)
 	}
 }

@@ -54,7 +54,6 @@ import (
 // receipt (proxy and oppmcp.ReceiptMetaKey).
 const receiptKey = "dev.provlog/receipt"
 
-
 // serverID is the downstream's id in provlog's config, so its tools are
 // named "everything__<tool>" behind the proxy.
 const serverID = "everything"
