@@ -1,6 +1,7 @@
 package logpebble
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -177,6 +178,29 @@ func flushedLog(t *testing.T, dir string, n int) []acked {
 	return l.acked
 }
 
+// tableOf names the sstable of the store in dir that holds key.
+func tableOf(t *testing.T, dir string, key []byte) string {
+	t.Helper()
+	s, err := Open(dir, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	levels, err := s.db.SSTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range levels {
+		for _, info := range ts {
+			if bytes.Compare(info.Smallest.UserKey, key) <= 0 && bytes.Compare(key, info.Largest.UserKey) <= 0 {
+				return filepath.Join(dir, info.FileNum.String()+".sst")
+			}
+		}
+	}
+	t.Fatalf("no sstable holds key %x", key)
+	return ""
+}
+
 // TestCorruptSSTable flips a byte in the middle of an sstable: opening may
 // fail naming the corruption, or succeed; then Verify finds it, the store
 // stops taking commits, and a read of the damaged range fails naming the
@@ -188,12 +212,12 @@ func TestCorruptSSTable(t *testing.T) {
 	if len(ssts) == 0 {
 		t.Fatal("no sstable after a flush")
 	}
-	sort.Strings(ssts)
-	fi, err := os.Stat(ssts[0])
+	path := tableOf(t, dir, entryKey(0))
+	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	damage(t, ssts[0], fi.Size()/3, false)
+	damage(t, path, fi.Size()/3, false)
 	s, err := Open(dir, faultOptions(t, nil))
 	if err != nil {
 		if !errors.Is(err, ErrCorrupt) {

@@ -68,6 +68,29 @@ const (
 
 var stateKey = []byte{kindState}
 
+// spanEnd is the end of the span of keys that key starts: the next kind, or
+// for a node the next tile level. Pebble ends every table it writes at the
+// end of a span (pebble.SpanPolicyFunc), so that no table holds two spans.
+//
+// That is what keeps an append from rewriting the log. Entries, checkpoints
+// and each tile level's nodes are written at the end of their span; a table
+// of one span that a flush writes overlaps no table below it and moves down
+// the levels without being rewritten. A table of every kind, as Pebble
+// writes by default, overlaps every table below it, and each compaction
+// out of level 0 rewrote the whole base level (measured: write
+// amplification 3.3 at the bottom level after 92 MB of entries).
+func spanEnd(key []byte) []byte {
+	switch {
+	case len(key) == 0:
+		return nil
+	case key[0] == kindNode && len(key) > 1 && key[1] < 0xff:
+		return []byte{kindNode, key[1] + 1}
+	case key[0] < 0xff:
+		return []byte{key[0] + 1}
+	}
+	return nil
+}
+
 func appendEntryKey(dst []byte, index uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(dst, kindEntry), index)
 }

@@ -2,6 +2,7 @@ package logpebble
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -46,5 +47,61 @@ func TestNodeKeys(t *testing.T) {
 				t.Fatalf("node (%d, %d) key %x is not inside its tile [%x, %x]", tile.level, i, k, lo, hi)
 			}
 		}
+	}
+}
+
+func TestSpanEnd(t *testing.T) {
+	for _, c := range []struct {
+		key, end []byte
+	}{
+		{entryKey(7), []byte{kindEntry + 1}},
+		{stateKey, []byte{kindState + 1}},
+		{nodeKey(compact.NodeID{Level: 3, Index: 9}), []byte{kindNode, 1}},
+		{nodeKey(compact.NodeID{Level: 17, Index: 0}), []byte{kindNode, 3}},
+		{[]byte{kindNode, 0xff}, []byte{kindNode + 1}},
+		{[]byte{0xff, 1}, nil},
+		{nil, nil},
+	} {
+		if got := spanEnd(c.key); !bytes.Equal(got, c.end) {
+			t.Errorf("spanEnd(%x) = %x, want %x", c.key, got, c.end)
+		}
+		if c.end != nil && bytes.Compare(c.key, c.end) >= 0 {
+			t.Errorf("spanEnd(%x) = %x is not after the key", c.key, c.end)
+		}
+	}
+}
+
+// TestTablesHoldOneSpan: every table Pebble writes, by flush or by
+// compaction, holds keys of one span (spanEnd), so that a table of
+// appended entries overlaps no older table. Without the span policy a
+// flushed table runs from the first checkpoint key to the state key.
+func TestTablesHoldOneSpan(t *testing.T) {
+	s, err := Open(t.TempDir(), &Options{MemTableSize: 1 << 20, CacheSize: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := newAppender()
+	fill(t, s, a, 400, 16, 512)
+	must(t, s.db.Flush())
+	must(t, s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, false))
+	fill(t, s, a, 50, 16, 512)
+	must(t, s.db.Flush())
+	levels, err := s.db.SSTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := 0
+	for level, ts := range levels {
+		for _, info := range ts {
+			tables++
+			lo, hi := info.Smallest.UserKey, info.Largest.UserKey
+			if end := spanEnd(lo); end != nil && bytes.Compare(hi, end) >= 0 {
+				t.Errorf("level %d table %s holds %x to %x, past its span's end %x", level, info.FileNum, lo, hi, end)
+			}
+		}
+	}
+	if tables < 5 {
+		t.Fatalf("%d tables: want one for each kind at least", tables)
 	}
 }

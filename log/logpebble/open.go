@@ -139,6 +139,9 @@ func (s *Store) openPebble(o *Options, readOnly bool) (db *pebble.DB, err error)
 		ReadOnly:           readOnly,
 	}
 	po.Experimental.CompactionScheduler = newCompactionGate(s.fs.stopped)
+	po.Experimental.SpanPolicyFunc = func(start []byte) (pebble.SpanPolicy, []byte, error) {
+		return pebble.SpanPolicy{}, spanEnd(start), nil
+	}
 	defer func() {
 		if err != nil {
 			lock.Close()
