@@ -72,13 +72,15 @@ var stateKey = []byte{kindState}
 // for a node the next tile level. Pebble ends every table it writes at the
 // end of a span (pebble.SpanPolicyFunc), so that no table holds two spans.
 //
-// That is what keeps an append from rewriting the log. Entries, checkpoints
-// and each tile level's nodes are written at the end of their span; a table
-// of one span that a flush writes overlaps no table below it and moves down
-// the levels without being rewritten. A table of every kind, as Pebble
-// writes by default, overlaps every table below it, and each compaction
-// out of level 0 rewrote the whole base level (measured: write
-// amplification 3.3 at the bottom level after 92 MB of entries).
+// That keeps an append from rewriting the log over and over. Entries,
+// checkpoints and each tile level's nodes are written at the end of their
+// span, so a flushed table of one span overlaps few tables below it, and a
+// compaction out of level 0 reads little of the base level. A table of every
+// kind, as Pebble writes by default, overlaps every table below it, and each
+// such compaction rewrote the whole base level. Measured over 300,000
+// entries: write amplification 2.95 -> 2.06, compaction reads 432 -> 174 MB.
+// (Pebble still merges several level-0 tables at a time, so entries are
+// rewritten once on their way down, not moved.)
 func spanEnd(key []byte) []byte {
 	switch {
 	case len(key) == 0:
