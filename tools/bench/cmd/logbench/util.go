@@ -242,7 +242,7 @@ func mib(b int64) string {
 // returns the p50 and p99 of one append+sync in milliseconds: the disk's
 // durability cost at the time, which other work on the machine can inflate.
 func fsyncProbe(dir string, n int) (p50, p99 float64, err error) {
-	d, err := host.FsyncProbe(dir, n)
+	d, err := host.FsyncProbe(dir, n, 0)
 	if err != nil {
 		return 0, 0, err
 	}

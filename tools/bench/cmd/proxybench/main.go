@@ -274,6 +274,6 @@ func (b *bench) run(ctx context.Context, stdout io.Writer) error {
 			return fmt.Errorf("B (task tools): %w", err)
 		}
 	}
-	b.print(stdout, date, [2]string{loadStart, host.LoadAvg()}, [2]string{fsyncStart, fsyncProbe(b.c.dir, 200)}, time.Since(begin))
+	b.print(stdout, date, [2]string{loadStart, host.LoadAvg()}, [2]probe{fsyncStart, fsyncProbe(b.c.dir, 200)}, time.Since(begin))
 	return nil
 }

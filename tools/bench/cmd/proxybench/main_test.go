@@ -51,6 +51,8 @@ func TestProxyBenchQuick(t *testing.T) {
 		"| A1. latency per call, stdio, 1 client: p99 |",
 		"| A2. latency per call, HTTP, 1 client: p50 |",
 		"| A2. latency per call, HTTP, 1 client: p99 |",
+		"| A1/A2. two fdatasyncs after 1.5ms idle (fsync probe p50 × 2, at start / at end): ",
+		" after 1.5ms idle; at end: ",
 		"| A3. throughput, 32 HTTP sessions (closed loop) |",
 		"| A4. sidecar peak RSS (VmHWM of the provlog process) |",
 		"| A4. HTTP sidecar at its peak anonymous memory: ",

@@ -181,10 +181,10 @@ func yesNo(ok bool) string {
 	return "**no**"
 }
 
-func (b *bench) print(w io.Writer, date time.Time, load, fsync [2]string, took time.Duration) {
+func (b *bench) print(w io.Writer, date time.Time, load [2]string, fsync [2]probe, took time.Duration) {
 	r := b.res
 	b.printHeader(w, date, load, fsync)
-	b.printProxy(w)
+	b.printProxy(w, fsync)
 	b.printTasks(w)
 	b.printTargets(w)
 	fmt.Fprintln(w)
@@ -195,7 +195,7 @@ func (b *bench) print(w io.Writer, date time.Time, load, fsync [2]string, took t
 }
 
 // printHeader prints the report's title and what it ran on and how.
-func (b *bench) printHeader(w io.Writer, date time.Time, load, fsync [2]string) {
+func (b *bench) printHeader(w io.Writer, date time.Time, load [2]string, fsync [2]probe) {
 	c := b.c
 	mode := "full"
 	if c.quick {
@@ -211,7 +211,7 @@ func (b *bench) printHeader(w io.Writer, date time.Time, load, fsync [2]string) 
 		goVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(w, "- CPU: %s\n", host.CPUModel())
 	fmt.Fprintf(w, "- load average (1/5/15 min) at start: %s; at end: %s (other work on the machine shares its cores and disk)\n", load[0], load[1])
-	fmt.Fprintf(w, "- fsync probe in the work dir (200 × 4 KiB append + fdatasync, %s) at start: %s; at end: %s\n", filesystemOf(c.dir), fsync[0], fsync[1])
+	fmt.Fprintf(w, "- fsync probe in the work dir (200 × 4 KiB append + fdatasync, %s) at start: %s; at end: %s\n", filesystemOf(c.dir), fsync[0].text, fsync[1].text)
 	fmt.Fprintf(w, "- mode: %s; latency %d samples per path in alternating blocks of %d after %d warm-up calls; throughput %d sessions per path, %d × %v windows per path (order D P P D …, %v ramp each, 2× for the first); tasks %d sessions, %d × %v windows\n",
 		mode, c.n, c.block, c.warmup, c.clients, c.rounds, c.window, c.ramp, c.taskClients, c.taskRounds, c.taskWindow)
 	fmt.Fprintf(w, "- provlog: %s; downstream: %s; client: go-sdk v1.8.0 mcp.Client, protocol %s\n",
@@ -223,7 +223,7 @@ func (b *bench) printHeader(w io.Writer, date time.Time, load, fsync [2]string) 
 }
 
 // printProxy prints section A, the proxy's overhead, if it was measured.
-func (b *bench) printProxy(w io.Writer) {
+func (b *bench) printProxy(w io.Writer, fsync [2]probe) {
 	c, r := b.c, b.res
 	if r.stdio != nil || r.http != nil || r.tput != nil {
 		fmt.Fprintf(w, "## A. Proxy overhead (Issues 3 and 12)\n\n")
@@ -243,6 +243,13 @@ func (b *bench) printProxy(w io.Writer) {
 				d, v := pct(lr.r.direct, p), pct(lr.r.proxied, p)
 				fmt.Fprintf(w, "| %s: p%.0f | %s | %s | **%s** |\n", lr.name, p, ms(d), ms(v), signedMs(v-d))
 			}
+		}
+		if (r.stdio != nil || r.http != nil) && fsync[0].measured && fsync[1].measured {
+			// A lone call's two commits (the call entry before forwarding,
+			// the outcome before answering) each wait for one sync after
+			// the machine went idle: the least any added p50 can be here.
+			fmt.Fprintf(w, "| A1/A2. two fdatasyncs after %v idle (fsync probe p50 × 2, at start / at end): a lone call's two commits on this disk | | | %s / %s |\n",
+				idleGap, ms(2*fsync[0].idleP50), ms(2*fsync[1].idleP50))
 		}
 		if t := r.tput; t != nil {
 			dr, deach := meanRate(t.windows, false)

@@ -131,14 +131,37 @@ func timeWait(port int) map[string]bool {
 	return out
 }
 
+// idleGap is the idle time before each sync of the second fsync probe:
+// about what a lone call's commits wait apart in A2 (the downstream's
+// answer; the client's next request).
+const idleGap = 1500 * time.Microsecond
+
+// A probe is one fsync probe: its text for the header, and the p50 of a
+// sync after idleGap, the floor of a lone call's commit on this machine.
+type probe struct {
+	text     string
+	idleP50  time.Duration
+	measured bool
+}
+
 // fsyncProbe times n 4 KiB appends each followed by fdatasync in dir (as
-// logbench does): how busy the disk under the data dirs is.
-func fsyncProbe(dir string, n int) string {
-	lat, err := host.FsyncProbe(dir, n)
+// logbench does), back to back (how busy the disk under the data dirs is)
+// and each after idleGap of idle (what a lone call's commit pays).
+func fsyncProbe(dir string, n int) probe {
+	lat, err := host.FsyncProbe(dir, n, 0)
 	if err != nil {
-		return "failed: " + err.Error()
+		return probe{text: "failed: " + err.Error()}
 	}
-	return fmt.Sprintf("p50 %s, p99 %s", ms(pct(lat, 50)), ms(pct(lat, 99)))
+	idle, err := host.FsyncProbe(dir, n, idleGap)
+	if err != nil {
+		return probe{text: "failed: " + err.Error()}
+	}
+	return probe{
+		text: fmt.Sprintf("p50 %s, p99 %s back to back; p50 %s, p99 %s after %v idle",
+			ms(pct(lat, 50)), ms(pct(lat, 99)), ms(pct(idle, 50)), ms(pct(idle, 99)), idleGap),
+		idleP50:  pct(idle, 50),
+		measured: true,
+	}
 }
 
 // filesystemOf returns "<fstype> <device> on <mountpoint>" for the mount
