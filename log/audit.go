@@ -55,8 +55,8 @@ const auditChunk = 4096
 // checkpoints consistent. Every entry must parse as an [Entry]; entry 0
 // must be the genesis entry naming this origin and verifier key. When src
 // is also a [NodeReader], every stored node is compared with the
-// recomputed one, and when it has a LeafIndex method, every leaf hash is
-// looked up. The first problem found is returned as a *[ProblemsError]
+// recomputed one, and when it is a [LeafChecker] or has a LeafIndex
+// method, every entry is looked for in its leaf-hash index. The first problem found is returned as a *[ProblemsError]
 // naming the entry ("entry N"), the checkpoint ("checkpoint SIZE") or the
 // stored node; an error reading src is returned as it is, wrapped.
 func Audit(ctx context.Context, src AuditSource, v note.Verifier, vkey string) (*AuditReport, error) {
@@ -66,6 +66,7 @@ func Audit(ctx context.Context, src AuditSource, v note.Verifier, vkey string) (
 	a.leaves, _ = src.(interface {
 		LeafIndex(ctx context.Context, leafHash []byte) (uint64, error)
 	})
+	a.hasLeaf, _ = src.(LeafChecker)
 	rep := a.rep
 	err := src.Checkpoints(ctx, 0, a.checkCheckpoint)
 	if err != nil {
@@ -99,6 +100,17 @@ type auditor struct {
 	leaves    interface {
 		LeafIndex(ctx context.Context, leafHash []byte) (uint64, error)
 	} // nil unless src indexes leaf hashes
+	hasLeaf LeafChecker // nil unless src checks its index entry by entry
+}
+
+// A LeafChecker is an [AuditSource] whose leaf-hash index is checked
+// entry by entry: [Audit] asks it whether its index holds each entry at
+// its own index, in place of looking the entry's leaf hash up, which for
+// such a store costs more (logpebble's index is kept by epoch, and a
+// look-up seeks each). An index that lacks an entry is a problem of that
+// entry.
+type LeafChecker interface {
+	HasLeaf(ctx context.Context, leafHash []byte, index uint64) (bool, error)
 }
 
 // checkCheckpoint extends the tree to the checkpoint's size and checks the
@@ -187,7 +199,15 @@ func (a *auditor) addEntry(e []byte, visit func(compact.NodeID, []byte)) error {
 		}
 	}
 	lh := LeafHash(e)
-	if a.leaves != nil {
+	if a.hasLeaf != nil {
+		ok, err := a.hasLeaf.HasLeaf(a.ctx, lh, i)
+		if err != nil {
+			return fmt.Errorf("audit: looking up the leaf hash of entry %d: %w", i, err)
+		}
+		if !ok {
+			return entryProblem(i, "the leaf hash index has no entry for it")
+		}
+	} else if a.leaves != nil {
 		j, err := a.leaves.LeafIndex(a.ctx, lh)
 		if err != nil {
 			return entryProblem(i, "the leaf hash index has no entry: %v", err)

@@ -4,19 +4,22 @@ package logpebble
 //
 // Every key starts with one byte naming its kind. Numbers are unsigned
 // 64-bit big-endian, so that keys of one kind sort by index and the
-// sequencer's writes land at the end of each kind's range (all but the
-// leaf-hash index, whose keys are random by nature). All hashes are 32 bytes
+// sequencer's writes land at the end of each kind's range, or (the
+// leaf-hash index) at the end of its last epoch. All hashes are 32 bytes
 // (RFC 6962 with SHA-256).
 //
 //	'e' index                → entry bytes, exactly as appended
 //	'n' T tile end l         → 32-byte hash of the perfect node (level, index),
 //	                           level 0 being the leaf hashes; see below
-//	'h' leaf hash(32) index  → empty; one key per appended entry, so a
-//	                           leaf hash appended twice has two keys and
-//	                           the first index is found by one seek, with
-//	                           no read in the write path
+//	'i' epoch leaf hash(32) index
+//	                         → empty; one key per appended entry (epoch:
+//	                           index >> 16, 4 bytes), so a leaf hash
+//	                           appended twice has two keys, with no read in
+//	                           the write path; see "The leaf-hash index"
+//	'h' leaf hash(32) index  → empty: the index of the entries a store of
+//	                           state version 1 holds; read, never written
 //	'c' size                 → signed checkpoint note of the state of this size
-//	's'                      → state: version byte 1, size (8 bytes), then the
+//	's'                      → state: version byte 2, size (8 bytes), then the
 //	                           compact range over [0, size): one 32-byte hash
 //	                           per set bit of size, left to right. The state's
 //	                           checkpoint is the value at 'c' size.
@@ -45,6 +48,25 @@ package logpebble
 //
 // All keys of a batch, including 's', are written in one Pebble batch, so the
 // state never names a size whose entries, nodes or checkpoint are missing.
+//
+// # The leaf-hash index
+//
+// A leaf hash is random, so a key that starts with it lands anywhere in its
+// kind's range. Version 1 keyed the index so ('h'), and every compaction
+// out of level 0 then rewrote the whole index below it: the index's bytes
+// are a few per cent of the log's, but compacting them came to more than
+// the entries' own flushes and grew with the log, as every flush's keys
+// overlapped all that was there (BenchmarkAppendCompaction: 1,756 bytes
+// compacted and 33 µs of CPU an entry over 240,000 entries, 3,123 and 48
+// µs over 720,000). Each 'i' key starts with its epoch, the entry's index
+// over 2^16, so the keys a flush writes overlap only the last epoch's, and
+// what a compaction rewrites of the index is bounded by one epoch (about
+// 3 MiB). The price is in the lookup: the first index of a leaf hash is
+// found by one seek an epoch (16 for a million entries) where 'h' took
+// one. A version 1 store keeps its 'h' keys, which are read first (they
+// hold every entry before the first 'i' key); a store written by this
+// program has state version 2, which a version 1 program refuses to open
+// rather than miss the entries it cannot find.
 
 import (
 	"encoding/binary"
@@ -58,12 +80,17 @@ import (
 const (
 	kindEntry      = 'e'
 	kindNode       = 'n'
-	kindHash       = 'h'
+	kindHash       = 'h' // state version 1's leaf-hash index: read only
+	kindLeaf       = 'i'
 	kindCheckpoint = 'c'
 	kindState      = 's'
 
 	hashSize     = 32
-	stateVersion = 1
+	stateVersion = 2
+
+	// leafEpochBits: an 'i' key's epoch is its index >> leafEpochBits.
+	leafEpochBits = 16
+	leafKeySize   = 1 + 4 + hashSize + 8
 )
 
 var stateKey = []byte{kindState}
@@ -118,11 +145,40 @@ func nodeKey(id compact.NodeID) []byte {
 	return appendNodeKey(make([]byte, 0, nodeKeySize), id)
 }
 
+// appendLeafPrefix appends the start of the 'i' keys of leafHash in
+// epoch to dst: the key without its index.
+func appendLeafPrefix(dst []byte, epoch uint64, leafHash []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(append(dst, kindLeaf), uint32(epoch)), leafHash...)
+}
+
+// appendLeafKey appends the 'i' key of the entry at index with leafHash.
+func appendLeafKey(dst, leafHash []byte, index uint64) []byte {
+	return binary.BigEndian.AppendUint64(appendLeafPrefix(dst, index>>leafEpochBits, leafHash), index)
+}
+
+// leafKeyIndex returns the index in a key made by appendLeafKey.
+func leafKeyIndex(key []byte) (uint64, error) {
+	if len(key) != leafKeySize {
+		return 0, fmt.Errorf("leaf hash key is %d bytes, want %d", len(key), leafKeySize)
+	}
+	return binary.BigEndian.Uint64(key[leafKeySize-8:]), nil
+}
+
+// leafKeyEpoch returns the epoch of an 'i' key (of any length past it).
+func leafKeyEpoch(key []byte) uint64 {
+	if len(key) < 5 {
+		return 0
+	}
+	return uint64(binary.BigEndian.Uint32(key[1:5]))
+}
+
+// appendHashKey appends the 'h' key (state version 1) of the entry at
+// index with leafHash. Only tests write it, to make a version 1 store.
 func appendHashKey(dst, leafHash []byte, index uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(append(dst, kindHash), leafHash...), index)
 }
 
-// hashBounds returns the bounds [lower, upper) of the keys of leafHash.
+// hashBounds returns the bounds [lower, upper) of the 'h' keys of leafHash.
 func hashBounds(leafHash []byte) (lower, upper []byte) {
 	lower = appendHashKey(nil, leafHash, 0)
 	upper = append(appendHashKey(nil, leafHash, ^uint64(0)), 0)
@@ -168,8 +224,8 @@ func decodeState(b []byte) (size uint64, rng [][]byte, err error) {
 	if len(b) < 9 {
 		return 0, nil, errors.New("state is too short")
 	}
-	if b[0] != stateVersion {
-		return 0, nil, fmt.Errorf("state has version %d, this program reads version %d", b[0], stateVersion)
+	if b[0] != 1 && b[0] != stateVersion {
+		return 0, nil, fmt.Errorf("state has version %d, this program reads versions 1 and %d", b[0], stateVersion)
 	}
 	size = binary.BigEndian.Uint64(b[1:9])
 	n := bits.OnesCount64(size)

@@ -360,7 +360,7 @@ func batchSize(b *log.Batch) int {
 
 // fillBatch sets every key of b in pb (keys.go).
 func fillBatch(pb *pebble.Batch, b *log.Batch) error {
-	key := make([]byte, 0, 1+hashSize+8)
+	key := make([]byte, 0, leafKeySize)
 	set := func(k, v []byte) error {
 		if err := pb.Set(k, v, nil); err != nil {
 			return fmt.Errorf("building batch: %w", err)
@@ -376,7 +376,7 @@ func fillBatch(pb *pebble.Batch, b *log.Batch) error {
 		if err := set(appendNodeKey(key[:0], compact.NewNodeID(0, idx)), lh); err != nil {
 			return err
 		}
-		if err := set(appendHashKey(key[:0], lh, idx), nil); err != nil {
+		if err := set(appendLeafKey(key[:0], lh, idx), nil); err != nil {
 			return err
 		}
 	}

@@ -230,7 +230,7 @@ func TestOpenCorrupt(t *testing.T) {
 			must(t, err)
 			v = bytes.Clone(v)
 			c.Close()
-			v[0] = 2
+			v[0] = stateVersion + 1
 			must(t, db.Set(stateKey, v, nil))
 		}},
 		{"state rolled back one batch", func(t *testing.T, db *pebble.DB) {

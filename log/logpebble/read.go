@@ -166,7 +166,9 @@ func stepTo(it *pebble.Iterator, key []byte) bool {
 }
 
 // LeafIndex implements [log.Storage.LeafIndex]. Of several entries with the
-// same leaf hash, it returns the first.
+// same leaf hash, it returns the first: the first found under 'h' (a
+// version 1 store's entries, all before any under 'i'), else the first
+// found in the earliest epoch under 'i' (keys.go).
 func (s *Store) LeafIndex(ctx context.Context, leafHash []byte) (uint64, error) {
 	st, err := s.acquire(ctx)
 	if err != nil {
@@ -174,29 +176,92 @@ func (s *Store) LeafIndex(ctx context.Context, leafHash []byte) (uint64, error) 
 	}
 	defer s.calls.Done()
 	notFound := fmt.Errorf("leaf hash %x: %w", leafHash, log.ErrNotFound)
-	if len(leafHash) != hashSize {
+	if len(leafHash) != hashSize || st.Size == 0 {
 		return 0, notFound
 	}
+	idx, found, err := s.firstHashKey(leafHash)
+	if err == nil && !found {
+		idx, found, err = s.firstLeafKey(leafHash, (st.Size-1)>>leafEpochBits)
+	}
+	switch {
+	case err != nil:
+		return 0, err
+	case !found, idx >= st.Size:
+		return 0, notFound // or the first entry with this hash is still being committed
+	}
+	return idx, nil
+}
+
+// HasLeaf implements [log.LeafChecker]: whether the leaf-hash index holds
+// the entry at index under leafHash, under 'i' or (a version 1 store's
+// entries) 'h'. One or two point reads, where LeafIndex seeks each epoch.
+func (s *Store) HasLeaf(ctx context.Context, leafHash []byte, index uint64) (bool, error) {
+	st, err := s.acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer s.calls.Done()
+	if len(leafHash) != hashSize || index >= st.Size {
+		return false, nil
+	}
+	for _, k := range [][]byte{appendLeafKey(nil, leafHash, index), appendHashKey(nil, leafHash, index)} {
+		_, closer, err := s.r.Get(k)
+		if err == nil {
+			closer.Close()
+			return true, nil
+		}
+		if !errors.Is(err, pebble.ErrNotFound) {
+			return false, s.readError(fmt.Errorf("looking up leaf hash: %w", err))
+		}
+	}
+	return false, nil
+}
+
+// firstHashKey finds leafHash's first index under 'h'.
+func (s *Store) firstHashKey(leafHash []byte) (uint64, bool, error) {
 	lower, upper := hashBounds(leafHash)
 	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return 0, fmt.Errorf("looking up leaf hash: %w", err)
+		return 0, false, fmt.Errorf("looking up leaf hash: %w", err)
 	}
 	defer it.Close()
 	if !it.First() {
-		if err := it.Error(); err != nil {
-			return 0, s.readError(fmt.Errorf("looking up leaf hash: %w", err))
-		}
-		return 0, notFound
+		return 0, false, s.readError(it.Error())
 	}
 	idx, err := hashKeyIndex(it.Key())
 	if err != nil {
-		return 0, s.corrupt(fmt.Errorf("%w: %w", ErrCorrupt, err))
+		return 0, false, s.corrupt(fmt.Errorf("%w: %w", ErrCorrupt, err))
 	}
-	if idx >= st.Size {
-		return 0, notFound // the first entry with this hash is still being committed
+	return idx, true, nil
+}
+
+// firstLeafKey finds leafHash's first index under 'i', in epochs 0 to
+// last: one seek an epoch, until one holds it.
+func (s *Store) firstLeafKey(leafHash []byte, last uint64) (uint64, bool, error) {
+	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: []byte{kindLeaf}, UpperBound: []byte{kindLeaf + 1}})
+	if err != nil {
+		return 0, false, fmt.Errorf("looking up leaf hash: %w", err)
 	}
-	return idx, nil
+	defer it.Close()
+	prefix := make([]byte, 0, leafKeySize)
+	for epoch := uint64(0); epoch <= last; epoch++ {
+		prefix = appendLeafPrefix(prefix[:0], epoch, leafHash)
+		if !it.SeekGE(prefix) {
+			return 0, false, s.readError(it.Error()) // no key at or after it, in any later epoch either
+		}
+		key := it.Key()
+		if bytes.HasPrefix(key, prefix) {
+			idx, err := leafKeyIndex(key)
+			if err != nil {
+				return 0, false, s.corrupt(fmt.Errorf("%w: %w", ErrCorrupt, err))
+			}
+			return idx, true, nil
+		}
+		if e := leafKeyEpoch(key); e > epoch+1 {
+			epoch = e - 1 // the seek landed in a later epoch: those between hold no key
+		}
+	}
+	return 0, false, nil
 }
 
 // Checkpoint implements [log.Storage.Checkpoint].
