@@ -56,9 +56,10 @@ const auditChunk = 4096
 // must be the genesis entry naming this origin and verifier key. When src
 // is also a [NodeReader], every stored node is compared with the
 // recomputed one, and when it is a [LeafChecker] or has a LeafIndex
-// method, every entry is looked for in its leaf-hash index. The first problem found is returned as a *[ProblemsError]
-// naming the entry ("entry N"), the checkpoint ("checkpoint SIZE") or the
-// stored node; an error reading src is returned as it is, wrapped.
+// method, every entry is looked for in its leaf-hash index. The first
+// problem found is returned as a *[ProblemsError] naming the entry
+// ("entry N"), the checkpoint ("checkpoint SIZE") or the stored node; an
+// error reading src is returned as it is, wrapped.
 func Audit(ctx context.Context, src AuditSource, v note.Verifier, vkey string) (*AuditReport, error) {
 	a := &auditor{ctx: ctx, src: src, v: v, vkey: vkey, rep: &AuditReport{},
 		rng: (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)}

@@ -211,7 +211,7 @@ func (s *Store) HasLeaf(ctx context.Context, leafHash []byte, index uint64) (boo
 			return true, nil
 		}
 		if !errors.Is(err, pebble.ErrNotFound) {
-			return false, s.readError(fmt.Errorf("looking up leaf hash: %w", err))
+			return false, leafLookupError(s, err)
 		}
 	}
 	return false, nil
@@ -226,7 +226,7 @@ func (s *Store) firstHashKey(leafHash []byte) (uint64, bool, error) {
 	}
 	defer it.Close()
 	if !it.First() {
-		return 0, false, s.readError(it.Error())
+		return 0, false, leafLookupError(s, it.Error())
 	}
 	idx, err := hashKeyIndex(it.Key())
 	if err != nil {
@@ -247,7 +247,7 @@ func (s *Store) firstLeafKey(leafHash []byte, last uint64) (uint64, bool, error)
 	for epoch := uint64(0); epoch <= last; epoch++ {
 		prefix = appendLeafPrefix(prefix[:0], epoch, leafHash)
 		if !it.SeekGE(prefix) {
-			return 0, false, s.readError(it.Error()) // no key at or after it, in any later epoch either
+			return 0, false, leafLookupError(s, it.Error()) // no key at or after it, in any later epoch either
 		}
 		key := it.Key()
 		if bytes.HasPrefix(key, prefix) {
@@ -262,6 +262,15 @@ func (s *Store) firstLeafKey(leafHash []byte, last uint64) (uint64, bool, error)
 		}
 	}
 	return 0, false, nil
+}
+
+// leafLookupError is s.readError of an error met while looking up a leaf
+// hash, nil for nil.
+func leafLookupError(s *Store, err error) error {
+	if err == nil {
+		return nil
+	}
+	return s.readError(fmt.Errorf("looking up leaf hash: %w", err))
 }
 
 // Checkpoint implements [log.Storage.Checkpoint].
