@@ -257,8 +257,11 @@ func (s *Store) firstLeafKey(leafHash []byte, last uint64) (uint64, bool, error)
 			}
 			return idx, true, nil
 		}
+		// The seek landed in a later epoch, so those between hold no key
+		// (as the epochs of a store upgraded from version 1 hold none
+		// before its first 'i' key): go on from that one.
 		if e := leafKeyEpoch(key); e > epoch+1 {
-			epoch = e - 1 // the seek landed in a later epoch: those between hold no key
+			epoch = e - 1
 		}
 	}
 	return 0, false, nil

@@ -139,9 +139,8 @@ const idleGap = 1500 * time.Microsecond
 // A probe is one fsync probe: its text for the header, and the p50 of a
 // sync after idleGap, the floor of a lone call's commit on this machine.
 type probe struct {
-	text     string
-	idleP50  time.Duration
-	measured bool
+	text    string
+	idleP50 time.Duration // 0 if the probe failed
 }
 
 // fsyncProbe times n 4 KiB appends each followed by fdatasync in dir (as
@@ -159,8 +158,7 @@ func fsyncProbe(dir string, n int) probe {
 	return probe{
 		text: fmt.Sprintf("p50 %s, p99 %s back to back; p50 %s, p99 %s after %v idle",
 			ms(pct(lat, 50)), ms(pct(lat, 99)), ms(pct(idle, 50)), ms(pct(idle, 99)), idleGap),
-		idleP50:  pct(idle, 50),
-		measured: true,
+		idleP50: pct(idle, 50),
 	}
 }
 
