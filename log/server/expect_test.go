@@ -63,6 +63,13 @@ func await(t *testing.T, c chan appended, what string) *log.Receipt {
 	}
 }
 
+// queued is how many requests wait to be taken into a commit.
+func (s *Sequencer) queued() int {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	return len(s.queue)
+}
+
 // eventually polls cond until it holds (or fails the test after a minute).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -90,7 +97,7 @@ func openHeld(t *testing.T, delay time.Duration) (*Sequencer, *heldStore) {
 	a := appendAsync(seq, nil, "a")
 	<-st.entered // a's commit is under way, alone
 	b, c := appendAsync(seq, nil, "b"), appendAsync(seq, nil, "c")
-	eventually(t, "b and c queued", func() bool { return len(seq.reqs) == 2 })
+	eventually(t, "b and c queued", func() bool { return seq.queued() == 2 })
 	st.hold.Unlock()
 	await(t, a, "a")
 	rb, rc := await(t, b, "b"), await(t, c, "c")
@@ -104,8 +111,9 @@ func openHeld(t *testing.T, delay time.Duration) (*Sequencer, *heldStore) {
 // held by the sequencer rather than committed.
 func waiting(t *testing.T, seq *Sequencer, x chan appended, commits uint64) {
 	t.Helper()
-	// Queued, taken by the sequencer, and x's own announcement withdrawn.
-	eventually(t, "x taken", func() bool { return len(seq.reqs) == 0 && seq.expected.Load() == 1 })
+	// Queued, leading (no commit under way), and x's own announcement
+	// withdrawn.
+	eventually(t, "x queued", func() bool { return seq.queued() == 1 && seq.expected.Load() == 1 })
 	time.Sleep(50 * time.Millisecond)
 	select {
 	case a := <-x:

@@ -40,18 +40,25 @@ type reopener interface {
 // see the top of resume.go. It returns nil if the log takes appends again
 // (or never stopped), and otherwise why not, the sequencer still stopped.
 func (s *Sequencer) Resume(ctx context.Context) error {
-	reply := make(chan error, 1)
-	select {
-	case s.resume <- reply:
-	case <-s.done:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return <-reply
+	s.mu.RLock()
+	closing := s.closing
+	if !closing {
+		s.senders.Add(1)
+	}
+	s.mu.RUnlock()
+	if closing {
+		return ErrClosed
+	}
+	defer s.senders.Done()
+	// Queued as an append is, so that it runs between two commits.
+	req := &request{resume: true, reply: make(chan result, 1)}
+	return s.await(req, s.enqueue(req)).err
 }
 
-// reopen is Resume, on the sequencer's goroutine (no commit runs).
+// reopen is Resume, run by the caller that leads (no commit runs).
 func (s *Sequencer) reopen() error {
 	if s.Err() == nil {
 		return nil

@@ -49,21 +49,31 @@ type SequencerOptions struct {
 // configured otherwise.
 const DefaultCommitDelay = 2 * time.Millisecond
 
-// A Sequencer is the single writer of a log. Appends wait in a queue; one
-// goroutine takes everything waiting, assigns indices, extends the tree,
-// signs a checkpoint for the new size and commits it all as one durable
-// batch; then each caller gets its receipt. No timer stands between an
-// append and its receipt: a lone append is committed at once, and appends
-// that arrive during a commit share the next one.
+// A Sequencer is the single writer of a log. Appends wait in a queue, and
+// one caller at a time leads: it takes everything waiting, assigns
+// indices, extends the tree, signs a checkpoint for the new size and
+// commits it all as one durable batch; then each caller gets its receipt,
+// and the first of those that queued meanwhile leads the next commit. No
+// timer and no other goroutine stands between an append and its receipt:
+// a lone append is committed at once by its own caller, and appends that
+// arrive during a commit share the next one.
 type Sequencer struct {
 	store    log.Storage
 	signer   note.Signer
 	maxBatch int
 	delay    time.Duration
-	reqs     chan *request
-	resume   chan chan error // Resume's requests, served by run (resume.go)
-	expected atomic.Int64    // announcements not yet withdrawn (Expected.Cancel)
-	wake     chan struct{}   // a commit waiting on expected re-checks it
+	expected atomic.Int64  // announcements not yet withdrawn (Expected.Cancel)
+	wake     chan struct{} // a commit waiting on expected re-checks it
+
+	qmu     sync.Mutex
+	queue   []*request // appends and resumes not yet taken, in arrival order
+	leading bool       // a caller leads; set while queue is not empty
+
+	// Owned by the caller that leads (handed on under qmu).
+	batch   []*request // what the commit under way took from the queue
+	drained []*request // what it took since, waiting for a shared store's lock
+	last    int        // entries in the last commit
+	timer   *time.Timer
 
 	mu      sync.RWMutex
 	size    uint64
@@ -79,8 +89,8 @@ type Sequencer struct {
 	unavailable atomic.Pointer[error]
 	verifier    note.Verifier
 	done        chan struct{}
-	wg          sync.WaitGroup
-	senders     sync.WaitGroup // Appends that passed the closing check and may still queue
+	wg          sync.WaitGroup // retryDiskFull
+	senders     sync.WaitGroup // appends and resumes that passed the closing check, until answered
 
 	stats Stats
 }
@@ -98,12 +108,16 @@ type request struct {
 	entry    []byte
 	leafHash []byte
 	fence    log.Fence // honoured by a shared store (sequencer_shared.go)
-	reply    chan result
+	resume   bool      // a Resume, not an append (resume.go)
+	// reply carries, at most once, the lead, and then the outcome.
+	reply chan result
 }
 
-// result is what the sequencer hands back: where the entry landed, and the
-// nodes from which its inclusion proof is built without touching storage.
+// result is what a request gets: the lead, or where the entry landed and
+// the nodes from which its inclusion proof is built without touching
+// storage.
 type result struct {
+	lead  bool
 	index uint64
 	size  uint64
 	cp    []byte
@@ -137,8 +151,6 @@ func OpenSequencer(ctx context.Context, store log.Storage, signer note.Signer, v
 		maxBatch: opts.MaxBatch,
 		delay:    opts.CommitDelay,
 		wake:     make(chan struct{}, 1),
-		reqs:     make(chan *request, 1024),
-		resume:   make(chan chan error),
 		size:     st.Size,
 		cp:       st.Checkpoint,
 		root:     root,
@@ -150,8 +162,6 @@ func OpenSequencer(ctx context.Context, store log.Storage, signer note.Signer, v
 		s.maxBatch = DefaultMaxBatch
 	}
 	s.openShared()
-	s.wg.Add(1)
-	go s.run()
 	if opts.RetryDiskFull > 0 && s.shared == nil {
 		s.wg.Add(1)
 		go s.retryDiskFull(opts.RetryDiskFull)
@@ -238,10 +248,7 @@ func (e *Expected) Append(ctx context.Context, entry []byte) (*log.Receipt, erro
 // and after Append.
 func (e *Expected) Cancel() {
 	if e.done.CompareAndSwap(false, true) && e.s.expected.Add(-1) == 0 {
-		select {
-		case e.s.wake <- struct{}{}:
-		default:
-		}
+		e.s.signal()
 	}
 }
 
@@ -279,16 +286,15 @@ func (s *Sequencer) append(ctx context.Context, entry []byte, ex *Expected, fenc
 	if err != nil {
 		return nil, err
 	}
-	if err := s.send(ctx, req); err != nil {
-		return nil, err
-	}
+	defer s.senders.Done() // a panic of the commit it leads included
+	lead := s.enqueue(req)
 	if ex != nil {
 		ex.Cancel()
 	}
 	// Once queued the entry may be committed whatever ctx says, so wait
 	// for the outcome: a caller must never be told "failed" for an entry
 	// that is in the log.
-	r := <-req.reply
+	r := s.await(req, lead)
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -299,18 +305,161 @@ func (s *Sequencer) append(ctx context.Context, entry []byte, ex *Expected, fenc
 	return rc, nil
 }
 
-// send queues req. Close waits for every send under way before it fails
-// what is left in the queue, so no request is queued after that and left
-// without an answer.
-func (s *Sequencer) send(ctx context.Context, req *request) error {
-	defer s.senders.Done()
+// enqueue queues req and reports whether its caller takes the lead (no
+// caller leads). A caller that does not waits for its outcome, or for the
+// lead, on req.reply.
+func (s *Sequencer) enqueue(req *request) (lead bool) {
+	s.qmu.Lock()
+	s.queue = append(s.queue, req)
+	lead = !s.leading
+	s.leading = true
+	if len(s.queue) == s.maxBatch {
+		s.signal() // a full batch ends a commit's wait for announced appends
+	}
+	s.qmu.Unlock()
+	return lead
+}
+
+// await returns req's outcome, leading commits when handed the lead; see
+// [Sequencer]. The lead is always handed to the oldest request waiting,
+// so the batch a leader takes holds its own request.
+func (s *Sequencer) await(req *request, lead bool) result {
+	for {
+		if lead {
+			s.lead()
+		}
+		r := <-req.reply
+		if !r.lead {
+			return r
+		}
+		lead = true
+	}
+}
+
+// lead takes what is waiting, up to MaxBatch, commits it (or resumes the
+// log, for a Resume at the head of the queue), and hands the lead on.
+func (s *Sequencer) lead() {
 	select {
-	case s.reqs <- req:
-		return nil
 	case <-s.done:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
+		s.failQueue(ErrClosed)
+		return
+	default:
+	}
+	s.awaitExpected()
+	s.take()
+	defer s.handOn() // on a panic too
+	defer s.stopOnPanic()
+	if r := s.batch[0]; r.resume {
+		r.reply <- result{err: s.reopen()}
+	} else {
+		s.last = len(s.batch)
+		s.commit(s.batch)
+	}
+	clear(s.batch)
+	clear(s.drained)
+	s.batch, s.drained = s.batch[:0], s.drained[:0]
+}
+
+// take moves the head of the queue into s.batch: appends up to MaxBatch
+// and the first Resume, or that Resume alone.
+func (s *Sequencer) take() {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	q, n := s.queue, 1
+	if !q[0].resume {
+		for n < len(q) && n < s.maxBatch && !q[n].resume {
+			n++
+		}
+	}
+	s.batch = append(s.batch[:0], q[:n]...)
+	m := copy(q, q[n:])
+	clear(q[m:])
+	s.queue = q[:m]
+}
+
+// handOn gives the lead to the oldest request waiting, if any.
+func (s *Sequencer) handOn() {
+	s.qmu.Lock()
+	if len(s.queue) > 0 {
+		s.queue[0].reply <- result{lead: true} // never blocks: the oldest has had nothing yet
+	} else {
+		s.leading = false
+	}
+	s.qmu.Unlock()
+}
+
+// stopOnPanic, deferred, stops the log when a commit panicked (a bug, or
+// a store that panics on what it found): every request the commit took
+// is answered with the error, as is every later append, and the panic
+// goes on up the leading caller's stack. A caller that recovers panics
+// (net/http does) so finds a stopped log, not one that waits for ever.
+func (s *Sequencer) stopOnPanic() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	err := fmt.Errorf("log stopped: a commit panicked: %v", v)
+	s.mu.Lock()
+	if s.failed == nil {
+		s.failed = err
+	}
+	s.mu.Unlock()
+	for _, r := range append(s.batch, s.drained...) {
+		select {
+		case r.reply <- result{err: err}:
+		default: // answered before the panic
+		}
+	}
+	panic(v)
+}
+
+// awaitExpected holds a commit under load (the last one carried more than
+// one entry) for up to CommitDelay, while announced appends are on their
+// way and the batch is not full; see SequencerOptions.CommitDelay.
+func (s *Sequencer) awaitExpected() {
+	if s.delay <= 0 || s.last <= 1 || s.expected.Load() == 0 {
+		return
+	}
+	if s.timer == nil {
+		s.timer = time.NewTimer(s.delay)
+	} else {
+		s.timer.Reset(s.delay)
+	}
+	defer s.timer.Stop()
+	for s.expected.Load() > 0 {
+		s.qmu.Lock()
+		full := len(s.queue) >= s.maxBatch
+		s.qmu.Unlock()
+		if full {
+			return
+		}
+		select {
+		case <-s.wake:
+		case <-s.timer.C:
+			return
+		case <-s.done:
+			return // the commit under way goes ahead
+		}
+	}
+}
+
+// signal wakes a commit waiting in awaitExpected.
+func (s *Sequencer) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// failQueue answers everything waiting with err and leaves the lead; the
+// sequencer is closing.
+func (s *Sequencer) failQueue(err error) {
+	s.qmu.Lock()
+	q := s.queue
+	s.queue, s.leading = nil, false
+	s.qmu.Unlock()
+	for _, r := range q {
+		r.reply <- result{err: err}
 	}
 }
 
@@ -368,65 +517,10 @@ func (s *Sequencer) Close() error {
 	s.mu.Unlock()
 	close(s.done)
 	s.wg.Wait()
+	// Every request queued before is answered: the commit under way
+	// completes, and whoever leads next fails the rest (lead).
 	s.senders.Wait()
-	for {
-		select {
-		case r := <-s.reqs:
-			r.reply <- result{err: ErrClosed}
-		default:
-			return nil
-		}
-	}
-}
-
-func (s *Sequencer) run() {
-	defer s.wg.Done()
-	batch := make([]*request, 0, s.maxBatch)
-	var timer *time.Timer
-	last := 0
-	for {
-		batch = batch[:0]
-		select {
-		case r := <-s.reqs:
-			batch = append(batch, r)
-		case reply := <-s.resume:
-			reply <- s.reopen()
-			continue
-		case <-s.done:
-			return
-		}
-	drain:
-		for len(batch) < s.maxBatch {
-			select {
-			case r := <-s.reqs:
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
-		if s.delay > 0 && last > 1 && len(batch) < s.maxBatch && s.expected.Load() > 0 {
-			if timer == nil {
-				timer = time.NewTimer(s.delay)
-			} else {
-				timer.Reset(s.delay)
-			}
-		wait:
-			for len(batch) < s.maxBatch && s.expected.Load() > 0 {
-				select {
-				case r := <-s.reqs:
-					batch = append(batch, r)
-				case <-s.wake:
-				case <-timer.C:
-					break wait
-				case <-s.done:
-					break wait
-				}
-			}
-			timer.Stop()
-		}
-		last = len(batch)
-		s.commit(batch)
-	}
+	return nil
 }
 
 // commit writes one batch and answers its callers.

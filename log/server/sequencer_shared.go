@@ -223,31 +223,28 @@ func (s *Sequencer) commitShared(batch []*request) {
 // drainUnfenced takes the appends queued while this sequencer waited for
 // the store's lock, so that they share the commit, up to MaxBatch with the
 // n already taken. Fenced appends cannot join (their fences were checked
-// with the lock taken) and go back to the queue for the next commit; one
-// that finds the queue full is answered as fenced off, which its caller
-// retries.
+// with the lock taken) and stay queued for the next commit, as does a
+// Resume and whatever queued after it.
 func (s *Sequencer) drainUnfenced(n int) []*request {
-	var more, later []*request
-	for n+len(more)+len(later) < s.maxBatch {
-		select {
-		case r := <-s.reqs:
-			if r.fence.Key != "" {
-				later = append(later, r)
-			} else {
-				more = append(more, r)
-			}
+	var more []*request
+	defer func() { s.drained = append(s.drained, more...) }()
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	q, k := s.queue, 0
+	for i, r := range q {
+		if r.resume || n+len(more) >= s.maxBatch {
+			k += copy(q[k:], q[i:])
+			break
+		}
+		if r.fence.Key != "" {
+			q[k] = r
+			k++
 			continue
-		default:
 		}
-		break
+		more = append(more, r)
 	}
-	for _, r := range later {
-		select {
-		case s.reqs <- r:
-		default:
-			r.reply <- result{err: fmt.Errorf("append: %w (the queue was full; decide again)", log.ErrFenced)}
-		}
-	}
+	clear(q[k:])
+	s.queue = q[:k]
 	return more
 }
 
