@@ -13,11 +13,13 @@ import (
 )
 
 // heldStore holds every Commit while hold is locked, and tells entered
-// when one starts.
+// when one starts. If panics is set, a Commit, once released, panics with
+// it.
 type heldStore struct {
 	log.Storage
 	hold    sync.Mutex
 	entered chan struct{}
+	panics  string
 }
 
 func (s *heldStore) Commit(ctx context.Context, b *log.Batch) error {
@@ -27,6 +29,9 @@ func (s *heldStore) Commit(ctx context.Context, b *log.Batch) error {
 	}
 	s.hold.Lock()
 	s.hold.Unlock()
+	if s.panics != "" {
+		panic(s.panics)
+	}
 	return s.Storage.Commit(ctx, b)
 }
 

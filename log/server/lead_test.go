@@ -12,25 +12,6 @@ import (
 	"github.com/provlog/provlog/log/logtest"
 )
 
-// panicStore panics in Commit, once it is released, while panics is set.
-type panicStore struct {
-	heldStore
-	panics bool
-}
-
-func (s *panicStore) Commit(ctx context.Context, b *log.Batch) error {
-	select {
-	case s.entered <- struct{}{}:
-	default:
-	}
-	s.hold.Lock()
-	s.hold.Unlock()
-	if s.panics {
-		panic("boom in the store")
-	}
-	return s.Storage.Commit(ctx, b)
-}
-
 // TestSequencerCommitPanics: a commit that panics (a bug, or a store that
 // panics on what it finds) stops the log. The caller that led the commit
 // gets the panic; an append queued behind it, and every later one, gets
@@ -38,7 +19,7 @@ func (s *panicStore) Commit(ctx context.Context, b *log.Batch) error {
 // their callers, such a panic ended the process; a caller that recovers
 // panics (net/http does) must not leave the others waiting for ever.
 func TestSequencerCommitPanics(t *testing.T) {
-	st := &panicStore{heldStore: heldStore{Storage: logtest.NewMemory(), entered: make(chan struct{}, 1)}, panics: true}
+	st := &heldStore{Storage: logtest.NewMemory(), entered: make(chan struct{}, 1), panics: "boom in the store"}
 	signer, verifier := logtest.NewKey(t, "provlog.test/panic")
 	seq, err := OpenSequencer(context.Background(), st, signer, verifier, nil)
 	if err != nil {
