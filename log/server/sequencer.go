@@ -355,14 +355,13 @@ func (s *Sequencer) lead() {
 		s.last = len(s.batch)
 		s.commit(s.batch)
 	}
-	clear(s.batch)
-	clear(s.drained)
-	s.batch, s.drained = s.batch[:0], s.drained[:0]
+	s.letGo()
 }
 
 // take moves the head of the queue into s.batch: appends up to MaxBatch
 // and the first Resume, or that Resume alone.
 func (s *Sequencer) take() {
+	s.letGo() // after a panic, what that commit took
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
 	q, n := s.queue, 1
@@ -375,6 +374,13 @@ func (s *Sequencer) take() {
 	m := copy(q, q[n:])
 	clear(q[m:])
 	s.queue = q[:m]
+}
+
+// letGo drops the last commit's requests, entries and all.
+func (s *Sequencer) letGo() {
+	clear(s.batch)
+	clear(s.drained)
+	s.batch, s.drained = s.batch[:0], s.drained[:0]
 }
 
 // handOn gives the lead to the oldest request waiting, if any.
