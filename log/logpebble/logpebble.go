@@ -214,6 +214,7 @@ type Options struct {
 
 	testingOnlyMaxHotNodes *uint64 // instead of maxHotNodes
 	testingOnlyFS          vfs.FS  // instead of vfs.Default, under the faultFS
+	testingOnlyChunkBits   uint    // instead of chunkBits, if not 0
 }
 
 // A Store is a [log.Storage] in a Pebble database. It is safe for
@@ -238,6 +239,7 @@ type Store struct {
 	closed  bool
 	state   log.State     // the last committed state; its slices are never changed
 	hot     *hot.Nodes    // the upper levels of the tree at state.Size
+	chunks  chunkIndex    // the leaf-hash index at state.Size (chunks.go)
 	failure error         // why commits are refused, once they are
 	wedged  bool          // Pebble panicked: do not close it
 	stalled bool          // a commit is held up inside Pebble: do not close it
@@ -254,7 +256,8 @@ var _ log.Storage = (*Store)(nil)
 // returns.
 type view struct {
 	log.State
-	hot *hot.Nodes
+	hot    *hot.Nodes
+	chunks chunkIndex
 }
 
 // acquire registers a call that Close (and Reopen) must wait for and
@@ -278,7 +281,7 @@ func (s *Store) acquire(ctx context.Context) (view, error) {
 			continue
 		}
 		s.calls.Add(1)
-		v := view{s.state, s.hot}
+		v := view{s.state, s.hot, s.chunks}
 		s.mu.Unlock()
 		return v, nil
 	}
@@ -309,7 +312,8 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 	}
 
 	pb := s.db.NewBatchWithSize(batchSize(b))
-	if err := fillBatch(pb, b); err != nil {
+	chunks, err := fillBatch(pb, b, st.chunks)
+	if err != nil {
 		pb.Close()
 		return err
 	}
@@ -344,7 +348,7 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 	}
 	hot := st.hot.With(next.Size, b.Nodes)
 	s.mu.Lock()
-	s.state, s.hot = next, hot
+	s.state, s.hot, s.chunks = next, hot, chunks
 	s.mu.Unlock()
 	return nil
 }
@@ -358,8 +362,12 @@ func batchSize(b *log.Batch) int {
 	return n + 50*len(b.Nodes) + len(b.State.Checkpoint) + 40*len(b.State.Range) + 100
 }
 
-// fillBatch sets every key of b in pb (keys.go).
-func fillBatch(pb *pebble.Batch, b *log.Batch) error {
+// fillBatch sets every key of b in pb (keys.go), b extending the state
+// whose leaf-hash index is ci, and returns the index after b.
+func fillBatch(pb *pebble.Batch, b *log.Batch, ci chunkIndex) (chunkIndex, error) {
+	if ci.end() != b.Start {
+		return ci, fmt.Errorf("building batch: it starts at %d, but the leaf-hash index ends at %d", b.Start, ci.end())
+	}
 	key := make([]byte, 0, leafKeySize)
 	set := func(k, v []byte) error {
 		if err := pb.Set(k, v, nil); err != nil {
@@ -369,29 +377,29 @@ func fillBatch(pb *pebble.Batch, b *log.Batch) error {
 	}
 	for i, e := range b.Entries {
 		idx := b.Start + uint64(i)
-		lh := b.LeafHashes[i]
 		if err := set(appendEntryKey(key[:0], idx), e); err != nil {
-			return err
+			return ci, err
 		}
-		if err := set(appendNodeKey(key[:0], compact.NewNodeID(0, idx)), lh); err != nil {
-			return err
+		if err := set(appendNodeKey(key[:0], compact.NewNodeID(0, idx)), b.LeafHashes[i]); err != nil {
+			return ci, err
 		}
-		if err := set(appendLeafKey(key[:0], lh, idx), nil); err != nil {
-			return err
-		}
+	}
+	ci, err := ci.add(pb, b.LeafHashes)
+	if err != nil {
+		return ci, err
 	}
 	for _, nd := range b.Nodes {
 		if nd.ID.Level == 0 {
 			continue // written from b.LeafHashes, which Batch.Check found equal
 		}
 		if err := set(appendNodeKey(key[:0], nd.ID), nd.Hash); err != nil {
-			return err
+			return ci, err
 		}
 	}
 	if err := set(checkpointKey(b.State.Size), b.State.Checkpoint); err != nil {
-		return err
+		return ci, err
 	}
-	return set(stateKey, encodeState(b.State.Size, b.State.Range))
+	return ci, set(stateKey, encodeState(b.State.Size, ci.chunked, b.State.Range))
 }
 
 // heldCommitGrace is how long a commit may go on inside Pebble after the

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -27,16 +28,19 @@ import (
 
 func TestStorage(t *testing.T) {
 	// The suite's logs are small enough for the default to keep all levels
-	// but the leaves in memory; also run it with none and with a few.
+	// but the leaves in memory; also run it with none and with a few. Its
+	// logs fit in one chunk of the leaf-hash index; also run it with
+	// chunks of 16 entries.
 	for _, hot := range []struct {
-		name string
-		max  *uint64
-	}{{"default", nil}, {"nohot", ptr[uint64](0)}, {"hot=40", ptr[uint64](40)}} {
+		name  string
+		max   *uint64
+		chunk uint
+	}{{"default", nil, 0}, {"nohot", ptr[uint64](0), 0}, {"hot=40", ptr[uint64](40), 0}, {"chunks=16", nil, 4}} {
 		t.Run(hot.name, func(t *testing.T) {
 			logtest.TestStorage(t, func(t *testing.T) (log.Storage, func() log.Storage) {
 				dir := t.TempDir()
 				open := func() log.Storage {
-					s, err := Open(dir, &Options{Logf: t.Logf, testingOnlyMaxHotNodes: hot.max})
+					s, err := Open(dir, &Options{Logf: t.Logf, testingOnlyMaxHotNodes: hot.max, testingOnlyChunkBits: hot.chunk})
 					if err != nil {
 						t.Fatalf("Open: %v", err)
 					}
@@ -233,13 +237,26 @@ func TestOpenCorrupt(t *testing.T) {
 			v[0] = stateVersion + 1
 			must(t, db.Set(stateKey, v, nil))
 		}},
+		{"state names a first chunked index past its size", func(t *testing.T, db *pebble.DB) {
+			v, c, err := db.Get(stateKey)
+			must(t, err)
+			v = bytes.Clone(v)
+			c.Close()
+			binary.BigEndian.PutUint64(v[9:17], size+1)
+			must(t, db.Set(stateKey, v, nil))
+		}},
+		{"a leaf hash of the open chunk deleted", func(t *testing.T, db *pebble.DB) {
+			// Chunks of 2^14: all 300 entries are in the open chunk, read
+			// back from their leaf hashes on opening.
+			must(t, db.Delete(nodeKey(compact.NewNodeID(0, 150)), nil))
+		}},
 		{"state rolled back one batch", func(t *testing.T, db *pebble.DB) {
 			a := newAppender()
 			var b *log.Batch
 			for range 2 {
 				b = a.batch(make([][]byte, 100))
 			}
-			must(t, db.Set(stateKey, encodeState(b.State.Size, b.State.Range), nil))
+			must(t, db.Set(stateKey, encodeState(b.State.Size, 0, b.State.Range), nil))
 		}},
 	}
 	for _, tt := range tests {

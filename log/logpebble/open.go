@@ -69,6 +69,10 @@ func (s *Store) open() error {
 		s.hot = hot.Empty(*o.testingOnlyMaxHotNodes)
 	}
 	s.state, s.warnings, s.pub = log.State{}, nil, nil
+	s.chunks = chunkIndex{bits: chunkBits}
+	if o.testingOnlyChunkBits != 0 {
+		s.chunks.bits = o.testingOnlyChunkBits
+	}
 	inner := vfs.Default
 	if o.testingOnlyFS != nil {
 		inner = o.testingOnlyFS
@@ -238,7 +242,7 @@ func (s *Store) loadState() error {
 	if err != nil {
 		return s.readError(fmt.Errorf("reading state: %w", err))
 	}
-	size, rng, err := decodeState(v)
+	size, chunked, rng, err := decodeState(v)
 	closer.Close()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
@@ -286,6 +290,9 @@ func (s *Store) loadState() error {
 	closer.Close()
 	if s.hot, err = loadHot(s.r, size, s.hot.Max()); err != nil {
 		return s.readError(fmt.Errorf("reading the upper levels of the tree: %w", err))
+	}
+	if s.chunks, err = loadChunk(s.r, size, chunked, s.chunks.bits); err != nil {
+		return s.readError(err)
 	}
 	return nil
 }
@@ -554,13 +561,15 @@ func (s *Store) restore(b *log.Batch, overlay bool) error {
 			}
 			old.Close()
 		}
-		if err := fillBatch(ib, b); err != nil {
+		chunks, err := fillBatch(ib, b, s.chunks)
+		if err != nil {
 			return err
 		}
-		s.r = ib
+		s.r, s.chunks = ib, chunks
 	} else {
 		pb := s.db.NewBatchWithSize(batchSize(b))
-		if err := fillBatch(pb, b); err != nil {
+		chunks, err := fillBatch(pb, b, s.chunks)
+		if err != nil {
 			pb.Close()
 			return err
 		}
@@ -570,6 +579,7 @@ func (s *Store) restore(b *log.Batch, overlay bool) error {
 		if err := s.Err(); err != nil {
 			return err
 		}
+		s.chunks = chunks
 	}
 	s.state = log.State{Size: b.State.Size, Range: cloneHashes(b.State.Range), Checkpoint: bytes.Clone(b.State.Checkpoint)}
 	hot, err := loadHot(s.r, s.state.Size, s.hot.Max())

@@ -168,7 +168,9 @@ func stepTo(it *pebble.Iterator, key []byte) bool {
 // LeafIndex implements [log.Storage.LeafIndex]. Of several entries with the
 // same leaf hash, it returns the first: the first found under 'h' (a
 // version 1 store's entries, all before any under 'i'), else the first
-// found in the earliest epoch under 'i' (keys.go).
+// found in the earliest epoch under 'i' (a version 2 store's, all before
+// any under 'j'), else in the earliest chunk under 'j', else in the open
+// chunk (keys.go).
 func (s *Store) LeafIndex(ctx context.Context, leafHash []byte) (uint64, error) {
 	st, err := s.acquire(ctx)
 	if err != nil {
@@ -179,9 +181,16 @@ func (s *Store) LeafIndex(ctx context.Context, leafHash []byte) (uint64, error) 
 	if len(leafHash) != hashSize || st.Size == 0 {
 		return 0, notFound
 	}
+	ci := st.chunks
 	idx, found, err := s.firstHashKey(leafHash)
+	if err == nil && !found && ci.chunked > 0 {
+		idx, found, err = s.firstLeafKey(leafHash, kindLeaf, 0, (ci.chunked-1)>>leafEpochBits)
+	}
+	if err == nil && !found && ci.start > ci.chunked {
+		idx, found, err = s.firstLeafKey(leafHash, kindChunk, ci.chunked>>ci.bits, (ci.start-1)>>ci.bits)
+	}
 	if err == nil && !found {
-		idx, found, err = s.firstLeafKey(leafHash, (st.Size-1)>>leafEpochBits)
+		idx, found = ci.find(leafHash)
 	}
 	switch {
 	case err != nil:
@@ -193,8 +202,9 @@ func (s *Store) LeafIndex(ctx context.Context, leafHash []byte) (uint64, error) 
 }
 
 // HasLeaf implements [log.LeafChecker]: whether the leaf-hash index holds
-// the entry at index under leafHash, under 'i' or (a version 1 store's
-// entries) 'h'. One or two point reads, where LeafIndex seeks each epoch.
+// the entry at index under leafHash: under 'j', 'i' or 'h' (keys.go), one
+// or two point reads where LeafIndex seeks each chunk, or in the open
+// chunk.
 func (s *Store) HasLeaf(ctx context.Context, leafHash []byte, index uint64) (bool, error) {
 	st, err := s.acquire(ctx)
 	if err != nil {
@@ -204,7 +214,15 @@ func (s *Store) HasLeaf(ctx context.Context, leafHash []byte, index uint64) (boo
 	if len(leafHash) != hashSize || index >= st.Size {
 		return false, nil
 	}
-	for _, k := range [][]byte{appendLeafKey(nil, leafHash, index), appendHashKey(nil, leafHash, index)} {
+	ci := st.chunks
+	if index >= ci.start {
+		return bytes.Equal(ci.hash(index), leafHash), nil
+	}
+	keys := [][]byte{appendLeafKey(nil, leafHash, index), appendHashKey(nil, leafHash, index)}
+	if index >= ci.chunked {
+		keys = [][]byte{appendChunkKey(nil, leafHash, index, ci.bits)}
+	}
+	for _, k := range keys {
 		_, closer, err := s.r.Get(k)
 		if err == nil {
 			closer.Close()
@@ -235,17 +253,19 @@ func (s *Store) firstHashKey(leafHash []byte) (uint64, bool, error) {
 	return idx, true, nil
 }
 
-// firstLeafKey finds leafHash's first index under 'i', in epochs 0 to
-// last: one seek an epoch, until one holds it.
-func (s *Store) firstLeafKey(leafHash []byte, last uint64) (uint64, bool, error) {
-	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: []byte{kindLeaf}, UpperBound: []byte{kindLeaf + 1}})
+// firstLeafKey finds leafHash's first index under kind ('i' or 'j'), in
+// its epochs or chunks from first to last: one seek each, until one holds
+// it.
+func (s *Store) firstLeafKey(leafHash []byte, kind byte, first, last uint64) (uint64, bool, error) {
+	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: []byte{kind}, UpperBound: []byte{kind + 1}})
 	if err != nil {
 		return 0, false, fmt.Errorf("looking up leaf hash: %w", err)
 	}
 	defer it.Close()
 	prefix := make([]byte, 0, leafKeySize)
-	for epoch := uint64(0); epoch <= last; epoch++ {
+	for epoch := first; epoch <= last; epoch++ {
 		prefix = appendLeafPrefix(prefix[:0], epoch, leafHash)
+		prefix[0] = kind
 		if !it.SeekGE(prefix) {
 			return 0, false, leafLookupError(s, it.Error()) // no key at or after it, in any later epoch either
 		}
