@@ -1,130 +1,113 @@
 package logpebble
 
-// The open chunk of the leaf-hash index (keys.go, "The leaf-hash index"):
-// the leaf hashes of the entries whose 'j' keys are not written yet, and
-// the commit that writes them once their chunk is complete.
+// The leaf-hash index of state version 3 (keys.go, "The leaf-hash index"):
+// where its chunks stand, the commit that writes a chunk's keys once the
+// chunk is complete, and the look-ups in the open chunk, whose leaf hashes
+// are found among the level-0 nodes.
 
 import (
-	"bytes"
-	"cmp"
+	"encoding/binary"
 	"fmt"
-	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/transparency-dev/merkle/compact"
+
+	"github.com/provlog/provlog/log"
 )
 
-// chunkIndex is where a state's leaf-hash index stands. Entries before
-// chunked have 'h' or 'i' keys; from chunked to start, 'j' keys (whole
-// chunks, but for the first after an upgrade); from start to the state's
-// size, their leaf hashes are in hashes. A chunkIndex is never changed:
-// the commit that extends it makes another, which may share hashes'
-// array (appending past what the older one holds).
+// chunkIndex is how a store's leaf-hash index is laid out: entries before
+// chunked have 'h' or 'i' keys; from chunked on, 'j' keys once their chunk
+// (2^bits entries) is complete.
 type chunkIndex struct {
-	bits    uint   // a chunk is 2^bits entries (chunkBits)
-	chunked uint64 // the first index under 'j'
-	start   uint64 // the first index in hashes: chunked or a chunk's start
-	hashes  []byte // the leaf hashes from start on, 32 bytes each
+	bits    uint   // chunkBits, or a test's
+	chunked uint64 // the first index under 'j': 0, or the size of the store an older program left
 }
 
-// end is the index after the last one ci holds.
-func (ci chunkIndex) end() uint64 { return ci.start + uint64(len(ci.hashes)/hashSize) }
+func (ci chunkIndex) mask() uint64 { return uint64(1)<<ci.bits - 1 }
 
-// hash returns the leaf hash of index, which must be in [start, end).
-func (ci chunkIndex) hash(index uint64) []byte {
-	i := (index - ci.start) * hashSize
-	return ci.hashes[i : i+hashSize]
-}
+// open is the first index of a log of size whose 'j' key is not written
+// yet: the open chunk's start, or chunked if later.
+func (ci chunkIndex) open(size uint64) uint64 { return max(ci.chunked, size&^ci.mask()) }
 
-// find returns the first index in [start, end) with leafHash.
-func (ci chunkIndex) find(leafHash []byte) (uint64, bool) {
-	for i := 0; i+hashSize <= len(ci.hashes); i += hashSize {
-		if bytes.Equal(ci.hashes[i:i+hashSize], leafHash) {
-			return ci.start + uint64(i/hashSize), true
-		}
+// completed is how many 'j' keys appending n entries to a log of size
+// writes.
+func (ci chunkIndex) completed(size uint64, n int) uint64 {
+	done := (size + uint64(n)) &^ ci.mask()
+	if from := ci.open(size); done > from {
+		return done - from
 	}
-	return 0, false
+	return 0
 }
 
-// add returns ci with the leaf hashes of the entries from ci.end() on,
-// setting in pb the 'j' keys of every chunk they complete.
-func (ci chunkIndex) add(pb *pebble.Batch, leafHashes [][]byte) (chunkIndex, error) {
-	mask := uint64(1)<<ci.bits - 1
-	for _, lh := range leafHashes {
-		if ci.hashes == nil {
-			ci.hashes = make([]byte, 0, (mask+1-ci.start&mask)*hashSize)
-		}
-		ci.hashes = append(ci.hashes, lh...)
-		if next := ci.end(); next&mask == 0 {
-			if err := ci.write(pb); err != nil {
-				return ci, err
-			}
-			ci.start, ci.hashes = next, nil
-		}
-	}
-	return ci, nil
-}
-
-// write sets in pb the 'j' keys of the complete chunk ci holds, in key
-// order, so that Pebble writes them as one table that overlaps no other.
-func (ci chunkIndex) write(pb *pebble.Batch) error {
-	n := len(ci.hashes) / hashSize
-	order := make([]int32, n)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		if c := bytes.Compare(ci.hash(ci.start+uint64(a)), ci.hash(ci.start+uint64(b))); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
+// writeChunks sets in pb the 'j' keys of every chunk that b completes,
+// reading the leaf hashes of a chunk's entries before b from r's level-0
+// nodes. A chunk's keys all go into the one batch, so into one memtable:
+// Pebble flushes them as tables of their own, which overlap no other.
+func (ci chunkIndex) writeChunks(pb *pebble.Batch, r reader, b *log.Batch) error {
+	end := b.Start + uint64(len(b.Entries))
 	key := make([]byte, 0, leafKeySize)
-	for _, i := range order {
-		idx := ci.start + uint64(i)
-		if err := pb.Set(appendChunkKey(key[:0], ci.hash(idx), idx, ci.bits), nil, nil); err != nil {
-			return fmt.Errorf("building batch: %w", err)
+	var err error
+	set := func(index uint64, h []byte) bool {
+		if err = pb.Set(appendChunkKey(key[:0], h, index, ci.bits), nil, nil); err != nil {
+			err = fmt.Errorf("building batch: %w", err)
+		}
+		return err == nil
+	}
+	for from, next := ci.open(b.Start), ci.open(b.Start)|ci.mask()+1; next <= end; from, next = next, next+ci.mask()+1 {
+		if to := min(next, b.Start); from < to {
+			want := from
+			rerr := eachLeafHash(r, from, to, func(index uint64, h []byte) bool {
+				if index != want {
+					return false
+				}
+				want++
+				return set(index, h)
+			})
+			switch {
+			case rerr != nil:
+				return rerr
+			case err != nil:
+				return err
+			case want != to:
+				return fmt.Errorf("%w: leaf hash %d is missing", ErrCorrupt, want)
+			}
+		}
+		for i := max(from, b.Start); i < next; i++ {
+			if !set(i, b.LeafHashes[i-b.Start]) {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// loadChunk reads the open chunk of a state of size whose first index
-// under 'j' is chunked: the leaf hashes (level-0 nodes) from the start of
-// the last chunk, or chunked if later, to size.
-func loadChunk(r reader, size, chunked uint64, bits uint) (chunkIndex, error) {
-	ci := chunkIndex{bits: bits, chunked: chunked, start: max(chunked, size&^(uint64(1)<<bits-1))}
-	if ci.start == size {
-		return ci, nil
-	}
+// eachLeafHash calls fn with the index and hash of each level-0 node of
+// [from, to), in order, until fn returns false.
+func eachLeafHash(r reader, from, to uint64, fn func(index uint64, h []byte) bool) error {
 	it, err := r.NewIter(&pebble.IterOptions{
-		LowerBound: nodeKey(compact.NewNodeID(0, ci.start)),
-		UpperBound: nodeKey(compact.NewNodeID(0, size)),
+		LowerBound: nodeKey(compact.NewNodeID(0, from)),
+		UpperBound: nodeKey(compact.NewNodeID(0, to)),
 	})
 	if err != nil {
-		return ci, fmt.Errorf("reading the leaf hashes of the open chunk: %w", err)
+		return fmt.Errorf("reading leaf hashes: %w", err)
 	}
 	defer it.Close()
-	ci.hashes = make([]byte, 0, (size-ci.start)*hashSize)
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		if len(k) != nodeKeySize || k[nodeKeySize-1] != 0 {
 			continue // a node above level 0, ending at the same leaf
 		}
-		if want := nodeKey(compact.NewNodeID(0, ci.end())); !bytes.Equal(k, want) {
-			return ci, fmt.Errorf("%w: leaf hash %d is missing", ErrCorrupt, ci.end())
-		}
 		v := it.Value()
+		index := binary.BigEndian.Uint64(k[2:10])<<8 | uint64(k[10]) // tile, end (keys.go)
 		if len(v) != hashSize {
-			return ci, fmt.Errorf("%w: leaf hash %d is %d bytes", ErrCorrupt, ci.end(), len(v))
+			return fmt.Errorf("%w: leaf hash %d is %d bytes", ErrCorrupt, index, len(v))
 		}
-		ci.hashes = append(ci.hashes, v...)
+		if !fn(index, v) {
+			return nil
+		}
 	}
 	if err := it.Error(); err != nil {
-		return ci, fmt.Errorf("reading the leaf hashes of the open chunk: %w", err)
+		return fmt.Errorf("reading leaf hashes: %w", err)
 	}
-	if ci.end() != size {
-		return ci, fmt.Errorf("%w: leaf hash %d is missing", ErrCorrupt, ci.end())
-	}
-	return ci, nil
+	return nil
 }

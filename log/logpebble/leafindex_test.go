@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/provlog/provlog/log"
@@ -67,9 +68,8 @@ func chunkKeys(t *testing.T, r reader, bits uint) []uint64 {
 // TestLeafIndexChunks appends entries over many chunks of the leaf-hash
 // index, in batches that end inside a chunk and batches that complete
 // several, some entries twice, and finds each first index: in a complete
-// chunk, in the open one, and not at all; then again after reopening,
-// which reads the open chunk back. Only complete chunks have keys, each
-// entry's in its chunk.
+// chunk, in the open one, and not at all; then again after reopening.
+// Only complete chunks have keys, each entry's in its chunk.
 func TestLeafIndexChunks(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir, smallChunks())
@@ -140,7 +140,7 @@ func TestLeafIndexChunks(t *testing.T) {
 				t.Fatalf("keys under 'j': index %d where %d was due", x, i)
 			}
 		}
-		if open := s.chunks.end() - s.chunks.start; open != uint64(total%16) {
+		if open := uint64(total) - s.chunks.open(uint64(total)); open != uint64(total%16) {
 			t.Fatalf("%d entries in the open chunk, want %d", open, total%16)
 		}
 	}
@@ -405,4 +405,104 @@ func TestAuditLeafIndex(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("audit of a log missing a leaf hash key: %v, want %q", err, want)
 	}
+}
+
+// TestChunkMissingLeafHash: the commit that completes a chunk reads the
+// leaf hashes of the chunk's earlier entries; if one is gone, the commit
+// is refused as corruption, writes nothing, and the store takes no more.
+func TestChunkMissingLeafHash(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, smallChunks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAppender()
+	var es [][]byte
+	for i := range 16 {
+		es = append(es, fmt.Appendf(nil, "e%d", i))
+	}
+	must(t, s.Commit(context.Background(), a.batch(es[:10])))
+	must(t, s.Close())
+	db := openRaw(t, dir)
+	must(t, db.Delete(nodeKey(compact.NewNodeID(0, 5)), pebble.Sync))
+	must(t, db.Close())
+
+	s, err = Open(dir, smallChunks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.Commit(context.Background(), a.batch(es[10:]))
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "leaf hash 5 is missing") {
+		t.Fatalf("commit completing a chunk with a leaf hash gone: %v, want ErrCorrupt naming leaf hash 5", err)
+	}
+	if s.Err() == nil {
+		t.Fatal("the store takes commits after finding corruption")
+	}
+	if st, err := s.State(context.Background()); err != nil || st.Size != 10 {
+		t.Fatalf("state after the refused commit: size %d, %v; want 10", st.Size, err)
+	}
+	if n := len(chunkKeys(t, s.r, 4)); n != 0 {
+		t.Fatalf("%d keys under 'j' after the refused commit", n)
+	}
+}
+
+// TestRestoreCompletesChunk: the batch restored from the published record
+// (Pebble's WAL lost it) is the one that completes a chunk of the
+// leaf-hash index. Read-only, it is restored in memory over the store;
+// writable, committed. Either way the chunk's keys are written, reading
+// the earlier leaf hashes through what the store reads, and every entry
+// is found.
+func TestRestoreCompletesChunk(t *testing.T) {
+	dir := t.TempDir()
+	signer, v := logtest.NewKey(t, "faults.example/log")
+	s, err := Open(dir, smallChunks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := server.OpenSequencer(context.Background(), s, signer, v, &server.SequencerOptions{
+		Genesis: func() ([]byte, error) { return log.Genesis(time.Unix(1764547200, 0), v.Name(), "", []byte{1}, "test") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 15 { // with the genesis, 16: the last append completes chunk 0
+		if _, err := seq.Append(context.Background(), testEntry("restore", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seq.Close()
+	must(t, s.Close())
+	damage(t, newestWAL(t, dir), -300, false)
+
+	check := func(s *Store) {
+		t.Helper()
+		es, err := s.Entries(context.Background(), 0, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range es {
+			wantLeafIndex(t, s, e, uint64(i))
+		}
+		if n := len(chunkKeys(t, s.r, 4)); n != 16 {
+			t.Fatalf("%d keys under 'j' after the restore, want 16", n)
+		}
+	}
+	o := smallChunks()
+	o.ReadOnly = true
+	ro, err := Open(dir, o)
+	if err != nil {
+		t.Fatalf("read-only Open: %v", err)
+	}
+	if _, ok := ro.r.(*pebble.Batch); !ok {
+		t.Fatal("read-only Open restored nothing: the test's premise is wrong")
+	}
+	check(ro)
+	must(t, ro.Close())
+	s, err = Open(dir, smallChunks())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	check(s)
 }

@@ -239,7 +239,7 @@ type Store struct {
 	closed  bool
 	state   log.State     // the last committed state; its slices are never changed
 	hot     *hot.Nodes    // the upper levels of the tree at state.Size
-	chunks  chunkIndex    // the leaf-hash index at state.Size (chunks.go)
+	chunks  chunkIndex    // the leaf-hash index's layout (chunks.go)
 	failure error         // why commits are refused, once they are
 	wedged  bool          // Pebble panicked: do not close it
 	stalled bool          // a commit is held up inside Pebble: do not close it
@@ -311,11 +311,13 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 		return fmt.Errorf("refusing batch: %w", err)
 	}
 
-	pb := s.db.NewBatchWithSize(batchSize(b))
-	chunks, err := fillBatch(pb, b, st.chunks)
-	if err != nil {
+	pb := s.db.NewBatchWithSize(batchSize(b, st.chunks))
+	if err := fillBatch(pb, s.r, b, st.chunks); err != nil {
 		pb.Close()
-		return err
+		if errors.Is(err, ErrCorrupt) {
+			return s.corrupt(err) // a leaf hash of the chunk it completes is gone
+		}
+		return s.readError(err)
 	}
 	err = s.commitPebble(pb)
 	if err == nil && s.pub != nil {
@@ -348,26 +350,26 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 	}
 	hot := st.hot.With(next.Size, b.Nodes)
 	s.mu.Lock()
-	s.state, s.hot, s.chunks = next, hot, chunks
+	s.state, s.hot = next, hot
 	s.mu.Unlock()
 	return nil
 }
 
-// batchSize estimates the bytes of b's Pebble batch.
-func batchSize(b *log.Batch) int {
+// batchSize estimates the bytes of b's Pebble batch: with the 'j' keys of
+// the chunks it completes, so that such a batch is not grown (and copied)
+// several times on its way to some 200 KB.
+func batchSize(b *log.Batch, ci chunkIndex) int {
 	n := 0
 	for _, e := range b.Entries {
-		n += len(e) + 100 // entry, key, leaf hash, hash index and batch overhead
+		n += len(e) + 60 // entry, key, leaf hash and batch overhead
 	}
+	n += int(ci.completed(b.Start, len(b.Entries))) * (leafKeySize + 4)
 	return n + 50*len(b.Nodes) + len(b.State.Checkpoint) + 40*len(b.State.Range) + 100
 }
 
-// fillBatch sets every key of b in pb (keys.go), b extending the state
-// whose leaf-hash index is ci, and returns the index after b.
-func fillBatch(pb *pebble.Batch, b *log.Batch, ci chunkIndex) (chunkIndex, error) {
-	if ci.end() != b.Start {
-		return ci, fmt.Errorf("building batch: it starts at %d, but the leaf-hash index ends at %d", b.Start, ci.end())
-	}
+// fillBatch sets every key of b in pb (keys.go), reading from r the leaf
+// hashes of the chunks of the leaf-hash index it completes (chunks.go).
+func fillBatch(pb *pebble.Batch, r reader, b *log.Batch, ci chunkIndex) error {
 	key := make([]byte, 0, leafKeySize)
 	set := func(k, v []byte) error {
 		if err := pb.Set(k, v, nil); err != nil {
@@ -378,28 +380,27 @@ func fillBatch(pb *pebble.Batch, b *log.Batch, ci chunkIndex) (chunkIndex, error
 	for i, e := range b.Entries {
 		idx := b.Start + uint64(i)
 		if err := set(appendEntryKey(key[:0], idx), e); err != nil {
-			return ci, err
+			return err
 		}
 		if err := set(appendNodeKey(key[:0], compact.NewNodeID(0, idx)), b.LeafHashes[i]); err != nil {
-			return ci, err
+			return err
 		}
 	}
-	ci, err := ci.add(pb, b.LeafHashes)
-	if err != nil {
-		return ci, err
+	if err := ci.writeChunks(pb, r, b); err != nil {
+		return err
 	}
 	for _, nd := range b.Nodes {
 		if nd.ID.Level == 0 {
 			continue // written from b.LeafHashes, which Batch.Check found equal
 		}
 		if err := set(appendNodeKey(key[:0], nd.ID), nd.Hash); err != nil {
-			return ci, err
+			return err
 		}
 	}
 	if err := set(checkpointKey(b.State.Size), b.State.Checkpoint); err != nil {
-		return ci, err
+		return err
 	}
-	return ci, set(stateKey, encodeState(b.State.Size, ci.chunked, b.State.Range))
+	return set(stateKey, encodeState(b.State.Size, ci.chunked, b.State.Range))
 }
 
 // heldCommitGrace is how long a commit may go on inside Pebble after the

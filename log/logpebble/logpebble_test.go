@@ -245,11 +245,6 @@ func TestOpenCorrupt(t *testing.T) {
 			binary.BigEndian.PutUint64(v[9:17], size+1)
 			must(t, db.Set(stateKey, v, nil))
 		}},
-		{"a leaf hash of the open chunk deleted", func(t *testing.T, db *pebble.DB) {
-			// Chunks of 2^14: all 300 entries are in the open chunk, read
-			// back from their leaf hashes on opening.
-			must(t, db.Delete(nodeKey(compact.NewNodeID(0, 150)), nil))
-		}},
 		{"state rolled back one batch", func(t *testing.T, db *pebble.DB) {
 			a := newAppender()
 			var b *log.Batch

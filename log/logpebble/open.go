@@ -291,9 +291,7 @@ func (s *Store) loadState() error {
 	if s.hot, err = loadHot(s.r, size, s.hot.Max()); err != nil {
 		return s.readError(fmt.Errorf("reading the upper levels of the tree: %w", err))
 	}
-	if s.chunks, err = loadChunk(s.r, size, chunked, s.chunks.bits); err != nil {
-		return s.readError(err)
-	}
+	s.chunks.chunked = chunked
 	return nil
 }
 
@@ -561,15 +559,13 @@ func (s *Store) restore(b *log.Batch, overlay bool) error {
 			}
 			old.Close()
 		}
-		chunks, err := fillBatch(ib, b, s.chunks)
-		if err != nil {
+		if err := fillBatch(ib, ib, b, s.chunks); err != nil {
 			return err
 		}
-		s.r, s.chunks = ib, chunks
+		s.r = ib
 	} else {
-		pb := s.db.NewBatchWithSize(batchSize(b))
-		chunks, err := fillBatch(pb, b, s.chunks)
-		if err != nil {
+		pb := s.db.NewBatchWithSize(batchSize(b, s.chunks))
+		if err := fillBatch(pb, s.r, b, s.chunks); err != nil {
 			pb.Close()
 			return err
 		}
@@ -579,7 +575,6 @@ func (s *Store) restore(b *log.Batch, overlay bool) error {
 		if err := s.Err(); err != nil {
 			return err
 		}
-		s.chunks = chunks
 	}
 	s.state = log.State{Size: b.State.Size, Range: cloneHashes(b.State.Range), Checkpoint: bytes.Clone(b.State.Checkpoint)}
 	hot, err := loadHot(s.r, s.state.Size, s.hot.Max())

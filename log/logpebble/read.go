@@ -186,11 +186,16 @@ func (s *Store) LeafIndex(ctx context.Context, leafHash []byte) (uint64, error) 
 	if err == nil && !found && ci.chunked > 0 {
 		idx, found, err = s.firstLeafKey(leafHash, kindLeaf, 0, (ci.chunked-1)>>leafEpochBits)
 	}
-	if err == nil && !found && ci.start > ci.chunked {
-		idx, found, err = s.firstLeafKey(leafHash, kindChunk, ci.chunked>>ci.bits, (ci.start-1)>>ci.bits)
+	open := ci.open(st.Size)
+	if err == nil && !found && open > ci.chunked {
+		idx, found, err = s.firstLeafKey(leafHash, kindChunk, ci.chunked>>ci.bits, (open-1)>>ci.bits)
 	}
 	if err == nil && !found {
-		idx, found = ci.find(leafHash)
+		// The open chunk: its leaf hashes, read one by one (up to 4,095).
+		err = leafLookupError(s, eachLeafHash(s.r, open, st.Size, func(i uint64, h []byte) bool {
+			idx, found = i, bytes.Equal(h, leafHash)
+			return !found
+		}))
 	}
 	switch {
 	case err != nil:
@@ -202,9 +207,9 @@ func (s *Store) LeafIndex(ctx context.Context, leafHash []byte) (uint64, error) 
 }
 
 // HasLeaf implements [log.LeafChecker]: whether the leaf-hash index holds
-// the entry at index under leafHash: under 'j', 'i' or 'h' (keys.go), one
-// or two point reads where LeafIndex seeks each chunk, or in the open
-// chunk.
+// the entry at index under leafHash: under 'j', 'i' or 'h' (keys.go), or,
+// in the open chunk, as its level-0 node. One or two point reads, where
+// LeafIndex seeks each chunk.
 func (s *Store) HasLeaf(ctx context.Context, leafHash []byte, index uint64) (bool, error) {
 	st, err := s.acquire(ctx)
 	if err != nil {
@@ -215,8 +220,14 @@ func (s *Store) HasLeaf(ctx context.Context, leafHash []byte, index uint64) (boo
 		return false, nil
 	}
 	ci := st.chunks
-	if index >= ci.start {
-		return bytes.Equal(ci.hash(index), leafHash), nil
+	if index >= ci.open(st.Size) {
+		// In the open chunk: its leaf hash is the level-0 node.
+		h, closer, err := s.r.Get(nodeKey(compact.NewNodeID(0, index)))
+		if err != nil {
+			return false, leafLookupError(s, err)
+		}
+		defer closer.Close()
+		return bytes.Equal(h, leafHash), nil
 	}
 	keys := [][]byte{appendLeafKey(nil, leafHash, index), appendHashKey(nil, leafHash, index)}
 	if index >= ci.chunked {
