@@ -25,10 +25,12 @@ package logpebble
 //	'c' size                 → signed checkpoint note of the state of this size
 //	's'                      → state: version byte 3, size (8 bytes), the
 //	                           first index under 'j' (8 bytes: 0, or the size
-//	                           at which an older store was upgraded), then
-//	                           the compact range over [0, size): one 32-byte
-//	                           hash per set bit of size, left to right. The
-//	                           state's checkpoint is the value at 'c' size.
+//	                           at which an older store was upgraded), the
+//	                           chunks' size as a power of two (1 byte: 12),
+//	                           then the compact range over [0, size): one
+//	                           32-byte hash per set bit of size, left to
+//	                           right. The state's checkpoint is the value at
+//	                           'c' size.
 //
 // A store with no 's' key is empty and must hold no other key.
 //
@@ -252,45 +254,49 @@ func kindBounds(kind byte) (lower, upper []byte) {
 	return []byte{kind}, []byte{kind + 1}
 }
 
-func encodeState(size, chunked uint64, rng [][]byte) []byte {
-	b := make([]byte, 0, 1+8+8+hashSize*len(rng))
+func encodeState(size uint64, ci chunkIndex, rng [][]byte) []byte {
+	b := make([]byte, 0, 1+8+8+1+hashSize*len(rng))
 	b = append(b, stateVersion)
 	b = binary.BigEndian.AppendUint64(b, size)
-	b = binary.BigEndian.AppendUint64(b, chunked)
+	b = binary.BigEndian.AppendUint64(b, ci.chunked)
+	b = append(b, byte(ci.bits))
 	for _, h := range rng {
 		b = append(b, h...)
 	}
 	return b
 }
 
-// decodeState decodes a state of version 1, 2 or 3. chunked is the first
-// index under 'j': for versions 1 and 2, whose entries all have 'h' or
-// 'i' keys, size.
-func decodeState(b []byte) (size, chunked uint64, rng [][]byte, err error) {
+// decodeState decodes a state of version 1, 2 or 3. For versions 1 and 2,
+// whose entries all have 'h' or 'i' keys, ci.chunked is size and ci.bits
+// 0 (the program's to choose).
+func decodeState(b []byte) (size uint64, ci chunkIndex, rng [][]byte, err error) {
 	if len(b) < 9 {
-		return 0, 0, nil, errors.New("state is too short")
+		return 0, ci, nil, errors.New("state is too short")
 	}
 	v := b[0]
 	if v != 1 && v != 2 && v != stateVersion {
-		return 0, 0, nil, fmt.Errorf("state has version %d, this program reads versions 1 to %d", v, stateVersion)
+		return 0, ci, nil, fmt.Errorf("state has version %d, this program reads versions 1 to %d", v, stateVersion)
 	}
 	size = binary.BigEndian.Uint64(b[1:9])
-	chunked, b = size, b[9:]
+	ci.chunked, b = size, b[9:]
 	if v == stateVersion {
-		if len(b) < 8 {
-			return 0, 0, nil, errors.New("state is too short")
+		if len(b) < 9 {
+			return 0, ci, nil, errors.New("state is too short")
 		}
-		chunked, b = binary.BigEndian.Uint64(b), b[8:]
-		if chunked > size {
-			return 0, 0, nil, fmt.Errorf("state of size %d names index %d as the first under 'j'", size, chunked)
+		ci.chunked, ci.bits, b = binary.BigEndian.Uint64(b), uint(b[8]), b[9:]
+		if ci.chunked > size {
+			return 0, ci, nil, fmt.Errorf("state of size %d names index %d as the first under 'j'", size, ci.chunked)
+		}
+		if ci.bits < 1 || ci.bits > 32 {
+			return 0, ci, nil, fmt.Errorf("state names chunks of 2^%d entries", ci.bits)
 		}
 	}
 	n := bits.OnesCount64(size)
 	if len(b) != n*hashSize {
-		return 0, 0, nil, fmt.Errorf("state of size %d has %d bytes of compact range, want %d", size, len(b), n*hashSize)
+		return 0, ci, nil, fmt.Errorf("state of size %d has %d bytes of compact range, want %d", size, len(b), n*hashSize)
 	}
 	for i := range n {
 		rng = append(rng, append([]byte(nil), b[i*hashSize:(i+1)*hashSize]...))
 	}
-	return size, chunked, rng, nil
+	return size, ci, rng, nil
 }

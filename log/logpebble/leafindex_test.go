@@ -68,8 +68,9 @@ func chunkKeys(t *testing.T, r reader, bits uint) []uint64 {
 // TestLeafIndexChunks appends entries over many chunks of the leaf-hash
 // index, in batches that end inside a chunk and batches that complete
 // several, some entries twice, and finds each first index: in a complete
-// chunk, in the open one, and not at all; then again after reopening.
-// Only complete chunks have keys, each entry's in its chunk.
+// chunk, in the open one, and not at all; then again after reopening
+// with another chunk size configured. Only complete chunks have keys, each
+// entry's in its chunk.
 func TestLeafIndexChunks(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir, smallChunks())
@@ -146,11 +147,16 @@ func TestLeafIndexChunks(t *testing.T) {
 	}
 	check(s)
 	must(t, s.Close())
-	s, err = Open(dir, smallChunks())
+	// The chunks' size is the state's: opened with this program's own
+	// (2^12), the store keeps its chunks of 16.
+	s, err = Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check(s)
+	if s.chunks.bits != 4 {
+		t.Fatalf("reopened with chunks of 2^%d, want the state's 2^4", s.chunks.bits)
+	}
 	// No key of another kind of index.
 	for _, k := range []byte{kindLeaf, kindHash} {
 		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{k}, UpperBound: []byte{k + 1}})
@@ -209,7 +215,7 @@ func downgrade(t *testing.T, dir string, entries [][]byte, version byte) {
 	v, c, err := db.Get(stateKey)
 	must(t, err)
 	old := append([]byte{version}, v[1:9]...)
-	old = append(old, v[17:]...)
+	old = append(old, v[18:]...)
 	c.Close()
 	must(t, b.Set(stateKey, old, nil))
 	must(t, b.Commit(pebble.Sync))
@@ -222,9 +228,9 @@ func stateOf(t *testing.T, s *Store) (version byte, chunked uint64) {
 	v, c, err := s.db.Get(stateKey)
 	must(t, err)
 	defer c.Close()
-	_, chunked, _, err = decodeState(v)
+	_, ci, _, err := decodeState(v)
 	must(t, err)
-	return v[0], chunked
+	return v[0], ci.chunked
 }
 
 // TestLeafIndexVersion2 opens a store of state version 2, whose leaf-hash

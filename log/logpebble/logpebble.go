@@ -400,7 +400,7 @@ func fillBatch(pb *pebble.Batch, r reader, b *log.Batch, ci chunkIndex) error {
 	if err := set(checkpointKey(b.State.Size), b.State.Checkpoint); err != nil {
 		return err
 	}
-	return set(stateKey, encodeState(b.State.Size, ci.chunked, b.State.Range))
+	return set(stateKey, encodeState(b.State.Size, ci, b.State.Range))
 }
 
 // heldCommitGrace is how long a commit may go on inside Pebble after the

@@ -245,13 +245,28 @@ func TestOpenCorrupt(t *testing.T) {
 			binary.BigEndian.PutUint64(v[9:17], size+1)
 			must(t, db.Set(stateKey, v, nil))
 		}},
+		{"state names chunks of 2^0 entries", func(t *testing.T, db *pebble.DB) {
+			v, c, err := db.Get(stateKey)
+			must(t, err)
+			v = bytes.Clone(v)
+			c.Close()
+			v[17] = 0
+			must(t, db.Set(stateKey, v, nil))
+		}},
+		{"state without the chunks' size (as 8f2e5ac wrote it)", func(t *testing.T, db *pebble.DB) {
+			v, c, err := db.Get(stateKey)
+			must(t, err)
+			v = append(bytes.Clone(v[:17]), v[18:]...)
+			c.Close()
+			must(t, db.Set(stateKey, v, nil))
+		}},
 		{"state rolled back one batch", func(t *testing.T, db *pebble.DB) {
 			a := newAppender()
 			var b *log.Batch
 			for range 2 {
 				b = a.batch(make([][]byte, 100))
 			}
-			must(t, db.Set(stateKey, encodeState(b.State.Size, 0, b.State.Range), nil))
+			must(t, db.Set(stateKey, encodeState(b.State.Size, chunkIndex{bits: chunkBits}, b.State.Range), nil))
 		}},
 	}
 	for _, tt := range tests {

@@ -242,7 +242,7 @@ func (s *Store) loadState() error {
 	if err != nil {
 		return s.readError(fmt.Errorf("reading state: %w", err))
 	}
-	size, chunked, rng, err := decodeState(v)
+	size, ci, rng, err := decodeState(v)
 	closer.Close()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
@@ -291,7 +291,10 @@ func (s *Store) loadState() error {
 	if s.hot, err = loadHot(s.r, size, s.hot.Max()); err != nil {
 		return s.readError(fmt.Errorf("reading the upper levels of the tree: %w", err))
 	}
-	s.chunks.chunked = chunked
+	s.chunks.chunked = ci.chunked
+	if ci.bits != 0 {
+		s.chunks.bits = ci.bits // the store's, whatever this program would choose
+	}
 	return nil
 }
 
