@@ -198,6 +198,16 @@ func openRaw(t *testing.T, dir string) *pebble.DB {
 	return db
 }
 
+// editState replaces the stored state by edit of a copy of it.
+func editState(t *testing.T, db *pebble.DB, edit func(v []byte) []byte) {
+	t.Helper()
+	v, c, err := db.Get(stateKey)
+	must(t, err)
+	v = bytes.Clone(v)
+	c.Close()
+	must(t, db.Set(stateKey, edit(v), nil))
+}
+
 func TestOpenCorrupt(t *testing.T) {
 	const size = 300 // three batches of 100
 	tests := []struct {
@@ -223,42 +233,19 @@ func TestOpenCorrupt(t *testing.T) {
 		}},
 		{"state deleted", func(t *testing.T, db *pebble.DB) { must(t, db.Delete(stateKey, nil)) }},
 		{"state truncated", func(t *testing.T, db *pebble.DB) {
-			v, c, err := db.Get(stateKey)
-			must(t, err)
-			v = bytes.Clone(v[:len(v)-1])
-			c.Close()
-			must(t, db.Set(stateKey, v, nil))
+			editState(t, db, func(v []byte) []byte { return v[:len(v)-1] })
 		}},
 		{"state of an unknown version", func(t *testing.T, db *pebble.DB) {
-			v, c, err := db.Get(stateKey)
-			must(t, err)
-			v = bytes.Clone(v)
-			c.Close()
-			v[0] = stateVersion + 1
-			must(t, db.Set(stateKey, v, nil))
+			editState(t, db, func(v []byte) []byte { v[0] = stateVersion + 1; return v })
 		}},
 		{"state names a first chunked index past its size", func(t *testing.T, db *pebble.DB) {
-			v, c, err := db.Get(stateKey)
-			must(t, err)
-			v = bytes.Clone(v)
-			c.Close()
-			binary.BigEndian.PutUint64(v[9:17], size+1)
-			must(t, db.Set(stateKey, v, nil))
+			editState(t, db, func(v []byte) []byte { binary.BigEndian.PutUint64(v[9:17], size+1); return v })
 		}},
 		{"state names chunks of 2^0 entries", func(t *testing.T, db *pebble.DB) {
-			v, c, err := db.Get(stateKey)
-			must(t, err)
-			v = bytes.Clone(v)
-			c.Close()
-			v[17] = 0
-			must(t, db.Set(stateKey, v, nil))
+			editState(t, db, func(v []byte) []byte { v[17] = 0; return v })
 		}},
 		{"state without the chunks' size (as 8f2e5ac wrote it)", func(t *testing.T, db *pebble.DB) {
-			v, c, err := db.Get(stateKey)
-			must(t, err)
-			v = append(bytes.Clone(v[:17]), v[18:]...)
-			c.Close()
-			must(t, db.Set(stateKey, v, nil))
+			editState(t, db, func(v []byte) []byte { return append(v[:17], v[18:]...) })
 		}},
 		{"state rolled back one batch", func(t *testing.T, db *pebble.DB) {
 			a := newAppender()
