@@ -107,7 +107,7 @@ type auditor struct {
 // A LeafChecker is an [AuditSource] whose leaf-hash index is checked
 // entry by entry: [Audit] asks it whether its index holds each entry at
 // its own index, in place of looking the entry's leaf hash up, which for
-// such a store costs more (logpebble's index is kept by epoch, and a
+// such a store costs more (logpebble's index is kept by chunk, and a
 // look-up seeks each). An index that lacks an entry is a problem of that
 // entry.
 type LeafChecker interface {

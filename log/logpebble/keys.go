@@ -175,15 +175,15 @@ func nodeKey(id compact.NodeID) []byte {
 	return appendNodeKey(make([]byte, 0, nodeKeySize), id)
 }
 
-// appendLeafPrefix appends the start of the 'i' keys of leafHash in
-// epoch to dst: the key without its index.
-func appendLeafPrefix(dst []byte, epoch uint64, leafHash []byte) []byte {
-	return append(binary.BigEndian.AppendUint32(append(dst, kindLeaf), uint32(epoch)), leafHash...)
+// appendIndexPrefix appends the start of the keys of leafHash in an 'i'
+// epoch or a 'j' chunk (kind) to dst: the key without its index.
+func appendIndexPrefix(dst []byte, kind byte, group uint64, leafHash []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(append(dst, kind), uint32(group)), leafHash...)
 }
 
 // appendLeafKey appends the 'i' key of the entry at index with leafHash.
 func appendLeafKey(dst, leafHash []byte, index uint64) []byte {
-	return binary.BigEndian.AppendUint64(appendLeafPrefix(dst, index>>leafEpochBits, leafHash), index)
+	return binary.BigEndian.AppendUint64(appendIndexPrefix(dst, kindLeaf, index>>leafEpochBits, leafHash), index)
 }
 
 // leafKeyIndex returns the index in a key made by appendLeafKey or
@@ -204,16 +204,10 @@ func leafKeyEpoch(key []byte) uint64 {
 	return uint64(binary.BigEndian.Uint32(key[1:5]))
 }
 
-// appendChunkPrefix appends the start of the 'j' keys of leafHash in
-// chunk to dst: the key without its index.
-func appendChunkPrefix(dst []byte, chunk uint64, leafHash []byte) []byte {
-	return append(binary.BigEndian.AppendUint32(append(dst, kindChunk), uint32(chunk)), leafHash...)
-}
-
 // appendChunkKey appends the 'j' key of the entry at index with leafHash,
 // in chunks of 2^bits entries.
 func appendChunkKey(dst, leafHash []byte, index uint64, bits uint) []byte {
-	return binary.BigEndian.AppendUint64(appendChunkPrefix(dst, index>>bits, leafHash), index)
+	return binary.BigEndian.AppendUint64(appendIndexPrefix(dst, kindChunk, index>>bits, leafHash), index)
 }
 
 // appendHashKey appends the 'h' key (state version 1) of the entry at

@@ -275,8 +275,7 @@ func (s *Store) firstLeafKey(leafHash []byte, kind byte, first, last uint64) (ui
 	defer it.Close()
 	prefix := make([]byte, 0, leafKeySize)
 	for epoch := first; epoch <= last; epoch++ {
-		prefix = appendLeafPrefix(prefix[:0], epoch, leafHash)
-		prefix[0] = kind
+		prefix = appendIndexPrefix(prefix[:0], kind, epoch, leafHash)
 		if !it.SeekGE(prefix) {
 			return 0, false, leafLookupError(s, it.Error()) // no key at or after it, in any later epoch either
 		}

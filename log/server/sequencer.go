@@ -347,7 +347,10 @@ func (s *Sequencer) lead() {
 	}
 	s.awaitExpected()
 	s.take()
-	defer s.handOn() // on a panic too
+	// On a panic too, in this order: answer what the commit took, let it
+	// go, and only then hand the lead (and s.batch) on.
+	defer s.handOn()
+	defer s.letGo()
 	defer s.stopOnPanic()
 	if r := s.batch[0]; r.resume {
 		r.reply <- result{err: s.reopen()}
@@ -355,13 +358,11 @@ func (s *Sequencer) lead() {
 		s.last = len(s.batch)
 		s.commit(s.batch)
 	}
-	s.letGo()
 }
 
 // take moves the head of the queue into s.batch: appends up to MaxBatch
 // and the first Resume, or that Resume alone.
 func (s *Sequencer) take() {
-	s.letGo() // after a panic, what that commit took
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
 	q, n := s.queue, 1
