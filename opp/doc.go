@@ -49,7 +49,9 @@
 //     inside one of its ownership intervals of this task (after its accept,
 //     before the entry that ended that ownership). A claim more certain
 //     (reported < reviewed < observed) than the same actor's previous claim
-//     on the task must cite an index that actor has not cited on it before.
+//     on the task must cite an index that actor has not cited on it before;
+//     a call.result counts as its call, so citing the result of a call
+//     cited before (or the call of a result cited before) is nothing new.
 //     A task holds at most [MaxClaims] claims.
 //   - handoff: only the owner of an accepted task, to another non-empty
 //     actor; the entry carries a snapshot; the owner is cleared and the task

@@ -23,9 +23,9 @@ type Options struct {
 	// Rand is the source of task ids (crypto/rand if nil).
 	Rand io.Reader
 	// KnownActor, if not nil, says why an actor id is not one this
-	// deployment knows (nil: it is); handoff_task to such an actor is
-	// refused before anything is written, since a task reserved for
-	// nobody who can accept it would be stuck. It is a policy of the
+	// deployment knows (nil: it is); create_task offered to such an actor
+	// and handoff_task to one are refused before anything is written,
+	// since a task reserved for nobody who can accept it would be stuck. It is a policy of the
 	// running engine, not a rule of the log: entries already written are
 	// never judged by it.
 	KnownActor func(id string) error
@@ -189,6 +189,14 @@ func (e *Engine) Create(ctx context.Context, actor string, args CreateArgs) (*Re
 	if err := check(reader{ctx, e.log}, nil, r, 0); err != nil {
 		return nil, err
 	}
+	if err := checkNew(r); err != nil {
+		return nil, err
+	}
+	if e.known != nil && r.offerTo != "" {
+		if err := e.known(r.offerTo); err != nil {
+			return nil, Refuse(RuleInvalidArgument, "offer_to: %s", err)
+		}
+	}
 	if _, dup := e.tasks.lookup(r.taskID); dup { // only a broken Rand gets here
 		return nil, fmt.Errorf("task id %s is already taken; the random source is broken", r.taskID)
 	}
@@ -306,6 +314,9 @@ func (e *Engine) task(ctx context.Context, id string) (t *task, unlock func(), e
 // do runs an operation on an existing task under the task's lock.
 func (e *Engine) do(ctx context.Context, r *record) (*Result, error) {
 	if err := checkShape(r); err != nil {
+		return nil, err
+	}
+	if err := checkNew(r); err != nil {
 		return nil, err
 	}
 	if err := e.enter(); err != nil {

@@ -357,9 +357,31 @@ func TestCertaintyUpgrade(t *testing.T) {
 			t.Fatalf("step %d: refused but wrote", i)
 		}
 	}
+	// A call.result stands for its call: citing the result of a call
+	// cited before, or the call of a result cited before, is not new.
+	c3 := appendCallStart(t, l, "bob")
+	r3 := appendCallResult(t, l, "bob", c3)
+	c4 := appendCallStart(t, l, "bob")
+	r4 := appendCallResult(t, l, "bob", c4)
+	upgrades := []struct {
+		prov string
+		ev   []uint64
+		rule string
+	}{
+		{"reported", []uint64{c3, r4}, ""},
+		{"reviewed", []uint64{r3}, opp.RuleUpgrade},
+		{"reviewed", []uint64{c4}, opp.RuleUpgrade},
+		{"observed", []uint64{r3, c4}, opp.RuleUpgrade},
+	}
+	for i, s := range upgrades {
+		before := l.Size()
+		if got := ruleOf(claim(s.prov, s.ev...)); got != s.rule || s.rule != "" && l.Size() != before {
+			t.Fatalf("upgrade %d (%s %v): got %q, want %q; size %d -> %d", i, s.prov, s.ev, got, s.rule, before, l.Size())
+		}
+	}
 	// New evidence unlocks the upgrade; the task stays completed.
-	c3 := appendCall(t, l, "bob")
-	if err := claim("observed", c3); err != nil {
+	c5 := appendCall(t, l, "bob")
+	if err := claim("observed", r3, c5); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := e.Status(ctx, id)
@@ -857,4 +879,53 @@ func TestHandoffToUnknownActor(t *testing.T) {
 		t.Fatal("a refused handoff wrote an entry")
 	}
 	mustOK(t)(e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: id, To: "carol"}))
+
+	// An offer to an unknown actor would leave the task reserved for
+	// nobody who can accept it, as a handoff would.
+	for _, to := range []string{"mallory", "bob ", "bo\x00b", "   "} {
+		before := l.Size()
+		_, err := e.Create(ctx, "bob", opp.CreateArgs{Title: "t", OfferTo: to})
+		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleInvalidArgument || !strings.Contains(err.Error(), "offer_to: no actor "+strconv.Quote(to)+" here") {
+			t.Fatalf("offer to %q: %v", to, err)
+		}
+		if l.Size() != before {
+			t.Fatalf("a refused offer to %q wrote an entry", to)
+		}
+	}
+	offered := mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: "t", OfferTo: "carol"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "carol", offered))
+	checkRebuild(t, l, e)
+}
+
+// TestInvisibleText: a title, summary or source of nothing a reader can
+// see (spaces of any kind, zero-width and control characters) is refused
+// as blank and writes nothing.
+func TestInvisibleText(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	id := mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: "t"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	for _, blank := range []string{"\u200b", "\u00a0\u3000\u200b", "\x00\x1b", "\u202e\ufeff"} {
+		before := l.Size()
+		_, err := e.Create(ctx, "bob", opp.CreateArgs{Title: blank})
+		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleInvalidArgument || !strings.Contains(err.Error(), "title has no visible character") {
+			t.Errorf("title %q: %v", blank, err)
+		}
+		_, err = e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reviewed", Summary: blank})
+		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleInvalidArgument || !strings.Contains(err.Error(), "summary has no visible character") {
+			t.Errorf("summary %q: %v", blank, err)
+		}
+		_, err = e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reported", Summary: "s", Source: blank})
+		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleSource {
+			t.Errorf("source %q: %v", blank, err)
+		}
+		if l.Size() != before {
+			t.Fatalf("a refused blank %q wrote an entry", blank)
+		}
+	}
+	// Anything that shows is a title: one letter, a mark, a symbol.
+	for _, title := range []string{"x", "\u200b x", "✓", "日本"} {
+		mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: title}))
+	}
+	checkRebuild(t, l, e)
 }

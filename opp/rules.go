@@ -1,12 +1,14 @@
 package opp
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/provlog/provlog/log"
@@ -48,6 +50,43 @@ func checkText(name, s string, max int, required bool) *log.ProblemsError {
 		return Refuse(RuleInvalidArgument, "%s is required and must not be blank", name)
 	}
 	return nil
+}
+
+// checkNew checks what a request must hold to be written now, beyond the
+// rules entries already in the log are judged by (check): an entry
+// written by an older provlog keeps its verdict in an audit whatever is
+// added here. Required texts must show something: a title or summary
+// of spaces, zero-width or control characters alone is blank to anyone
+// reading it, and so is such a source.
+func checkNew(r *record) *log.ProblemsError {
+	blank := func(name string) *log.ProblemsError {
+		return Refuse(RuleInvalidArgument, "%s has no visible character (only spaces, zero-width or control characters); write something a reader can see", name)
+	}
+	switch r.kind {
+	case KindCreate:
+		if !visible(r.title) {
+			return blank("title")
+		}
+	case KindClaim:
+		if !visible(r.summary) {
+			return blank("summary")
+		}
+		if r.provenance == Reported && !visible(r.source) {
+			return Refuse(RuleSource, "a reported claim must name its source (who told you) in source, in visible characters; or, if you saw or checked it yourself, use provenance observed or reviewed")
+		}
+	}
+	return nil
+}
+
+// visible reports whether s has a character that shows: a letter, mark,
+// number, punctuation or symbol.
+func visible(s string) bool {
+	for _, c := range s {
+		if unicode.IsGraphic(c) && !unicode.IsSpace(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkActor checks an actor id: the caller's (who) or one named in an
@@ -275,18 +314,72 @@ func checkClaim(rd reader, t *task, r *record, limit uint64) error {
 	}
 	prev, ok := t.last[r.actor]
 	if ok && prev.rank() < r.provenance.rank() {
-		fresh := false
-		for _, i := range r.evidence {
-			if !t.cited[r.actor][i] {
-				fresh = true
-				break
-			}
+		fresh, err := freshEvidence(rd, t.cited[r.actor], r.evidence)
+		if err != nil {
+			return err
 		}
 		if !fresh {
-			return Refuse(RuleUpgrade, "your previous claim on task %s was %s; a more certain claim (%s) must cite evidence you have not cited on this task before. Add new evidence, or keep provenance %s", t.ID, prev, r.provenance, prev)
+			return Refuse(RuleUpgrade, "your previous claim on task %s was %s; a more certain claim (%s) must cite evidence you have not cited on this task before (a call and its call.result count as one). Add new evidence, or keep provenance %s", t.ID, prev, r.provenance, prev)
 		}
 	}
 	return nil
+}
+
+// freshEvidence reports whether evidence cites something not in cited,
+// the indices the actor cited on the task before. A call.result stands
+// for its call, as it does for an observed claim: citing a call's result
+// after the call (or the call after its result) is not new evidence. It
+// reads the cited entries, which only a claim more certain than the
+// actor's last one needs: at most MaxClaims × MaxEvidence of them.
+func freshEvidence(rd reader, cited map[uint64]bool, evidence []uint64) (bool, error) {
+	var before map[uint64]bool
+	for _, i := range evidence {
+		if cited[i] {
+			continue
+		}
+		if before == nil {
+			before = make(map[uint64]bool, len(cited))
+			for j := range cited {
+				c, err := citedCall(rd, j)
+				if err != nil {
+					return false, err
+				}
+				before[c] = true
+			}
+		}
+		c, err := citedCall(rd, i)
+		if err != nil {
+			return false, err
+		}
+		if !before[c] {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// citedCall returns the index of the call that entry i, a cited one,
+// stands for: its call if it is a call.result naming an earlier entry,
+// else i itself.
+func citedCall(rd reader, i uint64) (uint64, error) {
+	b, err := rd.entry(i)
+	if errors.Is(err, errMissing) {
+		return i, nil // checked to exist when cited; a log that lost it fails its audit
+	}
+	if err != nil {
+		return 0, err
+	}
+	if !bytes.Contains(b, []byte(log.KindCallResult)) {
+		return i, nil // not a call.result: skip parsing the entry
+	}
+	e, err := log.ParseEntry(b)
+	if err != nil || e.Kind != log.KindCallResult {
+		return i, nil
+	}
+	if res, err := log.ParseCallResult(e); err == nil && res.Call < i {
+		return res.Call, nil
+	}
+	return i, nil
 }
 
 // checkObserved checks entry i (bytes b), cited by r, an observed claim:

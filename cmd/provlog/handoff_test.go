@@ -21,7 +21,8 @@ func addToken(t *testing.T, cfg, actor string) string {
 }
 
 // TestHandoffToUnknownActor: with actors configured, handoff_task to an
-// actor the config does not know is refused, unless handoff_any_actor.
+// actor the config does not know is refused, and so is create_task
+// offered to one, unless handoff_any_actor.
 func TestHandoffToUnknownActor(t *testing.T) {
 	for _, open := range []bool{false, true} {
 		dir := t.TempDir()
@@ -50,6 +51,18 @@ func TestHandoffToUnknownActor(t *testing.T) {
 		}
 		if !open {
 			callTool(t, cs, "handoff_task", map[string]any{"task_id": created["task_id"], "to": "bob"})
+		}
+		// create_task's offer_to reserves the task as a handoff does.
+		res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_task",
+			Arguments: map[string]any{"title": "offered", "offer_to": "mallory"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !open && (!res.IsError || !strings.Contains(contentText(res), `offer_to: no actor "mallory" is configured here`)) {
+			t.Fatalf("offer to an unknown actor: error %v: %s", res.IsError, contentText(res))
+		}
+		if open && res.IsError {
+			t.Fatalf("handoff_any_actor: true, but the offer was refused: %s", contentText(res))
 		}
 	}
 }

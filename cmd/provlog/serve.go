@@ -340,9 +340,10 @@ func (sc *sidecar) startProxy(ctx context.Context, stdio bool) error {
 	return nil
 }
 
-// handoffTarget refuses a handoff to an actor no token of the config acts
-// as, once the config lists actors (and does not set handoff_any_actor);
-// mayReceiveHandoff says yes to all otherwise.
+// handoffTarget refuses a handoff or an offer (create_task's offer_to) to
+// an actor no token of the config acts as, once the config lists actors
+// (and does not set handoff_any_actor); mayReceiveHandoff says yes to all
+// otherwise.
 func (s *sidecar) handoffTarget(id string) error {
 	auth := s.authn.Config() // as reloaded
 	if id == s.cfg.Actor || s.tokens.mayReceiveHandoff(id) || auth.Owns(id) {
@@ -353,9 +354,9 @@ func (s *sidecar) handoffTarget(id string) error {
 		for _, is := range auth.Issuers {
 			prefixes = append(prefixes, strconv.Quote(is.ActorPrefix))
 		}
-		return fmt.Errorf("no actor %q is configured here, so nobody could accept the task; hand it to an actor listed under actors: in the config, or to an identity provider's actor, whose id begins with %s, or set handoff_any_actor: true there", id, strings.Join(prefixes, " or "))
+		return fmt.Errorf("no actor %q is configured here, so nobody could accept the task; name an actor listed under actors: in the config, or an identity provider's actor, whose id begins with %s, or set handoff_any_actor: true there", id, strings.Join(prefixes, " or "))
 	}
-	return fmt.Errorf("no actor %q is configured here, so nobody could accept the task; hand it to an actor listed under actors: in the config, or set handoff_any_actor: true there", id)
+	return fmt.Errorf("no actor %q is configured here, so nobody could accept the task; name an actor listed under actors: in the config, or set handoff_any_actor: true there", id)
 }
 
 // prove returns the receipt of the entry at index (by leaf hash when
