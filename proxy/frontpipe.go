@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -44,6 +45,11 @@ func (p *Proxy) ServeStdio(ctx context.Context) error {
 		<-ended
 		return ctx.Err()
 	case err := <-ended:
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &syntax) || errors.As(err, &typ) {
+			return fmt.Errorf("the client on stdin sent something that is not a JSON-RPC message, which ends its session: %w", err)
+		}
 		return err
 	}
 }

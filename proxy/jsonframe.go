@@ -121,8 +121,8 @@ func (f *frameReader) Read(b []byte) (int, error) {
 		if f.passing {
 			return f.r.Read(b)
 		}
-		if f.frame() {
-			continue
+		if f.frame() || f.passing {
+			continue // what frame held back, if it gave up, goes first
 		}
 		f.fill()
 	}

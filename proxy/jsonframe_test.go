@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // chunkReader returns its data a few bytes at a time, as a pipe may.
@@ -173,4 +174,36 @@ func FuzzFrameReader(f *testing.F) {
 			t.Fatalf("the SDK read %q, want %q", sdk, want)
 		}
 	})
+}
+
+// TestFrameReaderGivesUpAtOnce: bytes that are no JSON value reach the
+// SDK as soon as they are read, with what came before them, so that it
+// refuses them then; before, they waited for the client's next write, and
+// a client waiting for an answer waited for ever.
+func TestFrameReaderGivesUpAtOnce(t *testing.T) {
+	pr, pw := io.Pipe()
+	f := newFrameReader(pr, func([]byte) bool { return false })
+	go pw.Write([]byte("{\"a\":1}\ngarbage\n")) // the client writes this and waits
+	got := make(chan string, 1)
+	go func() {
+		var sdk []byte
+		buf := make([]byte, 64)
+		for !bytes.Contains(sdk, []byte("garbage\n")) {
+			n, err := f.Read(buf)
+			if err != nil {
+				break
+			}
+			sdk = append(sdk, buf[:n]...)
+		}
+		got <- string(sdk)
+	}()
+	select {
+	case sdk := <-got:
+		if sdk != "{\"a\":1}\ngarbage\n" {
+			t.Errorf("the SDK read %q", sdk)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the bytes after giving up did not reach the SDK without another write")
+	}
+	pw.Close()
 }
