@@ -60,18 +60,25 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 // redacted, canonical, an empty object for absent or null ones; and the
 // redacted values. Arguments JCS cannot represent (numbers out of the
 // double range, lone surrogates, duplicate keys) are an error.
+//
+// Arguments to redact are checked as the others are before they are
+// decoded: encoding/json would read a lone surrogate or a bad byte as
+// U+FFFD and keep the last of two equal keys, so the entry would hold
+// something other than what the server is sent.
 func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.CanonicalJSON, []string, error) {
-	if len(d.cfg.Redact) == 0 {
-		if canon != nil {
-			return canon, nil, nil
-		}
+	if canon == nil {
 		if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 			return log.CanonicalJSON("{}"), nil, nil
 		}
-		b, err := log.Canonicalize(raw)
-		return b, nil, err
+		var err error
+		if canon, err = log.Canonicalize(raw); err != nil {
+			return nil, nil, err
+		}
 	}
-	v, secrets, err := redactArgs(raw, d.cfg.Redact, d.cfg.RedactIgnoreCase)
+	if len(d.cfg.Redact) == 0 {
+		return canon, nil, nil
+	}
+	v, secrets, err := redactArgs(canon, d.cfg.Redact, d.cfg.RedactIgnoreCase)
 	if err == nil {
 		d.secrets.remember(secrets)
 	}

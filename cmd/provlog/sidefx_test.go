@@ -233,7 +233,8 @@ func TestEverySideEffectIsRecorded(t *testing.T) {
 		"actors": []map[string]any{{"id": "alice", "token_sha256": hex.EncodeToString(sum[:])}},
 		"servers": []map[string]any{
 			{"id": "fx", "command": []string{exe, "-test.run=^$"}, "env": map[string]string{sidefxEnv: stdioFile}},
-			{"id": "fxh", "url": "http://" + httpAddr + "/mcp"},
+			// Redaction decodes the arguments: they are checked as strictly first.
+			{"id": "fxh", "url": "http://" + httpAddr + "/mcp", "redact": []string{"password"}},
 		},
 	}
 	cfgPath := filepath.Join(t.TempDir(), "provlog.yaml")
@@ -289,7 +290,7 @@ func TestEverySideEffectIsRecorded(t *testing.T) {
 					text := fmt.Sprintf("%s-%s-%d-sdk%v", phase, tool, i, sdk)
 					args := json.RawMessage(fmt.Sprintf(`{"text":%q,"pad":%q}`, text, strings.Repeat("p", pad)))
 					if phase == "encodings" {
-						bad := []string{"1e999", "-1e400", strings.Repeat("9", 100000)}[i%3]
+						bad := []string{"1e999", "-1e400", strings.Repeat("9", 100000), `"\ud800"`, `1,"n":2`}[i%5]
 						args = json.RawMessage(fmt.Sprintf(`{"text":%q,"n":%s}`, text, bad))
 						refused[text] = true
 					}
