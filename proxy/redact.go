@@ -13,9 +13,15 @@ import (
 // Redacted replaces the value of every redacted argument field.
 const Redacted = "[redacted]"
 
-// minSecretLen is the shortest redacted value that is also scrubbed from
-// error texts: shorter ones would match too much ordinary text.
+// minSecretLen is the shortest redacted value that is scrubbed out of a
+// text where it appears. A shorter one would match too much ordinary text
+// to be cut out of it, so a text that holds it is withheld whole.
 const minSecretLen = 4
+
+// Withheld replaces a text (an error message, a string of a kept result,
+// a line of a server's stderr) that holds a redacted value shorter than
+// minSecretLen.
+const Withheld = "[withheld: it may hold a redacted value too short to scrub out]"
 
 // redactArgs parses a call's arguments and replaces the value of every
 // member named in fields (in any case, if fold), at any depth (objects
@@ -79,10 +85,10 @@ func redactArgs(raw json.RawMessage, fields []string, fold bool) (any, []string,
 func appendSecrets(secrets []string, v any) []string {
 	switch v := v.(type) {
 	case string:
-		if len(v) >= minSecretLen {
+		if v != "" {
 			secrets = append(secrets, v)
 		}
-		if b, err := json.Marshal(v); err == nil && string(b[1:len(b)-1]) != v && len(b) >= minSecretLen+2 {
+		if b, err := json.Marshal(v); err == nil && string(b[1:len(b)-1]) != v {
 			secrets = append(secrets, string(b[1:len(b)-1])) // as escaped inside JSON text
 		}
 	case map[string]any:
@@ -95,17 +101,23 @@ func appendSecrets(secrets []string, v any) []string {
 		}
 	case nil, bool:
 	default:
-		if s := fmt.Sprint(v); len(s) >= minSecretLen {
-			secrets = append(secrets, s)
-		}
+		secrets = append(secrets, fmt.Sprint(v)) // a number, never empty
 	}
 	return secrets
 }
 
-// scrub replaces every secret in s with Redacted.
+// scrub replaces every secret in s with Redacted, or returns Withheld if
+// s holds a secret too short to cut out (secrets are never empty).
 func scrub(s string, secrets []string) string {
 	for _, x := range secrets {
-		s = strings.ReplaceAll(s, x, Redacted)
+		if len(x) < minSecretLen && strings.Contains(s, x) {
+			return Withheld
+		}
+	}
+	for _, x := range secrets {
+		if len(x) >= minSecretLen {
+			s = strings.ReplaceAll(s, x, Redacted)
+		}
 	}
 	return s
 }

@@ -32,7 +32,9 @@ func TestRedactArgs(t *testing.T) {
 		{`{"Password":"kept-as-is","password":12345678}`, []string{"password"}, `{"Password":"kept-as-is","password":"[redacted]"}`, []string{"12345678"}},
 		{`{"token":"a\"b\u00e9cdef"}`, []string{"token"}, `{"token":"[redacted]"}`, []string{"a\"bécdef", `a\"bécdef`}},
 		{`[{"token":"abcd"}]`, []string{"token"}, `[{"token":"[redacted]"}]`, []string{"abcd"}},
-		{`{"token":"ab"}`, []string{"token"}, `{"token":"[redacted]"}`, nil}, // too short to scrub
+		{`{"token":"ab"}`, []string{"token"}, `{"token":"[redacted]"}`, []string{"ab"}}, // too short to cut out: withholds what holds it
+		{`{"pin":7}`, []string{"pin"}, `{"pin":"[redacted]"}`, []string{"7"}},
+		{`{"token":""}`, []string{"token"}, `{"token":"[redacted]"}`, nil},
 	} {
 		v, secrets, err := redactArgs(json.RawMessage(tc.in), tc.fields, false)
 		if err != nil {
@@ -53,6 +55,12 @@ func TestRedactArgs(t *testing.T) {
 	}
 	if got := scrub(`refused "hunter22" for bob`, []string{"hunter22"}); got != `refused "[redacted]" for bob` {
 		t.Errorf("scrub = %q", got)
+	}
+	// A secret too short to cut out withholds the whole text it is in.
+	for in, want := range map[string]string{`refused "hunter22" for ab`: Withheld, `refused "hunter22" for bob`: `refused "[redacted]" for bob`} {
+		if got := scrub(in, []string{"hunter22", "ab"}); got != want {
+			t.Errorf("scrub(%q) = %q, want %q", in, got, want)
+		}
 	}
 	// Case-insensitive matching, when configured.
 	v, secrets, err := redactArgs(json.RawMessage(`{"Password":"one-1","PASSWORD":"two-2","pass":"kept"}`), []string{"password"}, true)
