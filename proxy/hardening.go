@@ -175,6 +175,11 @@ func (p *Proxy) oneMessage(w http.ResponseWriter, r *http.Request) (postBody, bo
 	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
 		return postBody{}, true
 	}
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		r.Body.Close()
+		writeHTTPError(w, http.StatusUnsupportedMediaType, rpcError(jsonrpc.CodeInvalidRequest, "provlog: Content-Encoding %q is not supported; send the JSON-RPC message uncompressed", truncate(ce, 64)))
+		return postBody{}, false
+	}
 	body, err := readBody(r.Body, r.ContentLength, p.opts.MaxRequestBytes)
 	r.Body.Close()
 	pb := postBody{raw: body}
@@ -188,8 +193,10 @@ func (p *Proxy) oneMessage(w http.ResponseWriter, r *http.Request) (postBody, bo
 	}
 	// What parseFast reads (as strictly as JCS) is one valid JSON object.
 	if pb.msg, pb.parsed = parseFast(body); !pb.parsed && !json.Valid(body) {
+		// Why, in encoding/json's words (too deep, data after the value...).
+		why := json.Unmarshal(body, new(json.RawMessage))
 		writeHTTPError(w, http.StatusBadRequest, rpcError(jsonrpc.CodeParseError,
-			"provlog: the request body is not one JSON value (malformed, or data after the message); send one JSON-RPC message per POST"))
+			"provlog: the request body is not one JSON value (%v); send one JSON-RPC message per POST", why))
 		return postBody{}, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -229,6 +230,51 @@ func TestTrailingDataRefused(t *testing.T) {
 		if got := post(c.body, c.stateless); got != http.StatusOK {
 			t.Errorf("a good request: %d, want 200", got)
 		}
+	}
+}
+
+// TestRefusalsSayWhy: a compressed body, JSON nested past what
+// encoding/json reads, and a protocol revision that is not one are
+// refused with what was wrong, and nothing is recorded. Before, gzip and
+// nesting over 10,000 deep were "malformed", and any revision that sorts
+// after 2026-07-28 ("garbage", "2099-01-01") went to the stateless
+// handler, which asked for its _meta.
+func TestRefusalsSayWhy(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "go", Command: []string{goEverything(t)}}}, nil)
+	front := serveHTTP(t, p)
+	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"go__test_simple_text","arguments":{}}}`
+	deep := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"go__test_simple_text","arguments":{"n":` +
+		strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}}}`
+	session := map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25"}
+	with := func(k, v string) map[string]string {
+		h := maps.Clone(session)
+		h[k] = v
+		return h
+	}
+	for _, c := range []struct {
+		name, body string
+		header     map[string]string
+		status     int
+		want       string
+	}{
+		{"gzip", call, with("Content-Encoding", "gzip"), http.StatusUnsupportedMediaType, "is not supported; send the JSON-RPC message uncompressed"},
+		{"too deep", deep, session, http.StatusBadRequest, "exceeded max depth"},
+		{"garbage revision", call, with("Mcp-Protocol-Version", "garbage"), http.StatusBadRequest, `protocol version \"garbage\" is not supported`},
+		{"later revision", call, with("Mcp-Protocol-Version", "2099-01-01"), http.StatusBadRequest, `protocol version \"2099-01-01\" is not supported`},
+	} {
+		before := l.size(t)
+		resp, body := postMCP(t, front, c.body, c.header)
+		if resp.StatusCode != c.status || !strings.Contains(body, c.want) {
+			t.Errorf("%s: HTTP %d %.300s; want %d saying %q", c.name, resp.StatusCode, body, c.status, c.want)
+		}
+		if l.size(t) != before {
+			t.Errorf("%s: a refused request was recorded", c.name)
+		}
+	}
+	if resp, body := postMCP(t, front, call, with("Content-Encoding", "identity")); resp.StatusCode != http.StatusOK {
+		t.Errorf("Content-Encoding identity: HTTP %d %.200s", resp.StatusCode, body)
 	}
 }
 

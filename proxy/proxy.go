@@ -331,7 +331,9 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 				return
 			}
 		}
-		if r.Header.Get("Mcp-Protocol-Version") >= statelessProtocol {
+		// Only the revision itself: a later or malformed one is refused by
+		// the stateful handler as unsupported, as an earlier unknown one is.
+		if r.Header.Get("Mcp-Protocol-Version") == statelessProtocol {
 			if !p.fastStateless(w, r, pb) {
 				stateless.ServeHTTP(w, r)
 			}
