@@ -199,6 +199,10 @@ func (p *Proxy) oneMessage(w http.ResponseWriter, r *http.Request) (postBody, bo
 			"provlog: the request body is not one JSON value (%v); send one JSON-RPC message per POST", why))
 		return postBody{}, false
 	}
+	if id, bad := badRequestID(body); bad {
+		writeHTTPError(w, http.StatusBadRequest, refusedIDMessage(id))
+		return postBody{}, false
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	return pb, true
@@ -226,4 +230,66 @@ func readBody(r io.Reader, length, limit int64) ([]byte, error) {
 			b = append(b, 0)[:len(b)] // a body longer than it said: grow
 		}
 	}
+}
+
+// maxSafeID is the largest integer id the SDK keeps as sent: it reads a
+// numeric id as a float64 and then an int64, so 1.5 became 1 and
+// 9007199254740993 became 9007199254740992, and the client got its answer
+// under an id it never sent.
+const maxSafeID = 1 << 53
+
+// badRequestID returns the id of msg, a JSON-RPC message from a client,
+// if it is a number the SDK would not keep as sent: not an integer, or
+// beyond ±2^53. MCP ids are strings or integers. Most messages are
+// settled by a scan for "id" members with such numbers; only a message
+// that has one (or an escape, which may spell "id") is decoded, to see
+// whether it is the top-level id.
+func badRequestID(msg []byte) (json.RawMessage, bool) {
+	escaped := bytes.Contains(msg, []byte(`\u`))
+	for rest := msg; !escaped; {
+		i := bytes.Index(rest, []byte(`"id"`))
+		if i < 0 {
+			return nil, false
+		}
+		rest = bytes.TrimLeft(rest[i+4:], " \t\r\n")
+		if len(rest) == 0 || rest[0] != ':' {
+			continue
+		}
+		rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+		n := 0
+		for n < len(rest) && strings.IndexByte("+-.0123456789eE", rest[n]) >= 0 {
+			n++
+		}
+		if n > 0 && !safeID(rest[:n]) {
+			break
+		}
+	}
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(msg, &m) != nil || len(m.ID) == 0 || m.ID[0] != '-' && (m.ID[0] < '0' || m.ID[0] > '9') {
+		return nil, false // not JSON (the SDK refuses it), or its id is no number
+	}
+	return m.ID, !safeID(m.ID)
+}
+
+// safeID reports whether num, a JSON number, is an integer within ±2^53.
+func safeID(num []byte) bool {
+	digits := bytes.TrimPrefix(num, []byte("-"))
+	if len(digits) == 0 || len(digits) > 16 {
+		return false
+	}
+	v := uint64(0)
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v <= maxSafeID
+}
+
+// refusedIDMessage is the refusal of a request whose id is badRequestID's.
+func refusedIDMessage(id json.RawMessage) *jsonrpc.Error {
+	return rpcError(jsonrpc.CodeInvalidRequest, "provlog: the request id %s is not a string or an integer within ±2^53; send a string or a smaller integer", truncate(string(id), 64))
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -263,6 +264,9 @@ func TestRefusalsSayWhy(t *testing.T) {
 		{"too deep", deep, session, http.StatusBadRequest, "exceeded max depth"},
 		{"garbage revision", call, with("Mcp-Protocol-Version", "garbage"), http.StatusBadRequest, `protocol version \"garbage\" is not supported`},
 		{"later revision", call, with("Mcp-Protocol-Version", "2099-01-01"), http.StatusBadRequest, `protocol version \"2099-01-01\" is not supported`},
+		{"fractional id", strings.Replace(call, `"id":1`, `"id":1.5`, 1), session, http.StatusBadRequest, "the request id 1.5 is not a string or an integer"},
+		{"huge id", strings.Replace(call, `"id":1`, `"id":12345678901234567890`, 1), session, http.StatusBadRequest, "the request id 12345678901234567890 is not"},
+		{"huge id, SDK path", `{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/list"}`, session, http.StatusBadRequest, "the request id 9007199254740993 is not"},
 	} {
 		before := l.size(t)
 		resp, body := postMCP(t, front, c.body, c.header)
@@ -297,4 +301,53 @@ func TestReadBody(t *testing.T) {
 	if _, err := readBody(iotest.ErrReader(errors.New("boom")), 10, 100); err == nil {
 		t.Error("a failing read: no error")
 	}
+}
+
+// TestBadRequestID: numeric ids the SDK would change are found wherever
+// "id" appears, and only the top-level one counts.
+func TestBadRequestID(t *testing.T) {
+	for msg, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`:                                     "",
+		`{"jsonrpc":"2.0","id":"1.5","method":"ping"}`:                                 "",
+		`{"jsonrpc":"2.0","id":-9007199254740992,"method":"ping"}`:                     "",
+		`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`:                      "9007199254740993",
+		`{"jsonrpc":"2.0","id":12345678901234567890,"method":"ping"}`:                  "12345678901234567890",
+		`{"jsonrpc":"2.0","id" : 1.5,"method":"ping"}`:                                 "1.5",
+		`{"jsonrpc":"2.0","id":1e2,"method":"ping"}`:                                   "1e2",
+		`{"jsonrpc":"2.0","id":-0.0,"method":"ping"}`:                                  "-0.0",
+		`{"jsonrpc":"2.0","id":7,"method":"x","params":{"id":1.5}}`:                    "",
+		`{"jsonrpc":"2.0","params":{"id":1.5},"id":99999999999999999999,"method":"x"}`: "99999999999999999999",
+		`{"jsonrpc":"2.0","\u0069d":1.5,"method":"x"}`:                                 "1.5",
+		`{"jsonrpc":"2.0","id":1.5,"method":"x"`:                                       "", // not JSON: the SDK refuses it
+	} {
+		id, bad := badRequestID([]byte(msg))
+		if bad != (want != "") || bad && string(id) != want {
+			t.Errorf("%s: %q %v, want %q", msg, id, bad, want)
+		}
+	}
+}
+
+// FuzzBadRequestID: never a panic, and a message whose top-level id is a
+// number is refused exactly when that number is not an integer within
+// ±2^53.
+func FuzzBadRequestID(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`))
+	f.Add([]byte(`{"id":"x","params":{"id":1e400}}`))
+	f.Add([]byte(`{"id":9007199254740992}`))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		id, bad := badRequestID(msg)
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(msg, &m) != nil {
+			if bad {
+				t.Fatalf("refused id %s of a message that does not decode", id)
+			}
+			return
+		}
+		isNum := len(m.ID) > 0 && (m.ID[0] == '-' || m.ID[0] >= '0' && m.ID[0] <= '9')
+		if bad != (isNum && !safeID(m.ID)) {
+			t.Fatalf("id %s: refused %v", m.ID, bad)
+		}
+	})
 }

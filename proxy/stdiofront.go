@@ -95,6 +95,11 @@ func (p *Proxy) connectPipe(ctx context.Context, r io.ReadCloser, w io.WriteClos
 // take serves v itself if it is a call the pipe front takes, or a
 // cancellation of one; it reports whether it did.
 func (f *pipeFront) take(v []byte) bool {
+	if id, bad := badRequestID(v); bad {
+		b := appendResponse(nil, json.RawMessage("null"), nil, refusedIDMessage(id))
+		f.w.Write(append(b, '\n'))
+		return true
+	}
 	ss := f.ss.Load()
 	if ss == nil || f.p.noFastPath {
 		return false

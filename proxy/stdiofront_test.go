@@ -188,3 +188,32 @@ func TestPipeFrontCancel(t *testing.T) {
 		t.Errorf("the hung call's entries: %s", raw)
 	}
 }
+
+// TestPipeFrontRefusesUnsafeIDs: a numeric id the SDK would change (a
+// fraction, beyond ±2^53) is refused on the pipe as over HTTP, and the
+// session goes on. The SDK answered 1.5 as 1, and tools/list with
+// 9007199254740993 as 9007199254740992.
+func TestPipeFrontRefusesUnsafeIDs(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "e", URL: wireDownstream(t, `{"content":[]}`)}}, nil)
+	pc := newPipeClient(t, p)
+	before := l.size(t)
+	for _, id := range []string{"1.5", "9007199254740993", "-1e400"} {
+		for _, msg := range []string{
+			`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"e__echo","arguments":{}}}`,
+			`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}`,
+		} {
+			pc.send(msg)
+			if got := string(pc.read()); !strings.Contains(got, `"id":null`) || !strings.Contains(got, "the request id "+id+" is not a string or an integer") {
+				t.Errorf("%s: %s", msg, got)
+			}
+		}
+	}
+	if l.size(t) != before {
+		t.Error("a refused call was recorded")
+	}
+	pc.send(`{"jsonrpc":"2.0","id":9007199254740992,"method":"ping"}`)
+	if got := string(pc.read()); !strings.Contains(got, `"id":9007199254740992`) {
+		t.Errorf("ping after the refusals: %s", got)
+	}
+}
