@@ -127,6 +127,9 @@ func askCaller[R any](ctx context.Context, d *downstream, what, method string, p
 // stream too; a parked call's (park.go) waits for its client's retry.
 // This is the one router of server-to-client requests.
 func (d *downstream) askClient(ctx context.Context, c *inflightCall, method string, params any) (json.RawMessage, error) {
+	if err := clientDeclared(c.session, method); err != nil {
+		return nil, err
+	}
 	if pc, ok := c.ctx.Value(parkKey{}).(*parkedCall); ok {
 		return pc.ask(ctx, method, params) // a 2026-07-28 client's call (park.go)
 	}
@@ -156,6 +159,26 @@ func (d *downstream) askClient(ctx context.Context, c *inflightCall, method stri
 		return nil, forwardError("client", err)
 	}
 	return json.Marshal(res)
+}
+
+// clientDeclared refuses a server's sampling or elicitation request for a
+// client whose session did not declare that capability when it
+// initialized: a client that never said it could answer would be left
+// holding a request it does not expect (the SDK checked elicitation on
+// one route and sampling on none). A session of the sessionless revision
+// (no initialize) declares per request; its parked calls check there.
+func clientDeclared(ss *mcp.ServerSession, method string) error {
+	if ss == nil || ss.InitializeParams() == nil {
+		return nil
+	}
+	caps := ss.InitializeParams().Capabilities
+	switch {
+	case method == "sampling/createMessage" && (caps == nil || caps.Sampling == nil):
+		return rpcError(jsonrpc.CodeInvalidParams, "provlog: the client did not declare the sampling capability, so it cannot be asked for sampling/createMessage")
+	case method == "elicitation/create" && (caps == nil || caps.Elicitation == nil):
+		return rpcError(jsonrpc.CodeInvalidParams, "provlog: the client did not declare the elicitation capability, so it cannot be asked for elicitation/create")
+	}
+	return nil
 }
 
 // forwardServerRequests is a receiving middleware of the downstream

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -165,5 +166,42 @@ func TestServerRequestOnTheCallsStreamWithStandaloneOpen(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if n := standalone.Load(); n != 0 {
 		t.Errorf("%d messages on the standalone stream, want none", n)
+	}
+}
+
+// TestUndeclaredCapabilityNotAsked: a server's sampling or elicitation
+// request during the call of a client that declared neither is refused
+// for it, on the pipe and over HTTP; the client never sees it, and the
+// call ends. Sampling went to such a client (which, not expecting it,
+// left it unanswered until the server's timeout).
+func TestUndeclaredCapabilityNotAsked(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "go", Command: []string{goEverything(t)}}}, nil)
+	pc := newPipeClient(t, p) // capabilities: {}
+	front := serveHTTP(t, p)
+	auth := map[string]string{"Authorization": "Bearer " + testToken}
+	resp, _ := postMCP(t, front, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, auth)
+	session := map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "Mcp-Protocol-Version": "2025-11-25"}
+	postMCP(t, front, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, session)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, ok := p.sessions.Load(session["Mcp-Session-Id"]); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the raw session was never noted as initialized")
+		}
+	}
+	for i, tool := range []string{"go__test_sampling", "go__test_elicitation"} {
+		args := []string{`{"prompt":"p"}`, `{"message":"m"}`}[i]
+		call := `{"jsonrpc":"2.0","id":` + strconv.Itoa(100+i) + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `}}`
+		pc.send(call)
+		got := string(pc.read())
+		if strings.Contains(got, `"method":"sampling/`) || strings.Contains(got, `"method":"elicitation/`) || !strings.Contains(got, `"id":`+strconv.Itoa(100+i)) {
+			t.Errorf("pipe, %s: %s", tool, got)
+		}
+		resp, body := postMCP(t, front, call, session)
+		if resp.StatusCode != http.StatusOK || strings.Contains(body, `"method":"sampling/`) || strings.Contains(body, `"method":"elicitation/`) || !strings.Contains(body, "did not declare the") {
+			t.Errorf("HTTP, %s: %d %q", tool, resp.StatusCode, body)
+		}
 	}
 }
