@@ -33,7 +33,12 @@ import (
 // ServeStdio serves one client over stdin and stdout until it disconnects
 // or ctx is done.
 func (p *Proxy) ServeStdio(ctx context.Context) error {
-	ss, err := p.connectPipe(ctx, os.Stdin, noClose{os.Stdout})
+	return p.servePipe(ctx, os.Stdin, noClose{os.Stdout})
+}
+
+// servePipe is ServeStdio over r and w.
+func (p *Proxy) servePipe(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
+	ss, err := p.connectPipe(ctx, r, w)
 	if err != nil {
 		return err
 	}
@@ -41,6 +46,8 @@ func (p *Proxy) ServeStdio(ctx context.Context) error {
 	go func() { ended <- ss.Wait() }()
 	select {
 	case <-ctx.Done():
+		p.stopping.Store(true)
+		p.logger.Info("proxy: stopping: closing the stdio session; calls under way are cut off and recorded as such")
 		ss.Close()
 		<-ended
 		return ctx.Err()

@@ -302,6 +302,9 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		// verbatim; only the log copy is scrubbed.
 		c.isError, c.errText, c.errCode = true, scrub(o.wireErr.Message, c.secrets), o.wireErr.Code
 		return o.wireErr
+	case d.p.stopping.Load() && (ctx.Err() != nil || o.lost):
+		c.errText = "cut off: provlog was stopping"
+		d.p.logger.Warn("proxy: a call under way was cut off by the sidecar's stop", "actor", c.actor, "server", d.cfg.ID, "tool", tool, "call", c.index)
 	case ctx.Err() != nil:
 		c.errText = "cancelled by the client"
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):

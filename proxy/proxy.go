@@ -181,6 +181,9 @@ type Proxy struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	closed atomic.Bool
+	// stopping is set once the sidecar begins to stop: a call cut off
+	// from then on is the sidecar's doing, not its client's (classify).
+	stopping atomic.Bool
 }
 
 // New starts a proxy for opts.Servers. It starts every downstream server
@@ -378,6 +381,7 @@ func (p *Proxy) Close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
+	p.stopping.Store(true)
 	p.cancel()
 	var wg sync.WaitGroup
 	for _, d := range p.downstreams() {

@@ -217,3 +217,46 @@ func TestPipeFrontRefusesUnsafeIDs(t *testing.T) {
 		t.Errorf("ping after the refusals: %s", got)
 	}
 }
+
+// TestPipeStopCutsCalls: when the sidecar stops (the stdio front's
+// context ends: SIGTERM or SIGINT) with a call under way, the call is
+// answered and recorded as cut off by the stop, not as cancelled by its
+// client.
+func TestPipeStopCutsCalls(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "slow", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "s", URL: down.URL}}, nil)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- p.servePipe(ctx, inR, noClose{outW}) }()
+	out := bufio.NewReader(outR)
+	send := func(s string) { inW.Write([]byte(s + "\n")) }
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	out.ReadBytes('\n')
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	before := l.size(t)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"s__slow","arguments":{}}}`)
+	for deadline := time.Now().Add(20 * time.Second); l.size(t) == before; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the call was never recorded")
+		}
+	}
+	stop()
+	answer, _ := out.ReadBytes('\n')
+	if !strings.Contains(string(answer), `"id":2`) || !strings.Contains(string(answer), "cut off: provlog was stopping") {
+		t.Errorf("the client got %s", answer)
+	}
+	<-served
+	res, err := log.ParseCallResult(mustParse(t, l.entry(t, before+1)))
+	if err != nil || res.Error != "cut off: provlog was stopping" {
+		t.Errorf("call.result: %v %+v", err, res)
+	}
+}
