@@ -109,7 +109,7 @@ func (a *auditRun) run(ctx context.Context) error {
 		v.Name(), rep.Entries, rep.Checkpoints, rep.Nodes, tasks.Len(), rep.Size)
 	fmt.Fprintf(a.w, "calls: %d recorded", rep.Calls)
 	if len(rep.OpenCalls) > 0 {
-		fmt.Fprintf(a.w, ", %d without a recorded outcome (cut off by a crash or kill, or under way): entries %s", len(rep.OpenCalls), replay.Ranges(rep.OpenCalls))
+		fmt.Fprintf(a.w, ", %d without a recorded outcome (cut off by a crash or kill, refused when the log failed while recording it, or under way): entries %s", len(rep.OpenCalls), replay.Ranges(rep.OpenCalls))
 	}
 	fmt.Fprintln(a.w)
 	if st, ok := src.(log.Storage); ok {

@@ -65,7 +65,7 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		if open := calls.Open(); len(open) > 0 {
-			fmt.Fprintf(stdout, "\n%d of %d calls have no recorded outcome (cut off by a crash or kill, or under way): entries %s\n",
+			fmt.Fprintf(stdout, "\n%d of %d calls have no recorded outcome (cut off by a crash or kill, refused when the log failed while recording it, or under way): entries %s\n",
 				len(open), calls.Calls(), replay.Ranges(open))
 		}
 		return nil
@@ -83,7 +83,7 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, ev := range t.History {
 		for _, x := range ev.Evidence {
 			if calls.IsOpen(x) {
-				fmt.Fprintf(stdout, "\nnote: evidence #%d of claim #%d is a call with no recorded outcome (cut off by a crash or kill, or under way)\n", x, ev.Index)
+				fmt.Fprintf(stdout, "\nnote: evidence #%d of claim #%d is a call with no recorded outcome (cut off by a crash or kill, refused when the log failed while recording it, or under way)\n", x, ev.Index)
 			}
 		}
 	}

@@ -273,3 +273,43 @@ func checkReopen(t *testing.T, dir string, v note.Verifier, ack []acked) {
 	defer s.Close()
 	checkHolds(t, s, v, ack)
 }
+
+// TestRefusedBatchNotRestored: a commit during which the file system
+// failed is refused as of unknown outcome, and the store does not record
+// it as published: reopened, the log ends at the last batch acknowledged.
+// A failed write of the WAL is not done, and the WAL frozen after it
+// keeps nothing, so only the published record could bring the refused
+// batch back; it did (a task.create whose caller was told it failed was
+// in the log after a restart, and a call refused before forwarding was
+// listed as cut off).
+func TestRefusedBatchNotRestored(t *testing.T) {
+	signer, v := logtest.NewKey(t, "faults.example/log")
+	for _, at := range []int{3, 10, 40} {
+		t.Run(fmt.Sprint(at), func(t *testing.T) {
+			dir := t.TempDir()
+			fs := &injectFS{FS: vfs.Default, kind: "write", match: func(name string) bool { return fileKind(name) == "wal" }, n: at}
+			l, err := openFaultLog(t, dir, fs, signer, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := l.appendAll(t.Name(), 200, 4)
+			l.close()
+			if !fs.Fired() || len(errs) == 0 {
+				t.Fatalf("the fault did not stop the log (fired %v, %d refused)", fs.Fired(), len(errs))
+			}
+			acked := uint64(1) // genesis
+			for _, a := range l.acked {
+				acked = max(acked, a.size)
+			}
+			s, err := Open(dir, faultOptions(t, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			checkHolds(t, s, v, l.acked)
+			if st, _ := s.State(context.Background()); st.Size != acked {
+				t.Errorf("reopened at size %d; the last batch acknowledged ended at %d (%d appends refused: %v)", st.Size, acked, len(errs), errs[0])
+			}
+		})
+	}
+}

@@ -320,6 +320,17 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 		return s.readError(err)
 	}
 	err = s.commitPebble(pb)
+	if err == nil {
+		if err := s.Err(); err != nil {
+			// The file system failed during the commit, and faultfs.go kept
+			// the error from Pebble (whose frozen WAL then takes writes
+			// without keeping them): the batch may or may not be on disk.
+			// It is not published, so a restart brings it back only if
+			// Pebble did keep it; the record would have restored a batch
+			// whose callers were told it failed.
+			return fmt.Errorf("committing batch [%d, %d): outcome unknown: %w", b.Start, b.State.Size, err)
+		}
+	}
 	if err == nil && s.pub != nil {
 		// After Pebble's sync, before the batch is acknowledged
 		// (published.go).
@@ -337,11 +348,6 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 		}
 		s.fail(err)
 		return err
-	}
-	if err := s.Err(); err != nil {
-		// The file system failed during the commit, and faultfs.go kept
-		// the error from Pebble: the batch may or may not be on disk.
-		return fmt.Errorf("committing batch [%d, %d): outcome unknown: %w", b.Start, b.State.Size, err)
 	}
 
 	next := log.State{Size: b.State.Size, Range: cloneHashes(b.State.Range), Checkpoint: bytes.Clone(b.State.Checkpoint)}
