@@ -106,6 +106,24 @@ anchors:
 	if code != 0 || !strings.Contains(out, "stored in the records (pass --config to pin them)") {
 		t.Fatalf("provlog audit without config: %d\n%s", code, out)
 	}
+	// Another log's anchoring key is refused before anything is anchored:
+	// it anchored, and the audit then failed on its records.
+	other := t.TempDir()
+	if out, code := runCmd(t, "keygen", "--data", other); code != 0 {
+		t.Fatalf("keygen: %s", out)
+	}
+	own, _ := os.ReadFile(filepath.Join(data, anchorKeyFile))
+	foreign, _ := os.ReadFile(filepath.Join(other, anchorKeyFile))
+	os.WriteFile(filepath.Join(data, anchorKeyFile), foreign, 0o600)
+	anchorsBefore, _ := os.ReadDir(filepath.Join(data, anchorDir))
+	out, code = runCmd(t, "anchor", "--config", cfg)
+	if code == 0 || !strings.Contains(out, "is not the anchoring key this log's genesis entry names") {
+		t.Errorf("provlog anchor with another log's anchoring key: %d\n%s", code, out)
+	}
+	if after, _ := os.ReadDir(filepath.Join(data, anchorDir)); len(after) != len(anchorsBefore) {
+		t.Errorf("a refused anchoring key wrote %d anchor records", len(after)-len(anchorsBefore))
+	}
+	os.WriteFile(filepath.Join(data, anchorKeyFile), own, 0o600)
 	// A config without anchors: pins nothing, and audit says why rather
 	// than asking for the --config it was given.
 	bare := filepath.Join(t.TempDir(), "bare.yaml")

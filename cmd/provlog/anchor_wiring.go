@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/ecdsa"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -54,12 +55,46 @@ func openAnchorRunner(ctx context.Context, data string, acfg *online.Config, bas
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(data, anchorKeyFile), err)
 	}
+	if err := checkAnchorKey(ctx, store, signer, filepath.Join(data, anchorKeyFile)); err != nil {
+		return nil, err
+	}
 	records, err := anchor.OpenStore(filepath.Join(data, anchorDir))
 	if err != nil {
 		return nil, err
 	}
 	lg := anchoredLog{Sequencer: seq, cosigned: cosigned, store: store, records: records}
 	return online.NewRunner(ctx, online.Options{Config: res, Log: lg, Tree: store, Records: records, Signer: signer, Logger: logger})
+}
+
+// checkAnchorKey refuses an anchoring key (read from path) that is not
+// the one the log's genesis entry names: every anchor it signed would
+// fail the audit ("the record's anchoring key is not the log's"), while
+// the sidecar reported anchoring as healthy. A log without a genesis yet
+// has nothing to compare with.
+func checkAnchorKey(ctx context.Context, store log.Storage, signer *ecdsa.PrivateKey, path string) error {
+	es, err := store.Entries(ctx, 0, 1)
+	if errors.Is(err, log.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the genesis entry to check the anchoring key: %w", err)
+	}
+	e, err := log.ParseEntry(es[0])
+	if err != nil {
+		return fmt.Errorf("reading the genesis entry to check the anchoring key: %w", err)
+	}
+	g, err := log.ParseGenesis(e)
+	if err != nil {
+		return fmt.Errorf("reading the genesis entry to check the anchoring key: %w", err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(&signer.PublicKey)
+	if err != nil {
+		return err
+	}
+	if len(g.AnchorKey) > 0 && !bytes.Equal(der, g.AnchorKey) {
+		return fmt.Errorf("%s is not the anchoring key this log's genesis entry names, so nothing it anchors would verify; put back the data dir's own anchor.key", path)
+	}
+	return nil
 }
 
 // anchoredLog is the log as the anchor runner sees it. With witnesses
