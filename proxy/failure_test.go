@@ -368,3 +368,20 @@ func TestServerFailsToStart(t *testing.T) {
 		t.Errorf("broken server status: %v", st)
 	}
 }
+
+// TestDownServerNamed: a call to a tool of a configured server that never
+// connected says that server is not connected, and why; it said "unknown
+// tool". A name of no configured server is still unknown.
+func TestDownServerNamed(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "dead", Command: []string{"sh", "-c", "exit 3"}}}, func(o *Options) { o.StartTimeout = time.Second })
+	cs := connectMemory(t, p, nil)
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "dead__anything"})
+	if err == nil || !strings.Contains(err.Error(), `tool "dead__anything": server "dead" is not connected (`) {
+		t.Errorf("call to a tool of a down server: %v", err)
+	}
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "nobody__x"})
+	if err == nil || !strings.Contains(err.Error(), `unknown tool "nobody__x"`) {
+		t.Errorf("call to a tool of no server: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -116,6 +117,9 @@ func (p *Proxy) serveTools(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		d, tool := p.router.tool(req.Params.Name)
 		if d == nil {
+			if err := p.notConnected(req.Params.Name); err != nil {
+				return nil, err
+			}
 			return next(ctx, method, r) // the proxy's own tools, the task tools, or unknown
 		}
 		in := &callIn{d: d, tool: tool, params: req.Params, session: req.Session, extra: req.Extra,
@@ -129,6 +133,21 @@ func (p *Proxy) serveTools(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return p.rawResult(withProtocolResultType(raw, in.protocol)), nil
 	}
+}
+
+// notConnected explains a tool name no server offers that carries the
+// prefix of a configured server that is down (it never connected, or lost
+// its connection before listing its tools): that server is not
+// connected, and why, rather than "unknown tool". nil otherwise.
+func (p *Proxy) notConnected(name string) error {
+	for _, d := range p.downstreams() {
+		if pre := d.cfg.toolPrefix(); pre != "" && strings.HasPrefix(name, pre) {
+			if _, err := d.sup.session(); err != nil {
+				return rpcError(jsonrpc.CodeInvalidParams, "provlog: tool %q: %v", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // A rawResult is a result that the SDK's server writes as it is: its
