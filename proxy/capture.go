@@ -140,6 +140,13 @@ func (p *pendingCalls) deliver(msg jsonrpc.Message) {
 // captureTransport wraps a stdio (or in-memory) downstream transport.
 type captureTransport struct {
 	inner mcp.Transport
+	// notify, if set, is offered each notification as it is read, before
+	// any message after it reaches the SDK, and reports whether it
+	// handled it (then the SDK never sees it). The SDK hands
+	// notifications to a goroutine of their own while a response goes
+	// straight to its caller, so a server's progress written before its
+	// result often came after it, and was dropped as late.
+	notify func(*jsonrpc.Request) bool
 }
 
 func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -147,12 +154,13 @@ func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &captureConn{Connection: c}, nil
+	return &captureConn{Connection: c, notify: t.notify}, nil
 }
 
 type captureConn struct {
 	mcp.Connection
 	pending pendingCalls
+	notify  func(*jsonrpc.Request) bool
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -162,11 +170,17 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if err == nil {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			return msg, err
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && c.notify != nil && c.notify(req) {
+			continue
+		}
 		c.pending.deliver(msg)
+		return msg, nil
 	}
-	return msg, err
 }
 
 // captureRoundTripper captures results for a streamable HTTP downstream,

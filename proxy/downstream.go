@@ -134,6 +134,9 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 		base = d.httpClient.Transport
 	}
 	t, cmd := transportFor(d.cfg, base, &lineLogger{d: d})
+	if ct, ok := t.(*captureTransport); ok {
+		ct.notify = d.inOrder
+	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ask})

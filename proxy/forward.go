@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -37,6 +38,38 @@ func (p *Proxy) routeProgress(_ context.Context, params *mcp.ProgressNotificatio
 		Total:         params.Total,
 		Message:       params.Message,
 	})
+}
+
+// inOrder handles a stdio server's progress and log notifications as they
+// are read (captureTransport.notify), so that they reach the client before
+// the result the server wrote after them; it reports whether it did. One
+// that does not decode is left to the SDK, which says what is wrong with
+// it. Like every handler of a server's messages, it cannot crash the
+// sidecar (guard).
+func (d *downstream) inOrder(req *jsonrpc.Request) (handled bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.p.logger.Error("proxy: panic while handling a server's notification", "server", d.cfg.ID, "method", req.Method, "panic", fmt.Sprint(r))
+			handled = true
+		}
+	}()
+	switch req.Method {
+	case "notifications/progress":
+		var params mcp.ProgressNotificationParams
+		if json.Unmarshal(req.Params, &params) != nil {
+			return false
+		}
+		d.p.routeProgress(context.Background(), &params)
+		return true
+	case "notifications/message":
+		var params mcp.LoggingMessageParams
+		if json.Unmarshal(req.Params, &params) != nil {
+			return false
+		}
+		d.logMessage(context.Background(), &mcp.LoggingMessageRequest{Params: &params})
+		return true
+	}
+	return false
 }
 
 // Server-initiated messages go to the front session of the call they
