@@ -213,11 +213,19 @@ func TestUndeclaredCapabilityNotAsked(t *testing.T) {
 // result straight to its caller; in 49 and 65 of 100 calls the progress
 // came after the call was over and was dropped.
 func TestProgressBeforeResult(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "progress", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "progress", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 1})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
 	l := newTestLog(t)
-	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "fx")}, nil)
+	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "fx"), {ID: "fxh", URL: down.URL}}, nil)
 	pc := newPipeClient(t, p)
-	for i := range 100 {
-		pc.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__progress","arguments":{},"_meta":{"progressToken":"t%d"}}}`, 100+i, i))
+	for i := range 200 {
+		tool := []string{"fx__progress", "fxh__progress"}[i%2]
+		pc.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":{},"_meta":{"progressToken":"t%d"}}}`, 100+i, tool, i))
 		seen := false
 		for {
 			pc.c.SetReadDeadline(time.Now().Add(time.Minute))
@@ -235,7 +243,7 @@ func TestProgressBeforeResult(t *testing.T) {
 			break
 		}
 		if !seen {
-			t.Fatalf("call %d: its progress did not come before its result", i)
+			t.Fatalf("call %d (%s): its progress did not come before its result", i, tool)
 		}
 	}
 }
