@@ -266,6 +266,11 @@ func TestEveryFileEveryByte(t *testing.T) {
 	if _, err := evidence.Verify(ctx, dir, l.vkey); err == nil || !strings.Contains(err.Error(), evidence.IssuedFile) {
 		t.Errorf("missing file: %v", err)
 	}
+	// The genesis entry missing is called missing, not another entry.
+	os.Remove(filepath.Join(dir, "context", "0.json"))
+	if _, err := evidence.Verify(ctx, dir, l.vkey); err == nil || !strings.Contains(err.Error(), "context/0.json: is missing") {
+		t.Errorf("missing genesis entry: %v", err)
+	}
 }
 
 func BenchmarkVerify(b *testing.B) {

@@ -404,13 +404,19 @@ func (c *checker) checkGenesisKeys() crypto.PublicKey {
 	} else {
 		key, der = k, blk.Bytes
 	}
-	gb := c.files[contextName(0, ".json")]
+	name := contextName(0, ".json")
+	gb, ok := c.files[name]
 	if c.rep.Manifest.Index == 0 {
-		gb = c.files[EntryFile]
+		name = EntryFile
+		gb, ok = c.files[EntryFile]
+	}
+	if !ok {
+		c.bad(name, "is missing: the genesis entry, which names the log's keys, must be in the evidence")
+		return key
 	}
 	g, err := log.ParseEntry(gb)
 	if err != nil || g.Kind != log.KindGenesis {
-		c.bad(contextName(0, ".json"), "is not the log's genesis entry")
+		c.bad(name, "is not the log's genesis entry")
 		return key
 	}
 	if o, _ := g.Fields["origin"].(string); o != c.v.Name() {

@@ -124,6 +124,14 @@ anchors:
 		t.Errorf("a refused anchoring key wrote %d anchor records", len(after)-len(anchorsBefore))
 	}
 	os.WriteFile(filepath.Join(data, anchorKeyFile), own, 0o600)
+	// A damaged log.vkey is named as such, not as a --vkey flag nobody gave.
+	vk, _ := os.ReadFile(filepath.Join(data, logVKeyFile))
+	os.WriteFile(filepath.Join(data, logVKeyFile), []byte("not a key"), 0o644)
+	out, code = runCmd(t, "audit", "--data", data)
+	if code == 0 || !strings.Contains(out, filepath.Join(data, logVKeyFile)+" is not a verifier key") {
+		t.Errorf("audit with a damaged log.vkey: %d\n%s", code, out)
+	}
+	os.WriteFile(filepath.Join(data, logVKeyFile), vk, 0o644)
 	// A config without anchors: pins nothing, and audit says why rather
 	// than asking for the --config it was given.
 	bare := filepath.Join(t.TempDir(), "bare.yaml")

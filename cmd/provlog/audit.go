@@ -59,8 +59,12 @@ func (a *auditRun) run(ctx context.Context) error {
 	if a.data != "" {
 		if vkey == "" {
 			var err error
-			if vkey, err = readVKey(filepath.Join(a.data, logVKeyFile)); err != nil {
+			path := filepath.Join(a.data, logVKeyFile)
+			if vkey, err = readVKey(path); err != nil {
 				return err
+			}
+			if _, err := note.NewVerifier(vkey); err != nil {
+				return fmt.Errorf("%s is not a verifier key (%v); give the log's key with --vkey", path, err)
 			}
 		}
 		s, err := a.openData(ctx, a.cfgPath)

@@ -197,6 +197,12 @@ func openTree(st log.State, verifier note.Verifier) (*compact.Range, []byte, err
 		return nil, nil, fmt.Errorf("log state is corrupt: %w", err)
 	}
 	c, _, err := log.OpenCheckpoint(st.Checkpoint, verifier)
+	var unverified *note.UnverifiedNoteError
+	if errors.As(err, &unverified) {
+		// Signed, but by none of this key: most likely the key files are
+		// another log's (or were made anew), not a damaged store.
+		return nil, nil, fmt.Errorf("the key is not this log's, or its state is corrupt: the last checkpoint is not signed by the log key given (%s, key hash %08x); are the key files this log's own? %w", verifier.Name(), verifier.KeyHash(), err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("log state is corrupt: last checkpoint: %w", err)
 	}

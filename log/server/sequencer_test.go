@@ -459,6 +459,14 @@ func TestOpenSequencerDetectsTampering(t *testing.T) {
 		s.Close()
 		t.Error("OpenSequencer accepted a verifier that is not the signer's")
 	}
+	// Another log's key pair of the same name is named as the likely
+	// cause, not only the store.
+	if s, err := OpenSequencer(ctx, store, otherSigner, otherVerifier, nil); err == nil || !strings.Contains(err.Error(), "the last checkpoint is not signed by the log key given") {
+		if s != nil {
+			s.Close()
+		}
+		t.Errorf("another key pair: %v", err)
+	}
 }
 
 // TestSequencerCloseWhileAppending closes sequencers under load: every
