@@ -39,6 +39,9 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *out == "" {
 		return usageErr("--out is required")
 	}
+	if given(fs, "to") && *to <= *from {
+		return usageErr("--to %d does not end after --from %d: the range [from, to) would be empty; leave --to out for the checkpoint's size", *to, *from)
+	}
 	opts := bundle.ExportOptions{Dir: *out, From: *from, To: *to, Generator: "provlog " + version}
 	var witnesses []string
 	if *cfgPath != "" {

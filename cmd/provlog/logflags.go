@@ -107,17 +107,21 @@ func (l *logFlags) openRemote() (r *remote, vkey, tmp string, err error) {
 // entryFlags are --index N and --leaf-hash HEX, of which a command about
 // one entry takes exactly one.
 type entryFlags struct {
+	fs    *flag.FlagSet
 	index *int64
 	leaf  *string
 }
 
 func addEntryFlags(fs *flag.FlagSet) *entryFlags {
-	return &entryFlags{index: fs.Int64("index", -1, "entry index"), leaf: fs.String("leaf-hash", "", "entry leaf hash, hex")}
+	return &entryFlags{fs: fs, index: fs.Int64("index", -1, "entry index"), leaf: fs.String("leaf-hash", "", "entry leaf hash, hex")}
 }
 
 // entry returns the entry the flags name: its index (-1 with
 // --leaf-hash) or its decoded leaf hash (nil with --index).
 func (e *entryFlags) entry() (index int64, leafHash []byte, err error) {
+	if *e.index < 0 && given(e.fs, "index") {
+		return 0, nil, usageErr("--index %d: an index is 0 or more", *e.index)
+	}
 	if (*e.index < 0) == (*e.leaf == "") {
 		return 0, nil, usageErr("give exactly one of --index and --leaf-hash")
 	}
@@ -128,4 +132,12 @@ func (e *entryFlags) entry() (index int64, leafHash []byte, err error) {
 		return 0, nil, usageErr("--leaf-hash must be %d hex digits", 2*log.HashSize)
 	}
 	return *e.index, leafHash, nil
+}
+
+// given reports whether the flag name was set on the command line (its
+// default value can be a value given too).
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

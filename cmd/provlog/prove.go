@@ -30,6 +30,9 @@ func runProve(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *format != "tlog-proof" && *format != "cose" {
 		return usageErr("--format must be tlog-proof or cose")
 	}
+	if *size == 0 && given(fs, "size") {
+		return usageErr("--size 0 is the empty tree, which proves no entry; give a size after the entry, or leave --size out for the latest")
+	}
 	if err := lf.check(); err != nil {
 		return err
 	}

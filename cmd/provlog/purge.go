@@ -94,6 +94,9 @@ func planPurge(ctx context.Context, src interface {
 }, size uint64, crit blobs.PurgeCriteria, bs *blobs.Store) ([]string, error) {
 	var refs []refEntry
 	taskEntries := map[uint64]bool{}
+	// What the criteria name must be in the log: a mistyped task id,
+	// actor or hash purged nothing and looked like a purge that worked.
+	seenActor, named := false, map[string]bool{}
 	for start := uint64(0); start < size; start += 4096 {
 		es, err := src.Entries(ctx, start, min(size, start+4096))
 		if err != nil {
@@ -105,6 +108,7 @@ func planPurge(ctx context.Context, src interface {
 			if err != nil {
 				continue // audit reports it; purging needs only what parses
 			}
+			seenActor = seenActor || e.Actor == crit.Actor
 			if crit.Task != "" && e.Fields["task_id"] == crit.Task {
 				taskEntries[i] = true
 				if ev, ok := e.Fields["evidence"].([]any); ok {
@@ -120,6 +124,9 @@ func planPurge(ctx context.Context, src interface {
 				}
 			}
 			if r := blobs.Refs(e); len(r) > 0 {
+				for _, h := range r {
+					named[h] = true
+				}
 				call := int64(-1)
 				if e.Kind == log.KindCallResult {
 					if f, ok := e.Fields["call"].(float64); ok {
@@ -130,6 +137,17 @@ func planPurge(ctx context.Context, src interface {
 				}
 				refs = append(refs, refEntry{index: i, time: e.Time, actor: e.Actor, call: call, refs: r})
 			}
+		}
+	}
+	switch {
+	case crit.Task != "" && len(taskEntries) == 0:
+		return nil, fmt.Errorf("no entry of the log names task %q; nothing purged (check the id: provlog tasks list)", crit.Task)
+	case crit.Actor != "" && !seenActor:
+		return nil, fmt.Errorf("no entry of the log is by actor %q; nothing purged (check the id)", crit.Actor)
+	}
+	for _, h := range crit.Blobs {
+		if !named[h] {
+			return nil, fmt.Errorf("no entry of the log names blob %s; nothing purged (check the hash)", h)
 		}
 	}
 	selected := func(r refEntry) bool {
@@ -237,6 +255,9 @@ func runPurge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	req := purgeRequest{Before: *before, Task: *task, Actor: *actor, Blobs: blobList, Reason: *reason, DryRun: *dry}
+	if *olderThan < 0 || *olderThan == 0 && given(fs, "older-than") {
+		return usageErr("--older-than must be a positive duration, such as 720h")
+	}
 	if *olderThan > 0 {
 		if req.Before != "" {
 			return usageErr("give --older-than or --before, not both")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -282,4 +283,58 @@ type entryList [][]byte
 
 func (l entryList) Entries(_ context.Context, start, end uint64) ([][]byte, error) {
 	return l[start:end], nil
+}
+
+// TestNumbersAndNamesRefused: a number a flag cannot mean, or a purge of
+// something the log never names, is refused with what was wrong, and
+// nothing is written. Before, --size 0 proved against the latest
+// checkpoint, --to 0 exported the whole log, --index -5 asked for one of
+// --index and --leaf-hash, --threshold -3 meant all, --older-than -1h
+// asked what to purge, and a purge of an unknown task, actor or blob
+// "purged 0 blobs" with exit 0.
+func TestNumbersAndNamesRefused(t *testing.T) {
+	p := makePayloadLog(t)
+	d := p.data
+	rc, _ := runCmd(t, "prove", "--data", d, "--index", "1")
+	rf := filepath.Join(t.TempDir(), "r")
+	os.WriteFile(rf, []byte(rc), 0o600)
+	vkey := filepath.Join(d, logVKeyFile)
+	size := func() uint64 {
+		s, _ := openStore(d, true)
+		defer s.Close()
+		st, _ := s.State(context.Background())
+		return st.Size
+	}
+	before := size()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"prove", "--data", d, "--index", "1", "--size", "0"}, "--size 0 is the empty tree"},
+		{[]string{"prove", "--data", d, "--index", "-5"}, "--index -5: an index is 0 or more"},
+		{[]string{"evidence", "--data", d, "--index", "-5", "--out", filepath.Join(t.TempDir(), "ev")}, "--index -5: an index is 0 or more"},
+		{[]string{"export", "--data", d, "--to", "0", "--out", filepath.Join(t.TempDir(), "b")}, "--to 0 does not end after --from 0"},
+		{[]string{"export", "--data", d, "--from", "3", "--to", "2", "--out", filepath.Join(t.TempDir(), "b")}, "--to 2 does not end after --from 3"},
+		{[]string{"verify-proof", "--vkey", vkey, "--threshold", "-3", rf}, "--threshold -3: give at least 1"},
+		{[]string{"purge", "--data", d, "--older-than", "-1h", "--reason", "r"}, "--older-than must be a positive duration"},
+		{[]string{"purge", "--data", d, "--older-than", "0s", "--reason", "r"}, "--older-than must be a positive duration"},
+		{[]string{"purge", "--data", d, "--task", "t_00000000000000000000000000000000", "--reason", "r"}, `no entry of the log names task "t_00000000000000000000000000000000"`},
+		{[]string{"purge", "--data", d, "--actor", "nobody", "--reason", "r"}, `no entry of the log is by actor "nobody"`},
+		{[]string{"purge", "--data", d, "--blob", strings.Repeat("ab", 32), "--reason", "r"}, "no entry of the log names blob " + strings.Repeat("ab", 32)},
+	} {
+		out, code := runCmd(t, c.args...)
+		if code == 0 || !strings.Contains(out, c.want) {
+			t.Errorf("%v: %d %s; want it to say %q", c.args, code, out, c.want)
+		}
+	}
+	if size() != before {
+		t.Error("a refused command wrote to the log")
+	}
+	// What the flags can mean still works.
+	if out, code := runCmd(t, "prove", "--data", d, "--index", "1", "--size", strconv.FormatUint(before, 10)); code != 0 {
+		t.Errorf("prove --size %d: %s", before, out)
+	}
+	if out, code := runCmd(t, "purge", "--data", d, "--actor", "alice", "--reason", "r", "--dry-run"); code != 0 || !strings.Contains(out, "would purge 2 blobs") {
+		t.Errorf("purge --actor alice: %s", out)
+	}
 }

@@ -236,6 +236,8 @@ func (w *witnessPolicyFlags) parseCheck(fs *flag.FlagSet, args []string, vkey *s
 func (w *witnessPolicyFlags) policy() (log.WitnessPolicy, error) {
 	th := w.threshold
 	switch {
+	case th < -1:
+		return log.WitnessPolicy{}, usageErr("%s %d: give at least 1, or leave it out for all the --witness keys", w.name, th)
 	case len(w.keys) == 0 && th > 0:
 		return log.WitnessPolicy{}, usageErr("%s needs --witness keys", w.name)
 	case th < 0:

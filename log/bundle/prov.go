@@ -423,7 +423,7 @@ func (w *provWriter) missingOutcomes() {
 		act := "log:entry/" + strconv.FormatUint(i, 10)
 		w.rec("entity", act+"/no-outcome", map[string]any{
 			"prov:type":       qn("provlog:MissingOutcome"),
-			"prov:label":      "no call.result for this call in the exported entries (cut off by a crash or kill, refused when the log failed while recording it, still under way, or recorded later)",
+			"prov:label":      "no call.result for this call in the exported entries (cut off by a crash or kill, still under way, or recorded later)",
 			"provlog:call":    i,
 			"provlog:outcome": "none",
 		})
