@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -383,5 +384,52 @@ func TestDownServerNamed(t *testing.T) {
 	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "nobody__x"})
 	if err == nil || !strings.Contains(err.Error(), `unknown tool "nobody__x"`) {
 		t.Errorf("call to a tool of no server: %v", err)
+	}
+}
+
+// TestStartWaitsOnceForHangingServers: servers that accept connections and
+// never answer hold the start for StartTimeout in all, not each in turn
+// (after the deadline, the next one was waited for with no bound).
+func TestStartWaitsOnceForHangingServers(t *testing.T) {
+	var servers []ServerConfig
+	for _, id := range []string{"hang1", "hang2"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				t.Cleanup(func() { c.Close() }) // read nothing, answer nothing
+			}
+		}()
+		servers = append(servers, ServerConfig{ID: id, URL: "http://" + ln.Addr().String() + "/mcp"})
+	}
+	l := newTestLog(t)
+	started := make(chan *Proxy, 1)
+	go func() {
+		started <- startProxy(t, l, servers, func(o *Options) { o.StartTimeout = 300 * time.Millisecond })
+	}()
+	select {
+	case p := <-started:
+		// Both first attempts still under way: New waited for neither
+		// past its deadline (it waited for the second one's own end).
+		for _, d := range p.downstreams() {
+			select {
+			case <-d.sup.firstDone:
+				t.Errorf("New waited for %s's first attempt to end", d.cfg.ID)
+			default:
+			}
+		}
+		cs := connectMemory(t, p, nil)
+		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang2__x"}); err == nil || !strings.Contains(err.Error(), `server "hang2" is not connected`) {
+			t.Errorf("a call to a server still connecting: %v", err)
+		}
+	case <-time.After(time.Minute): // a hang, not a speed bound
+		t.Fatal("New did not return after its start timeout")
 	}
 }

@@ -253,15 +253,27 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	for i := range opts.Servers {
 		p.start(newDownstream(p, opts.Servers[i]))
 	}
-	timer := time.NewTimer(opts.StartTimeout)
-	defer timer.Stop()
+	// At most StartTimeout in all (a second server that hangs too is
+	// not waited for again), saying after a second what it waits for.
+	deadline := time.NewTimer(opts.StartTimeout)
+	defer deadline.Stop()
+	slow := time.NewTimer(time.Second)
+	defer slow.Stop()
+waiting:
 	for _, d := range p.ds {
-		select {
-		case <-d.sup.firstDone:
-		case <-timer.C:
-		case <-ctx.Done():
-			p.Close()
-			return nil, ctx.Err()
+		for {
+			select {
+			case <-d.sup.firstDone:
+				continue waiting
+			case <-slow.C:
+				logger.Info("proxy: waiting for a server's first connection before serving", "server", d.cfg.ID, "at_most", opts.StartTimeout)
+			case <-deadline.C:
+				logger.Warn("proxy: serving before every server connected; they are retried in the background", "start_timeout", opts.StartTimeout)
+				break waiting
+			case <-ctx.Done():
+				p.Close()
+				return nil, ctx.Err()
+			}
 		}
 	}
 	var collisions []string
