@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -519,162 +518,6 @@ func TestEntrySizeBound(t *testing.T) {
 	checkRebuild(t, l, e)
 }
 
-func TestConcurrentAccept(t *testing.T) {
-	l := newLog(t)
-	e := newEngine(t, l)
-	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "race"})).Task.ID
-	before := l.Size()
-	const n = 200
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, errs[i] = e.Accept(ctx, "agent-"+string(rune('A'+i%26))+hex.EncodeToString([]byte{byte(i)}), id)
-		}()
-	}
-	close(start)
-	wg.Wait()
-	wins := 0
-	for _, err := range errs {
-		switch ruleOf(err) {
-		case "":
-			wins++
-		case opp.RuleOwned:
-		default:
-			t.Errorf("unexpected outcome: %v", err)
-		}
-	}
-	if wins != 1 {
-		t.Fatalf("%d accepts won, want 1", wins)
-	}
-	es, err := l.Entries(ctx, before, l.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepts := 0
-	for _, b := range es {
-		if ent, _ := log.ParseEntry(b); ent != nil && ent.Kind == opp.KindAccept {
-			accepts++
-		}
-	}
-	if accepts != 1 || len(es) != 1 {
-		t.Fatalf("%d entries, %d task.accept; want exactly one accept", len(es), accepts)
-	}
-	checkRebuild(t, l, e)
-}
-
-// TestRebuildTasks: Rebuild holds the tasks one at a time: Task reads
-// each back as All yields it, in order of creation.
-func TestRebuildTasks(t *testing.T) {
-	f := newFixture(t)
-	st := checkRebuild(t, f.l, f.e)
-	tasks, err := opp.Rebuild(ctx, f.l, f.l.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tasks.Len() != len(st.Tasks) || len(tasks.Violations()) != len(st.Violations) {
-		t.Fatalf("Rebuild: %d tasks, %d violations; collected: %d, %d", tasks.Len(), len(tasks.Violations()), len(st.Tasks), len(st.Violations))
-	}
-	for i, want := range st.Tasks {
-		if i > 0 && want.CreatedIndex <= st.Tasks[i-1].CreatedIndex {
-			t.Fatalf("All yielded task %s (created at %d) after one created at %d", want.ID, want.CreatedIndex, st.Tasks[i-1].CreatedIndex)
-		}
-		got, err := tasks.Task(ctx, want.ID)
-		if err != nil || got == nil {
-			t.Fatalf("task %s: %v, %v", want.ID, got, err)
-		}
-		if diffStates(&state{Tasks: []opp.Task{*got}}, &state{Tasks: []opp.Task{want}}) != nil {
-			t.Fatalf("task %s: Task %+v, All %+v", want.ID, got, want)
-		}
-	}
-	if got, err := tasks.Task(ctx, "t_00000000000000000000000000000000"); got != nil || err != nil {
-		t.Fatalf("unknown task: %v, %v", got, err)
-	}
-	// Stopping early stops reading.
-	n := 0
-	for range tasks.All(ctx) {
-		if n++; n == 2 {
-			break
-		}
-	}
-	if n != 2 {
-		t.Fatalf("All yielded %d before the break", n)
-	}
-}
-
-func TestOpenRebuildsState(t *testing.T) {
-	f := newFixture(t)
-	mustOK(t)(f.e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "observed", Summary: "s", Evidence: []uint64{f.bobCallDuring}}))
-	e2, err := opp.Open(ctx, f.l, f.l.Size(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := diffStates(mustState(t, f.e), mustState(t, e2)); len(d) > 0 {
-		t.Fatalf("reopened engine differs: %v", d)
-	}
-	// The reopened engine enforces the same rules on the rebuilt state.
-	if _, err := e2.Accept(ctx, "carol", f.completed); ruleOf(err) != opp.RuleFinished {
-		t.Fatalf("accept completed after reopen: %v", err)
-	}
-	mustOK(t)(e2.Accept(ctx, "carol", f.handed))
-	checkRebuild(t, f.l, e2)
-}
-
-// TestRebuildViolations writes task entries the engine would refuse
-// straight into the log: each is reported, none changes the state, and
-// Open still works.
-func TestRebuildViolations(t *testing.T) {
-	l := newLog(t)
-	e := newEngine(t, l)
-	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t", OfferTo: "carol"})).Task.ID
-	other := "t_" + strings.Repeat("ab", 16)
-	bad := []struct {
-		kind, actor string
-		fields      map[string]any
-		rule        string
-	}{
-		{opp.KindAccept, "bob", map[string]any{"task_id": id}, opp.RuleReserved},
-		{opp.KindAccept, "bob", map[string]any{"task_id": other}, opp.RuleUnknownTask},
-		{opp.KindClaim, "carol", map[string]any{"task_id": id, "provenance": "observed", "summary": "s"}, opp.RuleNotOwner},
-		{opp.KindClaim, "carol", map[string]any{"task_id": id, "provenance": []string{"observed"}, "summary": "s"}, opp.RuleEntry},
-		{opp.KindAccept, "carol", map[string]any{"task_id": id, "extra": 1}, opp.RuleEntry},
-		{opp.KindCreate, "alice", map[string]any{"task_id": id, "title": "dup"}, opp.RuleEntry},
-		{"task.frobnicate", "alice", map[string]any{"task_id": id}, opp.RuleEntry},
-		{opp.KindHandoff, "alice", map[string]any{"task_id": id, "to": "bob"}, opp.RuleSnapshot},
-	}
-	before := mustState(t, e)
-	for _, b := range bad {
-		appendRaw(t, l, b.kind, b.actor, b.fields)
-	}
-	// A call whose arguments merely look like a task entry is skipped.
-	appendRaw(t, l, log.KindCall, "bob", map[string]any{"args": map[string]any{"kind": "task.accept", "task_id": id}})
-	st := rebuildState(t, l, l.Size())
-	if len(st.Violations) != len(bad) {
-		t.Fatalf("%d violations, want %d: %v", len(st.Violations), len(bad), st.Violations)
-	}
-	for i, v := range st.Violations {
-		if v.Rule != bad[i].rule {
-			t.Errorf("violation %d: %s, want rule %s", i, v, bad[i].rule)
-		}
-	}
-	st.Violations = nil
-	if d := diffStates(before, st); len(d) > 0 {
-		t.Fatalf("rule-breaking entries changed the state: %v", d)
-	}
-	e2, err := opp.Open(ctx, l, l.Size(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := len(e2.Violations()); got != len(bad) {
-		t.Fatalf("Open found %d violations, want %d", got, len(bad))
-	}
-	mustOK(t)(e2.Accept(ctx, "carol", id))
-}
-
 func TestFormat(t *testing.T) {
 	f := newFixture(t)
 	mustOK(t)(f.e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: f.owned, Provenance: "observed", Summary: "line one\nline two", Evidence: []uint64{f.bobCallDuring}}))
@@ -717,24 +560,6 @@ var _ opp.Log = struct {
 	*server.Sequencer
 	log.Storage
 }{}
-
-// TestRebuildChunks rebuilds across the chunk boundary, with an observed
-// claim citing a call far from its task entries.
-func TestRebuildChunks(t *testing.T) {
-	l := newLog(t)
-	e := newEngine(t, l)
-	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "long"})).Task.ID
-	mustOK(t)(e.Accept(ctx, "bob", id))
-	var last uint64
-	for i := range 1500 {
-		last = appendCall(t, l, []string{"bob", "carol"}[i%2])
-	}
-	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "s", Evidence: []uint64{last - 1}}))
-	st := checkRebuild(t, l, e)
-	if got := st.Task(id); got == nil || got.State != opp.StateCompleted || len(got.History) != 3 {
-		t.Fatalf("rebuilt task: %+v", got)
-	}
-}
 
 // failingLog fails appends once fail is set.
 type failingLog struct {
@@ -783,15 +608,6 @@ func TestAppendFailure(t *testing.T) {
 		t.Fatalf("status after failure: %+v %v", st, err)
 	}
 	checkRebuild(t, fl.testLog, e)
-}
-
-// TestConcurrentMixed runs writers on distinct and shared tasks alongside
-// readers (run it with -race); afterwards the log rebuilds to the live
-// state.
-func TestConcurrentMixed(t *testing.T) {
-	for _, cache := range []int64{0, 1} {
-		t.Run(fmt.Sprint("cache=", cache), func(t *testing.T) { concurrentMixed(t, cache) })
-	}
 }
 
 // concurrentMixed runs TestConcurrentMixed with a cache bound (0: the
@@ -852,80 +668,4 @@ func concurrentMixed(t *testing.T, cache int64) {
 	if n := len(unaccepted(t, e)); n != 8*20+1 {
 		t.Fatalf("%d unaccepted tasks, want %d", n, 8*20+1)
 	}
-}
-
-// TestHandoffToUnknownActor: with KnownActor set, a handoff to an actor the
-// deployment does not know is refused and writes nothing; a known one
-// goes through.
-func TestHandoffToUnknownActor(t *testing.T) {
-	l := newLog(t)
-	e, err := opp.Open(ctx, l, l.Size(), &opp.Options{KnownActor: func(id string) error {
-		if id == "bob" || id == "carol" {
-			return nil
-		}
-		return errors.New("no actor " + strconv.Quote(id) + " here")
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: "t"})).Task.ID
-	mustOK(t)(e.Accept(ctx, "bob", id))
-	before := l.Size()
-	_, err = e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: id, To: "mallory"})
-	if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleHandoffTarget || !strings.Contains(err.Error(), `no actor "mallory" here`) {
-		t.Fatalf("handoff to an unknown actor: %v", err)
-	}
-	if l.Size() != before {
-		t.Fatal("a refused handoff wrote an entry")
-	}
-	mustOK(t)(e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: id, To: "carol"}))
-
-	// An offer to an unknown actor would leave the task reserved for
-	// nobody who can accept it, as a handoff would.
-	for _, to := range []string{"mallory", "bob ", "bo\x00b", "   "} {
-		before := l.Size()
-		_, err := e.Create(ctx, "bob", opp.CreateArgs{Title: "t", OfferTo: to})
-		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleInvalidArgument || !strings.Contains(err.Error(), "offer_to: no actor "+strconv.Quote(to)+" here") {
-			t.Fatalf("offer to %q: %v", to, err)
-		}
-		if l.Size() != before {
-			t.Fatalf("a refused offer to %q wrote an entry", to)
-		}
-	}
-	offered := mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: "t", OfferTo: "carol"})).Task.ID
-	mustOK(t)(e.Accept(ctx, "carol", offered))
-	checkRebuild(t, l, e)
-}
-
-// TestInvisibleText: a title, summary or source of nothing a reader can
-// see (spaces of any kind, zero-width and control characters) is refused
-// as blank and writes nothing.
-func TestInvisibleText(t *testing.T) {
-	l := newLog(t)
-	e := newEngine(t, l)
-	id := mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: "t"})).Task.ID
-	mustOK(t)(e.Accept(ctx, "bob", id))
-	for _, blank := range []string{"\u200b", "\u00a0\u3000\u200b", "\x00\x1b", "\u202e\ufeff"} {
-		before := l.Size()
-		_, err := e.Create(ctx, "bob", opp.CreateArgs{Title: blank})
-		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleInvalidArgument || !strings.Contains(err.Error(), "title has no visible character") {
-			t.Errorf("title %q: %v", blank, err)
-		}
-		_, err = e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reviewed", Summary: blank})
-		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleInvalidArgument || !strings.Contains(err.Error(), "summary has no visible character") {
-			t.Errorf("summary %q: %v", blank, err)
-		}
-		_, err = e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reported", Summary: "s", Source: blank})
-		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleSource {
-			t.Errorf("source %q: %v", blank, err)
-		}
-		if l.Size() != before {
-			t.Fatalf("a refused blank %q wrote an entry", blank)
-		}
-	}
-	// Anything that shows is a title: one letter, a mark, a symbol.
-	for _, title := range []string{"x", "\u200b x", "✓", "日本"} {
-		mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: title}))
-	}
-	checkRebuild(t, l, e)
 }

@@ -3,6 +3,8 @@ package opp_test
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/provlog/provlog/log"
@@ -38,4 +40,80 @@ func TestRefusalIsAProblem(t *testing.T) {
 	if got := v.Problem(); got.Rule != opp.RuleEvidence || got.String() != "entry 7 (task.claim): breaks rule evidence: entry 9 is not below 7" {
 		t.Errorf("violation problem %+v: %s", got, got)
 	}
+}
+
+// TestHandoffToUnknownActor: with KnownActor set, a handoff to an actor the
+// deployment does not know is refused and writes nothing; a known one
+// goes through.
+func TestHandoffToUnknownActor(t *testing.T) {
+	l := newLog(t)
+	e, err := opp.Open(ctx, l, l.Size(), &opp.Options{KnownActor: func(id string) error {
+		if id == "bob" || id == "carol" {
+			return nil
+		}
+		return errors.New("no actor " + strconv.Quote(id) + " here")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: "t"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	before := l.Size()
+	_, err = e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: id, To: "mallory"})
+	if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleHandoffTarget || !strings.Contains(err.Error(), `no actor "mallory" here`) {
+		t.Fatalf("handoff to an unknown actor: %v", err)
+	}
+	if l.Size() != before {
+		t.Fatal("a refused handoff wrote an entry")
+	}
+	mustOK(t)(e.Handoff(ctx, "bob", opp.HandoffArgs{TaskID: id, To: "carol"}))
+
+	// An offer to an unknown actor would leave the task reserved for
+	// nobody who can accept it, as a handoff would.
+	for _, to := range []string{"mallory", "bob ", "bo\x00b", "   "} {
+		before := l.Size()
+		_, err := e.Create(ctx, "bob", opp.CreateArgs{Title: "t", OfferTo: to})
+		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleInvalidArgument || !strings.Contains(err.Error(), "offer_to: no actor "+strconv.Quote(to)+" here") {
+			t.Fatalf("offer to %q: %v", to, err)
+		}
+		if l.Size() != before {
+			t.Fatalf("a refused offer to %q wrote an entry", to)
+		}
+	}
+	offered := mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: "t", OfferTo: "carol"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "carol", offered))
+	checkRebuild(t, l, e)
+}
+
+// TestInvisibleText: a title, summary or source of nothing a reader can
+// see (spaces of any kind, zero-width and control characters) is refused
+// as blank and writes nothing.
+func TestInvisibleText(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	id := mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: "t"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	for _, blank := range []string{"\u200b", "\u00a0\u3000\u200b", "\x00\x1b", "\u202e\ufeff"} {
+		before := l.Size()
+		_, err := e.Create(ctx, "bob", opp.CreateArgs{Title: blank})
+		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleInvalidArgument || !strings.Contains(err.Error(), "title has no visible character") {
+			t.Errorf("title %q: %v", blank, err)
+		}
+		_, err = e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reviewed", Summary: blank})
+		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleInvalidArgument || !strings.Contains(err.Error(), "summary has no visible character") {
+			t.Errorf("summary %q: %v", blank, err)
+		}
+		_, err = e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reported", Summary: "s", Source: blank})
+		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleSource {
+			t.Errorf("source %q: %v", blank, err)
+		}
+		if l.Size() != before {
+			t.Fatalf("a refused blank %q wrote an entry", blank)
+		}
+	}
+	// Anything that shows is a title: one letter, a mark, a symbol.
+	for _, title := range []string{"x", "\u200b x", "✓", "日本"} {
+		mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: title}))
+	}
+	checkRebuild(t, l, e)
 }
