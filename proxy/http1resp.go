@@ -63,10 +63,12 @@ func readResponse(br *bufio.Reader) (*http.Response, error) {
 			return nil, err
 		}
 	}
+	resp.Header = http.Header{}
 	if f.contentType != nil {
-		resp.Header = http.Header{"Content-Type": {string(f.contentType)}}
-	} else {
-		resp.Header = http.Header{}
+		resp.Header["Content-Type"] = []string{string(f.contentType)}
+	}
+	if f.location != nil {
+		resp.Header["Location"] = []string{string(f.location)} // for the error that names it
 	}
 	resp.Close = f.close || resp.ProtoMinor == 0 && !f.keepAlive
 	code := resp.StatusCode
@@ -91,6 +93,7 @@ func readResponse(br *bufio.Reader) (*http.Response, error) {
 // headFields are the header fields readResponse keeps.
 type headFields struct {
 	contentType      []byte
+	location         []byte
 	length           int64 // -1: none
 	hasLength        bool
 	chunked          bool
@@ -111,6 +114,10 @@ func (f *headFields) add(line []byte) error {
 	case asciiEqualFold(name, "Content-Type"):
 		if f.contentType == nil {
 			f.contentType = bytes.Clone(value)
+		}
+	case asciiEqualFold(name, "Location"):
+		if f.location == nil {
+			f.location = bytes.Clone(value)
 		}
 	case asciiEqualFold(name, "Content-Length"):
 		n, err := strconv.ParseUint(string(value), 10, 63)

@@ -236,6 +236,11 @@ func (d *downstream) post(ctx context.Context, cs *mcp.ClientSession, body []byt
 		return nil, fmt.Errorf("%w: the server no longer knows the session (HTTP 404)", errSessionGone)
 	default:
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		if loc := resp.Header.Get("Location"); resp.StatusCode/100 == 3 && loc != "" {
+			// Not followed: the request would be recorded as sent to the
+			// configured URL. The operator changes the config instead.
+			return nil, fmt.Errorf("HTTP %d: the server redirects to %s; put that URL in the config (redirects are not followed)", resp.StatusCode, truncate(loc, 200))
+		}
 		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(snippet))
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
