@@ -187,6 +187,11 @@ func TestWitnessRefusals(t *testing.T) {
 			rw.WriteHeader(409)
 			fmt.Fprint(rw, "three\n")
 		}, "is not a size"},
+		{"409 past any log", func(rw http.ResponseWriter, r *http.Request) {
+			rw.Header().Set("Content-Type", witness.ContentTypeSize)
+			rw.WriteHeader(409)
+			fmt.Fprint(rw, "9007199254740993\n") // 2^53+1: a conflict entry could not hold it exactly
+		}, "409 naming size 9007199254740993, beyond any log's"},
 		{"garbage 200", func(rw http.ResponseWriter, r *http.Request) { fmt.Fprint(rw, "hello\n") }, "malformed response"},
 		{"another witness's cosignature", func(rw http.ResponseWriter, r *http.Request) {
 			other := witnesstest.NewCosigner(t, "witness.example/w2")
@@ -365,5 +370,32 @@ func TestNewCosignerRefuses(t *testing.T) {
 		if _, err := NewCosigner(o); err == nil {
 			t.Errorf("NewCosigner(%+v) succeeded", o)
 		}
+	}
+}
+
+// TestConflictsBounded: a witness that answers each round with a conflict
+// of a size it has not named before causes at most maxConflictsPerWitness
+// reports (each a witness.conflict entry, and so a new checkpoint and a
+// new round); it caused one a round without end.
+func TestConflictsBounded(t *testing.T) {
+	k := witnesstest.NewKey(t, origin)
+	l := witnesstest.NewLog(t, k, "x")
+	w := newTestWitness(t, "witness.example/w1", k)
+	reported := 0
+	c, err := NewCosigner(CosignerOptions{
+		Log: k.Verifier, Witnesses: []*Witness{w.client(t, l)}, Threshold: 1,
+		OnConflict: func(*ConflictError, []byte) { reported++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := l.Grow(t, 3)
+	for i := range 50 {
+		ce := &ConflictError{Witness: "witness.example/w1", Size: 3, WitnessSize: uint64(i + 4), Status: 409, Detail: "spam"}
+		c.tally(cp, []cosignResult{{err: ce}}, time.Now())
+		c.tally(cp, []cosignResult{{err: ce}}, time.Now()) // the same again: not new
+	}
+	if reported != maxConflictsPerWitness {
+		t.Errorf("%d conflicts reported, want %d", reported, maxConflictsPerWitness)
 	}
 }

@@ -71,6 +71,8 @@ type Cosigner struct {
 	latestAt  time.Time
 	status    []WitnessStatus
 	conflicts map[string]bool
+	// perWitness counts the conflicts reported of each witness.
+	perWitness map[string]int
 }
 
 // WitnessStatus is what a Cosigner knows about one witness.
@@ -116,11 +118,12 @@ func NewCosigner(opts CosignerOptions) (*Cosigner, error) {
 		opts.MaxBackoff = DefaultMaxBackoff
 	}
 	c := &Cosigner{
-		opts:      opts,
-		policy:    p,
-		logger:    opts.Logger,
-		kick:      make(chan struct{}, 1),
-		conflicts: map[string]bool{},
+		opts:       opts,
+		policy:     p,
+		logger:     opts.Logger,
+		kick:       make(chan struct{}, 1),
+		conflicts:  map[string]bool{},
+		perWitness: map[string]int{},
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
@@ -272,6 +275,13 @@ func (c *Cosigner) ask(ctx context.Context, cp []byte) []cosignResult {
 	return res
 }
 
+// maxConflictsPerWitness bounds the witness.conflict entries one witness
+// can cause in a run. The witness chooses the size a conflict names, so a
+// hostile one answering each round with a new size made one signed,
+// synced entry a round (each entry a new checkpoint, and so a new round)
+// for as long as it liked. A few keep the evidence of a real fork.
+const maxConflictsPerWitness = 4
+
 // tally records the round's answers in the witnesses' status, reports a
 // conflict not seen before (to the log and OnConflict) and a failure, and
 // returns the cosignatures and whether no witness failed for a reason
@@ -291,9 +301,15 @@ func (c *Cosigner) tally(cp []byte, res []cosignResult, now time.Time) (sigs [][
 		case errors.As(r.err, &ce):
 			st.LastError, st.Conflict = r.err.Error(), r.err.Error()
 			key := fmt.Sprintf("%s %d %d", ce.Witness, ce.Status, ce.WitnessSize)
-			if !c.conflicts[key] {
+			switch n := c.perWitness[ce.Witness]; {
+			case c.conflicts[key]:
+			case n < maxConflictsPerWitness:
 				c.conflicts[key] = true
+				c.perWitness[ce.Witness] = n + 1
 				conflicts = append(conflicts, ce)
+			case n == maxConflictsPerWitness:
+				c.perWitness[ce.Witness] = n + 1
+				c.logger.Warn("witness keeps reporting new conflicts; no more are recorded in the log until restart", "witness", ce.Witness, "recorded", n)
 			}
 		default:
 			st.LastError = r.err.Error()

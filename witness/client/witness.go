@@ -122,6 +122,10 @@ func (w *Witness) Cosign(ctx context.Context, signed []byte) ([]byte, error) {
 		switch we.Status {
 		case http.StatusConflict:
 			switch {
+			case we.Size > maxTreeSize:
+				// No log is that large, and an entry could not hold the
+				// number exactly (JSON numbers are doubles).
+				return nil, fmt.Errorf("witness %s: 409 naming size %d, beyond any log's (2^53); its answer is refused", w.v.Name(), we.Size)
 			case we.Size == old && old == c.Size:
 				return nil, conflict(we.Status, we.Size, "it cosigned another root hash at size %d", old)
 			case we.Size == old:
@@ -142,6 +146,10 @@ func (w *Witness) Cosign(ctx context.Context, signed []byte) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("witness %s: its size kept changing; gave up after %d requests", w.v.Name(), maxAttempts)
 }
+
+// maxTreeSize is the largest log size a witness may name: what a JSON
+// number (an IEEE double) holds exactly.
+const maxTreeSize = 1<<53 - 1
 
 // verify checks the witness's answer to signed and returns its
 // cosignature lines, ignoring lines by other keys as the spec asks.

@@ -193,6 +193,10 @@ func (w *Witness) record(ctx context.Context, ls *logState, req *witness.AddChec
 	}
 	switch {
 	case req.OldSize == c.Size:
+		if len(req.Proof) != 0 {
+			// Between equal sizes the proof is empty, as from size 0.
+			return refuse(http.StatusUnprocessableEntity, "the consistency proof must be empty when the old size is the checkpoint's")
+		}
 		if !bytes.Equal(c.Hash, cur.Hash) {
 			w.fork(ls.note, req, "a checkpoint of the recorded size with another root hash")
 			return &witness.Error{Status: http.StatusConflict, Size: cur.Size,

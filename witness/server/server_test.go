@@ -184,6 +184,7 @@ func TestStatusCodes(t *testing.T) {
 		{"wrong proof", (&witness.AddCheckpointRequest{OldSize: 10, Proof: wrongProof, Checkpoint: cp17}).String(), 422, "consistency proof"},
 		{"no proof", (&witness.AddCheckpointRequest{OldSize: 10, Checkpoint: cp17}).String(), 422, "consistency proof"},
 		{"proof for old 0", (&witness.AddCheckpointRequest{OldSize: 0, Proof: [][]byte{otherRoot}, Checkpoint: f.b.Grow(t, 3)}).String(), 422, "must be empty"},
+		{"proof for the same size", (&witness.AddCheckpointRequest{OldSize: 10, Proof: [][]byte{otherRoot}, Checkpoint: cp10}).String(), 422, "must be empty when the old size"},
 		{"empty tree, other root", "old 0\n\n" + string(signWith(t, f.b.Key.Signer, originB, 0, otherRoot)), 409, "0\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
