@@ -404,6 +404,38 @@ func TestUITamperedProof(t *testing.T) {
 	}
 }
 
+// TestUISubstitutedAnswers: a server (or a proxy) that answers a question
+// with the truthful answer to another one is not believed. Asked for a
+// leaf hash the log does not hold, it gave a real entry's receipt, and
+// asked for a task that does not exist, another task's history: the page
+// said "✓ Verified" to both.
+func TestUISubstitutedAnswers(t *testing.T) {
+	l := newUILog(t, true)
+	p, ctx := openPage(t)
+	swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/log/proof/inclusion" && r.URL.Query().Has("hash"):
+			r.URL.RawQuery = fmt.Sprintf("index=%d", l.claim)
+		case strings.HasPrefix(r.URL.Path, "/log/task/"):
+			r.URL.Path = "/log/task/" + l.taskID
+		}
+		l.sc.handler().ServeHTTP(w, r)
+	}))
+	defer swap.Close()
+	absent := strings.Repeat("ab", 32)
+	if v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&hash=%s", swap.URL, l.token, absent)); v != "false" || !strings.Contains(txt, "not "+absent) {
+		t.Errorf("another entry for an absent leaf hash: data-verified=%s: %s", v, txt)
+	}
+	other := "t_" + strings.Repeat("0", 32)
+	if v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&task=%s", swap.URL, l.token, other)); v != "false" || !strings.Contains(txt, "not "+other) {
+		t.Errorf("another task's history: data-verified=%s: %s", v, txt)
+	}
+	// The same questions, answered truthfully, still verify.
+	if v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&task=%s", swap.URL, l.token, l.taskID)); v != "true" {
+		t.Errorf("the task's own history: data-verified=%s: %s", v, txt)
+	}
+}
+
 // tamper changes one byte of what h answers: the first proof hash of an
 // inclusion proof, a byte of an entry, the root of a receipt's checkpoint,
 // the first hash of a consistency proof, or the leaf hash of a task

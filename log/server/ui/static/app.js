@@ -128,6 +128,11 @@ async function openTask(id, seq) {
     return setVerdict(false, "✗ Not verified", el("p", {}, "Task " + id + ": " + e.message));
   }
   if (seq !== state.seq) return;
+  // The history is the server's account: it must be of the task asked for
+  // (each step is then checked to be that task's entry).
+  if (!task || task.task_id !== id || !Array.isArray(task.history) || task.history.length === 0) {
+    return setVerdict(false, "✗ Not verified", el("p", {}, `the server answered for task ${task && task.task_id}, not ${id}, or with no history`));
+  }
   const last = task.history[task.history.length - 1];
   return openEntry({ index: String(last.index) }, seq, task);
 }
@@ -154,7 +159,7 @@ async function openEntry(sel, seq, task) {
   if (seq !== state.seq) return;
   const keyText = state.vkey || state.info.vkey;
   const want = sel.index !== undefined ? BigInt(sel.index) : undefined;
-  const res = await verifyEntry(bytes, receipt, keyText, want);
+  const res = await verifyEntry(bytes, receipt, keyText, want, sel.hash);
   if (seq !== state.seq) return;
   showVerdict(res, keyText);
   const entry = showEntry(index, bytes);
@@ -426,6 +431,7 @@ async function showTimeline(index, entry, task, keyText) {
     if (!entry || typeof entry.task_id !== "string") return;
     try {
       task = await get("/log/task/" + encodeURIComponent(entry.task_id), "json");
+      if (!task || task.task_id !== entry.task_id || !Array.isArray(task.history)) throw new Error(`the server answered with the history of task ${task && task.task_id}, not ${entry.task_id}`);
     } catch (e) {
       sec.hidden = false;
       fill(sec, el("h2", {}, "Task history"), el("p", {}, e.message));

@@ -213,9 +213,10 @@ export async function verifyCosignature(note, wkey) {
 
 // verifyEntry is the whole check of one entry: its bytes hash to the leaf
 // the receipt names, the proof leads from that leaf to the checkpoint's
-// root, and the checkpoint is signed by vkey for its origin. It never
-// throws; it returns {ok, steps, reason, checkpoint}.
-export async function verifyEntry(entryBytes, receiptText, vkeyText, wantIndex) {
+// root, and the checkpoint is signed by vkey for its origin; and it is
+// the entry asked for: at wantIndex, or with leaf hash wantLeaf (hex), if
+// given. It never throws; it returns {ok, steps, reason, checkpoint}.
+export async function verifyEntry(entryBytes, receiptText, vkeyText, wantIndex, wantLeaf) {
   const steps = [];
   let rc, note, cp, vkey;
   const fail = (reason) => ({ ok: false, reason, steps, checkpoint: cp, note, noteText: rc && rc.note });
@@ -238,6 +239,7 @@ export async function verifyEntry(entryBytes, receiptText, vkeyText, wantIndex) 
   const leaf = await leafHash(entryBytes);
   steps.push(`leaf hash SHA-256(0x00 ‖ entry) = ${toHex(leaf)}`);
   if (rc.extra && !equalBytes(rc.extra, leaf)) return fail("the receipt names another leaf hash than the entry's bytes give");
+  if (wantLeaf !== undefined && toHex(leaf) !== wantLeaf.toLowerCase()) return fail(`the server answered with the entry whose leaf hash is ${toHex(leaf)}, not ${wantLeaf.toLowerCase()}`);
   if (cp.origin !== vkey.name) return fail(`the checkpoint's origin ${cp.origin} is not the key's name ${vkey.name}`);
   let sig;
   try {
