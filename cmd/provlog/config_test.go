@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/provlog/provlog/witness/witnesstest"
 )
 
 func writeConfig(t *testing.T, dir, text string) string {
@@ -121,6 +123,14 @@ func TestConfigErrors(t *testing.T) {
 		{"duplicate server id", "servers:\n  - {id: a, command: [x]}\n  - {id: a, command: [y]}\n",
 			`config: servers: id "a" is used twice`},
 	}
+	// A witness listed twice, or a key that is not one, is refused with
+	// the config, before a data dir or keys are made (serve made both,
+	// then refused the policy).
+	wk := witnesstest.NewCosigner(t, "witness.example/w1").Verifier().String()
+	cases = append(cases,
+		struct{ name, text, want string }{"witness twice", "witnesses:\n  - {url: http://a, vkey: " + wk + "}\n  - {url: http://b, vkey: " + wk + "}\n",
+			"config: witness_policy: witness policy: witness witness.example/w1"},
+		struct{ name, text, want string }{"witness key not one", "witnesses:\n  - {url: http://a, vkey: nope}\n", "config: witnesses[0]:"})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadConfig(writeConfig(t, t.TempDir(), tc.text))

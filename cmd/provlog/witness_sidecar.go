@@ -58,10 +58,21 @@ type WitnessPolicyConfig struct {
 // checkWitnesses checks the witnesses list and witness_policy, and sets
 // the threshold's default (all of them).
 func (c *Config) checkWitnesses() error {
+	var keys []note.Verifier
 	for i, w := range c.Witnesses {
 		if w.URL == "" || w.VKey == "" {
 			return fmt.Errorf("config: witnesses[%d]: url and vkey are required", i)
 		}
+		// Read here, when the config is, so that a bad one is refused
+		// before anything (a data dir, keys) is made.
+		v, err := log.NewCosignatureVerifier(w.VKey)
+		if err != nil {
+			return fmt.Errorf("config: witnesses[%d]: %w", i, err)
+		}
+		if _, err := client.NewHTTP(w.URL, nil); err != nil {
+			return fmt.Errorf("config: witnesses[%d]: %w", i, err)
+		}
+		keys = append(keys, v)
 	}
 	p := &c.WitnessPolicy
 	if len(c.Witnesses) == 0 && *p != (WitnessPolicyConfig{}) {
@@ -72,6 +83,11 @@ func (c *Config) checkWitnesses() error {
 	}
 	if len(c.Witnesses) > 0 && (p.Threshold < 1 || p.Threshold > len(c.Witnesses)) {
 		return fmt.Errorf("config: witness_policy: threshold %d must be between 1 and the %d witnesses", p.Threshold, len(c.Witnesses))
+	}
+	if len(keys) > 0 {
+		if err := (&log.WitnessPolicy{Witnesses: keys, Threshold: p.Threshold}).Check(); err != nil {
+			return fmt.Errorf("config: witness_policy: %w", err)
+		}
 	}
 	return nil
 }

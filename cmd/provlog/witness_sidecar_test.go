@@ -34,11 +34,13 @@ func TestDecodeWitnessConfig(t *testing.T) {
 		}
 		return c.Witnesses, c.WitnessPolicy, nil
 	}
-	ws, p, err := parse("witnesses:\n  - {url: http://a, vkey: k1}\n  - {url: http://b, vkey: k2}\nwitness_policy: {threshold: 1, interval: 1s, timeout: 5s}\n")
+	k1 := witnesstest.NewCosigner(t, "witness.example/w1").Verifier().String()
+	k2 := witnesstest.NewCosigner(t, "witness.example/w2").Verifier().String()
+	ws, p, err := parse("witnesses:\n  - {url: http://a, vkey: " + k1 + "}\n  - {url: http://b, vkey: " + k2 + "}\nwitness_policy: {threshold: 1, interval: 1s, timeout: 5s}\n")
 	if err != nil || len(ws) != 2 || ws[1].URL != "http://b" || p.Threshold != 1 || p.Interval != time.Second || p.Timeout != 5*time.Second {
 		t.Fatalf("%+v %+v %v", ws, p, err)
 	}
-	if _, p, err := parse("witnesses:\n  - {url: http://a, vkey: k1}\n  - {url: http://b, vkey: k2}\n"); err != nil || p.Threshold != 2 {
+	if _, p, err := parse("witnesses:\n  - {url: http://a, vkey: " + k1 + "}\n  - {url: http://b, vkey: " + k2 + "}\n"); err != nil || p.Threshold != 2 {
 		t.Errorf("default threshold: %+v %v", p, err)
 	}
 	for _, bad := range []string{
