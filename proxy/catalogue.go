@@ -191,7 +191,7 @@ type listKind[T any] struct {
 	decode func(raw json.RawMessage) (*T, error)
 	name   func(*T) *string // the item's name (URI, URI template)
 	// reserved reports front names the proxy keeps for itself.
-	reserved func(front string) bool
+	reserved func(p *Proxy, front string) bool
 	// add registers item at the front as front, server name name.
 	add    func(d *downstream, item *T, front, name string)
 	remove func(s *mcp.Server, fronts ...string)
@@ -290,7 +290,7 @@ func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage, announced bool
 		}
 		front := prefix + name
 		*k.name(item) = front
-		if !c.claim(k.names, front, k.reserved != nil && k.reserved(front)) {
+		if !c.claim(k.names, front, k.reserved != nil && k.reserved(d.p, front)) {
 			continue
 		}
 		if c.unchanged(k.slot, front, raw) {
@@ -447,7 +447,7 @@ func toolKind() *listKind[mcp.Tool] {
 		prefix:   (*ServerConfig).toolPrefix,
 		decode:   decodeTool,
 		name:     func(t *mcp.Tool) *string { return &t.Name },
-		reserved: isOwnTool,
+		reserved: (*Proxy).reservedTool,
 		add: func(d *downstream, t *mcp.Tool, front, name string) {
 			d.p.server.AddTool(t, d.toolHandler(front, name))
 		},

@@ -344,6 +344,12 @@ func TestEmptyPrefixCollision(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "collide") || !strings.Contains(err.Error(), "ok") {
 		t.Fatalf("New = %v, want a collision error", err)
 	}
+	// A name the program keeps for a tool of its own (a task tool) is
+	// refused too: a server offering create_task took it over.
+	_, err = New(context.Background(), Options{Servers: []ServerConfig{a}, Log: l.seq, Logger: testLogger(t), ReservedTools: []string{"ok"}})
+	if err == nil || !strings.Contains(err.Error(), "collide") || !strings.Contains(err.Error(), "ok") {
+		t.Fatalf("New with a reserved name = %v, want a collision error", err)
+	}
 	// One alone is fine, and serves the names as given.
 	p := startProxy(t, l, []ServerConfig{a}, nil)
 	cs := connectMemory(t, p, nil)

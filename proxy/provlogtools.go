@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,6 +25,15 @@ const (
 
 func isOwnTool(name string) bool {
 	return name == toolStatus || name == toolProve || name == toolVerify
+}
+
+// reservedTool reports whether name is kept from downstream servers: the
+// proxy's own tools, and those the program adds to the front server
+// itself (Options.ReservedTools). A server offering one under an empty
+// prefix is refused at start and skipped on a resync; before, it took
+// over create_task and the other task tools.
+func (p *Proxy) reservedTool(name string) bool {
+	return isOwnTool(name) || slices.Contains(p.opts.ReservedTools, name)
 }
 
 func (p *Proxy) addOwnTools() {

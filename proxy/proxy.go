@@ -77,6 +77,10 @@ type BlobStore interface {
 type Options struct {
 	// Servers are the downstream MCP servers.
 	Servers []ServerConfig
+	// ReservedTools are the names of tools the program adds to the front
+	// server itself (the task tools, record_replay): no downstream tool
+	// may take them, as none may take the proxy's own.
+	ReservedTools []string
 	// Log records every tools/call to a downstream server. Required.
 	Log Recorder
 	// Blobs keeps retained results (retain: full) and arguments too large

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -317,6 +318,7 @@ func (sc *sidecar) startProxy(ctx context.Context, stdio bool) error {
 	sc.stopTracing, sc.tracer = stopTracing, tracer
 	sc.proxy, err = proxy.New(ctx, proxy.Options{
 		Servers:        sc.cfg.Servers,
+		ReservedTools:  append(slices.Clone(oppmcp.Names), recordReplayTool),
 		Log:            sc.seq,
 		Blobs:          sc.blobs,
 		Actor:          actor,
