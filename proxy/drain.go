@@ -157,12 +157,12 @@ func (p *Proxy) drainAll(gone []*live, idles []<-chan struct{}, bound time.Durat
 
 // removedError is what a request for removed server id gets.
 func removedError(id string) *jsonrpc.Error {
-	return rpcError(jsonrpc.CodeInvalidRequest, "provlog: server %q was removed from the configuration (live reload), so nothing was sent to it and nothing recorded; list the tools again", id)
+	return rpcError(jsonrpc.CodeInvalidRequest, "provlog: server %q was removed from the configuration, or changed and is being restarted once its calls under way end (live reload), so nothing was sent to it and nothing recorded; list the tools again", id)
 }
 
 // cancelledText is the error of a call the drain's bound cut short.
 func (d *downstream) cancelledText(bound time.Duration) string {
-	return fmt.Sprintf("server %q was removed from the configuration and the call was still under way when the drain's %s passed; it was cancelled", d.cfg.ID, bound)
+	return fmt.Sprintf("server %q was removed from the configuration (or changed, to be restarted) and the call was still under way when the drain's %s passed; it was cancelled", d.cfg.ID, bound)
 }
 
 // drainTimeout is Options.DrainTimeout or its default.

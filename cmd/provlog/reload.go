@@ -5,7 +5,9 @@ package main
 // interval) or on SIGHUP. Tokens, readers and
 // handoff_any_actor take effect for the next request; sessions stay up.
 // Servers under servers: are added, removed, and restarted when their
-// entry changed (reloadServers); the others keep running untouched.
+// entry changed (reloadServers, on a goroutine of its own, so that a
+// drain never holds up the next reload); the others keep running
+// untouched.
 // Everything else needs a restart, and the sidecar says which keys.
 
 import (
@@ -37,6 +39,26 @@ type configWatch struct {
 	// the next tick sees it unchanged, so a file caught half-written (an
 	// empty config is a valid one, without servers or tokens) is not.
 	seen [sha256.Size]byte
+	// servers takes the newest servers: list to a goroutine of its own,
+	// which applies it (a removed server drains for up to drain_timeout):
+	// tokens revoked by a later reload must not wait for that drain.
+	servers chan []proxy.ServerConfig
+}
+
+// wantServers hands want to the servers' goroutine, in place of a list
+// it has not taken yet: the servers converge on the newest config.
+func (w *configWatch) wantServers(want []proxy.ServerConfig) {
+	for {
+		select {
+		case w.servers <- want:
+			return
+		default:
+			select {
+			case <-w.servers: // an older list not applied yet
+			default:
+			}
+		}
+	}
 }
 
 // watchConfig reloads the config on SIGHUP (hup) and when the file's
@@ -55,6 +77,17 @@ func (s *sidecar) watchConfig(ctx context.Context, w *configWatch, hup <-chan os
 		defer t.Stop()
 		tick = t.C
 	}
+	w.servers = make(chan []proxy.ServerConfig, 1)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case want := <-w.servers:
+				s.reloadServers(want)
+			}
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -121,7 +154,7 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 	}
 	s.logger.Info("config reloaded", "config", w.path, "trigger", why, "actors", len(cfg.Actors), "readers", len(cfg.Readers),
 		"auth_issuers", issuers, "handoff_any_actor", cfg.HandoffAnyActor)
-	s.reloadServers(cfg.Servers)
+	w.wantServers(cfg.Servers)
 	if keys := restartKeys(s.cfg, cfg, w.dataFlag); len(keys) > 0 {
 		s.logger.Warn("config keys changed that take effect only after a restart; the running values stay", "config", w.path, "keys", keys)
 	}

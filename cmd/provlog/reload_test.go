@@ -261,3 +261,55 @@ func TestConfigReloadDrainsTogether(t *testing.T) {
 		t.Errorf("events %q, want %q:\n%s", events, want, stderr.String())
 	}
 }
+
+// TestRevokeDuringDrain: a token taken away by a reload is refused at
+// once, while an earlier reload still drains a removed server's call.
+// The server reload ran on the config loop, so the revocation waited
+// for the whole drain (up to drain_timeout, 30 s by default), and the
+// revoked token made calls all the while.
+func TestRevokeDuringDrain(t *testing.T) {
+	dir := t.TempDir()
+	exe, _ := os.Executable()
+	sums := map[string]string{}
+	for _, who := range []string{"alice", "bob"} {
+		s := sha256.Sum256([]byte(who + "-token"))
+		sums[who] = hex.EncodeToString(s[:])
+	}
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	write := func(servers []string, actors ...string) {
+		var ss, as []map[string]any
+		for _, id := range servers {
+			ss = append(ss, map[string]any{"id": id, "command": []string{exe, "-test.run=^$"}, "env": map[string]string{sidefxEnv: filepath.Join(dir, id+".txt")}})
+		}
+		for _, a := range actors {
+			as = append(as, map[string]any{"id": a, "token_sha256": sums[a]})
+		}
+		b, _ := json.Marshal(map[string]any{"data": filepath.Join(dir, "d"), "reload_interval": "50ms", "drain_timeout": "2m", "servers": ss, "actors": as})
+		os.WriteFile(cfgPath+".new", b, 0o600)
+		os.Rename(cfgPath+".new", cfgPath)
+	}
+	write([]string{"a", "b"}, "alice", "bob")
+	base, _, stderr := startServeLogged(t, freeAddr(t), "--config", cfgPath)
+	cs := connectHTTP(t, base, "alice-token")
+	waitFor(t, "a's tools are listed", func() bool {
+		lt, err := cs.ListTools(context.Background(), nil)
+		return err == nil && slices.ContainsFunc(lt.Tools, func(tl *mcp.Tool) bool { return tl.Name == "a__append" })
+	})
+	release := filepath.Join(dir, "release")
+	t.Cleanup(func() { os.WriteFile(release, nil, 0o600) }) // let the busy call end
+	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "a__append", Arguments: map[string]any{"text": "busy", "until_file": release}})
+	waitFor(t, "a's call is under way", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "a.txt"))
+		return strings.Contains(string(b), "busy\n")
+	})
+	write([]string{"b"}, "alice", "bob") // a drains its call, for up to 2 minutes
+	waitFor(t, "the reload that removes a", func() bool { return strings.Count(stderr.String(), "config reloaded") >= 1 })
+	if !tokenWorks(t, base, "bob-token") {
+		t.Fatal("bob's token is refused before it was revoked")
+	}
+	write([]string{"b"}, "alice") // bob revoked while a still drains
+	waitFor(t, "bob's revoked token is refused", func() bool { return !tokenWorks(t, base, "bob-token") })
+	if strings.Contains(stderr.String(), "proxy: server removed") {
+		t.Fatal("the drain ended before the revocation; the test shows nothing")
+	}
+}
