@@ -161,9 +161,9 @@ func verifyData(ctx context.Context, data string, s log.Storage, vkey string, st
 		return fmt.Errorf("FAILED: %w", err)
 	}
 	if !pebble {
-		fmt.Fprintf(stdout, "store: the shared log in PostgreSQL (its pages are PostgreSQL's to checksum); the tree holds all %d checkpoints handed out that the data dir records (anchors, cosigned)\n", n)
+		fmt.Fprintf(stdout, "store: the shared log in PostgreSQL (its pages are PostgreSQL's to checksum); the tree holds all %d checkpoints handed out that the data dir records (anchors, cosigned, the newest shown)\n", n)
 		return nil
 	}
-	fmt.Fprintf(stdout, "store: %d keys (%d bytes) read and checksummed; the tree holds all %d checkpoints handed out that the data dir records (anchors, cosigned)\n", rep.Keys, rep.Bytes, n)
+	fmt.Fprintf(stdout, "store: %d keys (%d bytes) read and checksummed; the tree holds all %d checkpoints handed out that the data dir records (anchors, cosigned, the newest shown)\n", rep.Keys, rep.Bytes, n)
 	return nil
 }

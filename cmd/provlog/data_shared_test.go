@@ -193,3 +193,58 @@ func TestForkRefusedShared(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestSharedLogLossRefused: a sidecar on a shared log records the newest
+// checkpoint it showed (handed-out.checkpoint); started again on a store
+// that no longer holds it (a failover that lost acknowledged commits,
+// here a database that starts over), it refuses, naming the loss. It
+// served on, and signed a second history under the same key.
+func TestSharedLogLossRefused(t *testing.T) {
+	ctx := context.Background()
+	data := filepath.Join(t.TempDir(), "data")
+	cfg := &Config{Data: data, Actor: "local", Store: pgtest.DSN(t)}
+	sc := mustOpenSidecar(t, cfg)
+	for i := range 10 {
+		if _, err := sc.seq.Append(ctx, callEntry("loss", "t", map[string]any{"i": i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, shown := sc.seq.Checkpoint()
+	sc.close()
+	if got, err := os.ReadFile(filepath.Join(data, handedOutFile)); err != nil || !bytes.Equal(got, shown) {
+		t.Fatalf("%s holds %q (%v), want the last checkpoint shown", handedOutFile, got, err)
+	}
+	// The same store: served on.
+	mustOpenSidecar(t, cfg).close()
+	// A store that lost it.
+	lost := *cfg
+	lost.Store = pgtest.DSN(t)
+	_, err := openSidecar(ctx, &lost, quietLogger(), true)
+	if err == nil || !strings.Contains(err.Error(), "acknowledged entries lost") || !strings.Contains(err.Error(), handedOutFile) {
+		t.Fatalf("serve on a shared log that lost what this data dir showed: %v", err)
+	}
+}
+
+// TestOwnLogThenShared: a data dir whose own (Pebble) log handed out
+// checkpoints is refused on a shared store that does not hold that log:
+// the same key would sign two histories. It served a new log from
+// genesis, and the two alternated as store: was set and unset.
+func TestOwnLogThenShared(t *testing.T) {
+	ctx := context.Background()
+	data := filepath.Join(t.TempDir(), "data")
+	own := &Config{Data: data, Actor: "local"}
+	sc := mustOpenSidecar(t, own)
+	for i := range 3 {
+		if _, err := sc.seq.Append(ctx, callEntry("own", "t", map[string]any{"i": i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc.close()
+	shared := &Config{Data: data, Actor: "local", Store: pgtest.DSN(t)}
+	_, err := openSidecar(ctx, shared, quietLogger(), true)
+	if err == nil || !strings.Contains(err.Error(), "acknowledged entries lost") || !strings.Contains(err.Error(), "the data dir's own log") {
+		t.Fatalf("a data dir with its own log on an empty shared store: %v", err)
+	}
+	// Its own log still serves.
+	mustOpenSidecar(t, own).close()
+}

@@ -7,18 +7,22 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/log/server"
 )
 
 // checkHandedOut checks the log in store against every checkpoint of it
 // that left the process and that the data dir holds outside the store:
-// the anchor records and the newest cosigned checkpoint. (The store checks
+// the anchor records, the newest cosigned checkpoint, the newest one a
+// sidecar on a shared store showed, and, for a shared store, the newest
+// of the data dir's own Pebble log. (The store checks
 // its own published-batch record when it opens.) It returns how many it
 // checked, and a *log.LostError when the store is shorter than one of them
 // or has another root at its size: serving on would fork the log.
@@ -44,17 +48,80 @@ func checkHandedOut(ctx context.Context, data string, store log.Storage, v note.
 			n++
 		}
 	}
-	c, err := os.ReadFile(filepath.Join(data, cosignedFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return n, nil
-	} else if err != nil {
-		return n, err
+	files := []struct{ name, what string }{
+		{cosignedFile, "the witnesses' cosigned checkpoint "},
+		{handedOutFile, "the newest checkpoint this data dir's sidecar showed, "},
 	}
-	if err := server.CheckHandedOut(ctx, store, v, "the witnesses' cosigned checkpoint "+cosignedFile, c); err != nil {
-		return n, err
+	for _, f := range files {
+		c, err := os.ReadFile(filepath.Join(data, f.name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return n, err
+		}
+		if err := server.CheckHandedOut(ctx, store, v, f.what+f.name, c); err != nil {
+			return n, err
+		}
+		n++
 	}
-	return n + 1, nil
+	// A shared store must hold the data dir's own log, if it ever had
+	// one: that log's checkpoints were handed out under the same key.
+	if _, own := store.(*logpebble.Store); !own {
+		c, err := logpebble.NewestPublished(filepath.Join(data, dbDir))
+		if err != nil {
+			return n, err
+		}
+		if c != nil {
+			src := "the data dir's own log (" + dbDir + "/: move it aside only if its history is to be given up)"
+			if err := server.CheckHandedOut(ctx, store, v, src, c); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
 }
+
+// handedOutFile is <data>/handed-out.checkpoint: the newest checkpoint a
+// sidecar on a shared store showed, kept so that the next start can
+// check the store still holds it. A Pebble store keeps its own published
+// record; a shared one (PostgreSQL) that lost commits in a failover was
+// served on by a restarted sidecar, which signed a second history.
+const handedOutFile = "handed-out.checkpoint"
+
+// recordHandedOut keeps handedOutFile up to date with the sequencer's
+// checkpoint until ctx is done, looking every handedOutEvery: a sidecar
+// killed within that time of a commit leaves the one before on record.
+func (s *sidecar) recordHandedOut(ctx context.Context) {
+	path := filepath.Join(s.cfg.Data, handedOutFile)
+	t := time.NewTicker(handedOutEvery)
+	defer t.Stop()
+	var last uint64
+	failing := false
+	for {
+		if size, cp := s.seq.Checkpoint(); size > last && cp != nil {
+			if err := durable.WriteFile(path, cp, 0o644); err != nil {
+				if !failing {
+					s.logger.Error("recording the newest checkpoint shown; a restart cannot check the store against it", "file", path, "err", err)
+				}
+				failing = true
+			} else {
+				last, failing = size, false
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if size, cp := s.seq.Checkpoint(); size > last && cp != nil { // the last, on a clean stop
+				durable.WriteFile(path, cp, 0o644)
+			}
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// handedOutEvery is how often recordHandedOut looks for a new checkpoint.
+const handedOutEvery = 20 * time.Millisecond
 
 // checkStoreOnOpen is what serve checks of a store before serving it:
 // never sign a fork (the store, Pebble or PostgreSQL, holds every

@@ -140,6 +140,9 @@ type sidecar struct {
 	// witness collects cosignatures (nil without configured witnesses).
 	witness     *witnessing
 	stopWitness context.CancelFunc
+	// stopHandedOut stops recording the newest checkpoint shown, after
+	// recording the last (shared stores only; handedout.go).
+	stopHandedOut func()
 	// stopTracing flushes and stops the OTLP exporter (nil: none).
 	stopTracing func()
 	// tracer makes the log API's spans (nil: no otel: block).
@@ -296,6 +299,12 @@ func (sc *sidecar) openLog(ctx context.Context) error {
 		sc.stopWitness = cancel
 		go sc.witness.run(wctx, sc.seq)
 	}
+	if sc.cfg.Store != "" {
+		hctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		sc.stopHandedOut = func() { cancel(); <-done }
+		go func() { defer close(done); sc.recordHandedOut(hctx) }()
+	}
 	return nil
 }
 
@@ -408,6 +417,9 @@ func (s *sidecar) close() {
 		if err := s.seq.Close(); err != nil {
 			s.logger.Error("closing sequencer", "err", err)
 		}
+	}
+	if s.stopHandedOut != nil {
+		s.stopHandedOut()
 	}
 	if err := s.store.Close(); err != nil {
 		s.logger.Error("closing store", "err", err)

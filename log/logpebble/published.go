@@ -169,6 +169,19 @@ func (d *decoder) u32() uint32 {
 	return 0
 }
 
+// NewestPublished returns the checkpoint of the newest batch the store in
+// dir acknowledged, as its published record holds it, without opening
+// the store; nil if there is none (no store there, or an old one). A
+// program pointing a data dir at another store (a shared one) checks that
+// store holds it: the data dir's own log handed it out.
+func NewestPublished(dir string) ([]byte, error) {
+	rs, err := readRecords(dir)
+	if err != nil || len(rs) == 0 {
+		return nil, err
+	}
+	return bytes.Clone(rs[len(rs)-1].cp), nil
+}
+
 // readRecords reads both slots of dir, oldest batch first. A missing file
 // is an empty slot.
 func readRecords(dir string) ([]record, error) {
