@@ -248,3 +248,27 @@ func TestOwnLogThenShared(t *testing.T) {
 	// Its own log still serves.
 	mustOpenSidecar(t, own).close()
 }
+
+// TestHealthSeesTheDatabase: /healthz of an idle sidecar on a shared log
+// says storage_failed as soon as its database is unreachable, and ok once
+// it is back; it said "ok" until a call happened to fail.
+func TestHealthSeesTheDatabase(t *testing.T) {
+	c := pgtest.NewCluster(t)
+	sc := mustOpenSidecar(t, &Config{Data: filepath.Join(t.TempDir(), "data"), Actor: "local", Store: c.DSN})
+	defer sc.close()
+	storage := func() string {
+		for _, p := range sc.problems() {
+			if p.Reason == reasonStorage {
+				return p.Detail
+			}
+		}
+		return ""
+	}
+	if d := storage(); d != "" {
+		t.Fatalf("a sound database: %s", d)
+	}
+	c.Stop("fast")
+	waitFor(t, "health to see the database gone", func() bool { return strings.Contains(storage(), "unreachable") })
+	c.Start()
+	waitFor(t, "health to see the database back", func() bool { return storage() == "" })
+}

@@ -4,6 +4,7 @@ package main
 // else the reasons.
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -46,9 +47,18 @@ type problem struct {
 // problems lists what is wrong now, in healthReasons order.
 func (s *sidecar) problems() []problem {
 	var ps []problem
-	if err := s.seq.Err(); err != nil {
+	// What the store knows itself counts too: a shared one found corrupt
+	// by its reader, or unreachable while no commit tried it, said "ok".
+	var storeErr, unreachable error
+	if st, ok := s.store.(interface{ Err() error }); ok {
+		storeErr = st.Err()
+	}
+	if st, ok := s.store.(interface{ Unreachable() error }); ok {
+		unreachable = st.Unreachable()
+	}
+	if err := cmp.Or(s.seq.Err(), storeErr); err != nil {
 		ps = append(ps, problem{reasonStorage, "the log stopped writing (" + storageReason(err) + "): " + err.Error()})
-	} else if err := s.seq.Unavailable(); err != nil {
+	} else if err := cmp.Or(s.seq.Unavailable(), unreachable); err != nil {
 		ps = append(ps, problem{reasonStorage, "the log's database is unreachable; calls are refused until it is back: " + err.Error()})
 	} else if err := s.tasks.Err(); err != nil {
 		ps = append(ps, problem{reasonStorage, "the task engine stopped writing: " + err.Error()})

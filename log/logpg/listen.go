@@ -32,12 +32,19 @@ func (s *Store) listen(ctx context.Context) {
 func (s *Store) listenOnce(ctx context.Context) bool {
 	conn, err := pgx.ConnectConfig(ctx, s.cfg.ConnConfig.Copy())
 	if err != nil {
+		if ctx.Err() == nil {
+			s.setUnreachable(err)
+		}
 		return false
 	}
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		if ctx.Err() == nil {
+			s.setUnreachable(err)
+		}
 		return false
 	}
+	s.setUnreachable(nil)
 	s.refresh(ctx)
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -143,13 +143,16 @@ type Store struct {
 
 	readOnly bool
 
-	mu        sync.Mutex
-	closed    bool
-	state     log.State // the newest state this handle knows; never changed
-	hot       *hot.Nodes
-	failure   error
-	calls     sync.WaitGroup
-	followers []func(log.State)
+	mu      sync.Mutex
+	closed  bool
+	state   log.State // the newest state this handle knows; never changed
+	hot     *hot.Nodes
+	failure error
+	// unreachable is why the listener cannot reach the database (nil
+	// while it listens): what an idle sidecar knows of the database.
+	unreachable error
+	calls       sync.WaitGroup
+	followers   []func(log.State)
 
 	// Test hooks around the second round trip of a commit: before it,
 	// with the backend's pid (to terminate it); after it, an error to
@@ -329,6 +332,28 @@ func scanState(row pgx.Row) (log.State, error) {
 		st.Range[i] = rng[i*hashSize : (i+1)*hashSize : (i+1)*hashSize]
 	}
 	return st, nil
+}
+
+// Err returns the failure that stopped the store's commits, or nil.
+func (s *Store) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failure
+}
+
+// Unreachable returns why the store's listener cannot reach the database
+// now, or nil while it listens. A sidecar with no commits under way knows
+// the database is down from this alone.
+func (s *Store) Unreachable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unreachable
+}
+
+func (s *Store) setUnreachable(err error) {
+	s.mu.Lock()
+	s.unreachable = err
+	s.mu.Unlock()
 }
 
 // fail makes every later commit fail with err.
