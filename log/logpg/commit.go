@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -324,6 +325,11 @@ func (s *Store) outcome(conn *pgx.Conn, b *log.Batch, err error) error {
 		return nil
 	case errors.Is(err, errNotFlushed):
 		// Committed: read back below, which flushes.
+	case errors.As(err, &pe) && pe.Severity == "ERROR" && transient(pe.Code):
+		// Refused for now (a statement or lock timeout, a deadlock or
+		// serialization failure): nothing was committed, and the next
+		// commit may pass. It stopped the log for good.
+		return fmt.Errorf("committing batch [%d, %d): %w: %w", b.Start, b.State.Size, log.ErrUnavailable, err)
 	case (errors.As(err, &pe) && pe.Severity == "ERROR") || errors.Is(err, errNotCommitted):
 		// The server refused a statement and the session goes on: the
 		// transaction is aborted and nothing of it was committed. (A
@@ -343,6 +349,14 @@ func (s *Store) outcome(conn *pgx.Conn, b *log.Batch, err error) error {
 	}
 	s.logf("logpg: the connection failed during the commit of [%d, %d) (%v); read back: committed", b.Start, b.State.Size, err)
 	return nil
+}
+
+// transient reports whether an ERROR of this SQLSTATE is one a retry may
+// not meet: query_canceled (statement_timeout), lock_not_available
+// (lock_timeout), too_many_connections and the transaction rollback class
+// (serialization failure, deadlock).
+func transient(code string) bool {
+	return code == "57014" || code == "55P03" || code == "53300" || strings.HasPrefix(code, "40")
 }
 
 var (

@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpg"
 	"github.com/provlog/provlog/log/logpg/pgtest"
@@ -217,5 +220,55 @@ func TestOnCommit(t *testing.T) {
 	}
 	if len(got) != 4 { // the genesis and three appends
 		t.Fatalf("%d commits reported, want 4", len(got))
+	}
+}
+
+// TestStatementTimeoutPasses: a commit cut by statement_timeout while
+// another session holds the state row's lock fails its appends as the
+// log's database being unavailable, and the log goes on once the lock is
+// released. It stopped the log for good ("log stopped after a failed
+// commit"), though nothing was written.
+func TestStatementTimeoutPasses(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	u, _ := url.Parse(dsn)
+	q := u.Query()
+	q.Set("options", q.Get("options")+" -c statement_timeout=200")
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+	k := newKey(t, "provlog.test/timeout")
+	seq, _ := openSeq(t, u.String(), k)
+	if _, err := seq.Append(t.Context(), []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	holder, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(context.Background())
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT size FROM provlog_state FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	var refused int
+	for i := range 4 {
+		if _, err := seq.Append(ctx, fmt.Appendf(nil, "held-%d", i)); err != nil {
+			if !errors.Is(err, log.ErrUnavailable) {
+				t.Fatalf("an append cut by statement_timeout: %v, want it unavailable", err)
+			}
+			refused++
+		}
+	}
+	tx.Rollback(ctx)
+	if refused == 0 {
+		t.Fatal("no append met the timeout; the test shows nothing")
+	}
+	if err := seq.Err(); err != nil {
+		t.Fatalf("the log stopped: %v", err)
+	}
+	if _, err := seq.Append(ctx, []byte("after")); err != nil {
+		t.Fatalf("an append once the lock was released: %v", err)
 	}
 }
