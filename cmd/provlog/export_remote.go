@@ -4,6 +4,7 @@ package main
 // sidecar's log API instead of a data dir.
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -65,6 +66,38 @@ func openRemoteExport(ctx context.Context, r *remote, vkey string, tmp string) (
 		return nil, err
 	}
 	return x, nil
+}
+
+// Entries reads entries [start, end), each checked against the tree of
+// the checkpoint verified with --vkey: an entry the log API changed (and
+// its tiles did not) was written into the bundle, which then failed
+// verify-bundle.
+func (x *remoteExport) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
+	return x.checkedEntries(ctx, x.hr, start, end)
+}
+
+// checkedEntries reads entries [start, end) of r and checks each against
+// the leaf hashes hr reads (from hash tiles, which tlog authenticates
+// against a checkpoint's root).
+func (r *remote) checkedEntries(ctx context.Context, hr tlog.HashReader, start, end uint64) ([][]byte, error) {
+	es, err := r.Entries(ctx, start, end)
+	if err != nil {
+		return nil, err
+	}
+	idx := make([]int64, len(es))
+	for i := range es {
+		idx[i] = tlog.StoredHashIndex(0, int64(start)+int64(i))
+	}
+	hs, err := hr.ReadHashes(idx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the tree's leaf hashes of [%d, %d): %w", start, end, err)
+	}
+	for i, e := range es {
+		if !bytes.Equal(log.LeafHash(e), hs[i][:]) {
+			return nil, fmt.Errorf("entry %d as the log API served it is not the one its checkpoint's tree holds there (another leaf hash): refusing it", start+uint64(i))
+		}
+	}
+	return es, nil
 }
 
 // ReadNodes returns perfect subtree hashes, computed from hash tiles that

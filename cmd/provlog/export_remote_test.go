@@ -1,6 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +30,39 @@ func TestExportRemote(t *testing.T) {
 	if out, code := runCmd(t, "export", "--log", base, "--vkey", vkey, "--out", filepath.Join(t.TempDir(), "b")); code == 0 || !strings.Contains(out, "reader token") {
 		t.Fatalf("export --log without a token: %d %s", code, out)
 	}
+	// Entries changed on the way (the tiles and the checkpoint not) are
+	// refused, and no bundle is written; so is a replay of them.
+	changed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+			u, _ := url.Parse(base)
+			pr.SetURL(u)
+		}}).ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		if strings.Contains(r.URL.Path, "/entries/") || strings.HasPrefix(r.URL.Path, "/log/entry/") {
+			body = bytes.ReplaceAll(body, []byte(`"lookup"`), []byte(`"lookuq"`))
+		}
+		maps.Copy(w.Header(), rec.Header())
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		w.Write(body)
+	}))
+	defer changed.Close()
+	tampered := filepath.Join(t.TempDir(), "tampered")
+	out, code := runCmd(t, "export", "--log", changed.URL, "--vkey", vkey, "--token", strings.TrimSpace(string(token)), "--from", "300", "--to", "400", "--out", tampered)
+	if code == 0 || !strings.Contains(out, "is not the one its checkpoint's tree holds there") {
+		t.Errorf("export of changed entries: %d %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(tampered, "provenance.jsonl")); err == nil {
+		t.Error("a bundle of changed entries was written")
+	}
+	cfgPath := filepath.Join(t.TempDir(), "replay.yaml")
+	os.WriteFile(cfgPath, []byte("servers:\n  - {id: ensembl, url: http://127.0.0.1:1/mcp, replay: true}\n"), 0o600)
+	out, code = runCmd(t, "replay", "--log", changed.URL, "--token", strings.TrimSpace(string(token)), "--config", cfgPath, "--from", "300", "--to", "310")
+	if code == 0 || !strings.Contains(out, "is not the one its checkpoint's tree holds there") {
+		t.Errorf("replay of changed entries: %d %s", code, out)
+	}
+
 	remote := filepath.Join(t.TempDir(), "remote")
 	args := []string{"export", "--log", base, "--vkey", vkey, "--token", strings.TrimSpace(string(token)), "--from", "300", "--to", "400", "--out", remote}
 	if out, code := runCmd(t, args...); code != 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/proxy/replay"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // replayOutput is what --json prints.
@@ -158,21 +159,33 @@ func openReplayLocal(ctx context.Context, data string, from, to uint64, opts *re
 // the token's.
 func openReplayRemote(ctx context.Context, logURL, token string, from, to uint64, opts *replay.Options) (*replayLog, error) {
 	r := newRemote(logURL, token)
-	var size uint64
-	if err := r.Checkpoints(ctx, 0, func(n uint64, _ []byte) error { size = n; return nil }); err != nil {
+	// The entries are checked against the tree of the log's checkpoint
+	// (its hash tiles, authenticated against the root), so that no entry
+	// the log API changed is sent to a server; replay has no key to check
+	// the checkpoint's signature with (provlog audit does that).
+	cpb, err := r.get(ctx, "/log/checkpoint")
+	if err != nil {
 		return nil, err
+	}
+	c, err := log.ParseCheckpointNote(cpb)
+	if err != nil {
+		return nil, fmt.Errorf("the log's checkpoint: %w", err)
+	}
+	size := c.Size
+	hr := tlog.TileHashReader(tlog.Tree{N: int64(c.Size), Hash: tlog.Hash(c.Hash)}, &remoteTiles{ctx: ctx, r: r})
+	read := func(ctx context.Context, start, end uint64) ([][]byte, error) {
+		return r.checkedEntries(ctx, hr, start, end)
 	}
 	l := &replayLog{close: func() {}}
 	if l.to = to; to == 0 || to > size {
 		l.to = size
 	}
 	if from < l.to {
-		var err error
-		if l.entries, err = r.Entries(ctx, from, l.to); err != nil {
+		if l.entries, err = read(ctx, from, l.to); err != nil {
 			return nil, err
 		}
 	}
-	opts.After = entriesAfter(r.Entries, size)
+	opts.After = entriesAfter(read, size)
 	l.record = func(ctx context.Context, e *log.Entry) (uint64, error) {
 		fitReplayEntry(e)
 		return recordReplayRemote(ctx, logURL, token, e.Fields)
