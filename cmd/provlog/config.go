@@ -16,12 +16,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/cmd/internal/cli"
 	"github.com/provlog/provlog/log/durable"
+	"github.com/provlog/provlog/opp"
 	"github.com/provlog/provlog/proxy"
 	"github.com/provlog/provlog/proxy/authn"
+	"github.com/provlog/provlog/witness"
 )
 
 // Config is the sidecar's YAML configuration (DESIGN §4).
@@ -198,10 +202,16 @@ func loadConfig(path string) (*Config, error) {
 	if err := cfg.loadAuth(); err != nil {
 		return nil, err
 	}
+	if err := checkActorID(cfg.Actor); err != nil && cfg.Actor != "" {
+		return nil, fmt.Errorf("config: actor: %w", err)
+	}
 	for _, list := range [][]TokenConfig{cfg.Actors, cfg.Readers} {
 		for _, t := range list {
 			if t.ID == "" {
 				return nil, errors.New("config: a token entry has no id")
+			}
+			if err := checkActorID(t.ID); err != nil {
+				return nil, fmt.Errorf("config: actors/readers: %w", err)
 			}
 			if cfg.Auth.Owns(t.ID) {
 				return nil, fmt.Errorf("config: static actor %q is in an auth: issuer's actor namespace (its actor_prefix); give it another id", t.ID)
@@ -212,6 +222,24 @@ func loadConfig(path string) (*Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// checkActorID refuses an actor id no one should act as: the sidecar's
+// own ("provlog", the actor of the entries it writes itself), and ids a
+// reader of the log could mistake for others (control characters, space
+// at either end, invalid UTF-8, over opp.MaxActor bytes).
+func checkActorID(id string) error {
+	switch {
+	case id == witness.ConflictActor:
+		return fmt.Errorf("actor id %q is the sidecar's own (the entries it writes itself); give the token another id", id)
+	case !utf8.ValidString(id) || len(id) > opp.MaxActor:
+		return fmt.Errorf("actor id %q must be valid UTF-8 of at most %d bytes", id, opp.MaxActor)
+	case strings.TrimSpace(id) != id:
+		return fmt.Errorf("actor id %q has space at its start or end", id)
+	case strings.ContainsFunc(id, unicode.IsControl):
+		return fmt.Errorf("actor id %q holds a control character", id)
+	}
+	return nil
 }
 
 // loadAuth checks the auth: section and reads its introspection client

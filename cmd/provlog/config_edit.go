@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -20,6 +21,12 @@ import (
 // addTokenToConfig adds {id, token_sha256} to the actors (or readers) list
 // of a YAML config, durably, creating the file if it is missing.
 func addTokenToConfig(path, actor, hash string, reader bool) error {
+	// A config reached through a symbolic link is edited where it is:
+	// writing the link's path replaced the link with a file of its own,
+	// and the config the sidecar reads never got the token.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	b, err := os.ReadFile(path)
 	perm := fs.FileMode(0o600)
 	if err == nil {

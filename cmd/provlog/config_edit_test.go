@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -91,6 +92,23 @@ func TestTokenAddCommand(t *testing.T) {
 	}
 	if strings.Contains(string(b), tok) {
 		t.Fatal("the token itself is in the config")
+	}
+	// A config reached through a symbolic link is edited where it is,
+	// and the link stays a link.
+	link := filepath.Join(dir, "link.yaml")
+	if err := os.Symlink(cfg, link); err != nil {
+		t.Fatal(err)
+	}
+	addToken(t, link, "dave")
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("token add replaced the link %s: %v %v", link, fi.Mode(), err)
+	}
+	if c, err := loadConfig(cfg); err != nil || !slices.ContainsFunc(c.Actors, func(a TokenConfig) bool { return a.ID == "dave" }) {
+		t.Fatalf("the linked config did not get dave's token: %v %+v", err, c)
+	}
+	// The sidecar's own actor id is refused.
+	if out, code := runCmd(t, "token", "add", "--config", cfg, "--actor", "provlog"); code != 2 || !strings.Contains(out, "is the sidecar's own") {
+		t.Errorf("token add --actor provlog: %d %s", code, out)
 	}
 	// A missing file is created.
 	fresh := filepath.Join(dir, "new.yaml")

@@ -130,7 +130,12 @@ func TestConfigErrors(t *testing.T) {
 	cases = append(cases,
 		struct{ name, text, want string }{"witness twice", "witnesses:\n  - {url: http://a, vkey: " + wk + "}\n  - {url: http://b, vkey: " + wk + "}\n",
 			"config: witness_policy: witness policy: witness witness.example/w1"},
-		struct{ name, text, want string }{"witness key not one", "witnesses:\n  - {url: http://a, vkey: nope}\n", "config: witnesses[0]:"})
+		struct{ name, text, want string }{"witness key not one", "witnesses:\n  - {url: http://a, vkey: nope}\n", "config: witnesses[0]:"},
+		// Nobody acts as the sidecar itself, or under an id that reads
+		// as another.
+		struct{ name, text, want string }{"the sidecar's own actor", "actors:\n  - {id: provlog, token_sha256: " + strings.Repeat("a", 64) + "}\n", `actor id "provlog" is the sidecar's own`},
+		struct{ name, text, want string }{"an actor id with a line end", "actors:\n  - {id: \"a\\nb\", token_sha256: " + strings.Repeat("a", 64) + "}\n", "holds a control character"},
+		struct{ name, text, want string }{"stdio actor", "actor: \" local\"\n", "config: actor: actor id \" local\" has space"})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadConfig(writeConfig(t, t.TempDir(), tc.text))

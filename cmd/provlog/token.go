@@ -28,6 +28,9 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if *cfgPath == "" || *actor == "" {
 		return usageErr("--config and --actor are required")
 	}
+	if err := checkActorID(*actor); err != nil {
+		return usageErr("--actor: %v", err)
+	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return err
