@@ -65,7 +65,8 @@ func openLogStore(ctx context.Context, cfg *Config, logger *slog.Logger) (log.St
 		return nil, fmt.Errorf("store %q: want a PostgreSQL URL, postgres://user@host:port/database (or no store: Pebble in the data dir)", redactURL(cfg.Store))
 	}
 	store, err := logpg.Open(ctx, cfg.Store, &logpg.Options{
-		Logf: func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...), "component", "postgres") },
+		Logf:   func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...), "component", "postgres") },
+		Errorf: func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...), "component", "postgres") },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("opening the log in PostgreSQL: %w", err)

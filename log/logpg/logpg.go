@@ -77,6 +77,9 @@ type Options struct {
 	ResolveTimeout time.Duration
 	// Logf receives the store's own log lines (nil: discarded).
 	Logf func(format string, args ...any)
+	// Errorf receives the line saying the store stopped its commits
+	// (nil: Logf), for an operator who reads errors only.
+	Errorf func(format string, args ...any)
 	// ReadOnly opens the log for reading only: Open creates no tables
 	// and fails, naming them, if any is missing; every transaction of
 	// the handle is read only (default_transaction_read_only), so the
@@ -120,6 +123,7 @@ type Store struct {
 	cfg      *pgxpool.Config
 	resolve  time.Duration
 	logf     func(format string, args ...any)
+	errorf   func(format string, args ...any) // the line saying commits stopped
 	onCommit func(CommitTimes)
 	stop     context.CancelFunc
 	follow   sync.WaitGroup
@@ -188,6 +192,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	if o.Errorf == nil {
+		o.Errorf = o.Logf
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("opening log store: parsing the PostgreSQL connection string: %w", err)
@@ -210,7 +217,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening log store: %w", err)
 	}
-	s := &Store{pool: pool, cfg: cfg, resolve: o.ResolveTimeout, logf: o.Logf, readOnly: o.ReadOnly, onCommit: o.OnCommit, noOther: true, lastEntries: 1, maxIdle: oneTripIdle}
+	s := &Store{pool: pool, cfg: cfg, resolve: o.ResolveTimeout, logf: o.Logf, errorf: o.Errorf, readOnly: o.ReadOnly, onCommit: o.OnCommit, noOther: true, lastEntries: 1, maxIdle: oneTripIdle}
 	if err := s.load(ctx, uint64(o.MaxHotNodes)); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("opening log store on %s: %w", where(cfg), err)
@@ -362,7 +369,7 @@ func (s *Store) fail(err error) {
 	defer s.mu.Unlock()
 	if s.failure == nil {
 		s.failure = err
-		s.logf("logpg: refusing further commits: %v", err)
+		s.errorf("logpg: refusing further commits: %v", err)
 	}
 }
 
