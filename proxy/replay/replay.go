@@ -283,10 +283,12 @@ func (r *runner) replay(ctx context.Context, index uint64, call *log.CallEntry) 
 		o.Class, o.Reason = Failed, "connecting: "+c.err.Error()
 		return o
 	}
+	if !c.known[o.Tool] {
+		// Calling it would only get "unknown tool", which compared with
+		// the record read as a changed result.
+		return no("tool %q is no longer listed by the server", o.Tool)
+	}
 	if !cfg.Replay && !c.readOnly[o.Tool] {
-		if !c.known[o.Tool] {
-			return no("tool %q is no longer listed by the server", o.Tool)
-		}
 		return no("tool not marked safe to replay (no replay: true, not annotated readOnlyHint)")
 	}
 	ignore := append(append([]string(nil), cfg.ReplayIgnore["*"]...), cfg.ReplayIgnore[o.Tool]...)

@@ -114,6 +114,19 @@ func TestStdioAndNotReplayable(t *testing.T) {
 	if r := rep.Outcomes[8].Reason; !strings.Contains(r, "later leg") {
 		t.Errorf("a later leg of a call that asked for input: reason %q", r)
 	}
+	// A tool the server no longer lists is not replayable, on a server
+	// marked replay: true too: calling it got "unknown tool", reported
+	// as a changed result.
+	rep, err = Run(context.Background(), entries[7:8], 17, Options{
+		Servers: []proxy.ServerConfig{{ID: "st", Command: []string{exe}, Env: map[string]string{stdioFixtureEnv: "1"}, Replay: true}},
+		Runs:    1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := rep.Outcomes[0]; o.Class != NotReplayable || !strings.Contains(o.Reason, `tool "gone" is no longer listed`) {
+		t.Errorf("a tool no longer listed, replay: true: %+v", o)
+	}
 	// Without the recorded result, an ignore list cannot be applied to
 	// it: only hashes are compared, and the outcome says so.
 	rep, err = Run(context.Background(), entries[1:2], 11, Options{
