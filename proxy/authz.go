@@ -48,11 +48,23 @@ func identityOf(ctx context.Context) *authn.Identity {
 }
 
 // rpcPeek is what checkScopes reads of a JSON-RPC message.
-type rpcPeek struct {
-	Method string `json:"method"`
-	Params struct {
-		Name string `json:"name"`
-	} `json:"params"`
+// rpcPeek is one JSON-RPC message as the SDK reads it for routing: its
+// members by their exact names. (Decoded into a struct, encoding/json
+// matches names in any case, and "Method":"ping" beside "method":
+// "tools/call" hid the call from the scope check, while the SDK, which
+// matches case exactly, ran it.) Of two equal names the last counts, as
+// it does for the SDK.
+type rpcPeek map[string]json.RawMessage
+
+// methodAndName returns the message's method and its params' name, each
+// empty when absent or not a string.
+func (m rpcPeek) methodAndName() (method, name string) {
+	json.Unmarshal(m["method"], &method)
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m["params"], &params) == nil {
+		json.Unmarshal(params["name"], &name)
+	}
+	return method, name
 }
 
 // checkScopes returns a's 403 error when id's token lacks the scopes of
@@ -88,7 +100,7 @@ func (p *Proxy) checkScopes(a *authn.Authenticator, id *authn.Identity, body []b
 		return nil
 	}
 	for _, m := range msgs {
-		if g, ok := p.groupOf(m.Method, m.Params.Name); ok {
+		if g, ok := p.groupOf(m.methodAndName()); ok {
 			if err := a.Require(id, g); err != nil {
 				return err
 			}

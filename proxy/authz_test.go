@@ -83,7 +83,8 @@ func (f *oauthFront) post(t *testing.T, token, body string) (*http.Response, str
 	t.Helper()
 	var m rpcPeek
 	json.Unmarshal([]byte(body), &m)
-	h := map[string]string{"Mcp-Protocol-Version": statelessProtocol, "Mcp-Method": m.Method, "Mcp-Name": m.Params.Name}
+	method, name := m.methodAndName()
+	h := map[string]string{"Mcp-Protocol-Version": statelessProtocol, "Mcp-Method": method, "Mcp-Name": name}
 	if token != "" {
 		h["Authorization"] = "Bearer " + token
 	}
@@ -125,6 +126,10 @@ func TestOAuthRefusals(t *testing.T) {
 		refusal{"task tool without its scope", toolsOnly, rawCallCreate, 403, []string{`error="insufficient_scope"`, `scope="provlog.tasks"`}},
 		refusal{"provlog__ tool without the log scope", toolsOnly, rawCallStatus, 403, []string{`error="insufficient_scope"`, `scope="provlog.log"`}},
 		refusal{"a batch hiding a call", tasksOnly, `[{"jsonrpc":"2.0","id":9,"method":"ping"},` + rawCallOK + `]`, 403, []string{`scope="provlog.tools"`}},
+		// Names in another case are other members to the SDK, which
+		// matches case exactly: they hid the call from the scope check.
+		refusal{"a Method beside the method", tasksOnly, strings.Replace(rawCallOK, `"method":"tools/call"`, `"method":"tools/call","Method":"ping"`, 1), 403, []string{`scope="provlog.tools"`}},
+		refusal{"a Name beside the name", tasksOnly, strings.Replace(rawCallOK, `"name":"fx__ok"`, `"name":"fx__ok","Name":"create_task"`, 1), 403, []string{`scope="provlog.tools"`}},
 	)
 	for _, c := range cases {
 		resp, body := f.post(t, c.token, c.body)
