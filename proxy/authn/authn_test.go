@@ -334,6 +334,18 @@ func TestIntrospection(t *testing.T) {
 			t.Errorf("%s: %v", tok, err)
 		}
 	}
+	// A JWT of an issuer with keys whose claims do not parse is refused
+	// as that issuer's, with the reason, and sent to no introspection
+	// endpoint: it was, credentials and all, and refused as "not active".
+	bad := is.Claims(resource, "svc-backup")
+	bad["scope"] = []string{"provlog.log"}
+	before := is.Introspections()
+	if _, err := a.Authenticate(ctx, is.Mint(t, bad)); err == nil || !strings.Contains(err.Error(), "scope") {
+		t.Errorf("a JWT with an array scope: %v, want its claims refused", err)
+	}
+	if n := is.Introspections() - before; n != 0 {
+		t.Errorf("a JWT with bad claims went to introspection %d times", n)
+	}
 	// Wrong client credentials: the endpoint refuses the sidecar, which
 	// says so without accepting the token.
 	cfg := config(is)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -21,10 +22,13 @@ import (
 func (st *state) verifyJWT(ctx context.Context, token string, sum [sha256.Size]byte, now time.Time) (*Identity, error) {
 	c, err := unverifiedClaims(token)
 	if err != nil {
-		if st.introspects() {
-			return st.introspect(ctx, token, sum, now) // not a JWT after all: an opaque token with two dots
+		// A JWT of an issuer with keys whose claims do not parse stays
+		// that issuer's, refused with the reason: it went to the
+		// introspection endpoints of the others, credentials and all.
+		if is := st.issuer(peekIss(token)); is != nil && is.hasKeys() || !st.introspects() {
+			return nil, err
 		}
-		return nil, err
+		return st.introspect(ctx, token, sum, now) // not a JWT after all: an opaque token with two dots
 	}
 	is := st.issuer(c.Iss)
 	if is == nil {
@@ -89,6 +93,22 @@ func unverifiedClaims(token string) (*claims, error) {
 		return nil, invalid("the token names no issuer (iss)")
 	}
 	return c, nil
+}
+
+// peekIss returns the iss of a token's payload if it is a JSON object
+// with a string iss, else "": just enough to tell whose token it is.
+func peekIss(token string) string {
+	_, rest, _ := strings.Cut(token, ".")
+	payload, _, _ := strings.Cut(rest, ".")
+	b, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Iss string `json:"iss"`
+	}
+	json.Unmarshal(b, &c)
+	return c.Iss
 }
 
 // introspects reports whether any issuer has an introspection endpoint.

@@ -39,7 +39,12 @@ type Issuer struct {
 	keys    []signingKey // the first signs; all are published
 	opaque  map[string]map[string]any
 	fetches atomic.Int64 // JWKS fetches so far
+	// introspections counts the requests to the introspection endpoint.
+	introspections atomic.Int64
 }
+
+// Introspections returns how many introspection requests it got.
+func (is *Issuer) Introspections() int64 { return is.introspections.Load() }
 
 type signingKey struct {
 	kid  string
@@ -210,6 +215,7 @@ func (is *Issuer) jwks(w http.ResponseWriter, r *http.Request) {
 }
 
 func (is *Issuer) introspect(w http.ResponseWriter, r *http.Request) {
+	is.introspections.Add(1)
 	if id, secret, ok := r.BasicAuth(); !ok || id != "provlog" || secret != "s3cret" {
 		http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
 		return
