@@ -181,6 +181,21 @@ func TestActorMapping(t *testing.T) {
 	if _, err := a.Authenticate(context.Background(), is.Mint(t, c)); err == nil {
 		t.Error("a token without the actor claim was accepted")
 	}
+	// Ids a reader could take for others, and the sidecar's own, are
+	// refused as static ones are: they were mapped as given.
+	prov := config(is)
+	prov.Issuers[0].ActorPrefix = "prov"
+	b := newAuth(t, prov, nil, nil)
+	for _, sub := range []string{"bob ", " bob", "bob\u0085", "bob\u009b31m", "log"} {
+		if id, err := b.Authenticate(context.Background(), is.Mint(t, is.Claims(resource, sub))); err == nil {
+			t.Errorf("sub %q was mapped to actor %q", sub, id.Actor)
+		} else if st, code := status(err); st != 401 || code != "invalid_token" {
+			t.Errorf("sub %q: %v", sub, err)
+		}
+	}
+	if id, err := b.Authenticate(context.Background(), is.Mint(t, is.Claims(resource, "bob"))); err != nil || id.Actor != "provbob" {
+		t.Errorf("sub bob: %v %v", id, err)
+	}
 }
 
 // TestConfigCheck: what the auth: section refuses.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"strings"
 	"time"
+	"unicode"
 
 	jose "github.com/go-jose/go-jose/v4"
 
@@ -168,6 +169,14 @@ func (st *state) identity(is *issuer, c *claims, sum [sha256.Size]byte, now time
 	if len(actor) > MaxActor || !validText(value) {
 		return nil, invalid("the actor %q mapped from claim %s is over %d bytes or not text", truncate(actor, 80), is.cfg.ActorClaim, MaxActor)
 	}
+	// As for static ids: none a reader of the log could take for
+	// another (space at an end), and not the sidecar's own.
+	if strings.TrimSpace(value) != value {
+		return nil, invalid("the actor %q mapped from claim %s has space at its start or end", truncate(actor, 80), is.cfg.ActorClaim)
+	}
+	if actor == SidecarActor {
+		return nil, invalid("the actor mapped from claim %s is %q, the sidecar's own", is.cfg.ActorClaim, actor)
+	}
 	scopes := strings.Fields(c.Scope)
 	if len(scopes) == 0 {
 		scopes = c.Scp
@@ -199,12 +208,16 @@ func contains(list []string, s string) bool {
 // validText reports whether s is valid UTF-8 without control characters.
 func validText(s string) bool {
 	for _, r := range s {
-		if r == 0xFFFD || r < 0x20 || r == 0x7f {
+		if r == 0xFFFD || unicode.IsControl(r) { // C0, DEL and C1 (U+0085, the CSI U+009B...)
 			return false
 		}
 	}
 	return true
 }
+
+// SidecarActor is the actor of the entries the sidecar writes itself
+// (its tools entries, witness conflicts); no token may act as it.
+const SidecarActor = "provlog"
 
 // truncate shortens text from a token for an error message.
 func truncate(s string, n int) string {
