@@ -6,6 +6,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -77,6 +78,9 @@ func AuditAll(ctx context.Context, dir string, opts AuditOptions) (*AuditReport,
 	}
 	store := &Store{dir: dir}
 	list, err := store.List()
+	if errors.Is(err, fs.ErrNotExist) {
+		list, err = nil, nil // no records: the log's anchor entries may still name some
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -182,20 +186,17 @@ func (rep *AuditReport) count(r *Record, v *Verified) {
 }
 
 // auditEntries compares the anchor entries in the log with the records.
+// It reads the whole log: an entry naming a record that is gone is what
+// shows the records deleted, the oldest ones included (it read from the
+// oldest record left, and nothing at all when none was left, so a
+// deleted prefix of the records passed).
 func auditEntries(ctx context.Context, opts AuditOptions, list []*Stored, byName map[string]*Stored, rep *AuditReport) error {
-	if len(list) == 0 || opts.Size == 0 {
+	if opts.Size == 0 {
 		return nil
-	}
-	// An anchor entry follows the checkpoint it anchors.
-	first := opts.Size
-	for _, st := range list {
-		if st.Record != nil {
-			first = min(first, st.Record.Size)
-		}
 	}
 	logged := map[string]bool{}
 	const chunk = 4096
-	for start := first; start < opts.Size; start += chunk {
+	for start := uint64(0); start < opts.Size; start += chunk {
 		end := min(opts.Size, start+chunk)
 		entries, err := opts.Log.Entries(ctx, start, end)
 		if err != nil {

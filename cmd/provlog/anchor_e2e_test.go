@@ -106,6 +106,31 @@ anchors:
 	if code != 0 || !strings.Contains(out, "stored in the records (pass --config to pin them)") {
 		t.Fatalf("provlog audit without config: %d\n%s", code, out)
 	}
+	// Records deleted from the oldest on, or all of them with their
+	// directory, are named by the log's anchor entries: audit passed.
+	records, _ := filepath.Glob(filepath.Join(data, anchorDir, "*.json"))
+	if len(records) < 2 {
+		t.Fatalf("%d anchor records, want 2", len(records))
+	}
+	saved := filepath.Join(t.TempDir(), "anchors")
+	os.CopyFS(saved, os.DirFS(filepath.Join(data, anchorDir)))
+	for _, drop := range [][]string{records[:1], records} {
+		for _, r := range drop {
+			os.Remove(r)
+		}
+		if len(drop) == len(records) {
+			os.Remove(filepath.Join(data, anchorDir))
+		}
+		out, code = runCmd(t, "audit", "--data", data, "--config", cfg)
+		if code == 0 || !strings.Contains(out, filepath.Base(drop[0])+", which is not stored") {
+			t.Errorf("audit with %d of %d anchor records deleted: %d\n%s", len(drop), len(records), code, out)
+		}
+		os.RemoveAll(filepath.Join(data, anchorDir))
+		os.CopyFS(filepath.Join(data, anchorDir), os.DirFS(saved))
+	}
+	if out, code := runCmd(t, "audit", "--data", data, "--config", cfg); code != 0 {
+		t.Fatalf("audit with the records back: %d\n%s", code, out)
+	}
 	// Another log's anchoring key is refused before anything is anchored:
 	// it anchored, and the audit then failed on its records.
 	other := t.TempDir()
