@@ -150,7 +150,9 @@ func NewRunner(ctx context.Context, o Options) (*Runner, error) {
 
 // findEntry returns the index of the anchor entry of st, or -1 if the log
 // does not hold it: it scans the entries after the anchored size, where it
-// must be.
+// must be. An entry that names st's file with other bytes' hash means the
+// record changed after it was logged: an error, so that no second entry
+// is signed over the changed file (one was, and the start said nothing).
 func (r *Runner) findEntry(ctx context.Context, st *anchor.Stored) (int64, error) {
 	size, _ := r.opts.Log.Checkpoint()
 	for start := st.Record.Size; start < size; start += 1024 {
@@ -160,13 +162,20 @@ func (r *Runner) findEntry(ctx context.Context, st *anchor.Stored) (int64, error
 			return -1, fmt.Errorf("looking for the anchor entry of %s: %w", st.Name, err)
 		}
 		for i, b := range entries {
-			if !bytes.Contains(b, []byte(st.SHA256)) {
+			if !bytes.Contains(b, []byte(st.SHA256)) && !bytes.Contains(b, []byte(st.Name)) {
 				continue
 			}
-			if e, err := log.ParseEntry(b); err == nil && e.Kind == log.KindAnchor {
-				if f, err := log.ParseAnchorEntry(e); err == nil && f.RecordHash == st.SHA256 {
-					return int64(start) + int64(i), nil
-				}
+			e, err := log.ParseEntry(b)
+			if err != nil || e.Kind != log.KindAnchor {
+				continue
+			}
+			f, err := log.ParseAnchorEntry(e)
+			switch {
+			case err != nil:
+			case f.RecordHash == st.SHA256:
+				return int64(start) + int64(i), nil
+			case f.Record == st.Name:
+				return -1, fmt.Errorf("anchor record %s changed after it was logged: entry %d names its bytes' SHA-256 %s, the file's is %s; put the record back (provlog audit names what differs)", st.Name, start+uint64(i), f.RecordHash, st.SHA256)
 			}
 		}
 	}

@@ -131,6 +131,17 @@ anchors:
 	if out, code := runCmd(t, "audit", "--data", data, "--config", cfg); code != 0 {
 		t.Fatalf("audit with the records back: %d\n%s", code, out)
 	}
+	// A logged record changed on disk is not logged again under its new
+	// hash: anchoring refuses, naming it (a restart signed a second
+	// entry over the changed file).
+	newest := records[len(records)-1]
+	orig, _ := os.ReadFile(newest)
+	os.WriteFile(newest, append(bytes.Clone(orig), '\n'), 0o644)
+	out, code = runCmd(t, "anchor", "--config", cfg)
+	if code == 0 || !strings.Contains(out, filepath.Base(newest)+" changed after it was logged") {
+		t.Errorf("anchoring over a changed record: %d\n%s", code, out)
+	}
+	os.WriteFile(newest, orig, 0o644)
 	// Another log's anchoring key is refused before anything is anchored:
 	// it anchored, and the audit then failed on its records.
 	other := t.TempDir()
