@@ -153,6 +153,19 @@ func TestFaultsRefused(t *testing.T) {
 			if s.LastRecord != "" || s.Unanchored != size0+1 || s.LastError == "" {
 				t.Errorf("status %+v", s)
 			}
+			// Once the authority answers again, the round that anchors
+			// clears the error (it stayed, stale, for ever).
+			if isTSA {
+				e.tsas[0].SetFault(testtsa.OK)
+			} else {
+				e.rekor.SetFault(fakerekor.OK)
+			}
+			if _, err := r.AnchorNow(context.Background()); err != nil {
+				t.Fatalf("anchoring once the fault passed: %v", err)
+			}
+			if s := r.Status(); s.LastError != "" {
+				t.Errorf("last error after a round that anchored: %q", s.LastError)
+			}
 		})
 	}
 }

@@ -356,6 +356,7 @@ func (r *Runner) round(ctx context.Context, auths []*authority) (*anchor.Stored,
 	r.last = st
 	r.unlogged = st
 	r.lastEntry = -1
+	r.lastError = "" // a round that anchored ends the error of an earlier one (it stayed for ever)
 	for i, a := range auths {
 		if answers[i].err == nil {
 			a.lastSuccess, a.failures, a.nextTry = now, 0, time.Time{}
