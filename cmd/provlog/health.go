@@ -17,14 +17,15 @@ import (
 // Health reasons: the "reason" of each /healthz problem and, prefixed by
 // provlog_health_, the name of its /metrics gauge.
 const (
-	reasonStorage    = "storage_failed"          // the log stopped writing (failed, 503)
-	reasonDownstream = "downstream_down"         // a configured MCP server is down
-	reasonAnchorGap  = "anchor_gap"              // entries unanchored for over N intervals
-	reasonWitness    = "witness_policy_not_met"  // fewer witnesses cosign than the policy needs
-	reasonToolChange = "tool_definition_changed" // a server changed a tool's definition while the sidecar ran
+	reasonStorage    = "storage_failed"           // the log stopped writing (failed, 503)
+	reasonDownstream = "downstream_down"          // a configured MCP server is down
+	reasonAnchorGap  = "anchor_gap"               // entries unanchored for over N intervals
+	reasonAnchorAuth = "anchor_authority_failing" // a TSA or Rekor failed N rounds running (the others may still anchor)
+	reasonWitness    = "witness_policy_not_met"   // fewer witnesses cosign than the policy needs
+	reasonToolChange = "tool_definition_changed"  // a server changed a tool's definition while the sidecar ran
 )
 
-var healthReasons = []string{reasonStorage, reasonDownstream, reasonAnchorGap, reasonWitness, reasonToolChange}
+var healthReasons = []string{reasonStorage, reasonDownstream, reasonAnchorGap, reasonAnchorAuth, reasonWitness, reasonToolChange}
 
 // DefaultAnchorGapIntervals is how many anchoring intervals entries may
 // stay unanchored before /healthz says degraded (health.anchor_gap_intervals).
@@ -85,6 +86,13 @@ func (s *sidecar) problems() []problem {
 				detail += "; last error: " + st.LastError
 			}
 			ps = append(ps, problem{reasonAnchorGap, detail})
+		}
+		// One authority failing while another anchors leaves no gap,
+		// but it is not well (a TSA refused 44 times in a row was "ok").
+		for _, a := range st.Authorities {
+			if a.ConsecutiveFailures >= n {
+				ps = append(ps, problem{reasonAnchorAuth, fmt.Sprintf("%s %s failed %d times running: %s", a.Kind, a.URL, a.ConsecutiveFailures, a.LastError)})
+			}
 		}
 	}
 	if s.witness != nil {
