@@ -98,6 +98,7 @@ func TestFaultsRefused(t *testing.T) {
 		{"tsa wrong digest", testtsa.WrongDigest, 0, "imprint"},
 		{"tsa wrong nonce", testtsa.WrongNonce, 0, "nonce"},
 		{"tsa untrusted chain", testtsa.Untrusted, 0, "does not chain to a trusted root"},
+		{"tsa time far off", testtsa.Backdated, 0, "time 2001-01-01T00:00:00Z is"},
 		{"rekor down", 0, fakerekor.Down, "503"},
 		{"rekor slow", 0, fakerekor.Slow, "deadline exceeded"},
 		{"rekor garbage", 0, fakerekor.Garbage, "creating Rekor entry"},
@@ -105,6 +106,7 @@ func TestFaultsRefused(t *testing.T) {
 		{"rekor bad SET", 0, fakerekor.BadSET, "signed entry timestamp"},
 		{"rekor bad proof", 0, fakerekor.BadProof, "inclusion proof"},
 		{"rekor unpinned key", 0, fakerekor.OtherLogKey, "checkpoint does not verify"},
+		{"rekor time far off", 0, fakerekor.OldTime, "integrated time 2001-01-01T00:00:00Z is"},
 	}
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {

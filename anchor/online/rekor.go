@@ -17,6 +17,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/provlog/provlog/anchor/rekor"
 )
@@ -87,6 +88,9 @@ func (c *RekorClient) Upload(ctx context.Context, digest []byte) (*rekor.Entry, 
 	// Check what will be stored: the entry's bytes as Rekor sent them are
 	// what an auditor verifies later.
 	if err := e.Check(ctx, digest, &c.Signer.PublicKey, []crypto.PublicKey{c.PublicKey}); err != nil {
+		return nil, fmt.Errorf("Rekor entry refused: %w", err)
+	}
+	if err := checkClock("Rekor's integrated", time.Unix(e.IntegratedTime, 0)); err != nil {
 		return nil, fmt.Errorf("Rekor entry refused: %w", err)
 	}
 	return e, nil

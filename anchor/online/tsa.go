@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/digitorus/timestamp"
 
@@ -60,6 +61,9 @@ func (c *TSAClient) Timestamp(ctx context.Context, digest []byte) (*rfc3161.Toke
 	}
 	v, err := rfc3161.Verify(ts.RawToken, digest, rfc3161.VerifyOptions{Roots: c.Roots, Intermediates: c.Intermediates, Nonce: nonce})
 	if err != nil {
+		return nil, fmt.Errorf("TSA token refused: %w", err)
+	}
+	if err := checkClock("the TSA's", v.Time); err != nil {
 		return nil, fmt.Errorf("TSA token refused: %w", err)
 	}
 	t := &rfc3161.Token{
@@ -118,4 +122,19 @@ func snippet(b []byte) string {
 		s = s[:200] + "…"
 	}
 	return fmt.Sprintf("%q", s)
+}
+
+// MaxClockSkew is how far an authority's time (a TSA token's genTime,
+// Rekor's integratedTime) may be from this machine's clock: the time is
+// the one an auditor is told the checkpoint existed by, and one decades
+// off (a token dated 2001 over an entry written in 2026) was stored.
+const MaxClockSkew = 10 * time.Minute
+
+// checkClock refuses t, whose's time, when it is over MaxClockSkew from
+// the local clock.
+func checkClock(whose string, t time.Time) error {
+	if d := time.Since(t); d > MaxClockSkew || d < -MaxClockSkew {
+		return fmt.Errorf("%s time %s is %s from this machine's clock (at most %s either way)", whose, t.UTC().Format(time.RFC3339), d.Abs().Round(time.Second), MaxClockSkew)
+	}
+	return nil
 }

@@ -53,6 +53,7 @@ const (
 	BadSET            // returns a SET that does not verify
 	BadProof          // returns an inclusion proof that does not verify
 	NoProof           // returns no inclusion proof
+	OldTime           // logs the entry with an integrated time of 2001-01-01, far from the clock
 )
 
 // Rekor is the fake, on a loopback HTTP server.
@@ -185,7 +186,11 @@ func (r *Rekor) create(w http.ResponseWriter, req *http.Request) {
 	if fault == OtherLogKey {
 		signer = r.otherKey
 	}
-	uuid, entry, err := r.logEntry(req.Context(), body, signer)
+	at := time.Now()
+	if fault == OldTime {
+		at = time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	uuid, entry, err := r.logEntry(req.Context(), body, signer, at)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
@@ -238,7 +243,7 @@ func readProposed(req *http.Request) (*proposed, string) {
 }
 
 // logEntry appends body and returns its UUID and entry, signed by signer.
-func (r *Rekor) logEntry(ctx context.Context, body []byte, signer *ecdsa.PrivateKey) (string, *models.LogEntryAnon, error) {
+func (r *Rekor) logEntry(ctx context.Context, body []byte, signer *ecdsa.PrivateKey, at time.Time) (string, *models.LogEntryAnon, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.tree.AppendData(body)
@@ -265,7 +270,7 @@ func (r *Rekor) logEntry(ctx context.Context, body []byte, signer *ecdsa.Private
 	der, _ := x509.MarshalPKIXPublicKey(r.PublicKey)
 	id := sha256.Sum256(der)
 	logID := hex.EncodeToString(id[:])
-	now := time.Now().Unix()
+	now := at.Unix()
 	b64 := base64.StdEncoding.EncodeToString(body)
 	// The SET: a signature over the canonical JSON of body, integrated
 	// time, log index and log ID.

@@ -42,6 +42,7 @@ const (
 	NoCerts           // ignores certReq: no certificate in the token
 	NonCritical       // signs with a certificate whose EKU is not critical
 	Expired           // signs with a certificate that expired before now
+	Backdated         // signs a token dated 2001-01-01, far from the clock
 )
 
 // PKI is a root and a time-stamping certificate it issued.
@@ -207,6 +208,8 @@ func (a *TSA) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ts.Nonce = new(big.Int).Add(req.Nonce, big.NewInt(1))
 	case NoNonce:
 		ts.Nonce = nil
+	case Backdated:
+		ts.Time = time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
 	case Untrusted:
 		pki = a.untrusted
 	case NoCerts:
