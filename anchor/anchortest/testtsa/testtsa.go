@@ -42,7 +42,7 @@ const (
 	NoCerts           // ignores certReq: no certificate in the token
 	NonCritical       // signs with a certificate whose EKU is not critical
 	Expired           // signs with a certificate that expired before now
-	Backdated         // signs a token dated 2001-01-01, far from the clock
+	Skewed            // signs a token dated 30 days ahead (within its certificate's validity), far from the clock
 )
 
 // PKI is a root and a time-stamping certificate it issued.
@@ -208,8 +208,8 @@ func (a *TSA) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ts.Nonce = new(big.Int).Add(req.Nonce, big.NewInt(1))
 	case NoNonce:
 		ts.Nonce = nil
-	case Backdated:
-		ts.Time = time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	case Skewed:
+		ts.Time = ts.Time.Add(30 * 24 * time.Hour)
 	case Untrusted:
 		pki = a.untrusted
 	case NoCerts:
