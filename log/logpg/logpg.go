@@ -348,9 +348,10 @@ func (s *Store) Err() error {
 	return s.failure
 }
 
-// Unreachable returns why the store's listener cannot reach the database
-// now, or nil while it listens. A sidecar with no commits under way knows
-// the database is down from this alone.
+// Unreachable returns why the store's listener could not reach the
+// database at its last try, or nil since it listens again or a commit or
+// read of the state went through. A sidecar with no commits under way
+// knows the database is down from this alone.
 func (s *Store) Unreachable() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -414,6 +415,7 @@ func (s *Store) atLeast(ctx context.Context, v view, size uint64) view {
 // followers. The caller holds s.advance.
 func (s *Store) publish(st log.State, nodes []log.Node) {
 	s.mu.Lock()
+	s.unreachable = nil // the database answered; the listener may still be waiting to reconnect
 	if st.Size <= s.state.Size {
 		s.mu.Unlock()
 		return
