@@ -7,13 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/log/server"
 )
@@ -48,18 +46,20 @@ func checkHandedOut(ctx context.Context, data string, store log.Storage, v note.
 			n++
 		}
 	}
-	files := []struct{ name, what string }{
-		{cosignedFile, "the witnesses' cosigned checkpoint "},
-		{handedOutFile, "the newest checkpoint this data dir's sidecar showed, "},
-	}
-	for _, f := range files {
-		c, err := os.ReadFile(filepath.Join(data, f.name))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		} else if err != nil {
+	c, err := os.ReadFile(filepath.Join(data, cosignedFile))
+	if err == nil {
+		if err := server.CheckHandedOut(ctx, store, v, "the witnesses' cosigned checkpoint "+cosignedFile, c); err != nil {
 			return n, err
 		}
-		if err := server.CheckHandedOut(ctx, store, v, f.what+f.name, c); err != nil {
+		n++
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return n, err
+	}
+	// The newest checkpoint a sidecar on a shared store showed (shown.go).
+	if c, err := readShown(data); err != nil {
+		return n, err
+	} else if c != nil {
+		if err := server.CheckHandedOut(ctx, store, v, "the newest checkpoint this data dir's sidecar showed (handed-out.0, handed-out.1)", c); err != nil {
 			return n, err
 		}
 		n++
@@ -81,47 +81,6 @@ func checkHandedOut(ctx context.Context, data string, store log.Storage, v note.
 	}
 	return n, nil
 }
-
-// handedOutFile is <data>/handed-out.checkpoint: the newest checkpoint a
-// sidecar on a shared store showed, kept so that the next start can
-// check the store still holds it. A Pebble store keeps its own published
-// record; a shared one (PostgreSQL) that lost commits in a failover was
-// served on by a restarted sidecar, which signed a second history.
-const handedOutFile = "handed-out.checkpoint"
-
-// recordHandedOut keeps handedOutFile up to date with the sequencer's
-// checkpoint until ctx is done, looking every handedOutEvery: a sidecar
-// killed within that time of a commit leaves the one before on record.
-func (s *sidecar) recordHandedOut(ctx context.Context) {
-	path := filepath.Join(s.cfg.Data, handedOutFile)
-	t := time.NewTicker(handedOutEvery)
-	defer t.Stop()
-	var last uint64
-	failing := false
-	for {
-		if size, cp := s.seq.Checkpoint(); size > last && cp != nil {
-			if err := durable.WriteFile(path, cp, 0o644); err != nil {
-				if !failing {
-					s.logger.Error("recording the newest checkpoint shown; a restart cannot check the store against it", "file", path, "err", err)
-				}
-				failing = true
-			} else {
-				last, failing = size, false
-			}
-		}
-		select {
-		case <-ctx.Done():
-			if size, cp := s.seq.Checkpoint(); size > last && cp != nil { // the last, on a clean stop
-				durable.WriteFile(path, cp, 0o644)
-			}
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// handedOutEvery is how often recordHandedOut looks for a new checkpoint.
-const handedOutEvery = 20 * time.Millisecond
 
 // checkStoreOnOpen is what serve checks of a store before serving it:
 // never sign a fork (the store, Pebble or PostgreSQL, holds every

@@ -140,9 +140,9 @@ type sidecar struct {
 	// witness collects cosignatures (nil without configured witnesses).
 	witness     *witnessing
 	stopWitness context.CancelFunc
-	// stopHandedOut stops recording the newest checkpoint shown, after
-	// recording the last (shared stores only; handedout.go).
-	stopHandedOut func()
+	// closeShown syncs and closes the record of the newest checkpoint
+	// shown (shared stores only; shown.go).
+	closeShown func() error
 	// stopTracing flushes and stops the OTLP exporter (nil: none).
 	stopTracing func()
 	// tracer makes the log API's spans (nil: no otel: block).
@@ -276,8 +276,7 @@ func (sc *sidecar) openLog(ctx context.Context) error {
 	if sc.cfg.CommitDelay != nil {
 		delay = *sc.cfg.CommitDelay
 	}
-	var err error
-	sc.seq, err = server.OpenSequencer(ctx, sc.store, sc.keys.signer, sc.keys.verifier, &server.SequencerOptions{
+	opts := &server.SequencerOptions{
 		CommitDelay: delay,
 		// A full disk resumes in place once space is freed (Pebble only;
 		// log/server resume.go says why only a full disk).
@@ -285,7 +284,19 @@ func (sc *sidecar) openLog(ctx context.Context) error {
 		Genesis: func() ([]byte, error) {
 			return log.Genesis(time.Now(), sc.keys.signer.Name(), sc.keys.vkey, sc.keys.anchorPub, version)
 		},
-	})
+	}
+	if sc.cfg.Store != "" {
+		// A shared store keeps no published record in the data dir: the
+		// newest checkpoint shown is kept there instead (shown.go).
+		rec, err := openShownRecord(sc.cfg.Data)
+		if err != nil {
+			return fmt.Errorf("opening the record of checkpoints shown: %w", err)
+		}
+		opts.Shown = rec.write
+		sc.closeShown = rec.close
+	}
+	var err error
+	sc.seq, err = server.OpenSequencer(ctx, sc.store, sc.keys.signer, sc.keys.verifier, opts)
 	if err != nil {
 		return err
 	}
@@ -298,12 +309,6 @@ func (sc *sidecar) openLog(ctx context.Context) error {
 		wctx, cancel := context.WithCancel(context.Background())
 		sc.stopWitness = cancel
 		go sc.witness.run(wctx, sc.seq)
-	}
-	if sc.cfg.Store != "" {
-		hctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		sc.stopHandedOut = func() { cancel(); <-done }
-		go func() { defer close(done); sc.recordHandedOut(hctx) }()
 	}
 	return nil
 }
@@ -418,8 +423,10 @@ func (s *sidecar) close() {
 			s.logger.Error("closing sequencer", "err", err)
 		}
 	}
-	if s.stopHandedOut != nil {
-		s.stopHandedOut()
+	if s.closeShown != nil {
+		if err := s.closeShown(); err != nil {
+			s.logger.Error("closing the record of checkpoints shown", "err", err)
+		}
 	}
 	if err := s.store.Close(); err != nil {
 		s.logger.Error("closing store", "err", err)

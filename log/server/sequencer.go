@@ -43,6 +43,13 @@ type SequencerOptions struct {
 	// backing off to a try every 30 s while the disk stays full
 	// (resume.go). Other faults are never retried.
 	RetryDiskFull time.Duration
+	// Shown, if not nil, is called with each newer checkpoint before it
+	// leaves the sequencer (in a receipt, or as the latest checkpoint),
+	// once per size and never an older one after a newer: what the
+	// program keeps of it outside the store (provlog keeps the newest in
+	// its data dir for a shared store) is never behind what was handed
+	// out. An error stops the log, as a failed commit does.
+	Shown func(cp []byte) error
 }
 
 // DefaultCommitDelay is the commit delay provlog serve uses unless
@@ -74,6 +81,10 @@ type Sequencer struct {
 	drained []*request // what it took since, waiting for a shared store's lock
 	last    int        // entries in the last commit
 	timer   *time.Timer
+
+	shown     func(cp []byte) error // SequencerOptions.Shown
+	showMu    sync.Mutex            // serializes shown, keeping lastShown
+	lastShown uint64
 
 	mu      sync.RWMutex
 	size    uint64
@@ -157,6 +168,7 @@ func OpenSequencer(ctx context.Context, store log.Storage, signer note.Signer, v
 		rng:      rng,
 		verifier: verifier,
 		done:     make(chan struct{}),
+		shown:    opts.Shown,
 	}
 	if s.maxBatch <= 0 {
 		s.maxBatch = DefaultMaxBatch
@@ -612,6 +624,11 @@ func (s *Sequencer) commit(batch []*request) {
 		fail(err)
 		return
 	}
+	if err := s.show(size, cp); err != nil {
+		// Committed, but not on record as shown: nobody gets it.
+		fail(fmt.Errorf("committing batch [%d, %d): outcome unknown: %w", start, size, err))
+		return
+	}
 	s.mu.Lock()
 	s.size, s.cp, s.root = size, cp, root
 	s.stats.Appends += uint64(len(batch))
@@ -621,6 +638,24 @@ func (s *Sequencer) commit(batch []*request) {
 	for i, r := range batch {
 		r.reply <- result{index: start + uint64(i), size: size, cp: cp, nodes: nodes}
 	}
+}
+
+// show passes cp, of size, to SequencerOptions.Shown if it is newer than
+// the last it was given.
+func (s *Sequencer) show(size uint64, cp []byte) error {
+	if s.shown == nil {
+		return nil
+	}
+	s.showMu.Lock()
+	defer s.showMu.Unlock()
+	if size <= s.lastShown {
+		return nil
+	}
+	if err := s.shown(cp); err != nil {
+		return fmt.Errorf("recording the checkpoint of size %d before it is shown: %w", size, err)
+	}
+	s.lastShown = size
+	return nil
 }
 
 // memNodes serves the nodes of one batch to the proofs of its entries.

@@ -46,7 +46,11 @@ func (s *Sequencer) openShared() {
 // newer and signed by the log's key. A state signed otherwise stops the
 // sequencer: another log's writer is using this store.
 func (s *Sequencer) adopt(st log.State) {
-	if err := s.checkSigned(st); err != nil {
+	err := s.checkSigned(st)
+	if err == nil {
+		err = s.show(st.Size, st.Checkpoint) // before it is served as the latest
+	}
+	if err != nil {
 		s.mu.Lock()
 		if s.failed == nil {
 			s.failed = fmt.Errorf("log stopped: %w", err)
@@ -195,6 +199,19 @@ func (s *Sequencer) commitShared(batch []*request) {
 		if s.failed != nil {
 			err = s.failed
 		}
+		s.mu.Unlock()
+		for _, r := range all {
+			r.reply <- result{err: err}
+		}
+		return
+	}
+	if err := s.show(size, cp); err != nil {
+		// Committed, but not on record as shown: nobody gets it.
+		s.mu.Lock()
+		if s.failed == nil {
+			s.failed = fmt.Errorf("log stopped after a commit: outcome unknown: %w", err)
+		}
+		err = s.failed
 		s.mu.Unlock()
 		for _, r := range all {
 			r.reply <- result{err: err}

@@ -511,3 +511,58 @@ func TestSequencerCloseWhileAppending(t *testing.T) {
 		}
 	}
 }
+
+// TestSequencerShown: SequencerOptions.Shown has every checkpoint before
+// a receipt carries it, newer ones only; when it fails, the append is
+// refused (its outcome unknown) and the log stops.
+func TestSequencerShown(t *testing.T) {
+	ctx := context.Background()
+	signer, verifier := logtest.NewKey(t, "provlog.test/shown")
+	var mu sync.Mutex
+	var shown []uint64
+	fail := false
+	seq, err := OpenSequencer(ctx, logtest.NewMemory(), signer, verifier, &SequencerOptions{Shown: func(cp []byte) error {
+		c, err := log.ParseCheckpointNote(cp)
+		if err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			return errors.New("disk on fire")
+		}
+		shown = append(shown, c.Size)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seq.Close()
+	for i := range 20 {
+		r, err := seq.Append(ctx, fmt.Appendf(nil, "e%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := log.ParseCheckpointNote(r.Checkpoint)
+		mu.Lock()
+		last := shown[len(shown)-1]
+		mu.Unlock()
+		if last < c.Size {
+			t.Fatalf("a receipt of size %d left while Shown had %d", c.Size, last)
+		}
+	}
+	for i := 1; i < len(shown); i++ {
+		if shown[i] <= shown[i-1] {
+			t.Fatalf("Shown was given size %d after %d", shown[i], shown[i-1])
+		}
+	}
+	mu.Lock()
+	fail = true
+	mu.Unlock()
+	if _, err := seq.Append(ctx, []byte("unrecorded")); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("an append whose checkpoint could not be recorded: %v", err)
+	}
+	if seq.Err() == nil {
+		t.Fatal("the log goes on after its checkpoint could not be recorded")
+	}
+}
