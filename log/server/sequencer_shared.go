@@ -191,31 +191,12 @@ func (s *Sequencer) commitShared(batch []*request) {
 		s.unavailable.Store(nil)
 	}
 	if err != nil {
-		s.mu.Lock()
-		s.stats.CommitErrors++
-		if !errors.Is(err, log.ErrUnavailable) && s.failed == nil {
-			s.failed = fmt.Errorf("log stopped after a failed commit: %w", err)
-		}
-		if s.failed != nil {
-			err = s.failed
-		}
-		s.mu.Unlock()
-		for _, r := range all {
-			r.reply <- result{err: err}
-		}
+		s.failShared(all, err, "log stopped after a failed commit: %w", true)
 		return
 	}
 	if err := s.show(size, cp); err != nil {
 		// Committed, but not on record as shown: nobody gets it.
-		s.mu.Lock()
-		if s.failed == nil {
-			s.failed = fmt.Errorf("log stopped after a commit: outcome unknown: %w", err)
-		}
-		err = s.failed
-		s.mu.Unlock()
-		for _, r := range all {
-			r.reply <- result{err: err}
-		}
+		s.failShared(all, err, "log stopped after a commit: outcome unknown: %w", false)
 		return
 	}
 	s.mu.Lock()
@@ -234,6 +215,26 @@ func (s *Sequencer) commitShared(batch []*request) {
 			continue
 		}
 		r.reply <- result{err: fmt.Errorf("append: %w (key %q, decided at size %d)", log.ErrFenced, r.fence.Key, r.fence.After)}
+	}
+}
+
+// failShared answers all with err: the sequencer stops (format wraps
+// err) unless the store is only unavailable; failedCommit counts the
+// commit among the failed ones.
+func (s *Sequencer) failShared(all []*request, err error, format string, failedCommit bool) {
+	s.mu.Lock()
+	if failedCommit {
+		s.stats.CommitErrors++
+	}
+	if !errors.Is(err, log.ErrUnavailable) && s.failed == nil {
+		s.failed = fmt.Errorf(format, err)
+	}
+	if s.failed != nil {
+		err = s.failed
+	}
+	s.mu.Unlock()
+	for _, r := range all {
+		r.reply <- result{err: err}
 	}
 }
 
