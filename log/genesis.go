@@ -3,11 +3,35 @@ package log
 import (
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
-// GenesisActor is the actor of every genesis entry.
+// GenesisActor is the actor of every genesis entry, and of every other
+// entry the sidecar writes on its own account (tools lists, witness
+// conflicts): no client may act as it.
 const GenesisActor = "provlog"
+
+// CheckActor says what makes id unfit for a client to act as: it is the
+// sidecar's own (GenesisActor), not valid UTF-8 of at most max bytes, or
+// one a reader of the log could take for another (a control character,
+// space at either end). Static tokens' ids and those mapped from OAuth
+// claims are both checked with it.
+func CheckActor(id string, max int) error {
+	switch {
+	case id == GenesisActor:
+		return fmt.Errorf("actor id %q is the sidecar's own (the entries it writes itself)", id)
+	case !utf8.ValidString(id) || len(id) > max:
+		return fmt.Errorf("actor id %q must be valid UTF-8 of at most %d bytes", id, max)
+	case strings.TrimSpace(id) != id:
+		return fmt.Errorf("actor id %q has space at its start or end", id)
+	case strings.ContainsFunc(id, unicode.IsControl):
+		return fmt.Errorf("actor id %q holds a control character", id)
+	}
+	return nil
+}
 
 // A GenesisEntry is the first entry of every log (DESIGN §2): it commits
 // the log to its origin, its verifier key and its anchoring key.

@@ -1,7 +1,6 @@
 package opp
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -369,15 +368,10 @@ func citedCall(rd reader, i uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if !bytes.Contains(b, []byte(log.KindCallResult)) {
-		return i, nil // not a call.result: skip parsing the entry
-	}
-	e, err := log.ParseEntry(b)
-	if err != nil || e.Kind != log.KindCallResult {
-		return i, nil
-	}
-	if res, err := log.ParseCallResult(e); err == nil && res.Call < i {
-		return res.Call, nil
+	if e, err := log.ParseEntry(b); err == nil && e.Kind == log.KindCallResult {
+		if res, err := log.ParseCallResult(e); err == nil && res.Call < i {
+			return res.Call, nil
+		}
 	}
 	return i, nil
 }

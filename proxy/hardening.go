@@ -199,7 +199,11 @@ func (p *Proxy) oneMessage(w http.ResponseWriter, r *http.Request) (postBody, bo
 			"provlog: the request body is not one JSON value (%v); send one JSON-RPC message per POST", why))
 		return postBody{}, false
 	}
-	if id, bad := badRequestID(body); bad {
+	id, bad := pb.msg.id, unsafeID(pb.msg.id) // what parseFast read has its id at hand
+	if !pb.parsed {
+		id, bad = badRequestID(body) // anything else is scanned for one
+	}
+	if bad {
 		writeHTTPError(w, http.StatusBadRequest, refusedIDMessage(id))
 		return postBody{}, false
 	}
@@ -267,10 +271,16 @@ func badRequestID(msg []byte) (json.RawMessage, bool) {
 	var m struct {
 		ID json.RawMessage `json:"id"`
 	}
-	if json.Unmarshal(msg, &m) != nil || len(m.ID) == 0 || m.ID[0] != '-' && (m.ID[0] < '0' || m.ID[0] > '9') {
-		return nil, false // not JSON (the SDK refuses it), or its id is no number
+	if json.Unmarshal(msg, &m) != nil {
+		return nil, false // not JSON: the SDK refuses it
 	}
-	return m.ID, !safeID(m.ID)
+	return m.ID, unsafeID(m.ID)
+}
+
+// unsafeID reports whether id, a JSON value, is a number the SDK would not
+// keep as sent (strings and absent ids are kept).
+func unsafeID(id json.RawMessage) bool {
+	return len(id) > 0 && (id[0] == '-' || id[0] >= '0' && id[0] <= '9') && !safeID(id)
 }
 
 // safeID reports whether num, a JSON number, is an integer within ±2^53.

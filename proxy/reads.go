@@ -23,7 +23,7 @@ import (
 
 // proxyActor is the actor of the entries the proxy writes on its own
 // account (tools lists).
-const proxyActor = "provlog"
+const proxyActor = log.GenesisActor
 
 // maxToolChanges bounds the definition changes a server's status keeps.
 const maxToolChanges = 100

@@ -95,21 +95,17 @@ func (p *Proxy) connectPipe(ctx context.Context, r io.ReadCloser, w io.WriteClos
 // take serves v itself if it is a call the pipe front takes, or a
 // cancellation of one; it reports whether it did.
 func (f *pipeFront) take(v []byte) bool {
-	if id, bad := badRequestID(v); bad {
-		b := appendResponse(nil, json.RawMessage("null"), nil, refusedIDMessage(id))
-		f.w.Write(append(b, '\n'))
-		return true
-	}
 	ss := f.ss.Load()
-	if ss == nil || f.p.noFastPath {
-		return false
-	}
-	if !bytes.Contains(v, []byte(`"tools/call"`)) && !bytes.Contains(v, []byte(`"notifications/cancelled"`)) {
-		return false // not worth parsing
+	if ss == nil || f.p.noFastPath ||
+		!bytes.Contains(v, []byte(`"tools/call"`)) && !bytes.Contains(v, []byte(`"notifications/cancelled"`)) {
+		return f.refuseID(badRequestID(v)) // not worth parsing; only its id is looked for
 	}
 	fr, ok := parseFast(bytes.Clone(v)) // v is the reader's buffer
 	if !ok {
-		return false
+		return f.refuseID(badRequestID(v))
+	}
+	if unsafeID(fr.id) {
+		return f.refuseID(fr.id, true)
 	}
 	switch {
 	case fr.method == "notifications/cancelled" && fr.id == nil:
@@ -139,6 +135,17 @@ func (f *pipeFront) take(v []byte) bool {
 		return true
 	}
 	return false
+}
+
+// refuseID answers a message whose id the SDK would change (bad, by
+// badRequestID) with an error, and reports whether it did.
+func (f *pipeFront) refuseID(id json.RawMessage, bad bool) bool {
+	if !bad {
+		return false
+	}
+	b := appendResponse(nil, json.RawMessage("null"), nil, refusedIDMessage(id))
+	f.w.Write(append(b, '\n'))
+	return true
 }
 
 // pipeRevision returns the revision and client of call fc on ss, if the

@@ -9,7 +9,7 @@ import (
 
 // ConflictActor is the actor of witness.conflict entries: the sidecar
 // writes them, not a client.
-const ConflictActor = "provlog"
+const ConflictActor = log.GenesisActor
 
 // A ConflictEntry is a witness.conflict log entry (DESIGN §2): a witness
 // refused a checkpoint because it holds another history of the log. It

@@ -16,16 +16,14 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/cmd/internal/cli"
+	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/opp"
 	"github.com/provlog/provlog/proxy"
 	"github.com/provlog/provlog/proxy/authn"
-	"github.com/provlog/provlog/witness"
 )
 
 // Config is the sidecar's YAML configuration (DESIGN §4).
@@ -224,22 +222,10 @@ func loadConfig(path string) (*Config, error) {
 	return cfg, nil
 }
 
-// checkActorID refuses an actor id no one should act as: the sidecar's
-// own ("provlog", the actor of the entries it writes itself), and ids a
-// reader of the log could mistake for others (control characters, space
-// at either end, invalid UTF-8, over opp.MaxActor bytes).
+// checkActorID refuses a static token's actor id no client should act as
+// (log.CheckActor).
 func checkActorID(id string) error {
-	switch {
-	case id == witness.ConflictActor:
-		return fmt.Errorf("actor id %q is the sidecar's own (the entries it writes itself); give the token another id", id)
-	case !utf8.ValidString(id) || len(id) > opp.MaxActor:
-		return fmt.Errorf("actor id %q must be valid UTF-8 of at most %d bytes", id, opp.MaxActor)
-	case strings.TrimSpace(id) != id:
-		return fmt.Errorf("actor id %q has space at its start or end", id)
-	case strings.ContainsFunc(id, unicode.IsControl):
-		return fmt.Errorf("actor id %q holds a control character", id)
-	}
-	return nil
+	return log.CheckActor(id, opp.MaxActor)
 }
 
 // loadAuth checks the auth: section and reads its introspection client

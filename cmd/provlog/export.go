@@ -78,21 +78,8 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		src = s
 	}
-	_, statErr := os.Stat(*out)
-	before, _ := os.ReadDir(*out)
 	m, err := bundle.Export(ctx, src, opts)
 	if err != nil {
-		// Nothing half-written stays behind: --out is removed if export
-		// made it, emptied again if it was an empty directory (a
-		// non-empty one is refused before anything is written).
-		if errors.Is(statErr, os.ErrNotExist) {
-			os.RemoveAll(*out)
-		} else if statErr == nil && len(before) == 0 {
-			des, _ := os.ReadDir(*out)
-			for _, de := range des {
-				os.RemoveAll(filepath.Join(*out, de.Name()))
-			}
-		}
 		return err
 	}
 	fmt.Fprintf(stdout, "exported entries [%d, %d) of %s (checkpoint size %d) to %s\n", m.From, m.To, m.Origin, m.Size, *out)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -127,7 +128,7 @@ type ExportOptions struct {
 const chunk = 4096
 
 // Export writes a bundle of src's entries [From, To) to opts.Dir.
-func Export(ctx context.Context, src Source, opts ExportOptions) (*Manifest, error) {
+func Export(ctx context.Context, src Source, opts ExportOptions) (_ *Manifest, err error) {
 	v, err := note.NewVerifier(opts.VKey)
 	if err != nil {
 		return nil, fmt.Errorf("verifier key: %w", err)
@@ -143,6 +144,7 @@ func Export(ctx context.Context, src Source, opts ExportOptions) (*Manifest, err
 	if opts.From >= to || to > cp.Size {
 		return nil, fmt.Errorf("range [%d, %d) is empty or beyond the checkpoint's size %d", opts.From, to, cp.Size)
 	}
+	_, statErr := os.Stat(opts.Dir)
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -151,16 +153,31 @@ func Export(ctx context.Context, src Source, opts ExportOptions) (*Manifest, err
 	} else if len(des) > 0 {
 		return nil, fmt.Errorf("%s is not empty", opts.Dir)
 	}
+	// A failed export leaves nothing half-written: the directory it made
+	// goes, one that was there (empty) is emptied again.
+	defer func() {
+		if err == nil {
+			return
+		}
+		if errors.Is(statErr, fs.ErrNotExist) {
+			os.RemoveAll(opts.Dir)
+			return
+		}
+		des, _ := os.ReadDir(opts.Dir)
+		for _, de := range des {
+			os.RemoveAll(filepath.Join(opts.Dir, de.Name()))
+		}
+	}()
 	x := &exporter{ctx: ctx, src: src, opts: &opts, cp: cp, to: to,
 		m: &Manifest{Format: Format, Generator: opts.Generator, Origin: cp.Origin, From: opts.From, To: to,
 			ProvMapping: ProvMapping, Size: cp.Size, Root: base64.StdEncoding.EncodeToString(cp.Hash), Files: map[string]string{}}}
 	for _, step := range []func() error{x.writeTree, x.writeGenesis, x.writeKeys, x.writeAnchors, x.writeEntries} {
-		if err := step(); err != nil {
+		if err = step(); err != nil {
 			return nil, err
 		}
 	}
 	mj, _ := json.MarshalIndent(x.m, "", "  ")
-	if err := os.WriteFile(filepath.Join(opts.Dir, ManifestFile), append(mj, '\n'), 0o644); err != nil {
+	if err = os.WriteFile(filepath.Join(opts.Dir, ManifestFile), append(mj, '\n'), 0o644); err != nil {
 		return nil, err
 	}
 	return x.m, nil

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode"
@@ -166,16 +167,14 @@ func (st *state) identity(is *issuer, c *claims, sum [sha256.Size]byte, now time
 		}
 	}
 	actor := is.cfg.ActorPrefix + value
-	if len(actor) > MaxActor || !validText(value) {
-		return nil, invalid("the actor %q mapped from claim %s is over %d bytes or not text", truncate(actor, 80), is.cfg.ActorClaim, MaxActor)
+	// As static ids are checked, and the claim's own value for space
+	// the prefix would hide ("kc: bob").
+	err := log.CheckActor(actor, MaxActor)
+	if err == nil && (!validText(value) || strings.TrimSpace(value) != value) {
+		err = fmt.Errorf("the claim's value %q is not text, or has space at its start or end", truncate(value, 80))
 	}
-	// As for static ids: none a reader of the log could take for
-	// another (space at an end), and not the sidecar's own.
-	if strings.TrimSpace(value) != value {
-		return nil, invalid("the actor %q mapped from claim %s has space at its start or end", truncate(actor, 80), is.cfg.ActorClaim)
-	}
-	if actor == SidecarActor {
-		return nil, invalid("the actor mapped from claim %s is %q, the sidecar's own", is.cfg.ActorClaim, actor)
+	if err != nil {
+		return nil, invalid("the actor mapped from claim %s is not one a client may act as: %v", is.cfg.ActorClaim, err)
 	}
 	scopes := strings.Fields(c.Scope)
 	if len(scopes) == 0 {
@@ -214,10 +213,6 @@ func validText(s string) bool {
 	}
 	return true
 }
-
-// SidecarActor is the actor of the entries the sidecar writes itself
-// (its tools entries, witness conflicts); no token may act as it.
-const SidecarActor = "provlog"
 
 // truncate shortens text from a token for an error message.
 func truncate(s string, n int) string {
