@@ -25,61 +25,52 @@ import (
 // checked, and a *log.LostError when the store is shorter than one of them
 // or has another root at its size: serving on would fork the log.
 func checkHandedOut(ctx context.Context, data string, store log.Storage, v note.Verifier) (int, error) {
-	n := 0
+	type handedOut struct {
+		src string
+		cp  []byte
+	}
+	var all []handedOut
 	if _, err := os.Stat(filepath.Join(data, anchorDir)); err == nil {
 		records, err := anchor.OpenStore(filepath.Join(data, anchorDir))
 		if err != nil {
-			return n, err
+			return 0, err
 		}
 		list, err := records.List()
 		if err != nil {
-			return n, fmt.Errorf("reading anchor records: %w", err)
+			return 0, fmt.Errorf("reading anchor records: %w", err)
 		}
 		for _, st := range list {
-			if st.Record == nil {
-				continue // audit reports records that do not parse
+			if st.Record != nil { // audit reports records that do not parse
+				all = append(all, handedOut{"anchor record " + filepath.Join(anchorDir, st.Name), []byte(st.Record.Checkpoint)})
 			}
-			src := "anchor record " + filepath.Join(anchorDir, st.Name)
-			if err := server.CheckHandedOut(ctx, store, v, src, []byte(st.Record.Checkpoint)); err != nil {
-				return n, err
-			}
-			n++
 		}
 	}
-	c, err := os.ReadFile(filepath.Join(data, cosignedFile))
-	if err == nil {
-		if err := server.CheckHandedOut(ctx, store, v, "the witnesses' cosigned checkpoint "+cosignedFile, c); err != nil {
-			return n, err
-		}
-		n++
+	if c, err := os.ReadFile(filepath.Join(data, cosignedFile)); err == nil {
+		all = append(all, handedOut{"the witnesses' cosigned checkpoint " + cosignedFile, c})
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return n, err
+		return 0, err
 	}
 	// The newest checkpoint a sidecar on a shared store showed (shown.go).
 	if c, err := readShown(data); err != nil {
-		return n, err
+		return 0, err
 	} else if c != nil {
-		if err := server.CheckHandedOut(ctx, store, v, "the newest checkpoint this data dir's sidecar showed (handed-out.0, handed-out.1)", c); err != nil {
-			return n, err
-		}
-		n++
+		all = append(all, handedOut{"the newest checkpoint this data dir's sidecar showed (handed-out.0, handed-out.1)", c})
 	}
 	// A shared store must hold the data dir's own log, if it ever had
 	// one: that log's checkpoints were handed out under the same key.
 	if _, own := store.(*logpebble.Store); !own {
-		c, err := logpebble.NewestPublished(filepath.Join(data, dbDir))
-		if err != nil {
-			return n, err
-		}
-		if c != nil {
-			src := "the data dir's own log (" + dbDir + "/: move it aside only if its history is to be given up)"
-			if err := server.CheckHandedOut(ctx, store, v, src, c); err != nil {
-				return n, err
-			}
-			n++
+		if c, err := logpebble.NewestPublished(filepath.Join(data, dbDir)); err != nil {
+			return 0, err
+		} else if c != nil {
+			all = append(all, handedOut{"the data dir's own log (" + dbDir + "/: move it aside only if its history is to be given up)", c})
 		}
 	}
-	return n, nil
+	for i, h := range all {
+		if err := server.CheckHandedOut(ctx, store, v, h.src, h.cp); err != nil {
+			return i, err
+		}
+	}
+	return len(all), nil
 }
 
 // checkStoreOnOpen is what serve checks of a store before serving it:
