@@ -401,26 +401,31 @@ func (p *Proxy) fastCallOf(fr fastRequest, sessionless bool) (fastCall, bool) {
 
 // serveFastCall serves one tools/call through the call lifecycle
 // (serveCall) and answers it (callstream.go). A call whose stream can be
-// resumed runs on its own, detached from the POST: it ends with its
-// answer, a notifications/cancelled or the session, not with the
-// connection, which the POST's handler holds only while the stream is
-// written to it.
+// resumed is detached from the POST: it ends with its answer, a
+// notifications/cancelled or the session, not with the connection. It
+// still runs on the handler's goroutine (a goroutine of its own cost a
+// new stack grown to the call's depth, and two wake-ups, every call): a
+// connection that drops is let go at once, so that a resume can take the
+// stream over, and the handler returns when the call ends.
 func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontSession, id json.RawMessage, fc fastCall, ti *auth.TokenInfo) {
 	p.fastCalls.Add(1)
 	start := time.Now()
 	cst := p.newCallStream(fs, w)
-	release := cst.release
 	ctx := r.Context()
 	if cst.id != "" {
+		release := cst.release
+		dropped := context.AfterFunc(ctx, func() {
+			cst.mu.Lock()
+			if cst.release == release {
+				cst.letGo()
+			}
+			cst.mu.Unlock()
+		})
+		defer dropped()
 		ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		stop := context.AfterFunc(fs.ctx, cancel)
-		go func() {
-			growStack(0)
-			defer stop()
-			defer cancel()
-			p.runFastCall(ctx, cancel, cst, fs, r.Header, id, fc, ti, start)
-		}()
-		cst.wait(r.Context(), release)
+		defer cancel()
+		defer context.AfterFunc(fs.ctx, cancel)()
+		p.runFastCall(ctx, cancel, cst, fs, r.Header, id, fc, ti, start)
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
