@@ -16,9 +16,12 @@ const GenesisActor = "provlog"
 
 // CheckActor says what makes id unfit for a client to act as: it is the
 // sidecar's own (GenesisActor), not valid UTF-8 of at most max bytes, or
-// one a reader of the log could take for another (a control character,
-// space at either end). Static tokens' ids and those mapped from OAuth
-// claims are both checked with it.
+// one a reader of the log could take for another (space at either end,
+// or a character that does not show: see [Invisible]). Static tokens' ids
+// and those mapped from OAuth claims are both checked with it, when a
+// config is read or a token mapped; entries already in a log are never
+// judged by it, so a log written before a character was refused here
+// reads and audits as it did.
 func CheckActor(id string, max int) error {
 	switch {
 	case id == GenesisActor:
@@ -27,10 +30,60 @@ func CheckActor(id string, max int) error {
 		return fmt.Errorf("actor id %q must be valid UTF-8 of at most %d bytes", id, max)
 	case strings.TrimSpace(id) != id:
 		return fmt.Errorf("actor id %q has space at its start or end", id)
-	case strings.ContainsFunc(id, unicode.IsControl):
-		return fmt.Errorf("actor id %q holds a control character", id)
+	}
+	n := 0
+	for _, r := range id {
+		n++
+		if what := Invisible(r); what != "" {
+			return fmt.Errorf("actor id %q holds %s, U+%04X, at character %d; a reader of the log would not see it, and could take the id for another", id, what, r, n)
+		}
 	}
 	return nil
+}
+
+// Invisible says what r is when it does not show as a character of its
+// own to someone reading text, and "" when it does (a letter, mark,
+// number, punctuation, symbol or space). Actor ids may hold no such
+// character (CheckActor), and a task's title must hold a character that
+// is neither this nor space (opp).
+//
+// The set is every code point outside Unicode's graphic categories (L,
+// M, N, P, S, Zs): controls, format characters (Cf: zero-width space and
+// joiners, bidirectional overrides, U+FEFF, U+2060, the soft hyphen,
+// tags), line and paragraph separators, private-use characters (a font
+// may draw them as anything, or as nothing) and code points unassigned
+// in this build's Unicode tables (unicode.Version). To those it adds the
+// graphic code points Unicode itself says renderers show as nothing,
+// Default_Ignorable_Code_Point of UAX #44: the variation selectors and
+// Other_Default_Ignorable_Code_Point (the Hangul fillers U+115F, U+1160,
+// U+3164 and U+FFA0, the combining grapheme joiner U+034F, the Khmer
+// inherent vowels U+17B4 and U+17B5); and U+2800, the blank braille
+// pattern, which is graphic and not default-ignorable but prints as a
+// space that strings.TrimSpace does not remove. All of Cf is refused,
+// not only its default-ignorable part: the rest (U+0600 and its like)
+// changes how its neighbours are drawn, and none belongs in an id. The
+// cost is that an id cannot hold an emoji sequence joined by U+200D or
+// styled by U+FE0F: an id is a name a reader must tell from others.
+func Invisible(r rune) string {
+	switch {
+	case unicode.IsControl(r):
+		return "a control character"
+	case unicode.Is(unicode.Cf, r):
+		return "a format character (shown as nothing, or changing how its neighbours show)"
+	case unicode.Is(unicode.Variation_Selector, r):
+		return "a variation selector (shown as nothing)"
+	case unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r):
+		return "a default-ignorable character (shown as nothing)"
+	case r == '\u2800':
+		return "the blank braille pattern (shown as a space)"
+	case unicode.IsGraphic(r):
+		return ""
+	case unicode.In(r, unicode.Zl, unicode.Zp):
+		return "a line or paragraph separator"
+	case unicode.Is(unicode.Co, r):
+		return "a private-use character (no font need show it)"
+	}
+	return "a code point not assigned in Unicode " + unicode.Version + " (no font need show it)"
 }
 
 // A GenesisEntry is the first entry of every log (DESIGN §2): it commits

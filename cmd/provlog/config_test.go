@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/opp"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
@@ -166,5 +169,61 @@ func TestConfigParking(t *testing.T) {
 		if cfg.Parking != tc.want {
 			t.Errorf("%q: parking %+v, want %+v", tc.text, cfg.Parking, tc.want)
 		}
+	}
+}
+
+// TestConfigInvisibleActor: an actor id holding a character that shows as
+// nothing is refused when a config is read or a token added, naming the
+// character and where it is. A log an older provlog wrote under such an
+// id (it let the config through) still reads and audits clean: the
+// check applies to configs, not to the entries of a log.
+func TestConfigInvisibleActor(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	const want = "U+200B, at character 6"
+	for _, text := range []string{
+		"actor: \"alice\\u200b\"\n",
+		"actors:\n  - {id: \"alice\\u200b\", token_sha256: " + strings.Repeat("a", 64) + "}\n",
+	} {
+		if _, err := loadConfig(writeConfig(t, dir, text)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want it to say %q", text, err, want)
+		}
+	}
+	cfgFile := writeConfig(t, dir, "data: "+data+"\n")
+	if out, code := runCmd(t, "token", "add", "--config", cfgFile, "--actor", "alice\u200b"); code != 2 || !strings.Contains(out, want) {
+		t.Errorf("token add of alice\\u200b: exit %d: %s", code, out)
+	}
+
+	ctx := context.Background()
+	old := "alice\u200b"
+	sc := mustOpenSidecar(t, &Config{Data: data, Actor: old})
+	task := mustResult(t)(sc.tasks.Create(ctx, old, opp.CreateArgs{Title: "old"})).Task.ID
+	mustResult(t)(sc.tasks.Accept(ctx, old, task))
+	call, err := (&log.CallEntry{Time: time.Now(), Actor: old, Server: "s", Tool: "t", Args: log.CanonicalJSON(`{}`)}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := sc.seq.Append(ctx, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustResult(t)(sc.tasks.ReportCompletion(ctx, old, opp.ClaimArgs{TaskID: task, Provenance: string(opp.Observed), Summary: "done", Evidence: []uint64{rc.Index}}))
+	sc.close()
+	if out, code := runCmd(t, "audit", "--data", data); code != 0 || !strings.Contains(out, "1 tasks rebuilt") {
+		t.Fatalf("audit of a log naming %q: exit %d:\n%s", old, code, out)
+	}
+	if out, code := runCmd(t, "tasks", "--data", data, "show", task); code != 0 || !strings.Contains(out, "by "+old) || !strings.Contains(out, "completed") {
+		t.Fatalf("tasks show: exit %d:\n%s", code, out)
+	}
+}
+
+// mustResult fails the test on an error from a task operation.
+func mustResult(t *testing.T) func(*opp.Result, error) *opp.Result {
+	return func(r *opp.Result, err error) *opp.Result {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
 }

@@ -196,6 +196,15 @@ func TestActorMapping(t *testing.T) {
 	if id, err := b.Authenticate(context.Background(), is.Mint(t, is.Claims(resource, "bob"))); err != nil || id.Actor != "provbob" {
 		t.Errorf("sub bob: %v %v", id, err)
 	}
+	// So are ids holding a character that shows as nothing, naming it:
+	// "provbob\u200b" reads as provbob in every report.
+	for sub, want := range map[string]string{"bob\u200b": "U+200B, at character 8", "\u202ebob": "U+202E, at character 5", "bo\u3164b": "U+3164, at character 7", "bob\ufe0f": "U+FE0F, at character 8"} {
+		if id, err := b.Authenticate(context.Background(), is.Mint(t, is.Claims(resource, sub))); err == nil {
+			t.Errorf("sub %q was mapped to actor %q", sub, id.Actor)
+		} else if st, code := status(err); st != 401 || code != "invalid_token" || !strings.Contains(err.Error(), want) {
+			t.Errorf("sub %q: %v, want 401 invalid_token saying %q", sub, err, want)
+		}
+	}
 }
 
 // TestConfigCheck: what the auth: section refuses.
