@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/opp"
@@ -115,5 +116,32 @@ func TestInvisibleText(t *testing.T) {
 	for _, title := range []string{"x", "\u200b x", "✓", "日本"} {
 		mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: title}))
 	}
+	checkRebuild(t, l, e)
+}
+
+// TestInvisibleGraphicText: a title of characters that are graphic yet
+// show as nothing (Hangul fillers, variation selectors, the combining
+// grapheme joiner, the blank braille pattern) is as blank as one of
+// zero-width spaces: opp counts a character visible as actor ids do
+// (log.Invisible).
+func TestInvisibleGraphicText(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	for _, blank := range []string{"\u3164", "\u115f\u1160", "\uffa0 \ufe0f", "\u034f", "\u2800\u2800", "\U000e0100"} {
+		for _, r := range blank {
+			if !unicode.IsSpace(r) && log.CheckActor("x"+string(r), opp.MaxActor) == nil {
+				t.Fatalf("U+%04X is invisible in a title but not in an actor id", r)
+			}
+		}
+		before := l.Size()
+		_, err := e.Create(ctx, "bob", opp.CreateArgs{Title: blank})
+		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleInvalidArgument || !strings.Contains(err.Error(), "title has no visible character") {
+			t.Errorf("title %q: %v", blank, err)
+		}
+		if l.Size() != before {
+			t.Fatalf("a refused blank %q wrote an entry", blank)
+		}
+	}
+	mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: "\u3164x"}))
 	checkRebuild(t, l, e)
 }

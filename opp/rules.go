@@ -55,11 +55,12 @@ func checkText(name, s string, max int, required bool) *log.ProblemsError {
 // rules entries already in the log are judged by (check): an entry
 // written by an older provlog keeps its verdict in an audit whatever is
 // added here. Required texts must show something: a title or summary
-// of spaces, zero-width or control characters alone is blank to anyone
-// reading it, and so is such a source.
+// of spaces and characters that show as nothing (zero-width, format or
+// control characters, fillers) alone is blank to anyone reading it, and
+// so is such a source.
 func checkNew(r *record) *log.ProblemsError {
 	blank := func(name string) *log.ProblemsError {
-		return Refuse(RuleInvalidArgument, "%s has no visible character (only spaces, zero-width or control characters); write something a reader can see", name)
+		return Refuse(RuleInvalidArgument, "%s has no visible character (only spaces, or zero-width, blank or control characters); write something a reader can see", name)
 	}
 	switch r.kind {
 	case KindCreate:
@@ -77,11 +78,14 @@ func checkNew(r *record) *log.ProblemsError {
 	return nil
 }
 
-// visible reports whether s has a character that shows: a letter, mark,
-// number, punctuation or symbol.
+// visible reports whether s has a character that shows and is not
+// space: a letter, mark, number, punctuation or symbol that is not
+// invisible as actor ids count it (log.Invisible, so that a title of
+// Hangul fillers or variation selectors alone is as blank as one of
+// zero-width spaces).
 func visible(s string) bool {
 	for _, c := range s {
-		if unicode.IsGraphic(c) && !unicode.IsSpace(c) {
+		if log.Invisible(c) == "" && !unicode.IsSpace(c) {
 			return true
 		}
 	}
