@@ -362,8 +362,8 @@ func freshEvidence(rd reader, cited map[uint64]bool, evidence []uint64) (bool, e
 }
 
 // citedCall returns the index of the call that entry i, a cited one,
-// stands for: its call if it is a call.result naming an earlier entry,
-// else i itself.
+// stands for (callOf): its call if it is a call.result naming an earlier
+// entry, else i itself.
 func citedCall(rd reader, i uint64) (uint64, error) {
 	b, err := rd.entry(i)
 	if errors.Is(err, errMissing) {
@@ -372,12 +372,31 @@ func citedCall(rd reader, i uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if e, err := log.ParseEntry(b); err == nil && e.Kind == log.KindCallResult {
-		if res, err := log.ParseCallResult(e); err == nil && res.Call < i {
-			return res.Call, nil
-		}
+	e, err := log.ParseEntry(b)
+	if err != nil {
+		return i, nil
 	}
-	return i, nil
+	call, _ := callOf(i, e) // a result that names no earlier call stands for itself
+	return call, nil
+}
+
+// callOf returns the index of the call that e, entry i, stands for when
+// cited as evidence: the call a call.result names, or i itself for an
+// entry of another kind. ok is false for a call.result that does not
+// name an earlier entry (or does not parse): it stands for no call, and
+// call is i. Both rules that look through a cited result to its call,
+// the observed claim's (checkObserved) and the upgrade's (freshEvidence,
+// through citedCall), map it by this one function, so that they see the
+// same call for the same result.
+func callOf(i uint64, e *log.Entry) (call uint64, ok bool) {
+	if e.Kind != log.KindCallResult {
+		return i, true
+	}
+	res, err := log.ParseCallResult(e)
+	if err != nil || res.Call >= i {
+		return i, false
+	}
+	return res.Call, true
 }
 
 // checkObserved checks entry i (bytes b), cited by r, an observed claim:
@@ -385,20 +404,19 @@ func citedCall(rd reader, i uint64) (uint64, error) {
 // A call is made when its call entry is written, before it is forwarded,
 // so that entry's index is what must lie in a tenure: a call started
 // before the accept does not count, however late it finished. A
-// call.result stands for its call. (A call entry of an old log, written
-// after the call with its outcome, has only its own index to go by.)
+// call.result stands for its call (callOf). (A call entry of an old log,
+// written after the call with its outcome, has only its own index to go
+// by.)
 func checkObserved(rd reader, t *task, r *record, i uint64, b []byte) error {
 	e, err := log.ParseEntry(b)
 	if err != nil {
 		return Refuse(RuleEvidence, "evidence entry %d does not parse; an observed claim may cite only your own call entries", i)
 	}
-	call := i
-	if e.Kind == log.KindCallResult {
-		res, err := log.ParseCallResult(e)
-		if err != nil || res.Call >= i {
-			return Refuse(RuleEvidence, "evidence entry %d is a call.result that does not name an earlier call", i)
-		}
-		call = res.Call
+	call, ok := callOf(i, e)
+	if !ok {
+		return Refuse(RuleEvidence, "evidence entry %d is a call.result that does not name an earlier call", i)
+	}
+	if call != i {
 		cb, err := rd.entry(call)
 		if err != nil {
 			return Refuse(RuleEvidence, "evidence entry %d is the result of entry %d, which cannot be read: %v", i, call, err)
