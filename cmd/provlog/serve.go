@@ -361,6 +361,9 @@ func (sc *sidecar) startProxy(ctx context.Context, stdio bool) error {
 // (and does not set handoff_any_actor); mayReceiveHandoff says yes to all
 // otherwise.
 func (s *sidecar) handoffTarget(id string) error {
+	if err := log.CheckActor(id, opp.MaxActor); err != nil {
+		return err // no token could act as it (an issuer's id with U+200B, say)
+	}
 	auth := s.authn.Config() // as reloaded
 	if id == s.cfg.Actor || s.tokens.mayReceiveHandoff(id) || auth.Owns(id) {
 		return nil // a configured actor, or one of a trusted issuer's
