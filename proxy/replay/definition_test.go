@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -150,5 +151,25 @@ func TestDefinitions(t *testing.T) {
 	}
 	if o := rep.Outcomes[0]; o.Definition != DefinitionChanged || o.ToolThen != cur || o.ToolNow != jcsSum(t, vendor) {
 		t.Errorf("x-vendor changed: %+v, want changed from %s to %s", o, cur, jcsSum(t, vendor))
+	}
+
+	// A call that is not replayable has its definition compared too; when
+	// its server cannot be reached, the outcome says it was not.
+	redacted := callEntry(t, map[string]any{"server": "w", "tool": "echo", "tool_sha256": cur, "args": map[string]any{"k": "[redacted]"}, "result_sha256": sumResult})
+	rep, err = Run(context.Background(), [][]byte{redacted}, 40, Options{Servers: servers, Runs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := rep.Outcomes[0]; o.Class != NotReplayable || o.Definition != DefinitionChanged {
+		t.Errorf("redacted arguments: %+v, want not replayable under a changed definition", o)
+	}
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	rep, err = Run(context.Background(), [][]byte{redacted}, 40, Options{Servers: []proxy.ServerConfig{{ID: "w", URL: gone.URL}}, Runs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := rep.Outcomes[0]; o.Definition != "" || !strings.Contains(o.Note, "tool definition not compared: connecting failed") || rep.Definitions[DefinitionChanged] != 0 {
+		t.Errorf("server gone: %+v, want the definition not compared, and why", o)
 	}
 }
