@@ -78,6 +78,42 @@ func Dial(ctx context.Context, cfg ServerConfig, name, version string, logger *s
 // Session returns the client session, for listing and the like.
 func (c *Conn) Session() *mcp.ClientSession { return c.cs }
 
+// A ListedTool is one item of a server's tools/list.
+type ListedTool struct {
+	Name string
+	// SHA256 is the hash of its definition as the server listed it, made
+	// as the proxy makes it: what a call entry made against it records as
+	// tool_sha256 (DESIGN §2).
+	SHA256 string
+	// ReadOnly says it is annotated readOnlyHint.
+	ReadOnly bool
+}
+
+// Tools lists the server's tools as the proxy lists them (catalogue.go):
+// each item's bytes as the server sent them, not the SDK's encoding of
+// its decoding, which drops the members its types lack and would not
+// hash as the proxy's did. Items without a name are left out, as the
+// proxy's tools entry leaves them out.
+func (c *Conn) Tools(ctx context.Context) ([]ListedTool, error) {
+	raws, err := toolKind().list(ctx, c.cs)
+	if err != nil {
+		return nil, err
+	}
+	tools := make([]ListedTool, 0, len(raws))
+	for _, raw := range raws {
+		name := nameOf(raw, "name")
+		if name == "" {
+			continue
+		}
+		t := ListedTool{Name: name, SHA256: definitionSum(raw)}
+		if d, err := decodeTool(raw); err == nil && d.Annotations != nil {
+			t.ReadOnly = d.Annotations.ReadOnlyHint
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
 // CallTool calls tool with args and returns its result's bytes exactly as
 // the server sent them, made as the proxy makes a call through the SDK's
 // client (sdkCall). A JSON-RPC error is an error.

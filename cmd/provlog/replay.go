@@ -33,6 +33,14 @@ type replayOutput struct {
 // classifies them (package proxy/replay). The run is recorded as a
 // "replay" entry: with --data directly, with --log through the running
 // sidecar's record_replay tool (the token's actor is the entry's).
+//
+// It exits 1, after printing and recording the report, when a call's
+// tool is now listed with another definition than the one the call was
+// made against, whatever its result: the server no longer offers the
+// tool the agent chose to call, which is how a rug pull shows, and an
+// unchanged result does not vouch for the call a changed description
+// would lead an agent to make. A changed result exits 0: data moves on,
+// and the report explains it (releases, flaky tools).
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("replay", stderr)
 	data := fs.String("data", "", "data dir of a stopped sidecar (the replay run is appended to its log)")
@@ -88,17 +96,29 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if actor == "" {
 		actor = "local"
 	}
-	idx, err := src.record(ctx, rep.Entry(actor, time.Now(), cfg.Servers))
+	recorded, err := src.record(ctx, rep.Entry(actor, time.Now(), cfg.Servers))
 	if err != nil {
 		return err
 	}
-	out.Recorded = &idx
+	out.Recorded = &recorded
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		printReplay(stdout, out)
 	}
-	printReplay(stdout, out)
+	if n := rep.Definitions[replay.DefinitionChanged]; n > 0 {
+		var idx []uint64
+		for _, o := range rep.Outcomes {
+			if o.Definition == replay.DefinitionChanged {
+				idx = append(idx, o.Index)
+			}
+		}
+		return fmt.Errorf("tool definitions changed since %d call(s) were made (entries %s): their servers now list those tools otherwise; see definition_changes in replay entry %d", n, replay.Ranges(idx), recorded)
+	}
 	return nil
 }
 
@@ -196,7 +216,7 @@ func openReplayRemote(ctx context.Context, logURL, token string, from, to uint64
 func printReplay(w io.Writer, out replayOutput) {
 	rep := out.Report
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "INDEX\tCALL\tCLASS\tDETAIL")
+	fmt.Fprintln(tw, "INDEX\tCALL\tCLASS\tDEFINITION\tDETAIL")
 	for _, o := range rep.Outcomes {
 		var d []string
 		if o.Reason != "" {
@@ -215,7 +235,11 @@ func printReplay(w io.Writer, out replayOutput) {
 		if o.Note != "" {
 			d = append(d, o.Note)
 		}
-		fmt.Fprintf(tw, "%d\t%s/%s\t%s\t%s\n", o.Index, o.Server, o.Tool, o.Class, strings.Join(d, "; "))
+		def := o.Definition
+		if def == "" {
+			def = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s/%s\t%s\t%s\t%s\n", o.Index, o.Server, o.Tool, o.Class, def, strings.Join(d, "; "))
 	}
 	tw.Flush()
 	var counts []string
@@ -223,6 +247,17 @@ func printReplay(w io.Writer, out replayOutput) {
 		counts = append(counts, fmt.Sprintf("%d %s", rep.Counts[c], c))
 	}
 	fmt.Fprintf(w, "entries [%d, %d), %d run(s) per call: %s\n", rep.From, rep.To, rep.Runs, strings.Join(counts, ", "))
+	counts = counts[:0]
+	for _, d := range replay.Definitions {
+		counts = append(counts, fmt.Sprintf("%d %s", rep.Definitions[d], d))
+	}
+	fmt.Fprintf(w, "tool definitions then and now: %s\n", strings.Join(counts, ", "))
+	if ch := rep.DefinitionChanges(); len(ch) > 0 {
+		fmt.Fprintln(w, "CHANGED TOOL DEFINITIONS: the server lists these tools otherwise than when the calls were made (a changed description or schema can make an agent act otherwise; compare the tools entries):")
+		for _, c := range ch {
+			fmt.Fprintf(w, "  %s/%s, calls %s: tool_sha256 %s then, %s now\n", c.Server, c.Tool, c.Calls, c.Then, c.Now)
+		}
+	}
 	if rep.Runs == 1 {
 		fmt.Fprintln(w, "single run: flakiness not checked; a flaky tool shows as changed")
 	}
@@ -241,17 +276,24 @@ func orNone(s string) string {
 }
 
 // fitReplayEntry makes a replay entry that is too large for the log fit:
-// it keeps the counts and pins the per-call outcomes by their hash.
+// it keeps the counts and pins the per-call outcomes by their hash, and
+// then, if it is still too large, the changed definitions.
 func fitReplayEntry(e *log.Entry) {
-	if _, err := e.Marshal(); !errors.Is(err, log.ErrEntryTooLarge) {
-		return
+	for _, k := range []string{"outcomes", "definition_changes"} {
+		if _, err := e.Marshal(); !errors.Is(err, log.ErrEntryTooLarge) {
+			return
+		}
+		v, ok := e.Fields[k]
+		if !ok {
+			continue
+		}
+		j, _ := json.Marshal(v)
+		if c, err := log.Canonicalize(j); err == nil {
+			sum := sha256.Sum256(c)
+			e.Fields[k+"_sha256"] = hex.EncodeToString(sum[:])
+		}
+		delete(e.Fields, k)
 	}
-	oj, _ := json.Marshal(e.Fields["outcomes"])
-	if c, err := log.Canonicalize(oj); err == nil {
-		sum := sha256.Sum256(c)
-		e.Fields["outcomes_sha256"] = hex.EncodeToString(sum[:])
-	}
-	delete(e.Fields, "outcomes")
 }
 
 // entriesAfter reads the log's entries from start on, a chunk at a time,

@@ -29,6 +29,7 @@ type replayFixture struct {
 	dataVersion     atomic.Int64 // what "dataset" returns
 	release         atomic.Value // string: what the release endpoint says
 	writes          atomic.Int64 // how often "write" ran
+	srv             *mcp.Server  // its tools can be redefined
 }
 
 type fxIn struct {
@@ -78,7 +79,7 @@ func newReplayFixture(t *testing.T) *replayFixture {
 		fmt.Fprintf(w, `{"release":%q}`, fx.release.Load().(string))
 	}))
 	t.Cleanup(rs.Close)
-	fx.url, fx.releaseURL = ts.URL, rs.URL
+	fx.url, fx.releaseURL, fx.srv = ts.URL, rs.URL, srv
 	return fx
 }
 
@@ -174,6 +175,11 @@ servers:
 		}
 		if o.Class != c.want {
 			t.Errorf("%s: %s (%s), want %s", c.tool, o.Class, o.Reason, c.want)
+		}
+		// Replay hashes the definitions the server lists as the proxy
+		// hashed them when the calls were made.
+		if o.Definition != replay.DefinitionSame || o.ToolThen == "" || o.ToolNow != o.ToolThen {
+			t.Errorf("%s: definition %q (then %s, now %s), want the same", c.tool, o.Definition, o.ToolThen, o.ToolNow)
 		}
 	}
 	byTool := func(i int) replay.Outcome { return rep.Outcomes[i] }

@@ -2,7 +2,9 @@
 // downstream servers and classifies each call (issue 7, "Replay";
 // research/provenance.md §3.2): unchanged, changed (with the data release
 // then and now), flaky (fresh runs disagree with each other, Diffy-style
-// noise estimation), or not replayable (with the reason).
+// noise estimation), or not replayable (with the reason). Each call's
+// outcome also says whether its server still lists the tool with the
+// definition the call was made against (definition.go).
 //
 // Only tools that cannot change anything are re-run: a server whose config
 // says replay: true, or a tool whose downstream annotations say
@@ -109,15 +111,27 @@ type Outcome struct {
 	// hash could be compared (and an ignore list could not be applied).
 	HashOnly bool   `json:"hash_only,omitempty"`
 	Note     string `json:"note,omitempty"`
+	// Definition compares the tool's definition the call was made against
+	// (the call entry's tool_sha256, ToolThen) with the one the server
+	// lists now (ToolNow): DefinitionSame, DefinitionChanged or
+	// DefinitionUnknown (definition.go). Empty when it could not be
+	// compared: the server is not in the config, cannot be reached (Note
+	// says so), or no longer lists the tool (Reason says so).
+	Definition string `json:"definition,omitempty"`
+	ToolThen   string `json:"tool_sha256_then,omitempty"`
+	ToolNow    string `json:"tool_sha256_now,omitempty"`
 }
 
 // A Report is a replay run's result.
 type Report struct {
-	From     uint64         `json:"from"`
-	To       uint64         `json:"to"` // exclusive
-	Runs     int            `json:"runs"`
-	Counts   map[string]int `json:"counts"`
-	Outcomes []Outcome      `json:"outcomes"`
+	From   uint64         `json:"from"`
+	To     uint64         `json:"to"` // exclusive
+	Runs   int            `json:"runs"`
+	Counts map[string]int `json:"counts"`
+	// Definitions counts the outcomes by Definition; a call whose tool's
+	// definition could not be compared is not counted.
+	Definitions map[string]int `json:"definitions"`
+	Outcomes    []Outcome      `json:"outcomes"`
 }
 
 // Run replays the call entries among entries, which are the log's entries
@@ -131,9 +145,12 @@ func Run(ctx context.Context, entries [][]byte, from uint64, opts Options) (*Rep
 	}
 	r := &runner{opts: opts, conns: map[string]*conn{}}
 	defer r.close()
-	rep := &Report{From: from, To: from + uint64(len(entries)), Runs: opts.Runs, Counts: map[string]int{}}
+	rep := &Report{From: from, To: from + uint64(len(entries)), Runs: opts.Runs, Counts: map[string]int{}, Definitions: map[string]int{}}
 	for _, c := range Classes {
 		rep.Counts[c] = 0
+	}
+	for _, d := range Definitions {
+		rep.Definitions[d] = 0
 	}
 	// A call's outcome is its call.result entry, later in the log (or, in
 	// logs before call.result, in the call entry itself).
@@ -147,6 +164,9 @@ func Run(ctx context.Context, entries [][]byte, from uint64, opts Options) (*Rep
 		}
 		o := r.replay(ctx, at[k], c)
 		rep.Counts[o.Class]++
+		if o.Definition != "" {
+			rep.Definitions[o.Definition]++
+		}
 		rep.Outcomes = append(rep.Outcomes, o)
 	}
 	return rep, nil
@@ -225,8 +245,7 @@ type runner struct {
 type conn struct {
 	cs       *proxy.Conn
 	err      error
-	readOnly map[string]bool
-	known    map[string]bool
+	tools    map[string]proxy.ListedTool // by name, as listed now
 	resolver *source.Resolver
 }
 
@@ -247,7 +266,17 @@ func (r *runner) server(id string) *proxy.ServerConfig {
 	return nil
 }
 
+// replay classifies the call entry at index by its result, and compares
+// the definition of its tool.
 func (r *runner) replay(ctx context.Context, index uint64, call *log.CallEntry) Outcome {
+	o := r.rerun(ctx, index, call)
+	r.compareDefinition(ctx, &o, call)
+	return o
+}
+
+// rerun classifies the call entry at index by its result, re-running it
+// if it is replayable.
+func (r *runner) rerun(ctx context.Context, index uint64, call *log.CallEntry) Outcome {
 	o := Outcome{Index: index, Server: call.Server, Tool: call.Tool}
 	no := func(format string, args ...any) Outcome {
 		o.Class, o.Reason = NotReplayable, fmt.Sprintf(format, args...)
@@ -283,12 +312,13 @@ func (r *runner) replay(ctx context.Context, index uint64, call *log.CallEntry) 
 		o.Class, o.Reason = Failed, "connecting: "+c.err.Error()
 		return o
 	}
-	if !c.known[o.Tool] {
+	tool, listed := c.tools[o.Tool]
+	if !listed {
 		// Calling it would only get "unknown tool", which compared with
 		// the record read as a changed result.
 		return no("tool %q is no longer listed by the server", o.Tool)
 	}
-	if !cfg.Replay && !c.readOnly[o.Tool] {
+	if !cfg.Replay && !tool.ReadOnly {
 		return no("tool not marked safe to replay (no replay: true, not annotated readOnlyHint)")
 	}
 	ignore := append(append([]string(nil), cfg.ReplayIgnore["*"]...), cfg.ReplayIgnore[o.Tool]...)
@@ -418,12 +448,12 @@ func short(s string) string {
 }
 
 // connect opens (once per server) a session as the proxy does and lists
-// the tools for their annotations.
+// the tools as the proxy does, for their annotations and definitions.
 func (r *runner) connect(ctx context.Context, cfg *proxy.ServerConfig) *conn {
 	if c, ok := r.conns[cfg.ID]; ok {
 		return c
 	}
-	c := &conn{readOnly: map[string]bool{}, known: map[string]bool{}}
+	c := &conn{tools: map[string]proxy.ListedTool{}}
 	r.conns[cfg.ID] = c
 	if cfg.Source != nil {
 		c.resolver, _ = source.New(*cfg.Source, r.opts.HTTPClient, r.opts.Logger)
@@ -436,15 +466,13 @@ func (r *runner) connect(ctx context.Context, cfg *proxy.ServerConfig) *conn {
 	c.cs = cs
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for tool, err := range cs.Session().Tools(cctx, nil) {
-		if err != nil {
-			c.err = fmt.Errorf("listing tools: %w", err)
-			return c
-		}
-		c.known[tool.Name] = true
-		if tool.Annotations != nil && tool.Annotations.ReadOnlyHint {
-			c.readOnly[tool.Name] = true
-		}
+	tools, err := cs.Tools(cctx)
+	if err != nil {
+		c.err = fmt.Errorf("listing tools: %w", err)
+		return c
+	}
+	for _, t := range tools {
+		c.tools[t.Name] = t
 	}
 	return c
 }
@@ -606,8 +634,9 @@ func cap20(p []string) []string {
 }
 
 // Entry returns the log entry recording this run: the range, runs, the
-// SHA-256 of the ignore lists in force, counts per class, and per class
-// the call indices as compact ranges ("3-7,9").
+// SHA-256 of the ignore lists in force, counts per class, per class the
+// call indices as compact ranges ("3-7,9"), counts per Definition, and
+// the changed definitions with their calls (definition_changes).
 func (rep *Report) Entry(actor string, t time.Time, servers []proxy.ServerConfig) *log.Entry {
 	by := map[string][]uint64{}
 	for _, o := range rep.Outcomes {
@@ -624,10 +653,14 @@ func (rep *Report) Entry(actor string, t time.Time, servers []proxy.ServerConfig
 		}
 	}
 	f := map[string]any{
-		"range":    map[string]uint64{"from": rep.From, "to": rep.To},
-		"runs":     rep.Runs,
-		"counts":   rep.Counts,
-		"outcomes": outcomes,
+		"range":       map[string]uint64{"from": rep.From, "to": rep.To},
+		"runs":        rep.Runs,
+		"counts":      rep.Counts,
+		"outcomes":    outcomes,
+		"definitions": rep.Definitions,
+	}
+	if ch := rep.DefinitionChanges(); len(ch) > 0 {
+		f["definition_changes"] = ch
 	}
 	if len(ign) > 0 {
 		b, _ := json.Marshal(ign)

@@ -1,0 +1,116 @@
+package replay
+
+import (
+	"context"
+	"strings"
+
+	"github.com/provlog/provlog/log"
+)
+
+// Tool definitions.
+//
+// A call entry names the definition of the tool it was made against
+// (tool_sha256: the SHA-256 of the JCS form of the tool's item in the
+// server's tools/list, exactly as the server listed it; DESIGN §2).
+// Replay lists the server's tools as the proxy lists them and hashes them
+// with the proxy's own function ([proxy.Conn.Tools]), so that the two
+// hashes are equal exactly when the server describes the tool as it did.
+//
+// A changed definition is reported beside the result's class, which it
+// does not change: the class says whether the same call gives the same
+// answer today; the definition says whether the server still offers the
+// tool the agent chose to call. A description or schema that changed
+// under the same name can make an agent act otherwise (a rug pull), so a
+// changed definition is an auditor's finding even where the result is
+// unchanged.
+
+// What a call's tool definition compares as.
+const (
+	// DefinitionSame: the server lists the tool with the definition the
+	// call was made against.
+	DefinitionSame = "same"
+	// DefinitionChanged: the server lists the tool with another
+	// definition than the one the call was made against.
+	DefinitionChanged = "changed"
+	// DefinitionUnknown: the call entry names no definition (it was
+	// recorded before provlog named them), so there is nothing to compare.
+	DefinitionUnknown = "unknown"
+)
+
+// Definitions lists what a definition compares as, in report order.
+var Definitions = []string{DefinitionSame, DefinitionChanged, DefinitionUnknown}
+
+// compareDefinition compares the definition call was made against with
+// the one its server lists now, when the server is in the config and can
+// be reached (for a call that is not replayable too: listing runs
+// nothing), and notes it in o.
+func (r *runner) compareDefinition(ctx context.Context, o *Outcome, call *log.CallEntry) {
+	o.ToolThen = call.ToolSHA256
+	cfg := r.server(call.Server)
+	if cfg == nil {
+		return
+	}
+	c := r.connect(ctx, cfg)
+	if c.err != nil {
+		if !strings.Contains(o.Reason, c.err.Error()) {
+			o.Note = joinNote(o.Note, "tool definition not compared: connecting failed: "+c.err.Error())
+		}
+		return
+	}
+	tool, ok := c.tools[call.Tool]
+	if !ok {
+		return
+	}
+	o.ToolNow = tool.SHA256
+	switch {
+	case call.ToolSHA256 == "":
+		o.Definition = DefinitionUnknown
+	case call.ToolSHA256 == tool.SHA256:
+		o.Definition = DefinitionSame
+	default:
+		o.Definition = DefinitionChanged
+	}
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// A DefinitionChange is a tool whose definition changed since calls were
+// made against it: the replay entry's definition_changes.
+type DefinitionChange struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// Calls are the indices of the calls made against Then, as compact
+	// ranges ([Ranges]).
+	Calls string `json:"calls"`
+	Then  string `json:"tool_sha256_then"`
+	Now   string `json:"tool_sha256_now"`
+}
+
+// DefinitionChanges returns the changed definitions among the outcomes,
+// one per server, tool and pair of definitions, in the order of their
+// first call.
+func (rep *Report) DefinitionChanges() []DefinitionChange {
+	type key struct{ server, tool, then, now string }
+	var order []key
+	calls := map[key][]uint64{}
+	for _, o := range rep.Outcomes {
+		if o.Definition != DefinitionChanged {
+			continue
+		}
+		k := key{o.Server, o.Tool, o.ToolThen, o.ToolNow}
+		if _, ok := calls[k]; !ok {
+			order = append(order, k)
+		}
+		calls[k] = append(calls[k], o.Index)
+	}
+	out := make([]DefinitionChange, 0, len(order))
+	for _, k := range order {
+		out = append(out, DefinitionChange{Server: k.server, Tool: k.tool, Calls: Ranges(calls[k]), Then: k.then, Now: k.now})
+	}
+	return out
+}
