@@ -145,3 +145,23 @@ func TestInvisibleGraphicText(t *testing.T) {
 	mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: "\u3164x"}))
 	checkRebuild(t, l, e)
 }
+
+// TestInvisibleShownByNumber: text with an invisible character among
+// visible ones is written as given, and shown with that character by
+// number, so "pay\u200bme" does not read as "payme" in tasks show.
+func TestInvisibleShownByNumber(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	id := mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: "pay\u200bme \u3164x\u2066"})).Task.ID
+	task, err := e.Status(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := opp.FormatTask(&b, task); err != nil {
+		t.Fatal(err)
+	}
+	if want := `pay\u200bme \u3164x\u2066`; !strings.Contains(b.String(), want) {
+		t.Errorf("show lacks %q:\n%s", want, b.String())
+	}
+}

@@ -38,7 +38,14 @@ func TestHandoffToUnknownActor(t *testing.T) {
 		cs := connectHTTP(t, base, alice)
 		created, _ := callTool(t, cs, "create_task", map[string]any{"title": "t"})
 		callTool(t, cs, "accept_task", map[string]any{"task_id": created["task_id"]})
+		// An id no token could act as is refused even where any actor may
+		// receive a handoff: "bob\u200b" reads as bob in every report.
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "handoff_task",
+			Arguments: map[string]any{"task_id": created["task_id"], "to": "bob\u200b"}})
+		if err != nil || !res.IsError || !strings.Contains(contentText(res), "U+200B") {
+			t.Fatalf("handoff to an id with U+200B: %v, %+v", err, res)
+		}
+		res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "handoff_task",
 			Arguments: map[string]any{"task_id": created["task_id"], "to": "mallory"}})
 		if err != nil {
 			t.Fatal(err)
