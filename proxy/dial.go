@@ -75,8 +75,6 @@ func Dial(ctx context.Context, cfg ServerConfig, name, version string, logger *s
 	return &Conn{cs: cs, cmd: cmd}, nil
 }
 
-// Session returns the client session, for listing and the like.
-func (c *Conn) Session() *mcp.ClientSession { return c.cs }
 
 // A ListedTool is one item of a server's tools/list.
 type ListedTool struct {
