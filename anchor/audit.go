@@ -2,11 +2,13 @@ package anchor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto"
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -66,9 +68,11 @@ type AuditReport struct {
 // each passes [Verify]; consecutive records are linked by their
 // consistency proofs (each record's previous checkpoint is the record
 // before it); and, given the log, each anchored checkpoint is the one the
-// log stored for that size and each anchor entry in the log names a
-// stored record whose bytes, token and entry hashes are the ones it
-// recorded. Every problem is collected; the error is a
+// log stored for that size, each anchor entry in the log names a stored
+// record whose bytes, token and entry hashes are the ones it recorded,
+// and no authority's time is earlier, by more than [MaxClockSkew], than
+// the time of an entry the anchored checkpoint covers (see
+// [Verified.CheckCovered]). Every problem is collected; the error is a
 // *[log.ProblemsError] when there is any, each problem of a record named
 // "NAME: part" (NAME its file name) and each of an anchor entry "anchor
 // entry N".
@@ -89,6 +93,7 @@ func AuditAll(ctx context.Context, dir string, opts AuditOptions) (*AuditReport,
 		rep.Problems = append(rep.Problems, log.ProblemOf(rec+": "+part, err))
 	}
 	byName := map[string]*Stored{}
+	checked := make([]*audited, 0, len(list))
 	var prev *Record
 	for _, st := range list {
 		byName[st.Name] = st
@@ -96,50 +101,73 @@ func AuditAll(ctx context.Context, dir string, opts AuditOptions) (*AuditReport,
 			add(st.Name, "record", st.Err)
 			continue
 		}
-		r := st.Record
-		ok := true
-		v, err := Verify(ctx, r, opts.Verifier, opts.AnchorKey, opts.Trust)
-		if err != nil {
-			ok = false
-			var pe *log.ProblemsError
-			if errors.As(err, &pe) {
-				for _, p := range pe.Problems {
-					rep.Problems = append(rep.Problems, log.Problem{Part: st.Name + ": " + p.Part, Msg: p.Msg})
-				}
-			} else {
-				add(st.Name, "record", err)
-			}
-		}
-		if prev != nil {
-			switch p := r.Previous; {
-			case p == nil:
-				ok = false
-				add(st.Name, "consistency proof", fmt.Errorf("missing: the record before anchors size %d", prev.Size))
-			case p.Size != prev.Size || !bytes.Equal(p.Root, prev.Root):
-				ok = false
-				add(st.Name, "consistency proof", fmt.Errorf("starts from size %d root %x, but the record before anchors size %d root %x", p.Size, p.Root, prev.Size, prev.Root))
-			}
-		}
-		if opts.Log != nil {
-			if err := againstLog(ctx, opts, r); err != nil {
-				ok = false
-				add(st.Name, "log", err)
-			}
-		}
-		if ok {
-			rep.count(r, v)
-		}
-		prev = r
+		a := auditRecord(ctx, opts, st, prev, rep)
+		checked = append(checked, a)
+		prev = st.Record
 	}
 	if opts.Log != nil {
-		if err := auditEntries(ctx, opts, list, byName, rep); err != nil {
+		if err := auditEntries(ctx, opts, list, byName, checked, rep); err != nil {
 			return rep, err
+		}
+	}
+	for _, a := range checked {
+		if a.ok {
+			rep.count(a.st.Record, a.v)
 		}
 	}
 	if len(rep.Problems) > 0 {
 		return rep, &log.ProblemsError{What: "anchors", Problems: rep.Problems}
 	}
 	return rep, nil
+}
+
+// audited is a record as [AuditAll] found it: ok if it passed every
+// check so far, and what it vouches for if [Verify] passed.
+type audited struct {
+	st *Stored
+	v  *Verified
+	ok bool
+}
+
+// auditRecord checks one parsed record on its own, against the record
+// before it (prev, nil for the first) and, given the log, against the
+// log's checkpoint of its size; problems go into rep.
+func auditRecord(ctx context.Context, opts AuditOptions, st *Stored, prev *Record, rep *AuditReport) *audited {
+	add := func(part string, err error) {
+		rep.Problems = append(rep.Problems, log.ProblemOf(st.Name+": "+part, err))
+	}
+	r := st.Record
+	a := &audited{st: st, ok: true}
+	v, err := Verify(ctx, r, opts.Verifier, opts.AnchorKey, opts.Trust)
+	a.v = v
+	if err != nil {
+		a.ok = false
+		var pe *log.ProblemsError
+		if errors.As(err, &pe) {
+			for _, p := range pe.Problems {
+				rep.Problems = append(rep.Problems, log.Problem{Part: st.Name + ": " + p.Part, Msg: p.Msg})
+			}
+		} else {
+			add("record", err)
+		}
+	}
+	if prev != nil {
+		switch p := r.Previous; {
+		case p == nil:
+			a.ok = false
+			add("consistency proof", fmt.Errorf("missing: the record before anchors size %d", prev.Size))
+		case p.Size != prev.Size || !bytes.Equal(p.Root, prev.Root):
+			a.ok = false
+			add("consistency proof", fmt.Errorf("starts from size %d root %x, but the record before anchors size %d root %x", p.Size, p.Root, prev.Size, prev.Root))
+		}
+	}
+	if opts.Log != nil {
+		if err := againstLog(ctx, opts, r); err != nil {
+			a.ok = false
+			add("log", err)
+		}
+	}
+	return a
 }
 
 // againstLog returns what is wrong with r in the light of the audited
@@ -185,16 +213,26 @@ func (rep *AuditReport) count(r *Record, v *Verified) {
 	}
 }
 
-// auditEntries compares the anchor entries in the log with the records.
-// It reads the whole log: an entry naming a record that is gone is what
-// shows the records deleted, the oldest ones included (it read from the
-// oldest record left, and nothing at all when none was left, so a
+// auditEntries reads the whole log once: it compares the anchor entries
+// with the records, and each verified record's authorities' times with
+// the times of the entries its checkpoint covers. Reading the whole log
+// is what shows records deleted, the oldest ones included (it read from
+// the oldest record left, and nothing at all when none was left, so a
 // deleted prefix of the records passed).
-func auditEntries(ctx context.Context, opts AuditOptions, list []*Stored, byName map[string]*Stored, rep *AuditReport) error {
+func auditEntries(ctx context.Context, opts AuditOptions, list []*Stored, byName map[string]*Stored, checked []*audited, rep *AuditReport) error {
 	if opts.Size == 0 {
 		return nil
 	}
-	logged := map[string]bool{}
+	p := &entryPass{byName: byName, rep: rep, logged: map[string]bool{}}
+	// The records whose authorities verified, by the size they anchor:
+	// each is checked against the entries below its size when the pass
+	// reaches that size. (Sizes beyond the log's failed againstLog.)
+	for _, a := range checked {
+		if a.v != nil && a.st.Record.Size > 0 && a.st.Record.Size <= opts.Size {
+			p.covers = append(p.covers, a)
+		}
+	}
+	slices.SortStableFunc(p.covers, func(x, y *audited) int { return cmp.Compare(x.st.Record.Size, y.st.Record.Size) })
 	const chunk = 4096
 	for start := uint64(0); start < opts.Size; start += chunk {
 		end := min(opts.Size, start+chunk)
@@ -203,38 +241,19 @@ func auditEntries(ctx context.Context, opts AuditOptions, list []*Stored, byName
 			return fmt.Errorf("reading log entries: %w", err)
 		}
 		for i, b := range entries {
-			if !bytes.Contains(b, []byte(`"kind":"anchor"`)) {
-				continue
-			}
 			idx := start + uint64(i)
-			e, err := log.ParseEntry(b)
-			if err != nil || e.Kind != log.KindAnchor {
-				continue
+			p.checkCovers(idx)
+			p.noteTime(idx, b)
+			if bytes.Contains(b, []byte(`"kind":"anchor"`)) {
+				p.anchorEntry(idx, b)
 			}
-			rep.Entries++
-			where := fmt.Sprintf("anchor entry %d", idx)
-			f, err := log.ParseAnchorEntry(e)
-			if err != nil {
-				rep.Problems = append(rep.Problems, log.ProblemOf(where, err))
-				continue
-			}
-			st := byName[f.Record]
-			if st == nil {
-				rep.Problems = append(rep.Problems, log.Problem{Part: where, Msg: fmt.Sprintf("names record %s, which is not stored", f.Record)})
-				continue
-			}
-			if idx < f.Size {
-				rep.Problems = append(rep.Problems, log.Problem{Part: st.Name + ": " + where, Msg: fmt.Sprintf("is at index %d, inside the checkpoint of size %d it claims to anchor", idx, f.Size)})
-			}
-			if p := compareEntry(f, st); p != nil {
-				rep.Problems = append(rep.Problems, log.Problem{Part: st.Name + ": " + p.Part, Msg: fmt.Sprintf("%s (anchor entry %d)", p.Msg, idx)})
-			}
-			logged[f.Record] = true
 		}
 	}
+	p.checkCovers(opts.Size)
+	p.unreadable.report(rep)
 	for i, st := range list {
 		switch {
-		case logged[st.Name]:
+		case p.logged[st.Name]:
 		case i == len(list)-1:
 			rep.Unlogged = append(rep.Unlogged, st.Name)
 		default:
@@ -244,4 +263,123 @@ func auditEntries(ctx context.Context, opts AuditOptions, list []*Stored, byName
 		}
 	}
 	return nil
+}
+
+// entryPass is the state of auditEntries' one pass over the log.
+type entryPass struct {
+	byName map[string]*Stored
+	rep    *AuditReport
+	logged map[string]bool // records an anchor entry names
+	// covers are the records to check against the entries' times, by
+	// size; next is the first not checked yet.
+	covers []*audited
+	next   int
+	// newest is the latest "time" of the entries read so far, as text
+	// (TimeFormat sorts as time), and newestAt its entry's index.
+	newest     [len(log.TimeFormat)]byte
+	newestAt   uint64
+	seen       bool
+	badTime    bool // newest is not a time, which is reported
+	unreadable unreadable
+}
+
+// noteTime keeps entry idx's time if it is the latest so far. Entry
+// times need not grow with the index (see [Verified.CheckCovered]), so
+// every entry's time is compared, not only the last's before a size: a
+// running maximum, one comparison an entry, and no entry parsed whole.
+func (p *entryPass) noteTime(idx uint64, b []byte) {
+	t, ok := entryTime(b)
+	if !ok {
+		p.unreadable.add(idx, b)
+		return
+	}
+	if !p.seen || bytes.Compare(t, p.newest[:]) > 0 {
+		copy(p.newest[:], t)
+		p.newestAt, p.seen = idx, true
+	}
+}
+
+// checkCovers checks the records of size idx, the entries below idx
+// having all been read, against the latest of their times.
+func (p *entryPass) checkCovers(idx uint64) {
+	for ; p.next < len(p.covers) && p.covers[p.next].st.Record.Size <= idx; p.next++ {
+		a := p.covers[p.next]
+		if !p.seen {
+			continue // no entry's time could be read: unreadable reports it
+		}
+		ts := string(p.newest[:])
+		t, err := time.Parse(log.TimeFormat, ts)
+		if err != nil || t.Format(log.TimeFormat) != ts {
+			if !p.badTime {
+				p.badTime = true
+				p.rep.Problems = append(p.rep.Problems, log.Problem{Part: fmt.Sprintf("entry %d", p.newestAt),
+					Msg: fmt.Sprintf("\"time\" %q is not RFC 3339 UTC with nanoseconds, so the anchors covering it cannot be checked against it", ts)})
+			}
+			a.ok = false
+			continue
+		}
+		for _, pr := range a.v.CheckCovered(EntryTime{Index: p.newestAt, Time: t}) {
+			p.rep.Problems = append(p.rep.Problems, log.Problem{Part: a.st.Name + ": " + pr.Part, Msg: pr.Msg})
+			a.ok = false
+		}
+	}
+}
+
+// anchorEntry compares anchor entry idx, b, with the record it names.
+func (p *entryPass) anchorEntry(idx uint64, b []byte) {
+	rep := p.rep
+	e, err := log.ParseEntry(b)
+	if err != nil || e.Kind != log.KindAnchor {
+		return
+	}
+	rep.Entries++
+	where := fmt.Sprintf("anchor entry %d", idx)
+	f, err := log.ParseAnchorEntry(e)
+	if err != nil {
+		rep.Problems = append(rep.Problems, log.ProblemOf(where, err))
+		return
+	}
+	st := p.byName[f.Record]
+	if st == nil {
+		rep.Problems = append(rep.Problems, log.Problem{Part: where, Msg: fmt.Sprintf("names record %s, which is not stored", f.Record)})
+		return
+	}
+	if idx < f.Size {
+		rep.Problems = append(rep.Problems, log.Problem{Part: st.Name + ": " + where, Msg: fmt.Sprintf("is at index %d, inside the checkpoint of size %d it claims to anchor", idx, f.Size)})
+	}
+	if pr := compareEntry(f, st); pr != nil {
+		rep.Problems = append(rep.Problems, log.Problem{Part: st.Name + ": " + pr.Part, Msg: fmt.Sprintf("%s (anchor entry %d)", pr.Msg, idx)})
+	}
+	p.logged[f.Record] = true
+}
+
+// unreadable counts the entries whose time the pass could not read, and
+// keeps the first with why: a log whose entries do not parse fails the
+// log's own audit, so one problem here says enough.
+type unreadable struct {
+	n     int
+	first uint64
+	err   error
+}
+
+func (u *unreadable) add(idx uint64, b []byte) {
+	if u.n == 0 {
+		u.first, u.err = idx, errors.New("it has no \"time\" member")
+		if _, err := log.ParseEntry(b); err != nil {
+			u.err = err
+		}
+	}
+	u.n++
+}
+
+func (u *unreadable) report(rep *AuditReport) {
+	if u.n == 0 {
+		return
+	}
+	more := ""
+	if u.n > 1 {
+		more = fmt.Sprintf(" (and %d more entries)", u.n-1)
+	}
+	rep.Problems = append(rep.Problems, log.Problem{Part: fmt.Sprintf("entry %d", u.first),
+		Msg: fmt.Sprintf("its time cannot be read%s, so the anchors covering it cannot be checked against it: %v", more, u.err)})
 }

@@ -39,8 +39,10 @@
 // binds this digest under a trusted root, every Rekor entry binds this
 // digest and this key under a pinned Rekor key. [AuditAll] verifies every
 // stored record, that consecutive records are linked, that each anchored
-// root is the log's own at that size, and that each anchor entry matches
-// its record.
+// root is the log's own at that size, that each anchor entry matches its
+// record, and that no authority dates a checkpoint before the time of an
+// entry in it (beyond [MaxClockSkew]), in the one pass it reads the log
+// with.
 //
 // # Offline and online
 //

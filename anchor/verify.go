@@ -57,6 +57,9 @@ type Verified struct {
 	Times []time.Time
 	// RekorIndexes are the Rekor log indexes, in record order.
 	RekorIndexes []int64
+	// Authorities are the tokens and then the Rekor entries, each with
+	// the time it vouches for.
+	Authorities []Authority
 }
 
 // Verify checks a record offline, with no network:
@@ -146,6 +149,7 @@ func checkAuthorities(ctx context.Context, r *Record, digest []byte, anchorKey c
 			continue
 		}
 		res.Times = append(res.Times, vt.Time)
+		res.Authorities = append(res.Authorities, Authority{Part: part, Time: vt.Time})
 	}
 	for i, tl := range r.Tlogs {
 		switch {
@@ -160,6 +164,7 @@ func checkAuthorities(ctx context.Context, r *Record, digest []byte, anchorKey c
 				continue
 			}
 			res.RekorIndexes = append(res.RekorIndexes, tl.RekorV1.LogIndex)
+			res.Authorities = append(res.Authorities, Authority{Part: part, Time: tl.RekorV1.Time()})
 		default:
 			fail(fmt.Sprintf("tlog %d", i), fmt.Errorf("unsupported kind %q", tl.Kind))
 		}

@@ -73,7 +73,11 @@
 // error naming that file. (A change that leaves a file passing its own
 // checks, such as an anchor record's informative "created" time, shows
 // only as a SHA-256 that differs from the manifest's; then both files are
-// named.) [Verify] trusts the witnesses, TSAs and Rekor as the directory
+// named.) An anchor's time is what the report says the entry was in the
+// log by, so no TSA or Rekor time may be earlier, by more than
+// anchor.MaxClockSkew, than the time of an entry the directory proves in
+// the anchored checkpoint (the entry itself or a context entry): such an
+// anchor fails, naming its time and the entry's. [Verify] trusts the witnesses, TSAs and Rekor as the directory
 // names them, which whoever wrote it chose; [VerifyPinned] takes witness
 // keys and threshold, TSA roots and Rekor keys from the caller instead
 // (see [Pins]), and the report says which trust was pinned. Each part also stays checkable with its

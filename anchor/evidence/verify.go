@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/cose"
 )
@@ -95,6 +96,16 @@ type checker struct {
 	// verdict, which the manifest states whatever the caller pinned.
 	dirWitnesses int
 	dirCosigned  bool
+	// anchored is what anchor.json vouches for, once verified; covered
+	// are the entries proven in its checkpoint, with their files.
+	anchored *anchor.Verified
+	covered  []coveredEntry
+}
+
+// coveredEntry is an entry of the directory proven in the target.
+type coveredEntry struct {
+	file string
+	anchor.EntryTime
 }
 
 func (c *checker) bad(file, format string, args ...any) {
@@ -145,6 +156,7 @@ func VerifyPinned(ctx context.Context, dir, vkey string, pins Pins) (*Report, er
 		anchorKey := c.checkGenesisKeys()
 		c.checkAnchor(anchorKey)
 		c.checkContext()
+		c.checkAnchorTimes()
 		c.checkManifest()
 	}
 	for _, name := range sortedNames(files) {
@@ -233,6 +245,7 @@ func (c *checker) checkCore() bool {
 		c.blameEntry(EntryFile, eb, r)
 		return false
 	}
+	c.covered = append(c.covered, coveredEntry{EntryFile, anchor.EntryTime{Index: r.Index, Time: e.Time}})
 	c.rep.Manifest = &Manifest{Format: Format, Origin: cp.Origin, Index: r.Index, LeafHash: hex.EncodeToString(c.leaf),
 		Kind: e.Kind, Size: cp.Size, Root: base64.StdEncoding.EncodeToString(cp.Hash), Context: []ContextEntry{}}
 	c.checkCOSE(r.Index)
@@ -470,6 +483,8 @@ func (c *checker) checkContext() {
 		} else if _, err := r.Verify(log.LeafHash(eb), c.v); err != nil {
 			c.bad(pn, "does not prove %s: %v", jn, err)
 			c.blameEntry(jn, eb, r)
+		} else {
+			c.covered = append(c.covered, coveredEntry{jn, anchor.EntryTime{Index: i, Time: e.Time}})
 		}
 		ce := ContextEntry{Index: i, Role: roleOf(i, eb)}
 		m.Context = append(m.Context, ce)

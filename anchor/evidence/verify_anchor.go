@@ -50,6 +50,7 @@ func (c *checker) checkAnchor(anchorKey crypto.PublicKey) {
 		c.bad(AnchorFile, "%v", err)
 		c.blamePinned(err)
 	}
+	c.anchored = ver
 	for i, ts := range r.Timestamps {
 		tn, pn := fmt.Sprintf("%s/%d.tst", TimestampsDir, i), fmt.Sprintf("%s/%d.pem", TimestampsDir, i)
 		if !bytes.Equal(c.get(tn, true), ts.Token) {
@@ -77,6 +78,27 @@ func (c *checker) checkAnchor(anchorKey crypto.PublicKey) {
 			c.rep.Rekor = append(c.rep.Rekor, RekorEntry{URL: tl.RekorV1.URL, Index: tl.RekorV1.LogIndex,
 				IntegratedTime: time.Unix(tl.RekorV1.IntegratedTime, 0).UTC()})
 		}
+	}
+}
+
+// checkAnchorTimes requires the time of each of anchor.json's
+// authorities to be no earlier, beyond anchor.MaxClockSkew, than the time
+// of any entry proven here in the anchored checkpoint: the report tells
+// its reader that the entry was in the log by the authority's time. The
+// newest of these entries is the one to compare (their times need not
+// grow with their index).
+func (c *checker) checkAnchorTimes() {
+	if c.anchored == nil || len(c.covered) == 0 {
+		return
+	}
+	newest := c.covered[0]
+	for _, e := range c.covered[1:] {
+		if e.Time.After(newest.Time) {
+			newest = e
+		}
+	}
+	for _, p := range c.anchored.CheckCovered(newest.EntryTime) {
+		c.bad(AnchorFile, "%s: %s (%s)", p.Part, p.Msg, newest.file)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/digitorus/timestamp"
 
+	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/rfc3161"
 )
 
@@ -124,17 +125,11 @@ func snippet(b []byte) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// MaxClockSkew is how far an authority's time (a TSA token's genTime,
-// Rekor's integratedTime) may be from this machine's clock: the time is
-// the one an auditor is told the checkpoint existed by, and one decades
-// off (a token dated 2001 over an entry written in 2026) was stored.
-const MaxClockSkew = 10 * time.Minute
-
-// checkClock refuses t, whose's time, when it is over MaxClockSkew from
-// the local clock.
+// checkClock refuses t, whose's time, when it is over
+// [anchor.MaxClockSkew] from the local clock.
 func checkClock(whose string, t time.Time) error {
-	if d := time.Since(t); d > MaxClockSkew || d < -MaxClockSkew {
-		return fmt.Errorf("%s time %s is %s from this machine's clock (at most %s either way)", whose, t.UTC().Format(time.RFC3339), d.Abs().Round(time.Second), MaxClockSkew)
+	if d := time.Since(t); d > anchor.MaxClockSkew || d < -anchor.MaxClockSkew {
+		return fmt.Errorf("%s time %s is %s from this machine's clock (at most %s either way)", whose, t.UTC().Format(time.RFC3339), d.Abs().Round(time.Second), anchor.MaxClockSkew)
 	}
 	return nil
 }

@@ -11,8 +11,9 @@
 //   - its log ID is the SHA-256 of a pinned Rekor public key's PKIX DER,
 //     and that key verifies the entry as Rekor's pkg/verify.VerifyLogEntry
 //     does: the inclusion proof of the body's leaf hash, the signed Rekor
-//     checkpoint whose root the proof reaches (every signature on it by
-//     that key), and the signed entry timestamp (SET) over the RFC 8785
+//     checkpoint of the proof's tree size whose root the proof reaches
+//     (every signature on it by that key; Rekor's own check compares the
+//     roots only), and the signed entry timestamp (SET) over the RFC 8785
 //     form of body, integrated time, log index and log ID;
 //   - its body is a hashedrekord v0.0.1 whose data hash is SHA-256 and
 //     equals the digest, whose public key is the anchoring key, and whose

@@ -78,6 +78,7 @@ func TestUploadRefused(t *testing.T) {
 		{fakerekor.BadSET, "signed entry timestamp"},
 		{fakerekor.BadProof, "inclusion proof does not verify"},
 		{fakerekor.NoProof, "no inclusion proof"},
+		{fakerekor.OtherSize, "Rekor checkpoint does not verify: signed checkpoint is of tree size"},
 	} {
 		fr.SetFault(tc.fault)
 		c := &online.RekorClient{URL: fr.URL, PublicKey: fr.PublicKey, Signer: newKey(t)}

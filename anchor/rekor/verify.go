@@ -66,7 +66,7 @@ func checkInclusion(le *logEntry, body []byte) error {
 // checkCheckpoint verifies the signed checkpoint the inclusion proof comes
 // with: a signed note whose every signature is by key (its 4-byte hint is
 // the first four bytes of the SHA-256 of key's PKIX DER) and verifies, and
-// whose root is the proof's.
+// whose tree size and root are the proof's.
 func checkCheckpoint(le *logEntry, key crypto.PublicKey) error {
 	p := le.Verification.InclusionProof
 	text, sigs, err := splitNote(*p.Checkpoint)
@@ -91,8 +91,15 @@ func checkCheckpoint(le *logEntry, key crypto.PublicKey) error {
 	if len(lines) < 4 || lines[0] == "" {
 		return errors.New("checkpoint body is not origin, size and root")
 	}
-	if _, err := strconv.ParseUint(lines[1], 10, 64); err != nil {
+	size, err := strconv.ParseUint(lines[1], 10, 64)
+	if err != nil {
 		return fmt.Errorf("checkpoint size: %w", err)
+	}
+	// Rekor's own VerifyCheckpointSignature compares the roots only; the
+	// proof is of a tree of its own size, which must be the one Rekor
+	// signed, or the signature vouches for another tree than the proof's.
+	if size != uint64(*p.TreeSize) {
+		return fmt.Errorf("signed checkpoint is of tree size %d, the inclusion proof of tree size %d", size, *p.TreeSize)
 	}
 	root, err := base64.StdEncoding.DecodeString(lines[2])
 	if err != nil {

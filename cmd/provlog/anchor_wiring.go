@@ -267,7 +267,7 @@ func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Ve
 			for _, p := range ae.Problems {
 				fmt.Fprintf(&b, "\n  %s", p)
 			}
-			return rep, failed(ae, "FAILED: the anchors do not verify (%d of %d records verified; the log's anchor entries are checked against them):%s", rep.Verified, rep.Records, b.String())
+			return rep, failed(ae, "FAILED: the anchors do not verify (%d of %d records verified; the log's anchor entries and the times of the entries they cover are checked against them):%s", rep.Verified, rep.Records, b.String())
 		}
 		return rep, fmt.Errorf("FAILED auditing anchors: %w", err)
 	}

@@ -54,6 +54,7 @@ const (
 	BadProof          // returns an inclusion proof that does not verify
 	NoProof           // returns no inclusion proof
 	OldTime           // logs the entry with an integrated time of 2001-01-01, far from the clock
+	OtherSize         // signs the checkpoint with the proof's root but a tree size one larger than the proof's
 )
 
 // Rekor is the fake, on a loopback HTTP server.
@@ -202,6 +203,11 @@ func (r *Rekor) create(w http.ResponseWriter, req *http.Request) {
 		entry.Verification.InclusionProof.Hashes = append(entry.Verification.InclusionProof.Hashes, hex.EncodeToString(make([]byte, 32)))
 	case NoProof:
 		entry.Verification.InclusionProof = nil
+	case OtherSize:
+		if err := r.resign(req.Context(), entry.Verification.InclusionProof, 1); err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
 	}
 	out, _ := json.Marshal(models.LogEntry{uuid: *entry})
 	w.Header().Set("Content-Type", "application/json")
@@ -302,6 +308,26 @@ func (r *Rekor) logEntry(ctx context.Context, body []byte, signer *ecdsa.Private
 			},
 		},
 	}, nil
+}
+
+// resign replaces the proof's checkpoint with one for a tree size extra
+// entries larger, over the same root, signed as Rekor signs.
+func (r *Rekor) resign(ctx context.Context, p *models.InclusionProof, extra uint64) error {
+	sv, err := signature.LoadECDSASigner(r.key, crypto.SHA256)
+	if err != nil {
+		return err
+	}
+	root, err := hex.DecodeString(*p.RootHash)
+	if err != nil {
+		return err
+	}
+	cp, err := util.CreateAndSignCheckpoint(ctx, "rekor.fake", r.treeID, uint64(*p.TreeSize)+extra, root, sv)
+	if err != nil {
+		return err
+	}
+	cps := string(cp)
+	p.Checkpoint = &cps
+	return nil
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {

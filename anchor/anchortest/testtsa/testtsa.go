@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/digitorus/timestamp"
+
+	"github.com/provlog/provlog/anchor/rfc3161"
 )
 
 // A Fault makes the in-process TSA misbehave.
@@ -229,4 +231,43 @@ func (a *TSA) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/timestamp-reply")
 	w.Write(resp)
+}
+
+// Token returns a verified token over digest whose genTime is at, signed
+// by p with its chain (leaf, root), as provlog stores it: what a TSA whose
+// clock said at issued. p's certificate must be valid both at and now
+// (the CMS signing time is now). anchor/online refuses tokens far from
+// the clock; this makes the tokens of records stored before it did (or
+// by a sidecar that does not).
+func (p *PKI) Token(t testing.TB, url string, digest []byte, at time.Time) *rfc3161.Token {
+	t.Helper()
+	nonce := big.NewInt(at.UnixNano())
+	ts := timestamp.Timestamp{
+		HashAlgorithm:     crypto.SHA256,
+		HashedMessage:     digest,
+		Time:              at.UTC(),
+		Nonce:             nonce,
+		Policy:            asn1.ObjectIdentifier{1, 2, 3, 4, 1},
+		Accuracy:          time.Second,
+		AddTSACertificate: true,
+		Certificates:      []*x509.Certificate{p.Root},
+	}
+	resp, err := ts.CreateResponseWithOpts(p.Leaf, p.LeafKey, crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := timestamp.ParseResponse(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := rfc3161.Verify(parsed.RawToken, digest, rfc3161.VerifyOptions{Roots: []*x509.Certificate{p.Root}, Nonce: nonce})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := &rfc3161.Token{URL: url, Token: parsed.RawToken, Nonce: nonce.String(), Time: v.Time.UTC(),
+		Serial: v.Serial.String(), Policy: v.Policy.String()}
+	for _, c := range v.Chain {
+		tok.Chain = append(tok.Chain, c.Raw)
+	}
+	return tok
 }
