@@ -75,7 +75,6 @@ func Dial(ctx context.Context, cfg ServerConfig, name, version string, logger *s
 	return &Conn{cs: cs, cmd: cmd}, nil
 }
 
-
 // A ListedTool is one item of a server's tools/list.
 type ListedTool struct {
 	Name string

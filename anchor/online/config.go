@@ -8,10 +8,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/provlog/provlog/anchor"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/provlog/provlog/anchor"
 )
 
 // Config is the `anchors:` section of provlog's YAML configuration

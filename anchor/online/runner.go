@@ -7,12 +7,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/provlog/provlog/anchor"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/provlog/provlog/anchor"
 
 	"github.com/provlog/provlog/anchor/rekor"
 	"github.com/provlog/provlog/anchor/rfc3161"
