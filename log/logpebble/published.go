@@ -42,7 +42,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -53,7 +52,7 @@ import (
 
 // publishedSyncInterval is how often the published record is synced while
 // commits change it.
-const publishedSyncInterval = 50 * time.Millisecond
+const publishedSyncInterval = slots.DefaultSyncInterval
 
 const (
 	publishedMagic   = "PLPUB1\n\x00"

@@ -62,6 +62,10 @@ import (
 	"github.com/provlog/provlog/log"
 )
 
+// DefaultSyncInterval is the SyncInterval of the records that use a
+// background sync: a machine crash loses at most this much of them.
+const DefaultSyncInterval = 50 * time.Millisecond
+
 // Options says where a record lives and how it is synced.
 type Options struct {
 	// Names are the files of slot 0 and slot 1.

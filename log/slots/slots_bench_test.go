@@ -22,7 +22,7 @@ func BenchmarkWrite(b *testing.B) {
 	}{
 		{"synced/back-to-back", 0, 0},
 		{"synced/after-1.5ms-idle", 0, 1500 * time.Microsecond},
-		{"background/back-to-back", publishedInterval, 0},
+		{"background/back-to-back", DefaultSyncInterval, 0},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
@@ -45,6 +45,3 @@ func BenchmarkWrite(b *testing.B) {
 		})
 	}
 }
-
-// publishedInterval is log/logpebble's published-record sync interval.
-const publishedInterval = 50 * time.Millisecond
