@@ -178,7 +178,11 @@ func TestSyncFailure(t *testing.T) {
 			if err != nil {
 				t.Fatalf("background sync: Write failed before the sync did: %v", err)
 			}
-			err = <-failed
+			select {
+			case err = <-failed:
+			case <-time.After(time.Minute): // a failsafe, not a bound on speed
+				t.Fatal("no background sync in a minute")
+			}
 		}
 		if err == nil || !errors.Is(err, syscall.EINVAL) || !strings.Contains(err.Error(), "the record stopped: syncing "+o.Names[1]) {
 			t.Fatalf("every %v: %v, want the record stopped, naming the failed sync of %s", every, err, o.Names[1])
