@@ -288,7 +288,9 @@ func (sc *sidecar) openLog(ctx context.Context) error {
 	if sc.cfg.Store != "" {
 		// A shared store keeps no published record in the data dir: the
 		// newest checkpoint shown is kept there instead (shown.go).
-		rec, err := openShownRecord(sc.cfg.Data)
+		rec, err := openShownRecord(sc.cfg.Data, func(err error) {
+			sc.logger.Error("the record of checkpoints shown stopped: the log stops at its next commit", "err", err)
+		})
 		if err != nil {
 			return fmt.Errorf("opening the record of checkpoints shown: %w", err)
 		}

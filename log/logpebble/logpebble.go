@@ -95,6 +95,10 @@
 //	(the oldest checkpoints), scrub on            store (ErrCorrupt, the file); /healthz
 //	                                              503 "corrupt", scrub.last_error
 //	flipped byte in the published record          slot ignored; the older slot guards
+//	flipped bytes in both published slots         refused as corrupt, naming both files
+//	(TestPublishedBothTorn)                       and what moving them aside gives up
+//	a published slot fails its fsync              no commits: Err names the file, I/O
+//	(TestPublishedSyncFailure; log/slots)         error; a background sync's too
 //	disk full mid-run (24 MiB tmpfs)              appends refused "disk full"; /healthz
 //	                                              503 storage "disk full"; reads go on;
 //	                                              restart comes up read-only; audit OK;

@@ -6,10 +6,11 @@ package logpebble
 // cannot take them, and the checkpoints they were acknowledged with, away
 // unnoticed. See "Forks" in the package doc.
 //
-// Two files, published.0 and published.1, in the store's directory. Each
-// commit overwrites the older one in place with its whole batch, right
-// after Pebble's commit returned and before the batch is acknowledged; the
-// files are fdatasync'ed in the background at most every
+// Two files, published.0 and published.1, in the store's directory, kept
+// by log/slots (the package doc says what a crash leaves). Each commit
+// overwrites the older one in place with its whole batch, right after
+// Pebble's commit returned and before the batch is acknowledged; the files
+// are fdatasync'ed in the background at most every
 // [publishedSyncInterval], so the record adds no fsync to a commit (its
 // cost is writing each batch twice, to the page cache). What that leaves:
 // a machine crash within that interval of a commit may lose the record of
@@ -27,33 +28,31 @@ package logpebble
 //	        (uint32) and bytes
 //	sum     SHA-256 of magic, length and body
 //
-// A slot whose sum does not match (torn by a crash while it was written) is
-// ignored: its batch was not acknowledged, and the other slot holds the
-// batch before it. The files are written in place (not with log/durable's
-// rename) because a rename and a directory sync per commit would cost what
-// the overlap saves; the checksum and the second slot do the rename's job.
+// followed by zero bytes to the end of the file. A slot whose sum does not
+// match (torn by a crash while it was written) is ignored: the other slot
+// holds the batch before it. Two slots that both fail it are refused
+// (readRecords): a crash tears the slot being written, and both only if
+// the machine stopped within publishedSyncInterval of writing each
+// (log/slots); the operator says whether the store may open without the
+// record.
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
-	"sync"
-	"time"
 
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/slots"
 )
 
 // publishedSyncInterval is how often the published record is synced while
 // commits change it.
-const publishedSyncInterval = 50 * time.Millisecond
+const publishedSyncInterval = slots.DefaultSyncInterval
 
 const (
 	publishedMagic   = "PLPUB1\n\x00"
@@ -77,16 +76,9 @@ type record struct {
 
 // publisher writes the records of a writable store.
 type publisher struct {
-	files [2]*os.File
-	cap   [2]int64 // zero-filled length of each file
-	next  int      // the slot the next commit overwrites
-	buf   []byte
-	fail  func(error) // fails the store when a background sync fails
-
-	mu    sync.Mutex
-	dirty [2]bool
-	stop  chan struct{}
-	done  chan struct{}
+	w    *slots.Writer
+	buf  []byte
+	fail func(error) // fails the store
 }
 
 func encodeRecord(dst []byte, b *log.Batch) []byte {
@@ -182,166 +174,68 @@ func NewestPublished(dir string) ([]byte, error) {
 	return bytes.Clone(rs[len(rs)-1].cp), nil
 }
 
-// readRecords reads both slots of dir, oldest batch first. A missing file
-// is an empty slot.
-func readRecords(dir string) ([]record, error) {
-	var rs []record
-	for i := range 2 {
-		b, err := os.ReadFile(publishedName(dir, i))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		} else if err != nil {
-			return nil, classify("reading", publishedName(dir, i), err)
-		}
-		if r, ok := decodeRecord(b); ok {
-			r.slot = i
-			rs = append(rs, r)
-		}
+// publishedSlots is how the record of the store in dir is kept; a
+// background sync that fails calls fail.
+func publishedSlots(dir string, fail func(error)) slots.Options {
+	return slots.Options{
+		Names:        [2]string{publishedName(dir, 0), publishedName(dir, 1)},
+		Perm:         0o600,
+		Initial:      publishedInitial,
+		SyncInterval: publishedSyncInterval,
+		Fail:         fail,
+		Wrap:         classify,
 	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].size < rs[j].size })
+}
+
+// readRecords reads both slots of dir, oldest batch first. A missing file
+// is an empty slot; two slots that both hold a torn or damaged record
+// are an error.
+func readRecords(dir string) ([]record, error) {
+	ss, err := slots.Read(publishedSlots(dir, nil), func(b []byte) (record, uint64, bool) {
+		r, ok := decodeRecord(b)
+		return r, r.size, ok
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: the published-batch record: %w; the batches it held are in Pebble unless its write-ahead log lost them too: move both files aside to open the store without the record", ErrCorrupt, err)
+	}
+	rs := make([]record, len(ss))
+	for i, s := range ss {
+		rs[i] = s.Value
+		rs[i].slot = s.Index
+	}
 	return rs, nil
 }
 
 // openPublisher opens (creating them) both slots for writing; the first
 // commit overwrites the slot that does not hold the newest record.
 func openPublisher(dir string, newest []record, fail func(error)) (*publisher, error) {
-	p := &publisher{fail: fail, stop: make(chan struct{}), done: make(chan struct{})}
-	for i := range 2 {
-		name := publishedName(dir, i)
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
-		if err != nil {
-			p.close()
-			return nil, classify("opening", name, err)
-		}
-		p.files[i] = f
-		fi, err := f.Stat()
-		if err != nil {
-			p.close()
-			return nil, classify("reading", name, err)
-		}
-		p.cap[i] = fi.Size()
-		if p.cap[i] < publishedInitial {
-			if err := p.grow(i, publishedInitial); err != nil {
-				p.close()
-				return nil, err
-			}
-		}
-	}
+	next := 0
 	if len(newest) > 0 {
-		p.next = 1 - newest[len(newest)-1].slot
+		next = 1 - newest[len(newest)-1].slot
 	}
-	if err := syncDir(dir); err != nil {
-		p.close()
+	w, err := slots.Open(publishedSlots(dir, fail), next)
+	if err != nil {
 		return nil, err
 	}
-	go p.syncLoop()
-	return p, nil
+	return &publisher{w: w, fail: fail}, nil
 }
 
-// syncLoop syncs the slots that commits wrote, every publishedSyncInterval.
-func (p *publisher) syncLoop() {
-	defer close(p.done)
-	t := time.NewTicker(publishedSyncInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			if err := p.sync(); err != nil {
-				p.fail(err)
-				return
-			}
-		case <-p.stop:
-			return
-		}
-	}
-}
-
-// sync syncs the slots written since the last sync.
-func (p *publisher) sync() error {
-	p.mu.Lock()
-	dirty := p.dirty
-	p.dirty = [2]bool{}
-	p.mu.Unlock()
-	for i, d := range dirty {
-		if d {
-			if err := syncData(p.files[i]); err != nil {
-				return classify("syncing", p.files[i].Name(), err)
-			}
-		}
-	}
-	return nil
-}
-
-// grow zero-fills slot i to at least n bytes and syncs it, so that the
-// commits' writes do not change the file's size (an fdatasync then syncs
-// no metadata).
-func (p *publisher) grow(i int, n int64) error {
-	n = max(n, 2*p.cap[i])
-	f := p.files[i]
-	if _, err := f.WriteAt(make([]byte, n-p.cap[i]), p.cap[i]); err != nil {
-		return classify("writing", f.Name(), err)
-	}
-	if err := f.Sync(); err != nil {
-		return classify("syncing", f.Name(), err)
-	}
-	p.cap[i] = n
-	return nil
-}
-
-// write records b in the next slot (synced by syncLoop).
+// write records b in the next slot (synced in the background).
 func (p *publisher) write(b *log.Batch) error {
-	i := p.next
 	p.buf = encodeRecord(p.buf, b)
-	if int64(len(p.buf)) > p.cap[i] {
-		if err := p.grow(i, int64(len(p.buf))); err != nil {
-			return err
-		}
-	}
-	f := p.files[i]
-	if _, err := f.WriteAt(p.buf, 0); err != nil {
-		return classify("writing", f.Name(), err)
-	}
-	p.mu.Lock()
-	p.dirty[i] = true
-	p.mu.Unlock()
-	p.next = 1 - i
+	err := p.w.Write(p.buf)
 	if cap(p.buf) > 4<<20 {
 		p.buf = nil // one huge batch should not pin its buffer
 	}
-	return nil
+	return err
 }
 
-// close stops the syncs, syncs what is left, and closes the files.
+// close syncs what is left and closes the files; a failed sync fails the
+// store.
 func (p *publisher) close() {
-	if p.stop != nil {
-		select {
-		case <-p.done:
-		default:
-			close(p.stop)
-			<-p.done
-		}
-		p.stop = nil
-		if err := p.sync(); err != nil {
-			p.fail(err)
-		}
+	if err := p.w.Close(); err != nil {
+		p.fail(err)
 	}
-	for _, f := range p.files {
-		if f != nil {
-			f.Close()
-		}
-	}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return classify("opening", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return classify("syncing", dir, err)
-	}
-	return nil
 }
 
 // redo returns the batch that applies r to a tree in state st (st.Size ==

@@ -1,4 +1,4 @@
-package logpebble
+package slots
 
 import (
 	"os"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package logpebble
+package slots
 
 import "os"
 
