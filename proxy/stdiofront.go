@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -30,10 +32,12 @@ import (
 // result as the server sent it, with the receipt, on one line. A
 // notifications/cancelled for such a call cancels it. Everything else
 // (initialize, lists, the proxy's own and the task tools, calls with a
-// progress token, batches, the client's answers to the server's requests,
-// anything malformed) reaches the SDK's connection byte for byte, as
-// before. Requests the server sends the client during such a call go
-// through the SDK's session, on the same pipe (askClient).
+// progress token, batches, the client's answers to the server's requests)
+// reaches the SDK's connection byte for byte, as before; a line that is
+// not a JSON-RPC message is answered with an error instead (refuse),
+// where the SDK ended the session. Requests the server sends the client
+// during such a call go through the SDK's session, on the same pipe
+// (askClient).
 
 // A pipeFront is one pipe front session's reading and writing.
 type pipeFront struct {
@@ -68,7 +72,7 @@ func (l *lineWriter) Close() error { return l.w.Close() }
 func (p *Proxy) frontPipe(r io.ReadCloser, w io.WriteCloser) (mcp.Transport, *pipeFront) {
 	f := &pipeFront{p: p, w: &lineWriter{w: w}}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
-	fr := newFrameReader(r, f.take)
+	fr := newFrameReader(r, f.take, f.refuse)
 	if p.opts.Tracer == nil {
 		return &mcp.IOTransport{Reader: fr, Writer: f.w}, f
 	}
@@ -146,6 +150,70 @@ func (f *pipeFront) refuseID(id json.RawMessage, bad bool) bool {
 	b := appendResponse(nil, json.RawMessage("null"), nil, refusedIDMessage(id))
 	f.w.Write(append(b, '\n'))
 	return true
+}
+
+// refuse answers msg, the rest of a line from the client or a value on
+// one, if it is no JSON-RPC message the SDK can read, and reports whether
+// it did: with -32700 (Parse error) if it is not JSON, -32600 (Invalid
+// Request) if it is JSON but no message, naming what is wrong and
+// quoting the start of msg. The SDK ended the session on either, cutting
+// off its calls under way. The answer's id is msg's if it has one the
+// SDK keeps, else null (JSON-RPC 2.0, section 5). Nothing is recorded:
+// no call was made. The sidecar's log says what was wrong, but not what
+// the client sent, which may hold its secrets.
+func (f *pipeFront) refuse(msg []byte) bool {
+	code, why := messageFault(msg)
+	if why == "" {
+		return false
+	}
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	id := json.RawMessage("null")
+	if msg[0] == '{' && json.Unmarshal(msg, &m) == nil && len(m.ID) > 0 && (m.ID[0] == '"' || safeID(m.ID)) {
+		id = m.ID
+	}
+	f.p.logger.Warn("proxy: the stdio client sent a line that is not a JSON-RPC message; answered it with an error, and its session goes on", "code", code, "error", why, "bytes", len(msg))
+	e := rpcError(code, "provlog: %s: %q; send one JSON-RPC message per line", why, truncate(string(msg), 64))
+	b := appendResponse(nil, id, nil, e)
+	f.w.Write(append(b, '\n'))
+	return true
+}
+
+// messageFault says what makes msg no JSON-RPC message the SDK reads: its
+// code (-32700 or -32600) and the reason, or "" if it is one. The SDK's
+// own decoder judges each message.
+func messageFault(msg []byte) (int64, string) {
+	var batch []json.RawMessage
+	if msg[0] == '[' && json.Unmarshal(msg, &batch) == nil {
+		if len(batch) == 0 {
+			return jsonrpc.CodeInvalidRequest, "the line is an empty batch, which is not a JSON-RPC message"
+		}
+		for i, m := range batch {
+			if _, err := jsonrpc.DecodeMessage(m); err != nil {
+				return jsonrpc.CodeInvalidRequest, fmt.Sprintf("message %d of the batch is not a JSON-RPC message (%v)", i+1, err)
+			}
+		}
+		return 0, ""
+	}
+	if msg[0] == '{' {
+		if _, err := jsonrpc.DecodeMessage(msg); err == nil {
+			return 0, ""
+		} else if json.Valid(msg) {
+			return jsonrpc.CodeInvalidRequest, fmt.Sprintf("the line is not a JSON-RPC message (%v)", err)
+		}
+	}
+	if err := json.Unmarshal(msg, new(json.RawMessage)); err != nil {
+		var syntax *json.SyntaxError
+		switch {
+		case !errors.As(err, &syntax):
+			return jsonrpc.CodeParseError, fmt.Sprintf("the line is not JSON (%v)", err)
+		case err.Error() == "unexpected end of JSON input":
+			return jsonrpc.CodeParseError, "the line ends inside a JSON value (a message cut short, or spread over lines)"
+		}
+		return jsonrpc.CodeParseError, fmt.Sprintf("the line is not JSON (%v, at byte %d)", err, syntax.Offset)
+	}
+	return jsonrpc.CodeInvalidRequest, "the line is JSON but not a JSON-RPC message, which is an object (or an array of them)"
 }
 
 // pipeRevision returns the revision and client of call fc on ss, if the

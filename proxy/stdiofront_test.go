@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -258,5 +260,66 @@ func TestPipeStopCutsCalls(t *testing.T) {
 	res, err := log.ParseCallResult(mustParse(t, l.entry(t, before+1)))
 	if err != nil || res.Error != "cut off: provlog was stopping" {
 		t.Errorf("call.result: %v %+v", err, res)
+	}
+}
+
+// TestPipeFrontBadLines: a line from a stdio client that is not JSON is
+// answered -32700 (Parse error), one that is JSON but no JSON-RPC message
+// -32600 (Invalid Request), each naming what was wrong and quoting at
+// most the line's start; nothing is recorded for them, and the session
+// and its call under way go on. The SDK ended the session at the first
+// of them, cutting off the call.
+func TestPipeFrontBadLines(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "f")}, nil)
+	pc := newPipeClient(t, p)
+	at := l.size(t)
+	release := filepath.Join(t.TempDir(), "release")
+	pc.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__wait_file","arguments":{"path":"` + release + `"}}}`)
+	l.waitSize(t, at+1) // the call is under way
+	long := strings.Repeat("x", 100<<10)
+	for _, tc := range []struct{ line, id, code, says string }{
+		{"hello", "null", "-32700", `the line is not JSON (invalid character 'h' looking for beginning of value, at byte 1): \"hello\"`},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__ok"`, "null", "-32700", "the line ends inside a JSON value (a message cut short, or spread over lines)"},
+		{`{"jsonrpc":"2.0","id":2,`, "null", "-32700", "the line ends inside a JSON value"},
+		{"  {\"a\":}", "null", "-32700", "invalid character '}' looking for beginning of value, at byte 6"},
+		{"42", "null", "-32600", "the line is JSON but not a JSON-RPC message"},
+		{`"ping"`, "null", "-32600", "the line is JSON but not a JSON-RPC message"},
+		{"[]", "null", "-32600", "the line is an empty batch, which is not a JSON-RPC message"},
+		{`[{"jsonrpc":"2.0","id":4,"method":"ping"},1]`, "null", "-32600", "message 2 of the batch is not a JSON-RPC message"},
+		{`{"jsonrpc":"1.0","id":3,"method":"ping"}`, "3", "-32600", `invalid message version tag \"1.0\"`},
+		{`{"jsonrpc":"2.0","id":{},"method":"ping"}`, "null", "-32600", "invalid ID type"},
+		{`{"jsonrpc":"2.0","id":"s","method":7}`, `"s"`, "-32600", "the line is not a JSON-RPC message"},
+		{long, "null", "-32700", `: \"xxxx`},
+	} {
+		pc.send(tc.line)
+		got := pc.read()
+		var resp struct {
+			ID    json.RawMessage `json:"id"`
+			Error struct {
+				Code    json.Number `json:"code"`
+				Message string      `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(got, &resp); err != nil || string(resp.ID) != tc.id || resp.Error.Code.String() != tc.code ||
+			!strings.Contains(string(got), tc.says) || !strings.Contains(string(got), "send one JSON-RPC message per line") {
+			t.Errorf("%.40s: answered %.300s, want id %s, code %s, saying %s", tc.line, got, tc.id, tc.code, tc.says)
+		}
+		if len(got) > 512 {
+			t.Errorf("%.40s: an answer of %d bytes", tc.line, len(got))
+		}
+	}
+	pc.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"f__ok","arguments":{}}}`)
+	if got := pc.read(); !bytes.Contains(got, []byte(`"id":5,"result":{"_meta":{"`+ReceiptKey)) {
+		t.Fatalf("the call after the bad lines: %s", got)
+	}
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := pc.read(); !bytes.Contains(got, []byte(`"id":1,"result":{"_meta":{"`+ReceiptKey)) || !bytes.Contains(got, []byte("found "+release)) {
+		t.Fatalf("the call under way across the bad lines: %s", got)
+	}
+	if grew := l.size(t) - at; grew != 4 {
+		t.Errorf("the log grew by %d entries, want 4: two calls and their results", grew)
 	}
 }
