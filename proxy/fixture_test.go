@@ -97,6 +97,8 @@ func runFixtureServer() {
 		addRounds(s)
 	case "asks":
 		addAsks(s)
+	case "stream":
+		addStream(s, obj)
 	}
 	s.AddTool(&mcp.Tool{Name: "big", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("big result ", 10000)}}}, nil

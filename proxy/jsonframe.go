@@ -7,20 +7,31 @@ import (
 
 // Framing of a stdio connection's stream.
 //
-// An MCP stdio peer writes one JSON-RPC message (or batch) per line; the
-// SDK's connection reads the stream as JSON values one after another,
-// whatever white space lies between them. A frameReader stands between a
-// pipe and the SDK's connection: it finds each top-level value, offers it
-// to take (which serves it itself, or not), and hands the SDK everything it
-// did not take, byte for byte. The pipe front takes plain tools/calls
-// (stdiofront.go). What it takes is only what the SDK would have read
-// the same way: an object that starts a line and ends one, or ends what
-// was read so far (the SDK refuses a value followed by anything but a line
-// end, and so still sees those), at most [maxFrameBytes] long. Anything else that is not a sequence of
-// values (a scalar or a stray bracket at the top level, a value over the
-// limit) ends the looking: from there on every byte goes to the SDK as it
-// comes, which refuses the stream as it would have. Each byte is scanned
-// once, and the stream is held only a value at a time.
+// An MCP stdio peer writes one JSON-RPC message (or batch) per line, and
+// a message "MUST NOT contain embedded newlines" (MCP, Transports,
+// stdio); the SDK's connection reads the stream as JSON values one after
+// another, whatever white space lies between them, and ends the session
+// at the first thing that is not a JSON-RPC message. A frameReader stands
+// between a pipe and the SDK's connection: it finds each top-level value,
+// offers it to take (which serves it itself, or not), and hands the SDK
+// everything it did not take, byte for byte. The pipe front takes plain
+// tools/calls (stdiofront.go). What it takes is only what the SDK would
+// have read the same way: an object that starts a line and ends one, or
+// ends what was read so far (the SDK refuses a value followed by anything
+// but a line end, and so still sees those), at most [maxFrameBytes] long.
+//
+// What the SDK would end the session for, the frameReader offers to
+// refuse instead, which answers it (as the TypeScript and Python SDKs
+// do, which read a line at a time) and keeps it from the SDK: a line, from
+// its first byte that is not white space to its end, that does not begin
+// a value (a scalar, a stray bracket, anything that is not JSON) or in
+// which a value does not end (the line end is inside it: a value cut
+// short, or one spread over lines); and a value, once it ends, that
+// refuse finds is not JSON or not a JSON-RPC message. A value over the
+// limit, or a line over it that does not begin one, ends the looking: from
+// there on every byte goes to the SDK as it comes, which ends the session
+// as it would have. Each byte is scanned once, and the stream is held only
+// a line at a time.
 
 // maxFrameBytes is the longest value a frameReader holds to offer it: the
 // SDK's own limit for one message on a stdio connection.
@@ -40,25 +51,33 @@ type valueScanner struct {
 
 // scan reads p, which continues the bytes scanned before, from the first
 // byte of a value (a '{' or '['), and returns the index in p just past
-// the byte that closes that value, or -1 if it does not close in p.
-func (s *valueScanner) scan(p []byte) int {
+// the byte that closes that value, or -1 if it does not close in p. If a
+// line end comes first, in a string or not, it returns that line end's
+// index and true instead: the value does not end on its line.
+func (s *valueScanner) scan(p []byte) (int, bool) {
 	for i := 0; i < len(p); i++ {
 		if s.inStr {
 			if s.esc {
 				s.esc = false // p[i] is the escaped byte
+				if p[i] == '\n' || p[i] == '\r' {
+					return i, true
+				}
 				continue
 			}
-			// Skip to the next quote or backslash at once: strings are most
-			// of a message's bytes.
-			j := bytes.IndexAny(p[i:], `"\`)
+			// Skip to the next quote, backslash or line end at once:
+			// strings are most of a message's bytes.
+			j := bytes.IndexAny(p[i:], "\"\\\n\r")
 			if j < 0 {
-				return -1
+				return -1, false
 			}
 			i += j
-			if p[i] == '\\' {
+			switch p[i] {
+			case '\\':
 				s.esc = true
-			} else {
+			case '"':
 				s.inStr = false
+			default:
+				return i, true
 			}
 			continue
 		}
@@ -70,23 +89,31 @@ func (s *valueScanner) scan(p []byte) int {
 		case '}', ']':
 			s.depth--
 			if s.depth == 0 {
-				return i + 1
+				return i + 1, false
 			}
+		case '\n', '\r':
+			return i, true
 		}
 	}
-	return -1
+	return -1, false
 }
 
-// A frameReader is the SDK's view of a pipe, less the values take served.
+// A frameReader is the SDK's view of a pipe, less the values take served
+// and what refuse answered.
 type frameReader struct {
 	r    io.ReadCloser
 	take func(v []byte) bool // v is valid only during the call
+	// refuse answers v, a value that ended or the rest of a line, if it is
+	// no JSON-RPC message the SDK can read, and reports whether it did. A
+	// line is the SDK's neither way; a value it did not answer is.
+	refuse func(v []byte) bool
 
 	buf   []byte // buf[start:n] is read and not yet passed on
 	n     int
 	start int
 	pos   int // first byte not yet scanned
 	val   int // where the value being scanned begins, or -1 between values
+	bad   int // where a line to refuse begins, or -1
 	sc    valueScanner
 	// lineStart says that the next value would start a line: nothing was
 	// read yet, or the first byte after the last value was a line end.
@@ -98,8 +125,8 @@ type frameReader struct {
 	passing   bool  // every byte goes to the SDK from here on
 }
 
-func newFrameReader(r io.ReadCloser, take func(v []byte) bool) *frameReader {
-	return &frameReader{r: r, take: take, val: -1, lineStart: true}
+func newFrameReader(r io.ReadCloser, take, refuse func(v []byte) bool) *frameReader {
+	return &frameReader{r: r, take: take, refuse: refuse, val: -1, bad: -1, lineStart: true}
 }
 
 func (f *frameReader) Close() error { return f.r.Close() }
@@ -129,9 +156,17 @@ func (f *frameReader) Read(b []byte) (int, error) {
 }
 
 // frame scans what is buffered and reports whether it made bytes ready
-// for the SDK (in out) or gave a value to take.
+// for the SDK (in out), gave a value to take or a line to refuse.
 func (f *frameReader) frame() bool {
 	for f.pos < f.n {
+		if f.bad >= 0 {
+			i := bytes.IndexAny(f.buf[f.pos:f.n], "\n\r")
+			if i < 0 {
+				f.pos = f.n
+				return false
+			}
+			return f.refuseLine(f.pos + i)
+		}
 		if f.val < 0 {
 			c := f.buf[f.pos]
 			nl := c == '\n' || c == '\r'
@@ -154,11 +189,15 @@ func (f *frameReader) frame() bool {
 			case '{', '[':
 				f.val = f.pos
 			default:
-				f.passing = true // not a value the SDK can read either
-				return false
+				f.bad = f.pos // not a value the SDK can read either
+				continue
 			}
 		}
-		end := f.sc.scan(f.buf[f.pos:f.n])
+		end, lineEnd := f.sc.scan(f.buf[f.pos:f.n])
+		if lineEnd {
+			f.bad, f.val, f.sc = f.val, -1, valueScanner{}
+			return f.refuseLine(f.pos + end)
+		}
 		if end < 0 {
 			f.pos = f.n
 			return false
@@ -181,11 +220,25 @@ func (f *frameReader) frame() bool {
 			return true
 		}
 		f.out = f.buf[f.start:end]
+		if f.refuse(v) {
+			f.out = f.buf[f.start : end-len(v)]
+		}
 		f.start, f.pos = end, end
 		f.ended = true
 		return true
 	}
 	return false
+}
+
+// refuseLine offers refuse the line from f.bad to the line end at i, and
+// passes the SDK what came before it; the line end is the SDK's, as white
+// space.
+func (f *frameReader) refuseLine(i int) bool {
+	f.refuse(f.buf[f.bad:i])
+	f.out = f.buf[f.start:f.bad]
+	f.start, f.pos, f.bad = i, i, -1
+	f.ended, f.took = true, false
+	return true
 }
 
 // fill reads more of the pipe, keeping the bytes not yet passed on.
@@ -197,13 +250,16 @@ func (f *frameReader) fill() {
 		if f.val >= 0 {
 			f.val -= f.start
 		}
+		if f.bad >= 0 {
+			f.bad -= f.start
+		}
 		f.start = 0
 	}
 	if f.n == 0 && len(f.buf) > 1<<20 {
 		f.buf = nil // let a long value's buffer go
 	}
 	if f.n >= maxFrameBytes {
-		f.passing = true // the SDK refuses a value this long
+		f.passing = true // the SDK refuses a value (or a line) this long
 		return
 	}
 	if f.n == len(f.buf) {

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -30,10 +33,12 @@ import (
 // result as the server sent it, with the receipt, on one line. A
 // notifications/cancelled for such a call cancels it. Everything else
 // (initialize, lists, the proxy's own and the task tools, calls with a
-// progress token, batches, the client's answers to the server's requests,
-// anything malformed) reaches the SDK's connection byte for byte, as
-// before. Requests the server sends the client during such a call go
-// through the SDK's session, on the same pipe (askClient).
+// progress token, batches, the client's answers to the server's requests)
+// reaches the SDK's connection byte for byte, as before; a line that is
+// not a JSON-RPC message is answered with an error instead (refuse),
+// where the SDK ended the session. Requests the server sends the client
+// during such a call go through the SDK's session, on the same pipe
+// (askClient).
 
 // A pipeFront is one pipe front session's reading and writing.
 type pipeFront struct {
@@ -46,29 +51,181 @@ type pipeFront struct {
 	cancel context.CancelFunc
 }
 
-// A lineWriter writes whole messages to the client, one at a time: the
-// SDK's connection writes each message with one Write, and so does the
-// pipe front.
+// A lineWriter writes whole messages to the client, one at a time and in
+// the order given: the SDK's connection writes each message with one
+// Write, and so does the pipe front.
+//
+// A stdio server's progress and log notifications are written from that
+// server's read loop (inOrder), so a client that stops reading its stdout
+// would hold up that server's answers to every client, the HTTP front's
+// too; and the SDK's connection writes one message at a time, so any of
+// its writes waiting for the client holds up the rest. So what the SDK
+// writes is queued, never waited for, and written by a goroutine of the
+// lineWriter's own. A progress or log notification that finds
+// [maxPipeQueue] bytes queued is dropped, with a warning, and so are those
+// after it until the client has read half the queue; how many is logged
+// then. The client is that far behind, and both kinds are advice: the
+// calls' results lose nothing. Ending the session instead would cut off
+// the client's calls under way for a pause in its reading. What else the
+// SDK writes is queued whatever the queue holds: answers and the server's
+// requests are held by their calls until then anyway, and other
+// notifications (a list changed, a resource updated) are few, and lost
+// would leave the client with stale lists. The pipe front's own answers
+// (writeOwned) are written by their calls' goroutines, which may wait for
+// their client: at once when nothing is queued or being written, else
+// queued behind what is.
 type lineWriter struct {
-	mu sync.Mutex
-	w  io.WriteCloser
+	w      io.WriteCloser
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	cond    sync.Cond // the queue or writing changed, or closing was set
+	queue   [][]byte
+	queued  int   // bytes in queue
+	writing bool  // a write to w is under way
+	closing bool  // the session ended: once the queue is written, w is closed
+	done    bool  // the queue's goroutine has returned: writes go to w at once
+	err     error // the first failed write's, which every later write returns
+	dropped int   // notifications dropped in the current run of drops
+	total   int   // notifications dropped in all
 }
 
+// maxPipeQueue is how many bytes a lineWriter holds queued before it drops
+// progress and log notifications.
+const maxPipeQueue = 1 << 20
+
+func newLineWriter(w io.WriteCloser, logger *slog.Logger) *lineWriter {
+	l := &lineWriter{w: w, logger: logger}
+	l.cond.L = &l.mu
+	go l.run()
+	return l
+}
+
+// Write queues a copy of b, or drops it (see lineWriter); it does not
+// wait for the client.
 func (l *lineWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(b)
+	switch {
+	case l.err != nil:
+		return 0, l.err
+	case l.done:
+		return len(b), l.writeNow(b)
+	case len(l.queue) > 0 && droppable(b) && (l.queued+len(b) > maxPipeQueue || l.dropped > 0 && l.queued > maxPipeQueue/2):
+		// Once dropping, until the client read half the queue: a small
+		// notification that fits is no sign that the client reads.
+		if l.dropped == 0 {
+			l.logger.Warn("proxy: the stdio client is not reading its stdout; its progress and log notifications are dropped until it does")
+		}
+		l.dropped++
+		l.total++
+		return len(b), nil
+	case l.dropped > 0 && droppable(b):
+		l.logger.Warn("proxy: the stdio client reads its stdout again", "notifications_dropped", l.dropped)
+		l.dropped = 0
+	}
+	l.enqueue(bytes.Clone(b))
+	return len(b), nil
 }
 
-func (l *lineWriter) Close() error { return l.w.Close() }
+// writeOwned writes b, which its caller no longer uses, at once if
+// nothing is queued or being written, else queues it.
+func (l *lineWriter) writeOwned(b []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.err != nil:
+		return l.err
+	case l.done || !l.writing && len(l.queue) == 0:
+		return l.writeNow(b)
+	}
+	l.enqueue(b)
+	return nil
+}
+
+func (l *lineWriter) enqueue(b []byte) {
+	l.queue = append(l.queue, b)
+	l.queued += len(b)
+	l.cond.Broadcast()
+}
+
+// writeNow writes b to w, after a write under way; l.mu is held, but not
+// while writing.
+func (l *lineWriter) writeNow(b []byte) error {
+	for l.writing {
+		l.cond.Wait()
+	}
+	if l.err != nil {
+		return l.err
+	}
+	l.writing = true
+	l.mu.Unlock()
+	_, err := l.w.Write(b)
+	l.mu.Lock()
+	l.writing = false
+	if err != nil && l.err == nil {
+		l.err = err
+	}
+	l.cond.Broadcast()
+	return err
+}
+
+// droppable reports whether b, a message to the client, is a progress
+// or log notification, as the SDK encodes one.
+func droppable(b []byte) bool {
+	m, ok := bytes.CutPrefix(b, []byte(`{"jsonrpc":"2.0","method":"notifications/`))
+	return ok && (bytes.HasPrefix(m, []byte(`progress"`)) || bytes.HasPrefix(m, []byte(`message"`)))
+}
+
+// run writes the queue until the session ended and all of it is written,
+// or a write failed; then it closes w.
+func (l *lineWriter) run() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.err == nil && (len(l.queue) > 0 || !l.closing || l.writing) {
+		if l.writing || len(l.queue) == 0 {
+			l.cond.Wait()
+			continue
+		}
+		b := l.queue[0]
+		l.queue[0] = nil
+		l.queue = l.queue[1:]
+		l.queued -= len(b)
+		l.writeNow(b)
+	}
+	l.queue, l.queued, l.done = nil, 0, true
+	if l.dropped > 0 {
+		l.logger.Warn("proxy: the stdio session ended with notifications dropped", "notifications_dropped", l.dropped)
+	}
+	l.cond.Broadcast()
+	l.w.Close()
+}
+
+// Close ends the session's writing: w is closed once the queue is
+// written (at once if nothing is queued). Writes after it go to w as they
+// come.
+func (l *lineWriter) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closing = true
+	l.cond.Broadcast()
+	return nil
+}
+
+// droppedTotal is how many notifications l dropped.
+func (l *lineWriter) droppedTotal() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total
+}
 
 // frontPipe is the front transport over r and w, and the front that
 // reads through it: the SDK's connection (idTransport's, while tracing)
 // reads what the front did not take.
 func (p *Proxy) frontPipe(r io.ReadCloser, w io.WriteCloser) (mcp.Transport, *pipeFront) {
-	f := &pipeFront{p: p, w: &lineWriter{w: w}}
+	f := &pipeFront{p: p, w: newLineWriter(w, p.logger)}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
-	fr := newFrameReader(r, f.take)
+	fr := newFrameReader(r, f.take, f.refuse)
 	if p.opts.Tracer == nil {
 		return &mcp.IOTransport{Reader: fr, Writer: f.w}, f
 	}
@@ -82,6 +239,7 @@ func (p *Proxy) connectPipe(ctx context.Context, r io.ReadCloser, w io.WriteClos
 	ss, err := p.server.Connect(ctx, t, nil)
 	if err != nil {
 		f.cancel()
+		f.w.Close() // its goroutine returns
 		return nil, err
 	}
 	f.ss.Store(ss)
@@ -144,8 +302,72 @@ func (f *pipeFront) refuseID(id json.RawMessage, bad bool) bool {
 		return false
 	}
 	b := appendResponse(nil, json.RawMessage("null"), nil, refusedIDMessage(id))
-	f.w.Write(append(b, '\n'))
+	f.w.writeOwned(append(b, '\n'))
 	return true
+}
+
+// refuse answers msg, the rest of a line from the client or a value on
+// one, if it is no JSON-RPC message the SDK can read, and reports whether
+// it did: with -32700 (Parse error) if it is not JSON, -32600 (Invalid
+// Request) if it is JSON but no message, naming what is wrong and
+// quoting the start of msg. The SDK ended the session on either, cutting
+// off its calls under way. The answer's id is msg's if it has one the
+// SDK keeps, else null (JSON-RPC 2.0, section 5). Nothing is recorded:
+// no call was made. The sidecar's log says what was wrong, but not what
+// the client sent, which may hold its secrets.
+func (f *pipeFront) refuse(msg []byte) bool {
+	code, why := messageFault(msg)
+	if why == "" {
+		return false
+	}
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	id := json.RawMessage("null")
+	if msg[0] == '{' && json.Unmarshal(msg, &m) == nil && len(m.ID) > 0 && (m.ID[0] == '"' || safeID(m.ID)) {
+		id = m.ID
+	}
+	f.p.logger.Warn("proxy: the stdio client sent a line that is not a JSON-RPC message; answered it with an error, and its session goes on", "code", code, "error", why, "bytes", len(msg))
+	e := rpcError(code, "provlog: %s: %q; send one JSON-RPC message per line", why, truncate(string(msg), 64))
+	b := appendResponse(nil, id, nil, e)
+	f.w.writeOwned(append(b, '\n'))
+	return true
+}
+
+// messageFault says what makes msg no JSON-RPC message the SDK reads: its
+// code (-32700 or -32600) and the reason, or "" if it is one. The SDK's
+// own decoder judges each message.
+func messageFault(msg []byte) (int64, string) {
+	var batch []json.RawMessage
+	if msg[0] == '[' && json.Unmarshal(msg, &batch) == nil {
+		if len(batch) == 0 {
+			return jsonrpc.CodeInvalidRequest, "the line is an empty batch, which is not a JSON-RPC message"
+		}
+		for i, m := range batch {
+			if _, err := jsonrpc.DecodeMessage(m); err != nil {
+				return jsonrpc.CodeInvalidRequest, fmt.Sprintf("message %d of the batch is not a JSON-RPC message (%v)", i+1, err)
+			}
+		}
+		return 0, ""
+	}
+	if msg[0] == '{' {
+		if _, err := jsonrpc.DecodeMessage(msg); err == nil {
+			return 0, ""
+		} else if json.Valid(msg) {
+			return jsonrpc.CodeInvalidRequest, fmt.Sprintf("the line is not a JSON-RPC message (%v)", err)
+		}
+	}
+	if err := json.Unmarshal(msg, new(json.RawMessage)); err != nil {
+		var syntax *json.SyntaxError
+		switch {
+		case !errors.As(err, &syntax):
+			return jsonrpc.CodeParseError, fmt.Sprintf("the line is not JSON (%v)", err)
+		case err.Error() == "unexpected end of JSON input":
+			return jsonrpc.CodeParseError, "the line ends inside a JSON value (a message cut short, or spread over lines)"
+		}
+		return jsonrpc.CodeParseError, fmt.Sprintf("the line is not JSON (%v, at byte %d)", err, syntax.Offset)
+	}
+	return jsonrpc.CodeInvalidRequest, "the line is JSON but not a JSON-RPC message, which is an object (or an array of them)"
 }
 
 // pipeRevision returns the revision and client of call fc on ss, if the
@@ -176,7 +398,7 @@ func (f *pipeFront) serve(ctx context.Context, cancel context.CancelFunc, key st
 	defer func() {
 		// The id is free again once its answer is out, not before.
 		b := appendResponse(make([]byte, 0, len(res)+96), id, res, rerr)
-		f.w.Write(append(b, '\n'))
+		f.w.writeOwned(append(b, '\n'))
 		f.calls.Delete(key)
 	}()
 	in := &callIn{

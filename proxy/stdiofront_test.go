@@ -8,11 +8,17 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -258,5 +264,263 @@ func TestPipeStopCutsCalls(t *testing.T) {
 	res, err := log.ParseCallResult(mustParse(t, l.entry(t, before+1)))
 	if err != nil || res.Error != "cut off: provlog was stopping" {
 		t.Errorf("call.result: %v %+v", err, res)
+	}
+}
+
+// TestPipeFrontBadLines: a line from a stdio client that is not JSON is
+// answered -32700 (Parse error), one that is JSON but no JSON-RPC message
+// -32600 (Invalid Request), each naming what was wrong and quoting at
+// most the line's start; nothing is recorded for them, and the session
+// and its call under way go on. The SDK ended the session at the first
+// of them, cutting off the call.
+func TestPipeFrontBadLines(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "f")}, nil)
+	pc := newPipeClient(t, p)
+	at := l.size(t)
+	release := filepath.Join(t.TempDir(), "release")
+	pc.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"f__wait_file","arguments":{"path":"` + release + `"}}}`)
+	l.waitSize(t, at+1) // the call is under way
+	long := strings.Repeat("x", 100<<10)
+	for _, tc := range []struct{ line, id, code, says string }{
+		{"hello", "null", "-32700", `the line is not JSON (invalid character 'h' looking for beginning of value, at byte 1): \"hello\"`},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__ok"`, "null", "-32700", "the line ends inside a JSON value (a message cut short, or spread over lines)"},
+		{`{"jsonrpc":"2.0","id":2,`, "null", "-32700", "the line ends inside a JSON value"},
+		{"  {\"a\":}", "null", "-32700", "invalid character '}' looking for beginning of value, at byte 6"},
+		{"42", "null", "-32600", "the line is JSON but not a JSON-RPC message"},
+		{`"ping"`, "null", "-32600", "the line is JSON but not a JSON-RPC message"},
+		{"[]", "null", "-32600", "the line is an empty batch, which is not a JSON-RPC message"},
+		{`[{"jsonrpc":"2.0","id":4,"method":"ping"},1]`, "null", "-32600", "message 2 of the batch is not a JSON-RPC message"},
+		{`{"jsonrpc":"1.0","id":3,"method":"ping"}`, "3", "-32600", `invalid message version tag \"1.0\"`},
+		{`{"jsonrpc":"2.0","id":{},"method":"ping"}`, "null", "-32600", "invalid ID type"},
+		{`{"jsonrpc":"2.0","id":"s","method":7}`, `"s"`, "-32600", "the line is not a JSON-RPC message"},
+		{long, "null", "-32700", `: \"xxxx`},
+	} {
+		pc.send(tc.line)
+		got := pc.read()
+		var resp struct {
+			ID    json.RawMessage `json:"id"`
+			Error struct {
+				Code    json.Number `json:"code"`
+				Message string      `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(got, &resp); err != nil || string(resp.ID) != tc.id || resp.Error.Code.String() != tc.code ||
+			!strings.Contains(string(got), tc.says) || !strings.Contains(string(got), "send one JSON-RPC message per line") {
+			t.Errorf("%.40s: answered %.300s, want id %s, code %s, saying %s", tc.line, got, tc.id, tc.code, tc.says)
+		}
+		if len(got) > 512 {
+			t.Errorf("%.40s: an answer of %d bytes", tc.line, len(got))
+		}
+	}
+	pc.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"f__ok","arguments":{}}}`)
+	if got := pc.read(); !bytes.Contains(got, []byte(`"id":5,"result":{"_meta":{"`+ReceiptKey)) {
+		t.Fatalf("the call after the bad lines: %s", got)
+	}
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := pc.read(); !bytes.Contains(got, []byte(`"id":1,"result":{"_meta":{"`+ReceiptKey)) || !bytes.Contains(got, []byte("found "+release)) {
+		t.Fatalf("the call under way across the bad lines: %s", got)
+	}
+	if grew := l.size(t) - at; grew != 4 {
+		t.Errorf("the log grew by %d entries, want 4: two calls and their results", grew)
+	}
+}
+
+// addStream gives the fixture (run with fixtureEnv "stream") a tool
+// "stream" that sends progress notifications of 1 KiB, one after the
+// other, until its call is cancelled.
+func addStream(s *mcp.Server, obj json.RawMessage) {
+	s.AddTool(&mcp.Tool{Name: "stream", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		pad := strings.Repeat("p", 1<<10)
+		for i := 0; ctx.Err() == nil; i++ {
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Message: pad}); err != nil {
+				return nil, err
+			}
+		}
+		return nil, ctx.Err()
+	})
+}
+
+// A stallWriter is a stdio client's stdout that takes what is written
+// until the client stops reading (stop is closed), and then nothing: a
+// write blocks, as on a full pipe, until the client reads again
+// (release).
+type stallWriter struct {
+	w       io.WriteCloser
+	stop    chan struct{}
+	blocked chan struct{} // closed when a write first blocks
+	once    sync.Once
+	release chan struct{}
+}
+
+func newStallWriter(w io.WriteCloser) *stallWriter {
+	return &stallWriter{w: w, stop: make(chan struct{}), blocked: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (s *stallWriter) Write(b []byte) (int, error) {
+	select {
+	case <-s.stop:
+		s.once.Do(func() { close(s.blocked) })
+		<-s.release
+		return s.w.Write(b)
+	default:
+		return s.w.Write(b)
+	}
+}
+
+func (s *stallWriter) Close() error { return s.w.Close() }
+
+// TestPipeStalledClient: a stdio client that stops reading its stdout
+// while a stdio server streams it progress holds up only itself: a call
+// to the same server through the HTTP front completes. The notifications
+// were written to the client from the server's read loop, so the
+// server's answers to everyone waited for the stalled client.
+func TestPipeStalledClient(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "f", Command: fixtureServer(t), Env: map[string]string{fixtureEnv: "stream"}}}, nil)
+	cs := connectHTTP(t, serveHTTP(t, p), "2025-11-25", nil)
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := newStallWriter(outW)
+	ss, err := p.connectPipe(context.Background(), inR, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(out.release); inW.Close(); ss.Close(); outR.Close() })
+	lines := make(chan []byte, 64)
+	go func() { // the client reads all it is given, until the stall
+		in := bufio.NewReader(outR)
+		for {
+			b, err := in.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			select {
+			case lines <- b:
+			default:
+			}
+		}
+	}()
+	next := func(what string) []byte {
+		select {
+		case b := <-lines:
+			return b
+		case <-time.After(time.Minute): // for a hung front, not a bound
+			t.Fatalf("no %s from the front", what)
+		}
+		return nil
+	}
+	inW.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stalling","version":"1"}}}` + "\n"))
+	next("answer to initialize")
+	inW.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"f__stream","arguments":{},"_meta":{"progressToken":"s"}}}` + "\n"))
+	for !bytes.Contains(next("progress"), []byte(`"method":"notifications/progress"`)) {
+	}
+	close(out.stop)
+	select {
+	case <-out.blocked:
+	case <-time.After(time.Minute):
+		t.Fatal("the front wrote nothing more to the client")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // for a hung server, not a bound
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "f__ok", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("a call through the HTTP front, while the stdio client is stalled: %v", err)
+	}
+	if got := textOf(res); got != "ok" {
+		t.Errorf("the call through the HTTP front: %q", got)
+	}
+}
+
+// TestLineWriterStalled: while its client does not read, a lineWriter
+// takes every write at once: it queues answers, requests and
+// notifications other than progress and log messages whatever it holds,
+// and drops progress and log messages once it holds maxPipeQueue bytes,
+// saying so, and how many, once the client reads again. What it wrote
+// reaches the client in the order written.
+func TestLineWriterStalled(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var logs bytes.Buffer
+	out := newStallWriter(w)
+	l := newLineWriter(out, slog.New(slog.NewTextHandler(&logs, nil)))
+	progress := func(i int) string {
+		return `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":` + strconv.Itoa(i) + `,"message":"` + strings.Repeat("p", 1<<10) + `"}}` + "\n"
+	}
+	close(out.stop)
+	l.Write([]byte(progress(0)))
+	<-out.blocked
+	sent := []string{
+		`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n",
+		`{"jsonrpc":"2.0","id":"s","method":"sampling/createMessage","params":{}}` + "\n",
+	}
+	for _, b := range sent {
+		l.Write([]byte(b))
+	}
+	for i := 1; i <= 2000; i++ {
+		l.Write([]byte(progress(i)))
+	}
+	l.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}` + "\n"))
+	late := []string{
+		`{"jsonrpc":"2.0","id":3,"result":{}}` + "\n",
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n",
+	}
+	for _, b := range late {
+		l.Write([]byte(b))
+	}
+	if err := l.writeOwned([]byte(`{"jsonrpc":"2.0","id":2,"result":{}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	dropped := l.droppedTotal()
+	if dropped < 1000 || dropped > 1100 {
+		t.Errorf("dropped %d of 2000 progress notifications and a log message; want those past %d bytes", dropped, maxPipeQueue)
+	}
+	if !strings.Contains(logs.String(), "the stdio client is not reading its stdout") {
+		t.Errorf("the drops were not logged: %s", logs.String())
+	}
+	close(out.release)
+	lines := bufio.NewReader(r)
+	read := func() string {
+		b, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var got []string
+	for b := read(); !strings.Contains(b, `"id":2`); b = read() {
+		got = append(got, b)
+	}
+	want := append([]string{progress(0)}, sent...)
+	for i := 1; i <= 2001-dropped; i++ {
+		want = append(want, progress(i))
+	}
+	want = append(want, late...)
+	if len(got) != len(want) {
+		t.Fatalf("the client read %d messages, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("message %d: got %.80s, want %.80s", i, got[i], want[i])
+		}
+	}
+	l.Write([]byte(progress(2001)))
+	if got := read(); got != progress(2001) {
+		t.Errorf("after the client read again: %.80s", got)
+	}
+	if want := fmt.Sprintf("the stdio client reads its stdout again\" notifications_dropped=%d", dropped); !strings.Contains(logs.String(), want) {
+		t.Errorf("the log does not say %s: %s", want, logs.String())
 	}
 }
