@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"syscall"
 
 	"github.com/transparency-dev/merkle/compact"
 )
@@ -31,6 +33,25 @@ var (
 	// serving on would sign a second history (a fork). See [LostError].
 	ErrLost = errors.New("acknowledged entries lost")
 )
+
+// FileFault returns err, from doing op ("writing", "syncing", ...) on the
+// file name, wrapped in the fault sentinel it is: ErrDiskFull for no space
+// or quota, ErrReadOnly for a read-only file system or a refused
+// permission, ErrIO otherwise. An error that already holds a sentinel is
+// returned as it is. The one classification of a file's errors, for the
+// stores and the small records beside them.
+func FileFault(op, name string, err error) error {
+	fault := ErrIO
+	switch {
+	case errors.Is(err, ErrDiskFull), errors.Is(err, ErrReadOnly), errors.Is(err, ErrIO), errors.Is(err, ErrCorrupt):
+		return err
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		fault = ErrDiskFull
+	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission):
+		fault = ErrReadOnly
+	}
+	return fmt.Errorf("%w: %s %s: %w", fault, op, name, err)
+}
 
 // FaultReason names the storage fault err wraps, for health reports and
 // metric labels: "disk full", "read-only", "I/O error", "corrupt",

@@ -75,20 +75,6 @@ func newFaultFS(inner vfs.FS, fail func(error), failed func() bool) *faultFS {
 	return &faultFS{FS: inner, fail: fail, failed: failed, closing: make(chan struct{})}
 }
 
-// classify wraps err, from doing op on name, in the log's fault sentinel.
-func classify(op, name string, err error) error {
-	fault := log.ErrIO
-	switch {
-	case errors.Is(err, log.ErrDiskFull), errors.Is(err, log.ErrReadOnly), errors.Is(err, log.ErrIO), errors.Is(err, log.ErrCorrupt):
-		return err
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		fault = log.ErrDiskFull
-	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission):
-		fault = log.ErrReadOnly
-	}
-	return fmt.Errorf("%w: %s %s: %w", fault, op, name, err)
-}
-
 // isJournal reports whether name is one of Pebble's journals: a
 // write-ahead log, a MANIFEST or a marker file (which names the current
 // MANIFEST or format version). Pebble v2.1.7 cannot survive an error
@@ -112,7 +98,7 @@ func (f *faultFS) failOn(op, name string, err error) error {
 	if err == nil {
 		return nil
 	}
-	err = classify(op, name, err)
+	err = log.FileFault(op, name, err)
 	f.record(err)
 	return err
 }

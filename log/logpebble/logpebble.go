@@ -348,7 +348,7 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 		if pebble.IsCorruptionError(err) {
 			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
 		} else if log.FaultReason(err) == "" {
-			err = classify("committing to", s.dir, err)
+			err = log.FileFault("committing to", s.dir, err)
 		}
 		s.fail(err)
 		return err

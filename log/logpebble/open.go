@@ -45,7 +45,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("opening log store: %w", classify("making", dir, err))
+		return nil, fmt.Errorf("opening log store: %w", log.FileFault("making", dir, err))
 	}
 	s := &Store{dir: dir, logf: o.Logf, opts: o}
 	if err := s.open(); err != nil {
@@ -124,7 +124,7 @@ func (s *Store) openPebble(o *Options, readOnly bool) (db *pebble.DB, err error)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("opening log store %s: %w", s.dir, classify("locking", s.dir, err))
+			return nil, fmt.Errorf("opening log store %s: %w", s.dir, log.FileFault("locking", s.dir, err))
 		}
 		return nil, fmt.Errorf("opening log store %s: %w (%v)", s.dir, ErrLocked, err)
 	}
@@ -332,7 +332,7 @@ func (s *Store) eventListener(fs *faultFS) *pebble.EventListener {
 			if pebble.IsCorruptionError(err) {
 				fs.record(fmt.Errorf("%w: %w", ErrCorrupt, err))
 			} else {
-				fs.record(classify("in Pebble's background work on", s.dir, err))
+				fs.record(log.FileFault("in Pebble's background work on", s.dir, err))
 			}
 		},
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
@@ -395,7 +395,7 @@ func (s *Store) readError(err error) error {
 	case pebble.IsCorruptionError(err):
 		return s.corrupt(fmt.Errorf("%w: %w", ErrCorrupt, err))
 	case errors.Is(err, syscall.EIO):
-		err = classify("reading", s.dir, err)
+		err = log.FileFault("reading", s.dir, err)
 		s.fail(err)
 		return err
 	}
@@ -428,7 +428,7 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf("pebble: fatal: "+format, args...)
 	l.logf("%s", msg)
 	if l.fail != nil {
-		l.fail(classify("in Pebble:", "", errors.New(msg)))
+		l.fail(log.FileFault("in Pebble:", "", errors.New(msg)))
 	}
 }
 

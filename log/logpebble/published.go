@@ -183,7 +183,6 @@ func publishedSlots(dir string, fail func(error)) slots.Options {
 		Initial:      publishedInitial,
 		SyncInterval: publishedSyncInterval,
 		Fail:         fail,
-		Wrap:         classify,
 	}
 }
 

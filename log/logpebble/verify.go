@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	pebblerecord "github.com/cockroachdb/pebble/v2/record"
+	"github.com/provlog/provlog/log"
 )
 
 // VerifyReport says what [Store.Verify] read.
@@ -99,7 +100,7 @@ func checkManifest(dir string) (string, error) {
 	name := ms[len(ms)-1]
 	f, err := os.Open(name)
 	if err != nil {
-		return "", classify("opening", name, err)
+		return "", log.FileFault("opening", name, err)
 	}
 	defer f.Close()
 	r := pebblerecord.NewReader(f, 0)

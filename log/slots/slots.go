@@ -82,16 +82,6 @@ type Options struct {
 	// Fail, if not nil, is called with the error of a failed background
 	// sync, which stops the Writer.
 	Fail func(error)
-	// Wrap, if not nil, makes the error of doing op ("writing",
-	// "syncing", ...) on the file name; the default is "op name: err".
-	Wrap func(op, name string, err error) error
-}
-
-func (o *Options) wrap(op, name string, err error) error {
-	if o.Wrap != nil {
-		return o.Wrap(op, name, err)
-	}
-	return fmt.Errorf("%s %s: %w", op, name, err)
 }
 
 // A Slot is the whole record one slot holds, as the caller parsed it.
@@ -114,7 +104,7 @@ func Read[T any](o Options, parse func(b []byte) (v T, seq uint64, ok bool)) ([]
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		} else if err != nil {
-			return nil, o.wrap("reading", name, err)
+			return nil, log.FileFault("reading", name, err)
 		}
 		if v, seq, ok := parse(b); ok {
 			out = append(out, Slot[T]{Index: i, Seq: seq, Value: v})
@@ -182,13 +172,13 @@ func Open(opts Options, next int) (*Writer, error) {
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, opts.Perm)
 		if err != nil {
 			w.closeFiles()
-			return nil, opts.wrap("opening", name, err)
+			return nil, log.FileFault("opening", name, err)
 		}
 		w.files[i] = f
 		fi, err := f.Stat()
 		if err != nil {
 			w.closeFiles()
-			return nil, opts.wrap("reading", name, err)
+			return nil, log.FileFault("reading", name, err)
 		}
 		w.cap[i] = fi.Size()
 		if w.cap[i] < opts.Initial {
@@ -201,7 +191,7 @@ func Open(opts Options, next int) (*Writer, error) {
 	for _, dir := range dirs(opts.Names) {
 		if err := syncDir(dir); err != nil {
 			w.closeFiles()
-			return nil, opts.wrap("syncing", dir, err)
+			return nil, log.FileFault("syncing", dir, err)
 		}
 	}
 	if opts.SyncInterval > 0 {
@@ -230,7 +220,7 @@ func (w *Writer) Write(b []byte) error {
 	err := w.write(i, b)
 	if err == nil && w.opts.SyncInterval == 0 {
 		if serr := syncData(w.files[i]); serr != nil {
-			err = w.opts.wrap("syncing", w.opts.Names[i], serr)
+			err = log.FileFault("syncing", w.opts.Names[i], serr)
 		}
 	}
 	w.mu.Lock()
@@ -258,7 +248,7 @@ func (w *Writer) write(i int, b []byte) error {
 		}
 	}
 	if _, err := w.files[i].WriteAt(b, 0); err != nil {
-		return w.opts.wrap("writing", w.opts.Names[i], err)
+		return log.FileFault("writing", w.opts.Names[i], err)
 	}
 	return nil
 }
@@ -277,10 +267,10 @@ func (w *Writer) grow(i int, n int64) error {
 	n = max(n, 2*w.cap[i])
 	f := w.files[i]
 	if _, err := f.WriteAt(make([]byte, n-w.cap[i]), w.cap[i]); err != nil {
-		return w.opts.wrap("writing", w.opts.Names[i], err)
+		return log.FileFault("writing", w.opts.Names[i], err)
 	}
 	if err := f.Sync(); err != nil {
-		return w.opts.wrap("syncing", w.opts.Names[i], err)
+		return log.FileFault("syncing", w.opts.Names[i], err)
 	}
 	w.cap[i] = n
 	return nil
@@ -322,7 +312,7 @@ func (w *Writer) sync() error {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			if w.err == nil {
-				w.err = stopped(w.opts.wrap("syncing", w.opts.Names[i], err))
+				w.err = stopped(log.FileFault("syncing", w.opts.Names[i], err))
 			}
 			return w.err
 		}
@@ -354,7 +344,7 @@ func (w *Writer) closeFiles() error {
 	for i, f := range w.files {
 		if f != nil {
 			if err := f.Close(); err != nil {
-				errs = append(errs, w.opts.wrap("closing", w.opts.Names[i], err))
+				errs = append(errs, log.FileFault("closing", w.opts.Names[i], err))
 			}
 			w.files[i] = nil
 		}
