@@ -110,14 +110,14 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else {
 		printReplay(stdout, out)
 	}
-	if n := rep.Definitions[replay.DefinitionChanged]; n > 0 {
+	if n := rep.Definitions[replay.DefinitionChanged] + rep.Definitions[replay.DefinitionGone]; n > 0 {
 		var idx []uint64
 		for _, o := range rep.Outcomes {
-			if o.Definition == replay.DefinitionChanged {
+			if o.DefinitionChanged() {
 				idx = append(idx, o.Index)
 			}
 		}
-		return fmt.Errorf("tool definitions changed since %d call(s) were made (entries %s): their servers now list those tools otherwise; see definition_changes in replay entry %d", n, replay.Ranges(idx), recorded)
+		return fmt.Errorf("tool definitions changed since %d call(s) were made (entries %s): their servers now list those tools otherwise, or not at all; see definition_changes in replay entry %d", n, replay.Ranges(idx), recorded)
 	}
 	return nil
 }
@@ -253,9 +253,13 @@ func printReplay(w io.Writer, out replayOutput) {
 	}
 	fmt.Fprintf(w, "tool definitions then and now: %s\n", strings.Join(counts, ", "))
 	if ch := rep.DefinitionChanges(); len(ch) > 0 {
-		fmt.Fprintln(w, "CHANGED TOOL DEFINITIONS: the server lists these tools otherwise than when the calls were made (a changed description or schema can make an agent act otherwise; compare the tools entries):")
+		fmt.Fprintln(w, "CHANGED TOOL DEFINITIONS: the server lists these tools otherwise than when the calls were made, or not at all (a changed description or schema can make an agent act otherwise; compare the tools entries):")
 		for _, c := range ch {
-			fmt.Fprintf(w, "  %s/%s, calls %s: tool_sha256 %s then, %s now\n", c.Server, c.Tool, c.Calls, c.Then, c.Now)
+			now := c.Now + " now"
+			if c.Now == "" {
+				now = "no longer listed"
+			}
+			fmt.Fprintf(w, "  %s/%s, calls %s: tool_sha256 %s then, %s\n", c.Server, c.Tool, c.Calls, c.Then, now)
 		}
 	}
 	if rep.Runs == 1 {

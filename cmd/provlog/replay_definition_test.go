@@ -110,12 +110,26 @@ func TestReplayDefinitionChanged(t *testing.T) {
 		t.Fatalf("replay exited %d, want 1: %s %s", code, out.String(), errb.String())
 	}
 	for _, w := range []string{"CHANGED TOOL DEFINITIONS", fmt.Sprintf("fx/stable, calls %d: tool_sha256 %s then, %s now", first, then, stable.ToolNow),
-		"tool definitions then and now: 0 same, 1 changed, 0 unknown"} {
+		"tool definitions then and now: 0 same, 1 changed, 0 gone, 0 unknown"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("human output lacks %q:\n%s", w, out.String())
 		}
 	}
 	t.Logf("human output:\n%s", out.String())
+
+	// A tool the server no longer lists is a changed definition too.
+	fx.srv.RemoveTools("stable")
+	out.Reset()
+	errb.Reset()
+	if code := run(ctx, []string{"replay", "--data", data, "--config", cfgPath, "--to", fmt.Sprint(first + 2)}, &out, &errb); code != 1 {
+		t.Fatalf("replay of a tool gone exited %d, want 1: %s %s", code, out.String(), errb.String())
+	}
+	for _, w := range []string{fmt.Sprintf("fx/stable, calls %d: tool_sha256 %s then, no longer listed", first, then),
+		"tool definitions then and now: 0 same, 0 changed, 1 gone, 0 unknown"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("human output lacks %q:\n%s", w, out.String())
+		}
+	}
 }
 
 // entryAt reads entry index of the data dir's log.

@@ -32,13 +32,17 @@ const (
 	// DefinitionChanged: the server lists the tool with another
 	// definition than the one the call was made against.
 	DefinitionChanged = "changed"
+	// DefinitionGone: the server no longer lists the tool at all: the
+	// definition the call was made against is no longer offered, as with
+	// a changed one.
+	DefinitionGone = "gone"
 	// DefinitionUnknown: the call entry names no definition (it was
 	// recorded before provlog named them), so there is nothing to compare.
 	DefinitionUnknown = "unknown"
 )
 
 // Definitions lists what a definition compares as, in report order.
-var Definitions = []string{DefinitionSame, DefinitionChanged, DefinitionUnknown}
+var Definitions = []string{DefinitionSame, DefinitionChanged, DefinitionGone, DefinitionUnknown}
 
 // compareDefinition compares the definition call was made against with
 // the one its server lists now, when the server is in the config and can
@@ -59,6 +63,7 @@ func (r *runner) compareDefinition(ctx context.Context, o *Outcome, call *log.Ca
 	}
 	tool, ok := c.tools[call.Tool]
 	if !ok {
+		o.Definition = DefinitionGone
 		return
 	}
 	o.ToolNow = tool.SHA256
@@ -72,6 +77,12 @@ func (r *runner) compareDefinition(ctx context.Context, o *Outcome, call *log.Ca
 	}
 }
 
+// DefinitionChanged reports whether the tool o called is no longer
+// offered as it was: changed, or gone.
+func (o *Outcome) DefinitionChanged() bool {
+	return o.Definition == DefinitionChanged || o.Definition == DefinitionGone
+}
+
 func joinNote(a, b string) string {
 	if a == "" {
 		return b
@@ -80,7 +91,8 @@ func joinNote(a, b string) string {
 }
 
 // A DefinitionChange is a tool whose definition changed since calls were
-// made against it: the replay entry's definition_changes.
+// made against it, or that is no longer listed (Now empty): the replay
+// entry's definition_changes.
 type DefinitionChange struct {
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
@@ -88,7 +100,7 @@ type DefinitionChange struct {
 	// ranges ([Ranges]).
 	Calls string `json:"calls"`
 	Then  string `json:"tool_sha256_then"`
-	Now   string `json:"tool_sha256_now"`
+	Now   string `json:"tool_sha256_now"` // "" if the tool is gone
 }
 
 // DefinitionChanges returns the changed definitions among the outcomes,
@@ -99,7 +111,7 @@ func (rep *Report) DefinitionChanges() []DefinitionChange {
 	var order []key
 	calls := map[key][]uint64{}
 	for _, o := range rep.Outcomes {
-		if o.Definition != DefinitionChanged {
+		if !o.DefinitionChanged() {
 			continue
 		}
 		k := key{o.Server, o.Tool, o.ToolThen, o.ToolNow}

@@ -116,7 +116,7 @@ func TestDefinitions(t *testing.T) {
 			t.Errorf("call %d: %+v (%s), want %+v", 30+i, g, o.Reason, want[i])
 		}
 	}
-	if w := map[string]int{DefinitionSame: 1, DefinitionChanged: 2, DefinitionUnknown: 1}; !reflect.DeepEqual(rep.Definitions, w) {
+	if w := map[string]int{DefinitionSame: 1, DefinitionChanged: 2, DefinitionGone: 0, DefinitionUnknown: 1}; !reflect.DeepEqual(rep.Definitions, w) {
 		t.Errorf("definition counts %v, want %v", rep.Definitions, w)
 	}
 

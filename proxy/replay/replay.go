@@ -113,10 +113,10 @@ type Outcome struct {
 	Note     string `json:"note,omitempty"`
 	// Definition compares the tool's definition the call was made against
 	// (the call entry's tool_sha256, ToolThen) with the one the server
-	// lists now (ToolNow): DefinitionSame, DefinitionChanged or
-	// DefinitionUnknown (definition.go). Empty when it could not be
-	// compared: the server is not in the config, cannot be reached (Note
-	// says so), or no longer lists the tool (Reason says so).
+	// lists now (ToolNow): DefinitionSame, DefinitionChanged,
+	// DefinitionGone (the tool is no longer listed) or DefinitionUnknown
+	// (definition.go). Empty when it could not be compared: the server is
+	// not in the config or cannot be reached (Note says so).
 	Definition string `json:"definition,omitempty"`
 	ToolThen   string `json:"tool_sha256_then,omitempty"`
 	ToolNow    string `json:"tool_sha256_now,omitempty"`

@@ -124,7 +124,7 @@ func TestStdioAndNotReplayable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := rep.Outcomes[0]; o.Class != NotReplayable || !strings.Contains(o.Reason, `tool "gone" is no longer listed`) {
+	if o := rep.Outcomes[0]; o.Class != NotReplayable || !strings.Contains(o.Reason, `tool "gone" is no longer listed`) || o.Definition != DefinitionGone || o.ToolNow != "" {
 		t.Errorf("a tool no longer listed, replay: true: %+v", o)
 	}
 	// Without the recorded result, an ignore list cannot be applied to
