@@ -16,7 +16,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -76,7 +75,12 @@ type VerifyAnchorFunc func(ctx context.Context, record []byte, v note.Verifier, 
 // Verify checks the bundle in dir with no key argument and no network:
 //
 //   - every file is listed in manifest.json with its SHA-256, and no
-//     other file is there;
+//     other file is there; each is a regular file inside dir (no link,
+//     named pipe or device; no name leading out of dir), read whole only
+//     up to 16 MiB (the entries and the PROV document are streamed), and
+//     one of a bundle's files (a listed file no check reads is refused);
+//   - the manifest is one JSON object, and what it says of the other
+//     files (cosigned, trust) is what they give;
 //   - the checkpoint is signed by log.vkey (and cosigned by every key in
 //     witnesses.txt); the manifest repeats its origin, size and root;
 //   - every line of provenance.jsonl is a canonical entry, and with
@@ -95,7 +99,12 @@ type VerifyAnchorFunc func(ctx context.Context, record []byte, v note.Verifier, 
 //
 // Entries are read line by line; memory does not grow with the log.
 func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Report, error) {
-	c := &checker{ctx: ctx, dir: dir, verifyAnchor: verifyAnchor}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	defer root.Close()
+	c := &checker{ctx: ctx, dir: dir, root: root, verifyAnchor: verifyAnchor}
 	// Each step returns false when what follows cannot be checked.
 	if !c.readManifest() {
 		return c.fail()
@@ -110,6 +119,7 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 	}
 	c.readTrust()
 	c.checkAnchors()
+	c.checkClaims()
 	if !c.readTree() {
 		return c.fail()
 	}
@@ -138,6 +148,7 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 			return nil, err
 		}
 	}
+	c.checkUnread()
 	if len(c.probs) > 0 {
 		return c.rep, &VerifyError{What: "bundle", Problems: c.probs}
 	}
@@ -148,6 +159,8 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 type checker struct {
 	ctx          context.Context
 	dir          string
+	root         *os.Root        // dir: no file is read from outside it
+	opened       map[string]bool // the files the checks opened
 	verifyAnchor VerifyAnchorFunc
 	probs        []Problem
 
@@ -187,7 +200,7 @@ func (c *checker) read(name string) []byte {
 	if !listed {
 		return nil
 	}
-	b, err := os.ReadFile(filepath.Join(c.dir, filepath.FromSlash(name)))
+	b, err := c.readWhole(name)
 	if err != nil {
 		c.bad(name, "%v", err)
 		return nil
@@ -200,7 +213,7 @@ func (c *checker) read(name string) []byte {
 
 // readManifest parses manifest.json strictly.
 func (c *checker) readManifest() bool {
-	mb, err := os.ReadFile(filepath.Join(c.dir, ManifestFile))
+	mb, err := c.readWhole(ManifestFile)
 	if err != nil {
 		c.bad(ManifestFile, "%v", err)
 		return false
@@ -211,6 +224,16 @@ func (c *checker) readManifest() bool {
 	if err := dec.Decode(m); err != nil {
 		c.bad(ManifestFile, "does not parse: %v", err)
 		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		c.bad(ManifestFile, "holds more than one JSON object")
+		return false
+	}
+	for _, n := range sortedFiles(m.Files) {
+		if !validName(n) {
+			c.bad(ManifestFile, "lists %q, which is not a path inside the bundle", n)
+			delete(m.Files, n)
+		}
 	}
 	if m.Format != Format {
 		c.bad(ManifestFile, "format %q, want %q", m.Format, Format)
@@ -231,10 +254,16 @@ func (c *checker) readManifest() bool {
 // whole, the two big ones while streaming.
 func (c *checker) checkListing() {
 	onDisk := map[string]bool{}
-	filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			r, _ := filepath.Rel(c.dir, p)
-			onDisk[filepath.ToSlash(r)] = true
+	fs.WalkDir(c.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			c.bad(p, "%v", err)
+		case d.Type().IsRegular():
+			onDisk[p] = true
+		case !d.IsDir():
+			if _, listed := c.m.Files[p]; !listed { // else reading it says so
+				c.bad(p, "is not a regular file (%s)", fileType(d.Type()))
+			}
 		}
 		return nil
 	})
@@ -474,7 +503,7 @@ func (c *checker) readTree() bool {
 // at the end the range must give the checkpoint's root. It reports
 // whether the entries could all be read.
 func (c *checker) checkEntries(pws []*provWriter) (bool, error) {
-	f, err := os.Open(filepath.Join(c.dir, EntriesFile))
+	f, _, err := c.open(EntriesFile)
 	if err != nil {
 		c.bad(EntriesFile, "%v", err)
 		return false, nil
@@ -573,7 +602,7 @@ func (c *checker) checkProv(pws []*provWriter) error {
 		}
 		want = append(want, hex.EncodeToString(ph.Sum(nil)))
 	}
-	pf, err := os.Open(filepath.Join(c.dir, ProvFile))
+	pf, _, err := c.open(ProvFile)
 	if err != nil {
 		c.bad(ProvFile, "%v", err)
 		return nil
