@@ -34,7 +34,10 @@ type VerifyError = log.ProblemsError
 
 // Report says what a bundle vouches for once verified.
 type Report struct {
-	Manifest  *Manifest
+	Manifest *Manifest
+	// VKey is log.vkey, the key the checkpoint is signed with: the
+	// bundle's own, which only a key from elsewhere can vouch for.
+	VKey      string
 	Entries   uint64
 	Anchors   int
 	Witnesses int
@@ -288,7 +291,7 @@ func (c *checker) checkCheckpoint() bool {
 		c.bad(VKeyFile, "not a verifier key: %v", err)
 		return false
 	}
-	c.v = v
+	c.v, c.rep.VKey = v, c.vkey
 	verifiers := []note.Verifier{v}
 	var witnesses []note.Verifier
 	if wb := c.read(WitnessesFile); wb != nil {
