@@ -191,6 +191,12 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	case rep.Anchors > 0:
 		anchors = fmt.Sprintf("%d anchor records verified against the bundle's trust roots (trust/)", rep.Anchors)
 	}
+	if rep.Anchors > 0 {
+		anchors += fmt.Sprintf(", %d of them anchoring a root the entries recompute", rep.AnchorsOnEntries)
+		if n := rep.Anchors - rep.AnchorsOnEntries; n > 0 {
+			anchors += fmt.Sprintf(" (%d at sizes this bundle has no hashes for: not tied to these entries)", n)
+		}
+	}
 	w := out.text()
 	fmt.Fprintf(w, "OK: %d entries [%d, %d) are in %s at size %d, by a checkpoint signed with the bundle's %s (%s: compare it with the log's key from a source you trust); %s; %s; PROV document matches the entries under %s\n",
 		rep.Entries, m.From, m.To, m.Origin, m.Size, bundle.VKeyFile, rep.VKey, cosigned, anchors, provMappingText(m.ProvMapping))

@@ -37,10 +37,15 @@ type Report struct {
 	Manifest *Manifest
 	// VKey is log.vkey, the key the checkpoint is signed with: the
 	// bundle's own, which only a key from elsewhere can vouch for.
-	VKey      string
-	Entries   uint64
-	Anchors   int
-	Witnesses int
+	VKey    string
+	Entries uint64
+	Anchors int
+	// AnchorsOnEntries counts the anchors whose root the bundle ties to
+	// its entries: at the checkpoint's size, or at a size the entries
+	// reach from entry 0. The others (at sizes the bundle has no hashes
+	// for) are verified, but not tied to this tree.
+	AnchorsOnEntries int
+	Witnesses        int
 	// SelfTrusted is true when the anchors were checked against the
 	// roots their records carry (no trust/ files).
 	SelfTrusted bool
@@ -92,8 +97,10 @@ type VerifyAnchorFunc func(ctx context.Context, record []byte, v note.Verifier, 
 //     with its proof) names log.vkey and anchor.pub;
 //   - each anchor record verifies (verifyAnchor) against anchor.pub and
 //     the bundled trust roots, its anchored root is the recomputed one
-//     when its size lies in the exported range, and an anchor entry in
-//     the range names it with its SHA-256;
+//     when its size lies in an exported range from entry 0 and the
+//     checkpoint's at the checkpoint's size (whatever the range), and an
+//     anchor entry in the range names it with its SHA-256; the report
+//     counts those tied to the entries apart (AnchorsOnEntries);
 //   - provenance.json is exactly the PROV document regenerated from the
 //     entries, under the PROV mapping the manifest names (prov_mapping;
 //     for a bundle made before the manifest named it, under the first or
@@ -465,7 +472,15 @@ func (c *checker) checkAnchors() {
 		c.rep.Anchors++
 		s := sha256.Sum256(b)
 		c.recordSum[strings.TrimPrefix(name, AnchorsDir+"/")] = hex.EncodeToString(s[:])
-		c.rootsAt[r.Size] = append(c.rootsAt[r.Size], anchored{file: name, root: r.Root})
+		if r.Size != c.cp.Size {
+			c.rootsAt[r.Size] = append(c.rootsAt[r.Size], anchored{file: name, root: r.Root})
+		} else if !bytes.Equal(r.Root, c.cp.Hash) {
+			// Whatever the range, the checkpoint's own size is held to
+			// its root: two roots of one size are a fork.
+			c.bad(name, "anchors root %x at size %d, the checkpoint's, whose root is %x: the log signed two trees of one size", r.Root, r.Size, c.cp.Hash)
+		} else {
+			c.rep.AnchorsOnEntries++
+		}
 	}
 }
 
@@ -587,6 +602,8 @@ func (c *checker) checkEntry(pws []*provWriter, i uint64, b []byte) bool {
 		for _, a := range as {
 			if !bytes.Equal(root, a.root) {
 				c.bad(a.file, "anchored root at size %d is not the root of the bundled entries", i+1)
+			} else {
+				c.rep.AnchorsOnEntries++
 			}
 		}
 	}
