@@ -302,12 +302,18 @@ func (c *checker) checkCheckpoint() bool {
 	verifiers := []note.Verifier{v}
 	var witnesses []note.Verifier
 	if wb := c.read(WitnessesFile); wb != nil {
+		seen := map[string]bool{}
 		for _, l := range strings.Split(strings.TrimSpace(string(wb)), "\n") {
 			wv, err := log.NewCosignatureVerifier(l)
 			if err != nil {
 				c.bad(WitnessesFile, "line %q: %v", l, err)
 				continue
 			}
+			if seen[l] {
+				c.bad(WitnessesFile, "lists witness key %s more than once", l)
+				continue
+			}
+			seen[l] = true
 			witnesses = append(witnesses, wv)
 			verifiers = append(verifiers, wv)
 		}
