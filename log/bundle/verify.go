@@ -292,7 +292,13 @@ func (c *checker) checkListing() {
 // checkCheckpoint checks the checkpoint's signature by log.vkey, its
 // cosignatures by witnesses.txt, and the manifest against it.
 func (c *checker) checkCheckpoint() bool {
-	c.vkey = strings.TrimSpace(string(c.read(VKeyFile)))
+	// A nil read is already a problem (unlisted, or unreadable): each
+	// file's own check would only add a second one.
+	vb := c.read(VKeyFile)
+	if vb == nil {
+		return false
+	}
+	c.vkey = strings.TrimSpace(string(vb))
 	v, err := note.NewVerifier(c.vkey)
 	if err != nil {
 		c.bad(VKeyFile, "not a verifier key: %v", err)
@@ -319,6 +325,9 @@ func (c *checker) checkCheckpoint() bool {
 		}
 	}
 	cpB := c.read(CheckpointFile)
+	if cpB == nil {
+		return false
+	}
 	cp, _, err := log.OpenCheckpoint(cpB, v)
 	if err != nil {
 		c.bad(CheckpointFile, "not signed by the key in %s: %v", VKeyFile, err)
@@ -362,7 +371,11 @@ func (c *checker) checkCosignatures(cpB []byte, verifiers, witnesses []note.Veri
 
 // readAnchorKey parses anchor.pub.
 func (c *checker) readAnchorKey() {
-	blk, _ := pem.Decode(c.read(AnchorPubFile))
+	b := c.read(AnchorPubFile)
+	if b == nil {
+		return
+	}
+	blk, _ := pem.Decode(b)
 	if blk == nil {
 		c.bad(AnchorPubFile, "not a PEM public key")
 		return
@@ -463,6 +476,9 @@ func (c *checker) checkAnchors() {
 			continue
 		}
 		b := c.read(name)
+		if b == nil {
+			continue
+		}
 		if c.verifyAnchor == nil {
 			c.bad(name, "cannot be checked: no anchor verifier was given")
 			continue
@@ -494,7 +510,11 @@ func (c *checker) checkAnchors() {
 // exported entries.
 func (c *checker) readTree() bool {
 	var tree Tree
-	if err := json.Unmarshal(c.read(TreeFile), &tree); err != nil {
+	tb := c.read(TreeFile)
+	if tb == nil {
+		return false
+	}
+	if err := json.Unmarshal(tb, &tree); err != nil {
 		c.bad(TreeFile, "does not parse: %v", err)
 		return false
 	}
