@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -183,13 +184,21 @@ func readDir(dir string) (map[string][]byte, error) {
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("%s is not a regular file", p)
 		}
-		b, err := os.ReadFile(p)
+		// The size is checked before the file is read, so that one
+		// huge file costs no memory; the read is bounded too, in case
+		// the file grows.
+		fi, err := d.Info()
 		if err != nil {
 			return err
 		}
-		if total += len(b); total > maxDirBytes {
-			return fmt.Errorf("more than %d bytes: not an evidence directory", maxDirBytes)
+		if fi.Size() > int64(maxDirBytes-total) {
+			return fmt.Errorf("%s is %d bytes, more than the %d an evidence directory may hold in all: not an evidence directory", p, fi.Size(), maxDirBytes)
 		}
+		b, err := readAtMost(p, maxDirBytes-total)
+		if err != nil {
+			return err
+		}
+		total += len(b)
 		r, _ := filepath.Rel(dir, p)
 		files[filepath.ToSlash(r)] = b
 		return nil
@@ -198,6 +207,23 @@ func readDir(dir string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("evidence: reading %s: %w", dir, err)
 	}
 	return files, nil
+}
+
+// readAtMost reads the file p, failing when it holds more than max bytes.
+func readAtMost(p string, max int) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > max {
+		return nil, fmt.Errorf("%s grew past %d bytes while it was read: not an evidence directory", p, maxDirBytes)
+	}
+	return b, nil
 }
 
 func sortedNames(m map[string][]byte) []string {

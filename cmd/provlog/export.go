@@ -178,13 +178,28 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 		return out.done(nil, err, func(err error) error { return reportProblems(stderr, dir, err) })
 	}
 	m := rep.Manifest
-	trust := "bundled trust roots"
-	if rep.SelfTrusted {
-		trust = "the roots the records carry"
+	// Every key and root below came with the bundle: say so, and show
+	// the log key, for the auditor to compare with one they trust.
+	cosigned := "no witness cosignatures"
+	if rep.Witnesses > 0 {
+		cosigned = fmt.Sprintf("cosigned by all %d witnesses of the bundle's %s", rep.Witnesses, bundle.WitnessesFile)
+	}
+	anchors := "no anchor records"
+	switch {
+	case rep.Anchors > 0 && rep.SelfTrusted:
+		anchors = fmt.Sprintf("%d anchor records verified against the roots and keys the records carry", rep.Anchors)
+	case rep.Anchors > 0:
+		anchors = fmt.Sprintf("%d anchor records verified against the bundle's trust roots (trust/)", rep.Anchors)
+	}
+	if rep.Anchors > 0 {
+		anchors += fmt.Sprintf(", %d of them anchoring a root the entries recompute", rep.AnchorsOnEntries)
+		if n := rep.Anchors - rep.AnchorsOnEntries; n > 0 {
+			anchors += fmt.Sprintf(" (%d at sizes this bundle has no hashes for: not tied to these entries)", n)
+		}
 	}
 	w := out.text()
-	fmt.Fprintf(w, "OK: %d entries [%d, %d) are in %s at size %d; checkpoint signed, %d witness cosignatures, %d anchors verified against %s; PROV document matches the entries under %s\n",
-		rep.Entries, m.From, m.To, m.Origin, m.Size, rep.Witnesses, rep.Anchors, trust, provMappingText(m.ProvMapping))
+	fmt.Fprintf(w, "OK: %d entries [%d, %d) are in %s at size %d, by a checkpoint signed with the bundle's %s (%s: compare it with the log's key from a source you trust); %s; %s; PROV document matches the entries under %s\n",
+		rep.Entries, m.From, m.To, m.Origin, m.Size, bundle.VKeyFile, rep.VKey, cosigned, anchors, provMappingText(m.ProvMapping))
 	// A bundle carries entries, not payloads: say which of those the
 	// entries name were purged on purpose (a purge entry in the bundle),
 	// by whom, when and why.

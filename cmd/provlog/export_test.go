@@ -80,6 +80,14 @@ func TestExportCommand(t *testing.T) {
 	if !strings.HasPrefix(stdout.String(), "OK: 51 entries") || !strings.Contains(stdout.String(), "matches the entries under PROV mapping 2 (with entries' auth members)\n") {
 		t.Errorf("verify-bundle said %q", stdout.String())
 	}
+	// It names the key the bundle brought, which the auditor must
+	// compare, and claims no anchors it did not check.
+	vkey, _ := os.ReadFile(filepath.Join(data, "log.vkey"))
+	for _, want := range []string{"signed with the bundle's log.vkey (" + strings.TrimSpace(string(vkey)) + ": compare it", "no witness cosignatures; no anchor records;"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("verify-bundle said %q; want %q", stdout.String(), want)
+		}
+	}
 	// A bundle of the first mapping (made by an older provlog, whose
 	// manifest names no mapping) is said to match under that one.
 	stdout.Reset()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -85,11 +86,20 @@ func TestVerifyProofMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A file far larger than a receipt or an entry (sparse: no disk) is
+	// refused by its size, not read whole.
+	huge := write("huge", nil)
+	if err := os.Truncate(huge, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+
 	cases := []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"huge receipt", []string{"--vkey", vkey, huge}, "huge holds more than 1048576 bytes: it is not a receipt"},
+		{"huge entry", []string{"--vkey", vkey, "--entry", huge, receipt}, "huge holds more than 1048560 bytes: it is not an entry"},
 		{"exact entry", []string{"--vkey", vkey, "--entry", exact, receipt}, "OK: entry 1"},
 		{"pretty entry", []string{"--vkey", vkey, "--entry", prettyFile, receipt}, "not the exact bytes the log holds"},
 		{"pretty entry, no extra line", []string{"--vkey", vkey, "--entry", prettyFile, noExtra}, "not the exact bytes the log holds"},

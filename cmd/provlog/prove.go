@@ -139,7 +139,7 @@ func verifyProof(file, entryFile string, v note.Verifier, policy log.WitnessPoli
 	bad := func(part string, err error) error {
 		return failed(&log.ProblemsError{What: "receipt", Problems: []log.Problem{log.ProblemOf(part, err)}}, "%v", err)
 	}
-	data, err := readInput(file)
+	data, err := readInput(file, maxReceiptBytes, "a receipt")
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func verifyProof(file, entryFile string, v note.Verifier, policy log.WitnessPoli
 	leaf := r.Extra
 	var entry []byte
 	if entryFile != "" {
-		if entry, err = os.ReadFile(entryFile); err != nil {
+		if entry, err = readInput(entryFile, maxEntryFileBytes, "an entry"); err != nil {
 			return nil, err
 		}
 		if err := checkEntryBytes(entry, r); err != nil {
@@ -184,9 +184,33 @@ func parseVerifier(arg string) (note.Verifier, error) {
 	return note.NewVerifier(s)
 }
 
-func readInput(name string) ([]byte, error) {
-	if name == "-" {
-		return io.ReadAll(os.Stdin)
+// maxReceiptBytes bounds a receipt verify-proof reads: 63 proof hashes and
+// a checkpoint with its cosignatures take a few kilobytes.
+const maxReceiptBytes = 1 << 20
+
+// maxEntryFileBytes bounds an --entry file: an entry is at most
+// log.MaxEntrySize bytes, and a re-encoding of one (which verify-proof
+// recognises to say so) a few times that.
+const maxEntryFileBytes = 16 * log.MaxEntrySize
+
+// readInput reads the file name ("-": stdin), which holds what, failing
+// when it is longer than max bytes rather than reading it all.
+func readInput(name string, max int, what string) ([]byte, error) {
+	var r io.Reader = os.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
 	}
-	return os.ReadFile(name)
+	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > max {
+		return nil, fmt.Errorf("%s holds more than %d bytes: it is not %s", name, max, what)
+	}
+	return b, nil
 }

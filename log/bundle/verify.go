@@ -16,7 +16,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -35,10 +34,18 @@ type VerifyError = log.ProblemsError
 
 // Report says what a bundle vouches for once verified.
 type Report struct {
-	Manifest  *Manifest
-	Entries   uint64
-	Anchors   int
-	Witnesses int
+	Manifest *Manifest
+	// VKey is log.vkey, the key the checkpoint is signed with: the
+	// bundle's own, which only a key from elsewhere can vouch for.
+	VKey    string
+	Entries uint64
+	Anchors int
+	// AnchorsOnEntries counts the anchors whose root the bundle ties to
+	// its entries: at the checkpoint's size, or at a size the entries
+	// reach from entry 0. The others (at sizes the bundle has no hashes
+	// for) are verified, but not tied to this tree.
+	AnchorsOnEntries int
+	Witnesses        int
 	// SelfTrusted is true when the anchors were checked against the
 	// roots their records carry (no trust/ files).
 	SelfTrusted bool
@@ -76,7 +83,12 @@ type VerifyAnchorFunc func(ctx context.Context, record []byte, v note.Verifier, 
 // Verify checks the bundle in dir with no key argument and no network:
 //
 //   - every file is listed in manifest.json with its SHA-256, and no
-//     other file is there;
+//     other file is there; each is a regular file inside dir (no link,
+//     named pipe or device; no name leading out of dir), read whole only
+//     up to 16 MiB (the entries and the PROV document are streamed), and
+//     one of a bundle's files (a listed file no check reads is refused);
+//   - the manifest is one JSON object, and what it says of the other
+//     files (cosigned, trust) is what they give;
 //   - the checkpoint is signed by log.vkey (and cosigned by every key in
 //     witnesses.txt); the manifest repeats its origin, size and root;
 //   - every line of provenance.jsonl is a canonical entry, and with
@@ -85,8 +97,10 @@ type VerifyAnchorFunc func(ctx context.Context, record []byte, v note.Verifier, 
 //     with its proof) names log.vkey and anchor.pub;
 //   - each anchor record verifies (verifyAnchor) against anchor.pub and
 //     the bundled trust roots, its anchored root is the recomputed one
-//     when its size lies in the exported range, and an anchor entry in
-//     the range names it with its SHA-256;
+//     when its size lies in an exported range from entry 0 and the
+//     checkpoint's at the checkpoint's size (whatever the range), and an
+//     anchor entry in the range names it with its SHA-256; the report
+//     counts those tied to the entries apart (AnchorsOnEntries);
 //   - provenance.json is exactly the PROV document regenerated from the
 //     entries, under the PROV mapping the manifest names (prov_mapping;
 //     for a bundle made before the manifest named it, under the first or
@@ -95,7 +109,12 @@ type VerifyAnchorFunc func(ctx context.Context, record []byte, v note.Verifier, 
 //
 // Entries are read line by line; memory does not grow with the log.
 func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Report, error) {
-	c := &checker{ctx: ctx, dir: dir, verifyAnchor: verifyAnchor}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	defer root.Close()
+	c := &checker{ctx: ctx, dir: dir, root: root, verifyAnchor: verifyAnchor}
 	// Each step returns false when what follows cannot be checked.
 	if !c.readManifest() {
 		return c.fail()
@@ -110,6 +129,7 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 	}
 	c.readTrust()
 	c.checkAnchors()
+	c.checkClaims()
 	if !c.readTree() {
 		return c.fail()
 	}
@@ -138,6 +158,7 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 			return nil, err
 		}
 	}
+	c.checkUnread()
 	if len(c.probs) > 0 {
 		return c.rep, &VerifyError{What: "bundle", Problems: c.probs}
 	}
@@ -148,6 +169,8 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 type checker struct {
 	ctx          context.Context
 	dir          string
+	root         *os.Root        // dir: no file is read from outside it
+	opened       map[string]bool // the files the checks opened
 	verifyAnchor VerifyAnchorFunc
 	probs        []Problem
 
@@ -187,7 +210,7 @@ func (c *checker) read(name string) []byte {
 	if !listed {
 		return nil
 	}
-	b, err := os.ReadFile(filepath.Join(c.dir, filepath.FromSlash(name)))
+	b, err := c.readWhole(name)
 	if err != nil {
 		c.bad(name, "%v", err)
 		return nil
@@ -200,7 +223,7 @@ func (c *checker) read(name string) []byte {
 
 // readManifest parses manifest.json strictly.
 func (c *checker) readManifest() bool {
-	mb, err := os.ReadFile(filepath.Join(c.dir, ManifestFile))
+	mb, err := c.readWhole(ManifestFile)
 	if err != nil {
 		c.bad(ManifestFile, "%v", err)
 		return false
@@ -211,6 +234,16 @@ func (c *checker) readManifest() bool {
 	if err := dec.Decode(m); err != nil {
 		c.bad(ManifestFile, "does not parse: %v", err)
 		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		c.bad(ManifestFile, "holds more than one JSON object")
+		return false
+	}
+	for _, n := range sortedFiles(m.Files) {
+		if !validName(n) {
+			c.bad(ManifestFile, "lists %q, which is not a path inside the bundle", n)
+			delete(m.Files, n)
+		}
 	}
 	if m.Format != Format {
 		c.bad(ManifestFile, "format %q, want %q", m.Format, Format)
@@ -231,10 +264,16 @@ func (c *checker) readManifest() bool {
 // whole, the two big ones while streaming.
 func (c *checker) checkListing() {
 	onDisk := map[string]bool{}
-	filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			r, _ := filepath.Rel(c.dir, p)
-			onDisk[filepath.ToSlash(r)] = true
+	fs.WalkDir(c.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			c.bad(p, "%v", err)
+		case d.Type().IsRegular():
+			onDisk[p] = true
+		case !d.IsDir():
+			if _, listed := c.m.Files[p]; !listed { // else reading it says so
+				c.bad(p, "is not a regular file (%s)", fileType(d.Type()))
+			}
 		}
 		return nil
 	})
@@ -253,27 +292,42 @@ func (c *checker) checkListing() {
 // checkCheckpoint checks the checkpoint's signature by log.vkey, its
 // cosignatures by witnesses.txt, and the manifest against it.
 func (c *checker) checkCheckpoint() bool {
-	c.vkey = strings.TrimSpace(string(c.read(VKeyFile)))
+	// A nil read is already a problem (unlisted, or unreadable): each
+	// file's own check would only add a second one.
+	vb := c.read(VKeyFile)
+	if vb == nil {
+		return false
+	}
+	c.vkey = strings.TrimSpace(string(vb))
 	v, err := note.NewVerifier(c.vkey)
 	if err != nil {
 		c.bad(VKeyFile, "not a verifier key: %v", err)
 		return false
 	}
-	c.v = v
+	c.v, c.rep.VKey = v, c.vkey
 	verifiers := []note.Verifier{v}
 	var witnesses []note.Verifier
 	if wb := c.read(WitnessesFile); wb != nil {
+		seen := map[string]bool{}
 		for _, l := range strings.Split(strings.TrimSpace(string(wb)), "\n") {
 			wv, err := log.NewCosignatureVerifier(l)
 			if err != nil {
 				c.bad(WitnessesFile, "line %q: %v", l, err)
 				continue
 			}
+			if seen[l] {
+				c.bad(WitnessesFile, "lists witness key %s more than once", l)
+				continue
+			}
+			seen[l] = true
 			witnesses = append(witnesses, wv)
 			verifiers = append(verifiers, wv)
 		}
 	}
 	cpB := c.read(CheckpointFile)
+	if cpB == nil {
+		return false
+	}
 	cp, _, err := log.OpenCheckpoint(cpB, v)
 	if err != nil {
 		c.bad(CheckpointFile, "not signed by the key in %s: %v", VKeyFile, err)
@@ -317,7 +371,11 @@ func (c *checker) checkCosignatures(cpB []byte, verifiers, witnesses []note.Veri
 
 // readAnchorKey parses anchor.pub.
 func (c *checker) readAnchorKey() {
-	blk, _ := pem.Decode(c.read(AnchorPubFile))
+	b := c.read(AnchorPubFile)
+	if b == nil {
+		return
+	}
+	blk, _ := pem.Decode(b)
 	if blk == nil {
 		c.bad(AnchorPubFile, "not a PEM public key")
 		return
@@ -418,6 +476,9 @@ func (c *checker) checkAnchors() {
 			continue
 		}
 		b := c.read(name)
+		if b == nil {
+			continue
+		}
 		if c.verifyAnchor == nil {
 			c.bad(name, "cannot be checked: no anchor verifier was given")
 			continue
@@ -433,7 +494,15 @@ func (c *checker) checkAnchors() {
 		c.rep.Anchors++
 		s := sha256.Sum256(b)
 		c.recordSum[strings.TrimPrefix(name, AnchorsDir+"/")] = hex.EncodeToString(s[:])
-		c.rootsAt[r.Size] = append(c.rootsAt[r.Size], anchored{file: name, root: r.Root})
+		if r.Size != c.cp.Size {
+			c.rootsAt[r.Size] = append(c.rootsAt[r.Size], anchored{file: name, root: r.Root})
+		} else if !bytes.Equal(r.Root, c.cp.Hash) {
+			// Whatever the range, the checkpoint's own size is held to
+			// its root: two roots of one size are a fork.
+			c.bad(name, "anchors root %x at size %d, the checkpoint's, whose root is %x: the log signed two trees of one size", r.Root, r.Size, c.cp.Hash)
+		} else {
+			c.rep.AnchorsOnEntries++
+		}
 	}
 }
 
@@ -441,7 +510,11 @@ func (c *checker) checkAnchors() {
 // exported entries.
 func (c *checker) readTree() bool {
 	var tree Tree
-	if err := json.Unmarshal(c.read(TreeFile), &tree); err != nil {
+	tb := c.read(TreeFile)
+	if tb == nil {
+		return false
+	}
+	if err := json.Unmarshal(tb, &tree); err != nil {
 		c.bad(TreeFile, "does not parse: %v", err)
 		return false
 	}
@@ -474,7 +547,7 @@ func (c *checker) readTree() bool {
 // at the end the range must give the checkpoint's root. It reports
 // whether the entries could all be read.
 func (c *checker) checkEntries(pws []*provWriter) (bool, error) {
-	f, err := os.Open(filepath.Join(c.dir, EntriesFile))
+	f, _, err := c.open(EntriesFile)
 	if err != nil {
 		c.bad(EntriesFile, "%v", err)
 		return false, nil
@@ -555,6 +628,8 @@ func (c *checker) checkEntry(pws []*provWriter, i uint64, b []byte) bool {
 		for _, a := range as {
 			if !bytes.Equal(root, a.root) {
 				c.bad(a.file, "anchored root at size %d is not the root of the bundled entries", i+1)
+			} else {
+				c.rep.AnchorsOnEntries++
 			}
 		}
 	}
@@ -573,7 +648,7 @@ func (c *checker) checkProv(pws []*provWriter) error {
 		}
 		want = append(want, hex.EncodeToString(ph.Sum(nil)))
 	}
-	pf, err := os.Open(filepath.Join(c.dir, ProvFile))
+	pf, _, err := c.open(ProvFile)
 	if err != nil {
 		c.bad(ProvFile, "%v", err)
 		return nil
