@@ -3,6 +3,7 @@
 package bundle_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,6 +92,11 @@ func TestHostileFiles(t *testing.T) {
 			fh.WriteString(`{"from": 1}`)
 			fh.Close()
 		}, bundle.ManifestFile, "holds more than one JSON object"},
+		{"member twice", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, bundle.ManifestFile)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, append([]byte(`{"from": 2,`), bytes.TrimPrefix(bytes.TrimSpace(b), []byte("{"))...), 0o644)
+		}, bundle.ManifestFile, `is not strict JSON: jcs: duplicate key "from"`},
 		{"listed file nothing checks", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "README.txt"), []byte("certified\n"), 0o644)
 			editManifest(t, dir, func(m map[string]any) { m["files"].(map[string]any)["README.txt"] = strings.Repeat("00", 32) })

@@ -239,6 +239,12 @@ func (c *checker) readManifest() bool {
 		c.bad(ManifestFile, "holds more than one JSON object")
 		return false
 	}
+	// encoding/json lets a member named twice through, the last one
+	// winning, where another reader of the file may take the first.
+	if _, err := log.Canonicalize(mb); err != nil {
+		c.bad(ManifestFile, "is not strict JSON: %v", err)
+		return false
+	}
 	for _, n := range sortedFiles(m.Files) {
 		if !validName(n) {
 			c.bad(ManifestFile, "lists %q, which is not a path inside the bundle", n)
