@@ -108,9 +108,12 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 		if earlier != nil {
 			<-earlier // in order
 		}
-		b, err := e.Marshal()
-		if err == nil {
-			_, err = d.p.append(context.Background(), nil, log.KindTools, b)
+		// A list too large for one entry goes in several, in order.
+		parts, err := e.MarshalParts()
+		for _, b := range parts {
+			if _, err = d.p.append(context.Background(), nil, log.KindTools, b); err != nil {
+				break
+			}
 		}
 		if err != nil {
 			d.p.logger.Error("proxy: recording a server's tool list failed", "server", d.cfg.ID, "tools", len(sums), "error", err)
