@@ -46,6 +46,7 @@ type catalogue struct {
 	lists      [listSlots]registry
 	collisions map[string]bool   // front names another server or the proxy holds
 	listed     map[string]string // tool name -> definition hash, as last recorded in a tools entry (nil: not yet)
+	known      map[string]string // tool name -> the last definition hash listed, gone ones too (maxKnownTools)
 	changes    []ToolChange      // definitions changed while the proxy ran
 	// recording is closed when the last tools entry begun is durable (or
 	// failed); nil before the first.

@@ -28,6 +28,11 @@ const proxyActor = log.GenesisActor
 // maxToolChanges bounds the definition changes a server's status keeps.
 const maxToolChanges = 100
 
+// maxKnownTools bounds the tool names whose last definition a catalogue
+// remembers after the server stopped listing them; past it, it forgets
+// those.
+const maxKnownTools = 100_000
+
 // A ToolChange is a tool definition that changed while the proxy ran: a
 // server may change what a tool does under an agent that already chose
 // to call it.
@@ -76,7 +81,7 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 		}
 	}
 	c.mu.Lock()
-	prev := c.listed
+	prev, known := c.listed, c.known
 	c.mu.Unlock()
 	if prev != nil && maps.Equal(prev, sums) {
 		return
@@ -84,7 +89,10 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 	now := time.Now()
 	var changed []ToolChange
 	for _, name := range slices.Sorted(maps.Keys(sums)) {
-		if old, ok := prev[name]; ok && old != sums[name] {
+		// Against the last definition listed under the name, in this list
+		// or before: a tool removed and listed again with another
+		// definition has changed too.
+		if old, ok := known[name]; ok && old != sums[name] {
 			changed = append(changed, ToolChange{Tool: name, Old: old, New: sums[name], At: now})
 			d.p.logger.Warn("proxy: a tool's definition changed while the proxy runs", "server", d.cfg.ID, "tool", name, "old_sha256", old, "new_sha256", sums[name])
 		}
@@ -96,6 +104,10 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 	done := make(chan struct{})
 	c.mu.Lock()
 	c.listed = sums
+	if c.known == nil || len(c.known)+len(sums) > maxKnownTools {
+		c.known = make(map[string]string, len(sums))
+	}
+	maps.Copy(c.known, sums)
 	c.changes = append(c.changes, changed...)
 	if n := len(c.changes); n > maxToolChanges {
 		c.changes = c.changes[n-maxToolChanges:]
