@@ -41,6 +41,13 @@ type catalogue struct {
 	// announced holds a bit per listSlot whose list the server said has
 	// changed since that list was last read.
 	announced atomic.Uint32
+	// asked counts the server's list changes of each list; read (under
+	// mu) is the count its last read covers, and readNow is closed (and
+	// replaced) when it grows. A call waits for the tools to be read
+	// after a change it knows of (toolSum).
+	asked   [listSlots]atomic.Uint64
+	read    [listSlots]uint64
+	readNow chan struct{}
 
 	mu         sync.Mutex
 	lists      [listSlots]registry
@@ -80,7 +87,7 @@ func (c *catalogue) paramHeaders(front string) bool {
 }
 
 func newCatalogue(d *downstream) *catalogue {
-	c := &catalogue{d: d, resync: make(chan struct{}, 1), collisions: map[string]bool{},
+	c := &catalogue{d: d, resync: make(chan struct{}, 1), collisions: map[string]bool{}, readNow: make(chan struct{}),
 		kinds: []lister{toolKind(), promptKind(), resourceKind(), templateKind()}}
 	for i := range c.lists {
 		c.lists[i] = registry{reg: map[string]registration{}, skipped: map[string]string{}}
@@ -96,27 +103,12 @@ func (c *catalogue) name(slot listSlot, front string) (string, bool) {
 	return r.name, ok
 }
 
-// toolSum returns the hash of the definition of front tool name front, or
-// "" if it is not (or no longer) registered. A tools entry being written
-// is waited for (recordTools), so that a call entry citing a definition
-// comes after the entry that holds it.
-func (c *catalogue) toolSum(front string) string {
-	c.mu.Lock()
-	rec := c.recording
-	c.mu.Unlock()
-	if rec != nil {
-		<-rec // bounded by appendTimeout
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lists[toolSlot].reg[front].sum
-}
-
 // triggerResync asks for the lists to be read again, after the server
 // said the lists in slots changed. It must not block: it runs inside the
 // SDK's notification handler.
 func (c *catalogue) triggerResync(slots ...listSlot) {
 	for _, s := range slots {
+		c.asked[s].Add(1)
 		c.announced.Or(1 << s)
 	}
 	select {
@@ -207,6 +199,10 @@ func (k *listKind[T]) where() (listSlot, nameTable, string, string) {
 
 func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) error {
 	announced := c.announced.And(^uint32(1<<k.slot))&(1<<k.slot) != 0
+	// The changes announced before the list is asked for are in it; a
+	// call waiting for them goes on when it is applied, or has failed.
+	asked := c.asked[k.slot].Load()
+	defer c.readTo(k.slot, asked)
 	if !k.offered(caps) {
 		return nil
 	}

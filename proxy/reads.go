@@ -61,6 +61,61 @@ func hexSHA256(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// toolSum returns the hash of the definition of front tool name front, or
+// "" if it is not (or no longer) registered. A change of the tools the
+// server announced is read first (the server has the new definitions
+// already; at most connectTimeout), and the tools entry holding the
+// definition is waited for (recordTools), so that a call entry citing a
+// definition comes after the entry that holds it.
+func (c *catalogue) toolSum(front string) string {
+	c.awaitRead(toolSlot, c.asked[toolSlot].Load())
+	c.mu.Lock()
+	// The entry of a definition registered is begun before it is
+	// registered (apply), so rec is that entry's or a later one's.
+	sum, rec := c.lists[toolSlot].reg[front].sum, c.recording
+	c.mu.Unlock()
+	if rec != nil {
+		<-rec // bounded by appendTimeout
+	}
+	return sum
+}
+
+// awaitRead waits until a read of the list in slot covers the server's
+// first n changes of it, or connectTimeout has passed.
+func (c *catalogue) awaitRead(slot listSlot, n uint64) {
+	var timeout <-chan time.Time
+	for {
+		c.mu.Lock()
+		done, now := c.read[slot] >= n, c.readNow
+		c.mu.Unlock()
+		if done {
+			return
+		}
+		if timeout == nil {
+			t := time.NewTimer(connectTimeout)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-now:
+		case <-timeout:
+			return
+		}
+	}
+}
+
+// readTo notes that a read of the list in slot, applied or failed, covers
+// the server's first n changes of it.
+func (c *catalogue) readTo(slot listSlot, n uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n > c.read[slot] {
+		c.read[slot] = n
+		close(c.readNow)
+		c.readNow = make(chan struct{})
+	}
+}
+
 // recordTools writes the server's tool list, as listed (raws), into a
 // tools entry if it is the first list read since the proxy started or
 // differs from the last, and reports definitions that changed. A changed
