@@ -539,14 +539,18 @@ func ParseTools(e *Entry) (*ToolsEntry, error) {
 // through the proxy — a resource (URI) or a prompt (Prompt, with its
 // redacted Args) — and the hash of the result as the server sent it.
 type ReadEntry struct {
-	Kind         string // KindResourceRead or KindPromptGet
-	Time         time.Time
-	Actor        string
-	Auth         *Auth // how Actor was authenticated, if by an identity provider
-	Server       string
-	URI          string        // resource.read
-	Prompt       string        // prompt.get
-	Args         CanonicalJSON // prompt.get: the arguments, redacted
+	Kind   string // KindResourceRead or KindPromptGet
+	Time   time.Time
+	Actor  string
+	Auth   *Auth // how Actor was authenticated, if by an identity provider
+	Server string
+	URI    string        // resource.read
+	Prompt string        // prompt.get
+	Args   CanonicalJSON // prompt.get: the arguments, redacted
+	// ArgsSHA256 (prompt.get) is the hex SHA-256 of Args when they were
+	// too large for the entry and went to a blob, as a call's do (wire:
+	// "args_sha256"); Args is then nil.
+	ArgsSHA256   string
 	ResultSHA256 string
 	ResultBytes  int64
 	// A later leg of a read bridged for a client of an older revision
@@ -575,6 +579,9 @@ func (r *ReadEntry) Marshal() ([]byte, error) {
 		if r.Args != nil {
 			f["args"] = r.Args
 		}
+		if r.ArgsSHA256 != "" {
+			f["args_sha256"] = r.ArgsSHA256
+		}
 	default:
 		return nil, fmt.Errorf("read entry: kind %q is neither %s nor %s", r.Kind, KindResourceRead, KindPromptGet)
 	}
@@ -589,7 +596,7 @@ func ParseRead(e *Entry) (*ReadEntry, error) {
 	rd := fieldReader{f: e.Fields}
 	r := &ReadEntry{Kind: e.Kind, Time: e.Time, Actor: e.Actor, Auth: e.Auth, Server: rd.str("server"), URI: rd.str("uri"), Prompt: rd.str("prompt"),
 		ResultSHA256: rd.str("result_sha256"), ResultBytes: rd.int("result_bytes"),
-		Continues: uint64(rd.int("continues")), InputResponsesSHA256: rd.str("input_responses_sha256")}
+		Continues: uint64(rd.int("continues")), InputResponsesSHA256: rd.str("input_responses_sha256"), ArgsSHA256: rd.str("args_sha256")}
 	if v, ok := e.Fields["args"]; ok {
 		b, err := appendCanonical(nil, v, 1)
 		if err != nil {

@@ -285,7 +285,9 @@ func FuzzParseCallEntries(f *testing.F) {
 	tp, _ := (&log.ToolsEntry{Time: at, Actor: "provlog", Server: "s", Tools: []log.ToolSum{{Name: "b", SHA256: "01"}}, Part: 2, Parts: 3}).Marshal()
 	f.Add(tl)
 	f.Add(tp)
+	rb, _ := (&log.ReadEntry{Kind: log.KindPromptGet, Time: at, Actor: "a", Server: "s", Prompt: "p", ArgsSHA256: "cd", ResultSHA256: "ab"}).Marshal()
 	f.Add(rr)
+	f.Add(rb)
 	f.Add([]byte(`{"actor":"a","args":{},"duration_ns":1,"is_error":true,"kind":"call","server":"s","time":"2026-01-02T03:04:05.000000000Z","tool":"t","v":1}`))
 	f.Add([]byte(`{"actor":"a","call":18446744073709551615,"kind":"call.result","time":"2026-01-02T03:04:05.000000000Z","v":1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -6,9 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/provlog/provlog/log"
@@ -194,6 +197,36 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 		return
 	}
 	go write()
+}
+
+// fitRead makes sure read entry e fits in the log whatever its result and
+// legs add (the hash and size of the result, continues and the hash of
+// the answers), before the read is forwarded: prompt arguments too large
+// for it go to a blob, the entry keeping their hash (args_sha256), as a
+// call's do; anything else too large (a URI of tens of kilobytes) is an
+// error. It returns the blobs it wrote.
+func (p *Proxy) fitRead(ctx context.Context, e *log.ReadEntry) (blobSet, error) {
+	probe := *e
+	probe.Time, probe.Auth = time.Now(), log.AuthFrom(ctx)
+	probe.ResultSHA256, probe.ResultBytes = strings.Repeat("0", sha256.Size*2), math.MaxInt64
+	probe.Continues, probe.InputResponsesSHA256 = math.MaxInt64, probe.ResultSHA256
+	_, err := probe.Marshal()
+	if !errors.Is(err, log.ErrEntryTooLarge) || e.Args == nil {
+		return nil, err
+	}
+	var bs blobSet
+	if p.opts.Blobs != nil {
+		if err := bs.put(p.opts.Blobs, e.Args); err != nil {
+			return nil, fmt.Errorf("keeping the arguments: %w", err)
+		}
+	}
+	probe.ArgsSHA256, probe.Args = hexSHA256(e.Args), nil
+	if _, err := probe.Marshal(); err != nil {
+		bs.purge(p)
+		return nil, err
+	}
+	e.ArgsSHA256, e.Args = probe.ArgsSHA256, nil
+	return bs, nil
 }
 
 // recordRead writes a resource.read or prompt.get entry for a result
