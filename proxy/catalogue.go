@@ -45,14 +45,15 @@ type catalogue struct {
 	// mu) is the count its last read covers, and readNow is closed (and
 	// replaced) when it grows. A call waits for the tools to be read
 	// after a change it knows of (toolSum).
-	asked   [listSlots]atomic.Uint64
-	read    [listSlots]uint64
+	asked   [listSlots + 1]atomic.Uint64 // and newerToolSlot's
+	read    [listSlots + 1]uint64
 	readNow chan struct{}
 
 	mu         sync.Mutex
 	lists      [listSlots]registry
 	collisions map[string]bool   // front names another server or the proxy holds
 	listed     map[string]string // tool name -> definition hash, as last recorded in a tools entry (nil: not yet)
+	newer      newerTools        // the tools of the server's newer session (newertools.go)
 	known      map[string]string // tool name -> the last definition hash listed, gone ones too (maxKnownTools)
 	changes    []ToolChange      // definitions changed while the proxy ran
 	// recording is closed when the last tools entry begun is durable (or
@@ -128,6 +129,11 @@ func (c *catalogue) resyncLoop(ctx context.Context) {
 			// Only what the server said changed: reading the other lists
 			// too held up the front's notification of the next change.
 			c.sync(ctx, cs, c.announced.Load())
+		}
+		if c.announced.Load()&(1<<newerToolSlot) != 0 {
+			if cs := c.d.newer.current(); cs != nil {
+				c.readNewerTools(ctx, cs)
+			}
 		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/provlog/provlog/log"
 )
 
@@ -70,12 +72,27 @@ func hexSHA256(b []byte) string {
 // already; at most connectTimeout), and the tools entry holding the
 // definition is waited for (recordTools), so that a call entry citing a
 // definition comes after the entry that holds it.
-func (c *catalogue) toolSum(front string) string {
-	c.awaitRead(toolSlot, c.asked[toolSlot].Load())
+//
+// A call that goes to the server's newer session (cs) names the
+// definition that session listed ("" if it lists no such tool).
+func (c *catalogue) toolSum(front string, cs *mcp.ClientSession) string {
+	c.mu.Lock()
+	newer := cs != nil && cs == c.newer.cs
+	c.mu.Unlock()
+	slot := listSlot(toolSlot)
+	if newer {
+		slot = newerToolSlot
+	}
+	c.awaitRead(slot, c.asked[slot].Load())
 	c.mu.Lock()
 	// The entry of a definition registered is begun before it is
-	// registered (apply), so rec is that entry's or a later one's.
-	sum, rec := c.lists[toolSlot].reg[front].sum, c.recording
+	// registered (apply, readNewerTools), so rec is that entry's or a
+	// later one's.
+	r, rec := c.lists[toolSlot].reg[front], c.recording
+	sum := r.sum
+	if newer {
+		sum = c.newer.sums[r.name]
+	}
 	c.mu.Unlock()
 	if rec != nil {
 		<-rec // bounded by appendTimeout
@@ -129,15 +146,7 @@ func (c *catalogue) readTo(slot listSlot, n uint64) {
 // at a time, in the order the lists were read.
 func (c *catalogue) recordTools(raws []json.RawMessage) {
 	d := c.d
-	sums := map[string]string{}
-	for _, raw := range raws {
-		var t struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(raw, &t) == nil && t.Name != "" {
-			sums[t.Name] = definitionSum(raw)
-		}
-	}
+	sums := toolSums(raws)
 	c.mu.Lock()
 	prev, known := c.listed, c.known
 	c.mu.Unlock()
@@ -227,6 +236,20 @@ func (p *Proxy) fitRead(ctx context.Context, e *log.ReadEntry) (blobSet, error) 
 	}
 	e.ArgsSHA256, e.Args = probe.ArgsSHA256, nil
 	return bs, nil
+}
+
+// toolSums returns the definition hash of each tool in raws by name.
+func toolSums(raws []json.RawMessage) map[string]string {
+	sums := map[string]string{}
+	for _, raw := range raws {
+		var t struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &t) == nil && t.Name != "" {
+			sums[t.Name] = definitionSum(raw)
+		}
+	}
+	return sums
 }
 
 // recordRead writes a resource.read or prompt.get entry for a result

@@ -131,3 +131,55 @@ func TestCallAfterAnnouncedChange(t *testing.T) {
 		t.Errorf("call %d names definition %q, which no tools entry before it holds", at, c.ToolSHA256)
 	}
 }
+
+// TestNewerSessionToolDefinitions: a 2026-07-28 client's calls to a stdio
+// server go to its second process (the newer session), and name the
+// definitions that process lists; a definition it changes (a rug pull
+// there alone) is recorded and reported. The calls named the first
+// process's definitions, and the change was never recorded: the
+// proxy re-read the first process's list on the second's notification.
+func TestNewerSessionToolDefinitions(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "fx")}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: serveHTTP(t, p), HTTPClient: &http.Client{Transport: &bearer{testToken, http.DefaultTransport}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "newer", Version: "1"}, nil).Connect(context.Background(), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if v := cs.InitializeResult().ProtocolVersion; v != statelessProtocol {
+		t.Fatalf("the client speaks %s", v)
+	}
+	ctx := context.Background()
+	call := func(name string) *log.CallEntry {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v", name, err)
+		}
+		e, _ := l.checkReceipt(t, metaReceipt(res.Meta))
+		at, _ := strconv.ParseUint(fmt.Sprint(e.Fields["call"]), 10, 64)
+		c, err := log.ParseCall(mustParse(t, l.entry(t, at)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !definedBefore(t, l, at, c.Tool, c.ToolSHA256) {
+			t.Errorf("call %d names definition %q, which no tools entry before it holds", at, c.ToolSHA256)
+		}
+		return c
+	}
+	before := call("fx__ok").ToolSHA256
+	call("fx__rugpull") // in the second process alone
+	var after string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if after = call("fx__ok").ToolSHA256; after != before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("calls after the second process changed ok name the definition before")
+		}
+	}
+	if ch := p.Downstreams()[0].ToolChanges; len(ch) == 0 || ch[len(ch)-1].Tool != "ok" || ch[len(ch)-1].New != after {
+		t.Errorf("tool changes %+v: want ok's change to %s", ch, after)
+	}
+}
