@@ -228,7 +228,8 @@ func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSess
 func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.RawMessage, error) {
 	var items []json.RawMessage
 	cursor := ""
-	for range 1000 {
+	seen := map[string]int{} // cursor -> the page that gave it
+	for n := range 1000 {
 		cp := &capture{}
 		next, typed, err := k.page(withCapture(ctx, cp), cs, cursor)
 		raw := cp.last()
@@ -253,7 +254,10 @@ func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.R
 		if next == "" {
 			return items, nil
 		}
-		cursor = next
+		if at, ok := seen[next]; ok {
+			return nil, fmt.Errorf("listing %s: page %d gave nextCursor %.64q, as page %d did: the server's pages go round in a loop", k.key, n+1, next, at)
+		}
+		seen[next], cursor = n+1, next
 	}
 	return nil, fmt.Errorf("listing %s: more than 1000 pages", k.key)
 }
