@@ -495,6 +495,13 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 		p.mu.Unlock()
 		return forwardError(d.cfg.ID, err)
 	}
+	if ncs := d.newer.current(); ncs != nil {
+		// The second process serves the 2026-07-28 clients' calls and
+		// reads: what changes there is told there.
+		if err := ncs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			p.logger.Warn("proxy: subscribing on the newer session failed", "server", d.cfg.ID, "uri", uri, "error", err)
+		}
+	}
 	return nil
 }
 
@@ -515,6 +522,11 @@ func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) er
 	if !last {
 		return nil
 	}
+	if ncs := d.newer.current(); ncs != nil {
+		if err := ncs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+			p.logger.Warn("proxy: unsubscribing on the newer session failed", "server", d.cfg.ID, "uri", uri, "error", err)
+		}
+	}
 	if cs, err := d.session(); err == nil {
 		if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
 			return forwardError(d.cfg.ID, err)
@@ -523,7 +535,8 @@ func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) er
 	return nil
 }
 
-// resubscribe renews the subscriptions held on d after it reconnected.
+// resubscribe renews the subscriptions held on d after it (or its newer
+// session) connected.
 func (p *Proxy) resubscribe(ctx context.Context, d *downstream, cs *mcp.ClientSession) {
 	caps := cs.InitializeResult().Capabilities
 	if caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {

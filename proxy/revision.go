@@ -134,7 +134,10 @@ func (n *newerSession) start(d *downstream) (*supervisor, bool) {
 			err = fmt.Errorf("%w: server %q speaks no revision newer than %s", errNoNewerRevision, d.cfg.ID, cs.InitializeResult().ProtocolVersion)
 		}
 		return cs, cmd, err
-	}, d.cat.readNewerTools)
+	}, func(ctx context.Context, cs *mcp.ClientSession) {
+		d.cat.readNewerTools(ctx, cs)
+		d.p.resubscribe(ctx, d, cs)
+	})
 	n.done = make(chan struct{})
 	d.p.logger.Info("proxy: a 2026-07-28 client called a stdio server; starting its session in that revision", "server", d.cfg.ID)
 	go func(sup *supervisor, done chan struct{}) {

@@ -183,3 +183,53 @@ func TestNewerSessionToolDefinitions(t *testing.T) {
 		t.Errorf("tool changes %+v: want ok's change to %s", ch, after)
 	}
 }
+
+// TestNewerSessionSubscriptions: a 2026-07-28 client subscribed to a
+// stdio server's resource hears that it changed when it changes in the
+// server's second process, which serves that client's calls and reads.
+// The subscription was held on the first process alone, so the client
+// heard nothing.
+func TestNewerSessionSubscriptions(t *testing.T) {
+	l := newTestLog(t)
+	cfg := fixtureServerConfig(t, "fx")
+	cfg.Env[fixtureEnv] = "subs"
+	p := startProxy(t, l, []ServerConfig{cfg}, nil)
+	updated := make(chan string, 4)
+	tr := &mcp.StreamableClientTransport{Endpoint: serveHTTP(t, p), HTTPClient: &http.Client{Transport: &bearer{testToken, http.DefaultTransport}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "newer", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
+	}).Connect(context.Background(), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if v := cs.InitializeResult().ProtocolVersion; v != statelessProtocol {
+		t.Fatalf("the client speaks %s", v)
+	}
+	ctx := context.Background()
+	for _, newerFirst := range []bool{false, true} {
+		// First subscribed before the second process runs (started by
+		// the touch, it is given the subscription when it connects),
+		// then subscribed anew while it runs.
+		if newerFirst {
+			if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "fx+fixture:///watched"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "fx+fixture:///watched"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__touch"})
+		if err != nil || res.IsError || textOf(res) != "touched: <nil>" {
+			t.Fatalf("fx__touch: %v %v", err, res)
+		}
+		select {
+		case u := <-updated:
+			if u != "fx+fixture:///watched" {
+				t.Errorf("resources/updated for %q", u)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("newer session running before the touch %v: no resources/updated", newerFirst)
+		}
+	}
+}
