@@ -278,7 +278,8 @@ func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage, announced bool
 	want := map[string]bool{}
 	skipped := map[string]string{}
 	changed := false
-	var again func() // re-registers one unchanged item
+	var again func()          // re-registers one unchanged item
+	seen := map[string]bool{} // names listed so far
 	for _, raw := range raws {
 		item, err := k.decode(raw)
 		name := ""
@@ -291,6 +292,12 @@ func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage, announced bool
 			d.p.logger.Warn("proxy: skipping a "+k.noun+" that is not a JSON object with a "+k.nameKey, "server", d.cfg.ID)
 			continue
 		}
+		if seen[name] {
+			// Which one the server acts on is its own affair; the front
+			// offers, and a tools entry holds, the last.
+			d.p.logger.Warn("proxy: the server lists a "+k.noun+" more than once; the last definition listed is the one offered and recorded", "server", d.cfg.ID, k.logKey, name)
+		}
+		seen[name] = true
 		if err != nil {
 			skipped[name] = err.Error()
 			continue

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
@@ -154,5 +156,51 @@ func TestListCursorLoop(t *testing.T) {
 	}
 	if got := linesWith(&buf, "listing tools failed"); len(got) != 1 || !strings.Contains(got[0], `\"a\"`) || !strings.Contains(got[0], "loop") {
 		t.Errorf("warning lines %q: want one naming the cursor and the loop", got)
+	}
+}
+
+// TestListNameTwice: a server whose tools/list pages list one name twice,
+// with two definitions, is warned of, naming the tool; the front offers
+// the last definition and the tools entry holds that one. Nothing said
+// that the first was dropped.
+func TestListNameTwice(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "twice", Version: "1"}, nil)
+	obj := map[string]any{"type": "object"}
+	last := &mcp.Tool{Name: "a", Description: "the second", InputSchema: obj}
+	srv.AddTool(last, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/list" {
+				return next(ctx, method, req)
+			}
+			if r := req.(*mcp.ListToolsRequest); r.Params != nil && r.Params.Cursor == "2" {
+				return &mcp.ListToolsResult{Tools: []*mcp.Tool{last}}, nil
+			}
+			return &mcp.ListToolsResult{Tools: []*mcp.Tool{{Name: "a", Description: "the first", InputSchema: obj}}, NextCursor: "2"}, nil
+		}
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	var buf proctest.Buffer
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "w", URL: down.URL}}, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&buf, nil)) })
+	if got := linesWith(&buf, "more than once"); len(got) != 1 || !strings.Contains(got[0], "tool=a") {
+		t.Errorf("warning lines %q: want one naming tool a", got)
+	}
+	res, err := connectMemory(t, p, nil).ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range res.Tools {
+		if tl.Name == "w__a" && tl.Description != "the second" {
+			t.Errorf("the front offers w__a as %q", tl.Description)
+		}
+	}
+	raw, _ := json.Marshal(last)
+	te, err := log.ParseTools(l.entriesOf(t, log.KindTools)[0])
+	if err != nil || len(te.Tools) != 1 || te.Tools[0].SHA256 != definitionSum(raw) {
+		t.Errorf("tools entry %+v (%v): want a's last definition, %s", te, err, definitionSum(raw))
 	}
 }
