@@ -414,11 +414,19 @@ const (
 // A ToolsEntry is a tools entry: a downstream server's tool list as the
 // proxy read it, written when it is first read and whenever it changes.
 // A call's tool_sha256 names one of its definitions.
+//
+// A list too large for one entry is written as several, its parts (see
+// [ToolsEntry.MarshalParts]): each names part Part of Parts (wire: "part",
+// "parts", from 1; absent when the list is whole) and holds some of the
+// tools, and the list is all of them, in the order of the parts.
 type ToolsEntry struct {
 	Time   time.Time
 	Actor  string // "provlog": the proxy read it
 	Server string
 	Tools  []ToolSum
+	// Part and Parts: which part of a list written in several entries
+	// this one is; both zero for a whole list.
+	Part, Parts int64
 }
 
 // A ToolSum names a tool and the hex SHA-256 of the JCS form of its
@@ -434,7 +442,62 @@ func (t *ToolsEntry) Marshal() ([]byte, error) {
 	for i, s := range t.Tools {
 		tools[i] = map[string]any{"name": s.Name, "sha256": s.SHA256}
 	}
-	return (&Entry{Kind: KindTools, Time: t.Time, Actor: t.Actor, Fields: map[string]any{"server": t.Server, "tools": tools}}).Marshal()
+	f := map[string]any{"server": t.Server, "tools": tools}
+	if t.Parts != 0 {
+		f["part"], f["parts"] = t.Part, t.Parts
+	}
+	return (&Entry{Kind: KindTools, Time: t.Time, Actor: t.Actor, Fields: f}).Marshal()
+}
+
+// MarshalParts returns the tools entry's bytes as one entry (Part and
+// Parts are ignored), or, when the list is too large for one
+// ([MaxEntrySize]: some 700 tools), as the fewest parts that hold it,
+// each an entry within the limit, in order. It fails only if one tool
+// alone cannot fit in an entry (a name of tens of kilobytes).
+func (t *ToolsEntry) MarshalParts() ([][]byte, error) {
+	whole := *t
+	whole.Part, whole.Parts = 0, 0
+	b, err := whole.Marshal()
+	if !errors.Is(err, ErrEntryTooLarge) {
+		if err != nil {
+			return nil, err
+		}
+		return [][]byte{b}, nil
+	}
+	// The envelope of a part, with the widest part numbers, and the
+	// member each tool adds to it (encoding/json's escaping of a name is
+	// never shorter than JCS's).
+	probe := whole
+	probe.Tools, probe.Part, probe.Parts = nil, int64(len(t.Tools)), int64(len(t.Tools))
+	env, err := probe.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	room := MaxEntrySize - len(env)
+	var chunks [][]ToolSum
+	used := room
+	for i, s := range t.Tools {
+		name, _ := json.Marshal(s.Name)
+		sum, _ := json.Marshal(s.SHA256)
+		n := len(`{"name":,"sha256":},`) + len(name) + len(sum)
+		if n > room {
+			return nil, fmt.Errorf("tools entry: tool %d (%.64q...) alone is over the entry limit of %d bytes: %w", i, s.Name, MaxEntrySize, ErrEntryTooLarge)
+		}
+		if used+n > room {
+			chunks, used = append(chunks, nil), 0
+		}
+		chunks[len(chunks)-1] = append(chunks[len(chunks)-1], s)
+		used += n
+	}
+	out := make([][]byte, len(chunks))
+	for i, c := range chunks {
+		part := whole
+		part.Tools, part.Part, part.Parts = c, int64(i+1), int64(len(chunks))
+		if out[i], err = part.Marshal(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // ParseTools reads a tools entry.
@@ -443,7 +506,13 @@ func ParseTools(e *Entry) (*ToolsEntry, error) {
 		return nil, fmt.Errorf("entry is a %s entry, not tools", e.Kind)
 	}
 	rd := fieldReader{f: e.Fields}
-	t := &ToolsEntry{Time: e.Time, Actor: e.Actor, Server: rd.str("server")}
+	t := &ToolsEntry{Time: e.Time, Actor: e.Actor, Server: rd.str("server"), Part: rd.int("part"), Parts: rd.int("parts")}
+	_, part := e.Fields["part"]
+	if _, parts := e.Fields["parts"]; part || parts {
+		if t.Part < 1 || t.Part > t.Parts {
+			rd.fail("part", fmt.Sprintf("part %d of %d: not from 1 to parts", t.Part, t.Parts))
+		}
+	}
 	list, ok := e.Fields["tools"].([]any)
 	if !ok {
 		rd.fail("tools", "not an array")
@@ -470,14 +539,18 @@ func ParseTools(e *Entry) (*ToolsEntry, error) {
 // through the proxy — a resource (URI) or a prompt (Prompt, with its
 // redacted Args) — and the hash of the result as the server sent it.
 type ReadEntry struct {
-	Kind         string // KindResourceRead or KindPromptGet
-	Time         time.Time
-	Actor        string
-	Auth         *Auth // how Actor was authenticated, if by an identity provider
-	Server       string
-	URI          string        // resource.read
-	Prompt       string        // prompt.get
-	Args         CanonicalJSON // prompt.get: the arguments, redacted
+	Kind   string // KindResourceRead or KindPromptGet
+	Time   time.Time
+	Actor  string
+	Auth   *Auth // how Actor was authenticated, if by an identity provider
+	Server string
+	URI    string        // resource.read
+	Prompt string        // prompt.get
+	Args   CanonicalJSON // prompt.get: the arguments, redacted
+	// ArgsSHA256 (prompt.get) is the hex SHA-256 of Args when they were
+	// too large for the entry and went to a blob, as a call's do (wire:
+	// "args_sha256"); Args is then nil.
+	ArgsSHA256   string
 	ResultSHA256 string
 	ResultBytes  int64
 	// A later leg of a read bridged for a client of an older revision
@@ -506,6 +579,9 @@ func (r *ReadEntry) Marshal() ([]byte, error) {
 		if r.Args != nil {
 			f["args"] = r.Args
 		}
+		if r.ArgsSHA256 != "" {
+			f["args_sha256"] = r.ArgsSHA256
+		}
 	default:
 		return nil, fmt.Errorf("read entry: kind %q is neither %s nor %s", r.Kind, KindResourceRead, KindPromptGet)
 	}
@@ -520,7 +596,7 @@ func ParseRead(e *Entry) (*ReadEntry, error) {
 	rd := fieldReader{f: e.Fields}
 	r := &ReadEntry{Kind: e.Kind, Time: e.Time, Actor: e.Actor, Auth: e.Auth, Server: rd.str("server"), URI: rd.str("uri"), Prompt: rd.str("prompt"),
 		ResultSHA256: rd.str("result_sha256"), ResultBytes: rd.int("result_bytes"),
-		Continues: uint64(rd.int("continues")), InputResponsesSHA256: rd.str("input_responses_sha256")}
+		Continues: uint64(rd.int("continues")), InputResponsesSHA256: rd.str("input_responses_sha256"), ArgsSHA256: rd.str("args_sha256")}
 	if v, ok := e.Fields["args"]; ok {
 		b, err := appendCanonical(nil, v, 1)
 		if err != nil {

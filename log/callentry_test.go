@@ -282,8 +282,12 @@ func FuzzParseCallEntries(f *testing.F) {
 	rr, _ := (&log.ReadEntry{Kind: log.KindPromptGet, Time: at, Actor: "a", Server: "s", Prompt: "p", Args: log.CanonicalJSON(`{"k":"v"}`), ResultSHA256: "ab"}).Marshal()
 	f.Add(c)
 	f.Add(r)
+	tp, _ := (&log.ToolsEntry{Time: at, Actor: "provlog", Server: "s", Tools: []log.ToolSum{{Name: "b", SHA256: "01"}}, Part: 2, Parts: 3}).Marshal()
 	f.Add(tl)
+	f.Add(tp)
+	rb, _ := (&log.ReadEntry{Kind: log.KindPromptGet, Time: at, Actor: "a", Server: "s", Prompt: "p", ArgsSHA256: "cd", ResultSHA256: "ab"}).Marshal()
 	f.Add(rr)
+	f.Add(rb)
 	f.Add([]byte(`{"actor":"a","args":{},"duration_ns":1,"is_error":true,"kind":"call","server":"s","time":"2026-01-02T03:04:05.000000000Z","tool":"t","v":1}`))
 	f.Add([]byte(`{"actor":"a","call":18446744073709551615,"kind":"call.result","time":"2026-01-02T03:04:05.000000000Z","v":1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -346,4 +350,78 @@ func FuzzParseCallEntries(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestToolsEntryParts: a tool list too large for one entry is written as
+// parts, each within the entry limit, that read back (in order) as the
+// whole list; a small list stays one entry without part numbers; a tool
+// that cannot fit alone is an error naming it; bad part numbers are
+// refused.
+func TestToolsEntryParts(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	list := func(n int, name func(int) string) *log.ToolsEntry {
+		te := &log.ToolsEntry{Time: at, Actor: "provlog", Server: "s"}
+		for i := range n {
+			te.Tools = append(te.Tools, log.ToolSum{Name: name(i), SHA256: strings.Repeat("ab", 32)})
+		}
+		return te
+	}
+	for _, tc := range []struct {
+		name  string
+		te    *log.ToolsEntry
+		parts int
+	}{
+		{"small", list(3, func(i int) string { return string(rune('a' + i)) }), 1},
+		{"10000 tools", list(10000, func(i int) string {
+			return "tool_" + strings.Repeat("x", i%40) + string(rune('a'+i%26)) + strings.Repeat("0", i/1000)
+		}), 0},
+		{"names to escape", list(3000, func(i int) string { return strings.Repeat("<\"\u2028\\", 3) + string(rune(0x4e00+i)) }), 0},
+	} {
+		parts, err := tc.te.MarshalParts()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if tc.parts != 0 && len(parts) != tc.parts || tc.parts == 0 && len(parts) < 2 {
+			t.Fatalf("%s: %d parts", tc.name, len(parts))
+		}
+		var got []log.ToolSum
+		for i, b := range parts {
+			if len(b) > log.MaxEntrySize {
+				t.Fatalf("%s: part %d is %d bytes", tc.name, i+1, len(b))
+			}
+			e, err := log.ParseEntry(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			te, err := log.ParseTools(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantPart, wantParts := int64(i+1), int64(len(parts))
+			if len(parts) == 1 {
+				wantPart, wantParts = 0, 0
+			}
+			if te.Part != wantPart || te.Parts != wantParts || te.Server != "s" {
+				t.Errorf("%s: part %d reads as part %d of %d, server %q", tc.name, i+1, te.Part, te.Parts, te.Server)
+			}
+			got = append(got, te.Tools...)
+		}
+		if !reflect.DeepEqual(got, tc.te.Tools) {
+			t.Errorf("%s: the parts hold %d tools, not the list of %d", tc.name, len(got), len(tc.te.Tools))
+		}
+	}
+	huge := list(1, func(int) string { return strings.Repeat("n", log.MaxEntrySize) })
+	if _, err := huge.MarshalParts(); !errors.Is(err, log.ErrEntryTooLarge) || !strings.Contains(err.Error(), "tool 0") {
+		t.Errorf("a tool too large for any entry: %v", err)
+	}
+	for _, f := range []string{`"part":0,"parts":2`, `"part":3,"parts":2`, `"parts":2`, `"part":1`} {
+		b := []byte(`{"actor":"provlog","kind":"tools",` + f + `,"server":"s","time":"2026-12-01T09:00:00.000000000Z","tools":[],"v":1}`)
+		e, err := log.ParseEntry(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := log.ParseTools(e); err == nil || !strings.Contains(err.Error(), "part") {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
 }

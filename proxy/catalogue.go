@@ -41,11 +41,20 @@ type catalogue struct {
 	// announced holds a bit per listSlot whose list the server said has
 	// changed since that list was last read.
 	announced atomic.Uint32
+	// asked counts the server's list changes of each list; read (under
+	// mu) is the count its last read covers, and readNow is closed (and
+	// replaced) when it grows. A call waits for the tools to be read
+	// after a change it knows of (toolSum).
+	asked   [listSlots + 1]atomic.Uint64 // and newerToolSlot's
+	read    [listSlots + 1]uint64
+	readNow chan struct{}
 
 	mu         sync.Mutex
 	lists      [listSlots]registry
 	collisions map[string]bool   // front names another server or the proxy holds
 	listed     map[string]string // tool name -> definition hash, as last recorded in a tools entry (nil: not yet)
+	newer      newerTools        // the tools of the server's newer session (newertools.go)
+	known      map[string]string // tool name -> the last definition hash listed, gone ones too (maxKnownTools)
 	changes    []ToolChange      // definitions changed while the proxy ran
 	// recording is closed when the last tools entry begun is durable (or
 	// failed); nil before the first.
@@ -79,7 +88,7 @@ func (c *catalogue) paramHeaders(front string) bool {
 }
 
 func newCatalogue(d *downstream) *catalogue {
-	c := &catalogue{d: d, resync: make(chan struct{}, 1), collisions: map[string]bool{},
+	c := &catalogue{d: d, resync: make(chan struct{}, 1), collisions: map[string]bool{}, readNow: make(chan struct{}),
 		kinds: []lister{toolKind(), promptKind(), resourceKind(), templateKind()}}
 	for i := range c.lists {
 		c.lists[i] = registry{reg: map[string]registration{}, skipped: map[string]string{}}
@@ -95,27 +104,12 @@ func (c *catalogue) name(slot listSlot, front string) (string, bool) {
 	return r.name, ok
 }
 
-// toolSum returns the hash of the definition of front tool name front, or
-// "" if it is not (or no longer) registered. A tools entry being written
-// is waited for (recordTools), so that a call entry citing a definition
-// comes after the entry that holds it.
-func (c *catalogue) toolSum(front string) string {
-	c.mu.Lock()
-	rec := c.recording
-	c.mu.Unlock()
-	if rec != nil {
-		<-rec // bounded by appendTimeout
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lists[toolSlot].reg[front].sum
-}
-
 // triggerResync asks for the lists to be read again, after the server
 // said the lists in slots changed. It must not block: it runs inside the
 // SDK's notification handler.
 func (c *catalogue) triggerResync(slots ...listSlot) {
 	for _, s := range slots {
+		c.asked[s].Add(1)
 		c.announced.Or(1 << s)
 	}
 	select {
@@ -135,6 +129,11 @@ func (c *catalogue) resyncLoop(ctx context.Context) {
 			// Only what the server said changed: reading the other lists
 			// too held up the front's notification of the next change.
 			c.sync(ctx, cs, c.announced.Load())
+		}
+		if c.announced.Load()&(1<<newerToolSlot) != 0 {
+			if cs := c.d.newer.current(); cs != nil {
+				c.readNewerTools(ctx, cs)
+			}
 		}
 	}
 }
@@ -206,6 +205,10 @@ func (k *listKind[T]) where() (listSlot, nameTable, string, string) {
 
 func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) error {
 	announced := c.announced.And(^uint32(1<<k.slot))&(1<<k.slot) != 0
+	// The changes announced before the list is asked for are in it; a
+	// call waiting for them goes on when it is applied, or has failed.
+	asked := c.asked[k.slot].Load()
+	defer c.readTo(k.slot, asked)
 	if !k.offered(caps) {
 		return nil
 	}
@@ -225,7 +228,8 @@ func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSess
 func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.RawMessage, error) {
 	var items []json.RawMessage
 	cursor := ""
-	for range 1000 {
+	seen := map[string]int{} // cursor -> the page that gave it
+	for n := range 1000 {
 		cp := &capture{}
 		next, typed, err := k.page(withCapture(ctx, cp), cs, cursor)
 		raw := cp.last()
@@ -250,7 +254,10 @@ func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.R
 		if next == "" {
 			return items, nil
 		}
-		cursor = next
+		if at, ok := seen[next]; ok {
+			return nil, fmt.Errorf("listing %s: page %d gave nextCursor %.64q, as page %d did: the server's pages go round in a loop", k.key, n+1, next, at)
+		}
+		seen[next], cursor = n+1, next
 	}
 	return nil, fmt.Errorf("listing %s: more than 1000 pages", k.key)
 }
@@ -271,7 +278,8 @@ func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage, announced bool
 	want := map[string]bool{}
 	skipped := map[string]string{}
 	changed := false
-	var again func() // re-registers one unchanged item
+	var again func()          // re-registers one unchanged item
+	seen := map[string]bool{} // names listed so far
 	for _, raw := range raws {
 		item, err := k.decode(raw)
 		name := ""
@@ -284,6 +292,12 @@ func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage, announced bool
 			d.p.logger.Warn("proxy: skipping a "+k.noun+" that is not a JSON object with a "+k.nameKey, "server", d.cfg.ID)
 			continue
 		}
+		if seen[name] {
+			// Which one the server acts on is its own affair; the front
+			// offers, and a tools entry holds, the last.
+			d.p.logger.Warn("proxy: the server lists a "+k.noun+" more than once; the last definition listed is the one offered and recorded", "server", d.cfg.ID, k.logKey, name)
+		}
+		seen[name] = true
 		if err != nil {
 			skipped[name] = err.Error()
 			continue

@@ -2,11 +2,19 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // TestCatalogueFollowsLists runs a server that changes its four lists
@@ -109,5 +117,90 @@ func TestCatalogueFollowsLists(t *testing.T) {
 	}
 	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "fx__p1"}); err == nil {
 		t.Error("the removed prompt fx__p1 still answers")
+	}
+}
+
+// TestListCursorLoop: a server whose tools/list pages go round in a loop
+// (a nextCursor it gave before) is read no further once the cursor comes
+// back, and the warning says so, naming the cursor; it was read a
+// thousand times and the warning said only "more than 1000 pages".
+func TestListCursorLoop(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "loop", Version: "1"}, nil)
+	obj := map[string]any{"type": "object"}
+	var lists atomic.Int32
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/list" {
+				return next(ctx, method, req)
+			}
+			lists.Add(1)
+			cursor := "a"
+			if r := req.(*mcp.ListToolsRequest); r.Params != nil && r.Params.Cursor == "a" {
+				cursor = "b"
+			} else if r.Params != nil && r.Params.Cursor == "b" {
+				cursor = "a"
+			}
+			return &mcp.ListToolsResult{Tools: []*mcp.Tool{{Name: "t" + cursor, InputSchema: obj}}, NextCursor: cursor}, nil
+		}
+	})
+	srv.AddTool(&mcp.Tool{Name: "unlisted", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	var buf proctest.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
+	startProxy(t, newTestLog(t), []ServerConfig{{ID: "l", URL: down.URL}}, func(o *Options) { o.Logger = logger })
+	if n := lists.Load(); n != 3 {
+		t.Errorf("the proxy read %d pages, want 3 (the third gives the first's cursor again)", n)
+	}
+	if got := linesWith(&buf, "listing tools failed"); len(got) != 1 || !strings.Contains(got[0], `\"a\"`) || !strings.Contains(got[0], "loop") {
+		t.Errorf("warning lines %q: want one naming the cursor and the loop", got)
+	}
+}
+
+// TestListNameTwice: a server whose tools/list pages list one name twice,
+// with two definitions, is warned of, naming the tool; the front offers
+// the last definition and the tools entry holds that one. Nothing said
+// that the first was dropped.
+func TestListNameTwice(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "twice", Version: "1"}, nil)
+	obj := map[string]any{"type": "object"}
+	last := &mcp.Tool{Name: "a", Description: "the second", InputSchema: obj}
+	srv.AddTool(last, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/list" {
+				return next(ctx, method, req)
+			}
+			if r := req.(*mcp.ListToolsRequest); r.Params != nil && r.Params.Cursor == "2" {
+				return &mcp.ListToolsResult{Tools: []*mcp.Tool{last}}, nil
+			}
+			return &mcp.ListToolsResult{Tools: []*mcp.Tool{{Name: "a", Description: "the first", InputSchema: obj}}, NextCursor: "2"}, nil
+		}
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	var buf proctest.Buffer
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "w", URL: down.URL}}, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&buf, nil)) })
+	if got := linesWith(&buf, "more than once"); len(got) != 1 || !strings.Contains(got[0], "tool=a") {
+		t.Errorf("warning lines %q: want one naming tool a", got)
+	}
+	res, err := connectMemory(t, p, nil).ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range res.Tools {
+		if tl.Name == "w__a" && tl.Description != "the second" {
+			t.Errorf("the front offers w__a as %q", tl.Description)
+		}
+	}
+	raw, _ := json.Marshal(last)
+	te, err := log.ParseTools(l.entriesOf(t, log.KindTools)[0])
+	if err != nil || len(te.Tools) != 1 || te.Tools[0].SHA256 != definitionSum(raw) {
+		t.Errorf("tools entry %+v (%v): want a's last definition, %s", te, err, definitionSum(raw))
 	}
 }

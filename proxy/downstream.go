@@ -111,7 +111,7 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 		Capabilities:             &mcp.ClientCapabilities{},
 		CreateMessageHandler:     d.createMessage,
 		ElicitationHandler:       d.elicit,
-		ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { d.cat.triggerResync(toolSlot) },
+		ToolListChangedHandler:   func(_ context.Context, req *mcp.ToolListChangedRequest) { d.cat.toolsChanged(req.Session) },
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { d.cat.triggerResync(promptSlot) },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
 			d.cat.triggerResync(resourceSlot, templateSlot)

@@ -32,7 +32,14 @@ func fixtureServerConfig(t *testing.T, id string) ServerConfig {
 // lack: tools whose schemas go-sdk rejects, a tool that hangs, a protocol
 // error that echoes an argument, a big result.
 func runFixtureServer() {
-	s := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "0.0.1"}, nil)
+	var opts *mcp.ServerOptions
+	if os.Getenv(fixtureEnv) == "subs" {
+		opts = &mcp.ServerOptions{
+			SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+			UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "0.0.1"}, opts)
 	obj := json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer"}}}`)
 	args := func(req *mcp.CallToolRequest) map[string]any {
 		var m map[string]any
@@ -99,6 +106,16 @@ func runFixtureServer() {
 		addAsks(s)
 	case "stream":
 		addStream(s, obj)
+	case "subs":
+		// touch tells the subscribers that the resource changed, in
+		// the process it runs in.
+		s.AddResource(&mcp.Resource{Name: "w", URI: "fixture:///watched"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "watched"}}}, nil
+		})
+		s.AddTool(&mcp.Tool{Name: "touch", InputSchema: obj}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			err := s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "fixture:///watched"})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint("touched: ", err)}}}, nil
+		})
 	}
 	s.AddTool(&mcp.Tool{Name: "big", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("big result ", 10000)}}}, nil

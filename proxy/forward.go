@@ -329,11 +329,31 @@ func (d *downstream) startRead(ctx context.Context, ss *mcp.ServerSession, extra
 // (continues) and the hash of the answers it carries. A read whose entry
 // cannot be written is withheld. A 2026-07-28 client's read on an older
 // session is parked instead (parkread.go).
+//
+// Nothing is forwarded unless the entry will fit in the log: a prompt's
+// arguments too large for it go to a blob first (fitRead), and a read
+// that cannot fit even so is refused. The blob is purged again if no leg
+// was recorded.
 func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mcp.ServerSession, protocol string, client *mcp.Implementation, clientMeta mcp.Meta,
 	entry log.ReadEntry, responses mcp.InputResponseMap, state string, send readSend) (json.RawMessage, any, string, error) {
+	bs, err := d.p.fitRead(ctx, &entry)
+	if err != nil {
+		return nil, nil, "", rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made, as the log cannot record it: %v", entry.Kind, err)
+	}
 	if d.parksRead(cs, protocol) {
 		return d.parkRead(ctx, ss, client, clientMeta, entry, responses, state, send)
 	}
+	raw, typed, receipt, err := d.readLegsFitted(ctx, cs, ss, protocol, clientMeta, entry, responses, state, send, &bs)
+	if err != nil {
+		bs.purge(d.p)
+	}
+	return raw, typed, receipt, err
+}
+
+// readLegsFitted is readLegs for a read that is not parked and whose
+// entry fits; the first leg recorded takes over the blobs in bs.
+func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, ss *mcp.ServerSession, protocol string, clientMeta mcp.Meta,
+	entry log.ReadEntry, responses mcp.InputResponseMap, state string, send readSend, bs *blobSet) (json.RawMessage, any, string, error) {
 	bridged := sessionStateless(cs) && protocol < statelessProtocol
 	// Noted as in progress, as a call is, so that a server's request
 	// during the read finds the client that made it.
@@ -367,6 +387,7 @@ func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mc
 		if err != nil {
 			return nil, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: the %s was made but could not be recorded, so its result is withheld: %v", e.Kind, err)
 		}
+		*bs = nil // an entry names them now
 		receipt := r.String()
 		ask, ok := inputAskOf(raw)
 		if !bridged || !ok {
@@ -474,6 +495,13 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 		p.mu.Unlock()
 		return forwardError(d.cfg.ID, err)
 	}
+	if ncs := d.newer.current(); ncs != nil {
+		// The second process serves the 2026-07-28 clients' calls and
+		// reads: what changes there is told there.
+		if err := ncs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			p.logger.Warn("proxy: subscribing on the newer session failed", "server", d.cfg.ID, "uri", uri, "error", err)
+		}
+	}
 	return nil
 }
 
@@ -494,6 +522,11 @@ func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) er
 	if !last {
 		return nil
 	}
+	if ncs := d.newer.current(); ncs != nil {
+		if err := ncs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+			p.logger.Warn("proxy: unsubscribing on the newer session failed", "server", d.cfg.ID, "uri", uri, "error", err)
+		}
+	}
 	if cs, err := d.session(); err == nil {
 		if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
 			return forwardError(d.cfg.ID, err)
@@ -502,7 +535,8 @@ func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) er
 	return nil
 }
 
-// resubscribe renews the subscriptions held on d after it reconnected.
+// resubscribe renews the subscriptions held on d after it (or its newer
+// session) connected.
 func (p *Proxy) resubscribe(ctx context.Context, d *downstream, cs *mcp.ClientSession) {
 	caps := cs.InitializeResult().Capabilities
 	if caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {

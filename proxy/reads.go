@@ -6,10 +6,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
 )
@@ -27,6 +32,11 @@ const proxyActor = log.GenesisActor
 
 // maxToolChanges bounds the definition changes a server's status keeps.
 const maxToolChanges = 100
+
+// maxKnownTools bounds the tool names whose last definition a catalogue
+// remembers after the server stopped listing them; past it, it forgets
+// those.
+const maxKnownTools = 100_000
 
 // A ToolChange is a tool definition that changed while the proxy ran: a
 // server may change what a tool does under an agent that already chose
@@ -56,6 +66,76 @@ func hexSHA256(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// toolSum returns the hash of the definition of front tool name front, or
+// "" if it is not (or no longer) registered. A change of the tools the
+// server announced is read first (the server has the new definitions
+// already; at most connectTimeout), and the tools entry holding the
+// definition is waited for (recordTools), so that a call entry citing a
+// definition comes after the entry that holds it.
+//
+// A call that goes to the server's newer session (cs) names the
+// definition that session listed ("" if it lists no such tool).
+func (c *catalogue) toolSum(front string, cs *mcp.ClientSession) string {
+	c.mu.Lock()
+	newer := cs != nil && cs == c.newer.cs
+	c.mu.Unlock()
+	slot := listSlot(toolSlot)
+	if newer {
+		slot = newerToolSlot
+	}
+	c.awaitRead(slot, c.asked[slot].Load())
+	c.mu.Lock()
+	// The entry of a definition registered is begun before it is
+	// registered (apply, readNewerTools), so rec is that entry's or a
+	// later one's.
+	r, rec := c.lists[toolSlot].reg[front], c.recording
+	sum := r.sum
+	if newer {
+		sum = c.newer.sums[r.name]
+	}
+	c.mu.Unlock()
+	if rec != nil {
+		<-rec // bounded by appendTimeout
+	}
+	return sum
+}
+
+// awaitRead waits until a read of the list in slot covers the server's
+// first n changes of it, or connectTimeout has passed.
+func (c *catalogue) awaitRead(slot listSlot, n uint64) {
+	var timeout <-chan time.Time
+	for {
+		c.mu.Lock()
+		done, now := c.read[slot] >= n, c.readNow
+		c.mu.Unlock()
+		if done {
+			return
+		}
+		if timeout == nil {
+			t := time.NewTimer(connectTimeout)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-now:
+		case <-timeout:
+			return
+		}
+	}
+}
+
+// readTo notes that a read of the list in slot, applied or failed, covers
+// the server's first n changes of it.
+func (c *catalogue) readTo(slot listSlot, n uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n > c.read[slot] {
+		c.read[slot] = n
+		close(c.readNow)
+		c.readNow = make(chan struct{})
+	}
+}
+
 // recordTools writes the server's tool list, as listed (raws), into a
 // tools entry if it is the first list read since the proxy started or
 // differs from the last, and reports definitions that changed. A changed
@@ -66,17 +146,9 @@ func hexSHA256(b []byte) string {
 // at a time, in the order the lists were read.
 func (c *catalogue) recordTools(raws []json.RawMessage) {
 	d := c.d
-	sums := map[string]string{}
-	for _, raw := range raws {
-		var t struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(raw, &t) == nil && t.Name != "" {
-			sums[t.Name] = definitionSum(raw)
-		}
-	}
+	sums := toolSums(raws)
 	c.mu.Lock()
-	prev := c.listed
+	prev, known := c.listed, c.known
 	c.mu.Unlock()
 	if prev != nil && maps.Equal(prev, sums) {
 		return
@@ -84,7 +156,10 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 	now := time.Now()
 	var changed []ToolChange
 	for _, name := range slices.Sorted(maps.Keys(sums)) {
-		if old, ok := prev[name]; ok && old != sums[name] {
+		// Against the last definition listed under the name, in this list
+		// or before: a tool removed and listed again with another
+		// definition has changed too.
+		if old, ok := known[name]; ok && old != sums[name] {
 			changed = append(changed, ToolChange{Tool: name, Old: old, New: sums[name], At: now})
 			d.p.logger.Warn("proxy: a tool's definition changed while the proxy runs", "server", d.cfg.ID, "tool", name, "old_sha256", old, "new_sha256", sums[name])
 		}
@@ -96,6 +171,10 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 	done := make(chan struct{})
 	c.mu.Lock()
 	c.listed = sums
+	if c.known == nil || len(c.known)+len(sums) > maxKnownTools {
+		c.known = make(map[string]string, len(sums))
+	}
+	maps.Copy(c.known, sums)
 	c.changes = append(c.changes, changed...)
 	if n := len(c.changes); n > maxToolChanges {
 		c.changes = c.changes[n-maxToolChanges:]
@@ -108,9 +187,12 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 		if earlier != nil {
 			<-earlier // in order
 		}
-		b, err := e.Marshal()
-		if err == nil {
-			_, err = d.p.append(context.Background(), nil, log.KindTools, b)
+		// A list too large for one entry goes in several, in order.
+		parts, err := e.MarshalParts()
+		for _, b := range parts {
+			if _, err = d.p.append(context.Background(), nil, log.KindTools, b); err != nil {
+				break
+			}
 		}
 		if err != nil {
 			d.p.logger.Error("proxy: recording a server's tool list failed", "server", d.cfg.ID, "tools", len(sums), "error", err)
@@ -124,6 +206,50 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 		return
 	}
 	go write()
+}
+
+// fitRead makes sure read entry e fits in the log whatever its result and
+// legs add (the hash and size of the result, continues and the hash of
+// the answers), before the read is forwarded: prompt arguments too large
+// for it go to a blob, the entry keeping their hash (args_sha256), as a
+// call's do; anything else too large (a URI of tens of kilobytes) is an
+// error. It returns the blobs it wrote.
+func (p *Proxy) fitRead(ctx context.Context, e *log.ReadEntry) (blobSet, error) {
+	probe := *e
+	probe.Time, probe.Auth = time.Now(), log.AuthFrom(ctx)
+	probe.ResultSHA256, probe.ResultBytes = strings.Repeat("0", sha256.Size*2), math.MaxInt64
+	probe.Continues, probe.InputResponsesSHA256 = math.MaxInt64, probe.ResultSHA256
+	_, err := probe.Marshal()
+	if !errors.Is(err, log.ErrEntryTooLarge) || e.Args == nil {
+		return nil, err
+	}
+	var bs blobSet
+	if p.opts.Blobs != nil {
+		if err := bs.put(p.opts.Blobs, e.Args); err != nil {
+			return nil, fmt.Errorf("keeping the arguments: %w", err)
+		}
+	}
+	probe.ArgsSHA256, probe.Args = hexSHA256(e.Args), nil
+	if _, err := probe.Marshal(); err != nil {
+		bs.purge(p)
+		return nil, err
+	}
+	e.ArgsSHA256, e.Args = probe.ArgsSHA256, nil
+	return bs, nil
+}
+
+// toolSums returns the definition hash of each tool in raws by name.
+func toolSums(raws []json.RawMessage) map[string]string {
+	sums := map[string]string{}
+	for _, raw := range raws {
+		var t struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &t) == nil && t.Name != "" {
+			sums[t.Name] = definitionSum(raw)
+		}
+	}
+	return sums
 }
 
 // recordRead writes a resource.read or prompt.get entry for a result

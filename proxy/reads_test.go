@@ -2,6 +2,10 @@ package proxy
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -172,4 +176,55 @@ func (l *testLog) readReceipt(t *testing.T, m mcp.Meta, kind string) *log.ReadEn
 		t.Fatal(err)
 	}
 	return re
+}
+
+// TestManyToolDefinitions: a server listing more tools than one tools
+// entry holds (2,000, over pages) has them all in the log, as the parts of
+// one list, before the sidecar serves; a call names the definition one of
+// them holds. The list's single entry was over the entry limit, so no
+// tools entry was written and every call named a definition the log
+// did not hold.
+func TestManyToolDefinitions(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "many", Version: "1"}, &mcp.ServerOptions{PageSize: 300})
+	for i := range 2000 {
+		srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%04d", i), InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+			})
+	}
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL}}, nil)
+
+	listed := map[string]bool{}
+	es := l.entriesOf(t, log.KindTools)
+	for i, e := range es {
+		te, err := log.ParseTools(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if te.Part != int64(i+1) || te.Parts != int64(len(es)) {
+			t.Errorf("tools entry %d of %d is part %d of %d", i+1, len(es), te.Part, te.Parts)
+		}
+		for _, s := range te.Tools {
+			listed[s.Name] = true
+		}
+	}
+	if len(es) < 2 || len(listed) != 2000 {
+		t.Fatalf("%d tools entries name %d tools, want all 2000 in several", len(es), len(listed))
+	}
+	res, err := connectMemory(t, p, nil).CallTool(context.Background(), &mcp.CallToolParams{Name: "m__tool_1999"})
+	if err != nil || res.IsError {
+		t.Fatalf("m__tool_1999: %v", err)
+	}
+	e, _ := l.checkReceipt(t, metaReceipt(res.Meta))
+	at, _ := strconv.ParseUint(fmt.Sprint(e.Fields["call"]), 10, 64)
+	c, err := log.ParseCall(mustParse(t, l.entry(t, at)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !definedBefore(t, l, at, "tool_1999", c.ToolSHA256) {
+		t.Errorf("call %d names definition %q, which no tools entry before it holds", at, c.ToolSHA256)
+	}
 }

@@ -134,7 +134,10 @@ func (n *newerSession) start(d *downstream) (*supervisor, bool) {
 			err = fmt.Errorf("%w: server %q speaks no revision newer than %s", errNoNewerRevision, d.cfg.ID, cs.InitializeResult().ProtocolVersion)
 		}
 		return cs, cmd, err
-	}, func(context.Context, *mcp.ClientSession) {})
+	}, func(ctx context.Context, cs *mcp.ClientSession) {
+		d.cat.readNewerTools(ctx, cs)
+		d.p.resubscribe(ctx, d, cs)
+	})
 	n.done = make(chan struct{})
 	d.p.logger.Info("proxy: a 2026-07-28 client called a stdio server; starting its session in that revision", "server", d.cfg.ID)
 	go func(sup *supervisor, done chan struct{}) {
@@ -143,6 +146,17 @@ func (n *newerSession) start(d *downstream) (*supervisor, bool) {
 		sup.run(ctx)
 	}(n.sup, n.done)
 	return n.sup, true
+}
+
+// current returns the newer session if it is up, else nil.
+func (n *newerSession) current() *mcp.ClientSession {
+	n.mu.Lock()
+	sup := n.sup
+	n.mu.Unlock()
+	if sup == nil {
+		return nil
+	}
+	return sup.current()
 }
 
 func (n *newerSession) isRefused() bool {

@@ -1,0 +1,68 @@
+package proxy
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The tools of a stdio server's newer session (revision.go): a second
+// process, which the calls of 2026-07-28 clients go to, so its
+// definitions are the ones those calls are made against, and it may
+// change them on its own. The proxy reads its tool list too, when it
+// connects and whenever it says the list changed, and records it as it
+// records the first session's (recordTools: a tools entry when it differs
+// from the last list recorded, and a definition changed is reported); a
+// call to it names its definition (toolSum). The front's clients are
+// offered the first session's lists.
+
+// newerToolSlot is the slot of the newer session's tools in a
+// catalogue's announced, asked and read.
+const newerToolSlot = listSlots
+
+// newerTools is what the newer session last listed.
+type newerTools struct {
+	cs   *mcp.ClientSession
+	sums map[string]string // server tool name -> definition hash
+}
+
+// toolsChanged is the server's notification that its tools changed, sent
+// on session cs.
+func (c *catalogue) toolsChanged(cs *mcp.ClientSession) {
+	if cs != nil && cs != c.d.sup.current() {
+		c.triggerResync(newerToolSlot)
+		return
+	}
+	c.triggerResync(toolSlot)
+}
+
+// readNewerTools reads the tool list of the newer session cs and records
+// it.
+func (c *catalogue) readNewerTools(ctx context.Context, cs *mcp.ClientSession) {
+	c.syncMu.Lock() // one list recorded at a time
+	defer c.syncMu.Unlock()
+	c.announced.And(^uint32(1 << newerToolSlot))
+	asked := c.asked[newerToolSlot].Load()
+	defer c.readTo(newerToolSlot, asked)
+	if caps := cs.InitializeResult().Capabilities; caps == nil || caps.Tools == nil {
+		c.setNewer(cs, map[string]string{})
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	raws, err := toolKind().list(sctx, cs)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.d.p.logger.Warn("proxy: listing the tools of the newer session failed; its calls name the first session's definitions", "server", c.d.cfg.ID, "error", err)
+		}
+		return
+	}
+	c.recordTools(raws)
+	c.setNewer(cs, toolSums(raws))
+}
+
+func (c *catalogue) setNewer(cs *mcp.ClientSession, sums map[string]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.newer = newerTools{cs: cs, sums: sums}
+}
