@@ -160,6 +160,11 @@ func TestSessionCapAndIdle(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "too many sessions") {
 		t.Errorf("a fourth session with max 3: %d %s; want 503, too many sessions", resp.StatusCode, b)
 	}
+	// It names the config keys an operator sets (it said max_sessions,
+	// which no config has).
+	if !strings.Contains(string(b), "sessions.max 3") || !strings.Contains(string(b), "sessions.idle (400ms)") {
+		t.Errorf("the 503 does not name sessions.max and sessions.idle with their values: %s", b)
+	}
 	// A busy session stays open; the idle ones are closed.
 	busy := open[0]
 	deadline := time.Now().Add(20 * time.Second) // a liveness bound, far above SessionIdle

@@ -360,7 +360,8 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 		}
 		if p.sessionsFull(r) {
 			writeHTTPError(w, http.StatusServiceUnavailable, rpcError(jsonrpc.CodeInternalError,
-				"provlog: too many sessions (max_sessions %d); close one or wait until an idle one times out", p.opts.MaxSessions))
+				"provlog: too many sessions (the sidecar's sessions.max %d); close one (DELETE), or wait until one is closed after sessions.idle (%s) without a request",
+				p.opts.MaxSessions, p.opts.SessionIdle))
 			return
 		}
 		p.serveStateful(w, r, pb, stateful)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/durable"
+	"github.com/provlog/provlog/proxy"
 )
 
 // errDataDirHeld: another process holds the data dir's store.
@@ -41,11 +42,15 @@ type sidecarInfo struct {
 	URL   string `json:"url"` // base URL, e.g. http://127.0.0.1:8080
 	Actor string `json:"actor"`
 	PID   int    `json:"pid"`
+	// SessionIdle is how long the sidecar keeps an HTTP session without a
+	// request (sessions.idle, as time.Duration's String); a joined serve
+	// pings its session more often. Empty in files of older sidecars.
+	SessionIdle string `json:"session_idle,omitempty"`
 }
 
 // publishSidecar writes <data>/sidecar.json for stdio serves that will
-// join; the returned func removes it.
-func publishSidecar(data string, addr net.Addr, actor string) (func(), error) {
+// join; the returned func removes it. idle is the sidecar's sessions.idle.
+func publishSidecar(data string, addr net.Addr, actor string, idle time.Duration) (func(), error) {
 	host, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
 		return nil, err
@@ -56,7 +61,7 @@ func publishSidecar(data string, addr net.Addr, actor string) (func(), error) {
 			host = "::1"
 		}
 	}
-	b, _ := json.Marshal(sidecarInfo{URL: "http://" + net.JoinHostPort(host, port), Actor: actor, PID: os.Getpid()})
+	b, _ := json.Marshal(sidecarInfo{URL: "http://" + net.JoinHostPort(host, port), Actor: actor, PID: os.Getpid(), SessionIdle: idle.String()})
 	path := filepath.Join(data, sidecarFile)
 	if err := durable.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", path, err)
@@ -109,7 +114,11 @@ func joinSidecar(ctx context.Context, cfg *Config) (*bridge, error) {
 	if _, _, err := log.OpenCheckpoint(cp, k.verifier); err != nil {
 		return nil, fmt.Errorf("the sidecar at %s does not serve the log of %s (%v)", info.URL, cfg.Data, err)
 	}
-	return &bridge{url: info.URL + "/mcp", token: strings.TrimSpace(string(tok)), hc: &http.Client{}}, nil
+	idle, err := time.ParseDuration(info.SessionIdle)
+	if err != nil || idle <= 0 {
+		idle = proxy.DefaultSessionIdle
+	}
+	return &bridge{url: info.URL + "/mcp", token: strings.TrimSpace(string(tok)), hc: &http.Client{}, keepalive: idle / 3}, nil
 }
 
 // bridge relays newline-delimited JSON-RPC between a stdio MCP client
@@ -117,6 +126,10 @@ func joinSidecar(ctx context.Context, cfg *Config) (*bridge, error) {
 type bridge struct {
 	url, token string
 	hc         *http.Client
+	// keepalive is how often the bridge pings its session: the sidecar
+	// closes a session after sessions.idle without a request, and a
+	// stdio client need not make any while it is connected.
+	keepalive time.Duration
 
 	mu      sync.Mutex
 	session string
@@ -151,6 +164,7 @@ func (b *bridge) run(ctx context.Context, in io.Reader, out io.Writer, logger *s
 				b.post(ctx, line, m)
 				if b.streamVersion() {
 					listening.Go(func() { b.listen(lctx) })
+					listening.Go(func() { b.keepAlive(lctx) })
 				}
 			case m.Method != "" && len(m.ID) > 0:
 				// A request may take long (a tool call): the next
@@ -227,7 +241,7 @@ func (b *bridge) post(ctx context.Context, line []byte, m message) {
 	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
 		return
 	case resp.StatusCode == http.StatusNotFound && m.Method != "initialize":
-		b.fail(m, "the provlog sidecar this process joined no longer knows this session (it restarted); restart this MCP server")
+		b.fail(m, "the provlog sidecar this process joined no longer knows this session (it restarted, or this process was stopped for longer than its sessions.idle); restart this MCP server")
 		return
 	case resp.StatusCode != http.StatusOK:
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -324,6 +338,41 @@ func (b *bridge) listen(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-time.After(delay):
+		}
+	}
+}
+
+// keepAlive pings the session every b.keepalive until ctx is done, so
+// that the sidecar does not close it as idle while the client is
+// connected (the go-sdk's server asks clients to ping to keep a session;
+// the bridge's GET stream does not count). The answers are not the
+// client's: its ids are its own, and the bridge's ping id is none of
+// them on this connection.
+func (b *bridge) keepAlive(ctx context.Context) {
+	if b.keepalive <= 0 {
+		return
+	}
+	t := time.NewTicker(b.keepalive)
+	defer t.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":"provlog-join-keepalive-%d","method":"ping"}`, n)
+		req, err := b.request(ctx, http.MethodPost, []byte(body))
+		if err != nil {
+			return
+		}
+		resp, err := b.hc.Do(req)
+		if err != nil {
+			continue
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound {
+			return // the session is gone; the client's next request is told
 		}
 	}
 }

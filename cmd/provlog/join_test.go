@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -110,5 +111,28 @@ func TestStdioCannotServe(t *testing.T) {
 	_, err = connectStdio(t, bin, dir, "--config", bad)
 	if err == nil || !strings.Contains(err.Error(), `line 4: servers[0].timeout: "60" has no unit`) {
 		t.Fatalf("stdio serve with a bad config: %v", err)
+	}
+}
+
+// TestStdioJoinIdle: a joined stdio client that makes no request for
+// longer than the sidecar's sessions.idle keeps its session (the bridge
+// pings it), as it would keep a session of its own; the sidecar closed
+// it, and every later request said "it restarted; restart this MCP
+// server" (Claude Desktop unused for ten minutes lost provlog).
+func TestStdioJoinIdle(t *testing.T) {
+	bin := buildProvlog(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	os.WriteFile(cfg, []byte("data: ./provlog-data\nsessions: {idle: 400ms}\n"), 0o600)
+	startServe(t, "--config", cfg)
+	ss, err := connectStdio(t, bin, t.TempDir(), "--config", cfg)
+	if err != nil {
+		t.Fatalf("stdio serve did not join the running sidecar: %v", err)
+	}
+	callTool(t, ss, "list_unaccepted_tasks", map[string]any{})
+	time.Sleep(2 * time.Second) // five idle periods, eight reaper rounds
+	res, err := ss.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_unaccepted_tasks", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("after an idle while, the joined client's call failed: %v %v", err, res)
 	}
 }

@@ -3,8 +3,11 @@ package main
 // The sidecar's process log: one slog stream on stderr (stdout carries
 // MCP in stdio mode), text or JSON, at the config's log_level. The go-sdk
 // logs every session's life at INFO ("server connecting", "session
-// initialized"); those lines go to DEBUG, tagged component=mcp-sdk, so
-// that stderr holds what an operator acts on.
+// initialized"), and warns of every notification a session missed
+// ("calling notifications/tools/list_changed: ... stream not connected":
+// a client need not keep a stream open for them, and each list change
+// makes one such line per session); those lines go to DEBUG, tagged
+// component=mcp-sdk, so that stderr holds what an operator acts on.
 
 import (
 	"context"
@@ -46,7 +49,8 @@ func proxyLogger(l *slog.Logger) *slog.Logger {
 	return slog.New(&sdkHandler{next: l.Handler()})
 }
 
-// sdkHandler demotes the go-sdk's INFO lines to DEBUG and tags them.
+// sdkHandler demotes the go-sdk's INFO lines, and its warnings of a
+// notification not delivered to a session, to DEBUG and tags them.
 type sdkHandler struct {
 	next slog.Handler
 }
@@ -61,7 +65,7 @@ func (h *sdkHandler) Enabled(ctx context.Context, l slog.Level) bool {
 
 func (h *sdkHandler) Handle(ctx context.Context, r slog.Record) error {
 	if isSDK(r) {
-		if r.Level == slog.LevelInfo {
+		if r.Level == slog.LevelInfo || r.Level == slog.LevelWarn && strings.HasPrefix(r.Message, "calling notifications/") {
 			r.Level = slog.LevelDebug
 		}
 		if !h.next.Enabled(ctx, r.Level) {

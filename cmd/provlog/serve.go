@@ -119,7 +119,11 @@ func (sc *sidecar) serve(ctx context.Context, cfg *Config, ln net.Listener, logg
 	logger.Info("provlog serving", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "data", cfg.Data,
 		"origin", sc.keys.signer.Name(), "size", sc.size(), "local_token_file", filepath.Join(cfg.Data, localToken))
 	if cfg.Store == "" {
-		unpublish, err := publishSidecar(cfg.Data, ln.Addr(), cfg.Actor)
+		idle := cfg.Sessions.Idle
+		if idle <= 0 {
+			idle = proxy.DefaultSessionIdle
+		}
+		unpublish, err := publishSidecar(cfg.Data, ln.Addr(), cfg.Actor, idle)
 		if err != nil {
 			return err
 		}
