@@ -332,6 +332,8 @@ func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case errors.Is(err, errEventTooBig):
+			return nil, fmt.Errorf("the call's event stream: %w", err)
 		case len(sp.lastID) == 0 && polled:
 			return nil, errors.New("the server closed the call's event stream without an event id to resume it from, so its answer cannot be had")
 		case len(sp.lastID) == 0:

@@ -1,0 +1,111 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestSSEEventBounded: an event stream that goes on without ending a line,
+// or an event, is refused once it holds maxEventBytes, naming the bound;
+// the parser held all of it, without bound, for as long as it went on.
+func TestSSEEventBounded(t *testing.T) {
+	for name, piece := range map[string]string{
+		"one endless line":               "x",
+		"data lines without a blank one": "data: " + strings.Repeat("x", 1000) + "\n",
+	} {
+		var read atomic.Int64
+		r := &countingReader{r: io.LimitReader(&repeatReader{s: piece}, 3*maxEventBytes), n: &read}
+		var sp sseParser
+		err := sp.read(r, func([]byte) bool { t.Fatalf("%s: an event was delivered", name); return true })
+		if err != errEventTooBig {
+			t.Errorf("%s: %v, want %v", name, err, errEventTooBig)
+		}
+		if n := read.Load(); n > 2*maxEventBytes { // the data and its lines' field names
+			t.Errorf("%s: read %d bytes, on past the bound of %d", name, n, maxEventBytes)
+		}
+	}
+}
+
+// TestHTTPDownstreamEndlessEvent: a server that answers a call with an
+// event stream whose one event never ends gets the call failed, saying
+// why, once the event is over maxEventBytes, and its stream is no longer
+// read; the proxy held it all until the stream ended.
+func TestHTTPDownstreamEndlessEvent(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "endless", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	const total = 64 << 20
+	var written atomic.Int64
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/call"`)) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte("id: e_1\ndata: {\"jsonrpc\":\"2.0\",\"id\":"))
+			chunk := bytes.Repeat([]byte("1"), 1<<20)
+			for written.Load() < total {
+				n, err := w.Write(chunk)
+				written.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(down.Close)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL}}, nil)
+	cs := connectMemory(t, p, nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
+	got := ""
+	if err != nil {
+		got = err.Error()
+	} else if res.IsError {
+		got = textOf(res)
+	}
+	if !strings.Contains(got, "over 16 MiB without its end") {
+		t.Errorf("a call answered with an endless event: %v %q", err, got)
+	}
+	if n := written.Load(); n >= total {
+		t.Errorf("the server wrote all %d bytes of its endless event: the proxy read them all", n)
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// repeatReader is s over and over, without end.
+type repeatReader struct {
+	s   string
+	off int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.s[r.off:])
+		n += c
+		r.off = (r.off + c) % len(r.s)
+	}
+	return n, nil
+}
