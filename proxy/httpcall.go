@@ -246,9 +246,14 @@ func (d *downstream) post(ctx context.Context, cs *mcp.ClientSession, body []byt
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
-		b, err := io.ReadAll(resp.Body)
+		// Held to the bound of an event's, and of a message's on a stdio
+		// connection: a body without end was held whole.
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxEventBytes+1))
 		if err != nil {
 			return nil, err
+		}
+		if len(b) > maxEventBytes {
+			return nil, fmt.Errorf("the answer is over %d MiB; it is given up", maxEventBytes>>20)
 		}
 		msg, err := parseWire(b)
 		if err != nil {

@@ -34,11 +34,23 @@ func TestSSEEventBounded(t *testing.T) {
 	}
 }
 
-// TestHTTPDownstreamEndlessEvent: a server that answers a call with an
-// event stream whose one event never ends gets the call failed, saying
-// why, once the event is over maxEventBytes, and its stream is no longer
-// read; the proxy held it all until the stream ended.
-func TestHTTPDownstreamEndlessEvent(t *testing.T) {
+// TestHTTPDownstreamEndlessAnswer: a server that answers a call with an
+// event stream whose one event never ends, or with a JSON body without
+// end, gets the call failed, saying why, once it sent more than
+// maxEventBytes, and its answer is no longer read; the proxy held all of
+// it until it ended.
+func TestHTTPDownstreamEndlessAnswer(t *testing.T) {
+	for _, tc := range []struct{ mediaType, head, want string }{
+		{"text/event-stream", "id: e_1\ndata: {\"jsonrpc\":\"2.0\",\"id\":", "the call's event stream: an event of the stream is over 16 MiB without its end"},
+		{"application/json", "{\"jsonrpc\":\"2.0\",\"id\":", "the answer is over 16 MiB; it is given up"},
+	} {
+		t.Run(tc.mediaType, func(t *testing.T) {
+			testHTTPDownstreamEndlessAnswer(t, tc.mediaType, tc.head, tc.want)
+		})
+	}
+}
+
+func testHTTPDownstreamEndlessAnswer(t *testing.T, mediaType, head, want string) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "endless", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
@@ -49,8 +61,8 @@ func TestHTTPDownstreamEndlessEvent(t *testing.T) {
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if bytes.Contains(body, []byte(`"tools/call"`)) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Write([]byte("id: e_1\ndata: {\"jsonrpc\":\"2.0\",\"id\":"))
+			w.Header().Set("Content-Type", mediaType)
+			w.Write([]byte(head))
 			chunk := bytes.Repeat([]byte("1"), 1<<20)
 			for written.Load() < total {
 				n, err := w.Write(chunk)
@@ -75,11 +87,11 @@ func TestHTTPDownstreamEndlessEvent(t *testing.T) {
 	} else if res.IsError {
 		got = textOf(res)
 	}
-	if !strings.Contains(got, "over 16 MiB without its end") {
-		t.Errorf("a call answered with an endless event: %v %q", err, got)
+	if !strings.Contains(got, want) {
+		t.Errorf("a call answered without end: %v %q, want %q", err, got, want)
 	}
 	if n := written.Load(); n >= total {
-		t.Errorf("the server wrote all %d bytes of its endless event: the proxy read them all", n)
+		t.Errorf("the server wrote all %d bytes of its answer: the proxy read them all", n)
 	}
 }
 
