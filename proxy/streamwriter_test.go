@@ -5,9 +5,10 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,19 +17,23 @@ import (
 	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
-// A stallListener's connections stop taking what the server writes once a
-// write holds stallOn (a client that stopped reading, its socket buffers
-// full): such a write, and every later one, blocks until release.
+// A stallListener's connection stops taking what the server writes once a
+// write holds stallOn while the listener is armed (a client that stopped
+// reading, its socket buffers full): such a write, and every later one on
+// that connection, blocks until release. It stalls one connection, the
+// first to write stallOn once armed; it is armed from the start.
 type stallListener struct {
 	net.Listener
 	stallOn []byte
+	armed   atomic.Bool
 	blocked chan struct{} // closed when a write first blocks
-	once    sync.Once
 	release chan struct{}
 }
 
 func newStallListener(l net.Listener, stallOn string) *stallListener {
-	return &stallListener{Listener: l, stallOn: []byte(stallOn), blocked: make(chan struct{}), release: make(chan struct{})}
+	sl := &stallListener{Listener: l, stallOn: []byte(stallOn), blocked: make(chan struct{}), release: make(chan struct{})}
+	sl.armed.Store(true)
+	return sl
 }
 
 func (l *stallListener) Accept() (net.Conn, error) {
@@ -46,9 +51,11 @@ type stallConn struct {
 }
 
 func (c *stallConn) Write(b []byte) (int, error) {
-	if c.stalled || bytes.Contains(b, c.l.stallOn) {
-		c.stalled = true
-		c.l.once.Do(func() { close(c.l.blocked) })
+	if c.stalled || c.l.armed.Load() && bytes.Contains(b, c.l.stallOn) && c.l.armed.CompareAndSwap(true, false) {
+		if !c.stalled {
+			c.stalled = true
+			close(c.l.blocked)
+		}
 		<-c.l.release
 	}
 	return c.Conn.Write(b)
@@ -109,6 +116,67 @@ func TestHTTPStalledClient(t *testing.T) {
 		case <-ctx.Done(): // for a hung front, not a bound
 			t.Fatalf("no notification was dropped for the stalled client: %s", logs.String())
 		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestResumeStalledClient: a client that resumes a call's stream and does
+// not read it holds up only itself: other calls whose streams, kept in
+// its place, push it out of the kept ones are answered. Dropping a kept
+// stream waited for the stream's lock, which the stalled resume held
+// while it wrote, so the call that dropped it never returned.
+func TestResumeStalledClient(t *testing.T) {
+	down := newStreamServer(t)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "ev", URL: down.url}}, nil)
+	front, sl := serveStalling(t, p, bigText[:64])
+	sl.armed.Store(false)
+	other := connectHTTP(t, front, "2025-11-25", nil)
+	sid := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil)).ID()
+	body, first := postCall(t, front, sid, "big")
+	for ev := body.next(t); ev != nil; ev = body.next(t) {
+	}
+	sl.armed.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, front, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		req.Header.Set("Last-Event-ID", first["id"])
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-sl.blocked:
+	case <-time.After(time.Minute): // for a hung front, not a bound
+		t.Fatal("the resumed stream was not written")
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second) // for a hung front, not a bound
+	defer ccancel()
+	// Two big answers, then small ones until the stalled stream is pushed
+	// out of the delivered ones' budget (deliveredStreamBytes), and one
+	// more. A small one's client has its answer only when its handler
+	// returns (a big one's, before).
+	fs, _ := p.sessions.Load(sid)
+	sst, _ := fs.(*frontSession).streams.Load(strings.Split(first["id"], "_")[0])
+	stalledStream := sst.(*callStream)
+	dropped := func() bool {
+		p.kept.mu.Lock()
+		defer p.kept.mu.Unlock()
+		return stalledStream.dropped
+	}
+	for i, more := 0, true; more; i++ {
+		more = !dropped()
+		tool := "ev__echo"
+		if i < 2 {
+			tool = "ev__big"
+		}
+		if _, err := other.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}}); err != nil {
+			t.Fatalf("call %d of another client, while one is stalled on a resumed stream: %v", i, err)
 		}
 	}
 }
