@@ -3,10 +3,12 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -178,5 +180,82 @@ func TestResumeStalledClient(t *testing.T) {
 		if _, err := other.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}}); err != nil {
 			t.Fatalf("call %d of another client, while one is stalled on a resumed stream: %v", i, err)
 		}
+	}
+}
+
+// TestStreamWriterStalled: while its client does not read, a streamWriter
+// takes every write at once: it queues answers, requests and
+// notifications other than progress and log messages whatever it holds,
+// and drops progress and log messages once it holds maxPipeQueue bytes,
+// saying so. What it wrote reaches the client in the order written, and
+// the handler returns once it has.
+func TestStreamWriterStalled(t *testing.T) {
+	event := func(msg string) string { return "event: message\ndata: " + msg + "\n\n" }
+	progress := func(i int) string {
+		return event(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":` + strconv.Itoa(i) + `,"message":"` + strings.Repeat("p", 1<<10) + `"}}`)
+	}
+	sent := []string{event(`{"jsonrpc":"2.0","id":"s","method":"sampling/createMessage","params":{}}`)}
+	for i := 1; i <= 2000; i++ {
+		sent = append(sent, progress(i))
+	}
+	sent = append(sent,
+		event(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`),
+		event(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`),
+		event(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	logs := &proctest.Buffer{}
+	var total int
+	var srv *httptest.Server
+	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := newStreamWriter(w, slog.New(slog.NewTextHandler(logs, nil)))
+		defer sw.close()
+		sw.Header().Set("Content-Type", "text/event-stream")
+		sw.WriteHeader(http.StatusOK)
+		sw.Write([]byte(progress(0))) // the client stops reading here
+		sw.Flush()
+		<-srv.Listener.(*stallListener).blocked
+		for _, b := range sent { // none of them waits for the client
+			if n, err := sw.Write([]byte(b)); n != len(b) || err != nil {
+				t.Errorf("write: %d, %v", n, err)
+			}
+			sw.Flush()
+		}
+		sw.mu.Lock()
+		total = sw.total
+		sw.mu.Unlock()
+		close(srv.Listener.(*stallListener).release)
+	}))
+	srv.Listener = newStallListener(srv.Listener, `"progress":0,`)
+	srv.Start()
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total < 900 || total > 1100 {
+		t.Errorf("dropped %d of 2000 progress notifications and a log message; want those past %d bytes", total, maxPipeQueue)
+	}
+	if !strings.Contains(logs.String(), "its progress and log notifications are dropped until it does") {
+		t.Errorf("the drops were not logged: %s", logs.String())
+	}
+	// What was kept is what was sent, but for the last total progress
+	// and log notifications, in order.
+	want := progress(0)
+	kept := 0
+	for _, b := range sent {
+		if droppableEvent([]byte(b)) && kept >= 2001-total {
+			continue
+		}
+		if droppableEvent([]byte(b)) {
+			kept++
+		}
+		want += b
+	}
+	if string(body) != want {
+		t.Errorf("the client read %d bytes, want %d: %.200q", len(body), len(want), body)
 	}
 }
