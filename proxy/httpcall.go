@@ -283,7 +283,13 @@ const maxResumes = 3
 // on purpose (a retry field, then a clean end: SSE polling), the client's
 // own stream of the call, if it can be resumed, is closed the same way
 // (callStream.pause).
-func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs *mcp.ClientSession, resp *http.Response, reqID string, ic *inflightCall) (*wireMessage, error) {
+func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs *mcp.ClientSession, resp *http.Response, reqID string, ic *inflightCall) (_ *wireMessage, err error) {
+	var stray []byte // the id of an answer to another request the stream carried
+	defer func() {
+		if err != nil && stray != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%w (the stream carried an answer to request %s, not to this call's %s)", err, truncate(string(stray), 64), reqID)
+		}
+	}()
 	var sp sseParser
 	// The events' data are read into a pooled buffer: parseWire keeps
 	// nothing of it.
@@ -313,6 +319,7 @@ func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs
 					answer = msg
 					return false
 				}
+				stray = append(stray[:0], msg.ID...)
 				return true
 			}
 			d.onStream(ctx, cs, ic, msg)

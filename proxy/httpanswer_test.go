@@ -121,3 +121,34 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// TestHTTPDownstreamAnswersAnotherRequest: a server whose event stream of
+// a call carries an answer to another request, and none to the call,
+// gets the call failed naming both requests (the error said only that
+// the stream ended without an answer).
+func TestHTTPDownstreamAnswersAnotherRequest(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "astray", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/call"`)) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte(`data: {"jsonrpc":"2.0","id":"provlog-999999","result":{"content":[]}}` + "\n\n"))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(down.Close)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL}}, nil)
+	cs := connectMemory(t, p, nil)
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), `the event stream ended without an answer`) ||
+		!strings.Contains(err.Error(), `the stream carried an answer to request "provlog-999999", not to this call's "provlog-`) {
+		t.Errorf("a call whose stream answered another request: %v", err)
+	}
+}
