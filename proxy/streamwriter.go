@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -30,8 +31,9 @@ import (
 // go and later writes refused, so a stalled client holds no more than that
 // of the sidecar's memory while its call goes on.
 type streamWriter struct {
-	w      http.ResponseWriter
-	logger *slog.Logger
+	w       http.ResponseWriter
+	logger  *slog.Logger
+	timeout time.Duration // streamWriteTimeout, but in tests
 
 	mu      sync.Mutex
 	cond    sync.Cond
@@ -54,14 +56,11 @@ const streamWriteTimeout = 30 * time.Second
 // streamWriteChunk is how much of a stream is written under one deadline.
 const streamWriteChunk = 64 << 10
 
-// errStreamStalled is what writes to a client given up get.
-var errStreamStalled = errors.New("provlog: the client took nothing of its event stream for " + streamWriteTimeout.String() + "; given up")
-
 // errStreamClosed is what writes after the handler returned get.
 var errStreamClosed = errors.New("provlog: the request's stream has ended")
 
 func newStreamWriter(w http.ResponseWriter, logger *slog.Logger) *streamWriter {
-	s := &streamWriter{w: w, logger: logger}
+	s := &streamWriter{w: w, logger: logger, timeout: streamWriteTimeout}
 	s.cond.L = &s.mu
 	return s
 }
@@ -162,17 +161,17 @@ func (s *streamWriter) write(rc *http.ResponseController, status int, queue [][]
 	for _, b := range queue {
 		for len(b) > 0 && err == nil {
 			n := min(len(b), streamWriteChunk)
-			rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+			rc.SetWriteDeadline(time.Now().Add(s.timeout))
 			_, err = s.w.Write(b[:n])
 			b = b[n:]
 		}
 	}
 	if err == nil && flush {
-		rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		rc.SetWriteDeadline(time.Now().Add(s.timeout))
 		err = rc.Flush()
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return errStreamStalled
+		return fmt.Errorf("provlog: the client took nothing of its event stream for %v; given up", s.timeout)
 	}
 	rc.SetWriteDeadline(time.Time{})
 	return err

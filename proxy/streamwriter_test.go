@@ -259,3 +259,44 @@ func TestStreamWriterStalled(t *testing.T) {
 		t.Errorf("the client read %d bytes, want %d: %.200q", len(body), len(want), body)
 	}
 }
+
+// TestStreamWriterGivesUp: a client that takes nothing of its stream for
+// the write timeout is given up: its queue is let go, later writes are
+// refused saying why, and the handler returns.
+func TestStreamWriterGivesUp(t *testing.T) {
+	logs := &proctest.Buffer{}
+	refused := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := newStreamWriter(w, slog.New(slog.NewTextHandler(logs, nil)))
+		sw.timeout = 100 * time.Millisecond
+		defer sw.close()
+		sw.Header().Set("Content-Type", "text/event-stream")
+		sw.WriteHeader(http.StatusOK)
+		sw.Flush()
+		ev := []byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"" + strings.Repeat("r", 64<<10) + "\"}}\n\n")
+		for range 1000 { // 64 MiB, well past what the sockets hold
+			if _, err := sw.Write(ev); err != nil {
+				refused <- err
+				return
+			}
+			sw.Flush()
+			time.Sleep(time.Millisecond)
+		}
+		refused <- nil
+	}))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")) // and nothing read
+	err = <-refused
+	if err == nil || !strings.Contains(err.Error(), "the client took nothing of its event stream for 100ms; given up") {
+		t.Errorf("writes to a client that reads nothing: %v", err)
+	}
+	if !strings.Contains(logs.String(), "the rest of it is dropped") {
+		t.Errorf("the giving up was not logged: %s", logs.String())
+	}
+}
