@@ -300,3 +300,31 @@ func TestStreamWriterGivesUp(t *testing.T) {
 		t.Errorf("the giving up was not logged: %s", logs.String())
 	}
 }
+
+// TestHTTPStalledGETStream: a client that does not read its standalone
+// event stream (the GET), where a stdio server's log messages during its
+// call go, holds up only itself: another client's call to the same server
+// completes.
+func TestHTTPStalledGETStream(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "f", Command: fixtureServer(t), Env: map[string]string{fixtureEnv: "stream"}}}, nil)
+	url, sl := serveStalling(t, p, `"notifications/message"`)
+	stalled := fastSession(t, p, connectHTTP(t, url, "2025-11-25", nil))
+	if err := stalled.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	other := connectHTTP(t, url, "2025-11-25", nil)
+	sctx, scancel := context.WithCancel(context.Background())
+	defer scancel()
+	go stalled.CallTool(sctx, &mcp.CallToolParams{Name: "f__logs", Arguments: map[string]any{}})
+	select {
+	case <-sl.blocked:
+	case <-time.After(time.Minute): // for a hung front, not a bound
+		t.Fatal("no log message was written to the client")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // for a hung server, not a bound
+	defer cancel()
+	if _, err := other.CallTool(ctx, &mcp.CallToolParams{Name: "f__ok", Arguments: map[string]any{}}); err != nil {
+		t.Fatalf("another client's call, while one does not read its GET stream: %v", err)
+	}
+}
