@@ -170,8 +170,8 @@
 // handler writes to a request's event stream is queued and written by a
 // goroutine of its own (streamwriter.go), progress and log notifications
 // past 1 MiB queued dropped, and a client that takes nothing of a write
-// for 30s given up; a downstream's answer is read to 16 MiB at most (an
-// event, or a JSON body).
+// for 30s, or is 32 MiB behind, given up; a downstream's answer is read to
+// 16 MiB at most (an event, or a JSON body).
 //
 // # Downstream health
 //

@@ -23,13 +23,14 @@ import (
 // written. As on the stdio front, a progress or log notification that finds
 // [maxPipeQueue] bytes queued is dropped, and so are those after it until
 // the client has read half the queue, with a warning and a count; the rest
-// is queued whatever the queue holds.
+// is queued, up to [maxStreamBehind] bytes.
 //
-// Each write to the connection must make progress within
-// [streamWriteTimeout] (it is written [streamWriteChunk] bytes at a time):
-// a client that takes none of it for that long is given up, the queue let
-// go and later writes refused, so a stalled client holds no more than that
-// of the sidecar's memory while its call goes on.
+// A client is given up, its queue let go and later writes refused, when
+// a write to its connection makes no progress within [streamWriteTimeout]
+// (it is written [streamWriteChunk] bytes at a time), or when what else is
+// queued for it would go over maxStreamBehind (a server's endless
+// resources/updated, say): a stalled client holds no more than that of the
+// sidecar's memory while its call goes on.
 type streamWriter struct {
 	w       http.ResponseWriter
 	logger  *slog.Logger
@@ -52,6 +53,11 @@ type streamWriter struct {
 // streamWriteTimeout bounds how long one chunk of a stream takes to go to
 // a client.
 const streamWriteTimeout = 30 * time.Second
+
+// maxStreamBehind bounds what a streamWriter holds queued for a client
+// but for one write: twice the biggest message (maxEventBytes), so that an
+// answer that big still goes to a slow client behind on its progress.
+const maxStreamBehind = 2 * maxEventBytes
 
 // streamWriteChunk is how much of a stream is written under one deadline.
 const streamWriteChunk = 64 << 10
@@ -95,6 +101,11 @@ func (s *streamWriter) Write(b []byte) (int, error) {
 	case s.dropped > 0 && droppableEvent(b):
 		s.logger.Warn("proxy: the HTTP client reads its event stream again", "notifications_dropped", s.dropped)
 		s.dropped = 0
+	case len(s.queue) > 0 && s.queued+len(b) > maxStreamBehind:
+		s.err = fmt.Errorf("provlog: the client is over %d MiB behind on its event stream; given up", maxStreamBehind>>20)
+		s.logger.Warn("proxy: writing an HTTP client's event stream failed; the rest of it is dropped", "error", s.err)
+		s.queue, s.queued = nil, 0
+		return 0, s.err
 	}
 	s.queue = append(s.queue, bytes.Clone(b))
 	s.queued += len(b)
@@ -138,7 +149,7 @@ func (s *streamWriter) run() {
 		s.mu.Unlock()
 		err := s.write(rc, status, queue, flush)
 		s.mu.Lock()
-		if err != nil {
+		if err != nil && s.err == nil {
 			s.err = err
 			s.logger.Warn("proxy: writing an HTTP client's event stream failed; the rest of it is dropped", "error", err)
 		}

@@ -328,3 +328,37 @@ func TestHTTPStalledGETStream(t *testing.T) {
 		t.Fatalf("another client's call, while one does not read its GET stream: %v", err)
 	}
 }
+
+// TestStreamWriterBehind: what a streamWriter holds for a client that
+// does not read, but for one write, is bounded: a write that would take
+// it over maxStreamBehind gives the client up, saying so.
+func TestStreamWriterBehind(t *testing.T) {
+	ev := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"" + strings.Repeat("u", 1<<20) + "\"}}\n\n"
+	refused := make(chan error, 1)
+	var srv *httptest.Server
+	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := newStreamWriter(w, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		defer sw.close()
+		sw.WriteHeader(http.StatusOK)
+		sw.Write([]byte("event: message\ndata: stall\n\n")) // the client stops reading here
+		sw.Flush()
+		<-srv.Listener.(*stallListener).blocked
+		var err error
+		for i := 0; i < 2*maxStreamBehind>>20 && err == nil; i++ {
+			_, err = sw.Write([]byte(ev))
+		}
+		refused <- err
+		close(srv.Listener.(*stallListener).release)
+	}))
+	srv.Listener = newStallListener(srv.Listener, "data: stall")
+	srv.Start()
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if err := <-refused; err == nil || !strings.Contains(err.Error(), "the client is over "+strconv.Itoa(maxStreamBehind>>20)+" MiB behind on its event stream; given up") {
+		t.Errorf("%d MiB written for a client that reads nothing: %v", 2*maxStreamBehind>>20, err)
+	}
+}
