@@ -78,25 +78,37 @@ func serveStalling(t *testing.T, p *Proxy, stallOn string) (string, *stallListen
 	return srv.URL + "/mcp", sl
 }
 
-// TestHTTPStalledClient: an HTTP client that stops reading the event
-// stream of its call while a stdio server streams it progress holds up
+// TestHTTPStalledClient: an HTTP client (of a stateful session, or
+// sessionless) that stops reading the event stream of its call while a stdio server streams it progress holds up
 // only itself: another client's call to the same server completes, and
 // the progress held for it is bounded (dropped past maxPipeQueue). The
 // SDK's handler wrote each notification to the connection from the
 // server's read loop, so the server's answers to everyone waited for the
 // stalled client.
 func TestHTTPStalledClient(t *testing.T) {
+	for _, version := range []string{"2025-11-25", statelessProtocol} {
+		t.Run(version, func(t *testing.T) { testHTTPStalledClient(t, version) })
+	}
+}
+
+func testHTTPStalledClient(t *testing.T, version string) {
+	if version == statelessProtocol {
+		version = "" // what connectHTTP negotiates
+	}
 	l := newTestLog(t)
 	logs := &proctest.Buffer{}
 	p := startProxy(t, l, []ServerConfig{{ID: "f", Command: fixtureServer(t), Env: map[string]string{fixtureEnv: "stream"}}}, func(o *Options) {
 		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	})
 	url, sl := serveStalling(t, p, `"notifications/progress"`)
-	stalled := connectHTTP(t, url, "2025-11-25", nil)
-	other := connectHTTP(t, url, "2025-11-25", nil)
+	stalled := connectHTTP(t, url, version, nil)
+	other := connectHTTP(t, url, version, nil)
 	sctx, scancel := context.WithCancel(context.Background())
 	defer scancel()
-	go stalled.CallTool(sctx, &mcp.CallToolParams{Name: "f__stream", Arguments: map[string]any{}, Meta: mcp.Meta{"progressToken": "s"}})
+	// 4 MiB of progress, then the answer: the call ends by itself (a
+	// sessionless one is not cancelled with its request, see the SDK's
+	// propagateCancellation).
+	go stalled.CallTool(sctx, &mcp.CallToolParams{Name: "f__stream", Arguments: map[string]any{"n": 4096}, Meta: mcp.Meta{"progressToken": "s"}})
 	select {
 	case <-sl.blocked:
 	case <-time.After(time.Minute): // for a hung front, not a bound
