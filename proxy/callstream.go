@@ -457,12 +457,10 @@ func (p *Proxy) keep(s *callStream, delivered bool) {
 	}
 	k.mu.Unlock()
 	for _, old := range drop {
-		if old != s {
-			old.mu.Lock()
-		}
-		old.discard()
-		if old != s {
-			old.mu.Unlock()
+		if old == s {
+			s.discard()
+		} else {
+			old.discardDropped()
 		}
 	}
 }
@@ -485,10 +483,26 @@ func (p *Proxy) expireDelivered() {
 	}
 	k.mu.Unlock()
 	for _, s := range drop {
-		s.mu.Lock()
+		s.discardDropped()
+	}
+}
+
+// discardDropped discards s, dropped from the kept streams, under its
+// lock: at once if the lock is free, else in a goroutine of its own. A
+// resume holds it while it writes to its client, which takes as long as
+// the client does to read: waiting for it held up the call (another
+// client's) whose stream pushed s out, and its handler never returned.
+func (s *callStream) discardDropped() {
+	if s.mu.TryLock() {
 		s.discard()
 		s.mu.Unlock()
+		return
 	}
+	go func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.discard()
+	}()
 }
 
 // forget drops s (s.mu held): it cannot be resumed.

@@ -166,6 +166,12 @@
 // answers /mcp's 401 and 403 challenges and refuses a call whose token
 // lacks its tool group's scopes. Stateful sessions are capped ([Options.MaxSessions], 503
 // beyond it) and closed after [Options.SessionIdle] without a request.
+// A client that stops reading holds up only itself: what the SDK's
+// handler writes to a request's event stream is queued and written by a
+// goroutine of its own (streamwriter.go), progress and log notifications
+// past 1 MiB queued dropped, and a client that takes nothing of a write
+// for 30s, or is 32 MiB behind, given up; a downstream's answer is read to
+// 16 MiB at most (an event, or a JSON body).
 //
 // # Downstream health
 //

@@ -246,9 +246,14 @@ func (d *downstream) post(ctx context.Context, cs *mcp.ClientSession, body []byt
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
-		b, err := io.ReadAll(resp.Body)
+		// Held to the bound of an event's, and of a message's on a stdio
+		// connection: a body without end was held whole.
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxEventBytes+1))
 		if err != nil {
 			return nil, err
+		}
+		if len(b) > maxEventBytes {
+			return nil, fmt.Errorf("the answer is over %d MiB; it is given up", maxEventBytes>>20)
 		}
 		msg, err := parseWire(b)
 		if err != nil {
@@ -278,7 +283,13 @@ const maxResumes = 3
 // on purpose (a retry field, then a clean end: SSE polling), the client's
 // own stream of the call, if it can be resumed, is closed the same way
 // (callStream.pause).
-func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs *mcp.ClientSession, resp *http.Response, reqID string, ic *inflightCall) (*wireMessage, error) {
+func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs *mcp.ClientSession, resp *http.Response, reqID string, ic *inflightCall) (_ *wireMessage, err error) {
+	var stray []byte // the id of an answer to another request the stream carried
+	defer func() {
+		if err != nil && stray != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%w (the stream carried an answer to request %s, not to this call's %s)", err, truncate(string(stray), 64), reqID)
+		}
+	}()
 	var sp sseParser
 	// The events' data are read into a pooled buffer: parseWire keeps
 	// nothing of it.
@@ -308,6 +319,7 @@ func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs
 					answer = msg
 					return false
 				}
+				stray = append(stray[:0], msg.ID...)
 				return true
 			}
 			d.onStream(ctx, cs, ic, msg)
@@ -332,6 +344,8 @@ func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case errors.Is(err, errEventTooBig):
+			return nil, fmt.Errorf("the call's event stream: %w", err)
 		case len(sp.lastID) == 0 && polled:
 			return nil, errors.New("the server closed the call's event stream without an event id to resume it from, so its answer cannot be had")
 		case len(sp.lastID) == 0:

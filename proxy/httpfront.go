@@ -190,7 +190,16 @@ func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, pb postBod
 			return
 		}
 	}
-	sdk.ServeHTTP(w, r)
+	p.serveSDK(sdk, w, r)
+}
+
+// serveSDK serves r with the SDK's handler h, which writes to w through a
+// streamWriter: no goroutine that has a message for the client waits for
+// it.
+func (p *Proxy) serveSDK(h http.Handler, w http.ResponseWriter, r *http.Request) {
+	sw := newStreamWriter(w, p.logger)
+	defer sw.close()
+	h.ServeHTTP(sw, r)
 }
 
 // fastRequest is a JSON-RPC message as the fast path reads it: a

@@ -354,7 +354,7 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 		// the stateful handler as unsupported, as an earlier unknown one is.
 		if r.Header.Get("Mcp-Protocol-Version") == statelessProtocol {
 			if !p.fastStateless(w, r, pb) {
-				stateless.ServeHTTP(w, r)
+				p.serveSDK(stateless, w, r)
 			}
 			return
 		}

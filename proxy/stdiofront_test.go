@@ -330,11 +330,26 @@ func TestPipeFrontBadLines(t *testing.T) {
 
 // addStream gives the fixture (run with fixtureEnv "stream") a tool
 // "stream" that sends progress notifications of 1 KiB, one after the
-// other, until its call is cancelled.
+// other, until its call is cancelled (or n of them, then answers), and a
+// tool "logs" that sends log messages so.
 func addStream(s *mcp.Server, obj json.RawMessage) {
-	s.AddTool(&mcp.Tool{Name: "stream", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s.AddTool(&mcp.Tool{Name: "logs", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		pad := strings.Repeat("l", 1<<10)
+		for ctx.Err() == nil {
+			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: pad}); err != nil {
+				return nil, err
+			}
+		}
+		return nil, ctx.Err()
+	})
+	s.AddTool(&mcp.Tool{Name: "stream", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args struct{ N int }
+		json.Unmarshal(req.Params.Arguments, &args)
 		pad := strings.Repeat("p", 1<<10)
 		for i := 0; ctx.Err() == nil; i++ {
+			if args.N > 0 && i == args.N {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "streamed"}}}, nil
+			}
 			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Message: pad}); err != nil {
 				return nil, err
 			}

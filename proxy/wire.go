@@ -219,14 +219,28 @@ type sseParser struct {
 	lastID   []byte // the last event id set (SSE keeps it across events)
 	retry    int64  // the reconnection time set, in milliseconds
 	hasRetry bool
+	tooBig   bool // a line or an event's data went over maxEventBytes: nothing more is parsed
 }
+
+// maxEventBytes bounds a line, and an event's data, that an sseParser
+// holds: the SDK's own bound of an event (mcp.DefaultMaxEventSize). A
+// stream that sends more without ending one is refused (errEventTooBig),
+// where it held the sidecar's memory for as long as it went on.
+const maxEventBytes = 16 << 20
+
+// errEventTooBig is the error of a stream with a line or an event over
+// maxEventBytes.
+var errEventTooBig = errors.New("an event of the stream is over " + strconv.Itoa(maxEventBytes>>20) + " MiB without its end; the stream is given up")
 
 // feed parses p, calling fn with each event completed in it, and reports
 // false as soon as fn does (the rest of p is then not read).
 func (s *sseParser) feed(p []byte, fn func(data []byte) bool) bool {
-	for len(p) > 0 {
+	for len(p) > 0 && !s.tooBig {
 		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
+		if i < 0 || len(s.line)+i > maxEventBytes {
+			if s.tooBig = len(s.line)+len(p) > maxEventBytes; s.tooBig {
+				return false
+			}
 			s.line = append(s.line, p...)
 			return true
 		}
@@ -248,6 +262,9 @@ func (s *sseParser) feed(p []byte, fn func(data []byte) bool) bool {
 // end finishes the stream: a last line and event without their ends
 // still count.
 func (s *sseParser) end(fn func(data []byte) bool) {
+	if s.tooBig {
+		return
+	}
 	if len(s.line) > 0 {
 		line := s.line
 		s.line = nil
@@ -291,6 +308,9 @@ func (s *sseParser) endLine(line []byte, fn func([]byte) bool) bool {
 	default:
 		return true
 	}
+	if s.tooBig = len(s.data)+1+len(value) > maxEventBytes; s.tooBig {
+		return false
+	}
 	if s.has {
 		s.data = append(s.data, '\n')
 	}
@@ -316,6 +336,9 @@ func (s *sseParser) read(r io.Reader, fn func(data []byte) bool) error {
 	for {
 		n, err := r.Read(*bp)
 		if n > 0 && !s.feed((*bp)[:n], fn) {
+			if s.tooBig {
+				return errEventTooBig
+			}
 			return nil
 		}
 		if errors.Is(err, io.EOF) {

@@ -1,0 +1,154 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestSSEEventBounded: an event stream that goes on without ending a line,
+// or an event, is refused once it holds maxEventBytes, naming the bound;
+// the parser held all of it, without bound, for as long as it went on.
+func TestSSEEventBounded(t *testing.T) {
+	for name, piece := range map[string]string{
+		"one endless line":               "x",
+		"data lines without a blank one": "data: " + strings.Repeat("x", 1000) + "\n",
+	} {
+		var read atomic.Int64
+		r := &countingReader{r: io.LimitReader(&repeatReader{s: piece}, 3*maxEventBytes), n: &read}
+		var sp sseParser
+		err := sp.read(r, func([]byte) bool { t.Fatalf("%s: an event was delivered", name); return true })
+		if err != errEventTooBig {
+			t.Errorf("%s: %v, want %v", name, err, errEventTooBig)
+		}
+		if n := read.Load(); n > 2*maxEventBytes { // the data and its lines' field names
+			t.Errorf("%s: read %d bytes, on past the bound of %d", name, n, maxEventBytes)
+		}
+	}
+}
+
+// TestHTTPDownstreamEndlessAnswer: a server that answers a call with an
+// event stream whose one event never ends, or with a JSON body without
+// end, gets the call failed, saying why, once it sent more than
+// maxEventBytes, and its answer is no longer read; the proxy held all of
+// it until it ended.
+func TestHTTPDownstreamEndlessAnswer(t *testing.T) {
+	for _, tc := range []struct{ mediaType, head, want string }{
+		{"text/event-stream", "id: e_1\ndata: {\"jsonrpc\":\"2.0\",\"id\":", "the call's event stream: an event of the stream is over 16 MiB without its end"},
+		{"application/json", "{\"jsonrpc\":\"2.0\",\"id\":", "the answer is over 16 MiB; it is given up"},
+	} {
+		t.Run(tc.mediaType, func(t *testing.T) {
+			testHTTPDownstreamEndlessAnswer(t, tc.mediaType, tc.head, tc.want)
+		})
+	}
+}
+
+func testHTTPDownstreamEndlessAnswer(t *testing.T, mediaType, head, want string) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "endless", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	const total = 64 << 20
+	var written atomic.Int64
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/call"`)) {
+			w.Header().Set("Content-Type", mediaType)
+			w.Write([]byte(head))
+			chunk := bytes.Repeat([]byte("1"), 1<<20)
+			for written.Load() < total {
+				n, err := w.Write(chunk)
+				written.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(down.Close)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL}}, nil)
+	cs := connectMemory(t, p, nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
+	got := ""
+	if err != nil {
+		got = err.Error()
+	} else if res.IsError {
+		got = textOf(res)
+	}
+	if !strings.Contains(got, want) {
+		t.Errorf("a call answered without end: %v %q, want %q", err, got, want)
+	}
+	if n := written.Load(); n >= total {
+		t.Errorf("the server wrote all %d bytes of its answer: the proxy read them all", n)
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// repeatReader is s over and over, without end.
+type repeatReader struct {
+	s   string
+	off int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.s[r.off:])
+		n += c
+		r.off = (r.off + c) % len(r.s)
+	}
+	return n, nil
+}
+
+// TestHTTPDownstreamAnswersAnotherRequest: a server whose event stream of
+// a call carries an answer to another request, and none to the call,
+// gets the call failed naming both requests (the error said only that
+// the stream ended without an answer).
+func TestHTTPDownstreamAnswersAnotherRequest(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "astray", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/call"`)) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte(`data: {"jsonrpc":"2.0","id":"provlog-999999","result":{"content":[]}}` + "\n\n"))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(down.Close)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL}}, nil)
+	cs := connectMemory(t, p, nil)
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), `the event stream ended without an answer`) ||
+		!strings.Contains(err.Error(), `the stream carried an answer to request "provlog-999999", not to this call's "provlog-`) {
+		t.Errorf("a call whose stream answered another request: %v", err)
+	}
+}
