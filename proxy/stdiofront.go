@@ -61,10 +61,8 @@ type pipeFront struct {
 // too; and the SDK's connection writes one message at a time, so any of
 // its writes waiting for the client holds up the rest. So what the SDK
 // writes is queued, never waited for, and written by a goroutine of the
-// lineWriter's own. A progress or log notification that finds
-// [maxPipeQueue] bytes queued is dropped, with a warning, and so are those
-// after it until the client has read half the queue; how many is logged
-// then. The client is that far behind, and both kinds are advice: the
+// lineWriter's own. Progress and log notifications are dropped by the
+// streamWriter's policy (dropGate) when the client is far behind, and both kinds are advice: the
 // calls' results lose nothing. Ending the session instead would cut off
 // the client's calls under way for a pause in its reading. What else the
 // SDK writes is queued whatever the queue holds: answers and the server's
@@ -86,8 +84,7 @@ type lineWriter struct {
 	closing bool  // the session ended: once the queue is written, w is closed
 	done    bool  // the queue's goroutine has returned: writes go to w at once
 	err     error // the first failed write's, which every later write returns
-	dropped int   // notifications dropped in the current run of drops
-	total   int   // notifications dropped in all
+	drops   dropGate
 }
 
 // maxPipeQueue is how many bytes a lineWriter holds queued before it drops
@@ -95,7 +92,11 @@ type lineWriter struct {
 const maxPipeQueue = 1 << 20
 
 func newLineWriter(w io.WriteCloser, logger *slog.Logger) *lineWriter {
-	l := &lineWriter{w: w, logger: logger}
+	l := &lineWriter{w: w, logger: logger, drops: dropGate{
+		stalled: "proxy: the stdio client is not reading its stdout; its progress and log notifications are dropped until it does",
+		reading: "proxy: the stdio client reads its stdout again",
+		ended:   "proxy: the stdio session ended with notifications dropped",
+	}}
 	l.cond.L = &l.mu
 	go l.run()
 	return l
@@ -111,18 +112,8 @@ func (l *lineWriter) Write(b []byte) (int, error) {
 		return 0, l.err
 	case l.done:
 		return len(b), l.writeNow(b)
-	case len(l.queue) > 0 && droppable(b) && (l.queued+len(b) > maxPipeQueue || l.dropped > 0 && l.queued > maxPipeQueue/2):
-		// Once dropping, until the client read half the queue: a small
-		// notification that fits is no sign that the client reads.
-		if l.dropped == 0 {
-			l.logger.Warn("proxy: the stdio client is not reading its stdout; its progress and log notifications are dropped until it does")
-		}
-		l.dropped++
-		l.total++
+	case l.drops.drop(l.logger, len(l.queue) > 0, l.queued, len(b), droppable(b)):
 		return len(b), nil
-	case l.dropped > 0 && droppable(b):
-		l.logger.Warn("proxy: the stdio client reads its stdout again", "notifications_dropped", l.dropped)
-		l.dropped = 0
 	}
 	l.enqueue(bytes.Clone(b))
 	return len(b), nil
@@ -194,9 +185,7 @@ func (l *lineWriter) run() {
 		l.writeNow(b)
 	}
 	l.queue, l.queued, l.done = nil, 0, true
-	if l.dropped > 0 {
-		l.logger.Warn("proxy: the stdio session ended with notifications dropped", "notifications_dropped", l.dropped)
-	}
+	l.drops.finish(l.logger)
 	l.cond.Broadcast()
 	l.w.Close()
 }
@@ -216,7 +205,7 @@ func (l *lineWriter) Close() error {
 func (l *lineWriter) droppedTotal() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.total
+	return l.drops.total
 }
 
 // frontPipe is the front transport over r and w, and the front that

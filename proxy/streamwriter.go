@@ -46,8 +46,7 @@ type streamWriter struct {
 	running bool // the goroutine writing the queue runs
 	closed  bool // the handler returned: nothing more is taken
 	err     error
-	dropped int // notifications dropped in the current run of drops
-	total   int // notifications dropped in all
+	drops   dropGate
 }
 
 // streamWriteTimeout bounds how long one chunk of a stream takes to go to
@@ -66,7 +65,11 @@ const streamWriteChunk = 64 << 10
 var errStreamClosed = errors.New("provlog: the request's stream has ended")
 
 func newStreamWriter(w http.ResponseWriter, logger *slog.Logger) *streamWriter {
-	s := &streamWriter{w: w, logger: logger, timeout: streamWriteTimeout}
+	s := &streamWriter{w: w, logger: logger, timeout: streamWriteTimeout, drops: dropGate{
+		stalled: "proxy: an HTTP client is not reading its event stream; its progress and log notifications are dropped until it does",
+		reading: "proxy: the HTTP client reads its event stream again",
+		ended:   "proxy: an HTTP client's event stream ended with notifications dropped",
+	}}
 	s.cond.L = &s.mu
 	return s
 }
@@ -91,16 +94,8 @@ func (s *streamWriter) Write(b []byte) (int, error) {
 		return 0, s.err
 	case s.closed:
 		return 0, errStreamClosed
-	case len(s.queue) > 0 && droppableEvent(b) && (s.queued+len(b) > maxPipeQueue || s.dropped > 0 && s.queued > maxPipeQueue/2):
-		if s.dropped == 0 {
-			s.logger.Warn("proxy: an HTTP client is not reading its event stream; its progress and log notifications are dropped until it does")
-		}
-		s.dropped++
-		s.total++
+	case s.drops.drop(s.logger, len(s.queue) > 0, s.queued, len(b), droppableEvent(b)):
 		return len(b), nil
-	case s.dropped > 0 && droppableEvent(b):
-		s.logger.Warn("proxy: the HTTP client reads its event stream again", "notifications_dropped", s.dropped)
-		s.dropped = 0
 	case len(s.queue) > 0 && s.queued+len(b) > maxStreamBehind:
 		s.err = fmt.Errorf("provlog: the client is over %d MiB behind on its event stream; given up", maxStreamBehind>>20)
 		s.logger.Warn("proxy: writing an HTTP client's event stream failed; the rest of it is dropped", "error", s.err)
@@ -155,9 +150,7 @@ func (s *streamWriter) run() {
 		}
 	}
 	s.queue, s.queued = nil, 0
-	if s.total > 0 {
-		s.logger.Warn("proxy: an HTTP client's event stream ended with notifications dropped", "notifications_dropped", s.total)
-	}
+	s.drops.finish(s.logger)
 	s.running = false
 	s.cond.Broadcast()
 }
@@ -205,4 +198,44 @@ func (s *streamWriter) close() {
 func droppableEvent(b []byte) bool {
 	i := bytes.Index(b, []byte("data: "))
 	return i >= 0 && droppable(b[i+len("data: "):])
+}
+
+// A dropGate decides which progress and log notifications a queue for a
+// slow client drops: the one policy of the stdio front's lineWriter and
+// the HTTP front's streamWriter. A notification that finds [maxPipeQueue]
+// bytes queued is dropped, and so are those after it until the client has
+// read half the queue (a small notification that fits is no sign that the
+// client reads), each run of drops with a warning when it starts and its
+// count when it ends; the session's count is logged when it ends.
+type dropGate struct {
+	stalled, reading, ended string // the three warnings
+
+	dropped int // in the current run of drops
+	total   int // in all
+}
+
+// drop reports whether a message of n bytes is dropped, with queued bytes
+// ahead of it in the queue (pending: the queue is not empty); droppable
+// says it is a progress or log notification. The caller holds its lock.
+func (g *dropGate) drop(logger *slog.Logger, pending bool, queued, n int, droppable bool) bool {
+	switch {
+	case pending && droppable && (queued+n > maxPipeQueue || g.dropped > 0 && queued > maxPipeQueue/2):
+		if g.dropped == 0 {
+			logger.Warn(g.stalled)
+		}
+		g.dropped++
+		g.total++
+		return true
+	case g.dropped > 0 && droppable:
+		logger.Warn(g.reading, "notifications_dropped", g.dropped)
+		g.dropped = 0
+	}
+	return false
+}
+
+// finish logs how many notifications the session dropped, if any.
+func (g *dropGate) finish(logger *slog.Logger) {
+	if g.total > 0 {
+		logger.Warn(g.ended, "notifications_dropped", g.total)
+	}
 }

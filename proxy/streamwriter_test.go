@@ -232,7 +232,7 @@ func TestStreamWriterStalled(t *testing.T) {
 			sw.Flush()
 		}
 		sw.mu.Lock()
-		total = sw.total
+		total = sw.drops.total
 		sw.mu.Unlock()
 		close(srv.Listener.(*stallListener).release)
 	}))
