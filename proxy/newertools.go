@@ -27,10 +27,15 @@ type newerTools struct {
 }
 
 // toolsChanged is the server's notification that its tools changed, sent
-// on session cs.
+// on session cs. One from the newer session has its list read, and the
+// first session's too, as before the newer one's list was read: the
+// front's clients are told the tools changed when the first list is read
+// after an announced change (a 2026-07-28 client subscribed to list
+// changes, whose calls went to the newer process, waits for it: the
+// conformance suite's server-stateless).
 func (c *catalogue) toolsChanged(cs *mcp.ClientSession) {
 	if cs != nil && cs != c.d.sup.current() {
-		c.triggerResync(newerToolSlot)
+		c.triggerResync(newerToolSlot, toolSlot)
 		return
 	}
 	c.triggerResync(toolSlot)
