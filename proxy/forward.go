@@ -250,7 +250,9 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
 	d.gate.forwarding(ticket, cancel)
-	entry := log.ReadEntry{Kind: log.KindResourceRead, Actor: actor, Server: d.cfg.ID, URI: uri}
+	recorded, secrets := redactURI(uri, d.cfg.Redact, d.cfg.RedactIgnoreCase)
+	d.secrets.remember(secrets)
+	entry := log.ReadEntry{Kind: log.KindResourceRead, Actor: actor, Server: d.cfg.ID, URI: recorded}
 	raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, req.Params.InputResponses, req.Params.RequestState,
 		func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
 			return cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: meta, URI: uri, InputResponses: responses, RequestState: state})

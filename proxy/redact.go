@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -22,6 +23,65 @@ const minSecretLen = 4
 // a line of a server's stderr) that holds a redacted value shorter than
 // minSecretLen.
 const Withheld = "[withheld: it may hold a redacted value too short to scrub out]"
+
+// redactedName returns whether a member or parameter name is one of
+// fields (in any case, if fold).
+func redactedName(fields []string, fold bool) func(string) bool {
+	set := make(map[string]bool, len(fields))
+	for _, f := range fields {
+		if fold {
+			f = strings.ToLower(f)
+		}
+		set[f] = true
+	}
+	return func(k string) bool {
+		if fold {
+			k = strings.ToLower(k)
+		}
+		return set[k]
+	}
+}
+
+// redactURI returns uri with the value of every query parameter named in
+// fields (in any case, if fold) replaced by Redacted, and the values it
+// replaced (as written and unescaped), to scrub out of texts as an
+// argument's: a resource URI such as file:///x?token=SECRET is recorded
+// in its resource.read entry, and the server's redact list names the
+// secret's field. The rest of uri is kept byte for byte (no parsing that
+// would normalise it); the fragment is not a query and is kept.
+func redactURI(uri string, fields []string, fold bool) (string, []string) {
+	q := strings.IndexByte(uri, '?')
+	if q < 0 || len(fields) == 0 {
+		return uri, nil
+	}
+	query, frag, hasFrag := strings.Cut(uri[q+1:], "#")
+	redacted := redactedName(fields, fold)
+	var secrets []string
+	params := strings.Split(query, "&")
+	for i, kv := range params {
+		k, v, ok := strings.Cut(kv, "=")
+		name, err := url.QueryUnescape(k)
+		if err != nil {
+			name = k
+		}
+		if !ok || !redacted(name) {
+			continue
+		}
+		secrets = append(secrets, v)
+		if u, err := url.QueryUnescape(v); err == nil && u != v {
+			secrets = append(secrets, u)
+		}
+		params[i] = k + "=" + Redacted
+	}
+	if secrets == nil {
+		return uri, nil
+	}
+	out := uri[:q+1] + strings.Join(params, "&")
+	if hasFrag {
+		out += "#" + frag
+	}
+	return out, secrets
+}
 
 // redactArgs parses a call's arguments and replaces the value of every
 // member named in fields (in any case, if fold), at any depth (objects
@@ -45,19 +105,7 @@ func redactArgs(raw json.RawMessage, fields []string, fold bool) (any, []string,
 	if len(fields) == 0 {
 		return v, nil, nil
 	}
-	set := make(map[string]bool, len(fields))
-	for _, f := range fields {
-		if fold {
-			f = strings.ToLower(f)
-		}
-		set[f] = true
-	}
-	redacted := func(k string) bool {
-		if fold {
-			k = strings.ToLower(k)
-		}
-		return set[k]
-	}
+	redacted := redactedName(fields, fold)
 	var secrets []string
 	var walk func(v any) any
 	walk = func(v any) any {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -105,5 +106,39 @@ func FuzzScrubJSON(f *testing.F) {
 			}
 		}
 		check(v)
+	})
+}
+
+// FuzzRedactURI: redactURI keeps everything but the values it replaces:
+// the part before the query and the fragment as written, a URI with no
+// redacted parameter whole, and each redacted parameter's value gone from
+// the query it returns (unless another, unredacted parameter holds it
+// too). It is linear: one split of the query.
+func FuzzRedactURI(f *testing.F) {
+	for _, s := range []string{"file:///a?token=s3cr3t&x=1#f", "x?TOKEN=a%2Db&token", "?=&&token==#?token=x", "no-query", "a?b=c"} {
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, uri string, fold bool) {
+		out, secrets := redactURI(uri, []string{"token"}, fold)
+		if secrets == nil {
+			if out != uri {
+				t.Fatalf("%q: nothing redacted, but it became %q", uri, out)
+			}
+			return
+		}
+		q := strings.IndexByte(uri, '?')
+		if out[:q+1] != uri[:q+1] {
+			t.Fatalf("%q: the part before the query became %q", uri, out)
+		}
+		if _, frag, ok := strings.Cut(uri[q+1:], "#"); ok && !strings.HasSuffix(out, "#"+frag) {
+			t.Fatalf("%q: the fragment %q is not kept in %q", uri, frag, out)
+		}
+		query, _, _ := strings.Cut(out[q+1:], "#")
+		for _, kv := range strings.Split(query, "&") {
+			k, v, hasValue := strings.Cut(kv, "=")
+			if name, err := url.QueryUnescape(k); hasValue && err == nil && strings.EqualFold(name, "token") && (fold || name == "token") && v != Redacted {
+				t.Fatalf("%q: parameter %q kept its value %q in %q", uri, k, v, out)
+			}
+		}
 	})
 }

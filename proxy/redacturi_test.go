@@ -1,0 +1,72 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+)
+
+// TestRedactedURIQuery: a resource URI whose query holds a parameter the
+// server's redact list names is forwarded as the client wrote it and
+// recorded with that value replaced; the value reaches neither the log
+// nor a blob, though the server echoes the URI in its contents and in an
+// error.
+func TestRedactedURIQuery(t *testing.T) {
+	const secret = "sk-uri-secret-5678"
+	srv := mcp.NewServer(&mcp.Implementation{Name: "r", Version: "1"}, nil)
+	var got []string
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{Name: "f", URITemplate: "file:///{+path}"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			got = append(got, req.Params.URI)
+			if bytes.Contains([]byte(req.Params.URI), []byte("fail")) {
+				return nil, &jsonrpc.Error{Code: -32002, Message: "cannot read " + req.Params.URI}
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "x"}}}, nil
+		})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "b", URL: down.URL, Redact: []string{"Token"}, RedactIgnoreCase: true, Retain: RetainFull}}, nil)
+	cs := connectMemory(t, p, nil)
+	ctx := context.Background()
+
+	uri := "file:///a?x=1&token=" + secret + "&TOKEN=sk%2Dother%2Dsecret#frag"
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "b+" + uri})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != uri {
+		t.Fatalf("the server got %q, want %q as the client wrote it", got, uri)
+	}
+	e := l.readReceipt(t, res.Meta, log.KindResourceRead)
+	if want := "file:///a?x=1&token=[redacted]&TOKEN=[redacted]#frag"; e.URI != want {
+		t.Errorf("recorded URI %q, want %q", e.URI, want)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "b+file:///fail?token=" + secret}); err == nil || len(got) != 2 {
+		t.Fatalf("a read the server refuses: %v (the server got %d reads)", err, len(got))
+	}
+
+	for i := range l.size(t) {
+		if b := l.entry(t, i); bytes.Contains(b, []byte(secret)) || bytes.Contains(b, []byte("sk-other-secret")) {
+			t.Errorf("entry %d holds a redacted value: %s", i, b)
+		}
+	}
+	filepath.WalkDir(l.blobDir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(secret)) || bytes.Contains(b, []byte("sk-other-secret")) {
+				t.Errorf("blob %s holds a redacted value: %s", path, b)
+			}
+		}
+		return nil
+	})
+}
