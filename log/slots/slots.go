@@ -60,6 +60,7 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/durable"
 )
 
 // DefaultSyncInterval is the SyncInterval of the records that use a
@@ -189,7 +190,7 @@ func Open(opts Options, next int) (*Writer, error) {
 		}
 	}
 	for _, dir := range dirs(opts.Names) {
-		if err := syncDir(dir); err != nil {
+		if err := durable.SyncDir(dir); err != nil {
 			w.closeFiles()
 			return nil, log.FileFault("syncing", dir, err)
 		}
@@ -350,13 +351,4 @@ func (w *Writer) closeFiles() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
