@@ -78,13 +78,16 @@ func hexSHA256(b []byte) string {
 func (c *catalogue) toolSum(front string, cs *mcp.ClientSession) string {
 	c.mu.Lock()
 	newer := cs != nil && cs == c.newer.cs
-	c.mu.Unlock()
 	slot := listSlot(toolSlot)
 	if newer {
 		slot = newerToolSlot
 	}
-	c.awaitRead(slot, c.asked[slot].Load())
-	c.mu.Lock()
+	if n := c.asked[slot].Load(); c.read[slot] < n {
+		// Rarely: a change announced and not read yet.
+		c.mu.Unlock()
+		c.awaitRead(slot, n)
+		c.mu.Lock()
+	}
 	// The entry of a definition registered is begun before it is
 	// registered (apply, readNewerTools), so rec is that entry's or a
 	// later one's.
