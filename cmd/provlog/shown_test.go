@@ -113,7 +113,7 @@ func TestShownOldFiles(t *testing.T) {
 func TestShownSyncFailure(t *testing.T) {
 	data := t.TempDir()
 	if err := os.Symlink(os.DevNull, shownSlot(data, 1)); err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	r, err := openShownRecord(data, nil)
 	if err == nil {
