@@ -44,6 +44,32 @@ type callIn struct {
 	start     time.Time
 	continues uint64 // a later leg's: the call.result whose input_required it answers
 	ticket    uint64 // its place in d's gate (drain.go)
+
+	down downSession // the session it goes to, once resolved
+}
+
+// A downSession is the downstream session a call goes to, resolved once:
+// the call entry names that session's tool definition, and the call is
+// sent to that same session (a newer stdio process that came up in
+// between, or a restart, would otherwise take a call recorded against
+// another process's definition).
+type downSession struct {
+	resolved bool
+	cs       *mcp.ClientSession
+	err      error
+}
+
+// target returns the session in goes to (sessionFor), resolved on first
+// use and the same for the rest of in's leg, and for legs copied from it.
+func (in *callIn) target(ctx context.Context) (*mcp.ClientSession, error) {
+	if !in.down.resolved {
+		cs, err := in.d.sessionFor(ctx, in.protocol)
+		if err != nil && ctx.Err() != nil {
+			return nil, err // not resolved: a later leg's context may wait again
+		}
+		in.down = downSession{resolved: true, cs: cs, err: err}
+	}
+	return in.down.cs, in.down.err
 }
 
 // serveCall records, forwards and answers one tools/call: the result is
@@ -237,7 +263,7 @@ type outcome struct {
 // as it is), or an errLocal.
 func (p *Proxy) forward(ctx context.Context, in *callIn, c *call) error {
 	d := in.d
-	cs, err := d.sessionFor(ctx, in.protocol)
+	cs, err := in.target(ctx)
 	if err != nil {
 		c.isError, c.errText = true, err.Error()
 		return errLocal{c.errText}

@@ -157,7 +157,7 @@ func (p *Proxy) parks(ctx context.Context, in *callIn) bool {
 	if in.params.RequestState != "" && p.parked.has(in.params.RequestState) {
 		return true
 	}
-	cs, err := in.d.sessionFor(ctx, in.protocol)
+	cs, err := in.target(ctx)
 	return err == nil && !sessionStateless(cs)
 }
 

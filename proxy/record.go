@@ -30,9 +30,9 @@ import (
 // the caller must defer c.withdraw().
 func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call, *jsonrpc.Error) {
 	d, front := in.d, in.params.Name
-	// The session the call goes to (forward asks again), whose definition
-	// it is made against; no session here is forward's error to record.
-	cs, _ := d.sessionFor(ctx, in.protocol)
+	// The session the call goes to, whose definition it is made against;
+	// no session here is forward's error to record.
+	cs, _ := in.target(ctx)
 	c := &call{
 		server: d.cfg.ID, tool: in.tool, toolSum: d.cat.toolSum(front, cs), actor: actor, start: in.start,
 		client: in.client, protocol: in.protocol, retain: d.cfg.Retain == RetainFull, continues: in.continues,

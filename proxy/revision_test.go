@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestClientCapabilitiesReachStdioServer: a stdio server is spoken to in
@@ -40,5 +43,33 @@ func TestClientCapabilitiesReachStdioServer(t *testing.T) {
 	}
 	if code, body := call(`{"sampling":{}}`); code != http.StatusOK || !strings.Contains(body, "Client declared the sampling capability") {
 		t.Errorf("a client with sampling: HTTP %d %s, want the tool's result", code, body)
+	}
+}
+
+// TestCallTargetResolvedOnce: the session a call goes to is resolved once,
+// when its call entry is made (which names that session's definition), and
+// the call is forwarded to that same session even if the server's session
+// changed in between (a restart, or a newer process coming up); a leg
+// copied from the call keeps it. It was resolved again to forward.
+func TestCallTargetResolvedOnce(t *testing.T) {
+	first, second := new(mcp.ClientSession), new(mcp.ClientSession)
+	d := &downstream{sup: &supervisor{id: "s", cs: first}, cfg: ServerConfig{ID: "s", URL: "http://127.0.0.1:1/mcp"}}
+	in := &callIn{d: d, protocol: statelessProtocol}
+	ctx := context.Background()
+	if cs, err := in.target(ctx); cs != first || err != nil {
+		t.Fatalf("target: %p, %v; want the first session %p", cs, err, first)
+	}
+	d.sup.mu.Lock()
+	d.sup.cs = second
+	d.sup.mu.Unlock()
+	if cs, _ := in.target(ctx); cs != first {
+		t.Errorf("after the server's session changed, the call went to %p, not %p, the session its entry was made against", cs, first)
+	}
+	leg := *in
+	if cs, _ := leg.target(ctx); cs != first {
+		t.Errorf("a leg copied from the call went to %p, not %p", cs, first)
+	}
+	if cs, _ := (&callIn{d: d, protocol: statelessProtocol}).target(ctx); cs != second {
+		t.Errorf("a new call went to %p, not the server's session now, %p", cs, second)
 	}
 }
