@@ -248,10 +248,7 @@ func TestBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "provlog-witness")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	k := witnesstest.NewKey(t, "log.example/bin")
 	l := witnesstest.NewLog(t, k, "honest")
 	evil := witnesstest.NewLog(t, k, "evil")

@@ -1,0 +1,175 @@
+package main
+
+// The witness as a crash and a full disk meet it: a real provlog-witness
+// process killed with SIGKILL under concurrent add-checkpoint load, and
+// one whose data dir is a tmpfs that fills up. Whatever happens, the
+// witness never cosigned a checkpoint its store does not hold after a
+// restart.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest/proctest"
+	"github.com/provlog/provlog/witness"
+	"github.com/provlog/provlog/witness/witnesstest"
+)
+
+// buildBinary builds provlog-witness into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "provlog-witness")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startWitness starts `provlog-witness serve` on addr and waits until it
+// listens.
+func startWitness(t *testing.T, bin, cfgPath, addr string) (*exec.Cmd, *proctest.Buffer) {
+	t.Helper()
+	var stderr proctest.Buffer
+	cmd := exec.Command(bin, "serve", "--config", cfgPath, "--http", addr)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	proctest.WaitListening(t, addr, "provlog-witness", &stderr)
+	return cmd, &stderr
+}
+
+// addCheckpoint posts old and the log's checkpoint at size, with the
+// proof between them, and returns the status and body; status 0 when the
+// connection failed.
+func addCheckpoint(t *testing.T, url string, l *witnesstest.Log, old, size uint64) (int, string) {
+	t.Helper()
+	req := &witness.AddCheckpointRequest{OldSize: old, Checkpoint: l.Checkpoint(t, size)}
+	if old > 0 && old < size {
+		var err error
+		if req.Proof, err = log.ProveConsistency(context.Background(), l.Store, old, size); err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+	}
+	resp, err := http.Post(url+"/add-checkpoint", "text/plain", strings.NewReader(req.String()))
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// witnessSize asks the witness for the size it last cosigned: a request
+// from old size 0 that it answers with 409 and that size (or cosigns, at
+// size 0, when it never did).
+func witnessSize(t *testing.T, url string, l *witnesstest.Log) uint64 {
+	t.Helper()
+	status, body := addCheckpoint(t, url, l, 0, 1)
+	if status == http.StatusOK {
+		return 0
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(body), 10, 64)
+	if status != http.StatusConflict || err != nil {
+		t.Fatalf("asking the witness's size: %d %q", status, body)
+	}
+	return n
+}
+
+// load sends add-checkpoint requests for l from 8 goroutines, each from the
+// size it last learned, until stop is closed or the witness stops
+// answering (or l reaches max), raising cosigned to each size the witness
+// cosigned.
+func load(t *testing.T, url string, l *witnesstest.Log, max uint64, stop <-chan struct{}, cosigned *atomic.Uint64) {
+	var known atomic.Uint64
+	known.Store(witnessSize(t, url, l))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				old := known.Load()
+				size := min(old+1+uint64((g+i)%3), max)
+				status, body := addCheckpoint(t, url, l, old, size)
+				switch status {
+				case 0:
+					return // killed
+				case http.StatusOK:
+					for c := cosigned.Load(); size > c && !cosigned.CompareAndSwap(c, size); c = cosigned.Load() {
+					}
+					for k := known.Load(); size > k && !known.CompareAndSwap(k, size); k = known.Load() {
+					}
+				case http.StatusConflict:
+					n, _ := strconv.ParseUint(strings.TrimSpace(body), 10, 64)
+					for k := known.Load(); n > k && !known.CompareAndSwap(k, n); k = known.Load() {
+					}
+				default:
+					t.Errorf("old %d, size %d: %d %q", old, size, status, body)
+					return
+				}
+				if size == max {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestKillUnderLoad kills a provlog-witness with SIGKILL while 8 clients
+// race add-checkpoint requests for one log, three times. After each
+// restart the witness is at a size no smaller than any it cosigned, and
+// refuses a forked checkpoint at that size.
+func TestKillUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	k := witnesstest.NewKey(t, "log.example/killed")
+	l := witnesstest.NewLog(t, k, "honest")
+	evil := witnesstest.NewLog(t, k, "evil")
+	const max = 3000
+	l.Grow(t, max)
+	cfgPath, _ := witnessSetup(t, k)
+	addr := fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
+	url := "http://" + addr
+	var cosigned atomic.Uint64
+	for round := range 3 {
+		cmd, stderr := startWitness(t, bin, cfgPath, addr)
+		if got := witnessSize(t, url, l); got < cosigned.Load() {
+			t.Fatalf("round %d: the restarted witness is at size %d; it cosigned size %d\n%s", round, got, cosigned.Load(), stderr)
+		}
+		if c := cosigned.Load(); c > 0 {
+			evil.Grow(t, c)
+			if status, body := addCheckpoint(t, url, evil, c, c); status != http.StatusConflict {
+				t.Fatalf("round %d: a fork at the cosigned size %d: %d %q", round, c, status, body)
+			}
+		}
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { load(t, url, l, max, stop, &cosigned); close(done) }()
+		from := cosigned.Load()
+		proctest.WaitFor(t, "a hundred sizes cosigned", func() bool { return cosigned.Load() >= min(from+100, max) })
+		cmd.Process.Kill()
+		cmd.Wait()
+		close(stop)
+		<-done
+	}
+	t.Logf("cosigned up to size %d over three kills", cosigned.Load())
+}
