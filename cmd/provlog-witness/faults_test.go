@@ -7,10 +7,14 @@ package main
 // restart.
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -172,4 +176,110 @@ func TestKillUnderLoad(t *testing.T) {
 		<-done
 	}
 	t.Logf("cosigned up to size %d over three kills", cosigned.Load())
+}
+
+// needMount runs mount with args, or fails the test in CI (CI=true) and
+// skips it elsewhere: it needs root.
+func needMount(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+		msg := fmt.Sprintf("mount %s: %v: %s (this test needs root)", strings.Join(args, " "), err, out)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", args[len(args)-1]).Run() })
+}
+
+// padded returns cp with a signature line by a key the witness does not
+// know, of about n bytes: the witness ignores it and stores the note as
+// sent, so a few requests fill a disk.
+func padded(cp []byte, n int) []byte {
+	junk := make([]byte, n*3/4)
+	rand.Read(junk)
+	return append(bytes.Clone(cp), "— junk.example/pad "+base64.StdEncoding.EncodeToString(junk)+"\n"...)
+}
+
+// TestFullDisk fills the tmpfs under a serving witness's data dir. The
+// write that finds the disk full is a 500, and so is every request after
+// it until a restart: Pebble had applied the failed write to its memtable,
+// and the witness read it back (409 naming a size it never recorded) and
+// cosigned from it. Restarted with space freed, the witness is at the
+// size it last cosigned and goes on.
+func TestFullDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	k := witnesstest.NewKey(t, "log.example/full")
+	l := witnesstest.NewLog(t, k, "honest")
+	const max = 600
+	l.Grow(t, max)
+	cfgPath, _ := witnessSetup(t, k)
+	mnt := filepath.Join(filepath.Dir(cfgPath), "state")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	needMount(t, "-t", "tmpfs", "-o", "size=12m", "tmpfs", mnt)
+	addr := fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
+	url := "http://" + addr
+	cmd, stderr := startWitness(t, bin, cfgPath, addr)
+	post := func(old, size uint64) (int, string) {
+		req := &witness.AddCheckpointRequest{OldSize: old, Checkpoint: padded(l.Checkpoint(t, size), 60<<10)}
+		if old > 0 {
+			req.Proof, _ = log.ProveConsistency(context.Background(), l.Store, old, size)
+		}
+		resp, err := http.Post(url+"/add-checkpoint", "text/plain", strings.NewReader(req.String()))
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if s, b := post(0, 1); s != 200 {
+		t.Fatalf("%d %s", s, b)
+	}
+	filler := filepath.Join(mnt, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = f.Write(make([]byte, 64<<10))
+	}
+	f.Close()
+	cosigned, size := uint64(1), uint64(2)
+	for ; size <= max; size++ {
+		status, body := post(cosigned, size)
+		if status != http.StatusOK {
+			if status != http.StatusInternalServerError {
+				t.Errorf("size %d on a full disk: %d %q, want 500", size, status, body)
+			}
+			break
+		}
+		cosigned = size
+	}
+	if size > max {
+		t.Fatalf("the witness cosigned up to %d on a full disk", max)
+	}
+	// What a log's client does next: retry from its size, and from the
+	// size of the checkpoint whose write failed.
+	for _, r := range [][2]uint64{{cosigned, size}, {size, size}, {size, size + 1}, {0, size}} {
+		if s, b := post(r[0], r[1]); s != http.StatusInternalServerError {
+			t.Errorf("old %d, size %d after the failed write: %d %q, want 500", r[0], r[1], s, b)
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	startWitness(t, bin, cfgPath, addr)
+	if got := witnessSize(t, url, l); got != cosigned && got != size {
+		t.Fatalf("restarted, the witness is at size %d; it cosigned %d, and the write of %d failed\n%s", got, cosigned, size, stderr)
+	} else if s, b := post(got, size+2); s != http.StatusOK {
+		t.Fatalf("restarted with space: %d %q", s, b)
+	}
 }
