@@ -283,3 +283,32 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("restarted with space: %d %q", s, b)
 	}
 }
+
+// TestReadOnlyDataDir restarts a witness on its data dir remounted
+// read-only (a remount under the running process is refused as busy; a
+// failing write while serving is TestFullDisk's): it refuses to start,
+// naming the dir and why.
+func TestReadOnlyDataDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	k := witnesstest.NewKey(t, "log.example/ro")
+	l := witnesstest.NewLog(t, k, "honest")
+	l.Grow(t, 3)
+	cfgPath, _ := witnessSetup(t, k)
+	data := filepath.Join(filepath.Dir(cfgPath), "state")
+	addr := fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
+	cmd, _ := startWitness(t, bin, cfgPath, addr)
+	if s, b := addCheckpoint(t, "http://"+addr, l, 0, 3); s != http.StatusOK {
+		t.Fatalf("%d %q", s, b)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	needMount(t, "--bind", data, data)
+	needMount(t, "-o", "remount,bind,ro", data)
+	out, err := exec.Command(bin, "serve", "--config", cfgPath, "--http", addr).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), data) || !strings.Contains(string(out), "read-only file system") {
+		t.Fatalf("serve on a read-only data dir: %v\n%s", err, out)
+	}
+}
