@@ -29,9 +29,13 @@ import (
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
-// buildBinary builds provlog-witness into a temporary directory.
+// buildBinary builds provlog-witness into a temporary directory; -short
+// skips the test.
 func buildBinary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
 	bin := filepath.Join(t.TempDir(), "provlog-witness")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -59,7 +63,17 @@ func startWitness(t *testing.T, bin, cfgPath, addr string) (*exec.Cmd, *proctest
 // connection failed.
 func addCheckpoint(t *testing.T, url string, l *witnesstest.Log, old, size uint64) (int, string) {
 	t.Helper()
+	return addPadded(t, url, l, old, size, 0)
+}
+
+// addPadded is addCheckpoint with the checkpoint padded by pad bytes
+// (see padded), if pad is not 0.
+func addPadded(t *testing.T, url string, l *witnesstest.Log, old, size uint64, pad int) (int, string) {
+	t.Helper()
 	req := &witness.AddCheckpointRequest{OldSize: old, Checkpoint: l.Checkpoint(t, size)}
+	if pad > 0 {
+		req.Checkpoint = padded(req.Checkpoint, pad)
+	}
 	if old > 0 && old < size {
 		var err error
 		if req.Proof, err = log.ProveConsistency(context.Background(), l.Store, old, size); err != nil {
@@ -141,9 +155,6 @@ func load(t *testing.T, url string, l *witnesstest.Log, max uint64, stop <-chan 
 // restart the witness is at a size no smaller than any it cosigned, and
 // refuses a forked checkpoint at that size.
 func TestKillUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := buildBinary(t)
 	k := witnesstest.NewKey(t, "log.example/killed")
 	l := witnesstest.NewLog(t, k, "honest")
@@ -208,9 +219,6 @@ func padded(cp []byte, n int) []byte {
 // cosigned from it. Restarted with space freed, the witness is at the
 // size it last cosigned and goes on.
 func TestFullDisk(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := buildBinary(t)
 	k := witnesstest.NewKey(t, "log.example/full")
 	l := witnesstest.NewLog(t, k, "honest")
@@ -225,19 +233,7 @@ func TestFullDisk(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
 	url := "http://" + addr
 	cmd, stderr := startWitness(t, bin, cfgPath, addr)
-	post := func(old, size uint64) (int, string) {
-		req := &witness.AddCheckpointRequest{OldSize: old, Checkpoint: padded(l.Checkpoint(t, size), 60<<10)}
-		if old > 0 {
-			req.Proof, _ = log.ProveConsistency(context.Background(), l.Store, old, size)
-		}
-		resp, err := http.Post(url+"/add-checkpoint", "text/plain", strings.NewReader(req.String()))
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	post := func(old, size uint64) (int, string) { return addPadded(t, url, l, old, size, 60<<10) }
 	if s, b := post(0, 1); s != 200 {
 		t.Fatalf("%d %s", s, b)
 	}
@@ -289,9 +285,6 @@ func TestFullDisk(t *testing.T) {
 // failing write while serving is TestFullDisk's): it refuses to start,
 // naming the dir and why.
 func TestReadOnlyDataDir(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := buildBinary(t)
 	k := witnesstest.NewKey(t, "log.example/ro")
 	l := witnesstest.NewLog(t, k, "honest")
