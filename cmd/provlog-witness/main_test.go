@@ -245,13 +245,7 @@ func TestCheck(t *testing.T) {
 // TestBinary runs the built command: check exits 1 on a fork, and serve
 // shuts down cleanly on SIGTERM.
 func TestBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "provlog-witness")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	k := witnesstest.NewKey(t, "log.example/bin")
 	l := witnesstest.NewLog(t, k, "honest")
 	evil := witnesstest.NewLog(t, k, "evil")
@@ -268,20 +262,7 @@ func TestBinary(t *testing.T) {
 	}
 
 	cfgPath, _ := witnessSetup(t, k)
-	var stderr proctest.Buffer
-	srv := exec.Command(bin, "serve", "--config", cfgPath, "--http", "127.0.0.1:0")
-	srv.Stderr = &stderr
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for addrRE.FindString(stderr.String()) == "" {
-		if time.Now().After(deadline) {
-			srv.Process.Kill()
-			t.Fatalf("serve did not start: %s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	srv, stderr := startWitness(t, bin, cfgPath, fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)))
 	srv.Process.Signal(syscall.SIGTERM)
 	if err := srv.Wait(); err != nil || !strings.Contains(stderr.String(), "shutting down") {
 		t.Fatalf("serve after SIGTERM: %v\n%s", err, stderr.String())

@@ -23,7 +23,9 @@
 // check of the old size and the update are atomic: requests for one log
 // are serialized, and the store's compare-and-swap refuses an update from a
 // stale state. The new checkpoint is durable before the cosignature is
-// returned. A refused request writes nothing.
+// returned. A refused request writes nothing. A failed write is a 500, and
+// the witness answers from nothing it cannot read back as durable: the
+// Pebble store refuses every call after one until the witness restarts.
 //
 // # Forks
 //

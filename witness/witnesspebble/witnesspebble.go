@@ -13,11 +13,13 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/witness"
 )
 
 // ErrLocked is returned (wrapped) by [Open] when another process, or
@@ -30,12 +32,16 @@ var ErrCorrupt = errors.New("witness store is corrupt")
 
 var errClosed = errors.New("witness store is closed")
 
+// ErrFailed is returned (wrapped) by every call after a write failed.
+// Pebble applies a write to its memtable before the write-ahead log's
+// sync reports, so a failed write can be read back though it is not on
+// disk; a witness that read it answered 409 naming a checkpoint it never
+// recorded and then cosigned it. So after a failed write the KV reads and
+// writes nothing until it is opened again, from what the disk holds.
+var ErrFailed = errors.New("witness store failed a write; restart to reopen it from disk")
+
 // formatMajorVersion pins the on-disk format, as log/logpebble does its own.
 const formatMajorVersion = pebble.FormatValueSeparation
-
-// ErrConflict is returned (wrapped) by [KV.CompareAndSwap] when the key
-// does not hold the expected value.
-var ErrConflict = errors.New("value changed")
 
 // kvStripes is the number of locks CompareAndSwap spreads keys over, so
 // that swaps of different keys commit concurrently and share fsyncs.
@@ -52,16 +58,20 @@ type KV struct {
 
 	mu     sync.RWMutex // held for reading by every call, for writing by Close
 	closed bool
+	failed atomic.Pointer[error] // the first failed write
 }
 
 // Open opens the store in dir, creating it if needed. It fails with an
 // error wrapping [ErrLocked] if another process (or another open KV)
 // holds the directory.
-func Open(dir string) (*KV, error) {
+func Open(dir string) (*KV, error) { return open(dir, vfs.Default) }
+
+// open is Open on the file system fs (tests inject faults through it).
+func open(dir string, fsys vfs.FS) (*KV, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("opening store: %w", err)
 	}
-	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	lock, err := pebble.LockDirectory(dir, fsys)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -74,7 +84,7 @@ func Open(dir string) (*KV, error) {
 		CacheSize:          8 << 20,
 		MemTableSize:       2 << 20,
 		Lock:               lock,
-		FS:                 vfs.Default,
+		FS:                 fsys,
 		Logger:             kvLogger{},
 	})
 	if err != nil {
@@ -91,8 +101,8 @@ func Open(dir string) (*KV, error) {
 func (kv *KV) Get(key []byte) ([]byte, error) {
 	kv.mu.RLock()
 	defer kv.mu.RUnlock()
-	if kv.closed {
-		return nil, errClosed
+	if err := kv.usable(); err != nil {
+		return nil, err
 	}
 	return kv.get(key)
 }
@@ -112,15 +122,15 @@ func (kv *KV) get(key []byte) ([]byte, error) {
 // CompareAndSwap sets key to new if it now holds old, where a nil old
 // means the key is absent. When it returns nil, new is durable (the write
 // is synced). If the key holds anything else, it changes nothing and
-// returns an error wrapping [ErrConflict]. new must not be nil.
+// returns an error wrapping [witness.ErrConflict]. new must not be nil.
 func (kv *KV) CompareAndSwap(key, old, new []byte) error {
 	if new == nil {
 		return errors.New("compare-and-swap: new value is nil")
 	}
 	kv.mu.RLock()
 	defer kv.mu.RUnlock()
-	if kv.closed {
-		return errClosed
+	if err := kv.usable(); err != nil {
+		return err
 	}
 	l := &kv.locks[maphash.Bytes(kv.seed, key)%kvStripes]
 	l.Lock()
@@ -129,17 +139,42 @@ func (kv *KV) CompareAndSwap(key, old, new []byte) error {
 	switch {
 	case errors.Is(err, log.ErrNotFound):
 		if old != nil {
-			return fmt.Errorf("key %q is absent: %w", key, ErrConflict)
+			return fmt.Errorf("key %q is absent: %w", key, witness.ErrConflict)
 		}
 	case err != nil:
 		return err
 	case old == nil || !bytes.Equal(cur, old):
-		return fmt.Errorf("key %q: %w", key, ErrConflict)
+		return fmt.Errorf("key %q: %w", key, witness.ErrConflict)
 	}
-	if err := kv.db.Set(key, new, pebble.Sync); err != nil {
-		return fmt.Errorf("writing key %q: %w", key, err)
+	if err := kv.set(key, new); err != nil {
+		err = fmt.Errorf("writing key %q: %w", key, err)
+		kv.failed.CompareAndSwap(nil, &err)
+		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
 	return nil
+}
+
+// usable returns why the KV may not be used, or nil. Call with mu held.
+func (kv *KV) usable() error {
+	if kv.closed {
+		return errClosed
+	}
+	if err := kv.failed.Load(); err != nil {
+		return fmt.Errorf("%w (%w)", ErrFailed, *err)
+	}
+	return nil
+}
+
+// set writes key durably. Pebble v2.1.7 panics when its write-ahead log
+// refuses a record and calls Logger.Fatalf (kvLogger panics) when the
+// sync fails: both are this write's error.
+func (kv *KV) set(key, value []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return kv.db.Set(key, value, pebble.Sync)
 }
 
 // Close closes the store and releases its directory.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/witness"
 )
 
 func TestKV(t *testing.T) {
@@ -20,14 +21,14 @@ func TestKV(t *testing.T) {
 	if _, err := kv.Get(k); !errors.Is(err, log.ErrNotFound) {
 		t.Fatalf("Get of an absent key: %v, want ErrNotFound", err)
 	}
-	if err := kv.CompareAndSwap(k, []byte("x"), []byte("v1")); !errors.Is(err, ErrConflict) {
+	if err := kv.CompareAndSwap(k, []byte("x"), []byte("v1")); !errors.Is(err, witness.ErrConflict) {
 		t.Fatalf("swap from a value the absent key does not hold: %v, want ErrConflict", err)
 	}
 	if err := kv.CompareAndSwap(k, nil, []byte("v1")); err != nil {
 		t.Fatal(err)
 	}
 	for _, old := range [][]byte{nil, []byte("v0"), []byte("v1x"), {}} {
-		if err := kv.CompareAndSwap(k, old, []byte("v2")); !errors.Is(err, ErrConflict) {
+		if err := kv.CompareAndSwap(k, old, []byte("v2")); !errors.Is(err, witness.ErrConflict) {
 			t.Errorf("CompareAndSwap(old=%q) on v1: %v, want ErrConflict", old, err)
 		}
 	}
@@ -95,7 +96,7 @@ func TestKVConcurrentSwaps(t *testing.T) {
 					switch {
 					case err == nil:
 						wins[k].Add(1)
-					case !errors.Is(err, ErrConflict):
+					case !errors.Is(err, witness.ErrConflict):
 						t.Error(err)
 					}
 				}()
