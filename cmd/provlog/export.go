@@ -42,7 +42,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if given(fs, "to") && *to <= *from {
 		return usageErr("--to %d does not end after --from %d: the range [from, to) would be empty; leave --to out for the checkpoint's size", *to, *from)
 	}
-	opts := bundle.ExportOptions{Dir: *out, From: *from, To: *to, Generator: "provlog " + version}
+	opts := bundle.ExportOptions{Dir: *out, From: *from, To: *to, ReadAnchor: anchor.ReadBundled, Generator: "provlog " + version}
 	var witnesses []string
 	if *cfgPath != "" {
 		var err error
