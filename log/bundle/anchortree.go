@@ -173,8 +173,9 @@ func (c *checker) readConsistency() {
 // tieAnchors holds every verified anchor record not at the checkpoint's
 // size to the root the bundle's tree has at its size: recomputed from the
 // entries (once they gave the checkpoint's root) or proven by
-// consistency.json. A record at a size the bundle has no root for (a
-// bundle exported before consistency.json) stays verified but untied.
+// consistency.json. A record at a size the bundle has no root for stays
+// verified but untied when the bundle has no consistency.json (exported
+// before it was written), and is a problem when it has one.
 func (c *checker) tieAnchors() {
 	for _, size := range slices.Sorted(maps.Keys(c.rootsAt)) {
 		root, byProof := c.proven[size], true
@@ -185,6 +186,11 @@ func (c *checker) tieAnchors() {
 			root, byProof = c.entryRoots[size], false
 		}
 		if root == nil {
+			// Export writes a proof for every size that needs one: a
+			// consistency.json without this one was changed.
+			if _, ok := c.m.Files[ConsistencyFile]; ok {
+				c.bad(ConsistencyFile, "holds no valid proof for size %d, which %s anchors", size, c.rootsAt[size][0].file)
+			}
 			continue
 		}
 		for _, a := range c.rootsAt[size] {

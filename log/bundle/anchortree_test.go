@@ -213,7 +213,8 @@ func TestAnchorForkRefused(t *testing.T) {
 }
 
 // TestAnchorProofTampered: a changed consistency proof, a changed root in
-// consistency.json, a proof no record needs and a changed left frontier
+// consistency.json, a proof left out, a proof no record needs and a
+// changed left frontier
 // (tree.json) are each refused, named.
 func TestAnchorProofTampered(t *testing.T) {
 	ctx := context.Background()
@@ -244,6 +245,9 @@ func TestAnchorProofTampered(t *testing.T) {
 		}},
 		{"root", bundle.ConsistencyFile, "does not tie root", func(t *testing.T) string {
 			return edit(t, func(cf *bundle.Consistency) { flip(&cf.Proofs[1].Root) })
+		}},
+		{"dropped", bundle.ConsistencyFile, "holds no valid proof for size", func(t *testing.T) string {
+			return edit(t, func(cf *bundle.Consistency) { cf.Proofs = cf.Proofs[1:] })
 		}},
 		{"unneeded", bundle.ConsistencyFile, "where no verified anchor record needs one", func(t *testing.T) string {
 			dir := copyDir(t, f.dir)
