@@ -197,7 +197,7 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 			anchors += fmt.Sprintf(" (%d by a consistency proof to the checkpoint, %s)", rep.AnchorsByProof, bundle.ConsistencyFile)
 		}
 		if n := rep.Anchors - rep.AnchorsOnEntries; n > 0 {
-			anchors += fmt.Sprintf(" (%d at sizes this bundle has no hashes for, exported before %s: not tied to these entries)", n, bundle.ConsistencyFile)
+			anchors += fmt.Sprintf(" (%d at sizes this bundle has neither hashes nor a consistency proof for: not tied to these entries)", n)
 		}
 	}
 	w := out.text()

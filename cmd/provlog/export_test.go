@@ -204,7 +204,7 @@ func TestExportAnchorTied(t *testing.T) {
 	mb, _ = json.Marshal(m)
 	os.WriteFile(filepath.Join(out, bundle.ManifestFile), mb, 0o644)
 	msg, code = runCmd(t, "verify-bundle", out)
-	if want := "0 of them anchoring a root of these entries' tree (1 at sizes this bundle has no hashes for, exported before consistency.json: not tied to these entries);"; code != 0 || !strings.Contains(msg, want) {
+	if want := "0 of them anchoring a root of these entries' tree (1 at sizes this bundle has neither hashes nor a consistency proof for: not tied to these entries);"; code != 0 || !strings.Contains(msg, want) {
 		t.Errorf("verify-bundle of the older layout: %d %q; want %q", code, msg, want)
 	}
 }

@@ -175,7 +175,9 @@ func (c *checker) readConsistency() {
 // entries (once they gave the checkpoint's root) or proven by
 // consistency.json. A record at a size the bundle has no root for stays
 // verified but untied when the bundle has no consistency.json (exported
-// before it was written), and is a problem when it has one.
+// before it was written) or when it lies past the checkpoint (the
+// exporter's source did not hold the tree there, ErrNotHeld), and is a
+// problem otherwise.
 func (c *checker) tieAnchors() {
 	for _, size := range slices.Sorted(maps.Keys(c.rootsAt)) {
 		root, byProof := c.proven[size], true
@@ -186,9 +188,11 @@ func (c *checker) tieAnchors() {
 			root, byProof = c.entryRoots[size], false
 		}
 		if root == nil {
-			// Export writes a proof for every size that needs one: a
-			// consistency.json without this one was changed.
-			if _, ok := c.m.Files[ConsistencyFile]; ok {
+			// Export writes a proof for every size that needs one, but
+			// past the checkpoint only where its source held the tree
+			// (ErrNotHeld): a consistency.json without a proof for a size
+			// within the checkpoint was changed.
+			if _, ok := c.m.Files[ConsistencyFile]; ok && size < c.cp.Size {
 				c.bad(ConsistencyFile, "holds no valid proof for size %d, which %s anchors", size, c.rootsAt[size][0].file)
 			}
 			continue

@@ -25,6 +25,7 @@ import (
 	"github.com/provlog/provlog/log/bundle"
 	"github.com/provlog/provlog/log/logtest"
 	"github.com/provlog/provlog/log/server"
+	"github.com/transparency-dev/merkle/compact"
 )
 
 // anchorAfter appends n calls to the fixture's log and anchors its newest
@@ -301,4 +302,42 @@ func recordRoot(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	return r.Root
+}
+
+// checkpointSource is a Source that vouches only for the tree of one
+// checkpoint (as a running sidecar's tiles do for the checkpoint it
+// serves): nodes past it are not held.
+type checkpointSource struct {
+	bundle.Source
+	size uint64
+}
+
+func (s checkpointSource) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, error) {
+	for _, id := range ids {
+		if (id.Index+1)<<id.Level > s.size {
+			return nil, fmt.Errorf("node %d/%d: %w", id.Level, id.Index, bundle.ErrNotHeld)
+		}
+	}
+	return s.Source.ReadNodes(ctx, ids)
+}
+
+// TestAnchorPastSourceUntied: a record anchoring a tree past the
+// checkpoint, when the export's source holds only the checkpoint's tree
+// (a sidecar's served checkpoint, with a newer anchor), is exported untied
+// as before consistency.json; the others are tied, and the bundle
+// verifies. The export failed on reading the newer tree's root.
+func TestAnchorPastSourceUntied(t *testing.T) {
+	f := newRangedFixture(t)
+	dir := filepath.Join(t.TempDir(), "bundle")
+	_, err := bundle.Export(context.Background(), checkpointSource{f.store, f.n}, bundle.ExportOptions{
+		Dir: dir, From: f.from, To: f.to, Checkpoint: f.cp, VKey: f.vkey, AnchorPub: f.anchorPEM,
+		AnchorsDir: f.anchors, ReadAnchor: anchor.ReadBundled, TSARoots: f.tsaRoots, RekorKeys: f.rekorKeys, Generator: "provlog test",
+	})
+	if err != nil {
+		t.Fatalf("export from a source holding the checkpoint's tree alone: %v", err)
+	}
+	rep, err := bundle.Verify(context.Background(), dir, anchor.VerifyBundled)
+	if err != nil || rep.Anchors != 6 || rep.AnchorsOnEntries != 5 || rep.AnchorsByProof != 2 {
+		t.Errorf("verify: %v, %+v; want 6 anchors, 5 tied (2 by proof), the one past the checkpoint untied", err, rep)
+	}
 }

@@ -100,10 +100,21 @@ type Tree struct {
 }
 
 // Source is the log an export reads. A log.Storage is one.
+//
+// A source that can vouch only for the checkpoint's tree (a running
+// sidecar's, read through tiles checked against its checkpoint) returns
+// an error wrapping [ErrNotHeld] from ReadNodes for nodes past it.
 type Source interface {
 	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
 	ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, error)
 }
+
+// ErrNotHeld is what a [Source]'s ReadNodes wraps for nodes past the tree
+// it can vouch for. An anchor record past the checkpoint whose tree the
+// source does not hold is exported untied, as before consistency.json:
+// its anchoring is verified, but not that its tree extends the
+// checkpoint's.
+var ErrNotHeld = errors.New("the source does not hold that part of the tree")
 
 // ExportOptions say what goes into a bundle.
 type ExportOptions struct {
@@ -432,6 +443,9 @@ func (x *exporter) writeConsistency() error {
 			continue
 		}
 		hs, err := x.src.ReadNodes(x.ctx, compact.RangeNodes(0, r.size, nil))
+		if r.size > x.cp.Size && errors.Is(err, ErrNotHeld) {
+			continue // untied: anchored past what the source vouches for
+		}
 		if err != nil {
 			return fmt.Errorf("reading the tree's root at size %d (anchor record %s): %w", r.size, r.name, err)
 		}
