@@ -29,3 +29,13 @@ func VerifyBundled(ctx context.Context, record []byte, v note.Verifier, anchorKe
 	}
 	return a, nil
 }
+
+// ReadBundled returns the size and root an anchor record anchors, for
+// bundle.ExportOptions.ReadAnchor; it does not verify the record.
+func ReadBundled(record []byte) (uint64, []byte, error) {
+	r, err := ParseRecord(record)
+	if err != nil {
+		return 0, nil, err
+	}
+	return r.Size, r.Root, nil
+}

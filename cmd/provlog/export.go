@@ -42,7 +42,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if given(fs, "to") && *to <= *from {
 		return usageErr("--to %d does not end after --from %d: the range [from, to) would be empty; leave --to out for the checkpoint's size", *to, *from)
 	}
-	opts := bundle.ExportOptions{Dir: *out, From: *from, To: *to, Generator: "provlog " + version}
+	opts := bundle.ExportOptions{Dir: *out, From: *from, To: *to, ReadAnchor: anchor.ReadBundled, Generator: "provlog " + version}
 	var witnesses []string
 	if *cfgPath != "" {
 		var err error
@@ -192,9 +192,12 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 		anchors = fmt.Sprintf("%d anchor records verified against the bundle's trust roots (trust/)", rep.Anchors)
 	}
 	if rep.Anchors > 0 {
-		anchors += fmt.Sprintf(", %d of them anchoring a root the entries recompute", rep.AnchorsOnEntries)
+		anchors += fmt.Sprintf(", %d of them anchoring a root of these entries' tree", rep.AnchorsOnEntries)
+		if rep.AnchorsByProof > 0 {
+			anchors += fmt.Sprintf(" (%d by a consistency proof to the checkpoint, %s)", rep.AnchorsByProof, bundle.ConsistencyFile)
+		}
 		if n := rep.Anchors - rep.AnchorsOnEntries; n > 0 {
-			anchors += fmt.Sprintf(" (%d at sizes this bundle has no hashes for: not tied to these entries)", n)
+			anchors += fmt.Sprintf(" (%d at sizes this bundle has neither hashes nor a consistency proof for: not tied to these entries)", n)
 		}
 	}
 	w := out.text()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/bundle"
 )
 
 // remoteExport is what export needs from a running sidecar: its entries,
@@ -28,6 +29,7 @@ import (
 type remoteExport struct {
 	*remote
 	hr         tlog.HashReader
+	size       uint64 // the checkpoint's: the tree hr vouches for
 	checkpoint []byte
 	anchorPub  []byte // PEM
 	anchorsDir string
@@ -51,7 +53,7 @@ func openRemoteExport(ctx context.Context, r *remote, vkey string, tmp string) (
 	if err != nil {
 		return nil, fmt.Errorf("the sidecar's checkpoint does not verify with --vkey: %w", err)
 	}
-	x := &remoteExport{remote: r, checkpoint: cp, anchorsDir: tmp, cosigned: len(n.UnverifiedSigs) > 0}
+	x := &remoteExport{remote: r, size: c.Size, checkpoint: cp, anchorsDir: tmp, cosigned: len(n.UnverifiedSigs) > 0}
 	x.hr = tlog.TileHashReader(tlog.Tree{N: int64(c.Size), Hash: tlog.Hash(c.Hash)}, &remoteTiles{ctx: ctx, r: r})
 	key, err := genesisAnchorKey(ctx, r)
 	if err != nil {
@@ -101,10 +103,14 @@ func (r *remote) checkedEntries(ctx context.Context, hr tlog.HashReader, start, 
 }
 
 // ReadNodes returns perfect subtree hashes, computed from hash tiles that
-// tlog checks against the checkpoint's root.
+// tlog checks against the checkpoint's root; nodes past the checkpoint's
+// tree are not held (bundle.ErrNotHeld).
 func (x *remoteExport) ReadNodes(_ context.Context, ids []compact.NodeID) ([][]byte, error) {
 	idx := make([]int64, len(ids))
 	for i, id := range ids {
+		if end := (id.Index + 1) << id.Level; end > x.size || end>>id.Level != id.Index+1 {
+			return nil, fmt.Errorf("node at level %d index %d lies past the sidecar's checkpoint (size %d): %w", id.Level, id.Index, x.size, bundle.ErrNotHeld)
+		}
 		idx[i] = tlog.StoredHashIndex(int(id.Level), int64(id.Index))
 	}
 	hs, err := x.hr.ReadHashes(idx)

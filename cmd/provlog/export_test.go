@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
+	"github.com/provlog/provlog/anchor/anchortest/testtsa"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/bundle"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/log/server"
 )
@@ -163,4 +169,42 @@ func TestExportScale(t *testing.T) {
 		t.Logf("%s: %.1f MiB", f, float64(st.Size())/(1<<20))
 	}
 	t.Log(stdout.String())
+}
+
+// TestExportAnchorTied: a bundle of [5, 10) of a log anchored at a size
+// past its entries ties the record to the entries' tree by consistency
+// proof, and verify-bundle says so; the same bundle without
+// consistency.json (as exported before it) verifies, saying the record is
+// not tied.
+func TestExportAnchorTied(t *testing.T) {
+	data := makeDataDir(t, 20)
+	dir := t.TempDir()
+	tsa, rk := testtsa.New(t, "TSA"), fakerekor.New(t)
+	os.WriteFile(filepath.Join(dir, "tsa.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}), 0o600)
+	os.WriteFile(filepath.Join(dir, "rekor.pub"), rk.PublicKeyPEM(), 0o600)
+	cfg := filepath.Join(dir, "provlog.yaml")
+	os.WriteFile(cfg, fmt.Appendf(nil, "data: %s\nanchors:\n  interval: 1h\n  timeout: 5s\n  tsa:\n    - url: %s\n      roots: [tsa.pem]\n  rekor:\n    url: %s\n    public_key: rekor.pub\n",
+		data, tsa.URL, rk.URL), 0o600)
+	if out, code := runCmd(t, "anchor", "--config", cfg); code != 0 {
+		t.Fatalf("anchor: %d %s", code, out)
+	}
+	out := filepath.Join(dir, "bundle")
+	if msg, code := runCmd(t, "export", "--data", data, "--out", out, "--from", "5", "--to", "10"); code != 0 {
+		t.Fatalf("export: %d %s", code, msg)
+	}
+	msg, code := runCmd(t, "verify-bundle", out)
+	if want := "1 anchor records verified against the roots and keys the records carry, 1 of them anchoring a root of these entries' tree (1 by a consistency proof to the checkpoint, consistency.json);"; code != 0 || !strings.Contains(msg, want) {
+		t.Errorf("verify-bundle: %d %q; want %q", code, msg, want)
+	}
+	os.Remove(filepath.Join(out, bundle.ConsistencyFile))
+	var m bundle.Manifest
+	mb, _ := os.ReadFile(filepath.Join(out, bundle.ManifestFile))
+	json.Unmarshal(mb, &m)
+	delete(m.Files, bundle.ConsistencyFile)
+	mb, _ = json.Marshal(m)
+	os.WriteFile(filepath.Join(out, bundle.ManifestFile), mb, 0o644)
+	msg, code = runCmd(t, "verify-bundle", out)
+	if want := "0 of them anchoring a root of these entries' tree (1 at sizes this bundle has neither hashes nor a consistency proof for: not tied to these entries);"; code != 0 || !strings.Contains(msg, want) {
+		t.Errorf("verify-bundle of the older layout: %d %q; want %q", code, msg, want)
+	}
 }

@@ -44,6 +44,11 @@ type fixture struct {
 	tsaRoots  []byte
 	rekorKeys []byte
 	witness   *log.CosignatureSigner
+	// With an anchor: the anchoring key and the runner that anchors the
+	// log's newest checkpoint (AnchorNow), with its authorities.
+	anchorKey *ecdsa.PrivateKey
+	anchorCfg *online.Resolved
+	runner    *online.Runner
 }
 
 // fixtureAuth is the auth member of the fixture's OAuth call: a
@@ -73,15 +78,8 @@ func newFixture(t testing.TB, calls int, withAnchor bool) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.seq.Close() })
-	app := func(kind, actor string, fields map[string]any) {
-		b, err := (&log.Entry{Kind: kind, Time: time.Now(), Actor: actor, Fields: fields}).Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.seq.Append(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.anchorKey = key
+	app := func(kind, actor string, fields map[string]any) { f.app(t, kind, actor, fields) }
 	app("task.create", "alice", map[string]any{"task_id": "t_1", "title": "find gene"})
 	app("task.accept", "bob", map[string]any{"task_id": "t_1"})
 	for i := range calls {
@@ -124,11 +122,12 @@ func newFixture(t testing.TB, calls int, withAnchor bool) *fixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := online.NewRunner(ctx, online.Options{Config: res, Log: f.seq, Tree: f.store, Records: recs, Signer: key, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		f.anchorCfg = res
+		f.runner, err = online.NewRunner(ctx, online.Options{Config: res, Log: f.seq, Tree: f.store, Records: recs, Signer: key, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.AnchorNow(ctx); err != nil {
+		if _, err := f.runner.AnchorNow(ctx); err != nil {
 			t.Fatal(err)
 		}
 		f.tsaRoots = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw})
@@ -136,6 +135,18 @@ func newFixture(t testing.TB, calls int, withAnchor bool) *fixture {
 		app("task.claim", "bob", map[string]any{"task_id": "t_1", "provenance": "reported", "summary": "after anchoring", "source": "a paper"})
 	}
 	return f
+}
+
+// app appends an entry to the fixture's log.
+func (f *fixture) app(t testing.TB, kind, actor string, fields map[string]any) {
+	t.Helper()
+	b, err := (&log.Entry{Kind: kind, Time: time.Now(), Actor: actor, Fields: fields}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.seq.Append(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // checkpoint returns the latest checkpoint, cosigned by a test witness.
@@ -171,15 +182,23 @@ func mustVerifier(t testing.TB, vkey string) note.Verifier {
 func (f *fixture) export(t testing.TB, from, to uint64) string {
 	t.Helper()
 	cp, ws := f.checkpoint(t)
-	dir := filepath.Join(t.TempDir(), "bundle")
-	_, err := bundle.Export(context.Background(), f.store, bundle.ExportOptions{
-		Dir: dir, From: from, To: to, Checkpoint: cp, VKey: f.vkey, AnchorPub: f.anchorPEM,
-		AnchorsDir: f.anchors, TSARoots: f.tsaRoots, RekorKeys: f.rekorKeys, Witnesses: ws, Generator: "provlog test",
-	})
+	dir, err := f.exportCheckpoint(t, cp, ws, f.anchors, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// exportCheckpoint exports [from, to) of the fixture's log under the
+// checkpoint cp, cosigned by ws, with the anchor records in anchors.
+func (f *fixture) exportCheckpoint(t testing.TB, cp []byte, ws []string, anchors string, from, to uint64) (string, error) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "bundle")
+	_, err := bundle.Export(context.Background(), f.store, bundle.ExportOptions{
+		Dir: dir, From: from, To: to, Checkpoint: cp, VKey: f.vkey, AnchorPub: f.anchorPEM,
+		AnchorsDir: anchors, ReadAnchor: anchor.ReadBundled, TSARoots: f.tsaRoots, RekorKeys: f.rekorKeys, Witnesses: ws, Generator: "provlog test",
+	})
+	return dir, err
 }
 
 func TestExportVerify(t *testing.T) {

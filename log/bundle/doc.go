@@ -18,6 +18,22 @@
 //	genesis.entry/.proof entry 0 and its inclusion proof, when from > 0
 //	witnesses.txt        witness cosignature keys the checkpoint carries
 //	anchors/*.json       anchor records; trust/*.pem their trust roots
+//	consistency.json     for each anchored size the entries do not reach,
+//	                     the tree's root there and an RFC 6962
+//	                     consistency proof to the checkpoint ([Consistency])
+//
+// # Anchors
+//
+// Every anchor record in a bundle is tied to the tree its entries are in,
+// whatever the range: at the checkpoint's size its root is the
+// checkpoint's; at a size in [from, to] the entries recompute it (with
+// tree.json's compact range [0, from)); at any other size, below the
+// range, after it or past the checkpoint, consistency.json proves the
+// tree's root there consistent with the checkpoint. A record anchoring
+// another root is a fork: [Export] refuses to write it and [Verify]
+// refuses the bundle, naming the record, the size and both roots. A
+// bundle exported before consistency.json still verifies; [Verify]'s
+// report counts its records outside [from, to] as verified but untied.
 //
 // # PROV mapping
 //

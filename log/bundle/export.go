@@ -2,6 +2,8 @@ package bundle
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -13,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,12 +53,15 @@ const (
 	AnchorPubFile  = "anchor.pub"
 	CheckpointFile = "checkpoint"
 	TreeFile       = "tree.json"
-	GenesisFile    = "genesis.entry"
-	GenesisProof   = "genesis.proof"
-	WitnessesFile  = "witnesses.txt"
-	TSARootsFile   = "trust/tsa-roots.pem"
-	RekorKeysFile  = "trust/rekor-keys.pem"
-	AnchorsDir     = "anchors"
+	// ConsistencyFile ties anchor records at sizes the entries do not
+	// reach to the checkpoint's tree ([Consistency]).
+	ConsistencyFile = "consistency.json"
+	GenesisFile     = "genesis.entry"
+	GenesisProof    = "genesis.proof"
+	WitnessesFile   = "witnesses.txt"
+	TSARootsFile    = "trust/tsa-roots.pem"
+	RekorKeysFile   = "trust/rekor-keys.pem"
+	AnchorsDir      = "anchors"
 )
 
 // Manifest describes a bundle. It is not signed: every value in it is
@@ -94,10 +100,21 @@ type Tree struct {
 }
 
 // Source is the log an export reads. A log.Storage is one.
+//
+// A source that can vouch only for the checkpoint's tree (a running
+// sidecar's, read through tiles checked against its checkpoint) returns
+// an error wrapping [ErrNotHeld] from ReadNodes for nodes past it.
 type Source interface {
 	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
 	ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, error)
 }
+
+// ErrNotHeld is what a [Source]'s ReadNodes wraps for nodes past the tree
+// it can vouch for. An anchor record past the checkpoint whose tree the
+// source does not hold is exported untied, as before consistency.json:
+// its anchoring is verified, but not that its tree extends the
+// checkpoint's.
+var ErrNotHeld = errors.New("the source does not hold that part of the tree")
 
 // ExportOptions say what goes into a bundle.
 type ExportOptions struct {
@@ -114,6 +131,14 @@ type ExportOptions struct {
 	AnchorPub []byte
 	// AnchorsDir, if not empty, holds the anchor records to copy.
 	AnchorsDir string
+	// ReadAnchor returns the size and root an anchor record anchors
+	// (cmd/provlog passes anchor.ParseRecord's); required when there are
+	// records. Export holds each to the log's tree (a record anchoring
+	// another root is a fork: nothing is exported) and writes the
+	// consistency proofs that tie it to the checkpoint's tree when the
+	// entries do not reach its size. The record is not verified here;
+	// [Verify] does that.
+	ReadAnchor func(record []byte) (size uint64, root []byte, err error)
 	// TSARoots and RekorKeys are PEM trust roots for the anchors; when
 	// both are empty the roots the records themselves carry are used.
 	TSARoots, RekorKeys []byte
@@ -171,7 +196,7 @@ func Export(ctx context.Context, src Source, opts ExportOptions) (_ *Manifest, e
 	x := &exporter{ctx: ctx, src: src, opts: &opts, cp: cp, to: to,
 		m: &Manifest{Format: Format, Generator: opts.Generator, Origin: cp.Origin, From: opts.From, To: to,
 			ProvMapping: ProvMapping, Size: cp.Size, Root: base64.StdEncoding.EncodeToString(cp.Hash), Files: map[string]string{}}}
-	for _, step := range []func() error{x.writeTree, x.writeGenesis, x.writeKeys, x.writeAnchors, x.writeEntries} {
+	for _, step := range []func() error{x.writeTree, x.writeGenesis, x.writeKeys, x.writeAnchors, x.writeConsistency, x.writeEntries} {
 		if err = step(); err != nil {
 			return nil, err
 		}
@@ -192,6 +217,15 @@ type exporter struct {
 	cp   log.Checkpoint
 	to   uint64
 	m    *Manifest
+	// records are the anchor records written, in name order.
+	records []exportedRecord
+}
+
+// exportedRecord is what an anchor record written to the bundle anchors.
+type exportedRecord struct {
+	name string
+	size uint64
+	root []byte
 }
 
 // write writes one bundle file and lists it with its SHA-256.
@@ -218,11 +252,16 @@ func (x *exporter) rangeHashes(b, e uint64) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading tree nodes of [%d, %d): %w", b, e, err)
 	}
+	return encodeHashes(hs), nil
+}
+
+// encodeHashes returns hashes in base64.
+func encodeHashes(hs [][]byte) []string {
 	out := make([]string, len(hs))
 	for i, h := range hs {
 		out[i] = base64.StdEncoding.EncodeToString(h)
 	}
-	return out, nil
+	return out
 }
 
 // writeTree writes tree.json, the frontier of the tree around the range.
@@ -300,6 +339,14 @@ func (x *exporter) writeAnchors() error {
 		if err != nil {
 			return err
 		}
+		if x.opts.ReadAnchor == nil {
+			return errors.New("ExportOptions.ReadAnchor is required to export anchor records")
+		}
+		size, root, err := x.opts.ReadAnchor(b)
+		if err != nil {
+			return fmt.Errorf("anchor record %s: %w", de.Name(), err)
+		}
+		x.records = append(x.records, exportedRecord{name: de.Name(), size: size, root: root})
 		if err := x.write(AnchorsDir+"/"+de.Name(), b); err != nil {
 			return err
 		}
@@ -382,4 +429,51 @@ func sortedFiles(m map[string]string) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// writeConsistency holds every anchor record to the log's tree and, for
+// each size the entries do not reach (outside [From, To], other than the
+// checkpoint's), writes the tree's root there and the consistency proof
+// between it and the checkpoint to consistency.json.
+func (x *exporter) writeConsistency() error {
+	var cf Consistency
+	recs := slices.SortedFunc(slices.Values(x.records), func(a, b exportedRecord) int { return cmp.Compare(a.size, b.size) })
+	for i, r := range recs {
+		if r.size == 0 {
+			continue
+		}
+		hs, err := x.src.ReadNodes(x.ctx, compact.RangeNodes(0, r.size, nil))
+		if r.size > x.cp.Size && errors.Is(err, ErrNotHeld) {
+			continue // untied: anchored past what the source vouches for
+		}
+		if err != nil {
+			return fmt.Errorf("reading the tree's root at size %d (anchor record %s): %w", r.size, r.name, err)
+		}
+		root := log.RangeRoot(r.size, hs)
+		if !bytes.Equal(root, r.root) {
+			return fmt.Errorf("anchor record %s anchors root %x at size %d, but the log's tree has root %x there: the log signed two trees of one size; not exporting", r.name, r.root, r.size, root)
+		}
+		if r.size == x.cp.Size || r.size >= x.opts.From && r.size <= x.to || i > 0 && recs[i-1].size == r.size {
+			continue
+		}
+		lo, hi, loRoot, hiRoot := r.size, x.cp.Size, root, x.cp.Hash
+		if r.size > x.cp.Size {
+			lo, hi, loRoot, hiRoot = hi, lo, hiRoot, loRoot
+		}
+		p, err := log.ProveConsistency(x.ctx, x.src, lo, hi)
+		if err != nil {
+			return fmt.Errorf("anchor record %s: %w", r.name, err)
+		}
+		// The proof is checked here too: a tree node the storage lost or
+		// changed stops the export rather than its verification.
+		if err := log.VerifyConsistency(lo, hi, p, loRoot, hiRoot); err != nil {
+			return fmt.Errorf("anchor record %s: the log's consistency proof from size %d to %d: %w", r.name, lo, hi, err)
+		}
+		cf.Proofs = append(cf.Proofs, SizeProof{Size: r.size, Root: base64.StdEncoding.EncodeToString(root), Proof: encodeHashes(p)})
+	}
+	if len(cf.Proofs) == 0 {
+		return nil
+	}
+	b, _ := json.MarshalIndent(cf, "", " ")
+	return x.write(ConsistencyFile, append(b, '\n'))
 }

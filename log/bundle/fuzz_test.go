@@ -57,3 +57,37 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzVerifyConsistency hands verify-bundle untrusted bytes as
+// consistency.json of a bundle whose anchor record lies past its entries
+// (the manifest's hash fixed up to match). Verify must never panic, and
+// whatever it accepts must tie the record as the exported file does: to
+// the same root, which the record and the checkpoint fix.
+func FuzzVerifyConsistency(f *testing.F) {
+	fx := newFixture(f, 2, true)
+	src := fx.export(f, 3, 5)
+	want, err := bundle.Verify(context.Background(), src, anchor.VerifyBundled)
+	if err != nil || want.AnchorsByProof != 1 {
+		f.Fatalf("the bundle of [3, 5): %v, %+v", err, want)
+	}
+	orig, err := os.ReadFile(filepath.Join(src, bundle.ConsistencyFile))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(orig)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if string(data) == string(orig) {
+			return
+		}
+		dir := copyDir(t, src)
+		if err := os.WriteFile(filepath.Join(dir, bundle.ConsistencyFile), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fixManifest(t, dir, bundle.ConsistencyFile, data)
+		got, err := bundle.Verify(context.Background(), dir, anchor.VerifyBundled)
+		if err == nil && (got.AnchorsOnEntries != want.AnchorsOnEntries || got.AnchorsByProof != want.AnchorsByProof) {
+			t.Fatalf("a changed %s verified and ties %d records (%d by proof), not %d (%d)", bundle.ConsistencyFile,
+				got.AnchorsOnEntries, got.AnchorsByProof, want.AnchorsOnEntries, want.AnchorsByProof)
+		}
+	})
+}

@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -19,7 +18,6 @@ import (
 	"strings"
 
 	"github.com/transparency-dev/merkle/compact"
-	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/provlog/provlog/log"
@@ -41,11 +39,17 @@ type Report struct {
 	Entries uint64
 	Anchors int
 	// AnchorsOnEntries counts the anchors whose root the bundle ties to
-	// its entries: at the checkpoint's size, or at a size the entries
-	// reach from entry 0. The others (at sizes the bundle has no hashes
-	// for) are verified, but not tied to this tree.
+	// the tree its entries are in: the checkpoint's root at its size, a
+	// root the entries recompute (with tree.json's compact range [0,
+	// From), any size in [From, To]), or one consistency.json proves for
+	// a size the entries do not reach. The others (in a bundle exported
+	// before consistency.json, at sizes outside [From, To]) are verified,
+	// but not tied to this tree.
 	AnchorsOnEntries int
-	Witnesses        int
+	// AnchorsByProof counts those of AnchorsOnEntries tied by a
+	// consistency proof (consistency.json).
+	AnchorsByProof int
+	Witnesses      int
 	// SelfTrusted is true when the anchors were checked against the
 	// roots their records carry (no trust/ files).
 	SelfTrusted bool
@@ -96,11 +100,19 @@ type VerifyAnchorFunc func(ctx context.Context, record []byte, v note.Verifier, 
 //     the log at its index; the genesis entry (entry 0, or genesis.entry
 //     with its proof) names log.vkey and anchor.pub;
 //   - each anchor record verifies (verifyAnchor) against anchor.pub and
-//     the bundled trust roots, its anchored root is the recomputed one
-//     when its size lies in an exported range from entry 0 and the
-//     checkpoint's at the checkpoint's size (whatever the range), and an
-//     anchor entry in the range names it with its SHA-256; the report
-//     counts those tied to the entries apart (AnchorsOnEntries);
+//     the bundled trust roots, and an anchor entry in the range names it
+//     with its SHA-256;
+//   - each anchored root is the bundle's tree's at its size, whatever the
+//     range: the checkpoint's at the checkpoint's size; at a size in
+//     [from, to], the root the entries recompute with tree.json's compact
+//     range [0, from); at any other size, the root consistency.json
+//     proves consistent with the checkpoint (RFC 6962). Another root
+//     there is a fork, refused with the record, the size and both roots.
+//     consistency.json holds a proof only for a size a record needs, and
+//     each must verify. A bundle exported before consistency.json leaves
+//     the records outside [from, to] verified but untied: the report
+//     counts the tied ones (AnchorsOnEntries) and those tied by a proof
+//     (AnchorsByProof);
 //   - provenance.json is exactly the PROV document regenerated from the
 //     entries, under the PROV mapping the manifest names (prov_mapping;
 //     for a bundle made before the manifest named it, under the first or
@@ -129,6 +141,7 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 	}
 	c.readTrust()
 	c.checkAnchors()
+	c.readConsistency()
 	c.checkClaims()
 	if !c.readTree() {
 		return c.fail()
@@ -154,6 +167,7 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 		return nil, err
 	}
 	if entriesOK {
+		c.tieAnchors()
 		if err := c.checkProv(pws); err != nil {
 			return nil, err
 		}
@@ -183,10 +197,13 @@ type checker struct {
 	anchorDER []byte
 	trust     *Trust // the trust/ files; nil when there are none
 
-	rootsAt   map[uint64][]anchored // verified anchor records by size
-	recordSum map[string]string     // verified record name -> SHA-256
-	rng       *compact.Range        // [0, from), extended by the entries
-	rightRng  *compact.Range        // [to, size)
+	rootsAt    map[uint64][]anchored // verified anchor records by size
+	recordSum  map[string]string     // verified record name -> SHA-256
+	proven     map[uint64][]byte     // roots consistency.json proves, by size
+	rng        *compact.Range        // [0, from), extended by the entries
+	rightRng   *compact.Range        // [to, size)
+	entryRoots map[uint64][]byte     // roots the entries give at anchored sizes
+	treeOK     bool                  // the entries gave the checkpoint's root
 }
 
 // anchored is a verified anchor record's root, for the entries to meet.
@@ -229,20 +246,8 @@ func (c *checker) readManifest() bool {
 		return false
 	}
 	m := &Manifest{}
-	dec := json.NewDecoder(bytes.NewReader(mb))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(m); err != nil {
-		c.bad(ManifestFile, "does not parse: %v", err)
-		return false
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		c.bad(ManifestFile, "holds more than one JSON object")
-		return false
-	}
-	// encoding/json lets a member named twice through, the last one
-	// winning, where another reader of the file may take the first.
-	if _, err := log.Canonicalize(mb); err != nil {
-		c.bad(ManifestFile, "is not strict JSON: %v", err)
+	if err := decodeStrict(mb, m); err != nil {
+		c.bad(ManifestFile, "%v", err)
 		return false
 	}
 	for _, n := range sortedFiles(m.Files) {
@@ -472,82 +477,6 @@ func eachPEM(b []byte, fn func(der []byte)) {
 	}
 }
 
-// checkAnchors verifies every anchor record and notes the roots they
-// anchor and their SHA-256, for the entries to meet.
-func (c *checker) checkAnchors() {
-	c.rootsAt = map[uint64][]anchored{}
-	c.recordSum = map[string]string{}
-	for _, name := range sortedFiles(c.m.Files) {
-		if !strings.HasPrefix(name, AnchorsDir+"/") {
-			continue
-		}
-		b := c.read(name)
-		if b == nil {
-			continue
-		}
-		if c.verifyAnchor == nil {
-			c.bad(name, "cannot be checked: no anchor verifier was given")
-			continue
-		}
-		r, err := c.verifyAnchor(c.ctx, b, c.v, c.anchorKey, c.trust)
-		if err != nil {
-			c.bad(name, "%v", err)
-			if r != nil && c.trust != nil {
-				blameTrust(c.ctx, c.verifyAnchor, b, &r.Carried, c.v, c.anchorKey, c.trust, name, c.bad)
-			}
-			continue
-		}
-		c.rep.Anchors++
-		s := sha256.Sum256(b)
-		c.recordSum[strings.TrimPrefix(name, AnchorsDir+"/")] = hex.EncodeToString(s[:])
-		if r.Size != c.cp.Size {
-			c.rootsAt[r.Size] = append(c.rootsAt[r.Size], anchored{file: name, root: r.Root})
-		} else if !bytes.Equal(r.Root, c.cp.Hash) {
-			// Whatever the range, the checkpoint's own size is held to
-			// its root: two roots of one size are a fork.
-			c.bad(name, "anchors root %x at size %d, the checkpoint's, whose root is %x: the log signed two trees of one size", r.Root, r.Size, c.cp.Hash)
-		} else {
-			c.rep.AnchorsOnEntries++
-		}
-	}
-}
-
-// readTree parses tree.json: the compact ranges either side of the
-// exported entries.
-func (c *checker) readTree() bool {
-	var tree Tree
-	tb := c.read(TreeFile)
-	if tb == nil {
-		return false
-	}
-	if err := json.Unmarshal(tb, &tree); err != nil {
-		c.bad(TreeFile, "does not parse: %v", err)
-		return false
-	}
-	decodeAll := func(ss []string) ([][]byte, bool) {
-		out := make([][]byte, len(ss))
-		for i, s := range ss {
-			h, err := base64.StdEncoding.DecodeString(s)
-			if err != nil || len(h) != log.HashSize {
-				return nil, false
-			}
-			out[i] = h
-		}
-		return out, true
-	}
-	rf := &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
-	left, ok1 := decodeAll(tree.Left)
-	right, ok2 := decodeAll(tree.Right)
-	var err1, err2 error
-	c.rng, err1 = rf.NewRange(0, c.m.From, left)
-	c.rightRng, err2 = rf.NewRange(c.m.To, c.cp.Size, right)
-	if !ok1 || !ok2 || err1 != nil || err2 != nil {
-		c.bad(TreeFile, "is not the compact ranges [0, %d) and [%d, %d)", c.m.From, c.m.To, c.cp.Size)
-		return false
-	}
-	return true
-}
-
 // checkEntries streams provenance.jsonl: each line a canonical entry,
 // hashed into the range, fed to the PROV writer, met with the anchors;
 // at the end the range must give the checkpoint's root. It reports
@@ -598,6 +527,8 @@ func (c *checker) checkEntries(pws []*provWriter) (bool, error) {
 		c.bad(TreeFile, "%v", err)
 	} else if root, err := c.rng.GetRootHash(nil); err != nil || !bytes.Equal(root, c.cp.Hash) {
 		c.bad(EntriesFile, "the entries (with %s) do not recompute the checkpoint's root: an entry was changed, added, removed or reordered", TreeFile)
+	} else {
+		c.treeOK = true
 	}
 	c.rep.Entries = i - m.From
 	return true, nil
@@ -629,16 +560,7 @@ func (c *checker) checkEntry(pws []*provWriter, i uint64, b []byte) bool {
 		c.bad(EntriesFile, "%v", err)
 		return false
 	}
-	if as, ok := c.rootsAt[i+1]; ok && c.m.From == 0 {
-		root, _ := c.rng.GetRootHash(nil)
-		for _, a := range as {
-			if !bytes.Equal(root, a.root) {
-				c.bad(a.file, "anchored root at size %d is not the root of the bundled entries", i+1)
-			} else {
-				c.rep.AnchorsOnEntries++
-			}
-		}
-	}
+	c.noteEntryRoot(i + 1)
 	return true
 }
 

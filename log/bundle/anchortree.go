@@ -1,0 +1,253 @@
+package bundle
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/provlog/provlog/log"
+)
+
+// Consistency is consistency.json: for each size an anchor record anchors
+// that the entries cannot reach (below From or above To, other than the
+// checkpoint's own size), the root the checkpoint's tree has there and the
+// RFC 6962 consistency proof between that size and the checkpoint's, from
+// the smaller to the larger. Proofs are in increasing size, one per size.
+type Consistency struct {
+	Proofs []SizeProof `json:"proofs"`
+}
+
+// SizeProof ties the tree of Size with root Root to the checkpoint's tree.
+type SizeProof struct {
+	Size  uint64   `json:"size"`
+	Root  string   `json:"root"`
+	Proof []string `json:"proof"`
+}
+
+// sizeProof is a parsed [SizeProof].
+type sizeProof struct {
+	size  uint64
+	root  []byte
+	proof [][]byte
+}
+
+// parseConsistency parses consistency.json strictly, in one pass.
+func parseConsistency(b []byte) ([]sizeProof, error) {
+	var cf Consistency
+	if err := decodeStrict(b, &cf); err != nil {
+		return nil, err
+	}
+	out := make([]sizeProof, len(cf.Proofs))
+	for i, sp := range cf.Proofs {
+		if sp.Size == 0 || (i > 0 && sp.Size <= cf.Proofs[i-1].Size) {
+			return nil, fmt.Errorf("proof %d: size %d is not above the one before it (sizes are increasing, from 1)", i, sp.Size)
+		}
+		hs, ok := decodeHashes(append([]string{sp.Root}, sp.Proof...))
+		if !ok {
+			return nil, fmt.Errorf("proof %d (size %d): root or proof is not base64 %d-byte hashes", i, sp.Size, log.HashSize)
+		}
+		out[i] = sizeProof{size: sp.Size, root: hs[0], proof: hs[1:]}
+	}
+	return out, nil
+}
+
+// decodeStrict decodes b into v: one JSON object, no member v does not
+// have, none named twice (encoding/json lets the last of two win, where
+// another reader of the file may take the first).
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("does not parse: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("holds more than one JSON object")
+	}
+	if _, err := log.Canonicalize(b); err != nil {
+		return fmt.Errorf("is not strict JSON: %w", err)
+	}
+	return nil
+}
+
+// decodeHashes decodes base64 tree hashes; false if one is not one.
+func decodeHashes(ss []string) ([][]byte, bool) {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		h, err := base64.StdEncoding.DecodeString(s)
+		if err != nil || len(h) != log.HashSize {
+			return nil, false
+		}
+		out[i] = h
+	}
+	return out, true
+}
+
+// checkAnchors verifies every anchor record and notes the roots they
+// anchor and their SHA-256, for the entries to meet.
+func (c *checker) checkAnchors() {
+	c.rootsAt = map[uint64][]anchored{}
+	c.recordSum = map[string]string{}
+	for _, name := range sortedFiles(c.m.Files) {
+		if !strings.HasPrefix(name, AnchorsDir+"/") {
+			continue
+		}
+		b := c.read(name)
+		if b == nil {
+			continue
+		}
+		if c.verifyAnchor == nil {
+			c.bad(name, "cannot be checked: no anchor verifier was given")
+			continue
+		}
+		r, err := c.verifyAnchor(c.ctx, b, c.v, c.anchorKey, c.trust)
+		if err != nil {
+			c.bad(name, "%v", err)
+			if r != nil && c.trust != nil {
+				blameTrust(c.ctx, c.verifyAnchor, b, &r.Carried, c.v, c.anchorKey, c.trust, name, c.bad)
+			}
+			continue
+		}
+		c.rep.Anchors++
+		s := sha256.Sum256(b)
+		c.recordSum[strings.TrimPrefix(name, AnchorsDir+"/")] = hex.EncodeToString(s[:])
+		if r.Size != c.cp.Size {
+			c.rootsAt[r.Size] = append(c.rootsAt[r.Size], anchored{file: name, root: r.Root})
+		} else if !bytes.Equal(r.Root, c.cp.Hash) {
+			// Whatever the range, the checkpoint's own size is held to
+			// its root: two roots of one size are a fork.
+			c.bad(name, "anchors root %x at size %d, the checkpoint's, whose root is %x: the log signed two trees of one size", r.Root, r.Size, c.cp.Hash)
+		} else {
+			c.rep.AnchorsOnEntries++
+		}
+	}
+}
+
+// reachable reports whether the entries give the tree's root at size:
+// with tree.json's compact range [0, from) every size in [from, to).
+func (c *checker) reachable(size uint64) bool {
+	return size >= c.m.From && size <= c.m.To
+}
+
+// readConsistency reads consistency.json, when the bundle has it (one
+// exported before it was written has not), and checks each proof against
+// the checkpoint: the roots it proves are the tree's at their sizes.
+func (c *checker) readConsistency() {
+	c.proven = map[uint64][]byte{}
+	b := c.read(ConsistencyFile)
+	if b == nil {
+		return
+	}
+	sps, err := parseConsistency(b)
+	if err != nil {
+		c.bad(ConsistencyFile, "%v", err)
+		return
+	}
+	for _, sp := range sps {
+		if len(c.rootsAt[sp.size]) == 0 || c.reachable(sp.size) {
+			c.bad(ConsistencyFile, "holds a proof for size %d, where no verified anchor record needs one (the entries reach [%d, %d], the checkpoint is %d)", sp.size, c.m.From, c.m.To, c.cp.Size)
+			continue
+		}
+		lo, hi, loRoot, hiRoot := sp.size, c.cp.Size, sp.root, c.cp.Hash
+		if sp.size > c.cp.Size {
+			lo, hi, loRoot, hiRoot = hi, lo, hiRoot, loRoot
+		}
+		if err := log.VerifyConsistency(lo, hi, sp.proof, loRoot, hiRoot); err != nil {
+			c.bad(ConsistencyFile, "the proof for size %d does not tie root %x there to the checkpoint's tree (size %d, root %x): %v", sp.size, sp.root, c.cp.Size, c.cp.Hash, err)
+			continue
+		}
+		c.proven[sp.size] = sp.root
+	}
+}
+
+// tieAnchors holds every verified anchor record not at the checkpoint's
+// size to the root the bundle's tree has at its size: recomputed from the
+// entries (once they gave the checkpoint's root) or proven by
+// consistency.json. A record at a size the bundle has no root for stays
+// verified but untied when the bundle has no consistency.json (exported
+// before it was written) or when it lies past the checkpoint (the
+// exporter's source did not hold the tree there, ErrNotHeld), and is a
+// problem otherwise.
+func (c *checker) tieAnchors() {
+	for _, size := range slices.Sorted(maps.Keys(c.rootsAt)) {
+		root, byProof := c.proven[size], true
+		if c.reachable(size) {
+			if !c.treeOK {
+				continue // the entries' problem is reported
+			}
+			root, byProof = c.entryRoots[size], false
+		}
+		if root == nil {
+			// Export writes a proof for every size that needs one, but
+			// past the checkpoint only where its source held the tree
+			// (ErrNotHeld): a consistency.json without a proof for a size
+			// within the checkpoint was changed.
+			if _, ok := c.m.Files[ConsistencyFile]; ok && size < c.cp.Size {
+				c.bad(ConsistencyFile, "holds no valid proof for size %d, which %s anchors", size, c.rootsAt[size][0].file)
+			}
+			continue
+		}
+		for _, a := range c.rootsAt[size] {
+			switch {
+			case bytes.Equal(a.root, root):
+				c.rep.AnchorsOnEntries++
+				if byProof {
+					c.rep.AnchorsByProof++
+				}
+			case !byProof:
+				c.bad(a.file, "anchors root %x at size %d, but the bundle's entries recompute root %x there: the log signed two trees of one size", a.root, size, root)
+			case size < c.cp.Size:
+				c.bad(a.file, "anchors root %x at size %d, but the checkpoint's tree has root %x there (%s): the log signed two trees of one size", a.root, size, root, ConsistencyFile)
+			default:
+				c.bad(a.file, "anchors root %x at size %d, but %s proves root %x there to extend the checkpoint's tree: the anchored tree is not shown to extend it (a fork)", a.root, size, ConsistencyFile, root)
+			}
+		}
+	}
+}
+
+// readTree parses tree.json: the compact ranges either side of the
+// exported entries.
+func (c *checker) readTree() bool {
+	var tree Tree
+	tb := c.read(TreeFile)
+	if tb == nil {
+		return false
+	}
+	if err := json.Unmarshal(tb, &tree); err != nil {
+		c.bad(TreeFile, "does not parse: %v", err)
+		return false
+	}
+	rf := &compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+	left, ok1 := decodeHashes(tree.Left)
+	right, ok2 := decodeHashes(tree.Right)
+	var err1, err2 error
+	c.rng, err1 = rf.NewRange(0, c.m.From, left)
+	c.rightRng, err2 = rf.NewRange(c.m.To, c.cp.Size, right)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil {
+		c.bad(TreeFile, "is not the compact ranges [0, %d) and [%d, %d)", c.m.From, c.m.To, c.cp.Size)
+		return false
+	}
+	c.entryRoots = map[uint64][]byte{}
+	if _, ok := c.rootsAt[c.m.From]; ok {
+		c.entryRoots[c.m.From] = log.RangeRoot(c.m.From, left)
+	}
+	return true
+}
+
+// noteEntryRoot notes the root the entries give at size, when an anchor
+// record anchors that size.
+func (c *checker) noteEntryRoot(size uint64) {
+	if _, ok := c.rootsAt[size]; ok {
+		c.entryRoots[size], _ = c.rng.GetRootHash(nil)
+	}
+}
