@@ -272,12 +272,14 @@ const (
 	sqlLeafIndex   = `SELECT idx FROM provlog_nodes WHERE level = 0 AND hash = $1 AND idx < $2 ORDER BY idx LIMIT 1`
 	sqlCheckpoint  = `SELECT note FROM provlog_checkpoints WHERE size = $1`
 	sqlCheckpoints = `SELECT size, note FROM provlog_checkpoints WHERE size >= $1 AND size <= $2 ORDER BY size`
-	// sqlOpenCheck reads what Open checks against the state: the last
-	// entry and leaf exist, nothing lies past them, the checkpoint exists.
+	// sqlOpenCheck reads what Open checks against the state of size $1:
+	// the last entry and leaf exist, nothing lies past them, and the
+	// checkpoint stored for the size (NULL if none).
 	sqlOpenCheck = `SELECT
 		EXISTS (SELECT 1 FROM provlog_entries WHERE idx = $1 - 1),
 		EXISTS (SELECT 1 FROM provlog_nodes WHERE level = 0 AND idx = $1 - 1),
 		EXISTS (SELECT 1 FROM provlog_entries WHERE idx >= $1),
+		EXISTS (SELECT 1 FROM provlog_nodes WHERE level = 0 AND idx >= $1),
 		EXISTS (SELECT 1 FROM provlog_checkpoints WHERE size > $1),
-		EXISTS (SELECT 1 FROM provlog_checkpoints WHERE size = $1)`
+		(SELECT note FROM provlog_checkpoints WHERE size = $1)`
 )
