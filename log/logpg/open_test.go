@@ -73,3 +73,6 @@ func TestOpenNamesCorruptRows(t *testing.T) {
 		})
 	}
 }
+
+// QuietWAL is quietWAL, for the tests of package logpg_test.
+var QuietWAL = quietWAL
