@@ -1,6 +1,7 @@
 package logpg_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/provlog/provlog/log/logpg"
 	"github.com/provlog/provlog/log/logpg/pgtest"
 	"github.com/provlog/provlog/log/server"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // TestRestartUnderLoad: PostgreSQL stopped at once (pg_ctl stop -m
@@ -82,35 +84,7 @@ func TestRestartUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	final, _, err := log.OpenCheckpoint(st.Checkpoint, k.v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[uint64]bool{}
-	for _, r := range receipts {
-		if seen[r.Index] {
-			t.Fatalf("index %d handed out twice", r.Index)
-		}
-		seen[r.Index] = true
-		cp, _, err := log.OpenCheckpoint(r.Checkpoint, k.v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := log.VerifyInclusion(r.Index, cp.Size, r.Extra, r.Proof, cp.Hash); err != nil {
-			t.Fatalf("receipt for %d: %v", r.Index, err)
-		}
-		p, err := log.ProveConsistency(t.Context(), check, cp.Size, final.Size)
-		if err != nil {
-			t.Fatalf("receipt for %d at size %d, final size %d: %v", r.Index, cp.Size, final.Size, err)
-		}
-		if err := log.VerifyConsistency(cp.Size, final.Size, p, cp.Hash, final.Hash); err != nil {
-			t.Fatalf("receipt for %d: its checkpoint (size %d) is not a prefix of the final tree: %v", r.Index, cp.Size, err)
-		}
-		es, err := check.Entries(t.Context(), r.Index, r.Index+1)
-		if err != nil || string(log.LeafHash(es[0])) != string(r.Extra) {
-			t.Fatalf("receipt for %d: the stored entry is not the one acknowledged (%v)", r.Index, err)
-		}
-	}
+	checkReceipts(t, check, k.v, st, receipts)
 	for i, s := range seqs {
 		if _, err := s.Append(context.Background(), []byte("last")); err != nil {
 			t.Fatalf("sequencer %d after the restart: %v", i, err)
@@ -127,4 +101,41 @@ func TestRestartUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d receipts (%d after the restart), %d appends refused while PostgreSQL was down, final size %d", len(receipts), after.Load(), failed, st.Size)
+}
+
+// checkReceipts checks receipts handed out against st, the final state of
+// the log s holds: no index twice, each receipt's proof verifies, its
+// checkpoint is a prefix of st's, and the stored entry is the one it was
+// given for.
+func checkReceipts(t *testing.T, s *logpg.Store, v note.Verifier, st log.State, receipts []*log.Receipt) {
+	t.Helper()
+	final, _, err := log.OpenCheckpoint(st.Checkpoint, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint64]bool{}
+	for _, r := range receipts {
+		if seen[r.Index] {
+			t.Fatalf("index %d handed out twice", r.Index)
+		}
+		seen[r.Index] = true
+		cp, _, err := log.OpenCheckpoint(r.Checkpoint, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := log.VerifyInclusion(r.Index, cp.Size, r.Extra, r.Proof, cp.Hash); err != nil {
+			t.Fatalf("receipt for %d: %v", r.Index, err)
+		}
+		p, err := log.ProveConsistency(t.Context(), s, cp.Size, final.Size)
+		if err != nil {
+			t.Fatalf("receipt for %d at size %d, final size %d: %v", r.Index, cp.Size, final.Size, err)
+		}
+		if err := log.VerifyConsistency(cp.Size, final.Size, p, cp.Hash, final.Hash); err != nil {
+			t.Fatalf("receipt for %d: its checkpoint (size %d) is not a prefix of the final tree: %v", r.Index, cp.Size, err)
+		}
+		es, err := s.Entries(t.Context(), r.Index, r.Index+1)
+		if err != nil || !bytes.Equal(log.LeafHash(es[0]), r.Extra) {
+			t.Fatalf("receipt for %d: the stored entry is not the one acknowledged (%v)", r.Index, err)
+		}
+	}
 }
