@@ -134,7 +134,15 @@ func openCommandStore(ctx context.Context, data, storeURL string, readOnly bool)
 	if !strings.HasPrefix(storeURL, "postgres://") && !strings.HasPrefix(storeURL, "postgresql://") {
 		return nil, fmt.Errorf("store %q: want a PostgreSQL URL, postgres://user@host:port/database", redactURL(storeURL))
 	}
-	s, err := logpg.Open(ctx, storeURL, &logpg.Options{ReadOnly: readOnly})
+	opts := &logpg.Options{ReadOnly: readOnly}
+	if readOnly {
+		// The reading commands read the stored nodes, every one: audit
+		// compares them with the tree it recomputes. A handle that keeps
+		// the tree in memory hashes its lowest levels from the leaves
+		// and never reads those rows, corrupt or missing.
+		opts.MaxHotNodes = -1
+	}
+	s, err := logpg.Open(ctx, storeURL, opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening the shared log in PostgreSQL (%s): %w", redactURL(storeURL), err)
 	}

@@ -337,8 +337,9 @@ func (s *Store) outcome(conn *pgx.Conn, b *log.Batch, err error) error {
 		// outcome is read back, below.)
 		return fmt.Errorf("committing batch [%d, %d): %w", b.Start, b.State.Size, err)
 	}
+	pid := conn.PgConn().PID()
 	conn.Close(context.Background())
-	ok, rerr := s.readBack(b)
+	ok, rerr := s.readBack(b, pid)
 	if rerr != nil {
 		err = fmt.Errorf("committing batch [%d, %d): the connection failed (%v) and the outcome could not be read back: %w", b.Start, b.State.Size, err, rerr)
 		s.fail(err)
@@ -447,16 +448,17 @@ func (s *Store) endEmpty(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// readBack resolves a commit whose outcome was lost with its connection:
-// on a new connection it waits for the state row's lock, which the old
+// readBack resolves a commit whose outcome was lost with its connection,
+// whose backend had process id pid: on a new connection it ends that
+// backend if it still runs, waits for the state row's lock, which the old
 // transaction holds until it ends, then looks for the batch's checkpoint.
 // It retries until s.resolve has passed.
-func (s *Store) readBack(b *log.Batch) (bool, error) {
+func (s *Store) readBack(b *log.Batch, pid uint32) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.resolve)
 	defer cancel()
 	var lastErr error
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-		ok, err := s.readBackOnce(ctx, b)
+		ok, err := s.readBackOnce(ctx, b, pid)
 		if err == nil {
 			return ok, nil
 		}
@@ -473,13 +475,26 @@ func (s *Store) readBack(b *log.Batch) (bool, error) {
 	}
 }
 
-func (s *Store) readBackOnce(ctx context.Context, b *log.Batch) (bool, error) {
+func (s *Store) readBackOnce(ctx context.Context, b *log.Batch, pid uint32) (bool, error) {
 	cfg := s.cfg.ConnConfig.Copy()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return false, err
 	}
 	defer conn.Close(context.Background())
+	// The old backend may not have begun the transaction yet: its
+	// pipeline may still be on the way (held by a proxy, or resent by
+	// the network), and it would commit after a read that found nothing
+	// (schema.go, Unknown outcomes). Once it is gone, nothing of its
+	// can commit any more.
+	var ended []bool
+	rows, _ := conn.Query(ctx, sqlEndBackend, int32(pid))
+	if ended, err = pgx.CollectRows(rows, pgx.RowTo[bool]); err != nil {
+		return false, fmt.Errorf("ending the backend (pid %d) that sent the commit: %w", pid, err)
+	}
+	if len(ended) > 0 && !ended[0] {
+		return false, fmt.Errorf("the backend (pid %d) that sent the commit is still running", pid)
+	}
 	var note []byte
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT FROM provlog_state WHERE id FOR SHARE`); err != nil {

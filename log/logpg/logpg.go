@@ -254,7 +254,16 @@ func (s *Store) load(ctx context.Context, maxHot uint64) error {
 	}); err != nil {
 		return fmt.Errorf("creating tables: %w", err)
 	}
-	st, err := scanState(s.pool.QueryRow(ctx, sqlReadState))
+	// The state and what is checked against it are read in one
+	// snapshot: another writer may commit meanwhile.
+	var st log.State
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		if st, err = scanState(tx.QueryRow(ctx, sqlReadState)); err != nil {
+			return err
+		}
+		return checkState(ctx, tx, st)
+	})
 	if err != nil {
 		return err
 	}
@@ -262,24 +271,6 @@ func (s *Store) load(ctx context.Context, maxHot uint64) error {
 	// flush after the read covers it.
 	if _, err := s.pool.Exec(ctx, sqlFlush); err != nil {
 		return fmt.Errorf("flushing the state read: %w", err)
-	}
-	if st.Size > 0 {
-		var entry, leaf, entriesPast, cpsPast, cp bool
-		if err := s.pool.QueryRow(ctx, sqlOpenCheck, int64(st.Size)).Scan(&entry, &leaf, &entriesPast, &cpsPast, &cp); err != nil {
-			return fmt.Errorf("checking the state: %w", err)
-		}
-		switch {
-		case !entry:
-			return fmt.Errorf("%w: state says size %d, but entry %d is missing", ErrCorrupt, st.Size, st.Size-1)
-		case !leaf:
-			return fmt.Errorf("%w: state says size %d, but leaf hash %d is missing", ErrCorrupt, st.Size, st.Size-1)
-		case entriesPast:
-			return fmt.Errorf("%w: entries past the size %d", ErrCorrupt, st.Size)
-		case cpsPast:
-			return fmt.Errorf("%w: checkpoints past the size %d", ErrCorrupt, st.Size)
-		case !cp:
-			return fmt.Errorf("%w: checkpoint for size %d is missing", ErrCorrupt, st.Size)
-		}
 	}
 	hot, err := loadHot(ctx, s.pool, st.Size, maxHot)
 	if err != nil {
@@ -300,6 +291,38 @@ func (s *Store) load(ctx context.Context, maxHot uint64) error {
 		}
 	}
 	s.state, s.hot = st, hot
+	return nil
+}
+
+// checkState checks the rows at the end of the log against st, the state
+// row read in tx's snapshot: the last entry and leaf hash are there,
+// nothing lies past them, and the checkpoint stored for st's size is the
+// state row's.
+func checkState(ctx context.Context, tx pgx.Tx, st log.State) error {
+	if st.Size == 0 {
+		return nil
+	}
+	var entry, leaf, entriesPast, leavesPast, cpsPast bool
+	var cp []byte
+	if err := tx.QueryRow(ctx, sqlOpenCheck, int64(st.Size)).Scan(&entry, &leaf, &entriesPast, &leavesPast, &cpsPast, &cp); err != nil {
+		return fmt.Errorf("checking the state: %w", err)
+	}
+	switch {
+	case !entry:
+		return fmt.Errorf("%w: state says size %d, but entry %d is missing", ErrCorrupt, st.Size, st.Size-1)
+	case !leaf:
+		return fmt.Errorf("%w: state says size %d, but leaf hash %d is missing", ErrCorrupt, st.Size, st.Size-1)
+	case entriesPast:
+		return fmt.Errorf("%w: entries past the size %d", ErrCorrupt, st.Size)
+	case leavesPast:
+		return fmt.Errorf("%w: leaf hashes (provlog_nodes, level 0) past the size %d", ErrCorrupt, st.Size)
+	case cpsPast:
+		return fmt.Errorf("%w: checkpoints past the size %d", ErrCorrupt, st.Size)
+	case cp == nil:
+		return fmt.Errorf("%w: checkpoint for size %d is missing", ErrCorrupt, st.Size)
+	case !bytes.Equal(cp, st.Checkpoint):
+		return fmt.Errorf("%w: the checkpoint stored for size %d (provlog_checkpoints) differs from the state row's", ErrCorrupt, st.Size)
+	}
 	return nil
 }
 

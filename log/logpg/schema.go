@@ -127,7 +127,12 @@ package logpg
 //
 // If the connection fails after COMMIT may have reached the server, the
 // outcome is unknown. The handle does not guess: on a new connection it
-// takes the state row's lock (which waits out the old transaction, still
+// first ends the old connection's backend if it still runs, and waits
+// until it is gone (a backend that has not yet read the commit's
+// pipeline, which a proxy or the network may still deliver, would
+// otherwise begin, lock, write and commit after the read-back found
+// nothing; a commit in one round trip sends BEGIN in that pipeline, so
+// there is no lock held to wait for); then it takes the state row's lock (which waits out the old transaction, still
 // holding it until it commits or aborts; connections set
 // idle_in_transaction_session_timeout so a half-dead session cannot hold it
 // for ever) and reads the checkpoint at the batch's size. The batch
@@ -234,6 +239,11 @@ const (
 		WHEN pg_is_in_recovery() THEN NULL
 		WHEN pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn() THEN NULL
 		ELSE pg_logical_emit_message(true, 'provlog', 'flush') END`
+	// sqlEndBackend ends the backend of process id $1 and waits (up to
+	// five seconds) until it is gone: no row if there is none (other than
+	// the caller's own), else whether it is gone.
+	sqlEndBackend = `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity
+		WHERE pid = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`
 	sqlLockAt     = `SELECT provlog_lock_at($1, $2, $3, $4::text[], $5::bigint[])`
 	sqlLockState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id FOR UPDATE`
 	sqlReadState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id`
@@ -262,12 +272,14 @@ const (
 	sqlLeafIndex   = `SELECT idx FROM provlog_nodes WHERE level = 0 AND hash = $1 AND idx < $2 ORDER BY idx LIMIT 1`
 	sqlCheckpoint  = `SELECT note FROM provlog_checkpoints WHERE size = $1`
 	sqlCheckpoints = `SELECT size, note FROM provlog_checkpoints WHERE size >= $1 AND size <= $2 ORDER BY size`
-	// sqlOpenCheck reads what Open checks against the state: the last
-	// entry and leaf exist, nothing lies past them, the checkpoint exists.
+	// sqlOpenCheck reads what Open checks against the state of size $1:
+	// the last entry and leaf exist, nothing lies past them, and the
+	// checkpoint stored for the size (NULL if none).
 	sqlOpenCheck = `SELECT
 		EXISTS (SELECT 1 FROM provlog_entries WHERE idx = $1 - 1),
 		EXISTS (SELECT 1 FROM provlog_nodes WHERE level = 0 AND idx = $1 - 1),
 		EXISTS (SELECT 1 FROM provlog_entries WHERE idx >= $1),
+		EXISTS (SELECT 1 FROM provlog_nodes WHERE level = 0 AND idx >= $1),
 		EXISTS (SELECT 1 FROM provlog_checkpoints WHERE size > $1),
-		EXISTS (SELECT 1 FROM provlog_checkpoints WHERE size = $1)`
+		(SELECT note FROM provlog_checkpoints WHERE size = $1)`
 )

@@ -88,31 +88,7 @@ func TestSequencersShareALog(t *testing.T) {
 	if want := uint64(1 + 2*workers*each); st.Size != want {
 		t.Fatalf("size %d, want %d (one genesis and every append)", st.Size, want)
 	}
-	final, _, err := log.OpenCheckpoint(st.Checkpoint, k.v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[uint64]bool{}
-	for _, r := range receipts {
-		if seen[r.Index] {
-			t.Fatalf("index %d handed out twice", r.Index)
-		}
-		seen[r.Index] = true
-		c, _, err := log.OpenCheckpoint(r.Checkpoint, k.v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := log.VerifyInclusion(r.Index, c.Size, r.Extra, r.Proof, c.Hash); err != nil {
-			t.Fatalf("receipt for %d: %v", r.Index, err)
-		}
-		p, err := log.ProveConsistency(t.Context(), sb, c.Size, final.Size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := log.VerifyConsistency(c.Size, final.Size, p, c.Hash, final.Hash); err != nil {
-			t.Fatalf("checkpoint %d handed out is not a prefix of the final tree: %v", c.Size, err)
-		}
-	}
+	checkReceipts(t, sb, k.v, st, receipts)
 	es, err := sb.Entries(t.Context(), 0, 2)
 	if err != nil || string(es[0]) != "genesis" || string(es[1]) == "genesis" {
 		t.Fatalf("first entries %q, %v: want one genesis", es, err)
