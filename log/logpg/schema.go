@@ -132,10 +132,11 @@ package logpg
 // pipeline, which a proxy or the network may still deliver, would
 // otherwise begin, lock, write and commit after the read-back found
 // nothing; a commit in one round trip sends BEGIN in that pipeline, so
-// there is no lock held to wait for); then it takes the state row's lock (which waits out the old transaction, still
-// holding it until it commits or aborts; connections set
-// idle_in_transaction_session_timeout so a half-dead session cannot hold it
-// for ever) and reads the checkpoint at the batch's size. The batch
+// there is no lock held to wait for); then it takes the state row's lock
+// (which waits out the old transaction, still holding it until it commits
+// or aborts; connections set idle_in_transaction_session_timeout so a
+// half-dead session cannot hold it for ever) and reads the checkpoint at
+// the batch's size. The batch
 // committed if and only if that is the batch's own checkpoint, byte for
 // byte (no checkpoint there: not committed, even if the log has grown
 // past it, as another writer's batch may span it). If the database cannot
