@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,8 +115,10 @@ type callStreamKey struct{}
 
 // A callStream is the answer to one fast-path call.
 type callStream struct {
-	fs *frontSession
-	id string // the stream's id in its session; "" if it cannot be resumed
+	fs      *frontSession
+	id      string        // the stream's id in its session; "" if it cannot be resumed
+	timeout time.Duration // a write that takes this long gives the client up (writeTimed)
+	logger  *slog.Logger
 
 	mu      sync.Mutex
 	w       http.ResponseWriter // the connection it is written to; nil if none
@@ -135,7 +139,7 @@ type callStream struct {
 // resumable one is an event stream that opens with a priming event,
 // flushed with the response or after primeDelay, whichever is first.
 func (p *Proxy) newCallStream(fs *frontSession, w http.ResponseWriter) *callStream {
-	s := &callStream{fs: fs, w: w, release: make(chan struct{})}
+	s := &callStream{fs: fs, w: w, release: make(chan struct{}), timeout: p.answerTimeout(), logger: p.logger}
 	if fs.protocol < "2025-11-25" {
 		return s
 	}
@@ -187,15 +191,26 @@ func (s *callStream) put(ev []byte, flush bool) bool {
 	if s.w == nil {
 		return false
 	}
-	_, err := s.w.Write(ev)
+	rc := http.NewResponseController(s.w)
+	err := writeTimed(rc, s.w, ev, s.timeout)
 	if err == nil && flush {
-		err = http.NewResponseController(s.w).Flush()
+		err = rc.Flush()
 	}
 	if err != nil {
+		s.gaveUp(err)
 		s.letGo()
 		return false
 	}
 	return true
+}
+
+// gaveUp says so when a write to the client failed because it took
+// nothing for s.timeout: its connection is closed, and a resumable
+// answer is kept for a resume.
+func (s *callStream) gaveUp(err error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		s.logger.Warn("proxy: an HTTP client took nothing of its call's answer; its connection is closed (a resumable answer is kept for a resume)", "waited", s.timeout, "stream", s.id)
+	}
 }
 
 // letGo releases the live connection's handler; nothing is written to it
@@ -272,7 +287,9 @@ func (p *Proxy) answer(s *callStream, id, result json.RawMessage, rpcErr *jsonrp
 		s.primer.Stop()
 	}
 	if !s.sse && s.w != nil {
-		writeRPC(s.w, id, result, rpcErr)
+		if err := writeRPC(s.w, id, result, rpcErr, s.timeout); err != nil {
+			s.gaveUp(err)
+		}
 		s.letGo()
 		return
 	}

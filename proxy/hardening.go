@@ -56,11 +56,17 @@ type FrontOptions struct {
 //     sidecar through DNS rebinding or a cross-site request.
 //   - A request body must arrive within opts.BodyTimeout; a slower one
 //     fails its read, and the connection is closed.
+//   - A write deadline left on the connection by the answer to its last
+//     request (writeTimed: a client that takes none of an answer for
+//     streamWriteTimeout is given up) is cleared.
 func Front(next http.Handler, opts FrontOptions) http.Handler {
 	if opts.BodyTimeout <= 0 {
 		opts.BodyTimeout = BodyTimeout
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A write deadline an answer left on the connection (writeTimed)
+		// is not this request's.
+		http.NewResponseController(w).SetWriteDeadline(time.Time{})
 		if msg := checkLoopback(r); msg != "" {
 			http.Error(w, msg, http.StatusForbidden)
 			return

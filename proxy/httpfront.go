@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -198,6 +199,7 @@ func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, pb postBod
 // it.
 func (p *Proxy) serveSDK(h http.Handler, w http.ResponseWriter, r *http.Request) {
 	sw := newStreamWriter(w, p.logger)
+	sw.timeout = p.answerTimeout()
 	defer sw.close()
 	h.ServeHTTP(sw, r)
 }
@@ -506,7 +508,9 @@ func (p *Proxy) fastStateless(w http.ResponseWriter, r *http.Request, pb postBod
 	if rerr == nil {
 		res = withResultType(res)
 	}
-	writeRPCStatus(w, sessionlessStatus(rerr), fr.id, res, rerr)
+	if err := writeRPCStatus(w, sessionlessStatus(rerr), fr.id, res, rerr, p.answerTimeout()); errors.Is(err, os.ErrDeadlineExceeded) {
+		p.logger.Warn("proxy: an HTTP client took nothing of its call's answer; its connection is closed", "waited", p.answerTimeout())
+	}
 	return true
 }
 
@@ -561,19 +565,29 @@ func (p *Proxy) serveGuarded(ctx context.Context, in *callIn) (res json.RawMessa
 	return p.serveCall(ctx, in)
 }
 
-// writeRPC answers a POST with one JSON-RPC response.
-func writeRPC(w http.ResponseWriter, id, result json.RawMessage, rpcErr *jsonrpc.Error) {
-	writeRPCStatus(w, http.StatusOK, id, result, rpcErr)
+// writeRPC answers a POST with one JSON-RPC response, giving the client up
+// if it takes none of it for timeout (writeTimed).
+func writeRPC(w http.ResponseWriter, id, result json.RawMessage, rpcErr *jsonrpc.Error, timeout time.Duration) error {
+	return writeRPCStatus(w, http.StatusOK, id, result, rpcErr, timeout)
 }
 
 // writeRPCStatus is writeRPC with the HTTP status given.
-func writeRPCStatus(w http.ResponseWriter, status int, id, result json.RawMessage, rpcErr *jsonrpc.Error) {
+func writeRPCStatus(w http.ResponseWriter, status int, id, result json.RawMessage, rpcErr *jsonrpc.Error, timeout time.Duration) error {
 	b := appendResponse(make([]byte, 0, len(result)+64), id, result, rpcErr)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	w.Write(b)
+	return writeTimed(http.NewResponseController(w), w, b, timeout)
+}
+
+// answerTimeout is how long a client may take none of an answer on the
+// fast path before it is given up: streamWriteTimeout, as on the SDK's.
+func (p *Proxy) answerTimeout() time.Duration {
+	if p.writeTimeout > 0 {
+		return p.writeTimeout
+	}
+	return streamWriteTimeout
 }
 
 // frontResult is a downstream tools/call result as the client gets it: as

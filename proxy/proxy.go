@@ -175,6 +175,7 @@ type Proxy struct {
 	statelessCalls atomic.Uint64 // 2026-07-28 tools/calls the HTTP front served itself (for tests)
 	kept           keptStreams   // finished call streams kept for a resume (callstream.go)
 	noFastPath     bool          // tests: serve every request through the SDK
+	writeTimeout   time.Duration // tests: how long a client may take none of an answer (streamWriteTimeout if 0)
 	noPark         bool          // tests: no parked calls (park.go), to measure what they cost
 	reaper         sync.Once
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -163,11 +164,8 @@ func (s *streamWriter) write(rc *http.ResponseController, status int, queue [][]
 	}
 	var err error
 	for _, b := range queue {
-		for len(b) > 0 && err == nil {
-			n := min(len(b), streamWriteChunk)
-			rc.SetWriteDeadline(time.Now().Add(s.timeout))
-			_, err = s.w.Write(b[:n])
-			b = b[n:]
+		if err = writeTimed(rc, s.w, b, s.timeout); err != nil {
+			break
 		}
 	}
 	if err == nil && flush {
@@ -179,6 +177,25 @@ func (s *streamWriter) write(rc *http.ResponseController, status int, queue [][]
 	}
 	rc.SetWriteDeadline(time.Time{})
 	return err
+}
+
+// writeTimed writes b to w, the response rc controls, streamWriteChunk
+// bytes at a time, each under a write deadline timeout from its start: a
+// client that takes none of a chunk for that long is given up (the write
+// fails with os.ErrDeadlineExceeded), one that reads slowly is not. The
+// last deadline stays set, for what net/http writes of the response
+// after the handler returns; Front clears it for the connection's next
+// request.
+func writeTimed(rc *http.ResponseController, w io.Writer, b []byte, timeout time.Duration) error {
+	for len(b) > 0 {
+		n := min(len(b), streamWriteChunk)
+		rc.SetWriteDeadline(time.Now().Add(timeout))
+		if _, err := w.Write(b[:n]); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
 }
 
 // close waits until what was written is written (or given up); nothing
