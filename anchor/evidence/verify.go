@@ -101,6 +101,8 @@ type checker struct {
 	// are the entries proven in its checkpoint, with their files.
 	anchored *anchor.Verified
 	covered  []coveredEntry
+	// skippedWhy is the "missing" line the skipped/ files prove, if any.
+	skippedWhy string
 }
 
 // coveredEntry is an entry of the directory proven in the target.
@@ -156,6 +158,7 @@ func VerifyPinned(ctx context.Context, dir, vkey string, pins Pins) (*Report, er
 		c.checkIssued()
 		anchorKey := c.checkGenesisKeys()
 		c.checkAnchor(anchorKey)
+		c.checkSkipped(anchorKey)
 		c.checkContext()
 		c.checkAnchorTimes()
 		c.checkManifest()
@@ -291,7 +294,7 @@ func (c *checker) blameEntry(name string, entry []byte, r *log.Receipt) {
 func (c *checker) checkWitnesses(cpB []byte) {
 	dir, ok := c.dirPolicy()
 	if ok {
-		cos, err := c.cosigners(cpB, dir)
+		_, cos, err := cosignersOf(cpB, c.v, dir)
 		if err != nil {
 			c.bad(CheckpointFile, "%v", err)
 		}
@@ -325,27 +328,6 @@ func (c *checker) dirPolicy() (log.WitnessPolicy, bool) {
 		return log.WitnessPolicy{}, false
 	}
 	return p, true
-}
-
-// cosigners returns the names of p's witnesses that cosigned the target.
-func (c *checker) cosigners(cpB []byte, p log.WitnessPolicy) ([]string, error) {
-	_, no, err := log.OpenWitnessedCheckpoint(cpB, c.v, p)
-	var pe *log.WitnessPolicyError
-	switch {
-	case errors.As(err, &pe):
-		return pe.Cosigned, nil
-	case err != nil:
-		return nil, err
-	}
-	var out []string
-	for _, w := range p.Witnesses {
-		for _, s := range no.Sigs {
-			if s.Name == w.Name() && s.Hash == w.KeyHash() {
-				out = append(out, w.Name())
-			}
-		}
-	}
-	return out, nil
 }
 
 func (c *checker) checkCOSE(index uint64) {
@@ -568,7 +550,7 @@ func entriesOf(cs []Context) []*log.Entry {
 func (c *checker) checkManifest() {
 	m := c.rep.Manifest
 	m.Cosigned = c.dirCosigned
-	m.Missing = missing(m, c.dirWitnesses > 0, c.files[COSEFile] != nil)
+	m.Missing = missing(m, c.dirWitnesses > 0, c.files[COSEFile] != nil, c.skippedWhy)
 	m.Files = map[string]string{}
 	for name, b := range c.files {
 		if name != ManifestFile {

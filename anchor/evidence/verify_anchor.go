@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/log"
 )
 
 // checkAnchor checks anchor.json against the target, the anchoring key
@@ -100,6 +101,67 @@ func (c *checker) checkAnchorTimes() {
 	for _, p := range c.anchored.CheckCovered(newest.EntryTime) {
 		c.bad(AnchorFile, "%s: %s (%s)", p.Part, p.Msg, newest.file)
 	}
+}
+
+// checkSkipped checks the skipped/ files, which say why an evidence has
+// no anchor though one covers the entry: the smallest record covering it
+// dates the log before an entry it covers. The record must verify (under
+// its own roots and keys: it is not vouched for, only shown), the entry
+// must be proven in its checkpoint, and an authority's time must be
+// earlier than the entry's by more than anchor.MaxClockSkew; then the
+// manifest must say so (see skippedWhy).
+func (c *checker) checkSkipped(anchorKey crypto.PublicKey) {
+	b := c.get(SkippedAnchorFile, false)
+	if b == nil {
+		return
+	}
+	if c.files[AnchorFile] != nil {
+		c.bad(SkippedAnchorFile, "is there though %s anchors the checkpoint: it says why there is no anchor", AnchorFile)
+	}
+	r, err := anchor.ParseRecord(b)
+	if err != nil {
+		c.bad(SkippedAnchorFile, "%v", err)
+		return
+	}
+	if again, err := r.Marshal(); err != nil || !bytes.Equal(again, b) {
+		c.bad(SkippedAnchorFile, "is not in the record's canonical form")
+	}
+	if m := c.rep.Manifest; r.Size <= m.Index {
+		c.bad(SkippedAnchorFile, "anchors size %d, which does not cover entry %d", r.Size, m.Index)
+	}
+	ver, err := anchor.Verify(c.ctx, r, c.v, anchorKey, nil)
+	if err != nil {
+		c.bad(SkippedAnchorFile, "%v", err)
+	}
+	eb := c.get(SkippedEntryFile, true)
+	e, err := log.ParseEntry(eb)
+	if err != nil {
+		c.bad(SkippedEntryFile, "%v", err)
+		return
+	}
+	rc, err := log.ParseReceipt(c.get(SkippedProofFile, true))
+	if err != nil {
+		c.bad(SkippedProofFile, "%v", err)
+		return
+	}
+	if string(rc.Checkpoint) != r.Checkpoint {
+		c.bad(SkippedProofFile, "carries another checkpoint than %s anchors", SkippedAnchorFile)
+		return
+	}
+	if _, err := rc.Verify(log.LeafHash(eb), c.v); err != nil {
+		c.bad(SkippedProofFile, "does not prove %s in the checkpoint of %s: %v", SkippedEntryFile, SkippedAnchorFile, err)
+		c.blameEntry(SkippedEntryFile, eb, rc)
+		return
+	}
+	if ver == nil {
+		return
+	}
+	probs := ver.CheckCovered(anchor.EntryTime{Index: rc.Index, Time: e.Time})
+	if len(probs) == 0 {
+		c.bad(SkippedAnchorFile, "no authority of it is dated before %s (entry %d), which is no reason to leave it out", SkippedEntryFile, rc.Index)
+		return
+	}
+	c.skippedWhy = skippedWhy(r.Size, probs)
 }
 
 // signerName is the subject of a chain's first certificate.
