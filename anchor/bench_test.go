@@ -172,3 +172,43 @@ func BenchmarkAppendAlternating(b *testing.B) {
 		b.ReportMetric(float64(len(names)), "anchors")
 	}
 }
+
+// BenchmarkCoveredTimes measures what provlog evidence adds to check an
+// anchor at size 100,000 against the entries it covers: one read of
+// every entry of a Pebble log below that size, keeping the latest time.
+func BenchmarkCoveredTimes(b *testing.B) {
+	const size = 100_000
+	store, err := logpebble.Open(filepath.Join(b.TempDir(), "db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	seq, _, _ := newLog(b, store)
+	entry, err := (&log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "bench", Fields: map[string]any{
+		"server": "everything", "tool": "echo", "args": map[string]any{"message": "hello"},
+	}}).Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 64 {
+		wg.Go(func() {
+			for next.Add(1) < size {
+				if _, err := seq.Append(context.Background(), entry); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	ctx := context.Background()
+	for b.Loop() {
+		e, err := anchor.NewCoveredTimes(store).Newest(ctx, size)
+		if err != nil || e.Index == 0 {
+			b.Fatal(e, err)
+		}
+	}
+	b.ReportMetric(float64(size), "entries")
+}

@@ -186,8 +186,9 @@ func (l *testLog) badCosignature() []byte {
 	return nil
 }
 
-// TestWrittenVerifies: whatever Write writes, Verify accepts, and
-// the manifest Write returns is the one Verify derives; over every entry
+// TestWrittenVerifies: whatever Write writes, Verify accepts (and
+// VerifyPinned with the trust Write was given), and the manifest Write
+// returns is the one Verify derives; over every entry
 // of logs whose anchors hold, are dated before an entry they cover, are
 // broken, or anchor checkpoints whose cosignatures do not verify.
 func TestWrittenVerifies(t *testing.T) {
@@ -273,6 +274,13 @@ func TestWrittenVerifies(t *testing.T) {
 				}
 				if got, want := fmt.Sprint(rep.Manifest.Anchored, rep.Manifest.Cosigned, rep.Manifest.Missing), fmt.Sprint(m.Anchored, m.Cosigned, m.Missing); got != want {
 					t.Errorf("entry %d: Verify found %s, Write claimed %s", i, got, want)
+				}
+				// And under the trust the writer was configured with.
+				if o.Trust != nil {
+					pins := evidence.Pins{Witnesses: o.Witnesses, Threshold: o.Threshold, TSARoots: o.Trust.TSARoots, RekorKeys: o.Trust.RekorKeys}
+					if _, err := evidence.VerifyPinned(ctx, dir, l.vkey, pins); err != nil {
+						t.Errorf("entry %d: Write wrote what VerifyPinned with its trust refuses: %v", i, err)
+					}
 				}
 			}
 		})
