@@ -1,8 +1,10 @@
 package evidence_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -198,8 +200,9 @@ func TestWrittenVerifies(t *testing.T) {
 		name  string
 		build func(l *testLog)
 		// noTrust leaves out the configured trust: each record is
-		// checked against its own roots and keys.
-		noTrust, noWitnesses bool
+		// checked against its own roots and keys; cosignedLatest gives
+		// the log's latest checkpoint cosigned, and no other.
+		noTrust, noWitnesses, cosignedLatest bool
 	}{
 		{name: "anchored, then more entries", build: func(l *testLog) {
 			l.append(log.KindCall, "alice", call)
@@ -242,6 +245,20 @@ func TestWrittenVerifies(t *testing.T) {
 				tok[len(tok)-1] ^= 1
 			})
 		}},
+		{name: "a record not in its canonical form", build: func(l *testLog) {
+			l.append(log.KindCall, "alice", call)
+			st := l.storeDated(time.Now())
+			var b bytes.Buffer
+			if err := json.Indent(&b, st.Bytes, "", "  "); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(l.records.Dir(), st.Name), b.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "no anchor, the latest checkpoint cosigned", cosignedLatest: true, build: func(l *testLog) {
+			l.append(log.KindCall, "alice", call)
+		}},
 		{name: "a token by a TSA the config does not trust", build: func(l *testLog) {
 			l.append(log.KindCall, "alice", call)
 			trust := l.trust
@@ -261,6 +278,9 @@ func TestWrittenVerifies(t *testing.T) {
 				}
 				if sc.noWitnesses {
 					o.Witnesses, o.Threshold = nil, 0
+				}
+				if sc.cosignedLatest {
+					_, o.Latest = cosigningLog{l.seq, []note.Signer{l.signer, l.witness}}.Checkpoint()
 				}
 				dir := filepath.Join(t.TempDir(), "ev"+itoa(i))
 				m, err := evidence.Write(ctx, dir, o)
@@ -291,5 +311,36 @@ func (l *testLog) anchorNow() {
 	l.t.Helper()
 	if _, err := l.runner.AnchorNow(context.Background()); err != nil {
 		l.t.Fatal(err)
+	}
+}
+
+// TestClaimCitingAnotherTask: a reviewed claim may cite any entry, so
+// its evidence holds another task's entry as a cited one, and verifies;
+// another task's entry that no claim cites is refused, naming it.
+func TestClaimCitingAnotherTask(t *testing.T) {
+	ctx := context.Background()
+	l := newTestLog(t)
+	other := l.append("task.create", "carol", map[string]any{"task_id": "t_2", "title": "other"})
+	create := l.append("task.create", "bob", map[string]any{"task_id": "t_1", "title": "review t_2"})
+	claim := l.append("task.claim", "bob", map[string]any{"task_id": "t_1", "provenance": "reviewed", "summary": "ok", "evidence": []uint64{other}})
+	l.anchorNow()
+	dir := filepath.Join(t.TempDir(), "ev")
+	if _, err := evidence.Write(ctx, dir, l.options(claim, create, other)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := evidence.Verify(ctx, dir, l.vkey); err != nil {
+		t.Errorf("Write wrote what Verify refuses: %v", err)
+	}
+	uncited := l.append("task.create", "carol", map[string]any{"task_id": "t_3", "title": "unrelated"})
+	late := l.append("task.claim", "bob", map[string]any{"task_id": "t_1", "provenance": "reviewed", "summary": "ok", "evidence": []uint64{other}})
+	l.anchorNow()
+	dir = filepath.Join(t.TempDir(), "uncited")
+	if _, err := evidence.Write(ctx, dir, l.options(late, create, other, uncited)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := evidence.Verify(ctx, dir, l.vkey)
+	want := "context/" + itoa(uncited) + ".json: is an entry of task \"t_3\", not of the entry's task \"t_1\", and no claim here cites it"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Verify: %v\nwant %q", err, want)
 	}
 }

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/x509"
@@ -151,6 +152,10 @@ func (ch *chooser) check(ctx context.Context, st *anchor.Stored) (ok bool, sk *s
 		}
 	}
 	r := st.Record
+	if b, err := r.Marshal(); err != nil || !bytes.Equal(b, st.Bytes) {
+		ch.skip(st, errors.New("is not in the record's canonical form"))
+		return false, nil, nil
+	}
 	ver, err := anchor.Verify(ctx, r, ch.v, ch.key, nil)
 	if err != nil {
 		ch.skip(st, err)

@@ -520,12 +520,13 @@ func (c *checker) checkTask() {
 	for _, ce := range c.rep.Context {
 		name := contextName(ce.Index, ".json")
 		switch {
-		case ce.Role == "genesis":
+		case ce.Role == "genesis", cited[ce.Index]:
+			// A reviewed claim may cite any entry, another task's too.
 		case strings.HasPrefix(ce.Role, "task."):
 			if t, _ := ce.Entry.Fields["task_id"].(string); task == "" || t != task {
-				c.bad(name, "is an entry of task %q, not of the entry's task %q", t, task)
+				c.bad(name, "is an entry of task %q, not of the entry's task %q, and no claim here cites it", t, task)
 			}
-		case !cited[ce.Index]:
+		default:
 			c.bad(name, "is neither a task entry nor cited by a claim here")
 		}
 	}
