@@ -49,12 +49,7 @@ func BenchmarkAppend(b *testing.B) {
 				defer cancel()
 				go runner.Run(ctx)
 			}
-			entry, err := (&log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "bench", Fields: map[string]any{
-				"server": "everything", "tool": "echo", "args": map[string]any{"message": "hello"},
-			}}).Marshal()
-			if err != nil {
-				b.Fatal(err)
-			}
+			entry := echoEntry(b)
 			var failed atomic.Int64
 			b.SetParallelism(16)
 			b.ResetTimer()
@@ -99,12 +94,7 @@ func BenchmarkAppendAlternating(b *testing.B) {
 	}
 	e.seq, e.key = seq, key
 	runner := e.runner(func(o *online.Options) { o.Tree = store })
-	entry, err := (&log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "bench", Fields: map[string]any{
-		"server": "everything", "tool": "echo", "args": map[string]any{"message": "hello"},
-	}}).Marshal()
-	if err != nil {
-		b.Fatal(err)
-	}
+	entry := echoEntry(b)
 
 	var (
 		phase    atomic.Int32 // 0 off, 1 on
@@ -184,12 +174,7 @@ func BenchmarkCoveredTimes(b *testing.B) {
 	}
 	defer store.Close()
 	seq, _, _ := newLog(b, store)
-	entry, err := (&log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "bench", Fields: map[string]any{
-		"server": "everything", "tool": "echo", "args": map[string]any{"message": "hello"},
-	}}).Marshal()
-	if err != nil {
-		b.Fatal(err)
-	}
+	entry := echoEntry(b)
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	for range 64 {
@@ -211,4 +196,16 @@ func BenchmarkCoveredTimes(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(size), "entries")
+}
+
+// echoEntry is the call entry the benchmarks append.
+func echoEntry(b *testing.B) []byte {
+	b.Helper()
+	entry, err := (&log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "bench", Fields: map[string]any{
+		"server": "everything", "tool": "echo", "args": map[string]any{"message": "hello"},
+	}}).Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return entry
 }

@@ -475,15 +475,8 @@ func (c *checker) checkContext() {
 	cp := c.get(CheckpointFile, true)
 	for _, i := range idx {
 		jn, pn := contextName(i, ".json"), contextName(i, ".tlog-proof")
-		eb := c.get(jn, true)
-		e, err := log.ParseEntry(eb)
-		if err != nil {
-			c.bad(jn, "%v", err)
-			continue
-		}
-		r, err := log.ParseReceipt(c.get(pn, true))
-		if err != nil {
-			c.bad(pn, "%v", err)
+		e, eb, r := c.entryAndProof(jn, pn)
+		if e == nil {
 			continue
 		}
 		if r.Index != i || !bytes.Equal(r.Checkpoint, cp) {
@@ -499,6 +492,23 @@ func (c *checker) checkContext() {
 		c.rep.Context = append(c.rep.Context, Context{ContextEntry: ce, Entry: e})
 	}
 	c.checkTask()
+}
+
+// entryAndProof parses the entry file en and its proof file pn; nils if
+// either does not parse, which is reported.
+func (c *checker) entryAndProof(en, pn string) (*log.Entry, []byte, *log.Receipt) {
+	eb := c.get(en, true)
+	e, err := log.ParseEntry(eb)
+	if err != nil {
+		c.bad(en, "%v", err)
+		return nil, nil, nil
+	}
+	r, err := log.ParseReceipt(c.get(pn, true))
+	if err != nil {
+		c.bad(pn, "%v", err)
+		return nil, nil, nil
+	}
+	return e, eb, r
 }
 
 // checkTask checks that task context entries are of the entry's task and

@@ -21,13 +21,9 @@ func (c *checker) checkAnchor(anchorKey crypto.PublicKey) {
 		return
 	}
 	c.rep.Manifest.Anchored = true
-	r, err := anchor.ParseRecord(b)
-	if err != nil {
-		c.bad(AnchorFile, "%v", err)
+	r := c.record(AnchorFile, b)
+	if r == nil {
 		return
-	}
-	if again, err := r.Marshal(); err != nil || !bytes.Equal(again, b) {
-		c.bad(AnchorFile, "is not in the record's canonical form")
 	}
 	if r.Checkpoint != string(c.get(CheckpointFile, true)) {
 		c.bad(AnchorFile, "anchors another checkpoint than %s", CheckpointFile)
@@ -118,13 +114,9 @@ func (c *checker) checkSkipped(anchorKey crypto.PublicKey) {
 	if c.files[AnchorFile] != nil {
 		c.bad(SkippedAnchorFile, "is there though %s anchors the checkpoint: it says why there is no anchor", AnchorFile)
 	}
-	r, err := anchor.ParseRecord(b)
-	if err != nil {
-		c.bad(SkippedAnchorFile, "%v", err)
+	r := c.record(SkippedAnchorFile, b)
+	if r == nil {
 		return
-	}
-	if again, err := r.Marshal(); err != nil || !bytes.Equal(again, b) {
-		c.bad(SkippedAnchorFile, "is not in the record's canonical form")
 	}
 	if m := c.rep.Manifest; r.Size <= m.Index {
 		c.bad(SkippedAnchorFile, "anchors size %d, which does not cover entry %d", r.Size, m.Index)
@@ -133,15 +125,8 @@ func (c *checker) checkSkipped(anchorKey crypto.PublicKey) {
 	if err != nil {
 		c.bad(SkippedAnchorFile, "%v", err)
 	}
-	eb := c.get(SkippedEntryFile, true)
-	e, err := log.ParseEntry(eb)
-	if err != nil {
-		c.bad(SkippedEntryFile, "%v", err)
-		return
-	}
-	rc, err := log.ParseReceipt(c.get(SkippedProofFile, true))
-	if err != nil {
-		c.bad(SkippedProofFile, "%v", err)
+	e, eb, rc := c.entryAndProof(SkippedEntryFile, SkippedProofFile)
+	if e == nil {
 		return
 	}
 	if string(rc.Checkpoint) != r.Checkpoint {
@@ -162,6 +147,20 @@ func (c *checker) checkSkipped(anchorKey crypto.PublicKey) {
 		return
 	}
 	c.skippedWhy = skippedWhy(r.Size, probs)
+}
+
+// record parses the anchor record b, the file name, which must be in its
+// canonical form; nil if it does not parse.
+func (c *checker) record(name string, b []byte) *anchor.Record {
+	r, err := anchor.ParseRecord(b)
+	if err != nil {
+		c.bad(name, "%v", err)
+		return nil
+	}
+	if again, err := r.Marshal(); err != nil || !bytes.Equal(again, b) {
+		c.bad(name, "is not in the record's canonical form")
+	}
+	return r
 }
 
 // signerName is the subject of a chain's first certificate.

@@ -25,19 +25,7 @@ import (
 func TestEvidenceSkipsMisdatedAnchor(t *testing.T) {
 	ctx := context.Background()
 	data := makeDataDir(t, 4)
-	k, err := loadKeys(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := openStore(data, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.State(ctx)
-	s.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, st := dataState(t, data)
 	cp, err := log.ParseCheckpointNote(st.Checkpoint)
 	if err != nil {
 		t.Fatal(err)
@@ -73,4 +61,23 @@ func TestEvidenceSkipsMisdatedAnchor(t *testing.T) {
 	if code != 0 || !strings.Contains(out, missing) {
 		t.Errorf("verify-evidence: %d, want 0 and %q:\n%s", code, missing, out)
 	}
+}
+
+// dataState returns the keys of the data dir data and its log's state.
+func dataState(t *testing.T, data string) (*keys, log.State) {
+	t.Helper()
+	k, err := loadKeys(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := openStore(data, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.State(context.Background())
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, st
 }
