@@ -344,3 +344,26 @@ func TestClaimCitingAnotherTask(t *testing.T) {
 		t.Errorf("Verify: %v\nwant %q", err, want)
 	}
 }
+
+// TestUnreadableTime: an anchor covering an entry whose time cannot be
+// read cannot be checked against it; Write says which entry, and writes
+// nothing.
+func TestUnreadableTime(t *testing.T) {
+	ctx := context.Background()
+	l := newTestLog(t)
+	call := l.append(log.KindCall, "alice", map[string]any{"server": "fs", "tool": "write_file"})
+	bad, err := l.seq.Append(ctx, []byte(`{"kind":"call","actor":"mallory"}`))
+	if err != nil {
+		t.Fatalf("the sequencer refuses an entry without a time: %v", err)
+	}
+	l.anchorNow()
+	dir := filepath.Join(t.TempDir(), "ev")
+	_, err = evidence.Write(ctx, dir, l.options(call))
+	want := "entry " + itoa(bad.Index) + ": its time cannot be read"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Write: %v\nwant %q", err, want)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("Write left %s behind: %v", dir, err)
+	}
+}
