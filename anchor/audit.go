@@ -274,28 +274,16 @@ type entryPass struct {
 	// size; next is the first not checked yet.
 	covers []*audited
 	next   int
-	// newest is the latest "time" of the entries read so far, as text
-	// (TimeFormat sorts as time), and newestAt its entry's index.
-	newest     [len(log.TimeFormat)]byte
-	newestAt   uint64
-	seen       bool
+	// newest is the latest "time" of the entries read so far.
+	newest     newestTime
 	badTime    bool // newest is not a time, which is reported
 	unreadable unreadable
 }
 
-// noteTime keeps entry idx's time if it is the latest so far. Entry
-// times need not grow with the index (see [Verified.CheckCovered]), so
-// every entry's time is compared, not only the last's before a size: a
-// running maximum, one comparison an entry, and no entry parsed whole.
+// noteTime keeps entry idx's time if it is the latest so far.
 func (p *entryPass) noteTime(idx uint64, b []byte) {
-	t, ok := entryTime(b)
-	if !ok {
+	if !p.newest.note(idx, b) {
 		p.unreadable.add(idx, b)
-		return
-	}
-	if !p.seen || bytes.Compare(t, p.newest[:]) > 0 {
-		copy(p.newest[:], t)
-		p.newestAt, p.seen = idx, true
 	}
 }
 
@@ -304,21 +292,19 @@ func (p *entryPass) noteTime(idx uint64, b []byte) {
 func (p *entryPass) checkCovers(idx uint64) {
 	for ; p.next < len(p.covers) && p.covers[p.next].st.Record.Size <= idx; p.next++ {
 		a := p.covers[p.next]
-		if !p.seen {
+		if !p.newest.seen {
 			continue // no entry's time could be read: unreadable reports it
 		}
-		ts := string(p.newest[:])
-		t, err := time.Parse(log.TimeFormat, ts)
-		if err != nil || t.Format(log.TimeFormat) != ts {
+		newest, err := p.newest.get()
+		if err != nil {
 			if !p.badTime {
 				p.badTime = true
-				p.rep.Problems = append(p.rep.Problems, log.Problem{Part: fmt.Sprintf("entry %d", p.newestAt),
-					Msg: fmt.Sprintf("\"time\" %q is not RFC 3339 UTC with nanoseconds, so the anchors covering it cannot be checked against it", ts)})
+				p.rep.Problems = append(p.rep.Problems, log.ProblemOf(fmt.Sprintf("entry %d", newest.Index), err))
 			}
 			a.ok = false
 			continue
 		}
-		for _, pr := range a.v.CheckCovered(EntryTime{Index: p.newestAt, Time: t}) {
+		for _, pr := range a.v.CheckCovered(newest) {
 			p.rep.Problems = append(p.rep.Problems, log.Problem{Part: a.st.Name + ": " + pr.Part, Msg: pr.Msg})
 			a.ok = false
 		}

@@ -49,12 +49,7 @@ func BenchmarkAppend(b *testing.B) {
 				defer cancel()
 				go runner.Run(ctx)
 			}
-			entry, err := (&log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "bench", Fields: map[string]any{
-				"server": "everything", "tool": "echo", "args": map[string]any{"message": "hello"},
-			}}).Marshal()
-			if err != nil {
-				b.Fatal(err)
-			}
+			entry := echoEntry(b)
 			var failed atomic.Int64
 			b.SetParallelism(16)
 			b.ResetTimer()
@@ -99,12 +94,7 @@ func BenchmarkAppendAlternating(b *testing.B) {
 	}
 	e.seq, e.key = seq, key
 	runner := e.runner(func(o *online.Options) { o.Tree = store })
-	entry, err := (&log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "bench", Fields: map[string]any{
-		"server": "everything", "tool": "echo", "args": map[string]any{"message": "hello"},
-	}}).Marshal()
-	if err != nil {
-		b.Fatal(err)
-	}
+	entry := echoEntry(b)
 
 	var (
 		phase    atomic.Int32 // 0 off, 1 on
@@ -171,4 +161,51 @@ func BenchmarkAppendAlternating(b *testing.B) {
 		b.ReportMetric(on/off, "on/off")
 		b.ReportMetric(float64(len(names)), "anchors")
 	}
+}
+
+// BenchmarkCoveredTimes measures what provlog evidence adds to check an
+// anchor at size 100,000 against the entries it covers: one read of
+// every entry of a Pebble log below that size, keeping the latest time.
+func BenchmarkCoveredTimes(b *testing.B) {
+	const size = 100_000
+	store, err := logpebble.Open(filepath.Join(b.TempDir(), "db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	seq, _, _ := newLog(b, store)
+	entry := echoEntry(b)
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 64 {
+		wg.Go(func() {
+			for next.Add(1) < size {
+				if _, err := seq.Append(context.Background(), entry); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	ctx := context.Background()
+	for b.Loop() {
+		e, err := anchor.NewCoveredTimes(store).Newest(ctx, size)
+		if err != nil || e.Index == 0 {
+			b.Fatal(e, err)
+		}
+	}
+	b.ReportMetric(float64(size), "entries")
+}
+
+// echoEntry is the call entry the benchmarks append.
+func echoEntry(b *testing.B) []byte {
+	b.Helper()
+	entry, err := (&log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "bench", Fields: map[string]any{
+		"server": "everything", "tool": "echo", "args": map[string]any{"message": "hello"},
+	}}).Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return entry
 }

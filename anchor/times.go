@@ -2,6 +2,8 @@ package anchor
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -52,6 +54,95 @@ func (v *Verified) CheckCovered(newest EntryTime) []log.Problem {
 		}
 	}
 	return probs
+}
+
+// newestTime is the latest "time" of the log entries shown to it, kept
+// as text ([log.TimeFormat] sorts as time), and its entry's index. Entry
+// times need not grow with the index (see [Verified.CheckCovered]), so
+// every entry's time is compared: a running maximum, one comparison an
+// entry, and no entry parsed whole.
+type newestTime struct {
+	text [len(log.TimeFormat)]byte
+	at   uint64
+	seen bool
+}
+
+// note keeps entry idx's time, b being the entry, if it is the latest so
+// far; false if b's time cannot be read.
+func (n *newestTime) note(idx uint64, b []byte) bool {
+	t, ok := entryTime(b)
+	if !ok {
+		return false
+	}
+	if !n.seen || bytes.Compare(t, n.text[:]) > 0 {
+		copy(n.text[:], t)
+		n.at, n.seen = idx, true
+	}
+	return true
+}
+
+// get returns the latest time as a time; an error if it is not one in
+// [log.TimeFormat] (its entry is e.Index).
+func (n *newestTime) get() (e EntryTime, err error) {
+	ts := string(n.text[:])
+	t, err := time.Parse(log.TimeFormat, ts)
+	if err != nil || t.Format(log.TimeFormat) != ts {
+		return EntryTime{Index: n.at}, fmt.Errorf("\"time\" %q is not RFC 3339 UTC with nanoseconds, so the anchors covering it cannot be checked against it", ts)
+	}
+	return EntryTime{Index: n.at, Time: t}, nil
+}
+
+// EntryReader reads a log's entries [start, end). A log.Storage is one.
+type EntryReader interface {
+	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
+}
+
+// CoveredTimes tells the latest entry time below growing sizes of one
+// log: the time [Verified.CheckCovered] compares an anchor of that size
+// with. It reads each entry once, from the first, whatever the sizes
+// asked, so checking every anchor up to size S costs one read of S
+// entries.
+type CoveredTimes struct {
+	log    EntryReader
+	read   uint64
+	newest newestTime
+}
+
+// NewCoveredTimes returns a CoveredTimes of l that has read nothing.
+func NewCoveredTimes(l EntryReader) *CoveredTimes { return &CoveredTimes{log: l} }
+
+// Newest returns the entry with the latest time among entries [0, size),
+// size > 0, reading those it has not read yet. An entry whose time cannot
+// be read is an error naming it (the log's own audit fails such a log),
+// as is a size below one asked before.
+func (c *CoveredTimes) Newest(ctx context.Context, size uint64) (EntryTime, error) {
+	if size == 0 || size < c.read {
+		return EntryTime{}, fmt.Errorf("covered entry times: size %d after the %d entries read so far", size, c.read)
+	}
+	const chunk = 4096
+	for c.read < size {
+		end := min(size, c.read+chunk)
+		es, err := c.log.Entries(ctx, c.read, end)
+		if err != nil {
+			return EntryTime{}, fmt.Errorf("reading log entries [%d, %d): %w", c.read, end, err)
+		}
+		for i, b := range es {
+			idx := c.read + uint64(i)
+			if !c.newest.note(idx, b) {
+				why := errors.New("it has no \"time\" member")
+				if _, err := log.ParseEntry(b); err != nil {
+					why = err
+				}
+				return EntryTime{}, fmt.Errorf("entry %d: its time cannot be read, so the anchors covering it cannot be checked against it: %w", idx, why)
+			}
+		}
+		c.read = end
+	}
+	e, err := c.newest.get()
+	if err != nil {
+		return e, fmt.Errorf("entry %d: %w", e.Index, err)
+	}
+	return e, nil
 }
 
 // span says d to the second, with whole days apart when there are two or

@@ -11,6 +11,16 @@
 // of that exact note). When no checkpoint is both, the best available one
 // is used and manifest.json's "missing" says in words what is not there
 // (no anchor covers the entry yet; the anchored checkpoint is not cosigned).
+// An anchor is the target only if [Verify] accepts it there: its record
+// verifies (under the configured trust too), the policy's witnesses'
+// cosignatures on its checkpoint verify, and no authority dates the
+// checkpoint before an entry it covers (all of them, not only those in
+// the directory, as provlog audit checks); [Write] tells
+// [Options.Skipped] of each record it leaves out and why. When the only
+// anchors covering the entry are dated before an entry they cover,
+// skipped/ holds the smallest of them and that entry, and "missing" says
+// no anchor whose times hold covers the entry, naming the authority, the
+// entry and both times.
 // The entry is proven into the target by an inclusion proof, and the
 // receipt the entry got when it was committed (on the checkpoint of its own
 // batch) is linked to the target by a consistency proof.
@@ -53,6 +63,13 @@
 //	trust/tsa-roots.pem     the roots of the tokens' chains, which the
 //	                        writer checked are among the roots it trusts
 //	trust/rekor-keys.pem    the Rekor keys the entries verified with
+//	skipped/anchor.json     when present (and anchor.json is not): the
+//	                        smallest anchor record covering the entry,
+//	                        left out because an authority dates its
+//	                        checkpoint before an entry it covers
+//	skipped/entry.json      that entry (the one with the latest time the
+//	skipped/entry.tlog-proof checkpoint covers) and its inclusion proof
+//	                        in the skipped record's checkpoint
 //	context/<n>.json        other entries that give the entry its meaning,
 //	context/<n>.tlog-proof  each with its inclusion proof to the target:
 //	                        always the genesis entry (0, which names
@@ -77,8 +94,10 @@
 // log by, so no TSA or Rekor time may be earlier, by more than
 // anchor.MaxClockSkew, than the time of an entry the directory proves in
 // the anchored checkpoint (the entry itself or a context entry): such an
-// anchor fails, naming its time and the entry's. [Verify] trusts the witnesses, TSAs and Rekor as the directory
-// names them, which whoever wrote it chose; [VerifyPinned] takes witness
+// anchor fails, naming its time and the entry's. A skipped/ record must
+// verify under its own roots and keys and be dated before
+// skipped/entry.json by more than that; "missing" must then say so.
+// [Verify] trusts the witnesses, TSAs and Rekor as the directory names them, which whoever wrote it chose; [VerifyPinned] takes witness
 // keys and threshold, TSA roots and Rekor keys from the caller instead
 // (see [Pins]), and the report says which trust was pinned. Each part also stays checkable with its
 // own ecosystem's tools: the tokens with `openssl ts -verify`, the

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -44,5 +45,26 @@ func FuzzWitnesses(f *testing.F) {
 	f.Fuzz(func(t *testing.T, witnesses, cp string) {
 		c := &checker{files: map[string][]byte{WitnessesFile: []byte(witnesses)}, used: map[string]bool{}, rep: &Report{}, v: v}
 		c.checkWitnesses([]byte(cp))
+	})
+}
+
+// FuzzSkipped: skipped/ files of any bytes give problems, never a panic.
+func FuzzSkipped(f *testing.F) {
+	_, vkey, err := note.GenerateKey(nil, "provlog.test/fuzz")
+	if err != nil {
+		f.Fatal(err)
+	}
+	v, _ := note.NewVerifier(vkey)
+	f.Add([]byte(`{"v":1,"checkpoint":"provlog.test/fuzz\n2\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n","size":2,"timestamps":[],"tlogs":[]}`),
+		[]byte(`{"kind":"call","time":"2026-01-01T00:00:00.000000000Z","actor":"a"}`),
+		[]byte("c2sp.org/tlog-proof@v1\nindex 1\n\nprovlog.test/fuzz\n2\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"))
+	f.Add([]byte(""), []byte(""), []byte(""))
+	f.Fuzz(func(t *testing.T, rec, entry, proof []byte) {
+		c := &checker{ctx: context.Background(), files: map[string][]byte{SkippedAnchorFile: rec, SkippedEntryFile: entry, SkippedProofFile: proof},
+			used: map[string]bool{}, rep: &Report{Manifest: &Manifest{Index: 1}}, v: v}
+		c.checkSkipped(nil)
+		if c.skippedWhy != "" && len(c.probs) == 0 {
+			t.Fatalf("unsigned skipped/ files accepted: %s", c.skippedWhy)
+		}
 	})
 }

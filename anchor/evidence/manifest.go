@@ -21,6 +21,11 @@ const (
 	TSARootsFile    = "trust/tsa-roots.pem"
 	RekorKeysFile   = "trust/rekor-keys.pem"
 	ContextDir      = "context"
+	// The smallest anchor record covering the entry when it was left out
+	// for its times, the entry it dates before, and that entry's proof.
+	SkippedAnchorFile = "skipped/anchor.json"
+	SkippedEntryFile  = "skipped/entry.json"
+	SkippedProofFile  = "skipped/entry.tlog-proof"
 )
 
 // ConsistencyHeader is the first line of the consistency file.

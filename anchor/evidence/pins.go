@@ -63,7 +63,7 @@ func (p Pins) policy() (log.WitnessPolicy, error) {
 // cosigned the target.
 func (c *checker) checkPinnedWitnesses(cpB []byte, dir log.WitnessPolicy, haveDir bool) {
 	p := c.pinPolicy
-	cos, err := c.cosigners(cpB, p)
+	_, cos, err := cosignersOf(cpB, c.v, p)
 	if err != nil {
 		c.bad(CheckpointFile, "%v", err)
 		return

@@ -101,6 +101,8 @@ type checker struct {
 	// are the entries proven in its checkpoint, with their files.
 	anchored *anchor.Verified
 	covered  []coveredEntry
+	// skippedWhy is the "missing" line the skipped/ files prove, if any.
+	skippedWhy string
 }
 
 // coveredEntry is an entry of the directory proven in the target.
@@ -156,6 +158,7 @@ func VerifyPinned(ctx context.Context, dir, vkey string, pins Pins) (*Report, er
 		c.checkIssued()
 		anchorKey := c.checkGenesisKeys()
 		c.checkAnchor(anchorKey)
+		c.checkSkipped(anchorKey)
 		c.checkContext()
 		c.checkAnchorTimes()
 		c.checkManifest()
@@ -291,7 +294,7 @@ func (c *checker) blameEntry(name string, entry []byte, r *log.Receipt) {
 func (c *checker) checkWitnesses(cpB []byte) {
 	dir, ok := c.dirPolicy()
 	if ok {
-		cos, err := c.cosigners(cpB, dir)
+		_, cos, err := cosignersOf(cpB, c.v, dir)
 		if err != nil {
 			c.bad(CheckpointFile, "%v", err)
 		}
@@ -325,27 +328,6 @@ func (c *checker) dirPolicy() (log.WitnessPolicy, bool) {
 		return log.WitnessPolicy{}, false
 	}
 	return p, true
-}
-
-// cosigners returns the names of p's witnesses that cosigned the target.
-func (c *checker) cosigners(cpB []byte, p log.WitnessPolicy) ([]string, error) {
-	_, no, err := log.OpenWitnessedCheckpoint(cpB, c.v, p)
-	var pe *log.WitnessPolicyError
-	switch {
-	case errors.As(err, &pe):
-		return pe.Cosigned, nil
-	case err != nil:
-		return nil, err
-	}
-	var out []string
-	for _, w := range p.Witnesses {
-		for _, s := range no.Sigs {
-			if s.Name == w.Name() && s.Hash == w.KeyHash() {
-				out = append(out, w.Name())
-			}
-		}
-	}
-	return out, nil
 }
 
 func (c *checker) checkCOSE(index uint64) {
@@ -493,15 +475,8 @@ func (c *checker) checkContext() {
 	cp := c.get(CheckpointFile, true)
 	for _, i := range idx {
 		jn, pn := contextName(i, ".json"), contextName(i, ".tlog-proof")
-		eb := c.get(jn, true)
-		e, err := log.ParseEntry(eb)
-		if err != nil {
-			c.bad(jn, "%v", err)
-			continue
-		}
-		r, err := log.ParseReceipt(c.get(pn, true))
-		if err != nil {
-			c.bad(pn, "%v", err)
+		e, eb, r := c.entryAndProof(jn, pn)
+		if e == nil {
 			continue
 		}
 		if r.Index != i || !bytes.Equal(r.Checkpoint, cp) {
@@ -517,6 +492,23 @@ func (c *checker) checkContext() {
 		c.rep.Context = append(c.rep.Context, Context{ContextEntry: ce, Entry: e})
 	}
 	c.checkTask()
+}
+
+// entryAndProof parses the entry file en and its proof file pn; nils if
+// either does not parse, which is reported.
+func (c *checker) entryAndProof(en, pn string) (*log.Entry, []byte, *log.Receipt) {
+	eb := c.get(en, true)
+	e, err := log.ParseEntry(eb)
+	if err != nil {
+		c.bad(en, "%v", err)
+		return nil, nil, nil
+	}
+	r, err := log.ParseReceipt(c.get(pn, true))
+	if err != nil {
+		c.bad(pn, "%v", err)
+		return nil, nil, nil
+	}
+	return e, eb, r
 }
 
 // checkTask checks that task context entries are of the entry's task and
@@ -538,12 +530,13 @@ func (c *checker) checkTask() {
 	for _, ce := range c.rep.Context {
 		name := contextName(ce.Index, ".json")
 		switch {
-		case ce.Role == "genesis":
+		case ce.Role == "genesis", cited[ce.Index]:
+			// A reviewed claim may cite any entry, another task's too.
 		case strings.HasPrefix(ce.Role, "task."):
 			if t, _ := ce.Entry.Fields["task_id"].(string); task == "" || t != task {
-				c.bad(name, "is an entry of task %q, not of the entry's task %q", t, task)
+				c.bad(name, "is an entry of task %q, not of the entry's task %q, and no claim here cites it", t, task)
 			}
-		case !cited[ce.Index]:
+		default:
 			c.bad(name, "is neither a task entry nor cited by a claim here")
 		}
 	}
@@ -568,7 +561,7 @@ func entriesOf(cs []Context) []*log.Entry {
 func (c *checker) checkManifest() {
 	m := c.rep.Manifest
 	m.Cosigned = c.dirCosigned
-	m.Missing = missing(m, c.dirWitnesses > 0, c.files[COSEFile] != nil)
+	m.Missing = missing(m, c.dirWitnesses > 0, c.files[COSEFile] != nil, c.skippedWhy)
 	m.Files = map[string]string{}
 	for name, b := range c.files {
 		if name != ManifestFile {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/log"
 )
 
 // checkAnchor checks anchor.json against the target, the anchoring key
@@ -20,13 +21,9 @@ func (c *checker) checkAnchor(anchorKey crypto.PublicKey) {
 		return
 	}
 	c.rep.Manifest.Anchored = true
-	r, err := anchor.ParseRecord(b)
-	if err != nil {
-		c.bad(AnchorFile, "%v", err)
+	r := c.record(AnchorFile, b)
+	if r == nil {
 		return
-	}
-	if again, err := r.Marshal(); err != nil || !bytes.Equal(again, b) {
-		c.bad(AnchorFile, "is not in the record's canonical form")
 	}
 	if r.Checkpoint != string(c.get(CheckpointFile, true)) {
 		c.bad(AnchorFile, "anchors another checkpoint than %s", CheckpointFile)
@@ -100,6 +97,70 @@ func (c *checker) checkAnchorTimes() {
 	for _, p := range c.anchored.CheckCovered(newest.EntryTime) {
 		c.bad(AnchorFile, "%s: %s (%s)", p.Part, p.Msg, newest.file)
 	}
+}
+
+// checkSkipped checks the skipped/ files, which say why an evidence has
+// no anchor though one covers the entry: the smallest record covering it
+// dates the log before an entry it covers. The record must verify (under
+// its own roots and keys: it is not vouched for, only shown), the entry
+// must be proven in its checkpoint, and an authority's time must be
+// earlier than the entry's by more than anchor.MaxClockSkew; then the
+// manifest must say so (see skippedWhy).
+func (c *checker) checkSkipped(anchorKey crypto.PublicKey) {
+	b := c.get(SkippedAnchorFile, false)
+	if b == nil {
+		return
+	}
+	if c.files[AnchorFile] != nil {
+		c.bad(SkippedAnchorFile, "is there though %s anchors the checkpoint: it says why there is no anchor", AnchorFile)
+	}
+	r := c.record(SkippedAnchorFile, b)
+	if r == nil {
+		return
+	}
+	if m := c.rep.Manifest; r.Size <= m.Index {
+		c.bad(SkippedAnchorFile, "anchors size %d, which does not cover entry %d", r.Size, m.Index)
+	}
+	ver, err := anchor.Verify(c.ctx, r, c.v, anchorKey, nil)
+	if err != nil {
+		c.bad(SkippedAnchorFile, "%v", err)
+	}
+	e, eb, rc := c.entryAndProof(SkippedEntryFile, SkippedProofFile)
+	if e == nil {
+		return
+	}
+	if string(rc.Checkpoint) != r.Checkpoint {
+		c.bad(SkippedProofFile, "carries another checkpoint than %s anchors", SkippedAnchorFile)
+		return
+	}
+	if _, err := rc.Verify(log.LeafHash(eb), c.v); err != nil {
+		c.bad(SkippedProofFile, "does not prove %s in the checkpoint of %s: %v", SkippedEntryFile, SkippedAnchorFile, err)
+		c.blameEntry(SkippedEntryFile, eb, rc)
+		return
+	}
+	if ver == nil {
+		return
+	}
+	probs := ver.CheckCovered(anchor.EntryTime{Index: rc.Index, Time: e.Time})
+	if len(probs) == 0 {
+		c.bad(SkippedAnchorFile, "no authority of it is dated before %s (entry %d), which is no reason to leave it out", SkippedEntryFile, rc.Index)
+		return
+	}
+	c.skippedWhy = skippedWhy(r.Size, probs)
+}
+
+// record parses the anchor record b, the file name, which must be in its
+// canonical form; nil if it does not parse.
+func (c *checker) record(name string, b []byte) *anchor.Record {
+	r, err := anchor.ParseRecord(b)
+	if err != nil {
+		c.bad(name, "%v", err)
+		return nil
+	}
+	if again, err := r.Marshal(); err != nil || !bytes.Equal(again, b) {
+		c.bad(name, "is not in the record's canonical form")
+	}
+	return r
 }
 
 // signerName is the subject of a chain's first certificate.

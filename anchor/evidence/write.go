@@ -2,7 +2,6 @@ package evidence
 
 import (
 	"context"
-	"crypto"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
@@ -67,6 +66,14 @@ type Options struct {
 	// Context are the other entries to include (task history, cited
 	// entries); the genesis entry is always included.
 	Context []uint64
+	// Skipped, if not nil, is told of each anchor record covering the
+	// entry that is not the target because [Verify] would refuse it
+	// there, and why (see chooseTarget).
+	Skipped func(record string, why error)
+
+	// testingOnlySkipTimes makes chooseTarget take a record whatever its
+	// times, to write what Verify must refuse.
+	testingOnlySkipTimes bool
 }
 
 // Write writes the evidence for one entry into dir, which must not exist
@@ -120,18 +127,19 @@ func Write(ctx context.Context, dir string, o Options) (*Manifest, error) {
 	}
 	w.putKeys(o, policy)
 	if t.record != nil {
-		key, err := x509.ParsePKIXPublicKey(o.AnchorKey)
-		if err != nil {
-			return nil, fmt.Errorf("evidence: anchoring key: %w", err)
+		if err := w.putAnchor(t.record); err != nil {
+			return nil, err
 		}
-		if err := w.putAnchor(ctx, t.record, v, key, o.Trust); err != nil {
+	}
+	if t.skipped != nil {
+		if err := w.putSkipped(ctx, o.Source, t.skipped); err != nil {
 			return nil, err
 		}
 	}
 	if m.Context, err = w.putContext(ctx, o, t); err != nil {
 		return nil, err
 	}
-	m.Missing = missing(m, len(o.Witnesses) > 0, o.Signer != nil || o.COSE != nil)
+	m.Missing = missing(m, len(o.Witnesses) > 0, o.Signer != nil || o.COSE != nil, t.skippedWhy())
 	if w.err != nil {
 		return nil, w.err
 	}
@@ -169,10 +177,14 @@ func (w *writer) putCOSE(ctx context.Context, o Options, rc *log.Receipt, size u
 }
 
 // missing says what the manifest lacks; [Verify] computes the same from
-// what it finds.
-func missing(m *Manifest, witnessed, hasCOSE bool) []string {
+// what it finds. skipped is why no anchor is there when one was left out
+// for its times (skippedWhy), else "".
+func missing(m *Manifest, witnessed, hasCOSE bool, skipped string) []string {
 	out := []string{}
-	if !m.Anchored {
+	switch {
+	case !m.Anchored && skipped != "":
+		out = append(out, skipped)
+	case !m.Anchored:
 		out = append(out, "no anchor covers the entry: the target checkpoint is not time-stamped or in Rekor")
 	}
 	if !witnessed {
@@ -204,76 +216,6 @@ func policyOf(vkeys []string, threshold int) (log.WitnessPolicy, error) {
 		p.Witnesses = append(p.Witnesses, w)
 	}
 	return p, p.Check()
-}
-
-// target is the checkpoint an evidence centres on.
-type target struct {
-	note     []byte
-	cp       log.Checkpoint
-	record   *anchor.Stored // nil when not anchored
-	cosigned bool
-}
-
-// chooseTarget picks the smallest anchored checkpoint covering the entry
-// that the witness policy accepts; else the smallest anchored one; else a
-// cosigned checkpoint covering it; else the log's latest.
-func chooseTarget(ctx context.Context, o Options, v note.Verifier, p log.WitnessPolicy) (*target, error) {
-	recs := slices.Clone(o.Records)
-	slices.SortStableFunc(recs, func(a, b *anchor.Stored) int { return cmpSize(a, b) })
-	witnessed := len(p.Witnesses) > 0
-	var first *target
-	for _, st := range recs {
-		if st.Record == nil || st.Record.Size <= o.Index {
-			continue
-		}
-		msg := []byte(st.Record.Checkpoint)
-		cp, _, err := log.OpenCheckpoint(msg, v)
-		if err != nil {
-			continue // a broken record is no target; audit reports it
-		}
-		_, _, werr := log.OpenWitnessedCheckpoint(msg, v, p)
-		t := &target{note: msg, cp: cp, record: st, cosigned: witnessed && werr == nil}
-		if t.cosigned || (!witnessed && werr == nil) {
-			return t, nil
-		}
-		if first == nil {
-			first = t
-		}
-	}
-	if first != nil {
-		return first, nil
-	}
-	for _, msg := range o.Cosigned {
-		cp, _, err := log.OpenWitnessedCheckpoint(msg, v, p)
-		if err == nil && cp.Size > o.Index {
-			return &target{note: msg, cp: cp, cosigned: witnessed}, nil
-		}
-	}
-	cp, _, err := log.OpenCheckpoint(o.Latest, v)
-	if err != nil {
-		return nil, fmt.Errorf("evidence: the log's latest checkpoint: %w", err)
-	}
-	if cp.Size <= o.Index {
-		return nil, fmt.Errorf("evidence: entry %d is not in the log of size %d", o.Index, cp.Size)
-	}
-	return &target{note: o.Latest, cp: cp}, nil
-}
-
-func cmpSize(a, b *anchor.Stored) int {
-	var x, y uint64
-	if a.Record != nil {
-		x = a.Record.Size
-	}
-	if b.Record != nil {
-		y = b.Record.Size
-	}
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 // writer writes files and remembers their hashes; the first error sticks.
@@ -350,8 +292,9 @@ func formatWitnesses(vkeys []string, threshold int) string {
 }
 
 // putAnchor writes the record, its tokens and Rekor entries apart, and
-// the trust roots they verify against.
-func (w *writer) putAnchor(ctx context.Context, st *anchor.Stored, v note.Verifier, anchorKey crypto.PublicKey, trust *anchor.Trust) error {
+// the trust roots they verify against (chooseTarget verified it, under
+// the configured trust too).
+func (w *writer) putAnchor(st *anchor.Stored) error {
 	w.put(AnchorFile, st.Bytes)
 	r := st.Record
 	for i, ts := range r.Timestamps {
@@ -364,13 +307,6 @@ func (w *writer) putAnchor(ctx context.Context, st *anchor.Stored, v note.Verifi
 		}
 		w.put(fmt.Sprintf("%s/%d.json", RekorDir, i), tl.RekorV1.Entry)
 		w.put(fmt.Sprintf("%s/%d.pub", RekorDir, i), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: tl.RekorV1.PublicKey}))
-	}
-	// The record must verify under the caller's trust; the files then
-	// hold the roots and keys it names, which are among those trusted.
-	if trust != nil {
-		if _, err := anchor.Verify(ctx, r, v, anchorKey, trust); err != nil {
-			return fmt.Errorf("evidence: anchor record %s does not verify under the configured trust: %w", st.Name, err)
-		}
 	}
 	roots, keys, err := trustPEM(anchor.TrustFromRecord(r))
 	if err != nil {

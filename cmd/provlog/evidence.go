@@ -74,6 +74,9 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if o.Context, err = taskContext(ctx, o.Source, o.Index); err != nil {
 		return err
 	}
+	o.Skipped = func(record string, why error) {
+		fmt.Fprintf(stderr, "evidence: anchor record %s is not used: %v\n", record, why)
+	}
 	if _, err := evidence.Write(ctx, *out, *o); err != nil {
 		return err
 	}

@@ -26,21 +26,8 @@ import (
 // genuine and forged witness keys.
 func forgedWitnessEvidence(t *testing.T) (ev, vkeyFile, genuine, forged string) {
 	t.Helper()
-	ctx := context.Background()
 	data := makeDataDir(t, 4)
-	k, err := loadKeys(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := openStore(data, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := s.State(ctx)
-	s.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, st := dataState(t, data)
 	_, genuine, _ = log.GenerateCosignerKey(rand.Reader, "witness.example/w1")
 	fkey, forged, _ := log.GenerateCosignerKey(rand.Reader, "witness.example/w1")
 	forger, err := log.ParseCosignerKey(fkey)
