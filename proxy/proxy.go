@@ -159,6 +159,8 @@ type Proxy struct {
 
 	sources sync.Map // server id -> *source.Resolver, made on first use (call.go)
 	removed sync.Map // removedName -> id of the removed server it was (drain.go)
+	// testingOnlyStartBound replaces startBound's connectTimeout if not zero.
+	testingOnlyStartBound time.Duration
 
 	router *router // front name -> server (router.go)
 
@@ -255,7 +257,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	p.addOwnTools()
 
 	for i := range opts.Servers {
-		p.start(newDownstream(p, opts.Servers[i]))
+		p.start(newDownstream(p, opts.Servers[i]), nil)
 	}
 	// At most StartTimeout in all (a second server that hangs too is
 	// not waited for again), saying after a second what it waits for.

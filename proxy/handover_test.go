@@ -1,0 +1,273 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+)
+
+// TestChangeServerUnderCalls: a server whose config changes (a stdio
+// server's env, an HTTP server's url; real processes and servers) is
+// replaced while four clients (two stdio sessions, an HTTP session and a
+// sessionless 2026-07-28 client) call its tool without pause: no call is
+// refused, a call under way on the old instance finishes there while the
+// new one already takes calls, every side effect has its call entry, and
+// each call entry names the definition of the instance that served it,
+// from a tools entry before it. When the definitions are the same the
+// clients hear of no change; when they differ, they are told and the
+// change is reported.
+func TestChangeServerUnderCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		http    bool
+		newDesc string // the new instance's description of append
+	}{
+		{"stdio", false, ""},
+		{"stdio, tool changed", false, "appends, differently"},
+		{"http", true, ""},
+		{"http, tool changed", true, "appends, differently"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			oldFile, newFile := filepath.Join(dir, "old"), filepath.Join(dir, "new")
+			config := func(file, desc string) ServerConfig {
+				if tc.http {
+					return ServerConfig{ID: "a", URL: appendHTTP(t, file, desc)}
+				}
+				cfg := fixtureServerConfig(t, "a")
+				cfg.Env[fixtureAppendEnv], cfg.Env[fixtureDescEnv] = file, desc
+				return cfg
+			}
+			// Both before the proxy, which is closed first.
+			oldCfg, newCfg := config(oldFile, ""), config(newFile, tc.newDesc)
+			l := newTestLog(t)
+			p := startProxy(t, l, []ServerConfig{oldCfg}, nil)
+			waitRouted(t, p, "a__append", "a__wait_file")
+			url := serveHTTP(t, p)
+			cl := newClientLog()
+			clients := []*mcp.ClientSession{connectMemory(t, p, cl), connectMemory(t, p, nil),
+				connectHTTP(t, url, "2025-11-25", nil), connectHTTP(t, url, "", nil)}
+			ctx := context.Background()
+
+			flag := filepath.Join(dir, "go-on")
+			before := l.size(t)
+			slow := make(chan error, 1)
+			go func() {
+				res, err := clients[0].CallTool(ctx, &mcp.CallToolParams{Name: "a__wait_file", Arguments: map[string]any{"path": flag}})
+				if err == nil && (res.IsError || textOf(res) != "found "+flag) {
+					err = fmt.Errorf("%s", textOf(res))
+				}
+				slow <- err
+			}()
+			l.waitSize(t, before+1) // its call entry: it is under way on the old instance
+
+			stop := make(chan struct{})
+			errs := make(chan error, len(clients))
+			var wg sync.WaitGroup
+			for i, cs := range clients {
+				wg.Go(func() {
+					for n := 0; ; n++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						text := fmt.Sprintf("c%d-%d", i, n)
+						res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__append", Arguments: map[string]any{"text": text}})
+						if err != nil || res.IsError {
+							errs <- fmt.Errorf("call %s: %v %v", text, err, textOf(res))
+							return
+						}
+					}
+				})
+			}
+			waitFor(t, "every client's calls reach the old instance", func() bool { return fromEvery(lines(oldFile), len(clients)) })
+			drainNotifications(cl.toolChanges)
+			changed := make(chan error, 1)
+			go func() { changed <- p.ChangeServers(nil, []ServerConfig{newCfg}) }()
+			waitFor(t, "every client's calls reach the new instance", func() bool { return fromEvery(lines(newFile), len(clients)) })
+			select {
+			case err := <-changed:
+				t.Fatalf("ChangeServers returned (%v) while the old instance's call was under way", err)
+			default:
+			}
+			if err := os.WriteFile(flag, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-slow; err != nil {
+				t.Errorf("the call under way on the old instance: %v", err)
+			}
+			if err := <-changed; err != nil {
+				t.Fatal(err)
+			}
+			close(stop)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			checkServedDefinitions(t, l, lines(oldFile), lines(newFile))
+			t.Logf("%d calls served by the old instance, %d by the new one", len(lines(oldFile)), len(lines(newFile)))
+
+			changes := p.Downstreams()[0].ToolChanges
+			if tc.newDesc == "" {
+				if len(changes) != 0 {
+					t.Errorf("tool changes %+v, want none", changes)
+				}
+				if n := len(cl.toolChanges); n != 0 {
+					t.Errorf("the client was told %d times that the tools changed, want never", n)
+				}
+			} else {
+				if len(changes) != 1 || changes[0].Tool != "append" {
+					t.Errorf("tool changes %+v, want append's", changes)
+				}
+				waitFor(t, "the client is told the tools changed", func() bool { return len(cl.toolChanges) > 0 })
+			}
+		})
+	}
+}
+
+// checkServedDefinitions checks that every text in oldLines and
+// newLines (side effects of the old and the new instance of server a)
+// has one call entry of a's append, which names the definition of
+// append in the first tools entry (oldLines) or the last (newLines),
+// and comes after the tools entry that holds it.
+func checkServedDefinitions(t *testing.T, l *testLog, oldLines, newLines []string) {
+	t.Helper()
+	calls := map[string]*log.CallEntry{}
+	at := map[string]uint64{}
+	var tools []uint64
+	sums := map[uint64]string{} // tools entry -> append's definition
+	for i := uint64(0); i < l.size(t); i++ {
+		e := mustParse(t, l.entry(t, i))
+		switch e.Kind {
+		case log.KindTools:
+			te, err := log.ParseTools(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ts := range te.Tools {
+				if te.Server == "a" && ts.Name == "append" {
+					tools, sums[i] = append(tools, i), ts.SHA256
+				}
+			}
+		case log.KindCall:
+			c, err := log.ParseCall(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a struct{ Text string }
+			json.Unmarshal(c.Args, &a)
+			if c.Tool == "append" {
+				if calls[a.Text] != nil {
+					t.Errorf("two call entries of %s", a.Text)
+				}
+				calls[a.Text], at[a.Text] = c, i
+			}
+		}
+	}
+	if len(tools) < 2 {
+		t.Fatalf("tools entries of a %v, want the old instance's and the new one's", tools)
+	}
+	for _, side := range []struct {
+		lines []string
+		tools uint64
+	}{{oldLines, tools[0]}, {newLines, tools[len(tools)-1]}} {
+		for _, text := range side.lines {
+			c := calls[text]
+			switch {
+			case c == nil:
+				t.Errorf("side effect %s has no call entry", text)
+			case c.ToolSHA256 != sums[side.tools]:
+				t.Errorf("call %s names definition %.12s, want %.12s, of the instance that served it (tools entry %d)", text, c.ToolSHA256, sums[side.tools], side.tools)
+			case at[text] < side.tools:
+				t.Errorf("call %s (entry %d) comes before the tools entry %d of the definition it names", text, at[text], side.tools)
+			}
+		}
+	}
+}
+
+// lines returns the lines of file (none if it does not exist).
+func lines(file string) []string {
+	b, _ := os.ReadFile(file)
+	return strings.Fields(string(b))
+}
+
+// fromEvery reports whether texts has one of each of n clients ("c<i>-").
+func fromEvery(texts []string, n int) bool {
+	for i := range n {
+		if !slices.ContainsFunc(texts, func(s string) bool { return strings.HasPrefix(s, fmt.Sprintf("c%d-", i)) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// drainNotifications empties ch.
+func drainNotifications(ch chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+// appendHTTP serves an MCP server over streamable HTTP with the tools
+// append (to file, described as desc) and wait_file, and returns its URL.
+func appendHTTP(t *testing.T, file, desc string) string {
+	s := mcp.NewServer(&mcp.Implementation{Name: "append", Version: "1"}, nil)
+	addAppend(s, file, desc)
+	addWaitFile(s)
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(down.Close)
+	return down.URL
+}
+
+// TestChangeServerFailsToStart: a call that comes while a changed
+// server's new instance is starting waits for it; when it has not started
+// within the bound (its command does not exist), the call is refused,
+// saying so, and nothing is written; the server's tools leave the front,
+// and calls that come then are told it is not connected.
+func TestChangeServerFailsToStart(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "a")}, nil)
+	p.testingOnlyStartBound = 3 * time.Second
+	cs := connectMemory(t, p, nil)
+	ctx := context.Background()
+	waitRouted(t, p, "a__ok")
+	bad := ServerConfig{ID: "a", Command: []string{filepath.Join(t.TempDir(), "no-such-server")}}
+	if err := p.ChangeServers(nil, []ServerConfig{bad}); err != nil {
+		t.Fatal(err)
+	}
+	before := l.size(t)
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__ok", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), `server "a" was changed in the configuration (live reload), and its new instance did not start within 3s`) ||
+		!strings.Contains(err.Error(), "no-such-server") {
+		t.Errorf("a call while the new instance fails to start: %v, want it refused, saying why", err)
+	}
+	waitFor(t, "a's tools leave the front", func() bool {
+		lt, err := cs.ListTools(ctx, nil)
+		return err == nil && !slices.ContainsFunc(lt.Tools, func(tl *mcp.Tool) bool { return tl.Name == "a__ok" })
+	})
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__ok", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), `server "a" is not connected`) {
+		t.Errorf("a call once the bound passed: %v, want it refused as not connected", err)
+	}
+	if got := l.size(t); got != before {
+		t.Errorf("the refused calls wrote %d entries", got-before)
+	}
+}
