@@ -87,8 +87,11 @@ func TestChangeServerUnderCalls(t *testing.T) {
 						}
 						text := fmt.Sprintf("c%d-%d", i, n)
 						res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__append", Arguments: map[string]any{"text": text}})
-						if err != nil || res.IsError {
-							errs <- fmt.Errorf("call %s: %v %v", text, err, textOf(res))
+						if err == nil && res.IsError {
+							err = fmt.Errorf("%s", textOf(res))
+						}
+						if err != nil {
+							errs <- fmt.Errorf("call %s: %v", text, err)
 							return
 						}
 					}
@@ -96,6 +99,7 @@ func TestChangeServerUnderCalls(t *testing.T) {
 			}
 			waitFor(t, "every client's calls reach the old instance", func() bool { return fromEvery(lines(oldFile), len(clients)) })
 			drainNotifications(cl.toolChanges)
+			oldD := p.downstreams()[0]
 			changed := make(chan error, 1)
 			go func() { changed <- p.ChangeServers(nil, []ServerConfig{newCfg}) }()
 			waitFor(t, "every client's calls reach the new instance", func() bool { return fromEvery(lines(newFile), len(clients)) })
@@ -113,11 +117,20 @@ func TestChangeServerUnderCalls(t *testing.T) {
 			if err := <-changed; err != nil {
 				t.Fatal(err)
 			}
+			// A call the router sent to the old instance just before it
+			// was replaced goes on to the new one.
+			in := &callIn{d: oldD, tool: "append", params: &mcp.CallToolParamsRaw{Name: "a__append", Arguments: json.RawMessage(`{"text":"redirected"}`)}, start: time.Now()}
+			if _, rerr := p.serveCall(ctx, in); rerr != nil || in.d == oldD {
+				t.Errorf("a call on the old instance once it was replaced: %v, want it served by the new one", rerr)
+			}
 			close(stop)
 			wg.Wait()
 			close(errs)
 			for err := range errs {
 				t.Error(err)
+			}
+			if !slices.Contains(lines(newFile), "redirected") {
+				t.Error("the call redirected to the new instance did not reach it")
 			}
 			checkServedDefinitions(t, l, lines(oldFile), lines(newFile))
 			t.Logf("%d calls served by the old instance, %d by the new one", len(lines(oldFile)), len(lines(newFile)))
@@ -269,5 +282,47 @@ func TestChangeServerFailsToStart(t *testing.T) {
 	}
 	if got := l.size(t); got != before {
 		t.Errorf("the refused calls wrote %d entries", got-before)
+	}
+}
+
+// TestChangeServerOffersLess: a changed server's new instance that offers
+// no tools (an HTTP server with a prompt only) does not keep the old
+// instance's tools at the front: they leave it once it has started, and
+// a call of one is an unknown tool, with nothing written.
+func TestChangeServerOffersLess(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "prompts", Version: "1"}, nil)
+	s.AddPrompt(&mcp.Prompt{Name: "hello"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello"}}}}, nil
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(down.Close)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "a")}, nil)
+	cs := connectMemory(t, p, nil)
+	ctx := context.Background()
+	waitRouted(t, p, "a__ok")
+	if err := p.ChangeServers(nil, []ServerConfig{{ID: "a", URL: down.URL}}); err != nil {
+		t.Fatal(err)
+	}
+	before := l.size(t)
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__ok", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), `unknown tool "a__ok"`) {
+		t.Errorf("a call of a tool the new instance does not offer: %v, want an unknown tool", err)
+	}
+	if got := l.size(t); got != before {
+		t.Errorf("the call wrote %d entries", got-before)
+	}
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range lt.Tools {
+		if strings.HasPrefix(tl.Name, "a__") {
+			t.Errorf("the old instance's tool %s is still offered", tl.Name)
+		}
+	}
+	res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "a__hello"})
+	if err != nil || len(res.Messages) != 1 {
+		t.Errorf("the new instance's prompt: %v %v", res, err)
 	}
 }
