@@ -157,7 +157,7 @@ type Proxy struct {
 	live      map[string]*live
 	serversMu sync.Mutex
 
-	sources sync.Map // server id -> *source.Resolver, made on first use (call.go)
+	sources sync.Map // *downstream -> its *source.Resolver, made on first use (call.go)
 	removed sync.Map // removedName -> id of the removed server it was (drain.go)
 	// testingOnlyStartBound replaces startBound's connectTimeout if not zero.
 	testingOnlyStartBound time.Duration

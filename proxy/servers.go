@@ -148,7 +148,7 @@ func (p *Proxy) ChangeServers(remove []string, replace []ServerConfig) error {
 			d := l.d
 			l.retire()
 			d.cat.clear() // what a sync under way registered as it stopped
-			p.sources.Delete(d.cfg.ID)
+			p.sources.Delete(d)
 			p.logger.Info("proxy: server removed", "server", d.cfg.ID)
 		})
 	}
@@ -156,6 +156,7 @@ func (p *Proxy) ChangeServers(remove []string, replace []ServerConfig) error {
 		wg.Go(func() {
 			// Its names are its successor's: they stay at the front.
 			l.retire()
+			p.sources.Delete(l.d)
 			p.logger.Info("proxy: a changed server's old instance stopped", "server", l.d.cfg.ID)
 		})
 	}
@@ -208,6 +209,9 @@ func (p *Proxy) handOver(cfg ServerConfig) (*live, <-chan struct{}, error) {
 	p.router.handOver(od, d)
 	od.next.Store(d) // before its gate closes: a request it refuses goes on
 	idle := od.gate.close()
+	if od.handover != nil {
+		od.handover.end(nil) // still starting: what waits for it goes on to d
+	}
 	p.start(d, od)
 	p.logger.Info("proxy: server changed; its new instance starts, and its old one drains", "server", cfg.ID)
 	return old, idle, nil
