@@ -329,3 +329,41 @@ func TestChangeServerOffersLess(t *testing.T) {
 		t.Errorf("the new instance's prompt: %v %v", res, err)
 	}
 }
+
+// TestChangeServerReads: a changed server's resources and prompts stay
+// at the front across the change, and a read of one once the old
+// instance has stopped is served by the new one and recorded: the
+// front's handlers of what did not change are the old instance's, and
+// send the read on to its successor.
+func TestChangeServerReads(t *testing.T) {
+	l := newTestLog(t)
+	cfg := fixtureServerConfig(t, "a")
+	cfg.Env[fixtureEnv] = "lists"
+	p := startProxy(t, l, []ServerConfig{cfg}, nil)
+	cs := connectMemory(t, p, nil)
+	ctx := context.Background()
+	waitRouted(t, p, "a__reshape")
+	changed := fixtureServerConfig(t, "a")
+	changed.Env[fixtureEnv], changed.Env["CHANGED"] = "lists", "1"
+	if err := p.ChangeServers(nil, []ServerConfig{changed}); err != nil {
+		t.Fatal(err)
+	}
+	before := l.size(t)
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "a+fixture:///a"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "contents of fixture:///a" {
+		t.Errorf("reading a resource after the change: %v %v", rr, err)
+	}
+	gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "a__p1"})
+	if err != nil || len(gp.Messages) != 1 {
+		t.Errorf("getting a prompt after the change: %v %v", gp, err)
+	}
+	var reads []string
+	for i := before; i < l.size(t); i++ {
+		if e := mustParse(t, l.entry(t, i)); e.Kind != log.KindTools { // the new instance's list
+			reads = append(reads, e.Kind)
+		}
+	}
+	if want := []string{log.KindResourceRead, log.KindPromptGet}; !slices.Equal(reads, want) {
+		t.Errorf("the reads wrote %q, want %q", reads, want)
+	}
+}
