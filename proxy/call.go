@@ -83,14 +83,14 @@ func (p *Proxy) dataRelease(ctx context.Context, d *downstream, result json.RawM
 	if d.cfg.Source == nil {
 		return ""
 	}
-	r, ok := p.sources.Load(d.cfg.ID)
+	r, ok := p.sources.Load(d)
 	if !ok {
 		nr, err := source.New(*d.cfg.Source, nil, p.logger.With("server", d.cfg.ID))
 		if err != nil {
 			p.logger.Warn("proxy: bad source config; no releases recorded", "server", d.cfg.ID, "error", err)
 			return ""
 		}
-		r, _ = p.sources.LoadOrStore(d.cfg.ID, nr)
+		r, _ = p.sources.LoadOrStore(d, nr)
 	}
 	return r.(*source.Resolver).Resolve(context.WithoutCancel(ctx), result)
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -139,9 +140,12 @@ func (c *catalogue) resyncLoop(ctx context.Context) {
 }
 
 // syncAll reads all the server's lists and makes the front server's
-// match, when the proxy connects to it.
+// match, when the proxy connects to it; a changed server's new instance
+// has started then (started).
 func (c *catalogue) syncAll(ctx context.Context, cs *mcp.ClientSession) {
-	c.sync(ctx, cs, 1<<listSlots-1)
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	c.d.started(c.syncLocked(ctx, cs, 1<<listSlots-1))
 }
 
 // sync reads the server's lists in slots (a bit per listSlot) and makes
@@ -149,6 +153,15 @@ func (c *catalogue) syncAll(ctx context.Context, cs *mcp.ClientSession) {
 func (c *catalogue) sync(ctx context.Context, cs *mcp.ClientSession, slots uint32) {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
+	c.syncLocked(ctx, cs, slots)
+}
+
+// errNotOffered is a list's sync when the server does not offer it.
+var errNotOffered = errors.New("not offered")
+
+// syncLocked is sync with c.syncMu held; it returns the slots whose
+// lists were read and applied.
+func (c *catalogue) syncLocked(ctx context.Context, cs *mcp.ClientSession, slots uint32) (applied uint32) {
 	caps := cs.InitializeResult().Capabilities
 	if caps == nil {
 		caps = &mcp.ServerCapabilities{}
@@ -156,13 +169,19 @@ func (c *catalogue) sync(ctx context.Context, cs *mcp.ClientSession, slots uint3
 	sctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	for _, l := range c.kinds {
-		if slot, _, _, _ := l.where(); slots&(1<<slot) == 0 {
+		slot, _, _, _ := l.where()
+		if slots&(1<<slot) == 0 {
 			continue
 		}
-		if err := l.sync(sctx, c, cs, caps); err != nil && ctx.Err() == nil { // else the proxy is closing
+		switch err := l.sync(sctx, c, cs, caps); {
+		case err == nil:
+			applied |= 1 << slot
+		case errors.Is(err, errNotOffered):
+		case ctx.Err() == nil: // else the proxy is closing
 			c.d.p.logger.Warn("proxy: listing "+l.plural()+" failed", "server", c.d.cfg.ID, "error", err)
 		}
 	}
+	return applied
 }
 
 // A lister is a listKind of any item type.
@@ -210,7 +229,7 @@ func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSess
 	asked := c.asked[k.slot].Load()
 	defer c.readTo(k.slot, asked)
 	if !k.offered(caps) {
-		return nil
+		return errNotOffered
 	}
 	raws, err := k.list(ctx, cs)
 	if err != nil {

@@ -183,6 +183,11 @@
 // every 30s and dropped after three failed pings, so a hung server is
 // restarted too. provlog__status reports each server's state.
 //
+// A server whose config a live reload changes is replaced without
+// refusing its calls (ChangeServers, servers.go): those under way finish
+// on the old instance, new ones wait for the new instance to start (up
+// to the connect timeout) and go to it, under the same names.
+//
 // # Where a server's parts live
 //
 // Each configured server is a downstream (downstream.go) in three rooms:

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +29,11 @@ type downstream struct {
 	cat   *catalogue
 	calls callers
 	gate  gate // the requests let in, closed when the server is removed (drain.go)
+	// handover is the start of a changed server's new instance, which
+	// requests wait for (nil: not one); next is the instance that replaced
+	// this one, which requests its closed gate refuses go on to.
+	handover *handover
+	next     atomic.Pointer[downstream]
 
 	httpClient  *http.Client // HTTP servers: the fast path's client, sharing the SDK's connection pool
 	http1       *http1Pool   // plain-HTTP servers: the fast path's own connections (nil: httpClient)
@@ -74,6 +80,9 @@ func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
 func (d *downstream) run(ctx context.Context) {
 	defer d.p.wg.Done()
 	go d.cat.resyncLoop(ctx)
+	if d.handover != nil {
+		go d.watchStart(ctx)
+	}
 	d.newer.setContext(ctx)
 	d.sup.run(ctx)
 	d.newer.wait()

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -157,7 +158,159 @@ func (p *Proxy) drainAll(gone []*live, idles []<-chan struct{}, bound time.Durat
 
 // removedError is what a request for removed server id gets.
 func removedError(id string) *jsonrpc.Error {
-	return rpcError(jsonrpc.CodeInvalidRequest, "provlog: server %q was removed from the configuration, or changed and is being restarted once its calls under way end (live reload), so nothing was sent to it and nothing recorded; list the tools again", id)
+	return rpcError(jsonrpc.CodeInvalidRequest, "provlog: server %q was removed from the configuration (live reload), so nothing was sent to it and nothing recorded; list the tools again", id)
+}
+
+// A handover is the start of a changed server's new instance
+// (ChangeServers): requests for its names wait for it until it has
+// connected and listed what it offers (started), or until the bound has
+// passed (startFailed).
+type handover struct {
+	done chan struct{} // closed when it is over
+	mu   sync.Mutex
+	over bool
+	err  *jsonrpc.Error // why it failed; nil if it started (or was stopped first)
+}
+
+func newHandover() *handover { return &handover{done: make(chan struct{})} }
+
+// end ends h with err, if it is not over; it reports whether it was not.
+func (h *handover) end(err *jsonrpc.Error) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.over {
+		return false
+	}
+	h.over, h.err = true, err
+	close(h.done)
+	return true
+}
+
+// enter lets a request for d in: it waits while d is a new instance
+// starting, and goes on to the instance that replaced d if d's gate is
+// closed. It returns the server the request goes to and its ticket
+// there, or the error the client gets, having let nothing in.
+func (d *downstream) enter(ctx context.Context) (*downstream, uint64, *jsonrpc.Error) {
+	for {
+		if err := d.awaitStart(ctx); err != nil {
+			return nil, 0, err
+		}
+		if t, ok := d.gate.enter(); ok {
+			return d, t, nil
+		}
+		n := d.next.Load()
+		if n == nil || n.cfg.toolPrefix() != d.cfg.toolPrefix() || n.cfg.uriPrefix() != d.cfg.uriPrefix() {
+			// Its names are not the new instance's: they are gone.
+			return nil, 0, removedError(d.cfg.ID)
+		}
+		d = n
+	}
+}
+
+// admit lets call in into its server (enter), which becomes in.d, with
+// the tool's name there: a new instance's lists may have changed it.
+func (in *callIn) admit(ctx context.Context) *jsonrpc.Error {
+	d, t, err := in.d.enter(ctx)
+	if err != nil {
+		return err
+	}
+	if d != in.d || d.handover != nil {
+		name, ok := d.cat.name(toolSlot, in.params.Name)
+		if !ok {
+			d.gate.leave(t)
+			return unknownTool(in.params.Name, d.cfg.ID)
+		}
+		in.d, in.tool = d, name
+	}
+	in.ticket = t
+	return nil
+}
+
+// unknownTool is the error of a call of front tool front that its server
+// id no longer offers.
+func unknownTool(front, id string) *jsonrpc.Error {
+	return rpcError(jsonrpc.CodeInvalidParams, "provlog: unknown tool %q (its server %q no longer offers it)", front, id)
+}
+
+// awaitStart waits while d is a changed server's new instance that has
+// not started yet (bounded by watchStart), and returns the error a
+// request gets if it did not start in time and is still down.
+func (d *downstream) awaitStart(ctx context.Context) *jsonrpc.Error {
+	h := d.handover
+	if h == nil {
+		return nil
+	}
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+		return rpcError(jsonrpc.CodeInternalError, "provlog: cancelled while server %q's new instance was starting (live reload); nothing was sent to it and nothing recorded", d.cfg.ID)
+	}
+	if h.err != nil && d.sup.current() == nil {
+		return h.err
+	}
+	return nil
+}
+
+// started ends d's handover once it has connected and listed what it
+// offers: the lists it could not read (slots without a bit in applied)
+// drop what it inherited of them, which are not its own. The caller holds
+// d.cat.syncMu, as startFailed does.
+func (d *downstream) started(applied uint32) {
+	h := d.handover
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	over := h.over
+	h.mu.Unlock()
+	if !over {
+		d.cat.clearSlots(^applied, nil)
+		h.end(nil)
+	}
+}
+
+// startBound is how long a changed server's new instance has to start
+// before the requests waiting for it are refused.
+func (p *Proxy) startBound() time.Duration {
+	if p.testingOnlyStartBound > 0 {
+		return p.testingOnlyStartBound
+	}
+	return connectTimeout
+}
+
+// watchStart ends d's handover when the bound has passed (startFailed),
+// or when d is stopped first (ctx): its waiting requests then go on to
+// its own successor, or are refused as removed.
+func (d *downstream) watchStart(ctx context.Context) {
+	bound := d.p.startBound()
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-d.handover.done:
+	case <-ctx.Done():
+		d.handover.end(nil)
+	case <-t.C:
+		d.startFailed(bound)
+	}
+}
+
+// startFailed refuses the requests waiting for d, a changed server's new
+// instance that has not started within bound, and takes the names it
+// inherited off the front until it connects (its supervisor goes on
+// trying, as for any server).
+func (d *downstream) startFailed(bound time.Duration) {
+	d.cat.syncMu.Lock()
+	defer d.cat.syncMu.Unlock()
+	_, why := d.session()
+	if why == nil {
+		why = errors.New("its lists were not read")
+	}
+	err := rpcError(jsonrpc.CodeInternalError, "provlog: server %q was changed in the configuration (live reload), and its new instance did not start within %s: %v; nothing was sent to it and nothing recorded", d.cfg.ID, bound, why)
+	if !d.handover.end(err) {
+		return
+	}
+	d.cat.clearLocked(nil)
+	d.p.logger.Error("proxy: a changed server's new instance did not start in time; the calls waiting for it are refused and its tools leave the front until it is up", "server", d.cfg.ID, "bound", bound, "error", why)
 }
 
 // cancelledText is the error of a call the drain's bound cut short.

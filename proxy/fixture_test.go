@@ -24,6 +24,52 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// fixtureAppendEnv gives the fixture an "append" tool that appends its
+// text argument to this file (a side effect), with fixtureDescEnv as its
+// description.
+const fixtureAppendEnv, fixtureDescEnv = "PROVLOG_PROXY_FIXTURE_APPEND", "PROVLOG_PROXY_FIXTURE_DESC"
+
+// addAppend adds the tool "append", which appends its text argument and a
+// newline to path, described as desc.
+func addAppend(s *mcp.Server, path, desc string) {
+	schema := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)
+	s.AddTool(&mcp.Tool{Name: "append", Description: desc, InputSchema: schema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ Text string }
+		json.Unmarshal(req.Params.Arguments, &a)
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			_, err = f.WriteString(a.Text + "\n")
+			f.Close()
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "appended"}}}, nil
+	})
+}
+
+// addWaitFile adds the tool "wait_file", which answers once the file at
+// its path argument exists.
+func addWaitFile(s *mcp.Server) {
+	s.AddTool(&mcp.Tool{Name: "wait_file", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ Path string }
+		json.Unmarshal(req.Params.Arguments, &a)
+		path := a.Path
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if _, err := os.Stat(path); err == nil {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "found " + path}}}, nil
+			}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	})
+}
+
 func fixtureServerConfig(t *testing.T, id string) ServerConfig {
 	return ServerConfig{ID: id, Command: fixtureServer(t), Env: map[string]string{fixtureEnv: "1"}}
 }
@@ -66,21 +112,7 @@ func runFixtureServer() {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("slept %vms in pid %d", ms, os.Getpid())}}}, nil
 	})
-	s.AddTool(&mcp.Tool{Name: "wait_file", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		path, _ := args(req)["path"].(string)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if _, err := os.Stat(path); err == nil {
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "found " + path}}}, nil
-			}
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-	})
+	addWaitFile(s)
 	s.AddTool(&mcp.Tool{Name: "hang", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -97,6 +129,9 @@ func runFixtureServer() {
 		})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "changed ok"}}}, nil
 	})
+	if path := os.Getenv(fixtureAppendEnv); path != "" {
+		addAppend(s, path, os.Getenv(fixtureDescEnv))
+	}
 	switch os.Getenv(fixtureEnv) {
 	case "lists":
 		addReshaping(s, obj)

@@ -241,7 +241,7 @@ func (d *downstream) resourceUpdated(ctx context.Context, req *mcp.ResourceUpdat
 
 // readResource serves resources/read for a resource or template of d.
 func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	ticket, cs, actor, err := d.startRead(ctx, req.Session, req.Extra, req.ProtocolVersion())
+	d, ticket, cs, actor, err := d.startRead(ctx, req.Session, req.Extra, req.ProtocolVersion())
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +269,7 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 
 func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		ticket, cs, actor, err := d.startRead(ctx, req.Session, req.Extra, req.ProtocolVersion())
+		d, ticket, cs, actor, err := d.startRead(ctx, req.Session, req.Extra, req.ProtocolVersion())
 		if err != nil {
 			return nil, err
 		}
@@ -297,25 +297,26 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 	}
 }
 
-// startRead takes a place in d's gate for a read (the caller leaves it),
-// the session for the client's revision and the actor; it fails with the
-// error the client gets, having left the gate.
-func (d *downstream) startRead(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra, protocol string) (uint64, *mcp.ClientSession, string, error) {
-	ticket, ok := d.gate.enter()
-	if !ok {
-		return 0, nil, "", removedError(d.cfg.ID)
+// startRead takes a place for a read in the gate of d, or of the new
+// instance that replaced it (enter), which it returns with the ticket (the
+// caller leaves it), the session for the client's revision and the actor;
+// it fails with the error the client gets, having left the gate.
+func (d *downstream) startRead(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra, protocol string) (*downstream, uint64, *mcp.ClientSession, string, error) {
+	d, ticket, rerr := d.enter(ctx)
+	if rerr != nil {
+		return nil, 0, nil, "", rerr
 	}
 	cs, err := d.sessionFor(ctx, protocol)
 	if err != nil {
 		d.gate.leave(ticket)
-		return 0, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: %v", err)
+		return nil, 0, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: %v", err)
 	}
 	actor, err := d.p.actor(ctx, &mcp.CallToolRequest{Session: ss, Extra: extra})
 	if err != nil {
 		d.gate.leave(ticket)
-		return 0, nil, "", rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
+		return nil, 0, nil, "", rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
 	}
-	return ticket, cs, actor, nil
+	return d, ticket, cs, actor, nil
 }
 
 // readLegs forwards a read (prompts/get, resources/read: send, with the

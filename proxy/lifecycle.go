@@ -87,12 +87,11 @@ func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage,
 	ctx, span := p.startSpan(ctx, traceOp{method: "tools/call", target: in.params.Name, meta: in.params.Meta, session: sessionID(in.session),
 		protocol: in.protocol, id: in.id, transport: in.transport})
 	defer func() { span.end(c, rerr) }()
-	ticket, ok := d.gate.enter()
-	if !ok {
-		return nil, removedError(d.cfg.ID)
+	if rerr := in.admit(ctx); rerr != nil {
+		return nil, rerr
 	}
-	defer d.gate.leave(ticket)
-	in.ticket = ticket
+	d = in.d
+	defer d.gate.leave(in.ticket)
 	actor, err := p.actor(ctx, &mcp.CallToolRequest{Session: in.session, Params: in.params, Extra: in.extra})
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)
@@ -242,7 +241,7 @@ func withProtocolResultType(raw json.RawMessage, protocol string) json.RawMessag
 // tool the router no longer routes, while the SDK still lists it.
 func (d *downstream) toolHandler(front, _ string) mcp.ToolHandler {
 	return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: unknown tool %q (its server %q no longer offers it)", front, d.cfg.ID)
+		return nil, unknownTool(front, d.cfg.ID)
 	}
 }
 

@@ -157,8 +157,10 @@ type Proxy struct {
 	live      map[string]*live
 	serversMu sync.Mutex
 
-	sources sync.Map // server id -> *source.Resolver, made on first use (call.go)
+	sources sync.Map // *downstream -> its *source.Resolver, made on first use (call.go)
 	removed sync.Map // removedName -> id of the removed server it was (drain.go)
+	// testingOnlyStartBound replaces startBound's connectTimeout if not zero.
+	testingOnlyStartBound time.Duration
 
 	router *router // front name -> server (router.go)
 
@@ -256,7 +258,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	p.addOwnTools()
 
 	for i := range opts.Servers {
-		p.start(newDownstream(p, opts.Servers[i]))
+		p.start(newDownstream(p, opts.Servers[i]), nil)
 	}
 	// At most StartTimeout in all (a second server that hangs too is
 	// not waited for again), saying after a second what it waits for.

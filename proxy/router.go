@@ -67,6 +67,20 @@ func (r *router) free(t nameTable, front string, d *downstream) {
 	}
 }
 
+// handOver gives to every name from holds: to is a new instance of
+// from's server (ChangeServers).
+func (r *router) handOver(from, to *downstream) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, names := range r.owners {
+		for n, d := range names {
+			if d == from {
+				names[n] = to
+			}
+		}
+	}
+}
+
 func (r *router) owner(t nameTable, front string) *downstream {
 	r.mu.Lock()
 	defer r.mu.Unlock()

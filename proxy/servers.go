@@ -4,15 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 )
 
-// Servers while running: cmd's config reload adds and removes downstream
-// servers (a changed server is removed and added again) without touching
-// the front's sessions. A removed server's names leave the front at once
-// (clients get list_changed), then its process or connection is closed:
-// calls still on their way there are drained (drain.go), and requests
-// that come for it later are refused, saying why.
+// Servers while running: cmd's config reload adds, removes and replaces
+// downstream servers without touching the front's sessions. A removed
+// server's names leave the front at once (clients get list_changed), then
+// its process or connection is closed: calls still on their way there are
+// drained (drain.go), and requests that come for it later are refused,
+// saying why.
+//
+// A changed server is replaced (ChangeServers): a new instance starts
+// with the old one's names and definitions at the front, so clients see
+// nothing vanish; the old instance takes no more requests and drains as a
+// removed one does, and the requests that come meanwhile wait for the new
+// instance (awaitStart, drain.go) until it has connected and listed what
+// it offers, then go to it. Its lists replace the inherited ones as a
+// server's changed lists do: only a definition that differs is registered
+// again (one list_changed), recorded in a tools entry and reported as a
+// changed tool. If it has not started within the bound (connectTimeout),
+// the waiting requests are refused, saying so, and its names leave the
+// front until it connects.
 
 // A live server is one AddServer or New started, with what stops it.
 type live struct {
@@ -39,19 +53,25 @@ func (p *Proxy) ServerConfigs() []ServerConfig {
 	return out
 }
 
-// start adds d to the running servers and starts its supervisor. The
-// caller holds p.serversMu.
-func (p *Proxy) start(d *downstream) {
+// start adds d to the running servers, in old's place if it replaces
+// old, and starts its supervisor. The caller holds p.serversMu.
+func (p *Proxy) start(d, old *downstream) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	l := &live{d: d, cancel: cancel, done: make(chan struct{})}
 	p.dsMu.Lock()
-	p.ds = append(p.ds[:len(p.ds):len(p.ds)], d)
+	ds := slices.Clone(p.ds) // replaced, never changed in place
+	if i := slices.Index(ds, old); old != nil && i >= 0 {
+		ds[i] = d
+	} else {
+		ds = append(ds, d)
+	}
+	p.ds = ds
 	if p.live == nil {
 		p.live = map[string]*live{}
 	}
 	p.live[d.cfg.ID] = l
 	p.dsMu.Unlock()
-	p.router.setServers(p.ds)
+	p.router.setServers(ds)
 	p.wg.Add(1)
 	go func() {
 		defer close(l.done)
@@ -77,7 +97,7 @@ func (p *Proxy) AddServer(cfg ServerConfig) error {
 		return fmt.Errorf("proxy: server %q retains full results, but there is no blob store", cfg.ID)
 	}
 	p.forgetRemoved(cfg.ID)
-	p.start(newDownstream(p, cfg))
+	p.start(newDownstream(p, cfg), nil)
 	p.logger.Info("proxy: server added", "server", cfg.ID)
 	return nil
 }
@@ -86,16 +106,23 @@ func (p *Proxy) AddServer(cfg ServerConfig) error {
 // and waits until its supervisor has returned.
 func (p *Proxy) RemoveServer(id string) error { return p.RemoveServers(id) }
 
-// RemoveServers removes servers ids as one change: all their names leave
-// the front and their gates close first, then they drain side by side, so
-// a reload that removes several busy servers takes one drain bound, not
-// one per server (drainAll); then they are stopped, side by side too. It
-// returns once every one has stopped. An id that is not
-// running is an error; the others are removed all the same.
-func (p *Proxy) RemoveServers(ids ...string) error {
+// RemoveServers removes servers ids as one change (ChangeServers).
+func (p *Proxy) RemoveServers(ids ...string) error { return p.ChangeServers(ids, nil) }
+
+// ChangeServers removes servers remove and replaces the running servers
+// of replace's ids by new instances with those configs, as one change: the
+// removed servers' names leave the front and all their gates close first,
+// then the removed and the replaced instances drain side by side, so a
+// reload that changes several busy servers takes one drain bound, not one
+// per server (drainAll); then they are stopped, side by side too. It
+// returns once every one has stopped. An id in remove that is not
+// running is an error, and so is a replacement that is not valid beside
+// the other servers (that server keeps running as it was); the others are
+// changed all the same.
+func (p *Proxy) ChangeServers(remove []string, replace []ServerConfig) error {
 	p.serversMu.Lock()
 	defer p.serversMu.Unlock()
-	gone, idles, err := p.detach(ids)
+	gone, idles, err := p.detach(remove)
 
 	// Their names leave the front now; holding each one's syncMu through
 	// its drain keeps a sync under way from registering them again.
@@ -104,22 +131,105 @@ func (p *Proxy) RemoveServers(ids ...string) error {
 		id := l.d.cfg.ID
 		l.d.cat.clearLocked(func(t nameTable, names []string) { p.noteRemoved(id, t, names) })
 	}
-	p.drainAll(gone, idles, p.drainTimeout())
+	var handed []*live
+	for _, cfg := range replace {
+		old, idle, rerr := p.handOver(cfg)
+		if rerr != nil {
+			err = errors.Join(err, rerr)
+			continue
+		}
+		handed = append(handed, old)
+		idles = append(idles, idle)
+	}
+	p.drainAll(slices.Concat(gone, handed), idles, p.drainTimeout())
 	var wg sync.WaitGroup
 	for _, l := range gone {
 		wg.Go(func() {
 			d := l.d
-			l.cancel()
-			d.cat.syncMu.Unlock() // locked above, for the drain
-			d.stop()
-			<-l.done
+			l.retire()
 			d.cat.clear() // what a sync under way registered as it stopped
-			p.sources.Delete(d.cfg.ID)
+			p.sources.Delete(d)
 			p.logger.Info("proxy: server removed", "server", d.cfg.ID)
+		})
+	}
+	for _, l := range handed {
+		wg.Go(func() {
+			// Its names are its successor's: they stay at the front.
+			l.retire()
+			p.sources.Delete(l.d)
+			p.logger.Info("proxy: a changed server's old instance stopped", "server", l.d.cfg.ID)
 		})
 	}
 	wg.Wait()
 	return err
+}
+
+// retire stops a removed or replaced server whose drain is over, and
+// waits until its supervisor has returned. Its catalogue's syncMu, held
+// through the drain, is let go once its context is done, so a sync that
+// was waiting lists nothing.
+func (l *live) retire() {
+	l.cancel()
+	l.d.cat.syncMu.Unlock()
+	l.d.stop()
+	<-l.done
+}
+
+// handOver starts a new instance of the running server cfg.ID with
+// config cfg in the old one's place: the new one takes over the old
+// one's names at the front (its router claims and registrations) and
+// waits there for it to start (awaitStart); the old one's gate is closed,
+// and a request that reaches it then goes on to the new one. It returns
+// the old one, with its catalogue's syncMu held for its drain, and its
+// gate's idle channel. The caller holds p.serversMu.
+func (p *Proxy) handOver(cfg ServerConfig) (*live, <-chan struct{}, error) {
+	p.dsMu.RLock()
+	old := p.live[cfg.ID]
+	p.dsMu.RUnlock()
+	if old == nil {
+		return nil, nil, fmt.Errorf("proxy: no server %q", cfg.ID)
+	}
+	var others []ServerConfig
+	for _, c := range p.ServerConfigs() {
+		if c.ID != cfg.ID {
+			others = append(others, c)
+		}
+	}
+	if err := CheckServers(append(others, cfg)); err != nil {
+		return nil, nil, fmt.Errorf("proxy: server %q keeps its old config: %w", cfg.ID, err)
+	}
+	if cfg.Retain == RetainFull && p.opts.Blobs == nil {
+		return nil, nil, fmt.Errorf("proxy: server %q keeps its old config: it would retain full results, but there is no blob store", cfg.ID)
+	}
+	od := old.d
+	d := newDownstream(p, cfg)
+	d.handover = newHandover()
+	od.cat.syncMu.Lock() // until retire: the old one's lists are not read again
+	d.cat.inherit(od.cat)
+	p.router.handOver(od, d)
+	od.next.Store(d) // before its gate closes: a request it refuses goes on
+	idle := od.gate.close()
+	if od.handover != nil {
+		od.handover.end(nil) // still starting: what waits for it goes on to d
+	}
+	p.start(d, od)
+	p.logger.Info("proxy: server changed; its new instance starts, and its old one drains", "server", cfg.ID)
+	return old, idle, nil
+}
+
+// inherit gives c, a new instance's catalogue, what the old instance's
+// from has registered at the front, and the definitions it listed before
+// (for reporting changed tools).
+func (c *catalogue) inherit(from *catalogue) {
+	from.mu.Lock()
+	defer from.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.lists {
+		c.lists[i].reg = maps.Clone(from.lists[i].reg)
+	}
+	c.known = maps.Clone(from.known)
+	c.changes = slices.Clone(from.changes)
 }
 
 // detach takes servers ids out of the running ones, closes their gates
@@ -166,10 +276,17 @@ func (c *catalogue) clear() {
 // request never finds a name gone but not yet noted. The caller holds
 // c.syncMu.
 func (c *catalogue) clearLocked(note func(nameTable, []string)) {
+	c.clearSlots(1<<listSlots-1, note)
+}
+
+// clearSlots is clearLocked for the lists in slots (a bit per listSlot).
+func (c *catalogue) clearSlots(slots uint32, note func(nameTable, []string)) {
 	for _, l := range c.kinds {
-		l.(interface {
-			clear(*catalogue, func(nameTable, []string))
-		}).clear(c, note)
+		if slot, _, _, _ := l.where(); slots&(1<<slot) != 0 {
+			l.(interface {
+				clear(*catalogue, func(nameTable, []string))
+			}).clear(c, note)
+		}
 	}
 }
 

@@ -4,8 +4,8 @@ package main
 // (checked every reload_interval, applied once it has not changed for one
 // interval) or on SIGHUP. Tokens, readers and
 // handoff_any_actor take effect for the next request; sessions stay up.
-// Servers under servers: are added, removed, and restarted when their
-// entry changed (reloadServers, on a goroutine of its own, so that a
+// Servers under servers: are added, removed, and replaced by a new
+// instance when their entry changed (reloadServers, on a goroutine of its own, so that a
 // drain never holds up the next reload); the others keep running
 // untouched.
 // Everything else needs a restart, and the sidecar says which keys.
@@ -192,40 +192,41 @@ func restartKeys(old, cfg *Config, dataFlag bool) []string {
 
 // reloadServers makes the proxy's servers those of want: a server no
 // longer listed is removed, a new one added, one whose entry changed is
-// removed and added again; the ones removed (or changed) drain side by
-// side, so the reload waits one drain_timeout at most. One that cannot be added (its prefix is
-// another's) is reported and left out; the others go on.
+// replaced by a new instance without refusing its calls (the old one
+// finishes those under way, new ones wait for the new one to start); the
+// ones removed or replaced drain side by side, so the reload waits one
+// drain_timeout at most. One that cannot be added or changed (its prefix
+// is another's) is reported and left out, or left as it was; the others
+// go on.
 func (s *sidecar) reloadServers(want []proxy.ServerConfig) {
 	running := s.proxy.ServerConfigs()
-	var stop, removed, added, restarted []string
+	var removed, added, restarted []string
+	var changed []proxy.ServerConfig
 	for _, old := range running {
-		i := slices.IndexFunc(want, func(c proxy.ServerConfig) bool { return c.ID == old.ID })
-		if i >= 0 && reflect.DeepEqual(old, want[i]) {
-			continue
-		}
-		stop = append(stop, old.ID)
-		if i < 0 {
+		if !slices.ContainsFunc(want, func(c proxy.ServerConfig) bool { return c.ID == old.ID }) {
 			removed = append(removed, old.ID)
 		}
 	}
-	// All at once: they drain side by side, within one drain_timeout.
-	if err := s.proxy.RemoveServers(stop...); err != nil {
-		s.logger.Error("config reload: removing servers", "servers", stop, "err", err)
-	}
 	for _, c := range want {
 		i := slices.IndexFunc(running, func(r proxy.ServerConfig) bool { return r.ID == c.ID })
-		if i >= 0 && reflect.DeepEqual(running[i], c) {
+		if i >= 0 && !reflect.DeepEqual(running[i], c) {
+			changed = append(changed, c)
+			restarted = append(restarted, c.ID)
+		}
+	}
+	// All at once: they drain side by side, within one drain_timeout.
+	if err := s.proxy.ChangeServers(removed, changed); err != nil {
+		s.logger.Error("config reload: removing or changing servers", "removed", removed, "changed", restarted, "err", err)
+	}
+	for _, c := range want {
+		if slices.ContainsFunc(running, func(r proxy.ServerConfig) bool { return r.ID == c.ID }) {
 			continue
 		}
 		if err := s.proxy.AddServer(c); err != nil {
 			s.logger.Error("config reload: a server could not be added; it is not served", "server", c.ID, "err", err)
 			continue
 		}
-		if i < 0 {
-			added = append(added, c.ID)
-		} else {
-			restarted = append(restarted, c.ID)
-		}
+		added = append(added, c.ID)
 	}
 	if len(removed)+len(added)+len(restarted) > 0 {
 		s.logger.Info("config reload: servers changed", "added", added, "removed", removed, "restarted", restarted)

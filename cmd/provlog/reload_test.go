@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -311,5 +312,93 @@ func TestRevokeDuringDrain(t *testing.T) {
 	waitFor(t, "bob's revoked token is refused", func() bool { return !tokenWorks(t, base, "bob-token") })
 	if strings.Contains(stderr.String(), "proxy: server removed") {
 		t.Fatal("the drain ended before the revocation; the test shows nothing")
+	}
+}
+
+// TestConfigReloadChangeUnderCalls: a reload that changes the env of a
+// server three clients are calling without pause (two 2025-11-25
+// sessions and a sessionless 2026-07-28 client; real processes: the
+// sidefx server) replaces it without refusing a call: each client's
+// calls go on, to the new instance once it is up; and the log audits.
+func TestConfigReloadChangeUnderCalls(t *testing.T) {
+	dir := t.TempDir()
+	exe, _ := os.Executable()
+	const token = "change-under-calls-token"
+	sum := sha256.Sum256([]byte(token))
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	write := func(file string) {
+		b, _ := json.Marshal(map[string]any{
+			"data": filepath.Join(dir, "d"), "reload_interval": "50ms",
+			"servers": []map[string]any{{"id": "a", "command": []string{exe, "-test.run=^$"}, "env": map[string]string{sidefxEnv: filepath.Join(dir, file)}}},
+			"actors":  []map[string]any{{"id": "alice", "token_sha256": hex.EncodeToString(sum[:])}},
+		})
+		if err := os.WriteFile(cfgPath+".new", b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(cfgPath+".new", cfgPath); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a1.txt")
+	base, stop := startServe(t, "--config", cfgPath)
+	stateless, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-stateless", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stateless.Close()
+	clients := []*mcp.ClientSession{connectHTTP(t, base, token), connectHTTP(t, base, token), stateless}
+	ctx := context.Background()
+	// from reports whether file has a line of every client.
+	from := func(file string) bool {
+		b, _ := os.ReadFile(filepath.Join(dir, file))
+		for i := range clients {
+			if !strings.Contains(string(b), fmt.Sprintf("c%d-", i)) {
+				return false
+			}
+		}
+		return true
+	}
+	done := make(chan struct{})
+	errs := make(chan error, len(clients))
+	calls := make([]int, len(clients))
+	var wg sync.WaitGroup
+	for i, cs := range clients {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				text := fmt.Sprintf("c%d-%d", i, n)
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__append", Arguments: map[string]any{"text": text}})
+				if err == nil && res.IsError {
+					err = fmt.Errorf("%s", contentText(res))
+				}
+				if err != nil {
+					errs <- fmt.Errorf("call %s: %v", text, err)
+					return
+				}
+				calls[i]++
+			}
+		})
+	}
+	waitFor(t, "every client's calls reach a", func() bool { return from("a1.txt") })
+	write("a2.txt")
+	waitFor(t, "every client's calls reach a's new instance, or one is refused", func() bool { return from("a2.txt") || len(errs) > 0 })
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	t.Logf("calls per client: %v", calls)
+	for _, cs := range clients {
+		cs.Close()
+	}
+	stop()
+	if out, code := runCmd(t, "audit", "--data", filepath.Join(dir, "d")); code != 0 {
+		t.Errorf("audit after the reload: %s", out)
 	}
 }
