@@ -61,3 +61,42 @@ func TestCitedResultSameCall(t *testing.T) {
 	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: b, Provenance: "reviewed", Summary: "s", Evidence: []uint64{forged}}))
 	checkRebuild(t, l, e)
 }
+
+// TestUpgradeOnOwnRecords: a claim more certain than the actor's last
+// one cannot rest on the record of claims: its own earlier claim, the
+// task's own entries or its own entries of another task are not new
+// evidence, live or in a rebuild of a log an older provlog wrote.
+// Another actor's call is.
+func TestUpgradeOnOwnRecords(t *testing.T) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
+	created := l.Size() - 1
+	accepted := mustOK(t)(e.Accept(ctx, "bob", id)).Index
+	other := mustOK(t)(e.Create(ctx, "bob", opp.CreateArgs{Title: "other"})).Index
+	carolCall := appendCallStart(t, l, "carol")
+	claim := mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reported", Summary: "s", Source: "carol"})).Index
+	for _, ev := range []uint64{claim, created, accepted, other} {
+		before := l.Size()
+		_, err := e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reviewed", Summary: "s", Evidence: []uint64{ev}})
+		if ruleOf(err) != opp.RuleUpgrade || l.Size() != before {
+			t.Errorf("reviewed claim resting on entry %d, a record of claims: %v (log %d -> %d)", ev, err, before, l.Size())
+		}
+	}
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reviewed", Summary: "s", Evidence: []uint64{claim, carolCall}}))
+
+	// Such an upgrade written straight into the log is a violation.
+	id2 := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t2"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", id2))
+	claim2 := mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id2, Provenance: "reported", Summary: "s", Source: "carol"})).Index
+	live := checkRebuild(t, l, e)
+	appendRaw(t, l, opp.KindClaim, "bob", map[string]any{"task_id": id2, "provenance": "reviewed", "summary": "s", "evidence": []uint64{claim2}})
+	st := rebuildState(t, l, l.Size())
+	if len(st.Violations) != 1 || st.Violations[0].Rule != opp.RuleUpgrade {
+		t.Fatalf("violations %v, want one of rule %s", st.Violations, opp.RuleUpgrade)
+	}
+	st.Violations = nil
+	if d := diffStates(live, st); len(d) > 0 {
+		t.Fatalf("the refused upgrade changed the state: %v", d)
+	}
+}
