@@ -1,8 +1,10 @@
 package opp_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/provlog/provlog/opp"
@@ -99,4 +101,53 @@ func TestUpgradeOnOwnRecords(t *testing.T) {
 	if d := diffStates(live, st); len(d) > 0 {
 		t.Fatalf("the refused upgrade changed the state: %v", d)
 	}
+}
+
+// countingLog counts the single entries read from a log, as the rules
+// read cited evidence.
+type countingLog struct {
+	*testLog
+	reads atomic.Int64
+}
+
+func (c *countingLog) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
+	if end == start+1 {
+		c.reads.Add(1)
+	}
+	return c.testLog.Entries(ctx, start, end)
+}
+
+// TestUpgradeReadsBounded: a claim more certain than the actor's last
+// one reads a bounded number of entries however much the actor cited on
+// the task before: each cited entry's call is read once per task, not
+// again at every upgrade (100 claims of 64 citations each, alternating
+// reported and reviewed, read 323,000 entries, quadratic in the claims).
+func TestUpgradeReadsBounded(t *testing.T) {
+	c := &countingLog{testLog: newLog(t)}
+	e, err := opp.Open(ctx, c, c.Size(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	var calls []uint64
+	for range opp.MaxClaims * opp.MaxEvidence {
+		calls = append(calls, appendCallStart(t, c.testLog, "bob"))
+	}
+	c.reads.Store(0)
+	for k := range opp.MaxClaims {
+		prov := []string{"reported", "reviewed"}[k%2]
+		ev := calls[k*opp.MaxEvidence : (k+1)*opp.MaxEvidence]
+		mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: prov, Summary: "s", Source: "carol", Evidence: ev}))
+	}
+	// Each claim reads its citations to see that they exist, and each
+	// upgrade reads them again to find their calls (at most 3 × 64);
+	// every cited entry is mapped to its call once more, when first
+	// needed.
+	bound := int64(opp.MaxClaims*3*opp.MaxEvidence + len(calls))
+	if got := c.reads.Load(); got > bound {
+		t.Fatalf("%d claims read %d entries, over %d", opp.MaxClaims, got, bound)
+	}
+	t.Logf("%d claims read %d entries", opp.MaxClaims, c.reads.Load())
+	checkRebuild(t, c.testLog, e)
 }

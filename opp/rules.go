@@ -28,6 +28,13 @@ type task struct {
 	// of indices each actor has cited on this task.
 	last  map[string]Provenance
 	cited map[string]map[uint64]bool
+	// calls maps cited entries to the calls they stand for (citedCall),
+	// as the upgrade rule learns them, so that each is read once, not at
+	// every upgrade. Entries never change, so it is never stale; memo
+	// guards it, since two checks of one task may run at once on a shared
+	// log (the writer's and the reader's of others' entries).
+	memo  sync.Mutex
+	calls map[uint64]uint64
 }
 
 type tenure struct {
@@ -353,13 +360,8 @@ func freshEvidence(rd reader, t *task, actor string, evidence []uint64) (bool, e
 			continue
 		}
 		if before == nil {
-			before = make(map[uint64]bool, len(cited))
-			for j := range cited {
-				cj, _, err := citedCall(rd, j, t.ID, actor)
-				if err != nil {
-					return false, err
-				}
-				before[cj] = true
+			if before, err = t.citedCalls(rd, cited); err != nil {
+				return false, err
 			}
 		}
 		if !before[c] {
@@ -367,6 +369,29 @@ func freshEvidence(rd reader, t *task, actor string, evidence []uint64) (bool, e
 		}
 	}
 	return false, nil
+}
+
+// citedCalls returns the calls the entries of cited stand for, reading
+// only those t has not mapped before.
+func (t *task) citedCalls(rd reader, cited map[uint64]bool) (map[uint64]bool, error) {
+	t.memo.Lock()
+	defer t.memo.Unlock()
+	if t.calls == nil {
+		t.calls = make(map[uint64]uint64, len(cited))
+	}
+	out := make(map[uint64]bool, len(cited))
+	for j := range cited {
+		c, ok := t.calls[j]
+		if !ok {
+			var err error
+			if c, _, err = citedCall(rd, j, "", ""); err != nil {
+				return nil, err
+			}
+			t.calls[j] = c
+		}
+		out[c] = true
+	}
+	return out, nil
 }
 
 // citedCall returns the index of the call that entry i, a cited one,
