@@ -51,7 +51,9 @@
 //     (reported < reviewed < observed) than the same actor's previous claim
 //     on the task must cite an index that actor has not cited on it before;
 //     a call.result counts as its call, so citing the result of a call
-//     cited before (or the call of a result cited before) is nothing new.
+//     cited before (or the call of a result cited before) is nothing new,
+//     and the task's own entries and the actor's own task entries (its
+//     earlier claims) are no evidence at all.
 //     A task holds at most [MaxClaims] claims.
 //   - handoff: only the owner of an accepted task, to another non-empty
 //     actor; the entry carries a snapshot; the owner is cleared and the task

@@ -28,6 +28,13 @@ type task struct {
 	// of indices each actor has cited on this task.
 	last  map[string]Provenance
 	cited map[string]map[uint64]bool
+	// calls maps cited entries to the calls they stand for (citedCall),
+	// as the upgrade rule learns them, so that each is read once, not at
+	// every upgrade. Entries never change, so it is never stale; memo
+	// guards it, since two checks of one task may run at once on a shared
+	// log (the writer's and the reader's of others' entries).
+	memo  sync.Mutex
+	calls map[uint64]uint64
 }
 
 type tenure struct {
@@ -317,42 +324,45 @@ func checkClaim(rd reader, t *task, r *record, limit uint64) error {
 	}
 	prev, ok := t.last[r.actor]
 	if ok && prev.rank() < r.provenance.rank() {
-		fresh, err := freshEvidence(rd, t.cited[r.actor], r.evidence)
+		fresh, err := freshEvidence(rd, t, r.actor, r.evidence)
 		if err != nil {
 			return err
 		}
 		if !fresh {
-			return Refuse(RuleUpgrade, "your previous claim on task %s was %s; a more certain claim (%s) must cite evidence you have not cited on this task before (a call and its call.result count as one). Add new evidence, or keep provenance %s", t.ID, prev, r.provenance, prev)
+			return Refuse(RuleUpgrade, "your previous claim on task %s was %s; a more certain claim (%s) must cite evidence you have not cited on this task before (a call and its call.result count as one; the task's own entries and your own task entries, such as your earlier claims, are not evidence). Add new evidence, or keep provenance %s", t.ID, prev, r.provenance, prev)
 		}
 	}
 	return nil
 }
 
-// freshEvidence reports whether evidence cites something not in cited,
-// the indices the actor cited on the task before. A call.result stands
-// for its call, as it does for an observed claim: citing a call's result
-// after the call (or the call after its result) is not new evidence. It
-// reads the cited entries, which only a claim more certain than the
-// actor's last one needs: at most MaxClaims × MaxEvidence of them.
-func freshEvidence(rd reader, cited map[uint64]bool, evidence []uint64) (bool, error) {
+// freshEvidence reports whether evidence, cited by actor on t, cites
+// something new: not in the indices the actor cited on t before, and not
+// a record of the claims themselves. A call.result stands for its call,
+// as it does for an observed claim: citing a call's result after the call
+// (or the call after its result) is not new evidence. The entries of t
+// and actor's own task entries (its earlier claims, here or elsewhere)
+// are not evidence either: citing them would let a claim grow more
+// certain on nothing but what was said before. It reads the cited
+// entries, which only a claim more certain than the actor's last one
+// needs: at most MaxClaims × MaxEvidence of them.
+func freshEvidence(rd reader, t *task, actor string, evidence []uint64) (bool, error) {
+	cited := t.cited[actor]
 	var before map[uint64]bool
 	for _, i := range evidence {
 		if cited[i] {
 			continue
 		}
-		if before == nil {
-			before = make(map[uint64]bool, len(cited))
-			for j := range cited {
-				c, err := citedCall(rd, j)
-				if err != nil {
-					return false, err
-				}
-				before[c] = true
-			}
-		}
-		c, err := citedCall(rd, i)
+		c, record, err := citedCall(rd, i, t.ID, actor)
 		if err != nil {
 			return false, err
+		}
+		if record {
+			continue
+		}
+		if before == nil {
+			if before, err = t.citedCalls(rd, cited); err != nil {
+				return false, err
+			}
 		}
 		if !before[c] {
 			return true, nil
@@ -361,23 +371,55 @@ func freshEvidence(rd reader, cited map[uint64]bool, evidence []uint64) (bool, e
 	return false, nil
 }
 
+// citedCalls returns the calls the entries of cited stand for, reading
+// only those t has not mapped before.
+func (t *task) citedCalls(rd reader, cited map[uint64]bool) (map[uint64]bool, error) {
+	t.memo.Lock()
+	defer t.memo.Unlock()
+	if t.calls == nil {
+		t.calls = make(map[uint64]uint64, len(cited))
+	}
+	out := make(map[uint64]bool, len(cited))
+	for j := range cited {
+		c, ok := t.calls[j]
+		if !ok {
+			var err error
+			if c, _, err = citedCall(rd, j, "", ""); err != nil {
+				return nil, err
+			}
+			t.calls[j] = c
+		}
+		out[c] = true
+	}
+	return out, nil
+}
+
 // citedCall returns the index of the call that entry i, a cited one,
 // stands for (callOf): its call if it is a call.result naming an earlier
-// entry, else i itself.
-func citedCall(rd reader, i uint64) (uint64, error) {
+// entry, else i itself. record reports whether i is a task entry of task
+// id or one actor made: a record of claims, not evidence.
+func citedCall(rd reader, i uint64, id, actor string) (call uint64, record bool, err error) {
 	b, err := rd.entry(i)
 	if errors.Is(err, errMissing) {
-		return i, nil // checked to exist when cited; a log that lost it fails its audit
+		return i, false, nil // checked to exist when cited; a log that lost it fails its audit
 	}
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	e, err := log.ParseEntry(b)
 	if err != nil {
-		return i, nil
+		return i, false, nil
 	}
-	call, _ := callOf(i, e) // a result that names no earlier call stands for itself
-	return call, nil
+	if log.IsTaskKind(e.Kind) {
+		if e.Actor == actor {
+			return i, true, nil
+		}
+		if te, err := log.ParseTask(e); err == nil && te.TaskID == id {
+			return i, true, nil
+		}
+	}
+	call, _ = callOf(i, e) // a result that names no earlier call stands for itself
+	return call, false, nil
 }
 
 // callOf returns the index of the call that e, entry i, stands for when

@@ -2,6 +2,7 @@ package opp_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,17 +68,24 @@ func (l *sidecar) size() uint64 {
 // twoSidecars opens two sidecars' engines on one new log, each caching at
 // most one whole task.
 func twoSidecars(t *testing.T) (a, b *opp.Engine) {
+	_, a, _, b = twoSidecarLogs(t, 1)
+	return a, b
+}
+
+// twoSidecarLogs opens two sidecars on one new log, with their engines
+// caching at most cacheBytes of whole tasks (0: the default).
+func twoSidecarLogs(t *testing.T, cacheBytes int64) (la *sidecar, a *opp.Engine, lb *sidecar, b *opp.Engine) {
 	dsn := pgtest.DSN(t)
 	s, v := logtest.NewKey(t, "opp.test/shared")
-	la, lb := openSidecar(t, dsn, s, v), openSidecar(t, dsn, s, v)
+	la, lb = openSidecar(t, dsn, s, v), openSidecar(t, dsn, s, v)
 	open := func(l *sidecar) *opp.Engine {
-		e, err := opp.Open(context.Background(), l, l.size(), &opp.Options{CacheBytes: 1})
+		e, err := opp.Open(context.Background(), l, l.size(), &opp.Options{CacheBytes: cacheBytes})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return e
 	}
-	return open(la), open(lb)
+	return la, open(la), lb, open(lb)
 }
 
 func status(t *testing.T, e *opp.Engine, id string) *opp.Task {
@@ -115,5 +123,70 @@ func TestSharedStatusSeesOthersWrites(t *testing.T) {
 	mustOK(t)(a.Accept(ctx, "dave", t2))
 	if _, err := b.Accept(ctx, "erin", t2); ruleOf(err) != opp.RuleOwned {
 		t.Fatalf("accept through B of a task A's accept gave to dave: %v, want %s", err, opp.RuleOwned)
+	}
+}
+
+// TestSharedUpgradesRace: the owner's claims, each more certain than the
+// last on new evidence, go through two sidecars at once while both read
+// the task: each sidecar judges the other's claims as it catches up, and
+// both judge the same; a more certain claim resting on the owner's own
+// earlier claim is refused through either; the log alone rebuilds what
+// both hold, with no violation.
+func TestSharedUpgradesRace(t *testing.T) {
+	ctx := context.Background()
+	la, a, _, b := twoSidecarLogs(t, 0)
+	id := mustOK(t)(a.Create(ctx, "alice", opp.CreateArgs{Title: "raced claims"})).Task.ID
+	mustOK(t)(a.Accept(ctx, "bob", id))
+	var calls []uint64
+	for range 40 {
+		e, err := (&log.CallEntry{Time: time.Now(), Actor: "bob", Server: "s", Tool: "t", Args: log.CanonicalJSON(`{}`)}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := la.Append(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, rc.Index)
+	}
+	var wg sync.WaitGroup
+	for k, e := range []*opp.Engine{a, b} {
+		wg.Go(func() {
+			for j := k; j < len(calls); j += 2 {
+				prov := []string{"reported", "reviewed"}[j/2%2]
+				_, err := e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: prov, Summary: "s", Source: "carol", Evidence: calls[j : j+1]})
+				if err != nil && ruleOf(err) != opp.RuleUpgrade {
+					t.Errorf("claim %d through sidecar %d: %v", j, k, err)
+				}
+			}
+		})
+		wg.Go(func() {
+			for range 20 {
+				if _, err := e.Status(ctx, id); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	own := mustOK(t)(a.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reported", Summary: "s", Source: "carol"})).Index
+	for k, e := range []*opp.Engine{a, b} {
+		_, err := e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reviewed", Summary: "s", Evidence: []uint64{own}})
+		if ruleOf(err) != opp.RuleUpgrade {
+			t.Errorf("through sidecar %d, a reviewed claim citing bob's own reported claim: %v, want %s", k, err, opp.RuleUpgrade)
+		}
+	}
+	size, err := la.LatestSize(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rebuildState(t, la, size)
+	if len(want.Violations) > 0 {
+		t.Fatalf("violations %v", want.Violations)
+	}
+	for k, e := range []*opp.Engine{a, b} {
+		if d := diffStates(mustState(t, e), want); len(d) > 0 {
+			t.Errorf("sidecar %d differs from the log rebuilt: %v", k, d)
+		}
 	}
 }
