@@ -144,7 +144,12 @@ package logpg
 // commits. A failure before COMMIT was sent (round trip 1 of two) wrote
 // nothing and is reported as log.ErrUnavailable: the next commit may
 // succeed. A commit in one round trip sends COMMIT with everything else,
-// so any failure of its connection leaves the outcome unknown.
+// so any failure of its connection leaves the outcome unknown; but a
+// statement the server refused while the session goes on is a known
+// outcome (nothing committed), and in either way of committing a refusal
+// that may pass (a timeout, a deadlock, a read-only database: a hot
+// standby until it is promoted) is log.ErrUnavailable too, the read-only
+// one naming log.ErrReadOnly (unavailable, in commit.go).
 
 const schemaVersion = 1
 

@@ -98,11 +98,13 @@ func (s *Sequencer) AppendFenced(ctx context.Context, entry []byte, fence log.Fe
 	return s.append(ctx, entry, nil, fence)
 }
 
-// Unavailable returns the error of the last commit if it failed because
-// the shared store could not be reached (nothing written; the next commit
-// may succeed), or nil. While it is set, each call asks the store again
-// (for at most a second), so that it clears when the store is back even
-// if no append came since.
+// Unavailable returns the error of the last commit if it failed with
+// log.ErrUnavailable (nothing written; the next commit may succeed: the
+// store could not be reached, or took no writes), or nil. While it is
+// set, each call tries the store again (for at most a second) with a
+// commit that writes nothing, so that it clears when commits would go
+// through, even if no append came since; a read would pass on a database
+// that is read-only.
 func (s *Sequencer) Unavailable() error {
 	p := s.unavailable.Load()
 	if p == nil {
@@ -110,9 +112,13 @@ func (s *Sequencer) Unavailable() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if _, err := s.shared.Latest(ctx); err == nil {
+	err := s.shared.CommitShared(ctx, nil, func(log.State, []bool) (*log.Batch, error) { return nil, nil })
+	if err == nil {
 		s.unavailable.CompareAndSwap(p, nil)
 		return nil
+	}
+	if errors.Is(err, log.ErrUnavailable) && s.unavailable.CompareAndSwap(p, &err) {
+		return err // what stands in the way now
 	}
 	return *p
 }
