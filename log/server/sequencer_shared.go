@@ -25,8 +25,15 @@ import (
 // the store learns of them.
 //
 // A commit that fails with log.ErrUnavailable wrote nothing: its appends
-// fail, and the sequencer goes on (the database may come back). Any other
-// failure stops the sequencer, as with a store of one writer.
+// fail, and the sequencer goes on (the database may come back, or take
+// writes again). Any other failure stops the sequencer, as with a store of
+// one writer, until provlog is restarted: it cannot resume in place
+// (Resume), and its error says so (stoppedShared).
+
+// stoppedShared begins the error of a sequencer on a shared store that
+// stopped: what the agent's refused calls and the operator's health
+// report say, before what stopped it.
+const stoppedShared = "log stopped; restart provlog once what follows is fixed (on start it checks the log in the database)"
 
 // genesisKey fences the genesis entry, so that of sidecars opening an
 // empty shared log at once, one writes it.
@@ -53,7 +60,7 @@ func (s *Sequencer) adopt(st log.State) {
 	if err != nil {
 		s.mu.Lock()
 		if s.failed == nil {
-			s.failed = fmt.Errorf("log stopped: %w", err)
+			s.failed = fmt.Errorf(stoppedShared+": %w", err)
 		}
 		s.mu.Unlock()
 		return
@@ -197,12 +204,12 @@ func (s *Sequencer) commitShared(batch []*request) {
 		s.unavailable.Store(nil)
 	}
 	if err != nil {
-		s.failShared(all, err, "log stopped after a failed commit: %w", true)
+		s.failShared(all, err, stoppedShared+": a commit failed: %w", true)
 		return
 	}
 	if err := s.show(size, cp); err != nil {
 		// Committed, but not on record as shown: nobody gets it.
-		s.failShared(all, err, "log stopped after a commit: outcome unknown: %w", false)
+		s.failShared(all, err, stoppedShared+": a commit went through, but could not be recorded as handed out (nobody was answered on it): %w", false)
 		return
 	}
 	s.mu.Lock()
