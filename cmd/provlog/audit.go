@@ -15,6 +15,7 @@ import (
 	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpebble"
+	"github.com/provlog/provlog/log/logpg"
 	"github.com/provlog/provlog/opp"
 	"github.com/provlog/provlog/proxy/replay"
 )
@@ -49,6 +50,7 @@ type auditRun struct {
 	rep       struct {
 		Log     *log.AuditReport    `json:"log,omitempty"`
 		Tasks   int                 `json:"tasks"`
+		Keys    int                 `json:"fence_keys,omitempty"` // a shared log's provlog_keys rows checked
 		Anchors *anchor.AuditReport `json:"anchors,omitempty"`
 	}
 }
@@ -109,6 +111,19 @@ func (a *auditRun) run(ctx context.Context) error {
 		}
 		return failed(pe, "FAILED: %d task entries break the ownership and provenance rules (the sidecar never writes such entries)", n)
 	}
+	var keys *keysAudit
+	if ps, ok := src.(*logpg.Store); ok {
+		if keys, err = auditFenceKeys(ctx, ps, tasks, rep.Size); err != nil {
+			return err
+		}
+		a.rep.Keys = keys.checked
+		if keys.bad > 0 {
+			for _, p := range keys.pe.Problems {
+				fmt.Fprintln(a.stderr, p.String())
+			}
+			return failed(&keys.pe, "FAILED: %d fence key rows (provlog_keys) disagree with the entries: a row put in or changed by hand fences off appends that should pass, such as a task's acceptance; delete or correct the rows named", keys.bad)
+		}
+	}
 	fmt.Fprintf(a.w, "OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared, %d tasks rebuilt from entries; size %d\n",
 		v.Name(), rep.Entries, rep.Checkpoints, rep.Nodes, tasks.Len(), rep.Size)
 	fmt.Fprintf(a.w, "calls: %d recorded", rep.Calls)
@@ -116,6 +131,13 @@ func (a *auditRun) run(ctx context.Context) error {
 		fmt.Fprintf(a.w, ", %d without a recorded outcome (cut off by a crash or kill, refused when the log failed while recording it, or under way): entries %s", len(rep.OpenCalls), replay.Ranges(rep.OpenCalls))
 	}
 	fmt.Fprintln(a.w)
+	if keys != nil {
+		fmt.Fprintf(a.w, "fence keys: %d rows agree with the entries", keys.checked)
+		if keys.later > 0 {
+			fmt.Fprintf(a.w, "; %d name entries committed since, left to the next audit", keys.later)
+		}
+		fmt.Fprintln(a.w)
+	}
 	if st, ok := src.(log.Storage); ok {
 		var acfg *online.Config
 		baseDir := ""

@@ -35,9 +35,10 @@ import (
 // report say, before what stopped it.
 const stoppedShared = "log stopped; restart provlog once what follows is fixed (on start it checks the log in the database)"
 
-// genesisKey fences the genesis entry, so that of sidecars opening an
-// empty shared log at once, one writes it.
-const genesisKey = "provlog/genesis"
+// GenesisKey fences the genesis entry, so that of sidecars opening an
+// empty shared log at once, one writes it: its fence key row names entry
+// 0.
+const GenesisKey = "provlog/genesis"
 
 // openShared notes whether the store has other writers, and follows them.
 func (s *Sequencer) openShared() {
@@ -139,7 +140,7 @@ func (s *Sequencer) appendGenesis(ctx context.Context, g []byte) (*log.Receipt, 
 	if s.shared == nil {
 		return s.Append(ctx, g)
 	}
-	r, err := s.AppendFenced(ctx, g, log.Fence{Key: genesisKey})
+	r, err := s.AppendFenced(ctx, g, log.Fence{Key: GenesisKey})
 	if errors.Is(err, log.ErrFenced) {
 		return nil, nil
 	}
