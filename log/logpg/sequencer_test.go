@@ -277,3 +277,31 @@ func TestStopSaysRestart(t *testing.T) {
 		t.Errorf("an append after the stop: %v; want it refused, nothing written (log.ErrUnavailable)", refused)
 	}
 }
+
+// TestFencedAmongCalls: fenced appends (task entries) and plain ones
+// (calls) at once, from many goroutines, all go through. A commit of a
+// fenced append took in the plain appends queued while it waited for the
+// lock, more entries than the fences it gave the store, which refused
+// the batch and stopped the log.
+func TestFencedAmongCalls(t *testing.T) {
+	seq, _ := openSeq(t, pgtest.DSN(t), newKey(t, "provlog.test/mixed"))
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := range 20 {
+				size, _ := seq.Checkpoint()
+				if _, err := seq.AppendFenced(t.Context(), fmt.Appendf(nil, "task %d %d", w, i), log.Fence{Key: fmt.Sprintf("task-%d-%d", w, i), After: size}); err != nil {
+					t.Error(err)
+					return
+				}
+				for j := range 3 {
+					if _, err := seq.Append(t.Context(), fmt.Appendf(nil, "call %d %d %d", w, i, j)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

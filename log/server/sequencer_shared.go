@@ -184,8 +184,13 @@ func (s *Sequencer) commitShared(batch []*request) {
 			}
 		}
 		// build may be called again, on a newer state: what an earlier
-		// call drained stays in the batch.
-		extra = append(extra, s.drainUnfenced(len(batch)+len(extra))...)
+		// call drained stays in the batch. A batch with fences drains
+		// nothing: the store takes one fence per append it commits,
+		// given before build, and refuses a batch of more entries
+		// (which stopped the log under tasks and calls at once).
+		if fences == nil {
+			extra = append(extra, s.drainUnfenced(len(batch)+len(extra))...)
+		}
 		kept = append(kept, extra...)
 		if len(kept) == 0 {
 			return nil, nil
