@@ -15,7 +15,6 @@ import (
 	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpebble"
-	"github.com/provlog/provlog/log/logpg"
 	"github.com/provlog/provlog/opp"
 	"github.com/provlog/provlog/proxy/replay"
 )
@@ -111,18 +110,9 @@ func (a *auditRun) run(ctx context.Context) error {
 		}
 		return failed(pe, "FAILED: %d task entries break the ownership and provenance rules (the sidecar never writes such entries)", n)
 	}
-	var keys *keysAudit
-	if ps, ok := src.(*logpg.Store); ok {
-		if keys, err = auditFenceKeys(ctx, ps, tasks, rep.Size); err != nil {
-			return err
-		}
-		a.rep.Keys = keys.checked
-		if keys.bad > 0 {
-			for _, p := range keys.pe.Problems {
-				fmt.Fprintln(a.stderr, p.String())
-			}
-			return failed(&keys.pe, "FAILED: %d fence key rows (provlog_keys) disagree with the entries: a row put in or changed by hand fences off appends that should pass, such as a task's acceptance; delete or correct the rows named", keys.bad)
-		}
+	keys, err := a.fenceKeys(ctx, src, tasks, rep.Size)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(a.w, "OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared, %d tasks rebuilt from entries; size %d\n",
 		v.Name(), rep.Entries, rep.Checkpoints, rep.Nodes, tasks.Len(), rep.Size)

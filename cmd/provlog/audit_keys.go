@@ -83,3 +83,24 @@ func auditFenceKeys(ctx context.Context, s *logpg.Store, tasks *opp.Tasks, size 
 	}
 	return k, nil
 }
+
+// fenceKeys is audit's check of a shared log's fence keys (nil for
+// another log): an error if a row disagrees with the entries.
+func (a *auditRun) fenceKeys(ctx context.Context, src log.AuditSource, tasks *opp.Tasks, size uint64) (*keysAudit, error) {
+	ps, ok := src.(*logpg.Store)
+	if !ok {
+		return nil, nil
+	}
+	keys, err := auditFenceKeys(ctx, ps, tasks, size)
+	if err != nil {
+		return nil, err
+	}
+	a.rep.Keys = keys.checked
+	if keys.bad > 0 {
+		for _, p := range keys.pe.Problems {
+			fmt.Fprintln(a.stderr, p.String())
+		}
+		return nil, failed(&keys.pe, "FAILED: %d fence key rows (provlog_keys) disagree with the entries: a row put in or changed by hand fences off appends that should pass, such as a task's acceptance; delete or correct the rows named", keys.bad)
+	}
+	return keys, nil
+}
