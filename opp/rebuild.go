@@ -39,6 +39,18 @@ func (t *Tasks) Len() int {
 	return int(t.ts.idx.heads.len())
 }
 
+// Last returns the log index of the latest entry of the task with this
+// id, or false if there is no such task.
+func (t *Tasks) Last(id string) (uint64, bool) {
+	t.ts.mu.Lock()
+	defer t.ts.mu.Unlock()
+	n, ok := t.ts.idx.lookup(id)
+	if !ok {
+		return 0, false
+	}
+	return t.ts.idx.lastIndex(n), true
+}
+
 // Violations returns the task entries that broke a rule, in log order.
 func (t *Tasks) Violations() []Violation {
 	t.ts.mu.Lock()

@@ -49,6 +49,7 @@ type auditRun struct {
 	rep       struct {
 		Log     *log.AuditReport    `json:"log,omitempty"`
 		Tasks   int                 `json:"tasks"`
+		Keys    int                 `json:"fence_keys,omitempty"` // a shared log's provlog_keys rows checked
 		Anchors *anchor.AuditReport `json:"anchors,omitempty"`
 	}
 }
@@ -109,6 +110,10 @@ func (a *auditRun) run(ctx context.Context) error {
 		}
 		return failed(pe, "FAILED: %d task entries break the ownership and provenance rules (the sidecar never writes such entries)", n)
 	}
+	keys, err := a.fenceKeys(ctx, src, tasks, rep.Size)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(a.w, "OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared, %d tasks rebuilt from entries; size %d\n",
 		v.Name(), rep.Entries, rep.Checkpoints, rep.Nodes, tasks.Len(), rep.Size)
 	fmt.Fprintf(a.w, "calls: %d recorded", rep.Calls)
@@ -116,6 +121,13 @@ func (a *auditRun) run(ctx context.Context) error {
 		fmt.Fprintf(a.w, ", %d without a recorded outcome (cut off by a crash or kill, refused when the log failed while recording it, or under way): entries %s", len(rep.OpenCalls), replay.Ranges(rep.OpenCalls))
 	}
 	fmt.Fprintln(a.w)
+	if keys != nil {
+		fmt.Fprintf(a.w, "fence keys: %d rows agree with the entries", keys.checked)
+		if keys.later > 0 {
+			fmt.Fprintf(a.w, "; %d name entries committed since, left to the next audit", keys.later)
+		}
+		fmt.Fprintln(a.w)
+	}
 	if st, ok := src.(log.Storage); ok {
 		var acfg *online.Config
 		baseDir := ""

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/proxy"
 )
 
@@ -45,6 +46,17 @@ type problem struct {
 	Detail string `json:"detail"`
 }
 
+// unavailable says, for /healthz and provlog__status, why the log's
+// database takes no appends for now (commits fail as log.ErrUnavailable,
+// and go through again once it is back): what, in a word or two, and
+// the detail.
+func unavailable(err error) (what, detail string) {
+	if log.FaultReason(err) == log.ErrReadOnly.Error() {
+		return "database read-only", "the log's database takes no writes (a hot standby, or default_transaction_read_only); calls are refused until it does: " + err.Error()
+	}
+	return "database unreachable", "the log's database is unreachable; calls are refused until it is back: " + err.Error()
+}
+
 // problems lists what is wrong now, in healthReasons order.
 func (s *sidecar) problems() []problem {
 	var ps []problem
@@ -60,7 +72,8 @@ func (s *sidecar) problems() []problem {
 	if err := cmp.Or(s.seq.Err(), storeErr); err != nil {
 		ps = append(ps, problem{reasonStorage, "the log stopped writing (" + storageReason(err) + "): " + err.Error()})
 	} else if err := cmp.Or(s.seq.Unavailable(), unreachable); err != nil {
-		ps = append(ps, problem{reasonStorage, "the log's database is unreachable; calls are refused until it is back: " + err.Error()})
+		_, detail := unavailable(err)
+		ps = append(ps, problem{reasonStorage, detail})
 	} else if err := s.tasks.Err(); err != nil {
 		ps = append(ps, problem{reasonStorage, "the task engine stopped writing: " + err.Error()})
 	}

@@ -463,8 +463,7 @@ func (s *sidecar) status(context.Context) map[string]any {
 		st["error"] = err.Error()
 		st["storage"] = storageReason(err)
 	} else if err := s.seq.Unavailable(); err != nil {
-		st["error"] = "the log's database is unreachable; calls are refused until it is back: " + err.Error()
-		st["storage"] = "database unreachable"
+		st["storage"], st["error"] = unavailable(err)
 	} else if err := s.tasks.Err(); err != nil {
 		st["error"] = err.Error()
 	}

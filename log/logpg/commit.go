@@ -51,7 +51,7 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	var idle time.Duration
 	pc, err := s.pool.Acquire(context.WithValue(ctx, idleKey{}, &idle))
 	if err != nil {
-		return fmt.Errorf("committing: %w: %w", log.ErrUnavailable, err)
+		return unavailable("committing", err)
 	}
 	conn := pc.Conn()
 	defer func() {
@@ -234,7 +234,7 @@ func (s *Store) lockState(ctx context.Context, conn *pgx.Conn, size uint64, fenc
 		// batch's new statements first, which a failed transaction
 		// refuses.)
 		if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
-			return st, nil, nil, fmt.Errorf("committing: rolling back a refused commit: %w: %w", log.ErrUnavailable, err)
+			return st, nil, nil, unavailable("committing: rolling back a refused commit", err)
 		}
 	}
 	b1 := &pgx.Batch{}
@@ -263,8 +263,9 @@ func (s *Store) lockState(ctx context.Context, conn *pgx.Conn, size uint64, fenc
 			s.fail(err)
 			return st, nil, nil, err
 		}
-		return st, nil, nil, fmt.Errorf("committing: locking the log state: %w: %w", log.ErrUnavailable, err)
+		return st, nil, nil, unavailable("committing: locking the log state", err)
 	}
+	s.setUnreachable(nil) // the database answered, as publish would say
 	return st, leaves, last, nil
 }
 
@@ -327,9 +328,10 @@ func (s *Store) outcome(conn *pgx.Conn, b *log.Batch, err error) error {
 		// Committed: read back below, which flushes.
 	case errors.As(err, &pe) && pe.Severity == "ERROR" && transient(pe.Code):
 		// Refused for now (a statement or lock timeout, a deadlock or
-		// serialization failure): nothing was committed, and the next
-		// commit may pass. It stopped the log for good.
-		return fmt.Errorf("committing batch [%d, %d): %w: %w", b.Start, b.State.Size, log.ErrUnavailable, err)
+		// serialization failure, a read-only database): nothing was
+		// committed, and the next commit may pass. It stopped the log for
+		// good.
+		return unavailable(fmt.Sprintf("committing batch [%d, %d)", b.Start, b.State.Size), err)
 	case (errors.As(err, &pe) && pe.Severity == "ERROR") || errors.Is(err, errNotCommitted):
 		// The server refused a statement and the session goes on: the
 		// transaction is aborted and nothing of it was committed. (A
@@ -354,10 +356,31 @@ func (s *Store) outcome(conn *pgx.Conn, b *log.Batch, err error) error {
 
 // transient reports whether an ERROR of this SQLSTATE is one a retry may
 // not meet: query_canceled (statement_timeout), lock_not_available
-// (lock_timeout), too_many_connections and the transaction rollback class
-// (serialization failure, deadlock).
+// (lock_timeout), too_many_connections, the transaction rollback class
+// (serialization failure, deadlock) and read_only_sql_transaction (a hot
+// standby, or default_transaction_read_only: a failover's promotion or
+// an operator makes the database writable again, and a restart of every
+// sidecar would not).
 func transient(code string) bool {
-	return code == "57014" || code == "55P03" || code == "53300" || strings.HasPrefix(code, "40")
+	return code == "57014" || code == "55P03" || code == "53300" || strings.HasPrefix(code, "40") || code == codeReadOnly
+}
+
+// codeReadOnly is read_only_sql_transaction, which the first write (or
+// row lock) of a transaction meets on a database that takes no writes.
+const codeReadOnly = "25006"
+
+// unavailable is the error of a commit that wrote nothing and may pass
+// later, in doing what: err wrapped in log.ErrUnavailable, and in
+// log.ErrReadOnly too if the database takes no writes, so that health
+// and the appends' errors say which. Every such error of a commit, on
+// whichever of its round trips, is made here.
+func unavailable(what string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == codeReadOnly {
+		return fmt.Errorf("%s: %w: %w: the database takes no writes (a hot standby, or default_transaction_read_only is on); nothing was written, and commits go through once it is writable again: %w",
+			what, log.ErrUnavailable, log.ErrReadOnly, err)
+	}
+	return fmt.Errorf("%s: %w: %w", what, log.ErrUnavailable, err)
 }
 
 var (
@@ -443,7 +466,7 @@ func (s *Store) endEmpty(ctx context.Context, conn *pgx.Conn) error {
 	q.Queue(sqlFlush)
 	if err := conn.SendBatch(ctx, q).Close(); err != nil {
 		conn.Close(context.Background())
-		return fmt.Errorf("committing: making the state read durable: %w: %w", log.ErrUnavailable, err)
+		return unavailable("committing: making the state read durable", err)
 	}
 	return nil
 }

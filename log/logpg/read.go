@@ -218,3 +218,46 @@ func (s *Store) Checkpoints(ctx context.Context, from uint64, fn func(size uint6
 		next = got[len(got)-1].size + 1
 	}
 }
+
+// FenceKeys calls fn with every row of the fence keys (provlog_keys: the
+// index of the last entry committed under each key; see log.Fence), in
+// order of key, and returns the log's size in the same snapshot: for an
+// audit, which checks each row against the entries. A row that no entry
+// accounts for fences appends off that should pass (a task nobody can
+// accept), or lets through what it should fence off.
+func (s *Store) FenceKeys(ctx context.Context, fn func(key string, last uint64) error) (size uint64, err error) {
+	if _, err := s.acquire(ctx); err != nil {
+		return 0, err
+	}
+	defer s.calls.Done()
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var n int64
+		if err := tx.QueryRow(ctx, sqlReadSize).Scan(&n); err != nil {
+			return err
+		}
+		size = uint64(n)
+		rows, err := tx.Query(ctx, sqlFenceKeys)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var key string
+			var last int64
+			if err := rows.Scan(&key, &last); err != nil {
+				return err
+			}
+			if last < 0 {
+				return fmt.Errorf("%w: fence key %q: last is %d", ErrCorrupt, key, last)
+			}
+			if err := fn(key, uint64(last)); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reading the fence keys: %w", err)
+	}
+	return size, nil
+}

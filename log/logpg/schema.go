@@ -144,7 +144,12 @@ package logpg
 // commits. A failure before COMMIT was sent (round trip 1 of two) wrote
 // nothing and is reported as log.ErrUnavailable: the next commit may
 // succeed. A commit in one round trip sends COMMIT with everything else,
-// so any failure of its connection leaves the outcome unknown.
+// so any failure of its connection leaves the outcome unknown; but a
+// statement the server refused while the session goes on is a known
+// outcome (nothing committed), and in either way of committing a refusal
+// that may pass (a timeout, a deadlock, a read-only database: a hot
+// standby until it is promoted) is log.ErrUnavailable too, the read-only
+// one naming log.ErrReadOnly (unavailable, in commit.go).
 
 const schemaVersion = 1
 
@@ -248,6 +253,7 @@ const (
 	sqlLockAt     = `SELECT provlog_lock_at($1, $2, $3, $4::text[], $5::bigint[])`
 	sqlLockState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id FOR UPDATE`
 	sqlReadState  = `SELECT version, size, compact, checkpoint FROM provlog_state WHERE id`
+	sqlReadSize   = `SELECT size FROM provlog_state WHERE id`
 	sqlLeavesFrom = `SELECT idx, hash FROM provlog_nodes WHERE level = 0 AND idx >= $1 ORDER BY idx`
 	sqlKeys       = `SELECT key, last FROM provlog_keys WHERE key = ANY($1::text[])`
 
@@ -272,6 +278,7 @@ const (
 	sqlNodes       = `SELECT n.level, n.idx, n.hash FROM provlog_nodes n JOIN unnest($1::smallint[], $2::bigint[]) AS w(level, idx) ON n.level = w.level AND n.idx = w.idx`
 	sqlLeafIndex   = `SELECT idx FROM provlog_nodes WHERE level = 0 AND hash = $1 AND idx < $2 ORDER BY idx LIMIT 1`
 	sqlCheckpoint  = `SELECT note FROM provlog_checkpoints WHERE size = $1`
+	sqlFenceKeys   = `SELECT key, last FROM provlog_keys ORDER BY key`
 	sqlCheckpoints = `SELECT size, note FROM provlog_checkpoints WHERE size >= $1 AND size <= $2 ORDER BY size`
 	// sqlOpenCheck reads what Open checks against the state of size $1:
 	// the last entry and leaf exist, nothing lies past them, and the

@@ -248,3 +248,60 @@ func TestStatementTimeoutPasses(t *testing.T) {
 		t.Fatalf("an append once the lock was released: %v", err)
 	}
 }
+
+// TestStopSaysRestart: a commit the database refuses for good (a row
+// inserted by hand where the next entry goes) stops the log; the failed
+// append, the appends refused after it and Err say that the log stopped
+// and that provlog is to be restarted, not that the store is unavailable,
+// while a refused append still matches log.ErrUnavailable (nothing
+// written), which the task engine goes by. They said "append refused: log
+// store is unavailable: log stopped after a failed commit", which reads
+// as passing by itself.
+func TestStopSaysRestart(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	seq, _ := openSeq(t, dsn, newKey(t, "provlog.test/stop"))
+	ctx := t.Context()
+	size, _ := seq.Checkpoint()
+	pgtest.Psql(t, dsn, fmt.Sprintf(`INSERT INTO provlog_entries (idx, entry) VALUES (%d, 'by hand')`, size))
+	_, failed := seq.Append(ctx, []byte("meets the row"))
+	_, refused := seq.Append(ctx, []byte("after the stop"))
+	for _, c := range []struct {
+		what string
+		err  error
+	}{{"the failed append", failed}, {"an append after the stop", refused}, {"Err", seq.Err()}} {
+		if c.err == nil || !strings.Contains(c.err.Error(), "log stopped; restart provlog once what follows is fixed") || strings.Contains(c.err.Error(), log.ErrUnavailable.Error()) {
+			t.Errorf("%s: %v; want it to say that the log stopped and to restart provlog, not that the store is unavailable", c.what, c.err)
+		}
+	}
+	if !errors.Is(refused, log.ErrUnavailable) || !strings.HasPrefix(refused.Error(), "append refused, nothing written: ") {
+		t.Errorf("an append after the stop: %v; want it refused, nothing written (log.ErrUnavailable)", refused)
+	}
+}
+
+// TestFencedAmongCalls: fenced appends (task entries) and plain ones
+// (calls) at once, from many goroutines, all go through. A commit of a
+// fenced append took in the plain appends queued while it waited for the
+// lock, more entries than the fences it gave the store, which refused
+// the batch and stopped the log.
+func TestFencedAmongCalls(t *testing.T) {
+	seq, _ := openSeq(t, pgtest.DSN(t), newKey(t, "provlog.test/mixed"))
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := range 20 {
+				size, _ := seq.Checkpoint()
+				if _, err := seq.AppendFenced(t.Context(), fmt.Appendf(nil, "task %d %d", w, i), log.Fence{Key: fmt.Sprintf("task-%d-%d", w, i), After: size}); err != nil {
+					t.Error(err)
+					return
+				}
+				for j := range 3 {
+					if _, err := seq.Append(t.Context(), fmt.Appendf(nil, "call %d %d %d", w, i, j)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -292,7 +292,7 @@ func (s *Sequencer) append(ctx context.Context, entry []byte, ex *Expected, fenc
 		// Certain to have written nothing, which a caller that keeps
 		// state beside the log (the task engine) must know: it may go on
 		// once the log resumes.
-		err = fmt.Errorf("append refused: %w: %w", log.ErrUnavailable, err)
+		err = &refusedError{err}
 	}
 	if s.closing {
 		err = ErrClosed
@@ -322,6 +322,16 @@ func (s *Sequencer) append(ctx context.Context, entry []byte, ex *Expected, fenc
 	}
 	return rc, nil
 }
+
+// refusedError is an append refused because the log stopped: nothing was
+// written. It matches log.ErrUnavailable, which says so to a caller that
+// keeps state beside the log (the task engine goes on once the log
+// resumes); its text says that the log stopped, as err does, not that the
+// store is unavailable, which reads as passing by itself.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string   { return "append refused, nothing written: " + e.err.Error() }
+func (e *refusedError) Unwrap() []error { return []error{e.err, log.ErrUnavailable} }
 
 // enqueue queues req and reports whether its caller takes the lead (no
 // caller leads). A caller that does not waits for its outcome, or for the

@@ -25,12 +25,20 @@ import (
 // the store learns of them.
 //
 // A commit that fails with log.ErrUnavailable wrote nothing: its appends
-// fail, and the sequencer goes on (the database may come back). Any other
-// failure stops the sequencer, as with a store of one writer.
+// fail, and the sequencer goes on (the database may come back, or take
+// writes again). Any other failure stops the sequencer, as with a store of
+// one writer, until provlog is restarted: it cannot resume in place
+// (Resume), and its error says so (stoppedShared).
 
-// genesisKey fences the genesis entry, so that of sidecars opening an
-// empty shared log at once, one writes it.
-const genesisKey = "provlog/genesis"
+// stoppedShared begins the error of a sequencer on a shared store that
+// stopped: what the agent's refused calls and the operator's health
+// report say, before what stopped it.
+const stoppedShared = "log stopped; restart provlog once what follows is fixed (on start it checks the log in the database)"
+
+// GenesisKey fences the genesis entry, so that of sidecars opening an
+// empty shared log at once, one writes it: its fence key row names entry
+// 0.
+const GenesisKey = "provlog/genesis"
 
 // openShared notes whether the store has other writers, and follows them.
 func (s *Sequencer) openShared() {
@@ -53,7 +61,7 @@ func (s *Sequencer) adopt(st log.State) {
 	if err != nil {
 		s.mu.Lock()
 		if s.failed == nil {
-			s.failed = fmt.Errorf("log stopped: %w", err)
+			s.failed = fmt.Errorf(stoppedShared+": %w", err)
 		}
 		s.mu.Unlock()
 		return
@@ -98,11 +106,13 @@ func (s *Sequencer) AppendFenced(ctx context.Context, entry []byte, fence log.Fe
 	return s.append(ctx, entry, nil, fence)
 }
 
-// Unavailable returns the error of the last commit if it failed because
-// the shared store could not be reached (nothing written; the next commit
-// may succeed), or nil. While it is set, each call asks the store again
-// (for at most a second), so that it clears when the store is back even
-// if no append came since.
+// Unavailable returns the error of the last commit if it failed with
+// log.ErrUnavailable (nothing written; the next commit may succeed: the
+// store could not be reached, or took no writes), or nil. While it is
+// set, each call tries the store again (for at most a second) with a
+// commit that writes nothing, so that it clears when commits would go
+// through, even if no append came since; a read would pass on a database
+// that is read-only.
 func (s *Sequencer) Unavailable() error {
 	p := s.unavailable.Load()
 	if p == nil {
@@ -110,9 +120,13 @@ func (s *Sequencer) Unavailable() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if _, err := s.shared.Latest(ctx); err == nil {
+	err := s.shared.CommitShared(ctx, nil, func(log.State, []bool) (*log.Batch, error) { return nil, nil })
+	if err == nil {
 		s.unavailable.CompareAndSwap(p, nil)
 		return nil
+	}
+	if errors.Is(err, log.ErrUnavailable) && s.unavailable.CompareAndSwap(p, &err) {
+		return err // what stands in the way now
 	}
 	return *p
 }
@@ -126,7 +140,7 @@ func (s *Sequencer) appendGenesis(ctx context.Context, g []byte) (*log.Receipt, 
 	if s.shared == nil {
 		return s.Append(ctx, g)
 	}
-	r, err := s.AppendFenced(ctx, g, log.Fence{Key: genesisKey})
+	r, err := s.AppendFenced(ctx, g, log.Fence{Key: GenesisKey})
 	if errors.Is(err, log.ErrFenced) {
 		return nil, nil
 	}
@@ -170,8 +184,13 @@ func (s *Sequencer) commitShared(batch []*request) {
 			}
 		}
 		// build may be called again, on a newer state: what an earlier
-		// call drained stays in the batch.
-		extra = append(extra, s.drainUnfenced(len(batch)+len(extra))...)
+		// call drained stays in the batch. A batch with fences drains
+		// nothing: the store takes one fence per append it commits,
+		// given before build, and refuses a batch of more entries
+		// (which stopped the log under tasks and calls at once).
+		if fences == nil {
+			extra = append(extra, s.drainUnfenced(len(batch)+len(extra))...)
+		}
 		kept = append(kept, extra...)
 		if len(kept) == 0 {
 			return nil, nil
@@ -191,12 +210,12 @@ func (s *Sequencer) commitShared(batch []*request) {
 		s.unavailable.Store(nil)
 	}
 	if err != nil {
-		s.failShared(all, err, "log stopped after a failed commit: %w", true)
+		s.failShared(all, err, stoppedShared+": a commit failed: %w", true)
 		return
 	}
 	if err := s.show(size, cp); err != nil {
 		// Committed, but not on record as shown: nobody gets it.
-		s.failShared(all, err, "log stopped after a commit: outcome unknown: %w", false)
+		s.failShared(all, err, stoppedShared+": a commit went through, but could not be recorded as handed out (nobody was answered on it): %w", false)
 		return
 	}
 	s.mu.Lock()

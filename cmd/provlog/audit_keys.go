@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logpg"
+	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/opp"
+)
+
+// maxKeyProblems bounds the fence key rows one audit names; it counts
+// them all.
+const maxKeyProblems = 100
+
+// keysAudit is what auditFenceKeys found: rows checked against the
+// entries, rows that name entries committed after the audited size (left
+// to the next audit), and the problems.
+type keysAudit struct {
+	checked, later, bad int
+	pe                  log.ProblemsError
+}
+
+func (k *keysAudit) problem(part, format string, args ...any) {
+	if k.bad++; k.bad <= maxKeyProblems {
+		k.pe.Problems = append(k.pe.Problems, log.Problem{Part: part, Msg: fmt.Sprintf(format, args...)})
+	}
+}
+
+// auditFenceKeys checks every row of a shared log's fence keys
+// (provlog_keys) against its entries, audited up to size: the genesis
+// key's row must name entry 0, each task's the task's latest entry as
+// rebuilt in tasks, and every task must have its row. A row put in by
+// hand (or left stale) fences off appends that should pass, such as every
+// acceptance of a task, or lets through what it should fence off. A row
+// that names an entry committed after size, by sidecars still running, is
+// left to the next audit; one past the log's size when the rows were
+// read names no entry at all.
+func auditFenceKeys(ctx context.Context, s *logpg.Store, tasks *opp.Tasks, size uint64) (*keysAudit, error) {
+	k := &keysAudit{pe: log.ProblemsError{What: "fence keys"}}
+	type row struct {
+		key  string
+		last uint64
+	}
+	var past []row
+	now, err := s.FenceKeys(ctx, func(key string, last uint64) error {
+		want, ok := tasks.Last(key)
+		switch {
+		case last >= size:
+			past = append(past, row{key, last})
+			return nil
+		case key == server.GenesisKey:
+			if last != 0 {
+				k.problem(fmt.Sprintf("fence key %q", key), "names entry %d, but the genesis is entry 0", last)
+			}
+		case !ok:
+			k.problem(fmt.Sprintf("fence key %q", key), "names entry %d, but no task of this id is in the log's first %d entries", last, size)
+		case want != last:
+			k.problem(fmt.Sprintf("fence key %q", key), "names entry %d, but the task's latest entry is entry %d", last, want)
+		}
+		k.checked++
+		return nil
+	})
+	if err != nil {
+		return k, err
+	}
+	for _, r := range past {
+		if r.last < now {
+			k.later++
+			continue
+		}
+		k.checked++
+		k.problem(fmt.Sprintf("fence key %q", r.key), "names entry %d, but the log holds %d entries", r.last, now)
+	}
+	// Each row is another key; those that passed account for as many of
+	// the keys the entries give (the tasks and the genesis).
+	if want, good := tasks.Len()+1, k.checked-k.bad; k.later == 0 && size > 0 && good < want {
+		k.problem("fence keys", "%d of the %d keys the entries give (the tasks and the genesis) have no row: appends fenced on them are not fenced off", want-good, want)
+	}
+	if k.bad > maxKeyProblems {
+		k.pe.Problems = append(k.pe.Problems, log.Problem{Part: "fence keys", Msg: fmt.Sprintf("and %d more rows", k.bad-maxKeyProblems)})
+	}
+	return k, nil
+}
+
+// fenceKeys is audit's check of a shared log's fence keys (nil for
+// another log): an error if a row disagrees with the entries.
+func (a *auditRun) fenceKeys(ctx context.Context, src log.AuditSource, tasks *opp.Tasks, size uint64) (*keysAudit, error) {
+	ps, ok := src.(*logpg.Store)
+	if !ok {
+		return nil, nil
+	}
+	keys, err := auditFenceKeys(ctx, ps, tasks, size)
+	if err != nil {
+		return nil, err
+	}
+	a.rep.Keys = keys.checked
+	if keys.bad > 0 {
+		for _, p := range keys.pe.Problems {
+			fmt.Fprintln(a.stderr, p.String())
+		}
+		return nil, failed(&keys.pe, "FAILED: %d fence key rows (provlog_keys) disagree with the entries: a row put in or changed by hand fences off appends that should pass, such as a task's acceptance; delete or correct the rows named", keys.bad)
+	}
+	return keys, nil
+}
