@@ -97,8 +97,9 @@ func (p *Proxy) freshLists(ctx context.Context, slots []listSlot) {
 	// each).
 	wctx, cancel := context.WithTimeout(ctx, waits[0].c.listBound())
 	defer cancel()
+	defer context.AfterFunc(p.ctx, cancel)() // the proxy is closing
 	for _, w := range waits {
-		if !w.c.await(func() bool { return w.c.ended[w.slot] >= w.n }, wctx.Done()) && ctx.Err() == nil {
+		if !w.c.await(func() bool { return w.c.ended[w.slot] >= w.n }, wctx.Done()) && ctx.Err() == nil && p.ctx.Err() == nil {
 			w.c.late(w.slot, w.n)
 		}
 	}
@@ -106,8 +107,9 @@ func (p *Proxy) freshLists(ctx context.Context, slots []listSlot) {
 
 // want returns the count of reads of the list in slot that the front's
 // list waits for: the read begun within freshFor, or the next, which it
-// asks the resync loop for. It reports false when the list has no one
-// to read it (the server, or its newer session, is not up).
+// asks the resync loop for. It reports false when there is nothing to
+// wait for: the read has ended, or the list has no one to read it (the
+// server, or its newer session, is not up).
 func (c *catalogue) want(slot listSlot) (uint64, bool) {
 	if slot == newerToolSlot {
 		if c.d.newer.current() == nil {
@@ -119,7 +121,7 @@ func (c *catalogue) want(slot listSlot) (uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.begun[slot] > 0 && time.Since(c.begunAt[slot]) < freshFor {
-		return c.begun[slot], true
+		return c.begun[slot], c.ended[slot] < c.begun[slot]
 	}
 	// Under c.mu: the read asked for is the next to begin, which clears
 	// the bit (begin).
