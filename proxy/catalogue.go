@@ -604,7 +604,7 @@ func decodeTool(raw json.RawMessage) (*mcp.Tool, error) {
 // tools) stays the SDK's.
 func (p *Proxy) rawLists(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		p.freshLists(ctx, freshSlots(method, req.GetParams()))
+		p.freshLists(ctx, freshSlots(req.GetParams()))
 		res, err := next(ctx, method, req)
 		if err != nil || res == nil {
 			return res, err

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -30,43 +31,27 @@ import (
 // front's clients' lists.
 const freshFor = time.Second
 
-// freshSlots returns the slots whose lists a front client's request for
-// method, with params, reads first; none for a later page (its list was
-// read for the first) or another method.
-func freshSlots(method string, params mcp.Params) []listSlot {
-	cursor := ""
+// freshSlots returns the slots whose lists a front client's list
+// request, with params, reads first; none for a later page (its list was
+// read for the first) or another request.
+func freshSlots(params mcp.Params) []listSlot {
+	first := func(cursor string, slots ...listSlot) []listSlot {
+		if cursor != "" {
+			return nil
+		}
+		return slots
+	}
 	switch pr := params.(type) {
 	case *mcp.ListToolsParams:
-		if pr != nil {
-			cursor = pr.Cursor
-		}
-	case *mcp.ListPromptsParams:
-		if pr != nil {
-			cursor = pr.Cursor
-		}
-	case *mcp.ListResourcesParams:
-		if pr != nil {
-			cursor = pr.Cursor
-		}
-	case *mcp.ListResourceTemplatesParams:
-		if pr != nil {
-			cursor = pr.Cursor
-		}
-	}
-	if cursor != "" {
-		return nil
-	}
-	switch method {
-	case "tools/list":
 		// The newer session's too: the calls of 2026-07-28 clients go
 		// there and name its definitions.
-		return []listSlot{toolSlot, newerToolSlot}
-	case "prompts/list":
-		return []listSlot{promptSlot}
-	case "resources/list":
-		return []listSlot{resourceSlot}
-	case "resources/templates/list":
-		return []listSlot{templateSlot}
+		return first(cmp.Or(pr, &mcp.ListToolsParams{}).Cursor, toolSlot, newerToolSlot)
+	case *mcp.ListPromptsParams:
+		return first(cmp.Or(pr, &mcp.ListPromptsParams{}).Cursor, promptSlot)
+	case *mcp.ListResourcesParams:
+		return first(cmp.Or(pr, &mcp.ListResourcesParams{}).Cursor, resourceSlot)
+	case *mcp.ListResourceTemplatesParams:
+		return first(cmp.Or(pr, &mcp.ListResourceTemplatesParams{}).Cursor, templateSlot)
 	}
 	return nil
 }

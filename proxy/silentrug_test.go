@@ -144,13 +144,13 @@ func okDescription(t *testing.T, cs *mcp.ClientSession) string {
 	return res.Tools[i].Description
 }
 
-// callOK calls fx__ok on cs and returns its call entry, checking that a
-// tools entry before it holds the definition it names.
-func callOK(t *testing.T, l *testLog, cs *mcp.ClientSession) *log.CallEntry {
+// callNamed calls tool name on cs and returns its call entry, checking
+// that a tools entry before it holds the definition it names.
+func callNamed(t *testing.T, l *testLog, cs *mcp.ClientSession, name string) *log.CallEntry {
 	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__ok"})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name})
 	if err != nil || res.IsError {
-		t.Fatalf("fx__ok: %v", err)
+		t.Fatalf("%s: %v", name, err)
 	}
 	e, _ := l.checkReceipt(t, metaReceipt(res.Meta))
 	at, _ := strconv.ParseUint(fmt.Sprint(e.Fields["call"]), 10, 64)
@@ -189,7 +189,7 @@ func TestSilentRugPull(t *testing.T) {
 				cs = connectHTTP(t, serveHTTP(t, p), statelessProtocol, nil)
 			}
 			stateless := cs.InitializeResult().ProtocolVersion == statelessProtocol
-			before := callOK(t, l, cs).ToolSHA256
+			before := callNamed(t, l, cs, "fx__ok").ToolSHA256
 			if d := okDescription(t, cs); d != "" {
 				t.Fatalf("before the change fx__ok is described %q", d)
 			}
@@ -206,7 +206,7 @@ func TestSilentRugPull(t *testing.T) {
 			if d := otherDescriptions(t, cs); !stateless && !slices.Equal(d, []string{silentDesc, silentDesc, silentDesc}) {
 				t.Errorf("after the change the front describes the prompt, resource and template %q, want %q", d, silentDesc)
 			}
-			after := callOK(t, l, cs).ToolSHA256
+			after := callNamed(t, l, cs, "fx__ok").ToolSHA256
 			if after == before {
 				t.Fatalf("a call after the list names the definition before the change")
 			}
@@ -297,7 +297,7 @@ func TestFreshListHangs(t *testing.T) {
 		t.Errorf("no log line says the front offers the last list read:\n%s", buf.String())
 	}
 	// A call still names the definition read last, at once.
-	if c := callOK(t, l, cs); c.ToolSHA256 == "" {
+	if c := callNamed(t, l, cs, "fx__ok"); c.ToolSHA256 == "" {
 		t.Errorf("the call names no definition")
 	}
 }
