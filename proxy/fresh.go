@@ -21,7 +21,7 @@ import (
 // way), and the lists asked for while an older read is under way share
 // the next. A 2026-07-28 client may list before each of its requests; a
 // burst of lists costs each server one read a second at most. A list
-// waits at most listBound for the reads; a server that has not answered
+// waits at most freshWait for the reads; a server that has not answered
 // by then leaves the front its last list read, and the log says so.
 //
 // Calls do not read the list: between lists, a call names the
@@ -30,6 +30,13 @@ import (
 // freshFor is how long a read of a list, from when it began, serves the
 // front's clients' lists.
 const freshFor = time.Second
+
+// freshWait is how long a front client's list waits for the servers'
+// reads (listBound): a server that has not listed by then is offered as
+// it was last read, and its read goes on (at most connectTimeout), the
+// front hearing of any change when it ends. A server hung on its lists
+// costs each list this, not the connect timeout.
+const freshWait = 5 * time.Second
 
 // freshSlots returns the slots whose lists a front client's list
 // request, with params, reads first; none for a later page (its list was
@@ -167,7 +174,7 @@ func (c *catalogue) listBound() time.Duration {
 	if b := c.testingOnlyListBound.Load(); b > 0 {
 		return time.Duration(b)
 	}
-	return connectTimeout
+	return freshWait
 }
 
 // await waits until done (run under c.mu) holds, or stop is closed; it
