@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -49,6 +50,14 @@ type catalogue struct {
 	asked   [listSlots + 1]atomic.Uint64 // and newerToolSlot's
 	read    [listSlots + 1]uint64
 	readNow chan struct{}
+	// wanted holds a bit per slot whose list a front client's list asked
+	// to be read (fresh.go); begun counts the reads of each list begun
+	// (under mu), begunAt is when the last began, ended counts those
+	// ended, and lateRead is the last read a list was answered without.
+	wanted                 atomic.Uint32
+	begun, ended, lateRead [listSlots + 1]uint64
+	begunAt                [listSlots + 1]time.Time
+	testingOnlyListBound   atomic.Int64 // replaces listBound's connectTimeout if not zero
 
 	mu         sync.Mutex
 	lists      [listSlots]registry
@@ -126,14 +135,20 @@ func (c *catalogue) resyncLoop(ctx context.Context) {
 			return
 		case <-c.resync:
 		}
+		wanted := c.wanted.Load() // a read begun clears its bit (begin)
 		if cs := c.d.sup.current(); cs != nil {
-			// Only what the server said changed: reading the other lists
-			// too held up the front's notification of the next change.
-			c.sync(ctx, cs, c.announced.Load())
+			// Only what the server said changed, or a front client's list
+			// asked for: reading the other lists too held up the front's
+			// notification of the next change.
+			c.sync(ctx, cs, c.announced.Load()|wanted)
+		} else {
+			c.unread(wanted &^ (1 << newerToolSlot))
 		}
-		if c.announced.Load()&(1<<newerToolSlot) != 0 {
+		if (c.announced.Load()|wanted)&(1<<newerToolSlot) != 0 {
 			if cs := c.d.newer.current(); cs != nil {
 				c.readNewerTools(ctx, cs)
+			} else {
+				c.unread(wanted & (1 << newerToolSlot))
 			}
 		}
 	}
@@ -166,7 +181,7 @@ func (c *catalogue) syncLocked(ctx context.Context, cs *mcp.ClientSession, slots
 	if caps == nil {
 		caps = &mcp.ServerCapabilities{}
 	}
-	sctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	sctx, cancel := context.WithTimeout(ctx, c.listBound())
 	defer cancel()
 	for _, l := range c.kinds {
 		slot, _, _, _ := l.where()
@@ -178,7 +193,7 @@ func (c *catalogue) syncLocked(ctx context.Context, cs *mcp.ClientSession, slots
 			applied |= 1 << slot
 		case errors.Is(err, errNotOffered):
 		case ctx.Err() == nil: // else the proxy is closing
-			c.d.p.logger.Warn("proxy: listing "+l.plural()+" failed", "server", c.d.cfg.ID, "error", err)
+			c.d.p.logger.Warn("proxy: listing "+l.plural()+" failed; the front offers the last list read", "server", c.d.cfg.ID, "error", err)
 		}
 	}
 	return applied
@@ -226,7 +241,7 @@ func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSess
 	announced := c.announced.And(^uint32(1<<k.slot))&(1<<k.slot) != 0
 	// The changes announced before the list is asked for are in it; a
 	// call waiting for them goes on when it is applied, or has failed.
-	asked := c.asked[k.slot].Load()
+	asked := c.begin(k.slot)
 	defer c.readTo(k.slot, asked)
 	if !k.offered(caps) {
 		return errNotOffered
@@ -589,6 +604,7 @@ func decodeTool(raw json.RawMessage) (*mcp.Tool, error) {
 // tools) stays the SDK's.
 func (p *Proxy) rawLists(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		p.freshLists(ctx, freshSlots(req.GetParams()))
 		res, err := next(ctx, method, req)
 		if err != nil || res == nil {
 			return res, err

@@ -141,6 +141,8 @@ func runFixtureServer() {
 		addAsks(s)
 	case "stream":
 		addStream(s, obj)
+	case "silent":
+		addSilentRug(s)
 	case "subs":
 		// touch tells the subscribers that the resource changed, in
 		// the process it runs in.

@@ -75,7 +75,7 @@ func everythingJS(t *testing.T, mode string) []string {
 
 // fixtureServer returns the command running this test binary as a
 // downstream MCP server (see TestMain).
-func fixtureServer(t *testing.T) []string {
+func fixtureServer(t testing.TB) []string {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

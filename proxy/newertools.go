@@ -47,13 +47,13 @@ func (c *catalogue) readNewerTools(ctx context.Context, cs *mcp.ClientSession) {
 	c.syncMu.Lock() // one list recorded at a time
 	defer c.syncMu.Unlock()
 	c.announced.And(^uint32(1 << newerToolSlot))
-	asked := c.asked[newerToolSlot].Load()
+	asked := c.begin(newerToolSlot)
 	defer c.readTo(newerToolSlot, asked)
 	if caps := cs.InitializeResult().Capabilities; caps == nil || caps.Tools == nil {
 		c.setNewer(cs, map[string]string{})
 		return
 	}
-	sctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	sctx, cancel := context.WithTimeout(ctx, c.listBound())
 	defer cancel()
 	raws, err := toolKind().list(sctx, cs)
 	if err != nil {

@@ -106,37 +106,20 @@ func (c *catalogue) toolSum(front string, cs *mcp.ClientSession) string {
 // awaitRead waits until a read of the list in slot covers the server's
 // first n changes of it, or connectTimeout has passed.
 func (c *catalogue) awaitRead(slot listSlot, n uint64) {
-	var timeout <-chan time.Time
-	for {
-		c.mu.Lock()
-		done, now := c.read[slot] >= n, c.readNow
-		c.mu.Unlock()
-		if done {
-			return
-		}
-		if timeout == nil {
-			t := time.NewTimer(connectTimeout)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case <-now:
-		case <-timeout:
-			return
-		}
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	defer cancel()
+	c.await(func() bool { return c.read[slot] >= n }, ctx.Done())
 }
 
-// readTo notes that a read of the list in slot, applied or failed, covers
-// the server's first n changes of it.
+// readTo notes that a read of the list in slot (begin), applied or
+// failed, has ended, and covers the server's first n changes of it.
 func (c *catalogue) readTo(slot listSlot, n uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if n > c.read[slot] {
-		c.read[slot] = n
-		close(c.readNow)
-		c.readNow = make(chan struct{})
-	}
+	c.read[slot] = max(c.read[slot], n)
+	c.ended[slot] = c.begun[slot] // one read at a time (syncMu)
+	close(c.readNow)
+	c.readNow = make(chan struct{})
 }
 
 // recordTools writes the server's tool list, as listed (raws), into a

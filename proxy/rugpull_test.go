@@ -150,23 +150,9 @@ func TestNewerSessionToolDefinitions(t *testing.T) {
 	if v := cs.InitializeResult().ProtocolVersion; v != statelessProtocol {
 		t.Fatalf("the client speaks %s", v)
 	}
-	ctx := context.Background()
 	call := func(name string) *log.CallEntry {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name})
-		if err != nil || res.IsError {
-			t.Fatalf("%s: %v", name, err)
-		}
-		e, _ := l.checkReceipt(t, metaReceipt(res.Meta))
-		at, _ := strconv.ParseUint(fmt.Sprint(e.Fields["call"]), 10, 64)
-		c, err := log.ParseCall(mustParse(t, l.entry(t, at)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !definedBefore(t, l, at, c.Tool, c.ToolSHA256) {
-			t.Errorf("call %d names definition %q, which no tools entry before it holds", at, c.ToolSHA256)
-		}
-		return c
+		return callNamed(t, l, cs, name)
 	}
 	before := call("fx__ok").ToolSHA256
 	call("fx__rugpull") // in the second process alone
