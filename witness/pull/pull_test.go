@@ -13,6 +13,7 @@ import (
 	"github.com/provlog/provlog/witness"
 	"github.com/provlog/provlog/witness/witnesspebble"
 	"github.com/provlog/provlog/witness/witnesstest"
+	"golang.org/x/mod/sumdb/note"
 )
 
 const origin = "log.example/pulled"
@@ -213,5 +214,42 @@ func TestCheckBadTiles(t *testing.T) {
 	other := witnesstest.NewKey(t, origin)
 	if _, err := check(t, store, l.Prefix(), other); err == nil {
 		t.Fatal("checkpoint accepted with another key")
+	}
+}
+
+// TestCheckRecordsLogSignatureOnly: a log's checkpoint carries its
+// witnesses' cosignatures (or any lines the log likes); the check records
+// the checkpoint with only the log's signature it verified.
+func TestCheckRecordsLogSignatureOnly(t *testing.T) {
+	kv, err := witnesspebble.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kv.Close()
+	store := witness.KVStore(kv)
+	k := witnesstest.NewKey(t, origin)
+	l := witnesstest.NewLog(t, k, "e")
+	cp := l.Grow(t, 9)
+	n, err := note.Open(cp, note.VerifierList(k.Verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cosigned := cp
+	for _, name := range []string{"witness.example/w1", "witness.example/w2"} {
+		msg, err := note.Sign(&note.Note{Text: n.Text}, witnesstest.NewCosigner(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cosigned, err = witness.AddCosignatures(cosigned, msg[bytes.LastIndex(msg, []byte("\n\n"))+2:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := splice(cosigned, l)
+	defer srv.Close()
+	if _, err := check(t, store, srv.URL, k); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := store.Latest(context.Background(), origin); err != nil || !bytes.Equal(rec, cp) {
+		t.Errorf("recorded %q, %v; want the log's signed checkpoint %q", rec, err, cp)
 	}
 }
