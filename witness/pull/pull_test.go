@@ -36,17 +36,22 @@ func recordedSize(t *testing.T, store witness.Store) uint64 {
 	return c.Size
 }
 
-// TestCheckProvlog follows a real provlog log over its HTTP API through
-// sizes that cross tile boundaries at every level used.
-func TestCheckProvlog(t *testing.T) {
+// pebbleSetup returns a witness store in Pebble and a real provlog log.
+func pebbleSetup(t *testing.T) (witness.Store, witnesstest.Key, *witnesstest.Log) {
+	t.Helper()
 	kv, err := witnesspebble.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer kv.Close()
-	store := witness.KVStore(kv)
+	t.Cleanup(func() { kv.Close() })
 	k := witnesstest.NewKey(t, origin)
-	l := witnesstest.NewLog(t, k, "e")
+	return witness.KVStore(kv), k, witnesstest.NewLog(t, k, "e")
+}
+
+// TestCheckProvlog follows a real provlog log over its HTTP API through
+// sizes that cross tile boundaries at every level used.
+func TestCheckProvlog(t *testing.T) {
+	store, k, l := pebbleSetup(t)
 	var prev uint64
 	for i, n := range []uint64{1, 2, 7, 255, 256, 257, 1000, 65535, 65536, 65537, 70001} {
 		cp := l.GrowFast(t, n)
@@ -221,14 +226,7 @@ func TestCheckBadTiles(t *testing.T) {
 // witnesses' cosignatures (or any lines the log likes); the check records
 // the checkpoint with only the log's signature it verified.
 func TestCheckRecordsLogSignatureOnly(t *testing.T) {
-	kv, err := witnesspebble.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kv.Close()
-	store := witness.KVStore(kv)
-	k := witnesstest.NewKey(t, origin)
-	l := witnesstest.NewLog(t, k, "e")
+	store, k, l := pebbleSetup(t)
 	cp := l.Grow(t, 9)
 	n, err := note.Open(cp, note.VerifierList(k.Verifier))
 	if err != nil {
