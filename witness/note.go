@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"golang.org/x/mod/sumdb/note"
 )
 
 // sigPrefix starts every signature line of a c2sp.org/signed-note.
@@ -62,4 +64,19 @@ func SignatureLines(b []byte) ([]string, error) {
 		}
 	}
 	return lines, nil
+}
+
+// Verified returns n, as note.Open returned it, as a signed note with only
+// the signatures Open verified: what a witness keeps of a checkpoint. A
+// checkpoint may carry up to [MaxRequestSize] of other signature lines,
+// which a log holding a trusted key could send with every checkpoint to
+// fill the witness's disk; they are not the witness's to keep.
+func Verified(n *note.Note) []byte {
+	var b strings.Builder
+	b.WriteString(n.Text)
+	b.WriteString("\n")
+	for _, s := range n.Sigs {
+		b.WriteString(sigPrefix + s.Name + " " + s.Base64 + "\n")
+	}
+	return []byte(b.String())
 }

@@ -31,22 +31,38 @@ type testWitness struct {
 	srv      *httptest.Server
 	requests atomic.Int64
 	down     atomic.Bool // answer 503
+	// hold, while not nil, holds each request until it is closed; open
+	// counts the requests held.
+	hold atomic.Pointer[chan struct{}]
+	open atomic.Int64
 }
 
 func newTestWitness(t *testing.T, name string, logs ...witnesstest.Key) *testWitness {
 	t.Helper()
-	tw := &testWitness{signer: witnesstest.NewCosigner(t, name)}
+	return newTestWitnessOn(t, witnesstest.NewStore(), witnesstest.NewCosigner(t, name), logs...)
+}
+
+// newTestWitnessOn is newTestWitness keeping its state in store and
+// signing with signer.
+func newTestWitnessOn(t *testing.T, store witness.Store, signer *log.CosignatureSigner, logs ...witnesstest.Key) *testWitness {
+	t.Helper()
+	tw := &testWitness{signer: signer}
 	var ls []server.Log
 	for _, k := range logs {
 		ls = append(ls, server.Log{Origin: k.Verifier.Name(), Verifiers: []note.Verifier{k.Verifier}})
 	}
-	w, err := server.New(server.Options{Signer: tw.signer, Logs: ls, Store: witnesstest.NewStore()})
+	w, err := server.New(server.Options{Signer: tw.signer, Logs: ls, Store: store})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tw.w = w
 	tw.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		tw.requests.Add(1)
+		if hold := tw.hold.Load(); hold != nil {
+			tw.open.Add(1)
+			<-*hold
+			tw.open.Add(-1)
+		}
 		if tw.down.Load() {
 			http.Error(rw, "down for maintenance", http.StatusServiceUnavailable)
 			return
@@ -392,8 +408,8 @@ func TestConflictsBounded(t *testing.T) {
 	cp := l.Grow(t, 3)
 	for i := range 50 {
 		ce := &ConflictError{Witness: "witness.example/w1", Size: 3, WitnessSize: uint64(i + 4), Status: 409, Detail: "spam"}
-		c.tally(cp, []cosignResult{{err: ce}}, time.Now())
-		c.tally(cp, []cosignResult{{err: ce}}, time.Now()) // the same again: not new
+		c.tally(0, cp, cosignResult{err: ce}, time.Now())
+		c.tally(0, cp, cosignResult{err: ce}, time.Now()) // the same again: not new
 	}
 	if reported != maxConflictsPerWitness {
 		t.Errorf("%d conflicts reported, want %d", reported, maxConflictsPerWitness)

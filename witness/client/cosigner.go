@@ -35,20 +35,25 @@ type CosignerOptions struct {
 	// (as OnCosigned got it). It becomes Latest if it still meets the
 	// policy.
 	Initial []byte
-	// Interval is the least time between the starts of two rounds, so
-	// that a busy log's checkpoints are coalesced (DefaultInterval).
+	// Interval is the least time between two checkpoints put to the
+	// witnesses, so that a busy log's checkpoints are coalesced
+	// (DefaultInterval).
 	Interval time.Duration
-	// Timeout bounds each witness's answer in a round (DefaultTimeout).
+	// Timeout bounds each witness's answer (DefaultTimeout). A witness
+	// that takes long holds up only itself: its cosignature, when it
+	// comes, is added to the checkpoint if that is still the latest.
 	Timeout time.Duration
-	// MaxBackoff bounds the wait before a round is retried after a witness
-	// failed and no newer checkpoint came (DefaultMaxBackoff).
+	// MaxBackoff bounds the wait before a witness that failed is asked
+	// again (DefaultMaxBackoff); the wait starts at a second and doubles.
 	MaxBackoff time.Duration
-	// OnCosigned, if not nil, is called with each new Latest, from the
-	// Run goroutine (to keep it across restarts).
+	// OnCosigned, if not nil, is called with each new Latest (to keep it
+	// across restarts): one call at a time, in order, from a goroutine of
+	// Run's.
 	OnCosigned func(cosigned []byte)
 	// OnConflict, if not nil, is called once for each distinct conflict a
-	// witness reports, with the checkpoint it refused, from the Run
-	// goroutine. The sidecar records it as a witness.conflict entry.
+	// witness reports, with the checkpoint it refused, from the goroutine
+	// of Run's that asks that witness (calls for two witnesses may
+	// overlap). The sidecar records it as a witness.conflict entry.
 	OnConflict func(c *ConflictError, checkpoint []byte)
 	// Logger gets failures and conflicts; nil means none.
 	Logger *slog.Logger
@@ -63,10 +68,15 @@ type Cosigner struct {
 	logger *slog.Logger
 	kick   chan struct{}
 
+	wake   []chan struct{} // per witness: the target changed
+	keepMu sync.Mutex      // held by keep: one OnCosigned at a time, in order
+
 	mu        sync.Mutex
 	pending   []byte // newest submitted checkpoint not yet tried
 	pendingN  uint64
-	latest    []byte // newest cosigned checkpoint meeting the policy
+	target    []byte        // the checkpoint the witnesses are asked to cosign
+	cosigned  []cosignature // per witness: what it last cosigned
+	latest    []byte        // newest cosigned checkpoint meeting the policy
 	latestN   uint64
 	latestAt  time.Time
 	status    []WitnessStatus
@@ -130,7 +140,9 @@ func NewCosigner(opts CosignerOptions) (*Cosigner, error) {
 	}
 	for _, w := range opts.Witnesses {
 		c.status = append(c.status, WitnessStatus{Name: w.Name()})
+		c.wake = append(c.wake, make(chan struct{}, 1))
 	}
+	c.cosigned = make([]cosignature, len(opts.Witnesses))
 	if opts.Initial != nil {
 		if cp, _, err := log.OpenWitnessedCheckpoint(opts.Initial, opts.Log, p); err != nil {
 			c.logger.Warn("the saved cosigned checkpoint does not meet the witness policy; ignoring it", "err", err)
@@ -182,26 +194,24 @@ func (c *Cosigner) Status() Status {
 	}
 }
 
-// Run runs rounds until ctx is done, then returns nil.
+// Run asks the witnesses to cosign the submitted checkpoints until ctx is
+// done, then returns nil. Each witness is asked by a goroutine of its own,
+// one request at a time, so that a witness that hangs or fails holds up
+// nothing but itself: a checkpoint becomes Latest as soon as Threshold
+// witnesses cosigned it, and a cosignature that comes later is added to
+// it while it is still the latest.
 func (c *Cosigner) Run(ctx context.Context) error {
-	var (
-		last     time.Time
-		retry    []byte // checkpoint to retry after a failed round, if no newer one comes
-		backoff  time.Duration
-		retryAt  <-chan time.Time
-		timerRun *time.Timer
-	)
-	defer func() {
-		if timerRun != nil {
-			timerRun.Stop()
-		}
-	}()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := range c.opts.Witnesses {
+		wg.Go(func() { c.follow(ctx, i) })
+	}
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-c.kick:
-		case <-retryAt:
 		}
 		if wait := c.opts.Interval - time.Since(last); wait > 0 {
 			t := time.NewTimer(wait)
@@ -215,64 +225,106 @@ func (c *Cosigner) Run(ctx context.Context) error {
 		c.mu.Lock()
 		cp := c.pending
 		c.pending = nil
-		c.mu.Unlock()
-		if cp == nil {
-			cp = retry
+		if cp != nil {
+			c.target = cp
 		}
+		c.mu.Unlock()
 		if cp == nil {
 			continue
 		}
 		last = time.Now()
-		if c.round(ctx, cp) {
-			retry, backoff, retryAt = nil, 0, nil
+		for _, w := range c.wake {
+			select {
+			case w <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// follow asks witness i to cosign the newest checkpoint (the target) each
+// time it changes, within Timeout, and after a failure worth retrying asks
+// again after a backoff, whether or not a newer one came.
+func (c *Cosigner) follow(ctx context.Context, i int) {
+	var (
+		tried   []byte
+		backoff time.Duration
+		retry   *time.Timer
+	)
+	for {
+		if retry == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.wake[i]:
+			}
+		} else {
+			select {
+			case <-ctx.Done():
+				retry.Stop()
+				return
+			case <-retry.C:
+				retry = nil
+			}
+		}
+		c.mu.Lock()
+		cp := c.target
+		c.mu.Unlock()
+		if cp == nil || (backoff == 0 && bytes.Equal(cp, tried)) {
 			continue
 		}
+		tried = cp
+		wctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+		sigs, err := c.opts.Witnesses[i].Cosign(wctx, cp)
+		cancel()
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
-		retry = cp
+		if !c.answer(i, cp, cosignResult{sigs, err}, time.Now()) {
+			backoff = 0
+			continue
+		}
 		backoff = min(max(2*backoff, time.Second), c.opts.MaxBackoff)
-		if timerRun != nil {
-			timerRun.Stop()
-		}
-		timerRun = time.NewTimer(backoff)
-		retryAt = timerRun.C
+		retry = time.NewTimer(backoff)
 	}
 }
 
-// round asks every witness to cosign cp and reports whether none of them
-// failed for a reason worth retrying.
-func (c *Cosigner) round(ctx context.Context, cp []byte) bool {
-	res := c.ask(ctx, cp)
-	now := time.Now()
-	sigs, ok := c.tally(cp, res, now)
-	if len(sigs) < c.opts.Threshold {
-		return ok
-	}
-	return c.keep(cp, sigs, now) && ok
-}
-
-// A cosignResult is one witness's answer in a round.
+// A cosignResult is one witness's answer.
 type cosignResult struct {
 	sigs []byte
 	err  error
 }
 
-// ask asks every witness to cosign cp, all at once, each within Timeout.
-func (c *Cosigner) ask(ctx context.Context, cp []byte) []cosignResult {
-	res := make([]cosignResult, len(c.opts.Witnesses))
-	var wg sync.WaitGroup
-	for i, w := range c.opts.Witnesses {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-			defer cancel()
-			res[i].sigs, res[i].err = w.Cosign(wctx, cp)
-		}()
+// answer records witness i's answer to cp and, once Threshold witnesses
+// have cosigned cp (or cp is the latest already), keeps cp with every
+// cosignature of it the witnesses gave. It reports whether the witness
+// should be asked again for a reason worth retrying.
+func (c *Cosigner) answer(i int, cp []byte, r cosignResult, now time.Time) (retry bool) {
+	if c.tally(i, cp, r, now) {
+		return true
 	}
-	wg.Wait()
-	return res
+	if r.err != nil {
+		return false
+	}
+	c.mu.Lock()
+	c.cosigned[i] = cosignature{cp, r.sigs}
+	var sigs [][]byte
+	for _, s := range c.cosigned {
+		if bytes.Equal(s.cp, cp) {
+			sigs = append(sigs, s.sigs)
+		}
+	}
+	latest := bytes.HasPrefix(c.latest, cp)
+	c.mu.Unlock()
+	if len(sigs) < c.opts.Threshold && !latest {
+		return false
+	}
+	return !c.keep(cp, sigs, now)
+}
+
+// A cosignature is the checkpoint a witness last cosigned, and its lines.
+type cosignature struct {
+	cp, sigs []byte
 }
 
 // maxConflictsPerWitness bounds the witness.conflict entries one witness
@@ -282,64 +334,71 @@ func (c *Cosigner) ask(ctx context.Context, cp []byte) []cosignResult {
 // for as long as it liked. A few keep the evidence of a real fork.
 const maxConflictsPerWitness = 4
 
-// tally records the round's answers in the witnesses' status, reports a
+// tally records witness i's answer to cp in its status, reports a
 // conflict not seen before (to the log and OnConflict) and a failure, and
-// returns the cosignatures and whether no witness failed for a reason
-// worth retrying.
-func (c *Cosigner) tally(cp []byte, res []cosignResult, now time.Time) (sigs [][]byte, ok bool) {
-	ok = true
-	var conflicts []*ConflictError
+// returns whether the witness failed for a reason worth retrying.
+func (c *Cosigner) tally(i int, cp []byte, r cosignResult, now time.Time) (retry bool) {
+	var (
+		ce    *ConflictError
+		fresh bool
+	)
 	c.mu.Lock()
-	for i, r := range res {
-		st := &c.status[i]
-		st.Size = c.opts.Witnesses[i].Size()
-		var ce *ConflictError
-		switch {
-		case r.err == nil:
-			sigs = append(sigs, r.sigs)
-			st.LastSuccess, st.LastError = now, ""
-		case errors.As(r.err, &ce):
-			st.LastError, st.Conflict = r.err.Error(), r.err.Error()
-			key := fmt.Sprintf("%s %d %d", ce.Witness, ce.Status, ce.WitnessSize)
-			switch n := c.perWitness[ce.Witness]; {
-			case c.conflicts[key]:
-			case n < maxConflictsPerWitness:
-				c.conflicts[key] = true
-				c.perWitness[ce.Witness] = n + 1
-				conflicts = append(conflicts, ce)
-			case n == maxConflictsPerWitness:
-				c.perWitness[ce.Witness] = n + 1
-				c.logger.Warn("witness keeps reporting new conflicts; no more are recorded in the log until restart", "witness", ce.Witness, "recorded", n)
-			}
-		default:
-			st.LastError = r.err.Error()
-			ok = false
+	st := &c.status[i]
+	st.Size = c.opts.Witnesses[i].Size()
+	switch {
+	case r.err == nil:
+		st.LastSuccess, st.LastError = now, ""
+	case errors.As(r.err, &ce):
+		st.LastError, st.Conflict = r.err.Error(), r.err.Error()
+		key := fmt.Sprintf("%s %d %d", ce.Witness, ce.Status, ce.WitnessSize)
+		switch n := c.perWitness[ce.Witness]; {
+		case c.conflicts[key]:
+		case n < maxConflictsPerWitness:
+			c.conflicts[key] = true
+			c.perWitness[ce.Witness] = n + 1
+			fresh = true
+		case n == maxConflictsPerWitness:
+			c.perWitness[ce.Witness] = n + 1
+			c.logger.Warn("witness keeps reporting new conflicts; no more are recorded in the log until restart", "witness", ce.Witness, "recorded", n)
 		}
+	default:
+		st.LastError = r.err.Error()
+		retry = true
 	}
 	c.mu.Unlock()
 
-	for _, ce := range conflicts {
+	switch {
+	case fresh:
 		c.logger.Error("witness conflict", "witness", ce.Witness, "status", ce.Status, "witness_size", ce.WitnessSize, "size", ce.Size, "detail", ce.Detail)
 		if c.opts.OnConflict != nil {
 			c.opts.OnConflict(ce, cp)
 		}
+	case retry:
+		c.logger.Warn("witness failed", "witness", c.opts.Witnesses[i].Name(), "err", r.err)
 	}
-	for i, r := range res {
-		if r.err != nil && !errors.As(r.err, new(*ConflictError)) {
-			c.logger.Warn("witness failed", "witness", c.opts.Witnesses[i].Name(), "err", r.err)
-		}
-	}
-	return sigs, ok
+	return retry
 }
 
-// keep merges sigs into cp and, if the result meets the policy and is no
-// older than the latest, makes it the latest and passes it to OnCosigned.
+// keep merges sigs into cp, or into the latest if it is cp with
+// cosignatures, and if the result meets the policy, is no older than the
+// latest and adds to it, makes it the latest and passes it to OnCosigned.
 // It reports false when the merge or the policy failed.
 func (c *Cosigner) keep(cp []byte, sigs [][]byte, now time.Time) bool {
-	merged, err := witness.AddCosignatures(cp, sigs...)
+	c.keepMu.Lock()
+	defer c.keepMu.Unlock()
+	c.mu.Lock()
+	base, latest := cp, c.latest
+	if bytes.HasPrefix(latest, cp) {
+		base = latest
+	}
+	c.mu.Unlock()
+	merged, err := witness.AddCosignatures(base, sigs...)
 	if err != nil {
 		c.logger.Error("cosigner: merging cosignatures", "err", err)
 		return false
+	}
+	if bytes.Equal(merged, latest) {
+		return true // nothing new
 	}
 	got, _, err := log.OpenWitnessedCheckpoint(merged, c.opts.Log, c.policy)
 	if err != nil {

@@ -10,9 +10,11 @@
 //
 // A [Cosigner] runs a k-of-n policy over several witnesses: it takes the
 // log's new checkpoints as they come ([Cosigner.Submit]), coalesces them
-// (at most one round per interval), asks every witness in parallel, and
-// keeps the newest checkpoint at least k of them cosigned
-// ([Cosigner.Latest]), with their cosignatures added to the note.
+// (at most one per interval), asks every witness in parallel, each on its
+// own, and keeps the newest checkpoint at least k of them cosigned
+// ([Cosigner.Latest]), with their cosignatures added to the note, as soon
+// as the k-th answers: a slow witness's cosignature is added when it
+// comes.
 package client
 
 import (

@@ -90,7 +90,7 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fetching the checkpoint: %w", err)
 	}
-	cur, err := openCheckpoint(body, opts.Verifier, origin)
+	cur, kept, err := openCheckpoint(body, opts.Verifier, origin)
 	if err != nil {
 		return nil, fmt.Errorf("the log's checkpoint: %w", err)
 	}
@@ -100,7 +100,7 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	record := func() (*Result, error) {
-		if err := opts.Store.Swap(ctx, origin, rec, body); err != nil {
+		if err := opts.Store.Swap(ctx, origin, rec, kept); err != nil {
 			return nil, fmt.Errorf("recording the checkpoint: %w", err)
 		}
 		res.Recorded = true
@@ -109,7 +109,7 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 	if rec == nil {
 		return record()
 	}
-	prev, err := openCheckpoint(rec, opts.Verifier, origin)
+	prev, _, err := openCheckpoint(rec, opts.Verifier, origin)
 	if err != nil {
 		return nil, fmt.Errorf("the recorded checkpoint: %w", err)
 	}
@@ -265,20 +265,23 @@ func tree(c log.Checkpoint) tlog.Tree {
 	return tlog.Tree{N: int64(c.Size), Hash: tlog.Hash(c.Hash)}
 }
 
-// openCheckpoint verifies a checkpoint note with v and parses it.
-func openCheckpoint(msg []byte, v note.Verifier, origin string) (log.Checkpoint, error) {
+// openCheckpoint verifies a checkpoint note with v and parses it. It also
+// returns the note with only v's signature, as it is recorded
+// ([witness.Verified]: the log's checkpoint carries its witnesses'
+// cosignatures too).
+func openCheckpoint(msg []byte, v note.Verifier, origin string) (log.Checkpoint, []byte, error) {
 	n, err := note.Open(msg, note.VerifierList(v))
 	if err != nil {
-		return log.Checkpoint{}, err
+		return log.Checkpoint{}, nil, err
 	}
 	c, err := log.ParseCheckpoint(n.Text)
 	if err != nil {
-		return log.Checkpoint{}, err
+		return log.Checkpoint{}, nil, err
 	}
 	if c.Origin != origin {
-		return log.Checkpoint{}, fmt.Errorf("origin %q is not %q", c.Origin, origin)
+		return log.Checkpoint{}, nil, fmt.Errorf("origin %q is not %q", c.Origin, origin)
 	}
-	return c, nil
+	return c, witness.Verified(n), nil
 }
 
 // tileReader is a tlog.TileReader over a tlog-tiles log's hash tiles. It

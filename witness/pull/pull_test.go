@@ -13,6 +13,7 @@ import (
 	"github.com/provlog/provlog/witness"
 	"github.com/provlog/provlog/witness/witnesspebble"
 	"github.com/provlog/provlog/witness/witnesstest"
+	"golang.org/x/mod/sumdb/note"
 )
 
 const origin = "log.example/pulled"
@@ -35,17 +36,22 @@ func recordedSize(t *testing.T, store witness.Store) uint64 {
 	return c.Size
 }
 
-// TestCheckProvlog follows a real provlog log over its HTTP API through
-// sizes that cross tile boundaries at every level used.
-func TestCheckProvlog(t *testing.T) {
+// pebbleSetup returns a witness store in Pebble and a real provlog log.
+func pebbleSetup(t *testing.T) (witness.Store, witnesstest.Key, *witnesstest.Log) {
+	t.Helper()
 	kv, err := witnesspebble.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer kv.Close()
-	store := witness.KVStore(kv)
+	t.Cleanup(func() { kv.Close() })
 	k := witnesstest.NewKey(t, origin)
-	l := witnesstest.NewLog(t, k, "e")
+	return witness.KVStore(kv), k, witnesstest.NewLog(t, k, "e")
+}
+
+// TestCheckProvlog follows a real provlog log over its HTTP API through
+// sizes that cross tile boundaries at every level used.
+func TestCheckProvlog(t *testing.T) {
+	store, k, l := pebbleSetup(t)
 	var prev uint64
 	for i, n := range []uint64{1, 2, 7, 255, 256, 257, 1000, 65535, 65536, 65537, 70001} {
 		cp := l.GrowFast(t, n)
@@ -213,5 +219,35 @@ func TestCheckBadTiles(t *testing.T) {
 	other := witnesstest.NewKey(t, origin)
 	if _, err := check(t, store, l.Prefix(), other); err == nil {
 		t.Fatal("checkpoint accepted with another key")
+	}
+}
+
+// TestCheckRecordsLogSignatureOnly: a log's checkpoint carries its
+// witnesses' cosignatures (or any lines the log likes); the check records
+// the checkpoint with only the log's signature it verified.
+func TestCheckRecordsLogSignatureOnly(t *testing.T) {
+	store, k, l := pebbleSetup(t)
+	cp := l.Grow(t, 9)
+	n, err := note.Open(cp, note.VerifierList(k.Verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cosigned := cp
+	for _, name := range []string{"witness.example/w1", "witness.example/w2"} {
+		msg, err := note.Sign(&note.Note{Text: n.Text}, witnesstest.NewCosigner(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cosigned, err = witness.AddCosignatures(cosigned, msg[bytes.LastIndex(msg, []byte("\n\n"))+2:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := splice(cosigned, l)
+	defer srv.Close()
+	if _, err := check(t, store, srv.URL, k); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := store.Latest(context.Background(), origin); err != nil || !bytes.Equal(rec, cp) {
+		t.Errorf("recorded %q, %v; want the log's signed checkpoint %q", rec, err, cp)
 	}
 }

@@ -18,7 +18,9 @@
 //
 // # State
 //
-// For each log the witness keeps the last checkpoint it cosigned in a
+// For each log the witness keeps the last checkpoint it cosigned, with
+// only the log's signatures it verified ([witness.Verified]; a store
+// written before holds notes as sent, and reads as well), in a
 // [witness.Store] (the command keeps it in Pebble, witnesspebble.KV). The
 // check of the old size and the update are atomic: requests for one log
 // are serialized, and the store's compare-and-swap refuses an update from a
@@ -168,7 +170,7 @@ func (w *Witness) AddCheckpoint(ctx context.Context, req *witness.AddCheckpointR
 		return nil, refuse(http.StatusBadRequest, "old size %d is above the checkpoint's size %d", req.OldSize, c.Size)
 	}
 
-	if err := w.record(ctx, ls, req, c); err != nil {
+	if err := w.record(ctx, ls, req, c, witness.Verified(n)); err != nil {
 		return nil, err
 	}
 
@@ -181,8 +183,8 @@ func (w *Witness) AddCheckpoint(ctx context.Context, req *witness.AddCheckpointR
 }
 
 // record checks req against the log's recorded checkpoint and records c,
-// atomically.
-func (w *Witness) record(ctx context.Context, ls *logState, req *witness.AddCheckpointRequest, c log.Checkpoint) error {
+// atomically, as kept (req's checkpoint with only its verified signatures).
+func (w *Witness) record(ctx context.Context, ls *logState, req *witness.AddCheckpointRequest, c log.Checkpoint, kept []byte) error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if err := w.load(ctx, ls, c.Origin); err != nil {
@@ -218,7 +220,7 @@ func (w *Witness) record(ctx context.Context, ls *logState, req *witness.AddChec
 	if w.testingOnlyBeforeSwap != nil {
 		w.testingOnlyBeforeSwap()
 	}
-	if err := w.store.Swap(ctx, c.Origin, ls.note, req.Checkpoint); err != nil {
+	if err := w.store.Swap(ctx, c.Origin, ls.note, kept); err != nil {
 		ls.loaded = false // read it again: the write may or may not have happened
 		if errors.Is(err, witness.ErrConflict) {
 			// Someone else sharing the store moved it on (never one
@@ -231,7 +233,7 @@ func (w *Witness) record(ctx context.Context, ls *logState, req *witness.AddChec
 		w.logger.Error("recording a checkpoint failed", "origin", c.Origin, "size", c.Size, "err", err)
 		return &witness.Error{Status: http.StatusInternalServerError, Msg: "recording the checkpoint failed"}
 	}
-	ls.note, ls.cp = req.Checkpoint, c
+	ls.note, ls.cp = kept, c
 	return nil
 }
 

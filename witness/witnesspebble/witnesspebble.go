@@ -3,6 +3,19 @@
 // [witness.KVStore] keeps the latest checkpoint the witness verified for
 // each log it follows. It is not a log and shares nothing with a log
 // store (log/logpebble): its keys are whatever the caller chooses.
+//
+// # Faults
+//
+// A write that fails stops the KV ([ErrFailed]). Faults in Pebble's own
+// background work are not caught yet, as log/logpebble catches them (its
+// faultfs.go and gate.go, unexported there): on a disk that refuses a
+// flush's table Pebble v2.1.7 retries the flush at once, for ever (53,000
+// attempts in 5 s under errorfs), and once its memtables are full every
+// write waits for good; a WAL rotation (every 2 MiB written) that cannot
+// create its file ends the process ("sync: unlock of unlocked mutex").
+// Sharing the log store's guard needs it exported from log/logpebble as
+// one piece (file system, compaction gate, event listener, logger, and the
+// check after a commit).
 package witnesspebble
 
 import (
