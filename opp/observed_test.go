@@ -1,11 +1,9 @@
 package opp_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +27,15 @@ func refusedNoResult(t *testing.T, l *testLog, e *opp.Engine, id string, call ui
 	}
 }
 
+// ownedByBob returns a new log, an engine on it and a task bob owns.
+func ownedByBob(t *testing.T) (*testLog, *opp.Engine, string) {
+	l := newLog(t)
+	e := newEngine(t, l)
+	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	return l, e, id
+}
+
 // TestObservedNeedsResult: an observed claim may cite a call only once
 // the call's call.result is in the log: the agent cannot have seen the
 // outcome of a call still running or cut off. Citing the call or its
@@ -36,10 +43,7 @@ func refusedNoResult(t *testing.T, l *testLog, e *opp.Engine, id string, call ui
 // an outcome the agent saw). A reviewed claim may still cite a call
 // without a result.
 func TestObservedNeedsResult(t *testing.T) {
-	l := newLog(t)
-	e := newEngine(t, l)
-	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
-	mustOK(t)(e.Accept(ctx, "bob", id))
+	l, e, id := ownedByBob(t)
 	running := appendCallStart(t, l, "bob")
 	refusedNoResult(t, l, e, id, running, running)
 	done := appendCallStart(t, l, "bob")
@@ -70,10 +74,7 @@ func TestObservedNeedsResult(t *testing.T) {
 // rebuild; it changes nothing, and the result that came after it does not
 // make it good.
 func TestObservedResultAfterClaim(t *testing.T) {
-	l := newLog(t)
-	e := newEngine(t, l)
-	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
-	mustOK(t)(e.Accept(ctx, "bob", id))
+	l, e, id := ownedByBob(t)
 	call := appendCallStart(t, l, "bob")
 	live := checkRebuild(t, l, e)
 	claim := appendRaw(t, l, opp.KindClaim, "bob", map[string]any{"task_id": id, "provenance": "observed", "summary": "s", "evidence": []uint64{call}})
@@ -127,35 +128,13 @@ func TestObservedResultSnapshot(t *testing.T) {
 	checkRebuild(t, l, e2)
 }
 
-// rangeCountingLog counts the entries read one at a time (citations) and
-// those read in ranges (following the log).
-type rangeCountingLog struct {
-	*testLog
-	single, ranged atomic.Int64
-}
-
-func (c *rangeCountingLog) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
-	if end == start+1 {
-		c.single.Add(1)
-	} else if end > start {
-		c.ranged.Add(int64(end - start))
-	}
-	return c.testLog.Entries(ctx, start, end)
-}
-
 // TestObservedReadsBounded: finding whether a cited call has its result
 // reads nothing per citation beyond what a claim read before (the cited
 // entry, and a cited result's call); the engine reads each entry
 // appended since it last looked once, in ranges, however many claims cite
 // the calls among them.
 func TestObservedReadsBounded(t *testing.T) {
-	c := &rangeCountingLog{testLog: newLog(t)}
-	e, err := opp.Open(ctx, c, c.Size(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
-	mustOK(t)(e.Accept(ctx, "bob", id))
+	c, e, id := countedTask(t)
 	const claims = 20
 	var calls, results []uint64
 	for range claims * opp.MaxEvidence {
@@ -165,7 +144,7 @@ func TestObservedReadsBounded(t *testing.T) {
 		results = append(results, appendCallResult(t, c.testLog, "bob", k))
 	}
 	appended := c.Size()
-	c.single.Store(0)
+	c.reads.Store(0)
 	c.ranged.Store(0)
 	for k := range claims {
 		ev := calls[k*opp.MaxEvidence : (k+1)*opp.MaxEvidence]
@@ -177,13 +156,13 @@ func TestObservedReadsBounded(t *testing.T) {
 	// A citation reads itself and, for a result, its call; and a claim
 	// follows the one entry the claim before it wrote (a range of one).
 	bound := int64(claims/2*3*opp.MaxEvidence + claims)
-	if got := c.single.Load(); got > bound {
+	if got := c.reads.Load(); got > bound {
 		t.Fatalf("%d observed claims of %d citations read %d single entries, over %d", claims, opp.MaxEvidence, got, bound)
 	}
 	// Each entry is followed once: those before the claims, and the claims.
 	if got, max := c.ranged.Load(), int64(appended)+claims; got > max {
 		t.Fatalf("the engine followed %d entries of a log of %d (and %d claims)", got, appended, claims)
 	}
-	t.Logf("%d observed claims of %d citations each: %d single reads, %d entries followed in ranges (log of %d)", claims, opp.MaxEvidence, c.single.Load(), c.ranged.Load(), c.Size())
+	t.Logf("%d observed claims of %d citations each: %d single reads, %d entries followed in ranges (log of %d)", claims, opp.MaxEvidence, c.reads.Load(), c.ranged.Load(), c.Size())
 	checkRebuild(t, c.testLog, e)
 }

@@ -178,15 +178,22 @@ func TestSharedUpgradesRace(t *testing.T) {
 			t.Errorf("through sidecar %d, a reviewed claim citing bob's own reported claim: %v, want %s", k, err, opp.RuleUpgrade)
 		}
 	}
-	size, err := la.LatestSize(ctx)
+	checkSharedRebuild(t, la, a, b)
+}
+
+// checkSharedRebuild checks that the shared log l alone rebuilds, with no
+// violation, what each sidecar's engine holds.
+func checkSharedRebuild(t *testing.T, l *sidecar, engines ...*opp.Engine) {
+	t.Helper()
+	size, err := l.LatestSize(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := rebuildState(t, la, size)
+	want := rebuildState(t, l, size)
 	if len(want.Violations) > 0 {
 		t.Fatalf("violations %v", want.Violations)
 	}
-	for k, e := range []*opp.Engine{a, b} {
+	for k, e := range engines {
 		if d := diffStates(mustState(t, e), want); len(d) > 0 {
 			t.Errorf("sidecar %d differs from the log rebuilt: %v", k, d)
 		}
@@ -212,17 +219,5 @@ func TestSharedObservedNeedsResult(t *testing.T) {
 	}
 	appendCallResult(t, lb, "bob", call)
 	mustOK(t)(a.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "s", Evidence: []uint64{call}}))
-	size, err := la.LatestSize(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rebuilt := rebuildState(t, la, size)
-	if len(rebuilt.Violations) > 0 {
-		t.Fatalf("violations %v", rebuilt.Violations)
-	}
-	for k, e := range []*opp.Engine{a, b} {
-		if d := diffStates(mustState(t, e), rebuilt); len(d) > 0 {
-			t.Errorf("sidecar %d differs from the log rebuilt: %v", k, d)
-		}
-	}
+	checkSharedRebuild(t, la, a, b)
 }
