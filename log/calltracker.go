@@ -1,7 +1,6 @@
 package log
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 )
@@ -71,11 +70,6 @@ func entryLink(e *Entry) (callLink, error) {
 // [ParseEntry] would refuse only where it reads, and on a call whose
 // other members [ParseCall] refuses it tracks the call all the same.
 func (t *CallTracker) AddBytes(i uint64, b []byte) error {
-	// JCS writes a call's kind as `"kind":"call"` or `"kind":"call.result"`;
-	// entries without that are of another kind, or not canonical.
-	if !bytes.Contains(b, []byte(`"kind":"call`)) {
-		return nil
-	}
 	l, err := scanCallLink(b)
 	if err != nil {
 		return err
