@@ -1,8 +1,8 @@
 package opp
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -28,14 +28,12 @@ type callSet struct {
 	t    log.CallTracker
 }
 
-// isCallEntry reports whether b may be a call or call.result entry: JCS
-// writes the kind as `"kind":"call` and then `"` or `.result"`.
-func isCallEntry(b []byte) bool { return bytes.Contains(b, []byte(`"kind":"call`)) }
-
 // add reads entry i (bytes b), the next one, and skips an entry read
-// before. A call or call.result that breaks the log's rules (log.Audit
-// reports it) changes nothing: a result that does not end an open call of
-// its actor leaves that call without a result.
+// before. It reads the entry's bytes (log.CallTracker.AddBytes: only the
+// members that pair calls with results, no decoding). A call or
+// call.result that breaks the log's rules (log.Audit reports it) changes
+// nothing: a result that does not end an open call of its actor leaves
+// that call without a result.
 func (c *callSet) add(i uint64, b []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -47,12 +45,7 @@ func (c *callSet) addLocked(i uint64, b []byte) {
 		return
 	}
 	c.seen++
-	if !isCallEntry(b) {
-		return
-	}
-	if e, err := log.ParseEntry(b); err == nil {
-		c.t.Add(i, e) // an error is log.Audit's to report; nothing changed
-	}
+	c.t.AddBytes(i, b) // an error is log.Audit's to report; nothing changed
 }
 
 // follow reads the entries [seen, size) of r.
@@ -103,12 +96,9 @@ func (c *callSet) restore(rd reader, size uint64, open []uint64) error {
 		if err != nil {
 			return fmt.Errorf("reading call %d: %w", i, err)
 		}
-		e, err := log.ParseEntry(b)
-		if err == nil {
-			err = c.t.Add(i, e)
-		}
-		if err == nil && (e.Kind != log.KindCall || !c.t.IsOpen(i)) {
-			err = fmt.Errorf("it is a %s entry, not a call awaiting its result", e.Kind)
+		err = c.t.AddBytes(i, b)
+		if err == nil && !c.t.IsOpen(i) {
+			err = errors.New("it is not a call awaiting its result")
 		}
 		if err != nil {
 			return fmt.Errorf("call %d of the saved index: %w", i, err)
