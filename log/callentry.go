@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -336,72 +335,6 @@ func (r *fieldReader) int(k string) int64 {
 		return 0
 	}
 	return i
-}
-
-// A CallTracker pairs call entries with their call.result entries, read in
-// log order, keeping only the calls still without an outcome. The zero
-// value is ready to use.
-type CallTracker struct {
-	n    uint64
-	open map[uint64]string // call index -> actor
-}
-
-// Add reads entry i; entries of other kinds are ignored. It fails on a
-// call or call.result entry that does not parse, on a call that continues
-// an entry not before it, and on a call.result that does not end an
-// earlier call of its actor that had no outcome yet.
-func (t *CallTracker) Add(i uint64, e *Entry) error {
-	switch e.Kind {
-	case KindCall:
-		c, err := ParseCall(e)
-		if err != nil {
-			return err
-		}
-		t.n++
-		if c.Continues >= i {
-			return fmt.Errorf("call %d continues entry %d, which is not an earlier one", i, c.Continues)
-		}
-		if c.Outcome == nil {
-			if t.open == nil {
-				t.open = map[uint64]string{}
-			}
-			t.open[i] = e.Actor
-		}
-	case KindCallResult:
-		r, err := ParseCallResult(e)
-		if err != nil {
-			return err
-		}
-		actor, ok := t.open[r.Call]
-		if !ok {
-			return fmt.Errorf("call.result %d cites entry %d, which is not an earlier call entry awaiting its outcome", i, r.Call)
-		}
-		if actor != e.Actor {
-			return fmt.Errorf("call.result %d is by %q, its call %d by %q", i, e.Actor, r.Call, actor)
-		}
-		delete(t.open, r.Call)
-	}
-	return nil
-}
-
-// Calls returns the number of call entries read.
-func (t *CallTracker) Calls() uint64 { return t.n }
-
-// Open returns the indices of the calls without an outcome, in order: cut
-// off by a crash or a kill, or still under way.
-func (t *CallTracker) Open() []uint64 {
-	out := make([]uint64, 0, len(t.open))
-	for i := range t.open {
-		out = append(out, i)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// IsOpen reports whether call entry i has no outcome (yet).
-func (t *CallTracker) IsOpen(i uint64) bool {
-	_, ok := t.open[i]
-	return ok
 }
 
 // Kinds of what the agent read and which tools it was offered (DESIGN §2).

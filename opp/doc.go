@@ -47,7 +47,11 @@
 //     [MaxEvidence] distinct evidence indices, each an existing entry; an
 //     observed claim may cite only call entries by the claimant that lie
 //     inside one of its ownership intervals of this task (after its accept,
-//     before the entry that ended that ownership). A claim more certain
+//     before the entry that ended that ownership) and whose call.result is
+//     in the log before the claim: the proxy writes it before the client
+//     sees the outcome, so a call still running or cut off is one whose
+//     outcome the claimant cannot have observed (a failed call's result is
+//     an outcome it did). A claim more certain
 //     (reported < reviewed < observed) than the same actor's previous claim
 //     on the task must cite an index that actor has not cited on it before;
 //     a call.result counts as its call, so citing the result of a call
@@ -81,7 +85,8 @@
 // task and 9 an entry. Whole tasks (history, ownership intervals, claims) are kept in a
 // cache bounded in bytes ([Options.CacheBytes]) and rebuilt from their
 // entries when needed, so memory grows by the index alone, not by what
-// tasks hold. [Engine.ListUnaccepted] returns the oldest unaccepted tasks
+// tasks hold. The engine also keeps the calls that have no call.result
+// yet, for the observed rule. [Engine.ListUnaccepted] returns the oldest unaccepted tasks
 // up to a limit and how many there are. [Engine.SaveIndex] saves the
 // index ([Options.IndexFile]) so that the next Open replays only the
 // entries written after it.

@@ -186,7 +186,7 @@ func (e *Engine) Create(ctx context.Context, actor string, args CreateArgs) (*Re
 	}
 	r := e.record(KindCreate, actor, "t_"+hex.EncodeToString(idb[:]))
 	r.title, r.description, r.offerTo = args.Title, args.Description, args.OfferTo
-	if err := check(reader{ctx, e.log}, nil, r, 0); err != nil {
+	if err := check(e.tasks.reader(ctx), nil, r, 0); err != nil {
 		return nil, err
 	}
 	if err := checkNew(r); err != nil {
@@ -331,7 +331,7 @@ func (e *Engine) do(ctx context.Context, r *record) (*Result, error) {
 		return nil, err
 	}
 	if t == nil {
-		return nil, check(reader{ctx, e.log}, nil, r, 0)
+		return nil, check(e.tasks.reader(ctx), nil, r, 0)
 	}
 	defer unlock()
 	// Only the holder of the task's lock changes it, so it reads t
@@ -339,7 +339,10 @@ func (e *Engine) do(ctx context.Context, r *record) (*Result, error) {
 	if r.kind == KindHandoff && t.Owner == r.actor {
 		r.snapshot = t.snapshot()
 	}
-	if err := check(reader{ctx, e.log}, t, r, 0); err != nil {
+	if err := e.followCalls(ctx, r); err != nil {
+		return nil, err
+	}
+	if err := check(e.tasks.reader(ctx), t, r, 0); err != nil {
 		return nil, err
 	}
 	return e.writeApplied(ctx, t, r)

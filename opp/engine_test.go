@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/opp"
 )
 
@@ -554,12 +553,6 @@ func TestFormat(t *testing.T) {
 }
 
 func itoa(i uint64) string { return strconv.FormatUint(i, 10) }
-
-// The sidecar's log is a sequencer for appends and its store for reads.
-var _ opp.Log = struct {
-	*server.Sequencer
-	log.Storage
-}{}
 
 // failingLog fails appends once fail is set.
 type failingLog struct {

@@ -104,17 +104,32 @@ func TestUpgradeOnOwnRecords(t *testing.T) {
 }
 
 // countingLog counts the single entries read from a log, as the rules
-// read cited evidence.
+// read cited evidence (reads), and those read in ranges, as the engine
+// follows the log (ranged).
 type countingLog struct {
 	*testLog
-	reads atomic.Int64
+	reads, ranged atomic.Int64
 }
 
 func (c *countingLog) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
 	if end == start+1 {
 		c.reads.Add(1)
+	} else if end > start {
+		c.ranged.Add(int64(end - start))
 	}
 	return c.testLog.Entries(ctx, start, end)
+}
+
+// countedTask returns a counting log, an engine on it and a task bob owns.
+func countedTask(t *testing.T) (*countingLog, *opp.Engine, string) {
+	c := &countingLog{testLog: newLog(t)}
+	e, err := opp.Open(ctx, c, c.Size(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	return c, e, id
 }
 
 // TestUpgradeReadsBounded: a claim more certain than the actor's last
@@ -123,13 +138,7 @@ func (c *countingLog) Entries(ctx context.Context, start, end uint64) ([][]byte,
 // again at every upgrade (100 claims of 64 citations each, alternating
 // reported and reviewed, read 323,000 entries, quadratic in the claims).
 func TestUpgradeReadsBounded(t *testing.T) {
-	c := &countingLog{testLog: newLog(t)}
-	e, err := opp.Open(ctx, c, c.Size(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
-	mustOK(t)(e.Accept(ctx, "bob", id))
+	c, e, id := countedTask(t)
 	var calls []uint64
 	for range opp.MaxClaims * opp.MaxEvidence {
 		calls = append(calls, appendCallStart(t, c.testLog, "bob"))

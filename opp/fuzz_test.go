@@ -66,12 +66,16 @@ func (l entryList) Entries(_ context.Context, start, end uint64) ([][]byte, erro
 // loader, which reads a file from the data dir: it must never panic, and
 // must refuse or load without reading past what the file holds.
 func FuzzLoadSnapshot(f *testing.F) {
-	entries := entryList{[]byte(`{"actor":"a","kind":"genesis","time":"2026-01-01T00:00:00.000000000Z","v":1}`)}
+	call, err := (&log.CallEntry{Time: time.Unix(0, 0), Actor: "a", Server: "s", Tool: "t", Args: log.CanonicalJSON(`{}`)}).Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	entries := entryList{[]byte(`{"actor":"a","kind":"genesis","time":"2026-01-01T00:00:00.000000000Z","v":1}`), call}
 	ts := newTaskSet(entries, 0)
 	ts.idx.add("t_00000000000000000000000000000001", 0)
 	ts.idx.extend(0, 0, StateAccepted)
 	path := filepath.Join(f.TempDir(), "idx")
-	if err := writeSnapshot(path, 1, [32]byte(log.LeafHash(entries[0])), ts.idx, []Violation{{Index: 0, Kind: "x", Rule: "r", Msg: "m"}}); err != nil {
+	if err := writeSnapshot(path, 2, [32]byte(log.LeafHash(entries[1])), ts.idx, []Violation{{Index: 0, Kind: "x", Rule: "r", Msg: "m"}}, []uint64{1}); err != nil {
 		f.Fatal(err)
 	}
 	good, _ := os.ReadFile(path)

@@ -47,13 +47,13 @@ func appendCall(tb testing.TB, l *testLog, actor string) uint64 {
 
 // appendCallStart writes a call entry as the proxy now does, before the
 // call is forwarded, and returns its index.
-func appendCallStart(tb testing.TB, l *testLog, actor string) uint64 {
+func appendCallStart(tb testing.TB, l opp.Log, actor string) uint64 {
 	tb.Helper()
 	return appendEntry(tb, l, &log.CallEntry{Time: time.Now(), Actor: actor, Server: "everything", Tool: "echo", Args: log.CanonicalJSON(`{"message":"hi"}`)})
 }
 
 // appendCallResult writes the call.result of the call at index call.
-func appendCallResult(tb testing.TB, l *testLog, actor string, call uint64) uint64 {
+func appendCallResult(tb testing.TB, l opp.Log, actor string, call uint64) uint64 {
 	tb.Helper()
 	return appendEntry(tb, l, &log.CallResultEntry{Time: time.Now(), Actor: actor, Call: call, ResultSHA256: strings.Repeat("0", 64), ResultBytes: 2})
 }
@@ -65,7 +65,7 @@ func appendRaw(tb testing.TB, l *testLog, kind, actor string, fields map[string]
 }
 
 // appendEntry marshals e, appends it and returns its index.
-func appendEntry(tb testing.TB, l *testLog, e interface{ Marshal() ([]byte, error) }) uint64 {
+func appendEntry(tb testing.TB, l opp.Log, e interface{ Marshal() ([]byte, error) }) uint64 {
 	tb.Helper()
 	b, err := e.Marshal()
 	if err != nil {

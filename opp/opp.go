@@ -67,11 +67,14 @@ func (p Provenance) rank() int {
 
 // Log is what the engine needs of provlog's log: append an entry durably
 // and get its receipt, and read entries back (to rebuild state, and to
-// check the entries a claim cites). A struct embedding *server.Sequencer
-// and the log.Storage it writes satisfies it.
+// check the entries a claim cites), and its size, to read the calls
+// appended since it last looked before it judges an observed claim.
 type Log interface {
 	// Append returns once entry is durable in the log.
 	Append(ctx context.Context, entry []byte) (*log.Receipt, error)
+	// LatestSize returns the size of the log as last committed (by any
+	// writer, if it has others).
+	LatestSize(ctx context.Context) (uint64, error)
 	EntryReader
 }
 

@@ -204,10 +204,13 @@ func trim(s string) string {
 	return s
 }
 
-// reader reads single entries for evidence checks.
+// reader reads single entries for evidence checks. calls are the calls
+// without a result among the entries before the one judged (calls.go):
+// the rules read them for an observed claim, which needs them.
 type reader struct {
-	ctx context.Context
-	r   EntryReader
+	ctx   context.Context
+	r     EntryReader
+	calls *callSet
 }
 
 // errMissing marks a cited index the log does not hold.
@@ -442,13 +445,15 @@ func callOf(i uint64, e *log.Entry) (call uint64, ok bool) {
 }
 
 // checkObserved checks entry i (bytes b), cited by r, an observed claim:
-// it must be one of the claimant's own calls made while it owned the task.
+// it must be one of the claimant's own calls made while it owned the task,
+// whose call.result lies before the claim (a failed call's too: a failure
+// is an outcome the agent saw).
 // A call is made when its call entry is written, before it is forwarded,
 // so that entry's index is what must lie in a tenure: a call started
 // before the accept does not count, however late it finished. A
 // call.result stands for its call (callOf). (A call entry of an old log,
 // written after the call with its outcome, has only its own index to go
-// by.)
+// by, and holds its outcome.)
 func checkObserved(rd reader, t *task, r *record, i uint64, b []byte) error {
 	e, err := log.ParseEntry(b)
 	if err != nil {
@@ -475,6 +480,15 @@ func checkObserved(rd reader, t *task, r *record, i uint64, b []byte) error {
 	}
 	if !t.ownedAt(r.actor, call) {
 		return Refuse(RuleEvidence, "evidence entry %d is a call you made (entry %d) while you did not own task %s (you owned it over entries %s); an observed claim may cite only calls made while you owned the task", i, call, t.ID, t.tenuresOf(r.actor))
+	}
+	if _, err := log.ParseCall(e); err != nil {
+		return Refuse(RuleEvidence, "evidence entry %d is the call entry %d, which does not parse (%v); an observed claim may cite only calls whose outcome the log holds", i, call, err)
+	}
+	if rd.calls == nil {
+		return errors.New("checking an observed claim: the calls without a result are not known")
+	}
+	if rd.calls.open(call) {
+		return Refuse(RuleEvidence, "evidence entry %d is your call %d, which has no call.result in the log before this claim (it is still running, or was cut off): you cannot have observed its outcome. Wait for the call to finish and cite it or its call.result (the index in its receipt), cite a call that has finished, or claim provenance reviewed or reported", i, call)
 	}
 	return nil
 }

@@ -35,9 +35,6 @@ type SharedLog interface {
 	// committed at or after f.After; otherwise it fails with an error
 	// wrapping log.ErrFenced and writes nothing.
 	AppendFenced(ctx context.Context, entry []byte, f log.Fence) (*log.Receipt, error)
-	// LatestSize returns the size of the log as last committed by any
-	// writer.
-	LatestSize(ctx context.Context) (uint64, error)
 }
 
 // maxFenced bounds how often one operation decides again after its append
@@ -88,6 +85,21 @@ func (e *Engine) catchUp(ctx context.Context) (uint64, error) {
 	return sh.seen, nil
 }
 
+// followCalls reads the calls appended since the engine last looked
+// before an observed claim that cites evidence is judged, so that the
+// rules see every call.result written before it (calls.go). On a shared
+// log catchUp has read them, with everything else.
+func (e *Engine) followCalls(ctx context.Context, r *record) error {
+	if r.kind != KindClaim || r.provenance != Observed || len(r.evidence) == 0 {
+		return nil
+	}
+	size, err := e.log.LatestSize(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the log's size: %w", err)
+	}
+	return e.tasks.calls.follow(ctx, e.log, size)
+}
+
 // catchUpQuiet catches up before a read, if the log is shared.
 func (e *Engine) catchUpQuiet(ctx context.Context) error {
 	if e.shared == nil {
@@ -112,7 +124,7 @@ func (e *Engine) doShared(ctx context.Context, r *record) (*Result, error) {
 			return nil, err
 		}
 		if t == nil {
-			return nil, check(reader{ctx, e.log}, nil, r, 0)
+			return nil, check(e.tasks.reader(ctx), nil, r, 0)
 		}
 		res, err := e.tryShared(ctx, t, r, after)
 		unlock()
@@ -132,7 +144,7 @@ func (e *Engine) tryShared(ctx context.Context, t *task, r *record, after uint64
 	if r.kind == KindHandoff && t.Owner == r.actor {
 		r.snapshot = t.snapshot()
 	}
-	err := check(reader{ctx, e.log}, t, r, 0)
+	err := check(e.tasks.reader(ctx), t, r, 0)
 	t.mu.RUnlock()
 	if err != nil {
 		return nil, err

@@ -2,6 +2,8 @@ package opp_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -176,17 +178,46 @@ func TestSharedUpgradesRace(t *testing.T) {
 			t.Errorf("through sidecar %d, a reviewed claim citing bob's own reported claim: %v, want %s", k, err, opp.RuleUpgrade)
 		}
 	}
-	size, err := la.LatestSize(ctx)
+	checkSharedRebuild(t, la, a, b)
+}
+
+// checkSharedRebuild checks that the shared log l alone rebuilds, with no
+// violation, what each sidecar's engine holds.
+func checkSharedRebuild(t *testing.T, l *sidecar, engines ...*opp.Engine) {
+	t.Helper()
+	size, err := l.LatestSize(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := rebuildState(t, la, size)
+	want := rebuildState(t, l, size)
 	if len(want.Violations) > 0 {
 		t.Fatalf("violations %v", want.Violations)
 	}
-	for k, e := range []*opp.Engine{a, b} {
+	for k, e := range engines {
 		if d := diffStates(mustState(t, e), want); len(d) > 0 {
 			t.Errorf("sidecar %d differs from the log rebuilt: %v", k, d)
 		}
 	}
+}
+
+// TestSharedObservedNeedsResult: on a shared log, a sidecar judges an
+// observed claim by the calls and results any sidecar wrote: a call one
+// sidecar recorded has no result through either until the other records
+// its result, and the log alone rebuilds the same.
+func TestSharedObservedNeedsResult(t *testing.T) {
+	ctx := context.Background()
+	la, a, lb, b := twoSidecarLogs(t, 0)
+	id := mustOK(t)(a.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
+	mustOK(t)(a.Accept(ctx, "bob", id))
+	call := appendCallStart(t, la, "bob")
+	want := fmt.Sprintf("your call %d, which has no call.result", call)
+	for k, e := range []*opp.Engine{b, a} {
+		_, err := e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "s", Evidence: []uint64{call}})
+		if ruleOf(err) != opp.RuleEvidence || !strings.Contains(err.Error(), want) {
+			t.Fatalf("through sidecar %d, an observed claim citing a call without its result: %v", k, err)
+		}
+	}
+	appendCallResult(t, lb, "bob", call)
+	mustOK(t)(a.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "s", Evidence: []uint64{call}}))
+	checkSharedRebuild(t, la, a, b)
 }

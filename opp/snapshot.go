@@ -28,9 +28,10 @@ import (
 // Layout (little endian): the magic line; size u64; leaf hash [32]; tasks
 // u32; links u32; then per task its id [16], per task its head (first
 // link u32, last link u32, state u8), per link its log index u64, per link its
-// previous link u32; the violations as JSON, length u32 first; and the
-// SHA-256 of everything before it.
-const snapshotMagic = "provlog task index v2\n"
+// previous link u32; the violations as JSON, length u32 first; the calls
+// without a call.result (calls.go): count u32, then each one's log index
+// u64; and the SHA-256 of everything before it.
+const snapshotMagic = "provlog task index v3\n"
 
 // SaveIndex closes the engine to writes (operations under way finish
 // first; later ones are refused) and writes a snapshot of the task index
@@ -59,9 +60,16 @@ func (e *Engine) SaveIndex(ctx context.Context, size uint64) error {
 		defer e.shared.mu.Unlock()
 		size = n
 	}
+	if err := e.tasks.calls.follow(ctx, e.log, size); err != nil {
+		return fmt.Errorf("saving the task index: %w", err)
+	}
+	seen, open := e.tasks.calls.state()
+	if seen != size {
+		return fmt.Errorf("not saving the task index: its calls were read up to entry %d, past the log's size %d", seen, size)
+	}
 	var leaf [32]byte
 	if size > 0 {
-		b, err := reader{ctx, e.log}.entry(size - 1)
+		b, err := e.tasks.reader(ctx).entry(size - 1)
 		if err != nil {
 			return fmt.Errorf("saving the task index: reading entry %d: %w", size-1, err)
 		}
@@ -69,10 +77,10 @@ func (e *Engine) SaveIndex(ctx context.Context, size uint64) error {
 	}
 	e.tasks.mu.Lock()
 	defer e.tasks.mu.Unlock()
-	return writeSnapshot(e.indexFile, size, leaf, e.tasks.idx, e.tasks.violations)
+	return writeSnapshot(e.indexFile, size, leaf, e.tasks.idx, e.tasks.violations, open)
 }
 
-func writeSnapshot(path string, size uint64, leaf [32]byte, x *index, violations []Violation) error {
+func writeSnapshot(path string, size uint64, leaf [32]byte, x *index, violations []Violation, open []uint64) error {
 	vj, err := json.Marshal(violations)
 	if err != nil {
 		return err
@@ -104,6 +112,10 @@ func writeSnapshot(path string, size uint64, leaf [32]byte, x *index, violations
 		}
 		w.Write(le.AppendUint32(b[:0], uint32(len(vj))))
 		w.Write(vj)
+		w.Write(le.AppendUint32(b[:0], uint32(len(open))))
+		for _, i := range open {
+			w.Write(le.AppendUint64(b[:0], i))
+		}
 		if err := w.Flush(); err != nil {
 			return err
 		}
@@ -153,7 +165,7 @@ func (s *taskSet) loadSnapshot(ctx context.Context, path string, size uint64) (u
 		return 0, fmt.Errorf("it covers %d entries, more than the log's %d", at.size, size)
 	}
 	if at.size > 0 {
-		b, err := reader{ctx, s.log}.entry(at.size - 1)
+		b, err := s.reader(ctx).entry(at.size - 1)
 		if err != nil {
 			return 0, fmt.Errorf("reading entry %d: %w", at.size-1, err)
 		}
@@ -161,12 +173,16 @@ func (s *taskSet) loadSnapshot(ctx context.Context, path string, size uint64) (u
 			return 0, fmt.Errorf("entry %d of the log is not the one it was made after (another log?)", at.size-1)
 		}
 	}
+	if err := s.calls.restore(s.reader(ctx), at.size, at.open); err != nil {
+		return 0, err
+	}
 	return at.size, nil
 }
 
 type snapHead struct {
 	size uint64
 	leaf [32]byte
+	open []uint64 // the calls without a result
 }
 
 // readSnapshot reads the body of a snapshot into s's index.
@@ -227,7 +243,18 @@ func (s *taskSet) readSnapshot(rd *snapReader, max uint64) (snapHead, error) {
 	if err := json.Unmarshal(vj, &s.violations); err != nil {
 		return hd, fmt.Errorf("its violations do not decode: %v", err)
 	}
-	return hd, nil
+	n := rd.u32()
+	if rd.err == nil && uint64(n) > hd.size {
+		return hd, fmt.Errorf("it counts %d calls without a result, more than its %d entries", n, hd.size)
+	}
+	for k := uint32(0); k < n && rd.err == nil; k++ {
+		i := rd.u64()
+		if i >= hd.size || k > 0 && i <= hd.open[k-1] {
+			return hd, fmt.Errorf("its calls without a result are out of order or range (%d)", i)
+		}
+		hd.open = append(hd.open, i)
+	}
+	return hd, rd.err
 }
 
 // snapReader reads fixed-size fields, keeping the first error.

@@ -29,6 +29,14 @@ type taskSet struct {
 	cache      *cache
 	ops        map[uint32]*opLock
 	violations []Violation
+	// calls follows the calls of the entries read (calls.go).
+	calls callSet
+}
+
+// reader reads r's entries for the rules, which judge an entry against
+// the calls of the entries before it.
+func (s *taskSet) reader(ctx context.Context) reader {
+	return reader{ctx: ctx, r: s.log, calls: &s.calls}
 }
 
 // opLock is held by the one operation that may change a task, from
@@ -249,9 +257,11 @@ func (s *taskSet) step(rd reader, i uint64, b []byte) error {
 }
 
 // replay steps through the entries [start, end) of the log, in chunks,
-// and calls done after each chunk with the index it read up to.
+// and calls done after each chunk with the index it read up to. Each
+// entry is judged before the calls learn of it, so that a claim is judged
+// by the calls before it.
 func (s *taskSet) replay(ctx context.Context, start, end uint64, done func(uint64)) error {
-	rd := reader{ctx, s.log}
+	rd := s.reader(ctx)
 	for start < end {
 		stop := min(end, start+rebuildChunk)
 		es, err := s.log.Entries(ctx, start, stop)
@@ -265,6 +275,7 @@ func (s *taskSet) replay(ctx context.Context, start, end uint64, done func(uint6
 			if err := s.step(rd, start+uint64(k), b); err != nil {
 				return err
 			}
+			s.calls.add(start+uint64(k), b)
 		}
 		start = stop
 		if done != nil {

@@ -220,9 +220,16 @@ func TestFlow(t *testing.T) {
 	ok(t, res, &ho)
 	h.checkReceipt(t, res, ho)
 	ok(t, call(t, carol, oppmcp.ToolAccept, `{"task_id":"`+id+`"}`), &a)
+	// Until its call.result is in the log, carol cannot have observed
+	// the call's outcome.
 	callIdx := appendCall(t, h.l, "carol")
+	report := fmt.Sprintf(`{"task_id":%q,"provenance":"observed","summary":"ran the pipeline","evidence":[%d]}`, id, callIdx)
+	if res = call(t, carol, oppmcp.ToolReport, report); !res.IsError || !strings.Contains(text(res), fmt.Sprintf("your call %d, which has no call.result", callIdx)) {
+		t.Fatalf("observed claim citing a call without its result: %s", text(res))
+	}
+	appendCallResult(t, h.l, "carol", callIdx)
 	var cl written
-	res = call(t, carol, oppmcp.ToolReport, fmt.Sprintf(`{"task_id":%q,"provenance":"observed","summary":"ran the pipeline","evidence":[%d]}`, id, callIdx))
+	res = call(t, carol, oppmcp.ToolReport, report)
 	ok(t, res, &cl)
 	h.checkReceipt(t, res, cl)
 	if cl.State != "completed" {
@@ -292,7 +299,18 @@ func TestFlow(t *testing.T) {
 
 func appendCall(tb testing.TB, l *testLog, actor string) uint64 {
 	tb.Helper()
-	b, err := (&log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: actor, Fields: map[string]any{"server": "s", "tool": "t"}}).Marshal()
+	return appendEntry(tb, l, &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: actor, Fields: map[string]any{"server": "s", "tool": "t"}})
+}
+
+// appendCallResult writes the call.result of the call at index call.
+func appendCallResult(tb testing.TB, l *testLog, actor string, call uint64) uint64 {
+	tb.Helper()
+	return appendEntry(tb, l, &log.CallResultEntry{Time: time.Now(), Actor: actor, Call: call, ResultSHA256: strings.Repeat("0", 64), ResultBytes: 2})
+}
+
+func appendEntry(tb testing.TB, l *testLog, e interface{ Marshal() ([]byte, error) }) uint64 {
+	tb.Helper()
+	b, err := e.Marshal()
 	if err != nil {
 		tb.Fatal(err)
 	}

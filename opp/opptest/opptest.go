@@ -47,6 +47,9 @@ func (l *Log) Entries(ctx context.Context, start, end uint64) ([][]byte, error) 
 	return l.store.Entries(ctx, start, end)
 }
 
+// LatestSize returns the size of the log's newest checkpoint.
+func (l *Log) LatestSize(context.Context) (uint64, error) { return l.Size(), nil }
+
 // Size returns the size of the log's newest checkpoint.
 func (l *Log) Size() uint64 {
 	n, _ := l.seq.Checkpoint()

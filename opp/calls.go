@@ -1,0 +1,108 @@
+package opp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/provlog/provlog/log"
+)
+
+// An observed claim may cite a call only once the call's call.result is
+// in the log before the claim: the proxy writes a call.result before the
+// client sees the outcome (DESIGN §2), so an agent cannot have observed
+// the outcome of a call whose result the log does not hold yet. A
+// call.result names its call, not the other way round, so finding a
+// call's result would mean reading the log after the call. Instead the
+// engine follows the log's calls as it reads the log (log.CallTracker):
+// it knows which calls have no result yet, at most the calls under way
+// and those cut off, never every call. Rebuilding reads every entry
+// anyway, and the engine reads what was appended since it last looked
+// before it judges an observed claim, each entry once; a claim then
+// reads nothing more per citation. The set is saved with the task index
+// (snapshot.go).
+type callSet struct {
+	mu   sync.Mutex
+	seen uint64 // the entries [0, seen) were read
+	t    log.CallTracker
+}
+
+// add reads entry i (bytes b), the next one, and skips an entry read
+// before. It reads the entry's bytes (log.CallTracker.AddBytes: only the
+// members that pair calls with results, no decoding). A call or
+// call.result that breaks the log's rules (log.Audit reports it) changes
+// nothing: a result that does not end an open call of its actor leaves
+// that call without a result.
+func (c *callSet) add(i uint64, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.addLocked(i, b)
+}
+
+func (c *callSet) addLocked(i uint64, b []byte) {
+	if i != c.seen {
+		return
+	}
+	c.seen++
+	c.t.AddBytes(i, b) // an error is log.Audit's to report; nothing changed
+}
+
+// follow reads the entries [seen, size) of r.
+func (c *callSet) follow(ctx context.Context, r EntryReader, size uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.seen < size {
+		start := c.seen
+		stop := min(size, start+rebuildChunk)
+		es, err := r.Entries(ctx, start, stop)
+		if err == nil && uint64(len(es)) != stop-start {
+			err = fmt.Errorf("got %d", len(es))
+		}
+		if err != nil {
+			return fmt.Errorf("reading entries [%d, %d) for their calls: %w", start, stop, err)
+		}
+		for k, b := range es {
+			c.addLocked(start+uint64(k), b)
+		}
+	}
+	return nil
+}
+
+// open reports whether call i had no call.result in the entries read.
+func (c *callSet) open(i uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t.IsOpen(i)
+}
+
+// state returns the entries read and the calls among them without a
+// result, for a snapshot.
+func (c *callSet) state() (uint64, []uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen, c.t.Open()
+}
+
+// restore makes c what a snapshot of the entries [0, size) saved: open
+// are the calls without a result, read back by rd (a few: those under
+// way and those cut off).
+func (c *callSet) restore(rd reader, size uint64, open []uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t, c.seen = log.CallTracker{}, size
+	for _, i := range open {
+		b, err := rd.entry(i)
+		if err != nil {
+			return fmt.Errorf("reading call %d: %w", i, err)
+		}
+		err = c.t.AddBytes(i, b)
+		if err == nil && !c.t.IsOpen(i) {
+			err = errors.New("it is not a call awaiting its result")
+		}
+		if err != nil {
+			return fmt.Errorf("call %d of the saved index: %w", i, err)
+		}
+	}
+	return nil
+}
