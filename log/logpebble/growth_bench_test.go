@@ -179,22 +179,6 @@ func tableSummary(b *testing.B, s *Store) string {
 	return strings.Join(out, "; ")
 }
 
-// quiesce waits for the compactions under way, until none has run for a
-// quarter of a second, as BenchmarkAppendCompaction does.
-func quiesce(b *testing.B, s *Store) {
-	if err := s.db.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	for idle, deadline := 0, time.Now().Add(time.Minute); idle < 25 && time.Now().Before(deadline); {
-		if s.db.Metrics().Compact.NumInProgress == 0 {
-			idle++
-		} else {
-			idle = 0
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // readLatencies reads 2,000 random entries, inclusion proofs' nodes and
 // level-0 tiles from s, and returns the mean and 99th percentile of each.
 func readLatencies(b *testing.B, s *Store) (entry, nodes, tile [2]time.Duration) {
