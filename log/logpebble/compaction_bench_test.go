@@ -50,12 +50,23 @@ func BenchmarkAppendCompaction(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	quiesce(b, s)
+	used := processCPU() - cpu
+	m := s.db.Metrics()
+	total := m.Total()
+	n := float64(entries)
+	b.ReportMetric(float64(used.Microseconds())/n, "cpu-µs/entry")
+	b.ReportMetric(float64(m.Flush.WriteThroughput.Bytes)/n, "flushed-B/entry")
+	b.ReportMetric(float64(total.TableBytesCompacted)/n, "compacted-B/entry")
+}
+
+// quiesce flushes s and waits for the compactions the flushes started,
+// until none has run for a quarter of a second (Pebble leaves some debt
+// below its L0 threshold unpaid for good).
+func quiesce(b *testing.B, s *Store) {
 	if err := s.db.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	// The compactions the last flushes started, until none has run for
-	// a quarter of a second (Pebble leaves some debt below its L0
-	// threshold unpaid for good).
 	for idle, deadline := 0, time.Now().Add(time.Minute); idle < 25 && time.Now().Before(deadline); {
 		if s.db.Metrics().Compact.NumInProgress == 0 {
 			idle++
@@ -64,13 +75,6 @@ func BenchmarkAppendCompaction(b *testing.B) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	used := processCPU() - cpu
-	m := s.db.Metrics()
-	total := m.Total()
-	n := float64(entries)
-	b.ReportMetric(float64(used.Microseconds())/n, "cpu-µs/entry")
-	b.ReportMetric(float64(m.Flush.WriteThroughput.Bytes)/n, "flushed-B/entry")
-	b.ReportMetric(float64(total.TableBytesCompacted)/n, "compacted-B/entry")
 }
 
 // textEntry returns an entry of size bytes that names index i, padded
