@@ -333,16 +333,16 @@ func (x *exporter) writeKeys() error {
 		return fmt.Errorf("the checkpoint to export: %w", err)
 	}
 	if len(cos) < th {
-		return fmt.Errorf("the checkpoint to export is %s: it does not meet the witness policy to bundle", cosignedText(p, cos))
+		return fmt.Errorf("the checkpoint to export is %s: it does not meet the witness policy to bundle", cosignedText(len(p.Witnesses), th, cos))
 	}
 	x.m.Cosigned = true
 	return x.write(WitnessesFile, log.FormatWitnessPolicy(x.opts.Witnesses, th))
 }
 
-// cosignedText says which of p's witnesses cosigned, under p:
-// "cosigned by 2 of 3 witnesses (policy: 2 of 3): w1, w2".
-func cosignedText(p log.WitnessPolicy, cosigners []string) string {
-	s := fmt.Sprintf("cosigned by %d of %d witnesses (policy: %d of %d)", len(cosigners), len(p.Witnesses), p.Threshold, len(p.Witnesses))
+// cosignedText says which witnesses cosigned, under a policy of threshold
+// of n: "cosigned by 2 of 3 witnesses (policy: 2 of 3): w1, w2".
+func cosignedText(n, threshold int, cosigners []string) string {
+	s := fmt.Sprintf("cosigned by %d of %d witnesses (policy: %d of %d)", len(cosigners), n, threshold, n)
 	if len(cosigners) > 0 {
 		s += ": " + strings.Join(cosigners, ", ")
 	}

@@ -62,6 +62,20 @@ type Report struct {
 	SelfTrusted bool
 }
 
+// CosignedText says which witnesses cosigned the checkpoint under the
+// bundle's policy: "cosigned by 2 of 3 witnesses (policy: 2 of 3): w1,
+// w3", or "no witness cosignatures".
+func (r *Report) CosignedText() string {
+	if r.Witnesses == 0 {
+		return "no witness cosignatures"
+	}
+	s := cosignedText(r.Witnesses, r.Threshold, r.Cosigners)
+	if r.NoThreshold {
+		s += fmt.Sprintf(" (the bundle's %s names no threshold: all are required)", WitnessesFile)
+	}
+	return s
+}
+
 // Trust is what the bundle's trust/ files pin: the TSAs' roots and the
 // Rekor logs' public keys.
 type Trust struct {
@@ -391,7 +405,7 @@ func (c *checker) checkCosignatures(cpB []byte, p log.WitnessPolicy) {
 	}
 	c.rep.Witnesses, c.rep.Threshold, c.rep.Cosigners = len(p.Witnesses), p.Threshold, cos
 	if len(cos) < p.Threshold {
-		c.bad(CheckpointFile, "is %s, fewer than the policy of %s requires", cosignedText(p, cos), WitnessesFile)
+		c.bad(CheckpointFile, "is %s, fewer than the policy of %s requires", cosignedText(len(p.Witnesses), p.Threshold, cos), WitnessesFile)
 	}
 }
 
