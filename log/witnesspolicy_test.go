@@ -70,7 +70,7 @@ func TestCosigners(t *testing.T) {
 	}
 	// A listed witness whose cosignature does not verify is an error.
 	_, _, msg := cosignTree(t, 5, logS, ws[0], ws[1])
-	if _, _, err := p.Cosigners(corruptSig(t, msg, "witness.example/w1"), logV); err == nil || !strings.Contains(err.Error(), "witness.example/w1") {
+	if _, _, err := p.Cosigners(logtest.CorruptSignature(t, msg, "witness.example/w1"), logV); err == nil || !strings.Contains(err.Error(), "witness.example/w1") {
 		t.Errorf("tampered cosignature: error %v", err)
 	}
 	// No witnesses: the log's signature alone is checked.

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -23,6 +22,7 @@ import (
 	"github.com/provlog/provlog/log/bundle"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/witness/witnesstest"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -240,13 +240,9 @@ func TestExportWitnessPolicy(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "provlog.yaml")
 	text := "data: " + data + "\nwitness_policy:\n  threshold: 2\nwitnesses:\n"
 	for i := range 3 {
-		skey, vkey, err := log.GenerateCosignerKey(rand.Reader, fmt.Sprintf("witness.test/w%d", i+1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, _ := log.ParseCosignerKey(skey)
+		w := witnesstest.NewCosigner(t, fmt.Sprintf("witness.test/w%d", i+1))
 		ws = append(ws, w)
-		text += fmt.Sprintf("  - {url: http://w%d.test, vkey: %s}\n", i+1, vkey)
+		text += fmt.Sprintf("  - {url: http://w%d.test, vkey: %s}\n", i+1, w.Verifier())
 	}
 	os.WriteFile(cfg, []byte(text), 0o600)
 	cosigned := func(by ...*log.CosignatureSigner) []byte {

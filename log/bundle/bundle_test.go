@@ -31,6 +31,7 @@ import (
 	"github.com/provlog/provlog/log/bundle"
 	"github.com/provlog/provlog/log/logtest"
 	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/witness/witnesstest"
 )
 
 // fixture is a log with calls, task entries and an anchor, ready to export.
@@ -161,15 +162,7 @@ func (f *fixture) checkpoint(t testing.TB) ([]byte, []string) {
 func newWitnesses(t testing.TB, names ...string) []*log.CosignatureSigner {
 	var out []*log.CosignatureSigner
 	for _, name := range names {
-		skey, _, err := log.GenerateCosignerKey(rand.Reader, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := log.ParseCosignerKey(skey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, w)
+		out = append(out, witnesstest.NewCosigner(t, name))
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package bundle_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/bundle"
+	"github.com/provlog/provlog/log/logtest"
 )
 
 // TestWitnessPolicy: a bundle states the k-of-n witness policy it was
@@ -77,7 +77,7 @@ func TestWitnessPolicy(t *testing.T) {
 		}, bundle.CheckpointFile, "is cosigned by 1 of 3 witnesses (policy: 2 of 3): witness.test/w2, fewer than the policy of witnesses.txt requires"},
 		{"a listed witness's cosignature tampered with", func(t *testing.T, dir string) {
 			b, _ := os.ReadFile(filepath.Join(dir, bundle.CheckpointFile))
-			rewrite(t, dir, bundle.CheckpointFile, flipSig(t, b, "witness.test/w3"))
+			rewrite(t, dir, bundle.CheckpointFile, logtest.CorruptSignature(t, b, "witness.test/w3"))
 		}, bundle.CheckpointFile, "the signature by witness.test/w3"},
 		{"witnesses.txt claims a policy the checkpoint does not meet", func(t *testing.T, dir string) {
 			rewrite(t, dir, bundle.WitnessesFile, log.FormatWitnessPolicy(keys, 3))
@@ -129,20 +129,4 @@ func stripThreshold(t *testing.T, dir string) {
 		t.Fatalf("%s is %q", bundle.WitnessesFile, b)
 	}
 	rewrite(t, dir, bundle.WitnessesFile, keys)
-}
-
-// flipSig flips a bit of the signature by name in a signed note.
-func flipSig(t *testing.T, msg []byte, name string) []byte {
-	t.Helper()
-	lines := strings.SplitAfter(string(msg), "\n")
-	for i, l := range lines {
-		if rest, ok := strings.CutPrefix(l, "— "+name+" "); ok {
-			sig, _ := base64.StdEncoding.DecodeString(strings.TrimSuffix(rest, "\n"))
-			sig[len(sig)-1] ^= 1
-			lines[i] = "— " + name + " " + base64.StdEncoding.EncodeToString(sig) + "\n"
-			return []byte(strings.Join(lines, ""))
-		}
-	}
-	t.Fatalf("no signature by %s", name)
-	return nil
 }
