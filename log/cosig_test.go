@@ -394,7 +394,7 @@ func TestVerifyWitnessed(t *testing.T) {
 	// A bad cosignature by a trusted witness fails the whole receipt, even
 	// when enough others verify.
 	r := receipt(ws[0], ws[1], ws[2])
-	r.Checkpoint = corruptSig(t, r.Checkpoint, "witness.example/w1")
+	r.Checkpoint = logtest.CorruptSignature(t, r.Checkpoint, "witness.example/w1")
 	if _, err := r.VerifyWitnessed(leaf, logV, wvs, 2); err == nil || !strings.Contains(err.Error(), "witness.example/w1") {
 		t.Errorf("tampered cosignature: error %v", err)
 	}
@@ -441,22 +441,6 @@ func TestRelabeledCosignature(t *testing.T) {
 	if _, _, err := log.OpenWitnessedCheckpoint(forged, logV, p); err == nil {
 		t.Error("OpenWitnessedCheckpoint counted one key twice")
 	}
-}
-
-// corruptSig flips a bit in the signature by name.
-func corruptSig(t *testing.T, msg []byte, name string) []byte {
-	t.Helper()
-	lines := strings.SplitAfter(string(msg), "\n")
-	for i, l := range lines {
-		if rest, ok := strings.CutPrefix(l, "— "+name+" "); ok {
-			sig, _ := base64.StdEncoding.DecodeString(strings.TrimSuffix(rest, "\n"))
-			sig[len(sig)-1] ^= 1
-			lines[i] = "— " + name + " " + base64.StdEncoding.EncodeToString(sig) + "\n"
-			return []byte(strings.Join(lines, ""))
-		}
-	}
-	t.Fatalf("no signature by %s", name)
-	return nil
 }
 
 // dropSig removes the signature by name.

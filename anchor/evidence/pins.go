@@ -48,7 +48,7 @@ func (p Pins) policy() (log.WitnessPolicy, error) {
 		}
 		return log.WitnessPolicy{}, nil
 	}
-	wp, err := policyOf(p.Witnesses, p.Threshold)
+	wp, err := log.NewWitnessPolicy(p.Witnesses, p.Threshold)
 	if err != nil {
 		return wp, fmt.Errorf("evidence: pinned witnesses: %w", err)
 	}
@@ -63,7 +63,7 @@ func (p Pins) policy() (log.WitnessPolicy, error) {
 // cosigned the target.
 func (c *checker) checkPinnedWitnesses(cpB []byte, dir log.WitnessPolicy, haveDir bool) {
 	p := c.pinPolicy
-	_, cos, err := cosignersOf(cpB, c.v, p)
+	_, cos, err := p.Cosigners(cpB, c.v)
 	if err != nil {
 		c.bad(CheckpointFile, "%v", err)
 		return

@@ -104,7 +104,7 @@ func chooseTarget(ctx context.Context, o Options, v note.Verifier, p log.Witness
 			continue // a record that does not parse is no target; audit reports it
 		}
 		msg := []byte(st.Record.Checkpoint)
-		cp, cos, err := cosignersOf(msg, v, p)
+		cp, cos, err := p.Cosigners(msg, v)
 		if err != nil {
 			ch.skip(st, err)
 			continue
@@ -196,7 +196,7 @@ func unanchoredTarget(o Options, v note.Verifier, p log.WitnessPolicy) (*target,
 			return &target{note: msg, cp: cp, cosigned: len(p.Witnesses) > 0}, nil
 		}
 	}
-	cp, cos, err := cosignersOf(o.Latest, v, p)
+	cp, cos, err := p.Cosigners(o.Latest, v)
 	if err != nil {
 		return nil, fmt.Errorf("evidence: the log's latest checkpoint: %w", err)
 	}
@@ -204,34 +204,6 @@ func unanchoredTarget(o Options, v note.Verifier, p log.WitnessPolicy) (*target,
 		return nil, fmt.Errorf("evidence: entry %d is not in the log of size %d", o.Index, cp.Size)
 	}
 	return &target{note: o.Latest, cp: cp, cosigned: len(p.Witnesses) > 0 && len(cos) >= p.Threshold}, nil
-}
-
-// cosignersOf opens msg, a checkpoint signed by the log (v), and returns
-// the names of p's witnesses whose cosignatures on it verify. A
-// cosignature by one of them that does not verify is an error, as is
-// a policy that cannot hold; fewer cosigners than p's threshold is not.
-func cosignersOf(msg []byte, v note.Verifier, p log.WitnessPolicy) (log.Checkpoint, []string, error) {
-	cp, _, err := log.OpenCheckpoint(msg, v)
-	if err != nil || len(p.Witnesses) == 0 {
-		return cp, nil, err
-	}
-	_, no, err := log.OpenWitnessedCheckpoint(msg, v, p)
-	var pe *log.WitnessPolicyError
-	switch {
-	case errors.As(err, &pe):
-		return cp, pe.Cosigned, nil
-	case err != nil:
-		return cp, nil, err
-	}
-	var out []string
-	for _, w := range p.Witnesses {
-		for _, s := range no.Sigs {
-			if s.Name == w.Name() && s.Hash == w.KeyHash() {
-				out = append(out, w.Name())
-			}
-		}
-	}
-	return cp, out, nil
 }
 
 func cmpSize(a, b *anchor.Stored) int {

@@ -294,7 +294,7 @@ func (c *checker) blameEntry(name string, entry []byte, r *log.Receipt) {
 func (c *checker) checkWitnesses(cpB []byte) {
 	dir, ok := c.dirPolicy()
 	if ok {
-		_, cos, err := cosignersOf(cpB, c.v, dir)
+		_, cos, err := dir.Cosigners(cpB, c.v)
 		if err != nil {
 			c.bad(CheckpointFile, "%v", err)
 		}
@@ -312,17 +312,7 @@ func (c *checker) dirPolicy() (log.WitnessPolicy, bool) {
 	if wb == nil {
 		return log.WitnessPolicy{}, false
 	}
-	lines := strings.Split(strings.TrimSuffix(string(wb), "\n"), "\n")
-	th, ok := strings.CutPrefix(lines[0], "threshold ")
-	n, err := strconv.Atoi(th)
-	if !ok || err != nil || strconv.Itoa(n) != th || len(lines) < 2 {
-		c.bad(WitnessesFile, "does not start with a \"threshold K\" line followed by witness keys")
-		return log.WitnessPolicy{}, false
-	}
-	if formatWitnesses(lines[1:], n) != string(wb) {
-		c.bad(WitnessesFile, "is not one witness key a line")
-	}
-	p, err := policyOf(lines[1:], n)
+	p, err := log.ParseWitnessPolicy(wb)
 	if err != nil {
 		c.bad(WitnessesFile, "%v", err)
 		return log.WitnessPolicy{}, false

@@ -84,7 +84,7 @@ func Write(ctx context.Context, dir string, o Options) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("evidence: log verifier key: %w", err)
 	}
-	policy, err := policyOf(o.Witnesses, o.Threshold)
+	policy, err := log.NewWitnessPolicy(o.Witnesses, o.Threshold)
 	if err != nil {
 		return nil, err
 	}
@@ -206,18 +206,6 @@ func marshalManifest(m *Manifest) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-func policyOf(vkeys []string, threshold int) (log.WitnessPolicy, error) {
-	p := log.WitnessPolicy{Threshold: threshold}
-	for _, k := range vkeys {
-		w, err := log.NewCosignatureVerifier(k)
-		if err != nil {
-			return p, fmt.Errorf("evidence: witness key %q: %w", k, err)
-		}
-		p.Witnesses = append(p.Witnesses, w)
-	}
-	return p, p.Check()
-}
-
 // writer writes files and remembers their hashes; the first error sticks.
 type writer struct {
 	dir   string
@@ -283,12 +271,8 @@ func (w *writer) putKeys(o Options, p log.WitnessPolicy) {
 	w.put(VKeyFile, []byte(o.VKey+"\n"))
 	w.put(AnchorPubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: o.AnchorKey}))
 	if len(p.Witnesses) > 0 {
-		w.put(WitnessesFile, []byte(formatWitnesses(o.Witnesses, o.Threshold)))
+		w.put(WitnessesFile, log.FormatWitnessPolicy(o.Witnesses, o.Threshold))
 	}
-}
-
-func formatWitnesses(vkeys []string, threshold int) string {
-	return "threshold " + strconv.Itoa(threshold) + "\n" + strings.Join(vkeys, "\n") + "\n"
 }
 
 // putAnchor writes the record, its tokens and Rekor entries apart, and

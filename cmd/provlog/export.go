@@ -29,7 +29,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	out := fs.String("out", "", "bundle directory to create")
 	from := fs.Uint64("from", 0, "first entry index")
 	to := fs.Uint64("to", 0, "end of the range, exclusive (default: the checkpoint's size)")
-	cfgPath := fs.String("config", "", "config whose anchors: and witnesses: give the trust roots and witness keys to bundle (default: the anchor records' own roots)")
+	cfgPath := fs.String("config", "", "config whose anchors: give the trust roots to bundle (default: the anchor records' own roots), and whose witnesses: and witness_policy: the witness policy a cosigned checkpoint is bundled under")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -97,8 +97,9 @@ func parseVKeyArg(arg string) (string, error) {
 	return readVKey(arg)
 }
 
-// exportTrust puts the config's TSA roots and Rekor keys into opts and
-// returns its witness keys.
+// exportTrust puts the config's TSA roots, Rekor keys and witness
+// policy's threshold into opts and returns its witness keys (bundled
+// only with a cosigned checkpoint).
 func exportTrust(cfgPath string, opts *bundle.ExportOptions) ([]string, error) {
 	cfg, err := loadConfig(cfgPath)
 	if err != nil {
@@ -108,6 +109,7 @@ func exportTrust(cfgPath string, opts *bundle.ExportOptions) ([]string, error) {
 	for _, w := range cfg.Witnesses {
 		witnesses = append(witnesses, w.VKey)
 	}
+	opts.WitnessThreshold = cfg.WitnessPolicy.Threshold
 	if cfg.Anchors == nil {
 		return witnesses, nil
 	}
@@ -180,10 +182,6 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	m := rep.Manifest
 	// Every key and root below came with the bundle: say so, and show
 	// the log key, for the auditor to compare with one they trust.
-	cosigned := "no witness cosignatures"
-	if rep.Witnesses > 0 {
-		cosigned = fmt.Sprintf("cosigned by all %d witnesses of the bundle's %s", rep.Witnesses, bundle.WitnessesFile)
-	}
 	anchors := "no anchor records"
 	switch {
 	case rep.Anchors > 0 && rep.SelfTrusted:
@@ -202,7 +200,7 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	w := out.text()
 	fmt.Fprintf(w, "OK: %d entries [%d, %d) are in %s at size %d, by a checkpoint signed with the bundle's %s (%s: compare it with the log's key from a source you trust); %s; %s; PROV document matches the entries under %s\n",
-		rep.Entries, m.From, m.To, m.Origin, m.Size, bundle.VKeyFile, rep.VKey, cosigned, anchors, provMappingText(m.ProvMapping))
+		rep.Entries, m.From, m.To, m.Origin, m.Size, bundle.VKeyFile, rep.VKey, rep.CosignedText(), anchors, provMappingText(m.ProvMapping))
 	// A bundle carries entries, not payloads: say which of those the
 	// entries name were purged on purpose (a purge entry in the bundle),
 	// by whom, when and why.

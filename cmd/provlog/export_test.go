@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -21,6 +22,8 @@ import (
 	"github.com/provlog/provlog/log/bundle"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/witness/witnesstest"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // makeDataDir makes a stopped sidecar's data dir holding n call entries
@@ -206,5 +209,92 @@ func TestExportAnchorTied(t *testing.T) {
 	msg, code = runCmd(t, "verify-bundle", out)
 	if want := "0 of them anchoring a root of these entries' tree (1 at sizes this bundle has neither hashes nor a consistency proof for: not tied to these entries);"; code != 0 || !strings.Contains(msg, want) {
 		t.Errorf("verify-bundle of the older layout: %d %q; want %q", code, msg, want)
+	}
+}
+
+// TestExportWitnessPolicy: a bundle exported under a 2-of-3 witness
+// policy, with the newest cosigned checkpoint cosigned by 2, verifies and
+// says who cosigned under which policy; cosigned by 1, it is refused,
+// naming the policy and who cosigned.
+func TestExportWitnessPolicy(t *testing.T) {
+	ctx := context.Background()
+	data := makeDataDir(t, 10)
+	store, err := logpebble.Open(filepath.Join(data, dbDir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.State(ctx)
+	store.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := loadKeys(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := note.Open(st.Checkpoint, note.VerifierList(k.verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws []*log.CosignatureSigner
+	cfg := filepath.Join(t.TempDir(), "provlog.yaml")
+	text := "data: " + data + "\nwitness_policy:\n  threshold: 2\nwitnesses:\n"
+	for i := range 3 {
+		w := witnesstest.NewCosigner(t, fmt.Sprintf("witness.test/w%d", i+1))
+		ws = append(ws, w)
+		text += fmt.Sprintf("  - {url: http://w%d.test, vkey: %s}\n", i+1, w.Verifier())
+	}
+	os.WriteFile(cfg, []byte(text), 0o600)
+	cosigned := func(by ...*log.CosignatureSigner) []byte {
+		signers := []note.Signer{k.signer}
+		for _, w := range by {
+			signers = append(signers, w)
+		}
+		b, err := note.Sign(&note.Note{Text: n.Text}, signers...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	export := func(cp []byte) (string, string, int) {
+		os.WriteFile(filepath.Join(data, cosignedFile), cp, 0o644)
+		out := filepath.Join(t.TempDir(), "bundle")
+		msg, code := runCmd(t, "export", "--data", data, "--config", cfg, "--out", out)
+		return out, msg, code
+	}
+
+	out, msg, code := export(cosigned(ws[2], ws[0]))
+	if code != 0 {
+		t.Fatalf("export: %d %s", code, msg)
+	}
+	msg, code = runCmd(t, "verify-bundle", out)
+	if want := "; cosigned by 2 of 3 witnesses (policy: 2 of 3): witness.test/w1, witness.test/w3; no anchor records;"; code != 0 || !strings.Contains(msg, want) {
+		t.Errorf("verify-bundle: %d %q; want %q", code, msg, want)
+	}
+
+	one := cosigned(ws[1])
+	if _, msg, code := export(one); code == 0 || !strings.Contains(msg, "is cosigned by 1 of 3 witnesses (policy: 2 of 3): witness.test/w2: it does not meet the witness policy") {
+		t.Errorf("export of a checkpoint cosigned by 1: %d %q", code, msg)
+	}
+	// The bundle's checkpoint swapped for that one (the manifest's hash
+	// fixed) is refused too.
+	os.WriteFile(filepath.Join(out, bundle.CheckpointFile), one, 0o644)
+	var m bundle.Manifest
+	mb, _ := os.ReadFile(filepath.Join(out, bundle.ManifestFile))
+	json.Unmarshal(mb, &m)
+	sum := sha256.Sum256(one)
+	m.Files[bundle.CheckpointFile] = hex.EncodeToString(sum[:])
+	mb, _ = json.Marshal(m)
+	os.WriteFile(filepath.Join(out, bundle.ManifestFile), mb, 0o644)
+	msg, code = runCmd(t, "verify-bundle", out)
+	if want := "checkpoint: is cosigned by 1 of 3 witnesses (policy: 2 of 3): witness.test/w2, fewer than the policy of witnesses.txt requires"; code == 0 || !strings.Contains(msg, want) {
+		t.Errorf("verify-bundle of a checkpoint cosigned by 1: %d %q; want %q", code, msg, want)
+	}
+
+	// A bundle exported before witnesses.txt stated a threshold still
+	// verifies, all its witnesses required, and says so.
+	msg, code = runCmd(t, "verify-bundle", filepath.Join("..", "..", "log", "bundle", "testdata", "mapping1"))
+	if want := "cosigned by 1 of 1 witnesses (policy: 1 of 1): witness.test/w1 (the bundle's witnesses.txt names no threshold: all are required);"; code != 0 || !strings.Contains(msg, want) {
+		t.Errorf("verify-bundle of an old bundle: %d %q; want %q", code, msg, want)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/provlog/provlog/log/bundle"
 	"github.com/provlog/provlog/log/logtest"
 	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/witness/witnesstest"
 )
 
 // fixture is a log with calls, task entries and an anchor, ready to export.
@@ -43,7 +44,9 @@ type fixture struct {
 	anchors   string
 	tsaRoots  []byte
 	rekorKeys []byte
-	witness   *log.CosignatureSigner
+	// witnessThreshold is the witness policy's threshold exports use (0:
+	// all the witnesses).
+	witnessThreshold int
 	// With an anchor: the anchoring key and the runner that anchors the
 	// log's newest checkpoint (AnchorNow), with its authorities.
 	anchorKey *ecdsa.PrivateKey
@@ -151,24 +154,35 @@ func (f *fixture) app(t testing.TB, kind, actor string, fields map[string]any) {
 
 // checkpoint returns the latest checkpoint, cosigned by a test witness.
 func (f *fixture) checkpoint(t testing.TB) ([]byte, []string) {
+	ws := newWitnesses(t, "witness.test/w1")
+	return f.cosignedBy(t, ws[0]), []string{ws[0].Verifier().String()}
+}
+
+// newWitnesses makes a witness cosigning key for each name.
+func newWitnesses(t testing.TB, names ...string) []*log.CosignatureSigner {
+	var out []*log.CosignatureSigner
+	for _, name := range names {
+		out = append(out, witnesstest.NewCosigner(t, name))
+	}
+	return out
+}
+
+// cosignedBy returns the latest checkpoint, cosigned by ws.
+func (f *fixture) cosignedBy(t testing.TB, ws ...*log.CosignatureSigner) []byte {
 	_, cp := f.seq.Checkpoint()
 	n, err := note.Open(cp, note.VerifierList(mustVerifier(t, f.vkey)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	skey, _, err := log.GenerateCosignerKey(rand.Reader, "witness.test/w1")
+	signers := []note.Signer{f.signer}
+	for _, w := range ws {
+		signers = append(signers, w)
+	}
+	out, err := note.Sign(&note.Note{Text: n.Text}, signers...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := log.ParseCosignerKey(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := note.Sign(&note.Note{Text: n.Text}, f.signer, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out, []string{w.Verifier().String()}
+	return out
 }
 
 func mustVerifier(t testing.TB, vkey string) note.Verifier {
@@ -196,7 +210,7 @@ func (f *fixture) exportCheckpoint(t testing.TB, cp []byte, ws []string, anchors
 	dir := filepath.Join(t.TempDir(), "bundle")
 	_, err := bundle.Export(context.Background(), f.store, bundle.ExportOptions{
 		Dir: dir, From: from, To: to, Checkpoint: cp, VKey: f.vkey, AnchorPub: f.anchorPEM,
-		AnchorsDir: anchors, ReadAnchor: anchor.ReadBundled, TSARoots: f.tsaRoots, RekorKeys: f.rekorKeys, Witnesses: ws, Generator: "provlog test",
+		AnchorsDir: anchors, ReadAnchor: anchor.ReadBundled, TSARoots: f.tsaRoots, RekorKeys: f.rekorKeys, Witnesses: ws, WitnessThreshold: f.witnessThreshold, Generator: "provlog test",
 	})
 	return dir, err
 }

@@ -16,7 +16,10 @@
 //	                     proves every entry's inclusion at once (a receipt
 //	                     per entry would cost ~1 KiB each)
 //	genesis.entry/.proof entry 0 and its inclusion proof, when from > 0
-//	witnesses.txt        witness cosignature keys the checkpoint carries
+//	witnesses.txt        the witness policy the checkpoint was exported
+//	                     under, when it is cosigned: "threshold K", then
+//	                     one witness cosignature key a line (the format
+//	                     of an evidence's; [log.ParseWitnessPolicy])
 //	anchors/*.json       anchor records; trust/*.pem their trust roots
 //	consistency.json     for each anchored size the entries do not reach,
 //	                     the tree's root there and an RFC 6962

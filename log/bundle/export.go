@@ -76,8 +76,8 @@ type Manifest struct {
 	// Size and Root repeat the bundled checkpoint's.
 	Size uint64 `json:"size"`
 	Root string `json:"root"`
-	// Cosigned is true when the checkpoint carries witness cosignatures
-	// for the keys in witnesses.txt.
+	// Cosigned is true when the bundle has witnesses.txt, the witness
+	// policy it was exported under, and the checkpoint meets it.
 	Cosigned bool `json:"cosigned"`
 	// Trust says where the anchor trust roots come from: "config" (the
 	// exporter's configuration) or "records" (the anchor records' own).
@@ -142,9 +142,12 @@ type ExportOptions struct {
 	// TSARoots and RekorKeys are PEM trust roots for the anchors; when
 	// both are empty the roots the records themselves carry are used.
 	TSARoots, RekorKeys []byte
-	// Witnesses are witness verifier keys whose cosignatures the
-	// checkpoint carries.
-	Witnesses []string
+	// Witnesses are the witness cosignature verifier keys of the policy
+	// the checkpoint was cosigned under, and WitnessThreshold how many of
+	// them must have cosigned it (0: all). Export refuses a checkpoint
+	// that does not meet the policy.
+	Witnesses        []string
+	WitnessThreshold int
 	// Generator names the software, e.g. "provlog 0.1.0".
 	Generator string
 }
@@ -193,7 +196,7 @@ func Export(ctx context.Context, src Source, opts ExportOptions) (_ *Manifest, e
 			os.RemoveAll(filepath.Join(opts.Dir, de.Name()))
 		}
 	}()
-	x := &exporter{ctx: ctx, src: src, opts: &opts, cp: cp, to: to,
+	x := &exporter{ctx: ctx, src: src, opts: &opts, v: v, cp: cp, to: to,
 		m: &Manifest{Format: Format, Generator: opts.Generator, Origin: cp.Origin, From: opts.From, To: to,
 			ProvMapping: ProvMapping, Size: cp.Size, Root: base64.StdEncoding.EncodeToString(cp.Hash), Files: map[string]string{}}}
 	for _, step := range []func() error{x.writeTree, x.writeGenesis, x.writeKeys, x.writeAnchors, x.writeConsistency, x.writeEntries} {
@@ -214,6 +217,7 @@ type exporter struct {
 	ctx  context.Context
 	src  Source
 	opts *ExportOptions
+	v    note.Verifier
 	cp   log.Checkpoint
 	to   uint64
 	m    *Manifest
@@ -316,8 +320,33 @@ func (x *exporter) writeKeys() error {
 	if len(x.opts.Witnesses) == 0 {
 		return nil
 	}
+	th := x.opts.WitnessThreshold
+	if th == 0 {
+		th = len(x.opts.Witnesses)
+	}
+	p, err := log.NewWitnessPolicy(x.opts.Witnesses, th)
+	if err != nil {
+		return err
+	}
+	_, cos, err := p.Cosigners(x.opts.Checkpoint, x.v)
+	if err != nil {
+		return fmt.Errorf("the checkpoint to export: %w", err)
+	}
+	if len(cos) < th {
+		return fmt.Errorf("the checkpoint to export is %s: it does not meet the witness policy to bundle", cosignedText(len(p.Witnesses), th, cos))
+	}
 	x.m.Cosigned = true
-	return x.write(WitnessesFile, []byte(strings.Join(x.opts.Witnesses, "\n")+"\n"))
+	return x.write(WitnessesFile, log.FormatWitnessPolicy(x.opts.Witnesses, th))
+}
+
+// cosignedText says which witnesses cosigned, under a policy of threshold
+// of n: "cosigned by 2 of 3 witnesses (policy: 2 of 3): w1, w2".
+func cosignedText(n, threshold int, cosigners []string) string {
+	s := fmt.Sprintf("cosigned by %d of %d witnesses (policy: %d of %d)", len(cosigners), n, threshold, n)
+	if len(cosigners) > 0 {
+		s += ": " + strings.Join(cosigners, ", ")
+	}
+	return s
 }
 
 // writeAnchors copies the anchor records and, when given, their trust

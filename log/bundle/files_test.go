@@ -108,10 +108,11 @@ func TestHostileFiles(t *testing.T) {
 		{"a witness twice", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, bundle.WitnessesFile)
 			b, _ := os.ReadFile(p)
-			b = append(b, b...)
+			_, key, _ := bytes.Cut(b, []byte("\n"))
+			b = append(b, key...)
 			os.WriteFile(p, b, 0o644)
 			editManifest(t, dir, func(m map[string]any) { m["files"].(map[string]any)[bundle.WitnessesFile] = sha256hex(b) })
-		}, bundle.WitnessesFile, "lists witness key witness.test/w1+"},
+		}, bundle.WitnessesFile, "witness policy: witness witness.test/w1+"},
 		{"trust not the files'", func(t *testing.T, dir string) {
 			editManifest(t, dir, func(m map[string]any) { m["trust"] = "records" })
 		}, bundle.ManifestFile, `says trust "records", but the bundle has 1 anchor records and trust roots`},

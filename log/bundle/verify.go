@@ -49,10 +49,31 @@ type Report struct {
 	// AnchorsByProof counts those of AnchorsOnEntries tied by a
 	// consistency proof (consistency.json).
 	AnchorsByProof int
-	Witnesses      int
+	// Witnesses and Threshold are the witness policy of witnesses.txt
+	// (none: no witnesses); Cosigners the names of its witnesses that
+	// cosigned the checkpoint, in its order.
+	Witnesses, Threshold int
+	Cosigners            []string
+	// NoThreshold is true when witnesses.txt names no threshold (a bundle
+	// exported before it did): all its witnesses were required.
+	NoThreshold bool
 	// SelfTrusted is true when the anchors were checked against the
 	// roots their records carry (no trust/ files).
 	SelfTrusted bool
+}
+
+// CosignedText says which witnesses cosigned the checkpoint under the
+// bundle's policy: "cosigned by 2 of 3 witnesses (policy: 2 of 3): w1,
+// w3", or "no witness cosignatures".
+func (r *Report) CosignedText() string {
+	if r.Witnesses == 0 {
+		return "no witness cosignatures"
+	}
+	s := cosignedText(r.Witnesses, r.Threshold, r.Cosigners)
+	if r.NoThreshold {
+		s += fmt.Sprintf(" (the bundle's %s names no threshold: all are required)", WitnessesFile)
+	}
+	return s
 }
 
 // Trust is what the bundle's trust/ files pin: the TSAs' roots and the
@@ -93,8 +114,12 @@ type VerifyAnchorFunc func(ctx context.Context, record []byte, v note.Verifier, 
 //     one of a bundle's files (a listed file no check reads is refused);
 //   - the manifest is one JSON object, and what it says of the other
 //     files (cosigned, trust) is what they give;
-//   - the checkpoint is signed by log.vkey (and cosigned by every key in
-//     witnesses.txt); the manifest repeats its origin, size and root;
+//   - the checkpoint is signed by log.vkey and, when there is a
+//     witnesses.txt, meets the witness policy it states: at least its
+//     threshold of its witnesses cosigned it, and every cosignature by
+//     one of them verifies (another key's is ignored; a witnesses.txt
+//     with no threshold line requires all of them); the manifest repeats
+//     its origin, size and root;
 //   - every line of provenance.jsonl is a canonical entry, and with
 //     tree.json they recompute the checkpoint's root, so each entry is in
 //     the log at its index; the genesis entry (entry 0, or genesis.entry
@@ -316,25 +341,7 @@ func (c *checker) checkCheckpoint() bool {
 		return false
 	}
 	c.v, c.rep.VKey = v, c.vkey
-	verifiers := []note.Verifier{v}
-	var witnesses []note.Verifier
-	if wb := c.read(WitnessesFile); wb != nil {
-		seen := map[string]bool{}
-		for _, l := range strings.Split(strings.TrimSpace(string(wb)), "\n") {
-			wv, err := log.NewCosignatureVerifier(l)
-			if err != nil {
-				c.bad(WitnessesFile, "line %q: %v", l, err)
-				continue
-			}
-			if seen[l] {
-				c.bad(WitnessesFile, "lists witness key %s more than once", l)
-				continue
-			}
-			seen[l] = true
-			witnesses = append(witnesses, wv)
-			verifiers = append(verifiers, wv)
-		}
-	}
+	policy, witnessed := c.readPolicy()
 	cpB := c.read(CheckpointFile)
 	if cpB == nil {
 		return false
@@ -345,8 +352,8 @@ func (c *checker) checkCheckpoint() bool {
 		return false
 	}
 	c.cp = cp
-	if len(witnesses) > 0 {
-		c.checkCosignatures(cpB, verifiers, witnesses)
+	if witnessed {
+		c.checkCosignatures(cpB, policy)
 	}
 	m := c.m
 	if m.Origin != cp.Origin || m.Size != cp.Size || m.Root != base64.StdEncoding.EncodeToString(cp.Hash) {
@@ -359,24 +366,46 @@ func (c *checker) checkCheckpoint() bool {
 	return true
 }
 
-// checkCosignatures checks that every witness in witnesses.txt cosigned
-// the checkpoint.
-func (c *checker) checkCosignatures(cpB []byte, verifiers, witnesses []note.Verifier) {
-	n, err := note.Open(cpB, note.VerifierList(verifiers...))
+// readPolicy reads witnesses.txt, the witness policy the bundle was
+// exported under: "threshold K", then one key a line. A witnesses.txt
+// with no threshold line (a bundle exported before it had one) requires
+// every witness it lists. False when there is no usable policy.
+func (c *checker) readPolicy() (log.WitnessPolicy, bool) {
+	wb := c.read(WitnessesFile)
+	if wb == nil {
+		return log.WitnessPolicy{}, false
+	}
+	var p log.WitnessPolicy
+	var err error
+	if bytes.HasPrefix(wb, []byte("threshold ")) {
+		p, err = log.ParseWitnessPolicy(wb)
+	} else {
+		keys := strings.Split(strings.TrimSpace(string(wb)), "\n")
+		p, err = log.NewWitnessPolicy(keys, len(keys))
+		c.rep.NoThreshold = true
+	}
+	if err == nil && p.Threshold < 1 {
+		err = errors.New("threshold 0 requires no cosignature: a bundle lists witnesses only for a checkpoint cosigned under them")
+	}
+	if err != nil {
+		c.bad(WitnessesFile, "%v", err)
+		return log.WitnessPolicy{}, false
+	}
+	return p, true
+}
+
+// checkCosignatures checks that the checkpoint meets the policy p: at
+// least its threshold of its witnesses cosigned it, and every cosignature
+// by one of them verifies (another key's is ignored).
+func (c *checker) checkCosignatures(cpB []byte, p log.WitnessPolicy) {
+	_, cos, err := p.Cosigners(cpB, c.v)
 	if err != nil {
 		c.bad(CheckpointFile, "cosignatures: %v", err)
 		return
 	}
-	got := map[uint32]bool{}
-	for _, s := range n.Sigs {
-		got[s.Hash] = true
-	}
-	for _, w := range witnesses {
-		if !got[w.KeyHash()] {
-			c.bad(CheckpointFile, "has no valid cosignature by witness %s (%s)", w.Name(), WitnessesFile)
-		} else {
-			c.rep.Witnesses++
-		}
+	c.rep.Witnesses, c.rep.Threshold, c.rep.Cosigners = len(p.Witnesses), p.Threshold, cos
+	if len(cos) < p.Threshold {
+		c.bad(CheckpointFile, "is %s, fewer than the policy of %s requires", cosignedText(len(p.Witnesses), p.Threshold, cos), WitnessesFile)
 	}
 }
 
