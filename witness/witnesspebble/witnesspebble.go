@@ -85,6 +85,9 @@ func open(dir string, fsys vfs.FS) (*KV, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("opening store: %w", err)
 	}
+	// Locked on fsys, not the guard's FS: that one only checks the lock
+	// on a read-only file system, for a store that then opens read-only,
+	// and the witness cannot serve read-only; this fails, naming why.
 	lock, err := pebble.LockDirectory(dir, fsys)
 	if err != nil {
 		var pe *fs.PathError
@@ -116,7 +119,7 @@ func open(dir string, fsys vfs.FS) (*KV, error) {
 	}
 	if err != nil {
 		lock.Close()
-		if pebble.IsCorruptionError(err) || errors.Is(err, ErrCorrupt) {
+		if pebble.IsCorruptionError(err) && !errors.Is(err, ErrCorrupt) {
 			return nil, fmt.Errorf("opening store %s: %w: %w", dir, ErrCorrupt, err)
 		}
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
