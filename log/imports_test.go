@@ -92,7 +92,7 @@ func TestImportRules(t *testing.T) {
 		}
 		for _, imp := range p.Imports {
 			if strings.HasPrefix(imp, "github.com/cockroachdb/pebble") && !pebbleStore(p.ImportPath) {
-				t.Errorf("%s imports %s: only log/logpebble and the witness's store witness/witnesspebble may import Pebble", p.ImportPath, imp)
+				t.Errorf("%s imports %s: only log/logpebble, its guard log/pebbleguard and the witness's store witness/witnesspebble may import Pebble", p.ImportPath, imp)
 			}
 			if strings.HasPrefix(imp, "github.com/jackc/pgx") && p.ImportPath != mod+"/log/logpg" {
 				t.Errorf("%s imports %s: only log/logpg may import pgx", p.ImportPath, imp)
@@ -122,7 +122,7 @@ func TestImportRules(t *testing.T) {
 }
 
 func pebbleStore(path string) bool {
-	return path == mod+"/log/logpebble" || path == mod+"/witness/witnesspebble"
+	return path == mod+"/log/logpebble" || path == mod+"/log/pebbleguard" || path == mod+"/witness/witnesspebble"
 }
 
 // checkPureLog holds package log to the standard library, merkle and
@@ -148,8 +148,8 @@ func isStd(path string) bool { return !strings.Contains(strings.SplitN(path, "/"
 
 // TestLogDependencyBudget holds everything under log/ to a regulator's
 // verifier's budget: the standard library, merkle and x/mod, plus what
-// Pebble brings to log/logpebble and pgx to log/logpg. Nothing under log/
-// depends on sigstore, go-openapi, OpenTelemetry or protobuf except where
+// Pebble brings to log/logpebble and its guard log/pebbleguard and pgx to
+// log/logpg. Nothing under log/ depends on sigstore, go-openapi, OpenTelemetry or protobuf except where
 // Pebble itself brings it (cockroachdb/errors uses gogo protobuf).
 func TestLogDependencyBudget(t *testing.T) {
 	all := listAll(t)
@@ -162,7 +162,7 @@ func TestLogDependencyBudget(t *testing.T) {
 		// What a store's database driver brings is allowed to that store.
 		brought := map[string]bool{}
 		for _, imp := range p.Imports {
-			if strings.HasPrefix(imp, "github.com/cockroachdb/pebble") && p.ImportPath == mod+"/log/logpebble" ||
+			if strings.HasPrefix(imp, "github.com/cockroachdb/pebble") && pebbleStore(p.ImportPath) ||
 				strings.HasPrefix(imp, "github.com/jackc/pgx") && p.ImportPath == mod+"/log/logpg" {
 				brought[imp] = true
 				for _, d := range all[imp].Deps {

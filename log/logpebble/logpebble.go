@@ -41,7 +41,7 @@
 // [log.ErrIO]. Pebble v2.1.7 panics on a WAL write error and dies
 // unrecoverably ("unlock of unlocked mutex") when it cannot create its
 // next WAL, and retries a failed flush in a tight loop, so the Store's
-// file system (faultfs.go) keeps WAL errors from Pebble once recorded,
+// file system (log/pebbleguard) keeps WAL errors from Pebble once recorded,
 // freezes the disk and backs off creation; Commit checks the sticky error
 // after Pebble returns, so nothing is acknowledged that may not be durable.
 // A store that cannot be written at open (read-only file system, full
@@ -139,6 +139,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/internal/hot"
+	"github.com/provlog/provlog/log/pebbleguard"
 	"github.com/transparency-dev/merkle/compact"
 )
 
@@ -217,7 +218,7 @@ type Options struct {
 	ScrubBytes uint64
 
 	testingOnlyMaxHotNodes *uint64 // instead of maxHotNodes
-	testingOnlyFS          vfs.FS  // instead of vfs.Default, under the faultFS
+	testingOnlyFS          vfs.FS  // instead of vfs.Default, under the pebbleguard.FS
 	testingOnlyChunkBits   uint    // instead of chunkBits, if not 0
 }
 
@@ -226,7 +227,7 @@ type Options struct {
 type Store struct {
 	db   *pebble.DB
 	lock *pebble.Lock
-	fs   *faultFS
+	fs   *pebbleguard.FS
 	r    reader     // what reads read: db, or an overlay of it (open.go)
 	pub  *publisher // nil if the store cannot commit
 	// warnings found on opening that lose no data (verify.go)
@@ -326,7 +327,7 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 	err = s.commitPebble(pb)
 	if err == nil {
 		if err := s.Err(); err != nil {
-			// The file system failed during the commit, and faultfs.go kept
+			// The file system failed during the commit, and pebbleguard kept
 			// the error from Pebble (whose frozen WAL then takes writes
 			// without keeping them): the batch may or may not be on disk.
 			// It is not published, so a restart brings it back only if
@@ -451,7 +452,7 @@ func (s *Store) commitPebble(pb *pebble.Batch) error {
 }
 
 // commitRecover commits pb to the Pebble instance on fs.
-func (s *Store) commitRecover(pb *pebble.Batch, fs *faultFS) (err error) {
+func (s *Store) commitRecover(pb *pebble.Batch, fs *pebbleguard.FS) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("Pebble panicked: %v", r)

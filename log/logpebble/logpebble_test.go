@@ -21,6 +21,7 @@ import (
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/internal/hot"
 	"github.com/provlog/provlog/log/logtest"
+	"github.com/provlog/provlog/log/pebbleguard"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -190,7 +191,7 @@ func openRaw(t *testing.T, dir string) *pebble.DB {
 	t.Helper()
 	db, err := pebble.Open(dir, &pebble.Options{
 		FormatMajorVersion: formatMajorVersion,
-		Logger:             pebbleLogger{logf: t.Logf},
+		Logger:             pebbleguard.Logger{Logf: t.Logf},
 	})
 	if err != nil {
 		t.Fatal(err)

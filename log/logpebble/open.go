@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/internal/hot"
+	"github.com/provlog/provlog/log/pebbleguard"
 	"github.com/transparency-dev/merkle/compact"
 )
 
@@ -56,7 +57,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
-// open opens Pebble in s.dir on a new faultFS and loads the store from it
+// open opens Pebble in s.dir on a new pebbleguard.FS and loads the store from it
 // with every check; Open and Reopen share it. A store that cannot be
 // written opens read-only, its failure saying why.
 func (s *Store) open() error {
@@ -77,7 +78,7 @@ func (s *Store) open() error {
 	if o.testingOnlyFS != nil {
 		inner = o.testingOnlyFS
 	}
-	s.fs = newFaultFS(inner, s.fail, func() bool { return s.Err() != nil })
+	s.fs = pebbleguard.NewFS(inner, s.fail, func() bool { return s.Err() != nil })
 	if o.ReadOnly {
 		s.fail(fmt.Errorf("%w: log store %s was opened read-only", log.ErrReadOnly, s.dir))
 	}
@@ -95,8 +96,8 @@ func (s *Store) open() error {
 		// the disk is full): serve what is durable, read-only.
 		s.logf("logpebble: %s cannot be written (%v); opening it read-only", s.dir, s.Err())
 		readOnly = true
-		if s.fs.retired.Load() {
-			s.fs = newFaultFS(s.fs.Unwrap(), s.fail, func() bool { return s.Err() != nil })
+		if s.fs.Retired() {
+			s.fs = pebbleguard.NewFS(s.fs.Unwrap(), s.fail, func() bool { return s.Err() != nil })
 		}
 		db, err = s.openPebble(o, readOnly)
 	}
@@ -128,7 +129,7 @@ func (s *Store) openPebble(o *Options, readOnly bool) (db *pebble.DB, err error)
 		}
 		return nil, fmt.Errorf("opening log store %s: %w (%v)", s.dir, ErrLocked, err)
 	}
-	if s.fs.readOnlyLock.Load() && !readOnly {
+	if s.fs.ReadOnlyLock() && !readOnly {
 		readOnly = true
 		s.fail(fmt.Errorf("%w: log store %s is on a read-only file system; it serves reads only", log.ErrReadOnly, s.dir))
 	}
@@ -138,11 +139,11 @@ func (s *Store) openPebble(o *Options, readOnly bool) (db *pebble.DB, err error)
 		CacheSize:          o.CacheSize,
 		MemTableSize:       o.MemTableSize,
 		Lock:               lock,
-		Logger:             pebbleLogger{logf: o.Logf, fail: s.fs.record},
+		Logger:             pebbleguard.Logger{Logf: o.Logf, Fail: s.fs.Record},
 		EventListener:      s.eventListener(s.fs),
 		ReadOnly:           readOnly,
 	}
-	po.Experimental.CompactionScheduler = newCompactionGate(s.fs.stopped)
+	po.Experimental.CompactionScheduler = s.fs.CompactionScheduler()
 	po.Experimental.SpanPolicyFunc = func(start []byte) (pebble.SpanPolicy, []byte, error) {
 		return pebble.SpanPolicy{}, spanEnd(start), nil
 	}
@@ -209,7 +210,7 @@ func (s *Store) openOrAbandon(po *pebble.Options, lock *pebble.Lock) (*pebble.DB
 		return r.db, r.err
 	case <-t.C:
 	}
-	s.fs.retired.Store(true)
+	s.fs.Retire()
 	lock.Close() // Pebble's reference; the caller drops ours
 	s.logf("logpebble: not waiting for Pebble to finish opening %s: the store failed (%v) while it opened", s.dir, s.Err())
 	return nil, fmt.Errorf("Pebble could not finish opening after the store failed: %w", s.Err())
@@ -322,37 +323,9 @@ func (s *Store) mustBeEmpty(lower []byte, upperKind byte, format string, args ..
 }
 
 // eventListener routes the events of the Pebble instance on fs into the
-// store's failure (fs.record: not once fs is retired).
-func (s *Store) eventListener(fs *faultFS) *pebble.EventListener {
-	return &pebble.EventListener{
-		BackgroundError: func(err error) {
-			// Every background error stops writing: a flush or compaction
-			// that cannot write now is a WAL that cannot be written soon.
-			s.logf("pebble: background error: %v", err)
-			if pebble.IsCorruptionError(err) {
-				fs.record(fmt.Errorf("%w: %w", ErrCorrupt, err))
-			} else {
-				fs.record(log.FileFault("in Pebble's background work on", s.dir, err))
-			}
-		},
-		DataCorruption: func(info pebble.DataCorruptionInfo) {
-			err := fmt.Errorf("%w: Pebble found corruption in %s: %v", ErrCorrupt, info.Path, info.Details)
-			s.logf("logpebble: %v", err)
-			fs.record(err)
-		},
-		DiskSlow: func(info pebble.DiskSlowInfo) {
-			s.logf("pebble: %s", info)
-		},
-		LowDiskSpace: func(info pebble.LowDiskSpaceInfo) {
-			s.logf("pebble: %s", info)
-		},
-		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
-			s.logf("pebble: %s", info)
-		},
-		WriteStallEnd: func() {
-			s.logf("pebble: write stall ended")
-		},
-	}
+// store's failure (not once fs is retired).
+func (s *Store) eventListener(fs *pebbleguard.FS) *pebble.EventListener {
+	return fs.EventListener(s.logf, s.dir, ErrCorrupt)
 }
 
 // fail makes every later Commit fail with err. The first failure wins and
@@ -402,36 +375,6 @@ func (s *Store) readError(err error) error {
 	return err
 }
 
-// pebbleLogger sends Pebble's log lines to Options.Logf.
-type pebbleLogger struct {
-	logf func(format string, args ...any)
-	fail func(error) // nil, or called before Fatalf panics
-}
-
-func (l pebbleLogger) Infof(format string, args ...any) {
-	l.logf("pebble: "+format, args...)
-}
-
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.logf("pebble: error: "+format, args...)
-}
-
-// Fatalf is called by Pebble when it cannot go on, such as when a
-// MANIFEST write or a commit failed. Pebble's own logger exits the
-// process; this one fails the store closed and returns, which Pebble
-// v2.1.7 survives at every call site a storage fault reaches (it returns
-// the error, or carries on with the store failed and its file system
-// frozen, see faultfs.go). A panic here would be worse: several call sites
-// hold Pebble's mutexes, and unwinding through them can turn into an
-// unrecoverable "unlock of unlocked mutex".
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf("pebble: fatal: "+format, args...)
-	l.logf("%s", msg)
-	if l.fail != nil {
-		l.fail(log.FileFault("in Pebble:", "", errors.New(msg)))
-	}
-}
-
 // closePebble closes Pebble and releases the lock, unless a panic inside
 // Pebble may have left its locks held: then closing could hang, and the
 // process's exit releases both.
@@ -446,7 +389,7 @@ func (s *Store) closePebble() error {
 		// Waits of the failed file system end, so Close is quick. An
 		// abandoned instance (below) keeps them: its background retries
 		// stay one every few seconds, not a spin.
-		close(s.fs.closing)
+		s.fs.EndWaits()
 	}
 	if s.pub != nil {
 		s.pub.close()
@@ -461,7 +404,7 @@ func (s *Store) closePebble() error {
 	if stalled {
 		// Closing would wait for the held-up commit's flush, which the
 		// failed store never completes. The file system is frozen
-		// (faultfs.go), so the abandoned instance changes nothing on disk.
+		// (log/pebbleguard), so the abandoned instance changes nothing on disk.
 		// The directory lock is released all the same, so that the store
 		// can be reopened (in this process too): Pebble's reference to it
 		// goes with ours, as the abandoned instance is never closed.

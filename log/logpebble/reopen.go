@@ -1,9 +1,9 @@
 package logpebble
 
 // Recovery in place. A store that failed stays failed: the Pebble instance
-// that met the fault had its write-ahead log frozen (faultfs.go), so its
-// memory may hold commits the disk never got, and it is never written to
-// again. Reopen replaces it: the old instance is closed (or, if a commit is
+// that met the fault had its write-ahead log frozen (log/pebbleguard), so
+// its memory may hold commits the disk never got, and it is never written
+// to again. Reopen replaces it: the old instance is closed (or, if a commit is
 // held up in it, abandoned) with its file system retired, so that it can
 // neither touch the disk nor fail the store again, and Pebble is opened
 // afresh on the directory through the same path as Open, with every check
@@ -90,7 +90,7 @@ func (s *Store) Reopen(ctx context.Context) error {
 
 	was := s.Err()
 	old := s.fs
-	old.retired.Store(true)
+	old.Retire()
 	if err := s.closePebble(); err != nil {
 		s.logf("logpebble: closing the failed Pebble instance in %s: %v", s.dir, err)
 	}

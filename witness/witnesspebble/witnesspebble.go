@@ -6,16 +6,14 @@
 //
 // # Faults
 //
-// A write that fails stops the KV ([ErrFailed]). Faults in Pebble's own
-// background work are not caught yet, as log/logpebble catches them (its
-// faultfs.go and gate.go, unexported there): on a disk that refuses a
-// flush's table Pebble v2.1.7 retries the flush at once, for ever (53,000
-// attempts in 5 s under errorfs), and once its memtables are full every
-// write waits for good; a WAL rotation (every 2 MiB written) that cannot
-// create its file ends the process ("sync: unlock of unlocked mutex").
-// Sharing the log store's guard needs it exported from log/logpebble as
-// one piece (file system, compaction gate, event listener, logger, and the
-// check after a commit).
+// Pebble runs on the log store's guard (log/pebbleguard): the first
+// storage fault, in a write or in Pebble's own background work, stops the
+// KV ([ErrFailed], naming the fault) instead of the process, and the disk
+// keeps what it had. Without it, on a disk that refused a flush's table
+// Pebble v2.1.7 retried the flush at once, for ever (53,000 attempts in
+// 5 s under errorfs), and once its memtables were full every write waited
+// for good; a WAL rotation (every 2 MiB written) that could not create
+// its file ended the process ("sync: unlock of unlocked mutex").
 package witnesspebble
 
 import (
@@ -32,6 +30,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/pebbleguard"
 	"github.com/provlog/provlog/witness"
 )
 
@@ -45,13 +44,14 @@ var ErrCorrupt = errors.New("witness store is corrupt")
 
 var errClosed = errors.New("witness store is closed")
 
-// ErrFailed is returned (wrapped) by every call after a write failed.
-// Pebble applies a write to its memtable before the write-ahead log's
-// sync reports, so a failed write can be read back though it is not on
-// disk; a witness that read it answered 409 naming a checkpoint it never
-// recorded and then cosigned it. So after a failed write the KV reads and
-// writes nothing until it is opened again, from what the disk holds.
-var ErrFailed = errors.New("witness store failed a write; restart to reopen it from disk")
+// ErrFailed is returned (wrapped, with the fault) by every call after a
+// storage fault. Pebble applies a write to its memtable before the
+// write-ahead log's sync reports, so a failed write can be read back
+// though it is not on disk; a witness that read it answered 409 naming a
+// checkpoint it never recorded and then cosigned it. So after a fault the
+// KV reads and writes nothing until it is opened again, from what the
+// disk holds.
+var ErrFailed = errors.New("witness store failed; restart to reopen it from disk")
 
 // formatMajorVersion pins the on-disk format, as log/logpebble does its own.
 const formatMajorVersion = pebble.FormatValueSeparation
@@ -65,13 +65,14 @@ const kvStripes = 64
 // directory: one process at a time.
 type KV struct {
 	db    *pebble.DB
+	fs    *pebbleguard.FS
 	lock  *pebble.Lock
 	seed  maphash.Seed
 	locks [kvStripes]sync.Mutex
 
 	mu     sync.RWMutex // held for reading by every call, for writing by Close
 	closed bool
-	failed atomic.Pointer[error] // the first failed write
+	failed atomic.Pointer[error] // the first storage fault
 }
 
 // Open opens the store in dir, creating it if needed. It fails with an
@@ -84,6 +85,9 @@ func open(dir string, fsys vfs.FS) (*KV, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("opening store: %w", err)
 	}
+	// Locked on fsys, not the guard's FS: that one only checks the lock
+	// on a read-only file system, for a store that then opens read-only,
+	// and the witness cannot serve read-only; this fails, naming why.
 	lock, err := pebble.LockDirectory(dir, fsys)
 	if err != nil {
 		var pe *fs.PathError
@@ -92,23 +96,39 @@ func open(dir string, fsys vfs.FS) (*KV, error) {
 		}
 		return nil, fmt.Errorf("opening store %s: %w (%v)", dir, ErrLocked, err)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{
+	kv := &KV{lock: lock, seed: maphash.MakeSeed()}
+	kv.fs = pebbleguard.NewFS(fsys, kv.fail, func() bool { return kv.failed.Load() != nil })
+	po := &pebble.Options{
 		FormatMajorVersion: formatMajorVersion,
 		CacheSize:          8 << 20,
 		MemTableSize:       2 << 20,
 		Lock:               lock,
-		FS:                 fsys,
-		Logger:             kvLogger{},
-	})
+		FS:                 kv.fs,
+		Logger:             pebbleguard.Logger{Fail: kv.fs.Record}, // lines dropped
+		EventListener:      kv.fs.EventListener(nil, dir, ErrCorrupt),
+	}
+	po.Experimental.CompactionScheduler = kv.fs.CompactionScheduler()
+	kv.db, err = pebble.Open(dir, po)
+	if err == nil {
+		if f := kv.failed.Load(); f != nil {
+			kv.closed = true
+			kv.fs.EndWaits()
+			kv.db.Close()
+			err = *f
+		}
+	}
 	if err != nil {
 		lock.Close()
-		if pebble.IsCorruptionError(err) {
+		if pebble.IsCorruptionError(err) && !errors.Is(err, ErrCorrupt) {
 			return nil, fmt.Errorf("opening store %s: %w: %w", dir, ErrCorrupt, err)
 		}
 		return nil, fmt.Errorf("opening store %s: %w", dir, err)
 	}
-	return &KV{db: db, lock: lock, seed: maphash.MakeSeed()}, nil
+	return kv, nil
 }
+
+// fail records err as the KV's fault; the first one wins.
+func (kv *KV) fail(err error) { kv.failed.CompareAndSwap(nil, &err) }
 
 // Get returns the value of key, or an error wrapping [log.ErrNotFound].
 func (kv *KV) Get(key []byte) ([]byte, error) {
@@ -135,7 +155,9 @@ func (kv *KV) get(key []byte) ([]byte, error) {
 // CompareAndSwap sets key to new if it now holds old, where a nil old
 // means the key is absent. When it returns nil, new is durable (the write
 // is synced). If the key holds anything else, it changes nothing and
-// returns an error wrapping [witness.ErrConflict]. new must not be nil.
+// returns an error wrapping [witness.ErrConflict]. If it returns an error
+// wrapping [ErrFailed], new may or may not be durable. new must not be
+// nil.
 func (kv *KV) CompareAndSwap(key, old, new []byte) error {
 	if new == nil {
 		return errors.New("compare-and-swap: new value is nil")
@@ -160,9 +182,12 @@ func (kv *KV) CompareAndSwap(key, old, new []byte) error {
 		return fmt.Errorf("key %q: %w", key, witness.ErrConflict)
 	}
 	if err := kv.set(key, new); err != nil {
-		err = fmt.Errorf("writing key %q: %w", key, err)
-		kv.failed.CompareAndSwap(nil, &err)
-		return fmt.Errorf("%w: %w", ErrFailed, err)
+		kv.fail(log.FileFault("writing key", string(key), err))
+	}
+	if f := kv.failed.Load(); f != nil {
+		// Also when the write returned nil: the guard keeps a write-ahead
+		// log's fault from Pebble, whose commit then returns as if synced.
+		return fmt.Errorf("writing key %q: outcome unknown: %w (%w)", key, ErrFailed, *f)
 	}
 	return nil
 }
@@ -178,9 +203,8 @@ func (kv *KV) usable() error {
 	return nil
 }
 
-// set writes key durably. Pebble v2.1.7 panics when its write-ahead log
-// refuses a record and calls Logger.Fatalf (kvLogger panics) when the
-// sync fails: both are this write's error.
+// set writes key durably. The guard keeps Pebble v2.1.7 from the panics
+// a storage fault caused in it; any other panic is this write's error.
 func (kv *KV) set(key, value []byte) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -198,19 +222,10 @@ func (kv *KV) Close() error {
 		return errClosed
 	}
 	kv.closed = true
+	kv.fs.EndWaits() // a failed flush's retry ends: Close does not wait it out
 	err := kv.db.Close()
 	if lerr := kv.lock.Close(); err == nil {
 		err = lerr
 	}
 	return err
-}
-
-// kvLogger drops Pebble's log lines, which would otherwise go to stderr,
-// and panics where Pebble's own logger would exit the process.
-type kvLogger struct{}
-
-func (kvLogger) Infof(string, ...any)  {}
-func (kvLogger) Errorf(string, ...any) {}
-func (kvLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("pebble: "+format, args...))
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package logpebble
+package pebbleguard
 
 import (
 	"errors"

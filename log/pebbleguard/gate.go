@@ -1,10 +1,10 @@
-package logpebble
+package pebbleguard
 
-// The compaction scheduler of a Store's Pebble instance. It grants what
+// The compaction scheduler of a guarded Pebble instance. It grants what
 // Pebble's own default grants (as many compactions at once as the DB says
 // it may run without permission), with one difference: once the instance's
-// file system has stopped (the store failed, or Reopen retired the
-// instance, see faultfs.go), no compaction starts. A failed instance's
+// file system has stopped (the store failed, or it retired the
+// instance, see fs.go), no compaction starts. A failed instance's
 // state in memory may be ahead of its disk (a flush or a MANIFEST write
 // failed part-way), and compacting on it is what Pebble's own invariant
 // checks caught going wrong (an L0 sublevel index out of step, seen under
@@ -12,7 +12,7 @@ package logpebble
 // what it has; compactions buy it nothing.
 //
 // Flushes and delete-only compactions do not go through a scheduler in
-// Pebble v2.1.7; the frozen file system bounds those (faultfs.go).
+// Pebble v2.1.7; the frozen file system bounds those (fs.go).
 
 import (
 	"sync"
@@ -24,6 +24,11 @@ import (
 // gateTick is how often the gate offers a waiting compaction a slot that
 // opened without a Done (the DB's allowance grows with its backlog).
 const gateTick = 100 * time.Millisecond
+
+// CompactionScheduler returns the scheduler for the instance on f (a new
+// one for each instance): Pebble's default grants, none once f has
+// stopped.
+func (f *FS) CompactionScheduler() pebble.CompactionScheduler { return newCompactionGate(f.Stopped) }
 
 // compactionGate is a pebble.CompactionScheduler for one DB.
 type compactionGate struct {

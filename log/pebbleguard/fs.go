@@ -1,7 +1,7 @@
-package logpebble
+package pebbleguard
 
 // The file system Pebble writes through. It turns the first write error
-// into the Store's sticky failure and keeps Pebble v2.1.7 from reaching the
+// into the store's sticky failure and keeps Pebble v2.1.7 from reaching the
 // code paths where a write error takes the whole process down:
 //
 //   - DB.Apply panics when the write-ahead log refuses a record
@@ -24,7 +24,7 @@ package logpebble
 // thinks obsolete is deleted on the word of a MANIFEST that may not have
 // reached the disk); and creating any other file waits with a growing
 // backoff before it fails, which turns Pebble's retry loop into one attempt
-// every few seconds. Store.Commit checks the failure after Pebble's commit
+// every few seconds. The store checks the failure after each Pebble commit
 // returns, so a commit whose WAL write was swallowed is reported failed
 // (outcome unknown), never acknowledged.
 
@@ -50,30 +50,54 @@ const (
 	failedCreateMaxWait   = 30 * time.Second
 )
 
-// faultFS wraps the file system of one Store; see the top of this file.
-type faultFS struct {
+// An FS is the file system of one guarded Pebble instance; see the top of
+// fs.go. Its methods are the vfs.FS ones and the store's controls below.
+type FS struct {
 	vfs.FS
 	fail   func(error) // records the store's failure (first one wins)
 	failed func() bool
 
-	closing chan struct{} // closed when the store closes: waits end
+	closing chan struct{} // closed by EndWaits
+	endOnce sync.Once
 
-	// retired is set when the store reopened Pebble on a new faultFS
-	// (Reopen): the old instance, closed or abandoned, must never touch
-	// the disk again, nor fail the store that replaced it.
+	// retired is set by Retire.
 	retired atomic.Bool
 
-	// readOnlyLock is set when the directory lock could only be checked,
-	// not taken, because the file system is read-only (lock_unix.go).
-	readOnlyLock atomic.Bool
+	// roLock is set when the directory lock could only be checked, not
+	// taken, because the file system is read-only (lock_unix.go).
+	roLock atomic.Bool
 
 	mu   sync.Mutex
 	wait time.Duration // the next backoff of a failed Create
 }
 
-func newFaultFS(inner vfs.FS, fail func(error), failed func() bool) *faultFS {
-	return &faultFS{FS: inner, fail: fail, failed: failed, closing: make(chan struct{})}
+// NewFS wraps inner for one Pebble instance of a store. fail records the
+// store's failure (the first call wins; it is called from Pebble's
+// goroutines, and never after Retire), and failed reports whether the
+// store has failed.
+func NewFS(inner vfs.FS, fail func(error), failed func() bool) *FS {
+	return &FS{FS: inner, fail: fail, failed: failed, closing: make(chan struct{})}
 }
+
+// Retire is called when the store lets this instance go (closed, or
+// abandoned while Pebble held it) to open another on a new FS: the old
+// instance must never touch the disk again, nor fail the store that
+// replaced it.
+func (f *FS) Retire() { f.retired.Store(true) }
+
+// Retired reports whether Retire was called.
+func (f *FS) Retired() bool { return f.retired.Load() }
+
+// ReadOnlyLock reports whether Lock could only check the directory lock,
+// not take it, because the file system is read-only: the store must open
+// Pebble read-only.
+func (f *FS) ReadOnlyLock() bool { return f.roLock.Load() }
+
+// EndWaits ends the backoff of failed creations, now and later: call it
+// when the store closes the instance, so that Close is quick. An instance
+// abandoned instead keeps its waits: its background retries stay one
+// every few seconds, not a spin.
+func (f *FS) EndWaits() { f.endOnce.Do(func() { close(f.closing) }) }
 
 // isJournal reports whether name is one of Pebble's journals: a
 // write-ahead log, a MANIFEST or a marker file (which names the current
@@ -94,34 +118,34 @@ func isJournal(name string) bool {
 
 // failOn records err (if not nil) as the store's failure and returns it
 // classified.
-func (f *faultFS) failOn(op, name string, err error) error {
+func (f *FS) failOn(op, name string, err error) error {
 	if err == nil {
 		return nil
 	}
 	err = log.FileFault(op, name, err)
-	f.record(err)
+	f.Record(err)
 	return err
 }
 
-// record makes err the store's failure, unless this file system is
+// Record makes err the store's failure, unless this file system is
 // retired: then it belongs to an instance the store no longer uses.
-func (f *faultFS) record(err error) {
+func (f *FS) Record(err error) {
 	if !f.retired.Load() {
 		f.fail(err)
 	}
 }
 
-// stopped reports whether the file system is frozen: the store failed,
+// Stopped reports whether the file system is frozen: the store failed,
 // or this file system was retired.
-func (f *faultFS) stopped() bool { return f.retired.Load() || f.failed() }
+func (f *FS) Stopped() bool { return f.retired.Load() || f.failed() }
 
 // frozen is the error of a mutation refused after the store failed.
 func frozen(op, name string) error {
-	return fmt.Errorf("log store has failed: not %s %s", op, name)
+	return fmt.Errorf("store has failed: not %s %s", op, name)
 }
 
 // backoff waits before a failed store's Create fails.
-func (f *faultFS) backoff() {
+func (f *FS) backoff() {
 	f.mu.Lock()
 	d := f.wait
 	if d == 0 {
@@ -137,8 +161,8 @@ func (f *faultFS) backoff() {
 	}
 }
 
-func (f *faultFS) create(op, name string, open func() (vfs.File, error)) (vfs.File, error) {
-	if f.stopped() {
+func (f *FS) create(op, name string, open func() (vfs.File, error)) (vfs.File, error) {
+	if f.Stopped() {
 		if isJournal(name) {
 			return nopFile{}, nil
 		}
@@ -156,19 +180,19 @@ func (f *faultFS) create(op, name string, open func() (vfs.File, error)) (vfs.Fi
 	return &faultFile{File: file, fs: f, name: name, journal: isJournal(name)}, nil
 }
 
-func (f *faultFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+func (f *FS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	return f.create("creating", name, func() (vfs.File, error) { return f.FS.Create(name, c) })
 }
 
-func (f *faultFS) ReuseForWrite(old, name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+func (f *FS) ReuseForWrite(old, name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	return f.create("reusing", name, func() (vfs.File, error) { return f.FS.ReuseForWrite(old, name, c) })
 }
 
-func (f *faultFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+func (f *FS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
 	return f.create("opening", name, func() (vfs.File, error) { return f.FS.OpenReadWrite(name, c, opts...) })
 }
 
-func (f *faultFS) OpenDir(name string) (vfs.File, error) {
+func (f *FS) OpenDir(name string) (vfs.File, error) {
 	d, err := f.FS.OpenDir(name)
 	if err != nil {
 		return nil, err
@@ -176,8 +200,8 @@ func (f *faultFS) OpenDir(name string) (vfs.File, error) {
 	return &faultFile{File: d, fs: f, name: name, dir: true}, nil
 }
 
-func (f *faultFS) mutate(op, name string, do func() error) error {
-	if f.stopped() {
+func (f *FS) mutate(op, name string, do func() error) error {
+	if f.Stopped() {
 		return frozen(op, name)
 	}
 	err := do()
@@ -187,30 +211,30 @@ func (f *faultFS) mutate(op, name string, do func() error) error {
 	return err
 }
 
-func (f *faultFS) Remove(name string) error {
+func (f *FS) Remove(name string) error {
 	return f.mutate("removing", name, func() error { return f.FS.Remove(name) })
 }
 
-func (f *faultFS) RemoveAll(name string) error {
+func (f *FS) RemoveAll(name string) error {
 	return f.mutate("removing", name, func() error { return f.FS.RemoveAll(name) })
 }
 
-func (f *faultFS) Rename(old, name string) error {
+func (f *FS) Rename(old, name string) error {
 	return f.mutate("renaming to", name, func() error { return f.FS.Rename(old, name) })
 }
 
-func (f *faultFS) Link(old, name string) error {
+func (f *FS) Link(old, name string) error {
 	return f.mutate("linking", name, func() error { return f.FS.Link(old, name) })
 }
 
-func (f *faultFS) MkdirAll(dir string, perm fs.FileMode) error {
+func (f *FS) MkdirAll(dir string, perm fs.FileMode) error {
 	return f.mutate("making", dir, func() error { return f.FS.MkdirAll(dir, perm) })
 }
 
 // Lock takes Pebble's directory lock. On a read-only file system, where
 // the lock file cannot be opened for writing, it checks that no other
 // process holds the lock instead, and the store opens read-only.
-func (f *faultFS) Lock(name string) (io.Closer, error) {
+func (f *FS) Lock(name string) (io.Closer, error) {
 	c, err := f.FS.Lock(name)
 	if err != nil && (errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission)) {
 		rc, rerr := readOnlyLock(name)
@@ -220,21 +244,21 @@ func (f *faultFS) Lock(name string) (io.Closer, error) {
 		} else if rerr != nil {
 			return nil, err
 		}
-		f.readOnlyLock.Store(true)
+		f.roLock.Store(true)
 		return rc, nil
 	}
 	return c, err
 }
 
 // Unwrap is the inner file system, as vfs.FS asks.
-func (f *faultFS) Unwrap() vfs.FS { return f.FS }
+func (f *FS) Unwrap() vfs.FS { return f.FS }
 
-// faultFile is a file written through a faultFS. A journal's or a
-// directory's write errors are recorded and swallowed (see the top of this
-// file); other files' are recorded and returned.
+// faultFile is a file written through an FS. A journal's or a
+// directory's write errors are recorded and swallowed (see the top of
+// fs.go); other files' are recorded and returned.
 type faultFile struct {
 	vfs.File
-	fs      *faultFS
+	fs      *FS
 	name    string
 	journal bool // a WAL, MANIFEST or marker (isJournal)
 	dir     bool
@@ -242,7 +266,7 @@ type faultFile struct {
 
 // skip reports whether a write to f is not to be done: the store failed and
 // f is a journal or a directory.
-func (f *faultFile) skip() bool { return (f.journal || f.dir) && f.fs.stopped() }
+func (f *faultFile) skip() bool { return (f.journal || f.dir) && f.fs.Stopped() }
 
 // retired is the error of a write to a file, not a journal or a directory, of
 // a retired file system (nil if it is not retired).
