@@ -28,10 +28,12 @@ const maxHotNodes = 1 << 17
 // the tile level's levels, so that each data block is read once. Read
 // level by level, each level read again most of the blocks the level
 // below it had read, since a level's nodes lie among the lower levels'
-// (BenchmarkOpen, a million entries: loadHot took 0.35–0.37 s, now
-// 0.16–0.19 s). Stepping with Next over the keys between the nodes
-// wanted, two million of them, cost more than seeking over them
-// (0.25–0.27 s): Pebble seeks forward within the block it holds.
+// (BenchmarkOpen, a million entries, 2 shared cores: loadHot took 0.37
+// to 0.49 s, now 0.17 to 0.20; Open 0.36 to 0.46 s, now 0.18 to 0.23).
+// Half of what remains is reading the blocks. Stepping with Next over the
+// lower levels' keys between the nodes wanted, two million of them, cost
+// more than seeking over them (0.25 to 0.27 s): Pebble seeks forward
+// within the block it holds.
 //
 // A missing node ends its level's in-memory part (the rest is read from
 // Pebble when needed); a node that is not hashSize bytes is ErrCorrupt:
