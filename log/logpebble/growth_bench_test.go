@@ -50,7 +50,9 @@ import (
 //     some 2.4 KiB more, but at most 990 are open);
 //   - Open took 0.2 s at 250,000 entries and 0.9 to 1.7 s at 4 million,
 //     but 70% of its CPU was loadHot reading the 2^17 upper nodes, which
-//     grows with the log, not with its tables;
+//     grows with the log, not with its tables (loadHot since reads each
+//     block once, which halved Open at a million entries: BenchmarkOpen;
+//     not measured again here);
 //   - a random entry read took 18 to 25 µs up to a million entries, and 75
 //     to 150 µs at 4 million, where 46% of table look-ups found the table
 //     open. With every table kept open it took 31 to 40 µs, for 20 MiB

@@ -232,29 +232,76 @@ func (h *Nodes) newView(lvl uint) view {
 // read from the store), never give more. level is nil for a tree with no
 // hot level to read.
 func Load(size, max uint64, level func(lvl uint, count uint64, put func(hash []byte)) error) (*Nodes, error) {
+	l := NewLoader(size, max)
+	lo, hi := l.Levels()
+	for lvl := lo; lvl < hi; lvl++ {
+		if count := l.Count(lvl); count > 0 {
+			if err := level(lvl, count, func(hash []byte) { l.Put(lvl, hash) }); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return l.Nodes(), nil
+}
+
+// A Loader builds the hot nodes of a stored tree from the nodes a store
+// reads, as [Load] does, for a store that reads several levels at once:
+// each level's nodes come in index order, the levels' interleaved.
+type Loader struct {
+	h    *Nodes
+	size uint64
+	full []bool // past a refusal, nothing more of the level is contiguous
+}
+
+// NewLoader returns a Loader for a stored tree of this size that keeps at
+// most max nodes.
+func NewLoader(size, max uint64) *Loader {
 	h := &Nodes{max: max, min: Min(size, max)}
 	for lvl := h.min; lvl < 64 && size>>lvl > 0; lvl++ {
-		if isDerived(h.min, lvl) {
-			h.levels = append(h.levels, view{})
-			continue
-		}
-		count := size >> lvl
-		v := view{l: newLevel()}
-		full := false
-		err := level(lvl, count, func(hash []byte) {
-			if !full && v.n < count && len(hash) == hashSize && v.l.put(v.n, hash) {
-				v.n++
-			} else {
-				full = true // past a refusal, nothing more is contiguous
-			}
-		})
-		if err != nil {
-			return nil, err
-		}
-		v.chunks = v.l.mem.chunks
-		h.levels = append(h.levels, v)
+		h.levels = append(h.levels, h.newView(lvl))
 	}
-	return h, nil
+	return &Loader{h: h, size: size, full: make([]bool, len(h.levels))}
+}
+
+// Levels returns the levels [lo, hi) whose nodes l may take.
+func (l *Loader) Levels() (lo, hi uint) {
+	return l.h.min, l.h.min + uint(len(l.h.levels))
+}
+
+// Count returns how many nodes of level lvl l takes at most: the level's
+// nodes, or 0 for a level outside Levels or hashed from the leaves.
+func (l *Loader) Count(lvl uint) uint64 {
+	lo, hi := l.Levels()
+	if lvl < lo || lvl >= hi || isDerived(l.h.min, lvl) {
+		return 0
+	}
+	return l.size >> lvl
+}
+
+// Put takes hash as the next node of level lvl. A hash that Count leaves
+// no room for, that is not hashSize bytes or that finds no memory is
+// refused, and so is every later one of that level.
+func (l *Loader) Put(lvl uint, hash []byte) {
+	if l.Count(lvl) == 0 {
+		return
+	}
+	i := lvl - l.h.min
+	v := &l.h.levels[i]
+	if !l.full[i] && v.n < l.Count(lvl) && len(hash) == hashSize && v.l.put(v.n, hash) {
+		v.n++
+	} else {
+		l.full[i] = true
+	}
+}
+
+// Nodes returns the nodes l has taken. l is not used after.
+func (l *Loader) Nodes() *Nodes {
+	for i := range l.h.levels {
+		if lv := l.h.levels[i].l; lv != nil {
+			l.h.levels[i].chunks = lv.mem.chunks
+		}
+	}
+	return l.h
 }
 
 // Committed reports whether node id is complete in a log of the given
