@@ -12,7 +12,7 @@ import (
 )
 
 // maxHotNodes bounds the upper levels of the tree a Store keeps in memory:
-// 2^17 hashes, 4 MiB (up to 8 MiB while a level's slice grows).
+// 2^17 hashes, 4 MiB.
 //
 // Every inclusion or consistency proof needs about one node per level, and
 // the upper levels are few: with levels 4 and up of a million-entry log in
