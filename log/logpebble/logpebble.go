@@ -414,41 +414,25 @@ func fillBatch(pb *pebble.Batch, r reader, b *log.Batch, ci chunkIndex) error {
 	return set(stateKey, encodeState(b.State.Size, ci, b.State.Range))
 }
 
-// heldCommitGrace is how long a commit may go on inside Pebble after the
-// store failed before Commit stops waiting for it.
-const heldCommitGrace = 10 * time.Second
-
 // commitPebble commits pb durably and closes it, turning a panic inside
-// Pebble into an error. It returns early, with the store's failure, if the
-// store fails while Pebble holds the commit: a commit waiting in a write
-// stall waits for flushes, and a failed store never completes one (seen:
-// appenders hung for minutes after a failed MANIFEST write). Pebble then
-// keeps the batch, so it is closed only when its commit returns.
+// Pebble into an error. It gives up, with the store's failure, if the
+// store fails while Pebble holds the commit ([pebbleguard.Commit]); Pebble
+// then keeps the batch, so it is closed only when its commit returns, and
+// the instance is abandoned, not closed (closePebble).
 func (s *Store) commitPebble(pb *pebble.Batch) error {
-	done := make(chan error, 1)
 	fs := s.fs
-	go func() {
-		done <- s.commitRecover(pb, fs)
+	err := pebbleguard.Commit(s.failed, func() error {
+		err := s.commitRecover(pb, fs)
 		pb.Close()
-	}()
-	select {
-	case err := <-done:
 		return err
-	case <-s.failed:
-		// A commit that is not held up returns at once (the frozen WAL
-		// accepts everything); give it that chance before giving up on it.
-		t := time.NewTimer(heldCommitGrace)
-		defer t.Stop()
-		select {
-		case err := <-done:
-			return err
-		case <-t.C:
-		}
+	})
+	if errors.Is(err, pebbleguard.ErrHeld) {
 		s.mu.Lock()
 		s.stalled = true
 		s.mu.Unlock()
 		return fmt.Errorf("the store failed while Pebble held the commit: %w", s.Err())
 	}
+	return err
 }
 
 // commitRecover commits pb to the Pebble instance on fs.

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -152,7 +151,7 @@ func (s *Store) openPebble(o *Options, readOnly bool) (db *pebble.DB, err error)
 			lock.Close()
 		}
 	}()
-	db, err = s.openOrAbandon(po, lock)
+	db, err = s.openOrAbandon(po)
 	if err != nil {
 		if pebble.IsCorruptionError(err) || errors.Is(err, fs.ErrNotExist) {
 			// A file the MANIFEST names is gone (as when the MANIFEST
@@ -169,51 +168,20 @@ func (s *Store) openPebble(o *Options, readOnly bool) (db *pebble.DB, err error)
 	return db, nil
 }
 
-// openGrace is how long a Pebble open may go on after the store failed
-// before openOrAbandon stops waiting for it.
-const openGrace = 2 * time.Second
-
-// openOrAbandon runs pebble.Open, turning a panic into an error, and gives
-// up on it if the store fails while it opens and it does not return
-// within openGrace: Pebble v2.1.7's Open waits for the flush of the
-// memtables it replayed from the WAL, and on a full disk that flush fails
-// and is retried for ever (seen: a sidecar restarted on a full disk never
-// came up). The abandoned instance's file system is retired, so it never
-// touches the disk; its reference to the lock is dropped with it, so that
-// the store can open read-only.
-func (s *Store) openOrAbandon(po *pebble.Options, lock *pebble.Lock) (*pebble.DB, error) {
-	type opened struct {
-		db  *pebble.DB
-		err error
+// openOrAbandon runs pebble.Open on s.fs, turning a panic into an error,
+// and gives up on it if the store fails while it opens and it does not
+// return in time ([pebbleguard.FS.OpenDB]): Pebble v2.1.7's Open waits for the flush of
+// the memtables it replayed from the WAL, and on a full disk that flush
+// fails and is retried for ever. The abandoned instance's file system is
+// retired, and Pebble's reference to the lock is dropped with it; the
+// caller drops ours, so that the store can open read-only.
+func (s *Store) openOrAbandon(po *pebble.Options) (*pebble.DB, error) {
+	db, err := s.fs.OpenDB(s.dir, po, s.failed)
+	if errors.Is(err, pebbleguard.ErrHeld) {
+		s.logf("logpebble: not waiting for Pebble to finish opening %s: the store failed (%v) while it opened", s.dir, s.Err())
+		return nil, fmt.Errorf("Pebble could not finish opening after the store failed: %w", s.Err())
 	}
-	ch := make(chan opened, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				err := fmt.Errorf("%w: Pebble panicked opening %s: %v", log.ErrIO, s.dir, r)
-				s.fail(err)
-				ch <- opened{nil, err}
-			}
-		}()
-		db, err := pebble.Open(s.dir, po)
-		ch <- opened{db, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.db, r.err
-	case <-s.failed:
-	}
-	t := time.NewTimer(openGrace)
-	defer t.Stop()
-	select {
-	case r := <-ch:
-		return r.db, r.err
-	case <-t.C:
-	}
-	s.fs.Retire()
-	lock.Close() // Pebble's reference; the caller drops ours
-	s.logf("logpebble: not waiting for Pebble to finish opening %s: the store failed (%v) while it opened", s.dir, s.Err())
-	return nil, fmt.Errorf("Pebble could not finish opening after the store failed: %w", s.Err())
+	return db, err
 }
 
 // load reads the stored state into s, checks it against the data and
@@ -409,8 +377,7 @@ func (s *Store) closePebble() error {
 		// can be reopened (in this process too): Pebble's reference to it
 		// goes with ours, as the abandoned instance is never closed.
 		s.logf("logpebble: not closing Pebble in %s: a commit is held up in it since the store failed", s.dir)
-		s.lock.Close()
-		return s.lock.Close()
+		return s.fs.Abandon(s.lock)
 	}
 	err := s.db.Close()
 	if lerr := s.lock.Close(); err == nil {

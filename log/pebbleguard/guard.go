@@ -19,12 +19,15 @@
 //	}
 //	po.Experimental.CompactionScheduler = fs.CompactionScheduler()
 //
-// Then it checks its failure after every commit Pebble returns: the FS
-// hides a write-ahead log's errors from Pebble (which would panic or die
-// on them), so a commit can return nil though its record was never
-// written. A commit that returns nil on a failed store has an unknown
-// outcome and must not be acknowledged. On Close, the store calls
-// [FS.EndWaits] before closing Pebble.
+// It opens the instance with [FS.OpenDB] and commits with [Commit],
+// passing both a channel it closes when it fails; they give up on a call
+// Pebble holds after the failure (held.go). It checks its failure after
+// every commit Pebble returns: the FS hides a write-ahead log's errors
+// from Pebble (which would panic or die on them), so a commit can return
+// nil though its record was never written. A commit that returns nil on a
+// failed store, or [ErrHeld], has an unknown outcome and must not be
+// acknowledged. On Close, the store calls [FS.EndWaits] before closing
+// Pebble, or, if a commit returned ErrHeld, [FS.Abandon] instead.
 //
 // # What it stops
 //
@@ -34,9 +37,11 @@
 //   - a flush that cannot create its table (retried at once, for ever);
 //   - a MANIFEST or marker write that fails (Logger.Fatalf);
 //   - a background error or corruption Pebble reports;
-//   - compactions on an instance whose memory may be ahead of its disk.
+//   - compactions on an instance whose memory may be ahead of its disk;
+//   - a commit or an open that waits for good on a flush the failed store
+//     never completes.
 //
-// fs.go and gate.go say how.
+// fs.go, gate.go and held.go say how.
 package pebbleguard
 
 import (

@@ -80,7 +80,7 @@ func TestWALRotationFaultStopsTheStore(t *testing.T) {
 // reopening the store finds, and the reopened witness goes on.
 func cosignThrough(t *testing.T, faults *errorfs.Toggle, fill bool, fault error) {
 	dir := t.TempDir()
-	kv, err := open(dir, errorfs.Wrap(vfs.Default, faults))
+	kv, err := open(dir, errorfs.Wrap(vfs.Default, faults), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

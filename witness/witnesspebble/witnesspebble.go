@@ -13,7 +13,12 @@
 // Pebble v2.1.7 retried the flush at once, for ever (53,000 attempts in
 // 5 s under errorfs), and once its memtables were full every write waited
 // for good; a WAL rotation (every 2 MiB written) that could not create
-// its file ended the process ("sync: unlock of unlocked mutex").
+// its file ended the process ("sync: unlock of unlocked mutex"). A write
+// held in Pebble when the fault hit (waiting in a write stall for a flush
+// the failed store never completes) fails after a grace period, outcome
+// unknown, where it waited for good holding its log's lock; and Open on a
+// disk too full for Pebble to flush what it replays from the write-ahead
+// log fails, naming the fault, where it never returned.
 package witnesspebble
 
 import (
@@ -73,15 +78,18 @@ type KV struct {
 	mu     sync.RWMutex // held for reading by every call, for writing by Close
 	closed bool
 	failed atomic.Pointer[error] // the first storage fault
+	stop   chan struct{}         // closed when failed is set
+	held   atomic.Bool           // a write is held in Pebble since the fault
 }
 
 // Open opens the store in dir, creating it if needed. It fails with an
 // error wrapping [ErrLocked] if another process (or another open KV)
 // holds the directory.
-func Open(dir string) (*KV, error) { return open(dir, vfs.Default) }
+func Open(dir string) (*KV, error) { return open(dir, vfs.Default, nil) }
 
-// open is Open on the file system fs (tests inject faults through it).
-func open(dir string, fsys vfs.FS) (*KV, error) {
+// open is Open on the file system fsys (tests inject faults through it),
+// sending Pebble's log lines and events to logf (nil: dropped).
+func open(dir string, fsys vfs.FS, logf func(format string, args ...any)) (*KV, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("opening store: %w", err)
 	}
@@ -96,7 +104,7 @@ func open(dir string, fsys vfs.FS) (*KV, error) {
 		}
 		return nil, fmt.Errorf("opening store %s: %w (%v)", dir, ErrLocked, err)
 	}
-	kv := &KV{lock: lock, seed: maphash.MakeSeed()}
+	kv := &KV{lock: lock, seed: maphash.MakeSeed(), stop: make(chan struct{})}
 	kv.fs = pebbleguard.NewFS(fsys, kv.fail, func() bool { return kv.failed.Load() != nil })
 	po := &pebble.Options{
 		FormatMajorVersion: formatMajorVersion,
@@ -104,11 +112,11 @@ func open(dir string, fsys vfs.FS) (*KV, error) {
 		MemTableSize:       2 << 20,
 		Lock:               lock,
 		FS:                 kv.fs,
-		Logger:             pebbleguard.Logger{Fail: kv.fs.Record}, // lines dropped
-		EventListener:      kv.fs.EventListener(nil, dir, ErrCorrupt),
+		Logger:             pebbleguard.Logger{Logf: logf, Fail: kv.fs.Record},
+		EventListener:      kv.fs.EventListener(logf, dir, ErrCorrupt),
 	}
 	po.Experimental.CompactionScheduler = kv.fs.CompactionScheduler()
-	kv.db, err = pebble.Open(dir, po)
+	kv.db, err = kv.fs.OpenDB(dir, po, kv.stop)
 	if err == nil {
 		if f := kv.failed.Load(); f != nil {
 			kv.closed = true
@@ -119,6 +127,9 @@ func open(dir string, fsys vfs.FS) (*KV, error) {
 	}
 	if err != nil {
 		lock.Close()
+		if f := kv.failed.Load(); f != nil && !errors.Is(err, *f) {
+			err = fmt.Errorf("%w (%w)", err, *f)
+		}
 		if pebble.IsCorruptionError(err) && !errors.Is(err, ErrCorrupt) {
 			return nil, fmt.Errorf("opening store %s: %w: %w", dir, ErrCorrupt, err)
 		}
@@ -128,7 +139,11 @@ func open(dir string, fsys vfs.FS) (*KV, error) {
 }
 
 // fail records err as the KV's fault; the first one wins.
-func (kv *KV) fail(err error) { kv.failed.CompareAndSwap(nil, &err) }
+func (kv *KV) fail(err error) {
+	if kv.failed.CompareAndSwap(nil, &err) {
+		close(kv.stop)
+	}
+}
 
 // Get returns the value of key, or an error wrapping [log.ErrNotFound].
 func (kv *KV) Get(key []byte) ([]byte, error) {
@@ -181,7 +196,10 @@ func (kv *KV) CompareAndSwap(key, old, new []byte) error {
 	case old == nil || !bytes.Equal(cur, old):
 		return fmt.Errorf("key %q: %w", key, witness.ErrConflict)
 	}
-	if err := kv.set(key, new); err != nil {
+	err = pebbleguard.Commit(kv.stop, func() error { return kv.db.Set(key, new, pebble.Sync) })
+	if errors.Is(err, pebbleguard.ErrHeld) {
+		kv.held.Store(true)
+	} else if err != nil {
 		kv.fail(log.FileFault("writing key", string(key), err))
 	}
 	if f := kv.failed.Load(); f != nil {
@@ -203,17 +221,6 @@ func (kv *KV) usable() error {
 	return nil
 }
 
-// set writes key durably. The guard keeps Pebble v2.1.7 from the panics
-// a storage fault caused in it; any other panic is this write's error.
-func (kv *KV) set(key, value []byte) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
-	return kv.db.Set(key, value, pebble.Sync)
-}
-
 // Close closes the store and releases its directory.
 func (kv *KV) Close() error {
 	kv.mu.Lock()
@@ -222,6 +229,9 @@ func (kv *KV) Close() error {
 		return errClosed
 	}
 	kv.closed = true
+	if kv.held.Load() {
+		return kv.fs.Abandon(kv.lock) // closing would wait for the held write
+	}
 	kv.fs.EndWaits() // a failed flush's retry ends: Close does not wait it out
 	err := kv.db.Close()
 	if lerr := kv.lock.Close(); err == nil {
