@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -163,12 +164,8 @@ servers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			sp.kill()
-		}
-	}()
+	stop := sync.OnceFunc(func() { sp.stop(t) }) // SIGTERM flushes the spans
+	defer stop()
 	waitTools(t, sp.base, token, []string{"lk__echo", "lk__fail", "lk__tool_error", "lh__echo"})
 	cs := connectHTTP(t, sp.base, token)
 	ctx := context.Background()
@@ -223,8 +220,7 @@ servers:
 		resp.Body.Close()
 		answers.Write(body)
 	}
-	sp.stop(t)
-	stopped = true
+	stop()
 
 	written := map[string][]byte{"stderr": []byte(sp.stderr.String()), "provlog's answers": answers.Bytes()}
 	batches := rcv.Batches(t)
