@@ -44,6 +44,11 @@ func (o oppLog) Append(ctx context.Context, e []byte) (*log.Receipt, error) {
 	return o.l.seq.Append(ctx, e)
 }
 
+func (o oppLog) LatestSize(ctx context.Context) (uint64, error) {
+	st, err := o.l.store.State(ctx)
+	return st.Size, err
+}
+
 func (o oppLog) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
 	return o.l.store.Entries(ctx, start, end)
 }

@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -139,6 +141,13 @@ func appendSecrets(secrets []string, v any) []string {
 		if b, err := json.Marshal(v); err == nil && string(b[1:len(b)-1]) != v {
 			secrets = append(secrets, string(b[1:len(b)-1])) // as escaped inside JSON text
 		}
+		q, p := url.QueryEscape(v), url.PathEscape(v) // as a URL a server builds holds it
+		if q != v {
+			secrets = append(secrets, q)
+		}
+		if p != v && p != q {
+			secrets = append(secrets, p)
+		}
 	case map[string]any:
 		for _, x := range v {
 			secrets = appendSecrets(secrets, x)
@@ -172,15 +181,17 @@ func scrub(s string, secrets []string) string {
 
 // scrubJSON returns the canonical JSON text canon with every string and
 // member name that holds a secret scrubbed (as scrub does) and every
-// number whose text holds one replaced by Redacted, in canonical form
-// again, and whether that changed anything. Text that does not parse is returned as it is, with
+// number whose text holds one, and every string that is base64 of bytes
+// holding one (an image a server made of it), replaced by Redacted, in
+// canonical form again, and whether that changed anything. Text that does not parse is returned as it is, with
 // the secrets replaced bytewise.
 func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 	if len(secrets) == 0 {
 		return canon, false
 	}
+	cores := base64Cores(secrets)
 	hit := false
-	for _, s := range secrets {
+	for _, s := range append(cores, secrets...) {
 		if bytes.Contains(canon, []byte(s)) {
 			hit = true
 			break
@@ -199,7 +210,10 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 	walk = func(v any) any {
 		switch x := v.(type) {
 		case string:
-			return scrub(x, secrets)
+			if out := scrub(x, secrets); out != x || !decodesToSecret(x, cores, secrets) {
+				return out
+			}
+			return Redacted
 		case json.Number:
 			for _, s := range secrets {
 				if strings.Contains(string(x), s) {
@@ -230,6 +244,59 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 		return []byte(scrub(string(canon), secrets)), true
 	}
 	return out, true
+}
+
+// base64Alphabets are the encodings a result carries bytes in (an image's
+// or a blob's data: standard; a URL's or a token's: URL-safe).
+var base64Alphabets = []*base64.Encoding{base64.StdEncoding, base64.URLEncoding}
+
+// base64Cores returns, for each secret of at least minSecretLen bytes, in
+// each alphabet of base64Alphabets and at each of the three offsets it
+// can start at in encoded bytes, the base64 characters that encode only
+// its own bytes: a string holding none of them cannot encode a secret.
+func base64Cores(secrets []string) []string {
+	var cores []string
+	for _, s := range secrets {
+		if len(s) < minSecretLen {
+			continue
+		}
+		for _, enc := range base64Alphabets {
+			for k := range 3 {
+				e := enc.EncodeToString([]byte(strings.Repeat("\x00", k) + s))
+				start, end := 0, 4*((k+len(s))/3) // whole groups, the last one's bytes may be the next ones'
+				if k > 0 {
+					start = 4 // the first group holds a byte before the secret
+				}
+				if end > start {
+					cores = append(cores, e[start:end])
+				}
+			}
+		}
+	}
+	return cores
+}
+
+// decodesToSecret reports whether s, a string holding one of cores, is
+// base64 (in an alphabet of base64Alphabets, padded or not) of bytes that
+// hold a secret of at least minSecretLen bytes.
+func decodesToSecret(s string, cores, secrets []string) bool {
+	if !slices.ContainsFunc(cores, func(c string) bool { return strings.Contains(s, c) }) {
+		return false
+	}
+	for _, enc := range base64Alphabets {
+		for _, e := range []*base64.Encoding{enc, enc.WithPadding(base64.NoPadding)} {
+			b, err := e.DecodeString(s)
+			if err != nil {
+				continue
+			}
+			for _, x := range secrets {
+				if len(x) >= minSecretLen && bytes.Contains(b, []byte(x)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // maxRecentSecrets bounds the redacted values a server's stderr is

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -54,7 +55,8 @@ func FuzzRedactArgs(f *testing.F) {
 }
 
 // FuzzScrubJSON feeds a downstream's result (untrusted) to the scrubbing
-// of retained results: never a panic, no secret left in what is kept, and
+// of retained results: never a panic, no secret left in what is kept (as
+// it is, URL-encoded or in a base64 string), and
 // canonical text stays canonical.
 func FuzzScrubJSON(f *testing.F) {
 	f.Add([]byte(`{"content":[{"text":"Echo: hunter22","type":"text"}]}`), "hunter22")
@@ -63,6 +65,9 @@ func FuzzScrubJSON(f *testing.F) {
 	f.Add([]byte(`not json hunter22`), "hunter22")
 	f.Add([]byte(`{"content":[{"text":"ok {\"password\":\"o\"}","type":"text"}],"n":10}`), "o")
 	f.Add([]byte(`{"k":"x","n":17}`), "7")
+	f.Add([]byte(`{"data":"aHVudGVyMjI=","type":"image"}`), "hunter22")
+	f.Add([]byte(`{"blob":"eGh1bnRlcjIyeXo"}`), "hunter22")
+	f.Add([]byte(`{"text":"see /q?t=sk%2Fa%2Bb and /p/sk%2Fa+b"}`), "sk/a+b")
 	f.Fuzz(func(t *testing.T, data []byte, secret string) {
 		if secret == "" {
 			return // never a secret: empty values are not collected
@@ -89,8 +94,11 @@ func FuzzScrubJSON(f *testing.F) {
 				if x == Withheld || x == Redacted {
 					return // a short secret withholds the whole string
 				}
-				if strings.Contains(x, secret) {
+				if strings.Contains(x, secret) || strings.Contains(x, url.QueryEscape(secret)) || strings.Contains(x, url.PathEscape(secret)) {
 					t.Fatalf("%q left in %s", secret, out)
+				}
+				if b, err := base64.StdEncoding.DecodeString(x); err == nil && len(secret) >= minSecretLen && strings.Contains(string(b), secret) {
+					t.Fatalf("%q left, base64, in %s", secret, out)
 				}
 			case json.Number:
 				check(string(x))

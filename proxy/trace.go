@@ -43,7 +43,8 @@ import (
 // call.result cites it. Each durable append is a child span. The
 // downstream server gets the proxy's span as its parent in _meta.
 //
-// Nothing from the arguments or results goes into a span, and the session
+// Nothing from the arguments or results goes into a span, a resource URI
+// goes in as its entry holds it (redacted query values), and the session
 // id goes in as a digest: over HTTP it is half of what lets a request into
 // a session. Without a Tracer no span is made and nothing is allocated.
 //

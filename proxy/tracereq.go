@@ -51,7 +51,7 @@ func (p *Proxy) traceOpOf(method string, req mcp.Request) (traceOp, bool) {
 		if r.Params == nil {
 			return op, false
 		}
-		op = traceOp{uri: r.Params.URI, meta: r.Params.Meta, protocol: r.ProtocolVersion()}
+		op = traceOp{uri: p.tracedURI(r.Params.URI), meta: r.Params.Meta, protocol: r.ProtocolVersion()}
 	case *mcp.GetPromptRequest:
 		if r.Params == nil {
 			return op, false
@@ -65,6 +65,19 @@ func (p *Proxy) traceOpOf(method string, req mcp.Request) (traceOp, bool) {
 	}
 	op.method, op.id, op.transport = method, frontRequestID(req.GetExtra()), frontTransport(req.GetExtra())
 	return op, true
+}
+
+// tracedURI is a front resource URI as its span holds it: as its
+// resource.read entry does, with the query parameters its server's
+// redact list names redacted. A URI no server owns is read by none, and
+// no list applies to it.
+func (p *Proxy) tracedURI(uri string) string {
+	d, _, ok := p.router.resource(uri)
+	if !ok {
+		return uri
+	}
+	uri, _ = redactURI(uri, d.cfg.Redact, d.cfg.RedactIgnoreCase)
+	return uri
 }
 
 // answered ends the span of a request answered with res or err. The
