@@ -53,11 +53,6 @@ func (o oppLog) Entries(ctx context.Context, start, end uint64) ([][]byte, error
 	return o.l.store.Entries(ctx, start, end)
 }
 
-func (o oppLog) LatestSize(context.Context) (uint64, error) {
-	n, _ := o.l.seq.Checkpoint()
-	return n, nil
-}
-
 func startOAuthFront(t *testing.T) *oauthFront {
 	t.Helper()
 	l := newTestLog(t)
