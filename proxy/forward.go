@@ -239,6 +239,14 @@ func (d *downstream) resourceUpdated(ctx context.Context, req *mcp.ResourceUpdat
 	})
 }
 
+// loggedURI is uri and err as the sidecar's log may show them: the values
+// of the query parameters redact names replaced, as in a resource.read
+// entry (redactURI), and scrubbed from the error's text.
+func (d *downstream) loggedURI(uri string, err error) (string, string) {
+	shown, secrets := redactURI(uri, d.cfg.Redact, d.cfg.RedactIgnoreCase)
+	return shown, scrub(err.Error(), secrets)
+}
+
 // readResource serves resources/read for a resource or template of d.
 func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	d, ticket, cs, actor, err := d.startRead(ctx, req.Session, req.Extra, req.ProtocolVersion())
@@ -502,7 +510,8 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 		// The second process serves the 2026-07-28 clients' calls and
 		// reads: what changes there is told there.
 		if err := ncs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-			p.logger.Warn("proxy: subscribing on the newer session failed", "server", d.cfg.ID, "uri", uri, "error", err)
+			shown, why := d.loggedURI(uri, err)
+			p.logger.Warn("proxy: subscribing on the newer session failed", "server", d.cfg.ID, "uri", shown, "error", why)
 		}
 	}
 	return nil
@@ -527,7 +536,8 @@ func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) er
 	}
 	if ncs := d.newer.current(); ncs != nil {
 		if err := ncs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
-			p.logger.Warn("proxy: unsubscribing on the newer session failed", "server", d.cfg.ID, "uri", uri, "error", err)
+			shown, why := d.loggedURI(uri, err)
+			p.logger.Warn("proxy: unsubscribing on the newer session failed", "server", d.cfg.ID, "uri", shown, "error", why)
 		}
 	}
 	if cs, err := d.session(); err == nil {
@@ -554,7 +564,8 @@ func (p *Proxy) resubscribe(ctx context.Context, d *downstream, cs *mcp.ClientSe
 	for _, u := range uris {
 		if owner, uri, ok := p.router.resource(u); ok && owner == d {
 			if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-				p.logger.Warn("proxy: renewing a resource subscription failed", "server", d.cfg.ID, "uri", uri, "error", err)
+				shown, why := d.loggedURI(uri, err)
+				p.logger.Warn("proxy: renewing a resource subscription failed", "server", d.cfg.ID, "uri", shown, "error", why)
 			}
 		}
 	}

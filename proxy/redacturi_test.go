@@ -3,11 +3,13 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -69,4 +71,19 @@ func TestRedactedURIQuery(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestLoggedURI: a subscription's URI and error, when the sidecar's log
+// shows them, have the values of redacted query parameters replaced and
+// scrubbed (the warnings on failed subscriptions wrote them as sent).
+func TestLoggedURI(t *testing.T) {
+	d := &downstream{cfg: ServerConfig{ID: "s", Redact: []string{"token"}, RedactIgnoreCase: true}}
+	uri := "file:///a?x=1&TOKEN=subSecret-77"
+	shown, why := d.loggedURI(uri, errors.New("cannot subscribe to "+uri))
+	if strings.Contains(shown, "subSecret-77") || strings.Contains(why, "subSecret-77") {
+		t.Errorf("logged %q, %q: the redacted value is there", shown, why)
+	}
+	if !strings.Contains(shown, "x=1") || !strings.Contains(shown, "[redacted]") {
+		t.Errorf("logged URI %q: want the rest kept and the value [redacted]", shown)
+	}
 }
