@@ -165,3 +165,43 @@ func TestViewEvidenceIndexLies(t *testing.T) {
 		t.Errorf("size %d, tasks %v, noTasks %q; want 2^62, none and why", v.size, v.tasks, v.noTasks)
 	}
 }
+
+// TestViewBundleAnchors: the anchor records of a bundle, read through
+// its os.Root, are listed as a sidecar lists them and served byte for
+// byte.
+func TestViewBundleAnchors(t *testing.T) {
+	l := newUILog(t, true)
+	l.close()
+	out := filepath.Join(t.TempDir(), "bundle")
+	if o, code := runCmd(t, "export", "--data", l.data, "--out", out); code != 0 {
+		t.Fatalf("export: %s", o)
+	}
+	ents, err := os.ReadDir(filepath.Join(out, bundle.AnchorsDir))
+	if err != nil || len(ents) == 0 {
+		t.Fatalf("the bundle's anchors: %v, %v", ents, err)
+	}
+	base := serveView(t, context.Background(), out)
+	var list []struct {
+		Name string `json:"name"`
+		URL  string `json:"url"`
+		Size uint64 `json:"size"`
+	}
+	if err := json.Unmarshal([]byte(fetch(t, base, "/log/anchors")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != len(ents) {
+		t.Fatalf("listed %+v; the bundle holds %d records", list, len(ents))
+	}
+	for i, s := range list {
+		want, err := os.ReadFile(filepath.Join(out, bundle.AnchorsDir, s.Name))
+		if err != nil || s.Size == 0 || (i > 0 && s.Size < list[i-1].Size) {
+			t.Errorf("record %d: %+v, %v; want a record of the bundle, by size", i, s, err)
+		}
+		if got := fetch(t, base, s.URL); got != string(want) {
+			t.Errorf("%s is not the record's bytes", s.URL)
+		}
+	}
+	if got := fetch(t, base, "/log/anchors?after="+list[len(list)-1].Name); got != "[]" {
+		t.Errorf("the page after the last record: %s", got)
+	}
+}
