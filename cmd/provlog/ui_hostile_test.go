@@ -131,6 +131,22 @@ func checkNoInjection(t *testing.T, ctx context.Context, p *browser.Page, what s
 // direction-changing characters show as visible marks.
 func TestUIHostileStrings(t *testing.T) {
 	h := newHostileLog(t)
+	// A task's history reveals its entries: without the reader token it
+	// is not served (the page asks for the token).
+	for tok, want := range map[string]int{"": http.StatusUnauthorized, "wrong": http.StatusUnauthorized, h.token: http.StatusOK} {
+		req, _ := http.NewRequest("GET", h.base+"/log/task/"+h.taskID, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET /log/task/ with token %q: %d, want %d", tok, resp.StatusCode, want)
+		}
+	}
 	p, ctx := openPage(t)
 	body := func() string {
 		var s string

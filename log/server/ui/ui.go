@@ -84,16 +84,18 @@ func Handler(info Info) http.Handler {
 	}
 	fileServer := http.StripPrefix("/ui/", http.FileServerFS(files))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "the auditor's view is read-only (GET, HEAD)", http.StatusMethodNotAllowed)
-			return
-		}
 		h := w.Header()
 		h.Set("Content-Security-Policy", contentSecurity)
+		// For browsers that know no frame-ancestors.
+		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.Set("Allow", "GET, HEAD")
+			http.Error(w, "the auditor's view is read-only (GET, HEAD)", http.StatusMethodNotAllowed)
+			return
+		}
 		switch r.URL.Path {
 		case "/ui":
 			http.Redirect(w, r, "/ui/", http.StatusMovedPermanently)
