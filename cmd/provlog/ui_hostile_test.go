@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -78,21 +77,7 @@ func newHostileLog(t *testing.T) *hostileLog {
 	}
 	h.call = index("fs__store", map[string]any{"task_id": h.taskID, "uri": h.target, "markup": hostileImg + hostileScript + hostileStyle,
 		"template": hostileTmpl, "file": hostileBidi, "user": hostileZW, "long": strings.Repeat("A", 8000)})
-	// The receipt is the call entry's, or its call.result's, which names it.
-	es, err := sc.store.Entries(ctx, h.call, h.call+1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res struct {
-		Kind string `json:"kind"`
-		Call uint64 `json:"call"`
-	}
-	if err := json.Unmarshal(es[0], &res); err != nil {
-		t.Fatal(err)
-	}
-	if res.Kind == "call.result" {
-		h.call = res.Call
-	}
+	h.call = callOf(t, ctx, sc, h.call)
 	h.claim = index("report_completion", map[string]any{"task_id": h.taskID, "provenance": "observed", "summary": h.summary, "evidence": []uint64{h.call}})
 
 	hs := httptest.NewServer(sc.handler())
