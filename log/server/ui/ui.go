@@ -20,6 +20,12 @@
 // The sidecar serves these from its log; `provlog view` serves the same
 // paths from an export bundle or an evidence directory, offline.
 //
+// Every string the page shows came from an agent, a client, a downstream
+// server or a bundle's author: it is shown as text, never as markup or a
+// link, and an invisible or direction-changing character in it (U+202E,
+// U+200B...) as a mark naming its code point, so that no id can pass for
+// another. The Content-Security-Policy allows no inline script.
+//
 // # Opening one entry
 //
 // The fragment #token=T&entry=N[&vkey=VKEY] opens entry N with the reader
