@@ -124,6 +124,13 @@ func serveView(t *testing.T, ctx context.Context, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveViewOf(t, v)
+}
+
+// serveViewOf serves v as provlog view does until the test ends, and
+// returns its URL.
+func serveViewOf(t *testing.T, v *view) string {
+	t.Helper()
 	hs := httptest.NewUnstartedServer(nil)
 	hs.Config.Handler = v.handler(hs.Listener.Addr().String())
 	hs.Start()

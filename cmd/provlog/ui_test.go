@@ -154,22 +154,7 @@ func (l *uiLog) record(t *testing.T, ctx context.Context, cs *mcp.ClientSession)
 	if err != nil {
 		t.Fatal(err)
 	}
-	es, err := l.sc.store.Entries(ctx, rc.Index, rc.Index+1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The receipt is the call entry's, or its call.result's, which names it.
-	var e struct {
-		Kind string `json:"kind"`
-		Call uint64 `json:"call"`
-	}
-	if err := json.Unmarshal(es[0], &e); err != nil {
-		t.Fatal(err)
-	}
-	l.call = rc.Index
-	if e.Kind == "call.result" {
-		l.call = e.Call
-	}
+	l.call = callOf(t, ctx, l.sc, rc.Index)
 	_, claimRC := callTool(t, cs, "report_completion", map[string]any{"task_id": l.taskID, "provenance": "observed",
 		"summary": "wrote reports/q3.md", "evidence": []uint64{l.call}})
 	crc, err := log.ParseReceipt([]byte(claimRC))
@@ -177,6 +162,28 @@ func (l *uiLog) record(t *testing.T, ctx context.Context, cs *mcp.ClientSession)
 		t.Fatal(err)
 	}
 	l.claim = crc.Index
+}
+
+// callOf returns the index of the call entry a tool call's receipt, for
+// entry i, stands for: the call entry's, or its call.result's, which names
+// it.
+func callOf(t *testing.T, ctx context.Context, sc *sidecar, i uint64) uint64 {
+	t.Helper()
+	es, err := sc.store.Entries(ctx, i, i+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e struct {
+		Kind string `json:"kind"`
+		Call uint64 `json:"call"`
+	}
+	if err := json.Unmarshal(es[0], &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Kind == "call.result" {
+		return e.Call
+	}
+	return i
 }
 
 // vouchers starts a provlog witness, an RFC 3161 TSA and a Rekor for the

@@ -7,7 +7,9 @@ package main
 // (a bundle's computed from its entries and tree.json, an evidence's as it
 // holds them), its anchor records and the histories of its tasks. Nothing
 // is checked here: the page does the checking, so a changed byte in the
-// directory shows there.
+// directory shows there. Every file is read once, at the start, through an
+// os.Root of the directory: a symbolic link out of it is an error, as for
+// verify-bundle, not a way to show the auditor another file.
 
 import (
 	"bytes"
@@ -32,9 +34,7 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 
-	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/evidence"
-	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/cmd/internal/cli"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/bundle"
@@ -74,8 +74,8 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // view is a bundle or an evidence directory loaded for the page.
 type view struct {
-	dir        string
-	source     string // "bundle" or "evidence", as ui.Info.Source
+	root       *os.Root // the directory, while it is read
+	source     string   // "bundle" or "evidence", as ui.Info.Source
 	origin     string
 	vkey       string
 	witnesses  []string
@@ -104,7 +104,12 @@ type givenEntry struct {
 // openView loads dir, an export bundle or an evidence directory, by its
 // manifest's format.
 func openView(ctx context.Context, dir string) (*view, error) {
-	mb, err := os.ReadFile(filepath.Join(dir, bundle.ManifestFile))
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w (provlog view opens a directory that provlog export or provlog evidence wrote)", err)
+	}
+	defer root.Close()
+	mb, err := root.ReadFile(bundle.ManifestFile)
 	if err != nil {
 		return nil, fmt.Errorf("%w (provlog view opens a directory that provlog export or provlog evidence wrote)", err)
 	}
@@ -114,16 +119,16 @@ func openView(ctx context.Context, dir string) (*view, error) {
 	json.Unmarshal(mb, &m)
 	switch m.Format {
 	case bundle.Format:
-		return openBundleView(ctx, dir, mb)
+		return openBundleView(ctx, root, mb)
 	case evidence.Format:
-		return openEvidenceView(ctx, dir, mb)
+		return openEvidenceView(ctx, root, mb)
 	}
 	return nil, fmt.Errorf("%s is neither a %s nor a %s manifest", filepath.Join(dir, bundle.ManifestFile), bundle.Format, evidence.Format)
 }
 
-// readIn reads a file of dir, saying which in its error.
-func readIn(dir, name string) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(dir, name))
+// readIn reads a file of root, saying which in its error.
+func readIn(root *os.Root, name string) ([]byte, error) {
+	b, err := root.ReadFile(name)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
@@ -134,19 +139,19 @@ func readIn(dir, name string) ([]byte, error) {
 // a key; an evidence's witnesses.txt starts with its threshold) and the
 // checkpoint, which both directory kinds keep under the same names.
 func (v *view) readKeys() error {
-	vk, err := readIn(v.dir, bundle.VKeyFile)
+	vk, err := readIn(v.root, bundle.VKeyFile)
 	if err != nil {
 		return err
 	}
 	v.vkey = strings.TrimSpace(string(vk))
-	if w, err := os.ReadFile(filepath.Join(v.dir, bundle.WitnessesFile)); err == nil {
+	if w, err := v.root.ReadFile(bundle.WitnessesFile); err == nil {
 		for _, l := range strings.Split(string(w), "\n") {
 			if l = strings.TrimSpace(l); strings.Contains(l, "+") {
 				v.witnesses = append(v.witnesses, l)
 			}
 		}
 	}
-	if v.checkpoint, err = readIn(v.dir, bundle.CheckpointFile); err != nil {
+	if v.checkpoint, err = readIn(v.root, bundle.CheckpointFile); err != nil {
 		return err
 	}
 	cp, err := log.ParseCheckpointNote(v.checkpoint)
@@ -167,16 +172,16 @@ func (v *view) rebuildTasks(ctx context.Context, r opp.EntryReader, end uint64) 
 	return nil
 }
 
-func openBundleView(ctx context.Context, dir string, mb []byte) (*view, error) {
+func openBundleView(ctx context.Context, root *os.Root, mb []byte) (*view, error) {
 	var m bundle.Manifest
 	if err := json.Unmarshal(mb, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", bundle.ManifestFile, err)
 	}
-	v := &view{dir: dir, source: "bundle", from: m.From, byLeaf: map[string]uint64{}, given: map[uint64]givenEntry{}}
+	v := &view{root: root, source: "bundle", from: m.From, byLeaf: map[string]uint64{}, given: map[uint64]givenEntry{}}
 	if err := v.readKeys(); err != nil {
 		return nil, err
 	}
-	jl, err := readIn(dir, bundle.EntriesFile)
+	jl, err := readIn(root, bundle.EntriesFile)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +198,7 @@ func openBundleView(ctx context.Context, dir string, mb []byte) (*view, error) {
 	if to > v.size {
 		return nil, fmt.Errorf("the bundle holds entries up to %d, past its checkpoint's size %d", to, v.size)
 	}
-	tb, err := readIn(dir, bundle.TreeFile)
+	tb, err := readIn(root, bundle.TreeFile)
 	if err != nil {
 		return nil, err
 	}
@@ -212,10 +217,12 @@ func openBundleView(ctx context.Context, dir string, mb []byte) (*view, error) {
 	} else if err := v.rebuildTasks(ctx, sliceReader(v.entries), to); err != nil {
 		return nil, err
 	}
-	if records := filepath.Join(dir, bundle.AnchorsDir); dirExists(records) {
-		if st, err := anchor.OpenStore(records); err == nil {
-			v.anchors = online.NewHandler(st, nil)
-		}
+	records, err := bundleAnchors(root)
+	if err != nil {
+		return nil, err
+	}
+	if len(records) > 0 {
+		v.anchors = anchorListing(records)
 	}
 	return v, nil
 }
@@ -223,11 +230,11 @@ func openBundleView(ctx context.Context, dir string, mb []byte) (*view, error) {
 // bundleGenesis reads entry 0 and its proof (genesis.entry and
 // genesis.proof, one base64 hash a line) into a receipt.
 func (v *view) bundleGenesis() error {
-	g, err := readIn(v.dir, bundle.GenesisFile)
+	g, err := readIn(v.root, bundle.GenesisFile)
 	if err != nil {
 		return err
 	}
-	gp, err := readIn(v.dir, bundle.GenesisProof)
+	gp, err := readIn(v.root, bundle.GenesisProof)
 	if err != nil {
 		return err
 	}
@@ -309,14 +316,13 @@ func (v *view) handler(host string) http.Handler {
 			http.Error(w, "provlog view answers only requests for "+host, http.StatusMisdirectedRequest)
 			return
 		}
-		w.Header().Set("Cache-Control", "no-store")
+		// The directory's bytes are data, never a page of this origin.
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; sandbox")
 		mux.ServeHTTP(w, r)
 	})
-}
-
-func dirExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
 }
 
 func (v *view) task(ctx context.Context, id string) (any, error) {

@@ -87,16 +87,11 @@ func TestViewProofs(t *testing.T) {
 
 func fetch(t *testing.T, base, path string) string {
 	t.Helper()
-	resp, err := http.Get(base + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := getView(t, base, path)
 	if resp.StatusCode != 200 {
 		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
 	}
-	return string(b)
+	return b
 }
 
 // TestBundleTreeEveryRange checks the view's proof nodes against the

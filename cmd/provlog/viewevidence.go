@@ -2,38 +2,54 @@ package main
 
 // provlog view of an evidence directory (anchor/evidence): its entry and
 // context entries with the receipts it holds, its anchor record as the
-// page's anchor listing, and the task history its context entries give.
+// page's anchor listing, and the task history its context entries give;
+// and the anchor listing of a bundle's records.
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
 	"path"
+	"slices"
+	"strings"
 
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/evidence"
 	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/bundle"
 )
 
-func openEvidenceView(ctx context.Context, dir string, mb []byte) (*view, error) {
+// maxSparse bounds the entries a task history is rebuilt over from an
+// evidence's few: every index below its highest is replayed (as {} where
+// the evidence holds none), and a manifest can name any index.
+const maxSparse = 1 << 30
+
+func openEvidenceView(ctx context.Context, root *os.Root, mb []byte) (*view, error) {
 	var m evidence.Manifest
 	if err := json.Unmarshal(mb, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", evidence.ManifestFile, err)
 	}
-	v := &view{dir: dir, source: "evidence", byLeaf: map[string]uint64{}, given: map[uint64]givenEntry{}, missing: m.Missing}
+	v := &view{root: root, source: "evidence", byLeaf: map[string]uint64{}, given: map[uint64]givenEntry{}, missing: m.Missing}
 	if err := v.readKeys(); err != nil {
 		return nil, err
 	}
 	add := func(i uint64, entryFile, receiptFile string) error {
-		e, err := readIn(dir, entryFile)
+		if i >= v.size {
+			return fmt.Errorf("%s names entry %d, past its checkpoint's size %d", evidence.ManifestFile, i, v.size)
+		}
+		e, err := readIn(root, entryFile)
 		if err != nil {
 			return err
 		}
-		rc, err := readIn(dir, receiptFile)
+		rc, err := readIn(root, receiptFile)
 		if err != nil {
 			return err
 		}
@@ -54,13 +70,17 @@ func openEvidenceView(ctx context.Context, dir string, mb []byte) (*view, error)
 	}
 	// The context holds the task's history and what its claims cite; the
 	// other entries below end are of no task's, or of other tasks.
-	if err := v.rebuildTasks(ctx, sparseReader(v.given), end); err != nil {
+	if end > maxSparse {
+		v.noTasks = fmt.Sprintf("the evidence's entries go up to %d, and the view rebuilds a task's history only over the first %d entries", end-1, maxSparse)
+	} else if err := v.rebuildTasks(ctx, sparseReader(v.given), end); err != nil {
 		return nil, err
 	}
-	if b, err := readIn(dir, evidence.AnchorFile); err == nil {
-		if v.anchors, err = anchorListing(b); err != nil {
-			return nil, err
+	if b, err := readIn(root, evidence.AnchorFile); err == nil {
+		rec, err := anchor.ParseRecord(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", evidence.AnchorFile, err)
 		}
+		v.anchors = anchorListing([]*anchor.Stored{{Name: evidence.AnchorFile, SHA256: sha256Hex(b), Bytes: b, Record: rec}})
 	}
 	return v, nil
 }
@@ -81,30 +101,71 @@ func (s sparseReader) Entries(_ context.Context, start, end uint64) ([][]byte, e
 	return out, nil
 }
 
-// anchorListing serves /log/anchors as a sidecar would for the one anchor
-// record b: its summary, and the record's bytes.
-func anchorListing(b []byte) (http.Handler, error) {
-	rec, err := anchor.ParseRecord(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", evidence.AnchorFile, err)
+// bundleAnchors reads the anchor records of a bundle's anchors folder,
+// if it has one, through root: the files that parse as records, ordered
+// as anchor.Store orders them (by tree size, then sequence number).
+func bundleAnchors(root *os.Root) ([]*anchor.Stored, error) {
+	ents, err := fs.ReadDir(root.FS(), bundle.AnchorsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
-	sum := sha256.Sum256(b)
-	st := &anchor.Stored{Name: evidence.AnchorFile, SHA256: hex.EncodeToString(sum[:]), Bytes: b, Record: rec}
-	list, err := json.Marshal([]online.Summary{{Name: st.Name, URL: "/log/anchors/" + st.Name, AnchorEntry: anchor.Fields(st)}})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading %s: %w", bundle.AnchorsDir, err)
+	}
+	var out []*anchor.Stored
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		b, err := readIn(root, path.Join(bundle.AnchorsDir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		if rec, err := anchor.ParseRecord(b); err == nil {
+			out = append(out, &anchor.Stored{Name: e.Name(), SHA256: sha256Hex(b), Bytes: b, Record: rec})
+		}
+	}
+	// A record's name is its size in 20 digits, then -N for the N-th
+	// record of that size: a shorter name of one size comes first.
+	slices.SortFunc(out, func(a, b *anchor.Stored) int {
+		return cmp.Or(cmp.Compare(a.Name[:min(20, len(a.Name))], b.Name[:min(20, len(b.Name))]), cmp.Compare(len(a.Name), len(b.Name)), cmp.Compare(a.Name, b.Name))
+	})
+	return out, nil
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// anchorListing serves /log/anchors as a sidecar would for records, which
+// parse: their summaries, in one page, and each record's bytes.
+func anchorListing(records []*anchor.Stored) http.Handler {
+	list := []online.Summary{}
+	byName := map[string][]byte{}
+	for _, st := range records {
+		list = append(list, online.Summary{Name: st.Name, URL: "/log/anchors/" + st.Name, AnchorEntry: anchor.Fields(st)})
+		byName[st.Name] = st.Bytes
+	}
+	body, err := json.Marshal(list)
+	if err != nil {
+		panic("view: encoding anchor summaries: " + err.Error()) // strings and numbers: cannot fail
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
+		name, isRecord := strings.CutPrefix(r.URL.Path, "/log/anchors/")
+		b, ok := byName[name]
 		switch {
 		case r.URL.Path == "/log/anchors" && r.URL.Query().Has("after"):
-			w.Write([]byte("[]")) // one record: no second page
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte("[]")) // all records are on the first page
 		case r.URL.Path == "/log/anchors":
-			w.Write(list)
-		case r.URL.Path == "/log/anchors/"+st.Name:
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(body)
+		case isRecord && ok:
+			w.Header().Set("Content-Type", "application/json")
 			w.Write(b)
 		default:
 			http.NotFound(w, r)
 		}
-	}), nil
+	})
 }

@@ -20,6 +20,12 @@
 // The sidecar serves these from its log; `provlog view` serves the same
 // paths from an export bundle or an evidence directory, offline.
 //
+// Every string the page shows came from an agent, a client, a downstream
+// server or a bundle's author: it is shown as text, never as markup or a
+// link, and an invisible or direction-changing character in it (U+202E,
+// U+200B...) as a mark naming its code point, so that no id can pass for
+// another. The Content-Security-Policy allows no inline script.
+//
 // # Opening one entry
 //
 // The fragment #token=T&entry=N[&vkey=VKEY] opens entry N with the reader
@@ -84,16 +90,18 @@ func Handler(info Info) http.Handler {
 	}
 	fileServer := http.StripPrefix("/ui/", http.FileServerFS(files))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "the auditor's view is read-only (GET, HEAD)", http.StatusMethodNotAllowed)
-			return
-		}
 		h := w.Header()
 		h.Set("Content-Security-Policy", contentSecurity)
+		// For browsers that know no frame-ancestors.
+		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h.Set("Allow", "GET, HEAD")
+			http.Error(w, "the auditor's view is read-only (GET, HEAD)", http.StatusMethodNotAllowed)
+			return
+		}
 		switch r.URL.Path {
 		case "/ui":
 			http.Redirect(w, r, "/ui/", http.StatusMovedPermanently)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -93,6 +94,53 @@ func TestTaskHandler(t *testing.T) {
 		}
 		if strings.Contains(body, "disk on fire") {
 			t.Errorf("%s: an internal error reached the client", tc.path)
+		}
+	}
+}
+
+// TestPageKeepsToItself: every answer of the page's handler, errors too,
+// forbids other origins, inline script, framing and sniffing, and the
+// page's own files hold no inline script or style and no way of turning
+// text into markup or code: what the log holds is shown as text.
+func TestPageKeepsToItself(t *testing.T) {
+	h := Handler(Info{VKey: "example.org/log+01234567+AQ==", Source: "sidecar"})
+	for _, path := range []string{"/ui/", "/ui/app.js", "/ui/verify.js", "/ui/style.css", "/ui/log.json", "/ui/nothing.js", "/ui", "POST /ui/"} {
+		method := "GET"
+		if m, p, ok := strings.Cut(path, " "); ok {
+			method, path = m, p
+		}
+		resp, _ := get(t, h, method, path, "")
+		csp := resp.Header.Get("Content-Security-Policy")
+		for _, want := range []string{"default-src 'none'", "script-src 'self'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'none'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("%s %s: Content-Security-Policy %q lacks %s", method, path, csp, want)
+			}
+		}
+		if strings.Contains(csp, "unsafe") {
+			t.Errorf("%s %s: Content-Security-Policy %q allows unsafe script or style", method, path, csp)
+		}
+		for k, want := range map[string]string{"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer"} {
+			if got := resp.Header.Get(k); got != want {
+				t.Errorf("%s %s: %s %q, want %q", method, path, k, got, want)
+			}
+		}
+	}
+	for name, banned := range map[string][]string{
+		"static/index.html": {"<script>", "style=", "javascript:"},
+		"static/app.js":     {"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(", "setAttribute(\"on", "javascript:"},
+		"static/verify.js":  {"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(", "javascript:"},
+	} {
+		b, err := static.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range banned {
+			if strings.Contains(string(b), s) {
+				t.Errorf("%s holds %q", name, s)
+			}
+		}
+		if m := regexp.MustCompile(`<[^>]*\son[a-z]+\s*=`).FindString(string(b)); m != "" {
+			t.Errorf("%s has an inline event handler: %s", name, m)
 		}
 	}
 }

@@ -17,12 +17,45 @@ function el(tag, attrs, ...children) {
 }
 
 // fill replaces what e holds with children: nodes, text, nested arrays;
-// null and undefined are left out.
+// null and undefined are left out. Text goes through shown.
 function fill(e, ...children) {
   e.replaceChildren();
   for (const c of children.flat(Infinity)) {
-    if (c !== undefined && c !== null) e.append(c instanceof Node ? c : String(c));
+    if (c !== undefined && c !== null) e.append(...(c instanceof Node ? [c] : shown(String(c))));
   }
+}
+
+// unseen matches the characters that change how the text around them
+// reads without being seen themselves: bidi controls (U+202E makes
+// "report\u202Efdp.exe" read "reportexe.pdf"), zero-width and other
+// invisible characters (U+200B makes "ad\u200Bmin" look like "admin"),
+// and control characters other than tab and newline.
+const unseen = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFEFF\uFFA0\uFFF9-\uFFFB\u{E0000}-\u{E007F}]/u;
+
+// shown is text s as nodes, each unseen character replaced by a visible
+// mark naming its code point: the strings shown come from agents, servers
+// and bundles, and an auditor must not be shown one id that looks like
+// another.
+function shown(s) {
+  if (!unseen.test(s)) return [s];
+  const out = [];
+  let run = "";
+  for (const ch of s) {
+    if (!unseen.test(ch)) {
+      run += ch;
+      continue;
+    }
+    if (run) out.push(run);
+    run = "";
+    const code = "U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+    const m = document.createElement("mark");
+    m.className = "invisible";
+    m.title = "an invisible or direction-changing character (" + code + "), shown so that it cannot pass for another text";
+    m.textContent = "[" + code + "]";
+    out.push(m);
+  }
+  if (run) out.push(run);
+  return out;
 }
 
 // fragment reads #token=T&entry=N&vkey=VKEY (or hash=, task=). A key or
@@ -445,7 +478,7 @@ async function showTimeline(index, entry, task, keyText) {
     const current = BigInt(e.index) === index;
     const mark = el("span", { class: "check" }, "(checking…)");
     if (checks.length < maxChecked) checks.push(checkEvent(e, task.task_id, keyText).then((r) => markEvent(mark, r)));
-    else mark.textContent = "not checked here (open it to check)";
+    else fill(mark, "not checked here (open it to check)");
     return el(
       "li",
       current ? { "aria-current": "true", class: "current" } : {},
@@ -492,7 +525,7 @@ async function checkEvent(e, taskID, keyText) {
 
 function markEvent(mark, res) {
   mark.dataset.verified = String(res.ok);
-  mark.textContent = res.ok ? "(✓ verified)" : "(✗ not verified: " + res.reason + ")";
+  fill(mark, res.ok ? "(✓ verified)" : "(✗ not verified: " + res.reason + ")");
 }
 
 function lookup(ev) {
@@ -517,8 +550,8 @@ async function main() {
   // The page's own info is read while the entry is fetched.
   state.infoP = get("/ui/log.json", "json").then((info) => {
     state.info = info;
-    $("logkey").textContent = info.vkey;
-    $("source").textContent = { sidecar: "a running provlog sidecar", bundle: "an export bundle, offline", evidence: "an evidence directory, offline" }[info.source] || info.source;
+    fill($("logkey"), info.vkey);
+    fill($("source"), { sidecar: "a running provlog sidecar", bundle: "an export bundle, offline", evidence: "an evidence directory, offline" }[info.source] || info.source);
     if (info.missing && info.missing.length) {
       $("missing").hidden = false;
       fill($("missing"), el("p", {}, el("strong", {}, "This directory says it lacks:")), el("ul", {}, info.missing.map((m) => el("li", {}, m))));
