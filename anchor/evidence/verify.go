@@ -517,6 +517,16 @@ func (c *checker) checkTask() {
 			}
 		}
 	}
+	// A cited call comes with its call.result (an observed claim needs
+	// it before the claim), a cited call.result with its call.
+	for _, ce := range c.rep.Context {
+		if ce.Entry == nil || ce.Entry.Kind != log.KindCallResult {
+			continue
+		}
+		if r, err := log.ParseCallResult(ce.Entry); err == nil && r.Call < ce.Index && (cited[r.Call] || cited[ce.Index]) {
+			cited[r.Call], cited[ce.Index] = true, true
+		}
+	}
 	for _, ce := range c.rep.Context {
 		name := contextName(ce.Index, ".json")
 		switch {

@@ -207,6 +207,14 @@ func TestConfigInvisibleActor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its outcome, which an observed claim needs in the log before it.
+	res, err := (&log.CallResultEntry{Time: time.Now(), Actor: old, Call: rc.Index, ResultSHA256: strings.Repeat("0", 64), ResultBytes: 2}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.seq.Append(ctx, res); err != nil {
+		t.Fatal(err)
+	}
 	mustResult(t)(sc.tasks.ReportCompletion(ctx, old, opp.ClaimArgs{TaskID: task, Provenance: string(opp.Observed), Summary: "done", Evidence: []uint64{rc.Index}}))
 	sc.close()
 	if out, code := runCmd(t, "audit", "--data", data); code != 0 || !strings.Contains(out, "1 tasks rebuilt") {

@@ -4,6 +4,7 @@ package main
 // evidence (package anchor/evidence holds the layout and the checks).
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -176,10 +177,56 @@ func taskContext(ctx context.Context, s evidence.Source, index uint64) ([]uint64
 		}
 		out = append(out, ev.Index)
 		if ev.Kind == opp.KindClaim {
-			out = append(out, ev.Evidence...)
+			for _, c := range ev.Evidence {
+				pair, err := callPair(ctx, s, c, ev.Index)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, pair...)
+			}
 		}
 	}
 	return out, nil
+}
+
+// callPair returns cited entry c with the other half of its call, if it
+// is one: a call's call.result (the first before the claim at index
+// claim: an observed claim needs it there, and the reader of the evidence
+// needs it to judge the claim) or a call.result's call.
+func callPair(ctx context.Context, s evidence.Source, c, claim uint64) ([]uint64, error) {
+	es, err := s.Entries(ctx, c, c+1)
+	if err != nil {
+		return nil, err
+	}
+	e, err := log.ParseEntry(es[0])
+	if err != nil {
+		return []uint64{c}, nil // cited as it is; the claim's checks judge it
+	}
+	switch e.Kind {
+	case log.KindCallResult:
+		if r, err := log.ParseCallResult(e); err == nil && r.Call < c {
+			return []uint64{r.Call, c}, nil
+		}
+	case log.KindCall:
+		const chunk = 1024
+		for start := c + 1; start < claim; start += chunk {
+			es, err := s.Entries(ctx, start, min(claim, start+chunk))
+			if err != nil {
+				return nil, err
+			}
+			for i, b := range es {
+				if !bytes.Contains(b, []byte(`"kind":"call.result"`)) {
+					continue
+				}
+				if e, err := log.ParseEntry(b); err == nil {
+					if r, err := log.ParseCallResult(e); err == nil && r.Call == c {
+						return []uint64{c, start + uint64(i)}, nil
+					}
+				}
+			}
+		}
+	}
+	return []uint64{c}, nil
 }
 
 func runVerifyEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) error {
