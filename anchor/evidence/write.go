@@ -210,11 +210,19 @@ func marshalManifest(m *Manifest) ([]byte, error) {
 type writer struct {
 	dir   string
 	files map[string]string
+	bytes int // written so far
 	err   error
 }
 
+// put writes the file name, unless that would take the directory past
+// maxDirBytes, which Verify refuses to read: a claim citing many large
+// entries could, and the evidence would not verify.
 func (w *writer) put(name string, b []byte) {
 	if w.err != nil {
+		return
+	}
+	if w.bytes += len(b); w.bytes > maxDirBytes {
+		w.err = fmt.Errorf("evidence: %s would take the directory past %d bytes, more than verify-evidence reads; nothing more is written", name, maxDirBytes)
 		return
 	}
 	p := filepath.Join(w.dir, filepath.FromSlash(name))
