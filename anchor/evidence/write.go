@@ -148,6 +148,9 @@ func Write(ctx context.Context, dir string, o Options) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	if w.bytes+len(b) > maxDirBytes {
+		return nil, fmt.Errorf("evidence: %s would take the directory past %d bytes, more than verify-evidence reads", ManifestFile, maxDirBytes)
+	}
 	if err := os.WriteFile(filepath.Join(dir, ManifestFile), b, 0o644); err != nil {
 		return nil, err
 	}
