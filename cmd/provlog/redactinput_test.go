@@ -43,7 +43,7 @@ func askServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "askfx", Version: "1"}, &mcp.ServerOptions{HasTools: true})
 	obj := json.RawMessage(`{"type":"object"}`)
 	ask := func(fail bool) mcp.ToolHandler {
-		return func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			in := req.Params.InputResponses
 			elicit := func(round string) mcp.InputRequestMap {
 				schema := map[string]any{"type": "object", "properties": map[string]any{"token": map[string]any{"type": "string"}}}
@@ -57,16 +57,30 @@ func askServer() *mcp.Server {
 				tok, _ := r.Content["token"].(string)
 				return tok
 			}
+			var first []byte
+			second := answer("round2")
 			switch {
+			case in["round1"] != nil && req.Session.InitializeParams().ProtocolVersion < "2026-07-28":
+				// The SDK asks an older session's client once and calls
+				// the handler once more: round 2 is asked here.
+				r, err := req.Session.Elicit(ctx, elicit("round2")["round2"].(*mcp.ElicitParams))
+				if err != nil {
+					return nil, err
+				}
+				first, second = []byte(answer("round1")), ""
+				if tok, ok := r.Content["token"].(string); ok {
+					second = tok
+				}
 			case in["round1"] != nil:
 				return &mcp.CallToolResult{InputRequests: elicit("round2"), RequestState: "st." + base64.RawURLEncoding.EncodeToString([]byte(answer("round1")))}, nil
 			case in["round2"] == nil:
 				return &mcp.CallToolResult{InputRequests: elicit("round1"), RequestState: "st0"}, nil
+			default:
+				first, _ = base64.RawURLEncoding.DecodeString(strings.TrimPrefix(req.Params.RequestState, "st."))
 			}
-			first, _ := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(req.Params.RequestState, "st."))
-			got := fmt.Sprintf("answers %s and %s to %s", first, answer("round2"), req.Params.Arguments)
+			got := fmt.Sprintf("answers %s and %s to %s", first, second, req.Params.Arguments)
 			if fail {
-				return nil, &jsonrpc.Error{Code: -32001, Message: "refused " + got, Data: json.RawMessage(`{"token":"` + answer("round2") + `"}`)}
+				return nil, &jsonrpc.Error{Code: -32001, Message: "refused " + got, Data: json.RawMessage(`{"token":"` + second + `"}`)}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: got}}}, nil
 		}
