@@ -133,21 +133,31 @@ func TestRedactedInputWrittenNowhere(t *testing.T) {
 	sum := sha256.Sum256([]byte(token))
 	var mu sync.Mutex
 	var unauthorized int
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return askServer() }, nil)
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+leakDownHeader {
-			mu.Lock()
-			unauthorized++
-			mu.Unlock()
-			http.Error(w, "no", http.StatusUnauthorized)
-			return
-		}
-		handler.ServeHTTP(w, r)
-	}))
-	defer down.Close()
+	// A stateful handler's sessions are 2025-11-25; a stateless one
+	// serves 2026-07-28.
+	downstream := func(stateless bool) *httptest.Server {
+		handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return askServer() }, &mcp.StreamableHTTPOptions{Stateless: stateless})
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer "+leakDownHeader {
+				mu.Lock()
+				unauthorized++
+				mu.Unlock()
+				http.Error(w, "no", http.StatusUnauthorized)
+				return
+			}
+			handler.ServeHTTP(w, r)
+		}))
+	}
+	newer, older := downstream(true), downstream(false)
+	defer newer.Close()
+	defer older.Close()
 	data := filepath.Join(t.TempDir(), "data")
 	var servers strings.Builder
 	for id, proto := range map[string]string{"ah": "", "ab": "2026-07-28", "ap": "2025-11-25"} {
+		down := newer
+		if id == "ap" {
+			down = older
+		}
 		if proto != "" {
 			proto = "protocol: " + proto + ", "
 		}
