@@ -42,8 +42,9 @@ type callIn struct {
 	id        json.RawMessage        // the JSON-RPC request id, if the front knows it
 	transport string                 // "pipe" (stdio) or "tcp", for the trace
 	start     time.Time
-	continues uint64 // a later leg's: the call.result whose input_required it answers
-	ticket    uint64 // its place in d's gate (drain.go)
+	continues uint64       // a later leg's: the call.result whose input_required it answers
+	secrets   *callSecrets // a later leg's: the redacted values of the legs before
+	ticket    uint64       // its place in d's gate (drain.go)
 
 	down downSession // the session it goes to, once resolved
 }
@@ -344,7 +345,7 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 	case o.wireErr != nil:
 		// The server answered with a JSON-RPC error: the client sees it
 		// verbatim; only the log copy is scrubbed.
-		c.isError, c.errText, c.errCode = true, scrub(o.wireErr.Message, c.secrets), o.wireErr.Code
+		c.isError, c.errText, c.errCode = true, scrub(o.wireErr.Message, c.secrets.all()), o.wireErr.Code
 		return o.wireErr
 	case d.p.stopping.Load() && (ctx.Err() != nil || o.lost):
 		c.errText = "cut off: provlog was stopping"
@@ -368,6 +369,6 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		c.errText = fmt.Sprintf("server %q: %v", d.cfg.ID, o.err)
 	}
 	c.isError = true
-	c.errText = scrub(c.errText, c.secrets)
+	c.errText = scrub(c.errText, c.secrets.all())
 	return errLocal{c.errText}
 }

@@ -299,6 +299,41 @@ func decodesToSecret(s string, cores, secrets []string) bool {
 	return false
 }
 
+// callSecrets are the redacted values of one call, all its legs': what
+// its client sent (arguments, inputResponses) and answered the server's
+// requests with. A later leg (bridge.go's, park.go's, a 2026-07-28
+// client's own retry) shares the set of the leg it continues, so that
+// what the server echoes of an earlier leg's answer in a later leg's
+// error or result is scrubbed too. A nil set is empty.
+type callSecrets struct {
+	mu   sync.Mutex
+	list []string
+}
+
+// add adds secrets not in s yet.
+func (s *callSecrets) add(secrets []string) {
+	if s == nil || len(secrets) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range secrets {
+		if !slices.Contains(s.list, x) {
+			s.list = append(s.list, x)
+		}
+	}
+}
+
+// all returns the secrets added so far.
+func (s *callSecrets) all() []string {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.list[:len(s.list):len(s.list)]
+}
+
 // maxRecentSecrets bounds the redacted values a server's stderr is
 // scrubbed of.
 const maxRecentSecrets = 256
