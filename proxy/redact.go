@@ -182,8 +182,9 @@ func scrub(s string, secrets []string) string {
 
 // scrubJSON returns the canonical JSON text canon with every string and
 // member name that holds a secret scrubbed (as scrub does) and every
-// number whose text holds one, and every string that is base64 of bytes
-// holding one (an image a server made of it), replaced by Redacted, in
+// number whose text holds one, and every string that is or holds base64
+// of bytes holding one (an image a server made of it, a requestState),
+// replaced by Redacted, in
 // canonical form again, and whether that changed anything. Text that does not parse is returned as it is, with
 // the secrets replaced bytewise.
 func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
