@@ -166,7 +166,7 @@ func (in *callIn) nextLeg(c *call, responses mcp.InputResponseMap, state string)
 	next := *in
 	params := *in.params
 	params.InputResponses, params.RequestState = responses, state
-	next.params, next.continues, next.id = &params, c.resultIndex, nil
+	next.params, next.continues, next.secrets, next.id = &params, c.resultIndex, c.secrets, nil
 	next.start = time.Now() // the client has answered
 	return &next
 }
@@ -284,9 +284,10 @@ type retries struct {
 }
 
 type retryWait struct {
-	result uint64 // the input_required call.result
-	n      int    // results noted under this key
-	at     time.Time
+	result  uint64       // the input_required call.result
+	secrets *callSecrets // its leg's
+	n       int          // results noted under this key
+	at      time.Time
 }
 
 const (
@@ -314,7 +315,7 @@ func (r *retries) note(c *call, state string) {
 		w.n++
 		return
 	}
-	r.m[k] = &retryWait{result: c.resultIndex, n: 1, at: time.Now()}
+	r.m[k] = &retryWait{result: c.resultIndex, secrets: c.secrets, n: 1, at: time.Now()}
 	r.order = append(r.order, k)
 	for len(r.order) > maxRetryWaits {
 		delete(r.m, r.order[0])
@@ -322,21 +323,21 @@ func (r *retries) note(c *call, state string) {
 	}
 }
 
-// take returns the call.result a retry c (with state) continues, 0 if
-// there is none to tell.
-func (r *retries) take(c *call, state string) uint64 {
+// take returns the call.result a retry c (with state) continues and its
+// leg's secrets; 0 and nil if there is none to tell.
+func (r *retries) take(c *call, state string) (uint64, *callSecrets) {
 	k := retryKey(c, state)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.m[k]
 	if !ok {
-		return 0
+		return 0, nil
 	}
 	delete(r.m, k)
 	if w.n != 1 || time.Since(w.at) >= maxRetryWait {
-		return 0
+		return 0, nil
 	}
-	return w.result
+	return w.result, w.secrets
 }
 
 // olderClientMeta adds to meta, the _meta of an older client's request

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -341,7 +342,7 @@ func TestNewerSessionThatCannotStart(t *testing.T) {
 // beyond the bound.
 func TestRetriesTie(t *testing.T) {
 	leg := func(args string, result uint64) *call {
-		return &call{actor: "a", server: "s", tool: "t", args: log.CanonicalJSON(args), resultIndex: result}
+		return &call{actor: "a", server: "s", tool: "t", args: log.CanonicalJSON(args), resultIndex: result, secrets: &callSecrets{list: []string{"s-" + args}}}
 	}
 	var r retries
 	r.note(leg(`{"q":1}`, 10), "st")
@@ -359,8 +360,12 @@ func TestRetriesTie(t *testing.T) {
 		{`{"q":3}`, "", 40},
 		{`{"q":4}`, "", 0},
 	} {
-		if got := r.take(leg(tc.args, 0), tc.state); got != tc.want {
-			t.Errorf("retry of %s with state %q: continues %d, want %d", tc.args, tc.state, got, tc.want)
+		got, secrets := r.take(leg(tc.args, 0), tc.state)
+		if got != tc.want || (secrets != nil) != (tc.want != 0) {
+			t.Errorf("retry of %s with state %q: continues %d (secrets %v), want %d", tc.args, tc.state, got, secrets, tc.want)
+		}
+		if secrets != nil && !slices.Equal(secrets.all(), []string{"s-" + tc.args}) {
+			t.Errorf("retry of %s: inherits secrets %q, want the noted leg's", tc.args, secrets.all())
 		}
 	}
 	// A retry by another client (log.Audit would refuse the tie) is not tied.
@@ -369,19 +374,19 @@ func TestRetriesTie(t *testing.T) {
 	r.note(cl, "st")
 	other := leg(`{"q":5}`, 0)
 	other.client = &mcp.Implementation{Name: "two", Version: "1"}
-	if got := r.take(other, "st"); got != 0 {
+	if got, _ := r.take(other, "st"); got != 0 {
 		t.Errorf("retry by another client: continues %d, want 0", got)
 	}
-	if got := r.take(cl, "st"); got != 50 {
+	if got, _ := r.take(cl, "st"); got != 50 {
 		t.Errorf("retry by the same client: continues %d, want 50", got)
 	}
 	for i := range maxRetryWaits + 1 {
 		r.note(leg(fmt.Sprintf(`{"n":%d}`, i), uint64(100+i)), "")
 	}
-	if got := r.take(leg(`{"n":0}`, 0), ""); got != 0 {
+	if got, _ := r.take(leg(`{"n":0}`, 0), ""); got != 0 {
 		t.Errorf("the oldest beyond the bound: continues %d, want it forgotten", got)
 	}
-	if got := r.take(leg(fmt.Sprintf(`{"n":%d}`, maxRetryWaits), 0), ""); got != 100+maxRetryWaits {
+	if got, _ := r.take(leg(fmt.Sprintf(`{"n":%d}`, maxRetryWaits), 0), ""); got != 100+maxRetryWaits {
 		t.Errorf("the newest: continues %d", got)
 	}
 }

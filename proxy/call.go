@@ -29,7 +29,7 @@ type call struct {
 	actor        string
 	start        time.Time
 	args         log.CanonicalJSON // redacted
-	secrets      []string          // redacted values, scrubbed from error texts
+	secrets      *callSecrets      // redacted values (all legs'), scrubbed from error texts
 	client       *mcp.Implementation
 	protocol     string
 	index        uint64 // the call entry's, once written

@@ -158,8 +158,22 @@ func askCaller[R any](ctx context.Context, d *downstream, what, method string, p
 // the fast front's stream of the call (callstream.go), else through the
 // SDK's session in the call's context, which puts it on that call's
 // stream too; a parked call's (park.go) waits for its client's retry.
-// This is the one router of server-to-client requests.
+// This is the one router of server-to-client requests. The answer's
+// redacted fields join the call's secrets (and the server's recent ones),
+// as its arguments' do: the server may echo them in its result or error.
 func (d *downstream) askClient(ctx context.Context, c *inflightCall, method string, params any) (json.RawMessage, error) {
+	raw, err := d.routeAsk(ctx, c, method, params)
+	if err == nil && len(d.cfg.Redact) > 0 {
+		if _, secrets, err := redactArgs(raw, d.cfg.Redact, d.cfg.RedactIgnoreCase); err == nil {
+			d.secrets.remember(secrets)
+			c.secrets.add(secrets)
+		}
+	}
+	return raw, err
+}
+
+// routeAsk is askClient's route to the client.
+func (d *downstream) routeAsk(ctx context.Context, c *inflightCall, method string, params any) (json.RawMessage, error) {
 	if err := clientDeclared(c.session, method); err != nil {
 		return nil, err
 	}
@@ -368,7 +382,7 @@ func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, 
 	bridged := sessionStateless(cs) && protocol < statelessProtocol
 	// Noted as in progress, as a call is, so that a server's request
 	// during the read finds the client that made it.
-	id := d.calls.begin(ss, ctx)
+	id := d.calls.begin(ss, ctx, nil)
 	defer d.calls.end(id)
 	var prev uint64 // the index of the leg before's entry
 	for leg := 1; ; leg++ {

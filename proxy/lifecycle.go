@@ -42,8 +42,9 @@ type callIn struct {
 	id        json.RawMessage        // the JSON-RPC request id, if the front knows it
 	transport string                 // "pipe" (stdio) or "tcp", for the trace
 	start     time.Time
-	continues uint64 // a later leg's: the call.result whose input_required it answers
-	ticket    uint64 // its place in d's gate (drain.go)
+	continues uint64       // a later leg's: the call.result whose input_required it answers
+	secrets   *callSecrets // a later leg's: the redacted values of the legs before
+	ticket    uint64       // its place in d's gate (drain.go)
 
 	down downSession // the session it goes to, once resolved
 }
@@ -285,14 +286,14 @@ func (p *Proxy) forward(ctx context.Context, in *callIn, c *call) error {
 	}
 	// Noted as in progress, so that server requests and log messages the
 	// server sends outside the call's own stream find its session.
-	id := d.calls.begin(in.session, ctx)
+	id := d.calls.begin(in.session, ctx, c.secrets)
 	defer d.calls.end(id)
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
 	d.gate.forwarding(in.ticket, cancel)
 	var o outcome
 	if d.cfg.URL != "" && !stateless {
-		o = d.postCall(cctx, cs, in, meta, &inflightCall{session: in.session, ctx: ctx})
+		o = d.postCall(cctx, cs, in, meta, &inflightCall{session: in.session, ctx: ctx, secrets: c.secrets})
 	} else {
 		o = sdkCall(cctx, cs, in.tool, in.params, meta)
 	}
@@ -344,7 +345,7 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 	case o.wireErr != nil:
 		// The server answered with a JSON-RPC error: the client sees it
 		// verbatim; only the log copy is scrubbed.
-		c.isError, c.errText, c.errCode = true, scrub(o.wireErr.Message, c.secrets), o.wireErr.Code
+		c.isError, c.errText, c.errCode = true, scrub(o.wireErr.Message, c.secrets.all()), o.wireErr.Code
 		return o.wireErr
 	case d.p.stopping.Load() && (ctx.Err() != nil || o.lost):
 		c.errText = "cut off: provlog was stopping"
@@ -368,6 +369,6 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		c.errText = fmt.Sprintf("server %q: %v", d.cfg.ID, o.err)
 	}
 	c.isError = true
-	c.errText = scrub(c.errText, c.secrets)
+	c.errText = scrub(c.errText, c.secrets.all())
 	return errLocal{c.errText}
 }

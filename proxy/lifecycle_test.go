@@ -39,7 +39,7 @@ func TestClassifyOnePlace(t *testing.T) {
 		{"connection closed", live, live, outcome{err: io.ErrUnexpectedEOF, lost: true}, `server "s" closed the connection during the call`, false},
 		{"other", live, live, outcome{err: errors.New("HTTP 500: SECRET")}, `server "s": HTTP 500: [redacted]`, false},
 	} {
-		c := &call{secrets: []string{"SECRET"}}
+		c := &call{secrets: &callSecrets{list: []string{"SECRET"}}}
 		err := d.classify(tc.ctx, tc.cctx, nil, "t", c, tc.o)
 		if tc.text == "" {
 			if err != nil || c.errText != "" || c.isError != tc.o.isError {

@@ -174,7 +174,7 @@ func (p *Proxy) serveParked(ctx context.Context, in *callIn, actor string, span 
 		if pc, answers, rerr = p.takeRetry(in, actor); rerr != nil {
 			return nil, "", rerr
 		}
-		in.continues = pc.last
+		in.continues, in.secrets = pc.last, pc.first.secrets
 	}
 	c, rerr := p.startCall(ctx, in, actor)
 	if rerr != nil {

@@ -37,20 +37,26 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 		server: d.cfg.ID, tool: in.tool, toolSum: d.cat.toolSum(front, cs), actor: actor, start: in.start,
 		client: in.client, protocol: in.protocol, retain: d.cfg.Retain == RetainFull, continues: in.continues,
 	}
-	var err error
-	if c.args, c.secrets, err = d.recordedArgs(in.params.Arguments, in.argsCanon); err != nil {
+	args, secrets, err := d.recordedArgs(in.params.Arguments, in.argsCanon)
+	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the call to %s was not made: its arguments cannot be recorded: %v", front, err)
 	}
+	c.args = args
 	if len(in.params.InputResponses) > 0 {
-		sum, secrets, err := d.inputResponsesSum(in.params.InputResponses)
+		sum, more, err := d.inputResponsesSum(in.params.InputResponses)
 		if err != nil {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the call to %s was not made: its inputResponses cannot be recorded: %v", front, err)
 		}
-		c.inputSum, c.secrets = sum, append(c.secrets, secrets...)
+		c.inputSum, secrets = sum, append(secrets, more...)
 	}
+	c.secrets = in.secrets // a later leg's: the legs' before
 	if c.continues == 0 && (len(in.params.InputResponses) > 0 || in.params.RequestState != "") {
-		c.continues = p.retries.take(c, in.params.RequestState) // a client's own retry
+		c.continues, c.secrets = p.retries.take(c, in.params.RequestState) // a client's own retry
 	}
+	if c.secrets == nil {
+		c.secrets = new(callSecrets)
+	}
+	c.secrets.add(secrets)
 	if err := p.recordCall(ctx, c); err != nil {
 		p.logger.Error("proxy: recording a call failed; the call is refused", "actor", c.actor, "server", c.server, "tool", c.tool, "error", err)
 		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was not made, as the log cannot record it: %v", front, err)
@@ -218,7 +224,7 @@ func (p *Proxy) recordResult(ctx context.Context, c *call) (*log.Receipt, error)
 			// What is kept on disk never holds a redacted value: a
 			// result that echoes one is kept with it scrubbed out,
 			// under its own hash.
-			kept, changed := scrubJSON(canon, c.secrets)
+			kept, changed := scrubJSON(canon, c.secrets.all())
 			if err := bs.put(p.opts.Blobs, kept); err != nil {
 				return nil, fmt.Errorf("keeping the result: %w", err)
 			}

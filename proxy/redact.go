@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net/url"
 	"slices"
 	"strings"
@@ -181,8 +182,9 @@ func scrub(s string, secrets []string) string {
 
 // scrubJSON returns the canonical JSON text canon with every string and
 // member name that holds a secret scrubbed (as scrub does) and every
-// number whose text holds one, and every string that is base64 of bytes
-// holding one (an image a server made of it), replaced by Redacted, in
+// number whose text holds one, and every string that is or holds base64
+// of bytes holding one (an image a server made of it, a requestState),
+// replaced by Redacted, in
 // canonical form again, and whether that changed anything. Text that does not parse is returned as it is, with
 // the secrets replaced bytewise.
 func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
@@ -276,27 +278,106 @@ func base64Cores(secrets []string) []string {
 	return cores
 }
 
-// decodesToSecret reports whether s, a string holding one of cores, is
-// base64 (in an alphabet of base64Alphabets, padded or not) of bytes that
-// hold a secret of at least minSecretLen bytes.
+// decodesToSecret reports whether s, a string holding one of cores, holds
+// base64 (in an alphabet of base64Alphabets, padded or not, whole or as a
+// run of the alphabet's characters inside it: "st." + base64 of a
+// secret, a server's requestState) of bytes that hold a secret of at
+// least minSecretLen bytes. Each run is decoded from its first four
+// characters, so it is linear in s.
 func decodesToSecret(s string, cores, secrets []string) bool {
 	if !slices.ContainsFunc(cores, func(c string) bool { return strings.Contains(s, c) }) {
 		return false
 	}
 	for _, enc := range base64Alphabets {
-		for _, e := range []*base64.Encoding{enc, enc.WithPadding(base64.NoPadding)} {
-			b, err := e.DecodeString(s)
-			if err != nil {
+		raw := enc.WithPadding(base64.NoPadding)
+		for run := range base64Runs(s, enc) {
+			if !slices.ContainsFunc(cores, func(c string) bool { return strings.Contains(run, c) }) {
 				continue
 			}
-			for _, x := range secrets {
-				if len(x) >= minSecretLen && bytes.Contains(b, []byte(x)) {
-					return true
+			// The run's first four characters (line breaks, which the
+			// decoder skips, aside) are the offsets a group can start at.
+			for i, n := 0, 0; i < len(run) && n < 4; i++ {
+				if run[i] == '\r' || run[i] == '\n' {
+					continue
+				}
+				n++
+				b, _ := raw.DecodeString(run[i:]) // what decodes before an error is enough
+				for _, x := range secrets {
+					if len(x) >= minSecretLen && bytes.Contains(b, []byte(x)) {
+						return true
+					}
 				}
 			}
 		}
 	}
 	return false
+}
+
+// base64Runs yields the runs of s of enc's characters (and line breaks,
+// which a wrapped encoding holds).
+func base64Runs(s string, enc *base64.Encoding) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		start := -1
+		for i := 0; i <= len(s); i++ {
+			in := i < len(s) && inBase64Run(s[i], enc)
+			switch {
+			case in && start < 0:
+				start = i
+			case !in && start >= 0:
+				if !yield(s[start:i]) {
+					return
+				}
+				start = -1
+			}
+		}
+	}
+}
+
+// inBase64Run reports whether c is one of enc's characters (of
+// base64Alphabets) or a line break.
+func inBase64Run(c byte, enc *base64.Encoding) bool {
+	switch {
+	case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '\r', c == '\n':
+		return true
+	case enc == base64.URLEncoding:
+		return c == '-' || c == '_'
+	}
+	return c == '+' || c == '/'
+}
+
+// callSecrets are the redacted values of one call, all its legs': what
+// its client sent (arguments, inputResponses) and answered the server's
+// requests with. A later leg (bridge.go's, park.go's, a 2026-07-28
+// client's own retry) shares the set of the leg it continues, so that
+// what the server echoes of an earlier leg's answer in a later leg's
+// error or result is scrubbed too. A nil set is empty.
+type callSecrets struct {
+	mu   sync.Mutex
+	list []string
+}
+
+// add adds secrets not in s yet.
+func (s *callSecrets) add(secrets []string) {
+	if s == nil || len(secrets) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range secrets {
+		if !slices.Contains(s.list, x) {
+			s.list = append(s.list, x)
+		}
+	}
+}
+
+// all returns the secrets added so far.
+func (s *callSecrets) all() []string {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.list[:len(s.list):len(s.list)]
 }
 
 // maxRecentSecrets bounds the redacted values a server's stderr is

@@ -68,6 +68,8 @@ func FuzzScrubJSON(f *testing.F) {
 	f.Add([]byte(`{"data":"aHVudGVyMjI=","type":"image"}`), "hunter22")
 	f.Add([]byte(`{"blob":"eGh1bnRlcjIyeXo"}`), "hunter22")
 	f.Add([]byte(`{"text":"see /q?t=sk%2Fa%2Bb and /p/sk%2Fa+b"}`), "sk/a+b")
+	f.Add([]byte(`{"requestState":"st.YW5zMS1TZWNyZXQvNCtrcQ"}`), "ans1-Secret/4+kq") // base64 inside a string
+	f.Add([]byte(`{"s":"x-eGh1bnRlcjIyeXo.y","t":"ab/aHVudGVyMjI=/c"}`), "hunter22")  // a run starting off a group
 	f.Fuzz(func(t *testing.T, data []byte, secret string) {
 		if secret == "" {
 			return // never a secret: empty values are not collected
@@ -99,6 +101,16 @@ func FuzzScrubJSON(f *testing.F) {
 				}
 				if b, err := base64.StdEncoding.DecodeString(x); err == nil && len(secret) >= minSecretLen && strings.Contains(string(b), secret) {
 					t.Fatalf("%q left, base64, in %s", secret, out)
+				}
+				// Nor does base64 starting anywhere inside it (decoded up to
+				// its first character of no alphabet).
+				for i := 0; i < len(x) && len(x) <= 1<<12 && len(secret) >= minSecretLen; i++ {
+					for _, enc := range base64Alphabets {
+						rest, _, _ := strings.Cut(x[i:], "=")
+						if b, _ := enc.WithPadding(base64.NoPadding).DecodeString(rest); strings.Contains(string(b), secret) {
+							t.Fatalf("%q left, base64 at %d, in %s", secret, i, out)
+						}
+					}
 				}
 			case json.Number:
 				check(string(x))

@@ -152,17 +152,18 @@ type callers struct {
 type inflightCall struct {
 	session *mcp.ServerSession
 	ctx     context.Context
+	secrets *callSecrets // the call's, which its client's answers join (nil: a read's)
 }
 
 // begin notes an upstream call in progress; end(id) ends it.
-func (c *callers) begin(ss *mcp.ServerSession, ctx context.Context) uint64 {
+func (c *callers) begin(ss *mcp.ServerSession, ctx context.Context, secrets *callSecrets) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = map[uint64]*inflightCall{}
 	}
 	c.next++
-	c.m[c.next] = &inflightCall{session: ss, ctx: ctx}
+	c.m[c.next] = &inflightCall{session: ss, ctx: ctx, secrets: secrets}
 	return c.next
 }
 

@@ -99,10 +99,10 @@ const (
 	leakNumber    = "84736251"
 )
 
-// leakForms are the texts a redacted value could be written as.
-func leakForms() map[string]string {
+// leakForms are the texts the secrets could be written as.
+func leakForms(secrets ...string) map[string]string {
 	forms := map[string]string{}
-	for _, s := range []string{leakSecret, leakURISecret, leakNumber} {
+	for _, s := range secrets {
 		forms[s] = s
 		encoded := map[string]string{"URL-encoded ": url.QueryEscape(s), "path-escaped ": url.PathEscape(s)}
 		for k := range 3 {
@@ -170,7 +170,6 @@ servers:
 	cs := connectHTTP(t, sp.base, token)
 	ctx := context.Background()
 	trace := mcp.Meta{"traceparent": "00-" + otelParentTrace + "-" + otelParentSpan + "-01"}
-	var answers bytes.Buffer // what provlog itself answered: its endpoints, its own tool
 	args := json.RawMessage(`{"Token":"` + leakSecret + `","deep":[{"TOKEN":` + leakNumber + `}],"note":"kept"}`)
 	for _, tool := range []string{"lk__echo", "lk__fail", "lk__tool_error", "lh__echo", "lh__fail", "lh__tool_error"} {
 		meta := mcp.Meta{"progressToken": "p-" + tool}
@@ -203,26 +202,21 @@ servers:
 			t.Fatalf("%s__greet: %v", id, err)
 		}
 	}
-	status, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "provlog__status"})
-	if err != nil {
-		t.Fatalf("provlog__status: %v", err)
-	}
-	b, _ := json.Marshal(status)
-	answers.Write(b)
-	for _, path := range []string{"/healthz", "/metrics"} {
-		req, _ := http.NewRequest("GET", sp.base+path, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		answers.Write(body)
-	}
+	answers := provlogAnswers(t, cs, sp.base, token)
 	stop()
+	if !bytes.Contains([]byte(sp.stderr.String()), []byte("leakfx got")) {
+		t.Fatalf("the downstream's stderr is not on the sidecar's: the test cannot tell that it is scrubbed")
+	}
+	searchWritten(t, sp, rcv, data, answers, leakForms(leakSecret, leakURISecret, leakNumber))
+}
 
-	written := map[string][]byte{"stderr": []byte(sp.stderr.String()), "provlog's answers": answers.Bytes()}
+// searchWritten greps every byte the stopped sidecar sp wrote (stderr,
+// its answers, the spans rcv got, the data directory data, an export
+// bundle of it and tasks list's output) for forms.
+func searchWritten(t *testing.T, sp *fxSidecar, rcv *otlptest.Collector, data string, answers []byte, forms map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	written := map[string][]byte{"stderr": []byte(sp.stderr.String()), "provlog's answers": answers}
 	batches := rcv.Batches(t)
 	if len(batches) == 0 {
 		t.Fatalf("no spans reached the collector; the sidecar said: %s", sp.stderr.String())
@@ -246,14 +240,36 @@ servers:
 			return nil
 		})
 	}
-	if !bytes.Contains(written["stderr"], []byte("leakfx got")) {
-		t.Fatalf("the downstream's stderr is not on the sidecar's: the test cannot tell that it is scrubbed")
-	}
 	for where, b := range written {
-		for form, s := range leakForms() {
+		for form, s := range forms {
 			if i := bytes.Index(b, []byte(s)); i >= 0 {
 				t.Errorf("%s holds %s: …%q…", where, form, b[max(0, i-80):min(len(b), i+len(s)+40)])
 			}
 		}
 	}
+}
+
+// provlogAnswers is what provlog itself answers at base: provlog__status
+// (to cs), /healthz and /metrics.
+func provlogAnswers(t *testing.T, cs *mcp.ClientSession, base, token string) []byte {
+	t.Helper()
+	var answers bytes.Buffer
+	status, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "provlog__status"})
+	if err != nil {
+		t.Fatalf("provlog__status: %v", err)
+	}
+	b, _ := json.Marshal(status)
+	answers.Write(b)
+	for _, path := range []string{"/healthz", "/metrics"} {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answers.Write(body)
+	}
+	return answers.Bytes()
 }
