@@ -71,7 +71,9 @@ func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
 	d.cat = newCatalogue(d)
 	d.sup = newSupervisor(cfg.ID, p.logger, d.connect, func(ctx context.Context, cs *mcp.ClientSession) {
 		d.cat.syncAll(ctx, cs)
-		p.resubscribe(ctx, d, cs)
+		p.resubscribe(ctx, d, cs, func(ctx context.Context, uri string) error {
+			return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		})
 	})
 	return d
 }
@@ -136,7 +138,7 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 		// it is (SEP-2322), not answered here.
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
-	client.AddReceivingMiddleware(d.p.guard, d.forwardServerRequests)
+	client.AddReceivingMiddleware(d.p.guard, d.forwardServerRequests, d.noteListenAcks)
 
 	var base http.RoundTripper
 	if d.httpClient != nil {

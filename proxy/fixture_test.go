@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,9 +80,10 @@ func fixtureServerConfig(t *testing.T, id string) ServerConfig {
 // error that echoes an argument, a big result.
 func runFixtureServer() {
 	var opts *mcp.ServerOptions
+	var taken atomic.Int64 // subscriptions the process took ("subs")
 	if os.Getenv(fixtureEnv) == "subs" {
 		opts = &mcp.ServerOptions{
-			SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+			SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { taken.Add(1); return nil },
 			UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		}
 	}
@@ -145,13 +147,13 @@ func runFixtureServer() {
 		addSilentRug(s)
 	case "subs":
 		// touch tells the subscribers that the resource changed, in
-		// the process it runs in.
+		// the process it runs in, and how many subscriptions it took.
 		s.AddResource(&mcp.Resource{Name: "w", URI: "fixture:///watched"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "watched"}}}, nil
 		})
 		s.AddTool(&mcp.Tool{Name: "touch", InputSchema: obj}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			err := s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "fixture:///watched"})
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint("touched: ", err)}}}, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint("touched: ", err, "; taken: ", taken.Load())}}}, nil
 		})
 	}
 	s.AddTool(&mcp.Tool{Name: "big", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -245,6 +245,20 @@ func (d *downstream) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHan
 	}
 }
 
+// noteListenAcks passes the server's acknowledgements of subscriptions
+// (notifications/subscriptions/acknowledged, SEP-2575) to the newer
+// session's listens.
+func (d *downstream) noteListenAcks(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if a, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok {
+			if cs, ok := req.GetSession().(*mcp.ClientSession); ok {
+				d.newer.acknowledged(cs, a.Notifications.ResourceSubscriptions)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
 // resourceUpdated tells the subscribed clients, under the front URI.
 func (d *downstream) resourceUpdated(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 	_ = d.p.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{
@@ -523,7 +537,7 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 	if ncs := d.newer.current(); ncs != nil {
 		// The second process serves the 2026-07-28 clients' calls and
 		// reads: what changes there is told there.
-		if err := ncs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		if err := d.newer.listen(ctx, ncs, uri); err != nil {
 			shown, why := d.loggedURI(uri, err)
 			p.logger.Warn("proxy: subscribing on the newer session failed", "server", d.cfg.ID, "uri", shown, "error", why)
 		}
@@ -548,12 +562,7 @@ func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) er
 	if !last {
 		return nil
 	}
-	if ncs := d.newer.current(); ncs != nil {
-		if err := ncs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
-			shown, why := d.loggedURI(uri, err)
-			p.logger.Warn("proxy: unsubscribing on the newer session failed", "server", d.cfg.ID, "uri", shown, "error", why)
-		}
-	}
+	// The newer session keeps its listen (newerSession.listen).
 	if cs, err := d.session(); err == nil {
 		if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
 			return forwardError(d.cfg.ID, err)
@@ -563,8 +572,8 @@ func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) er
 }
 
 // resubscribe renews the subscriptions held on d after it (or its newer
-// session) connected.
-func (p *Proxy) resubscribe(ctx context.Context, d *downstream, cs *mcp.ClientSession) {
+// session, subscribing with d.newer.listen) connected; subscribe holds one.
+func (p *Proxy) resubscribe(ctx context.Context, d *downstream, cs *mcp.ClientSession, subscribe func(ctx context.Context, uri string) error) {
 	caps := cs.InitializeResult().Capabilities
 	if caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
 		return
@@ -577,7 +586,10 @@ func (p *Proxy) resubscribe(ctx context.Context, d *downstream, cs *mcp.ClientSe
 	p.mu.Unlock()
 	for _, u := range uris {
 		if owner, uri, ok := p.router.resource(u); ok && owner == d {
-			if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			sctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
+			err := subscribe(sctx, uri)
+			cancel()
+			if err != nil {
 				shown, why := d.loggedURI(uri, err)
 				p.logger.Warn("proxy: renewing a resource subscription failed", "server", d.cfg.ID, "uri", shown, "error", why)
 			}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -71,5 +72,65 @@ func TestCallTargetResolvedOnce(t *testing.T) {
 	}
 	if cs, _ := (&callIn{d: d, protocol: statelessProtocol}).target(ctx); cs != second {
 		t.Errorf("a new call went to %p, not the server's session now, %p", cs, second)
+	}
+}
+
+// TestNewerListenWaitsForAck: holding a subscription on the newer session
+// returns once the server has taken it. go-sdk's Subscribe returns when
+// the listen is sent, and the server takes requests concurrently: a
+// change told before it took the listen went unheard. The server here
+// takes it only when let; cancelled before that, the hold fails.
+func TestNewerListenWaitsForAck(t *testing.T) {
+	entered, let := make(chan struct{}), make(chan struct{})
+	letGo := sync.OnceFunc(func() { close(let) })
+	s := mcp.NewServer(&mcp.Implementation{Name: "gated", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error {
+			close(entered)
+			<-let
+			return nil
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	s.AddResource(&mcp.Resource{Name: "w", URI: "fixture:///watched"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "watched"}}}, nil
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	t.Cleanup(letGo) // before ss closes
+	d := &downstream{}
+	updated := make(chan string, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "provlog", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
+	})
+	client.AddReceivingMiddleware(d.noteListenAcks)
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if !sessionStateless(cs) {
+		t.Fatalf("the session speaks %s", cs.InitializeResult().ProtocolVersion)
+	}
+
+	lctx, cancel := context.WithCancel(ctx)
+	held := make(chan error, 1)
+	go func() { held <- d.newer.listen(lctx, cs, "fixture:///watched") }()
+	<-entered
+	cancel()
+	if err := <-held; err == nil {
+		t.Fatal("the hold returned before the server took the listen")
+	}
+	letGo()
+	if err := d.newer.listen(ctx, cs, "fixture:///watched"); err != nil {
+		t.Fatal(err)
+	}
+	s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "fixture:///watched"})
+	if got := <-updated; got != "fixture:///watched" {
+		t.Errorf("resources/updated for %q", got)
 	}
 }

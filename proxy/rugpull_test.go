@@ -174,7 +174,10 @@ func TestNewerSessionToolDefinitions(t *testing.T) {
 // stdio server's resource hears that it changed when it changes in the
 // server's second process, which serves that client's calls and reads.
 // The subscription was held on the first process alone, so the client
-// heard nothing.
+// heard nothing. Subscribing anew while it runs keeps its one listen: the
+// listen a client's unsubscribe ended removed, as it ended, the one a
+// new subscribe had opened (go-sdk's server holds a subscription per
+// session, not per listen).
 func TestNewerSessionSubscriptions(t *testing.T) {
 	l := newTestLog(t)
 	cfg := fixtureServerConfig(t, "fx")
@@ -206,7 +209,7 @@ func TestNewerSessionSubscriptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__touch"})
-		if err != nil || res.IsError || textOf(res) != "touched: <nil>" {
+		if err != nil || res.IsError || textOf(res) != "touched: <nil>; taken: 1" {
 			t.Fatalf("fx__touch: %v %v", err, res)
 		}
 		select {
