@@ -51,36 +51,20 @@ func TestHTTPDownstreamEndlessAnswer(t *testing.T) {
 }
 
 func testHTTPDownstreamEndlessAnswer(t *testing.T, mediaType, head, want string) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "endless", Version: "1"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{}, nil
-	})
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	const total = 64 << 20
 	var written atomic.Int64
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte(`"tools/call"`)) {
-			w.Header().Set("Content-Type", mediaType)
-			w.Write([]byte(head))
-			chunk := bytes.Repeat([]byte("1"), 1<<20)
-			for written.Load() < total {
-				n, err := w.Write(chunk)
-				written.Add(int64(n))
-				if err != nil {
-					return
-				}
+	res, err := callOddDownstream(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", mediaType)
+		w.Write([]byte(head))
+		chunk := bytes.Repeat([]byte("1"), 1<<20)
+		for written.Load() < total {
+			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
 			}
-			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		sdk.ServeHTTP(w, r)
-	}))
-	t.Cleanup(down.Close)
-	l := newTestLog(t)
-	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL}}, nil)
-	cs := connectMemory(t, p, nil)
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
+	})
 	got := ""
 	if err != nil {
 		got = err.Error()
@@ -127,7 +111,22 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 // gets the call failed naming both requests (the error said only that
 // the stream ended without an answer).
 func TestHTTPDownstreamAnswersAnotherRequest(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "astray", Version: "1"}, nil)
+	_, err := callOddDownstream(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte(`data: {"jsonrpc":"2.0","id":"provlog-999999","result":{"content":[]}}` + "\n\n"))
+	})
+	if err == nil || !strings.Contains(err.Error(), `the event stream ended without an answer`) ||
+		!strings.Contains(err.Error(), `the stream carried an answer to request "provlog-999999", not to this call's "provlog-`) {
+		t.Errorf("a call whose stream answered another request: %v", err)
+	}
+}
+
+// callOddDownstream makes a call of tool x through the proxy to an HTTP
+// MCP server that answers its tools/call POST with answer (everything
+// else is go-sdk's), and returns the call's result and error.
+func callOddDownstream(t *testing.T, answer http.HandlerFunc) (*mcp.CallToolResult, error) {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "odd", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
 	})
@@ -135,20 +134,14 @@ func TestHTTPDownstreamAnswersAnotherRequest(t *testing.T) {
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if bytes.Contains(body, []byte(`"tools/call"`)) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Write([]byte(`data: {"jsonrpc":"2.0","id":"provlog-999999","result":{"content":[]}}` + "\n\n"))
+			answer(w, r)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		sdk.ServeHTTP(w, r)
 	}))
 	t.Cleanup(down.Close)
-	l := newTestLog(t)
-	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL}}, nil)
+	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "m", URL: down.URL}}, nil)
 	cs := connectMemory(t, p, nil)
-	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
-	if err == nil || !strings.Contains(err.Error(), `the event stream ended without an answer`) ||
-		!strings.Contains(err.Error(), `the stream carried an answer to request "provlog-999999", not to this call's "provlog-`) {
-		t.Errorf("a call whose stream answered another request: %v", err)
-	}
+	return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
 }

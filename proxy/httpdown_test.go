@@ -1,12 +1,9 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -106,25 +103,9 @@ func testHTTPDownstreamRestarted(t *testing.T, front string) {
 // redirect gets the call refused, saying where it points (the error said
 // "HTTP 307: " and nothing more); the redirect is not followed.
 func TestHTTPDownstreamRedirectNamed(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "moved", Version: "1"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{}, nil
+	_, err := callOddDownstream(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://elsewhere.example/mcp", http.StatusTemporaryRedirect)
 	})
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte(`"tools/call"`)) {
-			http.Redirect(w, r, "http://elsewhere.example/mcp", http.StatusTemporaryRedirect)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		sdk.ServeHTTP(w, r)
-	}))
-	t.Cleanup(down.Close)
-	l := newTestLog(t)
-	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL}}, nil)
-	cs := connectMemory(t, p, nil)
-	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
 	if err == nil || !strings.Contains(err.Error(), "HTTP 307: the server redirects to http://elsewhere.example/mcp") {
 		t.Errorf("a redirected call: %v", err)
 	}
