@@ -3,6 +3,7 @@
 // Everything the server sends is shown as text, never as markup.
 
 import { verifyEntry, verifyConsistency, parseVKey, verifyCosignature, toHex, encodeBase64, decodeBase64 } from "./verify.js";
+import { shown } from "./shown.js";
 
 const state = { token: "", vkey: "", info: null, infoP: null, seq: 0 };
 const $ = (id) => document.getElementById(id);
@@ -23,39 +24,6 @@ function fill(e, ...children) {
   for (const c of children.flat(Infinity)) {
     if (c !== undefined && c !== null) e.append(...(c instanceof Node ? [c] : shown(String(c))));
   }
-}
-
-// unseen matches the characters that change how the text around them
-// reads without being seen themselves: bidi controls (U+202E makes
-// "report\u202Efdp.exe" read "reportexe.pdf"), zero-width and other
-// invisible characters (U+200B makes "ad\u200Bmin" look like "admin"),
-// and control characters other than tab and newline.
-const unseen = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFEFF\uFFA0\uFFF9-\uFFFB\u{E0000}-\u{E007F}]/u;
-
-// shown is text s as nodes, each unseen character replaced by a visible
-// mark naming its code point: the strings shown come from agents, servers
-// and bundles, and an auditor must not be shown one id that looks like
-// another.
-function shown(s) {
-  if (!unseen.test(s)) return [s];
-  const out = [];
-  let run = "";
-  for (const ch of s) {
-    if (!unseen.test(ch)) {
-      run += ch;
-      continue;
-    }
-    if (run) out.push(run);
-    run = "";
-    const code = "U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
-    const m = document.createElement("mark");
-    m.className = "invisible";
-    m.title = "an invisible or direction-changing character (" + code + "), shown so that it cannot pass for another text";
-    m.textContent = "[" + code + "]";
-    out.push(m);
-  }
-  if (run) out.push(run);
-  return out;
 }
 
 // fragment reads #token=T&entry=N&vkey=VKEY (or hash=, task=). A key or
