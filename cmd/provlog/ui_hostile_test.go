@@ -41,6 +41,7 @@ const (
 // bidi and zero-width characters, a long string).
 type hostileLog struct {
 	base, token            string
+	handler                http.Handler // the sidecar's, which base serves
 	taskID                 string
 	call, claim            uint64
 	title, summary, target string
@@ -86,7 +87,8 @@ func newHostileLog(t *testing.T) *hostileLog {
 	h.call = callOf(t, ctx, sc, h.call)
 	h.claim = index("report_completion", map[string]any{"task_id": h.taskID, "provenance": "observed", "summary": h.summary, "evidence": []uint64{h.call}})
 
-	hs := httptest.NewServer(sc.handler())
+	h.handler = sc.handler()
+	hs := httptest.NewServer(h.handler)
 	t.Cleanup(hs.Close)
 	h.base = hs.URL
 	tok, err := os.ReadFile(filepath.Join(cfg.Data, localToken))
@@ -256,5 +258,52 @@ func TestUIShownMarks(t *testing.T) {
 	}
 	if len(out.Bad) > 0 || out.Marks != 1<<18 {
 		t.Errorf("shown.js: %q; %d marks in the long text, want %d", out.Bad, out.Marks, 1<<18)
+	}
+}
+
+// TestUIDeepNesting: an entry whose arguments and summary nest 100,000
+// arrays deep (no log holds one: it refuses entries nested deeper than
+// 100; a hostile server or bundle can serve one) shows, cut at the page's
+// depth cap with a marked summary of what was cut. The page showed no
+// entry: rendering it exhausted the call stack.
+func TestUIDeepNesting(t *testing.T) {
+	const n = 100_000
+	h := newHostileLog(t)
+	deep := strings.Repeat("[", n) + `"x"` + strings.Repeat("]", n)
+	entry := fmt.Sprintf(`{"actor":"alice","args":{"deep":%s},"kind":"call","server":"fs","summary":%s,"time":"2026-01-02T03:04:05Z","tool":"store"}`, deep, deep)
+	swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == fmt.Sprintf("/log/entry/%d", h.call) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, entry)
+			return
+		}
+		h.handler.ServeHTTP(w, r)
+	}))
+	defer swap.Close()
+	p, ctx := openPage(t)
+	v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d", swap.URL, h.token, h.call))
+	if v != "false" || strings.Contains(txt, "the page failed") {
+		t.Errorf("a substituted entry nested %d deep: data-verified=%s: %s", n, v, txt)
+	}
+	var cuts []string
+	if err := p.Eval(ctx, `[...document.querySelectorAll("#entry mark.cut")].map(e => e.innerText)`, &cuts); err != nil {
+		t.Fatal(err)
+	}
+	// The cap is 100 levels: the summary's row shows its outer 100 arrays;
+	// the entry's fields, inside the entry's object, the outer 98 of the
+	// arguments (inside args too) and 99 of the summary.
+	var want []string
+	for _, shown := range []int{100, 98, 99} {
+		want = append(want, fmt.Sprintf("[cut: an array %d levels deep, holding %d values; shown only in the exact bytes below]", n-shown, n-shown))
+	}
+	if fmt.Sprint(cuts) != fmt.Sprint(want) {
+		t.Errorf("the cut values show as %q, want %q", cuts, want)
+	}
+	var depth int
+	if err := p.Eval(ctx, `(() => { let d = 0; for (let e = document.querySelector("#entry mark.cut"); e; e = e.parentElement) d++; return d; })()`, &depth); err != nil {
+		t.Fatal(err)
+	}
+	if depth == 0 || depth > 20 {
+		t.Errorf("the cut mark is %d elements deep in the page", depth)
 	}
 }

@@ -202,10 +202,19 @@ const kindWords = {
   "witness.conflict": "a witness reported a conflict",
 };
 
+// maxRenderDepth bounds how deeply render nests arrays and objects: the
+// log refuses an entry nested deeper than 100 (log's maxJCSDepth, the
+// entry's own object included), so an entry of the log shows whole, and a
+// deeper value (a hostile bundle's or server's, 100,000 nested arrays) is
+// cut there rather than exhausting the browser's stack.
+const maxRenderDepth = 100;
+
 // render shows a JSON value as indented text, marking redacted values and
-// the hashes that stand for content kept outside the log.
+// the hashes that stand for content kept outside the log. A value inside
+// maxRenderDepth arrays and objects shows as a marked summary.
 function render(v, indent, out, key) {
   const pad = "  ".repeat(indent);
+  if (v !== null && typeof v === "object" && indent >= maxRenderDepth) return out.push(cutMark(v));
   if (Array.isArray(v)) {
     if (v.length === 0) return out.push("[]");
     out.push("[\n");
@@ -235,6 +244,35 @@ function render(v, indent, out, key) {
   out.push(JSON.stringify(v));
 }
 
+// cutMark is the summary render shows for array or object v, cut at
+// maxRenderDepth: how many values it holds and how deep they nest, counted
+// with a stack of its own (v may be nested far deeper than the call stack
+// allows). The cut values of a page are disjoint, so counting is linear.
+function cutMark(v) {
+  let values = 0;
+  let depth = 0;
+  const stack = [[v, 1]];
+  while (stack.length > 0) {
+    const [x, d] = stack.pop();
+    values++;
+    if (x === null || typeof x !== "object") continue;
+    depth = Math.max(depth, d);
+    for (const k of Object.keys(x)) stack.push([x[k], d + 1]);
+  }
+  const what = Array.isArray(v) ? "an array" : "an object";
+  return el("mark", { class: "cut", title: `not shown: nested deeper than ${maxRenderDepth} arrays and objects, deeper than the log accepts` },
+    `[cut: ${what} ${depth} levels deep, holding ${values - 1} values; shown only in the exact bytes below]`);
+}
+
+// shownValue is an entry's member as a row shows it: a string as itself,
+// anything else as render shows it.
+function shownValue(v) {
+  if (typeof v === "string") return v;
+  const out = [];
+  render(v, 0, out);
+  return out;
+}
+
 function showEntry(index, bytes) {
   const sec = $("entry");
   sec.hidden = false;
@@ -246,15 +284,17 @@ function showEntry(index, bytes) {
     fill(sec, el("h2", {}, `Entry ${index}`), el("p", {}, "The entry is not JSON."), el("pre", {}, text));
     return null;
   }
+  // Any member may be any JSON, nested as deeply as its sender liked:
+  // each shows through render, which caps the depth.
   const rows = [
     ["Index", String(index)],
-    ["Kind", `${entry.kind} (${kindWords[entry.kind] || "another kind"})`],
-    ["Time", entry.time],
-    ["Actor", entry.actor],
+    ["Kind", [shownValue(entry.kind), ` (${(typeof entry.kind === "string" && kindWords[entry.kind]) || "another kind"})`]],
+    ["Time", shownValue(entry.time)],
+    ["Actor", shownValue(entry.actor)],
   ];
   const labels = { server: "Server", tool: "Tool", task_id: "Task", title: "Title", provenance: "Provenance", summary: "Summary", call: "Call entry", is_error: "Tool error", size: "Anchored size" };
   for (const [k, label] of Object.entries(labels)) {
-    if (entry[k] !== undefined) rows.push([label, typeof entry[k] === "string" ? entry[k] : JSON.stringify(entry[k])]);
+    if (entry[k] !== undefined) rows.push([label, shownValue(entry[k])]);
   }
   const redacted = text.split('"[redacted]"').length - 1;
   const parts = [];
