@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,15 @@ func rebuildState(tb testing.TB, l opp.EntryReader, size uint64) *state {
 	st := collect(tb, tasks.All(context.Background()), tasks.Violations())
 	if len(st.Tasks) != tasks.Len() {
 		tb.Fatalf("Rebuild: All yielded %d tasks, Len says %d", len(st.Tasks), tasks.Len())
+	}
+	// IDs, from the index alone, names the tasks All reads back.
+	ids := slices.Sorted(tasks.IDs())
+	var want []string
+	for _, t := range st.Tasks {
+		want = append(want, t.ID)
+	}
+	if slices.Sort(want); !slices.Equal(ids, want) {
+		tb.Fatalf("Rebuild: IDs yielded %q, All %q", ids, want)
 	}
 	return st
 }

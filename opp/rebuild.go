@@ -2,6 +2,7 @@ package opp
 
 import (
 	"context"
+	"encoding/hex"
 	"iter"
 	"slices"
 )
@@ -78,3 +79,23 @@ func (t *Tasks) Task(ctx context.Context, id string) (*Task, error) {
 // read back from the log (or the cache) as it is yielded, and none is
 // kept. A failed read is yielded as the error, and ends the sequence.
 func (t *Tasks) All(ctx context.Context) iter.Seq2[*Task, error] { return t.ts.all(ctx) }
+
+// IDs yields the id of every task, in the order they were indexed (log
+// order, for [Rebuild]), from the index alone: no task is read back from
+// the log. An audit that holds a list of the task ids from elsewhere
+// (a shared log's fence keys) names with it the tasks the list lacks.
+func (t *Tasks) IDs() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		t.ts.mu.Lock()
+		count := t.ts.idx.keys.len()
+		t.ts.mu.Unlock()
+		for n := range count {
+			t.ts.mu.Lock()
+			k := *t.ts.idx.keys.at(n)
+			t.ts.mu.Unlock()
+			if !yield("t_" + hex.EncodeToString(k[:])) {
+				return
+			}
+		}
+	}
+}

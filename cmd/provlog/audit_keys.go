@@ -31,7 +31,8 @@ func (k *keysAudit) problem(part, format string, args ...any) {
 // auditFenceKeys checks every row of a shared log's fence keys
 // (provlog_keys) against its entries, audited up to size: the genesis
 // key's row must name entry 0, each task's the task's latest entry as
-// rebuilt in tasks, and every task must have its row. A row put in by
+// rebuilt in tasks, and every task must have its row (those without are
+// named, up to maxKeyProblems, and counted). A row put in by
 // hand (or left stale) fences off appends that should pass, such as every
 // acceptance of a task, or lets through what it should fence off. A row
 // that names an entry committed after size, by sidecars still running, is
@@ -44,8 +45,12 @@ func auditFenceKeys(ctx context.Context, s *logpg.Store, tasks *opp.Tasks, size 
 		last uint64
 	}
 	var past []row
+	present := 0 // rows of the keys the entries give, right or wrong
 	now, err := s.FenceKeys(ctx, func(key string, last uint64) error {
 		want, ok := tasks.Last(key)
+		if ok || key == server.GenesisKey {
+			present++
+		}
 		switch {
 		case last >= size:
 			past = append(past, row{key, last})
@@ -73,15 +78,47 @@ func auditFenceKeys(ctx context.Context, s *logpg.Store, tasks *opp.Tasks, size 
 		k.checked++
 		k.problem(fmt.Sprintf("fence key %q", r.key), "names entry %d, but the log holds %d entries", r.last, now)
 	}
-	// Each row is another key; those that passed account for as many of
-	// the keys the entries give (the tasks and the genesis).
-	if want, good := tasks.Len()+1, k.checked-k.bad; k.later == 0 && size > 0 && good < want {
-		k.problem("fence keys", "%d of the %d keys the entries give (the tasks and the genesis) have no row: appends fenced on them are not fenced off", want-good, want)
+	// A row of a task of the first size entries is committed with the
+	// task's first entry, so rows of later tasks or later entries do not
+	// stand in for a missing one.
+	if want := tasks.Len() + 1; size > 0 && present < want {
+		k.problem("fence keys", "%d of the %d keys the entries give (the tasks and the genesis) have no row: appends fenced on them are not fenced off", want-present, want)
+		if err := k.nameMissing(ctx, s, tasks); err != nil {
+			return k, err
+		}
 	}
 	if k.bad > maxKeyProblems {
 		k.pe.Problems = append(k.pe.Problems, log.Problem{Part: "fence keys", Msg: fmt.Sprintf("and %d more rows", k.bad-maxKeyProblems)})
 	}
 	return k, nil
+}
+
+// nameMissing names each key the entries give that has no fence key row:
+// the genesis's and the tasks'. Only an audit that found some missing
+// reads the rows again, for a set of their keys: the keys of a large log
+// are not held otherwise. A row put in between the two reads leaves its
+// key unnamed; the count stands.
+func (k *keysAudit) nameMissing(ctx context.Context, s *logpg.Store, tasks *opp.Tasks) error {
+	rows := map[string]bool{}
+	_, err := s.FenceKeys(ctx, func(key string, _ uint64) error {
+		if _, ok := tasks.Last(key); ok || key == server.GenesisKey {
+			rows[key] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !rows[server.GenesisKey] {
+		k.problem(fmt.Sprintf("fence key %q", server.GenesisKey), "has no row, but the log has its genesis entry (entry 0)")
+	}
+	for id := range tasks.IDs() {
+		if !rows[id] {
+			last, _ := tasks.Last(id)
+			k.problem(fmt.Sprintf("fence key %q", id), "has no row, but the task is in the log (its latest entry is entry %d)", last)
+		}
+	}
+	return nil
 }
 
 // fenceKeys is audit's check of a shared log's fence keys (nil for

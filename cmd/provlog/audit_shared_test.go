@@ -70,34 +70,72 @@ func TestAuditSharedNamesCorruptNodes(t *testing.T) {
 // of its fence keys (provlog_keys) against the entries and names a row
 // put in, changed or deleted by hand. It passed them all; a task's row
 // set past the log's end fences off every acceptance of the task, for
-// good.
+// good. A deleted row was counted but its task not named, and a wrong
+// row was counted as missing too.
 func TestAuditSharedNamesForgedKeys(t *testing.T) {
 	ctx := context.Background()
-	for _, c := range []struct{ name, sql, want string }{
-		{"past the end", `UPDATE provlog_keys SET last = 1000000 WHERE key = '{pending}'`, `fence key "{pending}": names entry 1000000, but the log holds`},
-		{"stale", `UPDATE provlog_keys SET last = {created} WHERE key = '{accepted}'`, `fence key "{accepted}": names entry {created}, but the task's latest entry is entry {last}`},
-		{"inserted", `INSERT INTO provlog_keys (key, last) VALUES ('no-such-task', 1)`, `fence key "no-such-task": names entry 1, but no task of this id is in the log`},
-		{"genesis", `UPDATE provlog_keys SET last = 1 WHERE key = 'provlog/genesis'`, `fence key "provlog/genesis": names entry 1, but the genesis is entry 0`},
-		{"deleted", `DELETE FROM provlog_keys WHERE key = '{pending}'`, `fence keys: 1 of the 3 keys the entries give (the tasks and the genesis) have no row`},
+	for _, c := range []struct {
+		name, sql string
+		want      []string
+	}{
+		{"past the end", `UPDATE provlog_keys SET last = 1000000 WHERE key = '{pending}'`, []string{`fence key "{pending}": names entry 1000000, but the log holds`}},
+		{"stale", `UPDATE provlog_keys SET last = {created} WHERE key = '{accepted}'`, []string{`fence key "{accepted}": names entry {created}, but the task's latest entry is entry {last}`}},
+		{"inserted", `INSERT INTO provlog_keys (key, last) VALUES ('no-such-task', 1)`, []string{`fence key "no-such-task": names entry 1, but no task of this id is in the log`}},
+		{"genesis", `UPDATE provlog_keys SET last = 1 WHERE key = 'provlog/genesis'`, []string{`fence key "provlog/genesis": names entry 1, but the genesis is entry 0`}},
+		{"deleted", `DELETE FROM provlog_keys WHERE key = '{pending}'`, []string{
+			`fence keys: 1 of the 3 keys the entries give (the tasks and the genesis) have no row`,
+			`fence key "{pending}": has no row, but the task is in the log (its latest entry is entry {pendingLast})`}},
+		{"genesis deleted", `DELETE FROM provlog_keys WHERE key = 'provlog/genesis'`, []string{
+			`fence keys: 1 of the 3 keys the entries give (the tasks and the genesis) have no row`,
+			`fence key "provlog/genesis": has no row, but the log has its genesis entry (entry 0)`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var pending, accepted string
-			var created, last uint64
+			var pendingLast, created, last uint64
 			dsn, audit := sharedAudit(t, func(sc *sidecar) {
-				pending = mustResult(t)(sc.tasks.Create(ctx, "alice", opp.CreateArgs{Title: "pending"})).Task.ID
-				r := mustResult(t)(sc.tasks.Create(ctx, "alice", opp.CreateArgs{Title: "accepted"}))
+				r := mustResult(t)(sc.tasks.Create(ctx, "alice", opp.CreateArgs{Title: "pending"}))
+				pending, pendingLast = r.Task.ID, r.Index
+				r = mustResult(t)(sc.tasks.Create(ctx, "alice", opp.CreateArgs{Title: "accepted"}))
 				accepted, created = r.Task.ID, r.Index
 				last = mustResult(t)(sc.tasks.Accept(ctx, "bob", accepted)).Index
 			})
 			if code, out := audit(); code != 0 || !strings.Contains(out, "fence keys: 3 rows agree with the entries") {
 				t.Fatalf("audit of the intact log: exit %d, want 0 and its 3 fence keys checked\n%s", code, out)
 			}
-			fill := strings.NewReplacer("{pending}", pending, "{accepted}", accepted, "{created}", fmt.Sprint(created), "{last}", fmt.Sprint(last)).Replace
+			fill := strings.NewReplacer("{pending}", pending, "{accepted}", accepted, "{created}", fmt.Sprint(created),
+				"{last}", fmt.Sprint(last), "{pendingLast}", fmt.Sprint(pendingLast)).Replace
 			pgtest.Psql(t, dsn, fill(c.sql))
-			want := fill(c.want)
-			if code, out := audit(); code == 0 || !strings.Contains(out, want) {
-				t.Fatalf("audit after a fence key row %s by hand: exit %d, want a failure naming %q:\n%s", c.name, code, want, out)
+			code, out := audit()
+			for _, want := range c.want {
+				if want = fill(want); code == 0 || !strings.Contains(out, want) {
+					t.Errorf("audit after a fence key row %s by hand: exit %d, want a failure naming %q:\n%s", c.name, code, want, out)
+				}
+			}
+			// A wrong row is not a missing one too (it was counted so).
+			if !strings.Contains(c.sql, "DELETE") && strings.Contains(out, "no row") {
+				t.Errorf("audit after a fence key row %s by hand counts a key with no row:\n%s", c.name, out)
 			}
 		})
+	}
+}
+
+// TestAuditSharedMissingKeysBounded: of many tasks whose fence key rows
+// are deleted, audit names as many as it names of other fence key
+// problems (maxKeyProblems) and counts the rest.
+func TestAuditSharedMissingKeysBounded(t *testing.T) {
+	ctx := context.Background()
+	const tasks = maxKeyProblems + 5
+	dsn, audit := sharedAudit(t, func(sc *sidecar) {
+		for i := range tasks {
+			mustResult(t)(sc.tasks.Create(ctx, "alice", opp.CreateArgs{Title: fmt.Sprint("task ", i)}))
+		}
+	})
+	pgtest.Psql(t, dsn, `DELETE FROM provlog_keys WHERE key LIKE 't\_%'`)
+	code, out := audit()
+	// One problem counts them, then maxKeyProblems-1 name a task each.
+	named := strings.Count(out, `": has no row, but the task is in the log`)
+	more := fmt.Sprintf("and %d more rows", tasks+1-maxKeyProblems)
+	if code == 0 || named != maxKeyProblems-1 || !strings.Contains(out, fmt.Sprintf("%d of the %d keys", tasks, tasks+1)) || !strings.Contains(out, more) {
+		t.Errorf("audit after deleting the rows of %d tasks: exit %d, %d tasks named, want %d and %q:\n%s", tasks, code, named, maxKeyProblems-1, more, out)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/provlog/provlog/cmd/internal/browser"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/server/ui"
 )
 
 // Strings an agent or a downstream server controls, each written so that
@@ -28,6 +30,10 @@ const (
 	// "reportexe.pdf"; a zero-width space makes "ad​min" look like "admin".
 	hostileBidi = "report\u202Efdp.exe"
 	hostileZW   = "ad\u200Bmin"
+	// A Cyrillic "а" (U+0430) makes "аdmin" read as "admin"; a Greek
+	// omicron (U+03BF) makes "rοot" read as "root".
+	hostileCyrillic = "\u0430dmin"
+	hostileGreek    = "r\u03BFot"
 )
 
 // hostileLog is a sidecar whose task and calls carry hostile strings: the
@@ -35,6 +41,7 @@ const (
 // bidi and zero-width characters, a long string).
 type hostileLog struct {
 	base, token            string
+	handler                http.Handler // the sidecar's, which base serves
 	taskID                 string
 	call, claim            uint64
 	title, summary, target string
@@ -63,8 +70,8 @@ func newHostileLog(t *testing.T) *hostileLog {
 	}
 	t.Cleanup(func() { cs.Close() })
 
-	h := &hostileLog{title: hostileImg + hostileScript, summary: hostileTmpl + " " + hostileBidi + " " + hostileZW, target: "javascript:window.pwned=1"}
-	created, _ := callTool(t, cs, "create_task", map[string]any{"title": h.title, "description": hostileStyle})
+	h := &hostileLog{title: hostileImg + hostileScript, summary: hostileTmpl + " " + hostileBidi + " " + hostileZW + " " + hostileGreek, target: "javascript:window.pwned=1"}
+	created, _ := callTool(t, cs, "create_task", map[string]any{"title": h.title + " for " + hostileCyrillic, "description": hostileStyle})
 	h.taskID = created["task_id"].(string)
 	callTool(t, cs, "accept_task", map[string]any{"task_id": h.taskID})
 	index := func(name string, args map[string]any) uint64 {
@@ -76,11 +83,12 @@ func newHostileLog(t *testing.T) *hostileLog {
 		return r.Index
 	}
 	h.call = index("fs__store", map[string]any{"task_id": h.taskID, "uri": h.target, "markup": hostileImg + hostileScript + hostileStyle,
-		"template": hostileTmpl, "file": hostileBidi, "user": hostileZW, "long": strings.Repeat("A", 8000)})
+		"template": hostileTmpl, "file": hostileBidi, "user": hostileZW, "owner": hostileCyrillic, "long": strings.Repeat("A", 8000)})
 	h.call = callOf(t, ctx, sc, h.call)
 	h.claim = index("report_completion", map[string]any{"task_id": h.taskID, "provenance": "observed", "summary": h.summary, "evidence": []uint64{h.call}})
 
-	hs := httptest.NewServer(sc.handler())
+	h.handler = sc.handler()
+	hs := httptest.NewServer(h.handler)
 	t.Cleanup(hs.Close)
 	h.base = hs.URL
 	tok, err := os.ReadFile(filepath.Join(cfg.Data, localToken))
@@ -113,7 +121,9 @@ func checkNoInjection(t *testing.T, ctx context.Context, p *browser.Page, what s
 // TestUIHostileStrings loads, in headless Chromium, the entries of a task
 // whose title, claim and call arguments an attacker wrote: nothing they
 // hold runs or becomes markup, each shows as its text, invisible and
-// direction-changing characters show as visible marks.
+// direction-changing characters show as visible marks, and so does each
+// letter of another script in a word ("аdmin" with a Cyrillic "а", which
+// showed as "admin").
 func TestUIHostileStrings(t *testing.T) {
 	h := newHostileLog(t)
 	// A task's history reveals its entries: without the reader token it
@@ -152,7 +162,7 @@ func TestUIHostileStrings(t *testing.T) {
 			t.Errorf("the claim's page does not show %q as text", s)
 		}
 	}
-	for _, s := range []string{"report[U+202E]fdp.exe", "ad[U+200B]min"} {
+	for _, s := range []string{"report[U+202E]fdp.exe", "ad[U+200B]min", "\u0430[Cyrillic U+0430]dmin", "r\u03BF[Greek U+03BF]ot"} {
 		if !strings.Contains(page, s) {
 			t.Errorf("the claim's page does not show %q", s)
 		}
@@ -160,10 +170,12 @@ func TestUIHostileStrings(t *testing.T) {
 	if strings.ContainsAny(page, "\u202E\u200B") {
 		t.Error("the claim's page shows a bidi override or a zero-width space as is")
 	}
-	var marks int
+	checkNoHomoglyphs(t, page, "the claim's page")
+	var marks, mixed int
 	p.Eval(ctx, `document.querySelectorAll("mark.invisible").length`, &marks)
-	if marks == 0 {
-		t.Error("no invisible character is marked")
+	p.Eval(ctx, `document.querySelectorAll("mark.mixed").length`, &mixed)
+	if marks == 0 || mixed == 0 {
+		t.Errorf("%d invisible characters and %d letters of another script marked; want some of each", marks, mixed)
 	}
 
 	v, txt = verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d", h.base, h.token, h.call))
@@ -181,5 +193,117 @@ func TestUIHostileStrings(t *testing.T) {
 	if strings.ContainsAny(page, "\u202E\u200B") {
 		t.Error("the call's page shows a bidi override or a zero-width space as is")
 	}
+	if !strings.Contains(page, "\u0430[Cyrillic U+0430]dmin") {
+		t.Errorf("the call's page does not mark the Cyrillic letter of %q", hostileCyrillic)
+	}
+	checkNoHomoglyphs(t, page, "the call's page")
+}
 
+// checkNoHomoglyphs fails t if page shows a word of the hostile log that
+// mixes scripts without marking the letter of the other script.
+func checkNoHomoglyphs(t *testing.T, page, what string) {
+	t.Helper()
+	for _, s := range []string{hostileCyrillic, hostileGreek} {
+		if strings.Contains(page, s) {
+			t.Errorf("%s shows %q (%+q) with no mark on its letter of another script", what, s, s)
+		}
+	}
+}
+
+// TestUIShownMarks runs the page's shown.js in Chromium: a word mixing
+// scripts whose letters look alike shows each letter not of its main
+// script with a mark naming the script and code point; words of one
+// script, words apart, letters of no confusable script and digits show as
+// they are. A megabyte of mixed words is marked in one pass (the count is
+// checked, not the time).
+func TestUIShownMarks(t *testing.T) {
+	p, ctx := openPage(t)
+	hs := httptest.NewServer(ui.Handler(ui.Info{VKey: "x+00000000+AQ=="}))
+	defer hs.Close()
+	if err := p.Navigate(ctx, hs.URL+"/ui/"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WaitString(ctx, `document.body?.dataset.done`); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ In, Want string }{
+		{"admin", "admin"},
+		{"\u0430dmin", "\u0430[Cyrillic U+0430]dmin"},
+		{"r\u03BFot", "r\u03BF[Greek U+03BF]ot"},
+		{"\u0440\u0430\u0443\u0440\u0430l", "\u0440\u0430\u0443\u0440\u0430l[Latin U+006C]"}, // Cyrillic with a Latin "l"
+		{"\U0001D41Admin", "\U0001D41A[symbol U+1D41A]dmin"},                                 // a mathematical bold "a"
+		{"fs__st\u043Ere", "fs__st\u043E[Cyrillic U+043E]re"},
+		{"\u0430\u200Bdmin", "\u0430[U+200B]dmin"},
+		{"hello \u043C\u0438\u0440", "hello \u043C\u0438\u0440"},
+		{"API\u547C\u3073\u51FA\u3057 5\u00B5s", "API\u547C\u3073\u51FA\u3057 5\u00B5s"},
+	}
+	cj, _ := json.Marshal(cases)
+	var out struct {
+		Bad   []string
+		Marks int
+	}
+	script := `(async () => {
+		const m = await import("/ui/shown.js");
+		const text = (s) => m.shown(s).map((n) => typeof n === "string" ? n : n.textContent).join("");
+		const out = {Bad: [], Marks: 0};
+		for (const c of ` + string(cj) + `) {
+			const got = text(c.In);
+			if (got !== c.Want) out.Bad.push(JSON.stringify(c.In) + " shows as " + JSON.stringify(got));
+		}
+		out.Marks = m.shown("ab\u0430 ".repeat(1 << 18)).filter((n) => typeof n !== "string" && n.className === "mixed").length;
+		return out;
+	})()`
+	if err := p.Eval(ctx, script, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Bad) > 0 || out.Marks != 1<<18 {
+		t.Errorf("shown.js: %q; %d marks in the long text, want %d", out.Bad, out.Marks, 1<<18)
+	}
+}
+
+// TestUIDeepNesting: an entry whose arguments and summary nest 100,000
+// arrays deep (no log holds one: it refuses entries nested deeper than
+// 100; a hostile server or bundle can serve one) shows, cut at the page's
+// depth cap with a marked summary of what was cut. The page showed no
+// entry: rendering it exhausted the call stack.
+func TestUIDeepNesting(t *testing.T) {
+	const n = 100_000
+	h := newHostileLog(t)
+	deep := strings.Repeat("[", n) + `"x"` + strings.Repeat("]", n)
+	entry := fmt.Sprintf(`{"actor":"alice","args":{"deep":%s},"kind":"call","server":"fs","summary":%s,"time":"2026-01-02T03:04:05Z","tool":"store"}`, deep, deep)
+	swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == fmt.Sprintf("/log/entry/%d", h.call) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, entry)
+			return
+		}
+		h.handler.ServeHTTP(w, r)
+	}))
+	defer swap.Close()
+	p, ctx := openPage(t)
+	v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d", swap.URL, h.token, h.call))
+	if v != "false" || strings.Contains(txt, "the page failed") {
+		t.Errorf("a substituted entry nested %d deep: data-verified=%s: %s", n, v, txt)
+	}
+	var cuts []string
+	if err := p.Eval(ctx, `[...document.querySelectorAll("#entry mark.cut")].map(e => e.innerText)`, &cuts); err != nil {
+		t.Fatal(err)
+	}
+	// The cap is 100 levels: the summary's row shows its outer 100 arrays;
+	// the entry's fields, inside the entry's object, the outer 98 of the
+	// arguments (inside args too) and 99 of the summary.
+	var want []string
+	for _, shown := range []int{100, 98, 99} {
+		want = append(want, fmt.Sprintf("[cut: an array %d levels deep, holding %d values; shown only in the exact bytes below]", n-shown, n-shown))
+	}
+	if fmt.Sprint(cuts) != fmt.Sprint(want) {
+		t.Errorf("the cut values show as %q, want %q", cuts, want)
+	}
+	var depth int
+	if err := p.Eval(ctx, `(() => { let d = 0; for (let e = document.querySelector("#entry mark.cut"); e; e = e.parentElement) d++; return d; })()`, &depth); err != nil {
+		t.Fatal(err)
+	}
+	if depth == 0 || depth > 20 {
+		t.Errorf("the cut mark is %d elements deep in the page", depth)
+	}
 }

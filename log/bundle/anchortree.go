@@ -177,11 +177,16 @@ func (c *checker) readConsistency() {
 // verified but untied when the bundle has no consistency.json (exported
 // before it was written) or when it lies past the checkpoint (the
 // exporter's source did not hold the tree there, ErrNotHeld), and is a
-// problem otherwise.
+// problem otherwise. A record at size 0 is held to the empty tree's root,
+// which RFC 6962 fixes (SHA-256 of nothing): no entry or proof is needed,
+// and none can be given (a consistency proof starts at size 1).
 func (c *checker) tieAnchors() {
 	for _, size := range slices.Sorted(maps.Keys(c.rootsAt)) {
 		root, byProof := c.proven[size], true
-		if c.reachable(size) {
+		switch {
+		case size == 0:
+			root, byProof = log.EmptyRoot(), false
+		case c.reachable(size):
 			if !c.treeOK {
 				continue // the entries' problem is reported
 			}
@@ -204,6 +209,8 @@ func (c *checker) tieAnchors() {
 				if byProof {
 					c.rep.AnchorsByProof++
 				}
+			case size == 0:
+				c.bad(a.file, "anchors root %x at size 0, but the empty tree's root is %x (RFC 6962): the log signed two trees of one size", a.root, root)
 			case !byProof:
 				c.bad(a.file, "anchors root %x at size %d, but the bundle's entries recompute root %x there: the log signed two trees of one size", a.root, size, root)
 			case size < c.cp.Size:

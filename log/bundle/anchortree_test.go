@@ -3,6 +3,7 @@ package bundle_test
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
@@ -339,5 +340,75 @@ func TestAnchorPastSourceUntied(t *testing.T) {
 	rep, err := bundle.Verify(context.Background(), dir, anchor.VerifyBundled)
 	if err != nil || rep.Anchors != 6 || rep.AnchorsOnEntries != 5 || rep.AnchorsByProof != 2 {
 		t.Errorf("verify: %v, %+v; want 6 anchors, 5 tied (2 by proof), the one past the checkpoint untied", err, rep)
+	}
+}
+
+// TestAnchorEmptyTree: a record anchoring the empty tree (size 0), which
+// provlog's runner never writes but a bundle, being untrusted, may hold,
+// is tied by RFC 6962's fixed root for it, SHA-256 of nothing, whatever
+// the range: tied when it anchors that root, refused as a fork, named,
+// when it anchors another. It was reported untied, or blamed on
+// consistency.json for lacking a proof no size 0 can have. Export checks
+// it the same way. The record is made by changing what the real anchor
+// check returns: the runner refuses to anchor an empty log.
+func TestAnchorEmptyTree(t *testing.T) {
+	ctx := context.Background()
+	f := newRangedFixture(t)
+	var inside string // a record inside [from, to], which needs no proof
+	for name, size := range f.records {
+		if size > f.from && size < f.to {
+			inside = name
+		}
+	}
+	if inside == "" {
+		t.Fatalf("no record inside [%d, %d]: %v", f.from, f.to, f.records)
+	}
+	insideBytes, _ := os.ReadFile(filepath.Join(f.anchors, inside))
+	zeros := make([]byte, log.HashSize)
+	for _, tc := range []struct {
+		name string
+		root []byte
+		want string // the problem in the record, "" for none
+	}{
+		{"empty root", log.EmptyRoot(), ""},
+		{"other root", zeros, fmt.Sprintf("anchors root %x at size 0, but the empty tree's root is %x", zeros, log.EmptyRoot())},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			atZero := func(ctx context.Context, record []byte, v note.Verifier, key crypto.PublicKey, trust *bundle.Trust) (*bundle.Anchored, error) {
+				a, err := anchor.VerifyBundled(ctx, record, v, key, trust)
+				if err == nil && bytes.Equal(record, insideBytes) {
+					a.Size, a.Root = 0, tc.root
+				}
+				return a, err
+			}
+			for _, dir := range []string{f.dir, f.export(t, 0, 0)} {
+				rep, err := bundle.Verify(ctx, dir, atZero)
+				if tc.want == "" {
+					if err != nil || rep.Anchors != 6 || rep.AnchorsOnEntries != 6 {
+						t.Errorf("a record of the empty tree's root: %v, %+v; want 6 anchors, all tied", err, rep)
+					}
+					continue
+				}
+				var ve *bundle.VerifyError
+				if p := problemOf(err, bundle.AnchorsDir+"/"+inside, tc.want); p == "" || !errors.As(err, &ve) || len(ve.Problems) != 1 {
+					t.Errorf("a record of another root at size 0: %v; want one problem saying %q", err, tc.want)
+				}
+			}
+
+			atZeroRead := func(record []byte) (uint64, []byte, error) {
+				size, root, err := anchor.ReadBundled(record)
+				if err == nil && bytes.Equal(record, insideBytes) {
+					size, root = 0, tc.root
+				}
+				return size, root, err
+			}
+			_, err := bundle.Export(ctx, f.store, bundle.ExportOptions{
+				Dir: filepath.Join(t.TempDir(), "bundle"), From: f.from, To: f.to, Checkpoint: f.cp, VKey: f.vkey, AnchorPub: f.anchorPEM,
+				AnchorsDir: f.anchors, ReadAnchor: atZeroRead, TSARoots: f.tsaRoots, RekorKeys: f.rekorKeys, Generator: "provlog test",
+			})
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), "the log signed two trees of one size")) {
+				t.Errorf("exporting a record of size 0 and root %x: %v", tc.root, err)
+			}
+		})
 	}
 }

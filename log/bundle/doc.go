@@ -29,10 +29,11 @@
 //
 // Every anchor record in a bundle is tied to the tree its entries are in,
 // whatever the range: at the checkpoint's size its root is the
-// checkpoint's; at a size in [from, to] the entries recompute it (with
-// tree.json's compact range [0, from)); at any other size, below the
-// range, after it or past the checkpoint, consistency.json proves the
-// tree's root there consistent with the checkpoint. A record anchoring
+// checkpoint's; at size 0 the empty tree's, which RFC 6962 fixes; at a
+// size in [from, to] the entries recompute it (with tree.json's compact
+// range [0, from)); at any other size, below the range, after it or past
+// the checkpoint, consistency.json proves the tree's root there
+// consistent with the checkpoint. A record anchoring
 // another root is a fork: [Export] refuses to write it and [Verify]
 // refuses the bundle, naming the record, the size and both roots. A
 // bundle exported before consistency.json still verifies; [Verify]'s

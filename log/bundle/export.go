@@ -462,16 +462,19 @@ func sortedFiles(m map[string]string) []string {
 
 // writeConsistency holds every anchor record to the log's tree and, for
 // each size the entries do not reach (outside [From, To], other than the
-// checkpoint's), writes the tree's root there and the consistency proof
-// between it and the checkpoint to consistency.json.
+// checkpoint's and 0), writes the tree's root there and the consistency
+// proof between it and the checkpoint to consistency.json.
 func (x *exporter) writeConsistency() error {
 	var cf Consistency
 	recs := slices.SortedFunc(slices.Values(x.records), func(a, b exportedRecord) int { return cmp.Compare(a.size, b.size) })
 	for i, r := range recs {
-		if r.size == 0 {
-			continue
+		// The empty tree has no node to read: its root is fixed (RFC
+		// 6962), and Verify ties a record at size 0 to it with no proof.
+		var hs [][]byte
+		var err error
+		if r.size > 0 {
+			hs, err = x.src.ReadNodes(x.ctx, compact.RangeNodes(0, r.size, nil))
 		}
-		hs, err := x.src.ReadNodes(x.ctx, compact.RangeNodes(0, r.size, nil))
 		if r.size > x.cp.Size && errors.Is(err, ErrNotHeld) {
 			continue // untied: anchored past what the source vouches for
 		}
@@ -482,7 +485,7 @@ func (x *exporter) writeConsistency() error {
 		if !bytes.Equal(root, r.root) {
 			return fmt.Errorf("anchor record %s anchors root %x at size %d, but the log's tree has root %x there: the log signed two trees of one size; not exporting", r.name, r.root, r.size, root)
 		}
-		if r.size == x.cp.Size || r.size >= x.opts.From && r.size <= x.to || i > 0 && recs[i-1].size == r.size {
+		if r.size == 0 || r.size == x.cp.Size || r.size >= x.opts.From && r.size <= x.to || i > 0 && recs[i-1].size == r.size {
 			continue
 		}
 		lo, hi, loRoot, hiRoot := r.size, x.cp.Size, root, x.cp.Hash

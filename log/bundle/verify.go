@@ -128,7 +128,8 @@ type VerifyAnchorFunc func(ctx context.Context, record []byte, v note.Verifier, 
 //     the bundled trust roots, and an anchor entry in the range names it
 //     with its SHA-256;
 //   - each anchored root is the bundle's tree's at its size, whatever the
-//     range: the checkpoint's at the checkpoint's size; at a size in
+//     range: the checkpoint's at the checkpoint's size; at size 0 the
+//     empty tree's (RFC 6962: SHA-256 of nothing); at a size in
 //     [from, to], the root the entries recompute with tree.json's compact
 //     range [0, from); at any other size, the root consistency.json
 //     proves consistent with the checkpoint (RFC 6962). Another root

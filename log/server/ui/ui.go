@@ -23,8 +23,14 @@
 // Every string the page shows came from an agent, a client, a downstream
 // server or a bundle's author: it is shown as text, never as markup or a
 // link, and an invisible or direction-changing character in it (U+202E,
-// U+200B...) as a mark naming its code point, so that no id can pass for
-// another. The Content-Security-Policy allows no inline script.
+// U+200B...) as a mark naming its code point; in a word that mixes
+// scripts whose letters look alike (Latin, Greek, Cyrillic...), each
+// letter not of the word's main script is followed by a mark naming its
+// script and code point ("аdmin" with a Cyrillic "а"). So no id can pass
+// for another. An entry's arrays and objects show nested up to 100 deep,
+// the most the log accepts; deeper ones (a hostile server's or bundle's)
+// show as a marked summary, and whole only in the entry's exact bytes.
+// The Content-Security-Policy allows no inline script.
 //
 // # Opening one entry
 //

@@ -32,6 +32,7 @@ func TestHandlerServesThePage(t *testing.T) {
 		{"/ui/", "text/html", `id="verdict"`},
 		{"/ui/app.js", "text/javascript", "verifyEntry"},
 		{"/ui/verify.js", "text/javascript", "rootFromInclusion"},
+		{"/ui/shown.js", "text/javascript", "export function shown"},
 		{"/ui/style.css", "text/css", "data-verified"},
 		{"/ui/log.json", "application/json", `"vkey":"example.org/log+01234567+AQ=="`},
 	} {
@@ -129,6 +130,7 @@ func TestPageKeepsToItself(t *testing.T) {
 		"static/index.html": {"<script>", "style=", "javascript:"},
 		"static/app.js":     {"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(", "setAttribute(\"on", "javascript:"},
 		"static/verify.js":  {"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(", "javascript:"},
+		"static/shown.js":   {"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(", "javascript:"},
 	} {
 		b, err := static.ReadFile(name)
 		if err != nil {

@@ -3,6 +3,7 @@
 // Everything the server sends is shown as text, never as markup.
 
 import { verifyEntry, verifyConsistency, parseVKey, verifyCosignature, toHex, encodeBase64, decodeBase64 } from "./verify.js";
+import { shown } from "./shown.js";
 
 const state = { token: "", vkey: "", info: null, infoP: null, seq: 0 };
 const $ = (id) => document.getElementById(id);
@@ -23,39 +24,6 @@ function fill(e, ...children) {
   for (const c of children.flat(Infinity)) {
     if (c !== undefined && c !== null) e.append(...(c instanceof Node ? [c] : shown(String(c))));
   }
-}
-
-// unseen matches the characters that change how the text around them
-// reads without being seen themselves: bidi controls (U+202E makes
-// "report\u202Efdp.exe" read "reportexe.pdf"), zero-width and other
-// invisible characters (U+200B makes "ad\u200Bmin" look like "admin"),
-// and control characters other than tab and newline.
-const unseen = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFEFF\uFFA0\uFFF9-\uFFFB\u{E0000}-\u{E007F}]/u;
-
-// shown is text s as nodes, each unseen character replaced by a visible
-// mark naming its code point: the strings shown come from agents, servers
-// and bundles, and an auditor must not be shown one id that looks like
-// another.
-function shown(s) {
-  if (!unseen.test(s)) return [s];
-  const out = [];
-  let run = "";
-  for (const ch of s) {
-    if (!unseen.test(ch)) {
-      run += ch;
-      continue;
-    }
-    if (run) out.push(run);
-    run = "";
-    const code = "U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
-    const m = document.createElement("mark");
-    m.className = "invisible";
-    m.title = "an invisible or direction-changing character (" + code + "), shown so that it cannot pass for another text";
-    m.textContent = "[" + code + "]";
-    out.push(m);
-  }
-  if (run) out.push(run);
-  return out;
 }
 
 // fragment reads #token=T&entry=N&vkey=VKEY (or hash=, task=). A key or
@@ -234,10 +202,19 @@ const kindWords = {
   "witness.conflict": "a witness reported a conflict",
 };
 
+// maxRenderDepth bounds how deeply render nests arrays and objects: the
+// log refuses an entry nested deeper than 100 (log's maxJCSDepth, the
+// entry's own object included), so an entry of the log shows whole, and a
+// deeper value (a hostile bundle's or server's, 100,000 nested arrays) is
+// cut there rather than exhausting the browser's stack.
+const maxRenderDepth = 100;
+
 // render shows a JSON value as indented text, marking redacted values and
-// the hashes that stand for content kept outside the log.
+// the hashes that stand for content kept outside the log. A value inside
+// maxRenderDepth arrays and objects shows as a marked summary.
 function render(v, indent, out, key) {
   const pad = "  ".repeat(indent);
+  if (v !== null && typeof v === "object" && indent >= maxRenderDepth) return out.push(cutMark(v));
   if (Array.isArray(v)) {
     if (v.length === 0) return out.push("[]");
     out.push("[\n");
@@ -267,6 +244,35 @@ function render(v, indent, out, key) {
   out.push(JSON.stringify(v));
 }
 
+// cutMark is the summary render shows for array or object v, cut at
+// maxRenderDepth: how many values it holds and how deep they nest, counted
+// with a stack of its own (v may be nested far deeper than the call stack
+// allows). The cut values of a page are disjoint, so counting is linear.
+function cutMark(v) {
+  let values = 0;
+  let depth = 0;
+  const stack = [[v, 1]];
+  while (stack.length > 0) {
+    const [x, d] = stack.pop();
+    values++;
+    if (x === null || typeof x !== "object") continue;
+    depth = Math.max(depth, d);
+    for (const k of Object.keys(x)) stack.push([x[k], d + 1]);
+  }
+  const what = Array.isArray(v) ? "an array" : "an object";
+  return el("mark", { class: "cut", title: `not shown: nested deeper than ${maxRenderDepth} arrays and objects, deeper than the log accepts` },
+    `[cut: ${what} ${depth} levels deep, holding ${values - 1} values; shown only in the exact bytes below]`);
+}
+
+// shownValue is an entry's member as a row shows it: a string as itself,
+// anything else as render shows it.
+function shownValue(v) {
+  if (typeof v === "string") return v;
+  const out = [];
+  render(v, 0, out);
+  return out;
+}
+
 function showEntry(index, bytes) {
   const sec = $("entry");
   sec.hidden = false;
@@ -278,15 +284,17 @@ function showEntry(index, bytes) {
     fill(sec, el("h2", {}, `Entry ${index}`), el("p", {}, "The entry is not JSON."), el("pre", {}, text));
     return null;
   }
+  // Any member may be any JSON, nested as deeply as its sender liked:
+  // each shows through render, which caps the depth.
   const rows = [
     ["Index", String(index)],
-    ["Kind", `${entry.kind} (${kindWords[entry.kind] || "another kind"})`],
-    ["Time", entry.time],
-    ["Actor", entry.actor],
+    ["Kind", [shownValue(entry.kind), ` (${(typeof entry.kind === "string" && kindWords[entry.kind]) || "another kind"})`]],
+    ["Time", shownValue(entry.time)],
+    ["Actor", shownValue(entry.actor)],
   ];
   const labels = { server: "Server", tool: "Tool", task_id: "Task", title: "Title", provenance: "Provenance", summary: "Summary", call: "Call entry", is_error: "Tool error", size: "Anchored size" };
   for (const [k, label] of Object.entries(labels)) {
-    if (entry[k] !== undefined) rows.push([label, typeof entry[k] === "string" ? entry[k] : JSON.stringify(entry[k])]);
+    if (entry[k] !== undefined) rows.push([label, shownValue(entry[k])]);
   }
   const redacted = text.split('"[redacted]"').length - 1;
   const parts = [];

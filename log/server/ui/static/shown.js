@@ -1,0 +1,109 @@
+// What the page shows of a string: the text, with a visible mark for
+// each character that would make it pass for another text. Every string
+// the page shows goes through shown (app.js's fill).
+
+// unseen matches the characters that change how the text around them
+// reads without being seen themselves: bidi controls (U+202E makes
+// "report\u202Efdp.exe" read "reportexe.pdf"), zero-width and other
+// invisible characters (U+200B makes "ad\u200Bmin" look like "admin"),
+// and control characters other than tab and newline.
+const unseen = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFEFF\uFFA0\uFFF9-\uFFFB\u{E0000}-\u{E007F}]/u;
+
+// confusable are the scripts with letters that pass for Latin ones (or
+// for each other's: Cyrillic "а" U+0430 for "a", Greek "ο" U+03BF for
+// "o"), each with the pattern of its letters. "symbol" are the letters of
+// no script (Unicode's Common) that read as Latin (mathematical 𝐚,
+// letterlike ℎ); the micro sign and modifier letters are left out, as
+// "µs" and "ʻ" are ordinary.
+const confusable = [
+  ["Latin", /\p{Script=Latin}/u],
+  ["Greek", /\p{Script=Greek}/u],
+  ["Cyrillic", /\p{Script=Cyrillic}/u],
+  ["Armenian", /\p{Script=Armenian}/u],
+  ["Cherokee", /\p{Script=Cherokee}/u],
+  ["Coptic", /\p{Script=Coptic}/u],
+  ["Georgian", /\p{Script=Georgian}/u],
+  ["Lisu", /\p{Script=Lisu}/u],
+  ["Canadian syllabics", /\p{Script=Canadian_Aboriginal}/u],
+  ["Tifinagh", /\p{Script=Tifinagh}/u],
+  ["symbol", /(?![\u00B5\p{Lm}])\p{Script=Common}/u],
+];
+
+// foreign matches a letter of a confusable script other than Latin: a
+// string without one mixes no confusable scripts.
+const foreign = /(?=\p{L})(?!\p{Script=Latin})(?![\u00B5\p{Lm}])[\p{Script=Greek}\p{Script=Cyrillic}\p{Script=Armenian}\p{Script=Cherokee}\p{Script=Coptic}\p{Script=Georgian}\p{Script=Lisu}\p{Script=Canadian_Aboriginal}\p{Script=Tifinagh}\p{Script=Common}]/u;
+
+// wordChar matches what makes up a word, for the mixing of scripts:
+// letters, marks, digits and "_" (tool and user names join words with it).
+const wordChar = /[\p{L}\p{M}\p{N}\p{Pc}]/u;
+
+// scriptOf is the confusable script of letter ch, or null: digits,
+// marks and letters of other scripts (Han, Arabic...) mix with anything.
+function scriptOf(ch) {
+  if (!/\p{L}/u.test(ch)) return null;
+  for (const [name, re] of confusable) if (re.test(ch)) return name;
+  return null;
+}
+
+// charMark is a visible mark for a character that could pass for another
+// text, labelled with its code point.
+function charMark(cls, ch, label, title) {
+  const code = "U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+  const m = document.createElement("mark");
+  m.className = cls;
+  m.title = title(code);
+  m.textContent = "[" + label + code + "]";
+  return m;
+}
+
+// shown is text s as nodes, each unseen character replaced by a visible
+// mark naming its code point, and in each word that mixes confusable
+// scripts ("аdmin" with a Cyrillic "а") each letter not of the word's main
+// script followed by a mark naming its script and code point: the strings
+// shown come from agents, servers and bundles, and an auditor must not be
+// shown one id that looks like another. One pass, each character
+// classified once.
+export function shown(s) {
+  if (!unseen.test(s) && !foreign.test(s)) return [s];
+  const out = [];
+  let run = "";
+  let word = [];
+  const endWord = () => {
+    const counts = new Map();
+    const scripts = word.map(scriptOf);
+    for (const sc of scripts) if (sc) counts.set(sc, (counts.get(sc) || 0) + 1);
+    if (counts.size < 2) {
+      run += word.join("");
+      word = [];
+      return;
+    }
+    // The main script has the most letters; Latin wins a tie, so the
+    // other letters are the ones marked.
+    let main = "Latin";
+    for (const [sc, n] of counts) if (n > (counts.get(main) || 0)) main = sc;
+    word.forEach((ch, i) => {
+      run += ch;
+      if (!scripts[i] || scripts[i] === main) return;
+      out.push(run);
+      run = "";
+      out.push(charMark("mixed", ch, scripts[i] + " ", (code) => `a ${scripts[i]} letter (${code}) in a word of ${main} letters: it may pass for another letter, and the word for another word`));
+    });
+    word = [];
+  };
+  for (const ch of s) {
+    if (unseen.test(ch)) {
+      endWord();
+      if (run) out.push(run);
+      run = "";
+      out.push(charMark("invisible", ch, "", (code) => "an invisible or direction-changing character (" + code + "), shown so that it cannot pass for another text"));
+    } else if (wordChar.test(ch)) {
+      word.push(ch);
+    } else {
+      endWord();
+      run += ch;
+    }
+  }
+  endWord();
+  if (run) out.push(run);
+  return out;
+}
