@@ -183,23 +183,16 @@ func scrub(s string, secrets []string) string {
 // scrubJSON returns the canonical JSON text canon with every string and
 // member name that holds a secret scrubbed (as scrub does) and every
 // number whose text holds one, and every string that is or holds base64
-// of bytes holding one (an image a server made of it, a requestState),
-// replaced by Redacted, in
-// canonical form again, and whether that changed anything. Text that does not parse is returned as it is, with
-// the secrets replaced bytewise.
+// of bytes holding one (an image a server made of it, a requestState, an
+// attachment in MIME's lines), replaced by Redacted, in canonical form
+// again, and whether that changed anything. Text that does not parse is
+// returned as it is, with the secrets replaced bytewise.
 func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 	if len(secrets) == 0 {
 		return canon, false
 	}
 	cores := base64Cores(secrets)
-	hit := false
-	for _, s := range append(cores, secrets...) {
-		if bytes.Contains(canon, []byte(s)) {
-			hit = true
-			break
-		}
-	}
-	if !hit {
+	if !mayHoldSecret(canon, cores, secrets) {
 		return canon, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(canon))
@@ -245,7 +238,26 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 	if err != nil {
 		return []byte(scrub(string(canon), secrets)), true
 	}
-	return out, true
+	return out, !bytes.Equal(out, canon) // mayHoldSecret may have looked wider than the walk found
+}
+
+// mayHoldSecret reports whether the canonical JSON text canon may hold a
+// secret or base64 of one (scrubJSON): whether it holds a secret or a
+// core, or, with its line breaks unwrapped, a core. Unwrapping reads
+// every backslash before an r or n as an escape, and one may be a string's
+// own before base64 starting with r or n, so there a core is looked for
+// without its first character.
+func mayHoldSecret(canon []byte, cores, secrets []string) bool {
+	for _, s := range append(cores, secrets...) {
+		if bytes.Contains(canon, []byte(s)) {
+			return true
+		}
+	}
+	if !bytes.Contains(canon, []byte(`\n`)) && !bytes.Contains(canon, []byte(`\r`)) {
+		return false // no line break in any string
+	}
+	u := unwrap(string(canon), true)
+	return slices.ContainsFunc(cores, func(c string) bool { return strings.Contains(u, c[1:]) })
 }
 
 // base64Alphabets are the encodings a result carries bytes in (an image's
@@ -278,13 +290,28 @@ func base64Cores(secrets []string) []string {
 	return cores
 }
 
-// decodesToSecret reports whether s, a string holding one of cores, holds
-// base64 (in an alphabet of base64Alphabets, padded or not, whole or as a
-// run of the alphabet's characters inside it: "st." + base64 of a
-// secret, a server's requestState) of bytes that hold a secret of at
-// least minSecretLen bytes. Each run is decoded from its first four
-// characters, so it is linear in s.
+// decodesToSecret reports whether s holds base64 (in an alphabet of
+// base64Alphabets, padded or not, whole or as a run of the alphabet's
+// characters inside it: "st." + base64 of a secret, a server's
+// requestState; broken into lines or not) of bytes that hold a secret of
+// at least minSecretLen bytes. s is read with its line breaks unwrapped,
+// once as it is and once as a JSON text inside it would break its lines
+// (a backslash before an r or n may be either). Each is linear in s.
 func decodesToSecret(s string, cores, secrets []string) bool {
+	lines := unwrap(s, false)
+	if base64OfSecret(lines, cores, secrets) {
+		return true
+	}
+	if escaped := unwrap(s, true); len(escaped) != len(lines) {
+		return base64OfSecret(escaped, cores, secrets)
+	}
+	return false
+}
+
+// base64OfSecret is decodesToSecret for s without line breaks. Each run
+// of an alphabet's characters that holds one of cores is decoded from its
+// first four characters.
+func base64OfSecret(s string, cores, secrets []string) bool {
 	if !slices.ContainsFunc(cores, func(c string) bool { return strings.Contains(s, c) }) {
 		return false
 	}
@@ -294,13 +321,9 @@ func decodesToSecret(s string, cores, secrets []string) bool {
 			if !slices.ContainsFunc(cores, func(c string) bool { return strings.Contains(run, c) }) {
 				continue
 			}
-			// The run's first four characters (line breaks, which the
-			// decoder skips, aside) are the offsets a group can start at.
-			for i, n := 0, 0; i < len(run) && n < 4; i++ {
-				if run[i] == '\r' || run[i] == '\n' {
-					continue
-				}
-				n++
+			// The run's first four characters are the offsets a group
+			// can start at.
+			for i := range min(4, len(run)) {
 				b, _ := raw.DecodeString(run[i:]) // what decodes before an error is enough
 				for _, x := range secrets {
 					if len(x) >= minSecretLen && bytes.Contains(b, []byte(x)) {
@@ -313,8 +336,7 @@ func decodesToSecret(s string, cores, secrets []string) bool {
 	return false
 }
 
-// base64Runs yields the runs of s of enc's characters (and line breaks,
-// which a wrapped encoding holds).
+// base64Runs yields the runs of s of enc's characters.
 func base64Runs(s string, enc *base64.Encoding) iter.Seq[string] {
 	return func(yield func(string) bool) {
 		start := -1
@@ -334,15 +356,50 @@ func base64Runs(s string, enc *base64.Encoding) iter.Seq[string] {
 }
 
 // inBase64Run reports whether c is one of enc's characters (of
-// base64Alphabets) or a line break.
+// base64Alphabets).
 func inBase64Run(c byte, enc *base64.Encoding) bool {
 	switch {
-	case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '\r', c == '\n':
+	case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9':
 		return true
 	case enc == base64.URLEncoding:
 		return c == '-' || c == '_'
 	}
 	return c == '+' || c == '/'
+}
+
+// unwrap returns s without its line breaks, so that base64 broken into
+// lines (MIME's and PEM's, 76 characters a line) reads as one run: CR
+// and LF, and, if escaped, a backslash or several (JSON inside JSON)
+// before an r or n, as a JSON text inside s breaks its lines. It returns
+// s itself if there are none.
+func unwrap(s string, escaped bool) string {
+	var b strings.Builder
+	kept := 0 // s[kept:i] is still to be copied
+	for i := 0; i < len(s); {
+		end := i + 1 // of the line break at i
+		switch {
+		case s[i] == '\r' || s[i] == '\n':
+		case s[i] == '\\' && escaped:
+			for end < len(s) && s[end] == '\\' {
+				end++
+			}
+			if end == len(s) || (s[end] != 'r' && s[end] != 'n') {
+				i = end // backslashes of their own
+				continue
+			}
+			end++
+		default:
+			i++
+			continue
+		}
+		b.WriteString(s[kept:i])
+		kept, i = end, end
+	}
+	if kept == 0 {
+		return s
+	}
+	b.WriteString(s[kept:])
+	return b.String()
 }
 
 // callSecrets are the redacted values of one call, all its legs': what

@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -54,9 +56,12 @@ func FuzzRedactArgs(f *testing.F) {
 	})
 }
 
+// escapedBreaks are line breaks and JSON's escapes of them, at any depth.
+var escapedBreaks = regexp.MustCompile(`\\+[rn]|[\r\n]`)
+
 // FuzzScrubJSON feeds a downstream's result (untrusted) to the scrubbing
 // of retained results: never a panic, no secret left in what is kept (as
-// it is, URL-encoded or in a base64 string), and
+// it is, URL-encoded or in a base64 string, broken into lines or not), and
 // canonical text stays canonical.
 func FuzzScrubJSON(f *testing.F) {
 	f.Add([]byte(`{"content":[{"text":"Echo: hunter22","type":"text"}]}`), "hunter22")
@@ -70,6 +75,16 @@ func FuzzScrubJSON(f *testing.F) {
 	f.Add([]byte(`{"text":"see /q?t=sk%2Fa%2Bb and /p/sk%2Fa+b"}`), "sk/a+b")
 	f.Add([]byte(`{"requestState":"st.YW5zMS1TZWNyZXQvNCtrcQ"}`), "ans1-Secret/4+kq") // base64 inside a string
 	f.Add([]byte(`{"s":"x-eGh1bnRlcjIyeXo.y","t":"ab/aHVudGVyMjI=/c"}`), "hunter22")  // a run starting off a group
+	// Base64 broken into lines, in a string and in a JSON text inside one.
+	held := append(bytes.Repeat([]byte{0xfb}, 50), "hunter22-wrapped"...)
+	for _, v := range []string{
+		mimeWrap(base64.StdEncoding, held, "\r\n"),
+		`{"b":"` + mimeWrap(base64.URLEncoding, held, `\n`) + `"}`,
+		`{"d":"{\"b\":\"` + mimeWrap(base64.StdEncoding, held, `\\n`) + `\"}"}`,
+	} {
+		b, _ := json.Marshal(map[string]string{"text": v})
+		f.Add(b, "hunter22-wrapped")
+	}
 	f.Fuzz(func(t *testing.T, data []byte, secret string) {
 		if secret == "" {
 			return // never a secret: empty values are not collected
@@ -103,12 +118,16 @@ func FuzzScrubJSON(f *testing.F) {
 					t.Fatalf("%q left, base64, in %s", secret, out)
 				}
 				// Nor does base64 starting anywhere inside it (decoded up to
-				// its first character of no alphabet).
-				for i := 0; i < len(x) && len(x) <= 1<<12 && len(secret) >= minSecretLen; i++ {
-					for _, enc := range base64Alphabets {
-						rest, _, _ := strings.Cut(x[i:], "=")
-						if b, _ := enc.WithPadding(base64.NoPadding).DecodeString(rest); strings.Contains(string(b), secret) {
-							t.Fatalf("%q left, base64 at %d, in %s", secret, i, out)
+				// its first character of no alphabet; the decoder skips
+				// line breaks), nor in it read as a JSON text whose escaped
+				// line breaks (`\n`, `\\n` in JSON in JSON) go.
+				for _, y := range []string{x, escapedBreaks.ReplaceAllString(x, "")} {
+					for i := 0; i < len(y) && len(y) <= 1<<12 && len(secret) >= minSecretLen; i++ {
+						for _, enc := range base64Alphabets {
+							rest, _, _ := strings.Cut(y[i:], "=")
+							if b, _ := enc.WithPadding(base64.NoPadding).DecodeString(rest); strings.Contains(string(b), secret) {
+								t.Fatalf("%q left, base64 at %d of %q, in %s", secret, i, y, out)
+							}
 						}
 					}
 				}

@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -140,4 +142,61 @@ func mustParse(t *testing.T, b []byte) *log.Entry {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// mimeWrap is b in base64 (enc) broken into lines of 76 characters, as
+// MIME and PEM break it, by brk.
+func mimeWrap(enc *base64.Encoding, b []byte, brk string) string {
+	s := enc.EncodeToString(b)
+	var lines []string
+	for len(s) > 76 {
+		lines, s = append(lines, s[:76]), s[76:]
+	}
+	return strings.Join(append(lines, s), brk)
+}
+
+// TestScrubJSONWrappedBase64: a kept result's string that holds base64 of
+// bytes holding a redacted value, broken into lines (a line break inside
+// the value's characters), is kept as [redacted]: in a string of the
+// result ("\n" or "\r\n", escaped in its JSON text) and in a JSON text
+// inside one (where the break is the two characters `\n`, or `\\n` in a
+// JSON text inside that). It was kept as it came. Wrapped base64 of other
+// bytes is kept as it is, and scrubJSON says it changed nothing.
+func TestScrubJSONWrappedBase64(t *testing.T) {
+	const secret = "sk-Wrapped/91+q7Zx"
+	held := append(bytes.Repeat([]byte{0xfb}, 50), secret+" and more"...) // its characters span the first break
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	for _, tc := range []struct {
+		name, value string
+		redacted    bool
+	}{
+		{"LF", mimeWrap(base64.StdEncoding, held, "\n"), true},
+		{"CRLF", mimeWrap(base64.StdEncoding, held, "\r\n"), true},
+		{"URL-safe CR", mimeWrap(base64.URLEncoding, held, "\r"), true},
+		{"inside a text", "attached:\r\n" + mimeWrap(base64.StdEncoding, held, "\r\n") + "\r\n--end", true},
+		{"JSON in a text", `{"blob":` + quote(mimeWrap(base64.StdEncoding, held, "\n")) + `}`, true},
+		{"JSON in a text, CRLF", `{"blob":` + quote(mimeWrap(base64.URLEncoding, held, "\r\n")) + `}`, true},
+		{"JSON in JSON in a text", `{"doc":` + quote(`{"blob":`+quote(mimeWrap(base64.StdEncoding, held, "\n"))+`}`) + `}`, true},
+		{"a backslash before it", `C:\` + mimeWrap(base64.StdEncoding, held, "\r\n"), true},
+		{"other bytes", mimeWrap(base64.StdEncoding, bytes.Repeat([]byte{0xfb}, 200), "\r\n"), false},
+		{"other bytes in JSON", `{"blob":` + quote(mimeWrap(base64.StdEncoding, bytes.Repeat([]byte{0xfb}, 200), "\n")) + `}`, false},
+		// Looked for because of the line break, the characters are not
+		// base64 of it: the result is kept as it came, not as a copy.
+		{"its characters but the first", "line\n" + base64.StdEncoding.EncodeToString([]byte(secret))[1:], false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			canon, err := log.Canonicalize([]byte(`{"content":[{"text":` + quote(tc.value) + `,"type":"text"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, changed := scrubJSON(canon, appendSecrets(nil, secret))
+			want := string(canon)
+			if tc.redacted {
+				want = `{"content":[{"text":"` + Redacted + `","type":"text"}]}`
+			}
+			if string(got) != want || changed != tc.redacted {
+				t.Errorf("scrubJSON(%s) = %s, %v; want %s, %v", canon, got, changed, want, tc.redacted)
+			}
+		})
+	}
 }

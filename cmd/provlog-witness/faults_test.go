@@ -23,25 +23,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/provlog/provlog/cmd/internal/cmdtest"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest/proctest"
 	"github.com/provlog/provlog/witness"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
-
-// buildBinary builds provlog-witness into a temporary directory; -short
-// skips the test.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "provlog-witness")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // startWitness starts `provlog-witness serve` on addr and waits until it
 // listens.
@@ -155,7 +142,7 @@ func load(t *testing.T, url string, l *witnesstest.Log, max uint64, stop <-chan 
 // restart the witness is at a size no smaller than any it cosigned, and
 // refuses a forked checkpoint at that size.
 func TestKillUnderLoad(t *testing.T) {
-	bin := buildBinary(t)
+	bin := cmdtest.Build(t, "provlog-witness")
 	k := witnesstest.NewKey(t, "log.example/killed")
 	l := witnesstest.NewLog(t, k, "honest")
 	evil := witnesstest.NewLog(t, k, "evil")
@@ -219,7 +206,7 @@ func padded(cp []byte, n int) []byte {
 // cosigned from it. Restarted with space freed, the witness is at the
 // size it last cosigned and goes on.
 func TestFullDisk(t *testing.T) {
-	bin := buildBinary(t)
+	bin := cmdtest.Build(t, "provlog-witness")
 	k := witnesstest.NewKey(t, "log.example/full")
 	l := witnesstest.NewLog(t, k, "honest")
 	const max = 600
@@ -285,7 +272,7 @@ func TestFullDisk(t *testing.T) {
 // failing write while serving is TestFullDisk's): it refuses to start,
 // naming the dir and why.
 func TestReadOnlyDataDir(t *testing.T) {
-	bin := buildBinary(t)
+	bin := cmdtest.Build(t, "provlog-witness")
 	k := witnesstest.NewKey(t, "log.example/ro")
 	l := witnesstest.NewLog(t, k, "honest")
 	l.Grow(t, 3)

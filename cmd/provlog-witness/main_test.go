@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/provlog/provlog/cmd/internal/cmdtest"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest/proctest"
 	"github.com/provlog/provlog/witness"
@@ -245,7 +246,7 @@ func TestCheck(t *testing.T) {
 // TestBinary runs the built command: check exits 1 on a fork, and serve
 // shuts down cleanly on SIGTERM.
 func TestBinary(t *testing.T) {
-	bin := buildBinary(t)
+	bin := cmdtest.Build(t, "provlog-witness")
 	k := witnesstest.NewKey(t, "log.example/bin")
 	l := witnesstest.NewLog(t, k, "honest")
 	evil := witnesstest.NewLog(t, k, "evil")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/provlog/provlog/cmd/internal/cmdtest"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest/proctest"
 )
@@ -265,13 +266,7 @@ func TestTokenAdd(t *testing.T) {
 
 // TestServeStdio runs the real binary as a stdio MCP server.
 func TestServeStdio(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "provlog")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cmdtest.Build(t, "provlog")
 	data := filepath.Join(t.TempDir(), "data")
 	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-e2e", Version: "1"}, nil)
 	cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(bin, "serve", "--data", data)},

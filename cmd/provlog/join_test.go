@@ -11,20 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/provlog/provlog/cmd/internal/cmdtest"
 )
-
-// buildProvlog builds the command once per test.
-func buildProvlog(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "provlog")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // connectStdio starts 'provlog serve ARGS' as a stdio MCP server in dir,
 // as Claude Desktop does.
@@ -43,7 +31,7 @@ func connectStdio(t *testing.T, bin, dir string, args ...string) (*mcp.ClientSes
 // stdio serve on the same config (Claude Desktop, started elsewhere)
 // joins its log: one log holds both clients' calls, each under its actor.
 func TestStdioJoinsSidecar(t *testing.T) {
-	bin := buildProvlog(t)
+	bin := cmdtest.Build(t, "provlog")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "servers.yaml")
 	os.WriteFile(cfg, []byte("data: ./provlog-data\norigin: example.org/one-log\n"), 0o600)
@@ -94,7 +82,7 @@ func TestStdioJoinsSidecar(t *testing.T) {
 // nor join a sidecar, or its config is wrong, the MCP client's error says
 // why instead of "connection closed".
 func TestStdioCannotServe(t *testing.T) {
-	bin := buildProvlog(t)
+	bin := cmdtest.Build(t, "provlog")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "servers.yaml")
 	os.WriteFile(cfg, []byte("data: ./d\n"), 0o600)
@@ -120,7 +108,7 @@ func TestStdioCannotServe(t *testing.T) {
 // it, and every later request said "it restarted; restart this MCP
 // server" (Claude Desktop unused for ten minutes lost provlog).
 func TestStdioJoinIdle(t *testing.T) {
-	bin := buildProvlog(t)
+	bin := cmdtest.Build(t, "provlog")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "servers.yaml")
 	os.WriteFile(cfg, []byte("data: ./provlog-data\nsessions: {idle: 400ms}\n"), 0o600)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/provlog/provlog/cmd/internal/cmdtest"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest/proctest"
 )
@@ -52,7 +53,7 @@ func TestREADMEOneLog(t *testing.T) {
 			missingPrereq(t, fmt.Sprintf("the npm MCP packages are not installed (%v)", err))
 		}
 	}
-	bin := buildProvlog(t)
+	bin := cmdtest.Build(t, "provlog")
 	path := filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH")
 
 	// The config, in a directory of its own.

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -42,7 +43,8 @@ func leakfxChild() bool {
 }
 
 // leakfxServer echoes what it is sent: in a result's text, as an
-// image's and a blob's bytes (base64 on the wire), on stderr, in a
+// image's and a blob's bytes (base64 on the wire), the token as base64
+// broken into lines in a text and in a JSON text inside one, on stderr, in a
 // progress and a log notification, in a JSON-RPC error's message and
 // data, in a tool error, in a read resource's contents and in a prompt.
 func leakfxServer() *mcp.Server {
@@ -56,11 +58,14 @@ func leakfxServer() *mcp.Server {
 			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "working on " + args})
 		}
 		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "error", Data: "leakfx got " + args})
+		attachment, _ := json.Marshal(map[string]string{"attachment": mimeLines(tok, "\n")})
 		return &mcp.CallToolResult{Content: []mcp.Content{
 			&mcp.TextContent{Text: "you sent " + args + "; see https://x.test/?q=" + url.QueryEscape(tok)},
 			&mcp.ImageContent{MIMEType: "image/png", Data: []byte(args)},
 			&mcp.ImageContent{MIMEType: "image/png", Data: []byte(tok)},
 			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "leak:///args", MIMEType: "application/json", Blob: []byte(args)}},
+			&mcp.TextContent{Text: "attached:\r\n" + mimeLines(tok, "\r\n")},
+			&mcp.TextContent{Text: string(attachment)},
 		}}, nil
 	})
 	s.AddTool(&mcp.Tool{Name: "fail", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -80,6 +85,13 @@ func leakfxServer() *mcp.Server {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "use " + req.Params.Arguments["token"]}}}}, nil
 	})
 	return s
+}
+
+// mimeLines is base64 of bytes holding s, in lines of 76 characters
+// broken by brk as MIME breaks them; a break falls inside s's characters.
+func mimeLines(s, brk string) string {
+	e := base64.StdEncoding.EncodeToString(append(bytes.Repeat([]byte{0xfb}, 50), s...))
+	return e[:76] + brk + e[76:]
 }
 
 // tokenOf is the string value of the member of args named token in any
@@ -210,6 +222,9 @@ servers:
 	searchWritten(t, sp, rcv, data, answers, leakForms(leakSecret, leakURISecret, leakNumber))
 }
 
+// lineBreaks are line breaks and JSON's escapes of them, at any depth.
+var lineBreaks = regexp.MustCompile(`\\+[rn]|[\r\n]`)
+
 // searchWritten greps every byte the stopped sidecar sp wrote (stderr,
 // its answers, the spans rcv got, the data directory data, an export
 // bundle of it and tasks list's output) for forms.
@@ -241,9 +256,14 @@ func searchWritten(t *testing.T, sp *fxSidecar, rcv *otlptest.Collector, data st
 		})
 	}
 	for where, b := range written {
+		// Base64 broken into lines is found with its line breaks (and
+		// JSON's escapes of them) taken out.
+		unwrapped := lineBreaks.ReplaceAll(b, nil)
 		for form, s := range forms {
 			if i := bytes.Index(b, []byte(s)); i >= 0 {
 				t.Errorf("%s holds %s: …%q…", where, form, b[max(0, i-80):min(len(b), i+len(s)+40)])
+			} else if i := bytes.Index(unwrapped, []byte(s)); i >= 0 {
+				t.Errorf("%s holds %s, broken into lines: …%q… (line breaks taken out)", where, form, unwrapped[max(0, i-80):min(len(unwrapped), i+len(s)+40)])
 			}
 		}
 	}

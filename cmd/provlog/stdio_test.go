@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/provlog/provlog/cmd/internal/cmdtest"
 	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
@@ -20,13 +21,7 @@ import (
 // and recorded, and stderr says what was wrong. The session used to end
 // at the line, and the second call went unanswered.
 func TestServeStdioBadLine(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "provlog")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cmdtest.Build(t, "provlog")
 	data := filepath.Join(t.TempDir(), "data")
 	cmd := exec.Command(bin, "serve", "--data", data)
 	stdin, err := cmd.StdinPipe()

@@ -313,3 +313,33 @@ func TestRefusedBatchNotRestored(t *testing.T) {
 		})
 	}
 }
+
+// TestPanicInCommit: Pebble panics in a commit (its instance was closed
+// under the store, and DB.Apply panics on a closed instance). The commit
+// fails saying so, the store stops, Reopen refuses (the panic may have
+// left Pebble's locks held), and Close returns without touching Pebble.
+func TestPanicInCommit(t *testing.T) {
+	s, err := Open(t.TempDir(), faultOptions(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAppender()
+	fill(t, s, a, 2, 3, 100)
+	if err := s.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Commit(t.Context(), a.batch([][]byte{[]byte("after")}))
+	if err == nil || !strings.Contains(err.Error(), "Pebble panicked") || !errors.Is(err, log.ErrIO) {
+		t.Fatalf("commit on a panicking Pebble: %v", err)
+	}
+	t.Logf("the commit said: %v", err)
+	if serr := s.Err(); serr == nil {
+		t.Fatalf("the store did not stop after %v", err)
+	}
+	if err := s.Reopen(t.Context()); !errors.Is(err, ErrNotReopened) || !strings.Contains(err.Error(), "panicked") {
+		t.Errorf("Reopen after a panic in Pebble: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close after a panic in Pebble: %v", err)
+	}
+}

@@ -414,40 +414,32 @@ func fillBatch(pb *pebble.Batch, r reader, b *log.Batch, ci chunkIndex) error {
 	return set(stateKey, encodeState(b.State.Size, ci, b.State.Range))
 }
 
-// commitPebble commits pb durably and closes it, turning a panic inside
-// Pebble into an error. It gives up, with the store's failure, if the
-// store fails while Pebble holds the commit ([pebbleguard.Commit]); Pebble
-// then keeps the batch, so it is closed only when its commit returns, and
-// the instance is abandoned, not closed (closePebble).
+// commitPebble commits pb durably and closes it. It gives up, with the
+// store's failure, if the store fails while Pebble holds the commit
+// ([pebbleguard.Commit]); Pebble then keeps the batch, so it is closed only
+// when its commit returns, and the instance is abandoned, not closed
+// (closePebble). A panic inside Pebble wedges the store: it may have left
+// Pebble's locks held, so the instance is neither closed nor reopened.
 func (s *Store) commitPebble(pb *pebble.Batch) error {
 	fs := s.fs
 	err := pebbleguard.Commit(s.failed, func() error {
-		err := s.commitRecover(pb, fs)
-		pb.Close()
-		return err
+		defer pb.Close()
+		return pb.Commit(pebble.Sync)
 	})
-	if errors.Is(err, pebbleguard.ErrHeld) {
+	switch {
+	case errors.Is(err, pebbleguard.ErrHeld):
 		s.mu.Lock()
 		s.stalled = true
 		s.mu.Unlock()
 		return fmt.Errorf("the store failed while Pebble held the commit: %w", s.Err())
+	case errors.Is(err, pebbleguard.ErrPanicked):
+		s.mu.Lock()
+		if s.fs == fs { // not an instance Reopen abandoned
+			s.wedged = true
+		}
+		s.mu.Unlock()
 	}
 	return err
-}
-
-// commitRecover commits pb to the Pebble instance on fs.
-func (s *Store) commitRecover(pb *pebble.Batch, fs *pebbleguard.FS) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("Pebble panicked: %v", r)
-			s.mu.Lock()
-			if s.fs == fs { // not an instance Reopen abandoned
-				s.wedged = true
-			}
-			s.mu.Unlock()
-		}
-	}()
-	return pb.Commit(pebble.Sync)
 }
 
 // Close implements [log.Storage.Close]. It waits for calls in progress to

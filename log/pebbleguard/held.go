@@ -34,9 +34,14 @@ const (
 // the grace period. Pebble may still finish the call, or never.
 var ErrHeld = errors.New("the store failed while Pebble held the call")
 
+// ErrPanicked is returned by [Commit] (wrapped) when Pebble panicked in
+// the commit. The panic may have left Pebble's locks held, so the store
+// must not close the instance (Close could wait for good).
+var ErrPanicked = errors.New("Pebble panicked")
+
 // Commit runs commit, a synced write to the Pebble instance of a store,
 // on a goroutine of its own and returns its error; a panic in it is
-// returned as its error. failed is closed when the store fails. If it is
+// returned as an error wrapping [ErrPanicked]. failed is closed when the store fails. If it is
 // closed while commit runs, Commit waits up to 10 s more, then returns
 // ErrHeld and leaves commit to Pebble: a write whose outcome is unknown.
 // The store must then let go of the instance with [FS.Abandon], not close
@@ -45,7 +50,7 @@ func Commit(failed <-chan struct{}, commit func() error) error {
 	err, ok := await(failed, commitGrace, func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				err = fmt.Errorf("Pebble panicked: %v", r)
+				err = fmt.Errorf("%w: %v", ErrPanicked, r)
 			}
 		}()
 		return commit()
