@@ -81,9 +81,13 @@
 // Progress is routed per call: the proxy gives the downstream a token of
 // its own and sends the server's progress to the session and token that
 // asked. Cancellation flows down through the SDK. Log messages go to the
-// client whose call is in progress on that server, else to every client,
-// with the logger name prefixed by the server id; the front server filters
-// by each client's level. List-changed notifications make the proxy
+// client whose call is in progress on that server, with the logger name
+// prefixed by the server id; the front server filters by each client's
+// level. One that cannot be tied to a call goes only to sessions of the
+// one actor it can concern (the callers of that server if all are one
+// actor, else with no call in progress every session if all are one
+// actor's), and with two actors to no one: one actor never reads what a
+// shared server logged while serving another. List-changed notifications make the proxy
 // re-read that server's lists, and the front server tells its clients.
 // Resource subscriptions are counted and forwarded once per URI.
 // Sampling and elicitation requests from a server go to the client whose

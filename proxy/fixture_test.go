@@ -55,20 +55,29 @@ func addWaitFile(s *mcp.Server) {
 	s.AddTool(&mcp.Tool{Name: "wait_file", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a struct{ Path string }
 		json.Unmarshal(req.Params.Arguments, &a)
-		path := a.Path
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if _, err := os.Stat(path); err == nil {
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "found " + path}}}, nil
-			}
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+		if err := waitForFile(ctx, a.Path); err != nil {
+			return nil, err
 		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "found " + a.Path}}}, nil
 	})
+}
+
+// waitForFile returns once the file at path exists, or with ctx's error.
+// A test holds a fixture's tool at a point of its choosing by creating
+// the file only then.
+func waitForFile(ctx context.Context, path string) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func fixtureServerConfig(t *testing.T, id string) ServerConfig {
@@ -145,6 +154,8 @@ func runFixtureServer() {
 		addStream(s, obj)
 	case "silent":
 		addSilentRug(s)
+	case "logs":
+		addLogs(s)
 	case "subs":
 		// touch tells the subscribers that the resource changed, in
 		// the process it runs in, and how many subscriptions it took.

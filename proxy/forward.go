@@ -78,20 +78,80 @@ func (d *downstream) inOrder(req *jsonrpc.Request) (handled bool) {
 // (createMessage, elicit, logMessage), which have to guess the call
 // (d.caller).
 
-// logMessage forwards a downstream log message, its logger name prefixed
-// with the server id: to the session with calls in progress on the server
-// if there is exactly one (on that call's stream), else to every session.
-// The front server drops it for sessions whose level is higher.
+// logMessage forwards a downstream log message the server sent outside
+// a call's own stream, its logger name prefixed with the server id, to the
+// sessions it may concern (logRecipients), in the context of each one's
+// call in progress if it has one, so on that call's stream. The front
+// server drops it for sessions whose level is higher. One that concerns
+// no one actor is dropped, saying so at debug level without its data,
+// which may hold what the server was given in confidence.
 func (d *downstream) logMessage(_ context.Context, req *mcp.LoggingMessageRequest) {
 	params := *req.Params
-	if c, err := d.calls.caller("log message"); err == nil {
-		d.logTo(c, &params)
+	d.logPrefix(&params)
+	to, actors, calling := d.logRecipients()
+	if actors > 1 {
+		why := fmt.Sprintf("no call is in progress and %d actors have sessions", actors)
+		if calling {
+			why = fmt.Sprintf("calls of %d actors are in progress", actors)
+		}
+		d.p.logger.Debug("proxy: a log message from a server concerns no one caller; not forwarded",
+			"server", d.cfg.ID, "message_level", params.Level, "logger", params.Logger, "actors", actors, "why", why)
 		return
 	}
-	d.logPrefix(&params)
-	for ss := range d.p.server.Sessions() {
-		_ = ss.Log(context.Background(), &params)
+	for _, c := range to {
+		if c.session != nil {
+			_ = c.session.Log(c.ctx, &params)
+		}
 	}
+}
+
+// logRecipients says where a server's log message that no call's stream
+// carried may go (each with the context to send it in), how many actors
+// it might concern, and whether calls are in progress. MCP does not tie
+// such a message to a call, and one actor must not read what the server
+// logged while serving another (a customer's name, a value redaction
+// keeps out of the log), so it goes only where its actor is certain: to
+// the sessions with calls in progress on the server if one actor made
+// them all; with none in progress, to every session if all are one
+// actor's (a sidecar beside one agent). With more actors, to none.
+func (d *downstream) logRecipients() (to []*inflightCall, actors int, calling bool) {
+	if calls, n := d.calls.bySession(); len(calls) > 0 {
+		if n > 1 {
+			return nil, n, true
+		}
+		return calls, n, true
+	}
+	who := map[string]bool{}
+	unknown := 0 // sessions whose actor cannot be told: each may be another
+	for ss := range d.p.server.Sessions() {
+		a, ok := d.p.sessionActor(ss)
+		if ok {
+			who[a] = true
+		} else {
+			unknown++
+		}
+		to = append(to, &inflightCall{session: ss, actor: a, ctx: context.Background()})
+	}
+	if actors = len(who) + unknown; actors > 1 {
+		return nil, actors, false
+	}
+	return to, actors, false
+}
+
+// sessionActor returns the actor of front session ss, if it can be
+// told: an HTTP session's is its initialize request's token's; another's
+// is the one its calls get (the config's, over stdio).
+func (p *Proxy) sessionActor(ss *mcp.ServerSession) (string, bool) {
+	if id := ss.ID(); id != "" {
+		if v, ok := p.sessions.Load(id); ok {
+			return v.(*frontSession).actor, true
+		}
+	}
+	if a, ok := p.initActors.Load(ss); ok {
+		return a.(string), true
+	}
+	a, err := p.actor(context.Background(), &mcp.CallToolRequest{Session: ss})
+	return a, err == nil
 }
 
 // logTo sends a downstream log message to the session of call c, on its
@@ -396,7 +456,7 @@ func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, 
 	bridged := sessionStateless(cs) && protocol < statelessProtocol
 	// Noted as in progress, as a call is, so that a server's request
 	// during the read finds the client that made it.
-	id := d.calls.begin(ss, ctx, nil)
+	id := d.calls.begin(&inflightCall{session: ss, actor: entry.Actor, ctx: ctx})
 	defer d.calls.end(id)
 	var prev uint64 // the index of the leg before's entry
 	for leg := 1; ; leg++ {

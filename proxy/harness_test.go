@@ -432,12 +432,18 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // the SDK negotiate (2026-07-28, stateless).
 func connectHTTP(t *testing.T, url, version string, cl *clientLog) *mcp.ClientSession {
 	t.Helper()
+	return connectHTTPAs(t, url, testToken, version, cl)
+}
+
+// connectHTTPAs is connectHTTP with the bearer token token.
+func connectHTTPAs(t *testing.T, url, token, version string, cl *clientLog) *mcp.ClientSession {
+	t.Helper()
 	if cl == nil {
 		cl = newClientLog()
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "go-http-client", Version: "1.2.3"}, cl.options())
 	// The transport captures raw results, so tests can compare wire bytes.
-	rt := &captureRoundTripper{base: &bearer{testToken, http.DefaultTransport}}
+	rt := &captureRoundTripper{base: &bearer{token, http.DefaultTransport}}
 	tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}}
 	var opts *mcp.ClientSessionOptions
 	if version != "" {

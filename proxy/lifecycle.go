@@ -286,14 +286,15 @@ func (p *Proxy) forward(ctx context.Context, in *callIn, c *call) error {
 	}
 	// Noted as in progress, so that server requests and log messages the
 	// server sends outside the call's own stream find its session.
-	id := d.calls.begin(in.session, ctx, c.secrets)
+	ic := &inflightCall{session: in.session, actor: c.actor, ctx: ctx, secrets: c.secrets}
+	id := d.calls.begin(ic)
 	defer d.calls.end(id)
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
 	d.gate.forwarding(in.ticket, cancel)
 	var o outcome
 	if d.cfg.URL != "" && !stateless {
-		o = d.postCall(cctx, cs, in, meta, &inflightCall{session: in.session, ctx: ctx, secrets: c.secrets})
+		o = d.postCall(cctx, cs, in, meta, ic)
 	} else {
 		o = sdkCall(cctx, cs, in.tool, in.params, meta)
 	}

@@ -100,7 +100,7 @@ func (d *downstream) startParkedRead(ctx context.Context, ss *mcp.ServerSession,
 	pc.start(ctx, d, entry.Kind, func(uint64, bool) {
 		rctx, cancel := context.WithTimeout(pc.ctx, d.cfg.timeout())
 		defer cancel()
-		id := d.calls.begin(ss, rctx, nil)
+		id := d.calls.begin(&inflightCall{session: ss, actor: entry.Actor, ctx: rctx})
 		defer d.calls.end(id)
 		cp := &capture{}
 		r.typed, r.err = send(withCapture(rctx, cp), meta, nil, "")

@@ -148,22 +148,24 @@ type callers struct {
 	m    map[uint64]*inflightCall
 }
 
-// An inflightCall is an upstream tools/call waiting on the server.
+// An inflightCall is an upstream tools/call (or read) waiting on the
+// server.
 type inflightCall struct {
 	session *mcp.ServerSession
+	actor   string // who made it: a log message goes to no session of another (logRecipients)
 	ctx     context.Context
 	secrets *callSecrets // the call's, which its client's answers join (nil: a read's)
 }
 
 // begin notes an upstream call in progress; end(id) ends it.
-func (c *callers) begin(ss *mcp.ServerSession, ctx context.Context, secrets *callSecrets) uint64 {
+func (c *callers) begin(ic *inflightCall) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = map[uint64]*inflightCall{}
 	}
 	c.next++
-	c.m[c.next] = &inflightCall{session: ss, ctx: ctx, secrets: secrets}
+	c.m[c.next] = ic
 	return c.next
 }
 
@@ -185,19 +187,29 @@ func (c *callers) count() int {
 // latest call). With none, or with calls from several sessions, there is
 // no telling, and the error says so.
 func (c *callers) caller(what string) (*inflightCall, error) {
+	calls, _ := c.bySession()
+	switch {
+	case len(calls) == 0:
+		return nil, fmt.Errorf("provlog: no client call is in progress on server %q to send its %s to", c.server, what)
+	case len(calls) > 1:
+		return nil, fmt.Errorf("provlog: %d client sessions have calls in progress on server %q; cannot tell which one its %s is for", len(calls), c.server, what)
+	}
+	return calls[0], nil
+}
+
+// bySession returns the latest call in progress of each session with
+// calls in progress, and the number of actors who made them.
+func (c *callers) bySession() (calls []*inflightCall, actors int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var latest uint64
-	sessions := map[*mcp.ServerSession]bool{}
+	latest := map[*mcp.ServerSession]uint64{}
+	who := map[string]bool{}
 	for id, ic := range c.m {
-		sessions[ic.session] = true
-		latest = max(latest, id)
+		latest[ic.session] = max(latest[ic.session], id)
+		who[ic.actor] = true
 	}
-	switch {
-	case len(sessions) == 0:
-		return nil, fmt.Errorf("provlog: no client call is in progress on server %q to send its %s to", c.server, what)
-	case len(sessions) > 1:
-		return nil, fmt.Errorf("provlog: %d client sessions have calls in progress on server %q; cannot tell which one its %s is for", len(sessions), c.server, what)
+	for _, id := range latest {
+		calls = append(calls, c.m[id])
 	}
-	return c.m[latest], nil
+	return calls, len(who)
 }
