@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -305,5 +306,36 @@ func TestUIDeepNesting(t *testing.T) {
 	}
 	if depth == 0 || depth > 20 {
 		t.Errorf("the cut mark is %d elements deep in the page", depth)
+	}
+}
+
+// TestUIInheritedKind: a substituted entry whose kind names a member
+// every JavaScript object inherits ("constructor", "__proto__",
+// "toString") is shown as another kind. The page looked its words up in a
+// plain object and showed the source of JavaScript's Object function as
+// what the kind means.
+func TestUIInheritedKind(t *testing.T) {
+	h := newHostileLog(t)
+	var kind atomic.Pointer[string]
+	swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == fmt.Sprintf("/log/entry/%d", h.call) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"actor":"alice","kind":%q,"time":"2026-01-02T03:04:05Z"}`, *kind.Load())
+			return
+		}
+		h.handler.ServeHTTP(w, r)
+	}))
+	defer swap.Close()
+	p, ctx := openPage(t)
+	for _, k := range []string{"constructor", "__proto__", "toString", "hasOwnProperty"} {
+		kind.Store(&k)
+		verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d", swap.URL, h.token, h.call))
+		var txt string
+		if err := p.Eval(ctx, `document.getElementById("entry").innerText`, &txt); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(txt, k+" (another kind)") || strings.Contains(txt, "native code") {
+			t.Errorf("an entry of kind %q shows as: %s", k, txt)
+		}
 	}
 }

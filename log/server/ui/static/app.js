@@ -185,6 +185,13 @@ function showVerdict(res, keyText) {
   );
 }
 
+// own returns table's own value for key k, never an inherited one: an
+// entry's kind is untrusted text, and "constructor" or "__proto__" would
+// otherwise read Object's own members.
+function own(table, k) {
+  return typeof k === "string" && Object.hasOwn(table, k) ? table[k] : undefined;
+}
+
 const kindWords = {
   genesis: "the log's first entry",
   call: "a tool call, recorded before it ran",
@@ -288,7 +295,7 @@ function showEntry(index, bytes) {
   // each shows through render, which caps the depth.
   const rows = [
     ["Index", String(index)],
-    ["Kind", [shownValue(entry.kind), ` (${(typeof entry.kind === "string" && kindWords[entry.kind]) || "another kind"})`]],
+    ["Kind", [shownValue(entry.kind), ` (${own(kindWords, entry.kind) || "another kind"})`]],
     ["Time", shownValue(entry.time)],
     ["Actor", shownValue(entry.actor)],
   ];
@@ -482,7 +489,7 @@ async function showTimeline(index, entry, task, keyText) {
   sec.hidden = false;
   const checks = [];
   const items = task.history.map((e) => {
-    const words = (eventWords[e.kind] || (() => e.kind))(e);
+    const words = (own(eventWords, e.kind) || (() => e.kind))(e);
     const current = BigInt(e.index) === index;
     const mark = el("span", { class: "check" }, "(checking…)");
     if (checks.length < maxChecked) checks.push(checkEvent(e, task.task_id, keyText).then((r) => markEvent(mark, r)));
