@@ -39,8 +39,13 @@ const (
 type catalogue struct {
 	d *downstream
 
-	syncMu sync.Mutex    // one sync at a time
-	resync chan struct{} // list_changed notifications, coalesced
+	// syncMu is held to apply a list read (the front's registrations
+	// and the tools entries), one at a time; readMu holds each list to
+	// one read at a time (a loop per list, resyncLoop), so a server slow
+	// to answer one of its lists delays no other.
+	syncMu sync.Mutex
+	readMu [listSlots + 1]sync.Mutex
+	resync [listSlots]chan struct{} // requests to each loop to read again, coalesced
 	// announced holds a bit per listSlot whose list the server said has
 	// changed since that list was last read.
 	announced atomic.Uint32
@@ -54,11 +59,14 @@ type catalogue struct {
 	// wanted holds a bit per slot whose list a front client's list asked
 	// to be read (fresh.go); begun counts the reads of each list begun
 	// (under mu), begunAt is when the last began, ended counts those
-	// ended, and lateRead is the last read a list was answered without.
+	// ended, and lateRead is the last read a list was answered without;
+	// behind holds a bit per slot whose read a front list gave up
+	// waiting for, and which no read has answered since.
 	wanted                 atomic.Uint32
 	begun, ended, lateRead [listSlots + 1]uint64
 	begunAt                [listSlots + 1]time.Time
-	testingOnlyListBound   atomic.Int64 // replaces listBound's connectTimeout if not zero
+	behind                 uint32
+	testingOnlyListBound   atomic.Int64 // replaces listBound's freshWait if not zero
 
 	mu         sync.Mutex
 	lists      [listSlots]registry
@@ -99,8 +107,11 @@ func (c *catalogue) paramHeaders(front string) bool {
 }
 
 func newCatalogue(d *downstream) *catalogue {
-	c := &catalogue{d: d, resync: make(chan struct{}, 1), collisions: map[string]bool{}, readNow: make(chan struct{}),
+	c := &catalogue{d: d, collisions: map[string]bool{}, readNow: make(chan struct{}),
 		kinds: []lister{toolKind(), promptKind(), resourceKind(), templateKind()}}
+	for i := range c.resync {
+		c.resync[i] = make(chan struct{}, 1)
+	}
 	for i := range c.lists {
 		c.lists[i] = registry{reg: map[string]registration{}, skipped: map[string]string{}}
 	}
@@ -122,36 +133,79 @@ func (c *catalogue) triggerResync(slots ...listSlot) {
 	for _, s := range slots {
 		c.asked[s].Add(1)
 		c.announced.Or(1 << s)
+		c.askRead(s)
+	}
+}
+
+// askRead has the list in slot read again (by its resyncLoop) once the
+// read under way, if any, has ended. It does not block.
+func (c *catalogue) askRead(slot listSlot) {
+	if slot == newerToolSlot {
+		slot = toolSlot // its loop (resyncLoop)
 	}
 	select {
-	case c.resync <- struct{}{}:
+	case c.resync[slot] <- struct{}{}:
 	default:
 	}
 }
 
-func (c *catalogue) resyncLoop(ctx context.Context) {
+// resyncLoops starts, for each list, the loop that reads it again
+// whenever the server says it changed or a front client's list asks
+// (resyncLoop), until ctx is done.
+func (c *catalogue) resyncLoops(ctx context.Context) {
+	for s := range listSlots {
+		go c.resyncLoop(ctx, s)
+	}
+}
+
+// resyncLoop reads the list in slot again when asked (askRead), and the
+// loop of the tools reads the newer session's after them (their tools
+// entries compare each list with the last recorded, so they are read in
+// the order they always were). Only the list the server said changed,
+// or a front client's list asked for, is read: reading the other lists
+// too held up the front's notification of the next change, and a loop
+// per list lets no list wait for another's read (a server hung on its
+// tools list held up the read of its prompts, and a front client's list
+// of them).
+func (c *catalogue) resyncLoop(ctx context.Context, slot listSlot) {
+	slots := []listSlot{slot}
+	if slot == toolSlot {
+		slots = append(slots, newerToolSlot)
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.resync:
+		case <-c.resync[slot]:
 		}
-		wanted := c.wanted.Load() // a read begun clears its bit (begin)
-		if cs := c.d.sup.current(); cs != nil {
-			// Only what the server said changed, or a front client's list
-			// asked for: reading the other lists too held up the front's
-			// notification of the next change.
-			c.sync(ctx, cs, c.announced.Load()|wanted)
-		} else {
-			c.unread(wanted &^ (1 << newerToolSlot))
+		for _, s := range slots {
+			c.resyncList(ctx, s)
 		}
-		if (c.announced.Load()|wanted)&(1<<newerToolSlot) != 0 {
-			if cs := c.d.newer.current(); cs != nil {
-				c.readNewerTools(ctx, cs)
-			} else {
-				c.unread(wanted & (1 << newerToolSlot))
-			}
-		}
+	}
+}
+
+// resyncList reads the list in slot, if the server said it changed or a
+// front client's list asked for it.
+func (c *catalogue) resyncList(ctx context.Context, slot listSlot) {
+	bit := uint32(1) << slot
+	wanted := c.wanted.Load()&bit != 0 // a read begun clears its bit (begin)
+	if c.announced.Load()&bit == 0 && !wanted {
+		return
+	}
+	session := c.d.sup.current
+	if slot == newerToolSlot {
+		session = c.d.newer.current
+	}
+	switch cs := session(); {
+	case cs == nil && wanted:
+		c.unread(slot)
+	case cs == nil:
+	case slot == newerToolSlot:
+		c.readNewerTools(ctx, cs)
+	default:
+		c.readMu[slot].Lock()
+		defer c.readMu[slot].Unlock()
+		c.syncLists(ctx, cs, bit, false)
 	}
 }
 
@@ -159,37 +213,40 @@ func (c *catalogue) resyncLoop(ctx context.Context) {
 // match, when the proxy connects to it; a changed server's new instance
 // has started then (started).
 func (c *catalogue) syncAll(ctx context.Context, cs *mcp.ClientSession) {
+	for s := range listSlots {
+		c.readMu[s].Lock()
+		defer c.readMu[s].Unlock()
+	}
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
-	c.d.started(c.syncLocked(ctx, cs, 1<<listSlots-1))
-}
-
-// sync reads the server's lists in slots (a bit per listSlot) and makes
-// the front server's match.
-func (c *catalogue) sync(ctx context.Context, cs *mcp.ClientSession, slots uint32) {
-	c.syncMu.Lock()
-	defer c.syncMu.Unlock()
-	c.syncLocked(ctx, cs, slots)
+	c.d.started(c.syncLists(ctx, cs, 1<<listSlots-1, true))
 }
 
 // errNotOffered is a list's sync when the server does not offer it.
 var errNotOffered = errors.New("not offered")
 
-// syncLocked is sync with c.syncMu held; it returns the slots whose
-// lists were read and applied.
-func (c *catalogue) syncLocked(ctx context.Context, cs *mcp.ClientSession, slots uint32) (applied uint32) {
+// listReadBound is how long the reads of a server's lists may take: as
+// long as connecting to it. Only the lists read wait for them (a loop per
+// list), and a front client's list waits at most listBound.
+const listReadBound = connectTimeout
+
+// syncLists reads the server's lists in slots (a bit per listSlot) and
+// makes the front server's match; the caller holds their readMu, and
+// syncMu if held (else each list read takes it to be applied). It
+// returns the slots whose lists were read and applied.
+func (c *catalogue) syncLists(ctx context.Context, cs *mcp.ClientSession, slots uint32, held bool) (applied uint32) {
 	caps := cs.InitializeResult().Capabilities
 	if caps == nil {
 		caps = &mcp.ServerCapabilities{}
 	}
-	sctx, cancel := context.WithTimeout(ctx, c.listBound())
+	sctx, cancel := context.WithTimeout(ctx, listReadBound)
 	defer cancel()
 	for _, l := range c.kinds {
 		slot, _, _, _ := l.where()
 		if slots&(1<<slot) == 0 {
 			continue
 		}
-		switch err := l.sync(sctx, c, cs, caps); {
+		switch err := l.sync(sctx, c, cs, caps, held); {
 		case err == nil:
 			applied |= 1 << slot
 		case errors.Is(err, errNotOffered):
@@ -200,16 +257,27 @@ func (c *catalogue) syncLocked(ctx context.Context, cs *mcp.ClientSession, slots
 	return applied
 }
 
-func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) error {
+// sync reads the list and applies it, with c.syncMu held (taken for it
+// unless held).
+func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, held bool) error {
 	announced := c.announced.And(^uint32(1<<k.slot))&(1<<k.slot) != 0
 	// The changes announced before the list is asked for are in it; a
 	// call waiting for them goes on when it is applied, or has failed.
 	asked := c.begin(k.slot)
-	defer c.readTo(k.slot, asked)
+	answered := false
+	defer func() { c.readTo(k.slot, asked, answered) }()
 	if !k.offered(caps) {
+		answered = true
 		return errNotOffered
 	}
 	raws, err := k.list(ctx, cs)
+	if err == nil && !held {
+		c.syncMu.Lock()
+		defer c.syncMu.Unlock()
+		// A server removed or replaced while its list was read applies
+		// nothing: its syncMu was held until its context ended (retire).
+		err = ctx.Err()
+	}
 	if err != nil {
 		if announced { // the next read owes the clients the notification
 			c.announced.Or(1 << k.slot)
@@ -217,6 +285,7 @@ func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSess
 		return err
 	}
 	k.apply(c, raws, announced)
+	answered = true
 	return nil
 }
 

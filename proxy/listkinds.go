@@ -14,7 +14,7 @@ import (
 
 // A lister is a listKind of any item type.
 type lister interface {
-	sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) error
+	sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, held bool) error
 	plural() string
 	// where returns the list's slot, its front names' table, the list
 	// result's field and its items' name (or URI) member.

@@ -44,18 +44,25 @@ func (c *catalogue) toolsChanged(cs *mcp.ClientSession) {
 // readNewerTools reads the tool list of the newer session cs and records
 // it.
 func (c *catalogue) readNewerTools(ctx context.Context, cs *mcp.ClientSession) {
-	c.syncMu.Lock() // one list recorded at a time
-	defer c.syncMu.Unlock()
+	c.readMu[newerToolSlot].Lock()
+	defer c.readMu[newerToolSlot].Unlock()
 	c.announced.And(^uint32(1 << newerToolSlot))
 	asked := c.begin(newerToolSlot)
-	defer c.readTo(newerToolSlot, asked)
+	answered := false
+	defer func() { c.readTo(newerToolSlot, asked, answered) }()
 	if caps := cs.InitializeResult().Capabilities; caps == nil || caps.Tools == nil {
 		c.setNewer(cs, map[string]string{})
+		answered = true
 		return
 	}
-	sctx, cancel := context.WithTimeout(ctx, c.listBound())
+	sctx, cancel := context.WithTimeout(ctx, listReadBound)
 	defer cancel()
 	raws, err := toolKind().list(sctx, cs)
+	if err == nil {
+		c.syncMu.Lock() // one list recorded at a time
+		defer c.syncMu.Unlock()
+		err = ctx.Err() // removed or replaced while it listed (retire)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			c.d.p.logger.Warn("proxy: listing the tools of the newer session failed; its calls name the first session's definitions", "server", c.d.cfg.ID, "error", err)
@@ -64,6 +71,7 @@ func (c *catalogue) readNewerTools(ctx context.Context, cs *mcp.ClientSession) {
 	}
 	c.recordTools(raws)
 	c.setNewer(cs, toolSums(raws))
+	answered = true
 }
 
 func (c *catalogue) setNewer(cs *mcp.ClientSession, sums map[string]string) {

@@ -112,12 +112,16 @@ func (c *catalogue) awaitRead(slot listSlot, n uint64) {
 }
 
 // readTo notes that a read of the list in slot (begin), applied or
-// failed, has ended, and covers the server's first n changes of it.
-func (c *catalogue) readTo(slot listSlot, n uint64) {
+// failed, has ended, and covers the server's first n changes of it; the
+// server answered it if answered.
+func (c *catalogue) readTo(slot listSlot, n uint64, answered bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.read[slot] = max(c.read[slot], n)
-	c.ended[slot] = c.begun[slot] // one read at a time (syncMu)
+	c.ended[slot] = c.begun[slot] // one read at a time (readMu)
+	if answered {
+		c.behind &^= 1 << slot
+	}
 	close(c.readNow)
 	c.readNow = make(chan struct{})
 }

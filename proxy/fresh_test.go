@@ -1,0 +1,124 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log/logtest/proctest"
+)
+
+// readEnded reports whether read n of the list in slot has ended.
+func (c *catalogue) readEnded(slot listSlot, n uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ended[slot] >= n
+}
+
+// hangingLists starts a proxy with the fixture in "silent" mode as
+// "slow" and as "fx", logging to buf, and hangs slow's tools/list. A
+// client's list (cs) has the tools read: it waits a short bound for
+// slow's read, n, and is answered without it; the bound is then made a
+// minute, so that a list that waits for slow's tools again waits for
+// read n to end.
+func hangingLists(t *testing.T, buf *proctest.Buffer) (p *Proxy, cs *mcp.ClientSession, slow *downstream, n uint64) {
+	t.Helper()
+	slowCfg, fxCfg := fixtureServerConfig(t, "slow"), fixtureServerConfig(t, "fx")
+	slowCfg.Env[fixtureEnv], fxCfg.Env[fixtureEnv] = "silent", "silent"
+	p = startProxy(t, newTestLog(t), []ServerConfig{slowCfg, fxCfg}, func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	cs = connectMemory(t, p, nil)
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "slow__hang_lists"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range p.downstreams() {
+		d.cat.testingOnlyListBound.Store(int64(200 * time.Millisecond))
+		if d.cfg.ID == "slow" {
+			slow = d
+		}
+	}
+	time.Sleep(freshFor) // the read on connecting serves no longer
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	slow.cat.mu.Lock()
+	n = slow.cat.begun[toolSlot]
+	slow.cat.mu.Unlock()
+	if slow.cat.readEnded(toolSlot, n) {
+		t.Fatalf("slow's hung tools read %d has ended", n)
+	}
+	for _, d := range p.downstreams() {
+		d.cat.testingOnlyListBound.Store(int64(time.Minute))
+	}
+	return p, cs, slow, n
+}
+
+// TestHungListWaitedOnce: while one server's tools/list hangs, a
+// client's list waits for it once (the bound); the next lists are
+// answered without waiting for it, with its last list read, and with
+// another server's fresh list: a change it made without telling (no
+// list_changed) is shown and reported. Each list waited for the hung
+// server, however many lists it had missed.
+func TestHungListWaitedOnce(t *testing.T) {
+	var buf proctest.Buffer
+	p, cs, slow, n := hangingLists(t, &buf)
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__silentrug"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(freshFor) // fx's last read serves no longer
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slow.cat.readEnded(toolSlot, n) {
+		t.Errorf("the list was answered only after slow's hung read %d ended: it waited for slow again", n)
+	}
+	desc := map[string]string{}
+	for _, tl := range res.Tools {
+		desc[tl.Name] = tl.Description
+	}
+	if d, ok := desc["slow__ok"]; !ok || d != "" {
+		t.Errorf("the front lists slow__ok: %v, described %q; want its last list read", ok, d)
+	}
+	if d := desc["fx__ok"]; d != silentDesc {
+		t.Errorf("the front describes fx__ok %q, want %q", d, silentDesc)
+	}
+	for _, d := range p.Downstreams() {
+		if want := map[string]int{"fx": 1}[d.ID]; len(d.ToolChanges) != want {
+			t.Errorf("server %s: tool changes %+v, want %d", d.ID, d.ToolChanges, want)
+		}
+	}
+	if got := linesWith(&buf, "did not list its tools in time"); len(got) != 1 || !strings.Contains(got[0], "server=slow") {
+		t.Errorf("log lines on slow's hung list %q: want one", got)
+	}
+}
+
+// TestHungListDelaysNoOtherList: while a server's tools/list hangs, its
+// prompts change (prompts/list_changed), and a client's prompts/list
+// shows the change at once. The prompts were read after the tools, in
+// one loop, so the list waited for the hung read.
+func TestHungListDelaysNoOtherList(t *testing.T) {
+	var buf proctest.Buffer
+	_, cs, slow, n := hangingLists(t, &buf)
+	ctx := context.Background()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow__reprompt"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slow.cat.readEnded(toolSlot, n) {
+		t.Errorf("the prompts list was answered only after slow's hung tools read %d ended", n)
+	}
+	i := slices.IndexFunc(res.Prompts, func(pr *mcp.Prompt) bool { return pr.Name == "slow__p" })
+	if i < 0 || res.Prompts[i].Description != silentDesc {
+		t.Errorf("the front's prompts %v: want slow__p described %q", mustJSON(res.Prompts), silentDesc)
+	}
+}
