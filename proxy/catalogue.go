@@ -289,13 +289,24 @@ func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSess
 	return nil
 }
 
-// list pages through the server's list and returns its items as the
-// server sent them (see capture.go).
+// maxListPages and maxListItems bound a read of one list: a server that
+// pages on past them (or in a loop) has the read fail, and the front
+// offers the last list read, as for any failed read; the log says which
+// bound it passed. 100,000 items is as many tool names as a catalogue
+// remembers (maxKnownTools), a hundred front pages of go-sdk's default
+// size.
+const (
+	maxListPages = 1000
+	maxListItems = 100_000
+)
+
+// list pages through the server's list, every page, and returns its
+// items as the server sent them (see capture.go).
 func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.RawMessage, error) {
 	var items []json.RawMessage
 	cursor := ""
 	seen := map[string]int{} // cursor -> the page that gave it
-	for n := range 1000 {
+	for n := range maxListPages {
 		cp := &capture{}
 		next, typed, err := k.page(withCapture(ctx, cp), cs, cursor)
 		raw := cp.last()
@@ -317,6 +328,9 @@ func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.R
 			}
 		}
 		items = append(items, list...)
+		if len(items) > maxListItems {
+			return nil, fmt.Errorf("listing %s: more than %d in %d pages; the proxy reads at most %d", k.key, maxListItems, n+1, maxListItems)
+		}
 		if next == "" {
 			return items, nil
 		}
@@ -325,7 +339,7 @@ func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.R
 		}
 		seen[next], cursor = n+1, next
 	}
-	return nil, fmt.Errorf("listing %s: more than 1000 pages", k.key)
+	return nil, fmt.Errorf("listing %s: more than %d pages; the proxy reads at most %d", k.key, maxListPages, maxListPages)
 }
 
 // apply makes the front server's registrations of c's server match raws,
