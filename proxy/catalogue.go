@@ -70,11 +70,15 @@ type catalogue struct {
 
 	mu         sync.Mutex
 	lists      [listSlots]registry
-	collisions map[string]bool   // front names another server or the proxy holds
-	listed     map[string]string // tool name -> definition hash, as last recorded in a tools entry (nil: not yet)
-	newer      newerTools        // the tools of the server's newer session (newertools.go)
-	known      map[string]string // tool name -> the last definition hash listed, gone ones too (maxKnownTools)
-	changes    []ToolChange      // definitions changed while the proxy ran
+	collisions map[string]bool // front names another server or the proxy holds
+	// listed and known are kept for each session (firstSessionTools,
+	// newerSessionTools): its last tools list recorded (tool name ->
+	// definition hash, as last recorded in a tools entry; nil: not yet),
+	// and the last definition hash of every name it listed, gone ones too
+	// (maxKnownTools).
+	listed, known [2]map[string]string
+	newer         newerTools   // the tools of the server's newer session (newertools.go)
+	changes       []ToolChange // definitions changed while the proxy ran
 	// recording is closed when the last tools entry begun is durable (or
 	// failed); nil before the first.
 	recording chan struct{}

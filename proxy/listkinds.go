@@ -79,7 +79,7 @@ func toolKind() *listKind[mcp.Tool] {
 			d.p.server.AddTool(t, d.toolHandler(front, name))
 		},
 		remove: (*mcp.Server).RemoveTools,
-		listed: (*catalogue).recordTools,
+		listed: func(c *catalogue, raws []json.RawMessage) { c.recordTools(firstSessionTools, raws) },
 	}
 }
 

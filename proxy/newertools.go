@@ -12,7 +12,9 @@ import (
 // change them on its own. The proxy reads its tool list too, when it
 // connects and whenever it says the list changed, and records it as it
 // records the first session's (recordTools: a tools entry when it differs
-// from the last list recorded, and a definition changed is reported); a
+// from the last list of the session recorded, and a definition changed
+// is reported: each session's list is compared with its own, its first
+// with the first session's); a
 // call to it names its definition (toolSum). The front's clients are
 // offered the first session's lists.
 
@@ -69,7 +71,7 @@ func (c *catalogue) readNewerTools(ctx context.Context, cs *mcp.ClientSession) {
 		}
 		return
 	}
-	c.recordTools(raws)
+	c.recordTools(newerSessionTools, raws)
 	c.setNewer(cs, toolSums(raws))
 	answered = true
 }

@@ -228,7 +228,9 @@ func (c *catalogue) inherit(from *catalogue) {
 	for i := range c.lists {
 		c.lists[i].reg = maps.Clone(from.lists[i].reg)
 	}
-	c.known = maps.Clone(from.known)
+	for i := range c.known {
+		c.known[i] = maps.Clone(from.known[i])
+	}
 	c.changes = slices.Clone(from.changes)
 }
 

@@ -179,7 +179,10 @@ func callNamed(t *testing.T, l *testLog, cs *mcp.ClientSession, name string) *lo
 // the server's second process (whose list the front does not offer, but
 // whose change is recorded all the same). The front offered the
 // definition registered when the server was first listed, calls named
-// it, and nothing was reported.
+// it, and nothing was reported. Lists after it record and report
+// nothing more: for a 2026-07-28 client, whose first process's list
+// differs from its second's, every list recorded two more changes
+// (each session's list compared with the other's).
 func TestSilentRugPull(t *testing.T) {
 	for _, front := range []string{"memory", "http-2025-11-25", "http-" + statelessProtocol} {
 		t.Run(front, func(t *testing.T) {
@@ -226,6 +229,18 @@ func TestSilentRugPull(t *testing.T) {
 			fx := serverStatus(t, callStatus(t, cs), "fx")
 			if ch, _ := fx["tool_changes"].([]any); len(ch) != 1 || !strings.Contains(mustJSON(ch), after) {
 				t.Errorf("provlog__status does not report the change: %v", fx["tool_changes"])
+			}
+			// Lists read again, unchanged, record and report nothing more.
+			entries := len(l.entriesOf(t, log.KindTools))
+			for range 2 {
+				time.Sleep(freshFor)
+				okDescription(t, cs)
+			}
+			if ch := p.Downstreams()[0].ToolChanges; len(ch) != 1 {
+				t.Errorf("after two lists more, tool changes %+v: want ok's one", ch)
+			}
+			if got := len(l.entriesOf(t, log.KindTools)); got != entries {
+				t.Errorf("two lists more wrote %d tools entries, want none", got-entries)
 			}
 			if got := linesWith(&buf, "a tool's definition changed"); len(got) != 1 {
 				t.Errorf("log lines on the change: %q", got)
