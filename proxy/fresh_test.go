@@ -51,12 +51,12 @@ func hangingLists(t *testing.T, buf *proctest.Buffer) (p *Proxy, cs *mcp.ClientS
 	if _, err := cs.ListTools(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	slow.cat.mu.Lock()
-	n = slow.cat.begun[toolSlot]
-	slow.cat.mu.Unlock()
-	if slow.cat.readEnded(toolSlot, n) {
-		t.Fatalf("slow's hung tools read %d has ended", n)
-	}
+	eventuallyTrue(t, "slow's tools read under way", func() bool {
+		slow.cat.mu.Lock()
+		defer slow.cat.mu.Unlock()
+		n = slow.cat.begun[toolSlot]
+		return slow.cat.ended[toolSlot] < n
+	})
 	for _, d := range p.downstreams() {
 		d.cat.testingOnlyListBound.Store(int64(time.Minute))
 	}
