@@ -45,7 +45,7 @@ type catalogue struct {
 	// to answer one of its lists delays no other.
 	syncMu sync.Mutex
 	readMu [listSlots + 1]sync.Mutex
-	resync [listSlots]chan struct{} // requests to each loop to read again, coalesced
+	resync [listSlots + 1]chan struct{} // requests to read each list again, coalesced
 	// announced holds a bit per listSlot whose list the server said has
 	// changed since that list was last read.
 	announced atomic.Uint32
@@ -144,9 +144,6 @@ func (c *catalogue) triggerResync(slots ...listSlot) {
 // askRead has the list in slot read again (by its resyncLoop) once the
 // read under way, if any, has ended. It does not block.
 func (c *catalogue) askRead(slot listSlot) {
-	if slot == newerToolSlot {
-		slot = toolSlot // its loop (resyncLoop)
-	}
 	select {
 	case c.resync[slot] <- struct{}{}:
 	default:
@@ -157,34 +154,25 @@ func (c *catalogue) askRead(slot listSlot) {
 // whenever the server says it changed or a front client's list asks
 // (resyncLoop), until ctx is done.
 func (c *catalogue) resyncLoops(ctx context.Context) {
-	for s := range listSlots {
+	for s := range listSlot(listSlots + 1) {
 		go c.resyncLoop(ctx, s)
 	}
 }
 
-// resyncLoop reads the list in slot again when asked (askRead), and the
-// loop of the tools reads the newer session's after them (their tools
-// entries compare each list with the last recorded, so they are read in
-// the order they always were). Only the list the server said changed,
-// or a front client's list asked for, is read: reading the other lists
-// too held up the front's notification of the next change, and a loop
-// per list lets no list wait for another's read (a server hung on its
-// tools list held up the read of its prompts, and a front client's list
-// of them).
+// resyncLoop reads the list in slot again when asked (askRead). Only the
+// list the server said changed, or a front client's list asked for, is
+// read: reading the other lists too held up the front's notification of
+// the next change, and a loop per list (the newer session's tools too)
+// lets no list wait for another's read (a server hung on its tools list
+// held up the read of its prompts, and a front client's list of them).
 func (c *catalogue) resyncLoop(ctx context.Context, slot listSlot) {
-	slots := []listSlot{slot}
-	if slot == toolSlot {
-		slots = append(slots, newerToolSlot)
-	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.resync[slot]:
 		}
-		for _, s := range slots {
-			c.resyncList(ctx, s)
-		}
+		c.resyncList(ctx, slot)
 	}
 }
 

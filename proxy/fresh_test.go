@@ -208,3 +208,47 @@ func TestFreshListPages(t *testing.T) {
 		})
 	}
 }
+
+// TestHungNewerListDelaysNoOther: while the tools/list of a stdio
+// server's newer session (its second process, which 2026-07-28 clients'
+// calls go to) hangs, a change in its first process is shown by the
+// next list at once. The first session's tools were read by the loop
+// that read the newer session's, after the hung read.
+func TestHungNewerListDelaysNoOther(t *testing.T) {
+	var buf proctest.Buffer
+	l := newTestLog(t)
+	p := silentFixture(t, l, &buf)
+	newerClient := connectHTTP(t, serveHTTP(t, p), statelessProtocol, nil)
+	cs := connectMemory(t, p, nil)
+	ctx := context.Background()
+	if _, err := newerClient.CallTool(ctx, &mcp.CallToolParams{Name: "fx__hang_lists"}); err != nil {
+		t.Fatal(err)
+	}
+	fx := p.downstreams()[0]
+	if fx.newer.current() == nil {
+		t.Fatal("the 2026-07-28 client's call opened no newer session")
+	}
+	fx.cat.testingOnlyListBound.Store(int64(200 * time.Millisecond))
+	time.Sleep(freshFor) // the reads on connecting serve no longer
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	eventuallyTrue(t, "the newer session's tools read under way", func() bool {
+		fx.cat.mu.Lock()
+		defer fx.cat.mu.Unlock()
+		n = fx.cat.begun[newerToolSlot]
+		return fx.cat.ended[newerToolSlot] < n
+	})
+	fx.cat.testingOnlyListBound.Store(int64(time.Minute))
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__silentrug"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(freshFor) // the first session's last read serves no longer
+	if d := okDescription(t, cs); d != silentDesc {
+		t.Errorf("the front describes fx__ok %q, want %q", d, silentDesc)
+	}
+	if fx.cat.readEnded(newerToolSlot, n) {
+		t.Errorf("the list was answered only after the newer session's hung read %d ended", n)
+	}
+}
