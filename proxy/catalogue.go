@@ -21,7 +21,8 @@ import (
 // definitions it listed (reads.go records them).
 //
 // The four lists are synced by one function, [listKind.sync]; a
-// listKind says what differs between them.
+// listKind says what differs between them (listkinds.go). The front's
+// answers to its clients' lists are in frontlists.go.
 
 // A listSlot is where a catalogue keeps one list's registrations.
 type listSlot int
@@ -38,8 +39,13 @@ const (
 type catalogue struct {
 	d *downstream
 
-	syncMu sync.Mutex    // one sync at a time
-	resync chan struct{} // list_changed notifications, coalesced
+	// syncMu is held to apply a list read (the front's registrations
+	// and the tools entries), one at a time; readMu holds each list to
+	// one read at a time (a loop per list, resyncLoop), so a server slow
+	// to answer one of its lists delays no other.
+	syncMu sync.Mutex
+	readMu [listSlots + 1]sync.Mutex
+	resync [listSlots + 1]chan struct{} // requests to read each list again, coalesced
 	// announced holds a bit per listSlot whose list the server said has
 	// changed since that list was last read.
 	announced atomic.Uint32
@@ -53,19 +59,26 @@ type catalogue struct {
 	// wanted holds a bit per slot whose list a front client's list asked
 	// to be read (fresh.go); begun counts the reads of each list begun
 	// (under mu), begunAt is when the last began, ended counts those
-	// ended, and lateRead is the last read a list was answered without.
+	// ended, and lateRead is the last read a list was answered without;
+	// behind holds a bit per slot whose read a front list gave up
+	// waiting for, and which no read has answered since.
 	wanted                 atomic.Uint32
 	begun, ended, lateRead [listSlots + 1]uint64
 	begunAt                [listSlots + 1]time.Time
-	testingOnlyListBound   atomic.Int64 // replaces listBound's connectTimeout if not zero
+	behind                 uint32
+	testingOnlyListBound   atomic.Int64 // replaces listBound's freshWait if not zero
 
 	mu         sync.Mutex
 	lists      [listSlots]registry
-	collisions map[string]bool   // front names another server or the proxy holds
-	listed     map[string]string // tool name -> definition hash, as last recorded in a tools entry (nil: not yet)
-	newer      newerTools        // the tools of the server's newer session (newertools.go)
-	known      map[string]string // tool name -> the last definition hash listed, gone ones too (maxKnownTools)
-	changes    []ToolChange      // definitions changed while the proxy ran
+	collisions map[string]bool // front names another server or the proxy holds
+	// listed and known are kept for each session (firstSessionTools,
+	// newerSessionTools): its last tools list recorded (tool name ->
+	// definition hash, as last recorded in a tools entry; nil: not yet),
+	// and the last definition hash of every name it listed, gone ones too
+	// (maxKnownTools).
+	listed, known [2]map[string]string
+	newer         newerTools   // the tools of the server's newer session (newertools.go)
+	changes       []ToolChange // definitions changed while the proxy ran
 	// recording is closed when the last tools entry begun is durable (or
 	// failed); nil before the first.
 	recording chan struct{}
@@ -98,8 +111,11 @@ func (c *catalogue) paramHeaders(front string) bool {
 }
 
 func newCatalogue(d *downstream) *catalogue {
-	c := &catalogue{d: d, resync: make(chan struct{}, 1), collisions: map[string]bool{}, readNow: make(chan struct{}),
+	c := &catalogue{d: d, collisions: map[string]bool{}, readNow: make(chan struct{}),
 		kinds: []lister{toolKind(), promptKind(), resourceKind(), templateKind()}}
+	for i := range c.resync {
+		c.resync[i] = make(chan struct{}, 1)
+	}
 	for i := range c.lists {
 		c.lists[i] = registry{reg: map[string]registration{}, skipped: map[string]string{}}
 	}
@@ -121,36 +137,67 @@ func (c *catalogue) triggerResync(slots ...listSlot) {
 	for _, s := range slots {
 		c.asked[s].Add(1)
 		c.announced.Or(1 << s)
+		c.askRead(s)
 	}
+}
+
+// askRead has the list in slot read again (by its resyncLoop) once the
+// read under way, if any, has ended. It does not block.
+func (c *catalogue) askRead(slot listSlot) {
 	select {
-	case c.resync <- struct{}{}:
+	case c.resync[slot] <- struct{}{}:
 	default:
 	}
 }
 
-func (c *catalogue) resyncLoop(ctx context.Context) {
+// resyncLoops starts, for each list, the loop that reads it again
+// whenever the server says it changed or a front client's list asks
+// (resyncLoop), until ctx is done.
+func (c *catalogue) resyncLoops(ctx context.Context) {
+	for s := range listSlot(listSlots + 1) {
+		go c.resyncLoop(ctx, s)
+	}
+}
+
+// resyncLoop reads the list in slot again when asked (askRead). Only the
+// list the server said changed, or a front client's list asked for, is
+// read: reading the other lists too held up the front's notification of
+// the next change, and a loop per list (the newer session's tools too)
+// lets no list wait for another's read (a server hung on its tools list
+// held up the read of its prompts, and a front client's list of them).
+func (c *catalogue) resyncLoop(ctx context.Context, slot listSlot) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.resync:
+		case <-c.resync[slot]:
 		}
-		wanted := c.wanted.Load() // a read begun clears its bit (begin)
-		if cs := c.d.sup.current(); cs != nil {
-			// Only what the server said changed, or a front client's list
-			// asked for: reading the other lists too held up the front's
-			// notification of the next change.
-			c.sync(ctx, cs, c.announced.Load()|wanted)
-		} else {
-			c.unread(wanted &^ (1 << newerToolSlot))
-		}
-		if (c.announced.Load()|wanted)&(1<<newerToolSlot) != 0 {
-			if cs := c.d.newer.current(); cs != nil {
-				c.readNewerTools(ctx, cs)
-			} else {
-				c.unread(wanted & (1 << newerToolSlot))
-			}
-		}
+		c.resyncList(ctx, slot)
+	}
+}
+
+// resyncList reads the list in slot, if the server said it changed or a
+// front client's list asked for it.
+func (c *catalogue) resyncList(ctx context.Context, slot listSlot) {
+	bit := uint32(1) << slot
+	wanted := c.wanted.Load()&bit != 0 // a read begun clears its bit (begin)
+	if c.announced.Load()&bit == 0 && !wanted {
+		return
+	}
+	session := c.d.sup.current
+	if slot == newerToolSlot {
+		session = c.d.newer.current
+	}
+	switch cs := session(); {
+	case cs == nil && wanted:
+		c.unread(slot)
+	case cs == nil:
+	case slot == newerToolSlot:
+		c.readNewerTools(ctx, cs)
+	default:
+		c.readMu[slot].Lock()
+		defer c.readMu[slot].Unlock()
+		c.syncLists(ctx, cs, bit, false)
 	}
 }
 
@@ -158,37 +205,40 @@ func (c *catalogue) resyncLoop(ctx context.Context) {
 // match, when the proxy connects to it; a changed server's new instance
 // has started then (started).
 func (c *catalogue) syncAll(ctx context.Context, cs *mcp.ClientSession) {
+	for s := range listSlots {
+		c.readMu[s].Lock()
+		defer c.readMu[s].Unlock()
+	}
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
-	c.d.started(c.syncLocked(ctx, cs, 1<<listSlots-1))
-}
-
-// sync reads the server's lists in slots (a bit per listSlot) and makes
-// the front server's match.
-func (c *catalogue) sync(ctx context.Context, cs *mcp.ClientSession, slots uint32) {
-	c.syncMu.Lock()
-	defer c.syncMu.Unlock()
-	c.syncLocked(ctx, cs, slots)
+	c.d.started(c.syncLists(ctx, cs, 1<<listSlots-1, true))
 }
 
 // errNotOffered is a list's sync when the server does not offer it.
 var errNotOffered = errors.New("not offered")
 
-// syncLocked is sync with c.syncMu held; it returns the slots whose
-// lists were read and applied.
-func (c *catalogue) syncLocked(ctx context.Context, cs *mcp.ClientSession, slots uint32) (applied uint32) {
+// listReadBound is how long the reads of a server's lists may take: as
+// long as connecting to it. Only the lists read wait for them (a loop per
+// list), and a front client's list waits at most listBound.
+const listReadBound = connectTimeout
+
+// syncLists reads the server's lists in slots (a bit per listSlot) and
+// makes the front server's match; the caller holds their readMu, and
+// syncMu if held (else each list read takes it to be applied). It
+// returns the slots whose lists were read and applied.
+func (c *catalogue) syncLists(ctx context.Context, cs *mcp.ClientSession, slots uint32, held bool) (applied uint32) {
 	caps := cs.InitializeResult().Capabilities
 	if caps == nil {
 		caps = &mcp.ServerCapabilities{}
 	}
-	sctx, cancel := context.WithTimeout(ctx, c.listBound())
+	sctx, cancel := context.WithTimeout(ctx, listReadBound)
 	defer cancel()
 	for _, l := range c.kinds {
 		slot, _, _, _ := l.where()
 		if slots&(1<<slot) == 0 {
 			continue
 		}
-		switch err := l.sync(sctx, c, cs, caps); {
+		switch err := l.sync(sctx, c, cs, caps, held); {
 		case err == nil:
 			applied |= 1 << slot
 		case errors.Is(err, errNotOffered):
@@ -199,54 +249,27 @@ func (c *catalogue) syncLocked(ctx context.Context, cs *mcp.ClientSession, slots
 	return applied
 }
 
-// A lister is a listKind of any item type.
-type lister interface {
-	sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) error
-	plural() string
-	// where returns the list's slot, its front names' table, the list
-	// result's field and its items' name (or URI) member.
-	where() (slot listSlot, names nameTable, key, nameKey string)
-}
-
-// A listKind is one of the lists a server offers, whose items (of SDK
-// type T) the catalogue registers at the front.
-type listKind[T any] struct {
-	slot    listSlot
-	names   nameTable
-	noun    string // "tool", in log lines
-	key     string // the list result's field
-	nameKey string // the definition's name field
-	logKey  string // the log-line key of an item's name
-	offered func(*mcp.ServerCapabilities) bool
-	// page reads one page of the list, as typed items.
-	page   func(ctx context.Context, cs *mcp.ClientSession, cursor string) (next string, items any, err error)
-	prefix func(cfg *ServerConfig) string // the front prefix of the server's names
-	decode func(raw json.RawMessage) (*T, error)
-	name   func(*T) *string // the item's name (URI, URI template)
-	// reserved reports front names the proxy keeps for itself.
-	reserved func(p *Proxy, front string) bool
-	// add registers item at the front as front, server name name.
-	add    func(d *downstream, item *T, front, name string)
-	remove func(s *mcp.Server, fronts ...string)
-	// listed sees the list as read, before it is registered.
-	listed func(c *catalogue, raws []json.RawMessage)
-}
-
-func (k *listKind[T]) plural() string { return k.noun + "s" }
-func (k *listKind[T]) where() (listSlot, nameTable, string, string) {
-	return k.slot, k.names, k.key, k.nameKey
-}
-
-func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) error {
+// sync reads the list and applies it, with c.syncMu held (taken for it
+// unless held).
+func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, held bool) error {
 	announced := c.announced.And(^uint32(1<<k.slot))&(1<<k.slot) != 0
 	// The changes announced before the list is asked for are in it; a
 	// call waiting for them goes on when it is applied, or has failed.
 	asked := c.begin(k.slot)
-	defer c.readTo(k.slot, asked)
+	answered := false
+	defer func() { c.readTo(k.slot, asked, answered) }()
 	if !k.offered(caps) {
+		answered = true
 		return errNotOffered
 	}
 	raws, err := k.list(ctx, cs)
+	if err == nil && !held {
+		c.syncMu.Lock()
+		defer c.syncMu.Unlock()
+		// A server removed or replaced while its list was read applies
+		// nothing: its syncMu was held until its context ended (retire).
+		err = ctx.Err()
+	}
 	if err != nil {
 		if announced { // the next read owes the clients the notification
 			c.announced.Or(1 << k.slot)
@@ -254,16 +277,28 @@ func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSess
 		return err
 	}
 	k.apply(c, raws, announced)
+	answered = true
 	return nil
 }
 
-// list pages through the server's list and returns its items as the
-// server sent them (see capture.go).
+// maxListPages and maxListItems bound a read of one list: a server that
+// pages on past them (or in a loop) has the read fail, and the front
+// offers the last list read, as for any failed read; the log says which
+// bound it passed. 100,000 items is as many tool names as a catalogue
+// remembers (maxKnownTools), a hundred front pages of go-sdk's default
+// size.
+const (
+	maxListPages = 1000
+	maxListItems = 100_000
+)
+
+// list pages through the server's list, every page, and returns its
+// items as the server sent them (see capture.go).
 func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.RawMessage, error) {
 	var items []json.RawMessage
 	cursor := ""
 	seen := map[string]int{} // cursor -> the page that gave it
-	for n := range 1000 {
+	for n := range maxListPages {
 		cp := &capture{}
 		next, typed, err := k.page(withCapture(ctx, cp), cs, cursor)
 		raw := cp.last()
@@ -285,6 +320,9 @@ func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.R
 			}
 		}
 		items = append(items, list...)
+		if len(items) > maxListItems {
+			return nil, fmt.Errorf("listing %s: more than %d in %d pages; the proxy reads at most %d", k.key, maxListItems, n+1, maxListItems)
+		}
 		if next == "" {
 			return items, nil
 		}
@@ -293,7 +331,7 @@ func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.R
 		}
 		seen[next], cursor = n+1, next
 	}
-	return nil, fmt.Errorf("listing %s: more than 1000 pages", k.key)
+	return nil, fmt.Errorf("listing %s: more than %d pages; the proxy reads at most %d", k.key, maxListPages, maxListPages)
 }
 
 // apply makes the front server's registrations of c's server match raws,
@@ -469,224 +507,4 @@ func addGuarded(add func()) (err error) {
 	}()
 	add()
 	return nil
-}
-
-// decodeAs decodes a definition as the SDK's type.
-func decodeAs[T any](raw json.RawMessage) (*T, error) {
-	var v T
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, err
-	}
-	return &v, nil
-}
-
-// toolKind describes the tools list.
-func toolKind() *listKind[mcp.Tool] {
-	return &listKind[mcp.Tool]{
-		slot: toolSlot, names: toolNames, noun: "tool", key: "tools", nameKey: "name", logKey: "tool",
-		offered: func(c *mcp.ServerCapabilities) bool { return c.Tools != nil },
-		page: func(ctx context.Context, cs *mcp.ClientSession, cursor string) (string, any, error) {
-			r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
-			if err != nil {
-				return "", nil, err
-			}
-			return r.NextCursor, r.Tools, nil
-		},
-		prefix:   (*ServerConfig).toolPrefix,
-		decode:   decodeTool,
-		name:     func(t *mcp.Tool) *string { return &t.Name },
-		reserved: (*Proxy).reservedTool,
-		add: func(d *downstream, t *mcp.Tool, front, name string) {
-			d.p.server.AddTool(t, d.toolHandler(front, name))
-		},
-		remove: (*mcp.Server).RemoveTools,
-		listed: (*catalogue).recordTools,
-	}
-}
-
-// promptKind describes the prompts list.
-func promptKind() *listKind[mcp.Prompt] {
-	return &listKind[mcp.Prompt]{
-		slot: promptSlot, names: promptNames, noun: "prompt", key: "prompts", nameKey: "name", logKey: "prompt",
-		offered: func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil },
-		page: func(ctx context.Context, cs *mcp.ClientSession, cursor string) (string, any, error) {
-			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
-			if err != nil {
-				return "", nil, err
-			}
-			return r.NextCursor, r.Prompts, nil
-		},
-		prefix: (*ServerConfig).toolPrefix,
-		decode: decodeAs[mcp.Prompt],
-		name:   func(p *mcp.Prompt) *string { return &p.Name },
-		add: func(d *downstream, p *mcp.Prompt, _, name string) {
-			d.p.server.AddPrompt(p, d.promptHandler(name))
-		},
-		remove: (*mcp.Server).RemovePrompts,
-	}
-}
-
-// resourceKind describes the resources list.
-func resourceKind() *listKind[mcp.Resource] {
-	return &listKind[mcp.Resource]{
-		slot: resourceSlot, names: resourceNames, noun: "resource", key: "resources", nameKey: "uri", logKey: "uri",
-		offered: func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
-		page: func(ctx context.Context, cs *mcp.ClientSession, cursor string) (string, any, error) {
-			r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
-			if err != nil {
-				return "", nil, err
-			}
-			return r.NextCursor, r.Resources, nil
-		},
-		prefix: (*ServerConfig).uriPrefix,
-		decode: decodeAs[mcp.Resource],
-		name:   func(r *mcp.Resource) *string { return &r.URI },
-		add: func(d *downstream, r *mcp.Resource, _, _ string) {
-			d.p.server.AddResource(r, d.readResource)
-		},
-		remove: (*mcp.Server).RemoveResources,
-	}
-}
-
-// templateKind describes the resource templates list.
-func templateKind() *listKind[mcp.ResourceTemplate] {
-	return &listKind[mcp.ResourceTemplate]{
-		slot: templateSlot, names: resourceNames, noun: "resource template", key: "resourceTemplates", nameKey: "uriTemplate", logKey: "uri_template",
-		offered: func(c *mcp.ServerCapabilities) bool { return c.Resources != nil },
-		page: func(ctx context.Context, cs *mcp.ClientSession, cursor string) (string, any, error) {
-			r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
-			if err != nil {
-				return "", nil, err
-			}
-			return r.NextCursor, r.ResourceTemplates, nil
-		},
-		prefix: (*ServerConfig).uriPrefix,
-		decode: decodeAs[mcp.ResourceTemplate],
-		name:   func(t *mcp.ResourceTemplate) *string { return &t.URITemplate },
-		add: func(d *downstream, t *mcp.ResourceTemplate, _, _ string) {
-			d.p.server.AddResourceTemplate(t, d.readResource)
-		},
-		remove: (*mcp.Server).RemoveResourceTemplates,
-	}
-}
-
-// decodeTool decodes a tool definition, keeping its schemas exactly as
-// the server gave them.
-func decodeTool(raw json.RawMessage) (*mcp.Tool, error) {
-	t, err := decodeAs[mcp.Tool](raw)
-	if err != nil {
-		return nil, err
-	}
-	var schemas struct {
-		InputSchema  json.RawMessage `json:"inputSchema"`
-		OutputSchema json.RawMessage `json:"outputSchema"`
-	}
-	if err := json.Unmarshal(raw, &schemas); err != nil {
-		return nil, err
-	}
-	t.InputSchema, t.OutputSchema = nil, nil
-	if len(schemas.InputSchema) > 0 && string(schemas.InputSchema) != "null" {
-		t.InputSchema = schemas.InputSchema
-	}
-	if len(schemas.OutputSchema) > 0 && string(schemas.OutputSchema) != "null" {
-		t.OutputSchema = schemas.OutputSchema
-	}
-	return t, nil
-}
-
-// rawLists is the SDK front's middleware that has the four lists
-// (tools, prompts, resources, resource templates) answered with each
-// downstream item as its server listed it, under its front name or URI
-// (the only member the proxy changes): for a tool the definition
-// whose hash a call entry records (tool_sha256), rather than the SDK's
-// encoding of its decoding, which drops the members its types lack. The
-// list's envelope (paging, cache hints, and the proxy's own and the task
-// tools) stays the SDK's.
-func (p *Proxy) rawLists(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		p.freshLists(ctx, freshSlots(req.GetParams()))
-		res, err := next(ctx, method, req)
-		if err != nil || res == nil {
-			return res, err
-		}
-		var raw json.RawMessage
-		var rerr error
-		switch r := res.(type) {
-		case *mcp.ListToolsResult:
-			raw, rerr = p.rawList(r, toolKind(), len(r.Tools), func(i int) (string, any) { return r.Tools[i].Name, r.Tools[i] })
-		case *mcp.ListPromptsResult:
-			raw, rerr = p.rawList(r, promptKind(), len(r.Prompts), func(i int) (string, any) { return r.Prompts[i].Name, r.Prompts[i] })
-		case *mcp.ListResourcesResult:
-			raw, rerr = p.rawList(r, resourceKind(), len(r.Resources), func(i int) (string, any) { return r.Resources[i].URI, r.Resources[i] })
-		case *mcp.ListResourceTemplatesResult:
-			raw, rerr = p.rawList(r, templateKind(), len(r.ResourceTemplates), func(i int) (string, any) {
-				return r.ResourceTemplates[i].URITemplate, r.ResourceTemplates[i]
-			})
-		default:
-			return res, nil
-		}
-		if rerr != nil {
-			return res, nil // not expected: the SDK's encoding, as before
-		}
-		protocol := ""
-		if pr, ok := req.(interface{ ProtocolVersion() string }); ok {
-			protocol = pr.ProtocolVersion()
-		}
-		return &rawResult{Result: res, raw: withProtocolResultType(raw, protocol)}, nil
-	}
-}
-
-// rawList is the list result res with its n items of kind k (item(i):
-// the front name or URI and the SDK's value), each downstream one as its
-// server listed it.
-func (p *Proxy) rawList(res any, k lister, n int, item func(int) (string, any)) (json.RawMessage, error) {
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, err
-	}
-	var env map[string]json.RawMessage
-	if err := json.Unmarshal(b, &env); err != nil {
-		return nil, err
-	}
-	slot, names, key, nameKey := k.where()
-	items := make([]json.RawMessage, n)
-	for i := range items {
-		front, v := item(i)
-		if items[i] = p.frontDefinition(slot, names, nameKey, front); items[i] == nil {
-			if items[i], err = json.Marshal(v); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if env[key], err = json.Marshal(items); err != nil {
-		return nil, err
-	}
-	return json.Marshal(env)
-}
-
-// frontDefinition is the definition of the item registered as front in
-// slot as its server listed it, with front as its nameKey member; nil if
-// it is not a downstream's.
-func (p *Proxy) frontDefinition(slot listSlot, names nameTable, nameKey, front string) json.RawMessage {
-	d := p.router.owner(names, front)
-	if d == nil {
-		return nil
-	}
-	d.cat.mu.Lock()
-	r, ok := d.cat.lists[slot].reg[front]
-	d.cat.mu.Unlock()
-	var m map[string]json.RawMessage
-	if !ok || json.Unmarshal([]byte(r.def), &m) != nil || m == nil {
-		return nil
-	}
-	name, err := json.Marshal(front)
-	if err != nil {
-		return nil
-	}
-	m[nameKey] = name
-	out, err := json.Marshal(m)
-	if err != nil {
-		return nil
-	}
-	return out
 }

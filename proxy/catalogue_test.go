@@ -3,13 +3,16 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -156,6 +159,70 @@ func TestListCursorLoop(t *testing.T) {
 	}
 	if got := linesWith(&buf, "listing tools failed"); len(got) != 1 || !strings.Contains(got[0], `\"a\"`) || !strings.Contains(got[0], "loop") {
 		t.Errorf("warning lines %q: want one naming the cursor and the loop", got)
+	}
+}
+
+// TestListTooLong: a server whose tools list grows past maxListItems
+// (pages of 200 tools, always a next page) has its list read no further
+// than the page that passes the bound: the front offers the last list
+// read, and the warning names the bound. The proxy read on to the
+// thousandth page, 200,000 tools.
+func TestListTooLong(t *testing.T) {
+	const perPage = 200
+	srv := mcp.NewServer(&mcp.Implementation{Name: "long", Version: "1"}, nil)
+	obj := map[string]any{"type": "object"}
+	var long atomic.Bool
+	var pages atomic.Int32
+	srv.AddTool(&mcp.Tool{Name: "grow", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		long.Store(true)
+		return &mcp.CallToolResult{}, nil
+	})
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/list" || !long.Load() {
+				return next(ctx, method, req)
+			}
+			pages.Add(1)
+			page := 0
+			if r := req.(*mcp.ListToolsRequest); r.Params != nil && r.Params.Cursor != "" {
+				page, _ = strconv.Atoi(r.Params.Cursor)
+			}
+			res := &mcp.ListToolsResult{NextCursor: strconv.Itoa(page + 1)}
+			for i := range perPage {
+				res.Tools = append(res.Tools, &mcp.Tool{Name: fmt.Sprintf("t%d_%d", page, i), InputSchema: obj})
+			}
+			return res, nil
+		}
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	var buf proctest.Buffer
+	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "l", URL: down.URL}}, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&buf, nil)) })
+	cs := connectMemory(t, p, nil)
+	ctx := context.Background()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "l__grow"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(freshFor) // the read on connecting serves no longer
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventuallyTrue(t, "the read failed", func() bool { return len(linesWith(&buf, "listing tools failed")) > 0 })
+	if got := linesWith(&buf, "listing tools failed"); len(got) != 1 || !strings.Contains(got[0], fmt.Sprint(maxListItems)) {
+		t.Errorf("warning lines %q: want one naming the bound, %d", got, maxListItems)
+	}
+	if n, want := pages.Load(), int32(maxListItems/perPage+1); n != want {
+		t.Errorf("the proxy read %d pages, want %d (the first past %d tools)", n, want, maxListItems)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		if strings.HasPrefix(tl.Name, "l__") {
+			names = append(names, tl.Name)
+		}
+	}
+	if !slices.Equal(names, []string{"l__grow"}) {
+		t.Errorf("the front lists %q of the server's tools, want its last list read, l__grow", names)
 	}
 }
 

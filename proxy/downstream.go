@@ -81,7 +81,7 @@ func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
 // run supervises the server until ctx is done.
 func (d *downstream) run(ctx context.Context) {
 	defer d.p.wg.Done()
-	go d.cat.resyncLoop(ctx)
+	d.cat.resyncLoops(ctx)
 	if d.handover != nil {
 		go d.watchStart(ctx)
 	}

@@ -23,6 +23,12 @@ import (
 // burst of lists costs each server one read a second at most. A list
 // waits at most freshWait for the reads; a server that has not answered
 // by then leaves the front its last list read, and the log says so.
+// Until a read of that list answers, the front's lists do not wait for
+// it again (they ask for it to be read, and are shown the last list
+// read): a server hung on a list costs the front's clients one wait, not
+// one per list, and the other servers' lists, read meanwhile, are shown
+// as fresh as ever. Each list of a server is read by a loop of its own
+// (catalogue.go), so one list hung holds up no other.
 //
 // Calls do not read the list: between lists, a call names the
 // definition read last (toolSum), so the call path costs what it did.
@@ -33,9 +39,8 @@ const freshFor = time.Second
 
 // freshWait is how long a front client's list waits for the servers'
 // reads (listBound): a server that has not listed by then is offered as
-// it was last read, and its read goes on (at most connectTimeout), the
-// front hearing of any change when it ends. A server hung on its lists
-// costs each list this, not the connect timeout.
+// it was last read, and its read goes on (at most listReadBound), the
+// front hearing of any change when it ends.
 const freshWait = 5 * time.Second
 
 // freshSlots returns the slots whose lists a front client's list
@@ -100,8 +105,9 @@ func (p *Proxy) freshLists(ctx context.Context, slots []listSlot) {
 // want returns the count of reads of the list in slot that the front's
 // list waits for: the read begun within freshFor, or the next, which it
 // asks the resync loop for. It reports false when there is nothing to
-// wait for: the read has ended, or the list has no one to read it (the
-// server, or its newer session, is not up).
+// wait for: the read has ended, the list has no one to read it (the
+// server, or its newer session, is not up), or the server is behind on
+// it (a list gave up waiting for it, and it has not answered since).
 func (c *catalogue) want(slot listSlot) (uint64, bool) {
 	if slot == newerToolSlot {
 		if c.d.newer.current() == nil {
@@ -112,17 +118,15 @@ func (c *catalogue) want(slot listSlot) (uint64, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	behind := c.behind&(1<<slot) != 0
 	if c.begun[slot] > 0 && time.Since(c.begunAt[slot]) < freshFor {
-		return c.begun[slot], c.ended[slot] < c.begun[slot]
+		return c.begun[slot], c.ended[slot] < c.begun[slot] && !behind
 	}
 	// Under c.mu: the read asked for is the next to begin, which clears
 	// the bit (begin).
 	c.wanted.Or(1 << slot)
-	select {
-	case c.resync <- struct{}{}:
-	default:
-	}
-	return c.begun[slot] + 1, true
+	c.askRead(slot)
+	return c.begun[slot] + 1, !behind
 }
 
 // begin notes that a read of the list in slot begins, and returns the
@@ -137,25 +141,25 @@ func (c *catalogue) begin(slot listSlot) uint64 {
 	return c.asked[slot].Load()
 }
 
-// unread ends, unread, the reads that front lists asked for in slots
-// while the server is down, so that no list waits for them.
-func (c *catalogue) unread(slots uint32) {
-	c.syncMu.Lock()
-	defer c.syncMu.Unlock()
-	for s := range listSlot(listSlots + 1) {
-		if slots&(1<<s) != 0 {
-			c.begin(s)
-			c.readTo(s, 0)
-		}
-	}
+// unread ends, unread, the read that front lists asked for of the list
+// in slot while the server is down, so that no list waits for it.
+func (c *catalogue) unread(slot listSlot) {
+	c.readMu[slot].Lock()
+	defer c.readMu[slot].Unlock()
+	c.begin(slot)
+	c.readTo(slot, 0, false)
 }
 
 // late logs, once per read, that a front list is answered without read
-// n of the list in slot, which the server had not answered in time.
+// n of the list in slot, which the server had not answered in time; the
+// server is behind on the list until a read of it answers.
 func (c *catalogue) late(slot listSlot, n uint64) {
 	c.mu.Lock()
 	logged := c.lateRead[slot] >= n
 	c.lateRead[slot] = max(c.lateRead[slot], n)
+	if c.ended[slot] < n {
+		c.behind |= 1 << slot
+	}
 	c.mu.Unlock()
 	if logged {
 		return
@@ -164,12 +168,12 @@ func (c *catalogue) late(slot listSlot, n uint64) {
 	if slot < listSlots {
 		what = c.kinds[slot].plural()
 	}
-	c.d.p.logger.Warn("proxy: the server did not list its "+what+" in time; the front's clients are shown the last list read",
+	c.d.p.logger.Warn("proxy: the server did not list its "+what+" in time; the front's clients are shown the last list read, without waiting, until it does",
 		"server", c.d.cfg.ID, "bound", c.listBound())
 }
 
-// listBound is how long a read of a list may take: connectTimeout, or
-// testingOnlyListBound.
+// listBound is how long a front client's list waits for the servers'
+// reads: freshWait, or testingOnlyListBound.
 func (c *catalogue) listBound() time.Duration {
 	if b := c.testingOnlyListBound.Load(); b > 0 {
 		return time.Duration(b)

@@ -12,7 +12,9 @@ import (
 // change them on its own. The proxy reads its tool list too, when it
 // connects and whenever it says the list changed, and records it as it
 // records the first session's (recordTools: a tools entry when it differs
-// from the last list recorded, and a definition changed is reported); a
+// from the last list of the session recorded, and a definition changed
+// is reported: each session's list is compared with its own, its first
+// with the first session's); a
 // call to it names its definition (toolSum). The front's clients are
 // offered the first session's lists.
 
@@ -44,26 +46,34 @@ func (c *catalogue) toolsChanged(cs *mcp.ClientSession) {
 // readNewerTools reads the tool list of the newer session cs and records
 // it.
 func (c *catalogue) readNewerTools(ctx context.Context, cs *mcp.ClientSession) {
-	c.syncMu.Lock() // one list recorded at a time
-	defer c.syncMu.Unlock()
+	c.readMu[newerToolSlot].Lock()
+	defer c.readMu[newerToolSlot].Unlock()
 	c.announced.And(^uint32(1 << newerToolSlot))
 	asked := c.begin(newerToolSlot)
-	defer c.readTo(newerToolSlot, asked)
+	answered := false
+	defer func() { c.readTo(newerToolSlot, asked, answered) }()
 	if caps := cs.InitializeResult().Capabilities; caps == nil || caps.Tools == nil {
 		c.setNewer(cs, map[string]string{})
+		answered = true
 		return
 	}
-	sctx, cancel := context.WithTimeout(ctx, c.listBound())
+	sctx, cancel := context.WithTimeout(ctx, listReadBound)
 	defer cancel()
 	raws, err := toolKind().list(sctx, cs)
+	if err == nil {
+		c.syncMu.Lock() // one list recorded at a time
+		defer c.syncMu.Unlock()
+		err = ctx.Err() // removed or replaced while it listed (retire)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			c.d.p.logger.Warn("proxy: listing the tools of the newer session failed; its calls name the first session's definitions", "server", c.d.cfg.ID, "error", err)
 		}
 		return
 	}
-	c.recordTools(raws)
+	c.recordTools(newerSessionTools, raws)
 	c.setNewer(cs, toolSums(raws))
+	answered = true
 }
 
 func (c *catalogue) setNewer(cs *mcp.ClientSession, sums map[string]string) {

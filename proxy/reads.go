@@ -112,33 +112,53 @@ func (c *catalogue) awaitRead(slot listSlot, n uint64) {
 }
 
 // readTo notes that a read of the list in slot (begin), applied or
-// failed, has ended, and covers the server's first n changes of it.
-func (c *catalogue) readTo(slot listSlot, n uint64) {
+// failed, has ended, and covers the server's first n changes of it; the
+// server answered it if answered.
+func (c *catalogue) readTo(slot listSlot, n uint64, answered bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.read[slot] = max(c.read[slot], n)
-	c.ended[slot] = c.begun[slot] // one read at a time (syncMu)
+	c.ended[slot] = c.begun[slot] // one read at a time (readMu)
+	if answered {
+		c.behind &^= 1 << slot
+	}
 	close(c.readNow)
 	c.readNow = make(chan struct{})
 }
 
-// recordTools writes the server's tool list, as listed (raws), into a
-// tools entry if it is the first list read since the proxy started or
-// differs from the last, and reports definitions that changed. A changed
+// The sessions whose tool lists a catalogue records: the server's first,
+// and its newer (newertools.go).
+const (
+	firstSessionTools = iota
+	newerSessionTools
+)
+
+// recordTools writes the tool list of the server's session (raws, as
+// listed) into a tools entry if it is the first list read since the
+// proxy started or differs from the session's last, and reports
+// definitions that changed. Each session is compared with itself (its
+// first list with the first session's): compared with the other's, a
+// session whose list differs from the other's had a change recorded
+// and reported each time the two were read, back and forth. A changed
 // list's entry is written while the list is registered at the front, so
 // that the front's clients hear of the change without waiting for the
 // log; a call's tool_sha256 waits for it instead (toolSum). The first
 // list's entry is written before recordTools returns. One entry is written
 // at a time, in the order the lists were read.
-func (c *catalogue) recordTools(raws []json.RawMessage) {
+func (c *catalogue) recordTools(session int, raws []json.RawMessage) {
 	d := c.d
 	sums := toolSums(raws)
 	c.mu.Lock()
-	prev, known := c.listed, c.known
-	c.mu.Unlock()
+	prev, known := c.listed[session], c.known[session]
+	if prev == nil {
+		prev, known = c.listed[firstSessionTools], c.known[firstSessionTools]
+	}
 	if prev != nil && maps.Equal(prev, sums) {
+		c.noteListed(session, known, sums)
+		c.mu.Unlock()
 		return
 	}
+	c.mu.Unlock()
 	now := time.Now()
 	var changed []ToolChange
 	for _, name := range slices.Sorted(maps.Keys(sums)) {
@@ -156,11 +176,7 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 	}
 	done := make(chan struct{})
 	c.mu.Lock()
-	c.listed = sums
-	if c.known == nil || len(c.known)+len(sums) > maxKnownTools {
-		c.known = make(map[string]string, len(sums))
-	}
-	maps.Copy(c.known, sums)
+	c.noteListed(session, known, sums)
 	c.changes = append(c.changes, changed...)
 	if n := len(c.changes); n > maxToolChanges {
 		c.changes = c.changes[n-maxToolChanges:]
@@ -192,6 +208,22 @@ func (c *catalogue) recordTools(raws []json.RawMessage) {
 		return
 	}
 	go write()
+}
+
+// noteListed makes sums the last list of session recorded, and its
+// definitions the last known of their names; known is what the session
+// was compared with. The caller holds c.mu.
+func (c *catalogue) noteListed(session int, known, sums map[string]string) {
+	c.listed[session] = sums
+	k := c.known[session]
+	if k == nil {
+		k = maps.Clone(known) // its first list: the first session's names
+	}
+	if k == nil || len(k)+len(sums) > maxKnownTools {
+		k = make(map[string]string, len(sums))
+	}
+	maps.Copy(k, sums)
+	c.known[session] = k
 }
 
 // fitRead makes sure read entry e fits in the log whatever its result and

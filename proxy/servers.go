@@ -166,8 +166,8 @@ func (p *Proxy) ChangeServers(remove []string, replace []ServerConfig) error {
 
 // retire stops a removed or replaced server whose drain is over, and
 // waits until its supervisor has returned. Its catalogue's syncMu, held
-// through the drain, is let go once its context is done, so a sync that
-// was waiting lists nothing.
+// through the drain, is let go once its context is done, so a list read
+// that was waiting to be applied applies nothing.
 func (l *live) retire() {
 	l.cancel()
 	l.d.cat.syncMu.Unlock()
@@ -228,7 +228,9 @@ func (c *catalogue) inherit(from *catalogue) {
 	for i := range c.lists {
 		c.lists[i].reg = maps.Clone(from.lists[i].reg)
 	}
-	c.known = maps.Clone(from.known)
+	for i := range c.known {
+		c.known[i] = maps.Clone(from.known[i])
+	}
 	c.changes = slices.Clone(from.changes)
 }
 
