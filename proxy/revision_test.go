@@ -141,7 +141,7 @@ func TestNewerListenWaitsForAck(t *testing.T) {
 
 // TestStatelessHTTPSubscription: a subscription to a resource of an HTTP
 // server of the 2026-07-28 revision is held once the server has taken it,
-// as on a stdio server's newer session (newerSession.listen): go-sdk's
+// as on a stdio server's newer session (listen.go): go-sdk's
 // Subscribe returns when the listen is sent and the server takes
 // requests concurrently, so a change told before the server took it went
 // unheard. The server here takes it a while after it entered the
@@ -217,6 +217,24 @@ func TestStatelessHTTPSubscription(t *testing.T) {
 	}
 	if n := taken.Load(); n != 1 {
 		t.Errorf("the server took %d subscriptions, want 1", n)
+	}
+}
+
+// TestStatelessHTTPNoSubscriptions: a subscription to a resource of an
+// HTTP server of the 2026-07-28 revision that offers no subscriptions is
+// refused at once, saying so; the server would never acknowledge it.
+func TestStatelessHTTPNoSubscriptions(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "plain", Version: "1"}, nil)
+	srv.AddResource(&mcp.Resource{Name: "w", URI: "fixture:///watched"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "watched"}}}, nil
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(down.Close)
+	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "h", URL: down.URL, Timeout: time.Second}}, nil)
+	cs := connectMemory(t, p, nil)
+	err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "h+fixture:///watched"})
+	if err == nil || !strings.Contains(err.Error(), errNoSubscriptions.Error()) {
+		t.Fatalf("subscribing: %v, want %q", err, errNoSubscriptions)
 	}
 }
 
