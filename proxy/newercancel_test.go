@@ -54,6 +54,10 @@ func TestNewerCallCancelledDownstream(t *testing.T) {
 			t.Fatalf("%s: the HTTP front served the call itself, not the SDK's handler", cfg.ID)
 		}
 		waitNoted(t, cfg.Env[fixtureCancelledEnv])
+		want := map[string]string{"gone": "cancelled by the client", "slow": "did not answer hang within 1s"}[cfg.ID]
+		if _, raw := l.callAt(t, at); !strings.Contains(string(raw), want) {
+			t.Errorf("%s: the call's entries say %s, want %q", cfg.ID, raw, want)
+		}
 	}
 }
 
