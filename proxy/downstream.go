@@ -40,6 +40,8 @@ type downstream struct {
 	http1Header []byte       // the configured and fixed header lines of http1's requests
 
 	secrets recentSecrets // redacted values of its latest calls, kept off the proxy's log
+
+	listens listens // the subscriptions held on its session of the 2026-07-28 revision (listen.go)
 }
 
 func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
@@ -71,9 +73,7 @@ func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
 	d.cat = newCatalogue(d)
 	d.sup = newSupervisor(cfg.ID, p.logger, d.connect, func(ctx context.Context, cs *mcp.ClientSession) {
 		d.cat.syncAll(ctx, cs)
-		p.resubscribe(ctx, d, cs, func(ctx context.Context, uri string) error {
-			return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
-		})
+		p.resubscribe(ctx, d, cs)
 	})
 	return d
 }

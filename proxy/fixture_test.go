@@ -30,6 +30,10 @@ func TestMain(m *testing.M) {
 // description.
 const fixtureAppendEnv, fixtureDescEnv = "PROVLOG_PROXY_FIXTURE_APPEND", "PROVLOG_PROXY_FIXTURE_DESC"
 
+// fixtureCancelledEnv names a file the fixture's "hang" tool appends a
+// line to when its call is cancelled.
+const fixtureCancelledEnv = "PROVLOG_PROXY_FIXTURE_CANCELLED"
+
 // addAppend adds the tool "append", which appends its text argument and a
 // newline to path, described as desc.
 func addAppend(s *mcp.Server, path, desc string) {
@@ -126,6 +130,13 @@ func runFixtureServer() {
 	addWaitFile(s)
 	s.AddTool(&mcp.Tool{Name: "hang", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		<-ctx.Done()
+		if path := os.Getenv(fixtureCancelledEnv); path != "" {
+			// The test reads the cancellations the server was told of.
+			if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				fmt.Fprintln(f, "cancelled in pid", os.Getpid())
+				f.Close()
+			}
+		}
 		return nil, ctx.Err()
 	})
 	s.AddTool(&mcp.Tool{Name: "fail_protocol", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

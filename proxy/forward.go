@@ -306,13 +306,13 @@ func (d *downstream) forwardServerRequests(next mcp.MethodHandler) mcp.MethodHan
 }
 
 // noteListenAcks passes the server's acknowledgements of subscriptions
-// (notifications/subscriptions/acknowledged, SEP-2575) to the newer
-// session's listens.
+// (notifications/subscriptions/acknowledged, SEP-2575) to the listens of
+// its 2026-07-28 session (listen.go).
 func (d *downstream) noteListenAcks(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if a, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok {
 			if cs, ok := req.GetSession().(*mcp.ClientSession); ok {
-				d.newer.acknowledged(cs, a.Notifications.ResourceSubscriptions)
+				d.listens.acknowledged(cs, a.Notifications.ResourceSubscriptions)
 			}
 		}
 		return next(ctx, method, req)
@@ -588,7 +588,9 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 	if err != nil {
 		return nil // resubscribed when the server is back
 	}
-	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+	hctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
+	defer cancel()
+	if err := d.hold(hctx, cs, uri); err != nil {
 		p.mu.Lock()
 		p.subs[req.Params.URI]--
 		p.mu.Unlock()
@@ -597,7 +599,7 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 	if ncs := d.newer.current(); ncs != nil {
 		// The second process serves the 2026-07-28 clients' calls and
 		// reads: what changes there is told there.
-		if err := d.newer.listen(ctx, ncs, uri); err != nil {
+		if err := d.hold(hctx, ncs, uri); err != nil {
 			shown, why := d.loggedURI(uri, err)
 			p.logger.Warn("proxy: subscribing on the newer session failed", "server", d.cfg.ID, "uri", shown, "error", why)
 		}
@@ -622,8 +624,8 @@ func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) er
 	if !last {
 		return nil
 	}
-	// The newer session keeps its listen (newerSession.listen).
-	if cs, err := d.session(); err == nil {
+	// A session of the 2026-07-28 revision keeps its listen (listen.go).
+	if cs, err := d.session(); err == nil && !sessionStateless(cs) {
 		if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
 			return forwardError(d.cfg.ID, err)
 		}
@@ -632,8 +634,8 @@ func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) er
 }
 
 // resubscribe renews the subscriptions held on d after it (or its newer
-// session, subscribing with d.newer.listen) connected; subscribe holds one.
-func (p *Proxy) resubscribe(ctx context.Context, d *downstream, cs *mcp.ClientSession, subscribe func(ctx context.Context, uri string) error) {
+// session) connected.
+func (p *Proxy) resubscribe(ctx context.Context, d *downstream, cs *mcp.ClientSession) {
 	caps := cs.InitializeResult().Capabilities
 	if caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
 		return
@@ -647,7 +649,7 @@ func (p *Proxy) resubscribe(ctx context.Context, d *downstream, cs *mcp.ClientSe
 	for _, u := range uris {
 		if owner, uri, ok := p.router.resource(u); ok && owner == d {
 			sctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
-			err := subscribe(sctx, uri)
+			err := d.hold(sctx, cs, uri)
 			cancel()
 			if err != nil {
 				shown, why := d.loggedURI(uri, err)

@@ -54,16 +54,16 @@ func freshSlots(params mcp.Params) []listSlot {
 		return slots
 	}
 	switch pr := params.(type) {
+	// The newer session's lists too: the calls and reads of 2026-07-28
+	// clients go there, and those clients are shown its definitions.
 	case *mcp.ListToolsParams:
-		// The newer session's too: the calls of 2026-07-28 clients go
-		// there and name its definitions.
 		return first(cmp.Or(pr, &mcp.ListToolsParams{}).Cursor, toolSlot, newerToolSlot)
 	case *mcp.ListPromptsParams:
-		return first(cmp.Or(pr, &mcp.ListPromptsParams{}).Cursor, promptSlot)
+		return first(cmp.Or(pr, &mcp.ListPromptsParams{}).Cursor, promptSlot, newerToolSlot)
 	case *mcp.ListResourcesParams:
-		return first(cmp.Or(pr, &mcp.ListResourcesParams{}).Cursor, resourceSlot)
+		return first(cmp.Or(pr, &mcp.ListResourcesParams{}).Cursor, resourceSlot, newerToolSlot)
 	case *mcp.ListResourceTemplatesParams:
-		return first(cmp.Or(pr, &mcp.ListResourceTemplatesParams{}).Cursor, templateSlot)
+		return first(cmp.Or(pr, &mcp.ListResourceTemplatesParams{}).Cursor, templateSlot, newerToolSlot)
 	}
 	return nil
 }
@@ -164,7 +164,7 @@ func (c *catalogue) late(slot listSlot, n uint64) {
 	if logged {
 		return
 	}
-	what := "tools of the newer session"
+	what := "lists of the newer session"
 	if slot < listSlots {
 		what = c.kinds[slot].plural()
 	}

@@ -18,7 +18,8 @@ import (
 // whose hash a call entry records (tool_sha256), rather than the SDK's
 // encoding of its decoding, which drops the members its types lack. The
 // list's envelope (paging, cache hints, and the proxy's own and the task
-// tools) stays the SDK's.
+// tools) stays the SDK's. A 2026-07-28 client is shown a stdio server's
+// items as its newer session listed them (newertools.go).
 func (p *Proxy) rawLists(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		p.freshLists(ctx, freshSlots(req.GetParams()))
@@ -26,17 +27,22 @@ func (p *Proxy) rawLists(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil || res == nil {
 			return res, err
 		}
+		protocol := ""
+		if pr, ok := req.(interface{ ProtocolVersion() string }); ok {
+			protocol = pr.ProtocolVersion()
+		}
+		newer := protocol >= statelessProtocol
 		var raw json.RawMessage
 		var rerr error
 		switch r := res.(type) {
 		case *mcp.ListToolsResult:
-			raw, rerr = p.rawList(r, toolKind(), len(r.Tools), func(i int) (string, any) { return r.Tools[i].Name, r.Tools[i] })
+			raw, rerr = p.rawList(r, toolKind(), newer, len(r.Tools), func(i int) (string, any) { return r.Tools[i].Name, r.Tools[i] })
 		case *mcp.ListPromptsResult:
-			raw, rerr = p.rawList(r, promptKind(), len(r.Prompts), func(i int) (string, any) { return r.Prompts[i].Name, r.Prompts[i] })
+			raw, rerr = p.rawList(r, promptKind(), newer, len(r.Prompts), func(i int) (string, any) { return r.Prompts[i].Name, r.Prompts[i] })
 		case *mcp.ListResourcesResult:
-			raw, rerr = p.rawList(r, resourceKind(), len(r.Resources), func(i int) (string, any) { return r.Resources[i].URI, r.Resources[i] })
+			raw, rerr = p.rawList(r, resourceKind(), newer, len(r.Resources), func(i int) (string, any) { return r.Resources[i].URI, r.Resources[i] })
 		case *mcp.ListResourceTemplatesResult:
-			raw, rerr = p.rawList(r, templateKind(), len(r.ResourceTemplates), func(i int) (string, any) {
+			raw, rerr = p.rawList(r, templateKind(), newer, len(r.ResourceTemplates), func(i int) (string, any) {
 				return r.ResourceTemplates[i].URITemplate, r.ResourceTemplates[i]
 			})
 		default:
@@ -45,18 +51,15 @@ func (p *Proxy) rawLists(next mcp.MethodHandler) mcp.MethodHandler {
 		if rerr != nil {
 			return res, nil // not expected: the SDK's encoding, as before
 		}
-		protocol := ""
-		if pr, ok := req.(interface{ ProtocolVersion() string }); ok {
-			protocol = pr.ProtocolVersion()
-		}
 		return &rawResult{Result: res, raw: withProtocolResultType(raw, protocol)}, nil
 	}
 }
 
 // rawList is the list result res with its n items of kind k (item(i):
 // the front name or URI and the SDK's value), each downstream one as its
-// server listed it.
-func (p *Proxy) rawList(res any, k lister, n int, item func(int) (string, any)) (json.RawMessage, error) {
+// server listed it (its newer session, for a 2026-07-28 client: newer,
+// who is not shown the items that session no longer lists).
+func (p *Proxy) rawList(res any, k lister, newer bool, n int, item func(int) (string, any)) (json.RawMessage, error) {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, err
@@ -66,13 +69,17 @@ func (p *Proxy) rawList(res any, k lister, n int, item func(int) (string, any)) 
 		return nil, err
 	}
 	slot, names, key, nameKey := k.where()
-	items := make([]json.RawMessage, n)
-	for i := range items {
+	items := make([]json.RawMessage, 0, n)
+	for i := range n {
 		front, v := item(i)
-		if items[i] = p.frontDefinition(slot, names, nameKey, front); items[i] == nil {
-			if items[i], err = json.Marshal(v); err != nil {
+		def, shown := p.frontDefinition(slot, names, nameKey, front, newer)
+		if def == nil && shown {
+			if def, err = json.Marshal(v); err != nil {
 				return nil, err
 			}
+		}
+		if shown {
+			items = append(items, def)
 		}
 	}
 	if env[key], err = json.Marshal(items); err != nil {
@@ -82,28 +89,38 @@ func (p *Proxy) rawList(res any, k lister, n int, item func(int) (string, any)) 
 }
 
 // frontDefinition is the definition of the item registered as front in
-// slot as its server listed it, with front as its nameKey member; nil if
-// it is not a downstream's.
-func (p *Proxy) frontDefinition(slot listSlot, names nameTable, nameKey, front string) json.RawMessage {
+// slot as its server listed it (its newer session, if up and newer), with
+// front as its nameKey member; nil if it is not a downstream's. It
+// reports false if the item is not to be shown: its newer session no
+// longer lists it.
+func (p *Proxy) frontDefinition(slot listSlot, names nameTable, nameKey, front string, newer bool) (json.RawMessage, bool) {
 	d := p.router.owner(names, front)
 	if d == nil {
-		return nil
+		return nil, true
 	}
 	d.cat.mu.Lock()
 	r, ok := d.cat.lists[slot].reg[front]
 	d.cat.mu.Unlock()
+	if ok && newer {
+		switch def, listed, read := d.cat.newerDefinition(slot, r.name); {
+		case listed:
+			r.def = def
+		case read:
+			return nil, false
+		}
+	}
 	var m map[string]json.RawMessage
 	if !ok || json.Unmarshal([]byte(r.def), &m) != nil || m == nil {
-		return nil
+		return nil, true
 	}
 	name, err := json.Marshal(front)
 	if err != nil {
-		return nil
+		return nil, true
 	}
 	m[nameKey] = name
 	out, err := json.Marshal(m)
 	if err != nil {
-		return nil
+		return nil, true
 	}
-	return out
+	return out, true
 }

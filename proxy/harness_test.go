@@ -341,6 +341,7 @@ type clientLog struct {
 	progress    chan *mcp.ProgressNotificationParams
 	logs        chan *mcp.LoggingMessageParams
 	toolChanges chan struct{}
+	updated     chan string // the URIs of resources/updated
 }
 
 func newClientLog() *clientLog {
@@ -348,6 +349,7 @@ func newClientLog() *clientLog {
 		progress:    make(chan *mcp.ProgressNotificationParams, 100),
 		logs:        make(chan *mcp.LoggingMessageParams, 100),
 		toolChanges: make(chan struct{}, 100),
+		updated:     make(chan string, 100),
 	}
 }
 
@@ -360,6 +362,12 @@ func (c *clientLog) options() *mcp.ClientOptions {
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			select {
 			case c.logs <- req.Params:
+			default:
+			}
+		},
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			select {
+			case c.updated <- req.Params.URI:
 			default:
 			}
 		},

@@ -335,10 +335,16 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 		}()
 	})
 	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Stateless:                  true,
-		Logger:                     p.logger,
-		MaxRequestBodyBytes:        p.opts.MaxRequestBytes,
-		DisableLocalhostProtection: true,
+		Stateless: true,
+		// A 2026-07-28 request is its POST: a client that gave it up
+		// (went away, or its deadline passed) ended the POST, and the
+		// call, cancelled with it, is cancelled at the server too, as a
+		// 2025-11-25 client's is by its notifications/cancelled (the
+		// fast path's calls run in the POST's context as well).
+		PropagateRequestCancellation: true,
+		Logger:                       p.logger,
+		MaxRequestBodyBytes:          p.opts.MaxRequestBytes,
+		DisableLocalhostProtection:   true,
 	})
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pb, ok := p.oneMessage(w, r)

@@ -95,12 +95,6 @@ type newerSession struct {
 	sup     *supervisor
 	done    chan struct{} // closed when sup's run is over
 	refused bool          // the server answered with an older revision
-
-	// listens are the resource subscriptions held on listenOn, the
-	// session up: a subscriptions/listen stream per URI (SEP-2575), its
-	// channel closed once the server acknowledged it.
-	listenOn *mcp.ClientSession
-	listens  map[string]chan struct{}
 }
 
 // setContext notes the context the server runs in; a newer session runs
@@ -142,9 +136,7 @@ func (n *newerSession) start(d *downstream) (*supervisor, bool) {
 		return cs, cmd, err
 	}, func(ctx context.Context, cs *mcp.ClientSession) {
 		d.cat.readNewerTools(ctx, cs)
-		d.p.resubscribe(ctx, d, cs, func(ctx context.Context, uri string) error {
-			return n.listen(ctx, cs, uri)
-		})
+		d.p.resubscribe(ctx, d, cs)
 	})
 	n.done = make(chan struct{})
 	d.p.logger.Info("proxy: a 2026-07-28 client called a stdio server; starting its session in that revision", "server", d.cfg.ID)
@@ -154,63 +146,6 @@ func (n *newerSession) start(d *downstream) (*supervisor, bool) {
 		sup.run(ctx)
 	}(n.sup, n.done)
 	return n.sup, true
-}
-
-// listen holds a subscription to uri on cs, the newer session, and
-// returns once the server has taken it: go-sdk's Subscribe returns when
-// it has sent the listen, and the server takes requests concurrently, so
-// a change told before the server took the listen went unheard.
-//
-// A listen, once held, is held for the session's life, whatever the
-// clients unsubscribe (the front tells only the clients subscribed): a
-// go-sdk server's subscription is its session's, not its listen's, so a
-// cancelled listen's end can remove a listen for the same URI sent after
-// it, and over stdio the session is one.
-func (n *newerSession) listen(ctx context.Context, cs *mcp.ClientSession, uri string) error {
-	n.mu.Lock()
-	if n.listenOn != cs {
-		n.listenOn, n.listens = cs, map[string]chan struct{}{}
-	}
-	acked, held := n.listens[uri]
-	if !held {
-		acked = make(chan struct{})
-		n.listens[uri] = acked
-	}
-	n.mu.Unlock()
-	if !held {
-		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-			n.mu.Lock()
-			if n.listenOn == cs {
-				delete(n.listens, uri)
-			}
-			n.mu.Unlock()
-			return err
-		}
-	}
-	select {
-	case <-acked:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("waiting for the server to acknowledge the subscription: %w", ctx.Err())
-	}
-}
-
-// acknowledged notes that the server took cs's listens for uris.
-func (n *newerSession) acknowledged(cs *mcp.ClientSession, uris []string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.listenOn != cs {
-		return
-	}
-	for _, u := range uris {
-		if acked, ok := n.listens[u]; ok {
-			select {
-			case <-acked:
-			default:
-				close(acked)
-			}
-		}
-	}
 }
 
 // current returns the newer session if it is up, else nil.

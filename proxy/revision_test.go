@@ -1,12 +1,16 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -75,8 +79,8 @@ func TestCallTargetResolvedOnce(t *testing.T) {
 	}
 }
 
-// TestNewerListenWaitsForAck: holding a subscription on the newer session
-// returns once the server has taken it. go-sdk's Subscribe returns when
+// TestNewerListenWaitsForAck: holding a subscription on a session of the
+// 2026-07-28 revision returns once the server has taken it. go-sdk's Subscribe returns when
 // the listen is sent, and the server takes requests concurrently: a
 // change told before it took the listen went unheard. The server here
 // takes it only when let; cancelled before that, the hold fails.
@@ -119,14 +123,14 @@ func TestNewerListenWaitsForAck(t *testing.T) {
 
 	lctx, cancel := context.WithCancel(ctx)
 	held := make(chan error, 1)
-	go func() { held <- d.newer.listen(lctx, cs, "fixture:///watched") }()
+	go func() { held <- d.hold(lctx, cs, "fixture:///watched") }()
 	<-entered
 	cancel()
 	if err := <-held; err == nil {
 		t.Fatal("the hold returned before the server took the listen")
 	}
 	letGo()
-	if err := d.newer.listen(ctx, cs, "fixture:///watched"); err != nil {
+	if err := d.hold(ctx, cs, "fixture:///watched"); err != nil {
 		t.Fatal(err)
 	}
 	s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "fixture:///watched"})
@@ -134,3 +138,109 @@ func TestNewerListenWaitsForAck(t *testing.T) {
 		t.Errorf("resources/updated for %q", got)
 	}
 }
+
+// TestStatelessHTTPSubscription: a subscription to a resource of an HTTP
+// server of the 2026-07-28 revision is held once the server has taken it,
+// as on a stdio server's newer session (listen.go): go-sdk's
+// Subscribe returns when the listen is sent and the server takes
+// requests concurrently, so a change told before the server took it went
+// unheard. The server here takes it a while after it entered the
+// subscription. Unsubscribing and subscribing again keeps the one listen
+// (the server takes one subscription): a cancelled listen's end could
+// remove the new listen for the URI.
+func TestStatelessHTTPSubscription(t *testing.T) {
+	var taken atomic.Int64
+	srv := mcp.NewServer(&mcp.Implementation{Name: "gated", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error {
+			if taken.Add(1) == 1 {
+				// Unheard if the proxy answered its client before this.
+				let := make(chan struct{})
+				time.AfterFunc(200*time.Millisecond, func() { close(let) })
+				<-let
+			}
+			return nil
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	srv.AddResource(&mcp.Resource{Name: "w", URI: "fixture:///watched"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "watched"}}}, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "subscriptions/listen" {
+			// Its event stream opens before the server takes the listen, as
+			// some servers' do (go-sdk's opens with the acknowledgement);
+			// the body is read first, which net/http's HTTP/1 server closes
+			// once the answer began.
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			w = openedStream{w}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(down.Close)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "h", URL: down.URL}}, nil)
+	if cs, err := p.downstreams()[0].session(); err != nil || !sessionStateless(cs) {
+		t.Fatalf("the server's session: %v", err)
+	}
+	cl := newClientLog()
+	cs := connectMemory(t, p, cl)
+	ctx := context.Background()
+	for i := range 2 {
+		if i > 0 {
+			if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "h+fixture:///watched"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "h+fixture:///watched"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "fixture:///watched"}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case u := <-cl.updated:
+			if u != "h+fixture:///watched" {
+				t.Errorf("resources/updated for %q", u)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("subscription %d: no resources/updated", i+1)
+		}
+	}
+	if n := taken.Load(); n != 1 {
+		t.Errorf("the server took %d subscriptions, want 1", n)
+	}
+}
+
+// TestStatelessHTTPNoSubscriptions: a subscription to a resource of an
+// HTTP server of the 2026-07-28 revision that offers no subscriptions is
+// refused at once, saying so; the server would never acknowledge it.
+func TestStatelessHTTPNoSubscriptions(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "plain", Version: "1"}, nil)
+	srv.AddResource(&mcp.Resource{Name: "w", URI: "fixture:///watched"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "watched"}}}, nil
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(down.Close)
+	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "h", URL: down.URL, Timeout: time.Second}}, nil)
+	cs := connectMemory(t, p, nil)
+	err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "h+fixture:///watched"})
+	if err == nil || !strings.Contains(err.Error(), errNoSubscriptions.Error()) {
+		t.Fatalf("subscribing: %v, want %q", err, errNoSubscriptions)
+	}
+}
+
+// openedStream is a response whose status was written.
+type openedStream struct{ http.ResponseWriter }
+
+func (openedStream) WriteHeader(int) {}
+
+func (o openedStream) Flush() { o.ResponseWriter.(http.Flusher).Flush() }

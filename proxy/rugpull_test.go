@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -221,4 +223,67 @@ func TestNewerSessionSubscriptions(t *testing.T) {
 			t.Fatalf("newer session running before the touch %v: no resources/updated", newerFirst)
 		}
 	}
+}
+
+// TestNewerSessionLists: a 2026-07-28 client, whose calls and reads go to
+// a stdio server's second process, is shown that process's lists: after
+// it changed them there (a prompt and a template gone, a resource
+// described anew), the client is shown the resource as described there
+// and not the prompt or the template, while a 2025-11-25 client, served
+// by the first process, is shown them as before. The 2026-07-28 client
+// was shown the first process's lists.
+func TestNewerSessionLists(t *testing.T) {
+	cfg := fixtureServerConfig(t, "fx")
+	cfg.Env[fixtureEnv] = "lists"
+	p := startProxy(t, newTestLog(t), []ServerConfig{cfg}, nil)
+	newer := connectHTTP(t, serveHTTP(t, p), "", nil)
+	older := connectMemory(t, p, nil)
+	if v := newer.InitializeResult().ProtocolVersion; v != statelessProtocol {
+		t.Fatalf("the client speaks %s", v)
+	}
+	if _, err := newer.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__reshape"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(freshFor) // the read before the change serves no longer
+	for _, c := range []struct {
+		cs   *mcp.ClientSession
+		want string
+	}{
+		{newer, "prompts []; resources [fx+fixture:///a: second, fx+fixture:///b: ]; templates []"},
+		{older, "prompts [fx__p1]; resources [fx+fixture:///a: first, fx+fixture:///b: ]; templates [fx+fixture:///t/{id}]"},
+	} {
+		if got := shownLists(t, c.cs); got != c.want {
+			t.Errorf("a %s client is shown %s, want %s", c.cs.InitializeResult().ProtocolVersion, got, c.want)
+		}
+	}
+}
+
+// shownLists sums up the prompts, resources and templates cs is shown.
+func shownLists(t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
+	ctx := context.Background()
+	ps, err := cs.ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := cs.ListResourceTemplates(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prompts, resources, templates []string
+	for _, x := range ps.Prompts {
+		prompts = append(prompts, x.Name)
+	}
+	for _, x := range rs.Resources {
+		resources = append(resources, x.URI+": "+x.Description)
+	}
+	for _, x := range ts.ResourceTemplates {
+		templates = append(templates, x.URITemplate)
+	}
+	slices.Sort(resources)
+	return fmt.Sprintf("prompts %v; resources [%s]; templates %v", prompts, strings.Join(resources, ", "), templates)
 }

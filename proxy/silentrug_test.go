@@ -176,10 +176,11 @@ func callNamed(t *testing.T, l *testLog, cs *mcp.ClientSession, name string) *lo
 // next list through the proxy: the client is shown the new definition, a
 // tools entry holds it, the change is reported, and a call after names
 // it; over each front, and for a 2026-07-28 client, whose calls go to
-// the server's second process (whose list the front does not offer, but
-// whose change is recorded all the same). The front offered the
-// definition registered when the server was first listed, calls named
-// it, and nothing was reported. Lists after it record and report
+// the server's second process, where the change is made, and who is
+// shown that process's definitions. The front offered the definition
+// registered when the server was first listed, calls named it, and
+// nothing was reported; a 2026-07-28 client was shown the first
+// process's definitions of the tool, prompt, resource and template. Lists after it record and report
 // nothing more: for a 2026-07-28 client, whose first process's list
 // differs from its second's, every list recorded two more changes
 // (each session's list compared with the other's).
@@ -198,7 +199,6 @@ func TestSilentRugPull(t *testing.T) {
 			default:
 				cs = connectHTTP(t, serveHTTP(t, p), statelessProtocol, nil)
 			}
-			stateless := cs.InitializeResult().ProtocolVersion == statelessProtocol
 			before := callNamed(t, l, cs, "fx__ok").ToolSHA256
 			if d := okDescription(t, cs); d != "" {
 				t.Fatalf("before the change fx__ok is described %q", d)
@@ -210,10 +210,10 @@ func TestSilentRugPull(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(freshFor) // the last read serves no longer
-			if d := okDescription(t, cs); !stateless && d != silentDesc {
+			if d := okDescription(t, cs); d != silentDesc {
 				t.Errorf("after the change the front describes fx__ok %q, want %q", d, silentDesc)
 			}
-			if d := otherDescriptions(t, cs); !stateless && !slices.Equal(d, []string{silentDesc, silentDesc, silentDesc}) {
+			if d := otherDescriptions(t, cs); !slices.Equal(d, []string{silentDesc, silentDesc, silentDesc}) {
 				t.Errorf("after the change the front describes the prompt, resource and template %q, want %q", d, silentDesc)
 			}
 			after := callNamed(t, l, cs, "fx__ok").ToolSHA256
