@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -290,11 +291,12 @@ func TestUIDeepNesting(t *testing.T) {
 	if err := p.Eval(ctx, `[...document.querySelectorAll("#entry mark.cut")].map(e => e.innerText)`, &cuts); err != nil {
 		t.Fatal(err)
 	}
-	// The cap is 100 levels: the summary's row shows its outer 100 arrays;
-	// the entry's fields, inside the entry's object, the outer 98 of the
-	// arguments (inside args too) and 99 of the summary.
+	// The cap is 100 levels of the entry, its own object included, as the
+	// log's: the summary's row and the entry's fields show the outer 99
+	// arrays of the summary, and the outer 98 of the arguments (inside
+	// args).
 	var want []string
-	for _, shown := range []int{100, 98, 99} {
+	for _, shown := range []int{99, 98, 99} {
 		want = append(want, fmt.Sprintf("[cut: an array %d levels deep, holding %d values; shown only in the exact bytes below]", n-shown, n-shown))
 	}
 	if fmt.Sprint(cuts) != fmt.Sprint(want) {
@@ -306,6 +308,95 @@ func TestUIDeepNesting(t *testing.T) {
 	}
 	if depth == 0 || depth > 20 {
 		t.Errorf("the cut mark is %d elements deep in the page", depth)
+	}
+}
+
+// TestUIDeepParts feeds a value nested 100,000 arrays deep to every other
+// part of the page that shows what a server or bundle sent: an entry's
+// auth block (issuer, subject, the act chain), the task's timeline (its
+// title, each step's actor, time, words, auth and indices) and the
+// anchors. Each shows, cut with a marked summary, and the task's latest
+// step, whose index is such a value, is reported as no entry index. Each
+// part exhausted the call stack, and the page showed "the page failed"
+// instead of the entry.
+func TestUIDeepParts(t *testing.T) {
+	const n = 100_000
+	h := newHostileLog(t)
+	d := strings.Repeat("[", n) + `"x"` + strings.Repeat("]", n)
+	auth := fmt.Sprintf(`{"act":{"act":{"act":%[1]s,"sub":%[1]s},"client_id":%[1]s,"iss":%[1]s,"sub":%[1]s},"client_id":%[1]s,"iss":%[1]s,"jti":%[1]s,"scope":%[1]s,"sub":%[1]s,"token_sha256":%[1]s,"via":%[1]s}`, d)
+	entry := fmt.Sprintf(`{"actor":"alice","auth":%s,"kind":"task.claim","provenance":"observed","summary":"done","task_id":%q,"time":"2026-01-02T03:04:05Z"}`, auth, h.taskID)
+	var steps []string
+	for _, kind := range []string{`"task.create"`, `"task.claim"`, `"task.handoff"`, `"task.release"`, `"task.cancel"`, d} {
+		steps = append(steps, fmt.Sprintf(`{"actor":%[1]s,"auth":%[2]s,"evidence":[%[1]s,%[1]s],"index":%[1]s,"kind":%[3]s,"leaf_hash":%[1]s,"note":%[1]s,"offer_to":%[1]s,"provenance":%[1]s,"summary":%[1]s,"time":%[1]s,"title":%[1]s,"to":%[1]s}`, d, auth, kind))
+	}
+	task := fmt.Sprintf(`{"history":[%s],"owner":%s,"state":%s,"task_id":%q,"title":%s}`, strings.Join(steps, ","), d, d, h.taskID, d)
+	anchors := fmt.Sprintf(`[{"name":%[1]s,"root":%[1]s,"size":1000000,"timestamps":[{"time":%[1]s,"url":%[1]s}],"tlogs":[{"integrated_time":%[1]s,"kind":%[1]s,"log_index":%[1]s,"url":%[1]s}],"url":%[1]s},{"name":"b","size":%[1]s}]`, d)
+	swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := map[string]string{
+			fmt.Sprintf("/log/entry/%d", h.claim): entry,
+			"/log/task/" + h.taskID:               task,
+			"/log/anchors":                        anchors,
+		}[r.URL.Path]
+		if !ok {
+			h.handler.ServeHTTP(w, r)
+			return
+		}
+		if r.URL.Query().Has("after") {
+			body = "[]"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, body)
+	}))
+	defer swap.Close()
+	p, ctx := openPage(t)
+	// Each part of the page, by name: its text and its cut values' marks.
+	var parts []struct {
+		Name, Text string
+		Cuts       []string
+	}
+	look := func(what string) {
+		t.Helper()
+		if err := p.Eval(ctx, `[["verdict", document.getElementById("verdict")], ["auth", document.querySelector("#entry dl.auth")],
+			["task title", document.querySelector("#timeline h2")], ["task", document.querySelector("#timeline p")],
+			...[...document.querySelectorAll("#timeline li")].map((e) => ["step", e]),
+			...[...document.querySelectorAll("#anchors tbody tr")].map((e) => ["anchor", e])].map(([name, e]) =>
+			({Name: name, Text: e?.innerText ?? "", Cuts: [...(e?.querySelectorAll("mark.cut") ?? [])].map((m) => m.innerText)}))`, &parts); err != nil {
+			t.Fatal(err)
+		}
+		for _, pt := range parts {
+			if strings.Contains(pt.Text, "page failed") || strings.Contains(pt.Text, "call stack") {
+				t.Errorf("%s: the %s shows a failure: %.300s", what, pt.Name, pt.Text)
+			}
+		}
+	}
+
+	v, _ := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d", swap.URL, h.token, h.claim))
+	look("the substituted claim")
+	if v != "false" {
+		t.Errorf("the substituted claim: data-verified=%s", v)
+	}
+	cut := regexp.MustCompile(`^\[cut: an array [0-9]+ levels deep, holding [0-9]+ values; [^\]]+\]$`)
+	count := map[string]int{}
+	for _, pt := range parts[1:] {
+		count[pt.Name]++
+		if len(pt.Cuts) == 0 {
+			t.Errorf("the %s shows no cut value: %.300s", pt.Name, pt.Text)
+		}
+		for _, c := range pt.Cuts {
+			if !cut.MatchString(c) {
+				t.Errorf("the %s shows a cut value as %q", pt.Name, c)
+			}
+		}
+	}
+	// The anchor whose size is no number is left out.
+	if count["step"] != 6 || count["anchor"] != 1 {
+		t.Errorf("the page shows %d steps and %d anchors, want 6 and 1", count["step"], count["anchor"])
+	}
+
+	v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&task=%s", swap.URL, h.token, h.taskID))
+	look("the substituted task")
+	if v != "false" || !strings.Contains(txt, "no entry index") {
+		t.Errorf("a task whose latest step's index is nested %d deep: data-verified=%s: %s", n, v, txt)
 	}
 }
 

@@ -27,9 +27,10 @@
 // scripts whose letters look alike (Latin, Greek, Cyrillic...), each
 // letter not of the word's main script is followed by a mark naming its
 // script and code point ("аdmin" with a Cyrillic "а"). So no id can pass
-// for another. An entry's arrays and objects show nested up to 100 deep,
-// the most the log accepts; deeper ones (a hostile server's or bundle's)
-// show as a marked summary, and whole only in the entry's exact bytes.
+// for another. The arrays and objects the page reads (an entry, a task's
+// history, the anchors) show nested up to 100 deep, the most the log
+// accepts in an entry; deeper ones (a hostile server's or bundle's) show
+// as a marked summary, an entry's whole only in its exact bytes.
 // The Content-Security-Policy allows no inline script.
 //
 // # Opening one entry
