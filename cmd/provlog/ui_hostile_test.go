@@ -214,10 +214,13 @@ func checkNoHomoglyphs(t *testing.T, page, what string) {
 
 // TestUIShownMarks runs the page's shown.js in Chromium: a word mixing
 // scripts whose letters look alike shows each letter not of its main
-// script with a mark naming the script and code point; words of one
-// script, words apart, letters of no confusable script and digits show as
-// they are. A megabyte of mixed words is marked in one pass (the count is
-// checked, not the time).
+// script with a mark naming the script and code point; a word wholly of
+// another script's letters that each look Latin ("раура" in Cyrillic,
+// full-width "ａｄｍｉｎ") shows with a mark naming the script and the word
+// it passes for; words of one script with letters that look like none
+// ("привет"), words apart, letters of no confusable script and digits
+// show as they are. A megabyte and a half of such words is marked in one
+// pass (the count is checked, not the time).
 func TestUIShownMarks(t *testing.T) {
 	p, ctx := openPage(t)
 	hs := httptest.NewServer(ui.Handler(ui.Info{VKey: "x+00000000+AQ=="}))
@@ -235,8 +238,20 @@ func TestUIShownMarks(t *testing.T) {
 		{"\u0440\u0430\u0443\u0440\u0430l", "\u0440\u0430\u0443\u0440\u0430l[Latin U+006C]"}, // Cyrillic with a Latin "l"
 		{"\U0001D41Admin", "\U0001D41A[symbol U+1D41A]dmin"},                                 // a mathematical bold "a"
 		{"fs__st\u043Ere", "fs__st\u043E[Cyrillic U+043E]re"},
-		{"\u0430\u200Bdmin", "\u0430[U+200B]dmin"},
+		{"\u0430\u200Bdmin", "\u0430[Cyrillic, not \u201Ca\u201D][U+200B]dmin"},
 		{"hello \u043C\u0438\u0440", "hello \u043C\u0438\u0440"},
+		// A word wholly of letters of another script that look Latin, and
+		// full-width Latin.
+		{"\u0440\u0430\u0443\u0440\u0430\u04CF", "\u0440\u0430\u0443\u0440\u0430\u04CF[Cyrillic, not \u201Cpaypal\u201D]"},
+		{"log in to \u0455\u0441\u043E\u0440\u0435 2", "log in to \u0455\u0441\u043E\u0440\u0435[Cyrillic, not \u201Cscope\u201D] 2"},
+		{"\u0391\u03A1\u0399_2", "\u0391\u03A1\u0399_2[Greek, not \u201CAPI_2\u201D]"},
+		{"\uFF41dmin", "\uFF41[full-width U+FF41]dmin"},
+		{"\uFF41\uFF44\uFF4D\uFF49\uFF4E", "\uFF41\uFF44\uFF4D\uFF49\uFF4E[full-width, not \u201Cadmin\u201D]"},
+		{"\U0001D41A\U0001D41D\U0001D426\U0001D422\U0001D427", "\U0001D41A\U0001D41D\U0001D426\U0001D422\U0001D427[symbol, not \u201Cadmin\u201D]"},
+		{"\u13DA\uAB7C\u13A2", "\u13DA\uAB7C\u13A2[Cherokee, not \u201CSET\u201D]"},
+		// Cyrillic and Greek words with letters that look like no Latin one.
+		{"\u043F\u0440\u0438\u0432\u0435\u0442, \u041C\u0418\u0420", "\u043F\u0440\u0438\u0432\u0435\u0442, \u041C\u0418\u0420"},
+		{"\u03BA\u03B1\u03BB\u03B7\u03BC\u03AD\u03C1\u03B1", "\u03BA\u03B1\u03BB\u03B7\u03BC\u03AD\u03C1\u03B1"},
 		{"API\u547C\u3073\u51FA\u3057 5\u00B5s", "API\u547C\u3073\u51FA\u3057 5\u00B5s"},
 	}
 	cj, _ := json.Marshal(cases)
@@ -252,7 +267,7 @@ func TestUIShownMarks(t *testing.T) {
 			const got = text(c.In);
 			if (got !== c.Want) out.Bad.push(JSON.stringify(c.In) + " shows as " + JSON.stringify(got));
 		}
-		out.Marks = m.shown("ab\u0430 ".repeat(1 << 18)).filter((n) => typeof n !== "string" && n.className === "mixed").length;
+		out.Marks = m.shown("ab\u0430 \u0440\u0430\u0443\u0440\u0430 ".repeat(1 << 17)).filter((n) => typeof n !== "string" && n.className === "mixed").length;
 		return out;
 	})()`
 	if err := p.Eval(ctx, script, &out); err != nil {
