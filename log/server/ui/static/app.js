@@ -19,8 +19,8 @@ function el(tag, attrs, ...children) {
 
 // fill replaces what e holds with children: nodes, text, nested arrays;
 // null and undefined are left out. Text goes through shown. Flattening
-// has no depth bound of its own: every value the page read is bounded
-// (parseJSON), and the page nests its own arrays a few deep.
+// has no depth bound of its own: every value the page reads is bounded
+// on arrival (bounded), and the page nests its own arrays a few deep.
 function fill(e, ...children) {
   e.replaceChildren();
   for (const c of children.flat(Infinity)) {
