@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -213,10 +214,13 @@ func checkNoHomoglyphs(t *testing.T, page, what string) {
 
 // TestUIShownMarks runs the page's shown.js in Chromium: a word mixing
 // scripts whose letters look alike shows each letter not of its main
-// script with a mark naming the script and code point; words of one
-// script, words apart, letters of no confusable script and digits show as
-// they are. A megabyte of mixed words is marked in one pass (the count is
-// checked, not the time).
+// script with a mark naming the script and code point; a word wholly of
+// another script's letters that each look Latin ("раура" in Cyrillic,
+// full-width "ａｄｍｉｎ") shows with a mark naming the script and the word
+// it passes for; words of one script with letters that look like none
+// ("привет"), words apart, letters of no confusable script and digits
+// show as they are. A megabyte and a half of such words is marked in one
+// pass (the count is checked, not the time).
 func TestUIShownMarks(t *testing.T) {
 	p, ctx := openPage(t)
 	hs := httptest.NewServer(ui.Handler(ui.Info{VKey: "x+00000000+AQ=="}))
@@ -234,8 +238,20 @@ func TestUIShownMarks(t *testing.T) {
 		{"\u0440\u0430\u0443\u0440\u0430l", "\u0440\u0430\u0443\u0440\u0430l[Latin U+006C]"}, // Cyrillic with a Latin "l"
 		{"\U0001D41Admin", "\U0001D41A[symbol U+1D41A]dmin"},                                 // a mathematical bold "a"
 		{"fs__st\u043Ere", "fs__st\u043E[Cyrillic U+043E]re"},
-		{"\u0430\u200Bdmin", "\u0430[U+200B]dmin"},
+		{"\u0430\u200Bdmin", "\u0430[Cyrillic, not \u201Ca\u201D][U+200B]dmin"},
 		{"hello \u043C\u0438\u0440", "hello \u043C\u0438\u0440"},
+		// A word wholly of letters of another script that look Latin, and
+		// full-width Latin.
+		{"\u0440\u0430\u0443\u0440\u0430\u04CF", "\u0440\u0430\u0443\u0440\u0430\u04CF[Cyrillic, not \u201Cpaypal\u201D]"},
+		{"log in to \u0455\u0441\u043E\u0440\u0435 2", "log in to \u0455\u0441\u043E\u0440\u0435[Cyrillic, not \u201Cscope\u201D] 2"},
+		{"\u0391\u03A1\u0399_2", "\u0391\u03A1\u0399_2[Greek, not \u201CAPI_2\u201D]"},
+		{"\uFF41dmin", "\uFF41[full-width U+FF41]dmin"},
+		{"\uFF41\uFF44\uFF4D\uFF49\uFF4E", "\uFF41\uFF44\uFF4D\uFF49\uFF4E[full-width, not \u201Cadmin\u201D]"},
+		{"\U0001D41A\U0001D41D\U0001D426\U0001D422\U0001D427", "\U0001D41A\U0001D41D\U0001D426\U0001D422\U0001D427[symbol, not \u201Cadmin\u201D]"},
+		{"\u13DA\uAB7C\u13A2", "\u13DA\uAB7C\u13A2[Cherokee, not \u201CSET\u201D]"},
+		// Cyrillic and Greek words with letters that look like no Latin one.
+		{"\u043F\u0440\u0438\u0432\u0435\u0442, \u041C\u0418\u0420", "\u043F\u0440\u0438\u0432\u0435\u0442, \u041C\u0418\u0420"},
+		{"\u03BA\u03B1\u03BB\u03B7\u03BC\u03AD\u03C1\u03B1", "\u03BA\u03B1\u03BB\u03B7\u03BC\u03AD\u03C1\u03B1"},
 		{"API\u547C\u3073\u51FA\u3057 5\u00B5s", "API\u547C\u3073\u51FA\u3057 5\u00B5s"},
 	}
 	cj, _ := json.Marshal(cases)
@@ -251,7 +267,7 @@ func TestUIShownMarks(t *testing.T) {
 			const got = text(c.In);
 			if (got !== c.Want) out.Bad.push(JSON.stringify(c.In) + " shows as " + JSON.stringify(got));
 		}
-		out.Marks = m.shown("ab\u0430 ".repeat(1 << 18)).filter((n) => typeof n !== "string" && n.className === "mixed").length;
+		out.Marks = m.shown("ab\u0430 \u0440\u0430\u0443\u0440\u0430 ".repeat(1 << 17)).filter((n) => typeof n !== "string" && n.className === "mixed").length;
 		return out;
 	})()`
 	if err := p.Eval(ctx, script, &out); err != nil {
@@ -290,11 +306,12 @@ func TestUIDeepNesting(t *testing.T) {
 	if err := p.Eval(ctx, `[...document.querySelectorAll("#entry mark.cut")].map(e => e.innerText)`, &cuts); err != nil {
 		t.Fatal(err)
 	}
-	// The cap is 100 levels: the summary's row shows its outer 100 arrays;
-	// the entry's fields, inside the entry's object, the outer 98 of the
-	// arguments (inside args too) and 99 of the summary.
+	// The cap is 100 levels of the entry, its own object included, as the
+	// log's: the summary's row and the entry's fields show the outer 99
+	// arrays of the summary, and the outer 98 of the arguments (inside
+	// args).
 	var want []string
-	for _, shown := range []int{100, 98, 99} {
+	for _, shown := range []int{99, 98, 99} {
 		want = append(want, fmt.Sprintf("[cut: an array %d levels deep, holding %d values; shown only in the exact bytes below]", n-shown, n-shown))
 	}
 	if fmt.Sprint(cuts) != fmt.Sprint(want) {
@@ -306,6 +323,95 @@ func TestUIDeepNesting(t *testing.T) {
 	}
 	if depth == 0 || depth > 20 {
 		t.Errorf("the cut mark is %d elements deep in the page", depth)
+	}
+}
+
+// TestUIDeepParts feeds a value nested 100,000 arrays deep to every other
+// part of the page that shows what a server or bundle sent: an entry's
+// auth block (issuer, subject, the act chain), the task's timeline (its
+// title, each step's actor, time, words, auth and indices) and the
+// anchors. Each shows, cut with a marked summary, and the task's latest
+// step, whose index is such a value, is reported as no entry index. Each
+// part exhausted the call stack, and the page showed "the page failed"
+// instead of the entry.
+func TestUIDeepParts(t *testing.T) {
+	const n = 100_000
+	h := newHostileLog(t)
+	d := strings.Repeat("[", n) + `"x"` + strings.Repeat("]", n)
+	auth := fmt.Sprintf(`{"act":{"act":{"act":%[1]s,"sub":%[1]s},"client_id":%[1]s,"iss":%[1]s,"sub":%[1]s},"client_id":%[1]s,"iss":%[1]s,"jti":%[1]s,"scope":%[1]s,"sub":%[1]s,"token_sha256":%[1]s,"via":%[1]s}`, d)
+	entry := fmt.Sprintf(`{"actor":"alice","auth":%s,"kind":"task.claim","provenance":"observed","summary":"done","task_id":%q,"time":"2026-01-02T03:04:05Z"}`, auth, h.taskID)
+	var steps []string
+	for _, kind := range []string{`"task.create"`, `"task.claim"`, `"task.handoff"`, `"task.release"`, `"task.cancel"`, d} {
+		steps = append(steps, fmt.Sprintf(`{"actor":%[1]s,"auth":%[2]s,"evidence":[%[1]s,%[1]s],"index":%[1]s,"kind":%[3]s,"leaf_hash":%[1]s,"note":%[1]s,"offer_to":%[1]s,"provenance":%[1]s,"summary":%[1]s,"time":%[1]s,"title":%[1]s,"to":%[1]s}`, d, auth, kind))
+	}
+	task := fmt.Sprintf(`{"history":[%s],"owner":%s,"state":%s,"task_id":%q,"title":%s}`, strings.Join(steps, ","), d, d, h.taskID, d)
+	anchors := fmt.Sprintf(`[{"name":%[1]s,"root":%[1]s,"size":1000000,"timestamps":[{"time":%[1]s,"url":%[1]s}],"tlogs":[{"integrated_time":%[1]s,"kind":%[1]s,"log_index":%[1]s,"url":%[1]s}],"url":%[1]s},{"name":"b","size":%[1]s}]`, d)
+	swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := map[string]string{
+			fmt.Sprintf("/log/entry/%d", h.claim): entry,
+			"/log/task/" + h.taskID:               task,
+			"/log/anchors":                        anchors,
+		}[r.URL.Path]
+		if !ok {
+			h.handler.ServeHTTP(w, r)
+			return
+		}
+		if r.URL.Query().Has("after") {
+			body = "[]"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, body)
+	}))
+	defer swap.Close()
+	p, ctx := openPage(t)
+	// Each part of the page, by name: its text and its cut values' marks.
+	var parts []struct {
+		Name, Text string
+		Cuts       []string
+	}
+	look := func(what string) {
+		t.Helper()
+		if err := p.Eval(ctx, `[["verdict", document.getElementById("verdict")], ["auth", document.querySelector("#entry dl.auth")],
+			["task title", document.querySelector("#timeline h2")], ["task", document.querySelector("#timeline p")],
+			...[...document.querySelectorAll("#timeline li")].map((e) => ["step", e]),
+			...[...document.querySelectorAll("#anchors tbody tr")].map((e) => ["anchor", e])].map(([name, e]) =>
+			({Name: name, Text: e?.innerText ?? "", Cuts: [...(e?.querySelectorAll("mark.cut") ?? [])].map((m) => m.innerText)}))`, &parts); err != nil {
+			t.Fatal(err)
+		}
+		for _, pt := range parts {
+			if strings.Contains(pt.Text, "page failed") || strings.Contains(pt.Text, "call stack") {
+				t.Errorf("%s: the %s shows a failure: %.300s", what, pt.Name, pt.Text)
+			}
+		}
+	}
+
+	v, _ := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d", swap.URL, h.token, h.claim))
+	look("the substituted claim")
+	if v != "false" {
+		t.Errorf("the substituted claim: data-verified=%s", v)
+	}
+	cut := regexp.MustCompile(`^\[cut: an array [0-9]+ levels deep, holding [0-9]+ values; [^\]]+\]$`)
+	count := map[string]int{}
+	for _, pt := range parts[1:] {
+		count[pt.Name]++
+		if len(pt.Cuts) == 0 {
+			t.Errorf("the %s shows no cut value: %.300s", pt.Name, pt.Text)
+		}
+		for _, c := range pt.Cuts {
+			if !cut.MatchString(c) {
+				t.Errorf("the %s shows a cut value as %q", pt.Name, c)
+			}
+		}
+	}
+	// The anchor whose size is no number is left out.
+	if count["step"] != 6 || count["anchor"] != 1 {
+		t.Errorf("the page shows %d steps and %d anchors, want 6 and 1", count["step"], count["anchor"])
+	}
+
+	v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&task=%s", swap.URL, h.token, h.taskID))
+	look("the substituted task")
+	if v != "false" || !strings.Contains(txt, "no entry index") {
+		t.Errorf("a task whose latest step's index is nested %d deep: data-verified=%s: %s", n, v, txt)
 	}
 }
 

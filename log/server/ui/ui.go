@@ -26,10 +26,13 @@
 // U+200B...) as a mark naming its code point; in a word that mixes
 // scripts whose letters look alike (Latin, Greek, Cyrillic...), each
 // letter not of the word's main script is followed by a mark naming its
-// script and code point ("аdmin" with a Cyrillic "а"). So no id can pass
-// for another. An entry's arrays and objects show nested up to 100 deep,
-// the most the log accepts; deeper ones (a hostile server's or bundle's)
-// show as a marked summary, and whole only in the entry's exact bytes.
+// script and code point ("аdmin" with a Cyrillic "а"); a word wholly of
+// letters that look Latin but are not ("раура" in Cyrillic, full-width
+// "ａｄｍｉｎ") is followed by a mark naming its script and the word it
+// passes for. So no id can pass for another. The arrays and objects the page reads (an entry, a task's
+// history, the anchors) show nested up to 100 deep, the most the log
+// accepts in an entry; deeper ones (a hostile server's or bundle's) show
+// as a marked summary, an entry's whole only in its exact bytes.
 // The Content-Security-Policy allows no inline script.
 //
 // # Opening one entry

@@ -18,7 +18,9 @@ function el(tag, attrs, ...children) {
 }
 
 // fill replaces what e holds with children: nodes, text, nested arrays;
-// null and undefined are left out. Text goes through shown.
+// null and undefined are left out. Text goes through shown. Flattening
+// has no depth bound of its own: every value the page reads is bounded
+// on arrival (bounded), and the page nests its own arrays a few deep.
 function fill(e, ...children) {
   e.replaceChildren();
   for (const c of children.flat(Infinity)) {
@@ -59,7 +61,7 @@ async function get(path, as) {
     throw new HTTPError(r.status, `${path}: ${r.status} ${text}`);
   }
   if (as === "bytes") return new Uint8Array(await r.arrayBuffer());
-  if (as === "json") return r.json();
+  if (as === "json") return bounded(await r.json(), "whole only in the server's answer " + path);
   return r.text();
 }
 
@@ -134,8 +136,9 @@ async function openTask(id, seq) {
   if (!task || task.task_id !== id || !Array.isArray(task.history) || task.history.length === 0) {
     return setVerdict(false, "✗ Not verified", el("p", {}, `the server answered for task ${task && task.task_id}, not ${id}, or with no history`));
   }
-  const last = task.history[task.history.length - 1];
-  return openEntry({ index: String(last.index) }, seq, task);
+  const last = entryIndex(task.history[task.history.length - 1]?.index);
+  if (last === null) return setVerdict(false, "✗ Not verified", el("p", {}, `the server's history of task ${id} names no entry index for its latest step`));
+  return openEntry({ index: String(last) }, seq, task);
 }
 
 async function openEntry(sel, seq, task) {
@@ -209,19 +212,74 @@ const kindWords = {
   "witness.conflict": "a witness reported a conflict",
 };
 
-// maxRenderDepth bounds how deeply render nests arrays and objects: the
-// log refuses an entry nested deeper than 100 (log's maxJCSDepth, the
+// maxDepth bounds how deeply the arrays and objects the page reads nest:
+// the log refuses an entry nested deeper than 100 (log's maxJCSDepth, the
 // entry's own object included), so an entry of the log shows whole, and a
 // deeper value (a hostile bundle's or server's, 100,000 nested arrays) is
-// cut there rather than exhausting the browser's stack.
-const maxRenderDepth = 100;
+// cut there rather than exhausting the browser's stack in whatever part of
+// the page walks it (showing, joining into text, turning into a number).
+const maxDepth = 100;
 
-// render shows a JSON value as indented text, marking redacted values and
-// the hashes that stand for content kept outside the log. A value inside
-// maxRenderDepth arrays and objects shows as a marked summary.
+// A Cut stands for an array or object cut at maxDepth: what it was, how
+// deep it nested and how many values it held, and where it shows whole.
+class Cut {
+  constructor(v, whole) {
+    // Counted with a stack of its own: v may be nested far deeper than
+    // the call stack allows. The cut values of an answer are disjoint,
+    // so counting is linear.
+    let values = 0;
+    let depth = 0;
+    const stack = [[v, 1]];
+    while (stack.length > 0) {
+      const [x, d] = stack.pop();
+      values++;
+      if (x === null || typeof x !== "object") continue;
+      depth = Math.max(depth, d);
+      for (const k of Object.keys(x)) stack.push([x[k], d + 1]);
+    }
+    this.text = `[cut: ${Array.isArray(v) ? "an array" : "an object"} ${depth} levels deep, holding ${values - 1} values; ${whole}]`;
+  }
+
+  // A cut value joined into text reads as its summary.
+  toString() {
+    return this.text;
+  }
+}
+
+// bounded returns v, as JSON.parse made it from what a server or bundle
+// sent, with each array or object nested deeper than maxDepth replaced by
+// a Cut (whole says where it shows whole, if anywhere). Every value the
+// page reads goes through it (get, parseJSON), so no other part of the
+// page need bound its own walk. One pass, with a stack of its own.
+function bounded(v, whole) {
+  if (v === null || typeof v !== "object") return v;
+  const stack = [[v, 1]];
+  while (stack.length > 0) {
+    const [x, d] = stack.pop();
+    for (const k of Object.keys(x)) {
+      const c = x[k];
+      if (c === null || typeof c !== "object") continue;
+      // An own "__proto__" (JSON.parse makes one) is set as itself: an
+      // own data property shadows Object.prototype's setter.
+      if (d < maxDepth) stack.push([c, d + 1]);
+      else x[k] = new Cut(c, whole);
+    }
+  }
+  return v;
+}
+
+// parseJSON is JSON.parse for what a server or bundle sent, bounded.
+function parseJSON(text, whole) {
+  return bounded(JSON.parse(text), whole);
+}
+
+// render shows a JSON value as indented text, marking redacted values, the
+// hashes that stand for content kept outside the log, and cut values.
 function render(v, indent, out, key) {
   const pad = "  ".repeat(indent);
-  if (v !== null && typeof v === "object" && indent >= maxRenderDepth) return out.push(cutMark(v));
+  if (v instanceof Cut) {
+    return out.push(el("mark", { class: "cut", title: `not shown: nested deeper than ${maxDepth} arrays and objects, deeper than the log accepts` }, v.text));
+  }
   if (Array.isArray(v)) {
     if (v.length === 0) return out.push("[]");
     out.push("[\n");
@@ -251,33 +309,31 @@ function render(v, indent, out, key) {
   out.push(JSON.stringify(v));
 }
 
-// cutMark is the summary render shows for array or object v, cut at
-// maxRenderDepth: how many values it holds and how deep they nest, counted
-// with a stack of its own (v may be nested far deeper than the call stack
-// allows). The cut values of a page are disjoint, so counting is linear.
-function cutMark(v) {
-  let values = 0;
-  let depth = 0;
-  const stack = [[v, 1]];
-  while (stack.length > 0) {
-    const [x, d] = stack.pop();
-    values++;
-    if (x === null || typeof x !== "object") continue;
-    depth = Math.max(depth, d);
-    for (const k of Object.keys(x)) stack.push([x[k], d + 1]);
-  }
-  const what = Array.isArray(v) ? "an array" : "an object";
-  return el("mark", { class: "cut", title: `not shown: nested deeper than ${maxRenderDepth} arrays and objects, deeper than the log accepts` },
-    `[cut: ${what} ${depth} levels deep, holding ${values - 1} values; shown only in the exact bytes below]`);
-}
-
-// shownValue is an entry's member as a row shows it: a string as itself,
-// anything else as render shows it.
+// shownValue is a value a server or bundle sent, as the page shows it: a
+// string as itself, anything else as render shows it (never as
+// JavaScript's own text for it: ["ad", "min"] would read "ad,min").
 function shownValue(v) {
   if (typeof v === "string") return v;
   const out = [];
   render(v, 0, out);
   return out;
+}
+
+// said is a template tag: the text, each value in it as shownValue shows
+// it.
+function said(strings, ...values) {
+  return strings.flatMap((s, i) => (i < values.length ? [s, shownValue(values[i])] : [s]));
+}
+
+// joined is list with sep between its items.
+function joined(list, sep) {
+  return list.flatMap((x, i) => (i ? [sep, x] : [x]));
+}
+
+// entryIndex is v as an entry index, or null if v is none (a server names
+// indices as JSON numbers).
+function entryIndex(v) {
+  return Number.isSafeInteger(v) && v >= 0 ? BigInt(v) : null;
 }
 
 function showEntry(index, bytes) {
@@ -286,13 +342,12 @@ function showEntry(index, bytes) {
   const text = new TextDecoder().decode(bytes);
   let entry;
   try {
-    entry = JSON.parse(text);
+    entry = parseJSON(text, "shown only in the exact bytes below");
   } catch {
     fill(sec, el("h2", {}, `Entry ${index}`), el("p", {}, "The entry is not JSON."), el("pre", {}, text));
     return null;
   }
-  // Any member may be any JSON, nested as deeply as its sender liked:
-  // each shows through render, which caps the depth.
+  // Any member may be any JSON, nested as deeply as maxDepth allows.
   const rows = [
     ["Index", String(index)],
     ["Kind", [shownValue(entry.kind), ` (${own(kindWords, entry.kind) || "another kind"})`]],
@@ -322,7 +377,7 @@ function showEntry(index, bytes) {
 function actChain(a) {
   const out = [];
   for (let x = a.act; x && out.length < 8; x = x.act) {
-    out.push(x.sub + (x.client_id ? ` (client ${x.client_id})` : "") + (x.iss && x.iss !== a.iss ? ` of ${x.iss}` : ""));
+    out.push([shownValue(x.sub), x.client_id ? said` (client ${x.client_id})` : "", x.iss && x.iss !== a.iss ? said` of ${x.iss}` : ""]);
   }
   return out;
 }
@@ -331,14 +386,14 @@ function actChain(a) {
 // made the request, through which client and for whom. The log holds
 // the token's SHA-256, never the token.
 function authBlock(a) {
-  const rows = [["Issuer", a.iss], ["Subject", a.sub]];
-  if (a.client_id) rows.push(["Client", a.client_id]);
+  const rows = [["Issuer", shownValue(a.iss)], ["Subject", shownValue(a.sub)]];
+  if (a.client_id) rows.push(["Client", shownValue(a.client_id)]);
   const chain = actChain(a);
-  if (chain.length) rows.push(["Acting", `${chain[0]}, for ${a.sub}` + (chain.length > 1 ? `, through ${chain.slice(1).join(", then ")}` : "")]);
-  if (a.scope) rows.push(["Scope", a.scope]);
-  if (a.jti) rows.push(["Token id (jti)", a.jti]);
+  if (chain.length) rows.push(["Acting", [chain[0], said`, for ${a.sub}`, chain.length > 1 ? [", through ", joined(chain.slice(1), ", then ")] : ""]]);
+  if (a.scope) rows.push(["Scope", shownValue(a.scope)]);
+  if (a.jti) rows.push(["Token id (jti)", shownValue(a.jti)]);
   rows.push(["Checked", a.via === "jwt" ? "a JWT access token, signature and claims checked by the sidecar (RFC 9068)" : "an opaque token the issuer vouched for (RFC 7662 introspection)"]);
-  rows.push(["Token SHA-256", el("code", {}, a.token_sha256)]);
+  rows.push(["Token SHA-256", el("code", {}, shownValue(a.token_sha256))]);
   return [
     el("h3", {}, "Authenticated by an identity provider"),
     el("dl", { class: "auth", "aria-label": "how the actor was authenticated" }, rows.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
@@ -350,10 +405,10 @@ function authBlock(a) {
 function authWords(a) {
   const chain = actChain(a);
   const parts = [];
-  if (chain.length) parts.push(`acted by ${chain.join(" through ")}`);
-  if (a.client_id) parts.push(`client ${a.client_id}`);
-  parts.push(`issuer ${a.iss}`);
-  return el("span", { class: "auth" }, ` (${parts.join(", ")})`);
+  if (chain.length) parts.push(["acted by ", joined(chain, " through ")]);
+  if (a.client_id) parts.push(said`client ${a.client_id}`);
+  parts.push(said`issuer ${a.iss}`);
+  return el("span", { class: "auth" }, " (", joined(parts, ", "), ")");
 }
 
 async function showCheckpoint(res, keyText) {
@@ -396,7 +451,8 @@ async function anchorsCovering(index) {
   let after = "";
   for (let page = 0; page < 50 && out.length < 5; page++) {
     const list = await get("/log/anchors" + (after ? "?after=" + encodeURIComponent(after) : ""), "json");
-    for (const a of list) if (BigInt(a.size) > index && out.length < 5) out.push(a);
+    // An anchor of no tree size anchors nothing to show.
+    for (const a of list) if ((entryIndex(a?.size) ?? -1n) > index && out.length < 5) out.push(a);
     if (list.length === 0) break;
     after = list[list.length - 1].name;
   }
@@ -451,8 +507,8 @@ async function showAnchors(index, res) {
       {},
       el("td", {}, String(a.size) + (i === 0 ? " — the earliest anchor holding this entry" : "")),
       el("td", {}, links[i]),
-      el("td", {}, (a.timestamps || []).map((t) => el("div", {}, el("time", { datetime: t.time }, t.time), " by ", t.url))),
-      el("td", {}, (a.tlogs || []).map((t) => el("div", {}, t.kind === "rekor.v1" ? `Rekor log index ${t.log_index}` : `${t.kind} log index ${t.log_index}`, t.integrated_time ? ` (integrated ${new Date(t.integrated_time * 1000).toISOString()})` : "", " at ", t.url))),
+      el("td", {}, listOf(a.timestamps).map((t) => el("div", {}, timeOf(t?.time), " by ", shownValue(t?.url)))),
+      el("td", {}, listOf(a.tlogs).map((t) => el("div", {}, t?.kind === "rekor.v1" ? said`Rekor log index ${t.log_index}` : said`${t?.kind} log index ${t?.log_index}`, t?.integrated_time ? said` (integrated ${unixTime(t.integrated_time)})` : "", " at ", shownValue(t?.url)))),
     ),
   );
   fill(sec,
@@ -464,14 +520,38 @@ async function showAnchors(index, res) {
   );
 }
 
+// listOf is v if it is an array, else none.
+function listOf(v) {
+  return Array.isArray(v) ? v : [];
+}
+
+// timeOf shows a time a server sent.
+function timeOf(v) {
+  return el("time", { datetime: typeof v === "string" ? v : undefined }, shownValue(v));
+}
+
+// unixTime is seconds since 1970 in ISO 8601, or v as it is if it is no
+// such time.
+function unixTime(v) {
+  const d = new Date(typeof v === "number" ? v * 1000 : NaN);
+  return Number.isNaN(d.getTime()) ? v : d.toISOString();
+}
+
 const eventWords = {
-  "task.create": (e) => `created “${e.title}”` + (e.offer_to ? `, offered to ${e.offer_to}` : ""),
+  "task.create": (e) => [said`created “${e.title}”`, e.offer_to ? said`, offered to ${e.offer_to}` : ""],
   "task.accept": () => "accepted the task",
-  "task.claim": (e) => `claimed completion (${e.provenance}): ${e.summary}`,
-  "task.handoff": (e) => `handed the task to ${e.to}` + (e.note ? `: ${e.note}` : ""),
-  "task.release": (e) => "released the task" + (e.note ? `: ${e.note}` : ""),
-  "task.cancel": (e) => "cancelled the task" + (e.note ? `: ${e.note}` : ""),
+  "task.claim": (e) => said`claimed completion (${e.provenance}): ${e.summary}`,
+  "task.handoff": (e) => [said`handed the task to ${e.to}`, e.note ? said`: ${e.note}` : ""],
+  "task.release": (e) => ["released the task", e.note ? said`: ${e.note}` : ""],
+  "task.cancel": (e) => ["cancelled the task", e.note ? said`: ${e.note}` : ""],
 };
+
+// entryLink links to entry v of a task's history, or shows v if it names
+// no entry.
+function entryLink(v) {
+  const i = entryIndex(v);
+  return i === null ? said`entry ${v}` : el("a", { href: link({ entry: String(i) }) }, `entry ${i}`);
+}
 
 async function showTimeline(index, entry, task, keyText) {
   const sec = $("timeline");
@@ -489,30 +569,31 @@ async function showTimeline(index, entry, task, keyText) {
   sec.hidden = false;
   const checks = [];
   const items = task.history.map((e) => {
-    const words = (own(eventWords, e.kind) || (() => e.kind))(e);
-    const current = BigInt(e.index) === index;
+    e = e ?? {};
+    const words = (own(eventWords, e.kind) || (() => shownValue(e.kind)))(e);
+    const current = entryIndex(e.index) === index;
     const mark = el("span", { class: "check" }, "(checking…)");
     if (checks.length < maxChecked) checks.push(checkEvent(e, task.task_id, keyText).then((r) => markEvent(mark, r)));
     else fill(mark, "not checked here (open it to check)");
     return el(
       "li",
       current ? { "aria-current": "true", class: "current" } : {},
-      el("time", { datetime: e.time }, e.time),
+      timeOf(e.time),
       " ",
-      el("strong", {}, e.actor),
+      el("strong", {}, shownValue(e.actor)),
       e.auth ? authWords(e.auth) : null,
       " ",
       words,
       " ",
-      el("a", { href: link({ entry: String(e.index) }) }, `entry ${e.index}`),
+      entryLink(e.index),
       " ",
       mark,
-      e.evidence && e.evidence.length ? el("span", {}, " — evidence: ", e.evidence.map((x, i) => [i ? ", " : "", el("a", { href: link({ entry: String(x) }) }, `entry ${x}`)])) : null,
+      listOf(e.evidence).length ? el("span", {}, " — evidence: ", joined(e.evidence.map(entryLink), ", ")) : null,
     );
   });
   fill(sec,
-    el("h2", {}, `Task history: ${task.title}`),
-    el("p", {}, `Task ${task.task_id}, ${task.state}` + (task.owner ? `, owned by ${task.owner}` : "") + `. ${task.history.length} entries, oldest first. The history is the server's account; this page checks that each step is an entry of the log, with the same key as above.`),
+    el("h2", {}, said`Task history: ${task.title}`),
+    el("p", {}, said`Task ${task.task_id}, ${task.state}`, task.owner ? said`, owned by ${task.owner}` : "", `. ${task.history.length} entries, oldest first. The history is the server's account; this page checks that each step is an entry of the log, with the same key as above.`),
     el("ol", { class: "timeline" }, items),
   );
   await Promise.all(checks);
@@ -525,12 +606,14 @@ const maxChecked = 100;
 // index verifies like the opened one, has the leaf hash the history names,
 // and is that step (kind, actor, task).
 async function checkEvent(e, taskID, keyText) {
+  const i = entryIndex(e.index);
+  if (i === null) return { ok: false, reason: "the history names no entry index" };
   try {
-    const [receipt, bytes] = await Promise.all([get("/log/proof/inclusion?index=" + e.index), get("/log/entry/" + e.index, "bytes")]);
-    const res = await verifyEntry(bytes, receipt, keyText, BigInt(e.index));
+    const [receipt, bytes] = await Promise.all([get("/log/proof/inclusion?index=" + i), get("/log/entry/" + i, "bytes")]);
+    const res = await verifyEntry(bytes, receipt, keyText, i);
     if (!res.ok) return res;
     if (toHex(res.leaf) !== e.leaf_hash) return { ok: false, reason: "the history names another leaf hash" };
-    const got = JSON.parse(new TextDecoder().decode(bytes));
+    const got = parseJSON(new TextDecoder().decode(bytes), "shown only in the entry's exact bytes");
     if (got.kind !== e.kind || got.actor !== e.actor || got.task_id !== taskID) return { ok: false, reason: "the entry is not the step the history shows" };
     return res;
   } catch (err) {

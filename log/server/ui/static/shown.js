@@ -14,8 +14,11 @@ const unseen = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u034F\u061C\u115F
 // "o"), each with the pattern of its letters. "symbol" are the letters of
 // no script (Unicode's Common) that read as Latin (mathematical 𝐚,
 // letterlike ℎ); the micro sign and modifier letters are left out, as
-// "µs" and "ʻ" are ordinary.
+// "µs" and "ʻ" are ordinary. Full-width Latin letters ("ａ" U+FF41) are of
+// the Latin script but pass for the ASCII ones, so they count as a script
+// of their own.
 const confusable = [
+  ["full-width", /[\uFF21-\uFF3A\uFF41-\uFF5A]/u],
   ["Latin", /\p{Script=Latin}/u],
   ["Greek", /\p{Script=Greek}/u],
   ["Cyrillic", /\p{Script=Cyrillic}/u],
@@ -31,7 +34,45 @@ const confusable = [
 
 // foreign matches a letter of a confusable script other than Latin: a
 // string without one mixes no confusable scripts.
-const foreign = /(?=\p{L})(?!\p{Script=Latin})(?![\u00B5\p{Lm}])[\p{Script=Greek}\p{Script=Cyrillic}\p{Script=Armenian}\p{Script=Cherokee}\p{Script=Coptic}\p{Script=Georgian}\p{Script=Lisu}\p{Script=Canadian_Aboriginal}\p{Script=Tifinagh}\p{Script=Common}]/u;
+const foreign = /[\uFF21-\uFF3A\uFF41-\uFF5A]|(?=\p{L})(?!\p{Script=Latin})(?![\u00B5\p{Lm}])[\p{Script=Greek}\p{Script=Cyrillic}\p{Script=Armenian}\p{Script=Cherokee}\p{Script=Coptic}\p{Script=Georgian}\p{Script=Lisu}\p{Script=Canadian_Aboriginal}\p{Script=Tifinagh}\p{Script=Common}]/u;
+
+// looksLatin maps each letter of a confusable script that reads as a
+// Latin letter in common fonts to that letter: a word wholly of such
+// letters ("раура", Cyrillic) passes for a Latin word ("paypa"). A word
+// with one letter that does not ("мир": "м" and "и") reads as what it is.
+// Letters of full-width and of no script ("symbol") have their Latin
+// letter as their compatibility form (NFKC), so they are not listed.
+const looksLatin = (() => {
+  const pairs = (text) => text.split(" ").map((pair) => [...pair]);
+  // Cherokee's small letters are its capitals' shapes, small.
+  const cherokee = pairs("ᎪA ᏴB ᏟC ᎠD ᎬE ᏀG ᎻH ᎥI ᎫJ ᏦK ᏞL ᎷM ᏢP ᏚS ᎢT ᏙV ᏔW ᏃZ ᏒR");
+  return new Map([
+    ...pairs("аa сc еe һh іi јj ӏl оo рp ԛq ѕs ԝw хx уy ԁd үy АA ВB ЕE КK МM НH ОO РP СC ТT ХX УY ЅS ІI ЈJ ԚQ ԜW ӀI ҮY ҺH"), // Cyrillic
+    ...pairs("οo νv ιi ρp αa υu κk χx γy ΑA ΒB ΕE ΖZ ΗH ΙI ΚK ΜM ΝN ΟO ΡP ΤT ΥY ΧX ϹC ϳj ͿJ"), // Greek
+    ...pairs("օo սu հh ոn զq ՕO ՍU ՏS ԼL"), // Armenian
+    ...pairs("ⲀA ⲂB ⲎH ⲒI ⲔK ⲘM ⲚN ⲞO ⲢP ⲤC ⲦT ⲨY ⲬX ⲁa ⲟo ⲣp ⲥc ⲭx"), // Coptic
+    ...pairs("ꓮA ꓐB ꓚC ꓓD ꓰE ꓝF ꓖG ꓧH ꓲI ꓙJ ꓗK ꓡL ꓟM ꓠN ꓳO ꓑP ꓣR ꓢS ꓔT ꓴU ꓦV ꓪW ꓫX ꓬY ꓜZ"), // Lisu
+    ...pairs("ᐯV ᑌU ᑭP ᒪL ᒍJ ᔕS ᕼH ᗅA ᗪD ᗷB ᗯW ᑕC ⵔO ⵏI ⵝX"), // Canadian syllabics, Tifinagh
+    ...cherokee,
+    ...cherokee.map(([ch, latin]) => [ch.toLowerCase(), latin]),
+  ]);
+})();
+
+// latinReading is the Latin word that word (its characters) passes for,
+// or null if one of its letters looks like no Latin letter.
+function latinReading(word) {
+  let s = "";
+  for (const ch of word) {
+    if (!/\p{L}/u.test(ch)) {
+      s += ch;
+      continue;
+    }
+    const latin = looksLatin.get(ch) ?? ch.normalize("NFKC");
+    if (!/^[A-Za-z]$/.test(latin)) return null;
+    s += latin;
+  }
+  return s;
+}
 
 // wordChar matches what makes up a word, for the mixing of scripts:
 // letters, marks, digits and "_" (tool and user names join words with it).
@@ -56,13 +97,25 @@ function charMark(cls, ch, label, title) {
   return m;
 }
 
+// wordMark is a visible mark for a word wholly of script's letters that
+// passes for the Latin word latin.
+function wordMark(script, latin) {
+  const m = document.createElement("mark");
+  m.className = "mixed";
+  m.title = `a word of ${script} letters that each look like a Latin one: it may pass for the word “${latin}”`;
+  m.textContent = `[${script}, not “${latin}”]`;
+  return m;
+}
+
 // shown is text s as nodes, each unseen character replaced by a visible
-// mark naming its code point, and in each word that mixes confusable
-// scripts ("аdmin" with a Cyrillic "а") each letter not of the word's main
-// script followed by a mark naming its script and code point: the strings
-// shown come from agents, servers and bundles, and an auditor must not be
-// shown one id that looks like another. One pass, each character
-// classified once.
+// mark naming its code point; in each word that mixes confusable scripts
+// ("аdmin" with a Cyrillic "а") each letter not of the word's main script
+// followed by a mark naming its script and code point; and each word
+// wholly of another script's letters that all look Latin ("раура" in
+// Cyrillic, "ａｄｍｉｎ" in full-width) followed by a mark naming the
+// script and the word it passes for: the strings shown come from agents,
+// servers and bundles, and an auditor must not be shown one id that looks
+// like another. One pass, each character classified once.
 export function shown(s) {
   if (!unseen.test(s) && !foreign.test(s)) return [s];
   const out = [];
@@ -74,6 +127,12 @@ export function shown(s) {
     for (const sc of scripts) if (sc) counts.set(sc, (counts.get(sc) || 0) + 1);
     if (counts.size < 2) {
       run += word.join("");
+      const [only] = counts.keys();
+      const latin = only !== undefined && only !== "Latin" ? latinReading(word) : null;
+      if (latin !== null) {
+        out.push(run, wordMark(only, latin));
+        run = "";
+      }
       word = [];
       return;
     }
