@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/provlog/provlog/cmd/internal/cmdtest"
 	"github.com/provlog/provlog/log"
@@ -91,26 +90,19 @@ func serve(t *testing.T, cfgPath string) (string, *proctest.Buffer, func() int) 
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr proctest.Buffer
-	done := make(chan int)
+	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--config", cfgPath, "--http", "127.0.0.1:0"}, &bytes.Buffer{}, &stderr)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// Listening on port 0, serve says where only in its log.
+	var addr string
+	cmdtest.WaitUp(t, func() bool {
 		if m := addrRE.FindStringSubmatch(stderr.String()); m != nil {
-			stop := func() int { cancel(); return <-done }
-			return m[1], &stderr, stop
+			addr = m[1]
 		}
-		select {
-		case code := <-done:
-			t.Fatalf("serve exited %d: %s", code, stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start: %s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return addr != ""
+	}, done, &stderr)
+	return addr, &stderr, func() int { cancel(); return <-done }
 }
 
 func TestServe(t *testing.T) {

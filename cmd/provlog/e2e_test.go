@@ -56,22 +56,7 @@ func startServeLogged(t *testing.T, addr string, args ...string) (base string, s
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, append([]string{"serve", "--http", addr}, args...), stderr, stderr) }()
 	base = "http://" + addr
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("serve exited with %d: %s", code, stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not come up: %s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	cmdtest.WaitHealthy(t, base, done, stderr)
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -144,7 +143,7 @@ func readmeServe(t *testing.T, section, dir, path, addr string) (stop func()) {
 		serve.Process.Kill()
 		<-exited
 	})
-	waitHealthy(t, "http://"+addr, exited, stderr)
+	cmdtest.WaitHealthy(t, "http://"+addr, exited, stderr)
 	return func() {
 		serve.Process.Signal(os.Interrupt)
 		if err := <-exited; err != nil {
@@ -205,25 +204,6 @@ func bashIn(dir, path, script string) *exec.Cmd {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PATH="+path)
 	return cmd
-}
-
-// waitHealthy waits until the sidecar at base answers /healthz.
-func waitHealthy(t *testing.T, base string, exited <-chan error, out *proctest.Buffer) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			return
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("serve exited (%v): %s", err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not come up: %s", out.String())
-		}
-	}
 }
 
 // remoteServer is a streamable HTTP MCP server with one tool, hello.

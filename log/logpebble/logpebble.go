@@ -246,8 +246,6 @@ type Store struct {
 	hot     *hot.Nodes    // the upper levels of the tree at state.Size
 	chunks  chunkIndex    // the leaf-hash index's layout (chunks.go)
 	failure error         // why commits are refused, once they are
-	wedged  bool          // Pebble panicked: do not close it
-	stalled bool          // a commit is held up inside Pebble: do not close it
 	failed  chan struct{} // closed when failure is set
 	// reopening is closed when a Reopen under way is done (nil: none).
 	reopening chan struct{}
@@ -416,28 +414,17 @@ func fillBatch(pb *pebble.Batch, r reader, b *log.Batch, ci chunkIndex) error {
 
 // commitPebble commits pb durably and closes it. It gives up, with the
 // store's failure, if the store fails while Pebble holds the commit
-// ([pebbleguard.Commit]); Pebble then keeps the batch, so it is closed only
-// when its commit returns, and the instance is abandoned, not closed
-// (closePebble). A panic inside Pebble wedges the store: it may have left
-// Pebble's locks held, so the instance is neither closed nor reopened.
+// ([pebbleguard.FS.Commit]); Pebble then keeps the batch, so it is closed
+// only when its commit returns, and the instance is abandoned, not closed
+// (closePebble). A panic inside Pebble wedges the instance: it may have
+// left Pebble's locks held, so it is neither closed nor reopened.
 func (s *Store) commitPebble(pb *pebble.Batch) error {
-	fs := s.fs
-	err := pebbleguard.Commit(s.failed, func() error {
+	err := s.fs.Commit(s.failed, func() error {
 		defer pb.Close()
 		return pb.Commit(pebble.Sync)
 	})
-	switch {
-	case errors.Is(err, pebbleguard.ErrHeld):
-		s.mu.Lock()
-		s.stalled = true
-		s.mu.Unlock()
+	if errors.Is(err, pebbleguard.ErrHeld) {
 		return fmt.Errorf("the store failed while Pebble held the commit: %w", s.Err())
-	case errors.Is(err, pebbleguard.ErrPanicked):
-		s.mu.Lock()
-		if s.fs == fs { // not an instance Reopen abandoned
-			s.wedged = true
-		}
-		s.mu.Unlock()
 	}
 	return err
 }

@@ -62,7 +62,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 func (s *Store) open() error {
 	o := &s.opts
 	s.mu.Lock()
-	s.failure, s.failed, s.wedged, s.stalled = nil, make(chan struct{}), false, false
+	s.failure, s.failed = nil, make(chan struct{})
 	s.mu.Unlock()
 	s.hot = hot.Empty(maxHotNodes)
 	if o.testingOnlyMaxHotNodes != nil {
@@ -345,19 +345,10 @@ func (s *Store) readError(err error) error {
 
 // closePebble closes Pebble and releases the lock, unless a panic inside
 // Pebble may have left its locks held: then closing could hang, and the
-// process's exit releases both.
+// process's exit releases both ([pebbleguard.FS.Close]).
 func (s *Store) closePebble() error {
 	if s.db == nil {
 		return nil // a Reopen failed: nothing is open
-	}
-	s.mu.Lock()
-	wedged, stalled := s.wedged, s.stalled
-	s.mu.Unlock()
-	if !stalled {
-		// Waits of the failed file system end, so Close is quick. An
-		// abandoned instance (below) keeps them: its background retries
-		// stay one every few seconds, not a spin.
-		s.fs.EndWaits()
 	}
 	if s.pub != nil {
 		s.pub.close()
@@ -365,25 +356,17 @@ func (s *Store) closePebble() error {
 	if b, ok := s.r.(*pebble.Batch); ok {
 		b.Close()
 	}
-	if wedged {
+	switch {
+	case s.fs.Wedged():
 		s.logf("logpebble: not closing Pebble in %s: it panicked, and may hold its locks", s.dir)
-		return nil
-	}
-	if stalled {
-		// Closing would wait for the held-up commit's flush, which the
-		// failed store never completes. The file system is frozen
-		// (log/pebbleguard), so the abandoned instance changes nothing on disk.
-		// The directory lock is released all the same, so that the store
-		// can be reopened (in this process too): Pebble's reference to it
-		// goes with ours, as the abandoned instance is never closed.
+	case s.fs.Held():
+		// The file system is frozen (log/pebbleguard), so the abandoned
+		// instance changes nothing on disk, and the directory lock is
+		// released, so that the store can be reopened (in this process
+		// too).
 		s.logf("logpebble: not closing Pebble in %s: a commit is held up in it since the store failed", s.dir)
-		return s.fs.Abandon(s.lock)
 	}
-	err := s.db.Close()
-	if lerr := s.lock.Close(); err == nil {
-		err = lerr
-	}
-	return err
+	return s.fs.Close(s.db, s.lock)
 }
 
 // reconcile checks the stored tree against the published records (oldest

@@ -113,14 +113,14 @@ func (s *Store) Reopen(ctx context.Context) error {
 // canReopen says why s is not to be reopened now (nil: it is).
 func (s *Store) canReopen() error {
 	s.mu.Lock()
-	failure, wedged := s.failure, s.wedged
+	failure := s.failure
 	s.mu.Unlock()
 	switch {
 	case failure == nil:
 		return fmt.Errorf("%w: it has not failed", ErrNotReopened)
 	case s.opts.ReadOnly:
 		return fmt.Errorf("%w: it was opened read-only", ErrNotReopened)
-	case wedged:
+	case s.fs.Wedged():
 		return fmt.Errorf("%w: Pebble panicked in it and may hold its locks; restart the process", ErrNotReopened)
 	case errors.Is(failure, log.ErrCorrupt), errors.Is(failure, log.ErrLost):
 		return fmt.Errorf("%w: %v needs an operator, not a reopen", ErrNotReopened, log.FaultReason(failure))

@@ -62,6 +62,9 @@ type FS struct {
 
 	// retired is set by Retire.
 	retired atomic.Bool
+	// held and wedged are set by Commit: a commit is held in the
+	// instance, or Pebble panicked in one.
+	held, wedged atomic.Bool
 
 	// roLock is set when the directory lock could only be checked, not
 	// taken, because the file system is read-only (lock_unix.go).

@@ -19,15 +19,17 @@
 //	}
 //	po.Experimental.CompactionScheduler = fs.CompactionScheduler()
 //
-// It opens the instance with [FS.OpenDB] and commits with [Commit],
+// It opens the instance with [FS.OpenDB] and commits with [FS.Commit],
 // passing both a channel it closes when it fails; they give up on a call
 // Pebble holds after the failure (held.go). It checks its failure after
 // every commit Pebble returns: the FS hides a write-ahead log's errors
 // from Pebble (which would panic or die on them), so a commit can return
 // nil though its record was never written. A commit that returns nil on a
 // failed store, or [ErrHeld], has an unknown outcome and must not be
-// acknowledged. On Close, the store calls [FS.EndWaits] before closing
-// Pebble, or, if a commit returned ErrHeld, [FS.Abandon] instead.
+// acknowledged. A commit that returns [ErrPanicked] wedges the instance:
+// the store stops, and is not reopened in the process. On Close, the store
+// lets go of the instance with [FS.Close], which closes it, abandons it
+// if a commit is held in it, or leaves it alone if it is wedged.
 //
 // # What it stops
 //
@@ -39,7 +41,9 @@
 //   - a background error or corruption Pebble reports;
 //   - compactions on an instance whose memory may be ahead of its disk;
 //   - a commit or an open that waits for good on a flush the failed store
-//     never completes.
+//     never completes;
+//   - a panic inside a commit, and a Close that would wait for good on the
+//     locks it left held.
 //
 // fs.go, gate.go and held.go say how.
 package pebbleguard

@@ -7,7 +7,7 @@ package pebbleguard
 // MANIFEST write; a witness request hung holding its log's lock), and so
 // does an Open that must flush what it replayed from the write-ahead log
 // (seen: a sidecar restarted on a full disk never came up). So a store
-// runs its commits through [Commit] and opens through [FS.OpenDB]: each
+// runs its commits through [FS.Commit] and opens through [FS.OpenDB]: each
 // call runs on a goroutine of its own, and once the store has failed the
 // caller waits for it only a grace period, then gives up on it and on
 // the instance.
@@ -29,24 +29,27 @@ const (
 	openGrace   = 2 * time.Second
 )
 
-// ErrHeld is returned by [Commit] and [FS.OpenDB] (wrapped) when the store
+// ErrHeld is returned by [FS.Commit] and [FS.OpenDB] (wrapped) when the store
 // failed while Pebble held the call and Pebble did not return it within
 // the grace period. Pebble may still finish the call, or never.
 var ErrHeld = errors.New("the store failed while Pebble held the call")
 
-// ErrPanicked is returned by [Commit] (wrapped) when Pebble panicked in
-// the commit. The panic may have left Pebble's locks held, so the store
-// must not close the instance (Close could wait for good).
+// ErrPanicked is returned by [FS.Commit] (wrapped) when Pebble panicked
+// in the commit. The panic may have left Pebble's locks held, so the
+// instance is wedged: the store must not close it (Close could wait for
+// good), nor open its directory again in this process; [FS.Close] leaves
+// it alone.
 var ErrPanicked = errors.New("Pebble panicked")
 
-// Commit runs commit, a synced write to the Pebble instance of a store,
-// on a goroutine of its own and returns its error; a panic in it is
-// returned as an error wrapping [ErrPanicked]. failed is closed when the store fails. If it is
-// closed while commit runs, Commit waits up to 10 s more, then returns
-// ErrHeld and leaves commit to Pebble: a write whose outcome is unknown.
-// The store must then let go of the instance with [FS.Abandon], not close
-// it: Pebble's Close waits for the flush the write waits for.
-func Commit(failed <-chan struct{}, commit func() error) error {
+// Commit runs commit, a synced write to the Pebble instance on f, on a
+// goroutine of its own and returns its error; a panic in it is returned
+// as an error wrapping [ErrPanicked], and wedges the instance
+// ([FS.Wedged]). failed is closed when the store fails. If it is closed
+// while commit runs, Commit waits up to 10 s more, then returns ErrHeld
+// and leaves commit to Pebble: a write whose outcome is unknown, and an
+// instance [FS.Close] abandons instead of closing, since Pebble's Close
+// waits for the flush the write waits for.
+func (f *FS) Commit(failed <-chan struct{}, commit func() error) error {
 	err, ok := await(failed, commitGrace, func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -55,8 +58,40 @@ func Commit(failed <-chan struct{}, commit func() error) error {
 		}()
 		return commit()
 	})
-	if !ok {
+	switch {
+	case !ok:
+		f.held.Store(true)
 		return ErrHeld
+	case errors.Is(err, ErrPanicked):
+		f.wedged.Store(true)
+	}
+	return err
+}
+
+// Wedged reports whether Pebble panicked in a commit on f ([FS.Commit]).
+func (f *FS) Wedged() bool { return f.wedged.Load() }
+
+// Held reports whether a commit on f is held in Pebble since the store
+// failed ([FS.Commit] returned [ErrHeld]).
+func (f *FS) Held() bool { return f.held.Load() }
+
+// Close closes db, the instance on f, and releases lock, the directory
+// lock the store opened it with: the one way a store lets go of an
+// instance. If a commit is held in db it abandons the instance instead
+// (see abandon). If db is wedged ([FS.Wedged]) it touches neither and
+// returns nil: Close would wait for a lock the panic may have left held,
+// and the process's exit releases both.
+func (f *FS) Close(db *pebble.DB, lock *pebble.Lock) error {
+	switch {
+	case f.Wedged():
+		return nil
+	case f.Held():
+		return f.abandon(lock)
+	}
+	f.EndWaits() // a failed flush's retry ends: Close does not wait it out
+	err := db.Close()
+	if lerr := lock.Close(); err == nil {
+		err = lerr
 	}
 	return err
 }
@@ -95,15 +130,15 @@ func (f *FS) OpenDB(dir string, po *pebble.Options, failed <-chan struct{}) (*pe
 	return r.db, r.err
 }
 
-// Abandon lets go of the instance on f without closing it, when a call is
-// held in it ([Commit] returned ErrHeld): f is retired, so the instance
+// abandon lets go of the instance on f without closing it, when a call is
+// held in it ([FS.Commit] returned ErrHeld): f is retired, so the instance
 // never touches the disk or fails the store again, and lock, the
 // directory lock the store opened the instance with, is released, both
 // the store's reference and Pebble's (which goes with the instance), so
 // that the directory can be opened again, in this process too. The
 // backoff of f's failed creations is not ended ([FS.EndWaits]): the
 // instance's retries stay one every few seconds, not a spin.
-func (f *FS) Abandon(lock *pebble.Lock) error {
+func (f *FS) abandon(lock *pebble.Lock) error {
 	f.Retire()
 	lock.Close()
 	return lock.Close()

@@ -18,7 +18,10 @@
 // the failed store never completes) fails after a grace period, outcome
 // unknown, where it waited for good holding its log's lock; and Open on a
 // disk too full for Pebble to flush what it replays from the write-ahead
-// log fails, naming the fault, where it never returned.
+// log fails, naming the fault, where it never returned. A panic inside
+// Pebble's commit stops the KV likewise ([pebbleguard.ErrPanicked]), and
+// Close then leaves the instance alone: the panic may have left Pebble's
+// locks held, and closing it waited for them for good.
 package witnesspebble
 
 import (
@@ -79,7 +82,6 @@ type KV struct {
 	closed bool
 	failed atomic.Pointer[error] // the first storage fault
 	stop   chan struct{}         // closed when failed is set
-	held   atomic.Bool           // a write is held in Pebble since the fault
 }
 
 // Open opens the store in dir, creating it if needed. It fails with an
@@ -196,10 +198,8 @@ func (kv *KV) CompareAndSwap(key, old, new []byte) error {
 	case old == nil || !bytes.Equal(cur, old):
 		return fmt.Errorf("key %q: %w", key, witness.ErrConflict)
 	}
-	err = pebbleguard.Commit(kv.stop, func() error { return kv.db.Set(key, new, pebble.Sync) })
-	if errors.Is(err, pebbleguard.ErrHeld) {
-		kv.held.Store(true)
-	} else if err != nil {
+	err = kv.fs.Commit(kv.stop, func() error { return kv.db.Set(key, new, pebble.Sync) })
+	if err != nil && !errors.Is(err, pebbleguard.ErrHeld) {
 		kv.fail(log.FileFault("writing key", string(key), err))
 	}
 	if f := kv.failed.Load(); f != nil {
@@ -221,7 +221,8 @@ func (kv *KV) usable() error {
 	return nil
 }
 
-// Close closes the store and releases its directory.
+// Close closes the store and releases its directory; if Pebble panicked
+// in a write, it releases neither (the process's exit does) and returns.
 func (kv *KV) Close() error {
 	kv.mu.Lock()
 	defer kv.mu.Unlock()
@@ -229,13 +230,5 @@ func (kv *KV) Close() error {
 		return errClosed
 	}
 	kv.closed = true
-	if kv.held.Load() {
-		return kv.fs.Abandon(kv.lock) // closing would wait for the held write
-	}
-	kv.fs.EndWaits() // a failed flush's retry ends: Close does not wait it out
-	err := kv.db.Close()
-	if lerr := kv.lock.Close(); err == nil {
-		err = lerr
-	}
-	return err
+	return kv.fs.Close(kv.db, kv.lock)
 }
