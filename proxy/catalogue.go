@@ -60,8 +60,8 @@ type catalogue struct {
 	// to be read (fresh.go); begun counts the reads of each list begun
 	// (under mu), begunAt is when the last began, ended counts those
 	// ended, and lateRead is the last read a list was answered without;
-	// behind holds a bit per slot whose read a front list gave up
-	// waiting for, and which no read has answered since.
+	// behind holds a bit per slot whose read a front list or a call
+	// gave up waiting for, and which no read has answered since.
 	wanted                 atomic.Uint32
 	begun, ended, lateRead [listSlots + 1]uint64
 	begunAt                [listSlots + 1]time.Time

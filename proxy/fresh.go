@@ -150,9 +150,10 @@ func (c *catalogue) unread(slot listSlot) {
 	c.readTo(slot, 0, false)
 }
 
-// late logs, once per read, that a front list is answered without read
-// n of the list in slot, which the server had not answered in time; the
-// server is behind on the list until a read of it answers.
+// late logs, once per read, that a front list is answered, or a call
+// named its tool's definition, without read n of the list in slot, which
+// the server had not answered in time; the server is behind on the list
+// until a read of it answers.
 func (c *catalogue) late(slot listSlot, n uint64) {
 	c.mu.Lock()
 	logged := c.lateRead[slot] >= n
@@ -168,7 +169,7 @@ func (c *catalogue) late(slot listSlot, n uint64) {
 	if slot < listSlots {
 		what = c.kinds[slot].plural()
 	}
-	c.d.p.logger.Warn("proxy: the server did not list its "+what+" in time; the front's clients are shown the last list read, without waiting, until it does",
+	c.d.p.logger.Warn("proxy: the server did not list its "+what+" in time; the front's clients are shown, and calls name, the last list read, without waiting, until it does",
 		"server", c.d.cfg.ID, "bound", c.listBound())
 }
 

@@ -103,6 +103,55 @@ func TestHungListWaitedOnce(t *testing.T) {
 	}
 }
 
+// TestHungListCallsWaitOnce: a server announces a change of its tools
+// (rugpull: list_changed) while its tools/list hangs. A call to it waits
+// for the read once (the bound), then names the definition read last;
+// the next call does not wait, and the server is reported once. Each
+// call waited for the read to end, up to the read's own bound of 30 s.
+func TestHungListCallsWaitOnce(t *testing.T) {
+	var buf proctest.Buffer
+	_, cs, slow, _ := hangingLists(t, &buf)
+	ctx := context.Background()
+	before := slow.cat.toolSum("slow__ok", nil)
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow__rugpull"}); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyTrue(t, "slow's change announced", func() bool {
+		slow.cat.mu.Lock()
+		defer slow.cat.mu.Unlock()
+		return slow.cat.asked[toolSlot].Load() > slow.cat.read[toolSlot]
+	})
+	// The client's list in hangingLists gave up on the read already; as
+	// if no list had, the first call waits for it.
+	slow.cat.mu.Lock()
+	slow.cat.behind = 0
+	slow.cat.mu.Unlock()
+	slow.cat.testingOnlyListBound.Store(int64(200 * time.Millisecond))
+	for i := range 3 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow__ok"})
+		if err != nil || res.IsError {
+			t.Fatalf("call %d: %v %v", i, err, mustJSON(res))
+		}
+		slow.cat.testingOnlyListBound.Store(int64(time.Minute)) // a second wait would wait for the read
+	}
+	slow.cat.mu.Lock()
+	asked, read, ended := slow.cat.asked[toolSlot].Load(), slow.cat.read[toolSlot], slow.cat.ended[toolSlot] >= slow.cat.begun[toolSlot]
+	behind := slow.cat.behind&(1<<toolSlot) != 0
+	slow.cat.mu.Unlock()
+	if read >= asked || ended {
+		t.Errorf("the calls were answered only after slow's hung read ended (changes read %d of %d)", read, asked)
+	}
+	if !behind {
+		t.Error("slow is not behind on its tools after a call gave up waiting")
+	}
+	if got := slow.cat.toolSum("slow__ok", nil); got != before {
+		t.Errorf("the calls name definition %s, want the last read, %s", got, before)
+	}
+	if got := linesWith(&buf, "did not list its tools in time"); len(got) != 1 || !strings.Contains(got[0], "server=slow") {
+		t.Errorf("log lines on slow's hung list %q: want one", got)
+	}
+}
+
 // TestHungListDelaysNoOtherList: while a server's tools/list hangs, its
 // prompts change (prompts/list_changed), and a client's prompts/list
 // shows the change at once. The prompts were read after the tools, in

@@ -69,7 +69,7 @@ func hexSHA256(b []byte) string {
 // toolSum returns the hash of the definition of front tool name front, or
 // "" if it is not (or no longer) registered. A change of the tools the
 // server announced is read first (the server has the new definitions
-// already; at most connectTimeout), and the tools entry holding the
+// already; at most listBound, see awaitRead), and the tools entry holding the
 // definition is waited for (recordTools), so that a call entry citing a
 // definition comes after the entry that holds it.
 //
@@ -104,11 +104,27 @@ func (c *catalogue) toolSum(front string, cs *mcp.ClientSession) string {
 }
 
 // awaitRead waits until a read of the list in slot covers the server's
-// first n changes of it, or connectTimeout has passed.
+// first n changes of it, as a front list waits for a fresh read: at most
+// listBound, and not at all while the server is behind on the list (a
+// list or a call gave up waiting for it, and no read has answered since).
+// A call that gives up names the definition read last, and the server
+// is then behind: a server that announces a change and hangs its list
+// costs its calls one wait, not one each, and not the read's own bound.
 func (c *catalogue) awaitRead(slot listSlot, n uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	c.mu.Lock()
+	behind := c.behind&(1<<slot) != 0
+	c.mu.Unlock()
+	if behind {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.listBound())
 	defer cancel()
-	c.await(func() bool { return c.read[slot] >= n }, ctx.Done())
+	if !c.await(func() bool { return c.read[slot] >= n }, ctx.Done()) {
+		c.mu.Lock()
+		under := c.ended[slot] + 1 // the read under way, or the next
+		c.mu.Unlock()
+		c.late(slot, under)
+	}
 }
 
 // readTo notes that a read of the list in slot (begin), applied or
