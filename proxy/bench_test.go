@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/provlog/provlog/log/logtest/proctest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -52,7 +54,7 @@ func BenchmarkCallHTTP(b *testing.B) {
 	// included), which a loaded machine stretches less than ns/op.
 	run := func(b *testing.B, sessions []*mcp.ClientSession, tool string) {
 		b.ReportAllocs()
-		cpu := processCPU()
+		cpu := int64(proctest.CPU())
 		if len(sessions) == 1 {
 			for b.Loop() {
 				call(b, sessions[0], tool)
@@ -67,7 +69,7 @@ func BenchmarkCallHTTP(b *testing.B) {
 				}
 			})
 		}
-		b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(int64(proctest.CPU())-cpu)/float64(b.N), "cpu-ns/op")
 	}
 	sessions := func(b *testing.B, n int, url string, p *Proxy) []*mcp.ClientSession {
 		out := make([]*mcp.ClientSession, n)
@@ -211,7 +213,7 @@ func BenchmarkCallWire(b *testing.B) {
 	}
 	run := func(b *testing.B, calls []func()) {
 		b.ReportAllocs()
-		cpu := processCPU()
+		cpu := int64(proctest.CPU())
 		if len(calls) == 1 {
 			for b.Loop() {
 				calls[0]()
@@ -226,7 +228,7 @@ func BenchmarkCallWire(b *testing.B) {
 				}
 			})
 		}
-		b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(int64(proctest.CPU())-cpu)/float64(b.N), "cpu-ns/op")
 	}
 	for _, clients := range []int{1, 32} {
 		suffix := ""

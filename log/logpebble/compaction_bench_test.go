@@ -6,9 +6,10 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // BenchmarkAppendCompaction appends b.N batches of 12 entries to a store
@@ -35,7 +36,7 @@ func BenchmarkAppendCompaction(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	const perBatch = 12
 	entries := 0
-	cpu := processCPU()
+	cpu := proctest.CPU()
 	for b.Loop() {
 		es := make([][]byte, perBatch)
 		for j := range es {
@@ -51,7 +52,7 @@ func BenchmarkAppendCompaction(b *testing.B) {
 		}
 	}
 	quiesce(b, s)
-	used := processCPU() - cpu
+	used := proctest.CPU() - cpu
 	m := s.db.Metrics()
 	total := m.Total()
 	n := float64(entries)
@@ -93,13 +94,4 @@ func textEntry(r *rand.Rand, i, size int) []byte {
 		e = append(e, ' ')
 	}
 	return append(e[:min(len(e), size-2)], '"', '}')
-}
-
-// processCPU is the CPU time this process has used, user and system.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

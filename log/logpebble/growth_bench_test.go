@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/provlog/provlog/log/logtest/proctest"
+
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 )
@@ -74,7 +76,7 @@ func BenchmarkGrowth(b *testing.B) {
 	a := newAppender()
 	r := rand.New(rand.NewPCG(3, 4))
 	const perBatch = 16
-	g := growth{b: b, dir: dir, opts: opts, cpu: processCPU()}
+	g := growth{b: b, dir: dir, opts: opts, cpu: proctest.CPU()}
 	next := 250_000
 	entries := 0
 	for b.Loop() {
@@ -121,7 +123,7 @@ type growth struct {
 func (g *growth) stop(s *Store, n int) *Store {
 	b := g.b
 	quiesce(b, s)
-	used := processCPU() - g.cpu
+	used := proctest.CPU() - g.cpu
 	m := s.db.Metrics()
 	compacted := m.Total().TableBytesCompacted
 	d := float64(n - g.entries)
@@ -149,7 +151,7 @@ func (g *growth) stop(s *Store, n int) *Store {
 		n, opened.Round(time.Millisecond), fds, entry[0], entry[1], nodes[0], nodes[1], tile[0], tile[1],
 		openFDs(b), rss(b)>>20, goHeap()>>20, m.FileCache.TableCount, m.FileCache.Size>>10)
 	g.fds, g.open, g.entryRead = fds, opened, entry[0]
-	g.cpu = processCPU()
+	g.cpu = proctest.CPU()
 	return s
 }
 
