@@ -38,8 +38,14 @@ type SharedLog interface {
 }
 
 // maxFenced bounds how often one operation decides again after its append
-// was fenced off.
-const maxFenced = 16
+// was fenced off. Each time, another writer committed an entry of the
+// task first, so deciding again is progress, not a spin; the bound only
+// keeps one operation from waiting for ever behind a busy task. At 16 a
+// claim through one of two sidecars claiming on one task back to back
+// was refused (a sidecar's operations come faster than another's
+// catch-up and append); a random wait before deciding again made the
+// loser lose more, since the winner does not wait.
+const maxFenced = 64
 
 type sharedLog struct {
 	l    SharedLog

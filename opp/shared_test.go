@@ -181,6 +181,50 @@ func TestSharedUpgradesRace(t *testing.T) {
 	checkSharedRebuild(t, la, a, b)
 }
 
+// racedSidecar is a sidecar whose fenced appends another writer beats,
+// for as long as race says so: it runs before each.
+type racedSidecar struct {
+	*sidecar
+	race func()
+}
+
+func (l *racedSidecar) AppendFenced(ctx context.Context, e []byte, f log.Fence) (*log.Receipt, error) {
+	l.race()
+	return l.sidecar.AppendFenced(ctx, e, f)
+}
+
+// TestSharedFencedNotStarved: a claim through sidecar b whose fenced
+// append is beaten 20 times running by claims on the task through
+// sidecar a, each committed just before b's append, still gets in. Each
+// loss is another writer's progress, so deciding again cannot spin; but
+// b gave up after 16 losses, and a claim through one of two sidecars
+// that claimed on one task back to back was refused (CI: "claim 7
+// through sidecar 1: ... another writer changed the fenced key first").
+func TestSharedFencedNotStarved(t *testing.T) {
+	ctx := context.Background()
+	la, a, lb, _ := twoSidecarLogs(t, 0)
+	id := mustOK(t)(a.Create(ctx, "alice", opp.CreateArgs{Title: "busy task"})).Task.ID
+	mustOK(t)(a.Accept(ctx, "bob", id))
+	const beaten = 20
+	races := 0
+	rb := &racedSidecar{sidecar: lb, race: func() {
+		if races++; races <= beaten {
+			mustOK(t)(a.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reported", Summary: "a", Source: "carol"}))
+		}
+	}}
+	b, err := opp.Open(ctx, rb, lb.size(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reported", Summary: "b", Source: "carol"}); err != nil {
+		t.Fatalf("a claim through b beaten %d times: %v", beaten, err)
+	}
+	if races != beaten+1 {
+		t.Errorf("b appended %d times, want %d (each race lost, then one won)", races, beaten+1)
+	}
+	checkSharedRebuild(t, la, a, b)
+}
+
 // checkSharedRebuild checks that the shared log l alone rebuilds, with no
 // violation, what each sidecar's engine holds.
 func checkSharedRebuild(t *testing.T, l *sidecar, engines ...*opp.Engine) {
