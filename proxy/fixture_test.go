@@ -93,10 +93,18 @@ func fixtureServerConfig(t *testing.T, id string) ServerConfig {
 // error that echoes an argument, a big result.
 func runFixtureServer() {
 	var opts *mcp.ServerOptions
-	var taken atomic.Int64 // subscriptions the process took ("subs")
-	if os.Getenv(fixtureEnv) == "subs" {
+	var taken atomic.Int64 // subscriptions the process took ("subs", "refuse")
+	mode := os.Getenv(fixtureEnv)
+	if mode == "subs" || mode == "refuse" {
+		var asked atomic.Int64
 		opts = &mcp.ServerOptions{
-			SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { taken.Add(1); return nil },
+			SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+				if mode == "refuse" && asked.Add(1) == 1 {
+					return refusal(req.Params.URI)
+				}
+				taken.Add(1)
+				return nil
+			},
 			UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		}
 	}
@@ -154,7 +162,7 @@ func runFixtureServer() {
 	if path := os.Getenv(fixtureAppendEnv); path != "" {
 		addAppend(s, path, os.Getenv(fixtureDescEnv))
 	}
-	switch os.Getenv(fixtureEnv) {
+	switch mode {
 	case "lists":
 		addReshaping(s, obj)
 	case "rounds":
@@ -167,7 +175,7 @@ func runFixtureServer() {
 		addSilentRug(s)
 	case "logs":
 		addLogs(s)
-	case "subs":
+	case "subs", "refuse":
 		// touch tells the subscribers that the resource changed, in
 		// the process it runs in, and how many subscriptions it took.
 		s.AddResource(&mcp.Resource{Name: "w", URI: "fixture:///watched"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {

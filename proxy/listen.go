@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -23,13 +24,25 @@ import (
 // cancelled listen's end can remove a listen for the same URI sent after
 // it, and over stdio the session is one.
 
-// listens are the subscriptions held on one session of a downstream, the
-// one of the 2026-07-28 revision it has up (a stdio server's newer
-// session, or its one session, HTTP or pinned to that revision).
+// A listen the server refuses (a JSON-RPC error for it) is never
+// acknowledged, and go-sdk does not wait for its answer: the refusal is
+// read off the wire instead (pendingCalls.refused, capture.go), so the
+// client is told the server's error at once, and the URI is asked of the
+// server anew by the next subscription.
+
+// listens are the subscriptions held on the sessions of the 2026-07-28
+// revision of a downstream (a stdio server's newer session, or its one
+// session, HTTP or pinned to that revision): each session's own, as a
+// reconnect has an old session and its successor up at once.
 type listens struct {
-	mu    sync.Mutex
-	on    *mcp.ClientSession
-	acked map[string]chan struct{} // by URI, closed once the server acknowledged it
+	mu sync.Mutex
+	on map[*mcp.ClientSession]map[string]*listen // by session, then URI
+}
+
+// A listen is one URI's subscription on one session.
+type listen struct {
+	done chan struct{} // closed once the server acknowledged or refused it
+	err  error         // the server's refusal, set before done is closed
 }
 
 // errNoSubscriptions is a subscription to a server that offers none: a
@@ -37,7 +50,7 @@ type listens struct {
 var errNoSubscriptions = errors.New("the server offers no resource subscriptions")
 
 // hold holds a subscription to uri on cs, a session of d, and returns
-// once the server has taken it.
+// once the server has taken it, or with its refusal.
 func (d *downstream) hold(ctx context.Context, cs *mcp.ClientSession, uri string) error {
 	if !sessionStateless(cs) {
 		return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
@@ -50,28 +63,39 @@ func (d *downstream) hold(ctx context.Context, cs *mcp.ClientSession, uri string
 
 func (l *listens) hold(ctx context.Context, cs *mcp.ClientSession, uri string) error {
 	l.mu.Lock()
-	if l.on != cs {
-		l.on, l.acked = cs, map[string]chan struct{}{}
+	uris, known := l.on[cs]
+	if !known {
+		if l.on == nil {
+			l.on = map[*mcp.ClientSession]map[string]*listen{}
+		}
+		uris = map[string]*listen{}
+		l.on[cs] = uris
+		go func() {
+			cs.Wait()
+			l.mu.Lock()
+			delete(l.on, cs)
+			l.mu.Unlock()
+		}()
 	}
-	acked, held := l.acked[uri]
+	li, held := uris[uri]
 	if !held {
-		acked = make(chan struct{})
-		l.acked[uri] = acked
+		li = &listen{done: make(chan struct{})}
+		uris[uri] = li
 	}
 	l.mu.Unlock()
 	if !held {
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 			l.mu.Lock()
-			if l.on == cs {
-				delete(l.acked, uri)
+			if l.on[cs][uri] == li {
+				delete(l.on[cs], uri)
 			}
 			l.mu.Unlock()
 			return err
 		}
 	}
 	select {
-	case <-acked:
-		return nil
+	case <-li.done:
+		return li.err
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the server to acknowledge the subscription: %w", ctx.Err())
 	}
@@ -81,16 +105,37 @@ func (l *listens) hold(ctx context.Context, cs *mcp.ClientSession, uri string) e
 func (l *listens) acknowledged(cs *mcp.ClientSession, uris []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.on != cs {
-		return
-	}
 	for _, u := range uris {
-		if acked, ok := l.acked[u]; ok {
+		if li, ok := l.on[cs][u]; ok {
 			select {
-			case <-acked:
+			case <-li.done:
 			default:
-				close(acked)
+				close(li.done)
 			}
+		}
+	}
+}
+
+// refused notes that the server answered cs's listen for uris with err:
+// it holds none of them (having taken them, it no longer does).
+func (l *listens) refused(cs *mcp.ClientSession, uris []string, err *jsonrpc.Error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, u := range uris {
+		li, ok := l.on[cs][u]
+		if !ok {
+			continue
+		}
+		// go-sdk keeps the URI for subscribed until told otherwise, and
+		// would send no listen for the next subscription; told under
+		// l.mu, before that subscription can ask it.
+		_ = cs.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: u})
+		delete(l.on[cs], u)
+		select {
+		case <-li.done:
+		default:
+			li.err = fmt.Errorf("the server refused the subscription: %w", err)
+			close(li.done)
 		}
 	}
 }
