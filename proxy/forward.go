@@ -139,7 +139,7 @@ func (d *downstream) logRecipients() (to []*inflightCall, actors int, calling bo
 }
 
 // sessionActor returns the actor of front session ss, if it can be
-// told: an HTTP session's is its initialize request's token's; another's
+// told: an HTTP session's is its token's (noteActor); another's
 // is the one its calls get (the config's, over stdio).
 func (p *Proxy) sessionActor(ss *mcp.ServerSession) (string, bool) {
 	if id := ss.ID(); id != "" {
