@@ -10,6 +10,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// Resource subscriptions: the front's, forwarded once per URI
+// (subscribe), and those held on the downstream sessions.
+//
 // Resource subscriptions on a session of the 2026-07-28 revision: a stdio
 // server's newer session (revision.go) or an HTTP server's one session.
 // Such a subscription is a subscriptions/listen stream per URI (SEP-2575),
@@ -29,6 +32,95 @@ import (
 // read off the wire instead (pendingCalls.refused, capture.go), so the
 // client is told the server's error at once, and the URI is asked of the
 // server anew by the next subscription.
+
+// subscribe forwards a resource subscription; the downstream server sees
+// one subscription per URI however many clients hold one.
+func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	d, uri, ok := p.router.resource(req.Params.URI)
+	if !ok {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	p.mu.Lock()
+	p.subs[req.Params.URI]++
+	first := p.subs[req.Params.URI] == 1
+	p.mu.Unlock()
+	if !first {
+		return nil
+	}
+	cs, err := d.session()
+	if err != nil {
+		return nil // resubscribed when the server is back
+	}
+	hctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
+	defer cancel()
+	if err := d.hold(hctx, cs, uri); err != nil {
+		p.mu.Lock()
+		p.subs[req.Params.URI]--
+		p.mu.Unlock()
+		return forwardError(d.cfg.ID, err)
+	}
+	if ncs := d.newer.current(); ncs != nil {
+		// The second process serves the 2026-07-28 clients' calls and
+		// reads: what changes there is told there.
+		if err := d.hold(hctx, ncs, uri); err != nil {
+			shown, why := d.loggedURI(uri, err)
+			p.logger.Warn("proxy: subscribing on the newer session failed", "server", d.cfg.ID, "uri", shown, "error", why)
+		}
+	}
+	return nil
+}
+
+func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	d, uri, ok := p.router.resource(req.Params.URI)
+	if !ok {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	p.mu.Lock()
+	last := p.subs[req.Params.URI] == 1
+	if p.subs[req.Params.URI] > 0 {
+		p.subs[req.Params.URI]--
+	}
+	if p.subs[req.Params.URI] == 0 {
+		delete(p.subs, req.Params.URI)
+	}
+	p.mu.Unlock()
+	if !last {
+		return nil
+	}
+	// A session of the 2026-07-28 revision keeps its listen (listen.go).
+	if cs, err := d.session(); err == nil && !sessionStateless(cs) {
+		if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+			return forwardError(d.cfg.ID, err)
+		}
+	}
+	return nil
+}
+
+// resubscribe renews the subscriptions held on d after it (or its newer
+// session) connected.
+func (p *Proxy) resubscribe(ctx context.Context, d *downstream, cs *mcp.ClientSession) {
+	caps := cs.InitializeResult().Capabilities
+	if caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
+		return
+	}
+	p.mu.Lock()
+	var uris []string
+	for u := range p.subs {
+		uris = append(uris, u)
+	}
+	p.mu.Unlock()
+	for _, u := range uris {
+		if owner, uri, ok := p.router.resource(u); ok && owner == d {
+			sctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
+			err := d.hold(sctx, cs, uri)
+			cancel()
+			if err != nil {
+				shown, why := d.loggedURI(uri, err)
+				p.logger.Warn("proxy: renewing a resource subscription failed", "server", d.cfg.ID, "uri", shown, "error", why)
+			}
+		}
+	}
+}
 
 // listens are the subscriptions held on the sessions of the 2026-07-28
 // revision of a downstream (a stdio server's newer session, or its one
