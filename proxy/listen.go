@@ -53,7 +53,9 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 	}
 	hctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
-	if err := d.hold(hctx, cs, uri); err != nil {
+	if err := d.hold(hctx, cs, uri); errors.Is(err, errSessionEnded) {
+		return nil // counted before cs was had: its successor's resubscribe holds it
+	} else if err != nil {
 		p.mu.Lock()
 		p.subs[req.Params.URI]--
 		p.mu.Unlock()
@@ -137,6 +139,11 @@ type listen struct {
 	err  error         // the server's refusal, set before done is closed
 }
 
+// errSessionEnded is a subscription whose session ended before the
+// server acknowledged it: the session that replaces it is given it
+// (resubscribe).
+var errSessionEnded = fmt.Errorf("%w: the session ended before the server acknowledged the subscription", mcp.ErrConnectionClosed)
+
 // errNoSubscriptions is a subscription to a server that offers none: a
 // 2026-07-28 server would not acknowledge it.
 var errNoSubscriptions = errors.New("the server offers no resource subscriptions")
@@ -165,6 +172,9 @@ func (l *listens) hold(ctx context.Context, cs *mcp.ClientSession, uri string) e
 		go func() {
 			cs.Wait()
 			l.mu.Lock()
+			for _, li := range l.on[cs] {
+				li.end(errSessionEnded)
+			}
 			delete(l.on, cs)
 			l.mu.Unlock()
 		}()
@@ -199,12 +209,18 @@ func (l *listens) acknowledged(cs *mcp.ClientSession, uris []string) {
 	defer l.mu.Unlock()
 	for _, u := range uris {
 		if li, ok := l.on[cs][u]; ok {
-			select {
-			case <-li.done:
-			default:
-				close(li.done)
-			}
+			li.end(nil)
 		}
+	}
+}
+
+// end ends the wait for li with err (nil: held), unless it is over.
+func (li *listen) end(err error) {
+	select {
+	case <-li.done:
+	default:
+		li.err = err
+		close(li.done)
 	}
 }
 
@@ -223,11 +239,6 @@ func (l *listens) refused(cs *mcp.ClientSession, uris []string, err *jsonrpc.Err
 		// l.mu, before that subscription can ask it.
 		_ = cs.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: u})
 		delete(l.on[cs], u)
-		select {
-		case <-li.done:
-		default:
-			li.err = fmt.Errorf("the server refused the subscription: %w", err)
-			close(li.done)
-		}
+		li.end(fmt.Errorf("the server refused the subscription: %w", err))
 	}
 }

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -162,5 +166,47 @@ func TestListensOfTwoSessions(t *testing.T) {
 	}
 	if err := d.hold(hctx, renewed, "fixture:///gated"); err != nil {
 		t.Fatalf("holding on the new session again: %v", err)
+	}
+}
+
+// TestSubscriptionAcrossReconnect: a subscription whose server's process
+// dies before it acknowledged it is held on the process that replaces it,
+// and the client is told it subscribed. The hold waited on the ended
+// session for its timeout, and the client was told the subscription
+// failed, though the server's return might have renewed it.
+func TestSubscriptionAcrossReconnect(t *testing.T) {
+	cfg := fixtureServerConfig(t, "fx")
+	cfg.Env[fixtureEnv], cfg.Protocol, cfg.Dir = "hangfirst", statelessProtocol, t.TempDir()
+	cfg.Timeout = 10 * time.Second // so that the run without the fix fails sooner
+	p := startProxy(t, newTestLog(t), []ServerConfig{cfg}, nil)
+	cl := newClientLog()
+	cs := connectMemory(t, p, cl)
+	ctx := context.Background()
+	const uri = "fx+fixture:///watched"
+	subscribed := make(chan error, 1)
+	go func() { subscribed <- cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}) }()
+	var pid int
+	waitFor(t, "the first process to be asked for the subscription", func() bool {
+		b, _ := os.ReadFile(filepath.Join(cfg.Dir, "hung"))
+		pid, _ = strconv.Atoi(string(b))
+		return pid > 0
+	})
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-subscribed; err != nil {
+		t.Fatalf("subscribing while the server's process died: %v", err)
+	}
+	waitFor(t, "the process that replaced it to hold the subscription", func() bool {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__touch"})
+		return err == nil && !res.IsError && textOf(res) == "touched: <nil>; taken: 1"
+	})
+	select {
+	case u := <-cl.updated:
+		if u != uri {
+			t.Errorf("resources/updated for %q", u)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no resources/updated")
 	}
 }
