@@ -90,15 +90,33 @@ func (c *capture) done() {
 }
 
 // pendingCalls maps the ids of captured requests on one connection to
-// their captures.
+// their captures, and those of its subscriptions/listen requests to the
+// URIs they listen for, if refused is set.
 type pendingCalls struct {
-	m sync.Map // jsonrpc.ID -> *capture
+	m sync.Map // jsonrpc.ID -> *capture or listenURIs
+	// refused, if set, is told the error a listen was answered with
+	// (listens.refused): go-sdk sends a listen without waiting for its
+	// answer, and discards it.
+	refused func(uris []string, err *jsonrpc.Error)
 }
 
-// register notes a request about to be sent, if ctx carries a capture.
+// listenURIs are the resources a subscriptions/listen request listens for.
+type listenURIs []string
+
+const methodListen = "subscriptions/listen"
+
+// register notes a request about to be sent, if ctx carries a capture or
+// it is a listen whose refusal is wanted.
 func (p *pendingCalls) register(ctx context.Context, msg jsonrpc.Message) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok || !req.IsCall() {
+		return
+	}
+	if req.Method == methodListen && p.refused != nil {
+		var params mcp.SubscriptionsListenParams
+		if json.Unmarshal(req.Params, &params) == nil && params.Notifications != nil && len(params.Notifications.ResourceSubscriptions) > 0 {
+			p.m.Store(req.ID, listenURIs(params.Notifications.ResourceSubscriptions))
+		}
 		return
 	}
 	cp, ok := ctx.Value(captureKey{}).(*capture)
@@ -112,7 +130,8 @@ func (p *pendingCalls) register(ctx context.Context, msg jsonrpc.Message) {
 	p.m.Store(req.ID, cp)
 }
 
-// deliver stores a response's raw result in its capture, if any.
+// deliver stores a response's raw result in its capture, if any, and
+// tells a listen's refusal.
 func (p *pendingCalls) deliver(msg jsonrpc.Message) {
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok {
@@ -122,24 +141,32 @@ func (p *pendingCalls) deliver(msg jsonrpc.Message) {
 	if !ok {
 		return
 	}
-	cp := v.(*capture)
-	cp.mu.Lock()
 	var we *jsonrpc.Error
 	switch {
 	case resp.Error == nil:
-		cp.raws = append(cp.raws, bytes.Clone(resp.Result))
-		cp.wireErr = nil
 	case errors.As(resp.Error, &we):
-		cp.wireErr = we
 	default:
-		cp.wireErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: resp.Error.Error()}
+		we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: resp.Error.Error()}
 	}
+	if uris, ok := v.(listenURIs); ok {
+		if we != nil {
+			p.refused(uris, we)
+		}
+		return
+	}
+	cp := v.(*capture)
+	cp.mu.Lock()
+	if resp.Error == nil {
+		cp.raws = append(cp.raws, bytes.Clone(resp.Result))
+	}
+	cp.wireErr = we
 	cp.mu.Unlock()
 }
 
 // captureTransport wraps a stdio (or in-memory) downstream transport.
 type captureTransport struct {
-	inner mcp.Transport
+	inner   mcp.Transport
+	refused func(uris []string, err *jsonrpc.Error) // see pendingCalls
 	// notify, if set, is offered each notification as it is read, before
 	// any message after it reaches the SDK, and reports whether it
 	// handled it (then the SDK never sees it). The SDK hands
@@ -154,7 +181,9 @@ func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &captureConn{Connection: c, notify: t.notify}, nil
+	cc := &captureConn{Connection: c, notify: t.notify}
+	cc.pending.refused = t.refused
+	return cc, nil
 }
 
 type captureConn struct {
@@ -194,12 +223,15 @@ type captureRoundTripper struct {
 func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	configHeaders(t.headers, req.Header.Set)
-	// Only the answer to a captured request, or a resumed stream (which
-	// may carry one), is read through: decoding every message twice would
-	// double the client's work.
+	// Only the answer to a captured request or a listen, or a resumed
+	// stream (which may carry one), is read through: decoding every
+	// message twice would double the client's work.
 	tee := req.Method == http.MethodGet && req.Header.Get("Last-Event-ID") != ""
 	if req.Method == http.MethodPost && req.GetBody != nil {
-		if _, ok := req.Context().Value(captureKey{}).(*capture); ok {
+		_, captured := req.Context().Value(captureKey{}).(*capture)
+		// The Mcp-Method header names a 2026-07-28 request's method.
+		listen := t.pending.refused != nil && req.Header.Get("Mcp-Method") == methodListen
+		if captured || listen {
 			if body, err := req.GetBody(); err == nil {
 				b, _ := io.ReadAll(body)
 				body.Close()

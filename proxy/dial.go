@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"sort"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,13 +19,15 @@ import (
 // the wire (capture.go): a stdio server's process (started on Connect,
 // in its own process group, stderr to stderr) or a streamable HTTP
 // client over base (http.DefaultTransport if nil) with the configured
-// headers.
-func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer) (mcp.Transport, *exec.Cmd) {
+// headers. refused, if not nil, is told the server's refusals of
+// subscriptions (pendingCalls).
+func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, refused func([]string, *jsonrpc.Error)) (mcp.Transport, *exec.Cmd) {
 	if len(cfg.Command) == 0 {
 		if base == nil {
 			base = http.DefaultTransport
 		}
 		rt := &captureRoundTripper{base: base, headers: cfg.Headers}
+		rt.pending.refused = refused
 		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: &http.Client{Transport: rt}}, nil
 	}
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
@@ -43,7 +46,7 @@ func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer) (m
 	}
 	cmd.Stderr = stderr
 	setProcessGroup(cmd)
-	return &captureTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateTimeout}}, cmd
+	return &captureTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateTimeout}, refused: refused}, cmd
 }
 
 // A Conn is a client session to one downstream server, opened as the
@@ -64,7 +67,7 @@ func Dial(ctx context.Context, cfg ServerConfig, name, version string, logger *s
 		Logger:       logger,
 		Capabilities: &mcp.ClientCapabilities{},
 	})
-	t, cmd := transportFor(cfg, nil, io.Discard)
+	t, cmd := transportFor(cfg, nil, io.Discard, nil)
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocolVersion})

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -144,7 +145,15 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 	if d.httpClient != nil {
 		base = d.httpClient.Transport
 	}
-	t, cmd := transportFor(d.cfg, base, &lineLogger{d: d})
+	// A refusal comes only for a listen sent on the session, once it is
+	// set.
+	var session atomic.Pointer[mcp.ClientSession]
+	refused := func(uris []string, err *jsonrpc.Error) {
+		if cs := session.Load(); cs != nil {
+			d.listens.refused(cs, uris, err)
+		}
+	}
+	t, cmd := transportFor(d.cfg, base, &lineLogger{d: d}, refused)
 	if ct, ok := t.(*captureTransport); ok {
 		ct.notify = d.inOrder
 	}
@@ -155,6 +164,7 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 		killProcessGroup(cmd)
 		return nil, nil, err
 	}
+	session.Store(cs)
 	// Ask for every log message; the front server filters them per
 	// client session by the level each client set.
 	if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {

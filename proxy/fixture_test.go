@@ -93,10 +93,22 @@ func fixtureServerConfig(t *testing.T, id string) ServerConfig {
 // error that echoes an argument, a big result.
 func runFixtureServer() {
 	var opts *mcp.ServerOptions
-	var taken atomic.Int64 // subscriptions the process took ("subs")
-	if os.Getenv(fixtureEnv) == "subs" {
+	var taken atomic.Int64 // subscriptions the process took ("subs", "refuse", "hangfirst")
+	mode := os.Getenv(fixtureEnv)
+	if mode == "subs" || mode == "refuse" || mode == "hangfirst" {
+		var asked atomic.Int64
 		opts = &mcp.ServerOptions{
-			SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { taken.Add(1); return nil },
+			SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
+				switch {
+				case mode == "refuse" && asked.Add(1) == 1:
+					return refusal(req.Params.URI)
+				case mode == "hangfirst" && firstToSubscribe():
+					<-ctx.Done()
+					return ctx.Err()
+				}
+				taken.Add(1)
+				return nil
+			},
 			UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		}
 	}
@@ -154,7 +166,7 @@ func runFixtureServer() {
 	if path := os.Getenv(fixtureAppendEnv); path != "" {
 		addAppend(s, path, os.Getenv(fixtureDescEnv))
 	}
-	switch os.Getenv(fixtureEnv) {
+	switch mode {
 	case "lists":
 		addReshaping(s, obj)
 	case "rounds":
@@ -167,7 +179,7 @@ func runFixtureServer() {
 		addSilentRug(s)
 	case "logs":
 		addLogs(s)
-	case "subs":
+	case "subs", "refuse", "hangfirst":
 		// touch tells the subscribers that the resource changed, in
 		// the process it runs in, and how many subscriptions it took.
 		s.AddResource(&mcp.Resource{Name: "w", URI: "fixture:///watched"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -199,6 +211,18 @@ func runFixtureServer() {
 		fmt.Fprintln(os.Stderr, "fixture:", err)
 		os.Exit(1)
 	}
+}
+
+// firstToSubscribe reports whether this process is the first of those
+// started in its directory to be asked for a subscription ("hangfirst"),
+// which it notes there in the file "hung" with its pid.
+func firstToSubscribe() bool {
+	f, err := os.OpenFile("hung", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return false
+	}
+	fmt.Fprint(f, os.Getpid())
+	return f.Close() == nil
 }
 
 // addReshaping gives the fixture (run with fixtureEnv "lists") a prompt,

@@ -139,7 +139,7 @@ func (d *downstream) logRecipients() (to []*inflightCall, actors int, calling bo
 }
 
 // sessionActor returns the actor of front session ss, if it can be
-// told: an HTTP session's is its initialize request's token's; another's
+// told: an HTTP session's is its token's (noteActor); another's
 // is the one its calls get (the config's, over stdio).
 func (p *Proxy) sessionActor(ss *mcp.ServerSession) (string, bool) {
 	if id := ss.ID(); id != "" {
@@ -568,93 +568,4 @@ func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 		return nil, forwardError(d.cfg.ID, err)
 	}
 	return res, nil
-}
-
-// subscribe forwards a resource subscription; the downstream server sees
-// one subscription per URI however many clients hold one.
-func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	d, uri, ok := p.router.resource(req.Params.URI)
-	if !ok {
-		return mcp.ResourceNotFoundError(req.Params.URI)
-	}
-	p.mu.Lock()
-	p.subs[req.Params.URI]++
-	first := p.subs[req.Params.URI] == 1
-	p.mu.Unlock()
-	if !first {
-		return nil
-	}
-	cs, err := d.session()
-	if err != nil {
-		return nil // resubscribed when the server is back
-	}
-	hctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
-	defer cancel()
-	if err := d.hold(hctx, cs, uri); err != nil {
-		p.mu.Lock()
-		p.subs[req.Params.URI]--
-		p.mu.Unlock()
-		return forwardError(d.cfg.ID, err)
-	}
-	if ncs := d.newer.current(); ncs != nil {
-		// The second process serves the 2026-07-28 clients' calls and
-		// reads: what changes there is told there.
-		if err := d.hold(hctx, ncs, uri); err != nil {
-			shown, why := d.loggedURI(uri, err)
-			p.logger.Warn("proxy: subscribing on the newer session failed", "server", d.cfg.ID, "uri", shown, "error", why)
-		}
-	}
-	return nil
-}
-
-func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	d, uri, ok := p.router.resource(req.Params.URI)
-	if !ok {
-		return mcp.ResourceNotFoundError(req.Params.URI)
-	}
-	p.mu.Lock()
-	last := p.subs[req.Params.URI] == 1
-	if p.subs[req.Params.URI] > 0 {
-		p.subs[req.Params.URI]--
-	}
-	if p.subs[req.Params.URI] == 0 {
-		delete(p.subs, req.Params.URI)
-	}
-	p.mu.Unlock()
-	if !last {
-		return nil
-	}
-	// A session of the 2026-07-28 revision keeps its listen (listen.go).
-	if cs, err := d.session(); err == nil && !sessionStateless(cs) {
-		if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
-			return forwardError(d.cfg.ID, err)
-		}
-	}
-	return nil
-}
-
-// resubscribe renews the subscriptions held on d after it (or its newer
-// session) connected.
-func (p *Proxy) resubscribe(ctx context.Context, d *downstream, cs *mcp.ClientSession) {
-	caps := cs.InitializeResult().Capabilities
-	if caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
-		return
-	}
-	p.mu.Lock()
-	var uris []string
-	for u := range p.subs {
-		uris = append(uris, u)
-	}
-	p.mu.Unlock()
-	for _, u := range uris {
-		if owner, uri, ok := p.router.resource(u); ok && owner == d {
-			sctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
-			err := d.hold(sctx, cs, uri)
-			cancel()
-			if err != nil {
-				shown, why := d.loggedURI(uri, err)
-				p.logger.Warn("proxy: renewing a resource subscription failed", "server", d.cfg.ID, "uri", shown, "error", why)
-			}
-		}
-	}
 }

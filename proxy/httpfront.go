@@ -102,18 +102,23 @@ func (p *Proxy) sessionInitialized(_ context.Context, req *mcp.InitializedReques
 	}()
 }
 
-// noteInitialize remembers the actor of an HTTP session's initialize
-// request, for sessionInitialized.
-func (p *Proxy) noteInitialize(method string, req mcp.Request) {
-	if method != "initialize" {
-		return
-	}
+// noteActor remembers the actor of an HTTP session's initialize
+// request, for sessionInitialized, and that of a sessionless 2026-07-28
+// request's session (the SDK's, for that request alone, which no
+// initialize gave one), for sessionActor.
+func (p *Proxy) noteActor(method string, req mcp.Request) {
 	ss, ok := req.GetSession().(*mcp.ServerSession)
-	if !ok || ss == nil || ss.ID() == "" {
+	if !ok || ss == nil {
 		return
 	}
-	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil && ex.TokenInfo.UserID != "" {
-		p.initActors.Store(ss, ex.TokenInfo.UserID)
+	ex := req.GetExtra()
+	switch {
+	case ex == nil || ex.TokenInfo == nil || ex.TokenInfo.UserID == "":
+		return // not over HTTP: a stdio client's session, whose actor is the config's
+	case ss.ID() != "" && method != "initialize":
+		return // a stateful session's actor is its initialize request's
+	}
+	if _, noted := p.initActors.LoadOrStore(ss, ex.TokenInfo.UserID); !noted {
 		go func() {
 			ss.Wait()
 			p.initActors.Delete(ss)

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -302,5 +304,56 @@ func TestServerLogsReachTheOneActor(t *testing.T) {
 	})
 	if lines := linesWith(r.logs, withheldLine); len(lines) > 0 {
 		t.Errorf("the proxy withheld messages from one actor's sessions:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// TestServerLogsBesideASessionlessRequest: a 2026-07-28 request held open
+// on the front (a client's subscriptions/listen, served by the SDK in a
+// session of its own, which no initialize gave an actor) is its token's
+// actor's. A server's message that no call explains reaches alice's
+// session while her listen is open beside it, and is withheld once bob's
+// is open too. The listen's session had no actor the proxy could tell, so
+// the message was withheld beside alice's own listen.
+func TestServerLogsBesideASessionlessRequest(t *testing.T) {
+	r := newLogRig(t)
+	front := serveTokens(t, r.p, map[string]string{testToken: testActor, "bobs-token": "bob"})
+	a := r.connectHTTP("alice", front, testToken)
+	listening(t, front, testToken)
+	r.outsideCalls("server-wide, alice's listen open", a, r.reach(a))
+	listening(t, front, "bobs-token")
+	r.outsideCalls("server-wide, bob's listen open too", a, r.withhold)
+	r.check(map[string][]string{a.name: {"server-wide, alice's listen open"}})
+}
+
+// listening connects a 2026-07-28 client with token, and returns once the
+// front acknowledged the subscriptions/listen go-sdk's client opens for
+// tool list changes.
+func listening(t *testing.T, front, token string) {
+	t.Helper()
+	acked := make(chan struct{}, 1)
+	c := mcp.NewClient(&mcp.Implementation{Name: "listener", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
+	})
+	c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "notifications/subscriptions/acknowledged" {
+				select {
+				case acked <- struct{}{}:
+				default:
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	tr := &mcp.StreamableClientTransport{Endpoint: front, HTTPClient: &http.Client{Transport: &bearer{token, http.DefaultTransport}}}
+	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: statelessProtocol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	select {
+	case <-acked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the front never acknowledged the listen")
 	}
 }

@@ -168,7 +168,7 @@ type Proxy struct {
 	subs map[string]int // front resource URI -> upstream subscriptions
 
 	sessions       sync.Map      // front HTTP session id -> *frontSession (httpfront.go)
-	initActors     sync.Map      // *mcp.ServerSession -> actor of its initialize request
+	initActors     sync.Map      // *mcp.ServerSession -> actor of its initialize request, or of its sessionless request
 	logLevels      sync.Map      // *mcp.ServerSession -> the mcp.LoggingLevel its client set (bridge.go)
 	retries        retries       // input_required results awaiting their clients' retries (bridge.go)
 	parked         parking       // 2026-07-28 clients' calls waiting on their retries (parking.go, park.go)
@@ -429,7 +429,7 @@ func (p *Proxy) guard(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}()
 		ctx = requestIdentity(ctx, req)
-		p.noteInitialize(method, req)
+		p.noteActor(method, req)
 		p.noteLogLevel(method, req)
 		if err := p.refuseRemoved(req); err != nil {
 			return nil, err
