@@ -35,6 +35,10 @@ const (
 	listSlots
 )
 
+// readSlots counts the lists a catalogue reads: each of the four, from
+// the server's first session and from its newer one (newerSlot).
+const readSlots = 2 * listSlots
+
 // A catalogue is what one server has registered at the front.
 type catalogue struct {
 	d *downstream
@@ -44,8 +48,8 @@ type catalogue struct {
 	// one read at a time (a loop per list, resyncLoop), so a server slow
 	// to answer one of its lists delays no other.
 	syncMu sync.Mutex
-	readMu [listSlots + 1]sync.Mutex
-	resync [listSlots + 1]chan struct{} // requests to read each list again, coalesced
+	readMu [readSlots]sync.Mutex
+	resync [readSlots]chan struct{} // requests to read each list again, coalesced
 	// announced holds a bit per listSlot whose list the server said has
 	// changed since that list was last read.
 	announced atomic.Uint32
@@ -53,8 +57,8 @@ type catalogue struct {
 	// mu) is the count its last read covers, and readNow is closed (and
 	// replaced) when it grows. A call waits for the tools to be read
 	// after a change it knows of (toolSum).
-	asked   [listSlots + 1]atomic.Uint64 // and newerToolSlot's
-	read    [listSlots + 1]uint64
+	asked   [readSlots]atomic.Uint64
+	read    [readSlots]uint64
 	readNow chan struct{}
 	// wanted holds a bit per slot whose list a front client's list asked
 	// to be read (fresh.go); begun counts the reads of each list begun
@@ -63,8 +67,8 @@ type catalogue struct {
 	// behind holds a bit per slot whose read a front list or a call
 	// gave up waiting for, and which no read has answered since.
 	wanted                 atomic.Uint32
-	begun, ended, lateRead [listSlots + 1]uint64
-	begunAt                [listSlots + 1]time.Time
+	begun, ended, lateRead [readSlots]uint64
+	begunAt                [readSlots]time.Time
 	behind                 uint32
 	testingOnlyListBound   atomic.Int64 // replaces listBound's freshWait if not zero
 
@@ -77,7 +81,7 @@ type catalogue struct {
 	// and the last definition hash of every name it listed, gone ones too
 	// (maxKnownTools).
 	listed, known [2]map[string]string
-	newer         newerTools   // the tools of the server's newer session (newertools.go)
+	newer         newerTools   // the lists of the server's newer session (newertools.go)
 	changes       []ToolChange // definitions changed while the proxy ran
 	// recording is closed when the last tools entry begun is durable (or
 	// failed); nil before the first.
@@ -90,6 +94,10 @@ type catalogue struct {
 type registry struct {
 	reg     map[string]registration // by front name (URI, URI template)
 	skipped map[string]string       // server name -> why the front server refused it
+	// first is the first session's list as last applied: a read of the
+	// newer session's applies it again, with the items only that one
+	// lists (apply).
+	first []json.RawMessage
 }
 
 // A registration is one item registered at the front.
@@ -97,6 +105,10 @@ type registration struct {
 	name string // its name (URI, URI template) on the server
 	def  string // its definition as the server listed it
 	sum  string // definitionSum(def)
+	// newerOnly: only the server's newer session lists it, so only that
+	// session's clients are shown it (frontDefinition), and a call of
+	// another names no definition (toolSum).
+	newerOnly bool
 }
 
 // paramHeaders reports whether front tool front's definition may bind
@@ -154,7 +166,7 @@ func (c *catalogue) askRead(slot listSlot) {
 // whenever the server says it changed or a front client's list asks
 // (resyncLoop), until ctx is done.
 func (c *catalogue) resyncLoops(ctx context.Context) {
-	for s := range listSlot(listSlots + 1) {
+	for s := range listSlot(readSlots) {
 		go c.resyncLoop(ctx, s)
 	}
 }
@@ -162,7 +174,7 @@ func (c *catalogue) resyncLoops(ctx context.Context) {
 // resyncLoop reads the list in slot again when asked (askRead). Only the
 // list the server said changed, or a front client's list asked for, is
 // read: reading the other lists too held up the front's notification of
-// the next change, and a loop per list (the newer session's tools too)
+// the next change, and a loop per list (the newer session's too)
 // lets no list wait for another's read (a server hung on its tools list
 // held up the read of its prompts, and a front client's list of them).
 func (c *catalogue) resyncLoop(ctx context.Context, slot listSlot) {
@@ -185,15 +197,13 @@ func (c *catalogue) resyncList(ctx context.Context, slot listSlot) {
 		return
 	}
 	session := c.d.sup.current
-	if slot == newerToolSlot {
+	if slot >= listSlots {
 		session = c.d.newer.current
 	}
 	switch cs := session(); {
 	case cs == nil && wanted:
 		c.unread(slot)
 	case cs == nil:
-	case slot == newerToolSlot:
-		c.readNewerTools(ctx, cs)
 	default:
 		c.readMu[slot].Lock()
 		defer c.readMu[slot].Unlock()
@@ -222,10 +232,11 @@ var errNotOffered = errors.New("not offered")
 // list), and a front client's list waits at most listBound.
 const listReadBound = connectTimeout
 
-// syncLists reads the server's lists in slots (a bit per listSlot) and
-// makes the front server's match; the caller holds their readMu, and
-// syncMu if held (else each list read takes it to be applied). It
-// returns the slots whose lists were read and applied.
+// syncLists reads the server's lists in slots (a bit per listSlot, its
+// newer session's at newerSlot) from session cs and makes the front
+// server's match; the caller holds their readMu, and syncMu if held
+// (else each list read takes it to be applied). It returns the slots
+// whose lists were read and applied.
 func (c *catalogue) syncLists(ctx context.Context, cs *mcp.ClientSession, slots uint32, held bool) (applied uint32) {
 	caps := cs.InitializeResult().Capabilities
 	if caps == nil {
@@ -234,35 +245,52 @@ func (c *catalogue) syncLists(ctx context.Context, cs *mcp.ClientSession, slots 
 	sctx, cancel := context.WithTimeout(ctx, listReadBound)
 	defer cancel()
 	for _, l := range c.kinds {
-		slot, _, _, _ := l.where()
-		if slots&(1<<slot) == 0 {
-			continue
-		}
-		switch err := l.sync(sctx, c, cs, caps, held); {
-		case err == nil:
-			applied |= 1 << slot
-		case errors.Is(err, errNotOffered):
-		case ctx.Err() == nil: // else the proxy is closing
-			c.d.p.logger.Warn("proxy: listing "+l.plural()+" failed; the front offers the last list read", "server", c.d.cfg.ID, "error", err)
+		first, _, _, _ := l.where()
+		for _, slot := range []listSlot{first, newerSlot(first)} {
+			if slots&(1<<slot) == 0 {
+				continue
+			}
+			switch err := l.sync(sctx, c, cs, caps, slot, held); {
+			case err == nil:
+				applied |= 1 << slot
+			case errors.Is(err, errNotOffered):
+			case ctx.Err() == nil: // else the proxy is closing
+				c.d.p.logger.Warn("proxy: listing "+c.slotName(slot)+" failed; the front offers the last list read", "server", c.d.cfg.ID, "error", err)
+			}
 		}
 	}
 	return applied
 }
 
-// sync reads the list and applies it, with c.syncMu held (taken for it
-// unless held).
-func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, held bool) error {
-	announced := c.announced.And(^uint32(1<<k.slot))&(1<<k.slot) != 0
+// slotName names the list read in slot, in log lines.
+func (c *catalogue) slotName(slot listSlot) string {
+	if slot >= listSlots {
+		return c.kinds[slot-listSlots].plural() + " of the newer session"
+	}
+	return c.kinds[slot].plural()
+}
+
+// sync reads the list from session cs, in slot: the server's first
+// session's (k.slot) or its newer's (newerSlot), and applies it, with
+// c.syncMu held (taken for it unless held). A list of the newer session
+// is noted (noteNewer), and the first session's applied again with it.
+func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, slot listSlot, held bool) error {
+	announced := c.announced.And(^uint32(1<<slot))&(1<<slot) != 0
 	// The changes announced before the list is asked for are in it; a
 	// call waiting for them goes on when it is applied, or has failed.
-	asked := c.begin(k.slot)
+	asked := c.begin(slot)
 	answered := false
-	defer func() { c.readTo(k.slot, asked, answered) }()
-	if !k.offered(caps) {
+	defer func() { c.readTo(slot, asked, answered) }()
+	newer := slot != k.slot
+	var raws []json.RawMessage
+	var err error
+	switch {
+	case k.offered(caps):
+		raws, err = k.list(ctx, cs)
+	case !newer:
 		answered = true
 		return errNotOffered
-	}
-	raws, err := k.list(ctx, cs)
+	} // a newer session that does not offer it lists none of it
 	if err == nil && !held {
 		c.syncMu.Lock()
 		defer c.syncMu.Unlock()
@@ -272,9 +300,19 @@ func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSess
 	}
 	if err != nil {
 		if announced { // the next read owes the clients the notification
-			c.announced.Or(1 << k.slot)
+			c.announced.Or(1 << slot)
 		}
 		return err
+	}
+	session := firstSessionTools
+	if newer {
+		session = newerSessionTools
+	}
+	if k.listed != nil && k.offered(caps) {
+		k.listed(c, session, raws)
+	}
+	if newer {
+		raws = c.noteNewer(cs, k.slot, k.nameKey, raws)
 	}
 	k.apply(c, raws, announced)
 	answered = true
@@ -335,84 +373,42 @@ func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.R
 }
 
 // apply makes the front server's registrations of c's server match raws,
-// the list as the server sent it: what is new or changed is (re)added
-// under its front name, what is gone is removed, what the front server
-// refuses is skipped and reported once, and a name another server holds
-// is left to it. When the server announced a change (announced) and
-// none shows, one unchanged item is registered again, so the front's
-// clients hear of the change as they would from the server directly.
+// the first session's list as the server sent it, with the items only
+// its newer session lists (while it is up: newerOnly): what is new or
+// changed is (re)added under its front name, what is gone is removed,
+// what the front server refuses is skipped and reported once, and a name
+// another server holds is left to it. When the server announced a change
+// (announced) and none shows, one unchanged item is registered again,
+// so the front's clients hear of the change as they would from the
+// server directly.
 func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage, announced bool) {
 	d := c.d
-	if k.listed != nil {
-		k.listed(c, raws)
-	}
-	prefix := k.prefix(&d.cfg)
-	want := map[string]bool{}
-	skipped := map[string]string{}
-	changed := false
-	var again func()          // re-registers one unchanged item
-	seen := map[string]bool{} // names listed so far
+	a := &applying{want: map[string]bool{}, skipped: map[string]string{}, seen: map[string]bool{}}
 	for _, raw := range raws {
-		item, err := k.decode(raw)
-		name := ""
-		if err == nil {
-			name = *k.name(item)
-		} else {
-			name = nameOf(raw, k.nameKey)
-		}
-		if name == "" {
-			d.p.logger.Warn("proxy: skipping a "+k.noun+" that is not a JSON object with a "+k.nameKey, "server", d.cfg.ID)
-			continue
-		}
-		if seen[name] {
-			// Which one the server acts on is its own affair; the front
-			// offers, and a tools entry holds, the last.
-			d.p.logger.Warn("proxy: the server lists a "+k.noun+" more than once; the last definition listed is the one offered and recorded", "server", d.cfg.ID, k.logKey, name)
-		}
-		seen[name] = true
-		if err != nil {
-			skipped[name] = err.Error()
-			continue
-		}
-		front := prefix + name
-		*k.name(item) = front
-		if !c.claim(k.names, front, k.reserved != nil && k.reserved(d.p, front)) {
-			continue
-		}
-		if c.unchanged(k.slot, front, raw) {
-			want[front] = true
-			again = func() { k.add(d, item, front, name) }
-			continue
-		}
-		changed = true
-		if err := addGuarded(func() { k.add(d, item, front, name) }); err != nil {
-			d.p.router.free(k.names, front, d)
-			skipped[name] = err.Error()
-			continue
-		}
-		want[front] = true
-		c.mu.Lock()
-		c.lists[k.slot].reg[front] = registration{name: name, def: string(raw), sum: definitionSum(raw)}
-		c.mu.Unlock()
+		k.applyItem(c, a, raw, false)
+	}
+	for _, raw := range c.newerOnly(k.slot, a.seen) {
+		k.applyItem(c, a, raw, true)
 	}
 	c.mu.Lock()
+	c.lists[k.slot].first = raws
 	fresh := c.lists[k.slot].skipped
-	c.lists[k.slot].skipped = skipped
+	c.lists[k.slot].skipped = a.skipped
 	var gone []string
 	for front := range c.lists[k.slot].reg {
-		if !want[front] {
+		if !a.want[front] {
 			gone = append(gone, front)
 			delete(c.lists[k.slot].reg, front)
 		}
 	}
 	c.mu.Unlock()
-	for _, name := range slices.Sorted(maps.Keys(skipped)) {
+	for _, name := range slices.Sorted(maps.Keys(a.skipped)) {
 		if _, known := fresh[name]; !known {
-			d.p.logger.Warn("proxy: skipping a "+k.noun+" the SDK rejects", "server", d.cfg.ID, k.logKey, name, "error", skipped[name])
+			d.p.logger.Warn("proxy: skipping a "+k.noun+" the SDK rejects", "server", d.cfg.ID, k.logKey, name, "error", a.skipped[name])
 		}
 	}
-	if announced && !changed && len(gone) == 0 && again != nil {
-		addGuarded(again) // it was added once, so it is added again
+	if announced && !a.changed && len(gone) == 0 && a.again != nil {
+		addGuarded(a.again) // it was added once, so it is added again
 	}
 	if len(gone) > 0 {
 		k.remove(d.p.server, gone...)
@@ -420,6 +416,62 @@ func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage, announced bool
 			d.p.router.free(k.names, f, d)
 		}
 	}
+}
+
+// An applying is what an apply has found so far.
+type applying struct {
+	want    map[string]bool   // front names registered
+	skipped map[string]string // server name -> why the front server refused it
+	seen    map[string]bool   // server names listed
+	changed bool
+	again   func() // re-registers one unchanged item
+}
+
+// applyItem registers one item of the list apply applies (raw, as the
+// server listed it); newerOnly: only the newer session lists it.
+func (k *listKind[T]) applyItem(c *catalogue, a *applying, raw json.RawMessage, newerOnly bool) {
+	d := c.d
+	item, err := k.decode(raw)
+	name := ""
+	if err == nil {
+		name = *k.name(item)
+	} else {
+		name = nameOf(raw, k.nameKey)
+	}
+	if name == "" {
+		d.p.logger.Warn("proxy: skipping a "+k.noun+" that is not a JSON object with a "+k.nameKey, "server", d.cfg.ID)
+		return
+	}
+	if a.seen[name] {
+		// Which one the server acts on is its own affair; the front
+		// offers, and a tools entry holds, the last.
+		d.p.logger.Warn("proxy: the server lists a "+k.noun+" more than once; the last definition listed is the one offered and recorded", "server", d.cfg.ID, k.logKey, name)
+	}
+	a.seen[name] = true
+	if err != nil {
+		a.skipped[name] = err.Error()
+		return
+	}
+	front := k.prefix(&d.cfg) + name
+	*k.name(item) = front
+	if !c.claim(k.names, front, k.reserved != nil && k.reserved(d.p, front)) {
+		return
+	}
+	if c.unchanged(k.slot, front, raw, newerOnly) {
+		a.want[front] = true
+		a.again = func() { k.add(d, item, front, name) }
+		return
+	}
+	a.changed = true
+	if err := addGuarded(func() { k.add(d, item, front, name) }); err != nil {
+		d.p.router.free(k.names, front, d)
+		a.skipped[name] = err.Error()
+		return
+	}
+	a.want[front] = true
+	c.mu.Lock()
+	c.lists[k.slot].reg[front] = registration{name: name, def: string(raw), sum: definitionSum(raw), newerOnly: newerOnly}
+	c.mu.Unlock()
 }
 
 // nameOf returns the string field key of a definition the SDK's type
@@ -451,12 +503,13 @@ func (c *catalogue) claim(t nameTable, front string, reserved bool) bool {
 }
 
 // unchanged reports whether front is registered with this very definition,
-// so a re-sync does not re-add it (which would notify every client).
-func (c *catalogue) unchanged(slot listSlot, front string, raw json.RawMessage) bool {
+// for the same clients (newerOnly), so a re-sync does not re-add it (which
+// would notify every client).
+func (c *catalogue) unchanged(slot listSlot, front string, raw json.RawMessage, newerOnly bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.lists[slot].reg[front]
-	return ok && r.def == string(raw)
+	return ok && r.def == string(raw) && r.newerOnly == newerOnly
 }
 
 // collisionList names the front names c's server could not have.

@@ -123,10 +123,10 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 		Capabilities:             &mcp.ClientCapabilities{},
 		CreateMessageHandler:     d.createMessage,
 		ElicitationHandler:       d.elicit,
-		ToolListChangedHandler:   func(_ context.Context, req *mcp.ToolListChangedRequest) { d.cat.toolsChanged(req.Session) },
-		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { d.cat.triggerResync(promptSlot) },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
-			d.cat.triggerResync(resourceSlot, templateSlot)
+		ToolListChangedHandler:   func(_ context.Context, req *mcp.ToolListChangedRequest) { d.cat.listChanged(req.Session, toolSlot) },
+		PromptListChangedHandler: func(_ context.Context, req *mcp.PromptListChangedRequest) { d.cat.listChanged(req.Session, promptSlot) },
+		ResourceListChangedHandler: func(_ context.Context, req *mcp.ResourceListChangedRequest) {
+			d.cat.listChanged(req.Session, resourceSlot, templateSlot)
 		},
 		ResourceUpdatedHandler: d.resourceUpdated,
 		LoggingMessageHandler:  d.logMessage,

@@ -57,13 +57,13 @@ func freshSlots(params mcp.Params) []listSlot {
 	// The newer session's lists too: the calls and reads of 2026-07-28
 	// clients go there, and those clients are shown its definitions.
 	case *mcp.ListToolsParams:
-		return first(cmp.Or(pr, &mcp.ListToolsParams{}).Cursor, toolSlot, newerToolSlot)
+		return first(cmp.Or(pr, &mcp.ListToolsParams{}).Cursor, toolSlot, newerSlot(toolSlot))
 	case *mcp.ListPromptsParams:
-		return first(cmp.Or(pr, &mcp.ListPromptsParams{}).Cursor, promptSlot, newerToolSlot)
+		return first(cmp.Or(pr, &mcp.ListPromptsParams{}).Cursor, promptSlot, newerSlot(promptSlot))
 	case *mcp.ListResourcesParams:
-		return first(cmp.Or(pr, &mcp.ListResourcesParams{}).Cursor, resourceSlot, newerToolSlot)
+		return first(cmp.Or(pr, &mcp.ListResourcesParams{}).Cursor, resourceSlot, newerSlot(resourceSlot))
 	case *mcp.ListResourceTemplatesParams:
-		return first(cmp.Or(pr, &mcp.ListResourceTemplatesParams{}).Cursor, templateSlot, newerToolSlot)
+		return first(cmp.Or(pr, &mcp.ListResourceTemplatesParams{}).Cursor, templateSlot, newerSlot(templateSlot))
 	}
 	return nil
 }
@@ -109,7 +109,7 @@ func (p *Proxy) freshLists(ctx context.Context, slots []listSlot) {
 // server, or its newer session, is not up), or the server is behind on
 // it (a list gave up waiting for it, and it has not answered since).
 func (c *catalogue) want(slot listSlot) (uint64, bool) {
-	if slot == newerToolSlot {
+	if slot >= listSlots {
 		if c.d.newer.current() == nil {
 			return 0, false
 		}
@@ -165,11 +165,7 @@ func (c *catalogue) late(slot listSlot, n uint64) {
 	if logged {
 		return
 	}
-	what := "lists of the newer session"
-	if slot < listSlots {
-		what = c.kinds[slot].plural()
-	}
-	c.d.p.logger.Warn("proxy: the server did not list its "+what+" in time; the front's clients are shown, and calls name, the last list read, without waiting, until it does",
+	c.d.p.logger.Warn("proxy: the server did not list its "+c.slotName(slot)+" in time; the front's clients are shown, and calls name, the last list read, without waiting, until it does",
 		"server", c.d.cfg.ID, "bound", c.listBound())
 }
 

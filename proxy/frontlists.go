@@ -19,7 +19,8 @@ import (
 // encoding of its decoding, which drops the members its types lack. The
 // list's envelope (paging, cache hints, and the proxy's own and the task
 // tools) stays the SDK's. A 2026-07-28 client is shown a stdio server's
-// items as its newer session listed them (newertools.go).
+// items as its newer session listed them, and another client not those
+// only that session lists (newertools.go).
 func (p *Proxy) rawLists(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		p.freshLists(ctx, freshSlots(req.GetParams()))
@@ -91,8 +92,9 @@ func (p *Proxy) rawList(res any, k lister, newer bool, n int, item func(int) (st
 // frontDefinition is the definition of the item registered as front in
 // slot as its server listed it (its newer session, if up and newer), with
 // front as its nameKey member; nil if it is not a downstream's. It
-// reports false if the item is not to be shown: its newer session no
-// longer lists it.
+// reports false if the item is not to be shown: its newer session does
+// not list it (for newer), or only that session does (for another, or
+// while it is down).
 func (p *Proxy) frontDefinition(slot listSlot, names nameTable, nameKey, front string, newer bool) (json.RawMessage, bool) {
 	d := p.router.owner(names, front)
 	if d == nil {
@@ -104,10 +106,13 @@ func (p *Proxy) frontDefinition(slot listSlot, names nameTable, nameKey, front s
 	if ok && newer {
 		switch def, listed, read := d.cat.newerDefinition(slot, r.name); {
 		case listed:
-			r.def = def
+			r.def, r.newerOnly = def, false
 		case read:
 			return nil, false
 		}
+	}
+	if ok && r.newerOnly {
+		return nil, false // for the newer session's clients, while it lists it
 	}
 	var m map[string]json.RawMessage
 	if !ok || json.Unmarshal([]byte(r.def), &m) != nil || m == nil {

@@ -14,7 +14,7 @@ import (
 
 // A lister is a listKind of any item type.
 type lister interface {
-	sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, held bool) error
+	sync(ctx context.Context, c *catalogue, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, slot listSlot, held bool) error
 	plural() string
 	// where returns the list's slot, its front names' table, the list
 	// result's field and its items' name (or URI) member.
@@ -41,8 +41,9 @@ type listKind[T any] struct {
 	// add registers item at the front as front, server name name.
 	add    func(d *downstream, item *T, front, name string)
 	remove func(s *mcp.Server, fronts ...string)
-	// listed sees the list as read, before it is registered.
-	listed func(c *catalogue, raws []json.RawMessage)
+	// listed sees the list of session (firstSessionTools,
+	// newerSessionTools) as read, before it is registered.
+	listed func(c *catalogue, session int, raws []json.RawMessage)
 }
 
 func (k *listKind[T]) plural() string { return k.noun + "s" }
@@ -79,7 +80,7 @@ func toolKind() *listKind[mcp.Tool] {
 			d.p.server.AddTool(t, d.toolHandler(front, name))
 		},
 		remove: (*mcp.Server).RemoveTools,
-		listed: func(c *catalogue, raws []json.RawMessage) { c.recordTools(firstSessionTools, raws) },
+		listed: (*catalogue).recordTools,
 	}
 }
 

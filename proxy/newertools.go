@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -10,135 +12,102 @@ import (
 // The lists of a stdio server's newer session (revision.go): a second
 // process, which the calls and reads of 2026-07-28 clients go to, so its
 // definitions are the ones those calls are made against, and it may
-// change them on its own. The proxy reads its lists too, when it
-// connects, whenever it says its tools changed and when a front client
-// lists (fresh.go), and records its tools as it records the first
-// session's (recordTools: a tools entry when it differs from the last
-// list of the session recorded, and a definition changed is reported:
-// each session's list is compared with its own, its first with the first
-// session's); a call to it names its definition (toolSum). A 2026-07-28
-// client is shown the newer session's definition of each item the front
-// offers (rawLists), the definition its calls and reads meet, and not
-// the items it no longer lists; an item only it lists is not offered at
-// the front (the front's names are the first session's).
+// change them on its own. The proxy reads its lists as it reads the
+// first session's (catalogue.go: a loop per list, in slots of their own,
+// newerSlot), when it connects, whenever it says one changed and when a
+// front client lists (fresh.go), and records its tools as it records the
+// first session's (recordTools: a tools entry when it differs from the
+// last list of the session recorded, and a definition changed is
+// reported: each session's list is compared with its own, its first with
+// the first session's); a call to it names its definition (toolSum).
+//
+// The front registers the first session's items and those only the newer
+// session lists (apply: newerOnly), so a name either offers is routed as
+// any is. A 2026-07-28 client is shown each item as the newer session
+// listed it (rawLists), the definition its calls and reads meet, and not
+// the items it does not list; another client is shown the first
+// session's, and not the items only the newer session lists.
 
-// newerToolSlot is the slot of the newer session's lists in a
-// catalogue's announced, asked and read.
-const newerToolSlot = listSlots
+// newerSlot is the slot of the newer session's list in slot (a list's)
+// in a catalogue's reads: announced, asked, read and the like.
+func newerSlot(slot listSlot) listSlot { return listSlots + slot }
+
+// newerToolSlot is the slot of the newer session's tools list.
+const newerToolSlot = listSlots + toolSlot
 
 // newerTools is what the newer session last listed.
 type newerTools struct {
 	cs   *mcp.ClientSession
-	sums map[string]string            // server tool name -> definition hash
+	sums map[string]string            // server tool name -> definition hash; nil: not read
 	defs [listSlots]map[string]string // per list, server name (URI, URI template) -> definition as listed
 }
 
-// toolsChanged is the server's notification that its tools changed, sent
-// on session cs. One from the newer session has its list read, and the
-// first session's too, as before the newer one's list was read: the
-// front's clients are told the tools changed when the first list is read
-// after an announced change (a 2026-07-28 client subscribed to list
-// changes, whose calls went to the newer process, waits for it: the
-// conformance suite's server-stateless).
-func (c *catalogue) toolsChanged(cs *mcp.ClientSession) {
-	if cs != nil && cs != c.d.sup.current() {
-		c.triggerResync(newerToolSlot, toolSlot)
-		return
+// listChanged is the server's notice, sent on session cs, that its lists
+// in slots changed. One from the newer session has that session's lists
+// read: their apply tells the front's clients, as the first session's
+// does (a 2026-07-28 client subscribed to list changes, whose calls go to
+// the newer process, waits for it: the conformance suite's
+// server-stateless), and a client that lists after it is shown what the
+// newer session lists now.
+func (c *catalogue) listChanged(cs *mcp.ClientSession, slots ...listSlot) {
+	if cs != nil && cs == c.d.newer.current() {
+		for i, s := range slots {
+			slots[i] = newerSlot(s)
+		}
 	}
-	c.triggerResync(toolSlot)
+	c.triggerResync(slots...)
 }
 
-// readNewerTools reads the tool list of the newer session cs and records
-// it, and notes its other lists (readNewerLists).
-func (c *catalogue) readNewerTools(ctx context.Context, cs *mcp.ClientSession) {
-	c.readMu[newerToolSlot].Lock()
-	defer c.readMu[newerToolSlot].Unlock()
-	c.announced.And(^uint32(1 << newerToolSlot))
-	asked := c.begin(newerToolSlot)
-	answered := false
-	defer func() { c.readTo(newerToolSlot, asked, answered) }()
-	if caps := cs.InitializeResult().Capabilities; caps == nil || caps.Tools == nil {
-		c.setNewer(cs, map[string]string{})
-		c.readNewerLists(ctx, cs, nil)
-		answered = true
-		return
+// syncNewer reads the lists of the newer session cs, when it connects.
+func (c *catalogue) syncNewer(ctx context.Context, cs *mcp.ClientSession) {
+	var slots uint32
+	for s := range listSlots {
+		c.readMu[newerSlot(s)].Lock()
+		defer c.readMu[newerSlot(s)].Unlock()
+		slots |= 1 << newerSlot(s)
 	}
-	sctx, cancel := context.WithTimeout(ctx, listReadBound)
-	defer cancel()
-	raws, err := toolKind().list(sctx, cs)
-	if err == nil {
-		c.syncMu.Lock()                  // one list recorded at a time
-		if err = ctx.Err(); err == nil { // else removed or replaced while it listed (retire)
-			c.recordTools(newerSessionTools, raws)
-			c.setNewer(cs, toolSums(raws))
-		}
-		c.syncMu.Unlock()
-	}
-	if err != nil {
-		if ctx.Err() == nil {
-			c.d.p.logger.Warn("proxy: listing the tools of the newer session failed; its calls name the first session's definitions", "server", c.d.cfg.ID, "error", err)
-		}
-		return
-	}
-	c.readNewerLists(ctx, cs, raws)
-	answered = true
+	c.syncLists(ctx, cs, slots, false)
 }
 
-func (c *catalogue) setNewer(cs *mcp.ClientSession, sums map[string]string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	defs := c.newer.defs
-	if c.newer.cs != cs {
-		defs = [listSlots]map[string]string{}
-	}
-	c.newer = newerTools{cs: cs, sums: sums, defs: defs}
-}
-
-// readNewerLists notes the definitions of the newer session cs's lists,
-// its tools (as read) and the other three (read here), for its clients'
-// lists; a list it fails to give keeps the definitions read before.
-func (c *catalogue) readNewerLists(ctx context.Context, cs *mcp.ClientSession, tools []json.RawMessage) {
-	caps := cs.InitializeResult().Capabilities
-	if caps == nil {
-		caps = &mcp.ServerCapabilities{}
-	}
-	sctx, cancel := context.WithTimeout(ctx, listReadBound)
-	defer cancel()
-	var defs [listSlots]map[string]string
-	defs[toolSlot] = namedDefinitions(tools, toolKind().nameKey)
-	var errs [listSlots]error
-	defs[promptSlot], errs[promptSlot] = newerList(sctx, cs, caps, promptKind())
-	defs[resourceSlot], errs[resourceSlot] = newerList(sctx, cs, caps, resourceKind())
-	defs[templateSlot], errs[templateSlot] = newerList(sctx, cs, caps, templateKind())
-	for slot, err := range errs {
-		if err != nil && ctx.Err() == nil {
-			c.d.p.logger.Warn("proxy: listing the "+c.kinds[slot].plural()+" of the newer session failed; its clients are shown those read before",
-				"server", c.d.cfg.ID, "error", err)
-		}
+// noteNewer notes list slot of the newer session cs as read (raws, whose
+// items are named by their nameKey member), and for the tools their
+// definitions' hashes, and returns the first session's list as last
+// applied, to be applied again with it. The caller holds syncMu.
+func (c *catalogue) noteNewer(cs *mcp.ClientSession, slot listSlot, nameKey string, raws []json.RawMessage) []json.RawMessage {
+	defs := namedDefinitions(raws, nameKey)
+	var sums map[string]string
+	if slot == toolSlot {
+		sums = toolSums(raws)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.newer.cs != cs {
-		return
+		c.newer = newerTools{cs: cs}
 	}
-	for slot, m := range defs {
-		if errs[slot] == nil {
-			c.newer.defs[slot] = m
-		}
+	c.newer.defs[slot] = defs
+	if sums != nil {
+		c.newer.sums = sums
 	}
+	return c.lists[slot].first
 }
 
-// newerList reads list k of the newer session cs and returns its
-// definitions by name (none if it offers no such list).
-func newerList[T any](ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, k *listKind[T]) (map[string]string, error) {
-	if !k.offered(caps) {
-		return map[string]string{}, nil
+// newerOnly returns the definitions of the items of list slot that the
+// newer session, while up, lists and the first does not (its names:
+// first), in order of their names.
+func (c *catalogue) newerOnly(slot listSlot, first map[string]bool) []json.RawMessage {
+	up := c.d.newer.current()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if up == nil || c.newer.cs != up {
+		return nil
 	}
-	raws, err := k.list(ctx, cs)
-	if err != nil {
-		return nil, err
+	var out []json.RawMessage
+	for _, name := range slices.Sorted(maps.Keys(c.newer.defs[slot])) {
+		if !first[name] {
+			out = append(out, json.RawMessage(c.newer.defs[slot][name]))
+		}
 	}
-	return namedDefinitions(raws, k.nameKey), nil
+	return out
 }
 
 // namedDefinitions maps the items of a list as read (raws) by their

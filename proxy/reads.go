@@ -77,7 +77,7 @@ func hexSHA256(b []byte) string {
 // definition that session listed ("" if it lists no such tool).
 func (c *catalogue) toolSum(front string, cs *mcp.ClientSession) string {
 	c.mu.Lock()
-	newer := cs != nil && cs == c.newer.cs
+	newer := cs != nil && cs == c.newer.cs && c.newer.sums != nil
 	slot := listSlot(toolSlot)
 	if newer {
 		slot = newerToolSlot
@@ -89,12 +89,14 @@ func (c *catalogue) toolSum(front string, cs *mcp.ClientSession) string {
 		c.mu.Lock()
 	}
 	// The entry of a definition registered is begun before it is
-	// registered (apply, readNewerTools), so rec is that entry's or a
-	// later one's.
+	// registered (sync), so rec is that entry's or a later one's.
 	r, rec := c.lists[toolSlot].reg[front], c.recording
 	sum := r.sum
-	if newer {
+	switch {
+	case newer:
 		sum = c.newer.sums[r.name]
+	case r.newerOnly:
+		sum = "" // the first session does not list it
 	}
 	c.mu.Unlock()
 	if rec != nil {

@@ -135,7 +135,7 @@ func (n *newerSession) start(d *downstream) (*supervisor, bool) {
 		}
 		return cs, cmd, err
 	}, func(ctx context.Context, cs *mcp.ClientSession) {
-		d.cat.readNewerTools(ctx, cs)
+		d.cat.syncNewer(ctx, cs)
 		d.p.resubscribe(ctx, d, cs)
 	})
 	n.done = make(chan struct{})

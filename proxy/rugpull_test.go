@@ -227,15 +227,20 @@ func TestNewerSessionSubscriptions(t *testing.T) {
 
 // TestNewerSessionLists: a 2026-07-28 client, whose calls and reads go to
 // a stdio server's second process, is shown that process's lists: after
-// it changed them there (a prompt and a template gone, a resource
-// described anew), the client is shown the resource as described there
-// and not the prompt or the template, while a 2025-11-25 client, served
-// by the first process, is shown them as before. The 2026-07-28 client
-// was shown the first process's lists.
+// it changed them there (a prompt and a template gone, a prompt and a
+// tool come, a resource described anew), the client is shown the
+// resource as described there, the prompt and the tool come and not the
+// prompt or the template gone, and its call of the tool come is recorded
+// against that process's definition, which a tools entry before it
+// holds; while a 2025-11-25 client, served by the first process, is
+// shown its lists as before. The 2026-07-28 client was shown the first
+// process's lists, and then not the items only the second lists, which
+// it could not call.
 func TestNewerSessionLists(t *testing.T) {
 	cfg := fixtureServerConfig(t, "fx")
 	cfg.Env[fixtureEnv] = "lists"
-	p := startProxy(t, newTestLog(t), []ServerConfig{cfg}, nil)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{cfg}, nil)
 	newer := connectHTTP(t, serveHTTP(t, p), "", nil)
 	older := connectMemory(t, p, nil)
 	if v := newer.InitializeResult().ProtocolVersion; v != statelessProtocol {
@@ -249,12 +254,51 @@ func TestNewerSessionLists(t *testing.T) {
 		cs   *mcp.ClientSession
 		want string
 	}{
-		{newer, "prompts []; resources [fx+fixture:///a: second, fx+fixture:///b: ]; templates []"},
-		{older, "prompts [fx__p1]; resources [fx+fixture:///a: first, fx+fixture:///b: ]; templates [fx+fixture:///t/{id}]"},
+		{newer, "prompts [fx__p2]; resources [fx+fixture:///a: second, fx+fixture:///b: ]; templates []; added true"},
+		{older, "prompts [fx__p1]; resources [fx+fixture:///a: first, fx+fixture:///b: ]; templates [fx+fixture:///t/{id}]; added false"},
 	} {
-		if got := shownLists(t, c.cs); got != c.want {
+		_, added := frontTools(t, c.cs)["fx__added"]
+		got := fmt.Sprintf("%s; added %v", shownLists(t, c.cs), added)
+		if got != c.want {
 			t.Errorf("a %s client is shown %s, want %s", c.cs.InitializeResult().ProtocolVersion, got, c.want)
 		}
+	}
+	if c := callNamed(t, l, newer, "fx__added"); c.Tool != "added" {
+		t.Errorf("the call of fx__added is recorded as %q's", c.Tool)
+	}
+	res, err := newer.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "fx__p2"})
+	if err != nil || len(res.Messages) != 1 || textOfContent(res.Messages[0].Content) != "prompt p2" {
+		t.Errorf("fx__p2: %v %s", err, mustJSON(res))
+	}
+}
+
+// TestNewerSessionListChanged: a stdio server's second process that says
+// its prompts or its resources changed has that list read again, as the
+// first process has, so a 2026-07-28 client that lists at once is shown
+// them as that process lists them now. Only its tools were read again,
+// and a client listing within a second of the last read was shown the
+// prompts and resources as they were.
+func TestNewerSessionListChanged(t *testing.T) {
+	cfg := fixtureServerConfig(t, "fx")
+	cfg.Env[fixtureEnv] = "lists"
+	p := startProxy(t, newTestLog(t), []ServerConfig{cfg}, nil)
+	newer := connectHTTP(t, serveHTTP(t, p), "", nil)
+	// The call starts the second process, whose lists are read (the
+	// first read of each), and changes them there.
+	if _, err := newer.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__reshape"}); err != nil {
+		t.Fatal(err)
+	}
+	c := p.downstreams()[0].cat
+	for _, slot := range []listSlot{promptSlot, resourceSlot, templateSlot} {
+		eventuallyTrue(t, "the second process's "+c.kinds[slot].plural()+" read again after it said they changed", func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.ended[newerSlot(slot)] >= 2
+		})
+	}
+	want := "prompts [fx__p2]; resources [fx+fixture:///a: second, fx+fixture:///b: ]; templates []"
+	if got := shownLists(t, newer); got != want {
+		t.Errorf("the 2026-07-28 client is shown %s, want %s", got, want)
 	}
 }
 
