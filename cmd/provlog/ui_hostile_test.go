@@ -445,3 +445,34 @@ func TestUIInheritedKind(t *testing.T) {
 		}
 	}
 }
+
+// TestUIFailureShown: a page that throws after its verdict says so,
+// whatever the verdict: a fault injected into the browser (TextDecoder's
+// decode throws, so showing the entry fails) shows as "the page failed",
+// beside the reason a substituted entry is not verified. After a false
+// verdict the page showed nothing of the failure.
+func TestUIFailureShown(t *testing.T) {
+	h := newHostileLog(t)
+	swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == fmt.Sprintf("/log/entry/%d", h.claim) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"actor":"mallory","kind":"task.claim","time":"2026-01-02T03:04:05Z"}`)
+			return
+		}
+		h.handler.ServeHTTP(w, r)
+	}))
+	defer swap.Close()
+	p, ctx := openPage(t)
+	if err := p.BeforeScripts(ctx, `TextDecoder.prototype.decode = () => { throw new Error("injected decode fault"); };`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ what, base, reason string }{
+		{"the log's own entry", h.base, ""},
+		{"a substituted entry", swap.URL, "the receipt names another leaf hash"},
+	} {
+		v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d", tc.base, h.token, h.claim))
+		if v != "false" || !strings.Contains(txt, "the page failed: injected decode fault") || !strings.Contains(txt, tc.reason) {
+			t.Errorf("%s, with a fault while it shows: data-verified=%s: %s", tc.what, v, txt)
+		}
+	}
+}

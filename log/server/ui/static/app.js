@@ -98,12 +98,19 @@ async function route() {
   try {
     await open(f, seq);
   } catch (e) {
-    if (seq === state.seq && $("verdict").dataset.verified !== "false") {
-      setVerdict(false, "✗ Not verified", el("p", { class: "reason" }, "the page failed: " + e.message));
-    }
+    if (seq === state.seq) failed(e);
   }
   // Tests and scripts wait for this: everything for this fragment is shown.
   if (seq === state.seq) document.body.dataset.done = "true";
+}
+
+// failed shows that the page threw, whatever the verdict: after a false
+// verdict (a substituted entry) a failure showed nothing, and the parts
+// the page left unshown went unseen.
+function failed(e) {
+  const reason = el("p", { class: "reason failed" }, "the page failed: " + (e instanceof Error ? e.message : String(e)));
+  if ($("verdict").dataset.verified === "false") $("verdict").append(reason);
+  else setVerdict(false, "✗ Not verified", reason);
 }
 
 async function open(f, seq) {
