@@ -2,31 +2,13 @@
 // its checkpoint's witnesses and anchors, and verifies it (verify.js).
 // Everything the server sends is shown as text, never as markup.
 
-import { verifyEntry, verifyConsistency, parseVKey, verifyCosignature, toHex, encodeBase64, decodeBase64 } from "./verify.js";
-import { shown } from "./shown.js";
+import { verifyEntry, parseVKey, verifyCosignature, toHex, encodeBase64 } from "./verify.js";
+import { reader, get, parseJSON, entryIndex } from "./read.js";
+import { el, fill, render, shownValue, said, joined, listOf, timeOf } from "./shown.js";
+import { showAnchors } from "./anchors.js";
 
-const state = { token: "", vkey: "", info: null, infoP: null, seq: 0 };
+const state = { vkey: "", info: null, infoP: null, seq: 0 };
 const $ = (id) => document.getElementById(id);
-
-function el(tag, attrs, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v !== undefined && v !== null) e.setAttribute(k, v);
-  }
-  fill(e, ...children);
-  return e;
-}
-
-// fill replaces what e holds with children: nodes, text, nested arrays;
-// null and undefined are left out. Text goes through shown. Flattening
-// has no depth bound of its own: every value the page reads is bounded
-// on arrival (bounded), and the page nests its own arrays a few deep.
-function fill(e, ...children) {
-  e.replaceChildren();
-  for (const c of children.flat(Infinity)) {
-    if (c !== undefined && c !== null) e.append(...(c instanceof Node ? [c] : shown(String(c))));
-  }
-}
 
 // fragment reads #token=T&entry=N&vkey=VKEY (or hash=, task=). A key or
 // token pasted unescaped has its "+" read as a space by URLSearchParams;
@@ -42,27 +24,6 @@ function link(what) {
   const p = new URLSearchParams(what);
   if (state.vkey) p.set("vkey", state.vkey);
   return "#" + p.toString();
-}
-
-class HTTPError extends Error {
-  constructor(status, msg) {
-    super(msg);
-    this.status = status;
-  }
-}
-
-async function get(path, as) {
-  const headers = {};
-  if (state.token) headers.Authorization = "Bearer " + state.token;
-  const r = await fetch(path, { headers, cache: "no-store" });
-  if (!r.ok) {
-    const text = (await r.text()).trim();
-    if (r.status === 401) throw new HTTPError(401, "the log needs a reader token for this: enter it above");
-    throw new HTTPError(r.status, `${path}: ${r.status} ${text}`);
-  }
-  if (as === "bytes") return new Uint8Array(await r.arrayBuffer());
-  if (as === "json") return bounded(await r.json(), "whole only in the server's answer " + path);
-  return r.text();
 }
 
 function setVerdict(verified, title, ...detail) {
@@ -83,7 +44,7 @@ function clearSections() {
 async function route() {
   const f = fragment();
   if (f.token !== null) {
-    state.token = f.token;
+    reader.token = f.token;
     $("token").value = f.token;
     // Keep the token out of the address bar and the history.
     const p = new URLSearchParams(location.hash.slice(1));
@@ -176,7 +137,7 @@ async function openEntry(sel, seq, task) {
   const entry = showEntry(index, bytes);
   if (res.note && res.checkpoint) await showCheckpoint(res, keyText);
   if (seq !== state.seq) return;
-  await Promise.all([showAnchors(index, res), showTimeline(index, entry, task, keyText)]);
+  await Promise.all([showAnchors($("anchors"), index, res), showTimeline(index, entry, task, keyText)]);
 }
 
 function showVerdict(res, keyText) {
@@ -218,130 +179,6 @@ const kindWords = {
   "task.cancel": "a task was cancelled",
   "witness.conflict": "a witness reported a conflict",
 };
-
-// maxDepth bounds how deeply the arrays and objects the page reads nest:
-// the log refuses an entry nested deeper than 100 (log's maxJCSDepth, the
-// entry's own object included), so an entry of the log shows whole, and a
-// deeper value (a hostile bundle's or server's, 100,000 nested arrays) is
-// cut there rather than exhausting the browser's stack in whatever part of
-// the page walks it (showing, joining into text, turning into a number).
-const maxDepth = 100;
-
-// A Cut stands for an array or object cut at maxDepth: what it was, how
-// deep it nested and how many values it held, and where it shows whole.
-class Cut {
-  constructor(v, whole) {
-    // Counted with a stack of its own: v may be nested far deeper than
-    // the call stack allows. The cut values of an answer are disjoint,
-    // so counting is linear.
-    let values = 0;
-    let depth = 0;
-    const stack = [[v, 1]];
-    while (stack.length > 0) {
-      const [x, d] = stack.pop();
-      values++;
-      if (x === null || typeof x !== "object") continue;
-      depth = Math.max(depth, d);
-      for (const k of Object.keys(x)) stack.push([x[k], d + 1]);
-    }
-    this.text = `[cut: ${Array.isArray(v) ? "an array" : "an object"} ${depth} levels deep, holding ${values - 1} values; ${whole}]`;
-  }
-
-  // A cut value joined into text reads as its summary.
-  toString() {
-    return this.text;
-  }
-}
-
-// bounded returns v, as JSON.parse made it from what a server or bundle
-// sent, with each array or object nested deeper than maxDepth replaced by
-// a Cut (whole says where it shows whole, if anywhere). Every value the
-// page reads goes through it (get, parseJSON), so no other part of the
-// page need bound its own walk. One pass, with a stack of its own.
-function bounded(v, whole) {
-  if (v === null || typeof v !== "object") return v;
-  const stack = [[v, 1]];
-  while (stack.length > 0) {
-    const [x, d] = stack.pop();
-    for (const k of Object.keys(x)) {
-      const c = x[k];
-      if (c === null || typeof c !== "object") continue;
-      // An own "__proto__" (JSON.parse makes one) is set as itself: an
-      // own data property shadows Object.prototype's setter.
-      if (d < maxDepth) stack.push([c, d + 1]);
-      else x[k] = new Cut(c, whole);
-    }
-  }
-  return v;
-}
-
-// parseJSON is JSON.parse for what a server or bundle sent, bounded.
-function parseJSON(text, whole) {
-  return bounded(JSON.parse(text), whole);
-}
-
-// render shows a JSON value as indented text, marking redacted values, the
-// hashes that stand for content kept outside the log, and cut values.
-function render(v, indent, out, key) {
-  const pad = "  ".repeat(indent);
-  if (v instanceof Cut) {
-    return out.push(el("mark", { class: "cut", title: `not shown: nested deeper than ${maxDepth} arrays and objects, deeper than the log accepts` }, v.text));
-  }
-  if (Array.isArray(v)) {
-    if (v.length === 0) return out.push("[]");
-    out.push("[\n");
-    v.forEach((x, i) => {
-      out.push(pad + "  ");
-      render(x, indent + 1, out);
-      out.push(i < v.length - 1 ? ",\n" : "\n");
-    });
-    return out.push(pad + "]");
-  }
-  if (v !== null && typeof v === "object") {
-    const keys = Object.keys(v);
-    if (keys.length === 0) return out.push("{}");
-    out.push("{\n");
-    keys.forEach((k, i) => {
-      out.push(pad + "  " + JSON.stringify(k) + ": ");
-      render(v[k], indent + 1, out, k);
-      if (k.endsWith("_sha256") && k !== "tool_sha256") out.push(el("span", { class: "note" }, "  ← only the SHA-256 of this content is in the log"));
-      out.push(i < keys.length - 1 ? ",\n" : "\n");
-    });
-    return out.push(pad + "}");
-  }
-  if (v === "[redacted]") {
-    out.push(el("mark", { class: "redacted", title: "replaced before hashing: the value never reached the log" }, '"[redacted]"'));
-    return out.push(el("span", { class: "note" }, "  ← redacted before hashing"));
-  }
-  out.push(JSON.stringify(v));
-}
-
-// shownValue is a value a server or bundle sent, as the page shows it: a
-// string as itself, anything else as render shows it (never as
-// JavaScript's own text for it: ["ad", "min"] would read "ad,min").
-function shownValue(v) {
-  if (typeof v === "string") return v;
-  const out = [];
-  render(v, 0, out);
-  return out;
-}
-
-// said is a template tag: the text, each value in it as shownValue shows
-// it.
-function said(strings, ...values) {
-  return strings.flatMap((s, i) => (i < values.length ? [s, shownValue(values[i])] : [s]));
-}
-
-// joined is list with sep between its items.
-function joined(list, sep) {
-  return list.flatMap((x, i) => (i ? [sep, x] : [x]));
-}
-
-// entryIndex is v as an entry index, or null if v is none (a server names
-// indices as JSON numbers).
-function entryIndex(v) {
-  return Number.isSafeInteger(v) && v >= 0 ? BigInt(v) : null;
-}
 
 function showEntry(index, bytes) {
   const sec = $("entry");
@@ -451,99 +288,6 @@ async function showCheckpoint(res, keyText) {
   );
 }
 
-// anchorsCovering pages through /log/anchors until it has the anchors of
-// checkpoints that include entry index (at most a few).
-async function anchorsCovering(index) {
-  const out = [];
-  let after = "";
-  for (let page = 0; page < 50 && out.length < 5; page++) {
-    const list = await get("/log/anchors" + (after ? "?after=" + encodeURIComponent(after) : ""), "json");
-    // An anchor of no tree size anchors nothing to show.
-    for (const a of list) if ((entryIndex(a?.size) ?? -1n) > index && out.length < 5) out.push(a);
-    if (list.length === 0) break;
-    after = list[list.length - 1].name;
-  }
-  return out;
-}
-
-// linkAnchor says whether anchor a's tree is the verified checkpoint's or
-// provably a prefix or extension of it (an RFC 6962 consistency proof from
-// the server, checked here).
-async function linkAnchor(a, cp) {
-  const size = BigInt(a.size);
-  let root;
-  try {
-    root = decodeBase64(a.root);
-  } catch {
-    return "✗ the anchor's root is not base64";
-  }
-  if (size === cp.size) return encodeBase64(root) === encodeBase64(cp.root) ? "✓ the verified checkpoint itself (same root)" : "✗ same size as the verified checkpoint, DIFFERENT ROOT";
-  const [old, neu, oldRoot, newRoot] = size < cp.size ? [size, cp.size, root, cp.root] : [cp.size, size, cp.root, root];
-  let text;
-  try {
-    text = await get(`/log/proof/consistency?old=${old}&new=${neu}`);
-  } catch (e) {
-    return "not checked: " + (e.status === 404 ? "no consistency proof is available here" : e.message);
-  }
-  let proof;
-  try {
-    proof = text.split("\n").filter((l) => l !== "").map(decodeBase64);
-  } catch {
-    return "✗ the consistency proof is not base64";
-  }
-  const ok = await verifyConsistency(old, neu, oldRoot, newRoot, proof);
-  if (!ok) return `✗ NOT consistent with the verified checkpoint (size ${cp.size}): the log forked or the listing is wrong`;
-  return size < cp.size ? `✓ a prefix of the verified checkpoint (consistency proof ${old} → ${neu} checked)` : `✓ extends the verified checkpoint (consistency proof ${old} → ${neu} checked)`;
-}
-
-async function showAnchors(index, res) {
-  const sec = $("anchors");
-  sec.hidden = false;
-  let list;
-  try {
-    list = await anchorsCovering(index);
-  } catch (e) {
-    fill(sec, el("h2", {}, "Anchors"), el("p", {}, e.status === 404 ? "This log has no anchors." : e.message));
-    return;
-  }
-  const cp = res.ok ? res.checkpoint : null;
-  const links = await Promise.all(list.map((a) => (cp ? linkAnchor(a, cp) : "not checked: the checkpoint did not verify")));
-  const rows = list.map((a, i) =>
-    el(
-      "tr",
-      {},
-      el("td", {}, String(a.size) + (i === 0 ? " — the earliest anchor holding this entry" : "")),
-      el("td", {}, links[i]),
-      el("td", {}, listOf(a.timestamps).map((t) => el("div", {}, timeOf(t?.time), " by ", shownValue(t?.url)))),
-      el("td", {}, listOf(a.tlogs).map((t) => el("div", {}, t?.kind === "rekor.v1" ? said`Rekor log index ${t.log_index}` : said`${t?.kind} log index ${t?.log_index}`, t?.integrated_time ? said` (integrated ${unixTime(t.integrated_time)})` : "", " at ", shownValue(t?.url)))),
-    ),
-  );
-  fill(sec,
-    el("h2", {}, "Anchors"),
-    rows.length
-      ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Anchored tree size"), el("th", { scope: "col" }, "Link to the verified checkpoint"), el("th", { scope: "col" }, "RFC 3161 time"), el("th", { scope: "col" }, "Transparency log"))), el("tbody", {}, rows))
-      : el("p", {}, "No anchor holds this entry yet."),
-    el("p", { class: "note" }, "The anchors' times and log indices are listed as the server reports them; this page checks how each anchored tree relates to the verified checkpoint. `provlog audit` and `provlog verify-evidence` check the RFC 3161 tokens and Rekor entries themselves."),
-  );
-}
-
-// listOf is v if it is an array, else none.
-function listOf(v) {
-  return Array.isArray(v) ? v : [];
-}
-
-// timeOf shows a time a server sent.
-function timeOf(v) {
-  return el("time", { datetime: typeof v === "string" ? v : undefined }, shownValue(v));
-}
-
-// unixTime is seconds since 1970 in ISO 8601, or v as it is if it is no
-// such time.
-function unixTime(v) {
-  const d = new Date(typeof v === "number" ? v * 1000 : NaN);
-  return Number.isNaN(d.getTime()) ? v : d.toISOString();
-}
-
 const eventWords = {
   "task.create": (e) => [said`created “${e.title}”`, e.offer_to ? said`, offered to ${e.offer_to}` : ""],
   "task.accept": () => "accepted the task",
@@ -636,7 +380,7 @@ function markEvent(mark, res) {
 function lookup(ev) {
   ev.preventDefault();
   delete document.body.dataset.done;
-  state.token = $("token").value.trim();
+  reader.token = $("token").value.trim();
   const q = $("q").value.trim();
   const vkey = $("vkey").value.trim();
   const p = {};
