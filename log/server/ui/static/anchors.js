@@ -4,22 +4,40 @@
 // log indices listed as the server reports them.
 
 import { verifyConsistency, encodeBase64, decodeBase64 } from "./verify.js";
-import { get, entryIndex } from "./read.js";
-import { el, fill, shownValue, said, listOf, timeOf } from "./shown.js";
+import { get, entryIndex, WrongShape } from "./read.js";
+import { el, fill, shownValue, said, listed, timeOf, wrong } from "./shown.js";
 
 // anchorsCovering pages through /log/anchors until it has the anchors of
-// checkpoints that include entry index (at most a few).
+// checkpoints that include entry index (at most a few). It returns them,
+// and what was wrong in the answers: a page that is no array, or whose
+// last anchor has no name to page on, ends the paging.
 async function anchorsCovering(index) {
   const out = [];
+  const wrongs = [];
+  let unsized = 0;
   let after = "";
   for (let page = 0; page < 50 && out.length < 5; page++) {
-    const list = await get("/log/anchors" + (after ? "?after=" + encodeURIComponent(after) : ""), "json");
-    // An anchor of no tree size anchors nothing to show.
-    for (const a of list) if ((entryIndex(a?.size) ?? -1n) > index && out.length < 5) out.push(a);
+    const path = "/log/anchors" + (after ? "?after=" + encodeURIComponent(after) : "");
+    const list = await get(path, "json");
+    if (!Array.isArray(list)) {
+      wrongs.push(new WrongShape("the answer to " + path, list, "an array of anchors"));
+      break;
+    }
+    for (const a of list) {
+      // An anchor of no tree size anchors nothing to show.
+      const size = entryIndex(a?.size);
+      if (size === null) unsized++;
+      else if (size > index && out.length < 5) out.push(a);
+    }
     if (list.length === 0) break;
-    after = list[list.length - 1].name;
+    after = list[list.length - 1]?.name;
+    if (typeof after !== "string") {
+      wrongs.push(new WrongShape(`the name of the last anchor in the answer to ${path}`, after, "text (the next page starts after it)"));
+      break;
+    }
   }
-  return out;
+  if (unsized > 0) wrongs.push(new Error(`${unsized} of the anchors listed name no tree size (a whole number): not shown`));
+  return { list: out, wrongs };
 }
 
 // linkAnchor says whether anchor a's tree is the verified checkpoint's or
@@ -54,9 +72,9 @@ async function linkAnchor(a, cp) {
 
 export async function showAnchors(sec, index, res) {
   sec.hidden = false;
-  let list;
+  let list, wrongs;
   try {
-    list = await anchorsCovering(index);
+    ({ list, wrongs } = await anchorsCovering(index));
   } catch (e) {
     fill(sec, el("h2", {}, "Anchors"), el("p", {}, e.status === 404 ? "This log has no anchors." : e.message));
     return;
@@ -69,8 +87,8 @@ export async function showAnchors(sec, index, res) {
       {},
       el("td", {}, String(a.size) + (i === 0 ? " — the earliest anchor holding this entry" : "")),
       el("td", {}, links[i]),
-      el("td", {}, listOf(a.timestamps).map((t) => el("div", {}, timeOf(t?.time), " by ", shownValue(t?.url)))),
-      el("td", {}, listOf(a.tlogs).map((t) => el("div", {}, t?.kind === "rekor.v1" ? said`Rekor log index ${t.log_index}` : said`${t?.kind} log index ${t?.log_index}`, t?.integrated_time ? said` (integrated ${unixTime(t.integrated_time)})` : "", " at ", shownValue(t?.url)))),
+      el("td", {}, listed(a.timestamps, `the timestamps of the anchor of size ${a.size}`, "an array", (t) => el("div", {}, timeOf(t?.time), " by ", shownValue(t?.url)))),
+      el("td", {}, listed(a.tlogs, `the transparency log entries of the anchor of size ${a.size}`, "an array", (t) => el("div", {}, t?.kind === "rekor.v1" ? said`Rekor log index ${t.log_index}` : said`${t?.kind} log index ${t?.log_index}`, t?.integrated_time ? said` (integrated ${unixTime(t.integrated_time)})` : "", " at ", shownValue(t?.url)))),
     ),
   );
   fill(sec,
@@ -78,6 +96,7 @@ export async function showAnchors(sec, index, res) {
     rows.length
       ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Anchored tree size"), el("th", { scope: "col" }, "Link to the verified checkpoint"), el("th", { scope: "col" }, "RFC 3161 time"), el("th", { scope: "col" }, "Transparency log"))), el("tbody", {}, rows))
       : el("p", {}, "No anchor holds this entry yet."),
+    wrongs.map((e) => el("p", {}, wrong(e))),
     el("p", { class: "note" }, "The anchors' times and log indices are listed as the server reports them; this page checks how each anchored tree relates to the verified checkpoint. `provlog audit` and `provlog verify-evidence` check the RFC 3161 tokens and Rekor entries themselves."),
   );
 }

@@ -3,8 +3,8 @@
 // Everything the server sends is shown as text, never as markup.
 
 import { verifyEntry, parseVKey, verifyCosignature, toHex, encodeBase64 } from "./verify.js";
-import { reader, get, parseJSON, entryIndex } from "./read.js";
-import { el, fill, render, shownValue, said, joined, listOf, timeOf } from "./shown.js";
+import { reader, get, parseJSON, entryIndex, isObject, kindOf, textList, WrongShape } from "./read.js";
+import { el, fill, render, shownValue, said, joined, listed, timeOf, wrong } from "./shown.js";
 import { showAnchors } from "./anchors.js";
 
 const state = { vkey: "", info: null, infoP: null, seq: 0 };
@@ -94,19 +94,28 @@ async function openTask(id, seq) {
   setVerdict(null, "Checking…");
   let task;
   try {
-    task = await get("/log/task/" + encodeURIComponent(id), "json");
+    task = await readTask(id);
   } catch (e) {
     return setVerdict(false, "✗ Not verified", el("p", {}, "Task " + id + ": " + e.message));
   }
   if (seq !== state.seq) return;
-  // The history is the server's account: it must be of the task asked for
-  // (each step is then checked to be that task's entry).
-  if (!task || task.task_id !== id || !Array.isArray(task.history) || task.history.length === 0) {
-    return setVerdict(false, "✗ Not verified", el("p", {}, `the server answered for task ${task && task.task_id}, not ${id}, or with no history`));
-  }
+  if (task.history.length === 0) return setVerdict(false, "✗ Not verified", el("p", {}, `the server's history of task ${id} has no steps`));
   const last = entryIndex(task.history[task.history.length - 1]?.index);
   if (last === null) return setVerdict(false, "✗ Not verified", el("p", {}, `the server's history of task ${id} names no entry index for its latest step`));
   return openEntry({ index: String(last) }, seq, task);
+}
+
+// readTask is the answer to /log/task/<id>, a task with its history, or
+// throws what was wrong with it. The history is the server's account: it
+// must be of the task asked for (each step is then checked to be that
+// task's entry).
+async function readTask(id) {
+  const path = "/log/task/" + encodeURIComponent(id);
+  const task = await get(path, "json");
+  if (!isObject(task)) throw new WrongShape("the answer to " + path, task, "an object (a task)");
+  if (task.task_id !== id) throw new Error(`the server answered with the history of task ${typeof task.task_id === "string" ? task.task_id : kindOf(task.task_id)}, not ${id}`);
+  if (!Array.isArray(task.history)) throw new WrongShape(`the history in the answer to ${path}`, task.history, "an array of steps");
+  return task;
 }
 
 async function openEntry(sel, seq, task) {
@@ -129,9 +138,12 @@ async function openEntry(sel, seq, task) {
     return setVerdict(false, "✗ Not verified", el("p", {}, e.message));
   }
   if (seq !== state.seq) return;
-  const keyText = state.vkey || state.info.vkey;
+  // Without a key of the reader's, a log.json whose vkey is no text
+  // leaves nothing to check against; the rest is still shown.
+  const key = state.vkey || state.info.vkey;
+  const keyText = typeof key === "string" ? key : "";
   const want = sel.index !== undefined ? BigInt(sel.index) : undefined;
-  const res = await verifyEntry(bytes, receipt, keyText, want, sel.hash);
+  const res = keyText ? await verifyEntry(bytes, receipt, keyText, want, sel.hash) : { ok: false, reason: key.message + ": enter the verifier key to check against above", steps: [] };
   if (seq !== state.seq) return;
   showVerdict(res, keyText);
   const entry = showEntry(index, bytes);
@@ -142,7 +154,7 @@ async function openEntry(sel, seq, task) {
 
 function showVerdict(res, keyText) {
   const from = state.vkey ? "Checked against the verifier key you gave: " : "Checked against the log's own verifier key, as this server gives it: ";
-  const key = el("p", {}, from, el("code", { class: "key" }, keyText));
+  const key = keyText ? el("p", {}, from, el("code", { class: "key" }, keyText)) : null;
   if (!res.ok) {
     return setVerdict(false, "✗ Not verified", el("p", { class: "reason" }, res.reason), key);
   }
@@ -184,11 +196,15 @@ function showEntry(index, bytes) {
   const sec = $("entry");
   sec.hidden = false;
   const text = new TextDecoder().decode(bytes);
-  let entry;
+  let entry, problem;
   try {
     entry = parseJSON(text, "shown only in the exact bytes below");
+    if (!isObject(entry)) problem = wrong(new WrongShape(`entry ${index}`, entry, "an object"));
   } catch {
-    fill(sec, el("h2", {}, `Entry ${index}`), el("p", {}, "The entry is not JSON."), el("pre", {}, text));
+    problem = "The entry is not JSON.";
+  }
+  if (problem) {
+    fill(sec, el("h2", {}, `Entry ${index}`), el("p", {}, problem), el("pre", {}, text));
     return null;
   }
   // Any member may be any JSON, nested as deeply as maxDepth allows.
@@ -208,7 +224,7 @@ function showEntry(index, bytes) {
   fill(sec,
     el("h2", {}, `Entry ${index}`),
     el("dl", {}, rows.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
-    entry.auth ? authBlock(entry.auth) : null,
+    authOf(entry.auth, `the auth of entry ${index}`, authBlock),
     redacted ? el("p", { class: "redacted-note" }, `${redacted} field value${redacted > 1 ? "s were" : " was"} redacted before hashing (marked below): the log never held them.`) : null,
     el("pre", { class: "json", "aria-label": "the entry's fields" }, parts),
     el("details", {}, el("summary", {}, `The exact ${bytes.length} bytes that were hashed`), el("pre", { class: "raw" }, text)),
@@ -245,6 +261,13 @@ function authBlock(a) {
   ];
 }
 
+// authOf is f of auth member a; nothing if there is none, and what was
+// wrong if it is no object.
+function authOf(a, what, f) {
+  if (a === undefined || a === null) return null;
+  return isObject(a) ? f(a) : wrong(new WrongShape(what, a, "an object"));
+}
+
 // authWords is a timeline step's short account of its auth member.
 function authWords(a) {
   const chain = actChain(a);
@@ -261,7 +284,11 @@ async function showCheckpoint(res, keyText) {
   const cp = res.checkpoint;
   const logName = keyText.split("+")[0];
   const rows = [];
-  for (const w of state.info.witnesses) {
+  // Witnesses' keys that cannot be read check no cosignature: each
+  // signature is then one by a key this page does not know.
+  const unread = state.info.witnesses instanceof WrongShape;
+  const keys = unread ? [] : state.info.witnesses;
+  for (const w of keys) {
     let wk;
     try {
       wk = await parseVKey(w);
@@ -272,7 +299,7 @@ async function showCheckpoint(res, keyText) {
     const status = !c.present ? "no cosignature on this checkpoint" : c.ok ? `✓ cosignature verifies (signed ${c.time.toISOString()})` : "✗ cosignature does not verify";
     rows.push(el("tr", {}, el("td", {}, wk.name), el("td", {}, el("code", {}, toHex(wk.hash))), el("td", {}, status)));
   }
-  const known = new Set(rows.length ? state.info.witnesses.map((w) => w.split("+")[0]) : []);
+  const known = new Set(rows.length ? keys.map((w) => w.split("+")[0]) : []);
   for (const s of res.note.sigs) {
     if (s.name === logName || known.has(s.name)) continue;
     rows.push(el("tr", {}, el("td", {}, s.name), el("td", {}, el("code", {}, toHex(s.hash))), el("td", {}, "signature by a key this page does not know: not checked")));
@@ -281,9 +308,10 @@ async function showCheckpoint(res, keyText) {
     el("h2", {}, "Checkpoint"),
     el("dl", {}, el("dt", {}, "Origin"), el("dd", {}, cp.origin), el("dt", {}, "Tree size"), el("dd", {}, String(cp.size)), el("dt", {}, "Root hash"), el("dd", {}, el("code", {}, encodeBase64(cp.root)))),
     el("h3", {}, "Witnesses"),
+    unread ? el("p", {}, wrong(state.info.witnesses)) : null,
     rows.length
       ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Witness"), el("th", { scope: "col" }, "Key id"), el("th", { scope: "col" }, "Cosignature"))), el("tbody", {}, rows))
-      : el("p", {}, "No witness cosigned this checkpoint."),
+      : unread ? null : el("p", {}, "No witness cosigned this checkpoint."),
     el("details", {}, el("summary", {}, "The signed checkpoint note"), el("pre", { class: "raw" }, res.noteText)),
   );
 }
@@ -309,8 +337,7 @@ async function showTimeline(index, entry, task, keyText) {
   if (!task) {
     if (!entry || typeof entry.task_id !== "string") return;
     try {
-      task = await get("/log/task/" + encodeURIComponent(entry.task_id), "json");
-      if (!task || task.task_id !== entry.task_id || !Array.isArray(task.history)) throw new Error(`the server answered with the history of task ${task && task.task_id}, not ${entry.task_id}`);
+      task = await readTask(entry.task_id);
     } catch (e) {
       sec.hidden = false;
       fill(sec, el("h2", {}, "Task history"), el("p", {}, e.message));
@@ -319,8 +346,8 @@ async function showTimeline(index, entry, task, keyText) {
   }
   sec.hidden = false;
   const checks = [];
-  const items = task.history.map((e) => {
-    e = e ?? {};
+  const items = task.history.map((e, i) => {
+    if (!isObject(e)) return el("li", {}, wrong(new WrongShape(`step ${i + 1} of the history of task ${task.task_id}`, e, "an object")));
     const words = (own(eventWords, e.kind) || (() => shownValue(e.kind)))(e);
     const current = entryIndex(e.index) === index;
     const mark = el("span", { class: "check" }, "(checking…)");
@@ -332,14 +359,14 @@ async function showTimeline(index, entry, task, keyText) {
       timeOf(e.time),
       " ",
       el("strong", {}, shownValue(e.actor)),
-      e.auth ? authWords(e.auth) : null,
+      authOf(e.auth, `the auth of step ${i + 1}`, authWords),
       " ",
       words,
       " ",
       entryLink(e.index),
       " ",
       mark,
-      listOf(e.evidence).length ? el("span", {}, " — evidence: ", joined(e.evidence.map(entryLink), ", ")) : null,
+      e.evidence === undefined ? null : el("span", {}, " — evidence: ", joined(listed(e.evidence, `the evidence of step ${i + 1}`, "an array of entry indices", entryLink), ", ")),
     );
   });
   fill(sec,
@@ -365,7 +392,7 @@ async function checkEvent(e, taskID, keyText) {
     if (!res.ok) return res;
     if (toHex(res.leaf) !== e.leaf_hash) return { ok: false, reason: "the history names another leaf hash" };
     const got = parseJSON(new TextDecoder().decode(bytes), "shown only in the entry's exact bytes");
-    if (got.kind !== e.kind || got.actor !== e.actor || got.task_id !== taskID) return { ok: false, reason: "the entry is not the step the history shows" };
+    if (!isObject(got) || got.kind !== e.kind || got.actor !== e.actor || got.task_id !== taskID) return { ok: false, reason: "the entry is not the step the history shows" };
     return res;
   } catch (err) {
     return { ok: false, reason: err.message };
@@ -393,17 +420,38 @@ function lookup(ev) {
   else location.hash = h;
 }
 
+const sources = { sidecar: "a running provlog sidecar", bundle: "an export bundle, offline", evidence: "an evidence directory, offline" };
+
+// readInfo is /ui/log.json's answer, each member the page reads either of
+// its shape or a WrongShape saying how it is not: a wrong member shows as
+// such, and the rest of the page without it.
+function readInfo(v) {
+  if (!isObject(v)) {
+    const e = new WrongShape("/ui/log.json", v, "an object");
+    return { vkey: e, source: e, witnesses: e, missing: [] };
+  }
+  const text = (k, want) => (typeof v[k] === "string" ? v[k] : new WrongShape("the " + k + " in /ui/log.json", v[k], want));
+  return {
+    vkey: text("vkey", "a verifier key (text)"),
+    source: text("source", "text"),
+    witnesses: textList(v.witnesses, "the witnesses in /ui/log.json", "an array of witness verifier keys"),
+    missing: v.missing === undefined ? [] : textList(v.missing, "the missing in /ui/log.json", "an array of what the directory lacks"),
+  };
+}
+
 async function main() {
   $("lookup").addEventListener("submit", lookup);
   window.addEventListener("hashchange", route);
   // The page's own info is read while the entry is fetched.
-  state.infoP = get("/ui/log.json", "json").then((info) => {
-    state.info = info;
-    fill($("logkey"), info.vkey);
-    fill($("source"), { sidecar: "a running provlog sidecar", bundle: "an export bundle, offline", evidence: "an evidence directory, offline" }[info.source] || info.source);
-    if (info.missing && info.missing.length) {
+  state.infoP = get("/ui/log.json", "json").then((v) => {
+    const info = (state.info = readInfo(v));
+    const orWrong = (x) => (x instanceof WrongShape ? wrong(x) : x);
+    fill($("logkey"), orWrong(info.vkey));
+    fill($("source"), own(sources, info.source) || orWrong(info.source));
+    const missing = info.missing instanceof WrongShape ? el("p", {}, wrong(info.missing)) : info.missing.length ? el("ul", {}, info.missing.map((m) => el("li", {}, m))) : null;
+    if (missing) {
       $("missing").hidden = false;
-      fill($("missing"), el("p", {}, el("strong", {}, "This directory says it lacks:")), el("ul", {}, info.missing.map((m) => el("li", {}, m))));
+      fill($("missing"), el("p", {}, el("strong", {}, "This directory says it lacks:")), missing);
     }
   });
   state.infoP.catch((e) => setVerdict(false, "✗ Not verified", el("p", {}, "cannot read /ui/log.json: " + e.message)));

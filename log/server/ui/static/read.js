@@ -25,7 +25,15 @@ export async function get(path, as) {
     throw new HTTPError(r.status, `${path}: ${r.status} ${text}`);
   }
   if (as === "bytes") return new Uint8Array(await r.arrayBuffer());
-  if (as === "json") return bounded(await r.json(), "whole only in the server's answer " + path);
+  if (as === "json") {
+    let v;
+    try {
+      v = await r.json();
+    } catch {
+      throw new Error(`the answer to ${path} is not JSON`);
+    }
+    return bounded(v, "whole only in the server's answer " + path);
+  }
   return r.text();
 }
 
@@ -54,7 +62,8 @@ export class Cut {
       depth = Math.max(depth, d);
       for (const k of Object.keys(x)) stack.push([x[k], d + 1]);
     }
-    this.text = `[cut: ${Array.isArray(v) ? "an array" : "an object"} ${depth} levels deep, holding ${values - 1} values; ${whole}]`;
+    this.kind = Array.isArray(v) ? "an array" : "an object";
+    this.text = `[cut: ${this.kind} ${depth} levels deep, holding ${values - 1} values; ${whole}]`;
   }
 
   // A cut value joined into text reads as its summary.
@@ -94,4 +103,38 @@ export function parseJSON(text, whole) {
 // indices as JSON numbers).
 export function entryIndex(v) {
   return Number.isSafeInteger(v) && v >= 0 ? BigInt(v) : null;
+}
+
+// kindOf names what a JSON value is, for saying how an answer is not of
+// the shape the page reads.
+export function kindOf(v) {
+  if (v === undefined) return "missing";
+  if (v === null) return "null";
+  if (v instanceof Cut) return `${v.kind} nested deeper than ${maxDepth}`;
+  if (Array.isArray(v)) return "an array";
+  return { object: "an object", string: "text", number: "a number" }[typeof v] ?? String(v);
+}
+
+// A WrongShape is an answer, or a part of one, that is not of the shape
+// the page reads: its message names which, what it is, and what the page
+// expected, so that the reader sees what was wrong (a hostile bundle's
+// log.json, a server's answer) and the page shows the rest without it.
+export class WrongShape extends Error {
+  constructor(what, v, want) {
+    super(`${what} is ${kindOf(v)}, not ${want}`);
+  }
+}
+
+// isObject says whether v is a JSON object, not an array or a value cut
+// at maxDepth.
+export function isObject(v) {
+  return v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Cut);
+}
+
+// textList is v if it is an array of strings, else a WrongShape naming v
+// or its first member that is not a string.
+export function textList(v, what, want) {
+  if (!Array.isArray(v)) return new WrongShape(what, v, want);
+  const i = v.findIndex((x) => typeof x !== "string");
+  return i < 0 ? v : new WrongShape(`member ${i} of ${what}`, v[i], "text");
 }

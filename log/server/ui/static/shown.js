@@ -3,7 +3,7 @@
 // text; any other value as indented JSON (render); both as nodes (el,
 // fill). Every string the page shows goes through shown (fill).
 
-import { Cut, maxDepth } from "./read.js";
+import { Cut, maxDepth, WrongShape } from "./read.js";
 
 // unseen matches the characters that change how the text around them
 // reads without being seen themselves: bidi controls (U+202E makes
@@ -249,12 +249,21 @@ export function joined(list, sep) {
   return list.flatMap((x, i) => (i ? [sep, x] : [x]));
 }
 
-// listOf is v if it is an array, else none.
-export function listOf(v) {
-  return Array.isArray(v) ? v : [];
-}
-
 // timeOf shows a time a server sent.
 export function timeOf(v) {
   return el("time", { datetime: typeof v === "string" ? v : undefined }, shownValue(v));
+}
+
+// wrong shows e, a WrongShape (or any error), marked as what was wrong.
+export function wrong(e) {
+  return el("span", { class: "wrong" }, e.message);
+}
+
+// listed is f of each member of v, an array a server sent; nothing if v is
+// missing, and what was wrong if it is no array (what names v, want what
+// it should hold).
+export function listed(v, what, want, f) {
+  if (v === undefined) return [];
+  if (!Array.isArray(v)) return [wrong(new WrongShape(what, v, want))];
+  return v.map(f);
 }
