@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/provlog/provlog/cmd/internal/cmdtest"
 	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
@@ -27,13 +28,7 @@ func serveLogs(t *testing.T, cfgText string) string {
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"serve", "--config", cfg, "--http", addr}, &stderr, &stderr) }()
 	base := "http://" + addr
-	waitFor(t, "serve is up", func() bool {
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil
-	})
+	cmdtest.WaitHealthy(t, base, done, &stderr)
 	tok, _ := os.ReadFile(filepath.Join(dir, "d", localToken))
 	cs := connectHTTP(t, base, strings.TrimSpace(string(tok)))
 	callTool(t, cs, "list_unaccepted_tasks", map[string]any{})

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/provlog/provlog/cmd/internal/cmdtest"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpg"
 	"github.com/provlog/provlog/log/logpg/pgtest"
@@ -73,17 +74,8 @@ func (p *sidecarProc) start() {
 		p.t.Fatal(err)
 	}
 	p.base = "http://" + addr
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		resp, err := http.Get(p.base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("sidecar did not come up: %s", p.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	// Its end is not watched: kill waits for it.
+	cmdtest.WaitHealthy(p.t, p.base, (chan error)(nil), p.stderr)
 }
 
 func (p *sidecarProc) kill() {

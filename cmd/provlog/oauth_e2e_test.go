@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/provlog/provlog/cmd/internal/cmdtest"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest/proctest"
 	"github.com/provlog/provlog/tools/hydratest"
@@ -98,20 +99,7 @@ func startAuthSidecar(t *testing.T, hy *hydratest.Server, auth func(*oauthSideca
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"serve", "--config", cfg, "--http", addr}, s.stderr, s.stderr) }()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get(s.base + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("serve exited with %d: %s", code, s.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not come up: %s", s.stderr.String())
-		}
-	}
+	cmdtest.WaitHealthy(t, s.base, done, s.stderr)
 	var once sync.Once
 	s.stop = func() {
 		once.Do(func() {

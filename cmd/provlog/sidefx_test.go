@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/provlog/provlog/cmd/internal/cmdtest"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest/proctest"
 )
@@ -114,22 +115,18 @@ func startFxSidecar(t *testing.T, args ...string) (*fxSidecar, error) {
 		t.Fatal(err)
 	}
 	go func() { sp.done <- sp.cmd.Wait() }()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if resp, err := http.Get(sp.base + "/healthz"); err == nil {
-			resp.Body.Close()
-			return sp, nil
-		}
+	if err := cmdtest.Healthy(sp.base, sp.done, sp.stderr); err != nil {
 		select {
-		case err := <-sp.done:
-			return nil, fmt.Errorf("serve exited (%v): %s", err, sp.stderr.String())
+		case <-sp.done:
+			// It ended: the caller decides (on a read-only data dir serve
+			// may refuse to start).
+			return nil, err
 		default:
-		}
-		if time.Now().After(deadline) {
 			sp.cmd.Process.Kill()
-			t.Fatalf("serve did not come up: %s", sp.stderr.String())
+			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
+	return sp, nil
 }
 
 // alive fails the test if the sidecar died.

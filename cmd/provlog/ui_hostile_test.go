@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -442,6 +443,134 @@ func TestUIInheritedKind(t *testing.T) {
 		}
 		if !strings.Contains(txt, k+" (another kind)") || strings.Contains(txt, "native code") {
 			t.Errorf("an entry of kind %q shows as: %s", k, txt)
+		}
+	}
+}
+
+// TestUIFailureShown: a page that throws after its verdict says so,
+// whatever the verdict: a fault injected into the browser (TextDecoder's
+// decode throws, so showing the entry fails) shows as "the page failed",
+// beside the reason a substituted entry is not verified. After a false
+// verdict the page showed nothing of the failure.
+func TestUIFailureShown(t *testing.T) {
+	h := newHostileLog(t)
+	swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == fmt.Sprintf("/log/entry/%d", h.claim) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"actor":"mallory","kind":"task.claim","time":"2026-01-02T03:04:05Z"}`)
+			return
+		}
+		h.handler.ServeHTTP(w, r)
+	}))
+	defer swap.Close()
+	p, ctx := openPage(t)
+	if err := p.BeforeScripts(ctx, `TextDecoder.prototype.decode = () => { throw new Error("injected decode fault"); };`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ what, base, reason string }{
+		{"the log's own entry", h.base, ""},
+		{"a substituted entry", swap.URL, "the receipt names another leaf hash"},
+	} {
+		v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d", tc.base, h.token, h.claim))
+		if v != "false" || !strings.Contains(txt, "the page failed: injected decode fault") || !strings.Contains(txt, tc.reason) {
+			t.Errorf("%s, with a fault while it shows: data-verified=%s: %s", tc.what, v, txt)
+		}
+	}
+}
+
+// TestUIWrongShapes substitutes, one at a time, answers of a shape the
+// page does not read: a log.json whose witnesses are null or not text,
+// whose vkey, source or missing are of the wrong kind, or that is null; a
+// /log/anchors answer that is no array, no JSON, or whose last anchor
+// has no name; a task answer that is null, whose history is no array, or
+// whose steps are not objects; an entry that is null or whose auth is no
+// object. Each shows, in its part of the page, as what was wrong (which
+// answer, what it should be), and the rest of the page is still shown.
+// The page threw on a null witnesses and a null entry, and showed a
+// JavaScript message ("list is not iterable") for anchors of no array.
+func TestUIWrongShapes(t *testing.T) {
+	h := newHostileLog(t)
+	var info struct {
+		VKey string `json:"vkey"`
+	}
+	resp, err := http.Get(h.base + "/ui/log.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&info)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answers atomic.Pointer[map[string]string]
+	swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if body, ok := (*answers.Load())[r.URL.Path]; ok {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, body)
+			return
+		}
+		h.handler.ServeHTTP(w, r)
+	}))
+	defer swap.Close()
+	vkey, _ := json.Marshal(info.VKey)
+	entry, task := fmt.Sprintf("/log/entry/%d", h.claim), "/log/task/"+h.taskID
+	cases := []struct {
+		name     string
+		answers  map[string]string
+		fragment string
+		verified string
+		want     []string // "section id: text it shows"
+	}{
+		{"null witnesses", map[string]string{"/ui/log.json": `{"source":"sidecar","vkey":` + string(vkey) + `,"witnesses":null}`}, "", "true",
+			[]string{"checkpoint: the witnesses in /ui/log.json is null, not an array of witness verifier keys"}},
+		{"witnesses, source and missing of the wrong kind", map[string]string{"/ui/log.json": `{"missing":{"a":1},"source":5,"vkey":` + string(vkey) + `,"witnesses":["x",5]}`}, "", "true",
+			[]string{"checkpoint: member 1 of the witnesses in /ui/log.json is a number, not text", "source: the source in /ui/log.json is a number, not text",
+				"missing: the missing in /ui/log.json is an object, not an array of what the directory lacks"}},
+		{"a vkey of no text", map[string]string{"/ui/log.json": `{"source":"sidecar","vkey":7,"witnesses":[]}`}, "", "false",
+			[]string{"verdict: the vkey in /ui/log.json is a number, not a verifier key (text): enter the verifier key", "logkey: the vkey in /ui/log.json is a number"}},
+		{"a null log.json, the reader's own key", map[string]string{"/ui/log.json": `null`}, "&vkey=" + url.QueryEscape(info.VKey), "true",
+			[]string{"logkey: /ui/log.json is null, not an object", "source: /ui/log.json is null, not an object"}},
+		{"anchors of no array", map[string]string{"/log/anchors": `{"anchors":[]}`}, "", "true",
+			[]string{"anchors: the answer to /log/anchors is an object, not an array of anchors"}},
+		{"anchors of no JSON", map[string]string{"/log/anchors": `<html>`}, "", "true", []string{"anchors: the answer to /log/anchors is not JSON"}},
+		{"an anchor with no name, no size, timestamps of no array", map[string]string{"/log/anchors": `[{"size":1000000,"timestamps":"x","tlogs":{}},{"size":"x"}]`}, "", "true",
+			[]string{"anchors: the timestamps of the anchor of size 1000000 is text, not an array", "anchors: the transparency log entries of the anchor of size 1000000 is an object, not an array",
+				"anchors: the name of the last anchor in the answer to /log/anchors is missing, not text", "anchors: 1 of the anchors listed name no tree size"}},
+		{"a null task", map[string]string{task: `null`}, "", "true", []string{"timeline: the answer to " + task + " is null, not an object (a task)"}},
+		{"a history of no array", map[string]string{task: `{"history":{},"task_id":"` + h.taskID + `"}`}, "", "true",
+			[]string{"timeline: the history in the answer to " + task + " is an object, not an array of steps"}},
+		{"steps of the wrong kind", map[string]string{task: `{"history":[5,{"auth":"x","evidence":"y","index":0,"kind":"task.create"}],"task_id":"` + h.taskID + `","title":"t"}`}, "", "true",
+			[]string{"timeline: step 1 of the history of task " + h.taskID + " is a number, not an object", "timeline: the auth of step 2 is text, not an object",
+				"timeline: the evidence of step 2 is text, not an array of entry indices"}},
+		{"a null entry", map[string]string{entry: `null`}, "", "false", []string{fmt.Sprintf("entry: entry %d is null, not an object", h.claim)}},
+		{"an entry's auth of no object", map[string]string{entry: `{"actor":"alice","auth":5,"kind":"task.claim","time":"2026-01-02T03:04:05Z"}`}, "", "false",
+			[]string{fmt.Sprintf("entry: the auth of entry %d is a number, not an object", h.claim)}},
+	}
+	p, ctx := openPage(t)
+	for _, tc := range cases {
+		answers.Store(&tc.answers)
+		v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d%s", swap.URL, h.token, h.claim, tc.fragment))
+		if v != tc.verified {
+			t.Errorf("%s: data-verified=%s, want %s: %s", tc.name, v, tc.verified, txt)
+		}
+		var shown map[string]string
+		if err := p.Eval(ctx, `Object.fromEntries(["verdict", "logkey", "source", "missing", "entry", "checkpoint", "anchors", "timeline"].map((id) => [id, document.getElementById(id).innerText]))`, &shown); err != nil {
+			t.Fatal(err)
+		}
+		for id, s := range shown {
+			if strings.Contains(s, "page failed") {
+				t.Errorf("%s: the %s shows a failure: %.300s", tc.name, id, s)
+			}
+		}
+		// The rest of the page is shown: the entry, and its anchors.
+		if !strings.Contains(shown["entry"], fmt.Sprintf("Entry %d", h.claim)) || !strings.Contains(shown["anchors"], "Anchors") {
+			t.Errorf("%s: the entry or its anchors are not shown: %.300s / %.300s", tc.name, shown["entry"], shown["anchors"])
+		}
+		for _, w := range tc.want {
+			id, s, _ := strings.Cut(w, ": ")
+			if !strings.Contains(shown[id], s) {
+				t.Errorf("%s: the %s does not show %q: %.500s", tc.name, id, s, shown[id])
+			}
 		}
 	}
 }

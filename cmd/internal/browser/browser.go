@@ -192,6 +192,16 @@ func (p *Page) Navigate(ctx context.Context, url string) error {
 	return nil
 }
 
+// BeforeScripts runs script in every document the page loads from now
+// on, before the document's own scripts (tests inject faults with it).
+func (p *Page) BeforeScripts(ctx context.Context, script string) error {
+	// Chromium runs such scripts only in a page whose Page domain is on.
+	if err := p.b.call(ctx, p.session, "Page.enable", map[string]any{}, nil); err != nil {
+		return err
+	}
+	return p.b.call(ctx, p.session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": script}, nil)
+}
+
 // Eval evaluates a JavaScript expression (awaiting it if it is a promise)
 // and decodes its value into out.
 func (p *Page) Eval(ctx context.Context, expr string, out any) error {

@@ -32,7 +32,11 @@
 // passes for. So no id can pass for another. The arrays and objects the page reads (an entry, a task's
 // history, the anchors) show nested up to 100 deep, the most the log
 // accepts in an entry; deeper ones (a hostile server's or bundle's) show
-// as a marked summary, an entry's whole only in its exact bytes.
+// as a marked summary, an entry's whole only in its exact bytes. An answer,
+// or a part of one, of a shape the page does not read (witnesses that are
+// null, anchors that are no list) shows in its part of the page as what
+// was wrong: which answer, and what it should have been; the rest of the
+// page is shown without it.
 // The Content-Security-Policy allows no inline script.
 //
 // # Opening one entry

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -33,6 +34,8 @@ func TestHandlerServesThePage(t *testing.T) {
 		{"/ui/app.js", "text/javascript", "verifyEntry"},
 		{"/ui/verify.js", "text/javascript", "rootFromInclusion"},
 		{"/ui/shown.js", "text/javascript", "export function shown"},
+		{"/ui/read.js", "text/javascript", "export async function get"},
+		{"/ui/anchors.js", "text/javascript", "export async function showAnchors"},
 		{"/ui/style.css", "text/css", "data-verified"},
 		{"/ui/log.json", "application/json", `"vkey":"example.org/log+01234567+AQ=="`},
 	} {
@@ -105,7 +108,7 @@ func TestTaskHandler(t *testing.T) {
 // text into markup or code: what the log holds is shown as text.
 func TestPageKeepsToItself(t *testing.T) {
 	h := Handler(Info{VKey: "example.org/log+01234567+AQ==", Source: "sidecar"})
-	for _, path := range []string{"/ui/", "/ui/app.js", "/ui/verify.js", "/ui/style.css", "/ui/log.json", "/ui/nothing.js", "/ui", "POST /ui/"} {
+	for _, path := range []string{"/ui/", "/ui/app.js", "/ui/verify.js", "/ui/shown.js", "/ui/read.js", "/ui/anchors.js", "/ui/style.css", "/ui/log.json", "/ui/nothing.js", "/ui", "POST /ui/"} {
 		method := "GET"
 		if m, p, ok := strings.Cut(path, " "); ok {
 			method, path = m, p
@@ -126,12 +129,16 @@ func TestPageKeepsToItself(t *testing.T) {
 			}
 		}
 	}
-	for name, banned := range map[string][]string{
-		"static/index.html": {"<script>", "style=", "javascript:"},
-		"static/app.js":     {"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(", "setAttribute(\"on", "javascript:"},
-		"static/verify.js":  {"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(", "javascript:"},
-		"static/shown.js":   {"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(", "javascript:"},
-	} {
+	// Every script of the page, each file the page may load.
+	scripts, err := fs.Glob(static, "static/*.js")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("the page's scripts: %v %v", scripts, err)
+	}
+	files := map[string][]string{"static/index.html": {"<script>", "style=", "javascript:"}}
+	for _, name := range scripts {
+		files[name] = []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function(", "setAttribute(\"on", "javascript:"}
+	}
+	for name, banned := range files {
 		b, err := static.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)

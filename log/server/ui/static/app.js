@@ -2,31 +2,13 @@
 // its checkpoint's witnesses and anchors, and verifies it (verify.js).
 // Everything the server sends is shown as text, never as markup.
 
-import { verifyEntry, verifyConsistency, parseVKey, verifyCosignature, toHex, encodeBase64, decodeBase64 } from "./verify.js";
-import { shown } from "./shown.js";
+import { verifyEntry, parseVKey, verifyCosignature, toHex, encodeBase64 } from "./verify.js";
+import { reader, get, parseJSON, entryIndex, isObject, kindOf, textList, WrongShape } from "./read.js";
+import { el, fill, render, shownValue, said, joined, listed, timeOf, wrong } from "./shown.js";
+import { showAnchors } from "./anchors.js";
 
-const state = { token: "", vkey: "", info: null, infoP: null, seq: 0 };
+const state = { vkey: "", info: null, infoP: null, seq: 0 };
 const $ = (id) => document.getElementById(id);
-
-function el(tag, attrs, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v !== undefined && v !== null) e.setAttribute(k, v);
-  }
-  fill(e, ...children);
-  return e;
-}
-
-// fill replaces what e holds with children: nodes, text, nested arrays;
-// null and undefined are left out. Text goes through shown. Flattening
-// has no depth bound of its own: every value the page reads is bounded
-// on arrival (bounded), and the page nests its own arrays a few deep.
-function fill(e, ...children) {
-  e.replaceChildren();
-  for (const c of children.flat(Infinity)) {
-    if (c !== undefined && c !== null) e.append(...(c instanceof Node ? [c] : shown(String(c))));
-  }
-}
 
 // fragment reads #token=T&entry=N&vkey=VKEY (or hash=, task=). A key or
 // token pasted unescaped has its "+" read as a space by URLSearchParams;
@@ -42,27 +24,6 @@ function link(what) {
   const p = new URLSearchParams(what);
   if (state.vkey) p.set("vkey", state.vkey);
   return "#" + p.toString();
-}
-
-class HTTPError extends Error {
-  constructor(status, msg) {
-    super(msg);
-    this.status = status;
-  }
-}
-
-async function get(path, as) {
-  const headers = {};
-  if (state.token) headers.Authorization = "Bearer " + state.token;
-  const r = await fetch(path, { headers, cache: "no-store" });
-  if (!r.ok) {
-    const text = (await r.text()).trim();
-    if (r.status === 401) throw new HTTPError(401, "the log needs a reader token for this: enter it above");
-    throw new HTTPError(r.status, `${path}: ${r.status} ${text}`);
-  }
-  if (as === "bytes") return new Uint8Array(await r.arrayBuffer());
-  if (as === "json") return bounded(await r.json(), "whole only in the server's answer " + path);
-  return r.text();
 }
 
 function setVerdict(verified, title, ...detail) {
@@ -83,7 +44,7 @@ function clearSections() {
 async function route() {
   const f = fragment();
   if (f.token !== null) {
-    state.token = f.token;
+    reader.token = f.token;
     $("token").value = f.token;
     // Keep the token out of the address bar and the history.
     const p = new URLSearchParams(location.hash.slice(1));
@@ -98,12 +59,19 @@ async function route() {
   try {
     await open(f, seq);
   } catch (e) {
-    if (seq === state.seq && $("verdict").dataset.verified !== "false") {
-      setVerdict(false, "✗ Not verified", el("p", { class: "reason" }, "the page failed: " + e.message));
-    }
+    if (seq === state.seq) failed(e);
   }
   // Tests and scripts wait for this: everything for this fragment is shown.
   if (seq === state.seq) document.body.dataset.done = "true";
+}
+
+// failed shows that the page threw, whatever the verdict: after a false
+// verdict (a substituted entry) a failure showed nothing, and the parts
+// the page left unshown went unseen.
+function failed(e) {
+  const reason = el("p", { class: "reason failed" }, "the page failed: " + (e instanceof Error ? e.message : String(e)));
+  if ($("verdict").dataset.verified === "false") $("verdict").append(reason);
+  else setVerdict(false, "✗ Not verified", reason);
 }
 
 async function open(f, seq) {
@@ -126,19 +94,28 @@ async function openTask(id, seq) {
   setVerdict(null, "Checking…");
   let task;
   try {
-    task = await get("/log/task/" + encodeURIComponent(id), "json");
+    task = await readTask(id);
   } catch (e) {
     return setVerdict(false, "✗ Not verified", el("p", {}, "Task " + id + ": " + e.message));
   }
   if (seq !== state.seq) return;
-  // The history is the server's account: it must be of the task asked for
-  // (each step is then checked to be that task's entry).
-  if (!task || task.task_id !== id || !Array.isArray(task.history) || task.history.length === 0) {
-    return setVerdict(false, "✗ Not verified", el("p", {}, `the server answered for task ${task && task.task_id}, not ${id}, or with no history`));
-  }
+  if (task.history.length === 0) return setVerdict(false, "✗ Not verified", el("p", {}, `the server's history of task ${id} has no steps`));
   const last = entryIndex(task.history[task.history.length - 1]?.index);
   if (last === null) return setVerdict(false, "✗ Not verified", el("p", {}, `the server's history of task ${id} names no entry index for its latest step`));
   return openEntry({ index: String(last) }, seq, task);
+}
+
+// readTask is the answer to /log/task/<id>, a task with its history, or
+// throws what was wrong with it. The history is the server's account: it
+// must be of the task asked for (each step is then checked to be that
+// task's entry).
+async function readTask(id) {
+  const path = "/log/task/" + encodeURIComponent(id);
+  const task = await get(path, "json");
+  if (!isObject(task)) throw new WrongShape("the answer to " + path, task, "an object (a task)");
+  if (task.task_id !== id) throw new Error(`the server answered with the history of task ${typeof task.task_id === "string" ? task.task_id : kindOf(task.task_id)}, not ${id}`);
+  if (!Array.isArray(task.history)) throw new WrongShape(`the history in the answer to ${path}`, task.history, "an array of steps");
+  return task;
 }
 
 async function openEntry(sel, seq, task) {
@@ -161,20 +138,23 @@ async function openEntry(sel, seq, task) {
     return setVerdict(false, "✗ Not verified", el("p", {}, e.message));
   }
   if (seq !== state.seq) return;
-  const keyText = state.vkey || state.info.vkey;
+  // Without a key of the reader's, a log.json whose vkey is no text
+  // leaves nothing to check against; the rest is still shown.
+  const key = state.vkey || state.info.vkey;
+  const keyText = typeof key === "string" ? key : "";
   const want = sel.index !== undefined ? BigInt(sel.index) : undefined;
-  const res = await verifyEntry(bytes, receipt, keyText, want, sel.hash);
+  const res = keyText ? await verifyEntry(bytes, receipt, keyText, want, sel.hash) : { ok: false, reason: key.message + ": enter the verifier key to check against above", steps: [] };
   if (seq !== state.seq) return;
   showVerdict(res, keyText);
   const entry = showEntry(index, bytes);
   if (res.note && res.checkpoint) await showCheckpoint(res, keyText);
   if (seq !== state.seq) return;
-  await Promise.all([showAnchors(index, res), showTimeline(index, entry, task, keyText)]);
+  await Promise.all([showAnchors($("anchors"), index, res), showTimeline(index, entry, task, keyText)]);
 }
 
 function showVerdict(res, keyText) {
   const from = state.vkey ? "Checked against the verifier key you gave: " : "Checked against the log's own verifier key, as this server gives it: ";
-  const key = el("p", {}, from, el("code", { class: "key" }, keyText));
+  const key = keyText ? el("p", {}, from, el("code", { class: "key" }, keyText)) : null;
   if (!res.ok) {
     return setVerdict(false, "✗ Not verified", el("p", { class: "reason" }, res.reason), key);
   }
@@ -212,139 +192,19 @@ const kindWords = {
   "witness.conflict": "a witness reported a conflict",
 };
 
-// maxDepth bounds how deeply the arrays and objects the page reads nest:
-// the log refuses an entry nested deeper than 100 (log's maxJCSDepth, the
-// entry's own object included), so an entry of the log shows whole, and a
-// deeper value (a hostile bundle's or server's, 100,000 nested arrays) is
-// cut there rather than exhausting the browser's stack in whatever part of
-// the page walks it (showing, joining into text, turning into a number).
-const maxDepth = 100;
-
-// A Cut stands for an array or object cut at maxDepth: what it was, how
-// deep it nested and how many values it held, and where it shows whole.
-class Cut {
-  constructor(v, whole) {
-    // Counted with a stack of its own: v may be nested far deeper than
-    // the call stack allows. The cut values of an answer are disjoint,
-    // so counting is linear.
-    let values = 0;
-    let depth = 0;
-    const stack = [[v, 1]];
-    while (stack.length > 0) {
-      const [x, d] = stack.pop();
-      values++;
-      if (x === null || typeof x !== "object") continue;
-      depth = Math.max(depth, d);
-      for (const k of Object.keys(x)) stack.push([x[k], d + 1]);
-    }
-    this.text = `[cut: ${Array.isArray(v) ? "an array" : "an object"} ${depth} levels deep, holding ${values - 1} values; ${whole}]`;
-  }
-
-  // A cut value joined into text reads as its summary.
-  toString() {
-    return this.text;
-  }
-}
-
-// bounded returns v, as JSON.parse made it from what a server or bundle
-// sent, with each array or object nested deeper than maxDepth replaced by
-// a Cut (whole says where it shows whole, if anywhere). Every value the
-// page reads goes through it (get, parseJSON), so no other part of the
-// page need bound its own walk. One pass, with a stack of its own.
-function bounded(v, whole) {
-  if (v === null || typeof v !== "object") return v;
-  const stack = [[v, 1]];
-  while (stack.length > 0) {
-    const [x, d] = stack.pop();
-    for (const k of Object.keys(x)) {
-      const c = x[k];
-      if (c === null || typeof c !== "object") continue;
-      // An own "__proto__" (JSON.parse makes one) is set as itself: an
-      // own data property shadows Object.prototype's setter.
-      if (d < maxDepth) stack.push([c, d + 1]);
-      else x[k] = new Cut(c, whole);
-    }
-  }
-  return v;
-}
-
-// parseJSON is JSON.parse for what a server or bundle sent, bounded.
-function parseJSON(text, whole) {
-  return bounded(JSON.parse(text), whole);
-}
-
-// render shows a JSON value as indented text, marking redacted values, the
-// hashes that stand for content kept outside the log, and cut values.
-function render(v, indent, out, key) {
-  const pad = "  ".repeat(indent);
-  if (v instanceof Cut) {
-    return out.push(el("mark", { class: "cut", title: `not shown: nested deeper than ${maxDepth} arrays and objects, deeper than the log accepts` }, v.text));
-  }
-  if (Array.isArray(v)) {
-    if (v.length === 0) return out.push("[]");
-    out.push("[\n");
-    v.forEach((x, i) => {
-      out.push(pad + "  ");
-      render(x, indent + 1, out);
-      out.push(i < v.length - 1 ? ",\n" : "\n");
-    });
-    return out.push(pad + "]");
-  }
-  if (v !== null && typeof v === "object") {
-    const keys = Object.keys(v);
-    if (keys.length === 0) return out.push("{}");
-    out.push("{\n");
-    keys.forEach((k, i) => {
-      out.push(pad + "  " + JSON.stringify(k) + ": ");
-      render(v[k], indent + 1, out, k);
-      if (k.endsWith("_sha256") && k !== "tool_sha256") out.push(el("span", { class: "note" }, "  ← only the SHA-256 of this content is in the log"));
-      out.push(i < keys.length - 1 ? ",\n" : "\n");
-    });
-    return out.push(pad + "}");
-  }
-  if (v === "[redacted]") {
-    out.push(el("mark", { class: "redacted", title: "replaced before hashing: the value never reached the log" }, '"[redacted]"'));
-    return out.push(el("span", { class: "note" }, "  ← redacted before hashing"));
-  }
-  out.push(JSON.stringify(v));
-}
-
-// shownValue is a value a server or bundle sent, as the page shows it: a
-// string as itself, anything else as render shows it (never as
-// JavaScript's own text for it: ["ad", "min"] would read "ad,min").
-function shownValue(v) {
-  if (typeof v === "string") return v;
-  const out = [];
-  render(v, 0, out);
-  return out;
-}
-
-// said is a template tag: the text, each value in it as shownValue shows
-// it.
-function said(strings, ...values) {
-  return strings.flatMap((s, i) => (i < values.length ? [s, shownValue(values[i])] : [s]));
-}
-
-// joined is list with sep between its items.
-function joined(list, sep) {
-  return list.flatMap((x, i) => (i ? [sep, x] : [x]));
-}
-
-// entryIndex is v as an entry index, or null if v is none (a server names
-// indices as JSON numbers).
-function entryIndex(v) {
-  return Number.isSafeInteger(v) && v >= 0 ? BigInt(v) : null;
-}
-
 function showEntry(index, bytes) {
   const sec = $("entry");
   sec.hidden = false;
   const text = new TextDecoder().decode(bytes);
-  let entry;
+  let entry, problem;
   try {
     entry = parseJSON(text, "shown only in the exact bytes below");
+    if (!isObject(entry)) problem = wrong(new WrongShape(`entry ${index}`, entry, "an object"));
   } catch {
-    fill(sec, el("h2", {}, `Entry ${index}`), el("p", {}, "The entry is not JSON."), el("pre", {}, text));
+    problem = "The entry is not JSON.";
+  }
+  if (problem) {
+    fill(sec, el("h2", {}, `Entry ${index}`), el("p", {}, problem), el("pre", {}, text));
     return null;
   }
   // Any member may be any JSON, nested as deeply as maxDepth allows.
@@ -364,7 +224,7 @@ function showEntry(index, bytes) {
   fill(sec,
     el("h2", {}, `Entry ${index}`),
     el("dl", {}, rows.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
-    entry.auth ? authBlock(entry.auth) : null,
+    authOf(entry.auth, `the auth of entry ${index}`, authBlock),
     redacted ? el("p", { class: "redacted-note" }, `${redacted} field value${redacted > 1 ? "s were" : " was"} redacted before hashing (marked below): the log never held them.`) : null,
     el("pre", { class: "json", "aria-label": "the entry's fields" }, parts),
     el("details", {}, el("summary", {}, `The exact ${bytes.length} bytes that were hashed`), el("pre", { class: "raw" }, text)),
@@ -401,6 +261,13 @@ function authBlock(a) {
   ];
 }
 
+// authOf is f of auth member a; nothing if there is none, and what was
+// wrong if it is no object.
+function authOf(a, what, f) {
+  if (a === undefined || a === null) return null;
+  return isObject(a) ? f(a) : wrong(new WrongShape(what, a, "an object"));
+}
+
 // authWords is a timeline step's short account of its auth member.
 function authWords(a) {
   const chain = actChain(a);
@@ -417,7 +284,11 @@ async function showCheckpoint(res, keyText) {
   const cp = res.checkpoint;
   const logName = keyText.split("+")[0];
   const rows = [];
-  for (const w of state.info.witnesses) {
+  // Witnesses' keys that cannot be read check no cosignature: each
+  // signature is then one by a key this page does not know.
+  const unread = state.info.witnesses instanceof WrongShape;
+  const keys = unread ? [] : state.info.witnesses;
+  for (const w of keys) {
     let wk;
     try {
       wk = await parseVKey(w);
@@ -428,7 +299,7 @@ async function showCheckpoint(res, keyText) {
     const status = !c.present ? "no cosignature on this checkpoint" : c.ok ? `✓ cosignature verifies (signed ${c.time.toISOString()})` : "✗ cosignature does not verify";
     rows.push(el("tr", {}, el("td", {}, wk.name), el("td", {}, el("code", {}, toHex(wk.hash))), el("td", {}, status)));
   }
-  const known = new Set(rows.length ? state.info.witnesses.map((w) => w.split("+")[0]) : []);
+  const known = new Set(rows.length ? keys.map((w) => w.split("+")[0]) : []);
   for (const s of res.note.sigs) {
     if (s.name === logName || known.has(s.name)) continue;
     rows.push(el("tr", {}, el("td", {}, s.name), el("td", {}, el("code", {}, toHex(s.hash))), el("td", {}, "signature by a key this page does not know: not checked")));
@@ -437,104 +308,12 @@ async function showCheckpoint(res, keyText) {
     el("h2", {}, "Checkpoint"),
     el("dl", {}, el("dt", {}, "Origin"), el("dd", {}, cp.origin), el("dt", {}, "Tree size"), el("dd", {}, String(cp.size)), el("dt", {}, "Root hash"), el("dd", {}, el("code", {}, encodeBase64(cp.root)))),
     el("h3", {}, "Witnesses"),
+    unread ? el("p", {}, wrong(state.info.witnesses)) : null,
     rows.length
       ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Witness"), el("th", { scope: "col" }, "Key id"), el("th", { scope: "col" }, "Cosignature"))), el("tbody", {}, rows))
-      : el("p", {}, "No witness cosigned this checkpoint."),
+      : unread ? null : el("p", {}, "No witness cosigned this checkpoint."),
     el("details", {}, el("summary", {}, "The signed checkpoint note"), el("pre", { class: "raw" }, res.noteText)),
   );
-}
-
-// anchorsCovering pages through /log/anchors until it has the anchors of
-// checkpoints that include entry index (at most a few).
-async function anchorsCovering(index) {
-  const out = [];
-  let after = "";
-  for (let page = 0; page < 50 && out.length < 5; page++) {
-    const list = await get("/log/anchors" + (after ? "?after=" + encodeURIComponent(after) : ""), "json");
-    // An anchor of no tree size anchors nothing to show.
-    for (const a of list) if ((entryIndex(a?.size) ?? -1n) > index && out.length < 5) out.push(a);
-    if (list.length === 0) break;
-    after = list[list.length - 1].name;
-  }
-  return out;
-}
-
-// linkAnchor says whether anchor a's tree is the verified checkpoint's or
-// provably a prefix or extension of it (an RFC 6962 consistency proof from
-// the server, checked here).
-async function linkAnchor(a, cp) {
-  const size = BigInt(a.size);
-  let root;
-  try {
-    root = decodeBase64(a.root);
-  } catch {
-    return "✗ the anchor's root is not base64";
-  }
-  if (size === cp.size) return encodeBase64(root) === encodeBase64(cp.root) ? "✓ the verified checkpoint itself (same root)" : "✗ same size as the verified checkpoint, DIFFERENT ROOT";
-  const [old, neu, oldRoot, newRoot] = size < cp.size ? [size, cp.size, root, cp.root] : [cp.size, size, cp.root, root];
-  let text;
-  try {
-    text = await get(`/log/proof/consistency?old=${old}&new=${neu}`);
-  } catch (e) {
-    return "not checked: " + (e.status === 404 ? "no consistency proof is available here" : e.message);
-  }
-  let proof;
-  try {
-    proof = text.split("\n").filter((l) => l !== "").map(decodeBase64);
-  } catch {
-    return "✗ the consistency proof is not base64";
-  }
-  const ok = await verifyConsistency(old, neu, oldRoot, newRoot, proof);
-  if (!ok) return `✗ NOT consistent with the verified checkpoint (size ${cp.size}): the log forked or the listing is wrong`;
-  return size < cp.size ? `✓ a prefix of the verified checkpoint (consistency proof ${old} → ${neu} checked)` : `✓ extends the verified checkpoint (consistency proof ${old} → ${neu} checked)`;
-}
-
-async function showAnchors(index, res) {
-  const sec = $("anchors");
-  sec.hidden = false;
-  let list;
-  try {
-    list = await anchorsCovering(index);
-  } catch (e) {
-    fill(sec, el("h2", {}, "Anchors"), el("p", {}, e.status === 404 ? "This log has no anchors." : e.message));
-    return;
-  }
-  const cp = res.ok ? res.checkpoint : null;
-  const links = await Promise.all(list.map((a) => (cp ? linkAnchor(a, cp) : "not checked: the checkpoint did not verify")));
-  const rows = list.map((a, i) =>
-    el(
-      "tr",
-      {},
-      el("td", {}, String(a.size) + (i === 0 ? " — the earliest anchor holding this entry" : "")),
-      el("td", {}, links[i]),
-      el("td", {}, listOf(a.timestamps).map((t) => el("div", {}, timeOf(t?.time), " by ", shownValue(t?.url)))),
-      el("td", {}, listOf(a.tlogs).map((t) => el("div", {}, t?.kind === "rekor.v1" ? said`Rekor log index ${t.log_index}` : said`${t?.kind} log index ${t?.log_index}`, t?.integrated_time ? said` (integrated ${unixTime(t.integrated_time)})` : "", " at ", shownValue(t?.url)))),
-    ),
-  );
-  fill(sec,
-    el("h2", {}, "Anchors"),
-    rows.length
-      ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Anchored tree size"), el("th", { scope: "col" }, "Link to the verified checkpoint"), el("th", { scope: "col" }, "RFC 3161 time"), el("th", { scope: "col" }, "Transparency log"))), el("tbody", {}, rows))
-      : el("p", {}, "No anchor holds this entry yet."),
-    el("p", { class: "note" }, "The anchors' times and log indices are listed as the server reports them; this page checks how each anchored tree relates to the verified checkpoint. `provlog audit` and `provlog verify-evidence` check the RFC 3161 tokens and Rekor entries themselves."),
-  );
-}
-
-// listOf is v if it is an array, else none.
-function listOf(v) {
-  return Array.isArray(v) ? v : [];
-}
-
-// timeOf shows a time a server sent.
-function timeOf(v) {
-  return el("time", { datetime: typeof v === "string" ? v : undefined }, shownValue(v));
-}
-
-// unixTime is seconds since 1970 in ISO 8601, or v as it is if it is no
-// such time.
-function unixTime(v) {
-  const d = new Date(typeof v === "number" ? v * 1000 : NaN);
-  return Number.isNaN(d.getTime()) ? v : d.toISOString();
 }
 
 const eventWords = {
@@ -558,8 +337,7 @@ async function showTimeline(index, entry, task, keyText) {
   if (!task) {
     if (!entry || typeof entry.task_id !== "string") return;
     try {
-      task = await get("/log/task/" + encodeURIComponent(entry.task_id), "json");
-      if (!task || task.task_id !== entry.task_id || !Array.isArray(task.history)) throw new Error(`the server answered with the history of task ${task && task.task_id}, not ${entry.task_id}`);
+      task = await readTask(entry.task_id);
     } catch (e) {
       sec.hidden = false;
       fill(sec, el("h2", {}, "Task history"), el("p", {}, e.message));
@@ -568,8 +346,8 @@ async function showTimeline(index, entry, task, keyText) {
   }
   sec.hidden = false;
   const checks = [];
-  const items = task.history.map((e) => {
-    e = e ?? {};
+  const items = task.history.map((e, i) => {
+    if (!isObject(e)) return el("li", {}, wrong(new WrongShape(`step ${i + 1} of the history of task ${task.task_id}`, e, "an object")));
     const words = (own(eventWords, e.kind) || (() => shownValue(e.kind)))(e);
     const current = entryIndex(e.index) === index;
     const mark = el("span", { class: "check" }, "(checking…)");
@@ -581,14 +359,14 @@ async function showTimeline(index, entry, task, keyText) {
       timeOf(e.time),
       " ",
       el("strong", {}, shownValue(e.actor)),
-      e.auth ? authWords(e.auth) : null,
+      authOf(e.auth, `the auth of step ${i + 1}`, authWords),
       " ",
       words,
       " ",
       entryLink(e.index),
       " ",
       mark,
-      listOf(e.evidence).length ? el("span", {}, " — evidence: ", joined(e.evidence.map(entryLink), ", ")) : null,
+      e.evidence === undefined ? null : el("span", {}, " — evidence: ", joined(listed(e.evidence, `the evidence of step ${i + 1}`, "an array of entry indices", entryLink), ", ")),
     );
   });
   fill(sec,
@@ -614,7 +392,7 @@ async function checkEvent(e, taskID, keyText) {
     if (!res.ok) return res;
     if (toHex(res.leaf) !== e.leaf_hash) return { ok: false, reason: "the history names another leaf hash" };
     const got = parseJSON(new TextDecoder().decode(bytes), "shown only in the entry's exact bytes");
-    if (got.kind !== e.kind || got.actor !== e.actor || got.task_id !== taskID) return { ok: false, reason: "the entry is not the step the history shows" };
+    if (!isObject(got) || got.kind !== e.kind || got.actor !== e.actor || got.task_id !== taskID) return { ok: false, reason: "the entry is not the step the history shows" };
     return res;
   } catch (err) {
     return { ok: false, reason: err.message };
@@ -629,7 +407,7 @@ function markEvent(mark, res) {
 function lookup(ev) {
   ev.preventDefault();
   delete document.body.dataset.done;
-  state.token = $("token").value.trim();
+  reader.token = $("token").value.trim();
   const q = $("q").value.trim();
   const vkey = $("vkey").value.trim();
   const p = {};
@@ -642,17 +420,38 @@ function lookup(ev) {
   else location.hash = h;
 }
 
+const sources = { sidecar: "a running provlog sidecar", bundle: "an export bundle, offline", evidence: "an evidence directory, offline" };
+
+// readInfo is /ui/log.json's answer, each member the page reads either of
+// its shape or a WrongShape saying how it is not: a wrong member shows as
+// such, and the rest of the page without it.
+function readInfo(v) {
+  if (!isObject(v)) {
+    const e = new WrongShape("/ui/log.json", v, "an object");
+    return { vkey: e, source: e, witnesses: e, missing: [] };
+  }
+  const text = (k, want) => (typeof v[k] === "string" ? v[k] : new WrongShape("the " + k + " in /ui/log.json", v[k], want));
+  return {
+    vkey: text("vkey", "a verifier key (text)"),
+    source: text("source", "text"),
+    witnesses: textList(v.witnesses, "the witnesses in /ui/log.json", "an array of witness verifier keys"),
+    missing: v.missing === undefined ? [] : textList(v.missing, "the missing in /ui/log.json", "an array of what the directory lacks"),
+  };
+}
+
 async function main() {
   $("lookup").addEventListener("submit", lookup);
   window.addEventListener("hashchange", route);
   // The page's own info is read while the entry is fetched.
-  state.infoP = get("/ui/log.json", "json").then((info) => {
-    state.info = info;
-    fill($("logkey"), info.vkey);
-    fill($("source"), { sidecar: "a running provlog sidecar", bundle: "an export bundle, offline", evidence: "an evidence directory, offline" }[info.source] || info.source);
-    if (info.missing && info.missing.length) {
+  state.infoP = get("/ui/log.json", "json").then((v) => {
+    const info = (state.info = readInfo(v));
+    const orWrong = (x) => (x instanceof WrongShape ? wrong(x) : x);
+    fill($("logkey"), orWrong(info.vkey));
+    fill($("source"), own(sources, info.source) || orWrong(info.source));
+    const missing = info.missing instanceof WrongShape ? el("p", {}, wrong(info.missing)) : info.missing.length ? el("ul", {}, info.missing.map((m) => el("li", {}, m))) : null;
+    if (missing) {
       $("missing").hidden = false;
-      fill($("missing"), el("p", {}, el("strong", {}, "This directory says it lacks:")), el("ul", {}, info.missing.map((m) => el("li", {}, m))));
+      fill($("missing"), el("p", {}, el("strong", {}, "This directory says it lacks:")), missing);
     }
   });
   state.infoP.catch((e) => setVerdict(false, "✗ Not verified", el("p", {}, "cannot read /ui/log.json: " + e.message)));

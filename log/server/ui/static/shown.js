@@ -1,6 +1,9 @@
-// What the page shows of a string: the text, with a visible mark for
-// each character that would make it pass for another text. Every string
-// the page shows goes through shown (app.js's fill).
+// What the page shows of what it was sent: a string as its text, with a
+// visible mark for each character that would make it pass for another
+// text; any other value as indented JSON (render); both as nodes (el,
+// fill). Every string the page shows goes through shown (fill).
+
+import { Cut, maxDepth, WrongShape } from "./read.js";
 
 // unseen matches the characters that change how the text around them
 // reads without being seen themselves: bidi controls (U+202E makes
@@ -165,4 +168,102 @@ export function shown(s) {
   endWord();
   if (run) out.push(run);
   return out;
+}
+
+// el makes an element: its attributes are the page's own, never a
+// server's; its children are as fill takes them.
+export function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v !== undefined && v !== null) e.setAttribute(k, v);
+  }
+  fill(e, ...children);
+  return e;
+}
+
+// fill replaces what e holds with children: nodes, text, nested arrays;
+// null and undefined are left out. Text goes through shown. Flattening
+// has no depth bound of its own: every value the page reads is bounded
+// on arrival (bounded), and the page nests its own arrays a few deep.
+export function fill(e, ...children) {
+  e.replaceChildren();
+  for (const c of children.flat(Infinity)) {
+    if (c !== undefined && c !== null) e.append(...(c instanceof Node ? [c] : shown(String(c))));
+  }
+}
+
+// render shows a JSON value as indented text, marking redacted values, the
+// hashes that stand for content kept outside the log, and cut values.
+export function render(v, indent, out, key) {
+  const pad = "  ".repeat(indent);
+  if (v instanceof Cut) {
+    return out.push(el("mark", { class: "cut", title: `not shown: nested deeper than ${maxDepth} arrays and objects, deeper than the log accepts` }, v.text));
+  }
+  if (Array.isArray(v)) {
+    if (v.length === 0) return out.push("[]");
+    out.push("[\n");
+    v.forEach((x, i) => {
+      out.push(pad + "  ");
+      render(x, indent + 1, out);
+      out.push(i < v.length - 1 ? ",\n" : "\n");
+    });
+    return out.push(pad + "]");
+  }
+  if (v !== null && typeof v === "object") {
+    const keys = Object.keys(v);
+    if (keys.length === 0) return out.push("{}");
+    out.push("{\n");
+    keys.forEach((k, i) => {
+      out.push(pad + "  " + JSON.stringify(k) + ": ");
+      render(v[k], indent + 1, out, k);
+      if (k.endsWith("_sha256") && k !== "tool_sha256") out.push(el("span", { class: "note" }, "  ← only the SHA-256 of this content is in the log"));
+      out.push(i < keys.length - 1 ? ",\n" : "\n");
+    });
+    return out.push(pad + "}");
+  }
+  if (v === "[redacted]") {
+    out.push(el("mark", { class: "redacted", title: "replaced before hashing: the value never reached the log" }, '"[redacted]"'));
+    return out.push(el("span", { class: "note" }, "  ← redacted before hashing"));
+  }
+  out.push(JSON.stringify(v));
+}
+
+// shownValue is a value a server or bundle sent, as the page shows it: a
+// string as itself, anything else as render shows it (never as
+// JavaScript's own text for it: ["ad", "min"] would read "ad,min").
+export function shownValue(v) {
+  if (typeof v === "string") return v;
+  const out = [];
+  render(v, 0, out);
+  return out;
+}
+
+// said is a template tag: the text, each value in it as shownValue shows
+// it.
+export function said(strings, ...values) {
+  return strings.flatMap((s, i) => (i < values.length ? [s, shownValue(values[i])] : [s]));
+}
+
+// joined is list with sep between its items.
+export function joined(list, sep) {
+  return list.flatMap((x, i) => (i ? [sep, x] : [x]));
+}
+
+// timeOf shows a time a server sent.
+export function timeOf(v) {
+  return el("time", { datetime: typeof v === "string" ? v : undefined }, shownValue(v));
+}
+
+// wrong shows e, a WrongShape (or any error), marked as what was wrong.
+export function wrong(e) {
+  return el("span", { class: "wrong" }, e.message);
+}
+
+// listed is f of each member of v, an array a server sent; nothing if v is
+// missing, and what was wrong if it is no array (what names v, want what
+// it should hold).
+export function listed(v, what, want, f) {
+  if (v === undefined) return [];
+  if (!Array.isArray(v)) return [wrong(new WrongShape(what, v, want))];
+  return v.map(f);
 }
