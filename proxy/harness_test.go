@@ -353,6 +353,20 @@ func newClientLog() *clientLog {
 	}
 }
 
+// waitUpdated waits for the client's next resources/updated, which must
+// be for uri; what names it in a failure.
+func (c *clientLog) waitUpdated(t *testing.T, uri, what string) {
+	t.Helper()
+	select {
+	case u := <-c.updated:
+		if u != uri {
+			t.Errorf("%s: resources/updated for %q, want %q", what, u, uri)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: no resources/updated", what)
+	}
+}
+
 func (c *clientLog) options() *mcp.ClientOptions {
 	return &mcp.ClientOptions{
 		Capabilities: &mcp.ClientCapabilities{},

@@ -93,14 +93,7 @@ func TestRefusedSubscription(t *testing.T) {
 				t.Fatalf("subscribing again: %v", err)
 			}
 			touch(p, cs)
-			select {
-			case u := <-cl.updated:
-				if u != uri {
-					t.Errorf("resources/updated for %q", u)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("no resources/updated")
-			}
+			cl.waitUpdated(t, uri, "after the refusal")
 		})
 	}
 }
@@ -201,12 +194,5 @@ func TestSubscriptionAcrossReconnect(t *testing.T) {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__touch"})
 		return err == nil && !res.IsError && textOf(res) == "touched: <nil>; taken: 1"
 	})
-	select {
-	case u := <-cl.updated:
-		if u != uri {
-			t.Errorf("resources/updated for %q", u)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no resources/updated")
-	}
+	cl.waitUpdated(t, uri, "the new session's subscription")
 }

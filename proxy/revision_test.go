@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -206,14 +207,7 @@ func TestStatelessHTTPSubscription(t *testing.T) {
 		if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "fixture:///watched"}); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case u := <-cl.updated:
-			if u != "h+fixture:///watched" {
-				t.Errorf("resources/updated for %q", u)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("subscription %d: no resources/updated", i+1)
-		}
+		cl.waitUpdated(t, "h+fixture:///watched", fmt.Sprintf("subscription %d", i+1))
 	}
 	if n := taken.Load(); n != 1 {
 		t.Errorf("the server took %d subscriptions, want 1", n)

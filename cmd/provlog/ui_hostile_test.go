@@ -18,7 +18,6 @@ import (
 
 	"github.com/provlog/provlog/cmd/internal/browser"
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/server/ui"
 )
 
 // Strings an agent or a downstream server controls, each written so that
@@ -223,15 +222,7 @@ func checkNoHomoglyphs(t *testing.T, page, what string) {
 // show as they are. A megabyte and a half of such words is marked in one
 // pass (the count is checked, not the time).
 func TestUIShownMarks(t *testing.T) {
-	p, ctx := openPage(t)
-	hs := httptest.NewServer(ui.Handler(ui.Info{VKey: "x+00000000+AQ=="}))
-	defer hs.Close()
-	if err := p.Navigate(ctx, hs.URL+"/ui/"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.WaitString(ctx, `document.body?.dataset.done`); err != nil {
-		t.Fatal(err)
-	}
+	p, ctx := openBarePage(t)
 	cases := []struct{ In, Want string }{
 		{"admin", "admin"},
 		{"\u0430dmin", "\u0430[Cyrillic U+0430]dmin"},

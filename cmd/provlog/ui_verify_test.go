@@ -26,15 +26,7 @@ import (
 // x/mod's note package and a cosignature/v1 verify (and do not once the
 // text changes).
 func TestUIVerifyJS(t *testing.T) {
-	p, ctx := openPage(t)
-	hs := httptest.NewServer(ui.Handler(ui.Info{VKey: "x+00000000+AQ=="}))
-	defer hs.Close()
-	if err := p.Navigate(ctx, hs.URL+"/ui/"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.WaitString(ctx, `document.body?.dataset.done`); err != nil {
-		t.Fatal(err)
-	}
+	p, ctx := openBarePage(t)
 
 	tree := testonly.New(rfc6962.DefaultHasher)
 	for i := range 40 {
@@ -223,4 +215,20 @@ func otherVKey(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// openBarePage opens the page served with no log behind it, for tests
+// that run its scripts' functions.
+func openBarePage(t *testing.T) (*browser.Page, context.Context) {
+	t.Helper()
+	p, ctx := openPage(t)
+	hs := httptest.NewServer(ui.Handler(ui.Info{VKey: "x+00000000+AQ=="}))
+	t.Cleanup(hs.Close)
+	if err := p.Navigate(ctx, hs.URL+"/ui/"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WaitString(ctx, `document.body?.dataset.done`); err != nil {
+		t.Fatal(err)
+	}
+	return p, ctx
 }
