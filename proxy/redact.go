@@ -244,9 +244,9 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 // mayHoldSecret reports whether the canonical JSON text canon may hold a
 // secret or base64 of one (scrubJSON): whether it holds a secret or a
 // core, or, with its line breaks unwrapped, a core. Unwrapping reads
-// every backslash before an r or n as an escape, and one may be a string's
-// own before base64 starting with r or n, so there a core is looked for
-// without its first character.
+// every backslash before an r or n (and, after a break, a t) as an
+// escape, and one may be a string's own before base64 starting with that
+// letter, so there a core is looked for without its first character.
 func mayHoldSecret(canon []byte, cores, secrets []string) bool {
 	for _, s := range append(cores, secrets...) {
 		if bytes.Contains(canon, []byte(s)) {
@@ -370,27 +370,34 @@ func inBase64Run(c byte, enc *base64.Encoding) bool {
 // unwrap returns s without its line breaks, so that base64 broken into
 // lines (MIME's and PEM's, 76 characters a line) reads as one run: CR
 // and LF, and, if escaped, a backslash or several (JSON inside JSON)
-// before an r or n, as a JSON text inside s breaks its lines. It returns
-// s itself if there are none.
+// before an r or n, as a JSON text inside s breaks its lines. The spaces
+// and tabs (if escaped, a backslash or several before a t too) after a
+// break go with it: PEM inside YAML and an indented JSON text indent the
+// lines after the first. It returns s itself if there are none.
 func unwrap(s string, escaped bool) string {
 	var b strings.Builder
 	kept := 0 // s[kept:i] is still to be copied
 	for i := 0; i < len(s); {
-		end := i + 1 // of the line break at i
+		end, ok := lineBreak(s, i, escaped)
 		switch {
-		case s[i] == '\r' || s[i] == '\n':
-		case s[i] == '\\' && escaped:
-			for end < len(s) && s[end] == '\\' {
-				end++
-			}
-			if end == len(s) || (s[end] != 'r' && s[end] != 'n') {
-				i = end // backslashes of their own
-				continue
-			}
-			end++
+		case ok:
+		case end > i:
+			i = end // backslashes of their own
+			continue
 		default:
 			i++
 			continue
+		}
+		for next := end; next < len(s); end = next {
+			if s[next] == ' ' || s[next] == '\t' {
+				next++
+			} else if next, ok = lineBreak(s, next, escaped); !ok {
+				if next > end && next < len(s) && s[next] == 't' {
+					next++ // an escaped tab
+				} else {
+					break
+				}
+			}
 		}
 		b.WriteString(s[kept:i])
 		kept, i = end, end
@@ -400,6 +407,26 @@ func unwrap(s string, escaped bool) string {
 	}
 	b.WriteString(s[kept:])
 	return b.String()
+}
+
+// lineBreak reports whether a line break (of unwrap) starts at s[i], and
+// where it ends; if not, where the backslashes starting there end
+// (escaped) or i.
+func lineBreak(s string, i int, escaped bool) (int, bool) {
+	switch {
+	case s[i] == '\r' || s[i] == '\n':
+		return i + 1, true
+	case s[i] != '\\' || !escaped:
+		return i, false
+	}
+	end := i + 1
+	for end < len(s) && s[end] == '\\' {
+		end++
+	}
+	if end < len(s) && (s[end] == 'r' || s[end] == 'n') {
+		return end + 1, true
+	}
+	return end, false
 }
 
 // callSecrets are the redacted values of one call, all its legs': what

@@ -56,12 +56,17 @@ func FuzzRedactArgs(f *testing.F) {
 	})
 }
 
-// escapedBreaks are line breaks and JSON's escapes of them, at any depth.
-var escapedBreaks = regexp.MustCompile(`\\+[rn]|[\r\n]`)
+// rawBreaks are line breaks with the indentation after them;
+// escapedBreaks are those and JSON's escapes of them, at any depth.
+var (
+	rawBreaks     = regexp.MustCompile(`[\r\n][ \t\r\n]*`)
+	escapedBreaks = regexp.MustCompile(`(?:\\+[rn]|[\r\n])(?:[ \t\r\n]|\\+[rnt])*`)
+)
 
 // FuzzScrubJSON feeds a downstream's result (untrusted) to the scrubbing
 // of retained results: never a panic, no secret left in what is kept (as
-// it is, URL-encoded or in a base64 string, broken into lines or not), and
+// it is, URL-encoded or in a base64 string, broken into lines, indented
+// or not), and
 // canonical text stays canonical.
 func FuzzScrubJSON(f *testing.F) {
 	f.Add([]byte(`{"content":[{"text":"Echo: hunter22","type":"text"}]}`), "hunter22")
@@ -75,12 +80,15 @@ func FuzzScrubJSON(f *testing.F) {
 	f.Add([]byte(`{"text":"see /q?t=sk%2Fa%2Bb and /p/sk%2Fa+b"}`), "sk/a+b")
 	f.Add([]byte(`{"requestState":"st.YW5zMS1TZWNyZXQvNCtrcQ"}`), "ans1-Secret/4+kq") // base64 inside a string
 	f.Add([]byte(`{"s":"x-eGh1bnRlcjIyeXo.y","t":"ab/aHVudGVyMjI=/c"}`), "hunter22")  // a run starting off a group
-	// Base64 broken into lines, in a string and in a JSON text inside one.
+	// Base64 broken into lines, in a string and in a JSON text inside one,
+	// indented or not.
 	held := append(bytes.Repeat([]byte{0xfb}, 50), "hunter22-wrapped"...)
 	for _, v := range []string{
 		mimeWrap(base64.StdEncoding, held, "\r\n"),
 		`{"b":"` + mimeWrap(base64.URLEncoding, held, `\n`) + `"}`,
 		`{"d":"{\"b\":\"` + mimeWrap(base64.StdEncoding, held, `\\n`) + `\"}"}`,
+		"k: |\n  " + mimeWrap(base64.StdEncoding, held, "\r\n  ") + "\n",
+		"{\n\t\"b\": \"" + mimeWrap(base64.URLEncoding, held, `\n\t\t`) + "\"\n}",
 	} {
 		b, _ := json.Marshal(map[string]string{"text": v})
 		f.Add(b, "hunter22-wrapped")
@@ -119,9 +127,11 @@ func FuzzScrubJSON(f *testing.F) {
 				}
 				// Nor does base64 starting anywhere inside it (decoded up to
 				// its first character of no alphabet; the decoder skips
-				// line breaks), nor in it read as a JSON text whose escaped
-				// line breaks (`\n`, `\\n` in JSON in JSON) go.
-				for _, y := range []string{x, escapedBreaks.ReplaceAllString(x, "")} {
+				// line breaks), nor in it with its line breaks and the
+				// indentation after them gone, read as it is or as a JSON
+				// text (escaped breaks and tabs: `\n`, `\\n` in JSON in
+				// JSON).
+				for _, y := range []string{x, rawBreaks.ReplaceAllString(x, ""), escapedBreaks.ReplaceAllString(x, "")} {
 					for i := 0; i < len(y) && len(y) <= 1<<12 && len(secret) >= minSecretLen; i++ {
 						for _, enc := range base64Alphabets {
 							rest, _, _ := strings.Cut(y[i:], "=")

@@ -162,8 +162,9 @@ func mimeWrap(enc *base64.Encoding, b []byte, brk string) string {
 // the value's characters), is kept as [redacted]: in a string of the
 // result ("\n" or "\r\n", escaped in its JSON text) and in a JSON text
 // inside one (where the break is the two characters `\n`, or `\\n` in a
-// JSON text inside that). It was kept as it came. Wrapped base64 of other
-// bytes is kept as it is, and scrubJSON says it changed nothing.
+// JSON text inside that), its lines indented or not. It was kept as it
+// came. Wrapped base64 of other bytes is kept as it is, and scrubJSON
+// says it changed nothing.
 func TestScrubJSONWrappedBase64(t *testing.T) {
 	const secret = "sk-Wrapped/91+q7Zx"
 	held := append(bytes.Repeat([]byte{0xfb}, 50), secret+" and more"...) // its characters span the first break
@@ -180,6 +181,13 @@ func TestScrubJSONWrappedBase64(t *testing.T) {
 		{"JSON in a text, CRLF", `{"blob":` + quote(mimeWrap(base64.URLEncoding, held, "\r\n")) + `}`, true},
 		{"JSON in JSON in a text", `{"doc":` + quote(`{"blob":`+quote(mimeWrap(base64.StdEncoding, held, "\n"))+`}`) + `}`, true},
 		{"a backslash before it", `C:\` + mimeWrap(base64.StdEncoding, held, "\r\n"), true},
+		// Indented lines: PEM inside YAML, an indented JSON text.
+		{"indented by spaces", "key: |\n  -----BEGIN DATA-----\n  " + mimeWrap(base64.StdEncoding, held, "\n  ") + "\n  -----END DATA-----", true},
+		{"indented by tabs, CRLF", "\t" + mimeWrap(base64.URLEncoding, held, "\r\n\t\t"), true},
+		{"indented JSON in a text", "{\n    \"blob\": " + quote(mimeWrap(base64.StdEncoding, held, "\n    ")) + "\n}", true},
+		{"JSON in a text, escaped tabs", `{"blob":` + quote(mimeWrap(base64.StdEncoding, held, "\n\t")) + `}`, true},
+		{"indented JSON in JSON in a text", `{"doc":` + quote("{\n  \"blob\": "+quote(mimeWrap(base64.StdEncoding, held, "\r\n\t  "))+"\n}") + `}`, true},
+		{"other bytes, indented", mimeWrap(base64.StdEncoding, bytes.Repeat([]byte{0xfb}, 200), "\n  "), false},
 		{"other bytes", mimeWrap(base64.StdEncoding, bytes.Repeat([]byte{0xfb}, 200), "\r\n"), false},
 		{"other bytes in JSON", `{"blob":` + quote(mimeWrap(base64.StdEncoding, bytes.Repeat([]byte{0xfb}, 200), "\n")) + `}`, false},
 		// Looked for because of the line break, the characters are not
