@@ -205,10 +205,7 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 	walk = func(v any) any {
 		switch x := v.(type) {
 		case string:
-			if out := scrub(x, secrets); out != x || !decodesToSecret(x, cores, secrets) {
-				return out
-			}
-			return Redacted
+			return scrubText(x, cores, secrets)
 		case json.Number:
 			for _, s := range secrets {
 				if strings.Contains(string(x), s) {
@@ -216,11 +213,7 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 				}
 			}
 		case map[string]any:
-			out := make(map[string]any, len(x))
-			for k, e := range x {
-				out[scrub(k, secrets)] = walk(e)
-			}
-			return out
+			return scrubMembers(x, func(k string) string { return scrubText(k, cores, secrets) }, walk)
 		case []any:
 			for i, e := range x {
 				x[i] = walk(e)
@@ -239,6 +232,51 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 		return []byte(scrub(string(canon), secrets)), true
 	}
 	return out, !bytes.Equal(out, canon) // mayHoldSecret may have looked wider than the walk found
+}
+
+// scrubText is scrub for a string of a result (a value or a member
+// name), which is Redacted whole if it is or holds base64 of bytes
+// holding a secret (decodesToSecret).
+func scrubText(s string, cores, secrets []string) string {
+	if out := scrub(s, secrets); out != s || !decodesToSecret(s, cores, secrets) {
+		return out
+	}
+	return Redacted
+}
+
+// scrubMembers returns the members of m under their names as name makes
+// them, their values as walk makes them. Names that name makes equal to
+// another (two that held a secret, or one that held it and one written
+// "[redacted]") get a count after it, " (2)" and on, in the order of the
+// names as they came: no member is lost, and what is kept does not
+// depend on the order of a map. A name taken is tried at most twice (as
+// a name with a count and as one of its own), so this is linear in m.
+func scrubMembers(m map[string]any, name func(string) string, walk func(any) any) map[string]any {
+	out := make(map[string]any, len(m))
+	var renamed [][2]string // from, to
+	for k, v := range m {
+		if to := name(k); to != k {
+			renamed = append(renamed, [2]string{k, to})
+		} else {
+			out[k] = walk(v)
+		}
+	}
+	slices.SortFunc(renamed, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	next := map[string]int{} // the count to try next after each name
+	for _, r := range renamed {
+		to := r[1]
+		for n := next[r[1]]; ; n++ {
+			if n > 0 {
+				to = fmt.Sprintf("%s (%d)", r[1], n+1)
+			}
+			if _, taken := out[to]; !taken {
+				next[r[1]] = n + 1
+				break
+			}
+		}
+		out[to] = walk(m[r[0]])
+	}
+	return out
 }
 
 // mayHoldSecret reports whether the canonical JSON text canon may hold a

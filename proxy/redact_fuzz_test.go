@@ -80,6 +80,8 @@ func FuzzScrubJSON(f *testing.F) {
 	f.Add([]byte(`{"text":"see /q?t=sk%2Fa%2Bb and /p/sk%2Fa+b"}`), "sk/a+b")
 	f.Add([]byte(`{"requestState":"st.YW5zMS1TZWNyZXQvNCtrcQ"}`), "ans1-Secret/4+kq") // base64 inside a string
 	f.Add([]byte(`{"s":"x-eGh1bnRlcjIyeXo.y","t":"ab/aHVudGVyMjI=/c"}`), "hunter22")  // a run starting off a group
+	// Member names: base64 of it, and names that scrubbing makes equal.
+	f.Add([]byte(`{"[redacted]":1,"aHVudGVyMjI=":{"x-eGh1bnRlcjIyeXo":2},"hunter22":3}`), "hunter22")
 	// Base64 broken into lines, in a string and in a JSON text inside one,
 	// indented or not.
 	held := append(bytes.Repeat([]byte{0xfb}, 50), "hunter22-wrapped"...)
@@ -91,6 +93,8 @@ func FuzzScrubJSON(f *testing.F) {
 		"{\n\t\"b\": \"" + mimeWrap(base64.URLEncoding, held, `\n\t\t`) + "\"\n}",
 	} {
 		b, _ := json.Marshal(map[string]string{"text": v})
+		f.Add(b, "hunter22-wrapped")
+		b, _ = json.Marshal(map[string]int{v: 1}) // as a member name
 		f.Add(b, "hunter22-wrapped")
 	}
 	f.Fuzz(func(t *testing.T, data []byte, secret string) {
@@ -155,7 +159,29 @@ func FuzzScrubJSON(f *testing.F) {
 			}
 		}
 		check(v)
+		// No member is lost to a name that scrubbing made another's.
+		var in any
+		json.Unmarshal(data, &in)
+		if got, want := members(v), members(in); got != want {
+			t.Fatalf("%d members kept of %d: %s scrubbed to %s", got, want, data, out)
+		}
 	})
+}
+
+// members counts the members of the objects in v.
+func members(v any) int {
+	n := 0
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			n += 1 + members(e)
+		}
+	case []any:
+		for _, e := range x {
+			n += members(e)
+		}
+	}
+	return n
 }
 
 // FuzzRedactURI: redactURI keeps everything but the values it replaces:

@@ -210,3 +210,40 @@ func TestScrubJSONWrappedBase64(t *testing.T) {
 		})
 	}
 }
+
+// TestScrubJSONMemberNames: a member name of a kept result that is or
+// holds a redacted value, or base64 of bytes holding one (plain or
+// broken into indented lines), is kept as [redacted] (base64 was kept as
+// it came). Names that become equal are told apart by a count, in the
+// order they came, so no member is lost (one of them was, at random) and
+// the same result is always kept as the same text.
+func TestScrubJSONMemberNames(t *testing.T) {
+	const secret = "sk-Member/42+Qz"
+	held := append(bytes.Repeat([]byte{0xfb}, 50), secret+" and more"...)
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	for _, tc := range []struct{ name, result, want string }{
+		{"the value", `{"` + secret + `":1}`, `{"[redacted]":1}`},
+		{"holding it", `{"a ` + secret + ` b":1}`, `{"a [redacted] b":1}`},
+		{"base64", `{"` + base64.StdEncoding.EncodeToString([]byte(secret)) + `":1}`, `{"[redacted]":1}`},
+		{"base64url inside", `{"st.` + base64.RawURLEncoding.EncodeToString([]byte("x"+secret)) + `":1}`, `{"[redacted]":1}`},
+		{"wrapped, indented", `{"x":[{` + quote(mimeWrap(base64.StdEncoding, held, "\n  ")) + `:"v"}]}`, `{"x":[{"[redacted]":"v"}]}`},
+		{"in a JSON text in a name", `{` + quote(`{"`+base64.StdEncoding.EncodeToString([]byte(secret))+`":1}`) + `:1}`, `{"[redacted]":1}`},
+		{"names made equal", `{"[redacted]":0,"` + base64.StdEncoding.EncodeToString([]byte(secret)) + `":2,"` + secret + `":1,"[redacted] (2)":3}`,
+			`{"[redacted]":0,"[redacted] (2)":3,"[redacted] (3)":2,"[redacted] (4)":1}`},
+		{"other names", `{"c2stTWVtYmVy":1,"sk-Member":2}`, `{"c2stTWVtYmVy":1,"sk-Member":2}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			canon, err := log.Canonicalize([]byte(tc.result))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := log.Canonicalize([]byte(tc.want))
+			for range 10 { // map order must not matter
+				got, changed := scrubJSON(canon, appendSecrets(nil, secret))
+				if string(got) != string(want) || changed != (tc.want != tc.result) {
+					t.Fatalf("scrubJSON(%s) = %s, %v; want %s", canon, got, changed, want)
+				}
+			}
+		})
+	}
+}

@@ -44,7 +44,8 @@ func leakfxChild() bool {
 
 // leakfxServer echoes what it is sent: in a result's text, as an
 // image's and a blob's bytes (base64 on the wire), the token as base64
-// broken into lines in a text and in a JSON text inside one, on stderr, in a
+// broken into lines in a text and in a JSON text inside one, in member
+// names of its structured content (plain, base64, wrapped), on stderr, in a
 // progress and a log notification, in a JSON-RPC error's message and
 // data, in a tool error, in a read resource's contents and in a prompt.
 func leakfxServer() *mcp.Server {
@@ -66,6 +67,8 @@ func leakfxServer() *mcp.Server {
 			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "leak:///args", MIMEType: "application/json", Blob: []byte(args)}},
 			&mcp.TextContent{Text: "attached:\r\n" + mimeLines(tok, "\r\n")},
 			&mcp.TextContent{Text: string(attachment)},
+		}, StructuredContent: map[string]any{ // the token in member names
+			tok: "plain", base64.StdEncoding.EncodeToString([]byte(tok)): "base64", mimeLines(tok, "\n"): "wrapped",
 		}}, nil
 	})
 	s.AddTool(&mcp.Tool{Name: "fail", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
