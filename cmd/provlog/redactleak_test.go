@@ -44,10 +44,11 @@ func leakfxChild() bool {
 
 // leakfxServer echoes what it is sent: in a result's text, as an
 // image's and a blob's bytes (base64 on the wire), the token as base64
-// broken into lines in a text and in a JSON text inside one, in member
-// names of its structured content (plain, base64, wrapped), on stderr, in a
-// progress and a log notification, in a JSON-RPC error's message and
-// data, in a tool error, in a read resource's contents and in a prompt.
+// broken into lines (indented or not) in a text and in a JSON text inside
+// one, in member names of its structured content (plain, base64,
+// wrapped), on stderr, in a progress and a log notification, in a
+// JSON-RPC error's message and data, in a tool error, in a read
+// resource's contents and in a prompt.
 func leakfxServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "leakfx", Version: "1"}, &mcp.ServerOptions{HasTools: true})
 	obj := json.RawMessage(`{"type":"object"}`)
@@ -60,6 +61,7 @@ func leakfxServer() *mcp.Server {
 		}
 		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "error", Data: "leakfx got " + args})
 		attachment, _ := json.Marshal(map[string]string{"attachment": mimeLines(tok, "\n")})
+		indented, _ := json.MarshalIndent(map[string]string{"attachment": mimeLines(tok, "\n\t\t")}, "", "  ")
 		return &mcp.CallToolResult{Content: []mcp.Content{
 			&mcp.TextContent{Text: "you sent " + args + "; see https://x.test/?q=" + url.QueryEscape(tok)},
 			&mcp.ImageContent{MIMEType: "image/png", Data: []byte(args)},
@@ -67,6 +69,8 @@ func leakfxServer() *mcp.Server {
 			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "leak:///args", MIMEType: "application/json", Blob: []byte(args)}},
 			&mcp.TextContent{Text: "attached:\r\n" + mimeLines(tok, "\r\n")},
 			&mcp.TextContent{Text: string(attachment)},
+			&mcp.TextContent{Text: "pem: |\n  " + mimeLines(tok, "\r\n  ")},
+			&mcp.TextContent{Text: string(indented)},
 		}, StructuredContent: map[string]any{ // the token in member names
 			tok: "plain", base64.StdEncoding.EncodeToString([]byte(tok)): "base64", mimeLines(tok, "\n"): "wrapped",
 		}}, nil
@@ -225,8 +229,9 @@ servers:
 	searchWritten(t, sp, rcv, data, answers, leakForms(leakSecret, leakURISecret, leakNumber))
 }
 
-// lineBreaks are line breaks and JSON's escapes of them, at any depth.
-var lineBreaks = regexp.MustCompile(`\\+[rn]|[\r\n]`)
+// lineBreaks are line breaks and JSON's escapes of them, at any depth,
+// with the indentation (spaces, tabs, escaped tabs) after them.
+var lineBreaks = regexp.MustCompile(`(?:\\+[rn]|[\r\n])(?:[ \t\r\n]|\\+[rnt])*`)
 
 // searchWritten greps every byte the stopped sidecar sp wrote (stderr,
 // its answers, the spans rcv got, the data directory data, an export
@@ -260,7 +265,8 @@ func searchWritten(t *testing.T, sp *fxSidecar, rcv *otlptest.Collector, data st
 	}
 	for where, b := range written {
 		// Base64 broken into lines is found with its line breaks (and
-		// JSON's escapes of them) taken out.
+		// JSON's escapes of them, and the indentation after them) taken
+		// out.
 		unwrapped := lineBreaks.ReplaceAll(b, nil)
 		for form, s := range forms {
 			if i := bytes.Index(b, []byte(s)); i >= 0 {
