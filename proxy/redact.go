@@ -164,9 +164,20 @@ func appendSecrets(secrets []string, v any) []string {
 	return secrets
 }
 
-// scrub replaces every secret in s with Redacted, or returns Withheld if
-// s holds a secret too short to cut out (secrets are never empty).
+// scrub is scrubText for a text provlog writes that a downstream or a
+// client made (an error text, a line of a server's stderr): every secret
+// in s replaced with Redacted, or s Withheld or Redacted whole.
 func scrub(s string, secrets []string) string {
+	if len(secrets) == 0 {
+		return s
+	}
+	return scrubText(s, base64Cores(secrets), secrets)
+}
+
+// cutSecrets replaces every secret in s with Redacted, or returns
+// Withheld if s holds a secret too short to cut out (secrets are never
+// empty).
+func cutSecrets(s string, secrets []string) string {
 	for _, x := range secrets {
 		if len(x) < minSecretLen && strings.Contains(s, x) {
 			return Withheld
@@ -199,7 +210,7 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return []byte(scrub(string(canon), secrets)), true
+		return []byte(scrubText(string(canon), cores, secrets)), true
 	}
 	var walk func(v any) any
 	walk = func(v any) any {
@@ -225,23 +236,24 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(walk(v)); err != nil {
-		return []byte(scrub(string(canon), secrets)), true
+		return []byte(scrubText(string(canon), cores, secrets)), true
 	}
 	out, err := log.Canonicalize(buf.Bytes())
 	if err != nil {
-		return []byte(scrub(string(canon), secrets)), true
+		return []byte(scrubText(string(canon), cores, secrets)), true
 	}
 	return out, !bytes.Equal(out, canon) // mayHoldSecret may have looked wider than the walk found
 }
 
-// scrubText is scrub for a string of a result (a value or a member
-// name), which is Redacted whole if it is or holds base64 of bytes
-// holding a secret (decodesToSecret).
+// scrubText is the one scanner of a text for secrets (cores: theirs,
+// base64Cores): s with every secret cut out (cutSecrets), or Redacted
+// whole if it is or holds base64 of bytes holding one (decodesToSecret),
+// whether it holds the secret itself too or not. It is linear in s.
 func scrubText(s string, cores, secrets []string) string {
-	if out := scrub(s, secrets); out != s || !decodesToSecret(s, cores, secrets) {
-		return out
+	if decodesToSecret(s, cores, secrets) {
+		return Redacted
 	}
-	return Redacted
+	return cutSecrets(s, secrets)
 }
 
 // scrubMembers returns the members of m under their names as name makes
@@ -286,10 +298,9 @@ func scrubMembers(m map[string]any, name func(string) string, walk func(any) any
 // escape, and one may be a string's own before base64 starting with that
 // letter, so there a core is looked for without its first character.
 func mayHoldSecret(canon []byte, cores, secrets []string) bool {
-	for _, s := range append(cores, secrets...) {
-		if bytes.Contains(canon, []byte(s)) {
-			return true
-		}
+	in := func(s string) bool { return bytes.Contains(canon, []byte(s)) }
+	if slices.ContainsFunc(cores, in) || slices.ContainsFunc(secrets, in) {
+		return true
 	}
 	if !bytes.Contains(canon, []byte(`\n`)) && !bytes.Contains(canon, []byte(`\r`)) {
 		return false // no line break in any string
@@ -509,9 +520,10 @@ const maxRecentSecrets = 256
 // recentSecrets are the redacted values of a server's latest calls (at
 // most maxRecentSecrets), scrubbed from what it prints on stderr.
 type recentSecrets struct {
-	mu   sync.Mutex
-	list []string
-	next int
+	mu    sync.Mutex
+	list  []string
+	next  int
+	cores []string // list's (base64Cores), nil until a scrub needs them
 }
 
 func (r *recentSecrets) remember(secrets []string) {
@@ -528,10 +540,19 @@ func (r *recentSecrets) remember(secrets []string) {
 		r.list[r.next] = s
 		r.next = (r.next + 1) % maxRecentSecrets
 	}
+	r.cores = nil
 }
 
+// scrub is scrub with r's secrets, whose cores are made once for the
+// lines of a server's stderr between two calls, not for each.
 func (r *recentSecrets) scrub(s string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return scrub(s, r.list)
+	if len(r.list) == 0 {
+		return s
+	}
+	if r.cores == nil {
+		r.cores = base64Cores(r.list)
+	}
+	return scrubText(s, r.cores, r.list)
 }

@@ -66,8 +66,7 @@ var (
 // FuzzScrubJSON feeds a downstream's result (untrusted) to the scrubbing
 // of retained results: never a panic, no secret left in what is kept (as
 // it is, URL-encoded or in a base64 string, broken into lines, indented
-// or not), and
-// canonical text stays canonical.
+// or not), no member lost, and canonical text stays canonical.
 func FuzzScrubJSON(f *testing.F) {
 	f.Add([]byte(`{"content":[{"text":"Echo: hunter22","type":"text"}]}`), "hunter22")
 	f.Add([]byte(`{"hunter22":[1,"a hunter22 b"],"n":12345}`), "12345")
@@ -80,6 +79,7 @@ func FuzzScrubJSON(f *testing.F) {
 	f.Add([]byte(`{"text":"see /q?t=sk%2Fa%2Bb and /p/sk%2Fa+b"}`), "sk/a+b")
 	f.Add([]byte(`{"requestState":"st.YW5zMS1TZWNyZXQvNCtrcQ"}`), "ans1-Secret/4+kq") // base64 inside a string
 	f.Add([]byte(`{"s":"x-eGh1bnRlcjIyeXo.y","t":"ab/aHVudGVyMjI=/c"}`), "hunter22")  // a run starting off a group
+	f.Add([]byte(`{"t":"hunter22 (aHVudGVyMjI=)"}`), "hunter22")                      // the value and its base64
 	// Member names: base64 of it, and names that scrubbing makes equal.
 	f.Add([]byte(`{"[redacted]":1,"aHVudGVyMjI=":{"x-eGh1bnRlcjIyeXo":2},"hunter22":3}`), "hunter22")
 	// Base64 broken into lines, in a string and in a JSON text inside one,
@@ -120,31 +120,7 @@ func FuzzScrubJSON(f *testing.F) {
 		check = func(v any) {
 			switch x := v.(type) {
 			case string:
-				if x == Withheld || x == Redacted {
-					return // a short secret withholds the whole string
-				}
-				if strings.Contains(x, secret) || strings.Contains(x, url.QueryEscape(secret)) || strings.Contains(x, url.PathEscape(secret)) {
-					t.Fatalf("%q left in %s", secret, out)
-				}
-				if b, err := base64.StdEncoding.DecodeString(x); err == nil && len(secret) >= minSecretLen && strings.Contains(string(b), secret) {
-					t.Fatalf("%q left, base64, in %s", secret, out)
-				}
-				// Nor does base64 starting anywhere inside it (decoded up to
-				// its first character of no alphabet; the decoder skips
-				// line breaks), nor in it with its line breaks and the
-				// indentation after them gone, read as it is or as a JSON
-				// text (escaped breaks and tabs: `\n`, `\\n` in JSON in
-				// JSON).
-				for _, y := range []string{x, rawBreaks.ReplaceAllString(x, ""), escapedBreaks.ReplaceAllString(x, "")} {
-					for i := 0; i < len(y) && len(y) <= 1<<12 && len(secret) >= minSecretLen; i++ {
-						for _, enc := range base64Alphabets {
-							rest, _, _ := strings.Cut(y[i:], "=")
-							if b, _ := enc.WithPadding(base64.NoPadding).DecodeString(rest); strings.Contains(string(b), secret) {
-								t.Fatalf("%q left, base64 at %d of %q, in %s", secret, i, y, out)
-							}
-						}
-					}
-				}
+				checkScrubbed(t, x, secret, out)
 			case json.Number:
 				check(string(x))
 			case map[string]any:
@@ -165,6 +141,61 @@ func FuzzScrubJSON(f *testing.F) {
 		if got, want := members(v), members(in); got != want {
 			t.Fatalf("%d members kept of %d: %s scrubbed to %s", got, want, data, out)
 		}
+	})
+}
+
+// checkScrubbed fails t if the text x (of what a scrub returned, out)
+// holds secret: as it is, URL-encoded, or in base64 starting anywhere
+// inside it (decoded up to its first character of no alphabet; the
+// decoder skips line breaks), also with its line breaks and the
+// indentation after them gone, x read as it is or as a JSON text (escaped
+// breaks and tabs: `\n`, `\\n` in JSON in JSON).
+func checkScrubbed(t *testing.T, x, secret string, out []byte) {
+	t.Helper()
+	if x == Withheld || x == Redacted {
+		return // a short secret withholds the whole string
+	}
+	if strings.Contains(x, secret) || strings.Contains(x, url.QueryEscape(secret)) || strings.Contains(x, url.PathEscape(secret)) {
+		t.Fatalf("%q left in %s", secret, out)
+	}
+	if b, err := base64.StdEncoding.DecodeString(x); err == nil && len(secret) >= minSecretLen && strings.Contains(string(b), secret) {
+		t.Fatalf("%q left, base64, in %s", secret, out)
+	}
+	for _, y := range []string{x, rawBreaks.ReplaceAllString(x, ""), escapedBreaks.ReplaceAllString(x, "")} {
+		for i := 0; i < len(y) && len(y) <= 1<<12 && len(secret) >= minSecretLen; i++ {
+			for _, enc := range base64Alphabets {
+				rest, _, _ := strings.Cut(y[i:], "=")
+				if b, _ := enc.WithPadding(base64.NoPadding).DecodeString(rest); strings.Contains(string(b), secret) {
+					t.Fatalf("%q left, base64 at %d of %q, in %s", secret, i, y, out)
+				}
+			}
+		}
+	}
+}
+
+// FuzzScrub feeds a downstream's error text or stderr line (untrusted) to
+// the scrubbing of the texts provlog writes: never a panic, and no secret
+// left in what is written, as FuzzScrubJSON checks a kept result's
+// strings (the one scanner, scrubText, does both).
+func FuzzScrub(f *testing.F) {
+	held := append(bytes.Repeat([]byte{0xfb}, 50), "hunter22-wrapped"...)
+	for _, s := range []string{
+		"refused hunter22-wrapped",
+		"refused aHVudGVyMjItd3JhcHBlZA== and hunter22-wrapped",
+		"cannot fetch /t/aHVudGVyMjItd3JhcHBlZA/x",
+		"bad key:\n  " + mimeWrap(base64.StdEncoding, held, "\r\n  "),
+		`invalid {"k":"` + mimeWrap(base64.URLEncoding, held, `\n\t`) + `"}`,
+		"leakfx got {\"Token\":\"hunter22-wrapped\"}",
+	} {
+		f.Add(s, "hunter22-wrapped")
+	}
+	f.Add("ab aGk= hi", "hi")
+	f.Fuzz(func(t *testing.T, text, secret string) {
+		if secret == "" || strings.Contains(Redacted, secret) {
+			return // never a secret: empty values are not collected
+		}
+		out := scrub(text, appendSecrets(nil, secret))
+		checkScrubbed(t, out, secret, []byte(out))
 	})
 }
 

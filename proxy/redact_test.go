@@ -247,3 +247,40 @@ func TestScrubJSONMemberNames(t *testing.T) {
 		})
 	}
 }
+
+// TestScrubErrorTexts: an error text a downstream sends and a line of its
+// stderr that hold base64 of bytes holding a redacted value (plain,
+// URL-safe in a URL, broken into lines, indented, in a JSON text), with
+// or without the value itself, are Redacted whole, as a kept result's
+// string is; they were checked for the value alone, and its base64 was
+// written as it came. Other texts are scrubbed as before.
+func TestScrubErrorTexts(t *testing.T) {
+	const secret = "sk-Errtext/77+Lq"
+	held := append(bytes.Repeat([]byte{0xfb}, 50), secret+" and more"...)
+	b64 := base64.StdEncoding.EncodeToString([]byte(secret))
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	secrets := appendSecrets(nil, secret)
+	for _, tc := range []struct{ name, text, want string }{
+		{"base64", "refused token " + b64, Redacted},
+		{"with the value too", "refused " + secret + " (" + b64 + ")", Redacted},
+		{"URL-safe in a URL", "cannot fetch https://x.test/t/" + base64.RawURLEncoding.EncodeToString([]byte(secret)) + "/y", Redacted},
+		{"wrapped", "bad key:\n" + mimeWrap(base64.StdEncoding, held, "\r\n"), Redacted},
+		{"indented", "bad key:\n  " + mimeWrap(base64.StdEncoding, held, "\n  "), Redacted},
+		{"in a JSON text", `invalid params {"key":` + quote(mimeWrap(base64.URLEncoding, held, "\n\t")) + `}`, Redacted},
+		{"the value", "refused " + secret, "refused " + Redacted},
+		{"other base64", "refused " + mimeWrap(base64.StdEncoding, bytes.Repeat([]byte{0xfb}, 200), "\n  "), "refused " + mimeWrap(base64.StdEncoding, bytes.Repeat([]byte{0xfb}, 200), "\n  ")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := scrub(tc.text, secrets); got != tc.want {
+				t.Errorf("scrub(%q) = %q, want %q", tc.text, got, tc.want)
+			}
+			var r recentSecrets // a server's stderr
+			r.remember([]string{"other-secret"})
+			r.scrub("warm the cores up")
+			r.remember(secrets)
+			if got := r.scrub(tc.text); got != tc.want {
+				t.Errorf("recentSecrets.scrub(%q) = %q, want %q", tc.text, got, tc.want)
+			}
+		})
+	}
+}

@@ -46,9 +46,10 @@ func leakfxChild() bool {
 // image's and a blob's bytes (base64 on the wire), the token as base64
 // broken into lines (indented or not) in a text and in a JSON text inside
 // one, in member names of its structured content (plain, base64,
-// wrapped), on stderr, in a progress and a log notification, in a
-// JSON-RPC error's message and data, in a tool error, in a read
-// resource's contents and in a prompt.
+// wrapped), on stderr (base64 too, plain and wrapped), in a progress and
+// a log notification, in a JSON-RPC error's message (base64 too, plain
+// and wrapped) and data, in a tool error, in a read resource's contents
+// and in a prompt.
 func leakfxServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "leakfx", Version: "1"}, &mcp.ServerOptions{HasTools: true})
 	obj := json.RawMessage(`{"type":"object"}`)
@@ -56,6 +57,8 @@ func leakfxServer() *mcp.Server {
 		args := string(req.Params.Arguments)
 		tok := tokenOf(req.Params.Arguments)
 		fmt.Fprintln(os.Stderr, "leakfx got", args)
+		key, _ := json.Marshal(map[string]string{"key": mimeLines(tok, "\n  ")}) // one line
+		fmt.Fprintln(os.Stderr, "leakfx key", base64.StdEncoding.EncodeToString([]byte(tok)), string(key))
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "working on " + args})
 		}
@@ -77,7 +80,9 @@ func leakfxServer() *mcp.Server {
 	})
 	s.AddTool(&mcp.Tool{Name: "fail", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		tok := tokenOf(req.Params.Arguments)
-		return nil, &jsonrpc.Error{Code: -32001, Message: "refused " + string(req.Params.Arguments) + " at /v/" + url.PathEscape(tok), Data: req.Params.Arguments}
+		key := base64.StdEncoding.EncodeToString([]byte(tok))
+		return nil, &jsonrpc.Error{Code: -32001, Data: req.Params.Arguments,
+			Message: "refused " + string(req.Params.Arguments) + " at /v/" + url.PathEscape(tok) + " with key " + key + ", as sent:\n  " + mimeLines(tok, "\n  ")}
 	})
 	s.AddTool(&mcp.Tool{Name: "tool_error", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "cannot use " + string(req.Params.Arguments)}}}, nil
