@@ -315,8 +315,10 @@ var base64Alphabets = []*base64.Encoding{base64.StdEncoding, base64.URLEncoding}
 
 // base64Cores returns, for each secret of at least minSecretLen bytes, in
 // each alphabet of base64Alphabets and at each of the three offsets it
-// can start at in encoded bytes, the base64 characters that encode only
-// its own bytes: a string holding none of them cannot encode a secret.
+// can start at in encoded bytes, the base64 characters all of whose six
+// bits are its own: a string holding none of them cannot encode a
+// secret. (Whole groups of four would leave a secret of four bytes at
+// offset one without a core: no group of it is all its own.)
 func base64Cores(secrets []string) []string {
 	var cores []string
 	for _, s := range secrets {
@@ -326,13 +328,8 @@ func base64Cores(secrets []string) []string {
 		for _, enc := range base64Alphabets {
 			for k := range 3 {
 				e := enc.EncodeToString([]byte(strings.Repeat("\x00", k) + s))
-				start, end := 0, 4*((k+len(s))/3) // whole groups, the last one's bytes may be the next ones'
-				if k > 0 {
-					start = 4 // the first group holds a byte before the secret
-				}
-				if end > start {
-					cores = append(cores, e[start:end])
-				}
+				// s's bits are 8k to 8(k+len(s)); character i holds 6i to 6i+6.
+				cores = append(cores, e[(8*k+5)/6:8*(k+len(s))/6])
 			}
 		}
 	}

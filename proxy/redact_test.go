@@ -284,3 +284,26 @@ func TestScrubErrorTexts(t *testing.T) {
 		})
 	}
 }
+
+// TestScrubBase64EveryOffset: base64 of bytes holding a redacted value of
+// the shortest length scrubbed and a little longer, at each offset it can
+// start at in a group of three bytes, in both alphabets, is found in a
+// text and in a kept result's string. A value of four bytes one byte into
+// a group was not: no group of four characters is all its own.
+func TestScrubBase64EveryOffset(t *testing.T) {
+	for _, secret := range []string{"unte", "Qz9/x", "sk-Offset"} {
+		for k := range 3 {
+			for _, enc := range base64Alphabets {
+				b := enc.EncodeToString([]byte(strings.Repeat("h", k) + secret + "r22"))
+				secrets := appendSecrets(nil, secret)
+				if got := scrub("key "+b, secrets); got != Redacted {
+					t.Errorf("%q at offset %d: scrub(%q) = %q", secret, k, "key "+b, got)
+				}
+				canon, _ := log.Canonicalize([]byte(`{"t":"` + b + `"}`))
+				if got, _ := scrubJSON(canon, secrets); string(got) != `{"t":"[redacted]"}` {
+					t.Errorf("%q at offset %d: scrubJSON(%s) = %s", secret, k, canon, got)
+				}
+			}
+		}
+	}
+}
