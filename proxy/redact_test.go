@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -305,5 +307,74 @@ func TestScrubBase64EveryOffset(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestStderrWrappedBase64: a stdio server's stderr lines that carry base64
+// of bytes holding a redacted value broken over them (a PEM, indented or
+// not) are each logged as [redacted]: they are scrubbed as one text, held
+// until a line that does not go on with them comes, or a while without
+// lines. Each was scrubbed alone, and held part of the value's base64.
+// Wrapped base64 of other bytes and other lines are logged as they came,
+// in order.
+func TestStderrWrappedBase64(t *testing.T) {
+	const secret = "sk-Stderr/31+Wq"
+	// Its characters span the first break; no padding ends the last line.
+	held := append(bytes.Repeat([]byte{0xfb}, 50), secret+" and more!"...)
+	wrapped := strings.Split(mimeWrap(base64.StdEncoding, held, "\n"), "\n")
+	other := strings.Split(mimeWrap(base64.StdEncoding, bytes.Repeat([]byte{0xfb}, 120), "\n"), "\n")
+	for _, tc := range []struct {
+		name, indent string
+		last         bool // the wrapped lines are the last: the wait logs them
+	}{{"PEM", "", false}, {"indented", "    ", false}, {"indented by tabs, last", "\t", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs lockedBuf
+			d := &downstream{p: &Proxy{logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, cfg: ServerConfig{ID: "s"}}
+			d.secrets.remember(appendSecrets(nil, secret))
+			l := &lineLogger{d: d}
+			var text string
+			var want []string
+			add := func(line, logged string) {
+				text += line + "\n"
+				want = append(want, logged)
+			}
+			blocks := [][]string{wrapped, other}
+			if tc.last {
+				blocks = [][]string{other, wrapped}
+			}
+			for i, b := range blocks {
+				add("[key]", "[key]") // no base64 character starts it: it ends a run
+				for _, w := range b {
+					logged := tc.indent + w
+					if i == 0 != tc.last {
+						logged = Redacted
+					}
+					add(tc.indent+w, logged)
+				}
+			}
+			if !tc.last {
+				add("done", "done")
+			}
+			for i := 0; i < len(text); i += 7 { // as a pipe cuts it
+				l.Write([]byte(text[i:min(i+7, len(text))]))
+			}
+			var got []string
+			for range 400 { // held lines wait for a line after them
+				got = got[:0]
+				for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+					var rec struct{ Line string }
+					if json.Unmarshal([]byte(line), &rec) == nil {
+						got = append(got, rec.Line)
+					}
+				}
+				if len(got) >= len(want) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("logged\n%q\nwant\n%q", got, want)
+			}
+		})
 	}
 }
