@@ -5,18 +5,23 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // lockedBuf is a log sink tests read back.
@@ -376,5 +381,51 @@ func TestStderrWrappedBase64(t *testing.T) {
 				t.Errorf("logged\n%q\nwant\n%q", got, want)
 			}
 		})
+	}
+}
+
+// TestListErrorScrubbed: a server that echoes a call's redacted argument
+// (itself and in base64) in the error it answers a later tools/list with
+// does not get it into the proxy's warning: the warning's error text is
+// scrubbed of the server's recent redacted values, as its stderr is. It
+// was logged as the server sent it.
+func TestListErrorScrubbed(t *testing.T) {
+	const secret = "sk-Listed/64+Ve"
+	srv := mcp.NewServer(&mcp.Implementation{Name: "echoes", Version: "1"}, nil)
+	obj := map[string]any{"type": "object"}
+	var got atomic.Value // the token the call was sent
+	srv.AddTool(&mcp.Tool{Name: "use", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args struct{ Token string }
+		json.Unmarshal(req.Params.Arguments, &args)
+		got.Store(args.Token)
+		return &mcp.CallToolResult{}, nil
+	})
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			tok, _ := got.Load().(string)
+			if method != "tools/list" || tok == "" {
+				return next(ctx, method, req)
+			}
+			return nil, fmt.Errorf("no list while %s (%s) is in use", tok, base64.StdEncoding.EncodeToString([]byte(tok)))
+		}
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	var buf proctest.Buffer
+	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "e", URL: down.URL, Redact: []string{"token"}}}, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&buf, nil)) })
+	cs := connectMemory(t, p, nil)
+	ctx := context.Background()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "e__use", Arguments: map[string]any{"token": secret}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(freshFor) // the read on connecting serves no longer
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyTrue(t, "the read failed", func() bool { return len(linesWith(&buf, "listing tools failed")) > 0 })
+	for _, line := range linesWith(&buf, "listing tools failed") {
+		if strings.Contains(line, secret) || strings.Contains(line, base64.StdEncoding.EncodeToString([]byte(secret))) {
+			t.Errorf("the warning holds the redacted value: %s", line)
+		}
 	}
 }
