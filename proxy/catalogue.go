@@ -255,7 +255,7 @@ func (c *catalogue) syncLists(ctx context.Context, cs *mcp.ClientSession, slots 
 				applied |= 1 << slot
 			case errors.Is(err, errNotOffered):
 			case ctx.Err() == nil: // else the proxy is closing
-				c.d.p.logger.Warn("proxy: listing "+c.slotName(slot)+" failed; the front offers the last list read", "server", c.d.cfg.ID, "error", err)
+				c.d.p.logger.Warn("proxy: listing "+c.slotName(slot)+" failed; the front offers the last list read", "server", c.d.cfg.ID, "error", c.d.secrets.scrub(err.Error()))
 			}
 		}
 	}

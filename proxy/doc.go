@@ -74,7 +74,11 @@
 // the scrubbed result, named by its own hash (result_retained_sha256), as
 // the result's hash stays that of the result as received — and from what
 // a stdio server prints on stderr, which goes to the proxy's log at debug
-// level. The proxy never logs arguments.
+// level. A text there (a string or member name of the result, an error
+// text, a stderr line) that holds base64 of bytes holding a redacted
+// value, in one run or broken into lines (indented or not, or escaped in
+// a JSON text inside it), becomes "[redacted]" whole. The proxy never
+// logs arguments.
 //
 // # Forwarding
 //

@@ -164,9 +164,20 @@ func appendSecrets(secrets []string, v any) []string {
 	return secrets
 }
 
-// scrub replaces every secret in s with Redacted, or returns Withheld if
-// s holds a secret too short to cut out (secrets are never empty).
+// scrub is scrubText for a text provlog writes that a downstream or a
+// client made (an error text, a line of a server's stderr): every secret
+// in s replaced with Redacted, or s Withheld or Redacted whole.
 func scrub(s string, secrets []string) string {
+	if len(secrets) == 0 {
+		return s
+	}
+	return scrubText(s, base64Cores(secrets), secrets)
+}
+
+// cutSecrets replaces every secret in s with Redacted, or returns
+// Withheld if s holds a secret too short to cut out (secrets are never
+// empty).
+func cutSecrets(s string, secrets []string) string {
 	for _, x := range secrets {
 		if len(x) < minSecretLen && strings.Contains(s, x) {
 			return Withheld
@@ -199,16 +210,13 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return []byte(scrub(string(canon), secrets)), true
+		return []byte(scrubText(string(canon), cores, secrets)), true
 	}
 	var walk func(v any) any
 	walk = func(v any) any {
 		switch x := v.(type) {
 		case string:
-			if out := scrub(x, secrets); out != x || !decodesToSecret(x, cores, secrets) {
-				return out
-			}
-			return Redacted
+			return scrubText(x, cores, secrets)
 		case json.Number:
 			for _, s := range secrets {
 				if strings.Contains(string(x), s) {
@@ -216,11 +224,7 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 				}
 			}
 		case map[string]any:
-			out := make(map[string]any, len(x))
-			for k, e := range x {
-				out[scrub(k, secrets)] = walk(e)
-			}
-			return out
+			return scrubMembers(x, func(k string) string { return scrubText(k, cores, secrets) }, walk)
 		case []any:
 			for i, e := range x {
 				x[i] = walk(e)
@@ -232,26 +236,71 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(walk(v)); err != nil {
-		return []byte(scrub(string(canon), secrets)), true
+		return []byte(scrubText(string(canon), cores, secrets)), true
 	}
 	out, err := log.Canonicalize(buf.Bytes())
 	if err != nil {
-		return []byte(scrub(string(canon), secrets)), true
+		return []byte(scrubText(string(canon), cores, secrets)), true
 	}
 	return out, !bytes.Equal(out, canon) // mayHoldSecret may have looked wider than the walk found
+}
+
+// scrubText is the one scanner of a text for secrets (cores: theirs,
+// base64Cores): s with every secret cut out (cutSecrets), or Redacted
+// whole if it is or holds base64 of bytes holding one (decodesToSecret),
+// whether it holds the secret itself too or not. It is linear in s.
+func scrubText(s string, cores, secrets []string) string {
+	if decodesToSecret(s, cores, secrets) {
+		return Redacted
+	}
+	return cutSecrets(s, secrets)
+}
+
+// scrubMembers returns the members of m under their names as name makes
+// them, their values as walk makes them. Names that name makes equal to
+// another (two that held a secret, or one that held it and one written
+// "[redacted]") get a count after it, " (2)" and on, in the order of the
+// names as they came: no member is lost, and what is kept does not
+// depend on the order of a map. A name taken is tried at most twice (as
+// a name with a count and as one of its own), so this is linear in m.
+func scrubMembers(m map[string]any, name func(string) string, walk func(any) any) map[string]any {
+	out := make(map[string]any, len(m))
+	var renamed [][2]string // from, to
+	for k, v := range m {
+		if to := name(k); to != k {
+			renamed = append(renamed, [2]string{k, to})
+		} else {
+			out[k] = walk(v)
+		}
+	}
+	slices.SortFunc(renamed, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	next := map[string]int{} // the count to try next after each name
+	for _, r := range renamed {
+		to := r[1]
+		for n := next[r[1]]; ; n++ {
+			if n > 0 {
+				to = fmt.Sprintf("%s (%d)", r[1], n+1)
+			}
+			if _, taken := out[to]; !taken {
+				next[r[1]] = n + 1
+				break
+			}
+		}
+		out[to] = walk(m[r[0]])
+	}
+	return out
 }
 
 // mayHoldSecret reports whether the canonical JSON text canon may hold a
 // secret or base64 of one (scrubJSON): whether it holds a secret or a
 // core, or, with its line breaks unwrapped, a core. Unwrapping reads
-// every backslash before an r or n as an escape, and one may be a string's
-// own before base64 starting with r or n, so there a core is looked for
-// without its first character.
+// every backslash before an r or n (and, after a break, a t) as an
+// escape, and one may be a string's own before base64 starting with that
+// letter, so there a core is looked for without its first character.
 func mayHoldSecret(canon []byte, cores, secrets []string) bool {
-	for _, s := range append(cores, secrets...) {
-		if bytes.Contains(canon, []byte(s)) {
-			return true
-		}
+	in := func(s string) bool { return bytes.Contains(canon, []byte(s)) }
+	if slices.ContainsFunc(cores, in) || slices.ContainsFunc(secrets, in) {
+		return true
 	}
 	if !bytes.Contains(canon, []byte(`\n`)) && !bytes.Contains(canon, []byte(`\r`)) {
 		return false // no line break in any string
@@ -266,8 +315,10 @@ var base64Alphabets = []*base64.Encoding{base64.StdEncoding, base64.URLEncoding}
 
 // base64Cores returns, for each secret of at least minSecretLen bytes, in
 // each alphabet of base64Alphabets and at each of the three offsets it
-// can start at in encoded bytes, the base64 characters that encode only
-// its own bytes: a string holding none of them cannot encode a secret.
+// can start at in encoded bytes, the base64 characters all of whose six
+// bits are its own: a string holding none of them cannot encode a
+// secret. (Whole groups of four would leave a secret of four bytes at
+// offset one without a core: no group of it is all its own.)
 func base64Cores(secrets []string) []string {
 	var cores []string
 	for _, s := range secrets {
@@ -277,13 +328,8 @@ func base64Cores(secrets []string) []string {
 		for _, enc := range base64Alphabets {
 			for k := range 3 {
 				e := enc.EncodeToString([]byte(strings.Repeat("\x00", k) + s))
-				start, end := 0, 4*((k+len(s))/3) // whole groups, the last one's bytes may be the next ones'
-				if k > 0 {
-					start = 4 // the first group holds a byte before the secret
-				}
-				if end > start {
-					cores = append(cores, e[start:end])
-				}
+				// s's bits are 8k to 8(k+len(s)); character i holds 6i to 6i+6.
+				cores = append(cores, e[(8*k+5)/6:8*(k+len(s))/6])
 			}
 		}
 	}
@@ -370,27 +416,34 @@ func inBase64Run(c byte, enc *base64.Encoding) bool {
 // unwrap returns s without its line breaks, so that base64 broken into
 // lines (MIME's and PEM's, 76 characters a line) reads as one run: CR
 // and LF, and, if escaped, a backslash or several (JSON inside JSON)
-// before an r or n, as a JSON text inside s breaks its lines. It returns
-// s itself if there are none.
+// before an r or n, as a JSON text inside s breaks its lines. The spaces
+// and tabs (if escaped, a backslash or several before a t too) after a
+// break go with it: PEM inside YAML and an indented JSON text indent the
+// lines after the first. It returns s itself if there are none.
 func unwrap(s string, escaped bool) string {
 	var b strings.Builder
 	kept := 0 // s[kept:i] is still to be copied
 	for i := 0; i < len(s); {
-		end := i + 1 // of the line break at i
+		end, ok := lineBreak(s, i, escaped)
 		switch {
-		case s[i] == '\r' || s[i] == '\n':
-		case s[i] == '\\' && escaped:
-			for end < len(s) && s[end] == '\\' {
-				end++
-			}
-			if end == len(s) || (s[end] != 'r' && s[end] != 'n') {
-				i = end // backslashes of their own
-				continue
-			}
-			end++
+		case ok:
+		case end > i:
+			i = end // backslashes of their own
+			continue
 		default:
 			i++
 			continue
+		}
+		for next := end; next < len(s); end = next {
+			if s[next] == ' ' || s[next] == '\t' {
+				next++
+			} else if next, ok = lineBreak(s, next, escaped); !ok {
+				if next > end && next < len(s) && s[next] == 't' {
+					next++ // an escaped tab
+				} else {
+					break
+				}
+			}
 		}
 		b.WriteString(s[kept:i])
 		kept, i = end, end
@@ -400,6 +453,26 @@ func unwrap(s string, escaped bool) string {
 	}
 	b.WriteString(s[kept:])
 	return b.String()
+}
+
+// lineBreak reports whether a line break (of unwrap) starts at s[i], and
+// where it ends; if not, where the backslashes starting there end
+// (escaped) or i.
+func lineBreak(s string, i int, escaped bool) (int, bool) {
+	switch {
+	case s[i] == '\r' || s[i] == '\n':
+		return i + 1, true
+	case s[i] != '\\' || !escaped:
+		return i, false
+	}
+	end := i + 1
+	for end < len(s) && s[end] == '\\' {
+		end++
+	}
+	if end < len(s) && (s[end] == 'r' || s[end] == 'n') {
+		return end + 1, true
+	}
+	return end, false
 }
 
 // callSecrets are the redacted values of one call, all its legs': what
@@ -444,9 +517,10 @@ const maxRecentSecrets = 256
 // recentSecrets are the redacted values of a server's latest calls (at
 // most maxRecentSecrets), scrubbed from what it prints on stderr.
 type recentSecrets struct {
-	mu   sync.Mutex
-	list []string
-	next int
+	mu    sync.Mutex
+	list  []string
+	next  int
+	cores []string // list's (base64Cores), nil until a scrub needs them
 }
 
 func (r *recentSecrets) remember(secrets []string) {
@@ -463,10 +537,19 @@ func (r *recentSecrets) remember(secrets []string) {
 		r.list[r.next] = s
 		r.next = (r.next + 1) % maxRecentSecrets
 	}
+	r.cores = nil
 }
 
+// scrub is scrub with r's secrets, whose cores are made once for the
+// lines of a server's stderr between two calls, not for each.
 func (r *recentSecrets) scrub(s string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return scrub(s, r.list)
+	if len(r.list) == 0 {
+		return s
+	}
+	if r.cores == nil {
+		r.cores = base64Cores(r.list)
+	}
+	return scrubText(s, r.cores, r.list)
 }

@@ -56,13 +56,19 @@ func FuzzRedactArgs(f *testing.F) {
 	})
 }
 
-// escapedBreaks are line breaks and JSON's escapes of them, at any depth.
-var escapedBreaks = regexp.MustCompile(`\\+[rn]|[\r\n]`)
+// counted is a member name with the count scrubMembers puts after it;
+// rawBreaks are line breaks with the indentation after them;
+// escapedBreaks are those and JSON's escapes of them, at any depth.
+var (
+	counted       = regexp.MustCompile(`^(.*) \(\d+\)$`)
+	rawBreaks     = regexp.MustCompile(`[\r\n][ \t\r\n]*`)
+	escapedBreaks = regexp.MustCompile(`(?:\\+[rn]|[\r\n])(?:[ \t\r\n]|\\+[rnt])*`)
+)
 
 // FuzzScrubJSON feeds a downstream's result (untrusted) to the scrubbing
 // of retained results: never a panic, no secret left in what is kept (as
-// it is, URL-encoded or in a base64 string, broken into lines or not), and
-// canonical text stays canonical.
+// it is, URL-encoded or in a base64 string, broken into lines, indented
+// or not), no member lost, and canonical text stays canonical.
 func FuzzScrubJSON(f *testing.F) {
 	f.Add([]byte(`{"content":[{"text":"Echo: hunter22","type":"text"}]}`), "hunter22")
 	f.Add([]byte(`{"hunter22":[1,"a hunter22 b"],"n":12345}`), "12345")
@@ -75,14 +81,22 @@ func FuzzScrubJSON(f *testing.F) {
 	f.Add([]byte(`{"text":"see /q?t=sk%2Fa%2Bb and /p/sk%2Fa+b"}`), "sk/a+b")
 	f.Add([]byte(`{"requestState":"st.YW5zMS1TZWNyZXQvNCtrcQ"}`), "ans1-Secret/4+kq") // base64 inside a string
 	f.Add([]byte(`{"s":"x-eGh1bnRlcjIyeXo.y","t":"ab/aHVudGVyMjI=/c"}`), "hunter22")  // a run starting off a group
-	// Base64 broken into lines, in a string and in a JSON text inside one.
+	f.Add([]byte(`{"t":"hunter22 (aHVudGVyMjI=)"}`), "hunter22")                      // the value and its base64
+	// Member names: base64 of it, and names that scrubbing makes equal.
+	f.Add([]byte(`{"[redacted]":1,"aHVudGVyMjI=":{"x-eGh1bnRlcjIyeXo":2},"hunter22":3}`), "hunter22")
+	// Base64 broken into lines, in a string and in a JSON text inside one,
+	// indented or not.
 	held := append(bytes.Repeat([]byte{0xfb}, 50), "hunter22-wrapped"...)
 	for _, v := range []string{
 		mimeWrap(base64.StdEncoding, held, "\r\n"),
 		`{"b":"` + mimeWrap(base64.URLEncoding, held, `\n`) + `"}`,
 		`{"d":"{\"b\":\"` + mimeWrap(base64.StdEncoding, held, `\\n`) + `\"}"}`,
+		"k: |\n  " + mimeWrap(base64.StdEncoding, held, "\r\n  ") + "\n",
+		"{\n\t\"b\": \"" + mimeWrap(base64.URLEncoding, held, `\n\t\t`) + "\"\n}",
 	} {
 		b, _ := json.Marshal(map[string]string{"text": v})
+		f.Add(b, "hunter22-wrapped")
+		b, _ = json.Marshal(map[string]int{v: 1}) // as a member name
 		f.Add(b, "hunter22-wrapped")
 	}
 	f.Fuzz(func(t *testing.T, data []byte, secret string) {
@@ -108,33 +122,16 @@ func FuzzScrubJSON(f *testing.F) {
 		check = func(v any) {
 			switch x := v.(type) {
 			case string:
-				if x == Withheld || x == Redacted {
-					return // a short secret withholds the whole string
-				}
-				if strings.Contains(x, secret) || strings.Contains(x, url.QueryEscape(secret)) || strings.Contains(x, url.PathEscape(secret)) {
-					t.Fatalf("%q left in %s", secret, out)
-				}
-				if b, err := base64.StdEncoding.DecodeString(x); err == nil && len(secret) >= minSecretLen && strings.Contains(string(b), secret) {
-					t.Fatalf("%q left, base64, in %s", secret, out)
-				}
-				// Nor does base64 starting anywhere inside it (decoded up to
-				// its first character of no alphabet; the decoder skips
-				// line breaks), nor in it read as a JSON text whose escaped
-				// line breaks (`\n`, `\\n` in JSON in JSON) go.
-				for _, y := range []string{x, escapedBreaks.ReplaceAllString(x, "")} {
-					for i := 0; i < len(y) && len(y) <= 1<<12 && len(secret) >= minSecretLen; i++ {
-						for _, enc := range base64Alphabets {
-							rest, _, _ := strings.Cut(y[i:], "=")
-							if b, _ := enc.WithPadding(base64.NoPadding).DecodeString(rest); strings.Contains(string(b), secret) {
-								t.Fatalf("%q left, base64 at %d of %q, in %s", secret, i, y, out)
-							}
-						}
-					}
-				}
+				checkScrubbed(t, x, secret, out)
 			case json.Number:
 				check(string(x))
 			case map[string]any:
 				for k, e := range x {
+					// A count scrubMembers put after a scrubbed name is
+					// provlog's text, whatever secret it may look like.
+					if m := counted.FindStringSubmatch(k); m != nil && (m[1] == Withheld || strings.Contains(m[1], Redacted)) {
+						k = m[1]
+					}
 					check(k)
 					check(e)
 				}
@@ -145,7 +142,84 @@ func FuzzScrubJSON(f *testing.F) {
 			}
 		}
 		check(v)
+		// No member is lost to a name that scrubbing made another's.
+		var in any
+		json.Unmarshal(data, &in)
+		if got, want := members(v), members(in); got != want {
+			t.Fatalf("%d members kept of %d: %s scrubbed to %s", got, want, data, out)
+		}
 	})
+}
+
+// checkScrubbed fails t if the text x (of what a scrub returned, out)
+// holds secret: as it is, URL-encoded, or in base64 starting anywhere
+// inside it (decoded up to its first character of no alphabet; the
+// decoder skips line breaks), also with its line breaks and the
+// indentation after them gone, x read as it is or as a JSON text (escaped
+// breaks and tabs: `\n`, `\\n` in JSON in JSON).
+func checkScrubbed(t *testing.T, x, secret string, out []byte) {
+	t.Helper()
+	if x == Withheld || x == Redacted {
+		return // a short secret withholds the whole string
+	}
+	if strings.Contains(x, secret) || strings.Contains(x, url.QueryEscape(secret)) || strings.Contains(x, url.PathEscape(secret)) {
+		t.Fatalf("%q left in %s", secret, out)
+	}
+	if b, err := base64.StdEncoding.DecodeString(x); err == nil && len(secret) >= minSecretLen && strings.Contains(string(b), secret) {
+		t.Fatalf("%q left, base64, in %s", secret, out)
+	}
+	for _, y := range []string{x, rawBreaks.ReplaceAllString(x, ""), escapedBreaks.ReplaceAllString(x, "")} {
+		for i := 0; i < len(y) && len(y) <= 1<<12 && len(secret) >= minSecretLen; i++ {
+			for _, enc := range base64Alphabets {
+				rest, _, _ := strings.Cut(y[i:], "=")
+				if b, _ := enc.WithPadding(base64.NoPadding).DecodeString(rest); strings.Contains(string(b), secret) {
+					t.Fatalf("%q left, base64 at %d of %q, in %s", secret, i, y, out)
+				}
+			}
+		}
+	}
+}
+
+// FuzzScrub feeds a downstream's error text or stderr line (untrusted) to
+// the scrubbing of the texts provlog writes: never a panic, and no secret
+// left in what is written, as FuzzScrubJSON checks a kept result's
+// strings (the one scanner, scrubText, does both).
+func FuzzScrub(f *testing.F) {
+	held := append(bytes.Repeat([]byte{0xfb}, 50), "hunter22-wrapped"...)
+	for _, s := range []string{
+		"refused hunter22-wrapped",
+		"refused aHVudGVyMjItd3JhcHBlZA== and hunter22-wrapped",
+		"cannot fetch /t/aHVudGVyMjItd3JhcHBlZA/x",
+		"bad key:\n  " + mimeWrap(base64.StdEncoding, held, "\r\n  "),
+		`invalid {"k":"` + mimeWrap(base64.URLEncoding, held, `\n\t`) + `"}`,
+		"leakfx got {\"Token\":\"hunter22-wrapped\"}",
+	} {
+		f.Add(s, "hunter22-wrapped")
+	}
+	f.Add("ab aGk= hi", "hi")
+	f.Fuzz(func(t *testing.T, text, secret string) {
+		if secret == "" || strings.Contains(Redacted, secret) {
+			return // never a secret: empty values are not collected
+		}
+		out := scrub(text, appendSecrets(nil, secret))
+		checkScrubbed(t, out, secret, []byte(out))
+	})
+}
+
+// members counts the members of the objects in v.
+func members(v any) int {
+	n := 0
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			n += 1 + members(e)
+		}
+	case []any:
+		for _, e := range x {
+			n += members(e)
+		}
+	}
+	return n
 }
 
 // FuzzRedactURI: redactURI keeps everything but the values it replaces:

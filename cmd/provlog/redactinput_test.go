@@ -80,7 +80,10 @@ func askServer() *mcp.Server {
 			}
 			got := fmt.Sprintf("answers %s and %s to %s", first, second, req.Params.Arguments)
 			if fail {
-				return nil, &jsonrpc.Error{Code: -32001, Message: "refused " + got, Data: json.RawMessage(`{"token":"` + second + `"}`)}
+				// The second answer in base64 too, a key the server
+				// made of it.
+				key := base64.StdEncoding.EncodeToString([]byte(second))
+				return nil, &jsonrpc.Error{Code: -32001, Message: "refused " + got + " with key " + key, Data: json.RawMessage(`{"token":"` + second + `"}`)}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: got}}}, nil
 		}
@@ -123,7 +126,7 @@ func askClient(t *testing.T, base, token, rev string) *mcp.ClientSession {
 // redacted field name, to servers that ask in the client's revision, in
 // 2026-07-28's (bridge.go) and in 2025-11-25's (park.go); the server
 // keeps the first answer in its requestState and echoes both in its
-// result or error. It also sends a redacted argument bound to an
+// result or error (the second in base64 too). It also sends a redacted argument bound to an
 // Mcp-Param-* header and configures a downstream's Authorization header;
 // neither they nor the client's bearer token may be written anywhere.
 func TestRedactedInputWrittenNowhere(t *testing.T) {

@@ -44,9 +44,12 @@ func leakfxChild() bool {
 
 // leakfxServer echoes what it is sent: in a result's text, as an
 // image's and a blob's bytes (base64 on the wire), the token as base64
-// broken into lines in a text and in a JSON text inside one, on stderr, in a
-// progress and a log notification, in a JSON-RPC error's message and
-// data, in a tool error, in a read resource's contents and in a prompt.
+// broken into lines (indented or not) in a text and in a JSON text inside
+// one, in member names of its structured content (plain, base64,
+// wrapped), on stderr (base64 too, plain and wrapped), in a progress and
+// a log notification, in a JSON-RPC error's message (base64 too, plain
+// and wrapped) and data, in a tool error, in a read resource's contents
+// and in a prompt.
 func leakfxServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "leakfx", Version: "1"}, &mcp.ServerOptions{HasTools: true})
 	obj := json.RawMessage(`{"type":"object"}`)
@@ -54,11 +57,14 @@ func leakfxServer() *mcp.Server {
 		args := string(req.Params.Arguments)
 		tok := tokenOf(req.Params.Arguments)
 		fmt.Fprintln(os.Stderr, "leakfx got", args)
+		key, _ := json.Marshal(map[string]string{"key": mimeLines(tok, "\n  ")}) // one line
+		fmt.Fprintln(os.Stderr, "leakfx key", base64.StdEncoding.EncodeToString([]byte(tok)), string(key))
 		if tok := req.Params.GetProgressToken(); tok != nil {
 			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "working on " + args})
 		}
 		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "error", Data: "leakfx got " + args})
 		attachment, _ := json.Marshal(map[string]string{"attachment": mimeLines(tok, "\n")})
+		indented, _ := json.MarshalIndent(map[string]string{"attachment": mimeLines(tok, "\n\t\t")}, "", "  ")
 		return &mcp.CallToolResult{Content: []mcp.Content{
 			&mcp.TextContent{Text: "you sent " + args + "; see https://x.test/?q=" + url.QueryEscape(tok)},
 			&mcp.ImageContent{MIMEType: "image/png", Data: []byte(args)},
@@ -66,11 +72,17 @@ func leakfxServer() *mcp.Server {
 			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "leak:///args", MIMEType: "application/json", Blob: []byte(args)}},
 			&mcp.TextContent{Text: "attached:\r\n" + mimeLines(tok, "\r\n")},
 			&mcp.TextContent{Text: string(attachment)},
+			&mcp.TextContent{Text: "pem: |\n  " + mimeLines(tok, "\r\n  ")},
+			&mcp.TextContent{Text: string(indented)},
+		}, StructuredContent: map[string]any{ // the token in member names
+			tok: "plain", base64.StdEncoding.EncodeToString([]byte(tok)): "base64", mimeLines(tok, "\n"): "wrapped",
 		}}, nil
 	})
 	s.AddTool(&mcp.Tool{Name: "fail", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		tok := tokenOf(req.Params.Arguments)
-		return nil, &jsonrpc.Error{Code: -32001, Message: "refused " + string(req.Params.Arguments) + " at /v/" + url.PathEscape(tok), Data: req.Params.Arguments}
+		key := base64.StdEncoding.EncodeToString([]byte(tok))
+		return nil, &jsonrpc.Error{Code: -32001, Data: req.Params.Arguments,
+			Message: "refused " + string(req.Params.Arguments) + " at /v/" + url.PathEscape(tok) + " with key " + key + ", as sent:\n  " + mimeLines(tok, "\n  ")}
 	})
 	s.AddTool(&mcp.Tool{Name: "tool_error", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "cannot use " + string(req.Params.Arguments)}}}, nil
@@ -222,8 +234,9 @@ servers:
 	searchWritten(t, sp, rcv, data, answers, leakForms(leakSecret, leakURISecret, leakNumber))
 }
 
-// lineBreaks are line breaks and JSON's escapes of them, at any depth.
-var lineBreaks = regexp.MustCompile(`\\+[rn]|[\r\n]`)
+// lineBreaks are line breaks and JSON's escapes of them, at any depth,
+// with the indentation (spaces, tabs, escaped tabs) after them.
+var lineBreaks = regexp.MustCompile(`(?:\\+[rn]|[\r\n])(?:[ \t\r\n]|\\+[rnt])*`)
 
 // searchWritten greps every byte the stopped sidecar sp wrote (stderr,
 // its answers, the spans rcv got, the data directory data, an export
@@ -257,7 +270,8 @@ func searchWritten(t *testing.T, sp *fxSidecar, rcv *otlptest.Collector, data st
 	}
 	for where, b := range written {
 		// Base64 broken into lines is found with its line breaks (and
-		// JSON's escapes of them) taken out.
+		// JSON's escapes of them, and the indentation after them) taken
+		// out.
 		unwrapped := lineBreaks.ReplaceAll(b, nil)
 		for form, s := range forms {
 			if i := bytes.Index(b, []byte(s)); i >= 0 {
