@@ -189,7 +189,7 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 // text, so that base64 of a redacted value broken over them is found;
 // they are logged when a line that does not go on with them comes, when
 // they reach maxHeldStderr bytes, or after heldStderrWait without another
-// line.
+// line. Nothing is held while the server has no redacted value to find.
 type lineLogger struct {
 	d      *downstream
 	mu     sync.Mutex
@@ -231,7 +231,9 @@ func (l *lineLogger) line(s string) {
 	if len(l.held) > 0 && !startsBase64Run(s) {
 		l.logHeld()
 	}
-	if len(l.held) == 0 && !endsBase64Run(s) {
+	// With no redacted value to find (no redaction configured, or no call
+	// yet), a line is logged as it comes: holding it would only delay it.
+	if len(l.held) == 0 && (!endsBase64Run(s) || l.d.secrets.none()) {
 		l.d.p.logger.Debug("proxy: downstream stderr", "server", l.d.cfg.ID, "line", l.d.secrets.scrub(s))
 		return
 	}

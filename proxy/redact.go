@@ -542,6 +542,13 @@ func (r *recentSecrets) remember(secrets []string) {
 
 // scrub is scrub with r's secrets, whose cores are made once for the
 // lines of a server's stderr between two calls, not for each.
+// none reports whether no redacted value is remembered: nothing to scrub.
+func (r *recentSecrets) none() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.list) == 0
+}
+
 func (r *recentSecrets) scrub(s string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

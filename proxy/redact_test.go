@@ -384,6 +384,22 @@ func TestStderrWrappedBase64(t *testing.T) {
 	}
 }
 
+// TestStderrNotHeldWithoutSecrets: a server with no redacted value to
+// find (no redaction configured, or none of its calls held one) has each
+// stderr line logged by the Write that ends it, even one ending in a run
+// of base64 (a key printed in PEM): such lines were held for a line after
+// them, or half a second, for nothing.
+func TestStderrNotHeldWithoutSecrets(t *testing.T) {
+	var logs lockedBuf
+	d := &downstream{p: &Proxy{logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, cfg: ServerConfig{ID: "s"}}
+	l := &lineLogger{d: d}
+	line := strings.Repeat("QUJD", 19) // a PEM line's 76 characters
+	l.Write([]byte(line + "\n"))
+	if !strings.Contains(logs.String(), line) {
+		t.Errorf("a stderr line was not logged when written: %q", logs.String())
+	}
+}
+
 // TestListErrorScrubbed: a server that echoes a call's redacted argument
 // (itself and in base64) in the error it answers a later tools/list with
 // does not get it into the proxy's warning: the warning's error text is
