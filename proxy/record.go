@@ -53,7 +53,10 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 	if c.continues == 0 && (len(in.params.InputResponses) > 0 || in.params.RequestState != "") {
 		c.continues, c.secrets = p.retries.take(c, in.params.RequestState) // a client's own retry
 	}
-	if c.secrets == nil {
+	if c.secrets == nil && len(d.cfg.Redact) > 0 {
+		// Only a server with fields to redact has secrets, from the
+		// arguments or, later, its client's answers (askClient); a nil
+		// set holds none and costs the call path nothing.
 		c.secrets = new(callSecrets)
 	}
 	c.secrets.add(secrets)
