@@ -115,7 +115,7 @@ func (p *Proxy) frontDefinition(slot listSlot, names nameTable, nameKey, front s
 		return nil, false // for the newer session's clients, while it lists it
 	}
 	var m map[string]json.RawMessage
-	if !ok || json.Unmarshal([]byte(r.def), &m) != nil || m == nil {
+	if !ok || json.Unmarshal(r.def, &m) != nil || m == nil {
 		return nil, true
 	}
 	name, err := json.Marshal(front)
