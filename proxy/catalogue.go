@@ -540,10 +540,35 @@ func (c *catalogue) collisionList() []string {
 }
 
 // report adds the catalogue's part of the server's provlog__status entry.
+//
+// Its tools are counted as the front's clients are shown them
+// (shownDefinition), per process: "tools" what a client of 2025-11-25 or
+// before is shown (the first process's), and in the newer session's part
+// (which health adds first) what a 2026-07-28 client is shown. Counting
+// every registration added the tools only the newer process lists to the
+// first's, a figure no client's list matches, and an operator who counts
+// a client's tools/list against it saw tools that client can neither see
+// nor call. It is per process rather than as the calling client's
+// revision sees it: provlog__status gives every caller the same answer,
+// and an operator asking why two clients are shown different lists needs
+// both figures.
 func (c *catalogue) report(h map[string]any) {
+	up := c.d.newer.current()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h["tools"] = len(c.lists[toolSlot].reg)
+	var older, newer int
+	for _, r := range c.lists[toolSlot].reg {
+		if _, shown := c.shownLocked(toolSlot, r, false, up); shown {
+			older++
+		}
+		if _, shown := c.shownLocked(toolSlot, r, true, up); shown {
+			newer++
+		}
+	}
+	h["tools"] = older
+	if ns, _ := h["newer_session"].(map[string]any); ns != nil {
+		ns["tools"] = newer
+	}
 	if s := c.lists[toolSlot].skipped; len(s) > 0 {
 		out := map[string]any{}
 		for k, v := range s {

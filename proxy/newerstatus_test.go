@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,6 +37,38 @@ func reshapeNewer(t *testing.T, p *Proxy) (newer, older *mcp.ClientSession) {
 		return ok
 	})
 	return newer, older
+}
+
+// TestStatusCountsToolsAsShown: provlog__status counts a stdio server's
+// tools as its clients are shown them, per process: "tools" those a
+// 2025-11-25 client is shown (the first process's), the newer session's
+// "tools" those a 2026-07-28 client is shown, whichever client asks. It
+// counted every tool registered, the tools only the second process lists
+// with the first's: one more than the 2025-11-25 client is shown, which
+// it can neither see nor call, and no figure a 2026-07-28 client's list
+// matches.
+func TestStatusCountsToolsAsShown(t *testing.T) {
+	newer, older := reshapeNewer(t, listsProxy(t))
+	shown := func(cs *mcp.ClientSession) (n int) {
+		for name := range frontTools(t, cs) {
+			if strings.HasPrefix(name, "fx__") {
+				n++
+			}
+		}
+		return n
+	}
+	olderN, newerN := shown(older), shown(newer)
+	if olderN == newerN {
+		t.Fatalf("both clients are shown %d tools: the fixture's second process lists one more", olderN)
+	}
+	for _, asker := range []*mcp.ClientSession{older, newer} {
+		st := serverStatus(t, callStatus(t, asker), "fx")
+		ns, _ := st["newer_session"].(map[string]any)
+		got := fmt.Sprintf("tools %v, newer session's %v", st["tools"], ns["tools"])
+		if want := fmt.Sprintf("tools %d, newer session's %d", olderN, newerN); got != want {
+			t.Errorf("provlog__status asked by a %s client: %s, want %s (as the clients are shown)", asker.InitializeResult().ProtocolVersion, got, want)
+		}
+	}
 }
 
 // TestCatalogueListHeldOnce: a catalogue keeps each list it read once:

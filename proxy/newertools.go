@@ -127,17 +127,28 @@ func namedDefinitions(raws []json.RawMessage, nameKey string) map[string]json.Ra
 	return defs
 }
 
-// newerDefinition returns the definition of the item named name (on the
-// server) in list slot as the newer session listed it, if that session
-// is up and listed it (listed); read reports that it is up and its list
-// was read.
-func (c *catalogue) newerDefinition(slot listSlot, name string) (def json.RawMessage, listed, read bool) {
+// shownDefinition returns the definition of the item registered as front
+// in list slot as a client is shown it: a 2026-07-28 client (newer) as
+// the newer session lists it, if that session is up and its list was
+// read, another client as the first session does; shown is false if the
+// client is not shown it at all. def is nil if front is not registered.
+func (c *catalogue) shownDefinition(slot listSlot, front string, newer bool) (def json.RawMessage, shown bool) {
 	up := c.d.newer.current()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if up == nil || c.newer.cs != up || c.newer.defs[slot] == nil {
-		return nil, false, false
+	r, ok := c.lists[slot].reg[front]
+	if !ok {
+		return nil, true
 	}
-	def, listed = c.newer.defs[slot][name]
-	return def, listed, true
+	return c.shownLocked(slot, r, newer, up)
+}
+
+// shownLocked is shownDefinition for registration r; up is the newer
+// session if it is up. The caller holds c.mu.
+func (c *catalogue) shownLocked(slot listSlot, r registration, newer bool, up *mcp.ClientSession) (json.RawMessage, bool) {
+	if newer && up != nil && c.newer.cs == up && c.newer.defs[slot] != nil {
+		def, listed := c.newer.defs[slot][r.name]
+		return def, listed
+	}
+	return r.def, !r.newerOnly
 }
