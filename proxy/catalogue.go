@@ -1,13 +1,13 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,15 +96,24 @@ type registry struct {
 	skipped map[string]string       // server name -> why the front server refused it
 	// first is the first session's list as last applied: a read of the
 	// newer session's applies it again, with the items only that one
-	// lists (apply).
+	// lists (apply). reg cannot stand in for it: it holds, in the
+	// server's order, the items the front refused (skipped), those whose
+	// names another server holds and those listed twice, which are
+	// applied again as they were (a name the first session lists is not
+	// offered as the newer session's only, and skipped keeps saying
+	// why). The items registered hold its very bytes (registration.def),
+	// so the list is kept once.
 	first []json.RawMessage
 }
 
 // A registration is one item registered at the front.
 type registration struct {
 	name string // its name (URI, URI template) on the server
-	def  string // its definition as the server listed it
-	sum  string // definitionSum(def)
+	// def is its definition as the server listed it: the bytes of the
+	// list read that holds it (registry.first, or the newer session's
+	// newerTools.defs), not a copy of them; nothing writes to them.
+	def json.RawMessage
+	sum string // definitionSum(def)
 	// newerOnly: only the server's newer session lists it, so only that
 	// session's clients are shown it (frontDefinition), and a call of
 	// another names no definition (toolSum).
@@ -119,7 +128,7 @@ func (c *catalogue) paramHeaders(front string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.lists[toolSlot].reg[front]
-	return !ok || strings.Contains(r.def, "x-mcp-header")
+	return !ok || bytes.Contains(r.def, []byte("x-mcp-header"))
 }
 
 func newCatalogue(d *downstream) *catalogue {
@@ -470,7 +479,7 @@ func (k *listKind[T]) applyItem(c *catalogue, a *applying, raw json.RawMessage, 
 	}
 	a.want[front] = true
 	c.mu.Lock()
-	c.lists[k.slot].reg[front] = registration{name: name, def: string(raw), sum: definitionSum(raw), newerOnly: newerOnly}
+	c.lists[k.slot].reg[front] = registration{name: name, def: raw, sum: definitionSum(raw), newerOnly: newerOnly}
 	c.mu.Unlock()
 }
 
@@ -504,12 +513,19 @@ func (c *catalogue) claim(t nameTable, front string, reserved bool) bool {
 
 // unchanged reports whether front is registered with this very definition,
 // for the same clients (newerOnly), so a re-sync does not re-add it (which
-// would notify every client).
+// would notify every client). If so, the registration takes raw, the
+// same bytes as the list now kept has them: holding on to the bytes of
+// the list before would keep two copies of every item unchanged.
 func (c *catalogue) unchanged(slot listSlot, front string, raw json.RawMessage, newerOnly bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.lists[slot].reg[front]
-	return ok && r.def == string(raw) && r.newerOnly == newerOnly
+	if !ok || !bytes.Equal(r.def, raw) || r.newerOnly != newerOnly {
+		return false
+	}
+	r.def = raw
+	c.lists[slot].reg[front] = r
+	return true
 }
 
 // collisionList names the front names c's server could not have.
@@ -524,10 +540,35 @@ func (c *catalogue) collisionList() []string {
 }
 
 // report adds the catalogue's part of the server's provlog__status entry.
+//
+// Its tools are counted as the front's clients are shown them
+// (shownDefinition), per process: "tools" what a client of 2025-11-25 or
+// before is shown (the first process's), and in the newer session's part
+// (which health adds first) what a 2026-07-28 client is shown. Counting
+// every registration added the tools only the newer process lists to the
+// first's, a figure no client's list matches, and an operator who counts
+// a client's tools/list against it saw tools that client can neither see
+// nor call. It is per process rather than as the calling client's
+// revision sees it: provlog__status gives every caller the same answer,
+// and an operator asking why two clients are shown different lists needs
+// both figures.
 func (c *catalogue) report(h map[string]any) {
+	up := c.d.newer.current()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h["tools"] = len(c.lists[toolSlot].reg)
+	var older, newer int
+	for _, r := range c.lists[toolSlot].reg {
+		if _, shown := c.shownLocked(toolSlot, r, false, up); shown {
+			older++
+		}
+		if _, shown := c.shownLocked(toolSlot, r, true, up); shown {
+			newer++
+		}
+	}
+	h["tools"] = older
+	if ns, _ := h["newer_session"].(map[string]any); ns != nil {
+		ns["tools"] = newer
+	}
 	if s := c.lists[toolSlot].skipped; len(s) > 0 {
 		out := map[string]any{}
 		for k, v := range s {

@@ -100,23 +100,10 @@ func (p *Proxy) frontDefinition(slot listSlot, names nameTable, nameKey, front s
 	if d == nil {
 		return nil, true
 	}
-	d.cat.mu.Lock()
-	r, ok := d.cat.lists[slot].reg[front]
-	d.cat.mu.Unlock()
-	if ok && newer {
-		switch def, listed, read := d.cat.newerDefinition(slot, r.name); {
-		case listed:
-			r.def, r.newerOnly = def, false
-		case read:
-			return nil, false
-		}
-	}
-	if ok && r.newerOnly {
-		return nil, false // for the newer session's clients, while it lists it
-	}
+	def, shown := d.cat.shownDefinition(slot, front, newer)
 	var m map[string]json.RawMessage
-	if !ok || json.Unmarshal([]byte(r.def), &m) != nil || m == nil {
-		return nil, true
+	if !shown || def == nil || json.Unmarshal(def, &m) != nil || m == nil {
+		return nil, shown
 	}
 	name, err := json.Marshal(front)
 	if err != nil {

@@ -38,8 +38,11 @@ const newerToolSlot = listSlots + toolSlot
 // newerTools is what the newer session last listed.
 type newerTools struct {
 	cs   *mcp.ClientSession
-	sums map[string]string            // server tool name -> definition hash; nil: not read
-	defs [listSlots]map[string]string // per list, server name (URI, URI template) -> definition as listed
+	sums map[string]string // server tool name -> definition hash; nil: not read
+	// defs maps, per list, server name (URI, URI template) to the
+	// definition as listed; the registrations of the items only this
+	// session lists hold the same bytes.
+	defs [listSlots]map[string]json.RawMessage
 }
 
 // listChanged is the server's notice, sent on session cs, that its lists
@@ -104,7 +107,7 @@ func (c *catalogue) newerOnly(slot listSlot, first map[string]bool) []json.RawMe
 	var out []json.RawMessage
 	for _, name := range slices.Sorted(maps.Keys(c.newer.defs[slot])) {
 		if !first[name] {
-			out = append(out, json.RawMessage(c.newer.defs[slot][name]))
+			out = append(out, c.newer.defs[slot][name])
 		}
 	}
 	return out
@@ -112,29 +115,40 @@ func (c *catalogue) newerOnly(slot listSlot, first map[string]bool) []json.RawMe
 
 // namedDefinitions maps the items of a list as read (raws) by their
 // nameKey member.
-func namedDefinitions(raws []json.RawMessage, nameKey string) map[string]string {
-	defs := map[string]string{}
+func namedDefinitions(raws []json.RawMessage, nameKey string) map[string]json.RawMessage {
+	defs := map[string]json.RawMessage{}
 	for _, raw := range raws {
 		var m map[string]json.RawMessage
 		var name string
 		if json.Unmarshal(raw, &m) == nil && json.Unmarshal(m[nameKey], &name) == nil && name != "" {
-			defs[name] = string(raw)
+			defs[name] = raw
 		}
 	}
 	return defs
 }
 
-// newerDefinition returns the definition of the item named name (on the
-// server) in list slot as the newer session listed it, if that session
-// is up and listed it (listed); read reports that it is up and its list
-// was read.
-func (c *catalogue) newerDefinition(slot listSlot, name string) (def string, listed, read bool) {
+// shownDefinition returns the definition of the item registered as front
+// in list slot as a client is shown it: a 2026-07-28 client (newer) as
+// the newer session lists it, if that session is up and its list was
+// read, another client as the first session does; shown is false if the
+// client is not shown it at all. def is nil if front is not registered.
+func (c *catalogue) shownDefinition(slot listSlot, front string, newer bool) (def json.RawMessage, shown bool) {
 	up := c.d.newer.current()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if up == nil || c.newer.cs != up || c.newer.defs[slot] == nil {
-		return "", false, false
+	r, ok := c.lists[slot].reg[front]
+	if !ok {
+		return nil, true
 	}
-	def, listed = c.newer.defs[slot][name]
-	return def, listed, true
+	return c.shownLocked(slot, r, newer, up)
+}
+
+// shownLocked is shownDefinition for registration r; up is the newer
+// session if it is up. The caller holds c.mu.
+func (c *catalogue) shownLocked(slot listSlot, r registration, newer bool, up *mcp.ClientSession) (json.RawMessage, bool) {
+	if newer && up != nil && c.newer.cs == up && c.newer.defs[slot] != nil {
+		def, listed := c.newer.defs[slot][r.name]
+		return def, listed
+	}
+	return r.def, !r.newerOnly
 }
