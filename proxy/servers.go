@@ -227,6 +227,13 @@ func (c *catalogue) inherit(from *catalogue) {
 	defer c.mu.Unlock()
 	for i := range c.lists {
 		c.lists[i].reg = maps.Clone(from.lists[i].reg)
+		// The list the registrations came from goes with them: a read of
+		// the newer session's list applies the first session's again
+		// (noteNewer), and one made before this instance's first read
+		// applied none, taking every inherited item from the older
+		// clients and offering the newer session's as its own.
+		c.lists[i].first = from.lists[i].first
+		c.lists[i].skipped = maps.Clone(from.lists[i].skipped)
 	}
 	for i := range c.known {
 		c.known[i] = maps.Clone(from.known[i])

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -391,4 +392,46 @@ func attrOf(r slog.Record, key string) string {
 		return true
 	})
 	return v
+}
+
+// TestInheritKeepsFirstList: a changed server's new instance starts with
+// what its old one registered at the front, and a read of its newer
+// session's list, which applies the first session's list again with it,
+// may come before the new instance's first session is read. The first
+// session's list was not inherited, so that read applied an empty one:
+// every inherited tool was taken from the older clients until the first
+// session's read put them back.
+func TestInheritKeepsFirstList(t *testing.T) {
+	cfg := fixtureServerConfig(t, "fx")
+	cfg.Env[fixtureEnv] = "lists"
+	p := startProxy(t, newTestLog(t), []ServerConfig{cfg}, nil)
+	old := p.downstreams()[0].cat
+	var want []string
+	eventuallyTrue(t, "the first session's tools read", func() bool {
+		old.mu.Lock()
+		defer old.mu.Unlock()
+		want = slices.Sorted(maps.Keys(old.lists[toolSlot].reg))
+		return old.ended[toolSlot] >= 1 && len(want) > 0
+	})
+	d := newDownstream(p, cfg)
+	c := d.cat
+	c.inherit(old)
+	p.router.handOver(old.d, d) // as replace does: the front's names are the new instance's
+	c.syncMu.Lock()
+	// What a read of the newer session's tools applies, as syncList
+	// does, before any read of this instance's first session.
+	toolKind().apply(c, c.noteNewer(nil, toolSlot, "name", nil), false)
+	c.syncMu.Unlock()
+	c.mu.Lock()
+	got := slices.Sorted(maps.Keys(c.lists[toolSlot].reg))
+	var newerOnly []string
+	for front, r := range c.lists[toolSlot].reg {
+		if r.newerOnly {
+			newerOnly = append(newerOnly, front)
+		}
+	}
+	c.mu.Unlock()
+	if !slices.Equal(got, want) || len(newerOnly) > 0 {
+		t.Errorf("after the newer session's read, the new instance registers %v (newer-only %v), want the old one's %v", got, newerOnly, want)
+	}
 }
