@@ -75,7 +75,6 @@ func TestUIWrongKeyOnce(t *testing.T) {
 	}
 	tok := "token=" + l.token + "&"
 	check(l.base, []wrongKey{{"the reader's key of the log's name, with a token", tok + keyed(l.otherKey), unsigned, yours}})
-	screenshot(t, ctx, p, "ui-wrongkey.png")
 	check(liar.URL, []wrongKey{{"the server's key as the log's own, no reader key", tok + fmt.Sprintf("entry=%d", l.claim), unsigned, theirs}})
 
 	l.close()
