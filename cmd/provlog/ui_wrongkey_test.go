@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/mod/sumdb/note"
@@ -16,8 +17,9 @@ import (
 // TestUIWrongKeyOnce opens the claim, whose task has three steps, with a
 // verifier key that does not fit the log: the reader's own key (with a
 // reader token, and on provlog view's offline page without one), and the
-// key a server gives as the log's own when the reader gives none. The
-// verdict says once what was wrong with the key and what to do; each
+// key a server gives as the log's own, or none of text, when the reader
+// gives none. The verdict says once what was wrong with the key and what
+// to do (the header's slot for the log's key shows only that key); each
 // timeline step says it could not be verified, pointing to the verdict,
 // without repeating the reason. Each step repeated the whole reason.
 func TestUIWrongKeyOnce(t *testing.T) {
@@ -26,12 +28,13 @@ func TestUIWrongKeyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A server whose log.json names a key of the log's name that did not
-	// sign it.
+	// A server whose log.json names as the log's key vkey (JSON): one of
+	// the log's name that did not sign it, or none.
+	var vkey atomic.Value
 	liar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/ui/log.json" {
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"source":"sidecar","vkey":%q,"witnesses":[]}`, l.otherKey)
+			fmt.Fprintf(w, `{"source":"sidecar","vkey":%s,"witnesses":[]}`, vkey.Load())
 			return
 		}
 		l.sc.handler().ServeHTTP(w, r)
@@ -57,7 +60,7 @@ func TestUIWrongKeyOnce(t *testing.T) {
 				Body  string
 				Marks []string
 			}
-			if err := p.Eval(ctx, `({Body: document.body.innerText, Marks: [...document.querySelectorAll("#timeline .check")].map(e => e.dataset.verified + " " + e.innerText)})`, &got); err != nil {
+			if err := p.Eval(ctx, `({Body: document.querySelector("main").innerText, Marks: [...document.querySelectorAll("#timeline .check")].map(e => e.dataset.verified + " " + e.innerText)})`, &got); err != nil {
 				t.Fatal(err)
 			}
 			if n := strings.Count(got.Body, tc.reason); n != 1 {
@@ -75,7 +78,10 @@ func TestUIWrongKeyOnce(t *testing.T) {
 	}
 	tok := "token=" + l.token + "&"
 	check(l.base, []wrongKey{{"the reader's key of the log's name, with a token", tok + keyed(l.otherKey), unsigned, yours}})
+	vkey.Store(fmt.Sprintf("%q", l.otherKey))
 	check(liar.URL, []wrongKey{{"the server's key as the log's own, no reader key", tok + fmt.Sprintf("entry=%d", l.claim), unsigned, theirs}})
+	vkey.Store("7")
+	check(liar.URL, []wrongKey{{"no key from the server, no reader key", tok + fmt.Sprintf("entry=%d", l.claim), "the vkey in /ui/log.json is a number", "enter the verifier key"}})
 
 	l.close()
 	out := filepath.Join(t.TempDir(), "bundle")
