@@ -156,7 +156,8 @@ function showVerdict(res, keyText) {
   const from = state.vkey ? "Checked against the verifier key you gave: " : "Checked against the log's own verifier key, as this server gives it: ";
   const key = keyText ? el("p", {}, from, el("code", { class: "key" }, keyText)) : null;
   if (!res.ok && res.keyFault) {
-    return setVerdict(false, "✗ Not verified: the verifier key does not fit", el("p", { class: "reason" }, res.reason), keyAdvice(keyText), key);
+    const title = keyText ? "✗ Not verified: the verifier key does not fit this log" : "✗ Not verified: no verifier key to check against";
+    return setVerdict(false, title, el("p", { class: "reason" }, res.reason), keyAdvice(keyText), key);
   }
   if (!res.ok) {
     return setVerdict(false, "✗ Not verified", el("p", { class: "reason" }, res.reason), key);
@@ -177,7 +178,7 @@ function showVerdict(res, keyText) {
 function keyAdvice(keyText) {
   if (!keyText) return null;
   if (state.vkey) {
-    return el("p", { class: "advice" }, "No entry of this log verifies against the key you gave. Check that it is the verifier key you were handed for this log, character for character; to check against the log's own key as this server gives it, clear the verifier key field above and look up again.");
+    return el("p", { class: "advice" }, "Nothing here verifies against the key you gave. Check that it is the verifier key you were handed for this log, character for character; to check against the log's own key as this server gives it, clear the verifier key field above and look up again.");
   }
   return el("p", { class: "advice" }, "This server gives that key as the log's own, yet it did not sign the checkpoint the server gives: the key or the checkpoint is not the log's. Enter the log's verifier key, as you were handed it, in the verifier key field above and look up again.");
 }
@@ -422,7 +423,7 @@ async function checkEvent(e, taskID, keyText) {
 function markEvent(mark, res, keyFault) {
   mark.dataset.verified = String(res.ok);
   if (res.ok) fill(mark, "(✓ verified)");
-  else if (res.keyFault && keyFault) fill(mark, "(✗ not verified: the verifier key does not fit; see the verdict above)");
+  else if (res.keyFault && keyFault) fill(mark, "(✗ not verified: no fitting verifier key; see the verdict above)");
   else fill(mark, "(✗ not verified: " + res.reason + ")");
 }
 
