@@ -14,7 +14,10 @@
 //   - /log/proof/inclusion?index=N|hash=HEX: the entry's receipt
 //     (c2sp.org/tlog-proof@v1), whose checkpoint it verifies;
 //   - /log/entry/N: the entry's exact bytes, whose leaf hash it computes;
-//   - /log/anchors: the anchor summaries (TSA time, Rekor index);
+//   - /log/anchors: the anchor summaries (TSA time, Rekor index), page
+//     after page (?after=the last anchor's name), at most 50 pages; a
+//     page of the wrong shape is shown as such and paging goes on past it
+//     while a next page can be named, else the page says why it stopped;
 //   - /log/task/<id>: a task and its history (see [TaskHandler]).
 //
 // The sidecar serves these from its log; `provlog view` serves the same
@@ -45,7 +48,9 @@
 // token T (sent as Authorization: Bearer T; a fragment never reaches the
 // server's logs). A given VKEY replaces the log's own key for the check,
 // so an auditor checks against the key they were handed, not the one the
-// server offers. #hash=HEX and #task=ID open an entry by leaf hash and a
+// server offers. A key that does not fit the checkpoint (of another name,
+// or one that did not sign it) is said once, in the verdict, with what to
+// do; the task's steps, which fail for the same reason, point to it. #hash=HEX and #task=ID open an entry by leaf hash and a
 // task's latest entry. The element with id "verdict" carries
 // data-verified="true" once the signature and the proof hold, "false"
 // when either fails or cannot be checked, and no such attribute while the

@@ -4,40 +4,127 @@
 // log indices listed as the server reports them.
 
 import { verifyConsistency, encodeBase64, decodeBase64 } from "./verify.js";
-import { get, entryIndex, WrongShape } from "./read.js";
+import { get, entryIndex, isObject, WrongShape } from "./read.js";
 import { el, fill, shownValue, said, listed, timeOf, wrong } from "./shown.js";
 
+// maxPages bounds the pages of anchors read for one entry: a server that
+// names a new next page in every answer would otherwise be paged forever.
+const maxPages = 50;
+
+// maxShown is how many anchors holding the entry are shown: the earliest
+// few say when it was anchored; the rest add nothing.
+const maxShown = 5;
+
 // anchorsCovering pages through /log/anchors until it has the anchors of
-// checkpoints that include entry index (at most a few). It returns them,
-// and what was wrong in the answers: a page that is no array, or whose
-// last anchor has no name to page on, ends the paging.
+// checkpoints that include entry index (at most maxShown). It returns
+// them, what was wrong in the answers, and whether paging stopped before
+// the listing's end. A page of the wrong shape does not end the paging
+// while a next page can still be named (the last anchor in it with a
+// name): its anchors are shown, and what was wrong with it. Paging stops
+// where no next page can be named, where the next page named was read
+// already (a server that pages in a circle), and at maxPages; the page
+// says which. A wrong first page ended the paging, and the valid anchors
+// after it were never shown.
 async function anchorsCovering(index) {
-  const out = [];
-  const wrongs = [];
-  let unsized = 0;
+  const got = { list: [], wrongs: [], stopped: false, unsized: 0, seen: new Set() };
+  const stop = (why) => {
+    got.wrongs.push(new Error(why));
+    got.stopped = true;
+  };
+  const pagedAfter = new Set();
   let after = "";
-  for (let page = 0; page < 50 && out.length < 5; page++) {
+  for (let page = 0; got.list.length < maxShown; page++) {
     const path = "/log/anchors" + (after ? "?after=" + encodeURIComponent(after) : "");
-    const list = await get(path, "json");
-    if (!Array.isArray(list)) {
-      wrongs.push(new WrongShape("the answer to " + path, list, "an array of anchors"));
+    if (page === maxPages) {
+      stop(`paging stopped after ${maxPages} pages of anchors, the most this page reads: ${path} and the pages after it are not read`);
       break;
     }
-    for (const a of list) {
-      // An anchor of no tree size anchors nothing to show.
-      const size = entryIndex(a?.size);
-      if (size === null) unsized++;
-      else if (size > index && out.length < 5) out.push(a);
+    let list;
+    try {
+      list = await get(path, "json");
+    } catch (e) {
+      // No first page at all is no listing (a log with no anchors, or a
+      // reader with no token): the section says only that.
+      if (page === 0 && e.status !== undefined) throw e;
+      stop(`${e.message}; paging stopped there: the anchors listed after it are not read`);
+      break;
+    }
+    if (!Array.isArray(list)) {
+      const what = new WrongShape("the answer to " + path, list, "an array of anchors").message;
+      if (!named(list)) {
+        stop(what + "; paging stopped there: it names no anchor for the next page to start after");
+        break;
+      }
+      // One anchor not in a list still names the next page.
+      got.wrongs.push(new Error(what + "; it is read as a list of that one anchor, whose name the next page starts after"));
+      list = [list];
     }
     if (list.length === 0) break;
-    after = list[list.length - 1]?.name;
-    if (typeof after !== "string") {
-      wrongs.push(new WrongShape(`the name of the last anchor in the answer to ${path}`, after, "text (the next page starts after it)"));
+    readPage(list, path, index, got);
+    const next = nextPage(list, path, got.wrongs);
+    if (next === null) {
+      got.stopped = true;
       break;
     }
+    if (pagedAfter.has(next)) {
+      stop(`the answer to ${path} names as the next page /log/anchors?after=${encodeURIComponent(next)}, which was read already; paging stopped there: it would go round in circles`);
+      break;
+    }
+    pagedAfter.add(next);
+    after = next;
   }
-  if (unsized > 0) wrongs.push(new Error(`${unsized} of the anchors listed name no tree size (a whole number): not shown`));
-  return { list: out, wrongs };
+  if (got.unsized > 0) got.wrongs.push(new Error(`${got.unsized} of the anchors listed name no tree size (a whole number): not shown`));
+  return got;
+}
+
+// named says whether a is an anchor with a name a next page can start
+// after.
+function named(a) {
+  return isObject(a) && typeof a.name === "string" && a.name !== "";
+}
+
+// readPage adds to got the anchors of one page that include entry index,
+// and says what was wrong with its members. An anchor read on an earlier
+// page (a page that named its next page by an anchor before its last, so
+// that the next one lists the last again) is not counted twice.
+function readPage(list, path, index, got) {
+  let odd = -1;
+  let odds = 0;
+  for (const [i, a] of list.entries()) {
+    if (!isObject(a)) {
+      if (odds++ === 0) odd = i;
+      continue;
+    }
+    const key = JSON.stringify(a);
+    if (got.seen.has(key)) continue;
+    got.seen.add(key);
+    // An anchor of no tree size anchors nothing to show.
+    const size = entryIndex(a.size);
+    if (size === null) got.unsized++;
+    else if (size > index && got.list.length < maxShown) got.list.push(a);
+  }
+  if (odds > 0) {
+    const first = new WrongShape(`member ${odd} of the answer to ${path}`, list[odd], "an anchor (an object)").message;
+    got.wrongs.push(new Error(odds === 1 ? first + ": not shown" : `${first}, and ${odds - 1} more of its members are no objects either: not shown`));
+  }
+}
+
+// nextPage is the name the page after list starts after: its last
+// anchor's, or else the name of the last anchor in it that has one (what
+// was wrong is added to wrongs). It is null, with why paging stops there
+// in wrongs, if no anchor in it has a name.
+function nextPage(list, path, wrongs) {
+  const last = list[list.length - 1];
+  if (named(last)) return last.name;
+  const what = `the name of the last anchor in the answer to ${path}`;
+  const why = last?.name === "" ? what + " is empty" : new WrongShape(what, last?.name, "text").message;
+  const k = list.findLastIndex(named);
+  if (k < 0) {
+    wrongs.push(new Error(why + "; paging stopped there: no anchor in it has a name for the next page to start after"));
+    return null;
+  }
+  wrongs.push(new Error(why + `; the next page starts after member ${k}, the last anchor in it with a name`));
+  return list[k].name;
 }
 
 // linkAnchor says whether anchor a's tree is the verified checkpoint's or
@@ -72,9 +159,9 @@ async function linkAnchor(a, cp) {
 
 export async function showAnchors(sec, index, res) {
   sec.hidden = false;
-  let list, wrongs;
+  let list, wrongs, stopped;
   try {
-    ({ list, wrongs } = await anchorsCovering(index));
+    ({ list, wrongs, stopped } = await anchorsCovering(index));
   } catch (e) {
     fill(sec, el("h2", {}, "Anchors"), el("p", {}, e.status === 404 ? "This log has no anchors." : e.message));
     return;
@@ -95,7 +182,7 @@ export async function showAnchors(sec, index, res) {
     el("h2", {}, "Anchors"),
     rows.length
       ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Anchored tree size"), el("th", { scope: "col" }, "Link to the verified checkpoint"), el("th", { scope: "col" }, "RFC 3161 time"), el("th", { scope: "col" }, "Transparency log"))), el("tbody", {}, rows))
-      : el("p", {}, "No anchor holds this entry yet."),
+      : el("p", {}, stopped ? "No anchor read here holds this entry: paging stopped before the end of the listing (see below)." : "No anchor holds this entry yet."),
     wrongs.map((e) => el("p", {}, wrong(e))),
     el("p", { class: "note" }, "The anchors' times and log indices are listed as the server reports them; this page checks how each anchored tree relates to the verified checkpoint. `provlog audit` and `provlog verify-evidence` check the RFC 3161 tokens and Rekor entries themselves."),
   );

@@ -143,18 +143,22 @@ async function openEntry(sel, seq, task) {
   const key = state.vkey || state.info.vkey;
   const keyText = typeof key === "string" ? key : "";
   const want = sel.index !== undefined ? BigInt(sel.index) : undefined;
-  const res = keyText ? await verifyEntry(bytes, receipt, keyText, want, sel.hash) : { ok: false, reason: key.message + ": enter the verifier key to check against above", steps: [] };
+  const res = keyText ? await verifyEntry(bytes, receipt, keyText, want, sel.hash) : { ok: false, keyFault: true, reason: key.message + ": enter the verifier key to check against above", steps: [] };
   if (seq !== state.seq) return;
   showVerdict(res, keyText);
   const entry = showEntry(index, bytes);
   if (res.note && res.checkpoint) await showCheckpoint(res, keyText);
   if (seq !== state.seq) return;
-  await Promise.all([showAnchors($("anchors"), index, res), showTimeline(index, entry, task, keyText)]);
+  await Promise.all([showAnchors($("anchors"), index, res), showTimeline(index, entry, task, keyText, !res.ok && res.keyFault)]);
 }
 
 function showVerdict(res, keyText) {
   const from = state.vkey ? "Checked against the verifier key you gave: " : "Checked against the log's own verifier key, as this server gives it: ";
   const key = keyText ? el("p", {}, from, el("code", { class: "key" }, keyText)) : null;
+  if (!res.ok && res.keyFault) {
+    const title = keyText ? "✗ Not verified: the verifier key does not fit this log" : "✗ Not verified: no verifier key to check against";
+    return setVerdict(false, title, el("p", { class: "reason" }, res.reason), keyAdvice(keyText), key);
+  }
   if (!res.ok) {
     return setVerdict(false, "✗ Not verified", el("p", { class: "reason" }, res.reason), key);
   }
@@ -166,6 +170,17 @@ function showVerdict(res, keyText) {
     key,
     el("ul", {}, res.steps.map((s) => el("li", {}, s))),
   );
+}
+
+// keyAdvice says what to do about a key that does not fit the checkpoint,
+// by whose key it is: the reader's own, or the one the server gives as
+// the log's (none of text: the reason already says to enter one).
+function keyAdvice(keyText) {
+  if (!keyText) return null;
+  if (state.vkey) {
+    return el("p", { class: "advice" }, "Nothing here verifies against the key you gave. Check that it is the verifier key you were handed for this log, character for character; to check against the log's own key as this server gives it, clear the verifier key field above and look up again.");
+  }
+  return el("p", { class: "advice" }, "This server gives that key as the log's own, yet it did not sign the checkpoint the server gives: the key or the checkpoint is not the log's. Enter the log's verifier key, as you were handed it, in the verifier key field above and look up again.");
 }
 
 // own returns table's own value for key k, never an inherited one: an
@@ -332,7 +347,7 @@ function entryLink(v) {
   return i === null ? said`entry ${v}` : el("a", { href: link({ entry: String(i) }) }, `entry ${i}`);
 }
 
-async function showTimeline(index, entry, task, keyText) {
+async function showTimeline(index, entry, task, keyText, keyFault) {
   const sec = $("timeline");
   if (!task) {
     if (!entry || typeof entry.task_id !== "string") return;
@@ -351,7 +366,7 @@ async function showTimeline(index, entry, task, keyText) {
     const words = (own(eventWords, e.kind) || (() => shownValue(e.kind)))(e);
     const current = entryIndex(e.index) === index;
     const mark = el("span", { class: "check" }, "(checking…)");
-    if (checks.length < maxChecked) checks.push(checkEvent(e, task.task_id, keyText).then((r) => markEvent(mark, r)));
+    if (checks.length < maxChecked) checks.push(checkEvent(e, task.task_id, keyText).then((r) => markEvent(mark, r, keyFault)));
     else fill(mark, "not checked here (open it to check)");
     return el(
       "li",
@@ -386,6 +401,7 @@ const maxChecked = 100;
 async function checkEvent(e, taskID, keyText) {
   const i = entryIndex(e.index);
   if (i === null) return { ok: false, reason: "the history names no entry index" };
+  if (!keyText) return { ok: false, keyFault: true, reason: "there is no verifier key to check against" };
   try {
     const [receipt, bytes] = await Promise.all([get("/log/proof/inclusion?index=" + i), get("/log/entry/" + i, "bytes")]);
     const res = await verifyEntry(bytes, receipt, keyText, i);
@@ -399,9 +415,16 @@ async function checkEvent(e, taskID, keyText) {
   }
 }
 
-function markEvent(mark, res) {
+// markEvent shows a step's check. A step that fails for its key, as the
+// opened entry did, points to the verdict, which says once what was wrong
+// with the key and what to do: each step repeated the whole reason. A
+// step whose key fault the verdict did not have (its checkpoint is not
+// the opened entry's) says its own.
+function markEvent(mark, res, keyFault) {
   mark.dataset.verified = String(res.ok);
-  fill(mark, res.ok ? "(✓ verified)" : "(✗ not verified: " + res.reason + ")");
+  if (res.ok) fill(mark, "(✓ verified)");
+  else if (res.keyFault && keyFault) fill(mark, "(✗ not verified: no fitting verifier key; see the verdict above)");
+  else fill(mark, "(✗ not verified: " + res.reason + ")");
 }
 
 function lookup(ev) {

@@ -187,11 +187,14 @@ async function ed25519Verify(pub, sig, msg) {
 }
 
 // verifyNoteSignature checks that note carries a valid Ed25519 signature
-// (type 0x01) by vkey over its text. It returns a reason when it does not.
+// (type 0x01) by vkey over its text. It returns a reason when it does not,
+// and keyFault when that reason is the key's (of another type, or no
+// signature of its name and hash): a signature of the key's name and hash
+// that does not verify is the checkpoint's fault, not the key's.
 export async function verifyNoteSignature(note, vkey) {
-  if (vkey.type !== 0x01) return { ok: false, reason: "the verifier key is not an Ed25519 note key (type 0x01)" };
+  if (vkey.type !== 0x01) return { ok: false, keyFault: true, reason: "the verifier key is not an Ed25519 note key (type 0x01)" };
   const mine = note.sigs.filter((s) => s.name === vkey.name && equalBytes(s.hash, vkey.hash));
-  if (mine.length === 0) return { ok: false, reason: `the checkpoint carries no signature by the key ${vkey.name}+${toHex(vkey.hash)}` };
+  if (mine.length === 0) return { ok: false, keyFault: true, reason: `the checkpoint carries no signature by the key ${vkey.name}+${toHex(vkey.hash)}` };
   for (const s of mine) {
     if (s.sig.length === 64 && (await ed25519Verify(vkey.pub, s.sig, utf8.encode(note.body)))) return { ok: true };
   }
@@ -215,11 +218,14 @@ export async function verifyCosignature(note, wkey) {
 // the receipt names, the proof leads from that leaf to the checkpoint's
 // root, and the checkpoint is signed by vkey for its origin; and it is
 // the entry asked for: at wantIndex, or with leaf hash wantLeaf (hex), if
-// given. It never throws; it returns {ok, steps, reason, checkpoint}.
+// given. It never throws; it returns {ok, steps, reason, checkpoint}, and
+// keyFault when the reason is that vkey does not fit the checkpoint (no
+// key, another origin, no signature by it): every entry of the log then
+// fails for the same reason, which a page says once.
 export async function verifyEntry(entryBytes, receiptText, vkeyText, wantIndex, wantLeaf) {
   const steps = [];
   let rc, note, cp, vkey;
-  const fail = (reason) => ({ ok: false, reason, steps, checkpoint: cp, note, noteText: rc && rc.note });
+  const fail = (reason, keyFault = false) => ({ ok: false, keyFault, reason, steps, checkpoint: cp, note, noteText: rc && rc.note });
   if (!globalThis.crypto || !crypto.subtle) {
     return fail("this browser gives no WebCrypto here (it needs a secure context: https or localhost)");
   }
@@ -233,21 +239,21 @@ export async function verifyEntry(entryBytes, receiptText, vkeyText, wantIndex, 
   try {
     vkey = await parseVKey(vkeyText);
   } catch (e) {
-    return fail(e.message);
+    return fail(e.message, true);
   }
   if (wantIndex !== undefined && rc.index !== wantIndex) return fail(`the receipt is for entry ${rc.index}, not ${wantIndex}`);
   const leaf = await leafHash(entryBytes);
   steps.push(`leaf hash SHA-256(0x00 ‖ entry) = ${toHex(leaf)}`);
   if (rc.extra && !equalBytes(rc.extra, leaf)) return fail("the receipt names another leaf hash than the entry's bytes give");
   if (wantLeaf !== undefined && toHex(leaf) !== wantLeaf.toLowerCase()) return fail(`the server answered with the entry whose leaf hash is ${toHex(leaf)}, not ${wantLeaf.toLowerCase()}`);
-  if (cp.origin !== vkey.name) return fail(`the checkpoint's origin ${cp.origin} is not the key's name ${vkey.name}`);
+  if (cp.origin !== vkey.name) return fail(`the checkpoint's origin ${cp.origin} is not the key's name ${vkey.name}`, true);
   let sig;
   try {
     sig = await verifyNoteSignature(note, vkey);
   } catch (e) {
     return fail("checking the signature failed: " + e.message);
   }
-  if (!sig.ok) return fail(sig.reason);
+  if (!sig.ok) return fail(sig.reason, sig.keyFault);
   steps.push(`checkpoint signature by ${vkey.name}+${toHex(vkey.hash)} verifies (Ed25519)`);
   let root;
   try {

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// TestUIWrongKeyOnce opens the claim, whose task has three steps, with a
+// verifier key that does not fit the log: the reader's own key (with a
+// reader token, and on provlog view's offline page without one), and the
+// key a server gives as the log's own, or none of text, when the reader
+// gives none. The verdict says once what was wrong with the key and what
+// to do (the header's slot for the log's key shows only that key); each
+// timeline step says it could not be verified, pointing to the verdict,
+// without repeating the reason. Each step repeated the whole reason.
+func TestUIWrongKeyOnce(t *testing.T) {
+	l := newUILog(t, false)
+	_, elsewhere, err := note.GenerateKey(rand.Reader, "provlog.example/elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A server whose log.json names as the log's key vkey (JSON): one of
+	// the log's name that did not sign it, or none.
+	var vkey atomic.Value
+	liar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ui/log.json" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"source":"sidecar","vkey":%s,"witnesses":[]}`, vkey.Load())
+			return
+		}
+		l.sc.handler().ServeHTTP(w, r)
+	}))
+	defer liar.Close()
+	const (
+		unsigned  = "carries no signature by the key"
+		yours     = "clear the verifier key field"
+		theirs    = "the log's verifier key, as you were handed it"
+		otherName = "is not the key's name"
+		noKey     = "is not of the form name+hash+key"
+	)
+	type wrongKey struct{ name, fragment, reason, todo string }
+	keyed := func(k string) string { return fmt.Sprintf("entry=%d&vkey=%s", l.claim, url.QueryEscape(k)) }
+	p, ctx := openPage(t)
+	check := func(base string, cases []wrongKey) {
+		for _, tc := range cases {
+			v, txt := verdict(t, ctx, p, base+"/ui/#"+tc.fragment)
+			if v != "false" || !strings.Contains(txt, tc.reason) || !strings.Contains(txt, tc.todo) {
+				t.Errorf("%s: data-verified=%s, want the verdict to say %q and %q: %s", tc.name, v, tc.reason, tc.todo, txt)
+			}
+			var got struct {
+				Body  string
+				Marks []string
+			}
+			if err := p.Eval(ctx, `({Body: document.querySelector("main").innerText, Marks: [...document.querySelectorAll("#timeline .check")].map(e => e.dataset.verified + " " + e.innerText)})`, &got); err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(got.Body, tc.reason); n != 1 {
+				t.Errorf("%s: the page says %q %d times, want once: %s", tc.name, tc.reason, n, got.Body)
+			}
+			if len(got.Marks) != 3 {
+				t.Errorf("%s: timeline marks %q, want 3", tc.name, got.Marks)
+			}
+			for i, m := range got.Marks {
+				if !strings.HasPrefix(m, "false (✗ not verified") || !strings.Contains(m, "see the verdict above") {
+					t.Errorf("%s: step %d is marked %q, want not verified, pointing to the verdict", tc.name, i+1, m)
+				}
+			}
+		}
+	}
+	tok := "token=" + l.token + "&"
+	check(l.base, []wrongKey{{"the reader's key of the log's name, with a token", tok + keyed(l.otherKey), unsigned, yours}})
+	vkey.Store(fmt.Sprintf("%q", l.otherKey))
+	check(liar.URL, []wrongKey{{"the server's key as the log's own, no reader key", tok + fmt.Sprintf("entry=%d", l.claim), unsigned, theirs}})
+	vkey.Store("7")
+	check(liar.URL, []wrongKey{{"no key from the server, no reader key", tok + fmt.Sprintf("entry=%d", l.claim), "the vkey in /ui/log.json is a number", "enter the verifier key"}})
+
+	l.close()
+	out := filepath.Join(t.TempDir(), "bundle")
+	if o, code := runCmd(t, "export", "--data", l.data, "--out", out); code != 0 {
+		t.Fatalf("export: %s", o)
+	}
+	check(serveView(t, ctx, out), []wrongKey{
+		{"offline, the reader's key of the log's name", keyed(l.otherKey), unsigned, yours},
+		{"offline, the reader's key of another name", keyed(elsewhere), otherName, yours},
+		{"offline, the reader's key no key at all", keyed("not-a-key"), noKey, yours},
+	})
+}
