@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,8 +29,9 @@ type replayOutput struct {
 
 // runReplay re-runs recorded calls against the live downstreams and
 // classifies them (package proxy/replay). The run is recorded as a
-// "replay" entry: with --data directly, with --log through the running
-// sidecar's record_replay tool (the token's actor is the entry's).
+// replay entry ([replay.Record]): with --data directly, with --log
+// through the running sidecar's record_replay tool (the token's actor is
+// the entry's).
 //
 // It exits 1, after printing and recording the report, when a call's
 // tool is now listed with another definition than the one the call was
@@ -96,7 +95,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if actor == "" {
 		actor = "local"
 	}
-	recorded, err := src.record(ctx, rep.Entry(actor, time.Now(), cfg.Servers))
+	recorded, err := src.record(ctx, rep.Record(actor, time.Now(), cfg.Servers))
 	if err != nil {
 		return err
 	}
@@ -128,7 +127,7 @@ type replayLog struct {
 	entries [][]byte // the range's
 	to      uint64   // the range's end
 	// record appends the run's entry and returns its index.
-	record func(ctx context.Context, e *log.Entry) (uint64, error)
+	record func(ctx context.Context, r *replay.Record) (uint64, error)
 	close  func()
 }
 
@@ -156,12 +155,9 @@ func openReplayLocal(ctx context.Context, data string, from, to uint64, opts *re
 		}
 	}
 	opts.After = entriesAfter(store.Entries, size)
-	l.record = func(ctx context.Context, e *log.Entry) (uint64, error) {
-		b, err := e.Marshal()
-		if errors.Is(err, log.ErrEntryTooLarge) {
-			fitReplayEntry(e)
-			b, err = e.Marshal()
-		}
+	l.record = func(ctx context.Context, r *replay.Record) (uint64, error) {
+		fitReplayEntry(r)
+		b, err := r.Marshal()
 		if err != nil {
 			return 0, fmt.Errorf("recording the replay run: %w", err)
 		}
@@ -206,9 +202,9 @@ func openReplayRemote(ctx context.Context, logURL, token string, from, to uint64
 		}
 	}
 	opts.After = entriesAfter(read, size)
-	l.record = func(ctx context.Context, e *log.Entry) (uint64, error) {
-		fitReplayEntry(e)
-		return recordReplayRemote(ctx, logURL, token, e.Fields)
+	l.record = func(ctx context.Context, r *replay.Record) (uint64, error) {
+		fitReplayEntry(r)
+		return recordReplayRemote(ctx, logURL, token, r)
 	}
 	return l, nil
 }
@@ -279,24 +275,22 @@ func orNone(s string) string {
 	return s
 }
 
-// fitReplayEntry makes a replay entry that is too large for the log fit:
-// it keeps the counts and pins the per-call outcomes by their hash, and
-// then, if it is still too large, the changed definitions.
-func fitReplayEntry(e *log.Entry) {
-	for _, k := range []string{"outcomes", "definition_changes"} {
-		if _, err := e.Marshal(); !errors.Is(err, log.ErrEntryTooLarge) {
-			return
-		}
-		v, ok := e.Fields[k]
-		if !ok {
-			continue
-		}
-		j, _ := json.Marshal(v)
-		if c, err := log.Canonicalize(j); err == nil {
-			sum := sha256.Sum256(c)
-			e.Fields[k+"_sha256"] = hex.EncodeToString(sum[:])
-		}
-		delete(e.Fields, k)
+// fitReplayEntry makes a replay record that is too large for the log
+// fit: it keeps the counts and pins the per-call outcomes by their hash,
+// and then, if it is still too large, the changed definitions. A record
+// that fails otherwise is left for Marshal to refuse.
+func fitReplayEntry(r *replay.Record) {
+	if _, err := r.Marshal(); !errors.Is(err, log.ErrEntryTooLarge) {
+		return
+	}
+	if sum, err := replay.SumJCS(r.Outcomes); err == nil && r.Outcomes != nil {
+		r.Outcomes, r.OutcomesSHA256 = nil, sum
+	}
+	if _, err := r.Marshal(); !errors.Is(err, log.ErrEntryTooLarge) {
+		return
+	}
+	if sum, err := replay.SumJCS(r.DefinitionChanges); err == nil && r.DefinitionChanges != nil {
+		r.DefinitionChanges, r.DefinitionChangesSHA256 = nil, sum
 	}
 }
 

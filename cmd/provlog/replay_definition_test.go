@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -91,16 +89,13 @@ func TestReplayDefinitionChanged(t *testing.T) {
 	}
 
 	// The replay entry names the change.
-	e := entryAt(t, data, *rep.Recorded)
-	var f struct {
-		Definitions map[string]int            `json:"definitions"`
-		Changes     []replay.DefinitionChange `json:"definition_changes"`
+	rec, err := replay.ParseRecord(entryAt(t, data, *rep.Recorded))
+	if err != nil {
+		t.Fatal(err)
 	}
-	fj, _ := json.Marshal(e.Fields)
-	json.Unmarshal(fj, &f)
 	want := []replay.DefinitionChange{{Server: "fx", Tool: "stable", Calls: fmt.Sprint(first), Then: then, Now: stable.ToolNow}}
-	if !reflect.DeepEqual(f.Changes, want) || f.Definitions[replay.DefinitionChanged] != 1 || f.Definitions[replay.DefinitionSame] != 1 {
-		t.Errorf("replay entry: definitions %v, changes %+v; want 1 same, 1 changed, %+v", f.Definitions, f.Changes, want)
+	if !reflect.DeepEqual(rec.DefinitionChanges, want) || rec.Definitions[replay.DefinitionChanged] != 1 || rec.Definitions[replay.DefinitionSame] != 1 {
+		t.Errorf("replay entry: definitions %v, changes %+v; want 1 same, 1 changed, %+v", rec.Definitions, rec.DefinitionChanges, want)
 	}
 
 	// So does the human output.
@@ -206,18 +201,25 @@ func TestFitReplayEntryDefinitions(t *testing.T) {
 		rep.Outcomes = append(rep.Outcomes, replay.Outcome{Index: uint64(i), Server: "fx", Tool: fmt.Sprintf("tool%d", i), Class: replay.Unchanged,
 			Definition: replay.DefinitionChanged, ToolThen: strings.Repeat("a", 64), ToolNow: strings.Repeat("b", 64)})
 	}
-	e := rep.Entry("local", time.Unix(1, 0), nil)
-	changes, _ := json.Marshal(e.Fields["definition_changes"])
-	fitReplayEntry(e)
-	if _, err := e.Marshal(); err != nil {
-		t.Fatalf("the fitted entry: %v", err)
-	}
-	c, err := log.Canonicalize(changes)
+	r := rep.Record("local", time.Unix(1, 0), nil)
+	changes, err := replay.SumJCS(r.DefinitionChanges)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(c)
-	if got := e.Fields["definition_changes_sha256"]; got != hex.EncodeToString(sum[:]) || e.Fields["definitions"] == nil || e.Fields["counts"] == nil {
-		t.Errorf("fitted entry fields %v, want the counts and definition_changes_sha256 %x", e.Fields, sum)
+	fitReplayEntry(r)
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatalf("the fitted entry: %v", err)
+	}
+	e, err := log.ParseEntry(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := replay.ParseRecord(e)
+	if err != nil {
+		t.Fatalf("the fitted entry does not parse: %v", err)
+	}
+	if got.DefinitionChangesSHA256 != changes || got.DefinitionChanges != nil || got.OutcomesSHA256 == "" || got.Definitions == nil || got.Counts[replay.Unchanged] != 2000 {
+		t.Errorf("fitted record %+v, want the counts and definition_changes_sha256 %s", got, changes)
 	}
 }

@@ -222,15 +222,18 @@ servers:
 		t.Fatal(err)
 	}
 	e, err := log.ParseEntry(es[0])
-	if err != nil || e.Kind != replay.KindReplay {
-		t.Fatalf("entry %d: %v %+v", *rep.Recorded, err, e)
+	if err != nil {
+		t.Fatalf("entry %d: %v", *rep.Recorded, err)
 	}
-	oc, _ := e.Fields["outcomes"].(map[string]any)
-	if oc[replay.Flaky] != fmt.Sprint(first+6) || oc[replay.Changed] != fmt.Sprintf("%d,%d", first+2, first+4) {
+	rec, err := replay.ParseRecord(e)
+	if err != nil {
+		t.Fatalf("entry %d: %v", *rep.Recorded, err)
+	}
+	if oc := rec.Outcomes; oc[replay.Flaky] != fmt.Sprint(first+6) || oc[replay.Changed] != fmt.Sprintf("%d,%d", first+2, first+4) {
 		t.Errorf("replay entry outcomes %v", oc)
 	}
-	if _, ok := e.Fields["ignore_sha256"]; !ok {
-		t.Errorf("replay entry does not pin the ignore lists: %v", e.Fields)
+	if rec.IgnoreSHA256 == "" {
+		t.Errorf("replay entry does not pin the ignore lists: %+v", rec)
 	}
 
 	// What --single-run loses: the flaky tool is reported as changed.
@@ -321,8 +324,11 @@ func TestReplayRemote(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, err := log.ParseEntry(es[0])
-	if err != nil || e.Kind != "replay" || e.Actor != "local" || e.Fields["counts"] == nil {
-		t.Fatalf("recorded entry: %v %+v", err, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := replay.ParseRecord(e); err != nil || rec.Actor != "local" || rec.Counts[replay.Unchanged] != 1 {
+		t.Fatalf("recorded entry: %v %+v", err, rec)
 	}
 	// The tool refuses a report without its counts, and writes nothing.
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: recordReplayTool, Arguments: map[string]any{"fields": map[string]any{"range": 1}}})

@@ -14,13 +14,15 @@ import (
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/server"
+	"github.com/provlog/provlog/proxy/replay"
 )
 
 // recordReplayTool is the MCP tool through which `provlog replay --log`
 // records its run in a running sidecar's log (the HTTP log API is
-// read-only). The entry is the caller's report, attributed to the caller's
-// authenticated actor like every other entry; it is recorded, so it is not
-// one of the provlog__ question tools.
+// read-only). The entry is the caller's report, read strictly as a
+// [replay.Record] and attributed to the caller's authenticated actor like
+// every other entry; it is recorded, so it is not one of the provlog__
+// question tools.
 const recordReplayTool = "record_replay"
 
 // maxReplayArgs bounds the tool's arguments: one entry's worth.
@@ -30,7 +32,7 @@ func registerReplayTool(s *mcp.Server, seq *server.Sequencer, actor func(context
 	s.AddTool(&mcp.Tool{
 		Name:        recordReplayTool,
 		Description: "Record the summary of a replay run (provlog replay --log) as a replay entry in the log, attributed to the caller.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"fields":{"type":"object","description":"the replay entry's fields: range, runs, counts, outcomes, ignore_sha256"}},"required":["fields"],"additionalProperties":false}`),
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"fields":{"type":"object","description":"the replay entry's fields as provlog replay makes them: range, runs, counts, outcomes or outcomes_sha256, and optionally definitions, definition_changes or definition_changes_sha256, ignore_sha256"}},"required":["fields"],"additionalProperties":false}`),
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		refuse := func(format string, args ...any) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...) + " Nothing was written to the log."}}}, nil
@@ -51,12 +53,14 @@ func registerReplayTool(s *mcp.Server, seq *server.Sequencer, actor func(context
 		if err := dec.Decode(&args); err != nil || dec.More() {
 			return refuse("The arguments must be one object {\"fields\": {...}}: %v.", err)
 		}
-		for _, k := range []string{"range", "runs", "counts"} {
-			if _, ok := args.Fields[k]; !ok {
-				return refuse("fields.%s is missing: give the replay report's range, runs and counts.", k)
-			}
+		// The fields are held to what provlog replay writes, so that no
+		// client puts members of its own under the replay kind.
+		rec, err := replay.ParseRecord(&log.Entry{Kind: replay.KindReplay, Fields: args.Fields})
+		if err != nil {
+			return refuse("fields is not a replay report as provlog replay makes one (docs/formats.md, replay): %v.", err)
 		}
-		b, err := (&log.Entry{Kind: "replay", Time: time.Now(), Actor: a, Auth: log.AuthFrom(ctx), Fields: args.Fields}).Marshal()
+		rec.Time, rec.Actor, rec.Auth = time.Now(), a, log.AuthFrom(ctx)
+		b, err := rec.Marshal()
 		if err != nil {
 			return refuse("The entry cannot be made: %v.", err)
 		}
@@ -73,8 +77,13 @@ func registerReplayTool(s *mcp.Server, seq *server.Sequencer, actor func(context
 }
 
 // recordReplayRemote records a replay run through a running sidecar's MCP
-// front and returns the entry's index.
-func recordReplayRemote(ctx context.Context, base, token string, fields map[string]any) (uint64, error) {
+// front and returns the entry's index. The sidecar writes r's members
+// under the token's actor, at its own time.
+func recordReplayRemote(ctx context.Context, base, token string, r *replay.Record) (uint64, error) {
+	e, err := r.Entry()
+	if err != nil {
+		return 0, fmt.Errorf("recording the replay run: %w", err)
+	}
 	if token == "" {
 		return 0, errors.New("recording the replay run needs an actor's token (--token or PROVLOG_TOKEN)")
 	}
@@ -87,7 +96,7 @@ func recordReplayRemote(ctx context.Context, base, token string, fields map[stri
 		return 0, fmt.Errorf("connecting to the sidecar to record the replay run: %w", err)
 	}
 	defer cs.Close()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: recordReplayTool, Arguments: map[string]any{"fields": fields}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: recordReplayTool, Arguments: map[string]any{"fields": e.Fields}})
 	if err != nil {
 		return 0, fmt.Errorf("recording the replay run: %w", err)
 	}

@@ -122,7 +122,7 @@ func TestDefinitions(t *testing.T) {
 
 	// The run's log entry counts them and names the change once, with
 	// both hashes and the calls made against the old definition.
-	b, err := rep.Entry("a", time.Unix(3, 0), servers).Marshal()
+	b, err := rep.Record("a", time.Unix(3, 0), servers).Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,17 +130,13 @@ func TestDefinitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fields struct {
-		Definitions map[string]int     `json:"definitions"`
-		Changes     []DefinitionChange `json:"definition_changes"`
-	}
-	fj, _ := json.Marshal(e.Fields)
-	if err := json.Unmarshal(fj, &fields); err != nil {
+	rec, err := ParseRecord(e)
+	if err != nil {
 		t.Fatal(err)
 	}
 	wantChanges := []DefinitionChange{{Server: "w", Tool: "echo", Calls: "31,33", Then: then, Now: cur}}
-	if !reflect.DeepEqual(fields.Changes, wantChanges) || fields.Definitions[DefinitionChanged] != 2 || fields.Definitions[DefinitionUnknown] != 1 {
-		t.Errorf("replay entry's definitions %v and changes %+v, want 2 changed, 1 unknown and %+v", fields.Definitions, fields.Changes, wantChanges)
+	if !reflect.DeepEqual(rec.DefinitionChanges, wantChanges) || rec.Definitions[DefinitionChanged] != 2 || rec.Definitions[DefinitionUnknown] != 1 {
+		t.Errorf("replay entry's definitions %v and changes %+v, want 2 changed, 1 unknown and %+v", rec.Definitions, rec.DefinitionChanges, wantChanges)
 	}
 
 	// A change only in a member the SDK's Tool lacks is a change.

@@ -54,9 +54,6 @@ const (
 // Classes lists the classes in report order.
 var Classes = []string{Unchanged, Changed, Flaky, NotReplayable, Failed}
 
-// KindReplay is the kind of the log entry recording a replay run.
-const KindReplay = "replay"
-
 // DefaultRuns is how often each call is re-run by default.
 const DefaultRuns = 3
 
@@ -631,65 +628,4 @@ func cap20(p []string) []string {
 		return append(p[:maxPaths:maxPaths], "…")
 	}
 	return p
-}
-
-// Entry returns the log entry recording this run: the range, runs, the
-// SHA-256 of the ignore lists in force, counts per class, per class the
-// call indices as compact ranges ("3-7,9"), counts per Definition, and
-// the changed definitions with their calls (definition_changes).
-func (rep *Report) Entry(actor string, t time.Time, servers []proxy.ServerConfig) *log.Entry {
-	by := map[string][]uint64{}
-	for _, o := range rep.Outcomes {
-		by[o.Class] = append(by[o.Class], o.Index)
-	}
-	outcomes := map[string]string{}
-	for c, idx := range by {
-		outcomes[c] = Ranges(idx)
-	}
-	ign := map[string]map[string][]string{}
-	for _, s := range servers {
-		if len(s.ReplayIgnore) > 0 {
-			ign[s.ID] = s.ReplayIgnore
-		}
-	}
-	f := map[string]any{
-		"range":       map[string]uint64{"from": rep.From, "to": rep.To},
-		"runs":        rep.Runs,
-		"counts":      rep.Counts,
-		"outcomes":    outcomes,
-		"definitions": rep.Definitions,
-	}
-	if ch := rep.DefinitionChanges(); len(ch) > 0 {
-		f["definition_changes"] = ch
-	}
-	if len(ign) > 0 {
-		b, _ := json.Marshal(ign)
-		if c, err := log.Canonicalize(b); err == nil {
-			s := sha256.Sum256(c)
-			f["ignore_sha256"] = hex.EncodeToString(s[:])
-		}
-	}
-	return &log.Entry{Kind: KindReplay, Time: t, Actor: actor, Fields: f}
-}
-
-// Ranges writes sorted indices compactly: "1-3,7".
-func Ranges(idx []uint64) string {
-	sort.Slice(idx, func(i, j int) bool { return idx[i] < idx[j] })
-	var sb strings.Builder
-	for i := 0; i < len(idx); {
-		j := i
-		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
-			j++
-		}
-		if sb.Len() > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteString(strconv.FormatUint(idx[i], 10))
-		if j > i {
-			sb.WriteByte('-')
-			sb.WriteString(strconv.FormatUint(idx[j], 10))
-		}
-		i = j + 1
-	}
-	return sb.String()
 }
