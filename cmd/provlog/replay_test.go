@@ -222,8 +222,8 @@ servers:
 		t.Fatal(err)
 	}
 	e, err := log.ParseEntry(es[0])
-	if err != nil || e.Kind != replay.KindReplay {
-		t.Fatalf("entry %d: %v %+v", *rep.Recorded, err, e)
+	if err != nil || e.Kind != replay.KindReplay || e.Actor != operatorActor {
+		t.Fatalf("entry %d: %v %+v, want a replay entry by %s", *rep.Recorded, err, e, operatorActor)
 	}
 	oc, _ := e.Fields["outcomes"].(map[string]any)
 	if oc[replay.Flaky] != fmt.Sprint(first+6) || oc[replay.Changed] != fmt.Sprintf("%d,%d", first+2, first+4) {
