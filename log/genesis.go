@@ -14,8 +14,29 @@ import (
 // conflicts): no client may act as it.
 const GenesisActor = "provlog"
 
+// ActorNamespace begins every other actor id provlog writes entries as
+// (retention's "provlog.retention", the operator commands'
+// "provlog.operator"); with GenesisActor it is reserved: see
+// [ReservedActor].
+//
+// The dot, not a colon: "provlog.retention" was in logs before the
+// namespace was reserved, so every id provlog ever wrote as its own is
+// in it and none had to change. The ids a user writes that it takes
+// (an issuer at host provlog.example maps "provlog.example:alice" by
+// default) a colon would take as well, from an issuer at host provlog.
+const ActorNamespace = GenesisActor + "."
+
+// ReservedActor reports whether id is provlog's own: GenesisActor, or
+// ActorNamespace followed by anything, in any case ("Provlog.Operator"
+// reads as provlog's to a person as well). A reader of the log can thus
+// tell the entries provlog wrote from every client's by the actor alone.
+func ReservedActor(id string) bool {
+	n := len(ActorNamespace)
+	return strings.EqualFold(id, GenesisActor) || len(id) >= n && strings.EqualFold(id[:n], ActorNamespace)
+}
+
 // CheckActor says what makes id unfit for a client to act as: it is the
-// sidecar's own (GenesisActor), not valid UTF-8 of at most max bytes, or
+// sidecar's own ([ReservedActor]), not valid UTF-8 of at most max bytes, or
 // one a reader of the log could take for another (space at either end,
 // or a character that does not show: see [Invisible]). Static tokens' ids
 // and those mapped from OAuth claims are both checked with it, when a
@@ -24,8 +45,8 @@ const GenesisActor = "provlog"
 // reads and audits as it did.
 func CheckActor(id string, max int) error {
 	switch {
-	case id == GenesisActor:
-		return fmt.Errorf("actor id %q is the sidecar's own (the entries it writes itself)", id)
+	case ReservedActor(id):
+		return fmt.Errorf("actor id %q is the sidecar's own: %q and every id beginning %q, in any case, name the entries provlog writes itself; choose an id outside them", id, GenesisActor, ActorNamespace)
 	case !utf8.ValidString(id) || len(id) > max:
 		return fmt.Errorf("actor id %q must be valid UTF-8 of at most %d bytes", id, max)
 	case strings.TrimSpace(id) != id:

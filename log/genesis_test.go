@@ -78,6 +78,13 @@ func TestParseGenesisRefuses(t *testing.T) {
 func TestCheckActor(t *testing.T) {
 	for _, tc := range []struct{ id, want string }{
 		{"provlog", "is the sidecar's own"},
+		// provlog's namespace, in any case: a reader takes these for
+		// provlog's own entries.
+		{"provlog.retention", "is the sidecar's own"},
+		{"provlog.operator", "is the sidecar's own"},
+		{"provlog.", "is the sidecar's own"},
+		{"Provlog.Operator", "is the sidecar's own"},
+		{"PROVLOG", "is the sidecar's own"},
 		{"al\xffice", "valid UTF-8"},
 		{strings.Repeat("a", 65), "at most 64 bytes"},
 		{"alice ", "space at its start or end"},
@@ -104,7 +111,7 @@ func TestCheckActor(t *testing.T) {
 			t.Errorf("CheckActor(%q) = %v, want it to say %q", tc.id, err, tc.want)
 		}
 	}
-	for _, id := range []string{"alice", "bob smith", "kc:alice@corp.example", "日本", "José", "Jose\u0301", "✓", "provlog2"} {
+	for _, id := range []string{"alice", "bob smith", "kc:alice@corp.example", "日本", "José", "Jose\u0301", "✓", "provlog2", "provlog-bot", "provlog:alice", "provlogs.x", "local"} {
 		if err := log.CheckActor(id, 64); err != nil {
 			t.Errorf("CheckActor(%q) = %v", id, err)
 		}

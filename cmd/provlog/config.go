@@ -41,7 +41,8 @@ type Config struct {
 	// (see store.go).
 	Store string `yaml:"store"`
 	// Actor is the actor of stdio clients and the owner of local.token
-	// (default "local").
+	// (default "local"). This id, and those under actors:, readers: and
+	// retention.purgers, may not be provlog's own (log.ReservedActor).
 	Actor string `yaml:"actor"`
 	// Actors map HTTP bearer tokens, stored as hex SHA-256, to actors.
 	Actors []TokenConfig `yaml:"actors"`
@@ -203,13 +204,16 @@ func loadConfig(path string) (*Config, error) {
 	if err := checkActorID(cfg.Actor); err != nil && cfg.Actor != "" {
 		return nil, fmt.Errorf("config: actor: %w", err)
 	}
-	for _, list := range [][]TokenConfig{cfg.Actors, cfg.Readers} {
-		for _, t := range list {
+	for _, l := range []struct {
+		key  string
+		list []TokenConfig
+	}{{"actors", cfg.Actors}, {"readers", cfg.Readers}} {
+		for i, t := range l.list {
 			if t.ID == "" {
 				return nil, errors.New("config: a token entry has no id")
 			}
 			if err := checkActorID(t.ID); err != nil {
-				return nil, fmt.Errorf("config: actors/readers: %w", err)
+				return nil, fmt.Errorf("config: %s[%d].id: %w", l.key, i, err)
 			}
 			if cfg.Auth.Owns(t.ID) {
 				return nil, fmt.Errorf("config: static actor %q is in an auth: issuer's actor namespace (its actor_prefix); give it another id", t.ID)
@@ -217,6 +221,13 @@ func loadConfig(path string) (*Config, error) {
 			if h, err := hex.DecodeString(t.TokenSHA256); err != nil || len(h) != sha256.Size {
 				return nil, fmt.Errorf("config: token_sha256 of %q must be 64 hex digits (the SHA-256 of the token, never the token)", t.ID)
 			}
+		}
+	}
+	// A purger no token could act as is a mistake the operator should
+	// hear of now, not when purge --log is refused.
+	for i, id := range cfg.Retention.Purgers {
+		if err := checkActorID(id); err != nil {
+			return nil, fmt.Errorf("config: retention.purgers[%d]: %w", i, err)
 		}
 	}
 	return cfg, nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,9 +107,16 @@ func TestTokenAddCommand(t *testing.T) {
 	if c, err := loadConfig(cfg); err != nil || !slices.ContainsFunc(c.Actors, func(a TokenConfig) bool { return a.ID == "dave" }) {
 		t.Fatalf("the linked config did not get dave's token: %v %+v", err, c)
 	}
-	// The sidecar's own actor id is refused.
-	if out, code := runCmd(t, "token", "add", "--config", cfg, "--actor", "provlog"); code != 2 || !strings.Contains(out, "is the sidecar's own") {
-		t.Errorf("token add --actor provlog: %d %s", code, out)
+	// The sidecar's own actor ids are refused, and the file is left as
+	// it was.
+	before, _ := os.ReadFile(cfg)
+	for _, id := range []string{"provlog", "provlog.operator"} {
+		if out, code := runCmd(t, "token", "add", "--config", cfg, "--actor", id); code != 2 || !strings.Contains(out, "is the sidecar's own") {
+			t.Errorf("token add --actor %s: %d %s", id, code, out)
+		}
+	}
+	if after, _ := os.ReadFile(cfg); !bytes.Equal(after, before) {
+		t.Error("a refused token add changed the config")
 	}
 	// A missing file is created.
 	fresh := filepath.Join(dir, "new.yaml")

@@ -138,7 +138,17 @@ func TestConfigErrors(t *testing.T) {
 		// as another.
 		struct{ name, text, want string }{"the sidecar's own actor", "actors:\n  - {id: provlog, token_sha256: " + strings.Repeat("a", 64) + "}\n", `actor id "provlog" is the sidecar's own`},
 		struct{ name, text, want string }{"an actor id with a line end", "actors:\n  - {id: \"a\\nb\", token_sha256: " + strings.Repeat("a", 64) + "}\n", "holds a control character"},
-		struct{ name, text, want string }{"stdio actor", "actor: \" local\"\n", "config: actor: actor id \" local\" has space"})
+		struct{ name, text, want string }{"stdio actor", "actor: \" local\"\n", "config: actor: actor id \" local\" has space"},
+		// Nor under an id of provlog's namespace, which a reader takes
+		// for provlog's own entries; the error names the key.
+		struct{ name, text, want string }{"stdio actor provlog's own", "actor: provlog.operator\n",
+			`config: actor: actor id "provlog.operator" is the sidecar's own: "provlog" and every id beginning "provlog."`},
+		struct{ name, text, want string }{"token actor provlog's own", "actors:\n  - {id: alice, token_sha256: " + strings.Repeat("a", 64) + "}\n  - {id: provlog.retention, token_sha256: " + strings.Repeat("b", 64) + "}\n",
+			`config: actors[1].id: actor id "provlog.retention" is the sidecar's own`},
+		struct{ name, text, want string }{"reader provlog's own", "readers:\n  - {id: Provlog.Auditor, token_sha256: " + strings.Repeat("a", 64) + "}\n",
+			`config: readers[0].id: actor id "Provlog.Auditor" is the sidecar's own`},
+		struct{ name, text, want string }{"purger provlog's own", "retention:\n  purgers: [local, provlog.operator]\n",
+			`config: retention.purgers[1]: actor id "provlog.operator" is the sidecar's own`})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadConfig(writeConfig(t, t.TempDir(), tc.text))

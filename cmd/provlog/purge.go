@@ -21,8 +21,20 @@ import (
 	"github.com/provlog/provlog/log/server"
 )
 
-// purgeActor is the actor of purge entries the sidecar's retention writes.
-const purgeActor = "provlog.retention"
+// The actors of the entries provlog writes on its own account, beyond
+// log.GenesisActor: each is in log.ActorNamespace, which no client may
+// act as, so a reader tells them from every client's. Before the
+// operator had an id of its own, purge --data wrote as "local" and
+// replay --data as the config's actor (default "local"), ids a client
+// has too; such logs read as they did.
+const (
+	// purgeActor writes the purge entries of the sidecar's retention.
+	purgeActor = "provlog.retention"
+	// operatorActor writes the entries of the operator's offline
+	// commands on a stopped sidecar's data dir (purge --data, replay
+	// --data), which no token authenticated.
+	operatorActor = "provlog.operator"
+)
 
 // RetentionConfig is the config's retention: section.
 type RetentionConfig struct {
@@ -309,7 +321,7 @@ func purgeDataDir(ctx context.Context, data string, req purgeRequest) (*purgeRes
 	ages, path := &ageIndex{}, filepath.Join(data, retentionIndexFile)
 	size, _ := seq.Checkpoint()
 	ages.load(ctx, path, store, size) // refused: it stays empty, and the purge reads the whole log
-	res, err := purge(ctx, seq, store, bs, ages, "local", req)
+	res, err := purge(ctx, seq, store, bs, ages, operatorActor, req)
 	ages.mu.Lock()
 	defer ages.mu.Unlock()
 	if err == nil && ages.next > 0 {

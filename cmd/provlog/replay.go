@@ -91,11 +91,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	out := replayOutput{Report: rep}
-	actor := cfg.Actor
-	if actor == "" {
-		actor = "local"
-	}
-	recorded, err := src.record(ctx, rep.Record(actor, time.Now(), cfg.Servers))
+	// Through a sidecar the entry's actor is the token's, whatever this
+	// says; in a data dir it is the operator's, whom no token names.
+	recorded, err := src.record(ctx, rep.Record(operatorActor, time.Now(), cfg.Servers))
 	if err != nil {
 		return err
 	}

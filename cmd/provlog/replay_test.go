@@ -222,8 +222,8 @@ servers:
 		t.Fatal(err)
 	}
 	e, err := log.ParseEntry(es[0])
-	if err != nil {
-		t.Fatalf("entry %d: %v", *rep.Recorded, err)
+	if err != nil || e.Kind != replay.KindReplay || e.Actor != operatorActor {
+		t.Fatalf("entry %d: %v %+v, want a replay entry by %s", *rep.Recorded, err, e, operatorActor)
 	}
 	rec, err := replay.ParseRecord(e)
 	if err != nil {

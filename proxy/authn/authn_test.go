@@ -186,7 +186,7 @@ func TestActorMapping(t *testing.T) {
 	prov := config(is)
 	prov.Issuers[0].ActorPrefix = "prov"
 	b := newAuth(t, prov, nil, nil)
-	for _, sub := range []string{"bob ", " bob", "bob\u0085", "bob\u009b31m", "log"} {
+	for _, sub := range []string{"bob ", " bob", "bob\u0085", "bob\u009b31m", "log", "log.retention", "log.operator", "LOG.x"} {
 		if id, err := b.Authenticate(context.Background(), is.Mint(t, is.Claims(resource, sub))); err == nil {
 			t.Errorf("sub %q was mapped to actor %q", sub, id.Actor)
 		} else if st, code := status(err); st != 401 || code != "invalid_token" {
@@ -232,6 +232,20 @@ func TestConfigCheck(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		} else {
 			t.Logf("%s: %v", name, err)
+		}
+	}
+	// An issuer every actor of which would be provlog's own, by its
+	// actor_prefix or by the default one its host makes.
+	for name, mut := range map[string]func(*authn.IssuerConfig){
+		"prefix": func(c *authn.IssuerConfig) { c.ActorPrefix = "Provlog.idp:" },
+		"default prefix": func(c *authn.IssuerConfig) {
+			c.Issuer, c.DiscoveryURL = "https://provlog.example/", "https://provlog.example/oidc"
+		},
+	} {
+		cfg := config(is)
+		mut(&cfg.Issuers[0])
+		if err := cfg.Check(); err == nil || !strings.Contains(err.Error(), `actor ids beginning "provlog." are provlog's own; set actor_prefix`) {
+			t.Errorf("%s in provlog's namespace: %v", name, err)
 		}
 	}
 	cfg := config(is)
