@@ -205,6 +205,8 @@ const kindWords = {
   "task.release": "a task was released",
   "task.cancel": "a task was cancelled",
   "witness.conflict": "a witness reported a conflict",
+  purge: "retained data was purged; its hashes stay",
+  replay: "a replay run's report on recorded calls",
 };
 
 function showEntry(index, bytes) {
