@@ -154,10 +154,17 @@ func (c *catalogue) name(slot listSlot, front string) (string, bool) {
 // triggerResync asks for the lists to be read again, after the server
 // said the lists in slots changed. It must not block: it runs inside the
 // SDK's notification handler.
+//
+// Every list the notice names is marked asked before any read starts: a
+// read of the first that ended, and the front's notice of its change,
+// came before the second was marked, so a client listing the second at
+// once was answered from the read before the server's notice.
 func (c *catalogue) triggerResync(slots ...listSlot) {
 	for _, s := range slots {
 		c.asked[s].Add(1)
 		c.announced.Or(1 << s)
+	}
+	for _, s := range slots {
 		c.askRead(s)
 	}
 }
