@@ -26,6 +26,93 @@ func refusal(uri string) error {
 	return &jsonrpc.Error{Code: refusalCode, Message: "not yet: " + uri}
 }
 
+// watchedURI is the resource of a subscribableServer.
+const watchedURI = "fixture:///watched"
+
+// subscribableServer is a go-sdk server of one resource, watchedURI, that
+// offers subscriptions; subscribe, if not nil, answers each (a server of
+// the 2026-07-28 revision acknowledges the listen once it returned nil).
+func subscribableServer(name string, subscribe func(uri string) error) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			if subscribe == nil {
+				return nil
+			}
+			return subscribe(req.Params.URI)
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	srv.AddResource(&mcp.Resource{Name: "w", URI: watchedURI}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "watched"}}}, nil
+	})
+	return srv
+}
+
+// serveStateless serves srv over stateless streamable HTTP, through wrap
+// if not nil, and returns its URL.
+func serveStateless(t *testing.T, srv *mcp.Server, wrap func(http.Handler) http.Handler) string {
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	if wrap != nil {
+		h = wrap(h)
+	}
+	down := httptest.NewServer(h)
+	t.Cleanup(down.Close)
+	return down.URL
+}
+
+// A subscribeGate holds a subscribableServer's subscriptions to one URI until it
+// is opened.
+type subscribeGate struct {
+	uri     string
+	entered chan struct{} // closed once a subscription waits at the gate
+	enter   func()
+	let     chan struct{}
+	// open lets the subscriptions through; more calls do nothing. A
+	// test's cleanup opens it before the sessions close, which wait for
+	// their handlers.
+	open func()
+}
+
+func newGate(uri string) *subscribeGate {
+	g := &subscribeGate{uri: uri, entered: make(chan struct{}), let: make(chan struct{})}
+	g.enter = sync.OnceFunc(func() { close(g.entered) })
+	g.open = sync.OnceFunc(func() { close(g.let) })
+	return g
+}
+
+// subscribe is a subscribableServer's answer that holds g.uri's.
+func (g *subscribeGate) subscribe(uri string) error {
+	if uri == g.uri {
+		g.enter()
+		<-g.let
+	}
+	return nil
+}
+
+// connectListening connects a client with options opts to srv in memory
+// on a session of the 2026-07-28 revision, its acknowledgements passed to
+// d's listens as a downstream's client passes them.
+func connectListening(t *testing.T, srv *mcp.Server, d *downstream, opts *mcp.ClientOptions) *mcp.ClientSession {
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	client := mcp.NewClient(&mcp.Implementation{Name: "provlog", Version: "1"}, opts)
+	client.AddReceivingMiddleware(d.noteListenAcks)
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if !sessionStateless(cs) {
+		t.Fatalf("the session speaks %s", cs.InitializeResult().ProtocolVersion)
+	}
+	return cs
+}
+
 // TestRefusedSubscription: a server of the 2026-07-28 revision that
 // refuses a subscription (a JSON-RPC error for the listen) has the client
 // told its error, and the next subscription to the URI is asked of it
@@ -52,22 +139,14 @@ func TestRefusedSubscription(t *testing.T) {
 		}},
 		{"http", func(t *testing.T) (ServerConfig, func(*Proxy, *mcp.ClientSession)) {
 			var asked atomic.Int64
-			srv := mcp.NewServer(&mcp.Implementation{Name: "refusing", Version: "1"}, &mcp.ServerOptions{
-				SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
-					if asked.Add(1) == 1 {
-						return refusal(req.Params.URI)
-					}
-					return nil
-				},
-				UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+			srv := subscribableServer("refusing", func(uri string) error {
+				if asked.Add(1) == 1 {
+					return refusal(uri)
+				}
+				return nil
 			})
-			srv.AddResource(&mcp.Resource{Name: "w", URI: "fixture:///watched"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "watched"}}}, nil
-			})
-			down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
-			t.Cleanup(down.Close)
-			return ServerConfig{ID: "fx", URL: down.URL}, func(*Proxy, *mcp.ClientSession) {
-				if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "fixture:///watched"}); err != nil {
+			return ServerConfig{ID: "fx", URL: serveStateless(t, srv, nil)}, func(*Proxy, *mcp.ClientSession) {
+				if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: watchedURI}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -106,58 +185,26 @@ func TestRefusedSubscription(t *testing.T) {
 // context, and its URI, taken by go-sdk for subscribed, was never asked
 // of the new session again.
 func TestListensOfTwoSessions(t *testing.T) {
-	entered, let := make(chan struct{}), make(chan struct{})
-	srv := mcp.NewServer(&mcp.Implementation{Name: "gated", Version: "1"}, &mcp.ServerOptions{
-		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
-			if req.Params.URI == "fixture:///gated" {
-				close(entered)
-				<-let
-			}
-			return nil
-		},
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
-	})
-	srv.AddResource(&mcp.Resource{Name: "g", URI: "fixture:///gated"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "gated"}}}, nil
-	})
-	ctx := context.Background()
+	g := newGate(watchedURI)
+	srv := subscribableServer("gated", g.subscribe)
 	d := &downstream{}
-	connect := func() *mcp.ClientSession {
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ss.Close() })
-		client := mcp.NewClient(&mcp.Implementation{Name: "provlog", Version: "1"}, nil)
-		client.AddReceivingMiddleware(d.noteListenAcks)
-		cs, err := client.Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		if !sessionStateless(cs) {
-			t.Fatalf("the session speaks %s", cs.InitializeResult().ProtocolVersion)
-		}
-		return cs
-	}
-	old, renewed := connect(), connect()
-	letGo := sync.OnceFunc(func() { close(let) })
-	t.Cleanup(letGo) // before the sessions close
+	old, renewed := connectListening(t, srv, d, nil), connectListening(t, srv, d, nil)
+	t.Cleanup(g.open)
+	ctx := context.Background()
 
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	held := make(chan error, 1)
-	go func() { held <- d.hold(hctx, renewed, "fixture:///gated") }()
-	<-entered
+	go func() { held <- d.hold(hctx, renewed, watchedURI) }()
+	<-g.entered
 	if err := d.hold(hctx, old, "fixture:///other"); err != nil {
 		t.Fatalf("holding on the old session: %v", err)
 	}
-	letGo()
+	g.open()
 	if err := <-held; err != nil {
 		t.Fatalf("holding on the new session: %v", err)
 	}
-	if err := d.hold(hctx, renewed, "fixture:///gated"); err != nil {
+	if err := d.hold(hctx, renewed, watchedURI); err != nil {
 		t.Fatalf("holding on the new session again: %v", err)
 	}
 }
