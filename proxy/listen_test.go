@@ -1,13 +1,19 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -172,6 +178,99 @@ func TestRefusedSubscription(t *testing.T) {
 				t.Fatalf("subscribing again: %v", err)
 			}
 			touch(p, cs)
+			cl.waitUpdated(t, uri, "after the refusal")
+		})
+	}
+}
+
+// TestSubscriptionHTTPError: a listen that an HTTP server answers with a
+// bare HTTP error (its body no JSON-RPC error), or with an event stream it
+// ends at once, or not at all (the connection dropped), is refused at
+// once: the client is told the server's name and the status, not the body
+// (an error page may quote what it was sent), and the next subscription
+// to the URI is asked of the server anew and held. go-sdk takes such a
+// listen for a rejected write and says nothing of it, so the proxy waited
+// out its timeout for an acknowledgement; the timeout here is an hour, and
+// the client's subscription has no deadline of its own.
+func TestSubscriptionHTTPError(t *testing.T) {
+	const secret = "s3cret-quoted-by-the-error-page"
+	bare := func(code int) func(http.ResponseWriter, []byte) {
+		return func(w http.ResponseWriter, _ []byte) { http.Error(w, "token "+secret, code) }
+	}
+	for _, tc := range []struct {
+		name   string
+		answer func(w http.ResponseWriter, listen []byte)
+		want   string // in the client's error, which names the server
+		code   int64  // the server's JSON-RPC error the client gets instead, if not 0
+	}{
+		{"500", bare(http.StatusInternalServerError), "HTTP 500 Internal Server Error", 0},
+		{"403", bare(http.StatusForbidden), "HTTP 403 Forbidden", 0},
+		{"404", bare(http.StatusNotFound), "HTTP 404 Not Found", 0},
+		{"stream ended", func(w http.ResponseWriter, _ []byte) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+		}, "the server ended the subscription's stream", 0},
+		{"dropped", func(w http.ResponseWriter, _ []byte) {
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+		}, "the connection to the server failed before it answered the subscription", 0},
+		{"400 with a JSON-RPC error", func(w http.ResponseWriter, listen []byte) {
+			var req struct{ ID json.RawMessage }
+			json.Unmarshal(listen, &req)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"not yet"}}`, req.ID, refusalCode)
+		}, "", refusalCode},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := subscribableServer("erring", nil)
+			var listens atomic.Int64
+			url := serveStateless(t, srv, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Header.Get("Mcp-Method") == "subscriptions/listen" {
+						body, _ := io.ReadAll(r.Body)
+						r.Body = io.NopCloser(bytes.NewReader(body))
+						// go-sdk's own listen, for the lists' changes, is let be.
+						if bytes.Contains(body, []byte(watchedURI)) && listens.Add(1) == 1 {
+							tc.answer(w, body)
+							return
+						}
+					}
+					h.ServeHTTP(w, r)
+				})
+			})
+			var logs lockedBuf
+			cfg := ServerConfig{ID: "fx", URL: url, Timeout: time.Hour}
+			p := startProxy(t, newTestLog(t), []ServerConfig{cfg}, func(o *Options) {
+				o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			})
+			cl := newClientLog()
+			cs := connectMemory(t, p, cl)
+			ctx := context.Background()
+			const uri = "fx+" + watchedURI
+			err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+			var we *jsonrpc.Error
+			switch {
+			case tc.code != 0:
+				if !errors.As(err, &we) || we.Code != tc.code || we.Message != "not yet" {
+					t.Fatalf("the refused subscription: %v, want the server's error %d", err, tc.code)
+				}
+			case err == nil || !strings.Contains(err.Error(), `server "fx"`) || !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("the refused subscription: %v, want an error naming the server and %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), secret) || strings.Contains(logs.String(), secret) {
+				t.Errorf("the error page's body reached the client or the sidecar's log: %v", err)
+			}
+			if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+				t.Fatalf("subscribing again: %v", err)
+			}
+			if n := listens.Load(); n != 2 {
+				t.Errorf("the server was sent %d listens for the URI, want 2", n)
+			}
+			if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: watchedURI}); err != nil {
+				t.Fatal(err)
+			}
 			cl.waitUpdated(t, uri, "after the refusal")
 		})
 	}
