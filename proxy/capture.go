@@ -365,8 +365,11 @@ func (j *jsonTee) Read(p []byte) (int, error) {
 }
 
 // sseTee reads a server-sent event stream through, delivering each
-// event's message as soon as the event is complete, before the reader sees
-// the blank line that completes it.
+// response as soon as its event is complete, before the reader sees the
+// blank line that completes it. An event whose message names a method
+// (go-sdk's reading of it: a request or notification, never a response)
+// is not decoded: most of a listen's stream is such events, and go-sdk
+// decodes them too.
 type sseTee struct {
 	io.ReadCloser
 	pending *pendingCalls
@@ -386,8 +389,113 @@ func (s *sseTee) Read(p []byte) (int, error) {
 }
 
 func (s *sseTee) deliver(data []byte) bool {
+	if namesMethod(data) {
+		return true
+	}
 	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
 		s.pending.deliver(msg)
 	}
 	return true
+}
+
+// namesMethod reports whether data, a JSON-RPC message, is an object with
+// a top-level member "method", which go-sdk reads as a request or a
+// notification whatever else it holds (or not at all, if it is not JSON).
+// It reads keys, and the values before that member only as far as their
+// ends; false is also "not sure" (a key with escapes, broken JSON), for
+// which the message is decoded.
+func namesMethod(data []byte) bool {
+	i := skipSpace(data, 0)
+	if i == len(data) || data[i] != '{' {
+		return false
+	}
+	for {
+		i = skipSpace(data, i+1)
+		if i == len(data) || data[i] != '"' {
+			return false
+		}
+		end := skipString(data, i)
+		if end < 0 {
+			return false
+		}
+		key := data[i+1 : end]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false
+		}
+		if string(key) == "method" {
+			return true
+		}
+		i = skipSpace(data, end+1)
+		if i == len(data) || data[i] != ':' {
+			return false
+		}
+		if i = skipValue(data, skipSpace(data, i+1)); i < 0 {
+			return false
+		}
+		if i = skipSpace(data, i); i == len(data) || data[i] != ',' {
+			return false
+		}
+	}
+}
+
+// skipSpace returns the index of the first byte of data from i on that
+// is not JSON white space, or len(data).
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index of the quote that ends the JSON string
+// whose opening quote is data[i], or -1 if it does not end in data.
+func skipString(data []byte, i int) int {
+	for i++; i < len(data); i++ {
+		n := bytes.IndexAny(data[i:], `"\`)
+		if n < 0 {
+			return -1
+		}
+		if i += n; data[i] == '"' {
+			return i
+		}
+		i++ // past the backslash; the loop steps past the byte it escapes
+	}
+	return -1
+}
+
+// skipValue returns the index just past the JSON value that begins at
+// data[i], or -1 if it does not end in data. It follows strings and
+// nesting only; the value is not checked (go-sdk's decoding does that).
+func skipValue(data []byte, i int) int {
+	depth := 0
+	for ; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			if i = skipString(data, i); i < 0 {
+				return -1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth < 0 {
+				return i // a scalar's end: its object's
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i // a scalar's end
+			}
+			continue
+		default:
+			continue
+		}
+		if depth == 0 {
+			return i + 1
+		}
+	}
+	return -1
 }
