@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -94,10 +95,10 @@ func (c *capture) done() {
 // URIs they listen for, if refused is set.
 type pendingCalls struct {
 	m sync.Map // jsonrpc.ID -> *capture or listenURIs
-	// refused, if set, is told the error a listen was answered with
-	// (listens.refused): go-sdk sends a listen without waiting for its
-	// answer, and discards it.
-	refused func(uris []string, err *jsonrpc.Error)
+	// refused, if set, is told why a listen ended unanswered or was
+	// answered with an error (listens.refused): go-sdk sends a listen
+	// without waiting for its answer, and discards it.
+	refused func(uris []string, err error)
 }
 
 // listenURIs are the resources a subscriptions/listen request listens for.
@@ -106,28 +107,33 @@ type listenURIs []string
 const methodListen = "subscriptions/listen"
 
 // register notes a request about to be sent, if ctx carries a capture or
-// it is a listen whose refusal is wanted.
-func (p *pendingCalls) register(ctx context.Context, msg jsonrpc.Message) {
+// it is a listen whose refusal is wanted, and reports whether it did and
+// whether it was such a listen.
+func (p *pendingCalls) register(ctx context.Context, msg jsonrpc.Message) (noted, listen bool) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok || !req.IsCall() {
-		return
+		return false, false
 	}
 	if req.Method == methodListen && p.refused != nil {
 		var params mcp.SubscriptionsListenParams
 		if json.Unmarshal(req.Params, &params) == nil && params.Notifications != nil && len(params.Notifications.ResourceSubscriptions) > 0 {
 			p.m.Store(req.ID, listenURIs(params.Notifications.ResourceSubscriptions))
+			return true, true
 		}
-		return
+		// A listen for the lists' changes only: go-sdk's own, which
+		// nobody waits on.
+		return false, false
 	}
 	cp, ok := ctx.Value(captureKey{}).(*capture)
 	if !ok {
-		return
+		return false, false
 	}
 	cp.mu.Lock()
 	cp.pending = p
 	cp.ids = append(cp.ids, req.ID)
 	cp.mu.Unlock()
 	p.m.Store(req.ID, cp)
+	return true, false
 }
 
 // deliver stores a response's raw result in its capture, if any, and
@@ -150,7 +156,7 @@ func (p *pendingCalls) deliver(msg jsonrpc.Message) {
 	}
 	if uris, ok := v.(listenURIs); ok {
 		if we != nil {
-			p.refused(uris, we)
+			p.refused(uris, fmt.Errorf("the server refused the subscription: %w", we))
 		}
 		return
 	}
@@ -163,10 +169,19 @@ func (p *pendingCalls) deliver(msg jsonrpc.Message) {
 	cp.mu.Unlock()
 }
 
+// endListen tells err as the end of the listen id, unless it was answered.
+func (p *pendingCalls) endListen(id jsonrpc.ID, err error) {
+	if v, ok := p.m.LoadAndDelete(id); ok {
+		if uris, ok := v.(listenURIs); ok {
+			p.refused(uris, err)
+		}
+	}
+}
+
 // captureTransport wraps a stdio (or in-memory) downstream transport.
 type captureTransport struct {
 	inner   mcp.Transport
-	refused func(uris []string, err *jsonrpc.Error) // see pendingCalls
+	refused func(uris []string, err error) // see pendingCalls
 	// notify, if set, is offered each notification as it is read, before
 	// any message after it reaches the SDK, and reports whether it
 	// handled it (then the SDK never sees it). The SDK hands
@@ -227,33 +242,99 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	// stream (which may carry one), is read through: decoding every
 	// message twice would double the client's work.
 	tee := req.Method == http.MethodGet && req.Header.Get("Last-Event-ID") != ""
+	var listen jsonrpc.ID // the listen sent, if it is one whose refusal is wanted
 	if req.Method == http.MethodPost && req.GetBody != nil {
 		_, captured := req.Context().Value(captureKey{}).(*capture)
 		// The Mcp-Method header names a 2026-07-28 request's method.
-		listen := t.pending.refused != nil && req.Header.Get("Mcp-Method") == methodListen
-		if captured || listen {
+		listening := t.pending.refused != nil && req.Header.Get("Mcp-Method") == methodListen
+		if captured || listening {
 			if body, err := req.GetBody(); err == nil {
 				b, _ := io.ReadAll(body)
 				body.Close()
 				if msg, err := jsonrpc.DecodeMessage(b); err == nil {
-					t.pending.register(req.Context(), msg)
-					tee = true
+					var isListen bool
+					if tee, isListen = t.pending.register(req.Context(), msg); isListen {
+						listen = msg.(*jsonrpc.Request).ID
+					}
 				}
 			}
 		}
 	}
 	resp, err := t.base.RoundTrip(req)
+	if listen.IsValid() && !t.listenAnswered(req.Context(), listen, resp, err) {
+		return resp, err
+	}
 	if err != nil || resp.Body == nil || !tee {
 		return resp, err
 	}
+	ls := listenStream{id: listen, ctx: req.Context()}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
-		resp.Body = &jsonTee{ReadCloser: resp.Body, pending: &t.pending}
+		resp.Body = &jsonTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls}
 	case "text/event-stream":
-		resp.Body = &sseTee{ReadCloser: resp.Body, pending: &t.pending}
+		resp.Body = &sseTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls}
 	}
 	return resp, nil
+}
+
+// maxRefusalBody bounds what of the body of a listen's HTTP error is read
+// to find a JSON-RPC error in it: one is a few hundred bytes.
+const maxRefusalBody = 64 << 10
+
+// listenAnswered looks at the HTTP answer to the listen id (resp, or err
+// if none came), and reports whether its body is to be read through for
+// the listen's answer. Any other answer go-sdk gives up on without a word
+// to the session (it takes the failed POST of a listen for a rejected
+// write), so the listen is ended here: with the server's JSON-RPC error if
+// the body of an HTTP error holds one for it, otherwise with the status
+// alone (an error page may quote what it was sent; it is not passed on).
+// go-sdk retries no listen; provlog gives it no OAuth handler, which would
+// retry a 401 or 403.
+func (t *captureRoundTripper) listenAnswered(ctx context.Context, id jsonrpc.ID, resp *http.Response, err error) bool {
+	switch {
+	case err != nil:
+		if ctx.Err() == nil { // else ended by the session
+			t.pending.endListen(id, errors.New("the connection to the server failed before it answered the subscription"))
+		}
+		return false
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
+		resp.Body = prefixedBody{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+		if msg, err := jsonrpc.DecodeMessage(head); err == nil {
+			if r, ok := msg.(*jsonrpc.Response); ok && r.ID == id && r.Error != nil {
+				t.pending.deliver(msg)
+			}
+		}
+		t.pending.endListen(id, fmt.Errorf("the server refused the subscription: HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)))
+		return false
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "text/event-stream" && mt != "application/json" {
+		t.pending.endListen(id, fmt.Errorf("the server answered the subscription with HTTP %d %s and no event stream", resp.StatusCode, http.StatusText(resp.StatusCode)))
+		return false
+	}
+	return true
+}
+
+// prefixedBody is a response body of which a head was read ahead.
+type prefixedBody struct {
+	io.Reader
+	io.Closer
+}
+
+// A listenStream is the listen a response body answers, if any.
+type listenStream struct {
+	id  jsonrpc.ID      // not valid if the body answers no listen
+	ctx context.Context // the listen's request's
+}
+
+// ended ends the listen, unless answered, once its body ended while the
+// session still wanted it: the server holds none of its URIs any more.
+func (l listenStream) ended(p *pendingCalls, why string) {
+	if l.id.IsValid() && l.ctx.Err() == nil {
+		p.endListen(l.id, errors.New(why))
+	}
 }
 
 // jsonTee reads a JSON response body through and delivers the message it
@@ -262,6 +343,7 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 type jsonTee struct {
 	io.ReadCloser
 	pending *pendingCalls
+	listen  listenStream
 	buf     []byte
 	done    bool
 }
@@ -276,29 +358,144 @@ func (j *jsonTee) Read(p []byte) (int, error) {
 				j.pending.deliver(msg)
 			}
 			j.buf = nil
+			j.listen.ended(j.pending, "the server answered the subscription without an event stream")
 		}
 	}
 	return n, err
 }
 
 // sseTee reads a server-sent event stream through, delivering each
-// event's message as soon as the event is complete, before the reader sees
-// the blank line that completes it.
+// response as soon as its event is complete, before the reader sees the
+// blank line that completes it. An event whose message names a method
+// (go-sdk's reading of it: a request or notification, never a response)
+// is not decoded: most of a listen's stream is such events, and go-sdk
+// decodes them too.
 type sseTee struct {
 	io.ReadCloser
 	pending *pendingCalls
 	events  sseParser
+	listen  listenStream
 }
 
 func (s *sseTee) Read(p []byte) (int, error) {
 	n, err := s.ReadCloser.Read(p)
 	s.events.feed(p[:n], s.deliver)
+	// go-sdk resumes a call's stream only from an event id; without one,
+	// a listen whose stream the server ended is left unanswered.
+	if err != nil && len(s.events.lastID) == 0 {
+		s.listen.ended(s.pending, "the server ended the subscription's stream")
+	}
 	return n, err
 }
 
 func (s *sseTee) deliver(data []byte) bool {
+	if namesMethod(data) {
+		return true
+	}
 	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
 		s.pending.deliver(msg)
 	}
 	return true
+}
+
+// namesMethod reports whether data, a JSON-RPC message, is an object with
+// a top-level member "method", which go-sdk reads as a request or a
+// notification whatever else it holds (or not at all, if it is not JSON).
+// It reads keys, and the values before that member only as far as their
+// ends; false is also "not sure" (a key with escapes, broken JSON), for
+// which the message is decoded.
+func namesMethod(data []byte) bool {
+	i := skipSpace(data, 0)
+	if i == len(data) || data[i] != '{' {
+		return false
+	}
+	for {
+		i = skipSpace(data, i+1)
+		if i == len(data) || data[i] != '"' {
+			return false
+		}
+		end := skipString(data, i)
+		if end < 0 {
+			return false
+		}
+		key := data[i+1 : end]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false
+		}
+		if string(key) == "method" {
+			return true
+		}
+		i = skipSpace(data, end+1)
+		if i == len(data) || data[i] != ':' {
+			return false
+		}
+		if i = skipValue(data, skipSpace(data, i+1)); i < 0 {
+			return false
+		}
+		if i = skipSpace(data, i); i == len(data) || data[i] != ',' {
+			return false
+		}
+	}
+}
+
+// skipSpace returns the index of the first byte of data from i on that
+// is not JSON white space, or len(data).
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index of the quote that ends the JSON string
+// whose opening quote is data[i], or -1 if it does not end in data.
+func skipString(data []byte, i int) int {
+	for i++; i < len(data); i++ {
+		n := bytes.IndexAny(data[i:], `"\`)
+		if n < 0 {
+			return -1
+		}
+		if i += n; data[i] == '"' {
+			return i
+		}
+		i++ // past the backslash; the loop steps past the byte it escapes
+	}
+	return -1
+}
+
+// skipValue returns the index just past the JSON value that begins at
+// data[i], or -1 if it does not end in data. It follows strings and
+// nesting only; the value is not checked (go-sdk's decoding does that).
+func skipValue(data []byte, i int) int {
+	depth := 0
+	for ; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			if i = skipString(data, i); i < 0 {
+				return -1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth < 0 {
+				return i // a scalar's end: its object's
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i // a scalar's end
+			}
+			continue
+		default:
+			continue
+		}
+		if depth == 0 {
+			return i + 1
+		}
+	}
+	return -1
 }

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"sort"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -20,8 +19,8 @@ import (
 // in its own process group, stderr to stderr) or a streamable HTTP
 // client over base (http.DefaultTransport if nil) with the configured
 // headers. refused, if not nil, is told the server's refusals of
-// subscriptions (pendingCalls).
-func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, refused func([]string, *jsonrpc.Error)) (mcp.Transport, *exec.Cmd) {
+// subscriptions, and the ends of those it left unanswered (pendingCalls).
+func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, refused func([]string, error)) (mcp.Transport, *exec.Cmd) {
 	if len(cfg.Command) == 0 {
 		if base == nil {
 			base = http.DefaultTransport

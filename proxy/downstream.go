@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -151,7 +150,7 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 	// A refusal comes only for a listen sent on the session, once it is
 	// set.
 	var session atomic.Pointer[mcp.ClientSession]
-	refused := func(uris []string, err *jsonrpc.Error) {
+	refused := func(uris []string, err error) {
 		if cs := session.Load(); cs != nil {
 			d.listens.refused(cs, uris, err)
 		}

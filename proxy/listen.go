@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -27,11 +26,12 @@ import (
 // cancelled listen's end can remove a listen for the same URI sent after
 // it, and over stdio the session is one.
 
-// A listen the server refuses (a JSON-RPC error for it) is never
-// acknowledged, and go-sdk does not wait for its answer: the refusal is
-// read off the wire instead (pendingCalls.refused, capture.go), so the
-// client is told the server's error at once, and the URI is asked of the
-// server anew by the next subscription.
+// A listen the server refuses (a JSON-RPC error for it, or over HTTP an
+// error status, or a stream ended unanswered) is never acknowledged, and
+// go-sdk does not wait for its answer: the refusal is read off the wire
+// instead (pendingCalls.refused, capture.go), so the client is told the
+// server's error at once, and the URI is asked of the server anew by the
+// next subscription.
 
 // subscribe forwards a resource subscription; the downstream server sees
 // one subscription per URI however many clients hold one.
@@ -224,9 +224,10 @@ func (li *listen) end(err error) {
 	}
 }
 
-// refused notes that the server answered cs's listen for uris with err:
-// it holds none of them (having taken them, it no longer does).
-func (l *listens) refused(cs *mcp.ClientSession, uris []string, err *jsonrpc.Error) {
+// refused notes that the server refused cs's listen for uris, or ended
+// it, as err says: it holds none of them (having taken them, it no longer
+// does).
+func (l *listens) refused(cs *mcp.ClientSession, uris []string, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, u := range uris {
@@ -239,6 +240,6 @@ func (l *listens) refused(cs *mcp.ClientSession, uris []string, err *jsonrpc.Err
 		// l.mu, before that subscription can ask it.
 		_ = cs.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: u})
 		delete(l.on[cs], u)
-		li.end(fmt.Errorf("the server refused the subscription: %w", err))
+		li.end(err)
 	}
 }

@@ -1,13 +1,19 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +30,93 @@ const refusalCode = -32042
 // refusal is a test server's refusal of a subscription to uri.
 func refusal(uri string) error {
 	return &jsonrpc.Error{Code: refusalCode, Message: "not yet: " + uri}
+}
+
+// watchedURI is the resource of a subscribableServer.
+const watchedURI = "fixture:///watched"
+
+// subscribableServer is a go-sdk server of one resource, watchedURI, that
+// offers subscriptions; subscribe, if not nil, answers each (a server of
+// the 2026-07-28 revision acknowledges the listen once it returned nil).
+func subscribableServer(name string, subscribe func(uri string) error) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			if subscribe == nil {
+				return nil
+			}
+			return subscribe(req.Params.URI)
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	srv.AddResource(&mcp.Resource{Name: "w", URI: watchedURI}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "watched"}}}, nil
+	})
+	return srv
+}
+
+// serveStateless serves srv over stateless streamable HTTP, through wrap
+// if not nil, and returns its URL.
+func serveStateless(t *testing.T, srv *mcp.Server, wrap func(http.Handler) http.Handler) string {
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	if wrap != nil {
+		h = wrap(h)
+	}
+	down := httptest.NewServer(h)
+	t.Cleanup(down.Close)
+	return down.URL
+}
+
+// A subscribeGate holds a subscribableServer's subscriptions to one URI until it
+// is opened.
+type subscribeGate struct {
+	uri     string
+	entered chan struct{} // closed once a subscription waits at the gate
+	enter   func()
+	let     chan struct{}
+	// open lets the subscriptions through; more calls do nothing. A
+	// test's cleanup opens it before the sessions close, which wait for
+	// their handlers.
+	open func()
+}
+
+func newGate(uri string) *subscribeGate {
+	g := &subscribeGate{uri: uri, entered: make(chan struct{}), let: make(chan struct{})}
+	g.enter = sync.OnceFunc(func() { close(g.entered) })
+	g.open = sync.OnceFunc(func() { close(g.let) })
+	return g
+}
+
+// subscribe is a subscribableServer's answer that holds g.uri's.
+func (g *subscribeGate) subscribe(uri string) error {
+	if uri == g.uri {
+		g.enter()
+		<-g.let
+	}
+	return nil
+}
+
+// connectListening connects a client with options opts to srv in memory
+// on a session of the 2026-07-28 revision, its acknowledgements passed to
+// d's listens as a downstream's client passes them.
+func connectListening(t *testing.T, srv *mcp.Server, d *downstream, opts *mcp.ClientOptions) *mcp.ClientSession {
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	client := mcp.NewClient(&mcp.Implementation{Name: "provlog", Version: "1"}, opts)
+	client.AddReceivingMiddleware(d.noteListenAcks)
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if !sessionStateless(cs) {
+		t.Fatalf("the session speaks %s", cs.InitializeResult().ProtocolVersion)
+	}
+	return cs
 }
 
 // TestRefusedSubscription: a server of the 2026-07-28 revision that
@@ -52,22 +145,14 @@ func TestRefusedSubscription(t *testing.T) {
 		}},
 		{"http", func(t *testing.T) (ServerConfig, func(*Proxy, *mcp.ClientSession)) {
 			var asked atomic.Int64
-			srv := mcp.NewServer(&mcp.Implementation{Name: "refusing", Version: "1"}, &mcp.ServerOptions{
-				SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
-					if asked.Add(1) == 1 {
-						return refusal(req.Params.URI)
-					}
-					return nil
-				},
-				UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+			srv := subscribableServer("refusing", func(uri string) error {
+				if asked.Add(1) == 1 {
+					return refusal(uri)
+				}
+				return nil
 			})
-			srv.AddResource(&mcp.Resource{Name: "w", URI: "fixture:///watched"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "watched"}}}, nil
-			})
-			down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
-			t.Cleanup(down.Close)
-			return ServerConfig{ID: "fx", URL: down.URL}, func(*Proxy, *mcp.ClientSession) {
-				if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "fixture:///watched"}); err != nil {
+			return ServerConfig{ID: "fx", URL: serveStateless(t, srv, nil)}, func(*Proxy, *mcp.ClientSession) {
+				if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: watchedURI}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -98,6 +183,99 @@ func TestRefusedSubscription(t *testing.T) {
 	}
 }
 
+// TestSubscriptionHTTPError: a listen that an HTTP server answers with a
+// bare HTTP error (its body no JSON-RPC error), or with an event stream it
+// ends at once, or not at all (the connection dropped), is refused at
+// once: the client is told the server's name and the status, not the body
+// (an error page may quote what it was sent), and the next subscription
+// to the URI is asked of the server anew and held. go-sdk takes such a
+// listen for a rejected write and says nothing of it, so the proxy waited
+// out its timeout for an acknowledgement; the timeout here is an hour, and
+// the client's subscription has no deadline of its own.
+func TestSubscriptionHTTPError(t *testing.T) {
+	const secret = "s3cret-quoted-by-the-error-page"
+	bare := func(code int) func(http.ResponseWriter, []byte) {
+		return func(w http.ResponseWriter, _ []byte) { http.Error(w, "token "+secret, code) }
+	}
+	for _, tc := range []struct {
+		name   string
+		answer func(w http.ResponseWriter, listen []byte)
+		want   string // in the client's error, which names the server
+		code   int64  // the server's JSON-RPC error the client gets instead, if not 0
+	}{
+		{"500", bare(http.StatusInternalServerError), "HTTP 500 Internal Server Error", 0},
+		{"403", bare(http.StatusForbidden), "HTTP 403 Forbidden", 0},
+		{"404", bare(http.StatusNotFound), "HTTP 404 Not Found", 0},
+		{"stream ended", func(w http.ResponseWriter, _ []byte) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+		}, "the server ended the subscription's stream", 0},
+		{"dropped", func(w http.ResponseWriter, _ []byte) {
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+		}, "the connection to the server failed before it answered the subscription", 0},
+		{"400 with a JSON-RPC error", func(w http.ResponseWriter, listen []byte) {
+			var req struct{ ID json.RawMessage }
+			json.Unmarshal(listen, &req)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"not yet"}}`, req.ID, refusalCode)
+		}, "", refusalCode},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := subscribableServer("erring", nil)
+			var listens atomic.Int64
+			url := serveStateless(t, srv, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Header.Get("Mcp-Method") == "subscriptions/listen" {
+						body, _ := io.ReadAll(r.Body)
+						r.Body = io.NopCloser(bytes.NewReader(body))
+						// go-sdk's own listen, for the lists' changes, is let be.
+						if bytes.Contains(body, []byte(watchedURI)) && listens.Add(1) == 1 {
+							tc.answer(w, body)
+							return
+						}
+					}
+					h.ServeHTTP(w, r)
+				})
+			})
+			var logs lockedBuf
+			cfg := ServerConfig{ID: "fx", URL: url, Timeout: time.Hour}
+			p := startProxy(t, newTestLog(t), []ServerConfig{cfg}, func(o *Options) {
+				o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			})
+			cl := newClientLog()
+			cs := connectMemory(t, p, cl)
+			ctx := context.Background()
+			const uri = "fx+" + watchedURI
+			err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+			var we *jsonrpc.Error
+			switch {
+			case tc.code != 0:
+				if !errors.As(err, &we) || we.Code != tc.code || we.Message != "not yet" {
+					t.Fatalf("the refused subscription: %v, want the server's error %d", err, tc.code)
+				}
+			case err == nil || !strings.Contains(err.Error(), `server "fx"`) || !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("the refused subscription: %v, want an error naming the server and %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), secret) || strings.Contains(logs.String(), secret) {
+				t.Errorf("the error page's body reached the client or the sidecar's log: %v", err)
+			}
+			if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+				t.Fatalf("subscribing again: %v", err)
+			}
+			if n := listens.Load(); n != 2 {
+				t.Errorf("the server was sent %d listens for the URI, want 2", n)
+			}
+			if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: watchedURI}); err != nil {
+				t.Fatal(err)
+			}
+			cl.waitUpdated(t, uri, "after the refusal")
+		})
+	}
+}
+
 // TestListensOfTwoSessions: the subscriptions held on two sessions of
 // the 2026-07-28 revision of one downstream (the one a reconnect replaces
 // and its successor) are each their session's. Only one session's were
@@ -106,58 +284,26 @@ func TestRefusedSubscription(t *testing.T) {
 // context, and its URI, taken by go-sdk for subscribed, was never asked
 // of the new session again.
 func TestListensOfTwoSessions(t *testing.T) {
-	entered, let := make(chan struct{}), make(chan struct{})
-	srv := mcp.NewServer(&mcp.Implementation{Name: "gated", Version: "1"}, &mcp.ServerOptions{
-		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
-			if req.Params.URI == "fixture:///gated" {
-				close(entered)
-				<-let
-			}
-			return nil
-		},
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
-	})
-	srv.AddResource(&mcp.Resource{Name: "g", URI: "fixture:///gated"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "gated"}}}, nil
-	})
-	ctx := context.Background()
+	g := newGate(watchedURI)
+	srv := subscribableServer("gated", g.subscribe)
 	d := &downstream{}
-	connect := func() *mcp.ClientSession {
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ss.Close() })
-		client := mcp.NewClient(&mcp.Implementation{Name: "provlog", Version: "1"}, nil)
-		client.AddReceivingMiddleware(d.noteListenAcks)
-		cs, err := client.Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		if !sessionStateless(cs) {
-			t.Fatalf("the session speaks %s", cs.InitializeResult().ProtocolVersion)
-		}
-		return cs
-	}
-	old, renewed := connect(), connect()
-	letGo := sync.OnceFunc(func() { close(let) })
-	t.Cleanup(letGo) // before the sessions close
+	old, renewed := connectListening(t, srv, d, nil), connectListening(t, srv, d, nil)
+	t.Cleanup(g.open)
+	ctx := context.Background()
 
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	held := make(chan error, 1)
-	go func() { held <- d.hold(hctx, renewed, "fixture:///gated") }()
-	<-entered
+	go func() { held <- d.hold(hctx, renewed, watchedURI) }()
+	<-g.entered
 	if err := d.hold(hctx, old, "fixture:///other"); err != nil {
 		t.Fatalf("holding on the old session: %v", err)
 	}
-	letGo()
+	g.open()
 	if err := <-held; err != nil {
 		t.Fatalf("holding on the new session: %v", err)
 	}
-	if err := d.hold(hctx, renewed, "fixture:///gated"); err != nil {
+	if err := d.hold(hctx, renewed, watchedURI); err != nil {
 		t.Fatalf("holding on the new session again: %v", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,56 +85,30 @@ func TestCallTargetResolvedOnce(t *testing.T) {
 // change told before it took the listen went unheard. The server here
 // takes it only when let; cancelled before that, the hold fails.
 func TestNewerListenWaitsForAck(t *testing.T) {
-	entered, let := make(chan struct{}), make(chan struct{})
-	letGo := sync.OnceFunc(func() { close(let) })
-	s := mcp.NewServer(&mcp.Implementation{Name: "gated", Version: "1"}, &mcp.ServerOptions{
-		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error {
-			close(entered)
-			<-let
-			return nil
-		},
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
-	})
-	s.AddResource(&mcp.Resource{Name: "w", URI: "fixture:///watched"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "watched"}}}, nil
-	})
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := s.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	t.Cleanup(letGo) // before ss closes
+	g := newGate(watchedURI)
+	s := subscribableServer("gated", g.subscribe)
 	d := &downstream{}
 	updated := make(chan string, 1)
-	client := mcp.NewClient(&mcp.Implementation{Name: "provlog", Version: "1"}, &mcp.ClientOptions{
+	cs := connectListening(t, s, d, &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
 	})
-	client.AddReceivingMiddleware(d.noteListenAcks)
-	cs, err := client.Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	if !sessionStateless(cs) {
-		t.Fatalf("the session speaks %s", cs.InitializeResult().ProtocolVersion)
-	}
+	t.Cleanup(g.open)
+	ctx := context.Background()
 
 	lctx, cancel := context.WithCancel(ctx)
 	held := make(chan error, 1)
-	go func() { held <- d.hold(lctx, cs, "fixture:///watched") }()
-	<-entered
+	go func() { held <- d.hold(lctx, cs, watchedURI) }()
+	<-g.entered
 	cancel()
 	if err := <-held; err == nil {
 		t.Fatal("the hold returned before the server took the listen")
 	}
-	letGo()
-	if err := d.hold(ctx, cs, "fixture:///watched"); err != nil {
+	g.open()
+	if err := d.hold(ctx, cs, watchedURI); err != nil {
 		t.Fatal(err)
 	}
-	s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "fixture:///watched"})
-	if got := <-updated; got != "fixture:///watched" {
+	s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: watchedURI})
+	if got := <-updated; got != watchedURI {
 		t.Errorf("resources/updated for %q", got)
 	}
 }
@@ -151,44 +124,36 @@ func TestNewerListenWaitsForAck(t *testing.T) {
 // remove the new listen for the URI.
 func TestStatelessHTTPSubscription(t *testing.T) {
 	var taken atomic.Int64
-	srv := mcp.NewServer(&mcp.Implementation{Name: "gated", Version: "1"}, &mcp.ServerOptions{
-		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error {
-			if taken.Add(1) == 1 {
-				// Unheard if the proxy answered its client before this.
-				let := make(chan struct{})
-				time.AfterFunc(200*time.Millisecond, func() { close(let) })
-				<-let
-			}
-			return nil
-		},
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
-	})
-	srv.AddResource(&mcp.Resource{Name: "w", URI: "fixture:///watched"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "watched"}}}, nil
-	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Mcp-Method") == "subscriptions/listen" {
-			// Its event stream opens before the server takes the listen, as
-			// some servers' do (go-sdk's opens with the acknowledgement);
-			// the body is read first, which net/http's HTTP/1 server closes
-			// once the answer began.
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			w.(http.Flusher).Flush()
-			w = openedStream{w}
+	srv := subscribableServer("slow", func(string) error {
+		if taken.Add(1) == 1 {
+			// Unheard if the proxy answered its client before this.
+			time.Sleep(200 * time.Millisecond)
 		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(down.Close)
+		return nil
+	})
+	url := serveStateless(t, srv, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Mcp-Method") == "subscriptions/listen" {
+				// Its event stream opens before the server takes the listen, as
+				// some servers' do (go-sdk's opens with the acknowledgement);
+				// the body is read first, which net/http's HTTP/1 server closes
+				// once the answer began.
+				body, err := io.ReadAll(r.Body)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush()
+				w = openedStream{w}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
 	l := newTestLog(t)
-	p := startProxy(t, l, []ServerConfig{{ID: "h", URL: down.URL}}, nil)
+	p := startProxy(t, l, []ServerConfig{{ID: "h", URL: url}}, nil)
 	if cs, err := p.downstreams()[0].session(); err != nil || !sessionStateless(cs) {
 		t.Fatalf("the server's session: %v", err)
 	}
@@ -204,7 +169,7 @@ func TestStatelessHTTPSubscription(t *testing.T) {
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "h+fixture:///watched"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "fixture:///watched"}); err != nil {
+		if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: watchedURI}); err != nil {
 			t.Fatal(err)
 		}
 		cl.waitUpdated(t, "h+fixture:///watched", fmt.Sprintf("subscription %d", i+1))
