@@ -78,7 +78,7 @@ func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
 	d.sup = newSupervisor(cfg.ID, p.logger, d.connect, func(ctx context.Context, cs *mcp.ClientSession) {
 		d.cat.syncAll(ctx, cs)
 		p.resubscribe(ctx, d, cs)
-	})
+	}, d.secrets.scrub)
 	return d
 }
 
@@ -173,7 +173,9 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 	if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
 		lctx, lcancel := context.WithTimeout(ctx, connectTimeout)
 		if err := cs.SetLoggingLevel(lctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
-			d.p.logger.Debug("proxy: downstream refused logging/setLevel", "server", d.cfg.ID, "error", err)
+			// The server's refusal is its text; on the first connect no
+			// redacted value is known yet, on a later one its calls' are.
+			d.p.logger.Debug("proxy: downstream refused logging/setLevel", "server", d.cfg.ID, "error", d.secrets.scrub(err.Error()))
 		}
 		lcancel()
 	}
@@ -303,6 +305,14 @@ func isBase64Char(c byte) bool {
 }
 
 var _ io.Writer = (*lineLogger)(nil)
+
+// logText is text made of what a server or a client sent (an error's, a
+// panic's) as the proxy's log may hold it: scrubbed of the server's
+// latest redacted values and of those of the call it is about (nil: none),
+// which many calls after it may have pushed out of the server's.
+func (d *downstream) logText(text string, call *callSecrets) string {
+	return scrub(d.secrets.scrub(text), call.all())
+}
 
 // health is a server's entry in provlog__status.
 func (d *downstream) health() map[string]any {
