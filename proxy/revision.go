@@ -126,7 +126,7 @@ func (n *newerSession) start(d *downstream) (*supervisor, bool) {
 		cs, cmd, err := d.connectAt(ctx, "")
 		if err == nil && !sessionStateless(cs) {
 			cs.Close()
-			killProcessGroup(cmd)
+			endProcess(cmd)
 			n.mu.Lock()
 			n.refused = true
 			n.mu.Unlock()

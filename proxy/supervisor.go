@@ -128,7 +128,7 @@ func (s *supervisor) serve(ctx context.Context, cs *mcp.ClientSession, cmd *exec
 	s.cs, s.cmd = nil, nil
 	s.mu.Unlock()
 	cs.Close()
-	killProcessGroup(cmd)
+	endProcess(cmd)
 	if werr != nil {
 		// A read error may quote the server's own bytes (a frame's
 		// version tag, say), which may hold what a call sent it.
