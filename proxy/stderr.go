@@ -17,16 +17,29 @@ import (
 // MIME's lines: one that ends in a long run, the next starting with a
 // base64 character after its indentation) are held and scrubbed as one
 // text, so that base64 of a redacted value broken over them is found;
-// they are logged when a line that does not go on with them comes, when
-// they reach maxHeldStderr bytes, after heldStderrWait without another
-// line, or when the server's stderr ends (endProcess). Nothing is held
-// while the server has no redacted value to find.
+// they are logged when a line that does not go on with them comes, after
+// heldStderrWait without another line, or when the server's stderr ends
+// (endProcess). Nothing is held while the server has no redacted value to
+// find.
+//
+// A held block is logged in pieces of about maxHeldStderr bytes, so that
+// a server printing base64 without end is neither held nor scanned
+// without bound. At each cut the last lines stay held, scrubbed again
+// with the piece after them (cut): base64 of a redacted value that
+// straddles the cut is then whole in one of the two pieces, and every
+// line it touches is logged as [redacted].
 type lineLogger struct {
-	d      *downstream
+	d *downstream
+	// limit is the bytes of held lines that make a cut, and the most the
+	// lines kept at a cut may have (0: maxHeldStderr).
+	limit int
+
 	mu     sync.Mutex
 	buf    []byte
 	held   []string
-	size   int         // of held
+	size   int         // of held lines after those a cut kept
+	sure   int         // held[:sure] are logged as [redacted]: the piece a cut logged before them held a redacted value
+	short  int         // cuts that kept fewer lines than the longest value's base64 needs (overlap)
 	heldAt time.Time   // when the last of held came
 	timer  *time.Timer // logs held lines heldStderrWait after heldAt
 }
@@ -97,9 +110,12 @@ func (l *lineLogger) line(s string) {
 		return
 	}
 	l.held, l.size, l.heldAt = append(l.held, s), l.size+len(s), time.Now()
-	if !endsBase64Run(s) || l.size > maxHeldStderr {
+	if !endsBase64Run(s) {
 		l.logHeld()
 		return
+	}
+	if l.size > l.max() {
+		l.cut()
 	}
 	if l.timer == nil {
 		l.timer = time.AfterFunc(heldStderrWait, l.wake)
@@ -123,23 +139,97 @@ func (l *lineLogger) wake() {
 // logHeld logs the held lines: each as [redacted] if they hold base64 of
 // a redacted value together, else each scrubbed.
 func (l *lineLogger) logHeld() {
-	whole := len(l.held) > 0 && l.d.secrets.scrub(strings.Join(l.held, "\n")) == Redacted
-	for _, s := range l.held {
-		if whole {
+	if len(l.held) > 0 {
+		l.logFirst(len(l.held), l.holdsSecret())
+	}
+	l.held, l.size, l.sure = l.held[:0], 0, 0
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+}
+
+// cut logs the held lines but the last (overlap), which stay held, to be
+// scrubbed again with the lines after them. Those are the ones that any
+// base64 of a redacted value starting before them ends in, so such base64
+// is whole in this piece or the next; if this piece holds some, the kept
+// lines are logged as [redacted] too, whatever the next holds. The kept
+// lines are at most limit bytes, fewer than the piece's new ones, so
+// each byte is scanned at most twice: l is linear in what the server
+// prints.
+func (l *lineLogger) cut() {
+	whole := l.holdsSecret()
+	keep := l.overlap()
+	n := len(l.held) - keep
+	l.logFirst(n, whole)
+	if whole {
+		l.sure = keep
+	} else {
+		l.sure = max(0, l.sure-n)
+	}
+	l.held = append(l.held[:0], l.held[n:]...)
+	l.size = 0
+}
+
+// overlap returns how many of the last held lines a cut keeps: the fewest
+// whose base64 characters are as many as base64 of the longest redacted
+// value spans, but no more than limit bytes of lines. A value whose
+// base64 needs more (one of about three quarters of limit, 48 KiB, or
+// longer, or lines padded with other characters) may straddle the cut
+// unseen; short counts those cuts.
+func (l *lineLogger) overlap() int {
+	need := base64Span(l.d.secrets.longest())
+	chars, size := 0, 0
+	for i := len(l.held) - 1; i >= 0; i-- {
+		if chars >= need {
+			return len(l.held) - 1 - i
+		}
+		if size += len(l.held[i]); size > l.max() {
+			l.short++
+			return len(l.held) - 1 - i
+		}
+		for j := 0; j < len(l.held[i]); j++ {
+			if isBase64Char(l.held[i][j]) {
+				chars++
+			}
+		}
+	}
+	return len(l.held) // not reached: the new lines alone are over limit bytes
+}
+
+// base64Span is the most characters base64 of n bytes spans in a longer
+// text: whole groups of four, one more group if the bytes start inside
+// one.
+func base64Span(n int) int { return 4 * ((n + 4) / 3) }
+
+// holdsSecret reports whether the held lines hold base64 of a redacted
+// value together.
+func (l *lineLogger) holdsSecret() bool {
+	return l.d.secrets.scrub(strings.Join(l.held, "\n")) == Redacted
+}
+
+// logFirst logs the first n held lines: as [redacted] if redacted or a
+// cut found them in a piece holding a redacted value (sure), else each
+// scrubbed.
+func (l *lineLogger) logFirst(n int, redacted bool) {
+	for i, s := range l.held[:n] {
+		if redacted || i < l.sure {
 			s = Redacted
 		} else {
 			s = l.d.secrets.scrub(s)
 		}
 		l.log(s)
 	}
-	l.held, l.size = l.held[:0], 0
-	if l.timer != nil {
-		l.timer.Stop()
-	}
 }
 
 func (l *lineLogger) log(line string) {
 	l.d.p.logger.Debug("proxy: downstream stderr", "server", l.d.cfg.ID, "line", line)
+}
+
+func (l *lineLogger) max() int {
+	if l.limit > 0 {
+		return l.limit
+	}
+	return maxHeldStderr
 }
 
 // endsBase64Run reports whether s ends in minHeldRun characters of a
