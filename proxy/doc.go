@@ -77,8 +77,10 @@
 // level. A text there (a string or member name of the result, an error
 // text, a stderr line) that holds base64 of bytes holding a redacted
 // value, in one run or broken into lines (indented or not, or escaped in
-// a JSON text inside it), becomes "[redacted]" whole. The proxy never
-// logs arguments.
+// a JSON text inside it), becomes "[redacted]" whole. The proxy's own
+// log lines that quote a server (why a connection was lost or a start
+// failed, a refusal) are scrubbed of the redacted values of its latest
+// calls, as its stderr is. The proxy never logs arguments.
 //
 // # Forwarding
 //

@@ -1,15 +1,10 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"io"
 	"net/http"
 	"net/url"
 	"os/exec"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,7 +72,7 @@ func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
 	d.sup = newSupervisor(cfg.ID, p.logger, d.connect, func(ctx context.Context, cs *mcp.ClientSession) {
 		d.cat.syncAll(ctx, cs)
 		p.resubscribe(ctx, d, cs)
-	})
+	}, d.secrets.scrub)
 	return d
 }
 
@@ -163,7 +158,7 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 	defer cancel()
 	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ask})
 	if err != nil {
-		killProcessGroup(cmd)
+		endProcess(cmd)
 		return nil, nil, err
 	}
 	session.Store(cs)
@@ -172,136 +167,22 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 	if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
 		lctx, lcancel := context.WithTimeout(ctx, connectTimeout)
 		if err := cs.SetLoggingLevel(lctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
-			d.p.logger.Debug("proxy: downstream refused logging/setLevel", "server", d.cfg.ID, "error", err)
+			// The server's refusal is its text; on the first connect no
+			// redacted value is known yet, on a later one its calls' are.
+			d.p.logger.Debug("proxy: downstream refused logging/setLevel", "server", d.cfg.ID, "error", d.secrets.scrub(err.Error()))
 		}
 		lcancel()
 	}
 	return cs, cmd, nil
 }
 
-// lineLogger passes a stdio server's stderr to the proxy's log at debug
-// level, with the redacted values of the server's latest calls scrubbed
-// out (a server that prints its arguments would otherwise put them in the
-// sidecar's log). Lines that may go on with one run of base64 (PEM's and
-// MIME's lines: one that ends in a long run, the next starting with a
-// base64 character after its indentation) are held and scrubbed as one
-// text, so that base64 of a redacted value broken over them is found;
-// they are logged when a line that does not go on with them comes, when
-// they reach maxHeldStderr bytes, or after heldStderrWait without another
-// line. Nothing is held while the server has no redacted value to find.
-type lineLogger struct {
-	d      *downstream
-	mu     sync.Mutex
-	buf    []byte
-	held   []string
-	size   int         // of held
-	heldAt time.Time   // when the last of held came
-	timer  *time.Timer // logs held lines heldStderrWait after heldAt
+// logText is text made of what a server or a client sent (an error's, a
+// panic's) as the proxy's log may hold it: scrubbed of the server's
+// latest redacted values and of those of the call it is about (nil: none),
+// which many calls after it may have pushed out of the server's.
+func (d *downstream) logText(text string, call *callSecrets) string {
+	return scrub(d.secrets.scrub(text), call.all())
 }
-
-const (
-	maxHeldStderr  = 64 << 10
-	heldStderrWait = 500 * time.Millisecond
-	// minHeldRun is the shortest run of base64 at a line's end that holds
-	// it: a wrapped line's is a line's width; a word is shorter.
-	minHeldRun = 16
-)
-
-func (l *lineLogger) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, p...)
-	for {
-		i := bytes.IndexByte(l.buf, '\n')
-		if i < 0 {
-			break
-		}
-		l.line(string(l.buf[:i]))
-		l.buf = l.buf[i+1:]
-	}
-	if len(l.buf) > 64<<10 {
-		l.buf = l.buf[:0]
-	}
-	return len(p), nil
-}
-
-// line logs s, or holds it with the lines it goes on with.
-func (l *lineLogger) line(s string) {
-	if len(l.held) > 0 && !startsBase64Run(s) {
-		l.logHeld()
-	}
-	// With no redacted value to find (no redaction configured, or no call
-	// yet), a line is logged as it comes: holding it would only delay it.
-	if len(l.held) == 0 && (!endsBase64Run(s) || l.d.secrets.none()) {
-		l.d.p.logger.Debug("proxy: downstream stderr", "server", l.d.cfg.ID, "line", l.d.secrets.scrub(s))
-		return
-	}
-	l.held, l.size, l.heldAt = append(l.held, s), l.size+len(s), time.Now()
-	if !endsBase64Run(s) || l.size > maxHeldStderr {
-		l.logHeld()
-		return
-	}
-	if l.timer == nil {
-		l.timer = time.AfterFunc(heldStderrWait, l.wake)
-	} else {
-		l.timer.Reset(heldStderrWait)
-	}
-}
-
-// wake logs the held lines once heldStderrWait passed since the last came
-// (the timer may fire as a line comes, which reset it too late).
-func (l *lineLogger) wake() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if wait := heldStderrWait - time.Since(l.heldAt); len(l.held) > 0 && wait > 0 {
-		l.timer.Reset(wait)
-		return
-	}
-	l.logHeld()
-}
-
-// logHeld logs the held lines: each as [redacted] if they hold base64 of
-// a redacted value together, else each scrubbed.
-func (l *lineLogger) logHeld() {
-	whole := l.d.secrets.scrub(strings.Join(l.held, "\n")) == Redacted
-	for _, s := range l.held {
-		if whole {
-			s = Redacted
-		} else {
-			s = l.d.secrets.scrub(s)
-		}
-		l.d.p.logger.Debug("proxy: downstream stderr", "server", l.d.cfg.ID, "line", s)
-	}
-	l.held, l.size = l.held[:0], 0
-	if l.timer != nil {
-		l.timer.Stop()
-	}
-}
-
-// endsBase64Run reports whether s ends in minHeldRun characters of a
-// base64 alphabet (trailing spaces and a CR aside); startsBase64Run
-// whether s starts with one after its indentation.
-func endsBase64Run(s string) bool {
-	s = strings.TrimRight(s, " \t\r")
-	n := 0
-	for n < len(s) && n < minHeldRun && isBase64Char(s[len(s)-1-n]) {
-		n++
-	}
-	return n == minHeldRun
-}
-
-func startsBase64Run(s string) bool {
-	s = strings.TrimLeft(s, " \t")
-	return s != "" && isBase64Char(s[0])
-}
-
-// isBase64Char reports whether c is a character of an alphabet of
-// base64Alphabets.
-func isBase64Char(c byte) bool {
-	return inBase64Run(c, base64.StdEncoding) || inBase64Run(c, base64.URLEncoding)
-}
-
-var _ io.Writer = (*lineLogger)(nil)
 
 // health is a server's entry in provlog__status.
 func (d *downstream) health() map[string]any {

@@ -179,6 +179,8 @@ func runFixtureServer() {
 		addSilentRug(s)
 	case "logs":
 		addLogs(s)
+	case "leaks":
+		addLeaks(s)
 	case "subs", "refuse", "hangfirst":
 		// touch tells the subscribers that the resource changed, in
 		// the process it runs in, and how many subscriptions it took.

@@ -357,7 +357,9 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		c.errText = fmt.Sprintf("server %q did not answer %s within %s", d.cfg.ID, tool, d.cfg.timeout())
 	case o.lost:
 		c.errText = fmt.Sprintf("server %q closed the connection during the call (it crashed or exited, or lost the session: %v); it is being reconnected", d.cfg.ID, o.err)
-		d.p.logger.Warn("proxy: downstream connection lost during a call; reconnecting", "actor", c.actor, "server", d.cfg.ID, "tool", tool, "call", c.index, "error", o.err)
+		// A transport's error may quote what the server sent (a stray
+		// answer's id, say), and so what the call sent it.
+		d.p.logger.Warn("proxy: downstream connection lost during a call; reconnecting", "actor", c.actor, "server", d.cfg.ID, "tool", tool, "call", c.index, "error", d.logText(o.err.Error(), c.secrets))
 		if d.cfg.URL != "" {
 			// A stdio session ends with its process; an HTTP one is
 			// closed here, so that the supervisor connects again.

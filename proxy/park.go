@@ -294,7 +294,13 @@ func (pc *parkedCall) start(ctx context.Context, d *downstream, what string, wor
 		}
 		defer func() {
 			if r := recover(); r != nil {
-				p.logger.Error("proxy: panic in a parked call", "server", d.cfg.ID, "tool", what, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				// A panic's value may be made of what the server or
+				// the client sent.
+				var secrets *callSecrets
+				if pc.first != nil {
+					secrets = pc.first.secrets
+				}
+				p.logger.Error("proxy: panic in a parked call", "server", d.cfg.ID, "tool", what, "panic", d.logText(fmt.Sprint(r), secrets), "stack", string(debug.Stack()))
 				fail("provlog: internal error while making the call")
 			}
 		}()

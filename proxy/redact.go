@@ -540,8 +540,6 @@ func (r *recentSecrets) remember(secrets []string) {
 	r.cores = nil
 }
 
-// scrub is scrub with r's secrets, whose cores are made once for the
-// lines of a server's stderr between two calls, not for each.
 // none reports whether no redacted value is remembered: nothing to scrub.
 func (r *recentSecrets) none() bool {
 	r.mu.Lock()
@@ -549,6 +547,21 @@ func (r *recentSecrets) none() bool {
 	return len(r.list) == 0
 }
 
+// longest returns the length of the longest value remembered, which
+// bounds the base64 of one a held stderr block may straddle a cut with
+// (lineLogger.overlap).
+func (r *recentSecrets) longest() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, s := range r.list {
+		n = max(n, len(s))
+	}
+	return n
+}
+
+// scrub is scrub with r's secrets, whose cores are made once for the
+// lines of a server's stderr between two calls, not for each.
 func (r *recentSecrets) scrub(s string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -126,7 +126,7 @@ func (n *newerSession) start(d *downstream) (*supervisor, bool) {
 		cs, cmd, err := d.connectAt(ctx, "")
 		if err == nil && !sessionStateless(cs) {
 			cs.Close()
-			killProcessGroup(cmd)
+			endProcess(cmd)
 			n.mu.Lock()
 			n.refused = true
 			n.mu.Unlock()
@@ -137,7 +137,7 @@ func (n *newerSession) start(d *downstream) (*supervisor, bool) {
 	}, func(ctx context.Context, cs *mcp.ClientSession) {
 		d.cat.syncNewer(ctx, cs)
 		d.p.resubscribe(ctx, d, cs)
-	})
+	}, d.secrets.scrub)
 	n.done = make(chan struct{})
 	d.p.logger.Info("proxy: a 2026-07-28 client called a stdio server; starting its session in that revision", "server", d.cfg.ID)
 	go func(sup *supervisor, done chan struct{}) {

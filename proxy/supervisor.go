@@ -45,6 +45,10 @@ type supervisor struct {
 	// up readies a new session before it counts as connected: the lists
 	// are read and subscriptions renewed.
 	up func(context.Context, *mcp.ClientSession)
+	// scrub is the server's scrubber of the texts it made (recentSecrets):
+	// why a session could not start or ended may quote what the server
+	// sent, and goes to the proxy's log and to provlog__status.
+	scrub func(string) string
 
 	firstDone chan struct{} // closed once the first connection attempt is over
 	firstOnce sync.Once
@@ -58,8 +62,8 @@ type supervisor struct {
 	since    time.Time
 }
 
-func newSupervisor(id string, logger *slog.Logger, dial func(context.Context) (*mcp.ClientSession, *exec.Cmd, error), up func(context.Context, *mcp.ClientSession)) *supervisor {
-	return &supervisor{id: id, logger: logger, dial: dial, up: up,
+func newSupervisor(id string, logger *slog.Logger, dial func(context.Context) (*mcp.ClientSession, *exec.Cmd, error), up func(context.Context, *mcp.ClientSession), scrub func(string) string) *supervisor {
+	return &supervisor{id: id, logger: logger, dial: dial, up: up, scrub: scrub,
 		firstDone: make(chan struct{}), state: StateStarting, since: time.Now()}
 }
 
@@ -70,12 +74,16 @@ func (s *supervisor) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		cs, cmd, err := s.dial(ctx)
 		if err != nil {
-			s.setDown(fmt.Sprintf("connecting: %v", err))
+			// A restart's error may quote what the calls before it sent
+			// the server; before the first call no redacted value is
+			// known, and scrub leaves the first start's as it is.
+			why := s.scrub(err.Error())
+			s.setDown("connecting: " + why)
 			if errors.Is(err, errNoNewerRevision) {
-				s.logger.Info("proxy: downstream server speaks no newer revision; its one session serves every client", "server", s.id, "answer", err)
+				s.logger.Info("proxy: downstream server speaks no newer revision; its one session serves every client", "server", s.id, "answer", why)
 				break
 			}
-			s.logger.Warn("proxy: downstream server failed to start", "server", s.id, "error", err, "retry_in", backoff)
+			s.logger.Warn("proxy: downstream server failed to start", "server", s.id, "error", why, "retry_in", backoff)
 		} else {
 			up := time.Now()
 			s.mu.Lock()
@@ -120,9 +128,11 @@ func (s *supervisor) serve(ctx context.Context, cs *mcp.ClientSession, cmd *exec
 	s.cs, s.cmd = nil, nil
 	s.mu.Unlock()
 	cs.Close()
-	killProcessGroup(cmd)
+	endProcess(cmd)
 	if werr != nil {
-		return fmt.Sprintf("connection lost: %v", werr)
+		// A read error may quote the server's own bytes (a frame's
+		// version tag, say), which may hold what a call sent it.
+		return "connection lost: " + s.scrub(werr.Error())
 	}
 	return "the server closed the connection"
 }

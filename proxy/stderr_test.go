@@ -1,0 +1,150 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log/logtest/proctest"
+)
+
+// TestStderrEndLogged: what a stdio server printed last on stderr is in
+// the proxy's log once the proxy is closed, scrubbed: a line held for a
+// line after it (it ends in a run of base64, and the server has a
+// redacted value to find), when the proxy is closed while the server
+// runs; a last line without a newline, base64 of a redacted value, when
+// the server exits with it. The held line was logged half a second after
+// it came, after the proxy's close, and the last line never.
+func TestStderrEndLogged(t *testing.T) {
+	const secret = "sk-Printed/18+Zx"
+	held := "key: " + strings.Repeat("QUJD", 19)
+	for _, tc := range []struct {
+		name, text string
+		exit       bool
+		want       string
+	}{
+		{"held at close", held + "\n", false, held},
+		{"unended at exit", "fatal: " + base64.StdEncoding.EncodeToString([]byte(secret)), true, "line=" + Redacted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf proctest.Buffer
+			p := startProxy(t, newTestLog(t), []ServerConfig{leaksConfig(t, "lk")}, func(o *Options) { o.Logger = debugLogger(&buf) })
+			cs := connectMemory(t, p, nil)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lk__print", Arguments: map[string]any{"token": secret, "text": tc.text, "exit": tc.exit}})
+			if !tc.exit && (err != nil || res.IsError) {
+				t.Fatalf("print: %v %s", err, mustJSON(res))
+			}
+			p.Close()
+			got := linesWith(&buf, "downstream stderr")
+			if !strings.Contains(strings.Join(got, "\n"), tc.want) {
+				t.Errorf("the server's last stderr %q is not in the proxy's log as %q: %q", tc.text, tc.want, got)
+			}
+			checkLogScrubbed(t, &buf, secret)
+		})
+	}
+}
+
+// stderrLines writes text to a lineLogger of a server whose calls held
+// secret, cutting held blocks at limit bytes (0: maxHeldStderr), ends it
+// as the server's exit does, and returns the lines it logged and its
+// count of cuts short of the overlap they needed.
+func stderrLines(t testing.TB, text, secret string, limit int) ([]string, int) {
+	var logs lockedBuf
+	d := &downstream{p: &Proxy{logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, cfg: ServerConfig{ID: "s"}}
+	d.secrets.remember(appendSecrets(nil, secret))
+	l := &lineLogger{d: d, limit: limit}
+	for i := 0; i < len(text); i += 4096 { // as a pipe cuts it
+		l.Write([]byte(text[i:min(i+4096, len(text))]))
+	}
+	l.end()
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec struct{ Line string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		got = append(got, rec.Line)
+	}
+	return got, l.short
+}
+
+// TestStderrCutStraddle: a wrapped base64 block over maxHeldStderr bytes
+// is logged in pieces, and base64 of a redacted value inside it, wherever
+// it lies about the first cut (in the lines before it, across it, in the
+// lines after), is in lines logged as [redacted], and nowhere in what is
+// logged; the block's first line is logged as it came when the value is
+// past the cut (the piece before it does not hold it).
+// Across the cut the value's base64 was in neither piece whole, and was
+// logged in two halves.
+func TestStderrCutStraddle(t *testing.T) {
+	const secret = "sk-Straddle/64+Kb"
+	const width = 76
+	cutLine := maxHeldStderr/width + 1 // the block's lines up to the first cut
+	secrets := appendSecrets(nil, secret)
+	for off := 57*(cutLine-2) + 5; off < 57*(cutLine+1); off += 11 {
+		data := append(bytes.Repeat([]byte{0xfb}, off), secret...)
+		data = append(data, bytes.Repeat([]byte{0xfb}, 57*20)...)
+		lines := strings.Split(mimeWrap(base64.StdEncoding, data, "\n"), "\n")
+		got, short := stderrLines(t, "begin\n"+strings.Join(lines, "\n")+"\nend\n", secret, 0)
+		if len(got) != len(lines)+2 || short > 0 {
+			t.Fatalf("at %d: %d lines logged, %d cuts short, want %d and none", off, len(got), short, len(lines)+2)
+		}
+		if first := off * 4 / 3 / width; first >= cutLine && got[1] != lines[0] {
+			t.Errorf("at %d: the block's first line was logged as %q", off, got[1])
+		}
+		// The lines with the value's characters: 4/3 of its bytes.
+		for i := off * 4 / 3 / width; i <= ((off+len(secret))*4/3)/width; i++ {
+			if got[1+i] != Redacted {
+				t.Errorf("at %d: line %d of the block (a cut after %d) holds base64 of the value, logged as %q", off, i, cutLine, got[1+i])
+			}
+		}
+		if out := strings.Join(got, "\n"); scrub(out, secrets) == Redacted {
+			t.Errorf("at %d: what was logged holds base64 of the value", off)
+		}
+	}
+}
+
+// FuzzStderrCut: a block of wrapped base64 holding a redacted value, cut
+// into pieces of a few lines (limit) as a long block is cut at
+// maxHeldStderr: what is logged never holds the value's base64, and no
+// cut keeps fewer lines than the value needs with a limit above twice
+// that.
+func FuzzStderrCut(f *testing.F) {
+	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(300), uint8(60), false, false)
+	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(165), uint8(60), false, false) // across the first cut
+	f.Add([]byte(strings.Repeat("\xfbz", 90)), "s3cr3t", uint16(17), uint8(0), true, true)
+	f.Fuzz(func(t *testing.T, data []byte, secret string, at uint16, width uint8, url, indent bool) {
+		if len(secret) < minSecretLen || strings.Contains(Redacted, secret) {
+			return // a short value withholds whole lines; a part of [redacted] is one
+		}
+		pos := int(at) % (len(data) + 1)
+		data = append(append(append([]byte(nil), data[:pos]...), secret...), data[pos:]...)
+		enc := base64.StdEncoding
+		if url {
+			enc = base64.URLEncoding
+		}
+		w := minHeldRun + int(width)%64
+		s := enc.EncodeToString(data)
+		var b strings.Builder
+		for i := 0; i < len(s); i += w {
+			if indent && i > 0 {
+				b.WriteString("    ")
+			}
+			b.WriteString(s[i:min(i+w, len(s))] + "\n")
+		}
+		need := base64Span(len(secret))
+		got, short := stderrLines(t, b.String(), secret, 2*need+2*w+16)
+		if short > 0 {
+			t.Fatalf("%d cuts kept fewer lines than the value needs", short)
+		}
+		if out := strings.Join(got, "\n"); scrub(out, appendSecrets(nil, secret)) == Redacted {
+			t.Fatalf("what was logged holds base64 of %q: %q", secret, got)
+		}
+	})
+}
