@@ -177,9 +177,11 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 }
 
 // logText is text made of what a server or a client sent (an error's, a
-// panic's) as the proxy's log may hold it: scrubbed of the server's
-// latest redacted values and of those of the call it is about (nil: none),
-// which many calls after it may have pushed out of the server's.
+// panic's) as the proxy's log or a call.result entry may hold it:
+// scrubbed of the server's latest redacted values (a server may quote in
+// one call's error what an earlier call had redacted) and of those of
+// the call it is about (nil: none), which many calls after it may have
+// pushed out of the server's.
 func (d *downstream) logText(text string, call *callSecrets) string {
 	return scrub(d.secrets.scrub(text), call.all())
 }

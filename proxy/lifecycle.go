@@ -346,7 +346,7 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 	case o.wireErr != nil:
 		// The server answered with a JSON-RPC error: the client sees it
 		// verbatim; only the log copy is scrubbed.
-		c.isError, c.errText, c.errCode = true, scrub(o.wireErr.Message, c.secrets.all()), o.wireErr.Code
+		c.isError, c.errText, c.errCode = true, d.logText(o.wireErr.Message, c.secrets), o.wireErr.Code
 		return o.wireErr
 	case d.p.stopping.Load() && (ctx.Err() != nil || o.lost):
 		c.errText = "cut off: provlog was stopping"
@@ -372,6 +372,6 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		c.errText = fmt.Sprintf("server %q: %v", d.cfg.ID, o.err)
 	}
 	c.isError = true
-	c.errText = scrub(c.errText, c.secrets.all())
+	c.errText = d.logText(c.errText, c.secrets)
 	return errLocal{c.errText}
 }

@@ -12,10 +12,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
@@ -170,4 +173,71 @@ func TestLostCallWarningScrubbed(t *testing.T) {
 		t.Fatalf("call: %v, want its connection lost", err)
 	}
 	checkLogScrubbed(t, &buf, secret, "connection lost during a call")
+}
+
+// TestEarlierSecretKeptOffDisk: a server that answers one call with what
+// an earlier call had redacted (a login's token, shown back by whoami or
+// quoted by a failing call) has it kept off disk as it is kept off the
+// proxy's log: the retained result and the call.result's error text are
+// scrubbed of the server's latest redacted values, not only the call's
+// own. Each was scrubbed of its own call's alone, and kept the token.
+func TestEarlierSecretKeptOffDisk(t *testing.T) {
+	const secret = "sk-Remembered/31+Zo"
+	var last string
+	var mu sync.Mutex
+	srv := mcp.NewServer(&mcp.Implementation{Name: "remembers", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "login", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args struct{ Token string }
+		json.Unmarshal(req.Params.Arguments, &args)
+		mu.Lock()
+		last = args.Token
+		mu.Unlock()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged in"}}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "whoami", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you logged in with " + last}}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "fail", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return nil, &jsonrpc.Error{Code: -32001, Message: "token " + last + " has expired"}
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	l := newTestLog(t)
+	var buf proctest.Buffer
+	cfg := ServerConfig{ID: "rm", URL: down.URL, Redact: []string{"token"}, Retain: RetainFull}
+	p := startProxy(t, l, []ServerConfig{cfg}, func(o *Options) { o.Logger = debugLogger(&buf) })
+	cs := connectMemory(t, p, nil)
+	ctx := context.Background()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "rm__login", Arguments: map[string]any{"token": secret}}); err != nil {
+		t.Fatal(err)
+	}
+	before := l.size(t)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "rm__whoami", Arguments: map[string]any{}})
+	if err != nil || !strings.Contains(textOf(res), secret) {
+		t.Fatalf("whoami: %v %s, want the token as the server sent it", err, mustJSON(res))
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "rm__fail", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), secret) {
+		t.Fatalf("fail: %v, want the server's error as it sent it", err)
+	}
+	res2, err := log.ParseCallResult(mustParse(t, l.entry(t, before+1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := l.blobs.Get(res2.RetainedBlob())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(kept, []byte(secret)) || !bytes.Contains(kept, []byte("you logged in with [redacted]")) {
+		t.Errorf("whoami's result is kept as %s", kept)
+	}
+	for i := before; i < l.size(t); i++ {
+		if b := l.entry(t, i); bytes.Contains(b, []byte(secret)) {
+			t.Errorf("entry %d holds the token: %s", i, b)
+		}
+	}
+	checkLogScrubbed(t, &buf, secret)
 }

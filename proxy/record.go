@@ -171,7 +171,7 @@ func (p *Proxy) append(ctx context.Context, c *call, kind string, entry []byte) 
 func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr error) (string, *jsonrpc.Error) {
 	c.duration = time.Since(c.start)
 	c.dataRelease = p.dataRelease(ctx, d, c.result)
-	r, err := p.recordResult(ctx, c)
+	r, err := p.recordResult(ctx, d, c)
 	if err != nil {
 		p.logger.Error("proxy: recording a call's outcome failed; the result is withheld", "actor", c.actor, "server", c.server, "tool", c.tool, "call", c.index, "error", err)
 		return "", rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was made (log entry %d) but its outcome could not be recorded, so its result is withheld: %v", c.tool, c.index, err)
@@ -198,8 +198,9 @@ func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr erro
 	return receipt, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + c.errText, Data: data}
 }
 
-// recordResult writes c's call.result entry and returns its receipt.
-func (p *Proxy) recordResult(ctx context.Context, c *call) (*log.Receipt, error) {
+// recordResult writes c's call.result entry, c a call to d, and returns
+// its receipt.
+func (p *Proxy) recordResult(ctx context.Context, d *downstream, c *call) (*log.Receipt, error) {
 	e := &log.CallResultEntry{
 		Time: c.start.Add(c.duration), Actor: c.actor, Auth: log.AuthFrom(ctx), Call: c.index,
 		IsError: c.isError, DataRelease: c.dataRelease, Duration: c.duration,
@@ -226,8 +227,10 @@ func (p *Proxy) recordResult(ctx context.Context, c *call) (*log.Receipt, error)
 		if c.retain {
 			// What is kept on disk never holds a redacted value: a
 			// result that echoes one is kept with it scrubbed out,
-			// under its own hash.
-			kept, changed := scrubJSON(canon, c.secrets.all())
+			// under its own hash. Not only the call's own: a server
+			// may answer one call with what an earlier one, another
+			// actor's even, had redacted.
+			kept, changed := scrubJSON(canon, d.secrets.with(c.secrets.all()))
 			if err := bs.put(p.opts.Blobs, kept); err != nil {
 				return nil, fmt.Errorf("keeping the result: %w", err)
 			}

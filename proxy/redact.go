@@ -510,12 +510,15 @@ func (s *callSecrets) all() []string {
 	return s.list[:len(s.list):len(s.list)]
 }
 
-// maxRecentSecrets bounds the redacted values a server's stderr is
+// maxRecentSecrets bounds the redacted values a server's stderr, the
+// log lines quoting it and what is kept of its calls' answers are
 // scrubbed of.
 const maxRecentSecrets = 256
 
 // recentSecrets are the redacted values of a server's latest calls (at
-// most maxRecentSecrets), scrubbed from what it prints on stderr.
+// most maxRecentSecrets), scrubbed from what it prints on stderr, from
+// log lines quoting it, and from its later calls' error texts and kept
+// results.
 type recentSecrets struct {
 	mu    sync.Mutex
 	list  []string
@@ -558,6 +561,22 @@ func (r *recentSecrets) longest() int {
 		n = max(n, len(s))
 	}
 	return n
+}
+
+// with returns call's redacted values and r's, each once.
+func (r *recentSecrets) with(call []string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.list) == 0 {
+		return call
+	}
+	out := slices.Clip(call)
+	for _, s := range r.list {
+		if !slices.Contains(call, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // scrub is scrub with r's secrets, whose cores are made once for the
