@@ -26,6 +26,19 @@ const GenesisActor = "provlog"
 // default) a colon would take as well, from an issuer at host provlog.
 const ActorNamespace = GenesisActor + "."
 
+// The ids in ActorNamespace provlog writes entries as. It writes as no
+// other, so in a log an entry by another reserved id is a client's,
+// written before the reservation.
+const (
+	// RetentionActor writes the purge entries of the sidecar's
+	// background retention.
+	RetentionActor = ActorNamespace + "retention"
+	// OperatorActor writes the entries of the operator's offline
+	// commands on a stopped sidecar's data dir (purge --data, replay
+	// --data), which no token authenticated.
+	OperatorActor = ActorNamespace + "operator"
+)
+
 // ReservedActor reports whether id is provlog's own: GenesisActor, or
 // ActorNamespace followed by anything, in any case ("Provlog.Operator"
 // reads as provlog's to a person as well). A reader of the log can thus

@@ -230,6 +230,8 @@ func provMappingText(v int) string {
 		return fmt.Sprintf("PROV mapping %d (entries' auth members left out)", v)
 	case bundle.ProvMappingAuth:
 		return fmt.Sprintf("PROV mapping %d (with entries' auth members)", v)
+	case bundle.ProvMappingOwnActors:
+		return fmt.Sprintf("PROV mapping %d (provlog's own actors as software agents)", v)
 	}
 	return fmt.Sprintf("PROV mapping %d", v)
 }

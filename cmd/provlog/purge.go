@@ -28,12 +28,8 @@ import (
 // replay --data as the config's actor (default "local"), ids a client
 // has too; such logs read as they did.
 const (
-	// purgeActor writes the purge entries of the sidecar's retention.
-	purgeActor = "provlog.retention"
-	// operatorActor writes the entries of the operator's offline
-	// commands on a stopped sidecar's data dir (purge --data, replay
-	// --data), which no token authenticated.
-	operatorActor = "provlog.operator"
+	purgeActor    = log.RetentionActor
+	operatorActor = log.OperatorActor
 )
 
 // RetentionConfig is the config's retention: section.

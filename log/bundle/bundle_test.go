@@ -312,39 +312,36 @@ func copyDir(t *testing.T, src string) string {
 // TestPythonProv loads provenance.json with Debian's python3-prov and
 // round-trips it through prov-convert.
 func TestPythonProv(t *testing.T) {
-	py := "/usr/bin/python3"
-	conv, err := exec.LookPath("prov-convert")
-	if err == nil {
-		err = exec.Command(py, "-c", "import prov.model").Run()
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3-prov and prov-tools are required in CI (apt-get install -y python3-prov prov-tools): %v", err)
-		}
-		t.Skipf("python3-prov or prov-tools missing: %v", err)
-	}
+	conv := needPythonProv(t)
 	f := newFixture(t, 4, true)
 	dir := f.export(t, 0, 0)
 	doc := filepath.Join(dir, bundle.ProvFile)
-	script := `
-import sys, prov.model
-d = prov.model.ProvDocument.deserialize(sys.argv[1], format='json')
+	out := pythonProv(t, `
 recs = d.get_records()
 kinds = {}
 for r in recs:
     kinds[r.get_type().localpart] = kinds.get(r.get_type().localpart, 0) + 1
 print(" ".join("%s=%d" % (k, kinds[k]) for k in sorted(kinds)))
-`
-	out, err := exec.Command(py, "-c", script, doc).CombinedOutput()
-	if err != nil {
-		t.Fatalf("python3-prov: %v\n%s", err, out)
-	}
+`, doc)
 	t.Logf("python3-prov read: %s", out)
 	for _, want := range []string{"Activity=", "Entity=", "Agent=", "Usage=", "Generation=", "Association=", "Communication=", "Attribution=", "Derivation=", "Influence=", "Delegation="} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("python3-prov found no %s records: %s", want, out)
 		}
 	}
+	pn := provRoundTrip(t, conv, doc)
+	for _, want := range []string{"wasInformedBy(", "wasAssociatedWith(", "wasAttributedTo(", "actedOnBehalfOf(", "ni:///sha-256;"} {
+		if !bytes.Contains(pn, []byte(want)) {
+			t.Errorf("PROV-N has no %s", want)
+		}
+	}
+}
+
+// provRoundTrip converts the PROV-JSON document doc with prov-convert to
+// PROV-N, which it returns, and back to JSON, which prov-compare must
+// find the same document.
+func provRoundTrip(t *testing.T, conv, doc string) []byte {
+	t.Helper()
 	provn := filepath.Join(t.TempDir(), "doc.provn")
 	if out, err := exec.Command(conv, "-f", "provn", doc, provn).CombinedOutput(); err != nil {
 		t.Fatalf("prov-convert: %v\n%s", err, out)
@@ -358,12 +355,43 @@ print(" ".join("%s=%d" % (k, kinds[k]) for k in sorted(kinds)))
 			t.Errorf("prov-compare: the round trip changed the document: %v\n%s", err, out)
 		}
 	}
-	pn, _ := os.ReadFile(provn)
-	for _, want := range []string{"wasInformedBy(", "wasAssociatedWith(", "wasAttributedTo(", "actedOnBehalfOf(", "ni:///sha-256;"} {
-		if !bytes.Contains(pn, []byte(want)) {
-			t.Errorf("PROV-N has no %s", want)
-		}
+	pn, err := os.ReadFile(provn)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return pn
+}
+
+// needPythonProv skips the test when Debian's python3-prov or prov-tools
+// is missing, except in CI, and returns prov-convert's path.
+func needPythonProv(t *testing.T) string {
+	t.Helper()
+	conv, err := exec.LookPath("prov-convert")
+	if err == nil {
+		err = exec.Command(pythonPath, "-c", "import prov.model").Run()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("python3-prov and prov-tools are required in CI (apt-get install -y python3-prov prov-tools): %v", err)
+		}
+		t.Skipf("python3-prov or prov-tools missing: %v", err)
+	}
+	return conv
+}
+
+// pythonPath is Debian's python, which python3-prov is installed for.
+const pythonPath = "/usr/bin/python3"
+
+// pythonProv reads the PROV-JSON document doc with python3-prov, as d,
+// runs script on it and returns what it prints.
+func pythonProv(t *testing.T, script, doc string) []byte {
+	t.Helper()
+	script = "import sys, prov.model\nd = prov.model.ProvDocument.deserialize(sys.argv[1], format='json')\n" + script
+	out, err := exec.Command(pythonPath, "-c", script, doc).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3-prov: %v\n%s", err, out)
+	}
+	return out
 }
 
 func sha256hex(b []byte) string {
@@ -376,26 +404,7 @@ func sha256hex(b []byte) string {
 // and the act chain as delegations down to the entry's actor.
 func TestProvAuth(t *testing.T) {
 	f := newFixture(t, 1, false)
-	dir := f.export(t, 0, 0)
-	b, err := os.ReadFile(filepath.Join(dir, bundle.ProvFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var groups map[string]json.RawMessage
-	if err := json.Unmarshal(b, &groups); err != nil {
-		t.Fatal(err)
-	}
-	doc := map[string]map[string]map[string]any{}
-	for g, raw := range groups {
-		if g == "prefix" {
-			continue
-		}
-		var m map[string]map[string]any
-		if err := json.Unmarshal(raw, &m); err != nil {
-			t.Fatalf("%s: %v", g, err)
-		}
-		doc[g] = m
-	}
+	doc := readProv(t, f.export(t, 0, 0))
 	var act string
 	for id, a := range doc["activity"] {
 		if a["provlog:authSubject"] == "alice" {
@@ -409,7 +418,7 @@ func TestProvAuth(t *testing.T) {
 		}
 	}
 	if act == "" {
-		t.Fatalf("no activity carries the auth member: %s", b)
+		t.Fatalf("no activity carries the auth member: %v", doc["activity"])
 	}
 	const idp = "https%3A%2F%2Fidp.example%2F"
 	client, reviewer, orch := "log:oauth-client/"+idp+"/review-agent", "log:act/"+idp+"/review-agent", "log:act/"+idp+"/orchestrator"
@@ -440,4 +449,30 @@ func TestProvAuth(t *testing.T) {
 	if roles[client] != "provlog:oauthClient" || roles[reviewer] != "provlog:actingParty" || roles["log:actor/idp%3Aalice"] != "provlog:actor" {
 		t.Errorf("associations %v", roles)
 	}
+}
+
+// readProv reads the PROV document of the bundle in dir as its record
+// groups, each a map from a record's id to its attributes.
+func readProv(t *testing.T, dir string) map[string]map[string]map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, bundle.ProvFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var groups map[string]json.RawMessage
+	if err := json.Unmarshal(b, &groups); err != nil {
+		t.Fatal(err)
+	}
+	doc := map[string]map[string]map[string]any{}
+	for g, raw := range groups {
+		if g == "prefix" {
+			continue
+		}
+		var m map[string]map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("%s: %v", g, err)
+		}
+		doc[g] = m
+	}
+	return doc
 }

@@ -42,9 +42,15 @@
 // # PROV mapping
 //
 // Every entry is an activity log:entry/<index> associated with its actor;
-// wasInformedBy links each to the one before it, so log order survives. A
+// wasInformedBy links each to the one before it, so log order survives.
+// The actors provlog writes entries as are SoftwareAgents whose
+// provlog:role says which part of it acted: log:provlog, the sidecar
+// ("recorder", actor provlog: genesis, tools, anchor and witness.conflict
+// entries), log:actor/provlog.retention ("retention") and
+// log:actor/provlog.operator ("operator"). Every other actor, those a
+// token names, is a plain agent log:actor/<actor>. A
 // call is also associated with the downstream server, the client and
-// provlog (SoftwareAgents), uses its arguments entity and its data-release
+// log:provlog (SoftwareAgents), uses its arguments entity and its data-release
 // entity, and generates its result entity, which carries the result's
 // SHA-256 and its ni:///sha-256 name (RFC 6920). Result entities are one
 // per call, not one per distinct hash: merging equal results would need
@@ -63,7 +69,9 @@
 //
 // The manifest's prov_mapping names the version of this mapping a bundle
 // was made with, and [Verify] regenerates provenance.json under that
-// version: 2 is the mapping above; 1, the one before it, leaves the auth
-// member out. A manifest without prov_mapping was written before the
-// version was recorded, by either, and is checked against both.
+// version: 3 is the mapping above; 2, the one before it, makes every
+// actor a plain agent, provlog's own as log:actor/provlog beside
+// log:provlog; 1 also leaves the auth member out. A manifest without
+// prov_mapping was written before the version was recorded, by 1 or 2,
+// and is checked against both.
 package bundle

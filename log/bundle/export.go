@@ -40,8 +40,13 @@ const (
 	// made with it before the manifest named its mapping name none, like
 	// those made with the first: [Verify] tries both for them.
 	ProvMappingAuth = 2
+	// ProvMappingOwnActors makes the actors provlog writes entries as
+	// SoftwareAgents with their roles, and its genesis actor the agent
+	// that records calls (see the package doc). Every manifest made with
+	// it names it.
+	ProvMappingOwnActors = 3
 	// ProvMapping is the mapping [Export] writes.
-	ProvMapping = ProvMappingAuth
+	ProvMapping = ProvMappingOwnActors
 )
 
 // File names in a bundle.

@@ -40,7 +40,7 @@ var groups = []string{
 type provWriter struct {
 	dir     string
 	origin  string
-	mapping int // the PROV mapping version it writes (ProvMappingNoAuth, ProvMappingAuth)
+	mapping int // the PROV mapping version it writes (ProvMappingNoAuth, ...)
 	files   map[string]*os.File
 	bufs    map[string]*bufio.Writer
 	count   map[string]int
@@ -140,8 +140,59 @@ func (w *provWriter) agent(id string, attrs map[string]any) string {
 	return id
 }
 
+// actorAgent is the agent an entry's actor names. From
+// [ProvMappingOwnActors] on, an id provlog writes entries as is a
+// SoftwareAgent with the role it plays ([ownRole]), so that a reader
+// tells provlog acting on its own from the parties tokens name; and
+// log.GenesisActor's is [provWriter.recorder], the agent that records
+// calls, since both are the sidecar. Any other id is a plain agent: a
+// reserved one too, since provlog writes as none and an entry by one is
+// a client's from before the reservation; and so is the "local" of the
+// purge and replay entries of logs from before provlog.operator, since
+// clients had that id as well and nothing in an entry tells the
+// operator from them.
 func (w *provWriter) actorAgent(actor string) string {
+	role := ""
+	if w.mapping >= ProvMappingOwnActors {
+		role = ownRole(actor)
+	}
+	switch {
+	case actor == log.GenesisActor && role != "":
+		return w.recorder()
+	case role != "":
+		return w.agent("log:actor/"+local(actor), map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": actor, "provlog:actor": actor, "provlog:role": role})
+	}
 	return w.agent("log:actor/"+local(actor), map[string]any{"prov:type": qn("prov:Agent"), "prov:label": actor, "provlog:actor": actor})
+}
+
+// ownRole is the part provlog plays when it writes an entry as actor, ""
+// for an id it does not write as. Only exact ids count: provlog writes
+// them in lower case, and log.ReservedActor's other spellings are
+// reserved so that no client is taken for provlog, not because provlog
+// uses them. A role added here changes the documents of logs that hold
+// the id: it needs a new PROV mapping.
+func ownRole(actor string) string {
+	switch actor {
+	case log.GenesisActor:
+		return "recorder"
+	case log.RetentionActor:
+		return "retention"
+	case log.OperatorActor:
+		return "operator"
+	}
+	return ""
+}
+
+// recorder is the sidecar, which records calls and writes genesis,
+// tools, anchor and witness.conflict entries as log.GenesisActor. The
+// mappings before [ProvMappingOwnActors] made the actor a second agent
+// and did not name it here.
+func (w *provWriter) recorder() string {
+	attrs := map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": "provlog", "provlog:role": "recorder"}
+	if w.mapping >= ProvMappingOwnActors {
+		attrs["provlog:actor"] = log.GenesisActor
+	}
+	return w.agent("log:provlog", attrs)
 }
 
 // add maps entry i to PROV records.
@@ -330,8 +381,7 @@ func (w *provWriter) addCall(i uint64, act string, attrs map[string]any, e *log.
 	}
 	sa := w.agent("log:server/"+local(c.Server), map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": c.Server, "provlog:role": "downstream MCP server"})
 	relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": sa, "prov:role": qn("provlog:downstream")})
-	pa := w.agent("log:provlog", map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": "provlog", "provlog:role": "recorder"})
-	relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": pa, "prov:role": qn("provlog:recorder")})
+	relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": w.recorder(), "prov:role": qn("provlog:recorder")})
 	if c.Client != nil {
 		ca := w.agent("log:client/"+local(c.Client.Name)+"/"+local(c.Client.Version), map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": c.Client.Name, "provlog:version": c.Client.Version})
 		relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": ca, "prov:role": qn("provlog:client")})

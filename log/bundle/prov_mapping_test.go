@@ -85,12 +85,31 @@ func TestOldBundleProvMapping(t *testing.T) {
 	if err != nil || rep.Manifest.ProvMapping != bundle.ProvMapping {
 		t.Fatalf("a new bundle: %+v, %v; want mapping %d", rep, err, bundle.ProvMapping)
 	}
-	setProvMapping(t, dir, bundle.ProvMappingNoAuth)
-	wantProvProblem(t, dir, "a new bundle named as made with the first mapping")
+	for _, v := range []int{bundle.ProvMappingNoAuth, bundle.ProvMappingAuth} {
+		d := copyDir(t, dir)
+		setProvMapping(t, d, v)
+		wantProvProblem(t, d, fmt.Sprintf("a new bundle named as made with mapping %d", v))
+	}
 
 	setProvMapping(t, dir, bundle.ProvMapping+1)
 	_, err = bundle.Verify(context.Background(), dir, anchor.VerifyBundled)
 	if want := fmt.Sprintf("prov_mapping %d is not a PROV mapping this verifier knows", bundle.ProvMapping+1); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("a bundle from a newer mapping: %v", err)
 	}
+}
+
+// TestNamedProvMapping2: a bundle exported under the second mapping
+// after the manifest named it (testdata/mapping2, made by
+// testdata/make-old-bundles.sh with 4627f52), whose genesis actor is an
+// agent of its own, verifies under it; named as made with the current
+// mapping, its PROV document does not match.
+func TestNamedProvMapping2(t *testing.T) {
+	old := filepath.Join("testdata", "mapping2")
+	rep, err := bundle.Verify(context.Background(), old, anchor.VerifyBundled)
+	if err != nil || rep.Manifest.ProvMapping != bundle.ProvMappingAuth {
+		t.Fatalf("testdata/mapping2: %+v, %v; want mapping %d", rep, err, bundle.ProvMappingAuth)
+	}
+	asNew := copyDir(t, old)
+	setProvMapping(t, asNew, bundle.ProvMapping)
+	wantProvProblem(t, asNew, "the mapping 2 bundle named as made with the current mapping")
 }

@@ -6,19 +6,23 @@
 #   mapping1  exported by ad01a07 (the parent of b68117b), before the PROV
 #             mapping of entries' auth members;
 #   mapping2-unnamed  exported by 45fbdaa, with that mapping, before the
-#             manifest named its mapping.
+#             manifest named its mapping;
+#   mapping2  exported by 4627f52 with its own test fixture (the same
+#             calls and tasks), whose manifest names mapping 2, the last
+#             before provlog's own actors were software agents.
 # The bundles are kept, not remade by the tests: they are what those
 # provlogs wrote.
 #
-# Usage (from the repository root): bash log/bundle/testdata/make-old-bundles.sh
+# Usage (from the repository root), all of them when no DIR is named:
+#   bash log/bundle/testdata/make-old-bundles.sh [DIR...]
 set -euo pipefail
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 here="$(pwd)/log/bundle/testdata"
-make() { # make COMMIT DIR
+make() { # make COMMIT DIR [FIXTURE_COMMIT]
 	local tmp
 	tmp="$(mktemp -d)"
 	git archive "$1" | tar -x -C "$tmp"
-	git show b68117b:log/bundle/bundle_test.go >"$tmp/log/bundle/bundle_test.go"
+	git show "${3:-b68117b}":log/bundle/bundle_test.go >"$tmp/log/bundle/bundle_test.go"
 	cat >"$tmp/log/bundle/make_old_test.go" <<'GO'
 package bundle_test
 
@@ -38,5 +42,12 @@ GO
 	(cd "$tmp" && OLD_BUNDLE_OUT="$here/$2" go test ./log/bundle -run '^TestMakeOldBundle$' -count=1)
 	rm -rf "$tmp"
 }
-make ad01a07 mapping1
-make 45fbdaa mapping2-unnamed
+[ $# -gt 0 ] || set -- mapping1 mapping2-unnamed mapping2
+for dir; do
+	case "$dir" in
+	mapping1) make ad01a07 mapping1 ;;
+	mapping2-unnamed) make 45fbdaa mapping2-unnamed ;;
+	mapping2) make 4627f52 mapping2 4627f52 ;;
+	*) echo "no old bundle $dir" >&2 && exit 2 ;;
+	esac
+done
