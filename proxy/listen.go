@@ -178,6 +178,13 @@ func (d *downstream) hold(ctx context.Context, cs *mcp.ClientSession, uri string
 func (l *listens) hold(ctx context.Context, cs *mcp.ClientSession, uri string, renewal int) error {
 	l.mu.Lock()
 	uris, known := l.on[cs]
+	if !known && renewal > 0 {
+		// The session ended since the listen renewed was sent (its
+		// listens go with it): a listen sent on it now would be go-sdk's
+		// to keep, for nothing.
+		l.mu.Unlock()
+		return errSessionEnded
+	}
 	if !known {
 		if l.on == nil {
 			l.on = map[*mcp.ClientSession]map[string]*listen{}
