@@ -155,8 +155,11 @@ func (p *pendingCalls) deliver(msg jsonrpc.Message) {
 		we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: resp.Error.Error()}
 	}
 	if uris, ok := v.(listenURIs); ok {
+		// A listen's answer is its end: the server holds it no more.
 		if we != nil {
 			p.refused(uris, fmt.Errorf("the server refused the subscription: %w", we))
+		} else {
+			p.refused(uris, errors.New("the server ended the subscription"))
 		}
 		return
 	}

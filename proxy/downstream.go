@@ -147,7 +147,7 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 	var session atomic.Pointer[mcp.ClientSession]
 	refused := func(uris []string, err error) {
 		if cs := session.Load(); cs != nil {
-			d.listens.refused(cs, uris, err)
+			d.listenEnded(cs, uris, err)
 		}
 	}
 	t, cmd := transportFor(d.cfg, base, &lineLogger{d: d}, refused)

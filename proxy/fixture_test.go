@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,9 +94,10 @@ func fixtureServerConfig(t *testing.T, id string) ServerConfig {
 // error that echoes an argument, a big result.
 func runFixtureServer() {
 	var opts *mcp.ServerOptions
-	var taken atomic.Int64 // subscriptions the process took ("subs", "refuse", "hangfirst")
+	var taken atomic.Int64 // subscriptions the process took ("subs", "refuse", "hangfirst", "endlisten")
 	mode := os.Getenv(fixtureEnv)
-	if mode == "subs" || mode == "refuse" || mode == "hangfirst" {
+	subscribable := mode == "subs" || mode == "refuse" || mode == "hangfirst" || mode == "endlisten"
+	if subscribable {
 		var asked atomic.Int64
 		opts = &mcp.ServerOptions{
 			SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
@@ -181,7 +183,10 @@ func runFixtureServer() {
 		addLogs(s)
 	case "leaks":
 		addLeaks(s)
-	case "subs", "refuse", "hangfirst":
+	case "endlisten":
+		addEndListens(s)
+	}
+	if subscribable {
 		// touch tells the subscribers that the resource changed, in
 		// the process it runs in, and how many subscriptions it took.
 		s.AddResource(&mcp.Resource{Name: "w", URI: "fixture:///watched"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -254,5 +259,36 @@ func addReshaping(s *mcp.Server, obj json.RawMessage) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added"}}}, nil
 		})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "reshaped"}}}, nil
+	})
+}
+
+// addEndListens gives the fixture (run with fixtureEnv "endlisten") a
+// tool "end_listens" that ends the subscriptions/listen requests it took
+// so far: go-sdk's server answers each with its result.
+func addEndListens(s *mcp.Server) {
+	var mu sync.Mutex
+	var ends []context.CancelFunc
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if lp, ok := req.GetParams().(*mcp.SubscriptionsListenParams); ok && lp.Notifications != nil && len(lp.Notifications.ResourceSubscriptions) > 0 {
+				var end context.CancelFunc
+				ctx, end = context.WithCancel(ctx)
+				defer end()
+				mu.Lock()
+				ends = append(ends, end)
+				mu.Unlock()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	s.AddTool(&mcp.Tool{Name: "end_listens", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, end := range ends {
+			end()
+		}
+		n := len(ends)
+		ends = nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint("ended ", n)}}}, nil
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,11 +21,12 @@ import (
 // the listen went unheard. A subscription is held once the server
 // acknowledged it (notifications/subscriptions/acknowledged, noteListenAcks).
 //
-// A listen, once held, is held for the session's life, whatever the
-// clients unsubscribe (the front tells only the clients subscribed): a
-// go-sdk server's subscription is its session's, not its listen's, so a
-// cancelled listen's end can remove a listen for the same URI sent after
-// it, and over stdio the session is one.
+// A listen, once held, is held for the session's life (renewed if the
+// server ends it: Renewal, below), whatever the clients unsubscribe (the
+// front tells only the clients subscribed): a go-sdk server's
+// subscription is its session's, not its listen's, so a cancelled
+// listen's end can remove a listen for the same URI sent after it, and
+// over stdio the session is one.
 
 // A listen the server refuses (a JSON-RPC error for it, or over HTTP an
 // error status, or a stream ended unanswered) is never acknowledged, and
@@ -44,12 +46,16 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 	p.subs[req.Params.URI]++
 	first := p.subs[req.Params.URI] == 1
 	p.mu.Unlock()
-	if !first {
-		return nil
-	}
 	cs, err := d.session()
 	if err != nil {
 		return nil // resubscribed when the server is back
+	}
+	// Another client's subscription on a 2026-07-28 session is held anew
+	// too: a listen the server ended and the proxy gave up renewing
+	// (renew) is asked of it again, as a client going direct would
+	// listen again; one held answers at once.
+	if !first && !sessionStateless(cs) {
+		return nil
 	}
 	hctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
@@ -57,7 +63,10 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 		return nil // counted before cs was had: its successor's resubscribe holds it
 	} else if err != nil {
 		p.mu.Lock()
-		p.subs[req.Params.URI]--
+		// Gone at none, or the URI would be renewed (subscribed).
+		if p.subs[req.Params.URI]--; p.subs[req.Params.URI] <= 0 {
+			delete(p.subs, req.Params.URI)
+		}
 		p.mu.Unlock()
 		return forwardError(d.cfg.ID, err)
 	}
@@ -137,6 +146,10 @@ type listens struct {
 type listen struct {
 	done chan struct{} // closed once the server acknowledged or refused it
 	err  error         // the server's refusal, set before done is closed
+	// acked is when the server acknowledged it (zero before), and
+	// renewal its place in a run of renewals (renew; 0: a client's).
+	acked   time.Time
+	renewal int
 }
 
 // errSessionEnded is a subscription whose session ended before the
@@ -157,12 +170,21 @@ func (d *downstream) hold(ctx context.Context, cs *mcp.ClientSession, uri string
 	if caps := cs.InitializeResult().Capabilities; caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
 		return errNoSubscriptions
 	}
-	return d.listens.hold(ctx, cs, uri)
+	return d.listens.hold(ctx, cs, uri, 0)
 }
 
-func (l *listens) hold(ctx context.Context, cs *mcp.ClientSession, uri string) error {
+// hold holds uri on cs as d.hold does; a listen it sends is the renewal-th
+// of a run (renew).
+func (l *listens) hold(ctx context.Context, cs *mcp.ClientSession, uri string, renewal int) error {
 	l.mu.Lock()
 	uris, known := l.on[cs]
+	if !known && renewal > 0 {
+		// The session ended since the listen renewed was sent (its
+		// listens go with it): a listen sent on it now would be go-sdk's
+		// to keep, for nothing.
+		l.mu.Unlock()
+		return errSessionEnded
+	}
 	if !known {
 		if l.on == nil {
 			l.on = map[*mcp.ClientSession]map[string]*listen{}
@@ -181,7 +203,7 @@ func (l *listens) hold(ctx context.Context, cs *mcp.ClientSession, uri string) e
 	}
 	li, held := uris[uri]
 	if !held {
-		li = &listen{done: make(chan struct{})}
+		li = &listen{done: make(chan struct{}), renewal: renewal}
 		uris[uri] = li
 	}
 	l.mu.Unlock()
@@ -208,7 +230,8 @@ func (l *listens) acknowledged(cs *mcp.ClientSession, uris []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, u := range uris {
-		if li, ok := l.on[cs][u]; ok {
+		if li, ok := l.on[cs][u]; ok && li.acked.IsZero() {
+			li.acked = time.Now()
 			li.end(nil)
 		}
 	}
@@ -226,10 +249,11 @@ func (li *listen) end(err error) {
 
 // refused notes that the server refused cs's listen for uris, or ended
 // it, as err says: it holds none of them (having taken them, it no longer
-// does).
-func (l *listens) refused(cs *mcp.ClientSession, uris []string, err error) {
+// does). It returns those of them it had acknowledged, by URI.
+func (l *listens) refused(cs *mcp.ClientSession, uris []string, err error) map[string]*listen {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var ended map[string]*listen
 	for _, u := range uris {
 		li, ok := l.on[cs][u]
 		if !ok {
@@ -240,6 +264,96 @@ func (l *listens) refused(cs *mcp.ClientSession, uris []string, err error) {
 		// l.mu, before that subscription can ask it.
 		_ = cs.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: u})
 		delete(l.on[cs], u)
+		if !li.acked.IsZero() {
+			if ended == nil {
+				ended = map[string]*listen{}
+			}
+			ended[u] = li
+		}
 		li.end(err)
 	}
+	return ended
+}
+
+// Renewal. A server may end a listen it acknowledged: over HTTP its
+// stream closes (it restarted it, a proxy between dropped it, its own
+// timeout), over stdio it answers the listen. Going direct, the client
+// would see its listen end and could listen anew; through provlog the
+// listen is the proxy's, and the clients still subscribed would silently
+// hear nothing more. So the proxy listens anew on the same session: at
+// once the first time (a change told before the server took the new
+// listen goes unheard, as it would for a client listening anew), then
+// after a delay doubled each time. A run of renewals whose listens do not
+// last steadyListen stops after maxRenewals: a server that ends every
+// listen at once is sent that many more, not one per end.
+//
+// A stream that carried an event id is not ended here (sseTee): go-sdk
+// resumes it with a GET and Last-Event-ID, and if that fails it fails the
+// session, whose successor is given the subscriptions (resubscribe).
+//
+// When the run stops, the operator is warned and the clients are told
+// nothing: no message of MCP ends one client's subscription (a
+// resources/updated would claim a change), and go-sdk's front server
+// gives no hold on a client's listen to end it. A client's next
+// subscription to the URI asks the server anew (subscribe).
+const (
+	maxRenewals    = 5
+	renewalBackoff = 250 * time.Millisecond // before a run's second renewal
+	steadyListen   = time.Minute
+)
+
+// listenEnded notes that the server refused or ended cs's listen for
+// uris (pendingCalls.refused), and renews those it had acknowledged.
+// It runs on the reader of the listen's stream, so it does not wait.
+func (d *downstream) listenEnded(cs *mcp.ClientSession, uris []string, err error) {
+	for uri, li := range d.listens.refused(cs, uris, err) {
+		n := li.renewal + 1
+		if time.Since(li.acked) >= steadyListen {
+			n = 1
+		}
+		go d.renew(cs, uri, n, err)
+	}
+}
+
+// renew holds uri on cs anew, as the n-th renewal of a run and those
+// after it while they fail, as long as front clients hold its
+// subscription; why is the last listen's end.
+func (d *downstream) renew(cs *mcp.ClientSession, uri string, n int, why error) {
+	for ; n <= maxRenewals; n++ {
+		if n > 1 {
+			time.Sleep(renewalBackoff << (n - 2))
+		}
+		if !d.p.subscribed(d, uri) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.timeout())
+		err := d.listens.hold(ctx, cs, uri, n)
+		cancel()
+		// Held: should the server end it too, listenEnded goes on with
+		// the run. Or the session ended: its successor's resubscribe
+		// holds the subscription.
+		if err == nil || errors.Is(err, mcp.ErrConnectionClosed) {
+			return
+		}
+		why = err
+	}
+	shown, reason := d.loggedURI(uri, why)
+	d.p.logger.Warn("proxy: the server keeps ending a resource subscription; no longer renewed", "server", d.cfg.ID, "uri", shown, "renewals", maxRenewals, "error", reason)
+}
+
+// subscribed reports whether a front client holds a subscription to uri
+// of d.
+func (p *Proxy) subscribed(d *downstream, uri string) bool {
+	p.mu.Lock()
+	held := make([]string, 0, len(p.subs))
+	for u := range p.subs {
+		held = append(held, u)
+	}
+	p.mu.Unlock()
+	for _, u := range held {
+		if owner, du, ok := p.router.resource(u); ok && owner == d && du == uri {
+			return true
+		}
+	}
+	return false
 }

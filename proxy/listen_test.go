@@ -342,3 +342,302 @@ func TestSubscriptionAcrossReconnect(t *testing.T) {
 	})
 	cl.waitUpdated(t, uri, "the new session's subscription")
 }
+
+// A listenCutter wraps a server's handler: the stream of the n-th listen
+// for watchedURI ends once the server acknowledged the listen and
+// when(n) is closed (nil: never), with the listen's answer written first
+// if answer is set; the server's handler writes nothing after that.
+type listenCutter struct {
+	h       http.Handler
+	when    func(n int64) <-chan struct{}
+	answer  bool
+	eventID bool         // the stream ends with an event id
+	resumes atomic.Int64 // GETs with Last-Event-ID
+	listens atomic.Int64 // listens for watchedURI sent
+	acked   atomic.Int64 // and acknowledged
+}
+
+func (c *listenCutter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Last-Event-ID") != "" {
+		c.resumes.Add(1)
+	}
+	if r.Header.Get("Mcp-Method") != methodListen {
+		c.h.ServeHTTP(w, r)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if !bytes.Contains(body, []byte(watchedURI)) {
+		c.h.ServeHTTP(w, r) // go-sdk's own listen, for the lists' changes
+		return
+	}
+	when := c.when(c.listens.Add(1))
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	cw := &cutWriter{ResponseWriter: w, acked: make(chan struct{})}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		c.h.ServeHTTP(cw, r.WithContext(ctx))
+	}()
+	select {
+	case <-cw.acked:
+		c.acked.Add(1)
+		select {
+		case <-when:
+		case <-served:
+		case <-r.Context().Done():
+		}
+	case <-served:
+	}
+	var req struct{ ID json.RawMessage }
+	json.Unmarshal(body, &req)
+	cw.cut(c.answer, c.eventID, req.ID)
+	cancel()
+	<-served
+}
+
+// A cutWriter passes a handler's writes on until cut.
+type cutWriter struct {
+	http.ResponseWriter
+	mu     sync.Mutex
+	cutOff bool
+	ack    bool // the acknowledgement was written, not yet flushed
+	acked  chan struct{}
+}
+
+func (w *cutWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cutOff {
+		return len(b), nil
+	}
+	if bytes.Contains(b, []byte("notifications/subscriptions/acknowledged")) {
+		w.ack = true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *cutWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cutOff {
+		return
+	}
+	w.ResponseWriter.(http.Flusher).Flush()
+	if w.ack {
+		w.ack = false
+		close(w.acked)
+	}
+}
+
+// cut ends the handler's writes, after the listen id's answer if answer.
+func (w *cutWriter) cut(answer, eventID bool, id json.RawMessage) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if eventID {
+		fmt.Fprintf(w.ResponseWriter, "id: listen-1\ndata: \n\n")
+		w.ResponseWriter.(http.Flusher).Flush()
+	}
+	if answer {
+		fmt.Fprintf(w.ResponseWriter, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}\n\n", id)
+		w.ResponseWriter.(http.Flusher).Flush()
+	}
+	w.cutOff = true
+}
+
+// TestListenEndedAfterAck: a listen the server ends after acknowledging
+// it (over HTTP its stream closed, or it answered the listen; over stdio
+// it answered the listen) is renewed on the same session, and the client
+// still subscribed hears the resource's updates. The proxy forgot the
+// listen, or over stdio took it for held, and the client heard nothing
+// more, though it had not unsubscribed.
+func TestListenEndedAfterAck(t *testing.T) {
+	ctx := context.Background()
+	// A case starts a server whose first listen is ended by end, and
+	// whose renewed listen is held once renewed says so; touch tells the
+	// server's subscribers of a change.
+	type server struct {
+		cfg         ServerConfig
+		end         func()
+		renewed     func() bool
+		touch       func()
+		call        func(name string) string // set once the proxy runs
+		sentListens func() int64             // over HTTP
+	}
+	overHTTP := func(answer bool) func(t *testing.T) *server {
+		return func(t *testing.T) *server {
+			srv := subscribableServer("ending", nil)
+			drop := make(chan struct{})
+			c := &listenCutter{answer: answer, when: func(n int64) <-chan struct{} {
+				if n == 1 {
+					return drop
+				}
+				return nil
+			}}
+			url := serveStateless(t, srv, func(h http.Handler) http.Handler { c.h = h; return c })
+			return &server{
+				cfg:     ServerConfig{ID: "fx", URL: url},
+				end:     func() { close(drop) },
+				renewed: func() bool { return c.acked.Load() == 2 },
+				touch: func() {
+					if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: watchedURI}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				sentListens: c.listens.Load,
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		start func(t *testing.T) *server
+	}{
+		{"http stream ended", overHTTP(false)},
+		{"http answered", overHTTP(true)},
+		{"stdio answered", func(t *testing.T) *server {
+			cfg := fixtureServerConfig(t, "fx")
+			cfg.Env[fixtureEnv], cfg.Protocol = "endlisten", statelessProtocol
+			s := &server{cfg: cfg}
+			s.end = func() {
+				if got := s.call("fx__end_listens"); got != "ended 1" {
+					t.Fatalf("fx__end_listens: %s", got)
+				}
+			}
+			// The server took a second subscription: it holds it before
+			// it acknowledges it, and stdio keeps the order.
+			s.renewed = func() bool { return strings.HasSuffix(s.call("fx__touch"), "taken: 2") }
+			s.touch = func() { s.call("fx__touch") }
+			return s
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.start(t)
+			p := startProxy(t, newTestLog(t), []ServerConfig{s.cfg}, nil)
+			cl := newClientLog()
+			cs := connectMemory(t, p, cl)
+			s.call = func(name string) string {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name})
+				if err != nil || res.IsError {
+					t.Fatalf("%s: %v %v", name, err, res)
+				}
+				return textOf(res)
+			}
+			const uri = "fx+" + watchedURI
+			if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+				t.Fatalf("subscribing: %v", err)
+			}
+			s.end()
+			waitFor(t, "the server to take a second listen", s.renewed)
+			s.touch()
+			cl.waitUpdated(t, uri, "after the server ended the first listen")
+			if s.sentListens != nil {
+				if n := s.sentListens(); n != 2 {
+					t.Errorf("the server was sent %d listens, want 2", n)
+				}
+			}
+		})
+	}
+}
+
+// TestListenEndedAtOnce: a server that ends every renewed listen as soon
+// as it acknowledged it is sent maxRenewals of them, and the sidecar's
+// log warns, naming the server and the URI, its secret query value
+// redacted; a client's next subscription asks the server anew.
+func TestListenEndedAtOnce(t *testing.T) {
+	const secret = "s3cret-token"
+	srv := subscribableServer("ending", nil)
+	srv.AddResource(&mcp.Resource{Name: "q", URI: watchedURI + "?token=" + secret}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "q"}}}, nil
+	})
+	drop, now := make(chan struct{}), make(chan struct{})
+	close(now)
+	c := &listenCutter{when: func(n int64) <-chan struct{} {
+		switch {
+		case n == 1:
+			return drop
+		case n <= 1+maxRenewals:
+			return now
+		}
+		return nil
+	}}
+	url := serveStateless(t, srv, func(h http.Handler) http.Handler { c.h = h; return c })
+	var logs lockedBuf
+	cfg := ServerConfig{ID: "fx", URL: url, Redact: []string{"token"}}
+	p := startProxy(t, newTestLog(t), []ServerConfig{cfg}, func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	cl := newClientLog()
+	cs := connectMemory(t, p, cl)
+	ctx := context.Background()
+	uri := "fx+" + watchedURI + "?token=" + secret
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatalf("subscribing: %v", err)
+	}
+	close(drop)
+	waitFor(t, "the warning that the proxy stopped renewing", func() bool {
+		return strings.Contains(logs.String(), "no longer renewed")
+	})
+	if n := c.listens.Load(); n != 1+maxRenewals {
+		t.Errorf("the server was sent %d listens, want %d", n, 1+maxRenewals)
+	}
+	_, warned, _ := strings.Cut(logs.String(), "no longer renewed")
+	warned, _, _ = strings.Cut(warned, "\n")
+	if !strings.Contains(warned, "server=fx") || !strings.Contains(warned, watchedURI+"?token=") || strings.Contains(warned, secret) {
+		t.Errorf("the warning does not name the server and the URI, or holds the secret: %s", warned)
+	}
+
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatalf("subscribing again: %v", err)
+	}
+	if n := c.listens.Load(); n != 2+maxRenewals {
+		t.Errorf("the server was sent %d listens, want %d", n, 2+maxRenewals)
+	}
+	if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: watchedURI + "?token=" + secret}); err != nil {
+		t.Fatal(err)
+	}
+	cl.waitUpdated(t, uri, "after subscribing again")
+}
+
+// TestListenResumed: a listen whose stream the server ended after an
+// event id is left to go-sdk, which resumes such a stream with a GET and
+// Last-Event-ID; a go-sdk server of the 2026-07-28 revision answers that
+// with 405 (SEP-2575 dropped resumption), go-sdk fails the session, and
+// the session that replaces it holds the subscription (resubscribe). The
+// proxy sends no listen of its own on the failed session, and the client
+// still subscribed hears the resource's updates.
+func TestListenResumed(t *testing.T) {
+	srv := subscribableServer("ending", nil)
+	drop := make(chan struct{})
+	c := &listenCutter{eventID: true, when: func(n int64) <-chan struct{} {
+		if n == 1 {
+			return drop
+		}
+		return nil
+	}}
+	url := serveStateless(t, srv, func(h http.Handler) http.Handler { c.h = h; return c })
+	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "fx", URL: url}}, nil)
+	cl := newClientLog()
+	cs := connectMemory(t, p, cl)
+	ctx := context.Background()
+	const uri = "fx+" + watchedURI
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatalf("subscribing: %v", err)
+	}
+	first, err := p.downstreams()[0].session()
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(drop)
+	waitFor(t, "the server to acknowledge a second listen", func() bool { return c.acked.Load() == 2 })
+	if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: watchedURI}); err != nil {
+		t.Fatal(err)
+	}
+	cl.waitUpdated(t, uri, "after the server ended the first listen")
+	if now, err := p.downstreams()[0].session(); err != nil || now == first {
+		t.Errorf("the session was not replaced (%v)", err)
+	}
+	if n, r := c.listens.Load(), c.resumes.Load(); n != 2 || r == 0 {
+		t.Errorf("the server was sent %d listens and %d resumptions, want 2 and some", n, r)
+	}
+}
