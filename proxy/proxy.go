@@ -238,7 +238,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "provlog", Title: "provlog audit proxy", Version: opts.Version}, &mcp.ServerOptions{
-		Logger: logger,
+		Logger: slog.New(sdkLogHandler{logger.Handler(), p}),
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},

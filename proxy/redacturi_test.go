@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // TestRedactedURIQuery: a resource URI whose query holds a parameter the
@@ -85,5 +86,44 @@ func TestLoggedURI(t *testing.T) {
 	}
 	if !strings.Contains(shown, "x=1") || !strings.Contains(shown, "[redacted]") {
 		t.Errorf("logged URI %q: want the rest kept and the value [redacted]", shown)
+	}
+}
+
+// TestSDKLogURIRedacted: go-sdk's front server logs the URI of every
+// subscription, unsubscription and update it sends, as the client wrote
+// it; the sidecar's log shows it with its redacted query values
+// replaced. It held them.
+func TestSDKLogURIRedacted(t *testing.T) {
+	const secret = "sk-subscribed-4242"
+	srv := mcp.NewServer(&mcp.Implementation{Name: "r", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{Name: "f", URITemplate: "file:///{+path}"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "x"}}}, nil
+		})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	var buf proctest.Buffer
+	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "b", URL: down.URL, Redact: []string{"token"}}}, func(o *Options) { o.Logger = debugLogger(&buf) })
+	cs := connectMemory(t, p, nil)
+	ctx := context.Background()
+	uri := "file:///a?x=1&token=" + secret
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "b+" + uri}); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "b+" + uri}); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyTrue(t, "go-sdk's lines of the subscription logged", func() bool {
+		return len(linesWith(&buf, "resource subscribed")) > 0 && len(linesWith(&buf, "resource unsubscribed")) > 0
+	})
+	if got := linesWith(&buf, secret); len(got) > 0 {
+		t.Errorf("the sidecar's log holds the redacted value: %q", got)
+	}
+	if got := linesWith(&buf, "resource subscribed"); !strings.Contains(got[0], "token=[redacted]") {
+		t.Errorf("logged %q, want the URI with its token [redacted]", got)
 	}
 }
