@@ -204,6 +204,14 @@ func ParseRecord(e *log.Entry) (*Record, error) {
 			return nil, fmt.Errorf("replay entry: %s is not a lowercase hex SHA-256", k)
 		}
 	}
+	// encoding/json takes a member in any case for a struct's field, and
+	// DisallowUnknownFields lets such a one pass: the nested members are
+	// held to their exact names here.
+	if m, ok := e.Fields["range"].(map[string]any); ok {
+		if err := onlyMembers(m, "range", "from", "to"); err != nil {
+			return nil, fmt.Errorf("replay entry: %w", err)
+		}
+	}
 	if v, ok := e.Fields["definition_changes"].([]any); ok {
 		if err := changesComplete(v); err != nil {
 			return nil, fmt.Errorf("replay entry: %w", err)
@@ -235,8 +243,13 @@ func ParseRecord(e *log.Entry) (*Record, error) {
 	return r, nil
 }
 
+// changeMembers are the members of a definition change, every one
+// required.
+var changeMembers = []string{"server", "tool", "calls", "tool_sha256_then", "tool_sha256_now"}
+
 // changesComplete checks that each of the definition changes holds every
-// member, so that an absent one does not read as an empty one.
+// member, so that an absent one does not read as an empty one, and no
+// other.
 func changesComplete(list []any) error {
 	if len(list) == 0 {
 		return errors.New("definition_changes is empty; none is written by leaving it out")
@@ -246,10 +259,24 @@ func changesComplete(list []any) error {
 		if !ok {
 			continue // DecodeFields says what it is
 		}
-		for _, k := range []string{"server", "tool", "calls", "tool_sha256_then", "tool_sha256_now"} {
+		for _, k := range changeMembers {
 			if _, ok := m[k]; !ok {
 				return fmt.Errorf("definition_changes[%d] has no %q", i, k)
 			}
+		}
+		if err := onlyMembers(m, "definition_changes["+strconv.Itoa(i)+"]", changeMembers...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onlyMembers refuses a member of m, the object at, not named exactly
+// among names.
+func onlyMembers(m map[string]any, at string, names ...string) error {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(names, k) {
+			return fmt.Errorf("%s has unknown field %q", at, k)
 		}
 	}
 	return nil
