@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -183,12 +184,40 @@ func cutSecrets(s string, secrets []string) string {
 			return Withheld
 		}
 	}
+	// Every byte a secret covers is cut, a run of them as one Redacted:
+	// cut one after another, a secret overlapping one cut before it was
+	// no longer whole, and its other part stayed.
+	var cut [][2]int
 	for _, x := range secrets {
-		if len(x) >= minSecretLen {
-			s = strings.ReplaceAll(s, x, Redacted)
+		if len(x) < minSecretLen {
+			continue
+		}
+		for i := 0; ; {
+			j := strings.Index(s[i:], x)
+			if j < 0 {
+				break
+			}
+			cut = append(cut, [2]int{i + j, i + j + len(x)})
+			i += j + len(x)
 		}
 	}
-	return s
+	if len(cut) == 0 {
+		return s
+	}
+	slices.SortFunc(cut, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+	var sb strings.Builder
+	at := 0 // s[:at] is written or cut
+	for k := 0; k < len(cut); {
+		from, to := cut[k][0], cut[k][1]
+		for k++; k < len(cut) && cut[k][0] < to; k++ {
+			to = max(to, cut[k][1])
+		}
+		sb.WriteString(s[at:from])
+		sb.WriteString(Redacted)
+		at = to
+	}
+	sb.WriteString(s[at:])
+	return sb.String()
 }
 
 // scrubJSON returns the canonical JSON text canon with every string and

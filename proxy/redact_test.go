@@ -445,3 +445,19 @@ func TestListErrorScrubbed(t *testing.T) {
 		}
 	}
 }
+
+// TestScrubOverlappingSecrets: two redacted values that overlap in a text
+// are cut out together, whichever is named first. Cut one after the
+// other, the one cut second was no longer whole, and the part of it the
+// first did not cover stayed: on disk in a kept result, in the log.
+func TestScrubOverlappingSecrets(t *testing.T) {
+	a, b := "sk-Alpha-0123456789", "0123456789-Omega-xyz"
+	for _, secrets := range [][]string{{a, b}, {b, a}} {
+		if got, want := scrub("key sk-Alpha-0123456789-Omega-xyz here, and 0123456789-Omega-xyz", secrets), "key [redacted] here, and [redacted]"; got != want {
+			t.Errorf("scrub with %q: %q, want %q", secrets, got, want)
+		}
+		if got, _ := scrubJSON([]byte(`{"t":"sk-Alpha-0123456789-Omega-xyz"}`), secrets); string(got) != `{"t":"[redacted]"}` {
+			t.Errorf("scrubJSON with %q: %s", secrets, got)
+		}
+	}
+}

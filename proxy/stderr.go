@@ -36,6 +36,7 @@ type lineLogger struct {
 
 	mu     sync.Mutex
 	buf    []byte
+	long   bool // the rest of buf's line is left out (maxStderrLine)
 	held   []string
 	size   int         // of held lines after those a cut kept
 	sure   int         // held[:sure] are logged as [redacted]: the piece a cut logged before them held a redacted value
@@ -50,6 +51,10 @@ const (
 	// minHeldRun is the shortest run of base64 at a line's end that holds
 	// it: a wrapped line's is a line's width; a word is shorter.
 	minHeldRun = 16
+	// maxStderrLine bounds a line held before its end comes; a longer
+	// one is left out whole, and longStderrLine logged in its place.
+	maxStderrLine  = 64 << 10
+	longStderrLine = "[a line of more than 64 KiB, left out]"
 )
 
 func (l *lineLogger) Write(p []byte) (int, error) {
@@ -61,11 +66,20 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		l.line(string(l.buf[:i]))
+		if l.long {
+			l.long = false // the end of a line left out
+		} else {
+			l.line(string(l.buf[:i]))
+		}
 		l.buf = l.buf[i+1:]
 	}
-	if len(l.buf) > 64<<10 {
-		l.buf = l.buf[:0]
+	if len(l.buf) > maxStderrLine {
+		// Left out whole: a piece of it logged alone may hold a part of
+		// a redacted value, which no scrub finds.
+		if !l.long {
+			l.line(longStderrLine)
+		}
+		l.buf, l.long = l.buf[:0], true
 	}
 	return len(p), nil
 }
@@ -76,10 +90,10 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 func (l *lineLogger) end() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.buf) > 0 {
+	if len(l.buf) > 0 && !l.long {
 		l.line(string(l.buf))
-		l.buf = l.buf[:0]
 	}
+	l.buf, l.long = l.buf[:0], false
 	l.logHeld()
 }
 

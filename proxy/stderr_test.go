@@ -148,3 +148,24 @@ func FuzzStderrCut(f *testing.F) {
 		}
 	})
 }
+
+// TestStderrLongLineLeftOut: a line of more than 64 KiB that comes
+// without its end is left out whole, and said to be: its first 64 KiB
+// were dropped and the rest logged as a line of its own, so a redacted
+// value across the drop had its end logged, which no scrub finds. The
+// lines after it are logged.
+func TestStderrLongLineLeftOut(t *testing.T) {
+	const secret = "sk-Truncated/99+Xy"
+	for _, at := range []int{65536 - 9, 69632 - 9, 69632 + 100} { // about the first and second writes over 64 KiB
+		text := strings.Repeat(".", at) + secret + strings.Repeat(".", 5000) + " end\nnext line\n"
+		got, _ := stderrLines(t, text, secret, 0)
+		if want := []string{longStderrLine, "next line"}; strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("at %d: logged %.200q, want %q", at, got, want)
+		}
+	}
+	// Unended when the server exits: left out as well.
+	got, _ := stderrLines(t, strings.Repeat(".", 69632-9)+secret, secret, 0)
+	if len(got) != 1 || got[0] != longStderrLine {
+		t.Errorf("an unended long last line: logged %.200q", got)
+	}
+}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -39,9 +40,11 @@ const KindReplay = "replay"
 // record_replay cannot slip anything else into the log under this kind:
 // no member it does not name, none null, every class and definition a
 // known one, counts that add up to no more calls than the range holds,
-// outcomes that name exactly the counted calls inside the range, and
-// definition changes that name exactly the calls counted as changed or
-// gone. Its size is bounded by the entry's ([log.MaxEntrySize]).
+// outcomes that name exactly the counted calls inside the range, each in
+// one class, and definition changes that name as many calls as are
+// counted changed or gone, each in one change and among those outcomes
+// names (when it is set). Its size is bounded by the entry's
+// ([log.MaxEntrySize]).
 type Record struct {
 	Time  time.Time
 	Actor string
@@ -204,6 +207,14 @@ func ParseRecord(e *log.Entry) (*Record, error) {
 			return nil, fmt.Errorf("replay entry: %s is not a lowercase hex SHA-256", k)
 		}
 	}
+	// encoding/json takes a member in any case for a struct's field, and
+	// DisallowUnknownFields lets such a one pass: the nested members are
+	// held to their exact names here.
+	if m, ok := e.Fields["range"].(map[string]any); ok {
+		if err := onlyMembers(m, "range", "from", "to"); err != nil {
+			return nil, fmt.Errorf("replay entry: %w", err)
+		}
+	}
 	if v, ok := e.Fields["definition_changes"].([]any); ok {
 		if err := changesComplete(v); err != nil {
 			return nil, fmt.Errorf("replay entry: %w", err)
@@ -235,8 +246,13 @@ func ParseRecord(e *log.Entry) (*Record, error) {
 	return r, nil
 }
 
+// changeMembers are the members of a definition change, every one
+// required.
+var changeMembers = []string{"server", "tool", "calls", "tool_sha256_then", "tool_sha256_now"}
+
 // changesComplete checks that each of the definition changes holds every
-// member, so that an absent one does not read as an empty one.
+// member, so that an absent one does not read as an empty one, and no
+// other.
 func changesComplete(list []any) error {
 	if len(list) == 0 {
 		return errors.New("definition_changes is empty; none is written by leaving it out")
@@ -246,10 +262,24 @@ func changesComplete(list []any) error {
 		if !ok {
 			continue // DecodeFields says what it is
 		}
-		for _, k := range []string{"server", "tool", "calls", "tool_sha256_then", "tool_sha256_now"} {
+		for _, k := range changeMembers {
 			if _, ok := m[k]; !ok {
 				return fmt.Errorf("definition_changes[%d] has no %q", i, k)
 			}
+		}
+		if err := onlyMembers(m, "definition_changes["+strconv.Itoa(i)+"]", changeMembers...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onlyMembers refuses a member of m, the object at, not named exactly
+// among names.
+func onlyMembers(m map[string]any, at string, names ...string) error {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(names, k) {
+			return fmt.Errorf("%s has unknown field %q", at, k)
 		}
 	}
 	return nil
@@ -276,17 +306,23 @@ func (r *Record) check() error {
 	if (r.Outcomes == nil) == (r.OutcomesSHA256 == "") {
 		return errors.New("exactly one of outcomes and outcomes_sha256 must be set")
 	}
+	var named []span // the calls outcomes name, if it is set
 	for c, s := range r.Outcomes {
 		if !slices.Contains(Classes, c) {
 			return fmt.Errorf("outcomes.%s: no such class (want one of %s)", c, strings.Join(Classes, ", "))
 		}
-		n, err := countRanges(s, r.From, r.To)
+		spans, n, err := readRanges(s, r.From, r.To)
 		if err != nil {
 			return fmt.Errorf("outcomes.%s: %w", c, err)
 		}
 		if n != uint64(r.Counts[c]) {
 			return fmt.Errorf("outcomes.%s names %d calls, counts.%s is %d", c, n, c, r.Counts[c])
 		}
+		named = append(named, spans...)
+	}
+	// A call has one outcome: in one class.
+	if i, twice := sortSpans(named); twice {
+		return fmt.Errorf("outcomes name call %d twice", i)
 	}
 	if r.Outcomes != nil {
 		for c, n := range r.Counts {
@@ -300,11 +336,13 @@ func (r *Record) check() error {
 			return fmt.Errorf("%q is not a lowercase hex SHA-256", s)
 		}
 	}
-	return r.checkDefinitions(calls)
+	return r.checkDefinitions(calls, named)
 }
 
-// checkDefinitions holds the definition members to the calls counted.
-func (r *Record) checkDefinitions(calls uint64) error {
+// checkDefinitions holds the definition members to the calls counted,
+// and the changes' calls to those outcomes names (named, sorted; nil if
+// outcomes is not set, and then not checked).
+func (r *Record) checkDefinitions(calls uint64, named []span) error {
 	if r.DefinitionChanges != nil && r.DefinitionChangesSHA256 != "" {
 		return errors.New("definition_changes and definition_changes_sha256 are both set")
 	}
@@ -323,7 +361,8 @@ func (r *Record) checkDefinitions(calls uint64) error {
 	if r.DefinitionChanges != nil && len(r.DefinitionChanges) == 0 {
 		return errors.New("definition_changes is empty; none is written by leaving it out")
 	}
-	var named uint64
+	var n uint64
+	var changed []span
 	for i, c := range r.DefinitionChanges {
 		if c.Server == "" || c.Tool == "" {
 			return fmt.Errorf("definition_changes[%d]: server and tool must be set", i)
@@ -336,16 +375,61 @@ func (r *Record) checkDefinitions(calls uint64) error {
 		if c.Now != "" && (c.Then == "" || c.Then == c.Now) {
 			return fmt.Errorf("definition_changes[%d]: tool_sha256_then %q and tool_sha256_now %q are no change", i, c.Then, c.Now)
 		}
-		n, err := countRanges(c.Calls, r.From, r.To)
+		spans, k, err := readRanges(c.Calls, r.From, r.To)
 		if err != nil {
 			return fmt.Errorf("definition_changes[%d].calls: %w", i, err)
 		}
-		named += n
+		// A change is of calls replayed, each with its outcome.
+		if r.Outcomes != nil {
+			for _, s := range spans {
+				if j, ok := covered(named, s); !ok {
+					return fmt.Errorf("definition_changes[%d].calls: call %d is named by no outcome", i, j)
+				}
+			}
+		}
+		n += k
+		changed = append(changed, spans...)
 	}
-	if want := uint64(r.Definitions[DefinitionChanged]) + uint64(r.Definitions[DefinitionGone]); named != want {
-		return fmt.Errorf("definition_changes name %d calls, definitions count %d changed or gone", named, want)
+	// A call was made under one definition: in one change.
+	if i, twice := sortSpans(changed); twice {
+		return fmt.Errorf("definition_changes name call %d twice", i)
+	}
+	if want := uint64(r.Definitions[DefinitionChanged]) + uint64(r.Definitions[DefinitionGone]); n != want {
+		return fmt.Errorf("definition_changes name %d calls, definitions count %d changed or gone", n, want)
 	}
 	return nil
+}
+
+// A span is the log indices lo to hi, both included.
+type span struct{ lo, hi uint64 }
+
+// sortSpans sorts spans by their start and reports an index two of them
+// hold, if any do.
+func sortSpans(spans []span) (uint64, bool) {
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+	for i := 1; i < len(spans); i++ {
+		// Sorted, a span overlapping any before it overlaps the one
+		// right before it, or that one overlapped an earlier one.
+		if spans[i].lo <= spans[i-1].hi {
+			return spans[i].lo, true
+		}
+	}
+	return 0, false
+}
+
+// covered reports whether the sorted, disjoint spans hold every index of
+// s, and if not, one they do not hold.
+func covered(spans []span, s span) (uint64, bool) {
+	// k is how many spans start at or before s.lo.
+	k, _ := slices.BinarySearchFunc(spans, s.lo, func(x span, i uint64) int { return cmp.Compare(x.lo, i+1) })
+	at := s.lo
+	for k--; k >= 0 && k < len(spans) && spans[k].lo <= at && at <= spans[k].hi; k++ {
+		if spans[k].hi >= s.hi {
+			return 0, true
+		}
+		at = spans[k].hi + 1
+	}
+	return at, false
 }
 
 // total checks that counts has only keys among known and no negative
@@ -372,33 +456,41 @@ func total(what string, counts map[string]int, known []string, most uint64) (uin
 // zeros), every index in [from, to). It refuses any other spelling, so a
 // record has one form.
 func countRanges(s string, from, to uint64) (uint64, error) {
+	_, n, err := readRanges(s, from, to)
+	return n, err
+}
+
+// readRanges is countRanges that returns the spans s names too.
+func readRanges(s string, from, to uint64) ([]span, uint64, error) {
 	if s == "" {
-		return 0, errors.New("empty; a class without calls is left out")
+		return nil, 0, errors.New("empty; a class without calls is left out")
 	}
+	var spans []span
 	var n, last uint64
 	for i, item := range strings.Split(s, ",") {
 		lo, hi, isRun := strings.Cut(item, "-")
 		a, err := index(lo)
 		if err != nil {
-			return 0, err
+			return nil, 0, err
 		}
 		b := a
 		if isRun {
 			if b, err = index(hi); err != nil {
-				return 0, err
+				return nil, 0, err
 			}
 			if b <= a {
-				return 0, fmt.Errorf("run %q does not ascend", item)
+				return nil, 0, fmt.Errorf("run %q does not ascend", item)
 			}
 		}
 		// An index right after the last run's would have joined it.
 		if (i > 0 && a <= last+1) || a < from || b >= to {
-			return 0, fmt.Errorf("%q is out of order, joins the run before it, or lies outside the range [%d, %d)", item, from, to)
+			return nil, 0, fmt.Errorf("%q is out of order, joins the run before it, or lies outside the range [%d, %d)", item, from, to)
 		}
 		n += b - a + 1
 		last = b
+		spans = append(spans, span{a, b})
 	}
-	return n, nil
+	return spans, n, nil
 }
 
 func index(s string) (uint64, error) {
