@@ -257,12 +257,9 @@ func ParseCallResult(e *Entry) (*CallResultEntry, error) {
 func (r *CallResultEntry) readOutcome(rd *fieldReader) {
 	r.ResultSHA256 = rd.str("result_sha256")
 	r.ResultBytes = rd.int("result_bytes")
-	if v, ok := rd.f["result_canonical"]; ok {
-		r.ResultRaw = v == false
-	}
+	r.ResultRaw, r.ResultRemarshalled = rd.resultForm()
 	r.ResultRetained = rd.boolean("result_retained")
 	r.RetainedSHA256 = rd.str("result_retained_sha256")
-	r.ResultRemarshalled = rd.boolean("result_remarshalled")
 	r.IsError = rd.boolean("is_error")
 	r.Error = rd.str("error")
 	r.ErrorCode = rd.int("error_code")
@@ -317,6 +314,29 @@ func (r *fieldReader) boolean(k string) bool {
 		r.fail(k, "not a boolean")
 	}
 	return b
+}
+
+// resultForm reads how an entry's result_sha256 was taken, the markers
+// call.result and read entries share: result_canonical (only ever false)
+// and result_remarshalled (only ever true). Either other value is refused,
+// as provlog never writes it: an entry saying "result_canonical": true
+// would otherwise read as one that says nothing, and two entries with one
+// hash could claim different forms.
+func (r *fieldReader) resultForm() (raw, remarshalled bool) {
+	return r.marker("result_canonical", false), r.marker("result_remarshalled", true)
+}
+
+// marker reads member k, which is either absent or holds want, and says
+// whether it is present.
+func (r *fieldReader) marker(k string, want bool) bool {
+	v, ok := r.f[k]
+	if !ok {
+		return false
+	}
+	if v != want {
+		r.fail(k, fmt.Sprintf("present but not %t", want))
+	}
+	return true
 }
 
 func (r *fieldReader) int(k string) int64 {
@@ -483,9 +503,16 @@ type ReadEntry struct {
 	// ArgsSHA256 (prompt.get) is the hex SHA-256 of Args when they were
 	// too large for the entry and went to a blob, as a call's do (wire:
 	// "args_sha256"); Args is then nil.
-	ArgsSHA256   string
-	ResultSHA256 string
-	ResultBytes  int64
+	ArgsSHA256 string
+	// ResultSHA256, ResultBytes, ResultRaw and ResultRemarshalled say
+	// what they say in a [CallResultEntry] (wire: "result_sha256",
+	// "result_bytes", "result_canonical": false, "result_remarshalled":
+	// true), so that a verifier holding the result knows which form of
+	// it to hash.
+	ResultSHA256       string
+	ResultBytes        int64
+	ResultRaw          bool
+	ResultRemarshalled bool
 	// A later leg of a read bridged for a client of an older revision
 	// (MCP 2026-07-28's input_required rounds) names the entry of the leg
 	// before it, whose result asked for the input this leg carries, and
@@ -498,6 +525,12 @@ type ReadEntry struct {
 // Marshal returns the entry's bytes.
 func (r *ReadEntry) Marshal() ([]byte, error) {
 	f := map[string]any{"server": r.Server, "result_sha256": r.ResultSHA256, "result_bytes": r.ResultBytes}
+	if r.ResultRaw {
+		f["result_canonical"] = false
+	}
+	if r.ResultRemarshalled {
+		f["result_remarshalled"] = true
+	}
 	if r.Continues != 0 {
 		f["continues"] = r.Continues
 	}
@@ -530,6 +563,7 @@ func ParseRead(e *Entry) (*ReadEntry, error) {
 	r := &ReadEntry{Kind: e.Kind, Time: e.Time, Actor: e.Actor, Auth: e.Auth, Server: rd.str("server"), URI: rd.str("uri"), Prompt: rd.str("prompt"),
 		ResultSHA256: rd.str("result_sha256"), ResultBytes: rd.int("result_bytes"),
 		Continues: uint64(rd.int("continues")), InputResponsesSHA256: rd.str("input_responses_sha256"), ArgsSHA256: rd.str("args_sha256")}
+	r.ResultRaw, r.ResultRemarshalled = rd.resultForm()
 	if v, ok := e.Fields["args"]; ok {
 		b, err := appendCanonical(nil, v, 1)
 		if err != nil {

@@ -114,6 +114,12 @@ func TestParseCallResultRefuses(t *testing.T) {
 		`"call":3,"is_error":"false"`, // not a boolean
 		`"call":3,"duration_ns":1.5`,  // not an integer
 		`"call":3,"result_sha256":1`,  // not a string
+		// The form markers hold one value each; the other is never
+		// written and would make one hash claim two forms.
+		`"call":3,"result_canonical":true`,
+		`"call":3,"result_canonical":"false"`,
+		`"call":3,"result_remarshalled":false`,
+		`"call":3,"result_remarshalled":null`,
 	} {
 		b := `{"actor":"a",` + fields + `,"kind":"call.result","time":"2026-01-02T03:04:05.000000000Z","v":1}`
 		c, err := log.Canonicalize([]byte(b))
@@ -126,6 +132,72 @@ func TestParseCallResultRefuses(t *testing.T) {
 		}
 		if _, err := log.ParseCallResult(e); err == nil {
 			t.Errorf("%s: parsed", fields)
+		}
+	}
+}
+
+// TestReadEntryResultForm: a read entry says how its result_sha256 was
+// taken as a call.result does (result_canonical: false, result_remarshalled:
+// true), both survive a round trip, a plain read carries neither, an entry
+// written before the markers still reads, and the markers' other values
+// are refused.
+func TestReadEntryResultForm(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	sum := strings.Repeat("cd", 32)
+	for _, r := range []*log.ReadEntry{
+		{Kind: log.KindResourceRead, Time: at, Actor: "a", Server: "s", URI: "file:///x", ResultSHA256: sum, ResultBytes: 9, ResultRaw: true},
+		{Kind: log.KindPromptGet, Time: at, Actor: "a", Server: "s", Prompt: "p", Args: log.CanonicalJSON(`{}`), ResultSHA256: sum, ResultBytes: 9,
+			ResultRaw: true, ResultRemarshalled: true},
+		{Kind: log.KindResourceRead, Time: at, Actor: "a", Server: "s", URI: "file:///x", ResultSHA256: sum, ResultBytes: 9},
+	} {
+		b, err := r.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, want := range map[string]bool{`"result_canonical":false`: r.ResultRaw, `"result_remarshalled":true`: r.ResultRemarshalled} {
+			if got := bytes.Contains(b, []byte(k)); got != want {
+				t.Errorf("%s: has %s: %v, want %v", b, k, got, want)
+			}
+		}
+		if bytes.Contains(b, []byte(`"result_canonical":true`)) || bytes.Contains(b, []byte(`"result_remarshalled":false`)) {
+			t.Errorf("%s: a marker with its other value", b)
+		}
+		e, err := log.ParseEntry(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := log.ParseRead(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, r) {
+			t.Errorf("ParseRead\n got %+v\nwant %+v", got, r)
+		}
+	}
+
+	const old = `{"actor":"a","kind":"resource.read","result_bytes":9,"result_sha256":"` + "ab" + `","server":"s","time":"2026-01-02T03:04:05.000000000Z","uri":"u","v":1}`
+	e, err := log.ParseEntry([]byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := log.ParseRead(e); err != nil || r.ResultRaw || r.ResultRemarshalled || r.ResultSHA256 != "ab" {
+		t.Errorf("an entry from before the markers: %+v, %v", r, err)
+	}
+
+	for _, member := range []string{`"result_canonical":true`, `"result_canonical":"false"`, `"result_remarshalled":false`, `"result_remarshalled":0`} {
+		for _, kind := range []string{log.KindResourceRead, log.KindPromptGet} {
+			b := `{"actor":"a","kind":"` + kind + `",` + member + `,"result_bytes":9,"result_sha256":"ab","server":"s","time":"2026-01-02T03:04:05.000000000Z","v":1}`
+			c, err := log.Canonicalize([]byte(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := log.ParseEntry(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, err := log.ParseRead(e); err == nil {
+				t.Errorf("%s %s: parsed as %+v", kind, member, r)
+			}
 		}
 	}
 }
@@ -286,8 +358,10 @@ func FuzzParseCallEntries(f *testing.F) {
 	f.Add(tl)
 	f.Add(tp)
 	rb, _ := (&log.ReadEntry{Kind: log.KindPromptGet, Time: at, Actor: "a", Server: "s", Prompt: "p", ArgsSHA256: "cd", ResultSHA256: "ab"}).Marshal()
+	rm, _ := (&log.ReadEntry{Kind: log.KindResourceRead, Time: at, Actor: "a", Server: "s", URI: "u", ResultSHA256: "ab", ResultRaw: true, ResultRemarshalled: true}).Marshal()
 	f.Add(rr)
 	f.Add(rb)
+	f.Add(rm)
 	f.Add([]byte(`{"actor":"a","args":{},"duration_ns":1,"is_error":true,"kind":"call","server":"s","time":"2026-01-02T03:04:05.000000000Z","tool":"t","v":1}`))
 	f.Add([]byte(`{"actor":"a","call":18446744073709551615,"kind":"call.result","time":"2026-01-02T03:04:05.000000000Z","v":1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -326,8 +400,13 @@ func FuzzParseCallEntries(f *testing.F) {
 		case log.KindResourceRead, log.KindPromptGet:
 			if rd, err := log.ParseRead(e); err == nil {
 				if b2, err := rd.Marshal(); err == nil {
-					if _, err := log.ParseEntry(b2); err != nil {
+					e2, err := log.ParseEntry(b2)
+					if err != nil {
 						t.Fatalf("a parsed %s entry marshals to one that does not parse: %v", e.Kind, err)
+					}
+					rd2, err := log.ParseRead(e2)
+					if err != nil || rd2.ResultSHA256 != rd.ResultSHA256 || rd2.ResultRaw != rd.ResultRaw || rd2.ResultRemarshalled != rd.ResultRemarshalled {
+						t.Fatalf("%s round trip of the result's hash and form: %+v\n%+v (%v)", e.Kind, rd, rd2, err)
 					}
 				}
 			}

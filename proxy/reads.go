@@ -52,11 +52,8 @@ type ToolChange struct {
 // server listed it (of its bytes, if JCS cannot represent them): what
 // call.tool_sha256 names.
 func definitionSum(raw json.RawMessage) string {
-	b, err := log.Canonicalize(raw)
-	if err != nil {
-		b = raw
-	}
-	return hexSHA256(b)
+	sum, _, _ := resultSum(raw, nil)
+	return sum
 }
 
 // hexSHA256 is the hex SHA-256 of b: how entries name result bytes and
@@ -64,6 +61,23 @@ func definitionSum(raw json.RawMessage) string {
 func hexSHA256(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// resultSum is how an entry names a result received as raw (canon: its
+// JCS form, if the reader made it already): the hex SHA-256 of its JCS
+// form or, when JCS cannot represent it (not I-JSON: duplicate keys, lone
+// surrogates, numbers out of range), of raw itself, asReceived saying so
+// (the entry's result_canonical: false). It returns the bytes it hashed.
+// call.result and read entries both decide here, so that the marker means
+// one thing in every entry that carries it.
+func resultSum(raw, canon []byte) (sum string, hashed []byte, asReceived bool) {
+	if canon == nil {
+		var err error
+		if canon, err = log.Canonicalize(raw); err != nil {
+			return hexSHA256(raw), raw, true
+		}
+	}
+	return hexSHA256(canon), canon, false
 }
 
 // toolSum returns the hash of the definition of front tool name front, or
@@ -245,8 +259,8 @@ func (c *catalogue) noteListed(session int, known, sums map[string]string) {
 }
 
 // fitRead makes sure read entry e fits in the log whatever its result and
-// legs add (the hash and size of the result, continues and the hash of
-// the answers), before the read is forwarded: prompt arguments too large
+// legs add (the hash, size and form of the result, continues and the hash
+// of the answers), before the read is forwarded: prompt arguments too large
 // for it go to a blob, the entry keeping their hash (args_sha256), as a
 // call's do; anything else too large (a URI of tens of kilobytes) is an
 // error. It returns the blobs it wrote.
@@ -254,6 +268,7 @@ func (p *Proxy) fitRead(ctx context.Context, e *log.ReadEntry) (blobSet, error) 
 	probe := *e
 	probe.Time, probe.Auth = time.Now(), log.AuthFrom(ctx)
 	probe.ResultSHA256, probe.ResultBytes = strings.Repeat("0", sha256.Size*2), math.MaxInt64
+	probe.ResultRaw, probe.ResultRemarshalled = true, true
 	probe.Continues, probe.InputResponsesSHA256 = math.MaxInt64, probe.ResultSHA256
 	_, err := probe.Marshal()
 	if !errors.Is(err, log.ErrEntryTooLarge) || e.Args == nil {
@@ -290,19 +305,18 @@ func toolSums(raws []json.RawMessage) map[string]string {
 
 // recordRead writes a resource.read or prompt.get entry for a result
 // received as raw (the SDK's re-encoding of typed when raw was not
-// captured) and returns its receipt's text form.
+// captured, which the entry then says) and returns its receipt's text
+// form.
 func (p *Proxy) recordRead(ctx context.Context, e *log.ReadEntry, raw json.RawMessage, typed any) (*log.Receipt, error) {
 	if raw == nil {
 		var err error
 		if raw, err = json.Marshal(typed); err != nil {
 			return nil, err
 		}
+		e.ResultRemarshalled = true
 	}
-	canon, err := log.Canonicalize(raw)
-	if err != nil {
-		canon = raw
-	}
-	e.ResultSHA256, e.ResultBytes = hexSHA256(canon), int64(len(raw))
+	e.ResultSHA256, _, e.ResultRaw = resultSum(raw, nil)
+	e.ResultBytes = int64(len(raw))
 	e.Auth = log.AuthFrom(ctx)
 	b, err := e.Marshal()
 	if err != nil {

@@ -3,8 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -211,17 +209,8 @@ func (p *Proxy) recordResult(ctx context.Context, d *downstream, c *call) (*log.
 	}
 	var bs blobSet
 	if c.result != nil {
-		canon, err := c.resultCanon, error(nil)
-		if canon == nil {
-			canon, err = log.Canonicalize(c.result)
-		}
-		if err != nil {
-			// Not I-JSON (duplicate keys, lone surrogates...): JCS cannot
-			// represent it, so hash the bytes as received.
-			canon, e.ResultRaw = c.result, true
-		}
-		sum := sha256.Sum256(canon)
-		e.ResultSHA256 = hex.EncodeToString(sum[:])
+		var canon []byte
+		e.ResultSHA256, canon, e.ResultRaw = resultSum(c.result, c.resultCanon)
 		e.ResultBytes = int64(len(c.result))
 		e.ResultRemarshalled = c.remarshal
 		if c.retain {
