@@ -46,9 +46,12 @@
 // The actors provlog writes entries as are SoftwareAgents whose
 // provlog:role says which part of it acted: log:provlog, the sidecar
 // ("recorder", actor provlog: genesis, tools, anchor and witness.conflict
-// entries), log:actor/provlog.retention ("retention") and
-// log:actor/provlog.operator ("operator"). Every other actor, those a
-// token names, is a plain agent log:actor/<actor>. A
+// entries), log:provlog/retention ("retention": provlog.retention's
+// purges) and log:provlog/operator ("operator": provlog.operator's purges
+// and replays). Every other actor, those a token names, is a plain agent
+// log:actor/<actor>, and so is the actor of an entry by a reserved id of
+// a kind provlog does not write as it (a client's, from before the
+// reservation). A
 // call is also associated with the downstream server, the client and
 // log:provlog (SoftwareAgents), uses its arguments entity and its data-release
 // entity, and generates its result entity, which carries the result's

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
 )
 
 // Namespaces of the PROV document. Terms provlog defines live under ns;
@@ -140,48 +141,57 @@ func (w *provWriter) agent(id string, attrs map[string]any) string {
 	return id
 }
 
-// actorAgent is the agent an entry's actor names. From
-// [ProvMappingOwnActors] on, an id provlog writes entries as is a
-// SoftwareAgent with the role it plays ([ownRole]), so that a reader
-// tells provlog acting on its own from the parties tokens name; and
-// log.GenesisActor's is [provWriter.recorder], the agent that records
-// calls, since both are the sidecar. Any other id is a plain agent: a
-// reserved one too, since provlog writes as none and an entry by one is
-// a client's from before the reservation; and so is the "local" of the
-// purge and replay entries of logs from before provlog.operator, since
-// clients had that id as well and nothing in an entry tells the
-// operator from them.
-func (w *provWriter) actorAgent(actor string) string {
+// actorAgent is the agent actor names as the actor of an entry of kind
+// (or, kind "", as a task's new owner). From [ProvMappingOwnActors] on,
+// provlog's own entries are by software agents with the role each plays
+// ([ownRole]), so that a reader tells provlog acting on its own from the
+// parties tokens name: log.GenesisActor's is [provWriter.recorder], the
+// agent that records calls, since both are the sidecar; the others are
+// log:provlog/<role>, agents of their own, apart from log:actor/<id>.
+// An entry is provlog's only if provlog writes that kind as that id:
+// before the reservation a client could be named provlog.retention or
+// provlog.operator (provlog wrote as the latter only from its
+// introduction), and a client's entry by one is a plain agent's. So is
+// the "local" of the purge and replay entries of logs from before
+// provlog.operator, since clients had that id as well and nothing in an
+// entry tells the operator from them.
+func (w *provWriter) actorAgent(actor, kind string) string {
 	role := ""
 	if w.mapping >= ProvMappingOwnActors {
-		role = ownRole(actor)
+		role = ownRole(actor, kind)
 	}
 	switch {
-	case actor == log.GenesisActor && role != "":
+	case role == "recorder":
 		return w.recorder()
 	case role != "":
-		return w.agent("log:actor/"+local(actor), map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": actor, "provlog:actor": actor, "provlog:role": role})
+		return w.agent("log:provlog/"+role, map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": actor, "provlog:actor": actor, "provlog:role": role})
 	}
 	return w.agent("log:actor/"+local(actor), map[string]any{"prov:type": qn("prov:Agent"), "prov:label": actor, "provlog:actor": actor})
 }
 
-// ownRole is the part provlog plays when it writes an entry as actor, ""
-// for an id it does not write as. Only exact ids count: provlog writes
-// them in lower case, and log.ReservedActor's other spellings are
-// reserved so that no client is taken for provlog, not because provlog
-// uses them. A role added here changes the documents of logs that hold
-// the id: it needs a new PROV mapping.
-func ownRole(actor string) string {
-	switch actor {
-	case log.GenesisActor:
+// ownRole is the part provlog plays when it writes an entry of kind as
+// actor, "" if it writes no such entry as actor. Only exact ids count:
+// provlog writes them in lower case, and log.ReservedActor's other
+// spellings are reserved so that no client is taken for provlog, not
+// because provlog uses them. No client could ever act as
+// log.GenesisActor (log.CheckActor), so every entry by it is provlog's.
+// A role added here changes the documents of logs that hold the id: it
+// needs a new PROV mapping.
+func ownRole(actor, kind string) string {
+	switch {
+	case actor == log.GenesisActor:
 		return "recorder"
-	case log.RetentionActor:
+	case actor == log.RetentionActor && kind == blobs.KindPurge:
 		return "retention"
-	case log.OperatorActor:
+	case actor == log.OperatorActor && (kind == blobs.KindPurge || kind == replayKind):
 		return "operator"
 	}
 	return ""
 }
+
+// replayKind is the kind of the entry `provlog replay --data` writes
+// (replay.KindReplay; package replay is above this one).
+const replayKind = "replay"
 
 // recorder is the sidecar, which records calls and writes genesis,
 // tools, anchor and witness.conflict entries as log.GenesisActor. The
@@ -210,7 +220,7 @@ func (w *provWriter) add(i uint64, b []byte, e *log.Entry) {
 	}
 	nrel := 0
 	relate := func(group string, a map[string]any) { nrel++; w.rel(group, i, nrel, a) }
-	actor := w.actorAgent(e.Actor)
+	actor := w.actorAgent(e.Actor, e.Kind)
 	relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": actor, "prov:role": qn("provlog:actor")})
 	if w.prev != "" {
 		relate("wasInformedBy", map[string]any{"prov:informed": act, "prov:informant": w.prev})
@@ -304,7 +314,7 @@ func (w *provWriter) addTask(act string, attrs map[string]any, e *log.Entry, act
 		w.rec("entity", snap, map[string]any{"prov:type": []any{qn("prov:Revision"), qn("provlog:TaskSnapshot")}, "provlog:taskId": t.TaskID, "prov:value": string(sj)})
 		relate("wasGeneratedBy", map[string]any{"prov:entity": snap, "prov:activity": act})
 		relate("wasDerivedFrom", map[string]any{"prov:generatedEntity": snap, "prov:usedEntity": task, "prov:activity": act, "prov:type": qn("prov:Revision")})
-		to := w.actorAgent(t.To)
+		to := w.actorAgent(t.To, "")
 		relate("actedOnBehalfOf", map[string]any{"prov:delegate": to, "prov:responsible": actor, "prov:activity": act})
 	case log.KindTaskClaim:
 		claim := act + "/claim"

@@ -21,7 +21,9 @@ import (
 // its genesis actor is the agent that records calls, not a second one.
 // Clients' actors stay plain agents, and so do the "local" of a purge by
 // an older provlog's operator and a reserved id a client used before the
-// reservation. python3-prov reads the same types.
+// reservation, even one provlog now writes as (provlog.operator), whose
+// entries of a kind provlog does not write are a client's. python3-prov
+// reads the same types.
 func TestProvOwnActors(t *testing.T) {
 	f := newFixture(t, 1, false) // the genesis, and a call and tasks by bob
 	now := time.Now()
@@ -45,6 +47,9 @@ func TestProvOwnActors(t *testing.T) {
 	retention, oldPurge := purge(log.RetentionActor), purge("local")
 	oldClient := add((&log.Entry{Kind: "task.create", Time: now, Actor: "provlog.example:alice",
 		Fields: map[string]any{"task_id": "t_2", "title": "from before the reservation"}}).Marshal())
+	oldOperator := add((&log.Entry{Kind: "task.create", Time: now, Actor: log.OperatorActor,
+		Fields: map[string]any{"task_id": "t_3", "title": "a client named so before the reservation"}}).Marshal())
+	operator := purge(log.OperatorActor)
 
 	dir := f.export(t, 0, 0)
 	rep, err := bundle.Verify(context.Background(), dir, anchor.VerifyBundled)
@@ -56,7 +61,9 @@ func TestProvOwnActors(t *testing.T) {
 	// id: "type role actor", role and actor as their attributes say.
 	want := map[string]string{
 		recorder:                            "prov:SoftwareAgent recorder provlog",
-		"log:actor/provlog.retention":       "prov:SoftwareAgent retention provlog.retention",
+		"log:provlog/retention":             "prov:SoftwareAgent retention provlog.retention",
+		"log:provlog/operator":              "prov:SoftwareAgent operator provlog.operator",
+		"log:actor/provlog.operator":        "prov:Agent - provlog.operator",
 		"log:actor/bob":                     "prov:Agent - bob",
 		"log:actor/local":                   "prov:Agent - local",
 		"log:actor/provlog.example%3Aalice": "prov:Agent - provlog.example:alice",
@@ -94,7 +101,7 @@ func TestProvOwnActors(t *testing.T) {
 			roles[agent] = append(roles[agent], fmt.Sprint(role["$"]))
 		}
 	}
-	for act, w := range map[string]string{"log:entry/0": recorder, tools: recorder, retention: "log:actor/provlog.retention",
+	for act, w := range map[string]string{"log:entry/0": recorder, tools: recorder, retention: "log:provlog/retention", operator: "log:provlog/operator", oldOperator: "log:actor/provlog.operator",
 		oldPurge: "log:actor/local", oldClient: "log:actor/provlog.example%3Aalice", bobCall: "log:actor/bob"} {
 		if actors[act] != w {
 			t.Errorf("%s's actor is %q, want %q", act, actors[act], w)
@@ -111,10 +118,10 @@ func TestProvOwnActors(t *testing.T) {
 		provRoundTrip(t, conv, doc)
 		out := pythonProv(t, `
 for a in d.get_records(prov.model.ProvAgent):
-    if a.identifier.localpart in ("provlog", "actor/provlog.retention", "actor/bob"):
+    if a.identifier.localpart in ("provlog", "provlog/retention", "actor/bob"):
         print(a.identifier, *sorted(str(x) for x in a.get_asserted_types()), *a.get_attribute("provlog:role"))
 `, doc)
-		if got, w := sortLines(string(out)), "log:actor/bob prov:Agent\nlog:actor/provlog.retention prov:SoftwareAgent retention\nlog:provlog prov:SoftwareAgent recorder\n"; got != w {
+		if got, w := sortLines(string(out)), "log:actor/bob prov:Agent\nlog:provlog prov:SoftwareAgent recorder\nlog:provlog/retention prov:SoftwareAgent retention\n"; got != w {
 			t.Errorf("python3-prov read the agents as\n%s\nwant\n%s", got, w)
 		}
 	})
