@@ -42,7 +42,7 @@ func TestUIWrongKeyOnce(t *testing.T) {
 	defer liar.Close()
 	const (
 		unsigned  = "carries no signature by the key"
-		yours     = "clear the verifier key field"
+		yours     = "this server is not showing that log's signed history"
 		theirs    = "the log's verifier key, as you were handed it"
 		otherName = "is not the key's name"
 		noKey     = "is not of the form name+hash+key"

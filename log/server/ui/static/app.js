@@ -156,7 +156,12 @@ function showVerdict(res, keyText) {
   const from = state.vkey ? "Checked against the verifier key you gave: " : "Checked against the log's own verifier key, as this server gives it: ";
   const key = keyText ? el("p", {}, from, el("code", { class: "key" }, keyText)) : null;
   if (!res.ok && res.keyFault) {
-    const title = keyText ? "✗ Not verified: the verifier key does not fit this log" : "✗ Not verified: no verifier key to check against";
+    // The reader's own key is the trusted side: what failed is this
+    // server's checkpoint against it, which is as likely a server showing
+    // another history as a mistyped key.
+    const title = !keyText ? "✗ Not verified: no verifier key to check against"
+      : state.vkey ? "✗ Not verified: this server's checkpoint does not verify against the key you gave"
+      : "✗ Not verified: the verifier key does not fit this log";
     return setVerdict(false, title, el("p", { class: "reason" }, res.reason), keyAdvice(keyText), key);
   }
   if (!res.ok) {
@@ -178,7 +183,7 @@ function showVerdict(res, keyText) {
 function keyAdvice(keyText) {
   if (!keyText) return null;
   if (state.vkey) {
-    return el("p", { class: "advice" }, "Nothing here verifies against the key you gave. Check that it is the verifier key you were handed for this log, character for character; to check against the log's own key as this server gives it, clear the verifier key field above and look up again.");
+    return el("p", { class: "advice" }, "Nothing here verifies against the key you gave. Either it is not the verifier key you were handed for this log (check it character for character), or this server is not showing that log's signed history, which is what this check is for: do not trust what it shows. To check against the log's own key as this server gives it, clear the verifier key field above and look up again.");
   }
   return el("p", { class: "advice" }, "This server gives that key as the log's own, yet it did not sign the checkpoint the server gives: the key or the checkpoint is not the log's. Enter the log's verifier key, as you were handed it, in the verifier key field above and look up again.");
 }
