@@ -74,8 +74,9 @@ type CallResultEntry struct {
 	ResultBytes  int64 // the size of that result as received
 	// ResultRaw says the result is not I-JSON, so JCS could not apply.
 	ResultRaw bool
-	// ResultRetained says the canonical result is kept as a blob
-	// (retain: full), named ResultSHA256 unless RetainedSHA256 is set.
+	// ResultRetained says the result is kept as a blob (retain: full),
+	// in the form ResultSHA256 is over, named ResultSHA256 unless
+	// RetainedSHA256 is set (wire: "result_retained", only ever true).
 	ResultRetained bool
 	// RetainedSHA256 names the kept blob when it is not the result as
 	// received: a result echoing a redacted value is kept with that
@@ -258,7 +259,9 @@ func (r *CallResultEntry) readOutcome(rd *fieldReader) {
 	r.ResultSHA256 = rd.str("result_sha256")
 	r.ResultBytes = rd.int("result_bytes")
 	r.ResultRaw, r.ResultRemarshalled = rd.resultForm()
-	r.ResultRetained = rd.boolean("result_retained")
+	// Only true was ever written, and a false would say nothing an absent
+	// member does not while letting one outcome be spelled two ways.
+	r.ResultRetained = rd.marker("result_retained", true)
 	r.RetainedSHA256 = rd.str("result_retained_sha256")
 	r.IsError = rd.boolean("is_error")
 	r.Error = rd.str("error")

@@ -106,6 +106,9 @@ func TestParseLegacyCall(t *testing.T) {
 	}
 }
 
+// TestParseCallResultRefuses: a call.result entry, or the outcome in a
+// call entry of the one-entry form, that provlog could not have written
+// does not parse.
 func TestParseCallResultRefuses(t *testing.T) {
 	for _, fields := range []string{
 		`"is_error":false`,            // no call
@@ -120,20 +123,35 @@ func TestParseCallResultRefuses(t *testing.T) {
 		`"call":3,"result_canonical":"false"`,
 		`"call":3,"result_remarshalled":false`,
 		`"call":3,"result_remarshalled":null`,
+		// result_retained is a marker too: only true was ever written.
+		`"call":3,"result_retained":false`,
+		`"call":3,"result_retained":"true"`,
 	} {
 		b := `{"actor":"a",` + fields + `,"kind":"call.result","time":"2026-01-02T03:04:05.000000000Z","v":1}`
-		c, err := log.Canonicalize([]byte(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := log.ParseEntry(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := log.ParseCallResult(e); err == nil {
+		if _, err := log.ParseCallResult(canonicalEntry(t, b)); err == nil {
 			t.Errorf("%s: parsed", fields)
 		}
 	}
+	for _, member := range []string{`"result_retained":false`, `"result_canonical":true`, `"result_remarshalled":false`} {
+		b := `{"actor":"a","args":{},"duration_ns":1,"is_error":false,"kind":"call",` + member + `,"result_bytes":2,"result_sha256":"ab","server":"s","started":"2026-01-02T03:04:05.000000000Z","time":"2026-01-02T03:04:05.000000000Z","tool":"t","v":1}`
+		if c, err := log.ParseCall(canonicalEntry(t, b)); err == nil {
+			t.Errorf("a one-entry call with %s: parsed, outcome %+v", member, c.Outcome)
+		}
+	}
+}
+
+// canonicalEntry parses the canonical form of entry text b.
+func canonicalEntry(t *testing.T, b string) *log.Entry {
+	t.Helper()
+	c, err := log.Canonicalize([]byte(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := log.ParseEntry(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // TestReadEntryResultForm: a read entry says how its result_sha256 was
@@ -359,6 +377,9 @@ func FuzzParseCallEntries(f *testing.F) {
 	f.Add(tp)
 	rb, _ := (&log.ReadEntry{Kind: log.KindPromptGet, Time: at, Actor: "a", Server: "s", Prompt: "p", ArgsSHA256: "cd", ResultSHA256: "ab"}).Marshal()
 	rm, _ := (&log.ReadEntry{Kind: log.KindResourceRead, Time: at, Actor: "a", Server: "s", URI: "u", ResultSHA256: "ab", ResultRaw: true, ResultRemarshalled: true}).Marshal()
+	rk, _ := (&log.CallResultEntry{Time: at, Actor: "a", Call: 3, ResultSHA256: "ab", ResultBytes: 9, ResultRetained: true, RetainedSHA256: "cd"}).Marshal()
+	f.Add(rk)
+	f.Add(bytes.Replace(rk, []byte(`"result_retained":true`), []byte(`"result_retained":false`), 1)) // refused
 	f.Add(rr)
 	f.Add(rb)
 	f.Add(rm)

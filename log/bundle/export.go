@@ -42,8 +42,8 @@ const (
 	ProvMappingAuth = 2
 	// ProvMappingOwnActors makes the actors provlog writes entries as
 	// SoftwareAgents with their roles, and its genesis actor the agent
-	// that records calls (see the package doc). Every manifest made with
-	// it names it.
+	// that records calls, and says which form of a result its hash is
+	// over (see the package doc). Every manifest made with it names it.
 	ProvMappingOwnActors = 3
 	// ProvMapping is the mapping [Export] writes.
 	ProvMapping = ProvMappingOwnActors

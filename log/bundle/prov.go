@@ -465,6 +465,18 @@ func (w *provWriter) addOutcome(callAct string, attrs map[string]any, server str
 	if r.ResultRetained {
 		ra["provlog:retained"] = true
 	}
+	// Which form of the result provlog:sha256 is over, for an auditor
+	// who holds the result bytes and only this document. Mapping 3 was
+	// not yet released when these came in, so they extend it rather than
+	// make a mapping 4; bundles of the earlier mappings never had them.
+	if w.mapping >= ProvMappingOwnActors {
+		if r.ResultRaw {
+			ra["provlog:canonical"] = false
+		}
+		if r.ResultRemarshalled {
+			ra["provlog:remarshalled"] = true
+		}
+	}
 	rid := callAct + "/result"
 	w.rec("entity", rid, ra)
 	relate("wasGeneratedBy", map[string]any{"prov:entity": rid, "prov:activity": callAct, "prov:time": end})
