@@ -95,6 +95,16 @@ func (c *capture) done() {
 // URIs they listen for, if refused is set.
 type pendingCalls struct {
 	m sync.Map // jsonrpc.ID -> *capture or listenURIs
+	listenHooks
+}
+
+// listenHooks are told of a connection's subscriptions/listen requests
+// for resources.
+type listenHooks struct {
+	// sent, if set, is told each listen's request id as it is about to
+	// be sent, so that its acknowledgement, which names the id, is told
+	// from another's (listens.sent): go-sdk keeps the id to itself.
+	sent func(id jsonrpc.ID, uris []string)
 	// refused, if set, is told why a listen ended unanswered or was
 	// answered with an error (listens.refused): go-sdk sends a listen
 	// without waiting for its answer, and discards it.
@@ -117,7 +127,11 @@ func (p *pendingCalls) register(ctx context.Context, msg jsonrpc.Message) (noted
 	if req.Method == methodListen && p.refused != nil {
 		var params mcp.SubscriptionsListenParams
 		if json.Unmarshal(req.Params, &params) == nil && params.Notifications != nil && len(params.Notifications.ResourceSubscriptions) > 0 {
-			p.m.Store(req.ID, listenURIs(params.Notifications.ResourceSubscriptions))
+			uris := params.Notifications.ResourceSubscriptions
+			p.m.Store(req.ID, listenURIs(uris))
+			if p.sent != nil {
+				p.sent(req.ID, uris)
+			}
 			return true, true
 		}
 		// A listen for the lists' changes only: go-sdk's own, which
@@ -184,7 +198,7 @@ func (p *pendingCalls) endListen(id jsonrpc.ID, err error) {
 // captureTransport wraps a stdio (or in-memory) downstream transport.
 type captureTransport struct {
 	inner   mcp.Transport
-	refused func(uris []string, err error) // see pendingCalls
+	listens listenHooks
 	// notify, if set, is offered each notification as it is read, before
 	// any message after it reaches the SDK, and reports whether it
 	// handled it (then the SDK never sees it). The SDK hands
@@ -200,7 +214,7 @@ func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		return nil, err
 	}
 	cc := &captureConn{Connection: c, notify: t.notify}
-	cc.pending.refused = t.refused
+	cc.pending.listenHooks = t.listens
 	return cc, nil
 }
 

@@ -74,7 +74,7 @@ func BenchmarkListenStream(b *testing.B) {
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	for b.Loop() {
-		p := &pendingCalls{refused: func([]string, error) {}}
+		p := &pendingCalls{listenHooks: listenHooks{refused: func([]string, error) {}}}
 		p.m.Store(id, listenURIs{"fixture:///watched"})
 		tee := &sseTee{ReadCloser: io.NopCloser(bytes.NewReader(stream)), pending: p}
 		if _, err := io.Copy(io.Discard, tee); err != nil {

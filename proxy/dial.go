@@ -18,15 +18,16 @@ import (
 // the wire (capture.go): a stdio server's process (started on Connect,
 // in its own process group, stderr to stderr) or a streamable HTTP
 // client over base (http.DefaultTransport if nil) with the configured
-// headers. refused, if not nil, is told the server's refusals of
-// subscriptions, and the ends of those it left unanswered (pendingCalls).
-func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, refused func([]string, error)) (mcp.Transport, *exec.Cmd) {
+// headers. listens are told of the subscriptions sent, the server's
+// refusals of them, and the ends of those it left unanswered
+// (pendingCalls).
+func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, listens listenHooks) (mcp.Transport, *exec.Cmd) {
 	if len(cfg.Command) == 0 {
 		if base == nil {
 			base = http.DefaultTransport
 		}
 		rt := &captureRoundTripper{base: base, headers: cfg.Headers}
-		rt.pending.refused = refused
+		rt.pending.listenHooks = listens
 		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: &http.Client{Transport: rt}}, nil
 	}
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
@@ -45,7 +46,7 @@ func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, re
 	}
 	cmd.Stderr = stderr
 	setProcessGroup(cmd)
-	return &captureTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateTimeout}, refused: refused}, cmd
+	return &captureTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateTimeout}, listens: listens}, cmd
 }
 
 // A Conn is a client session to one downstream server, opened as the
@@ -66,7 +67,7 @@ func Dial(ctx context.Context, cfg ServerConfig, name, version string, logger *s
 		Logger:       logger,
 		Capabilities: &mcp.ClientCapabilities{},
 	})
-	t, cmd := transportFor(cfg, nil, io.Discard, nil)
+	t, cmd := transportFor(cfg, nil, io.Discard, listenHooks{})
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocolVersion})

@@ -142,15 +142,8 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 	if d.httpClient != nil {
 		base = d.httpClient.Transport
 	}
-	// A refusal comes only for a listen sent on the session, once it is
-	// set.
 	var session atomic.Pointer[mcp.ClientSession]
-	refused := func(uris []string, err error) {
-		if cs := session.Load(); cs != nil {
-			d.listenEnded(cs, uris, err)
-		}
-	}
-	t, cmd := transportFor(d.cfg, base, &lineLogger{d: d}, refused)
+	t, cmd := transportFor(d.cfg, base, &lineLogger{d: d}, d.watchListens(&session))
 	if ct, ok := t.(*captureTransport); ok {
 		ct.notify = d.inOrder
 	}

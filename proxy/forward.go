@@ -312,7 +312,7 @@ func (d *downstream) noteListenAcks(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if a, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok {
 			if cs, ok := req.GetSession().(*mcp.ClientSession); ok {
-				d.listens.acknowledged(cs, a.Notifications.ResourceSubscriptions)
+				d.listens.acknowledged(cs, a)
 			}
 		}
 		return next(ctx, method, req)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,7 +21,8 @@ import (
 // which go-sdk's Subscribe opens and returns from once it has sent it;
 // the server takes requests concurrently, so a change told before it took
 // the listen went unheard. A subscription is held once the server
-// acknowledged it (notifications/subscriptions/acknowledged, noteListenAcks).
+// acknowledged it (notifications/subscriptions/acknowledged, noteListenAcks),
+// the acknowledgement naming the listen's request id (acknowledged).
 //
 // A listen, once held, is held for the session's life (renewed if the
 // server ends it: Renewal, below), whatever the clients unsubscribe (the
@@ -150,6 +153,8 @@ type listen struct {
 	// renewal its place in a run of renewals (renew; 0: a client's).
 	acked   time.Time
 	renewal int
+	// id is the listen's request id, once it is sent (listens.sent).
+	id jsonrpc.ID
 }
 
 // errSessionEnded is a subscription whose session ended before the
@@ -225,12 +230,39 @@ func (l *listens) hold(ctx context.Context, cs *mcp.ClientSession, uri string, r
 	}
 }
 
-// acknowledged notes that the server took cs's listens for uris.
-func (l *listens) acknowledged(cs *mcp.ClientSession, uris []string) {
+// sent notes the request id of the listen for uris that go-sdk is about
+// to send on cs: that of the listen l holds for each (hold sends one only
+// for a URI without one).
+func (l *listens) sent(cs *mcp.ClientSession, id jsonrpc.ID, uris []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, u := range uris {
-		if li, ok := l.on[cs][u]; ok && li.acked.IsZero() {
+		if li, ok := l.on[cs][u]; ok {
+			li.id = id
+		}
+	}
+}
+
+// acknowledged notes that the server took the listen of cs that a names
+// (SEP-2575: _meta's io.modelcontextprotocol/subscriptionId, the listen's
+// request id), for the URIs it lists. An acknowledgement naming another
+// listen than the one held for a URI takes none: one of a listen already
+// ended (a server's or a go-between's late or replayed message) would
+// otherwise mark a renewal, or a new subscriber's listen, held before the
+// server took it, and the client would be told it subscribed to what the
+// server may yet refuse.
+func (l *listens) acknowledged(cs *mcp.ClientSession, a *mcp.SubscriptionsAcknowledgedParams) {
+	// One that names no listen (a server of an earlier draft; the
+	// revision requires the id) or none readable is taken for the listen
+	// of each URI it lists, as the URIs are all it says: left waiting,
+	// such a server's every subscription would fail at its timeout, though
+	// a client going direct (go-sdk's ignores acknowledgements) gets them.
+	id, _ := jsonrpc.MakeID(a.Meta[mcp.MetaKeySubscriptionID])
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, u := range a.Notifications.ResourceSubscriptions {
+		li, ok := l.on[cs][u]
+		if ok && li.acked.IsZero() && (!id.IsValid() || li.id == id) {
 			li.acked = time.Now()
 			li.end(nil)
 		}
@@ -301,6 +333,24 @@ const (
 	renewalBackoff = 250 * time.Millisecond // before a run's second renewal
 	steadyListen   = time.Minute
 )
+
+// watchListens returns the hooks that tell d's listens of those sent on
+// the session that session holds once it is connected (none is sent
+// before), and of their ends.
+func (d *downstream) watchListens(session *atomic.Pointer[mcp.ClientSession]) listenHooks {
+	return listenHooks{
+		sent: func(id jsonrpc.ID, uris []string) {
+			if cs := session.Load(); cs != nil {
+				d.listens.sent(cs, id, uris)
+			}
+		},
+		refused: func(uris []string, err error) {
+			if cs := session.Load(); cs != nil {
+				d.listenEnded(cs, uris, err)
+			}
+		},
+	}
+}
 
 // listenEnded notes that the server refused or ended cs's listen for
 // uris (pendingCalls.refused), and renews those it had acknowledged.

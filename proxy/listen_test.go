@@ -96,8 +96,9 @@ func (g *subscribeGate) subscribe(uri string) error {
 }
 
 // connectListening connects a client with options opts to srv in memory
-// on a session of the 2026-07-28 revision, its acknowledgements passed to
-// d's listens as a downstream's client passes them.
+// on a session of the 2026-07-28 revision, its listens and their
+// acknowledgements and refusals passed to d's listens as a downstream's
+// client passes them (an acknowledged listen's end is not renewed).
 func connectListening(t *testing.T, srv *mcp.Server, d *downstream, opts *mcp.ClientOptions) *mcp.ClientSession {
 	ctx := context.Background()
 	ct, st := mcp.NewInMemoryTransports()
@@ -108,10 +109,20 @@ func connectListening(t *testing.T, srv *mcp.Server, d *downstream, opts *mcp.Cl
 	t.Cleanup(func() { ss.Close() })
 	client := mcp.NewClient(&mcp.Implementation{Name: "provlog", Version: "1"}, opts)
 	client.AddReceivingMiddleware(d.noteListenAcks)
-	cs, err := client.Connect(ctx, ct, nil)
+	var session atomic.Pointer[mcp.ClientSession]
+	hooks := listenHooks{
+		sent: func(id jsonrpc.ID, uris []string) { d.listens.sent(session.Load(), id, uris) },
+		refused: func(uris []string, err error) {
+			if cs := session.Load(); cs != nil {
+				d.listens.refused(cs, uris, err)
+			}
+		},
+	}
+	cs, err := client.Connect(ctx, &captureTransport{inner: ct, listens: hooks}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	session.Store(cs)
 	t.Cleanup(func() { cs.Close() })
 	if !sessionStateless(cs) {
 		t.Fatalf("the session speaks %s", cs.InitializeResult().ProtocolVersion)
