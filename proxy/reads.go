@@ -69,15 +69,10 @@ func hexSHA256(b []byte) string {
 // surrogates, numbers out of range), of raw itself, asReceived saying so
 // (the entry's result_canonical: false). It returns the bytes it hashed.
 // call.result and read entries both decide here, so that the marker means
-// one thing in every entry that carries it.
+// one thing in every entry that carries it; the rule is log.ResultSum's,
+// by which replay compares fresh results too.
 func resultSum(raw, canon []byte) (sum string, hashed []byte, asReceived bool) {
-	if canon == nil {
-		var err error
-		if canon, err = log.Canonicalize(raw); err != nil {
-			return hexSHA256(raw), raw, true
-		}
-	}
-	return hexSHA256(canon), canon, false
+	return log.ResultSum(raw, canon)
 }
 
 // toolSum returns the hash of the definition of front tool name front, or

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,7 +24,9 @@ type replayOutput struct {
 	*replay.Report
 	// Recorded is the index of the replay entry appended to the log.
 	Recorded *uint64 `json:"recorded_index"`
-	Note     string  `json:"note,omitempty"`
+	// Note says which members the entry pins by their hash, if it was
+	// too large for the log ([replay.Record.Fit]).
+	Note string `json:"note,omitempty"`
 }
 
 // runReplay re-runs recorded calls against the live downstreams and
@@ -93,11 +95,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	out := replayOutput{Report: rep}
 	// Through a sidecar the entry's actor is the token's, whatever this
 	// says; in a data dir it is the operator's, whom no token names.
-	recorded, err := src.record(ctx, rep.Record(operatorActor, time.Now(), cfg.Servers))
+	recorded, hashed, err := src.record(ctx, rep.Record(operatorActor, time.Now(), cfg.Servers))
 	if err != nil {
 		return err
 	}
-	out.Recorded = &recorded
+	out.Recorded, out.Note = &recorded, fitNote(hashed)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -124,8 +126,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 type replayLog struct {
 	entries [][]byte // the range's
 	to      uint64   // the range's end
-	// record appends the run's entry and returns its index.
-	record func(ctx context.Context, r *replay.Record) (uint64, error)
+	// record appends the run's entry and returns its index and the
+	// members that were replaced by their hash to fit it.
+	record func(ctx context.Context, r *replay.Record) (uint64, []string, error)
 	close  func()
 }
 
@@ -153,17 +156,17 @@ func openReplayLocal(ctx context.Context, data string, from, to uint64, opts *re
 		}
 	}
 	opts.After = entriesAfter(store.Entries, size)
-	l.record = func(ctx context.Context, r *replay.Record) (uint64, error) {
-		fitReplayEntry(r)
+	l.record = func(ctx context.Context, r *replay.Record) (uint64, []string, error) {
+		hashed := r.Fit()
 		b, err := r.Marshal()
 		if err != nil {
-			return 0, fmt.Errorf("recording the replay run: %w", err)
+			return 0, nil, fmt.Errorf("recording the replay run: %w", err)
 		}
 		rc, err := seq.Append(ctx, b)
 		if err != nil {
-			return 0, fmt.Errorf("recording the replay run: %w", err)
+			return 0, nil, fmt.Errorf("recording the replay run: %w", err)
 		}
-		return rc.Index, nil
+		return rc.Index, hashed, nil
 	}
 	return l, nil
 }
@@ -200,9 +203,18 @@ func openReplayRemote(ctx context.Context, logURL, token string, from, to uint64
 		}
 	}
 	opts.After = entriesAfter(read, size)
-	l.record = func(ctx context.Context, r *replay.Record) (uint64, error) {
-		fitReplayEntry(r)
-		return recordReplayRemote(ctx, logURL, token, r)
+	l.record = func(ctx context.Context, r *replay.Record) (uint64, []string, error) {
+		// Fitted here under the operator's actor, the fields stay within
+		// what record_replay takes; the sidecar fits the entry again
+		// under the token's actor and auth, which may be longer.
+		hashed := r.Fit()
+		i, more, err := recordReplayRemote(ctx, logURL, token, r)
+		for _, m := range more {
+			if !slices.Contains(hashed, m) {
+				hashed = append(hashed, m)
+			}
+		}
+		return i, hashed, err
 	}
 	return l, nil
 }
@@ -261,7 +273,8 @@ func printReplay(w io.Writer, out replayOutput) {
 	}
 	if out.Recorded != nil {
 		fmt.Fprintf(w, "recorded as replay entry %d\n", *out.Recorded)
-	} else {
+	}
+	if out.Note != "" {
 		fmt.Fprintln(w, out.Note)
 	}
 }
@@ -273,23 +286,18 @@ func orNone(s string) string {
 	return s
 }
 
-// fitReplayEntry makes a replay record that is too large for the log
-// fit: it keeps the counts and pins the per-call outcomes by their hash,
-// and then, if it is still too large, the changed definitions. A record
-// that fails otherwise is left for Marshal to refuse.
-func fitReplayEntry(r *replay.Record) {
-	if _, err := r.Marshal(); !errors.Is(err, log.ErrEntryTooLarge) {
-		return
+// fitNote says which members [replay.Record.Fit] replaced by their hash,
+// "" if none: the entry no longer lists them, and whoever reads the
+// report should know where the log only pins it.
+func fitNote(hashed []string) string {
+	if len(hashed) == 0 {
+		return ""
 	}
-	if sum, err := replay.SumJCS(r.Outcomes); err == nil && r.Outcomes != nil {
-		r.Outcomes, r.OutcomesSHA256 = nil, sum
+	var as []string
+	for _, m := range hashed {
+		as = append(as, m+" as "+m+"_sha256")
 	}
-	if _, err := r.Marshal(); !errors.Is(err, log.ErrEntryTooLarge) {
-		return
-	}
-	if sum, err := replay.SumJCS(r.DefinitionChanges); err == nil && r.DefinitionChanges != nil {
-		r.DefinitionChanges, r.DefinitionChangesSHA256 = nil, sum
-	}
+	return "the replay entry was too large for the log as it is written: it holds " + strings.Join(as, " and ") + ", the SHA-256 of the JCS form of what this report lists"
 }
 
 // entriesAfter reads the log's entries from start on, a chunk at a time,

@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -190,36 +189,4 @@ func listedSum(t *testing.T, data, server, tool string) string {
 		}
 	}
 	return sum
-}
-
-// TestFitReplayEntryDefinitions: a replay entry whose changed definitions
-// alone are too large for the log keeps its counts and pins them by their
-// hash, as it pins the per-call outcomes.
-func TestFitReplayEntryDefinitions(t *testing.T) {
-	rep := &replay.Report{From: 0, To: 2000, Runs: 1, Counts: map[string]int{replay.Unchanged: 2000}, Definitions: map[string]int{replay.DefinitionChanged: 2000}}
-	for i := range 2000 {
-		rep.Outcomes = append(rep.Outcomes, replay.Outcome{Index: uint64(i), Server: "fx", Tool: fmt.Sprintf("tool%d", i), Class: replay.Unchanged,
-			Definition: replay.DefinitionChanged, ToolThen: strings.Repeat("a", 64), ToolNow: strings.Repeat("b", 64)})
-	}
-	r := rep.Record("local", time.Unix(1, 0), nil)
-	changes, err := replay.SumJCS(r.DefinitionChanges)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fitReplayEntry(r)
-	b, err := r.Marshal()
-	if err != nil {
-		t.Fatalf("the fitted entry: %v", err)
-	}
-	e, err := log.ParseEntry(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := replay.ParseRecord(e)
-	if err != nil {
-		t.Fatalf("the fitted entry does not parse: %v", err)
-	}
-	if got.DefinitionChangesSHA256 != changes || got.DefinitionChanges != nil || got.OutcomesSHA256 == "" || got.Definitions == nil || got.Counts[replay.Unchanged] != 2000 {
-		t.Errorf("fitted record %+v, want the counts and definition_changes_sha256 %s", got, changes)
-	}
 }

@@ -28,6 +28,17 @@ const recordReplayTool = "record_replay"
 // maxReplayArgs bounds the tool's arguments: one entry's worth.
 const maxReplayArgs = log.MaxEntrySize
 
+// A recordAnswer is record_replay's answer.
+type recordAnswer struct {
+	Index uint64 `json:"index"`
+	// Hashed are the members the sidecar replaced by their hash
+	// ([replay.Record.Fit]): the caller sized the fields under its own
+	// idea of the actor, and the entry, written under the caller's
+	// authenticated actor and auth, was too large for the log.
+	Hashed []string `json:"hashed,omitempty"`
+	Note   string   `json:"note,omitempty"`
+}
+
 func registerReplayTool(s *mcp.Server, seq *server.Sequencer, actor func(context.Context, *mcp.CallToolRequest) (string, error)) {
 	s.AddTool(&mcp.Tool{
 		Name:        recordReplayTool,
@@ -60,6 +71,7 @@ func registerReplayTool(s *mcp.Server, seq *server.Sequencer, actor func(context
 			return refuse("fields is not a replay report as provlog replay makes one (docs/formats.md, replay): %v.", err)
 		}
 		rec.Time, rec.Actor, rec.Auth = time.Now(), a, log.AuthFrom(ctx)
+		hashed := rec.Fit()
 		b, err := rec.Marshal()
 		if err != nil {
 			return refuse("The entry cannot be made: %v.", err)
@@ -68,7 +80,7 @@ func registerReplayTool(s *mcp.Server, seq *server.Sequencer, actor func(context
 		if err != nil {
 			return nil, fmt.Errorf("provlog: recording the replay run: %w", err)
 		}
-		out, _ := json.Marshal(map[string]any{"index": rc.Index})
+		out, _ := json.Marshal(recordAnswer{Index: rc.Index, Hashed: hashed, Note: fitNote(hashed)})
 		return &mcp.CallToolResult{
 			Meta:    mcp.Meta{"dev.provlog/receipt": rc.String()},
 			Content: []mcp.Content{&mcp.TextContent{Text: string(out)}},
@@ -77,15 +89,16 @@ func registerReplayTool(s *mcp.Server, seq *server.Sequencer, actor func(context
 }
 
 // recordReplayRemote records a replay run through a running sidecar's MCP
-// front and returns the entry's index. The sidecar writes r's members
-// under the token's actor, at its own time.
-func recordReplayRemote(ctx context.Context, base, token string, r *replay.Record) (uint64, error) {
+// front and returns the entry's index and the members the sidecar
+// replaced by their hash to fit it. The sidecar writes r's members under
+// the token's actor, at its own time.
+func recordReplayRemote(ctx context.Context, base, token string, r *replay.Record) (uint64, []string, error) {
 	e, err := r.Entry()
 	if err != nil {
-		return 0, fmt.Errorf("recording the replay run: %w", err)
+		return 0, nil, fmt.Errorf("recording the replay run: %w", err)
 	}
 	if token == "" {
-		return 0, errors.New("recording the replay run needs an actor's token (--token or PROVLOG_TOKEN)")
+		return 0, nil, errors.New("recording the replay run needs an actor's token (--token or PROVLOG_TOKEN)")
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "provlog-replay", Version: version}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
@@ -93,12 +106,12 @@ func recordReplayRemote(ctx context.Context, base, token string, r *replay.Recor
 		HTTPClient: &http.Client{Transport: bearerTransport{token}},
 	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
-		return 0, fmt.Errorf("connecting to the sidecar to record the replay run: %w", err)
+		return 0, nil, fmt.Errorf("connecting to the sidecar to record the replay run: %w", err)
 	}
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: recordReplayTool, Arguments: map[string]any{"fields": e.Fields}})
 	if err != nil {
-		return 0, fmt.Errorf("recording the replay run: %w", err)
+		return 0, nil, fmt.Errorf("recording the replay run: %w", err)
 	}
 	var text string
 	for _, ct := range res.Content {
@@ -107,15 +120,13 @@ func recordReplayRemote(ctx context.Context, base, token string, r *replay.Recor
 		}
 	}
 	if res.IsError {
-		return 0, fmt.Errorf("recording the replay run: %s", text)
+		return 0, nil, fmt.Errorf("recording the replay run: %s", text)
 	}
-	var out struct {
-		Index uint64 `json:"index"`
-	}
+	var out recordAnswer
 	if err := json.Unmarshal([]byte(text), &out); err != nil {
-		return 0, fmt.Errorf("recording the replay run: unexpected answer %q", text)
+		return 0, nil, fmt.Errorf("recording the replay run: unexpected answer %q", text)
 	}
-	return out.Index, nil
+	return out.Index, out.Hashed, nil
 }
 
 // bearerTransport adds a bearer token to every request.

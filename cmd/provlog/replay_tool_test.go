@@ -3,15 +3,20 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/opp"
 	"github.com/provlog/provlog/proxy/replay"
 )
 
@@ -129,4 +134,71 @@ func toolText(res *mcp.CallToolResult) string {
 		}
 	}
 	return s
+}
+
+// TestRecordReplayFits: provlog replay --log sizes its record under the
+// operator's actor, and the sidecar writes it under the token's, here an
+// actor id of 128 bytes. A record that just fits the first way is too
+// large the second; the sidecar's record_replay fits it as replay does
+// (outcomes pinned by their hash) and says so in its answer. Before, it
+// refused the record, after all the replay work.
+func TestRecordReplayFits(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	actor := strings.Repeat("replay-bot.", 12)[:opp.MaxActor]
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	writeFile(t, cfgPath, []byte(fmt.Sprintf("data: %s\nactor: %s\nservers: []\n", data, actor)))
+	base, _ := startServe(t, "--config", cfgPath)
+	tok, err := os.ReadFile(filepath.Join(data, localToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// record has n unchanged calls, at every other index, as provlog
+	// replay makes it for the operator.
+	record := func(n int) *replay.Record {
+		rep := &replay.Report{To: 2 * uint64(n), Runs: 1, Counts: map[string]int{replay.Unchanged: n}, Definitions: map[string]int{replay.DefinitionSame: n}}
+		for i := range n {
+			rep.Outcomes = append(rep.Outcomes, replay.Outcome{Index: 2 * uint64(i), Class: replay.Unchanged, Definition: replay.DefinitionSame})
+		}
+		return rep.Record(operatorActor, time.Now(), nil)
+	}
+	// The most calls whose record fits the log under the operator's actor.
+	n := sort.Search(20000, func(n int) bool { _, err := record(n).Marshal(); return err != nil }) - 1
+	r := record(n)
+	if got := r.Fit(); got != nil {
+		t.Fatalf("%d calls: the record was fitted under the operator's actor (%v); the test needs one that fits", n, got)
+	}
+	outcomes, err := replay.SumJCS(r.Outcomes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := *r
+	long.Actor = actor
+	if _, err := long.Marshal(); !errors.Is(err, log.ErrEntryTooLarge) {
+		t.Fatalf("%d calls under the sidecar's actor: %v; the test needs a record too large", n, err)
+	}
+
+	index, hashed, err := recordReplayRemote(context.Background(), base, strings.TrimSpace(string(tok)), r)
+	if err != nil {
+		t.Fatalf("recording %d calls through record_replay: %v", n, err)
+	}
+	if !reflect.DeepEqual(hashed, []string{"outcomes"}) {
+		t.Errorf("record_replay's answer names %v as replaced by their hash, want [outcomes]", hashed)
+	}
+	es, err := newRemote(base, strings.TrimSpace(string(tok))).Entries(context.Background(), index, index+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := log.ParseEntry(es[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := replay.ParseRecord(e)
+	if err != nil {
+		t.Fatalf("entry %d: %v", index, err)
+	}
+	if got.Actor != actor || got.Outcomes != nil || got.OutcomesSHA256 != outcomes || got.Counts[replay.Unchanged] != n {
+		t.Errorf("entry %d: %+v, want by %s, %d unchanged calls pinned by outcomes_sha256 %s", index, got, actor, n, outcomes)
+	}
 }

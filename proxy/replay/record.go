@@ -183,6 +183,31 @@ func (r *Record) Marshal() ([]byte, error) {
 	return e.Marshal()
 }
 
+// Fit makes r fit the log when its entry is too large: it pins the
+// per-call outcomes by their hash (outcomes_sha256) and then, if the entry
+// is still too large, the definition changes (definition_changes_sha256),
+// keeping the counts. It returns the members it replaced, in that order.
+// The entry's size depends on who writes it, so r's Actor and Auth must
+// be those it will be written with. A record that fails otherwise is left
+// for Marshal to refuse.
+func (r *Record) Fit() (replaced []string) {
+	if _, err := r.Marshal(); !errors.Is(err, log.ErrEntryTooLarge) {
+		return nil
+	}
+	if sum, err := SumJCS(r.Outcomes); err == nil && r.Outcomes != nil {
+		r.Outcomes, r.OutcomesSHA256 = nil, sum
+		replaced = append(replaced, "outcomes")
+	}
+	if _, err := r.Marshal(); !errors.Is(err, log.ErrEntryTooLarge) {
+		return replaced
+	}
+	if sum, err := SumJCS(r.DefinitionChanges); err == nil && r.DefinitionChanges != nil {
+		r.DefinitionChanges, r.DefinitionChangesSHA256 = nil, sum
+		replaced = append(replaced, "definition_changes")
+	}
+	return replaced
+}
+
 // ParseRecord reads a replay entry strictly (see [Record]): an entry any
 // writer could have made, a client of record_replay included.
 func ParseRecord(e *log.Entry) (*Record, error) {

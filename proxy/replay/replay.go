@@ -14,17 +14,19 @@
 //
 // Result hashing: replay connects to a server as the proxy does
 // (proxy.Dial: the same transports, the same protocol revision) and reads
-// fresh results off the wire as the proxy does, so a fresh result's hash is
-// the SHA-256 of the RFC 8785 form of the bytes the server sent, exactly
-// what the call.result entry holds. A retained result (retain: full) is
-// that same canonical form, compared member by member.
+// fresh results off the wire as the proxy does, and hashes them by the
+// proxy's rule ([log.ResultSum]): the SHA-256 of the RFC 8785 form of the
+// bytes the server sent or, for a result that is not I-JSON (a lone
+// surrogate, a duplicate key), of those bytes as received, exactly what
+// the call.result entry holds (result_canonical: false). A retained result
+// (retain: full) is kept in that same form and compared member by member;
+// where decoding cannot show a difference (it reads a lone surrogate as
+// U+FFFD and keeps the last of duplicate keys), the hashes decide.
 package replay
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -320,23 +322,20 @@ func (r *runner) rerun(ctx context.Context, index uint64, call *log.CallEntry) O
 	}
 	ignore := append(append([]string(nil), cfg.ReplayIgnore["*"]...), cfg.ReplayIgnore[o.Tool]...)
 
-	fresh, firstRaw, err := r.runs(ctx, c, cfg, o.Tool, args, ignore)
+	fresh, err := r.runs(ctx, c, cfg, o.Tool, args, ignore)
 	if err != nil {
 		o.Class, o.Reason = Failed, err.Error()
 		return o
 	}
-	if r.opts.Runs > 1 {
-		var paths []string
-		for _, v := range fresh[1:] {
-			paths = union(paths, diff("", fresh[0], v))
+	if paths, apart := disagree(fresh, ignore); len(paths) > 0 || apart {
+		o.Class, o.Paths = Flaky, cap20(paths)
+		o.Reason = fmt.Sprintf("%d fresh runs disagree with each other", r.opts.Runs)
+		if len(paths) == 0 {
+			o.Reason += " " + unseen
 		}
-		if len(paths) > 0 {
-			o.Class, o.Paths = Flaky, cap20(paths)
-			o.Reason = fmt.Sprintf("%d fresh runs disagree with each other", r.opts.Runs)
-			return o
-		}
+		return o
 	}
-	if r.compare(&o, res, fresh[0], firstRaw, ignore) {
+	if r.compare(&o, res, fresh[0], ignore) {
 		o.Class = Unchanged
 		return o
 	}
@@ -347,7 +346,7 @@ func (r *runner) rerun(ctx context.Context, index uint64, call *log.CallEntry) O
 		o.Reason = fmt.Sprintf("%d fresh runs agree with each other but differ from the record", r.opts.Runs)
 	}
 	if c.resolver != nil {
-		o.ReleaseNow = c.resolver.Resolve(ctx, firstRaw)
+		o.ReleaseNow = c.resolver.Resolve(ctx, fresh[0].hashed)
 		if o.ReleaseNow != "" && o.ReleaseNow == o.ReleaseThen {
 			o.SameRelease = true
 		}
@@ -383,47 +382,73 @@ func (r *runner) args(call *log.CallEntry) (any, error) {
 	return args, nil
 }
 
-// runs calls tool afresh opts.Runs times and returns the results decoded
-// from their canonical form with the ignore list applied, and the first
-// run's canonical bytes with nothing ignored.
-func (r *runner) runs(ctx context.Context, c *conn, cfg *proxy.ServerConfig, tool string, args any, ignore []string) (fresh []any, firstRaw []byte, err error) {
+// A freshResult is one fresh run's result.
+type freshResult struct {
+	v      any    // decoded, the ignore list applied
+	hashed []byte // what log.ResultSum hashed, nothing ignored
+	sum    string // its hash, as a call.result entry would name it
+}
+
+// unseen explains results whose hashes differ where no path does.
+const unseen = "only where JSON decoding cannot show it (the results are not I-JSON: a lone surrogate, a duplicate key), so no path is named"
+
+// runs calls tool afresh opts.Runs times and returns the results.
+func (r *runner) runs(ctx context.Context, c *conn, cfg *proxy.ServerConfig, tool string, args any, ignore []string) ([]freshResult, error) {
 	timeout := time.Duration(cfg.Timeout)
 	if timeout <= 0 {
 		timeout = proxy.DefaultTimeout
 	}
+	var fresh []freshResult
 	for run := 0; run < r.opts.Runs; run++ {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		raw, err := c.cs.CallTool(cctx, tool, args)
 		cancel()
 		if err != nil {
-			return nil, nil, fmt.Errorf("run %d: %v", run+1, err)
+			return nil, fmt.Errorf("run %d: %v", run+1, err)
 		}
-		canon, err := log.Canonicalize(raw)
+		// The wire bytes, hashed as the proxy hashed the recorded
+		// result: a result that is not I-JSON was recorded by the hash
+		// of its bytes as received, and only those bytes match it.
+		f := freshResult{}
+		f.sum, f.hashed, _ = log.ResultSum(raw, nil)
+		v, err := decode(f.hashed)
 		if err != nil {
-			return nil, nil, fmt.Errorf("run %d: the result is not I-JSON: %v", run+1, err)
+			return nil, fmt.Errorf("run %d: %v", run+1, err)
 		}
-		if run == 0 {
-			firstRaw = canon
-		}
-		v, err := decode(canon)
-		if err != nil {
-			return nil, nil, err
-		}
-		fresh = append(fresh, applyIgnore(v, ignore))
+		f.v = applyIgnore(v, ignore)
+		fresh = append(fresh, f)
 	}
-	return fresh, firstRaw, nil
+	return fresh, nil
+}
+
+// disagree returns the paths at which the fresh runs differ from the
+// first, and whether their hashes differ where no path shows it (only
+// without an ignore list, whose removals hashes cannot see).
+func disagree(fresh []freshResult, ignore []string) (paths []string, apart bool) {
+	for _, f := range fresh[1:] {
+		paths = union(paths, diff("", fresh[0].v, f.v))
+		apart = apart || (len(ignore) == 0 && f.sum != fresh[0].sum)
+	}
+	return paths, apart
 }
 
 // compare reports whether the first fresh result is the recorded one:
 // path by path against the retained result if there is one, else by hash
 // (noted in o).
-func (r *runner) compare(o *Outcome, res *log.CallResultEntry, fresh any, firstRaw []byte, ignore []string) bool {
+func (r *runner) compare(o *Outcome, res *log.CallResultEntry, fresh freshResult, ignore []string) bool {
 	if blob := res.RetainedBlob(); blob != "" && r.opts.Blobs != nil {
 		if b, err := r.opts.Blobs.Get(blob); err == nil {
 			if rec, err := decode(b); err == nil {
-				paths := diff("", applyIgnore(rec, ignore), fresh)
+				paths := diff("", applyIgnore(rec, ignore), fresh.v)
 				o.Paths = cap20(paths)
-				return len(paths) == 0
+				if len(paths) > 0 {
+					return false
+				}
+				if len(ignore) > 0 || fresh.sum == res.ResultSHA256 {
+					return true
+				}
+				o.Note = "differs from the record " + unseen
+				return false
 			}
 		}
 	}
@@ -433,8 +458,7 @@ func (r *runner) compare(o *Outcome, res *log.CallResultEntry, fresh any, firstR
 	} else {
 		o.Note = "recorded result not retained: compared hashes only"
 	}
-	sum := sha256.Sum256(firstRaw)
-	return hex.EncodeToString(sum[:]) == res.ResultSHA256
+	return fresh.sum == res.ResultSHA256
 }
 
 func short(s string) string {
