@@ -94,3 +94,46 @@ func TestUIWrongKeyOnce(t *testing.T) {
 		{"offline, the reader's key no key at all", keyed("not-a-key"), noKey, yours},
 	})
 }
+
+// TestUIWrongKeyAndEntry opens the claim from a server that changes the
+// entries' bytes, with the reader's own key of the log's name that did
+// not sign it: the verdict says the entry's failure first, then the key's
+// once, with what to do; each step points to the verdict for the key.
+// The verdict said only the entry's failure, and each step the key's.
+func TestUIWrongKeyAndEntry(t *testing.T) {
+	l := newUILog(t, false)
+	hs := httptest.NewServer(tamper(l.sc.handler(), "entry"))
+	defer hs.Close()
+	p, ctx := openPage(t)
+	const (
+		entryReason = "the receipt names another leaf hash than the entry's bytes give"
+		keyReason   = "carries no signature by the key"
+		todo        = "this server is not showing that log's signed history"
+	)
+	v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d&vkey=%s", hs.URL, l.token, l.claim, url.QueryEscape(l.otherKey)))
+	e, k := strings.Index(txt, entryReason), strings.Index(txt, keyReason)
+	if v != "false" || e < 0 || k < e || !strings.Contains(txt, todo) {
+		t.Errorf("data-verified=%s, want the verdict to say %q, then %q, and %q: %s", v, entryReason, keyReason, todo, txt)
+	}
+	var got struct {
+		Body  string
+		Marks []string
+	}
+	if err := p.Eval(ctx, `({Body: document.querySelector("main").innerText, Marks: [...document.querySelectorAll("#timeline .check")].map(e => e.dataset.verified + " " + e.innerText)})`, &got); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(got.Body, keyReason); n != 1 {
+		t.Errorf("the page says %q %d times, want once: %s", keyReason, n, got.Body)
+	}
+	if len(got.Marks) != 3 {
+		t.Errorf("timeline marks %q, want 3", got.Marks)
+	}
+	for i, m := range got.Marks {
+		if !strings.HasPrefix(m, "false (✗ not verified") || !strings.Contains(m, "see the verdict above") {
+			t.Errorf("step %d is marked %q, want not verified, pointing to the verdict for the key", i+1, m)
+		}
+	}
+	if last := got.Marks[len(got.Marks)-1]; !strings.Contains(last, entryReason) {
+		t.Errorf("the claim's step is marked %q, want its own failure, %q", last, entryReason)
+	}
+}

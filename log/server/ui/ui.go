@@ -50,7 +50,9 @@
 // so an auditor checks against the key they were handed, not the one the
 // server offers. A key that does not fit the checkpoint (of another name,
 // or one that did not sign it) is said once, in the verdict, with what to
-// do; the task's steps, which fail for the same reason, point to it. #hash=HEX and #task=ID open an entry by leaf hash and a
+// do, after the entry's own failure if it has one (changed bytes, a proof
+// that does not fit); the task's steps, which fail for the same reason,
+// point to it. #hash=HEX and #task=ID open an entry by leaf hash and a
 // task's latest entry. The element with id "verdict" carries
 // data-verified="true" once the signature and the proof hold, "false"
 // when either fails or cannot be checked, and no such attribute while the

@@ -143,29 +143,27 @@ async function openEntry(sel, seq, task) {
   const key = state.vkey || state.info.vkey;
   const keyText = typeof key === "string" ? key : "";
   const want = sel.index !== undefined ? BigInt(sel.index) : undefined;
-  const res = keyText ? await verifyEntry(bytes, receipt, keyText, want, sel.hash) : { ok: false, keyFault: true, reason: key.message + ": enter the verifier key to check against above", steps: [] };
+  const res = keyText ? await verifyEntry(bytes, receipt, keyText, want, sel.hash) : { ok: false, reason: null, keyReason: key.message + ": enter the verifier key to check against above", steps: [] };
   if (seq !== state.seq) return;
   showVerdict(res, keyText);
   const entry = showEntry(index, bytes);
   if (res.note && res.checkpoint) await showCheckpoint(res, keyText);
   if (seq !== state.seq) return;
-  await Promise.all([showAnchors($("anchors"), index, res), showTimeline(index, entry, task, keyText, !res.ok && res.keyFault)]);
+  await Promise.all([showAnchors($("anchors"), index, res), showTimeline(index, entry, task, keyText, !res.ok && res.keyReason !== null)]);
 }
 
+// showVerdict says whether the entry verified. An entry that fails its
+// own check and whose key does not fit either shows both, the entry's
+// first (a changed entry is worse news than a wrong key), then the key's
+// once, with what to do: the entry's alone hid the key's, which each
+// step of the task then said again.
 function showVerdict(res, keyText) {
   const from = state.vkey ? "Checked against the verifier key you gave: " : "Checked against the log's own verifier key, as this server gives it: ";
   const key = keyText ? el("p", {}, from, el("code", { class: "key" }, keyText)) : null;
-  if (!res.ok && res.keyFault) {
-    // The reader's own key is the trusted side: what failed is this
-    // server's checkpoint against it, which is as likely a server showing
-    // another history as a mistyped key.
-    const title = !keyText ? "✗ Not verified: no verifier key to check against"
-      : state.vkey ? "✗ Not verified: this server's checkpoint does not verify against the key you gave"
-      : "✗ Not verified: the verifier key does not fit this log";
-    return setVerdict(false, title, el("p", { class: "reason" }, res.reason), keyAdvice(keyText), key);
-  }
   if (!res.ok) {
-    return setVerdict(false, "✗ Not verified", el("p", { class: "reason" }, res.reason), key);
+    const entry = res.reason ? el("p", { class: "reason" }, res.reason) : null;
+    const keyParts = res.keyReason ? [el("p", { class: "reason" }, res.reason ? "Nor does the verifier key fit: " : "", res.keyReason), keyAdvice(keyText)] : [];
+    return setVerdict(false, res.keyReason ? keyTitle(keyText, Boolean(res.reason)) : "✗ Not verified", entry, keyParts, key);
   }
   const cp = res.checkpoint;
   setVerdict(
@@ -175,6 +173,17 @@ function showVerdict(res, keyText) {
     key,
     el("ul", {}, res.steps.map((s) => el("li", {}, s))),
   );
+}
+
+// keyTitle names what was wrong with the key. The reader's own key is the
+// trusted side: what failed is this server's checkpoint against it, which
+// is as likely a server showing another history as a mistyped key.
+function keyTitle(keyText, entryToo) {
+  const what = !keyText ? "there is no verifier key to check against"
+    : state.vkey ? "this server's checkpoint does not verify against the key you gave"
+    : "the verifier key does not fit this log";
+  if (entryToo) return "✗ Not verified: the entry fails its own check, and " + what;
+  return !keyText ? "✗ Not verified: no verifier key to check against" : "✗ Not verified: " + what;
 }
 
 // keyAdvice says what to do about a key that does not fit the checkpoint,
@@ -408,30 +417,34 @@ const maxChecked = 100;
 async function checkEvent(e, taskID, keyText) {
   const i = entryIndex(e.index);
   if (i === null) return { ok: false, reason: "the history names no entry index" };
-  if (!keyText) return { ok: false, keyFault: true, reason: "there is no verifier key to check against" };
+  if (!keyText) return { ok: false, reason: null, keyReason: "there is no verifier key to check against" };
   try {
     const [receipt, bytes] = await Promise.all([get("/log/proof/inclusion?index=" + i), get("/log/entry/" + i, "bytes")]);
     const res = await verifyEntry(bytes, receipt, keyText, i);
-    if (!res.ok) return res;
-    if (toHex(res.leaf) !== e.leaf_hash) return { ok: false, reason: "the history names another leaf hash" };
+    if (res.reason) return res;
+    // A key that does not fit leaves the step's own checks to say.
+    const failed = (reason) => ({ ok: false, reason, keyReason: res.keyReason });
+    if (toHex(res.leaf) !== e.leaf_hash) return failed("the history names another leaf hash");
     const got = parseJSON(new TextDecoder().decode(bytes), "shown only in the entry's exact bytes");
-    if (!isObject(got) || got.kind !== e.kind || got.actor !== e.actor || got.task_id !== taskID) return { ok: false, reason: "the entry is not the step the history shows" };
+    if (!isObject(got) || got.kind !== e.kind || got.actor !== e.actor || got.task_id !== taskID) return failed("the entry is not the step the history shows");
     return res;
   } catch (err) {
-    return { ok: false, reason: err.message };
+    return { ok: false, reason: err.message, keyReason: null };
   }
 }
 
-// markEvent shows a step's check. A step that fails for its key, as the
-// opened entry did, points to the verdict, which says once what was wrong
-// with the key and what to do: each step repeated the whole reason. A
-// step whose key fault the verdict did not have (its checkpoint is not
-// the opened entry's) says its own.
+// markEvent shows a step's check: its own reason, and for its key, when
+// the opened entry's did not fit either, a pointer to the verdict, which
+// says once what was wrong with the key and what to do (each step
+// repeated the whole reason). A step whose key fault the verdict did not
+// have (its checkpoint is not the opened entry's) says its own.
 function markEvent(mark, res, keyFault) {
   mark.dataset.verified = String(res.ok);
-  if (res.ok) fill(mark, "(✓ verified)");
-  else if (res.keyFault && keyFault) fill(mark, "(✗ not verified: no fitting verifier key; see the verdict above)");
-  else fill(mark, "(✗ not verified: " + res.reason + ")");
+  if (res.ok) return fill(mark, "(✓ verified)");
+  const pointed = res.keyReason && keyFault;
+  if (pointed && res.reason) fill(mark, "(✗ not verified: ", res.reason, "; nor does the verifier key fit: see the verdict above)");
+  else if (pointed) fill(mark, "(✗ not verified: no fitting verifier key; see the verdict above)");
+  else fill(mark, "(✗ not verified: ", [res.reason, res.keyReason].filter(Boolean).join("; "), ")");
 }
 
 function lookup(ev) {
