@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -135,5 +136,61 @@ func TestUIWrongKeyAndEntry(t *testing.T) {
 	}
 	if last := got.Marks[len(got.Marks)-1]; !strings.Contains(last, entryReason) {
 		t.Errorf("the claim's step is marked %q, want its own failure, %q", last, entryReason)
+	}
+}
+
+// TestUISignatureLines opens the claim of a witnessed log with keys that
+// fit and keys of the log's name that do not, from the sidecar and from a
+// server whose log.json names another key than the log's: the checkpoint
+// section lists each signature line of the note with what is known of
+// it: with a wrong key of the log's name it listed none, not even the
+// log's own.
+func TestUISignatureLines(t *testing.T) {
+	l := newUILog(t, true)
+	liar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/ui/log.json" {
+			l.sc.handler().ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		l.sc.handler().ServeHTTP(rec, r)
+		var info map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &info); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		info["vkey"] = l.otherKey
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(info)
+	}))
+	defer liar.Close()
+	hash := func(k string) string { return strings.Split(k, "+")[1] }
+	const cosigned = "✓ cosignature verifies"
+	logLine := "provlog.example/agent-7\t" + hash(l.vkey) + "\t"
+	cases := []struct {
+		name, base, vkey, verified, logRow string
+	}{
+		{"the log's key, given", l.base, l.vkey, "true", "✓ verified with the key you gave"},
+		{"no key given", l.base, "", "true", "✓ verified with the log's key as this server gives it"},
+		{"another key of the log's name, given", l.base, l.otherKey, "false", "✓ verified with the log's key as this server gives it; not the key you gave"},
+		{"another key of the log's name, as the server gives it", liar.URL, "", "false", "by a key named provlog.example/agent-7 with hash " + hash(l.vkey) + ": not the log's key as this server gives it"},
+	}
+	p, ctx := openPage(t)
+	for _, tc := range cases {
+		frag := fmt.Sprintf("token=%s&entry=%d", l.token, l.claim)
+		if tc.vkey != "" {
+			frag += "&vkey=" + url.QueryEscape(tc.vkey)
+		}
+		v, txt := verdict(t, ctx, p, tc.base+"/ui/#"+frag)
+		if v != tc.verified {
+			t.Errorf("%s: data-verified=%s, want %s: %s", tc.name, v, tc.verified, txt)
+		}
+		var rows []string
+		if err := p.Eval(ctx, `[...document.querySelectorAll("#checkpoint tbody tr")].map(r => r.innerText)`, &rows); err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 2 || rows[0] != logLine+tc.logRow || !strings.HasPrefix(rows[1], "witness.example/w1\t") || !strings.Contains(rows[1], cosigned) {
+			t.Errorf("%s: signature rows %q, want %q and w1's %q", tc.name, rows, logLine+tc.logRow, cosigned)
+		}
 	}
 }

@@ -2,7 +2,7 @@
 // its checkpoint's witnesses and anchors, and verifies it (verify.js).
 // Everything the server sends is shown as text, never as markup.
 
-import { verifyEntry, parseVKey, verifyCosignature, toHex, encodeBase64 } from "./verify.js";
+import { verifyEntry, parseVKey, signatureLines, toHex, encodeBase64 } from "./verify.js";
 import { reader, get, parseJSON, entryIndex, isObject, kindOf, textList, WrongShape } from "./read.js";
 import { el, fill, render, shownValue, said, joined, listed, timeOf, wrong } from "./shown.js";
 import { showAnchors } from "./anchors.js";
@@ -144,12 +144,54 @@ async function openEntry(sel, seq, task) {
   const keyText = typeof key === "string" ? key : "";
   const want = sel.index !== undefined ? BigInt(sel.index) : undefined;
   const res = keyText ? await verifyEntry(bytes, receipt, keyText, want, sel.hash) : { ok: false, reason: null, keyReason: key.message + ": enter the verifier key to check against above", steps: [] };
+  const known = await knownKeys(keyText);
+  const wkeys = await witnessKeys();
+  const lines = res.note ? await signatureLines(res.note, known, wkeys) : [];
   if (seq !== state.seq) return;
   showVerdict(res, keyText);
   const entry = showEntry(index, bytes);
-  if (res.note && res.checkpoint) await showCheckpoint(res, keyText);
-  if (seq !== state.seq) return;
+  if (res.note && res.checkpoint) showCheckpoint(res, known, wkeys, lines);
   await Promise.all([showAnchors($("anchors"), index, res), showTimeline(index, entry, task, keyText, !res.ok && res.keyReason !== null)]);
+}
+
+// knownKeys are the note keys this page knows, each with what it is to
+// the reader (label, and given if the reader gave it): the key checked
+// against and, when the reader gave their own, the log's key as this
+// server gives it, so each signature line can be said to be of which.
+async function knownKeys(keyText) {
+  const out = [];
+  const add = async (text, label, given) => {
+    try {
+      out.push({ ...(await parseVKey(text)), label, given });
+    } catch {
+      // A key that cannot be read signed no line this page can name.
+    }
+  };
+  if (keyText) await add(keyText, state.vkey ? "the key you gave" : "the log's key as this server gives it", Boolean(state.vkey));
+  if (serverKeyDiffers()) await add(state.info.vkey, "the log's key as this server gives it", false);
+  return out;
+}
+
+// serverKeyDiffers is whether the reader gave a key of their own and
+// /ui/log.json names another as the log's.
+function serverKeyDiffers() {
+  return Boolean(state.vkey) && typeof state.info.vkey === "string" && state.info.vkey.trim() !== state.vkey.trim();
+}
+
+// witnessKeys are the witnesses' keys of /ui/log.json that can be read:
+// one that cannot checks no cosignature, and its lines are then of a key
+// this page does not know.
+async function witnessKeys() {
+  if (state.info.witnesses instanceof WrongShape) return [];
+  const out = [];
+  for (const w of state.info.witnesses) {
+    try {
+      out.push(await parseVKey(w));
+    } catch {
+      continue;
+    }
+  }
+  return out;
 }
 
 // showVerdict says whether the entry verified. An entry that fails its
@@ -309,42 +351,43 @@ function authWords(a) {
   return el("span", { class: "auth" }, " (", joined(parts, ", "), ")");
 }
 
-async function showCheckpoint(res, keyText) {
+// showCheckpoint shows the checkpoint and every signature line of its
+// note with what is known of it: a line of a key this page was given
+// verified or not, a line of such a key's name and another hash not that
+// key, a witness's cosignature verified or not. Lines of the checked
+// key's name were left out, so a note signed by the log's key but not
+// the reader's showed no signature at all.
+function showCheckpoint(res, known, wkeys, lines) {
   const sec = $("checkpoint");
   sec.hidden = false;
   const cp = res.checkpoint;
-  const logName = keyText.split("+")[0];
-  const rows = [];
-  // Witnesses' keys that cannot be read check no cosignature: each
-  // signature is then one by a key this page does not know.
+  const row = (name, hash, status) => el("tr", {}, el("td", {}, name), el("td", {}, el("code", {}, hash)), el("td", {}, status));
+  const rows = lines.map((l) => row(l.name, l.hash, lineStatus(l, known)));
+  for (const wk of wkeys) {
+    if (!lines.some((l) => l.witness === wk)) rows.push(row(wk.name, toHex(wk.hash), "a witness this page knows: no cosignature on this checkpoint"));
+  }
   const unread = state.info.witnesses instanceof WrongShape;
-  const keys = unread ? [] : state.info.witnesses;
-  for (const w of keys) {
-    let wk;
-    try {
-      wk = await parseVKey(w);
-    } catch {
-      continue;
-    }
-    const c = await verifyCosignature(res.note, wk);
-    const status = !c.present ? "no cosignature on this checkpoint" : c.ok ? `✓ cosignature verifies (signed ${c.time.toISOString()})` : "✗ cosignature does not verify";
-    rows.push(el("tr", {}, el("td", {}, wk.name), el("td", {}, el("code", {}, toHex(wk.hash))), el("td", {}, status)));
-  }
-  const known = new Set(rows.length ? keys.map((w) => w.split("+")[0]) : []);
-  for (const s of res.note.sigs) {
-    if (s.name === logName || known.has(s.name)) continue;
-    rows.push(el("tr", {}, el("td", {}, s.name), el("td", {}, el("code", {}, toHex(s.hash))), el("td", {}, "signature by a key this page does not know: not checked")));
-  }
   fill(sec,
     el("h2", {}, "Checkpoint"),
     el("dl", {}, el("dt", {}, "Origin"), el("dd", {}, cp.origin), el("dt", {}, "Tree size"), el("dd", {}, String(cp.size)), el("dt", {}, "Root hash"), el("dd", {}, el("code", {}, encodeBase64(cp.root)))),
-    el("h3", {}, "Witnesses"),
+    el("h3", {}, "Signatures"),
     unread ? el("p", {}, wrong(state.info.witnesses)) : null,
-    rows.length
-      ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Witness"), el("th", { scope: "col" }, "Key id"), el("th", { scope: "col" }, "Cosignature"))), el("tbody", {}, rows))
-      : unread ? null : el("p", {}, "No witness cosigned this checkpoint."),
+    el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Signed by"), el("th", { scope: "col" }, "Key hash"), el("th", { scope: "col" }, "What this page knows of it"))), el("tbody", {}, rows)),
+    unread || lines.some((l) => l.witness) ? null : el("p", {}, "No witness this page knows of cosigned this checkpoint."),
     el("details", {}, el("summary", {}, "The signed checkpoint note"), el("pre", { class: "raw" }, res.noteText)),
   );
+}
+
+// lineStatus says what is known of signature line l.
+function lineStatus(l, known) {
+  if (l.key) {
+    const checked = (l.ok ? "✓ verified with " : "✗ does not verify with ") + l.key.label;
+    return state.vkey && !l.key.given ? checked + "; not the key you gave" : checked;
+  }
+  if (l.witness) return l.ok ? `✓ cosignature verifies (signed ${l.time.toISOString()})` : "✗ cosignature does not verify";
+  const named = known.find((k) => k.name === l.name);
+  if (named) return said`by a key named ${l.name} with hash ${l.hash}: not ${named.label}`;
+  return "signature by a key this page does not know: not checked";
 }
 
 const eventWords = {

@@ -207,11 +207,37 @@ export async function verifyNoteSignature(note, vkey) {
 export async function verifyCosignature(note, wkey) {
   const sig = note.sigs.find((s) => s.name === wkey.name && equalBytes(s.hash, wkey.hash));
   if (!sig) return { present: false };
-  if (wkey.type !== 0x04 || sig.sig.length !== 72) return { present: true, ok: false, reason: "not a cosignature/v1" };
+  return { present: true, ...(await cosignature(note, sig, wkey)) };
+}
+
+async function cosignature(note, sig, wkey) {
+  if (wkey.type !== 0x04 || sig.sig.length !== 72) return { ok: false, reason: "not a cosignature/v1" };
   const t = new DataView(sig.sig.buffer, sig.sig.byteOffset, 8).getBigUint64(0);
   const msg = utf8.encode(`cosignature/v1\ntime ${t}\n` + note.body);
   const ok = await ed25519Verify(wkey.pub, sig.sig.slice(8), msg);
-  return { present: true, ok, time: new Date(Number(t) * 1000) };
+  return { ok, time: new Date(Number(t) * 1000) };
+}
+
+// signatureLines is what is known of each of note's signature lines, in
+// the note's order: {name, hash (hex), key, ok} for a line of one of keys
+// (note verifier keys; key is the first that fits, ok whether it
+// verifies), {name, hash, witness, ok, time} for one of wkeys (witness
+// cosignature keys), {name, hash} for a line of a key given in neither.
+// A line of a known name and another hash is of no known key: anyone may
+// sign with a key of any name.
+export async function signatureLines(note, keys, wkeys) {
+  const out = [];
+  const msg = utf8.encode(note.body);
+  for (const s of note.sigs) {
+    const line = { name: s.name, hash: toHex(s.hash) };
+    const fits = (k) => k.name === s.name && equalBytes(k.hash, s.hash);
+    const key = keys.find(fits);
+    const witness = key ? undefined : wkeys.find(fits);
+    if (key) Object.assign(line, { key, ok: key.type === 0x01 && s.sig.length === 64 && (await ed25519Verify(key.pub, s.sig, msg)) });
+    else if (witness) Object.assign(line, { witness }, await cosignature(note, s, witness));
+    out.push(line);
+  }
+  return out;
 }
 
 // checkKey says whether vkeyText fits checkpoint cp and its note: the
