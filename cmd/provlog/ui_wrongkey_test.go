@@ -143,8 +143,9 @@ func TestUIWrongKeyAndEntry(t *testing.T) {
 // fit and keys of the log's name that do not, from the sidecar and from a
 // server whose log.json names another key than the log's: the checkpoint
 // section lists each signature line of the note with what is known of
-// it: with a wrong key of the log's name it listed none, not even the
-// log's own.
+// it (with a wrong key of the log's name it listed none, not even the
+// log's own), and a verdict against the reader's key, which verified,
+// says when the server names another key as the log's.
 func TestUISignatureLines(t *testing.T) {
 	l := newUILog(t, true)
 	liar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -165,15 +166,20 @@ func TestUISignatureLines(t *testing.T) {
 	}))
 	defer liar.Close()
 	hash := func(k string) string { return strings.Split(k, "+")[1] }
-	const cosigned = "✓ cosignature verifies"
+	const (
+		cosigned = "✓ cosignature verifies"
+		redFlag  = "names another key as the log's own, which did not sign this checkpoint"
+	)
 	logLine := "provlog.example/agent-7\t" + hash(l.vkey) + "\t"
 	cases := []struct {
 		name, base, vkey, verified, logRow string
+		flagged                            bool
 	}{
-		{"the log's key, given", l.base, l.vkey, "true", "✓ verified with the key you gave"},
-		{"no key given", l.base, "", "true", "✓ verified with the log's key as this server gives it"},
-		{"another key of the log's name, given", l.base, l.otherKey, "false", "✓ verified with the log's key as this server gives it; not the key you gave"},
-		{"another key of the log's name, as the server gives it", liar.URL, "", "false", "by a key named provlog.example/agent-7 with hash " + hash(l.vkey) + ": not the log's key as this server gives it"},
+		{"the log's key, given", l.base, l.vkey, "true", "✓ verified with the key you gave", false},
+		{"no key given", l.base, "", "true", "✓ verified with the log's key as this server gives it", false},
+		{"another key of the log's name, given", l.base, l.otherKey, "false", "✓ verified with the log's key as this server gives it; not the key you gave", false},
+		{"another key of the log's name, as the server gives it", liar.URL, "", "false", "by a key named provlog.example/agent-7 with hash " + hash(l.vkey) + ": not the log's key as this server gives it", false},
+		{"the log's key, given, the server naming another", liar.URL, l.vkey, "true", "✓ verified with the key you gave", true},
 	}
 	p, ctx := openPage(t)
 	for _, tc := range cases {
@@ -182,8 +188,8 @@ func TestUISignatureLines(t *testing.T) {
 			frag += "&vkey=" + url.QueryEscape(tc.vkey)
 		}
 		v, txt := verdict(t, ctx, p, tc.base+"/ui/#"+frag)
-		if v != tc.verified {
-			t.Errorf("%s: data-verified=%s, want %s: %s", tc.name, v, tc.verified, txt)
+		if v != tc.verified || strings.Contains(txt, redFlag) != tc.flagged {
+			t.Errorf("%s: data-verified=%s, want %s; the verdict says %q: %v, want %v: %s", tc.name, v, tc.verified, redFlag, !tc.flagged, tc.flagged, txt)
 		}
 		var rows []string
 		if err := p.Eval(ctx, `[...document.querySelectorAll("#checkpoint tbody tr")].map(r => r.innerText)`, &rows); err != nil {

@@ -52,12 +52,13 @@
 // or one that did not sign it) is said once, in the verdict, with what to
 // do, after the entry's own failure if it has one (changed bytes, a proof
 // that does not fit); the task's steps, which fail for the same reason,
-// point to it. The checkpoint section lists every signature line of the
-// note with what is known of it: verified with the key checked against
-// or the one the server gives, of a known name but not that key, a
-// witness's cosignature verified or not, or of a key the page does not
-// know. #hash=HEX and #task=ID open an entry by leaf hash and a task's
-// latest entry. The element with id "verdict" carries
+// point to it. When the reader's key verifies but /ui/log.json names
+// another as the log's, the verdict says so. The checkpoint section lists
+// every signature line of the note with what is known of it: verified
+// with the key checked against or the one the server gives, of a known
+// name but not that key, a witness's cosignature verified or not, or of
+// a key the page does not know. #hash=HEX and #task=ID open an entry by
+// leaf hash and a task's latest entry. The element with id "verdict" carries
 // data-verified="true" once the signature and the proof hold, "false"
 // when either fails or cannot be checked, and no such attribute while the
 // check runs.

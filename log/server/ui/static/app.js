@@ -148,7 +148,7 @@ async function openEntry(sel, seq, task) {
   const wkeys = await witnessKeys();
   const lines = res.note ? await signatureLines(res.note, known, wkeys) : [];
   if (seq !== state.seq) return;
-  showVerdict(res, keyText);
+  showVerdict(res, keyText, lines);
   const entry = showEntry(index, bytes);
   if (res.note && res.checkpoint) showCheckpoint(res, known, wkeys, lines);
   await Promise.all([showAnchors($("anchors"), index, res), showTimeline(index, entry, task, keyText, !res.ok && res.keyReason !== null)]);
@@ -199,7 +199,7 @@ async function witnessKeys() {
 // first (a changed entry is worse news than a wrong key), then the key's
 // once, with what to do: the entry's alone hid the key's, which each
 // step of the task then said again.
-function showVerdict(res, keyText) {
+function showVerdict(res, keyText, lines) {
   const from = state.vkey ? "Checked against the verifier key you gave: " : "Checked against the log's own verifier key, as this server gives it: ";
   const key = keyText ? el("p", {}, from, el("code", { class: "key" }, keyText)) : null;
   if (!res.ok) {
@@ -213,6 +213,7 @@ function showVerdict(res, keyText) {
     "✓ Verified",
     el("p", {}, `Entry ${res.index} is in the log ${cp.origin} at size ${cp.size}: this browser computed its leaf hash, the root from the inclusion proof, and checked the checkpoint's signature itself.`),
     key,
+    serverKeyNote(lines),
     el("ul", {}, res.steps.map((s) => el("li", {}, s))),
   );
 }
@@ -226,6 +227,19 @@ function keyTitle(keyText, entryToo) {
     : "the verifier key does not fit this log";
   if (entryToo) return "✗ Not verified: the entry fails its own check, and " + what;
   return !keyText ? "✗ Not verified: no verifier key to check against" : "✗ Not verified: " + what;
+}
+
+// serverKeyNote is a line on a key /ui/log.json names as the log's other
+// than the reader's, which verified: the reader's key decides, but a
+// server naming as the log's a key that does not sign its checkpoints is
+// a red flag (it would have the next reader without a key of their own
+// check against it).
+function serverKeyNote(lines) {
+  if (!serverKeyDiffers()) return null;
+  const signed = lines.some((l) => l.key && !l.key.given && l.ok);
+  const theirs = el("code", { class: "key" }, state.info.vkey);
+  if (signed) return el("p", { class: "advice" }, "This server's /ui/log.json names another key as the log's own, which also signed this checkpoint: ", theirs);
+  return el("p", { class: "advice" }, "This server's /ui/log.json names another key as the log's own, which did not sign this checkpoint: ", theirs, ". A server naming as the log's a key that does not sign its checkpoints is a red flag: make sure the key you gave is the one you were handed for this log.");
 }
 
 // keyAdvice says what to do about a key that does not fit the checkpoint,
