@@ -323,8 +323,8 @@ func TestUIVerifiesInBrowser(t *testing.T) {
 	}
 	var witnessRows, anchorRows []string
 	p.Eval(ctx, `[...document.querySelectorAll("#checkpoint tbody tr")].map(r => r.innerText)`, &witnessRows)
-	if len(witnessRows) != 1 || !strings.Contains(witnessRows[0], "witness.example/w1") || !strings.Contains(witnessRows[0], "✓ cosignature verifies") {
-		t.Errorf("witness rows: %q; want w1's cosignature verified", witnessRows)
+	if len(witnessRows) != 2 || !strings.Contains(witnessRows[0], "✓ verified with the log's key") || !strings.Contains(witnessRows[1], "witness.example/w1") || !strings.Contains(witnessRows[1], "✓ cosignature verifies") {
+		t.Errorf("signature rows: %q; want the log's signature and w1's cosignature verified", witnessRows)
 	}
 	p.Eval(ctx, `[...document.querySelectorAll("#anchors tbody tr")].map(r => r.innerText)`, &anchorRows)
 	if len(anchorRows) != 1 || !strings.Contains(anchorRows[0], "earliest anchor") || !strings.Contains(anchorRows[0], "Rekor log index") || !strings.Contains(anchorRows[0], "✓ a prefix of the verified checkpoint (consistency proof") {
@@ -578,8 +578,8 @@ func TestUIViewEvidence(t *testing.T) {
 		Witnesses: [...document.querySelectorAll("#checkpoint tbody tr")].map(e => e.innerText),
 		Anchors: [...document.querySelectorAll("#anchors tbody tr")].map(e => e.innerText),
 		Source: document.getElementById("source").innerText})`, &got)
-	if len(got.Steps) != 3 || len(got.Witnesses) != 1 || !strings.Contains(got.Witnesses[0], "✓") || len(got.Anchors) != 1 || !strings.Contains(got.Source, "evidence") {
-		t.Errorf("the evidence page shows %+v; want 3 steps, w1's cosignature verified, one anchor", got)
+	if len(got.Steps) != 3 || len(got.Witnesses) != 2 || !strings.Contains(got.Witnesses[0], "✓ verified with the key you gave") || !strings.Contains(got.Witnesses[1], "✓ cosignature verifies") || len(got.Anchors) != 1 || !strings.Contains(got.Source, "evidence") {
+		t.Errorf("the evidence page shows %+v; want 3 steps, the log's signature and w1's cosignature verified, one anchor", got)
 	}
 	screenshot(t, ctx, p, "ui-evidence.png")
 	// The call the claim cites is in the evidence too.

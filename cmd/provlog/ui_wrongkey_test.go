@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -93,4 +94,109 @@ func TestUIWrongKeyOnce(t *testing.T) {
 		{"offline, the reader's key of another name", keyed(elsewhere), otherName, yours},
 		{"offline, the reader's key no key at all", keyed("not-a-key"), noKey, yours},
 	})
+}
+
+// TestUIWrongKeyAndEntry opens the claim from a server that changes the
+// entries' bytes, with the reader's own key of the log's name that did
+// not sign it: the verdict says the entry's failure first, then the key's
+// once, with what to do; each step points to the verdict for the key.
+// The verdict said only the entry's failure, and each step the key's.
+func TestUIWrongKeyAndEntry(t *testing.T) {
+	l := newUILog(t, false)
+	hs := httptest.NewServer(tamper(l.sc.handler(), "entry"))
+	defer hs.Close()
+	p, ctx := openPage(t)
+	const (
+		entryReason = "the receipt names another leaf hash than the entry's bytes give"
+		keyReason   = "carries no signature by the key"
+		todo        = "this server is not showing that log's signed history"
+	)
+	v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d&vkey=%s", hs.URL, l.token, l.claim, url.QueryEscape(l.otherKey)))
+	e, k := strings.Index(txt, entryReason), strings.Index(txt, keyReason)
+	if v != "false" || e < 0 || k < e || !strings.Contains(txt, todo) {
+		t.Errorf("data-verified=%s, want the verdict to say %q, then %q, and %q: %s", v, entryReason, keyReason, todo, txt)
+	}
+	var got struct {
+		Body  string
+		Marks []string
+	}
+	if err := p.Eval(ctx, `({Body: document.querySelector("main").innerText, Marks: [...document.querySelectorAll("#timeline .check")].map(e => e.dataset.verified + " " + e.innerText)})`, &got); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(got.Body, keyReason); n != 1 {
+		t.Errorf("the page says %q %d times, want once: %s", keyReason, n, got.Body)
+	}
+	if len(got.Marks) != 3 {
+		t.Errorf("timeline marks %q, want 3", got.Marks)
+	}
+	for i, m := range got.Marks {
+		if !strings.HasPrefix(m, "false (✗ not verified") || !strings.Contains(m, "see the verdict above") {
+			t.Errorf("step %d is marked %q, want not verified, pointing to the verdict for the key", i+1, m)
+		}
+	}
+	if last := got.Marks[len(got.Marks)-1]; !strings.Contains(last, entryReason) {
+		t.Errorf("the claim's step is marked %q, want its own failure, %q", last, entryReason)
+	}
+}
+
+// TestUISignatureLines opens the claim of a witnessed log with keys that
+// fit and keys of the log's name that do not, from the sidecar and from a
+// server whose log.json names another key than the log's: the checkpoint
+// section lists each signature line of the note with what is known of
+// it (with a wrong key of the log's name it listed none, not even the
+// log's own), and a verdict against the reader's key, which verified,
+// says when the server names another key as the log's.
+func TestUISignatureLines(t *testing.T) {
+	l := newUILog(t, true)
+	liar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/ui/log.json" {
+			l.sc.handler().ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		l.sc.handler().ServeHTTP(rec, r)
+		var info map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &info); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		info["vkey"] = l.otherKey
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(info)
+	}))
+	defer liar.Close()
+	hash := func(k string) string { return strings.Split(k, "+")[1] }
+	const (
+		cosigned = "✓ cosignature verifies"
+		redFlag  = "names another key as the log's own, which did not sign this checkpoint"
+	)
+	logLine := "provlog.example/agent-7\t" + hash(l.vkey) + "\t"
+	cases := []struct {
+		name, base, vkey, verified, logRow string
+		flagged                            bool
+	}{
+		{"the log's key, given", l.base, l.vkey, "true", "✓ verified with the key you gave", false},
+		{"no key given", l.base, "", "true", "✓ verified with the log's key as this server gives it", false},
+		{"another key of the log's name, given", l.base, l.otherKey, "false", "✓ verified with the log's key as this server gives it; not the key you gave", false},
+		{"another key of the log's name, as the server gives it", liar.URL, "", "false", "by a key named provlog.example/agent-7 with hash " + hash(l.vkey) + ": not the log's key as this server gives it", false},
+		{"the log's key, given, the server naming another", liar.URL, l.vkey, "true", "✓ verified with the key you gave", true},
+	}
+	p, ctx := openPage(t)
+	for _, tc := range cases {
+		frag := fmt.Sprintf("token=%s&entry=%d", l.token, l.claim)
+		if tc.vkey != "" {
+			frag += "&vkey=" + url.QueryEscape(tc.vkey)
+		}
+		v, txt := verdict(t, ctx, p, tc.base+"/ui/#"+frag)
+		if v != tc.verified || strings.Contains(txt, redFlag) != tc.flagged {
+			t.Errorf("%s: data-verified=%s, want %s; the verdict says %q: %v, want %v: %s", tc.name, v, tc.verified, redFlag, !tc.flagged, tc.flagged, txt)
+		}
+		var rows []string
+		if err := p.Eval(ctx, `[...document.querySelectorAll("#checkpoint tbody tr")].map(r => r.innerText)`, &rows); err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 2 || rows[0] != logLine+tc.logRow || !strings.HasPrefix(rows[1], "witness.example/w1\t") || !strings.Contains(rows[1], cosigned) {
+			t.Errorf("%s: signature rows %q, want %q and w1's %q", tc.name, rows, logLine+tc.logRow, cosigned)
+		}
+	}
 }

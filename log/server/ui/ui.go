@@ -1,6 +1,6 @@
 // Package ui serves the auditor's view: a static page under /ui/ that looks
 // up one log entry (by index, leaf hash or task id), shows it, its task's
-// history, its checkpoint's witness cosignatures and its anchors, and
+// history, its checkpoint's signatures and cosignatures and its anchors, and
 // verifies the entry's inclusion proof and the checkpoint's signature in the
 // browser with WebCrypto, against a verifier key it shows.
 //
@@ -50,8 +50,15 @@
 // so an auditor checks against the key they were handed, not the one the
 // server offers. A key that does not fit the checkpoint (of another name,
 // or one that did not sign it) is said once, in the verdict, with what to
-// do; the task's steps, which fail for the same reason, point to it. #hash=HEX and #task=ID open an entry by leaf hash and a
-// task's latest entry. The element with id "verdict" carries
+// do, after the entry's own failure if it has one (changed bytes, a proof
+// that does not fit); the task's steps, which fail for the same reason,
+// point to it. When the reader's key verifies but /ui/log.json names
+// another as the log's, the verdict says so. The checkpoint section lists
+// every signature line of the note with what is known of it: verified
+// with the key checked against or the one the server gives, of a known
+// name but not that key, a witness's cosignature verified or not, or of
+// a key the page does not know. #hash=HEX and #task=ID open an entry by
+// leaf hash and a task's latest entry. The element with id "verdict" carries
 // data-verified="true" once the signature and the proof hold, "false"
 // when either fails or cannot be checked, and no such attribute while the
 // check runs.

@@ -2,7 +2,7 @@
 // its checkpoint's witnesses and anchors, and verifies it (verify.js).
 // Everything the server sends is shown as text, never as markup.
 
-import { verifyEntry, parseVKey, verifyCosignature, toHex, encodeBase64 } from "./verify.js";
+import { verifyEntry, parseVKey, signatureLines, toHex, encodeBase64 } from "./verify.js";
 import { reader, get, parseJSON, entryIndex, isObject, kindOf, textList, WrongShape } from "./read.js";
 import { el, fill, render, shownValue, said, joined, listed, timeOf, wrong } from "./shown.js";
 import { showAnchors } from "./anchors.js";
@@ -143,29 +143,69 @@ async function openEntry(sel, seq, task) {
   const key = state.vkey || state.info.vkey;
   const keyText = typeof key === "string" ? key : "";
   const want = sel.index !== undefined ? BigInt(sel.index) : undefined;
-  const res = keyText ? await verifyEntry(bytes, receipt, keyText, want, sel.hash) : { ok: false, keyFault: true, reason: key.message + ": enter the verifier key to check against above", steps: [] };
+  const res = keyText ? await verifyEntry(bytes, receipt, keyText, want, sel.hash) : { ok: false, reason: null, keyReason: key.message + ": enter the verifier key to check against above", steps: [] };
+  const known = await knownKeys(keyText);
+  const wkeys = await witnessKeys();
+  const lines = res.note ? await signatureLines(res.note, known, wkeys) : [];
   if (seq !== state.seq) return;
-  showVerdict(res, keyText);
+  showVerdict(res, keyText, lines);
   const entry = showEntry(index, bytes);
-  if (res.note && res.checkpoint) await showCheckpoint(res, keyText);
-  if (seq !== state.seq) return;
-  await Promise.all([showAnchors($("anchors"), index, res), showTimeline(index, entry, task, keyText, !res.ok && res.keyFault)]);
+  if (res.note && res.checkpoint) showCheckpoint(res, known, wkeys, lines);
+  await Promise.all([showAnchors($("anchors"), index, res), showTimeline(index, entry, task, keyText, !res.ok && res.keyReason !== null)]);
 }
 
-function showVerdict(res, keyText) {
+// knownKeys are the note keys this page knows, each with what it is to
+// the reader (label, and given if the reader gave it): the key checked
+// against and, when the reader gave their own, the log's key as this
+// server gives it, so each signature line can be said to be of which.
+async function knownKeys(keyText) {
+  const out = [];
+  const add = async (text, label, given) => {
+    try {
+      out.push({ ...(await parseVKey(text)), label, given });
+    } catch {
+      // A key that cannot be read signed no line this page can name.
+    }
+  };
+  if (keyText) await add(keyText, state.vkey ? "the key you gave" : "the log's key as this server gives it", Boolean(state.vkey));
+  if (serverKeyDiffers()) await add(state.info.vkey, "the log's key as this server gives it", false);
+  return out;
+}
+
+// serverKeyDiffers is whether the reader gave a key of their own and
+// /ui/log.json names another as the log's.
+function serverKeyDiffers() {
+  return Boolean(state.vkey) && typeof state.info.vkey === "string" && state.info.vkey.trim() !== state.vkey.trim();
+}
+
+// witnessKeys are the witnesses' keys of /ui/log.json that can be read:
+// one that cannot checks no cosignature, and its lines are then of a key
+// this page does not know.
+async function witnessKeys() {
+  if (state.info.witnesses instanceof WrongShape) return [];
+  const out = [];
+  for (const w of state.info.witnesses) {
+    try {
+      out.push(await parseVKey(w));
+    } catch {
+      continue;
+    }
+  }
+  return out;
+}
+
+// showVerdict says whether the entry verified. An entry that fails its
+// own check and whose key does not fit either shows both, the entry's
+// first (a changed entry is worse news than a wrong key), then the key's
+// once, with what to do: the entry's alone hid the key's, which each
+// step of the task then said again.
+function showVerdict(res, keyText, lines) {
   const from = state.vkey ? "Checked against the verifier key you gave: " : "Checked against the log's own verifier key, as this server gives it: ";
   const key = keyText ? el("p", {}, from, el("code", { class: "key" }, keyText)) : null;
-  if (!res.ok && res.keyFault) {
-    // The reader's own key is the trusted side: what failed is this
-    // server's checkpoint against it, which is as likely a server showing
-    // another history as a mistyped key.
-    const title = !keyText ? "✗ Not verified: no verifier key to check against"
-      : state.vkey ? "✗ Not verified: this server's checkpoint does not verify against the key you gave"
-      : "✗ Not verified: the verifier key does not fit this log";
-    return setVerdict(false, title, el("p", { class: "reason" }, res.reason), keyAdvice(keyText), key);
-  }
   if (!res.ok) {
-    return setVerdict(false, "✗ Not verified", el("p", { class: "reason" }, res.reason), key);
+    const entry = res.reason ? el("p", { class: "reason" }, res.reason) : null;
+    const keyParts = res.keyReason ? [el("p", { class: "reason" }, res.reason ? "Nor does the verifier key fit: " : "", res.keyReason), keyAdvice(keyText)] : [];
+    return setVerdict(false, res.keyReason ? keyTitle(keyText, Boolean(res.reason)) : "✗ Not verified", entry, keyParts, key);
   }
   const cp = res.checkpoint;
   setVerdict(
@@ -173,8 +213,33 @@ function showVerdict(res, keyText) {
     "✓ Verified",
     el("p", {}, `Entry ${res.index} is in the log ${cp.origin} at size ${cp.size}: this browser computed its leaf hash, the root from the inclusion proof, and checked the checkpoint's signature itself.`),
     key,
+    serverKeyNote(lines),
     el("ul", {}, res.steps.map((s) => el("li", {}, s))),
   );
+}
+
+// keyTitle names what was wrong with the key. The reader's own key is the
+// trusted side: what failed is this server's checkpoint against it, which
+// is as likely a server showing another history as a mistyped key.
+function keyTitle(keyText, entryToo) {
+  const what = !keyText ? "there is no verifier key to check against"
+    : state.vkey ? "this server's checkpoint does not verify against the key you gave"
+    : "the verifier key does not fit this log";
+  if (entryToo) return "✗ Not verified: the entry fails its own check, and " + what;
+  return !keyText ? "✗ Not verified: no verifier key to check against" : "✗ Not verified: " + what;
+}
+
+// serverKeyNote is a line on a key /ui/log.json names as the log's other
+// than the reader's, which verified: the reader's key decides, but a
+// server naming as the log's a key that does not sign its checkpoints is
+// a red flag (it would have the next reader without a key of their own
+// check against it).
+function serverKeyNote(lines) {
+  if (!serverKeyDiffers()) return null;
+  const signed = lines.some((l) => l.key && !l.key.given && l.ok);
+  const theirs = el("code", { class: "key" }, state.info.vkey);
+  if (signed) return el("p", { class: "advice" }, "This server's /ui/log.json names another key as the log's own, which also signed this checkpoint: ", theirs);
+  return el("p", { class: "advice" }, "This server's /ui/log.json names another key as the log's own, which did not sign this checkpoint: ", theirs, ". A server naming as the log's a key that does not sign its checkpoints is a red flag: make sure the key you gave is the one you were handed for this log.");
 }
 
 // keyAdvice says what to do about a key that does not fit the checkpoint,
@@ -300,42 +365,43 @@ function authWords(a) {
   return el("span", { class: "auth" }, " (", joined(parts, ", "), ")");
 }
 
-async function showCheckpoint(res, keyText) {
+// showCheckpoint shows the checkpoint and every signature line of its
+// note with what is known of it: a line of a key this page was given
+// verified or not, a line of such a key's name and another hash not that
+// key, a witness's cosignature verified or not. Lines of the checked
+// key's name were left out, so a note signed by the log's key but not
+// the reader's showed no signature at all.
+function showCheckpoint(res, known, wkeys, lines) {
   const sec = $("checkpoint");
   sec.hidden = false;
   const cp = res.checkpoint;
-  const logName = keyText.split("+")[0];
-  const rows = [];
-  // Witnesses' keys that cannot be read check no cosignature: each
-  // signature is then one by a key this page does not know.
+  const row = (name, hash, status) => el("tr", {}, el("td", {}, name), el("td", {}, el("code", {}, hash)), el("td", {}, status));
+  const rows = lines.map((l) => row(l.name, l.hash, lineStatus(l, known)));
+  for (const wk of wkeys) {
+    if (!lines.some((l) => l.witness === wk)) rows.push(row(wk.name, toHex(wk.hash), "a witness this page knows: no cosignature on this checkpoint"));
+  }
   const unread = state.info.witnesses instanceof WrongShape;
-  const keys = unread ? [] : state.info.witnesses;
-  for (const w of keys) {
-    let wk;
-    try {
-      wk = await parseVKey(w);
-    } catch {
-      continue;
-    }
-    const c = await verifyCosignature(res.note, wk);
-    const status = !c.present ? "no cosignature on this checkpoint" : c.ok ? `✓ cosignature verifies (signed ${c.time.toISOString()})` : "✗ cosignature does not verify";
-    rows.push(el("tr", {}, el("td", {}, wk.name), el("td", {}, el("code", {}, toHex(wk.hash))), el("td", {}, status)));
-  }
-  const known = new Set(rows.length ? keys.map((w) => w.split("+")[0]) : []);
-  for (const s of res.note.sigs) {
-    if (s.name === logName || known.has(s.name)) continue;
-    rows.push(el("tr", {}, el("td", {}, s.name), el("td", {}, el("code", {}, toHex(s.hash))), el("td", {}, "signature by a key this page does not know: not checked")));
-  }
   fill(sec,
     el("h2", {}, "Checkpoint"),
     el("dl", {}, el("dt", {}, "Origin"), el("dd", {}, cp.origin), el("dt", {}, "Tree size"), el("dd", {}, String(cp.size)), el("dt", {}, "Root hash"), el("dd", {}, el("code", {}, encodeBase64(cp.root)))),
-    el("h3", {}, "Witnesses"),
+    el("h3", {}, "Signatures"),
     unread ? el("p", {}, wrong(state.info.witnesses)) : null,
-    rows.length
-      ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Witness"), el("th", { scope: "col" }, "Key id"), el("th", { scope: "col" }, "Cosignature"))), el("tbody", {}, rows))
-      : unread ? null : el("p", {}, "No witness cosigned this checkpoint."),
+    el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Signed by"), el("th", { scope: "col" }, "Key hash"), el("th", { scope: "col" }, "What this page knows of it"))), el("tbody", {}, rows)),
+    unread || lines.some((l) => l.witness) ? null : el("p", {}, "No witness this page knows of cosigned this checkpoint."),
     el("details", {}, el("summary", {}, "The signed checkpoint note"), el("pre", { class: "raw" }, res.noteText)),
   );
+}
+
+// lineStatus says what is known of signature line l.
+function lineStatus(l, known) {
+  if (l.key) {
+    const checked = (l.ok ? "✓ verified with " : "✗ does not verify with ") + l.key.label;
+    return state.vkey && !l.key.given ? checked + "; not the key you gave" : checked;
+  }
+  if (l.witness) return l.ok ? `✓ cosignature verifies (signed ${l.time.toISOString()})` : "✗ cosignature does not verify";
+  const named = known.find((k) => k.name === l.name);
+  if (named) return said`by a key named ${l.name} with hash ${l.hash}: not ${named.label}`;
+  return "signature by a key this page does not know: not checked";
 }
 
 const eventWords = {
@@ -408,30 +474,34 @@ const maxChecked = 100;
 async function checkEvent(e, taskID, keyText) {
   const i = entryIndex(e.index);
   if (i === null) return { ok: false, reason: "the history names no entry index" };
-  if (!keyText) return { ok: false, keyFault: true, reason: "there is no verifier key to check against" };
+  if (!keyText) return { ok: false, reason: null, keyReason: "there is no verifier key to check against" };
   try {
     const [receipt, bytes] = await Promise.all([get("/log/proof/inclusion?index=" + i), get("/log/entry/" + i, "bytes")]);
     const res = await verifyEntry(bytes, receipt, keyText, i);
-    if (!res.ok) return res;
-    if (toHex(res.leaf) !== e.leaf_hash) return { ok: false, reason: "the history names another leaf hash" };
+    if (res.reason) return res;
+    // A key that does not fit leaves the step's own checks to say.
+    const failed = (reason) => ({ ok: false, reason, keyReason: res.keyReason });
+    if (toHex(res.leaf) !== e.leaf_hash) return failed("the history names another leaf hash");
     const got = parseJSON(new TextDecoder().decode(bytes), "shown only in the entry's exact bytes");
-    if (!isObject(got) || got.kind !== e.kind || got.actor !== e.actor || got.task_id !== taskID) return { ok: false, reason: "the entry is not the step the history shows" };
+    if (!isObject(got) || got.kind !== e.kind || got.actor !== e.actor || got.task_id !== taskID) return failed("the entry is not the step the history shows");
     return res;
   } catch (err) {
-    return { ok: false, reason: err.message };
+    return { ok: false, reason: err.message, keyReason: null };
   }
 }
 
-// markEvent shows a step's check. A step that fails for its key, as the
-// opened entry did, points to the verdict, which says once what was wrong
-// with the key and what to do: each step repeated the whole reason. A
-// step whose key fault the verdict did not have (its checkpoint is not
-// the opened entry's) says its own.
+// markEvent shows a step's check: its own reason, and for its key, when
+// the opened entry's did not fit either, a pointer to the verdict, which
+// says once what was wrong with the key and what to do (each step
+// repeated the whole reason). A step whose key fault the verdict did not
+// have (its checkpoint is not the opened entry's) says its own.
 function markEvent(mark, res, keyFault) {
   mark.dataset.verified = String(res.ok);
-  if (res.ok) fill(mark, "(✓ verified)");
-  else if (res.keyFault && keyFault) fill(mark, "(✗ not verified: no fitting verifier key; see the verdict above)");
-  else fill(mark, "(✗ not verified: " + res.reason + ")");
+  if (res.ok) return fill(mark, "(✓ verified)");
+  const pointed = res.keyReason && keyFault;
+  if (pointed && res.reason) fill(mark, "(✗ not verified: ", res.reason, "; nor does the verifier key fit: see the verdict above)");
+  else if (pointed) fill(mark, "(✗ not verified: no fitting verifier key; see the verdict above)");
+  else fill(mark, "(✗ not verified: ", [res.reason, res.keyReason].filter(Boolean).join("; "), ")");
 }
 
 function lookup(ev) {

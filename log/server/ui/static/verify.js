@@ -207,25 +207,95 @@ export async function verifyNoteSignature(note, vkey) {
 export async function verifyCosignature(note, wkey) {
   const sig = note.sigs.find((s) => s.name === wkey.name && equalBytes(s.hash, wkey.hash));
   if (!sig) return { present: false };
-  if (wkey.type !== 0x04 || sig.sig.length !== 72) return { present: true, ok: false, reason: "not a cosignature/v1" };
+  return { present: true, ...(await cosignature(note, sig, wkey)) };
+}
+
+async function cosignature(note, sig, wkey) {
+  if (wkey.type !== 0x04 || sig.sig.length !== 72) return { ok: false, reason: "not a cosignature/v1" };
   const t = new DataView(sig.sig.buffer, sig.sig.byteOffset, 8).getBigUint64(0);
   const msg = utf8.encode(`cosignature/v1\ntime ${t}\n` + note.body);
   const ok = await ed25519Verify(wkey.pub, sig.sig.slice(8), msg);
-  return { present: true, ok, time: new Date(Number(t) * 1000) };
+  return { ok, time: new Date(Number(t) * 1000) };
+}
+
+// signatureLines is what is known of each of note's signature lines, in
+// the note's order: {name, hash (hex), key, ok} for a line of one of keys
+// (note verifier keys; key is the first that fits, ok whether it
+// verifies), {name, hash, witness, ok, time} for one of wkeys (witness
+// cosignature keys), {name, hash} for a line of a key given in neither.
+// A line of a known name and another hash is of no known key: anyone may
+// sign with a key of any name.
+export async function signatureLines(note, keys, wkeys) {
+  const out = [];
+  const msg = utf8.encode(note.body);
+  for (const s of note.sigs) {
+    const line = { name: s.name, hash: toHex(s.hash) };
+    const fits = (k) => k.name === s.name && equalBytes(k.hash, s.hash);
+    const key = keys.find(fits);
+    const witness = key ? undefined : wkeys.find(fits);
+    if (key) Object.assign(line, { key, ok: key.type === 0x01 && s.sig.length === 64 && (await ed25519Verify(key.pub, s.sig, msg)) });
+    else if (witness) Object.assign(line, { witness }, await cosignature(note, s, witness));
+    out.push(line);
+  }
+  return out;
+}
+
+// checkKey says whether vkeyText fits checkpoint cp and its note: the
+// parsed key (if it parses), with keyReason when the key does not fit (it
+// does not parse, is of another name or type, or signed no line), or
+// reason when the checkpoint is at fault (a line of the key's name and
+// hash that does not verify), or the step that passed.
+async function checkKey(note, cp, vkeyText) {
+  let vkey;
+  try {
+    vkey = await parseVKey(vkeyText);
+  } catch (e) {
+    return { keyReason: e.message };
+  }
+  if (cp.origin !== vkey.name) return { vkey, keyReason: `the checkpoint's origin ${cp.origin} is not the key's name ${vkey.name}` };
+  let sig;
+  try {
+    sig = await verifyNoteSignature(note, vkey);
+  } catch (e) {
+    return { vkey, reason: "checking the signature failed: " + e.message };
+  }
+  if (sig.ok) return { vkey, step: `checkpoint signature by ${vkey.name}+${toHex(vkey.hash)} verifies (Ed25519)` };
+  return sig.keyFault ? { vkey, keyReason: sig.reason } : { vkey, reason: sig.reason };
+}
+
+// checkEntry checks what no key has a part in: the receipt is of the
+// entry asked for (at wantIndex, or with leaf hash wantLeaf, hex, if
+// given), the entry's bytes give the leaf it names, and the proof leads
+// from that leaf to cp's root (proofFault when only that fails).
+async function checkEntry(rc, cp, entryBytes, wantIndex, wantLeaf) {
+  if (wantIndex !== undefined && rc.index !== wantIndex) return { reason: `the receipt is for entry ${rc.index}, not ${wantIndex}` };
+  const leaf = await leafHash(entryBytes);
+  if (rc.extra && !equalBytes(rc.extra, leaf)) return { leaf, reason: "the receipt names another leaf hash than the entry's bytes give" };
+  if (wantLeaf !== undefined && toHex(leaf) !== wantLeaf.toLowerCase()) return { leaf, reason: `the server answered with the entry whose leaf hash is ${toHex(leaf)}, not ${wantLeaf.toLowerCase()}` };
+  let root;
+  try {
+    root = await rootFromInclusion(rc.index, cp.size, leaf, rc.proof);
+  } catch (e) {
+    return { leaf, proofFault: true, reason: "the inclusion proof does not fit: " + e.message };
+  }
+  if (!equalBytes(root, cp.root)) return { leaf, proofFault: true, reason: "the inclusion proof leads to another root than the checkpoint's" };
+  return { leaf, root };
 }
 
 // verifyEntry is the whole check of one entry: its bytes hash to the leaf
 // the receipt names, the proof leads from that leaf to the checkpoint's
-// root, and the checkpoint is signed by vkey for its origin; and it is
-// the entry asked for: at wantIndex, or with leaf hash wantLeaf (hex), if
-// given. It never throws; it returns {ok, steps, reason, checkpoint}, and
-// keyFault when the reason is that vkey does not fit the checkpoint (no
-// key, another origin, no signature by it): every entry of the log then
-// fails for the same reason, which a page says once.
+// root, the checkpoint is signed by vkey for its origin, and it is the
+// entry asked for: at wantIndex, or with leaf hash wantLeaf (hex), if
+// given. It never throws; it returns {ok, steps, reason, keyReason,
+// checkpoint, note, vkey}. The key and the entry are checked apart, and
+// each failure is said apart: reason for the entry's or the checkpoint's,
+// keyReason when vkey does not fit the checkpoint (no key, another
+// origin, no signature by it). Every entry of the log fails for the
+// key's reason, which a page says once; an entry that also fails for its
+// own reason hid the key's, and each step of its task then said the key's.
 export async function verifyEntry(entryBytes, receiptText, vkeyText, wantIndex, wantLeaf) {
-  const steps = [];
-  let rc, note, cp, vkey;
-  const fail = (reason, keyFault = false) => ({ ok: false, keyFault, reason, steps, checkpoint: cp, note, noteText: rc && rc.note });
+  let rc, note, cp;
+  const fail = (reason) => ({ ok: false, reason, keyReason: null, steps: [], checkpoint: cp, note, noteText: rc && rc.note });
   if (!globalThis.crypto || !crypto.subtle) {
     return fail("this browser gives no WebCrypto here (it needs a secure context: https or localhost)");
   }
@@ -236,32 +306,17 @@ export async function verifyEntry(entryBytes, receiptText, vkeyText, wantIndex, 
   } catch (e) {
     return fail("the receipt cannot be read: " + e.message);
   }
-  try {
-    vkey = await parseVKey(vkeyText);
-  } catch (e) {
-    return fail(e.message, true);
-  }
-  if (wantIndex !== undefined && rc.index !== wantIndex) return fail(`the receipt is for entry ${rc.index}, not ${wantIndex}`);
-  const leaf = await leafHash(entryBytes);
-  steps.push(`leaf hash SHA-256(0x00 ‖ entry) = ${toHex(leaf)}`);
-  if (rc.extra && !equalBytes(rc.extra, leaf)) return fail("the receipt names another leaf hash than the entry's bytes give");
-  if (wantLeaf !== undefined && toHex(leaf) !== wantLeaf.toLowerCase()) return fail(`the server answered with the entry whose leaf hash is ${toHex(leaf)}, not ${wantLeaf.toLowerCase()}`);
-  if (cp.origin !== vkey.name) return fail(`the checkpoint's origin ${cp.origin} is not the key's name ${vkey.name}`, true);
-  let sig;
-  try {
-    sig = await verifyNoteSignature(note, vkey);
-  } catch (e) {
-    return fail("checking the signature failed: " + e.message);
-  }
-  if (!sig.ok) return fail(sig.reason, sig.keyFault);
-  steps.push(`checkpoint signature by ${vkey.name}+${toHex(vkey.hash)} verifies (Ed25519)`);
-  let root;
-  try {
-    root = await rootFromInclusion(rc.index, cp.size, leaf, rc.proof);
-  } catch (e) {
-    return fail("the inclusion proof does not fit: " + e.message);
-  }
-  if (!equalBytes(root, cp.root)) return fail("the inclusion proof leads to another root than the checkpoint's");
-  steps.push(`inclusion proof of ${rc.proof.length} hashes recomputes the root ${encodeBase64(root)} at size ${cp.size}`);
-  return { ok: true, steps, checkpoint: cp, note, noteText: rc.note, index: rc.index, leaf };
+  const key = await checkKey(note, cp, vkeyText);
+  const entry = await checkEntry(rc, cp, entryBytes, wantIndex, wantLeaf);
+  // A checkpoint whose signature fails is said before a proof that does
+  // not lead to its root: that root is then no one's.
+  const reason = (entry.proofFault && key.reason) || entry.reason || key.reason || null;
+  const res = { checkpoint: cp, note, noteText: rc.note, index: rc.index, leaf: entry.leaf, vkey: key.vkey };
+  if (reason || key.keyReason) return { ...res, ok: false, reason, keyReason: key.keyReason || null, steps: [] };
+  const steps = [
+    `leaf hash SHA-256(0x00 ‖ entry) = ${toHex(entry.leaf)}`,
+    key.step,
+    `inclusion proof of ${rc.proof.length} hashes recomputes the root ${encodeBase64(entry.root)} at size ${cp.size}`,
+  ];
+  return { ...res, ok: true, steps };
 }
