@@ -2,8 +2,11 @@ package main
 
 import (
 	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,8 +14,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
 )
 
 // TestUIWrongKeyOnce opens the claim, whose task has three steps, with a
@@ -198,5 +204,71 @@ func TestUISignatureLines(t *testing.T) {
 		if len(rows) != 2 || rows[0] != logLine+tc.logRow || !strings.HasPrefix(rows[1], "witness.example/w1\t") || !strings.Contains(rows[1], cosigned) {
 			t.Errorf("%s: signature rows %q, want %q and w1's %q", tc.name, rows, logLine+tc.logRow, cosigned)
 		}
+	}
+}
+
+// TestUIWitnessTimeOutOfRange: a witness the page knows cosigns the
+// checkpoint with a time past the last date JavaScript holds (its key
+// signs what it likes); the page shows the cosignature as verified, with
+// its seconds, and the rest of the page. Showing the time threw, and the
+// page stopped at the checkpoint.
+func TestUIWitnessTimeOutOfRange(t *testing.T) {
+	l := newUILog(t, false)
+	skey, vkey, err := log.GenerateCosignerKey(rand.Reader, "witness.example/far")
+	if err != nil {
+		t.Fatal(err)
+	}
+	far, err := log.ParseCosignerKey(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	when := time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)
+	liar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		l.sc.handler().ServeHTTP(rec, r)
+		body := rec.Body.String()
+		switch r.URL.Path {
+		case "/ui/log.json":
+			var info map[string]any
+			if err := json.Unmarshal(rec.Body.Bytes(), &info); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			info["witnesses"] = []string{vkey}
+			b, _ := json.Marshal(info)
+			body = string(b)
+		case "/log/proof/inclusion":
+			// The receipt ends with the checkpoint's note: its text up to
+			// the blank line, then its signature lines.
+			cp := body[strings.Index(body, "provlog.example/agent-7\n"):]
+			text := cp[:strings.Index(cp, "\n\n")+1]
+			sig, err := far.SignAt([]byte(text), when)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			line := append(binary.BigEndian.AppendUint32(nil, far.KeyHash()), sig...)
+			body += "— " + far.Name() + " " + base64.StdEncoding.EncodeToString(line) + "\n"
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		io.WriteString(w, body)
+	}))
+	defer liar.Close()
+	p, ctx := openPage(t)
+	v, txt := verdict(t, ctx, p, liar.URL+fmt.Sprintf("/ui/#token=%s&entry=%d", l.token, l.claim))
+	if v != "true" {
+		t.Errorf("data-verified=%s, want true: %s", v, txt)
+	}
+	var rows []string
+	if err := p.Eval(ctx, `[...document.querySelectorAll("#checkpoint tbody tr")].map(r => r.innerText)`, &rows); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("✓ cosignature verifies (signed %d s after 1970, past any date this page can show)", when.Unix())
+	if len(rows) != 2 || !strings.HasPrefix(rows[1], "witness.example/far\t") || !strings.HasSuffix(rows[1], want) {
+		t.Errorf("signature rows %q, want far's %q", rows, want)
 	}
 }

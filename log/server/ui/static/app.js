@@ -392,13 +392,20 @@ function showCheckpoint(res, known, wkeys, lines) {
   );
 }
 
+// cosignedAt is the time a witness's cosignature line l names: its own
+// seconds, which a witness may put past the last date JavaScript can
+// hold (year 275760), where a Date has no text.
+function cosignedAt(l) {
+  return Number.isNaN(l.time.getTime()) ? `${l.seconds} s after 1970, past any date this page can show` : l.time.toISOString();
+}
+
 // lineStatus says what is known of signature line l.
 function lineStatus(l, known) {
   if (l.key) {
     const checked = (l.ok ? "✓ verified with " : "✗ does not verify with ") + l.key.label;
     return state.vkey && !l.key.given ? checked + "; not the key you gave" : checked;
   }
-  if (l.witness) return l.ok ? `✓ cosignature verifies (signed ${l.time.toISOString()})` : "✗ cosignature does not verify";
+  if (l.witness) return l.ok ? `✓ cosignature verifies (signed ${cosignedAt(l)})` : "✗ cosignature does not verify";
   const named = known.find((k) => k.name === l.name);
   if (named) return said`by a key named ${l.name} with hash ${l.hash}: not ${named.label}`;
   return "signature by a key this page does not know: not checked";

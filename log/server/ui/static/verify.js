@@ -215,7 +215,7 @@ async function cosignature(note, sig, wkey) {
   const t = new DataView(sig.sig.buffer, sig.sig.byteOffset, 8).getBigUint64(0);
   const msg = utf8.encode(`cosignature/v1\ntime ${t}\n` + note.body);
   const ok = await ed25519Verify(wkey.pub, sig.sig.slice(8), msg);
-  return { ok, time: new Date(Number(t) * 1000) };
+  return { ok, time: new Date(Number(t) * 1000), seconds: String(t) };
 }
 
 // signatureLines is what is known of each of note's signature lines, in
