@@ -371,7 +371,11 @@ func (d *downstream) listenEnded(cs *mcp.ClientSession, uris []string, err error
 func (d *downstream) renew(cs *mcp.ClientSession, uri string, n int, why error) {
 	for ; n <= maxRenewals; n++ {
 		if n > 1 {
-			time.Sleep(renewalBackoff << (n - 2))
+			select {
+			case <-time.After(renewalBackoff << (n - 2)):
+			case <-d.p.ctx.Done(): // the proxy closed: nothing to renew
+				return
+			}
 		}
 		if !d.p.subscribed(d, uri) {
 			return
