@@ -32,7 +32,8 @@ func TestMain(m *testing.M) {
 const fixtureAppendEnv, fixtureDescEnv = "PROVLOG_PROXY_FIXTURE_APPEND", "PROVLOG_PROXY_FIXTURE_DESC"
 
 // fixtureCancelledEnv names a file the fixture's "hang" tool appends a
-// line to when its call is cancelled.
+// line to when its call starts ("started") and when it is cancelled
+// ("cancelled").
 const fixtureCancelledEnv = "PROVLOG_PROXY_FIXTURE_CANCELLED"
 
 // addAppend adds the tool "append", which appends its text argument and a
@@ -143,14 +144,21 @@ func runFixtureServer() {
 	})
 	addWaitFile(s)
 	s.AddTool(&mcp.Tool{Name: "hang", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		<-ctx.Done()
-		if path := os.Getenv(fixtureCancelledEnv); path != "" {
-			// The test reads the cancellations the server was told of.
-			if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-				fmt.Fprintln(f, "cancelled in pid", os.Getpid())
-				f.Close()
+		// The test reads when the server took the call up and the
+		// cancellation it was told of: only a call already at work here
+		// can show one lost (a call cancelled before it was sent, or
+		// before the SDK got to it, never reaches this handler).
+		note := func(what string) {
+			if path := os.Getenv(fixtureCancelledEnv); path != "" {
+				if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+					fmt.Fprintln(f, what, "in pid", os.Getpid())
+					f.Close()
+				}
 			}
 		}
+		note("started")
+		<-ctx.Done()
+		note("cancelled")
 		return nil, ctx.Err()
 	})
 	s.AddTool(&mcp.Tool{Name: "fail_protocol", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

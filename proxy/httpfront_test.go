@@ -53,15 +53,15 @@ func TestFastPathHTTP(t *testing.T) {
 		fast(t, 1, func() {
 			cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 			defer cancel()
-			start := time.Now()
 			_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "evh__trigger-long-running-operation", Arguments: map[string]any{"duration": 20, "steps": 20}})
 			if err == nil {
 				t.Fatal("a cancelled call succeeded")
 			}
-			if d := time.Since(start); d > 10*time.Second {
-				t.Errorf("cancelling took %v", d)
-			}
 		})
+		// The entry, not how soon the client's call returned (its SDK
+		// returns at its own deadline whatever the proxy does), shows
+		// that the proxy gave the call up: one it ran on would be
+		// recorded with the server's result 20 s later.
 		e, _ := l.callAt(t, before)
 		if e.Fields["error"] != "cancelled by the client" || e.Fields["is_error"] != true || e.Actor != testActor {
 			t.Errorf("cancelled call entry: %v", e.Fields)

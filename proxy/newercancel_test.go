@@ -43,7 +43,14 @@ func TestNewerCallCancelledDownstream(t *testing.T) {
 			done <- err
 		}()
 		if cfg.ID == "gone" {
-			l.waitSize(t, at+1) // the call entry is in the log: the call is on its way
+			// Given up only once the server is at work on the call: a
+			// call given up sooner is rightly never sent (or never run),
+			// and the server has nothing to be told. Its call entry in
+			// the log was not that point: the proxy writes it before it
+			// starts the server's 2026-07-28 session (a second process,
+			// for the first such call) and sends the call, and under load
+			// the client went away in between.
+			waitNoted(t, cfg.Env[fixtureCancelledEnv], "started")
 			cancel()
 		}
 		if err := <-done; err == nil {
@@ -53,7 +60,7 @@ func TestNewerCallCancelledDownstream(t *testing.T) {
 		if n := p.statelessCalls.Load() - before; n != 0 {
 			t.Fatalf("%s: the HTTP front served the call itself, not the SDK's handler", cfg.ID)
 		}
-		waitNoted(t, cfg.Env[fixtureCancelledEnv])
+		waitNoted(t, cfg.Env[fixtureCancelledEnv], "cancelled")
 		want := map[string]string{"gone": "cancelled by the client", "slow": "did not answer hang within 1s"}[cfg.ID]
 		if _, raw := l.callAt(t, at); !strings.Contains(string(raw), want) {
 			t.Errorf("%s: the call's entries say %s, want %q", cfg.ID, raw, want)
@@ -61,16 +68,20 @@ func TestNewerCallCancelledDownstream(t *testing.T) {
 	}
 }
 
-// waitNoted waits until the fixture noted a cancelled call in path.
-func waitNoted(t *testing.T, path string) {
+// waitNoted waits until the fixture's "hang" noted what ("started" or
+// "cancelled") in path.
+func waitNoted(t *testing.T, path, what string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second) // for a hung server, not a bound
 	for {
 		b, _ := os.ReadFile(path)
-		if strings.Contains(string(b), "cancelled") {
+		if strings.Contains(string(b), what) {
 			return
 		}
 		if time.Now().After(deadline) {
+			if what == "started" {
+				t.Fatalf("the server never took up its call (%s)", path)
+			}
 			t.Fatalf("the server was not told that its call was cancelled (%s)", path)
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -297,14 +297,15 @@ func testReferenceServers(t *testing.T, front string) {
 	})
 
 	t.Run("Timeout", func(t *testing.T) {
-		start := time.Now()
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__hang"})
+		// The server's 500ms is what ends the call, as its error says; the
+		// client's bound only turns a timeout that never fires into a
+		// failure rather than a hung test.
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "fx__hang"})
 		var we *jsonrpc.Error
 		if !errors.As(err, &we) || !strings.Contains(we.Message, "did not answer hang within 500ms") {
 			t.Fatalf("hanging call: %v", err)
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("the timeout took %v", d)
 		}
 		var data map[string]string
 		json.Unmarshal(we.Data, &data)
