@@ -107,11 +107,11 @@ func TestTokenAddCommand(t *testing.T) {
 	if c, err := loadConfig(cfg); err != nil || !slices.ContainsFunc(c.Actors, func(a TokenConfig) bool { return a.ID == "dave" }) {
 		t.Fatalf("the linked config did not get dave's token: %v %+v", err, c)
 	}
-	// The sidecar's own actor ids are refused, and the file is left as
-	// it was.
+	// The sidecar's own actor ids, and one that reads as them (Cyrillic
+	// o), are refused, and the file is left as it was.
 	before, _ := os.ReadFile(cfg)
-	for _, id := range []string{"provlog", "provlog.operator"} {
-		if out, code := runCmd(t, "token", "add", "--config", cfg, "--actor", id); code != 2 || !strings.Contains(out, "is the sidecar's own") {
+	for _, id := range []string{"provlog", "provlog.operator", "pr\u043evlog.operator"} {
+		if out, code := runCmd(t, "token", "add", "--config", cfg, "--actor", id); code != 2 || !strings.Contains(out, "the sidecar's own") {
 			t.Errorf("token add --actor %s: %d %s", id, code, out)
 		}
 	}

@@ -148,7 +148,13 @@ func TestConfigErrors(t *testing.T) {
 		struct{ name, text, want string }{"reader provlog's own", "readers:\n  - {id: Provlog.Auditor, token_sha256: " + strings.Repeat("a", 64) + "}\n",
 			`config: readers[0].id: actor id "Provlog.Auditor" is the sidecar's own`},
 		struct{ name, text, want string }{"purger provlog's own", "retention:\n  purgers: [local, provlog.operator]\n",
-			`config: retention.purgers[1]: actor id "provlog.operator" is the sidecar's own`})
+			`config: retention.purgers[1]: actor id "provlog.operator" is the sidecar's own`},
+		// Nor under one that reads as provlog's: Cyrillic o, ONE DOT
+		// LEADER.
+		struct{ name, text, want string }{"reader looks like provlog's own", "readers:\n  - {id: \"pr\\u043evlog.auditor\", token_sha256: " + strings.Repeat("a", 64) + "}\n",
+			`config: readers[0].id: actor id "prоvlog.auditor" looks like one of the sidecar's own`},
+		struct{ name, text, want string }{"purger looks like provlog's own", "retention:\n  purgers: [local, \"provlog\\u2024operator\"]\n",
+			`config: retention.purgers[1]: actor id "provlog․operator" looks like one of the sidecar's own`})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadConfig(writeConfig(t, t.TempDir(), tc.text))

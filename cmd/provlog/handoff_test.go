@@ -22,7 +22,8 @@ func addToken(t *testing.T, cfg, actor string) string {
 
 // TestHandoffToUnknownActor: with actors configured, handoff_task to an
 // actor the config does not know is refused, and so is create_task
-// offered to one, unless handoff_any_actor.
+// offered to one, unless handoff_any_actor; an id no client may act as
+// is refused either way.
 func TestHandoffToUnknownActor(t *testing.T) {
 	for _, open := range []bool{false, true} {
 		dir := t.TempDir()
@@ -44,6 +45,13 @@ func TestHandoffToUnknownActor(t *testing.T) {
 			Arguments: map[string]any{"task_id": created["task_id"], "to": "bob\u200b"}})
 		if err != nil || !res.IsError || !strings.Contains(contentText(res), "U+200B") {
 			t.Fatalf("handoff to an id with U+200B: %v, %+v", err, res)
+		}
+		// Nor may a task go to an id that reads as provlog's own
+		// (Cyrillic o).
+		res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "handoff_task",
+			Arguments: map[string]any{"task_id": created["task_id"], "to": "pr\u043evlog.operator"}})
+		if err != nil || !res.IsError || !strings.Contains(contentText(res), "looks like one of the sidecar's own") {
+			t.Fatalf("handoff to an id that reads as provlog's: %v, %+v", err, res)
 		}
 		res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "handoff_task",
 			Arguments: map[string]any{"task_id": created["task_id"], "to": "mallory"}})

@@ -238,13 +238,15 @@ func TestConfigCheck(t *testing.T) {
 	// actor_prefix or by the default one its host makes.
 	for name, mut := range map[string]func(*authn.IssuerConfig){
 		"prefix": func(c *authn.IssuerConfig) { c.ActorPrefix = "Provlog.idp:" },
+		// Read as provlog's: digit zero for o, capital I for l.
+		"look-alike prefix": func(c *authn.IssuerConfig) { c.ActorPrefix = "pr0vIog.idp:" },
 		"default prefix": func(c *authn.IssuerConfig) {
 			c.Issuer, c.DiscoveryURL = "https://provlog.example/", "https://provlog.example/oidc"
 		},
 	} {
 		cfg := config(is)
 		mut(&cfg.Issuers[0])
-		if err := cfg.Check(); err == nil || !strings.Contains(err.Error(), `actor ids beginning "provlog." are provlog's own; set actor_prefix`) {
+		if err := cfg.Check(); err == nil || !strings.Contains(err.Error(), `actor ids beginning "provlog.", or reading as such, are provlog's own; set actor_prefix`) {
 			t.Errorf("%s in provlog's namespace: %v", name, err)
 		}
 	}
