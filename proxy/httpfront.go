@@ -139,32 +139,40 @@ func (p *Proxy) reapSessions(ctx context.Context, interval, idle time.Duration) 
 			return
 		case <-t.C:
 		}
-		now := time.Now()
-		seen := map[*mcp.ServerSession]bool{}
-		for ss := range p.server.Sessions() {
-			id := ss.ID()
-			if id == "" {
-				continue // stdio, in memory, stateless
-			}
-			seen[ss] = true
-			if v, ok := p.sessions.Load(id); ok {
-				fs := v.(*frontSession)
-				if fs.active.Load() == 0 && now.Sub(time.Unix(0, fs.lastUsed.Load())) > idle {
-					p.logger.Info("proxy: closing an idle HTTP session", "actor", fs.actor, "session", id, "idle", idle)
-					ss.Close()
-				}
-				continue
-			}
-			if _, ok := firstSeen[ss]; !ok {
-				firstSeen[ss] = now
-			} else if now.Sub(firstSeen[ss]) > idle {
+		p.reapPass(time.Now(), idle, firstSeen)
+	}
+}
+
+// reapPass is one pass of reapSessions as of now. It takes now rather
+// than reading the clock so that a test can hold sessions to the idle
+// limit without waiting it out (the scheduler of a loaded machine would
+// decide such a test). firstSeen carries, from pass to pass, when a session
+// that never initialized was first seen.
+func (p *Proxy) reapPass(now time.Time, idle time.Duration, firstSeen map[*mcp.ServerSession]time.Time) {
+	seen := map[*mcp.ServerSession]bool{}
+	for ss := range p.server.Sessions() {
+		id := ss.ID()
+		if id == "" {
+			continue // stdio, in memory, stateless
+		}
+		seen[ss] = true
+		if v, ok := p.sessions.Load(id); ok {
+			fs := v.(*frontSession)
+			if fs.active.Load() == 0 && now.Sub(time.Unix(0, fs.lastUsed.Load())) > idle {
+				p.logger.Info("proxy: closing an idle HTTP session", "actor", fs.actor, "session", id, "idle", idle)
 				ss.Close()
 			}
+			continue
 		}
-		for ss := range firstSeen {
-			if !seen[ss] {
-				delete(firstSeen, ss)
-			}
+		if _, ok := firstSeen[ss]; !ok {
+			firstSeen[ss] = now
+		} else if now.Sub(firstSeen[ss]) > idle {
+			ss.Close()
+		}
+	}
+	for ss := range firstSeen {
+		if !seen[ss] {
+			delete(firstSeen, ss)
 		}
 	}
 }

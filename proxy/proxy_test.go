@@ -19,6 +19,12 @@ import (
 	"github.com/provlog/provlog/log"
 )
 
+// eventBound is how long TestReferenceServers waits for a notification
+// that is sure to come. It only turns one that never comes into a failure
+// rather than a hung test, so it is far above any delay a loaded machine
+// adds.
+const eventBound = 30 * time.Second
+
 // TestReferenceServers runs one proxy in front of go-sdk's everything-server
 // (stdio), npm's server-everything (stdio and streamable HTTP) and the
 // fixture server, and drives it with go-sdk's client.
@@ -198,7 +204,7 @@ func testReferenceServers(t *testing.T, front string) {
 			}
 			l.checkReceipt(t, metaReceipt(res.Meta))
 			var got []float64
-			timeout := time.After(2 * time.Second)
+			timeout := time.After(eventBound)
 		collect:
 			for {
 				select {
@@ -357,7 +363,7 @@ func testReferenceServers(t *testing.T, front string) {
 				if m.Logger != srv || m.Level != "info" {
 					t.Errorf("log message %s", mustJSON(m))
 				}
-			case <-time.After(3 * time.Second):
+			case <-time.After(eventBound):
 				t.Fatalf("no log message from %s reached the client", srv)
 			}
 		}
@@ -372,10 +378,10 @@ func testReferenceServers(t *testing.T, front string) {
 		}
 		select {
 		case <-cl.toolChanges:
-		case <-time.After(5 * time.Second):
+		case <-time.After(eventBound):
 			t.Fatal("no tools/list_changed reached the client")
 		}
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(eventBound)
 		for {
 			if _, ok := frontTools(t, cs)["go____transient_tool_for_list_changed"]; ok {
 				break
@@ -396,7 +402,7 @@ func testReferenceServers(t *testing.T, front string) {
 		}
 		select {
 		case <-cl.toolChanges:
-		case <-time.After(5 * time.Second):
+		case <-time.After(eventBound):
 			t.Fatal("the server's second tools/list_changed, with no change to see, did not reach the client")
 		}
 	})

@@ -111,14 +111,19 @@ func TestStdioJoinIdle(t *testing.T) {
 	bin := cmdtest.Build(t, "provlog")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "servers.yaml")
-	os.WriteFile(cfg, []byte("data: ./provlog-data\nsessions: {idle: 400ms}\n"), 0o600)
+	// The bridge pings every idle/3, so the session is lost only if the
+	// bridge stalls for two thirds of idle: 2 s here, far beyond what a
+	// loaded machine does to a process (400 ms gave it 270 ms).
+	os.WriteFile(cfg, []byte("data: ./provlog-data\nsessions: {idle: 3s}\n"), 0o600)
 	startServe(t, "--config", cfg)
 	ss, err := connectStdio(t, bin, t.TempDir(), "--config", cfg)
 	if err != nil {
 		t.Fatalf("stdio serve did not join the running sidecar: %v", err)
 	}
 	callTool(t, ss, "list_unaccepted_tasks", map[string]any{})
-	time.Sleep(2 * time.Second) // five idle periods, eight reaper rounds
+	// Longer than idle and a reaper round (idle/4) after it: without the
+	// pings, a reaper round would have found the session idle.
+	time.Sleep(5 * time.Second)
 	res, err := ss.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_unaccepted_tasks", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
 		t.Fatalf("after an idle while, the joined client's call failed: %v %v", err, res)
