@@ -39,28 +39,20 @@ const (
 	OperatorActor = ActorNamespace + "operator"
 )
 
-// ReservedActor reports whether id is provlog's own or reads as it:
-// whether its skeleton is GenesisActor, or begins with ActorNamespace.
-// The skeleton is what a reader, or a tool that normalises text, takes
-// the id for: compatibility forms made plain (fullwidth letters, U+2024
-// ONE DOT LEADER), any case, no accents or characters that do not show,
-// and a small set of letters and dots of other scripts that look like
-// those of "provlog." (Cyrillic о, U+3002 IDEOGRAPHIC FULL STOP) read
-// as them; so "Provlog.Operator", "prоvlog.x" and "pro\u200bvlog.x"
-// are reserved and "provlog-bot", "provlogger" and "provlog:alice" are
-// not. A reader of the log can thus tell the entries provlog wrote from
-// every client's by the actor alone.
-//
-// It reads id once and stops at the skeleton's eighth character, so its
-// work is linear in len(id); [CheckActor] calls it only on ids within
-// its limit.
+// ReservedActor reports whether id is provlog's own: GenesisActor, or
+// ActorNamespace followed by anything, in any case ("Provlog.Operator"
+// reads as provlog's to a person as well). A reader of the log can thus
+// tell the entries provlog wrote from every client's by the actor alone.
+// Ids that only read as these (look-alike letters, invisible characters)
+// are refused where ids come in, by package authn, whose Unicode tables
+// this package, a verifier's core, does without.
 func ReservedActor(id string) bool {
-	skel, _ := skeletonPrefix(id, len(ActorNamespace))
-	return skel == GenesisActor || skel == ActorNamespace
+	n := len(ActorNamespace)
+	return strings.EqualFold(id, GenesisActor) || len(id) >= n && strings.EqualFold(id[:n], ActorNamespace)
 }
 
 // CheckActor says what makes id unfit for a client to act as: it is not
-// valid UTF-8 of at most max bytes, it is or reads as the sidecar's own
+// valid UTF-8 of at most max bytes, it is the sidecar's own
 // ([ReservedActor]), or it is one a reader of the log could take for
 // another (space at either end, or a character that does not show: see
 // [Invisible]). Static tokens' ids and those mapped from OAuth claims
@@ -71,10 +63,8 @@ func CheckActor(id string, max int) error {
 	switch {
 	case !utf8.ValidString(id) || len(id) > max:
 		return fmt.Errorf("actor id %q must be valid UTF-8 of at most %d bytes", id, max)
-	case exactlyReserved(id):
-		return fmt.Errorf("actor id %q is the sidecar's own: %q and every id beginning %q, in any case, name the entries provlog writes itself; choose an id outside them", id, GenesisActor, ActorNamespace)
 	case ReservedActor(id):
-		return fmt.Errorf("actor id %q looks like one of the sidecar's own: read as a person or a normalising tool reads it (look-alike letters and dots as ASCII, in any case, without accents or characters that do not show), it is %q or begins %q, which name the entries provlog writes itself; choose an id that does not read as one of them", id, GenesisActor, ActorNamespace)
+		return fmt.Errorf("actor id %q is the sidecar's own: %q and every id beginning %q, in any case, name the entries provlog writes itself; choose an id outside them", id, GenesisActor, ActorNamespace)
 	case strings.TrimSpace(id) != id:
 		return fmt.Errorf("actor id %q has space at its start or end", id)
 	}
@@ -86,14 +76,6 @@ func CheckActor(id string, max int) error {
 		}
 	}
 	return nil
-}
-
-// exactlyReserved reports whether id is one of provlog's own ids in
-// ASCII letters, in any case: the ids CheckActor says are provlog's,
-// rather than that they look like it.
-func exactlyReserved(id string) bool {
-	n := len(ActorNamespace)
-	return strings.EqualFold(id, GenesisActor) || len(id) >= n && strings.EqualFold(id[:n], ActorNamespace)
 }
 
 // Invisible says what r is when it does not show as a character of its

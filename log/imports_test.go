@@ -125,17 +125,15 @@ func pebbleStore(path string) bool {
 	return path == mod+"/log/logpebble" || path == mod+"/log/pebbleguard" || path == mod+"/witness/witnesspebble"
 }
 
-// checkPureLog holds package log to the standard library, merkle, x/mod's
-// note and x/text's norm (Unicode normalisation, which ReservedActor
-// needs and the standard library lacks), with no I/O or logging in its
-// dependencies.
+// checkPureLog holds package log to the standard library, merkle and
+// x/mod's note, with no I/O or logging in its dependencies.
 func checkPureLog(t *testing.T, p *listed) {
 	if p == nil {
 		t.Fatal("go list did not list package log")
 	}
 	for _, imp := range p.Imports {
-		if !isStd(imp) && !strings.HasPrefix(imp, "github.com/transparency-dev/merkle") && imp != "golang.org/x/mod/sumdb/note" && imp != "golang.org/x/text/unicode/norm" {
-			t.Errorf("log imports %s: it may import only the standard library, merkle, x/mod/sumdb/note and x/text/unicode/norm", imp)
+		if !isStd(imp) && !strings.HasPrefix(imp, "github.com/transparency-dev/merkle") && imp != "golang.org/x/mod/sumdb/note" {
+			t.Errorf("log imports %s: it may import only the standard library, merkle and x/mod/sumdb/note", imp)
 		}
 	}
 	for _, d := range p.Deps {
@@ -149,14 +147,13 @@ func checkPureLog(t *testing.T, p *listed) {
 func isStd(path string) bool { return !strings.Contains(strings.SplitN(path, "/", 2)[0], ".") }
 
 // TestLogDependencyBudget holds everything under log/ to a regulator's
-// verifier's budget: the standard library, merkle, x/mod and x/text's
-// norm (with the transform package it is built on), plus what
+// verifier's budget: the standard library, merkle and x/mod, plus what
 // Pebble brings to log/logpebble and its guard log/pebbleguard and pgx to
 // log/logpg. Nothing under log/ depends on sigstore, go-openapi, OpenTelemetry or protobuf except where
 // Pebble itself brings it (cockroachdb/errors uses gogo protobuf).
 func TestLogDependencyBudget(t *testing.T) {
 	all := listAll(t)
-	base := []string{"github.com/transparency-dev/merkle", "golang.org/x/mod", "golang.org/x/text/unicode/norm", "golang.org/x/text/transform"}
+	base := []string{"github.com/transparency-dev/merkle", "golang.org/x/mod"}
 	forbidden := []string{"github.com/sigstore/", "github.com/go-openapi/", "go.opentelemetry.io/", "google.golang.org/protobuf", "github.com/gogo/protobuf", "github.com/golang/protobuf"}
 	for _, p := range all {
 		if !under(p.ImportPath, "log") {
@@ -187,7 +184,7 @@ func TestLogDependencyBudget(t *testing.T) {
 			t.Errorf("%s depends on %d packages of sigstore, go-openapi, OpenTelemetry or protobuf (%s, ...): log/... stays free of them", p.ImportPath, len(heavy), heavy[0])
 		}
 		if len(other) > 0 {
-			t.Errorf("%s depends on %v: log/... may depend only on the standard library, merkle, x/mod and x/text's norm (and its store's driver)", p.ImportPath, other)
+			t.Errorf("%s depends on %v: log/... may depend only on the standard library, merkle and x/mod (and its store's driver)", p.ImportPath, other)
 		}
 		for d := range brought {
 			for _, f := range forbidden[:3] {

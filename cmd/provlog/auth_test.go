@@ -47,7 +47,7 @@ func TestAuthConfig(t *testing.T) {
 		{"HS256", strings.Replace(good, "      introspection:", "      algorithms: [HS256]\n      introspection:", 1), `algorithm "HS256" is not accepted`},
 		{"missing secret", strings.Replace(good, "introspect.secret", "nope.secret", 1), "reading the introspection client secret"},
 		{"actor_prefix provlog's own", strings.Replace(good, "      introspection:", "      actor_prefix: \"provlog.idp:\"\n      introspection:", 1),
-			`config: auth: issuer "https://idp.example/": actor_prefix "provlog.idp:": actor ids beginning "provlog." are provlog's own; set actor_prefix`},
+			`config: auth: issuer "https://idp.example/": actor_prefix "provlog.idp:": actor ids beginning "provlog.", or reading as such, are provlog's own; set actor_prefix`},
 	} {
 		_, err := loadConfig(writeConfig(t, dir, c.text))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/cmd/internal/cli"
-	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/opp"
 	"github.com/provlog/provlog/proxy"
@@ -234,9 +233,9 @@ func loadConfig(path string) (*Config, error) {
 }
 
 // checkActorID refuses a static token's actor id no client should act as
-// (log.CheckActor).
+// (authn.CheckActor).
 func checkActorID(id string) error {
-	return log.CheckActor(id, opp.MaxActor)
+	return authn.CheckActor(id, opp.MaxActor)
 }
 
 // loadAuth checks the auth: section and reads its introspection client

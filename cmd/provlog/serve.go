@@ -367,7 +367,7 @@ func (sc *sidecar) startProxy(ctx context.Context, stdio bool) error {
 // (and does not set handoff_any_actor); mayReceiveHandoff says yes to all
 // otherwise.
 func (s *sidecar) handoffTarget(id string) error {
-	if err := log.CheckActor(id, opp.MaxActor); err != nil {
+	if err := authn.CheckActor(id, opp.MaxActor); err != nil {
 		return err // no token could act as it (an issuer's id with U+200B, say)
 	}
 	auth := s.authn.Config() // as reloaded

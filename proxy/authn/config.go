@@ -246,7 +246,7 @@ func (is *IssuerConfig) check() error {
 	// Every actor of such a prefix is or reads as provlog's own and would
 	// be refused at each request; the default one is a host name
 	// ("provlog.corp:", "pr0vlog.corp:").
-	if log.ReservedActor(is.ActorPrefix + "x") {
+	if ReservedActor(is.ActorPrefix + "x") {
 		return fmt.Errorf("actor_prefix %q: actor ids beginning %q, or reading as such, are provlog's own; set actor_prefix to one outside them, such as \"idp:\"", is.ActorPrefix, log.ActorNamespace)
 	}
 	if in := is.Introspection; in != nil {

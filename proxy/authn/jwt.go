@@ -169,7 +169,7 @@ func (st *state) identity(is *issuer, c *claims, sum [sha256.Size]byte, now time
 	actor := is.cfg.ActorPrefix + value
 	// As static ids are checked, and the claim's own value for space
 	// the prefix would hide ("kc: bob").
-	err := log.CheckActor(actor, MaxActor)
+	err := CheckActor(actor, MaxActor)
 	if err == nil && (!validText(value) || strings.TrimSpace(value) != value) {
 		err = fmt.Errorf("the claim's value %q is not text, or has space at its start or end", truncate(value, 80))
 	}

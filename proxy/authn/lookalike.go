@@ -1,19 +1,58 @@
-package log
+package authn
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/provlog/provlog/log"
 )
+
+// ReservedActor reports whether id is provlog's own (log.ReservedActor)
+// or reads as it: whether its skeleton is log.GenesisActor, or begins
+// with log.ActorNamespace. The skeleton is what a reader, or a tool that
+// normalises text, takes the id for: compatibility forms made plain
+// (fullwidth letters, U+2024 ONE DOT LEADER), any case, no accents or
+// characters that do not show, and a small set of letters and dots of
+// other scripts that look like those of "provlog." (Cyrillic о, U+3002
+// IDEOGRAPHIC FULL STOP) read as them; so "prоvlog.x" and
+// "pro\u200bvlog.x" are reserved and "provlog-bot", "provlogger" and
+// "provlog:alice" are not. It lives here, where ids come in, rather than
+// in package log, whose verifier's core takes no Unicode tables.
+//
+// It reads id once and stops at the skeleton's eighth character, so its
+// work is linear in len(id); [CheckActor] calls it only on ids within
+// its limit.
+func ReservedActor(id string) bool {
+	if log.ReservedActor(id) {
+		return true
+	}
+	skel, _ := skeletonPrefix(id, len(log.ActorNamespace))
+	return skel == log.GenesisActor || skel == log.ActorNamespace
+}
+
+// CheckActor is log.CheckActor, which also refuses an id that reads as
+// the sidecar's own ([ReservedActor]): every actor id a config, a token
+// or a handoff names is checked with it.
+func CheckActor(id string, max int) error {
+	if err := log.CheckActor(id, max); err != nil {
+		return err
+	}
+	if ReservedActor(id) {
+		return fmt.Errorf("actor id %q looks like one of the sidecar's own: read as a person or a normalising tool reads it (look-alike letters and dots as ASCII, in any case, without accents or characters that do not show), it is %q or begins %q, which name the entries provlog writes itself; choose an id that does not read as one of them", id, log.GenesisActor, log.ActorNamespace)
+	}
+	return nil
+}
 
 // skeletonPrefix returns the first n characters of id's skeleton, the
 // form in which two ids a reader could take for each other are equal,
 // and work, the bytes of normalised text it read to find them.
 //
 // The skeleton is id in NFKD, each character case-folded and mapped by
-// [confusable], without the characters that do not show ([Invisible])
+// [confusable], without the characters that do not show ([log.Invisible])
 // and without combining marks. NFKD rather than NFKC: composing puts a
 // mark back inside its letter ("o" and U+0301 become "ó"), where it can
 // no longer be dropped, and an id's composed and decomposed spellings
@@ -47,7 +86,7 @@ func skeletonPrefix(id string, n int) (skel string, work int) {
 // skeletonRune is what r of an id in NFKD stands for in its skeleton,
 // and false if r has no part in it.
 func skeletonRune(r rune) (rune, bool) {
-	if Invisible(r) != "" || unicode.Is(unicode.M, r) {
+	if log.Invisible(r) != "" || unicode.Is(unicode.M, r) {
 		return 0, false
 	}
 	if c := confusable(r); c != 0 {
