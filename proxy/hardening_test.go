@@ -146,7 +146,10 @@ func TestSessionCapAndIdle(t *testing.T) {
 	l := newTestLog(t)
 	p := startProxy(t, l, nil, func(o *Options) {
 		o.MaxSessions = 3
-		o.SessionIdle = 400 * time.Millisecond
+		// The busy session calls every 100 ms or so while the real
+		// reaper runs: an idle limit of 3 s lets the test stall 2.5 s
+		// before the busy one looks idle (400 ms allowed 300 ms).
+		o.SessionIdle = 3 * time.Second
 	})
 	front := serveHTTP(t, p)
 	ctx := context.Background()
@@ -162,7 +165,7 @@ func TestSessionCapAndIdle(t *testing.T) {
 	}
 	// It names the config keys an operator sets (it said max_sessions,
 	// which no config has).
-	if !strings.Contains(string(b), "sessions.max 3") || !strings.Contains(string(b), "sessions.idle (400ms)") {
+	if !strings.Contains(string(b), "sessions.max 3") || !strings.Contains(string(b), "sessions.idle (3s)") {
 		t.Errorf("the 503 does not name sessions.max and sessions.idle with their values: %s", b)
 	}
 	// A busy session stays open; the idle ones are closed.
