@@ -52,7 +52,7 @@ type ToolChange struct {
 // server listed it (of its bytes, if JCS cannot represent them): what
 // call.tool_sha256 names.
 func definitionSum(raw json.RawMessage) string {
-	sum, _, _ := resultSum(raw, nil)
+	sum, _, _ := log.ResultSum(raw, nil)
 	return sum
 }
 
@@ -61,18 +61,6 @@ func definitionSum(raw json.RawMessage) string {
 func hexSHA256(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// resultSum is how an entry names a result received as raw (canon: its
-// JCS form, if the reader made it already): the hex SHA-256 of its JCS
-// form or, when JCS cannot represent it (not I-JSON: duplicate keys, lone
-// surrogates, numbers out of range), of raw itself, asReceived saying so
-// (the entry's result_canonical: false). It returns the bytes it hashed.
-// call.result and read entries both decide here, so that the marker means
-// one thing in every entry that carries it; the rule is log.ResultSum's,
-// by which replay compares fresh results too.
-func resultSum(raw, canon []byte) (sum string, hashed []byte, asReceived bool) {
-	return log.ResultSum(raw, canon)
 }
 
 // toolSum returns the hash of the definition of front tool name front, or
@@ -310,7 +298,7 @@ func (p *Proxy) recordRead(ctx context.Context, e *log.ReadEntry, raw json.RawMe
 		}
 		e.ResultRemarshalled = true
 	}
-	e.ResultSHA256, _, e.ResultRaw = resultSum(raw, nil)
+	e.ResultSHA256, _, e.ResultRaw = log.ResultSum(raw, nil)
 	e.ResultBytes = int64(len(raw))
 	e.Auth = log.AuthFrom(ctx)
 	b, err := e.Marshal()

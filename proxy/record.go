@@ -210,7 +210,7 @@ func (p *Proxy) recordResult(ctx context.Context, d *downstream, c *call) (*log.
 	var bs blobSet
 	if c.result != nil {
 		var canon []byte
-		e.ResultSHA256, canon, e.ResultRaw = resultSum(c.result, c.resultCanon)
+		e.ResultSHA256, canon, e.ResultRaw = log.ResultSum(c.result, c.resultCanon)
 		e.ResultBytes = int64(len(c.result))
 		e.ResultRemarshalled = c.remarshal
 		if c.retain {
