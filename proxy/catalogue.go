@@ -93,7 +93,7 @@ type catalogue struct {
 // A registry is one list's registrations.
 type registry struct {
 	reg     map[string]registration // by front name (URI, URI template)
-	skipped map[string]string       // server name -> why the front server refused it
+	skipped map[string]skip         // by server name: the items the front server refused
 	// first is the first session's list as last applied: a read of the
 	// newer session's applies it again, with the items only that one
 	// lists (apply). reg cannot stand in for it: it holds, in the
@@ -104,6 +104,14 @@ type registry struct {
 	// why). The items registered hold its very bytes (registration.def),
 	// so the list is kept once.
 	first []json.RawMessage
+}
+
+// A skip is an item the front server refused.
+type skip struct {
+	why string
+	// newerOnly: only the server's newer session lists it (a
+	// 2026-07-28 client would have been shown it, no other).
+	newerOnly bool
 }
 
 // A registration is one item registered at the front.
@@ -138,7 +146,7 @@ func newCatalogue(d *downstream) *catalogue {
 		c.resync[i] = make(chan struct{}, 1)
 	}
 	for i := range c.lists {
-		c.lists[i] = registry{reg: map[string]registration{}, skipped: map[string]string{}}
+		c.lists[i] = registry{reg: map[string]registration{}, skipped: map[string]skip{}}
 	}
 	return c
 }
@@ -399,7 +407,7 @@ func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.R
 // server directly.
 func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage, announced bool) {
 	d := c.d
-	a := &applying{want: map[string]bool{}, skipped: map[string]string{}, seen: map[string]bool{}}
+	a := &applying{want: map[string]bool{}, skipped: map[string]skip{}, seen: map[string]bool{}}
 	for _, raw := range raws {
 		k.applyItem(c, a, raw, false)
 	}
@@ -420,7 +428,7 @@ func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage, announced bool
 	c.mu.Unlock()
 	for _, name := range slices.Sorted(maps.Keys(a.skipped)) {
 		if _, known := fresh[name]; !known {
-			d.p.logger.Warn("proxy: skipping a "+k.noun+" the SDK rejects", "server", d.cfg.ID, k.logKey, name, "error", a.skipped[name])
+			d.p.logger.Warn("proxy: skipping a "+k.noun+" the SDK rejects", "server", d.cfg.ID, k.logKey, name, "newer_session_only", a.skipped[name].newerOnly, "error", a.skipped[name].why)
 		}
 	}
 	if announced && !a.changed && len(gone) == 0 && a.again != nil {
@@ -436,9 +444,9 @@ func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage, announced bool
 
 // An applying is what an apply has found so far.
 type applying struct {
-	want    map[string]bool   // front names registered
-	skipped map[string]string // server name -> why the front server refused it
-	seen    map[string]bool   // server names listed
+	want    map[string]bool // front names registered
+	skipped map[string]skip // by server name: the items the front server refused
+	seen    map[string]bool // server names listed
 	changed bool
 	again   func() // re-registers one unchanged item
 }
@@ -465,7 +473,7 @@ func (k *listKind[T]) applyItem(c *catalogue, a *applying, raw json.RawMessage, 
 	}
 	a.seen[name] = true
 	if err != nil {
-		a.skipped[name] = err.Error()
+		a.skipped[name] = skip{why: err.Error(), newerOnly: newerOnly}
 		return
 	}
 	front := k.prefix(&d.cfg) + name
@@ -481,7 +489,7 @@ func (k *listKind[T]) applyItem(c *catalogue, a *applying, raw json.RawMessage, 
 	a.changed = true
 	if err := addGuarded(func() { k.add(d, item, front, name) }); err != nil {
 		d.p.router.free(k.names, front, d)
-		a.skipped[name] = err.Error()
+		a.skipped[name] = skip{why: err.Error(), newerOnly: newerOnly}
 		return
 	}
 	a.want[front] = true
@@ -559,6 +567,13 @@ func (c *catalogue) collisionList() []string {
 // revision sees it: provlog__status gives every caller the same answer,
 // and an operator asking why two clients are shown different lists needs
 // both figures.
+//
+// The tools the front server refused are told apart the same way:
+// "skipped_tools" those of the first process's list, the newer session's
+// "skipped_tools" those only the newer process lists. One map of both
+// named tools no 2025-11-25 client could have been shown among those
+// skipped from its list, and a reader could not tell which process
+// listed which.
 func (c *catalogue) report(h map[string]any) {
 	up := c.d.newer.current()
 	c.mu.Lock()
@@ -576,12 +591,19 @@ func (c *catalogue) report(h map[string]any) {
 	if ns, _ := h["newer_session"].(map[string]any); ns != nil {
 		ns["tools"] = newer
 	}
-	if s := c.lists[toolSlot].skipped; len(s) > 0 {
-		out := map[string]any{}
-		for k, v := range s {
-			out[k] = v
+	first, newerOnly := map[string]any{}, map[string]any{}
+	for name, s := range c.lists[toolSlot].skipped {
+		if s.newerOnly {
+			newerOnly[name] = s.why
+		} else {
+			first[name] = s.why
 		}
-		h["skipped_tools"] = out
+	}
+	if len(first) > 0 {
+		h["skipped_tools"] = first
+	}
+	if ns, _ := h["newer_session"].(map[string]any); ns != nil && len(newerOnly) > 0 {
+		ns["skipped_tools"] = newerOnly
 	}
 	if len(c.changes) > 0 {
 		h["tool_changes"] = slices.Clone(c.changes)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -179,6 +180,9 @@ func runFixtureServer() {
 	switch mode {
 	case "lists":
 		addReshaping(s, obj)
+	case "listsbad":
+		addReshaping(s, obj)
+		addBadAfterReshape(s)
 	case "rounds":
 		addRounds(s)
 	case "asks":
@@ -267,6 +271,21 @@ func addReshaping(s *mcp.Server, obj json.RawMessage) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added"}}}, nil
 		})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "reshaped"}}}, nil
+	})
+}
+
+// addBadAfterReshape has the fixture (run with fixtureEnv "listsbad")
+// list, once "reshape" added "added", a tool "bad_added" as well, with a
+// schema go-sdk's server refuses: in the process reshape ran in only.
+func addBadAfterReshape(s *mcp.Server) {
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil && slices.ContainsFunc(lt.Tools, func(t *mcp.Tool) bool { return t.Name == "added" }) {
+				lt.Tools = append(lt.Tools, &mcp.Tool{Name: "bad_added", InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#"}`)})
+			}
+			return res, err
+		}
 	})
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,6 +70,41 @@ func TestStatusCountsToolsAsShown(t *testing.T) {
 		if want := fmt.Sprintf("tools %d, newer session's %d", olderN, newerN); got != want {
 			t.Errorf("provlog__status asked by a %s client: %s, want %s (as the clients are shown)", asker.InitializeResult().ProtocolVersion, got, want)
 		}
+	}
+}
+
+// TestStatusSkippedToolsPerProcess: provlog__status names the tools the
+// front server refused per process, as it counts the tools shown:
+// "skipped_tools" those of the first process's list, the newer session's
+// "skipped_tools" those only the second process lists (here bad_added,
+// which it lists once reshape added "added" to it). One map held both,
+// so bad_added, which no 2025-11-25 client could have been shown, read as
+// skipped from that client's list.
+func TestStatusSkippedToolsPerProcess(t *testing.T) {
+	cfg := fixtureServerConfig(t, "fx")
+	cfg.Env[fixtureEnv] = "listsbad"
+	_, older := reshapeNewer(t, startProxy(t, newTestLog(t), []ServerConfig{cfg}, nil))
+	// skipped names the tools a status part (a server's, or its newer
+	// session's) reports as skipped, sorted.
+	skipped := func(part map[string]any) []string {
+		m, _ := part["skipped_tools"].(map[string]any)
+		return slices.Sorted(maps.Keys(m))
+	}
+	var st, ns map[string]any
+	// The newer session's list is applied (its skipped tools noted) after
+	// its client is shown fx__added.
+	eventuallyTrue(t, "provlog__status names bad_added as skipped", func() bool {
+		st = serverStatus(t, callStatus(t, older), "fx")
+		ns, _ = st["newer_session"].(map[string]any)
+		return slices.Contains(skipped(st), "bad_added") || slices.Contains(skipped(ns), "bad_added")
+	})
+	got := fmt.Sprintf("skipped_tools %v, newer session's %v", skipped(st), skipped(ns))
+	if want := "skipped_tools [bad_header bad_schema], newer session's [bad_added]"; got != want {
+		t.Errorf("provlog__status: %s, want %s", got, want)
+	}
+	newerSkipped, _ := ns["skipped_tools"].(map[string]any)
+	if why, _ := newerSkipped["bad_added"].(string); why == "" {
+		t.Errorf("the newer session's skipped_tools do not say why bad_added was refused: %v", ns)
 	}
 }
 

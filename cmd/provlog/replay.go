@@ -204,10 +204,11 @@ func openReplayRemote(ctx context.Context, logURL, token string, from, to uint64
 	}
 	opts.After = entriesAfter(read, size)
 	l.record = func(ctx context.Context, r *replay.Record) (uint64, []string, error) {
-		// Fitted here under the operator's actor, the fields stay within
-		// what record_replay takes; the sidecar fits the entry again
-		// under the token's actor and auth, which may be longer.
-		hashed := r.Fit()
+		// The sidecar fits the entry under the token's actor and auth;
+		// fitted here, under the operator's actor (r's), it had members
+		// pinned by their hash that the sidecar could have written in
+		// full. Only what record_replay's own limit needs is pinned here.
+		hashed := fitArgs(r)
 		i, more, err := recordReplayRemote(ctx, logURL, token, r)
 		for _, m := range more {
 			if !slices.Contains(hashed, m) {

@@ -88,12 +88,45 @@ func registerReplayTool(s *mcp.Server, seq *server.Sequencer, actor func(context
 	})
 }
 
+// replayArgs returns record_replay's arguments for r, {"fields": ...},
+// as they go to the sidecar: the MCP client sends a json.RawMessage as it
+// is, so their length is the one the sidecar holds to maxReplayArgs.
+func replayArgs(r *replay.Record) (json.RawMessage, error) {
+	e, err := r.Entry()
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // <, > and & as themselves, as the SDK's encoder writes them
+	if err := enc.Encode(map[string]any{"fields": e.Fields}); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// fitArgs pins members of r by their hash ([replay.Record.FitBy]) only
+// while record_replay's arguments for r are over maxReplayArgs, which the
+// sidecar refuses outright; it returns the members it replaced. The
+// fitting proper is the sidecar's: it alone knows the actor and auth the
+// entry is written under. What fitArgs pins the sidecar would have pinned
+// too: the entry holds the same fields, written no longer than here
+// (JCS, which escapes no more than this encoder), plus kind, time and
+// actor, so arguments over maxReplayArgs (log.MaxEntrySize) mean an
+// entry too large under any actor.
+func fitArgs(r *replay.Record) []string {
+	return r.FitBy(func(r *replay.Record) bool {
+		args, err := replayArgs(r)
+		return err != nil || len(args) <= maxReplayArgs // an error is recordReplayRemote's to report
+	})
+}
+
 // recordReplayRemote records a replay run through a running sidecar's MCP
 // front and returns the entry's index and the members the sidecar
 // replaced by their hash to fit it. The sidecar writes r's members under
 // the token's actor, at its own time.
 func recordReplayRemote(ctx context.Context, base, token string, r *replay.Record) (uint64, []string, error) {
-	e, err := r.Entry()
+	args, err := replayArgs(r)
 	if err != nil {
 		return 0, nil, fmt.Errorf("recording the replay run: %w", err)
 	}
@@ -109,7 +142,7 @@ func recordReplayRemote(ctx context.Context, base, token string, r *replay.Recor
 		return 0, nil, fmt.Errorf("connecting to the sidecar to record the replay run: %w", err)
 	}
 	defer cs.Close()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: recordReplayTool, Arguments: map[string]any{"fields": e.Fields}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: recordReplayTool, Arguments: args})
 	if err != nil {
 		return 0, nil, fmt.Errorf("recording the replay run: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -136,12 +137,13 @@ func toolText(res *mcp.CallToolResult) string {
 	return s
 }
 
-// TestRecordReplayFits: provlog replay --log sizes its record under the
-// operator's actor, and the sidecar writes it under the token's, here an
-// actor id of 128 bytes. A record that just fits the first way is too
-// large the second; the sidecar's record_replay fits it as replay does
-// (outcomes pinned by their hash) and says so in its answer. Before, it
-// refused the record, after all the replay work.
+// TestRecordReplayFits: a record sized under the operator's actor (as
+// provlog replay --log sized it before it left the fitting to the sidecar)
+// is written under the token's, here an actor id of 128 bytes. A record
+// that just fits the first way is too large the second; the sidecar's
+// record_replay fits it as replay does (outcomes pinned by their hash)
+// and says so in its answer. Before, it refused the record, after all the
+// replay work.
 func TestRecordReplayFits(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
@@ -149,23 +151,11 @@ func TestRecordReplayFits(t *testing.T) {
 	cfgPath := filepath.Join(dir, "provlog.yaml")
 	writeFile(t, cfgPath, []byte(fmt.Sprintf("data: %s\nactor: %s\nservers: []\n", data, actor)))
 	base, _ := startServe(t, "--config", cfgPath)
-	tok, err := os.ReadFile(filepath.Join(data, localToken))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := readLocalToken(t, data)
 
-	// record has n unchanged calls, at every other index, as provlog
-	// replay makes it for the operator.
-	record := func(n int) *replay.Record {
-		rep := &replay.Report{To: 2 * uint64(n), Runs: 1, Counts: map[string]int{replay.Unchanged: n}, Definitions: map[string]int{replay.DefinitionSame: n}}
-		for i := range n {
-			rep.Outcomes = append(rep.Outcomes, replay.Outcome{Index: 2 * uint64(i), Class: replay.Unchanged, Definition: replay.DefinitionSame})
-		}
-		return rep.Record(operatorActor, time.Now(), nil)
-	}
 	// The most calls whose record fits the log under the operator's actor.
-	n := sort.Search(20000, func(n int) bool { _, err := record(n).Marshal(); return err != nil }) - 1
-	r := record(n)
+	n := sort.Search(20000, func(n int) bool { _, err := unchangedRecord(n).Marshal(); return err != nil }) - 1
+	r := unchangedRecord(n)
 	if got := r.Fit(); got != nil {
 		t.Fatalf("%d calls: the record was fitted under the operator's actor (%v); the test needs one that fits", n, got)
 	}
@@ -179,14 +169,115 @@ func TestRecordReplayFits(t *testing.T) {
 		t.Fatalf("%d calls under the sidecar's actor: %v; the test needs a record too large", n, err)
 	}
 
-	index, hashed, err := recordReplayRemote(context.Background(), base, strings.TrimSpace(string(tok)), r)
+	index, hashed, err := recordReplayRemote(context.Background(), base, tok, r)
 	if err != nil {
 		t.Fatalf("recording %d calls through record_replay: %v", n, err)
 	}
 	if !reflect.DeepEqual(hashed, []string{"outcomes"}) {
 		t.Errorf("record_replay's answer names %v as replaced by their hash, want [outcomes]", hashed)
 	}
-	es, err := newRemote(base, strings.TrimSpace(string(tok))).Entries(context.Background(), index, index+1)
+	got := remoteRecord(t, base, tok, index)
+	if got.Actor != actor || got.Outcomes != nil || got.OutcomesSHA256 != outcomes || got.Counts[replay.Unchanged] != n {
+		t.Errorf("entry %d: %+v, want by %s, %d unchanged calls pinned by outcomes_sha256 %s", index, got, actor, n, outcomes)
+	}
+}
+
+// TestReplayLogLeavesFitToSidecar records runs as provlog replay --log
+// does (openReplayRemote's record) in a sidecar of the default actor,
+// "local", shorter than provlog.operator.
+//
+// A record too large for the log under provlog.operator and not under
+// "local" is written with its outcomes: the sidecar, which writes it
+// under the token's actor, had no need to pin them. The CLI fitted the
+// record under provlog.operator before sending it, and the entry held
+// outcomes_sha256 alone, a pin of what the report listed in full.
+//
+// A record whose record_replay arguments are over the limit the sidecar
+// takes (maxReplayArgs) is still fitted by the CLI, to that limit: sent
+// as it is, the sidecar refuses it, after all the replay work.
+func TestReplayLogLeavesFitToSidecar(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfgPath := writeFile(t, filepath.Join(dir, "provlog.yaml"), []byte("data: "+data+"\nservers: []\n"))
+	base, _ := startServe(t, "--config", cfgPath)
+	tok := readLocalToken(t, data)
+	const actor = "local" // the config's default
+	ctx := context.Background()
+	src, err := openReplayRemote(ctx, base, tok, 0, 0, &replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.close()
+	under := func(r *replay.Record, actor string) error {
+		c := *r
+		c.Actor = actor
+		_, err := c.Marshal()
+		return err
+	}
+
+	// The most calls whose record fits the log under "local".
+	n := sort.Search(20000, func(n int) bool { return under(unchangedRecord(n), actor) != nil }) - 1
+	r := unchangedRecord(n)
+	if err := under(r, operatorActor); !errors.Is(err, log.ErrEntryTooLarge) {
+		t.Fatalf("%d calls under %s: %v; the test needs a record too large under it", n, operatorActor, err)
+	}
+	want := maps.Clone(r.Outcomes)
+	index, hashed, err := src.record(ctx, r)
+	if err != nil {
+		t.Fatalf("recording %d calls: %v", n, err)
+	}
+	got := remoteRecord(t, base, tok, index)
+	if hashed != nil || got.Actor != actor || got.OutcomesSHA256 != "" || !reflect.DeepEqual(got.Outcomes, want) {
+		t.Errorf("%d calls that fit the log under %q: entry %d by %q has outcomes_sha256 %q and %d outcome classes, hashed %v; want every outcome written, none hashed",
+			n, actor, index, got.Actor, got.OutcomesSHA256, len(got.Outcomes), hashed)
+	}
+
+	// A record whose arguments are over maxReplayArgs.
+	n = 3 * n
+	r = unchangedRecord(n)
+	if args, err := replayArgs(r); err != nil || len(args) <= maxReplayArgs {
+		t.Fatalf("%d calls: arguments of %d bytes (%v); the test needs more than %d", n, len(args), err, maxReplayArgs)
+	}
+	outcomes, err := replay.SumJCS(r.Outcomes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, hashed, err = src.record(ctx, r)
+	if err != nil {
+		t.Fatalf("recording %d calls, arguments over the limit: %v", n, err)
+	}
+	got = remoteRecord(t, base, tok, index)
+	if !reflect.DeepEqual(hashed, []string{"outcomes"}) || got.Actor != actor || got.Outcomes != nil || got.OutcomesSHA256 != outcomes {
+		t.Errorf("%d calls: entry %d by %q with outcomes_sha256 %q, hashed %v; want outcomes pinned by %s", n, index, got.Actor, got.OutcomesSHA256, hashed, outcomes)
+	}
+}
+
+// unchangedRecord is the record provlog replay makes for the operator of
+// n unchanged calls, at every other index: n-1 commas and ranges of one
+// index each.
+func unchangedRecord(n int) *replay.Record {
+	rep := &replay.Report{To: 2 * uint64(n), Runs: 1, Counts: map[string]int{replay.Unchanged: n}, Definitions: map[string]int{replay.DefinitionSame: n}}
+	for i := range n {
+		rep.Outcomes = append(rep.Outcomes, replay.Outcome{Index: 2 * uint64(i), Class: replay.Unchanged, Definition: replay.DefinitionSame})
+	}
+	return rep.Record(operatorActor, time.Now(), nil)
+}
+
+// readLocalToken returns the token of the data dir's local actor.
+func readLocalToken(t *testing.T, data string) string {
+	t.Helper()
+	tok, err := os.ReadFile(filepath.Join(data, localToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(tok))
+}
+
+// remoteRecord reads entry index of the sidecar at base as a replay
+// record.
+func remoteRecord(t *testing.T, base, token string, index uint64) *replay.Record {
+	t.Helper()
+	es, err := newRemote(base, token).Entries(context.Background(), index, index+1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,11 +285,9 @@ func TestRecordReplayFits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := replay.ParseRecord(e)
+	r, err := replay.ParseRecord(e)
 	if err != nil {
 		t.Fatalf("entry %d: %v", index, err)
 	}
-	if got.Actor != actor || got.Outcomes != nil || got.OutcomesSHA256 != outcomes || got.Counts[replay.Unchanged] != n {
-		t.Errorf("entry %d: %+v, want by %s, %d unchanged calls pinned by outcomes_sha256 %s", index, got, actor, n, outcomes)
-	}
+	return r
 }

@@ -191,14 +191,25 @@ func (r *Record) Marshal() ([]byte, error) {
 // be those it will be written with. A record that fails otherwise is left
 // for Marshal to refuse.
 func (r *Record) Fit() (replaced []string) {
-	if _, err := r.Marshal(); !errors.Is(err, log.ErrEntryTooLarge) {
+	return r.FitBy(func(r *Record) bool {
+		_, err := r.Marshal()
+		return !errors.Is(err, log.ErrEntryTooLarge)
+	})
+}
+
+// FitBy is [Record.Fit] by another measure than the log's: fits reports
+// whether r is small enough as it stands. It serves a writer that sends
+// r to be written elsewhere under a limit of its own, and pins no more
+// than that limit needs.
+func (r *Record) FitBy(fits func(*Record) bool) (replaced []string) {
+	if fits(r) {
 		return nil
 	}
 	if sum, err := SumJCS(r.Outcomes); err == nil && r.Outcomes != nil {
 		r.Outcomes, r.OutcomesSHA256 = nil, sum
 		replaced = append(replaced, "outcomes")
 	}
-	if _, err := r.Marshal(); !errors.Is(err, log.ErrEntryTooLarge) {
+	if fits(r) {
 		return replaced
 	}
 	if sum, err := SumJCS(r.DefinitionChanges); err == nil && r.DefinitionChanges != nil {
