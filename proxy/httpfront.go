@@ -45,8 +45,8 @@ import (
 // to the SDK's handler untouched, which also answers every error of
 // protocol this path does not want to reproduce.
 //
-// What the SDK would have checked is checked here too: the session exists
-// and was initialized, it belongs to the request's actor, the
+// What the SDK would have checked is checked here too: the session exists,
+// was initialized and was not closed, it belongs to the request's actor, the
 // Mcp-Protocol-Version header is one the session can speak, the Accept
 // header names both JSON and event streams. What it does for a session is
 // done here too: the session's idle clock is kept (the proxy keeps it for
@@ -65,11 +65,11 @@ type frontSession struct {
 	client   *mcp.Implementation
 	protocol string
 
-	lastUsed atomic.Int64 // unix nanoseconds of the last request's start
-	active   atomic.Int32 // POSTs in progress
-	calls    sync.Map     // JSON-RPC id (raw text) of a fast call in progress -> context.CancelFunc
-	asks     sync.Map     // id of a request on a fast call's stream -> chan *wireMessage (callstream.go)
-	streams  sync.Map     // id of a resumable call stream -> *callStream (callstream.go)
+	lastUsed atomic.Int64  // unix nanoseconds of the last request's start or POST's end
+	use      atomic.Uint64 // POSTs in progress and admitted, and whether closed: see admit
+	calls    sync.Map      // JSON-RPC id (raw text) of a fast call in progress -> context.CancelFunc
+	asks     sync.Map      // id of a request on a fast call's stream -> chan *wireMessage (callstream.go)
+	streams  sync.Map      // id of a resumable call stream -> *callStream (callstream.go)
 
 	ctx    context.Context // done when the session ends: its calls are cancelled
 	cancel context.CancelFunc
@@ -96,6 +96,10 @@ func (p *Proxy) sessionInitialized(_ context.Context, req *mcp.InitializedReques
 	p.sessions.Store(id, fs)
 	go func() {
 		ss.Wait()
+		if hold := p.testingOnlyBeforeForget; hold != nil {
+			hold()
+		}
+		fs.markClosed() // a DELETE or the reaper did already; the SDK's own ending did not
 		p.sessions.Delete(id)
 		fs.cancel()
 		p.closeStreams(fs)
@@ -126,57 +130,6 @@ func (p *Proxy) noteActor(method string, req mcp.Request) {
 	}
 }
 
-// reapSessions closes front HTTP sessions idle for longer than idle, every
-// interval, until ctx is done. The SDK's own idle timer cannot be used: it
-// does not see the requests the fast path serves.
-func (p *Proxy) reapSessions(ctx context.Context, interval, idle time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	firstSeen := map[*mcp.ServerSession]time.Time{} // sessions never initialized
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		p.reapPass(time.Now(), idle, firstSeen)
-	}
-}
-
-// reapPass is one pass of reapSessions as of now. It takes now rather
-// than reading the clock so that a test can hold sessions to the idle
-// limit without waiting it out (the scheduler of a loaded machine would
-// decide such a test). firstSeen carries, from pass to pass, when a session
-// that never initialized was first seen.
-func (p *Proxy) reapPass(now time.Time, idle time.Duration, firstSeen map[*mcp.ServerSession]time.Time) {
-	seen := map[*mcp.ServerSession]bool{}
-	for ss := range p.server.Sessions() {
-		id := ss.ID()
-		if id == "" {
-			continue // stdio, in memory, stateless
-		}
-		seen[ss] = true
-		if v, ok := p.sessions.Load(id); ok {
-			fs := v.(*frontSession)
-			if fs.active.Load() == 0 && now.Sub(time.Unix(0, fs.lastUsed.Load())) > idle {
-				p.logger.Info("proxy: closing an idle HTTP session", "actor", fs.actor, "session", id, "idle", idle)
-				ss.Close()
-			}
-			continue
-		}
-		if _, ok := firstSeen[ss]; !ok {
-			firstSeen[ss] = now
-		} else if now.Sub(firstSeen[ss]) > idle {
-			ss.Close()
-		}
-	}
-	for ss := range firstSeen {
-		if !seen[ss] {
-			delete(firstSeen, ss)
-		}
-	}
-}
-
 // serveStateful serves a request of a stateful HTTP session: on the fast
 // path if it can, else through the SDK's handler.
 func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, pb postBody, sdk http.Handler) {
@@ -187,21 +140,32 @@ func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, pb postBod
 			fs.touch()
 		}
 	}
-	if fs != nil && r.Method == http.MethodGet && !p.noFastPath {
-		if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID == fs.actor {
-			if last := r.Header.Get("Last-Event-ID"); last != "" && p.resume(w, r, fs, last) {
+	if fs != nil {
+		switch {
+		case r.Method == http.MethodPost:
+			if !fs.admit() {
+				writeSessionNotFound(w)
 				return
 			}
-		}
-	}
-	if fs != nil && r.Method == http.MethodPost {
-		fs.active.Add(1)
-		defer func() {
-			fs.touch()
-			fs.active.Add(-1)
-		}()
-		if !p.noFastPath && pb.parsed && p.fastPOST(w, r, fs, pb.msg) {
+			defer fs.release()
+			if !p.noFastPath && pb.parsed && p.fastPOST(w, r, fs, pb.msg) {
+				return
+			}
+		case fs.closed():
+			writeSessionNotFound(w)
 			return
+		case r.Method == http.MethodGet && !p.noFastPath:
+			if fs.actorOf(r) {
+				if last := r.Header.Get("Last-Event-ID"); last != "" && p.resume(w, r, fs, last) {
+					return
+				}
+			}
+		case r.Method == http.MethodDelete && fs.actorOf(r):
+			// The SDK closes the session for its own actor's DELETE (it
+			// knows the session: the proxy forgets one only after the
+			// SDK did). No POST is admitted from here on, though the
+			// proxy forgets the session only once the SDK's has ended.
+			fs.markClosed()
 		}
 	}
 	p.serveSDK(sdk, w, r)

@@ -179,7 +179,7 @@ func waitIdle(t *testing.T, p *Proxy, id string) {
 	}
 	fs := v.(*frontSession)
 	deadline := time.Now().Add(10 * time.Second) // a failure guard only
-	for fs.active.Load() != 0 {
+	for fs.inProgress() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("session %s still has a POST in progress", id)
 		}

@@ -180,6 +180,10 @@ type Proxy struct {
 	writeTimeout   time.Duration // tests: how long a client may take none of an answer (streamWriteTimeout if 0)
 	noPark         bool          // tests: no parked calls (park.go), to measure what they cost
 	reaper         sync.Once
+	// testingOnlyBeforeReap runs in reapPass between deciding that a
+	// session is idle and closing it; testingOnlyBeforeForget, after a
+	// front HTTP session ended and before the proxy forgets it.
+	testingOnlyBeforeReap, testingOnlyBeforeForget func()
 
 	progress  sync.Map // downstream progress token -> *progressRoute
 	nextToken atomic.Uint64
