@@ -33,6 +33,16 @@ func (s *Store) Commit(ctx context.Context, b *log.Batch) error {
 // for its round trips (one when this handle knows the newest state, two
 // when it must read what others appended), and for how an unknown outcome
 // is resolved.
+//
+// A pooled connection may have died while idle (its backend terminated,
+// the server restarted): the pool pings only a connection idle for over a
+// second, and writing to a socket the server closed succeeds, so the first
+// round trip is what finds it dead. A commit whose connection dies before
+// anything that could commit was sent on it (deadConn) takes another and
+// tries again, at most once per connection the pool may hold and once
+// more, which a fresh connection ends: the pool destroys each dead one as
+// it is released. Then it reports the store unavailable. Nothing is tried
+// again once the outcome may be unknown.
 func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func(log.State, []bool) (*log.Batch, error)) error {
 	if _, err := s.acquire(ctx); err != nil {
 		return err
@@ -47,9 +57,25 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	if err != nil {
 		return err
 	}
+	tries := int(s.cfg.MaxConns) + 1
+	for try := 1; ; try++ {
+		err := s.commitOn(ctx, known, fences, build, &tm)
+		var dead *deadConn
+		if !errors.As(err, &dead) {
+			return err
+		}
+		if try == tries || ctx.Err() != nil {
+			return dead.err
+		}
+		s.logf("logpg: %v; nothing was written, trying another connection (%d of %d tries)", dead.err, try+1, tries)
+	}
+}
 
+// commitOn is one attempt of CommitShared, on a connection from the pool.
+// The caller holds s.advance.
+func (s *Store) commitOn(ctx context.Context, known log.State, fences []log.Fence, build func(log.State, []bool) (*log.Batch, error), tm *timer) error {
 	var idle time.Duration
-	pc, err := s.pool.Acquire(context.WithValue(ctx, idleKey{}, &idle))
+	pc, err := s.pool.Acquire(context.WithValue(ctx, idleKey{}, &acquired{idle: &idle, noPing: s.testingOnlyNoPing}))
 	if err != nil {
 		return unavailable("committing", err)
 	}
@@ -67,15 +93,23 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 		}
 		pc.Release()
 	}()
-	tm.mark(&tm.Wait)
+	tm.add(&tm.Wait)
 	if s.mayOneTrip(known, idle) {
-		done, err := s.commitOneTrip(ctx, conn, known, fences, build, &tm)
+		done, err := s.commitOneTrip(ctx, conn, known, fences, build, tm)
 		if done || err != nil {
 			return err
 		}
 	}
-	return s.commitLocked(ctx, conn, known, fences, build, &tm)
+	return s.commitLocked(ctx, conn, known, fences, build, tm)
 }
+
+// deadConn is the error (err) of a commit attempt whose connection died
+// before anything that could commit reached the server: CommitShared
+// takes another connection and tries again.
+type deadConn struct{ err error }
+
+func (e *deadConn) Error() string { return e.err.Error() }
+func (e *deadConn) Unwrap() error { return e.err }
 
 // commitLocked is a commit in two round trips: lock the state row and
 // read what others committed since known, build on that, write.
@@ -173,8 +207,17 @@ func (s *Store) mayOneTrip(known log.State, idle time.Duration) bool {
 const oneTripIdle = 10 * time.Millisecond
 
 // idleKey is the context key under which the pool's ShouldPing tells
-// CommitShared how long the connection it acquires was idle.
+// CommitShared how long the connection it acquires was idle (an
+// *acquired).
 type idleKey struct{}
+
+// acquired is what the pool's ShouldPing and a commit's acquisition tell
+// each other: how long the connection was idle, and (a test hook) that it
+// is not to be pinged however long that was.
+type acquired struct {
+	idle   *time.Duration
+	noPing bool
+}
 
 // timer takes a commit's [CommitTimes].
 type timer struct {
@@ -186,6 +229,12 @@ type timer struct {
 func (tm *timer) mark(d *time.Duration) {
 	now := time.Now()
 	*d, tm.t = now.Sub(tm.t), now
+}
+
+// add adds to *d the time since the last mark.
+func (tm *timer) add(d *time.Duration) {
+	now := time.Now()
+	*d, tm.t = *d+now.Sub(tm.t), now
 }
 
 // retry counts the time of a one-round-trip attempt that was refused
@@ -263,7 +312,16 @@ func (s *Store) lockState(ctx context.Context, conn *pgx.Conn, size uint64, fenc
 			s.fail(err)
 			return st, nil, nil, err
 		}
-		return st, nil, nil, unavailable("committing: locking the log state", err)
+		err = unavailable("committing: locking the log state", err)
+		if conn.IsClosed() && ctx.Err() == nil {
+			// The connection died, and not because ctx ended. Whatever
+			// of this round trip reached the server began a
+			// transaction that holds no COMMIT, which ends with its
+			// session: nothing was written, and another connection may
+			// do.
+			return st, nil, nil, &deadConn{err}
+		}
+		return st, nil, nil, err
 	}
 	s.setUnreachable(nil) // the database answered, as publish would say
 	return st, leaves, last, nil

@@ -167,6 +167,9 @@ type Store struct {
 	testingOnlySkipFlush bool
 	// Test hook: 1, every commit tries one round trip; 2, none does.
 	testingOnlyTrips int
+	// Test hook: the pool pings no connection a commit takes, however
+	// long it was idle (so a dead one is found by the commit).
+	testingOnlyNoPing bool
 }
 
 var _ log.SharedStorage = (*Store)(nil)
@@ -208,8 +211,11 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		rp["default_transaction_read_only"] = "on"
 	}
 	cfg.ShouldPing = func(ctx context.Context, p pgxpool.ShouldPingParams) bool {
-		if d, ok := ctx.Value(idleKey{}).(*time.Duration); ok {
-			*d = p.IdleDuration // how long the connection a commit gets was idle
+		if a, ok := ctx.Value(idleKey{}).(*acquired); ok {
+			*a.idle = p.IdleDuration // how long the connection a commit gets was idle
+			if a.noPing {
+				return false
+			}
 		}
 		return p.IdleDuration > time.Second // pgxpool's default
 	}

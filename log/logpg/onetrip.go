@@ -73,6 +73,18 @@ func (s *Store) commitOneTrip(ctx context.Context, conn *pgx.Conn, known log.Sta
 	if err == nil && s.testingOnlyAfterWrite != nil {
 		err = s.testingOnlyAfterWrite()
 	}
+	if err != nil && pgconn.SafeToRetry(err) && !errors.Is(err, errNotFlushed) && conn.IsClosed() && ctx.Err() == nil {
+		// pgx sent no byte of the pipeline (SafeToRetry promises that
+		// the error came before any was written; pgx writes the whole
+		// pipeline at once, at its Sync) and the connection is closed:
+		// nothing reached the server, the outcome is known, and another
+		// connection may do. (Only a prepare of statements this
+		// connection had not used may have gone before; it writes
+		// nothing.)
+		tm.mark(&tm.Write)
+		tm.retry()
+		return true, &deadConn{unavailable("committing", err)}
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (pe.Code == codeMoved || pe.Code == codeFenced) {
 		// Refused under the lock: nothing was written.

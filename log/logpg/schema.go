@@ -143,8 +143,13 @@ package logpg
 // be reached within Options.ResolveTimeout the handle refuses further
 // commits. A failure before COMMIT was sent (round trip 1 of two) wrote
 // nothing and is reported as log.ErrUnavailable: the next commit may
-// succeed. A commit in one round trip sends COMMIT with everything else,
-// so any failure of its connection leaves the outcome unknown; but a
+// succeed. If it was the connection that failed (a pooled connection
+// whose backend was terminated, or that a restart cut, while it was
+// idle), the commit first takes another connection and tries again, a
+// bounded number of times (Store.CommitShared). A commit in one round
+// trip sends COMMIT with everything else, so any failure of its
+// connection leaves the outcome unknown, unless pgx wrote no byte of the
+// pipeline (pgconn.SafeToRetry), which is tried again so too; but a
 // statement the server refused while the session goes on is a known
 // outcome (nothing committed), and in either way of committing a refusal
 // that may pass (a timeout, a deadlock, a read-only database: a hot

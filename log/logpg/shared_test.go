@@ -253,14 +253,23 @@ func testLostConnection(t *testing.T, oneTrip bool) {
 		t.Fatal(err)
 	}
 
+	// The backend is killed once the commit's last round trip, COMMIT in
+	// it, is on its way: the outcome is unknown until read back, and the
+	// commit is not tried again on another connection (one build, one
+	// write).
+	var builds, writes int
 	s.testingOnlyBeforeWrite = func(pid uint32) {
+		writes++
 		if _, err := killer.pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, int32(pid)); err != nil {
 			t.Errorf("pg_terminate_backend: %v", err)
 		}
 	}
-	err := commit(func(st log.State, _ []bool) (*log.Batch, error) { return buildOn(t, st, "lost", 3), nil })
+	err := commit(func(st log.State, _ []bool) (*log.Batch, error) { builds++; return buildOn(t, st, "lost", 3), nil })
 	if !errors.Is(err, log.ErrUnavailable) {
 		t.Fatalf("commit on a killed connection = %v, want ErrUnavailable", err)
+	}
+	if builds != 1 || writes != 1 {
+		t.Fatalf("the commit killed after it sent COMMIT was built %d times and written %d, want once (not tried again)", builds, writes)
 	}
 	s.testingOnlyBeforeWrite = nil
 	if st, _ := killer.Latest(ctx); st.Size != 2 {
@@ -291,16 +300,21 @@ func testLostConnection(t *testing.T, oneTrip bool) {
 	// Killed, and another writer commits past the batch's size before
 	// the read-back: not committed (no checkpoint at its size), not
 	// corrupt.
+	builds, writes = 0, 0
 	s.testingOnlyBeforeWrite = func(pid uint32) {
+		writes++
 		if _, err := killer.pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, int32(pid)); err != nil {
 			t.Errorf("pg_terminate_backend: %v", err)
 		}
 		commitShared(t, killer, "past it", 5)
 	}
-	err = commit(func(st log.State, _ []bool) (*log.Batch, error) { return buildOn(t, st, "spanned", 2), nil })
+	err = commit(func(st log.State, _ []bool) (*log.Batch, error) { builds++; return buildOn(t, st, "spanned", 2), nil })
 	s.testingOnlyBeforeWrite = nil
 	if !errors.Is(err, log.ErrUnavailable) {
 		t.Fatalf("commit on a killed connection, another writer's batch spanning its size = %v, want ErrUnavailable", err)
+	}
+	if builds != 1 || writes != 1 {
+		t.Fatalf("the commit killed after it sent COMMIT (another writer's batch spanning its size) was built %d times and written %d, want once", builds, writes)
 	}
 	if err := commit(func(st log.State, _ []bool) (*log.Batch, error) { return buildOn(t, st, "last", 1), nil }); err != nil {
 		t.Fatal(err)
