@@ -71,6 +71,10 @@ type catalogue struct {
 	begunAt                [readSlots]time.Time
 	behind                 uint32
 	testingOnlyListBound   atomic.Int64 // replaces listBound's freshWait if not zero
+	// testingOnlyAskRead, if set, is called by askRead with its slot,
+	// before the read is asked for: a test sees what was marked by then.
+	// want calls askRead under mu, so it must not take mu.
+	testingOnlyAskRead atomic.Pointer[func(listSlot)]
 
 	mu         sync.Mutex
 	lists      [listSlots]registry
@@ -180,6 +184,9 @@ func (c *catalogue) triggerResync(slots ...listSlot) {
 // askRead has the list in slot read again (by its resyncLoop) once the
 // read under way, if any, has ended. It does not block.
 func (c *catalogue) askRead(slot listSlot) {
+	if f := c.testingOnlyAskRead.Load(); f != nil {
+		(*f)(slot)
+	}
 	select {
 	case c.resync[slot] <- struct{}{}:
 	default:

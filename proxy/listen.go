@@ -143,6 +143,13 @@ func (p *Proxy) resubscribe(ctx context.Context, d *downstream, cs *mcp.ClientSe
 type listens struct {
 	mu sync.Mutex
 	on map[*mcp.ClientSession]map[string]*listen // by session, then URI
+
+	// For tests of renewal (renew): testingOnlyBackoff, if not zero,
+	// replaces renewalBackoff; testingOnlyLive counts the runs not
+	// returned, testingOnlyWaits the backoffs they began to wait out,
+	// and testingOnlyHolds the listens they went to hold.
+	testingOnlyBackoff                                  atomic.Int64
+	testingOnlyLive, testingOnlyWaits, testingOnlyHolds atomic.Int64
 }
 
 // A listen is one URI's subscription on one session.
@@ -369,10 +376,17 @@ func (d *downstream) listenEnded(cs *mcp.ClientSession, uris []string, err error
 // after it while they fail, as long as front clients hold its
 // subscription; why is the last listen's end.
 func (d *downstream) renew(cs *mcp.ClientSession, uri string, n int, why error) {
+	d.listens.testingOnlyLive.Add(1)
+	defer d.listens.testingOnlyLive.Add(-1)
+	backoff := renewalBackoff
+	if b := d.listens.testingOnlyBackoff.Load(); b > 0 {
+		backoff = time.Duration(b)
+	}
 	for ; n <= maxRenewals; n++ {
 		if n > 1 {
+			d.listens.testingOnlyWaits.Add(1)
 			select {
-			case <-time.After(renewalBackoff << (n - 2)):
+			case <-time.After(backoff << (n - 2)):
 			case <-d.p.ctx.Done(): // the proxy closed: nothing to renew
 				return
 			}
@@ -380,6 +394,7 @@ func (d *downstream) renew(cs *mcp.ClientSession, uri string, n int, why error) 
 		if !d.p.subscribed(d, uri) {
 			return
 		}
+		d.listens.testingOnlyHolds.Add(1)
 		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.timeout())
 		err := d.listens.hold(ctx, cs, uri, n)
 		cancel()

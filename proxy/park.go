@@ -301,9 +301,12 @@ func (pc *parkedCall) start(ctx context.Context, d *downstream, what string, wor
 					secrets = pc.first.secrets
 				}
 				p.logger.Error("proxy: panic in a parked call", "server", d.cfg.ID, "tool", what, "panic", d.logText(fmt.Sprint(r), secrets), "stack", string(debug.Stack()))
-				fail("provlog: internal error while making the call")
+				fail("internal error while making the call") // the client is told it prefixed "provlog: "
 			}
 		}()
+		if text := p.parked.testingOnlyPanic.Load(); text != nil {
+			panic(*text)
+		}
 		work(ticket, held)
 	}()
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -11,6 +12,11 @@ type parking struct {
 	mu   sync.Mutex
 	m    map[string]*parkedCall // by the requestState of their round
 	live int                    // calls parked once and not ended
+
+	// testingOnlyPanic, if set, is what a parked call's downstream work
+	// panics with instead of running: no real server makes it panic, and
+	// the recovery's log line is what a test checks (park.go, start).
+	testingOnlyPanic atomic.Pointer[string]
 }
 
 func (t *parking) has(state string) bool {
