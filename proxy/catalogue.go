@@ -62,13 +62,15 @@ type catalogue struct {
 	readNow chan struct{}
 	// wanted holds a bit per slot whose list a front client's list asked
 	// to be read (fresh.go); begun counts the reads of each list begun
-	// (under mu), begunAt is when the last began, ended counts those
-	// ended, and lateRead is the last read a list was answered without;
+	// (under mu), begunAt is when the last began and covers the count of
+	// the server's changes (asked) it covers, ended counts those ended,
+	// and lateRead is the last read a list was answered without;
 	// behind holds a bit per slot whose read a front list or a call
 	// gave up waiting for, and which no read has answered since.
 	wanted                 atomic.Uint32
 	begun, ended, lateRead [readSlots]uint64
 	begunAt                [readSlots]time.Time
+	covers                 [readSlots]uint64
 	behind                 uint32
 	testingOnlyListBound   atomic.Int64 // replaces listBound's freshWait if not zero
 	// testingOnlyAskRead, if set, is called by askRead with its slot,

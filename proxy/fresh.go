@@ -103,11 +103,12 @@ func (p *Proxy) freshLists(ctx context.Context, slots []listSlot) {
 }
 
 // want returns the count of reads of the list in slot that the front's
-// list waits for: the read begun within freshFor, or the next, which it
-// asks the resync loop for. It reports false when there is nothing to
-// wait for: the read has ended, the list has no one to read it (the
-// server, or its newer session, is not up), or the server is behind on
-// it (a list gave up waiting for it, and it has not answered since).
+// list waits for: the read begun within freshFor that covers every change
+// the server announced, or the next, which it asks the resync loop for.
+// It reports false when there is nothing to wait for: the read has
+// ended, the list has no one to read it (the server, or its newer session,
+// is not up), or the server is behind on it (a list gave up waiting for
+// it, and it has not answered since).
 func (c *catalogue) want(slot listSlot) (uint64, bool) {
 	if slot >= listSlots {
 		if c.d.newer.current() == nil {
@@ -119,7 +120,11 @@ func (c *catalogue) want(slot listSlot) (uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	behind := c.behind&(1<<slot) != 0
-	if c.begun[slot] > 0 && time.Since(c.begunAt[slot]) < freshFor {
+	// A read begun before the server's latest notice of a change to the
+	// list does not serve: a client that lists at once on hearing the
+	// change (the front tells it as soon as the list the notice named
+	// first is applied) would be shown the list from before it.
+	if c.begun[slot] > 0 && time.Since(c.begunAt[slot]) < freshFor && c.asked[slot].Load() <= c.covers[slot] {
 		return c.begun[slot], c.ended[slot] < c.begun[slot] && !behind
 	}
 	// Under c.mu: the read asked for is the next to begin, which clears
@@ -138,7 +143,8 @@ func (c *catalogue) begin(slot listSlot) uint64 {
 	c.wanted.And(^uint32(1 << slot))
 	c.begun[slot]++
 	c.begunAt[slot] = time.Now()
-	return c.asked[slot].Load()
+	c.covers[slot] = c.asked[slot].Load()
+	return c.covers[slot]
 }
 
 // unread ends, unread, the read that front lists asked for of the list

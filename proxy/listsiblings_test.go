@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -67,5 +68,45 @@ func TestSiblingListsMarkedTogether(t *testing.T) {
 	defer mu.Unlock()
 	for _, u := range uneven {
 		t.Error(u)
+	}
+}
+
+// TestListAfterNoticeReadsAgain: a front client's list, asked for after
+// the server announced a change of that list which no read begun since
+// covers, waits for a new read, though the last read began within
+// freshFor. That read began before the notice: served from it, a client
+// listing at once on hearing of the change (the front tells it when the
+// first list the notice named is applied) was shown the list from before
+// the change.
+func TestListAfterNoticeReadsAgain(t *testing.T) {
+	cfg := fixtureServerConfig(t, "fx")
+	cfg.Env[fixtureEnv] = "lists"
+	p := startProxy(t, newTestLog(t), []ServerConfig{cfg}, nil)
+	c := p.live["fx"].d.cat
+	cs := connectMemory(t, p, nil)
+	ctx := context.Background()
+	if _, err := cs.ListResourceTemplates(ctx, nil); err != nil {
+		t.Fatalf("listing the templates: %v", err)
+	}
+	c.mu.Lock()
+	before := c.begun[templateSlot]
+	// As of now: the read the list made is within freshFor however long
+	// the machine took to get here.
+	c.begunAt[templateSlot] = time.Now()
+	c.mu.Unlock()
+	// The server's notice, as triggerResync marks it, before the read it
+	// asks for has begun.
+	c.asked[templateSlot].Add(1)
+	if _, err := cs.ListResourceTemplates(ctx, nil); err != nil {
+		t.Fatalf("listing the templates after the notice: %v", err)
+	}
+	c.mu.Lock()
+	after, ended, covers := c.begun[templateSlot], c.ended[templateSlot], c.covers[templateSlot]
+	c.mu.Unlock()
+	if after == before || ended < after {
+		t.Errorf("a list after the server's notice was answered from read %d, begun before the notice (reads begun %d, ended %d): want a read begun after it, ended", before, after, ended)
+	}
+	if got := c.asked[templateSlot].Load(); covers < got {
+		t.Errorf("the last read covers %d of the server's %d changes of the templates", covers, got)
 	}
 }
