@@ -31,7 +31,9 @@ func (b pgBlobs) ReadBlob(name string) ([]byte, error) {
 	ctx, cancel := b.ctx()
 	defer cancel()
 	var data []byte
-	err := b.s.pool.QueryRow(ctx, sqlBlobRead, name).Scan(&data)
+	err := b.s.read(ctx, "reading a blob", func(conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, sqlBlobRead, name).Scan(&data)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("blob %s: %w", name, blobs.ErrNotFound)
 	} else if err != nil {
@@ -68,7 +70,10 @@ func (b pgBlobs) HasBlob(name string) (bool, error) {
 	ctx, cancel := b.ctx()
 	defer cancel()
 	var ok bool
-	if err := b.s.pool.QueryRow(ctx, sqlBlobHas, name).Scan(&ok); err != nil {
+	err := b.s.read(ctx, "looking up a blob", func(conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, sqlBlobHas, name).Scan(&ok)
+	})
+	if err != nil {
 		return false, fmt.Errorf("looking up blob %s in the shared log: %w", name, err)
 	}
 	return ok, nil

@@ -57,7 +57,7 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	if err != nil {
 		return err
 	}
-	tries := int(s.cfg.MaxConns) + 1
+	tries := s.connTries()
 	for try := 1; ; try++ {
 		err := s.commitOn(ctx, known, fences, build, &tm)
 		var dead *deadConn
@@ -70,6 +70,11 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 		s.logf("logpg: %v; nothing was written, trying another connection (%d of %d tries)", dead.err, try+1, tries)
 	}
 }
+
+// connTries bounds the connections a commit or a read takes when each it
+// took died: one for each the pool may hold, all of which may be dead,
+// and one more, which the pool opens anew.
+func (s *Store) connTries() int { return int(s.cfg.MaxConns) + 1 }
 
 // commitOn is one attempt of CommitShared, on a connection from the pool.
 // The caller holds s.advance.
@@ -211,9 +216,10 @@ const oneTripIdle = 10 * time.Millisecond
 // *acquired).
 type idleKey struct{}
 
-// acquired is what the pool's ShouldPing and a commit's acquisition tell
-// each other: how long the connection was idle, and (a test hook) that it
-// is not to be pinged however long that was.
+// acquired is what the pool's ShouldPing and a commit's or a read's
+// acquisition tell each other: how long the connection was idle (to a
+// commit; nil for a read), and (a test hook) that it is not to be pinged
+// however long that was.
 type acquired struct {
 	idle   *time.Duration
 	noPing bool

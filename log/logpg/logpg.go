@@ -167,8 +167,8 @@ type Store struct {
 	testingOnlySkipFlush bool
 	// Test hook: 1, every commit tries one round trip; 2, none does.
 	testingOnlyTrips int
-	// Test hook: the pool pings no connection a commit takes, however
-	// long it was idle (so a dead one is found by the commit).
+	// Test hook: the pool pings no connection a commit or a read takes,
+	// however long it was idle (so a dead one is found by its reply).
 	testingOnlyNoPing bool
 }
 
@@ -212,7 +212,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	}
 	cfg.ShouldPing = func(ctx context.Context, p pgxpool.ShouldPingParams) bool {
 		if a, ok := ctx.Value(idleKey{}).(*acquired); ok {
-			*a.idle = p.IdleDuration // how long the connection a commit gets was idle
+			if a.idle != nil {
+				*a.idle = p.IdleDuration // how long the connection a commit gets was idle
+			}
 			if a.noPing {
 				return false
 			}
@@ -525,23 +527,29 @@ func (s *Store) latest(ctx context.Context) (log.State, error) {
 	s.mu.Lock()
 	known := s.state
 	s.mu.Unlock()
-	b := &pgx.Batch{}
 	var st log.State
 	var leaves [][]byte
-	b.Queue(sqlReadState).QueryRow(func(row pgx.Row) error {
-		var err error
-		st, err = scanState(row)
-		return err
+	err := s.read(ctx, "reading the latest state", func(conn *pgx.Conn) error {
+		// A batch anew for each try: pgx keeps in a batch it sent the
+		// statements it prepared on that connection.
+		b := &pgx.Batch{}
+		b.Queue(sqlReadState).QueryRow(func(row pgx.Row) error {
+			var err error
+			st, err = scanState(row)
+			return err
+		})
+		b.Queue(sqlLeavesFrom, int64(known.Size)).Query(func(rows pgx.Rows) error {
+			var err error
+			leaves, err = scanLeaves(rows, known.Size)
+			return err
+		})
+		// The batch is one transaction; committing it flushes what it
+		// read, unless that is the state known already (flushed when
+		// adopted).
+		b.Queue(sqlFlushUnlessAt, int64(known.Size))
+		return conn.SendBatch(ctx, b).Close()
 	})
-	b.Queue(sqlLeavesFrom, int64(known.Size)).Query(func(rows pgx.Rows) error {
-		var err error
-		leaves, err = scanLeaves(rows, known.Size)
-		return err
-	})
-	// The batch is one transaction; committing it flushes what it read,
-	// unless that is the state known already (flushed when adopted).
-	b.Queue(sqlFlushUnlessAt, int64(known.Size))
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	if err != nil {
 		return log.State{}, fmt.Errorf("reading the latest state: %w", err)
 	}
 	// The leaves were read after the state: newer commits may show.

@@ -12,6 +12,56 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 )
 
+// read runs fn, a read, on a connection from the pool: every read of the
+// log after Open goes through it. A pooled connection may have died while
+// idle (its backend terminated, the server restarted): the pool pings
+// only a connection idle for over a second, and writing to a socket the
+// server closed succeeds, so the reply to the read is what finds it dead.
+// A read changes nothing the log holds (a read of the newest state may
+// write a flush record, which another flush repeats harmlessly), so one
+// whose connection died while ctx is live takes another and runs again,
+// bounded as a commit is (connTries), which a fresh connection ends: the
+// pool destroys each dead connection as it is released. An error the server answered with while
+// the session goes on (a statement refused, a timeout) leaves the
+// connection open and goes up at once, as does fn's own, and a read that
+// handed rows to its caller before it failed (handedOut) is not run
+// again. A read that could get no connection, or whose last try died too,
+// reports the store unavailable (log.ErrUnavailable): nothing was read.
+func (s *Store) read(ctx context.Context, what string, fn func(conn *pgx.Conn) error) error {
+	tries := s.connTries()
+	for try := 1; ; try++ {
+		pc, err := s.pool.Acquire(context.WithValue(ctx, idleKey{}, &acquired{noPing: s.testingOnlyNoPing}))
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			return fmt.Errorf("%w: %w", log.ErrUnavailable, err)
+		}
+		err = fn(pc.Conn())
+		dead := err != nil && pc.Conn().IsClosed() && ctx.Err() == nil
+		pc.Release()
+		var h *handedOut
+		if errors.As(err, &h) {
+			return h.err
+		}
+		if !dead {
+			return err
+		}
+		if try == tries {
+			return fmt.Errorf("%w: %w", log.ErrUnavailable, err)
+		}
+		s.logf("logpg: %s: %v; a read changes nothing, trying another connection (%d of %d tries)", what, err, try+1, tries)
+	}
+}
+
+// handedOut is the error (err) of a read that had handed rows to its
+// caller before it failed: [Store.read] does not run it again, which
+// would hand them again.
+type handedOut struct{ err error }
+
+func (e *handedOut) Error() string { return e.err.Error() }
+func (e *handedOut) Unwrap() error { return e.err }
+
 // Entries implements [log.Storage.Entries].
 func (s *Store) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
 	v, err := s.acquire(ctx)
@@ -27,22 +77,30 @@ func (s *Store) Entries(ctx context.Context, start, end uint64) ([][]byte, error
 	if start == end {
 		return run.Entries()
 	}
-	rows, err := s.pool.Query(ctx, sqlEntries, int64(start), int64(end))
+	var bad error // what the run refused: the rows contradict the log
+	err = s.read(ctx, "reading entries", func(conn *pgx.Conn) error {
+		run = entryrun.New(start, end, v.Size, ErrCorrupt)
+		rows, err := conn.Query(ctx, sqlEntries, int64(start), int64(end))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var idx int64
+			var e []byte
+			if err := rows.Scan(&idx, &e); err != nil {
+				return err
+			}
+			if bad = run.Add(uint64(idx), e); bad != nil {
+				return bad
+			}
+		}
+		return rows.Err()
+	})
+	if bad != nil {
+		return nil, bad
+	}
 	if err != nil {
-		return nil, fmt.Errorf("reading entries [%d, %d): %w", start, end, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var idx int64
-		var e []byte
-		if err := rows.Scan(&idx, &e); err != nil {
-			return nil, fmt.Errorf("reading entries [%d, %d): %w", start, end, err)
-		}
-		if err := run.Add(uint64(idx), e); err != nil {
-			return nil, err
-		}
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading entries [%d, %d): %w", start, end, err)
 	}
 	return run.Entries()
@@ -90,25 +148,34 @@ func (s *Store) readNodes(ctx context.Context, hot *hot.Nodes, ids []compact.Nod
 	if len(rest) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, sqlNodes, levels, idxs)
+	var found map[compact.NodeID][]byte
+	var bad error // a malformed node
+	err := s.read(ctx, "reading nodes", func(conn *pgx.Conn) error {
+		found = make(map[compact.NodeID][]byte, len(rest))
+		rows, err := conn.Query(ctx, sqlNodes, levels, idxs)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var lvl int16
+			var idx int64
+			var h []byte
+			if err := rows.Scan(&lvl, &idx, &h); err != nil {
+				return err
+			}
+			if len(h) != hashSize {
+				bad = fmt.Errorf("%w: node (%d, %d) is %d bytes", ErrCorrupt, lvl, idx, len(h))
+				return bad
+			}
+			found[compact.NewNodeID(uint(lvl), uint64(idx))] = h
+		}
+		return rows.Err()
+	})
+	if bad != nil {
+		return nil, bad
+	}
 	if err != nil {
-		return nil, fmt.Errorf("reading nodes: %w", err)
-	}
-	defer rows.Close()
-	found := make(map[compact.NodeID][]byte, len(rest))
-	for rows.Next() {
-		var lvl int16
-		var idx int64
-		var h []byte
-		if err := rows.Scan(&lvl, &idx, &h); err != nil {
-			return nil, fmt.Errorf("reading nodes: %w", err)
-		}
-		if len(h) != hashSize {
-			return nil, fmt.Errorf("%w: node (%d, %d) is %d bytes", ErrCorrupt, lvl, idx, len(h))
-		}
-		found[compact.NewNodeID(uint(lvl), uint64(idx))] = h
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading nodes: %w", err)
 	}
 	for _, i := range rest {
@@ -135,7 +202,9 @@ func (s *Store) LeafIndex(ctx context.Context, leafHash []byte) (uint64, error) 
 	}
 	lookup := func(size uint64) (uint64, error) {
 		var idx int64
-		err := s.pool.QueryRow(ctx, sqlLeafIndex, leafHash, int64(size)).Scan(&idx)
+		err := s.read(ctx, "looking up a leaf hash", func(conn *pgx.Conn) error {
+			return conn.QueryRow(ctx, sqlLeafIndex, leafHash, int64(size)).Scan(&idx)
+		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return 0, notFound
 		} else if err != nil {
@@ -163,7 +232,9 @@ func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
 	v = s.atLeast(ctx, v, size)
 	return entryrun.Checkpoint(size, v.Size, func() ([]byte, bool, error) {
 		var note []byte
-		err := s.pool.QueryRow(ctx, sqlCheckpoint, int64(size)).Scan(&note)
+		err := s.read(ctx, "reading a checkpoint", func(conn *pgx.Conn) error {
+			return conn.QueryRow(ctx, sqlCheckpoint, int64(size)).Scan(&note)
+		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, false, nil
 		}
@@ -185,26 +256,29 @@ func (s *Store) Checkpoints(ctx context.Context, from uint64, fn func(size uint6
 	// Read in pages, so that fn does not hold a connection for long.
 	const page = 1024
 	next := int64(from)
+	type cp struct {
+		size int64
+		note []byte
+	}
 	for {
-		rows, err := s.pool.Query(ctx, sqlCheckpoints+` LIMIT `+fmt.Sprint(page), next, int64(v.Size))
-		if err != nil {
-			return fmt.Errorf("reading checkpoints: %w", err)
-		}
-		type cp struct {
-			size int64
-			note []byte
-		}
 		var got []cp
-		for rows.Next() {
-			var c cp
-			if err := rows.Scan(&c.size, &c.note); err != nil {
-				rows.Close()
-				return fmt.Errorf("reading checkpoints: %w", err)
+		err := s.read(ctx, "reading checkpoints", func(conn *pgx.Conn) error {
+			got = got[:0]
+			rows, err := conn.Query(ctx, sqlCheckpoints+` LIMIT `+fmt.Sprint(page), next, int64(v.Size))
+			if err != nil {
+				return err
 			}
-			got = append(got, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			defer rows.Close()
+			for rows.Next() {
+				var c cp
+				if err := rows.Scan(&c.size, &c.note); err != nil {
+					return err
+				}
+				got = append(got, c)
+			}
+			return rows.Err()
+		})
+		if err != nil {
 			return fmt.Errorf("reading checkpoints: %w", err)
 		}
 		for _, c := range got {
@@ -230,31 +304,39 @@ func (s *Store) FenceKeys(ctx context.Context, fn func(key string, last uint64) 
 		return 0, err
 	}
 	defer s.calls.Done()
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var n int64
-		if err := tx.QueryRow(ctx, sqlReadSize).Scan(&n); err != nil {
-			return err
-		}
-		size = uint64(n)
-		rows, err := tx.Query(ctx, sqlFenceKeys)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var key string
-			var last int64
-			if err := rows.Scan(&key, &last); err != nil {
+	err = s.read(ctx, "reading the fence keys", func(conn *pgx.Conn) error {
+		handed := false
+		err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+			var n int64
+			if err := tx.QueryRow(ctx, sqlReadSize).Scan(&n); err != nil {
 				return err
 			}
-			if last < 0 {
-				return fmt.Errorf("%w: fence key %q: last is %d", ErrCorrupt, key, last)
-			}
-			if err := fn(key, uint64(last)); err != nil {
+			size = uint64(n)
+			rows, err := tx.Query(ctx, sqlFenceKeys)
+			if err != nil {
 				return err
 			}
+			defer rows.Close()
+			for rows.Next() {
+				var key string
+				var last int64
+				if err := rows.Scan(&key, &last); err != nil {
+					return err
+				}
+				if last < 0 {
+					return fmt.Errorf("%w: fence key %q: last is %d", ErrCorrupt, key, last)
+				}
+				handed = true
+				if err := fn(key, uint64(last)); err != nil {
+					return err
+				}
+			}
+			return rows.Err()
+		})
+		if err != nil && handed {
+			return &handedOut{err}
 		}
-		return rows.Err()
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("reading the fence keys: %w", err)

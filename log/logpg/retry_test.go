@@ -23,13 +23,20 @@ import (
 // the commit does on a slow machine).
 func openLogged(t *testing.T, dsn string) (*Store, func() []string) {
 	t.Helper()
+	return openLoggedWith(t, dsn, Options{})
+}
+
+// openLoggedWith is openLogged with options o (its Logf is replaced).
+func openLoggedWith(t *testing.T, dsn string, o Options) (*Store, func() []string) {
+	t.Helper()
 	var mu sync.Mutex
 	var lines []string
-	s, err := Open(t.Context(), dsn, &Options{Logf: func(format string, args ...any) {
+	o.Logf = func(format string, args ...any) {
 		mu.Lock()
 		lines = append(lines, fmt.Sprintf(format, args...))
 		mu.Unlock()
-	}})
+	}
+	s, err := Open(t.Context(), dsn, &o)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -69,7 +76,19 @@ func fillPool(t *testing.T, pool *pgxpool.Pool) []string {
 	return pids
 }
 
-// retries returns the log lines saying a commit tried another connection.
+// terminate terminates the backends pids (from psql) and waits until
+// they are gone, so that what uses their connections next meets dead
+// connections, not dying ones.
+func terminate(t *testing.T, dsn string, pids []string) {
+	t.Helper()
+	got := pgtest.Psql(t, dsn, fmt.Sprintf("SELECT count(*) FROM unnest(ARRAY[%s]) AS pid WHERE pg_terminate_backend(pid, 30000)", strings.Join(pids, ",")))
+	if got != fmt.Sprint(len(pids)) {
+		t.Fatalf("terminated %s of the %d backends", got, len(pids))
+	}
+}
+
+// retries returns the log lines saying a commit or a read tried another
+// connection.
 func retries(lines []string) []string {
 	var out []string
 	for _, l := range lines {
@@ -107,12 +126,7 @@ func TestDeadPooledConnections(t *testing.T) {
 	s, lines := openLogged(t, dsn)
 	commitShared(t, s, "before", 3)
 	pids := fillPool(t, s.pool)
-	// The timeout makes pg_terminate_backend wait until each backend is
-	// gone, so the commit below meets dead connections, not dying ones.
-	got := pgtest.Psql(t, dsn, fmt.Sprintf("SELECT count(*) FROM unnest(ARRAY[%s]) AS pid WHERE pg_terminate_backend(pid, 30000)", strings.Join(pids, ",")))
-	if got != fmt.Sprint(len(pids)) {
-		t.Fatalf("terminated %s of the pool's %d backends", got, len(pids))
-	}
+	terminate(t, dsn, pids)
 
 	var want log.State
 	err := s.CommitShared(t.Context(), nil, func(st log.State, _ []bool) (*log.Batch, error) {

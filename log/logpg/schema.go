@@ -155,6 +155,17 @@ package logpg
 // that may pass (a timeout, a deadlock, a read-only database: a hot
 // standby until it is promoted) is log.ErrUnavailable too, the read-only
 // one naming log.ErrReadOnly (unavailable, in commit.go).
+//
+// # Reads
+//
+// Every read after Open (Latest and the LISTEN refresh, entries, nodes,
+// checkpoints, leaf indexes, fence keys, blobs) goes through Store.read.
+// A read whose pooled connection turns out dead (closed under it while
+// its context is live, as after a terminated backend or a restart) takes
+// another and runs again, bounded as a commit is; a read that handed rows
+// to its caller first is not run again. An error the server answered
+// with goes up at once. A read that reaches no server reports
+// log.ErrUnavailable, as a commit does: nothing was read or written.
 
 const schemaVersion = 1
 
