@@ -21,9 +21,10 @@ import (
 // write a flush record, which another flush repeats harmlessly), so one
 // whose connection died while ctx is live takes another and runs again,
 // bounded as a commit is (connTries), which a fresh connection ends: the
-// pool destroys each dead connection as it is released. An error the server answered with while
-// the session goes on (a statement refused, a timeout) leaves the
-// connection open and goes up at once, as does fn's own, and a read that
+// pool destroys each dead connection as it is released. An error the
+// server answered with while the session goes on (a statement refused, a
+// timeout) leaves the connection open and goes up at once, as does fn's
+// own, and a read that
 // handed rows to its caller before it failed (handedOut) is not run
 // again. A read that could get no connection, or whose last try died too,
 // reports the store unavailable (log.ErrUnavailable): nothing was read.
