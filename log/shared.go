@@ -6,8 +6,9 @@ import (
 )
 
 // ErrUnavailable is returned (wrapped) by a [SharedStorage] commit that
-// could not reach its store and wrote nothing: the caller may try again
-// later. It is never returned when the outcome is unknown.
+// could not reach its store and wrote nothing, or by a read that could
+// not reach it and read nothing: the caller may try again later. A
+// commit never returns it when the outcome is unknown.
 var ErrUnavailable = errors.New("log store is unavailable")
 
 // ErrFenced is returned (wrapped) for an append whose [Fence] failed:
