@@ -2,7 +2,6 @@ package authn
 
 import (
 	"fmt"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -16,11 +15,16 @@ import (
 // with log.ActorNamespace. The skeleton is what a reader, or a tool that
 // normalises text, takes the id for: compatibility forms made plain
 // (fullwidth letters, U+2024 ONE DOT LEADER), any case, no accents or
-// characters that do not show, and a small set of letters and dots of
-// other scripts that look like those of "provlog." (Cyrillic о, U+3002
-// IDEOGRAPHIC FULL STOP) read as them; so "prоvlog.x" and
-// "pro\u200bvlog.x" are reserved and "provlog-bot", "provlogger" and
-// "provlog:alice" are not. It lives here, where ids come in, rather than
+// characters that do not show, every character Unicode's confusables
+// data (UTS #39) takes for an ASCII one read as it (Cyrillic о,
+// Devanagari ० and the digit 0 as o; capital I, the digit 1 and
+// Cyrillic ӏ as l), and every dot provlog takes for the namespace's
+// (U+3002 IDEOGRAPHIC FULL STOP, the middle dots) as that. So
+// "prоvlog.x" and "pro\u200bvlog.x" are reserved and "provlog-bot",
+// "provlogger" and "provlog:alice" are not. Only the skeleton's first
+// eight characters are compared, and only with "provlog" and
+// "provlog.": an id in another script is never refused for what its
+// own letters look like. It lives here, where ids come in, rather than
 // in package log, whose verifier's core takes no Unicode tables.
 //
 // It reads id once and stops at the skeleton's eighth character, so its
@@ -51,98 +55,109 @@ func CheckActor(id string, max int) error {
 // form in which two ids a reader could take for each other are equal,
 // and work, the bytes of normalised text it read to find them.
 //
-// The skeleton is id in NFKD, each character case-folded and mapped by
-// [confusable], without the characters that do not show ([log.Invisible])
-// and without combining marks. NFKD rather than NFKC: composing puts a
-// mark back inside its letter ("o" and U+0301 become "ó"), where it can
-// no longer be dropped, and an id's composed and decomposed spellings
-// are the same text to Unicode and must be judged alike. Its
-// compatibility mappings do the rest of NFKC's work: fullwidth and
-// mathematical letters, U+2024 and U+FF0E become ASCII.
+// The skeleton is UTS #39's (NFD, each character replaced by its
+// prototype in Unicode's confusables.txt, NFD again), with what an
+// actor id needs besides: NFKD rather than NFD, case folded, and
+// without the characters that do not show ([log.Invisible]) and the
+// combining marks the data does not map; each character is mapped by
+// [appendSkeleton]. NFKD rather than NFKC: composing puts a mark back
+// inside its letter ("o" and U+0301 become "ó"), where it can no longer
+// be dropped, and an id's composed and decomposed spellings are the
+// same text to Unicode and must be judged alike. Its compatibility
+// mappings make fullwidth and mathematical letters, U+2024 and U+FF0E
+// ASCII before the table is consulted. UTS #39's second NFD has nothing
+// to do: what the table gives is ASCII.
 //
 // It reads id once, front to back, and stops as soon as it has n
 // characters: the work is linear in len(id), at most the expansion of
 // NFKD in UTF-8 (11 bytes out for a byte in, UAX #15) plus the 2-byte
 // U+034F the iterator inserts into each run of more than 30 marks.
 func skeletonPrefix(id string, n int) (skel string, work int) {
-	var b strings.Builder
+	var buf [32]byte
+	b := buf[:0]
+	got := 0
 	var it norm.Iter
 	it.InitString(norm.NFKD, id)
-	for got := 0; got < n && !it.Done(); {
+	for got < n && !it.Done() {
 		seg := it.Next()
 		work += len(seg)
 		for len(seg) > 0 && got < n {
 			r, size := utf8.DecodeRune(seg)
 			seg = seg[size:]
-			if r, ok := skeletonRune(r); ok {
-				b.WriteRune(r)
-				got++
-			}
+			m := len(b)
+			b = appendSkeleton(b, r)
+			got += utf8.RuneCount(b[m:])
 		}
 	}
-	return b.String(), work
+	// The last character may have stood for several, all of them ASCII
+	// ("‥" is ".."): one byte each.
+	if got > n {
+		b = b[:len(b)-(got-n)]
+	}
+	return string(b), work
 }
 
-// skeletonRune is what r of an id in NFKD stands for in its skeleton,
-// and false if r has no part in it.
-func skeletonRune(r rune) (rune, bool) {
-	if log.Invisible(r) != "" || unicode.Is(unicode.M, r) {
-		return 0, false
+// appendSkeleton appends to b what r of an id in NFKD stands for in its
+// skeleton: its row of [confusables] if it has one, as it is or case
+// folded, else r case folded; or nothing, if r does not show or is a
+// combining mark without a row (an accent). The few marks with a row
+// are spacing marks drawn as a letter or a dot of their own (U+0C02
+// TELUGU SIGN ANUSVARA is an o), so they are looked up before marks are
+// dropped.
+func appendSkeleton(b []byte, r rune) []byte {
+	if log.Invisible(r) != "" {
+		return b
 	}
-	if c := confusable(r); c != 0 {
-		return c, true // before folding: capital I reads as l, its fold i does not
+	if s, ok := lookalike(r); ok {
+		return append(b, s...) // before folding: capital I reads as l, its fold i does not
+	}
+	if unicode.Is(unicode.M, r) {
+		return b
 	}
 	// Simple case folding, by way of upper case so that the characters
 	// whose lower case is not their fold (ς, ϱ, ſ) fold too. Full folding
 	// differs only where it expands, and none of its expansions holds a
 	// letter of "provlog" that NFKD has not already given.
-	r = unicode.ToLower(unicode.ToUpper(r))
-	if c := confusable(r); c != 0 {
-		return c, true
+	if f := unicode.ToLower(unicode.ToUpper(r)); f != r {
+		if s, ok := lookalike(f); ok {
+			return append(b, s...)
+		}
+		r = f
 	}
-	return r, true
+	return utf8.AppendRune(b, r)
 }
 
-// confusable maps a character a reader takes for a letter of "provlog"
-// or for the dot of [ActorNamespace] to that ASCII character, and every
-// other to 0. It is a small hand-picked set, not Unicode's
-// confusables.txt (UTS #39, which x/text does not carry): lower-case
-// forms, as they are after folding, and the few that read as another
-// letter only before folding. What NFKD already maps to ASCII (fullwidth
-// forms, U+2024, U+FF0E, U+FE52, ℓ, ⅴ, mathematical letters) needs no
-// case here.
-func confusable(r rune) rune {
-	switch r {
-	// Cyrillic er, Greek rho, Coptic ro.
-	case '\u0440', '\u03c1', '\u2ca3':
-		return 'p'
-	// Cyrillic ghe, Greek letter small capital gamma, Coptic gamma.
-	case '\u0433', '\u1d26', '\u2c85':
-		return 'r'
-	// The digit, Cyrillic o, Greek omicron and sigma, Armenian oh, Hebrew
-	// samekh, Latin small capital O.
-	case '0', '\u043e', '\u03bf', '\u03c3', '\u0585', '\u05e1', '\u1d0f':
-		return 'o'
-	// Cyrillic izhitsa, Greek nu, Latin small capital V.
-	case '\u0475', '\u03bd', '\u1d20':
-		return 'v'
-	// Capital I (Latin, Cyrillic, Greek; before folding), the digit one,
-	// the vertical line, Cyrillic palochka, the dental click, Hebrew paseq
-	// and vav, Arabic alef, the divides sign.
-	case 'I', '\u0406', '\u0399', '1', '|', '\u04cf', '\u01c0', '\u05c0', '\u05d5', '\u0627', '\u2223':
-		return 'l'
-	// Latin script g, Armenian co.
-	case '\u0261', '\u0581':
-		return 'g'
-	// Full stops of other scripts (ideographic, which NFKD gives for the
-	// halfwidth one; Syriac supralinear and sublinear; Arabic; Vai;
-	// Kharoshthi), Arabic-Indic zeros, which are dots, and middle dots
-	// (Latin, which NFKD gives for the Greek ano teleia; hyphenation
-	// point; word separator; dot and bullet operators; katakana, which
-	// NFKD gives for the halfwidth one; Lisu tone mya ti).
-	case '\u3002', '\u0701', '\u0702', '\u06d4', '\ua60e', '\U00010a50', '\u0660', '\u06f0',
-		'\u00b7', '\u2027', '\u2e31', '\u22c5', '\u2219', '\u30fb', '\ua4f8':
-		return '.'
+//go:generate go run ./internal/confusablesgen
+
+// A confusable is a row of [confusables]: the character from reads as
+// the ASCII to, in lower case.
+type confusable struct {
+	from rune
+	to   string
+}
+
+// lookalike returns r's skeleton by [confusables], and false if the
+// table has no row for r.
+//
+// The table is Unicode's confusables.txt (UTS #39) restricted to the
+// characters it takes for printable ASCII or for the middle dot, with
+// the few rows provlog adds (dots it reads as the namespace's, and
+// U+2502, which NFKD makes of U+FFE8, an l to the data):
+// internal/confusablesgen makes it from the lines vendored there, and
+// says which and why. A binary search, written out: it runs for each
+// character of every id checked, up to twice.
+func lookalike(r rune) (string, bool) {
+	lo, hi := 0, len(confusables)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if confusables[m].from < r {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	return 0
+	if lo < len(confusables) && confusables[lo].from == r {
+		return confusables[lo].to, true
+	}
+	return "", false
 }
