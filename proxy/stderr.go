@@ -266,8 +266,9 @@ func (l *lineLogger) holdsSecret() bool {
 // a whole one is holdsSecret's), and the character before it, which
 // holds bits of the value's first byte. The run is read as scrub reads
 // it: its lines unwrapped, and once more with their escaped line breaks
-// unwrapped too. It reads no more of the run than the longest core, and
-// each core once: its cost does not grow with what the server prints.
+// unwrapped too. It reads the lines back only as far as the longest
+// core's length of the run (and the line the run starts in), and each
+// core once: a pause costs as much however much the server printed.
 func (l *lineLogger) unfinished() int {
 	cores := l.d.secrets.coresNow()
 	longest := 0

@@ -176,7 +176,9 @@ func FuzzStderrCut(f *testing.F) {
 		if short > 0 {
 			t.Fatalf("%d cuts or pauses kept fewer lines than the value needs", short)
 		}
-		if out := strings.Join(got, "\n"); scrub(out, appendSecrets(nil, secret)) == Redacted {
+		// A log of one line, [redacted], holds nothing, but scrub returns
+		// it as it is, the same as it returns a text holding the value.
+		if out := strings.Join(got, "\n"); out != Redacted && scrub(out, appendSecrets(nil, secret)) == Redacted {
 			t.Fatalf("what was logged holds base64 of %q: %q", secret, got)
 		}
 	})
