@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,9 +39,11 @@ type lineLogger struct {
 	buf    []byte
 	long   bool // the rest of buf's line is left out (maxStderrLine)
 	held   []string
-	size   int         // of held lines after those a cut kept
+	logged int         // held[:logged] were logged at a pause, and are kept to be scrubbed with what goes on from them
+	size   int         // of held lines after those a cut or a pause kept
 	sure   int         // held[:sure] are logged as [redacted]: the piece a cut logged before them held a redacted value
-	short  int         // cuts that kept fewer lines than the longest value's base64 needs (overlap)
+	short  int         // cuts and pauses that kept fewer lines than the longest value's base64 needs (overlap)
+	pi     []int32     // unfinishedIn's prefix function, kept for the next pause
 	heldAt time.Time   // when the last of held came
 	timer  *time.Timer // logs held lines heldStderrWait after heldAt
 }
@@ -51,6 +54,17 @@ const (
 	// minHeldRun is the shortest run of base64 at a line's end that holds
 	// it: a wrapped line's is a line's width; a word is shorter.
 	minHeldRun = 16
+	// minUnfinished is the fewest first characters of a redacted value's
+	// base64 (those all of whose bits are the value's, base64Cores) that
+	// a run before a pause must end in for the lines holding them to be
+	// logged as [redacted]. Fewer would match too often by chance: a
+	// run's last three characters are the first three of one of the up to
+	// 1536 cores of 256 values about once in 170 pauses, its last four
+	// once in 11 000; and what is left in clear under it, three
+	// characters (18 bits of the value, with at most 4 more in the
+	// character before them), does not give the value away. The rest of
+	// the value is found with its start however short it is (pause).
+	minUnfinished = 4
 	// maxStderrLine bounds a line held before its end comes; a longer
 	// one is left out whole, and longStderrLine logged in its place.
 	maxStderrLine  = 64 << 10
@@ -143,20 +157,40 @@ func (l *lineLogger) line(s string) {
 func (l *lineLogger) wake() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if wait := heldStderrWait - time.Since(l.heldAt); len(l.held) > 0 && wait > 0 {
+	if wait := heldStderrWait - time.Since(l.heldAt); len(l.held) > l.logged && wait > 0 {
 		l.timer.Reset(wait)
 		return
 	}
-	l.logHeld()
+	l.pause()
+}
+
+// pause logs the held lines, which the server may go on with after the
+// wait: as logHeld does, but the last lines that hold the start of a
+// redacted value's base64 (unfinished) are logged as [redacted], and the
+// lines a cut would keep (overlap) stay held, as logged, to be scrubbed
+// again with the lines that go on from them. A value's base64 that the
+// pause splits is whole in those and the next lines, and found there;
+// the lines after the pause are then logged as [redacted] as a block
+// holding it whole is, however few of its characters they hold.
+func (l *lineLogger) pause() {
+	if len(l.held) == l.logged {
+		return // nothing came since the last pause
+	}
+	n := len(l.held)
+	l.logFirst(n, l.holdsSecret(), n-l.unfinished())
+	keep := l.overlap()
+	l.held = append(l.held[:0], l.held[n-keep:]...)
+	l.logged, l.size, l.sure = keep, 0, 0
 }
 
 // logHeld logs the held lines: each as [redacted] if they hold base64 of
-// a redacted value together, else each scrubbed.
+// a redacted value together, else each scrubbed. No line can go on with
+// them after this.
 func (l *lineLogger) logHeld() {
-	if len(l.held) > 0 {
-		l.logFirst(len(l.held), l.holdsSecret())
+	if n := len(l.held); n > l.logged {
+		l.logFirst(n, l.holdsSecret(), n)
 	}
-	l.held, l.size, l.sure = l.held[:0], 0, 0
+	l.held, l.logged, l.size, l.sure = l.held[:0], 0, 0, 0
 	if l.timer != nil {
 		l.timer.Stop()
 	}
@@ -169,24 +203,26 @@ func (l *lineLogger) logHeld() {
 // lines are logged as [redacted] too, whatever the next holds. The kept
 // lines are at most limit bytes, fewer than the piece's new ones, so
 // each byte is scanned at most twice: l is linear in what the server
-// prints.
+// prints. (The lines a pause kept are scanned once more with the lines
+// after it: at most limit bytes once per heldStderrWait.)
 func (l *lineLogger) cut() {
 	whole := l.holdsSecret()
 	keep := l.overlap()
 	n := len(l.held) - keep
-	l.logFirst(n, whole)
+	l.logFirst(n, whole, n)
 	if whole {
 		l.sure = keep
 	} else {
 		l.sure = max(0, l.sure-n)
 	}
 	l.held = append(l.held[:0], l.held[n:]...)
+	l.logged = max(0, l.logged-n) // none are left: the new lines are more bytes than those kept
 	l.size = 0
 }
 
-// overlap returns how many of the last held lines a cut keeps: the fewest
-// whose base64 characters are as many as base64 of the longest redacted
-// value spans, but no more than limit bytes of lines. A value whose
+// overlap returns how many of the last held lines a cut or a pause
+// keeps: the fewest whose base64 characters are as many as base64 of the
+// longest redacted value spans, but no more than limit bytes of lines. A value whose
 // base64 needs more (one of about three quarters of limit, 48 KiB, or
 // longer, or lines padded with other characters) may straddle the cut
 // unseen; short counts those cuts.
@@ -207,7 +243,9 @@ func (l *lineLogger) overlap() int {
 			}
 		}
 	}
-	return len(l.held) // not reached: the new lines alone are over limit bytes
+	// Only at a pause: fewer characters than need came. (A cut's new
+	// lines alone are over limit bytes.)
+	return len(l.held)
 }
 
 // base64Span is the most characters base64 of n bytes spans in a longer
@@ -221,12 +259,132 @@ func (l *lineLogger) holdsSecret() bool {
 	return l.d.secrets.scrub(strings.Join(l.held, "\n")) == Redacted
 }
 
-// logFirst logs the first n held lines: as [redacted] if redacted or a
-// cut found them in a piece holding a redacted value (sure), else each
+// unfinished returns how many of the last held lines hold the start of a
+// redacted value's base64 that the run they end in may go on with after
+// a pause: the run's longest end, at least minUnfinished characters, that
+// is the first characters of a value's base64 but not all (base64Cores;
+// a whole one is holdsSecret's), and the character before it, which
+// holds bits of the value's first byte. The run is read as scrub reads
+// it: its lines unwrapped, and once more with their escaped line breaks
+// unwrapped too. It reads the lines back only as far as the longest
+// core's length of the run (and the line the run starts in), and each
+// core once: a pause costs as much however much the server printed.
+func (l *lineLogger) unfinished() int {
+	cores := l.d.secrets.coresNow()
+	longest := 0
+	for _, c := range cores {
+		longest = max(longest, len(c))
+	}
+	lines := 0
+	for _, escaped := range []bool{false, true} {
+		run, parts, backslash := trailingRun(l.held, longest, escaped)
+		if escaped && !backslash {
+			break // no break is escaped: the run is the one read as it is
+		}
+		p := 0
+		for _, c := range cores {
+			p = max(p, l.unfinishedIn(run, c))
+		}
+		if p < minUnfinished {
+			continue
+		}
+		// The lines whose parts hold the run's last p+1 characters.
+		need, n := min(p+1, len(run)), 0
+		for n < len(parts) && need > 0 {
+			need -= parts[n]
+			n++
+		}
+		lines = max(lines, n)
+	}
+	return lines
+}
+
+// trailingRun returns the last characters (at least want, if there are
+// as many) of the run of base64 characters that lines end in, read
+// across their breaks and the indentation after them, and each line's
+// part of them, the last line's first, and whether a line it read holds
+// a backslash. If escaped, each line is read with its escaped breaks
+// unwrapped (unwrap). A line's spaces and CR before its break are passed
+// over, which joins more than scrub does: what may go on is redacted the
+// more readily.
+func trailingRun(lines []string, want int, escaped bool) (string, []int, bool) {
+	var pieces []string
+	var parts []int
+	got, backslash := 0, false
+	for i := len(lines) - 1; i >= 0 && got < want; i-- {
+		s := lines[i]
+		backslash = backslash || strings.Contains(s, `\`)
+		if escaped {
+			s = unwrap(s, true)
+		}
+		s = strings.TrimRight(s, " \t\r")
+		k := 0
+		for k < len(s) && isBase64Char(s[len(s)-1-k]) {
+			k++
+		}
+		pieces, parts = append(pieces, s[len(s)-k:]), append(parts, k)
+		got += k
+		if k < len(strings.TrimLeft(s, " \t")) {
+			break // the run starts in this line
+		}
+	}
+	slices.Reverse(pieces)
+	run := strings.Join(pieces, "")
+	return run[max(0, len(run)-want):], parts, backslash
+}
+
+// unfinishedIn returns the length of run's longest end that is the
+// first characters of core but not all of it: Knuth, Morris and Pratt's
+// matcher of core's first characters run over run's last ones, linear in
+// core's length. The prefix function's space is kept in l.
+func (l *lineLogger) unfinishedIn(run, core string) int {
+	w := run[max(0, len(run)-(len(core)-1)):]
+	if len(w) < minUnfinished || !strings.Contains(w, core[:minUnfinished]) {
+		return 0 // no end of minUnfinished or more characters is core's start
+	}
+	pat := core[:len(w)]
+	pi := l.pi[:0]
+	for i, k := 0, int32(0); i < len(pat); i++ {
+		for k > 0 && pat[i] != pat[k] {
+			k = pi[k-1]
+		}
+		if i > 0 && pat[i] == pat[k] {
+			k++
+		}
+		pi = append(pi, k)
+	}
+	l.pi = pi
+	q := int32(0) // the longest end of w read so far that is pat's start
+	for i := 0; i < len(w); i++ {
+		for q > 0 && (int(q) == len(pat) || pat[q] != w[i]) {
+			q = pi[q-1]
+		}
+		if pat[q] == w[i] {
+			q++
+		}
+	}
+	return int(q)
+}
+
+// coresNow returns the base64 cores of r's values (base64Cores), made
+// once for the lines between two calls, as scrub makes them.
+func (r *recentSecrets) coresNow() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cores == nil && len(r.list) > 0 {
+		r.cores = base64Cores(r.list)
+	}
+	return r.cores
+}
+
+// logFirst logs the first n held lines but those a pause logged: as
+// [redacted] if redacted, if a cut found them in a piece holding a
+// redacted value (sure), or from the line from on (unfinished); else each
 // scrubbed.
-func (l *lineLogger) logFirst(n int, redacted bool) {
-	for i, s := range l.held[:n] {
-		if redacted || i < l.sure {
+func (l *lineLogger) logFirst(n int, redacted bool, from int) {
+	for i := l.logged; i < n; i++ {
+		s := l.held[i]
+		if redacted || i < l.sure || i >= from {
 			s = Redacted
 		} else {
 			s = l.d.secrets.scrub(s)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -55,16 +56,35 @@ func TestStderrEndLogged(t *testing.T) {
 // as the server's exit does, and returns the lines it logged and its
 // count of cuts short of the overlap they needed.
 func stderrLines(t testing.TB, text, secret string, limit int) ([]string, int) {
+	return stderrPaused(t, []string{text}, secret, limit)
+}
+
+// stderrPaused is stderrLines for a server that pauses after each of
+// parts but the last for longer than heldStderrWait: there the wait's
+// timer fires (wake, with the last line's time set far back, as after a
+// real pause), before the next part is written.
+func stderrPaused(t testing.TB, parts []string, secret string, limit int) ([]string, int) {
 	var logs lockedBuf
 	d := &downstream{p: &Proxy{logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, cfg: ServerConfig{ID: "s"}}
 	d.secrets.remember(appendSecrets(nil, secret))
 	l := &lineLogger{d: d, limit: limit}
-	for i := 0; i < len(text); i += 4096 { // as a pipe cuts it
-		l.Write([]byte(text[i:min(i+4096, len(text))]))
+	for k, text := range parts {
+		if k > 0 {
+			l.mu.Lock()
+			l.heldAt = time.Time{}
+			l.mu.Unlock()
+			l.wake()
+		}
+		for i := 0; i < len(text); i += 4096 { // as a pipe cuts it
+			l.Write([]byte(text[i:min(i+4096, len(text))]))
+		}
 	}
 	l.end()
 	var got []string
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if line == "" {
+			continue
+		}
 		var rec struct{ Line string }
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("log line %q: %v", line, err)
@@ -112,14 +132,18 @@ func TestStderrCutStraddle(t *testing.T) {
 
 // FuzzStderrCut: a block of wrapped base64 holding a redacted value, cut
 // into pieces of a few lines (limit) as a long block is cut at
-// maxHeldStderr: what is logged never holds the value's base64, and no
-// cut keeps fewer lines than the value needs with a limit above twice
-// that.
+// maxHeldStderr, and paused after the lines pauses marks (bit i%64 after
+// line i) for longer than heldStderrWait: what is logged never holds the
+// value's base64, and no cut or pause keeps fewer lines than the value
+// needs with a limit above twice that.
 func FuzzStderrCut(f *testing.F) {
-	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(300), uint8(60), false, false)
-	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(165), uint8(60), false, false) // across the first cut
-	f.Add([]byte(strings.Repeat("\xfbz", 90)), "s3cr3t", uint16(17), uint8(0), true, true)
-	f.Fuzz(func(t *testing.T, data []byte, secret string, at uint16, width uint8, url, indent bool) {
+	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(300), uint8(60), false, false, uint64(0))
+	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(165), uint8(60), false, false, uint64(0)) // across the first cut
+	f.Add([]byte(strings.Repeat("\xfbz", 90)), "s3cr3t", uint16(17), uint8(0), true, true, uint64(0))
+	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(300), uint8(60), false, false, ^uint64(0))   // a pause after each line
+	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(279), uint8(60), false, false, uint64(1<<4)) // a pause inside the value's base64
+	f.Add([]byte(strings.Repeat("\xfbz", 90)), "s3cr3t", uint16(17), uint8(0), true, true, uint64(0x5555))
+	f.Fuzz(func(t *testing.T, data []byte, secret string, at uint16, width uint8, url, indent bool, pauses uint64) {
 		if len(secret) < minSecretLen || strings.Contains(Redacted, secret) {
 			return // a short value withholds whole lines; a part of [redacted] is one
 		}
@@ -131,19 +155,30 @@ func FuzzStderrCut(f *testing.F) {
 		}
 		w := minHeldRun + int(width)%64
 		s := enc.EncodeToString(data)
+		var parts []string
 		var b strings.Builder
 		for i := 0; i < len(s); i += w {
 			if indent && i > 0 {
 				b.WriteString("    ")
 			}
 			b.WriteString(s[i:min(i+w, len(s))] + "\n")
+			if pauses&(1<<(i/w%64)) != 0 {
+				parts = append(parts, b.String())
+				b.Reset()
+			}
 		}
-		need := base64Span(len(secret))
-		got, short := stderrLines(t, b.String(), secret, 2*need+2*w+16)
+		longest := 0 // of the forms the value is looked for in: escaped in JSON, "&" is 6 bytes
+		for _, x := range appendSecrets(nil, secret) {
+			longest = max(longest, len(x))
+		}
+		need := base64Span(longest)
+		got, short := stderrPaused(t, append(parts, b.String()), secret, 2*need+2*w+16)
 		if short > 0 {
-			t.Fatalf("%d cuts kept fewer lines than the value needs", short)
+			t.Fatalf("%d cuts or pauses kept fewer lines than the value needs", short)
 		}
-		if out := strings.Join(got, "\n"); scrub(out, appendSecrets(nil, secret)) == Redacted {
+		// A log of one line, [redacted], holds nothing, but scrub returns
+		// it as it is, the same as it returns a text holding the value.
+		if out := strings.Join(got, "\n"); out != Redacted && scrub(out, appendSecrets(nil, secret)) == Redacted {
 			t.Fatalf("what was logged holds base64 of %q: %q", secret, got)
 		}
 	})
