@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"os"
 	"runtime/debug"
@@ -328,9 +329,17 @@ func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSessio
 	return false
 }
 
-// jsonBody reports whether a request's Content-Type is JSON.
+// jsonBody reports whether a request's Content-Type is JSON, as the SDK's
+// handler judges it: its media type is application/json
+// (application/jsonx or application/json-seq is not, and the SDK refuses
+// them, 415).
 func jsonBody(h http.Header) bool {
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(h.Get("Content-Type"))), "application/json")
+	ct := h.Get("Content-Type")
+	if ct == "application/json" {
+		return true // the usual case, without parsing
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
 
 // accepts reports whether an Accept header takes JSON and event streams.
