@@ -66,6 +66,9 @@ func (p *Proxy) dropSubsAtEnd(ss *mcp.ServerSession) {
 	}
 	delete(p.subsBy, ss)
 	p.mu.Unlock()
+	if p.ctx.Err() != nil {
+		return // the proxy is closing: its downstream sessions end with it
+	}
 	for _, u := range last {
 		d, uri, ok := p.router.resource(u)
 		if !ok {
