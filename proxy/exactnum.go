@@ -25,19 +25,10 @@ const maxExactInt = 1 << 53
 // refuses itself. Fractions are recorded as the double the server reads
 // them as (0.1000000000000000055 is 0.1), as every JSON number is.
 func inexactNumber(raw []byte) error {
-	inString := false
 	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		switch {
-		case inString:
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
+		switch c := raw[i]; {
 		case c == '"':
-			inString = true
+			i = stringEnd(raw, i)
 		case c == '-' || '0' <= c && c <= '9':
 			j := i + 1
 			for j < len(raw) && strings.IndexByte("+-.0123456789eE", raw[j]) >= 0 {
@@ -50,6 +41,25 @@ func inexactNumber(raw []byte) error {
 		}
 	}
 	return nil
+}
+
+// stringEnd returns the index of the quote that ends the JSON string
+// opening at raw[open] (len(raw) if none does).
+func stringEnd(raw []byte, open int) int {
+	for j := open + 1; ; j++ {
+		k := bytes.IndexByte(raw[j:], '"')
+		if k < 0 {
+			return len(raw)
+		}
+		j += k
+		escapes := 0
+		for b := j - 1; b > open && raw[b] == '\\'; b-- {
+			escapes++
+		}
+		if escapes%2 == 0 {
+			return j
+		}
+	}
 }
 
 // exactNumber checks one JSON number literal (see inexactNumber).
