@@ -433,7 +433,13 @@ func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontS
 // runFastCall makes a fast-path call and answers it on its stream.
 func (p *Proxy) runFastCall(ctx context.Context, cancel context.CancelFunc, cst *callStream, fs *frontSession, header http.Header, id json.RawMessage, fc fastCall, ti *auth.TokenInfo, start time.Time) {
 	key := string(bytes.TrimSpace(id))
-	fs.calls.Store(key, cancel)
+	if _, dup := fs.calls.LoadOrStore(key, cancel); dup {
+		// As the SDK refuses it: the first call's cancellation would
+		// reach this one, and this one's end would make the first
+		// uncancellable. Neither is recorded nor made.
+		p.answer(cst, id, nil, rpcError(jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID %s", truncate(key, 64)))
+		return
+	}
 	defer fs.calls.Delete(key)
 	in := &callIn{
 		d: fc.d, tool: fc.tool, argsCanon: fc.argsCanon,
