@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -205,6 +206,11 @@ func (p *Proxy) oneMessage(w http.ResponseWriter, r *http.Request) (postBody, bo
 			"provlog: the request body is not one JSON value (%v); send one JSON-RPC message per POST", why))
 		return postBody{}, false
 	}
+	if len(body) > maxInitializeBytes && initializeRequest(pb, body) {
+		writeHTTPError(w, http.StatusRequestEntityTooLarge, rpcError(jsonrpc.CodeInvalidRequest,
+			"provlog: the initialize request is over %d bytes; a session keeps its initialize params for its life, so send smaller capabilities and clientInfo", maxInitializeBytes))
+		return postBody{}, false
+	}
 	id, bad := pb.msg.id, unsafeID(pb.msg.id) // what parseFast read has its id at hand
 	if !pb.parsed {
 		id, bad = badRequestID(body) // anything else is scanned for one
@@ -216,6 +222,32 @@ func (p *Proxy) oneMessage(w http.ResponseWriter, r *http.Request) (postBody, bo
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	return pb, true
+}
+
+// maxInitializeBytes bounds an initialize request's body. A stateful
+// session keeps its client's initialize params (capabilities, clientInfo)
+// for its life, decoded: 60 sessions opened with 4 MiB of capabilities
+// each held 480 MiB, so one token could fill the sidecar's memory with its
+// sessions.max of them. A client's capabilities and clientInfo (icons
+// as data URIs included) fit well within this.
+const maxInitializeBytes = 256 << 10
+
+// initializeRequest reports whether the POST body read as pb is an
+// initialize request (or a batch holding one, which the SDK refuses
+// anyway).
+func initializeRequest(pb postBody, body []byte) bool {
+	if pb.parsed {
+		return pb.msg.method == "initialize"
+	}
+	type message struct {
+		Method string `json:"method"`
+	}
+	var one message
+	if json.Unmarshal(body, &one) == nil {
+		return one.Method == "initialize"
+	}
+	var batch []message
+	return json.Unmarshal(body, &batch) == nil && slices.ContainsFunc(batch, func(m message) bool { return m.Method == "initialize" })
 }
 
 // readBody reads r to its end, or to one byte past limit. A body that

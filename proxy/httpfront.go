@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"os"
 	"runtime/debug"
@@ -328,9 +329,17 @@ func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSessio
 	return false
 }
 
-// jsonBody reports whether a request's Content-Type is JSON.
+// jsonBody reports whether a request's Content-Type is JSON, as the SDK's
+// handler judges it: its media type is application/json
+// (application/jsonx or application/json-seq is not, and the SDK refuses
+// them, 415).
 func jsonBody(h http.Header) bool {
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(h.Get("Content-Type"))), "application/json")
+	ct := h.Get("Content-Type")
+	if ct == "application/json" {
+		return true // the usual case, without parsing
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
 
 // accepts reports whether an Accept header takes JSON and event streams.
@@ -424,7 +433,13 @@ func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontS
 // runFastCall makes a fast-path call and answers it on its stream.
 func (p *Proxy) runFastCall(ctx context.Context, cancel context.CancelFunc, cst *callStream, fs *frontSession, header http.Header, id json.RawMessage, fc fastCall, ti *auth.TokenInfo, start time.Time) {
 	key := string(bytes.TrimSpace(id))
-	fs.calls.Store(key, cancel)
+	if _, dup := fs.calls.LoadOrStore(key, cancel); dup {
+		// As the SDK refuses it: the first call's cancellation would
+		// reach this one, and this one's end would make the first
+		// uncancellable. Neither is recorded nor made.
+		p.answer(cst, id, nil, rpcError(jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID %s", truncate(key, 64)))
+		return
+	}
 	defer fs.calls.Delete(key)
 	in := &callIn{
 		d: fc.d, tool: fc.tool, argsCanon: fc.argsCanon,

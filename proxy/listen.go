@@ -46,8 +46,8 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
 	p.mu.Lock()
-	p.subs[req.Params.URI]++
-	first := p.subs[req.Params.URI] == 1
+	taken := p.takeSub(req.Session, req.Params.URI)
+	first := taken && p.subs[req.Params.URI] == 1
 	p.mu.Unlock()
 	cs, err := d.session()
 	if err != nil {
@@ -67,8 +67,8 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 	} else if err != nil {
 		p.mu.Lock()
 		// Gone at none, or the URI would be renewed (subscribed).
-		if p.subs[req.Params.URI]--; p.subs[req.Params.URI] <= 0 {
-			delete(p.subs, req.Params.URI)
+		if taken {
+			p.dropSub(req.Session, req.Params.URI)
 		}
 		p.mu.Unlock()
 		return forwardError(d.cfg.ID, err)
@@ -90,18 +90,18 @@ func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) er
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
 	p.mu.Lock()
-	last := p.subs[req.Params.URI] == 1
-	if p.subs[req.Params.URI] > 0 {
-		p.subs[req.Params.URI]--
-	}
-	if p.subs[req.Params.URI] == 0 {
-		delete(p.subs, req.Params.URI)
-	}
+	last := p.dropSub(req.Session, req.Params.URI)
 	p.mu.Unlock()
 	if !last {
 		return nil
 	}
-	// A session of the 2026-07-28 revision keeps its listen (listen.go).
+	return d.release(ctx, uri)
+}
+
+// release ends the downstream subscription to uri (d's name for it) that
+// no front client holds any more. A session of the 2026-07-28 revision
+// keeps its listen (listen.go).
+func (d *downstream) release(ctx context.Context, uri string) error {
 	if cs, err := d.session(); err == nil && !sessionStateless(cs) {
 		if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
 			return forwardError(d.cfg.ID, err)

@@ -164,8 +164,9 @@ type Proxy struct {
 
 	router *router // front name -> server (router.go)
 
-	mu   sync.Mutex
-	subs map[string]int // front resource URI -> upstream subscriptions
+	mu     sync.Mutex
+	subs   map[string]int                         // front resource URI -> front sessions subscribed to it
+	subsBy map[*mcp.ServerSession]map[string]bool // front session -> the URIs it is subscribed to (subsession.go)
 
 	sessions       sync.Map      // front HTTP session id -> *frontSession (httpfront.go)
 	initActors     sync.Map      // *mcp.ServerSession -> actor of its initialize request, or of its sessionless request
@@ -239,6 +240,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		logger: logger,
 		router: newRouter(),
 		subs:   map[string]int{},
+		subsBy: map[*mcp.ServerSession]map[string]bool{},
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "provlog", Title: "provlog audit proxy", Version: opts.Version}, &mcp.ServerOptions{

@@ -69,7 +69,8 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 // recordedArgs returns a call's arguments as its entry holds them:
 // redacted, canonical, an empty object for absent or null ones; and the
 // redacted values. Arguments JCS cannot represent (numbers out of the
-// double range, lone surrogates, duplicate keys) are an error.
+// double range, lone surrogates, duplicate keys) are an error, and so are
+// numbers it would represent as another number (inexactNumber).
 //
 // Arguments to redact are checked as the others are before they are
 // decoded: encoding/json would read a lone surrogate or a bad byte as
@@ -84,6 +85,9 @@ func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.Canoni
 		if canon, err = log.Canonicalize(raw); err != nil {
 			return nil, nil, err
 		}
+	}
+	if err := inexactNumber(raw); err != nil {
+		return nil, nil, err // the entry would hold another number than the server gets
 	}
 	if len(d.cfg.Redact) == 0 {
 		return canon, nil, nil

@@ -1,0 +1,63 @@
+package proxy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFastPathDuplicateID: a tools/call whose id is that of a call still
+// in progress on the session is refused, as the SDK's handler refuses it
+// ("duplicate in-flight request ID"), and is neither recorded nor made;
+// the call in progress still takes its notifications/cancelled. The fast
+// path made and recorded the second call, whose entry took the first's
+// place in the session's calls in progress: the client's cancellation of
+// the first went to the second, and the first ran on.
+func TestFastPathDuplicateID(t *testing.T) {
+	notes := filepath.Join(t.TempDir(), "hang")
+	cfg := fixtureServerConfig(t, "fx")
+	cfg.Env[fixtureCancelledEnv] = notes
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{cfg}, nil)
+	front := serveHTTP(t, p)
+	waitRouted(t, p, "fx__hang")
+	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
+	header := map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25"}
+	const hang = `{"jsonrpc":"2.0","id":"same","method":"tools/call","params":{"name":"fx__hang","arguments":{}}}`
+	noted := func(what string) int {
+		b, _ := os.ReadFile(notes)
+		return strings.Count(string(b), what)
+	}
+	first := make(chan string, 1)
+	go func() { _, b := postMCP(t, front, hang, header); first <- b }()
+	waitFor(t, "the first call to start", func() bool { return noted("started") == 1 })
+
+	before := l.size(t)
+	second := make(chan string, 1)
+	go func() { _, b := postMCP(t, front, hang, header); second <- b }()
+	var answer string
+	waitFor(t, "the second call to be answered or made", func() bool {
+		select {
+		case answer = <-second:
+			return true
+		default:
+			return noted("started") > 1
+		}
+	})
+	if noted("started") > 1 {
+		t.Fatalf("the call with the id of a call in progress was made; the log grew by %d entries", l.size(t)-before)
+	}
+	if !strings.Contains(answer, "duplicate in-flight request ID") {
+		t.Errorf("the call with the id of a call in progress: %q, want a refusal", answer)
+	}
+	if got := l.size(t); got != before {
+		t.Errorf("the refused call grew the log by %d entries", got-before)
+	}
+
+	postMCP(t, front, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"same"}}`, header)
+	if b := <-first; !strings.Contains(b, "cancelled by the client") {
+		t.Errorf("the first call, cancelled: %q", b)
+	}
+	waitFor(t, "the server to hear of the cancellation", func() bool { return noted("cancelled") == 1 })
+}
