@@ -278,7 +278,7 @@ func (l *lineLogger) unfinished() int {
 	}
 	lines := 0
 	for _, escaped := range []bool{false, true} {
-		run, parts, backslash := trailingRun(l.held, longest, escaped)
+		run, parts, backslash := trailingRun(l.held, longest+1, escaped) // and the character before a core
 		if escaped && !backslash {
 			break // no break is escaped: the run is the one read as it is
 		}

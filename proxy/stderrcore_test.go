@@ -31,3 +31,22 @@ func TestStderrPauseWholeCore(t *testing.T) {
 		}
 	}
 }
+
+// TestStderrPauseCharBefore: base64 of a redacted value whose first
+// character holds bits of the byte before it too, that character the last
+// of a line and the value's core (base64Cores) the whole of the next, a
+// pause after it: both lines are logged as [redacted]. The run read back
+// was only as long as the longest core, and the line holding the
+// character before it was logged as it came.
+func TestStderrPauseCharBefore(t *testing.T) {
+	const secret = "skPausedAtCoreXYZ" // 17 bytes, no other form: its cores are its longest
+	const off = 14                     // its first character, 18, holds two bits of it
+	data := append(bytes.Repeat([]byte{0xfb}, off), secret...)
+	data = append(data, bytes.Repeat([]byte{0xfb}, 30)...)
+	e := base64.StdEncoding.EncodeToString(data)
+	from, to := (8*off+5)/6, 8*(off+len(secret))/6
+	got, _ := stderrPaused(t, []string{"[begin]\n" + e[:from] + "\n" + e[from:to] + "\n", e[to:] + "\n[end]\n"}, secret, 0)
+	if len(got) != 5 || got[1] != Redacted || got[2] != Redacted || got[3] != Redacted {
+		t.Errorf("logged %q, want the three lines of base64 as %q", got, Redacted)
+	}
+}
