@@ -229,7 +229,9 @@ func TestReapSparesAdmittedCalls(t *testing.T) {
 		if _, err := cs.ListTools(ctx, nil); err != nil {
 			t.Errorf("a session used as the reaper judged it idle was closed: %v", err)
 		}
-		// With the session idle again, the next pass closes it.
+		// With the session idle again (the list's POST over at the proxy
+		// too, not only at the client), the next pass closes it.
+		waitIdle(t, r.p, cs.ID())
 		r.reap()
 		if _, err := cs.ListTools(ctx, nil); err == nil {
 			t.Error("an idle session was not closed")

@@ -58,17 +58,23 @@ func (fs *frontSession) markClosed() { fs.use.Or(useClosed) }
 // POST is in progress and the last request started or ended longer than
 // idle ago. A POST admitted at any moment after the first look (even one
 // over by the time of the last) leaves the session open: it was not idle.
-// beforeClose, if not nil, runs between the decision and the marking
+// A session marked closed already is reported as the clock says: a
+// DELETE the SDK refused (an unsupported Mcp-Protocol-Version) marked it
+// and did not end the SDK's, which the reaper then closes. beforeClose,
+// if not nil, runs between the decision and the marking
 // (testingOnlyBeforeReap).
 func (fs *frontSession) reapIdle(now time.Time, idle time.Duration, beforeClose func()) bool {
 	u := fs.use.Load()
-	if u&(useActive|useClosed) != 0 {
+	if u&useActive != 0 {
 		return false
 	}
 	// Read after use: a POST counted out before that load had touched the
 	// clock already (release).
 	if now.Sub(time.Unix(0, fs.lastUsed.Load())) <= idle {
 		return false
+	}
+	if u&useClosed != 0 {
+		return true // no POST is admitted: closing it again cuts off none
 	}
 	if beforeClose != nil {
 		beforeClose()

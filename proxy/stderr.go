@@ -262,9 +262,10 @@ func (l *lineLogger) holdsSecret() bool {
 // unfinished returns how many of the last held lines hold the start of a
 // redacted value's base64 that the run they end in may go on with after
 // a pause: the run's longest end, at least minUnfinished characters, that
-// is the first characters of a value's base64 but not all (base64Cores;
-// a whole one is holdsSecret's), and the character before it, which
-// holds bits of the value's first byte. The run is read as scrub reads
+// is the first characters of a value's base64, or all of them
+// (base64Cores; the character after them may hold the value's last bits
+// and come after the pause), and the character before it, which holds
+// bits of the value's first byte. The run is read as scrub reads
 // it: its lines unwrapped, and once more with their escaped line breaks
 // unwrapped too. It reads the lines back only as far as the longest
 // core's length of the run (and the line the run starts in), and each
@@ -277,7 +278,7 @@ func (l *lineLogger) unfinished() int {
 	}
 	lines := 0
 	for _, escaped := range []bool{false, true} {
-		run, parts, backslash := trailingRun(l.held, longest, escaped)
+		run, parts, backslash := trailingRun(l.held, longest+1, escaped) // and the character before a core
 		if escaped && !backslash {
 			break // no break is escaped: the run is the one read as it is
 		}
@@ -334,11 +335,13 @@ func trailingRun(lines []string, want int, escaped bool) (string, []int, bool) {
 }
 
 // unfinishedIn returns the length of run's longest end that is the
-// first characters of core but not all of it: Knuth, Morris and Pratt's
-// matcher of core's first characters run over run's last ones, linear in
-// core's length. The prefix function's space is kept in l.
+// first characters of core, or all of it (a value whose last character
+// holds bits of the byte after it too: that one may come after the
+// pause): Knuth, Morris and Pratt's matcher of core's first characters
+// run over run's last ones, linear in core's length. The prefix
+// function's space is kept in l.
 func (l *lineLogger) unfinishedIn(run, core string) int {
-	w := run[max(0, len(run)-(len(core)-1)):]
+	w := run[max(0, len(run)-len(core)):]
 	if len(w) < minUnfinished || !strings.Contains(w, core[:minUnfinished]) {
 		return 0 // no end of minUnfinished or more characters is core's start
 	}

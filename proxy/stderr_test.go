@@ -143,6 +143,7 @@ func FuzzStderrCut(f *testing.F) {
 	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(300), uint8(60), false, false, ^uint64(0))   // a pause after each line
 	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(279), uint8(60), false, false, uint64(1<<4)) // a pause inside the value's base64
 	f.Add([]byte(strings.Repeat("\xfbz", 90)), "s3cr3t", uint16(17), uint8(0), true, true, uint64(0x5555))
+	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(0), uint8(5), false, false, uint64(1)) // a pause after the value's core, before its last character
 	f.Fuzz(func(t *testing.T, data []byte, secret string, at uint16, width uint8, url, indent bool, pauses uint64) {
 		if len(secret) < minSecretLen || strings.Contains(Redacted, secret) {
 			return // a short value withholds whole lines; a part of [redacted] is one
@@ -180,6 +181,30 @@ func FuzzStderrCut(f *testing.F) {
 		// it as it is, the same as it returns a text holding the value.
 		if out := strings.Join(got, "\n"); out != Redacted && scrub(out, appendSecrets(nil, secret)) == Redacted {
 			t.Fatalf("what was logged holds base64 of %q: %q", secret, got)
+		}
+		// Nor any part of it: the lines logged as they came, read across
+		// their breaks, hold no eight characters in a row of the value's
+		// base64 (base64Cores); a pause leaves at most minUnfinished-1 of
+		// them in clear. (The value's base64 but its last character did
+		// not decode to it, and passed the check above.)
+		var clear strings.Builder
+		for _, line := range got {
+			if line == Redacted {
+				line = "|"
+			}
+			clear.WriteString(strings.TrimSpace(line))
+		}
+		var around strings.Builder // the other bytes' base64, at each offset: what they hold of it by chance does not count
+		for k := range 3 {
+			around.WriteString(enc.EncodeToString(append(make([]byte, k), data[:pos]...)) + "|")
+			around.WriteString(enc.EncodeToString(append(make([]byte, k), data[pos+len(secret):]...)) + "|")
+		}
+		for _, c := range base64Cores(appendSecrets(nil, secret)) {
+			for i := 0; i+8 <= len(c); i++ {
+				if strings.Contains(clear.String(), c[i:i+8]) && !strings.Contains(around.String(), c[i:i+8]) {
+					t.Fatalf("what was logged holds %q of the base64 of %q: %q", c[i:i+8], secret, got)
+				}
+			}
 		}
 	})
 }

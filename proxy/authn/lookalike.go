@@ -117,8 +117,14 @@ func appendSkeleton(b []byte, r rune) []byte {
 	// Simple case folding, by way of upper case so that the characters
 	// whose lower case is not their fold (ς, ϱ, ſ) fold too. Full folding
 	// differs only where it expands, and none of its expansions holds a
-	// letter of "provlog" that NFKD has not already given.
-	if f := unicode.ToLower(unicode.ToUpper(r)); f != r {
+	// letter of "provlog" that NFKD has not already given. Cherokee folds
+	// to its capitals (CaseFolding.txt), which the data maps: its small
+	// letters are small capitals of them (ꮲ is Ꮲ, a P).
+	f := unicode.ToLower(unicode.ToUpper(r))
+	if unicode.Is(unicode.Cherokee, r) {
+		f = unicode.ToUpper(r)
+	}
+	if f != r {
 		if s, ok := lookalike(f); ok {
 			return append(b, s...)
 		}

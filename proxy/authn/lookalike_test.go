@@ -175,6 +175,15 @@ func TestReservedLookalikes(t *testing.T) {
 		"provlog\U00010101x", // AEGEAN WORD SEPARATOR DOT
 		"provlog\u1427x",     // CANADIAN SYLLABICS FINAL MIDDLE DOT
 		"provlog\ua4fa",      // LISU LETTER TONE MYA CYA, two dots: the eighth character is the first
+		// Small capitals, which the data takes for no ASCII letter
+		// (but ᴏ and ᴠ): PROVLOG to a reader.
+		"\u1d18\u0280\u1d0f\u1d20\u029f\u1d0f\u0262", // LATIN LETTER SMALL CAPITAL P, R, O, V, L, O, G
+		"\u1d18rovlog.x", "p\u0280ovlog", "prov\u029fog.x", "provlo\u0262",
+		// Cherokee small letters, which fold to the capitals the data maps.
+		"\uabb2rovlog.x", // CHEROKEE SMALL LETTER TLV, Ꮲ's small form
+		"p\uab71ovlog",   // CHEROKEE SMALL LETTER E, Ꭱ's
+		"prov\uabaeog.x", // CHEROKEE SMALL LETTER TLE, Ꮮ's
+		"provlo\uab90.x", // CHEROKEE SMALL LETTER NAH, Ꮐ's
 	} {
 		if !ReservedActor(id) {
 			t.Errorf("ReservedActor(%+q) = false, want true", id)

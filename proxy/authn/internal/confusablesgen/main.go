@@ -220,6 +220,13 @@ var additions = []addition{
 	// the data reads as l, into this one; without the row it would read
 	// as itself.
 	{'\u2502', "l"},
+	// Small capitals of the letters of "provlog" that the data takes for
+	// no ASCII letter (its prototypes for them are other small capitals):
+	// "ᴘʀᴏᴠʟᴏɢ" reads as PROVLOG, and ᴏ and ᴠ are the data's o and v.
+	{'\u1d18', "p"}, // LATIN LETTER SMALL CAPITAL P
+	{'\u0280', "r"}, // LATIN LETTER SMALL CAPITAL R
+	{'\u029f', "l"}, // LATIN LETTER SMALL CAPITAL L
+	{'\u0262', "g"}, // LATIN LETTER SMALL CAPITAL G
 }
 
 // An entry is one row of the generated table.
