@@ -67,9 +67,11 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 }
 
 // recordedArgs returns a call's arguments as its entry holds them:
-// redacted, canonical, an empty object for absent or null ones; and the
-// redacted values. Arguments JCS cannot represent (numbers out of the
-// double range, lone surrogates, duplicate keys) are an error.
+// redacted, scrubbed of the redacted values (the call's own and the
+// server's recent ones, scrubJSON), canonical, an empty object for
+// absent or null ones; and the redacted values. Arguments JCS cannot
+// represent (numbers out of the double range, lone surrogates, duplicate
+// keys) are an error.
 //
 // Arguments to redact are checked as the others are before they are
 // decoded: encoding/json would read a lone surrogate or a bad byte as
@@ -102,7 +104,14 @@ func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.Canoni
 		return nil, nil, err
 	}
 	b, err := log.Canonicalize(buf.Bytes())
-	return b, secrets, err
+	if err != nil {
+		return nil, nil, err
+	}
+	// A redacted value sent again under a member the list does not name
+	// (a password's confirmation, a note quoting an earlier call's) is
+	// cut out there too, as from a result.
+	b, _ = scrubJSON(b, d.secrets.with(secrets))
+	return b, secrets, nil
 }
 
 // recordCall writes c's call entry, moving the arguments to a blob when

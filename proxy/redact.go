@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/provlog/provlog/log"
 )
@@ -34,16 +35,31 @@ func redactedName(fields []string, fold bool) func(string) bool {
 	set := make(map[string]bool, len(fields))
 	for _, f := range fields {
 		if fold {
-			f = strings.ToLower(f)
+			f = foldName(f)
 		}
 		set[f] = true
 	}
 	return func(k string) bool {
 		if fold {
-			k = strings.ToLower(k)
+			k = foldName(k)
 		}
 		return set[k]
 	}
+}
+
+// foldName is s with each character made the least of those equal to
+// it in another case, so that two names are equal folded exactly when
+// strings.EqualFold says they are. Lower case is not enough: "ſecret"
+// (long s) and "secret" are one name to EqualFold and to encoding/json,
+// as a server decodes its arguments, but not in lower case.
+func foldName(s string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, s)
 }
 
 // redactURI returns uri with the value of every query parameter named in
