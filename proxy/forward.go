@@ -329,10 +329,11 @@ func (d *downstream) resourceUpdated(ctx context.Context, req *mcp.ResourceUpdat
 
 // loggedURI is uri and err as the sidecar's log may show them: the values
 // of the query parameters redact names replaced, as in a resource.read
-// entry (redactURI), and scrubbed from the error's text.
+// entry (redactURI), and scrubbed from the error's text; both scrubbed
+// of the server's recent redacted values too.
 func (d *downstream) loggedURI(uri string, err error) (string, string) {
 	shown, secrets := redactURI(uri, d.cfg.Redact, d.cfg.RedactIgnoreCase)
-	return shown, scrub(err.Error(), secrets)
+	return d.secrets.scrub(shown), scrub(d.secrets.scrub(err.Error()), secrets)
 }
 
 // readResource serves resources/read for a resource or template of d.
@@ -348,6 +349,7 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	d.gate.forwarding(ticket, cancel)
 	recorded, secrets := redactURI(uri, d.cfg.Redact, d.cfg.RedactIgnoreCase)
 	d.secrets.remember(secrets)
+	recorded = d.secrets.scrub(recorded) // a server may name a resource after a value sent it
 	entry := log.ReadEntry{Kind: log.KindResourceRead, Actor: actor, Server: d.cfg.ID, URI: recorded}
 	raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, req.Params.InputResponses, req.Params.RequestState,
 		func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
@@ -375,6 +377,7 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		if entry.Args, _, err = d.recordedArgs(rawArgs, nil); err != nil {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the prompt's arguments cannot be recorded: %v", err)
 		}
+		entry.Prompt = d.secrets.scrub(name) // a server may name a prompt after a value sent it
 		cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 		defer cancel()
 		d.gate.forwarding(ticket, cancel)

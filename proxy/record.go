@@ -47,6 +47,10 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 		}
 		c.inputSum, secrets = sum, append(secrets, more...)
 	}
+	// The server's name for the tool, as the entry and log lines show
+	// it: a server may name a tool after a value a client sent it, which
+	// recordedArgs has just remembered if this call sent it.
+	c.tool = d.secrets.scrub(in.tool)
 	c.secrets = in.secrets // a later leg's: the legs' before
 	if c.continues == 0 && (len(in.params.InputResponses) > 0 || in.params.RequestState != "") {
 		c.continues, c.secrets = p.retries.take(c, in.params.RequestState) // a client's own retry

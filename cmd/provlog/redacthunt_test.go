@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -79,4 +82,83 @@ servers:
 	answers := provlogAnswers(t, cs, sp.base, token)
 	stop()
 	searchWritten(t, sp, rcv, data, answers, leakForms(foldSecret, confirmSecret))
+}
+
+// mintSecret is the redacted value TestToolNamedForSecretWrittenNowhere's
+// server names a tool after.
+const mintSecret = "mint-Secret-5c2e9"
+
+// TestToolNamedForSecretWrittenNowhere: a server that lists a tool, a
+// prompt and a resource named after a redacted value a client sent it
+// (here, at once: a tool "mint" that makes them of its token) does not
+// get the value into the sidecar's tools entry, its log lines, its
+// spans, or the entries of a call, a prompts/get and a resources/read of
+// them. The client is shown the server's lists as they are.
+func TestToolNamedForSecretWrittenNowhere(t *testing.T) {
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "60000")
+	rcv := otlptest.Start(t)
+	const token = "redact-mint-token"
+	sum := sha256.Sum256([]byte(token))
+	obj := json.RawMessage(`{"type":"object"}`)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mintfx", Version: "1"}, &mcp.ServerOptions{HasTools: true, HasPrompts: true, HasResources: true})
+	echo := func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "called " + req.Params.Name}}}, nil
+	}
+	srv.AddTool(&mcp.Tool{Name: "mint", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		tok := tokenOf(req.Params.Arguments)
+		srv.AddTool(&mcp.Tool{Name: "t_" + tok, InputSchema: obj}, echo)
+		srv.AddPrompt(&mcp.Prompt{Name: "p_" + tok}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "minted"}}}}, nil
+		})
+		srv.AddResource(&mcp.Resource{Name: "minted", URI: "mint:///" + tok}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "minted"}}}, nil
+		})
+		return echo(ctx, req)
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer down.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	cfg := fmt.Sprintf(`data: %s
+origin: provlog.test/redactmint
+actors: [{id: alice, token_sha256: %s}]
+log: {level: debug}
+otel: {endpoint: %q}
+servers:
+  - id: mh
+    url: %s
+    redact: [token]
+    retain: full
+`, data, hex.EncodeToString(sum[:]), rcv.URL, down.URL)
+	cfgPath := writeFile(t, filepath.Join(t.TempDir(), "provlog.yaml"), []byte(cfg))
+	sp, err := startFxSidecar(t, "--config", cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := sync.OnceFunc(func() { sp.stop(t) })
+	defer stop()
+	waitTools(t, sp.base, token, []string{"mh__mint"})
+	cs := connectHTTP(t, sp.base, token)
+	ctx := context.Background()
+	trace := mcp.Meta{"traceparent": "00-" + otelParentTrace + "-" + otelParentSpan + "-01"}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mh__mint", Arguments: json.RawMessage(`{"token":"` + mintSecret + `"}`), Meta: trace}); err != nil {
+		t.Fatalf("mh__mint: %v", err)
+	}
+	minted := "mh__t_" + mintSecret
+	waitSessionTools(t, cs, []string{minted})
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: minted, Meta: trace}); err != nil {
+		t.Fatalf("%s: %v", minted, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, perr := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "mh__p_" + mintSecret, Meta: trace})
+		_, rerr := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "mh+mint:///" + mintSecret, Meta: trace})
+		if perr == nil && rerr == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the minted prompt and resource: %v; %v", perr, rerr)
+		}
+	}
+	answers := provlogAnswers(t, cs, sp.base, token)
+	stop()
+	searchWritten(t, sp, rcv, data, answers, leakForms(mintSecret))
 }
