@@ -225,6 +225,7 @@ func (d *downstream) askClient(ctx context.Context, c *inflightCall, method stri
 	raw, err := d.routeAsk(ctx, c, method, params)
 	if err == nil && len(d.cfg.Redact) > 0 {
 		if _, secrets, err := redactArgs(raw, d.cfg.Redact, d.cfg.RedactIgnoreCase); err == nil {
+			secrets = append(secrets, writtenSecrets(raw, d.cfg.Redact, d.cfg.RedactIgnoreCase)...)
 			d.secrets.remember(secrets)
 			c.secrets.add(secrets)
 		}

@@ -95,12 +95,11 @@ func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.Canoni
 		return canon, nil, nil
 	}
 	v, secrets, err := redactArgs(canon, d.cfg.Redact, d.cfg.RedactIgnoreCase)
-	if err == nil {
-		d.secrets.remember(secrets)
-	}
 	if err != nil {
 		return nil, nil, err
 	}
+	secrets = append(secrets, writtenSecrets(raw, d.cfg.Redact, d.cfg.RedactIgnoreCase)...)
+	d.secrets.remember(secrets)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

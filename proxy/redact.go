@@ -156,8 +156,17 @@ func appendSecrets(secrets []string, v any) []string {
 		if v != "" {
 			secrets = append(secrets, v)
 		}
-		if b, err := json.Marshal(v); err == nil && string(b[1:len(b)-1]) != v {
-			secrets = append(secrets, string(b[1:len(b)-1])) // as escaped inside JSON text
+		esc := v
+		if b, err := json.Marshal(v); err == nil {
+			esc = string(b[1 : len(b)-1])
+		}
+		if esc != v {
+			secrets = append(secrets, esc) // as escaped inside JSON text
+		}
+		if lower := asciiEscaped(esc, `\u%04x`); lower != esc {
+			// As a JSON text of only ASCII writes it (Python's
+			// json.dumps), in either case of hex.
+			secrets = append(secrets, lower, asciiEscaped(esc, `\u%04X`))
 		}
 		q, p := url.QueryEscape(v), url.PathEscape(v) // as a URL a server builds holds it
 		if q != v {
@@ -345,6 +354,13 @@ func scrubMembers(m map[string]any, name func(string) string, walk func(any) any
 func mayHoldSecret(canon []byte, cores, secrets []string) bool {
 	in := func(s string) bool { return bytes.Contains(canon, []byte(s)) }
 	if slices.ContainsFunc(cores, in) || slices.ContainsFunc(secrets, in) {
+		return true
+	}
+	// A secret with a backslash or a quote (one as a client or a server
+	// escaped it) is escaped again in canon's strings.
+	if slices.ContainsFunc(secrets, func(s string) bool {
+		return strings.ContainsAny(s, `\"`) && in(jsonQuoted.Replace(s))
+	}) {
 		return true
 	}
 	if !bytes.Contains(canon, []byte(`\n`)) && !bytes.Contains(canon, []byte(`\r`)) {

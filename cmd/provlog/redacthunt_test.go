@@ -10,9 +10,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -23,6 +25,7 @@ import (
 const (
 	foldSecret    = "fold-Secret-4711x"
 	confirmSecret = "confirm-Secret-93kq"
+	escSecret     = "esc-Secret/c3d8e"
 )
 
 // TestRedactedValuesElsewhereWrittenNowhere: a client that knows the
@@ -70,10 +73,14 @@ servers:
 		`{"token":"tok-1-9f3e2a","ſecret":"` + foldSecret + `"}`,
 		`{"token":"` + confirmSecret + `","token_confirm":"` + confirmSecret + `"}`,
 		`{"token":"tok-2-77c1d0","note":"as before: ` + confirmSecret + `"}`,
+		`{"token":"\u0065sc-Secret\/c3d8e"}`, // escSecret, escaped as JSON lets a client write it
 	} {
 		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lk__echo", Arguments: json.RawMessage(args), Meta: trace}); err != nil {
 			t.Fatalf("lk__echo %s: %v", args, err)
 		}
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lk__fail", Arguments: json.RawMessage(`{"token":"\u0065sc-Secret\/c3d8e"}`), Meta: trace}); err == nil {
+		t.Fatal("lk__fail succeeded")
 	}
 	prompt := map[string]string{"token": confirmSecret, "again": confirmSecret}
 	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "lk__greet", Arguments: prompt, Meta: trace}); err != nil {
@@ -81,12 +88,32 @@ servers:
 	}
 	answers := provlogAnswers(t, cs, sp.base, token)
 	stop()
-	searchWritten(t, sp, rcv, data, answers, leakForms(foldSecret, confirmSecret))
+	searchWritten(t, sp, rcv, data, answers, leakForms(foldSecret, confirmSecret, escSecret, `\u0065sc-Secret\/c3d8e`, `\\u0065sc-Secret\\/c3d8e`))
 }
 
 // mintSecret is the redacted value TestToolNamedForSecretWrittenNowhere's
-// server names a tool after.
-const mintSecret = "mint-Secret-5c2e9"
+// server names a tool after; asciiSecret one it quotes in JSON with its
+// letters beyond ASCII escaped, as Python's json.dumps writes them.
+const (
+	mintSecret  = "mint-Secret-5c2e9"
+	asciiSecret = "pässwörd-Secret-ü1"
+)
+
+// asciiJSON is v as JSON, every character beyond ASCII escaped (\u00e4).
+func asciiJSON(v any) string {
+	b, _ := json.Marshal(v)
+	var sb strings.Builder
+	for _, r := range string(b) {
+		if r < 0x80 {
+			sb.WriteRune(r)
+			continue
+		}
+		for _, u := range utf16.Encode([]rune{r}) {
+			fmt.Fprintf(&sb, `\u%04x`, u)
+		}
+	}
+	return sb.String()
+}
 
 // TestToolNamedForSecretWrittenNowhere: a server that lists a tool, a
 // prompt and a resource named after a redacted value a client sent it
@@ -114,6 +141,11 @@ func TestToolNamedForSecretWrittenNowhere(t *testing.T) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "minted"}}}, nil
 		})
 		return echo(ctx, req)
+	})
+	srv.AddTool(&mcp.Tool{Name: "ascii", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args map[string]any
+		json.Unmarshal(req.Params.Arguments, &args)
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad arguments: " + asciiJSON(args)}}}, nil
 	})
 	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer down.Close()
@@ -158,7 +190,11 @@ servers:
 			t.Fatalf("the minted prompt and resource: %v; %v", perr, rerr)
 		}
 	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mh__ascii", Arguments: map[string]any{"token": asciiSecret}, Meta: trace}); err != nil {
+		t.Fatalf("mh__ascii: %v", err)
+	}
 	answers := provlogAnswers(t, cs, sp.base, token)
 	stop()
-	searchWritten(t, sp, rcv, data, answers, leakForms(mintSecret))
+	escaped := strings.Trim(asciiJSON(asciiSecret), `"`)
+	searchWritten(t, sp, rcv, data, answers, leakForms(mintSecret, asciiSecret, escaped, strings.ReplaceAll(escaped, `\`, `\\`)))
 }
