@@ -40,6 +40,16 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the call to %s was not made: its arguments cannot be recorded: %v", front, err)
 	}
 	c.args = args
+	if len(d.cfg.Redact) > 0 && len(in.params.Meta) > 0 {
+		// A member of _meta the list names is a redacted value too: it
+		// is forwarded, and the server may echo it.
+		if b, err := json.Marshal(in.params.Meta); err == nil {
+			if _, more, err := redactArgs(b, d.cfg.Redact, d.cfg.RedactIgnoreCase); err == nil {
+				d.secrets.remember(more)
+				secrets = append(secrets, more...)
+			}
+		}
+	}
 	if len(in.params.InputResponses) > 0 {
 		sum, more, err := d.inputResponsesSum(in.params.InputResponses)
 		if err != nil {

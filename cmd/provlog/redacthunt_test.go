@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -97,6 +98,7 @@ servers:
 const (
 	mintSecret  = "mint-Secret-5c2e9"
 	asciiSecret = "pässwörd-Secret-ü1"
+	metaSecret  = "meta-Secret-0d4a7"
 )
 
 // asciiJSON is v as JSON, every character beyond ASCII escaped (\u00e4).
@@ -120,7 +122,10 @@ func asciiJSON(v any) string {
 // (here, at once: a tool "mint" that makes them of its token) does not
 // get the value into the sidecar's tools entry, its log lines, its
 // spans, or the entries of a call, a prompts/get and a resources/read of
-// them. The client is shown the server's lists as they are.
+// them. The client is shown the server's lists as they are. Nor does a
+// server that quotes a redacted value in JSON of only ASCII ("ascii"),
+// or echoes a call's _meta, where a client put a member the list names
+// ("meta"), get it into the result kept.
 func TestToolNamedForSecretWrittenNowhere(t *testing.T) {
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "60000")
 	rcv := otlptest.Start(t)
@@ -146,6 +151,10 @@ func TestToolNamedForSecretWrittenNowhere(t *testing.T) {
 		var args map[string]any
 		json.Unmarshal(req.Params.Arguments, &args)
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad arguments: " + asciiJSON(args)}}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "meta", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		b, _ := json.Marshal(req.Params.Meta)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "your _meta: " + string(b)}}}, nil
 	})
 	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer down.Close()
@@ -193,8 +202,13 @@ servers:
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mh__ascii", Arguments: map[string]any{"token": asciiSecret}, Meta: trace}); err != nil {
 		t.Fatalf("mh__ascii: %v", err)
 	}
+	meta := mcp.Meta{"token": metaSecret}
+	maps.Copy(meta, trace)
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mh__meta", Meta: meta}); err != nil {
+		t.Fatalf("mh__meta: %v", err)
+	}
 	answers := provlogAnswers(t, cs, sp.base, token)
 	stop()
 	escaped := strings.Trim(asciiJSON(asciiSecret), `"`)
-	searchWritten(t, sp, rcv, data, answers, leakForms(mintSecret, asciiSecret, escaped, strings.ReplaceAll(escaped, `\`, `\\`)))
+	searchWritten(t, sp, rcv, data, answers, leakForms(mintSecret, metaSecret, asciiSecret, escaped, strings.ReplaceAll(escaped, `\`, `\\`)))
 }
