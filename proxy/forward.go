@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -534,6 +536,30 @@ func (d *downstream) frontReadAs(ctx context.Context, protocol, kind string, raw
 	return nil
 }
 
+// rememberCompletion remembers the values of a completion's argument and
+// context arguments that d's redact list names as d's recent redacted
+// values, as a prompt's are: nothing records a completion, but the
+// server may echo them (stderr, a later answer). The start of a value
+// being typed, shorter than minSecretLen, is not: each would have every
+// text of the server's holding it withheld whole.
+func (d *downstream) rememberCompletion(params *mcp.CompleteParams) {
+	if len(d.cfg.Redact) == 0 {
+		return
+	}
+	args := map[string]string{}
+	if params.Context != nil {
+		maps.Copy(args, params.Context.Arguments)
+	}
+	if params.Argument.Name != "" {
+		args[params.Argument.Name] = params.Argument.Value
+	}
+	if b, err := json.Marshal(args); err == nil {
+		if _, secrets, err := redactArgs(b, d.cfg.Redact, d.cfg.RedactIgnoreCase); err == nil {
+			d.secrets.remember(slices.DeleteFunc(secrets, func(s string) bool { return len(s) < minSecretLen }))
+		}
+	}
+}
+
 // complete forwards completion/complete for a prompt or resource template
 // argument to the server it belongs to.
 func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
@@ -565,6 +591,7 @@ func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 	params := *req.Params
 	params.Meta = forwardMeta(params.Meta)
 	params.Ref = &ref
+	d.rememberCompletion(&params)
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
 	res, err := cs.Complete(cctx, &params)

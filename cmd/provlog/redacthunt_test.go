@@ -27,6 +27,8 @@ const (
 	foldSecret    = "fold-Secret-4711x"
 	confirmSecret = "confirm-Secret-93kq"
 	escSecret     = "esc-Secret/c3d8e"
+	complSecret   = "compl-Secret-61be"
+	contextSecret = "context-Secret-f09"
 )
 
 // TestRedactedValuesElsewhereWrittenNowhere: a client that knows the
@@ -37,8 +39,11 @@ const (
 // strings.EqualFold), so it is redacted too; and a value redacted under
 // one member and sent again under another ("token_confirm", as a
 // sign-up form repeats a password, or a note) in the same call or a
-// later one is not kept in the call entry either. Every byte the
-// sidecar wrote is searched (searchWritten).
+// later one is not kept in the call entry either. A value written with
+// JSON's escapes is scrubbed as written from what the server echoes
+// of it raw, and a completion's argument and context arguments the list
+// names are redacted values too, scrubbed from the server's stderr.
+// Every byte the sidecar wrote is searched (searchWritten).
 func TestRedactedValuesElsewhereWrittenNowhere(t *testing.T) {
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "60000")
 	rcv := otlptest.Start(t)
@@ -87,9 +92,19 @@ servers:
 	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "lk__greet", Arguments: prompt, Meta: trace}); err != nil {
 		t.Fatalf("lk__greet: %v", err)
 	}
+	if _, err := cs.Complete(ctx, &mcp.CompleteParams{
+		Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "lk__greet"},
+		Argument: mcp.CompleteParamsArgument{Name: "Token", Value: complSecret},
+		Context:  &mcp.CompleteContext{Arguments: map[string]string{"token": contextSecret}},
+	}); err != nil {
+		t.Fatalf("completing lk__greet: %v", err)
+	}
 	answers := provlogAnswers(t, cs, sp.base, token)
 	stop()
-	searchWritten(t, sp, rcv, data, answers, leakForms(foldSecret, confirmSecret, escSecret, `\u0065sc-Secret\/c3d8e`, `\\u0065sc-Secret\\/c3d8e`))
+	if !strings.Contains(sp.stderr.String(), "leakfx completing") {
+		t.Fatal("the downstream's completion line is not on the sidecar's stderr: the test cannot tell that it is scrubbed")
+	}
+	searchWritten(t, sp, rcv, data, answers, leakForms(complSecret, contextSecret, foldSecret, confirmSecret, escSecret, `\u0065sc-Secret\/c3d8e`, `\\u0065sc-Secret\\/c3d8e`))
 }
 
 // mintSecret is the redacted value TestToolNamedForSecretWrittenNowhere's
