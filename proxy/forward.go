@@ -445,6 +445,7 @@ func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mc
 	if err != nil {
 		return nil, nil, "", rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made, as the log cannot record it: %v", entry.Kind, err)
 	}
+	d.metaSecrets(clientMeta)
 	if d.parksRead(cs, protocol) {
 		return d.parkRead(ctx, ss, client, clientMeta, entry, responses, state, send)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
 )
@@ -40,16 +41,7 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the call to %s was not made: its arguments cannot be recorded: %v", front, err)
 	}
 	c.args = args
-	if len(d.cfg.Redact) > 0 && len(in.params.Meta) > 0 {
-		// A member of _meta the list names is a redacted value too: it
-		// is forwarded, and the server may echo it.
-		if b, err := json.Marshal(in.params.Meta); err == nil {
-			if _, more, err := redactArgs(b, d.cfg.Redact, d.cfg.RedactIgnoreCase); err == nil {
-				d.secrets.remember(more)
-				secrets = append(secrets, more...)
-			}
-		}
-	}
+	secrets = append(secrets, d.metaSecrets(in.params.Meta)...)
 	if len(in.params.InputResponses) > 0 {
 		sum, more, err := d.inputResponsesSum(in.params.InputResponses)
 		if err != nil {
@@ -125,6 +117,25 @@ func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.Canoni
 	// cut out there too, as from a result.
 	b, _ = scrubJSON(b, d.secrets.with(secrets))
 	return b, secrets, nil
+}
+
+// metaSecrets remembers and returns the values of the members of a
+// request's _meta that the redact list names: _meta is not recorded, but
+// it is forwarded, and the server may echo it.
+func (d *downstream) metaSecrets(meta mcp.Meta) []string {
+	if len(d.cfg.Redact) == 0 || len(meta) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return nil
+	}
+	_, secrets, err := redactArgs(b, d.cfg.Redact, d.cfg.RedactIgnoreCase)
+	if err != nil {
+		return nil
+	}
+	d.secrets.remember(secrets)
+	return secrets
 }
 
 // recordCall writes c's call entry, moving the arguments to a blob when

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf16"
@@ -114,6 +115,7 @@ const (
 	mintSecret  = "mint-Secret-5c2e9"
 	asciiSecret = "pässwörd-Secret-ü1"
 	metaSecret  = "meta-Secret-0d4a7"
+	readSecret  = "read-Secret-8e1c3"
 )
 
 // asciiJSON is v as JSON, every character beyond ASCII escaped (\u00e4).
@@ -139,8 +141,8 @@ func asciiJSON(v any) string {
 // spans, or the entries of a call, a prompts/get and a resources/read of
 // them. The client is shown the server's lists as they are. Nor does a
 // server that quotes a redacted value in JSON of only ASCII ("ascii"),
-// or echoes a call's _meta, where a client put a member the list names
-// ("meta"), get it into the result kept.
+// or echoes a call's or an earlier read's _meta, where a client put a
+// member the list names ("meta"), get it into the result kept.
 func TestToolNamedForSecretWrittenNowhere(t *testing.T) {
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "60000")
 	rcv := otlptest.Start(t)
@@ -167,9 +169,15 @@ func TestToolNamedForSecretWrittenNowhere(t *testing.T) {
 		json.Unmarshal(req.Params.Arguments, &args)
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad arguments: " + asciiJSON(args)}}}, nil
 	})
+	var lastRead atomic.Value // the _meta of the last read of memo:///
+	srv.AddResource(&mcp.Resource{Name: "memo", URI: "memo:///"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		b, _ := json.Marshal(req.Params.Meta)
+		lastRead.Store(string(b))
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "noted"}}}, nil
+	})
 	srv.AddTool(&mcp.Tool{Name: "meta", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		b, _ := json.Marshal(req.Params.Meta)
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "your _meta: " + string(b)}}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("your _meta: %s; the last read's: %v", b, lastRead.Load())}}}, nil
 	})
 	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer down.Close()
@@ -217,6 +225,9 @@ servers:
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mh__ascii", Arguments: map[string]any{"token": asciiSecret}, Meta: trace}); err != nil {
 		t.Fatalf("mh__ascii: %v", err)
 	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "mh+memo:///", Meta: mcp.Meta{"token": readSecret}}); err != nil {
+		t.Fatalf("reading mh+memo:///: %v", err)
+	}
 	meta := mcp.Meta{"token": metaSecret}
 	maps.Copy(meta, trace)
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mh__meta", Meta: meta}); err != nil {
@@ -225,5 +236,5 @@ servers:
 	answers := provlogAnswers(t, cs, sp.base, token)
 	stop()
 	escaped := strings.Trim(asciiJSON(asciiSecret), `"`)
-	searchWritten(t, sp, rcv, data, answers, leakForms(mintSecret, metaSecret, asciiSecret, escaped, strings.ReplaceAll(escaped, `\`, `\\`)))
+	searchWritten(t, sp, rcv, data, answers, leakForms(mintSecret, metaSecret, readSecret, asciiSecret, escaped, strings.ReplaceAll(escaped, `\`, `\\`)))
 }
