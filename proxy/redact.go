@@ -105,7 +105,8 @@ func redactURI(uri string, fields []string, fold bool) (string, []string) {
 
 // redactArgs parses a call's arguments and replaces the value of every
 // member named in fields (in any case, if fold), at any depth (objects
-// inside arrays included), with Redacted. Absent or null arguments become an empty object. Numbers
+// inside arrays included), and of every such query parameter of a string
+// (a URL), with Redacted. Absent or null arguments become an empty object. Numbers
 // are kept as written (json.Number). It also returns the redacted values'
 // texts (strings as they are, other values as JSON), so that they can be
 // scrubbed from error texts a downstream may echo them in.
@@ -142,6 +143,16 @@ func redactArgs(raw json.RawMessage, fields []string, fold bool) (any, []string,
 		case []any:
 			for i, x := range v {
 				v[i] = walk(x)
+			}
+		case string:
+			// A URL an argument holds (a fetch tool's) has the
+			// values of its query parameters the list names
+			// redacted, as a resource URI has (redactURI).
+			if shown, in := redactURI(v, fields, fold); in != nil {
+				for _, x := range in {
+					secrets = appendSecrets(secrets, x)
+				}
+				return shown
 			}
 		}
 		return v
