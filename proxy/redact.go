@@ -154,10 +154,40 @@ func redactArgs(raw json.RawMessage, fields []string, fold bool) (any, []string,
 				}
 				return shown
 			}
+			// So does a JSON text one holds (a request's body), written
+			// again if it had any.
+			if inner, ok := jsonText(v); ok {
+				n := len(secrets)
+				if inner = walk(inner); len(secrets) > n {
+					var buf bytes.Buffer
+					enc := json.NewEncoder(&buf)
+					enc.SetEscapeHTML(false)
+					if enc.Encode(inner) == nil {
+						return strings.TrimSuffix(buf.String(), "\n")
+					}
+					return Redacted
+				}
+			}
 		}
 		return v
 	}
 	return walk(v), secrets, nil
+}
+
+// jsonText returns the object or array s is the JSON text of, if it is
+// one.
+func jsonText(s string) (any, bool) {
+	t := strings.TrimSpace(s)
+	if t == "" || t[0] != '{' && t[0] != '[' {
+		return nil, false
+	}
+	dec := json.NewDecoder(strings.NewReader(t))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return nil, false
+	}
+	return v, true
 }
 
 // appendSecrets adds the texts a redacted value could show up as.

@@ -35,7 +35,8 @@ func TestRedactArgs(t *testing.T) {
 		{`{"token":"ab"}`, []string{"token"}, `{"token":"[redacted]"}`, []string{"ab"}}, // too short to cut out: withholds what holds it
 		{`{"pin":7}`, []string{"pin"}, `{"pin":"[redacted]"}`, []string{"7"}},
 		{`{"token":""}`, []string{"token"}, `{"token":"[redacted]"}`, nil},
-		{`{"u":["https://x/?a=1&token=ab%2Fcd#token=f"]}`, []string{"token"}, `{"u":["https://x/?a=1&token=[redacted]#token=f"]}`, []string{"ab%2Fcd", "ab%252Fcd", "ab/cd", "ab%2Fcd"}}, // a URL's query
+		{`{"b":"{\"token\": \"abcd\", \"n\": 1.50}","c":"{\"x\": 1}","d":"[{\"token\":1}"}`, []string{"token"}, `{"b":"{\"n\":1.50,\"token\":\"[redacted]\"}","c":"{\"x\": 1}","d":"[{\"token\":1}"}`, []string{"abcd"}}, // a JSON text, written again only if redacted
+		{`{"u":["https://x/?a=1&token=ab%2Fcd#token=f"]}`, []string{"token"}, `{"u":["https://x/?a=1&token=[redacted]#token=f"]}`, []string{"ab%2Fcd", "ab%252Fcd", "ab/cd", "ab%2Fcd"}},                                 // a URL's query
 	} {
 		v, secrets, err := redactArgs(json.RawMessage(tc.in), tc.fields, false)
 		if err != nil {

@@ -29,6 +29,7 @@ const (
 	confirmSecret = "confirm-Secret-93kq"
 	escSecret     = "esc-Secret/c3d8e"
 	urlSecret     = "url-Secret-3a9d5"
+	bodySecret    = "body-Secret-72c0e"
 	complSecret   = "compl-Secret-61be"
 	contextSecret = "context-Secret-f09"
 )
@@ -43,7 +44,8 @@ const (
 // sign-up form repeats a password, or a note) in the same call or a
 // later one is not kept in the call entry either, nor one in the query
 // of a URL an argument holds, under a name the list names, as a
-// resource URI's is redacted. A value written with
+// resource URI's is redacted, nor one under such a name in a JSON text
+// an argument holds (a request body). A value written with
 // JSON's escapes is scrubbed as written from what the server echoes
 // of it raw, and a completion's argument and context arguments the list
 // names are redacted values too, scrubbed from the server's stderr.
@@ -85,6 +87,7 @@ servers:
 		`{"token":"tok-2-77c1d0","note":"as before: ` + confirmSecret + `"}`,
 		`{"token":"\u0065sc-Secret\/c3d8e"}`, // escSecret, escaped as JSON lets a client write it
 		`{"token":"tok-3-e4b2f9","url":"https://api.test/v1?a=1&TOKEN=` + urlSecret + `#top"}`,
+		`{"token":"tok-4-b81d3c","body":"{\"auth\": {\"Token\": \"` + bodySecret + `\"}}"}`,
 	} {
 		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lk__echo", Arguments: json.RawMessage(args), Meta: trace}); err != nil {
 			t.Fatalf("lk__echo %s: %v", args, err)
@@ -109,7 +112,7 @@ servers:
 	if !strings.Contains(sp.stderr.String(), "leakfx completing") {
 		t.Fatal("the downstream's completion line is not on the sidecar's stderr: the test cannot tell that it is scrubbed")
 	}
-	searchWritten(t, sp, rcv, data, answers, leakForms(urlSecret, complSecret, contextSecret, foldSecret, confirmSecret, escSecret, `\u0065sc-Secret\/c3d8e`, `\\u0065sc-Secret\\/c3d8e`))
+	searchWritten(t, sp, rcv, data, answers, leakForms(urlSecret, bodySecret, complSecret, contextSecret, foldSecret, confirmSecret, escSecret, `\u0065sc-Secret\/c3d8e`, `\\u0065sc-Secret\\/c3d8e`))
 }
 
 // mintSecret is the redacted value TestToolNamedForSecretWrittenNowhere's
