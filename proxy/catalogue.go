@@ -437,7 +437,7 @@ func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage, announced bool
 	c.mu.Unlock()
 	for _, name := range slices.Sorted(maps.Keys(a.skipped)) {
 		if _, known := fresh[name]; !known {
-			d.p.logger.Warn("proxy: skipping a "+k.noun+" the SDK rejects", "server", d.cfg.ID, k.logKey, name, "newer_session_only", a.skipped[name].newerOnly, "error", a.skipped[name].why)
+			d.p.logger.Warn("proxy: skipping a "+k.noun+" the SDK rejects", "server", d.cfg.ID, k.logKey, d.secrets.scrub(name), "newer_session_only", a.skipped[name].newerOnly, "error", d.secrets.scrub(a.skipped[name].why))
 		}
 	}
 	if announced && !a.changed && len(gone) == 0 && a.again != nil {
@@ -602,10 +602,11 @@ func (c *catalogue) report(h map[string]any) {
 	}
 	first, newerOnly := map[string]any{}, map[string]any{}
 	for name, s := range c.lists[toolSlot].skipped {
+		name, why := c.d.secrets.scrub(name), c.d.secrets.scrub(s.why) // as the log line shows them
 		if s.newerOnly {
-			newerOnly[name] = s.why
+			newerOnly[name] = why
 		} else {
-			first[name] = s.why
+			first[name] = why
 		}
 	}
 	if len(first) > 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -225,6 +227,7 @@ func (d *downstream) askClient(ctx context.Context, c *inflightCall, method stri
 	raw, err := d.routeAsk(ctx, c, method, params)
 	if err == nil && len(d.cfg.Redact) > 0 {
 		if _, secrets, err := redactArgs(raw, d.cfg.Redact, d.cfg.RedactIgnoreCase); err == nil {
+			secrets = append(secrets, writtenSecrets(raw, d.cfg.Redact, d.cfg.RedactIgnoreCase)...)
 			d.secrets.remember(secrets)
 			c.secrets.add(secrets)
 		}
@@ -329,10 +332,11 @@ func (d *downstream) resourceUpdated(ctx context.Context, req *mcp.ResourceUpdat
 
 // loggedURI is uri and err as the sidecar's log may show them: the values
 // of the query parameters redact names replaced, as in a resource.read
-// entry (redactURI), and scrubbed from the error's text.
+// entry (redactURI), and scrubbed from the error's text; both scrubbed
+// of the server's recent redacted values too.
 func (d *downstream) loggedURI(uri string, err error) (string, string) {
 	shown, secrets := redactURI(uri, d.cfg.Redact, d.cfg.RedactIgnoreCase)
-	return shown, scrub(err.Error(), secrets)
+	return d.secrets.scrub(shown), scrub(d.secrets.scrub(err.Error()), secrets)
 }
 
 // readResource serves resources/read for a resource or template of d.
@@ -348,6 +352,7 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	d.gate.forwarding(ticket, cancel)
 	recorded, secrets := redactURI(uri, d.cfg.Redact, d.cfg.RedactIgnoreCase)
 	d.secrets.remember(secrets)
+	recorded = d.secrets.scrub(recorded) // a server may name a resource after a value sent it
 	entry := log.ReadEntry{Kind: log.KindResourceRead, Actor: actor, Server: d.cfg.ID, URI: recorded}
 	raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, req.Params.InputResponses, req.Params.RequestState,
 		func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
@@ -375,6 +380,7 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		if entry.Args, _, err = d.recordedArgs(rawArgs, nil); err != nil {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the prompt's arguments cannot be recorded: %v", err)
 		}
+		entry.Prompt = d.secrets.scrub(name) // a server may name a prompt after a value sent it
 		cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 		defer cancel()
 		d.gate.forwarding(ticket, cancel)
@@ -439,6 +445,7 @@ func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mc
 	if err != nil {
 		return nil, nil, "", rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made, as the log cannot record it: %v", entry.Kind, err)
 	}
+	d.metaSecrets(clientMeta)
 	if d.parksRead(cs, protocol) {
 		return d.parkRead(ctx, ss, client, clientMeta, entry, responses, state, send)
 	}
@@ -530,6 +537,30 @@ func (d *downstream) frontReadAs(ctx context.Context, protocol, kind string, raw
 	return nil
 }
 
+// rememberCompletion remembers the values of a completion's argument and
+// context arguments that d's redact list names as d's recent redacted
+// values, as a prompt's are: nothing records a completion, but the
+// server may echo them (stderr, a later answer). The start of a value
+// being typed, shorter than minSecretLen, is not: each would have every
+// text of the server's holding it withheld whole.
+func (d *downstream) rememberCompletion(params *mcp.CompleteParams) {
+	if len(d.cfg.Redact) == 0 {
+		return
+	}
+	args := map[string]string{}
+	if params.Context != nil {
+		maps.Copy(args, params.Context.Arguments)
+	}
+	if params.Argument.Name != "" {
+		args[params.Argument.Name] = params.Argument.Value
+	}
+	if b, err := json.Marshal(args); err == nil {
+		if _, secrets, err := redactArgs(b, d.cfg.Redact, d.cfg.RedactIgnoreCase); err == nil {
+			d.secrets.remember(slices.DeleteFunc(secrets, func(s string) bool { return len(s) < minSecretLen }))
+		}
+	}
+}
+
 // complete forwards completion/complete for a prompt or resource template
 // argument to the server it belongs to.
 func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
@@ -561,6 +592,7 @@ func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 	params := *req.Params
 	params.Meta = forwardMeta(params.Meta)
 	params.Ref = &ref
+	d.rememberCompletion(&params)
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
 	res, err := cs.Complete(cctx, &params)

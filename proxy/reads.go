@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -181,14 +182,20 @@ func (c *catalogue) recordTools(session int, raws []json.RawMessage) {
 		// or before: a tool removed and listed again with another
 		// definition has changed too.
 		if old, ok := known[name]; ok && old != sums[name] {
-			changed = append(changed, ToolChange{Tool: name, Old: old, New: sums[name], At: now})
-			d.p.logger.Warn("proxy: a tool's definition changed while the proxy runs", "server", d.cfg.ID, "tool", name, "old_sha256", old, "new_sha256", sums[name])
+			shown := d.secrets.scrub(name)
+			changed = append(changed, ToolChange{Tool: shown, Old: old, New: sums[name], At: now})
+			d.p.logger.Warn("proxy: a tool's definition changed while the proxy runs", "server", d.cfg.ID, "tool", shown, "old_sha256", old, "new_sha256", sums[name])
 		}
 	}
+	// Names as the server gave them, but for a value a client sent it
+	// that it named a tool after (recentSecrets); sorted as shown.
 	e := &log.ToolsEntry{Time: now, Actor: proxyActor, Server: d.cfg.ID}
-	for _, name := range slices.Sorted(maps.Keys(sums)) {
-		e.Tools = append(e.Tools, log.ToolSum{Name: name, SHA256: sums[name]})
+	for name, sum := range sums {
+		e.Tools = append(e.Tools, log.ToolSum{Name: d.secrets.scrub(name), SHA256: sum})
 	}
+	slices.SortFunc(e.Tools, func(a, b log.ToolSum) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.SHA256, b.SHA256))
+	})
 	done := make(chan struct{})
 	c.mu.Lock()
 	c.noteListed(session, known, sums)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
 )
@@ -40,6 +41,7 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the call to %s was not made: its arguments cannot be recorded: %v", front, err)
 	}
 	c.args = args
+	secrets = append(secrets, d.metaSecrets(in.params.Meta)...)
 	if len(in.params.InputResponses) > 0 {
 		sum, more, err := d.inputResponsesSum(in.params.InputResponses)
 		if err != nil {
@@ -47,6 +49,10 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 		}
 		c.inputSum, secrets = sum, append(secrets, more...)
 	}
+	// The server's name for the tool, as the entry and log lines show
+	// it: a server may name a tool after a value a client sent it, which
+	// recordedArgs has just remembered if this call sent it.
+	c.tool = d.secrets.scrub(in.tool)
 	c.secrets = in.secrets // a later leg's: the legs' before
 	if c.continues == 0 && (len(in.params.InputResponses) > 0 || in.params.RequestState != "") {
 		c.continues, c.secrets = p.retries.take(c, in.params.RequestState) // a client's own retry
@@ -67,10 +73,12 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 }
 
 // recordedArgs returns a call's arguments as its entry holds them:
-// redacted, canonical, an empty object for absent or null ones; and the
-// redacted values. Arguments JCS cannot represent (numbers out of the
-// double range, lone surrogates, duplicate keys) are an error, and so are
-// numbers it would represent as another number (inexactNumber).
+// redacted, scrubbed of the redacted values (the call's own and the
+// server's recent ones, scrubJSON), canonical, an empty object for
+// absent or null ones; and the redacted values. Arguments JCS cannot
+// represent (numbers out of the double range, lone surrogates, duplicate
+// keys) are an error, and so are numbers it would represent as another
+// number (inexactNumber).
 //
 // Arguments to redact are checked as the others are before they are
 // decoded: encoding/json would read a lone surrogate or a bad byte as
@@ -93,12 +101,11 @@ func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.Canoni
 		return canon, nil, nil
 	}
 	v, secrets, err := redactArgs(canon, d.cfg.Redact, d.cfg.RedactIgnoreCase)
-	if err == nil {
-		d.secrets.remember(secrets)
-	}
 	if err != nil {
 		return nil, nil, err
 	}
+	secrets = append(secrets, writtenSecrets(raw, d.cfg.Redact, d.cfg.RedactIgnoreCase)...)
+	d.secrets.remember(secrets)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -106,7 +113,33 @@ func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.Canoni
 		return nil, nil, err
 	}
 	b, err := log.Canonicalize(buf.Bytes())
-	return b, secrets, err
+	if err != nil {
+		return nil, nil, err
+	}
+	// A redacted value sent again under a member the list does not name
+	// (a password's confirmation, a note quoting an earlier call's) is
+	// cut out there too, as from a result.
+	b, _ = scrubJSON(b, d.secrets.with(secrets))
+	return b, secrets, nil
+}
+
+// metaSecrets remembers and returns the values of the members of a
+// request's _meta that the redact list names: _meta is not recorded, but
+// it is forwarded, and the server may echo it.
+func (d *downstream) metaSecrets(meta mcp.Meta) []string {
+	if len(d.cfg.Redact) == 0 || len(meta) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return nil
+	}
+	_, secrets, err := redactArgs(b, d.cfg.Redact, d.cfg.RedactIgnoreCase)
+	if err != nil {
+		return nil
+	}
+	d.secrets.remember(secrets)
+	return secrets
 }
 
 // recordCall writes c's call entry, moving the arguments to a blob when

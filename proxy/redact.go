@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/provlog/provlog/log"
 )
@@ -34,16 +35,31 @@ func redactedName(fields []string, fold bool) func(string) bool {
 	set := make(map[string]bool, len(fields))
 	for _, f := range fields {
 		if fold {
-			f = strings.ToLower(f)
+			f = foldName(f)
 		}
 		set[f] = true
 	}
 	return func(k string) bool {
 		if fold {
-			k = strings.ToLower(k)
+			k = foldName(k)
 		}
 		return set[k]
 	}
+}
+
+// foldName is s with each character made the least of those equal to
+// it in another case, so that two names are equal folded exactly when
+// strings.EqualFold says they are. Lower case is not enough: "ſecret"
+// (long s) and "secret" are one name to EqualFold and to encoding/json,
+// as a server decodes its arguments, but not in lower case.
+func foldName(s string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, s)
 }
 
 // redactURI returns uri with the value of every query parameter named in
@@ -89,7 +105,8 @@ func redactURI(uri string, fields []string, fold bool) (string, []string) {
 
 // redactArgs parses a call's arguments and replaces the value of every
 // member named in fields (in any case, if fold), at any depth (objects
-// inside arrays included), with Redacted. Absent or null arguments become an empty object. Numbers
+// inside arrays included), and of every such query parameter of a string
+// (a URL), with Redacted. Absent or null arguments become an empty object. Numbers
 // are kept as written (json.Number). It also returns the redacted values'
 // texts (strings as they are, other values as JSON), so that they can be
 // scrubbed from error texts a downstream may echo them in.
@@ -127,10 +144,50 @@ func redactArgs(raw json.RawMessage, fields []string, fold bool) (any, []string,
 			for i, x := range v {
 				v[i] = walk(x)
 			}
+		case string:
+			// A URL an argument holds (a fetch tool's) has the
+			// values of its query parameters the list names
+			// redacted, as a resource URI has (redactURI).
+			if shown, in := redactURI(v, fields, fold); in != nil {
+				for _, x := range in {
+					secrets = appendSecrets(secrets, x)
+				}
+				return shown
+			}
+			// So does a JSON text one holds (a request's body), written
+			// again if it had any.
+			if inner, ok := jsonText(v); ok {
+				n := len(secrets)
+				if inner = walk(inner); len(secrets) > n {
+					var buf bytes.Buffer
+					enc := json.NewEncoder(&buf)
+					enc.SetEscapeHTML(false)
+					if enc.Encode(inner) == nil {
+						return strings.TrimSuffix(buf.String(), "\n")
+					}
+					return Redacted
+				}
+			}
 		}
 		return v
 	}
 	return walk(v), secrets, nil
+}
+
+// jsonText returns the object or array s is the JSON text of, if it is
+// one.
+func jsonText(s string) (any, bool) {
+	t := strings.TrimSpace(s)
+	if t == "" || t[0] != '{' && t[0] != '[' {
+		return nil, false
+	}
+	dec := json.NewDecoder(strings.NewReader(t))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return nil, false
+	}
+	return v, true
 }
 
 // appendSecrets adds the texts a redacted value could show up as.
@@ -140,8 +197,17 @@ func appendSecrets(secrets []string, v any) []string {
 		if v != "" {
 			secrets = append(secrets, v)
 		}
-		if b, err := json.Marshal(v); err == nil && string(b[1:len(b)-1]) != v {
-			secrets = append(secrets, string(b[1:len(b)-1])) // as escaped inside JSON text
+		esc := v
+		if b, err := json.Marshal(v); err == nil {
+			esc = string(b[1 : len(b)-1])
+		}
+		if esc != v {
+			secrets = append(secrets, esc) // as escaped inside JSON text
+		}
+		if lower := asciiEscaped(esc, `\u%04x`); lower != esc {
+			// As a JSON text of only ASCII writes it (Python's
+			// json.dumps), in either case of hex.
+			secrets = append(secrets, lower, asciiEscaped(esc, `\u%04X`))
 		}
 		q, p := url.QueryEscape(v), url.PathEscape(v) // as a URL a server builds holds it
 		if q != v {
@@ -329,6 +395,13 @@ func scrubMembers(m map[string]any, name func(string) string, walk func(any) any
 func mayHoldSecret(canon []byte, cores, secrets []string) bool {
 	in := func(s string) bool { return bytes.Contains(canon, []byte(s)) }
 	if slices.ContainsFunc(cores, in) || slices.ContainsFunc(secrets, in) {
+		return true
+	}
+	// A secret with a backslash or a quote (one as a client or a server
+	// escaped it) is escaped again in canon's strings.
+	if slices.ContainsFunc(secrets, func(s string) bool {
+		return strings.ContainsAny(s, `\"`) && in(jsonQuoted.Replace(s))
+	}) {
 		return true
 	}
 	if !bytes.Contains(canon, []byte(`\n`)) && !bytes.Contains(canon, []byte(`\r`)) {

@@ -49,7 +49,7 @@ func (h sdkLogHandler) WithGroup(name string) slog.Handler {
 func (p *Proxy) shownFrontURI(uri string) string {
 	if d, _, ok := p.router.resource(uri); ok {
 		shown, _ := redactURI(uri, d.cfg.Redact, d.cfg.RedactIgnoreCase)
-		return shown
+		return d.secrets.scrub(shown)
 	}
 	var fields []string
 	fold := false

@@ -30,11 +30,13 @@ func TestRedactArgs(t *testing.T) {
 		{`{"password":"hunter22","user":"bob"}`, []string{"password"}, `{"password":"[redacted]","user":"bob"}`, []string{"hunter22"}},
 		{`{"deep":[{"k":{"password":{"x":"nested-secret"}}}],"n":1e400}`, []string{"password"}, `{"deep":[{"k":{"password":"[redacted]"}}],"n":1e400}`, []string{"nested-secret"}},
 		{`{"Password":"kept-as-is","password":12345678}`, []string{"password"}, `{"Password":"kept-as-is","password":"[redacted]"}`, []string{"12345678"}},
-		{`{"token":"a\"b\u00e9cdef"}`, []string{"token"}, `{"token":"[redacted]"}`, []string{"a\"bécdef", `a\"bécdef`, "a%22b%C3%A9cdef"}}, // and URL-encoded
+		{`{"token":"a\"b\u00e9cdef"}`, []string{"token"}, `{"token":"[redacted]"}`, []string{"a\"bécdef", `a\"bécdef`, `a\"b\u00e9cdef`, `a\"b\u00E9cdef`, "a%22b%C3%A9cdef"}}, // and ASCII-only JSON, URL-encoded
 		{`[{"token":"abcd"}]`, []string{"token"}, `[{"token":"[redacted]"}]`, []string{"abcd"}},
 		{`{"token":"ab"}`, []string{"token"}, `{"token":"[redacted]"}`, []string{"ab"}}, // too short to cut out: withholds what holds it
 		{`{"pin":7}`, []string{"pin"}, `{"pin":"[redacted]"}`, []string{"7"}},
 		{`{"token":""}`, []string{"token"}, `{"token":"[redacted]"}`, nil},
+		{`{"b":"{\"token\": \"abcd\", \"n\": 1.50}","c":"{\"x\": 1}","d":"[{\"token\":1}"}`, []string{"token"}, `{"b":"{\"n\":1.50,\"token\":\"[redacted]\"}","c":"{\"x\": 1}","d":"[{\"token\":1}"}`, []string{"abcd"}}, // a JSON text, written again only if redacted
+		{`{"u":["https://x/?a=1&token=ab%2Fcd#token=f"]}`, []string{"token"}, `{"u":["https://x/?a=1&token=[redacted]#token=f"]}`, []string{"ab%2Fcd", "ab%252Fcd", "ab/cd", "ab%2Fcd"}},                                 // a URL's query
 	} {
 		v, secrets, err := redactArgs(json.RawMessage(tc.in), tc.fields, false)
 		if err != nil {

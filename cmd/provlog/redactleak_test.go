@@ -49,9 +49,14 @@ func leakfxChild() bool {
 // wrapped), on stderr (base64 too, plain and wrapped), in a progress and
 // a log notification, in a JSON-RPC error's message (base64 too, plain
 // and wrapped) and data, in a tool error, in a read resource's contents
-// and in a prompt.
+// and in a prompt; and it prints the completion requests it gets.
 func leakfxServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "leakfx", Version: "1"}, &mcp.ServerOptions{HasTools: true})
+	s := mcp.NewServer(&mcp.Implementation{Name: "leakfx", Version: "1"}, &mcp.ServerOptions{HasTools: true,
+		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			b, _ := json.Marshal(req.Params)
+			fmt.Fprintln(os.Stderr, "leakfx completing", string(b))
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+		}})
 	obj := json.RawMessage(`{"type":"object"}`)
 	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := string(req.Params.Arguments)
