@@ -122,6 +122,8 @@ func (p *Proxy) noteActor(method string, req mcp.Request) {
 		return // not over HTTP: a stdio client's session, whose actor is the config's
 	case ss.ID() != "" && method != "initialize":
 		return // a stateful session's actor is its initialize request's
+	case ss.ID() != "":
+		p.countSession(ss, ex.TokenInfo.UserID)
 	}
 	if _, noted := p.initActors.LoadOrStore(ss, ex.TokenInfo.UserID); !noted {
 		go func() {
