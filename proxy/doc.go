@@ -178,6 +178,11 @@
 // answers /mcp's 401 and 403 challenges and refuses a call whose token
 // lacks its tool group's scopes. Stateful sessions are capped ([Options.MaxSessions], 503
 // beyond it) and closed after [Options.SessionIdle] without a request.
+// Each actor may hold only its share of the sessions, of the parked calls
+// and of the resource subscriptions ([Options.SessionsPerActor],
+// [Options.ParkedPerActor], [Options.SubscriptionsPerActor]; a session
+// holds at most [Options.SubscriptionsPerSession] subscriptions), so that
+// one token cannot lock the other actors out (actorcap.go).
 // A client that stops reading holds up only itself: what the SDK's
 // handler writes to a request's event stream is queued and written by a
 // goroutine of its own (streamwriter.go), progress and log notifications

@@ -15,31 +15,50 @@ import (
 // place in the session's calls in progress: the client's cancellation of
 // the first went to the second, and the first ran on.
 func TestFastPathDuplicateID(t *testing.T) {
+	// One id, however it is spelled: a string by its value ("same" and
+	// "s\u0061me" were two ids, keyed on the raw text, and a call under
+	// the second was made while the first ran), an integer by its value
+	// (-0 is 0 to the SDK).
+	for _, tc := range []struct{ name, first, second, cancel string }{
+		{"as sent", `"same"`, `"same"`, `"same"`},
+		{"escaped", `"same"`, `"s\u0061me"`, `"\u0073ame"`},
+		{"minus zero", `0`, `-0`, `-0`},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testDuplicateID(t, tc.first, tc.second, tc.cancel) })
+	}
+}
+
+// testDuplicateID: a call with id second while one with id first is in
+// progress is refused; a cancellation with id cancel reaches the first.
+func testDuplicateID(t *testing.T, first, second, cancel string) {
 	notes := filepath.Join(t.TempDir(), "hang")
 	cfg := fixtureServerConfig(t, "fx")
 	cfg.Env[fixtureCancelledEnv] = notes
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{cfg}, nil)
 	front := serveHTTP(t, p)
+	t.Cleanup(func() { p.Close() }) // before the server's Close, which waits for a call made though refused
 	waitRouted(t, p, "fx__hang")
 	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
 	header := map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25"}
-	const hang = `{"jsonrpc":"2.0","id":"same","method":"tools/call","params":{"name":"fx__hang","arguments":{}}}`
+	hang := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"fx__hang","arguments":{}}}`
+	}
 	noted := func(what string) int {
 		b, _ := os.ReadFile(notes)
 		return strings.Count(string(b), what)
 	}
-	first := make(chan string, 1)
-	go func() { _, b := postMCP(t, front, hang, header); first <- b }()
+	firstDone := make(chan string, 1)
+	go func() { _, b := postMCP(t, front, hang(first), header); firstDone <- b }()
 	waitFor(t, "the first call to start", func() bool { return noted("started") == 1 })
 
 	before := l.size(t)
-	second := make(chan string, 1)
-	go func() { _, b := postMCP(t, front, hang, header); second <- b }()
+	secondDone := make(chan string, 1)
+	go func() { _, b := postMCP(t, front, hang(second), header); secondDone <- b }()
 	var answer string
 	waitFor(t, "the second call to be answered or made", func() bool {
 		select {
-		case answer = <-second:
+		case answer = <-secondDone:
 			return true
 		default:
 			return noted("started") > 1
@@ -55,8 +74,8 @@ func TestFastPathDuplicateID(t *testing.T) {
 		t.Errorf("the refused call grew the log by %d entries", got-before)
 	}
 
-	postMCP(t, front, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"same"}}`, header)
-	if b := <-first; !strings.Contains(b, "cancelled by the client") {
+	postMCP(t, front, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+cancel+`}}`, header)
+	if b := <-firstDone; !strings.Contains(b, "cancelled by the client") {
 		t.Errorf("the first call, cancelled: %q", b)
 	}
 	waitFor(t, "the server to hear of the cancellation", func() bool { return noted("cancelled") == 1 })

@@ -146,6 +146,7 @@ func TestSessionCapAndIdle(t *testing.T) {
 	l := newTestLog(t)
 	p := startProxy(t, l, nil, func(o *Options) {
 		o.MaxSessions = 3
+		o.SessionsPerActor = 3 // one actor fills the cap (TestSessionShare: shares)
 		// The busy session calls every 100 ms or so while the real
 		// reaper runs: an idle limit of 3 s lets the test stall 2.5 s
 		// before the busy one looks idle (400 ms allowed 300 ms).

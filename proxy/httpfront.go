@@ -68,7 +68,7 @@ type frontSession struct {
 
 	lastUsed atomic.Int64  // unix nanoseconds of the last request's start or POST's end
 	use      atomic.Uint64 // POSTs in progress and admitted, and whether closed: see admit
-	calls    sync.Map      // JSON-RPC id (raw text) of a fast call in progress -> context.CancelFunc
+	calls    sync.Map      // JSON-RPC id (callKey) of a fast call in progress -> context.CancelFunc
 	asks     sync.Map      // id of a request on a fast call's stream -> chan *wireMessage (callstream.go)
 	streams  sync.Map      // id of a resumable call stream -> *callStream (callstream.go)
 
@@ -122,6 +122,8 @@ func (p *Proxy) noteActor(method string, req mcp.Request) {
 		return // not over HTTP: a stdio client's session, whose actor is the config's
 	case ss.ID() != "" && method != "initialize":
 		return // a stateful session's actor is its initialize request's
+	case ss.ID() != "":
+		p.countSession(ss, ex.TokenInfo.UserID)
 	}
 	if _, noted := p.initActors.LoadOrStore(ss, ex.TokenInfo.UserID); !noted {
 		go func() {
@@ -307,7 +309,7 @@ func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSessio
 		w.WriteHeader(http.StatusAccepted)
 		return true
 	case fr.method == "notifications/cancelled" && fr.id == nil:
-		v, ok := fs.calls.Load(string(fr.requestID))
+		v, ok := fs.calls.Load(callKey(fr.requestID))
 		if !ok {
 			return false
 		}
@@ -432,12 +434,12 @@ func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontS
 
 // runFastCall makes a fast-path call and answers it on its stream.
 func (p *Proxy) runFastCall(ctx context.Context, cancel context.CancelFunc, cst *callStream, fs *frontSession, header http.Header, id json.RawMessage, fc fastCall, ti *auth.TokenInfo, start time.Time) {
-	key := string(bytes.TrimSpace(id))
+	key := callKey(id)
 	if _, dup := fs.calls.LoadOrStore(key, cancel); dup {
 		// As the SDK refuses it: the first call's cancellation would
 		// reach this one, and this one's end would make the first
 		// uncancellable. Neither is recorded nor made.
-		p.answer(cst, id, nil, rpcError(jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID %s", truncate(key, 64)))
+		p.answer(cst, id, nil, rpcError(jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID %s", truncate(string(bytes.TrimSpace(id)), 64)))
 		return
 	}
 	defer fs.calls.Delete(key)

@@ -45,10 +45,14 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 	if !ok {
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
+	actor := p.subscriber(req)
 	p.mu.Lock()
-	taken := p.takeSub(req.Session, req.Params.URI)
+	taken, err := p.takeSub(req.Session, actor, req.Params.URI)
 	first := taken && p.subs[req.Params.URI] == 1
 	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	cs, err := d.session()
 	if err != nil {
 		return nil // resubscribed when the server is back
@@ -82,6 +86,20 @@ func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 		}
 	}
 	return nil
+}
+
+// subscriber is the actor of a resources/subscribe: its token's, or (for
+// a URI of a subscriptions/listen, which the SDK subscribes without the
+// request's token) its session's.
+func (p *Proxy) subscriber(req *mcp.SubscribeRequest) string {
+	if ex := req.Extra; ex != nil && ex.TokenInfo != nil && ex.TokenInfo.UserID != "" {
+		return ex.TokenInfo.UserID
+	}
+	if req.Session == nil {
+		return ""
+	}
+	a, _ := p.sessionActor(req.Session)
+	return a
 }
 
 func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {

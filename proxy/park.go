@@ -65,7 +65,8 @@ import (
 // log.Audit checks these chains as it checks any call's legs (the same
 // actor, server, tool, arguments and client; each call.result continued
 // once). A server's request that cannot be parked — the client did not
-// declare the capability, or maxParked calls are parked already — gets an
+// declare the capability, or Options.MaxParkedCalls calls, or its actor's
+// share of them (Options.ParkedPerActor), are parked already — gets an
 // error at once, and the call goes on to the server's answer to it.
 //
 // # Parked reads
@@ -399,11 +400,9 @@ func (p *Proxy) parkRound(ctx context.Context, pc *parkedCall, record func(resul
 		if len(asks) == 0 {
 			continue
 		}
-		state, ok := p.parked.reserve(pc)
-		if !ok {
-			refuseAsks(asks, func(*parkedAsk) error {
-				return rpcError(jsonrpc.CodeInternalError, "provlog: %d calls wait for their clients' input already; the request is refused", p.maxParked())
-			})
+		state, full := p.parked.reserve(pc)
+		if full != nil {
+			refuseAsks(asks, func(*parkedAsk) error { return full })
 			continue
 		}
 		pending := pc.round(asks)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -12,6 +13,7 @@ type parking struct {
 	mu   sync.Mutex
 	m    map[string]*parkedCall // by the requestState of their round
 	live int                    // calls parked once and not ended
+	of   shares                 // those calls by actor
 
 	// testingOnlyPanic, if set, is what a parked call's downstream work
 	// panics with instead of running: no real server makes it panic, and
@@ -27,18 +29,28 @@ func (t *parking) has(state string) bool {
 }
 
 // reserve counts pc among the parked calls, if it is not yet and there is
-// room, and returns a new requestState for its round.
-func (t *parking) reserve(pc *parkedCall) (string, bool) {
+// room (within Options.MaxParkedCalls and its actor's share), and returns
+// a new requestState for its round, or why not.
+func (t *parking) reserve(pc *parkedCall) (string, *jsonrpc.Error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !pc.counted {
-		if t.live >= pc.p.maxParked() {
-			return "", false
+		o, actor := &pc.p.opts, pc.actor()
+		switch {
+		case t.live >= pc.p.maxParked():
+			return "", rpcError(jsonrpc.CodeInternalError, "provlog: %d calls wait for their clients' input already (the sidecar's parking.max); the request is refused", pc.p.maxParked())
+		case t.of[actor] >= o.ParkedPerActor:
+			return "", rpcError(jsonrpc.CodeInternalError, "provlog: %d calls of actor %q wait for its input already (its share, the sidecar's parking.per_actor %d of parking.max %d); the request is refused: answer them first (one unanswered is given up after parking.timeout)",
+				t.of[actor], truncate(actor, 64), o.ParkedPerActor, pc.p.maxParked())
+		}
+		if t.of == nil {
+			t.of = shares{}
 		}
 		t.live++
+		t.of.take(actor, math.MaxInt)
 		pc.counted = true
 	}
-	return newRequestState(), true
+	return newRequestState(), nil
 }
 
 // park puts pc's round in the table under state, for its client's retry,
@@ -95,6 +107,7 @@ func (t *parking) ended(pc *parkedCall) {
 	defer t.mu.Unlock()
 	if pc.counted {
 		t.live--
+		t.of.put(pc.actor())
 		pc.counted = false
 	}
 }
@@ -104,4 +117,12 @@ func (t *parking) size() (waiting, live int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.m), t.live
+}
+
+// actor is the actor whose call or read pc is.
+func (pc *parkedCall) actor() string {
+	if pc.read != nil {
+		return pc.read.entry.Actor
+	}
+	return pc.first.actor
 }

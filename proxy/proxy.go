@@ -118,6 +118,10 @@ type Options struct {
 	// DefaultMaxSessions); an initialize beyond it gets 503 until one is
 	// closed or times out.
 	MaxSessions int
+	// SessionsPerActor caps the stateful sessions of one actor (default a
+	// quarter of MaxSessions, at least 1; at most MaxSessions), so that
+	// no actor can hold them all (actorcap.go).
+	SessionsPerActor int
 	// SessionIdle closes a stateful HTTP session after this long without
 	// a request (default DefaultSessionIdle).
 	SessionIdle time.Duration
@@ -130,6 +134,18 @@ type Options struct {
 	// default DefaultMaxParkedCalls); a server's request beyond it gets an
 	// error.
 	MaxParkedCalls int
+	// ParkedPerActor caps the parked calls of one actor (default a
+	// quarter of MaxParkedCalls, at least 1; at most MaxParkedCalls).
+	ParkedPerActor int
+	// MaxSubscriptions caps the resource subscriptions the front's
+	// sessions hold in all, a URI counted once per session (default
+	// DefaultMaxSubscriptions); SubscriptionsPerActor caps one actor's
+	// (default a quarter of MaxSubscriptions, at least 1) and
+	// SubscriptionsPerSession one session's (default
+	// DefaultSubscriptionsPerSession). A resources/subscribe (or a URI of a
+	// subscriptions/listen) beyond them is refused, and nothing is
+	// subscribed downstream.
+	MaxSubscriptions, SubscriptionsPerActor, SubscriptionsPerSession int
 	// ParkTimeout bounds how long a parked call waits for its client's
 	// retry (default DefaultParkTimeout); then the server's request gets
 	// an error.
@@ -165,10 +181,15 @@ type Proxy struct {
 	router *router // front name -> server (router.go)
 
 	mu     sync.Mutex
-	subs   map[string]int                         // front resource URI -> front sessions subscribed to it
-	subsBy map[*mcp.ServerSession]map[string]bool // front session -> the URIs it is subscribed to (subsession.go)
+	subs   map[string]int                      // front resource URI -> front sessions subscribed to it
+	subsBy map[*mcp.ServerSession]*sessionSubs // front session -> the URIs it is subscribed to (subsession.go)
+	subsOf shares                              // actor -> the subscriptions its sessions hold (URIs per session)
+	nsubs  int                                 // the subscriptions all sessions hold (URIs per session)
 
-	sessions       sync.Map      // front HTTP session id -> *frontSession (httpfront.go)
+	sessions       sync.Map // front HTTP session id -> *frontSession (httpfront.go)
+	sessionActors  sync.Map // *mcp.ServerSession -> the actor whose stateful HTTP session it is (actorcap.go)
+	sessionsMu     sync.Mutex
+	sessionShares  shares        // actor -> its stateful HTTP sessions, and initializes under way (actorcap.go)
 	initActors     sync.Map      // *mcp.ServerSession -> actor of its initialize request, or of its sessionless request
 	logLevels      sync.Map      // *mcp.ServerSession -> the mcp.LoggingLevel its client set (bridge.go)
 	retries        retries       // input_required results awaiting their clients' retries (bridge.go)
@@ -228,6 +249,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	if opts.SessionIdle <= 0 {
 		opts.SessionIdle = DefaultSessionIdle
 	}
+	opts.shareCaps()
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
@@ -240,7 +262,8 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		logger: logger,
 		router: newRouter(),
 		subs:   map[string]int{},
-		subsBy: map[*mcp.ServerSession]map[string]bool{},
+		subsBy: map[*mcp.ServerSession]*sessionSubs{},
+		subsOf: shares{}, sessionShares: shares{},
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "provlog", Title: "provlog audit proxy", Version: opts.Version}, &mcp.ServerOptions{
@@ -373,12 +396,11 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 			}
 			return
 		}
-		if p.sessionsFull(r) {
-			writeHTTPError(w, http.StatusServiceUnavailable, rpcError(jsonrpc.CodeInternalError,
-				"provlog: too many sessions (the sidecar's sessions.max %d); close one (DELETE), or wait until one is closed after sessions.idle (%s) without a request",
-				p.opts.MaxSessions, p.opts.SessionIdle))
+		release, ok := p.admitSession(w, r)
+		if !ok {
 			return
 		}
+		defer release()
 		p.serveStateful(w, r, pb, stateful)
 	})
 	// The SDK's middleware sets the TokenInfo its sessions check (it alone
@@ -438,6 +460,9 @@ func (p *Proxy) guard(next mcp.MethodHandler) mcp.MethodHandler {
 		p.noteActor(method, req)
 		p.noteLogLevel(method, req)
 		if err := p.refuseRemoved(req); err != nil {
+			return nil, err
+		}
+		if err := p.listenFits(req); err != nil {
 			return nil, err
 		}
 		return next(ctx, method, req)

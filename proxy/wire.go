@@ -350,3 +350,28 @@ func (s *sseParser) read(r io.Reader, fn func(data []byte) bool) error {
 		}
 	}
 }
+
+// callKey is the key of a JSON-RPC id, as received, among a session's
+// calls in progress: one id, one key, as the SDK decodes ids. A string is
+// its value (after a quote, which no number begins with), so that "a" and
+// "\u0061" are one id (keyed on the raw text, they were two: a call
+// under the second was made while the first was in progress); an integer
+// is its text (oneMessage lets on only plain digits within ±2^53), but
+// -0, which the SDK reads as 0, is 0.
+func callKey(id []byte) string {
+	id = bytes.TrimSpace(id)
+	switch {
+	case len(id) < 2 || id[0] != '"':
+		if string(id) == "-0" {
+			return "0"
+		}
+		return string(id)
+	case bytes.IndexByte(id, '\\') < 0:
+		return string(id[:len(id)-1])
+	}
+	var s string
+	if json.Unmarshal(id, &s) != nil {
+		return string(id)
+	}
+	return `"` + s
+}

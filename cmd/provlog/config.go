@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -96,6 +97,8 @@ type Config struct {
 	// Parking bounds the calls of 2026-07-28 clients parked on an older
 	// server's request while the client answers it (proxy, park.go).
 	Parking ParkingConfig `yaml:"parking"`
+	// Subscriptions bound the front sessions' resource subscriptions.
+	Subscriptions SubscriptionsConfig `yaml:"subscriptions"`
 
 	// Servers are the downstream MCP servers the proxy fronts.
 	Servers []proxy.ServerConfig `yaml:"servers"`
@@ -121,6 +124,9 @@ type Config struct {
 type SessionsConfig struct {
 	// Max caps the open sessions; an initialize beyond it gets 503.
 	Max int `yaml:"max"`
+	// PerActor caps one actor's open sessions (default a quarter of
+	// Max, at least 1), so that one token cannot hold them all.
+	PerActor int `yaml:"per_actor"`
 	// Idle closes a session after this long without a request.
 	Idle time.Duration `yaml:"idle"`
 }
@@ -131,9 +137,23 @@ type ParkingConfig struct {
 	// Max caps the calls parked at once; a server's request beyond it
 	// gets an error at once.
 	Max int `yaml:"max"`
+	// PerActor caps one actor's parked calls (default a quarter of Max,
+	// at least 1).
+	PerActor int `yaml:"per_actor"`
 	// Timeout bounds how long a parked call waits for its client's retry;
 	// then the server's request gets an error.
 	Timeout time.Duration `yaml:"timeout"`
+}
+
+// SubscriptionsConfig bounds the resource subscriptions the front's
+// sessions hold (a URI counted once per session); zero values take
+// proxy.DefaultMaxSubscriptions, a quarter of it per actor and
+// proxy.DefaultSubscriptionsPerSession. A subscription beyond them is
+// refused.
+type SubscriptionsConfig struct {
+	Max        int `yaml:"max"`
+	PerActor   int `yaml:"per_actor"`
+	PerSession int `yaml:"per_session"`
 }
 
 // TokenConfig maps one token to an actor id.
@@ -172,13 +192,8 @@ func loadConfig(path string) (*Config, error) {
 	if cfg.Actor == "" {
 		cfg.Actor = "local"
 	}
-	for _, m := range []struct {
-		key string
-		n   int
-	}{{"sessions.max", cfg.Sessions.Max}, {"parking.max", cfg.Parking.Max}} {
-		if m.n < 0 {
-			return nil, fmt.Errorf("config: %s: %d is negative (leave it out, or 0, for the default)", m.key, m.n)
-		}
+	if err := cfg.checkCaps(); err != nil {
+		return nil, err
 	}
 	if cfg.Anchors != nil {
 		if _, err := cfg.Anchors.Resolve(configReader(cfg.dir)); err != nil {
@@ -383,4 +398,30 @@ func ensureLocalToken(data string) (string, error) {
 	}
 	h := sha256.Sum256(bytes.TrimSpace(b))
 	return hex.EncodeToString(h[:]), nil
+}
+
+// checkCaps refuses a negative cap, and an actor's or session's share
+// larger than the cap it is a share of.
+func (c *Config) checkCaps() error {
+	caps := []struct {
+		key, of string
+		n, max  int
+	}{
+		{"sessions.max", "", c.Sessions.Max, 0},
+		{"sessions.per_actor", "sessions.max", c.Sessions.PerActor, cmp.Or(c.Sessions.Max, proxy.DefaultMaxSessions)},
+		{"parking.max", "", c.Parking.Max, 0},
+		{"parking.per_actor", "parking.max", c.Parking.PerActor, cmp.Or(c.Parking.Max, proxy.DefaultMaxParkedCalls)},
+		{"subscriptions.max", "", c.Subscriptions.Max, 0},
+		{"subscriptions.per_actor", "subscriptions.max", c.Subscriptions.PerActor, cmp.Or(c.Subscriptions.Max, proxy.DefaultMaxSubscriptions)},
+		{"subscriptions.per_session", "subscriptions.max", c.Subscriptions.PerSession, cmp.Or(c.Subscriptions.Max, proxy.DefaultMaxSubscriptions)},
+	}
+	for _, m := range caps {
+		switch {
+		case m.n < 0:
+			return fmt.Errorf("config: %s: %d is negative (leave it out, or 0, for the default)", m.key, m.n)
+		case m.of != "" && m.n > m.max:
+			return fmt.Errorf("config: %s: %d is more than %s (%d), which it is a share of; make it at most that", m.key, m.n, m.of, m.max)
+		}
+	}
+	return nil
 }

@@ -123,6 +123,15 @@ func TestConfigErrors(t *testing.T) {
 		{"negative session cap", "sessions:\n  max: -1\n", `config: sessions.max: -1 is negative`},
 		{"negative parking cap", "parking: {max: -5}\n", `config: parking.max: -5 is negative`},
 		{"parking timeout without unit", "parking:\n  timeout: 30\n", `line 2: parking.timeout: "30" has no unit`},
+		// An actor's share of a cap: not negative, not more than the cap
+		// (given, or its default).
+		{"negative session share", "sessions:\n  per_actor: -1\n", `config: sessions.per_actor: -1 is negative`},
+		{"session share over the cap", "sessions: {max: 10, per_actor: 11}\n", `config: sessions.per_actor: 11 is more than sessions.max (10), which it is a share of`},
+		{"parking share over the default cap", "parking: {per_actor: 300}\n", `config: parking.per_actor: 300 is more than parking.max (256)`},
+		{"negative subscription cap", "subscriptions: {max: -3}\n", `config: subscriptions.max: -3 is negative`},
+		{"subscription share over the cap", "subscriptions: {max: 100, per_actor: 101}\n", `config: subscriptions.per_actor: 101 is more than subscriptions.max (100)`},
+		{"session's subscriptions over the default cap", "subscriptions: {per_session: 20000}\n", `config: subscriptions.per_session: 20000 is more than subscriptions.max (10000)`},
+		{"subscription cap misspelt", "subscriptions: {per_sesion: 5}\n", `per_sesion`},
 		{"duplicate server id", "servers:\n  - {id: a, command: [x]}\n  - {id: a, command: [y]}\n",
 			`config: servers: id "a" is used twice`},
 	}
