@@ -19,7 +19,8 @@ import (
 // of a redacted value's base64, "Basic dXNlcjpo" wrapped at a terminal's
 // width; the next starting with a base64 character after its
 // indentation) are held and scrubbed as one text, so that base64 of a
-// redacted value broken over them is found; they are logged when a line
+// redacted value broken over them is found, and a value itself that a
+// break splits (wrapped); they are logged when a line
 // that does not go on with them comes, after heldStderrWait without
 // another line, or when the server's stderr ends (endProcess). The end of
 // the run the last line logged ends in is kept (keepEnd), so that a line
@@ -270,9 +271,32 @@ func (l *lineLogger) overlap() int {
 func base64Span(n int) int { return 4 * ((n + 4) / 3) }
 
 // holdsSecret reports whether the held lines hold base64 of a redacted
-// value together.
+// value together, or a value itself across their breaks (wrapped).
 func (l *lineLogger) holdsSecret() bool {
-	return l.d.secrets.scrub(strings.Join(l.held, "\n")) == Redacted
+	text := strings.Join(l.held, "\n")
+	return l.d.secrets.scrub(text) == Redacted || l.d.secrets.wrapped(text)
+}
+
+// wrapped reports whether text holds one of r's values (of at least
+// minSecretLen bytes) across a line break: more of it read with its
+// breaks unwrapped, as it is or escaped (as scrub reads base64), than as
+// it is. scrub cuts a value out of a line that holds it; one that a break
+// splits is in no line whole. It is linear in text for each value, as
+// scrub is.
+func (r *recentSecrets) wrapped(text string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lines, escaped := unwrap(text, false), unwrap(text, true)
+	for _, x := range r.list {
+		if len(x) < minSecretLen {
+			continue
+		}
+		n := strings.Count(text, x)
+		if strings.Count(lines, x) > n || len(escaped) != len(lines) && strings.Count(escaped, x) > n {
+			return true
+		}
+	}
+	return false
 }
 
 // unfinished returns how many of the last of held lines hold the start

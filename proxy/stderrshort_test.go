@@ -142,3 +142,61 @@ func TestStderrShortLogged(t *testing.T) {
 		})
 	}
 }
+
+// TestStderrPlainWrapped: a redacted value itself (not its base64),
+// wrapped with the base64-like text around it over lines that are held
+// (each ends in a long run of base64 characters), broken at each of its
+// characters: the lines holding it are logged as [redacted], and what is
+// logged does not hold it, read across its breaks. The held block was
+// scrubbed as one text with its breaks, where the value is not whole,
+// and each line alone: both halves were logged.
+func TestStderrPlainWrapped(t *testing.T) {
+	const secret = "sk-Plain/Wrapped+Token-0123456789"
+	const width = 40
+	for off := width - len(secret) + 1; off < width; off++ {
+		text := strings.Repeat("Q", off) + secret + strings.Repeat("Q", 2*width)
+		var lines []string
+		for i := 0; i < len(text); i += width {
+			lines = append(lines, text[i:min(i+width, len(text))])
+		}
+		got, _ := stderrLines(t, "[begin]\n"+strings.Join(lines, "\n")+"\n[end]\n", secret, 0)
+		if len(got) != len(lines)+2 {
+			t.Fatalf("at %d: logged %q", off, got)
+		}
+		for i := range 2 {
+			if got[1+i] != Redacted {
+				t.Errorf("at %d: line %d, holding a part of the value, was logged as %q", off, i, got[1+i])
+			}
+		}
+		if out := unwrap(strings.Join(got, "\n"), false); strings.Contains(out, secret[:len(secret)/2]) || strings.Contains(out, secret[len(secret)/2:]) {
+			t.Errorf("at %d: what was logged holds half the value: %q", off, got)
+		}
+	}
+}
+
+// TestStderrPlainLogged: a real stdio server prints its call's redacted
+// token itself, wrapped in the middle over two lines of base64-like
+// text: the proxy's log holds neither half. Both were logged as they
+// came, each line scrubbed alone.
+func TestStderrPlainLogged(t *testing.T) {
+	const secret = "sk-Plain/Wrapped+Token-0123456789"
+	text := strings.Repeat("Q", 24) + secret[:16] + "\n" + secret[16:] + strings.Repeat("Q", 40) + "\n[end]\n"
+	var buf proctest.Buffer
+	p := startProxy(t, newTestLog(t), []ServerConfig{leaksConfig(t, "lk")}, func(o *Options) { o.Logger = debugLogger(&buf) })
+	cs := connectMemory(t, p, nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lk__print", Arguments: map[string]any{"token": secret, "text": text}})
+	if err != nil || res.IsError {
+		t.Fatalf("print: %v %s", err, mustJSON(res))
+	}
+	p.Close()
+	got := stderrLogged(&buf)
+	if len(got) != 3 || got[0] != Redacted || got[1] != Redacted {
+		t.Errorf("logged %q, want the two lines holding the token as %q", got, Redacted)
+	}
+	for _, half := range []string{secret[:16], secret[16:]} {
+		if got := linesWith(&buf, half); len(got) > 0 {
+			t.Errorf("the proxy's log holds %q of the token: %q", half, got)
+		}
+	}
+	checkLogScrubbed(t, &buf, secret)
+}
