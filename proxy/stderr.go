@@ -15,13 +15,18 @@ import (
 // level, with the redacted values of the server's latest calls scrubbed
 // out (a server that prints its arguments would otherwise put them in the
 // sidecar's log). Lines that may go on with one run of base64 (PEM's and
-// MIME's lines: one that ends in a long run, the next starting with a
-// base64 character after its indentation) are held and scrubbed as one
-// text, so that base64 of a redacted value broken over them is found;
-// they are logged when a line that does not go on with them comes, after
-// heldStderrWait without another line, or when the server's stderr ends
-// (endProcess). Nothing is held while the server has no redacted value to
-// find.
+// MIME's lines: one that ends in a long run, or in the first characters
+// of a redacted value's base64, "Basic dXNlcjpo" wrapped at a terminal's
+// width; the next starting with a base64 character after its
+// indentation) are held and scrubbed as one text, so that base64 of a
+// redacted value broken over them is found, and a value itself that a
+// break splits (wrapped); they are logged when a line
+// that does not go on with them comes, after heldStderrWait without
+// another line, or when the server's stderr ends (endProcess). The end of
+// the run the last line logged ends in is kept (keepEnd), so that a line
+// going on with the few characters of a value's base64 it ends in is
+// found too. Nothing is held or kept while the server has no redacted
+// value to find.
 //
 // A held block is logged in pieces of about maxHeldStderr bytes, so that
 // a server printing base64 without end is neither held nor scanned
@@ -57,13 +62,16 @@ const (
 	// minUnfinished is the fewest first characters of a redacted value's
 	// base64 (those all of whose bits are the value's, base64Cores) that
 	// a run before a pause must end in for the lines holding them to be
-	// logged as [redacted]. Fewer would match too often by chance: a
+	// logged as [redacted], and a line's run for it to be held (line).
+	// Fewer would match too often by chance: a
 	// run's last three characters are the first three of one of the up to
 	// 1536 cores of 256 values about once in 170 pauses, its last four
-	// once in 11 000; and what is left in clear under it, three
-	// characters (18 bits of the value, with at most 4 more in the
-	// character before them), does not give the value away. The rest of
-	// the value is found with its start however short it is (pause).
+	// once in 11 000 (a line so held by chance waits for the next, and
+	// one a pause follows is logged as [redacted]); and what is left in
+	// clear under it, three characters (18 bits of the value, with at
+	// most 4 more in the character before them), does not give the value
+	// away. The rest of the value is found with its start however short
+	// it is (pause, keepEnd).
 	minUnfinished = 4
 	// maxStderrLine bounds a line held before its end comes; a longer
 	// one is left out whole, and longStderrLine logged in its place.
@@ -126,20 +134,29 @@ func endProcess(cmd *exec.Cmd) {
 	}
 }
 
-// line logs s, or holds it with the lines it goes on with.
+// line logs s, or holds it with the lines it goes on with: those that
+// end in a long run of base64 (endsBase64Run) or in the start of a
+// redacted value's (unfinished), read across the lines before.
 func (l *lineLogger) line(s string) {
 	if len(l.held) > 0 && !startsBase64Run(s) {
 		l.logHeld()
 	}
 	// With no redacted value to find (no redaction configured, or no call
 	// yet), a line is logged as it comes: holding it would only delay it.
-	if len(l.held) == 0 && (!endsBase64Run(s) || l.d.secrets.none()) {
+	if l.d.secrets.none() {
+		l.log(s)
+		return
+	}
+	if len(l.held) == 0 && !endsBase64Run(s) && l.unfinished([]string{s}) == 0 {
 		l.log(l.d.secrets.scrub(s))
+		l.keepEnd(runEnd([]string{s}))
 		return
 	}
 	l.held, l.size, l.heldAt = append(l.held, s), l.size+len(s), time.Now()
-	if !endsBase64Run(s) {
+	if !endsBase64Run(s) && l.unfinished(l.held) == 0 {
+		end := runEnd(l.held)
 		l.logHeld()
+		l.keepEnd(end)
 		return
 	}
 	if l.size > l.max() {
@@ -177,7 +194,7 @@ func (l *lineLogger) pause() {
 		return // nothing came since the last pause
 	}
 	n := len(l.held)
-	l.logFirst(n, l.holdsSecret(), n-l.unfinished())
+	l.logFirst(n, l.holdsSecret(), n-l.unfinished(l.held))
 	keep := l.overlap()
 	l.held = append(l.held[:0], l.held[n-keep:]...)
 	l.logged, l.size, l.sure = keep, 0, 0
@@ -254,14 +271,37 @@ func (l *lineLogger) overlap() int {
 func base64Span(n int) int { return 4 * ((n + 4) / 3) }
 
 // holdsSecret reports whether the held lines hold base64 of a redacted
-// value together.
+// value together, or a value itself across their breaks (wrapped).
 func (l *lineLogger) holdsSecret() bool {
-	return l.d.secrets.scrub(strings.Join(l.held, "\n")) == Redacted
+	text := strings.Join(l.held, "\n")
+	return l.d.secrets.scrub(text) == Redacted || l.d.secrets.wrapped(text)
 }
 
-// unfinished returns how many of the last held lines hold the start of a
-// redacted value's base64 that the run they end in may go on with after
-// a pause: the run's longest end, at least minUnfinished characters, that
+// wrapped reports whether text holds one of r's values (of at least
+// minSecretLen bytes) across a line break: more of it read with its
+// breaks unwrapped, as it is or escaped (as scrub reads base64), than as
+// it is. scrub cuts a value out of a line that holds it; one that a break
+// splits is in no line whole. It is linear in text for each value, as
+// scrub is.
+func (r *recentSecrets) wrapped(text string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lines, escaped := unwrap(text, false), unwrap(text, true)
+	for _, x := range r.list {
+		if len(x) < minSecretLen {
+			continue
+		}
+		n := strings.Count(text, x)
+		if strings.Count(lines, x) > n || len(escaped) != len(lines) && strings.Count(escaped, x) > n {
+			return true
+		}
+	}
+	return false
+}
+
+// unfinished returns how many of the last of held lines hold the start
+// of a redacted value's base64 that the run they end in may go on with
+// in the next line or after a pause: the run's longest end, at least minUnfinished characters, that
 // is the first characters of a value's base64, or all of them
 // (base64Cores; the character after them may hold the value's last bits
 // and come after the pause), and the character before it, which holds
@@ -269,8 +309,9 @@ func (l *lineLogger) holdsSecret() bool {
 // it: its lines unwrapped, and once more with their escaped line breaks
 // unwrapped too. It reads the lines back only as far as the longest
 // core's length of the run (and the line the run starts in), and each
-// core once: a pause costs as much however much the server printed.
-func (l *lineLogger) unfinished() int {
+// core once: a pause, or a line not ending in a long run, costs as much
+// however much the server printed.
+func (l *lineLogger) unfinished(held []string) int {
 	cores := l.d.secrets.coresNow()
 	longest := 0
 	for _, c := range cores {
@@ -278,9 +319,12 @@ func (l *lineLogger) unfinished() int {
 	}
 	lines := 0
 	for _, escaped := range []bool{false, true} {
-		run, parts, backslash := trailingRun(l.held, longest+1, escaped) // and the character before a core
+		run, parts, backslash := trailingRun(held, longest+1, escaped) // and the character before a core
 		if escaped && !backslash {
 			break // no break is escaped: the run is the one read as it is
+		}
+		if len(run) < minUnfinished {
+			continue
 		}
 		p := 0
 		for _, c := range cores {
@@ -367,6 +411,64 @@ func (l *lineLogger) unfinishedIn(run, core string) int {
 		}
 	}
 	return int(q)
+}
+
+// keepEnd keeps end, the end of the run of base64 the lines just logged
+// end in (runEnd), held as logged, as a pause keeps lines: the next line,
+// if it starts with base64, is scrubbed with it (logHeld), and is logged
+// as [redacted] if it holds the rest of a value's base64 that starts in
+// end. A line not held ends in fewer than minUnfinished characters of a
+// value's base64 (unfinished), which are logged as they came; what comes
+// after them is not.
+func (l *lineLogger) keepEnd(end []string) {
+	l.held = append(l.held[:0], end...)
+	l.logged = len(end)
+}
+
+// runEnd returns the ends of lines that hold the last minUnfinished+2
+// characters of the run of base64 they end in, read as it is and with
+// escaped breaks unwrapped (as unfinished reads it), or all of it if it
+// is shorter, the first line's first; nil if lines end in none. Those
+// are the fewer than minUnfinished characters of a value's base64 a line
+// not held may end in, and the three before them, which hold the first
+// bits of its first byte and the start of their group of four: scrub
+// decodes the run that goes on from them from that group. It passes
+// backslashes, spaces, tabs and CRs, and a letter after a backslash, as
+// if they were a break's, and reads as many characters back as it keeps:
+// each line is read once, and its end kept at most its length.
+func runEnd(lines []string) []string {
+	const want = minUnfinished + 2
+	var end []string
+	got := 0
+	for i := len(lines) - 1; i >= 0 && got < want; i-- {
+		s := lines[i]
+		j := len(s)
+	read:
+		for j > 0 && got < want {
+			switch c := s[j-1]; {
+			case j > 1 && s[j-2] == '\\' && (c == 'n' || c == 'r' || c == 't'):
+				j -= 2
+			case isBase64Char(c):
+				got++
+				j--
+			case c == '\\' || c == ' ' || c == '\t' || c == '\r':
+				j--
+			default:
+				break read
+			}
+		}
+		if got == 0 {
+			return nil
+		}
+		if j < len(s) {
+			end = append(end, strings.Clone(s[j:]))
+		}
+		if j > 0 {
+			break // the run starts in this line
+		}
+	}
+	slices.Reverse(end)
+	return end
 }
 
 // coresNow returns the base64 cores of r's values (base64Cores), made

@@ -130,21 +130,29 @@ func TestStderrCutStraddle(t *testing.T) {
 	}
 }
 
-// FuzzStderrCut: a block of wrapped base64 holding a redacted value, cut
-// into pieces of a few lines (limit) as a long block is cut at
+// FuzzStderrCut: a block of wrapped base64 holding a redacted value, its
+// first line "Basic " and the block's first characters (first, if not
+// 0: fewer than a line's, a short run, as a terminal wraps a header),
+// cut into pieces of a few lines (limit) as a long block is cut at
 // maxHeldStderr, and paused after the lines pauses marks (bit i%64 after
 // line i) for longer than heldStderrWait: what is logged never holds the
 // value's base64, and no cut or pause keeps fewer lines than the value
 // needs with a limit above twice that.
 func FuzzStderrCut(f *testing.F) {
-	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(300), uint8(60), false, false, uint64(0))
-	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(165), uint8(60), false, false, uint64(0)) // across the first cut
-	f.Add([]byte(strings.Repeat("\xfbz", 90)), "s3cr3t", uint16(17), uint8(0), true, true, uint64(0))
-	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(300), uint8(60), false, false, ^uint64(0))   // a pause after each line
-	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(279), uint8(60), false, false, uint64(1<<4)) // a pause inside the value's base64
-	f.Add([]byte(strings.Repeat("\xfbz", 90)), "s3cr3t", uint16(17), uint8(0), true, true, uint64(0x5555))
-	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(0), uint8(5), false, false, uint64(1)) // a pause after the value's core, before its last character
-	f.Fuzz(func(t *testing.T, data []byte, secret string, at uint16, width uint8, url, indent bool, pauses uint64) {
+	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(300), uint8(60), false, false, uint64(0), uint8(0))
+	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(165), uint8(60), false, false, uint64(0), uint8(0)) // across the first cut
+	f.Add([]byte(strings.Repeat("\xfbz", 90)), "s3cr3t", uint16(17), uint8(0), true, true, uint64(0), uint8(0))
+	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(300), uint8(60), false, false, ^uint64(0), uint8(0))   // a pause after each line
+	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(279), uint8(60), false, false, uint64(1<<4), uint8(0)) // a pause inside the value's base64
+	f.Add([]byte(strings.Repeat("\xfbz", 90)), "s3cr3t", uint16(17), uint8(0), true, true, uint64(0x5555), uint8(0))
+	f.Add([]byte(strings.Repeat("\xfb\x00x", 200)), "hunter22-wrapped", uint16(0), uint8(5), false, false, uint64(1), uint8(0)) // a pause after the value's core, before its last character
+	wrapped := []byte(strings.Repeat("\xfb\x00x", 200))
+	f.Add(wrapped, "user:hunter22-password", uint16(0), uint8(60), false, false, uint64(0), uint8(3)) // "Basic dXN", the rest on the next lines
+	f.Add(wrapped, "user:hunter22-password", uint16(0), uint8(60), false, false, uint64(1), uint8(3))
+	f.Add(wrapped, "user:hunter22-password", uint16(0), uint8(60), false, false, uint64(0), uint8(12))
+	f.Add(wrapped, "user:hunter22-password", uint16(0), uint8(60), false, false, uint64(1), uint8(12))
+	f.Add(wrapped, "user:hunter22-password", uint16(1), uint8(60), false, true, uint64(1), uint8(2)) // the character before the value's first in the first line
+	f.Fuzz(func(t *testing.T, data []byte, secret string, at uint16, width uint8, url, indent bool, pauses uint64, first uint8) {
 		if len(secret) < minSecretLen || strings.Contains(Redacted, secret) {
 			return // a short value withholds whole lines; a part of [redacted] is one
 		}
@@ -156,14 +164,22 @@ func FuzzStderrCut(f *testing.F) {
 		}
 		w := minHeldRun + int(width)%64
 		s := enc.EncodeToString(data)
+		lines := []string{}
+		if n := min(int(first)%minHeldRun, len(s)); n > 0 {
+			lines, s = append(lines, "Basic "+s[:n]), s[n:]
+		}
+		for i := 0; i < len(s); i += w {
+			line := s[i:min(i+w, len(s))]
+			if indent && len(lines) > 0 {
+				line = "    " + line
+			}
+			lines = append(lines, line)
+		}
 		var parts []string
 		var b strings.Builder
-		for i := 0; i < len(s); i += w {
-			if indent && i > 0 {
-				b.WriteString("    ")
-			}
-			b.WriteString(s[i:min(i+w, len(s))] + "\n")
-			if pauses&(1<<(i/w%64)) != 0 {
+		for i, line := range lines {
+			b.WriteString(line + "\n")
+			if pauses&(1<<(i%64)) != 0 {
 				parts = append(parts, b.String())
 				b.Reset()
 			}
