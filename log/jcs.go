@@ -3,8 +3,6 @@ package log
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
@@ -45,25 +43,6 @@ func Canonicalize(data []byte) ([]byte, error) {
 		return nil, p.errorf(p.pos, "unexpected %s after top-level value", jcsDescribe(p.in[p.pos]))
 	}
 	return p.out, nil
-}
-
-// ResultSum is how an entry names a result received as raw: the hex
-// SHA-256 of its JCS form or, when [Canonicalize] refuses raw (not
-// I-JSON), of raw itself, asReceived saying so (result_canonical: false).
-// It returns the bytes it hashed. canon, if not nil, is raw's JCS form,
-// made already by the caller. The proxy names call results and reads by
-// it, and replay compares fresh results by it, so that a marker and a
-// hash mean one thing wherever they are made.
-func ResultSum(raw, canon []byte) (sum string, hashed []byte, asReceived bool) {
-	hashed = canon
-	if hashed == nil {
-		var err error
-		if hashed, err = Canonicalize(raw); err != nil {
-			hashed, asReceived = raw, true
-		}
-	}
-	s := sha256.Sum256(hashed)
-	return hex.EncodeToString(s[:]), hashed, asReceived
 }
 
 // isCanonical reports whether data is already in RFC 8785 canonical form,

@@ -19,8 +19,8 @@ const DefaultTimeout = 60 * time.Second
 const (
 	// RetainHash keeps only the SHA-256 of each result in its call entry.
 	RetainHash = "hash"
-	// RetainFull also keeps each result, in its RFC 8785 canonical form, as
-	// a blob named by that same SHA-256.
+	// RetainFull also keeps each result, in the form its SHA-256 is of
+	// (RFC 8785, or as received: log.ResultSum), as a blob named by it.
 	RetainFull = "full"
 )
 

@@ -42,7 +42,7 @@
 //     a JSON-RPC error and never forwarded: arguments JCS cannot represent
 //     (1e999, a 100,000-digit number, duplicate keys: invalid params) or
 //     would represent as another number (an integer beyond ±2^53, a
-//     number other than 0 that underflows to 0: inexactNumber), a
+//     number other than 0 that underflows to 0: log.ExactNumbers), a
 //     stopped log, a full or read-only disk (internal error, "the call
 //     to … was not made").
 //   - a "call.result" entry — the call entry's index, result_sha256 (of

@@ -50,11 +50,17 @@ type ToolChange struct {
 }
 
 // definitionSum is the hex SHA-256 of the JCS form of a definition as the
-// server listed it (of its bytes, if JCS cannot represent them): what
-// call.tool_sha256 names.
+// server listed it (of its bytes, if JCS refuses them): what
+// call.tool_sha256 names. Not [log.ResultSum]: a tools entry carries no
+// marker of the form hashed, so a definition holding a number JCS writes
+// as another (a schema's "maximum": 18446744073709551615) keeps the hash
+// every earlier log and replay gave it.
 func definitionSum(raw json.RawMessage) string {
-	sum, _, _ := log.ResultSum(raw, nil)
-	return sum
+	canon, err := log.Canonicalize(raw)
+	if err != nil {
+		canon = raw
+	}
+	return hexSHA256(canon)
 }
 
 // hexSHA256 is the hex SHA-256 of b: how entries name result bytes and

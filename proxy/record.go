@@ -78,7 +78,7 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 // absent or null ones; and the redacted values. Arguments JCS cannot
 // represent (numbers out of the double range, lone surrogates, duplicate
 // keys) are an error, and so are numbers it would represent as another
-// number (inexactNumber).
+// number (log.ExactNumbers).
 //
 // Arguments to redact are checked as the others are before they are
 // decoded: encoding/json would read a lone surrogate or a bad byte as
@@ -94,7 +94,7 @@ func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.Canoni
 			return nil, nil, err
 		}
 	}
-	if err := inexactNumber(raw); err != nil {
+	if err := log.ExactNumbers(raw); err != nil {
 		return nil, nil, err // the entry would hold another number than the server gets
 	}
 	if len(d.cfg.Redact) == 0 {

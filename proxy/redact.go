@@ -291,8 +291,10 @@ func cutSecrets(s string, secrets []string) string {
 // number whose text holds one, and every string that is or holds base64
 // of bytes holding one (an image a server made of it, a requestState, an
 // attachment in MIME's lines), replaced by Redacted, in canonical form
-// again, and whether that changed anything. Text that does not parse is
-// returned as it is, with the secrets replaced bytewise.
+// again (compact with members sorted if canon is not in that form and
+// holds a number that form writes as another, log.ExactNumbers), and
+// whether that changed anything. Text that does not parse is returned as
+// it is, with the secrets replaced bytewise.
 func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 	if len(secrets) == 0 {
 		return canon, false
@@ -332,6 +334,15 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(walk(v)); err != nil {
 		return []byte(scrubText(string(canon), cores, secrets)), true
+	}
+	if log.ExactNumbers(buf.Bytes()) != nil {
+		// A result hashed as received for its numbers (log.ResultSum)
+		// is kept scrubbed with every digit; one in JCS form already
+		// holds only numbers JCS writes as they are.
+		if again, err := log.Canonicalize(canon); err != nil || !bytes.Equal(again, canon) {
+			out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+			return out, !bytes.Equal(out, canon)
+		}
 	}
 	out, err := log.Canonicalize(buf.Bytes())
 	if err != nil {

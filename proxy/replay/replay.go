@@ -17,16 +17,22 @@
 // fresh results off the wire as the proxy does, and hashes them by the
 // proxy's rule ([log.ResultSum]): the SHA-256 of the RFC 8785 form of the
 // bytes the server sent or, for a result that is not I-JSON (a lone
-// surrogate, a duplicate key), of those bytes as received, exactly what
-// the call.result entry holds (result_canonical: false). A retained result
-// (retain: full) is kept in that same form and compared member by member;
-// where decoding cannot show a difference (it reads a lone surrogate as
-// U+FFFD and keeps the last of duplicate keys), the hashes decide.
+// surrogate, a duplicate key) or holds a number that form writes as
+// another (beyond ±2^53), of those bytes as received, exactly what the
+// call.result entry holds (result_canonical: false). Against an entry
+// without that marker, a fresh result holding such numbers is compared in
+// its JCS form, as provlog hashed such results before (asDoubles). A
+// retained result (retain: full) is kept in that same form and compared
+// member by member; where decoding cannot show a difference (it reads a
+// lone surrogate as U+FFFD and keeps the last of duplicate keys), the
+// hashes decide.
 package replay
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -384,9 +390,10 @@ func (r *runner) args(call *log.CallEntry) (any, error) {
 
 // A freshResult is one fresh run's result.
 type freshResult struct {
-	v      any    // decoded, the ignore list applied
-	hashed []byte // what log.ResultSum hashed, nothing ignored
-	sum    string // its hash, as a call.result entry would name it
+	v        any    // decoded, the ignore list applied
+	hashed   []byte // what log.ResultSum hashed, nothing ignored
+	sum      string // its hash, as a call.result entry would name it
+	received bool   // hashed as received (result_canonical: false)
 }
 
 // unseen explains results whose hashes differ where no path does.
@@ -410,7 +417,7 @@ func (r *runner) runs(ctx context.Context, c *conn, cfg *proxy.ServerConfig, too
 		// result: a result that is not I-JSON was recorded by the hash
 		// of its bytes as received, and only those bytes match it.
 		f := freshResult{}
-		f.sum, f.hashed, _ = log.ResultSum(raw, nil)
+		f.sum, f.hashed, f.received = log.ResultSum(raw, nil)
 		v, err := decode(f.hashed)
 		if err != nil {
 			return nil, fmt.Errorf("run %d: %v", run+1, err)
@@ -436,6 +443,10 @@ func disagree(fresh []freshResult, ignore []string) (paths []string, apart bool)
 // path by path against the retained result if there is one, else by hash
 // (noted in o).
 func (r *runner) compare(o *Outcome, res *log.CallResultEntry, fresh freshResult, ignore []string) bool {
+	if jcs, ok := asDoubles(res, fresh, ignore); ok {
+		fresh = jcs
+		defer func() { o.Note = strings.TrimPrefix(o.Note+"; "+doublesNote, "; ") }()
+	}
 	if blob := res.RetainedBlob(); blob != "" && r.opts.Blobs != nil {
 		if b, err := r.opts.Blobs.Get(blob); err == nil {
 			if rec, err := decode(b); err == nil {
@@ -459,6 +470,33 @@ func (r *runner) compare(o *Outcome, res *log.CallResultEntry, fresh freshResult
 		o.Note = "recorded result not retained: compared hashes only"
 	}
 	return fresh.sum == res.ResultSHA256
+}
+
+// doublesNote says a fresh result was compared in the JCS form its
+// record was hashed in (asDoubles).
+const doublesNote = "the fresh result holds numbers JCS writes as doubles (beyond ±2^53, or underflowing to 0), and the record is of a JCS form (as provlog wrote such results before hashing them as received): compared as doubles"
+
+// asDoubles returns fresh in its JCS form, and true, when log.ResultSum
+// hashed it as received only for its numbers (log.ExactNumbers) while the
+// record is of a JCS form: an entry written before such results were
+// hashed as received, or one of a result that held no such numbers.
+// Such an entry names no wire bytes; in the form it was hashed in, fresh
+// matches it where the numbers are alike as doubles, all that such an
+// entry can say.
+func asDoubles(res *log.CallResultEntry, fresh freshResult, ignore []string) (freshResult, bool) {
+	if res.ResultRaw || !fresh.received {
+		return fresh, false
+	}
+	canon, err := log.Canonicalize(fresh.hashed)
+	if err != nil {
+		return fresh, false // not I-JSON: it has no JCS form
+	}
+	v, err := decode(canon)
+	if err != nil {
+		return fresh, false
+	}
+	sum := sha256.Sum256(canon)
+	return freshResult{v: applyIgnore(v, ignore), hashed: canon, sum: hex.EncodeToString(sum[:])}, true
 }
 
 func short(s string) string {

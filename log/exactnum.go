@@ -1,4 +1,4 @@
-package proxy
+package log
 
 import (
 	"bytes"
@@ -6,25 +6,28 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-
-	"github.com/provlog/provlog/log"
 )
 
 // maxExactInt is the largest magnitude up to which every integer is a
 // double (2^53).
 const maxExactInt = 1 << 53
 
-// inexactNumber returns an error naming the first number in raw, a JSON
-// value that was canonicalized already (so well formed), that its call
-// entry would not hold as the server is sent it: an integer that no
-// double equals (beyond ±2^53: 12345678901234567891 was recorded as
-// 12345678901234567000, while the server got every digit) or a number
-// other than zero that underflows to 0 (1e-400). RFC 8785 holds numbers
-// as doubles, and I-JSON (RFC 7493 §2.2) tells senders to write such
-// numbers as strings; a number out of the double's range (1e999) JCS
-// refuses itself. Fractions are recorded as the double the server reads
-// them as (0.1000000000000000055 is 0.1), as every JSON number is.
-func inexactNumber(raw []byte) error {
+// ExactNumbers returns an error naming the first number in raw, a JSON
+// value that [Canonicalize] accepts, whose JCS form is another number: an
+// integer that no double equals (beyond ±2^53: 12345678901234567891 is
+// written 12345678901234567000) or a number other than zero that
+// underflows to 0 (1e-400). RFC 8785 holds numbers as doubles, and I-JSON
+// (RFC 7493 §2.2) tells senders to write such numbers as strings; a number
+// out of the double's range (1e999) [Canonicalize] refuses itself.
+// Fractions are the double a reader takes them as (0.1000000000000000055
+// is 0.1), as every JSON number is, and pass.
+//
+// A call's arguments holding such a number are refused (the entry would
+// name another call than the one made), and a result holding one is
+// hashed as received ([ResultSum]): two results apart only there would
+// have one JCS form. The scan is linear and allocates nothing unless a
+// number has 16 digits or more.
+func ExactNumbers(raw []byte) error {
 	for i := 0; i < len(raw); i++ {
 		switch c := raw[i]; {
 		case c == '"':
@@ -62,7 +65,7 @@ func stringEnd(raw []byte, open int) int {
 	}
 }
 
-// exactNumber checks one JSON number literal (see inexactNumber).
+// exactNumber checks one JSON number literal (see [ExactNumbers]).
 func exactNumber(lit []byte) error {
 	integer := bytes.IndexAny(lit, ".eE") < 0
 	digits := bytes.TrimLeft(bytes.TrimPrefix(lit, []byte("-")), "0")
@@ -77,7 +80,7 @@ func exactNumber(lit []byte) error {
 		mantissa, _, _ := bytes.Cut(lit, []byte("e"))
 		mantissa, _, _ = bytes.Cut(mantissa, []byte("E"))
 		if f == 0 && bytes.ContainsAny(mantissa, "123456789") {
-			return fmt.Errorf("the number %s is too small for a double and would be recorded as 0; send it as a string", truncate(string(lit), 64))
+			return fmt.Errorf("the number %s is too small for a double and would be recorded as 0; send it as a string", cutNumber(lit))
 		}
 		return nil
 	}
@@ -87,8 +90,16 @@ func exactNumber(lit []byte) error {
 	want, _ := new(big.Int).SetString(string(lit), 10)
 	got, _ := big.NewFloat(f).Int(nil)
 	if want.Cmp(got) != 0 {
-		recorded, _ := log.Canonicalize(lit)
-		return fmt.Errorf("the integer %s is beyond ±2^53 and would be recorded as %s; send it as a string", truncate(string(lit), 64), recorded)
+		return fmt.Errorf("the integer %s is beyond ±2^53 and would be recorded as %s; send it as a string", cutNumber(lit), appendJCSNumber(nil, f))
 	}
 	return nil
+}
+
+// cutNumber is lit, ASCII, for an error message, cut short after 64
+// bytes.
+func cutNumber(lit []byte) string {
+	if len(lit) <= 64 {
+		return string(lit)
+	}
+	return string(lit[:64]) + "…"
 }
