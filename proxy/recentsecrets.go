@@ -34,6 +34,9 @@ func (r *recentSecrets) remember(secrets []string) {
 	defer r.mu.Unlock()
 	r.held.Store(true)
 	for _, s := range secrets {
+		if s == "" {
+			continue // in every text: each would be withheld (a URI's "?token=")
+		}
 		if len(r.list) < maxRecentSecrets {
 			r.list = append(r.list, s)
 			continue
