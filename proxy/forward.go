@@ -352,7 +352,7 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	d.gate.forwarding(ticket, cancel)
 	recorded, secrets := redactURI(uri, d.cfg.Redact, d.cfg.RedactIgnoreCase)
 	d.secrets.remember(secrets)
-	recorded = d.secrets.scrub(recorded) // a server may name a resource after a value sent it
+	recorded = d.secrets.scrubName(recorded) // a server may name a resource after a value sent it
 	entry := log.ReadEntry{Kind: log.KindResourceRead, Actor: actor, Server: d.cfg.ID, URI: recorded}
 	raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, req.Params.InputResponses, req.Params.RequestState,
 		func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
@@ -380,7 +380,7 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		if entry.Args, _, err = d.recordedArgs(rawArgs, nil); err != nil {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the prompt's arguments cannot be recorded: %v", err)
 		}
-		entry.Prompt = d.secrets.scrub(name) // a server may name a prompt after a value sent it
+		entry.Prompt = d.secrets.scrubName(name) // a server may name a prompt after a value sent it
 		cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 		defer cancel()
 		d.gate.forwarding(ticket, cancel)

@@ -85,7 +85,7 @@ func (in *callIn) target(ctx context.Context) (*mcp.ClientSession, error) {
 func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage, rerr *jsonrpc.Error) {
 	d := in.d
 	var c *call
-	ctx, span := p.startSpan(ctx, traceOp{method: "tools/call", target: d.secrets.scrub(in.params.Name), meta: in.params.Meta, session: sessionID(in.session),
+	ctx, span := p.startSpan(ctx, traceOp{method: "tools/call", target: d.secrets.scrubName(in.params.Name), meta: in.params.Meta, session: sessionID(in.session),
 		protocol: in.protocol, id: in.id, transport: in.transport})
 	defer func() { span.end(c, rerr) }()
 	if rerr := in.admit(ctx); rerr != nil {

@@ -207,7 +207,7 @@ func (p *Proxy) takeRetry(in *callIn, actor string) (*parkedCall, map[string]jso
 	var answers map[string]json.RawMessage
 	pc, rerr := p.parked.take(in.params.RequestState, func(pc *parkedCall) *jsonrpc.Error {
 		f := pc.first
-		if f == nil || f.actor != actor || f.server != in.d.cfg.ID || f.tool != in.d.secrets.scrub(in.tool) || string(f.args) != string(args) || !sameClient(f.client, in.client) {
+		if f == nil || f.actor != actor || f.server != in.d.cfg.ID || f.tool != in.d.secrets.scrubName(in.tool) || string(f.args) != string(args) || !sameClient(f.client, in.client) {
 			return rpcError(jsonrpc.CodeInvalidParams, "provlog: the requestState was not issued for this call (another actor, tool, arguments or client); nothing was forwarded")
 		}
 		var rerr *jsonrpc.Error

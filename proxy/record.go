@@ -52,7 +52,7 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 	// The server's name for the tool, as the entry and log lines show
 	// it: a server may name a tool after a value a client sent it, which
 	// recordedArgs has just remembered if this call sent it.
-	c.tool = d.secrets.scrub(in.tool)
+	c.tool = d.secrets.scrubName(in.tool)
 	c.secrets = in.secrets // a later leg's: the legs' before
 	if c.continues == 0 && (len(in.params.InputResponses) > 0 || in.params.RequestState != "") {
 		c.continues, c.secrets = p.retries.take(c, in.params.RequestState) // a client's own retry
@@ -118,8 +118,11 @@ func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.Canoni
 	}
 	// A redacted value sent again under a member the list does not name
 	// (a password's confirmation, a note quoting an earlier call's) is
-	// cut out there too, as from a result.
-	b, _ = scrubJSON(b, d.secrets.with(secrets))
+	// cut out there too, as from a result; but not one shorter than
+	// minSecretLen, which would have every member holding it withheld
+	// ({"count": 17} after a pin of 7): the entry would not say what was
+	// sent.
+	b, _ = scrubJSON(b, longSecrets(d.secrets.with(secrets)))
 	return b, secrets, nil
 }
 

@@ -35,3 +35,27 @@ func TestEmptyValueNotRemembered(t *testing.T) {
 		t.Errorf("arguments recorded as %s, want %s", got, want)
 	}
 }
+
+// TestShortValueKeepsRecord: a redacted value shorter than minSecretLen
+// (a pin of 7) is redacted where the list names it, but does not have
+// every other argument, of that call or the server's later ones, nor a
+// tool's name, withheld for holding a 7; a longer one sent again under
+// another member is still cut out.
+func TestShortValueKeepsRecord(t *testing.T) {
+	d := &downstream{cfg: ServerConfig{ID: "s", Redact: []string{"pin"}}}
+	for _, c := range []struct{ raw, want string }{
+		{`{"pin":7,"count":17,"note":"order 2017"}`, `{"count":17,"note":"order 2017","pin":"[redacted]"}`},
+		{`{"count":27}`, `{"count":27}`},
+		{`{"pin":"hunter22","confirm":"hunter22"}`, `{"confirm":"[redacted]","pin":"[redacted]"}`},
+	} {
+		if got := recordArgs(t, d, c.raw); got != c.want {
+			t.Errorf("%s recorded as %s, want %s", c.raw, got, c.want)
+		}
+	}
+	if got := d.secrets.scrubName("get_v7"); got != "get_v7" {
+		t.Errorf("tool get_v7 recorded as %q", got)
+	}
+	if got := d.secrets.scrubName("get_hunter22"); got != "get_[redacted]" {
+		t.Errorf("tool get_hunter22 recorded as %q, want get_[redacted]", got)
+	}
+}
