@@ -350,7 +350,7 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		return o.wireErr
 	case d.p.stopping.Load() && (ctx.Err() != nil || o.lost):
 		c.errText = "cut off: provlog was stopping"
-		d.p.logger.Warn("proxy: a call under way was cut off by the sidecar's stop", "actor", c.actor, "server", d.cfg.ID, "tool", tool, "call", c.index)
+		d.p.logger.Warn("proxy: a call under way was cut off by the sidecar's stop", "actor", c.actor, "server", d.cfg.ID, "tool", c.tool, "call", c.index)
 	case ctx.Err() != nil:
 		c.errText = "cancelled by the client"
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
@@ -359,7 +359,7 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		c.errText = fmt.Sprintf("server %q closed the connection during the call (it crashed or exited, or lost the session: %v); it is being reconnected", d.cfg.ID, o.err)
 		// A transport's error may quote what the server sent (a stray
 		// answer's id, say), and so what the call sent it.
-		d.p.logger.Warn("proxy: downstream connection lost during a call; reconnecting", "actor", c.actor, "server", d.cfg.ID, "tool", tool, "call", c.index, "error", d.logText(o.err.Error(), c.secrets))
+		d.p.logger.Warn("proxy: downstream connection lost during a call; reconnecting", "actor", c.actor, "server", d.cfg.ID, "tool", c.tool, "call", c.index, "error", d.logText(o.err.Error(), c.secrets))
 		if d.cfg.URL != "" {
 			// A stdio session ends with its process; an HTTP one is
 			// closed here, so that the supervisor connects again.

@@ -1,7 +1,13 @@
 package proxy
 
 import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/provlog/provlog/log"
 )
@@ -57,5 +63,23 @@ func TestShortValueKeepsRecord(t *testing.T) {
 	}
 	if got := d.secrets.scrubName("get_hunter22"); got != "get_[redacted]" {
 		t.Errorf("tool get_hunter22 recorded as %q, want get_[redacted]", got)
+	}
+}
+
+// TestClassifyLogsToolScrubbed: the sidecar's log lines of a call cut
+// off by its stop or by a lost connection name the tool as its entry
+// does, without the redacted value a server named it after.
+func TestClassifyLogsToolScrubbed(t *testing.T) {
+	const secret = "redact-tool-secret"
+	for _, stopping := range []bool{false, true} {
+		var logs bytes.Buffer
+		d := &downstream{p: &Proxy{logger: slog.New(slog.NewTextHandler(&logs, nil))}, cfg: ServerConfig{ID: "s", Redact: []string{"token"}, Timeout: time.Second}}
+		d.p.stopping.Store(stopping)
+		d.secrets.remember([]string{secret})
+		c := &call{actor: "a", tool: d.secrets.scrubName("t_" + secret)}
+		d.classify(context.Background(), context.Background(), nil, "t_"+secret, c, outcome{err: io.ErrUnexpectedEOF, lost: true})
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("stopping %v: the log holds the value: %s", stopping, logs.String())
+		}
 	}
 }
