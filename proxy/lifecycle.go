@@ -44,6 +44,7 @@ type callIn struct {
 	start     time.Time
 	continues uint64       // a later leg's: the call.result whose input_required it answers
 	secrets   *callSecrets // a later leg's: the redacted values of the legs before
+	first     *call        // a parked call's later leg's: the first leg, whose tool and arguments it records
 	ticket    uint64       // its place in d's gate (drain.go)
 
 	down downSession // the session it goes to, once resolved

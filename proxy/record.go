@@ -53,6 +53,14 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 	// it: a server may name a tool after a value a client sent it, which
 	// recordedArgs has just remembered if this call sent it.
 	c.tool = d.secrets.scrubName(in.tool)
+	if f := in.first; f != nil {
+		// A later leg sends what the first did (takeRetry), and is
+		// recorded as it was, whatever the server's recent values are
+		// now: the audit holds a call's legs to one tool and arguments.
+		c.args, c.tool, c.sent = f.args, f.tool, f.sent
+	} else if len(d.cfg.Redact) > 0 {
+		c.sent = sentSum(in.tool, in.params.Arguments, in.argsCanon)
+	}
 	c.secrets = in.secrets // a later leg's: the legs' before
 	if c.continues == 0 && (len(in.params.InputResponses) > 0 || in.params.RequestState != "") {
 		c.continues, c.secrets = p.retries.take(c, in.params.RequestState) // a client's own retry
