@@ -36,12 +36,15 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 		server: d.cfg.ID, tool: in.tool, toolSum: d.cat.toolSum(front, cs), actor: actor, start: in.start,
 		client: in.client, protocol: in.protocol, retain: d.cfg.Retain == RetainFull, continues: in.continues,
 	}
+	// The _meta's values first: the arguments are recorded without them
+	// too (recordedArgs scrubs the server's recent values).
+	meta := d.metaSecrets(in.params.Meta)
 	args, secrets, err := d.recordedArgs(in.params.Arguments, in.argsCanon)
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the call to %s was not made: its arguments cannot be recorded: %v", front, err)
 	}
 	c.args = args
-	secrets = append(secrets, d.metaSecrets(in.params.Meta)...)
+	secrets = append(secrets, meta...)
 	if len(in.params.InputResponses) > 0 {
 		sum, more, err := d.inputResponsesSum(in.params.InputResponses)
 		if err != nil {
