@@ -289,8 +289,9 @@ type retries struct {
 type retryWait struct {
 	result  uint64            // the input_required call.result
 	secrets *callSecrets      // its leg's
-	tool    string            // its leg's tool and arguments as recorded, which
-	args    log.CanonicalJSON // the retry's entry holds (retryKey matched them as sent)
+	tool    string            // its leg's tool and arguments as recorded, which the
+	args    log.CanonicalJSON // retry's entry holds (retryKey matched them as sent);
+	argsSum string            // args are kept up to maxRetryArgs bytes, their hash always
 	n       int               // results noted under this key
 	at      time.Time
 }
@@ -298,6 +299,11 @@ type retryWait struct {
 const (
 	maxRetryWait  = 10 * time.Minute
 	maxRetryWaits = 4096
+	// maxRetryArgs bounds the arguments a retryWait keeps (4096 of them
+	// hold 16 MiB at most): a retry whose arguments, recorded anew, are
+	// not its leg's (scrubbed of other recent values) and longer is
+	// recorded as a call of its own, as it was.
+	maxRetryArgs = 4 << 10
 )
 
 func retryKey(c *call, state string) string {
@@ -324,7 +330,10 @@ func (r *retries) note(c *call, state string) {
 		w.n++
 		return
 	}
-	r.m[k] = &retryWait{result: c.resultIndex, secrets: c.secrets, tool: c.tool, args: c.args, n: 1, at: time.Now()}
+	r.m[k] = &retryWait{result: c.resultIndex, secrets: c.secrets, tool: c.tool, argsSum: hexSHA256(c.args), n: 1, at: time.Now()}
+	if len(c.args) <= maxRetryArgs {
+		r.m[k].args = c.args
+	}
 	r.order = append(r.order, k)
 	for len(r.order) > maxRetryWaits {
 		delete(r.m, r.order[0])
@@ -347,7 +356,12 @@ func (r *retries) take(c *call, state string) (uint64, *callSecrets) {
 	if w.n != 1 || time.Since(w.at) >= maxRetryWait {
 		return 0, nil
 	}
-	c.tool, c.args = w.tool, w.args
+	if c.tool != w.tool || hexSHA256(c.args) != w.argsSum {
+		if w.args == nil {
+			return 0, nil
+		}
+		c.tool, c.args = w.tool, w.args
+	}
 	return w.result, w.secrets
 }
 
