@@ -11,6 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
 )
 
 // The bridge between revisions (revision.go says when it is needed): a
@@ -167,6 +169,7 @@ func (in *callIn) nextLeg(c *call, responses mcp.InputResponseMap, state string)
 	params := *in.params
 	params.InputResponses, params.RequestState = responses, state
 	next.params, next.continues, next.secrets, next.id = &params, c.resultIndex, c.secrets, nil
+	next.first = c          // recorded with c's tool and arguments, as sent again
 	next.start = time.Now() // the client has answered
 	return &next
 }
@@ -284,15 +287,23 @@ type retries struct {
 }
 
 type retryWait struct {
-	result  uint64       // the input_required call.result
-	secrets *callSecrets // its leg's
-	n       int          // results noted under this key
+	result  uint64            // the input_required call.result
+	secrets *callSecrets      // its leg's
+	tool    string            // its leg's tool and arguments as recorded, which the
+	args    log.CanonicalJSON // retry's entry holds (retryKey matched them as sent);
+	argsSum string            // args are kept up to maxRetryArgs bytes, their hash always
+	n       int               // results noted under this key
 	at      time.Time
 }
 
 const (
 	maxRetryWait  = 10 * time.Minute
 	maxRetryWaits = 4096
+	// maxRetryArgs bounds the arguments a retryWait keeps (4096 of them
+	// hold 16 MiB at most): a retry whose arguments, recorded anew, are
+	// not its leg's (scrubbed of other recent values) and longer is
+	// recorded as a call of its own, as it was.
+	maxRetryArgs = 4 << 10
 )
 
 func retryKey(c *call, state string) string {
@@ -300,7 +311,11 @@ func retryKey(c *call, state string) string {
 	if c.client != nil { // as recorded: a leg names the client of the leg it continues
 		client = truncate(c.client.Name, maxClientText) + "\x00" + truncate(c.client.Version, maxClientText)
 	}
-	return c.actor + "\x00" + c.server + "\x00" + c.tool + "\x00" + hexSHA256(c.args) + "\x00" + client + "\x00" + state
+	sent := c.sent // with redaction: as recorded, the server's recent values change them
+	if sent == "" {
+		sent = c.tool + "\x00" + hexSHA256(c.args)
+	}
+	return c.actor + "\x00" + c.server + "\x00" + sent + "\x00" + client + "\x00" + state
 }
 
 // note remembers leg c, whose result was input_required with state.
@@ -315,7 +330,10 @@ func (r *retries) note(c *call, state string) {
 		w.n++
 		return
 	}
-	r.m[k] = &retryWait{result: c.resultIndex, secrets: c.secrets, n: 1, at: time.Now()}
+	r.m[k] = &retryWait{result: c.resultIndex, secrets: c.secrets, tool: c.tool, argsSum: hexSHA256(c.args), n: 1, at: time.Now()}
+	if len(c.args) <= maxRetryArgs {
+		r.m[k].args = c.args
+	}
 	r.order = append(r.order, k)
 	for len(r.order) > maxRetryWaits {
 		delete(r.m, r.order[0])
@@ -324,7 +342,8 @@ func (r *retries) note(c *call, state string) {
 }
 
 // take returns the call.result a retry c (with state) continues and its
-// leg's secrets; 0 and nil if there is none to tell.
+// leg's secrets, and gives c that leg's tool and arguments as recorded;
+// 0 and nil if there is none to tell.
 func (r *retries) take(c *call, state string) (uint64, *callSecrets) {
 	k := retryKey(c, state)
 	r.mu.Lock()
@@ -336,6 +355,12 @@ func (r *retries) take(c *call, state string) (uint64, *callSecrets) {
 	delete(r.m, k)
 	if w.n != 1 || time.Since(w.at) >= maxRetryWait {
 		return 0, nil
+	}
+	if c.tool != w.tool || hexSHA256(c.args) != w.argsSum {
+		if w.args == nil {
+			return 0, nil
+		}
+		c.tool, c.args = w.tool, w.args
 	}
 	return w.result, w.secrets
 }

@@ -29,6 +29,7 @@ type call struct {
 	actor        string
 	start        time.Time
 	args         log.CanonicalJSON // redacted
+	sent         string            // with redaction: the hash of the tool and arguments as sent (sentSum)
 	secrets      *callSecrets      // redacted values (all legs'), scrubbed from error texts
 	client       *mcp.Implementation
 	protocol     string

@@ -352,9 +352,9 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	d.gate.forwarding(ticket, cancel)
 	recorded, secrets := redactURI(uri, d.cfg.Redact, d.cfg.RedactIgnoreCase)
 	d.secrets.remember(secrets)
-	recorded = d.secrets.scrub(recorded) // a server may name a resource after a value sent it
+	recorded = d.secrets.scrubName(recorded) // a server may name a resource after a value sent it
 	entry := log.ReadEntry{Kind: log.KindResourceRead, Actor: actor, Server: d.cfg.ID, URI: recorded}
-	raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, req.Params.InputResponses, req.Params.RequestState,
+	raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, d.readSent(uri, nil), req.Params.InputResponses, req.Params.RequestState,
 		func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
 			return cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: meta, URI: uri, InputResponses: responses, RequestState: state})
 		})
@@ -380,11 +380,11 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		if entry.Args, _, err = d.recordedArgs(rawArgs, nil); err != nil {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the prompt's arguments cannot be recorded: %v", err)
 		}
-		entry.Prompt = d.secrets.scrub(name) // a server may name a prompt after a value sent it
+		entry.Prompt = d.secrets.scrubName(name) // a server may name a prompt after a value sent it
 		cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 		defer cancel()
 		d.gate.forwarding(ticket, cancel)
-		raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, req.Params.InputResponses, req.Params.RequestState,
+		raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, d.readSent(name, rawArgs), req.Params.InputResponses, req.Params.RequestState,
 			func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
 				return cs.GetPrompt(ctx, &mcp.GetPromptParams{Meta: meta, Name: name, Arguments: req.Params.Arguments, InputResponses: responses, RequestState: state})
 			})
@@ -440,14 +440,14 @@ func (d *downstream) startRead(ctx context.Context, ss *mcp.ServerSession, extra
 // that cannot fit even so is refused. The blob is purged again if no leg
 // was recorded.
 func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mcp.ServerSession, protocol string, client *mcp.Implementation, clientMeta mcp.Meta,
-	entry log.ReadEntry, responses mcp.InputResponseMap, state string, send readSend) (json.RawMessage, any, string, error) {
+	entry log.ReadEntry, sent string, responses mcp.InputResponseMap, state string, send readSend) (json.RawMessage, any, string, error) {
 	bs, err := d.p.fitRead(ctx, &entry)
 	if err != nil {
 		return nil, nil, "", rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made, as the log cannot record it: %v", entry.Kind, err)
 	}
 	d.metaSecrets(clientMeta)
 	if d.parksRead(cs, protocol) {
-		return d.parkRead(ctx, ss, client, clientMeta, entry, responses, state, send)
+		return d.parkRead(ctx, ss, client, clientMeta, entry, sent, responses, state, send)
 	}
 	raw, typed, receipt, err := d.readLegsFitted(ctx, cs, ss, protocol, clientMeta, entry, responses, state, send, &bs)
 	if err != nil {

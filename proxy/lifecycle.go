@@ -44,6 +44,7 @@ type callIn struct {
 	start     time.Time
 	continues uint64       // a later leg's: the call.result whose input_required it answers
 	secrets   *callSecrets // a later leg's: the redacted values of the legs before
+	first     *call        // a parked call's later leg's: the first leg, whose tool and arguments it records
 	ticket    uint64       // its place in d's gate (drain.go)
 
 	down downSession // the session it goes to, once resolved
@@ -85,7 +86,7 @@ func (in *callIn) target(ctx context.Context) (*mcp.ClientSession, error) {
 func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage, rerr *jsonrpc.Error) {
 	d := in.d
 	var c *call
-	ctx, span := p.startSpan(ctx, traceOp{method: "tools/call", target: d.secrets.scrub(in.params.Name), meta: in.params.Meta, session: sessionID(in.session),
+	ctx, span := p.startSpan(ctx, traceOp{method: "tools/call", target: d.secrets.scrubName(in.params.Name), meta: in.params.Meta, session: sessionID(in.session),
 		protocol: in.protocol, id: in.id, transport: in.transport})
 	defer func() { span.end(c, rerr) }()
 	if rerr := in.admit(ctx); rerr != nil {
@@ -350,7 +351,7 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		return o.wireErr
 	case d.p.stopping.Load() && (ctx.Err() != nil || o.lost):
 		c.errText = "cut off: provlog was stopping"
-		d.p.logger.Warn("proxy: a call under way was cut off by the sidecar's stop", "actor", c.actor, "server", d.cfg.ID, "tool", tool, "call", c.index)
+		d.p.logger.Warn("proxy: a call under way was cut off by the sidecar's stop", "actor", c.actor, "server", d.cfg.ID, "tool", c.tool, "call", c.index)
 	case ctx.Err() != nil:
 		c.errText = "cancelled by the client"
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
@@ -359,7 +360,7 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		c.errText = fmt.Sprintf("server %q closed the connection during the call (it crashed or exited, or lost the session: %v); it is being reconnected", d.cfg.ID, o.err)
 		// A transport's error may quote what the server sent (a stray
 		// answer's id, say), and so what the call sent it.
-		d.p.logger.Warn("proxy: downstream connection lost during a call; reconnecting", "actor", c.actor, "server", d.cfg.ID, "tool", tool, "call", c.index, "error", d.logText(o.err.Error(), c.secrets))
+		d.p.logger.Warn("proxy: downstream connection lost during a call; reconnecting", "actor", c.actor, "server", d.cfg.ID, "tool", c.tool, "call", c.index, "error", d.logText(o.err.Error(), c.secrets))
 		if d.cfg.URL != "" {
 			// A stdio session ends with its process; an HTTP one is
 			// closed here, so that the supervisor connects again.

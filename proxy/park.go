@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
 )
 
 // The reverse bridge (bridge.go is the other way): a 2026-07-28 client,
@@ -175,7 +178,7 @@ func (p *Proxy) serveParked(ctx context.Context, in *callIn, actor string, span 
 		if pc, answers, rerr = p.takeRetry(in, actor); rerr != nil {
 			return nil, "", rerr
 		}
-		in.continues, in.secrets = pc.last, pc.first.secrets
+		in.continues, in.secrets, in.first = pc.last, pc.first.secrets, pc.first
 	}
 	c, rerr := p.startCall(ctx, in, actor)
 	if rerr != nil {
@@ -207,7 +210,7 @@ func (p *Proxy) takeRetry(in *callIn, actor string) (*parkedCall, map[string]jso
 	var answers map[string]json.RawMessage
 	pc, rerr := p.parked.take(in.params.RequestState, func(pc *parkedCall) *jsonrpc.Error {
 		f := pc.first
-		if f == nil || f.actor != actor || f.server != in.d.cfg.ID || f.tool != in.d.secrets.scrub(in.tool) || string(f.args) != string(args) || !sameClient(f.client, in.client) {
+		if f == nil || f.actor != actor || f.server != in.d.cfg.ID || !f.sameSent(in, args) || !sameClient(f.client, in.client) {
 			return rpcError(jsonrpc.CodeInvalidParams, "provlog: the requestState was not issued for this call (another actor, tool, arguments or client); nothing was forwarded")
 		}
 		var rerr *jsonrpc.Error
@@ -215,6 +218,29 @@ func (p *Proxy) takeRetry(in *callIn, actor string) (*parkedCall, map[string]jso
 		return rerr
 	})
 	return pc, answers, rerr
+}
+
+// sameSent reports whether in, a retry with args as recorded now, sends
+// the tool and arguments leg c sent. With redaction they are compared as
+// sent (sentSum): as recorded, they are scrubbed of the server's recent
+// redacted values, which other calls change between two legs.
+func (c *call) sameSent(in *callIn, args log.CanonicalJSON) bool {
+	if c.sent == "" {
+		return c.tool == in.tool && string(c.args) == string(args)
+	}
+	return c.sent == sentSum(in.tool, in.params.Arguments, in.argsCanon)
+}
+
+// sentSum is the hash of a call's tool and arguments as sent (raw, or
+// canon if the reader made it; recordedArgs read them already).
+func sentSum(tool string, raw json.RawMessage, canon []byte) string {
+	if canon == nil {
+		canon, _ = log.Canonicalize(raw)
+		if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+			canon = []byte("{}")
+		}
+	}
+	return hexSHA256(append([]byte(tool+"\x00"), canon...))
 }
 
 func sameClient(a, b *mcp.Implementation) bool {
@@ -509,7 +535,7 @@ func (p *Proxy) closeParked(pc *parkedCall, why string) {
 	in := *pc.in
 	params := *in.params
 	params.InputResponses, params.RequestState = nil, ""
-	in.params, in.continues, in.start = &params, pc.last, time.Now()
+	in.params, in.continues, in.start, in.first = &params, pc.last, time.Now(), pc.first
 	c, rerr := p.startCall(pc.ctx, &in, pc.first.actor)
 	if rerr != nil {
 		p.logger.Error("proxy: the closing leg of a parked call could not be recorded; the call is cancelled", "actor", pc.first.actor,

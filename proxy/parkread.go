@@ -27,6 +27,7 @@ type readSend = func(ctx context.Context, meta mcp.Meta, responses mcp.InputResp
 type parkedRead struct {
 	d      *downstream
 	entry  log.ReadEntry       // the first leg's: kind, actor, server, what, arguments
+	sent   string              // with redaction: what it read as sent (readSent), which a retry must send
 	client *mcp.Implementation // the client that made it
 	raw    json.RawMessage     // the server's result, as received (nil: not captured)
 	typed  any                 // the SDK's decoding of it
@@ -44,7 +45,7 @@ func (d *downstream) parksRead(cs *mcp.ClientSession, protocol string) bool {
 // round its requestState names), and returns the leg's outcome, recorded
 // as entry: the round's input_required answer or the server's result.
 func (d *downstream) parkRead(ctx context.Context, ss *mcp.ServerSession, client *mcp.Implementation, clientMeta mcp.Meta,
-	entry log.ReadEntry, responses mcp.InputResponseMap, state string, send readSend) (json.RawMessage, any, string, error) {
+	entry log.ReadEntry, sent string, responses mcp.InputResponseMap, state string, send readSend) (json.RawMessage, any, string, error) {
 	var pc *parkedCall
 	if state != "" || len(responses) > 0 {
 		sum, _, err := d.inputResponsesSum(responses)
@@ -53,16 +54,19 @@ func (d *downstream) parkRead(ctx context.Context, ss *mcp.ServerSession, client
 		}
 		var answers map[string]json.RawMessage
 		var rerr *jsonrpc.Error
-		if pc, answers, rerr = d.p.takeReadRetry(entry, client, responses, state); rerr != nil {
+		if pc, answers, rerr = d.p.takeReadRetry(entry, sent, client, responses, state); rerr != nil {
 			return nil, nil, "", rerr
 		}
+		// Recorded as the first leg was, whatever the server's recent
+		// redacted values are now (the audit holds the legs to one).
+		entry.URI, entry.Prompt, entry.Args = pc.read.entry.URI, pc.read.entry.Prompt, pc.read.entry.Args
 		entry.Continues, entry.InputResponsesSHA256 = pc.last, sum
 		for id, a := range pc.pending {
 			a.reply <- parkReply{raw: answers[id]}
 		}
 		pc.pending = nil
 	} else {
-		pc = d.startParkedRead(ctx, ss, client, clientMeta, entry, send)
+		pc = d.startParkedRead(ctx, ss, client, clientMeta, entry, sent, send)
 	}
 	entry.Time = time.Now()
 	return d.awaitReadRound(ctx, pc, entry)
@@ -72,12 +76,11 @@ func (d *downstream) parkRead(ctx context.Context, ss *mcp.ServerSession, client
 // with the answers for its requests, or refuses the retry (leaving the
 // round): its state must have been issued for this read (kind, actor,
 // server, resource or prompt, arguments as recorded) and client.
-func (p *Proxy) takeReadRetry(e log.ReadEntry, client *mcp.Implementation, responses mcp.InputResponseMap, state string) (*parkedCall, map[string]json.RawMessage, *jsonrpc.Error) {
+func (p *Proxy) takeReadRetry(e log.ReadEntry, sent string, client *mcp.Implementation, responses mcp.InputResponseMap, state string) (*parkedCall, map[string]json.RawMessage, *jsonrpc.Error) {
 	var answers map[string]json.RawMessage
 	pc, rerr := p.parked.take(state, func(pc *parkedCall) *jsonrpc.Error {
 		r := pc.read
-		if r == nil || r.entry.Kind != e.Kind || r.entry.Actor != e.Actor || r.entry.Server != e.Server || r.entry.URI != e.URI ||
-			r.entry.Prompt != e.Prompt || !bytes.Equal(r.entry.Args, e.Args) || !sameClient(r.client, client) {
+		if r == nil || r.entry.Kind != e.Kind || r.entry.Actor != e.Actor || r.entry.Server != e.Server || !r.sameSent(e, sent) || !sameClient(r.client, client) {
 			return rpcError(jsonrpc.CodeInvalidParams, "provlog: the requestState was not issued for this %s (another actor, resource, prompt, arguments or client); nothing was forwarded", e.Kind)
 		}
 		var rerr *jsonrpc.Error
@@ -92,8 +95,8 @@ func (p *Proxy) takeReadRetry(e log.ReadEntry, client *mcp.Implementation, respo
 // noted as in progress on d so that the server's requests during it find
 // the parked read.
 func (d *downstream) startParkedRead(ctx context.Context, ss *mcp.ServerSession, client *mcp.Implementation, clientMeta mcp.Meta,
-	entry log.ReadEntry, send readSend) *parkedCall {
-	r := &parkedRead{d: d, entry: entry, client: client}
+	entry log.ReadEntry, sent string, send readSend) *parkedCall {
+	r := &parkedRead{d: d, entry: entry, sent: sent, client: client}
 	pc := &parkedCall{p: d.p, read: r, meta: clientMeta, asks: make(chan *parkedAsk), done: make(chan struct{})}
 	meta := downMeta(clientMeta)
 	d.p.injectTrace(ctx, meta)
@@ -187,4 +190,27 @@ func (d *downstream) closeParkedRead(pc *parkedCall, why string) {
 	if _, _, _, err := d.readOutcome(context.WithoutCancel(pc.ctx), pc, &e); err != nil {
 		d.p.logger.Error("proxy: the outcome of a parked read nobody answers could not be recorded", "server", d.cfg.ID, "kind", e.Kind, "error", err)
 	}
+}
+
+// sameSent reports whether a retry recorded as e, with sent (readSent),
+// reads what r did. With redaction it is compared as sent: as recorded,
+// its URI, prompt and arguments are scrubbed of the server's recent
+// redacted values, which other calls change between two legs.
+func (r *parkedRead) sameSent(e log.ReadEntry, sent string) bool {
+	if r.sent != "" || sent != "" {
+		return r.sent == sent
+	}
+	return r.entry.URI == e.URI && r.entry.Prompt == e.Prompt && bytes.Equal(r.entry.Args, e.Args)
+}
+
+// readSent is, for a server with redaction, the hash of a read as sent:
+// a resource's URI, or a prompt's name and arguments (rawArgs, non-nil).
+func (d *downstream) readSent(what string, rawArgs json.RawMessage) string {
+	if len(d.cfg.Redact) == 0 {
+		return ""
+	}
+	if rawArgs == nil {
+		return hexSHA256([]byte(what))
+	}
+	return sentSum(what, rawArgs, nil)
 }

@@ -188,7 +188,7 @@ func (c *catalogue) recordTools(session int, raws []json.RawMessage) {
 		// or before: a tool removed and listed again with another
 		// definition has changed too.
 		if old, ok := known[name]; ok && old != sums[name] {
-			shown := d.secrets.scrub(name)
+			shown := d.secrets.scrubName(name)
 			changed = append(changed, ToolChange{Tool: shown, Old: old, New: sums[name], At: now})
 			d.p.logger.Warn("proxy: a tool's definition changed while the proxy runs", "server", d.cfg.ID, "tool", shown, "old_sha256", old, "new_sha256", sums[name])
 		}
@@ -197,7 +197,7 @@ func (c *catalogue) recordTools(session int, raws []json.RawMessage) {
 	// that it named a tool after (recentSecrets); sorted as shown.
 	e := &log.ToolsEntry{Time: now, Actor: proxyActor, Server: d.cfg.ID}
 	for name, sum := range sums {
-		e.Tools = append(e.Tools, log.ToolSum{Name: d.secrets.scrub(name), SHA256: sum})
+		e.Tools = append(e.Tools, log.ToolSum{Name: d.secrets.scrubName(name), SHA256: sum})
 	}
 	slices.SortFunc(e.Tools, func(a, b log.ToolSum) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.SHA256, b.SHA256))

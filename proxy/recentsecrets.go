@@ -34,6 +34,9 @@ func (r *recentSecrets) remember(secrets []string) {
 	defer r.mu.Unlock()
 	r.held.Store(true)
 	for _, s := range secrets {
+		if s == "" {
+			continue // in every text: each would be withheld (a URI's "?token=")
+		}
 		if len(r.list) < maxRecentSecrets {
 			r.list = append(r.list, s)
 			continue
@@ -101,4 +104,35 @@ func (r *recentSecrets) scrub(s string) string {
 		r.cores = base64Cores(r.list)
 	}
 	return scrubText(s, r.cores, r.list)
+}
+
+// scrubName is scrub for a name or an argument's member as a call's
+// entry records it (a tool's, a prompt's, a resource's URI): values
+// shorter than minSecretLen are not looked for, since each would have
+// every name holding it withheld whole ("get_v7" after a pin of 7), and
+// the entry would no longer say what was called.
+func (r *recentSecrets) scrubName(s string) string {
+	if !r.held.Load() {
+		return s
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	long := longSecrets(r.list)
+	if len(long) == 0 {
+		return s
+	}
+	if r.cores == nil {
+		r.cores = base64Cores(r.list) // of the long values alone
+	}
+	return scrubText(s, r.cores, long)
+}
+
+// longSecrets returns those of secrets of at least minSecretLen bytes
+// (secrets itself if all are).
+func longSecrets(secrets []string) []string {
+	short := func(s string) bool { return len(s) < minSecretLen }
+	if !slices.ContainsFunc(secrets, short) {
+		return secrets
+	}
+	return slices.DeleteFunc(slices.Clone(secrets), short)
 }

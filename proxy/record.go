@@ -36,12 +36,15 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 		server: d.cfg.ID, tool: in.tool, toolSum: d.cat.toolSum(front, cs), actor: actor, start: in.start,
 		client: in.client, protocol: in.protocol, retain: d.cfg.Retain == RetainFull, continues: in.continues,
 	}
+	// The _meta's values first: the arguments are recorded without them
+	// too (recordedArgs scrubs the server's recent values).
+	meta := d.metaSecrets(in.params.Meta)
 	args, secrets, err := d.recordedArgs(in.params.Arguments, in.argsCanon)
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the call to %s was not made: its arguments cannot be recorded: %v", front, err)
 	}
 	c.args = args
-	secrets = append(secrets, d.metaSecrets(in.params.Meta)...)
+	secrets = append(secrets, meta...)
 	if len(in.params.InputResponses) > 0 {
 		sum, more, err := d.inputResponsesSum(in.params.InputResponses)
 		if err != nil {
@@ -52,7 +55,15 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 	// The server's name for the tool, as the entry and log lines show
 	// it: a server may name a tool after a value a client sent it, which
 	// recordedArgs has just remembered if this call sent it.
-	c.tool = d.secrets.scrub(in.tool)
+	c.tool = d.secrets.scrubName(in.tool)
+	if f := in.first; f != nil {
+		// A later leg sends what the first did (takeRetry), and is
+		// recorded as it was, whatever the server's recent values are
+		// now: the audit holds a call's legs to one tool and arguments.
+		c.args, c.tool, c.sent = f.args, f.tool, f.sent
+	} else if len(d.cfg.Redact) > 0 {
+		c.sent = sentSum(in.tool, in.params.Arguments, in.argsCanon)
+	}
 	c.secrets = in.secrets // a later leg's: the legs' before
 	if c.continues == 0 && (len(in.params.InputResponses) > 0 || in.params.RequestState != "") {
 		c.continues, c.secrets = p.retries.take(c, in.params.RequestState) // a client's own retry
@@ -118,8 +129,11 @@ func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.Canoni
 	}
 	// A redacted value sent again under a member the list does not name
 	// (a password's confirmation, a note quoting an earlier call's) is
-	// cut out there too, as from a result.
-	b, _ = scrubJSON(b, d.secrets.with(secrets))
+	// cut out there too, as from a result; but not one shorter than
+	// minSecretLen, which would have every member holding it withheld
+	// ({"count": 17} after a pin of 7): the entry would not say what was
+	// sent.
+	b, _ = scrubJSON(b, longSecrets(d.secrets.with(secrets)))
 	return b, secrets, nil
 }
 

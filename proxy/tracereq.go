@@ -58,7 +58,7 @@ func (p *Proxy) traceOpOf(method string, req mcp.Request) (traceOp, bool) {
 		}
 		op = traceOp{target: r.Params.Name, meta: r.Params.Meta, protocol: r.ProtocolVersion()}
 		if d, _ := p.router.prompt(r.Params.Name); d != nil {
-			op.target = d.secrets.scrub(op.target) // as its prompt.get entry holds it
+			op.target = d.secrets.scrubName(op.target) // as its prompt.get entry holds it
 		}
 	default:
 		return op, false
@@ -80,7 +80,7 @@ func (p *Proxy) tracedURI(uri string) string {
 		return uri
 	}
 	uri, _ = redactURI(uri, d.cfg.Redact, d.cfg.RedactIgnoreCase)
-	return d.secrets.scrub(uri)
+	return d.secrets.scrubName(uri)
 }
 
 // answered ends the span of a request answered with res or err. The
