@@ -552,7 +552,13 @@ func sessionlessClient(meta mcp.Meta) (*mcp.Implementation, bool) {
 func (p *Proxy) serveGuarded(ctx context.Context, in *callIn) (res json.RawMessage, rerr *jsonrpc.Error) {
 	defer func() {
 		if v := recover(); v != nil {
-			p.logger.Error("proxy: panic while serving a call", "tool", in.params.Name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			// The tool's name and the panic's text may hold what a
+			// server or client sent, redacted values included.
+			tool, text := in.params.Name, fmt.Sprint(v)
+			if in.d != nil {
+				tool, text = in.d.secrets.scrubName(tool), in.d.logText(text, in.secrets)
+			}
+			p.logger.Error("proxy: panic while serving a call", "tool", tool, "panic", text, "stack", string(debug.Stack()))
 			res, rerr = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: internal error while handling tools/call"}
 		}
 	}()
