@@ -85,6 +85,7 @@ type lineWriter struct {
 	done    bool  // the queue's goroutine has returned: writes go to w at once
 	err     error // the first failed write's, which every later write returns
 	drops   dropGate
+	failed  sync.Once // the first failed write is logged
 }
 
 // maxPipeQueue is how many bytes a lineWriter holds queued before it drops
@@ -152,6 +153,11 @@ func (l *lineWriter) writeNow(b []byte) error {
 	l.writing = true
 	l.mu.Unlock()
 	_, err := l.w.Write(b)
+	if err != nil {
+		l.failed.Do(func() {
+			l.logger.Warn("proxy: writing to the stdio client failed; its answers are lost from here on, its calls still recorded", "error", err)
+		})
+	}
 	l.mu.Lock()
 	l.writing = false
 	if err != nil && l.err == nil {

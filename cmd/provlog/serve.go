@@ -42,6 +42,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
+	// A client that closes its end of stdout or stderr would have the
+	// next write there kill the process (Go's default for SIGPIPE on fd 1
+	// and 2), its calls under way left without an outcome; with SIGPIPE
+	// noted the write fails instead, and the calls are recorded as usual.
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
 	var pln net.Listener
 	if *pprofAddr != "" {
 		var err error
