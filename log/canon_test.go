@@ -331,7 +331,9 @@ func TestWalkObjectReuse(t *testing.T) {
 	stop := errors.New("stop")
 	big := manyKeys(maxPooledMembers * 2)
 	for _, before := range []func(){
-		func() { WalkObject([]byte(`{"q":{"b":[1,2],"a":{"d":1,"c":2,"c":3}}}`), func(string, []byte, []byte) error { return nil }) },
+		func() {
+			WalkObject([]byte(`{"q":{"b":[1,2],"a":{"d":1,"c":2,"c":3}}}`), func(string, []byte, []byte) error { return nil })
+		},
 		func() {
 			WalkObjectIn([]byte(`{"q":{"b":[1,2],"a":{"d":1,"c":2}}}`), func(string, []byte, []byte) error { return nil },
 				func(string) func(string, []byte, []byte) error {
@@ -339,7 +341,9 @@ func TestWalkObjectReuse(t *testing.T) {
 				})
 		},
 		func() { WalkObject(big, func(string, []byte, []byte) error { return nil }) },
-		func() { WalkObject([]byte(`{"a":"`+strings.Repeat("x", maxPooledBytes)+`"}`), func(string, []byte, []byte) error { return nil }) },
+		func() {
+			WalkObject([]byte(`{"a":"`+strings.Repeat("x", maxPooledBytes)+`"}`), func(string, []byte, []byte) error { return nil })
+		},
 	} {
 		for range 3 {
 			before()
