@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -210,9 +211,42 @@ func WalkObject(data []byte, fn func(key string, raw, canon []byte) error) error
 // not read again (a JSON-RPC message's params, say, whose arguments' own
 // canonical form is wanted too). in may be nil.
 func WalkObjectIn(data []byte, fn func(key string, raw, canon []byte) error, in func(key string) func(key string, raw, canon []byte) error) error {
-	// A member's canonical form is about as long as its input: room for
-	// the longest saves growing the buffer member by member.
-	return walkObject(&jcsParser{in: data, out: make([]byte, 0, len(data))}, fn, in)
+	// The parser's buffers are reused from walk to walk: nothing of them
+	// outlives a walk (canonical forms are good only until fn returns,
+	// keys are copied, errors carry none of them).
+	p := walkParsers.Get().(*jcsParser)
+	p.in = data
+	if cap(p.out) < len(data) {
+		// A member's canonical form is about as long as its input: room
+		// for the longest saves growing the buffer member by member.
+		p.out = make([]byte, 0, len(data))
+	}
+	err := walkObject(p, fn, in)
+	putWalkParser(p)
+	return err
+}
+
+// walkParsers holds parsers for WalkObjectIn, their buffers emptied.
+var walkParsers = sync.Pool{New: func() any { return new(jcsParser) }}
+
+// maxPooledBytes and maxPooledMembers bound the buffers a parser keeps
+// in walkParsers: one that grew beyond, for a big object, is left to the
+// collector.
+const (
+	maxPooledBytes   = 64 << 10
+	maxPooledMembers = 1024
+)
+
+// putWalkParser empties p and puts it back in walkParsers, unless a
+// buffer of it is over maxPooledBytes (or maxPooledMembers).
+func putWalkParser(p *jcsParser) {
+	if cap(p.out) > maxPooledBytes || cap(p.scratch) > maxPooledBytes || cap(p.str) > maxPooledBytes || cap(p.members) > maxPooledMembers {
+		return
+	}
+	members := p.members[:cap(p.members)]
+	clear(members) // the keys of the last walk
+	*p = jcsParser{out: p.out[:0], members: members[:0], scratch: p.scratch[:0], str: p.str[:0]}
+	walkParsers.Put(p)
 }
 
 // walkObject is WalkObjectIn on a parser of its own, whose probes tests

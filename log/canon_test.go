@@ -318,3 +318,38 @@ func FuzzWalkObject(f *testing.F) {
 		}
 	})
 }
+
+// TestWalkObjectReuse: walks reuse their parsers' buffers (walkParsers);
+// a walk after one that failed half way, after one stopped by fn, and
+// after one too big for its buffers to be kept, is as a first walk.
+func TestWalkObjectReuse(t *testing.T) {
+	small := []byte(`{"z":{"y":1,"x":[2,{"b":1,"a":0}]},"a":"\u00e9"}`)
+	want, err := walkCanonical(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("stop")
+	big := manyKeys(maxPooledMembers * 2)
+	for _, before := range []func(){
+		func() {
+			WalkObject([]byte(`{"q":{"b":[1,2],"a":{"d":1,"c":2,"c":3}}}`), func(string, []byte, []byte) error { return nil })
+		},
+		func() {
+			WalkObjectIn([]byte(`{"q":{"b":[1,2],"a":{"d":1,"c":2}}}`), func(string, []byte, []byte) error { return nil },
+				func(string) func(string, []byte, []byte) error {
+					return func(string, []byte, []byte) error { return stop }
+				})
+		},
+		func() { WalkObject(big, func(string, []byte, []byte) error { return nil }) },
+		func() {
+			WalkObject([]byte(`{"a":"`+strings.Repeat("x", maxPooledBytes)+`"}`), func(string, []byte, []byte) error { return nil })
+		},
+	} {
+		for range 3 {
+			before()
+			if got, err := walkCanonical(small); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("walked %s (%v), want %s", got, err, want)
+			}
+		}
+	}
+}

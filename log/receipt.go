@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -51,7 +52,10 @@ func (r *Receipt) String() string {
 	b = append(b, "index "...)
 	b = strconv.AppendUint(b, r.Index, 10)
 	b = append(b, '\n')
-	return string(AppendProofLines(b, r.Proof, r.Checkpoint))
+	b = AppendProofLines(b, r.Proof, r.Checkpoint)
+	// Nothing writes to b after: the string is its bytes, not a copy of
+	// them (as strings.Builder makes its string).
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // AppendProofLines appends to b what [ParseProofLines] reads, proof one

@@ -275,7 +275,12 @@ func (fr *fastRequest) fastParam(k string, raw, canon []byte) error {
 	case "arguments":
 		fr.args = raw
 		if raw[0] == '{' {
-			fr.argsCanon = bytes.Clone(canon)
+			// canon is the walk's, good only now: arguments sent
+			// canonical (often) are their own canonical form.
+			fr.argsCanon = raw[:len(raw):len(raw)]
+			if !bytes.Equal(raw, canon) {
+				fr.argsCanon = bytes.Clone(canon)
+			}
 		}
 	case "_meta":
 		fr.meta = raw

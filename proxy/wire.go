@@ -131,7 +131,10 @@ func parseWire(data []byte) (*wireMessage, error) {
 			m.Params = bytes.Clone(raw)
 		case "result":
 			m.Result = bytes.Clone(raw)
-			m.resultCanon = bytes.Clone(canon)
+			m.resultCanon = m.Result[:len(raw):len(raw)] // a result sent canonical is its own canonical form
+			if !bytes.Equal(raw, canon) {
+				m.resultCanon = bytes.Clone(canon)
+			}
 			m.isError = canonTopTrue(canon, `"isError":`)
 		case "error":
 			if string(canon) != "null" {
