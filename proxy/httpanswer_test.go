@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -133,15 +134,36 @@ func callOddDownstream(t *testing.T, answer http.HandlerFunc) (*mcp.CallToolResu
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		if bytes.Contains(body, []byte(`"tools/call"`)) {
 			answer(w, r)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		sdk.ServeHTTP(w, r)
 	}))
 	t.Cleanup(down.Close)
 	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "m", URL: down.URL}}, nil)
 	cs := connectMemory(t, p, nil)
 	return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
+}
+
+// TestHTTPDownstreamUnreadableAnswer: a server whose event stream of a
+// call carries its answer in an event the proxy cannot read (a result
+// nested 100,000 deep, past encoding/json's bound) and then ends gets the
+// call failed saying so. The event was skipped as if it were no message,
+// and the call failed, and was recorded, as cut off by a server that
+// "closed the connection during the call (it crashed or exited…)", whose
+// session was then closed and reconnected: neither had happened.
+func TestHTTPDownstreamUnreadableAnswer(t *testing.T) {
+	_, err := callOddDownstream(t, func(w http.ResponseWriter, r *http.Request) {
+		var m struct{ ID json.RawMessage }
+		json.NewDecoder(r.Body).Decode(&m)
+		w.Header().Set("Content-Type", "text/event-stream")
+		deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
+		w.Write([]byte(`data: {"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[],"structuredContent":{"d":` + deep + `}}}` + "\n\n"))
+	})
+	if err == nil || strings.Contains(err.Error(), "closed the connection") ||
+		!strings.Contains(err.Error(), "an event of the stream is not a JSON-RPC message the proxy can read") || !strings.Contains(err.Error(), "exceeded max depth") {
+		t.Errorf("a call answered in an event the proxy cannot read: %v", err)
+	}
 }
