@@ -127,6 +127,12 @@ func TestHTTPDownstreamAnswersAnotherRequest(t *testing.T) {
 // else is go-sdk's), and returns the call's result and error.
 func callOddDownstream(t *testing.T, answer http.HandlerFunc) (*mcp.CallToolResult, error) {
 	t.Helper()
+	return callOddDownstreamOn(t, newTestLog(t), answer)
+}
+
+// callOddDownstreamOn is callOddDownstream with a proxy on log l.
+func callOddDownstreamOn(t *testing.T, l *testLog, answer http.HandlerFunc) (*mcp.CallToolResult, error) {
+	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "odd", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
@@ -142,7 +148,7 @@ func callOddDownstream(t *testing.T, answer http.HandlerFunc) (*mcp.CallToolResu
 		sdk.ServeHTTP(w, r)
 	}))
 	t.Cleanup(down.Close)
-	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "m", URL: down.URL}}, nil)
+	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL}}, nil)
 	cs := connectMemory(t, p, nil)
 	return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
 }
@@ -156,14 +162,21 @@ func callOddDownstream(t *testing.T, answer http.HandlerFunc) (*mcp.CallToolResu
 // session was then closed and reconnected: neither had happened.
 func TestHTTPDownstreamUnreadableAnswer(t *testing.T) {
 	_, err := callOddDownstream(t, func(w http.ResponseWriter, r *http.Request) {
-		var m struct{ ID json.RawMessage }
-		json.NewDecoder(r.Body).Decode(&m)
 		w.Header().Set("Content-Type", "text/event-stream")
 		deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
-		w.Write([]byte(`data: {"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[],"structuredContent":{"d":` + deep + `}}}` + "\n\n"))
+		w.Write([]byte(`data: {"jsonrpc":"2.0","id":` + callRequestID(t, r) + `,"result":{"content":[],"structuredContent":{"d":` + deep + `}}}` + "\n\n"))
 	})
 	if err == nil || strings.Contains(err.Error(), "closed the connection") ||
 		!strings.Contains(err.Error(), "an event of the stream is not a JSON-RPC message the proxy can read") || !strings.Contains(err.Error(), "exceeded max depth") {
 		t.Errorf("a call answered in an event the proxy cannot read: %v", err)
 	}
+}
+
+// callRequestID returns the JSON-RPC id of the request r carries.
+func callRequestID(t *testing.T, r *http.Request) string {
+	var m struct{ ID json.RawMessage }
+	if err := json.NewDecoder(r.Body).Decode(&m); err != nil || len(m.ID) == 0 {
+		t.Errorf("a request without an id: %v", err)
+	}
+	return string(m.ID)
 }
