@@ -155,20 +155,25 @@ func callOddDownstreamOn(t *testing.T, l *testLog, answer http.HandlerFunc) (*mc
 
 // TestHTTPDownstreamUnreadableAnswer: a server whose event stream of a
 // call carries its answer in an event the proxy cannot read (a result
-// nested 100,000 deep, past encoding/json's bound) and then ends gets the
-// call failed saying so. The event was skipped as if it were no message,
-// and the call failed, and was recorded, as cut off by a server that
-// "closed the connection during the call (it crashed or exited…)", whose
-// session was then closed and reconnected: neither had happened.
+// nested 100,000 deep, past encoding/json's bound; a batch) and then ends
+// gets the call failed saying so. The event was skipped as if it were no
+// message, and the call failed, and was recorded, as cut off by a server
+// that "closed the connection during the call (it crashed or exited…)",
+// whose session was then closed and reconnected: neither had happened.
 func TestHTTPDownstreamUnreadableAnswer(t *testing.T) {
-	_, err := callOddDownstream(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
-		w.Write([]byte(`data: {"jsonrpc":"2.0","id":` + callRequestID(t, r) + `,"result":{"content":[],"structuredContent":{"d":` + deep + `}}}` + "\n\n"))
-	})
-	if err == nil || strings.Contains(err.Error(), "closed the connection") ||
-		!strings.Contains(err.Error(), "an event of the stream is not a JSON-RPC message the proxy can read") || !strings.Contains(err.Error(), "exceeded max depth") {
-		t.Errorf("a call answered in an event the proxy cannot read: %v", err)
+	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
+	for _, tc := range []struct{ name, head, tail, want string }{
+		{"deep", `{"jsonrpc":"2.0","id":`, `,"result":{"content":[],"structuredContent":{"d":` + deep + `}}}`, "exceeded max depth"},
+		{"batch", `[{"jsonrpc":"2.0","id":`, `,"result":{"content":[]}}]`, "cannot unmarshal array"},
+	} {
+		_, err := callOddDownstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte("data: " + tc.head + callRequestID(t, r) + tc.tail + "\n\n"))
+		})
+		if err == nil || strings.Contains(err.Error(), "closed the connection") ||
+			!strings.Contains(err.Error(), "an event of the stream is not a JSON-RPC message the proxy can read") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: a call answered in an event the proxy cannot read: %v", tc.name, err)
+		}
 	}
 }
 

@@ -285,7 +285,7 @@ const maxResumes = 3
 // (callStream.pause).
 func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs *mcp.ClientSession, resp *http.Response, reqID string, ic *inflightCall) (_ *wireMessage, err error) {
 	var stray []byte // the id of an answer to another request the stream carried
-	var unread error // why the first event that held a JSON object was no message (nesting past encoding/json's bound, say)
+	var unread error // why the first event that held a JSON object or array was no message (nesting past encoding/json's bound, a batch)
 	defer func() {
 		if err != nil && stray != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w (the stream carried an answer to request %s, not to this call's %s)", err, truncate(string(stray), 64), reqID)
@@ -317,8 +317,8 @@ func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs
 			msg, err := parseWire(data)
 			if err != nil {
 				// Not a message (a priming event, say): skip it, as the
-				// SDK does; but an object may have been the answer.
-				if d := bytes.TrimSpace(data); unread == nil && d[0] == '{' {
+				// SDK does; but an object (or a batch) may have been the answer.
+				if d := bytes.TrimSpace(data); unread == nil && (d[0] == '{' || d[0] == '[') {
 					unread = err
 				}
 				return true
