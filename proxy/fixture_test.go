@@ -24,6 +24,10 @@ func TestMain(m *testing.M) {
 		runFixtureServer()
 		return
 	}
+	if os.Getenv(rawServerEnv) != "" {
+		runRawServer() // downprobe_test.go
+		return
+	}
 	os.Exit(m.Run())
 }
 

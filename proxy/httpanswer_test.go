@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -126,6 +127,12 @@ func TestHTTPDownstreamAnswersAnotherRequest(t *testing.T) {
 // else is go-sdk's), and returns the call's result and error.
 func callOddDownstream(t *testing.T, answer http.HandlerFunc) (*mcp.CallToolResult, error) {
 	t.Helper()
+	return callOddDownstreamOn(t, newTestLog(t), answer)
+}
+
+// callOddDownstreamOn is callOddDownstream with a proxy on log l.
+func callOddDownstreamOn(t *testing.T, l *testLog, answer http.HandlerFunc) (*mcp.CallToolResult, error) {
+	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "odd", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
@@ -133,15 +140,48 @@ func callOddDownstream(t *testing.T, answer http.HandlerFunc) (*mcp.CallToolResu
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		if bytes.Contains(body, []byte(`"tools/call"`)) {
 			answer(w, r)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		sdk.ServeHTTP(w, r)
 	}))
 	t.Cleanup(down.Close)
-	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "m", URL: down.URL}}, nil)
+	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL}}, nil)
 	cs := connectMemory(t, p, nil)
 	return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
+}
+
+// TestHTTPDownstreamUnreadableAnswer: a server whose event stream of a
+// call carries its answer in an event the proxy cannot read (a result
+// nested 100,000 deep, past encoding/json's bound; a batch) and then ends
+// gets the call failed saying so. The event was skipped as if it were no
+// message, and the call failed, and was recorded, as cut off by a server
+// that "closed the connection during the call (it crashed or exited…)",
+// whose session was then closed and reconnected: neither had happened.
+func TestHTTPDownstreamUnreadableAnswer(t *testing.T) {
+	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
+	for _, tc := range []struct{ name, head, tail, want string }{
+		{"deep", `{"jsonrpc":"2.0","id":`, `,"result":{"content":[],"structuredContent":{"d":` + deep + `}}}`, "exceeded max depth"},
+		{"batch", `[{"jsonrpc":"2.0","id":`, `,"result":{"content":[]}}]`, "cannot unmarshal array"},
+	} {
+		_, err := callOddDownstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte("data: " + tc.head + callRequestID(t, r) + tc.tail + "\n\n"))
+		})
+		if err == nil || strings.Contains(err.Error(), "closed the connection") ||
+			!strings.Contains(err.Error(), "an event of the stream is not a JSON-RPC message the proxy can read") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: a call answered in an event the proxy cannot read: %v", tc.name, err)
+		}
+	}
+}
+
+// callRequestID returns the JSON-RPC id of the request r carries.
+func callRequestID(t *testing.T, r *http.Request) string {
+	var m struct{ ID json.RawMessage }
+	if err := json.NewDecoder(r.Body).Decode(&m); err != nil || len(m.ID) == 0 {
+		t.Errorf("a request without an id: %v", err)
+	}
+	return string(m.ID)
 }

@@ -285,9 +285,13 @@ const maxResumes = 3
 // (callStream.pause).
 func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs *mcp.ClientSession, resp *http.Response, reqID string, ic *inflightCall) (_ *wireMessage, err error) {
 	var stray []byte // the id of an answer to another request the stream carried
+	var unread error // why the first event that held a JSON object or array was no message (nesting past encoding/json's bound, a batch)
 	defer func() {
 		if err != nil && stray != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w (the stream carried an answer to request %s, not to this call's %s)", err, truncate(string(stray), 64), reqID)
+		}
+		if err != nil && unread != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%w (an event of the stream is not a JSON-RPC message the proxy can read: %v)", err, unread)
 		}
 	}()
 	var sp sseParser
@@ -312,7 +316,12 @@ func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs
 			}
 			msg, err := parseWire(data)
 			if err != nil {
-				return true // not a message (a priming event, say): skip it, as the SDK does
+				// Not a message (a priming event, say): skip it, as the
+				// SDK does; but an object (or a batch) may have been the answer.
+				if d := bytes.TrimSpace(data); unread == nil && (d[0] == '{' || d[0] == '[') {
+					unread = err
+				}
+				return true
 			}
 			if msg.Method == "" {
 				if string(msg.ID) == reqID {
@@ -348,6 +357,11 @@ func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs
 			return nil, fmt.Errorf("the call's event stream: %w", err)
 		case len(sp.lastID) == 0 && polled:
 			return nil, errors.New("the server closed the call's event stream without an event id to resume it from, so its answer cannot be had")
+		case len(sp.lastID) == 0 && err == nil && unread != nil:
+			// The server ended the stream, alive, having sent what may
+			// have been its answer: the call failed, the connection did
+			// not (unread is told by the defer).
+			return nil, errors.New("the event stream ended without an answer")
 		case len(sp.lastID) == 0:
 			if err == nil {
 				err = io.ErrUnexpectedEOF

@@ -601,9 +601,7 @@ func (p *Proxy) answerTimeout() time.Duration {
 // their front URIs. valid says raw is known to be one JSON value (its
 // reader canonicalized it), which is then not checked again.
 func (d *downstream) frontResult(raw json.RawMessage, valid bool, receipt string) (json.RawMessage, error) {
-	up := d.cfg.uriPrefix()
-	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == '{' && (valid || json.Valid(t)) &&
-		!bytes.Contains(t, []byte(`"_meta"`)) && !bytes.Contains(t, []byte(`\u`)) && (up == "" || !bytes.Contains(t, []byte(`"uri"`))) {
+	if t := bytes.TrimLeft(raw, " \t\r\n"); d.spliced(t) && (valid || json.Valid(t)) {
 		// Nothing to merge or rewrite (the usual case): splice the _meta
 		// member in at the front of the object as it is.
 		out := make([]byte, 0, len(t)+len(receipt)+len(receipt)/32+48) // room for the receipt's escaped newlines
@@ -622,7 +620,7 @@ func (d *downstream) frontResult(raw json.RawMessage, valid bool, receipt string
 	if err := withReceipt(m, receipt); err != nil {
 		return nil, err
 	}
-	if up != "" && bytes.Contains(m["content"], []byte(`"uri"`)) {
+	if up := d.cfg.uriPrefix(); up != "" && bytes.Contains(m["content"], []byte(`"uri"`)) {
 		content, err := frontContent(up, m["content"])
 		if err != nil {
 			return nil, fmt.Errorf("the result's content is not an array of objects")
@@ -630,6 +628,27 @@ func (d *downstream) frontResult(raw json.RawMessage, valid bool, receipt string
 		m["content"] = content
 	}
 	return json.Marshal(m)
+}
+
+// spliced reports whether frontResult gives t, a result as received, its
+// receipt by splicing it in (t must be valid JSON too): an object with
+// nothing to merge or rewrite.
+func (d *downstream) spliced(t []byte) bool {
+	up := d.cfg.uriPrefix()
+	return len(t) > 0 && t[0] == '{' && !bytes.Contains(t, []byte(`"_meta"`)) && !bytes.Contains(t, []byte(`\u`)) &&
+		(up == "" || !bytes.Contains(t, []byte(`"uri"`)))
+}
+
+// frontable returns the error frontResult would give raw, a call's result
+// as received (valid JSON: it came in a message that was read), before
+// its outcome is recorded: a result the client cannot be given is a
+// failed call. The usual result, which frontResult splices, costs a scan.
+func (d *downstream) frontable(raw json.RawMessage, valid bool) error {
+	if d.spliced(bytes.TrimLeft(raw, " \t\r\n")) {
+		return nil
+	}
+	_, err := d.frontResult(raw, valid, "")
+	return err
 }
 
 // growStack grows the calling goroutine's stack, while it is still shallow,

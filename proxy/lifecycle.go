@@ -338,6 +338,13 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 	c.result, c.resultCanon, c.remarshal = o.result, o.resultCanon, o.remarshal
 	switch {
 	case o.err == nil && o.wireErr == nil:
+		if err := d.frontable(o.result, o.resultCanon != nil); err != nil {
+			// A result the client cannot be given (null, an array, a
+			// _meta that is no object) fails the call, and is recorded
+			// so: its call.result said it succeeded.
+			c.isError, c.errText = true, d.logText(fmt.Sprintf("server %q: %v", d.cfg.ID, err), c.secrets)
+			return errLocal{c.errText}
+		}
 		c.isError = o.isError
 		return nil
 	case ctx.Err() == nil && cctx.Err() != nil && d.gate.cut():

@@ -1,0 +1,71 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestResultNotPassedOnRecordedAsFailed: a server that answers a call
+// with a result the client cannot be given (null, an array, none at all,
+// an object whose _meta is not an object) gets the call failed, and its
+// call.result says so (is_error, the error the client got), over stdio
+// and HTTP. The call.result said the call succeeded (is_error false, with
+// a receipt the client never got) while the client was told it failed.
+func TestResultNotPassedOnRecordedAsFailed(t *testing.T) {
+	check := func(t *testing.T, l *testLog, before uint64, err error, want string) {
+		t.Helper()
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) || !strings.Contains(we.Message, want) {
+			t.Fatalf("the client got %v, want an error saying %q", err, want)
+		}
+		e, _ := l.callAt(t, before)
+		if e.Fields["is_error"] != true || !strings.Contains(e.Fields["error"].(string), want) {
+			t.Errorf("the call.result of a call whose client got %q: %v", we.Message, e.Fields)
+		}
+		if !strings.Contains(string(we.Data), ReceiptKey) {
+			t.Errorf("the client's error carries no receipt: %s", we.Data)
+		}
+	}
+	t.Run("stdio", func(t *testing.T) {
+		l := newTestLog(t)
+		p := startProxy(t, l, []ServerConfig{rawServerConfig(t, "raw")}, nil)
+		cs := connectMemory(t, p, nil)
+		before := l.size(t)
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "raw__null", Arguments: map[string]any{}})
+		check(t, l, before, err, "the tools/call result is not a JSON object")
+		if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "raw__ok", Arguments: map[string]any{}}); err != nil || res.IsError {
+			t.Errorf("a call after them: %v", err)
+		}
+	})
+	for name, tc := range map[string]struct{ member, want string }{
+		"HTTP null":         {`"result":null`, "the tools/call result is not a JSON object"},
+		"HTTP array":        {`"result":[1,2]`, "the tools/call result is not a JSON object"},
+		"HTTP no result":    {``, "the tools/call result is not a JSON object"},
+		"HTTP _meta array":  {`"result":{"_meta":[1],"content":[]}`, "the result's _meta is not an object"},
+		"HTTP content link": {`"result":{"content":{"type":"resource_link","uri":"x"}}`, "the result's content is not an array of objects"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newTestLog(t)
+			before := l.size(t)
+			_, err := callOddDownstreamOn(t, l, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.Write([]byte(`data: {"jsonrpc":"2.0","id":` + callRequestID(t, r) + sep(tc.member) + tc.member + "}\n\n"))
+			})
+			// The log's first entries are its genesis and the tools entry.
+			check(t, l, before+1, err, tc.want)
+		})
+	}
+}
+
+func sep(member string) string {
+	if member == "" {
+		return ""
+	}
+	return ","
+}
