@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -87,9 +88,12 @@ func (s shares) put(actor string) {
 // go on: one that would open a session (a POST without a session id) is
 // refused with 503 when the front holds Options.MaxSessions sessions or its
 // actor its share of them; otherwise it holds a place among its actor's
-// sessions until release is called, when r has been served (the session it
-// opened, if any, is counted by countSession meanwhile), so that
-// initializes made at once cannot pass the share together.
+// sessions until release is called, when r has been served, so that
+// initializes made at once cannot pass the share together. The session r
+// opens, if any, takes that place over (countSession): the handler may
+// return after its client has the answer and has asked for the next
+// session, and a session counted beside its request's place was counted
+// twice meanwhile (an actor one short of its share was refused).
 func (p *Proxy) admitSession(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
 		return func() {}, true
@@ -104,8 +108,10 @@ func (p *Proxy) admitSession(w http.ResponseWriter, r *http.Request) (release fu
 	if id := identityOf(r.Context()); id != nil {
 		actor = id.Actor
 	}
+	place := placeOf(auth.TokenInfoFromContext(r.Context()))
 	p.sessionsMu.Lock()
 	ok = p.sessionShares.take(actor, p.opts.SessionsPerActor)
+	place.held = ok
 	p.sessionsMu.Unlock()
 	if !ok {
 		writeHTTPError(w, http.StatusServiceUnavailable, rpcError(jsonrpc.CodeInternalError,
@@ -113,7 +119,14 @@ func (p *Proxy) admitSession(w http.ResponseWriter, r *http.Request) (release fu
 			truncate(actor, 64), p.opts.SessionsPerActor, p.opts.MaxSessions, p.opts.SessionIdle))
 		return nil, false
 	}
-	return func() { p.putSession(actor) }, true
+	return func() {
+		p.sessionsMu.Lock()
+		if place.held { // no session took it
+			place.held = false
+			p.sessionShares.put(actor)
+		}
+		p.sessionsMu.Unlock()
+	}, true
 }
 
 func (p *Proxy) putSession(actor string) {
@@ -122,15 +135,44 @@ func (p *Proxy) putSession(actor string) {
 	p.sessionsMu.Unlock()
 }
 
+// A sessionPlace is the place admitSession holds among its actor's
+// sessions for one request, which a session the request opens takes
+// over. It rides the request's auth.TokenInfo (placeExtra), which
+// HTTPHandler's verify makes anew for each request and the SDK hands to
+// the initialize handler. Its field is guarded by Proxy.sessionsMu.
+type sessionPlace struct {
+	held bool // counted in sessionShares for the request, not yet released or taken over
+}
+
+// placeExtra is the key of a request's sessionPlace in its
+// auth.TokenInfo's Extra.
+const placeExtra = "dev.provlog/session-place"
+
+// placeOf returns the sessionPlace info carries, or a new one that no
+// session can take over (a request without one).
+func placeOf(info *auth.TokenInfo) *sessionPlace {
+	if info != nil {
+		if pl, ok := info.Extra[placeExtra].(*sessionPlace); ok {
+			return pl
+		}
+	}
+	return new(sessionPlace)
+}
+
 // countSession counts ss, a stateful HTTP session an initialize request of
 // actor opened, among actor's sessions until it ends (once, however many
-// initialize requests it gets).
-func (p *Proxy) countSession(ss *mcp.ServerSession, actor string) {
+// initialize requests it gets), in the place its request held (info's).
+func (p *Proxy) countSession(ss *mcp.ServerSession, actor string, info *auth.TokenInfo) {
 	if _, counted := p.sessionActors.LoadOrStore(ss, actor); counted {
 		return
 	}
+	place := placeOf(info)
 	p.sessionsMu.Lock()
-	p.sessionShares.take(actor, math.MaxInt) // admitSession held its place
+	if place.held {
+		place.held = false // the session's now, put back when it ends
+	} else {
+		p.sessionShares.take(actor, math.MaxInt) // admitted: counted whatever the share
+	}
 	p.sessionsMu.Unlock()
 	go func() {
 		ss.Wait()

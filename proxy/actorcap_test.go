@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -218,4 +219,38 @@ func postListen(ctx context.Context, url, body string, header map[string]string)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestSessionOpenedAfterAnother: an actor one session short of its share
+// opens another at once after the last, as a client opening its sessions
+// one after the other does. The request that opened the last held a place
+// among the actor's sessions until its handler returned, which may be
+// after the client has its answer, and the session counted too: for that
+// moment one session was counted twice, and the next initialize was
+// refused (TestSessionCapAndIdle failed so, 1 run in 12 on a busy
+// machine). Each round opens two sessions with a share of two, one after
+// the other, then closes them.
+func TestSessionOpenedAfterAnother(t *testing.T) {
+	p := startProxy(t, newTestLog(t), nil, func(o *Options) {
+		o.MaxSessions = 64
+		o.SessionsPerActor = 2
+	})
+	front := serveHTTP(t, p)
+	held := func() int {
+		p.sessionsMu.Lock()
+		defer p.sessionsMu.Unlock()
+		return p.sessionShares[testActor]
+	}
+	for round := range 40 {
+		a := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
+		b := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
+		a.Close()
+		b.Close()
+		// The sessions end on their own goroutines; a liveness bound.
+		for deadline := time.Now().Add(10 * time.Second); held() != 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the actor still holds %d sessions after closing both", round, held())
+			}
+		}
+	}
 }

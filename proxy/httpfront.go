@@ -123,7 +123,7 @@ func (p *Proxy) noteActor(method string, req mcp.Request) {
 	case ss.ID() != "" && method != "initialize":
 		return // a stateful session's actor is its initialize request's
 	case ss.ID() != "":
-		p.countSession(ss, ex.TokenInfo.UserID)
+		p.countSession(ss, ex.TokenInfo.UserID, ex.TokenInfo)
 	}
 	if _, noted := p.initActors.LoadOrStore(ss, ex.TokenInfo.UserID); !noted {
 		go func() {

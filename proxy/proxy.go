@@ -410,7 +410,7 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 		if id == nil {
 			return nil, fmt.Errorf("%w: not authenticated", auth.ErrInvalidToken)
 		}
-		return &auth.TokenInfo{UserID: id.Actor, Scopes: id.Scopes, Extra: map[string]any{identityExtra: id}}, nil
+		return &auth.TokenInfo{UserID: id.Actor, Scopes: id.Scopes, Extra: map[string]any{identityExtra: id, placeExtra: new(sessionPlace)}}, nil
 	}
 	sdk := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
