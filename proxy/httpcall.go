@@ -284,14 +284,13 @@ const maxResumes = 3
 // own stream of the call, if it can be resumed, is closed the same way
 // (callStream.pause).
 func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs *mcp.ClientSession, resp *http.Response, reqID string, ic *inflightCall) (_ *wireMessage, err error) {
-	var stray []byte // the id of an answer to another request the stream carried
-	var unread error // why the first event that held a JSON object or array was no message (nesting past encoding/json's bound, a batch)
+	ev := &callEvents{d: d, ctx: ctx, cs: cs, ic: ic, reqID: reqID}
 	defer func() {
-		if err != nil && stray != nil && ctx.Err() == nil {
-			err = fmt.Errorf("%w (the stream carried an answer to request %s, not to this call's %s)", err, truncate(string(stray), 64), reqID)
+		if err != nil && ev.stray != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%w (the stream carried an answer to request %s, not to this call's %s)", err, truncate(string(ev.stray), 64), reqID)
 		}
-		if err != nil && unread != nil && ctx.Err() == nil {
-			err = fmt.Errorf("%w (an event of the stream is not a JSON-RPC message the proxy can read: %v)", err, unread)
+		if err != nil && ev.unread != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%w (an event of the stream is not a JSON-RPC message the proxy can read: %v)", err, ev.unread)
 		}
 	}()
 	var sp sseParser
@@ -307,34 +306,11 @@ func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs
 	}()
 	retry, tries := time.Second, 0
 	for {
-		var answer *wireMessage
+		ev.answer = nil
 		before := string(sp.lastID)
 		sp.hasRetry = false
-		err := sp.read(resp.Body, func(data []byte) bool {
-			if len(bytes.TrimSpace(data)) == 0 {
-				return true // a priming event (an id, no data), which every call of npm's servers opens with
-			}
-			msg, err := parseWire(data)
-			if err != nil {
-				// Not a message (a priming event, say): skip it, as the
-				// SDK does; but an object (or a batch) may have been the answer.
-				if d := bytes.TrimSpace(data); unread == nil && (d[0] == '{' || d[0] == '[') {
-					unread = err
-				}
-				return true
-			}
-			if msg.Method == "" {
-				if string(msg.ID) == reqID {
-					answer = msg
-					return false
-				}
-				stray = append(stray[:0], msg.ID...)
-				return true
-			}
-			d.onStream(ctx, cs, ic, msg)
-			return true
-		})
-		if answer != nil {
+		err := sp.read(resp.Body, ev.event)
+		if answer := ev.answer; answer != nil {
 			// The server ends the stream after its answer; read that end,
 			// so the connection goes back to the pool rather than being
 			// closed (a body closed early cannot be reused). A server
@@ -357,7 +333,7 @@ func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs
 			return nil, fmt.Errorf("the call's event stream: %w", err)
 		case len(sp.lastID) == 0 && polled:
 			return nil, errors.New("the server closed the call's event stream without an event id to resume it from, so its answer cannot be had")
-		case len(sp.lastID) == 0 && err == nil && unread != nil:
+		case len(sp.lastID) == 0 && err == nil && ev.unread != nil:
 			// The server ended the stream, alive, having sent what may
 			// have been its answer: the call failed, the connection did
 			// not (unread is told by the defer).
@@ -386,6 +362,47 @@ func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs
 			return nil, fmt.Errorf("resuming the call's event stream after event %q: %w", sp.lastID, err)
 		}
 	}
+}
+
+// callEvents takes the events of a call's stream for readCall: the answer
+// to reqID, the server's requests and notifications on the way
+// (onStream), and what else the stream held, for the error if no answer
+// comes.
+type callEvents struct {
+	d      *downstream
+	ctx    context.Context
+	cs     *mcp.ClientSession
+	ic     *inflightCall
+	reqID  string
+	answer *wireMessage
+	stray  []byte // the id of an answer to another request the stream carried
+	unread error  // why the first event that held a JSON object or array was no message (nesting past encoding/json's bound, a batch)
+}
+
+// event takes one event's data, reporting whether to read on.
+func (e *callEvents) event(data []byte) bool {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return true // a priming event (an id, no data), which every call of npm's servers opens with
+	}
+	msg, err := parseWire(data)
+	if err != nil {
+		// Not a message (a priming event, say): skip it, as the SDK
+		// does; but an object (or a batch) may have been the answer.
+		if d := bytes.TrimSpace(data); e.unread == nil && (d[0] == '{' || d[0] == '[') {
+			e.unread = err
+		}
+		return true
+	}
+	if msg.Method == "" {
+		if string(msg.ID) == e.reqID {
+			e.answer = msg
+			return false
+		}
+		e.stray = append(e.stray[:0], msg.ID...)
+		return true
+	}
+	e.d.onStream(e.ctx, e.cs, e.ic, msg)
+	return true
 }
 
 // eventDataBufs are readCall's buffers of an event's data.
