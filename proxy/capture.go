@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os/exec"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -206,6 +207,9 @@ type captureTransport struct {
 	// straight to its caller, so a server's progress written before its
 	// result often came after it, and was dropped as late.
 	notify func(*jsonrpc.Request) bool
+	// cmd is a stdio server's process, whose exit ends the connection
+	// (exitWatch).
+	cmd *exec.Cmd
 }
 
 func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -215,6 +219,9 @@ func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	}
 	cc := &captureConn{Connection: c, notify: t.notify}
 	cc.pending.listenHooks = t.listens
+	if canWatchExit && t.cmd != nil && t.cmd.Process != nil {
+		cc.exit = watchExit(t.cmd.Process.Pid)
+	}
 	return cc, nil
 }
 
@@ -222,6 +229,7 @@ type captureConn struct {
 	mcp.Connection
 	pending pendingCalls
 	notify  func(*jsonrpc.Request) bool
+	exit    *exitWatch // a stdio server's
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -231,10 +239,22 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	rctx := ctx
+	if c.exit != nil {
+		rctx = c.exit.readCtx(ctx)
+	}
 	for {
-		msg, err := c.Connection.Read(ctx)
+		msg, err := c.Connection.Read(rctx)
 		if err != nil {
+			if c.exit != nil && c.exit.gone.Err() != nil && ctx.Err() == nil {
+				// The server's process exited: the end of its
+				// output, whoever else holds the pipe.
+				return nil, io.EOF
+			}
 			return msg, err
+		}
+		if c.exit != nil {
+			c.exit.read()
 		}
 		if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && c.notify != nil && c.notify(req) {
 			continue

@@ -10,6 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -46,7 +49,82 @@ func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, li
 	}
 	cmd.Stderr = stderr
 	setProcessGroup(cmd)
-	return &captureTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateTimeout}, listens: listens}, cmd
+	return &captureTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateTimeout}, listens: listens, cmd: cmd}, cmd
+}
+
+// exitGrace is how long the connection to a stdio server outlives the
+// server's process once it exited (exitWatch): what it wrote before it
+// exited is read meanwhile.
+const exitGrace = time.Second
+
+// An exitWatch ends the connection to a stdio server when the process
+// provlog started exits, even though its stdout has not ended: a child it
+// left behind (sh -c 'sleep 300 & exec server') holds the pipe open, and
+// the server's calls in flight would wait for their timeout. It ends it
+// only if the process was still running when the server's first message
+// (the initialize answer) was read: one that exited before then is a
+// launcher that backgrounded the server on the stdio it handed on, and
+// the connection lasts, as before, as long as that stdout does. Linux
+// only (exited).
+type exitWatch struct {
+	pid int
+	// gone is done exitGrace after the process exited, unless it was a
+	// launcher.
+	gone  context.Context
+	spoke atomic.Bool // the first message was read
+	mu    sync.Mutex
+	// launcher says the process had exited when the first message was
+	// read.
+	launcher bool
+	// The reader's context, and that context ended with gone too.
+	parent, merged context.Context
+	cancel         context.CancelFunc
+	unwatch        func() bool
+}
+
+func watchExit(pid int) *exitWatch {
+	gone, end := context.WithCancel(context.Background())
+	w := &exitWatch{pid: pid, gone: gone}
+	go func() {
+		exited(pid, true)
+		// Seen before the first message (which will find it exited) or
+		// after it, under mu.
+		w.mu.Lock()
+		server := w.spoke.Load() && !w.launcher
+		w.mu.Unlock()
+		if server {
+			time.AfterFunc(exitGrace, end)
+		}
+	}()
+	return w
+}
+
+// read notes that a message was read.
+func (w *exitWatch) read() {
+	if w.spoke.Load() {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.launcher = exited(w.pid, false)
+	w.spoke.Store(true)
+}
+
+// readCtx returns ctx, the one the session reads with, ended with gone
+// too.
+func (w *exitWatch) readCtx(ctx context.Context) context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ctx != w.parent {
+		if w.cancel != nil {
+			w.unwatch()
+			w.cancel()
+		}
+		w.parent = ctx
+		w.merged, w.cancel = context.WithCancel(ctx)
+		w.unwatch = context.AfterFunc(w.gone, w.cancel)
+	}
+	return w.merged
 }
 
 // A Conn is a client session to one downstream server, opened as the

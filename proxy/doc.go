@@ -198,7 +198,11 @@
 // 30s of good health); HTTP servers are reconnected the same way. Each call
 // is bounded by the server's timeout (60s by default). Sessions are pinged
 // every 30s and dropped after three failed pings, so a hung server is
-// restarted too. provlog__status reports each server's state.
+// restarted too. provlog__status reports each server's state. On Linux,
+// the process provlog started exiting ends the connection even if a child
+// it left holds its stdout open, unless it exited before the server's
+// first answer: then it was a launcher that backgrounded the server,
+// which is served as long as its stdout lasts (exitWatch, dial.go).
 //
 // A server whose config a live reload changes is replaced without
 // refusing its calls (ChangeServers, servers.go): those under way finish
