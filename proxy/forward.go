@@ -489,14 +489,20 @@ func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, 
 		if err != nil {
 			return nil, nil, "", forwardError(d.cfg.ID, err)
 		}
+		ask, ok := inputAskOf(raw)
+		last := !bridged || !ok // the result goes to the client
+		if last {
+			if err := d.frontableRead(raw, typed, ok); err != nil {
+				return nil, nil, "", err
+			}
+		}
 		r, err := d.p.recordRead(ctx, &e, raw, typed)
 		if err != nil {
 			return nil, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: the %s was made but could not be recorded, so its result is withheld: %v", e.Kind, err)
 		}
 		*bs = nil // an entry names them now
 		receipt := r.String()
-		ask, ok := inputAskOf(raw)
-		if !bridged || !ok {
+		if last {
 			return raw, typed, receipt, nil
 		}
 		if leg >= maxBridgeLegs {

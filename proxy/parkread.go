@@ -143,7 +143,8 @@ func (d *downstream) awaitReadRound(ctx context.Context, pc *parkedCall, e log.R
 }
 
 // readOutcome records the server's outcome of parked read pc as e and
-// returns it (a read that failed has no entry, as in readLegs).
+// returns it (a read that failed, or whose result the client cannot be
+// given, has no entry, as in readLegs).
 func (d *downstream) readOutcome(ctx context.Context, pc *parkedCall, e *log.ReadEntry) (json.RawMessage, any, string, error) {
 	r := pc.read
 	if r.err != nil {
@@ -152,6 +153,9 @@ func (d *downstream) readOutcome(ctx context.Context, pc *parkedCall, e *log.Rea
 	if _, ok := inputAskOf(r.raw); ok {
 		// A 2025-11-25 server has no input_required result to give.
 		return nil, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: server %q answered the %s with an input_required result on a 2025-11-25 session", d.cfg.ID, e.Kind)
+	}
+	if err := d.frontableRead(r.raw, r.typed, false); err != nil {
+		return nil, nil, "", err
 	}
 	rec, err := d.p.recordRead(ctx, e, r.raw, r.typed)
 	if err != nil {

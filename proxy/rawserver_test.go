@@ -20,6 +20,26 @@ var rawResults = map[string]string{
 	"null": `null`,
 }
 
+// rawReadResults are the raw server's resources (URI "raw://" + name) and
+// prompts: each answers its resources/read or prompts/get with the result
+// written here, byte for byte ("-": a response with no result at all).
+var rawReadResults = map[string]struct{ resource, prompt string }{
+	"ok": {`{"contents":[{"uri":"raw://ok","text":"ok"}]}`,
+		`{"messages":[{"role":"user","content":{"type":"text","text":"ok"}}]}`},
+	"null":  {`null`, `null`},
+	"array": {`[1,2]`, `[1,2]`},
+	"none":  {`-`, `-`},
+	"meta": {`{"_meta":[1],"contents":[{"uri":"raw://meta","text":"x"}]}`,
+		`{"_meta":[1],"messages":[{"role":"user","content":{"type":"text","text":"x"}}]}`},
+	"metanull": {`{"_meta":null,"contents":[{"uri":"raw://metanull","text":"x"}]}`,
+		`{"_meta":null,"messages":[{"role":"user","content":{"type":"text","text":"x"}}]}`},
+	"nullitem": {`{"contents":[null,{"uri":"raw://nullitem","text":"x"}]}`,
+		`{"messages":[null,{"role":"user","content":{"type":"resource_link","uri":"raw://x","name":"x"}}]}`},
+	"empty": {`{}`, `{}`},
+	"list": {`{"contents":{"uri":"raw://list","text":"x"}}`,
+		`{"messages":{"role":"user","content":{"type":"text","text":"x"}}}`},
+}
+
 func rawServerConfig(t testing.TB, id string) ServerConfig {
 	return ServerConfig{ID: id, Command: fixtureServer(t), Env: map[string]string{rawServerEnv: "1"}}
 }
@@ -28,6 +48,10 @@ func rawServerConfig(t testing.TB, id string) ServerConfig {
 func runRawServer() {
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	answer := func(id json.RawMessage, result string) {
+		if result == "-" {
+			os.Stdout.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + "}\n")
+			return
+		}
 		os.Stdout.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + "}\n")
 	}
 	for {
@@ -41,6 +65,7 @@ func runRawServer() {
 			Params struct {
 				ProtocolVersion string
 				Name            string
+				URI             string
 			}
 		}
 		if json.Unmarshal(line, &m) != nil || len(m.ID) == 0 || m.Method == "" {
@@ -48,8 +73,7 @@ func runRawServer() {
 		}
 		switch m.Method {
 		case "initialize":
-			pv, _ := json.Marshal(m.Params.ProtocolVersion)
-			answer(m.ID, `{"protocolVersion":`+string(pv)+`,"capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`)
+			answer(m.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"resources":{},"prompts":{}},"serverInfo":{"name":"raw","version":"1"}}`)
 		case "tools/list":
 			var tools []string
 			for name := range rawResults {
@@ -58,6 +82,22 @@ func runRawServer() {
 			answer(m.ID, `{"tools":[`+strings.Join(tools, ",")+`]}`)
 		case "tools/call":
 			answer(m.ID, rawResults[m.Params.Name])
+		case "prompts/list":
+			var prompts []string
+			for name := range rawReadResults {
+				prompts = append(prompts, `{"name":"`+name+`"}`)
+			}
+			answer(m.ID, `{"prompts":[`+strings.Join(prompts, ",")+`]}`)
+		case "resources/list":
+			var resources []string
+			for name := range rawReadResults {
+				resources = append(resources, `{"uri":"raw://`+name+`","name":"`+name+`"}`)
+			}
+			answer(m.ID, `{"resources":[`+strings.Join(resources, ",")+`]}`)
+		case "resources/read":
+			answer(m.ID, rawReadResults[strings.TrimPrefix(m.Params.URI, "raw://")].resource)
+		case "prompts/get":
+			answer(m.ID, rawReadResults[m.Params.Name].prompt)
 		default:
 			answer(m.ID, `{}`)
 		}

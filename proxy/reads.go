@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
@@ -386,16 +387,60 @@ func prefixURI(up string, uri json.RawMessage) json.RawMessage {
 	return b
 }
 
-// frontRead is a prompts/get (kind log.KindPromptGet) or resources/read
-// result as the client gets it, from raw as the server sent it: the
-// receipt in its _meta, and front URIs for a prompt's messages' resource
-// content and for the contents read.
-func (d *downstream) frontRead(kind string, raw json.RawMessage, receipt string) (json.RawMessage, error) {
+// frontableRead returns the error the client gets for the result of a
+// read, before the read is recorded, if it cannot be given to the client:
+// raw as received (nil: not captured, the SDK's re-encoding of typed is
+// passed on), typed the SDK's decoding of it, asking whether it is an
+// input_required result. Such a read failed, as one the server answered
+// with an error does, and likewise has no entry: a read entry says what
+// was read, and has no is_error to say otherwise. The SDK's decoding
+// refuses most such results (no object, no result, contents or messages
+// that are no array, a _meta of another type) before anything is
+// recorded; what it takes and the client cannot be given is null or a
+// null _meta (frontRead refuses them), and resource contents that are
+// null or hold null (the SDK's front refuses the one; the proxy's URI
+// rewriting, or the SDK's front, crashes on the other). The usual result, with no _meta (nor an escape that could spell
+// one), costs a scan.
+func (d *downstream) frontableRead(raw json.RawMessage, typed any, asking bool) error {
+	var err error
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	if raw != nil && (len(t) == 0 || t[0] != '{' || bytes.Contains(t, []byte(`"_meta"`)) || bytes.Contains(t, []byte(`\u`))) {
+		_, err = resultObject(raw, "")
+	}
+	if rr, ok := typed.(*mcp.ReadResourceResult); ok && err == nil {
+		switch {
+		case slices.Contains(rr.Contents, nil):
+			err = errors.New("the result's contents is not an array of objects")
+		case rr.Contents == nil && !asking:
+			err = errors.New("the result has no contents")
+		}
+	}
+	if err != nil {
+		return rpcError(jsonrpc.CodeInternalError, "provlog: server %q: its result cannot be passed on: %v", d.cfg.ID, err)
+	}
+	return nil
+}
+
+// resultObject is result raw, a JSON object, as a map of its members, with
+// receipt in its _meta.
+func resultObject(raw json.RawMessage, receipt string) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return nil, fmt.Errorf("the result is not a JSON object")
 	}
 	if err := withReceipt(m, receipt); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// frontRead is a prompts/get (kind log.KindPromptGet) or resources/read
+// result as the client gets it, from raw as the server sent it: the
+// receipt in its _meta, and front URIs for a prompt's messages' resource
+// content and for the contents read.
+func (d *downstream) frontRead(kind string, raw json.RawMessage, receipt string) (json.RawMessage, error) {
+	m, err := resultObject(raw, receipt)
+	if err != nil {
 		return nil, err
 	}
 	up := d.cfg.uriPrefix()

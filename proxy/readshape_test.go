@@ -1,0 +1,162 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+)
+
+// readEach makes a resources/read of uri and a prompts/get of prompt
+// through cs, and returns their errors and the entries each wrote.
+func readEach(t *testing.T, l *testLog, cs *mcp.ClientSession, uri, prompt string) (errs [2]error, wrote [2][]string) {
+	t.Helper()
+	ctx := context.Background()
+	for i, read := range []func() error{
+		func() error { _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); return err },
+		func() error { _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: prompt}); return err },
+	} {
+		n := l.size(t)
+		errs[i] = read()
+		for j := n; j < l.size(t); j++ {
+			wrote[i] = append(wrote[i], string(l.entry(t, j)))
+		}
+	}
+	return errs, wrote
+}
+
+// checkReadRefused checks that a read whose result the client cannot be
+// given failed with an error naming the server (server) and what was
+// wrong (want), and that nothing was recorded for it (wrote).
+func checkReadRefused(t *testing.T, kind, server string, err error, wrote []string, want string) {
+	t.Helper()
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || !strings.Contains(we.Message, `server "`+server+`"`) || !strings.Contains(we.Message, want) {
+		t.Errorf("the %s got %v, want an error naming the server and saying %q", kind, err, want)
+	}
+	for _, e := range wrote {
+		t.Errorf("the %s the client got no result of is recorded: %s", kind, e)
+	}
+}
+
+// TestReadResultNotPassedOnNotRecorded: a server that answers a
+// resources/read or a prompts/get with a result the client cannot be
+// given gets the read failed with an error naming the server and what was
+// wrong, and nothing is recorded, as for a read the server answered with
+// an error: read entries have no is_error, and nothing was read. A result
+// the SDK's decoding takes had a resource.read or prompt.get entry
+// written, claiming the agent read what the client was told it could not
+// have: null, a null _meta, and resource contents that are none or hold
+// null (the SDK's front refused the one and the proxy's URI rewriting
+// crashed on the other). The others (an array, no result, a _meta array,
+// contents or messages that are no array) the SDK refuses before
+// anything is recorded, and still does. Prompt messages that are none or
+// hold null are passed on, and recorded, as before.
+func TestReadResultNotPassedOnNotRecorded(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{rawServerConfig(t, "raw")}, nil)
+	// The raw server speaks 2025-11-25: a 2026-07-28 client's read is
+	// parked (parkread.go), an older client's is not.
+	for front, cs := range map[string]*mcp.ClientSession{
+		"older":  connectMemory(t, p, nil),
+		"parked": connectHTTP(t, serveHTTP(t, p), "", nil),
+	} {
+		t.Run(front, func(t *testing.T) { readsNotPassedOn(t, l, cs) })
+	}
+}
+
+// readsNotPassedOn is TestReadResultNotPassedOnNotRecorded through cs.
+func readsNotPassedOn(t *testing.T, l *testLog, cs *mcp.ClientSession) {
+	const notPassed = "its result cannot be passed on: "
+	for name, want := range map[string][2]string{ // "": passed on
+		"null":     {notPassed + "the result is not a JSON object", notPassed + "the result is not a JSON object"},
+		"metanull": {notPassed + "the result's _meta is not an object", notPassed + "the result's _meta is not an object"},
+		"empty":    {notPassed + "the result has no contents", ""},
+		"nullitem": {notPassed + "the result's contents is not an array of objects", ""},
+		"array":    {"cannot unmarshal", "cannot unmarshal"},
+		"meta":     {"cannot unmarshal", "cannot unmarshal"},
+		"list":     {"cannot unmarshal", "cannot unmarshal"},
+		"none":     {`calling "`, `calling "`},
+		"ok":       {"", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			errs, wrote := readEach(t, l, cs, "raw+raw://"+name, "raw__"+name)
+			for i, kind := range []string{log.KindResourceRead, log.KindPromptGet} {
+				if want[i] != "" {
+					checkReadRefused(t, kind, "raw", errs[i], wrote[i], want[i])
+				} else if errs[i] != nil || len(wrote[i]) != 1 || !strings.Contains(wrote[i][0], `"kind":"`+kind+`"`) {
+					t.Errorf("the %s: %v, recorded as %q", kind, errs[i], wrote[i])
+				}
+			}
+		})
+	}
+}
+
+// TestHTTPReadResultNotPassedOnNotRecorded is
+// TestReadResultNotPassedOnNotRecorded over HTTP, the results in an event
+// stream.
+func TestHTTPReadResultNotPassedOnNotRecorded(t *testing.T) {
+	for name, tc := range map[string]struct{ resource, prompt, want string }{
+		"null":     {`"result":null`, `"result":null`, "its result cannot be passed on: the result is not a JSON object"},
+		"metanull": {`"result":{"_meta":null,"contents":[]}`, `"result":{"_meta":null,"messages":[]}`, "its result cannot be passed on: the result's _meta is not an object"},
+		"escaped":  {`"result":{"\u005fmeta":null,"contents":[]}`, `"result":{"\u005fmeta":null,"messages":[]}`, "its result cannot be passed on: the result's _meta is not an object"},
+		"array":    {`"result":[1,2]`, `"result":[1,2]`, "cannot unmarshal"},
+		"none":     {``, ``, `calling "`},
+		"meta":     {`"result":{"_meta":[1],"contents":[]}`, `"result":{"_meta":[1],"messages":[]}`, "cannot unmarshal"},
+		"list":     {`"result":{"contents":{"uri":"res://x","text":"x"}}`, `"result":{"messages":{"role":"user","content":{"type":"text","text":"x"}}}`, "cannot unmarshal"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newTestLog(t)
+			cs := readOddDownstreamOn(t, l, func(w http.ResponseWriter, r *http.Request, method string) {
+				member := tc.resource
+				if method == "prompts/get" {
+					member = tc.prompt
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.Write([]byte(`data: {"jsonrpc":"2.0","id":` + callRequestID(t, r) + sep(member) + member + "}\n\n"))
+			})
+			errs, wrote := readEach(t, l, cs, "m+res://x", "m__x")
+			checkReadRefused(t, log.KindResourceRead, "m", errs[0], wrote[0], tc.want)
+			checkReadRefused(t, log.KindPromptGet, "m", errs[1], wrote[1], tc.want)
+		})
+	}
+}
+
+// readOddDownstreamOn connects a client to a proxy on log l in front of an
+// HTTP MCP server with resource res://x and prompt x that answers their
+// resources/read and prompts/get POSTs with answer (everything else is
+// go-sdk's).
+func readOddDownstreamOn(t *testing.T, l *testLog, answer func(w http.ResponseWriter, r *http.Request, method string)) *mcp.ClientSession {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "odd", Version: "1"}, nil)
+	srv.AddResource(&mcp.Resource{URI: "res://x", Name: "x"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{}, nil
+	})
+	srv.AddPrompt(&mcp.Prompt{Name: "x"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		for _, method := range []string{"resources/read", "prompts/get"} {
+			if bytes.Contains(body, []byte(`"`+method+`"`)) {
+				answer(w, r, method)
+				return
+			}
+		}
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(down.Close)
+	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL}}, nil)
+	return connectMemory(t, p, nil)
+}
