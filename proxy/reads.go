@@ -399,8 +399,9 @@ func prefixURI(up string, uri json.RawMessage) json.RawMessage {
 // recorded; what it takes and the client cannot be given is null or a
 // null _meta (frontRead refuses them), and resource contents that are
 // null or hold null (the SDK's front refuses the one; the proxy's URI
-// rewriting, or the SDK's front, crashes on the other). The usual result, with no _meta (nor an escape that could spell
-// one), costs a scan.
+// rewriting, or the SDK's front, crashes on the other). The usual
+// result, with no _meta (nor an escape that could spell one), costs a
+// scan.
 func (d *downstream) frontableRead(raw json.RawMessage, typed any, asking bool) error {
 	var err error
 	t := bytes.TrimLeft(raw, " \t\r\n")
