@@ -166,6 +166,43 @@ func TestHTTPFront(t *testing.T) {
 	})
 }
 
+// killDuringCall makes call on cs, a call to a tool of server id, kills
+// the server's process while the call is under way, and checks that the
+// client is told the server closed the connection during the call and
+// that the call's outcome is recorded so. It returns the killed pid.
+func killDuringCall(t *testing.T, p *Proxy, l *testLog, cs *mcp.ClientSession, id string, call *mcp.CallToolParams) int {
+	t.Helper()
+	pid := p.live[id].d.sup.status().pid
+	if pid == 0 {
+		t.Fatalf("server %s has no process", id)
+	}
+	before := l.size(t)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(context.Background(), call)
+		errc <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-errc:
+	case <-time.After(60 * time.Second): // a liveness bound
+		t.Fatal("the call did not end after its server was killed")
+	}
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || !strings.Contains(we.Message, fmt.Sprintf("server %q closed the connection during the call", id)) {
+		t.Fatalf("call error: %v", err)
+	}
+	e, _ := l.callAt(t, before)
+	if e.Fields["is_error"] != true || !strings.Contains(e.Fields["error"].(string), "closed the connection") {
+		t.Errorf("failed call entry: %v", e.Fields)
+	}
+	return pid
+}
+
 // TestDownstreamKilled kills a stdio server during a call: the call fails
 // clearly and is recorded, the server is restarted, later calls work, and
 // the other servers never notice.
@@ -187,36 +224,7 @@ func TestDownstreamKilled(t *testing.T) {
 			p := startProxy(t, l, []ServerConfig{tc.cfg, {ID: "go", Command: []string{goEverything(t)}}}, nil)
 			cs := connectMemory(t, p, nil)
 			ctx := context.Background()
-			d := p.live["victim"].d
-			pid := d.sup.status().pid
-			if pid == 0 {
-				t.Fatal("the victim server has no process")
-			}
-
-			before := l.size(t)
-			errc := make(chan error, 1)
-			go func() {
-				_, err := cs.CallTool(ctx, tc.long)
-				errc <- err
-			}()
-			time.Sleep(300 * time.Millisecond)
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			var err error
-			select {
-			case err = <-errc:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the call did not fail after its server was killed")
-			}
-			var we *jsonrpc.Error
-			if !errors.As(err, &we) || !strings.Contains(we.Message, `server "victim" closed the connection during the call`) {
-				t.Fatalf("call error: %v", err)
-			}
-			e, _ := l.callAt(t, before)
-			if e.Fields["is_error"] != true || !strings.Contains(e.Fields["error"].(string), "closed the connection") {
-				t.Errorf("failed call entry: %v", e.Fields)
-			}
+			pid := killDuringCall(t, p, l, cs, "victim", tc.long)
 
 			// The other server never noticed.
 			if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "go__test_simple_text"}); err != nil || res.IsError {

@@ -4,14 +4,11 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -38,35 +35,7 @@ func TestDownstreamExitOrphanHoldsStdout(t *testing.T) {
 	p := startProxy(t, l, []ServerConfig{cfg}, nil)
 	cs := connectMemory(t, p, nil)
 	ctx := context.Background()
-	pid := p.live["victim"].d.sup.status().pid
-	if pid == 0 {
-		t.Fatal("the victim server has no process")
-	}
-
-	before := l.size(t)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "victim__sleep", Arguments: map[string]any{"ms": 60000}})
-		errc <- err
-	}()
-	time.Sleep(300 * time.Millisecond)
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	select {
-	case err = <-errc:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the call did not end after its server was killed")
-	}
-	var we *jsonrpc.Error
-	if !errors.As(err, &we) || !strings.Contains(we.Message, `server "victim" closed the connection during the call`) {
-		t.Fatalf("call error: %v", err)
-	}
-	e, _ := l.callAt(t, before)
-	if e.Fields["is_error"] != true || !strings.Contains(e.Fields["error"].(string), "closed the connection") {
-		t.Errorf("failed call entry: %v", e.Fields)
-	}
+	pid := killDuringCall(t, p, l, cs, "victim", &mcp.CallToolParams{Name: "victim__sleep", Arguments: map[string]any{"ms": 60000}})
 
 	// It comes back, a new process.
 	deadline := time.Now().Add(30 * time.Second)
