@@ -273,3 +273,33 @@ func benchSession(b *testing.B, url string) *mcp.ClientSession {
 	b.Cleanup(func() { cs.Close() })
 	return cs
 }
+
+// BenchmarkFrontResult: a 16 KiB tools/call result made ready for its
+// client, as the call path does once its outcome is in (canonical form
+// made by the wire reader) and once its receipt is: a plain one, one
+// with go-sdk's escapes of "<" and ">", and one with a _meta of its own
+// (the receipt merged in).
+func BenchmarkFrontResult(b *testing.B) {
+	text := strings.Repeat("x", 16<<10)
+	esc, _ := json.Marshal("<div>" + text + "</div>")
+	for name, raw := range map[string]string{
+		"plain":   `{"content":[{"type":"text","text":"` + text + `"}],"isError":false}`,
+		"escaped": `{"content":[{"type":"text","text":` + string(esc) + `}],"isError":false}`,
+		"meta":    `{"_meta":{"k":1},"content":[{"type":"text","text":"` + text + `"}],"isError":false}`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			d := &downstream{cfg: ServerConfig{ID: "x"}}
+			raw := json.RawMessage(raw)
+			canon, err := log.Canonicalize(raw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := frontFor(d, raw, canon, "receipt"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

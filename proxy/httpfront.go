@@ -595,30 +595,49 @@ func (p *Proxy) answerTimeout() time.Duration {
 	return streamWriteTimeout
 }
 
-// frontResult is a downstream tools/call result as the client gets it: as
-// the server sent it, with the receipt added to its _meta and, if the
-// server has a URI prefix, resource links and embedded resources given
-// their front URIs. valid says raw is known to be one JSON value (its
-// reader canonicalized it), which is then not checked again.
-func (d *downstream) frontResult(raw json.RawMessage, valid bool, receipt string) (json.RawMessage, error) {
-	if t := bytes.TrimLeft(raw, " \t\r\n"); d.spliced(t) && (valid || json.Valid(t)) {
-		// Nothing to merge or rewrite (the usual case): splice the _meta
-		// member in at the front of the object as it is.
-		out := make([]byte, 0, len(t)+len(receipt)+len(receipt)/32+48) // room for the receipt's escaped newlines
-		out = append(out, `{"_meta":{"`+ReceiptKey+`":`...)
-		out = appendJSONString(out, receipt)
-		out = append(out, '}')
-		if rest := bytes.TrimLeft(t[1:], " \t\r\n"); len(rest) > 0 && rest[0] != '}' {
-			out = append(out, ',')
-		}
-		return append(out, t[1:]...), nil
+// frontResult is c's result, a downstream tools/call result, as the client
+// gets it: as the server sent it, with the receipt added to its _meta
+// and, if the server has a URI prefix, resource links and embedded
+// resources given their front URIs. Whatever set c.result prepared it
+// (frontMembers), which also said whether the client can be given it:
+// the usual result has the receipt spliced in at its front; any other
+// has it added to the members prepared.
+func frontResult(c *call, receipt string) json.RawMessage {
+	if c.front != nil {
+		withReceipt(c.front, receipt) // its _meta is an object (frontMembers)
+		b, _ := json.Marshal(c.front)
+		return b
+	}
+	t := bytes.TrimLeft(c.result, " \t\r\n")
+	out := make([]byte, 0, len(t)+len(receipt)+len(receipt)/32+48) // room for the receipt's escaped newlines
+	out = append(out, `{"_meta":{"`+ReceiptKey+`":`...)
+	out = appendJSONString(out, receipt)
+	out = append(out, '}')
+	if rest := bytes.TrimLeft(t[1:], " \t\r\n"); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, t[1:]...)
+}
+
+// frontMembers prepares raw, a tools/call result as received, for
+// frontResult, before its outcome is recorded: a result the client cannot
+// be given is a failed call. canon is raw's canonical form, if it has
+// one. It returns nil for the usual result, an object with nothing to
+// merge or rewrite, which costs a scan; otherwise raw's members with
+// front URIs for its content, or the error the client gets.
+func (d *downstream) frontMembers(raw json.RawMessage, canon []byte) (map[string]json.RawMessage, error) {
+	if d.spliced(bytes.TrimLeft(raw, " \t\r\n"), canon) {
+		return nil, nil
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return nil, fmt.Errorf("the tools/call result is not a JSON object")
 	}
-	if err := withReceipt(m, receipt); err != nil {
-		return nil, err
+	if meta := m["_meta"]; meta != nil {
+		var v map[string]json.RawMessage
+		if json.Unmarshal(meta, &v) != nil || v == nil {
+			return nil, fmt.Errorf("the result's _meta is not an object")
+		}
 	}
 	if up := d.cfg.uriPrefix(); up != "" && bytes.Contains(m["content"], []byte(`"uri"`)) {
 		content, err := frontContent(up, m["content"])
@@ -627,28 +646,26 @@ func (d *downstream) frontResult(raw json.RawMessage, valid bool, receipt string
 		}
 		m["content"] = content
 	}
-	return json.Marshal(m)
+	return m, nil
 }
 
 // spliced reports whether frontResult gives t, a result as received, its
-// receipt by splicing it in (t must be valid JSON too): an object with
-// nothing to merge or rewrite.
-func (d *downstream) spliced(t []byte) bool {
-	up := d.cfg.uriPrefix()
-	return len(t) > 0 && t[0] == '{' && !bytes.Contains(t, []byte(`"_meta"`)) && !bytes.Contains(t, []byte(`\u`)) &&
-		(up == "" || !bytes.Contains(t, []byte(`"uri"`)))
-}
-
-// frontable returns the error frontResult would give raw, a call's result
-// as received (valid JSON: it came in a message that was read), before
-// its outcome is recorded: a result the client cannot be given is a
-// failed call. The usual result, which frontResult splices, costs a scan.
-func (d *downstream) frontable(raw json.RawMessage, valid bool) error {
-	if d.spliced(bytes.TrimLeft(raw, " \t\r\n")) {
-		return nil
+// receipt by splicing it in: a JSON object with no _meta member to merge
+// the receipt into and, if the server has a URI prefix, no URI to
+// rewrite. canon, t's canonical form if it has one, spells every key
+// plainly and holds no key twice, so that one scan of it tells; without
+// it, t must not hold "_meta" anywhere nor an escape that could spell it,
+// and must be valid JSON.
+func (d *downstream) spliced(t, canon []byte) bool {
+	if len(t) == 0 || t[0] != '{' {
+		return false
 	}
-	_, err := d.frontResult(raw, valid, "")
-	return err
+	up := d.cfg.uriPrefix()
+	if canon != nil {
+		return canonTop(canon, `"_meta":`) < 0 && (up == "" || !bytes.Contains(canon, []byte(`"uri"`)))
+	}
+	return !bytes.Contains(t, []byte(`"_meta"`)) && !bytes.Contains(t, []byte(`\u`)) &&
+		(up == "" || !bytes.Contains(t, []byte(`"uri"`))) && json.Valid(t)
 }
 
 // growStack grows the calling goroutine's stack, while it is still shallow,

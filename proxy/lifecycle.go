@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
 )
 
 // The one lifecycle of a tools/call, whichever front received it (stdio,
@@ -107,11 +109,7 @@ func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage,
 	if rerr != nil {
 		return nil, rerr
 	}
-	res, err = d.frontResult(c.result, c.resultCanon != nil, receipt)
-	if err != nil {
-		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: server %q: %v", d.cfg.ID, err)
-	}
-	return res, nil
+	return frontResult(c, receipt), nil
 }
 
 // serveLeg records and forwards one leg of a call (the call itself, or a
@@ -338,7 +336,13 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 	c.result, c.resultCanon, c.remarshal = o.result, o.resultCanon, o.remarshal
 	switch {
 	case o.err == nil && o.wireErr == nil:
-		if err := d.frontable(o.result, o.resultCanon != nil); err != nil {
+		if c.resultCanon == nil && c.result != nil {
+			// A stdio server's: made here rather than when it is
+			// recorded, which takes it, to tell the usual result in a scan.
+			c.resultCanon, _ = log.Canonicalize(c.result)
+		}
+		var err error
+		if c.front, err = d.frontMembers(c.result, c.resultCanon); err != nil {
 			// A result the client cannot be given (null, an array, a
 			// _meta that is no object) fails the call, and is recorded
 			// so: its call.result said it succeeded.

@@ -394,6 +394,7 @@ func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall, c *call) (*call,
 	var receipt string
 	over, rerr := p.parkRound(ctx, pc, func(result json.RawMessage) (uint64, *jsonrpc.Error) {
 		c.result = result
+		c.front, _ = pc.in.d.frontMembers(result, nil) // an object of provlog's making
 		var rerr *jsonrpc.Error
 		receipt, rerr = p.settle(ctx, pc.in.d, c, nil)
 		return c.resultIndex, rerr
@@ -499,7 +500,7 @@ func inputRequiredResult(pending map[string]*parkedAsk, state string) json.RawMe
 // ends it, and returns what forward returned.
 func (pc *parkedCall) outcome(c *call) error {
 	o := &pc.out
-	c.result, c.resultCanon, c.remarshal, c.newSession = o.result, o.resultCanon, o.remarshal, o.newSession
+	c.result, c.resultCanon, c.front, c.remarshal, c.newSession = o.result, o.resultCanon, o.front, o.remarshal, o.newSession
 	c.isError, c.errText, c.errCode = o.isError, o.errText, o.errCode
 	return pc.err
 }

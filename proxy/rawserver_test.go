@@ -18,6 +18,9 @@ const rawServerEnv = "PROVLOG_PROXY_RAW_SERVER"
 var rawResults = map[string]string{
 	"ok":   `{"content":[{"type":"text","text":"ok"}]}`,
 	"null": `null`,
+	// What go-sdk's servers write for "<b>", and a content block's own
+	// _meta, in a result spaced as no encoder of provlog's would.
+	"escaped": `{"content":[{"type":"text","text":"\u003cb\u003e \"q\"","_meta":{"k":1}}], "isError" : false}`,
 }
 
 // rawReadResults are the raw server's resources (URI "raw://" + name) and

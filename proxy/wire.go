@@ -177,35 +177,54 @@ func canonString(canon []byte) (string, bool) {
 
 // canonTopTrue reports whether obj, a JSON object in canonical form (no
 // white space), has the member key (given as `"name":`) at its top level
-// with the value true. One pass over obj, no parsing of values: in
-// canonical form a top-level key is a string at depth 1 right after '{'
-// or ','.
+// with the value true.
 func canonTopTrue(obj []byte, key string) bool {
-	depth, inString := 0, false
+	i := canonTop(obj, key)
+	return i >= 0 && bytes.HasPrefix(obj[i:], []byte("true"))
+}
+
+// canonTop returns where the value of obj's top-level member key (given
+// as `"name":`) begins, obj a JSON object in canonical form, or -1 if it
+// has none. One pass over obj, no parsing of values: in canonical form a
+// key is spelt without escapes, and a top-level key is a string at depth
+// 1 right after '{' or ','.
+func canonTop(obj []byte, key string) int {
+	depth := 0
 	for i := 0; i < len(obj); i++ {
-		c := obj[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++ // the escaped byte
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
+		switch obj[i] {
 		case '"':
 			if depth == 1 && (obj[i-1] == '{' || obj[i-1] == ',') && bytes.HasPrefix(obj[i:], []byte(key)) {
-				return bytes.HasPrefix(obj[i+len(key):], []byte("true"))
+				return i + len(key)
 			}
-			inString = true
+			i = stringEnd(obj, i+1)
 		case '{', '[':
 			depth++
 		case '}', ']':
 			depth--
 		}
 	}
-	return false
+	return -1
+}
+
+// stringEnd returns the index of the quote that ends the JSON string
+// whose contents begin at obj[i], or len(obj) if none does: the first
+// quote not escaped by an odd run of backslashes. Each backslash is
+// counted once, so that a scan of obj with it stays linear.
+func stringEnd(obj []byte, i int) int {
+	for {
+		j := bytes.IndexByte(obj[i:], '"')
+		if j < 0 {
+			return len(obj)
+		}
+		q, n := i+j, 0
+		for k := q - 1; k >= i && obj[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
 }
 
 // An sseParser splits a server-sent event stream, fed to it in pieces of
