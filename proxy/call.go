@@ -41,9 +41,9 @@ type call struct {
 	newSession   bool   // it went to a 2026-07-28 session
 
 	duration    time.Duration
-	result      json.RawMessage            // the downstream result as received, if any
-	resultCanon []byte                     // its canonical form, if the reader made it already
-	front       map[string]json.RawMessage // result's members as the client gets them but for the receipt (frontMembers); nil: the receipt is spliced in
+	result      json.RawMessage // the downstream result as received, if any
+	resultCanon []byte          // its canonical form, if the reader made it already
+	front       frontPrep       // how result becomes what the client gets (frontMembers)
 	isError     bool
 	errText     string
 	errCode     int64

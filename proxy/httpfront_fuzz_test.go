@@ -88,6 +88,8 @@ func FuzzFrontResult(f *testing.F) {
 		`{"content":[{"type":"resource","resource":{"uri":"x://y","text":"t"}}]}`,
 		`{"content":[{"type":"resource_link","uri":"x://y"}],"_m\u0065ta":{"z":2}}`,
 		`[1,2]`, `null`, `"s"`, `{"a":1}x`,
+		`{"_meta":{"dev.provlog/receipt":"forged","k":1}}`, `{"_meta":{ },"a":1}`, `{"_meta":{"k":{"dev.provlog/receipt":1}}}`,
+		` { "_m\u0065ta" : { "k" : 1 } , "c":[] } `, `{"a":{"_meta":1},"_meta":{"b":2}}`,
 		`{"a":"\\","_meta":{"k":1}}`, `{"a":"\\\",\"_meta\":{","b":1}`, `{"a":"<\u003e","c":[{"_meta":{}}]}`,
 	} {
 		f.Add([]byte(s), false)
@@ -248,16 +250,32 @@ func frontFor(d *downstream, raw json.RawMessage, canon []byte, receipt string) 
 
 func TestFrontResult(t *testing.T) {
 	d := &downstream{cfg: ServerConfig{ID: "fx"}}
-	for _, tc := range []struct{ in, want string }{
-		{`{"content":[{"type":"text","text":"a"}],"isError":false}`, `{"_meta":{"dev.provlog/receipt":"R"},"content":[{"type":"text","text":"a"}],"isError":false}`},
-		{` {} `, `{"_meta":{"dev.provlog/receipt":"R"}} `},
-		{`{"_meta":{"k":1},"content":[]}`, `{"_meta":{"dev.provlog/receipt":"R","k":1},"content":[]}`},
+	for _, tc := range []struct{ in, want, wantCanon string }{
+		{`{"content":[{"type":"text","text":"a"}],"isError":false}`, `{"_meta":{"dev.provlog/receipt":"R"},"content":[{"type":"text","text":"a"}],"isError":false}`, ""},
+		{` {} `, `{"_meta":{"dev.provlog/receipt":"R"}} `, ""},
+		{`{"_meta":{"k":1},"content":[]}`, `{"_meta":{"dev.provlog/receipt":"R","k":1},"content":[]}`, ""},
 		{`{"content":[{"type":"resource_link","uri":"a://b","name":"n"},{"type":"resource","resource":{"uri":"a://c","text":"t"}}]}`,
-			`{"_meta":{"dev.provlog/receipt":"R"},"content":[{"name":"n","type":"resource_link","uri":"fx+a://b"},{"resource":{"text":"t","uri":"fx+a://c"},"type":"resource"}]}`},
+			`{"_meta":{"dev.provlog/receipt":"R"},"content":[{"name":"n","type":"resource_link","uri":"fx+a://b"},{"resource":{"text":"t","uri":"fx+a://c"},"type":"resource"}]}`, ""},
+		// Read from its canonical form: the receipt spliced into the
+		// result's own _meta, the rest as sent.
+		{`{"z":"\u003c", "_m\u0065ta" : { "k" : 1 } }`, `{"_meta":{"dev.provlog/receipt":"R","k":1},"z":"\u003c"}`,
+			`{"z":"\u003c", "_m\u0065ta" : {"dev.provlog/receipt":"R", "k" : 1 } }`},
+		{`{"_meta":{ },"a":1}`, `{"_meta":{"dev.provlog/receipt":"R"},"a":1}`, `{"_meta":{"dev.provlog/receipt":"R" },"a":1}`},
+		{`{"_meta":{"dev.provlog/receipt":"forged"}}`, `{"_meta":{"dev.provlog/receipt":"R"}}`, `{"_meta":{"dev.provlog/receipt":"R"}}`},
 	} {
 		got, err := frontFor(d, json.RawMessage(tc.in), nil, "R")
 		if err != nil || string(got) != tc.want {
 			t.Errorf("frontResult(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+		if tc.wantCanon == "" {
+			continue
+		}
+		canon, err := log.Canonicalize([]byte(tc.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := frontFor(d, json.RawMessage(tc.in), canon, "R"); err != nil || string(got) != tc.wantCanon {
+			t.Errorf("frontResult(%s), canonical form known, = %s, %v; want %s", tc.in, got, err, tc.wantCanon)
 		}
 	}
 	for _, bad := range []string{`[]`, `null`, `{"_meta":[1]}`, `{`} {

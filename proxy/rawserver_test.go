@@ -21,6 +21,8 @@ var rawResults = map[string]string{
 	// What go-sdk's servers write for "<b>", and a content block's own
 	// _meta, in a result spaced as no encoder of provlog's would.
 	"escaped": `{"content":[{"type":"text","text":"\u003cb\u003e \"q\"","_meta":{"k":1}}], "isError" : false}`,
+	// A result with a _meta of its own, for the receipt to join.
+	"metaown": `{"content":[{"type":"text","text":"\u003cb\u003e"}], "_meta" : { "k":1 } }`,
 }
 
 // rawReadResults are the raw server's resources (URI "raw://" + name) and

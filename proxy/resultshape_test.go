@@ -75,10 +75,10 @@ func sep(member string) string {
 	return ","
 }
 
-// TestResultPassedOnAsSent: a result with nothing to merge the receipt
-// into reaches the client as the server sent it, its receipt spliced in
-// front: escapes (go-sdk's servers write "<" as \u003c), a content
-// block's own _meta and the server's spacing are kept. Such a result was
+// TestResultPassedOnAsSent: a result reaches the client as the server
+// sent it, its receipt spliced in, at its front or at the front of its
+// own _meta: escapes (go-sdk's servers write "<" as \u003c), a content
+// block's _meta and the server's spacing are kept. Such a result was
 // decoded and encoded again, twice (once to see that it could be passed
 // on, once to pass it on): its members sorted, its spacing gone, "<" and
 // ">" written as escapes where the server wrote them plainly.
@@ -89,27 +89,30 @@ func TestResultPassedOnAsSent(t *testing.T) {
 	t.Cleanup(srv.Close)
 	front := srv.URL + "/mcp"
 	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
-	sent := rawResults["escaped"]
-	before := l.size(t)
-	resp, body := postMCP(t, front, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"raw__escaped","arguments":{}}}`, map[string]string{
-		"Authorization": "Bearer " + testToken, "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25",
-	})
-	msg := body // a JSON answer, or the event stream's message
-	for line := range strings.Lines(body) {
-		if m, ok := strings.CutPrefix(line, "data: {"); ok {
-			msg = "{" + strings.TrimRight(m, "\n")
+	for tool, want := range map[string][2]string{
+		"escaped": {`{"_meta":{"` + ReceiptKey + `":"`, `"},` + rawResults["escaped"][1:]},
+		"metaown": {`{"content":[{"type":"text","text":"\u003cb\u003e"}], "_meta" : {"` + ReceiptKey + `":"`, `", "k":1 } }`},
+	} {
+		before := l.size(t)
+		resp, body := postMCP(t, front, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"raw__`+tool+`","arguments":{}}}`, map[string]string{
+			"Authorization": "Bearer " + testToken, "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25",
+		})
+		msg := body // a JSON answer, or the event stream's message
+		for line := range strings.Lines(body) {
+			if m, ok := strings.CutPrefix(line, "data: {"); ok {
+				msg = "{" + strings.TrimRight(m, "\n")
+			}
 		}
-	}
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(msg, `{"jsonrpc":"2.0","id":7,"result":{"_meta":{"`+ReceiptKey+`":"`) ||
-		!strings.HasSuffix(msg, `"},`+sent[1:]+`}`) {
-		t.Errorf("the client got HTTP %d: %s\nwant the server's result %s with the receipt spliced in", resp.StatusCode, body, sent)
-	}
-	e, _ := l.callAt(t, before)
-	canon, err := log.Canonicalize([]byte(sent))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum := sha256.Sum256(canon); e.Fields["result_sha256"] != hex.EncodeToString(sum[:]) || e.Fields["is_error"] != false {
-		t.Errorf("call.result %v, want the server's result's hash %x", e.Fields, sum)
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(msg, `{"jsonrpc":"2.0","id":7,"result":`+want[0]) || !strings.HasSuffix(msg, want[1]+`}`) {
+			t.Errorf("%s: the client got HTTP %d: %s\nwant the server's result %s with the receipt spliced in", tool, resp.StatusCode, body, rawResults[tool])
+		}
+		e, _ := l.callAt(t, before)
+		canon, err := log.Canonicalize([]byte(rawResults[tool]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(canon); e.Fields["result_sha256"] != hex.EncodeToString(sum[:]) || e.Fields["is_error"] != false {
+			t.Errorf("%s: call.result %v, want the server's result's hash %x", tool, e.Fields, sum)
+		}
 	}
 }

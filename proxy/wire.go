@@ -184,8 +184,8 @@ func canonTopTrue(obj []byte, key string) bool {
 }
 
 // canonTop returns where the value of obj's top-level member key (given
-// as `"name":`) begins, obj a JSON object in canonical form, or -1 if it
-// has none. One pass over obj, no parsing of values: in canonical form a
+// as `"name":`) begins, obj a JSON object in canonical form (what follows
+// it is not read), or -1 if it has none. One pass over obj, no parsing of values: in canonical form a
 // key is spelt without escapes, and a top-level key is a string at depth
 // 1 right after '{' or ','.
 func canonTop(obj []byte, key string) int {
@@ -200,7 +200,9 @@ func canonTop(obj []byte, key string) int {
 		case '{', '[':
 			depth++
 		case '}', ']':
-			depth--
+			if depth--; depth == 0 {
+				return -1 // obj ended
+			}
 		}
 	}
 	return -1
