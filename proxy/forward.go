@@ -491,10 +491,10 @@ func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, 
 		}
 		ask, ok := inputAskOf(raw)
 		last := !bridged || !ok // the result goes to the client
-		if last {
-			if err := d.frontableRead(raw, typed, ok); err != nil {
-				return nil, nil, "", err
-			}
+		// A leg the proxy carries on is held to it too: its entry would
+		// say the agent read what it holds beside its inputRequests.
+		if err := d.frontableRead(raw, typed, ok); err != nil {
+			return nil, nil, "", err
 		}
 		r, err := d.p.recordRead(ctx, &e, raw, typed)
 		if err != nil {

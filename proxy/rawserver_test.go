@@ -39,9 +39,14 @@ var rawReadResults = map[string]struct{ resource, prompt string }{
 	"nullitem": {`{"contents":[null,{"uri":"raw://nullitem","text":"x"}]}`,
 		`{"messages":[null,{"role":"user","content":{"type":"resource_link","uri":"raw://x","name":"x"}}]}`},
 	"empty": {`{}`, `{}`},
+	"both": {`{"contents":[{"uri":"raw://both","text":"x"}],"inputRequests":{"ask":` + rawElicit + `}}`,
+		`{"messages":[{"role":"user","content":{"type":"text","text":"x"}}],"inputRequests":{"ask":` + rawElicit + `}}`},
 	"list": {`{"contents":{"uri":"raw://list","text":"x"}}`,
 		`{"messages":{"role":"user","content":{"type":"text","text":"x"}}}`},
 }
+
+// rawElicit is an input request (SEP-2322) asking the user for nothing.
+const rawElicit = `{"method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object","properties":{}}}}`
 
 func rawServerConfig(t testing.TB, id string) ServerConfig {
 	return ServerConfig{ID: id, Command: fixtureServer(t), Env: map[string]string{rawServerEnv: "1"}}

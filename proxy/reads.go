@@ -396,24 +396,35 @@ func prefixURI(up string, uri json.RawMessage) json.RawMessage {
 // was read, and has no is_error to say otherwise. The SDK's decoding
 // refuses most such results (no object, no result, contents or messages
 // that are no array, a _meta of another type) before anything is
-// recorded; what it takes and the client cannot be given is null or a
-// null _meta (frontRead refuses them), and resource contents that are
-// null or hold null (the SDK's front refuses the one; the proxy's URI
-// rewriting, or the SDK's front, crashes on the other). The usual
-// result, with no _meta (nor an escape that could spell one), costs a
-// scan.
+// recorded; what it
+// takes and the client cannot be given is null or a null _meta
+// (frontRead refuses them), resource contents that are null or hold null
+// (the SDK's front refuses the one; the proxy's URI rewriting, or the
+// SDK's front, crashes on the other), and what was read (contents,
+// messages) beside inputRequests, which the SDK's front refuses as a
+// server's bug (handleMultiRoundTripResult: an input_required result has
+// nothing read). The usual result, with no _meta (nor an escape that
+// could spell one), costs a scan.
 func (d *downstream) frontableRead(raw json.RawMessage, typed any, asking bool) error {
 	var err error
 	t := bytes.TrimLeft(raw, " \t\r\n")
 	if raw != nil && (len(t) == 0 || t[0] != '{' || bytes.Contains(t, []byte(`"_meta"`)) || bytes.Contains(t, []byte(`\u`))) {
 		_, err = resultObject(raw, "")
 	}
-	if rr, ok := typed.(*mcp.ReadResourceResult); ok && err == nil {
+	switch r := typed.(type) {
+	case *mcp.ReadResourceResult:
 		switch {
-		case slices.Contains(rr.Contents, nil):
+		case err != nil:
+		case r.InputRequests != nil && len(r.Contents) > 0:
+			err = errors.New("the result has both contents and inputRequests")
+		case slices.Contains(r.Contents, nil):
 			err = errors.New("the result's contents is not an array of objects")
-		case rr.Contents == nil && !asking:
+		case r.Contents == nil && !asking:
 			err = errors.New("the result has no contents")
+		}
+	case *mcp.GetPromptResult:
+		if err == nil && r.InputRequests != nil && len(r.Messages) > 0 {
+			err = errors.New("the result has both messages and inputRequests")
 		}
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -57,7 +58,11 @@ func checkReadRefused(t *testing.T, kind, server string, err error, wrote []stri
 // written, claiming the agent read what the client was told it could not
 // have: null, a null _meta, and resource contents that are none or hold
 // null (the SDK's front refused the one and the proxy's URI rewriting
-// crashed on the other). The others (an array, no result, a _meta array,
+// crashed on the other), and a result holding both what was read
+// (contents, messages) and inputRequests, which go-sdk's front refuses
+// ("server bug: result has both content and inputRequests"), on every
+// way a read takes (a bridged leg's entry said the agent read what the
+// client never got). The others (an array, no result, a _meta array,
 // contents or messages that are no array) the SDK refuses before
 // anything is recorded, and still does. Prompt messages that are none or
 // hold null are passed on, and recorded, as before.
@@ -74,9 +79,11 @@ func TestReadResultNotPassedOnNotRecorded(t *testing.T) {
 	}
 }
 
+// What the client is told of a read whose result it cannot be given.
+const notPassed = "its result cannot be passed on: "
+
 // readsNotPassedOn is TestReadResultNotPassedOnNotRecorded through cs.
 func readsNotPassedOn(t *testing.T, l *testLog, cs *mcp.ClientSession) {
-	const notPassed = "its result cannot be passed on: "
 	for name, want := range map[string][2]string{ // "": passed on
 		"null":     {notPassed + "the result is not a JSON object", notPassed + "the result is not a JSON object"},
 		"metanull": {notPassed + "the result's _meta is not an object", notPassed + "the result's _meta is not an object"},
@@ -85,6 +92,7 @@ func readsNotPassedOn(t *testing.T, l *testLog, cs *mcp.ClientSession) {
 		"array":    {"cannot unmarshal", "cannot unmarshal"},
 		"meta":     {"cannot unmarshal", "cannot unmarshal"},
 		"list":     {"cannot unmarshal", "cannot unmarshal"},
+		"both":     {notPassed + "the result has both contents and inputRequests", notPassed + "the result has both messages and inputRequests"},
 		"none":     {`calling "`, `calling "`},
 		"ok":       {"", ""},
 	} {
@@ -103,39 +111,55 @@ func readsNotPassedOn(t *testing.T, l *testLog, cs *mcp.ClientSession) {
 
 // TestHTTPReadResultNotPassedOnNotRecorded is
 // TestReadResultNotPassedOnNotRecorded over HTTP, the results in an event
-// stream.
+// stream, on every way a read takes: a client of an older revision and a
+// 2026-07-28 one, on the server's 2025-11-25 session (the one's read as
+// it is, the other's parked) and on its 2026-07-28 session (the one's
+// bridged, the other's as it is).
 func TestHTTPReadResultNotPassedOnNotRecorded(t *testing.T) {
-	for name, tc := range map[string]struct{ resource, prompt, want string }{
-		"null":     {`"result":null`, `"result":null`, "its result cannot be passed on: the result is not a JSON object"},
-		"metanull": {`"result":{"_meta":null,"contents":[]}`, `"result":{"_meta":null,"messages":[]}`, "its result cannot be passed on: the result's _meta is not an object"},
-		"escaped":  {`"result":{"\u005fmeta":null,"contents":[]}`, `"result":{"\u005fmeta":null,"messages":[]}`, "its result cannot be passed on: the result's _meta is not an object"},
-		"array":    {`"result":[1,2]`, `"result":[1,2]`, "cannot unmarshal"},
-		"none":     {``, ``, `calling "`},
-		"meta":     {`"result":{"_meta":[1],"contents":[]}`, `"result":{"_meta":[1],"messages":[]}`, "cannot unmarshal"},
-		"list":     {`"result":{"contents":{"uri":"res://x","text":"x"}}`, `"result":{"messages":{"role":"user","content":{"type":"text","text":"x"}}}`, "cannot unmarshal"},
+	ask := `"inputRequests":{"ask":` + rawElicit + `}`
+	for name, tc := range map[string]struct{ resource, prompt, want, wantPrompt string }{
+		"null":     {`"result":null`, `"result":null`, notPassed + "the result is not a JSON object", ""},
+		"metanull": {`"result":{"_meta":null,"contents":[]}`, `"result":{"_meta":null,"messages":[]}`, notPassed + "the result's _meta is not an object", ""},
+		"escaped":  {`"result":{"\u005fmeta":null,"contents":[]}`, `"result":{"\u005fmeta":null,"messages":[]}`, notPassed + "the result's _meta is not an object", ""},
+		"array":    {`"result":[1,2]`, `"result":[1,2]`, "cannot unmarshal", ""},
+		"none":     {``, ``, `calling "`, ""},
+		"meta":     {`"result":{"_meta":[1],"contents":[]}`, `"result":{"_meta":[1],"messages":[]}`, "cannot unmarshal", ""},
+		"list":     {`"result":{"contents":{"uri":"res://x","text":"x"}}`, `"result":{"messages":{"role":"user","content":{"type":"text","text":"x"}}}`, "cannot unmarshal", ""},
+		"both": {`"result":{"resultType":"input_required","contents":[{"uri":"res://x","text":"x"}],` + ask + `}`,
+			`"result":{"resultType":"input_required","messages":[{"role":"user","content":{"type":"text","text":"x"}}],` + ask + `}`,
+			notPassed + "the result has both contents and inputRequests", notPassed + "the result has both messages and inputRequests"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := newTestLog(t)
-			cs := readOddDownstreamOn(t, l, func(w http.ResponseWriter, r *http.Request, method string) {
-				member := tc.resource
-				if method == "prompts/get" {
-					member = tc.prompt
+			for _, session := range []string{"2025-11-25", statelessProtocol} {
+				l := newTestLog(t)
+				p := readOddProxy(t, l, session, func(w http.ResponseWriter, r *http.Request, method string) {
+					member := tc.resource
+					if method == "prompts/get" {
+						member = tc.prompt
+					}
+					w.Header().Set("Content-Type", "text/event-stream")
+					w.Write([]byte(`data: {"jsonrpc":"2.0","id":` + callRequestID(t, r) + sep(member) + member + "}\n\n"))
+				})
+				for front, cs := range map[string]*mcp.ClientSession{
+					"older": connectMemory(t, p, nil),
+					"newer": connectHTTP(t, serveHTTP(t, p), "", nil),
+				} {
+					t.Run(session+"/"+front, func(t *testing.T) {
+						errs, wrote := readEach(t, l, cs, "m+res://x", "m__x")
+						checkReadRefused(t, log.KindResourceRead, "m", errs[0], wrote[0], tc.want)
+						checkReadRefused(t, log.KindPromptGet, "m", errs[1], wrote[1], cmp.Or(tc.wantPrompt, tc.want))
+					})
 				}
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.Write([]byte(`data: {"jsonrpc":"2.0","id":` + callRequestID(t, r) + sep(member) + member + "}\n\n"))
-			})
-			errs, wrote := readEach(t, l, cs, "m+res://x", "m__x")
-			checkReadRefused(t, log.KindResourceRead, "m", errs[0], wrote[0], tc.want)
-			checkReadRefused(t, log.KindPromptGet, "m", errs[1], wrote[1], tc.want)
+			}
 		})
 	}
 }
 
-// readOddDownstreamOn connects a client to a proxy on log l in front of an
-// HTTP MCP server with resource res://x and prompt x that answers their
-// resources/read and prompts/get POSTs with answer (everything else is
-// go-sdk's).
-func readOddDownstreamOn(t *testing.T, l *testLog, answer func(w http.ResponseWriter, r *http.Request, method string)) *mcp.ClientSession {
+// readOddProxy starts a proxy on log l in front of an HTTP MCP server,
+// spoken to in revision session only, with resource res://x and prompt x
+// that answers their resources/read and prompts/get POSTs with answer
+// (everything else is go-sdk's).
+func readOddProxy(t *testing.T, l *testLog, session string, answer func(w http.ResponseWriter, r *http.Request, method string)) *Proxy {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "odd", Version: "1"}, nil)
 	srv.AddResource(&mcp.Resource{URI: "res://x", Name: "x"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -144,7 +168,9 @@ func readOddDownstreamOn(t *testing.T, l *testLog, answer func(w http.ResponseWr
 	srv.AddPrompt(&mcp.Prompt{Name: "x"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{}, nil
 	})
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	// go-sdk serves 2026-07-28 sessionless only.
+	opts := &mcp.StreamableHTTPOptions{Stateless: session == statelessProtocol}
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -157,6 +183,5 @@ func readOddDownstreamOn(t *testing.T, l *testLog, answer func(w http.ResponseWr
 		sdk.ServeHTTP(w, r)
 	}))
 	t.Cleanup(down.Close)
-	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL}}, nil)
-	return connectMemory(t, p, nil)
+	return startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL, Protocol: session}}, nil)
 }
