@@ -484,7 +484,7 @@ func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, 
 		e.Time = time.Now()
 		cp := &capture{}
 		typed, err := send(withCapture(ctx, cp), meta, responses, state)
-		raw := cp.last()
+		raw, err := cp.last(), cp.answerError(err)
 		cp.done()
 		if err != nil {
 			return nil, nil, "", forwardError(d.cfg.ID, err)

@@ -107,7 +107,7 @@ func (d *downstream) startParkedRead(ctx context.Context, ss *mcp.ServerSession,
 		defer d.calls.end(id)
 		cp := &capture{}
 		r.typed, r.err = send(withCapture(rctx, cp), meta, nil, "")
-		r.raw = cp.last()
+		r.raw, r.err = cp.last(), cp.answerError(r.err)
 		cp.done()
 	}, func(text string) { r.err = errLocal{text} })
 	return pc

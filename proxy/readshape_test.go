@@ -62,9 +62,10 @@ func checkReadRefused(t *testing.T, kind, server string, err error, wrote []stri
 // (contents, messages) and inputRequests, which go-sdk's front refuses
 // ("server bug: result has both content and inputRequests"), on every
 // way a read takes (a bridged leg's entry said the agent read what the
-// client never got). The others (an array, no result, a _meta array,
-// contents or messages that are no array) the SDK refuses before
-// anything is recorded, and still does. Prompt messages that are none or
+// client never got). An answer with no result (nor an error) is refused
+// saying so; the client was told "EOF", as of a connection that ended.
+// The others (an array, a _meta array, contents or messages that are no
+// array) the SDK refuses before anything is recorded, and still does. Prompt messages that are none or
 // hold null are passed on, and recorded, as before.
 func TestReadResultNotPassedOnNotRecorded(t *testing.T) {
 	l := newTestLog(t)
@@ -79,8 +80,12 @@ func TestReadResultNotPassedOnNotRecorded(t *testing.T) {
 	}
 }
 
-// What the client is told of a read whose result it cannot be given.
-const notPassed = "its result cannot be passed on: "
+// What the client is told of a read whose result it cannot be given, and
+// of one answered with no result at all.
+const (
+	notPassed = "its result cannot be passed on: "
+	noResult  = "its answer holds neither a result nor an error"
+)
 
 // readsNotPassedOn is TestReadResultNotPassedOnNotRecorded through cs.
 func readsNotPassedOn(t *testing.T, l *testLog, cs *mcp.ClientSession) {
@@ -93,7 +98,7 @@ func readsNotPassedOn(t *testing.T, l *testLog, cs *mcp.ClientSession) {
 		"meta":     {"cannot unmarshal", "cannot unmarshal"},
 		"list":     {"cannot unmarshal", "cannot unmarshal"},
 		"both":     {notPassed + "the result has both contents and inputRequests", notPassed + "the result has both messages and inputRequests"},
-		"none":     {`calling "`, `calling "`},
+		"none":     {noResult, noResult},
 		"ok":       {"", ""},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -122,7 +127,7 @@ func TestHTTPReadResultNotPassedOnNotRecorded(t *testing.T) {
 		"metanull": {`"result":{"_meta":null,"contents":[]}`, `"result":{"_meta":null,"messages":[]}`, notPassed + "the result's _meta is not an object", ""},
 		"escaped":  {`"result":{"\u005fmeta":null,"contents":[]}`, `"result":{"\u005fmeta":null,"messages":[]}`, notPassed + "the result's _meta is not an object", ""},
 		"array":    {`"result":[1,2]`, `"result":[1,2]`, "cannot unmarshal", ""},
-		"none":     {``, ``, `calling "`, ""},
+		"none":     {``, ``, noResult, ""},
 		"meta":     {`"result":{"_meta":[1],"contents":[]}`, `"result":{"_meta":[1],"messages":[]}`, "cannot unmarshal", ""},
 		"list":     {`"result":{"contents":{"uri":"res://x","text":"x"}}`, `"result":{"messages":{"role":"user","content":{"type":"text","text":"x"}}}`, "cannot unmarshal", ""},
 		"both": {`"result":{"resultType":"input_required","contents":[{"uri":"res://x","text":"x"}],` + ask + `}`,
