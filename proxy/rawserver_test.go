@@ -14,13 +14,15 @@ import (
 const rawServerEnv = "PROVLOG_PROXY_RAW_SERVER"
 
 // rawResults are the raw server's tools: each answers its call with the
-// JSON-RPC result written here, byte for byte.
+// JSON-RPC result written here, byte for byte ("-": a response with no
+// result at all).
 var rawResults = map[string]string{
 	"ok":   `{"content":[{"type":"text","text":"ok"}]}`,
 	"null": `null`,
 	// What go-sdk's servers write for "<b>", and a content block's own
 	// _meta, in a result spaced as no encoder of provlog's would.
 	"escaped": `{"content":[{"type":"text","text":"\u003cb\u003e \"q\"","_meta":{"k":1}}], "isError" : false}`,
+	"none":    `-`,
 }
 
 // rawReadResults are the raw server's resources (URI "raw://" + name) and
