@@ -493,7 +493,7 @@ func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, 
 		last := !bridged || !ok // the result goes to the client
 		// A leg the proxy carries on is held to it too: its entry would
 		// say the agent read what it holds beside its inputRequests.
-		if err := d.frontableRead(raw, typed, ok); err != nil {
+		if err := d.frontableRead(raw, typed, frontAsking(typed, protocol)); err != nil {
 			return nil, nil, "", err
 		}
 		r, err := d.p.recordRead(ctx, &e, raw, typed)

@@ -390,21 +390,21 @@ func prefixURI(up string, uri json.RawMessage) json.RawMessage {
 // frontableRead returns the error the client gets for the result of a
 // read, before the read is recorded, if it cannot be given to the client:
 // raw as received (nil: not captured, the SDK's re-encoding of typed is
-// passed on), typed the SDK's decoding of it, asking whether it is an
-// input_required result. Such a read failed, as one the server answered
-// with an error does, and likewise has no entry: a read entry says what
-// was read, and has no is_error to say otherwise. The SDK's decoding
-// refuses most such results (no object, no result, contents or messages
-// that are no array, a _meta of another type) before anything is
-// recorded; what it
-// takes and the client cannot be given is null or a null _meta
-// (frontRead refuses them), resource contents that are null or hold null
-// (the SDK's front refuses the one; the proxy's URI rewriting, or the
-// SDK's front, crashes on the other), and what was read (contents,
-// messages) beside inputRequests, which the SDK's front refuses as a
-// server's bug (handleMultiRoundTripResult: an input_required result has
-// nothing read). The usual result, with no _meta (nor an escape that
-// could spell one), costs a scan.
+// passed on), typed the SDK's decoding of it, asking whether the client
+// gets it as an input_required result (frontAsking). Such a read failed,
+// as one the server answered with an error does, and likewise has no
+// entry: a read entry says what was read, and has no is_error to say
+// otherwise. The SDK's decoding refuses most such results (no object, no
+// result, contents or messages that are no array, a _meta of another
+// type) before anything is recorded; what it takes and the client cannot
+// be given is null or a null _meta (frontRead refuses them), resource
+// contents that are null or hold null, or none in a result the client
+// does not get as input_required (the SDK's front refuses the one; the
+// proxy's URI rewriting, or the SDK's front, crashes on the other), and
+// what was read (contents, messages) beside inputRequests, which the
+// SDK's front refuses as a server's bug (handleMultiRoundTripResult: an
+// input_required result has nothing read). The usual result, with no
+// _meta (nor an escape that could spell one), costs a scan.
 func (d *downstream) frontableRead(raw json.RawMessage, typed any, asking bool) error {
 	var err error
 	t := bytes.TrimLeft(raw, " \t\r\n")
@@ -431,6 +431,27 @@ func (d *downstream) frontableRead(raw json.RawMessage, typed any, asking bool) 
 		return rpcError(jsonrpc.CodeInternalError, "provlog: server %q: its result cannot be passed on: %v", d.cfg.ID, err)
 	}
 	return nil
+}
+
+// frontAsking reports whether go-sdk's front gives a client of protocol
+// the read result typed (the SDK's decoding of the server's) as an
+// input_required result, which may have no contents: from 2026-07-28 on,
+// one that holds inputRequests, whatever its resultType
+// (handleMultiRoundTripResult sets it so); before, one the server said
+// is.
+func frontAsking(typed any, protocol string) bool {
+	var asks mcp.InputRequestMap
+	var needs bool
+	switch r := typed.(type) {
+	case *mcp.ReadResourceResult:
+		asks, needs = r.InputRequests, r.NeedsInput()
+	case *mcp.GetPromptResult:
+		asks, needs = r.InputRequests, r.NeedsInput()
+	}
+	if protocol >= statelessProtocol {
+		return asks != nil
+	}
+	return needs
 }
 
 // resultObject is result raw, a JSON object, as a map of its members, with

@@ -190,3 +190,24 @@ func readOddProxy(t *testing.T, l *testLog, session string, answer func(w http.R
 	t.Cleanup(down.Close)
 	return startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL, Protocol: session}}, nil)
 }
+
+// TestNewerReadAskingForNothing: a 2026-07-28 client's resources/read on
+// the server's 2026-07-28 session, answered input_required with neither
+// inputRequests nor contents (requestState alone), is refused as a result
+// with no contents, and nothing is recorded: go-sdk's front takes a
+// result of that revision as input_required by its inputRequests, not by
+// the server's resultType, and refuses one with no contents ("read
+// handler returned nil information") after its resource.read entry was
+// written. The same prompts/get result it passes on, and it is recorded.
+func TestNewerReadAskingForNothing(t *testing.T) {
+	l := newTestLog(t)
+	p := readOddProxy(t, l, statelessProtocol, func(w http.ResponseWriter, r *http.Request, _ string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte(`data: {"jsonrpc":"2.0","id":` + callRequestID(t, r) + `,"result":{"resultType":"input_required","requestState":"s"}}` + "\n\n"))
+	})
+	errs, wrote := readEach(t, l, connectHTTP(t, serveHTTP(t, p), "", nil), "m+res://x", "m__x")
+	checkReadRefused(t, log.KindResourceRead, "m", errs[0], wrote[0], notPassed+"the result has no contents")
+	if errs[1] != nil || len(wrote[1]) != 1 || !strings.Contains(wrote[1][0], `"kind":"`+log.KindPromptGet+`"`) {
+		t.Errorf("the prompt.get: %v, recorded as %q", errs[1], wrote[1])
+	}
+}
