@@ -395,16 +395,18 @@ func prefixURI(up string, uri json.RawMessage) json.RawMessage {
 // as one the server answered with an error does, and likewise has no
 // entry: a read entry says what was read, and has no is_error to say
 // otherwise. The SDK's decoding refuses most such results (no object, no
-// result, contents or messages that are no array, a _meta of another
-// type) before anything is recorded; what it takes and the client cannot
-// be given is null or a null _meta (frontRead refuses them), resource
-// contents that are null or hold null, or none in a result the client
-// does not get as input_required (the SDK's front refuses the one; the
-// proxy's URI rewriting, or the SDK's front, crashes on the other), and
-// what was read (contents, messages) beside inputRequests, which the
-// SDK's front refuses as a server's bug (handleMultiRoundTripResult: an
-// input_required result has nothing read). The usual result, with no
-// _meta (nor an escape that could spell one), costs a scan.
+// result, contents or messages that are no array, a _meta of another type)
+// before anything is recorded; what it takes and the client cannot be
+// given is null or a null _meta (frontRead refuses them), resource
+// contents or prompt messages that are null or hold null, or none in a
+// result the client does not get as input_required (go-sdk's front refuses
+// no contents, and it or the proxy's URI rewriting crashes on null ones;
+// the TypeScript SDK's client refuses messages that are none or hold
+// null), and what was read (contents, messages) beside inputRequests,
+// which go-sdk's front refuses as a server's bug
+// (handleMultiRoundTripResult: an input_required result has nothing read).
+// The usual result, with no _meta (nor an escape that could spell one),
+// costs a scan.
 func (d *downstream) frontableRead(raw json.RawMessage, typed any, asking bool) error {
 	var err error
 	t := bytes.TrimLeft(raw, " \t\r\n")
@@ -423,8 +425,14 @@ func (d *downstream) frontableRead(raw json.RawMessage, typed any, asking bool) 
 			err = errors.New("the result has no contents")
 		}
 	case *mcp.GetPromptResult:
-		if err == nil && r.InputRequests != nil && len(r.Messages) > 0 {
+		switch {
+		case err != nil:
+		case r.InputRequests != nil && len(r.Messages) > 0:
 			err = errors.New("the result has both messages and inputRequests")
+		case slices.Contains(r.Messages, nil):
+			err = errors.New("the result's messages is not an array of objects")
+		case r.Messages == nil && !asking:
+			err = errors.New("the result has no messages")
 		}
 	}
 	if err != nil {

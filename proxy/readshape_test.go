@@ -65,8 +65,10 @@ func checkReadRefused(t *testing.T, kind, server string, err error, wrote []stri
 // client never got). An answer with no result (nor an error) is refused
 // saying so; the client was told "EOF", as of a connection that ended.
 // The others (an array, a _meta array, contents or messages that are no
-// array) the SDK refuses before anything is recorded, and still does. Prompt messages that are none or
-// hold null are passed on, and recorded, as before.
+// array) the SDK refuses before anything is recorded, and still does.
+// Prompt messages that are none or hold null, which go-sdk's client takes
+// and the TypeScript SDK's refuses (TestTypeScriptClientReadRefused), are
+// refused as contents are.
 func TestReadResultNotPassedOnNotRecorded(t *testing.T) {
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{rawServerConfig(t, "raw")}, nil)
@@ -92,8 +94,8 @@ func readsNotPassedOn(t *testing.T, l *testLog, cs *mcp.ClientSession) {
 	for name, want := range map[string][2]string{ // "": passed on
 		"null":     {notPassed + "the result is not a JSON object", notPassed + "the result is not a JSON object"},
 		"metanull": {notPassed + "the result's _meta is not an object", notPassed + "the result's _meta is not an object"},
-		"empty":    {notPassed + "the result has no contents", ""},
-		"nullitem": {notPassed + "the result's contents is not an array of objects", ""},
+		"empty":    {notPassed + "the result has no contents", notPassed + "the result has no messages"},
+		"nullitem": {notPassed + "the result's contents is not an array of objects", notPassed + "the result's messages is not an array of objects"},
 		"array":    {"cannot unmarshal", "cannot unmarshal"},
 		"meta":     {"cannot unmarshal", "cannot unmarshal"},
 		"list":     {"cannot unmarshal", "cannot unmarshal"},
@@ -198,7 +200,8 @@ func readOddProxy(t *testing.T, l *testLog, session string, answer func(w http.R
 // result of that revision as input_required by its inputRequests, not by
 // the server's resultType, and refuses one with no contents ("read
 // handler returned nil information") after its resource.read entry was
-// written. The same prompts/get result it passes on, and it is recorded.
+// written. The same prompts/get result, complete to go-sdk's front, is
+// refused as one with no messages (TestTypeScriptClientReadRefused).
 func TestNewerReadAskingForNothing(t *testing.T) {
 	l := newTestLog(t)
 	p := readOddProxy(t, l, statelessProtocol, func(w http.ResponseWriter, r *http.Request, _ string) {
@@ -207,7 +210,36 @@ func TestNewerReadAskingForNothing(t *testing.T) {
 	})
 	errs, wrote := readEach(t, l, connectHTTP(t, serveHTTP(t, p), "", nil), "m+res://x", "m__x")
 	checkReadRefused(t, log.KindResourceRead, "m", errs[0], wrote[0], notPassed+"the result has no contents")
-	if errs[1] != nil || len(wrote[1]) != 1 || !strings.Contains(wrote[1][0], `"kind":"`+log.KindPromptGet+`"`) {
-		t.Errorf("the prompt.get: %v, recorded as %q", errs[1], wrote[1])
+	checkReadRefused(t, log.KindPromptGet, "m", errs[1], wrote[1], notPassed+"the result has no messages")
+}
+
+// TestTypeScriptClientReadRefused: prompts/get results with messages that
+// are none or hold null, which go-sdk's front passes on and the
+// TypeScript SDK's client refuses (a ZodError), were recorded as
+// prompt.get entries of what the client never got: the client is told
+// what was wrong now, and nothing is recorded; a good result of the same
+// server is read and recorded.
+func TestTypeScriptClientReadRefused(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{rawServerConfig(t, "raw")}, func(o *Options) { o.Actor = nil })
+	before := l.size(t)
+	r := runTSClient(t, map[string]any{"transport": "http", "url": serveHTTP(t, p), "token": testToken, "steps": []map[string]any{
+		{"op": "getPrompt", "name": "raw__nullitem"},
+		{"op": "getPrompt", "name": "raw__empty"},
+		{"op": "getPrompt", "name": "raw__ok"},
+	}})
+	if r.ConnectError != nil || len(r.Steps) != 3 {
+		t.Fatalf("the TypeScript client: %+v", r)
+	}
+	for i, want := range []string{"the result's messages is not an array of objects", "the result has no messages"} {
+		if s := r.Steps[i]; s.OK || s.Error == nil || !strings.Contains(s.Error.Message, `server "raw": `+notPassed+want) {
+			t.Errorf("step %d: ok %v, %+v; want an error saying %q", i, s.OK, s.Error, want)
+		}
+	}
+	if !r.Steps[2].OK {
+		t.Errorf("a good prompt: %+v", r.Steps[2].Error)
+	}
+	if n := l.size(t) - before; n != 1 {
+		t.Errorf("%d entries written, want 1 (the good prompt's)", n)
 	}
 }
