@@ -43,6 +43,7 @@ type capture struct {
 	ids     []jsonrpc.ID
 	raws    []json.RawMessage // in arrival order
 	wireErr *jsonrpc.Error    // the last error response, as received
+	empty   bool              // the last response held neither a result nor an error
 }
 
 func withCapture(ctx context.Context, c *capture) context.Context {
@@ -67,6 +68,22 @@ func (c *capture) remoteError() *jsonrpc.Error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.wireErr
+}
+
+// errNoResult is what was wrong with a server's answer that held neither
+// a result nor an error: go-sdk fails the request with its decoding of
+// nothing ("EOF"), which reads as a connection that ended.
+var errNoResult = errors.New("its answer holds neither a result nor an error")
+
+// answerError is err, the error a request sent with c failed with, or
+// errNoResult if it failed because the server's answer held nothing.
+func (c *capture) answerError(err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.empty && err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return errNoResult
+	}
+	return err
 }
 
 // all returns every raw result received, in order.
@@ -183,7 +200,7 @@ func (p *pendingCalls) deliver(msg jsonrpc.Message) {
 	if resp.Error == nil {
 		cp.raws = append(cp.raws, bytes.Clone(resp.Result))
 	}
-	cp.wireErr = we
+	cp.wireErr, cp.empty = we, resp.Error == nil && resp.Result == nil
 	cp.mu.Unlock()
 }
 

@@ -484,17 +484,17 @@ func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, 
 		e.Time = time.Now()
 		cp := &capture{}
 		typed, err := send(withCapture(ctx, cp), meta, responses, state)
-		raw := cp.last()
+		raw, err := cp.last(), cp.answerError(err)
 		cp.done()
 		if err != nil {
 			return nil, nil, "", forwardError(d.cfg.ID, err)
 		}
 		ask, ok := inputAskOf(raw)
 		last := !bridged || !ok // the result goes to the client
-		if last {
-			if err := d.frontableRead(raw, typed, ok); err != nil {
-				return nil, nil, "", err
-			}
+		// A leg the proxy carries on is held to it too: its entry would
+		// say the agent read what it holds beside its inputRequests.
+		if err := d.frontableRead(raw, typed, frontAsking(typed, protocol)); err != nil {
+			return nil, nil, "", err
 		}
 		r, err := d.p.recordRead(ctx, &e, raw, typed)
 		if err != nil {

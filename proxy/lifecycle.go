@@ -324,8 +324,8 @@ func sdkCall(ctx context.Context, cs *mcp.ClientSession, tool string, in *mcp.Ca
 		o.isError = res.IsError
 		return o
 	}
-	o.err, o.wireErr = err, cp.remoteError()
-	o.lost = errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	o.err, o.wireErr = cp.answerError(err), cp.remoteError()
+	o.lost = errors.Is(o.err, mcp.ErrConnectionClosed) || errors.Is(o.err, io.EOF) || errors.Is(o.err, io.ErrUnexpectedEOF)
 	return o
 }
 

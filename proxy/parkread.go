@@ -107,7 +107,7 @@ func (d *downstream) startParkedRead(ctx context.Context, ss *mcp.ServerSession,
 		defer d.calls.end(id)
 		cp := &capture{}
 		r.typed, r.err = send(withCapture(rctx, cp), meta, nil, "")
-		r.raw = cp.last()
+		r.raw, r.err = cp.last(), cp.answerError(r.err)
 		cp.done()
 	}, func(text string) { r.err = errLocal{text} })
 	return pc
@@ -150,12 +150,12 @@ func (d *downstream) readOutcome(ctx context.Context, pc *parkedCall, e *log.Rea
 	if r.err != nil {
 		return nil, nil, "", forwardError(d.cfg.ID, r.err)
 	}
+	if err := d.frontableRead(r.raw, r.typed, false); err != nil {
+		return nil, nil, "", err
+	}
 	if _, ok := inputAskOf(r.raw); ok {
 		// A 2025-11-25 server has no input_required result to give.
 		return nil, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: server %q answered the %s with an input_required result on a 2025-11-25 session", d.cfg.ID, e.Kind)
-	}
-	if err := d.frontableRead(r.raw, r.typed, false); err != nil {
-		return nil, nil, "", err
 	}
 	rec, err := d.p.recordRead(ctx, e, r.raw, r.typed)
 	if err != nil {

@@ -14,7 +14,8 @@ import (
 const rawServerEnv = "PROVLOG_PROXY_RAW_SERVER"
 
 // rawResults are the raw server's tools: each answers its call with the
-// JSON-RPC result written here, byte for byte.
+// JSON-RPC result written here, byte for byte ("-": a response with no
+// result at all).
 var rawResults = map[string]string{
 	"ok":   `{"content":[{"type":"text","text":"ok"}]}`,
 	"null": `null`,
@@ -23,6 +24,7 @@ var rawResults = map[string]string{
 	"escaped": `{"content":[{"type":"text","text":"\u003cb\u003e \"q\"","_meta":{"k":1}}], "isError" : false}`,
 	// A result with a _meta of its own, for the receipt to join.
 	"metaown": `{"content":[{"type":"text","text":"\u003cb\u003e"}], "_meta" : { "k":1 } }`,
+	"none":    `-`,
 }
 
 // rawReadResults are the raw server's resources (URI "raw://" + name) and
@@ -41,9 +43,14 @@ var rawReadResults = map[string]struct{ resource, prompt string }{
 	"nullitem": {`{"contents":[null,{"uri":"raw://nullitem","text":"x"}]}`,
 		`{"messages":[null,{"role":"user","content":{"type":"resource_link","uri":"raw://x","name":"x"}}]}`},
 	"empty": {`{}`, `{}`},
+	"both": {`{"contents":[{"uri":"raw://both","text":"x"}],"inputRequests":{"ask":` + rawElicit + `}}`,
+		`{"messages":[{"role":"user","content":{"type":"text","text":"x"}}],"inputRequests":{"ask":` + rawElicit + `}}`},
 	"list": {`{"contents":{"uri":"raw://list","text":"x"}}`,
 		`{"messages":{"role":"user","content":{"type":"text","text":"x"}}}`},
 }
+
+// rawElicit is an input request (SEP-2322) asking the user for nothing.
+const rawElicit = `{"method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object","properties":{}}}}`
 
 func rawServerConfig(t testing.TB, id string) ServerConfig {
 	return ServerConfig{ID: id, Command: fixtureServer(t), Env: map[string]string{rawServerEnv: "1"}}

@@ -390,36 +390,76 @@ func prefixURI(up string, uri json.RawMessage) json.RawMessage {
 // frontableRead returns the error the client gets for the result of a
 // read, before the read is recorded, if it cannot be given to the client:
 // raw as received (nil: not captured, the SDK's re-encoding of typed is
-// passed on), typed the SDK's decoding of it, asking whether it is an
-// input_required result. Such a read failed, as one the server answered
-// with an error does, and likewise has no entry: a read entry says what
-// was read, and has no is_error to say otherwise. The SDK's decoding
-// refuses most such results (no object, no result, contents or messages
-// that are no array, a _meta of another type) before anything is
-// recorded; what it takes and the client cannot be given is null or a
-// null _meta (frontRead refuses them), and resource contents that are
-// null or hold null (the SDK's front refuses the one; the proxy's URI
-// rewriting, or the SDK's front, crashes on the other). The usual
-// result, with no _meta (nor an escape that could spell one), costs a
-// scan.
+// passed on), typed the SDK's decoding of it, asking whether the client
+// gets it as an input_required result (frontAsking). Such a read failed,
+// as one the server answered with an error does, and likewise has no
+// entry: a read entry says what was read, and has no is_error to say
+// otherwise. The SDK's decoding refuses most such results (no object, no
+// result, contents or messages that are no array, a _meta of another type)
+// before anything is recorded; what it takes and the client cannot be
+// given is null or a null _meta (frontRead refuses them), resource
+// contents or prompt messages that are null or hold null, or none in a
+// result the client does not get as input_required (go-sdk's front refuses
+// no contents, and it or the proxy's URI rewriting crashes on null ones;
+// the TypeScript SDK's client refuses messages that are none or hold
+// null), and what was read (contents, messages) beside inputRequests,
+// which go-sdk's front refuses as a server's bug
+// (handleMultiRoundTripResult: an input_required result has nothing read).
+// The usual result, with no _meta (nor an escape that could spell one),
+// costs a scan.
 func (d *downstream) frontableRead(raw json.RawMessage, typed any, asking bool) error {
 	var err error
 	t := bytes.TrimLeft(raw, " \t\r\n")
 	if raw != nil && (len(t) == 0 || t[0] != '{' || bytes.Contains(t, []byte(`"_meta"`)) || bytes.Contains(t, []byte(`\u`))) {
 		_, err = resultObject(raw, "")
 	}
-	if rr, ok := typed.(*mcp.ReadResourceResult); ok && err == nil {
+	switch r := typed.(type) {
+	case *mcp.ReadResourceResult:
 		switch {
-		case slices.Contains(rr.Contents, nil):
+		case err != nil:
+		case r.InputRequests != nil && len(r.Contents) > 0:
+			err = errors.New("the result has both contents and inputRequests")
+		case slices.Contains(r.Contents, nil):
 			err = errors.New("the result's contents is not an array of objects")
-		case rr.Contents == nil && !asking:
+		case r.Contents == nil && !asking:
 			err = errors.New("the result has no contents")
+		}
+	case *mcp.GetPromptResult:
+		switch {
+		case err != nil:
+		case r.InputRequests != nil && len(r.Messages) > 0:
+			err = errors.New("the result has both messages and inputRequests")
+		case slices.Contains(r.Messages, nil):
+			err = errors.New("the result's messages is not an array of objects")
+		case r.Messages == nil && !asking:
+			err = errors.New("the result has no messages")
 		}
 	}
 	if err != nil {
 		return rpcError(jsonrpc.CodeInternalError, "provlog: server %q: its result cannot be passed on: %v", d.cfg.ID, err)
 	}
 	return nil
+}
+
+// frontAsking reports whether go-sdk's front gives a client of protocol
+// the read result typed (the SDK's decoding of the server's) as an
+// input_required result, which may have no contents: from 2026-07-28 on,
+// one that holds inputRequests, whatever its resultType
+// (handleMultiRoundTripResult sets it so); before, one the server said
+// is.
+func frontAsking(typed any, protocol string) bool {
+	var asks mcp.InputRequestMap
+	var needs bool
+	switch r := typed.(type) {
+	case *mcp.ReadResourceResult:
+		asks, needs = r.InputRequests, r.NeedsInput()
+	case *mcp.GetPromptResult:
+		asks, needs = r.InputRequests, r.NeedsInput()
+	}
+	if protocol >= statelessProtocol {
+		return asks != nil
+	}
+	return needs
 }
 
 // resultObject is result raw, a JSON object, as a map of its members, with

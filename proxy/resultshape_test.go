@@ -44,6 +44,11 @@ func TestResultNotPassedOnRecordedAsFailed(t *testing.T) {
 		before := l.size(t)
 		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "raw__null", Arguments: map[string]any{}})
 		check(t, l, before, err, "the tools/call result is not a JSON object")
+		// go-sdk's "EOF" for an answer with no result was told, and
+		// recorded, as a server that closed the connection.
+		before = l.size(t)
+		_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "raw__none", Arguments: map[string]any{}})
+		check(t, l, before, err, `server "raw": its answer holds neither a result nor an error`)
 		if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "raw__ok", Arguments: map[string]any{}}); err != nil || res.IsError {
 			t.Errorf("a call after them: %v", err)
 		}
