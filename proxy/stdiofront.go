@@ -251,14 +251,11 @@ func (f *pipeFront) take(v []byte) bool {
 	ss := f.ss.Load()
 	if ss == nil || f.p.noFastPath ||
 		!bytes.Contains(v, []byte(`"tools/call"`)) && !bytes.Contains(v, []byte(`"notifications/cancelled"`)) {
-		return f.refuseID(badRequestID(v)) // not worth parsing; only its id is looked for
+		return false // not worth parsing
 	}
 	fr, ok := parseFast(bytes.Clone(v)) // v is the reader's buffer
-	if !ok {
-		return f.refuseID(badRequestID(v))
-	}
-	if unsafeID(fr.id) {
-		return f.refuseID(fr.id, true)
+	if !ok || unsafeID(fr.id) {
+		return false // refuse answers a message with such an id
 	}
 	switch {
 	case fr.method == "notifications/cancelled" && fr.id == nil:
@@ -290,17 +287,6 @@ func (f *pipeFront) take(v []byte) bool {
 	return false
 }
 
-// refuseID answers a message whose id the SDK would change (bad, by
-// badRequestID) with an error, and reports whether it did.
-func (f *pipeFront) refuseID(id json.RawMessage, bad bool) bool {
-	if !bad {
-		return false
-	}
-	b := appendResponse(nil, json.RawMessage("null"), nil, refusedIDMessage(id))
-	f.w.writeOwned(append(b, '\n'))
-	return true
-}
-
 // refuse answers msg, the rest of a line from the client or a value on
 // one, if it is no JSON-RPC message the SDK can read, and reports whether
 // it did: with -32700 (Parse error) if it is not JSON, -32600 (Invalid
@@ -310,7 +296,16 @@ func (f *pipeFront) refuseID(id json.RawMessage, bad bool) bool {
 // SDK keeps, else null (JSON-RPC 2.0, section 5). Nothing is recorded:
 // no call was made. The sidecar's log says what was wrong, but not what
 // the client sent, which may hold its secrets.
+//
+// A message (or batch) with an id the SDK would change (badRequestID) is
+// refused too, as the HTTP front refuses it, whatever it asks and
+// wherever it stands on its line: the SDK answered it under another id.
 func (f *pipeFront) refuse(msg []byte) bool {
+	if id, bad := badRequestID(msg); bad {
+		b := appendResponse(nil, json.RawMessage("null"), nil, refusedIDMessage(id))
+		f.w.writeOwned(append(b, '\n'))
+		return true
+	}
 	code, why := messageFault(msg)
 	if why == "" {
 		return false

@@ -359,8 +359,9 @@ func (s *sseParser) read(r io.Reader, fn func(data []byte) bool) error {
 // its value (after a quote, which no number begins with), so that "a" and
 // "\u0061" are one id (keyed on the raw text, they were two: a call
 // under the second was made while the first was in progress); an integer
-// is its text (oneMessage lets on only plain digits within ±2^53), but
-// -0, which the SDK reads as 0, is 0.
+// is its text (both fronts let on only plain digits within ±2^53, not -0:
+// badRequestID), but a cancellation's requestId -0, which the SDK reads
+// as 0, is 0.
 func callKey(id []byte) string {
 	id = bytes.TrimSpace(id)
 	switch {
