@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -78,4 +80,48 @@ func TestUnsafeIDsRefused(t *testing.T) {
 			t.Errorf("refused requests grew the log by %d entries", got-before)
 		}
 	})
+}
+
+// TestPipeFrontDuplicateID: on stdio, a tools/call under the id of a call
+// in progress, however it is spelt, is refused under id null (as the SDK
+// refuses it on a pipe), and neither recorded nor made; a cancellation
+// naming the first call so spelt reaches it. The pipe front handed such
+// a call to the SDK, which knows nothing of the front's calls and made
+// it beside the first, and it keyed calls on their ids' raw text.
+func TestPipeFrontDuplicateID(t *testing.T) {
+	for _, tc := range []struct{ name, first, second, cancel string }{
+		{"as sent", `"same"`, `"same"`, `"same"`},
+		{"escaped", `"same"`, `"s\u0061me"`, `"\u0073ame"`},
+		{"integer", `0`, `0`, `-0`}, // a requestId -0 is 0 to the SDK
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			notes := filepath.Join(t.TempDir(), "hang")
+			cfg := fixtureServerConfig(t, "f")
+			cfg.Env[fixtureCancelledEnv] = notes
+			l := newTestLog(t)
+			p := startProxy(t, l, []ServerConfig{cfg}, nil)
+			pc := newPipeClient(t, p)
+			noted := func(what string) int {
+				b, _ := os.ReadFile(notes)
+				return strings.Count(string(b), what)
+			}
+			hang := func(id string) string {
+				return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__hang","arguments":{}}}`
+			}
+			pc.send(hang(tc.first))
+			waitFor(t, "the first call to start", func() bool { return noted("started") == 1 })
+			before := l.size(t)
+			pc.send(hang(tc.second))
+			if got := string(pc.read()); !strings.Contains(got, `"id":null`) || !strings.Contains(got, "duplicate in-flight request ID") {
+				t.Errorf("the call with the id of a call in progress: %s, want a refusal", got)
+			}
+			if got := l.size(t); got != before || noted("started") != 1 {
+				t.Errorf("the refused call grew the log by %d entries; the server started %d calls", got-before, noted("started"))
+			}
+			pc.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + tc.cancel + `}}`)
+			if got := string(pc.read()); !strings.Contains(got, `"id":`+tc.first) || !strings.Contains(got, "cancelled by the client") {
+				t.Errorf("the first call, cancelled: %s", got)
+			}
+		})
+	}
 }

@@ -259,7 +259,7 @@ func (f *pipeFront) take(v []byte) bool {
 	}
 	switch {
 	case fr.method == "notifications/cancelled" && fr.id == nil:
-		cancel, ok := f.calls.Load(string(fr.requestID))
+		cancel, ok := f.calls.Load(callKey(fr.requestID))
 		if !ok {
 			return false
 		}
@@ -274,11 +274,17 @@ func (f *pipeFront) take(v []byte) bool {
 		if !ok {
 			return false
 		}
-		key := string(fr.id)
+		key := callKey(fr.id)
 		ctx, cancel := context.WithCancel(f.ctx)
 		if _, dup := f.calls.LoadOrStore(key, cancel); dup {
+			// As the SDK refuses the id of a call in progress, under
+			// id null, so that the client takes it for no answer to
+			// that call. Handed to the SDK, which knows nothing of
+			// this front's calls, it was made beside the first.
 			cancel()
-			return false // an id in use: the SDK answers as it does
+			e := rpcError(jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID %s", truncate(string(fr.id), 64))
+			f.w.writeOwned(append(appendResponse(nil, json.RawMessage("null"), nil, e), '\n'))
+			return true
 		}
 		f.p.pipeCalls.Add(1)
 		go f.serve(ctx, cancel, key, ss, protocol, client, fr.id, fc)

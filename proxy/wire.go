@@ -361,7 +361,7 @@ func (s *sseParser) read(r io.Reader, fn func(data []byte) bool) error {
 // under the second was made while the first was in progress); an integer
 // is its text (both fronts let on only plain digits within ±2^53, not -0:
 // badRequestID), but a cancellation's requestId -0, which the SDK reads
-// as 0, is 0.
+// as 0, is 0. Both fronts' fast paths key their calls so.
 func callKey(id []byte) string {
 	id = bytes.TrimSpace(id)
 	switch {
