@@ -18,7 +18,19 @@ const rawServerEnv = "PROVLOG_PROXY_RAW_SERVER"
 var rawResults = map[string]string{
 	"ok":   `{"content":[{"type":"text","text":"ok"}]}`,
 	"null": `null`,
+	// A number beyond a double's range, where the client is given it
+	// as is (structuredContent) and where it is not (_meta).
+	"bignum":     `{"content":[{"type":"text","text":"big"}],"structuredContent":{"n":1e999}}`,
+	"bignummeta": `{"_meta":{"n":1e999},"content":[{"type":"text","text":"big"}]}`,
+	// Nesting within go-sdk's bound of 1000 levels, past it, and past
+	// encoding/json's of 10000.
+	"deep999":   `{"content":[],"structuredContent":{"d":` + nested(997) + `}}`,
+	"deep1001":  `{"content":[],"structuredContent":{"d":` + nested(1001) + `}}`,
+	"deep10001": `{"content":[],"structuredContent":{"d":` + nested(10001) + `}}`,
 }
+
+// nested is n arrays, each in the one before.
+func nested(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
 
 // rawReadResults are the raw server's resources (URI "raw://" + name) and
 // prompts: each answers its resources/read or prompts/get with the result

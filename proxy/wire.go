@@ -151,14 +151,23 @@ func parseWire(data []byte) (*wireMessage, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, err
 	}
-	if len(m.Result) > 0 {
-		var r struct {
-			IsError bool `json:"isError"`
-		}
-		json.Unmarshal(m.Result, &r)
-		m.isError = r.IsError
-	}
+	m.isError = resultIsError(m.Result)
 	return &m, nil
+}
+
+// resultIsError is the isError of result, a tools/call result as
+// received, as encoding/json reads it: false if result is not an object,
+// or its isError no boolean. parseWire reads an I-JSON result's in its
+// walk, and this one's of any other; sdkCall, of one the SDK's types do
+// not hold.
+func resultIsError(result json.RawMessage) bool {
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	if len(result) > 0 {
+		json.Unmarshal(result, &r)
+	}
+	return r.IsError
 }
 
 // canonString returns the string a JSON value in canonical form holds,
