@@ -125,3 +125,19 @@ func TestPipeFrontDuplicateID(t *testing.T) {
 		})
 	}
 }
+
+// TestPipeFrontIDReusedOnceAnswered: a client may use a call's id again
+// as soon as it has the call's answer. The pipe front freed the id only
+// after writing the answer, and refused as a duplicate a call that came
+// before then (the second call under one id, run after run).
+func TestPipeFrontIDReusedOnceAnswered(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "f")}, nil)
+	pc := newPipeClient(t, p)
+	for i := range 100 {
+		pc.send(`{"jsonrpc":"2.0","id":"again","method":"tools/call","params":{"name":"f__ok","arguments":{}}}`)
+		if got := string(pc.read()); !strings.Contains(got, `"id":"again","result"`) {
+			t.Fatalf("call %d under an id answered before: %.300s", i, got)
+		}
+	}
+}

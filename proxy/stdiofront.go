@@ -392,10 +392,11 @@ func (f *pipeFront) serve(ctx context.Context, cancel context.CancelFunc, key st
 	var res json.RawMessage
 	var rerr *jsonrpc.Error
 	defer func() {
-		// The id is free again once its answer is out, not before.
+		// The id is free again before its answer goes out: the client
+		// may use it again as soon as it has the answer.
+		f.calls.Delete(key)
 		b := appendResponse(make([]byte, 0, len(res)+96), id, res, rerr)
 		f.w.writeOwned(append(b, '\n'))
-		f.calls.Delete(key)
 	}()
 	in := &callIn{
 		d: fc.d, tool: fc.tool, argsCanon: fc.argsCanon,
