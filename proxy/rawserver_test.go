@@ -13,6 +13,10 @@ import (
 // never sends.
 const rawServerEnv = "PROVLOG_PROXY_RAW_SERVER"
 
+// rawHeldEnv names a file the raw server writes when it holds a call of
+// "later".
+const rawHeldEnv = "PROVLOG_PROXY_RAW_HELD"
+
 // rawResults are the raw server's tools: each answers its call with the
 // JSON-RPC result written here, byte for byte.
 var rawResults = map[string]string{
@@ -27,6 +31,8 @@ var rawResults = map[string]string{
 	"deep999":   `{"content":[],"structuredContent":{"d":` + nested(997) + `}}`,
 	"deep1001":  `{"content":[],"structuredContent":{"d":` + nested(1001) + `}}`,
 	"deep10001": `{"content":[],"structuredContent":{"d":` + nested(10001) + `}}`,
+	// Answered ok, but only after the server answered the next call.
+	"later": `{"content":[{"type":"text","text":"ok"}]}`,
 }
 
 // nested is n arrays, each in the one before.
@@ -66,6 +72,7 @@ func runRawServer() {
 		}
 		os.Stdout.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + "}\n")
 	}
+	var later json.RawMessage // the id of a call of "later" not yet answered
 	for {
 		line, err := in.ReadBytes('\n')
 		if err != nil {
@@ -93,7 +100,18 @@ func runRawServer() {
 			}
 			answer(m.ID, `{"tools":[`+strings.Join(tools, ",")+`]}`)
 		case "tools/call":
+			if m.Params.Name == "later" {
+				later = m.ID
+				if f := os.Getenv(rawHeldEnv); f != "" {
+					os.WriteFile(f, []byte("held\n"), 0o600)
+				}
+				continue
+			}
 			answer(m.ID, rawResults[m.Params.Name])
+			if later != nil {
+				answer(later, rawResults["later"])
+				later = nil
+			}
 		case "prompts/list":
 			var prompts []string
 			for name := range rawReadResults {
