@@ -105,3 +105,18 @@ func FuzzDeepReader(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDeepReader reads a stdio server's stream of 4 KiB answers
+// through a deepReader: what it adds to go-sdk's reading of the stream.
+func BenchmarkDeepReader(b *testing.B) {
+	msg := `{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"` + strings.Repeat("text", 1024) + `"}]}}` + "\n"
+	stream := []byte(strings.Repeat(msg, 256))
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	buf := make([]byte, 32<<10)
+	for b.Loop() {
+		if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{newDeepReader(bytes.NewReader(stream))}, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
