@@ -44,6 +44,7 @@ type capture struct {
 	raws    []json.RawMessage // in arrival order
 	wireErr *jsonrpc.Error    // the last error response, as received
 	empty   bool              // the last response held neither a result nor an error
+	unread  error             // why the last response could not be read (deepReader)
 }
 
 func withCapture(ctx context.Context, c *capture) context.Context {
@@ -84,6 +85,14 @@ func (c *capture) answerError(err error) error {
 		return errNoResult
 	}
 	return err
+}
+
+// unreadable returns why the last response could not be read, if it
+// could not.
+func (c *capture) unreadable() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unread
 }
 
 // all returns every raw result received, in order.
@@ -204,6 +213,18 @@ func (p *pendingCalls) deliver(msg jsonrpc.Message) {
 	cp.mu.Unlock()
 }
 
+// unreadable notes why the answer to id could not be read in its
+// capture, if any.
+func (p *pendingCalls) unreadable(id jsonrpc.ID, err error) {
+	if v, ok := p.m.LoadAndDelete(id); ok {
+		if cp, ok := v.(*capture); ok {
+			cp.mu.Lock()
+			cp.unread = err
+			cp.mu.Unlock()
+		}
+	}
+}
+
 // endListen tells err as the end of the listen id, unless it was answered.
 func (p *pendingCalls) endListen(id jsonrpc.ID, err error) {
 	if v, ok := p.m.LoadAndDelete(id); ok {
@@ -235,6 +256,9 @@ func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		return nil, err
 	}
 	cc := &captureConn{Connection: c, notify: t.notify}
+	if ct, ok := t.inner.(*commandTransport); ok {
+		cc.deep = ct.deep
+	}
 	cc.pending.listenHooks = t.listens
 	if canWatchExit && t.cmd != nil && t.cmd.Process != nil {
 		cc.exit = watchExit(t.cmd.Process.Pid)
@@ -246,7 +270,8 @@ type captureConn struct {
 	mcp.Connection
 	pending pendingCalls
 	notify  func(*jsonrpc.Request) bool
-	exit    *exitWatch // a stdio server's
+	exit    *exitWatch  // a stdio server's
+	deep    *deepReader // a stdio server's stdout
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -275,6 +300,18 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && c.notify != nil && c.notify(req) {
 			continue
+		}
+		if r, ok := msg.(*jsonrpc.Response); ok && c.deep != nil {
+			if h, ok := c.deep.take(r.ID); ok {
+				// The answer as received is the capture's; go-sdk
+				// gets the error that stands in for it.
+				if h.msg != nil {
+					c.pending.deliver(h.msg)
+				} else {
+					c.pending.unreadable(r.ID, h.err)
+				}
+				return msg, nil
+			}
 		}
 		c.pending.deliver(msg)
 		return msg, nil
@@ -455,39 +492,55 @@ func (s *sseTee) deliver(data []byte) bool {
 // namesMethod reports whether data, a JSON-RPC message, is an object with
 // a top-level member "method", which go-sdk reads as a request or a
 // notification whatever else it holds (or not at all, if it is not JSON).
-// It reads keys, and the values before that member only as far as their
-// ends; false is also "not sure" (a key with escapes, broken JSON), for
-// which the message is decoded.
+// False is also "not sure" (topMember), for which the message is decoded.
 func namesMethod(data []byte) bool {
+	_, ok := topMember(data, "method")
+	return ok
+}
+
+// topMember returns the value of the top-level member name of data, a
+// JSON object, as it stands there, and whether it found it (an empty
+// value if it does not end). It reads keys, and the values before that
+// member only as far as their ends, however deep they nest; not finding
+// it is also "not sure" (a key with escapes, broken JSON).
+func topMember(data []byte, name string) ([]byte, bool) {
 	i := skipSpace(data, 0)
 	if i == len(data) || data[i] != '{' {
-		return false
+		return nil, false
 	}
 	for {
 		i = skipSpace(data, i+1)
 		if i == len(data) || data[i] != '"' {
-			return false
+			return nil, false
 		}
 		end := skipString(data, i)
 		if end < 0 {
-			return false
+			return nil, false
 		}
 		key := data[i+1 : end]
 		if bytes.IndexByte(key, '\\') >= 0 {
-			return false
-		}
-		if string(key) == "method" {
-			return true
+			return nil, false
 		}
 		i = skipSpace(data, end+1)
+		if string(key) == name {
+			if i == len(data) || data[i] != ':' {
+				return nil, true
+			}
+			i = skipSpace(data, i+1)
+			j := skipValue(data, i)
+			if j < 0 {
+				return nil, true
+			}
+			return data[i:j], true
+		}
 		if i == len(data) || data[i] != ':' {
-			return false
+			return nil, false
 		}
 		if i = skipValue(data, skipSpace(data, i+1)); i < 0 {
-			return false
+			return nil, false
 		}
 		if i = skipSpace(data, i); i == len(data) || data[i] != ',' {
-			return false
+			return nil, false
 		}
 	}
 }

@@ -18,11 +18,11 @@ func TestFastPathDuplicateID(t *testing.T) {
 	// One id, however it is spelled: a string by its value ("same" and
 	// "s\u0061me" were two ids, keyed on the raw text, and a call under
 	// the second was made while the first ran), an integer by its value
-	// (-0 is 0 to the SDK).
+	// (a requestId -0 is 0 to the SDK; a request id -0 is refused).
 	for _, tc := range []struct{ name, first, second, cancel string }{
 		{"as sent", `"same"`, `"same"`, `"same"`},
 		{"escaped", `"same"`, `"s\u0061me"`, `"\u0073ame"`},
-		{"minus zero", `0`, `-0`, `-0`},
+		{"minus zero", `0`, `0`, `-0`},
 	} {
 		t.Run(tc.name, func(t *testing.T) { testDuplicateID(t, tc.first, tc.second, tc.cancel) })
 	}

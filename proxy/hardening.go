@@ -274,18 +274,16 @@ func readBody(r io.Reader, length, limit int64) ([]byte, error) {
 	}
 }
 
-// maxSafeID is the largest integer id the SDK keeps as sent: it reads a
-// numeric id as a float64 and then an int64, so 1.5 became 1 and
-// 9007199254740993 became 9007199254740992, and the client got its answer
-// under an id it never sent.
+// maxSafeID is the largest integer id the SDK keeps as sent (unsafeID).
 const maxSafeID = 1 << 53
 
-// badRequestID returns the id of msg, a JSON-RPC message from a client,
-// if it is a number the SDK would not keep as sent: not an integer, or
-// beyond ±2^53. MCP ids are strings or integers. Most messages are
-// settled by a scan for "id" members with such numbers; only a message
-// that has one (or an escape, which may spell "id") is decoded, to see
-// whether it is the top-level id.
+// badRequestID returns the id of msg, a JSON-RPC message or batch from a
+// client, if it is a number the SDK would not keep as sent (unsafeID); of
+// a batch, the first such id of its messages. MCP ids are strings or
+// integers. Most messages are settled by a scan for "id" members with
+// such numbers; only a message that has one (or an escape, which may
+// spell "id") is decoded, to see whether it is a message's own id. Both
+// fronts refuse such a message with it before anything reads it further.
 func badRequestID(msg []byte) (json.RawMessage, bool) {
 	escaped := bytes.Contains(msg, []byte(`\u`))
 	for rest := msg; !escaped; {
@@ -306,25 +304,43 @@ func badRequestID(msg []byte) (json.RawMessage, bool) {
 			break
 		}
 	}
-	var m struct {
+	type message struct {
 		ID json.RawMessage `json:"id"`
 	}
-	if json.Unmarshal(msg, &m) != nil {
-		return nil, false // not JSON: the SDK refuses it
+	// Decoded as the SDK decodes it: "Id" is no id.
+	var batch []message
+	if t := bytes.TrimLeft(msg, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		if sdkDecode(msg, &batch) != nil {
+			return nil, false // not a batch of objects: the SDK refuses it
+		}
+	} else {
+		batch = make([]message, 1)
+		if sdkDecode(msg, &batch[0]) != nil {
+			return nil, false // not JSON: the SDK refuses it
+		}
 	}
-	return m.ID, unsafeID(m.ID)
+	for _, m := range batch {
+		if unsafeID(m.ID) {
+			return m.ID, true
+		}
+	}
+	return nil, false
 }
 
 // unsafeID reports whether id, a JSON value, is a number the SDK would not
-// keep as sent (strings and absent ids are kept).
+// keep as sent (strings and absent ids are kept): it reads a numeric id
+// as a float64 and then an int64, so 1.5 became 1, 1e3 1000, -0 0, and
+// 9007199254740993 9007199254740992, and the client got its answer under
+// an id it never sent.
 func unsafeID(id json.RawMessage) bool {
 	return len(id) > 0 && (id[0] == '-' || id[0] >= '0' && id[0] <= '9') && !safeID(id)
 }
 
-// safeID reports whether num, a JSON number, is an integer within ±2^53.
+// safeID reports whether num, a JSON number, is an integer within ±2^53
+// written as the SDK writes it back: digits only, and no -0.
 func safeID(num []byte) bool {
 	digits := bytes.TrimPrefix(num, []byte("-"))
-	if len(digits) == 0 || len(digits) > 16 {
+	if len(digits) == 0 || len(digits) > 16 || len(digits) < len(num) && digits[0] == '0' {
 		return false
 	}
 	v := uint64(0)
@@ -339,5 +355,5 @@ func safeID(num []byte) bool {
 
 // refusedIDMessage is the refusal of a request whose id is badRequestID's.
 func refusedIDMessage(id json.RawMessage) *jsonrpc.Error {
-	return rpcError(jsonrpc.CodeInvalidRequest, "provlog: the request id %s is not a string or an integer within ±2^53; send a string or a smaller integer", truncate(string(id), 64))
+	return rpcError(jsonrpc.CodeInvalidRequest, "provlog: the request id %s is not a string or an integer within ±2^53 (digits only, not -0); send a string or such an integer", truncate(string(id), 64))
 }

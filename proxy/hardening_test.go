@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -276,6 +277,7 @@ func TestRefusalsSayWhy(t *testing.T) {
 		{"fractional id", strings.Replace(call, `"id":1`, `"id":1.5`, 1), session, http.StatusBadRequest, "the request id 1.5 is not a string or an integer"},
 		{"huge id", strings.Replace(call, `"id":1`, `"id":12345678901234567890`, 1), session, http.StatusBadRequest, "the request id 12345678901234567890 is not"},
 		{"huge id, SDK path", `{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/list"}`, session, http.StatusBadRequest, "the request id 9007199254740993 is not"},
+		{"minus zero id", strings.Replace(call, `"id":1`, `"id":-0`, 1), session, http.StatusBadRequest, "the request id -0 is not"},
 	} {
 		before := l.size(t)
 		resp, body := postMCP(t, front, c.body, c.header)
@@ -328,6 +330,14 @@ func TestBadRequestID(t *testing.T) {
 		`{"jsonrpc":"2.0","params":{"id":1.5},"id":99999999999999999999,"method":"x"}`: "99999999999999999999",
 		`{"jsonrpc":"2.0","\u0069d":1.5,"method":"x"}`:                                 "1.5",
 		`{"jsonrpc":"2.0","id":1.5,"method":"x"`:                                       "", // not JSON: the SDK refuses it
+		`{"jsonrpc":"2.0","id":-0,"method":"ping"}`:                                    "-0",
+		`{"jsonrpc":"2.0","id":0,"method":"ping"}`:                                     "",
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2.5}]`:        "2.5",
+		` [{"id":1,"params":{"id":1.5}},{"id":-0}]`:                                    "-0",
+		`{"jsonrpc":"2.0","id":1.5,"Id":1,"method":"x"}`:                               "1.5", // the SDK reads only "id"
+		`[{"Id":0.5}]`:                   "",
+		`[{"id":1,"params":{"id":1.5}}]`: "",
+		`[1,{"id":1.5}]`:                 "", // no batch the SDK reads
 	} {
 		id, bad := badRequestID([]byte(msg))
 		if bad != (want != "") || bad && string(id) != want {
@@ -336,27 +346,41 @@ func TestBadRequestID(t *testing.T) {
 	}
 }
 
-// FuzzBadRequestID: never a panic, and a message whose top-level id is a
-// number is refused exactly when that number is not an integer within
-// ±2^53.
+// FuzzBadRequestID: never a panic, and a message (or batch) is refused
+// exactly when the top-level id of it (or of one of its messages) is a
+// number that is not an integer within ±2^53, or -0.
 func FuzzBadRequestID(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`))
 	f.Add([]byte(`{"id":"x","params":{"id":1e400}}`))
 	f.Add([]byte(`{"id":9007199254740992}`))
+	f.Add([]byte(`{"id":-0}`))
+	f.Add([]byte(`[{"id":1},{"id":2.5,"params":{"id":3}}]`))
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		id, bad := badRequestID(msg)
-		var m struct {
+		type message struct {
 			ID json.RawMessage `json:"id"`
 		}
-		if json.Unmarshal(msg, &m) != nil {
-			if bad {
-				t.Fatalf("refused id %s of a message that does not decode", id)
+		var batch []message
+		if lead := bytes.TrimLeft(msg, " \t\r\n"); len(lead) == 0 || lead[0] != '[' || sdkDecode(msg, &batch) != nil {
+			var m message
+			if sdkDecode(msg, &m) != nil {
+				if bad {
+					t.Fatalf("refused id %s of a message that does not decode", id)
+				}
+				return
 			}
-			return
+			batch = []message{m}
 		}
-		isNum := len(m.ID) > 0 && (m.ID[0] == '-' || m.ID[0] >= '0' && m.ID[0] <= '9')
-		if bad != (isNum && !safeID(m.ID)) {
-			t.Fatalf("id %s: refused %v", m.ID, bad)
+		var want json.RawMessage
+		for _, m := range batch {
+			isNum := len(m.ID) > 0 && (m.ID[0] == '-' || m.ID[0] >= '0' && m.ID[0] <= '9')
+			if isNum && (!safeID(m.ID) || string(m.ID) == "-0") {
+				want = m.ID
+				break
+			}
+		}
+		if bad != (want != nil) || bad && string(id) != string(want) {
+			t.Fatalf("%s: refused %s %v, want %s", msg, id, bad, want)
 		}
 	})
 }

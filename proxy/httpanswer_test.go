@@ -133,6 +133,15 @@ func callOddDownstream(t *testing.T, answer http.HandlerFunc) (*mcp.CallToolResu
 // callOddDownstreamOn is callOddDownstream with a proxy on log l.
 func callOddDownstreamOn(t *testing.T, l *testLog, answer http.HandlerFunc) (*mcp.CallToolResult, error) {
 	t.Helper()
+	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: oddDownstream(t, answer)}}, nil)
+	cs := connectMemory(t, p, nil)
+	return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
+}
+
+// oddDownstream is the URL of an HTTP MCP server with the tool x that
+// answers its tools/call POSTs with answer (everything else is go-sdk's).
+func oddDownstream(t *testing.T, answer http.HandlerFunc) string {
+	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "odd", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
@@ -148,9 +157,7 @@ func callOddDownstreamOn(t *testing.T, l *testLog, answer http.HandlerFunc) (*mc
 		sdk.ServeHTTP(w, r)
 	}))
 	t.Cleanup(down.Close)
-	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL}}, nil)
-	cs := connectMemory(t, p, nil)
-	return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
+	return down.URL
 }
 
 // TestHTTPDownstreamUnreadableAnswer: a server whose event stream of a

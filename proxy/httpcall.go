@@ -257,7 +257,7 @@ func (d *downstream) post(ctx context.Context, cs *mcp.ClientSession, body []byt
 		}
 		msg, err := parseWire(b)
 		if err != nil {
-			return nil, fmt.Errorf("the answer is not a JSON-RPC message: %v", err)
+			return nil, fmt.Errorf("the answer is not a JSON-RPC message the proxy can read: %v", err)
 		}
 		if string(msg.ID) != reqID {
 			return nil, fmt.Errorf("the answer is for request %s, not %s", msg.ID, reqID)

@@ -41,32 +41,42 @@ const maxFrameBytes = 16 << 20
 const frameReadSize = 32 << 10
 
 // A valueScanner follows the nesting of a JSON text, byte by byte, far
-// enough to tell where each top-level object or array ends; it does not
-// check that the text is valid JSON (the value's reader does).
+// enough to tell where each top-level object or array ends, and how deep
+// it nests; it does not check that the text is valid JSON (the value's
+// reader does).
 type valueScanner struct {
 	depth int
 	inStr bool
 	esc   bool
+	// spans says a value may span lines (a server's, which go-sdk reads
+	// so), not only a client's line.
+	spans bool
+	max   int // the deepest nesting so far
 }
 
 // scan reads p, which continues the bytes scanned before, from the first
 // byte of a value (a '{' or '['), and returns the index in p just past
 // the byte that closes that value, or -1 if it does not close in p. If a
 // line end comes first, in a string or not, it returns that line end's
-// index and true instead: the value does not end on its line.
+// index and true instead: the value does not end on its line (unless
+// spans is set).
 func (s *valueScanner) scan(p []byte) (int, bool) {
+	stops := "\"\\\n\r"
+	if s.spans {
+		stops = "\"\\"
+	}
 	for i := 0; i < len(p); i++ {
 		if s.inStr {
 			if s.esc {
 				s.esc = false // p[i] is the escaped byte
-				if p[i] == '\n' || p[i] == '\r' {
+				if (p[i] == '\n' || p[i] == '\r') && !s.spans {
 					return i, true
 				}
 				continue
 			}
 			// Skip to the next quote, backslash or line end at once:
 			// strings are most of a message's bytes.
-			j := bytes.IndexAny(p[i:], "\"\\\n\r")
+			j := bytes.IndexAny(p[i:], stops)
 			if j < 0 {
 				return -1, false
 			}
@@ -86,13 +96,16 @@ func (s *valueScanner) scan(p []byte) (int, bool) {
 			s.inStr = true
 		case '{', '[':
 			s.depth++
+			s.max = max(s.max, s.depth)
 		case '}', ']':
 			s.depth--
 			if s.depth == 0 {
 				return i + 1, false
 			}
 		case '\n', '\r':
-			return i, true
+			if !s.spans {
+				return i, true
+			}
 		}
 	}
 	return -1, false

@@ -320,8 +320,23 @@ func sdkCall(ctx context.Context, cs *mcp.ClientSession, tool string, in *mcp.Ca
 		o.result, _ = json.Marshal(res)
 		o.remarshal = true
 	}
-	if err == nil {
+	switch {
+	case err == nil:
 		o.isError = res.IsError
+		return o
+	case cp.unreadable() != nil:
+		// As an HTTP server's answer that parseWire cannot read
+		// (nested past encoding/json's bound): the call fails alone.
+		o.err = fmt.Errorf("the answer is not a JSON-RPC message the proxy can read: %w", cp.unreadable())
+		return o
+	case o.result != nil && !o.remarshal && cp.remoteError() == nil:
+		// The server answered with a result the SDK's types do not
+		// hold (a number beyond a double, 1e999), or one nested deeper
+		// than it reads (held by the deepReader): the call's outcome
+		// is that result as received, as an HTTP server's is, which
+		// classify judges as one (frontMembers). The SDK's decoding of it
+		// failed the call, with Go's words for its struct fields.
+		o.isError = resultIsError(o.result)
 		return o
 	}
 	o.err, o.wireErr = cp.answerError(err), cp.remoteError()

@@ -13,6 +13,10 @@ import (
 // never sends.
 const rawServerEnv = "PROVLOG_PROXY_RAW_SERVER"
 
+// rawHeldEnv names a file the raw server writes when it holds a call of
+// "later".
+const rawHeldEnv = "PROVLOG_PROXY_RAW_HELD"
+
 // rawResults are the raw server's tools: each answers its call with the
 // JSON-RPC result written here, byte for byte ("-": a response with no
 // result at all).
@@ -25,7 +29,21 @@ var rawResults = map[string]string{
 	// A result with a _meta of its own, for the receipt to join.
 	"metaown": `{"content":[{"type":"text","text":"\u003cb\u003e"}], "_meta" : { "k":1 } }`,
 	"none":    `-`,
+	// A number beyond a double's range, where the client is given it
+	// as is (structuredContent) and where it is not (_meta).
+	"bignum":     `{"content":[{"type":"text","text":"big"}],"structuredContent":{"n":1e999}}`,
+	"bignummeta": `{"_meta":{"n":1e999},"content":[{"type":"text","text":"big"}]}`,
+	// Nesting within go-sdk's bound of 1000 levels, past it, and past
+	// encoding/json's of 10000.
+	"deep999":   `{"content":[],"structuredContent":{"d":` + nested(997) + `}}`,
+	"deep1001":  `{"content":[],"structuredContent":{"d":` + nested(1001) + `}}`,
+	"deep10001": `{"content":[],"structuredContent":{"d":` + nested(10001) + `}}`,
+	// Answered ok, but only after the server answered the next call.
+	"later": `{"content":[{"type":"text","text":"ok"}]}`,
 }
+
+// nested is n arrays, each in the one before.
+func nested(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
 
 // rawReadResults are the raw server's resources (URI "raw://" + name) and
 // prompts: each answers its resources/read or prompts/get with the result
@@ -66,6 +84,7 @@ func runRawServer() {
 		}
 		os.Stdout.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + "}\n")
 	}
+	var later json.RawMessage // the id of a call of "later" not yet answered
 	for {
 		line, err := in.ReadBytes('\n')
 		if err != nil {
@@ -93,7 +112,18 @@ func runRawServer() {
 			}
 			answer(m.ID, `{"tools":[`+strings.Join(tools, ",")+`]}`)
 		case "tools/call":
+			if m.Params.Name == "later" {
+				later = m.ID
+				if f := os.Getenv(rawHeldEnv); f != "" {
+					os.WriteFile(f, []byte("held\n"), 0o600)
+				}
+				continue
+			}
 			answer(m.ID, rawResults[m.Params.Name])
+			if later != nil {
+				answer(later, rawResults["later"])
+				later = nil
+			}
 		case "prompts/list":
 			var prompts []string
 			for name := range rawReadResults {

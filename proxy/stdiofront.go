@@ -251,18 +251,15 @@ func (f *pipeFront) take(v []byte) bool {
 	ss := f.ss.Load()
 	if ss == nil || f.p.noFastPath ||
 		!bytes.Contains(v, []byte(`"tools/call"`)) && !bytes.Contains(v, []byte(`"notifications/cancelled"`)) {
-		return f.refuseID(badRequestID(v)) // not worth parsing; only its id is looked for
+		return false // not worth parsing
 	}
 	fr, ok := parseFast(bytes.Clone(v)) // v is the reader's buffer
-	if !ok {
-		return f.refuseID(badRequestID(v))
-	}
-	if unsafeID(fr.id) {
-		return f.refuseID(fr.id, true)
+	if !ok || unsafeID(fr.id) {
+		return false // refuse answers a message with such an id
 	}
 	switch {
 	case fr.method == "notifications/cancelled" && fr.id == nil:
-		cancel, ok := f.calls.Load(string(fr.requestID))
+		cancel, ok := f.calls.Load(callKey(fr.requestID))
 		if !ok {
 			return false
 		}
@@ -277,28 +274,23 @@ func (f *pipeFront) take(v []byte) bool {
 		if !ok {
 			return false
 		}
-		key := string(fr.id)
+		key := callKey(fr.id)
 		ctx, cancel := context.WithCancel(f.ctx)
 		if _, dup := f.calls.LoadOrStore(key, cancel); dup {
+			// As the SDK refuses the id of a call in progress, under
+			// id null, so that the client takes it for no answer to
+			// that call. Handed to the SDK, which knows nothing of
+			// this front's calls, it was made beside the first.
 			cancel()
-			return false // an id in use: the SDK answers as it does
+			e := rpcError(jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID %s", truncate(string(fr.id), 64))
+			f.w.writeOwned(append(appendResponse(nil, json.RawMessage("null"), nil, e), '\n'))
+			return true
 		}
 		f.p.pipeCalls.Add(1)
 		go f.serve(ctx, cancel, key, ss, protocol, client, fr.id, fc)
 		return true
 	}
 	return false
-}
-
-// refuseID answers a message whose id the SDK would change (bad, by
-// badRequestID) with an error, and reports whether it did.
-func (f *pipeFront) refuseID(id json.RawMessage, bad bool) bool {
-	if !bad {
-		return false
-	}
-	b := appendResponse(nil, json.RawMessage("null"), nil, refusedIDMessage(id))
-	f.w.writeOwned(append(b, '\n'))
-	return true
 }
 
 // refuse answers msg, the rest of a line from the client or a value on
@@ -310,7 +302,16 @@ func (f *pipeFront) refuseID(id json.RawMessage, bad bool) bool {
 // SDK keeps, else null (JSON-RPC 2.0, section 5). Nothing is recorded:
 // no call was made. The sidecar's log says what was wrong, but not what
 // the client sent, which may hold its secrets.
+//
+// A message (or batch) with an id the SDK would change (badRequestID) is
+// refused too, as the HTTP front refuses it, whatever it asks and
+// wherever it stands on its line: the SDK answered it under another id.
 func (f *pipeFront) refuse(msg []byte) bool {
+	if id, bad := badRequestID(msg); bad {
+		b := appendResponse(nil, json.RawMessage("null"), nil, refusedIDMessage(id))
+		f.w.writeOwned(append(b, '\n'))
+		return true
+	}
 	code, why := messageFault(msg)
 	if why == "" {
 		return false
@@ -391,10 +392,11 @@ func (f *pipeFront) serve(ctx context.Context, cancel context.CancelFunc, key st
 	var res json.RawMessage
 	var rerr *jsonrpc.Error
 	defer func() {
-		// The id is free again once its answer is out, not before.
+		// The id is free again before its answer goes out: the client
+		// may use it again as soon as it has the answer.
+		f.calls.Delete(key)
 		b := appendResponse(make([]byte, 0, len(res)+96), id, res, rerr)
 		f.w.writeOwned(append(b, '\n'))
-		f.calls.Delete(key)
 	}()
 	in := &callIn{
 		d: fc.d, tool: fc.tool, argsCanon: fc.argsCanon,

@@ -151,14 +151,23 @@ func parseWire(data []byte) (*wireMessage, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, err
 	}
-	if len(m.Result) > 0 {
-		var r struct {
-			IsError bool `json:"isError"`
-		}
-		json.Unmarshal(m.Result, &r)
-		m.isError = r.IsError
-	}
+	m.isError = resultIsError(m.Result)
 	return &m, nil
+}
+
+// resultIsError is the isError of result, a tools/call result as
+// received, as encoding/json reads it: false if result is not an object,
+// or its isError no boolean. parseWire reads an I-JSON result's in its
+// walk, and this one's of any other; sdkCall, of one the SDK's types do
+// not hold.
+func resultIsError(result json.RawMessage) bool {
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	if len(result) > 0 {
+		json.Unmarshal(result, &r)
+	}
+	return r.IsError
 }
 
 // canonString returns the string a JSON value in canonical form holds,
@@ -380,8 +389,9 @@ func (s *sseParser) read(r io.Reader, fn func(data []byte) bool) error {
 // its value (after a quote, which no number begins with), so that "a" and
 // "\u0061" are one id (keyed on the raw text, they were two: a call
 // under the second was made while the first was in progress); an integer
-// is its text (oneMessage lets on only plain digits within ±2^53), but
-// -0, which the SDK reads as 0, is 0.
+// is its text (both fronts let on only plain digits within ±2^53, not -0:
+// badRequestID), but a cancellation's requestId -0, which the SDK reads
+// as 0, is 0. Both fronts' fast paths key their calls so.
 func callKey(id []byte) string {
 	id = bytes.TrimSpace(id)
 	switch {
