@@ -44,16 +44,8 @@ const deepStandIn = "provlog: an answer nested deeper than go-sdk reads"
 // A deepReader is go-sdk's view of a stdio server's stdout.
 type deepReader struct {
 	r io.Reader
-
-	buf     []byte // buf[start:n] is read and not yet passed on
-	n       int
-	start   int
-	pos     int // first byte not yet scanned
-	val     int // where the value being scanned begins, or -1
-	sc      valueScanner
-	out     []byte
-	err     error // r's, once it returned one
-	passing bool  // every byte goes to go-sdk from here on
+	window
+	sc valueScanner
 
 	mu   sync.Mutex
 	held map[jsonrpc.ID]heldAnswer
@@ -67,7 +59,7 @@ type heldAnswer struct {
 }
 
 func newDeepReader(r io.Reader) *deepReader {
-	return &deepReader{r: r, val: -1, held: map[jsonrpc.ID]heldAnswer{}}
+	return &deepReader{r: r, window: window{val: -1}, held: map[jsonrpc.ID]heldAnswer{}}
 }
 
 func (d *deepReader) Read(b []byte) (int, error) {
@@ -88,7 +80,7 @@ func (d *deepReader) Read(b []byte) (int, error) {
 			return d.r.Read(b)
 		}
 		if !d.scan() && !d.passing {
-			d.fill()
+			d.fill(d.r)
 		}
 	}
 }
@@ -125,37 +117,6 @@ func (d *deepReader) scan() bool {
 		return true
 	}
 	return false
-}
-
-// fill reads more of the server's stdout, keeping the bytes not yet
-// passed on.
-func (d *deepReader) fill() {
-	if d.start > 0 {
-		copy(d.buf, d.buf[d.start:d.n])
-		d.n -= d.start
-		d.pos -= d.start
-		if d.val >= 0 {
-			d.val -= d.start
-		}
-		d.start = 0
-	}
-	if d.n == 0 && len(d.buf) > 1<<20 {
-		d.buf = nil // let a long value's buffer go
-	}
-	if d.n >= maxFrameBytes {
-		d.passing = true // go-sdk refuses a value this long
-		return
-	}
-	if d.n == len(d.buf) {
-		nb := make([]byte, min(max(2*len(d.buf), frameReadSize), maxFrameBytes))
-		copy(nb, d.buf[:d.n])
-		d.buf = nb
-	}
-	m, err := d.r.Read(d.buf[d.n:])
-	d.n += m
-	if err != nil {
-		d.err = err
-	}
 }
 
 // hold keeps v, a value nested deeper than go-sdk reads, from go-sdk if

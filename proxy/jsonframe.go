@@ -121,25 +121,18 @@ type frameReader struct {
 	// line is the SDK's neither way; a value it did not answer is.
 	refuse func(v []byte) bool
 
-	buf   []byte // buf[start:n] is read and not yet passed on
-	n     int
-	start int
-	pos   int // first byte not yet scanned
-	val   int // where the value being scanned begins, or -1 between values
-	bad   int // where a line to refuse begins, or -1
-	sc    valueScanner
+	window
+	bad int // where a line to refuse begins, or -1
+	sc  valueScanner
 	// lineStart says that the next value would start a line: nothing was
 	// read yet, or the first byte after the last value was a line end.
 	lineStart bool
 	ended     bool // the last value ended at pos, and pos is not yet read
 	took      bool // and it was taken: a line end at pos is its own
-	out       []byte
-	err       error // r's, once it returned one
-	passing   bool  // every byte goes to the SDK from here on
 }
 
 func newFrameReader(r io.ReadCloser, take, refuse func(v []byte) bool) *frameReader {
-	return &frameReader{r: r, take: take, refuse: refuse, val: -1, bad: -1, lineStart: true}
+	return &frameReader{r: r, take: take, refuse: refuse, window: window{val: -1}, bad: -1, lineStart: true}
 }
 
 func (f *frameReader) Close() error { return f.r.Close() }
@@ -164,7 +157,9 @@ func (f *frameReader) Read(b []byte) (int, error) {
 		if f.frame() || f.passing {
 			continue // what frame held back, if it gave up, goes first
 		}
-		f.fill()
+		if shift := f.fill(f.r); f.bad >= 0 {
+			f.bad -= shift
+		}
 	}
 }
 
@@ -254,39 +249,49 @@ func (f *frameReader) refuseLine(i int) bool {
 	return true
 }
 
-// fill reads more of the pipe, keeping the bytes not yet passed on.
-func (f *frameReader) fill() {
-	if f.start > 0 {
-		copy(f.buf, f.buf[f.start:f.n])
-		f.n -= f.start
-		f.pos -= f.start
-		if f.val >= 0 {
-			f.val -= f.start
+// A window is what a reader of a stream (a frameReader, a deepReader)
+// holds of it: buf[start:n] is read and not yet passed on, and buf[pos:n]
+// not yet scanned.
+type window struct {
+	buf     []byte
+	n       int
+	start   int
+	pos     int // first byte not yet scanned
+	val     int // where the value being scanned begins, or -1 between values
+	out     []byte
+	err     error // the stream's, once it returned one
+	passing bool  // every byte goes on as it comes from here on
+}
+
+// fill reads more of r, keeping the bytes not yet passed on, and returns
+// how far back they moved, for marks of the reader's own.
+func (w *window) fill(r io.Reader) (shift int) {
+	if w.start > 0 {
+		shift = w.start
+		copy(w.buf, w.buf[w.start:w.n])
+		w.n -= w.start
+		w.pos -= w.start
+		if w.val >= 0 {
+			w.val -= w.start
 		}
-		if f.bad >= 0 {
-			f.bad -= f.start
-		}
-		f.start = 0
+		w.start = 0
 	}
-	if f.n == 0 && len(f.buf) > 1<<20 {
-		f.buf = nil // let a long value's buffer go
+	if w.n == 0 && len(w.buf) > 1<<20 {
+		w.buf = nil // let a long value's buffer go
 	}
-	if f.n >= maxFrameBytes {
-		f.passing = true // the SDK refuses a value (or a line) this long
-		return
+	if w.n >= maxFrameBytes {
+		w.passing = true // the SDK refuses a value (or a line) this long
+		return shift
 	}
-	if f.n == len(f.buf) {
-		size := 2 * len(f.buf)
-		if size < frameReadSize {
-			size = frameReadSize
-		}
-		nb := make([]byte, min(size, maxFrameBytes))
-		copy(nb, f.buf[:f.n])
-		f.buf = nb
+	if w.n == len(w.buf) {
+		nb := make([]byte, min(max(2*len(w.buf), frameReadSize), maxFrameBytes))
+		copy(nb, w.buf[:w.n])
+		w.buf = nb
 	}
-	m, err := f.r.Read(f.buf[f.n:])
-	f.n += m
+	m, err := r.Read(w.buf[w.n:])
+	w.n += m
 	if err != nil {
-		f.err = err
+		w.err = err
 	}
+	return shift
 }
