@@ -38,6 +38,8 @@ var rawResults = map[string]string{
 	"deep999":   `{"content":[],"structuredContent":{"d":` + nested(997) + `}}`,
 	"deep1001":  `{"content":[],"structuredContent":{"d":` + nested(1001) + `}}`,
 	"deep10001": `{"content":[],"structuredContent":{"d":` + nested(10001) + `}}`,
+	// An input request that is null, on which go-sdk's decoding panics.
+	"nullask": `{"resultType":"input_required","inputRequests":{"a":null}}`,
 	// Answered ok, but only after the server answered the next call.
 	"later": `{"content":[{"type":"text","text":"ok"}]}`,
 }
