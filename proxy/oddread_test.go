@@ -73,11 +73,13 @@ func checkReadAsReceived(t *testing.T, l *testLog, what, kind string, answer []b
 // server sent it, with its receipt, and its entry hashes it as received
 // (result_canonical false). The read failed with go-sdk's words for its
 // struct fields ("json: cannot unmarshal \"1e999\" into Go struct field
-// …"), and had no entry. From a stdio server, a result nested past
-// go-sdk's bound (1001 levels, in _meta) is likewise passed on; one past
-// encoding/json's (10001) fails the read alone, naming the server: the
-// client was told "provlog: an answer nested deeper than go-sdk reads",
-// as if the server had said it.
+// …"), and had no entry. A result nested past go-sdk's bound (1001
+// levels, in _meta) is likewise passed on; one past encoding/json's
+// (10001) fails the read alone, naming the server. From a stdio server
+// the client was told of either "provlog: an answer nested deeper than
+// go-sdk reads", as if the server had said it; from an HTTP one (in an
+// event stream or a JSON body) go-sdk ended the connection, failing the
+// read and every request after it until the server was reconnected.
 func TestReadBeyondDoubleAsReceived(t *testing.T) {
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{rawServerConfig(t, "raw")}, nil)
@@ -100,24 +102,36 @@ func TestReadBeyondDoubleAsReceived(t *testing.T) {
 	}
 	for _, session := range []string{"2025-11-25", statelessProtocol} {
 		l := newTestLog(t)
-		var name string
+		var name, contentType string
 		p := readOddProxy(t, l, session, func(w http.ResponseWriter, r *http.Request, method string) {
 			result := rawReadResults[name].resource
 			if method == "prompts/get" {
 				result = rawReadResults[name].prompt
 			}
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Write([]byte(`data: {"jsonrpc":"2.0","id":` + callRequestID(t, r) + `,"result":` + result + "}\n\n"))
+			answer := `{"jsonrpc":"2.0","id":` + callRequestID(t, r) + `,"result":` + result + "}"
+			if w.Header().Set("Content-Type", contentType); contentType == "text/event-stream" {
+				answer = "id: e1\ndata: " + answer + "\n\n"
+			}
+			w.Write([]byte(answer))
 		})
 		url := serveHTTP(t, p)
 		fronts := map[string]*pipeClient{"older": newPipeClient(t, p), "newer": nil}
 		for front, pc := range fronts {
-			for _, name = range []string{"bignum", "bignummeta"} {
-				what := "HTTP " + session + " " + front + " "
-				answer, wrote := readRaw(t, l, pc, url, "m+res://x", "")
-				checkReadAsReceived(t, l, what+"resources/read "+name, log.KindResourceRead, answer, wrote, rawReadResults[name].resource, `1e999`)
-				answer, wrote = readRaw(t, l, pc, url, "", "m__x")
-				checkReadAsReceived(t, l, what+"prompts/get "+name, log.KindPromptGet, answer, wrote, rawReadResults[name].prompt, `1e999`)
+			for _, contentType = range []string{"text/event-stream", "application/json"} {
+				what := "HTTP " + session + " " + front + " " + contentType + " "
+				for _, name = range []string{"bignum", "bignummeta", "deep1001"} {
+					answer, wrote := readRaw(t, l, pc, url, "m+res://x", "")
+					checkReadAsReceived(t, l, what+"resources/read "+name, log.KindResourceRead, answer, wrote, rawReadResults[name].resource, `"x"`)
+					answer, wrote = readRaw(t, l, pc, url, "", "m__x")
+					checkReadAsReceived(t, l, what+"prompts/get "+name, log.KindPromptGet, answer, wrote, rawReadResults[name].prompt, `"x"`)
+				}
+				name = "deep10001"
+				for _, uri := range []string{"m+res://x", ""} {
+					answer, wrote := readRaw(t, l, pc, url, uri, "m__x")
+					if !bytes.Contains(answer, []byte(`provlog: server \"m\": the answer is not a JSON-RPC message the proxy can read: `)) || len(wrote) > 0 {
+						t.Errorf("%s%q deep10001: the client got %.300s, %d entries written; want an error naming the server, none", what, uri, answer, len(wrote))
+					}
+				}
 			}
 		}
 	}
