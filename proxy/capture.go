@@ -213,13 +213,17 @@ func (p *pendingCalls) deliver(msg jsonrpc.Message) {
 	cp.mu.Unlock()
 }
 
-// unreadable notes why the answer to id could not be read in its
-// capture, if any.
-func (p *pendingCalls) unreadable(id jsonrpc.ID, err error) {
+// held stores h, the answer to id that go-sdk was kept from (heldDeep),
+// in its capture, if any: as received, or why it could not be read.
+func (p *pendingCalls) held(id jsonrpc.ID, h heldAnswer) {
+	if h.msg != nil {
+		p.deliver(h.msg)
+		return
+	}
 	if v, ok := p.m.LoadAndDelete(id); ok {
 		if cp, ok := v.(*capture); ok {
 			cp.mu.Lock()
-			cp.unread = err
+			cp.unread = h.err
 			cp.mu.Unlock()
 		}
 	}
@@ -305,11 +309,7 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if h, ok := c.deep.take(r.ID); ok {
 				// The answer as received is the capture's; go-sdk
 				// gets the error that stands in for it.
-				if h.msg != nil {
-					c.pending.deliver(h.msg)
-				} else {
-					c.pending.unreadable(r.ID, h.err)
-				}
+				c.pending.held(r.ID, h)
 				return msg, nil
 			}
 		}
@@ -426,67 +426,6 @@ func (l listenStream) ended(p *pendingCalls, why string) {
 	if l.id.IsValid() && l.ctx.Err() == nil {
 		p.endListen(l.id, errors.New(why))
 	}
-}
-
-// jsonTee reads a JSON response body through and delivers the message it
-// holds when the body ends, before the reader sees the end (the SDK reads
-// such bodies with io.ReadAll).
-type jsonTee struct {
-	io.ReadCloser
-	pending *pendingCalls
-	listen  listenStream
-	buf     []byte
-	done    bool
-}
-
-func (j *jsonTee) Read(p []byte) (int, error) {
-	n, err := j.ReadCloser.Read(p)
-	if !j.done {
-		j.buf = append(j.buf, p[:n]...)
-		if err != nil {
-			j.done = true
-			if msg, derr := jsonrpc.DecodeMessage(j.buf); derr == nil {
-				j.pending.deliver(msg)
-			}
-			j.buf = nil
-			j.listen.ended(j.pending, "the server answered the subscription without an event stream")
-		}
-	}
-	return n, err
-}
-
-// sseTee reads a server-sent event stream through, delivering each
-// response as soon as its event is complete, before the reader sees the
-// blank line that completes it. An event whose message names a method
-// (go-sdk's reading of it: a request or notification, never a response)
-// is not decoded: most of a listen's stream is such events, and go-sdk
-// decodes them too.
-type sseTee struct {
-	io.ReadCloser
-	pending *pendingCalls
-	events  sseParser
-	listen  listenStream
-}
-
-func (s *sseTee) Read(p []byte) (int, error) {
-	n, err := s.ReadCloser.Read(p)
-	s.events.feed(p[:n], s.deliver)
-	// go-sdk resumes a call's stream only from an event id; without one,
-	// a listen whose stream the server ended is left unanswered.
-	if err != nil && len(s.events.lastID) == 0 {
-		s.listen.ended(s.pending, "the server ended the subscription's stream")
-	}
-	return n, err
-}
-
-func (s *sseTee) deliver(data []byte) bool {
-	if namesMethod(data) {
-		return true
-	}
-	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-		s.pending.deliver(msg)
-	}
-	return true
 }
 
 // namesMethod reports whether data, a JSON-RPC message, is an object with

@@ -124,17 +124,32 @@ func (d *deepReader) scan() bool {
 // answer to its id. It returns nil for anything else, which goes on as it
 // came.
 func (d *deepReader) hold(v []byte) []byte {
-	id, ok := topMember(v, "id")
-	if !ok || v[0] != '{' || namesMethod(v) {
+	stand, h, id, ok := heldDeep(v)
+	if !ok {
 		return nil
 	}
-	stand := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`, id, jsonrpc.CodeInternalError, deepStandIn)
+	d.mu.Lock()
+	d.held[id] = h
+	d.mu.Unlock()
+	return stand
+}
+
+// heldDeep reads v, a value nested deeper than go-sdk reads, if it is
+// an answer (a message with an id and no method): it returns what go-sdk
+// gets in its place, an error answer to its id (deepStandIn), and the
+// answer as parseWire reads it, or why it cannot. ok is false for
+// anything else.
+func heldDeep(v []byte) (stand []byte, h heldAnswer, id jsonrpc.ID, ok bool) {
+	rawID, found := topMember(v, "id")
+	if !found || v[0] != '{' || namesMethod(v) {
+		return nil, h, id, false
+	}
+	stand = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`, rawID, jsonrpc.CodeInternalError, deepStandIn)
 	m, err := jsonrpc.DecodeMessage(stand)
 	r, _ := m.(*jsonrpc.Response)
 	if err != nil || r == nil || !r.ID.IsValid() {
-		return nil
+		return nil, h, id, false
 	}
-	var h heldAnswer
 	switch w, err := parseWire(v); {
 	case err != nil:
 		h.err = err
@@ -143,10 +158,23 @@ func (d *deepReader) hold(v []byte) []byte {
 	default:
 		h.msg = &jsonrpc.Response{ID: r.ID, Result: w.Result}
 	}
-	d.mu.Lock()
-	d.held[r.ID] = h
-	d.mu.Unlock()
-	return stand
+	return stand, h, r.ID, true
+}
+
+// pastSDKDepth reports whether data, a JSON value, nests deeper than
+// go-sdk reads. Most values hold too few brackets to, which a count
+// tells.
+func pastSDKDepth(data []byte) bool {
+	if bytes.Count(data, []byte("{"))+bytes.Count(data, []byte("[")) <= sdkMaxDepth {
+		return false
+	}
+	i := skipSpace(data, 0)
+	if i == len(data) || (data[i] != '{' && data[i] != '[') {
+		return false
+	}
+	sc := valueScanner{spans: true}
+	sc.scan(data[i:])
+	return sc.max > sdkMaxDepth
 }
 
 // take returns the answer held for id, if any, and forgets it.

@@ -482,10 +482,7 @@ func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, 
 			e.InputResponsesSHA256 = sum
 		}
 		e.Time = time.Now()
-		cp := &capture{}
-		typed, err := send(withCapture(ctx, cp), meta, responses, state)
-		raw, err := cp.last(), cp.answerError(err)
-		cp.done()
+		raw, typed, err := d.sendRead(ctx, e.Kind, send, meta, responses, state)
 		if err != nil {
 			return nil, nil, "", forwardError(d.cfg.ID, err)
 		}
@@ -527,15 +524,15 @@ func (d *downstream) frontReadAs(ctx context.Context, protocol, kind string, raw
 	if raw == nil {
 		var err error
 		if raw, err = json.Marshal(typed); err != nil {
-			return rpcError(jsonrpc.CodeInternalError, "provlog: server %q: its result cannot be passed on: %v", d.cfg.ID, err)
+			return d.notPassedOn(err)
 		}
 	}
 	front, err := d.frontRead(kind, raw, receipt)
-	if err == nil {
-		err = json.Unmarshal(front, out)
+	if err == nil && json.Unmarshal(front, out) != nil {
+		err = readView(front, out) // what the SDK's types do not hold (sendRead)
 	}
 	if err != nil {
-		return rpcError(jsonrpc.CodeInternalError, "provlog: server %q: its result cannot be passed on: %v", d.cfg.ID, err)
+		return d.notPassedOn(err)
 	}
 	if h, ok := ctx.Value(frontBytesKey{}).(*frontBytes); ok {
 		h.raw = withProtocolResultType(front, protocol)

@@ -311,7 +311,7 @@ func sdkCall(ctx context.Context, cs *mcp.ClientSession, tool string, in *mcp.Ca
 	// client sent it.
 	params.InputResponses, params.RequestState = in.InputResponses, in.RequestState
 	cp := &capture{}
-	res, err := cs.CallTool(withCapture(ctx, cp), params)
+	res, err := sdkDecoded(func() (*mcp.CallToolResult, error) { return cs.CallTool(withCapture(ctx, cp), params) })
 	cp.done()
 	o := outcome{result: cp.last()}
 	if o.result == nil && res != nil {
@@ -331,8 +331,9 @@ func sdkCall(ctx context.Context, cs *mcp.ClientSession, tool string, in *mcp.Ca
 		return o
 	case o.result != nil && !o.remarshal && cp.remoteError() == nil:
 		// The server answered with a result the SDK's types do not
-		// hold (a number beyond a double, 1e999), or one nested deeper
-		// than it reads (held by the deepReader): the call's outcome
+		// hold (a number beyond a double, 1e999), one nested deeper
+		// than it reads (held by the deepReader), or one its decoding
+		// panics on (an input request that is null): the call's outcome
 		// is that result as received, as an HTTP server's is, which
 		// classify judges as one (frontMembers). The SDK's decoding of it
 		// failed the call, with Go's words for its struct fields.
@@ -342,6 +343,20 @@ func sdkCall(ctx context.Context, cs *mcp.ClientSession, tool string, in *mcp.Ca
 	o.err, o.wireErr = cp.answerError(err), cp.remoteError()
 	o.lost = errors.Is(o.err, mcp.ErrConnectionClosed) || errors.Is(o.err, io.EOF) || errors.Is(o.err, io.ErrUnexpectedEOF)
 	return o
+}
+
+// sdkDecoded is call, a request made through go-sdk's client, with a
+// panic of go-sdk's decoding of the answer as its error: go-sdk v1.8.0's
+// InputRequestMap.UnmarshalJSON panics on an input request that is null
+// ("inputRequests":{"a":null}). The answer was read by then, so the
+// connection is as it was; the caller judges the result as received.
+func sdkDecoded[R any](call func() (R, error)) (res R, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("go-sdk's decoding of the answer panicked: %v", r)
+		}
+	}()
+	return call()
 }
 
 // classify turns a call's outcome into what its call.result entry says

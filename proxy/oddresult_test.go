@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/provlog/provlog/log"
 )
 
 // oddResultCase is a call of the raw stdio server's tool name (rawResults)
@@ -126,6 +128,56 @@ func TestDeepResultAsOverHTTP(t *testing.T) {
 		answer := pc.read()
 		if bytes.Contains(answer, []byte(`"id":"later"`)) && !bytes.Contains(answer, []byte(`"text":"ok"`)) {
 			t.Errorf("a call in flight when another's answer was nested too deep: %.300s", answer)
+		}
+	}
+}
+
+// TestCallNullInputRequestAsReceived: a tools/call result holding an
+// input request that is null ("inputRequests":{"a":null}), on which
+// go-sdk's decoding panics, is from a stdio server what it is from an
+// HTTP one: the call's outcome as received, which the client gets with
+// its receipt and its call.result hashes. From a stdio server the client
+// was told "provlog: internal error while handling tools/call" and the
+// call had no call.result, as if the sidecar had died during it (a
+// parked call's was "internal error while making the call").
+func TestCallNullInputRequestAsReceived(t *testing.T) {
+	result := rawResults["nullask"]
+	down := oddDownstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte(`data: {"jsonrpc":"2.0","id":` + callRequestID(t, r) + `,"result":` + result + "}\n\n"))
+	})
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{rawServerConfig(t, "raw"), {ID: "h", URL: down}}, nil)
+	waitRouted(t, p, "raw__nullask", "h__x")
+	pc := newPipeClient(t, p)
+	url := serveHTTP(t, p)
+	for _, tool := range []string{"raw__nullask", "h__x"} {
+		for path, meta := range map[string]string{"own": ``, "SDK": `,"_meta":{"progressToken":"p"}`, "parked": statelessMeta} {
+			body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}` + meta + `}}`
+			var got []byte
+			if path == "parked" {
+				_, b := postMCP(t, url, body, map[string]string{"Authorization": "Bearer " + testToken,
+					"Mcp-Protocol-Version": statelessProtocol, "Mcp-Method": "tools/call", "Mcp-Name": tool})
+				got = []byte(b)
+			} else {
+				pc.send(body)
+				got = pc.read()
+			}
+			var answer struct {
+				Result struct {
+					Meta map[string]string `json:"_meta"`
+				}
+			}
+			json.Unmarshal(bytes.TrimPrefix(bytes.TrimSpace(got), []byte("event: message\ndata: ")), &answer)
+			if !bytes.Contains(got, []byte(`"inputRequests":{"a":null}`)) || bytes.Contains(got, []byte(`"error"`)) || answer.Result.Meta[ReceiptKey] == "" {
+				t.Errorf("%s %s: the client got %.300s, want the result as sent with its receipt", tool, path, got)
+				continue
+			}
+			e, _ := l.checkReceipt(t, answer.Result.Meta[ReceiptKey])
+			canon, _ := log.Canonicalize([]byte(result))
+			if e.Fields["is_error"] != false || e.Fields["error"] != nil || e.Fields["result_sha256"] != hexSHA256(canon) {
+				t.Errorf("%s %s: the call.result %v, want the result hashed, no error", tool, path, e.Fields)
+			}
 		}
 	}
 }

@@ -105,10 +105,7 @@ func (d *downstream) startParkedRead(ctx context.Context, ss *mcp.ServerSession,
 		defer cancel()
 		id := d.calls.begin(&inflightCall{session: ss, actor: entry.Actor, ctx: rctx})
 		defer d.calls.end(id)
-		cp := &capture{}
-		r.typed, r.err = send(withCapture(rctx, cp), meta, nil, "")
-		r.raw, r.err = cp.last(), cp.answerError(r.err)
-		cp.done()
+		r.raw, r.typed, r.err = d.sendRead(rctx, entry.Kind, send, meta, nil, "")
 	}, func(text string) { r.err = errLocal{text} })
 	return pc
 }
@@ -168,10 +165,7 @@ func (d *downstream) readOutcome(ctx context.Context, pc *parkedCall, e *log.Rea
 // client gets it (less the receipt in its _meta): the SDK's front sends
 // its result type's encoding.
 func readResultAsSent(kind string, result json.RawMessage) (json.RawMessage, error) {
-	var out any = new(mcp.ReadResourceResult)
-	if kind == log.KindPromptGet {
-		out = new(mcp.GetPromptResult)
-	}
+	out := newReadResult(kind)
 	if err := json.Unmarshal(result, out); err != nil {
 		return nil, err
 	}

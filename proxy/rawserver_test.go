@@ -38,6 +38,8 @@ var rawResults = map[string]string{
 	"deep999":   `{"content":[],"structuredContent":{"d":` + nested(997) + `}}`,
 	"deep1001":  `{"content":[],"structuredContent":{"d":` + nested(1001) + `}}`,
 	"deep10001": `{"content":[],"structuredContent":{"d":` + nested(10001) + `}}`,
+	// An input request that is null, on which go-sdk's decoding panics.
+	"nullask": `{"resultType":"input_required","inputRequests":{"a":null}}`,
 	// Answered ok, but only after the server answered the next call.
 	"later": `{"content":[{"type":"text","text":"ok"}]}`,
 }
@@ -65,6 +67,20 @@ var rawReadResults = map[string]struct{ resource, prompt string }{
 		`{"messages":[{"role":"user","content":{"type":"text","text":"x"}}],"inputRequests":{"ask":` + rawElicit + `}}`},
 	"list": {`{"contents":{"uri":"raw://list","text":"x"}}`,
 		`{"messages":{"role":"user","content":{"type":"text","text":"x"}}}`},
+	// A number beyond a double's range in a resource's or a text
+	// content's _meta, and in the result's, and nesting past go-sdk's
+	// bound (1000 levels) in the result's _meta.
+	"bignum": {`{"contents":[{"uri":"raw://bignum","text":"x","_meta":{"n":1e999}}]}`,
+		`{"messages":[{"role":"user","content":{"type":"text","text":"x","_meta":{"n":1e999}}}]}`},
+	"bignummeta": {`{"_meta":{"n":1e999},"contents":[{"uri":"raw://bignummeta","text":"x"}]}`,
+		`{"_meta":{"n":1e999},"messages":[{"role":"user","content":{"type":"text","text":"x"}}]}`},
+	"deep1001": {`{"_meta":{"d":` + nested(1001) + `},"contents":[{"uri":"raw://deep1001","text":"x"}]}`,
+		`{"_meta":{"d":` + nested(1001) + `},"messages":[{"role":"user","content":{"type":"text","text":"x"}}]}`},
+	"deep10001": {`{"_meta":{"d":` + nested(10001) + `},"contents":[{"uri":"raw://deep10001","text":"x"}]}`,
+		`{"_meta":{"d":` + nested(10001) + `},"messages":[{"role":"user","content":{"type":"text","text":"x"}}]}`},
+	// An input request that is null, on which go-sdk's decoding panics.
+	"nullask": {`{"resultType":"input_required","inputRequests":{"a":null}}`,
+		`{"resultType":"input_required","inputRequests":{"a":null}}`},
 }
 
 // rawElicit is an input request (SEP-2322) asking the user for nothing.

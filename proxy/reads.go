@@ -12,6 +12,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -404,7 +405,9 @@ func prefixURI(up string, uri json.RawMessage) json.RawMessage {
 // the TypeScript SDK's client refuses messages that are none or hold
 // null), and what was read (contents, messages) beside inputRequests,
 // which go-sdk's front refuses as a server's bug
-// (handleMultiRoundTripResult: an input_required result has nothing read).
+// (handleMultiRoundTripResult: an input_required result has nothing read),
+// and an input request that is null, on whose decoding go-sdk panics
+// (sendRead).
 // The usual result, with no _meta (nor an escape that could spell one),
 // costs a scan.
 func (d *downstream) frontableRead(raw json.RawMessage, typed any, asking bool) error {
@@ -419,6 +422,8 @@ func (d *downstream) frontableRead(raw json.RawMessage, typed any, asking bool) 
 		case err != nil:
 		case r.InputRequests != nil && len(r.Contents) > 0:
 			err = errors.New("the result has both contents and inputRequests")
+		case nullAsk(r.InputRequests):
+			err = errNullAsk
 		case slices.Contains(r.Contents, nil):
 			err = errors.New("the result's contents is not an array of objects")
 		case r.Contents == nil && !asking:
@@ -429,6 +434,8 @@ func (d *downstream) frontableRead(raw json.RawMessage, typed any, asking bool) 
 		case err != nil:
 		case r.InputRequests != nil && len(r.Messages) > 0:
 			err = errors.New("the result has both messages and inputRequests")
+		case nullAsk(r.InputRequests):
+			err = errNullAsk
 		case slices.Contains(r.Messages, nil):
 			err = errors.New("the result's messages is not an array of objects")
 		case r.Messages == nil && !asking:
@@ -436,9 +443,141 @@ func (d *downstream) frontableRead(raw json.RawMessage, typed any, asking bool) 
 		}
 	}
 	if err != nil {
-		return rpcError(jsonrpc.CodeInternalError, "provlog: server %q: its result cannot be passed on: %v", d.cfg.ID, err)
+		return d.notPassedOn(err)
 	}
 	return nil
+}
+
+// notPassedOn is the error the client gets for a read whose result it
+// cannot be given, err saying what was wrong with it.
+func (d *downstream) notPassedOn(err error) error {
+	return rpcError(jsonrpc.CodeInternalError, "provlog: server %q: its result cannot be passed on: %v", d.cfg.ID, err)
+}
+
+// errNullAsk is what is wrong with a result whose inputRequests holds
+// null, which go-sdk's decoding panics on (sendRead).
+var errNullAsk = errors.New("the result's inputRequests holds null, not an input request")
+
+// nullAsk reports whether asks holds a null input request (readView).
+func nullAsk(asks mcp.InputRequestMap) bool {
+	for _, a := range asks {
+		if a == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// sendRead sends a read (send, with the client's _meta as it goes down
+// and a retry's inputResponses and requestState) through go-sdk's client,
+// and returns its result as received (raw; nil if not captured) and
+// go-sdk's decoding of it (typed), or the error the read failed with. A
+// result go-sdk's types do not hold (a number beyond a double, 1e999; one
+// nested deeper than its decoder reads, which the deepReader held for the
+// capture) or whose decoding panics (an input request that is null) is
+// the read's result as received, as a tools/call's is (sdkCall): typed is
+// then readView's decoding of it, for frontableRead to judge; one the
+// proxy cannot read (nested past encoding/json's bound) fails the read,
+// saying so. kind is the read's entry kind.
+func (d *downstream) sendRead(ctx context.Context, kind string, send readSend, meta mcp.Meta, responses mcp.InputResponseMap, state string) (json.RawMessage, any, error) {
+	cp := &capture{}
+	defer cp.done()
+	typed, err := sdkDecoded(func() (any, error) { return send(withCapture(ctx, cp), meta, responses, state) })
+	raw := cp.last()
+	switch {
+	case err == nil:
+		return raw, typed, nil
+	case cp.unreadable() != nil:
+		return nil, nil, fmt.Errorf("the answer is not a JSON-RPC message the proxy can read: %w", cp.unreadable())
+	case raw != nil && cp.remoteError() == nil && ctx.Err() == nil:
+		typed = newReadResult(kind)
+		if err := readView(raw, typed); err != nil {
+			return nil, nil, d.notPassedOn(err)
+		}
+		return raw, typed, nil
+	}
+	return nil, nil, cp.answerError(err)
+}
+
+// newReadResult is a new result of go-sdk's type for a read of kind.
+func newReadResult(kind string) any {
+	if kind == log.KindPromptGet {
+		return new(mcp.GetPromptResult)
+	}
+	return new(mcp.ReadResourceResult)
+}
+
+// viewDepth is the nesting past which readView reads a value as null.
+const viewDepth = 100
+
+// readView decodes raw, a read's result that go-sdk's types do not hold
+// as it is (sendRead), into out, of go-sdk's type: a view of it for
+// what judges it (frontableRead, frontAsking) and for the SDK's front,
+// which sends the result's own bytes (rawReads). Numbers beyond a double
+// are read as 0 and values nested past viewDepth as null, neither of
+// which those judge; an input request that is null is a nil entry of
+// InputRequests, which frontableRead refuses.
+func readView(raw json.RawMessage, out any) (err error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	var nulls []string
+	if m, ok := v.(map[string]any); ok {
+		asks, _ := m["inputRequests"].(map[string]any)
+		for k, a := range asks {
+			if a == nil {
+				nulls = append(nulls, k)
+				delete(asks, k)
+			}
+		}
+	}
+	b, err := json.Marshal(viewOf(v, 0))
+	if err == nil {
+		_, err = sdkDecoded(func() (any, error) { return nil, json.Unmarshal(b, out) })
+	}
+	var asks *mcp.InputRequestMap
+	switch r := out.(type) {
+	case *mcp.ReadResourceResult:
+		asks = &r.InputRequests
+	case *mcp.GetPromptResult:
+		asks = &r.InputRequests
+	}
+	if err != nil || len(nulls) == 0 || asks == nil {
+		return err
+	}
+	if *asks == nil {
+		*asks = mcp.InputRequestMap{}
+	}
+	for _, k := range nulls {
+		(*asks)[k] = nil
+	}
+	return nil
+}
+
+// viewOf is v, decoded with numbers as json.Number, at depth, as
+// readView reads it.
+func viewOf(v any, depth int) any {
+	if depth > viewDepth {
+		return nil
+	}
+	switch x := v.(type) {
+	case json.Number:
+		if _, err := strconv.ParseFloat(string(x), 64); err != nil {
+			return json.Number("0")
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = viewOf(e, depth+1)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = viewOf(e, depth+1)
+		}
+	}
+	return v
 }
 
 // frontAsking reports whether go-sdk's front gives a client of protocol

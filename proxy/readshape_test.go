@@ -64,6 +64,9 @@ func checkReadRefused(t *testing.T, kind, server string, err error, wrote []stri
 // way a read takes (a bridged leg's entry said the agent read what the
 // client never got). An answer with no result (nor an error) is refused
 // saying so; the client was told "EOF", as of a connection that ended.
+// A result holding an input request that is null, on which go-sdk's
+// decoding panics, is refused saying so; the client was told of an
+// internal error, naming neither the server nor what was wrong.
 // The others (an array, a _meta array, contents or messages that are no
 // array) the SDK refuses before anything is recorded, and still does.
 // Prompt messages that are none or hold null, which go-sdk's client takes
@@ -83,10 +86,14 @@ func TestReadResultNotPassedOnNotRecorded(t *testing.T) {
 }
 
 // What the client is told of a read whose result it cannot be given, and
-// of one answered with no result at all.
+// of one answered with no result at all; and what is wrong with a result
+// holding an input request that is null, on which go-sdk's decoding
+// panics (the client was told "provlog: internal error while handling
+// resources/read", or "… while making the call" when parked).
 const (
-	notPassed = "its result cannot be passed on: "
-	noResult  = "its answer holds neither a result nor an error"
+	notPassed   = "its result cannot be passed on: "
+	noResult    = "its answer holds neither a result nor an error"
+	nullAskText = "the result's inputRequests holds null, not an input request"
 )
 
 // readsNotPassedOn is TestReadResultNotPassedOnNotRecorded through cs.
@@ -101,6 +108,7 @@ func readsNotPassedOn(t *testing.T, l *testLog, cs *mcp.ClientSession) {
 		"list":     {"cannot unmarshal", "cannot unmarshal"},
 		"both":     {notPassed + "the result has both contents and inputRequests", notPassed + "the result has both messages and inputRequests"},
 		"none":     {noResult, noResult},
+		"nullask":  {notPassed + nullAskText, notPassed + nullAskText},
 		"ok":       {"", ""},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -135,6 +143,7 @@ func TestHTTPReadResultNotPassedOnNotRecorded(t *testing.T) {
 		"both": {`"result":{"resultType":"input_required","contents":[{"uri":"res://x","text":"x"}],` + ask + `}`,
 			`"result":{"resultType":"input_required","messages":[{"role":"user","content":{"type":"text","text":"x"}}],` + ask + `}`,
 			notPassed + "the result has both contents and inputRequests", notPassed + "the result has both messages and inputRequests"},
+		"nullask": {`"result":` + rawReadResults["nullask"].resource, `"result":` + rawReadResults["nullask"].prompt, notPassed + nullAskText, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, session := range []string{"2025-11-25", statelessProtocol} {

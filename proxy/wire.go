@@ -253,6 +253,7 @@ type sseParser struct {
 	retry    int64  // the reconnection time set, in milliseconds
 	hasRetry bool
 	tooBig   bool // a line or an event's data went over maxEventBytes: nothing more is parsed
+	fed      int  // see feed
 }
 
 // maxEventBytes bounds a line, and an event's data, that an sseParser
@@ -266,8 +267,10 @@ const maxEventBytes = 16 << 20
 var errEventTooBig = errors.New("an event of the stream is over " + strconv.Itoa(maxEventBytes>>20) + " MiB without its end; the stream is given up")
 
 // feed parses p, calling fn with each event completed in it, and reports
-// false as soon as fn does (the rest of p is then not read).
+// false as soon as fn does (the rest of p is then not read). While fn
+// runs, fed is how much of p the event's end took it through.
 func (s *sseParser) feed(p []byte, fn func(data []byte) bool) bool {
+	all := len(p)
 	for len(p) > 0 && !s.tooBig {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 || len(s.line)+i > maxEventBytes {
@@ -283,6 +286,7 @@ func (s *sseParser) feed(p []byte, fn func(data []byte) bool) bool {
 			line = s.line
 		}
 		p = p[i+1:]
+		s.fed = all - len(p)
 		ok := s.endLine(line, fn)
 		s.line = s.line[:0]
 		if !ok {

@@ -1,0 +1,183 @@
+package proxy
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The tees of a streamable HTTP server's answers to captured requests
+// (captureRoundTripper): they read the response body through under
+// go-sdk, and deliver the answers they carry to their captures.
+
+// jsonTee reads a JSON response body through and delivers the message it
+// holds when the body ends, before the reader sees any of it (the SDK
+// reads such bodies whole, with io.ReadAll): an answer nested deeper than
+// go-sdk reads, which would end its connection, is held for the capture
+// and go-sdk reads an error answer to its id in its place (heldDeep),
+// as from a stdio server (deepReader).
+type jsonTee struct {
+	io.ReadCloser
+	pending *pendingCalls
+	listen  listenStream
+	rest    []byte // the body as go-sdk reads it, not yet read
+	err     error  // the end of the body, once read
+}
+
+func (j *jsonTee) Read(p []byte) (int, error) {
+	if j.err == nil {
+		b, err := io.ReadAll(j.ReadCloser)
+		j.err = cmp.Or(err, io.EOF)
+		if msg, derr := jsonrpc.DecodeMessage(b); derr == nil {
+			j.pending.deliver(msg)
+		} else if pastSDKDepth(b) {
+			if stand, h, id, ok := heldDeep(b); ok {
+				j.pending.held(id, h)
+				b = stand
+			}
+		}
+		j.rest = b
+		j.listen.ended(j.pending, "the server answered the subscription without an event stream")
+	}
+	if len(j.rest) > 0 {
+		n := copy(p, j.rest)
+		j.rest = j.rest[n:]
+		return n, nil
+	}
+	return 0, j.err
+}
+
+// sseTee reads a server-sent event stream through, delivering each
+// response as soon as its event is complete, before the reader sees the
+// blank line that completes it. An event whose message names a method
+// (go-sdk's reading of it: a request or notification, never a response)
+// is not decoded: most of a listen's stream is such events, and go-sdk
+// decodes them too. An event reaches the reader when it is complete,
+// when go-sdk reads it (it reads events whole): an answer nested deeper
+// than go-sdk reads, which would end its connection, is held for the
+// capture and go-sdk reads an error answer to its id in its place
+// (heldDeep), as from a stdio server (deepReader).
+type sseTee struct {
+	io.ReadCloser
+	pending *pendingCalls
+	events  sseParser
+	listen  listenStream
+	held    []byte       // the event under way: read, not yet passed on
+	spare   []byte       // held's next buffer
+	out     []byte       // read and ready for the reader
+	base    int          // where what is fed begins, in what fill reads it with
+	last    int          // where the last event fed ends there
+	stands  []sseStandIn // the events fed with a stand-in
+	err     error        // the stream's end, once read
+}
+
+// An sseStandIn is an event of an sseTee's (from, to) whose data lines go to
+// the reader as the one line that stands in for them (heldDeep).
+type sseStandIn struct {
+	from, to int
+	stand    []byte
+}
+
+func (s *sseTee) Read(p []byte) (int, error) {
+	for {
+		switch {
+		case len(s.out) > 0:
+			n := copy(p, s.out)
+			s.out = s.out[n:]
+			return n, nil
+		case s.err != nil && len(s.held) == 0:
+			return 0, s.err
+		case s.err != nil:
+			s.out, s.held = s.held, nil // an event the stream did not end
+		case len(p) == 0:
+			return 0, nil
+		default:
+			if n := s.fill(p); n > 0 {
+				return n, nil
+			}
+		}
+	}
+}
+
+// fill reads more of the stream, into p after the event under way if it
+// fits there, else into held, and returns how much of p is ready for the
+// reader: the events completed, as they came. It holds the rest, and
+// puts in out what is ready and not in p.
+func (s *sseTee) fill(p []byte) int {
+	h, into, inP := len(s.held), p, len(s.held) < len(p)
+	if inP {
+		copy(p, s.held)
+	} else {
+		s.held = slices.Grow(s.held, 32<<10)
+		into = s.held[:cap(s.held)]
+	}
+	n, err := s.ReadCloser.Read(into[h:])
+	data := into[:h+n]
+	s.base, s.last, s.stands = h, 0, s.stands[:0]
+	s.events.feed(data[h:], s.deliver)
+	end := s.last
+	if s.events.tooBig {
+		end = len(data) // go-sdk refuses it as it did
+	}
+	if err != nil {
+		s.err = err
+		// go-sdk resumes a call's stream only from an event id; without
+		// one, a listen whose stream the server ended is left unanswered.
+		if len(s.events.lastID) == 0 {
+			s.listen.ended(s.pending, "the server ended the subscription's stream")
+		}
+	}
+	ready := data[:end]
+	if len(s.stands) > 0 {
+		ready = s.standIns(data[:end])
+	}
+	// held and spare take turns, so that what is ready stays as it is
+	// while the rest is held.
+	s.spare = append(s.spare[:0], data[end:]...)
+	s.held, s.spare = s.spare, s.held
+	if inP && len(s.stands) == 0 {
+		return end
+	}
+	s.out = ready
+	return 0
+}
+
+// standIns is data, events as they came, with the data lines of those
+// with a stand-in replaced by it.
+func (s *sseTee) standIns(data []byte) []byte {
+	var out []byte
+	from := 0
+	for _, e := range s.stands {
+		out = append(out, data[from:e.from]...)
+		for line := range bytes.Lines(data[e.from:e.to]) {
+			field, _, _ := bytes.Cut(bytes.TrimRight(line, "\r\n"), []byte(":"))
+			if len(bytes.TrimRight(line, "\r\n")) > 0 && string(field) != "data" {
+				out = append(out, line...)
+			}
+		}
+		out = fmt.Appendf(out, "data: %s\n\n", e.stand)
+		from = e.to
+	}
+	return append(out, data[from:]...)
+}
+
+func (s *sseTee) deliver(data []byte) bool {
+	from := s.last
+	s.last = s.base + s.events.fed
+	if namesMethod(data) {
+		return true
+	}
+	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+		s.pending.deliver(msg)
+	} else if pastSDKDepth(data) {
+		if stand, h, id, ok := heldDeep(data); ok {
+			s.pending.held(id, h)
+			s.stands = append(s.stands, sseStandIn{from, s.last, stand})
+		}
+	}
+	return true
+}
