@@ -416,34 +416,34 @@ func (d *downstream) frontableRead(raw json.RawMessage, typed any, asking bool) 
 	if raw != nil && (len(t) == 0 || t[0] != '{' || bytes.Contains(t, []byte(`"_meta"`)) || bytes.Contains(t, []byte(`\u`))) {
 		_, err = resultObject(raw, "")
 	}
-	switch r := typed.(type) {
-	case *mcp.ReadResourceResult:
-		switch {
-		case err != nil:
-		case r.InputRequests != nil && len(r.Contents) > 0:
-			err = errors.New("the result has both contents and inputRequests")
-		case nullAsk(r.InputRequests):
-			err = errNullAsk
-		case slices.Contains(r.Contents, nil):
-			err = errors.New("the result's contents is not an array of objects")
-		case r.Contents == nil && !asking:
-			err = errors.New("the result has no contents")
-		}
-	case *mcp.GetPromptResult:
-		switch {
-		case err != nil:
-		case r.InputRequests != nil && len(r.Messages) > 0:
-			err = errors.New("the result has both messages and inputRequests")
-		case nullAsk(r.InputRequests):
-			err = errNullAsk
-		case slices.Contains(r.Messages, nil):
-			err = errors.New("the result's messages is not an array of objects")
-		case r.Messages == nil && !asking:
-			err = errors.New("the result has no messages")
+	if err == nil {
+		switch r := typed.(type) {
+		case *mcp.ReadResourceResult:
+			err = readShape("contents", r.Contents, r.InputRequests, asking)
+		case *mcp.GetPromptResult:
+			err = readShape("messages", r.Messages, r.InputRequests, asking)
 		}
 	}
 	if err != nil {
 		return d.notPassedOn(err)
+	}
+	return nil
+}
+
+// readShape returns what is wrong, if anything, with a read's result as
+// go-sdk decoded it: what was read (items, the result's member what) and
+// its input requests (asks), asking whether the client gets it as an
+// input_required result (frontableRead).
+func readShape[T any](what string, items []*T, asks mcp.InputRequestMap, asking bool) error {
+	switch {
+	case asks != nil && len(items) > 0:
+		return fmt.Errorf("the result has both %s and inputRequests", what)
+	case nullAsk(asks):
+		return errNullAsk
+	case slices.Contains(items, nil):
+		return fmt.Errorf("the result's %s is not an array of objects", what)
+	case items == nil && !asking:
+		return fmt.Errorf("the result has no %s", what)
 	}
 	return nil
 }
