@@ -447,7 +447,6 @@ func (p *Proxy) runFastCall(ctx context.Context, cancel context.CancelFunc, cst 
 		p.answer(cst, id, nil, rpcError(jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID %s", truncate(string(bytes.TrimSpace(id)), 64)))
 		return
 	}
-	defer fs.calls.Delete(key)
 	in := &callIn{
 		d: fc.d, tool: fc.tool, argsCanon: fc.argsCanon,
 		params:  &mcp.CallToolParamsRaw{Name: fc.front, Arguments: fc.args, Meta: fc.meta},
@@ -456,7 +455,13 @@ func (p *Proxy) runFastCall(ctx context.Context, cancel context.CancelFunc, cst 
 	}
 	// A cancelled call still gets an answer: the POST needs one.
 	res, rerr := p.serveGuarded(context.WithValue(ctx, callStreamKey{}, cst), in)
+	// The id is free again before its answer goes out: the client may
+	// use it again as soon as it has the answer.
+	fs.calls.Delete(key)
 	p.answer(cst, id, res, rerr)
+	if h := p.testingOnlyAnswered; h != nil {
+		h()
+	}
 }
 
 // fastStateless serves r, a request of the sessionless 2026-07-28

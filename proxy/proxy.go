@@ -206,6 +206,8 @@ type Proxy struct {
 	// session is idle and closing it; testingOnlyBeforeForget, after a
 	// front HTTP session ended and before the proxy forgets it.
 	testingOnlyBeforeReap, testingOnlyBeforeForget func()
+	// testingOnlyAnswered runs once a fast-path call's answer is written.
+	testingOnlyAnswered func()
 
 	progress  sync.Map // downstream progress token -> *progressRoute
 	nextToken atomic.Uint64
