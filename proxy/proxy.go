@@ -458,6 +458,7 @@ func (p *Proxy) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: internal error while handling " + method}
 			}
 		}()
+		defer p.heldBy(req)()
 		ctx = requestIdentity(ctx, req)
 		p.noteActor(method, req)
 		p.noteLogLevel(method, req)
