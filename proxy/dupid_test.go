@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -79,4 +82,50 @@ func testDuplicateID(t *testing.T, first, second, cancel string) {
 		t.Errorf("the first call, cancelled: %q", b)
 	}
 	waitFor(t, "the server to hear of the cancellation", func() bool { return noted("cancelled") == 1 })
+}
+
+// TestFastPathIDReusedOnceAnswered: a client may use a call's id again
+// as soon as it has the call's answer. The fast path freed the id only
+// after writing the answer, and refused as a duplicate a call that came
+// before then. The first call's handler is held once its answer is
+// written (a large one, on a 2025-06-18 session: one JSON body, out before
+// the handler returns), while the client, which has it, calls again.
+func TestFastPathIDReusedOnceAnswered(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "fx")}, nil)
+	front := serveHTTP(t, p)
+	waitRouted(t, p, "fx__big")
+	cs := fastSession(t, p, connectHTTP(t, front, "2025-06-18", nil))
+	header := map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-06-18"}
+	call := `{"jsonrpc":"2.0","id":"again","method":"tools/call","params":{"name":"fx__big","arguments":{}}}`
+	held, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	p.testingOnlyAnswered = func() {
+		if first.CompareAndSwap(false, true) {
+			close(held)
+			<-release
+		}
+	}
+	defer close(release)
+	// A connection of its own for each call: on one, the server reads
+	// the next request only once the handler returned.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := range 2 {
+		req, _ := http.NewRequest(http.MethodPost, front, strings.NewReader(call))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body) // the first is read while its handler is held
+		resp.Body.Close()
+		if !strings.Contains(string(b), `"id":"again","result"`) {
+			t.Fatalf("call %d under an id answered before: %.300s", i, b)
+		}
+	}
+	<-held
 }

@@ -16,10 +16,12 @@ import (
 
 // The pipe front (stdio, and the tests' in-memory pipe): go-sdk's own
 // newline-delimited JSON connection over what the front does not serve
-// itself (stdiofront.go). While tracing, each
-// request that gets a span must carry its JSON-RPC id to the handlers
-// (trace.go), and only the connection sees it: idConn wraps the SDK's
-// connection and puts it in the request's RequestExtra.
+// itself (stdiofront.go). Only the connection sees the JSON-RPC ids of
+// what the SDK serves, so idConn wraps it: it holds the id of each
+// request the SDK takes among the pipe front's (frontids.go), refusing
+// one under an id in progress, and frees it as the answer goes out; and,
+// while tracing, each request that gets a span must carry its id to the
+// handlers (trace.go), which idConn puts in the request's RequestExtra.
 //
 // The wrapper hides the SDK connection's unexported session hook, which
 // the SDK needs for one thing: refusing a JSON-RPC batch on a session of
@@ -71,8 +73,10 @@ func (noClose) Close() error { return nil }
 const batchingRefusedFrom = "2025-06-18"
 
 type idTransport struct {
-	r io.ReadCloser
-	w io.WriteCloser
+	r     io.ReadCloser
+	w     io.WriteCloser
+	f     *pipeFront
+	trace bool
 }
 
 func (t *idTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -81,15 +85,19 @@ func (t *idTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &idConn{Connection: c, tap: tap}, nil
+	return &idConn{Connection: c, tap: tap, f: t.f, trace: t.trace, held: new(sdkRequest)}, nil
 }
 
-// idConn hands the id of each request that gets a span over in its
-// RequestExtra (the others' Extra stays nil, as the SDK made it), and
-// refuses batches as the SDK's connection would.
+// idConn holds the id of each request the SDK takes, refusing one under
+// an id in progress; hands the id of each request that gets a span over
+// in its RequestExtra, while tracing (the others' Extra stays nil, as the
+// SDK made it); and refuses batches as the SDK's connection would.
 type idConn struct {
 	mcp.Connection
-	tap *frameTap
+	tap   *frameTap
+	f     *pipeFront
+	trace bool
+	held  *sdkRequest // what holds the ids of the requests the SDK serves
 
 	// Read's own (reads are serialized).
 	left  int  // messages of the current JSON value still to come
@@ -102,6 +110,19 @@ type idConn struct {
 }
 
 func (c *idConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		m, err := c.read(ctx)
+		r, ok := m.(*jsonrpc.Request)
+		if err != nil || !ok || !r.IsCall() || c.f.ids.claim(sdkKey(r.ID), c.held) {
+			return m, err
+		}
+		id, _ := json.Marshal(r.ID.Raw())
+		c.f.refuseDuplicate(id)
+	}
+}
+
+// read reads the next message the SDK gets.
+func (c *idConn) read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
 	if err != nil {
 		return m, err
@@ -122,7 +143,7 @@ func (c *idConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.initID, c.initSeen = r.ID, true
 		c.mu.Unlock()
 	}
-	if r.Extra == nil && tracedMethod(r.Method) {
+	if c.trace && r.Extra == nil && tracedMethod(r.Method) {
 		if id, err := json.Marshal(r.ID.Raw()); err == nil {
 			r.Extra = &mcp.RequestExtra{Header: http.Header{frontIDHeader: {string(id)}, frontPipeHeader: {"1"}}}
 		}
@@ -130,9 +151,14 @@ func (c *idConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return m, nil
 }
 
-// Write notes the session's revision from the answer to initialize before
-// it goes out, as the SDK notes it before then.
+// Write frees the id of an answer before it goes out, as the SDK frees
+// its own (the client may use it again as soon as it has the answer), and
+// notes the session's revision from the answer to initialize before then,
+// as the SDK notes it.
 func (c *idConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if r, ok := m.(*jsonrpc.Response); ok && r.ID.IsValid() {
+		c.f.ids.freeSDK(sdkKey(r.ID), c.held)
+	}
 	if r, ok := m.(*jsonrpc.Response); ok && r.Error == nil {
 		c.mu.Lock()
 		if c.initSeen && r.ID == c.initID {

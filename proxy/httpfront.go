@@ -68,7 +68,7 @@ type frontSession struct {
 
 	lastUsed atomic.Int64  // unix nanoseconds of the last request's start or POST's end
 	use      atomic.Uint64 // POSTs in progress and admitted, and whether closed: see admit
-	calls    sync.Map      // JSON-RPC id (callKey) of a fast call in progress -> context.CancelFunc
+	ids      frontIDs      // the ids of its requests in progress, either path's
 	asks     sync.Map      // id of a request on a fast call's stream -> chan *wireMessage (callstream.go)
 	streams  sync.Map      // id of a resumable call stream -> *callStream (callstream.go)
 
@@ -154,6 +154,11 @@ func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, pb postBod
 			if !p.noFastPath && pb.parsed && p.fastPOST(w, r, fs, pb.msg) {
 				return
 			}
+			held, ok := p.holdIDs(w, r, fs, pb)
+			if !ok {
+				return
+			}
+			defer fs.releaseIDs(held)
 		case fs.closed():
 			writeSessionNotFound(w)
 			return
@@ -314,11 +319,9 @@ func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSessio
 		w.WriteHeader(http.StatusAccepted)
 		return true
 	case fr.method == "notifications/cancelled" && fr.id == nil:
-		v, ok := fs.calls.Load(callKey(fr.requestID))
-		if !ok {
+		if !fs.ids.cancel(callKey(fr.requestID)) {
 			return false
 		}
-		v.(context.CancelFunc)()
 		w.WriteHeader(http.StatusAccepted)
 		return true
 	case fr.method == "tools/call" && fr.id != nil:
@@ -440,14 +443,13 @@ func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontS
 // runFastCall makes a fast-path call and answers it on its stream.
 func (p *Proxy) runFastCall(ctx context.Context, cancel context.CancelFunc, cst *callStream, fs *frontSession, header http.Header, id json.RawMessage, fc fastCall, ti *auth.TokenInfo, start time.Time) {
 	key := callKey(id)
-	if _, dup := fs.calls.LoadOrStore(key, cancel); dup {
-		// As the SDK refuses it: the first call's cancellation would
-		// reach this one, and this one's end would make the first
-		// uncancellable. Neither is recorded nor made.
-		p.answer(cst, id, nil, rpcError(jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID %s", truncate(string(bytes.TrimSpace(id)), 64)))
+	if !fs.ids.claim(key, cancel) {
+		// As the SDK refuses it (frontids.go): the first call's
+		// cancellation would reach this one, and this one's end would
+		// make the first uncancellable. Neither is recorded nor made.
+		p.answer(cst, id, nil, duplicateID(id))
 		return
 	}
-	defer fs.calls.Delete(key)
 	in := &callIn{
 		d: fc.d, tool: fc.tool, argsCanon: fc.argsCanon,
 		params:  &mcp.CallToolParamsRaw{Name: fc.front, Arguments: fc.args, Meta: fc.meta},
@@ -456,7 +458,13 @@ func (p *Proxy) runFastCall(ctx context.Context, cancel context.CancelFunc, cst 
 	}
 	// A cancelled call still gets an answer: the POST needs one.
 	res, rerr := p.serveGuarded(context.WithValue(ctx, callStreamKey{}, cst), in)
+	// The id is free again before its answer goes out: the client may
+	// use it again as soon as it has the answer.
+	fs.ids.free(key)
 	p.answer(cst, id, res, rerr)
+	if h := p.testingOnlyAnswered; h != nil {
+		h()
+	}
 }
 
 // fastStateless serves r, a request of the sessionless 2026-07-28

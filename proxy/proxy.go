@@ -206,6 +206,8 @@ type Proxy struct {
 	// session is idle and closing it; testingOnlyBeforeForget, after a
 	// front HTTP session ended and before the proxy forgets it.
 	testingOnlyBeforeReap, testingOnlyBeforeForget func()
+	// testingOnlyAnswered runs once a fast-path call's answer is written.
+	testingOnlyAnswered func()
 
 	progress  sync.Map // downstream progress token -> *progressRoute
 	nextToken atomic.Uint64
@@ -456,6 +458,7 @@ func (p *Proxy) guard(next mcp.MethodHandler) mcp.MethodHandler {
 				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: internal error while handling " + method}
 			}
 		}()
+		defer p.heldBy(req)()
 		ctx = requestIdentity(ctx, req)
 		p.noteActor(method, req)
 		p.noteLogLevel(method, req)

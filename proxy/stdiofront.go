@@ -42,10 +42,10 @@ import (
 
 // A pipeFront is one pipe front session's reading and writing.
 type pipeFront struct {
-	p     *Proxy
-	w     *lineWriter
-	ss    atomic.Pointer[mcp.ServerSession] // set once connected
-	calls sync.Map                          // JSON-RPC id (raw text) of a call in progress here -> context.CancelFunc
+	p   *Proxy
+	w   *lineWriter
+	ss  atomic.Pointer[mcp.ServerSession] // set once connected
+	ids frontIDs                          // the ids of its requests in progress, either path's
 
 	ctx    context.Context // done when the session ends: its calls are cancelled
 	cancel context.CancelFunc
@@ -215,16 +215,12 @@ func (l *lineWriter) droppedTotal() int {
 }
 
 // frontPipe is the front transport over r and w, and the front that
-// reads through it: the SDK's connection (idTransport's, while tracing)
-// reads what the front did not take.
+// reads through it: the SDK's connection (idTransport's) reads what the
+// front did not take.
 func (p *Proxy) frontPipe(r io.ReadCloser, w io.WriteCloser) (mcp.Transport, *pipeFront) {
 	f := &pipeFront{p: p, w: newLineWriter(w, p.logger)}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
-	fr := newFrameReader(r, f.take, f.refuse)
-	if p.opts.Tracer == nil {
-		return &mcp.IOTransport{Reader: fr, Writer: f.w}, f
-	}
-	return &idTransport{r: fr, w: f.w}, f
+	return &idTransport{r: newFrameReader(r, f.take, f.refuse), w: f.w, f: f, trace: p.opts.Tracer != nil}, f
 }
 
 // connectPipe serves one client over r and w; the session ends when the
@@ -259,12 +255,7 @@ func (f *pipeFront) take(v []byte) bool {
 	}
 	switch {
 	case fr.method == "notifications/cancelled" && fr.id == nil:
-		cancel, ok := f.calls.Load(callKey(fr.requestID))
-		if !ok {
-			return false
-		}
-		cancel.(context.CancelFunc)()
-		return true
+		return f.ids.cancel(callKey(fr.requestID))
 	case fr.method == "tools/call" && fr.id != nil:
 		fc, ok := f.p.fastCallOf(fr, true)
 		if !ok {
@@ -276,14 +267,9 @@ func (f *pipeFront) take(v []byte) bool {
 		}
 		key := callKey(fr.id)
 		ctx, cancel := context.WithCancel(f.ctx)
-		if _, dup := f.calls.LoadOrStore(key, cancel); dup {
-			// As the SDK refuses the id of a call in progress, under
-			// id null, so that the client takes it for no answer to
-			// that call. Handed to the SDK, which knows nothing of
-			// this front's calls, it was made beside the first.
+		if !f.ids.claim(key, cancel) {
 			cancel()
-			e := rpcError(jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID %s", truncate(string(fr.id), 64))
-			f.w.writeOwned(append(appendResponse(nil, json.RawMessage("null"), nil, e), '\n'))
+			f.refuseDuplicate(fr.id)
 			return true
 		}
 		f.p.pipeCalls.Add(1)
@@ -394,7 +380,7 @@ func (f *pipeFront) serve(ctx context.Context, cancel context.CancelFunc, key st
 	defer func() {
 		// The id is free again before its answer goes out: the client
 		// may use it again as soon as it has the answer.
-		f.calls.Delete(key)
+		f.ids.free(key)
 		b := appendResponse(make([]byte, 0, len(res)+96), id, res, rerr)
 		f.w.writeOwned(append(b, '\n'))
 	}()
@@ -406,4 +392,11 @@ func (f *pipeFront) serve(ctx context.Context, cancel context.CancelFunc, key st
 	if res, rerr = f.p.serveGuarded(ctx, in); rerr == nil && protocol == statelessProtocol {
 		res = withResultType(res)
 	}
+}
+
+// refuseDuplicate refuses a request under id, the id of a request in
+// progress (frontids.go), as the SDK refuses one on a pipe: under id
+// null, so that the client takes it for no answer to that request.
+func (f *pipeFront) refuseDuplicate(id json.RawMessage) {
+	f.w.writeOwned(append(appendResponse(nil, json.RawMessage("null"), nil, duplicateID(id)), '\n'))
 }
