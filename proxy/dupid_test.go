@@ -31,25 +31,40 @@ func TestFastPathDuplicateID(t *testing.T) {
 	}
 }
 
-// testDuplicateID: a call with id second while one with id first is in
-// progress is refused; a cancellation with id cancel reaches the first.
-func testDuplicateID(t *testing.T, first, second, cancel string) {
+// hangProxy starts a proxy over the fixture server id, whose hang tool
+// notes each call it starts and each cancellation it gets; noted counts
+// the notes saying what.
+func hangProxy(t *testing.T, id string) (*Proxy, *testLog, func(what string) int) {
+	t.Helper()
 	notes := filepath.Join(t.TempDir(), "hang")
-	cfg := fixtureServerConfig(t, "fx")
+	cfg := fixtureServerConfig(t, id)
 	cfg.Env[fixtureCancelledEnv] = notes
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{cfg}, nil)
+	return p, l, func(what string) int {
+		b, _ := os.ReadFile(notes)
+		return strings.Count(string(b), what)
+	}
+}
+
+// hangFront serves hangProxy's p over HTTP and opens a 2025-11-25 session
+// on it, returning the front's URL and the headers of a request on it.
+func hangFront(t *testing.T, p *Proxy) (string, map[string]string) {
+	t.Helper()
 	front := serveHTTP(t, p)
 	t.Cleanup(func() { p.Close() }) // before the server's Close, which waits for a call made though refused
 	waitRouted(t, p, "fx__hang")
 	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
-	header := map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25"}
+	return front, map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25"}
+}
+
+// testDuplicateID: a call with id second while one with id first is in
+// progress is refused; a cancellation with id cancel reaches the first.
+func testDuplicateID(t *testing.T, first, second, cancel string) {
+	p, l, noted := hangProxy(t, "fx")
+	front, header := hangFront(t, p)
 	hang := func(id string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"fx__hang","arguments":{}}}`
-	}
-	noted := func(what string) int {
-		b, _ := os.ReadFile(notes)
-		return strings.Count(string(b), what)
 	}
 	firstDone := make(chan string, 1)
 	go func() { _, b := postMCP(t, front, hang(first), header); firstDone <- b }()

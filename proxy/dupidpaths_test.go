@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -32,20 +30,8 @@ var crossCases = []struct{ name, first, second string }{
 func TestFastPathDuplicateIDAcrossPaths(t *testing.T) {
 	for _, tc := range crossCases {
 		t.Run(tc.name, func(t *testing.T) {
-			notes := filepath.Join(t.TempDir(), "hang")
-			cfg := fixtureServerConfig(t, "fx")
-			cfg.Env[fixtureCancelledEnv] = notes
-			l := newTestLog(t)
-			p := startProxy(t, l, []ServerConfig{cfg}, nil)
-			front := serveHTTP(t, p)
-			t.Cleanup(func() { p.Close() })
-			waitRouted(t, p, "fx__hang")
-			cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
-			header := map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25"}
-			noted := func(what string) int {
-				b, _ := os.ReadFile(notes)
-				return strings.Count(string(b), what)
-			}
+			p, l, noted := hangProxy(t, "fx")
+			front, header := hangFront(t, p)
 			firstDone := make(chan string, 1)
 			go func() { _, b := postMCP(t, front, onServer(tc.first, "fx"), header); firstDone <- b }()
 			waitFor(t, "the first call to start", func() bool { return noted("started") == 1 })
@@ -86,16 +72,8 @@ func onServer(request, server string) string { return strings.ReplaceAll(request
 func TestPipeFrontDuplicateIDAcrossPaths(t *testing.T) {
 	for _, tc := range crossCases {
 		t.Run(tc.name, func(t *testing.T) {
-			notes := filepath.Join(t.TempDir(), "hang")
-			cfg := fixtureServerConfig(t, "f")
-			cfg.Env[fixtureCancelledEnv] = notes
-			l := newTestLog(t)
-			p := startProxy(t, l, []ServerConfig{cfg}, nil)
+			p, l, noted := hangProxy(t, "f")
 			pc := newPipeClient(t, p)
-			noted := func(what string) int {
-				b, _ := os.ReadFile(notes)
-				return strings.Count(string(b), what)
-			}
 			pc.send(onServer(tc.first, "f"))
 			waitFor(t, "the first call to start", func() bool { return noted("started") == 1 })
 			before := l.size(t)

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -95,16 +93,8 @@ func TestPipeFrontDuplicateID(t *testing.T) {
 		{"integer", `0`, `0`, `-0`}, // a requestId -0 is 0 to the SDK
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			notes := filepath.Join(t.TempDir(), "hang")
-			cfg := fixtureServerConfig(t, "f")
-			cfg.Env[fixtureCancelledEnv] = notes
-			l := newTestLog(t)
-			p := startProxy(t, l, []ServerConfig{cfg}, nil)
+			p, l, noted := hangProxy(t, "f")
 			pc := newPipeClient(t, p)
-			noted := func(what string) int {
-				b, _ := os.ReadFile(notes)
-				return strings.Count(string(b), what)
-			}
 			hang := func(id string) string {
 				return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"f__hang","arguments":{}}}`
 			}
