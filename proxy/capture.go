@@ -81,7 +81,7 @@ var errNoResult = errors.New("its answer holds neither a result nor an error")
 func (c *capture) answerError(err error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.empty && err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	if c.empty && err != nil && !endedByContext(err) {
 		return errNoResult
 	}
 	return err

@@ -359,6 +359,13 @@ func sdkDecoded[R any](call func() (R, error)) (res R, err error) {
 	return call()
 }
 
+// endedByContext reports whether err, a request's through go-sdk's
+// client, ended it by its context (cancelled or timed out) rather than by
+// an answer.
+func endedByContext(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
 // classify turns a call's outcome into what its call.result entry says
 // and what the client gets. ctx is the call's, cctx the one bounded by
 // the server's timeout. This is the one place that words a failed call.
@@ -385,9 +392,11 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		// Cut by a removed server's drain: an error the server sent is
 		// its answer to that cancellation.
 		c.errText = d.cancelledText(d.p.drainTimeout())
-	case o.wireErr != nil:
+	case o.wireErr != nil && !endedByContext(o.err):
 		// The server answered with a JSON-RPC error: the client sees it
-		// verbatim; only the log copy is scrubbed.
+		// verbatim; only the log copy is scrubbed. (One that came after
+		// the call was given up, the server's answer to its cancellation,
+		// is not the call's answer: the cases below word why it ended.)
 		c.isError, c.errText, c.errCode = true, d.logText(o.wireErr.Message, c.secrets), o.wireErr.Code
 		return o.wireErr
 	case d.p.stopping.Load() && (ctx.Err() != nil || o.lost):

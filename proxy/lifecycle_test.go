@@ -36,6 +36,10 @@ func TestClassifyOnePlace(t *testing.T) {
 		{"server's JSON-RPC error", live, live, outcome{wireErr: werr, err: errors.New("x")}, "bad [redacted] value", true},
 		{"cancelled", cancelled, cancelled, outcome{err: context.Canceled}, "cancelled by the client", false},
 		{"timeout", live, expired, outcome{err: context.DeadlineExceeded}, `server "s" did not answer t within 1s`, false},
+		// The server's answer to the cancellation that ended the call
+		// is not its answer to the call (it raced the classification).
+		{"cancelled, then answered", cancelled, cancelled, outcome{err: context.Canceled, wireErr: werr}, "cancelled by the client", false},
+		{"timeout, then answered", live, expired, outcome{err: context.DeadlineExceeded, wireErr: werr}, `server "s" did not answer t within 1s`, false},
 		{"connection closed", live, live, outcome{err: io.ErrUnexpectedEOF, lost: true}, `server "s" closed the connection during the call`, false},
 		{"other", live, live, outcome{err: errors.New("HTTP 500: SECRET")}, `server "s": HTTP 500: [redacted]`, false},
 	} {
