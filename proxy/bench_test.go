@@ -118,6 +118,42 @@ func BenchmarkCallHTTP(b *testing.B) {
 	})
 }
 
+// BenchmarkCallStdio: one tools/call (a 1 KiB echo) through the proxy's
+// HTTP front to a stdio server (the fixture, its own process), recorded
+// in a memory log. cpu-ns/op and allocs/op are this process's: the
+// proxy's and its client's, the server's not; from 1 session and from 32
+// at once.
+//
+//	go test ./proxy -run '^$' -bench CallStdio -cpuprofile /tmp/cpu.out
+func BenchmarkCallStdio(b *testing.B) {
+	args := map[string]any{"message": strings.Repeat("x", 1024)}
+	for _, clients := range []int{1, 32} {
+		b.Run("proxied-"+strconv.Itoa(clients), func(b *testing.B) {
+			l := newTestLog(b)
+			p := startProxy(b, l, []ServerConfig{fixtureServerConfig(b, "fx")}, nil)
+			url := serveHTTP(b, p)
+			sessions := make([]*mcp.ClientSession, clients)
+			for i := range sessions {
+				sessions[i] = fastSession(b, p, benchSession(b, url))
+			}
+			var next atomic.Int32
+			b.ReportAllocs()
+			cpu := int64(proctest.CPU())
+			b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				cs := sessions[int(next.Add(1)-1)%len(sessions)]
+				for pb.Next() {
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__echo", Arguments: args})
+					if err != nil || res.IsError || !strings.Contains(textOf(res), "Echo: {") {
+						b.Fatal(err, res)
+					}
+				}
+			})
+			b.ReportMetric(float64(int64(proctest.CPU())-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
 // BenchmarkCallSpans: what tracing adds to one proxied call by itself,
 // without the call: the call's span with the MCP attributes, its two
 // append spans and the traceparent for the downstream, ended and handed

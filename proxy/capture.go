@@ -45,7 +45,15 @@ type capture struct {
 	wireErr *jsonrpc.Error    // the last error response, as received
 	empty   bool              // the last response held neither a result nor an error
 	unread  error             // why the last response could not be read (deepReader)
+	// taken: the results are the capture's alone. A stdio server's
+	// answer with one is not given to go-sdk, which would decode it into
+	// its types only for the caller to judge the result as received;
+	// go-sdk gets an error answer in its place (errTaken).
+	taken bool
 }
+
+// errTaken stands in, for go-sdk, for a result a capture took.
+var errTaken = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: the result was taken as received"}
 
 func withCapture(ctx context.Context, c *capture) context.Context {
 	return context.WithValue(ctx, captureKey{}, c)
@@ -178,15 +186,15 @@ func (p *pendingCalls) register(ctx context.Context, msg jsonrpc.Message) (noted
 }
 
 // deliver stores a response's raw result in its capture, if any, and
-// tells a listen's refusal.
-func (p *pendingCalls) deliver(msg jsonrpc.Message) {
+// tells a listen's refusal. It returns the capture.
+func (p *pendingCalls) deliver(msg jsonrpc.Message) *capture {
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok {
-		return
+		return nil
 	}
 	v, ok := p.m.LoadAndDelete(resp.ID)
 	if !ok {
-		return
+		return nil
 	}
 	var we *jsonrpc.Error
 	switch {
@@ -202,7 +210,7 @@ func (p *pendingCalls) deliver(msg jsonrpc.Message) {
 		} else {
 			p.refused(uris, errors.New("the server ended the subscription"))
 		}
-		return
+		return nil
 	}
 	cp := v.(*capture)
 	cp.mu.Lock()
@@ -211,6 +219,7 @@ func (p *pendingCalls) deliver(msg jsonrpc.Message) {
 	}
 	cp.wireErr, cp.empty = we, resp.Error == nil && resp.Result == nil
 	cp.mu.Unlock()
+	return cp
 }
 
 // held stores h, the answer to id that go-sdk was kept from (heldDeep),
@@ -313,7 +322,11 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				return msg, nil
 			}
 		}
-		c.pending.deliver(msg)
+		if cp := c.pending.deliver(msg); cp != nil && cp.taken {
+			if r := msg.(*jsonrpc.Response); r.Error == nil && r.Result != nil {
+				return &jsonrpc.Response{ID: r.ID, Error: errTaken}, nil
+			}
+		}
 		return msg, nil
 	}
 }

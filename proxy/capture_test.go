@@ -2,11 +2,14 @@ package proxy
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // namesMethodCases are messages and whether namesMethod is sure they name
@@ -82,4 +85,70 @@ func BenchmarkListenStream(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
+}
+
+// scriptedConn is a connection whose server's messages are msgs, in turn.
+type scriptedConn struct {
+	mcp.Connection
+	msgs []jsonrpc.Message
+}
+
+func (s *scriptedConn) Read(context.Context) (jsonrpc.Message, error) {
+	if len(s.msgs) == 0 {
+		return nil, io.EOF
+	}
+	m := s.msgs[0]
+	s.msgs = s.msgs[1:]
+	return m, nil
+}
+
+func (s *scriptedConn) Write(context.Context, jsonrpc.Message) error { return nil }
+
+// TestResultTakenFromGoSDK: a stdio server's result to a request whose
+// capture takes it (a tools/call's, sdkCall) is the capture's alone:
+// go-sdk gets errTaken in its place and so decodes nothing; any other
+// answer, and one to a capture that does not take it, go-sdk reads as
+// it came.
+func TestResultTakenFromGoSDK(t *testing.T) {
+	ctx := context.Background()
+	result := json.RawMessage(`{"content":[{"type":"text","text":"x"}],"zeta":1}`)
+	werr := &jsonrpc.Error{Code: -32001, Message: "no"}
+	for _, tc := range []struct {
+		name  string
+		taken bool
+		resp  *jsonrpc.Response
+		stand bool // go-sdk gets errTaken
+	}{
+		{"taken result", true, &jsonrpc.Response{Result: result}, true},
+		{"taken, an error answer", true, &jsonrpc.Response{Error: werr}, false},
+		{"taken, an empty answer", true, &jsonrpc.Response{}, false},
+		{"not taken", false, &jsonrpc.Response{Result: result}, false},
+	} {
+		id, _ := jsonrpc.MakeID(float64(7))
+		tc.resp.ID = id
+		cc := &captureConn{Connection: &scriptedConn{msgs: []jsonrpc.Message{tc.resp}}}
+		cp := &capture{taken: tc.taken}
+		if err := cc.Write(withCapture(ctx, cp), &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := cc.Read(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		r, _ := got.(*jsonrpc.Response)
+		switch {
+		case r == nil || r.ID != id:
+			t.Errorf("%s: go-sdk got %#v", tc.name, got)
+		case tc.stand && (r.Error != errTaken || r.Result != nil):
+			t.Errorf("%s: go-sdk got the answer (%s, %v), not the stand-in", tc.name, r.Result, r.Error)
+		case !tc.stand && r != tc.resp:
+			t.Errorf("%s: go-sdk got %#v, not the answer as it came", tc.name, r)
+		}
+		if tc.resp.Result != nil && !bytes.Equal(cp.last(), result) {
+			t.Errorf("%s: the capture holds %s", tc.name, cp.last())
+		}
+		if tc.resp.Error != nil && cp.remoteError() != werr {
+			t.Errorf("%s: the capture's error is %v", tc.name, cp.remoteError())
+		}
+	}
 }

@@ -91,7 +91,7 @@ func waitForFile(ctx context.Context, path string) error {
 	}
 }
 
-func fixtureServerConfig(t *testing.T, id string) ServerConfig {
+func fixtureServerConfig(t testing.TB, id string) ServerConfig {
 	return ServerConfig{ID: id, Command: fixtureServer(t), Env: map[string]string{fixtureEnv: "1"}}
 }
 
@@ -129,6 +129,9 @@ func runFixtureServer() {
 	}
 	s.AddTool(&mcp.Tool{Name: "ok", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Echo: " + string(req.Params.Arguments)}}}, nil
 	})
 	s.AddTool(&mcp.Tool{Name: "progress", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		// A progress notification, then at once the result: one after the

@@ -310,34 +310,32 @@ func sdkCall(ctx context.Context, cs *mcp.ClientSession, tool string, in *mcp.Ca
 	// A retry after an input_required result (SEP-2322) goes on as the
 	// client sent it.
 	params.InputResponses, params.RequestState = in.InputResponses, in.RequestState
-	cp := &capture{}
+	cp := &capture{taken: true}
 	res, err := sdkDecoded(func() (*mcp.CallToolResult, error) { return cs.CallTool(withCapture(ctx, cp), params) })
 	cp.done()
 	o := outcome{result: cp.last()}
-	if o.result == nil && res != nil {
-		// Not expected (see capture.go); hash the SDK's re-encoding
-		// rather than nothing, and say so in the entry.
-		o.result, _ = json.Marshal(res)
-		o.remarshal = true
-	}
 	switch {
-	case err == nil:
-		o.isError = res.IsError
-		return o
 	case cp.unreadable() != nil:
 		// As an HTTP server's answer that parseWire cannot read
 		// (nested past encoding/json's bound): the call fails alone.
 		o.err = fmt.Errorf("the answer is not a JSON-RPC message the proxy can read: %w", cp.unreadable())
 		return o
-	case o.result != nil && !o.remarshal && cp.remoteError() == nil:
-		// The server answered with a result the SDK's types do not
-		// hold (a number beyond a double, 1e999), one nested deeper
-		// than it reads (held by the deepReader), or one its decoding
-		// panics on (an input request that is null): the call's outcome
-		// is that result as received, as an HTTP server's is, which
-		// classify judges as one (frontMembers). The SDK's decoding of it
-		// failed the call, with Go's words for its struct fields.
-		o.isError = resultIsError(o.result)
+	case o.result != nil && cp.remoteError() == nil:
+		// The call's outcome is its result as received, as an HTTP
+		// server's is, which classify judges as one (frontMembers),
+		// whatever go-sdk made of it: a stdio server's go-sdk does not
+		// decode (capture.taken); an HTTP server's it may have failed to
+		// (a number beyond a double, 1e999, an input request that is
+		// null, which its decoding panics on), failing the call with Go's
+		// words for its struct fields.
+		o.resultCanon, _ = log.Canonicalize(o.result)
+		o.isError = resultIsError(o.result, o.resultCanon)
+		return o
+	case err == nil:
+		// Not expected (see capture.go); hash the SDK's re-encoding
+		// rather than nothing, and say so in the entry.
+		o.result, _ = json.Marshal(res)
+		o.remarshal, o.isError = true, res.IsError
 		return o
 	}
 	o.err, o.wireErr = cp.answerError(err), cp.remoteError()
@@ -373,11 +371,6 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 	c.result, c.resultCanon, c.remarshal = o.result, o.resultCanon, o.remarshal
 	switch {
 	case o.err == nil && o.wireErr == nil:
-		if c.resultCanon == nil && c.result != nil {
-			// A stdio server's: made here rather than when it is
-			// recorded, which takes it, to tell the usual result in a scan.
-			c.resultCanon, _ = log.Canonicalize(c.result)
-		}
 		var err error
 		if c.front, err = d.frontMembers(c.result, c.resultCanon); err != nil {
 			// A result the client cannot be given (null, an array, a

@@ -151,16 +151,19 @@ func parseWire(data []byte) (*wireMessage, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, err
 	}
-	m.isError = resultIsError(m.Result)
+	m.isError = resultIsError(m.Result, nil)
 	return &m, nil
 }
 
 // resultIsError is the isError of result, a tools/call result as
-// received, as encoding/json reads it: false if result is not an object,
-// or its isError no boolean. parseWire reads an I-JSON result's in its
-// walk, and this one's of any other; sdkCall, of one the SDK's types do
-// not hold.
-func resultIsError(result json.RawMessage) bool {
+// received: read from its canonical form canon where it has one (the
+// member named exactly "isError", true), as parseWire's walk reads it;
+// otherwise as encoding/json reads it. false if result is not an object,
+// or its isError no boolean.
+func resultIsError(result json.RawMessage, canon []byte) bool {
+	if canon != nil {
+		return canonTopTrue(canon, `"isError":`)
+	}
 	var r struct {
 		IsError bool `json:"isError"`
 	}
