@@ -140,7 +140,7 @@ type callStream struct {
 // flushed with the response or after primeDelay, whichever is first.
 func (p *Proxy) newCallStream(fs *frontSession, w http.ResponseWriter) *callStream {
 	s := &callStream{fs: fs, w: w, release: make(chan struct{}), timeout: p.answerTimeout(), logger: p.logger}
-	if fs.protocol < "2025-11-25" {
+	if !fs.resumable() {
 		return s
 	}
 	s.id = "provlog" + strconv.FormatUint(p.nextToken.Add(1), 10)
@@ -153,6 +153,10 @@ func (p *Proxy) newCallStream(fs *frontSession, w http.ResponseWriter) *callStre
 	}
 	return s
 }
+
+// resumable reports whether fs's calls are answered on streams a client
+// can resume (2025-11-25 on), which open with a priming event.
+func (fs *frontSession) resumable() bool { return fs.protocol >= "2025-11-25" }
 
 // flushPrime flushes the priming event of a stream not yet answered.
 func (s *callStream) flushPrime() {

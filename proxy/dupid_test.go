@@ -47,22 +47,23 @@ func hangProxy(t *testing.T, id string) (*Proxy, *testLog, func(what string) int
 	}
 }
 
-// hangFront serves hangProxy's p over HTTP and opens a 2025-11-25 session
-// on it, returning the front's URL and the headers of a request on it.
-func hangFront(t *testing.T, p *Proxy) (string, map[string]string) {
+// hangFront serves hangProxy's p over HTTP and opens a session of
+// revision protocol on it, returning the front's URL and the headers of a
+// request on it.
+func hangFront(t *testing.T, p *Proxy, protocol string) (string, map[string]string) {
 	t.Helper()
 	front := serveHTTP(t, p)
 	t.Cleanup(func() { p.Close() }) // before the server's Close, which waits for a call made though refused
 	waitRouted(t, p, "fx__hang")
-	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
-	return front, map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25"}
+	cs := fastSession(t, p, connectHTTP(t, front, protocol, nil))
+	return front, map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": protocol}
 }
 
 // testDuplicateID: a call with id second while one with id first is in
 // progress is refused; a cancellation with id cancel reaches the first.
 func testDuplicateID(t *testing.T, first, second, cancel string) {
 	p, l, noted := hangProxy(t, "fx")
-	front, header := hangFront(t, p)
+	front, header := hangFront(t, p, "2025-11-25")
 	hang := func(id string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"fx__hang","arguments":{}}}`
 	}

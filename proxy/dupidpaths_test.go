@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -23,41 +24,57 @@ var crossCases = []struct{ name, first, second string }{
 }
 
 // TestFastPathDuplicateIDAcrossPaths: on HTTP, a request under the id of
-// one in progress on the session by the other path (the fast path's or
-// the SDK's) is refused, neither recorded nor made. Each path knew only
-// its own calls: both were made and recorded, and the client had two
-// answers under one id.
+// one in progress on the session, by either path (the fast path's or the
+// SDK's), is refused, neither recorded nor made. Each path knew only its
+// own calls: both were made and recorded, and the client had two answers
+// under one id. The refusal is the SDK's, whichever path refuses and
+// whether the session's answers are JSON (2025-06-18) or resumable event
+// streams (2025-11-25): 400, the error under the id, in JSON. The fast
+// path answered 200, in its call's JSON body or on an event stream it
+// had opened (and kept for a resume).
 func TestFastPathDuplicateIDAcrossPaths(t *testing.T) {
-	for _, tc := range crossCases {
-		t.Run(tc.name, func(t *testing.T) {
-			p, l, noted := hangProxy(t, "fx")
-			front, header := hangFront(t, p)
-			firstDone := make(chan string, 1)
-			go func() { _, b := postMCP(t, front, onServer(tc.first, "fx"), header); firstDone <- b }()
-			waitFor(t, "the first call to start", func() bool { return noted("started") == 1 })
-			before := l.size(t)
-			secondDone := make(chan string, 1)
-			go func() { _, b := postMCP(t, front, onServer(tc.second, "fx"), header); secondDone <- b }()
-			var answer string
-			waitFor(t, "the second request to be answered or made", func() bool {
-				select {
-				case answer = <-secondDone:
-					return true
-				default:
-					return noted("started") > 1
+	const refusal = `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"duplicate in-flight request ID 7"}}`
+	cases := append(crossCases[:len(crossCases):len(crossCases)], struct{ name, first, second string }{"fast then fast", fastHang, fastHang})
+	for _, protocol := range []string{"2025-06-18", "2025-11-25"} {
+		for _, tc := range cases {
+			t.Run(protocol+"/"+tc.name, func(t *testing.T) {
+				p, l, noted := hangProxy(t, "fx")
+				front, header := hangFront(t, p, protocol)
+				firstDone := make(chan string, 1)
+				go func() { _, b := postMCP(t, front, onServer(tc.first, "fx"), header); firstDone <- b }()
+				waitFor(t, "the first call to start", func() bool { return noted("started") == 1 })
+				before := l.size(t)
+				type answer struct {
+					status int
+					ctype  string
+					body   string
+				}
+				secondDone := make(chan answer, 1)
+				go func() {
+					resp, b := postMCP(t, front, onServer(tc.second, "fx"), header)
+					secondDone <- answer{resp.StatusCode, resp.Header.Get("Content-Type"), b}
+				}()
+				var got answer
+				waitFor(t, "the second request to be answered or made", func() bool {
+					select {
+					case got = <-secondDone:
+						return true
+					default:
+						return noted("started") > 1
+					}
+				})
+				if want := (answer{http.StatusBadRequest, "application/json", refusal}); got != want || noted("started") > 1 {
+					t.Errorf("the request under the id of a request in progress: %+v (the server started %d calls), want %+v", got, noted("started"), want)
+				}
+				if got := l.size(t); got != before {
+					t.Errorf("the refused request grew the log by %d entries", got-before)
+				}
+				postMCP(t, front, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`, header)
+				if b := <-firstDone; !strings.Contains(b, `"id":7`) {
+					t.Errorf("the first request, cancelled: %q", b)
 				}
 			})
-			if !strings.Contains(answer, "duplicate in-flight request ID") || noted("started") > 1 {
-				t.Errorf("the request under the id of a request in progress: %q (the server started %d calls), want a refusal", answer, noted("started"))
-			}
-			if got := l.size(t); got != before {
-				t.Errorf("the refused request grew the log by %d entries", got-before)
-			}
-			postMCP(t, front, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`, header)
-			if b := <-firstDone; !strings.Contains(b, `"id":7`) {
-				t.Errorf("the first request, cancelled: %q", b)
-			}
-		})
+		}
 	}
 }
 

@@ -72,6 +72,15 @@ func duplicateID(id json.RawMessage) *jsonrpc.Error {
 	return rpcError(jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID %s", truncate(string(bytes.TrimSpace(id)), 64))
 }
 
+// refuseDuplicate answers a POST whose request, under id, was refused as
+// a duplicate, as the SDK's handler answers it whether it would have
+// answered with JSON or an event stream: 400, the error under that id, in
+// JSON. Both paths refuse with it (holdIDs, serveFastCall), before
+// anything else of the POST's answer is written.
+func (p *Proxy) refuseDuplicate(w http.ResponseWriter, id json.RawMessage) {
+	writeRPCStatus(w, http.StatusBadRequest, id, nil, duplicateID(id), p.answerTimeout())
+}
+
 // sdkKey is the callKey of an id as the SDK decoded it.
 func sdkKey(id jsonrpc.ID) string {
 	switch v := id.Raw().(type) {
@@ -105,7 +114,7 @@ func (p *Proxy) holdIDs(w http.ResponseWriter, r *http.Request, fs *frontSession
 		h := heldID{callKey(id), new(sdkRequest)}
 		if !fs.ids.claim(h.key, h.r) {
 			fs.releaseIDs(held)
-			writeRPCStatus(w, http.StatusBadRequest, id, nil, duplicateID(id), p.answerTimeout())
+			p.refuseDuplicate(w, id)
 			return nil, false
 		}
 		held = append(held, h)

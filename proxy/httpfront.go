@@ -414,14 +414,31 @@ func (p *Proxy) fastCallOf(fr fastRequest, sessionless bool) (fastCall, bool) {
 // new stack grown to the call's depth, and two wake-ups, every call): a
 // connection that drops is let go at once, so that a resume can take the
 // stream over, and the handler returns when the call ends.
+//
+// The call's id is claimed before its stream exists: a call under an id
+// in progress is refused as the SDK refuses it (refuseDuplicate), before
+// anything of a stream is written, neither recorded nor made.
 func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontSession, id json.RawMessage, fc fastCall, ti *auth.TokenInfo) {
 	p.fastCalls.Add(1)
 	start := time.Now()
-	cst := p.newCallStream(fs, w)
 	ctx := r.Context()
-	if cst.id != "" {
+	resumable := fs.resumable()
+	if resumable {
+		ctx = context.WithoutCancel(ctx)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	key := callKey(id)
+	if !fs.ids.claim(key, cancel) {
+		// The first call's cancellation would reach this one, and this
+		// one's end would make the first uncancellable.
+		p.refuseDuplicate(w, id)
+		return
+	}
+	cst := p.newCallStream(fs, w)
+	if resumable {
 		release := cst.release
-		dropped := context.AfterFunc(ctx, func() {
+		dropped := context.AfterFunc(r.Context(), func() {
 			cst.mu.Lock()
 			if cst.release == release {
 				cst.letGo()
@@ -429,27 +446,14 @@ func (p *Proxy) serveFastCall(w http.ResponseWriter, r *http.Request, fs *frontS
 			cst.mu.Unlock()
 		})
 		defer dropped()
-		ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		defer cancel()
 		defer context.AfterFunc(fs.ctx, cancel)()
-		p.runFastCall(ctx, cancel, cst, fs, r.Header, id, fc, ti, start)
-		return
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	p.runFastCall(ctx, cancel, cst, fs, r.Header, id, fc, ti, start)
+	p.runFastCall(ctx, key, cst, fs, r.Header, id, fc, ti, start)
 }
 
-// runFastCall makes a fast-path call and answers it on its stream.
-func (p *Proxy) runFastCall(ctx context.Context, cancel context.CancelFunc, cst *callStream, fs *frontSession, header http.Header, id json.RawMessage, fc fastCall, ti *auth.TokenInfo, start time.Time) {
-	key := callKey(id)
-	if !fs.ids.claim(key, cancel) {
-		// As the SDK refuses it (frontids.go): the first call's
-		// cancellation would reach this one, and this one's end would
-		// make the first uncancellable. Neither is recorded nor made.
-		p.answer(cst, id, nil, duplicateID(id))
-		return
-	}
+// runFastCall makes a fast-path call, whose id fs holds under key, and
+// answers it on its stream.
+func (p *Proxy) runFastCall(ctx context.Context, key string, cst *callStream, fs *frontSession, header http.Header, id json.RawMessage, fc fastCall, ti *auth.TokenInfo, start time.Time) {
 	in := &callIn{
 		d: fc.d, tool: fc.tool, argsCanon: fc.argsCanon,
 		params:  &mcp.CallToolParamsRaw{Name: fc.front, Arguments: fc.args, Meta: fc.meta},
