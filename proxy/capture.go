@@ -44,7 +44,8 @@ type capture struct {
 	raws    []json.RawMessage // in arrival order
 	wireErr *jsonrpc.Error    // the last error response, as received
 	empty   bool              // the last response held neither a result nor an error
-	unread  error             // why the last response could not be read (deepReader)
+	canon   []byte            // the last raw result's canonical form, if its reader made it (stdioConn)
+	unread  error             // why the last response could not be read (stdioConn, the HTTP tees)
 	// taken: the results are the capture's alone. A stdio server's
 	// answer with one is not given to go-sdk, which would decode it into
 	// its types only for the caller to judge the result as received;
@@ -67,6 +68,14 @@ func (c *capture) last() json.RawMessage {
 		return nil
 	}
 	return c.raws[len(c.raws)-1]
+}
+
+// lastCanon returns the canonical form of the last raw result, if its
+// reader made it.
+func (c *capture) lastCanon() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.canon
 }
 
 // remoteError returns the JSON-RPC error the peer answered with, if the
@@ -185,9 +194,10 @@ func (p *pendingCalls) register(ctx context.Context, msg jsonrpc.Message) (noted
 	return true, false
 }
 
-// deliver stores a response's raw result in its capture, if any, and
-// tells a listen's refusal. It returns the capture.
-func (p *pendingCalls) deliver(msg jsonrpc.Message) *capture {
+// deliver stores a response's raw result in its capture, if any, with
+// its canonical form if the reader made it, and tells a listen's refusal.
+// It returns the capture.
+func (p *pendingCalls) deliver(msg jsonrpc.Message, canon []byte) *capture {
 	resp, ok := msg.(*jsonrpc.Response)
 	if !ok {
 		return nil
@@ -216,6 +226,7 @@ func (p *pendingCalls) deliver(msg jsonrpc.Message) *capture {
 	cp.mu.Lock()
 	if resp.Error == nil {
 		cp.raws = append(cp.raws, bytes.Clone(resp.Result))
+		cp.canon = canon
 	}
 	cp.wireErr, cp.empty = we, resp.Error == nil && resp.Result == nil
 	cp.mu.Unlock()
@@ -226,7 +237,7 @@ func (p *pendingCalls) deliver(msg jsonrpc.Message) *capture {
 // in its capture, if any: as received, or why it could not be read.
 func (p *pendingCalls) held(id jsonrpc.ID, h heldAnswer) {
 	if h.msg != nil {
-		p.deliver(h.msg)
+		p.deliver(h.msg, nil)
 		return
 	}
 	if v, ok := p.m.LoadAndDelete(id); ok {
@@ -269,9 +280,7 @@ func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		return nil, err
 	}
 	cc := &captureConn{Connection: c, notify: t.notify}
-	if ct, ok := t.inner.(*commandTransport); ok {
-		cc.deep = ct.deep
-	}
+	cc.stdio, _ = c.(*stdioConn)
 	cc.pending.listenHooks = t.listens
 	if canWatchExit && t.cmd != nil && t.cmd.Process != nil {
 		cc.exit = watchExit(t.cmd.Process.Pid)
@@ -283,8 +292,8 @@ type captureConn struct {
 	mcp.Connection
 	pending pendingCalls
 	notify  func(*jsonrpc.Request) bool
-	exit    *exitWatch  // a stdio server's
-	deep    *deepReader // a stdio server's stdout
+	exit    *exitWatch // a stdio server's
+	stdio   *stdioConn // a stdio server's
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -299,7 +308,14 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		rctx = c.exit.readCtx(ctx)
 	}
 	for {
-		msg, err := c.Connection.Read(rctx)
+		var d downRead
+		var err error
+		if c.stdio != nil {
+			d, err = c.stdio.read(rctx)
+		} else {
+			d.msg, err = c.Connection.Read(rctx)
+		}
+		msg := d.msg
 		if err != nil {
 			if c.exit != nil && c.exit.gone.Err() != nil && ctx.Err() == nil {
 				// The server's process exited: the end of its
@@ -314,16 +330,15 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && c.notify != nil && c.notify(req) {
 			continue
 		}
-		if r, ok := msg.(*jsonrpc.Response); ok && c.deep != nil {
-			if h, ok := c.deep.take(r.ID); ok {
-				// The answer as received is the capture's; go-sdk
-				// gets the error that stands in for it.
-				c.pending.held(r.ID, h)
-				return msg, nil
-			}
-		}
-		if cp := c.pending.deliver(msg); cp != nil && cp.taken {
-			if r := msg.(*jsonrpc.Response); r.Error == nil && r.Result != nil {
+		r, ok := msg.(*jsonrpc.Response)
+		switch {
+		case !ok:
+		case d.unread != nil:
+			// go-sdk reads the error that stands in for the answer;
+			// the capture, why it could not be read.
+			c.pending.held(r.ID, heldAnswer{err: d.unread})
+		default:
+			if cp := c.pending.deliver(r, d.canon); cp != nil && cp.taken && r.Error == nil && r.Result != nil {
 				return &jsonrpc.Response{ID: r.ID, Error: errTaken}, nil
 			}
 		}
@@ -407,7 +422,7 @@ func (t *captureRoundTripper) listenAnswered(ctx context.Context, id jsonrpc.ID,
 		resp.Body = prefixedBody{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
 		if msg, err := jsonrpc.DecodeMessage(head); err == nil {
 			if r, ok := msg.(*jsonrpc.Response); ok && r.ID == id && r.Error != nil {
-				t.pending.deliver(msg)
+				t.pending.deliver(msg, nil)
 			}
 		}
 		t.pending.endListen(id, fmt.Errorf("the server refused the subscription: HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode)))

@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -14,124 +16,206 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Answers nested deeper than go-sdk reads, from a stdio server.
+// A stdio server's connection.
 //
-// go-sdk's stdio connection reads a server's stdout as JSON values one
-// after another (encoding/json, which stops at 10,000 levels) and decodes
-// each message (its own decoder, which stops at 1,000); either failure
-// ends the connection, cutting off every call in flight on it, and the
-// server is restarted. An HTTP server's answers the proxy reads itself
-// (parseWire): a result within encoding/json's bound is passed on as
-// received, and an answer nested deeper fails its call alone, saying so.
-// A deepReader stands between a stdio server's stdout and go-sdk's
-// connection so that a stdio server's answers are taken the same way: it
-// passes every value on as it came, but an answer (a message with an id
-// and no method) nested deeper than go-sdk reads, which it holds for the
-// capture (captureConn) as parseWire reads it, or with why parseWire
-// cannot, and replaces, for go-sdk, with an error answer to the same id
-// (deepStandIn). Anything else (a request so deep, a value past go-sdk's
-// size limit, bytes that begin no value) goes on as it came, and go-sdk
-// ends the connection as before. Each byte is scanned once.
+// go-sdk's stdio connection (IOTransport) decodes each message a server
+// writes with its own decoder, twice (as a batch, then as a message), each
+// time with a fresh 32 KiB buffer: some 40 µs a message, whatever its
+// size. It ends the connection on an answer nested deeper than its
+// decoder reads (1,000 levels), cutting off every call in flight, and the
+// server is restarted. The proxy reads a stdio server's output itself, as
+// it reads an HTTP server's answers: stdioConn takes each value off the
+// stream (downReader) and reads an answer with parseWire, which makes its
+// result's canonical form, hashed by the call's entry, in the same pass;
+// go-sdk's jsonrpc decodes only what names a method (the server's
+// requests and notifications). An answer parseWire cannot read (nested
+// past encoding/json's bound) fails its call alone: go-sdk reads an error
+// answer to its id in its place, and the call's capture why. What is no
+// JSON-RPC message (bytes that begin no value, a request go-sdk cannot
+// read, a value past maxFrameBytes) ends the connection, as before.
+// Writes are go-sdk's jsonrpc encoding, a line each; a batch of the
+// server's requests is answered with one batch, as go-sdk answers it.
 
 // sdkMaxDepth is the deepest nesting go-sdk's decoding of a JSON-RPC
 // message reads (its internal/json's defaultMaxDepth).
 const sdkMaxDepth = 1000
 
-// deepStandIn is the message of the error answer go-sdk gets in place of
-// one the deepReader held.
+// deepStandIn is the message of the error answer go-sdk reads in place of
+// an answer the proxy read for it, or could not read.
 const deepStandIn = "provlog: an answer nested deeper than go-sdk reads"
 
-// A deepReader is go-sdk's view of a stdio server's stdout.
-type deepReader struct {
+// A downReader takes the values of a stdio server's output off the stream,
+// one after another: JSON objects or arrays, each ending its line (white
+// space may follow it there), on one line or many.
+type downReader struct {
 	r io.Reader
 	window
-	sc valueScanner
-
-	mu   sync.Mutex
-	held map[jsonrpc.ID]heldAnswer
+	sc    valueScanner
+	after bool // a value ended, and its line has not
 }
 
-// A heldAnswer is an answer a deepReader kept from go-sdk: as parseWire
-// read it, or why it could not.
-type heldAnswer struct {
-	msg *jsonrpc.Response
-	err error
+func newDownReader(r io.Reader) *downReader {
+	return &downReader{r: r, window: window{val: -1}}
 }
 
-func newDeepReader(r io.Reader) *deepReader {
-	return &deepReader{r: r, window: window{val: -1}, held: map[jsonrpc.ID]heldAnswer{}}
-}
-
-func (d *deepReader) Read(b []byte) (int, error) {
+// next returns the next value, which is valid until next is called again.
+func (d *downReader) next() ([]byte, error) {
 	for {
-		if len(d.out) > 0 {
-			n := copy(b, d.out)
-			d.out = d.out[n:]
-			return n, nil
-		}
-		if d.start < d.n && (d.passing || d.err != nil) {
-			d.out, d.start = d.buf[d.start:d.n], d.n
-			continue
+		if v, err := d.scan(); v != nil || err != nil {
+			return v, err
 		}
 		if d.err != nil {
-			return 0, d.err
+			if d.val >= 0 && errors.Is(d.err, io.EOF) {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, d.err
 		}
-		if d.passing {
-			return d.r.Read(b)
-		}
-		if !d.scan() && !d.passing {
-			d.fill(d.r)
+		if d.fill(d.r); d.passing {
+			return nil, fmt.Errorf("the server wrote a message longer than %d MiB", maxFrameBytes>>20)
 		}
 	}
 }
 
-// scan scans what is buffered, and reports whether it made bytes ready
-// for go-sdk (in out): a value and the white space before it.
-func (d *deepReader) scan() bool {
+// scan scans what is buffered, and returns the value it completes, if
+// any.
+func (d *downReader) scan() ([]byte, error) {
 	for d.pos < d.n {
 		if d.val < 0 {
-			switch d.buf[d.pos] {
-			case ' ', '\t', '\n', '\r':
+			switch c := d.buf[d.pos]; {
+			case c == '\n' || c == '\r':
+				d.after = false
 				d.pos++
 				continue
-			case '{', '[':
-				d.val, d.sc = d.pos, valueScanner{spans: true}
+			case c == ' ' || c == '\t':
+				d.pos++
+				continue
+			case d.after:
+				return nil, fmt.Errorf("invalid trailing data after a message: %q", c)
+			case c == '{' || c == '[':
+				d.val, d.start, d.sc = d.pos, d.pos, valueScanner{spans: true}
 			default:
-				d.passing = true // no value: go-sdk reads it as it did
-				return false
+				return nil, fmt.Errorf("invalid character %q looking for beginning of value", c)
 			}
 		}
 		end, _ := d.sc.scan(d.buf[d.pos:d.n])
 		if end < 0 {
 			d.pos = d.n
-			return false
+			return nil, nil
 		}
 		end += d.pos
-		d.out = d.buf[d.start:end]
-		if d.sc.max > sdkMaxDepth {
-			if stand := d.hold(d.buf[d.val:end]); stand != nil {
-				d.out = append(bytes.Clone(d.buf[d.start:d.val]), stand...)
-			}
-		}
-		d.start, d.pos, d.val = end, end, -1
-		return true
+		v := d.buf[d.val:end]
+		d.start, d.pos, d.val, d.after = end, end, -1, true
+		return v, nil
 	}
-	return false
+	if d.val < 0 {
+		d.start = d.pos
+	}
+	return nil, nil
 }
 
-// hold keeps v, a value nested deeper than go-sdk reads, from go-sdk if
-// it is an answer, and returns what go-sdk gets in its place: an error
-// answer to its id. It returns nil for anything else, which goes on as it
-// came.
-func (d *deepReader) hold(v []byte) []byte {
-	stand, h, id, ok := heldDeep(v)
-	if !ok {
-		return nil
+// A downRead is a message a stdio server wrote, as stdioConn read it.
+type downRead struct {
+	msg   jsonrpc.Message
+	canon []byte // an answer's result's canonical form, if it has one
+	// unread is why an answer could not be read: msg is then an error
+	// answer to its id, in its place (deepStandIn).
+	unread error
+}
+
+// decodeDown reads v, a value a stdio server wrote: one message, or a
+// batch of them (batch set).
+func decodeDown(v []byte) (rs []downRead, batch bool, err error) {
+	if v[0] != '[' {
+		r, err := decodeDownOne(v)
+		return []downRead{r}, false, err
 	}
-	d.mu.Lock()
-	d.held[id] = h
-	d.mu.Unlock()
-	return stand
+	var elems []json.RawMessage
+	if err := json.Unmarshal(v, &elems); err != nil {
+		return nil, true, fmt.Errorf("unmarshaling a batch: %w", err)
+	}
+	if len(elems) == 0 {
+		return nil, true, errors.New("empty batch")
+	}
+	rs = make([]downRead, len(elems))
+	for i, e := range elems {
+		if rs[i], err = decodeDownOne(e); err != nil {
+			return nil, true, err
+		}
+	}
+	return rs, true, nil
+}
+
+// decodeDownOne reads v, one message: what names a method as go-sdk reads
+// it, an answer with parseWire.
+func decodeDownOne(v []byte) (downRead, error) {
+	if namesMethod(v) {
+		m, err := jsonrpc.DecodeMessage(v)
+		return downRead{msg: m}, err
+	}
+	w, err := parseWire(v)
+	if err != nil {
+		stand, id, ok := standInFor(v)
+		if !ok {
+			return downRead{}, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+		return downRead{msg: &jsonrpc.Response{ID: id, Error: stand}, unread: err}, nil
+	}
+	if w.Method != "" || w.Params != nil {
+		// A method named in a way namesMethod is not sure of
+		// ("\u006dethod").
+		m, err := jsonrpc.DecodeMessage(v)
+		return downRead{msg: m}, err
+	}
+	if w.Version != "2.0" {
+		return downRead{}, fmt.Errorf("invalid message version tag %q; expected %q", w.Version, "2.0")
+	}
+	id, ok := answerID(w.ID)
+	if !ok {
+		return downRead{}, errNoAnswerID
+	}
+	return downRead{msg: w.response(id), canon: w.resultCanon}, nil
+}
+
+// errNoAnswerID is what is wrong with an answer whose id go-sdk does not
+// read as one.
+var errNoAnswerID = errors.New("invalid request: an answer with no id")
+
+// answerID is the id raw, an answer's, as go-sdk reads it (MakeID of its
+// decoding), and false if it is none.
+func answerID(raw json.RawMessage) (jsonrpc.ID, bool) {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(v)
+	return id, err == nil && id.IsValid()
+}
+
+// standInFor returns the error answer go-sdk reads in place of v, an
+// answer (a message with an id and no method) the proxy reads for it or
+// cannot read, and its id; false if v is no answer.
+func standInFor(v []byte) (*jsonrpc.Error, jsonrpc.ID, bool) {
+	rawID, found := topMember(v, "id")
+	if !found || v[0] != '{' || namesMethod(v) {
+		return nil, jsonrpc.ID{}, false
+	}
+	id, ok := answerID(rawID)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: deepStandIn}, id, ok
+}
+
+// response is w, an answer, as go-sdk's message, under id.
+func (w *wireMessage) response(id jsonrpc.ID) *jsonrpc.Response {
+	if w.Error != nil {
+		return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: w.Error.Code, Message: w.Error.Message, Data: w.Error.Data}}
+	}
+	return &jsonrpc.Response{ID: id, Result: w.Result}
+}
+
+// A heldAnswer is an answer an HTTP server's tee kept from go-sdk: as
+// parseWire read it, or why it could not.
+type heldAnswer struct {
+	msg *jsonrpc.Response
+	err error
 }
 
 // heldDeep reads v, a value nested deeper than go-sdk reads, if it is
@@ -140,25 +224,17 @@ func (d *deepReader) hold(v []byte) []byte {
 // answer as parseWire reads it, or why it cannot. ok is false for
 // anything else.
 func heldDeep(v []byte) (stand []byte, h heldAnswer, id jsonrpc.ID, ok bool) {
-	rawID, found := topMember(v, "id")
-	if !found || v[0] != '{' || namesMethod(v) {
+	serr, id, ok := standInFor(v)
+	if !ok {
 		return nil, h, id, false
 	}
-	stand = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`, rawID, jsonrpc.CodeInternalError, deepStandIn)
-	m, err := jsonrpc.DecodeMessage(stand)
-	r, _ := m.(*jsonrpc.Response)
-	if err != nil || r == nil || !r.ID.IsValid() {
-		return nil, h, id, false
-	}
-	switch w, err := parseWire(v); {
-	case err != nil:
+	stand, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: serr})
+	if w, err := parseWire(v); err != nil {
 		h.err = err
-	case w.Error != nil:
-		h.msg = &jsonrpc.Response{ID: r.ID, Error: &jsonrpc.Error{Code: w.Error.Code, Message: w.Error.Message, Data: w.Error.Data}}
-	default:
-		h.msg = &jsonrpc.Response{ID: r.ID, Result: w.Result}
+	} else {
+		h.msg = w.response(id)
 	}
-	return stand, h, r.ID, true
+	return stand, h, id, true
 }
 
 // pastSDKDepth reports whether data, a JSON value, nests deeper than
@@ -177,21 +253,173 @@ func pastSDKDepth(data []byte) bool {
 	return sc.max > sdkMaxDepth
 }
 
-// take returns the answer held for id, if any, and forgets it.
-func (d *deepReader) take(id jsonrpc.ID) (heldAnswer, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	h, ok := d.held[id]
-	delete(d.held, id)
-	return h, ok
+// stdioConn is go-sdk's connection to a stdio server (see above).
+type stdioConn struct {
+	in        *downReader
+	out       io.WriteCloser // the server's stdin (processStdin)
+	reads     chan stdioRead
+	closed    chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	queue     []downRead // the rest of a batch
+
+	wmu     sync.Mutex
+	batches map[jsonrpc.ID]*replyBatch // the server's batched requests not yet answered
 }
 
-// commandTransport starts a stdio server's process and connects to it as
-// go-sdk's CommandTransport does, reading its stdout through a
-// deepReader.
+type stdioRead struct {
+	rs    []downRead
+	batch bool
+	err   error
+}
+
+// A replyBatch is the answers to a batch of the server's requests,
+// written together once each is in.
+type replyBatch struct {
+	unanswered map[jsonrpc.ID]int // a request's id: its answer's place
+	replies    []*jsonrpc.Response
+}
+
+func newStdioConn(stdout io.Reader, stdin io.WriteCloser) *stdioConn {
+	c := &stdioConn{in: newDownReader(stdout), out: stdin, reads: make(chan stdioRead), closed: make(chan struct{})}
+	// Read on a goroutine of its own, so that Close ends a Read waiting
+	// (as go-sdk's: a pipe's read is not ended by closing it).
+	go func() {
+		for {
+			var r stdioRead
+			v, err := c.in.next()
+			if r.err = err; err == nil {
+				r.rs, r.batch, r.err = decodeDown(v)
+			}
+			select {
+			case c.reads <- r:
+			case <-c.closed:
+				return
+			}
+			if r.err != nil {
+				return
+			}
+		}
+	}()
+	return c
+}
+
+// read returns the next message the server wrote.
+func (c *stdioConn) read(ctx context.Context) (downRead, error) {
+	if err := ctx.Err(); err != nil {
+		return downRead{}, err
+	}
+	if len(c.queue) > 0 {
+		r := c.queue[0]
+		c.queue = c.queue[1:]
+		return r, nil
+	}
+	select {
+	case <-ctx.Done():
+		return downRead{}, ctx.Err()
+	case <-c.closed:
+		return downRead{}, io.EOF
+	case r := <-c.reads:
+		if r.err != nil {
+			return downRead{}, r.err
+		}
+		if r.batch {
+			if err := c.addBatch(r.rs); err != nil {
+				return downRead{}, err
+			}
+		}
+		c.queue = r.rs[1:]
+		return r.rs[0], nil
+	}
+}
+
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	r, err := c.read(ctx)
+	return r.msg, err
+}
+
+// addBatch notes the requests of a batch, to be answered together.
+func (c *stdioConn) addBatch(rs []downRead) error {
+	b := &replyBatch{unanswered: map[jsonrpc.ID]int{}}
+	for _, r := range rs {
+		if req, ok := r.msg.(*jsonrpc.Request); ok && req.IsCall() {
+			if _, dup := b.unanswered[req.ID]; dup {
+				return fmt.Errorf("duplicate message ID %v in a batch", req.ID.Raw())
+			}
+			b.unanswered[req.ID] = len(b.replies)
+			b.replies = append(b.replies, nil)
+		}
+	}
+	if len(b.replies) == 0 {
+		return nil
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for id := range b.unanswered {
+		if _, ok := c.batches[id]; ok {
+			return fmt.Errorf("invalid request: a batch holds request %v, which is not yet answered", id.Raw())
+		}
+	}
+	if c.batches == nil {
+		c.batches = map[jsonrpc.ID]*replyBatch{}
+	}
+	for id := range b.unanswered {
+		c.batches[id] = b
+	}
+	return nil
+}
+
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var data []byte
+	var err error
+	if r, ok := msg.(*jsonrpc.Response); ok && c.batches[r.ID] != nil {
+		b := c.batches[r.ID]
+		delete(c.batches, r.ID)
+		b.replies[b.unanswered[r.ID]] = r
+		if delete(b.unanswered, r.ID); len(b.unanswered) > 0 {
+			return nil
+		}
+		data = []byte{'['}
+		for i, r := range b.replies {
+			m, merr := jsonrpc.EncodeMessage(r)
+			if err = merr; err != nil {
+				break
+			}
+			if i > 0 {
+				data = append(data, ',')
+			}
+			data = append(data, m...)
+		}
+		data = append(data, ']')
+	} else {
+		data, err = jsonrpc.EncodeMessage(msg)
+	}
+	if err != nil {
+		return fmt.Errorf("marshaling message: %v", err)
+	}
+	_, err = c.out.Write(append(data, '\n'))
+	return err
+}
+
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.closeErr = c.out.Close()
+		close(c.closed)
+	})
+	return c.closeErr
+}
+
+func (c *stdioConn) SessionID() string { return "" }
+
+// commandTransport starts a stdio server's process as go-sdk's
+// CommandTransport does, and connects to it (stdioConn).
 type commandTransport struct {
-	cmd  *exec.Cmd
-	deep *deepReader // its stdout's, once connected
+	cmd *exec.Cmd
 }
 
 func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -206,9 +434,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err := t.cmd.Start(); err != nil {
 		return nil, err
 	}
-	t.deep = newDeepReader(stdout)
-	// The connection is closed by closing stdin, not stdout.
-	return (&mcp.IOTransport{Reader: io.NopCloser(t.deep), Writer: processStdin{stdin, t.cmd}}).Connect(ctx)
+	return newStdioConn(stdout, processStdin{stdin, t.cmd}), nil
 }
 
 // processStdin is a stdio server's stdin, whose Close ends the server as

@@ -2,13 +2,16 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // deepAnswer is an answer to id whose result nests depth levels.
@@ -16,107 +19,222 @@ func deepAnswer(id string, depth int) string {
 	return `{"jsonrpc":"2.0","id":` + id + `,"result":{"d":` + nested(depth-2) + `}}`
 }
 
-// standIn is what go-sdk reads in place of an answer to id a deepReader held.
+// standIn is what go-sdk reads in place of an answer to id the proxy
+// could not read, or an HTTP tee held.
 func standIn(id string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`, id, jsonrpc.CodeInternalError, deepStandIn)
 }
 
-// TestDeepReader: go-sdk reads a stdio server's stream as it came, but
-// for each answer nested deeper than it reads, which it reads as an error
-// answer to the same id while the answer is held, as parseWire reads it
-// or with why it cannot; however the stream is cut into reads, and
-// whatever spans lines.
-func TestDeepReader(t *testing.T) {
-	ok := `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`
-	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"s":"[[[\"]]"}}`
-	deepRequest := `{"jsonrpc":"2.0","id":9,"method":"x","params":` + nested(1001) + `}`
-	spread := "{\"jsonrpc\":\"2.0\",\n \"id\":4,\r\n \"result\":{\"s\":\"a\\\"{\"}}"
-	stream := ok + "\n" + deepAnswer(`2`, 1001) + "\n" + note + deepAnswer(`"s"`, 10001) + " \n" + deepRequest + "\n" + spread + "\n"
-	want := ok + "\n" + standIn(`2`) + "\n" + note + standIn(`"s"`) + " \n" + deepRequest + "\n" + spread + "\n"
-	for _, sizes := range [][]int{nil, {1}, {3, 7}, {4096}} {
-		d := newDeepReader(&chunkReader{data: []byte(stream), sizes: sizes})
-		got, err := io.ReadAll(d)
-		if err != nil || string(got) != want {
-			t.Errorf("reads of %v: go-sdk read %.300q (%v), want %.300q", sizes, got, err, want)
+// readValues reads every value of stream through a downReader, however
+// it is cut into reads, and the error that ended it.
+func readValues(stream []byte, sizes []int) ([]string, error) {
+	d := newDownReader(&chunkReader{data: stream, sizes: sizes})
+	var out []string
+	for {
+		v, err := d.next()
+		if err != nil {
+			return out, err
 		}
-		id2, _ := jsonrpc.MakeID(float64(2))
-		if h, ok := d.take(id2); !ok || h.msg == nil || string(h.msg.Result) != `{"d":`+nested(999)+`}` {
-			t.Errorf("reads of %v: held for 2: %v %v", sizes, ok, h)
-		}
-		idS, _ := jsonrpc.MakeID("s")
-		if h, ok := d.take(idS); !ok || h.err == nil || !strings.Contains(h.err.Error(), "exceeded max depth") {
-			t.Errorf("reads of %v: held for \"s\": %v %v", sizes, ok, h)
-		}
-		if len(d.held) != 0 {
-			t.Errorf("reads of %v: held %v besides", sizes, d.held)
-		}
+		out = append(out, string(v))
 	}
 }
 
-// FuzzDeepReader: whatever the stream and however it is cut into reads,
-// go-sdk reads it as it came if nothing in it nests deeper than go-sdk
-// reads; and an answer that does is held, go-sdk reading an error answer
-// to its id in its place.
-func FuzzDeepReader(f *testing.F) {
-	f.Add([]byte("{\"a\":1}\n{\"b\":[2,{\"c\":\"}\\\"\"}]}\r\n[1]\n"), []byte{3, 1}, uint16(1200))
-	f.Add([]byte("  {\"x\":\"\\\\\"}\n7\n{}"), []byte{1}, uint16(2))
-	f.Add([]byte("{\"a\":[1,\n{\"b\":}\n  x {\"c\":1}\n{\"d\":\"\\\n"), []byte{2, 5}, uint16(10005))
-	f.Fuzz(func(t *testing.T, data, cuts []byte, depth uint16) {
+// TestDownReader: a stdio server's values, each ending its line, on one
+// line or many, however the stream is cut into reads; what is no value,
+// or follows one on its line, ends the stream, saying so.
+func TestDownReader(t *testing.T) {
+	ok := `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`
+	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"s":"[[[\"]]"}}`
+	spread := "{\"jsonrpc\":\"2.0\",\n \"id\":4,\r\n \"result\":{\"s\":\"a\\\"{\\n\"}}"
+	batch := `[{"jsonrpc":"2.0","id":5,"result":{}}]`
+	for _, tc := range []struct {
+		name, stream string
+		want         []string
+		err          string // "" for io.EOF
+	}{
+		{"lines", ok + "\n" + note + "\r\n\n  " + spread + " \t\n" + batch + "\n", []string{ok, note, spread, batch}, ""},
+		{"no line end at the end", ok, []string{ok}, ""},
+		{"cut off", ok + "\n" + ok[:20], []string{ok}, io.ErrUnexpectedEOF.Error()},
+		{"two on a line", ok + " " + ok + "\n", []string{ok}, "invalid trailing data after a message: '{'"},
+		{"text", ok + "\nstarting up\n", []string{ok}, "invalid character 's' looking for beginning of value"},
+		{"a number", "7\n", nil, "invalid character '7'"},
+	} {
+		for _, sizes := range [][]int{nil, {1}, {3, 7}, {4096}} {
+			got, err := readValues([]byte(tc.stream), sizes)
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("%s, reads of %v: %q, want %q", tc.name, sizes, got, tc.want)
+			}
+			if tc.err == "" && err != io.EOF || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("%s, reads of %v: ended with %v, want %q", tc.name, sizes, err, tc.err)
+			}
+		}
+	}
+	long := `{"s":"` + strings.Repeat("x", maxFrameBytes) + `"}` + "\n"
+	if got, err := readValues([]byte(long), nil); len(got) != 0 || err == nil || !strings.Contains(err.Error(), "longer than 16 MiB") {
+		t.Errorf("a value past maxFrameBytes: %d values, %v", len(got), err)
+	}
+}
+
+// TestDecodeDown: an answer is read as parseWire reads an HTTP server's,
+// its result as received with its canonical form, however deep up to
+// encoding/json's bound; one past it fails its call alone (an error answer
+// in its place, and why); what names a method go-sdk reads; what is no
+// JSON-RPC message is an error, which ends the connection.
+func TestDecodeDown(t *testing.T) {
+	id := func(v any) jsonrpc.ID { i, _ := jsonrpc.MakeID(v); return i }
+	for _, tc := range []struct {
+		name, v string
+		id      jsonrpc.ID
+		result  string // the answer's result as go-sdk reads it
+		canon   string
+		unread  bool
+		err     string
+	}{
+		{"answer", `{"jsonrpc":"2.0","id":7,"result":{"b":1, "a":"<"}}`, id(float64(7)), `{"b":1, "a":"<"}`, `{"a":"<","b":1}`, false, ""},
+		{"beyond a double", `{"jsonrpc":"2.0","id":"s","result":{"n":1e999}}`, id("s"), `{"n":1e999}`, "", false, ""},
+		{"deeper than go-sdk reads", deepAnswer("2", 1001), id(float64(2)), `{"d":` + nested(999) + `}`, "", false, ""},
+		{"deeper than encoding/json reads", deepAnswer(`"s"`, 10001), id("s"), "", "", true, ""},
+		{"no version", `{"id":1,"result":{}}`, jsonrpc.ID{}, "", "", false, "invalid message version tag"},
+		{"no id", `{"jsonrpc":"2.0","result":{}}`, jsonrpc.ID{}, "", "", false, "an answer with no id"},
+		{"an object id", `{"jsonrpc":"2.0","id":{},"result":{}}`, jsonrpc.ID{}, "", "", false, "an answer with no id"},
+		{"a deep request", `{"jsonrpc":"2.0","id":9,"method":"x","params":` + nested(1001) + `}`, jsonrpc.ID{}, "", "", false, "depth"},
+		{"empty batch", `[]`, jsonrpc.ID{}, "", "", false, "empty batch"},
+	} {
+		rs, _, err := decodeDown([]byte(tc.v))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %v, want an error %q", tc.name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || len(rs) != 1 {
+			t.Errorf("%s: %v, %d messages", tc.name, err, len(rs))
+			continue
+		}
+		r, _ := rs[0].msg.(*jsonrpc.Response)
+		switch {
+		case r == nil || r.ID != tc.id:
+			t.Errorf("%s: go-sdk reads %#v", tc.name, rs[0].msg)
+		case tc.unread && (rs[0].unread == nil || r.Error == nil || r.Error.Error() != deepStandIn):
+			t.Errorf("%s: unread %v, go-sdk reads %v", tc.name, rs[0].unread, r.Error)
+		case !tc.unread && (rs[0].unread != nil || string(r.Result) != tc.result || string(rs[0].canon) != tc.canon):
+			t.Errorf("%s: result %.100s, canonical %.100s, unread %v", tc.name, r.Result, rs[0].canon, rs[0].unread)
+		}
+	}
+	rs, batch, err := decodeDown([]byte(`[{"jsonrpc":"2.0","method":"notifications/message","params":{}},{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"no"}}]`))
+	if err != nil || !batch || len(rs) != 2 {
+		t.Fatalf("batch: %v %v %d", err, batch, len(rs))
+	}
+	if req, _ := rs[0].msg.(*jsonrpc.Request); req == nil || req.Method != "notifications/message" {
+		t.Errorf("batch: %#v", rs[0].msg)
+	}
+	if r, _ := rs[1].msg.(*jsonrpc.Response); r == nil || r.Error == nil || r.Error.(*jsonrpc.Error).Code != -32001 {
+		t.Errorf("batch: %#v", rs[1].msg)
+	}
+}
+
+// TestStdioConnBatchAnswered: a batch of the server's requests is
+// answered with one batch, once each is answered, in the requests' order,
+// as go-sdk's connection answers it.
+func TestStdioConnBatchAnswered(t *testing.T) {
+	in := `[{"jsonrpc":"2.0","id":1,"method":"roots/list"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":"b","method":"ping"}]` + "\n"
+	var out bytes.Buffer
+	c := newStdioConn(strings.NewReader(in), nopWriteCloser{&out})
+	defer c.Close()
+	ctx := context.Background()
+	var reqs []*jsonrpc.Request
+	for range 3 {
+		m, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, m.(*jsonrpc.Request))
+	}
+	if err := c.Write(ctx, &jsonrpc.Response{ID: reqs[2].ID, Result: json.RawMessage(`{}`)}); err != nil || out.Len() != 0 {
+		t.Fatalf("one of two answers: %v, wrote %q", err, out.String())
+	}
+	if err := c.Write(ctx, &jsonrpc.Response{ID: reqs[0].ID, Result: json.RawMessage(`{"roots":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"jsonrpc":"2.0","id":1,"result":{"roots":[]}},{"jsonrpc":"2.0","id":"b","result":{}}]` + "\n"
+	if out.String() != want {
+		t.Errorf("wrote %q, want %q", out.String(), want)
+	}
+	if _, err := c.Read(ctx); err != io.EOF {
+		t.Errorf("after the stream: %v", err)
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// FuzzDownReader: whatever a server writes and however it is cut into
+// reads, the reader ends (with an error or at the end), and a stream of
+// valid values, each on its line, is read value for value.
+func FuzzDownReader(f *testing.F) {
+	f.Add([]byte("{\"a\":1}\n{\"b\":[2,{\"c\":\"}\\\"\"}]}\r\n[1]\n"), []byte{3, 1})
+	f.Add([]byte("  {\"x\":\"\\\\\"}\n7\n{}"), []byte{1})
+	f.Add([]byte("{\"a\":[1,\n{\"b\":}\n  x {\"c\":1}\n{\"d\":\"\\\n"), []byte{2, 5})
+	f.Fuzz(func(t *testing.T, data, cuts []byte) {
 		sizes := make([]int, len(cuts))
 		for i, c := range cuts {
 			sizes[i] = int(c)
 		}
-		got, err := io.ReadAll(newDeepReader(&chunkReader{data: data, sizes: sizes}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Brackets outside strings or not, data nests no deeper than this.
-		open, most := 0, 0
-		for _, c := range data {
-			switch c {
-			case '{', '[':
-				open++
-				most = max(most, open)
-			case '}', ']':
-				open--
+		got, err := readValues(data, sizes)
+		for _, v := range got {
+			if _, _, derr := decodeDown([]byte(v)); derr != nil && errors.Is(derr, io.EOF) {
+				t.Fatalf("decoding %q: %v", v, derr)
 			}
 		}
-		if most <= sdkMaxDepth && !bytes.Equal(got, data) {
-			t.Fatalf("go-sdk read %q of %q", got, data)
+		var want []string
+		for line := range bytes.Lines(data) {
+			line = bytes.Trim(line, " \t\r\n") // JSON's white space
+			if len(line) == 0 {
+				continue
+			}
+			if !json.Valid(line) || line[0] != '{' && line[0] != '[' {
+				return
+			}
+			want = append(want, string(line))
 		}
-		if lead := bytes.TrimLeft(data, " \t\r\n"); most > sdkMaxDepth || !json.Valid(data) || lead[0] != '{' && lead[0] != '[' {
-			return
-		}
-		// After a value, an answer nested depth deep.
-		depth = max(depth, 3)
-		answer := deepAnswer("7", int(depth))
-		stream := append(append(bytes.Clone(data), '\n'), answer...)
-		d := newDeepReader(&chunkReader{data: stream, sizes: sizes})
-		got, _ = io.ReadAll(d)
-		id, _ := jsonrpc.MakeID(float64(7))
-		h, held := d.take(id)
-		switch {
-		case int(depth) <= sdkMaxDepth && held, int(depth) > sdkMaxDepth && !held:
-			t.Fatalf("depth %d: held %v", depth, held)
-		case held && !bytes.HasSuffix(got, []byte("\n"+standIn("7"))):
-			t.Fatalf("depth %d: go-sdk read %.200q…", depth, got)
-		case held && h.msg == nil && depth <= 10000:
-			t.Fatalf("depth %d: held no message: %v", depth, h.err)
+		if err != io.EOF || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("read %q (%v), want %q", got, err, want)
 		}
 	})
 }
 
-// BenchmarkDeepReader reads a stdio server's stream of 4 KiB answers
-// through a deepReader: what it adds to go-sdk's reading of the stream.
-func BenchmarkDeepReader(b *testing.B) {
-	msg := `{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"` + strings.Repeat("text", 1024) + `"}]}}` + "\n"
-	stream := []byte(strings.Repeat(msg, 256))
-	b.SetBytes(int64(len(stream)))
-	b.ReportAllocs()
-	buf := make([]byte, 32<<10)
-	for b.Loop() {
-		if _, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{newDeepReader(bytes.NewReader(stream))}, buf); err != nil {
-			b.Fatal(err)
+// BenchmarkStdioRead: a stdio server's stream of answers (1 KiB and 16
+// KiB results) read and decoded by stdioConn, and by go-sdk's connection
+// (sdk), which the proxy used before.
+func BenchmarkStdioRead(b *testing.B) {
+	for _, size := range []int{1 << 10, 16 << 10} {
+		msg := `{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"` + strings.Repeat("t", size) + `"}]}}` + "\n"
+		stream := []byte(strings.Repeat(msg, 64))
+		read := func(b *testing.B, c mcp.Connection) {
+			for range 64 {
+				if m, err := c.Read(context.Background()); err != nil || m.(*jsonrpc.Response).Result == nil {
+					b.Fatal(err)
+				}
+			}
 		}
+		b.Run(fmt.Sprintf("stdioConn-%dKiB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(stream)))
+			b.ReportAllocs()
+			for b.Loop() {
+				read(b, newStdioConn(bytes.NewReader(stream), nopWriteCloser{io.Discard}))
+			}
+		})
+		b.Run(fmt.Sprintf("sdk-%dKiB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(stream)))
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := (&mcp.IOTransport{Reader: io.NopCloser(bytes.NewReader(stream)), Writer: nopWriteCloser{io.Discard}}).Connect(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				read(b, c)
+			}
+		})
 	}
 }

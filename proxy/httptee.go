@@ -18,8 +18,8 @@ import (
 // holds when the body ends, before the reader sees any of it (the SDK
 // reads such bodies whole, with io.ReadAll): an answer nested deeper than
 // go-sdk reads, which would end its connection, is held for the capture
-// and go-sdk reads an error answer to its id in its place (heldDeep),
-// as from a stdio server (deepReader).
+// and go-sdk reads an error answer to its id in its place (heldDeep).
+// (A stdio server's answers the proxy reads itself: stdioConn.)
 type jsonTee struct {
 	io.ReadCloser
 	pending *pendingCalls
@@ -33,7 +33,7 @@ func (j *jsonTee) Read(p []byte) (int, error) {
 		b, err := io.ReadAll(j.ReadCloser)
 		j.err = cmp.Or(err, io.EOF)
 		if msg, derr := jsonrpc.DecodeMessage(b); derr == nil {
-			j.pending.deliver(msg)
+			j.pending.deliver(msg, nil)
 		} else if pastSDKDepth(b) {
 			if stand, h, id, ok := heldDeep(b); ok {
 				j.pending.held(id, h)
@@ -60,7 +60,7 @@ func (j *jsonTee) Read(p []byte) (int, error) {
 // when go-sdk reads it (it reads events whole): an answer nested deeper
 // than go-sdk reads, which would end its connection, is held for the
 // capture and go-sdk reads an error answer to its id in its place
-// (heldDeep), as from a stdio server (deepReader).
+// (heldDeep).
 type sseTee struct {
 	io.ReadCloser
 	pending *pendingCalls
@@ -172,7 +172,7 @@ func (s *sseTee) deliver(data []byte) bool {
 		return true
 	}
 	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-		s.pending.deliver(msg)
+		s.pending.deliver(msg, nil)
 	} else if pastSDKDepth(data) {
 		if stand, h, id, ok := heldDeep(data); ok {
 			s.pending.held(id, h)

@@ -249,7 +249,7 @@ func (f *frameReader) refuseLine(i int) bool {
 	return true
 }
 
-// A window is what a reader of a stream (a frameReader, a deepReader)
+// A window is what a reader of a stream (a frameReader, a downReader)
 // holds of it: buf[start:n] is read and not yet passed on, and buf[pos:n]
 // not yet scanned.
 type window struct {

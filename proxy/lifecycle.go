@@ -324,11 +324,13 @@ func sdkCall(ctx context.Context, cs *mcp.ClientSession, tool string, in *mcp.Ca
 		// The call's outcome is its result as received, as an HTTP
 		// server's is, which classify judges as one (frontMembers),
 		// whatever go-sdk made of it: a stdio server's go-sdk does not
-		// decode (capture.taken); an HTTP server's it may have failed to
+		// decode (capture.taken), its canonical form made as it was read; an HTTP server's it may have failed to
 		// (a number beyond a double, 1e999, an input request that is
 		// null, which its decoding panics on), failing the call with Go's
 		// words for its struct fields.
-		o.resultCanon, _ = log.Canonicalize(o.result)
+		if o.resultCanon = cp.lastCanon(); o.resultCanon == nil {
+			o.resultCanon, _ = log.Canonicalize(o.result)
+		}
 		o.isError = resultIsError(o.result, o.resultCanon)
 		return o
 	case err == nil:

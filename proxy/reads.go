@@ -473,8 +473,8 @@ func nullAsk(asks mcp.InputRequestMap) bool {
 // and returns its result as received (raw; nil if not captured) and
 // go-sdk's decoding of it (typed), or the error the read failed with. A
 // result go-sdk's types do not hold (a number beyond a double, 1e999; one
-// nested deeper than its decoder reads, which the deepReader held for the
-// capture) or whose decoding panics (an input request that is null) is
+// nested deeper than its decoder reads, which stdioConn and the HTTP tees
+// read for the capture) or whose decoding panics (an input request that is null) is
 // the read's result as received, as a tools/call's is (sdkCall): typed is
 // then readView's decoding of it, for frontableRead to judge; one the
 // proxy cannot read (nested past encoding/json's bound) fails the read,

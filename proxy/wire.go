@@ -96,11 +96,12 @@ func appendJSONString(b []byte, s string) []byte {
 
 // wireMessage is a JSON-RPC message from a downstream server.
 type wireMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  *wireError      `json:"error"`
+	Version string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *wireError      `json:"error"`
 
 	resultCanon []byte // Result's canonical form, when it has one
 	isError     bool   // Result's isError
@@ -120,6 +121,10 @@ func parseWire(data []byte) (*wireMessage, error) {
 	var m wireMessage
 	err := log.WalkObject(data, func(k string, raw, canon []byte) error {
 		switch k {
+		case "jsonrpc":
+			if m.Version = "2.0"; string(canon) != `"2.0"` {
+				m.Version, _ = canonString(canon)
+			}
 		case "id":
 			m.ID = bytes.Clone(raw)
 		case "method":
