@@ -332,7 +332,42 @@ func BenchmarkFrontResult(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := frontFor(d, raw, canon, "receipt"); err != nil {
+				if _, err := frontFor(d, "tools/call", raw, canon, "receipt"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFrontRead: a 16 KiB resources/read or prompts/get result made
+// into what the client gets (frontReadAs), from the canonical form its
+// entry hashed: spliced as it is, or, with a URI to give its front form,
+// decoded and encoded again.
+func BenchmarkFrontRead(b *testing.B) {
+	text, _ := json.Marshal("<div>" + strings.Repeat("x", 16<<10) + "</div>")
+	receipt := &log.Receipt{Extra: make([]byte, 32), Index: 7, Proof: [][]byte{make([]byte, 32), make([]byte, 32)}, Checkpoint: []byte("provlog.test/proxy\n8\nAAAA\n\n— provlog.test/proxy sig\n")}
+	empty := ""
+	for _, bc := range []struct {
+		name, kind, raw string
+		prefix          *string
+	}{
+		{"resource", log.KindResourceRead, `{"contents":[{"uri":"file:///a","mimeType":"text/html","text":` + string(text) + `}],"_meta":{"k":1}}`, &empty},
+		{"resource-prefixed", log.KindResourceRead, `{"contents":[{"uri":"file:///a","mimeType":"text/html","text":` + string(text) + `}],"_meta":{"k":1}}`, nil},
+		{"prompt", log.KindPromptGet, `{"messages":[{"role":"user","content":{"type":"text","text":` + string(text) + `}}],"description":"d"}`, nil},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			d := &downstream{cfg: ServerConfig{ID: "x", Prefix: bc.prefix}}
+			raw := json.RawMessage(bc.raw)
+			canon, err := log.Canonicalize(raw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := d.frontReadAs(ctx, "2025-11-25", bc.kind, readResult{raw: raw, canon: canon, receipt: receipt}, newReadResult(bc.kind)); err != nil {
 					b.Fatal(err)
 				}
 			}

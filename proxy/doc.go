@@ -128,7 +128,9 @@
 // 2026-07-28 calls) and the pipe front themselves, the SDK's front (the
 // calls they do not take: progress tokens, batches, stdio at 2026-07-28)
 // through serveTools, whose rawResult the SDK encodes as it is. Reads
-// (resources/read, prompts/get) reach the client so too (rawReads).
+// (resources/read, prompts/get) are made ready the same way, from the
+// canonical form their entry hashed (frontReadAs), and reach the client
+// so too (rawReads).
 //
 // # Protocol revisions
 //

@@ -354,7 +354,7 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	d.secrets.remember(secrets)
 	recorded = d.secrets.scrubName(recorded) // a server may name a resource after a value sent it
 	entry := log.ReadEntry{Kind: log.KindResourceRead, Actor: actor, Server: d.cfg.ID, URI: recorded}
-	raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, d.readSent(uri, nil), req.Params.InputResponses, req.Params.RequestState,
+	res, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, d.readSent(uri, nil), req.Params.InputResponses, req.Params.RequestState,
 		func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
 			return cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: meta, URI: uri, InputResponses: responses, RequestState: state})
 		})
@@ -362,7 +362,7 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 		return nil, rerr
 	}
 	out := new(mcp.ReadResourceResult)
-	if err := d.frontReadAs(ctx, req.ProtocolVersion(), log.KindResourceRead, raw, typed, receipt, out); err != nil {
+	if err := d.frontReadAs(ctx, req.ProtocolVersion(), log.KindResourceRead, res, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -384,7 +384,7 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 		defer cancel()
 		d.gate.forwarding(ticket, cancel)
-		raw, typed, receipt, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, d.readSent(name, rawArgs), req.Params.InputResponses, req.Params.RequestState,
+		res, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, d.readSent(name, rawArgs), req.Params.InputResponses, req.Params.RequestState,
 			func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
 				return cs.GetPrompt(ctx, &mcp.GetPromptParams{Meta: meta, Name: name, Arguments: req.Params.Arguments, InputResponses: responses, RequestState: state})
 			})
@@ -392,7 +392,7 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 			return nil, rerr
 		}
 		out := new(mcp.GetPromptResult)
-		if err := d.frontReadAs(ctx, req.ProtocolVersion(), log.KindPromptGet, raw, typed, receipt, out); err != nil {
+		if err := d.frontReadAs(ctx, req.ProtocolVersion(), log.KindPromptGet, res, out); err != nil {
 			return nil, err
 		}
 		return out, nil
@@ -424,8 +424,7 @@ func (d *downstream) startRead(ctx context.Context, ss *mcp.ServerSession, extra
 // readLegs forwards a read (prompts/get, resources/read: send, with the
 // client's inputResponses and requestState, a SEP-2322 retry as the
 // client sent it) and records it as entry, with the result as received;
-// it returns that result (raw, or the SDK's typed decoding when raw was
-// not captured) and its receipt. For a client of an older revision on a
+// it returns that result as recorded. For a client of an older revision on a
 // 2026-07-28 session it is the bridge of calls (bridge.go) for reads: an
 // input_required result becomes the server's requests to the client, on
 // its own stream, and the read goes on with the answers, up to
@@ -440,26 +439,26 @@ func (d *downstream) startRead(ctx context.Context, ss *mcp.ServerSession, extra
 // that cannot fit even so is refused. The blob is purged again if no leg
 // was recorded.
 func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mcp.ServerSession, protocol string, client *mcp.Implementation, clientMeta mcp.Meta,
-	entry log.ReadEntry, sent string, responses mcp.InputResponseMap, state string, send readSend) (json.RawMessage, any, string, error) {
+	entry log.ReadEntry, sent string, responses mcp.InputResponseMap, state string, send readSend) (readResult, error) {
 	bs, err := d.p.fitRead(ctx, &entry)
 	if err != nil {
-		return nil, nil, "", rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made, as the log cannot record it: %v", entry.Kind, err)
+		return readResult{}, rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made, as the log cannot record it: %v", entry.Kind, err)
 	}
 	d.metaSecrets(clientMeta)
 	if d.parksRead(cs, protocol) {
 		return d.parkRead(ctx, ss, client, clientMeta, entry, sent, responses, state, send)
 	}
-	raw, typed, receipt, err := d.readLegsFitted(ctx, cs, ss, protocol, clientMeta, entry, responses, state, send, &bs)
+	res, err := d.readLegsFitted(ctx, cs, ss, protocol, clientMeta, entry, responses, state, send, &bs)
 	if err != nil {
 		bs.purge(d.p)
 	}
-	return raw, typed, receipt, err
+	return res, err
 }
 
 // readLegsFitted is readLegs for a read that is not parked and whose
 // entry fits; the first leg recorded takes over the blobs in bs.
 func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, ss *mcp.ServerSession, protocol string, clientMeta mcp.Meta,
-	entry log.ReadEntry, responses mcp.InputResponseMap, state string, send readSend, bs *blobSet) (json.RawMessage, any, string, error) {
+	entry log.ReadEntry, responses mcp.InputResponseMap, state string, send readSend, bs *blobSet) (readResult, error) {
 	bridged := sessionStateless(cs) && protocol < statelessProtocol
 	// Noted as in progress, as a call is, so that a server's request
 	// during the read finds the client that made it.
@@ -477,57 +476,54 @@ func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, 
 		if len(responses) > 0 {
 			sum, _, err := d.inputResponsesSum(responses)
 			if err != nil {
-				return nil, nil, "", rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made: its inputResponses cannot be recorded: %v", e.Kind, err)
+				return readResult{}, rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made: its inputResponses cannot be recorded: %v", e.Kind, err)
 			}
 			e.InputResponsesSHA256 = sum
 		}
 		e.Time = time.Now()
 		raw, typed, err := d.sendRead(ctx, e.Kind, send, meta, responses, state)
 		if err != nil {
-			return nil, nil, "", forwardError(d.cfg.ID, err)
+			return readResult{}, forwardError(d.cfg.ID, err)
 		}
 		ask, ok := inputAskOf(raw)
 		last := !bridged || !ok // the result goes to the client
 		// A leg the proxy carries on is held to it too: its entry would
 		// say the agent read what it holds beside its inputRequests.
-		if err := d.frontableRead(raw, typed, frontAsking(typed, protocol)); err != nil {
-			return nil, nil, "", err
+		if err := d.frontableRead(e.Kind, raw, typed, frontAsking(typed, protocol)); err != nil {
+			return readResult{}, err
 		}
-		r, err := d.p.recordRead(ctx, &e, raw, typed)
+		res, err := d.p.recordRead(ctx, &e, raw, typed)
 		if err != nil {
-			return nil, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: the %s was made but could not be recorded, so its result is withheld: %v", e.Kind, err)
+			return readResult{}, rpcError(jsonrpc.CodeInternalError, "provlog: the %s was made but could not be recorded, so its result is withheld: %v", e.Kind, err)
 		}
 		*bs = nil // an entry names them now
-		receipt := r.String()
 		if last {
-			return raw, typed, receipt, nil
+			return res, nil
 		}
 		if leg >= maxBridgeLegs {
-			return nil, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: server %q still asked for input after %d legs of the %s; given up", d.cfg.ID, leg, e.Kind)
+			return readResult{}, rpcError(jsonrpc.CodeInternalError, "provlog: server %q still asked for input after %d legs of the %s; given up", d.cfg.ID, leg, e.Kind)
 		}
-		responses, state, prev = nil, ask.state, r.Index
+		responses, state, prev = nil, ask.state, res.receipt.Index
 		if len(ask.requests) > 0 {
 			var rerr *jsonrpc.Error
 			if responses, rerr = d.askInputs(ctx, ss, ask); rerr != nil {
-				return nil, nil, "", rerr
+				return readResult{}, rerr
 			}
 		}
 	}
 }
 
 // frontReadAs decodes into out (the SDK's result type) the result of a
-// read as the client gets it (frontRead), from raw as received (typed,
-// the SDK's decoding, re-encoded when raw was not captured), and leaves
-// those bytes for rawReads, which has the SDK send them rather than its
-// encoding of out.
-func (d *downstream) frontReadAs(ctx context.Context, protocol, kind string, raw json.RawMessage, typed any, receipt string, out any) error {
-	if raw == nil {
-		var err error
-		if raw, err = json.Marshal(typed); err != nil {
-			return d.notPassedOn(err)
-		}
+// read of kind as the client gets it, from res as recorded, as a call's
+// is (frontPrepare, from the canonical form its entry hashed), and
+// leaves those bytes for rawReads, which has the SDK send them rather
+// than its encoding of out.
+func (d *downstream) frontReadAs(ctx context.Context, protocol, kind string, res readResult, out any) error {
+	var front json.RawMessage
+	f, err := d.frontPrepare(readMethod(kind), res.raw, res.canon)
+	if err == nil {
+		front = f.result(res.raw, res.receipt.String())
 	}
-	front, err := d.frontRead(kind, raw, receipt)
 	if err == nil && json.Unmarshal(front, out) != nil {
 		err = readView(front, out) // what the SDK's types do not hold (sendRead)
 	}

@@ -6,9 +6,10 @@ import (
 	"fmt"
 )
 
-// A frontPrep is how a call's result becomes what the client gets, decided
-// when the call's outcome is classified (frontMembers) and carried out
-// once its receipt is known (frontResult).
+// A frontPrep is how a result of the server's (tools/call,
+// resources/read, prompts/get) becomes what the client gets, decided
+// from the result as received and its canonical form (frontMembers) and
+// carried out once its receipt is known (frontPrep.result).
 type frontPrep struct {
 	// members are the result's members as the client gets them but for
 	// the receipt, for a result that is decoded and encoded again; nil
@@ -20,33 +21,38 @@ type frontPrep struct {
 	metaAt int
 }
 
-// frontResult is c's result, a downstream tools/call result, as the client
-// gets it: as the server sent it, with the receipt added to its _meta
-// and, if the server has a URI prefix, resource links and embedded
-// resources given their front URIs. Whatever set c.result prepared it
+// frontResult is c's result, a downstream tools/call result, as the
+// client gets it (frontPrep.result); whatever set c.result prepared it
 // (frontMembers), which also said whether the client can be given it.
-// The usual result gets the receipt spliced in, in a _meta member of its
-// own at its front or at the front of the result's own _meta; any other
-// has it added to the members prepared.
 func frontResult(c *call, receipt string) json.RawMessage {
-	if m := c.front.members; m != nil {
-		withReceipt(m, receipt) // its _meta is an object (frontMembers)
+	return c.front.result(c.result, receipt)
+}
+
+// result is raw, a result as received that f was prepared for
+// (frontPrepare), as the client gets it: as the server sent it, with the
+// receipt added to its _meta and, if the server has a URI prefix, its
+// URIs given their front form. The usual result gets the receipt spliced
+// in, in a _meta member of its own at its front or at the front of the
+// result's own _meta; any other has it added to the members prepared.
+func (f frontPrep) result(raw json.RawMessage, receipt string) json.RawMessage {
+	if m := f.members; m != nil {
+		withReceipt(m, receipt) // its _meta is an object (frontPrepare)
 		b, _ := json.Marshal(m)
 		return b
 	}
-	raw, at := c.result, c.front.metaAt
+	at := f.metaAt
 	if at == 0 {
 		raw = bytes.TrimLeft(raw, " \t\r\n")
 		at = 1
 	}
 	out := make([]byte, 0, len(raw)+len(receipt)+len(receipt)/32+48) // room for the receipt's escaped newlines
 	out = append(out, raw[:at]...)
-	if c.front.metaAt == 0 {
+	if f.metaAt == 0 {
 		out = append(out, `"_meta":{`...)
 	}
 	out = append(out, `"`+ReceiptKey+`":`...)
 	out = appendJSONString(out, receipt)
-	if c.front.metaAt == 0 {
+	if f.metaAt == 0 {
 		out = append(out, '}')
 	}
 	if rest := bytes.TrimLeft(raw[at:], " \t\r\n"); len(rest) > 0 && rest[0] != '}' {
@@ -56,33 +62,90 @@ func frontResult(c *call, receipt string) json.RawMessage {
 }
 
 // frontMembers prepares raw, a tools/call result as received, for
-// frontResult, before its outcome is recorded: a result the client cannot
-// be given is a failed call. canon is raw's canonical form, if it has
-// one. The usual result, an object with nothing to rewrite, costs a scan
-// or two; any other is decoded into its members, given front URIs for its
-// content. Its error is the one the client gets.
+// frontResult (frontPrepare), before its outcome is recorded: a result
+// the client cannot be given is a failed call.
 func (d *downstream) frontMembers(raw json.RawMessage, canon []byte) (frontPrep, error) {
+	return d.frontPrepare("tools/call", raw, canon)
+}
+
+// frontPrepare prepares raw, a result of method (tools/call,
+// resources/read, prompts/get) as received, for frontPrep.result. canon
+// is raw's canonical form, if it has one. The usual result, an object
+// with nothing to rewrite, costs a scan or two; any other is decoded
+// into its members, given front URIs for what it holds (uriMember). Its
+// error is the one the client gets.
+func (d *downstream) frontPrepare(method string, raw json.RawMessage, canon []byte) (frontPrep, error) {
 	if at, ok := d.spliced(raw, canon); ok {
 		return frontPrep{metaAt: at}, nil
 	}
+	m, err := resultMembers(method, raw)
+	if err != nil {
+		return frontPrep{}, err
+	}
+	key := uriMember(method)
+	if up := d.cfg.uriPrefix(); up != "" && bytes.Contains(m[key], []byte(`"uri"`)) {
+		v, err := frontURIs(up, key, m[key])
+		if err != nil {
+			return frontPrep{}, fmt.Errorf("the result's %s is not an array of objects", key)
+		}
+		m[key] = v
+	}
+	return frontPrep{members: m}, nil
+}
+
+// resultMembers is raw, a result of method, as a map of its members: a
+// JSON object, whose _meta, if it has one, is an object.
+func resultMembers(method string, raw json.RawMessage) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return frontPrep{}, fmt.Errorf("the tools/call result is not a JSON object")
+		return nil, fmt.Errorf("the %s result is not a JSON object", method)
 	}
 	if meta := m["_meta"]; meta != nil {
 		var v map[string]json.RawMessage
 		if json.Unmarshal(meta, &v) != nil || v == nil {
-			return frontPrep{}, fmt.Errorf("the result's _meta is not an object")
+			return nil, fmt.Errorf("the result's _meta is not an object")
 		}
 	}
-	if up := d.cfg.uriPrefix(); up != "" && bytes.Contains(m["content"], []byte(`"uri"`)) {
-		content, err := frontContent(up, m["content"])
-		if err != nil {
-			return frontPrep{}, fmt.Errorf("the result's content is not an array of objects")
-		}
-		m["content"] = content
+	return m, nil
+}
+
+// uriMember is the member of a result of method whose URIs the client
+// gets in their front form: a tools/call's content blocks (resource
+// links, embedded resources), the contents a resources/read read, the
+// resource content of a prompts/get's messages.
+func uriMember(method string) string {
+	switch method {
+	case "resources/read":
+		return "contents"
+	case "prompts/get":
+		return "messages"
 	}
-	return frontPrep{members: m}, nil
+	return "content"
+}
+
+// frontURIs gives the URIs in v, the member key of a result (uriMember),
+// a JSON array of objects, their front form (prefix up).
+func frontURIs(up, key string, v json.RawMessage) (json.RawMessage, error) {
+	var items []map[string]json.RawMessage
+	if err := json.Unmarshal(v, &items); err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		switch {
+		case it == nil:
+		case key == "contents": // [{uri, ...}]
+			it["uri"] = prefixURI(up, it["uri"])
+		case key == "messages": // [{role, content: a block}]
+			var block map[string]json.RawMessage
+			if json.Unmarshal(it["content"], &block) == nil && block != nil {
+				frontBlock(up, block)
+				it["content"], _ = json.Marshal(block)
+			}
+		default: // content blocks
+			frontBlock(up, it)
+		}
+	}
+	return json.Marshal(items)
 }
 
 // spliced reports whether frontResult gives raw, a result as received,

@@ -75,9 +75,11 @@ func FuzzParseFast(f *testing.F) {
 	})
 }
 
-// FuzzFrontResult: a downstream's result, whatever its bytes, comes out
-// as a JSON object with the receipt in its _meta and every other member
-// as the server sent it; anything else is an error, never a panic.
+// FuzzFrontResult: a downstream's result, of a tools/call, a
+// resources/read or a prompts/get, whatever its bytes, comes out as a
+// JSON object with the receipt in its _meta and every other member as the
+// server sent it, but for the URIs given their front form; anything else
+// is an error, never a panic.
 func FuzzFrontResult(f *testing.F) {
 	for _, s := range []string{
 		`{"content":[{"type":"text","text":"hi"}]}`,
@@ -91,6 +93,9 @@ func FuzzFrontResult(f *testing.F) {
 		`{"_meta":{"dev.provlog/receipt":"forged","k":1}}`, `{"_meta":{ },"a":1}`, `{"_meta":{"k":{"dev.provlog/receipt":1}}}`,
 		` { "_m\u0065ta" : { "k" : 1 } , "c":[] } `, `{"a":{"_meta":1},"_meta":{"b":2}}`,
 		`{"a":"\\","_meta":{"k":1}}`, `{"a":"\\\",\"_meta\":{","b":1}`, `{"a":"<\u003e","c":[{"_meta":{}}]}`,
+		`{"contents":[{"uri":"x://y","text":"<b>"}],"_meta":{"k":1}}`, `{"contents":[null,{"uri":1}]}`,
+		`{"messages":[{"role":"user","content":{"type":"resource","resource":{"uri":"x://y","text":"t"}}}],"z":"&"}`,
+		`{"messages":[null,{"content":null},{"content":{"type":"resource_link","uri":""}}]}`,
 	} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
@@ -101,64 +106,84 @@ func FuzzFrontResult(f *testing.F) {
 			empty := ""
 			d.cfg.Prefix = &empty
 		}
-		out, err := frontFor(d, raw, nil, "receipt\ntext")
-		if canon, cerr := log.Canonicalize(raw); cerr == nil {
-			// Its reader canonicalized it: the same answer, read from
-			// the canonical form (spliced where escapes kept it from
-			// being spliced without: the same JSON value).
-			cout, cerr := frontFor(d, raw, canon, "receipt\ntext")
-			var a, b any
-			if (cerr == nil) != (err == nil) || err == nil && (json.Unmarshal(out, &a) != nil || json.Unmarshal(cout, &b) != nil || !reflect.DeepEqual(a, b)) {
-				t.Fatalf("%s with its canonical form: %s, %v; without: %s, %v", raw, cout, cerr, out, err)
-			}
-			if err == nil {
-				out = cout // checked as the other below
-			}
-		}
-		if err != nil {
-			return
-		}
-		var in, got map[string]any
-		if err := json.Unmarshal(raw, &in); err != nil {
-			t.Fatalf("took a result that is not a JSON object: %s", raw)
-		}
-		if err := json.Unmarshal(out, &got); err != nil {
-			t.Fatalf("made invalid JSON %s: %v", out, err)
-		}
-		var keys int
-		dec := json.NewDecoder(bytes.NewReader(out))
-		dec.Token()
-		for dec.More() {
-			tok, _ := dec.Token()
-			if tok == "_meta" {
-				keys++
-			}
-			var skip json.RawMessage
-			dec.Decode(&skip)
-		}
-		if keys != 1 {
-			t.Fatalf("%d _meta members in %s", keys, out)
-		}
-		meta, _ := got["_meta"].(map[string]any)
-		if meta[ReceiptKey] != "receipt\ntext" {
-			t.Fatalf("no receipt in %s", out)
-		}
-		if old, ok := in["_meta"].(map[string]any); ok {
-			for k, v := range old {
-				if k != ReceiptKey && !reflect.DeepEqual(meta[k], v) {
-					t.Fatalf("_meta member %q lost: %s -> %s", k, raw, out)
-				}
-			}
-		}
-		for k, v := range in {
-			if k == "_meta" || k == "content" && !keepURIs {
-				continue
-			}
-			if !reflect.DeepEqual(got[k], v) {
-				t.Fatalf("member %q changed: %s -> %s", k, raw, out)
-			}
+		for _, method := range []string{"tools/call", "resources/read", "prompts/get"} {
+			checkFront(t, d, method, raw, keepURIs)
 		}
 	})
+}
+
+// checkFront is FuzzFrontResult's check of raw, a result of method.
+func checkFront(t *testing.T, d *downstream, method string, raw []byte, keepURIs bool) {
+	out, err := frontFor(d, method, raw, nil, "receipt\ntext")
+	if canon, cerr := log.Canonicalize(raw); cerr == nil {
+		// Its reader canonicalized it: the same answer, read from
+		// the canonical form (spliced where escapes kept it from
+		// being spliced without: the same JSON value).
+		cout, cerr := frontFor(d, method, raw, canon, "receipt\ntext")
+		var a, b any
+		if (cerr == nil) != (err == nil) || err == nil && (json.Unmarshal(out, &a) != nil || json.Unmarshal(cout, &b) != nil || !reflect.DeepEqual(a, b)) {
+			t.Fatalf("%s %s with its canonical form: %s, %v; without: %s, %v", method, raw, cout, cerr, out, err)
+		}
+		if err == nil {
+			out = cout // checked as the other below
+		}
+	}
+	if err != nil {
+		return
+	}
+	var in, got map[string]any
+	if err := json.Unmarshal(raw, &in); err != nil {
+		t.Fatalf("%s: took a result that is not a JSON object: %s", method, raw)
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%s: made invalid JSON %s: %v", method, out, err)
+	}
+	var keys int
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.Token()
+	for dec.More() {
+		tok, _ := dec.Token()
+		if tok == "_meta" {
+			keys++
+		}
+		var skip json.RawMessage
+		dec.Decode(&skip)
+	}
+	if keys != 1 {
+		t.Fatalf("%s: %d _meta members in %s", method, keys, out)
+	}
+	meta, _ := got["_meta"].(map[string]any)
+	if meta[ReceiptKey] != "receipt\ntext" {
+		t.Fatalf("%s: no receipt in %s", method, out)
+	}
+	if old, ok := in["_meta"].(map[string]any); ok {
+		for k, v := range old {
+			if k != ReceiptKey && !reflect.DeepEqual(meta[k], v) {
+				t.Fatalf("%s: _meta member %q lost: %s -> %s", method, k, raw, out)
+			}
+		}
+	}
+	for k, v := range in {
+		if k == "_meta" || k == uriMember(method) && !keepURIs {
+			continue
+		}
+		if !reflect.DeepEqual(got[k], v) {
+			t.Fatalf("%s: member %q changed: %s -> %s", method, k, raw, out)
+		}
+	}
+	if method != "resources/read" || keepURIs {
+		return
+	}
+	// What was read is at its front URI.
+	was, _ := in["contents"].([]any)
+	now, _ := got["contents"].([]any)
+	for i, c := range was {
+		was, _ := c.(map[string]any)
+		now, _ := now[i].(map[string]any)
+		if uri, _ := was["uri"].(string); uri != "" && now["uri"] != "x+"+uri {
+			t.Fatalf("contents[%d] at %v: %s -> %s", i, now["uri"], raw, out)
+		}
+	}
 }
 
 // FuzzReadEvents: reading a downstream's event stream never panics, and
@@ -237,15 +262,16 @@ func TestReadEvents(t *testing.T) {
 	}
 }
 
-// frontFor is raw, a tools/call result as received, as the client gets it
-// with receipt, as the call path makes it: prepared when its outcome is
-// classified, the receipt added once recorded.
-func frontFor(d *downstream, raw json.RawMessage, canon []byte, receipt string) (json.RawMessage, error) {
-	m, err := d.frontMembers(raw, canon)
+// frontFor is raw, a result of method as received, as the client gets it
+// with receipt, as the call and read paths make it: prepared
+// (frontPrepare; a call's when its outcome is classified), the receipt
+// added once recorded.
+func frontFor(d *downstream, method string, raw json.RawMessage, canon []byte, receipt string) (json.RawMessage, error) {
+	f, err := d.frontPrepare(method, raw, canon)
 	if err != nil {
 		return nil, err
 	}
-	return frontResult(&call{result: raw, front: m}, receipt), nil
+	return f.result(raw, receipt), nil
 }
 
 func TestFrontResult(t *testing.T) {
@@ -263,7 +289,7 @@ func TestFrontResult(t *testing.T) {
 		{`{"_meta":{ },"a":1}`, `{"_meta":{"dev.provlog/receipt":"R"},"a":1}`, `{"_meta":{"dev.provlog/receipt":"R" },"a":1}`},
 		{`{"_meta":{"dev.provlog/receipt":"forged"}}`, `{"_meta":{"dev.provlog/receipt":"R"}}`, `{"_meta":{"dev.provlog/receipt":"R"}}`},
 	} {
-		got, err := frontFor(d, json.RawMessage(tc.in), nil, "R")
+		got, err := frontFor(d, "tools/call", json.RawMessage(tc.in), nil, "R")
 		if err != nil || string(got) != tc.want {
 			t.Errorf("frontResult(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
 		}
@@ -274,12 +300,24 @@ func TestFrontResult(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := frontFor(d, json.RawMessage(tc.in), canon, "R"); err != nil || string(got) != tc.wantCanon {
+		if got, err := frontFor(d, "tools/call", json.RawMessage(tc.in), canon, "R"); err != nil || string(got) != tc.wantCanon {
 			t.Errorf("frontResult(%s), canonical form known, = %s, %v; want %s", tc.in, got, err, tc.wantCanon)
 		}
 	}
+	// Reads alike: URIs to give their front form, or none.
+	for _, tc := range []struct{ method, in, want string }{
+		{"resources/read", `{"contents":[{"uri":"a://b","text":"<"}]}`, `{"_meta":{"dev.provlog/receipt":"R"},"contents":[{"text":"\u003c","uri":"fx+a://b"}]}`},
+		{"prompts/get", `{"messages":[{"role":"user","content":{"type":"resource_link","uri":"a://b","name":"n"}}]}`,
+			`{"_meta":{"dev.provlog/receipt":"R"},"messages":[{"content":{"name":"n","type":"resource_link","uri":"fx+a://b"},"role":"user"}]}`},
+		{"prompts/get", `{"messages":[],"b":"<"}`, `{"_meta":{"dev.provlog/receipt":"R"},"messages":[],"b":"<"}`},
+		{"prompts/get", `{"messages":[],"_meta":{"k":1}}`, `{"_meta":{"dev.provlog/receipt":"R","k":1},"messages":[]}`},
+	} {
+		if got, err := frontFor(d, tc.method, json.RawMessage(tc.in), nil, "R"); err != nil || string(got) != tc.want {
+			t.Errorf("%s: frontFor(%s) = %s, %v; want %s", tc.method, tc.in, got, err, tc.want)
+		}
+	}
 	for _, bad := range []string{`[]`, `null`, `{"_meta":[1]}`, `{`} {
-		if got, err := frontFor(d, json.RawMessage(bad), nil, "R"); err == nil {
+		if got, err := frontFor(d, "tools/call", json.RawMessage(bad), nil, "R"); err == nil {
 			t.Errorf("frontResult(%s) = %s, want an error", bad, got)
 		}
 	}

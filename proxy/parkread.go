@@ -45,17 +45,17 @@ func (d *downstream) parksRead(cs *mcp.ClientSession, protocol string) bool {
 // round its requestState names), and returns the leg's outcome, recorded
 // as entry: the round's input_required answer or the server's result.
 func (d *downstream) parkRead(ctx context.Context, ss *mcp.ServerSession, client *mcp.Implementation, clientMeta mcp.Meta,
-	entry log.ReadEntry, sent string, responses mcp.InputResponseMap, state string, send readSend) (json.RawMessage, any, string, error) {
+	entry log.ReadEntry, sent string, responses mcp.InputResponseMap, state string, send readSend) (readResult, error) {
 	var pc *parkedCall
 	if state != "" || len(responses) > 0 {
 		sum, _, err := d.inputResponsesSum(responses)
 		if err != nil {
-			return nil, nil, "", rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made: its inputResponses cannot be recorded: %v; nothing was forwarded", entry.Kind, err)
+			return readResult{}, rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made: its inputResponses cannot be recorded: %v; nothing was forwarded", entry.Kind, err)
 		}
 		var answers map[string]json.RawMessage
 		var rerr *jsonrpc.Error
 		if pc, answers, rerr = d.p.takeReadRetry(entry, sent, client, responses, state); rerr != nil {
-			return nil, nil, "", rerr
+			return readResult{}, rerr
 		}
 		// Recorded as the first leg was, whatever the server's recent
 		// redacted values are now (the audit holds the legs to one).
@@ -114,26 +114,23 @@ func (d *downstream) startParkedRead(ctx context.Context, ss *mcp.ServerSession,
 // the server's next round or its result, and records it in e: a round's
 // input_required answer, as the client gets it, is in the log before it
 // parks the read for the client's retry.
-func (d *downstream) awaitReadRound(ctx context.Context, pc *parkedCall, e log.ReadEntry) (json.RawMessage, any, string, error) {
+func (d *downstream) awaitReadRound(ctx context.Context, pc *parkedCall, e log.ReadEntry) (readResult, error) {
 	p := d.p
-	var raw json.RawMessage
-	var receipt string
+	var res readResult
 	over, rerr := p.parkRound(ctx, pc, func(result json.RawMessage) (uint64, *jsonrpc.Error) {
-		var err error
-		if raw, err = readResultAsSent(e.Kind, result); err == nil {
-			var r *log.Receipt
-			if r, err = p.recordRead(ctx, &e, raw, nil); err == nil {
-				receipt = r.String()
-				return r.Index, nil
+		raw, err := readResultAsSent(e.Kind, result)
+		if err == nil {
+			if res, err = p.recordRead(ctx, &e, raw, nil); err == nil {
+				return res.receipt.Index, nil
 			}
 		}
 		return 0, rpcError(jsonrpc.CodeInternalError, "provlog: the %s asked for input that could not be recorded, so it is withheld: %v", e.Kind, err)
 	})
 	if rerr != nil {
-		return nil, nil, "", rerr
+		return readResult{}, rerr
 	}
 	if !over {
-		return raw, nil, receipt, nil
+		return res, nil
 	}
 	p.parked.ended(pc)
 	return d.readOutcome(ctx, pc, &e)
@@ -142,23 +139,23 @@ func (d *downstream) awaitReadRound(ctx context.Context, pc *parkedCall, e log.R
 // readOutcome records the server's outcome of parked read pc as e and
 // returns it (a read that failed, or whose result the client cannot be
 // given, has no entry, as in readLegs).
-func (d *downstream) readOutcome(ctx context.Context, pc *parkedCall, e *log.ReadEntry) (json.RawMessage, any, string, error) {
+func (d *downstream) readOutcome(ctx context.Context, pc *parkedCall, e *log.ReadEntry) (readResult, error) {
 	r := pc.read
 	if r.err != nil {
-		return nil, nil, "", forwardError(d.cfg.ID, r.err)
+		return readResult{}, forwardError(d.cfg.ID, r.err)
 	}
-	if err := d.frontableRead(r.raw, r.typed, false); err != nil {
-		return nil, nil, "", err
+	if err := d.frontableRead(e.Kind, r.raw, r.typed, false); err != nil {
+		return readResult{}, err
 	}
 	if _, ok := inputAskOf(r.raw); ok {
 		// A 2025-11-25 server has no input_required result to give.
-		return nil, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: server %q answered the %s with an input_required result on a 2025-11-25 session", d.cfg.ID, e.Kind)
+		return readResult{}, rpcError(jsonrpc.CodeInternalError, "provlog: server %q answered the %s with an input_required result on a 2025-11-25 session", d.cfg.ID, e.Kind)
 	}
-	rec, err := d.p.recordRead(ctx, e, r.raw, r.typed)
+	res, err := d.p.recordRead(ctx, e, r.raw, r.typed)
 	if err != nil {
-		return nil, nil, "", rpcError(jsonrpc.CodeInternalError, "provlog: the %s was made but could not be recorded, so its result is withheld: %v", e.Kind, err)
+		return readResult{}, rpcError(jsonrpc.CodeInternalError, "provlog: the %s was made but could not be recorded, so its result is withheld: %v", e.Kind, err)
 	}
-	return r.raw, r.typed, rec.String(), nil
+	return res, nil
 }
 
 // readResultAsSent is a parked read's input_required answer as the
@@ -185,7 +182,7 @@ func (d *downstream) closeParkedRead(pc *parkedCall, why string) {
 	if pc.read.err != nil {
 		return
 	}
-	if _, _, _, err := d.readOutcome(context.WithoutCancel(pc.ctx), pc, &e); err != nil {
+	if _, err := d.readOutcome(context.WithoutCancel(pc.ctx), pc, &e); err != nil {
 		d.p.logger.Error("proxy: the outcome of a parked read nobody answers could not be recorded", "server", d.cfg.ID, "kind", e.Kind, "error", err)
 	}
 }

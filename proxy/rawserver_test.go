@@ -81,6 +81,10 @@ var rawReadResults = map[string]struct{ resource, prompt string }{
 	// An input request that is null, on which go-sdk's decoding panics.
 	"nullask": {`{"resultType":"input_required","inputRequests":{"a":null}}`,
 		`{"resultType":"input_required","inputRequests":{"a":null}}`},
+	// Members in no sorted order, "<" and "&" written plainly, and a
+	// _meta of the result's own, for the receipt to join.
+	"asis": {`{"contents":[{"uri":"raw://asis","text":"<b> & </b>","mimeType":"text/html"}],"_meta":{"z":1,"a":2},"zeta":true}`,
+		`{"messages":[{"role":"user","content":{"type":"text","text":"a<b"}}],"description":"d","_meta":{"z":1,"a":2}}`},
 }
 
 // rawElicit is an input request (SEP-2322) asking the user for nothing.

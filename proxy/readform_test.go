@@ -180,11 +180,11 @@ func TestReadResultForm(t *testing.T) {
 	// only from the SDK's decoding is hashed in its re-encoding, and the
 	// entry says so.
 	e := log.ReadEntry{Kind: log.KindResourceRead, Time: time.Now(), Actor: "test-actor", Server: "odd", URI: "file:///plain"}
-	r, err := p.recordRead(ctx, &e, nil, &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "file:///plain", Text: "text"}}})
+	read, err := p.recordRead(ctx, &e, nil, &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "file:///plain", Text: "text"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if re, err := log.ParseRead(mustParse(t, l.entry(t, r.Index))); err != nil || !re.ResultRemarshalled || re.ResultRaw {
+	if re, err := log.ParseRead(mustParse(t, l.entry(t, read.receipt.Index))); err != nil || !re.ResultRemarshalled || re.ResultRaw {
 		t.Errorf("a read of a result not captured: %+v, %v; want result_remarshalled: true", re, err)
 	}
 }

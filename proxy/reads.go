@@ -301,37 +301,49 @@ func toolSums(raws []json.RawMessage) map[string]string {
 	return sums
 }
 
+// A readResult is a read's result as recorded: as received (the SDK's
+// re-encoding when it was not captured), with its canonical form, which
+// its entry hashed, if it has one, and its receipt.
+type readResult struct {
+	raw     json.RawMessage
+	canon   []byte
+	receipt *log.Receipt
+}
+
 // recordRead writes a resource.read or prompt.get entry for a result
 // received as raw (the SDK's re-encoding of typed when raw was not
-// captured, which the entry then says) and returns its receipt's text
-// form.
-func (p *Proxy) recordRead(ctx context.Context, e *log.ReadEntry, raw json.RawMessage, typed any) (*log.Receipt, error) {
+// captured, which the entry then says) and returns it as recorded.
+func (p *Proxy) recordRead(ctx context.Context, e *log.ReadEntry, raw json.RawMessage, typed any) (readResult, error) {
 	if raw == nil {
 		var err error
 		if raw, err = json.Marshal(typed); err != nil {
-			return nil, err
+			return readResult{}, err
 		}
 		e.ResultRemarshalled = true
 	}
-	e.ResultSHA256, _, e.ResultRaw = log.ResultSum(raw, nil)
+	var hashed []byte
+	e.ResultSHA256, hashed, e.ResultRaw = log.ResultSum(raw, nil)
+	r := readResult{raw: raw}
+	if !e.ResultRaw {
+		r.canon = hashed // what the client gets is prepared from it (frontReadAs)
+	}
 	e.ResultBytes = int64(len(raw))
 	e.Auth = log.AuthFrom(ctx)
 	b, err := e.Marshal()
 	if err != nil {
-		return nil, err
+		return readResult{}, err
 	}
-	r, err := p.append(ctx, nil, e.Kind, b)
-	if err != nil {
-		return nil, fmt.Errorf("recording the %s: %w", e.Kind, err)
+	if r.receipt, err = p.append(ctx, nil, e.Kind, b); err != nil {
+		return readResult{}, fmt.Errorf("recording the %s: %w", e.Kind, err)
 	}
 	return r, nil
 }
 
 // Results as the client gets them: the server's bytes with the receipt in
 // their _meta and, when the server has a URI prefix, its URIs given their
-// front form, so the client can read them through the proxy. tools/call
-// results go through frontResult (httpfront.go), prompts/get and
-// resources/read results through frontRead; both use the helpers below.
+// front form, so the client can read them through the proxy. tools/call,
+// prompts/get and resources/read results alike go through frontPrepare
+// and frontPrep.result (frontresult.go), which use the helpers below.
 // The entries hash the result as the server sent it.
 
 // withReceipt puts receipt into result m's _meta, keeping what the
@@ -346,19 +358,6 @@ func withReceipt(m map[string]json.RawMessage, receipt string) error {
 	meta[ReceiptKey], _ = json.Marshal(receipt)
 	m["_meta"], _ = json.Marshal(meta)
 	return nil
-}
-
-// frontContent gives the resource links and embedded resources of
-// content, a JSON array of content blocks, their front URIs (prefix up).
-func frontContent(up string, content json.RawMessage) (json.RawMessage, error) {
-	var blocks []map[string]json.RawMessage
-	if err := json.Unmarshal(content, &blocks); err != nil {
-		return nil, err
-	}
-	for _, b := range blocks {
-		frontBlock(up, b)
-	}
-	return json.Marshal(blocks)
 }
 
 // frontBlock gives one content block its front URI, if it has one.
@@ -389,8 +388,8 @@ func prefixURI(up string, uri json.RawMessage) json.RawMessage {
 }
 
 // frontableRead returns the error the client gets for the result of a
-// read, before the read is recorded, if it cannot be given to the client:
-// raw as received (nil: not captured, the SDK's re-encoding of typed is
+// read of kind, before the read is recorded, if it cannot be given to the
+// client: raw as received (nil: not captured, the SDK's re-encoding of typed is
 // passed on), typed the SDK's decoding of it, asking whether the client
 // gets it as an input_required result (frontAsking). Such a read failed,
 // as one the server answered with an error does, and likewise has no
@@ -398,7 +397,7 @@ func prefixURI(up string, uri json.RawMessage) json.RawMessage {
 // otherwise. The SDK's decoding refuses most such results (no object, no
 // result, contents or messages that are no array, a _meta of another type)
 // before anything is recorded; what it takes and the client cannot be
-// given is null or a null _meta (frontRead refuses them), resource
+// given is null or a null _meta (frontPrepare refuses them), resource
 // contents or prompt messages that are null or hold null, or none in a
 // result the client does not get as input_required (go-sdk's front refuses
 // no contents, and it or the proxy's URI rewriting crashes on null ones;
@@ -410,11 +409,11 @@ func prefixURI(up string, uri json.RawMessage) json.RawMessage {
 // (sendRead).
 // The usual result, with no _meta (nor an escape that could spell one),
 // costs a scan.
-func (d *downstream) frontableRead(raw json.RawMessage, typed any, asking bool) error {
+func (d *downstream) frontableRead(kind string, raw json.RawMessage, typed any, asking bool) error {
 	var err error
 	t := bytes.TrimLeft(raw, " \t\r\n")
 	if raw != nil && (len(t) == 0 || t[0] != '{' || bytes.Contains(t, []byte(`"_meta"`)) || bytes.Contains(t, []byte(`\u`))) {
-		_, err = resultObject(raw, "")
+		_, err = resultMembers(readMethod(kind), raw)
 	}
 	if err == nil {
 		switch r := typed.(type) {
@@ -497,6 +496,14 @@ func (d *downstream) sendRead(ctx context.Context, kind string, send readSend, m
 		return raw, typed, nil
 	}
 	return nil, nil, cp.answerError(err)
+}
+
+// readMethod is the method of a read of kind.
+func readMethod(kind string) string {
+	if kind == log.KindPromptGet {
+		return "prompts/get"
+	}
+	return "resources/read"
 }
 
 // newReadResult is a new result of go-sdk's type for a read of kind.
@@ -599,56 +606,4 @@ func frontAsking(typed any, protocol string) bool {
 		return asks != nil
 	}
 	return needs
-}
-
-// resultObject is result raw, a JSON object, as a map of its members, with
-// receipt in its _meta.
-func resultObject(raw json.RawMessage, receipt string) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return nil, fmt.Errorf("the result is not a JSON object")
-	}
-	if err := withReceipt(m, receipt); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// frontRead is a prompts/get (kind log.KindPromptGet) or resources/read
-// result as the client gets it, from raw as the server sent it: the
-// receipt in its _meta, and front URIs for a prompt's messages' resource
-// content and for the contents read.
-func (d *downstream) frontRead(kind string, raw json.RawMessage, receipt string) (json.RawMessage, error) {
-	m, err := resultObject(raw, receipt)
-	if err != nil {
-		return nil, err
-	}
-	up := d.cfg.uriPrefix()
-	if up == "" {
-		return json.Marshal(m)
-	}
-	key := "contents" // resources/read: [{uri, ...}]
-	if kind == log.KindPromptGet {
-		key = "messages" // [{role, content: a block}]
-	}
-	if !bytes.Contains(m[key], []byte(`"uri"`)) {
-		return json.Marshal(m)
-	}
-	var items []map[string]json.RawMessage
-	if err := json.Unmarshal(m[key], &items); err != nil {
-		return nil, fmt.Errorf("the result's %s is not an array of objects", key)
-	}
-	for _, it := range items {
-		if kind != log.KindPromptGet {
-			it["uri"] = prefixURI(up, it["uri"])
-			continue
-		}
-		var block map[string]json.RawMessage
-		if json.Unmarshal(it["content"], &block) == nil && block != nil {
-			frontBlock(up, block)
-			it["content"], _ = json.Marshal(block)
-		}
-	}
-	m[key], _ = json.Marshal(items)
-	return json.Marshal(m)
 }

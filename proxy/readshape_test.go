@@ -99,7 +99,7 @@ const (
 // readsNotPassedOn is TestReadResultNotPassedOnNotRecorded through cs.
 func readsNotPassedOn(t *testing.T, l *testLog, cs *mcp.ClientSession) {
 	for name, want := range map[string][2]string{ // "": passed on
-		"null":     {notPassed + "the result is not a JSON object", notPassed + "the result is not a JSON object"},
+		"null":     {notPassed + "the resources/read result is not a JSON object", notPassed + "the prompts/get result is not a JSON object"},
 		"metanull": {notPassed + "the result's _meta is not an object", notPassed + "the result's _meta is not an object"},
 		"empty":    {notPassed + "the result has no contents", notPassed + "the result has no messages"},
 		"nullitem": {notPassed + "the result's contents is not an array of objects", notPassed + "the result's messages is not an array of objects"},
@@ -133,7 +133,7 @@ func readsNotPassedOn(t *testing.T, l *testLog, cs *mcp.ClientSession) {
 func TestHTTPReadResultNotPassedOnNotRecorded(t *testing.T) {
 	ask := `"inputRequests":{"ask":` + rawElicit + `}`
 	for name, tc := range map[string]struct{ resource, prompt, want, wantPrompt string }{
-		"null":     {`"result":null`, `"result":null`, notPassed + "the result is not a JSON object", ""},
+		"null":     {`"result":null`, `"result":null`, notPassed + "the resources/read result is not a JSON object", notPassed + "the prompts/get result is not a JSON object"},
 		"metanull": {`"result":{"_meta":null,"contents":[]}`, `"result":{"_meta":null,"messages":[]}`, notPassed + "the result's _meta is not an object", ""},
 		"escaped":  {`"result":{"\u005fmeta":null,"contents":[]}`, `"result":{"\u005fmeta":null,"messages":[]}`, notPassed + "the result's _meta is not an object", ""},
 		"array":    {`"result":[1,2]`, `"result":[1,2]`, "cannot unmarshal", ""},

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -118,6 +120,76 @@ func TestResultPassedOnAsSent(t *testing.T) {
 		}
 		if sum := sha256.Sum256(canon); e.Fields["result_sha256"] != hex.EncodeToString(sum[:]) || e.Fields["is_error"] != false {
 			t.Errorf("%s: call.result %v, want the server's result's hash %x", tool, e.Fields, sum)
+		}
+	}
+}
+
+// TestReadPassedOnAsSent: a resources/read or prompts/get result reaches
+// the client as the server sent it, its receipt spliced in at the front
+// of its own _meta (go-sdk's front compacts it): its members in the
+// server's order and "<" as the server wrote it. Each read was decoded
+// and encoded again to add the receipt: its members sorted, "<", ">" and
+// "&" written as \u003c, \u003e and \u0026. Only a result with a URI to
+// give its front form is still encoded again, to the same value.
+func TestReadPassedOnAsSent(t *testing.T) {
+	asis := rawReadResults["asis"]
+	for _, prefix := range []string{"", "default"} {
+		l := newTestLog(t)
+		cfg := rawServerConfig(t, "raw")
+		uri, prompt := "raw+raw://asis", "raw__asis"
+		if prefix == "" {
+			cfg.Prefix, uri, prompt = &prefix, "raw://asis", "asis"
+		}
+		p := startProxy(t, l, []ServerConfig{cfg}, nil)
+		srv := httptest.NewServer(p.HTTPHandler(staticTokens(func(tok string) (string, bool) { return testActor, tok == testToken })))
+		t.Cleanup(srv.Close)
+		front := srv.URL + "/mcp"
+		cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
+		for _, tc := range []struct{ kind, params, sent, frontURI string }{
+			{log.KindResourceRead, `"method":"resources/read","params":{"uri":"` + uri + `"}`, asis.resource, uri},
+			{log.KindPromptGet, `"method":"prompts/get","params":{"name":"` + prompt + `"}`, asis.prompt, ""},
+		} {
+			before := l.size(t)
+			resp, body := postMCP(t, front, `{"jsonrpc":"2.0","id":7,`+tc.params+`}`, map[string]string{
+				"Authorization": "Bearer " + testToken, "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25",
+			})
+			msg := body // a JSON answer, or the event stream's message
+			for line := range strings.Lines(body) {
+				if m, ok := strings.CutPrefix(line, "data: {"); ok {
+					msg = "{" + strings.TrimRight(m, "\n")
+				}
+			}
+			var answer struct{ Result json.RawMessage }
+			if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(msg), &answer) != nil {
+				t.Fatalf("prefix %q: the %s got HTTP %d: %s", prefix, tc.kind, resp.StatusCode, body)
+			}
+			// The same value: the server's, with the receipt in its _meta
+			// and the resource's front URI.
+			var got, want map[string]any
+			json.Unmarshal(answer.Result, &got)
+			json.Unmarshal([]byte(tc.sent), &want)
+			meta, _ := got["_meta"].(map[string]any)
+			receipt, _ := meta[ReceiptKey].(string)
+			delete(meta, ReceiptKey)
+			if tc.frontURI != "" {
+				want["contents"].([]any)[0].(map[string]any)["uri"] = tc.frontURI
+			}
+			if receipt == "" || !reflect.DeepEqual(got, want) {
+				t.Errorf("prefix %q: the %s got %s, want the server's %s with a receipt", prefix, tc.kind, answer.Result, tc.sent)
+			}
+			// As sent, but for a URI to rewrite: the receipt at the
+			// front of the result's own _meta.
+			at := strings.Index(tc.sent, `"_meta":{`) + len(`"_meta":{`)
+			quoted, _ := json.Marshal(receipt)
+			asSent := tc.sent[:at] + `"` + ReceiptKey + `":` + string(quoted) + `,` + tc.sent[at:]
+			if tc.frontURI != "raw+raw://asis" && string(answer.Result) != asSent {
+				t.Errorf("prefix %q: the %s got\n%s\nwant the server's result as sent, with its receipt:\n%s", prefix, tc.kind, answer.Result, asSent)
+			}
+			e, err := log.ParseRead(mustParse(t, l.entry(t, before)))
+			canon, _ := log.Canonicalize([]byte(tc.sent))
+			if sum := sha256.Sum256(canon); err != nil || e.ResultSHA256 != hex.EncodeToString(sum[:]) {
+				t.Errorf("prefix %q: the %s entry %+v (%v), want the server's result's hash %x", prefix, tc.kind, e, err, sum)
+			}
 		}
 	}
 }
