@@ -199,6 +199,9 @@ func (d *downstream) enter(ctx context.Context) (*downstream, uint64, *jsonrpc.E
 			return d, t, nil
 		}
 		n := d.next.Load()
+		if d.p.stopping.Load() {
+			return nil, 0, rpcError(jsonrpc.CodeInternalError, "provlog: the request to server %q was not made: provlog is stopping", d.cfg.ID)
+		}
 		if n == nil || n.cfg.toolPrefix() != d.cfg.toolPrefix() || n.cfg.uriPrefix() != d.cfg.uriPrefix() {
 			// Its names are not the new instance's: they are gone.
 			return nil, 0, removedError(d.cfg.ID)
@@ -315,6 +318,9 @@ func (d *downstream) startFailed(bound time.Duration) {
 
 // cancelledText is the error of a call the drain's bound cut short.
 func (d *downstream) cancelledText(bound time.Duration) string {
+	if d.p.stopping.Load() {
+		return stoppedText // Close cut it
+	}
 	return fmt.Sprintf("server %q was removed from the configuration (or changed, to be restarted) and the call was still under way when the drain's %s passed; it was cancelled", d.cfg.ID, bound)
 }
 

@@ -359,6 +359,9 @@ func sdkDecoded[R any](call func() (R, error)) (res R, err error) {
 	return call()
 }
 
+// stoppedText is the error of a call the proxy's stop cut off.
+const stoppedText = "cut off: provlog was stopping"
+
 // endedByContext reports whether err, a request's through go-sdk's
 // client, ended it by its context (cancelled or timed out) rather than by
 // an answer.
@@ -395,7 +398,7 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		c.isError, c.errText, c.errCode = true, d.logText(o.wireErr.Message, c.secrets), o.wireErr.Code
 		return o.wireErr
 	case d.p.stopping.Load() && (ctx.Err() != nil || o.lost):
-		c.errText = "cut off: provlog was stopping"
+		c.errText = stoppedText
 		d.p.logger.Warn("proxy: a call under way was cut off by the sidecar's stop", "actor", c.actor, "server", d.cfg.ID, "tool", c.tool, "call", c.index)
 	case ctx.Err() != nil:
 		c.errText = "cancelled by the client"

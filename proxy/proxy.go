@@ -219,6 +219,9 @@ type Proxy struct {
 	// stopping is set once the sidecar begins to stop: a call cut off
 	// from then on is the sidecar's doing, not its client's (classify).
 	stopping atomic.Bool
+	// unsettled are the calls whose outcome is not yet recorded, which
+	// Close waits for.
+	unsettled underway
 }
 
 // New starts a proxy for opts.Servers. It starts every downstream server
@@ -433,17 +436,37 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 }
 
 // Close stops the downstream servers and waits for their supervisors.
+// A request that comes from then on is refused, saying so, before
+// anything is written or forwarded; the calls under way are cut off at
+// once (the sidecar gave its fronts' requests their time before it
+// closes the proxy) and recorded so, "cut off: provlog was stopping",
+// before Close returns and the caller closes the log. They were not: a
+// stdio server's session waited for its calls to end by their timeouts
+// before it closed, and a call whose outcome came once the log was
+// closed stood in it as a call with no result, as a crash leaves one.
 func (p *Proxy) Close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
 	p.stopping.Store(true)
 	p.cancel()
+	var cut []context.CancelFunc
+	for _, d := range p.downstreams() {
+		d.gate.close()
+		cs, _ := d.gate.expire()
+		cut = append(cut, cs...)
+	}
+	for _, c := range cut {
+		c()
+	}
 	var wg sync.WaitGroup
 	for _, d := range p.downstreams() {
 		wg.Go(d.stop) // each may wait for its process to exit
 	}
 	wg.Wait()
+	if n := p.unsettled.wait(p.drainTimeout()); n > 0 {
+		p.logger.Warn("proxy: stopped with calls whose outcome is not recorded; each stays in the log as a call without a result", "calls", n)
+	}
 	p.wg.Wait()
 	return nil
 }
