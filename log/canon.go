@@ -198,7 +198,8 @@ func (c CanonicalJSON) MarshalJSON() ([]byte, error) {
 // WalkObject reads data as one JSON object, as strictly as [Canonicalize]
 // does, and calls fn with each member in order: its key, its value's bytes
 // as they appear in data, and the value's canonical form, which is only
-// good until fn returns. It stops at fn's first error and returns it.
+// good until fn returns. A key without escapes is data's own bytes: it
+// stays as it is only while data does. It stops at fn's first error and returns it.
 // Duplicate keys and anything Canonicalize refuses are errors.
 func WalkObject(data []byte, fn func(key string, raw, canon []byte) error) error {
 	return WalkObjectIn(data, fn, nil)
@@ -213,7 +214,7 @@ func WalkObject(data []byte, fn func(key string, raw, canon []byte) error) error
 func WalkObjectIn(data []byte, fn func(key string, raw, canon []byte) error, in func(key string) func(key string, raw, canon []byte) error) error {
 	// The parser's buffers are reused from walk to walk: nothing of them
 	// outlives a walk (canonical forms are good only until fn returns,
-	// keys are copied, errors carry none of them).
+	// keys are data's bytes or copies, errors carry none of them).
 	p := walkParsers.Get().(*jcsParser)
 	p.in = data
 	if cap(p.out) < len(data) {
@@ -265,7 +266,7 @@ func walkObject(p *jcsParser, fn func(key string, raw, canon []byte) error, in f
 		p.pos++
 	} else {
 		for {
-			_, key, err := p.memberKey(mark, &seen)
+			_, _, key, err := p.memberKey(mark, &seen)
 			if err != nil {
 				return err
 			}

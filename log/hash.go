@@ -11,7 +11,15 @@ import (
 const HashSize = sha256.Size
 
 // LeafHash returns the RFC 6962 leaf hash of an entry: SHA-256(0x00 || entry).
-func LeafHash(entry []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(entry) }
+// The digest stays on the stack (rfc6962's HashLeaf, through its hasher's
+// interface, allocated it and its prefix): the result is the one
+// allocation, for the two entries of every call.
+func LeafHash(entry []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte{rfc6962.RFC6962LeafHashPrefix})
+	h.Write(entry)
+	return h.Sum(make([]byte, 0, HashSize))
+}
 
 // NodeHash returns the RFC 6962 interior node hash SHA-256(0x01 || l || r).
 // Two hashes of the log's size are hashed from the stack: the result is

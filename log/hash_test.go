@@ -29,3 +29,27 @@ func TestNodeHashIsRFC6962(t *testing.T) {
 		}
 	}
 }
+
+// TestLeafHashIsRFC6962: LeafHash is the merkle module's RFC 6962 leaf
+// hash.
+func TestLeafHashIsRFC6962(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 1000 {
+		e := make([]byte, r.IntN(3000))
+		for j := range e {
+			e[j] = byte(r.Uint32())
+		}
+		if got, want := LeafHash(e), rfc6962.DefaultHasher.HashLeaf(e); !bytes.Equal(got, want) {
+			t.Fatalf("LeafHash(%x) = %x, want %x", e, got, want)
+		}
+	}
+}
+
+// BenchmarkLeafHash hashes an entry of a 1 KiB echo's call's size.
+func BenchmarkLeafHash(b *testing.B) {
+	e := bytes.Repeat([]byte("x"), 1500)
+	b.ReportAllocs()
+	for b.Loop() {
+		LeafHash(e)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // maxJCSDepth bounds how deeply arrays and objects may nest in the input to
@@ -139,11 +140,11 @@ func (p *jcsParser) value(depth int) error {
 	case c == '[':
 		return p.array(depth + 1)
 	case c == '"':
-		s, err := p.quoted()
+		s, lit, err := p.quoted()
 		if err != nil {
 			return err
 		}
-		p.out = appendJCSString(p.out, s)
+		p.out = appendQuoted(p.out, s, lit)
 		return nil
 	case c == '-' || '0' <= c && c <= '9':
 		return p.number()
@@ -225,12 +226,12 @@ func (p *jcsParser) object(depth int, each func(key string, raw, canon []byte) e
 		return nil
 	}
 	for {
-		s, key, err := p.memberKey(mark, &seen)
+		s, lit, key, err := p.memberKey(mark, &seen)
 		if err != nil {
 			return err
 		}
 		start := len(p.out)
-		p.out = appendJCSString(p.out, s)
+		p.out = appendQuoted(p.out, s, lit)
 		p.out = append(p.out, ':')
 		vstart, in := len(p.out), p.pos
 		if err := p.value(depth); err != nil {
@@ -260,32 +261,38 @@ func (p *jcsParser) object(depth int, each func(key string, raw, canon []byte) e
 }
 
 // memberKey reads a member's key, the ':' after it and the space before
-// its value: the key's decoded bytes (valid until the next read) and the
-// key as a string. A key that repeats one of the open object's members so
+// its value: the key's decoded bytes (valid until the next read), its
+// literal if it has no escapes (see quoted), and the key as a string,
+// which is the input's own bytes when it has no escapes (most keys: a
+// copy of each cost an allocation per member). A key that repeats one of the open object's members so
 // far, p.members[mark:], is refused here, where it starts, so that a
 // duplicate is reported in input order before any error later in the
 // object.
-func (p *jcsParser) memberKey(mark int, seen *map[string]bool) ([]byte, string, error) {
+func (p *jcsParser) memberKey(mark int, seen *map[string]bool) (s, lit []byte, key string, err error) {
 	p.skipSpace()
 	if p.peek() != '"' {
-		return nil, "", p.unexpected("a string key")
+		return nil, nil, "", p.unexpected("a string key")
 	}
 	offset := p.pos
-	s, err := p.quoted()
+	s, lit, err = p.quoted()
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
-	key := string(s)
+	if lit != nil {
+		key = unsafe.String(unsafe.SliceData(s), len(s)) // s is in p.in
+	} else {
+		key = string(s) // s is in p.str, reused
+	}
 	if p.duplicate(mark, seen, key) {
-		return nil, "", p.errorf(offset, "duplicate key %s", jcsQuote(key))
+		return nil, nil, "", p.errorf(offset, "duplicate key %s", jcsQuote(key))
 	}
 	p.skipSpace()
 	if p.peek() != ':' {
-		return nil, "", p.unexpected("':'")
+		return nil, nil, "", p.unexpected("':'")
 	}
 	p.pos++
 	p.skipSpace()
-	return s, key, nil
+	return s, lit, key, nil
 }
 
 // duplicate reports whether key is the key of one of the open object's
@@ -379,8 +386,11 @@ func jcsFirstUnit(r rune) rune {
 }
 
 // quoted decodes the string literal at p.pos. The result is valid UTF-8 and
-// is only good until the next call; it must not be written to.
-func (p *jcsParser) quoted() ([]byte, error) {
+// is only good until the next call; it must not be written to. lit is the
+// literal as it is in the input, quotes and all, if it holds no escape
+// (else nil): the string's canonical form then, as RFC 8785 escapes only
+// what such a literal cannot hold (quote, backslash, control characters).
+func (p *jcsParser) quoted() (s, lit []byte, err error) {
 	p.pos++ // '"'
 	// Most strings have no escapes: their bytes in the input are their
 	// value, and are handed out as they are, without a copy. The first
@@ -391,7 +401,7 @@ func (p *jcsParser) quoted() ([]byte, error) {
 		c := p.in[p.pos]
 		if c == '"' {
 			p.pos++
-			return p.in[start : p.pos-1 : p.pos-1], nil
+			return p.in[start : p.pos-1 : p.pos-1], p.in[start-1 : p.pos : p.pos], nil
 		}
 		if c == '\\' || c < 0x20 {
 			break
@@ -406,25 +416,25 @@ func (p *jcsParser) quoted() ([]byte, error) {
 		}
 		p.pos += n
 	}
-	s := append(p.str[:0], p.in[start:p.pos]...)
+	s = append(p.str[:0], p.in[start:p.pos]...)
 	for {
 		if p.pos >= len(p.in) {
-			return nil, p.errorf(p.pos, "unterminated string")
+			return nil, nil, p.errorf(p.pos, "unterminated string")
 		}
 		c := p.in[p.pos]
 		switch {
 		case c == '"':
 			p.pos++
 			p.str = s
-			return s, nil
+			return s, nil, nil
 		case c == '\\':
 			r, err := p.escape()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			s = utf8.AppendRune(s, r)
 		case c < 0x20:
-			return nil, p.errorf(p.pos, "unescaped control character %s in string", jcsDescribe(c))
+			return nil, nil, p.errorf(p.pos, "unescaped control character %s in string", jcsDescribe(c))
 		case c < utf8.RuneSelf:
 			s = append(s, c)
 			p.pos++
@@ -433,7 +443,7 @@ func (p *jcsParser) quoted() ([]byte, error) {
 			// surrogates, which RFC 3629 makes invalid UTF-8.
 			r, n := utf8.DecodeRune(p.in[p.pos:])
 			if r == utf8.RuneError && n == 1 {
-				return nil, p.errorf(p.pos, "invalid utf-8")
+				return nil, nil, p.errorf(p.pos, "invalid utf-8")
 			}
 			s = append(s, p.in[p.pos:p.pos+n]...)
 			p.pos += n
@@ -512,6 +522,15 @@ func jcsHex4(b []byte) (rune, bool) {
 		r = r<<4 | rune(c)
 	}
 	return r, true
+}
+
+// appendQuoted appends a string quoted read, s with literal lit, in
+// canonical form: lit as it is, else s escaped.
+func appendQuoted(dst, s, lit []byte) []byte {
+	if lit != nil {
+		return append(dst, lit...)
+	}
+	return appendJCSString(dst, s)
 }
 
 // appendJCSString appends s, valid UTF-8, as a JSON string according to

@@ -27,5 +27,7 @@ func ResultSum(raw, canon []byte) (sum string, hashed []byte, asReceived bool) {
 		hashed, asReceived = raw, true
 	}
 	s := sha256.Sum256(hashed)
-	return hex.EncodeToString(s[:]), hashed, asReceived
+	var h [2 * sha256.Size]byte // the hex on the stack: the string is the one allocation
+	hex.Encode(h[:], s[:])
+	return string(h[:]), hashed, asReceived
 }

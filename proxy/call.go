@@ -19,7 +19,6 @@ import (
 const (
 	maxErrorText  = 4 << 10
 	maxClientText = 256
-	appendTimeout = 30 * time.Second
 )
 
 // A call is one tools/call on its way through the proxy: what its two

@@ -355,7 +355,7 @@ func jsonBody(h http.Header) bool {
 // accepts reports whether an Accept header takes JSON and event streams.
 func accepts(values []string) (jsonOK, streamOK bool) {
 	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
+		for part := range strings.SplitSeq(v, ",") {
 			mt, _, _ := strings.Cut(part, ";")
 			switch strings.ToLower(strings.TrimSpace(mt)) {
 			case "application/json", "application/*":
