@@ -106,7 +106,7 @@ func (c *catalogue) toolSum(front string, cs *mcp.ClientSession) string {
 	}
 	c.mu.Unlock()
 	if rec != nil {
-		<-rec // bounded by appendTimeout
+		<-rec // the append answers once its entry is committed or refused
 	}
 	return sum
 }
