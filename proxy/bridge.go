@@ -252,23 +252,23 @@ func withResultType(raw json.RawMessage) json.RawMessage {
 	return append(out, t[1:]...)
 }
 
-// withoutResultType is a tools/call result of a 2026-07-28 session as an
-// older client gets it: without resultType, which its revision does not
-// have (the SDK's front would pass it on as decoded).
+// withoutResultType is a result of a 2026-07-28 session (a tools/call's,
+// a read's) as an older client gets it: without resultType, which its
+// revision does not have (the SDK's front would pass it on as decoded),
+// cut out of the result as it was made for the client. It was decoded and
+// encoded again, its members sorted and "<" escaped, whenever it held
+// "resultType" anywhere.
 func withoutResultType(raw json.RawMessage) json.RawMessage {
-	if !bytes.Contains(raw, []byte(`"resultType"`)) {
+	if !bytes.Contains(raw, []byte(`"resultType"`)) && !bytes.Contains(raw, []byte(`\u`)) {
 		return raw
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil || m == nil {
-		return raw
+	for {
+		out := withoutTop(raw, "resultType")
+		if len(out) == len(raw) {
+			return raw
+		}
+		raw = out // a result no client is given twice the member: all of it
 	}
-	delete(m, "resultType")
-	b, err := json.Marshal(m)
-	if err != nil {
-		return raw
-	}
-	return b
 }
 
 // retries ties the retries that 2026-07-28 clients make after an

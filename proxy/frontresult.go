@@ -186,9 +186,17 @@ func (d *downstream) spliced(raw, canon []byte) (at int, ok bool) {
 
 // rawTop returns where the value of the top-level member key of obj, a
 // JSON object as received (white space and escapes as its writer chose),
-// begins, or -1 if it has none. A key with an escape in it is decoded to
-// be compared. One pass over obj, linear in it.
+// begins, or -1 if it has none (rawTopMember).
 func rawTop(obj []byte, key string) int {
+	_, at := rawTopMember(obj, key)
+	return at
+}
+
+// rawTopMember returns where the first top-level member key of obj, a
+// JSON object as received, begins (its key's quote) and where its value
+// begins, or -1 and -1 if it has none. A key with an escape in it is
+// decoded to be compared. One pass over obj, linear in it.
+func rawTopMember(obj []byte, key string) (keyAt, valueAt int) {
 	depth, isKey := 0, false
 	for i := 0; i < len(obj); i++ {
 		switch c := obj[i]; c {
@@ -200,9 +208,9 @@ func rawTop(obj []byte, key string) int {
 					j++
 				}
 				if j < len(obj) {
-					return j
+					return i, j
 				}
-				return -1
+				return -1, -1
 			}
 			isKey, i = false, end
 		case '{', '[':
@@ -214,7 +222,54 @@ func rawTop(obj []byte, key string) int {
 			isKey = depth == 1
 		}
 	}
-	return -1
+	return -1, -1
+}
+
+// withoutTop is obj, a JSON object as received, without its first
+// top-level member key, which is cut out of its bytes with the comma that
+// parts it from the next member (or the one before, if it is the last);
+// obj as it is if it has no such member. What is left of obj is as it
+// was.
+func withoutTop(obj []byte, key string) []byte {
+	at, v := rawTopMember(obj, key)
+	if at < 0 {
+		return obj
+	}
+	end := valueEnd(obj, v)
+	from, to := at, end
+	if k := skipSpace(obj, end); k < len(obj) && obj[k] == ',' {
+		to = k + 1
+	} else {
+		for k := at - 1; k > 0; k-- {
+			if c := obj[k]; c == ',' {
+				from = k
+				break
+			} else if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+				break
+			}
+		}
+	}
+	return append(append(make([]byte, 0, len(obj)-(to-from)), obj[:from]...), obj[to:]...)
+}
+
+// valueEnd returns where the JSON value that begins at obj[i] ends (just
+// past it).
+func valueEnd(obj []byte, i int) int {
+	switch obj[i] {
+	case '"':
+		return min(stringEnd(obj, i+1)+1, len(obj))
+	case '{', '[':
+		var sc valueScanner
+		sc.spans = true
+		if end, _ := sc.scan(obj[i:]); end >= 0 {
+			return i + end
+		}
+		return len(obj)
+	}
+	for i < len(obj) && !bytes.ContainsRune([]byte(", \t\r\n}]"), rune(obj[i])) {
+		i++
+	}
+	return i
 }
 
 // keyIs reports whether s, a JSON string as written, is key.
