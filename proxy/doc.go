@@ -117,10 +117,13 @@
 // HTTP/1.1 connections for plain http, http1.go, else with net/http's
 // client), its answer read off the wire, JSON or an event stream; a stdio
 // server, and a server of the sessionless 2026-07-28 revision, through
-// the SDK's client, with the result captured off the wire (capture.go;
-// a stdio server's stdout and an HTTP server's answers read through under
-// the SDK, which holds back for the capture an answer nested deeper than
-// the SDK reads: downframe.go, httptee.go). The result is made ready for
+// the SDK's client, with the result captured off the wire (capture.go):
+// a stdio server's output the proxy reads itself, each answer with
+// parseWire as an HTTP server's (stdioConn, downframe.go), and the SDK
+// reads a stand-in for a call's result rather than decode it; an HTTP
+// server's answers are read through under the SDK, which holds back for
+// the capture an answer nested deeper than the SDK reads (httptee.go).
+// The result is made ready for
 // the client once (frontresult.go): the receipt spliced into the bytes
 // as received unless there are URIs to rewrite.
 // The fronts only frame the lifecycle's answer, and every one writes its
