@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,6 +88,77 @@ func BenchmarkAppend(b *testing.B) {
 			b.ReportMetric(float64(proctest.CPU()-cpu)/float64(b.N), "cpu-ns/op")
 			st := seq.Stats()
 			b.ReportMetric(float64(st.Appends)/float64(max(1, st.Commits)), "entries/commit")
+		})
+	}
+}
+
+// BenchmarkCall makes the proxy's two appends per tool call against a
+// Pebble store through a sequencer with the default commit delay: an
+// append of the call entry, then, as the proxy announces the result's
+// append once the call entry is written, Expect and the Expected's
+// Append of the result entry (600 bytes each). 1, 8 and 32 callers loop
+// at once. ns/op is the time per call (for one caller, a call's latency:
+// two commits), cpu-ns/op the process's CPU per call and appends/commit
+// the sequencer's batching, which sets both under load: each commit is an
+// fdatasync and a signature whatever it carries.
+func BenchmarkCall(b *testing.B) {
+	entry := func(kind byte, i uint64) []byte {
+		e := make([]byte, 600)
+		e[0] = kind
+		binary.BigEndian.PutUint64(e[1:], i)
+		return e
+	}
+	for _, n := range []int{1, 8, 32} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			st, err := logpebble.Open(b.TempDir(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			signer, verifier := logtest.NewKey(b, "provlog.test/bench")
+			seq, err := OpenSequencer(context.Background(), st, signer, verifier, &SequencerOptions{CommitDelay: DefaultCommitDelay})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer seq.Close()
+			b.ReportAllocs()
+			cpu := proctest.CPU()
+			var next atomic.Uint64
+			b.SetParallelism(max(1, n/runtime.GOMAXPROCS(0)))
+			if n == 1 {
+				b.SetParallelism(1)
+			}
+			b.ResetTimer()
+			call := func() error {
+				i := next.Add(1)
+				if _, err := seq.Append(context.Background(), entry('c', i)); err != nil {
+					return err
+				}
+				ex := seq.Expect()
+				defer ex.Cancel()
+				_, err := ex.Append(context.Background(), entry('r', i))
+				return err
+			}
+			if n == 1 {
+				for b.Loop() {
+					if err := call(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			} else {
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := call(); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(proctest.CPU()-cpu)/float64(b.N), "cpu-ns/op")
+			s := seq.Stats()
+			b.ReportMetric(float64(s.Appends)/float64(max(1, s.Commits)), "appends/commit")
 		})
 	}
 }
