@@ -25,12 +25,14 @@ import (
 // decoder reads (1,000 levels), cutting off every call in flight, and the
 // server is restarted. The proxy reads a stdio server's output itself, as
 // it reads an HTTP server's answers: stdioConn takes each value off the
-// stream (downReader) and reads an answer with parseWire, which makes its
-// result's canonical form, hashed by the call's entry, in the same pass;
-// go-sdk's jsonrpc decodes only what names a method (the server's
-// requests and notifications). An answer parseWire cannot read (nested
-// past encoding/json's bound) fails its call alone: go-sdk reads an error
-// answer to its id in its place, and the call's capture why. What is no
+// stream (downReader) and reads each message with parseWire, which makes
+// an answer's result's canonical form, hashed by the call's entry, in the
+// same pass, and reads a request or notification of the server's as
+// go-sdk's jsonrpc does (FuzzDecodeDownAsSDK); go-sdk's decoder reads
+// only one that names a method and is not I-JSON. An answer parseWire
+// cannot read (nested past encoding/json's bound) fails its call alone:
+// go-sdk reads an error answer to its id in its place, and the call's
+// capture why. What is no
 // JSON-RPC message (bytes that begin no value, a request go-sdk cannot
 // read, a value past maxFrameBytes) ends the connection, as before.
 // Writes are go-sdk's jsonrpc encoding, a line each; a batch of the
@@ -145,29 +147,32 @@ func decodeDown(v []byte) (rs []downRead, batch bool, err error) {
 	return rs, true, nil
 }
 
-// decodeDownOne reads v, one message: what names a method as go-sdk reads
-// it, an answer with parseWire.
+// decodeDownOne reads v, one message, with parseWire: an answer, or a
+// request or notification of the server's, as go-sdk's jsonrpc reads it;
+// one that is not I-JSON that names a method go-sdk's jsonrpc decodes.
 func decodeDownOne(v []byte) (downRead, error) {
-	if namesMethod(v) {
-		m, err := jsonrpc.DecodeMessage(v)
-		return downRead{msg: m}, err
-	}
 	w, err := parseWire(v)
-	if err != nil {
+	switch {
+	case err != nil:
 		stand, id, ok := standInFor(v)
 		if !ok {
 			return downRead{}, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 		return downRead{msg: &jsonrpc.Response{ID: id, Error: stand}, unread: err}, nil
-	}
-	if w.Method != "" || w.Params != nil {
-		// A method named in a way namesMethod is not sure of
-		// ("\u006dethod").
+	case !w.walked && (w.Method != "" || w.Params != nil || namesMethod(v)):
 		m, err := jsonrpc.DecodeMessage(v)
 		return downRead{msg: m}, err
-	}
-	if w.Version != "2.0" {
+	case w.Version != "2.0":
 		return downRead{}, fmt.Errorf("invalid message version tag %q; expected %q", w.Version, "2.0")
+	case w.named:
+		var id jsonrpc.ID
+		if len(w.ID) > 0 && string(w.ID) != "null" {
+			var ok bool
+			if id, ok = answerID(w.ID); !ok {
+				return downRead{}, fmt.Errorf("invalid ID %.40s", w.ID)
+			}
+		}
+		return downRead{msg: &jsonrpc.Request{ID: id, Method: w.Method, Params: w.Params}}, nil
 	}
 	id, ok := answerID(w.ID)
 	if !ok {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
 )
 
 // deepAnswer is an answer to id whose result nests depth levels.
@@ -237,4 +239,65 @@ func BenchmarkStdioRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzDecodeDownAsSDK: a message go-sdk's jsonrpc reads, the proxy reads
+// as the same message: a request or notification with the same id,
+// method and params, an answer with the same id and result or error. (The
+// proxy reads some go-sdk refuses: an answer nested deeper than its
+// decoder reads.)
+func FuzzDecodeDownAsSDK(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"s","method":"sampling/createMessage","params":{"messages":[]}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"method":"","params":null}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":null,"method":"x"}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","\u006dethod":"x","params":[1e999]}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"result":{"a":"<"},"params":{}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":7.5,"error":{"code":-1,"message":"m","data":[1]}}`))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if len(v) == 0 || v[0] != '{' || !json.Valid(v) {
+			return // decodeDown hands decodeDownOne whole objects, a batch's one by one
+		}
+		if _, err := log.Canonicalize(v); err != nil {
+			// Not I-JSON (a number beyond a double, a key twice):
+			// encoding/json reads such a message, which matches member
+			// names regardless of case where go-sdk does not.
+			return
+		}
+		want, werr := jsonrpc.DecodeMessage(v)
+		if werr != nil {
+			return
+		}
+		got, err := decodeDownOne(v)
+		if err != nil {
+			t.Fatalf("go-sdk reads %s; the proxy: %v", v, err)
+		}
+		compact := func(b json.RawMessage) string {
+			var buf bytes.Buffer
+			if json.Compact(&buf, b) != nil {
+				return string(b)
+			}
+			return buf.String()
+		}
+		switch w := want.(type) {
+		case *jsonrpc.Request:
+			g, ok := got.msg.(*jsonrpc.Request)
+			if !ok || g.ID != w.ID || g.Method != w.Method || compact(g.Params) != compact(w.Params) {
+				t.Fatalf("%s: go-sdk reads %#v, the proxy %#v", v, w, got.msg)
+			}
+		case *jsonrpc.Response:
+			g, ok := got.msg.(*jsonrpc.Response)
+			if !ok || g.ID != w.ID || (g.Error == nil) != (w.Error == nil) {
+				t.Fatalf("%s: go-sdk reads %#v, the proxy %#v", v, w, got.msg)
+			}
+			if w.Error != nil {
+				we, ge := w.Error.(*jsonrpc.Error), g.Error.(*jsonrpc.Error)
+				if we.Code != ge.Code || we.Message != ge.Message || compact(we.Data) != compact(ge.Data) {
+					t.Fatalf("%s: go-sdk reads error %#v, the proxy %#v", v, we, ge)
+				}
+			} else if compact(g.Result) != compact(w.Result) {
+				t.Fatalf("%s: go-sdk reads result %s, the proxy %s", v, w.Result, g.Result)
+			}
+		}
+	})
 }

@@ -105,6 +105,9 @@ type wireMessage struct {
 
 	resultCanon []byte // Result's canonical form, when it has one
 	isError     bool   // Result's isError
+	// walked: read in the one pass, I-JSON (else by encoding/json);
+	// named: it names a method then (Method "" is one).
+	walked, named bool
 }
 
 type wireError struct {
@@ -128,6 +131,7 @@ func parseWire(data []byte) (*wireMessage, error) {
 		case "id":
 			m.ID = bytes.Clone(raw)
 		case "method":
+			m.named = true
 			var ok bool
 			if m.Method, ok = canonString(canon); !ok {
 				return errNotFast
@@ -143,13 +147,15 @@ func parseWire(data []byte) (*wireMessage, error) {
 			m.isError = canonTopTrue(canon, `"isError":`)
 		case "error":
 			if string(canon) != "null" {
-				m.Error = new(wireError)
-				return json.Unmarshal(raw, m.Error)
+				var err error
+				m.Error, err = wireErrorOf(raw)
+				return err
 			}
 		}
 		return nil
 	})
 	if err == nil {
+		m.walked = true
 		return &m, nil
 	}
 	m = wireMessage{}
@@ -158,6 +164,27 @@ func parseWire(data []byte) (*wireMessage, error) {
 	}
 	m.isError = resultIsError(m.Result, nil)
 	return &m, nil
+}
+
+// wireErrorOf reads raw, an answer's error object, as go-sdk's jsonrpc
+// reads it (its member names matched exactly, as encoding/json does
+// not): an error answer is rare, and the client gets it as go-sdk would
+// give it.
+func wireErrorOf(raw []byte) (*wireError, error) {
+	msg := append(append([]byte(`{"jsonrpc":"2.0","id":0,"error":`), raw...), '}')
+	m, err := jsonrpc.DecodeMessage(msg)
+	if err != nil {
+		return nil, err
+	}
+	r, _ := m.(*jsonrpc.Response)
+	var we *jsonrpc.Error
+	if r != nil {
+		we, _ = r.Error.(*jsonrpc.Error)
+	}
+	if we == nil {
+		return nil, errors.New("the answer's error is no JSON-RPC error")
+	}
+	return &wireError{Code: we.Code, Message: we.Message, Data: we.Data}, nil
 }
 
 // resultIsError is the isError of result, a tools/call result as
