@@ -6,7 +6,6 @@ import (
 	"errors"
 	"math"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -52,60 +51,11 @@ type call struct {
 	dataRelease string // the server's data release (its source's), if known
 
 	expected pending // the log was told this call's result is coming
-	// unsettled, while its outcome is not recorded: the proxy's count,
-	// which Close waits for (startCall to withdraw).
-	unsettled *underway
-}
-
-// underway counts what is under way, and tells when none is.
-type underway struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n falls to 0
-}
-
-func (u *underway) begin() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.n == 0 {
-		u.idle = make(chan struct{})
-	}
-	u.n++
-}
-
-func (u *underway) end() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.n--; u.n == 0 {
-		close(u.idle)
-	}
-}
-
-// wait waits until none is under way, at most timeout, and returns how
-// many still are.
-func (u *underway) wait(timeout time.Duration) int {
-	u.mu.Lock()
-	n, idle := u.n, u.idle
-	u.mu.Unlock()
-	if n == 0 {
-		return 0
-	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-idle:
-		return 0
-	case <-t.C:
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.n
 }
 
 // announce tells the log that c's result entry is on its way, if the log
 // can use that. The caller must defer c.withdraw(), so that an
-// announcement is never left open (a panic, a path that does not record),
-// nor the call counted as unsettled.
+// announcement is never left open (a panic, a path that does not record).
 func (p *Proxy) announce(c *call) {
 	if e, ok := p.opts.Log.(expecter); ok {
 		c.expected = e.Expect()
@@ -115,10 +65,6 @@ func (p *Proxy) announce(c *call) {
 func (c *call) withdraw() {
 	if c.expected != nil {
 		c.expected.Cancel()
-	}
-	if c.unsettled != nil {
-		c.unsettled.end()
-		c.unsettled = nil
 	}
 }
 

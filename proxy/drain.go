@@ -122,13 +122,7 @@ func (g *gate) cut() bool {
 // is still under way on any of them is cancelled, and one warning names
 // the servers it was cut on.
 func (p *Proxy) drainAll(gone []*live, idles []<-chan struct{}, bound time.Duration) {
-	all := make(chan struct{})
-	go func() {
-		for _, idle := range idles {
-			<-idle
-		}
-		close(all)
-	}()
+	all := allClosed(idles)
 	t := time.NewTimer(bound)
 	defer t.Stop()
 	select {
@@ -154,6 +148,18 @@ func (p *Proxy) drainAll(gone []*live, idles []<-chan struct{}, bound time.Durat
 		p.logger.Warn("proxy: removed servers' calls were still under way at the end of the drain; cancelling them", "servers", servers, "calls", calls, "drain_timeout", bound)
 	}
 	<-all
+}
+
+// allClosed returns a channel closed once every one of chs is.
+func allClosed(chs []<-chan struct{}) <-chan struct{} {
+	all := make(chan struct{})
+	go func() {
+		for _, c := range chs {
+			<-c
+		}
+		close(all)
+	}()
+	return all
 }
 
 // removedError is what a request for removed server id gets.

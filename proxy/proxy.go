@@ -219,9 +219,6 @@ type Proxy struct {
 	// stopping is set once the sidecar begins to stop: a call cut off
 	// from then on is the sidecar's doing, not its client's (classify).
 	stopping atomic.Bool
-	// unsettled are the calls whose outcome is not yet recorded, which
-	// Close waits for.
-	unsettled underway
 }
 
 // New starts a proxy for opts.Servers. It starts every downstream server
@@ -440,19 +437,22 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 // anything is written or forwarded; the calls under way are cut off at
 // once (the sidecar gave its fronts' requests their time before it
 // closes the proxy) and recorded so, "cut off: provlog was stopping",
-// before Close returns and the caller closes the log. They were not: a
-// stdio server's session waited for its calls to end by their timeouts
-// before it closed, and a call whose outcome came once the log was
-// closed stood in it as a call with no result, as a crash leaves one.
+// before Close returns and the caller closes the log: Close waits (at
+// most the drain timeout) for every request its servers' gates let in
+// to end, as a removed server's drain does. They were not: a stdio
+// server's session waited for its calls to end by their timeouts before
+// it closed, and a call whose outcome came once the log was closed stood
+// in it as a call with no result, as a crash leaves one.
 func (p *Proxy) Close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
 	p.stopping.Store(true)
 	p.cancel()
+	var idles []<-chan struct{}
 	var cut []context.CancelFunc
 	for _, d := range p.downstreams() {
-		d.gate.close()
+		idles = append(idles, d.gate.close())
 		cs, _ := d.gate.expire()
 		cut = append(cut, cs...)
 	}
@@ -464,8 +464,12 @@ func (p *Proxy) Close() error {
 		wg.Go(d.stop) // each may wait for its process to exit
 	}
 	wg.Wait()
-	if n := p.unsettled.wait(p.drainTimeout()); n > 0 {
-		p.logger.Warn("proxy: stopped with calls whose outcome is not recorded; each stays in the log as a call without a result", "calls", n)
+	t := time.NewTimer(p.drainTimeout())
+	defer t.Stop()
+	select {
+	case <-allClosed(idles):
+	case <-t.C:
+		p.logger.Warn("proxy: stopped with requests still under way; a call among them stays in the log as a call without a result", "waited", p.drainTimeout())
 	}
 	p.wg.Wait()
 	return nil

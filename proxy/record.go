@@ -75,13 +75,10 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 		c.secrets = new(callSecrets)
 	}
 	c.secrets.add(secrets)
-	p.unsettled.begin()
 	if err := p.recordCall(ctx, c); err != nil {
-		p.unsettled.end()
 		p.logger.Error("proxy: recording a call failed; the call is refused", "actor", c.actor, "server", c.server, "tool", c.tool, "error", err)
 		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was not made, as the log cannot record it: %v", front, err)
 	}
-	c.unsettled = &p.unsettled
 	p.announce(c)
 	return c, nil
 }
