@@ -527,17 +527,11 @@ func skipSpace(data []byte, i int) int {
 }
 
 // skipString returns the index of the quote that ends the JSON string
-// whose opening quote is data[i], or -1 if it does not end in data.
+// whose opening quote is data[i], or -1 if it does not end in data
+// (stringEnd).
 func skipString(data []byte, i int) int {
-	for i++; i < len(data); i++ {
-		n := bytes.IndexAny(data[i:], `"\`)
-		if n < 0 {
-			return -1
-		}
-		if i += n; data[i] == '"' {
-			return i
-		}
-		i++ // past the backslash; the loop steps past the byte it escapes
+	if end := stringEnd(data, i+1); end < len(data) {
+		return end
 	}
 	return -1
 }

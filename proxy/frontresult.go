@@ -235,7 +235,10 @@ func withoutTop(obj []byte, key string) []byte {
 	if at < 0 {
 		return obj
 	}
-	end := valueEnd(obj, v)
+	end := skipValue(obj, v)
+	if end < 0 {
+		return obj // it does not end: obj is no JSON object
+	}
 	from, to := at, end
 	if k := skipSpace(obj, end); k < len(obj) && obj[k] == ',' {
 		to = k + 1
@@ -250,26 +253,6 @@ func withoutTop(obj []byte, key string) []byte {
 		}
 	}
 	return append(append(make([]byte, 0, len(obj)-(to-from)), obj[:from]...), obj[to:]...)
-}
-
-// valueEnd returns where the JSON value that begins at obj[i] ends (just
-// past it).
-func valueEnd(obj []byte, i int) int {
-	switch obj[i] {
-	case '"':
-		return min(stringEnd(obj, i+1)+1, len(obj))
-	case '{', '[':
-		var sc valueScanner
-		sc.spans = true
-		if end, _ := sc.scan(obj[i:]); end >= 0 {
-			return i + end
-		}
-		return len(obj)
-	}
-	for i < len(obj) && !bytes.ContainsRune([]byte(", \t\r\n}]"), rune(obj[i])) {
-		i++
-	}
-	return i
 }
 
 // keyIs reports whether s, a JSON string as written, is key.
