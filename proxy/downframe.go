@@ -159,7 +159,7 @@ func decodeDownOne(v []byte) (downRead, error) {
 			return downRead{}, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 		return downRead{msg: &jsonrpc.Response{ID: id, Error: stand}, unread: err}, nil
-	case !w.walked && (w.Method != "" || w.Params != nil || namesMethod(v)):
+	case !w.walked && w.named:
 		m, err := jsonrpc.DecodeMessage(v)
 		return downRead{msg: m}, err
 	case w.Version != "2.0":

@@ -12,8 +12,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/provlog/provlog/log"
 )
 
 // deepAnswer is an answer to id whose result nests depth levels.
@@ -254,15 +252,11 @@ func FuzzDecodeDownAsSDK(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","\u006dethod":"x","params":[1e999]}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"result":{"a":"<"},"params":{}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":7.5,"error":{"code":-1,"message":"m","data":[1]}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","ID":2,"id":7,"Result":{"n":1e999},"result":{"n":2e999}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"Error":{"code":1,"message":"x"},"result":{"a":1,"a":2}}`))
 	f.Fuzz(func(t *testing.T, v []byte) {
 		if len(v) == 0 || v[0] != '{' || !json.Valid(v) {
 			return // decodeDown hands decodeDownOne whole objects, a batch's one by one
-		}
-		if _, err := log.Canonicalize(v); err != nil {
-			// Not I-JSON (a number beyond a double, a key twice):
-			// encoding/json reads such a message, which matches member
-			// names regardless of case where go-sdk does not.
-			return
 		}
 		want, werr := jsonrpc.DecodeMessage(v)
 		if werr != nil {

@@ -375,6 +375,9 @@ func FuzzParseWire(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := parseWire(data)
+		if caseVariantKey(data) {
+			return // encoding/json's struct decoding matches these; go-sdk and parseWire do not (TestParseWireExactNames)
+		}
 		var ref wireMessage
 		if jerr := json.Unmarshal(data, &ref); (err == nil) != (jerr == nil) {
 			t.Fatalf("parseWire: %v; encoding/json: %v", err, jerr)
@@ -406,6 +409,61 @@ func FuzzParseWire(f *testing.F) {
 			}
 		}
 	})
+}
+
+// caseVariantKey reports whether data, a JSON object, has a member whose
+// name is one of a JSON-RPC message's in other letter case ("ID",
+// "Result"), at the top or in its error object.
+func caseVariantKey(data []byte) bool {
+	variant := func(raw []byte, names ...string) bool {
+		var top map[string]json.RawMessage
+		json.Unmarshal(raw, &top)
+		for k := range top {
+			for _, n := range names {
+				if k != n && strings.EqualFold(k, n) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	var top map[string]json.RawMessage
+	json.Unmarshal(data, &top)
+	return variant(data, "jsonrpc", "id", "method", "params", "result", "error") ||
+		variant(top["error"], "code", "message", "data") || variant(top["result"], "isError")
+}
+
+// TestParseWireExactNames: a message that is not I-JSON (a number beyond
+// a double) is read with its member names matched exactly, as go-sdk's
+// jsonrpc and parseWire's walk read them; encoding/json's struct
+// decoding took "ID" for "id", "Result" for "result", "IsError" for
+// "isError".
+func TestParseWireExactNames(t *testing.T) {
+	for _, c := range []struct {
+		msg               string
+		id, result        string
+		isError, hasError bool
+	}{
+		{msg: `{"jsonrpc":"2.0","id":1,"Result":{"n":1e999},"result":{"n":2e999}}`, id: "1", result: `{"n":2e999}`},
+		{msg: `{"jsonrpc":"2.0","ID":7,"id":1,"result":{"n":1e999}}`, id: "1", result: `{"n":1e999}`},
+		{msg: `{"jsonrpc":"2.0","id":1,"Result":{"n":1e999}}`, id: "1"},
+		{msg: `{"jsonrpc":"2.0","id":1,"result":{"n":1e999,"IsError":true}}`, id: "1", result: `{"n":1e999,"IsError":true}`},
+		{msg: `{"jsonrpc":"2.0","id":1,"result":{"n":1e999,"isError":true}}`, id: "1", result: `{"n":1e999,"isError":true}`, isError: true},
+		{msg: `{"jsonrpc":"2.0","id":1,"Error":{"code":1,"message":"x"},"result":{"n":1e999}}`, id: "1", result: `{"n":1e999}`},
+		{msg: `{"jsonrpc":"2.0","id":1,"x":1e999,"error":{"code":-32000,"message":"no"}}`, id: "1", hasError: true},
+	} {
+		m, err := parseWire([]byte(c.msg))
+		if err != nil {
+			t.Errorf("%s: %v", c.msg, err)
+			continue
+		}
+		if m.walked {
+			t.Fatalf("%s: read in the one pass; the case wants a message that is not I-JSON", c.msg)
+		}
+		if string(m.ID) != c.id || string(m.Result) != c.result || m.isError != c.isError || (m.Error != nil) != c.hasError {
+			t.Errorf("%s: read id %s result %s isError %v error %+v; want id %s result %s isError %v error %v", c.msg, m.ID, m.Result, m.isError, m.Error, c.id, c.result, c.isError, c.hasError)
+		}
+	}
 }
 
 // FuzzAppendJSONString: appendJSONString writes what json.Marshal writes

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
@@ -106,7 +107,7 @@ type wireMessage struct {
 	resultCanon []byte // Result's canonical form, when it has one
 	isError     bool   // Result's isError
 	// walked: read in the one pass, I-JSON (else by encoding/json);
-	// named: it names a method then (Method "" is one).
+	// named: it has a member "method" (Method "" is one).
 	walked, named bool
 }
 
@@ -158,9 +159,36 @@ func parseWire(data []byte) (*wireMessage, error) {
 		m.walked = true
 		return &m, nil
 	}
-	m = wireMessage{}
-	if err := json.Unmarshal(data, &m); err != nil {
+	return parseWireExact(data)
+}
+
+// parseWireExact reads a message that is not I-JSON (a number beyond a
+// double, a key twice, a method that is no string) with encoding/json,
+// its member names matched exactly as go-sdk's jsonrpc matches them
+// (encoding/json's struct decoding took "ID" for "id", "Result" for
+// "result"); of a key twice the last counts, as with both.
+func parseWireExact(data []byte) (*wireMessage, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
 		return nil, err
+	}
+	var m wireMessage
+	for _, f := range [...]struct {
+		name string
+		into any
+	}{{"jsonrpc", &m.Version}, {"id", &m.ID}, {"method", &m.Method}, {"params", &m.Params}, {"result", &m.Result}} {
+		if raw, ok := top[f.name]; ok {
+			if err := json.Unmarshal(raw, f.into); err != nil {
+				return nil, fmt.Errorf("the message's %q: %w", f.name, err)
+			}
+		}
+	}
+	_, m.named = top["method"]
+	if raw, ok := top["error"]; ok && string(raw) != "null" {
+		var err error
+		if m.Error, err = wireErrorOf(raw); err != nil {
+			return nil, err
+		}
 	}
 	m.isError = resultIsError(m.Result, nil)
 	return &m, nil
@@ -188,21 +216,19 @@ func wireErrorOf(raw []byte) (*wireError, error) {
 }
 
 // resultIsError is the isError of result, a tools/call result as
-// received: read from its canonical form canon where it has one (the
-// member named exactly "isError", true), as parseWire's walk reads it;
-// otherwise as encoding/json reads it. false if result is not an object,
-// or its isError no boolean.
+// received: the member named exactly "isError" (as go-sdk matches it),
+// true; read from its canonical form canon where it has one, as
+// parseWire's walk reads it, otherwise with encoding/json. false if
+// result is not an object, or its isError not true.
 func resultIsError(result json.RawMessage, canon []byte) bool {
 	if canon != nil {
 		return canonTopTrue(canon, `"isError":`)
 	}
-	var r struct {
-		IsError bool `json:"isError"`
-	}
+	var r map[string]json.RawMessage
 	if len(result) > 0 {
 		json.Unmarshal(result, &r)
 	}
-	return r.IsError
+	return string(r["isError"]) == "true"
 }
 
 // canonString returns the string a JSON value in canonical form holds,
