@@ -413,17 +413,6 @@ func (k *keptStreams) deliveredKeep() time.Duration {
 	return deliveredKeep
 }
 
-// testingOnlySetDeliveredKeep sets how long a delivered stream is kept,
-// for the streams kept already too.
-func (k *keptStreams) testingOnlySetDeliveredKeep(d time.Duration) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.testingOnlyDeliveredKeep = d
-	if k.timer != nil {
-		k.timer.Reset(0)
-	}
-}
-
 // list returns the list s belongs in.
 func (k *keptStreams) list(s *callStream) *list.List {
 	if s.at.IsZero() {

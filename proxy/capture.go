@@ -41,11 +41,11 @@ type capture struct {
 	mu      sync.Mutex
 	pending *pendingCalls
 	ids     []jsonrpc.ID
-	raws    []json.RawMessage // in arrival order
-	wireErr *jsonrpc.Error    // the last error response, as received
-	empty   bool              // the last response held neither a result nor an error
-	canon   []byte            // the last raw result's canonical form, if its reader made it (stdioConn)
-	unread  error             // why the last response could not be read (stdioConn, the HTTP tees)
+	raw     json.RawMessage // the last result received, as received
+	wireErr *jsonrpc.Error  // the last error response, as received
+	empty   bool            // the last response held neither a result nor an error
+	canon   []byte          // the last raw result's canonical form, if its reader made it (stdioConn)
+	unread  error           // why the last response could not be read (stdioConn, the HTTP tees)
 	// taken: the results are the capture's alone. A stdio server's
 	// answer with one is not given to go-sdk, which would decode it into
 	// its types only for the caller to judge the result as received;
@@ -64,10 +64,7 @@ func withCapture(ctx context.Context, c *capture) context.Context {
 func (c *capture) last() json.RawMessage {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.raws) == 0 {
-		return nil
-	}
-	return c.raws[len(c.raws)-1]
+	return c.raw
 }
 
 // lastCanon returns the canonical form of the last raw result, if its
@@ -110,13 +107,6 @@ func (c *capture) unreadable() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.unread
-}
-
-// all returns every raw result received, in order.
-func (c *capture) all() []json.RawMessage {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]json.RawMessage(nil), c.raws...)
 }
 
 // done forgets the ids still waiting: a cancelled call never gets its
@@ -225,8 +215,10 @@ func (p *pendingCalls) deliver(msg jsonrpc.Message, canon []byte) *capture {
 	cp := v.(*capture)
 	cp.mu.Lock()
 	if resp.Error == nil {
-		cp.raws = append(cp.raws, bytes.Clone(resp.Result))
-		cp.canon = canon
+		// The result is the message's own: parseWire and go-sdk's
+		// jsonrpc decoding (a RawMessage is copied) each make it afresh,
+		// and no one writes to it.
+		cp.raw, cp.canon = resp.Result, canon
 	}
 	cp.wireErr, cp.empty = we, resp.Error == nil && resp.Result == nil
 	cp.mu.Unlock()

@@ -112,13 +112,6 @@ func (t *parking) ended(pc *parkedCall) {
 	}
 }
 
-// size is the number of parked calls not ended, for tests and status.
-func (t *parking) size() (waiting, live int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.m), t.live
-}
-
 // actor is the actor whose call or read pc is.
 func (pc *parkedCall) actor() string {
 	if pc.read != nil {

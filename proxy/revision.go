@@ -159,12 +159,6 @@ func (n *newerSession) current() *mcp.ClientSession {
 	return sup.current()
 }
 
-func (n *newerSession) isRefused() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.refused
-}
-
 // stop closes the newer session, if there is one.
 func (n *newerSession) stop() {
 	n.mu.Lock()

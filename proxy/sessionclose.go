@@ -44,9 +44,6 @@ func (fs *frontSession) release() {
 	fs.use.Add(^uint64(0))
 }
 
-// inProgress returns how many of the session's POSTs are in progress.
-func (fs *frontSession) inProgress() int { return int(fs.use.Load() & useActive) }
-
 // closed reports whether the session was closed: its requests are
 // answered as an unknown session's, even before the proxy forgets it.
 func (fs *frontSession) closed() bool { return fs.use.Load()&useClosed != 0 }

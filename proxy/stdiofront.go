@@ -207,13 +207,6 @@ func (l *lineWriter) Close() error {
 	return nil
 }
 
-// droppedTotal is how many notifications l dropped.
-func (l *lineWriter) droppedTotal() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.drops.total
-}
-
 // frontPipe is the front transport over r and w, and the front that
 // reads through it: the SDK's connection (idTransport's) reads what the
 // front did not take.
