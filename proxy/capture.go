@@ -459,47 +459,55 @@ func namesMethod(data []byte) bool {
 
 // topMember returns the value of the top-level member name of data, a
 // JSON object, as it stands there, and whether it found it (an empty
-// value if it does not end). It reads keys, and the values before that
-// member only as far as their ends, however deep they nest; not finding
-// it is also "not sure" (a key with escapes, broken JSON).
+// value if it does not end); not finding it is also "not sure" (broken
+// JSON before it). See topMemberAt.
 func topMember(data []byte, name string) ([]byte, bool) {
+	at, v, end := topMemberAt(data, name)
+	if at < 0 {
+		return nil, false
+	}
+	if end < 0 {
+		return nil, true
+	}
+	return data[v:end], true
+}
+
+// topMemberAt finds the first top-level member name of data, a JSON
+// object as received (white space and escapes as its writer chose; a key
+// with an escape is decoded to be compared, as go-sdk reads it): at is
+// where its key's quote is, v where its value begins and end just past
+// it (-1 if it does not end). at is -1 if data has no such member, or is
+// no JSON object as far as it was read. The values before the member are
+// read only to their ends, however deep they nest: one pass, linear in
+// data.
+func topMemberAt(data []byte, name string) (at, v, end int) {
 	i := skipSpace(data, 0)
 	if i == len(data) || data[i] != '{' {
-		return nil, false
+		return -1, -1, -1
 	}
 	for {
 		i = skipSpace(data, i+1)
 		if i == len(data) || data[i] != '"' {
-			return nil, false
+			return -1, -1, -1
 		}
-		end := skipString(data, i)
+		kend := skipString(data, i)
+		if kend < 0 {
+			return -1, -1, -1
+		}
+		colon := skipSpace(data, kend+1)
+		if colon == len(data) || data[colon] != ':' {
+			return -1, -1, -1
+		}
+		v = skipSpace(data, colon+1)
+		end = skipValue(data, v)
+		if keyIs(data[i:kend+1], name) {
+			return i, v, end
+		}
 		if end < 0 {
-			return nil, false
+			return -1, -1, -1
 		}
-		key := data[i+1 : end]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return nil, false
-		}
-		i = skipSpace(data, end+1)
-		if string(key) == name {
-			if i == len(data) || data[i] != ':' {
-				return nil, true
-			}
-			i = skipSpace(data, i+1)
-			j := skipValue(data, i)
-			if j < 0 {
-				return nil, true
-			}
-			return data[i:j], true
-		}
-		if i == len(data) || data[i] != ':' {
-			return nil, false
-		}
-		if i = skipValue(data, skipSpace(data, i+1)); i < 0 {
-			return nil, false
-		}
-		if i = skipSpace(data, i); i == len(data) || data[i] != ',' {
-			return nil, false
+		if i = skipSpace(data, end); i == len(data) || data[i] != ',' {
+			return -1, -1, -1
 		}
 	}
 }

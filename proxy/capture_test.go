@@ -26,7 +26,10 @@ var namesMethodCases = []struct {
 	{`{"jsonrpc":"2.0","id":1,"error":{"code":-32042,"message":"no \"method\" here"}}`, false},
 	{`{"jsonrpc":"2.0","id":1,"result":{"method":"x"}}`, false},
 	{`{"jsonrpc":"2.0","id":1,"result":{}}`, false},
-	{`{"\u006dethod":"x"}`, false}, // go-sdk reads "method"; too rare to be read here
+	{`{"\u006dethod":"x"}`, true}, // go-sdk reads "method" too
+	{`{"\u006dethod":"x","id":1,"result":{}}`, true},
+	{`{"method\u0000":"x","id":1,"result":{}}`, false},
+	{`{"method"}`, false},
 	{`{"jsonrpc":"2.0","id":1,"result":{}`, false},
 	{`[{"jsonrpc":"2.0","method":"x"}]`, false},
 	{`{"a" "method":"x"}`, false},

@@ -185,44 +185,10 @@ func (d *downstream) spliced(raw, canon []byte) (at int, ok bool) {
 }
 
 // rawTop returns where the value of the top-level member key of obj, a
-// JSON object as received (white space and escapes as its writer chose),
-// begins, or -1 if it has none (rawTopMember).
+// JSON object as received, begins, or -1 if it has none (topMemberAt).
 func rawTop(obj []byte, key string) int {
-	_, at := rawTopMember(obj, key)
-	return at
-}
-
-// rawTopMember returns where the first top-level member key of obj, a
-// JSON object as received, begins (its key's quote) and where its value
-// begins, or -1 and -1 if it has none. A key with an escape in it is
-// decoded to be compared. One pass over obj, linear in it.
-func rawTopMember(obj []byte, key string) (keyAt, valueAt int) {
-	depth, isKey := 0, false
-	for i := 0; i < len(obj); i++ {
-		switch c := obj[i]; c {
-		case '"':
-			end := stringEnd(obj, i+1)
-			if depth == 1 && isKey && end < len(obj) && keyIs(obj[i:end+1], key) {
-				j := end + 1
-				for j < len(obj) && (obj[j] == ' ' || obj[j] == '\t' || obj[j] == '\r' || obj[j] == '\n' || obj[j] == ':') {
-					j++
-				}
-				if j < len(obj) {
-					return i, j
-				}
-				return -1, -1
-			}
-			isKey, i = false, end
-		case '{', '[':
-			depth++
-			isKey = c == '{' && depth == 1
-		case '}', ']':
-			depth--
-		case ',':
-			isKey = depth == 1
-		}
-	}
-	return -1, -1
+	_, v, _ := topMemberAt(obj, key)
+	return v
 }
 
 // withoutTop is obj, a JSON object as received, without its first
@@ -231,13 +197,9 @@ func rawTopMember(obj []byte, key string) (keyAt, valueAt int) {
 // obj as it is if it has no such member. What is left of obj is as it
 // was.
 func withoutTop(obj []byte, key string) []byte {
-	at, v := rawTopMember(obj, key)
-	if at < 0 {
-		return obj
-	}
-	end := skipValue(obj, v)
-	if end < 0 {
-		return obj // it does not end: obj is no JSON object
+	at, _, end := topMemberAt(obj, key)
+	if at < 0 || end < 0 {
+		return obj // none, or it does not end: obj is no JSON object
 	}
 	from, to := at, end
 	if k := skipSpace(obj, end); k < len(obj) && obj[k] == ',' {
