@@ -1,9 +1,13 @@
 package proxy
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // The requests of each path, under one id: a plain tools/call (the fast
@@ -146,4 +150,25 @@ func TestIDFreeOnceSDKAnswered(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDuplicateIDWords: the refusal names the id as go-sdk's streamable
+// handler does ("duplicate in-flight request ID %v" of the id it
+// decoded): a string without its quotes, a number as the integer it is.
+// It quoted a string id ("\"a\"") where go-sdk does not.
+func TestDuplicateIDWords(t *testing.T) {
+	for _, raw := range []string{`7`, `7.0`, `1e2`, `"a"`, `"\u0061b"`, `"x y"`, `-3`} {
+		var v any
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			t.Fatal(err)
+		}
+		id, err := jsonrpc.MakeID(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("duplicate in-flight request ID %v", id.Raw()) // go-sdk's streamable.go
+		if got := duplicateID(json.RawMessage(raw)).Message; got != want {
+			t.Errorf("id %s: %q, want %q", raw, got, want)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -67,9 +68,14 @@ func (ids *frontIDs) cancel(key string) bool {
 	return ok
 }
 
-// duplicateID is the refusal of a request under id, an id in progress.
+// duplicateID is the refusal of a request under id, an id in progress,
+// in go-sdk's words: the id as it reads it (a string unquoted, 7.0 as 7).
 func duplicateID(id json.RawMessage) *jsonrpc.Error {
-	return rpcError(jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID %s", truncate(string(bytes.TrimSpace(id)), 64))
+	shown := string(bytes.TrimSpace(id))
+	if rid, ok := answerID(id); ok {
+		shown = fmt.Sprint(rid.Raw())
+	}
+	return rpcError(jsonrpc.CodeInvalidRequest, "duplicate in-flight request ID %s", truncate(shown, 64))
 }
 
 // refuseDuplicate answers a POST whose request, under id, was refused as
