@@ -36,11 +36,11 @@ import (
 //     that long: the client's CPU a call grows with its calls' latency
 //     (fewer answers a wake-up), whatever the bytes.
 //
-// Session clientcpu (2 cores, noisy; 8 alternating rounds of 5,000 calls,
-// means): everything 257, provlog-noreceipt 251, provlog 277,
-// everything-receipt 288 µs; everything 249, -10ms 292, -30ms 392 µs
-// (4 rounds). provlog's framing costs the client nothing; its receipt
-// costs go-sdk's decoding of _meta into map[string]any some 25–30 µs.
+// Session clientcpu (2 cores, noisy; six alternating rounds of 5,000
+// calls, means): everything 279, provlog-noreceipt 282, provlog 320,
+// everything-receipt 322, everything-10ms 346, everything-30ms 470 µs.
+// provlog's framing costs the client nothing; its receipt some 40 µs
+// (go-sdk decoding _meta into map[string]any); latency more than either.
 //
 //	go test ./proxy -run '^$' -bench ClientAnswer -benchtime 5000x
 func BenchmarkClientAnswer(b *testing.B) {
