@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -44,8 +45,8 @@ import (
 //
 //	go test ./proxy -run '^$' -bench ClientAnswer -benchtime 5000x
 func BenchmarkClientAnswer(b *testing.B) {
-	srv := exec.Command(os.Args[0], "-test.run=^TestClientAnswerServer$")
-	srv.Env = append(os.Environ(), "PROVLOG_CLIENTANSWER_SERVER=127.0.0.1:0")
+	srv := exec.Command(os.Args[0], "-test.run=^$")
+	srv.Env = append(os.Environ(), clientAnswerEnv+"=127.0.0.1:0")
 	out, err := srv.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -102,23 +103,24 @@ func BenchmarkClientAnswer(b *testing.B) {
 	}
 }
 
-// TestClientAnswerServer is BenchmarkClientAnswer's server, when it runs
-// it: it serves each of clientAnswers at /NAME until killed.
-func TestClientAnswerServer(t *testing.T) {
-	addr := os.Getenv("PROVLOG_CLIENTANSWER_SERVER")
-	if addr == "" {
-		t.Skip("BenchmarkClientAnswer's server")
-	}
+// clientAnswerEnv, set to an address, makes the test binary
+// BenchmarkClientAnswer's server (TestMain): it serves each of
+// clientAnswers at /NAME until killed.
+const clientAnswerEnv = "PROVLOG_CLIENTANSWER_SERVER"
+
+func runClientAnswerServer() {
 	mux := http.NewServeMux()
 	for _, a := range clientAnswers() {
 		mux.Handle("/"+a.name, a)
 	}
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", os.Getenv(clientAnswerEnv))
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	os.Stdout.WriteString("listening " + l.Addr().String() + "\n")
-	t.Fatal(http.Serve(l, mux))
+	fmt.Fprintln(os.Stderr, http.Serve(l, mux))
+	os.Exit(1)
 }
 
 // A clientAnswer answers a session's requests as one server would.
