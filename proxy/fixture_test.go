@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 		runRawServer() // downprobe_test.go
 		return
 	}
+	if os.Getenv(clientAnswerEnv) != "" {
+		runClientAnswerServer() // clientcost_bench_test.go
+		return
+	}
 	os.Exit(m.Run())
 }
 
