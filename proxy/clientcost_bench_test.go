@@ -162,12 +162,7 @@ func (a clientAnswer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		return
 	}
-	body, _ := io.ReadAll(r.Body)
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	json.Unmarshal(body, &m)
+	m := readIDMethod(r)
 	switch {
 	case m.ID == nil:
 		w.WriteHeader(http.StatusAccepted)

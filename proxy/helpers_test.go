@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -29,4 +31,20 @@ func postMCP(t *testing.T, url, body string, header map[string]string) (*http.Re
 	b, _ := io.ReadAll(resp.Body) // a cut answer is for the caller to judge
 	resp.Body.Close()
 	return resp, string(b)
+}
+
+// idMethod is the id and method of a JSON-RPC message.
+type idMethod struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+}
+
+// readIDMethod reads r's body, one JSON-RPC message, for its id and
+// method (zero if it is none), and leaves it to be read again.
+func readIDMethod(r *http.Request) idMethod {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var m idMethod
+	json.Unmarshal(body, &m)
+	return m
 }

@@ -106,15 +106,9 @@ func wireDownstreamOf(t testing.TB, results map[string]string) string {
 			sdk.ServeHTTP(w, r)
 			return
 		}
-		body, _ := io.ReadAll(r.Body)
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		json.Unmarshal(body, &m)
+		m := readIDMethod(r)
 		result, ok := results[m.Method]
 		if !ok {
-			r.Body = io.NopCloser(bytes.NewReader(body))
 			sdk.ServeHTTP(w, r)
 			return
 		}
