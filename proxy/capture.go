@@ -350,8 +350,8 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	req = req.Clone(req.Context())
 	configHeaders(t.headers, req.Header.Set)
 	// Only the answer to a captured request or a listen, or a resumed
-	// stream (which may carry one), is read through: decoding every
-	// message twice would double the client's work.
+	// stream (which may carry one), is read through and decoded: decoding
+	// every message twice would double the client's work.
 	tee := req.Method == http.MethodGet && req.Header.Get("Last-Event-ID") != ""
 	var listen jsonrpc.ID // the listen sent, if it is one whose refusal is wanted
 	if req.Method == http.MethodPost && req.GetBody != nil {
@@ -375,16 +375,19 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	if listen.IsValid() && !t.listenAnswered(req.Context(), listen, resp, err) {
 		return resp, err
 	}
-	if err != nil || resp.Body == nil || !tee {
+	// Any other POST's answer is read through for its depth alone: one
+	// nested deeper than go-sdk reads would end its connection.
+	depthOnly := !tee && req.Method == http.MethodPost
+	if err != nil || resp.Body == nil || !tee && !depthOnly {
 		return resp, err
 	}
 	ls := listenStream{id: listen, ctx: req.Context()}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
-		resp.Body = &jsonTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls}
+		resp.Body = &jsonTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls, depthOnly: depthOnly}
 	case "text/event-stream":
-		resp.Body = &sseTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls}
+		resp.Body = &sseTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls, depthOnly: depthOnly}
 	}
 	return resp, nil
 }

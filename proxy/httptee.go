@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -10,9 +11,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// The tees of a streamable HTTP server's answers to captured requests
-// (captureRoundTripper): they read the response body through under
-// go-sdk, and deliver the answers they carry to their captures.
+// The tees of a streamable HTTP server's answers (captureRoundTripper):
+// they read the response body through under go-sdk, deliver the answers
+// to captured requests to their captures, and stand in for any answer
+// nested deeper than go-sdk reads, which would end its connection to the
+// server (heldDeep): a request's, captured or not, fails alone.
 
 // jsonTee reads a JSON response body through and delivers the message it
 // holds when the body ends, before the reader sees any of it (the SDK
@@ -24,15 +27,26 @@ type jsonTee struct {
 	io.ReadCloser
 	pending *pendingCalls
 	listen  listenStream
-	rest    []byte // the body as go-sdk reads it, not yet read
-	err     error  // the end of the body, once read
+	// depthOnly: the answer is to a request the proxy does not capture:
+	// it is not decoded, only looked at for a depth go-sdk does not read.
+	depthOnly bool
+	rest      []byte // the body as go-sdk reads it, not yet read
+	err       error  // the end of the body, once read
 }
+
+// errNotDecoded is a depth-only tee's decoding (jsonTee, sseTee).
+var errNotDecoded = errors.New("not decoded")
 
 func (j *jsonTee) Read(p []byte) (int, error) {
 	if j.err == nil {
 		b, err := io.ReadAll(j.ReadCloser)
 		j.err = cmp.Or(err, io.EOF)
-		if msg, derr := jsonrpc.DecodeMessage(b); derr == nil {
+		var msg jsonrpc.Message
+		derr := errNotDecoded
+		if !j.depthOnly {
+			msg, derr = jsonrpc.DecodeMessage(b)
+		}
+		if derr == nil {
 			j.pending.deliver(msg, nil)
 		} else if pastSDKDepth(b) {
 			if stand, h, id, ok := heldDeep(b); ok {
@@ -73,6 +87,9 @@ type sseTee struct {
 	last    int          // where the last event fed ends there
 	stands  []sseStandIn // the events fed with a stand-in
 	err     error        // the stream's end, once read
+	// depthOnly: as jsonTee's; an answer nested too deep is stood in for
+	// all the same.
+	depthOnly bool
 }
 
 // An sseStandIn is an event of an sseTee's (from, to) whose data lines go to
@@ -171,9 +188,13 @@ func (s *sseTee) deliver(data []byte) bool {
 	if namesMethod(data) {
 		return true
 	}
-	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-		s.pending.deliver(msg, nil)
-	} else if pastSDKDepth(data) {
+	if !s.depthOnly {
+		if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+			s.pending.deliver(msg, nil)
+			return true
+		}
+	}
+	if pastSDKDepth(data) {
 		if stand, h, id, ok := heldDeep(data); ok {
 			s.pending.held(id, h)
 			s.stands = append(s.stands, sseStandIn{from, s.last, stand})

@@ -47,3 +47,47 @@ func TestSSETeeHoldsDeepAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestDepthOnlyTees: under a request the proxy does not capture, a tee
+// decodes nothing (a capture waiting under the answer's id gets nothing:
+// the client's work is not doubled) and passes every byte on as it came,
+// but for an answer nested deeper than go-sdk reads, for which go-sdk
+// reads an error answer to its id.
+func TestDepthOnlyTees(t *testing.T) {
+	deep := `{"jsonrpc":"2.0","id":2,"result":{"d":` + nested(1001) + `}}`
+	plain := `{"jsonrpc":"2.0","id":1,"result":{}}`
+	for _, tc := range []struct {
+		name     string
+		tee      func(body string, p *pendingCalls) io.Reader
+		body     string
+		want     string
+		deepCase bool
+	}{
+		{"sse plain", func(b string, p *pendingCalls) io.Reader {
+			return &sseTee{ReadCloser: io.NopCloser(strings.NewReader(b)), pending: p, depthOnly: true}
+		}, "data: " + plain + "\n\n", "data: " + plain + "\n\n", false},
+		{"sse deep", func(b string, p *pendingCalls) io.Reader {
+			return &sseTee{ReadCloser: io.NopCloser(strings.NewReader(b)), pending: p, depthOnly: true}
+		}, "id: e\ndata: " + deep + "\n\n", "id: e\ndata: " + standIn(`2`) + "\n\n", true},
+		{"json plain", func(b string, p *pendingCalls) io.Reader {
+			return &jsonTee{ReadCloser: io.NopCloser(strings.NewReader(b)), pending: p, depthOnly: true}
+		}, plain, plain, false},
+		{"json deep", func(b string, p *pendingCalls) io.Reader {
+			return &jsonTee{ReadCloser: io.NopCloser(strings.NewReader(b)), pending: p, depthOnly: true}
+		}, deep, standIn(`2`), true},
+	} {
+		p := &pendingCalls{}
+		cp := &capture{}
+		for _, n := range []float64{1, 2} {
+			id, _ := jsonrpc.MakeID(n)
+			p.m.Store(id, cp)
+		}
+		got, err := io.ReadAll(tc.tee(tc.body, p))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%s: go-sdk read %.120q, %v; want %.120q", tc.name, got, err, tc.want)
+		}
+		if r := cp.last(); r != nil && !tc.deepCase {
+			t.Errorf("%s: the tee decoded the answer (the capture got %.80q)", tc.name, r)
+		}
+	}
+}
