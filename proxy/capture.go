@@ -375,9 +375,10 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	if listen.IsValid() && !t.listenAnswered(req.Context(), listen, resp, err) {
 		return resp, err
 	}
-	// Any other POST's answer is read through for its depth alone: one
-	// nested deeper than go-sdk reads would end its connection.
-	depthOnly := !tee && req.Method == http.MethodPost
+	// Any other POST's answer, and a stream of the server's messages
+	// (GET), is read through for its depth alone: a message nested deeper
+	// than go-sdk reads would end its connection.
+	depthOnly := !tee && (req.Method == http.MethodPost || req.Method == http.MethodGet)
 	if err != nil || resp.Body == nil || !tee && !depthOnly {
 		return resp, err
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -65,4 +67,107 @@ func TestHTTPDeepAnswerUncaptured(t *testing.T) {
 	if n := inits.Load(); n != 1 {
 		t.Errorf("the proxy connected to the server %d times, want once: the deep answer ended its connection", n)
 	}
+}
+
+// TestHTTPDeepNotification: a notification of an HTTP server's nested
+// deeper than go-sdk reads, on the stream of a request go-sdk sends for
+// the proxy (completion/complete), does not end the connection: go-sdk
+// reads it as one whose params it cannot read (shallowed), and the
+// request's answer reaches the client on the same session. It ended
+// go-sdk's connection, failing the request.
+func TestHTTPDeepNotification(t *testing.T) {
+	var inits atomic.Int32
+	srv := mcp.NewServer(&mcp.Implementation{Name: "deep", Version: "1"}, &mcp.ServerOptions{
+		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return &mcp.CompleteResult{}, nil
+		},
+	})
+	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	srv.AddPrompt(&mcp.Prompt{Name: "p", Arguments: []*mcp.PromptArgument{{Name: "a"}}}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m := readIDMethod(r)
+		switch m.Method {
+		case "initialize":
+			inits.Add(1)
+		case "completion/complete":
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":`+nested(1001)+"}}\n\n")
+			io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"completion":{"values":["made"]}}}`+"\n\n")
+			return
+		}
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(down.Close)
+	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "h", URL: down.URL}}, nil)
+	waitRouted(t, p, "h__x")
+	pc := newPipeClient(t, p)
+	pc.send(`{"jsonrpc":"2.0","id":2,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"h__p"},"argument":{"name":"a","value":""}}}`)
+	if got := pc.read(); !bytes.Contains(got, []byte(`"made"`)) {
+		t.Errorf("a completion whose stream holds a notification nested too deep: %.300s", got)
+	}
+	if n := inits.Load(); n != 1 {
+		t.Errorf("the proxy connected to the server %d times, want once: the deep notification ended its connection", n)
+	}
+}
+
+// TestShallowed: a server's request or notification nested deeper than
+// go-sdk reads is read by go-sdk as one with its id and method and params
+// it cannot decode, so that a request is answered with an error alone.
+func TestShallowed(t *testing.T) {
+	deep := nested(1001)
+	for _, tc := range []struct{ msg, id, method string }{
+		{`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":` + deep + `,"maxTokens":5}}`, `"s1"`, "sampling/createMessage"},
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"d":` + deep + `}}`, ``, "notifications/progress"},
+		{`{"params":{"d":` + deep + `},"id":7,"jsonrpc":"2.0","me\u0074hod":"elicitation/create"}`, `7`, "elicitation/create"},
+	} {
+		var wantID jsonrpc.ID // none: a notification
+		if tc.id != "" {
+			var v any
+			json.Unmarshal([]byte(tc.id), &v)
+			wantID, _ = jsonrpc.MakeID(v)
+		}
+		stand, ok := shallowed([]byte(tc.msg))
+		if !ok {
+			t.Errorf("%.60s: no stand-in", tc.msg)
+			continue
+		}
+		m, err := jsonrpc.DecodeMessage(stand)
+		req, isReq := m.(*jsonrpc.Request)
+		if err != nil || !isReq || req.Method != tc.method || req.ID != wantID {
+			t.Errorf("%.60s: go-sdk reads %s as %#v, %v", tc.msg, stand, m, err)
+			continue
+		}
+		var params mcp.CreateMessageParams
+		if json.Unmarshal(req.Params, &params) == nil {
+			t.Errorf("%.60s: its params %s decode", tc.msg, req.Params)
+		}
+	}
+	if _, ok := shallowed([]byte(`{"jsonrpc":"2.0","method":` + deep + `}`)); ok {
+		t.Error("a method that is no string was stood in for")
+	}
+}
+
+// FuzzShallowed: whatever shallowed stands in for a message with, go-sdk
+// reads as a request or notification whose params are deepParams.
+func FuzzShallowed(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"d":[[[]]]}}`))
+	f.Add([]byte(`{"method":"notifications/progress"}`))
+	f.Add([]byte(`{"id":null,"method":"\u0078"}`))
+	f.Add([]byte(`{"id":1.5,"method":"x"}`))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		stand, ok := shallowed(v)
+		if !ok {
+			return
+		}
+		m, err := jsonrpc.DecodeMessage(stand)
+		req, isReq := m.(*jsonrpc.Request)
+		if err != nil || !isReq || string(req.Params) != deepParams {
+			t.Fatalf("%q stood in for by %s, which go-sdk reads as %#v, %v", v, stand, m, err)
+		}
+	})
 }

@@ -208,6 +208,38 @@ func standInFor(v []byte) (*jsonrpc.Error, jsonrpc.ID, bool) {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: deepStandIn}, id, ok
 }
 
+// deepParams stands in for the params of a server's request or
+// notification nested deeper than go-sdk reads (shallowed): a string where
+// go-sdk wants an object, so that its decoding of the params fails and it
+// answers such a request as one whose params it cannot read (-32602),
+// where the message whole would have ended its connection.
+const deepParams = `"provlog: a message nested deeper than go-sdk reads"`
+
+// shallowed returns what go-sdk reads in place of v, a server's request
+// or notification nested deeper than it reads: its id and method, its
+// params deepParams; false if v is none (its method no string, its id no
+// id).
+func shallowed(v []byte) ([]byte, bool) {
+	rawMethod, ok := topMember(v, "method")
+	var method string
+	if !ok || json.Unmarshal(rawMethod, &method) != nil {
+		return nil, false
+	}
+	b := []byte(`{"jsonrpc":"2.0",`)
+	if rawID, found := topMember(v, "id"); found && string(rawID) != "null" {
+		id, ok := answerID(rawID)
+		if !ok {
+			return nil, false
+		}
+		idJSON, _ := json.Marshal(id.Raw())
+		b = append(append(append(b, `"id":`...), idJSON...), ',')
+	}
+	// Written here, not by go-sdk's encoding, which leaves out a method
+	// that is "" (go-sdk reads one that is there as a request).
+	b = appendJSONString(append(b, `"method":`...), method)
+	return append(b, `,"params":`+deepParams+`}`...), true
+}
+
 // response is w, an answer, as go-sdk's message, under id.
 func (w *wireMessage) response(id jsonrpc.ID) *jsonrpc.Response {
 	if w.Error != nil {

@@ -186,6 +186,13 @@ func (s *sseTee) deliver(data []byte) bool {
 	from := s.last
 	s.last = s.base + s.events.fed
 	if namesMethod(data) {
+		// go-sdk reads it: as it came, or, nested too deep, as a message
+		// whose params it cannot read (shallowed), which fails alone.
+		if pastSDKDepth(data) {
+			if stand, ok := shallowed(data); ok {
+				s.stands = append(s.stands, sseStandIn{from, s.last, stand})
+			}
+		}
 		return true
 	}
 	if !s.depthOnly {
