@@ -24,38 +24,12 @@ import (
 // captured requests): the proxy restarted the server's connection, and
 // the call after it failed ("the server no longer knows the session").
 func TestHTTPDeepAnswerUncaptured(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "deep", Version: "1"}, &mcp.ServerOptions{
-		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-			return &mcp.CompleteResult{}, nil
-		},
+	var deep atomic.Int32
+	pc, inits := deepCompletionProxy(t, func(w io.Writer, id json.RawMessage) {
+		deep.Add(1)
+		io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(id)+`,"result":{"completion":{"values":[]},"d":`+nested(1001)+"}}\n\n")
 	})
-	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "made"}}}, nil
-	})
-	srv.AddPrompt(&mcp.Prompt{Name: "p", Arguments: []*mcp.PromptArgument{{Name: "a"}}}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		return &mcp.GetPromptResult{}, nil
-	})
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	var inits, deep atomic.Int32
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m := readIDMethod(r)
-		switch m.Method {
-		case "initialize":
-			inits.Add(1)
-		case "completion/complete":
-			deep.Add(1)
-			w.Header().Set("Content-Type", "text/event-stream")
-			io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"completion":{"values":[]},"d":`+nested(1001)+"}}\n\n")
-			return
-		}
-		sdk.ServeHTTP(w, r)
-	}))
-	t.Cleanup(down.Close)
-
-	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "h", URL: down.URL}}, nil)
-	waitRouted(t, p, "h__x")
-	pc := newPipeClient(t, p)
-	pc.send(`{"jsonrpc":"2.0","id":2,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"h__p"},"argument":{"name":"a","value":""}}}`)
+	pc.send(deepCompletion)
 	got := pc.read()
 	if deep.Load() != 1 || !bytes.Contains(got, []byte(`"error"`)) || !strings.Contains(string(got), deepStandIn) {
 		t.Errorf("the completion answered %d times nested too deep: the client got %.300s, want an error saying so", deep.Load(), got)
@@ -76,19 +50,43 @@ func TestHTTPDeepAnswerUncaptured(t *testing.T) {
 // request's answer reaches the client on the same session. It ended
 // go-sdk's connection, failing the request.
 func TestHTTPDeepNotification(t *testing.T) {
-	var inits atomic.Int32
+	pc, inits := deepCompletionProxy(t, func(w io.Writer, id json.RawMessage) {
+		io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":`+nested(1001)+"}}\n\n")
+		io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(id)+`,"result":{"completion":{"values":["made"]}}}`+"\n\n")
+	})
+	pc.send(deepCompletion)
+	if got := pc.read(); !bytes.Contains(got, []byte(`"made"`)) {
+		t.Errorf("a completion whose stream holds a notification nested too deep: %.300s", got)
+	}
+	if n := inits.Load(); n != 1 {
+		t.Errorf("the proxy connected to the server %d times, want once: the deep notification ended its connection", n)
+	}
+}
+
+// deepCompletion is a client's completion/complete for the prompt of
+// deepCompletionProxy's server.
+const deepCompletion = `{"jsonrpc":"2.0","id":2,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"h__p"},"argument":{"name":"a","value":""}}}`
+
+// deepCompletionProxy is a stdio client of a proxy in front of a real
+// go-sdk server over HTTP ("h": a tool x that answers "made", a prompt p
+// with completions) whose completion/complete is answered by complete,
+// on an event stream, under the request's id; and the count of the
+// server's initialize requests (the proxy's connections to it).
+func deepCompletionProxy(t *testing.T, complete func(w io.Writer, id json.RawMessage)) (*pipeClient, *atomic.Int32) {
+	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "deep", Version: "1"}, &mcp.ServerOptions{
 		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return &mcp.CompleteResult{}, nil
 		},
 	})
 	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "made"}}}, nil
 	})
 	srv.AddPrompt(&mcp.Prompt{Name: "p", Arguments: []*mcp.PromptArgument{{Name: "a"}}}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{}, nil
 	})
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	inits := new(atomic.Int32)
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m := readIDMethod(r)
 		switch m.Method {
@@ -96,8 +94,7 @@ func TestHTTPDeepNotification(t *testing.T) {
 			inits.Add(1)
 		case "completion/complete":
 			w.Header().Set("Content-Type", "text/event-stream")
-			io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":`+nested(1001)+"}}\n\n")
-			io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"completion":{"values":["made"]}}}`+"\n\n")
+			complete(w, m.ID)
 			return
 		}
 		sdk.ServeHTTP(w, r)
@@ -105,14 +102,7 @@ func TestHTTPDeepNotification(t *testing.T) {
 	t.Cleanup(down.Close)
 	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "h", URL: down.URL}}, nil)
 	waitRouted(t, p, "h__x")
-	pc := newPipeClient(t, p)
-	pc.send(`{"jsonrpc":"2.0","id":2,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"h__p"},"argument":{"name":"a","value":""}}}`)
-	if got := pc.read(); !bytes.Contains(got, []byte(`"made"`)) {
-		t.Errorf("a completion whose stream holds a notification nested too deep: %.300s", got)
-	}
-	if n := inits.Load(); n != 1 {
-		t.Errorf("the proxy connected to the server %d times, want once: the deep notification ended its connection", n)
-	}
+	return newPipeClient(t, p), inits
 }
 
 // TestShallowed: a server's request or notification nested deeper than

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -34,25 +33,12 @@ type jsonTee struct {
 	err       error  // the end of the body, once read
 }
 
-// errNotDecoded is a depth-only tee's decoding (jsonTee, sseTee).
-var errNotDecoded = errors.New("not decoded")
-
 func (j *jsonTee) Read(p []byte) (int, error) {
 	if j.err == nil {
 		b, err := io.ReadAll(j.ReadCloser)
 		j.err = cmp.Or(err, io.EOF)
-		var msg jsonrpc.Message
-		derr := errNotDecoded
-		if !j.depthOnly {
-			msg, derr = jsonrpc.DecodeMessage(b)
-		}
-		if derr == nil {
-			j.pending.deliver(msg, nil)
-		} else if pastSDKDepth(b) {
-			if stand, h, id, ok := heldDeep(b); ok {
-				j.pending.held(id, h)
-				b = stand
-			}
+		if stand := j.pending.answered(b, !j.depthOnly); stand != nil {
+			b = stand
 		}
 		j.rest = b
 		j.listen.ended(j.pending, "the server answered the subscription without an event stream")
@@ -195,17 +181,30 @@ func (s *sseTee) deliver(data []byte) bool {
 		}
 		return true
 	}
-	if !s.depthOnly {
-		if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-			s.pending.deliver(msg, nil)
-			return true
-		}
-	}
-	if pastSDKDepth(data) {
-		if stand, h, id, ok := heldDeep(data); ok {
-			s.pending.held(id, h)
-			s.stands = append(s.stands, sseStandIn{from, s.last, stand})
-		}
+	if stand := s.pending.answered(data, !s.depthOnly); stand != nil {
+		s.stands = append(s.stands, sseStandIn{from, s.last, stand})
 	}
 	return true
+}
+
+// answered takes data, an answer a tee read: decoded and delivered to its
+// capture if decode (the tee's request is captured); if go-sdk cannot
+// read it for its depth, held for its capture, and what go-sdk reads in
+// its place returned (heldDeep); nil if go-sdk reads data as it is.
+func (p *pendingCalls) answered(data []byte, decode bool) (stand []byte) {
+	if decode {
+		if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+			p.deliver(msg, nil)
+			return nil
+		}
+	}
+	if !pastSDKDepth(data) {
+		return nil
+	}
+	stand, h, id, ok := heldDeep(data)
+	if !ok {
+		return nil
+	}
+	p.held(id, h)
+	return stand
 }
