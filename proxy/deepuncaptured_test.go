@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,7 +29,7 @@ func TestHTTPDeepAnswerUncaptured(t *testing.T) {
 	pc, inits := deepCompletionProxy(t, func(w io.Writer, id json.RawMessage) {
 		deep.Add(1)
 		io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(id)+`,"result":{"completion":{"values":[]},"d":`+nested(1001)+"}}\n\n")
-	})
+	}, nil)
 	pc.send(deepCompletion)
 	got := pc.read()
 	if deep.Load() != 1 || !bytes.Contains(got, []byte(`"error"`)) || !strings.Contains(string(got), deepStandIn) {
@@ -53,13 +54,55 @@ func TestHTTPDeepNotification(t *testing.T) {
 	pc, inits := deepCompletionProxy(t, func(w io.Writer, id json.RawMessage) {
 		io.WriteString(w, `data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":`+nested(1001)+"}}\n\n")
 		io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(id)+`,"result":{"completion":{"values":["made"]}}}`+"\n\n")
-	})
+	}, nil)
 	pc.send(deepCompletion)
 	if got := pc.read(); !bytes.Contains(got, []byte(`"made"`)) {
 		t.Errorf("a completion whose stream holds a notification nested too deep: %.300s", got)
 	}
 	if n := inits.Load(); n != 1 {
 		t.Errorf("the proxy connected to the server %d times, want once: the deep notification ended its connection", n)
+	}
+}
+
+// TestHTTPDeepServerRequest: a request of an HTTP server's nested deeper
+// than go-sdk reads, on the stream of a request go-sdk sends for the
+// proxy (completion/complete), is answered to the server with go-sdk's
+// error for params it cannot read, and the stream goes on: the server,
+// holding its answer back until it has that error, answers the
+// completion, which reaches the client. It ended go-sdk's connection,
+// failing the completion, and the server never had an answer.
+func TestHTTPDeepServerRequest(t *testing.T) {
+	answered := make(chan json.RawMessage, 1)
+	pc, inits := deepCompletionProxy(t, func(w io.Writer, id json.RawMessage) {
+		io.WriteString(w, `data: {"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"maxTokens":5,"messages":`+nested(1001)+"}}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case a := <-answered:
+			if !bytes.Contains(a, []byte(`"code":-32602`)) {
+				t.Errorf("the server's deep request was answered with %.300s, want go-sdk's invalid params error", a)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("the server's deep request was not answered in 20 s")
+		}
+		io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(id)+`,"result":{"completion":{"values":["made"]}}}`+"\n\n")
+	}, func(w http.ResponseWriter, body []byte) bool {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method *string         `json:"method"`
+		}
+		if json.Unmarshal(body, &m) != nil || m.Method != nil || string(m.ID) != `"s1"` {
+			return false
+		}
+		answered <- body
+		w.WriteHeader(http.StatusAccepted)
+		return true
+	})
+	pc.send(deepCompletion)
+	if got := pc.read(); !bytes.Contains(got, []byte(`"made"`)) {
+		t.Errorf("a completion whose stream holds a request nested too deep: %.300s", got)
+	}
+	if n := inits.Load(); n != 1 {
+		t.Errorf("the proxy connected to the server %d times, want once: the deep request ended its connection", n)
 	}
 }
 
@@ -71,8 +114,11 @@ const deepCompletion = `{"jsonrpc":"2.0","id":2,"method":"completion/complete","
 // go-sdk server over HTTP ("h": a tool x that answers "made", a prompt p
 // with completions) whose completion/complete is answered by complete,
 // on an event stream, under the request's id; and the count of the
-// server's initialize requests (the proxy's connections to it).
-func deepCompletionProxy(t *testing.T, complete func(w io.Writer, id json.RawMessage)) (*pipeClient, *atomic.Int32) {
+// server's initialize requests (the proxy's connections to it). A POST
+// that answers is handed to answer, if one is given (the client's
+// answers to the server's requests; nil: go-sdk's server serves them);
+// true: it was served.
+func deepCompletionProxy(t *testing.T, complete func(w io.Writer, id json.RawMessage), answer func(w http.ResponseWriter, body []byte) bool) (*pipeClient, *atomic.Int32) {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "deep", Version: "1"}, &mcp.ServerOptions{
 		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
@@ -89,6 +135,13 @@ func deepCompletionProxy(t *testing.T, complete func(w io.Writer, id json.RawMes
 	inits := new(atomic.Int32)
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m := readIDMethod(r)
+		if m.Method == "" && answer != nil {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if answer(w, body) {
+				return
+			}
+		}
 		switch m.Method {
 		case "initialize":
 			inits.Add(1)
