@@ -177,18 +177,11 @@ func (d *downstream) spliced(raw, canon []byte) (at int, ok bool) {
 	if canon[i] != '{' || canonTop(canon[i:], `"`+ReceiptKey+`":`) >= 0 {
 		return 0, false // no object, or one that holds a receipt already: merged
 	}
-	at = rawTop(raw, "_meta")
+	_, at, _ = topMemberAt(raw, "_meta")
 	if at < 0 || raw[at] != '{' {
 		return 0, false // not expected: canon is raw's
 	}
 	return at + 1, true
-}
-
-// rawTop returns where the value of the top-level member key of obj, a
-// JSON object as received, begins, or -1 if it has none (topMemberAt).
-func rawTop(obj []byte, key string) int {
-	_, v, _ := topMemberAt(obj, key)
-	return v
 }
 
 // withoutTop is obj, a JSON object as received, without its first
