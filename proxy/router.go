@@ -185,7 +185,9 @@ func (c *callers) count() int {
 // MCP does not tie such a message to the call that caused it, so it goes
 // to the one client session with calls in progress on this server (its
 // latest call). With none, or with calls from several sessions, there is
-// no telling, and the error says so.
+// no telling, and the error says so. A call without a front session (a
+// 2026-07-28 client's, sessionless) is a client of its own: two such
+// calls in progress are two clients, perhaps two actors'.
 func (c *callers) caller(what string) (*inflightCall, error) {
 	calls, _ := c.bySession()
 	switch {
@@ -197,15 +199,24 @@ func (c *callers) caller(what string) (*inflightCall, error) {
 	return calls[0], nil
 }
 
-// bySession returns the latest call in progress of each session with
-// calls in progress, and the number of actors who made them.
+// bySession returns the latest call in progress of each client session
+// with calls in progress (each sessionless call its own), and the number
+// of actors who made them.
 func (c *callers) bySession() (calls []*inflightCall, actors int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	latest := map[*mcp.ServerSession]uint64{}
+	type client struct {
+		session *mcp.ServerSession
+		call    uint64 // a sessionless call's own id; 0 for a session's calls
+	}
+	latest := map[client]uint64{}
 	who := map[string]bool{}
 	for id, ic := range c.m {
-		latest[ic.session] = max(latest[ic.session], id)
+		k := client{session: ic.session}
+		if ic.session == nil {
+			k.call = id
+		}
+		latest[k] = max(latest[k], id)
 		who[ic.actor] = true
 	}
 	for _, id := range latest {
