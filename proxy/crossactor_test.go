@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,4 +59,90 @@ func TestParkAsksStayWithTheirActor(t *testing.T) {
 	case !strings.Contains(mustJSON(aliceSecond.InputRequests), "Greet Ada"):
 		t.Errorf("alice's retry: %s, want her call's next round asking to greet Ada", mustJSON(aliceSecond))
 	}
+}
+
+// TestForeignPOSTLeavesSessionIDsAlone: bob's POST on alice's session is
+// refused as the SDK refuses it (403, session user mismatch), whatever its
+// id, and touches nothing of alice's session.
+//
+// On main a POST under the id of one of alice's requests in progress is
+// answered 400 "duplicate in-flight request ID 7" instead: holdIDs claims
+// the POST's ids in the session's set before the SDK checks the actor, so
+// bob learns which ids alice has in flight, and while bob's POST holds an
+// id alice's own request under it is refused as a duplicate.
+func TestForeignPOSTLeavesSessionIDsAlone(t *testing.T) {
+	p, _, noted := hangProxy(t, "fx")
+	front := serveTokens(t, p, map[string]string{testToken: "alice", "tok-bob": "bob"})
+	t.Cleanup(func() { p.Close() })
+	waitRouted(t, p, "fx__hang")
+	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
+	alice := map[string]string{"Authorization": "Bearer " + testToken, "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25"}
+	resp := postMCPStream(t, front, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__hang","arguments":{}}}`, alice)
+	defer resp.Body.Close()
+	waitFor(t, "alice's call to start", func() bool { return noted("started") == 1 })
+
+	bob := map[string]string{"Authorization": "Bearer tok-bob", "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25"}
+	for _, id := range []string{"7", "8"} {
+		resp, body := postMCP(t, front, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`, bob)
+		if resp.StatusCode != http.StatusForbidden || strings.Contains(body, "in-flight") {
+			t.Errorf("bob's POST with id %s on alice's session: %d %q, want 403 session user mismatch", id, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestForeignRequestsKeepNoSessionAlive: bob's requests on alice's
+// session, each refused (403), do not count as its use: once alice has
+// left it idle past the limit it is closed, however often bob knocked.
+// Before, every request with its id touched the session's clock before
+// its actor was checked, so bob could keep alice's abandoned sessions
+// open, and counting against her share, without end.
+func TestForeignRequestsKeepNoSessionAlive(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "fx")}, nil)
+	front := serveTokens(t, p, map[string]string{testToken: "alice", "tok-bob": "bob"})
+	waitRouted(t, p, "fx__echo")
+	alice := fastSession(t, p, connectHTTPAs(t, front, testToken, "2025-11-25", nil))
+	waitIdle(t, p, alice.ID())
+	since := time.Now()
+	bob := map[string]string{"Authorization": "Bearer tok-bob", "Mcp-Session-Id": alice.ID(), "Mcp-Protocol-Version": "2025-11-25"}
+	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		req, _ := http.NewRequest(method, front, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range bob {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("bob's %s on alice's session: HTTP %d, want 403", method, resp.StatusCode)
+		}
+	}
+	const limit = 10 * time.Minute
+	p.reapPass(since.Add(limit), limit, map[*mcp.ServerSession]time.Time{})
+	if _, err := alice.ListTools(context.Background(), nil); err == nil {
+		t.Error("alice's session, idle past the limit but for bob's refused requests, was not closed")
+	}
+}
+
+// postMCPStream POSTs body with header and returns the response unread.
+func postMCPStream(t *testing.T, url, body string, header map[string]string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("HTTP %d", resp.StatusCode)
+	}
+	return resp
 }

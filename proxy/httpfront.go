@@ -140,6 +140,14 @@ func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, pb postBod
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 		if v, ok := p.sessions.Load(id); ok {
 			fs = v.(*frontSession)
+			if !fs.actorOf(r) {
+				// Refused as the SDK refuses it, before anything of the
+				// session is touched: another actor's request neither
+				// keeps it alive nor holds its request ids (whose refusal
+				// as duplicates would tell which are in flight).
+				http.Error(w, "session user mismatch", http.StatusForbidden)
+				return
+			}
 			fs.touch()
 		}
 	}
@@ -163,12 +171,10 @@ func (p *Proxy) serveStateful(w http.ResponseWriter, r *http.Request, pb postBod
 			writeSessionNotFound(w)
 			return
 		case r.Method == http.MethodGet && !p.noFastPath:
-			if fs.actorOf(r) {
-				if last := r.Header.Get("Last-Event-ID"); last != "" && p.resume(w, r, fs, last) {
-					return
-				}
+			if last := r.Header.Get("Last-Event-ID"); last != "" && p.resume(w, r, fs, last) {
+				return
 			}
-		case r.Method == http.MethodDelete && fs.actorOf(r):
+		case r.Method == http.MethodDelete:
 			// The SDK closes the session for its own actor's DELETE (it
 			// knows the session: the proxy forgets one only after the
 			// SDK did). No POST is admitted from here on, though the
@@ -298,17 +304,14 @@ func (fr *fastRequest) fastParam(k string, raw, canon []byte) error {
 }
 
 // fastPOST serves r, whose body is fr, on the fast path and reports true,
-// or reports false having left r as it found it.
+// or reports false having left r as it found it. r is of fs's actor
+// (serveStateful).
 func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSession, fr fastRequest) bool {
 	if !jsonBody(r.Header) {
 		return false
 	}
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(fastProtocols, v) {
 		return false
-	}
-	ti := auth.TokenInfoFromContext(r.Context())
-	if ti == nil || ti.UserID != fs.actor {
-		return false // the SDK refuses it (session user mismatch)
 	}
 	switch {
 	case fr.method == "":
@@ -333,7 +336,7 @@ func (p *Proxy) fastPOST(w http.ResponseWriter, r *http.Request, fs *frontSessio
 		if !ok {
 			return false
 		}
-		p.serveFastCall(w, r, fs, fr.id, fc, ti)
+		p.serveFastCall(w, r, fs, fr.id, fc, auth.TokenInfoFromContext(r.Context()))
 		return true
 	}
 	return false
