@@ -196,15 +196,15 @@ func inputParams(r inputRequest) (any, error) {
 	return v, nil
 }
 
-// inputResponsesSum returns the hex SHA-256 of the JCS form of a leg's
-// inputResponses as the server gets them, configured fields redacted, and
-// the redacted values.
-func (d *downstream) inputResponsesSum(m mcp.InputResponseMap) (string, []string, error) {
+// inputResponsesSum returns the hex SHA-256 of the JCS form of the
+// inputResponses of a leg by actor as the server gets them, configured
+// fields redacted (recordedArgs), and the redacted values.
+func (d *downstream) inputResponsesSum(actor string, m mcp.InputResponseMap) (string, []string, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return "", nil, err
 	}
-	canon, secrets, err := d.recordedArgs(b, nil)
+	canon, secrets, err := d.recordedArgs(actor, b, nil)
 	if err != nil {
 		return "", nil, err
 	}

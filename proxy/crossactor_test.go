@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/provlog/provlog/log"
 )
 
 // TestParkAsksStayWithTheirActor: a stdio server spoken to in 2025-11-25
@@ -128,6 +130,78 @@ func TestForeignRequestsKeepNoSessionAlive(t *testing.T) {
 	}
 }
 
+// TestRedactedValuesNoOracleAcrossActors: what bob's entries record of his
+// call (its arguments, its kept result) does not depend on alice's
+// redacted values. Every actor may read every entry, so an entry of bob's
+// that marks which of his words is a value alice sent under a redacted
+// field tells bob alice's secret. Alice's own later call quoting her
+// value is still scrubbed of it.
+//
+// Before, recordedArgs scrubbed a call's arguments of the server's recent
+// redacted values, whoever sent them, so bob sent a list of guesses and
+// read in his own entry which one was alice's password ("letmein
+// [redacted] qwerty"); and his echoed result was kept scrubbed, under a
+// hash of its own that his call.result named (retained_sha256).
+func TestRedactedValuesNoOracleAcrossActors(t *testing.T) {
+	l := newTestLog(t)
+	cfg := fixtureServerConfig(t, "fx")
+	cfg.Redact = []string{"password"}
+	cfg.Retain = RetainFull
+	p := startProxy(t, l, []ServerConfig{cfg}, nil)
+	url := serveTokens(t, p, map[string]string{testToken: "alice", "tok-bob": "bob"})
+	alice := connectHTTPAs(t, url, testToken, "2025-11-25", nil)
+	bob := connectHTTPAs(t, url, "tok-bob", "2025-11-25", nil)
+	ctx := context.Background()
+	const secret = "Tr0ub4dor-alice"
+	call := func(cs *mcp.ClientSession, args map[string]any) {
+		t.Helper()
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: args}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call(alice, map[string]any{"password": secret})
+	guesses := "letmein " + secret + " qwerty"
+	call(bob, map[string]any{"note": guesses})
+	call(alice, map[string]any{"note": "mine is " + secret})
+	var bobs, alices int
+	for i := uint64(1); i < l.size(t); i++ {
+		e := mustParse(t, l.entry(t, i))
+		switch {
+		case e.Kind == log.KindCall && e.Actor == "bob":
+			bobs++
+			c, err := log.ParseCall(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := string(c.Args), `{"note":"`+guesses+`"}`; got != want {
+				t.Errorf("bob's call entry records his arguments as %s, want %s (as sent: none of his fields is redacted)", got, want)
+			}
+		case e.Kind == log.KindCallResult && e.Actor == "bob":
+			r, err := log.ParseCallResult(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.RetainedSHA256 != "" {
+				t.Errorf("bob's echoed result was kept scrubbed (retained_sha256 %s): it held alice's value", r.RetainedSHA256)
+			}
+		case e.Kind == log.KindCall && e.Actor == "alice":
+			c, err := log.ParseCall(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(c.Args), secret) {
+				t.Errorf("alice's call entry holds her redacted value: %s", c.Args)
+			}
+			if strings.Contains(string(c.Args), "mine is") {
+				alices++
+			}
+		}
+	}
+	if bobs != 1 || alices != 1 {
+		t.Errorf("%d call entries of bob's, %d of alice's quoting her value; want 1 each", bobs, alices)
+	}
+}
+
 // postMCPStream POSTs body with header and returns the response unread.
 func postMCPStream(t *testing.T, url, body string, header map[string]string) *http.Response {
 	t.Helper()
@@ -145,4 +219,26 @@ func postMCPStream(t *testing.T, url, body string, header map[string]string) *ht
 		t.Fatalf("HTTP %d", resp.StatusCode)
 	}
 	return resp
+}
+
+// TestActorSecretsBounded: a server keeps at most maxSecretActors actors'
+// values apart, the longest known giving way; an actor with none scrubs
+// nothing, and nothing remembered for one actor scrubs another's text.
+func TestActorSecretsBounded(t *testing.T) {
+	var a actorSecrets
+	for i := range maxSecretActors + 1 {
+		a.remember(fmt.Sprint("actor", i), []string{fmt.Sprint("secret-of-", i)})
+	}
+	if got := a.of("actor0").scrub("secret-of-0"); got != "secret-of-0" {
+		t.Errorf("the first actor's values outlived the bound: %q", got)
+	}
+	if got := a.of("actor1").scrub("x secret-of-1 y"); got == "x secret-of-1 y" {
+		t.Errorf("the second actor's value is not scrubbed from its own text: %q", got)
+	}
+	if got := a.of("actor1").scrub("secret-of-2"); got != "secret-of-2" {
+		t.Errorf("another actor's value was scrubbed: %q", got)
+	}
+	if len(a.m) != maxSecretActors || len(a.order) != maxSecretActors || !noSecrets.none() {
+		t.Errorf("%d actors kept (%d in order), noSecrets empty %v", len(a.m), len(a.order), noSecrets.none())
+	}
 }

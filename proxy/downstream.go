@@ -38,6 +38,7 @@ type downstream struct {
 	http1Header []byte       // the configured and fixed header lines of http1's requests
 
 	secrets recentSecrets // redacted values of its latest calls, kept off the proxy's log
+	byActor actorSecrets  // the same, each actor's apart, kept off its entries and answers
 
 	listens listens // the subscriptions held on its session of the 2026-07-28 revision (listen.go)
 }
@@ -170,14 +171,29 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 }
 
 // logText is text made of what a server or a client sent (an error's, a
-// panic's) as the proxy's log or a call.result entry may hold it:
-// scrubbed of the server's latest redacted values (a server may quote in
-// one call's error what an earlier call had redacted) and of those of
-// the call it is about (nil: none), which many calls after it may have
-// pushed out of the server's.
+// panic's) as the proxy's log may hold it: scrubbed of the server's
+// latest redacted values (a server may quote in one call's error what an
+// earlier call had redacted) and of those of the call it is about (nil:
+// none), which many calls after it may have pushed out of the server's.
 func (d *downstream) logText(text string, call *callSecrets) string {
 	return scrub(d.secrets.scrub(text), call.all())
 }
+
+// entryText is logText for a call.result entry of actor's: scrubbed of
+// actor's latest values, not every actor's (recentSecrets).
+func (d *downstream) entryText(actor, text string, call *callSecrets) string {
+	return scrub(d.secretsOf(actor).scrub(text), call.all())
+}
+
+// remember notes secrets, redacted values actor sent or was sent, as the
+// server's and as actor's.
+func (d *downstream) remember(actor string, secrets []string) {
+	d.secrets.remember(secrets)
+	d.byActor.remember(actor, secrets)
+}
+
+// secretsOf returns actor's recent redacted values on d.
+func (d *downstream) secretsOf(actor string) *recentSecrets { return d.byActor.of(actor) }
 
 // health is a server's entry in provlog__status.
 func (d *downstream) health() map[string]any {

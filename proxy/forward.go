@@ -228,7 +228,7 @@ func (d *downstream) askClient(ctx context.Context, c *inflightCall, method stri
 	if err == nil && len(d.cfg.Redact) > 0 {
 		if _, secrets, err := redactArgs(raw, d.cfg.Redact, d.cfg.RedactIgnoreCase); err == nil {
 			secrets = append(secrets, writtenSecrets(raw, d.cfg.Redact, d.cfg.RedactIgnoreCase)...)
-			d.secrets.remember(secrets)
+			d.remember(c.actor, secrets)
 			c.secrets.add(secrets)
 		}
 	}
@@ -351,8 +351,8 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	defer cancel()
 	d.gate.forwarding(ticket, cancel)
 	recorded, secrets := redactURI(uri, d.cfg.Redact, d.cfg.RedactIgnoreCase)
-	d.secrets.remember(secrets)
-	recorded = d.secrets.scrubName(recorded) // a server may name a resource after a value sent it
+	d.remember(actor, secrets)
+	recorded = d.secretsOf(actor).scrubName(recorded) // a server may name a resource after a value its actor sent it
 	entry := log.ReadEntry{Kind: log.KindResourceRead, Actor: actor, Server: d.cfg.ID, URI: recorded}
 	res, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, d.readSent(uri, nil), req.Params.InputResponses, req.Params.RequestState,
 		func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
@@ -377,10 +377,10 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		defer d.gate.leave(ticket)
 		entry := log.ReadEntry{Kind: log.KindPromptGet, Actor: actor, Server: d.cfg.ID, Prompt: name}
 		rawArgs, _ := json.Marshal(req.Params.Arguments)
-		if entry.Args, _, err = d.recordedArgs(rawArgs, nil); err != nil {
+		if entry.Args, _, err = d.recordedArgs(actor, rawArgs, nil); err != nil {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the prompt's arguments cannot be recorded: %v", err)
 		}
-		entry.Prompt = d.secrets.scrubName(name) // a server may name a prompt after a value sent it
+		entry.Prompt = d.secretsOf(actor).scrubName(name) // a server may name a prompt after a value its actor sent it
 		cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 		defer cancel()
 		d.gate.forwarding(ticket, cancel)
@@ -444,7 +444,7 @@ func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mc
 	if err != nil {
 		return readResult{}, rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made, as the log cannot record it: %v", entry.Kind, err)
 	}
-	d.metaSecrets(clientMeta)
+	d.metaSecrets(entry.Actor, clientMeta)
 	if d.parksRead(cs, protocol) {
 		return d.parkRead(ctx, ss, client, clientMeta, entry, sent, responses, state, send)
 	}
@@ -474,7 +474,7 @@ func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, 
 		e := entry
 		e.Continues = prev
 		if len(responses) > 0 {
-			sum, _, err := d.inputResponsesSum(responses)
+			sum, _, err := d.inputResponsesSum(e.Actor, responses)
 			if err != nil {
 				return readResult{}, rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made: its inputResponses cannot be recorded: %v", e.Kind, err)
 			}
@@ -542,7 +542,7 @@ func (d *downstream) frontReadAs(ctx context.Context, protocol, kind string, res
 // server may echo them (stderr, a later answer). The start of a value
 // being typed, shorter than minSecretLen, is not: each would have every
 // text of the server's holding it withheld whole.
-func (d *downstream) rememberCompletion(params *mcp.CompleteParams) {
+func (d *downstream) rememberCompletion(actor string, params *mcp.CompleteParams) {
 	if len(d.cfg.Redact) == 0 {
 		return
 	}
@@ -555,7 +555,7 @@ func (d *downstream) rememberCompletion(params *mcp.CompleteParams) {
 	}
 	if b, err := json.Marshal(args); err == nil {
 		if _, secrets, err := redactArgs(b, d.cfg.Redact, d.cfg.RedactIgnoreCase); err == nil {
-			d.secrets.remember(slices.DeleteFunc(secrets, func(s string) bool { return len(s) < minSecretLen }))
+			d.remember(actor, slices.DeleteFunc(secrets, func(s string) bool { return len(s) < minSecretLen }))
 		}
 	}
 }
@@ -591,7 +591,8 @@ func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 	params := *req.Params
 	params.Meta = forwardMeta(params.Meta)
 	params.Ref = &ref
-	d.rememberCompletion(&params)
+	actor, _ := p.actor(ctx, &mcp.CallToolRequest{Session: req.Session, Extra: req.Extra})
+	d.rememberCompletion(actor, &params)
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 	defer cancel()
 	res, err := cs.Complete(cctx, &params)

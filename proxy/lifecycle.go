@@ -381,7 +381,7 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 			// A result the client cannot be given (null, an array, a
 			// _meta that is no object) fails the call, and is recorded
 			// so: its call.result said it succeeded.
-			c.isError, c.errText = true, d.logText(fmt.Sprintf("server %q: %v", d.cfg.ID, err), c.secrets)
+			c.isError, c.errText = true, d.entryText(c.actor, fmt.Sprintf("server %q: %v", d.cfg.ID, err), c.secrets)
 			return errLocal{c.errText}
 		}
 		c.isError = o.isError
@@ -395,7 +395,7 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		// verbatim; only the log copy is scrubbed. (One that came after
 		// the call was given up, the server's answer to its cancellation,
 		// is not the call's answer: the cases below word why it ended.)
-		c.isError, c.errText, c.errCode = true, d.logText(o.wireErr.Message, c.secrets), o.wireErr.Code
+		c.isError, c.errText, c.errCode = true, d.entryText(c.actor, o.wireErr.Message, c.secrets), o.wireErr.Code
 		return o.wireErr
 	case d.p.stopping.Load() && (ctx.Err() != nil || o.lost):
 		c.errText = stoppedText
@@ -421,6 +421,6 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		c.errText = fmt.Sprintf("server %q: %v", d.cfg.ID, o.err)
 	}
 	c.isError = true
-	c.errText = d.logText(c.errText, c.secrets)
+	c.errText = d.entryText(c.actor, c.errText, c.secrets)
 	return errLocal{c.errText}
 }

@@ -203,7 +203,7 @@ func (p *Proxy) serveParked(ctx context.Context, in *callIn, actor string, span 
 // takeRetry takes the round a retry answers from the table, with the
 // answers for its requests, or refuses the retry (leaving the round).
 func (p *Proxy) takeRetry(in *callIn, actor string) (*parkedCall, map[string]json.RawMessage, *jsonrpc.Error) {
-	args, _, err := in.d.recordedArgs(in.params.Arguments, in.argsCanon)
+	args, _, err := in.d.recordedArgs(actor, in.params.Arguments, in.argsCanon)
 	if err != nil {
 		return nil, nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the call to %s was not made: its arguments cannot be recorded: %v", in.params.Name, err)
 	}

@@ -48,7 +48,7 @@ func (d *downstream) parkRead(ctx context.Context, ss *mcp.ServerSession, client
 	entry log.ReadEntry, sent string, responses mcp.InputResponseMap, state string, send readSend) (readResult, error) {
 	var pc *parkedCall
 	if state != "" || len(responses) > 0 {
-		sum, _, err := d.inputResponsesSum(responses)
+		sum, _, err := d.inputResponsesSum(entry.Actor, responses)
 		if err != nil {
 			return readResult{}, rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made: its inputResponses cannot be recorded: %v; nothing was forwarded", entry.Kind, err)
 		}

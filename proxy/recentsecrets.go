@@ -12,9 +12,14 @@ import (
 const maxRecentSecrets = 256
 
 // recentSecrets are the redacted values of a server's latest calls (at
-// most maxRecentSecrets), scrubbed from what it prints on stderr, from
-// log lines quoting it, and from its later calls' error texts and kept
-// results.
+// most maxRecentSecrets). A server's own set, every actor's values, is
+// scrubbed from what it prints on stderr and from the sidecar's log lines
+// quoting it: the operator's. What an actor's entries record and its
+// answers hold (arguments, names, error texts, kept results, the hashes
+// of what was sent) is scrubbed of that actor's set alone (actorSecrets):
+// scrubbed of another's too, a call's entry would mark which of the words
+// its actor sent is a value another actor sent redacted, an oracle any
+// actor could put its guesses of another's password to.
 type recentSecrets struct {
 	// held is set once a value is remembered (list never shrinks): the
 	// call path scrubs a tool's name of r's values on every call, and a
@@ -135,4 +140,54 @@ func longSecrets(secrets []string) []string {
 		return secrets
 	}
 	return slices.DeleteFunc(slices.Clone(secrets), short)
+}
+
+// maxSecretActors bounds the actors whose recent redacted values a server
+// keeps apart (actorSecrets); beyond it the actor longest known gives
+// way. An actor's later calls are then scrubbed of its own earlier
+// values no more, as after maxRecentSecrets of them.
+const maxSecretActors = 256
+
+// actorSecrets are each actor's recent redacted values of one server.
+type actorSecrets struct {
+	mu    sync.Mutex
+	m     map[string]*recentSecrets
+	order []string // m's actors, the longest known first
+}
+
+// noSecrets is the set of an actor with none remembered: it scrubs
+// nothing, and nothing is remembered in it.
+var noSecrets recentSecrets
+
+// of returns actor's set (noSecrets if none is remembered).
+func (a *actorSecrets) of(actor string) *recentSecrets {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r := a.m[actor]; r != nil {
+		return r
+	}
+	return &noSecrets
+}
+
+// remember adds secrets to actor's set.
+func (a *actorSecrets) remember(actor string, secrets []string) {
+	if len(secrets) == 0 {
+		return
+	}
+	a.mu.Lock()
+	r := a.m[actor]
+	if r == nil {
+		if a.m == nil {
+			a.m = map[string]*recentSecrets{}
+		}
+		if len(a.order) == maxSecretActors {
+			delete(a.m, a.order[0])
+			a.order = append(a.order[:0], a.order[1:]...)
+		}
+		r = new(recentSecrets)
+		a.m[actor] = r
+		a.order = append(a.order, actor)
+	}
+	a.mu.Unlock()
+	r.remember(secrets)
 }

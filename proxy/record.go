@@ -38,24 +38,24 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 	}
 	// The _meta's values first: the arguments are recorded without them
 	// too (recordedArgs scrubs the server's recent values).
-	meta := d.metaSecrets(in.params.Meta)
-	args, secrets, err := d.recordedArgs(in.params.Arguments, in.argsCanon)
+	meta := d.metaSecrets(actor, in.params.Meta)
+	args, secrets, err := d.recordedArgs(actor, in.params.Arguments, in.argsCanon)
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the call to %s was not made: its arguments cannot be recorded: %v", front, err)
 	}
 	c.args = args
 	secrets = append(secrets, meta...)
 	if len(in.params.InputResponses) > 0 {
-		sum, more, err := d.inputResponsesSum(in.params.InputResponses)
+		sum, more, err := d.inputResponsesSum(actor, in.params.InputResponses)
 		if err != nil {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "provlog: the call to %s was not made: its inputResponses cannot be recorded: %v", front, err)
 		}
 		c.inputSum, secrets = sum, append(secrets, more...)
 	}
 	// The server's name for the tool, as the entry and log lines show
-	// it: a server may name a tool after a value a client sent it, which
+	// it: a server may name a tool after a value its actor sent it, which
 	// recordedArgs has just remembered if this call sent it.
-	c.tool = d.secrets.scrubName(in.tool)
+	c.tool = d.secretsOf(actor).scrubName(in.tool)
 	if f := in.first; f != nil {
 		// A later leg sends what the first did (takeRetry), and is
 		// recorded as it was, whatever the server's recent values are
@@ -83,9 +83,9 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 	return c, nil
 }
 
-// recordedArgs returns a call's arguments as its entry holds them:
-// redacted, scrubbed of the redacted values (the call's own and the
-// server's recent ones, scrubJSON), canonical, an empty object for
+// recordedArgs returns the arguments of a call by actor as its entry
+// holds them: redacted, scrubbed of the redacted values (the call's own
+// and actor's recent ones on the server, scrubJSON), canonical, an empty object for
 // absent or null ones; and the redacted values. Arguments JCS cannot
 // represent (numbers out of the double range, lone surrogates, duplicate
 // keys) are an error, and so are numbers it would represent as another
@@ -95,7 +95,7 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 // decoded: encoding/json would read a lone surrogate or a bad byte as
 // U+FFFD and keep the last of two equal keys, so the entry would hold
 // something other than what the server is sent.
-func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.CanonicalJSON, []string, error) {
+func (d *downstream) recordedArgs(actor string, raw json.RawMessage, canon []byte) (log.CanonicalJSON, []string, error) {
 	if canon == nil {
 		if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 			return log.CanonicalJSON("{}"), nil, nil
@@ -116,7 +116,7 @@ func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.Canoni
 		return nil, nil, err
 	}
 	secrets = append(secrets, writtenSecrets(raw, d.cfg.Redact, d.cfg.RedactIgnoreCase)...)
-	d.secrets.remember(secrets)
+	d.remember(actor, secrets)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -128,19 +128,20 @@ func (d *downstream) recordedArgs(raw json.RawMessage, canon []byte) (log.Canoni
 		return nil, nil, err
 	}
 	// A redacted value sent again under a member the list does not name
-	// (a password's confirmation, a note quoting an earlier call's) is
+	// (a password's confirmation, a note quoting an earlier call's of the
+	// same actor: another's would make an oracle, recentSecrets) is
 	// cut out there too, as from a result; but not one shorter than
 	// minSecretLen, which would have every member holding it withheld
 	// ({"count": 17} after a pin of 7): the entry would not say what was
 	// sent.
-	b, _ = scrubJSON(b, longSecrets(d.secrets.with(secrets)))
+	b, _ = scrubJSON(b, longSecrets(d.secretsOf(actor).with(secrets)))
 	return b, secrets, nil
 }
 
-// metaSecrets remembers and returns the values of the members of a
-// request's _meta that the redact list names: _meta is not recorded, but
+// metaSecrets remembers, as actor's, and returns the values of the
+// members of a request's _meta that the redact list names: _meta is not recorded, but
 // it is forwarded, and the server may echo it.
-func (d *downstream) metaSecrets(meta mcp.Meta) []string {
+func (d *downstream) metaSecrets(actor string, meta mcp.Meta) []string {
 	if len(d.cfg.Redact) == 0 || len(meta) == 0 {
 		return nil
 	}
@@ -152,7 +153,7 @@ func (d *downstream) metaSecrets(meta mcp.Meta) []string {
 	if err != nil {
 		return nil
 	}
-	d.secrets.remember(secrets)
+	d.remember(actor, secrets)
 	return secrets
 }
 
@@ -266,12 +267,14 @@ func (p *Proxy) recordResult(ctx context.Context, d *downstream, c *call) (*log.
 		e.ResultBytes = int64(len(c.result))
 		e.ResultRemarshalled = c.remarshal
 		if c.retain {
-			// What is kept on disk never holds a redacted value: a
-			// result that echoes one is kept with it scrubbed out,
-			// under its own hash. Not only the call's own: a server
-			// may answer one call with what an earlier one, another
-			// actor's even, had redacted.
-			kept, changed := scrubJSON(canon, d.secrets.with(c.secrets.all()))
+			// What is kept on disk never holds a redacted value of
+			// the actor's: a result that echoes one is kept with it
+			// scrubbed out, under its own hash. Not only the call's
+			// own: a server may answer one call with what an earlier
+			// one had redacted. Another actor's are not looked for:
+			// whether they were found would show in the entry
+			// (retained_sha256), an oracle (recentSecrets).
+			kept, changed := scrubJSON(canon, d.secretsOf(c.actor).with(c.secrets.all()))
 			if err := bs.put(p.opts.Blobs, kept); err != nil {
 				return nil, fmt.Errorf("keeping the result: %w", err)
 			}

@@ -19,7 +19,7 @@ func recordArgs(t *testing.T, d *downstream, raw string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := d.recordedArgs([]byte(raw), canon)
+	b, _, err := d.recordedArgs("alice", []byte(raw), canon)
 	if err != nil {
 		t.Fatal(err)
 	}
