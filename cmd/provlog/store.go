@@ -52,6 +52,7 @@ func openLogStore(ctx context.Context, cfg *Config, logger *slog.Logger) (log.St
 		}
 		store, err := logpebble.Open(filepath.Join(cfg.Data, dbDir), &logpebble.Options{
 			Logf:          func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...), "component", "pebble") },
+			Errorf:        func(format string, args ...any) { logger.Error(fmt.Sprintf(format, args...), "component", "pebble") },
 			ScrubInterval: scrub,
 			CacheSize:     sidecarCacheSize,
 			MemTableSize:  sidecarMemTableSize,

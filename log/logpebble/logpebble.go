@@ -198,10 +198,17 @@ type Options struct {
 	// in memory, reserved from the cache. Default [DefaultMemTableSize].
 	MemTableSize uint64
 
-	// Logf receives Pebble's log lines and its background errors, corruption
-	// reports and write stalls. If nil, they are discarded: Pebble never
+	// Logf receives Pebble's log lines and the store's routine events
+	// (write stalls, a reopen). If nil, they are discarded: Pebble never
 	// writes to stdout or stderr on its own.
 	Logf func(format string, args ...any)
+
+	// Errorf receives what an operator must see: the store's faults (it
+	// stopped taking commits, corruption, Pebble's background errors, a
+	// file it cannot write) and warnings of damage that lost nothing (a
+	// batch restored from the published record, a torn MANIFEST record;
+	// [Store.Verify] reports those too). If nil, they go to Logf.
+	Errorf func(format string, args ...any)
 
 	// ReadOnly opens the store for reading only: nothing is written, not
 	// even Pebble's own files, and commits are refused. Audits open stores
@@ -235,8 +242,9 @@ type Store struct {
 	dir      string
 	opts     Options // as Open completed them
 	logf     func(format string, args ...any)
-	scrub    *scrubber // nil if the store does not scrub
-	trim     *trimmer  // nil if there is no C heap to trim
+	errorf   func(format string, args ...any) // faults and warnings (Options.Errorf)
+	scrub    *scrubber                        // nil if the store does not scrub
+	trim     *trimmer                         // nil if there is no C heap to trim
 
 	commitMu sync.Mutex // serializes commits
 

@@ -43,11 +43,14 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	if o.Errorf == nil {
+		o.Errorf = o.Logf
+	}
 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("opening log store: %w", log.FileFault("making", dir, err))
 	}
-	s := &Store{dir: dir, logf: o.Logf, opts: o}
+	s := &Store{dir: dir, logf: o.Logf, errorf: o.Errorf, opts: o}
 	if err := s.open(); err != nil {
 		return nil, err
 	}
@@ -85,15 +88,14 @@ func (s *Store) open() error {
 	// Pebble drops a torn last MANIFEST record silently, and a writable
 	// open then starts a new MANIFEST: look before it does.
 	if w, err := checkManifest(s.dir); err == nil && w != "" {
-		s.logf("logpebble: warning: %s", w)
-		s.warnings = append(s.warnings, w)
+		s.warn(w)
 	}
 	readOnly := o.ReadOnly
 	db, err := s.openPebble(o, readOnly)
 	if err != nil && !readOnly && s.Err() != nil {
 		// Pebble could not start writing (the file system is read-only,
 		// the disk is full): serve what is durable, read-only.
-		s.logf("logpebble: %s cannot be written (%v); opening it read-only", s.dir, s.Err())
+		s.errorf("logpebble: %s cannot be written (%v); opening it read-only", s.dir, s.Err())
 		readOnly = true
 		if s.fs.Retired() {
 			s.fs = pebbleguard.NewFS(s.fs.Unwrap(), s.fail, func() bool { return s.Err() != nil })
@@ -109,7 +111,7 @@ func (s *Store) open() error {
 		return fmt.Errorf("opening log store %s: %w", s.dir, err)
 	}
 	if err := s.Err(); err != nil {
-		s.logf("logpebble: %s is open for reading only: %v", s.dir, err)
+		s.errorf("logpebble: %s is open for reading only: %v", s.dir, err)
 	}
 	return nil
 }
@@ -178,7 +180,7 @@ func (s *Store) openPebble(o *Options, readOnly bool) (db *pebble.DB, err error)
 func (s *Store) openOrAbandon(po *pebble.Options) (*pebble.DB, error) {
 	db, err := s.fs.OpenDB(s.dir, po, s.failed)
 	if errors.Is(err, pebbleguard.ErrHeld) {
-		s.logf("logpebble: not waiting for Pebble to finish opening %s: the store failed (%v) while it opened", s.dir, s.Err())
+		s.errorf("logpebble: not waiting for Pebble to finish opening %s: the store failed (%v) while it opened", s.dir, s.Err())
 		return nil, fmt.Errorf("Pebble could not finish opening after the store failed: %w", s.Err())
 	}
 	return db, err
@@ -293,7 +295,7 @@ func (s *Store) mustBeEmpty(lower []byte, upperKind byte, format string, args ..
 // eventListener routes the events of the Pebble instance on fs into the
 // store's failure (not once fs is retired).
 func (s *Store) eventListener(fs *pebbleguard.FS) *pebble.EventListener {
-	return fs.EventListener(s.logf, s.dir, ErrCorrupt)
+	return fs.EventListener(s.logf, s.errorf, s.dir, ErrCorrupt)
 }
 
 // fail makes every later Commit fail with err. The first failure wins and
@@ -307,7 +309,7 @@ func (s *Store) fail(err error) {
 	}
 	s.mu.Unlock()
 	if first {
-		s.logf("logpebble: the log store stopped accepting commits: %v", err)
+		s.errorf("logpebble: the log store stopped accepting commits: %v", err)
 	}
 }
 
@@ -319,10 +321,17 @@ func (s *Store) Err() error {
 	return s.failure
 }
 
+// warn records w, damage found on opening that lost nothing, for Verify
+// to report, and says it.
+func (s *Store) warn(w string) {
+	s.errorf("logpebble: warning: %s", w)
+	s.warnings = append(s.warnings, w)
+}
+
 // corrupt records that the store found itself corrupt, so that commits stop,
 // and returns err.
 func (s *Store) corrupt(err error) error {
-	s.logf("logpebble: %v", err)
+	s.errorf("logpebble: %v", err)
 	s.fail(err)
 	return err
 }
@@ -358,13 +367,13 @@ func (s *Store) closePebble() error {
 	}
 	switch {
 	case s.fs.Wedged():
-		s.logf("logpebble: not closing Pebble in %s: it panicked, and may hold its locks", s.dir)
+		s.errorf("logpebble: not closing Pebble in %s: it panicked, and may hold its locks", s.dir)
 	case s.fs.Held():
 		// The file system is frozen (log/pebbleguard), so the abandoned
 		// instance changes nothing on disk, and the directory lock is
 		// released, so that the store can be reopened (in this process
 		// too).
-		s.logf("logpebble: not closing Pebble in %s: a commit is held up in it since the store failed", s.dir)
+		s.errorf("logpebble: not closing Pebble in %s: a commit is held up in it since the store failed", s.dir)
 	}
 	return s.fs.Close(s.db, s.lock)
 }
@@ -406,7 +415,10 @@ func (s *Store) reconcile(readOnly bool) error {
 			if err := s.restore(b, readOnly || s.Err() != nil); err != nil {
 				return fmt.Errorf("restoring batch [%d, %d) from the published record: %w", r.start, r.size, err)
 			}
-			s.logf("logpebble: restored batch [%d, %d) from the published record: Pebble's write-ahead log had lost it", r.start, r.size)
+			// Pebble synced the batch before it was published: its
+			// write-ahead log lost a synced write. Nothing is lost, but
+			// the disk did not keep what it said it had.
+			s.warn(fmt.Sprintf("batch [%d, %d) was restored from the published record: Pebble's write-ahead log had lost it, though it was synced before the batch was acknowledged (the disk lost or damaged a write)", r.start, r.size))
 		case st.Size < r.start:
 			return &log.LostError{Source: source, Size: r.size, Root: log.RangeRoot(r.size, r.rng), HeldSize: st.Size, HeldRoot: log.RangeRoot(st.Size, st.Range)}
 		default:
@@ -419,7 +431,7 @@ func (s *Store) reconcile(readOnly bool) error {
 	s.pub, err = openPublisher(s.dir, rs, s.fail)
 	if err != nil {
 		s.fail(err)
-		s.logf("logpebble: cannot write the published record, so the store takes no commits: %v", err)
+		s.errorf("logpebble: cannot write the published record, so the store takes no commits: %v", err)
 	}
 	return nil
 }

@@ -100,7 +100,7 @@ func (s *Store) Reopen(ctx context.Context) error {
 		s.mu.Lock()
 		s.failure = err
 		s.mu.Unlock()
-		s.logf("logpebble: reopening %s after %v failed: %v", s.dir, was, err)
+		s.errorf("logpebble: reopening %s after %v failed: %v", s.dir, was, err)
 		return err
 	}
 	if err := s.Err(); err != nil {

@@ -44,6 +44,7 @@ type scrubber struct {
 
 	mu     sync.Mutex
 	next   []byte // where the next slice starts (nil: at the start)
+	logged string // the error last logged, until a slice is read whole
 	status ScrubStatus
 }
 
@@ -101,12 +102,17 @@ func (s *Store) scrubSlice(ctx context.Context, sc *scrubber) error {
 	st.PassBytes += rep.Bytes
 	if err != nil {
 		if ctx.Err() == nil {
+			// Said once while it lasts: the slice is read again every
+			// interval, and finds the same damage each time.
+			if msg := err.Error(); msg != sc.logged {
+				s.errorf("logpebble: scrub: %v", err)
+				sc.logged = msg
+			}
 			st.LastError, st.LastErrorAt = err.Error(), time.Now()
-			s.logf("logpebble: scrub: %v", err)
 		}
 		return err // the slice is read again next time
 	}
-	sc.next = next
+	sc.next, sc.logged = next, ""
 	if next == nil {
 		st.Passes++
 		st.PassBytes = 0

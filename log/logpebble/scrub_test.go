@@ -2,10 +2,12 @@ package logpebble
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,7 +111,17 @@ func TestScrubFindsCorruption(t *testing.T) {
 	}
 	ssts[0] = damaged
 
-	s, err := Open(dir, scrubOptions(t))
+	opts := scrubOptions(t)
+	var mu sync.Mutex
+	said := 0 // the scrub's error lines
+	opts.Errorf = func(format string, args ...any) {
+		if strings.HasPrefix(fmt.Sprintf(format, args...), "logpebble: scrub:") {
+			mu.Lock()
+			said++
+			mu.Unlock()
+		}
+	}
+	s, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +136,15 @@ func TestScrubFindsCorruption(t *testing.T) {
 		t.Fatalf("scrub status %+v", ss)
 	}
 	t.Logf("scrub: %+v", ss)
+	// It reads the damaged slice again every interval, and says so once.
+	waitFor(t, "the scrub to meet the damage again", func() bool {
+		return s.ScrubStatus().LastErrorAt.Sub(ss.LastErrorAt) > 20*ss.Interval
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if said != 1 {
+		t.Errorf("the scrub logged the same damage %d times, want once", said)
+	}
 }
 
 // TestScrubPasses: on a sound store the scrub goes round and round (a

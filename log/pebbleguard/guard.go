@@ -60,16 +60,21 @@ import (
 // EventListener routes the events of the instance on f into its store's
 // failure: a background error fails it (wrapping corrupt if Pebble says
 // the data is corrupt, else classified by [log.FileFault] on dir), and so
-// does a corruption report. Every event is logged to logf (nil: dropped).
-func (f *FS) EventListener(logf func(format string, args ...any), dir string, corrupt error) *pebble.EventListener {
+// does a corruption report. Faults, and what foretells them (a slow
+// disk, little space left), are logged to errorf, the rest to logf (nil:
+// dropped).
+func (f *FS) EventListener(logf, errorf func(format string, args ...any), dir string, corrupt error) *pebble.EventListener {
 	if logf == nil {
 		logf = func(string, ...any) {}
+	}
+	if errorf == nil {
+		errorf = logf
 	}
 	return &pebble.EventListener{
 		BackgroundError: func(err error) {
 			// Every background error stops writing: a flush or compaction
 			// that cannot write now is a WAL that cannot be written soon.
-			logf("pebble: background error: %v", err)
+			errorf("pebble: background error: %v", err)
 			if pebble.IsCorruptionError(err) {
 				f.Record(fmt.Errorf("%w: %w", corrupt, err))
 			} else {
@@ -78,14 +83,14 @@ func (f *FS) EventListener(logf func(format string, args ...any), dir string, co
 		},
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
 			err := fmt.Errorf("%w: Pebble found corruption in %s: %v", corrupt, info.Path, info.Details)
-			logf("pebble: %v", err)
+			errorf("pebble: %v", err)
 			f.Record(err)
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {
-			logf("pebble: %s", info)
+			errorf("pebble: %s", info)
 		},
 		LowDiskSpace: func(info pebble.LowDiskSpaceInfo) {
-			logf("pebble: %s", info)
+			errorf("pebble: %s", info)
 		},
 		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
 			logf("pebble: %s", info)

@@ -115,7 +115,7 @@ func open(dir string, fsys vfs.FS, logf func(format string, args ...any)) (*KV, 
 		Lock:               lock,
 		FS:                 kv.fs,
 		Logger:             pebbleguard.Logger{Logf: logf, Fail: kv.fs.Record},
-		EventListener:      kv.fs.EventListener(logf, dir, ErrCorrupt),
+		EventListener:      kv.fs.EventListener(logf, nil, dir, ErrCorrupt),
 	}
 	po.Experimental.CompactionScheduler = kv.fs.CompactionScheduler()
 	kv.db, err = kv.fs.OpenDB(dir, po, kv.stop)
