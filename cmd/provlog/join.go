@@ -290,15 +290,20 @@ func (b *bridge) emit(msg []byte, m message) {
 func (b *bridge) relaySSE(body io.Reader, m message) {
 	r := bufio.NewReaderSize(body, 1<<16)
 	var data []byte
+	answered := false
+	relay := func() {
+		if len(data) > 0 {
+			answered = answered || answers(data, m.ID)
+			b.emit(data, m)
+		}
+		data = nil
+	}
 	for {
 		line, err := r.ReadBytes('\n')
 		l := bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(l) == 0 && len(line) > 0:
-			if len(data) > 0 {
-				b.emit(data, m)
-			}
-			data = nil
+			relay()
 		case bytes.HasPrefix(l, []byte("data:")):
 			if len(data) > 0 {
 				data = append(data, '\n')
@@ -306,12 +311,34 @@ func (b *bridge) relaySSE(body io.Reader, m message) {
 			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(l, []byte("data:")), []byte(" "))...)
 		}
 		if err != nil {
-			if len(data) > 0 {
-				b.emit(data, m)
+			relay()
+			if !answered {
+				// The stream ended without the answer: the sidecar
+				// stopped (or was killed) during the request, whose
+				// client would otherwise wait for it without end.
+				why := "the provlog sidecar this process joined ended the request's stream without its answer"
+				if !errors.Is(err, io.EOF) {
+					why += " (" + err.Error() + ")"
+				}
+				b.fail(m, why+"; a call it recorded shows in the log as made, with or without its result; restart this MCP server once the sidecar runs again")
 			}
 			return
 		}
 	}
+}
+
+// answers reports whether msg, a JSON-RPC message, is the answer to id:
+// no method, the same id.
+func answers(msg []byte, id json.RawMessage) bool {
+	var v struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	if len(id) == 0 || json.Unmarshal(msg, &v) != nil || v.Method != nil {
+		return false
+	}
+	var a, b bytes.Buffer
+	return json.Compact(&a, v.ID) == nil && json.Compact(&b, id) == nil && bytes.Equal(a.Bytes(), b.Bytes())
 }
 
 // listen keeps the standalone GET stream open for server-initiated

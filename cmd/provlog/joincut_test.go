@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is what the bridge writes to its client.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestJoinedCallCutBySidecar: a stdio serve joined to a sidecar relays a
+// tool call whose answer comes on an SSE stream; the sidecar dies (kill -9)
+// before it answers, so the stream ends without the answer. The client must
+// be told (bridge.post's contract: "a request that gets no answer gets a
+// JSON-RPC error saying why"). It fails on main: relaySSE returns at the
+// stream's end without a word, and the client waits for an answer that
+// never comes (seen with real processes: a joined Claude Desktop's call
+// hangs until the client gives up).
+func TestJoinedCallCutBySidecar(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // the connection drops, as when the sidecar is killed
+	}))
+	defer srv.Close()
+	out := &lockedBuffer{}
+	b := &bridge{url: srv.URL + "/mcp", token: "t", hc: &http.Client{}, out: out, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	line := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__append","arguments":{"text":"a"}}}` + "\n")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.post(t.Context(), line, message{ID: json.RawMessage("7"), Method: "tools/call"})
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("post did not return after the sidecar's stream ended")
+	}
+	var got struct {
+		ID    json.RawMessage `json:"id"`
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace([]byte(out.String())), &got); err != nil || string(got.ID) != "7" || got.Error == nil {
+		t.Fatalf("the client got %q for its call cut off by the sidecar's death, want a JSON-RPC error answering id 7", out.String())
+	}
+	t.Logf("client told: %s", got.Error.Message)
+}
