@@ -18,9 +18,9 @@
 //
 // # Durability
 //
-// A commit returns nil only after its transaction is committed and
-// flushed (as synchronous_commit is configured: on by default, which waits
-// for the WAL flush). It holds the state row's lock only until its commit
+// A commit returns nil only after its transaction is committed and its
+// WAL flushed: the flush waits as synchronous_commit is configured, or as
+// "on" where that is off (sqlSyncCommit). It holds the state row's lock only until its commit
 // record is written, not flushed, and nothing is trusted before a flush
 // covers it. An outcome lost with the connection is resolved by reading
 // back, never guessed; see schema.go.

@@ -247,12 +247,20 @@ const (
 	// runs (every commit before it is durable: a reader of a quiet log),
 	// it does nothing and costs no flush; else it writes a WAL record in
 	// the current transaction, so that its commit waits for the flush as
-	// synchronous_commit says. On a standby (a read-only handle may be
-	// opened on one) it does nothing: a standby replays only WAL that its
-	// primary has flushed.
+	// synchronous_commit says (sqlSyncCommit). On a standby (a read-only
+	// handle may be opened on one) it does nothing: a standby replays only
+	// WAL that its primary has flushed.
 	sqlFlush = `SELECT CASE WHEN pg_is_in_recovery() THEN NULL
 		WHEN pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn() THEN NULL
-		ELSE pg_logical_emit_message(true, 'provlog', 'flush') END`
+		ELSE pg_logical_emit_message(true, 'provlog', 'flush') END, ` + sqlSyncCommit
+	// sqlSyncCommit, a column of the flushes, makes their transaction's
+	// commit wait for the WAL flush whatever the server, database or role
+	// sets: synchronous_commit = off (a common tuning) would have it
+	// return at once, the batch acknowledged and then lost by a crash, and
+	// the next writer sign another checkpoint of that size. Any other
+	// setting (local, on, remote_write, remote_apply) waits for the local
+	// flush at least, and is kept.
+	sqlSyncCommit = `set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'off' THEN 'on' ELSE current_setting('synchronous_commit') END, true)`
 	// sqlFlushUnlessAt is sqlFlush, except that it does nothing if the
 	// state row still has size $1, the size of a state the handle holds
 	// (and so has had flushed): a read of the newest state that finds
@@ -260,7 +268,7 @@ const (
 	sqlFlushUnlessAt = `SELECT CASE WHEN (SELECT size FROM provlog_state WHERE id) = $1 THEN NULL
 		WHEN pg_is_in_recovery() THEN NULL
 		WHEN pg_current_wal_flush_lsn() >= pg_current_wal_insert_lsn() THEN NULL
-		ELSE pg_logical_emit_message(true, 'provlog', 'flush') END`
+		ELSE pg_logical_emit_message(true, 'provlog', 'flush') END, ` + sqlSyncCommit
 	// sqlEndBackend ends the backend of process id $1 and waits (up to
 	// five seconds) until it is gone: no row if there is none (other than
 	// the caller's own), else whether it is gone.
