@@ -89,9 +89,8 @@ type catalogue struct {
 	listed, known [2]map[string]string
 	newer         newerTools   // the lists of the server's newer session (newertools.go)
 	changes       []ToolChange // definitions changed while the proxy ran
-	// recording is closed when the last tools entry begun is durable (or
-	// failed); nil before the first.
-	recording chan struct{}
+	// recording is the last tools entry begun (nil before the first).
+	recording *toolsWrite
 
 	kinds []lister // the four list kinds, in the order a sync reads them
 }

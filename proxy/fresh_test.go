@@ -112,7 +112,7 @@ func TestHungListCallsWaitOnce(t *testing.T) {
 	var buf proctest.Buffer
 	_, cs, slow, _ := hangingLists(t, &buf)
 	ctx := context.Background()
-	before := slow.cat.toolSum("slow__ok", nil)
+	before, _ := slow.cat.toolSum("slow__ok", nil)
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow__rugpull"}); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestHungListCallsWaitOnce(t *testing.T) {
 	if !behind {
 		t.Error("slow is not behind on its tools after a call gave up waiting")
 	}
-	if got := slow.cat.toolSum("slow__ok", nil); got != before {
+	if got, _ := slow.cat.toolSum("slow__ok", nil); got != before {
 		t.Errorf("the calls name definition %s, want the last read, %s", got, before)
 	}
 	if got := linesWith(&buf, "did not list its tools in time"); len(got) != 1 || !strings.Contains(got[0], "server=slow") {

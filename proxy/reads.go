@@ -77,11 +77,13 @@ func hexSHA256(b []byte) string {
 // server announced is read first (the server has the new definitions
 // already; at most listBound, see awaitRead), and the tools entry holding the
 // definition is waited for (recordTools), so that a call entry citing a
-// definition comes after the entry that holds it.
+// definition comes after the entry that holds it; if that entry was
+// refused it is written again, and the error is why it could not be (the
+// call is then not made).
 //
 // A call that goes to the server's newer session (cs) names the
 // definition that session listed ("" if it lists no such tool).
-func (c *catalogue) toolSum(front string, cs *mcp.ClientSession) string {
+func (c *catalogue) toolSum(front string, cs *mcp.ClientSession) (string, error) {
 	c.mu.Lock()
 	newer := cs != nil && cs == c.newer.cs && c.newer.sums != nil
 	slot := listSlot(toolSlot)
@@ -105,10 +107,68 @@ func (c *catalogue) toolSum(front string, cs *mcp.ClientSession) string {
 		sum = "" // the first session does not list it
 	}
 	c.mu.Unlock()
-	if rec != nil {
-		<-rec // the append answers once its entry is committed or refused
+	if rec == nil {
+		return sum, nil
 	}
-	return sum
+	<-rec.done // the append answers once its entry is committed or refused
+	if rec.err == nil {
+		return sum, nil
+	}
+	// The entry was refused (a store unavailable for a moment): the call
+	// would name a definition no entry holds. It is written again, after
+	// whatever was begun since, and the call made only once it is in.
+	if rec = c.rewrite(rec); rec.err != nil {
+		return "", rec.err
+	}
+	return sum, nil
+}
+
+// A toolsWrite is the writing of one tools entry.
+type toolsWrite struct {
+	e    *log.ToolsEntry
+	done chan struct{} // closed once the entry is durable or refused
+	err  error         // why it was refused (set before done is closed)
+}
+
+// rewrite writes failed's entry again, unless an entry begun since has
+// been or is being written (which holds the newer list), and returns that
+// writing, done.
+func (c *catalogue) rewrite(failed *toolsWrite) *toolsWrite {
+	c.mu.Lock()
+	w := c.recording
+	if w == failed {
+		w = c.beginTools(failed.e)
+	}
+	c.mu.Unlock()
+	<-w.done
+	return w
+}
+
+// beginTools begins writing e after every entry begun before it, and
+// makes it the one begun last. The caller holds c.mu.
+func (c *catalogue) beginTools(e *log.ToolsEntry) *toolsWrite {
+	d := c.d
+	w := &toolsWrite{e: e, done: make(chan struct{})}
+	earlier := c.recording
+	c.recording = w
+	go func() {
+		defer close(w.done)
+		if earlier != nil {
+			<-earlier.done // in order
+		}
+		// A list too large for one entry goes in several, in order.
+		parts, err := e.MarshalParts()
+		for _, b := range parts {
+			if _, err = d.p.append(context.Background(), nil, log.KindTools, b); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			d.p.logger.Error("proxy: recording a server's tool list failed; its tools' calls write it again first", "server", d.cfg.ID, "tools", len(e.Tools), "error", err)
+			w.err = fmt.Errorf("recording server %q's tool list: %w", d.cfg.ID, err)
+		}
+	}()
+	return w
 }
 
 // awaitRead waits until a read of the list in slot covers the server's
@@ -204,40 +264,21 @@ func (c *catalogue) recordTools(session int, raws []json.RawMessage) {
 	slices.SortFunc(e.Tools, func(a, b log.ToolSum) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.SHA256, b.SHA256))
 	})
-	done := make(chan struct{})
 	c.mu.Lock()
 	c.noteListed(session, known, sums)
 	c.changes = append(c.changes, changed...)
 	if n := len(c.changes); n > maxToolChanges {
 		c.changes = c.changes[n-maxToolChanges:]
 	}
-	earlier := c.recording
-	c.recording = done
+	w := c.beginTools(e)
 	c.mu.Unlock()
-	write := func() {
-		defer close(done)
-		if earlier != nil {
-			<-earlier // in order
-		}
-		// A list too large for one entry goes in several, in order.
-		parts, err := e.MarshalParts()
-		for _, b := range parts {
-			if _, err = d.p.append(context.Background(), nil, log.KindTools, b); err != nil {
-				break
-			}
-		}
-		if err != nil {
-			d.p.logger.Error("proxy: recording a server's tool list failed", "server", d.cfg.ID, "tools", len(sums), "error", err)
-		}
-	}
 	if prev == nil {
 		// The first list since the proxy started is in the log before the
 		// server counts as up: a sidecar that is ready has every server's
-		// tools entry, and the entries that follow come after it.
-		write()
-		return
+		// tools entry (or its calls write it first), and the entries that
+		// follow come after it.
+		<-w.done
 	}
-	go write()
 }
 
 // noteListed makes sums the last list of session recorded, and its

@@ -32,8 +32,12 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 	// The session the call goes to, whose definition it is made against;
 	// no session here is forward's error to record.
 	cs, _ := in.target(ctx)
+	sum, err := d.cat.toolSum(front, cs)
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was not made, as the log cannot record its tool's definition: %v", front, err)
+	}
 	c := &call{
-		server: d.cfg.ID, tool: in.tool, toolSum: d.cat.toolSum(front, cs), actor: actor, start: in.start,
+		server: d.cfg.ID, tool: in.tool, toolSum: sum, actor: actor, start: in.start,
 		client: in.client, protocol: in.protocol, retain: d.cfg.Retain == RetainFull, continues: in.continues,
 	}
 	// The _meta's values first: the arguments are recorded without them
