@@ -57,6 +57,13 @@ func (s *Store) CommitShared(ctx context.Context, fences []log.Fence, build func
 	if err != nil {
 		return err
 	}
+	// A database that stops answering (a hung host, a network that drops
+	// packets) leaves the connection open and a round trip waiting without
+	// end: the commit's are bounded by ResolveTimeout, and one cut off so
+	// is judged as a lost connection's (nothing written before COMMIT was
+	// sent; else read back, or the store stops).
+	ctx, cancel := context.WithTimeout(ctx, s.resolve)
+	defer cancel()
 	tries := s.connTries()
 	for try := 1; ; try++ {
 		err := s.commitOn(ctx, known, fences, build, &tm)

@@ -72,8 +72,12 @@ type Options struct {
 	// MaxHotNodes bounds the tree nodes kept in memory (default
 	// DefaultMaxHotNodes); negative keeps none.
 	MaxHotNodes int64
-	// ResolveTimeout bounds how long a commit whose outcome was lost with
-	// its connection keeps trying to read it back (default one minute).
+	// ResolveTimeout bounds how long a commit waits for the database's
+	// answers, and how long one whose outcome was lost with its
+	// connection (or not answered in time) keeps trying to read it back
+	// (default one minute): a database that stops answering refuses an
+	// append within twice that, and stops the handle if a commit's outcome
+	// stays unknown.
 	ResolveTimeout time.Duration
 	// Logf receives the store's own log lines (nil: discarded).
 	Logf func(format string, args ...any)

@@ -1,0 +1,112 @@
+package logpg_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/provlog/provlog/log/logpg"
+	"github.com/provlog/provlog/log/logpg/pgtest"
+	"github.com/provlog/provlog/log/server"
+)
+
+// freeze stops (SIGSTOP) the server of dsn, the postmaster and every
+// backend, as a hung database host or a network that drops packets leaves
+// it: connections stay open and nothing answers. It returns the thaw.
+func freeze(t *testing.T, dsn string) func() {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	if err := conn.QueryRow(t.Context(), `SELECT setting FROM pg_settings WHERE name = 'data_directory'`).Scan(&dir); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(t.Context())
+	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm := strings.SplitN(string(b), "\n", 2)[0]
+	out, _ := exec.Command("ps", "-o", "pid=", "--ppid", pm).Output()
+	pids := append([]string{pm}, strings.Fields(string(out))...)
+	exec.Command("kill", append([]string{"-STOP"}, pids...)...).Run()
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			exec.Command("kill", append([]string{"-CONT"}, pids...)...).Run()
+		}
+	}
+	t.Cleanup(thaw)
+	return thaw
+}
+
+// TestFrozenDatabaseRefusesAppends: a database that stops answering (a
+// hung host, a partition that drops packets) with the sidecar's
+// connections still open must not hang every append for as long as it
+// lasts. DESIGN §2: a call whose call entry cannot be written (storage
+// failure) is refused and never forwarded; logpg's own bound for a
+// database that cannot be reached is Options.ResolveTimeout. Before, an
+// append on a store opened with ResolveTimeout 3s was still waiting 20s
+// after the database froze, and the sequencer reported nothing wrong
+// (Unavailable and Err nil): the sidecar's calls hung, /healthz said
+// "ok", and the agent's client timed out not knowing whether its call ran.
+//
+// Found by the pgprobe session: three sidecars under load with every
+// process of their PostgreSQL cluster SIGSTOPped for 43s answered no call
+// (clients timed out at 30s), /healthz said status ok, storage ok
+// throughout; calls the downstream had already run got no answer (their
+// results' flush hung), so their clients gave up not knowing they had run.
+// Now each commit's round trips are bounded by ResolveTimeout.
+func TestFrozenDatabaseRefusesAppends(t *testing.T) {
+	c := pgtest.NewCluster(t)
+	k := newKey(t, "provlog.test/frozen")
+	st, err := logpg.Open(t.Context(), c.DSN, &logpg.Options{ResolveTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := server.OpenSequencer(t.Context(), st, k.s, k.v, &server.SequencerOptions{
+		Genesis: func() ([]byte, error) { return []byte("genesis"), nil },
+	})
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	if _, err := seq.Append(context.Background(), []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	thaw := freeze(t, c.DSN)
+	done := make(chan error, 1)
+	go func() {
+		_, err := seq.Append(context.Background(), []byte("while frozen"))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("an append succeeded while the database was frozen")
+		}
+		t.Logf("refused while frozen: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Errorf("an append is still waiting 20s after the database froze (store ResolveTimeout 3s); Unavailable() = %v, Err() = %v", seq.Unavailable(), st.Err())
+		thaw()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+		}
+	}
+	if seq.Unavailable() == nil && st.Err() == nil {
+		t.Error("the refusal left the sequencer reporting nothing wrong (health would say ok)")
+	}
+	thaw()
+	seq.Close()
+	st.Close()
+}
