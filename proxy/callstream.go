@@ -56,8 +56,11 @@ import (
 //
 // Finished streams are kept within one budget for the whole proxy,
 // [keptStreamBytes]: beyond it the delivered streams are dropped first,
-// oldest first, then the undelivered ones, oldest first, as an
-// undelivered response is one a client certainly still needs. The
+// then the undelivered ones, as an undelivered response is one a client
+// certainly still needs; of either, the oldest of the actor whose streams
+// take the most of it, so that one actor's streams push out its own
+// before another's (its answers left unread cannot push out another
+// actor's, who would find hers not kept). The
 // delivered ones also have a smaller budget of their own,
 // [deliveredStreamBytes]: under load every call's stream is delivered
 // and kept, and the whole budget of them would cost the sidecar some
@@ -396,11 +399,12 @@ func (p *Proxy) resume(w http.ResponseWriter, r *http.Request, fs *frontSession,
 // oldest first, and their bytes.
 type keptStreams struct {
 	mu        sync.Mutex
-	waiting   list.List   // those whose response no client has read yet
-	delivered list.List   // those delivered, by their at
-	bytes     int         // both lists' events and overhead
-	dbytes    int         // the delivered list's
-	timer     *time.Timer // drops the delivered streams as their time is up; nil until one is kept
+	waiting   list.List         // those whose response no client has read yet
+	delivered list.List         // those delivered, by their at
+	bytes     int               // both lists' events and overhead
+	dbytes    int               // the delivered list's
+	byActor   map[string][2]int // each actor's share of the waiting [0] and delivered [1] lists' bytes
+	timer     *time.Timer       // drops the delivered streams as their time is up; nil until one is kept
 
 	testingOnlyDeliveredKeep time.Duration // deliveredKeep if zero
 }
@@ -429,9 +433,47 @@ func (k *keptStreams) remove(s *callStream, drop bool) {
 		if !s.at.IsZero() {
 			k.dbytes -= s.size + keptStreamOverhead
 		}
+		k.account(s, -1)
 		s.kept = nil
 	}
 	s.dropped = s.dropped || drop
+}
+
+// account adds s's bytes (sign 1) to its actor's share of its list, or
+// takes them away (-1).
+func (k *keptStreams) account(s *callStream, sign int) {
+	which := 0
+	if !s.at.IsZero() {
+		which = 1
+	}
+	a := s.fs.actor
+	n := k.byActor[a]
+	n[which] += sign * (s.size + keptStreamOverhead)
+	switch {
+	case n == [2]int{}:
+		delete(k.byActor, a)
+	case k.byActor == nil:
+		k.byActor = map[string][2]int{a: n}
+	default:
+		k.byActor[a] = n
+	}
+}
+
+// victim returns the stream of list l (which: 0 waiting, 1 delivered) to
+// drop: the oldest of the actor whose streams take the most of it.
+func (k *keptStreams) victim(l *list.List, which int) *callStream {
+	heaviest, most := "", -1
+	for a, n := range k.byActor {
+		if n[which] > most {
+			heaviest, most = a, n[which]
+		}
+	}
+	for e := l.Front(); e != nil; e = e.Next() {
+		if s := e.Value.(*callStream); s.fs.actor == heaviest {
+			return s
+		}
+	}
+	return l.Front().Value.(*callStream) // not reached: the heaviest has one there
 }
 
 // keep adds the finished stream s (s.mu held) to the kept streams, or
@@ -466,12 +508,13 @@ func (p *Proxy) keep(s *callStream, delivered bool) {
 	if !s.at.IsZero() {
 		k.dbytes += s.size + keptStreamOverhead
 	}
+	k.account(s, 1)
 	for k.bytes > keptStreamBytes || k.dbytes > deliveredStreamBytes {
-		l := &k.delivered
+		l, which := &k.delivered, 1
 		if l.Len() == 0 {
-			l = &k.waiting
+			l, which = &k.waiting, 0
 		}
-		old := l.Front().Value.(*callStream)
+		old := k.victim(l, which)
 		k.remove(old, true)
 		drop = append(drop, old)
 	}

@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,11 +69,11 @@ func TestParkAsksStayWithTheirActor(t *testing.T) {
 // refused as the SDK refuses it (403, session user mismatch), whatever its
 // id, and touches nothing of alice's session.
 //
-// On main a POST under the id of one of alice's requests in progress is
-// answered 400 "duplicate in-flight request ID 7" instead: holdIDs claims
-// the POST's ids in the session's set before the SDK checks the actor, so
-// bob learns which ids alice has in flight, and while bob's POST holds an
-// id alice's own request under it is refused as a duplicate.
+// Before, a POST under the id of one of alice's requests in progress was
+// answered 400 "duplicate in-flight request ID 7" instead: holdIDs claimed
+// the POST's ids in the session's set before the SDK checked the actor, so
+// bob learnt which ids alice had in flight, and while bob's POST held an
+// id alice's own request under it was refused as a duplicate.
 func TestForeignPOSTLeavesSessionIDsAlone(t *testing.T) {
 	p, _, noted := hangProxy(t, "fx")
 	front := serveTokens(t, p, map[string]string{testToken: "alice", "tok-bob": "bob"})
@@ -199,6 +201,62 @@ func TestRedactedValuesNoOracleAcrossActors(t *testing.T) {
 	}
 	if bobs != 1 || alices != 1 {
 		t.Errorf("%d call entries of bob's, %d of alice's quoting her value; want 1 each", bobs, alices)
+	}
+}
+
+// TestKeptStreamsPerActor: the answer of alice's call, whose client lost
+// its stream before the answer came, stays for her to resume however many
+// undelivered answers bob leaves behind: one actor's streams cannot push
+// another's out of the kept streams' memory (as sessions, parked calls and
+// subscriptions have a share per actor).
+//
+// Before, bob's did: the kept streams were one list over all sessions,
+// oldest dropped first (keep, keptStreamBytes), so bob's big answers,
+// each dropped unread, pushed out alice's older one and her resume was
+// refused (400, "not kept"). Now the actor whose streams take the most
+// loses its own oldest (keptStreams.victim).
+func TestKeptStreamsPerActor(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	obj := map[string]any{"type": "object"}
+	slow := func(text string) mcp.ToolHandler {
+		return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			time.Sleep(300 * time.Millisecond) // the client has dropped its stream by then
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+		}
+	}
+	srv.AddTool(&mcp.Tool{Name: "small", InputSchema: obj}, slow("alice's answer"))
+	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: obj}, slow(bigText))
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "ev", URL: down.URL}}, nil)
+	front := serveTokens(t, p, map[string]string{testToken: "alice", "tok-bob": "bob"})
+	alice := fastSession(t, p, connectHTTPAs(t, front, testToken, "2025-11-25", nil))
+	bob := fastSession(t, p, connectHTTPAs(t, front, "tok-bob", "2025-11-25", nil))
+
+	// dropped calls tool on session sid with token, reads the priming
+	// event, drops the stream and returns the event's id once the
+	// answer is kept undelivered.
+	dropped := func(token, sid, tool string) string {
+		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ev__` + tool + `","arguments":{}}}`
+		resp := postMCPStream(t, front, body, map[string]string{"Authorization": "Bearer " + token, "Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"})
+		st := &sseStream{bufio.NewReader(resp.Body), resp.Body}
+		first := st.next(t)
+		st.Close()
+		waitFor(t, "the dropped answer to be kept", func() bool { return keptAs(p, sid, first["id"]) != "in progress" })
+		return first["id"]
+	}
+	aliceID := dropped(testToken, alice.ID(), "small")
+	for range keptStreamBytes/len(bigText) + 2 {
+		dropped("tok-bob", bob.ID(), "big")
+	}
+	if got := keptAs(p, alice.ID(), aliceID); got != "waiting" {
+		t.Errorf("alice's undelivered answer is %s after bob's, want it waiting for her", got)
+	}
+	resumed := getResume(t, front, alice.ID(), aliceID, http.StatusOK)
+	defer resumed.Close()
+	if ev := resumed.next(t); !strings.Contains(ev["data"], "alice's answer") {
+		t.Errorf("alice resumed %q", ev)
 	}
 }
 
