@@ -115,7 +115,9 @@ func parseShown(b []byte) ([]byte, uint64, bool) {
 
 // readShownSlots reads the slots of data, oldest checkpoint first.
 func readShownSlots(data string) ([]slots.Slot[[]byte], error) {
-	ss, err := slots.Read(shownSlots(data, nil), parseShown)
+	// One slot torn (a power loss during its write) leaves the other's
+	// checkpoint, older: the rollback check holds the log to that.
+	ss, _, err := slots.Read(shownSlots(data, nil), parseShown)
 	if err != nil {
 		return nil, fmt.Errorf("%w: what this sidecar showed of the shared log is unknown; remove them only if that is accepted", err)
 	}

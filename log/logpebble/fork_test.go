@@ -290,12 +290,12 @@ func TestManifestDamage(t *testing.T) {
 func TestPublishedRecordDamage(t *testing.T) {
 	dir := t.TempDir()
 	ack := writeLog(t, dir, 10)
-	rs, err := readRecords(dir)
+	rs, _, err := readRecords(dir)
 	if err != nil || len(rs) != 2 {
 		t.Fatalf("records: %d, %v", len(rs), err)
 	}
 	damage(t, publishedName(dir, rs[1].slot), 40, false)
-	if rs2, _ := readRecords(dir); len(rs2) != 1 || rs2[0].size != rs[0].size {
+	if rs2, _, _ := readRecords(dir); len(rs2) != 1 || rs2[0].size != rs[0].size {
 		t.Fatalf("after damaging the newer slot, records %v", rs2)
 	}
 	s, err := Open(dir, faultOptions(t, nil))

@@ -383,9 +383,16 @@ func (s *Store) closePebble() error {
 // commit, or, read-only, in an overlay of indexed batches that every read
 // goes through. It opens the publisher if the store can commit.
 func (s *Store) reconcile(readOnly bool) error {
-	rs, err := readRecords(s.dir)
+	rs, torn, err := readRecords(s.dir)
 	if err != nil {
 		return err
+	}
+	for _, name := range torn {
+		// The other slot's record is older: a batch the WAL lost after
+		// it would go unseen. A power loss during the slot's write
+		// tears it too, but a write that loses nothing cannot be told
+		// from one that does.
+		s.warn(fmt.Sprintf("%s holds a torn or damaged record of the published batches (a write cut by a power loss, or damage); the older record in the other slot was used", name))
 	}
 	const source = "the store's published-batch record"
 	if n := len(rs); n > 0 {

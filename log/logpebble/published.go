@@ -167,7 +167,7 @@ func (d *decoder) u32() uint32 {
 // program pointing a data dir at another store (a shared one) checks that
 // store holds it: the data dir's own log handed it out.
 func NewestPublished(dir string) ([]byte, error) {
-	rs, err := readRecords(dir)
+	rs, _, err := readRecords(dir)
 	if err != nil || len(rs) == 0 {
 		return nil, err
 	}
@@ -186,23 +186,23 @@ func publishedSlots(dir string, fail func(error)) slots.Options {
 	}
 }
 
-// readRecords reads both slots of dir, oldest batch first. A missing file
-// is an empty slot; two slots that both hold a torn or damaged record
-// are an error.
-func readRecords(dir string) ([]record, error) {
-	ss, err := slots.Read(publishedSlots(dir, nil), func(b []byte) (record, uint64, bool) {
+// readRecords reads both slots of dir, oldest batch first, and names a
+// slot that holds a torn or damaged record. A missing file is an empty
+// slot; two slots that both hold a torn or damaged record are an error.
+func readRecords(dir string) ([]record, []string, error) {
+	ss, torn, err := slots.Read(publishedSlots(dir, nil), func(b []byte) (record, uint64, bool) {
 		r, ok := decodeRecord(b)
 		return r, r.size, ok
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: the published-batch record: %w; the batches it held are in Pebble unless its write-ahead log lost them too: move both files aside to open the store without the record", ErrCorrupt, err)
+		return nil, nil, fmt.Errorf("%w: the published-batch record: %w; the batches it held are in Pebble unless its write-ahead log lost them too: move both files aside to open the store without the record", ErrCorrupt, err)
 	}
 	rs := make([]record, len(ss))
 	for i, s := range ss {
 		rs[i] = s.Value
 		rs[i].slot = s.Index
 	}
-	return rs, nil
+	return rs, torn, nil
 }
 
 // openPublisher opens (creating them) both slots for writing; the first

@@ -36,7 +36,7 @@ func TestPublishedOldFiles(t *testing.T) {
 	slot0 := append(bytes.Clone(golden), make([]byte, publishedInitial-len(golden))...)
 	os.WriteFile(publishedName(dir, 0), slot0, 0o600)
 	os.WriteFile(publishedName(dir, 1), make([]byte, publishedInitial), 0o600)
-	rs, err := readRecords(dir)
+	rs, _, err := readRecords(dir)
 	if err != nil || len(rs) != 1 || rs[0].slot != 0 || rs[0].start != 3 || rs[0].size != 5 {
 		t.Fatalf("old slots: %+v, %v; want the batch [3, 5) in slot 0", rs, err)
 	}
@@ -56,7 +56,7 @@ func TestPublishedOldFiles(t *testing.T) {
 	if b, _ := os.ReadFile(publishedName(dir, 0)); !bytes.Equal(b, slot0) {
 		t.Fatal("the first write overwrote the slot holding the newest record")
 	}
-	if rs, err := readRecords(dir); err != nil || len(rs) != 2 || rs[1].size != 6 || rs[1].slot != 1 {
+	if rs, _, err := readRecords(dir); err != nil || len(rs) != 2 || rs[1].size != 6 || rs[1].slot != 1 {
 		t.Fatalf("after a write: %+v, %v; want [3, 5) and then [5, 6) in slot 1", rs, err)
 	}
 }

@@ -94,30 +94,33 @@ type Slot[T any] struct {
 
 // Read reads both slots of o.Names and returns the whole records, oldest
 // first, as parse reads them: it returns the record, its Seq, and false
-// for bytes that hold no whole record. A missing file is an empty slot.
-// It fails with an error wrapping [log.ErrCorrupt] if both slots hold
-// something and neither a whole record.
-func Read[T any](o Options, parse func(b []byte) (v T, seq uint64, ok bool)) ([]Slot[T], error) {
+// for bytes that hold no whole record; and the names of the slots that
+// hold something but no whole record (a write cut by a power loss, or
+// damage: the record it held or was to hold is not among those returned).
+// A missing file is an empty slot. It fails with an error wrapping
+// [log.ErrCorrupt] if both slots hold something and neither a whole
+// record.
+func Read[T any](o Options, parse func(b []byte) (v T, seq uint64, ok bool)) ([]Slot[T], []string, error) {
 	var out []Slot[T]
-	torn := 0
+	var torn []string
 	for i, name := range o.Names {
 		b, err := os.ReadFile(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		} else if err != nil {
-			return nil, log.FileFault("reading", name, err)
+			return nil, nil, log.FileFault("reading", name, err)
 		}
 		if v, seq, ok := parse(b); ok {
 			out = append(out, Slot[T]{Index: i, Seq: seq, Value: v})
 		} else if !zero(b) {
-			torn++
+			torn = append(torn, name)
 		}
 	}
-	if torn == 2 {
-		return nil, tornError(o.Names)
+	if len(torn) == 2 {
+		return nil, nil, tornError(o.Names)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
-	return out, nil
+	return out, torn, nil
 }
 
 // tornError names two slots that both hold something and neither a whole

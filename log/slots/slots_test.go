@@ -43,7 +43,7 @@ func testOptions(dir string) Options {
 // read reads o's slots and returns the bodies, oldest first.
 func read(t *testing.T, o Options) []string {
 	t.Helper()
-	rs, err := Read(o, parse)
+	rs, _, err := Read(o, parse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestWriteRead(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		rs, _ := Read(o, parse)
+		rs, _, _ := Read(o, parse)
 		if Next(rs) != 1 {
 			t.Fatalf("next slot %d, want 1 (slot 0 holds the newest)", Next(rs))
 		}
@@ -126,6 +126,9 @@ func TestTorn(t *testing.T) {
 	if got, want := read(t, o), []string{"first"}; !equal(got, want) {
 		t.Fatalf("slot 1 torn: got %q, want %q", got, want)
 	}
+	if _, torn, _ := Read(o, parse); len(torn) != 1 || torn[0] != o.Names[1] {
+		t.Fatalf("slot 1 torn: Read names %q as torn, want it alone", torn)
+	}
 	// Never written and torn: the first record was torn, before anyone
 	// was told of it.
 	os.WriteFile(o.Names[0], make([]byte, 64), 0o600)
@@ -134,7 +137,7 @@ func TestTorn(t *testing.T) {
 	}
 	os.WriteFile(o.Names[0], encode(1, "first"), 0o600)
 	tear(0, 0)
-	_, err = Read(o, parse)
+	_, _, err = Read(o, parse)
 	if err == nil || !errors.Is(err, log.ErrCorrupt) || !strings.Contains(err.Error(), o.Names[0]+" and "+o.Names[1]+" both hold a torn or damaged record") {
 		t.Fatalf("both torn: %v, want a corrupt error naming both files", err)
 	}
