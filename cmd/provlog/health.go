@@ -24,9 +24,10 @@ const (
 	reasonAnchorAuth = "anchor_authority_failing" // a TSA or Rekor failed N rounds running (the others may still anchor)
 	reasonWitness    = "witness_policy_not_met"   // fewer witnesses cosign than the policy needs
 	reasonToolChange = "tool_definition_changed"  // a server changed a tool's definition while the sidecar ran
+	reasonBlobs      = "blob_store_failing"       // the blob store's last write failed (a full disk): large calls refused, kept results withheld
 )
 
-var healthReasons = []string{reasonStorage, reasonDownstream, reasonAnchorGap, reasonAnchorAuth, reasonWitness, reasonToolChange}
+var healthReasons = []string{reasonStorage, reasonDownstream, reasonAnchorGap, reasonAnchorAuth, reasonWitness, reasonToolChange, reasonBlobs}
 
 // DefaultAnchorGapIntervals is how many anchoring intervals entries may
 // stay unanchored before /healthz says degraded (health.anchor_gap_intervals).
@@ -76,6 +77,9 @@ func (s *sidecar) problems() []problem {
 		ps = append(ps, problem{reasonStorage, detail})
 	} else if err := s.tasks.Err(); err != nil {
 		ps = append(ps, problem{reasonStorage, "the task engine stopped writing: " + err.Error()})
+	}
+	if err := s.blobs.Err(); err != nil {
+		ps = append(ps, problem{reasonBlobs, "the blob store's last write failed: calls whose arguments are too large for an entry are refused, and results kept whole (retain: full) withheld, until one succeeds: " + err.Error()})
 	}
 	for _, d := range s.proxy.Downstreams() {
 		if d.State == proxy.StateDown {
@@ -179,6 +183,7 @@ func (s *sidecar) writeHealthMetrics(w io.Writer) {
 		reasonDownstream: "Configured downstream MCP servers that are down.",
 		reasonAnchorGap:  "1 while entries stay unanchored for longer than health.anchor_gap_intervals anchoring intervals.",
 		reasonWitness:    "1 while fewer witnesses cosign than witness_policy.threshold, or one reported a conflict.",
+		reasonBlobs:      "1 while the blob store's last write failed (calls with arguments too large for an entry are refused, kept results withheld).",
 	}
 	for _, r := range healthReasons {
 		name := "provlog_health_" + r

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -158,5 +160,63 @@ func TestHealthStorageFailed(t *testing.T) {
 	}
 	if m := getMetrics(t, base); !strings.Contains(m, "\nprovlog_health_"+reasonStorage+" 1\n") {
 		t.Errorf("metrics:\n%s", m)
+	}
+}
+
+// TestHealthBlobStoreFailing: while the blob store cannot be written (its
+// directory made a file here; a full disk does the same), a call whose
+// result is kept whole (retain: full) has it withheld, and /healthz says
+// degraded with blob_store_failing (200: the log still records); once a
+// blob is written again it is ok. Before, /healthz said ok throughout.
+func TestHealthBlobStoreFailing(t *testing.T) {
+	exe, _ := os.Executable()
+	const token = "blob-health-token"
+	sum := sha256.Sum256([]byte(token))
+	data := filepath.Join(t.TempDir(), "data")
+	cfg := fmt.Sprintf(`data: %s
+origin: provlog.test/blobhealth
+actors: [{id: alice, token_sha256: %s}]
+servers:
+  - id: lk
+    command: [%q, "-test.run=^$"]
+    env: {%s: "1"}
+    retain: full
+`, data, hex.EncodeToString(sum[:]), exe, leakfxEnv)
+	sp, err := startFxSidecar(t, "--config", writeFile(t, filepath.Join(t.TempDir(), "provlog.yaml"), []byte(cfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.stop(t)
+	waitTools(t, sp.base, token, []string{"lk__echo"})
+	cs := connectHTTP(t, sp.base, token)
+	echo := func(n int) error {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lk__echo", Arguments: map[string]any{"token": fmt.Sprintf("tok-%d-9f3e2a", n)}})
+		return err
+	}
+	if err := echo(1); err != nil {
+		t.Fatalf("%v\n%s", err, sp.stderr.String())
+	}
+	blobDir := filepath.Join(data, blobDir)
+	aside := blobDir + ".aside"
+	if err := os.Rename(blobDir, aside); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, blobDir, []byte("not a directory"))
+	if err := echo(2); err == nil || !strings.Contains(err.Error(), "withheld") {
+		t.Errorf("a call whose result cannot be kept: %v, want its result withheld", err)
+	}
+	h, code := getHealth(t, sp.base)
+	if code != http.StatusOK || h.Status != "degraded" || len(h.Reasons) != 1 || h.Reasons[0].Reason != reasonBlobs {
+		t.Errorf("with the blob store failing: %d %+v, want degraded (200) with %s", code, h, reasonBlobs)
+	}
+	os.Remove(blobDir)
+	if err := os.Rename(aside, blobDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := echo(3); err != nil {
+		t.Fatal(err)
+	}
+	if h, code := getHealth(t, sp.base); code != http.StatusOK || h.Status != "ok" {
+		t.Errorf("with the blob store back: %d %+v, want ok", code, h)
 	}
 }

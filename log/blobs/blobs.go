@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/provlog/provlog/log/durable"
 )
@@ -27,7 +28,8 @@ var ErrNotFound = errors.New("blob not found")
 // that every sidecar of one log reads the blobs any of them wrote and a
 // purge through one removes them for all.
 type Store struct {
-	b Backend
+	b      Backend
+	failed atomic.Pointer[error] // the last Put's error, nil if it succeeded (Err)
 }
 
 // A Backend holds a Store's bytes by name (a lowercase hex SHA-256, checked
@@ -72,9 +74,22 @@ func checkName(sum string) error {
 func (s *Store) Put(data []byte) (string, error) {
 	sum := Sum(data)
 	if err := s.b.WriteBlob(sum, data); err != nil {
-		return "", fmt.Errorf("storing blob: %w", err)
+		err = fmt.Errorf("storing blob: %w", err)
+		s.failed.Store(&err)
+		return "", err
 	}
+	s.failed.Store(nil)
 	return sum, nil
+}
+
+// Err returns the error of the last Put if it failed (a full or
+// read-only disk, an unreachable database), else nil: health reports it,
+// as a failed Put refuses a call or withholds a result.
+func (s *Store) Err() error {
+	if err := s.failed.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // Get returns the blob named sum, after checking that its bytes still

@@ -77,3 +77,26 @@ func TestPurgeAbsent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestErrIsTheLastPuts: Err is the last Put's error, and nil again once a
+// Put succeeds.
+func TestErrIsTheLastPuts(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Err() != nil {
+		t.Fatalf("a new store's Err: %v", s.Err())
+	}
+	os.RemoveAll(dir)
+	os.WriteFile(dir, []byte("not a directory"), 0o600)
+	if _, err := s.Put([]byte("x")); err == nil || s.Err() == nil || s.Err().Error() != err.Error() {
+		t.Fatalf("Put into a file: %v; Err %v", err, s.Err())
+	}
+	os.Remove(dir)
+	os.Mkdir(dir, 0o700)
+	if _, err := s.Put([]byte("x")); err != nil || s.Err() != nil {
+		t.Fatalf("Put after the directory is back: %v; Err %v", err, s.Err())
+	}
+}
