@@ -229,7 +229,7 @@ func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr erro
 	r, err := p.recordResult(ctx, d, c)
 	if err != nil {
 		p.logger.Error("proxy: recording a call's outcome failed; the result is withheld", "actor", c.actor, "server", c.server, "tool", c.tool, "call", c.index, "error", err)
-		return "", rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was made (log entry %d) but its outcome could not be recorded, so its result is withheld: %v", c.tool, c.index, err)
+		return "", rpcError(jsonrpc.CodeInternalError, "provlog: the call to server %q's tool %q was made (log entry %d) but its outcome could not be recorded, so its result is withheld: %v", c.server, c.tool, c.index, err)
 	}
 	if p.logger.Enabled(ctx, slog.LevelDebug) {
 		// One line per call, at debug: who called what, and its entries.
