@@ -64,7 +64,7 @@ func publishSidecar(data string, addr net.Addr, actor string, idle time.Duration
 	b, _ := json.Marshal(sidecarInfo{URL: "http://" + net.JoinHostPort(host, port), Actor: actor, PID: os.Getpid(), SessionIdle: idle.String()})
 	path := filepath.Join(data, sidecarFile)
 	if err := durable.WriteFile(path, append(b, '\n'), 0o600); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", path, err)
+		return nil, fmt.Errorf("writing %s, which lets stdio serves of this data dir join this sidecar: %w", path, err)
 	}
 	return func() { os.Remove(path) }, nil
 }

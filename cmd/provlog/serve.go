@@ -123,8 +123,6 @@ func (sc *sidecar) serve(ctx context.Context, cfg *Config, ln net.Listener, logg
 		ReadHeaderTimeout: proxy.ReadHeaderTimeout,
 		IdleTimeout:       proxy.IdleTimeout,
 	}
-	logger.Info("provlog serving", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "data", cfg.Data,
-		"origin", sc.keys.signer.Name(), "size", sc.size(), "local_token_file", filepath.Join(cfg.Data, localToken))
 	if cfg.Store == "" {
 		idle := cfg.Sessions.Idle
 		if idle <= 0 {
@@ -136,6 +134,10 @@ func (sc *sidecar) serve(ctx context.Context, cfg *Config, ln net.Listener, logg
 		}
 		defer unpublish()
 	}
+	// Said once it serves: a failure above (a full or read-only data dir)
+	// ended it without a line saying it served.
+	logger.Info("provlog serving", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "data", cfg.Data,
+		"origin", sc.keys.signer.Name(), "size", sc.size(), "local_token_file", filepath.Join(cfg.Data, localToken))
 	return cli.Serve(ctx, srv, ln, logger, "provlog")
 }
 
