@@ -172,6 +172,11 @@ func (s *Sequencer) commitShared(batch []*request) {
 	s.mu.RUnlock()
 	t0 := time.Now()
 	err := s.shared.CommitShared(context.Background(), fences, func(st log.State, fenced []bool) (*log.Batch, error) {
+		// Only the last build's batch is committed (the store may build
+		// again, on a newer state or fences as they stand): what an
+		// earlier one signed must not outlive it, above all when the last
+		// commits nothing.
+		nodes, start, size, cp = nil, 0, 0, nil
 		if st.Size != signed {
 			if err := s.checkSigned(st); err != nil {
 				return nil, err
@@ -213,19 +218,23 @@ func (s *Sequencer) commitShared(batch []*request) {
 		s.failShared(all, err, stoppedShared+": a commit failed: %w", true)
 		return
 	}
-	if err := s.show(size, cp); err != nil {
-		// Committed, but not on record as shown: nobody gets it.
-		s.failShared(all, err, stoppedShared+": a commit went through, but could not be recorded as handed out (nobody was answered on it): %w", false)
-		return
+	// With every append fenced off nothing was committed or signed: the
+	// checkpoint served and shown stays as it was.
+	if len(kept) > 0 {
+		if err := s.show(size, cp); err != nil {
+			// Committed, but not on record as shown: nobody gets it.
+			s.failShared(all, err, stoppedShared+": a commit went through, but could not be recorded as handed out (nobody was answered on it): %w", false)
+			return
+		}
+		s.mu.Lock()
+		if size > s.size {
+			s.size, s.cp = size, cp
+		}
+		s.stats.Appends += uint64(len(kept))
+		s.stats.Commits++
+		s.stats.CommitNanos += d
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	if size > s.size {
-		s.size, s.cp = size, cp
-	}
-	s.stats.Appends += uint64(len(kept))
-	s.stats.Commits++
-	s.stats.CommitNanos += d
-	s.mu.Unlock()
 	k := 0
 	for _, r := range all {
 		if k < len(kept) && kept[k] == r {
