@@ -69,6 +69,14 @@ func (c *callSet) follow(ctx context.Context, r EntryReader, size uint64) error 
 	return nil
 }
 
+// read returns how many entries were read: the calls and results among
+// [0, read) are known.
+func (c *callSet) read() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen
+}
+
 // open reports whether call i had no call.result in the entries read.
 func (c *callSet) open(i uint64) bool {
 	c.mu.Lock()

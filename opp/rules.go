@@ -455,6 +455,17 @@ func callOf(i uint64, e *log.Entry) (call uint64, ok bool) {
 // written after the call with its outcome, has only its own index to go
 // by, and holds its outcome.)
 func checkObserved(rd reader, t *task, r *record, i uint64, b []byte) error {
+	if rd.calls == nil {
+		return errors.New("checking an observed claim: the calls without a result are not known")
+	}
+	if read := rd.calls.read(); i >= read {
+		// Appended after the engine read the log's calls (another
+		// writer's, a moment ago): whether its call has a result before
+		// this claim cannot be told, and the claim, written after it,
+		// may come before that result. (Rebuilding reads every entry
+		// before a claim, which cites only those.)
+		return Refuse(RuleEvidence, "evidence entry %d was not yet in the log when the sidecar read its calls for this claim (it had read %d entries), so whether its call has a result before the claim cannot be told; cite it again", i, read)
+	}
 	e, err := log.ParseEntry(b)
 	if err != nil {
 		return Refuse(RuleEvidence, "evidence entry %d does not parse; an observed claim may cite only your own call entries", i)
@@ -483,9 +494,6 @@ func checkObserved(rd reader, t *task, r *record, i uint64, b []byte) error {
 	}
 	if _, err := log.ParseCall(e); err != nil {
 		return Refuse(RuleEvidence, "evidence entry %d is the call entry %d, which does not parse (%v); an observed claim may cite only calls whose outcome the log holds", i, call, err)
-	}
-	if rd.calls == nil {
-		return errors.New("checking an observed claim: the calls without a result are not known")
 	}
 	if rd.calls.open(call) {
 		return Refuse(RuleEvidence, "evidence entry %d is your call %d, which has no call.result in the log before this claim (it is still running, or was cut off): you cannot have observed its outcome. Wait for the call to finish and cite it or its call.result (the index in its receipt), cite a call that has finished, or claim provenance reviewed or reported", i, call)
