@@ -106,7 +106,7 @@ func SignCheckpoint(c Checkpoint, s note.Signer) ([]byte, error) {
 // Signatures by keys other than v (witness cosignatures) are left in the
 // returned note's UnverifiedSigs.
 func OpenCheckpoint(msg []byte, v note.Verifier) (Checkpoint, *note.Note, error) {
-	n, err := note.Open(msg, note.VerifierList(v))
+	n, err := openNote(msg, note.VerifierList(v))
 	if err != nil {
 		return Checkpoint{}, nil, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -118,6 +118,32 @@ func OpenCheckpoint(msg []byte, v note.Verifier) (Checkpoint, *note.Note, error)
 		return Checkpoint{}, nil, fmt.Errorf("checkpoint: origin %q is not the verifier's name %q", c.Origin, v.Name())
 	}
 	return c, n, nil
+}
+
+// openNote is note.Open that also refuses a signature line written
+// otherwise than its signature's one encoding, or written twice: note.Open
+// decodes base64 leniently (a last character's spare bits are not
+// looked at), so a note with a changed byte would verify as the same
+// note, and a receipt or a bundle's checkpoint be altered unnoticed.
+func openNote(msg []byte, known note.Verifiers) (*note.Note, error) {
+	n, err := note.Open(msg, known)
+	if err != nil {
+		return nil, err
+	}
+	// note.Open passed over a line written twice; read the lines as sent.
+	block := msg[bytes.LastIndex(msg, []byte("\n\n"))+2:]
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(block), "\n"), "\n") {
+		name, sig, _ := strings.Cut(strings.TrimPrefix(line, "— "), " ")
+		if b, err := base64.StdEncoding.Strict().DecodeString(sig); err != nil || base64.StdEncoding.EncodeToString(b) != sig {
+			return nil, fmt.Errorf("the signature by %s is not written in canonical base64", name)
+		}
+		if seen[line] {
+			return nil, fmt.Errorf("the signature by %s is written twice", name)
+		}
+		seen[line] = true
+	}
+	return n, nil
 }
 
 // ParseCheckpointNote parses a signed checkpoint note without verifying any
