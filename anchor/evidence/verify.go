@@ -527,6 +527,21 @@ func (c *checker) checkTask() {
 			cited[r.Call], cited[ce.Index] = true, true
 		}
 	}
+	// Every cited entry is here: a claim's evidence without what it cites
+	// (a failed call, say) would show the claim and keep that from the
+	// reader.
+	have := map[uint64]bool{}
+	if m := c.rep.Manifest; m != nil {
+		have[m.Index] = true
+	}
+	for _, ce := range c.rep.Context {
+		have[ce.Index] = true
+	}
+	for _, i := range slices.Sorted(maps.Keys(cited)) {
+		if !have[i] {
+			c.bad(ManifestFile, "a claim here cites entry %d, which the evidence does not hold (%s is missing)", i, contextName(i, ".json"))
+		}
+	}
 	for _, ce := range c.rep.Context {
 		name := contextName(ce.Index, ".json")
 		switch {
