@@ -579,7 +579,12 @@ func (c *checker) checkEntry(pws []*provWriter, i uint64, b []byte) bool {
 	if e.Kind == log.KindAnchor {
 		if a, err := log.ParseAnchorEntry(e); err != nil {
 			c.bad(EntriesFile, "line %d (entry %d): %v", i-c.m.From+1, i, err)
-		} else if got, ok := c.recordSum[a.Record]; ok && got != a.RecordHash {
+		} else if got, ok := c.recordSum[a.Record]; !ok {
+			// The entries say there was an anchor: a bundle without its
+			// record (deleted, the manifest rewritten) would pass for
+			// one of a log never anchored there.
+			c.bad(AnchorsDir+"/"+a.Record, "is missing: anchor entry %d names it (SHA-256 %s)", i, a.RecordHash)
+		} else if got != a.RecordHash {
 			c.bad(AnchorsDir+"/"+a.Record, "SHA-256 %s is not the one anchor entry %d commits to", got, i)
 		}
 	}
