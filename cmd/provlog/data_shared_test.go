@@ -272,3 +272,18 @@ func TestHealthSeesTheDatabase(t *testing.T) {
 	c.Start()
 	waitFor(t, "health to see the database back", func() bool { return storage() == "" })
 }
+
+// TestSharedDataDirHeld: a second sidecar given the data dir of one that
+// runs on a shared log is refused, saying so, and starts once the first
+// has stopped. Before, both ran, each writing over the other's record of
+// the checkpoints handed out (and its task index and sidecar.json).
+func TestSharedDataDirHeld(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	cfg := &Config{Data: filepath.Join(t.TempDir(), "data"), Actor: "local", Store: dsn}
+	first := mustOpenSidecar(t, cfg)
+	if _, err := openSidecar(context.Background(), cfg, quietLogger(), true); err == nil || !strings.Contains(err.Error(), "in use by another provlog sidecar") {
+		t.Errorf("a second sidecar on the data dir: %v, want it refused", err)
+	}
+	first.close()
+	mustOpenSidecar(t, cfg).close()
+}

@@ -168,6 +168,9 @@ type sidecar struct {
 	authn  *authn.Authenticator
 	logger *slog.Logger
 	start  time.Time
+	// dirLock holds the data dir of a sidecar on a shared log (dirlock.go);
+	// nil when Pebble's lock does.
+	dirLock io.Closer
 	// blobs holds retained payloads; retention purges them (purge_sidecar.go).
 	blobs         *blobs.Store
 	stopRetention context.CancelFunc
@@ -204,6 +207,17 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		return nil, err
 	}
 	tk := newTokens(cfg, h)
+	var dirLock io.Closer
+	if cfg.Store != "" {
+		if dirLock, err = lockDataDir(cfg.Data); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				dirLock.Close()
+			}
+		}()
+	}
 	store, err := openLogStore(ctx, cfg, logger)
 	if err != nil {
 		return nil, err
@@ -217,7 +231,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		store.Close()
 		return nil, err
 	}
-	sc := &sidecar{cfg: cfg, keys: k, store: store, tokens: tk, logger: logger, start: time.Now(), blobs: bs}
+	sc := &sidecar{cfg: cfg, keys: k, store: store, tokens: tk, logger: logger, start: time.Now(), blobs: bs, dirLock: dirLock}
 	if sc.authn, err = authn.New(cfg.Auth, authn.Options{Static: tk.static, Logger: logger}); err != nil {
 		store.Close()
 		return nil, err
@@ -453,6 +467,9 @@ func (s *sidecar) close() {
 	}
 	if err := s.store.Close(); err != nil {
 		s.logger.Error("closing store", "err", err)
+	}
+	if s.dirLock != nil {
+		s.dirLock.Close() // last: the data dir's files are written
 	}
 }
 
