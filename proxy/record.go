@@ -32,10 +32,7 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 	// The session the call goes to, whose definition it is made against;
 	// no session here is forward's error to record.
 	cs, _ := in.target(ctx)
-	sum, err := d.cat.toolSum(front, cs)
-	if err != nil {
-		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was not made, as the log cannot record its tool's definition: %v", front, err)
-	}
+	sum, sumErr := d.cat.toolSum(front, cs) // an error refuses the call below, as one its entry cannot be written
 	c := &call{
 		server: d.cfg.ID, tool: in.tool, toolSum: sum, actor: actor, start: in.start,
 		client: in.client, protocol: in.protocol, retain: d.cfg.Retain == RetainFull, continues: in.continues,
@@ -79,7 +76,11 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 		c.secrets = new(callSecrets)
 	}
 	c.secrets.add(secrets)
-	if err := p.recordCall(ctx, c); err != nil {
+	err = sumErr
+	if err == nil {
+		err = p.recordCall(ctx, c)
+	}
+	if err != nil {
 		p.logger.Error("proxy: recording a call failed; the call is refused", "actor", c.actor, "server", c.server, "tool", c.tool, "error", err)
 		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: the call to %s was not made, as the log cannot record it: %v", front, err)
 	}
