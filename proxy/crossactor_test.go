@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/provlog/provlog/log"
 )
 
@@ -110,16 +111,7 @@ func TestForeignRequestsKeepNoSessionAlive(t *testing.T) {
 	since := time.Now()
 	bob := map[string]string{"Authorization": "Bearer tok-bob", "Mcp-Session-Id": alice.ID(), "Mcp-Protocol-Version": "2025-11-25"}
 	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
-		req, _ := http.NewRequest(method, front, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range bob {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := requestMCP(t, method, front, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, bob)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusForbidden {
 			t.Errorf("bob's %s on alice's session: HTTP %d, want 403", method, resp.StatusCode)
@@ -263,16 +255,7 @@ func TestKeptStreamsPerActor(t *testing.T) {
 // postMCPStream POSTs body with header and returns the response unread.
 func postMCPStream(t *testing.T, url, body string, header map[string]string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := requestMCP(t, http.MethodPost, url, body, header)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("HTTP %d", resp.StatusCode)
 	}

@@ -15,7 +15,17 @@ import (
 // closed.
 func postMCP(t *testing.T, url, body string, header map[string]string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	resp := requestMCP(t, http.MethodPost, url, body, header)
+	b, _ := io.ReadAll(resp.Body) // a cut answer is for the caller to judge
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// requestMCP sends a request of method with body to the MCP front at url
+// as postMCP does, and returns the answer unread.
+func requestMCP(t *testing.T, method, url, body string, header map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,9 +38,7 @@ func postMCP(t *testing.T, url, body string, header map[string]string) (*http.Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := io.ReadAll(resp.Body) // a cut answer is for the caller to judge
-	resp.Body.Close()
-	return resp, string(b)
+	return resp
 }
 
 // idMethod is the id and method of a JSON-RPC message.
