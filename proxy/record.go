@@ -38,7 +38,7 @@ func (p *Proxy) startCall(ctx context.Context, in *callIn, actor string) (*call,
 		client: in.client, protocol: in.protocol, retain: d.cfg.Retain == RetainFull, continues: in.continues,
 	}
 	// The _meta's values first: the arguments are recorded without them
-	// too (recordedArgs scrubs the server's recent values).
+	// too (recordedArgs scrubs the actor's recent values).
 	meta := d.metaSecrets(actor, in.params.Meta)
 	args, secrets, err := d.recordedArgs(actor, in.params.Arguments, in.argsCanon)
 	if err != nil {
