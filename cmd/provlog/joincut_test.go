@@ -7,37 +7,20 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
-
-// lockedBuffer is what the bridge writes to its client.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestJoinedCallCutBySidecar: a stdio serve joined to a sidecar relays a
 // tool call whose answer comes on an SSE stream; the sidecar dies (kill -9)
 // before it answers, so the stream ends without the answer. The client must
 // be told (bridge.post's contract: "a request that gets no answer gets a
-// JSON-RPC error saying why"). It fails on main: relaySSE returns at the
-// stream's end without a word, and the client waits for an answer that
-// never comes (seen with real processes: a joined Claude Desktop's call
-// hangs until the client gives up).
+// JSON-RPC error saying why"). Before, relaySSE returned at the stream's
+// end without a word, and the client waited for an answer that never came
+// (seen with real processes: a joined client's call hung until it gave
+// up).
 func TestJoinedCallCutBySidecar(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -46,7 +29,7 @@ func TestJoinedCallCutBySidecar(t *testing.T) {
 		panic(http.ErrAbortHandler) // the connection drops, as when the sidecar is killed
 	}))
 	defer srv.Close()
-	out := &lockedBuffer{}
+	out := &proctest.Buffer{} // what the bridge writes to its client
 	b := &bridge{url: srv.URL + "/mcp", token: "t", hc: &http.Client{}, out: out, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	line := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__append","arguments":{"text":"a"}}}` + "\n")
 	done := make(chan struct{})

@@ -13,7 +13,6 @@ import (
 
 	"github.com/provlog/provlog/log/logpg"
 	"github.com/provlog/provlog/log/logpg/pgtest"
-	"github.com/provlog/provlog/log/server"
 )
 
 // freeze stops (SIGSTOP) the server of dsn, the postmaster and every
@@ -68,18 +67,7 @@ func freeze(t *testing.T, dsn string) func() {
 // Now each commit's round trips are bounded by ResolveTimeout.
 func TestFrozenDatabaseRefusesAppends(t *testing.T) {
 	c := pgtest.NewCluster(t)
-	k := newKey(t, "provlog.test/frozen")
-	st, err := logpg.Open(t.Context(), c.DSN, &logpg.Options{ResolveTimeout: 3 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq, err := server.OpenSequencer(t.Context(), st, k.s, k.v, &server.SequencerOptions{
-		Genesis: func() ([]byte, error) { return []byte("genesis"), nil },
-	})
-	if err != nil {
-		st.Close()
-		t.Fatal(err)
-	}
+	seq, st := openSeqWith(t, c.DSN, newKey(t, "provlog.test/frozen"), &logpg.Options{ResolveTimeout: 3 * time.Second})
 	if _, err := seq.Append(context.Background(), []byte("before")); err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +95,4 @@ func TestFrozenDatabaseRefusesAppends(t *testing.T) {
 		t.Error("the refusal left the sequencer reporting nothing wrong (health would say ok)")
 	}
 	thaw()
-	seq.Close()
-	st.Close()
 }

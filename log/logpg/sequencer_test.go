@@ -37,7 +37,13 @@ func newKey(t *testing.T, origin string) keyPair {
 
 func openSeq(t *testing.T, dsn string, k keyPair) (*server.Sequencer, *logpg.Store) {
 	t.Helper()
-	st, err := logpg.Open(t.Context(), dsn, nil)
+	return openSeqWith(t, dsn, k, nil)
+}
+
+// openSeqWith is openSeq with the store's options o.
+func openSeqWith(t *testing.T, dsn string, k keyPair, o *logpg.Options) (*server.Sequencer, *logpg.Store) {
+	t.Helper()
+	st, err := logpg.Open(t.Context(), dsn, o)
 	if err != nil {
 		t.Fatal(err)
 	}
