@@ -150,6 +150,7 @@ const maxSecretActors = 256
 
 // actorSecrets are each actor's recent redacted values of one server.
 type actorSecrets struct {
+	held  atomic.Bool // set once a value is remembered: until then of takes no lock (the call path asks on every call)
 	mu    sync.Mutex
 	m     map[string]*recentSecrets
 	order []string // m's actors, the longest known first
@@ -161,6 +162,9 @@ var noSecrets recentSecrets
 
 // of returns actor's set (noSecrets if none is remembered).
 func (a *actorSecrets) of(actor string) *recentSecrets {
+	if !a.held.Load() {
+		return &noSecrets
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r := a.m[actor]; r != nil {
@@ -187,6 +191,7 @@ func (a *actorSecrets) remember(actor string, secrets []string) {
 		r = new(recentSecrets)
 		a.m[actor] = r
 		a.order = append(a.order, actor)
+		a.held.Store(true)
 	}
 	a.mu.Unlock()
 	r.remember(secrets)

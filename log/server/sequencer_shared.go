@@ -172,11 +172,6 @@ func (s *Sequencer) commitShared(batch []*request) {
 	s.mu.RUnlock()
 	t0 := time.Now()
 	err := s.shared.CommitShared(context.Background(), fences, func(st log.State, fenced []bool) (*log.Batch, error) {
-		// Only the last build's batch is committed (the store may build
-		// again, on a newer state or fences as they stand): what an
-		// earlier one signed must not outlive it, above all when the last
-		// commits nothing.
-		nodes, start, size, cp = nil, 0, 0, nil
 		if st.Size != signed {
 			if err := s.checkSigned(st); err != nil {
 				return nil, err
@@ -218,8 +213,10 @@ func (s *Sequencer) commitShared(batch []*request) {
 		s.failShared(all, err, stoppedShared+": a commit failed: %w", true)
 		return
 	}
-	// With every append fenced off nothing was committed or signed: the
-	// checkpoint served and shown stays as it was.
+	// Only the last build's batch is committed (the store may build again,
+	// on a newer state or the fences as they stand). If it kept nothing
+	// (every append fenced off), nothing was committed: what an earlier
+	// build signed is not served or shown, and the checkpoint stays.
 	if len(kept) > 0 {
 		if err := s.show(size, cp); err != nil {
 			// Committed, but not on record as shown: nobody gets it.
