@@ -4,16 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/provlog/provlog/log/blobs"
 )
-
-// blobTimeout bounds one blob operation: the blob API has no context, and
-// a call must not wait for ever on an unreachable database.
-const blobTimeout = 30 * time.Second
 
 // Blobs returns the log's blob store in the database (table provlog_blobs,
 // schema.go): every sidecar of the log reads the blobs any of them put,
@@ -21,17 +16,15 @@ const blobTimeout = 30 * time.Second
 // (durable) when it returns.
 func (s *Store) Blobs() *blobs.Store { return blobs.New(pgBlobs{s}) }
 
+// pgBlobs is the blob API on the store. That API has no context: each
+// operation runs under its own, which rerun bounds by ResolveTimeout, so a
+// call never waits for ever on a database that does not answer.
 type pgBlobs struct{ s *Store }
 
-func (b pgBlobs) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), blobTimeout)
-}
-
 func (b pgBlobs) ReadBlob(name string) ([]byte, error) {
-	ctx, cancel := b.ctx()
-	defer cancel()
+	ctx := context.Background()
 	var data []byte
-	err := b.s.read(ctx, "reading a blob", func(conn *pgx.Conn) error {
+	err := b.s.rerun(ctx, "reading a blob", func(ctx context.Context, conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, sqlBlobRead, name).Scan(&data)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -46,9 +39,12 @@ func (b pgBlobs) WriteBlob(name string, data []byte) error {
 	if b.s.readOnly {
 		return fmt.Errorf("writing blob %s to the shared log: %w", name, errReadOnly)
 	}
-	ctx, cancel := b.ctx()
-	defer cancel()
-	if _, err := b.s.pool.Exec(ctx, sqlBlobWrite, name, data); err != nil {
+	ctx := context.Background()
+	err := b.s.rerun(ctx, "writing a blob", func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, sqlBlobWrite, name, data)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("writing blob %s to the shared log: %w", name, err)
 	}
 	return nil
@@ -58,19 +54,21 @@ func (b pgBlobs) DeleteBlob(name string) error {
 	if b.s.readOnly {
 		return fmt.Errorf("deleting blob %s from the shared log: %w", name, errReadOnly)
 	}
-	ctx, cancel := b.ctx()
-	defer cancel()
-	if _, err := b.s.pool.Exec(ctx, sqlBlobDelete, name); err != nil {
+	ctx := context.Background()
+	err := b.s.rerun(ctx, "deleting a blob", func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, sqlBlobDelete, name)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("deleting blob %s from the shared log: %w", name, err)
 	}
 	return nil
 }
 
 func (b pgBlobs) HasBlob(name string) (bool, error) {
-	ctx, cancel := b.ctx()
-	defer cancel()
+	ctx := context.Background()
 	var ok bool
-	err := b.s.read(ctx, "looking up a blob", func(conn *pgx.Conn) error {
+	err := b.s.rerun(ctx, "looking up a blob", func(ctx context.Context, conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, sqlBlobHas, name).Scan(&ok)
 	})
 	if err != nil {

@@ -2,51 +2,12 @@ package logpg_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/provlog/provlog/log/logpg"
 	"github.com/provlog/provlog/log/logpg/pgtest"
 )
-
-// freeze stops (SIGSTOP) the server of dsn, the postmaster and every
-// backend, as a hung database host or a network that drops packets leaves
-// it: connections stay open and nothing answers. It returns the thaw.
-func freeze(t *testing.T, dsn string) func() {
-	t.Helper()
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dir string
-	if err := conn.QueryRow(t.Context(), `SELECT setting FROM pg_settings WHERE name = 'data_directory'`).Scan(&dir); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(t.Context())
-	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm := strings.SplitN(string(b), "\n", 2)[0]
-	out, _ := exec.Command("ps", "-o", "pid=", "--ppid", pm).Output()
-	pids := append([]string{pm}, strings.Fields(string(out))...)
-	exec.Command("kill", append([]string{"-STOP"}, pids...)...).Run()
-	thawed := false
-	thaw := func() {
-		if !thawed {
-			thawed = true
-			exec.Command("kill", append([]string{"-CONT"}, pids...)...).Run()
-		}
-	}
-	t.Cleanup(thaw)
-	return thaw
-}
 
 // TestFrozenDatabaseRefusesAppends: a database that stops answering (a
 // hung host, a partition that drops packets) with the sidecar's
@@ -71,7 +32,7 @@ func TestFrozenDatabaseRefusesAppends(t *testing.T) {
 	if _, err := seq.Append(context.Background(), []byte("before")); err != nil {
 		t.Fatal(err)
 	}
-	thaw := freeze(t, c.DSN)
+	thaw := c.Freeze()
 	done := make(chan error, 1)
 	go func() {
 		_, err := seq.Append(context.Background(), []byte("while frozen"))

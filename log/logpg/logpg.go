@@ -533,7 +533,7 @@ func (s *Store) latest(ctx context.Context) (log.State, error) {
 	s.mu.Unlock()
 	var st log.State
 	var leaves [][]byte
-	err := s.read(ctx, "reading the latest state", func(conn *pgx.Conn) error {
+	err := s.rerun(ctx, "reading the latest state", func(ctx context.Context, conn *pgx.Conn) error {
 		// A batch anew for each try: pgx keeps in a batch it sent the
 		// statements it prepared on that connection.
 		b := &pgx.Batch{}

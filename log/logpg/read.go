@@ -12,46 +12,53 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 )
 
-// read runs fn, a read, on a connection from the pool: every read of the
-// log after Open goes through it. A pooled connection may have died while
-// idle (its backend terminated, the server restarted): the pool pings
-// only a connection idle for over a second, and writing to a socket the
-// server closed succeeds, so the reply to the read is what finds it dead.
-// A read changes nothing the log holds (a read of the newest state may
-// write a flush record, which another flush repeats harmlessly), so one
-// whose connection died while ctx is live takes another and runs again,
-// bounded as a commit is (connTries), which a fresh connection ends: the
-// pool destroys each dead connection as it is released. An error the
-// server answered with while the session goes on (a statement refused, a
-// timeout) leaves the connection open and goes up at once, as does fn's
-// own, and a read that
-// handed rows to its caller before it failed (handedOut) is not run
-// again. A read that could get no connection, or whose last try died too,
-// reports the store unavailable (log.ErrUnavailable): nothing was read.
-func (s *Store) read(ctx context.Context, what string, fn func(conn *pgx.Conn) error) error {
+// rerun runs fn on a connection from the pool: every read of the log after
+// Open goes through it, and the blob writes, each of which is the same
+// run once or twice. A pooled connection may have died while idle (its
+// backend terminated, the server restarted): the pool pings only a
+// connection idle for over a second, and writing to a socket the server
+// closed succeeds, so the reply is what finds it dead. So fn, whose
+// connection died while ctx is live, takes another and runs again (a
+// read changes nothing the log holds; a read of the newest state may write
+// a flush record, which another flush repeats harmlessly), bounded as a
+// commit is (connTries), which a fresh connection ends: the pool destroys
+// each dead connection as it is released. An error the server answered
+// with while the session goes on (a statement refused, a timeout) leaves
+// the connection open and goes up at once, as does fn's own, and a read
+// that handed rows to its caller before it failed (handedOut) is not run
+// again. A database that does not answer within Options.ResolveTimeout
+// (all tries together), one that could give no connection, or whose last
+// try died too, makes it report the store unavailable (log.ErrUnavailable).
+func (s *Store) rerun(ctx context.Context, what string, fn func(ctx context.Context, conn *pgx.Conn) error) error {
+	bctx, cancel := context.WithTimeout(ctx, s.resolve)
+	defer cancel()
 	tries := s.connTries()
 	for try := 1; ; try++ {
-		pc, err := s.pool.Acquire(context.WithValue(ctx, idleKey{}, &acquired{noPing: s.testingOnlyNoPing}))
-		if err != nil {
-			if ctx.Err() != nil {
+		pc, err := s.pool.Acquire(context.WithValue(bctx, idleKey{}, &acquired{noPing: s.testingOnlyNoPing}))
+		if err == nil {
+			err = fn(bctx, pc.Conn())
+			dead := err != nil && pc.Conn().IsClosed()
+			pc.Release()
+			var h *handedOut
+			if errors.As(err, &h) {
+				return h.err
+			}
+			if !dead {
+				if err != nil && bctx.Err() != nil && ctx.Err() == nil {
+					return fmt.Errorf("%w: the database did not answer within %v: %w", log.ErrUnavailable, s.resolve, err)
+				}
 				return err
 			}
-			return fmt.Errorf("%w: %w", log.ErrUnavailable, err)
 		}
-		err = fn(pc.Conn())
-		dead := err != nil && pc.Conn().IsClosed() && ctx.Err() == nil
-		pc.Release()
-		var h *handedOut
-		if errors.As(err, &h) {
-			return h.err
-		}
-		if !dead {
+		switch {
+		case ctx.Err() != nil:
 			return err
-		}
-		if try == tries {
+		case bctx.Err() != nil:
+			return fmt.Errorf("%w: the database did not answer within %v: %w", log.ErrUnavailable, s.resolve, err)
+		case pc == nil || try == tries:
 			return fmt.Errorf("%w: %w", log.ErrUnavailable, err)
 		}
-		s.logf("logpg: %s: %v; a read changes nothing, trying another connection (%d of %d tries)", what, err, try+1, tries)
+		s.logf("logpg: %s: %v; it is the same run again, trying another connection (%d of %d tries)", what, err, try+1, tries)
 	}
 }
 
@@ -79,7 +86,7 @@ func (s *Store) Entries(ctx context.Context, start, end uint64) ([][]byte, error
 		return run.Entries()
 	}
 	var bad error // what the run refused: the rows contradict the log
-	err = s.read(ctx, "reading entries", func(conn *pgx.Conn) error {
+	err = s.rerun(ctx, "reading entries", func(ctx context.Context, conn *pgx.Conn) error {
 		run = entryrun.New(start, end, v.Size, ErrCorrupt)
 		rows, err := conn.Query(ctx, sqlEntries, int64(start), int64(end))
 		if err != nil {
@@ -151,7 +158,7 @@ func (s *Store) readNodes(ctx context.Context, hot *hot.Nodes, ids []compact.Nod
 	}
 	var found map[compact.NodeID][]byte
 	var bad error // a malformed node
-	err := s.read(ctx, "reading nodes", func(conn *pgx.Conn) error {
+	err := s.rerun(ctx, "reading nodes", func(ctx context.Context, conn *pgx.Conn) error {
 		found = make(map[compact.NodeID][]byte, len(rest))
 		rows, err := conn.Query(ctx, sqlNodes, levels, idxs)
 		if err != nil {
@@ -203,7 +210,7 @@ func (s *Store) LeafIndex(ctx context.Context, leafHash []byte) (uint64, error) 
 	}
 	lookup := func(size uint64) (uint64, error) {
 		var idx int64
-		err := s.read(ctx, "looking up a leaf hash", func(conn *pgx.Conn) error {
+		err := s.rerun(ctx, "looking up a leaf hash", func(ctx context.Context, conn *pgx.Conn) error {
 			return conn.QueryRow(ctx, sqlLeafIndex, leafHash, int64(size)).Scan(&idx)
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -233,7 +240,7 @@ func (s *Store) Checkpoint(ctx context.Context, size uint64) ([]byte, error) {
 	v = s.atLeast(ctx, v, size)
 	return entryrun.Checkpoint(size, v.Size, func() ([]byte, bool, error) {
 		var note []byte
-		err := s.read(ctx, "reading a checkpoint", func(conn *pgx.Conn) error {
+		err := s.rerun(ctx, "reading a checkpoint", func(ctx context.Context, conn *pgx.Conn) error {
 			return conn.QueryRow(ctx, sqlCheckpoint, int64(size)).Scan(&note)
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -263,7 +270,7 @@ func (s *Store) Checkpoints(ctx context.Context, from uint64, fn func(size uint6
 	}
 	for {
 		var got []cp
-		err := s.read(ctx, "reading checkpoints", func(conn *pgx.Conn) error {
+		err := s.rerun(ctx, "reading checkpoints", func(ctx context.Context, conn *pgx.Conn) error {
 			got = got[:0]
 			rows, err := conn.Query(ctx, sqlCheckpoints+` LIMIT `+fmt.Sprint(page), next, int64(v.Size))
 			if err != nil {
@@ -305,7 +312,7 @@ func (s *Store) FenceKeys(ctx context.Context, fn func(key string, last uint64) 
 		return 0, err
 	}
 	defer s.calls.Done()
-	err = s.read(ctx, "reading the fence keys", func(conn *pgx.Conn) error {
+	err = s.rerun(ctx, "reading the fence keys", func(ctx context.Context, conn *pgx.Conn) error {
 		handed := false
 		err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 			var n int64

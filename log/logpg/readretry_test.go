@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpg/pgtest"
@@ -108,6 +109,17 @@ var readKinds = []struct {
 			err = errors.New("the blob put is not there")
 		}
 		return err
+	}},
+	// A blob's write and delete change the log's blobs, but each is the
+	// same whether it ran once or twice (a blob is named by its content,
+	// and its insert keeps a row already there), so they are tried again
+	// as reads are.
+	{"PutBlob", func(ctx context.Context, s *Store, rl readLog) error {
+		_, err := s.Blobs().Put([]byte("another retained result"))
+		return err
+	}},
+	{"DeleteBlob", func(ctx context.Context, s *Store, rl readLog) error {
+		return pgBlobs{s}.DeleteBlob(strings.Repeat("0", 64))
 	}},
 }
 
@@ -233,5 +245,27 @@ func TestFenceKeysDiesAfterHandingOut(t *testing.T) {
 	}
 	if r := retries(lines()); len(r) != 0 {
 		t.Fatalf("a FenceKeys that had handed out keys tried another connection: %q", r)
+	}
+}
+
+// TestFrozenDatabaseBoundsReads: a database that stops answering with the
+// store's connections open (every process of the cluster SIGSTOPped) makes
+// each kind of read fail as unavailable once ResolveTimeout has passed,
+// as a commit does, instead of waiting for as long as it lasts: an OPP
+// claim's check and the log API's reads wait on them. Before, a read
+// waited until its caller gave up (the blob reads, for their own 30s).
+func TestFrozenDatabaseBoundsReads(t *testing.T) {
+	c := pgtest.NewCluster(t)
+	s, _ := openLoggedWith(t, c.DSN, Options{MaxHotNodes: -1, ResolveTimeout: 2 * time.Second})
+	rl := fillForReads(t, s)
+	c.Freeze()
+	for _, k := range readKinds {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		err := k.read(ctx, s, rl)
+		timedOut := ctx.Err() != nil
+		cancel()
+		if timedOut || !errors.Is(err, log.ErrUnavailable) {
+			t.Errorf("%s on a frozen database (ResolveTimeout 2s): %v after its caller's 20s ran out (%v), want log.ErrUnavailable within the store's bound", k.name, err, timedOut)
+		}
 	}
 }

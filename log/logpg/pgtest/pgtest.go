@@ -159,3 +159,30 @@ func (c *Cluster) run(prog string, args ...string) {
 		c.t.Fatalf("%s %s: %v\n%s\n%s", prog, strings.Join(args, " "), err, out, log)
 	}
 }
+
+// Freeze stops (SIGSTOP) the server, the postmaster and every backend, as
+// a hung database host or a network that drops packets leaves it:
+// connections stay open and nothing answers. It returns the thaw (SIGCONT),
+// which the test's end also runs.
+func (c *Cluster) Freeze() (thaw func()) {
+	c.t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.data(), "postmaster.pid"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	pm := strings.SplitN(string(b), "\n", 2)[0]
+	out, _ := exec.Command("ps", "-o", "pid=", "--ppid", pm).Output()
+	pids := append([]string{pm}, strings.Fields(string(out))...)
+	if out, err := exec.Command("kill", append([]string{"-STOP"}, pids...)...).CombinedOutput(); err != nil {
+		c.t.Fatalf("kill -STOP %v: %v\n%s", pids, err, out)
+	}
+	thawed := false
+	thaw = func() {
+		if !thawed {
+			thawed = true
+			exec.Command("kill", append([]string{"-CONT"}, pids...)...).Run()
+		}
+	}
+	c.t.Cleanup(thaw)
+	return thaw
+}
