@@ -6,8 +6,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -234,22 +237,13 @@ func runVerifyEvidence(ctx context.Context, args []string, stdout, stderr io.Wri
 	asJSON := fs.Bool("json", false, "print the verdict and every problem as one JSON object on stdout")
 	vkeyArg := fs.String("vkey", "", "the log's verifier key, or a file holding it, from a source you trust")
 	wf := addWitnessFlags(fs, "witness-threshold", "a witness's cosignature verifier key, or a file holding one, that you trust in place of the directory's witnesses.txt (repeatable)")
-	var pins evidence.Pins
-	fs.Func("tsa-roots", "a PEM file of TSA root certificates you trust in place of the directory's trust/tsa-roots.pem (repeatable)", func(arg string) error {
-		certs, err := online.LoadCerts(os.ReadFile, arg)
-		pins.TSARoots = append(pins.TSARoots, certs...)
-		return err
-	})
-	fs.Func("rekor-key", "a PEM file of a Rekor public key you trust in place of the directory's (repeatable)", func(arg string) error {
-		k, err := online.LoadPublicKey(os.ReadFile, arg)
-		pins.RekorKeys = append(pins.RekorKeys, k)
-		return err
-	})
+	var ap authorityPins
+	ap.add(fs, "directory")
 	policy, err := wf.parseCheck(fs, args, vkeyArg, "evidence DIR")
 	if err != nil {
 		return err
 	}
-	pins.Witnesses, pins.Threshold = wf.keys.strings(), policy.Threshold
+	pins := evidence.Pins{Witnesses: wf.keys.strings(), Threshold: policy.Threshold, TSARoots: ap.tsaRoots, RekorKeys: ap.rekorKeys}
 	vkey, err := parseVKeyArg(*vkeyArg)
 	if err != nil {
 		return err
@@ -265,4 +259,25 @@ func runVerifyEvidence(ctx context.Context, args []string, stdout, stderr io.Wri
 	fmt.Fprintf(w, "  (checked offline against the log key %s; root %s)\n", strings.SplitN(vkey, "+", 2)[0], base64.StdEncoding.EncodeToString(rep.Checkpoint.Hash))
 	fmt.Fprint(w, rep.TrustString())
 	return out.done(rep, nil, nil)
+}
+
+// authorityPins are the anchoring authorities a check's caller trusts in
+// place of what they check carries: --tsa-roots and --rekor-key.
+type authorityPins struct {
+	tsaRoots  []*x509.Certificate
+	rekorKeys []crypto.PublicKey
+}
+
+// add defines the flags on fs; what names what they replace trust of.
+func (p *authorityPins) add(fs *flag.FlagSet, what string) {
+	fs.Func("tsa-roots", fmt.Sprintf("a PEM file of TSA root certificates you trust in place of the %s's trust/tsa-roots.pem (repeatable)", what), func(arg string) error {
+		certs, err := online.LoadCerts(os.ReadFile, arg)
+		p.tsaRoots = append(p.tsaRoots, certs...)
+		return err
+	})
+	fs.Func("rekor-key", fmt.Sprintf("a PEM file of a Rekor public key you trust in place of the %s's (repeatable)", what), func(arg string) error {
+		k, err := online.LoadPublicKey(os.ReadFile, arg)
+		p.rekorKeys = append(p.rekorKeys, k)
+		return err
+	})
 }

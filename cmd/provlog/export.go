@@ -167,25 +167,44 @@ func localExport(ctx context.Context, s log.Storage, data string, witnesses []st
 func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify-bundle", stderr)
 	asJSON := fs.Bool("json", false, "print the verdict and every problem as one JSON object on stdout")
+	vkeyArg := fs.String("vkey", "", "the log's verifier key, or a file holding it, from a source you trust: the bundle's log.vkey must be it")
+	wf := addWitnessFlags(fs, "witness-threshold", "a witness's cosignature verifier key, or a file holding one, that you trust in place of the bundle's witnesses.txt (repeatable)")
+	var ap authorityPins
+	ap.add(fs, "bundle")
 	if err := parseFlags(fs, args, 1); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageErr("give the bundle DIR")
 	}
+	pins := bundle.Pins{TSARoots: ap.tsaRoots, RekorKeys: ap.rekorKeys}
+	if *vkeyArg != "" {
+		var err error
+		if pins.VKey, err = parseVKeyArg(*vkeyArg); err != nil {
+			return err
+		}
+	}
+	if policy, err := wf.policy(); err != nil {
+		return err
+	} else if len(policy.Witnesses) > 0 {
+		pins.Witnesses = &policy
+	}
 	out := checkOutput{json: *asJSON, stdout: stdout, stderr: stderr}
 	dir := fs.Arg(0)
-	rep, err := bundle.Verify(ctx, dir, anchor.VerifyBundled)
+	rep, err := bundle.VerifyPinned(ctx, dir, anchor.VerifyBundled, pins)
 	if err != nil {
 		return out.done(nil, err, func(err error) error { return reportProblems(stderr, dir, err) })
 	}
 	m := rep.Manifest
-	// Every key and root below came with the bundle: say so, and show
-	// the log key, for the auditor to compare with one they trust.
+	// Say which keys and roots came with the bundle and which the
+	// auditor gave, and show the log key, for them to compare with one
+	// they trust when they gave none.
 	anchors := "no anchor records"
 	switch {
 	case rep.Anchors > 0 && rep.SelfTrusted:
 		anchors = fmt.Sprintf("%d anchor records verified against the roots and keys the records carry", rep.Anchors)
+	case rep.Anchors > 0 && (rep.Pinned.TSARoots || rep.Pinned.RekorKeys):
+		anchors = fmt.Sprintf("%d anchor records verified against %s", rep.Anchors, pinnedAuthoritiesText(rep.Pinned))
 	case rep.Anchors > 0:
 		anchors = fmt.Sprintf("%d anchor records verified against the bundle's trust roots (trust/)", rep.Anchors)
 	}
@@ -199,8 +218,16 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 		}
 	}
 	w := out.text()
-	fmt.Fprintf(w, "OK: %d entries [%d, %d) are in %s at size %d, by a checkpoint signed with the bundle's %s (%s: compare it with the log's key from a source you trust); %s; %s; PROV document matches the entries under %s\n",
-		rep.Entries, m.From, m.To, m.Origin, m.Size, bundle.VKeyFile, rep.VKey, rep.CosignedText(), anchors, provMappingText(m.ProvMapping))
+	signed := fmt.Sprintf("the bundle's %s (%s: compare it with the log's key from a source you trust)", bundle.VKeyFile, rep.VKey)
+	if rep.Pinned.VKey {
+		signed = fmt.Sprintf("the log key you gave (%s)", rep.VKey)
+	}
+	cosigned := rep.CosignedText()
+	if rep.Pinned.Witnesses {
+		cosigned += " under the witness policy you gave"
+	}
+	fmt.Fprintf(w, "OK: %d entries [%d, %d) are in %s at size %d, by a checkpoint signed with %s; %s; %s; PROV document matches the entries under %s\n",
+		rep.Entries, m.From, m.To, m.Origin, m.Size, signed, cosigned, anchors, provMappingText(m.ProvMapping))
 	// A bundle carries entries, not payloads: say which of those the
 	// entries name were purged on purpose (a purge entry in the bundle),
 	// by whom, when and why.
@@ -237,3 +264,16 @@ func provMappingText(v int) string {
 }
 
 func x509MarshalPKIX(k any) ([]byte, error) { return x509.MarshalPKIXPublicKey(k) }
+
+// pinnedAuthoritiesText says which anchoring authorities a bundle's
+// records were verified against when the auditor pinned some.
+func pinnedAuthoritiesText(p bundle.Pinned) string {
+	switch {
+	case p.TSARoots && p.RekorKeys:
+		return "the TSA roots and Rekor keys you gave"
+	case p.TSARoots:
+		return "the TSA roots you gave (Rekor keys: the bundle's)"
+	default:
+		return "the Rekor keys you gave (TSA roots: the bundle's)"
+	}
+}

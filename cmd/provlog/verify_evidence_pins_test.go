@@ -19,14 +19,13 @@ import (
 	"github.com/provlog/provlog/log"
 )
 
-// forgedWitnessEvidence writes, with provlog evidence, an evidence whose
-// witnesses.txt names a forger's witness (carrying the genuine witness's
-// name) and whose checkpoint the forger cosigned, as a forger holding the
-// log's data could. It returns the evidence, the log key's file and the
-// genuine and forged witness keys.
-func forgedWitnessEvidence(t *testing.T) (ev, vkeyFile, genuine, forged string) {
+// forgedWitnessData is a data dir whose cosigned checkpoint a forger's
+// witness (carrying the genuine witness's name) cosigned, as a forger
+// holding the log's data could make it, and a config naming the forger's
+// witness. It returns them and the genuine and forged witness keys.
+func forgedWitnessData(t *testing.T) (data, cfg, genuine, forged string) {
 	t.Helper()
-	data := makeDataDir(t, 4)
+	data = makeDataDir(t, 4)
 	k, st := dataState(t, data)
 	_, genuine, _ = log.GenerateCosignerKey(rand.Reader, "witness.example/w1")
 	fkey, forged, _ := log.GenerateCosignerKey(rand.Reader, "witness.example/w1")
@@ -45,7 +44,16 @@ func forgedWitnessEvidence(t *testing.T) (ev, vkeyFile, genuine, forged string) 
 	if err := os.WriteFile(filepath.Join(data, cosignedFile), cosigned, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := writeConfig(t, t.TempDir(), fmt.Sprintf("data: %s\nwitnesses:\n  - {url: http://127.0.0.1:9, vkey: %q}\nwitness_policy: {threshold: 1}\n", data, forged))
+	cfg = writeConfig(t, t.TempDir(), fmt.Sprintf("data: %s\nwitnesses:\n  - {url: http://127.0.0.1:9, vkey: %q}\nwitness_policy: {threshold: 1}\n", data, forged))
+	return data, cfg, genuine, forged
+}
+
+// forgedWitnessEvidence writes, with provlog evidence, an evidence of
+// forgedWitnessData's log. It returns the evidence, the log key's file and
+// the genuine and forged witness keys.
+func forgedWitnessEvidence(t *testing.T) (ev, vkeyFile, genuine, forged string) {
+	t.Helper()
+	data, cfg, genuine, forged := forgedWitnessData(t)
 	ev = filepath.Join(t.TempDir(), "ev")
 	if out, code := runCmd(t, "evidence", "--data", data, "--index", "2", "--out", ev, "--config", cfg); code != 0 {
 		t.Fatalf("provlog evidence: %d\n%s", code, out)

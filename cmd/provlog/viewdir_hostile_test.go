@@ -16,18 +16,6 @@ import (
 	"github.com/provlog/provlog/log/bundle"
 )
 
-// exportBundle exports a log of a few entries and returns the bundle's
-// directory.
-func exportBundle(t *testing.T) string {
-	t.Helper()
-	data := makeDataDir(t, 3)
-	out := filepath.Join(t.TempDir(), "bundle")
-	if o, code := runCmd(t, "export", "--data", data, "--out", out); code != 0 {
-		t.Fatalf("export: %s", o)
-	}
-	return out
-}
-
 // getView fetches base+path from a view, whatever its status.
 func getView(t *testing.T, base, path string) (*http.Response, string) {
 	t.Helper()
@@ -62,7 +50,7 @@ func TestViewSymlinkOut(t *testing.T) {
 		{bundle.AnchorsDir, outside, "/log/anchors/00000000000000000002.json"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := exportBundle(t)
+			dir := exportBundle(t, makeDataDir(t, 3), "")
 			os.RemoveAll(filepath.Join(dir, c.name))
 			if err := os.Symlink(c.target, filepath.Join(dir, c.name)); err != nil {
 				t.Fatal(err)
@@ -83,7 +71,7 @@ func TestViewSymlinkOut(t *testing.T) {
 		})
 	}
 	t.Run("inside", func(t *testing.T) {
-		dir := exportBundle(t)
+		dir := exportBundle(t, makeDataDir(t, 3), "")
 		if err := os.Rename(filepath.Join(dir, bundle.VKeyFile), filepath.Join(dir, "vkey.real")); err != nil {
 			t.Fatal(err)
 		}

@@ -110,11 +110,12 @@ func (c *checker) checkAnchors() {
 			c.bad(name, "cannot be checked: no anchor verifier was given")
 			continue
 		}
-		r, err := c.verifyAnchor(c.ctx, b, c.v, c.anchorKey, c.trust)
+		trust := c.trustFor(c.ctx, b)
+		r, err := c.verifyAnchor(c.ctx, b, c.v, c.anchorKey, trust)
 		if err != nil {
 			c.bad(name, "%v", err)
-			if r != nil && c.trust != nil {
-				blameTrust(c.ctx, c.verifyAnchor, b, &r.Carried, c.v, c.anchorKey, c.trust, name, c.bad)
+			if r != nil && trust != nil {
+				c.blameTrust(b, &r.Carried, trust, name)
 			}
 			continue
 		}

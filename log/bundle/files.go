@@ -115,15 +115,16 @@ func (c *checker) checkClaims() {
 			records++
 		}
 	}
+	_, trusted := c.m.Files[TSARootsFile]
 	want := ""
 	switch {
-	case records > 0 && c.trust != nil:
+	case records > 0 && trusted:
 		want = "config"
 	case records > 0:
 		want = "records"
 	}
 	if c.m.Trust != want {
 		c.bad(ManifestFile, "says trust %q, but the bundle has %d anchor records and %s: that is trust %q", c.m.Trust, records,
-			map[bool]string{true: "trust roots (" + TSARootsFile + ")", false: "no trust roots"}[c.trust != nil], want)
+			map[bool]string{true: "trust roots (" + TSARootsFile + ")", false: "no trust roots"}[trusted], want)
 	}
 }

@@ -58,8 +58,10 @@ type Report struct {
 	// exported before it did): all its witnesses were required.
 	NoThreshold bool
 	// SelfTrusted is true when the anchors were checked against the
-	// roots their records carry (no trust/ files).
+	// roots their records carry (no trust/ files, none pinned).
 	SelfTrusted bool
+	// Pinned says which trust the caller pinned ([VerifyPinned]).
+	Pinned Pinned
 }
 
 // CosignedText says which witnesses cosigned the checkpoint under the
@@ -147,12 +149,18 @@ type VerifyAnchorFunc func(ctx context.Context, record []byte, v note.Verifier, 
 //
 // Entries are read line by line; memory does not grow with the log.
 func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Report, error) {
+	return VerifyPinned(ctx, dir, verifyAnchor, Pins{})
+}
+
+// VerifyPinned is [Verify] with the log key, the witness policy or the
+// anchoring authorities the caller trusts in place of the bundle's (pins).
+func VerifyPinned(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc, pins Pins) (*Report, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
 	defer root.Close()
-	c := &checker{ctx: ctx, dir: dir, root: root, verifyAnchor: verifyAnchor}
+	c := &checker{ctx: ctx, dir: dir, root: root, verifyAnchor: verifyAnchor, pins: pins}
 	// Each step returns false when what follows cannot be checked.
 	if !c.readManifest() {
 		return c.fail()
@@ -166,6 +174,7 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 		c.checkGenesisFile()
 	}
 	c.readTrust()
+	c.pinTrust()
 	c.checkAnchors()
 	c.readConsistency()
 	c.checkClaims()
@@ -212,6 +221,8 @@ type checker struct {
 	root         *os.Root        // dir: no file is read from outside it
 	opened       map[string]bool // the files the checks opened
 	verifyAnchor VerifyAnchorFunc
+	pins         Pins
+	carry        bool // trust takes each record's own for the part not pinned
 	probs        []Problem
 
 	m         *Manifest
@@ -292,7 +303,7 @@ func (c *checker) readManifest() bool {
 		c.bad(ManifestFile, "prov_mapping %d is not a PROV mapping this verifier knows (%d to %d)", m.ProvMapping, ProvMappingNoAuth, ProvMapping)
 		return false
 	}
-	c.m, c.rep = m, &Report{Manifest: m}
+	c.m, c.rep = m, &Report{Manifest: m, Pinned: c.pins.pinned()}
 	return true
 }
 
@@ -341,8 +352,15 @@ func (c *checker) checkCheckpoint() bool {
 		c.bad(VKeyFile, "not a verifier key: %v", err)
 		return false
 	}
+	if c.pins.VKey != "" && c.vkey != c.pins.VKey {
+		c.bad(VKeyFile, "is %s, not the log key you gave (%s)", c.vkey, c.pins.VKey)
+		return false
+	}
 	c.v, c.rep.VKey = v, c.vkey
 	policy, witnessed := c.readPolicy()
+	if c.pins.Witnesses != nil {
+		policy, witnessed, c.rep.NoThreshold = *c.pins.Witnesses, true, false
+	}
 	cpB := c.read(CheckpointFile)
 	if cpB == nil {
 		return false
@@ -406,7 +424,11 @@ func (c *checker) checkCosignatures(cpB []byte, p log.WitnessPolicy) {
 	}
 	c.rep.Witnesses, c.rep.Threshold, c.rep.Cosigners = len(p.Witnesses), p.Threshold, cos
 	if len(cos) < p.Threshold {
-		c.bad(CheckpointFile, "is %s, fewer than the policy of %s requires", cosignedText(len(p.Witnesses), p.Threshold, cos), WitnessesFile)
+		whose := "the policy of " + WitnessesFile
+		if c.pins.Witnesses != nil {
+			whose = "the witness policy you gave"
+		}
+		c.bad(CheckpointFile, "is %s, fewer than %s requires", cosignedText(len(p.Witnesses), p.Threshold, cos), whose)
 	}
 }
 
@@ -631,20 +653,4 @@ func (c *checker) checkProv(pws []*provWriter) error {
 	}
 	c.bad(ProvFile, "is not the PROV document the entries give (regenerated SHA-256 %s, file %s)", strings.Join(want, " or "), got)
 	return nil
-}
-
-// blameTrust names the bundled trust file a record fails against when the
-// record is sound by the roots and keys it carries itself: then what
-// differs is the trust file (changed, or naming other authorities), not
-// the record.
-func blameTrust(ctx context.Context, verifyAnchor VerifyAnchorFunc, b []byte, self *Trust, v note.Verifier, anchorKey crypto.PublicKey, trust *Trust, name string, bad func(file, format string, args ...any)) {
-	if _, err := verifyAnchor(ctx, b, v, anchorKey, self); err != nil {
-		return // the record itself is broken
-	}
-	if _, err := verifyAnchor(ctx, b, v, anchorKey, &Trust{TSARoots: self.TSARoots, RekorKeys: trust.RekorKeys}); err != nil {
-		bad(RekorKeysFile, "%s verifies by the Rekor keys it carries but not by these", name)
-	}
-	if _, err := verifyAnchor(ctx, b, v, anchorKey, &Trust{TSARoots: trust.TSARoots, RekorKeys: self.RekorKeys}); err != nil {
-		bad(TSARootsFile, "%s verifies by the TSA roots it carries but not by these", name)
-	}
 }
