@@ -196,6 +196,11 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 		return out.done(nil, err, func(err error) error { return reportProblems(stderr, dir, err) })
 	}
 	m := rep.Manifest
+	be, err := openBundleEntries(dir, m.From)
+	if err != nil {
+		return out.done(rep, fmt.Errorf("reading the bundle's entries: %w", err), nil)
+	}
+	defer be.Close()
 	// Say which keys and roots came with the bundle and which the
 	// auditor gave, and show the log key, for them to compare with one
 	// they trust when they gave none.
@@ -228,10 +233,20 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	fmt.Fprintf(w, "OK: %d entries [%d, %d) are in %s at size %d, by a checkpoint signed with %s; %s; %s; PROV document matches the entries under %s\n",
 		rep.Entries, m.From, m.To, m.Origin, m.Size, signed, cosigned, anchors, provMappingText(m.ProvMapping))
+	// The entries are the log's; whether their task entries keep the
+	// rules is the next question, as audit asks it of the log.
+	tasks, pe, err := bundleTasks(ctx, be, m)
+	if pe != nil {
+		err = pe
+	}
+	if err != nil {
+		return out.done(rep, err, func(err error) error { return reportProblems(stderr, dir, err) })
+	}
+	fmt.Fprintf(w, "tasks: %s\n", tasks)
 	// A bundle carries entries, not payloads: say which of those the
 	// entries name were purged on purpose (a purge entry in the bundle),
 	// by whom, when and why.
-	pr, err := bundlePayloads(dir, m.From)
+	pr, err := bundlePayloads(ctx, be)
 	if err != nil {
 		return out.done(rep, fmt.Errorf("reading the bundle's entries for their payloads: %w", err), nil)
 	}

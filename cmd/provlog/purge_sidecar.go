@@ -5,14 +5,12 @@ package main
 // the payload check of provlog audit and verify-bundle.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,7 +19,6 @@ import (
 	"github.com/provlog/provlog/cmd/internal/cli"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
-	"github.com/provlog/provlog/log/bundle"
 	"github.com/provlog/provlog/proxy/authn"
 )
 
@@ -237,23 +234,22 @@ func auditDataDirPayloads(ctx context.Context, data string, src interface {
 	return nil
 }
 
-// bundlePayloads says how many payloads a bundle's entries (from entry
-// from on) name and which of them its purge entries record as purged (a
-// bundle carries no blobs).
-func bundlePayloads(dir string, from uint64) (payloadReport, error) {
-	f, err := os.Open(filepath.Join(dir, bundle.EntriesFile))
-	if err != nil {
-		return payloadReport{}, err
-	}
-	defer f.Close()
+// bundlePayloads says how many payloads a bundle's entries name and which
+// of them its purge entries record as purged (a bundle carries no blobs).
+func bundlePayloads(ctx context.Context, be *bundleEntries) (payloadReport, error) {
 	var pr payloadRefs
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, log.MaxEntrySize+1), log.MaxEntrySize+1)
-	for i := from; sc.Scan(); i++ {
-		e, _ := log.ParseEntry(sc.Bytes())
-		pr.add(i, e)
+	end := be.end()
+	for start := be.from; start < end; start += 4096 {
+		es, err := be.Entries(ctx, start, min(end, start+4096))
+		if err != nil {
+			return payloadReport{}, err
+		}
+		for i, b := range es {
+			e, _ := log.ParseEntry(b)
+			pr.add(start+uint64(i), e)
+		}
 	}
-	return pr.check(nil), sc.Err()
+	return pr.check(nil), nil
 }
 
 // saveAges saves the age index in the data dir, if it has read any of
