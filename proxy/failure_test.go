@@ -297,10 +297,10 @@ func TestStorageFailure(t *testing.T) {
 	}
 
 	// A blob store that fails when the result is to be kept: the call was
-	// made, so its call entry stays, without a result; the client gets an
-	// error instead of the result (and the result's announcement to the
-	// sequencer is withdrawn: newTestLog's cleanup checks that none is
-	// left open).
+	// made and answered, and the log can write, so both its entries are
+	// there, the call.result with the result's hash, not retained, and an
+	// error saying the result was withheld; the client gets that error
+	// (with the receipt) instead of the result.
 	l3 := newTestLog(t)
 	cfg3 := fixtureServerConfig(t, "fx")
 	cfg3.Retain = RetainFull
@@ -313,14 +313,22 @@ func TestStorageFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	before3 := l3.size(t)
-	if _, err := cs3.CallTool(ctx, &mcp.CallToolParams{Name: "fx__big"}); !errors.As(err, &we) || !strings.Contains(we.Message, "keeping the result") {
+	if _, err := cs3.CallTool(ctx, &mcp.CallToolParams{Name: "fx__big"}); !errors.As(err, &we) || !strings.Contains(we.Message, "its result could not be kept") || !strings.Contains(string(we.Data), ReceiptKey) {
 		t.Fatalf("failing blob store: %v", err)
 	}
-	if got := l3.size(t); got != before3+1 {
-		t.Errorf("log grew by %d with a failing blob store, want 1 (the call entry)", got-before3)
+	if got := l3.size(t); got != before3+2 {
+		t.Errorf("log grew by %d with a failing blob store, want 2 (the call and its outcome)", got-before3)
 	}
 	if e, err := log.ParseEntry(l3.entry(t, before3)); err != nil || e.Kind != log.KindCall {
 		t.Errorf("entry %d: %v %v, want the call entry", before3, e, err)
+	}
+	e3, err := log.ParseEntry(l3.entry(t, before3+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := log.ParseCallResult(e3)
+	if err != nil || r.Call != before3 || r.ResultSHA256 == "" || r.ResultRetained || !strings.Contains(r.Error, "provlog withheld the result from the client") {
+		t.Errorf("entry %d: %+v %v, want the call's outcome: its result's hash, not retained, withheld", before3+1, r, err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -227,7 +228,7 @@ func (p *Proxy) append(ctx context.Context, c *call, kind string, entry []byte) 
 func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr error) (string, *jsonrpc.Error) {
 	c.duration = time.Since(c.start)
 	c.dataRelease = p.dataRelease(ctx, d, c.result)
-	r, err := p.recordResult(ctx, d, c)
+	r, unkept, err := p.recordResult(ctx, d, c)
 	if err != nil {
 		p.logger.Error("proxy: recording a call's outcome failed; the result is withheld", "actor", c.actor, "server", c.server, "tool", c.tool, "call", c.index, "error", err)
 		return "", rpcError(jsonrpc.CodeInternalError, "provlog: the call to server %q's tool %q was made (log entry %d) but its outcome could not be recorded, so its result is withheld: %v", c.server, c.tool, c.index, err)
@@ -240,10 +241,15 @@ func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr erro
 	}
 	c.resultIndex = r.Index
 	receipt := r.String()
+	data, _ := json.Marshal(map[string]string{ReceiptKey: receipt})
+	if unkept != nil {
+		p.logger.Error("proxy: a call's result could not be kept; its outcome is recorded and the result withheld", "actor", c.actor, "server", c.server, "tool", c.tool, "call", c.index, "result", r.Index, "error", unkept)
+		return receipt, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Data: data,
+			Message: fmt.Sprintf("provlog: the call to server %q's tool %q was answered (log entries %d and %d), but its result could not be kept as the server's retain: full asks, so it is withheld: %v", c.server, c.tool, c.index, r.Index, unkept)}
+	}
 	if callErr == nil {
 		return receipt, nil
 	}
-	data, _ := json.Marshal(map[string]string{ReceiptKey: receipt})
 	if we, ok := callErr.(*jsonrpc.Error); ok && ctx.Err() == nil {
 		out := *we
 		if len(out.Data) == 0 {
@@ -255,8 +261,11 @@ func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr erro
 }
 
 // recordResult writes c's call.result entry, c a call to d, and returns
-// its receipt.
-func (p *Proxy) recordResult(ctx context.Context, d *downstream, c *call) (*log.Receipt, error) {
+// its receipt. A result that retain: full asks to keep but the blob store
+// could not is still recorded as answered, its hash in the entry and the
+// entry's error saying it was withheld; unkept is then why, and the
+// client gets that error with the receipt, not the result.
+func (p *Proxy) recordResult(ctx context.Context, d *downstream, c *call) (_ *log.Receipt, unkept, _ error) {
 	e := &log.CallResultEntry{
 		Time: c.start.Add(c.duration), Actor: c.actor, Auth: log.AuthFrom(ctx), Call: c.index,
 		IsError: c.isError, DataRelease: c.dataRelease, Duration: c.duration,
@@ -280,12 +289,13 @@ func (p *Proxy) recordResult(ctx context.Context, d *downstream, c *call) (*log.
 			// whether they were found would show in the entry
 			// (retained_sha256), an oracle (recentSecrets).
 			kept, changed := scrubJSON(canon, d.secretsOf(c.actor).with(c.secrets.all()))
-			if err := bs.put(p.opts.Blobs, kept); err != nil {
-				return nil, fmt.Errorf("keeping the result: %w", err)
-			}
-			e.ResultRetained = true
-			if changed {
-				e.RetainedSHA256 = hexSHA256(kept)
+			if unkept = bs.put(p.opts.Blobs, kept); unkept != nil {
+				e.Error = truncate(strings.TrimPrefix(e.Error+"; ", "; ")+"provlog withheld the result from the client: it could not be kept: "+unkept.Error(), maxErrorText)
+			} else {
+				e.ResultRetained = true
+				if changed {
+					e.RetainedSHA256 = hexSHA256(kept)
+				}
 			}
 		}
 	}
@@ -296,9 +306,9 @@ func (p *Proxy) recordResult(ctx context.Context, d *downstream, c *call) (*log.
 	}
 	if err != nil {
 		bs.purge(p)
-		return nil, err
+		return nil, nil, err
 	}
-	return r, nil
+	return r, unkept, nil
 }
 
 // blobSet is the blobs written for one entry, purged again if the entry

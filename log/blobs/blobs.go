@@ -32,10 +32,16 @@ type Store struct {
 	failed atomic.Pointer[error] // the last Put's error, nil if it succeeded (Err)
 }
 
+// ErrHeld is returned (wrapped) by a Backend's WriteBlob for a name it
+// holds already: it wrote nothing.
+var ErrHeld = errors.New("blob held already")
+
 // A Backend holds a Store's bytes by name (a lowercase hex SHA-256, checked
 // by the Store). ReadBlob returns an error wrapping [ErrNotFound] for a name
 // it does not hold; WriteBlob is durable when it returns and leaves a name
-// already held as it is; DeleteBlob of an absent name is not an error.
+// already held as it is, saying so ([ErrHeld]) or, if it checked the bytes
+// held are these, with no error; DeleteBlob of an absent name is not an
+// error.
 type Backend interface {
 	ReadBlob(name string) ([]byte, error)
 	WriteBlob(name string, data []byte) error
@@ -73,13 +79,32 @@ func checkName(sum string) error {
 // again is a no-op.
 func (s *Store) Put(data []byte) (string, error) {
 	sum := Sum(data)
-	if err := s.b.WriteBlob(sum, data); err != nil {
+	err := s.b.WriteBlob(sum, data)
+	if errors.Is(err, ErrHeld) {
+		err = s.checkHeld(sum, data)
+	}
+	if err != nil {
 		err = fmt.Errorf("storing blob: %w", err)
 		s.failed.Store(&err)
 		return "", err
 	}
 	s.failed.Store(nil)
 	return sum, nil
+}
+
+// checkHeld is Put of a name the backend holds already: done if the bytes
+// held are data. A blob whose bytes went bad (a flipped bit, a hand edit)
+// is left as found, for the operator to see (provlog audit names it), and
+// the Put fails saying so: it is never answered as stored.
+func (s *Store) checkHeld(sum string, data []byte) error {
+	held, err := s.b.ReadBlob(sum)
+	if err != nil {
+		return fmt.Errorf("blob %s is held, but reading it back failed: %w", sum, err)
+	}
+	if !bytes.Equal(held, data) {
+		return fmt.Errorf("blob %s is held with other bytes (%d bytes hashing to %x): it is corrupt, and left as found", sum, len(held), sha256.Sum256(held))
+	}
+	return nil
 }
 
 // Err returns the error of the last Put if it failed (a full or
@@ -151,7 +176,7 @@ func (d dirBackend) ReadBlob(sum string) ([]byte, error) {
 func (d dirBackend) WriteBlob(sum string, data []byte) error {
 	p := d.path(sum)
 	if _, err := os.Stat(p); err == nil {
-		return nil
+		return ErrHeld
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err

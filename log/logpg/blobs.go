@@ -41,10 +41,15 @@ func (b pgBlobs) WriteBlob(name string, data []byte) error {
 	}
 	ctx := context.Background()
 	err := b.s.rerun(ctx, "writing a blob", func(ctx context.Context, conn *pgx.Conn) error {
-		_, err := conn.Exec(ctx, sqlBlobWrite, name, data)
+		tag, err := conn.Exec(ctx, sqlBlobWrite, name, data)
+		if err == nil && tag.RowsAffected() == 0 {
+			return blobs.ErrHeld
+		}
 		return err
 	})
-	if err != nil {
+	if errors.Is(err, blobs.ErrHeld) {
+		return fmt.Errorf("blob %s in the shared log: %w", name, err)
+	} else if err != nil {
 		return fmt.Errorf("writing blob %s to the shared log: %w", name, err)
 	}
 	return nil
