@@ -274,6 +274,8 @@ func provMappingText(v int) string {
 		return fmt.Sprintf("PROV mapping %d (with entries' auth members)", v)
 	case bundle.ProvMappingOwnActors:
 		return fmt.Sprintf("PROV mapping %d (provlog's own actors as software agents)", v)
+	case bundle.ProvMappingDistinctIDs:
+		return fmt.Sprintf("PROV mapping %d (a name \"_\" in an id escaped, apart from an empty one)", v)
 	}
 	return fmt.Sprintf("PROV mapping %d", v)
 }

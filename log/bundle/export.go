@@ -45,8 +45,13 @@ const (
 	// that records calls, and says which form of a result its hash is
 	// over (see the package doc). Every manifest made with it names it.
 	ProvMappingOwnActors = 3
+	// ProvMappingDistinctIDs writes a name "_" within an id (a client's
+	// version, an act chain's subject) escaped, as "%5F": before, ""
+	// and "_" both gave "_", so two clients could be one agent, the
+	// second's calls attributed to the first.
+	ProvMappingDistinctIDs = 4
 	// ProvMapping is the mapping [Export] writes.
-	ProvMapping = ProvMappingOwnActors
+	ProvMapping = ProvMappingDistinctIDs
 )
 
 // File names in a bundle.

@@ -79,8 +79,20 @@ func (w *provWriter) close() {
 // qn is a qualified name as a PROV-JSON typed literal.
 func qn(s string) map[string]string { return map[string]string{"$": s, "type": "prov:QUALIFIED_NAME"} }
 
+// part is s escaped as one part of an id under the writer's mapping
+// (local). local gives "_" for both "" and "_"; from
+// ProvMappingDistinctIDs a lone "_" is escaped ("%5F"), so that no two
+// names share an id.
+func (w *provWriter) part(s string) string {
+	if s == "_" && w.mapping >= ProvMappingDistinctIDs {
+		return "%5F"
+	}
+	return local(s)
+}
+
 // local escapes s for the local part of a qualified name: letters,
-// digits, '.', '_' and '-' stay, everything else is %XX.
+// digits, '.', '_' and '-' stay, everything else is %XX; the empty
+// string is "_" (as is "_": see part).
 func local(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -166,7 +178,7 @@ func (w *provWriter) actorAgent(actor, kind string) string {
 	case role != "":
 		return w.agent("log:provlog/"+role, map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": actor, "provlog:actor": actor, "provlog:role": role})
 	}
-	return w.agent("log:actor/"+local(actor), map[string]any{"prov:type": qn("prov:Agent"), "prov:label": actor, "provlog:actor": actor})
+	return w.agent("log:actor/"+w.part(actor), map[string]any{"prov:type": qn("prov:Agent"), "prov:label": actor, "provlog:actor": actor})
 }
 
 // ownRole is the part provlog plays when it writes an entry of kind as
@@ -211,7 +223,7 @@ func (w *provWriter) add(i uint64, b []byte, e *log.Entry) {
 	act := "log:entry/" + idx
 	lh := log.LeafHash(b)
 	attrs := map[string]any{
-		"prov:type":        qn("provlog:" + local(e.Kind)),
+		"prov:type":        qn("provlog:" + w.part(e.Kind)),
 		"prov:startTime":   e.Time.UTC().Format(provFmt),
 		"provlog:index":    i,
 		"provlog:kind":     e.Kind,
@@ -255,7 +267,7 @@ func (w *provWriter) addAuth(act string, attrs map[string]any, a *log.Auth, acto
 		}
 	}
 	if a.ClientID != "" {
-		ca := w.agent("log:oauth-client/"+local(a.Issuer)+"/"+local(a.ClientID), map[string]any{"prov:type": qn("prov:SoftwareAgent"),
+		ca := w.agent("log:oauth-client/"+w.part(a.Issuer)+"/"+w.part(a.ClientID), map[string]any{"prov:type": qn("prov:SoftwareAgent"),
 			"prov:label": a.ClientID, "provlog:issuer": a.Issuer, "provlog:role": "OAuth client"})
 		relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": ca, "prov:role": qn("provlog:oauthClient")})
 	}
@@ -270,7 +282,7 @@ func (w *provWriter) addAuth(act string, attrs map[string]any, a *log.Auth, acto
 		if iss == "" {
 			iss = a.Issuer
 		}
-		party := w.agent("log:act/"+local(iss)+"/"+local(x.Subject), map[string]any{"prov:type": qn("prov:Agent"), "prov:label": x.Subject, "provlog:issuer": iss})
+		party := w.agent("log:act/"+w.part(iss)+"/"+w.part(x.Subject), map[string]any{"prov:type": qn("prov:Agent"), "prov:label": x.Subject, "provlog:issuer": iss})
 		d := map[string]any{"prov:delegate": party, "prov:responsible": responsible, "prov:activity": act, "prov:type": qn("provlog:Act")}
 		if x.ClientID != "" {
 			d["provlog:clientId"] = x.ClientID
@@ -293,7 +305,7 @@ func (w *provWriter) addTask(act string, attrs map[string]any, e *log.Entry, act
 		attrs["provlog:unreadable"] = err.Error()
 		return
 	}
-	task := "log:task/" + local(t.TaskID)
+	task := "log:task/" + w.part(t.TaskID)
 	switch t.Kind {
 	case log.KindTaskCreate:
 		ta := map[string]any{"prov:type": qn("provlog:Task"), "provlog:taskId": t.TaskID, "prov:label": t.Title}
@@ -320,7 +332,7 @@ func (w *provWriter) addTask(act string, attrs map[string]any, e *log.Entry, act
 		claim := act + "/claim"
 		p := t.Provenance
 		ca := map[string]any{
-			"prov:type":          []any{qn("provlog:Claim"), qn("provlog:" + local(strings.ToUpper(p[:min(1, len(p))])+p[min(1, len(p)):]) + "Claim")},
+			"prov:type":          []any{qn("provlog:Claim"), qn("provlog:" + w.part(strings.ToUpper(p[:min(1, len(p))])+p[min(1, len(p)):]) + "Claim")},
 			"provlog:provenance": p,
 			"prov:value":         t.Summary,
 			"provlog:taskId":     t.TaskID,
@@ -350,7 +362,7 @@ func (w *provWriter) finish(out io.Writer) error {
 	if w.err != nil {
 		return w.err
 	}
-	prefix, _ := marshal(map[string]string{"provlog": ns, "log": "urn:provlog:log:" + local(w.origin) + ":"})
+	prefix, _ := marshal(map[string]string{"provlog": ns, "log": "urn:provlog:log:" + w.part(w.origin) + ":"})
 	bw := bufio.NewWriterSize(out, 64<<10)
 	bw.WriteString("{\n\"prefix\":")
 	bw.Write(prefix)
@@ -389,11 +401,11 @@ func (w *provWriter) addCall(i uint64, act string, attrs map[string]any, e *log.
 	if c.ToolSHA256 != "" {
 		attrs["provlog:toolSha256"] = c.ToolSHA256
 	}
-	sa := w.agent("log:server/"+local(c.Server), map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": c.Server, "provlog:role": "downstream MCP server"})
+	sa := w.agent("log:server/"+w.part(c.Server), map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": c.Server, "provlog:role": "downstream MCP server"})
 	relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": sa, "prov:role": qn("provlog:downstream")})
 	relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": w.recorder(), "prov:role": qn("provlog:recorder")})
 	if c.Client != nil {
-		ca := w.agent("log:client/"+local(c.Client.Name)+"/"+local(c.Client.Version), map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": c.Client.Name, "provlog:version": c.Client.Version})
+		ca := w.agent("log:client/"+w.part(c.Client.Name)+"/"+w.part(c.Client.Version), map[string]any{"prov:type": qn("prov:SoftwareAgent"), "prov:label": c.Client.Name, "provlog:version": c.Client.Version})
 		relate("wasAssociatedWith", map[string]any{"prov:activity": act, "prov:agent": ca, "prov:role": qn("provlog:client")})
 	}
 	// Arguments: the entry's own (already redacted) or their hash.
@@ -444,7 +456,7 @@ func (w *provWriter) addOutcome(callAct string, attrs map[string]any, server str
 		if server == "" {
 			attrs["provlog:release"] = r.DataRelease
 		} else {
-			rid := "log:release/" + local(server) + "/" + local(r.DataRelease)
+			rid := "log:release/" + w.part(server) + "/" + w.part(r.DataRelease)
 			if !w.seen[rid] {
 				w.seen[rid] = true
 				w.rec("entity", rid, map[string]any{"prov:type": qn("provlog:DataRelease"), "prov:label": server + " " + r.DataRelease, "provlog:server": server, "provlog:release": r.DataRelease})

@@ -53,8 +53,8 @@ func TestProvOwnActors(t *testing.T) {
 
 	dir := f.export(t, 0, 0)
 	rep, err := bundle.Verify(context.Background(), dir, anchor.VerifyBundled)
-	if err != nil || rep.Manifest.ProvMapping != bundle.ProvMappingOwnActors {
-		t.Fatalf("verify: %+v, %v; want mapping %d", rep, err, bundle.ProvMappingOwnActors)
+	if err != nil || rep.Manifest.ProvMapping != bundle.ProvMapping {
+		t.Fatalf("verify: %+v, %v; want mapping %d", rep, err, bundle.ProvMapping)
 	}
 	doc := readProv(t, dir)
 	const recorder = "log:provlog"

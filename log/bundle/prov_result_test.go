@@ -80,8 +80,8 @@ func TestProvResultForm(t *testing.T) {
 
 	dir := f.export(t, 0, 0)
 	rep, err := bundle.Verify(ctx, dir, anchor.VerifyBundled)
-	if err != nil || rep.Manifest.ProvMapping != bundle.ProvMappingOwnActors {
-		t.Fatalf("verify: %+v, %v; want mapping %d", rep, err, bundle.ProvMappingOwnActors)
+	if err != nil || rep.Manifest.ProvMapping != bundle.ProvMapping {
+		t.Fatalf("verify: %+v, %v; want mapping %d", rep, err, bundle.ProvMapping)
 	}
 	doc := readProv(t, dir)
 	var pyWant []string
