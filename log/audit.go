@@ -30,6 +30,9 @@ type AuditReport struct {
 	// running sidecar. Calls of old logs, one entry with the outcome,
 	// are never open.
 	OpenCalls []uint64
+	// WitnessConflicts are the indices of witness.conflict entries: a
+	// witness said it holds another history of this log.
+	WitnessConflicts []uint64
 }
 
 // problem is the error of an audit that found part wrong: a
@@ -186,6 +189,9 @@ func (a *auditor) addEntry(e []byte, visit func(compact.NodeID, []byte)) error {
 	}
 	if err := a.calls.Add(i, pe); err != nil {
 		return entryProblem(i, "%v", err)
+	}
+	if pe.Kind == KindWitnessConflict {
+		a.rep.WitnessConflicts = append(a.rep.WitnessConflicts, i)
 	}
 	if bytes.Contains(e, []byte(`"continues"`)) {
 		var err error

@@ -121,6 +121,10 @@ func (a *auditRun) run(ctx context.Context) error {
 		fmt.Fprintf(a.w, ", %d without a recorded outcome (cut off by a crash or kill, refused when the log failed while recording it, or under way): entries %s", len(rep.OpenCalls), replay.Ranges(rep.OpenCalls))
 	}
 	fmt.Fprintln(a.w)
+	if n := len(rep.WitnessConflicts); n > 0 {
+		fmt.Fprintf(a.w, "WARNING: %d witness.conflict entries (%s): a witness said it holds another history of this log; each entry names the witness, its size and the checkpoint it refused (compare the witness's checkpoint with this log's at that size)\n",
+			n, replay.Ranges(rep.WitnessConflicts))
+	}
 	if keys != nil {
 		fmt.Fprintf(a.w, "fence keys: %d rows agree with the entries", keys.checked)
 		if keys.later > 0 {
