@@ -175,11 +175,19 @@ func (d dirBackend) ReadBlob(sum string) ([]byte, error) {
 
 func (d dirBackend) WriteBlob(sum string, data []byte) error {
 	p := d.path(sum)
-	if _, err := os.Stat(p); err == nil {
+	if exists(p) {
 		return ErrHeld
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
+	// A subdirectory made here is itself an entry of the store's
+	// directory, which must reach the disk too, or a power loss could
+	// take the blob with it.
+	if sub := filepath.Dir(p); !exists(sub) {
+		if err := os.Mkdir(sub, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if err := durable.SyncDir(string(d)); err != nil {
+			return err
+		}
 	}
 	return durable.WriteFile(p, data, 0o600)
 }
@@ -200,4 +208,9 @@ func (d dirBackend) HasBlob(sum string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
