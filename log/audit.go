@@ -252,8 +252,13 @@ func (a *auditor) compareNodes(ids []compact.NodeID, want [][]byte) error {
 	return nil
 }
 
-// checkEntry checks that entry i parses, and that entry 0 is this log's
-// genesis.
+// sidecarKinds are the kinds the sidecar writes on its own, always as
+// GenesisActor (the genesis; tools definitions; anchors; witness
+// conflicts): one by another actor is none it wrote.
+var sidecarKinds = map[string]bool{KindGenesis: true, KindTools: true, KindAnchor: true, KindWitnessConflict: true}
+
+// checkEntry checks that entry i parses, that entry 0 is this log's
+// genesis, and that the sidecar's own kinds are by the sidecar.
 func checkEntry(i uint64, b []byte, v note.Verifier, vkey string) (*Entry, error) {
 	e, err := ParseEntry(b)
 	if err != nil {
@@ -261,6 +266,9 @@ func checkEntry(i uint64, b []byte, v note.Verifier, vkey string) (*Entry, error
 	}
 	if (i == 0) != (e.Kind == KindGenesis) {
 		return nil, entryProblem(i, "genesis must be entry 0 and only entry 0")
+	}
+	if sidecarKinds[e.Kind] && e.Actor != GenesisActor {
+		return nil, entryProblem(i, "a %s entry by actor %q: only the sidecar writes them, as %q", e.Kind, e.Actor, GenesisActor)
 	}
 	if i == 0 {
 		g, err := ParseGenesis(e)

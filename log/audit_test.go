@@ -151,3 +151,25 @@ func TestAuditReadContinues(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditSidecarKindsBySidecar: tools, anchor and witness.conflict
+// entries are written by the sidecar alone, as log.GenesisActor; one by
+// another actor (a signed, consistent log, forged by whoever held the key)
+// is named. Before, audit passed it.
+func TestAuditSidecarKindsBySidecar(t *testing.T) {
+	for _, kind := range []string{log.KindTools, log.KindAnchor, log.KindWitnessConflict} {
+		for _, actor := range []string{log.GenesisActor, "mallory"} {
+			b, err := (&log.Entry{Kind: kind, Time: time.Now(), Actor: actor, Fields: map[string]any{"x": 1}}).Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, v := newAuditLog(t, [][]byte{b})
+			_, err = log.Audit(context.Background(), src, v, "")
+			var pe *log.ProblemsError
+			bad := errors.As(err, &pe) && len(pe.Problems) == 1 && pe.Problems[0].Part == "entry 1" && strings.Contains(pe.Problems[0].Msg, "only the sidecar writes them")
+			if bad != (actor != log.GenesisActor) {
+				t.Errorf("a %s entry by %q: audit said %v", kind, actor, err)
+			}
+		}
+	}
+}
