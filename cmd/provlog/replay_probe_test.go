@@ -1,0 +1,156 @@
+package main
+
+// Probes of provlog replay against calls whose recorded arguments or
+// retained results were scrubbed of an actor's redacted values.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/proxy/replay"
+)
+
+// probeSecret is the value the probes' actor sends under a redacted field.
+const probeSecret = "s3cret-val-42"
+
+// scrubFixture is a read-only MCP server: "login" takes a token (the
+// redacted field), "echo" answers with its q and notes every q it gets,
+// "whoami" answers with a text that holds the secret.
+type scrubFixture struct {
+	url string
+	mu  sync.Mutex
+	got []string // the q of every echo call, in order
+}
+
+func newScrubFixture(t *testing.T) *scrubFixture {
+	fx := &scrubFixture{}
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "scrub-fixture", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "login", Annotations: ro}, func(_ context.Context, _ *mcp.CallToolRequest, in fxIn) (*mcp.CallToolResult, any, error) {
+		return text("logged in"), nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Annotations: ro}, func(_ context.Context, _ *mcp.CallToolRequest, in fxIn) (*mcp.CallToolResult, any, error) {
+		fx.mu.Lock()
+		fx.got = append(fx.got, in.Q)
+		fx.mu.Unlock()
+		return text("echo: " + in.Q), nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "whoami", Annotations: ro}, func(_ context.Context, _ *mcp.CallToolRequest, in fxIn) (*mcp.CallToolResult, any, error) {
+		return text("you are bob, key " + probeSecret), nil, nil
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	fx.url = ts.URL
+	return fx
+}
+
+// recordScrubCalls records, through an in-process sidecar (real Pebble,
+// the real proxy) in front of fx, a login that sends the secret under the
+// redacted field and then the calls given; it returns the data dir, the
+// config's path and the log index of the first of the given calls.
+func recordScrubCalls(t *testing.T, fx *scrubFixture, retain string, calls ...*mcp.CallToolParams) (data, cfgPath string, first uint64) {
+	t.Helper()
+	dir := t.TempDir()
+	data = filepath.Join(dir, "data")
+	cfgPath = filepath.Join(dir, "provlog.yaml")
+	cfg := loadConfigText(t, cfgPath, fmt.Sprintf(`data: %s
+servers:
+  - id: fx
+    url: %s
+    redact: [token]
+    retain: %s
+`, data, fx.url, retain))
+	ctx := context.Background()
+	sc := mustOpenSidecar(t, cfg)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "recorder", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	login := &mcp.CallToolParams{Name: "fx__login", Arguments: map[string]any{"q": "bob", "token": probeSecret}}
+	for i, c := range append([]*mcp.CallToolParams{login}, calls...) {
+		if i == 1 {
+			first, _ = sc.seq.Checkpoint()
+		}
+		res, err := cs.CallTool(ctx, c)
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %v", c.Name, err, res)
+		}
+	}
+	cs.Close()
+	ss.Close()
+	sc.close()
+	return data, cfgPath, first
+}
+
+// replayJSON runs provlog replay --data on [from, to) and returns its report.
+func replayJSON(t *testing.T, data, cfgPath string, from, to uint64) replay.Report {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"replay", "--data", data, "--config", cfgPath, "--json",
+		"--from", fmt.Sprint(from), "--to", fmt.Sprint(to)}, &out, &errb); code != 0 {
+		t.Fatalf("replay exited %d: %s %s", code, out.String(), errb.String())
+	}
+	var rep replay.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	return rep
+}
+
+// TestReplayProbeScrubbedArgsAreNotSent: a call whose arguments quote an
+// earlier redacted value of the same actor under a member the redact list
+// does not name is recorded with that value cut out ({"q": "about
+// [redacted]"}, proxy recordedArgs → scrubJSON). Replay must not send
+// those arguments: they are not what the original call sent (the package
+// doc: "Calls whose recorded arguments were redacted ... are not
+// replayable: replay would not send what the original call sent").
+//
+// Observed: replay's hasRedacted (proxy/replay/replay.go) looks only for a
+// string that is exactly "[redacted]", so it sends {"q":"about
+// [redacted]"} to the server three times, and reports the call "changed"
+// ("3 fresh runs agree with each other but differ from the record"),
+// a false statement about an unchanged server. The same holds for a
+// member name with the value cut out (scrubMembers).
+//
+// Fix: mark a call not replayable when any string or member name of its
+// recorded arguments holds "[redacted]" (or have the call entry say that
+// its arguments were altered).
+func TestReplayProbeScrubbedArgsAreNotSent(t *testing.T) {
+	fx := newScrubFixture(t)
+	data, cfgPath, first := recordScrubCalls(t, fx, "hash",
+		&mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"q": "about " + probeSecret}})
+	if e := entryAt(t, data, first); !strings.Contains(fmt.Sprint(e.Fields["args"]), "[redacted]") {
+		t.Fatalf("the echo call's recorded arguments were not scrubbed: %v", e.Fields["args"])
+	}
+	fx.mu.Lock()
+	fx.got = nil
+	fx.mu.Unlock()
+
+	rep := replayJSON(t, data, cfgPath, first, first+2)
+	if len(rep.Outcomes) != 1 {
+		t.Fatalf("outcomes %+v", rep.Outcomes)
+	}
+	o := rep.Outcomes[0]
+	fx.mu.Lock()
+	sent := append([]string(nil), fx.got...)
+	fx.mu.Unlock()
+	if o.Class != replay.NotReplayable || len(sent) > 0 {
+		t.Errorf("replay of a call whose recorded arguments were scrubbed: class %s (%s); the server was sent q = %q; want not_replayable and nothing sent",
+			o.Class, o.Reason, sent)
+	}
+}
