@@ -341,3 +341,45 @@ func TestReplayRemote(t *testing.T) {
 		t.Fatalf("a refused record_replay wrote to the log")
 	}
 }
+
+// TestReplayChangedBlob changes on disk, with no purge, the blob a call's
+// arguments were moved to (too large for an entry) and the one another
+// call's result is retained in. Replay must say what happened to them,
+// as provlog audit does: a blob that no longer hashes to its name is
+// changed or corrupt, not purged, which is routine and would hide the
+// tampering from the operator; and a retained result it cannot read is
+// not one that was never retained.
+func TestReplayChangedBlob(t *testing.T) {
+	fx := newScrubFixture(t)
+	big := strings.Repeat("large argument ", 5000) // over an entry's 64 KiB
+	data, cfgPath, first := recordScrubCalls(t, fx, "full",
+		&mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"q": big}},
+		&mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"q": "small"}})
+	argsBlob, _ := entryAt(t, data, first).Fields["args_sha256"].(string)
+	resultBlob, _ := entryAt(t, data, first+3).Fields["result_sha256"].(string)
+	for _, sum := range []string{argsBlob, resultBlob} {
+		if sum == "" || !blobExists(data, sum) {
+			t.Fatalf("no blob: arguments %q, result %q", argsBlob, resultBlob)
+		}
+		path := filepath.Join(data, blobDir, sum[:2], sum)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)/2] ^= 0x01
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	rep := replayJSON(t, data, cfgPath, first, first+4)
+	if len(rep.Outcomes) != 2 {
+		t.Fatalf("outcomes %+v", rep.Outcomes)
+	}
+	if o := rep.Outcomes[0]; o.Class != replay.NotReplayable || strings.Contains(o.Reason, "purged") || !strings.Contains(o.Reason, "corrupt") {
+		t.Errorf("a call whose arguments blob changed on disk: %s (%s); want not_replayable, named corrupt, not purged", o.Class, o.Reason)
+	}
+	if o := rep.Outcomes[1]; o.Class != replay.Unchanged || !o.HashOnly || strings.Contains(o.Note, "not retained") || !strings.Contains(o.Note, "corrupt") {
+		t.Errorf("a call whose retained result changed on disk: %s, note %q; want unchanged by hash, the blob named corrupt", o.Class, o.Note)
+	}
+}

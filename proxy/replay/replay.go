@@ -9,8 +9,8 @@
 // Only tools that cannot change anything are re-run: a server whose config
 // says replay: true, or a tool whose downstream annotations say
 // readOnlyHint. Calls whose recorded arguments were redacted, or moved to
-// a blob that is gone, are not replayable: replay would not send what the
-// original call sent.
+// a blob that is gone or no longer hashes to its name, are not
+// replayable: replay would not send what the original call sent.
 //
 // Result hashing: replay connects to a server as the proxy does
 // (proxy.Dial: the same transports, the same protocol revision) and reads
@@ -29,17 +29,12 @@
 package replay
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -69,9 +64,12 @@ const DefaultRuns = 3
 const maxPaths = 20
 
 // A BlobReader reads a data dir's blobs, checked against their names
-// (the hex SHA-256 of their bytes). *blobs.Store implements it.
+// (the hex SHA-256 of their bytes), and says whether it holds one: a blob
+// it does not hold (purged, or lost) is not one whose bytes cannot be
+// read or no longer hash to its name. *blobs.Store implements it.
 type BlobReader interface {
 	Get(sum string) ([]byte, error)
+	Has(sum string) bool
 }
 
 // Options configure a replay run.
@@ -112,8 +110,9 @@ type Outcome struct {
 	// SameRelease flags a changed result under an unchanged release:
 	// suspicious (unversioned change, or a resolver that lags).
 	SameRelease bool `json:"same_release,omitempty"`
-	// HashOnly says the recorded result was not retained, so only its
-	// hash could be compared (and an ignore list could not be applied).
+	// HashOnly says the recorded result was not retained, or its blob
+	// could not be read (Note says which), so only its hash could be
+	// compared (and an ignore list could not be applied).
 	HashOnly bool   `json:"hash_only,omitempty"`
 	Note     string `json:"note,omitempty"`
 	// Definition compares the tool's definition the call was made against
@@ -374,18 +373,36 @@ func (r *runner) args(call *log.CallEntry) (any, error) {
 	if sum == "" {
 		return nil, nil
 	}
-	if r.opts.Blobs == nil {
-		return nil, fmt.Errorf("arguments were moved to blob %s, and blobs are not readable from a remote log", short(sum))
-	}
-	b, err := r.opts.Blobs.Get(sum)
+	b, err := r.blob(sum)
 	if err != nil {
-		return nil, fmt.Errorf("arguments were moved to blob %s, which was purged", short(sum))
+		return nil, fmt.Errorf("arguments were moved to %v", err)
 	}
 	args, err := decode(b)
 	if err != nil {
 		return nil, fmt.Errorf("arguments blob %s: %v", short(sum), err)
 	}
 	return args, nil
+}
+
+// blob returns the blob named sum; the error says why it cannot be had,
+// starting "blob <name>, ...": a blob store that does not hold it
+// (purged, or lost) is not one whose copy no longer hashes to its name,
+// which is named as such, since a purge is routine and a changed blob is
+// not.
+func (r *runner) blob(sum string) ([]byte, error) {
+	if r.opts.Blobs == nil {
+		return nil, fmt.Errorf("blob %s, and blobs are not readable from a remote log", short(sum))
+	}
+	b, err := r.opts.Blobs.Get(sum)
+	switch {
+	case err == nil:
+		return b, nil
+	case r.opts.Blobs.Has(sum):
+		// Held, so Get's error is about its bytes: unreadable, or no
+		// longer hashing to its name.
+		return nil, fmt.Errorf("blob %s, which cannot be read: %v", short(sum), err)
+	}
+	return nil, fmt.Errorf("blob %s, which the data dir does not hold (purged, or lost): %v", short(sum), err)
 }
 
 // A freshResult is one fresh run's result.
@@ -447,29 +464,44 @@ func (r *runner) compare(o *Outcome, res *log.CallResultEntry, fresh freshResult
 		fresh = jcs
 		defer func() { o.Note = strings.TrimPrefix(o.Note+"; "+doublesNote, "; ") }()
 	}
-	if blob := res.RetainedBlob(); blob != "" && r.opts.Blobs != nil {
-		if b, err := r.opts.Blobs.Get(blob); err == nil {
-			if rec, err := decode(b); err == nil {
-				paths := diff("", applyIgnore(rec, ignore), fresh.v)
-				o.Paths = cap20(paths)
-				if len(paths) > 0 {
-					return false
-				}
-				if len(ignore) > 0 || fresh.sum == res.ResultSHA256 {
-					return true
-				}
-				o.Note = "differs from the record " + unseen
-				return false
-			}
+	rec, why := r.retained(res)
+	if why == "" {
+		paths := diff("", applyIgnore(rec, ignore), fresh.v)
+		o.Paths = cap20(paths)
+		if len(paths) > 0 {
+			return false
 		}
+		if len(ignore) > 0 || fresh.sum == res.ResultSHA256 {
+			return true
+		}
+		o.Note = "differs from the record " + unseen
+		return false
 	}
 	o.HashOnly = true
+	o.Note = why + ": compared hashes only"
 	if len(ignore) > 0 {
-		o.Note = "recorded result not retained: compared hashes only, ignore list not applied"
-	} else {
-		o.Note = "recorded result not retained: compared hashes only"
+		o.Note += ", ignore list not applied"
 	}
 	return fresh.sum == res.ResultSHA256
+}
+
+// retained returns the recorded result kept as a blob, decoded, or why it
+// cannot be had: not retained, or retained in a blob that is gone,
+// changed or out of reach (blob).
+func (r *runner) retained(res *log.CallResultEntry) (any, string) {
+	sum := res.RetainedBlob()
+	if sum == "" {
+		return nil, "recorded result not retained"
+	}
+	b, err := r.blob(sum)
+	if err != nil {
+		return nil, fmt.Sprintf("recorded result retained as %v", err)
+	}
+	rec, err := decode(b)
+	if err != nil {
+		return nil, fmt.Sprintf("recorded result retained as blob %s, which does not decode: %v", short(sum), err)
+	}
+	return rec, ""
 }
 
 // doublesNote says a fresh result was compared in the JCS form its
@@ -555,139 +587,4 @@ func hasRedacted(v any) bool {
 		}
 	}
 	return false
-}
-
-func decode(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// applyIgnore removes what the RFC 6901 pointers name (an array element
-// becomes null, so indices do not shift). Pointers that name nothing are
-// skipped.
-func applyIgnore(v any, ptrs []string) any {
-	for _, p := range ptrs {
-		if p == "" {
-			return nil
-		}
-		toks := strings.Split(p[1:], "/")
-		for i := range toks {
-			toks[i] = strings.ReplaceAll(strings.ReplaceAll(toks[i], "~1", "/"), "~0", "~")
-		}
-		cur := v
-		for i, t := range toks {
-			last := i == len(toks)-1
-			switch x := cur.(type) {
-			case map[string]any:
-				if last {
-					delete(x, t)
-				} else {
-					cur = x[t]
-				}
-			case []any:
-				n, err := strconv.Atoi(t)
-				if err != nil || n < 0 || n >= len(x) {
-					cur = nil
-					break
-				}
-				if last {
-					x[n] = nil
-				} else {
-					cur = x[n]
-				}
-			default:
-				cur = nil
-			}
-			if cur == nil {
-				break
-			}
-		}
-	}
-	return v
-}
-
-func escape(t string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
-}
-
-// diff returns the RFC 6901 pointers at which a and b differ.
-func diff(at string, a, b any) []string {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok {
-			return []string{at}
-		}
-		keys := map[string]bool{}
-		for k := range x {
-			keys[k] = true
-		}
-		for k := range y {
-			keys[k] = true
-		}
-		var out []string
-		for _, k := range sortedKeys(keys) {
-			xv, xok := x[k]
-			yv, yok := y[k]
-			if xok != yok {
-				out = append(out, at+"/"+escape(k))
-				continue
-			}
-			out = append(out, diff(at+"/"+escape(k), xv, yv)...)
-		}
-		return out
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return []string{at}
-		}
-		var out []string
-		for i := range x {
-			out = append(out, diff(at+"/"+strconv.Itoa(i), x[i], y[i])...)
-		}
-		return out
-	default:
-		if !reflect.DeepEqual(a, b) {
-			if at == "" {
-				return []string{""}
-			}
-			return []string{at}
-		}
-		return nil
-	}
-}
-
-func sortedKeys(m map[string]bool) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-func union(a, b []string) []string {
-	seen := map[string]bool{}
-	for _, s := range a {
-		seen[s] = true
-	}
-	for _, s := range b {
-		if !seen[s] {
-			a = append(a, s)
-			seen[s] = true
-		}
-	}
-	return a
-}
-
-func cap20(p []string) []string {
-	if len(p) > maxPaths {
-		return append(p[:maxPaths:maxPaths], "…")
-	}
-	return p
 }
