@@ -306,7 +306,7 @@ func (r *runner) rerun(ctx context.Context, index uint64, call *log.CallEntry) O
 		return no("%v", err)
 	}
 	if hasRedacted(args) {
-		return no("arguments were redacted")
+		return no("the recorded arguments hold %q (in a value, whole or in part, or in a member name), the proxy's mark of a redacted value cut out of them: they may not be what the call sent", proxy.Redacted)
 	}
 	c := r.connect(ctx, cfg)
 	if c.err != nil {
@@ -568,14 +568,18 @@ func (r *runner) connect(ctx context.Context, cfg *proxy.ServerConfig) *conn {
 	return c
 }
 
-// hasRedacted reports whether "[redacted]" occurs anywhere in v.
+// hasRedacted reports whether the redaction mark occurs anywhere in v:
+// in a string, whole or in part, or in a member name. The proxy puts it
+// in place of a redacted field's value, of a redacted value quoted in
+// another string (scrubText) and of one in a member name (scrubMembers),
+// so any of them means the arguments are not what the call sent.
 func hasRedacted(v any) bool {
 	switch x := v.(type) {
 	case string:
-		return x == "[redacted]"
+		return strings.Contains(x, proxy.Redacted)
 	case map[string]any:
-		for _, e := range x {
-			if hasRedacted(e) {
+		for k, e := range x {
+			if strings.Contains(k, proxy.Redacted) || hasRedacted(e) {
 				return true
 			}
 		}

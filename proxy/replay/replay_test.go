@@ -93,6 +93,10 @@ func TestStdioAndNotReplayable(t *testing.T) {
 		callEntry(t, map[string]any{"server": "other", "tool": "echo", "args": map[string]any{}, "result_sha256": want}),
 		callEntry(t, map[string]any{"server": "st", "tool": "gone", "args": map[string]any{}, "result_sha256": want}),
 		callEntry(t, map[string]any{"server": "st", "tool": "echo", "args": map[string]any{"q": "hi"}, "continues": 3, "input_responses_sha256": sha256hex("answers"), "result_sha256": want}),
+		// A redacted value quoted in another field (scrubText), and one
+		// in a member name (scrubMembers).
+		callEntry(t, map[string]any{"server": "st", "tool": "echo", "args": map[string]any{"q": "about [redacted]"}, "result_sha256": want}),
+		callEntry(t, map[string]any{"server": "st", "tool": "echo", "args": map[string]any{"q": "hi", "[redacted]": "x"}, "result_sha256": want}),
 	}
 	rep, err := Run(context.Background(), entries, 10, Options{
 		Servers: []proxy.ServerConfig{{ID: "st", Command: []string{exe}, Env: map[string]string{stdioFixtureEnv: "1"}}},
@@ -102,7 +106,7 @@ func TestStdioAndNotReplayable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantClass := []string{Unchanged, Changed, Unchanged, NotReplayable, NotReplayable, NotReplayable, NotReplayable, NotReplayable, NotReplayable}
+	wantClass := []string{Unchanged, Changed, Unchanged, NotReplayable, NotReplayable, NotReplayable, NotReplayable, NotReplayable, NotReplayable, NotReplayable, NotReplayable}
 	for i, o := range rep.Outcomes {
 		if o.Index != 10+uint64(i) || o.Class != wantClass[i] {
 			t.Errorf("entry %d: %+v, want %s", i, o, wantClass[i])
@@ -113,6 +117,11 @@ func TestStdioAndNotReplayable(t *testing.T) {
 	}
 	if r := rep.Outcomes[8].Reason; !strings.Contains(r, "later leg") {
 		t.Errorf("a later leg of a call that asked for input: reason %q", r)
+	}
+	for _, o := range rep.Outcomes[9:] {
+		if !strings.Contains(o.Reason, `hold "[redacted]"`) {
+			t.Errorf("entry %d, arguments scrubbed of a redacted value: reason %q", o.Index, o.Reason)
+		}
 	}
 	// A tool the server no longer lists is not replayable, on a server
 	// marked replay: true too: calling it got "unknown tool", reported

@@ -1,7 +1,7 @@
 package main
 
-// Probes of provlog replay against calls whose recorded arguments or
-// retained results were scrubbed of an actor's redacted values.
+// Replay of calls whose recorded arguments or retained results were
+// scrubbed of an actor's redacted values.
 
 import (
 	"bytes"
@@ -20,8 +20,8 @@ import (
 	"github.com/provlog/provlog/proxy/replay"
 )
 
-// probeSecret is the value the probes' actor sends under a redacted field.
-const probeSecret = "s3cret-val-42"
+// scrubSecret is the value the tests' actor sends under a redacted field.
+const scrubSecret = "s3cret-val-42"
 
 // scrubFixture is a read-only MCP server: "login" takes a token (the
 // redacted field), "echo" answers with its q and notes every q it gets,
@@ -46,7 +46,7 @@ func newScrubFixture(t *testing.T) *scrubFixture {
 		return text("echo: " + in.Q), nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "whoami", Annotations: ro}, func(_ context.Context, _ *mcp.CallToolRequest, in fxIn) (*mcp.CallToolResult, any, error) {
-		return text("you are bob, key " + probeSecret), nil, nil
+		return text("you are bob, key " + scrubSecret), nil, nil
 	})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(ts.Close)
@@ -81,7 +81,7 @@ servers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	login := &mcp.CallToolParams{Name: "fx__login", Arguments: map[string]any{"q": "bob", "token": probeSecret}}
+	login := &mcp.CallToolParams{Name: "fx__login", Arguments: map[string]any{"q": "bob", "token": scrubSecret}}
 	for i, c := range append([]*mcp.CallToolParams{login}, calls...) {
 		if i == 1 {
 			first, _ = sc.seq.Checkpoint()
@@ -112,28 +112,18 @@ func replayJSON(t *testing.T, data, cfgPath string, from, to uint64) replay.Repo
 	return rep
 }
 
-// TestReplayProbeScrubbedArgsAreNotSent: a call whose arguments quote an
+// TestReplayScrubbedArgsAreNotSent: a call whose arguments quote an
 // earlier redacted value of the same actor under a member the redact list
 // does not name is recorded with that value cut out ({"q": "about
 // [redacted]"}, proxy recordedArgs → scrubJSON). Replay must not send
-// those arguments: they are not what the original call sent (the package
-// doc: "Calls whose recorded arguments were redacted ... are not
-// replayable: replay would not send what the original call sent").
-//
-// Observed: replay's hasRedacted (proxy/replay/replay.go) looks only for a
-// string that is exactly "[redacted]", so it sends {"q":"about
-// [redacted]"} to the server three times, and reports the call "changed"
-// ("3 fresh runs agree with each other but differ from the record"),
-// a false statement about an unchanged server. The same holds for a
-// member name with the value cut out (scrubMembers).
-//
-// Fix: mark a call not replayable when any string or member name of its
-// recorded arguments holds "[redacted]" (or have the call entry say that
-// its arguments were altered).
-func TestReplayProbeScrubbedArgsAreNotSent(t *testing.T) {
+// those arguments: they are not what the original call sent, and a
+// result of theirs compared with the record would call an unchanged
+// server changed. Member names cut out (scrubMembers) are checked in
+// proxy/replay's TestStdioAndNotReplayable.
+func TestReplayScrubbedArgsAreNotSent(t *testing.T) {
 	fx := newScrubFixture(t)
 	data, cfgPath, first := recordScrubCalls(t, fx, "hash",
-		&mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"q": "about " + probeSecret}})
+		&mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"q": "about " + scrubSecret}})
 	if e := entryAt(t, data, first); !strings.Contains(fmt.Sprint(e.Fields["args"]), "[redacted]") {
 		t.Fatalf("the echo call's recorded arguments were not scrubbed: %v", e.Fields["args"])
 	}
