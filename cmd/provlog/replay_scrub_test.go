@@ -144,3 +144,27 @@ func TestReplayScrubbedArgsAreNotSent(t *testing.T) {
 			o.Class, o.Reason, sent)
 	}
 }
+
+// TestReplayScrubbedResultUnchanged: with retain: full, a result that
+// echoes an earlier redacted value of the actor is kept scrubbed, under
+// result_retained_sha256, while result_sha256 stays the hash of the
+// result as received (docs/formats.md, call.result). Replaying such a
+// call against the same server gets a fresh result whose hash is exactly
+// result_sha256; replay must call it unchanged, not diff it against the
+// scrubbed copy, where "[redacted]" stands for the value the fresh result
+// holds.
+func TestReplayScrubbedResultUnchanged(t *testing.T) {
+	fx := newScrubFixture(t)
+	data, cfgPath, first := recordScrubCalls(t, fx, "full",
+		&mcp.CallToolParams{Name: "fx__whoami", Arguments: map[string]any{}})
+	if e := entryAt(t, data, first+1); e.Fields["result_retained_sha256"] == nil {
+		t.Fatalf("the whoami result was not kept scrubbed: %v", e.Fields)
+	}
+	rep := replayJSON(t, data, cfgPath, first, first+2)
+	if len(rep.Outcomes) != 1 {
+		t.Fatalf("outcomes %+v", rep.Outcomes)
+	}
+	if o := rep.Outcomes[0]; o.Class != replay.Unchanged {
+		t.Errorf("replay of an unchanged result that was kept scrubbed: %s (%s, paths %v), want unchanged", o.Class, o.Reason, o.Paths)
+	}
+}

@@ -25,7 +25,10 @@
 // retained result (retain: full) is kept in that same form and compared
 // member by member; where decoding cannot show a difference (it reads a
 // lone surrogate as U+FFFD and keeps the last of duplicate keys), the
-// hashes decide.
+// hashes decide. A result kept scrubbed of redacted values
+// (result_retained_sha256) is not the result as received: the hashes
+// decide, and the scrubbed copy only names where a changed result
+// differs.
 package replay
 
 import (
@@ -457,14 +460,30 @@ func disagree(fresh []freshResult, ignore []string) (paths []string, apart bool)
 }
 
 // compare reports whether the first fresh result is the recorded one:
-// path by path against the retained result if there is one, else by hash
-// (noted in o).
+// path by path against the retained result if there is one as received,
+// else by hash (noted in o).
 func (r *runner) compare(o *Outcome, res *log.CallResultEntry, fresh freshResult, ignore []string) bool {
 	if jcs, ok := asDoubles(res, fresh, ignore); ok {
 		fresh = jcs
 		defer func() { o.Note = strings.TrimPrefix(o.Note+"; "+doublesNote, "; ") }()
 	}
 	rec, why := r.retained(res)
+	if why == "" && res.RetainedSHA256 != "" {
+		// The blob is the result scrubbed of redacted values, not the
+		// result as received, which only result_sha256 names: the hashes
+		// decide, and the blob only names where the results differ
+		// (its "[redacted]" stands for a value the fresh result holds).
+		o.Note = "recorded result retained scrubbed of redacted values (result_retained_sha256): compared by hash"
+		if len(ignore) > 0 {
+			o.Note += ", ignore list not applied"
+		}
+		if fresh.sum == res.ResultSHA256 {
+			return true
+		}
+		o.Paths = cap20(diff("", applyIgnore(rec, ignore), fresh.v))
+		o.Note += "; paths named from the scrubbed copy"
+		return false
+	}
 	if why == "" {
 		paths := diff("", applyIgnore(rec, ignore), fresh.v)
 		o.Paths = cap20(paths)

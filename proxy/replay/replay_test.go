@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -203,5 +204,44 @@ func TestDiffIgnoreRanges(t *testing.T) {
 	}
 	if got := Ranges([]uint64{9, 1, 2, 3, 7}); got != "1-3,7,9" {
 		t.Errorf("Ranges = %q", got)
+	}
+}
+
+// TestScrubbedRecord: a result retained scrubbed of a redacted value (its
+// blob named by result_retained_sha256) is judged by result_sha256, the
+// hash of the result as received; the scrubbed copy only names where a
+// changed result differs.
+func TestScrubbedRecord(t *testing.T) {
+	bs, err := blobs.Open(filepath.Join(t.TempDir(), "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	then := `{"content":[{"type":"text","text":"key s3cret"}],"isError":false}`
+	scrubbed, err := log.Canonicalize([]byte(`{"content":[{"type":"text","text":"key [redacted]"}],"isError":false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := bs.Put(scrubbed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := answer(then)
+	url := wireServer(t, map[string]*atomic.Value{"tools/list": answer(`{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`), "tools/call": now})
+	entries := [][]byte{callEntry(t, map[string]any{"server": "w", "tool": "echo", "args": map[string]any{},
+		"result_sha256": jcsSum(t, then), "result_retained": true, "result_retained_sha256": kept})}
+	opts := Options{Servers: []proxy.ServerConfig{{ID: "w", URL: url, Replay: true}}, Blobs: bs, Runs: 1}
+	rep, err := Run(context.Background(), entries, 5, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := rep.Outcomes[0]; o.Class != Unchanged || len(o.Paths) > 0 || !strings.Contains(o.Note, "compared by hash") {
+		t.Errorf("the same result, retained scrubbed: %+v", o)
+	}
+	now.Store(`{"content":[{"type":"text","text":"key other"}],"isError":true}`)
+	if rep, err = Run(context.Background(), entries, 5, opts); err != nil {
+		t.Fatal(err)
+	}
+	if o := rep.Outcomes[0]; o.Class != Changed || !reflect.DeepEqual(o.Paths, []string{"/content/0/text", "/isError"}) {
+		t.Errorf("another result, the record retained scrubbed: %+v", o)
 	}
 }
