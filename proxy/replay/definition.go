@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"strings"
 
 	"github.com/provlog/provlog/log"
 )
@@ -16,13 +15,17 @@ import (
 // with the proxy's own function ([proxy.Conn.Tools]), so that the two
 // hashes are equal exactly when the server describes the tool as it did.
 //
-// A changed definition is reported beside the result's class, which it
-// does not change: the class says whether the same call gives the same
-// answer today; the definition says whether the server still offers the
-// tool the agent chose to call. A description or schema that changed
-// under the same name can make an agent act otherwise (a rug pull), so a
-// changed definition is an auditor's finding even where the result is
-// unchanged.
+// A changed definition is reported beside the result's class: the class
+// says whether the same call gives the same answer today; the definition
+// says whether the server still offers the tool the agent chose to call.
+// A description or schema that changed under the same name can make an
+// agent act otherwise (a rug pull), so a changed definition is an
+// auditor's finding even where the result is unchanged. It is compared
+// before the call is re-run, and changes the class in one case: a tool
+// whose readOnlyHint alone makes it safe to re-run (no replay: true) is
+// not re-run under a changed definition, since that hint is the new
+// definition's word, not the one's the call was made against (a tool that
+// wrote may now call itself read-only). Such a call is not replayable.
 
 // What a call's tool definition compares as.
 const (
@@ -47,24 +50,22 @@ var Definitions = []string{DefinitionSame, DefinitionChanged, DefinitionGone, De
 // compareDefinition compares the definition call was made against with
 // the one its server lists now, when the server is in the config and can
 // be reached (for a call that is not replayable too: listing runs
-// nothing), and notes it in o.
-func (r *runner) compareDefinition(ctx context.Context, o *Outcome, call *log.CallEntry) {
+// nothing), and notes it in o. It returns the error connecting, when
+// that is why the definition was not compared.
+func (r *runner) compareDefinition(ctx context.Context, o *Outcome, call *log.CallEntry) error {
 	o.ToolThen = call.ToolSHA256
 	cfg := r.server(call.Server)
 	if cfg == nil {
-		return
+		return nil
 	}
 	c := r.connect(ctx, cfg)
 	if c.err != nil {
-		if !strings.Contains(o.Reason, c.err.Error()) {
-			o.Note = joinNote(o.Note, "tool definition not compared: connecting failed: "+c.err.Error())
-		}
-		return
+		return c.err
 	}
 	tool, ok := c.tools[call.Tool]
 	if !ok {
 		o.Definition = DefinitionGone
-		return
+		return nil
 	}
 	o.ToolNow = tool.SHA256
 	switch {
@@ -75,6 +76,7 @@ func (r *runner) compareDefinition(ctx context.Context, o *Outcome, call *log.Ca
 	default:
 		o.Definition = DefinitionChanged
 	}
+	return nil
 }
 
 // DefinitionChanged reports whether the tool o called is no longer

@@ -77,7 +77,9 @@ func jcsSum(t *testing.T, def string) string {
 // item's bytes as listed (members no SDK type has, their order and
 // spacing), whatever the result: the same, changed with both hashes,
 // unknown for an entry that names none; the report and its log entry
-// count them and name each change.
+// count them and name each change. A call under a changed definition is
+// not re-run on the word of the new definition's readOnlyHint, only on
+// the config's replay: true.
 func TestDefinitions(t *testing.T) {
 	// What the calls were made against; what the server lists now (its
 	// description changed); and the same with only a member the SDK's
@@ -107,9 +109,9 @@ func TestDefinitions(t *testing.T) {
 	type got struct{ Class, Definition, Then, Now string }
 	want := []got{
 		{Unchanged, DefinitionSame, cur, cur},
-		{Unchanged, DefinitionChanged, then, cur},
+		{NotReplayable, DefinitionChanged, then, cur},
 		{Unchanged, DefinitionUnknown, "", cur},
-		{Unchanged, DefinitionChanged, then, cur},
+		{NotReplayable, DefinitionChanged, then, cur},
 	}
 	for i, o := range rep.Outcomes {
 		if g := (got{o.Class, o.Definition, o.ToolThen, o.ToolNow}); g != want[i] {
@@ -137,6 +139,16 @@ func TestDefinitions(t *testing.T) {
 	wantChanges := []DefinitionChange{{Server: "w", Tool: "echo", Calls: "31,33", Then: then, Now: cur}}
 	if !reflect.DeepEqual(rec.DefinitionChanges, wantChanges) || rec.Definitions[DefinitionChanged] != 2 || rec.Definitions[DefinitionUnknown] != 1 {
 		t.Errorf("replay entry's definitions %v and changes %+v, want 2 changed, 1 unknown and %+v", rec.Definitions, rec.DefinitionChanges, wantChanges)
+	}
+
+	// The config's replay: true is the operator's word, whatever the
+	// server says of the tool: the call is re-run.
+	rep, err = Run(context.Background(), entries[1:2], 31, Options{Servers: []proxy.ServerConfig{{ID: "w", URL: url, Replay: true}}, Runs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := rep.Outcomes[0]; o.Class != Unchanged || o.Definition != DefinitionChanged {
+		t.Errorf("replay: true, changed definition: %+v, want re-run and unchanged", o)
 	}
 
 	// A change only in a member the SDK's Tool lacks is a change.

@@ -8,7 +8,8 @@
 //
 // Only tools that cannot change anything are re-run: a server whose config
 // says replay: true, or a tool whose downstream annotations say
-// readOnlyHint. Calls whose recorded arguments were redacted, or moved to
+// readOnlyHint, unless its definition changed since the call
+// (definition.go). Calls whose recorded arguments were redacted, or moved to
 // a blob that is gone or no longer hashes to its name, are not
 // replayable: replay would not send what the original call sent.
 //
@@ -273,18 +274,22 @@ func (r *runner) server(id string) *proxy.ServerConfig {
 	return nil
 }
 
-// replay classifies the call entry at index by its result, and compares
-// the definition of its tool.
+// replay compares the definition of the tool the call entry at index
+// called, and classifies the call by its result. The definition comes
+// first: whether the tool is safe to re-run depends on it.
 func (r *runner) replay(ctx context.Context, index uint64, call *log.CallEntry) Outcome {
-	o := r.rerun(ctx, index, call)
-	r.compareDefinition(ctx, &o, call)
+	o := Outcome{Index: index, Server: call.Server, Tool: call.Tool}
+	err := r.compareDefinition(ctx, &o, call)
+	o = r.rerun(ctx, o, call)
+	if err != nil && !strings.Contains(o.Reason, err.Error()) {
+		o.Note = joinNote(o.Note, "tool definition not compared: connecting failed: "+err.Error())
+	}
 	return o
 }
 
-// rerun classifies the call entry at index by its result, re-running it
-// if it is replayable.
-func (r *runner) rerun(ctx context.Context, index uint64, call *log.CallEntry) Outcome {
-	o := Outcome{Index: index, Server: call.Server, Tool: call.Tool}
+// rerun classifies the call by its result, re-running it if it is
+// replayable; o holds its tool's definition compared.
+func (r *runner) rerun(ctx context.Context, o Outcome, call *log.CallEntry) Outcome {
 	no := func(format string, args ...any) Outcome {
 		o.Class, o.Reason = NotReplayable, fmt.Sprintf(format, args...)
 		return o
@@ -325,8 +330,14 @@ func (r *runner) rerun(ctx context.Context, index uint64, call *log.CallEntry) O
 		// the record read as a changed result.
 		return no("tool %q is no longer listed by the server", o.Tool)
 	}
-	if !cfg.Replay && !tool.ReadOnly {
+	switch {
+	case cfg.Replay:
+	case !tool.ReadOnly:
 		return no("tool not marked safe to replay (no replay: true, not annotated readOnlyHint)")
+	case o.Definition == DefinitionChanged:
+		// The annotation is the new definition's word: the tool the call
+		// was made against may not have been read-only (a rug pull).
+		return no("tool's definition changed since the call: its readOnlyHint now is not the word of the definition the call was made against (no replay: true)")
 	}
 	ignore := append(append([]string(nil), cfg.ReplayIgnore["*"]...), cfg.ReplayIgnore[o.Tool]...)
 
