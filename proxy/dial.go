@@ -128,7 +128,7 @@ func (w *exitWatch) readCtx(ctx context.Context) context.Context {
 }
 
 // A Conn is a client session to one downstream server, opened as the
-// proxy opens its own (same transports, same protocol revision), whose
+// proxy opens its own (same transports, same protocol revisions), whose
 // tool results are read off the wire. provlog replay uses it, so that it
 // hashes fresh results exactly as the proxy hashed the recorded ones.
 type Conn struct {
@@ -136,19 +136,25 @@ type Conn struct {
 	cmd *exec.Cmd
 }
 
-// Dial connects to server cfg as client name/version.
-func Dial(ctx context.Context, cfg ServerConfig, name, version string, logger *slog.Logger) (*Conn, error) {
+// Dial connects to server cfg as client name/version, in the revision the
+// proxy speaks to it for a client of revision protocol (cfg.Revision): a
+// server answers by the revision of the session a request comes on, so a
+// call is re-run on the session it went to.
+func Dial(ctx context.Context, cfg ServerConfig, protocol, name, version string, logger *slog.Logger) (*Conn, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, &mcp.ClientOptions{
 		Logger:       logger,
 		Capabilities: &mcp.ClientCapabilities{},
+		// An input_required result (SEP-2322) is the call's result, as
+		// the proxy, which leaves it to the client, records it.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	t, cmd := transportFor(cfg, nil, io.Discard, listenHooks{})
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: downstreamProtocolVersion})
+	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: cfg.Revision(protocol)})
 	if err != nil {
 		killProcessGroup(cmd)
 		return nil, err

@@ -51,11 +51,20 @@ import (
 // server refuses server/discover). A stdio server is asked for 2025-11-25,
 // which also keeps the probe off every legacy server's wire; its newer
 // session is started when a newer client needs it.
-func (d *downstream) askProtocol() string {
+func (d *downstream) askProtocol() string { return d.cfg.Revision("") }
+
+// Revision returns the protocol revision server c is asked for on the
+// session that serves a request of a client of revision protocol ("": the
+// SDK's newest, see askProtocol): the pinned one; for an HTTP server the
+// newest, its one session serving every client; for a stdio server
+// 2025-11-25, or the newest for a 2026-07-28 client, whose requests go to
+// the second session (sessionFor). provlog replay dials by it (Dial), so
+// that it re-runs a call on the session the call went to.
+func (c ServerConfig) Revision(protocol string) string {
 	switch {
-	case d.cfg.Protocol != "":
-		return d.cfg.Protocol
-	case d.cfg.URL != "":
+	case c.Protocol != "":
+		return c.Protocol
+	case c.URL != "", protocol >= statelessProtocol:
 		return ""
 	}
 	return downstreamProtocolVersion
@@ -66,7 +75,7 @@ func (d *downstream) askProtocol() string {
 // (started on first use) while it is up, else the server's one session.
 func (d *downstream) sessionFor(ctx context.Context, protocol string) (*mcp.ClientSession, error) {
 	cs, err := d.session()
-	if err != nil || protocol < statelessProtocol || d.cfg.URL != "" || d.cfg.Protocol != "" || sessionStateless(cs) {
+	if err != nil || d.cfg.Revision(protocol) == d.askProtocol() || sessionStateless(cs) {
 		return cs, err
 	}
 	sup, ok := d.newer.start(d)

@@ -383,3 +383,59 @@ func TestReplayChangedBlob(t *testing.T) {
 		t.Errorf("a call whose retained result changed on disk: %s, note %q; want unchanged by hash, the blob named corrupt", o.Class, o.Note)
 	}
 }
+
+// TestReplayNewerRevisionCall: a 2026-07-28 client calls a stdio server
+// (this test binary as the sidefx server, a go-sdk server) through the
+// sidecar; the proxy serves that client from a second session in the
+// newest revision (proxy/revision.go, sessionFor) and records the result
+// as that session received it, with the "resultType" and _meta a go-sdk
+// server adds on such a session only. Replaying the call against the
+// same, unchanged server must say unchanged: replay dials the session the
+// call went to, by the call entry's protocol_version
+// (proxy.ServerConfig.Revision), not always 2025-11-25.
+func TestReplayNewerRevisionCall(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	cfg := loadConfigText(t, cfgPath, fmt.Sprintf(`data: %s
+servers:
+  - id: fx
+    command: [%q]
+    env: {%s: %q}
+    retain: full
+    replay: true
+`, data, os.Args[0], sidefxEnv, filepath.Join(dir, "effects")))
+	ctx := context.Background()
+	sc := mustOpenSidecar(t, cfg)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "newer-client", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %s", v)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__append", Arguments: map[string]any{"text": "x"}})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %v", err, res)
+	}
+	size, _ := sc.seq.Checkpoint()
+	cs.Close()
+	ss.Close()
+	sc.close()
+	if e := entryAt(t, data, size-2); e.Fields["protocol_version"] != "2026-07-28" {
+		t.Fatalf("call entry: %v", e.Fields)
+	}
+
+	rep := replayJSON(t, data, cfgPath, size-2, size)
+	if len(rep.Outcomes) != 1 {
+		t.Fatalf("outcomes %+v", rep.Outcomes)
+	}
+	if o := rep.Outcomes[0]; o.Class != replay.Unchanged {
+		t.Errorf("replay of a 2026-07-28 client's call to an unchanged server: %s (%s), paths %v; want unchanged", o.Class, o.Reason, o.Paths)
+	}
+}

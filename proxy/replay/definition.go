@@ -58,7 +58,7 @@ func (r *runner) compareDefinition(ctx context.Context, o *Outcome, call *log.Ca
 	if cfg == nil {
 		return nil
 	}
-	c := r.connect(ctx, cfg)
+	c := r.connect(ctx, cfg, call.ProtocolVersion)
 	if c.err != nil {
 		return c.err
 	}

@@ -14,9 +14,10 @@
 // replayable: replay would not send what the original call sent.
 //
 // Result hashing: replay connects to a server as the proxy does
-// (proxy.Dial: the same transports, the same protocol revision) and reads
-// fresh results off the wire as the proxy does, and hashes them by the
-// proxy's rule ([log.ResultSum]): the SHA-256 of the RFC 8785 form of the
+// (proxy.Dial: the same transports, the protocol revision of the session
+// the proxy sent the call to, by the call entry's protocol_version) and
+// reads fresh results off the wire as the proxy does, and hashes them by
+// the proxy's rule ([log.ResultSum]): the SHA-256 of the RFC 8785 form of the
 // bytes the server sent or, for a result that is not I-JSON (a lone
 // surrogate, a duplicate key) or holds a number that form writes as
 // another (beyond ±2^53), of those bytes as received, exactly what the
@@ -151,7 +152,7 @@ func Run(ctx context.Context, entries [][]byte, from uint64, opts Options) (*Rep
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &runner{opts: opts, conns: map[string]*conn{}}
+	r := &runner{opts: opts, conns: map[connKey]*conn{}}
 	defer r.close()
 	rep := &Report{From: from, To: from + uint64(len(entries)), Runs: opts.Runs, Counts: map[string]int{}, Definitions: map[string]int{}}
 	for _, c := range Classes {
@@ -246,8 +247,12 @@ func pairCalls(ctx context.Context, entries [][]byte, from uint64, after func(co
 
 type runner struct {
 	opts  Options
-	conns map[string]*conn
+	conns map[connKey]*conn
 }
+
+// connKey names a session: a server's, in the revision the proxy speaks
+// to it for some clients (proxy.ServerConfig.Revision).
+type connKey struct{ server, revision string }
 
 // conn is one live session to a downstream server.
 type conn struct {
@@ -316,7 +321,7 @@ func (r *runner) rerun(ctx context.Context, o Outcome, call *log.CallEntry) Outc
 	if hasRedacted(args) {
 		return no("the recorded arguments hold %q (in a value, whole or in part, or in a member name), the proxy's mark of a redacted value cut out of them: they may not be what the call sent", proxy.Redacted)
 	}
-	c := r.connect(ctx, cfg)
+	c := r.connect(ctx, cfg, call.ProtocolVersion)
 	if c.err != nil {
 		if !cfg.Replay {
 			return no("cannot tell whether %s is safe to replay: connecting failed: %v", o.Tool, c.err)
@@ -568,18 +573,22 @@ func short(s string) string {
 	return s
 }
 
-// connect opens (once per server) a session as the proxy does and lists
-// the tools as the proxy does, for their annotations and definitions.
-func (r *runner) connect(ctx context.Context, cfg *proxy.ServerConfig) *conn {
-	if c, ok := r.conns[cfg.ID]; ok {
+// connect opens (once per server and revision) the session the proxy
+// sends a call of a client of revision protocol to, as the proxy opens it,
+// and lists the tools as the proxy does, for their annotations and
+// definitions: a stdio server's second session, for 2026-07-28 clients,
+// answers and lists in that revision.
+func (r *runner) connect(ctx context.Context, cfg *proxy.ServerConfig, protocol string) *conn {
+	key := connKey{cfg.ID, cfg.Revision(protocol)}
+	if c, ok := r.conns[key]; ok {
 		return c
 	}
 	c := &conn{tools: map[string]proxy.ListedTool{}}
-	r.conns[cfg.ID] = c
+	r.conns[key] = c
 	if cfg.Source != nil {
 		c.resolver, _ = source.New(*cfg.Source, r.opts.HTTPClient, r.opts.Logger)
 	}
-	cs, err := proxy.Dial(ctx, *cfg, "provlog-replay", r.opts.Version, r.opts.Logger)
+	cs, err := proxy.Dial(ctx, *cfg, protocol, "provlog-replay", r.opts.Version, r.opts.Logger)
 	if err != nil {
 		c.err = err
 		return c
