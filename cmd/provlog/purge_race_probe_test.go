@@ -1,0 +1,114 @@
+package main
+
+// A probe of a purge run by the running sidecar (POST /log/purge, the
+// background retention) while calls go on.
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+)
+
+// hookedStore is the sidecar's own store, whose first Entries call first
+// runs hook: the point at which a purge reads the log to plan.
+type hookedStore struct {
+	log.Storage
+	once sync.Once
+	hook func()
+}
+
+func (s *hookedStore) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
+	s.once.Do(s.hook)
+	return s.Storage.Entries(ctx, start, end)
+}
+
+// TestPurgeProbeRetentionRacesCall: retention by age must keep a blob that
+// an entry newer than the cut names (README: "Retention by age keeps a
+// blob that a newer entry also names"). In a running sidecar, calls go on
+// while a purge plans: here a call whose kept result is the same blob as
+// an old call's is made, and committed, while the purge reads the log,
+// after the purge took the log's size (purge in cmd/provlog/purge.go:
+// size from seq.Checkpoint, then ages.pick / planPurge read up to it). The
+// purge is the real one POST /log/purge and runRetention run, on the
+// sidecar's own sequencer, store and blobs; only the moment of the call
+// is forced, by a hook on the store's reader.
+//
+// Observed: the blob is deleted, though the newest entry naming it is a
+// call.result written after the cut and before the purge entry; that
+// call's client already holds a receipt for a retained result (the
+// proxy's blobSet.put found the blob present, "not ours", and wrote
+// nothing). The purge entry records it as retention of old payloads.
+//
+// Fix: after appending the purge entry (which fixes the log's order),
+// read the entries between the planned size and the purge entry and drop
+// from the deletion any blob they name (retention), or hold a lock that
+// blobSet.put and the purge share so that a blob found present is not
+// deleted until its entry is in the log, and re-check then.
+func TestPurgeProbeRetentionRacesCall(t *testing.T) {
+	fx := newScrubFixture(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := loadConfigText(t, filepath.Join(dir, "provlog.yaml"), fmt.Sprintf(`data: %s
+servers:
+  - id: fx
+    url: %s
+    retain: full
+`, data, fx.url))
+	ctx := context.Background()
+	sc := mustOpenSidecar(t, cfg)
+	defer sc.close()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "probe", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	echo := &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"q": "shared result"}}
+	if res, err := cs.CallTool(ctx, echo); err != nil || res.IsError {
+		t.Fatalf("old call: %v %v", err, res)
+	}
+	size, _ := sc.seq.Checkpoint()
+	blob, _ := liveEntry(t, sc, size-1).Fields["result_sha256"].(string)
+	if blob == "" || !sc.blobs.Has(blob) {
+		t.Fatalf("the old call kept no blob")
+	}
+
+	// The cut: after the old call, before the new one.
+	cut := time.Now()
+	for !time.Now().After(cut) {
+		time.Sleep(time.Millisecond)
+	}
+	var newResult uint64
+	hs := &hookedStore{Storage: sc.store, hook: func() {
+		if res, err := cs.CallTool(ctx, echo); err != nil || res.IsError {
+			t.Errorf("new call: %v %v", err, res)
+		}
+		n, _ := sc.seq.Checkpoint()
+		newResult = n - 1
+	}}
+	res, err := purge(ctx, sc.seq, hs, sc.blobs, &ageIndex{}, purgeActor, purgeRequest{
+		Before: cut.UTC().Format(time.RFC3339Nano), Reason: "retention: probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := liveEntry(t, sc, newResult)
+	if e.Kind != log.KindCallResult || e.Fields["result_sha256"] != blob || !e.Time.After(cut) {
+		t.Fatalf("entry %d: %s %v at %v, want the new call.result naming %s after the cut %v", newResult, e.Kind, e.Fields, e.Time, blob, cut)
+	}
+	if !sc.blobs.Has(blob) {
+		t.Errorf("retention (purge entries %v) deleted blob %s, which call.result entry %d, written at %v after the cut %v, names as its retained result",
+			res.Entries, blob[:12], newResult, e.Time.Format(time.RFC3339Nano), cut.Format(time.RFC3339Nano))
+	}
+}
