@@ -127,13 +127,13 @@ type purgedPayload struct {
 }
 
 // payloadRefs gathers, from entries seen one at a time, the blobs each
-// names and the blobs purge entries name; check then judges them.
+// names and the purge entries naming each blob; check then judges them.
 type payloadRefs struct {
-	purged map[string]purgeRef
+	purged map[string][]purgeRef // by blob, in the log's order
 	refs   []refAt
 }
 
-// A purgeRef is the purge entry that purged a blob.
+// A purgeRef is a purge entry that purged a blob.
 type purgeRef struct {
 	index uint64
 	e     *blobs.PurgeEntry
@@ -147,7 +147,7 @@ type refAt struct {
 
 func (p *payloadRefs) add(i uint64, e *log.Entry) {
 	if p.purged == nil {
-		p.purged = map[string]purgeRef{}
+		p.purged = map[string][]purgeRef{}
 	}
 	if e == nil {
 		return
@@ -155,7 +155,7 @@ func (p *payloadRefs) add(i uint64, e *log.Entry) {
 	if e.Kind == blobs.KindPurge {
 		if pe, err := blobs.ParsePurge(e); err == nil {
 			for _, b := range pe.Blobs {
-				p.purged[b] = purgeRef{i, pe}
+				p.purged[b] = append(p.purged[b], purgeRef{i, pe})
 			}
 		}
 	}
@@ -164,15 +164,28 @@ func (p *payloadRefs) add(i uint64, e *log.Entry) {
 	}
 }
 
-// check says of each named blob whether it is purged (a purge entry names
-// it), present with the right bytes, missing or corrupt. bs nil: no blob
-// store to look in (a bundle), so only the purged ones are counted, and
-// each is listed with its purge entry.
+// purgedAfter returns the first purge entry after entry i that names
+// blob: only a purge written after an entry removes that entry's payload.
+// A blob purged and then kept again by a newer entry is that entry's, and
+// must be there.
+func (p *payloadRefs) purgedAfter(blob string, i uint64) (purgeRef, bool) {
+	for _, pr := range p.purged[blob] {
+		if pr.index > i {
+			return pr, true
+		}
+	}
+	return purgeRef{}, false
+}
+
+// check says of each named blob whether it is purged (a purge entry after
+// the naming entry names it), present with the right bytes, missing or
+// corrupt. bs nil: no blob store to look in (a bundle), so only the
+// purged ones are counted, and each is listed with its purge entry.
 func (p *payloadRefs) check(bs *blobs.Store) payloadReport {
 	var rep payloadReport
 	for _, r := range p.refs {
 		rep.Named++
-		pr, purged := p.purged[r.blob]
+		pr, purged := p.purgedAfter(r.blob, r.index)
 		switch {
 		case purged:
 			rep.Purged++

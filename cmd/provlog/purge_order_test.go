@@ -1,11 +1,13 @@
 package main
 
-// A probe of the payload audit after a purge: does a purge entry cover a
-// blob that an entry written after it names?
+// The payload audit after a purge: a purge entry covers only the blobs of
+// entries written before it.
 
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,20 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// newEchoServer starts an MCP server whose one tool, echo, answers with
+// its q: the same call gets the same result, kept as the same blob. It
+// returns the server's URL.
+func newEchoServer(t *testing.T) string {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "echo-fixture", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in fxIn) (*mcp.CallToolResult, any, error) {
+			return text("echo: " + in.Q), nil, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
 
 // callsThroughSidecar opens an in-process sidecar (real Pebble, the real
 // proxy) on cfg, makes the calls, closes it, and returns the index of the
@@ -28,7 +44,7 @@ func callsThroughSidecar(t *testing.T, cfg *Config, calls ...*mcp.CallToolParams
 		t.Fatal(err)
 	}
 	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "probe", Version: "1"}, nil).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "purge-test", Version: "1"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,32 +59,16 @@ func callsThroughSidecar(t *testing.T, cfg *Config, calls ...*mcp.CallToolParams
 	return size - 1
 }
 
-// TestPurgeProbeAuditOrder: a retained result (retain: full) is purged by
-// an erasure; later the same server gives the same result to a new call,
-// and the proxy keeps it again, as a new blob file under the same name (the
-// name is the content's hash). That new entry's payload is present; no
-// purge entry after it removes it. If the blob file is then lost (deleted
-// behind the log's back, a disk restored from an older backup), the audit
-// must fail: "missing (no purge entry names it)".
-//
-// Observed: already while the new blob is there, audit --data says "OK:
-// payloads: 2 named by entries, 0 present and intact, 2 purged"; once it
-// is lost, it says the same, exit 0, counting the new entry's lost
-// payload as purged by a purge entry written before that entry existed. payloadRefs.check
-// (cmd/provlog/purge_sidecar.go) looks up purged[blob] without comparing
-// the purge entry's index with the naming entry's; verify-bundle's
-// purged_payloads (bundlePayloads) have the same fault and list the new
-// entry as "purged" by the older purge entry. The same hole is opened by
-// a purge racing a call in flight (blobSet.put finds the blob, retention
-// deletes it, then the call.result naming it is committed): the entry
-// says result_retained: true of a blob that was gone before it was written,
-// and the audit calls it purged.
-//
-// Fix: in payloadRefs.add/check, a blob counts as purged for an entry only
-// when a purge entry with a larger index names it (keep, per blob, the
-// indices of the purge entries naming it).
-func TestPurgeProbeAuditOrder(t *testing.T) {
-	fx := newScrubFixture(t)
+// TestPurgeAuditOrder: a retained result (retain: full) is purged by an
+// erasure; later the same server gives the same result to a new call, and
+// the proxy keeps it again under the same name (the content's hash). The
+// new entry's payload is present, and no purge entry after it removes it:
+// audit counts it present, and verify-bundle does not list it as purged.
+// Once the blob file is lost behind the log's back, the audit fails on
+// it. Before, a purge entry covered every entry naming the blob, even
+// those written after it, and the lost payload passed as purged.
+func TestPurgeAuditOrder(t *testing.T) {
+	fxURL := newEchoServer(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	cfg := loadConfigText(t, filepath.Join(dir, "provlog.yaml"), fmt.Sprintf(`data: %s
@@ -76,7 +76,7 @@ servers:
   - id: fx
     url: %s
     retain: full
-`, data, fx.url))
+`, data, fxURL))
 	echo := &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"q": "the same"}}
 
 	first := callsThroughSidecar(t, cfg, echo)
@@ -97,6 +97,14 @@ servers:
 	}
 	if out, code := runCmd(t, "audit", "--data", data); code != 0 || !strings.Contains(out, "1 present and intact, 1 purged") {
 		t.Errorf("audit with the second entry's result kept again (present, no purge after it): exit %d, want it counted present\n%s", code, out)
+	}
+	b := filepath.Join(t.TempDir(), "bundle")
+	if out, code := runCmd(t, "export", "--data", data, "--out", b); code != 0 {
+		t.Fatal(out)
+	}
+	if out, code := runCmd(t, "verify-bundle", b); code != 0 || !strings.Contains(out, "1 of them were purged") ||
+		strings.Contains(out, fmt.Sprintf("purged: entry %d ", second)) {
+		t.Errorf("verify-bundle lists the second entry's payload as purged: %d\n%s", code, out)
 	}
 
 	// The second entry's payload is lost without any purge.
