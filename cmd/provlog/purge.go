@@ -184,9 +184,19 @@ func planPurge(ctx context.Context, src interface {
 			}
 		}
 	}
+	return held(bs, pick)
+}
+
+// held returns the blobs of pick that bs holds, sorted. An erasure that
+// cannot tell whether a blob is there fails rather than pass over it.
+func held(bs *blobs.Store, pick map[string]bool) ([]string, error) {
 	var out []string
 	for s := range pick {
-		if bs.Has(s) {
+		ok, err := bs.Has(s)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			out = append(out, s)
 		}
 	}
@@ -237,9 +247,6 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 			if err := bs.Purge(s); err != nil {
 				return nil, fmt.Errorf("purge entry %d is written, but deleting blob %s failed (run the purge again): %w", rc.Index, s, err)
 			}
-		}
-		if ageOnly(crit) {
-			ages.forget(chunk)
 		}
 	}
 	return res, nil

@@ -113,6 +113,9 @@ type payloadReport struct {
 	PurgedBy []purgedPayload `json:"purged_payloads,omitempty"`
 	Missing  []string        `json:"-"` // "entry N: blob H"
 	Corrupt  []string        `json:"-"`
+	// Unreadable are the payloads the store could not look up (an I/O
+	// error, an unreachable database): neither there nor known absent.
+	Unreadable []string `json:"-"`
 }
 
 // A purgedPayload is one payload an entry names and a purge entry purged.
@@ -193,18 +196,29 @@ func (p *payloadRefs) check(bs *blobs.Store) payloadReport {
 				rep.PurgedBy = append(rep.PurgedBy, purgedPayload{Entry: r.index, Kind: r.kind, Blob: r.blob, Purge: pr.index,
 					Time: pr.e.Time, Actor: pr.e.Actor, Reason: pr.e.Reason})
 			}
-		case bs == nil:
-		case !bs.Has(r.blob):
-			rep.Missing = append(rep.Missing, fmt.Sprintf("entry %d: blob %s", r.index, r.blob))
-		default:
-			if _, err := bs.Get(r.blob); err != nil {
-				rep.Corrupt = append(rep.Corrupt, fmt.Sprintf("entry %d: %v", r.index, err))
-			} else {
-				rep.Present++
-			}
+		case bs != nil:
+			rep.stored(bs, r)
 		}
 	}
 	return rep
+}
+
+// stored judges a payload no purge entry removed: present and intact,
+// missing, corrupt, or unreadable (the store could not say).
+func (rep *payloadReport) stored(bs *blobs.Store, r refAt) {
+	ok, err := bs.Has(r.blob)
+	switch {
+	case err != nil:
+		rep.Unreadable = append(rep.Unreadable, fmt.Sprintf("entry %d: %v", r.index, err))
+	case !ok:
+		rep.Missing = append(rep.Missing, fmt.Sprintf("entry %d: blob %s", r.index, r.blob))
+	default:
+		if _, err := bs.Get(r.blob); err != nil {
+			rep.Corrupt = append(rep.Corrupt, fmt.Sprintf("entry %d: %v", r.index, err))
+		} else {
+			rep.Present++
+		}
+	}
 }
 
 // auditDataDirPayloads is the payload part of `provlog audit --data D`.
@@ -227,7 +241,7 @@ func auditDataDirPayloads(ctx context.Context, data string, src interface {
 		return err
 	}
 	rep := pr.check(bs)
-	if len(rep.Missing) > 0 || len(rep.Corrupt) > 0 {
+	if len(rep.Missing) > 0 || len(rep.Corrupt) > 0 || len(rep.Unreadable) > 0 {
 		pe := &log.ProblemsError{What: "payloads"}
 		for _, m := range rep.Missing {
 			fmt.Fprintf(stdout, "missing (no purge entry names it): %s\n", m)
@@ -239,8 +253,13 @@ func auditDataDirPayloads(ctx context.Context, data string, src interface {
 			part, what, _ := strings.Cut(c, ": ")
 			pe.Problems = append(pe.Problems, log.Problem{Part: part, Msg: "tampered payload: " + what})
 		}
-		return failed(pe, "FAILED: of %d payloads the entries name, %d are missing without a purge entry and %d do not hash to their name",
-			rep.Named, len(rep.Missing), len(rep.Corrupt))
+		for _, u := range rep.Unreadable {
+			fmt.Fprintf(stdout, "unreadable: %s\n", u)
+			part, what, _ := strings.Cut(u, ": ")
+			pe.Problems = append(pe.Problems, log.Problem{Part: part, Msg: "payload could not be checked: " + what})
+		}
+		return failed(pe, "FAILED: of %d payloads the entries name, %d are missing without a purge entry, %d do not hash to their name and %d could not be checked",
+			rep.Named, len(rep.Missing), len(rep.Corrupt), len(rep.Unreadable))
 	}
 	fmt.Fprintf(stdout, "OK: payloads: %d named by entries, %d present and intact, %d purged (named by purge entries)\n",
 		rep.Named, rep.Present, rep.Purged)

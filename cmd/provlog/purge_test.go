@@ -83,7 +83,8 @@ func makePayloadLog(t *testing.T) *payloadLog {
 
 func blobExists(data, h string) bool {
 	bs, _ := blobs.Open(filepath.Join(data, blobDir))
-	return bs.Has(h)
+	ok, _ := bs.Has(h)
+	return ok
 }
 
 // TestPurge: erasure by actor and retention by age delete only what they

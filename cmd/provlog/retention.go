@@ -50,6 +50,14 @@ func (x *ageIndex) pick(ctx context.Context, src interface {
 			if err != nil {
 				continue // audit reports it; purging needs only what parses
 			}
+			if e.Kind == blobs.KindPurge {
+				// A purge entry names blobs whose deletion it records:
+				// they are forgotten, until a newer entry names one again.
+				if pe, err := blobs.ParsePurge(e); err == nil {
+					x.forget(pe.Blobs)
+				}
+				continue
+			}
 			t := e.Time.UnixNano()
 			for _, s := range blobs.Refs(e) {
 				a, ok := x.ages[s]
@@ -70,17 +78,20 @@ func (x *ageIndex) pick(ctx context.Context, src interface {
 		case a.oldest >= c:
 		case a.newest >= c:
 			kept++
-		case bs.Has(s):
-			out = append(out, s)
 		default:
-			delete(x.ages, s) // purged already (an erasure): nothing to judge again
+			// A blob the store lacks, or cannot say it holds, stays in
+			// the index: only a purge entry forgets one, so a run with
+			// the blobs' volume away purges it on the next.
+			if ok, err := bs.Has(s); err == nil && ok {
+				out = append(out, s)
+			}
 		}
 	}
 	slices.Sort(out)
 	return out, kept, nil
 }
 
-// forget drops purged blobs from the index.
+// forget drops blobs a purge entry names from the index.
 func (x *ageIndex) forget(purged []string) {
 	for _, s := range purged {
 		delete(x.ages, s)

@@ -66,10 +66,15 @@ func TestAgeIndex(t *testing.T) {
 		t.Fatalf("read %d entries, want 5", src.read)
 	}
 
-	// The old one is purged; the erased one goes by an erasure, outside
-	// the index. Two entries later, a purge reads just those two.
+	// The old one is purged, and the erased one by an erasure: their
+	// purge entry forgets them. Three entries later, a purge reads just
+	// those three.
+	pb, err := (&blobs.PurgeEntry{Time: now, Actor: "x", Reason: "r", Blobs: sorted([]string{old, erased})}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.entryList = append(src.entryList, pb)
 	bs.Purge(old)
-	x.forget([]string{old})
 	bs.Purge(erased)
 	add(now, old) // named again, anew: the blob is gone, nothing to purge
 	add(now.Add(-5*day), fresh)
@@ -80,8 +85,8 @@ func TestAgeIndex(t *testing.T) {
 	if len(got) != 0 || kept != 2 {
 		t.Errorf("second pick %v, kept %d; want none, kept 2 (shared, and fresh now named 5 days ago too)", got, kept)
 	}
-	if src.read != 7 {
-		t.Errorf("read %d entries in all, want 7: the second purge reread the log", src.read)
+	if src.read != 8 {
+		t.Errorf("read %d entries in all, want 8: the second purge reread the log", src.read)
 	}
 	// As time passes the shared blob's newest entry ages out too.
 	got, _, _ = x.pick(ctx, src, uint64(len(src.entryList)), now.Add(time.Hour), bs)

@@ -185,8 +185,12 @@ type sharedBlobs struct{ shared, local *blobs.Store }
 
 func (b sharedBlobs) ReadBlob(name string) ([]byte, error) {
 	d, err := b.shared.Get(name)
-	if errors.Is(err, blobs.ErrNotFound) && b.local.Has(name) {
-		return b.local.Get(name)
+	if errors.Is(err, blobs.ErrNotFound) {
+		if ok, lerr := b.local.Has(name); lerr != nil {
+			return nil, lerr
+		} else if ok {
+			return b.local.Get(name)
+		}
 	}
 	return d, err
 }
@@ -201,7 +205,10 @@ func (b sharedBlobs) DeleteBlob(name string) error {
 }
 
 func (b sharedBlobs) HasBlob(name string) (bool, error) {
-	return b.shared.Has(name) || b.local.Has(name), nil
+	if ok, err := b.shared.Has(name); err != nil || ok {
+		return ok, err
+	}
+	return b.local.Has(name)
 }
 
 // openStore opens a data dir's Pebble store for a command, and says what

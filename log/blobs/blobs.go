@@ -151,13 +151,18 @@ func mustHex(s string) []byte {
 }
 
 // Has reports whether the store holds a blob named sum (without reading
-// or checking it).
-func (s *Store) Has(sum string) bool {
-	if checkName(sum) != nil {
-		return false
+// or checking it). An error (an unreadable directory, an unreachable
+// database) says neither: a caller must not take the blob for absent, or
+// a retention run while the blobs' volume is away forgets them for good.
+func (s *Store) Has(sum string) (bool, error) {
+	if err := checkName(sum); err != nil {
+		return false, err
 	}
 	ok, err := s.b.HasBlob(sum)
-	return err == nil && ok
+	if err != nil {
+		return false, fmt.Errorf("looking up blob %s: %w", sum, err)
+	}
+	return ok, nil
 }
 
 // dirBackend keeps blobs as files in a directory.

@@ -100,3 +100,34 @@ func TestErrIsTheLastPuts(t *testing.T) {
 		t.Fatalf("Put after the directory is back: %v; Err %v", err, s.Err())
 	}
 }
+
+// TestHasTellsErrorsFromAbsence: a blob the store cannot look up (here its
+// subdirectory is a file: an I/O error, not absence) is neither there nor
+// absent. Before, Has said false, and retention took the blob for purged.
+func TestHasTellsErrorsFromAbsence(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Put([]byte("kept"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Has(sum); !ok || err != nil {
+		t.Fatalf("Has of a blob put: %v, %v", ok, err)
+	}
+	if ok, err := s.Has(Sum([]byte("never put"))); ok || err != nil {
+		t.Fatalf("Has of a blob never put: %v, %v", ok, err)
+	}
+	sub := filepath.Join(dir, sum[:2])
+	if err := os.RemoveAll(sub); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sub, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Has(sum); ok || err == nil {
+		t.Fatalf("Has where the store cannot look: %v, %v; want an error", ok, err)
+	}
+}

@@ -104,7 +104,7 @@ var readKinds = []struct {
 		return err
 	}},
 	{"HasBlob", func(ctx context.Context, s *Store, rl readLog) error {
-		ok, err := pgBlobs{s}.HasBlob(rl.blob)
+		ok, err := s.Blobs().Has(rl.blob)
 		if err == nil && !ok {
 			err = errors.New("the blob put is not there")
 		}
