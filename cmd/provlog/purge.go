@@ -96,25 +96,34 @@ type refEntry struct {
 
 // planPurge reads the log's entries and returns the blobs an erasure's
 // crit selects that the store holds: wherever a selected entry names
-// them. (A purge by age alone is the ageIndex's.)
+// them. Of those, fresh need a purge entry; again are already named by a
+// purge entry after every entry naming them (an erasure whose deletion
+// failed, run again), and are deleted without another. (A purge by age
+// alone is the ageIndex's.)
 func planPurge(ctx context.Context, src interface {
 	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
-}, size uint64, crit blobs.PurgeCriteria, bs *blobs.Store) ([]string, error) {
+}, size uint64, crit blobs.PurgeCriteria, bs *blobs.Store) (fresh, again []string, err error) {
 	var refs []refEntry
 	taskEntries := map[uint64]bool{}
 	// What the criteria name must be in the log: a mistyped task id,
 	// actor or hash purged nothing and looked like a purge that worked.
-	seenActor, named := false, map[string]bool{}
+	seenActor, named := false, map[string]uint64{}
+	purged := map[string]uint64{} // the last purge entry naming a blob
 	for start := uint64(0); start < size; start += 4096 {
 		es, err := src.Entries(ctx, start, min(size, start+4096))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for j, b := range es {
 			i := start + uint64(j)
 			e, err := log.ParseEntry(b)
 			if err != nil {
 				continue // audit reports it; purging needs only what parses
+			}
+			if pe, err := blobs.ParsePurge(e); err == nil {
+				for _, h := range pe.Blobs {
+					purged[h] = i
+				}
 			}
 			seenActor = seenActor || e.Actor == crit.Actor
 			if crit.Task != "" && e.Fields["task_id"] == crit.Task {
@@ -133,7 +142,7 @@ func planPurge(ctx context.Context, src interface {
 			}
 			if r := blobs.Refs(e); len(r) > 0 {
 				for _, h := range r {
-					named[h] = true
+					named[h] = i
 				}
 				call := int64(-1)
 				if e.Kind == log.KindCallResult {
@@ -149,13 +158,13 @@ func planPurge(ctx context.Context, src interface {
 	}
 	switch {
 	case crit.Task != "" && len(taskEntries) == 0:
-		return nil, fmt.Errorf("no entry of the log names task %q; nothing purged (check the id: provlog tasks list)", crit.Task)
+		return nil, nil, fmt.Errorf("no entry of the log names task %q; nothing purged (check the id: provlog tasks list)", crit.Task)
 	case crit.Actor != "" && !seenActor:
-		return nil, fmt.Errorf("no entry of the log is by actor %q; nothing purged (check the id)", crit.Actor)
+		return nil, nil, fmt.Errorf("no entry of the log is by actor %q; nothing purged (check the id)", crit.Actor)
 	}
 	for _, h := range crit.Blobs {
-		if !named[h] {
-			return nil, fmt.Errorf("no entry of the log names blob %s; nothing purged (check the hash)", h)
+		if _, ok := named[h]; !ok {
+			return nil, nil, fmt.Errorf("no entry of the log names blob %s; nothing purged (check the hash)", h)
 		}
 	}
 	selected := func(r refEntry) bool {
@@ -184,24 +193,27 @@ func planPurge(ctx context.Context, src interface {
 			}
 		}
 	}
-	return held(bs, pick)
+	return held(bs, pick, func(s string) bool { p, ok := purged[s]; return ok && p > named[s] })
 }
 
-// held returns the blobs of pick that bs holds, sorted. An erasure that
-// cannot tell whether a blob is there fails rather than pass over it.
-func held(bs *blobs.Store, pick map[string]bool) ([]string, error) {
-	var out []string
+// held returns the blobs of pick that bs holds, sorted, split by whether
+// a purge entry already records them. An erasure that cannot tell whether
+// a blob is there fails rather than pass over it.
+func held(bs *blobs.Store, pick map[string]bool, recorded func(string) bool) (fresh, again []string, err error) {
 	for s := range pick {
 		ok, err := bs.Has(s)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, s)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case ok && recorded(s):
+			again = append(again, s)
+		case ok:
+			fresh = append(fresh, s)
 		}
 	}
-	slices.Sort(out)
-	return out, nil
+	slices.Sort(fresh)
+	slices.Sort(again)
+	return fresh, again, nil
 }
 
 // purge plans and runs one purge on an open log: the purge entries are
@@ -213,7 +225,7 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 		return nil, usageErr("%v", err)
 	}
 	size, _ := seq.Checkpoint()
-	var list []string
+	var list, again []string
 	kept := 0
 	if ageOnly(crit) {
 		if ages == nil {
@@ -221,15 +233,15 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 		}
 		ages.mu.Lock()
 		defer ages.mu.Unlock()
-		list, kept, err = ages.pick(ctx, store, size, crit.Before, bs)
+		list, again, kept, err = ages.pick(ctx, store, size, crit.Before, bs)
 	} else {
-		list, err = planPurge(ctx, store, size, crit, bs)
+		list, again, err = planPurge(ctx, store, size, crit, bs)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("planning the purge: %w", err)
 	}
-	res := &purgeResult{Blobs: list, Entries: []uint64{}, Kept: kept}
-	if req.DryRun || len(list) == 0 {
+	res := &purgeResult{Blobs: slices.Sorted(slices.Values(slices.Concat(list, again))), Entries: []uint64{}, Kept: kept}
+	if req.DryRun || len(res.Blobs) == 0 {
 		return res, nil
 	}
 	for i := 0; i < len(list); i += blobs.MaxPurgeBlobs {
@@ -243,13 +255,26 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 			return nil, fmt.Errorf("recording the purge (nothing was deleted): %w", err)
 		}
 		res.Entries = append(res.Entries, uint64(rc.Index))
-		for _, s := range chunk {
-			if err := bs.Purge(s); err != nil {
-				return nil, fmt.Errorf("purge entry %d is written, but deleting blob %s failed (run the purge again): %w", rc.Index, s, err)
-			}
+		if err := deleteBlobs(bs, chunk); err != nil {
+			return nil, fmt.Errorf("purge entry %d is written, but %w", rc.Index, err)
 		}
 	}
+	// Blobs a purge entry already names are deleted without another: a
+	// retry of a purge whose deletion failed writes nothing new.
+	if err := deleteBlobs(bs, again); err != nil {
+		return nil, fmt.Errorf("the purge is recorded, but %w", err)
+	}
 	return res, nil
+}
+
+// deleteBlobs deletes list from bs, stopping at the first that fails.
+func deleteBlobs(bs *blobs.Store, list []string) error {
+	for _, s := range list {
+		if err := bs.Purge(s); err != nil {
+			return fmt.Errorf("deleting blob %s failed (run the purge again): %w", s, err)
+		}
+	}
+	return nil
 }
 
 func runPurge(ctx context.Context, args []string, stdout, stderr io.Writer) error {

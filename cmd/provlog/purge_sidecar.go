@@ -116,6 +116,9 @@ type payloadReport struct {
 	// Unreadable are the payloads the store could not look up (an I/O
 	// error, an unreachable database): neither there nor known absent.
 	Unreadable []string `json:"-"`
+	// Unfinished are the payloads a purge entry names as deleted that
+	// are still there: the purge did not finish (run it again).
+	Unfinished []string `json:"-"`
 }
 
 // A purgedPayload is one payload an entry names and a purge entry purged.
@@ -133,6 +136,7 @@ type purgedPayload struct {
 // names and the purge entries naming each blob; check then judges them.
 type payloadRefs struct {
 	purged map[string][]purgeRef // by blob, in the log's order
+	named  map[string]uint64     // by blob, the last entry naming it
 	refs   []refAt
 }
 
@@ -150,7 +154,7 @@ type refAt struct {
 
 func (p *payloadRefs) add(i uint64, e *log.Entry) {
 	if p.purged == nil {
-		p.purged = map[string][]purgeRef{}
+		p.purged, p.named = map[string][]purgeRef{}, map[string]uint64{}
 	}
 	if e == nil {
 		return
@@ -164,6 +168,7 @@ func (p *payloadRefs) add(i uint64, e *log.Entry) {
 	}
 	for _, h := range blobs.Refs(e) {
 		p.refs = append(p.refs, refAt{i, e.Kind, h})
+		p.named[h] = i
 	}
 }
 
@@ -182,7 +187,9 @@ func (p *payloadRefs) purgedAfter(blob string, i uint64) (purgeRef, bool) {
 
 // check says of each named blob whether it is purged (a purge entry after
 // the naming entry names it), present with the right bytes, missing or
-// corrupt. bs nil: no blob store to look in (a bundle), so only the
+// corrupt. A purged blob still in the store that no newer entry kept
+// again is an unfinished purge: the purge entry says it is gone, and it
+// is not. bs nil: no blob store to look in (a bundle), so only the
 // purged ones are counted, and each is listed with its purge entry.
 func (p *payloadRefs) check(bs *blobs.Store) payloadReport {
 	var rep payloadReport
@@ -190,6 +197,8 @@ func (p *payloadRefs) check(bs *blobs.Store) payloadReport {
 		rep.Named++
 		pr, purged := p.purgedAfter(r.blob, r.index)
 		switch {
+		case purged && bs != nil && p.named[r.blob] < p.lastPurge(r.blob):
+			rep.purgedFrom(bs, r, pr)
 		case purged:
 			rep.Purged++
 			if bs == nil {
@@ -201,6 +210,26 @@ func (p *payloadRefs) check(bs *blobs.Store) payloadReport {
 		}
 	}
 	return rep
+}
+
+// lastPurge is the index of the last purge entry naming blob.
+func (p *payloadRefs) lastPurge(blob string) uint64 {
+	prs := p.purged[blob]
+	return prs[len(prs)-1].index
+}
+
+// purgedFrom judges a payload purge entry pr removed, whose blob no newer
+// entry names: gone, as pr says, or still there (the deletion failed).
+func (rep *payloadReport) purgedFrom(bs *blobs.Store, r refAt, pr purgeRef) {
+	ok, err := bs.Has(r.blob)
+	switch {
+	case err != nil:
+		rep.Unreadable = append(rep.Unreadable, fmt.Sprintf("entry %d: %v", r.index, err))
+	case ok:
+		rep.Unfinished = append(rep.Unfinished, fmt.Sprintf("entry %d: blob %s: purge entry %d names it, but it is still there", r.index, r.blob, pr.index))
+	default:
+		rep.Purged++
+	}
 }
 
 // stored judges a payload no purge entry removed: present and intact,
@@ -241,7 +270,7 @@ func auditDataDirPayloads(ctx context.Context, data string, src interface {
 		return err
 	}
 	rep := pr.check(bs)
-	if len(rep.Missing) > 0 || len(rep.Corrupt) > 0 || len(rep.Unreadable) > 0 {
+	if len(rep.Missing) > 0 || len(rep.Corrupt) > 0 || len(rep.Unreadable) > 0 || len(rep.Unfinished) > 0 {
 		pe := &log.ProblemsError{What: "payloads"}
 		for _, m := range rep.Missing {
 			fmt.Fprintf(stdout, "missing (no purge entry names it): %s\n", m)
@@ -258,8 +287,13 @@ func auditDataDirPayloads(ctx context.Context, data string, src interface {
 			part, what, _ := strings.Cut(u, ": ")
 			pe.Problems = append(pe.Problems, log.Problem{Part: part, Msg: "payload could not be checked: " + what})
 		}
-		return failed(pe, "FAILED: of %d payloads the entries name, %d are missing without a purge entry, %d do not hash to their name and %d could not be checked",
-			rep.Named, len(rep.Missing), len(rep.Corrupt), len(rep.Unreadable))
+		for _, u := range rep.Unfinished {
+			fmt.Fprintf(stdout, "not purged (the purge did not finish; run it again): %s\n", u)
+			part, what, _ := strings.Cut(u, ": ")
+			pe.Problems = append(pe.Problems, log.Problem{Part: part, Msg: what + ": the purge did not finish (run it again)"})
+		}
+		return failed(pe, "FAILED: of %d payloads the entries name, %d are missing without a purge entry, %d do not hash to their name, %d could not be checked and %d are still there though a purge entry names them",
+			rep.Named, len(rep.Missing), len(rep.Corrupt), len(rep.Unreadable), len(rep.Unfinished))
 	}
 	fmt.Fprintf(stdout, "OK: payloads: %d named by entries, %d present and intact, %d purged (named by purge entries)\n",
 		rep.Named, rep.Present, rep.Purged)

@@ -269,7 +269,7 @@ func TestPlanPurgeByTask(t *testing.T) {
 		raw = append(raw, b)
 	}
 	src := entryList(raw)
-	got, err := planPurge(ctx, src, uint64(len(raw)), blobs.PurgeCriteria{Task: "t_1"}, bs)
+	got, _, err := planPurge(ctx, src, uint64(len(raw)), blobs.PurgeCriteria{Task: "t_1"}, bs)
 	if err != nil {
 		t.Fatal(err)
 	}

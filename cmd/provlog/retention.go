@@ -20,7 +20,14 @@ import (
 // --data builds one for its single run.
 
 // blobAge is when entries named one blob, oldest and newest (Unix ns).
-type blobAge struct{ oldest, newest int64 }
+// purged: a purge entry after every entry naming it names it, so it is
+// due for deletion whatever its age, and no new purge entry is written
+// for it (a deletion that failed, retried); the index forgets it once it
+// is gone.
+type blobAge struct {
+	oldest, newest int64
+	purged         bool
+}
 
 // An ageIndex is the blobs entries [0, next) name, with their ages.
 type ageIndex struct {
@@ -30,12 +37,13 @@ type ageIndex struct {
 }
 
 // pick reads entries [x.next, size) of src into the index and returns the
-// blobs bs holds whose every naming entry is older than cut (sorted), and
-// how many blobs older entries name that newer ones keep. The caller
-// holds x.mu.
+// blobs bs holds whose every naming entry is older than cut (sorted), the
+// blobs bs still holds that a purge entry already names (again: their
+// deletion failed), and how many blobs older entries name that newer
+// ones keep. The caller holds x.mu.
 func (x *ageIndex) pick(ctx context.Context, src interface {
 	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
-}, size uint64, cut time.Time, bs *blobs.Store) ([]string, int, error) {
+}, size uint64, cut time.Time, bs *blobs.Store) (out, again []string, kept int, err error) {
 	if x.ages == nil {
 		x.ages = map[string]blobAge{}
 	}
@@ -43,7 +51,7 @@ func (x *ageIndex) pick(ctx context.Context, src interface {
 		end := min(size, x.next+4096)
 		es, err := src.Entries(ctx, x.next, end)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 		for _, b := range es {
 			e, err := log.ParseEntry(b)
@@ -52,17 +60,19 @@ func (x *ageIndex) pick(ctx context.Context, src interface {
 			}
 			if e.Kind == blobs.KindPurge {
 				// A purge entry names blobs whose deletion it records:
-				// they are forgotten, until a newer entry names one again.
+				// due, until a newer entry names one again.
 				if pe, err := blobs.ParsePurge(e); err == nil {
-					x.forget(pe.Blobs)
+					for _, s := range pe.Blobs {
+						x.ages[s] = blobAge{purged: true}
+					}
 				}
 				continue
 			}
 			t := e.Time.UnixNano()
 			for _, s := range blobs.Refs(e) {
 				a, ok := x.ages[s]
-				if !ok {
-					a = blobAge{t, t}
+				if !ok || a.purged {
+					a = blobAge{oldest: t, newest: t}
 				}
 				a.oldest, a.newest = min(a.oldest, t), max(a.newest, t)
 				x.ages[s] = a
@@ -71,10 +81,16 @@ func (x *ageIndex) pick(ctx context.Context, src interface {
 		x.next = end
 	}
 	c := cut.UnixNano()
-	var out []string
-	kept := 0
 	for s, a := range x.ages {
 		switch {
+		case a.purged:
+			// Gone, as its purge entry says: forgotten. Still there:
+			// deleted again. Unknown: judged again next run.
+			if ok, err := bs.Has(s); err == nil && ok {
+				again = append(again, s)
+			} else if err == nil {
+				delete(x.ages, s)
+			}
 		case a.oldest >= c:
 		case a.newest >= c:
 			kept++
@@ -88,14 +104,8 @@ func (x *ageIndex) pick(ctx context.Context, src interface {
 		}
 	}
 	slices.Sort(out)
-	return out, kept, nil
-}
-
-// forget drops blobs a purge entry names from the index.
-func (x *ageIndex) forget(purged []string) {
-	for _, s := range purged {
-		delete(x.ages, s)
-	}
+	slices.Sort(again)
+	return out, again, kept, nil
 }
 
 // ageOnly reports whether crit selects by age alone: retention, which

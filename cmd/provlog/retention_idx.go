@@ -25,20 +25,22 @@ import (
 //
 // The file, all integers big-endian:
 //
-//	"provlog retention index v1\n"
+//	"provlog retention index v2\n"
 //	next      uint64    entries [0, next) are in it
 //	leaf      [32]byte  the leaf hash of entry next-1 (zeros when next is 0)
 //	count     uint64
-//	count ×   blob [32]byte, oldest int64, newest int64 (Unix ns)
+//	count ×   blob [32]byte, oldest int64, newest int64 (Unix ns), flags byte
+//	          (1: a purge entry names the blob after every entry naming it)
 //	sum       [32]byte  SHA-256 of all the above
 
 // retentionIndexFile is the saved age index (see retention_idx.go).
 const retentionIndexFile = "retention.idx"
 
-const ageIndexMagic = "provlog retention index v1\n"
+// Version 1 had no flags: a v1 file is refused, and costs one full read.
+const ageIndexMagic = "provlog retention index v2\n"
 
 // ageRecord is the size of one blob's record.
-const ageRecord = 32 + 8 + 8
+const ageRecord = 32 + 8 + 8 + 1
 
 // entryReader reads entries, as log.Storage does.
 type entryReader interface {
@@ -61,6 +63,11 @@ func (x *ageIndex) marshal(leaf []byte) ([]byte, error) {
 		b = append(b, sum...)
 		b = binary.BigEndian.AppendUint64(b, uint64(a.oldest))
 		b = binary.BigEndian.AppendUint64(b, uint64(a.newest))
+		var flags byte
+		if a.purged {
+			flags = 1
+		}
+		b = append(b, flags)
 	}
 	sum := sha256.Sum256(b)
 	return append(b, sum[:]...), nil
@@ -91,7 +98,10 @@ func parseAgeIndex(b []byte) (*ageIndex, []byte, error) {
 		if _, dup := x.ages[s]; dup {
 			return nil, nil, fmt.Errorf("blob %s is in it twice", s)
 		}
-		x.ages[s] = blobAge{int64(binary.BigEndian.Uint64(p[32:40])), int64(binary.BigEndian.Uint64(p[40:48]))}
+		if p[48] > 1 {
+			return nil, nil, fmt.Errorf("blob %s has flags %d", s, p[48])
+		}
+		x.ages[s] = blobAge{int64(binary.BigEndian.Uint64(p[32:40])), int64(binary.BigEndian.Uint64(p[40:48])), p[48] == 1}
 	}
 	return x, leaf, nil
 }

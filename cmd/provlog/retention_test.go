@@ -53,7 +53,7 @@ func TestAgeIndex(t *testing.T) {
 
 	var x ageIndex
 	cut := now.Add(-2 * day)
-	got, kept, err := x.pick(ctx, src, uint64(len(src.entryList)), cut, bs)
+	got, _, kept, err := x.pick(ctx, src, uint64(len(src.entryList)), cut, bs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestAgeIndex(t *testing.T) {
 	bs.Purge(erased)
 	add(now, old) // named again, anew: the blob is gone, nothing to purge
 	add(now.Add(-5*day), fresh)
-	got, kept, err = x.pick(ctx, src, uint64(len(src.entryList)), cut, bs)
+	got, _, kept, err = x.pick(ctx, src, uint64(len(src.entryList)), cut, bs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestAgeIndex(t *testing.T) {
 		t.Errorf("read %d entries in all, want 8: the second purge reread the log", src.read)
 	}
 	// As time passes the shared blob's newest entry ages out too.
-	got, _, _ = x.pick(ctx, src, uint64(len(src.entryList)), now.Add(time.Hour), bs)
+	got, _, _, _ = x.pick(ctx, src, uint64(len(src.entryList)), now.Add(time.Hour), bs)
 	if want := []string{fresh, shared}; !slices.Equal(got, sorted(want)) {
 		t.Errorf("a later cut picks %v, want %v", got, sorted(want))
 	}
@@ -122,7 +122,7 @@ func TestAgeIndexRestart(t *testing.T) {
 	add(now, "b")
 	var x ageIndex
 	cut := now.Add(-2 * day)
-	if _, _, err := x.pick(ctx, src, uint64(len(src.entryList)), cut, bs); err != nil {
+	if _, _, _, err := x.pick(ctx, src, uint64(len(src.entryList)), cut, bs); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), retentionIndexFile)
@@ -139,7 +139,7 @@ func TestAgeIndexRestart(t *testing.T) {
 	if err := y.load(ctx, path, src, size); err != nil {
 		t.Fatal(err)
 	}
-	got, kept, err := y.pick(ctx, src, size, cut, bs)
+	got, _, kept, err := y.pick(ctx, src, size, cut, bs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestAgeIndexRestart(t *testing.T) {
 		t.Errorf("the restarted index read %d entries, want 3 (its last one, checked, and the 2 new)", src.read)
 	}
 	var z ageIndex
-	want, wantKept, _ := z.pick(ctx, src, size, cut, bs)
+	want, _, wantKept, _ := z.pick(ctx, src, size, cut, bs)
 	if !slices.Equal(got, want) || kept != wantKept || !slices.Contains(got, old) || slices.Contains(got, shared) {
 		t.Errorf("after the restart: picked %v, kept %d; an index of the whole log picks %v, kept %d", got, kept, want, wantKept)
 	}
@@ -186,9 +186,11 @@ func flipByte(b []byte, i int) []byte {
 // FuzzParseAgeIndex: any bytes parse or are refused, without a panic; what
 // parses marshals back to the same bytes.
 func FuzzParseAgeIndex(f *testing.F) {
-	x := &ageIndex{next: 3, ages: map[string]blobAge{strings.Repeat("ab", 32): {1, 2}}}
-	b, _ := x.marshal(make([]byte, 32))
-	f.Add(b)
+	for _, a := range []blobAge{{1, 2, false}, {purged: true}} {
+		x := &ageIndex{next: 3, ages: map[string]blobAge{strings.Repeat("ab", 32): a}}
+		b, _ := x.marshal(make([]byte, 32))
+		f.Add(b)
+	}
 	f.Add([]byte(ageIndexMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		y, leaf, err := parseAgeIndex(b)
