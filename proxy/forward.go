@@ -446,6 +446,7 @@ func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mc
 	}
 	d.metaSecrets(entry.Actor, clientMeta)
 	if d.parksRead(cs, protocol) {
+		bs.done() // the parked read's entry is written elsewhere, later
 		return d.parkRead(ctx, ss, client, clientMeta, entry, sent, responses, state, send)
 	}
 	res, err := d.readLegsFitted(ctx, cs, ss, protocol, clientMeta, entry, responses, state, send, &bs)
@@ -496,7 +497,7 @@ func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, 
 		if err != nil {
 			return readResult{}, rpcError(jsonrpc.CodeInternalError, "provlog: the %s was made but could not be recorded, so its result is withheld: %v", e.Kind, err)
 		}
-		*bs = nil // an entry names them now
+		bs.done() // an entry names them now
 		if last {
 			return res, nil
 		}

@@ -311,18 +311,18 @@ func (p *Proxy) fitRead(ctx context.Context, e *log.ReadEntry) (blobSet, error) 
 	probe.Continues, probe.InputResponsesSHA256 = math.MaxInt64, probe.ResultSHA256
 	_, err := probe.Marshal()
 	if !errors.Is(err, log.ErrEntryTooLarge) || e.Args == nil {
-		return nil, err
+		return blobSet{}, err
 	}
 	var bs blobSet
 	if p.opts.Blobs != nil {
 		if err := bs.put(p.opts.Blobs, e.Args); err != nil {
-			return nil, fmt.Errorf("keeping the arguments: %w", err)
+			return blobSet{}, fmt.Errorf("keeping the arguments: %w", err)
 		}
 	}
 	probe.ArgsSHA256, probe.Args = hexSHA256(e.Args), nil
 	if _, err := probe.Marshal(); err != nil {
 		bs.purge(p)
-		return nil, err
+		return blobSet{}, err
 	}
 	e.ArgsSHA256, e.Args = probe.ArgsSHA256, nil
 	return bs, nil

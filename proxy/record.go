@@ -176,6 +176,7 @@ func (p *Proxy) recordCall(ctx context.Context, c *call) error {
 		e.Client = &log.CallClient{Name: truncate(c.client.Name, maxClientText), Version: truncate(c.client.Version, maxClientText)}
 	}
 	var bs blobSet
+	defer bs.done()
 	b, err := e.Marshal()
 	if errors.Is(err, log.ErrEntryTooLarge) {
 		// Move the arguments out to a blob; the entry keeps their hash.
@@ -275,6 +276,7 @@ func (p *Proxy) recordResult(ctx context.Context, d *downstream, c *call) (_ *lo
 		e.ErrorCode = c.errCode
 	}
 	var bs blobSet
+	defer bs.done()
 	if c.result != nil {
 		var canon []byte
 		e.ResultSHA256, canon, e.ResultRaw = log.ResultSum(c.result, c.resultCanon)
@@ -311,26 +313,55 @@ func (p *Proxy) recordResult(ctx context.Context, d *downstream, c *call) (_ *lo
 	return r, unkept, nil
 }
 
-// blobSet is the blobs written for one entry, purged again if the entry
-// does not make it into the log.
-type blobSet []string
+// blobSet is the blobs one entry on its way names. Each is held (when
+// the store can hold, as *blobs.Store does) from the moment it is looked
+// for until the entry is in the log or abandoned (done), so that a purge
+// running meanwhile does not delete a blob the entry is about to name;
+// those it wrote are purged again if the entry does not make it (purge).
+type blobSet struct {
+	wrote   []string
+	release []func()
+}
+
+// A blobHolder holds a blob against a purge until release is called.
+type blobHolder interface {
+	Hold(sum string) (release func())
+}
 
 func (s *blobSet) put(store BlobStore, b []byte) error {
 	sum := hexSHA256(b)
+	release := func() {}
+	if h, ok := store.(blobHolder); ok {
+		release = h.Hold(sum)
+	}
 	if _, err := store.Get(sum); err == nil {
+		s.release = append(s.release, release)
 		return nil // already there: not ours to purge
 	}
 	if _, err := store.Put(b); err != nil {
+		release()
 		return err
 	}
-	*s = append(*s, sum)
+	s.wrote = append(s.wrote, sum)
+	s.release = append(s.release, release)
 	return nil
 }
 
-func (s blobSet) purge(p *Proxy) {
-	for _, sum := range s {
+// done ends the holds: the entry is in the log, or will not be.
+func (s *blobSet) done() {
+	for _, r := range s.release {
+		r()
+	}
+	*s = blobSet{}
+}
+
+// purge deletes the blobs s wrote, for an entry that did not make it into
+// the log, and ends the holds.
+func (s *blobSet) purge(p *Proxy) {
+	for _, sum := range s.wrote {
 		if err := p.opts.Blobs.Purge(sum); err != nil {
 			p.logger.Error("proxy: purging the blob of an unrecorded entry", "blob", sum, "error", err)
 		}
 	}
+	s.done()
 }

@@ -244,6 +244,28 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 	if req.DryRun || len(res.Blobs) == 0 {
 		return res, nil
 	}
+	// From here on, a call's entry naming one of these blobs does not
+	// slip in between the plan and the deletion unseen (blobs/hold.go):
+	// busy are those an entry on its way names, not deleted now.
+	doomed := bs.Doom(res.Blobs)
+	defer bs.Undoom(doomed)
+	busy := map[string]bool{}
+	for _, s := range res.Blobs {
+		_, ok := slices.BinarySearch(doomed, s)
+		busy[s] = !ok
+	}
+	if ageOnly(crit) {
+		// Retention keeps a blob a newer entry names: one on its way,
+		// or one committed since the plan.
+		if list, again, err = keepNamedSince(ctx, store, seq, size, busy, list, again); err != nil {
+			return nil, fmt.Errorf("planning the purge: %w", err)
+		}
+		res.Kept += len(res.Blobs) - len(list) - len(again)
+		res.Blobs = slices.Sorted(slices.Values(slices.Concat(list, again)))
+	}
+	free := func(l []string) []string {
+		return slices.DeleteFunc(slices.Clone(l), func(s string) bool { return busy[s] })
+	}
 	for i := 0; i < len(list); i += blobs.MaxPurgeBlobs {
 		chunk := list[i:min(len(list), i+blobs.MaxPurgeBlobs)]
 		b, err := (&blobs.PurgeEntry{Time: time.Now(), Actor: actor, Reason: req.Reason, Criteria: crit, Blobs: chunk}).Marshal()
@@ -255,16 +277,43 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 			return nil, fmt.Errorf("recording the purge (nothing was deleted): %w", err)
 		}
 		res.Entries = append(res.Entries, uint64(rc.Index))
-		if err := deleteBlobs(bs, chunk); err != nil {
+		if err := deleteBlobs(bs, free(chunk)); err != nil {
 			return nil, fmt.Errorf("purge entry %d is written, but %w", rc.Index, err)
 		}
 	}
 	// Blobs a purge entry already names are deleted without another: a
 	// retry of a purge whose deletion failed writes nothing new.
-	if err := deleteBlobs(bs, again); err != nil {
+	if err := deleteBlobs(bs, free(again)); err != nil {
 		return nil, fmt.Errorf("the purge is recorded, but %w", err)
 	}
+	if n := len(res.Blobs) - len(free(res.Blobs)); n > 0 {
+		// An erasure's blob that a call on its way names too: deleted
+		// now, that call's entry would name a payload already gone.
+		return nil, fmt.Errorf("purge entries %v are written, but %d blobs are named by calls under way, and were not deleted (run the purge again)", res.Entries, n)
+	}
 	return res, nil
+}
+
+// keepNamedSince drops from list and again the blobs busy marks and those
+// the entries committed since the plan (from size on) name.
+func keepNamedSince(ctx context.Context, store log.Storage, seq *server.Sequencer, size uint64, busy map[string]bool, list, again []string) ([]string, []string, error) {
+	now, _ := seq.Checkpoint()
+	named := map[string]bool{}
+	for start := size; start < now; start += 4096 {
+		es, err := store.Entries(ctx, start, min(now, start+4096))
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, b := range es {
+			if e, err := log.ParseEntry(b); err == nil {
+				for _, h := range blobs.Refs(e) {
+					named[h] = true
+				}
+			}
+		}
+	}
+	keep := func(s string) bool { return busy[s] || named[s] }
+	return slices.DeleteFunc(list, keep), slices.DeleteFunc(again, keep), nil
 }
 
 // deleteBlobs deletes list from bs, stopping at the first that fails.

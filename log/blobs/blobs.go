@@ -30,6 +30,7 @@ var ErrNotFound = errors.New("blob not found")
 type Store struct {
 	b      Backend
 	failed atomic.Pointer[error] // the last Put's error, nil if it succeeded (Err)
+	holds  holds                 // the blobs entries on their way name, and those a purge deletes (hold.go)
 }
 
 // ErrHeld is returned (wrapped) by a Backend's WriteBlob for a name it

@@ -1,7 +1,7 @@
 package main
 
-// A probe of a purge run by the running sidecar (POST /log/purge, the
-// background retention) while calls go on.
+// A purge run by the running sidecar (POST /log/purge, the background
+// retention) while calls go on.
 
 import (
 	"context"
@@ -29,30 +29,19 @@ func (s *hookedStore) Entries(ctx context.Context, start, end uint64) ([][]byte,
 	return s.Storage.Entries(ctx, start, end)
 }
 
-// TestPurgeProbeRetentionRacesCall: retention by age must keep a blob that
-// an entry newer than the cut names (README: "Retention by age keeps a
-// blob that a newer entry also names"). In a running sidecar, calls go on
-// while a purge plans: here a call whose kept result is the same blob as
-// an old call's is made, and committed, while the purge reads the log,
-// after the purge took the log's size (purge in cmd/provlog/purge.go:
-// size from seq.Checkpoint, then ages.pick / planPurge read up to it). The
-// purge is the real one POST /log/purge and runRetention run, on the
-// sidecar's own sequencer, store and blobs; only the moment of the call
-// is forced, by a hook on the store's reader.
-//
-// Observed: the blob is deleted, though the newest entry naming it is a
-// call.result written after the cut and before the purge entry; that
-// call's client already holds a receipt for a retained result (the
-// proxy's blobSet.put found the blob present, "not ours", and wrote
-// nothing). The purge entry records it as retention of old payloads.
-//
-// Fix: after appending the purge entry (which fixes the log's order),
-// read the entries between the planned size and the purge entry and drop
-// from the deletion any blob they name (retention), or hold a lock that
-// blobSet.put and the purge share so that a blob found present is not
-// deleted until its entry is in the log, and re-check then.
-func TestPurgeProbeRetentionRacesCall(t *testing.T) {
-	fx := newScrubFixture(t)
+// TestPurgeRetentionRacesCall: retention by age keeps a blob that an
+// entry newer than the cut names (README: "Retention by age keeps a blob
+// that a newer entry also names"), also when that entry is committed
+// while the purge plans: here a call whose kept result is the same blob
+// as an old call's is made, and committed, while the purge reads the
+// log, after it took the log's size. The purge is the real one POST
+// /log/purge and runRetention run, on the sidecar's own sequencer, store
+// and blobs; only the moment of the call is forced, by a hook on the
+// store's reader. Before, the blob was deleted: the proxy found it
+// present and wrote nothing, and the purge judged by the log as it was
+// when it began.
+func TestPurgeRetentionRacesCall(t *testing.T) {
+	fxURL := newEchoServer(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	cfg := loadConfigText(t, filepath.Join(dir, "provlog.yaml"), fmt.Sprintf(`data: %s
@@ -60,7 +49,7 @@ servers:
   - id: fx
     url: %s
     retain: full
-`, data, fx.url))
+`, data, fxURL))
 	ctx := context.Background()
 	sc := mustOpenSidecar(t, cfg)
 	defer sc.close()
@@ -70,7 +59,7 @@ servers:
 		t.Fatal(err)
 	}
 	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "probe", Version: "1"}, nil).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "purge-test", Version: "1"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +69,8 @@ servers:
 		t.Fatalf("old call: %v %v", err, res)
 	}
 	size, _ := sc.seq.Checkpoint()
-	blob, _ := liveEntry(t, sc, size-1).Fields["result_sha256"].(string)
-	if blob == "" || !sc.blobs.Has(blob) {
+	blob, _ := sidecarEntry(t, sc, size-1).Fields["result_sha256"].(string)
+	if ok, _ := sc.blobs.Has(blob); blob == "" || !ok {
 		t.Fatalf("the old call kept no blob")
 	}
 
@@ -99,16 +88,30 @@ servers:
 		newResult = n - 1
 	}}
 	res, err := purge(ctx, sc.seq, hs, sc.blobs, &ageIndex{}, purgeActor, purgeRequest{
-		Before: cut.UTC().Format(time.RFC3339Nano), Reason: "retention: probe"})
+		Before: cut.UTC().Format(time.RFC3339Nano), Reason: "retention: test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := liveEntry(t, sc, newResult)
+	e := sidecarEntry(t, sc, newResult)
 	if e.Kind != log.KindCallResult || e.Fields["result_sha256"] != blob || !e.Time.After(cut) {
 		t.Fatalf("entry %d: %s %v at %v, want the new call.result naming %s after the cut %v", newResult, e.Kind, e.Fields, e.Time, blob, cut)
 	}
-	if !sc.blobs.Has(blob) {
+	if ok, err := sc.blobs.Has(blob); !ok || err != nil {
 		t.Errorf("retention (purge entries %v) deleted blob %s, which call.result entry %d, written at %v after the cut %v, names as its retained result",
 			res.Entries, blob[:12], newResult, e.Time.Format(time.RFC3339Nano), cut.Format(time.RFC3339Nano))
 	}
+}
+
+// sidecarEntry reads entry i of a running sidecar's log.
+func sidecarEntry(t *testing.T, sc *sidecar, i uint64) *log.Entry {
+	t.Helper()
+	es, err := sc.store.Entries(context.Background(), i, i+1)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("entry %d: %v", i, err)
+	}
+	e, err := log.ParseEntry(es[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
