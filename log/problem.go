@@ -3,6 +3,7 @@ package log
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // A Problem is one part of what a check read that is wrong, and why: a
@@ -26,7 +27,66 @@ func ProblemOf(part string, err error) Problem {
 	return Problem{Part: part, Msg: strings.Join(strings.Fields(err.Error()), " ")}
 }
 
-func (p Problem) String() string { return p.Part + ": " + p.Msg }
+// String is the problem as people read it, through [Printable]: a part
+// or a message can quote what a hostile log, bundle or evidence directory
+// holds (a file name, an actor), and printed raw that would act on the
+// reader's terminal.
+func (p Problem) String() string { return Printable(p.Part + ": " + p.Msg) }
+
+// Printable is s made safe to print on one line of a terminal, for text
+// from a source the reader does not trust (a log, a bundle, an evidence
+// directory, an MCP server): every character [Invisible] names (C0 and C1
+// controls with ESC, CR, LF and DEL among them, bidirectional and other
+// format characters, separators, unassigned code points) and every byte
+// that is not UTF-8 is escaped as strconv.Quote would escape it (\n,
+// \x1b, \u202e, \U000e0041), so that no escape sequence, carriage return,
+// new line or reordering reaches the terminal. The rest is left as it is,
+// quotes and backslashes too: a reader sees the text, not a Go literal.
+// Every command that prints such text prints it through this one
+// function.
+func Printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case Invisible(r) == "":
+			b.WriteString(s[i : i+n])
+		default:
+			b.WriteString(escapeRune(r))
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// escapeRune is r as strconv.QuoteRune writes it, less the quotes.
+func escapeRune(r rune) string {
+	switch r {
+	case '\a':
+		return `\a`
+	case '\b':
+		return `\b`
+	case '\f':
+		return `\f`
+	case '\n':
+		return `\n`
+	case '\r':
+		return `\r`
+	case '\t':
+		return `\t`
+	case '\v':
+		return `\v`
+	}
+	switch {
+	case r < ' ' || r == 0x7f:
+		return fmt.Sprintf(`\x%02x`, r)
+	case r < 0x10000:
+		return fmt.Sprintf(`\u%04x`, r)
+	}
+	return fmt.Sprintf(`\U%08x`, r)
+}
 
 // A ProblemsError is the error of a check that found problems: every one
 // of them, in the order found. What names the thing checked ("bundle",

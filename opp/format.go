@@ -162,28 +162,18 @@ func dash(s string) string {
 	return clean(s, 40)
 }
 
-// clean makes caller-supplied text safe to print on one line: control
-// characters are escaped, and text over max characters (if max > 0) is cut
-// with an ellipsis.
+// clean makes caller-supplied text safe to print on one line, through
+// log.Printable as every command's text from a log is: characters that
+// do not show as themselves are escaped, and text over max characters
+// (if max > 0) is cut with an ellipsis first, so the cut counts the
+// characters the text holds.
 func clean(s string, max int) string {
-	var b strings.Builder
 	n := 0
-	for _, r := range s {
+	for i := range s {
 		if max > 0 && n == max {
-			b.WriteString("…")
-			break
+			return log.Printable(s[:i]) + "…"
 		}
 		n++
-		switch {
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case log.Invisible(r) != "": // control, format (bidi too), separators, unassigned: shown by number
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
 	}
-	return b.String()
+	return log.Printable(s)
 }

@@ -23,6 +23,8 @@ func reportProblems(stderr io.Writer, dir string, err error) error {
 		return err
 	}
 	for _, p := range pe.Problems {
+		// p's String escapes what the checked thing wrote (a file name,
+		// an actor), so that it cannot act on the terminal.
 		fmt.Fprintf(stderr, "FAILED %s\n", p)
 	}
 	return fmt.Errorf("FAILED: %s does not verify (%d problems)", dir, len(pe.Problems))

@@ -9,19 +9,14 @@ import (
 	"testing"
 )
 
-// TestVerifyBundleNameEscapesProbe: `provlog verify-bundle` prints each
-// problem raw (problems.go reportProblems: "FAILED %s\n"), and a
-// problem's part is a name the bundle's author chose: checkListing
-// (log/bundle/verify.go) reports a file not in the manifest by its name
-// as found on disk. A hostile bundle holding a file whose name carries
-// terminal escapes and a newline has them run on the auditor's terminal:
-// observed, stderr holds ESC ] 0 ; … BEL (window title), ESC [ 1 A
-// ESC [ 2 K (erase the line above) and a line of its own reading
-// "OK: 4 entries [0, 4) are in provlog.test∕export …", which no check
-// wrote. Fix: print a problem's part and message through one cleaner
-// (control and format characters escaped, as opp's clean does), here
-// and wherever problems reach a terminal (audit, verify-evidence).
-func TestVerifyBundleNameEscapesProbe(t *testing.T) {
+// TestVerifyBundleNameEscapes: `provlog verify-bundle` prints each
+// problem it finds, and a problem's part can be a name the bundle's
+// author chose (checkListing reports a file not in the manifest by its
+// name on disk). A name holding terminal escapes and a new line followed
+// by a fake "OK: …" must reach the auditor escaped, on the problem's one
+// line: reportProblems prints log.Problem's String, which escapes them
+// with log.Printable.
+func TestVerifyBundleNameEscapes(t *testing.T) {
 	data := makeDataDir(t, 3)
 	out := filepath.Join(t.TempDir(), "bundle")
 	ctx := context.Background()

@@ -12,22 +12,14 @@ import (
 	"github.com/provlog/provlog/log"
 )
 
-// TestAuditViolationEscapesProbe: `provlog audit` and `provlog tasks`
-// print each task entry that breaks a rule raw to the auditor's terminal
-// (audit.go: fmt.Fprintln(a.stderr, v.String()); tasks.go: "warning:
-// ignored (breaks a rule): %s"), and the rules' messages put the log's
-// own strings in with %s (opp/rules.go: "task %s is owned by %s", "is a
-// call by %s", "is a %s entry"). A log whose writer (the operator audited,
-// a hostile bundle's author) gave an actor holding terminal escapes has
-// them run on the auditor's terminal: observed, the report holds the raw
-// bytes ESC ] 0 ; … BEL (sets the window title), ESC [ 1 A ESC [ 2 K
-// (moves up and erases the line above, e.g. a real problem) and
-// ESC ] 52 ; c ; … BEL (writes the auditor's clipboard), exactly as the
-// entry held them. FormatTask and FormatList clean the same strings
-// (opp/format.go clean); the violations do not. Fix: clean the
-// problems' text before printing (or format the rules' messages with %q
-// / clean for every string taken from an entry).
-func TestAuditViolationEscapesProbe(t *testing.T) {
+// TestAuditViolationEscapes: `provlog audit` and `provlog tasks` print
+// each task entry that breaks a rule, and the rules' messages quote the
+// log's own strings ("task %s is owned by %s"). A log whose writer gave an
+// actor holding terminal escapes (a window title, an erased line above, a
+// clipboard write) must not have them run on the auditor's terminal: the
+// problems print through log.Problem's String, which escapes them with
+// log.Printable, as opp's FormatTask and FormatList do.
+func TestAuditViolationEscapes(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	cfg := loadConfigText(t, filepath.Join(dir, "provlog.yaml"), fmt.Sprintf("data: %s\norigin: provlog.example/escape\nactor: alice\n", data))
