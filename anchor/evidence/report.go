@@ -9,7 +9,11 @@ import (
 	"github.com/provlog/provlog/log"
 )
 
-// String says in plain words what the evidence proves.
+// String says in plain words what the evidence proves. Each line goes
+// through log.Printable: it quotes what the entry and the directory hold
+// (a server's tool name, an actor, the origin, the missing lines, Rekor
+// URLs), which a hostile agent, server or forger wrote, and printed raw
+// that would act on the reader's terminal.
 func (r *Report) String() string {
 	var b strings.Builder
 	m := r.Manifest
@@ -33,15 +37,20 @@ func (r *Report) String() string {
 			fmt.Fprintf(&b, ", fewer than the %d the policy requires", r.Threshold)
 		}
 	}
-	fmt.Fprintf(&b, "; the receipt it was issued at size %s is consistent with that checkpoint.\n", group(r.Issued.Size))
+	fmt.Fprintf(&b, "; the receipt it was issued at size %s is consistent with that checkpoint.", group(r.Issued.Size))
+	lines := []string{b.String()}
 	for _, c := range r.Context {
 		if c.Role == "genesis" {
 			continue
 		}
-		fmt.Fprintf(&b, "  %s entry %s: %s\n", c.Role, group(c.Index), describe(c.Entry))
+		lines = append(lines, fmt.Sprintf("  %s entry %s: %s", c.Role, group(c.Index), describe(c.Entry)))
 	}
 	for _, s := range m.Missing {
-		fmt.Fprintf(&b, "  missing: %s\n", s)
+		lines = append(lines, "  missing: "+s)
+	}
+	b.Reset()
+	for _, l := range lines {
+		b.WriteString(log.Printable(l) + "\n")
 	}
 	return b.String()
 }

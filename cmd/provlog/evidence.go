@@ -79,7 +79,9 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	o.Skipped = func(record string, why error) {
-		fmt.Fprintf(stderr, "evidence: anchor record %s is not used: %v\n", record, why)
+		// why can quote an anchor record's contents (a TSA's or Rekor's
+		// answer): escaped so that it cannot act on the terminal.
+		fmt.Fprintln(stderr, log.Printable(fmt.Sprintf("evidence: anchor record %s is not used: %v", record, why)))
 	}
 	if _, err := evidence.Write(ctx, *out, *o); err != nil {
 		return err

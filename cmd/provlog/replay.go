@@ -246,7 +246,9 @@ func printReplay(w io.Writer, out replayOutput) {
 		if def == "" {
 			def = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s/%s\t%s\t%s\t%s\n", o.Index, o.Server, o.Tool, o.Class, def, strings.Join(d, "; "))
+		// The call's names and the detail are the log's and the server's
+		// words, escaped so that they cannot act on the auditor's terminal.
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", o.Index, log.Printable(o.Server+"/"+o.Tool), o.Class, def, log.Printable(strings.Join(d, "; ")))
 	}
 	tw.Flush()
 	var counts []string
@@ -266,7 +268,7 @@ func printReplay(w io.Writer, out replayOutput) {
 			if c.Now == "" {
 				now = "no longer listed"
 			}
-			fmt.Fprintf(w, "  %s/%s, calls %s: tool_sha256 %s then, %s\n", c.Server, c.Tool, c.Calls, c.Then, now)
+			fmt.Fprintln(w, log.Printable(fmt.Sprintf("  %s/%s, calls %s: tool_sha256 %s then, %s", c.Server, c.Tool, c.Calls, c.Then, now)))
 		}
 	}
 	if rep.Runs == 1 {

@@ -55,19 +55,13 @@ func escapeToolLog(t *testing.T, name string) (data, cfgPath string, index uint6
 	return data, cfgPath, index
 }
 
-// TestReplayToolNameEscapesProbe: a downstream MCP server names a tool
-// with terminal escapes in it (the go-sdk only logs an invalid tool name,
-// mcp.Server.AddTool); the proxy offers it, an agent calls it, and the
-// call entry records the name as the server gave it. `provlog replay`
-// then prints the name raw in its report (replay.go: "%d\t%s/%s\t…" with
-// o.Tool, and "  %s/%s, calls %s: tool_sha256 …"), so bytes a downstream
-// server chose run on the auditor's terminal: observed, the report holds
-// ESC ] 0 ; … BEL and ESC [ 2 K as the server sent them. (The auditor's
-// page marks the same characters; opp's clean escapes them in `provlog
-// tasks`.) Fix: print every string from the log through a cleaner
-// (control and format characters escaped) in replay's report, or refuse
-// such tool names at the proxy.
-func TestReplayToolNameEscapesProbe(t *testing.T) {
+// TestReplayToolNameEscapes: a downstream MCP server names a tool with
+// terminal escapes in it (the go-sdk only logs an invalid tool name); the
+// proxy offers it, an agent calls it, and the call entry records the name
+// as the server gave it. `provlog replay` prints the name in its report,
+// through log.Printable, so that bytes a downstream server chose cannot
+// act on the auditor's terminal.
+func TestReplayToolNameEscapes(t *testing.T) {
 	const name = "lookup\x1b]0;replay clean\x07\x1b[2K"
 	data, cfgPath, _ := escapeToolLog(t, name)
 	ctx := context.Background()
@@ -82,15 +76,12 @@ func TestReplayToolNameEscapesProbe(t *testing.T) {
 	}
 }
 
-// TestEvidenceToolNameEscapesProbe: the same tool name, in `provlog
-// evidence` and `provlog verify-evidence`: both print the evidence
-// report (anchor/evidence/report.go describe: "a call of %s__%s" with
-// the entry's tool, raw; also the manifest's missing lines and Rekor
-// URLs, which a hostile evidence directory writes). Observed: both
-// commands' stdout hold the server's ESC ] 0 ; … BEL and ESC [ 2 K raw.
-// Fix: describe (and Report.String) escape every string of the entry or
-// the directory.
-func TestEvidenceToolNameEscapesProbe(t *testing.T) {
+// TestEvidenceToolNameEscapes: the same tool name, in `provlog evidence`
+// and `provlog verify-evidence`: both print the evidence report, whose
+// every line goes through log.Printable (the entry's tool and actor, and
+// what the directory holds: the manifest's missing lines, Rekor URLs;
+// anchor/evidence TestReportStringEscapes covers those).
+func TestEvidenceToolNameEscapes(t *testing.T) {
 	const name = "lookup\x1b]0;evidence verified\x07\x1b[2K"
 	data, _, index := escapeToolLog(t, name)
 	ev := filepath.Join(t.TempDir(), "ev")
