@@ -67,7 +67,10 @@ func runView(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	srv := &http.Server{Handler: v.handler(ln.Addr().String()), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	fmt.Fprintf(stdout, "auditor's view of %s (%s of %s at size %d): http://%s/ui/\n", fs.Arg(0), v.held(), v.origin, v.size, ln.Addr())
+	// The origin is the directory's, unchecked: escaped, so that it cannot
+	// act on the terminal (an OSC 8 link over the address after it).
+	what := log.Printable(fmt.Sprintf("auditor's view of %s (%s of %s at size %d)", fs.Arg(0), v.held(), v.origin, v.size))
+	fmt.Fprintf(stdout, "%s: http://%s/ui/\n", what, ln.Addr())
 	// The view logs nothing: what it has to say is on the page.
 	return cli.Serve(ctx, srv, ln, slog.New(slog.DiscardHandler), "provlog view")
 }

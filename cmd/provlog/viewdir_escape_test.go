@@ -10,21 +10,15 @@ import (
 	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
-// TestViewOriginEscapesProbe: `provlog view DIR` prints, first thing, the
+// TestViewOriginEscapes: `provlog view DIR` prints, first thing, the
 // address to open and the checkpoint's origin, read from the directory
-// with log.ParseCheckpointNote, which (unlike note.Open) takes any bytes
-// but newline in the origin line; view checks nothing, by design, and
-// prints the origin raw (viewdir.go: "auditor's view of %s (%s of %s at
-// size %d): http://%s/ui/"). A bundle whose checkpoint's origin ends in
-// an OSC 8 hyperlink opener (ESC ] 8 ; ; https://evil.example/ui/ ESC \)
-// turns the address printed after it into a link to the bundle author's
-// site in terminals that follow OSC 8 (GNOME Terminal, iTerm2, Windows
-// Terminal): the auditor clicks "http://127.0.0.1:…/ui/" and opens a page
-// the author serves, which can say "✓ Verified" to anything. Observed:
-// stdout holds the ESC ] 8 sequence, raw, right before the address.
-// Fix: print the origin (and every string from the directory) escaped,
-// e.g. with %q, or as opp's clean does.
-func TestViewOriginEscapesProbe(t *testing.T) {
+// with log.ParseCheckpointNote, which takes any bytes but newline in the
+// origin line; view checks nothing, by design. A bundle whose origin ends
+// in an OSC 8 hyperlink opener (ESC ] 8 ; ; https://evil.example/ui/ ESC \)
+// would turn the address printed after it into a link to the author's
+// site in terminals that follow OSC 8, a page that can say "Verified" to
+// anything: the origin prints through log.Printable, escaped.
+func TestViewOriginEscapes(t *testing.T) {
 	data := makeDataDir(t, 3)
 	out := filepath.Join(t.TempDir(), "bundle")
 	if o, code := runCmd(t, "export", "--data", data, "--out", out); code != 0 {
