@@ -231,8 +231,10 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	if rep.Pinned.Witnesses {
 		cosigned += " under the witness policy you gave"
 	}
-	fmt.Fprintf(w, "OK: %d entries [%d, %d) are in %s at size %d, by a checkpoint signed with %s; %s; %s; PROV document matches the entries under %s\n",
-		rep.Entries, m.From, m.To, m.Origin, m.Size, signed, cosigned, anchors, provMappingText(m.ProvMapping))
+	// The origin, the key's and the witnesses' names are the bundle's:
+	// escaped, so that they cannot act on the terminal.
+	fmt.Fprintln(w, log.Printable(fmt.Sprintf("OK: %d entries [%d, %d) are in %s at size %d, by a checkpoint signed with %s; %s; %s; PROV document matches the entries under %s",
+		rep.Entries, m.From, m.To, m.Origin, m.Size, signed, cosigned, anchors, provMappingText(m.ProvMapping))))
 	// The entries are the log's; whether their task entries keep the
 	// rules is the next question, as audit asks it of the log.
 	tasks, pe, err := bundleTasks(ctx, be, m)
@@ -242,7 +244,7 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return out.done(rep, err, func(err error) error { return reportProblems(stderr, dir, err) })
 	}
-	fmt.Fprintf(w, "tasks: %s\n", tasks)
+	fmt.Fprintln(w, log.Printable("tasks: "+tasks))
 	// A bundle carries entries, not payloads: say which of those the
 	// entries name were purged on purpose (a purge entry in the bundle),
 	// by whom, when and why.
@@ -250,18 +252,27 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return out.done(rep, fmt.Errorf("reading the bundle's entries for their payloads: %w", err), nil)
 	}
-	if pr.Named > 0 {
-		fmt.Fprintf(w, "payloads: the entries name %d (not in the bundle); %d of them were purged, as purge entries in the bundle record; %d were not purged by entry %d\n",
-			pr.Named, pr.Purged, pr.Named-pr.Purged, m.To-1)
-	}
-	for _, p := range pr.PurgedBy {
-		fmt.Fprintf(w, "purged: entry %d (%s) names blob %s: purged by purge entry %d at %s, by %s: %q\n",
-			p.Entry, p.Kind, p.Blob, p.Purge, p.Time.UTC().Format(time.RFC3339), p.Actor, p.Reason)
-	}
+	printPayloads(w, pr, m.To-1)
 	return out.done(struct {
 		*bundle.Report
 		Payloads payloadReport `json:"payloads"`
 	}{rep, pr}, nil, nil)
+}
+
+// printPayloads is verify-bundle's account of the payloads a bundle's
+// entries name, to entry last: how many were purged, and each one's purge
+// entry.
+func printPayloads(w io.Writer, pr payloadReport, last uint64) {
+	if pr.Named > 0 {
+		fmt.Fprintf(w, "payloads: the entries name %d (not in the bundle); %d of them were purged, as purge entries in the bundle record; %d were not purged by entry %d\n",
+			pr.Named, pr.Purged, pr.Named-pr.Purged, last)
+	}
+	for _, p := range pr.PurgedBy {
+		// The purge entry's actor is whatever the bundle's log holds:
+		// escaped, so that it cannot act on the terminal.
+		fmt.Fprintln(w, log.Printable(fmt.Sprintf("purged: entry %d (%s) names blob %s: purged by purge entry %d at %s, by %s: %q",
+			p.Entry, p.Kind, p.Blob, p.Purge, p.Time.UTC().Format(time.RFC3339), p.Actor, p.Reason)))
+	}
 }
 
 // provMappingText names the PROV mapping a bundle's document matched, as

@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/provlog/provlog/log/blobs"
+	"github.com/provlog/provlog/log/server"
 )
 
 // TestVerifyBundleNameEscapes: `provlog verify-bundle` prints each
@@ -42,5 +46,53 @@ func TestVerifyBundleNameEscapes(t *testing.T) {
 		if strings.HasPrefix(l, "OK:") {
 			t.Errorf("verify-bundle of a failing bundle prints a line the bundle wrote: %q", l)
 		}
+	}
+}
+
+// TestVerifyBundlePurgeActorEscapes: verify-bundle says who purged each
+// payload the bundle's entries name ("purged: … by ACTOR"), and the actor
+// is whatever the purge entry in the bundle's log holds. A forger's log
+// whose purge entry names an actor holding terminal escapes and a new
+// line followed by a fake "OK: …" must reach the auditor escaped, on the
+// purged line.
+func TestVerifyBundlePurgeActorEscapes(t *testing.T) {
+	p := makePayloadLog(t)
+	k, err := loadKeys(p.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := openStore(p.data, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := server.OpenSequencer(context.Background(), store, k.signer, k.verifier, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hostile = "mallory\x1b]0;bundle verified\x07\x1b[1A\x1b[2K\nOK: 9 entries are in provlog.test\u2215export"
+	b, err := (&blobs.PurgeEntry{Time: time.Now(), Actor: hostile, Reason: "erasure", Blobs: []string{p.aliceArgs}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seq.Append(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	seq.Close()
+	store.Close()
+	out := filepath.Join(t.TempDir(), "bundle")
+	if o, code := runCmd(t, "export", "--data", p.data, "--out", out); code != 0 {
+		t.Fatalf("export: %s", o)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"verify-bundle", out}, &stdout, &stderr)
+	all := stdout.String() + stderr.String()
+	if code != 0 || !strings.Contains(all, "purged by purge entry") || !strings.Contains(all, "mallory") {
+		t.Fatalf("verify-bundle of a bundle with a purge entry: exit %d: %s", code, all)
+	}
+	if strings.IndexByte(all, 0x1b) >= 0 {
+		t.Errorf("verify-bundle prints a terminal escape from a purge entry's actor raw: %q", all)
+	}
+	if n := strings.Count(all, "\nOK:") + strings.Count(all[:min(len(all), 3)], "OK:"); n != 1 {
+		t.Errorf("verify-bundle prints %d lines starting OK:, want its own one: %q", n, all)
 	}
 }
