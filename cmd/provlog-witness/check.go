@@ -64,9 +64,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return fmt.Errorf("%s: %s; writing the evidence failed (%v), so it is printed above", res.Evidence.Kind, res.Evidence.Detail, err)
 			}
 			if res.Evidence.Kind == witness.EvidenceFork {
-				return fmt.Errorf("FORK: %s.\nThe log's key signed two checkpoints that cannot both be true; the evidence is in %s (check it with the log's key alone)", res.Evidence.Detail, path)
+				return fmt.Errorf("FORK: %s. The log's key signed two checkpoints that cannot both be true; the evidence is in %s (check it with the log's key alone)", res.Evidence.Detail, path)
 			}
-			return fmt.Errorf("ROLLBACK: %s.\nBoth signed checkpoints are in %s", res.Evidence.Detail, path)
+			return fmt.Errorf("ROLLBACK: %s. Both signed checkpoints are in %s", res.Evidence.Detail, path)
 		}
 		c := res.Current
 		switch {

@@ -115,7 +115,7 @@ func (a *auditRun) run(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(a.w, "OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared, %d tasks rebuilt from entries; size %d\n",
-		v.Name(), rep.Entries, rep.Checkpoints, rep.Nodes, tasks.Len(), rep.Size)
+		log.Printable(v.Name()), rep.Entries, rep.Checkpoints, rep.Nodes, tasks.Len(), rep.Size)
 	fmt.Fprintf(a.w, "calls: %d recorded", rep.Calls)
 	if len(rep.OpenCalls) > 0 {
 		fmt.Fprintf(a.w, ", %d without a recorded outcome (cut off by a crash or kill, refused when the log failed while recording it, or under way): entries %s", len(rep.OpenCalls), replay.Ranges(rep.OpenCalls))

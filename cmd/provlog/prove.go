@@ -108,7 +108,7 @@ func runVerifyProof(_ context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	if err == nil {
-		fmt.Fprintf(out.text(), "OK: entry %d (leaf hash %x) is in %s at size %d", rep.Index, rep.LeafHash, rep.Origin, rep.Size)
+		fmt.Fprintf(out.text(), "OK: entry %d (leaf hash %x) is in %s at size %d", rep.Index, rep.LeafHash, log.Printable(rep.Origin), rep.Size)
 		if rep.Cosigned {
 			fmt.Fprintf(out.text(), ", cosigned as your witness policy requires")
 		}

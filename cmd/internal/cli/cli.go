@@ -16,6 +16,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/provlog/provlog/log"
 )
 
 // ErrUsage marks a command line that was wrong; Run exits 2 for it.
@@ -63,10 +65,13 @@ func Run(ctx context.Context, prog string, cmds []Command, args []string, stdout
 		case errors.Is(err, flag.ErrHelp), errors.Is(err, errReported):
 			return 2
 		case errors.Is(err, ErrUsage):
-			fmt.Fprintf(stderr, "%s %s: %v\nusage: %s %s %s\n", prog, c.Name, err, prog, c.Name, c.Args)
+			fmt.Fprintf(stderr, "%s %s: %s\nusage: %s %s %s\n", prog, c.Name, log.Printable(err.Error()), prog, c.Name, c.Args)
 			return 2
 		default:
-			fmt.Fprintf(stderr, "%s %s: %v\n", prog, c.Name, err)
+			// An error can quote what a log, a bundle, an evidence
+			// directory or a server wrote: escaped, on one line, so that
+			// it cannot act on the terminal or add lines of its own.
+			fmt.Fprintf(stderr, "%s %s: %s\n", prog, c.Name, log.Printable(err.Error()))
 			return 1
 		}
 	}

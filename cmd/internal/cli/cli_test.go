@@ -13,6 +13,11 @@ func TestRunExitCodes(t *testing.T) {
 	cmds := []Command{
 		{Name: "ok", Run: func(context.Context, []string, io.Writer, io.Writer) error { return nil }},
 		{Name: "fail", Run: func(context.Context, []string, io.Writer, io.Writer) error { return errors.New("disk on fire") }},
+		// An error quoting a hostile file's name prints on one line,
+		// its escapes escaped.
+		{Name: "hostile", Run: func(context.Context, []string, io.Writer, io.Writer) error {
+			return errors.New("reading notes\x1b]0;ok\x07\nOK: verified")
+		}},
 		{Name: "flags", Args: "--n N", Run: func(_ context.Context, args []string, _, stderr io.Writer) error {
 			fs := NewFlags("prog", "flags", stderr)
 			fs.Int("n", 0, "a number")
@@ -26,6 +31,7 @@ func TestRunExitCodes(t *testing.T) {
 	}{
 		{[]string{"ok"}, 0, ""},
 		{[]string{"fail"}, 1, "prog fail: disk on fire"},
+		{[]string{"hostile"}, 1, `prog hostile: reading notes\x1b]0;ok\a\nOK: verified` + "\n"},
 		{[]string{"flags", "--n", "3"}, 0, ""},
 		{[]string{"flags", "stray"}, 2, `unexpected argument "stray"`},
 		{[]string{"flags", "--n", "x"}, 2, "invalid value"},
