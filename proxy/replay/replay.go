@@ -74,7 +74,7 @@ const maxPaths = 20
 // read or no longer hash to its name. *blobs.Store implements it.
 type BlobReader interface {
 	Get(sum string) ([]byte, error)
-	Has(sum string) bool
+	Has(sum string) (bool, error)
 }
 
 // Options configure a replay run.
@@ -413,10 +413,14 @@ func (r *runner) blob(sum string) ([]byte, error) {
 		return nil, fmt.Errorf("blob %s, and blobs are not readable from a remote log", short(sum))
 	}
 	b, err := r.opts.Blobs.Get(sum)
-	switch {
-	case err == nil:
+	if err == nil {
 		return b, nil
-	case r.opts.Blobs.Has(sum):
+	}
+	held, herr := r.opts.Blobs.Has(sum)
+	switch {
+	case herr != nil:
+		return nil, fmt.Errorf("blob %s, which cannot be read or looked up: %v; %v", short(sum), err, herr)
+	case held:
 		// Held, so Get's error is about its bytes: unreadable, or no
 		// longer hashing to its name.
 		return nil, fmt.Errorf("blob %s, which cannot be read: %v", short(sum), err)
