@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestUITimelineWordsProbe: a server that answers /log/task/<id> with the
+// task's true history but rewrites what its steps say (the claim's
+// summary, provenance and evidence, the create step's title) keeps every
+// step "✓ verified". The page checks a step's index, leaf hash, kind,
+// actor and task id against the entry (app.js checkEvent), but shows the
+// step's words from the server's history (eventWords reads e.title,
+// e.summary, e.provenance, e.evidence, and timeOf(e.time), authWords(e.auth)),
+// never from the verified entry. Observed (task opened by id): the steps
+// read "alice created “delete the audit trail” entry 2 (✓ verified)" and
+// "claimed completion (observed): all 212 tests passed entry 6
+// (✓ verified) — evidence: entry 0", while the entries at those indices,
+// verified, say "write the quarterly report" and "wrote reports/q3.md"
+// with the call as evidence. Fix: show each
+// step's words from the entry it verified (or compare every field the
+// step shows, time and auth included, and fail the step when one differs).
+func TestUITimelineWordsProbe(t *testing.T) {
+	l := newUILog(t, false)
+	const forged = "all 212 tests passed"
+	swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/log/task/") {
+			l.sc.handler().ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		l.sc.handler().ServeHTTP(rec, r)
+		var task map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &task); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		for _, s := range task["history"].([]any) {
+			step := s.(map[string]any)
+			switch step["kind"] {
+			case "task.create":
+				step["title"] = "delete the audit trail"
+			case "task.claim":
+				step["summary"] = forged
+				step["provenance"] = "observed"
+				step["evidence"] = []int{0}
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(task)
+	}))
+	defer swap.Close()
+	p, ctx := openPage(t)
+	v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&task=%s", swap.URL, l.token, l.taskID))
+	if v != "true" {
+		t.Fatalf("task %s: data-verified=%s: %s", l.taskID, v, txt)
+	}
+	var steps []struct {
+		Text     string `json:"text"`
+		Verified string `json:"verified"`
+	}
+	if err := p.Eval(ctx, `[...document.querySelectorAll("#timeline li")].map(li => ({text: li.innerText, verified: li.querySelector(".check")?.dataset.verified ?? ""}))`, &steps); err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) == 0 {
+		t.Fatalf("no timeline shown")
+	}
+	for _, s := range steps {
+		forgedWords := strings.Contains(s.Text, forged) || strings.Contains(s.Text, "delete the audit trail") || strings.Contains(s.Text, "evidence: entry 0")
+		if forgedWords && s.Verified == "true" {
+			t.Errorf("a step showing words its entry does not hold is marked verified: %q", s.Text)
+		}
+	}
+}
+
+// TestUITaskLookupOtherEntryProbe: asked for a task (#task=ID), a server
+// answers with that task's history whose latest step names the index of
+// an entry that is not of the task (here the tool call, which is of no
+// task; as well a claim of another task). openTask (app.js) checks only
+// that the history is of the task asked for, then opens the entry at the
+// latest step's index like any index lookup: the verdict is
+// data-verified="true", "✓ Verified Entry N is in the log …", for an
+// entry that is not the task's; only the step in the timeline below says
+// "✗ not verified: the entry is not the step the history shows". The
+// page refuses the same substitution for a leaf hash ("the server
+// answered with the entry whose leaf hash is …, not …"). Fix: in a task
+// lookup, fail the verdict unless the opened entry's task_id is the id
+// asked for and its leaf hash is the one the step names.
+func TestUITaskLookupOtherEntryProbe(t *testing.T) {
+	l := newUILog(t, false)
+	swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/log/task/") {
+			l.sc.handler().ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		l.sc.handler().ServeHTTP(rec, r)
+		var task map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &task); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		h := task["history"].([]any)
+		h[len(h)-1].(map[string]any)["index"] = l.call
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(task)
+	}))
+	defer swap.Close()
+	p, ctx := openPage(t)
+	v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&task=%s", swap.URL, l.token, l.taskID))
+	if v == "true" {
+		t.Errorf("task %s opened entry %d, which is not of the task, and the verdict is verified: %s", l.taskID, l.call, txt)
+	}
+}
