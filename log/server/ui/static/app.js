@@ -443,26 +443,20 @@ async function showTimeline(index, entry, task, keyText, keyFault) {
   const checks = [];
   const items = task.history.map((e, i) => {
     if (!isObject(e)) return el("li", {}, wrong(new WrongShape(`step ${i + 1} of the history of task ${task.task_id}`, e, "an object")));
-    const words = (own(eventWords, e.kind) || (() => shownValue(e.kind)))(e);
     const current = entryIndex(e.index) === index;
     const mark = el("span", { class: "check" }, "(checking…)");
-    if (checks.length < maxChecked) checks.push(checkEvent(e, task.task_id, keyText).then((r) => markEvent(mark, r, keyFault)));
-    else fill(mark, "not checked here (open it to check)");
-    return el(
-      "li",
-      current ? { "aria-current": "true", class: "current" } : {},
-      timeOf(e.time),
-      " ",
-      el("strong", {}, shownValue(e.actor)),
-      authOf(e.auth, `the auth of step ${i + 1}`, authWords),
-      " ",
-      words,
-      " ",
-      entryLink(e.index),
-      " ",
-      mark,
-      e.evidence === undefined ? null : el("span", {}, " — evidence: ", joined(listed(e.evidence, `the evidence of step ${i + 1}`, "an array of entry indices", entryLink), ", ")),
-    );
+    const li = el("li", current ? { "aria-current": "true", class: "current" } : {}, stepParts(e, i, mark));
+    if (checks.length >= maxChecked) fill(mark, "not checked here (open it to check)");
+    else {
+      checks.push(checkEvent(e, task.task_id, keyText).then((r) => {
+        // The check compares only what names the entry (index, leaf hash,
+        // kind, actor, task): a verified step shows its entry's own words,
+        // never the server's, which could say anything beside them.
+        if (r.ok) fill(li, stepParts({ ...r.entry, index: e.index }, i, mark));
+        markEvent(mark, r, keyFault);
+      }));
+    }
+    return li;
   });
   fill(sec,
     el("h2", {}, said`Task history: ${task.title}`),
@@ -472,12 +466,32 @@ async function showTimeline(index, entry, task, keyText, keyFault) {
   await Promise.all(checks);
 }
 
+// stepParts is what a timeline step shows of step e (the server's, or
+// once verified its entry's), mark being its check.
+function stepParts(e, i, mark) {
+  const words = (own(eventWords, e.kind) || (() => shownValue(e.kind)))(e);
+  return [
+    timeOf(e.time),
+    " ",
+    el("strong", {}, shownValue(e.actor)),
+    authOf(e.auth, `the auth of step ${i + 1}`, authWords),
+    " ",
+    words,
+    " ",
+    entryLink(e.index),
+    " ",
+    mark,
+    e.evidence === undefined ? null : el("span", {}, " — evidence: ", joined(listed(e.evidence, `the evidence of step ${i + 1}`, "an array of entry indices", entryLink), ", ")),
+  ];
+}
+
 // maxChecked bounds the timeline steps checked on one page.
 const maxChecked = 100;
 
 // checkEvent verifies one step of a task's history: the entry at its
 // index verifies like the opened one, has the leaf hash the history names,
-// and is that step (kind, actor, task).
+// and is that step (kind, actor, task). It returns the entry too, whose
+// words the step then shows.
 async function checkEvent(e, taskID, keyText) {
   const i = entryIndex(e.index);
   if (i === null) return { ok: false, reason: "the history names no entry index" };
@@ -491,7 +505,7 @@ async function checkEvent(e, taskID, keyText) {
     if (toHex(res.leaf) !== e.leaf_hash) return failed("the history names another leaf hash");
     const got = parseJSON(new TextDecoder().decode(bytes), "shown only in the entry's exact bytes");
     if (!isObject(got) || got.kind !== e.kind || got.actor !== e.actor || got.task_id !== taskID) return failed("the entry is not the step the history shows");
-    return res;
+    return { ...res, entry: got };
   } catch (err) {
     return { ok: false, reason: err.message, keyReason: null };
   }

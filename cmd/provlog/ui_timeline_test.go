@@ -9,22 +9,14 @@ import (
 	"testing"
 )
 
-// TestUITimelineWordsProbe: a server that answers /log/task/<id> with the
+// TestUITimelineWords: a server that answers /log/task/<id> with the
 // task's true history but rewrites what its steps say (the claim's
-// summary, provenance and evidence, the create step's title) keeps every
-// step "✓ verified". The page checks a step's index, leaf hash, kind,
-// actor and task id against the entry (app.js checkEvent), but shows the
-// step's words from the server's history (eventWords reads e.title,
-// e.summary, e.provenance, e.evidence, and timeOf(e.time), authWords(e.auth)),
-// never from the verified entry. Observed (task opened by id): the steps
-// read "alice created “delete the audit trail” entry 2 (✓ verified)" and
-// "claimed completion (observed): all 212 tests passed entry 6
-// (✓ verified) — evidence: entry 0", while the entries at those indices,
-// verified, say "write the quarterly report" and "wrote reports/q3.md"
-// with the call as evidence. Fix: show each
-// step's words from the entry it verified (or compare every field the
-// step shows, time and auth included, and fail the step when one differs).
-func TestUITimelineWordsProbe(t *testing.T) {
+// summary, provenance and evidence, the create step's title) must not
+// have those words marked "✓ verified". A step's check compares only
+// what names its entry (index, leaf hash, kind, actor, task id), so a
+// verified step shows its entry's own words (title, summary, evidence,
+// time, auth), never the server's.
+func TestUITimelineWords(t *testing.T) {
 	l := newUILog(t, false)
 	const forged = "all 212 tests passed"
 	swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
