@@ -69,20 +69,14 @@ func TestUITimelineWords(t *testing.T) {
 	}
 }
 
-// TestUITaskLookupOtherEntryProbe: asked for a task (#task=ID), a server
+// TestUITaskLookupOtherEntry: asked for a task (#task=ID), a server
 // answers with that task's history whose latest step names the index of
 // an entry that is not of the task (here the tool call, which is of no
-// task; as well a claim of another task). openTask (app.js) checks only
-// that the history is of the task asked for, then opens the entry at the
-// latest step's index like any index lookup: the verdict is
-// data-verified="true", "✓ Verified Entry N is in the log …", for an
-// entry that is not the task's; only the step in the timeline below says
-// "✗ not verified: the entry is not the step the history shows". The
-// page refuses the same substitution for a leaf hash ("the server
-// answered with the entry whose leaf hash is …, not …"). Fix: in a task
-// lookup, fail the verdict unless the opened entry's task_id is the id
-// asked for and its leaf hash is the one the step names.
-func TestUITaskLookupOtherEntryProbe(t *testing.T) {
+// task). The page opens the entry at that index, and its verdict must
+// fail unless that entry's task_id is the id asked for and its leaf hash
+// the one the step names, as it refuses the same substitution for a leaf
+// hash lookup.
+func TestUITaskLookupOtherEntry(t *testing.T) {
 	l := newUILog(t, false)
 	swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, "/log/task/") {

@@ -143,7 +143,9 @@ async function openEntry(sel, seq, task) {
   const key = state.vkey || state.info.vkey;
   const keyText = typeof key === "string" ? key : "";
   const want = sel.index !== undefined ? BigInt(sel.index) : undefined;
-  const res = keyText ? await verifyEntry(bytes, receipt, keyText, want, sel.hash) : { ok: false, reason: null, keyReason: key.message + ": enter the verifier key to check against above", steps: [] };
+  let res = keyText ? await verifyEntry(bytes, receipt, keyText, want, sel.hash) : { ok: false, reason: null, keyReason: key.message + ": enter the verifier key to check against above", steps: [] };
+  const fault = task ? taskFault(res, index, bytes, task) : null;
+  if (fault) res = { ...res, ok: false, reason: res.reason ? res.reason + "; " + fault : fault };
   const known = await knownKeys(keyText);
   const wkeys = await witnessKeys();
   const lines = res.note ? await signatureLines(res.note, known, wkeys) : [];
@@ -152,6 +154,23 @@ async function openEntry(sel, seq, task) {
   const entry = showEntry(index, bytes);
   if (res.note && res.checkpoint) showCheckpoint(res, known, wkeys, lines);
   await Promise.all([showAnchors($("anchors"), index, res), showTimeline(index, entry, task, keyText, !res.ok && res.keyReason !== null)]);
+}
+
+// taskFault says how entry index, opened for task's latest step, is not
+// that step, or null: the step's index is the server's word, and a task
+// lookup's verdict must be on an entry of the task, the one the step
+// names by its leaf hash.
+function taskFault(res, index, bytes, task) {
+  const step = task.history[task.history.length - 1];
+  if (res.leaf && toHex(res.leaf) !== step.leaf_hash) return `entry ${index} has the leaf hash ${toHex(res.leaf)}, not the one the latest step of task ${task.task_id} names`;
+  let got = null;
+  try {
+    got = parseJSON(new TextDecoder().decode(bytes), "shown only in the entry's exact bytes");
+  } catch {
+    // An entry that is no JSON is of no task.
+  }
+  if (!isObject(got) || got.task_id !== task.task_id) return `entry ${index}, which the server's history names as the latest step of task ${task.task_id}, is not of that task`;
+  return null;
 }
 
 // knownKeys are the note keys this page knows, each with what it is to
