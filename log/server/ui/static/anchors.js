@@ -157,17 +157,23 @@ async function linkAnchor(a, cp) {
   return size < cp.size ? `✓ a prefix of the verified checkpoint (consistency proof ${old} → ${neu} checked)` : `✓ extends the verified checkpoint (consistency proof ${old} → ${neu} checked)`;
 }
 
-export async function showAnchors(sec, index, res) {
+// showAnchors shows in sec the anchors holding entry index, checked
+// against res's checkpoint; live says whether the page still shows that
+// entry, checked after every wait so that a left entry's anchors never
+// show under the next one.
+export async function showAnchors(sec, index, res, live) {
   sec.hidden = false;
   let list, wrongs, stopped;
   try {
     ({ list, wrongs, stopped } = await anchorsCovering(index));
   } catch (e) {
+    if (!live()) return;
     fill(sec, el("h2", {}, "Anchors"), el("p", {}, e.status === 404 ? "This log has no anchors." : e.message));
     return;
   }
   const cp = res.ok ? res.checkpoint : null;
   const links = await Promise.all(list.map((a) => (cp ? linkAnchor(a, cp) : "not checked: the checkpoint did not verify")));
+  if (!live()) return;
   const rows = list.map((a, i) =>
     el(
       "tr",

@@ -96,7 +96,8 @@ async function openTask(id, seq) {
   try {
     task = await readTask(id);
   } catch (e) {
-    return setVerdict(false, "✗ Not verified", el("p", {}, "Task " + id + ": " + e.message));
+    if (seq === state.seq) setVerdict(false, "✗ Not verified", el("p", {}, "Task " + id + ": " + e.message));
+    return;
   }
   if (seq !== state.seq) return;
   if (task.history.length === 0) return setVerdict(false, "✗ Not verified", el("p", {}, `the server's history of task ${id} has no steps`));
@@ -135,7 +136,8 @@ async function openEntry(sel, seq, task) {
     bytes = await (early || get("/log/entry/" + m[1], "bytes"));
     await state.infoP;
   } catch (e) {
-    return setVerdict(false, "✗ Not verified", el("p", {}, e.message));
+    if (seq === state.seq) setVerdict(false, "✗ Not verified", el("p", {}, e.message));
+    return;
   }
   if (seq !== state.seq) return;
   // Without a key of the reader's, a log.json whose vkey is no text
@@ -153,7 +155,12 @@ async function openEntry(sel, seq, task) {
   showVerdict(res, keyText, lines);
   const entry = showEntry(index, bytes);
   if (res.note && res.checkpoint) showCheckpoint(res, known, wkeys, lines);
-  await Promise.all([showAnchors($("anchors"), index, res), showTimeline(index, entry, task, keyText, !res.ok && res.keyReason !== null)]);
+  // The reader may open another entry while these load: each checks,
+  // after every wait, that this route is still the page's, and shows
+  // nothing of it otherwise (a left entry's history showed under the
+  // next one's verdict).
+  const live = () => seq === state.seq;
+  await Promise.all([showAnchors($("anchors"), index, res, live), showTimeline(index, entry, task, keyText, !res.ok && res.keyReason !== null, live)]);
 }
 
 // taskFault says how entry index, opened for task's latest step, is not
@@ -446,17 +453,19 @@ function entryLink(v) {
   return i === null ? said`entry ${v}` : el("a", { href: link({ entry: String(i) }) }, `entry ${i}`);
 }
 
-async function showTimeline(index, entry, task, keyText, keyFault) {
+async function showTimeline(index, entry, task, keyText, keyFault, live) {
   const sec = $("timeline");
   if (!task) {
     if (!entry || typeof entry.task_id !== "string") return;
     try {
       task = await readTask(entry.task_id);
     } catch (e) {
+      if (!live()) return;
       sec.hidden = false;
       fill(sec, el("h2", {}, "Task history"), el("p", {}, e.message));
       return;
     }
+    if (!live()) return;
   }
   sec.hidden = false;
   const checks = [];
@@ -468,6 +477,7 @@ async function showTimeline(index, entry, task, keyText, keyFault) {
     if (checks.length >= maxChecked) fill(mark, "not checked here (open it to check)");
     else {
       checks.push(checkEvent(e, task.task_id, keyText).then((r) => {
+        if (!live()) return;
         // The check compares only what names the entry (index, leaf hash,
         // kind, actor, task): a verified step shows its entry's own words,
         // never the server's, which could say anything beside them.

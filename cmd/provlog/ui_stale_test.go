@@ -9,20 +9,15 @@ import (
 	"time"
 )
 
-// TestUIStaleTimelineProbe: the page does not stop the work of an entry
-// it left. openEntry checks state.seq only before its verdict; the
-// timeline (showTimeline: readTask, then fill) and the anchors go on
-// after the reader opened another entry, and write into the sections of
-// the entry now shown. Here the reader opens a claim, and while its
-// task's history is still on the way (a slow server: the test holds the
-// answer) follows a link to the tool call, which belongs to no task;
-// the call's page is done, then the claim's history arrives. Observed:
-// under "✓ Verified Entry <call>" the page shows "Task history: write
-// the quarterly report" with its three steps, being checked, as if the call
-// were a step of that task. Fix: check seq after every await in
-// showTimeline, showAnchors and the step checks (or give each route an
-// AbortController and abort the old one's fetches in route).
-func TestUIStaleTimelineProbe(t *testing.T) {
+// TestUIStaleTimeline: the page must stop showing the work of an entry
+// it left. Here the reader opens a claim, and while its task's history
+// is still on the way (a slow server: the test holds the answer) follows
+// a link to the tool call, which belongs to no task; the call's page is
+// done, then the claim's history arrives. The claim's task history must
+// not show under the call's verdict: the timeline, the anchors and the
+// step checks check after every wait that their route is still the
+// page's.
+func TestUIStaleTimeline(t *testing.T) {
 	l := newUILog(t, false)
 	release := make(chan struct{})
 	held := make(chan struct{}, 1)
