@@ -193,9 +193,23 @@ async function knownKeys(keyText) {
       // A key that cannot be read signed no line this page can name.
     }
   };
-  if (keyText) await add(keyText, state.vkey ? "the key you gave" : "the log's key as this server gives it", Boolean(state.vkey));
-  if (serverKeyDiffers()) await add(state.info.vkey, "the log's key as this server gives it", false);
+  if (keyText) await add(keyText, state.vkey ? "the key you gave" : serverKeyLabel(), Boolean(state.vkey));
+  if (serverKeyDiffers()) await add(state.info.vkey, serverKeyLabel(), false);
   return out;
+}
+
+// carrier names what brought the key /ui/log.json gives, when that is a
+// bundle or an evidence directory (provlog view) rather than a running
+// log, or is null. Anyone can make a bundle with a key of their own, so
+// its key is only the log's once compared with the one the reader was
+// handed, as verify-bundle says.
+function carrier() {
+  return own({ bundle: "this bundle", evidence: "this evidence directory" }, state.info?.source) ?? null;
+}
+
+// serverKeyLabel is what the key /ui/log.json gives is to the reader.
+function serverKeyLabel() {
+  return carrier() ? `the key that came with ${carrier()}` : "the log's key as this server gives it";
 }
 
 // serverKeyDiffers is whether the reader gave a key of their own and
@@ -226,8 +240,11 @@ async function witnessKeys() {
 // once, with what to do: the entry's alone hid the key's, which each
 // step of the task then said again.
 function showVerdict(res, keyText, lines) {
-  const from = state.vkey ? "Checked against the verifier key you gave: " : "Checked against the log's own verifier key, as this server gives it: ";
-  const key = keyText ? el("p", {}, from, el("code", { class: "key" }, keyText)) : null;
+  const from = state.vkey ? "Checked against the verifier key you gave: "
+    : carrier() ? `Checked against the verifier key that came with ${carrier()}, not one you gave: `
+    : "Checked against the log's own verifier key, as this server gives it: ";
+  const compare = !state.vkey && carrier() ? el("p", { class: "advice" }, `A key that comes with ${carrier()} can be anyone's (whoever made it chose it): compare this key with the log's verifier key from a source you trust, or enter that key above and look up again.`) : null;
+  const key = keyText ? [el("p", {}, from, el("code", { class: "key" }, keyText)), compare] : null;
   if (!res.ok) {
     const entry = res.reason ? el("p", { class: "reason" }, res.reason) : null;
     const keyParts = res.keyReason ? [el("p", { class: "reason" }, res.reason ? "Nor does the verifier key fit: " : "", res.keyReason), keyAdvice(keyText)] : [];
@@ -276,6 +293,7 @@ function keyAdvice(keyText) {
   if (state.vkey) {
     return el("p", { class: "advice" }, "Nothing here verifies against the key you gave. Either it is not the verifier key you were handed for this log (check it character for character), or this server is not showing that log's signed history, which is what this check is for: do not trust what it shows. To check against the log's own key as this server gives it, clear the verifier key field above and look up again.");
   }
+  if (carrier()) return el("p", { class: "advice" }, `That key came with ${carrier()}, yet it did not sign the checkpoint ${carrier()} holds. Enter the log's verifier key, as you were handed it, in the verifier key field above and look up again.`);
   return el("p", { class: "advice" }, "This server gives that key as the log's own, yet it did not sign the checkpoint the server gives: the key or the checkpoint is not the log's. Enter the log's verifier key, as you were handed it, in the verifier key field above and look up again.");
 }
 
@@ -597,6 +615,7 @@ async function main() {
     const info = (state.info = readInfo(v));
     const orWrong = (x) => (x instanceof WrongShape ? wrong(x) : x);
     fill($("logkey"), orWrong(info.vkey));
+    if (carrier()) fill($("logkeylabel"), `The verifier key that came with ${carrier()} (compare it with the log's from a source you trust)`);
     fill($("source"), own(sources, info.source) || orWrong(info.source));
     const missing = info.missing instanceof WrongShape ? el("p", {}, wrong(info.missing)) : info.missing.length ? el("ul", {}, info.missing.map((m) => el("li", {}, m))) : null;
     if (missing) {
