@@ -267,7 +267,7 @@ func TestUIWitnessTimeOutOfRange(t *testing.T) {
 	if err := p.Eval(ctx, `[...document.querySelectorAll("#checkpoint tbody tr")].map(r => r.innerText)`, &rows); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("✓ cosignature verifies (signed %d s after 1970, past any date this page can show)", when.Unix())
+	want := fmt.Sprintf("✓ cosignature verifies with a witness key this server names (signed %d s after 1970, past any date this page can show)", when.Unix())
 	if len(rows) != 2 || !strings.HasPrefix(rows[1], "witness.example/far\t") || !strings.HasSuffix(rows[1], want) {
 		t.Errorf("signature rows %q, want far's %q", rows, want)
 	}

@@ -7,22 +7,25 @@ import { reader, get, parseJSON, entryIndex, isObject, kindOf, textList, WrongSh
 import { el, fill, render, shownValue, said, joined, listed, timeOf, wrong } from "./shown.js";
 import { showAnchors } from "./anchors.js";
 
-const state = { vkey: "", info: null, infoP: null, seq: 0 };
+const state = { vkey: "", witness: [], info: null, infoP: null, seq: 0 };
 const $ = (id) => document.getElementById(id);
 
-// fragment reads #token=T&entry=N&vkey=VKEY (or hash=, task=). A key or
+// fragment reads #token=T&entry=N&vkey=VKEY (or hash=, task=), and any
+// number of witness=WVKEY, the witness keys the reader trusts. A key or
 // token pasted unescaped has its "+" read as a space by URLSearchParams;
 // neither ever holds a space, so spaces are turned back.
 function fragment() {
   const p = new URLSearchParams(location.hash.slice(1));
   const plus = (s) => (s === null ? null : s.replaceAll(" ", "+"));
-  return { token: plus(p.get("token")), vkey: plus(p.get("vkey")), entry: p.get("entry"), hash: p.get("hash"), task: p.get("task") };
+  const witness = p.getAll("witness").map(plus).filter((w) => w.trim() !== "");
+  return { token: plus(p.get("token")), vkey: plus(p.get("vkey")), witness, entry: p.get("entry"), hash: p.get("hash"), task: p.get("task") };
 }
 
-// link is the fragment that opens what, keeping the reader's own key.
+// link is the fragment that opens what, keeping the reader's own keys.
 function link(what) {
   const p = new URLSearchParams(what);
   if (state.vkey) p.set("vkey", state.vkey);
+  for (const w of state.witness) p.append("witness", w);
   return "#" + p.toString();
 }
 
@@ -52,6 +55,7 @@ async function route() {
     history.replaceState(null, "", location.pathname + location.search + "#" + p.toString());
   }
   state.vkey = f.vkey || "";
+  state.witness = f.witness;
   $("vkey").value = state.vkey;
   const seq = ++state.seq;
   delete document.body.dataset.done;
@@ -218,20 +222,35 @@ function serverKeyDiffers() {
   return Boolean(state.vkey) && typeof state.info.vkey === "string" && state.info.vkey.trim() !== state.vkey.trim();
 }
 
-// witnessKeys are the witnesses' keys of /ui/log.json that can be read:
-// one that cannot checks no cosignature, and its lines are then of a key
-// this page does not know.
+// witnessKeys are the witness keys this page checks cosignatures
+// against, each with given set if the reader gave it (#witness=), theirs
+// first: a cosignature is what shows no one else was shown another
+// history, and one by a key only the server names is the server's word.
+// The keys of /ui/log.json that the reader did not give are checked too,
+// and said to be the server's. A key that cannot be read checks no
+// cosignature (a given one is listed in unread), and its lines are then
+// of a key this page does not know.
 async function witnessKeys() {
-  if (state.info.witnesses instanceof WrongShape) return [];
   const out = [];
-  for (const w of state.info.witnesses) {
+  out.unread = [];
+  const add = async (text, given) => {
     try {
-      out.push(await parseVKey(w));
+      const k = await parseVKey(text);
+      if (!out.some((o) => o.text === k.text)) out.push({ ...k, given });
     } catch {
-      continue;
+      if (given) out.unread.push(text);
     }
-  }
+  };
+  for (const w of state.witness) await add(w, true);
+  if (!(state.info.witnesses instanceof WrongShape)) for (const w of state.info.witnesses) await add(w, false);
   return out;
+}
+
+// witnessLabel says whose witness key wk is.
+function witnessLabel(wk) {
+  if (wk.given) return "a witness key you gave";
+  const theirs = carrier() ? "a witness key that came with " + carrier() : "a witness key this server names";
+  return state.witness.length ? theirs + ", not one you gave" : theirs;
 }
 
 // showVerdict says whether the entry verified. An entry that fails its
@@ -422,7 +441,7 @@ function showCheckpoint(res, known, wkeys, lines) {
   const row = (name, hash, status) => el("tr", {}, el("td", {}, name), el("td", {}, el("code", {}, hash)), el("td", {}, status));
   const rows = lines.map((l) => row(l.name, l.hash, lineStatus(l, known)));
   for (const wk of wkeys) {
-    if (!lines.some((l) => l.witness === wk)) rows.push(row(wk.name, toHex(wk.hash), "a witness this page knows: no cosignature on this checkpoint"));
+    if (!lines.some((l) => l.witness === wk)) rows.push(row(wk.name, toHex(wk.hash), witnessLabel(wk) + ": no cosignature on this checkpoint"));
   }
   const unread = state.info.witnesses instanceof WrongShape;
   fill(sec,
@@ -430,6 +449,7 @@ function showCheckpoint(res, known, wkeys, lines) {
     el("dl", {}, el("dt", {}, "Origin"), el("dd", {}, cp.origin), el("dt", {}, "Tree size"), el("dd", {}, String(cp.size)), el("dt", {}, "Root hash"), el("dd", {}, el("code", {}, encodeBase64(cp.root)))),
     el("h3", {}, "Signatures"),
     unread ? el("p", {}, wrong(state.info.witnesses)) : null,
+    wkeys.unread.map((w) => el("p", { class: "wrong" }, "A witness key you gave cannot be read, and checks nothing: ", el("code", {}, w))),
     el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Signed by"), el("th", { scope: "col" }, "Key hash"), el("th", { scope: "col" }, "What this page knows of it"))), el("tbody", {}, rows)),
     unread || lines.some((l) => l.witness) ? null : el("p", {}, "No witness this page knows of cosigned this checkpoint."),
     el("details", {}, el("summary", {}, "The signed checkpoint note"), el("pre", { class: "raw" }, res.noteText)),
@@ -449,7 +469,7 @@ function lineStatus(l, known) {
     const checked = (l.ok ? "✓ verified with " : "✗ does not verify with ") + l.key.label;
     return state.vkey && !l.key.given ? checked + "; not the key you gave" : checked;
   }
-  if (l.witness) return l.ok ? `✓ cosignature verifies (signed ${cosignedAt(l)})` : "✗ cosignature does not verify";
+  if (l.witness) return l.ok ? `✓ cosignature verifies with ${witnessLabel(l.witness)} (signed ${cosignedAt(l)})` : "✗ cosignature does not verify with " + witnessLabel(l.witness);
   const named = known.find((k) => k.name === l.name);
   if (named) return said`by a key named ${l.name} with hash ${l.hash}: not ${named.label}`;
   return "signature by a key this page does not know: not checked";
@@ -583,7 +603,9 @@ function lookup(ev) {
   else if (/^[0-9a-fA-F]{64}$/.test(q)) p.hash = q.toLowerCase();
   else p.task = q;
   if (vkey) p.vkey = vkey;
-  const h = "#" + new URLSearchParams(p).toString();
+  const params = new URLSearchParams(p);
+  for (const w of state.witness) params.append("witness", w);
+  const h = "#" + params.toString();
   if (location.hash === h) route();
   else location.hash = h;
 }

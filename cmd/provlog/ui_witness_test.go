@@ -16,22 +16,13 @@ import (
 	"github.com/provlog/provlog/log"
 )
 
-// TestUIServerNamedWitnessProbe: the page checks cosignatures only
-// against the witness keys the server names (/ui/log.json witnesses, or
-// a bundle's witnesses.txt under provlog view); a reader can give the
-// log's key (#vkey=) but no witness key, and the page never says whose
-// list it checked against. A server (or a MITM, or a bundle's author)
-// that adds a key of its own, named as the log's real witness, and
-// cosigns the checkpoint with it gets "✓ cosignature verifies" in the
-// checkpoint's table, in green, even for a reader who gave the log's key
-// and so distrusts the server: observed, the row reads
-// "witness.example/w1 <hash> ✓ cosignature verifies (signed …)". A
-// cosignature is what protects against a split view, and this one is
-// the server's word. Fix: let the reader give witness keys (#witness=,
-// like #vkey=) and check against those when given; otherwise label a
-// cosignature "verifies with a witness key this server names" (the
-// bundle's, under view), never a bare ✓.
-func TestUIServerNamedWitnessProbe(t *testing.T) {
+// TestUIServerNamedWitness: a server (or a MITM, or a bundle's author)
+// that names a witness key of its own and cosigns the checkpoint with it
+// must not get a bare "✓ cosignature verifies": a cosignature is what
+// protects against a split view, and one by a key only the server names
+// is the server's word. The row says whose key it is: one this server
+// names, or, given as #witness= (like #vkey=), one the reader gave.
+func TestUIServerNamedWitness(t *testing.T) {
 	l := newUILog(t, false)
 	skey, wvkey, err := log.GenerateCosignerKey(rand.Reader, "witness.example/w1")
 	if err != nil {
@@ -92,5 +83,16 @@ func TestUIServerNamedWitnessProbe(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no row for the server's witness: %q", rows)
+	}
+	// Given by the reader, the same key's cosignature is theirs.
+	v, txt = verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d&vkey=%s&witness=%s", swap.URL, l.token, l.claim, url.QueryEscape(l.vkey), url.QueryEscape(wvkey)))
+	if v != "true" {
+		t.Fatalf("claim with the reader's keys: data-verified=%s: %s", v, txt)
+	}
+	if err := p.Eval(ctx, `[...document.querySelectorAll("#checkpoint tbody tr")].map(r => r.innerText)`, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || !strings.Contains(rows[1], "✓ cosignature verifies") || !strings.Contains(rows[1], "a witness key you gave") {
+		t.Errorf("the cosignature by the witness key the reader gave is not shown as theirs: %q", rows)
 	}
 }
