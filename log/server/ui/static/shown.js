@@ -8,9 +8,16 @@ import { Cut, maxDepth, WrongShape } from "./read.js";
 // unseen matches the characters that change how the text around them
 // reads without being seen themselves: bidi controls (U+202E makes
 // "report\u202Efdp.exe" read "reportexe.pdf"), zero-width and other
-// invisible characters (U+200B makes "ad\u200Bmin" look like "admin"),
-// and control characters other than tab and newline.
-const unseen = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFEFF\uFFA0\uFFF9-\uFFFB\u{E0000}-\u{E007F}]/u;
+// invisible characters (U+200B makes "ad\u200Bmin" look like "admin";
+// U+FE0F after "read_file" shows as nothing), line and paragraph
+// separators, and control characters other than tab and newline. Its
+// classes are those of the log's own definition (log.Invisible, Go):
+// controls, format characters, variation selectors, default-ignorable
+// characters, the blank braille pattern, Zl and Zp, and what no font
+// need show (private use, unassigned, and a lone surrogate, which Go
+// never sees in UTF-8). A hand-written list of ranges
+// missed some (U+FE0F, U+E0100, U+1BCA0, U+1D173, U+13430, U+2800).
+const unseen = /(?![\t\n])[\p{Cc}\p{Cf}\p{Variation_Selector}\p{Default_Ignorable_Code_Point}\u2800\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}]/u;
 
 // confusable are the scripts with letters that pass for Latin ones (or
 // for each other's: Cyrillic "а" U+0430 for "a", Greek "ο" U+03BF for

@@ -4,29 +4,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"unicode"
 
 	"github.com/provlog/provlog/log"
 )
 
-// TestUIShownInvisibleProbe: the page promises that "an invisible or
+// TestUIShownInvisible: the page promises that "an invisible or
 // direction-changing character" in any string it shows becomes a mark
-// naming its code point, "so no id can pass for another" (ui.go); its
-// list (shown.js unseen) is hand-written and misses characters that show
-// as nothing, which the log's own definition (log.Invisible, used for
-// actor ids and task titles) has: the variation selectors U+FE00–U+FE0F
-// and U+E0100–U+E01EF, the shorthand format controls U+1BCA0–U+1BCA3,
-// the musical format characters U+1D173–U+1D17A, the Egyptian format
-// controls U+13430–U+1343F, and the blank braille pattern U+2800.
-// Observed: "read" + each of U+FE0F, U+FE00, U+E0100, U+1BCA0, U+1D173,
-// U+13430, U+2800 + "_file" shows exactly as written, with no mark, so
-// a tool a hostile server names "read_file" + U+FE0F (the go-sdk lets a
-// server list any tool name) reads on the page as its "read_file". Fix: build unseen from the same classes as log.Invisible
-// (\p{Cc}, \p{Cf}, \p{Variation_Selector}, \p{Default_Ignorable_Code_Point},
-// U+2800, \p{Zl}, \p{Zp}), not a list of ranges.
-func TestUIShownInvisibleProbe(t *testing.T) {
+// naming its code point, "so no id can pass for another" (ui.go). Each
+// of these shows as nothing (variation selectors, shorthand, musical and
+// Egyptian format controls, the blank braille pattern, line and
+// paragraph separators), and a tool a hostile server names "read_file"
+// + U+FE0F must not read on the page as "read_file". The page's classes
+// are log.Invisible's, and every code point the log calls invisible the
+// page marks, save where the browser's Unicode has assigned what Go's
+// (an older edition) has not.
+func TestUIShownInvisible(t *testing.T) {
 	p, ctx := openBarePage(t)
 	var cases []string
-	for _, r := range []rune{0xFE0F, 0xFE00, 0xE0100, 0x1BCA0, 0x1D173, 0x13430, 0x2800} {
+	for _, r := range []rune{0xFE0F, 0xFE00, 0xE0100, 0x1BCA0, 0x1D173, 0x13430, 0x2800, 0x2028, 0x2029} {
 		if log.Invisible(r) == "" {
 			t.Fatalf("U+%04X is not invisible to the log", r)
 		}
@@ -45,6 +41,51 @@ func TestUIShownInvisibleProbe(t *testing.T) {
 	if len(unmarked) > 0 {
 		t.Errorf("the page shows these characters, which show as nothing, unmarked: %s", fmt.Sprint(unmarked))
 	}
+	// Every code point, as ranges of those the page marks (one string of
+	// each alone).
+	var ranges [][2]rune
+	all := `(async () => {
+		const m = await import("/ui/shown.js");
+		const out = [];
+		for (let c = 0; c <= 0x10FFFF; c++) {
+			if (c >= 0xD800 && c <= 0xDFFF) continue;
+			const s = String.fromCodePoint(c);
+			if (m.shown(s).length === 1 && m.shown(s)[0] === s) continue;
+			const last = out[out.length - 1];
+			if (last && last[1] === c - 1) last[1] = c;
+			else out.push([c, c]);
+		}
+		return out;
+	})()`
+	if err := p.Eval(ctx, all, &ranges); err != nil {
+		t.Fatal(err)
+	}
+	marked := map[rune]bool{}
+	for _, r := range ranges {
+		for c := r[0]; c <= r[1]; c++ {
+			marked[c] = true
+		}
+	}
+	var missed []string
+	for c := rune(0); c <= unicode.MaxRune; c++ {
+		if c >= 0xD800 && c <= 0xDFFF || c == '\t' || c == '\n' {
+			continue
+		}
+		// The page's other marks (look-alike letters) are not this
+		// test's; a letter of a newer Unicode than Go's is assigned to
+		// the browser and not to the log.
+		if log.Invisible(c) != "" && !marked[c] && !unassignedInGo(c) {
+			missed = append(missed, fmt.Sprintf("U+%04X", c))
+		}
+	}
+	if len(missed) > 0 {
+		t.Errorf("%d code points the log calls invisible are shown unmarked: %.400s", len(missed), fmt.Sprint(missed))
+	}
+}
+
+// unassignedInGo is whether c is unassigned in Go's Unicode tables.
+func unassignedInGo(c rune) bool {
+	return unicode.Is(unicode.Categories["Cn"], c)
 }
 
 // TestUIShownLatinLookalikesProbe: the page's look-alike marks are by
