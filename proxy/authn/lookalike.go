@@ -134,6 +134,7 @@ func appendSkeleton(b []byte, r rune) []byte {
 }
 
 //go:generate go run ./internal/confusablesgen
+//go:generate env PROVLOG_WRITE_CONFUSABLES_JS=1 go test -run TestConfusablesJS .
 
 // A confusable is a row of [confusables]: the character from reads as
 // the ASCII to, in lower case.

@@ -36,6 +36,7 @@ func TestHandlerServesThePage(t *testing.T) {
 		{"/ui/shown.js", "text/javascript", "export function shown"},
 		{"/ui/read.js", "text/javascript", "export async function get"},
 		{"/ui/anchors.js", "text/javascript", "export async function showAnchors"},
+		{"/ui/confusables.js", "text/javascript", "export const lookalikeLetters"},
 		{"/ui/style.css", "text/css", "data-verified"},
 		{"/ui/log.json", "application/json", `"vkey":"example.org/log+01234567+AQ=="`},
 	} {

@@ -4,6 +4,7 @@
 // fill). Every string the page shows goes through shown (fill).
 
 import { Cut, maxDepth, WrongShape } from "./read.js";
+import { lookalikeLetters } from "./confusables.js";
 
 // unseen matches the characters that change how the text around them
 // reads without being seen themselves: bidi controls (U+202E makes
@@ -68,6 +69,25 @@ const looksLatin = (() => {
   ]);
 })();
 
+// asciiLookalike is the ASCII letter that ch, a letter other than ASCII,
+// passes for by Unicode's confusables data, or undefined: "ɑ" U+0251 for
+// "a", "ı" U+0131 for "i", "ǀ" U+01C0 for "l". These are Latin letters,
+// which marks by script cannot see. The table (confusables.js) is made
+// from the one the sidecar reads actor ids with, so the page and the log
+// take the same letters for ASCII ones.
+function asciiLookalike(ch) {
+  return /[A-Za-z]/.test(ch) ? undefined : lookalikeLetters.get(ch.codePointAt(0));
+}
+
+// lookalike matches a character of the table, for shown's fast path.
+const lookalike = new RegExp("[" + [...lookalikeLetters.keys()].map((c) => "\\u{" + c.toString(16) + "}").join("") + "]", "u");
+
+// lookalikeMark is a visible mark for ch, a Latin letter that passes for
+// the ASCII letter latin.
+function lookalikeMark(ch, latin) {
+  return charMark("mixed", ch, `looks like “${latin}”, `, (code) => `a Latin letter (${code}) that Unicode's confusables data takes for “${latin}”: the word may pass for another word`);
+}
+
 // latinReading is the Latin word that word (its characters) passes for,
 // or null if one of its letters looks like no Latin letter.
 function latinReading(word) {
@@ -127,7 +147,7 @@ function wordMark(script, latin) {
 // servers and bundles, and an auditor must not be shown one id that looks
 // like another. One pass, each character classified once.
 export function shown(s) {
-  if (!unseen.test(s) && !foreign.test(s)) return [s];
+  if (!unseen.test(s) && !foreign.test(s) && !lookalike.test(s)) return [s];
   const out = [];
   let run = "";
   let word = [];
@@ -135,9 +155,23 @@ export function shown(s) {
     const counts = new Map();
     const scripts = word.map(scriptOf);
     for (const sc of scripts) if (sc) counts.set(sc, (counts.get(sc) || 0) + 1);
+    const [only] = counts.keys();
+    // A word of Latin letters each ASCII or passing for it ("ɑdmin")
+    // passes for an ASCII word: each look-alike is marked.
+    const passes = (ch, i) => scripts[i] !== "Latin" || /[A-Za-z]/.test(ch) || asciiLookalike(ch) !== undefined;
+    if (counts.size === 1 && only === "Latin" && word.every(passes)) {
+      for (const ch of word) {
+        run += ch;
+        const latin = asciiLookalike(ch);
+        if (latin === undefined || scriptOf(ch) !== "Latin") continue;
+        out.push(run, lookalikeMark(ch, latin));
+        run = "";
+      }
+      word = [];
+      return;
+    }
     if (counts.size < 2) {
       run += word.join("");
-      const [only] = counts.keys();
       const latin = only !== undefined && only !== "Latin" ? latinReading(word) : null;
       if (latin !== null) {
         out.push(run, wordMark(only, latin));
@@ -152,6 +186,12 @@ export function shown(s) {
     for (const [sc, n] of counts) if (n > (counts.get(main) || 0)) main = sc;
     word.forEach((ch, i) => {
       run += ch;
+      const latin = scripts[i] === "Latin" ? asciiLookalike(ch) : undefined;
+      if (latin !== undefined) {
+        out.push(run, lookalikeMark(ch, latin));
+        run = "";
+        return;
+      }
       if (!scripts[i] || scripts[i] === main) return;
       out.push(run);
       run = "";
