@@ -370,12 +370,12 @@ function showEntry(index, bytes) {
   }
   const redacted = text.split('"[redacted]"').length - 1;
   const parts = [];
-  render(entry, 0, parts);
+  render(entry, 0, parts, true);
   fill(sec,
     el("h2", {}, `Entry ${index}`),
     el("dl", {}, rows.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
     authOf(entry.auth, `the auth of entry ${index}`, authBlock),
-    redacted ? el("p", { class: "redacted-note" }, `${redacted} field value${redacted > 1 ? "s were" : " was"} redacted before hashing (marked below): the log never held them.`) : null,
+    redacted ? el("p", { class: "redacted-note" }, `${redacted} value${redacted > 1 ? "s read" : " reads"} “[redacted]” (marked below): the sidecar writes that in place of a value its redact list names, which the log then never held; the entry does not record which values it replaced, and an agent or a server may send that text itself.`) : null,
     el("pre", { class: "json", "aria-label": "the entry's fields" }, parts),
     el("details", {}, el("summary", {}, `The exact ${bytes.length} bytes that were hashed`), el("pre", { class: "raw" }, text)),
   );

@@ -239,9 +239,13 @@ export function fill(e, ...children) {
   }
 }
 
-// render shows a JSON value as indented text, marking redacted values, the
-// hashes that stand for content kept outside the log, and cut values.
-export function render(v, indent, out, key) {
+// render shows a JSON value as indented text, marking the values that
+// read "[redacted]", the hashes that stand for content kept outside the
+// log, and cut values. entry says v is an entry itself: only its own
+// members ending in _sha256 are hashes the entry's format puts in place
+// of content (args_sha256, result_sha256); an argument of that name, at
+// any depth, is what the agent sent, and was marked as the sidecar's.
+export function render(v, indent, out, entry) {
   const pad = "  ".repeat(indent);
   if (v instanceof Cut) {
     return out.push(el("mark", { class: "cut", title: `not shown: nested deeper than ${maxDepth} arrays and objects, deeper than the log accepts` }, v.text));
@@ -262,15 +266,18 @@ export function render(v, indent, out, key) {
     out.push("{\n");
     keys.forEach((k, i) => {
       out.push(pad + "  " + JSON.stringify(k) + ": ");
-      render(v[k], indent + 1, out, k);
-      if (k.endsWith("_sha256") && k !== "tool_sha256") out.push(el("span", { class: "note" }, "  ← only the SHA-256 of this content is in the log"));
+      render(v[k], indent + 1, out);
+      if (entry && k.endsWith("_sha256") && k !== "tool_sha256") out.push(el("span", { class: "note" }, "  ← only the SHA-256 of this content is in the log"));
       out.push(i < keys.length - 1 ? ",\n" : "\n");
     });
     return out.push(pad + "}");
   }
+  // The sidecar writes "[redacted]" in place of a value its redact list
+  // names, but an entry does not record which values it replaced, and an
+  // agent or a server may send that text itself: the mark says both.
   if (v === "[redacted]") {
-    out.push(el("mark", { class: "redacted", title: "replaced before hashing: the value never reached the log" }, '"[redacted]"'));
-    return out.push(el("span", { class: "note" }, "  ← redacted before hashing"));
+    out.push(el("mark", { class: "redacted", title: "the text the sidecar writes in place of a value its redact list names; the entry does not record whether the sidecar wrote it or it was sent as it is" }, '"[redacted]"'));
+    return out.push(el("span", { class: "note" }, "  ← redacted by the sidecar, or sent as this text"));
   }
   out.push(JSON.stringify(v));
 }

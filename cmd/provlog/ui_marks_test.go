@@ -15,23 +15,15 @@ import (
 	"github.com/provlog/provlog/log"
 )
 
-// TestUIAgentValuesMarkedAsLogsProbe: the page annotates values an agent
-// wrote as if the sidecar had made them. showEntry counts every
-// "[redacted]" in the entry's text and says "1 field value was redacted
-// before hashing … the log never held them", and render marks each value
-// that is the string "[redacted]" "replaced before hashing: the value
-// never reached the log"; render also puts "← only the SHA-256 of this
-// content is in the log" after every member, at any depth, whose key ends
-// in _sha256. An agent that sends, with no redact list configured,
-// {"note": "[redacted]", "expected_sha256": "…"} as arguments gets both:
-// observed, the page says a field was redacted before hashing and that
-// only a hash of the expected_sha256 content is in the log, neither of
-// which the sidecar did; the log holds exactly what the agent sent. Fix:
-// mark redactions and hashed content only where the entry's format puts
-// them (the args' values the call's redaction replaced need a record in
-// the entry, e.g. the redacted paths; the _sha256 note only on the
-// entry's own top-level members), not on any value of the arguments.
-func TestUIAgentValuesMarkedAsLogsProbe(t *testing.T) {
+// TestUIAgentValuesMarkedAsLogs: the page must not annotate values an
+// agent wrote as the sidecar's doing. An agent that sends, with no redact
+// list configured, {"note": "[redacted]", "expected_sha256": "…"} as
+// arguments is recorded exactly as it sent them; the page must not say a
+// field was redacted before hashing (a call entry does not record which
+// values the sidecar replaced, so the note says either may be), nor that
+// only a hash of expected_sha256's content is in the log (that note is
+// for the entry's own top-level members, args_sha256, result_sha256).
+func TestUIAgentValuesMarkedAsLogs(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "check"}, func(_ context.Context, _ *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
 		return text("checked"), nil, nil
