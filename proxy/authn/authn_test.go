@@ -367,7 +367,15 @@ func TestIntrospection(t *testing.T) {
 	expired := is.Claims(resource, "svc-backup")
 	expired["exp"] = time.Now().Add(-time.Hour).Unix()
 	is.Opaque("opaque-expired", expired)
-	for _, tok := range []string{"opaque-other-audience", "opaque-expired", "opaque-unknown"} {
+	// Other kinds of token the endpoint vouches for: a refresh token
+	// (Hydra's token_use, RFC 7662's token_type) and Keycloak's ID token.
+	for tok, kind := range map[string][2]string{"opaque-refresh": {"token_use", "refresh_token"},
+		"opaque-refresh-type": {"token_type", "refresh_token"}, "opaque-id": {"typ", "ID"}} {
+		other := is.Claims(resource, "svc-backup")
+		other[kind[0]] = kind[1]
+		is.Opaque(tok, other)
+	}
+	for _, tok := range []string{"opaque-other-audience", "opaque-expired", "opaque-unknown", "opaque-refresh", "opaque-refresh-type", "opaque-id"} {
 		if _, err := a.Authenticate(ctx, tok); err == nil {
 			t.Errorf("%s: accepted", tok)
 		} else if st, code := status(err); st != 401 || code != "invalid_token" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -16,13 +17,16 @@ import (
 // the sidecar reads.
 type claims struct {
 	Iss, Sub, Jti, ClientID, Azp, Scope string
-	Aud                                 []string
-	Scp                                 []string
-	Exp, Nbf, Iat                       *time.Time
-	Act                                 *log.Act
-	Cnf                                 bool
-	Active                              *bool // introspection only
-	EmailUnverified                     bool  // email_verified is false
+	// TokenUse (Hydra's token_use), TokenType (RFC 7662's token_type) and
+	// Typ (Keycloak's typ claim) say what kind of token it is, when given.
+	TokenUse, TokenType, Typ string
+	Aud                      []string
+	Scp                      []string
+	Exp, Nbf, Iat            *time.Time
+	Act                      *log.Act
+	Cnf                      bool
+	Active                   *bool // introspection only
+	EmailUnverified          bool  // email_verified is false
 	// raw is the claims set as given, for a configured actor claim.
 	raw []byte
 }
@@ -44,6 +48,9 @@ const (
 	seenCnf
 	seenActive
 	seenEmailVerified
+	seenTokenUse
+	seenTokenType
+	seenTyp
 )
 
 // parseClaims reads a JSON claims set (a JWT's payload or an
@@ -143,8 +150,40 @@ func (c *claims) member(key []byte, v []byte) (int, error) {
 	case "email_verified":
 		c.EmailUnverified = string(v) == "false"
 		return seenEmailVerified, nil
+	case "token_use":
+		return str(seenTokenUse, &c.TokenUse)
+	case "token_type":
+		return str(seenTokenType, &c.TokenType)
+	case "typ":
+		return str(seenTyp, &c.Typ)
 	}
 	return 0, nil
+}
+
+// notAccessToken returns why the claims are not an access token's, or ""
+// when nothing they say makes them another kind. An introspection
+// endpoint answers active for refresh tokens too (RFC 7662 §2.1: the
+// hint only orders its search), and a refresh token is only ever meant
+// for the authorization server, so what kind of token it is must be read
+// from the answer: Hydra's token_use, RFC 7662's token_type, Keycloak's
+// typ (Refresh, ID, Offline for the other kinds).
+func (c *claims) notAccessToken() string {
+	switch strings.ToLower(c.TokenUse) {
+	case "", "access_token", "access":
+	default:
+		return "token_use " + c.TokenUse
+	}
+	switch strings.ToLower(c.TokenType) {
+	case "", "bearer", "access_token", "urn:ietf:params:oauth:token-type:access_token":
+	default:
+		return "token_type " + c.TokenType
+	}
+	switch strings.ToLower(c.Typ) {
+	case "", "bearer", "at+jwt", "application/at+jwt":
+	default:
+		return "typ " + c.Typ
+	}
+	return ""
 }
 
 // claim returns the string claim key of the claims set, for a configured

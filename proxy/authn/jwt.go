@@ -156,6 +156,9 @@ func (st *state) identity(is *issuer, c *claims, sum [sha256.Size]byte, now time
 	case c.Cnf:
 		return nil, invalid("the token is sender-constrained (cnf), which this resource cannot check; use a bearer token")
 	}
+	if kind := c.notAccessToken(); kind != "" {
+		return nil, invalid("the token is not an access token (%s); send the access token", truncate(kind, 60))
+	}
 	value := c.Sub
 	if is.cfg.ActorClaim != "sub" {
 		var ok bool

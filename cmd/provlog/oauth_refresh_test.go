@@ -1,29 +1,12 @@
 package main
 
-// Probe (identity, OAuth with a real Hydra): a refresh token is accepted
-// as an access token.
-//
-// What is wrong: with introspection (opaque tokens), st.introspect
-// (proxy/authn/introspect.go) takes any answer with "active": true, held
-// to iss, exp, aud and sub, and never asks what kind of token it is. The
-// sidecar sends token_type_hint=access_token, but a hint is only a hint
-// (RFC 7662 §2.1: the server extends its search to all of its supported
-// token types), and Hydra answers for a refresh token too: active, with
-// "token_use": "refresh_token", the grant's audience and the refresh
-// token's own, far later, exp. So a refresh token, which a client is only
-// ever to send to the authorization server, authenticates at provlog as
-// the person for as long as the refresh token lives (30 days by default
-// at Hydra, against 1h for access tokens), and every entry its requests
-// write names it as an access token.
-//
-// Observed (Hydra v2.3.0, opaque tokens, authorization code flow with
-// offline_access): the refresh_token the code grant returned opens an MCP
-// session at provlog and a tool call through it is recorded as
-// hydra:alice, where a 401 invalid_token is due.
-//
-// Fix: in introspect, refuse an answer whose token_use (Hydra) or
-// token_type / typ (RFC 7662 token_type, Keycloak's "typ": "Refresh") says
-// it is not an access token; and map only Bearer access tokens.
+// A refresh token is refused as a bearer token (OAuth with a real Hydra).
+// An introspection endpoint answers active for refresh tokens too (RFC
+// 7662 §2.1: token_type_hint is only a hint), with the grant's audience
+// and the refresh token's own, far later, exp; Hydra says which kind it is
+// in token_use. Accepted, a refresh token, which a client only ever sends
+// to the authorization server, would act as the person for as long as it
+// lives, and entries would name it an access token.
 //
 // Run with PROVLOG_HYDRA and PROVLOG_MCPTEST_DIR set as the other Hydra
 // tests are (tools/hydratest/install.sh).
@@ -45,7 +28,7 @@ import (
 	"github.com/provlog/provlog/tools/hydratest"
 )
 
-func TestProbeHydraRefreshTokenAcceptedAsAccessToken(t *testing.T) {
+func TestOAuthHydraRefreshTokenRefused(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "introspect.secret")
 	if err := os.WriteFile(secret, []byte("not checked by Hydra's admin port\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -85,7 +68,7 @@ func TestProbeHydraRefreshTokenAcceptedAsAccessToken(t *testing.T) {
 		return nil
 	}}
 	q := url.Values{"client_id": {c.ID}, "response_type": {"code"}, "redirect_uri": {redirect},
-		"scope": {strings.Join(scopes, " ")}, "state": {"probe-state-123"}, "audience": {s.resource}}
+		"scope": {strings.Join(scopes, " ")}, "state": {"refresh-state-123"}, "audience": {s.resource}}
 	resp, err := browser.Get(strings.TrimSuffix(hy.Issuer, "/") + "/oauth2/auth?" + q.Encode())
 	if err != nil {
 		t.Fatal(err)
