@@ -220,9 +220,9 @@ func TestOAuthHydraEndToEnd(t *testing.T) {
 
 	s.stop()
 	entries := readAll(t, s.data)
-	checkAuthEntries(t, entries, botTok, "hydra:ci-bot", botTask, nil)
+	checkAuthEntries(t, entries, botTok, "hydra:client:ci-bot", botTask, nil)
 	checkAuthEntries(t, entries, agentTok, "hydra:alice", aliceTask, map[string]any{"sub": "review-agent"})
-	checkAuthEntries(t, entries, rotated, "hydra:ci-bot", rotatedTask, nil)
+	checkAuthEntries(t, entries, rotated, "hydra:client:ci-bot", rotatedTask, nil)
 	used := map[string]bool{botTok: true, agentTok: true, rotated: true}
 	for _, tok := range bad {
 		used[tok] = false

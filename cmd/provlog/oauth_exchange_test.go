@@ -68,7 +68,7 @@ func TestOAuthTokenExchange(t *testing.T) {
 
 	s.stop()
 	entries := readAll(t, s.data)
-	checkAuthEntries(t, entries, botTok, "hydra:ci-bot", botTask, nil)
+	checkAuthEntries(t, entries, botTok, "hydra:client:ci-bot", botTask, nil)
 	checkAuthEntries(t, entries, tok, "zitadel:"+zitadeltest.User, task, act)
 	checkTokenAbsent(t, s, botTok, true)
 	checkTokenAbsent(t, s, tok, true)

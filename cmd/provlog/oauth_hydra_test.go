@@ -130,7 +130,7 @@ func TestOAuthTypeScriptSDK(t *testing.T) {
 	s.stop()
 	n := 0
 	for _, e := range readAll(t, s.data) {
-		if e["kind"] == "call" && e["actor"] == "hydra:sdk-client" {
+		if e["kind"] == "call" && e["actor"] == "hydra:client:sdk-client" {
 			n++
 			if auth, _ := e["auth"].(map[string]any); auth["client_id"] != "sdk-client" || auth["iss"] != hy.Issuer {
 				t.Errorf("the SDK's call: auth %v", auth)
@@ -138,7 +138,7 @@ func TestOAuthTypeScriptSDK(t *testing.T) {
 		}
 	}
 	if n != 1 {
-		t.Errorf("%d calls by hydra:sdk-client; want 1", n)
+		t.Errorf("%d calls by hydra:client:sdk-client; want 1", n)
 	}
 }
 
@@ -321,7 +321,7 @@ func TestOAuthHydraREADME(t *testing.T) {
 	created, _ := callTool(t, cs, "create_task", map[string]any{"title": "README"})
 	cs.Close()
 	s.stop()
-	checkAuthEntries(t, readAll(t, s.data), tok.AccessToken, "hydra:"+client.ID, created["task_id"].(string), nil, "call", "task.create")
+	checkAuthEntries(t, readAll(t, s.data), tok.AccessToken, "hydra:client:"+client.ID, created["task_id"].(string), nil, "call", "task.create")
 }
 
 // TestOAuthHydraIntrospection has Hydra issue opaque tokens, which
@@ -367,7 +367,7 @@ func TestOAuthHydraIntrospection(t *testing.T) {
 		}
 		n++
 		auth, _ := e["auth"].(map[string]any)
-		if e["actor"] != "hydra:opaque-bot" || auth["via"] != "introspection" || auth["iss"] != hy.Issuer ||
+		if e["actor"] != "hydra:client:opaque-bot" || auth["via"] != "introspection" || auth["iss"] != hy.Issuer ||
 			auth["client_id"] != "opaque-bot" || auth["token_sha256"] != hex.EncodeToString(sum[:]) {
 			t.Errorf("entry %d: actor %v, auth %v", i, e["actor"], auth)
 		}
@@ -422,9 +422,49 @@ func TestOAuthHydraHandoff(t *testing.T) {
 			t.Errorf("handoff entry: %v", e)
 		}
 	}
-	want := []string{"task.create by hydra:ci-bot act null", "task.accept by hydra:ci-bot act null",
-		"task.handoff by hydra:ci-bot act null", `task.accept by hydra:alice act {"sub":"review-agent"}`}
+	want := []string{"task.create by hydra:client:ci-bot act null", "task.accept by hydra:client:ci-bot act null",
+		"task.handoff by hydra:client:ci-bot act null", `task.accept by hydra:alice act {"sub":"review-agent"}`}
 	if strings.Join(kinds, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the task's entries:\n%s\nwant:\n%s", strings.Join(kinds, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestOAuthHydraClientIsNoPerson: a client's own token (client
+// credentials: its sub is its client id) acts in the issuer's client
+// namespace, hydra:client:<id>, so a client registered as "alice" cannot
+// take the task handed to the person hydra:alice (RFC 9068 §5: a client's
+// sub may be a resource owner's).
+func TestOAuthHydraClientIsNoPerson(t *testing.T) {
+	s := startOAuthSidecar(t)
+	hy, ctx := s.hydra, context.Background()
+	bot := hy.CreateClient(t, hydratest.Client{ID: "ci-bot", Scopes: allScopes, Audience: []string{s.resource}})
+	botTok := mint(t)(hy.ClientCredentials(ctx, bot, s.resource, allScopes...))
+
+	// The bot hands a task to the person alice (her delegated tokens map
+	// to hydra:alice, TestOAuthHydraHandoff).
+	cs := connectHTTP(t, s.base, botTok)
+	created, _ := callTool(t, cs, "create_task", map[string]any{"title": "approve the payroll run"})
+	id, _ := created["task_id"].(string)
+	callTool(t, cs, "accept_task", map[string]any{"task_id": id})
+	callTool(t, cs, "handoff_task", map[string]any{"task_id": id, "to": "hydra:alice"})
+	cs.Close()
+
+	// A client that happens to be called "alice", with no person behind
+	// its token.
+	client := hy.CreateClient(t, hydratest.Client{ID: "alice", Scopes: allScopes, Audience: []string{s.resource}})
+	clientTok := mint(t)(hy.ClientCredentials(ctx, client, s.resource, allScopes...))
+	cs = connectHTTP(t, s.base, clientTok)
+	res, err := cs.CallTool(ctx, toolParams("accept_task", map[string]any{"task_id": id}))
+	cs.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError {
+		b, _ := json.Marshal(res.StructuredContent)
+		if strings.Contains(string(b), `"owner":"hydra:alice"`) {
+			t.Errorf("the client %q's own client-credentials token accepted the task handed to the person hydra:alice and owns it as her: %s", client.ID, b)
+		} else {
+			t.Errorf("the client's accept of alice's task was not refused: %s", b)
+		}
 	}
 }

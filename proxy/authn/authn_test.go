@@ -205,6 +205,26 @@ func TestActorMapping(t *testing.T) {
 			t.Errorf("sub %q: %v, want 401 invalid_token saying %q", sub, err, want)
 		}
 	}
+	// A client's own token (sub is its client_id or azp, no act) acts in
+	// the issuer's client namespace, never as the person of that name; a
+	// person's sub in that namespace is refused.
+	own := is.Claims(resource, "alice")
+	own["client_id"] = "alice"
+	azp := is.Claims(resource, "alice")
+	delete(azp, "client_id")
+	azp["azp"] = "alice"
+	for _, c := range []map[string]any{own, azp} {
+		if id, err := b.Authenticate(context.Background(), is.Mint(t, c)); err != nil || id.Actor != "provclient:alice" || id.Auth.ClientID != "alice" {
+			t.Errorf("a client's own token: %v %v, want actor provclient:alice", id, err)
+		}
+	}
+	own["act"] = map[string]any{"sub": "agent-7"}
+	if id, err := b.Authenticate(context.Background(), is.Mint(t, own)); err != nil || id.Actor != "provalice" {
+		t.Errorf("a delegated token whose sub is its client's: %v %v, want actor provalice", id, err)
+	}
+	if id, err := b.Authenticate(context.Background(), is.Mint(t, is.Claims(resource, "client:alice"))); err == nil {
+		t.Errorf("a person's sub client:alice was mapped to actor %q", id.Actor)
+	}
 }
 
 // TestConfigCheck: what the auth: section refuses.

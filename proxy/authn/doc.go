@@ -34,7 +34,10 @@
 //
 // The actor of an OAuth token is actor_prefix followed by the value of
 // actor_claim, so two issuers' subjects cannot collide: no prefix may be a
-// prefix of another, and no static actor id may start with one. Static
+// prefix of another, and no static actor id may start with one. A
+// client's own token (its sub is its client_id or azp, and it has no act)
+// maps to actor_prefix, [ClientNamespace] and the client id instead, so a
+// client never acts as the person of its name. Static
 // tokens (actors:, readers:) keep working beside OAuth and hold every
 // scope, a reader's token only the log's.
 //

@@ -159,20 +159,18 @@ func (st *state) identity(is *issuer, c *claims, sum [sha256.Size]byte, now time
 	if kind := c.notAccessToken(); kind != "" {
 		return nil, invalid("the token is not an access token (%s); send the access token", truncate(kind, 60))
 	}
-	value := c.Sub
-	if is.cfg.ActorClaim != "sub" {
-		var ok bool
-		if value, ok = c.claim(is.cfg.ActorClaim); !ok || value == "" {
-			return nil, invalid("the token has no string claim %s (once), which names the actor here", is.cfg.ActorClaim)
-		}
-		if is.cfg.ActorClaim == "email" && c.EmailUnverified {
-			return nil, invalid("the token's email is not verified")
-		}
+	clientID := c.ClientID
+	if clientID == "" {
+		clientID = c.Azp
+	}
+	value, err := actorValue(is, c, clientID)
+	if err != nil {
+		return nil, err
 	}
 	actor := is.cfg.ActorPrefix + value
 	// As static ids are checked, and the claim's own value for space
 	// the prefix would hide ("kc: bob").
-	err := CheckActor(actor, MaxActor)
+	err = CheckActor(actor, MaxActor)
 	if err == nil && (!validText(value) || strings.TrimSpace(value) != value) {
 		err = fmt.Errorf("the claim's value %q is not text, or has space at its start or end", truncate(value, 80))
 	}
@@ -183,10 +181,6 @@ func (st *state) identity(is *issuer, c *claims, sum [sha256.Size]byte, now time
 	if len(scopes) == 0 {
 		scopes = c.Scp
 	}
-	clientID := c.ClientID
-	if clientID == "" {
-		clientID = c.Azp
-	}
 	return &Identity{
 		Actor:  actor,
 		Scopes: scopes,
@@ -196,6 +190,37 @@ func (st *state) identity(is *issuer, c *claims, sum [sha256.Size]byte, now time
 			Scope: strings.Join(scopes, " "), TokenSHA256: tokenSum(sum), Via: via,
 		},
 	}, nil
+}
+
+// ClientNamespace begins, after an issuer's actor prefix, the actor of a
+// client's own token: one whose sub is its client_id (or azp) and which
+// acts for no one (no act), as client-credentials tokens are. In such a
+// token sub names a client, elsewhere a person, and the two may share a
+// name (RFC 9068 §5): a client registered as "alice" must not act as the
+// person alice. A person's claim value that begins with it is refused.
+const ClientNamespace = "client:"
+
+// actorValue returns what follows the issuer's actor prefix in the
+// token's actor: ClientNamespace and the client id for a client's own
+// token, else the value of the issuer's actor claim.
+func actorValue(is *issuer, c *claims, clientID string) (string, error) {
+	if clientID != "" && c.Sub == clientID && c.Act == nil {
+		return ClientNamespace + clientID, nil
+	}
+	value := c.Sub
+	if is.cfg.ActorClaim != "sub" {
+		var ok bool
+		if value, ok = c.claim(is.cfg.ActorClaim); !ok || value == "" {
+			return "", invalid("the token has no string claim %s (once), which names the actor here", is.cfg.ActorClaim)
+		}
+		if is.cfg.ActorClaim == "email" && c.EmailUnverified {
+			return "", invalid("the token's email is not verified")
+		}
+	}
+	if strings.HasPrefix(value, ClientNamespace) {
+		return "", invalid("the token's claim %s begins %q, which names clients' own tokens here", is.cfg.ActorClaim, ClientNamespace)
+	}
+	return value, nil
 }
 
 func contains(list []string, s string) bool {
