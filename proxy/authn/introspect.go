@@ -20,36 +20,52 @@ const introspectTTL = 30 * time.Second
 
 // introspect asks the configured introspection endpoints about an opaque
 // token (RFC 7662), in config order, and maps the first active answer to
-// an identity, held to the same checks as a JWT's claims.
+// an identity. Only a token that names no issuer is offered around so:
+// one that names a trusted issuer goes to that issuer alone
+// (introspectAt), as every other issuer would learn it, and could replay
+// it, by being asked.
 func (st *state) introspect(ctx context.Context, token string, sum [sha256.Size]byte, now time.Time) (*Identity, error) {
 	var last error
 	for _, is := range st.issuers {
 		if is.cfg.Introspection == nil {
 			continue
 		}
-		c, err := is.introspection(ctx, token, now)
-		if err != nil {
-			last = err
-			continue
+		id, others, err := st.introspectAt(ctx, is, token, sum, now)
+		if err == nil || !others {
+			return id, err
 		}
-		if c.Active == nil || !*c.Active {
-			last = invalid("the token is not active (issuer %s)", is.cfg.Issuer)
-			continue
-		}
-		if c.Iss == "" {
-			c.Iss = is.cfg.Issuer // RFC 7662 makes iss optional: the endpoint speaks for its issuer
-		}
-		id, err := st.identity(is, c, sum, now, log.AuthViaIntrospection)
-		if err != nil {
-			return nil, err
-		}
-		id.until = now.Add(introspectTTL)
-		return id, nil
+		last = err
 	}
 	if last == nil {
 		return nil, invalid("unknown bearer token (not a static token, not a JWT of a trusted issuer, and no introspection endpoint is configured)")
 	}
 	return nil, last
+}
+
+// introspectAt asks issuer is's introspection endpoint about a token and
+// maps an active answer to an identity, held to the same checks as a
+// JWT's claims. others is true when another issuer may still vouch for
+// the token: this one's endpoint failed or does not know it.
+func (st *state) introspectAt(ctx context.Context, is *issuer, token string, sum [sha256.Size]byte, now time.Time) (id *Identity, others bool, err error) {
+	if is.cfg.Introspection == nil {
+		return nil, false, invalid("issuer %s has no introspection endpoint, and the token is no JWT of its", is.cfg.Issuer)
+	}
+	c, err := is.introspection(ctx, token, now)
+	if err != nil {
+		return nil, true, err
+	}
+	if c.Active == nil || !*c.Active {
+		return nil, true, invalid("the token is not active (issuer %s)", is.cfg.Issuer)
+	}
+	if c.Iss == "" {
+		c.Iss = is.cfg.Issuer // RFC 7662 makes iss optional: the endpoint speaks for its issuer
+	}
+	id, err = st.identity(is, c, sum, now, log.AuthViaIntrospection)
+	if err != nil {
+		return nil, false, err
+	}
+	id.until = now.Add(introspectTTL)
+	return id, false, nil
 }
 
 // introspection posts the token to the issuer's endpoint.

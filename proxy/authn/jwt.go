@@ -24,10 +24,18 @@ import (
 func (st *state) verifyJWT(ctx context.Context, token string, sum [sha256.Size]byte, now time.Time) (*Identity, error) {
 	c, err := unverifiedClaims(token)
 	if err != nil {
-		// A JWT of an issuer with keys whose claims do not parse stays
-		// that issuer's, refused with the reason: it went to the
-		// introspection endpoints of the others, credentials and all.
-		if is := st.issuer(peekIss(token)); is != nil && is.hasKeys() || !st.introspects() {
+		// A JWT that names a trusted issuer stays that issuer's: one with
+		// keys refuses it with the reason, one with introspection alone
+		// is asked. It went to the introspection endpoints of the others,
+		// credentials and all.
+		if is := st.issuer(peekIss(token)); is != nil {
+			if is.hasKeys() {
+				return nil, err
+			}
+			id, _, ierr := st.introspectAt(ctx, is, token, sum, now)
+			return id, ierr
+		}
+		if !st.introspects() {
 			return nil, err
 		}
 		return st.introspect(ctx, token, sum, now) // not a JWT after all: an opaque token with two dots
@@ -37,7 +45,9 @@ func (st *state) verifyJWT(ctx context.Context, token string, sum [sha256.Size]b
 		return nil, invalid("the token's issuer %q is not trusted here", truncate(c.Iss, 200))
 	}
 	if !is.hasKeys() {
-		return st.introspect(ctx, token, sum, now)
+		// Its issuer's alone: another issuer's endpoint would learn it.
+		id, _, err := st.introspectAt(ctx, is, token, sum, now)
+		return id, err
 	}
 	jws, err := jose.ParseSignedCompact(token, is.algs)
 	if err != nil {
