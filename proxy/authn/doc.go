@@ -71,6 +71,8 @@
 // /.well-known/oauth-protected-resource (RFC 9728, [Authenticator.Metadata]),
 // with error="invalid_token" when a token was sent; a token lacking the
 // scopes of what it asks for gets 403 with error="insufficient_scope" and
-// the scopes needed ([Authenticator.WriteError]). Tokens never reach a log
+// the scopes needed ([Authenticator.WriteError]). An issuer whose keys or
+// introspection endpoint cannot be had makes 503 with fixed words; why
+// goes to the Logger, URLs redacted ([log.RedactURL]). Tokens never reach a log
 // line, an error message or an entry; entries keep their SHA-256.
 package authn

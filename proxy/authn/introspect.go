@@ -89,14 +89,12 @@ func (is *issuer) introspection(ctx context.Context, token string, now time.Time
 	req.SetBasicAuth(url.QueryEscape(in.ClientID), url.QueryEscape(in.ClientSecret))
 	resp, err := is.a.opts.HTTPClient.Do(req)
 	if err != nil {
-		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "invalid_token",
-			Description: fmt.Sprintf("issuer %s's introspection endpoint cannot be reached: %v", is.cfg.Issuer, scrubURL(err))}
+		return nil, is.unavailable("introspection", fetchErr(endpoint, err))
 	}
 	defer resp.Body.Close()
 	var raw json.RawMessage
 	if err := decodeAnswer(resp, endpoint, &raw); err != nil {
-		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "invalid_token",
-			Description: fmt.Sprintf("issuer %s's introspection failed: %v", is.cfg.Issuer, err)}
+		return nil, is.unavailable("introspection", err)
 	}
 	return parseClaims(raw)
 }
@@ -113,13 +111,23 @@ func (is *issuer) introspectURL(ctx context.Context, now time.Time) string {
 	return is.introspect
 }
 
-// scrubURL drops the URL from a client error (it is the endpoint's, but
-// errors from net/http repeat it at length).
-func scrubURL(err error) error {
+// unavailable logs why the issuer's endpoint (what) failed, for the
+// operator, and returns the fixed answer a client gets: the details name
+// the issuer's internal endpoints, and whoever sends any token at all
+// would read them.
+func (is *issuer) unavailable(what string, err error) *Error {
+	is.a.opts.Logger.Warn("authn: an issuer's "+what+" failed", "issuer", is.cfg.Issuer, "err", err)
+	return &Error{Status: http.StatusServiceUnavailable, Code: "invalid_token",
+		Description: fmt.Sprintf("issuer %s's %s failed, so the token cannot be checked now; try again later", is.cfg.Issuer, what)}
+}
+
+// fetchErr is the error of a request to endpoint that got no answer, naming
+// the URL redacted: net/http's errors repeat it whole, query and all.
+func fetchErr(endpoint string, err error) error {
 	if ue, ok := err.(*url.Error); ok {
-		return ue.Err
+		err = ue.Err
 	}
-	return err
+	return fmt.Errorf("%s: %w", log.RedactURL(endpoint), err)
 }
 
 // validated remembers tokens already validated, by SHA-256, until they

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/provlog/provlog/log"
 )
 
 // maxDocBytes bounds a discovery document, key set or introspection
@@ -109,8 +111,7 @@ func (is *issuer) key(ctx context.Context, kid, alg string, now time.Time) (any,
 	if ks == nil || now.Sub(ks.fetched) > keyMaxAge || ks.find(kid, alg) == nil {
 		if err := is.refresh(ctx, now); err != nil {
 			if ks == nil {
-				return nil, 0, &Error{Status: http.StatusServiceUnavailable, Code: "invalid_token",
-					Description: fmt.Sprintf("the keys of issuer %s cannot be fetched, so no token of it can be checked now: %v", is.cfg.Issuer, err)}
+				return nil, 0, is.unavailable("key set fetch", err)
 			}
 			is.a.opts.Logger.Warn("authn: refreshing an issuer's keys failed; keeping the old ones", "issuer", is.cfg.Issuer, "err", err)
 		}
@@ -243,7 +244,7 @@ func (is *issuer) discover(ctx context.Context, now time.Time) error {
 		return fmt.Errorf("fetching the discovery document: %w", err)
 	}
 	if d.Issuer != is.cfg.Issuer {
-		return fmt.Errorf("the discovery document at %s is issuer %q's, not %q (OpenID Connect Discovery §4.3)", is.cfg.DiscoveryURL, d.Issuer, is.cfg.Issuer)
+		return fmt.Errorf("the discovery document at %s is issuer %q's, not %q (OpenID Connect Discovery §4.3)", log.RedactURL(is.cfg.DiscoveryURL), d.Issuer, is.cfg.Issuer)
 	}
 	is.jwksURL = d.JWKSURI
 	if is.introspect == "" && is.cfg.Introspection != nil {
@@ -264,14 +265,16 @@ func (a *Authenticator) getJSON(ctx context.Context, url string, v any) error {
 	req.Header.Set("Accept", "application/json")
 	resp, err := a.opts.HTTPClient.Do(req)
 	if err != nil {
-		return err
+		return fetchErr(url, err)
 	}
 	defer resp.Body.Close()
 	return decodeAnswer(resp, url, v)
 }
 
-// decodeAnswer decodes a 200 answer's JSON body into v.
+// decodeAnswer decodes a 200 answer's JSON body into v. Its errors name
+// the URL redacted (log.RedactURL): they reach the operator's log.
 func decodeAnswer(resp *http.Response, url string, v any) error {
+	url = log.RedactURL(url)
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocBytes+1))
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", url, err)

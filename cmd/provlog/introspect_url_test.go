@@ -1,26 +1,9 @@
 package main
 
-// Probe (secrets): an unauthenticated client is told the introspection
-// endpoint's URL, query and all, and what it answered.
-//
-// What is wrong: when the introspection endpoint fails, is.introspection
-// (proxy/authn/introspect.go) builds the error's Description from
-// decodeAnswer's message, which names the endpoint URL as configured
-// ("<url> answered 500 ..."; "cannot be reached: dial tcp 10.x.y.z:4445:
-// ..."), and WriteError sends that Description to the client as the
-// answer's body (and, on a 401, in WWW-Authenticate's error_description). Anyone who sends
-// "Authorization: Bearer x" learns the IdP's internal admin endpoint, and
-// any credential in its URL (an API gateway key in the query); the
-// discovery and key-set fetch errors are built the same way. The
-// sidecar's own client secret is kept out (Basic auth), the URL is not.
-//
-// Observed: a request with a made-up opaque token gets 503 whose body
-// holds "http://127.0.0.1:N/internal/introspect?gw_key=S3cretGatewayKey
-// answered 500 Internal Server Error".
-//
-// Fix: give the client a fixed text ("the issuer's introspection
-// endpoint failed; try again later") and log the details (URL redacted:
-// no userinfo, no query) for the operator only.
+// An unauthenticated client whose token the introspection endpoint
+// could not check is told so in fixed words, never the endpoint's URL
+// (the IdP's internal admin address, and any credential in its query) or
+// what it answered: those go to the operator's log, the URL redacted.
 
 import (
 	"fmt"
@@ -31,7 +14,7 @@ import (
 	"testing"
 )
 
-func TestProbeIntrospectionURLToUnauthenticatedClient(t *testing.T) {
+func TestIntrospectionURLNotToClient(t *testing.T) {
 	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "upstream unavailable", http.StatusInternalServerError)
 	}))

@@ -1,0 +1,49 @@
+package log
+
+import (
+	"net/url"
+	"strings"
+)
+
+// RedactURL returns a URL as it may leave the process (an error, a log
+// line, a metric label, a status answer): without a password, a user
+// name given alone (an API key more often than a name), the query and the
+// fragment, which are where credentials go when an endpoint wants them in
+// its URL (a gateway's ?key=, a DSN's ?password=). It is the one place
+// the sidecar's URLs are redacted. Text that does not parse as a URL with
+// a scheme keeps only what comes before any '?' or '#', and loses what
+// comes before an '@'.
+func RedactURL(s string) string {
+	const gone = "[redacted]"
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Opaque != "" {
+		rest, query := s, ""
+		if i := strings.IndexAny(rest, "?#"); i >= 0 {
+			rest, query = rest[:i], rest[i:i+1]+gone
+		}
+		if i := strings.LastIndex(rest, "@"); i >= 0 {
+			start := strings.Index(rest, "://")
+			if start < 0 || start > i {
+				start = -3
+			}
+			rest = rest[:start+3] + gone + rest[i:]
+		}
+		return rest + query
+	}
+	red := u.Scheme + "://"
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			red += url.User(u.User.Username()).String() + ":" + gone + "@"
+		} else {
+			red += gone + "@"
+		}
+	}
+	red += u.Host + u.EscapedPath()
+	if u.RawQuery != "" || u.ForceQuery {
+		red += "?" + gone
+	}
+	if u.Fragment != "" {
+		red += "#" + gone
+	}
+	return red
+}
