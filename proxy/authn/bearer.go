@@ -151,6 +151,7 @@ type state struct {
 	cfg      Config
 	issuers  []*issuer
 	cache    *validated // tokens validated under this config
+	refused  *refused   // tokens introspection refused under it, lately
 	metadata []byte     // the protected resource metadata document
 }
 
@@ -206,7 +207,7 @@ func (a *Authenticator) Reload(cfg *Config) error {
 // newState builds the state of cfg, taking over old's issuers whose
 // settings are the same.
 func (a *Authenticator) newState(cfg *Config, old *state) (*state, error) {
-	st := &state{a: a, cache: newValidated()}
+	st := &state{a: a, cache: newValidated(), refused: newRefused()}
 	if cfg != nil {
 		st.cfg = *cfg
 		st.cfg.Issuers = slices.Clone(cfg.Issuers)
@@ -297,7 +298,7 @@ func (st *state) authenticate(ctx context.Context, token string) (*Identity, err
 	if strings.Count(token, ".") == 2 {
 		id, err = st.verifyJWT(ctx, token, sum, now)
 	} else {
-		id, err = st.introspect(ctx, token, sum, now)
+		id, err = st.introspectToken(ctx, nil, token, sum, now)
 	}
 	if err != nil {
 		// For the operator working out why a client gets 401: the reason

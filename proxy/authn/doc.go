@@ -62,7 +62,11 @@
 // answer is held to the same checks. A token validated once is
 // remembered by its SHA-256 until it expires or its issuer withdraws a
 // key (an introspected one for 30 s at most, so a revocation takes effect
-// within that), so a client's next calls cost a hash and a map lookup.
+// within that), so a client's next calls cost a hash and a map lookup. A
+// token introspection refused is refused again for 10 s without a call,
+// and one issuer's endpoint gets at most 20 calls a second (40 at once
+// after a quiet spell, 16 awaiting answers); beyond that a request is
+// answered 503.
 //
 // # Challenges
 //

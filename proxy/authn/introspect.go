@@ -18,6 +18,27 @@ import (
 // without asking again (a revoked token stops working within it).
 const introspectTTL = 30 * time.Second
 
+// introspectToken checks a token by introspection: with issuer is alone,
+// or with each issuer in turn when is is nil (introspect). A token refused
+// lately is refused again without asking (refused), so that one made-up
+// token sent again and again costs one call per refusedTTL.
+func (st *state) introspectToken(ctx context.Context, is *issuer, token string, sum [sha256.Size]byte, now time.Time) (*Identity, error) {
+	if err := st.refused.get(sum, now); err != nil {
+		return nil, err
+	}
+	var id *Identity
+	var err error
+	if is != nil {
+		id, _, err = st.introspectAt(ctx, is, token, sum, now)
+	} else {
+		id, err = st.introspect(ctx, token, sum, now)
+	}
+	if err != nil {
+		st.refused.put(sum, err, now)
+	}
+	return id, err
+}
+
 // introspect asks the configured introspection endpoints about an opaque
 // token (RFC 7662), in config order, and maps the first active answer to
 // an identity. Only a token that names no issuer is offered around so:
@@ -75,6 +96,11 @@ func (is *issuer) introspection(ctx context.Context, token string, now time.Time
 		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "invalid_token",
 			Description: fmt.Sprintf("issuer %s's introspection endpoint is not known yet (its discovery document could not be fetched)", is.cfg.Issuer)}
 	}
+	if !is.takeIntrospection(now) {
+		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "invalid_token",
+			Description: fmt.Sprintf("issuer %s's introspection endpoint is asked too often now; try again later", is.cfg.Issuer)}
+	}
+	defer is.doneIntrospection()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
@@ -97,6 +123,44 @@ func (is *issuer) introspection(ctx context.Context, token string, now time.Time
 		return nil, is.unavailable("introspection", err)
 	}
 	return parseClaims(raw)
+}
+
+// Bounds on one issuer's introspection calls, as jwks_min_refresh bounds
+// its key-set fetches: every request with a bearer token no one has seen
+// costs a call, credentials and all, so anyone who can reach the sidecar
+// could otherwise make it hammer the issuer, and a slow issuer would tie
+// up a goroutine and a connection per request. Beyond them the request is
+// answered 503. A sidecar whose clients hold 100 tokens needs some 3
+// calls a second (each answer is trusted for introspectTTL).
+const (
+	introspectRate     = 20 // calls a second, sustained
+	introspectBurst    = 40 // calls at once after a quiet spell
+	introspectInFlight = 16 // calls awaiting an answer
+)
+
+// takeIntrospection reports whether a call to the issuer's introspection
+// endpoint may be made at now; if so, doneIntrospection must follow.
+func (is *issuer) takeIntrospection(now time.Time) bool {
+	is.introMu.Lock()
+	defer is.introMu.Unlock()
+	if is.introLast.IsZero() {
+		is.introTokens = introspectBurst
+	} else if d := now.Sub(is.introLast); d > 0 {
+		is.introTokens = min(introspectBurst, is.introTokens+d.Seconds()*introspectRate)
+	}
+	is.introLast = now
+	if is.introTokens < 1 || is.introBusy >= introspectInFlight {
+		return false
+	}
+	is.introTokens--
+	is.introBusy++
+	return true
+}
+
+func (is *issuer) doneIntrospection() {
+	is.introMu.Lock()
+	is.introBusy--
+	is.introMu.Unlock()
 }
 
 // introspectURL returns the endpoint, discovering it if need be.
@@ -170,4 +234,57 @@ func (v *validated) put(sum [sha256.Size]byte, id *Identity) {
 	}
 	v.m[sum] = id
 	v.mu.Unlock()
+}
+
+// refusedTTL is how long a refused token stays refused without being
+// checked again. A token presented again and again, which no issuer
+// vouches for, costs one introspection call (or signature check) per
+// refusedTTL, not one per request; a refusal rarely changes within it (a
+// token is not active later than it was, its audience and expiry stay).
+const refusedTTL = 10 * time.Second
+
+// refused remembers tokens introspection refused with 401, by SHA-256,
+// for refusedTTL: the negative counterpart of validated, bounded the same
+// way. Answers of 503 (an issuer that cannot be asked now) are not
+// remembered.
+type refused struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]refusal
+}
+
+type refusal struct {
+	err   *Error
+	until time.Time
+}
+
+func newRefused() *refused {
+	return &refused{m: map[[sha256.Size]byte]refusal{}}
+}
+
+// get returns the error a token was refused with lately, or nil.
+func (r *refused) get(sum [sha256.Size]byte, now time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f, ok := r.m[sum]
+	if !ok {
+		return nil
+	}
+	if !now.Before(f.until) {
+		delete(r.m, sum)
+		return nil
+	}
+	return f.err
+}
+
+func (r *refused) put(sum [sha256.Size]byte, err error, now time.Time) {
+	e, ok := err.(*Error)
+	if !ok || e.Status != http.StatusUnauthorized {
+		return
+	}
+	r.mu.Lock()
+	if len(r.m) >= maxValidated {
+		clear(r.m)
+	}
+	r.m[sum] = refusal{err: e, until: now.Add(refusedTTL)}
+	r.mu.Unlock()
 }

@@ -32,13 +32,12 @@ func (st *state) verifyJWT(ctx context.Context, token string, sum [sha256.Size]b
 			if is.hasKeys() {
 				return nil, err
 			}
-			id, _, ierr := st.introspectAt(ctx, is, token, sum, now)
-			return id, ierr
+			return st.introspectToken(ctx, is, token, sum, now)
 		}
 		if !st.introspects() {
 			return nil, err
 		}
-		return st.introspect(ctx, token, sum, now) // not a JWT after all: an opaque token with two dots
+		return st.introspectToken(ctx, nil, token, sum, now) // not a JWT after all: an opaque token with two dots
 	}
 	is := st.issuer(c.Iss)
 	if is == nil {
@@ -46,8 +45,7 @@ func (st *state) verifyJWT(ctx context.Context, token string, sum [sha256.Size]b
 	}
 	if !is.hasKeys() {
 		// Its issuer's alone: another issuer's endpoint would learn it.
-		id, _, err := st.introspectAt(ctx, is, token, sum, now)
-		return id, err
+		return st.introspectToken(ctx, is, token, sum, now)
 	}
 	jws, err := jose.ParseSignedCompact(token, is.algs)
 	if err != nil {

@@ -54,6 +54,13 @@ type source struct {
 	jwksURL      string     // from the config or the discovery document
 	introspect   string     // likewise
 	discovered   bool
+
+	// The introspection calls' rate limit (takeIntrospection): a token
+	// bucket refilled at introspectRate, and the calls awaiting answers.
+	introMu     sync.Mutex
+	introTokens float64
+	introLast   time.Time
+	introBusy   int
 }
 
 // sameSource reports whether issuers a and b fetch their keys and
