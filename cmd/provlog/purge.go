@@ -218,7 +218,8 @@ func held(bs *blobs.Store, pick map[string]bool, recorded func(string) bool) (fr
 
 // purge plans and runs one purge on an open log: the purge entries are
 // committed first, then the blobs are deleted. A purge by age alone uses
-// ages (nil: a new one, which reads the whole log).
+// ages (nil: a new one, which reads the whole log). The entries keep the
+// OAuth token of the request that asked, if ctx carries one (log.WithAuth).
 func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *blobs.Store, ages *ageIndex, actor string, req purgeRequest) (*purgeResult, error) {
 	crit, err := req.criteria()
 	if err != nil {
@@ -268,7 +269,7 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 	}
 	for i := 0; i < len(list); i += blobs.MaxPurgeBlobs {
 		chunk := list[i:min(len(list), i+blobs.MaxPurgeBlobs)]
-		b, err := (&blobs.PurgeEntry{Time: time.Now(), Actor: actor, Reason: req.Reason, Criteria: crit, Blobs: chunk}).Marshal()
+		b, err := (&blobs.PurgeEntry{Time: time.Now(), Actor: actor, Auth: log.AuthFrom(ctx), Reason: req.Reason, Criteria: crit, Blobs: chunk}).Marshal()
 		if err != nil {
 			return nil, err
 		}

@@ -54,7 +54,7 @@ func (s *sidecar) purgeHandler(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the body is not a purge request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	res, err := purge(r.Context(), s.seq, s.store, s.blobs, &s.ages, id.Actor, req)
+	res, err := purge(log.WithAuth(r.Context(), id.Auth), s.seq, s.store, s.blobs, &s.ages, id.Actor, req)
 	if errors.Is(err, cli.ErrUsage) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

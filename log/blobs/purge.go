@@ -26,6 +26,10 @@ const MaxPurgeBlobs = 512
 type PurgeEntry struct {
 	Time  time.Time
 	Actor string // who asked (the operator, or the sidecar's retention)
+	// Auth is the OAuth token of the request that asked, as every entry
+	// such a request writes keeps it (nil for a static token's actor):
+	// which client or delegation erased the payloads.
+	Auth *log.Auth
 	// Reason is why, in the operator's words ("retention: 30d",
 	// "erasure request #123").
 	Reason string
@@ -75,7 +79,7 @@ func (p *PurgeEntry) Marshal() ([]byte, error) {
 	if len(p.Criteria.Blobs) > 0 {
 		crit["blobs"] = len(p.Criteria.Blobs)
 	}
-	return (&log.Entry{Kind: KindPurge, Time: p.Time, Actor: p.Actor, Fields: map[string]any{
+	return (&log.Entry{Kind: KindPurge, Time: p.Time, Actor: p.Actor, Auth: p.Auth, Fields: map[string]any{
 		"reason": p.Reason, "criteria": crit, "blobs": p.Blobs,
 	}}).Marshal()
 }
@@ -85,7 +89,7 @@ func ParsePurge(e *log.Entry) (*PurgeEntry, error) {
 	if e.Kind != KindPurge {
 		return nil, fmt.Errorf("entry is a %q, not a purge entry", e.Kind)
 	}
-	p := &PurgeEntry{Time: e.Time, Actor: e.Actor}
+	p := &PurgeEntry{Time: e.Time, Actor: e.Actor, Auth: e.Auth}
 	p.Reason, _ = e.Fields["reason"].(string)
 	list, ok := e.Fields["blobs"].([]any)
 	if !ok {

@@ -1,0 +1,58 @@
+package main
+
+// A purge an OAuth actor asks for (POST /log/purge) is recorded with the
+// token's claims under auth, as every entry an OAuth request writes is:
+// the one entry that records an erasure says which token, client and
+// delegation did it, not only the mapped actor.
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
+	"github.com/provlog/provlog/proxy/authn/authntest"
+)
+
+func TestPurgeByOAuthActorKeepsAuth(t *testing.T) {
+	p := makePayloadLog(t)
+	is := authntest.Start(t)
+	addr := freeAddr(t)
+	resource := "http://" + addr + "/mcp"
+	cfg := writeConfig(t, t.TempDir(), fmt.Sprintf(`data: %s
+retention: {purgers: ["idp:dpo"]}
+auth:
+  resource: %s
+  issuers:
+    - {issuer: %s, discovery_url: %s, actor_prefix: "idp:"}
+`, p.data, resource, is.URL, is.DiscoveryURL()))
+	base, stop := startServeAt(t, addr, "--config", cfg)
+	tok := is.Mint(t, is.Claims(resource, "dpo"))
+	out, code := runCmd(t, "purge", "--log", base, "--token", tok, "--blob", p.bobArgs, "--reason", "erasure request #7")
+	if code != 0 || blobExists(p.data, p.bobArgs) {
+		t.Fatalf("purge --log by the OAuth purger: %d %s", code, out)
+	}
+	stop()
+	s, err := openStore(p.data, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := s.State(context.Background())
+	es, _ := s.Entries(context.Background(), 0, st.Size)
+	s.Close()
+	found := false
+	for _, b := range es {
+		e, _ := log.ParseEntry(b)
+		if e == nil || e.Kind != blobs.KindPurge || e.Actor != "idp:dpo" {
+			continue
+		}
+		found = true
+		if e.Auth == nil || e.Auth.Subject != "dpo" || e.Auth.Issuer != is.URL {
+			t.Errorf("the purge entry of OAuth actor idp:dpo carries auth %+v, want the token's claims (iss %s, sub dpo): %s", e.Auth, is.URL, b)
+		}
+	}
+	if !found {
+		t.Fatalf("no purge entry by idp:dpo in the log")
+	}
+}
