@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/provlog/provlog/log"
@@ -54,5 +55,32 @@ auth:
 	}
 	if !found {
 		t.Fatalf("no purge entry by idp:dpo in the log")
+	}
+}
+
+// TestPurgeNeedsLogScope: POST /log/purge holds an OAuth token to the
+// log's scopes, as the log API's reads are, besides its actor being a
+// purger: a token for idp:dpo carrying only provlog.tools purges nothing.
+func TestPurgeNeedsLogScope(t *testing.T) {
+	p := makePayloadLog(t)
+	is := authntest.Start(t)
+	addr := freeAddr(t)
+	resource := "http://" + addr + "/mcp"
+	cfg := writeConfig(t, t.TempDir(), fmt.Sprintf(`data: %s
+retention: {purgers: ["idp:dpo"]}
+auth:
+  resource: %s
+  issuers:
+    - {issuer: %s, discovery_url: %s, actor_prefix: "idp:"}
+  scopes: {tools: [provlog.tools], tasks: [provlog.tasks], log: [provlog.log]}
+`, p.data, resource, is.URL, is.DiscoveryURL()))
+	base, _ := startServeAt(t, addr, "--config", cfg)
+	tok := is.Mint(t, is.Claims(resource, "dpo", "provlog.tools"))
+	if _, code := runCmd(t, "prove", "--log", base, "--token", tok, "--index", "0"); code == 0 {
+		t.Fatalf("a log read with a tools-only token was allowed; the premise fails")
+	}
+	out, code := runCmd(t, "purge", "--log", base, "--token", tok, "--blob", p.bobArgs, "--reason", "tools-only token")
+	if code == 0 || !blobExists(p.data, p.bobArgs) {
+		t.Errorf("a token with scope provlog.tools only (no log scope) purged a blob: exit %d, blob present %v: %s", code, blobExists(p.data, p.bobArgs), strings.TrimSpace(out))
 	}
 }

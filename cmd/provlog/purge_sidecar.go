@@ -39,6 +39,12 @@ func (s *sidecar) purgeHandler(w http.ResponseWriter, r *http.Request) {
 	if err == nil && id.Reader {
 		err = &authn.Error{Status: http.StatusForbidden, Description: "a reader token may not purge"}
 	}
+	if err == nil {
+		// Purging is a log operation: an OAuth token needs the log's
+		// scopes, as the log API's reads do, not only a purger's actor
+		// (a token minted for tools alone must not erase payloads).
+		err = s.authn.Require(id, authn.GroupLog)
+	}
 	if err != nil {
 		s.authn.WriteError(w, fmt.Errorf("purging needs the token of an actor listed under retention.purgers (default: the config's actor): %w", err))
 		return
