@@ -237,6 +237,9 @@ func loadConfig(path string) (*Config, error) {
 			}
 		}
 	}
+	if err := cfg.checkTokenHashes(localTokenHash(cfg.Data)); err != nil {
+		return nil, err
+	}
 	// A purger no token could act as is a mistake the operator should
 	// hear of now, not when purge --log is refused.
 	for i, id := range cfg.Retention.Purgers {
@@ -245,6 +248,32 @@ func loadConfig(path string) (*Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// checkTokenHashes refuses a token_sha256 listed twice, under actors:,
+// readers: or as local.token's (localHash, "" when there is none yet): a
+// token acts as the first entry of its hash, so the second one's id would
+// never act, and the log would name the first for the calls the operator
+// meant for it.
+func (c *Config) checkTokenHashes(localHash string) error {
+	owner := map[string]string{}
+	if localHash != "" {
+		owner[localHash] = fmt.Sprintf("actor %q (local.token in %s)", c.Actor, c.Data)
+	}
+	for _, l := range []struct {
+		key  string
+		list []TokenConfig
+	}{{"actors", c.Actors}, {"readers", c.Readers}} {
+		for i, t := range l.list {
+			h := strings.ToLower(t.TokenSHA256)
+			this := fmt.Sprintf("%s[%d] %q", l.key, i, t.ID)
+			if first, ok := owner[h]; ok {
+				return fmt.Errorf("config: %s has the token_sha256 of %s: one token acts as one actor; give each its own token (provlog token add)", this, first)
+			}
+			owner[h] = this
+		}
+	}
+	return nil
 }
 
 // checkActorID refuses a static token's actor id no client should act as
@@ -396,8 +425,23 @@ func ensureLocalToken(data string) (string, error) {
 	} else if err != nil {
 		return "", err
 	}
+	return hashLocalToken(b), nil
+}
+
+// localTokenHash returns the hash of the data dir's local.token, or ""
+// when it cannot be read (not made yet: serve makes a random one, which
+// no configured hash can equal).
+func localTokenHash(data string) string {
+	b, err := os.ReadFile(filepath.Join(data, localToken))
+	if err != nil {
+		return ""
+	}
+	return hashLocalToken(b)
+}
+
+func hashLocalToken(b []byte) string {
 	h := sha256.Sum256(bytes.TrimSpace(b))
-	return hex.EncodeToString(h[:]), nil
+	return hex.EncodeToString(h[:])
 }
 
 // checkCaps refuses a negative cap, and an actor's or session's share
