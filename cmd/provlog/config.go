@@ -162,15 +162,28 @@ type TokenConfig struct {
 	TokenSHA256 string `yaml:"token_sha256"`
 }
 
+// loadConfig reads and checks the config file at path ("": the
+// defaults).
 func loadConfig(path string) (*Config, error) {
-	cfg := &Config{dir: "."}
+	var text []byte
 	if path != "" {
-		cfg.dir = filepath.Dir(path)
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("reading config: %w", err)
 		}
-		if err := cli.DecodeYAML(b, cfg); err != nil && !errors.Is(err, io.EOF) { // an empty file is the defaults
+		text = b
+	}
+	return parseConfig(path, text)
+}
+
+// parseConfig checks text as the config file at path, as loadConfig
+// does: token add holds an edited config to it before writing it, so that
+// it never leaves a file the sidecar refuses.
+func parseConfig(path string, text []byte) (*Config, error) {
+	cfg := &Config{dir: "."}
+	if path != "" {
+		cfg.dir = filepath.Dir(path)
+		if err := cli.DecodeYAML(text, cfg); err != nil && !errors.Is(err, io.EOF) { // an empty file is the defaults
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 	}

@@ -44,6 +44,13 @@ func addTokenToConfig(path, actor, hash string, reader bool) error {
 	if err != nil {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
+	// The edited config must load as the sidecar loads it: a token add
+	// that broke it (an id in an issuer's namespace, one listed twice)
+	// printed a token that never worked, and the sidecar's reloads, and
+	// its next start, failed until someone mended the file by hand.
+	if _, err := parseConfig(path, out); err != nil {
+		return usageErr("the config would not load with this token, so it is left as it was: %v", err)
+	}
 	return durable.WriteFile(path, out, perm)
 }
 
