@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"gopkg.in/yaml.v3"
 
@@ -27,6 +28,11 @@ func addTokenToConfig(path, actor, hash string, reader bool) error {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
+	unlock, err := lockConfigDir(path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	b, err := os.ReadFile(path)
 	perm := fs.FileMode(0o600)
 	if err == nil {
@@ -52,6 +58,25 @@ func addTokenToConfig(path, actor, hash string, reader bool) error {
 		return usageErr("the config would not load with this token, so it is left as it was: %v", err)
 	}
 	return durable.WriteFile(path, out, perm)
+}
+
+// lockConfigDir holds an exclusive flock on the config file's directory
+// until unlock: two token adds at once both read the old text, and the
+// last rename won, so the other's token, printed and "stored", never
+// worked. The directory is locked, not the file, since each edit replaces
+// the file (a lock on the old one would not keep the next reader out),
+// and it leaves no lock file behind.
+func lockConfigDir(path string) (unlock func(), err error) {
+	dir := filepath.Dir(path)
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("locking %s for the edit: %w", dir, err)
+	}
+	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("locking %s for the edit: %w", dir, err)
+	}
+	return func() { d.Close() }, nil
 }
 
 // insertToken returns the config text with one more item in the list

@@ -3,9 +3,11 @@ package main
 // Tests of `provlog token add`'s edits of a config file.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -42,5 +44,46 @@ func TestTokenAddIntoIssuerNamespace(t *testing.T) {
 		if b, _ := os.ReadFile(cfg); string(b) != text {
 			t.Errorf("a refused token add changed the config:\n%s", b)
 		}
+	}
+}
+
+// TestTokenAddConcurrent: token adds to one config at once each store
+// their token (they hold the config directory's lock around
+// read-edit-rename); each read the old text, and the last rename won.
+func TestTokenAddConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	if err := os.WriteFile(cfg, []byte("data: ./d\nactors:\n  - id: seed\n    token_sha256: "+strings.Repeat("a", 64)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	var wg sync.WaitGroup
+	codes := make([]int, n)
+	outs := make([]string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], codes[i] = runCmd(t, "token", "add", "--config", cfg, "--actor", fmt.Sprintf("agent-%d", i))
+		}()
+	}
+	wg.Wait()
+	c, err := loadConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]bool{}
+	for _, a := range c.Actors {
+		stored[a.ID] = true
+	}
+	var lost []string
+	for i := range n {
+		id := fmt.Sprintf("agent-%d", i)
+		if codes[i] == 0 && !stored[id] {
+			lost = append(lost, id)
+		}
+	}
+	if len(lost) > 0 {
+		t.Errorf("%d token adds exited 0 and printed a token, but the config does not hold them: %v", len(lost), lost)
 	}
 }
