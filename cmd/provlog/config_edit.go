@@ -34,10 +34,15 @@ func addTokenToConfig(path, actor, hash string, reader bool) error {
 	}
 	defer unlock()
 	b, err := os.ReadFile(path)
-	perm := fs.FileMode(0o600)
+	perm, uid, gid := fs.FileMode(0o600), -1, -1
 	if err == nil {
 		if fi, err := os.Stat(path); err == nil {
 			perm = fi.Mode().Perm()
+			// The edit keeps the file its owner's and group's (a
+			// service user's config, edited with sudo).
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				uid, gid = int(st.Uid), int(st.Gid)
+			}
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -57,7 +62,10 @@ func addTokenToConfig(path, actor, hash string, reader bool) error {
 	if _, err := parseConfig(path, out); err != nil {
 		return usageErr("the config would not load with this token, so it is left as it was: %v", err)
 	}
-	return durable.WriteFile(path, out, perm)
+	if err := durable.WriteFileAs(path, out, perm, uid, gid); err != nil {
+		return fmt.Errorf("%w; run token add as the config's owner (or root)", err)
+	}
+	return nil
 }
 
 // lockConfigDir holds an exclusive flock on the config file's directory

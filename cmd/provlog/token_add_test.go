@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -85,5 +86,33 @@ func TestTokenAddConcurrent(t *testing.T) {
 	}
 	if len(lost) > 0 {
 		t.Errorf("%d token adds exited 0 and printed a token, but the config does not hold them: %v", len(lost), lost)
+	}
+}
+
+// TestTokenAddKeepsOwner: token add run as root keeps the config its
+// owner's and group's (the sidecar's service user's), where the new file
+// was root's and the sidecar could no longer read its own config.
+func TestTokenAddKeepsOwner(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to make a file of another user")
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	if err := os.WriteFile(cfg, []byte("data: ./d\nactors:\n  - id: alice\n    token_sha256: "+strings.Repeat("a", 64)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const service = 65534 // the sidecar's service user (nobody here)
+	if err := os.Chown(cfg, service, service); err != nil {
+		t.Fatal(err)
+	}
+	addToken(t, cfg, "bob")
+	fi, err := os.Stat(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if st.Uid != service || st.Gid != service {
+		t.Errorf("after token add the config is owned by %d:%d (mode %v), was %d:%d: the sidecar's user can no longer read it",
+			st.Uid, st.Gid, fi.Mode().Perm(), service, service)
 	}
 }

@@ -25,6 +25,35 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	})
 }
 
+// WriteFileAs is WriteFile giving the new file owner uid and group gid
+// (-1: the writer's) before it replaces path: a file another user's
+// program reads (a service's config, edited by an admin or root) stays
+// that user's, where the writer's would lock its program out. If the
+// owner cannot be given (the writer may not), path is left as it was.
+func WriteFileAs(path string, data []byte, perm fs.FileMode, uid, gid int) error {
+	tmp, err := writeTemp(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // a no-op once renamed
+	if uid != -1 || gid != -1 {
+		if err := os.Chown(tmp, uid, gid); err != nil {
+			return fmt.Errorf("giving the new %s owner %d:%d, as the file it replaces: %w", path, uid, gid, err)
+		}
+		// chown clears setuid and setgid bits: the mode is set again.
+		if err := os.Chmod(tmp, perm); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
 // WriteFileFunc replaces path, durably, with what write writes, as
 // WriteFile does: for a file written as it is made rather than held in
 // memory whole. If write fails, path is left as it was.
