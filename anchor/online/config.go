@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/anchor"
+	"github.com/provlog/provlog/log"
 )
 
 // Config is the `anchors:` section of provlog's YAML configuration
@@ -120,20 +121,20 @@ func (c *Config) Resolve(readFile func(name string) ([]byte, error)) (*Resolved,
 			return nil, fmt.Errorf("anchors: tsa %d: url: %w", i, err)
 		}
 		if len(t.Roots) == 0 {
-			return nil, fmt.Errorf("anchors: tsa %d (%s): roots: list the TSA's trusted root certificates", i, t.URL)
+			return nil, fmt.Errorf("anchors: tsa %d (%s): roots: list the TSA's trusted root certificates", i, log.RedactURL(t.URL))
 		}
 		rt := ResolvedTSA{URL: t.URL}
 		for _, s := range t.Roots {
 			certs, err := loadCerts(readFile, s)
 			if err != nil {
-				return nil, fmt.Errorf("anchors: tsa %d (%s): roots: %w", i, t.URL, err)
+				return nil, fmt.Errorf("anchors: tsa %d (%s): roots: %w", i, log.RedactURL(t.URL), err)
 			}
 			rt.Roots = append(rt.Roots, certs...)
 		}
 		for _, s := range t.Intermediates {
 			certs, err := loadCerts(readFile, s)
 			if err != nil {
-				return nil, fmt.Errorf("anchors: tsa %d (%s): intermediates: %w", i, t.URL, err)
+				return nil, fmt.Errorf("anchors: tsa %d (%s): intermediates: %w", i, log.RedactURL(t.URL), err)
 			}
 			rt.Intermediates = append(rt.Intermediates, certs...)
 		}
@@ -145,7 +146,7 @@ func (c *Config) Resolve(readFile func(name string) ([]byte, error)) (*Resolved,
 			return nil, fmt.Errorf("anchors: rekor: url: %w", err)
 		}
 		if c.Rekor.PublicKey == "" {
-			return nil, fmt.Errorf("anchors: rekor: public_key: pin Rekor's public key (GET %s/api/v1/log/publicKey, checked out of band)", c.Rekor.URL)
+			return nil, fmt.Errorf("anchors: rekor: public_key: pin Rekor's public key (GET %s/api/v1/log/publicKey, checked out of band)", log.RedactURL(c.Rekor.URL))
 		}
 		k, err := loadPublicKey(readFile, c.Rekor.PublicKey)
 		if err != nil {
@@ -160,12 +161,24 @@ func (c *Config) Resolve(readFile func(name string) ([]byte, error)) (*Resolved,
 func checkURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
-		return err
+		return fmt.Errorf("%q is not a URL", log.RedactURL(s))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL", s)
+		return fmt.Errorf("%q is not an http(s) URL", log.RedactURL(s))
 	}
 	return nil
+}
+
+// redactErr redacts the URL net/http's errors repeat whole (Go hides a
+// password in it, but not a user name or the query).
+func redactErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		c := *ue
+		c.URL = log.RedactURL(ue.URL)
+		return &c
+	}
+	return err
 }
 
 // readPEM returns s itself when it is inline PEM, else the file it names.

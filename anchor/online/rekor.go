@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/anchor/rekor"
+	"github.com/provlog/provlog/log"
 )
 
 // MaxRekorResponse bounds a Rekor response: an entry with its inclusion
@@ -84,7 +85,7 @@ func (c *RekorClient) Upload(ctx context.Context, digest []byte) (*rekor.Entry, 
 	if err != nil {
 		return nil, fmt.Errorf("creating Rekor entry: %w", err)
 	}
-	e.URL, e.PublicKey = c.URL, rekorDER
+	e.URL, e.PublicKey = log.RedactURL(c.URL), rekorDER // the record, and the log's anchor entry, keep no credential
 	// Check what will be stored: the entry's bytes as Rekor sent them are
 	// what an auditor verifies later.
 	if err := e.Check(ctx, digest, &c.Signer.PublicKey, []crypto.PublicKey{c.PublicKey}); err != nil {
@@ -144,7 +145,7 @@ func (c *RekorClient) post(ctx context.Context, body []byte) ([]byte, error) {
 	req.Header.Set("User-Agent", "provlog")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, redactErr(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxRekorResponse+1))

@@ -83,6 +83,10 @@ type Runner struct {
 
 // authority is one TSA or Rekor and its health.
 type authority struct {
+	// url is the authority's URL as it is shown (status, metrics,
+	// /healthz, log lines): redacted, since an authority that wants
+	// credentials gets them in its URL, and /metrics and /healthz are
+	// public. The clients hold the URL they call.
 	name, kind, url string
 	tsa             *TSAClient
 	rekor           *RekorClient
@@ -117,13 +121,13 @@ func NewRunner(ctx context.Context, o Options) (*Runner, error) {
 	}
 	for i, t := range r.cfg.TSAs {
 		r.auths = append(r.auths, &authority{
-			name: fmt.Sprintf("tsa %d", i), kind: "rfc3161", url: t.URL,
+			name: fmt.Sprintf("tsa %d", i), kind: "rfc3161", url: log.RedactURL(t.URL),
 			tsa: &TSAClient{URL: t.URL, Roots: t.Roots, Intermediates: t.Intermediates, HTTPClient: hc},
 		})
 	}
 	if k := r.cfg.Rekor; k != nil {
 		r.auths = append(r.auths, &authority{
-			name: "rekor", kind: anchor.KindRekorV1, url: k.URL,
+			name: "rekor", kind: anchor.KindRekorV1, url: log.RedactURL(k.URL),
 			rekor: &RekorClient{URL: k.URL, PublicKey: k.PublicKey, Signer: o.Signer, HTTPClient: hc},
 		})
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/rfc3161"
+	"github.com/provlog/provlog/log"
 )
 
 // MaxTSAResponse bounds a TSA's response: a token with its chain is a few
@@ -68,7 +69,7 @@ func (c *TSAClient) Timestamp(ctx context.Context, digest []byte) (*rfc3161.Toke
 		return nil, fmt.Errorf("TSA token refused: %w", err)
 	}
 	t := &rfc3161.Token{
-		URL:    c.URL,
+		URL:    log.RedactURL(c.URL), // the record, and the log's anchor entry, keep no credential
 		Token:  ts.RawToken,
 		Nonce:  nonce.String(),
 		Time:   v.Time.UTC(),
@@ -88,13 +89,13 @@ func (c *TSAClient) post(ctx context.Context, query []byte) ([]byte, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(query))
 	if err != nil {
-		return nil, fmt.Errorf("TSA request: %w", err)
+		return nil, fmt.Errorf("TSA request: %w", redactErr(err))
 	}
 	req.Header.Set("Content-Type", "application/timestamp-query")
 	req.Header.Set("Accept", "application/timestamp-reply")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("TSA request: %w", err)
+		return nil, fmt.Errorf("TSA request: %w", redactErr(err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxTSAResponse+1))

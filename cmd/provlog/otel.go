@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/provlog/provlog/cmd/internal/otlp"
+	"github.com/provlog/provlog/log"
 )
 
 // OTelConfig exports traces of the sidecar's tool calls over OTLP/HTTP
@@ -51,7 +52,7 @@ type OTelConfig struct {
 func (c *OTelConfig) tracesURL() (string, error) {
 	u, err := url.Parse(c.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("config: otel: endpoint %q must be an http:// or https:// URL of an OTLP/HTTP receiver (such as http://localhost:4318)", c.Endpoint)
+		return "", fmt.Errorf("config: otel: endpoint %q must be an http:// or https:// URL of an OTLP/HTTP receiver (such as http://localhost:4318)", log.RedactURL(c.Endpoint))
 	}
 	if u.Path == "" || u.Path == "/" {
 		u.Path = "/v1/traces"
@@ -101,7 +102,7 @@ func startTracing(ctx context.Context, c *OTelConfig, origin string, logger *slo
 		attribute.String("provlog.log.origin", origin),
 	)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	logger.Info("exporting traces over OTLP/HTTP", "endpoint", endpoint)
+	logger.Info("exporting traces over OTLP/HTTP", "endpoint", log.RedactURL(endpoint))
 	stop := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -63,7 +63,7 @@ func openLogStore(ctx context.Context, cfg *Config, logger *slog.Logger) (log.St
 		return store, err
 	}
 	if !strings.HasPrefix(cfg.Store, "postgres://") && !strings.HasPrefix(cfg.Store, "postgresql://") {
-		return nil, fmt.Errorf("store %q: want a PostgreSQL URL, postgres://user@host:port/database (or no store: Pebble in the data dir)", redactURL(cfg.Store))
+		return nil, fmt.Errorf("store %q: want a PostgreSQL URL, postgres://user@host:port/database (or no store: Pebble in the data dir)", log.RedactURL(cfg.Store))
 	}
 	store, err := logpg.Open(ctx, cfg.Store, &logpg.Options{
 		Logf:   func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...), "component", "postgres") },
@@ -74,7 +74,7 @@ func openLogStore(ctx context.Context, cfg *Config, logger *slog.Logger) (log.St
 	}
 	// Say in the data dir where its log is, so that commands given --data
 	// do not read an empty (or an old) Pebble store in its place.
-	if err := durable.WriteFile(filepath.Join(cfg.Data, sharedStoreFile), []byte(redactURL(cfg.Store)+"\n"), 0o600); err != nil {
+	if err := durable.WriteFile(filepath.Join(cfg.Data, sharedStoreFile), []byte(log.RedactURL(cfg.Store)+"\n"), 0o600); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("recording the shared store in %s: %w", cfg.Data, err)
 	}
@@ -93,20 +93,6 @@ func sharedStoreOf(data string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// redactURL drops a password from a connection URL, for messages.
-func redactURL(s string) string {
-	at := strings.LastIndex(s, "@")
-	scheme := strings.Index(s, "://")
-	if at < 0 || scheme < 0 || at < scheme {
-		return s
-	}
-	cred := s[scheme+3 : at]
-	if i := strings.Index(cred, ":"); i >= 0 {
-		return s[:scheme+3] + cred[:i] + ":[redacted]" + s[at:]
-	}
-	return s
 }
 
 // LatestSize returns the log's size as last committed by any sidecar: the
@@ -133,7 +119,7 @@ func openCommandStore(ctx context.Context, data, storeURL string, readOnly bool)
 		return s, nil
 	}
 	if !strings.HasPrefix(storeURL, "postgres://") && !strings.HasPrefix(storeURL, "postgresql://") {
-		return nil, fmt.Errorf("store %q: want a PostgreSQL URL, postgres://user@host:port/database", redactURL(storeURL))
+		return nil, fmt.Errorf("store %q: want a PostgreSQL URL, postgres://user@host:port/database", log.RedactURL(storeURL))
 	}
 	opts := &logpg.Options{ReadOnly: readOnly}
 	if readOnly {
@@ -145,7 +131,7 @@ func openCommandStore(ctx context.Context, data, storeURL string, readOnly bool)
 	}
 	s, err := logpg.Open(ctx, storeURL, opts)
 	if err != nil {
-		return nil, fmt.Errorf("opening the shared log in PostgreSQL (%s): %w", redactURL(storeURL), err)
+		return nil, fmt.Errorf("opening the shared log in PostgreSQL (%s): %w", log.RedactURL(storeURL), err)
 	}
 	return s, nil
 }

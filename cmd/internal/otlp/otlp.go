@@ -29,6 +29,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/provlog/provlog/log"
 )
 
 // Defaults, those of the SDK's OTLP/HTTP exporter.
@@ -86,7 +88,7 @@ var _ sdktrace.SpanExporter = (*Exporter)(nil)
 func New(cfg Config) (*Exporter, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("otlp: %q is not an http:// or https:// URL", cfg.URL)
+		return nil, fmt.Errorf("otlp: %q is not an http:// or https:// URL", log.RedactURL(cfg.URL))
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
@@ -226,6 +228,13 @@ func (e *Exporter) send(ctx context.Context, body []byte) error {
 		req.Header.Set("Content-Encoding", "gzip")
 	}
 	resp, err := e.client.Do(req)
+	// The error repeats the URL, which reaches the log: redacted, as
+	// every URL that leaves the process is.
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		c := *ue
+		c.URL = log.RedactURL(ue.URL)
+		err = &c
+	}
 	if ue := (*url.Error)(nil); errors.As(err, &ue) && ue.Temporary() {
 		return &retryable{err: err}
 	}
@@ -249,7 +258,7 @@ func (e *Exporter) send(ctx context.Context, body []byte) error {
 	case code == http.StatusTooManyRequests, code == http.StatusBadGateway, code == http.StatusServiceUnavailable, code == http.StatusGatewayTimeout:
 		return &retryable{throttle: retryAfter(resp.Header.Get("Retry-After")), err: fmt.Errorf("%s: body: %s", resp.Status, bodyText(b))}
 	default:
-		return fmt.Errorf("failed to send to %s: %s (body: %s)", e.cfg.URL, resp.Status, bodyText(b))
+		return fmt.Errorf("failed to send to %s: %s (body: %s)", log.RedactURL(e.cfg.URL), resp.Status, bodyText(b))
 	}
 }
 
