@@ -1,0 +1,88 @@
+package pull
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/witness"
+	"github.com/provlog/provlog/witness/witnesstest"
+)
+
+// TestProbeForkOriginNotKeyName: `provlog-witness check --origin O`
+// follows a log whose origin is not its key's name (c2sp.org/signed-note
+// does not tie them; pull.Options.Origin exists for that). openCheckpoint
+// accepts such checkpoints, but fork evidence is checked with
+// witness.Evidence.Verify -> log.OpenCheckpoint, which requires the
+// origin to equal the verifier's name.
+//
+// Observed: a fork to a larger tree is not reported: Check returns a plain
+// error ("the consistency proof from size 10 to 20 fails, yet shows no
+// fork: evidence: checkpoint 1: checkpoint: origin "log.example/pulled" is
+// not the verifier's name "keys.example/x""), no ErrFork, no evidence; a
+// same-size fork gives ErrFork with evidence that Verify refuses.
+//
+// Cause: witness/evidence.go Evidence.Verify uses log.OpenCheckpoint
+// (origin == key name) while witness/pull (and witness/server, whose
+// config does require the name) accept other origins. Fix: let Verify
+// check the origin against e.Origin (both checkpoints the same origin),
+// not the key name; or refuse --origin other than the key's name up front.
+func TestProbeForkOriginNotKeyName(t *testing.T) {
+	k := witnesstest.NewKey(t, origin)
+	honest := witnesstest.NewLog(t, k, "honest")
+	evil := witnesstest.NewLog(t, k, "evil")
+	skey, vkey, err := note.GenerateKey(rand.Reader, "keys.example/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := note.NewSigner(skey)
+	v, _ := note.NewVerifier(vkey)
+	resign := func(cp []byte) []byte {
+		n, err := note.Open(cp, note.VerifierList(k.Verifier))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := note.Sign(&note.Note{Text: n.Text}, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg
+	}
+	for _, tc := range []struct {
+		name           string
+		recorded, evil uint64
+	}{
+		{"larger tree, other history", 10, 20},
+		{"same size, other root", 12, 12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := witnesstest.NewStore()
+			opts := func(url string) Options {
+				return Options{URL: url, Verifier: v, Origin: origin, Store: store}
+			}
+			honest.Grow(t, tc.recorded)
+			srv := splice(resign(honest.Checkpoint(t, tc.recorded)), honest)
+			if _, err := Check(context.Background(), opts(srv.URL+"/log/")); err != nil {
+				t.Fatal(err)
+			}
+			srv.Close()
+			evil.Grow(t, tc.evil)
+			srv = splice(resign(evil.Checkpoint(t, tc.evil)), evil)
+			defer srv.Close()
+			res, err := Check(context.Background(), opts(srv.URL+"/log/"))
+			if !errors.Is(err, ErrFork) {
+				t.Fatalf("fork of a log whose origin is not its key's name: error %v, want ErrFork", err)
+			}
+			ev, perr := witness.ParseEvidence(res.Evidence.Marshal())
+			if perr != nil {
+				t.Fatal(perr)
+			}
+			if err := ev.Verify(v); err != nil {
+				t.Errorf("fork evidence does not verify with the log's key: %v", err)
+			}
+		})
+	}
+}
