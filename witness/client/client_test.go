@@ -120,13 +120,15 @@ func TestWitnessCosign(t *testing.T) {
 }
 
 // TestWitnessConflict: the witness follows the honest log; a second
-// sequencer with the same key (the misbehaving log) gets conflicts, never
-// cosignatures.
+// sequencer with the same key (the misbehaving log, a fresh one for each
+// case) gets conflicts, never cosignatures. The evil log of size 15 never
+// held a tree of size 20: one that did would be merely behind
+// (TestSharedLogLaggingSidecarNoConflict), and its conflict shows when it
+// submits that size.
 func TestWitnessConflict(t *testing.T) {
 	ctx := context.Background()
 	k := witnesstest.NewKey(t, origin)
 	honest := witnesstest.NewLog(t, k, "honest")
-	evil := witnesstest.NewLog(t, k, "evil")
 	tw := newTestWitness(t, "witness.example/w1", k)
 	if _, err := tw.client(t, honest).Cosign(ctx, honest.Grow(t, 20)); err != nil {
 		t.Fatal(err)
@@ -141,6 +143,7 @@ func TestWitnessConflict(t *testing.T) {
 		{20, 409, 20, "another root hash at size 20"},
 		{15, 409, 20, "it cosigned size 20, larger than the log's checkpoint of size 15"},
 	} {
+		evil := witnesstest.NewLog(t, k, fmt.Sprint("evil", tc.size))
 		c := tw.client(t, evil)
 		_, err := c.Cosign(ctx, evil.Grow(t, tc.size))
 		var ce *ConflictError

@@ -91,7 +91,7 @@ type WitnessStatus struct {
 	Size        uint64    `json:"size"` // the size it last cosigned
 	LastSuccess time.Time `json:"last_success,omitzero"`
 	LastError   string    `json:"last_error,omitempty"`
-	Conflict    string    `json:"conflict,omitempty"` // the last conflict it reported
+	Conflict    string    `json:"conflict,omitempty"` // the last conflict it reported, until it next cosigns
 }
 
 // Status is a Cosigner's state, for provlog__status and /healthz.
@@ -340,6 +340,7 @@ const maxConflictsPerWitness = 4
 func (c *Cosigner) tally(i int, cp []byte, r cosignResult, now time.Time) (retry bool) {
 	var (
 		ce    *ConflictError
+		be    *BehindError
 		fresh bool
 	)
 	c.mu.Lock()
@@ -347,7 +348,15 @@ func (c *Cosigner) tally(i int, cp []byte, r cosignResult, now time.Time) (retry
 	st.Size = c.opts.Witnesses[i].Size()
 	switch {
 	case r.err == nil:
-		st.LastSuccess, st.LastError = now, ""
+		// A witness that cosigns our checkpoint holds our history now,
+		// whatever it reported before.
+		st.LastSuccess, st.LastError, st.Conflict = now, "", ""
+	case errors.As(r.err, &be):
+		// The witness is ahead on the log's own tree: neither a failure
+		// nor a conflict. The next checkpoint is asked for from its size.
+		c.mu.Unlock()
+		c.logger.Info("witness is ahead of a stale checkpoint", "witness", be.Witness, "witness_size", be.WitnessSize, "size", be.Size)
+		return false
 	case errors.As(r.err, &ce):
 		st.LastError, st.Conflict = r.err.Error(), r.err.Error()
 		key := fmt.Sprintf("%s %d %d", ce.Witness, ce.Status, ce.WitnessSize)

@@ -78,6 +78,21 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("witness %s holds another history of the log: %s", e.Witness, e.Detail)
 }
 
+// A BehindError says the witness already cosigned a larger tree of the
+// log than the checkpoint submitted, a tree the log's store holds: the
+// checkpoint was stale (another sidecar of a shared log got a newer one
+// cosigned first), not a sign of another history. The next checkpoint,
+// at least WitnessSize, is submitted from there.
+type BehindError struct {
+	Witness     string // the witness's key name
+	Size        uint64 // the size of the checkpoint we submitted
+	WitnessSize uint64 // the size the witness says it cosigned
+}
+
+func (e *BehindError) Error() string {
+	return fmt.Sprintf("witness %s already cosigned size %d of the log, which the log's tree holds; the checkpoint of size %d was stale, a newer one is awaited", e.Witness, e.WitnessSize, e.Size)
+}
+
 // maxAttempts bounds the requests for one checkpoint: the first, and
 // retries after 409s that named another size.
 const maxAttempts = 4
@@ -86,7 +101,8 @@ const maxAttempts = 4
 // witness's verified cosignature lines for it. It starts from the size the
 // witness last cosigned as far as w knows, and moves to the size a 409
 // names. A refusal that shows a different history is a [*ConflictError];
-// other refusals are [*witness.Error]s.
+// a witness that cosigned a larger tree the log's store holds gives a
+// [*BehindError]; other refusals are [*witness.Error]s.
 func (w *Witness) Cosign(ctx context.Context, signed []byte) ([]byte, error) {
 	c, err := log.ParseCheckpointNote(signed)
 	if err != nil {
@@ -97,10 +113,23 @@ func (w *Witness) Cosign(ctx context.Context, signed []byte) ([]byte, error) {
 	conflict := func(status int, witnessSize uint64, format string, args ...any) error {
 		return &ConflictError{Witness: w.v.Name(), Size: c.Size, WitnessSize: witnessSize, Status: status, Detail: fmt.Sprintf(format, args...)}
 	}
+	// ahead is the answer for a witness that cosigned size n, above the
+	// checkpoint's: on a shared log another sidecar may have had a larger
+	// tree cosigned while ours was on its way, and then our own store
+	// holds the tree of size n; only a log that never reached n is in
+	// conflict with the witness.
+	ahead := func(status int, n uint64) error {
+		if c.Size > 0 {
+			if _, err := log.ProveConsistency(ctx, w.nodes, c.Size, n); err == nil {
+				return &BehindError{Witness: w.v.Name(), Size: c.Size, WitnessSize: n}
+			}
+		}
+		return conflict(status, n, "it cosigned size %d, larger than the log's checkpoint of size %d", n, c.Size)
+	}
 	old := w.size
 	for range maxAttempts {
 		if old > c.Size {
-			return nil, conflict(http.StatusConflict, old, "it cosigned size %d, larger than the log's checkpoint of size %d", old, c.Size)
+			return nil, ahead(http.StatusConflict, old)
 		}
 		req := &witness.AddCheckpointRequest{OldSize: old, Proof: [][]byte{}, Checkpoint: signed}
 		if old > 0 && old < c.Size {
@@ -134,7 +163,7 @@ func (w *Witness) Cosign(ctx context.Context, signed []byte) ([]byte, error) {
 				return nil, fmt.Errorf("witness %s: 409 naming the old size %d we sent", w.v.Name(), old)
 			case we.Size > c.Size:
 				w.size = we.Size
-				return nil, conflict(we.Status, we.Size, "it cosigned size %d, larger than the log's checkpoint of size %d", we.Size, c.Size)
+				return nil, ahead(we.Status, we.Size)
 			}
 			old = we.Size
 			w.size = we.Size

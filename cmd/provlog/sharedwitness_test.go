@@ -21,27 +21,15 @@ import (
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
-// TestProbeSharedLogFalseWitnessConflict: two sidecars serve one
-// PostgreSQL log (DESIGN §3) with the same witness configured, as one
-// config for both gives. Sidecar B commits size N and submits its
-// checkpoint; on the way (B's link to the witness is slower: here its
-// request is held) sidecar A commits N+1 and gets it cosigned. B's request
-// then arrives and the witness answers 409 "N+1": it is ahead on the same
-// history. B records a witness.conflict entry in the shared log ("holds
-// another history of the log") and its /healthz says
-// witness_policy_not_met "reported a conflicting checkpoint" until
-// restarted.
-//
-// Observed: one witness.conflict entry (witness_size N+1,
-// checkpoint_size N) in an honest log, and B degraded.
-//
-// Cause: witness/client/witness.go Cosign, case we.Size > c.Size (unit
-// probe: witness/client TestProbeSharedLogLaggingSidecarFalseConflict);
-// client.Cosigner.tally never clears WitnessStatus.Conflict, so health
-// stays degraded. Fix: on a 409 above the submitted size, look whether the
-// log's store holds that size (log.ProveConsistency(nodes, c.Size,
-// we.Size) succeeds); then it is a stale submission, not a conflict.
-func TestProbeSharedLogFalseWitnessConflict(t *testing.T) {
+// TestSharedLogWitnessAheadNoConflict: two sidecars serve one
+// PostgreSQL log (DESIGN §3) with the same witness. Sidecar B commits size
+// N and submits its checkpoint; on the way (B's request is held) sidecar A
+// commits N+1 and gets it cosigned. B's request then arrives and the
+// witness answers 409 "N+1": it is ahead on the same history, which B's
+// store holds. B records no witness.conflict entry and its health reports
+// no witness_policy_not_met (witness/client
+// TestSharedLogLaggingSidecarNoConflict).
+func TestSharedLogWitnessAheadNoConflict(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
