@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -106,7 +107,7 @@ func SignCheckpoint(c Checkpoint, s note.Signer) ([]byte, error) {
 // Signatures by keys other than v (witness cosignatures) are left in the
 // returned note's UnverifiedSigs.
 func OpenCheckpoint(msg []byte, v note.Verifier) (Checkpoint, *note.Note, error) {
-	n, err := openNote(msg, note.VerifierList(v))
+	n, err := OpenNote(msg, note.VerifierList(v))
 	if err != nil {
 		return Checkpoint{}, nil, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -120,28 +121,46 @@ func OpenCheckpoint(msg []byte, v note.Verifier) (Checkpoint, *note.Note, error)
 	return c, n, nil
 }
 
-// openNote is note.Open that also refuses a signature line written
-// otherwise than its signature's one encoding, or written twice: note.Open
-// decodes base64 leniently (a last character's spare bits are not
-// looked at), so a note with a changed byte would verify as the same
-// note, and a receipt or a bundle's checkpoint be altered unnoticed.
-func openNote(msg []byte, known note.Verifiers) (*note.Note, error) {
+// OpenNote is note.Open that also refuses a signature line written
+// otherwise than its signature's one encoding, a line written twice, and
+// two lines by one known key (name and key ID). note.Open decodes base64
+// leniently (a last character's spare bits are not looked at), so a note
+// with a changed byte would verify as the same note; and it verifies only
+// the first line by a key, dropping later ones unchecked, so a forged
+// line would ride along. Either way a receipt or a bundle's checkpoint
+// could be altered unnoticed.
+func OpenNote(msg []byte, known note.Verifiers) (*note.Note, error) {
 	n, err := note.Open(msg, known)
 	if err != nil {
 		return nil, err
 	}
-	// note.Open passed over a line written twice; read the lines as sent.
+	// note.Open passed over lines by a key it had seen; read the lines
+	// as sent.
 	block := msg[bytes.LastIndex(msg, []byte("\n\n"))+2:]
 	seen := map[string]bool{}
+	byKey := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSuffix(string(block), "\n"), "\n") {
 		name, sig, _ := strings.Cut(strings.TrimPrefix(line, "— "), " ")
-		if b, err := base64.StdEncoding.Strict().DecodeString(sig); err != nil || base64.StdEncoding.EncodeToString(b) != sig {
+		b, err := base64.StdEncoding.Strict().DecodeString(sig)
+		if err != nil || base64.StdEncoding.EncodeToString(b) != sig {
 			return nil, fmt.Errorf("the signature by %s is not written in canonical base64", name)
 		}
 		if seen[line] {
 			return nil, fmt.Errorf("the signature by %s is written twice", name)
 		}
 		seen[line] = true
+		if len(b) < 4 {
+			continue // note.Open refused it already
+		}
+		id := binary.BigEndian.Uint32(b)
+		if _, err := known.Verifier(name, id); err != nil {
+			continue // not a key the caller trusts: left unverified
+		}
+		key := fmt.Sprintf("%s+%08x", name, id)
+		if byKey[key] {
+			return nil, fmt.Errorf("the note carries two signatures by %s (key ID %08x)", name, id)
+		}
+		byKey[key] = true
 	}
 	return n, nil
 }

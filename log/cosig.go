@@ -349,7 +349,7 @@ func OpenWitnessedCheckpoint(msg []byte, logV note.Verifier, p WitnessPolicy) (C
 			return Checkpoint{}, nil, fmt.Errorf("witness policy: witness %s is the log's own key", w.Name())
 		}
 	}
-	n, err := openNote(msg, note.VerifierList(append([]note.Verifier{logV}, p.Witnesses...)...))
+	n, err := OpenNote(msg, note.VerifierList(append([]note.Verifier{logV}, p.Witnesses...)...))
 	if err != nil {
 		var inv *note.InvalidSignatureError
 		if errors.As(err, &inv) {

@@ -26,7 +26,7 @@ import (
 // line beside the saved one. cosigned.checkpoint, /log/checkpoint and
 // every receipt then carry two cosignatures by one witness key; they pass
 // provlog's verifiers only because note.Open drops the second line
-// unchecked (log TestProbeSecondSignatureLineByKnownKey), and each
+// unchecked (log TestSecondSignatureLineByKnownKey), and each
 // further restart adds one more.
 //
 // Observed: after one restart, cosigned.checkpoint holds 2 lines by

@@ -20,7 +20,7 @@ import (
 //
 // Observed: Latest carries 2 lines by witness.example/w1. Verifiers
 // built on note.Open pass it only because note.Open drops the second
-// line unchecked (see log TestProbeSecondSignatureLineByKnownKey): a
+// line unchecked (see log TestSecondSignatureLineByKnownKey): a
 // verifier that refuses two signatures by one key (as log's openNote
 // should) refuses the sidecar's own receipts.
 //

@@ -183,7 +183,11 @@ func (w *Witness) Cosign(ctx context.Context, signed []byte) ([]byte, error) {
 const maxTreeSize = 1<<53 - 1
 
 // verify checks the witness's answer to signed and returns its
-// cosignature lines, ignoring lines by other keys as the spec asks.
+// cosignature line, ignoring lines by other keys as the spec asks. It
+// opens the line as every verifier of the log's checkpoints will
+// (log.OpenNote): an answer with two lines by the witness's key, or one
+// spelled otherwise than canonically, is refused, so the Cosigner never
+// hands out a line that does not verify on its own.
 func (w *Witness) verify(signed, sigs []byte) ([]byte, error) {
 	lines, err := witness.SignatureLines(sigs)
 	if err != nil {
@@ -198,7 +202,7 @@ func (w *Witness) verify(signed, sigs []byte) ([]byte, error) {
 	if mine == nil {
 		return nil, fmt.Errorf("witness %s: the response has no cosignature by its key (key ID %08x)", w.v.Name(), w.v.KeyHash())
 	}
-	if _, err := note.Open(append(bytes.Clone(signed), mine...), note.VerifierList(w.v)); err != nil {
+	if _, err := log.OpenNote(append(bytes.Clone(signed), mine...), note.VerifierList(w.v)); err != nil {
 		return nil, fmt.Errorf("witness %s: its cosignature does not verify: %w", w.v.Name(), err)
 	}
 	return mine, nil

@@ -9,28 +9,14 @@ import (
 	"github.com/provlog/provlog/log/logtest"
 )
 
-// TestProbeSecondSignatureLineByKnownKey: a checkpoint note altered by
+// TestSecondSignatureLineByKnownKey: a checkpoint note altered by
 // appending a second signature line by a key the verifier knows (the
 // log's, or a witness's), with the same name and key ID and a signature
-// that does not verify, written in canonical base64. note.Open verifies
-// the first line by a key and drops every later one unchecked ("Drop
-// repeated signatures by a single verifier"); openNote refuses only a
-// line written twice byte for byte. So OpenCheckpoint and
-// OpenWitnessedCheckpoint (verify-proof, receipts, bundles, evidence,
-// provlog__verify) say OK for altered material: the very thing openNote
-// exists to prevent for non-canonical base64 ("a receipt or a bundle's
-// checkpoint be altered unnoticed"). A hostile witness makes the sidecar
-// hand such checkpoints out itself (witness/client
-// TestProbeWitnessSecondForgedLine).
-//
-// Observed: OpenWitnessedCheckpoint returns no error for either
-// alteration, OpenCheckpoint none for the log key's (a witness's line is
-// unknown to it, and rightly ignored).
-//
-// Cause: log/checkpoint.go openNote. Fix: refuse a note carrying two
-// signature lines with one known name and key ID (count lines by
-// name+key ID over the known verifiers), or verify every such line.
-func TestProbeSecondSignatureLineByKnownKey(t *testing.T) {
+// that does not verify, in canonical base64. note.Open verifies the first
+// line by a key and drops later ones unchecked; OpenCheckpoint and
+// OpenWitnessedCheckpoint refuse the note (a witness's line is unknown to
+// OpenCheckpoint, and rightly ignored there).
+func TestSecondSignatureLineByKnownKey(t *testing.T) {
 	logS, logV := logtest.NewKey(t, "log.example/second")
 	ws, wvs := cosigners(t, 1)
 	_, _, msg := cosignTree(t, 5, logS, ws[0])

@@ -19,7 +19,7 @@ import (
 
 // forgedTwin returns a signature line by the same name and key ID as
 // line, whose signature bytes are altered (canonical base64, so
-// log.openNote's spelling check passes).
+// log.OpenNote's spelling check passes).
 func forgedTwin(line string) string {
 	prefix, b64, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
 	name, b64, _ := strings.Cut(b64, " ")
@@ -29,29 +29,13 @@ func forgedTwin(line string) string {
 	return prefix + " " + name + " " + base64.StdEncoding.EncodeToString(raw) + "\n"
 }
 
-// TestProbeWitnessSecondForgedLine: a hostile witness answers
-// add-checkpoint with its valid cosignature line followed by a second
-// line by the same name and key ID whose signature is forged.
-// golang.org/x/mod/sumdb/note.Open drops every signature by a key after
-// the first ("Drop repeated signatures by a single verifier") without
-// verifying it, so Witness.verify accepts the answer and returns BOTH
-// lines; the Cosigner merges them into Latest, which the sidecar saves
-// (cosigned.checkpoint) and hands out in every receipt. log's
-// OpenWitnessedCheckpoint then accepts that checkpoint too (openNote
-// refuses only a line written twice byte for byte): the log serves, and
-// its verifiers pass, a checkpoint carrying a signature line that does
-// not verify.
-//
-// Observed: Cosign returns 2 lines; Latest carries both; the second does
-// not verify on its own.
-//
-// Cause: witness/client/witness.go verify() keeps `mine` (every line by
-// the key) instead of the signatures note.Open verified (n.Sigs); and
-// log/checkpoint.go openNote lets a second, unverified line by a known key
-// through. Fix: refuse an answer with more than one line by the witness's
-// key (or keep only the verified one), and have openNote refuse two lines
-// by one known key (log TestProbeSecondSignatureLineByKnownKey).
-func TestProbeWitnessSecondForgedLine(t *testing.T) {
+// TestWitnessSecondForgedLine: a hostile witness answers add-checkpoint
+// with its valid cosignature line followed by a second line by the same
+// name and key ID whose signature is forged. note.Open would drop the
+// second line unchecked; Witness.verify refuses the answer, so neither
+// Cosign nor the Cosigner's Latest (which the sidecar saves and hands out
+// in every receipt) ever carries a line that does not verify.
+func TestWitnessSecondForgedLine(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	k := witnesstest.NewKey(t, origin)
