@@ -3,6 +3,7 @@ package witness
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,8 +16,12 @@ const sigPrefix = "— "
 
 // AddCosignatures returns the signed note with the signature lines sigs
 // (as a witness returns them: "— <name> <base64>\n" each) added after its
-// own, leaving out lines it already has. It checks only the lines' form;
-// verify them first (client.Witness does).
+// own, leaving out a line by a key (name and key ID) the note already has
+// a line by: a witness that cosigns the same checkpoint again (each time
+// with a new timestamp, as after a sidecar's restart) keeps its first
+// cosignature, and the note never carries two lines by one key, which
+// log.OpenNote refuses. It checks only the lines' form; verify them first
+// (client.Witness does).
 func AddCosignatures(signed []byte, sigs ...[]byte) ([]byte, error) {
 	i := bytes.LastIndex(signed, []byte("\n\n"))
 	if i < 0 || len(signed) == i+2 || signed[len(signed)-1] != '\n' {
@@ -24,7 +29,7 @@ func AddCosignatures(signed []byte, sigs ...[]byte) ([]byte, error) {
 	}
 	have := map[string]bool{}
 	for _, l := range strings.SplitAfter(string(signed[i+2:]), "\n") {
-		have[l] = true
+		have[signatureKey(l)] = true
 	}
 	out := bytes.Clone(signed)
 	for _, s := range sigs {
@@ -33,13 +38,24 @@ func AddCosignatures(signed []byte, sigs ...[]byte) ([]byte, error) {
 			return nil, fmt.Errorf("adding cosignatures: %w", err)
 		}
 		for _, l := range lines {
-			if !have[l] {
-				have[l] = true
+			if k := signatureKey(l); !have[k] {
+				have[k] = true
 				out = append(out, l...)
 			}
 		}
 	}
 	return out, nil
+}
+
+// signatureKey returns the name and key ID of a signature line, or the
+// line itself if it has no key ID to read.
+func signatureKey(line string) string {
+	name, sig, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(line, sigPrefix), "\n"), " ")
+	raw, err := base64.StdEncoding.DecodeString(sig)
+	if err != nil || len(raw) < 4 {
+		return line
+	}
+	return fmt.Sprintf("%s+%08x", name, binary.BigEndian.Uint32(raw))
 }
 
 // SignatureLines splits b into note signature lines, each "— <name>

@@ -113,7 +113,9 @@ func TestAddCosignatures(t *testing.T) {
 	cp := "o\n1\n" + base64.StdEncoding.EncodeToString(make([]byte, 32)) + "\n\n— o AAAAAAA=\n"
 	a := "— w1 AQIDBAUG\n"
 	b := "— w2 BwgJCgsM\n"
-	got, err := AddCosignatures([]byte(cp), []byte(a), []byte(a+b), []byte("— o AAAAAAA=\n"))
+	// A second line by w1's key (same name and key ID, another
+	// signature) and one by the log's key are left out.
+	got, err := AddCosignatures([]byte(cp), []byte(a), []byte(a+b), []byte("— o AAAAAAA=\n"), []byte("— w1 AQIDBAcH\n"), []byte("— o AAAAAAE=\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

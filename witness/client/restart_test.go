@@ -10,26 +10,13 @@ import (
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
-// TestProbeRestartCosignsTwice: the sidecar restarts while its log has
-// not grown. The new Cosigner starts from the saved cosigned checkpoint
-// (Initial: cp with w1's cosignature), and the sidecar submits its latest
-// checkpoint, the same cp. w1 cosigns it again, with a new timestamp, and
-// keep merges that line into Latest beside the first: the checkpoint the
-// sidecar then saves and hands out in every receipt carries two
-// cosignatures by one witness key.
-//
-// Observed: Latest carries 2 lines by witness.example/w1. Verifiers
-// built on note.Open pass it only because note.Open drops the second
-// line unchecked (see log TestSecondSignatureLineByKnownKey): a
-// verifier that refuses two signatures by one key (as log's openNote
-// should) refuses the sidecar's own receipts.
-//
-// Cause: witness/client/cosigner.go keep: witness.AddCosignatures(base,
-// sigs...) with base = latest leaves out only byte-identical lines. Fix:
-// when merging, replace (or keep) a witness's line by name and key ID
-// rather than adding a second one; or do not ask a witness again for a
-// checkpoint Latest already carries its cosignature of.
-func TestProbeRestartCosignsTwice(t *testing.T) {
+// TestRestartCosignsOnce: the sidecar restarts while its log has not
+// grown. The new Cosigner starts from the saved cosigned checkpoint
+// (Initial: cp with w1's cosignature) and submits the same cp; w1 cosigns
+// it again, with a new timestamp. Latest keeps one cosignature by w1: two
+// lines by one key are what log.OpenNote refuses, so the sidecar would
+// hand out receipts its own verifiers refuse.
+func TestRestartCosignsOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	k := witnesstest.NewKey(t, origin)

@@ -19,24 +19,13 @@ import (
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
-// TestProbeSidecarRestartDoubleCosignature: a sidecar with one witness is
-// stopped and started again with no call in between. On start it submits
-// its latest checkpoint, the one cosigned.checkpoint already holds; the
-// witness cosigns it again (new timestamp) and the Cosigner adds that
-// line beside the saved one. cosigned.checkpoint, /log/checkpoint and
-// every receipt then carry two cosignatures by one witness key; they pass
-// provlog's verifiers only because note.Open drops the second line
-// unchecked (log TestSecondSignatureLineByKnownKey), and each
-// further restart adds one more.
-//
-// Observed: after one restart, cosigned.checkpoint holds 2 lines by
-// witness.example/w1.
-//
-// Cause: witness/client/cosigner.go keep merges with
-// witness.AddCosignatures, which leaves out only byte-identical lines
-// (unit probe: witness/client TestProbeRestartCosignsTwice). Fix: merge by
-// witness (name and key ID), keeping one line each.
-func TestProbeSidecarRestartDoubleCosignature(t *testing.T) {
+// TestSidecarRestartCosignsOnce: a sidecar with one witness is stopped
+// and started again with no call in between. On start it submits its
+// latest checkpoint, the one cosigned.checkpoint already holds; the
+// witness cosigns it again (new timestamp). cosigned.checkpoint keeps one
+// line by the witness, however often the sidecar restarts
+// (witness/client TestRestartCosignsOnce).
+func TestSidecarRestartCosignsOnce(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	k := mustKeygen(t, data, "provlog.example/restart")
 	s := witnesstest.NewCosigner(t, "witness.example/w1")
