@@ -22,7 +22,7 @@ const (
 	reasonDownstream = "downstream_down"          // a configured MCP server is down
 	reasonAnchorGap  = "anchor_gap"               // entries unanchored for over N intervals
 	reasonAnchorAuth = "anchor_authority_failing" // a TSA or Rekor failed N rounds running (the others may still anchor)
-	reasonWitness    = "witness_policy_not_met"   // fewer witnesses cosign than the policy needs
+	reasonWitness    = "witness_policy_not_met"   // no checkpoint meeting the policy is held, or fewer witnesses cosign than it needs
 	reasonToolChange = "tool_definition_changed"  // a server changed a tool's definition while the sidecar ran
 	reasonBlobs      = "blob_store_failing"       // the blob store's last write failed (a full disk): large calls refused, kept results withheld
 )
@@ -113,7 +113,8 @@ func (s *sidecar) problems() []problem {
 		}
 	}
 	if s.witness != nil {
-		if d := s.witness.policyProblem(); d != "" {
+		size, _ := s.seq.Checkpoint()
+		if d := s.witness.policyProblem(size); d != "" {
 			ps = append(ps, problem{reasonWitness, d})
 		}
 	}
@@ -128,9 +129,13 @@ func (s *sidecar) problems() []problem {
 }
 
 // policyProblem says why the witness policy is not met now (empty: it
-// is): fewer witnesses than the threshold cosigned in their last round,
-// or one reported a conflicting checkpoint.
-func (w *witnessing) policyProblem() string {
+// is), for a log whose checkpoint has size logSize: no checkpoint meeting
+// the policy is held (what /log/checkpoint serves and receipts carry),
+// one witness reported a conflicting checkpoint, or fewer witnesses than
+// the threshold cosigned in their last round, so the one held falls
+// behind. Witnesses answering alone do not make it met: an answer whose
+// cosignature could not be kept held nothing.
+func (w *witnessing) policyProblem(logSize uint64) string {
 	st := w.cos.Status()
 	good := 0
 	var last string
@@ -144,11 +149,15 @@ func (w *witnessing) policyProblem() string {
 			last = fmt.Sprintf("; %s: %s", ws.Name, ws.LastError)
 		}
 	}
-	if good >= st.Threshold {
-		return ""
+	switch {
+	case st.CosignedSize == 0 && logSize > 0:
+		return fmt.Sprintf("no checkpoint of the log (size %d) is cosigned by the %d witnesses the policy needs yet; %d of %d cosign%s",
+			logSize, st.Threshold, good, len(st.Witnesses), last)
+	case good < st.Threshold:
+		return fmt.Sprintf("%d of %d witnesses cosign, the policy needs %d (newest cosigned size %d)%s",
+			good, len(st.Witnesses), st.Threshold, st.CosignedSize, last)
 	}
-	return fmt.Sprintf("%d of %d witnesses cosign, the policy needs %d (newest cosigned size %d)%s",
-		good, len(st.Witnesses), st.Threshold, st.CosignedSize, last)
+	return ""
 }
 
 func (s *sidecar) healthz(w http.ResponseWriter, r *http.Request) {
@@ -182,7 +191,7 @@ func (s *sidecar) writeHealthMetrics(w io.Writer) {
 		reasonStorage:    "1 while the log has stopped writing (calls are refused).",
 		reasonDownstream: "Configured downstream MCP servers that are down.",
 		reasonAnchorGap:  "1 while entries stay unanchored for longer than health.anchor_gap_intervals anchoring intervals.",
-		reasonWitness:    "1 while fewer witnesses cosign than witness_policy.threshold, or one reported a conflict.",
+		reasonWitness:    "1 while no checkpoint meeting witness_policy is held, fewer witnesses cosign than its threshold, or one reported a conflict.",
 		reasonBlobs:      "1 while the blob store's last write failed (calls with arguments too large for an entry are refused, kept results withheld).",
 	}
 	for _, r := range healthReasons {

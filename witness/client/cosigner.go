@@ -319,7 +319,16 @@ func (c *Cosigner) answer(i int, cp []byte, r cosignResult, now time.Time) (retr
 	if len(sigs) < c.opts.Threshold && !latest {
 		return false
 	}
-	return !c.keep(cp, sigs, now)
+	if err := c.keep(cp, sigs, now); err != nil {
+		// The witness answered, but nothing it cosigned is held: it
+		// counts as failing, or the sidecar's health would say the policy
+		// is met while no receipt carries a cosignature.
+		c.mu.Lock()
+		c.status[i].LastError = "its cosignature could not be kept: " + err.Error()
+		c.mu.Unlock()
+		return true
+	}
+	return false
 }
 
 // A cosignature is the checkpoint a witness last cosigned, and its lines.
@@ -391,8 +400,8 @@ func (c *Cosigner) tally(i int, cp []byte, r cosignResult, now time.Time) (retry
 // keep merges sigs into cp, or into the latest if it is cp with
 // cosignatures, and if the result meets the policy, is no older than the
 // latest and adds to it, makes it the latest and passes it to OnCosigned.
-// It reports false when the merge or the policy failed.
-func (c *Cosigner) keep(cp []byte, sigs [][]byte, now time.Time) bool {
+// It returns the error when the merge or the policy failed.
+func (c *Cosigner) keep(cp []byte, sigs [][]byte, now time.Time) error {
 	c.keepMu.Lock()
 	defer c.keepMu.Unlock()
 	c.mu.Lock()
@@ -404,15 +413,15 @@ func (c *Cosigner) keep(cp []byte, sigs [][]byte, now time.Time) bool {
 	merged, err := witness.AddCosignatures(base, sigs...)
 	if err != nil {
 		c.logger.Error("cosigner: merging cosignatures", "err", err)
-		return false
+		return err
 	}
 	if bytes.Equal(merged, latest) {
-		return true // nothing new
+		return nil // nothing new
 	}
 	got, _, err := log.OpenWitnessedCheckpoint(merged, c.opts.Log, c.policy)
 	if err != nil {
 		c.logger.Error("cosigner: the cosigned checkpoint does not meet the policy", "err", err)
-		return false
+		return err
 	}
 	c.mu.Lock()
 	newer := got.Size >= c.latestN
@@ -423,5 +432,5 @@ func (c *Cosigner) keep(cp []byte, sigs [][]byte, now time.Time) bool {
 	if newer && c.opts.OnCosigned != nil {
 		c.opts.OnCosigned(merged)
 	}
-	return true
+	return nil
 }

@@ -16,24 +16,13 @@ import (
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
-// TestProbeHealthOKWithNothingCosigned: the sidecar's one witness (policy
+// TestHealthNotOKWithNothingCosigned: the sidecar's one witness (policy
 // 1 of 1) answers every add-checkpoint with a valid cosignature spelled
-// with a base64 spare bit set. The Cosigner accepts each answer (status:
-// LastSuccess, no LastError) but cannot make a checkpoint Latest (the
-// merged note fails log.OpenWitnessedCheckpoint's canonical-spelling
-// check; witness/client TestProbeOneWitnessSpellingBlocksPolicy). Nothing
-// is ever cosigned, receipts carry no cosignature, yet /healthz reports no
-// witness_policy_not_met: witnessing.policyProblem counts witnesses whose
-// last answer succeeded, not whether a cosigned checkpoint exists.
-//
-// Observed: after the witness answered, problems() holds no
-// witness_policy_not_met while cos.Latest() is nil.
-//
-// Cause: cmd/provlog/health.go policyProblem (and the client's tally
-// recording success before keep fails). Fix: report the policy unmet
-// while Status().CosignedSize is behind the log (or 0), and have the
-// Cosigner record a witness whose cosignature could not be kept as failed.
-func TestProbeHealthOKWithNothingCosigned(t *testing.T) {
+// with a base64 spare bit set. The Cosigner refuses each answer, nothing
+// is cosigned, and /healthz reports witness_policy_not_met: health says
+// whether a checkpoint meeting the policy is held, not whether witnesses
+// answered (witness/client TestOneWitnessSpellingDoesNotBlockPolicy).
+func TestHealthNotOKWithNothingCosigned(t *testing.T) {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 	data := filepath.Join(t.TempDir(), "data")
 	k := mustKeygen(t, data, "provlog.example/sloppy")
