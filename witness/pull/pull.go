@@ -109,7 +109,7 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 	if rec == nil {
 		return record()
 	}
-	prev, _, err := openCheckpoint(rec, opts.Verifier, origin)
+	prev, recKept, err := openCheckpoint(rec, opts.Verifier, origin)
 	if err != nil {
 		return nil, fmt.Errorf("the recorded checkpoint: %w", err)
 	}
@@ -117,7 +117,9 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 	if cur.Size > math.MaxInt64 || prev.Size > math.MaxInt64 {
 		return nil, errors.New("tree size out of range")
 	}
-	c := &comparison{rec: rec, body: body, prev: prev, cur: cur, v: opts.Verifier, origin: origin,
+	// Evidence holds the notes as verified, not as served: a line written
+	// twice, which note.Open passes over, would make it unverifiable.
+	c := &comparison{rec: recKept, body: kept, prev: prev, cur: cur, v: opts.Verifier, origin: origin,
 		tiles: &tileReader{ctx: ctx, lc: lc, cache: map[tlog.Tile][]byte{}}}
 
 	switch {
@@ -125,7 +127,7 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 		if bytes.Equal(cur.Hash, prev.Hash) {
 			return res, nil
 		}
-		res.Evidence = witness.ForkFromProof(rec, body, nil)
+		res.Evidence = witness.ForkFromProof(recKept, kept, nil)
 		return res, fmt.Errorf("%w: %s", ErrFork, res.Evidence.Detail)
 
 	case prev.Size == 0:
@@ -135,7 +137,7 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 	case cur.Size == 0:
 		// The log went back to the empty tree: it cannot serve the
 		// larger one any more.
-		res.Evidence = rollback(origin, body, rec, cur, prev, errors.New("the log is empty"))
+		res.Evidence = rollback(origin, kept, recKept, cur, prev, errors.New("the log is empty"))
 		return res, fmt.Errorf("%w: %s", ErrRollback, res.Evidence.Detail)
 
 	case cur.Size > prev.Size:
@@ -155,8 +157,9 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 }
 
 // A comparison is the recorded checkpoint prev (its note rec) and the one
-// the log serves, cur (its note body), both of origin and opened with v,
-// with the log's tiles to prove one against the other.
+// the log serves, cur (its note body), both of origin, opened with v and
+// written as verified ([witness.Verified]), with the log's tiles to prove
+// one against the other.
 type comparison struct {
 	rec, body []byte
 	prev, cur log.Checkpoint

@@ -7,24 +7,12 @@ import (
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
-// TestProbeForkEvidenceDoubledSignatureLine: a forking log (same key as
-// f.a) sends its checkpoints with its signature line written twice. The
-// witness opens them with note.Open, which drops a repeated identical
-// line, finds the fork, refuses, and hands OnFork evidence holding
-// req.Checkpoint verbatim; witness.Evidence.Verify reads it with
-// log.OpenCheckpoint, which refuses a line written twice. The evidence
-// provlog-witness writes to <data>/evidence ("check it with the log's key
-// alone") does not verify.
-//
-// Observed: both the larger-tree fork (old 10 -> 20, 422) and the
-// same-size fork (409) give evidence whose Verify fails with "evidence:
-// checkpoint 2: checkpoint: the signature by log.example/a is written
-// twice".
-//
-// Cause: witness/server/server.go, fork(): ForkFromProof(recorded,
-// req.Checkpoint, ...). Fix: pass the note as verified (witness.Verified(n),
-// already computed as `kept` in AddCheckpoint) instead of the bytes sent.
-func TestProbeForkEvidenceDoubledSignatureLine(t *testing.T) {
+// TestForkEvidenceDoubledSignatureLine: a forking log (same key as f.a)
+// sends its checkpoints with its signature line written twice. The
+// witness refuses them as forks, and the evidence it hands OnFork holds
+// the checkpoint as verified, not the bytes sent, so it verifies with the
+// log's key alone.
+func TestForkEvidenceDoubledSignatureLine(t *testing.T) {
 	f := newFixture(t, witnesstest.NewStore())
 	evil := witnesstest.NewLog(t, f.a.Key, "evil")
 	if status, _, body := f.post(t, request(t, f.a, 0, 10)); status != 200 {

@@ -18,28 +18,12 @@ func doubleSig(cp []byte) []byte {
 	return append(bytes.Clone(cp), cp[i+2:]...)
 }
 
-// TestProbeForkWithDoubledSignatureLine: a forking log (the evil twin,
-// same key) serves its checkpoint with its own signature line written
-// twice. The pull check opens it with note.Open, which drops the repeated
-// line, and so takes it as validly signed; but the evidence it builds
-// carries the served bytes verbatim, and witness.Evidence.Verify, which
-// reads them with log.OpenCheckpoint, refuses a line written twice.
-//
-// Observed: for a larger tree with another history, Check returns a plain
-// error ("the consistency proof from size 10 to 20 fails, yet shows no
-// fork: evidence: checkpoint 2: checkpoint: the signature by
-// log.example/pulled is written twice"), not ErrFork, and no evidence: the
-// fork goes unreported (`provlog-witness check` says neither FORK nor
-// writes a file). For the same size, ErrFork comes with evidence that does
-// not verify with the log's key, although the command tells the operator
-// to "check it with the log's key alone".
-//
-// Cause: witness/pull/pull.go keeps `body` (the served bytes) for the
-// evidence, while `kept` (witness.Verified(n)) is what it verified. Fix:
-// build the evidence from kept (the note with only the log's verified
-// signatures, canonically written), as the record already is; the witness
-// server's fork (server.go, w.fork with req.Checkpoint) needs the same.
-func TestProbeForkWithDoubledSignatureLine(t *testing.T) {
+// TestForkWithDoubledSignatureLine: a forking log (the evil twin, same
+// key) serves its checkpoint with its own signature line written twice.
+// note.Open passes over the repeated line; the evidence holds the note as
+// verified, so Check reports the fork (ErrFork, for a larger tree and for
+// the same size) with evidence that verifies with the log's key alone.
+func TestForkWithDoubledSignatureLine(t *testing.T) {
 	k := witnesstest.NewKey(t, origin)
 	honest := witnesstest.NewLog(t, k, "honest")
 	evil := witnesstest.NewLog(t, k, "evil")
