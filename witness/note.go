@@ -83,16 +83,24 @@ func SignatureLines(b []byte) ([]string, error) {
 }
 
 // Verified returns n, as note.Open returned it, as a signed note with only
-// the signatures Open verified: what a witness keeps of a checkpoint. A
+// the signatures Open verified, each written in canonical base64: what a
+// witness keeps of a checkpoint, and what fork evidence holds. A
 // checkpoint may carry up to [MaxRequestSize] of other signature lines,
 // which a log holding a trusted key could send with every checkpoint to
-// fill the witness's disk; they are not the witness's to keep.
+// fill the witness's disk; they are not the witness's to keep. note.Open
+// decodes base64 leniently, and a signature kept as the log spelled it
+// (spare bits set) would make every piece of fork evidence built on it
+// fail log.OpenCheckpoint: the log could poison the record in advance.
 func Verified(n *note.Note) []byte {
 	var b strings.Builder
 	b.WriteString(n.Text)
 	b.WriteString("\n")
 	for _, s := range n.Sigs {
-		b.WriteString(sigPrefix + s.Name + " " + s.Base64 + "\n")
+		sig := s.Base64
+		if raw, err := base64.StdEncoding.DecodeString(sig); err == nil {
+			sig = base64.StdEncoding.EncodeToString(raw)
+		}
+		b.WriteString(sigPrefix + s.Name + " " + sig + "\n")
 	}
 	return []byte(b.String())
 }

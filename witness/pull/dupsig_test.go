@@ -11,7 +11,7 @@ import (
 
 // doubleSig returns the signed note cp with its (only) signature line
 // written twice. golang.org/x/mod/sumdb/note.Open drops a repeated
-// identical line and accepts the note; log.OpenCheckpoint (openNote)
+// identical line and accepts the note; log.OpenCheckpoint (log.OpenNote)
 // refuses it ("written twice"), and so does witness.Evidence.Verify.
 func doubleSig(cp []byte) []byte {
 	i := bytes.LastIndex(cp, []byte("\n\n"))

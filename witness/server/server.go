@@ -202,7 +202,7 @@ func (w *Witness) record(ctx context.Context, ls *logState, req *witness.AddChec
 			return refuse(http.StatusUnprocessableEntity, "the consistency proof must be empty when the old size is the checkpoint's")
 		}
 		if !bytes.Equal(c.Hash, cur.Hash) {
-			w.fork(ls.note, kept, req, "a checkpoint of the recorded size with another root hash")
+			w.fork(ls, kept, req, "a checkpoint of the recorded size with another root hash")
 			return &witness.Error{Status: http.StatusConflict, Size: cur.Size,
 				Msg: fmt.Sprintf("the checkpoint of size %d has another root hash than the one cosigned before", c.Size)}
 		}
@@ -213,7 +213,7 @@ func (w *Witness) record(ctx context.Context, ls *logState, req *witness.AddChec
 		}
 	default:
 		if err := log.VerifyConsistency(req.OldSize, c.Size, req.Proof, cur.Hash, c.Hash); err != nil {
-			w.fork(ls.note, kept, req, "a consistency proof that does not verify")
+			w.fork(ls, kept, req, "a consistency proof that does not verify")
 			return refuse(http.StatusUnprocessableEntity, "the consistency proof from size %d to %d does not verify", req.OldSize, c.Size)
 		}
 	}
@@ -259,13 +259,19 @@ func (w *Witness) load(ctx context.Context, ls *logState, origin string) error {
 }
 
 // fork logs a validly signed checkpoint the witness refuses as
-// inconsistent, and reports conclusive evidence. The evidence holds kept,
-// the checkpoint as verified, not the bytes sent: a log could send its
-// note with a line written twice, which note.Open passes over and the
-// evidence's verifiers refuse.
-func (w *Witness) fork(recorded, kept []byte, req *witness.AddCheckpointRequest, what string) {
+// inconsistent, and reports conclusive evidence against the checkpoint
+// recorded for ls. The evidence holds kept, the checkpoint as verified,
+// not the bytes sent: a log could send its note with a line written
+// twice, which note.Open passes over and the evidence's verifiers refuse.
+func (w *Witness) fork(ls *logState, kept []byte, req *witness.AddCheckpointRequest, what string) {
 	var ev *witness.Evidence
-	if recorded != nil {
+	if recorded := ls.note; recorded != nil {
+		// A store written before holds notes as sent, perhaps spelled
+		// otherwise than canonically: the evidence holds them as
+		// verified too.
+		if n, err := note.Open(recorded, ls.verifiers); err == nil {
+			recorded = witness.Verified(n)
+		}
 		ev = witness.ForkFromProof(recorded, kept, req.Proof)
 	}
 	if ev == nil {

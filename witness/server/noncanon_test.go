@@ -11,7 +11,7 @@ import (
 // spareBits rewrites the last signature line of cp with the spare bits of
 // its last base64 character set: the same signature bytes to
 // encoding/base64's lenient decoder (which note.Open uses), but not the
-// canonical spelling log.OpenCheckpoint (openNote) insists on.
+// canonical spelling log.OpenCheckpoint (log.OpenNote) insists on.
 func spareBits(t *testing.T, cp []byte) []byte {
 	t.Helper()
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -28,25 +28,13 @@ func spareBits(t *testing.T, cp []byte) []byte {
 	return b
 }
 
-// TestProbeForkEvidencePoisonedRecord: a log that means to fork first
-// sends the witness a valid checkpoint whose signature is spelled with
-// its base64 spare bits set. note.Open accepts it; witness.Verified keeps
-// each verified signature's Base64 as sent, so the witness records the
-// non-canonical note. When the log then forks, the evidence's first
-// checkpoint is that recorded note, and witness.Evidence.Verify
-// (log.OpenCheckpoint) refuses it: "the signature by … is not written in
-// canonical base64". The log chose, in advance, to make every piece of
-// fork evidence against it unverifiable.
-//
-// Observed: the recorded checkpoint is the non-canonical note; the fork
-// evidence (same size, 409) fails Verify on checkpoint 1.
-//
-// Cause: witness/note.go Verified writes s.Base64 verbatim, and server.go
-// opens requests with note.Open, not the canonical-spelling check of
-// log's openNote. Fix: refuse (403/400) a checkpoint whose trusted
-// signatures are not canonically spelled, or re-encode them in Verified
-// (base64 of the decoded bytes); and build evidence from those notes.
-func TestProbeForkEvidencePoisonedRecord(t *testing.T) {
+// TestForkEvidencePoisonedRecord: a log that means to fork first sends
+// the witness a valid checkpoint whose signature is spelled with its
+// base64 spare bits set. The witness records it re-encoded canonically
+// (witness.Verified), so the fork evidence built on that record when the
+// log then forks verifies with the log's key: the log cannot make every
+// piece of evidence against it unverifiable in advance.
+func TestForkEvidencePoisonedRecord(t *testing.T) {
 	f := newFixture(t, witnesstest.NewStore())
 	evil := witnesstest.NewLog(t, f.a.Key, "evil")
 	f.a.Grow(t, 10)

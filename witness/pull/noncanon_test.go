@@ -10,21 +10,12 @@ import (
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
-// TestProbePulledRecordNonCanonical: the pull check records what it
-// verified with note.Open, as witness.Verified writes it: each
-// signature's base64 as the log spelled it. A log that serves its
-// checkpoint with the signature's spare base64 bits set is recorded so;
-// when it later forks, the evidence's first checkpoint is that record and
-// witness.Evidence.Verify refuses it ("not written in canonical base64").
-//
-// Observed: same-size fork: ErrFork with evidence that fails Verify on
-// checkpoint 1.
-//
-// Cause: witness/note.go Verified keeps s.Base64 verbatim (and
-// witness/pull openCheckpoint uses note.Open). Fix: re-encode the
-// verified signatures canonically in Verified, or refuse non-canonical
-// spellings as log.OpenCheckpoint does.
-func TestProbePulledRecordNonCanonical(t *testing.T) {
+// TestPulledRecordNonCanonical: a log serves its checkpoint with the
+// signature's spare base64 bits set (note.Open decodes leniently and
+// accepts it). The pull check records the note re-encoded canonically
+// (witness.Verified), so when the log later forks, the evidence built on
+// that record verifies with the log's key.
+func TestPulledRecordNonCanonical(t *testing.T) {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 	k := witnesstest.NewKey(t, origin)
 	honest := witnesstest.NewLog(t, k, "honest")
