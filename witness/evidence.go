@@ -70,14 +70,19 @@ func ParseEvidence(b []byte) (*Evidence, error) {
 }
 
 // Verify checks that the evidence proves a fork of the log whose verifier
-// key is v: both checkpoints are signed by v, and either their sizes are
-// equal and their roots differ, or the proof leads from RootAtSmallerSize to
-// the larger root and RootAtSmallerSize is not the smaller checkpoint's
-// root. It returns nil only for conclusive evidence.
+// key is v: both checkpoints are signed by v and of the evidence's origin,
+// and either their sizes are equal and their roots differ, or the proof
+// leads from RootAtSmallerSize to the larger root and RootAtSmallerSize is
+// not the smaller checkpoint's root. It returns nil only for conclusive
+// evidence. The origin need not be v's name: c2sp.org/signed-note does
+// not tie them, and `provlog-witness check --origin` follows such logs.
 func (e *Evidence) Verify(v note.Verifier) error {
+	if e.Origin == "" {
+		return errors.New("evidence: no origin")
+	}
 	var cs [2]log.Checkpoint
-	for i, n := range e.Checkpoints {
-		c, _, err := log.OpenCheckpoint([]byte(n), v)
+	for i, msg := range e.Checkpoints {
+		c, err := openCheckpoint([]byte(msg), v, e.Origin)
 		if err != nil {
 			return fmt.Errorf("evidence: checkpoint %d: %w", i+1, err)
 		}
@@ -110,6 +115,23 @@ func (e *Evidence) Verify(v note.Verifier) error {
 		return fmt.Errorf("evidence: the proof does not tie the root at size %d to the checkpoint of size %d: %w", small.Size, large.Size, err)
 	}
 	return nil
+}
+
+// openCheckpoint verifies a signed checkpoint note with v, as strictly as
+// log.OpenCheckpoint does, and parses it; its origin must be origin.
+func openCheckpoint(msg []byte, v note.Verifier, origin string) (log.Checkpoint, error) {
+	n, err := log.OpenNote(msg, note.VerifierList(v))
+	if err != nil {
+		return log.Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	c, err := log.ParseCheckpoint(n.Text)
+	if err != nil {
+		return log.Checkpoint{}, err
+	}
+	if c.Origin != origin {
+		return log.Checkpoint{}, fmt.Errorf("checkpoint: origin %q is not the evidence's %q", c.Origin, origin)
+	}
+	return c, nil
 }
 
 // ForkFromProof returns fork evidence from two checkpoints (signed notes

@@ -126,6 +126,8 @@ func TestForkFromProof(t *testing.T) {
 			e.RootAtSmallerSize = base64.StdEncoding.EncodeToString(b.HashAt(10))
 		}, v},
 		{"unsigned", func(e *Evidence) { e.Checkpoints[1] = strings.SplitAfter(e.Checkpoints[1], "\n\n")[0] }, v},
+		{"another origin", func(e *Evidence) { e.Origin = "log.example/other" }, v},
+		{"no origin", func(e *Evidence) { e.Origin = "" }, v},
 	} {
 		e, _ := ParseEvidence(ev.Marshal())
 		tc.change(e)

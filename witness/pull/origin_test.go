@@ -12,25 +12,13 @@ import (
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
-// TestProbeForkOriginNotKeyName: `provlog-witness check --origin O`
-// follows a log whose origin is not its key's name (c2sp.org/signed-note
-// does not tie them; pull.Options.Origin exists for that). openCheckpoint
-// accepts such checkpoints, but fork evidence is checked with
-// witness.Evidence.Verify -> log.OpenCheckpoint, which requires the
-// origin to equal the verifier's name.
-//
-// Observed: a fork to a larger tree is not reported: Check returns a plain
-// error ("the consistency proof from size 10 to 20 fails, yet shows no
-// fork: evidence: checkpoint 1: checkpoint: origin "log.example/pulled" is
-// not the verifier's name "keys.example/x""), no ErrFork, no evidence; a
-// same-size fork gives ErrFork with evidence that Verify refuses.
-//
-// Cause: witness/evidence.go Evidence.Verify uses log.OpenCheckpoint
-// (origin == key name) while witness/pull (and witness/server, whose
-// config does require the name) accept other origins. Fix: let Verify
-// check the origin against e.Origin (both checkpoints the same origin),
-// not the key name; or refuse --origin other than the key's name up front.
-func TestProbeForkOriginNotKeyName(t *testing.T) {
+// TestForkOriginNotKeyName: `provlog-witness check --origin O` follows a
+// log whose origin is not its key's name (c2sp.org/signed-note does not
+// tie them). A fork of such a log, to a larger tree or at the same size,
+// is reported as ErrFork with evidence that verifies with the log's key:
+// witness.Evidence.Verify checks the checkpoints' origin against the
+// evidence's, not the key's name.
+func TestForkOriginNotKeyName(t *testing.T) {
 	k := witnesstest.NewKey(t, origin)
 	honest := witnesstest.NewLog(t, k, "honest")
 	evil := witnesstest.NewLog(t, k, "evil")
