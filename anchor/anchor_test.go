@@ -290,6 +290,34 @@ func TestRestartAppendsMissingEntry(t *testing.T) {
 	}
 }
 
+// TestRestartCreditsOnlyAuthoritiesInRecord: TSA 1 is down, so the round
+// anchors with TSA 0 alone. After a restart the status must still show
+// TSA 1 as never having succeeded: the newest record holds no token of
+// its, and status and /healthz showed a success that never happened.
+func TestRestartCreditsOnlyAuthoritiesInRecord(t *testing.T) {
+	e := newEnv(t, 2, false)
+	e.tsas[1].SetFault(testtsa.Down)
+	r := e.runner(nil)
+	st, err := r.AnchorNow(context.Background())
+	if err != nil && st == nil {
+		t.Fatal(err)
+	}
+	if len(st.Record.Timestamps) != 1 {
+		t.Fatalf("the record holds %d tokens, want TSA 0's alone", len(st.Record.Timestamps))
+	}
+	before := r.Status().Authorities[1]
+	if !before.LastSuccess.IsZero() || before.ConsecutiveFailures != 1 {
+		t.Fatalf("TSA 1 before the restart: %+v", before)
+	}
+	after := e.runner(nil).Status().Authorities
+	if !after[1].LastSuccess.IsZero() {
+		t.Errorf("after a restart, TSA 1 (down, in no record) is reported as last succeeding at %s, the time of a record without its token", after[1].LastSuccess)
+	}
+	if !after[0].LastSuccess.Equal(st.Record.Created) {
+		t.Errorf("after a restart, TSA 0 last succeeded at %s, want the record's time %s", after[0].LastSuccess, st.Record.Created)
+	}
+}
+
 // noAppend is a log whose appends fail.
 type noAppend struct{ *server.Sequencer }
 

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -100,7 +101,9 @@ type authority struct {
 }
 
 // NewRunner makes a runner. It reads the newest stored record, and if a
-// crash left it without its anchor entry, Run appends it first.
+// crash left it without its anchor entry, Run appends it first. The
+// authorities whose answers that record holds start with its time as
+// their last success; the others with none.
 func NewRunner(ctx context.Context, o Options) (*Runner, error) {
 	if o.Config == nil || o.Log == nil || o.Tree == nil || o.Records == nil || o.Signer == nil {
 		return nil, errors.New("anchor: Config, Log, Tree, Records and Signer are required")
@@ -145,12 +148,25 @@ func NewRunner(ctx context.Context, o Options) (*Runner, error) {
 			r.unlogged = last
 		}
 		r.lastEntry = idx
-		t := last.Record.Created
+		// Only the authorities whose answer the record holds succeeded
+		// in its round; crediting every one showed an authority that
+		// was down as healthy after a restart.
 		for _, a := range r.auths {
-			a.lastSuccess = t
+			if a.answeredIn(last.Record) {
+				a.lastSuccess = last.Record.Created
+			}
 		}
 	}
 	return r, nil
+}
+
+// answeredIn reports whether rec holds a's answer: a token from its URL
+// if it is a TSA, an entry from its URL if it is a Rekor.
+func (a *authority) answeredIn(rec *anchor.Record) bool {
+	if a.tsa != nil {
+		return slices.ContainsFunc(rec.Timestamps, func(t *rfc3161.Token) bool { return t.URL == a.url })
+	}
+	return slices.ContainsFunc(rec.Tlogs, func(t *anchor.Tlog) bool { return t.RekorV1 != nil && t.RekorV1.URL == a.url })
 }
 
 // findEntry returns the index of the anchor entry of st, or -1 if the log
