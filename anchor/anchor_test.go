@@ -318,6 +318,41 @@ func TestRestartCreditsOnlyAuthoritiesInRecord(t *testing.T) {
 	}
 }
 
+// TestRestartFindsEntryByHash: another sidecar of a shared log logged a
+// record of the same name (records were named by size alone) before this
+// sidecar's entry. The runner must find its entry by the record's SHA-256
+// and start, not stop at the other's entry as if its record had changed;
+// with no entry of its own's hash, that entry still means a change.
+func TestRestartFindsEntryByHash(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, 1, false)
+	broken := e.runner(func(o *online.Options) { o.Log = noAppend{e.seq} })
+	st, err := broken.AnchorNow(ctx)
+	if st == nil || err == nil {
+		t.Fatalf("AnchorNow with failing appends: %v, %v", st, err)
+	}
+	other := *st
+	other.SHA256 = strings.Repeat("ab", 32)
+	for _, s := range []*anchor.Stored{&other, st} {
+		b, err := anchor.MarshalEntry(s, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.seq.Append(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if s == &other {
+			if _, err := online.NewRunner(ctx, online.Options{Config: e.resolved, Log: e.seq, Tree: e.store, Records: e.records, Signer: e.key}); err == nil || !strings.Contains(err.Error(), "changed after it was logged") {
+				t.Errorf("a runner whose record is named by an entry of other bytes, and by none of its own: %v", err)
+			}
+		}
+	}
+	// Its own entry found, only the other's counts as unanchored.
+	if s := e.runner(nil).Status(); s.LastRecord != st.Name || s.Unanchored != 1 {
+		t.Errorf("status after the restart: %+v", s)
+	}
+}
+
 // noAppend is a log whose appends fail.
 type noAppend struct{ *server.Sequencer }
 

@@ -223,7 +223,10 @@ func auditEntries(ctx context.Context, opts AuditOptions, list []*Stored, byName
 	if opts.Size == 0 {
 		return nil
 	}
-	p := &entryPass{byName: byName, rep: rep, logged: map[string]bool{}}
+	p := &entryPass{byName: byName, byHash: make(map[string]*Stored, len(list)), rep: rep, logged: map[string]bool{}}
+	for _, st := range list {
+		p.byHash[st.SHA256] = st
+	}
 	// The records whose authorities verified, by the size they anchor:
 	// each is checked against the entries below its size when the pass
 	// reaches that size. (Sizes beyond the log's failed againstLog.)
@@ -267,9 +270,12 @@ func auditEntries(ctx context.Context, opts AuditOptions, list []*Stored, byName
 
 // entryPass is the state of auditEntries' one pass over the log.
 type entryPass struct {
-	byName map[string]*Stored
-	rep    *AuditReport
-	logged map[string]bool // records an anchor entry names
+	// byHash finds the record an anchor entry commits to; byName the
+	// record of the name it gives when none has its SHA-256, to say
+	// what changed.
+	byHash, byName map[string]*Stored
+	rep            *AuditReport
+	logged         map[string]bool // records an anchor entry names
 	// covers are the records to check against the entries' times, by
 	// size; next is the first not checked yet.
 	covers []*audited
@@ -325,7 +331,13 @@ func (p *entryPass) anchorEntry(idx uint64, b []byte) {
 		rep.Problems = append(rep.Problems, log.ProblemOf(where, err))
 		return
 	}
-	st := p.byName[f.Record]
+	// The SHA-256 decides, not the name: two sidecars of a shared log
+	// each stored a record of one size under one name before names held
+	// a hash.
+	st := p.byHash[f.RecordHash]
+	if st == nil {
+		st = p.byName[f.Record]
+	}
 	if st == nil {
 		rep.Problems = append(rep.Problems, log.Problem{Part: where, Msg: fmt.Sprintf("names record %s, which is not stored", f.Record)})
 		return
@@ -336,7 +348,7 @@ func (p *entryPass) anchorEntry(idx uint64, b []byte) {
 	if pr := compareEntry(f, st); pr != nil {
 		rep.Problems = append(rep.Problems, log.Problem{Part: st.Name + ": " + pr.Part, Msg: fmt.Sprintf("%s (anchor entry %d)", pr.Msg, idx)})
 	}
-	p.logged[f.Record] = true
+	p.logged[st.Name] = true
 }
 
 // unreadable counts the entries whose time the pass could not read, and

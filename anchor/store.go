@@ -1,6 +1,7 @@
 package anchor
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,18 +16,24 @@ import (
 )
 
 // A Store keeps anchor records as files in one directory (by convention
-// <data>/anchors), named after the anchored tree size:
-// 00000000000000001234.json, then 00000000000000001234-1.json for a second
-// record of the same size. Each file is written once, atomically and
-// durably (temporary file, fsync, hard link to its name, fsync of the
-// directory), and never changed.
+// <data>/anchors), named after the anchored tree size and the first 16
+// hex digits of the record's SHA-256:
+// 00000000000000001234-3fa9c2d18e7b0c41.json, then
+// 00000000000000001234-1-<hash>.json for a second record of the same size.
+// The hash keeps the names of two sidecars sharing one log apart when
+// both anchor one size (their entries named the same file, and the second
+// sidecar was told its record had changed). Records stored before the
+// hash was in the name, 00000000000000001234.json and
+// 00000000000000001234-1.json, are read as before. Each file is written
+// once, atomically and durably (temporary file, fsync, hard link to its
+// name, fsync of the directory), and never changed.
 type Store struct {
 	dir string
 }
 
 // A Stored is one record file.
 type Stored struct {
-	Name string // file name, e.g. 00000000000000001234.json
+	Name string // file name, e.g. 00000000000000001234-3fa9c2d18e7b0c41.json
 	// SHA256 is the hex SHA-256 of the file's bytes, which the log's
 	// anchor entry records.
 	SHA256 string
@@ -35,7 +42,10 @@ type Stored struct {
 	Err    error   // why it does not parse
 }
 
-var recordName = regexp.MustCompile(`^([0-9]{20})(-[1-9][0-9]{0,8})?\.json$`)
+// recordName matches a record's file name: the size, the sequence number
+// of a second or later record of that size, and the record's short hash,
+// absent from names given before it was added.
+var recordName = regexp.MustCompile(`^([0-9]{20})(-[1-9][0-9]{0,8})?(-[0-9a-f]{16})?\.json$`)
 
 // OpenStore opens (creating it if needed) a record directory.
 func OpenStore(dir string) (*Store, error) {
@@ -54,12 +64,17 @@ func (s *Store) Put(r *Record) (*Stored, error) {
 	if err != nil {
 		return nil, err
 	}
+	sum := sha256Hex(b)
+	n, err := s.nextSeq(r.Size)
+	if err != nil {
+		return nil, err
+	}
 	// CreateFile never replaces an existing file, so a record, once
 	// named, is never overwritten.
-	for n := 0; ; n++ {
-		name := fmt.Sprintf("%020d.json", r.Size)
+	for ; ; n++ {
+		name := fmt.Sprintf("%020d-%s.json", r.Size, sum[:16])
 		if n > 0 {
-			name = fmt.Sprintf("%020d-%d.json", r.Size, n)
+			name = fmt.Sprintf("%020d-%d-%s.json", r.Size, n, sum[:16])
 		}
 		err := durable.CreateFile(filepath.Join(s.dir, name), b, 0o600)
 		if errors.Is(err, fs.ErrExist) {
@@ -68,8 +83,26 @@ func (s *Store) Put(r *Record) (*Stored, error) {
 		if err != nil {
 			return nil, fmt.Errorf("storing anchor record: %w", err)
 		}
-		return &Stored{Name: name, SHA256: sha256Hex(b), Bytes: b, Record: r}, nil
+		return &Stored{Name: name, SHA256: sum, Bytes: b, Record: r}, nil
 	}
+}
+
+// nextSeq returns the sequence number of the next record of size: one
+// past the highest stored, 0 if none is, so that names keep the order in
+// which one size's records were made.
+func (s *Store) nextSeq(size uint64) (int, error) {
+	names, err := s.Names()
+	if err != nil {
+		return 0, err
+	}
+	prefix := fmt.Sprintf("%020d", size)
+	n := 0
+	for _, name := range names {
+		if name[:20] == prefix {
+			n = max(n, seq(name)+1)
+		}
+	}
+	return n, nil
 }
 
 // Names returns the record file names in order of tree size, then of
@@ -89,7 +122,7 @@ func (s *Store) Names() ([]string, error) {
 		if c := strings.Compare(a[:20], b[:20]); c != 0 {
 			return c
 		}
-		return seq(a) - seq(b)
+		return cmp.Or(seq(a)-seq(b), strings.Compare(a, b))
 	})
 	return names, nil
 }

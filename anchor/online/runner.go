@@ -171,11 +171,16 @@ func (a *authority) answeredIn(rec *anchor.Record) bool {
 
 // findEntry returns the index of the anchor entry of st, or -1 if the log
 // does not hold it: it scans the entries after the anchored size, where it
-// must be. An entry that names st's file with other bytes' hash means the
-// record changed after it was logged: an error, so that no second entry
-// is signed over the changed file (one was, and the start said nothing).
+// must be, for one naming st's SHA-256. An entry naming st's file with
+// other bytes' hash, when none names st's own, means the record changed
+// after it was logged: an error, so that no second entry is signed over
+// the changed file (one was, and the start said nothing). The hash
+// decides, not the name: another sidecar of a shared log that anchored
+// the same size before the names held a hash logged a record of the same
+// name, and the sidecar whose entry came second did not start.
 func (r *Runner) findEntry(ctx context.Context, st *anchor.Stored) (int64, error) {
 	size, _ := r.opts.Log.Checkpoint()
+	var changed error
 	for start := st.Record.Size; start < size; start += 1024 {
 		end := min(size, start+1024)
 		entries, err := r.opts.Tree.Entries(ctx, start, end)
@@ -195,12 +200,12 @@ func (r *Runner) findEntry(ctx context.Context, st *anchor.Stored) (int64, error
 			case err != nil:
 			case f.RecordHash == st.SHA256:
 				return int64(start) + int64(i), nil
-			case f.Record == st.Name:
-				return -1, fmt.Errorf("anchor record %s changed after it was logged: entry %d names its bytes' SHA-256 %s, the file's is %s; put the record back (provlog audit names what differs)", st.Name, start+uint64(i), f.RecordHash, st.SHA256)
+			case f.Record == st.Name && changed == nil:
+				changed = fmt.Errorf("anchor record %s changed after it was logged: entry %d names its bytes' SHA-256 %s, the file's is %s; put the record back (provlog audit names what differs)", st.Name, start+uint64(i), f.RecordHash, st.SHA256)
 			}
 		}
 	}
-	return -1, nil
+	return -1, changed
 }
 
 // Run anchors every interval until ctx is done, starting at once. It

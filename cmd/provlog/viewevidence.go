@@ -126,7 +126,8 @@ func bundleAnchors(root *os.Root) ([]*anchor.Stored, error) {
 		}
 	}
 	// A record's name is its size in 20 digits, then -N for the N-th
-	// record of that size: a shorter name of one size comes first.
+	// record of that size, then (from when names held one) its short
+	// hash: a shorter name of one size comes first.
 	slices.SortFunc(out, func(a, b *anchor.Stored) int {
 		return cmp.Or(cmp.Compare(a.Name[:min(20, len(a.Name))], b.Name[:min(20, len(b.Name))]), cmp.Compare(len(a.Name), len(b.Name)), cmp.Compare(a.Name, b.Name))
 	})
