@@ -334,7 +334,7 @@ func TestRestartFindsEntryByHash(t *testing.T) {
 	other := *st
 	other.SHA256 = strings.Repeat("ab", 32)
 	for _, s := range []*anchor.Stored{&other, st} {
-		b, err := anchor.MarshalEntry(s, time.Now())
+		b, err := anchor.MarshalEntry(s, "", time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,6 +38,12 @@ type AuditOptions struct {
 	// size, and every record must match the anchor entry that names it.
 	Log  AuditLog
 	Size uint64
+	// Shared is true when several sidecars, each with its own data dir,
+	// write the log (PostgreSQL): an anchor entry whose sidecar member
+	// names another sidecar, whose record is not in dir, is counted in
+	// [AuditReport.Elsewhere] rather than failed. On a log of one data
+	// dir every anchor entry's record must be in dir.
+	Shared bool
 }
 
 // AuditReport says what an audit of the anchors checked.
@@ -48,6 +54,12 @@ type AuditReport struct {
 	Tlogs      int // transparency-log entries verified
 	// Entries counts the anchor entries found in the log.
 	Entries int
+	// Elsewhere counts the anchor entries of a shared log made by other
+	// sidecars, whose records are in their data dirs, not this one: only
+	// their form and place in the log were checked here. An entry of this
+	// data dir's sidecar (its sidecar.id, or the sidecar member of an
+	// entry whose record is here) whose record is missing is a problem.
+	Elsewhere int
 	// FirstSize and LastSize are the smallest and largest anchored sizes;
 	// LastTime the newest TSA (or Rekor) time vouching for LastSize.
 	FirstSize, LastSize uint64
@@ -106,7 +118,11 @@ func AuditAll(ctx context.Context, dir string, opts AuditOptions) (*AuditReport,
 		prev = st.Record
 	}
 	if opts.Log != nil {
-		if err := auditEntries(ctx, opts, list, byName, checked, rep); err != nil {
+		own, err := ReadSidecar(dir)
+		if err != nil {
+			rep.Problems = append(rep.Problems, log.ProblemOf(SidecarFile, err))
+		}
+		if err := auditEntries(ctx, opts, own, list, byName, checked, rep); err != nil {
 			return rep, err
 		}
 	}
@@ -219,11 +235,15 @@ func (rep *AuditReport) count(r *Record, v *Verified) {
 // is what shows records deleted, the oldest ones included (it read from
 // the oldest record left, and nothing at all when none was left, so a
 // deleted prefix of the records passed).
-func auditEntries(ctx context.Context, opts AuditOptions, list []*Stored, byName map[string]*Stored, checked []*audited, rep *AuditReport) error {
+func auditEntries(ctx context.Context, opts AuditOptions, own string, list []*Stored, byName map[string]*Stored, checked []*audited, rep *AuditReport) error {
 	if opts.Size == 0 {
 		return nil
 	}
-	p := &entryPass{byName: byName, byHash: make(map[string]*Stored, len(list)), rep: rep, logged: map[string]bool{}}
+	p := &entryPass{byName: byName, byHash: make(map[string]*Stored, len(list)), rep: rep, logged: map[string]bool{},
+		shared: opts.Shared, mine: map[string]bool{}}
+	if own != "" {
+		p.mine[own] = true
+	}
 	for _, st := range list {
 		p.byHash[st.SHA256] = st
 	}
@@ -254,6 +274,7 @@ func auditEntries(ctx context.Context, opts AuditOptions, list []*Stored, byName
 	}
 	p.checkCovers(opts.Size)
 	p.unreadable.report(rep)
+	p.settleAway()
 	for i, st := range list {
 		switch {
 		case p.logged[st.Name]:
@@ -276,6 +297,12 @@ type entryPass struct {
 	byHash, byName map[string]*Stored
 	rep            *AuditReport
 	logged         map[string]bool // records an anchor entry names
+	// shared is AuditOptions.Shared; mine holds this data dir's sidecar
+	// ids; away the anchor entries naming a sidecar whose records are
+	// not here, which settleAway holds to mine once the pass is over.
+	shared bool
+	mine   map[string]bool
+	away   []awayEntry
 	// covers are the records to check against the entries' times, by
 	// size; next is the first not checked yet.
 	covers []*audited
@@ -338,6 +365,15 @@ func (p *entryPass) anchorEntry(idx uint64, b []byte) {
 	if st == nil {
 		st = p.byName[f.Record]
 	}
+	if st == nil && p.shared && f.Sidecar != "" {
+		// Another sidecar's, most likely: whose, only the whole pass
+		// tells.
+		if idx < f.Size {
+			rep.Problems = append(rep.Problems, log.Problem{Part: where, Msg: fmt.Sprintf("is at index %d, inside the checkpoint of size %d it claims to anchor", idx, f.Size)})
+		}
+		p.away = append(p.away, awayEntry{idx: idx, record: f.Record, sidecar: f.Sidecar})
+		return
+	}
 	if st == nil {
 		rep.Problems = append(rep.Problems, log.Problem{Part: where, Msg: fmt.Sprintf("names record %s, which is not stored", f.Record)})
 		return
@@ -348,7 +384,31 @@ func (p *entryPass) anchorEntry(idx uint64, b []byte) {
 	if pr := compareEntry(f, st); pr != nil {
 		rep.Problems = append(rep.Problems, log.Problem{Part: st.Name + ": " + pr.Part, Msg: fmt.Sprintf("%s (anchor entry %d)", pr.Msg, idx)})
 	}
+	if f.Sidecar != "" {
+		p.mine[f.Sidecar] = true
+	}
 	p.logged[st.Name] = true
+}
+
+// An awayEntry is an anchor entry of a shared log whose record is not in
+// this data dir, and the sidecar it names.
+type awayEntry struct {
+	idx             uint64
+	record, sidecar string
+}
+
+// settleAway sorts the anchor entries whose records are not here: those
+// of this data dir's sidecar name a record that is missing; the others',
+// kept in their own data dirs, are counted.
+func (p *entryPass) settleAway() {
+	for _, a := range p.away {
+		if !p.mine[a.sidecar] {
+			p.rep.Elsewhere++
+			continue
+		}
+		p.rep.Problems = append(p.rep.Problems, log.Problem{Part: fmt.Sprintf("anchor entry %d", a.idx),
+			Msg: fmt.Sprintf("names record %s of this data dir's sidecar %s, which is not stored", a.record, a.sidecar)})
+	}
 }
 
 // unreadable counts the entries whose time the pass could not read, and

@@ -27,7 +27,10 @@
 //
 // After a record is stored, an `anchor` entry ([log.AnchorEntry], built by [Fields]) goes into
 // the log: the anchored size and root, the digest, the record's name and
-// SHA-256, and each token's and entry's SHA-256. The log thus commits to
+// SHA-256, each token's and entry's SHA-256, and the id of the sidecar
+// that keeps the record ([Store.Sidecar]), so that on a log shared by
+// several sidecars an audit of one data dir tells its own records from
+// those kept in the others'. The log thus commits to
 // its own anchors, and an audit notices any change to a record file, even
 // one that leaves it verifying.
 //

@@ -35,9 +35,12 @@ func Fields(st *Stored) *log.AnchorEntry {
 	return f
 }
 
-// MarshalEntry returns the `anchor` log entry for a stored record.
-func MarshalEntry(st *Stored, t time.Time) ([]byte, error) {
-	e, err := log.NewEntry(log.KindAnchor, t, Actor, Fields(st))
+// MarshalEntry returns the `anchor` log entry for a record stored by the
+// sidecar whose id ([Store.Sidecar]) is sidecar.
+func MarshalEntry(st *Stored, sidecar string, t time.Time) ([]byte, error) {
+	f := Fields(st)
+	f.Sidecar = sidecar
+	e, err := log.NewEntry(log.KindAnchor, t, Actor, f)
 	if err != nil {
 		return nil, err
 	}

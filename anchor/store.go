@@ -2,6 +2,8 @@ package anchor
 
 import (
 	"cmp"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -103,6 +105,47 @@ func (s *Store) nextSeq(size uint64) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// SidecarFile, in a store's directory, holds the store's sidecar id: 16
+// random hex digits, made by [Store.Sidecar] when first asked for.
+const SidecarFile = "sidecar.id"
+
+var sidecarID = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// Sidecar returns the id of the sidecar whose records the store keeps,
+// making it if the store has none yet. Anchor entries carry it, so that
+// on a log shared by several sidecars an audit of one data dir knows
+// which entries' records it must hold.
+func (s *Store) Sidecar() (string, error) {
+	if id, err := ReadSidecar(s.dir); err != nil || id != "" {
+		return id, err
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	err := durable.CreateFile(filepath.Join(s.dir, SidecarFile), []byte(hex.EncodeToString(b[:])+"\n"), 0o600)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("storing the sidecar id: %w", err)
+	}
+	return ReadSidecar(s.dir)
+}
+
+// ReadSidecar returns the sidecar id in the store directory dir, "" if
+// it has none (no record was stored since ids were made), changing
+// nothing.
+func ReadSidecar(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, SidecarFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the sidecar id: %w", err)
+	}
+	id := strings.TrimSpace(string(b))
+	if !sidecarID.MatchString(id) {
+		return "", fmt.Errorf("%s holds %q, not a sidecar id (16 lowercase hex digits)", filepath.Join(dir, SidecarFile), id)
+	}
+	return id, nil
 }
 
 // Names returns the record file names in order of tree size, then of

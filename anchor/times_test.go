@@ -51,7 +51,7 @@ func (e *env) storeDated(pki *testtsa.PKI, at time.Time) *anchor.Stored {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	b, err := anchor.MarshalEntry(st, time.Now())
+	b, err := anchor.MarshalEntry(st, "", time.Now())
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -19,6 +19,12 @@ type AnchorEntry struct {
 	RecordHash string            `json:"record_sha256"`
 	Timestamps []AnchorTimestamp `json:"timestamps"`
 	Tlogs      []AnchorTlog      `json:"tlogs"`
+	// Sidecar names the sidecar that made the record and keeps it in
+	// its data dir (<data>/anchors/sidecar.id): sidecars sharing one log
+	// each anchor it, and an audit of one sidecar's data dir tells the
+	// records it must hold from those kept elsewhere. Absent in entries
+	// written before it was added, whose records the data dir must hold.
+	Sidecar string `json:"sidecar,omitempty"`
 }
 
 // An AnchorTimestamp summarizes one RFC 3161 token of an anchor record.

@@ -70,6 +70,8 @@ type Runner struct {
 	cfg    *Resolved
 	logger *slog.Logger
 	auths  []*authority
+	// sidecar is the store's sidecar id, which the anchor entries carry.
+	sidecar string
 
 	roundMu sync.Mutex // one round at a time
 
@@ -134,6 +136,11 @@ func NewRunner(ctx context.Context, o Options) (*Runner, error) {
 			rekor: &RekorClient{URL: k.URL, PublicKey: k.PublicKey, Signer: o.Signer, HTTPClient: hc},
 		})
 	}
+	sidecar, err := o.Records.Sidecar()
+	if err != nil {
+		return nil, err
+	}
+	r.sidecar = sidecar
 	last, err := o.Records.Last()
 	if err != nil {
 		return nil, err
@@ -177,7 +184,9 @@ func (a *authority) answeredIn(rec *anchor.Record) bool {
 // the changed file (one was, and the start said nothing). The hash
 // decides, not the name: another sidecar of a shared log that anchored
 // the same size before the names held a hash logged a record of the same
-// name, and the sidecar whose entry came second did not start.
+// name, and the sidecar whose entry came second did not start. An entry
+// of another sidecar (its sidecar member another's id) never says that
+// this one's record changed.
 func (r *Runner) findEntry(ctx context.Context, st *anchor.Stored) (int64, error) {
 	size, _ := r.opts.Log.Checkpoint()
 	var changed error
@@ -200,7 +209,7 @@ func (r *Runner) findEntry(ctx context.Context, st *anchor.Stored) (int64, error
 			case err != nil:
 			case f.RecordHash == st.SHA256:
 				return int64(start) + int64(i), nil
-			case f.Record == st.Name && changed == nil:
+			case f.Record == st.Name && (f.Sidecar == "" || f.Sidecar == r.sidecar) && changed == nil:
 				changed = fmt.Errorf("anchor record %s changed after it was logged: entry %d names its bytes' SHA-256 %s, the file's is %s; put the record back (provlog audit names what differs)", st.Name, start+uint64(i), f.RecordHash, st.SHA256)
 			}
 		}
@@ -478,7 +487,7 @@ func (r *Runner) ask(ctx context.Context, auths []*authority, digest []byte) []a
 
 // appendEntry appends the anchor entry of st.
 func (r *Runner) appendEntry(ctx context.Context, st *anchor.Stored) error {
-	b, err := anchor.MarshalEntry(st, time.Now())
+	b, err := anchor.MarshalEntry(st, r.sidecar, time.Now())
 	if err != nil {
 		return fmt.Errorf("making the anchor entry of %s: %w", st.Name, err)
 	}

@@ -132,3 +132,44 @@ func TestSharedLogAnchorSameSize(t *testing.T) {
 		sc.close()
 	}
 }
+
+// TestSharedLogAnchorsAudit: two sidecars anchor one shared log, one after
+// the other, each keeping its record in its own data dir. The audit of
+// each data dir and verify-bundle of a bundle exported through A failed
+// on the other's anchor entry ("names record …, which is not stored");
+// they must verify what the data dir (or bundle) holds and say how many
+// entries are another sidecar's. A record of A's own that is missing
+// still fails A's audit.
+func TestSharedLogAnchorsAudit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	datas, cfg := sharedAnchorLog(t, "provlog.test/shared-anchors", nil)
+	for _, d := range datas {
+		if out, code := runCmd(t, "anchor", "--config", cfg, "--data", d); code != 0 || !strings.Contains(out, "anchored size") {
+			t.Fatalf("provlog anchor --data %s: %d\n%s", d, code, out)
+		}
+	}
+	const elsewhere = "1 anchor entries made by other sidecars of this log, records not"
+	for i, d := range datas {
+		out, code := runCmd(t, "audit", "--config", cfg, "--data", d)
+		if code != 0 || !strings.Contains(out, "OK: 1 anchors verified") || !strings.Contains(out, elsewhere) {
+			t.Errorf("audit of sidecar %c's data dir on the honest shared log: exit %d\n%s", 'A'+i, code, out)
+		}
+	}
+	bdir := filepath.Join(filepath.Dir(cfg), "bundle")
+	if out, code := runCmd(t, "export", "--config", cfg, "--data", datas[0], "--out", bdir); code != 0 {
+		t.Fatalf("export: %d\n%s", code, out)
+	}
+	if out, code := runCmd(t, "verify-bundle", bdir); code != 0 || !strings.Contains(out, "1 anchor records verified") || !strings.Contains(out, elsewhere) {
+		t.Errorf("verify-bundle of a bundle exported from the honest shared log: exit %d\n%s", code, out)
+	}
+	recs, _ := filepath.Glob(filepath.Join(datas[0], anchorDir, "*.json"))
+	if len(recs) != 1 {
+		t.Fatalf("A holds records %v", recs)
+	}
+	os.Remove(recs[0])
+	if out, code := runCmd(t, "audit", "--config", cfg, "--data", datas[0]); code == 0 || !strings.Contains(out, "which is not stored") {
+		t.Errorf("audit of A with its record deleted: exit %d\n%s", code, out)
+	}
+}

@@ -251,7 +251,10 @@ func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Ve
 	if err != nil && !errors.Is(noDir, os.ErrNotExist) {
 		return nil, err // without records (or a key) the log's anchor entries are still checked
 	}
-	opts := anchor.AuditOptions{Verifier: v, AnchorKey: key, Log: store, Size: size}
+	// A log in PostgreSQL is shared: other sidecars' anchor entries name
+	// records kept in their data dirs. Pebble's is this data dir's alone.
+	_, pebble := store.(*logpebble.Store)
+	opts := anchor.AuditOptions{Verifier: v, AnchorKey: key, Log: store, Size: size, Shared: !pebble}
 	if acfg != nil {
 		res, err := acfg.Resolve(configReader(baseDir))
 		if err != nil {
@@ -271,10 +274,17 @@ func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Ve
 		}
 		return rep, fmt.Errorf("FAILED auditing anchors: %w", err)
 	}
+	elsewhere := ""
+	if rep.Elsewhere > 0 {
+		elsewhere = fmt.Sprintf("anchors: %d anchor entries made by other sidecars of this log, records not here (audit their data dirs to verify them)\n", rep.Elsewhere)
+	}
 	if rep.Records == 0 {
-		if errors.Is(noDir, os.ErrNotExist) {
+		switch {
+		case rep.Elsewhere > 0:
+			fmt.Fprint(stdout, "anchors: none of this data dir's\n"+elsewhere)
+		case errors.Is(noDir, os.ErrNotExist):
 			fmt.Fprintln(stdout, "anchors: none (no anchors directory, and no anchor entry in the log)")
-		} else {
+		default:
 			fmt.Fprintln(stdout, "anchors: none yet")
 		}
 		return rep, nil
@@ -292,6 +302,7 @@ func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Ve
 		fmt.Fprintf(stdout, "; newest: size %d at %s", rep.LastSize, rep.LastTime.Format("2006-01-02T15:04:05Z07:00"))
 	}
 	fmt.Fprintln(stdout)
+	fmt.Fprint(stdout, elsewhere)
 	for _, n := range rep.Unlogged {
 		fmt.Fprintf(stdout, "note: %s has no anchor entry in the log yet (the sidecar stopped before appending it; it appends it on start)\n", n)
 	}

@@ -151,6 +151,9 @@ func localExport(ctx context.Context, s log.Storage, data string, witnesses []st
 		return err
 	}
 	opts.VKey, opts.AnchorPub, opts.AnchorsDir, opts.Checkpoint = vkey, anchorPub, filepath.Join(data, anchorDir), st.Checkpoint
+	if opts.AnchorSidecar, err = anchor.ReadSidecar(opts.AnchorsDir); err != nil {
+		return err
+	}
 	// The newest cosigned checkpoint, when the sidecar kept one that
 	// covers the range; its cosignatures are checked by verify-bundle
 	// against the configured witness keys.
@@ -204,24 +207,7 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	// Say which keys and roots came with the bundle and which the
 	// auditor gave, and show the log key, for them to compare with one
 	// they trust when they gave none.
-	anchors := "no anchor records"
-	switch {
-	case rep.Anchors > 0 && rep.SelfTrusted:
-		anchors = fmt.Sprintf("%d anchor records verified against the roots and keys the records carry", rep.Anchors)
-	case rep.Anchors > 0 && (rep.Pinned.TSARoots || rep.Pinned.RekorKeys):
-		anchors = fmt.Sprintf("%d anchor records verified against %s", rep.Anchors, pinnedAuthoritiesText(rep.Pinned))
-	case rep.Anchors > 0:
-		anchors = fmt.Sprintf("%d anchor records verified against the bundle's trust roots (trust/)", rep.Anchors)
-	}
-	if rep.Anchors > 0 {
-		anchors += fmt.Sprintf(", %d of them anchoring a root of these entries' tree", rep.AnchorsOnEntries)
-		if rep.AnchorsByProof > 0 {
-			anchors += fmt.Sprintf(" (%d by a consistency proof to the checkpoint, %s)", rep.AnchorsByProof, bundle.ConsistencyFile)
-		}
-		if n := rep.Anchors - rep.AnchorsOnEntries; n > 0 {
-			anchors += fmt.Sprintf(" (%d at sizes this bundle has neither hashes nor a consistency proof for: not tied to these entries)", n)
-		}
-	}
+	anchors := bundleAnchorsText(rep)
 	w := out.text()
 	signed := fmt.Sprintf("the bundle's %s (%s: compare it with the log's key from a source you trust)", bundle.VKeyFile, rep.VKey)
 	if rep.Pinned.VKey {
@@ -273,6 +259,35 @@ func printPayloads(w io.Writer, pr payloadReport, last uint64) {
 		fmt.Fprintln(w, log.Printable(fmt.Sprintf("purged: entry %d (%s) names blob %s: purged by purge entry %d at %s, by %s: %q",
 			p.Entry, p.Kind, p.Blob, p.Purge, p.Time.UTC().Format(time.RFC3339), p.Actor, p.Reason)))
 	}
+}
+
+// bundleAnchorsText says what verify-bundle checked of a bundle's
+// anchors: the records, against which trust, how they are tied to the
+// entries, and the anchor entries of other sidecars it holds no records
+// of.
+func bundleAnchorsText(rep *bundle.Report) string {
+	anchors := "no anchor records"
+	switch {
+	case rep.Anchors > 0 && rep.SelfTrusted:
+		anchors = fmt.Sprintf("%d anchor records verified against the roots and keys the records carry", rep.Anchors)
+	case rep.Anchors > 0 && (rep.Pinned.TSARoots || rep.Pinned.RekorKeys):
+		anchors = fmt.Sprintf("%d anchor records verified against %s", rep.Anchors, pinnedAuthoritiesText(rep.Pinned))
+	case rep.Anchors > 0:
+		anchors = fmt.Sprintf("%d anchor records verified against the bundle's trust roots (trust/)", rep.Anchors)
+	}
+	if rep.Anchors > 0 {
+		anchors += fmt.Sprintf(", %d of them anchoring a root of these entries' tree", rep.AnchorsOnEntries)
+		if rep.AnchorsByProof > 0 {
+			anchors += fmt.Sprintf(" (%d by a consistency proof to the checkpoint, %s)", rep.AnchorsByProof, bundle.ConsistencyFile)
+		}
+		if n := rep.Anchors - rep.AnchorsOnEntries; n > 0 {
+			anchors += fmt.Sprintf(" (%d at sizes this bundle has neither hashes nor a consistency proof for: not tied to these entries)", n)
+		}
+	}
+	if n := rep.AnchorEntriesElsewhere; n > 0 {
+		anchors += fmt.Sprintf("; %d anchor entries made by other sidecars of this log, records not in the bundle (export through those sidecars to verify them)", n)
+	}
+	return anchors
 }
 
 // provMappingText names the PROV mapping a bundle's document matched, as

@@ -98,6 +98,11 @@ func decodeHashes(ss []string) ([][]byte, bool) {
 func (c *checker) checkAnchors() {
 	c.rootsAt = map[uint64][]anchored{}
 	c.recordSum = map[string]string{}
+	c.recordHash = map[string]bool{}
+	c.sidecars = map[string]bool{}
+	if c.m.AnchorSidecar != "" {
+		c.sidecars[c.m.AnchorSidecar] = true
+	}
 	for _, name := range sortedFiles(c.m.Files) {
 		if !strings.HasPrefix(name, AnchorsDir+"/") {
 			continue
@@ -122,6 +127,7 @@ func (c *checker) checkAnchors() {
 		c.rep.Anchors++
 		s := sha256.Sum256(b)
 		c.recordSum[strings.TrimPrefix(name, AnchorsDir+"/")] = hex.EncodeToString(s[:])
+		c.recordHash[hex.EncodeToString(s[:])] = true
 		if r.Size != c.cp.Size {
 			c.rootsAt[r.Size] = append(c.rootsAt[r.Size], anchored{file: name, root: r.Root})
 		} else if !bytes.Equal(r.Root, c.cp.Hash) {
@@ -131,6 +137,51 @@ func (c *checker) checkAnchors() {
 		} else {
 			c.rep.AnchorsOnEntries++
 		}
+	}
+}
+
+// anchorEntry meets anchor entry i, e, with the record it commits to by
+// SHA-256. The entries say there was an anchor: a bundle without its
+// record (deleted, the manifest rewritten) would pass for one of a log
+// never anchored there. An entry naming a sidecar that is neither the
+// manifest's anchor_sidecar nor one whose records the bundle holds was
+// made by another sidecar of a shared log, which keeps its records:
+// settleAway counts it once all entries are read.
+func (c *checker) anchorEntry(i uint64, e *log.Entry) {
+	a, err := log.ParseAnchorEntry(e)
+	switch {
+	case err != nil:
+		c.bad(EntriesFile, "line %d (entry %d): %v", i-c.m.From+1, i, err)
+	case c.recordHash[a.RecordHash]:
+		if a.Sidecar != "" {
+			c.sidecars[a.Sidecar] = true
+		}
+	case c.recordSum[a.Record] != "":
+		c.bad(AnchorsDir+"/"+a.Record, "SHA-256 %s is not the one anchor entry %d commits to", c.recordSum[a.Record], i)
+	case a.Sidecar != "":
+		c.away = append(c.away, awayEntry{index: i, record: a.Record, hash: a.RecordHash, sidecar: a.Sidecar})
+	default:
+		c.bad(AnchorsDir+"/"+a.Record, "is missing: anchor entry %d names it (SHA-256 %s)", i, a.RecordHash)
+	}
+}
+
+// An awayEntry is an anchor entry whose record is not in the bundle, and
+// the sidecar it names.
+type awayEntry struct {
+	index                 uint64
+	record, hash, sidecar string
+}
+
+// settleAway holds the anchor entries whose records are not in the
+// bundle to the sidecars whose records it holds: one of those is missing
+// a record; the others' records are kept elsewhere, and counted.
+func (c *checker) settleAway() {
+	for _, a := range c.away {
+		if c.sidecars[a.sidecar] {
+			c.bad(AnchorsDir+"/"+a.record, "is missing: anchor entry %d names it (SHA-256 %s), of sidecar %s, whose other records the bundle holds", a.index, a.hash, a.sidecar)
+			continue
+		}
+		c.rep.AnchorEntriesElsewhere++
 	}
 }
 

@@ -117,11 +117,11 @@ type rangedFixture struct {
 
 func newRangedFixture(t *testing.T) *rangedFixture {
 	f := &rangedFixture{fixture: newFixture(t, 2, true), records: map[string]uint64{}}
-	names, err := os.ReadDir(f.anchors)
+	names, err := filepath.Glob(filepath.Join(f.anchors, "*.json"))
 	if err != nil || len(names) != 1 {
 		t.Fatalf("the fixture's anchors: %v %v", names, err)
 	}
-	f.records[names[0].Name()] = 0 // below the range; its size below
+	f.records[filepath.Base(names[0])] = 0 // below the range; its size below
 	add := func(st *anchor.Stored) uint64 { f.records[st.Name] = st.Record.Size; return st.Record.Size }
 	f.from = add(f.anchorAfter(t, 2))
 	add(f.anchorAfter(t, 2))

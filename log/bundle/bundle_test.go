@@ -208,9 +208,14 @@ func (f *fixture) export(t testing.TB, from, to uint64) string {
 func (f *fixture) exportCheckpoint(t testing.TB, cp []byte, ws []string, anchors string, from, to uint64) (string, error) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "bundle")
-	_, err := bundle.Export(context.Background(), f.store, bundle.ExportOptions{
+	// The sidecar whose records these are, as provlog export names it.
+	sidecar, err := anchor.ReadSidecar(anchors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bundle.Export(context.Background(), f.store, bundle.ExportOptions{
 		Dir: dir, From: from, To: to, Checkpoint: cp, VKey: f.vkey, AnchorPub: f.anchorPEM,
-		AnchorsDir: anchors, ReadAnchor: anchor.ReadBundled, TSARoots: f.tsaRoots, RekorKeys: f.rekorKeys, Witnesses: ws, WitnessThreshold: f.witnessThreshold, Generator: "provlog test",
+		AnchorsDir: anchors, AnchorSidecar: sidecar, ReadAnchor: anchor.ReadBundled, TSARoots: f.tsaRoots, RekorKeys: f.rekorKeys, Witnesses: ws, WitnessThreshold: f.witnessThreshold, Generator: "provlog test",
 	})
 	return dir, err
 }

@@ -97,6 +97,12 @@ type Manifest struct {
 	// [ProvMappingNoAuth] or [ProvMappingAuth]). [Verify]'s report names
 	// the one that gave a bundle's PROV document.
 	ProvMapping int `json:"prov_mapping,omitempty"`
+	// AnchorSidecar is the sidecar id of the data dir exported through
+	// (its anchors/sidecar.id): every anchor entry in the range that
+	// names it must have its record in the bundle, while those of other
+	// sidecars of a shared log keep theirs in their own data dirs.
+	// Absent when the data dir has none and in older bundles.
+	AnchorSidecar string `json:"anchor_sidecar,omitempty"`
 	// Files maps each other file of the bundle to its hex SHA-256.
 	Files map[string]string `json:"files"`
 }
@@ -139,8 +145,11 @@ type ExportOptions struct {
 	VKey string
 	// AnchorPub is the anchoring public key, PEM. Required.
 	AnchorPub []byte
-	// AnchorsDir, if not empty, holds the anchor records to copy.
-	AnchorsDir string
+	// AnchorsDir, if not empty, holds the anchor records to copy, and
+	// AnchorSidecar is the id of the sidecar that stored them, which the
+	// manifest repeats.
+	AnchorsDir    string
+	AnchorSidecar string
 	// ReadAnchor returns the size and root an anchor record anchors
 	// (cmd/provlog passes anchor.ParseRecord's); required when there are
 	// records. Export holds each to the log's tree (a record anchoring
@@ -365,6 +374,7 @@ func (x *exporter) writeAnchors() error {
 	if x.opts.AnchorsDir == "" {
 		return nil
 	}
+	x.m.AnchorSidecar = x.opts.AnchorSidecar
 	des, err := os.ReadDir(x.opts.AnchorsDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err

@@ -49,6 +49,11 @@ type Report struct {
 	// AnchorsByProof counts those of AnchorsOnEntries tied by a
 	// consistency proof (consistency.json).
 	AnchorsByProof int
+	// AnchorEntriesElsewhere counts the anchor entries of a shared log
+	// made by other sidecars than the one exported through: their
+	// records are in those sidecars' data dirs, not in the bundle, so
+	// only the entries were checked.
+	AnchorEntriesElsewhere int
 	// Witnesses and Threshold are the witness policy of witnesses.txt
 	// (none: no witnesses); Cosigners the names of its witnesses that
 	// cosigned the checkpoint, in its order.
@@ -236,11 +241,17 @@ type checker struct {
 
 	rootsAt    map[uint64][]anchored // verified anchor records by size
 	recordSum  map[string]string     // verified record name -> SHA-256
-	proven     map[uint64][]byte     // roots consistency.json proves, by size
-	rng        *compact.Range        // [0, from), extended by the entries
-	rightRng   *compact.Range        // [to, size)
-	entryRoots map[uint64][]byte     // roots the entries give at anchored sizes
-	treeOK     bool                  // the entries gave the checkpoint's root
+	recordHash map[string]bool       // verified records' SHA-256
+	// sidecars are the manifest's anchor_sidecar and the sidecars whose
+	// anchor entries' records the bundle holds; away the entries naming
+	// a sidecar whose record is not here, for settleAway.
+	sidecars   map[string]bool
+	away       []awayEntry
+	proven     map[uint64][]byte // roots consistency.json proves, by size
+	rng        *compact.Range    // [0, from), extended by the entries
+	rightRng   *compact.Range    // [to, size)
+	entryRoots map[uint64][]byte // roots the entries give at anchored sizes
+	treeOK     bool              // the entries gave the checkpoint's root
 }
 
 // anchored is a verified anchor record's root, for the entries to meet.
@@ -570,6 +581,7 @@ func (c *checker) checkEntries(pws []*provWriter) (bool, error) {
 		}
 	}
 	io.Copy(io.Discard, br)
+	c.settleAway()
 	if hex.EncodeToString(eh.Sum(nil)) != m.Files[EntriesFile] {
 		c.bad(EntriesFile, "SHA-256 is not the one %s lists", ManifestFile)
 	}
@@ -599,16 +611,7 @@ func (c *checker) checkEntry(pws []*provWriter, i uint64, b []byte) bool {
 		c.checkGenesis(EntriesFile, b)
 	}
 	if e.Kind == log.KindAnchor {
-		if a, err := log.ParseAnchorEntry(e); err != nil {
-			c.bad(EntriesFile, "line %d (entry %d): %v", i-c.m.From+1, i, err)
-		} else if got, ok := c.recordSum[a.Record]; !ok {
-			// The entries say there was an anchor: a bundle without its
-			// record (deleted, the manifest rewritten) would pass for
-			// one of a log never anchored there.
-			c.bad(AnchorsDir+"/"+a.Record, "is missing: anchor entry %d names it (SHA-256 %s)", i, a.RecordHash)
-		} else if got != a.RecordHash {
-			c.bad(AnchorsDir+"/"+a.Record, "SHA-256 %s is not the one anchor entry %d commits to", got, i)
-		}
+		c.anchorEntry(i, e)
 	}
 	for _, pw := range pws {
 		pw.add(i, b, e)
