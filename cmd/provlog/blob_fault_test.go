@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -18,33 +15,6 @@ import (
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
 )
-
-// echoFixture is an MCP server over HTTP whose tool "echo" answers with
-// its q and notes every q it gets.
-type echoFixture struct {
-	url string
-	mu  sync.Mutex
-	got []string
-}
-
-func newEchoFixture(t *testing.T) *echoFixture {
-	t.Helper()
-	fx := &echoFixture{}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "echo-fixture", Version: "1"}, nil)
-	type in struct {
-		Q string `json:"q"`
-	}
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in in) (*mcp.CallToolResult, any, error) {
-		fx.mu.Lock()
-		fx.got = append(fx.got, in.Q)
-		fx.mu.Unlock()
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Q}}}, nil, nil
-	})
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(ts.Close)
-	fx.url = ts.URL
-	return fx
-}
 
 // TestCorruptBlobNotKeptAgain: with retain: full, a result is kept
 // as a blob named by its hash. The blob file then goes bad (a flipped
@@ -75,23 +45,14 @@ servers:
 	ctx := context.Background()
 	sc := mustOpenSidecar(t, cfg)
 	defer sc.close()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "probe", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, closeClient := memClient(t, sc, "probe")
+	defer closeClient()
 	echo := &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"q": "kept twice"}}
 	if res, err := cs.CallTool(ctx, echo); err != nil || res.IsError {
 		t.Fatalf("first call: %v %v", err, res)
 	}
 	size, _ := sc.seq.Checkpoint()
-	blob, _ := liveEntry(t, sc, size-1).Fields["result_sha256"].(string)
+	blob, _ := sidecarEntry(t, sc, size-1).Fields["result_sha256"].(string)
 	path := filepath.Join(data, blobDir, blob[:2], blob)
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -114,7 +75,7 @@ servers:
 		t.Fatalf("second call withheld (%v %v) but health says nothing of the blob store: %+v", err, res, sc.problems())
 	}
 	size, _ = sc.seq.Checkpoint()
-	e := liveEntry(t, sc, size-1)
+	e := sidecarEntry(t, sc, size-1)
 	if e.Fields["result_sha256"] != blob || e.Fields["result_retained"] != true {
 		t.Fatalf("second call.result: %v, want result_retained of blob %s", e.Fields, blob)
 	}
@@ -123,20 +84,6 @@ servers:
 		t.Errorf("entry %d says its result is retained as blob %s, and the client got its receipt (health problems: %+v), but the store cannot give it back: %v",
 			size-1, blob[:12], sc.problems(), err)
 	}
-}
-
-// liveEntry reads entry i of a running in-process sidecar's log.
-func liveEntry(t *testing.T, sc *sidecar, i uint64) *log.Entry {
-	t.Helper()
-	es, err := sc.store.Entries(context.Background(), i, i+1)
-	if err != nil || len(es) != 1 {
-		t.Fatalf("entry %d: %v", i, err)
-	}
-	e, err := log.ParseEntry(es[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
 }
 
 // TestFullBlobStoreKeepsOutcome: the blob store is on a volume of its
@@ -183,17 +130,8 @@ servers:
 	ctx := context.Background()
 	sc := mustOpenSidecar(t, cfg)
 	defer sc.close()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "probe", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, closeClient := memClient(t, sc, "probe")
+	defer closeClient()
 	before, _ := sc.seq.Checkpoint()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"q": "answered"}})
 	if err == nil && !res.IsError {
@@ -211,7 +149,7 @@ servers:
 	after, _ := sc.seq.Checkpoint()
 	var call, result int64 = -1, -1
 	for i := before; i < after; i++ {
-		e := liveEntry(t, sc, i)
+		e := sidecarEntry(t, sc, i)
 		switch e.Kind {
 		case log.KindCall:
 			call = int64(i)
@@ -227,7 +165,7 @@ servers:
 			call, after, err, res)
 	}
 	if result >= 0 {
-		e := liveEntry(t, sc, uint64(result))
+		e := sidecarEntry(t, sc, uint64(result))
 		if e.Fields["result_retained"] != nil || e.Fields["result_sha256"] == nil || !strings.Contains(fmt.Sprint(e.Fields["error"]), "provlog withheld the result from the client: it could not be kept") {
 			t.Errorf("call.result %d: %v, want the result's hash, not retained, and an error saying it was withheld", result, e.Fields)
 		}

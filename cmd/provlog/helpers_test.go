@@ -5,12 +5,15 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest/proctest"
 )
@@ -136,4 +139,61 @@ func serveViewOf(t *testing.T, v *view) string {
 	hs.Start()
 	t.Cleanup(hs.Close)
 	return hs.URL
+}
+
+// memClient connects an MCP client named name to sc's proxy in memory;
+// closeClient ends the client's session and the proxy's.
+func memClient(t *testing.T, sc *sidecar, name string) (cs *mcp.ClientSession, closeClient func()) {
+	t.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err = mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		ss.Close()
+		t.Fatal(err)
+	}
+	return cs, func() { cs.Close(); ss.Close() }
+}
+
+// echoFixture is an MCP server over HTTP whose one tool, echo (read-only),
+// answers with its q, so the same call gets the same result, kept as the
+// same blob; it notes every q it gets.
+type echoFixture struct {
+	url string
+	mu  sync.Mutex
+	got []string
+}
+
+func newEchoFixture(t *testing.T) *echoFixture {
+	t.Helper()
+	fx := &echoFixture{}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "echo-fixture", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, func(_ context.Context, _ *mcp.CallToolRequest, in fxIn) (*mcp.CallToolResult, any, error) {
+		fx.mu.Lock()
+		fx.got = append(fx.got, in.Q)
+		fx.mu.Unlock()
+		return text("echo: " + in.Q), nil, nil
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	fx.url = ts.URL
+	return fx
+}
+
+// sidecarEntry reads entry i of a running sidecar's log.
+func sidecarEntry(t *testing.T, sc *sidecar, i uint64) *log.Entry {
+	t.Helper()
+	es, err := sc.store.Entries(context.Background(), i, i+1)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("entry %d: %v", i, err)
+	}
+	e, err := log.ParseEntry(es[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

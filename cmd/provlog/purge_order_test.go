@@ -6,8 +6,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,20 +13,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// newEchoServer starts an MCP server whose one tool, echo, answers with
-// its q: the same call gets the same result, kept as the same blob. It
-// returns the server's URL.
-func newEchoServer(t *testing.T) string {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "echo-fixture", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		func(_ context.Context, _ *mcp.CallToolRequest, in fxIn) (*mcp.CallToolResult, any, error) {
-			return text("echo: " + in.Q), nil, nil
-		})
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(ts.Close)
-	return ts.URL
-}
 
 // callsThroughSidecar opens an in-process sidecar (real Pebble, the real
 // proxy) on cfg, makes the calls, closes it, and returns the index of the
@@ -38,17 +22,8 @@ func callsThroughSidecar(t *testing.T, cfg *Config, calls ...*mcp.CallToolParams
 	ctx := context.Background()
 	sc := mustOpenSidecar(t, cfg)
 	defer sc.close()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "purge-test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, closeClient := memClient(t, sc, "purge-test")
+	defer closeClient()
 	for _, c := range calls {
 		res, err := cs.CallTool(ctx, c)
 		if err != nil || res.IsError {
@@ -68,7 +43,7 @@ func callsThroughSidecar(t *testing.T, cfg *Config, calls ...*mcp.CallToolParams
 // it. Before, a purge entry covered every entry naming the blob, even
 // those written after it, and the lost payload passed as purged.
 func TestPurgeAuditOrder(t *testing.T) {
-	fxURL := newEchoServer(t)
+	fxURL := newEchoFixture(t).url
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	cfg := loadConfigText(t, filepath.Join(dir, "provlog.yaml"), fmt.Sprintf(`data: %s

@@ -41,7 +41,7 @@ func (s *hookedStore) Entries(ctx context.Context, start, end uint64) ([][]byte,
 // present and wrote nothing, and the purge judged by the log as it was
 // when it began.
 func TestPurgeRetentionRacesCall(t *testing.T) {
-	fxURL := newEchoServer(t)
+	fxURL := newEchoFixture(t).url
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	cfg := loadConfigText(t, filepath.Join(dir, "provlog.yaml"), fmt.Sprintf(`data: %s
@@ -53,17 +53,8 @@ servers:
 	ctx := context.Background()
 	sc := mustOpenSidecar(t, cfg)
 	defer sc.close()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "purge-test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, closeClient := memClient(t, sc, "purge-test")
+	defer closeClient()
 	echo := &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"q": "shared result"}}
 	if res, err := cs.CallTool(ctx, echo); err != nil || res.IsError {
 		t.Fatalf("old call: %v %v", err, res)
@@ -100,18 +91,4 @@ servers:
 		t.Errorf("retention (purge entries %v) deleted blob %s, which call.result entry %d, written at %v after the cut %v, names as its retained result",
 			res.Entries, blob[:12], newResult, e.Time.Format(time.RFC3339Nano), cut.Format(time.RFC3339Nano))
 	}
-}
-
-// sidecarEntry reads entry i of a running sidecar's log.
-func sidecarEntry(t *testing.T, sc *sidecar, i uint64) *log.Entry {
-	t.Helper()
-	es, err := sc.store.Entries(context.Background(), i, i+1)
-	if err != nil || len(es) != 1 {
-		t.Fatalf("entry %d: %v", i, err)
-	}
-	e, err := log.ParseEntry(es[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
 }

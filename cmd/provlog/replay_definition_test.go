@@ -33,23 +33,14 @@ func TestReplayDefinitionChanged(t *testing.T) {
 
 	ctx := context.Background()
 	sc := mustOpenSidecar(t, cfg)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "recorder", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, closeClient := memClient(t, sc, "recorder")
 	first, _ := sc.seq.Checkpoint()
 	for _, tool := range []string{"fx__stable", "fx__dataset"} {
 		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"q": "tp53"}}); err != nil || res.IsError {
 			t.Fatalf("%s: %v %v", tool, err, res)
 		}
 	}
-	cs.Close()
-	ss.Close()
+	closeClient()
 	sc.close()
 	then := toolSumOf(t, data, first)
 
@@ -147,21 +138,12 @@ func TestReplayRugPullReadOnly(t *testing.T) {
 
 	ctx := context.Background()
 	sc := mustOpenSidecar(t, cfg)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "recorder", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, closeClient := memClient(t, sc, "recorder")
 	first, _ := sc.seq.Checkpoint()
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fx__write", Arguments: map[string]any{"q": "pay 100"}}); err != nil || res.IsError {
 		t.Fatalf("write: %v %v", err, res)
 	}
-	cs.Close()
-	ss.Close()
+	closeClient()
 	sc.close()
 	if fx.writes.Load() != 1 {
 		t.Fatalf("writes %d", fx.writes.Load())

@@ -66,23 +66,14 @@ func TestReplayExactNumbers(t *testing.T) {
 	cfg := loadConfigText(t, cfgPath, fmt.Sprintf("data: %s\nservers:\n  - id: fx\n    url: %s\n  - id: full\n    url: %s\n    retain: full\n", data, url, url))
 	ctx := context.Background()
 	sc := mustOpenSidecar(t, cfg)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "recorder", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, closeClient := memClient(t, sc, "recorder")
 	first, _ := sc.seq.Checkpoint()
 	for _, tool := range []string{"fx__echo", "full__echo"} {
 		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}}); err != nil || res.IsError {
 			t.Fatalf("%s: %v %v", tool, err, res)
 		}
 	}
-	cs.Close()
-	ss.Close()
+	closeClient()
 	sc.close()
 	for i := range 2 {
 		if res, err := log.ParseCallResult(entryAt(t, data, first+2*uint64(i)+1)); err != nil || !res.ResultRaw {

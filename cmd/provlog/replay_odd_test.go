@@ -74,15 +74,7 @@ servers:
 
 	ctx := context.Background()
 	sc := mustOpenSidecar(t, cfg)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "recorder", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, closeClient := memClient(t, sc, "recorder")
 	calls := []struct {
 		tool, want string
 		hashOnly   bool
@@ -104,8 +96,7 @@ servers:
 			t.Fatalf("%s: %v %v", c.tool, err, res)
 		}
 	}
-	cs.Close()
-	ss.Close()
+	closeClient()
 	sc.close()
 	// The premise: the log holds these results by the hash of their
 	// bytes as received.

@@ -72,15 +72,7 @@ servers:
 `, data, fx.url, retain))
 	ctx := context.Background()
 	sc := mustOpenSidecar(t, cfg)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "recorder", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, closeClient := memClient(t, sc, "recorder")
 	login := &mcp.CallToolParams{Name: "fx__login", Arguments: map[string]any{"q": "bob", "token": scrubSecret}}
 	for i, c := range append([]*mcp.CallToolParams{login}, calls...) {
 		if i == 1 {
@@ -91,8 +83,7 @@ servers:
 			t.Fatalf("%s: %v %v", c.Name, err, res)
 		}
 	}
-	cs.Close()
-	ss.Close()
+	closeClient()
 	sc.close()
 	return data, cfgPath, first
 }

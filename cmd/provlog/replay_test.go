@@ -112,15 +112,7 @@ servers:
 	// Record.
 	ctx := context.Background()
 	sc := mustOpenSidecar(t, cfg)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "recorder", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, closeClient := memClient(t, sc, "recorder")
 	calls := []struct {
 		tool string
 		args map[string]any
@@ -144,8 +136,7 @@ servers:
 			t.Fatalf("%s: %v %v", c.tool, err, res)
 		}
 	}
-	cs.Close()
-	ss.Close()
+	closeClient()
 	sc.close()
 
 	// The world moves on: new data under a new release.

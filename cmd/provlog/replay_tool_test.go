@@ -31,17 +31,8 @@ func TestRecordReplayRefuses(t *testing.T) {
 	sc := mustOpenSidecar(t, cfg)
 	defer sc.close()
 	ctx := context.Background()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := sc.proxy.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "replayer", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, closeClient := memClient(t, sc, "replayer")
+	defer closeClient()
 
 	golden, err := os.ReadFile("../../proxy/replay/testdata/entry-definition-changed.json")
 	if err != nil {
