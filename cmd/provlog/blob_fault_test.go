@@ -33,15 +33,7 @@ import (
 // that name exists, without looking at it, so Store.Put reports success
 // and Store.Err stays nil.
 func TestCorruptBlobNotKeptAgain(t *testing.T) {
-	fx := newEchoFixture(t)
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	cfg := loadConfigText(t, filepath.Join(dir, "provlog.yaml"), fmt.Sprintf(`data: %s
-servers:
-  - id: fx
-    url: %s
-    retain: full
-`, data, fx.url))
+	_, data, cfg := retainingEcho(t)
 	ctx := context.Background()
 	sc := mustOpenSidecar(t, cfg)
 	defer sc.close()
@@ -102,15 +94,7 @@ servers:
 // log failed while recording it, or under way", none of which happened.
 // The server's answer, which the proxy held and hashed, is lost to the log.
 func TestFullBlobStoreKeepsOutcome(t *testing.T) {
-	fx := newEchoFixture(t)
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	cfg := loadConfigText(t, filepath.Join(dir, "provlog.yaml"), fmt.Sprintf(`data: %s
-servers:
-  - id: fx
-    url: %s
-    retain: full
-`, data, fx.url))
+	fx, data, cfg := retainingEcho(t)
 	store := filepath.Join(data, blobDir)
 	if err := os.MkdirAll(store, 0o700); err != nil {
 		t.Fatal(err)

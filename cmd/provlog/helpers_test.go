@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -196,4 +198,15 @@ func sidecarEntry(t *testing.T, sc *sidecar, i uint64) *log.Entry {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// retainingEcho is a config whose one server, fx, is a newEchoFixture kept
+// with retain: full, and the config's data dir.
+func retainingEcho(t *testing.T) (fx *echoFixture, data string, cfg *Config) {
+	t.Helper()
+	fx = newEchoFixture(t)
+	dir := t.TempDir()
+	data = filepath.Join(dir, "data")
+	cfg = loadConfigText(t, filepath.Join(dir, "provlog.yaml"), fmt.Sprintf("data: %s\nservers:\n  - id: fx\n    url: %s\n    retain: full\n", data, fx.url))
+	return fx, data, cfg
 }

@@ -43,15 +43,7 @@ func callsThroughSidecar(t *testing.T, cfg *Config, calls ...*mcp.CallToolParams
 // it. Before, a purge entry covered every entry naming the blob, even
 // those written after it, and the lost payload passed as purged.
 func TestPurgeAuditOrder(t *testing.T) {
-	fxURL := newEchoFixture(t).url
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	cfg := loadConfigText(t, filepath.Join(dir, "provlog.yaml"), fmt.Sprintf(`data: %s
-servers:
-  - id: fx
-    url: %s
-    retain: full
-`, data, fxURL))
+	_, data, cfg := retainingEcho(t)
 	echo := &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"q": "the same"}}
 
 	first := callsThroughSidecar(t, cfg, echo)

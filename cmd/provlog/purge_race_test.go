@@ -5,8 +5,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -41,15 +39,7 @@ func (s *hookedStore) Entries(ctx context.Context, start, end uint64) ([][]byte,
 // present and wrote nothing, and the purge judged by the log as it was
 // when it began.
 func TestPurgeRetentionRacesCall(t *testing.T) {
-	fxURL := newEchoFixture(t).url
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	cfg := loadConfigText(t, filepath.Join(dir, "provlog.yaml"), fmt.Sprintf(`data: %s
-servers:
-  - id: fx
-    url: %s
-    retain: full
-`, data, fxURL))
+	_, _, cfg := retainingEcho(t)
 	ctx := context.Background()
 	sc := mustOpenSidecar(t, cfg)
 	defer sc.close()
