@@ -1,14 +1,9 @@
 package main
 
 import (
-	"encoding/pem"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
-	"github.com/provlog/provlog/anchor/anchortest/testtsa"
 )
 
 // exportBundle exports data's whole log (with cfg, when given) and returns
@@ -80,18 +75,8 @@ func TestVerifyBundlePinnedWitnesses(t *testing.T) {
 // another TSA's root (its Rekor key the record's own) it is refused,
 // naming the record and the roots given; so with another Rekor key.
 func TestVerifyBundlePinnedAnchors(t *testing.T) {
-	data := makeDataDir(t, 4)
-	dir := t.TempDir()
-	write := func(name string, b []byte) string { return writeFile(t, filepath.Join(dir, name), b) }
-	tsa, rk := testtsa.New(t, "Test TSA"), fakerekor.New(t)
-	root := write("tsa-root.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}))
-	rkey := write("rekor.pub", rk.PublicKeyPEM())
-	otherRoot := write("other-root.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: testtsa.New(t, "Other TSA").PKI.Root.Raw}))
-	otherKey := write("other-rekor.pub", fakerekor.New(t).PublicKeyPEM())
-	cfg := writeConfig(t, dir, fmt.Sprintf("data: %s\nanchors:\n  interval: 1h\n  timeout: 10s\n  tsa: [{url: %s, roots: [tsa-root.pem]}]\n  rekor: {url: %s, public_key: rekor.pub}\n", data, tsa.URL, rk.URL))
-	if out, code := runCmd(t, "anchor", "--config", cfg); code != 0 {
-		t.Fatalf("provlog anchor: %d\n%s", code, out)
-	}
+	a := anchoredDataDir(t)
+	data, root, rkey, otherRoot, otherKey := a.data, a.tsaRoot, a.rekorKey, a.otherRoot, a.otherKey
 	b := exportBundle(t, data, "")
 	if out, code := runCmd(t, "verify-bundle", b); code != 0 || !strings.Contains(out, "1 anchor records verified against the roots and keys the records carry") {
 		t.Fatalf("unpinned: %d\n%s", code, out)

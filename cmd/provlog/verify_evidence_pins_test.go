@@ -89,18 +89,8 @@ func TestVerifyEvidencePinnedWitnesses(t *testing.T) {
 // root and Rekor key: the right ones pass and say so; another TSA's root
 // fails naming the token, another Rekor key naming the Rekor entry.
 func TestVerifyEvidencePinnedAnchors(t *testing.T) {
-	data := makeDataDir(t, 4)
-	dir := t.TempDir()
-	write := func(name string, b []byte) string { return writeFile(t, filepath.Join(dir, name), b) }
-	tsa, rk := testtsa.New(t, "Test TSA"), fakerekor.New(t)
-	root := write("tsa-root.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}))
-	rkey := write("rekor.pub", rk.PublicKeyPEM())
-	otherRoot := write("other-root.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: testtsa.New(t, "Other TSA").PKI.Root.Raw}))
-	otherKey := write("other-rekor.pub", fakerekor.New(t).PublicKeyPEM())
-	cfg := writeConfig(t, dir, fmt.Sprintf("data: %s\nanchors:\n  interval: 1h\n  timeout: 10s\n  tsa: [{url: %s, roots: [tsa-root.pem]}]\n  rekor: {url: %s, public_key: rekor.pub}\n", data, tsa.URL, rk.URL))
-	if out, code := runCmd(t, "anchor", "--config", cfg); code != 0 {
-		t.Fatalf("provlog anchor: %d\n%s", code, out)
-	}
+	a := anchoredDataDir(t)
+	data, cfg, root, rkey, otherRoot, otherKey := a.data, a.cfg, a.tsaRoot, a.rekorKey, a.otherRoot, a.otherKey
 	ev := filepath.Join(t.TempDir(), "ev")
 	if out, code := runCmd(t, "evidence", "--data", data, "--index", "2", "--out", ev, "--config", cfg); code != 0 {
 		t.Fatalf("provlog evidence: %d\n%s", code, out)
@@ -199,4 +189,28 @@ func TestVerifyEvidenceJSON(t *testing.T) {
 	if code != 1 || v.OK || v.Error == "" {
 		t.Errorf("missing directory: exit %d, %+v", code, v)
 	}
+}
+
+// anchored is a data dir of four calls anchored once with provlog anchor
+// (an in-process TSA and a fake Rekor), its config, the PEM files of the
+// TSA's root and the Rekor's key, and those of another TSA and Rekor.
+type anchored struct {
+	data, cfg, tsaRoot, rekorKey, otherRoot, otherKey string
+}
+
+func anchoredDataDir(t *testing.T) anchored {
+	t.Helper()
+	a := anchored{data: makeDataDir(t, 4)}
+	dir := t.TempDir()
+	write := func(name string, b []byte) string { return writeFile(t, filepath.Join(dir, name), b) }
+	tsa, rk := testtsa.New(t, "Test TSA"), fakerekor.New(t)
+	a.tsaRoot = write("tsa-root.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}))
+	a.rekorKey = write("rekor.pub", rk.PublicKeyPEM())
+	a.otherRoot = write("other-root.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: testtsa.New(t, "Other TSA").PKI.Root.Raw}))
+	a.otherKey = write("other-rekor.pub", fakerekor.New(t).PublicKeyPEM())
+	a.cfg = writeConfig(t, dir, fmt.Sprintf("data: %s\nanchors:\n  interval: 1h\n  timeout: 10s\n  tsa: [{url: %s, roots: [tsa-root.pem]}]\n  rekor: {url: %s, public_key: rekor.pub}\n", a.data, tsa.URL, rk.URL))
+	if out, code := runCmd(t, "anchor", "--config", a.cfg); code != 0 {
+		t.Fatalf("provlog anchor: %d\n%s", code, out)
+	}
+	return a
 }
