@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"net/url"
 	"strings"
 )
@@ -46,4 +47,17 @@ func RedactURL(s string) string {
 		red += "#" + gone
 	}
 	return red
+}
+
+// RedactURLError returns err with the URL a net/http error repeats whole
+// redacted as RedactURL does (Go hides a password in it, but not a user
+// name given alone or the query); any other error as it is.
+func RedactURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		c := *ue
+		c.URL = RedactURL(ue.URL)
+		return &c
+	}
+	return err
 }

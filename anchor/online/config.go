@@ -169,18 +169,6 @@ func checkURL(s string) error {
 	return nil
 }
 
-// redactErr redacts the URL net/http's errors repeat whole (Go hides a
-// password in it, but not a user name or the query).
-func redactErr(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		c := *ue
-		c.URL = log.RedactURL(ue.URL)
-		return &c
-	}
-	return err
-}
-
 // readPEM returns s itself when it is inline PEM, else the file it names.
 func readPEM(readFile func(string) ([]byte, error), s string) ([]byte, error) {
 	if strings.HasPrefix(strings.TrimSpace(s), "-----BEGIN") {

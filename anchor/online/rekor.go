@@ -145,7 +145,7 @@ func (c *RekorClient) post(ctx context.Context, body []byte) ([]byte, error) {
 	req.Header.Set("User-Agent", "provlog")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, redactErr(err)
+		return nil, log.RedactURLError(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxRekorResponse+1))

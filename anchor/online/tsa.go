@@ -89,13 +89,13 @@ func (c *TSAClient) post(ctx context.Context, query []byte) ([]byte, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(query))
 	if err != nil {
-		return nil, fmt.Errorf("TSA request: %w", redactErr(err))
+		return nil, fmt.Errorf("TSA request: %w", log.RedactURLError(err))
 	}
 	req.Header.Set("Content-Type", "application/timestamp-query")
 	req.Header.Set("Accept", "application/timestamp-reply")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("TSA request: %w", redactErr(err))
+		return nil, fmt.Errorf("TSA request: %w", log.RedactURLError(err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxTSAResponse+1))

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/witness"
 )
 
@@ -32,7 +33,7 @@ var _ witness.AddCheckpointer = (*HTTP)(nil)
 // deadline.
 func NewHTTP(prefix string, hc *http.Client) (*HTTP, error) {
 	if !strings.HasPrefix(prefix, "http://") && !strings.HasPrefix(prefix, "https://") {
-		return nil, fmt.Errorf("witness URL %q is not http:// or https://", prefix)
+		return nil, fmt.Errorf("witness URL %q is not http:// or https://", log.RedactURL(prefix))
 	}
 	if hc == nil {
 		hc = http.DefaultClient
@@ -51,7 +52,9 @@ func (h *HTTP) AddCheckpoint(ctx context.Context, req *witness.AddCheckpointRequ
 	r.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	resp, err := h.hc.Do(r)
 	if err != nil {
-		return nil, fmt.Errorf("add-checkpoint: %w", err)
+		// The error repeats the URL, which reaches the status, health
+		// and the log: redacted, as every URL that leaves the process is.
+		return nil, fmt.Errorf("add-checkpoint: %w", log.RedactURLError(err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseSize+1))

@@ -230,11 +230,7 @@ func (e *Exporter) send(ctx context.Context, body []byte) error {
 	resp, err := e.client.Do(req)
 	// The error repeats the URL, which reaches the log: redacted, as
 	// every URL that leaves the process is.
-	if ue := (*url.Error)(nil); errors.As(err, &ue) {
-		c := *ue
-		c.URL = log.RedactURL(ue.URL)
-		err = &c
-	}
+	err = log.RedactURLError(err)
 	if ue := (*url.Error)(nil); errors.As(err, &ue) && ue.Temporary() {
 		return &retryable{err: err}
 	}

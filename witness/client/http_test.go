@@ -1,0 +1,38 @@
+package client
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/provlog/provlog/witness"
+)
+
+// TestAddCheckpointErrorRedactsURL: a witness whose URL carries
+// credentials (a user name alone, an API key in the query) and cannot be
+// reached gives an error naming the URL without them: the error reaches
+// provlog__status, /healthz and the log. Before, net/http's error repeated
+// the URL whole (Go hides only a password).
+func TestAddCheckpointErrorRedactsURL(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens: the POST fails to connect
+	h, err := NewHTTP("http://apikey-S3cret@"+addr+"/w?token=S3cret2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.AddCheckpoint(context.Background(), &witness.AddCheckpointRequest{Checkpoint: []byte("o\n1\nAAAA\n\n")})
+	if err == nil {
+		t.Fatal("a POST to a closed port succeeded")
+	}
+	if msg := err.Error(); strings.Contains(msg, "S3cret") || !strings.Contains(msg, addr) {
+		t.Errorf("error %q: want the witness's address without its credentials", msg)
+	}
+	if _, err := NewHTTP("ftp://user:S3cret@example.org/?k=S3cret2", nil); err == nil || strings.Contains(err.Error(), "S3cret") {
+		t.Errorf("NewHTTP of an ftp URL with credentials: %v", err)
+	}
+}
