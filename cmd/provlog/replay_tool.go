@@ -70,6 +70,11 @@ func registerReplayTool(s *mcp.Server, seq *server.Sequencer, actor func(context
 		if err != nil {
 			return refuse("fields is not a replay report as provlog replay makes one (docs/formats.md, replay): %v.", err)
 		}
+		// A report names calls of this log: a range past its size
+		// speaks of entries it does not hold.
+		if size, _ := seq.Checkpoint(); rec.To > size {
+			return refuse("range.to %d is past the log's size %d: a replay reports on entries the log holds.", rec.To, size)
+		}
 		rec.Time, rec.Actor, rec.Auth = time.Now(), a, log.AuthFrom(ctx)
 		hashed := rec.Fit()
 		b, err := rec.Marshal()

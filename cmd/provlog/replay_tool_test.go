@@ -74,6 +74,7 @@ func TestRecordReplayRefuses(t *testing.T) {
 		{"outcomes that do not match the counts", func(f map[string]any) { f["outcomes"] = map[string]any{"unchanged": "2"} }, "names 1 calls, counts.unchanged is 2"},
 		{"a hash not hex", func(f map[string]any) { f["ignore_sha256"] = strings.Repeat("X", 64) }, "ignore_sha256 is not a lowercase hex SHA-256"},
 		{"changes not counted", func(f map[string]any) { f["definitions"].(map[string]any)["changed"] = 0 }, "definition_changes name 1 calls"},
+		{"a range past the log", func(f map[string]any) { f["range"] = map[string]any{"from": 0, "to": 1000} }, "range.to 1000 is past the log's size"},
 	} {
 		before, _ := sc.seq.Checkpoint()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: recordReplayTool, Arguments: map[string]any{"fields": fields(c.edit)}})
@@ -90,7 +91,12 @@ func TestRecordReplayRefuses(t *testing.T) {
 	}
 
 	// The golden report is taken, and written as it was given, by the
-	// sidecar's actor.
+	// sidecar's actor, once the log holds the entries its range names.
+	for size, _ := sc.seq.Checkpoint(); size < 6; size, _ = sc.seq.Checkpoint() {
+		if _, err := sc.seq.Append(ctx, callEntry("fx", "stable", map[string]any{"q": size})); err != nil {
+			t.Fatal(err)
+		}
+	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: recordReplayTool, Arguments: map[string]any{"fields": fields(func(map[string]any) {})}})
 	if err != nil || res.IsError {
 		t.Fatalf("the golden report: %v %q", err, toolText(res))
@@ -136,20 +142,19 @@ func toolText(res *mcp.CallToolResult) string {
 // and says so in its answer. Before, it refused the record, after all the
 // replay work.
 func TestRecordReplayFits(t *testing.T) {
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
 	actor := strings.Repeat("replay-bot.", 12)[:opp.MaxActor]
-	cfgPath := filepath.Join(dir, "provlog.yaml")
-	writeFile(t, cfgPath, []byte(fmt.Sprintf("data: %s\nactor: %s\nservers: []\n", data, actor)))
-	base, _ := startServe(t, "--config", cfgPath)
-	tok := readLocalToken(t, data)
-
 	// The most calls whose record fits the log under the operator's actor.
-	n := sort.Search(20000, func(n int) bool { _, err := unchangedRecord(n).Marshal(); return err != nil }) - 1
+	n := maxUnchanged(operatorActor)
 	r := unchangedRecord(n)
 	if got := r.Fit(); got != nil {
 		t.Fatalf("%d calls: the record was fitted under the operator's actor (%v); the test needs one that fits", n, got)
 	}
+	// A log holding the entries the record's range names.
+	data := makeDataDir(t, int(r.To))
+	cfgPath := filepath.Join(t.TempDir(), "provlog.yaml")
+	writeFile(t, cfgPath, []byte(fmt.Sprintf("data: %s\nactor: %s\nservers: []\n", data, actor)))
+	base, _ := startServe(t, "--config", cfgPath)
+	tok := readLocalToken(t, data)
 	outcomes, err := replay.SumJCS(r.Outcomes)
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +193,9 @@ func TestRecordReplayFits(t *testing.T) {
 // as it is, the sidecar refuses it, after all the replay work.
 func TestReplayLogLeavesFitToSidecar(t *testing.T) {
 	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
+	// A log as long as the largest record's range below (record_replay
+	// refuses a range past the log's size).
+	data := makeDataDir(t, int(unchangedRecord(3*maxUnchanged("local")).To))
 	cfgPath := writeFile(t, filepath.Join(dir, "provlog.yaml"), []byte("data: "+data+"\nservers: []\n"))
 	base, _ := startServe(t, "--config", cfgPath)
 	tok := readLocalToken(t, data)
@@ -207,7 +214,7 @@ func TestReplayLogLeavesFitToSidecar(t *testing.T) {
 	}
 
 	// The most calls whose record fits the log under "local".
-	n := sort.Search(20000, func(n int) bool { return under(unchangedRecord(n), actor) != nil }) - 1
+	n := maxUnchanged(actor)
 	r := unchangedRecord(n)
 	if err := under(r, operatorActor); !errors.Is(err, log.ErrEntryTooLarge) {
 		t.Fatalf("%d calls under %s: %v; the test needs a record too large under it", n, operatorActor, err)
@@ -241,6 +248,17 @@ func TestReplayLogLeavesFitToSidecar(t *testing.T) {
 	if !reflect.DeepEqual(hashed, []string{"outcomes"}) || got.Actor != actor || got.Outcomes != nil || got.OutcomesSHA256 != outcomes {
 		t.Errorf("%d calls: entry %d by %q with outcomes_sha256 %q, hashed %v; want outcomes pinned by %s", n, index, got.Actor, got.OutcomesSHA256, hashed, outcomes)
 	}
+}
+
+// maxUnchanged is the most calls whose unchangedRecord fits the log
+// under actor.
+func maxUnchanged(actor string) int {
+	return sort.Search(20000, func(n int) bool {
+		r := unchangedRecord(n)
+		r.Actor = actor
+		_, err := r.Marshal()
+		return err != nil
+	}) - 1
 }
 
 // unchangedRecord is the record provlog replay makes for the operator of
