@@ -194,7 +194,7 @@ func TestServeHTTPEndToEnd(t *testing.T) {
 	if out, code := runCmd(t, "prove", "--data", data, "--index", "0"); code != 1 || !strings.Contains(out, "--log") {
 		t.Fatalf("prove --data on a running sidecar: %d %s; want a pointer to --log", code, out)
 	}
-	if out, code := runCmd(t, "tasks", "--log", base, "show", id); code != 0 || !strings.Contains(out, "accepted") {
+	if out, code := runCmd(t, "tasks", "--log", base, "show", id); code != 0 || !strings.Contains(out, "accepted") || !strings.Contains(out, "not checked against the log's key") {
 		t.Fatalf("tasks show over HTTP: %d %s", code, out)
 	}
 	if out, code := runCmd(t, "audit", "--log", base, "--vkey", filepath.Join(data, logVKeyFile)); code != 0 {

@@ -44,6 +44,9 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		src = s
 	} else {
 		src = newRemote(lf.url, lf.token)
+		// The entries come as the sidecar serves them, checked against
+		// no key: say so, and what checks them.
+		fmt.Fprintf(stderr, "note: tasks as %s serves its entries, not checked against the log's key (provlog audit --log %s --vkey KEY checks them)\n", log.RedactURL(lf.url), log.RedactURL(lf.url))
 	}
 	var size uint64
 	if err := src.Checkpoints(ctx, 0, func(n uint64, _ []byte) error { size = n; return nil }); err != nil {
