@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/opp"
@@ -163,5 +164,21 @@ func TestInvisibleShownByNumber(t *testing.T) {
 	}
 	if want := `pay\u200bme \u3164x\u2066`; !strings.Contains(b.String(), want) {
 		t.Errorf("show lacks %q:\n%s", want, b.String())
+	}
+}
+
+// TestLongTaskIDCutWhole: a refusal quoting a long task id cuts it to 64
+// bytes at a character's start, never inside one; the id here puts byte 64
+// inside a two-byte "é". Before, the cut left half a character, which the
+// refusal's quoting showed as "\xc3".
+func TestLongTaskIDCutWhole(t *testing.T) {
+	e := newEngine(t, newLog(t))
+	_, err := e.Accept(ctx, "bob", "t_x"+strings.Repeat("é", 40))
+	p, ok := opp.Refusal(err)
+	if !ok || p.Rule != opp.RuleUnknownTask {
+		t.Fatalf("accept of a long id: %v", err)
+	}
+	if !utf8.ValidString(p.Msg) || strings.Contains(p.Msg, `\x`) || !strings.Contains(p.Msg, `"t_x`+strings.Repeat("é", 30)+`…"`) {
+		t.Errorf("refusal %q: want the id cut whole after 64 bytes", p.Msg)
 	}
 }

@@ -122,7 +122,11 @@ func checkTaskID(id string) *log.ProblemsError {
 		return Refuse(RuleInvalidArgument, "task_id is required; get one from create_task or list_unaccepted_tasks")
 	}
 	if len(id) > 64 {
-		id = id[:64] + "…"
+		cut := 64
+		for cut > 0 && !utf8.RuneStart(id[cut]) {
+			cut-- // at a character's start: half of one shows as bytes
+		}
+		id = id[:cut] + "…"
 	}
 	return Refuse(RuleUnknownTask, "%q is not a task id (task ids look like t_ followed by 32 hex digits); get one from create_task or list_unaccepted_tasks", id)
 }
