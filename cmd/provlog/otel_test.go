@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -391,4 +392,31 @@ func (c *collectorReceiver) received(t *testing.T) ([]*tracepb.Span, map[string]
 		}
 	}
 	return spans, resource
+}
+
+// TestOTelShutdownRedactsEndpoint: a receiver that never answers makes
+// the flush at shutdown give up, and the warning that says so must not
+// carry the endpoint's credentials (its userinfo, its query), which every
+// other message shows redacted.
+func TestOTelShutdownRedactsEndpoint(t *testing.T) {
+	hung := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hung }))
+	defer srv.Close()
+	defer close(hung)
+	endpoint := strings.Replace(srv.URL, "http://", "http://otel:pw-s3cret@", 1) + "/v1/traces?api_key=key-s3cret"
+	var out bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&out, nil))
+	tracer, stop, err := startTracing(context.Background(), &OTelConfig{Endpoint: endpoint}, "origin", logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := tracer.Start(context.Background(), "one")
+	span.End()
+	stop()
+	if !strings.Contains(out.String(), "flushing traces at shutdown") {
+		t.Fatalf("the flush at shutdown did not fail against a receiver that never answers: %s", out.String())
+	}
+	if strings.Contains(out.String(), "s3cret") {
+		t.Errorf("the log carries the endpoint's credentials: %s", out.String())
+	}
 }
