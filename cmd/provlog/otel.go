@@ -107,7 +107,7 @@ func startTracing(ctx context.Context, c *OTelConfig, origin string, logger *slo
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := tp.Shutdown(sctx); err != nil {
-			logger.Warn("flushing traces at shutdown", "endpoint", endpoint, "error", err)
+			logger.Warn("flushing traces at shutdown", "endpoint", log.RedactURL(endpoint), "error", err)
 		}
 	}
 	return tp.Tracer("github.com/provlog/provlog/proxy"), stop, nil
