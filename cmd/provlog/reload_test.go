@@ -402,3 +402,26 @@ func TestConfigReloadChangeUnderCalls(t *testing.T) {
 		t.Errorf("audit after the reload: %s", out)
 	}
 }
+
+// TestReloadFlagKeysNotRestartKeys: serve's flags (--verify-on-open here, and
+// likewise --data and --store) set keys the config file does not hold; a
+// reload that changes none of them must not say they changed and need a
+// restart.
+func TestReloadFlagKeysNotRestartKeys(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	os.WriteFile(cfg, []byte("data: ./d\nreload_interval: 0s\n"), 0o600)
+	_, _, stderr := startServeLogged(t, freeAddr(t), "--verify-on-open", "--config", cfg)
+	addToken(t, cfg, "carol")
+	// Reloads run one after another: the second's message comes after
+	// all the first one logs.
+	for n := 1; n <= 2; n++ {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprintf("reload %d is done", n), func() bool { return strings.Count(stderr.String(), "config reloaded") >= n })
+	}
+	if strings.Contains(stderr.String(), "take effect only after a restart") {
+		t.Errorf("a reload that changed only actors: names keys to restart for: %s", stderr.String())
+	}
+}
