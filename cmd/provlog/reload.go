@@ -31,10 +31,14 @@ const DefaultReloadInterval = 2 * time.Second
 // configWatch is what a reload compares against.
 type configWatch struct {
 	path string
-	// dataFlag: --data overrode the config's data, so a change there
-	// means nothing.
-	dataFlag bool
-	sum      [sha256.Size]byte
+	// file is the config as its file was when the sidecar started, before
+	// serve's flags changed it: what a reload's restart keys are found
+	// against.
+	file *Config
+	// flagged names the keys serve's flags set (data, store,
+	// verify_on_open), so that a change there in the file means nothing.
+	flagged map[string]bool
+	sum     [sha256.Size]byte
 	// seen is the changed content a tick last saw: it is applied when
 	// the next tick sees it unchanged, so a file caught half-written (an
 	// empty config is a valid one, without servers or tokens) is not.
@@ -155,19 +159,20 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 	s.logger.Info("config reloaded", "config", w.path, "trigger", why, "actors", len(cfg.Actors), "readers", len(cfg.Readers),
 		"auth_issuers", issuers, "handoff_any_actor", cfg.HandoffAnyActor)
 	w.wantServers(cfg.Servers)
-	if keys := restartKeys(s.cfg, cfg, w.dataFlag); len(keys) > 0 {
+	if keys := restartKeys(w.file, cfg, w.flagged); len(keys) > 0 {
 		s.logger.Warn("config keys changed that take effect only after a restart; the running values stay", "config", w.path, "keys", keys)
 	}
 }
 
 // restartKeys names the config keys whose change a reload does not
-// apply: every key but those it applies (reloaded) and the witness keys,
-// which are compared as decoded (their YAML nodes carry line numbers).
-func restartKeys(old, cfg *Config, dataFlag bool) []string {
+// apply: every key but those it applies (reloaded), those serve's flags
+// set (flagged), and the witness keys, which are compared as decoded
+// (their YAML nodes carry line numbers).
+func restartKeys(old, cfg *Config, flagged map[string]bool) []string {
 	reloaded := map[string]bool{"actors": true, "readers": true, "handoff_any_actor": true, "auth": true,
 		"servers": true, "witnesses": true, "witness_policy": true}
-	if dataFlag {
-		reloaded["data"] = true
+	for k, on := range flagged {
+		reloaded[k] = reloaded[k] || on
 	}
 	var keys []string
 	a, b := reflect.ValueOf(old).Elem(), reflect.ValueOf(cfg).Elem()

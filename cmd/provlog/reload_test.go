@@ -104,10 +104,10 @@ func TestRestartKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(restartKeys(a, b, false), ","); got != "data" {
+	if got := strings.Join(restartKeys(a, b, nil), ","); got != "data" {
 		t.Errorf("restart keys %q, want data (servers reload live)", got)
 	}
-	if got := strings.Join(restartKeys(a, b, true), ","); got != "" {
+	if got := strings.Join(restartKeys(a, b, map[string]bool{"data": true}), ","); got != "" {
 		t.Errorf("with --data: restart keys %q, want none", got)
 	}
 }

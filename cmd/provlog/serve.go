@@ -72,6 +72,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer stopPprof()
 		go servePprof(pctx, pln, logger)
 	}
+	// A reload compares the file with the file, not with what the flags
+	// made of it, and passes over the keys the flags set.
+	file := *cfg
+	flagged := map[string]bool{"data": *data != "", "store": *storeURL != "", "verify_on_open": *verify}
 	if *data != "" {
 		cfg.Data = *data
 	}
@@ -102,7 +106,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer signal.Stop(hup)
 		wctx, stopWatch := context.WithCancel(ctx)
 		defer stopWatch()
-		go sc.watchConfig(wctx, &configWatch{path: *cfgPath, dataFlag: *data != ""}, hup)
+		go sc.watchConfig(wctx, &configWatch{path: *cfgPath, file: &file, flagged: flagged}, hup)
 	}
 	return sc.serve(ctx, cfg, ln, logger)
 }
