@@ -425,3 +425,75 @@ func TestReloadFlagKeysNotRestartKeys(t *testing.T) {
 		t.Errorf("a reload that changed only actors: names keys to restart for: %s", stderr.String())
 	}
 }
+
+// TestLocalTokenTwiceWithDataFlag: with serve --data, local.token is the
+// flag's data dir's, and a config that lists its token_sha256 under
+// actors: is refused, by a reload and at start, as it is without the
+// flag: one token acts as one actor.
+func TestLocalTokenTwiceWithDataFlag(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	os.WriteFile(cfg, []byte("data: ./d\nreload_interval: 0s\n"), 0o600)
+	data := filepath.Join(dir, "flagged")
+	_, stop, stderr := startServeLogged(t, freeAddr(t), "--data", data, "--config", cfg)
+	h := localTokenHash(data)
+	if h == "" {
+		t.Fatal("serve made no local.token in --data's dir")
+	}
+	os.WriteFile(cfg, []byte("data: ./d\nreload_interval: 0s\nactors:\n  - {id: mallory, token_sha256: "+h+"}\n"), 0o600)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reload is done", func() bool {
+		return strings.Contains(stderr.String(), "config reload") && strings.Contains(stderr.String(), "trigger=SIGHUP")
+	})
+	if !strings.Contains(stderr.String(), "one token acts as one actor") {
+		t.Errorf("a reload listing local.token's hash under actors: was not refused: %s", stderr.String())
+	}
+	stop()
+
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &strings.Builder{}
+	var mu sync.Mutex
+	done := make(chan int, 1)
+	go func() {
+		w := lockedWriter{&mu, out}
+		done <- run(ctx, []string{"serve", "--http", addr, "--data", data, "--config", cfg}, w, w)
+	}()
+	code := -1
+	waitFor(t, "serve exits or serves", func() bool {
+		select {
+		case code = <-done:
+			return true
+		default:
+		}
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	if code < 0 { // it serves: stop it before its data dir is removed
+		cancel()
+		<-done
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if code <= 0 || !strings.Contains(out.String(), "one token acts as one actor") {
+		t.Errorf("serve started with local.token's hash under actors: (exit %d): %s", code, out.String())
+	}
+}
+
+// lockedWriter lets a test read what a serve it runs writes.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
