@@ -132,6 +132,11 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 		return
 	}
 	h, err := ensureLocalToken(s.cfg.Data)
+	if err == nil {
+		// loadConfig held the tokens to the local.token of the file's data
+		// dir, which --data may have replaced with another.
+		err = cfg.checkTokenHashes(h)
+	}
 	if err != nil {
 		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why, "err", err)
 		return

@@ -210,6 +210,11 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 	if err != nil {
 		return nil, err
 	}
+	// loadConfig held the tokens to the local.token of the file's data
+	// dir, which --data may have replaced with another.
+	if err := cfg.checkTokenHashes(h); err != nil {
+		return nil, err
+	}
 	tk := newTokens(cfg, h)
 	var dirLock io.Closer
 	if cfg.Store != "" {
