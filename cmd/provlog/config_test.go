@@ -261,3 +261,25 @@ func mustResult(t *testing.T) func(*opp.Result, error) *opp.Result {
 		return r
 	}
 }
+
+// TestConfigOneDocument: a config file is one YAML document. A second
+// one (an edit appended after "---") is refused, not passed over: a
+// reload that took only the first would say "config reloaded" while the
+// actors the operator revoked below the marker kept acting.
+func TestConfigOneDocument(t *testing.T) {
+	for _, text := range []string{
+		"reload_interval: 1s\n---\nactors: []\n",
+		"reload_interval: 1s\n---\nactors: [\n",
+		"---\nreload_interval: 1s\n---\nnot_a_key: 1\n",
+	} {
+		_, err := loadConfig(writeConfig(t, t.TempDir(), text))
+		if err == nil || !strings.Contains(err.Error(), "document") {
+			t.Errorf("%q: error %v, want one naming the second document", text, err)
+		}
+	}
+	for _, text := range []string{"---\nreload_interval: 1s\n", "reload_interval: 1s\n...\n", ""} {
+		if _, err := loadConfig(writeConfig(t, t.TempDir(), text)); err != nil {
+			t.Errorf("%q: %v", text, err)
+		}
+	}
+}
