@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"time"
@@ -15,7 +17,8 @@ import (
 // [time.Duration] that is not a Go duration of zero or more ("timeout: 60"
 // lacks its unit). Every duration in the mains' configs and in the
 // library configs they embed is a time.Duration, checked here, where the
-// file is read. An empty file is io.EOF, as yaml.v3 says it.
+// file is read. An empty file is io.EOF, as yaml.v3 says it. A file of
+// more than one document is refused.
 func DecodeYAML(b []byte, v any) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
@@ -27,7 +30,20 @@ func DecodeYAML(b []byte, v any) error {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	return dec.Decode(v)
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	// What follows a "---" would be passed over, and the file would say
+	// something other than what is applied.
+	var more yaml.Node
+	switch err := dec.Decode(&more); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return fmt.Errorf("a second YAML document, which does not parse (%w); a config file is one document", err)
+	default:
+		return fmt.Errorf("line %d: a second YAML document; a config file is one document (remove the \"---\" and merge what follows it)", more.Line)
+	}
+	return nil
 }
 
 var durationType = reflect.TypeFor[time.Duration]()
