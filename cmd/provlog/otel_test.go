@@ -420,3 +420,28 @@ func TestOTelShutdownRedactsEndpoint(t *testing.T) {
 		t.Errorf("the log carries the endpoint's credentials: %s", out.String())
 	}
 }
+
+// TestOTelExportErrorsLogged: a receiver that refuses every export, with
+// a body of its own making, is reported in the sidecar's own log, where a
+// value is quoted: its body's newlines and escapes never start a line of
+// stderr that looks like one the sidecar wrote.
+func TestOTelExportErrorsLogged(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no\nforged level=ERROR msg=\"the log was rewritten\"\n\x1b[2J", http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
+	cfg := writeConfig(t, t.TempDir(), "data: ./d\notel: {endpoint: \""+srv.URL+"\"}\n")
+	sp := startSidecarProc(t, "--config", cfg)
+	resp, err := http.Get(sp.base + "/log/checkpoint") // a span of the log API
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	waitFor(t, "the refused export is reported", func() bool { return strings.Contains(sp.stderr.String(), "400 Bad Request") })
+	for _, line := range strings.Split(sp.stderr.String(), "\n") {
+		if strings.HasPrefix(line, "forged") || strings.Contains(line, "\x1b") || !strings.Contains(line, "level=") && line != "" {
+			t.Errorf("a line of stderr the sidecar's log did not write: %q", line)
+		}
+	}
+}
