@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -102,12 +103,19 @@ func startTracing(ctx context.Context, c *OTelConfig, origin string, logger *slo
 		attribute.String("provlog.log.origin", origin),
 	)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	logger.Info("exporting traces over OTLP/HTTP", "endpoint", log.RedactURL(endpoint))
+	shown := log.RedactURL(endpoint)
+	// A failed export goes to the sidecar's log, which quotes it, not to
+	// OTel's default handler, which prints the receiver's answer as it
+	// came onto stderr, where its newlines make lines of their own.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("exporting traces failed", "endpoint", shown, "error", err)
+	}))
+	logger.Info("exporting traces over OTLP/HTTP", "endpoint", shown)
 	stop := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := tp.Shutdown(sctx); err != nil {
-			logger.Warn("flushing traces at shutdown", "endpoint", log.RedactURL(endpoint), "error", err)
+			logger.Warn("flushing traces at shutdown", "endpoint", shown, "error", err)
 		}
 	}
 	return tp.Tracer("github.com/provlog/provlog/proxy"), stop, nil
