@@ -248,12 +248,14 @@ func TestOTelConfig(t *testing.T) {
 		{"otel: {}\n", "otel: endpoint is required"},
 		{"otel: {endpoint: localhost:4318}\n", "must be an http:// or https:// URL"},
 		{"otel: {endpoint: http://c:4318, batch: 1}\n", "field batch not found"},
+		{"otel: {endpoint: http://c:4318, headers: {\"bad header\": x}}\n", "otel: headers"},
+		{"otel: {endpoint: http://c:4318, headers: {X-Key: \"s3cret\\r\\nX-Other: 1\"}}\n", "otel: headers"},
 	} {
 		p := filepath.Join(t.TempDir(), "c.yaml")
 		os.WriteFile(p, []byte(tc.text), 0o600)
 		_, err := loadConfig(p)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: error %v, want %q", tc.text, err, tc.want)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%q: error %v, want %q, without the header's value", tc.text, err, tc.want)
 		}
 	}
 	for in, want := range map[string]string{"http://c:4318": "http://c:4318/v1/traces", "https://c/otlp/v1/traces": "https://c/otlp/v1/traces"} {

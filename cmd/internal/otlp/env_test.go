@@ -61,6 +61,12 @@ func TestApplyEnv(t *testing.T) {
 			t.Errorf("%s: the error carries the value: %v", name, err)
 		}
 	}
+	// A value that decodes to a line break would end the header early.
+	c = Config{}
+	err := c.ApplyEnv(envOf(map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "X-Key=s3cret%0D%0AX-Other:%201"}), os.ReadFile)
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("a header value with a line break: error %v, want one without the value", err)
+	}
 }
 
 // TestGzipFromEnv: OTEL_EXPORTER_OTLP_COMPRESSION=gzip compresses the
