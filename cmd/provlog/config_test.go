@@ -283,3 +283,15 @@ func TestConfigOneDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigErrorsRedactURLs: a config refused for a server's url names
+// the url without its credentials: the error reaches stderr, at start and
+// from a reload.
+func TestConfigErrorsRedactURLs(t *testing.T) {
+	for _, u := range []string{"ftp://u:pw-s3cret@h/x", "http://u:pw-s3cret@h x/", "ftp://h/x?key=s3cret"} {
+		_, err := loadConfig(writeConfig(t, t.TempDir(), "servers:\n  - {id: a, url: \""+u+"\"}\n"))
+		if err == nil || !strings.Contains(err.Error(), "not an http(s) URL") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("url %s: error %v, want it refused without its credentials", u, err)
+		}
+	}
+}
