@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/proxy/source"
 )
 
@@ -133,7 +134,9 @@ func (c *ServerConfig) check() error {
 	default:
 		u, err := url.Parse(c.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("server %q: url %q is not an http(s) URL", c.ID, c.URL)
+			// Redacted: the error reaches stderr, and a url may carry
+			// credentials.
+			return fmt.Errorf("server %q: url %q is not an http(s) URL", c.ID, log.RedactURL(c.URL))
 		}
 		if len(c.Env) > 0 || c.Dir != "" {
 			return fmt.Errorf("server %q: env and dir apply only to command servers", c.ID)
