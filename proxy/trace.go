@@ -60,6 +60,9 @@ import (
 // under what it asks (its method and params as the SDK decodes them), and
 // each takes its own ([batchID]). The fast path reads the id itself.
 
+// maxSpanText bounds each text a client names that goes into a span.
+const maxSpanText = 512
+
 // Trace attribute keys of provlog's own.
 const (
 	attrLogIndex = attribute.Key("provlog.log.index")
