@@ -46,7 +46,10 @@ import (
 // Nothing from the arguments or results goes into a span, a resource URI
 // goes in as its entry holds it (redacted query values), and the session
 // id goes in as a digest: over HTTP it is half of what lets a request into
-// a session. Without a Tracer no span is made and nothing is allocated.
+// a session. What a client names (a tool, a prompt, a URI, a request id)
+// is cut to maxSpanText bytes: no one request makes the batch it is
+// exported in too large. Without a Tracer no span is made and nothing is
+// allocated.
 //
 // # The request id
 //
@@ -102,6 +105,7 @@ func (p *Proxy) startSpan(ctx context.Context, op traceOp) (context.Context, *op
 		return ctx, nil
 	}
 	ctx = propagation.TraceContext{}.Extract(ctx, metaCarrier(op.meta))
+	op.target, op.uri = spanText(op.target), spanText(op.uri)
 	attrs := []attribute.KeyValue{
 		attribute.String("mcp.method.name", op.method),
 		attribute.String("network.transport", op.transport),
@@ -126,7 +130,7 @@ func (p *Proxy) startSpan(ctx context.Context, op traceOp) (context.Context, *op
 		attrs = append(attrs, attribute.String("mcp.session.id", hex.EncodeToString(sum[:8])))
 	}
 	if id := requestID(op.id); id != "" {
-		attrs = append(attrs, attribute.String("jsonrpc.request.id", id))
+		attrs = append(attrs, attribute.String("jsonrpc.request.id", spanText(id)))
 	}
 	ctx, span := p.opts.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 	if !span.IsRecording() {
@@ -196,6 +200,10 @@ func (p *Proxy) appendSpan(ctx context.Context, kind string) (context.Context, f
 		span.End()
 	}
 }
+
+// spanText is a text a client named as a span holds it: cut to
+// maxSpanText bytes.
+func spanText(s string) string { return truncate(s, maxSpanText-len("…")) }
 
 // requestID is a JSON-RPC id's string form: a string's value, a number's
 // digits.
