@@ -21,6 +21,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -444,6 +446,25 @@ func TestOTelExportErrorsLogged(t *testing.T) {
 	for _, line := range strings.Split(sp.stderr.String(), "\n") {
 		if strings.HasPrefix(line, "forged") || strings.Contains(line, "\x1b") || !strings.Contains(line, "level=") && line != "" {
 			t.Errorf("a line of stderr the sidecar's log did not write: %q", line)
+		}
+	}
+}
+
+// TestLogAPISpanBoundsPath: the url.path of a log API request's span is
+// the client's path cut short, as every text a client names in a span is.
+func TestLogAPISpanBoundsPath(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	defer tp.Shutdown(context.Background())
+	h := traceLogAPI(tp.Tracer("t"), http.NotFoundHandler())
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/log/"+strings.Repeat("x", 100_000), nil))
+	spans := sr.Ended()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want 1", len(spans))
+	}
+	for _, kv := range spans[0].Attributes() {
+		if v := kv.Value.Emit(); len(v) > 512 {
+			t.Errorf("%s is %d bytes", kv.Key, len(v))
 		}
 	}
 }
