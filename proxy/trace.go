@@ -105,7 +105,7 @@ func (p *Proxy) startSpan(ctx context.Context, op traceOp) (context.Context, *op
 		return ctx, nil
 	}
 	ctx = propagation.TraceContext{}.Extract(ctx, metaCarrier(op.meta))
-	op.target, op.uri = spanText(op.target), spanText(op.uri)
+	op.target, op.uri = SpanText(op.target), SpanText(op.uri)
 	attrs := []attribute.KeyValue{
 		attribute.String("mcp.method.name", op.method),
 		attribute.String("network.transport", op.transport),
@@ -130,7 +130,7 @@ func (p *Proxy) startSpan(ctx context.Context, op traceOp) (context.Context, *op
 		attrs = append(attrs, attribute.String("mcp.session.id", hex.EncodeToString(sum[:8])))
 	}
 	if id := requestID(op.id); id != "" {
-		attrs = append(attrs, attribute.String("jsonrpc.request.id", spanText(id)))
+		attrs = append(attrs, attribute.String("jsonrpc.request.id", SpanText(id)))
 	}
 	ctx, span := p.opts.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 	if !span.IsRecording() {
@@ -201,9 +201,9 @@ func (p *Proxy) appendSpan(ctx context.Context, kind string) (context.Context, f
 	}
 }
 
-// spanText is a text a client named as a span holds it: cut to
-// maxSpanText bytes.
-func spanText(s string) string { return truncate(s, maxSpanText-len("…")) }
+// SpanText is a text a client named as a span holds it: cut to
+// maxSpanText bytes (the sidecar's log API spans cut theirs alike).
+func SpanText(s string) string { return truncate(s, maxSpanText-len("…")) }
 
 // requestID is a JSON-RPC id's string form: a string's value, a number's
 // digits.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/provlog/provlog/cmd/internal/otlp"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/proxy"
 )
 
 // OTelConfig exports traces of the sidecar's tool calls over OTLP/HTTP
@@ -141,7 +142,7 @@ func traceLogAPI(tracer trace.Tracer, h http.Handler) http.Handler {
 		ctx, span := tracer.Start(ctx, r.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
 			attribute.String("http.request.method", r.Method),
 			attribute.String("http.route", route),
-			attribute.String("url.path", r.URL.Path),
+			attribute.String("url.path", proxy.SpanText(r.URL.Path)),
 		))
 		defer span.End()
 		if index != "" {
