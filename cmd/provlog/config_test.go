@@ -295,3 +295,16 @@ func TestConfigErrorsRedactURLs(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigServerHeaders: a url server's headers that are no HTTP
+// header (net/http refuses to send them, so every request to the server
+// would fail) are refused when the config is read, naming the header, not
+// its value.
+func TestConfigServerHeaders(t *testing.T) {
+	for _, h := range []string{`{"bad name": x}`, `{Authorization: "Bearer s3cret\r\nX-Other: 1"}`} {
+		_, err := loadConfig(writeConfig(t, t.TempDir(), "servers:\n  - {id: a, url: \"http://h/x\", headers: "+h+"}\n"))
+		if err == nil || !strings.Contains(err.Error(), "header") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("headers %s: error %v, want it refused without its value", h, err)
+		}
+	}
+}
