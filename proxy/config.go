@@ -141,6 +141,9 @@ func (c *ServerConfig) check() error {
 		if len(c.Env) > 0 || c.Dir != "" {
 			return fmt.Errorf("server %q: env and dir apply only to command servers", c.ID)
 		}
+		if err := log.CheckHeaders(c.Headers); err != nil {
+			return fmt.Errorf("server %q: headers: %w", c.ID, err)
+		}
 	}
 	switch c.Retain {
 	case "", RetainHash, RetainFull:

@@ -70,7 +70,7 @@ func (c *OTelConfig) check() error {
 	if strings.TrimSpace(c.Endpoint) == "" {
 		return errors.New("config: otel: endpoint is required (the OTLP/HTTP receiver, such as http://localhost:4318); remove otel: to export no traces")
 	}
-	if err := otlp.CheckHeaders(c.Headers); err != nil {
+	if err := log.CheckHeaders(c.Headers); err != nil {
 		return fmt.Errorf("config: otel: headers: %w", err)
 	}
 	_, err := c.tracesURL()
