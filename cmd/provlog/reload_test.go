@@ -497,3 +497,41 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestSIGHUPWithoutConfig: SIGHUP is how an operator asks for a reload;
+// a sidecar started without --config has nothing to reload, and says so
+// and serves on, rather than ending as the signal's default would.
+func TestSIGHUPWithoutConfig(t *testing.T) {
+	sp := startSidecarProc(t, "--data", filepath.Join(t.TempDir(), "d"))
+	exited := make(chan struct{})
+	proc := sp.cmd.Process
+	go func() { proc.Wait(); close(exited) }()
+	if err := proc.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	gone := false
+	waitFor(t, "the sidecar answers SIGHUP", func() bool {
+		select {
+		case <-exited:
+			gone = true
+			return true
+		default:
+			return strings.Contains(sp.stderr.String(), "msg=\"SIGHUP")
+		}
+	})
+	if gone {
+		t.Fatalf("SIGHUP ended the sidecar: %s", sp.stderr.String())
+	}
+	if !healthy(sp.base) {
+		t.Fatalf("the sidecar stopped serving after SIGHUP: %s", sp.stderr.String())
+	}
+}
+
+func healthy(base string) bool {
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
