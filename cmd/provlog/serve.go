@@ -100,15 +100,33 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer sc.close()
+	// SIGHUP asks for a reload. Without a config file there is nothing to
+	// reload, and the signal's default (the process ends, its calls under
+	// way with it) is not what was asked for.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
 	if *cfgPath != "" {
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-		wctx, stopWatch := context.WithCancel(ctx)
-		defer stopWatch()
 		go sc.watchConfig(wctx, &configWatch{path: *cfgPath, file: &file, flagged: flagged}, hup)
+	} else {
+		go ignoreHUP(wctx, hup, logger)
 	}
 	return sc.serve(ctx, cfg, ln, logger)
+}
+
+// ignoreHUP says, for each SIGHUP until ctx ends, that a sidecar started
+// without --config has nothing to reload.
+func ignoreHUP(ctx context.Context, hup <-chan os.Signal, logger *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			logger.Warn("SIGHUP ignored: provlog was started without --config, so there is no config to reload")
+		}
+	}
 }
 
 // serve serves MCP over stdio (ln nil), or MCP and the log API on ln,
