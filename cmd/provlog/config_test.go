@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -305,6 +307,31 @@ func TestConfigServerHeaders(t *testing.T) {
 		_, err := loadConfig(writeConfig(t, t.TempDir(), "servers:\n  - {id: a, url: \"http://h/x\", headers: "+h+"}\n"))
 		if err == nil || !strings.Contains(err.Error(), "header") || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("headers %s: error %v, want it refused without its value", h, err)
+		}
+	}
+}
+
+// TestServerURLCredentialsNotLogged: a url server that cannot be reached
+// is reported (stderr, /healthz) with its url redacted: credentials in its
+// userinfo or query never leave the process.
+func TestServerURLCredentialsNotLogged(t *testing.T) {
+	closed := freeAddr(t) // nothing listens there
+	cfg := writeConfig(t, t.TempDir(), "data: ./d\nservers:\n"+
+		"  - {id: q, url: \"http://"+closed+"/mcp?api_key=s3cret-q\"}\n"+
+		"  - {id: u, url: \"http://user:s3cret-u@"+closed+"/mcp\"}\n")
+	base, _, stderr := startServeLogged(t, freeAddr(t), "--config", cfg)
+	waitFor(t, "both servers' failures are logged", func() bool {
+		return strings.Contains(stderr.String(), "server=q") && strings.Contains(stderr.String(), "server=u")
+	})
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for what, text := range map[string]string{"stderr": stderr.String(), "/healthz": string(b)} {
+		if strings.Contains(text, "s3cret") {
+			t.Errorf("%s carries a server url's credentials: %s", what, text)
 		}
 	}
 }
