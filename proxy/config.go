@@ -209,3 +209,26 @@ func CheckServers(servers []ServerConfig) error {
 	}
 	return nil
 }
+
+// redactURL is text (a connection's or a call's error, which quotes the
+// request's URL as net/http made it) with c's url redacted
+// (log.RedactURL): the credentials a url may carry in its query or
+// userinfo never leave the process in an error.
+func (c *ServerConfig) redactURL(text string) string {
+	if c.URL == "" || !strings.Contains(text, "://") {
+		return text
+	}
+	forms := []string{c.URL}
+	if u, err := url.Parse(c.URL); err == nil {
+		forms = append(forms, u.String())
+		if _, ok := u.User.Password(); ok {
+			// net/http's url.Error shows the password as "***".
+			forms = append(forms, strings.Replace(u.String(), u.User.String()+"@", u.User.Username()+":***@", 1))
+		}
+	}
+	shown := log.RedactURL(c.URL)
+	for _, f := range forms {
+		text = strings.ReplaceAll(text, f, shown)
+	}
+	return text
+}

@@ -73,7 +73,7 @@ func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
 	d.sup = newSupervisor(cfg.ID, p.logger, d.connect, func(ctx context.Context, cs *mcp.ClientSession) {
 		d.cat.syncAll(ctx, cs)
 		p.resubscribe(ctx, d, cs)
-	}, d.secrets.scrub)
+	}, func(text string) string { return d.logText(text, nil) })
 	return d
 }
 
@@ -176,13 +176,13 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 // earlier call had redacted) and of those of the call it is about (nil:
 // none), which many calls after it may have pushed out of the server's.
 func (d *downstream) logText(text string, call *callSecrets) string {
-	return scrub(d.secrets.scrub(text), call.all())
+	return scrub(d.secrets.scrub(d.cfg.redactURL(text)), call.all())
 }
 
 // entryText is logText for a call.result entry of actor's: scrubbed of
 // actor's latest values, not every actor's (recentSecrets).
 func (d *downstream) entryText(actor, text string, call *callSecrets) string {
-	return scrub(d.secretsOf(actor).scrub(text), call.all())
+	return scrub(d.secretsOf(actor).scrub(d.cfg.redactURL(text)), call.all())
 }
 
 // remember notes secrets, redacted values actor sent or was sent, as the

@@ -146,7 +146,7 @@ func (n *newerSession) start(d *downstream) (*supervisor, bool) {
 	}, func(ctx context.Context, cs *mcp.ClientSession) {
 		d.cat.syncNewer(ctx, cs)
 		d.p.resubscribe(ctx, d, cs)
-	}, d.secrets.scrub)
+	}, func(text string) string { return d.logText(text, nil) })
 	n.done = make(chan struct{})
 	d.p.logger.Info("proxy: a 2026-07-28 client called a stdio server; starting its session in that revision", "server", d.cfg.ID)
 	go func(sup *supervisor, done chan struct{}) {
