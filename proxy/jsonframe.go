@@ -28,10 +28,11 @@ import (
 // which a value does not end (the line end is inside it: a value cut
 // short, or one spread over lines); and a value, once it ends, that
 // refuse finds is not JSON or not a JSON-RPC message. A value over the
-// limit, or a line over it that does not begin one, ends the looking: from
-// there on every byte goes to the SDK as it comes, which ends the session
-// as it would have. Each byte is scanned once, and the stream is held only
-// a line at a time.
+// limit, or a line over it that does not begin one, is dropped to its line
+// end and answered by tooLong: the SDK ended the session at it, which on
+// stdio ended the sidecar, without a word to the client. Each byte is
+// scanned once, and the stream is held only a line at a time (at most
+// the limit of it).
 
 // maxFrameBytes is the longest value a frameReader holds to offer it: the
 // SDK's own limit for one message on a stdio connection.
@@ -120,6 +121,8 @@ type frameReader struct {
 	// no JSON-RPC message the SDK can read, and reports whether it did. A
 	// line is the SDK's neither way; a value it did not answer is.
 	refuse func(v []byte) bool
+	// tooLong answers a line of n bytes dropped for its length, if set.
+	tooLong func(n int)
 
 	window
 	bad int // where a line to refuse begins, or -1
@@ -129,6 +132,8 @@ type frameReader struct {
 	lineStart bool
 	ended     bool // the last value ended at pos, and pos is not yet read
 	took      bool // and it was taken: a line end at pos is its own
+	dropping  bool // a line too long to hold is dropped up to its end
+	dropped   int  // how many of its bytes so far
 }
 
 func newFrameReader(r io.ReadCloser, take, refuse func(v []byte) bool) *frameReader {
@@ -149,6 +154,9 @@ func (f *frameReader) Read(b []byte) (int, error) {
 			continue
 		}
 		if f.err != nil {
+			if f.dropping {
+				f.endDrop() // the stream ended inside the long line
+			}
 			return 0, f.err
 		}
 		if f.passing {
@@ -156,6 +164,10 @@ func (f *frameReader) Read(b []byte) (int, error) {
 		}
 		if f.frame() || f.passing {
 			continue // what frame held back, if it gave up, goes first
+		}
+		if f.n-f.start >= maxFrameBytes {
+			f.drop()
+			continue
 		}
 		if shift := f.fill(f.r); f.bad >= 0 {
 			f.bad -= shift
@@ -167,6 +179,18 @@ func (f *frameReader) Read(b []byte) (int, error) {
 // for the SDK (in out), gave a value to take or a line to refuse.
 func (f *frameReader) frame() bool {
 	for f.pos < f.n {
+		if f.dropping {
+			i := bytes.IndexAny(f.buf[f.pos:f.n], "\n\r")
+			if i < 0 {
+				f.dropped += f.n - f.pos
+				f.start, f.pos = f.n, f.n
+				return false
+			}
+			f.dropped += i
+			f.start, f.pos = f.pos+i, f.pos+i
+			f.endDrop()
+			return true
+		}
 		if f.bad >= 0 {
 			i := bytes.IndexAny(f.buf[f.pos:f.n], "\n\r")
 			if i < 0 {
@@ -236,6 +260,35 @@ func (f *frameReader) frame() bool {
 		return true
 	}
 	return false
+}
+
+// drop begins dropping the value or line being scanned, which fills the
+// limit: what came before it goes to the SDK, and it is dropped to its
+// line end. Only white space held that long goes to the SDK as it is.
+func (f *frameReader) drop() {
+	from := f.val
+	if f.bad >= 0 {
+		from = f.bad
+	}
+	if from < 0 {
+		f.out, f.start = f.buf[f.start:f.pos], f.pos
+		return
+	}
+	f.out = f.buf[f.start:from]
+	f.dropped = f.n - from
+	f.dropping = true
+	f.start, f.pos, f.val, f.bad, f.sc = f.n, f.n, -1, -1, valueScanner{}
+}
+
+// endDrop answers the line dropped, whose line end (at pos, unless the
+// stream ended) is the SDK's, as white space.
+func (f *frameReader) endDrop() {
+	f.dropping = false
+	if f.tooLong != nil {
+		f.tooLong(f.dropped)
+	}
+	f.dropped = 0
+	f.ended, f.took = true, false
 }
 
 // refuseLine offers refuse the line from f.bad to the line end at i, and

@@ -138,13 +138,31 @@ func asStrings(bs [][]byte) []string {
 	return s
 }
 
-// TestFrameReaderLimit: a value longer than the SDK's limit is passed on
-// as it comes, not held.
+// TestFrameReaderLimit: a value longer than the SDK's limit, and a line
+// that long which is no value, are dropped to their line end, each
+// answered once with its length, wherever the reads break; what follows
+// is read as before. The value used to go to the SDK, which ended the
+// session.
 func TestFrameReaderLimit(t *testing.T) {
-	in := "{\"take\":\"" + strings.Repeat("x", maxFrameBytes) + "\"}\n{\"take\":1}\n"
-	sdk, taken, _, refused, _ := frameEvents(t, []byte(in), []int{1 << 20}, func(v []byte) bool { return bytes.Contains(v, []byte(`"take"`)) })
-	if string(sdk) != in || len(taken) != 0 || len(refused) != 0 {
-		t.Errorf("the SDK read %d of %d bytes, %d taken; want all, none taken", len(sdk), len(in), len(taken))
+	long := "{\"take\":\"" + strings.Repeat("x", maxFrameBytes) + "\"}"
+	junk := strings.Repeat("y", maxFrameBytes+5)
+	in := " " + long + "\n{\"take\":1}\n" + junk + "\n[1]\n" + junk
+	for _, sizes := range [][]int{{1 << 20}, {frameReadSize, 7}} {
+		var taken []string
+		var dropped []int
+		f := newFrameReader(&chunkReader{data: []byte(in), sizes: sizes}, func(v []byte) bool {
+			taken = append(taken, string(v))
+			return v[0] == '{' && len(v) < 100
+		}, func([]byte) bool { return false })
+		f.tooLong = func(n int) { dropped = append(dropped, n) }
+		sdk, err := io.ReadAll(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []int{len(long), len(junk), len(junk)}
+		if string(sdk) != " \n\n[1]\n" || !slices.Equal(taken, []string{`{"take":1}`}) || !slices.Equal(dropped, want) {
+			t.Errorf("reads of %v: the SDK read %q, taken %q, dropped %v; want %v", sizes, sdk, taken, dropped, want)
+		}
 	}
 }
 

@@ -213,7 +213,9 @@ func (l *lineWriter) Close() error {
 func (p *Proxy) frontPipe(r io.ReadCloser, w io.WriteCloser) (mcp.Transport, *pipeFront) {
 	f := &pipeFront{p: p, w: newLineWriter(w, p.logger)}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
-	return &idTransport{r: newFrameReader(r, f.take, f.refuse), w: f.w, f: f, trace: p.opts.Tracer != nil}, f
+	fr := newFrameReader(r, f.take, f.refuse)
+	fr.tooLong = f.refuseLong
+	return &idTransport{r: fr, w: f.w, f: f, trace: p.opts.Tracer != nil}, f
 }
 
 // connectPipe serves one client over r and w; the session ends when the
@@ -307,6 +309,16 @@ func (f *pipeFront) refuse(msg []byte) bool {
 	b := appendResponse(nil, id, nil, e)
 	f.w.writeOwned(append(b, '\n'))
 	return true
+}
+
+// refuseLong answers a line of n bytes, longer than a message may be,
+// which was dropped unread: with -32600 (Invalid Request) and id null, as
+// its id was not read. Nothing is recorded: no call was made.
+func (f *pipeFront) refuseLong(n int) {
+	f.p.logger.Warn("proxy: the stdio client sent a line longer than a JSON-RPC message may be; dropped it, answered it with an error, and its session goes on", "bytes", n, "limit", maxFrameBytes)
+	e := rpcError(jsonrpc.CodeInvalidRequest, "provlog: the line is longer than %d MiB (%d bytes), the most one message may be; it was dropped unread; send one JSON-RPC message per line", maxFrameBytes>>20, n)
+	b := appendResponse(nil, json.RawMessage("null"), nil, e)
+	f.w.writeOwned(append(b, '\n'))
 }
 
 // messageFault says what makes msg no JSON-RPC message the SDK reads: its
