@@ -86,11 +86,21 @@ type lineWriter struct {
 	err     error // the first failed write's, which every later write returns
 	drops   dropGate
 	failed  sync.Once // the first failed write is logged
+	// unpaced is set once the client's stdin is closed: a read waits for
+	// room no longer.
+	unpaced bool
+	paused  bool // a read waits for room: the pause is logged once
 }
 
 // maxPipeQueue is how many bytes a lineWriter holds queued before it drops
 // progress and log notifications.
 const maxPipeQueue = 1 << 20
+
+// maxPipeBehind is how many bytes a lineWriter holds queued before the
+// pipe front stops reading its client's requests (pacedReader). Answers
+// are queued whatever the queue holds, so a client sending requests
+// without reading the answers grew the sidecar's memory without bound.
+const maxPipeBehind = 2 * maxPipeQueue
 
 func newLineWriter(w io.WriteCloser, logger *slog.Logger) *lineWriter {
 	l := &lineWriter{w: w, logger: logger, drops: dropGate{
@@ -207,13 +217,54 @@ func (l *lineWriter) Close() error {
 	return nil
 }
 
+// waitRoom waits, for a read of the client's requests, until the client
+// has read enough of what is queued for it, its stdout failed, or the
+// session ended.
+func (l *lineWriter) waitRoom() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.queued > maxPipeBehind && l.err == nil && !l.closing && !l.unpaced {
+		if !l.paused {
+			l.paused = true
+			l.logger.Warn("proxy: the stdio client is not reading its stdout; reading its requests paused until it does", "queued_bytes", l.queued)
+		}
+		l.cond.Wait()
+	}
+	if l.paused {
+		l.paused = false
+		l.logger.Info("proxy: the stdio client reads its stdout again; reading its requests goes on")
+	}
+}
+
+// A pacedReader reads the client's requests only while the client reads
+// the answers (lineWriter.waitRoom): as a network connection's flow
+// control would, its writes wait while the sidecar's queue is full.
+type pacedReader struct {
+	io.ReadCloser
+	w *lineWriter
+}
+
+func (r *pacedReader) Read(b []byte) (int, error) {
+	r.w.waitRoom()
+	return r.ReadCloser.Read(b)
+}
+
+// Close ends a wait for room too: the session is closing.
+func (r *pacedReader) Close() error {
+	r.w.mu.Lock()
+	r.w.unpaced = true
+	r.w.cond.Broadcast()
+	r.w.mu.Unlock()
+	return r.ReadCloser.Close()
+}
+
 // frontPipe is the front transport over r and w, and the front that
 // reads through it: the SDK's connection (idTransport's) reads what the
 // front did not take.
 func (p *Proxy) frontPipe(r io.ReadCloser, w io.WriteCloser) (mcp.Transport, *pipeFront) {
 	f := &pipeFront{p: p, w: newLineWriter(w, p.logger)}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
-	fr := newFrameReader(r, f.take, f.refuse)
+	fr := newFrameReader(&pacedReader{ReadCloser: r, w: f.w}, f.take, f.refuse)
 	fr.tooLong = f.refuseLong
 	return &idTransport{r: fr, w: f.w, f: f, trace: p.opts.Tracer != nil}, f
 }
