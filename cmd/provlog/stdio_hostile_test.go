@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/provlog/provlog/cmd/internal/cmdtest"
+	"github.com/provlog/provlog/log/logtest/proctest"
+)
+
+// stdioSidecar is the real binary serving MCP over stdio on a new data
+// dir, initialized at revision 2025-11-25: send writes a line to it,
+// next reads one from it, and end closes its stdin, waits for it to exit
+// cleanly and audits its log.
+type stdioSidecar struct {
+	send func(string)
+	next func() string
+	end  func()
+}
+
+func startStdioSidecar(t *testing.T) stdioSidecar {
+	bin := cmdtest.Build(t, "provlog")
+	data := filepath.Join(t.TempDir(), "data")
+	cmd := exec.Command(bin, "serve", "--data", data)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &proctest.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		in := bufio.NewReader(stdout)
+		for {
+			b, err := in.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- b
+		}
+	}()
+	s := stdioSidecar{}
+	s.send = func(line string) {
+		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+			t.Fatalf("writing to provlog's stdin: %v\n%s", err, stderr.String())
+		}
+	}
+	s.next = func() string {
+		select {
+		case b, ok := <-lines:
+			if !ok {
+				t.Fatalf("provlog closed its stdout\n%s", stderr.String())
+			}
+			return b
+		case <-time.After(time.Minute): // for a hung sidecar, not a bound
+			t.Fatalf("no answer from provlog\n%s", stderr.String())
+		}
+		return ""
+	}
+	s.end = func() {
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("provlog serve: %v\n%s", err, stderr.String())
+		}
+		if out, code := runCmd(t, "audit", "--data", data); code != 0 {
+			t.Errorf("audit: %s", out)
+		}
+	}
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.next()
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s
+}
+
+// createTask is a tools/call of create_task under id.
+func createTask(id, title string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"create_task","arguments":{"title":"` + title + `"}}}`
+}
+
+// answered fails t unless b is a recorded call's answer under id.
+func answered(t *testing.T, b, id string) {
+	t.Helper()
+	if !strings.HasPrefix(b, `{"jsonrpc":"2.0","id":`+id+`,"result":`) || !strings.Contains(b, "dev.provlog/receipt") {
+		t.Errorf("call %s was answered %.300s", id, b)
+	}
+}
+
+// TestServeStdioLongLine runs the real binary as a stdio MCP server and
+// sends it, between two calls, a call on one line longer than the SDK's
+// limit for a message (17 MiB): the line is answered -32600 with id null,
+// saying it is too long, and the session goes on, so the second call is
+// answered and recorded. The sidecar used to exit at the line, without
+// a word to the client.
+func TestServeStdioLongLine(t *testing.T) {
+	s := startStdioSidecar(t)
+	s.send(createTask("2", strings.Repeat("x", 17<<20)))
+	if b := s.next(); !strings.Contains(b, `"id":null`) || !strings.Contains(b, `"code":-32600`) || !strings.Contains(b, "longer than") {
+		t.Errorf("the long line was answered %.300s", b)
+	}
+	s.send(createTask("3", "short"))
+	answered(t, s.next(), "3")
+	s.end()
+}
+
+// TestServeStdioBatch runs the real binary as a stdio MCP server on a
+// session of revision 2025-11-25, which has no JSON-RPC batches, and
+// sends it a batch between two calls: the batch is answered -32600 with
+// id null, saying so, none of its calls is made, and the session goes on.
+// The sidecar used to exit at the batch, without a word to the client.
+func TestServeStdioBatch(t *testing.T) {
+	s := startStdioSidecar(t)
+	s.send(createTask("2", "before"))
+	answered(t, s.next(), "2")
+	s.send("[" + createTask("3", "in a batch") + `,{"jsonrpc":"2.0","id":4,"method":"ping"}]`)
+	if b := s.next(); !strings.Contains(b, `"id":null`) || !strings.Contains(b, `"code":-32600`) || !strings.Contains(b, "batch") {
+		t.Errorf("the batch was answered %.300s", b)
+	}
+	s.send(createTask("5", "after"))
+	answered(t, s.next(), "5")
+	s.end()
+}
