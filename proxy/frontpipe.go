@@ -26,11 +26,15 @@ import (
 // The wrapper hides the SDK connection's unexported session hook, which
 // the SDK needs for one thing: refusing a JSON-RPC batch on a session of
 // protocol 2025-06-18 or later (the connection's read fails, which ends
-// the session). So idConn does it as the SDK does, with what it sees: the
-// session's revision from the answer to initialize it passes on, and
-// whether a message came in a batch from frameTap, which notes the shape
-// of each JSON value the SDK's connection reads. Tracing changes nothing
-// about what is served and what refused (TestPipeBatchTracing).
+// the session, which on stdio ended the sidecar). So the pipe front
+// notes the session's revision from the answer to initialize idConn
+// passes on, and refuses such a batch before the SDK sees it (refuse): it
+// answers the batch with an error, and the session goes on. Only a batch
+// the SDK read before initialize was answered is left to idConn, which
+// ends the session as the SDK does, knowing whether a message came in a
+// batch from frameTap, which notes the shape of each JSON value the SDK's
+// connection reads. Tracing changes nothing about what is served and what
+// refused (TestPipeBatchTracing).
 
 // ServeStdio serves one client over stdin and stdout until it disconnects
 // or ctx is done.
@@ -106,7 +110,6 @@ type idConn struct {
 	mu       sync.Mutex
 	initID   jsonrpc.ID // the initialize request's, once read
 	initSeen bool
-	revision string // the session's, once initialize was answered
 }
 
 func (c *idConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -131,8 +134,8 @@ func (c *idConn) read(ctx context.Context) (jsonrpc.Message, error) {
 		c.batch, c.left = c.tap.next()
 	}
 	c.left--
-	if rev := c.sessionRevision(); c.batch && rev >= batchingRefusedFrom {
-		return nil, fmt.Errorf("JSON-RPC batching is not supported in %s and later (request version: %s)", batchingRefusedFrom, rev)
+	if rev := c.f.sessionRevision(); c.batch && rev >= batchingRefusedFrom {
+		return nil, errors.New(batchRefused(rev))
 	}
 	r, ok := m.(*jsonrpc.Request)
 	if !ok || !r.IsCall() {
@@ -166,7 +169,7 @@ func (c *idConn) Write(ctx context.Context, m jsonrpc.Message) error {
 				ProtocolVersion string `json:"protocolVersion"`
 			}
 			if json.Unmarshal(r.Result, &res) == nil {
-				c.revision = res.ProtocolVersion
+				c.f.revision.Store(&res.ProtocolVersion)
 			}
 		}
 		c.mu.Unlock()
@@ -174,10 +177,19 @@ func (c *idConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	return c.Connection.Write(ctx, m)
 }
 
-func (c *idConn) sessionRevision() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.revision
+// sessionRevision is the revision the session was initialized at, once
+// initialize was answered, else "".
+func (f *pipeFront) sessionRevision() string {
+	if r := f.revision.Load(); r != nil {
+		return *r
+	}
+	return ""
+}
+
+// batchRefused says why a batch is refused on a session of revision rev,
+// as the SDK says it.
+func batchRefused(rev string) string {
+	return fmt.Sprintf("JSON-RPC batching is not supported in %s and later (request version: %s)", batchingRefusedFrom, rev)
 }
 
 // A frameTap passes a pipe's bytes on to the SDK's connection and notes,

@@ -46,6 +46,8 @@ type pipeFront struct {
 	w   *lineWriter
 	ss  atomic.Pointer[mcp.ServerSession] // set once connected
 	ids frontIDs                          // the ids of its requests in progress, either path's
+	// revision is the session's, once initialize was answered (idConn).
+	revision atomic.Pointer[string]
 
 	ctx    context.Context // done when the session ends: its calls are cancelled
 	cancel context.CancelFunc
@@ -345,6 +347,9 @@ func (f *pipeFront) refuse(msg []byte) bool {
 		return true
 	}
 	code, why := messageFault(msg)
+	if rev := f.sessionRevision(); why == "" && msg[0] == '[' && rev >= batchingRefusedFrom {
+		code, why = jsonrpc.CodeInvalidRequest, batchRefused(rev)
+	}
 	if why == "" {
 		return false
 	}
