@@ -13,19 +13,22 @@ import (
 	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
-// stdioSidecar is the real binary serving MCP over stdio on a new data
-// dir, initialized at revision 2025-11-25: send writes a line to it,
-// next reads one from it, and end closes its stdin, waits for it to exit
-// cleanly and audits its log.
+// stdioSidecar is the real binary serving MCP over stdio on data (a new
+// data dir unless given), initialized at revision 2025-11-25: send writes
+// a line to it, next reads one from it, and end closes its stdin, waits
+// for it to exit cleanly and, unless data was given, audits its log.
 type stdioSidecar struct {
 	send func(string)
 	next func() string
 	end  func()
 }
 
-func startStdioSidecar(t *testing.T) stdioSidecar {
+func startStdioSidecar(t *testing.T, data string) stdioSidecar {
 	bin := cmdtest.Build(t, "provlog")
-	data := filepath.Join(t.TempDir(), "data")
+	audit := data == ""
+	if audit {
+		data = filepath.Join(t.TempDir(), "data")
+	}
 	cmd := exec.Command(bin, "serve", "--data", data)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -76,6 +79,9 @@ func startStdioSidecar(t *testing.T) stdioSidecar {
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("provlog serve: %v\n%s", err, stderr.String())
 		}
+		if !audit {
+			return
+		}
 		if out, code := runCmd(t, "audit", "--data", data); code != 0 {
 			t.Errorf("audit: %s", out)
 		}
@@ -106,7 +112,7 @@ func answered(t *testing.T, b, id string) {
 // answered and recorded. The sidecar used to exit at the line, without
 // a word to the client.
 func TestServeStdioLongLine(t *testing.T) {
-	s := startStdioSidecar(t)
+	s := startStdioSidecar(t, "")
 	s.send(createTask("2", strings.Repeat("x", 17<<20)))
 	if b := s.next(); !strings.Contains(b, `"id":null`) || !strings.Contains(b, `"code":-32600`) || !strings.Contains(b, "longer than") {
 		t.Errorf("the long line was answered %.300s", b)
@@ -122,7 +128,7 @@ func TestServeStdioLongLine(t *testing.T) {
 // id null, saying so, none of its calls is made, and the session goes on.
 // The sidecar used to exit at the batch, without a word to the client.
 func TestServeStdioBatch(t *testing.T) {
-	s := startStdioSidecar(t)
+	s := startStdioSidecar(t, "")
 	s.send(createTask("2", "before"))
 	answered(t, s.next(), "2")
 	s.send("[" + createTask("3", "in a batch") + `,{"jsonrpc":"2.0","id":4,"method":"ping"}]`)
@@ -131,5 +137,32 @@ func TestServeStdioBatch(t *testing.T) {
 	}
 	s.send(createTask("5", "after"))
 	answered(t, s.next(), "5")
+	s.end()
+}
+
+// TestJoinedStdioBadLines runs a stdio serve that joins a running HTTP
+// sidecar and sends it lines that are no JSON-RPC message it can relay
+// (not JSON, an object with more after it, a batch on a 2025-11-25
+// session), then a call: each line is answered with id null, as the stdio
+// front answers it, and the call is answered and recorded. The joined
+// bridge used to answer none of them (the sidecar's 400 went to stderr),
+// so a client waited for an answer without end.
+func TestJoinedStdioBadLines(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	_, stop := startServe(t, "--data", data)
+	defer stop()
+	s := startStdioSidecar(t, data)
+	for _, line := range []string{
+		"hello, this is not JSON",
+		`{"jsonrpc":"2.0","id":2,"method":"ping"} and more`,
+		"[" + createTask("3", "in a batch") + "]",
+	} {
+		s.send(line)
+		if b := s.next(); !strings.HasPrefix(b, `{"jsonrpc":"2.0","id":null,"error":{"code":-32`) {
+			t.Errorf("%.40s was answered %.300s", line, b)
+		}
+	}
+	s.send(createTask("4", "after"))
+	answered(t, s.next(), "4")
 	s.end()
 }
