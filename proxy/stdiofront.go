@@ -341,17 +341,29 @@ func (f *pipeFront) take(v []byte) bool {
 // refused too, as the HTTP front refuses it, whatever it asks and
 // wherever it stands on its line: the SDK answered it under another id.
 func (f *pipeFront) refuse(msg []byte) bool {
+	b := Refusal(msg, f.sessionRevision(), f.p.logger)
+	if b == nil {
+		return false
+	}
+	f.w.writeOwned(b)
+	return true
+}
+
+// Refusal is refuse's answer to msg, on a line, from a client on a
+// session of revision rev ("" until initialize is answered), or nil if
+// msg is a JSON-RPC message it reads. A stdio serve that joined a running
+// sidecar answers its client's lines with it too, as this front would.
+func Refusal(msg []byte, rev string, logger *slog.Logger) []byte {
 	if id, bad := badRequestID(msg); bad {
 		b := appendResponse(nil, json.RawMessage("null"), nil, refusedIDMessage(id))
-		f.w.writeOwned(append(b, '\n'))
-		return true
+		return append(b, '\n')
 	}
 	code, why := messageFault(msg)
-	if rev := f.sessionRevision(); why == "" && msg[0] == '[' && rev >= batchingRefusedFrom {
+	if why == "" && msg[0] == '[' && rev >= batchingRefusedFrom {
 		code, why = jsonrpc.CodeInvalidRequest, batchRefused(rev)
 	}
 	if why == "" {
-		return false
+		return nil
 	}
 	var m struct {
 		ID json.RawMessage `json:"id"`
@@ -360,11 +372,9 @@ func (f *pipeFront) refuse(msg []byte) bool {
 	if msg[0] == '{' && json.Unmarshal(msg, &m) == nil && len(m.ID) > 0 && (m.ID[0] == '"' || safeID(m.ID)) {
 		id = m.ID
 	}
-	f.p.logger.Warn("proxy: the stdio client sent a line that is not a JSON-RPC message; answered it with an error, and its session goes on", "code", code, "error", why, "bytes", len(msg))
+	logger.Warn("proxy: the stdio client sent a line that is not a JSON-RPC message; answered it with an error, and its session goes on", "code", code, "error", why, "bytes", len(msg))
 	e := rpcError(code, "provlog: %s: %q; send one JSON-RPC message per line", why, truncate(string(msg), 64))
-	b := appendResponse(nil, id, nil, e)
-	f.w.writeOwned(append(b, '\n'))
-	return true
+	return append(appendResponse(nil, id, nil, e), '\n')
 }
 
 // refuseLong answers a line of n bytes, longer than a message may be,
@@ -394,7 +404,9 @@ func messageFault(msg []byte) (int64, string) {
 		return 0, ""
 	}
 	if msg[0] == '{' {
-		if _, err := jsonrpc.DecodeMessage(msg); err == nil {
+		// The SDK's decoder takes a message with more after it, which a
+		// joined serve's line may hold (Refusal).
+		if _, err := jsonrpc.DecodeMessage(msg); err == nil && json.Valid(msg) {
 			return 0, ""
 		} else if json.Valid(msg) {
 			return jsonrpc.CodeInvalidRequest, fmt.Sprintf("the line is not a JSON-RPC message (%v)", err)

@@ -155,7 +155,10 @@ func (b *bridge) run(ctx context.Context, in io.Reader, out io.Writer, logger *s
 	r := bufio.NewReaderSize(in, 1<<16)
 	for {
 		line, err := r.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
+		if msg := bytes.TrimSpace(line); len(msg) > 0 && b.refuse(msg) {
+			// Answered here as the stdio front answers it: the sidecar's
+			// 400 would reach no one, as it names no request.
+		} else if len(msg) > 0 {
 			var m message
 			json.Unmarshal(line, &m)
 			switch {
@@ -183,6 +186,22 @@ func (b *bridge) run(ctx context.Context, in io.Reader, out io.Writer, logger *s
 	stopListen()
 	listening.Wait()
 	return nil
+}
+
+// refuse answers msg, a line from the client, and reports whether it did,
+// if it is no JSON-RPC message (proxy.Refusal).
+func (b *bridge) refuse(msg []byte) bool {
+	b.mu.Lock()
+	rev := b.version
+	b.mu.Unlock()
+	a := proxy.Refusal(msg, rev, b.logger)
+	if a == nil {
+		return false
+	}
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	b.out.Write(a)
+	return true
 }
 
 // streamVersion says whether the negotiated protocol has the standalone
