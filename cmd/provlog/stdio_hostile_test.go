@@ -166,3 +166,23 @@ func TestJoinedStdioBadLines(t *testing.T) {
 	answered(t, s.next(), "4")
 	s.end()
 }
+
+// TestJoinedStdioLongLine runs a stdio serve that joins a running HTTP
+// sidecar and sends it a call on a line longer than a message may be
+// (17 MiB), then a call: the line is dropped unread, answered as the
+// stdio front answers it, and the next call is answered. The joined
+// bridge used to hold a line of any length (a 200 MB line took it to
+// 1.08 GB) and post it to the sidecar, which refused it.
+func TestJoinedStdioLongLine(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	_, stop := startServe(t, "--data", data)
+	defer stop()
+	s := startStdioSidecar(t, data)
+	s.send(createTask("2", strings.Repeat("x", 17<<20)))
+	if b := s.next(); !strings.Contains(b, `"id":null`) || !strings.Contains(b, `"code":-32600`) || !strings.Contains(b, "longer than") {
+		t.Errorf("the long line was answered %.300s", b)
+	}
+	s.send(createTask("3", "short"))
+	answered(t, s.next(), "3")
+	s.end()
+}
