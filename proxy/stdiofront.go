@@ -378,13 +378,23 @@ func Refusal(msg []byte, rev string, logger *slog.Logger) []byte {
 }
 
 // refuseLong answers a line of n bytes, longer than a message may be,
-// which was dropped unread: with -32600 (Invalid Request) and id null, as
-// its id was not read. Nothing is recorded: no call was made.
+// which was dropped unread (LongLineRefusal).
 func (f *pipeFront) refuseLong(n int) {
-	f.p.logger.Warn("proxy: the stdio client sent a line longer than a JSON-RPC message may be; dropped it, answered it with an error, and its session goes on", "bytes", n, "limit", maxFrameBytes)
-	e := rpcError(jsonrpc.CodeInvalidRequest, "provlog: the line is longer than %d MiB (%d bytes), the most one message may be; it was dropped unread; send one JSON-RPC message per line", maxFrameBytes>>20, n)
-	b := appendResponse(nil, json.RawMessage("null"), nil, e)
-	f.w.writeOwned(append(b, '\n'))
+	f.w.writeOwned(LongLineRefusal(n, f.p.logger))
+}
+
+// MaxLineBytes is the longest line a stdio client may send: the longest
+// message the SDK reads.
+const MaxLineBytes = maxFrameBytes
+
+// LongLineRefusal is the answer, on a line, to a line of n bytes, longer
+// than MaxLineBytes, which was dropped unread: -32600 (Invalid Request)
+// and id null, as its id was not read. Nothing is recorded: no call was
+// made. A stdio serve that joined a running sidecar answers so too.
+func LongLineRefusal(n int, logger *slog.Logger) []byte {
+	logger.Warn("proxy: the stdio client sent a line longer than a JSON-RPC message may be; dropped it, answered it with an error, and its session goes on", "bytes", n, "limit", MaxLineBytes)
+	e := rpcError(jsonrpc.CodeInvalidRequest, "provlog: the line is longer than %d MiB (%d bytes), the most one message may be; it was dropped unread; send one JSON-RPC message per line", MaxLineBytes>>20, n)
+	return append(appendResponse(nil, json.RawMessage("null"), nil, e), '\n')
 }
 
 // messageFault says what makes msg no JSON-RPC message the SDK reads: its

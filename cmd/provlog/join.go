@@ -154,8 +154,10 @@ func (b *bridge) run(ctx context.Context, in io.Reader, out io.Writer, logger *s
 	var wg, listening sync.WaitGroup
 	r := bufio.NewReaderSize(in, 1<<16)
 	for {
-		line, err := r.ReadBytes('\n')
-		if msg := bytes.TrimSpace(line); len(msg) > 0 && b.refuse(msg) {
+		line, n, err := readLine(r)
+		if msg := bytes.TrimSpace(line); line == nil && n > 0 {
+			b.write(proxy.LongLineRefusal(n, logger))
+		} else if len(msg) > 0 && b.refuse(msg) {
 			// Answered here as the stdio front answers it: the sidecar's
 			// 400 would reach no one, as it names no request.
 		} else if len(msg) > 0 {
@@ -198,10 +200,34 @@ func (b *bridge) refuse(msg []byte) bool {
 	if a == nil {
 		return false
 	}
+	b.write(a)
+	return true
+}
+
+// write writes msg, whole lines, to the client.
+func (b *bridge) write(msg []byte) {
 	b.outMu.Lock()
 	defer b.outMu.Unlock()
-	b.out.Write(a)
-	return true
+	b.out.Write(msg)
+}
+
+// readLine reads the next line of r, with its line end. A line longer
+// than a message may be (proxy.MaxLineBytes) is read to its end but not
+// held: line is nil, and n its length. A joined serve held a line of any
+// length.
+func readLine(r *bufio.Reader) (line []byte, n int, err error) {
+	for {
+		frag, err := r.ReadSlice('\n')
+		n += len(frag)
+		if n <= proxy.MaxLineBytes {
+			line = append(line, frag...)
+		} else {
+			line = nil
+		}
+		if err != bufio.ErrBufferFull {
+			return line, n, err
+		}
+	}
 }
 
 // streamVersion says whether the negotiated protocol has the standalone
@@ -497,7 +523,7 @@ func answerWithError(in io.Reader, out io.Writer, err error) error {
 	var mu sync.Mutex
 	r := bufio.NewReaderSize(in, 1<<16)
 	for {
-		line, rerr := r.ReadBytes('\n')
+		line, _, rerr := readLine(r)
 		var m message
 		if json.Unmarshal(line, &m) == nil && m.Method != "" && len(m.ID) > 0 {
 			writeRPCError(&mu, out, m.ID, msg)
