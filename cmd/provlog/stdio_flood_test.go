@@ -21,8 +21,26 @@ import (
 // answer, growing without bound (15,000 unread tools/list answers held
 // 420 MB).
 func TestServeStdioFloodUnread(t *testing.T) {
+	floodUnread(t, filepath.Join(t.TempDir(), "data"), "reading its requests paused")
+}
+
+// TestJoinedStdioFloodUnread is TestServeStdioFloodUnread of a stdio
+// serve that joined a running HTTP sidecar. It used to relay each request
+// on a goroutine of its own, holding every answer the client did not read
+// (31,000 unread pings held 1.5 GB).
+func TestJoinedStdioFloodUnread(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	_, stop := startServe(t, "--data", data)
+	defer stop()
+	floodUnread(t, data, "reading its requests paused")
+}
+
+// floodUnread sends a stdio serve on data pings without reading its
+// stdout until it says on stderr that it paused (said), then reads every
+// answer.
+func floodUnread(t *testing.T, data, said string) {
 	bin := cmdtest.Build(t, "provlog")
-	cmd := exec.Command(bin, "serve", "--data", filepath.Join(t.TempDir(), "data"))
+	cmd := exec.Command(bin, "serve", "--data", data)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -39,12 +57,12 @@ func TestServeStdioFloodUnread(t *testing.T) {
 	// The sidecar's pause shows on stderr; until then stdout is not read.
 	paused := make(chan struct{})
 	go func() {
-		lines, said := bufio.NewScanner(errPipe), false
+		lines, seen := bufio.NewScanner(errPipe), false
 		for lines.Scan() {
 			stderr.Write(append(lines.Bytes(), '\n'))
-			if !said && strings.Contains(lines.Text(), "reading its requests paused") {
+			if !seen && strings.Contains(lines.Text(), said) {
 				close(paused)
-				said = true
+				seen = true
 			}
 		}
 	}()
