@@ -137,6 +137,8 @@ type bridge struct {
 	outMu   sync.Mutex
 	out     io.Writer
 	logger  *slog.Logger
+	// pausedOnce logs the first time reading requests waits (pace).
+	pausedOnce sync.Once
 }
 
 // message is what the bridge needs to know of a JSON-RPC message.
@@ -153,6 +155,7 @@ func (b *bridge) run(ctx context.Context, in io.Reader, out io.Writer, logger *s
 	defer stopListen()
 	var wg, listening sync.WaitGroup
 	r := bufio.NewReaderSize(in, 1<<16)
+	slots := make(chan struct{}, maxJoinedRequests)
 	for {
 		line, n, err := readLine(r)
 		if msg := bytes.TrimSpace(line); line == nil && n > 0 {
@@ -173,8 +176,13 @@ func (b *bridge) run(ctx context.Context, in io.Reader, out io.Writer, logger *s
 				}
 			case m.Method != "" && len(m.ID) > 0:
 				// A request may take long (a tool call): the next
-				// message must not wait for it.
-				wg.Go(func() { b.post(ctx, line, m) })
+				// message must not wait for it, unless maxJoinedRequests
+				// are under way.
+				b.pace(slots)
+				wg.Go(func() {
+					defer func() { <-slots }()
+					b.post(ctx, line, m)
+				})
 			default:
 				b.post(ctx, line, m) // notifications and responses, in order
 			}
@@ -228,6 +236,27 @@ func readLine(r *bufio.Reader) (line []byte, n int, err error) {
 			return line, n, err
 		}
 	}
+}
+
+// maxJoinedRequests is how many of its client's requests a joined serve
+// relays at once. Their answers wait for the client to read them, so
+// while it does not, the bridge stops reading its requests, as the stdio
+// front does; it relayed each on a goroutine of its own, holding every
+// answer not read, without bound.
+const maxJoinedRequests = 256
+
+// pace takes one of slots for a request, waiting for one to be free if
+// none is; the first wait is logged.
+func (b *bridge) pace(slots chan struct{}) {
+	select {
+	case slots <- struct{}{}:
+		return
+	default:
+	}
+	b.pausedOnce.Do(func() {
+		b.logger.Warn("joined: the stdio client has many requests under way (or is not reading its stdout); reading its requests paused until one is answered", "requests", maxJoinedRequests)
+	})
+	slots <- struct{}{}
 }
 
 // streamVersion says whether the negotiated protocol has the standalone
