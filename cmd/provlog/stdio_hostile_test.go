@@ -18,9 +18,10 @@ import (
 // a line to it, next reads one from it, and end closes its stdin, waits
 // for it to exit cleanly and, unless data was given, audits its log.
 type stdioSidecar struct {
-	send func(string)
-	next func() string
-	end  func()
+	send   func(string)
+	next   func() string
+	end    func()
+	stderr *proctest.Buffer
 }
 
 func startStdioSidecar(t *testing.T, data string) stdioSidecar {
@@ -56,7 +57,7 @@ func startStdioSidecar(t *testing.T, data string) stdioSidecar {
 			lines <- b
 		}
 	}()
-	s := stdioSidecar{}
+	s := stdioSidecar{stderr: stderr}
 	s.send = func(line string) {
 		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
 			t.Fatalf("writing to provlog's stdin: %v\n%s", err, stderr.String())
