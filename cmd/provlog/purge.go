@@ -193,13 +193,14 @@ func planPurge(ctx context.Context, src interface {
 			}
 		}
 	}
-	return held(bs, pick, func(s string) bool { p, ok := purged[s]; return ok && p > named[s] })
+	return present(bs, pick, func(s string) bool { p, ok := purged[s]; return ok && p > named[s] })
 }
 
-// held returns the blobs of pick that bs holds, sorted, split by whether
+// present returns the blobs of pick the store has (not "held": that is
+// blobs.Store.Hold), sorted, split by whether
 // a purge entry already records them. An erasure that cannot tell whether
 // a blob is there fails rather than pass over it.
-func held(bs *blobs.Store, pick map[string]bool, recorded func(string) bool) (fresh, again []string, err error) {
+func present(bs *blobs.Store, pick map[string]bool, recorded func(string) bool) (fresh, again []string, err error) {
 	for s := range pick {
 		ok, err := bs.Has(s)
 		switch {

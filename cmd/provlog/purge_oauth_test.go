@@ -17,18 +17,7 @@ import (
 )
 
 func TestPurgeByOAuthActorKeepsAuth(t *testing.T) {
-	p := makePayloadLog(t)
-	is := authntest.Start(t)
-	addr := freeAddr(t)
-	resource := "http://" + addr + "/mcp"
-	cfg := writeConfig(t, t.TempDir(), fmt.Sprintf(`data: %s
-retention: {purgers: ["idp:dpo"]}
-auth:
-  resource: %s
-  issuers:
-    - {issuer: %s, discovery_url: %s, actor_prefix: "idp:"}
-`, p.data, resource, is.URL, is.DiscoveryURL()))
-	base, stop := startServeAt(t, addr, "--config", cfg)
+	p, is, resource, base, stop := oauthPurger(t, "")
 	tok := is.Mint(t, is.Claims(resource, "dpo"))
 	out, code := runCmd(t, "purge", "--log", base, "--token", tok, "--blob", p.bobArgs, "--reason", "erasure request #7")
 	if code != 0 || blobExists(p.data, p.bobArgs) {
@@ -62,19 +51,7 @@ auth:
 // log's scopes, as the log API's reads are, besides its actor being a
 // purger: a token for idp:dpo carrying only provlog.tools purges nothing.
 func TestPurgeNeedsLogScope(t *testing.T) {
-	p := makePayloadLog(t)
-	is := authntest.Start(t)
-	addr := freeAddr(t)
-	resource := "http://" + addr + "/mcp"
-	cfg := writeConfig(t, t.TempDir(), fmt.Sprintf(`data: %s
-retention: {purgers: ["idp:dpo"]}
-auth:
-  resource: %s
-  issuers:
-    - {issuer: %s, discovery_url: %s, actor_prefix: "idp:"}
-  scopes: {tools: [provlog.tools], tasks: [provlog.tasks], log: [provlog.log]}
-`, p.data, resource, is.URL, is.DiscoveryURL()))
-	base, _ := startServeAt(t, addr, "--config", cfg)
+	p, is, resource, base, _ := oauthPurger(t, "  scopes: {tools: [provlog.tools], tasks: [provlog.tasks], log: [provlog.log]}\n")
 	tok := is.Mint(t, is.Claims(resource, "dpo", "provlog.tools"))
 	if _, code := runCmd(t, "prove", "--log", base, "--token", tok, "--index", "0"); code == 0 {
 		t.Fatalf("a log read with a tools-only token was allowed; the premise fails")
@@ -83,4 +60,20 @@ auth:
 	if code == 0 || !blobExists(p.data, p.bobArgs) {
 		t.Errorf("a token with scope provlog.tools only (no log scope) purged a blob: exit %d, blob present %v: %s", code, blobExists(p.data, p.bobArgs), strings.TrimSpace(out))
 	}
+}
+
+// oauthPurger serves a payload log whose config takes tokens of an
+// in-process issuer as idp: actors, idp:dpo a purger, with more (auth:
+// lines) added. It returns the log, the issuer, the resource its tokens
+// name, and the sidecar's address and stop.
+func oauthPurger(t *testing.T, more string) (p *payloadLog, is *authntest.Issuer, resource, base string, stop func()) {
+	t.Helper()
+	p = makePayloadLog(t)
+	is = authntest.Start(t)
+	addr := freeAddr(t)
+	resource = "http://" + addr + "/mcp"
+	cfg := writeConfig(t, t.TempDir(), fmt.Sprintf("data: %s\nretention: {purgers: [\"idp:dpo\"]}\nauth:\n  resource: %s\n  issuers:\n    - {issuer: %s, discovery_url: %s, actor_prefix: \"idp:\"}\n%s",
+		p.data, resource, is.URL, is.DiscoveryURL(), more))
+	base, stop = startServeAt(t, addr, "--config", cfg)
+	return p, is, resource, base, stop
 }
