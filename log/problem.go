@@ -40,8 +40,10 @@ func (p Problem) String() string { return Printable(p.Part + ": " + p.Msg) }
 // format characters, separators, unassigned code points) and every byte
 // that is not UTF-8 is escaped as strconv.Quote would escape it (\n,
 // \x1b, \u202e, \U000e0041), so that no escape sequence, carriage return,
-// new line or reordering reaches the terminal. The rest is left as it is,
-// quotes and backslashes too: a reader sees the text, not a Go literal.
+// new line or reordering reaches the terminal. A backslash that would
+// read as the start of such an escape is written \\ ([readsAsEscape]).
+// The rest is left as it is, quotes and other backslashes too: a reader
+// sees the text, not a Go literal.
 // Every command that prints such text prints it through this one
 // function.
 func Printable(s string) string {
@@ -51,6 +53,8 @@ func Printable(s string) string {
 		switch {
 		case r == utf8.RuneError && n <= 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\' && readsAsEscape(s[i+1:]):
+			b.WriteString(`\\`)
 		case Invisible(r) == "":
 			b.WriteString(s[i : i+n])
 		default:
@@ -59,6 +63,24 @@ func Printable(s string) string {
 		i += n
 	}
 	return b.String()
+}
+
+// readsAsEscape reports whether a backslash followed by rest would read
+// as the start of an escape Printable writes: the next character is one
+// an escape begins with (\\, \a, \x, \u and the others), or is itself
+// escaped. Such a backslash is written \\, so that text holding a
+// typed "\x1b" is not read as text holding ESC; every other backslash is
+// left as it is.
+func readsAsEscape(rest string) bool {
+	if rest == "" {
+		return false
+	}
+	switch rest[0] {
+	case '\\', 'a', 'b', 'f', 'n', 'r', 't', 'v', 'x', 'u', 'U':
+		return true
+	}
+	r, n := utf8.DecodeRuneInString(rest)
+	return r == utf8.RuneError && n <= 1 || Invisible(r) != ""
 }
 
 // escapeRune is r as strconv.QuoteRune writes it, less the quotes.

@@ -75,7 +75,7 @@ func TestHandoffToUnknownActor(t *testing.T) {
 	for _, to := range []string{"mallory", "bob ", "bo\x00b", "   "} {
 		before := l.Size()
 		_, err := e.Create(ctx, "bob", opp.CreateArgs{Title: "t", OfferTo: to})
-		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleInvalidArgument || !strings.Contains(err.Error(), "offer_to: no actor "+strconv.Quote(to)+" here") {
+		if re, ok := opp.Refusal(err); !ok || re.Rule != opp.RuleInvalidArgument || !strings.Contains(err.Error(), "offer_to: no actor "+log.Printable(strconv.Quote(to))+" here") {
 			t.Fatalf("offer to %q: %v", to, err)
 		}
 		if l.Size() != before {
