@@ -82,6 +82,9 @@ func marshalEntry(kind string, t time.Time, actor string, auth *Auth, ms []membe
 	if kind == "" {
 		return nil, errors.New("entry: kind is empty")
 	}
+	if err := checkEntryActor(actor); err != nil {
+		return nil, err
+	}
 	ms = append(ms, numMember("v", EntryVersion), strMember("kind", kind), timeMember("time", t), strMember("actor", actor))
 	if auth != nil {
 		if err := auth.check(); err != nil {
@@ -100,6 +103,25 @@ func marshalEntry(kind string, t time.Time, actor string, auth *Auth, ms []membe
 	return b, nil
 }
 
+// checkEntryActor refuses to write an entry whose actor a reader could
+// not see as written: bytes that are not UTF-8, or a character
+// [Invisible] names (a control, ESC among them, a bidirectional override,
+// a zero-width character). Ids are checked where they come in
+// ([CheckActor], with more rules); this holds every writer of the log to
+// the part of that a reader depends on, whatever its caller checked.
+// Entries already in a log are read as they are.
+func checkEntryActor(actor string) error {
+	if !utf8.ValidString(actor) {
+		return fmt.Errorf("entry: actor %q is not valid UTF-8", actor)
+	}
+	for i, r := range actor {
+		if what := Invisible(r); what != "" {
+			return fmt.Errorf("entry: actor %q holds %s, U+%04X, at byte %d; a reader of the log would not see it", actor, what, r, i)
+		}
+	}
+	return nil
+}
+
 // marshalRoundTrip is Marshal the long way: encoding/json writes the
 // entry, Canonicalize rewrites it. Marshal takes it only for field names
 // that are not valid UTF-8; tests hold the two to the same output.
@@ -113,6 +135,9 @@ func (e *Entry) marshalRoundTrip() ([]byte, error) {
 			return nil, fmt.Errorf("entry: field %q is reserved", k)
 		}
 		m[k] = v
+	}
+	if err := checkEntryActor(e.Actor); err != nil {
+		return nil, err
 	}
 	m["v"] = EntryVersion
 	m["kind"] = e.Kind

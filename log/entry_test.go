@@ -126,3 +126,27 @@ func TestParseEntryRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryActorShows: no entry is written whose actor a reader could not
+// see as written (ESC, a bidirectional override, a zero-width space, bytes
+// that are not UTF-8), by whichever marshaller writes it; the log's
+// writers were trusted to have checked before.
+func TestEntryActorShows(t *testing.T) {
+	when := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	for _, actor := range []string{"mallory\x1b]0;audit passed\x07", "ali\u202ece", "bob\u200b", "eve\xff"} {
+		writers := map[string]func() ([]byte, error){
+			"Entry":           (&log.Entry{Kind: "note", Time: when, Actor: actor, Fields: map[string]any{"a": "b"}}).Marshal,
+			"Entry, odd name": (&log.Entry{Kind: "note", Time: when, Actor: actor, Fields: map[string]any{"a\xff": "b"}}).Marshal,
+			"CallEntry":       (&log.CallEntry{Time: when, Actor: actor, Server: "s", Tool: "t", Args: log.CanonicalJSON(`{}`)}).Marshal,
+			"CallResultEntry": (&log.CallResultEntry{Time: when, Actor: actor, Call: 1}).Marshal,
+		}
+		for name, marshal := range writers {
+			if b, err := marshal(); err == nil || !strings.Contains(err.Error(), "actor") {
+				t.Errorf("%s with actor %q: wrote %q, err %v; want it refused, naming the actor", name, actor, b, err)
+			}
+		}
+	}
+	if _, err := (&log.Entry{Kind: "note", Time: when, Actor: "Zoë 東京", Fields: map[string]any{"a": "b"}}).Marshal(); err != nil {
+		t.Errorf("actor Zoë 東京: %v", err)
+	}
+}

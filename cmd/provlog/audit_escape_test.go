@@ -30,7 +30,7 @@ func TestAuditViolationEscapes(t *testing.T) {
 	now := time.Now().UTC()
 	for _, e := range []*log.Entry{
 		{Kind: log.KindTaskCreate, Time: now, Actor: "alice", Fields: map[string]any{"task_id": id, "title": "ship it"}},
-		{Kind: log.KindTaskAccept, Time: now, Actor: hostile, Fields: map[string]any{"task_id": id}},
+		{Kind: log.KindTaskAccept, Time: now, Actor: "forged", Fields: map[string]any{"task_id": id}},
 		// A second accept, by another actor, while the hostile one owns
 		// the task: a violation whose message names the owner.
 		{Kind: log.KindTaskAccept, Time: now, Actor: "bob", Fields: map[string]any{"task_id": id}},
@@ -38,6 +38,9 @@ func TestAuditViolationEscapes(t *testing.T) {
 		b, err := e.Marshal()
 		if err != nil {
 			t.Fatal(err)
+		}
+		if e.Actor == "forged" {
+			b = withActor(t, b, hostile)
 		}
 		if _, err := sc.seq.Append(ctx, b); err != nil {
 			t.Fatal(err)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -89,6 +91,26 @@ func appendEntryTo(t *testing.T, l appendLog, e interface{ Marshal() ([]byte, er
 		t.Fatal(err)
 	}
 	return rc.Index
+}
+
+// withActor is entry b, marshalled with the actor "forged", rewritten to
+// name actor instead: the bytes a writer of the log that skips provlog's
+// checks (a forger with the key, an old or hostile build) would append,
+// which no marshaller of package log writes.
+func withActor(t *testing.T, b []byte, actor string) []byte {
+	t.Helper()
+	q, err := json.Marshal(actor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Count(b, []byte(`"actor":"forged"`)) != 1 {
+		t.Fatalf("entry %s: no actor forged", b)
+	}
+	out, err := log.Canonicalize(bytes.Replace(b, []byte(`"actor":"forged"`), append([]byte(`"actor":`), q...), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestAuditSaysWitnessConflicts: a log holding a witness.conflict entry

@@ -70,11 +70,11 @@ func TestVerifyBundlePurgeActorEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	const hostile = "mallory\x1b]0;bundle verified\x07\x1b[1A\x1b[2K\nOK: 9 entries are in provlog.test\u2215export"
-	b, err := (&blobs.PurgeEntry{Time: time.Now(), Actor: hostile, Reason: "erasure", Blobs: []string{p.aliceArgs}}).Marshal()
+	b, err := (&blobs.PurgeEntry{Time: time.Now(), Actor: "forged", Reason: "erasure", Blobs: []string{p.aliceArgs}}).Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := seq.Append(context.Background(), b); err != nil {
+	if _, err := seq.Append(context.Background(), withActor(t, b, hostile)); err != nil {
 		t.Fatal(err)
 	}
 	seq.Close()
