@@ -60,8 +60,9 @@ type aliased struct {
 	t reflect.Type
 }
 
-// check checks every value under n bound for a time.Duration, n decoding
-// into t; key names where n is, for messages.
+// check checks every value under n bound for a time.Duration, and that
+// no list holds an empty item, n decoding into t; key names where n is,
+// for messages.
 func (w *durationWalk) check(n *yaml.Node, t reflect.Type, key string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -99,6 +100,11 @@ func (w *durationWalk) check(n *yaml.Node, t reflect.Type, key string) error {
 		}
 	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && n.Kind == yaml.SequenceNode:
 		for i, c := range n.Content {
+			if c.Kind == yaml.ScalarNode && c.Tag == "!!null" {
+				// yaml.v3 decodes it as the element's zero value, which
+				// reads as a server, token or field that is not there.
+				return fmt.Errorf("line %d: %s[%d]: an empty item (~ or null); remove it or fill it in", c.Line, key, i)
+			}
 			if err := w.check(c, t.Elem(), fmt.Sprintf("%s[%d]", key, i)); err != nil {
 				return err
 			}

@@ -49,6 +49,9 @@ func TestDecodeYAML(t *testing.T) {
 		{"default: 9", `line 1: default: "9" has no unit`},
 		{"flat: {x: 1}", `line 1: flat: want a duration`},
 		{"a: &d 5\ndelay: *d", `line 1: delay: "5" has no unit`},
+		{"list: [~]", `line 1: list[0]: an empty item (~ or null); remove it or fill it in`},
+		{"list:\n  - every: 1s\n  -\n", `line 3: list[1]: an empty item`},
+		{"inner: {every: 1s}\nlist: [{every: 1s}, null]", `line 2: list[1]: an empty item`},
 	} {
 		var c durConfig
 		err := DecodeYAML([]byte(tc.text), &c)
