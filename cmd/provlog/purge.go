@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/provlog/provlog/cmd/internal/cli"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/log/server"
@@ -335,7 +336,7 @@ func runPurge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	before := fs.String("before", "", "purge payloads of entries written before this RFC 3339 time")
 	task := fs.String("task", "", "purge the payloads of one task's entries and of the calls its claims cite")
 	actor := fs.String("actor", "", "purge the payloads of one actor's entries")
-	var blobList stringList
+	var blobList cli.Strings
 	fs.Var(&blobList, "blob", "purge the blob with this hex SHA-256 (repeatable)")
 	reason := fs.String("reason", "", "why (recorded in the purge entry), e.g. \"erasure request #12\"")
 	dry := fs.Bool("dry-run", false, "list what would be purged; write and delete nothing")
@@ -422,9 +423,3 @@ func (r *remote) purge(ctx context.Context, req purgeRequest) (*purgeResult, err
 	}
 	return &res, nil
 }
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }

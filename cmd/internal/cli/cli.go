@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -100,6 +101,12 @@ func ParseFlags(fs *flag.FlagSet, args []string, maxArgs int) error {
 	}
 	return nil
 }
+
+// Strings is a repeatable string flag: each use adds one value.
+type Strings []string
+
+func (l *Strings) String() string     { return strings.Join(*l, ",") }
+func (l *Strings) Set(s string) error { *l = append(*l, s); return nil }
 
 // UsageErr formats an error that marks bad usage.
 func UsageErr(format string, args ...any) error {
