@@ -70,19 +70,23 @@ func ParseEvidence(b []byte) (*Evidence, error) {
 }
 
 // Verify checks that the evidence proves a fork of the log whose verifier
-// key is v: both checkpoints are signed by v and of the evidence's origin,
+// keys are vs (one, or each a log that rotated its key has used): both
+// checkpoints are signed by one of vs and of the evidence's origin,
 // and either their sizes are equal and their roots differ, or the proof
 // leads from RootAtSmallerSize to the larger root and RootAtSmallerSize is
 // not the smaller checkpoint's root. It returns nil only for conclusive
 // evidence. The origin need not be v's name: c2sp.org/signed-note does
 // not tie them, and `provlog-witness check --origin` follows such logs.
-func (e *Evidence) Verify(v note.Verifier) error {
+func (e *Evidence) Verify(vs ...note.Verifier) error {
 	if e.Origin == "" {
 		return errors.New("evidence: no origin")
 	}
+	if len(vs) == 0 {
+		return errors.New("evidence: no verifier key")
+	}
 	var cs [2]log.Checkpoint
 	for i, msg := range e.Checkpoints {
-		c, err := openCheckpoint([]byte(msg), v, e.Origin)
+		c, err := openCheckpoint([]byte(msg), note.VerifierList(vs...), e.Origin)
 		if err != nil {
 			return fmt.Errorf("evidence: checkpoint %d: %w", i+1, err)
 		}
@@ -117,10 +121,10 @@ func (e *Evidence) Verify(v note.Verifier) error {
 	return nil
 }
 
-// openCheckpoint verifies a signed checkpoint note with v, as strictly as
+// openCheckpoint verifies a signed checkpoint note with vs, as strictly as
 // log.OpenCheckpoint does, and parses it; its origin must be origin.
-func openCheckpoint(msg []byte, v note.Verifier, origin string) (log.Checkpoint, error) {
-	n, err := log.OpenNote(msg, note.VerifierList(v))
+func openCheckpoint(msg []byte, vs note.Verifiers, origin string) (log.Checkpoint, error) {
+	n, err := log.OpenNote(msg, vs)
 	if err != nil {
 		return log.Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
 	}

@@ -6,6 +6,7 @@
 //	provlog-witness vkey --key FILE
 //	provlog-witness serve --config FILE --http ADDR
 //	provlog-witness check --log URL --vkey VKEY --data DIR [--origin O] [--evidence FILE] [--every D]
+//	provlog-witness verify-fork --vkey VKEY [--vkey VKEY]... FILE
 //
 // keygen makes the witness's Ed25519 key (a cosignature/v1 key, c2sp.org/
 // tlog-cosignature) and prints its verifier key, which logs and verifiers
@@ -14,7 +15,8 @@
 // c2sp.org/tlog-tiles log from the outside: it fetches the checkpoint,
 // proves it consistent with the last one it recorded from the log's hash
 // tiles, and records it; when the log contradicts itself it writes the
-// evidence to a file and exits 1.
+// evidence to a file and exits 1. verify-fork checks such a file with
+// the log's verifier keys alone, offline: exit 0 only if it proves a fork.
 //
 // Exit codes: 0 success, 1 failure (for check: a fork, a rollback, or the
 // log could not be checked), 2 bad usage.
@@ -37,6 +39,7 @@ func commands() []cli.Command {
 		cli.Cmd("vkey", "--key FILE", "print the witness's verifier key", runVKey),
 		cli.Cmd("serve", "--config FILE --http ADDR", "serve add-checkpoint (c2sp.org/tlog-witness@v1.0.0)", runServe),
 		cli.Cmd("check", "--log URL --vkey VKEY --data DIR [--origin O] [--evidence FILE] [--every D]", "check a tlog-tiles log's new checkpoint; exit 1 on a fork", runCheck),
+		cli.Cmd("verify-fork", "--vkey VKEY [--vkey VKEY]... FILE", "verify fork evidence offline; exit 0 only if it proves a fork", runVerifyFork),
 	}
 }
 
