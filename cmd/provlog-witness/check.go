@@ -20,7 +20,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	vkeyArg := fs.String("vkey", "", "the log's verifier key, or a file holding it")
 	data := fs.String("data", "", "directory keeping the checkpoints this command recorded")
 	origin := fs.String("origin", "", "the log's origin (default: the verifier key's name)")
-	evidence := fs.String("evidence", "", "file to write fork evidence to (default: <data>/evidence/<time>-<kind>-<origin hash>.json)")
+	evidence := fs.String("evidence", "", "file to write fork evidence to (default: <data>/evidence/<origin hash>-<kind>-<checkpoints hash>.json)")
 	every := fs.Duration("every", 0, "check again at this interval until interrupted, through failed checks, until a fork or a rollback (default: once)")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/cmd/internal/cli"
+	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/witness"
 	"github.com/provlog/provlog/witness/server"
 	"github.com/provlog/provlog/witness/witnesspebble"
@@ -91,26 +93,35 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return cli.Serve(ctx, srv, ln, logger, "provlog-witness")
 }
 
-// writeEvidence writes fork evidence into dir as a new JSON file named after
-// the time and the origin, and returns its path.
+// maxEvidenceFiles bounds the evidence files one data dir collects: one
+// conclusive file proves a fork, and a log whose key signs ever new
+// forks must not fill the witness's disk.
+const maxEvidenceFiles = 1000
+
+// writeEvidence writes evidence into dir as a JSON file named after the
+// origin, the kind and the two checkpoints
+// (<origin hash>-<kind>-<checkpoints hash>.json), and returns its path.
+// The same two checkpoints sent again find their file there and write
+// nothing; past maxEvidenceFiles files nothing more is written.
 func writeEvidence(dir string, e *witness.Evidence) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	h := sha256.Sum256([]byte(e.Origin))
-	base := fmt.Sprintf("%s-%s-%x", time.Now().UTC().Format("20060102T150405Z"), e.Kind, h[:4])
-	for i := 0; ; i++ {
-		name := base + ".json"
-		if i > 0 {
-			name = fmt.Sprintf("%s-%d.json", base, i)
-		}
-		path := filepath.Join(dir, name)
-		err := writeNewFile(path, e.Marshal(), 0o644)
-		if err == nil {
-			return path, nil
-		}
-		if _, serr := os.Stat(path); serr != nil || i == 100 {
-			return "", err
-		}
+	o := sha256.Sum256([]byte(e.Origin))
+	c := sha256.Sum256([]byte(e.Checkpoints[0] + "\x00" + e.Checkpoints[1]))
+	path := filepath.Join(dir, fmt.Sprintf("%x-%s-%x.json", o[:4], e.Kind, c[:8]))
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
 	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	if len(ents) >= maxEvidenceFiles {
+		return "", fmt.Errorf("%s holds %d evidence files already; this one is not written", dir, len(ents))
+	}
+	if err := durable.CreateFile(path, e.Marshal(), 0o644); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	return path, nil
 }
