@@ -486,3 +486,23 @@ func TestServerRequestDuringRead(t *testing.T) {
 		t.Errorf("prompts/get that asks: %s", mustJSON(res))
 	}
 }
+
+// TestCloseRecordsParkedRound: a round parked when the sidecar stops is
+// closed before Close returns: its closing leg and the call's outcome are
+// in the log, and no announced append is left open. The watch that
+// closes it ran on a goroutine Close did not wait for, so the log was
+// closed under it (the call then read as cut off by a crash; in the tests,
+// "1 announced appends still open" now and then).
+func TestCloseRecordsParkedRound(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{askingFixture(t, "fx")}, nil)
+	cs := handClient(t, serveTokens(t, p, map[string]string{"tok": "alice"}), "tok")
+	parkedRound(t, cs, map[string]any{"path": filepath.Join(t.TempDir(), "seen")})
+	p.Close()
+	// Read at once, before anything else could finish a late write.
+	open := l.seq.Stats().Expected
+	calls, results := legsOf(t, l, "ask_twice", "hand-client")
+	if open != 0 || len(calls) != 2 || results[1] == 0 {
+		t.Fatalf("after Close: %d announced appends open, %d legs, results at %v; want 0, the first leg and its closing leg, both with results", open, len(calls), results)
+	}
+}

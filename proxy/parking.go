@@ -68,7 +68,10 @@ func (t *parking) park(pc *parkedCall, state string, pending map[string]*parkedA
 	pc.state, pc.pending, pc.last, pc.taken = state, pending, last, taken
 	t.m[state] = pc
 	t.mu.Unlock()
-	go pc.watch(taken, timeout)
+	// The proxy's Close waits for the watch: a round its stop cuts is
+	// closed, its closing leg and the server's outcome recorded, before
+	// the log it writes to is closed.
+	pc.p.wg.Go(func() { pc.watch(taken, timeout) })
 }
 
 // take takes the round parked under state if check passes it, or returns
