@@ -33,6 +33,10 @@ type AuditReport struct {
 	// WitnessConflicts are the indices of witness.conflict entries: a
 	// witness said it holds another history of this log.
 	WitnessConflicts []uint64
+	// UnlistedTools are the indices of call entries whose tool_sha256
+	// names a definition no earlier tools entry of their server lists:
+	// the definition the call was made against is not in the log.
+	UnlistedTools []uint64
 }
 
 // problem is the error of an audit that found part wrong: a
@@ -64,7 +68,7 @@ const auditChunk = 4096
 // ("entry N"), the checkpoint ("checkpoint SIZE") or the stored node; an
 // error reading src is returned as it is, wrapped.
 func Audit(ctx context.Context, src AuditSource, v note.Verifier, vkey string) (*AuditReport, error) {
-	a := &auditor{ctx: ctx, src: src, v: v, vkey: vkey, rep: &AuditReport{},
+	a := &auditor{ctx: ctx, src: src, v: v, vkey: vkey, rep: &AuditReport{}, tools: toolDefs{},
 		rng: (&compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}).NewEmptyRange(0)}
 	a.nodes, _ = src.(NodeReader)
 	a.leaves, _ = src.(interface {
@@ -100,6 +104,7 @@ type auditor struct {
 	// continued holds, for each call.result a later leg continues, the
 	// index of that leg: one result is answered by one leg.
 	continued map[uint64]uint64
+	tools     toolDefs   // the definitions tools entries listed so far
 	nodes     NodeReader // nil unless src stores nodes
 	leaves    interface {
 		LeafIndex(ctx context.Context, leafHash []byte) (uint64, error)
@@ -190,8 +195,17 @@ func (a *auditor) addEntry(e []byte, visit func(compact.NodeID, []byte)) error {
 	if err := a.calls.Add(i, pe); err != nil {
 		return entryProblem(i, "%v", err)
 	}
-	if pe.Kind == KindWitnessConflict {
+	switch pe.Kind {
+	case KindWitnessConflict:
 		a.rep.WitnessConflicts = append(a.rep.WitnessConflicts, i)
+	case KindTools:
+		if err := a.tools.add(pe); err != nil {
+			return entryProblem(i, "%v", err)
+		}
+	case KindCall:
+		if !a.tools.listed(pe) {
+			a.rep.UnlistedTools = append(a.rep.UnlistedTools, i)
+		}
 	}
 	if bytes.Contains(e, []byte(`"continues"`)) {
 		var err error

@@ -3,6 +3,7 @@ package log_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,7 +160,11 @@ func TestAuditReadContinues(t *testing.T) {
 func TestAuditSidecarKindsBySidecar(t *testing.T) {
 	for _, kind := range []string{log.KindTools, log.KindAnchor, log.KindWitnessConflict} {
 		for _, actor := range []string{log.GenesisActor, "mallory"} {
-			b, err := (&log.Entry{Kind: kind, Time: time.Now(), Actor: actor, Fields: map[string]any{"x": 1}}).Marshal()
+			fields := map[string]any{"x": 1}
+			if kind == log.KindTools {
+				fields = map[string]any{"server": "s", "tools": []any{}}
+			}
+			b, err := (&log.Entry{Kind: kind, Time: time.Now(), Actor: actor, Fields: fields}).Marshal()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,5 +176,50 @@ func TestAuditSidecarKindsBySidecar(t *testing.T) {
 				t.Errorf("a %s entry by %q: audit said %v", kind, actor, err)
 			}
 		}
+	}
+}
+
+// TestAuditUnlistedTools: audit names the calls whose tool_sha256 no
+// earlier tools entry of their server lists under their tool's name (the
+// definition the call was made against is not in the log), and no other:
+// a definition listed in a part of a list, or listed before and changed
+// since, counts; one listed after the call, for another server or under
+// another tool's name does not.
+func TestAuditUnlistedTools(t *testing.T) {
+	now := time.Now()
+	sum := func(c byte) string { return strings.Repeat(string(c), 64) }
+	tools := func(server string, part, parts int64, ts ...log.ToolSum) []byte {
+		b, err := (&log.ToolsEntry{Time: now, Actor: log.GenesisActor, Server: server, Tools: ts, Part: part, Parts: parts}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	call := func(server, tool, sha string) []byte {
+		b, err := (&log.CallEntry{Time: now, Actor: "a", Server: server, Tool: tool, ToolSHA256: sha, Args: log.CanonicalJSON(`{}`)}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	src, v := newAuditLog(t, [][]byte{
+		call("s", "echo", sum('a')), // 1: before any list
+		tools("s", 1, 2, log.ToolSum{Name: "echo", SHA256: sum('a')}),
+		tools("s", 2, 2, log.ToolSum{Name: "add", SHA256: sum('b')}),
+		call("s", "echo", sum('a')), // 4
+		call("s", "add", sum('b')),  // 5: from the list's second part
+		call("s", "add", sum('a')),  // 6: echo's hash under add's name
+		call("t", "echo", sum('a')), // 7: another server
+		call("s", "echo", ""),       // 8: no definition named
+		tools("s", 0, 0, log.ToolSum{Name: "echo", SHA256: sum('c')}),
+		call("s", "echo", sum('a')), // 10: listed before, changed since
+		call("s", "echo", sum('d')), // 11: never listed
+	})
+	rep, err := log.Audit(context.Background(), src, v, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rep.UnlistedTools, []uint64{1, 6, 7, 11}; !slices.Equal(got, want) {
+		t.Errorf("unlisted tools at %v, want %v", got, want)
 	}
 }

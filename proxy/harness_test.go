@@ -124,15 +124,21 @@ func newTestLog(t testing.TB) *testLog {
 	t.Cleanup(func() { seq.Close() })
 	// After every scenario the log passes what 'provlog audit' checks: the
 	// tree recomputed from the entries matches every checkpoint, every
-	// entry parses, and the stored nodes and leaf index agree.
+	// entry parses, the stored nodes and leaf index agree, and every
+	// call's definition is in a tools entry before it.
 	t.Cleanup(func() {
 		// Every call's announcement to the sequencer was used or withdrawn
 		// (one left open would make every commit under load wait).
 		if n := seq.Stats().Expected; n != 0 {
 			t.Errorf("%d announced appends still open after the scenario", n)
 		}
-		if _, err := log.Audit(context.Background(), store.Memory, verifier, vkey); err != nil {
+		rep, err := log.Audit(context.Background(), store.Memory, verifier, vkey)
+		if err != nil {
 			t.Errorf("audit after the scenario: %v", err)
+		} else if len(rep.UnlistedTools) > 0 {
+			// The proxy writes a server's tools entry before any call
+			// naming one of its definitions.
+			t.Errorf("audit after the scenario: calls %v name a tool_sha256 no earlier tools entry lists", rep.UnlistedTools)
 		}
 	})
 	dir := t.TempDir()

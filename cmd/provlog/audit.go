@@ -125,6 +125,10 @@ func (a *auditRun) run(ctx context.Context) error {
 		fmt.Fprintf(a.w, "WARNING: %d witness.conflict entries (%s): a witness said it holds another history of this log; each entry names the witness, its size and the checkpoint it refused (compare the witness's checkpoint with this log's at that size)\n",
 			n, replay.Ranges(rep.WitnessConflicts))
 	}
+	if n := len(rep.UnlistedTools); n > 0 {
+		fmt.Fprintf(a.w, "WARNING: %d calls (%s) name a tool_sha256 no earlier tools entry of their server lists: the definition each was made against is not in the log (an older provlog wrote such calls when a tools entry failed; the proxy writes none)\n",
+			n, replay.Ranges(rep.UnlistedTools))
+	}
 	if keys != nil {
 		fmt.Fprintf(a.w, "fence keys: %d rows agree with the entries", keys.checked)
 		if keys.later > 0 {

@@ -129,3 +129,19 @@ func TestAuditSaysWitnessConflicts(t *testing.T) {
 		t.Errorf("audit: %d, want 0 and %q\n%s", code, want, out)
 	}
 }
+
+// TestAuditSaysUnlistedTools: a call naming a tool definition no tools
+// entry before it lists is consistent, so audit passes, but says so,
+// naming the entry (an older provlog wrote such calls after a tools entry
+// failed; before, audit said nothing).
+func TestAuditSaysUnlistedTools(t *testing.T) {
+	data := makeDataDir(t, 2)
+	var at uint64
+	appendToDataDir(t, data, func(l appendLog) {
+		at = appendEntryTo(t, l, &log.CallEntry{Time: time.Now(), Actor: "alice", Server: "fs", Tool: "write", ToolSHA256: strings.Repeat("ab", 32), Args: log.CanonicalJSON(`{}`)})
+	})
+	out, code := runCmd(t, "audit", "--data", data)
+	if want := fmt.Sprintf("WARNING: 1 calls (%d) name a tool_sha256 no earlier tools entry of their server lists", at); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("audit: %d, want 0 and %q\n%s", code, want, out)
+	}
+}
