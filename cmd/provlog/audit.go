@@ -116,19 +116,7 @@ func (a *auditRun) run(ctx context.Context) error {
 	}
 	fmt.Fprintf(a.w, "OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared, %d tasks rebuilt from entries; size %d\n",
 		log.Printable(v.Name()), rep.Entries, rep.Checkpoints, rep.Nodes, tasks.Len(), rep.Size)
-	fmt.Fprintf(a.w, "calls: %d recorded", rep.Calls)
-	if len(rep.OpenCalls) > 0 {
-		fmt.Fprintf(a.w, ", %d without a recorded outcome (cut off by a crash or kill, refused when the log failed while recording it, or under way): entries %s", len(rep.OpenCalls), replay.Ranges(rep.OpenCalls))
-	}
-	fmt.Fprintln(a.w)
-	if n := len(rep.WitnessConflicts); n > 0 {
-		fmt.Fprintf(a.w, "WARNING: %d witness.conflict entries (%s): a witness said it holds another history of this log; each entry names the witness, its size and the checkpoint it refused (compare the witness's checkpoint with this log's at that size)\n",
-			n, replay.Ranges(rep.WitnessConflicts))
-	}
-	if n := len(rep.UnlistedTools); n > 0 {
-		fmt.Fprintf(a.w, "WARNING: %d calls (%s) name a tool_sha256 no earlier tools entry of their server lists: the definition each was made against is not in the log (an older provlog wrote such calls when a tools entry failed; the proxy writes none)\n",
-			n, replay.Ranges(rep.UnlistedTools))
-	}
+	a.printEntries(rep)
 	if keys != nil {
 		fmt.Fprintf(a.w, "fence keys: %d rows agree with the entries", keys.checked)
 		if keys.later > 0 {
@@ -186,4 +174,22 @@ func verifyData(ctx context.Context, data string, s log.Storage, vkey string, st
 	}
 	fmt.Fprintf(stdout, "store: %d keys (%d bytes) read and checksummed; the tree holds all %d checkpoints handed out that the data dir records (anchors, cosigned, the newest shown)\n", rep.Keys, rep.Bytes, n)
 	return nil
+}
+
+// printEntries prints what the audit found in the entries that is not a
+// failure: the calls and those without an outcome, and the warnings.
+func (a *auditRun) printEntries(rep *log.AuditReport) {
+	fmt.Fprintf(a.w, "calls: %d recorded", rep.Calls)
+	if len(rep.OpenCalls) > 0 {
+		fmt.Fprintf(a.w, ", %d without a recorded outcome (cut off by a crash or kill, refused when the log failed while recording it, or under way): entries %s", len(rep.OpenCalls), replay.Ranges(rep.OpenCalls))
+	}
+	fmt.Fprintln(a.w)
+	if n := len(rep.WitnessConflicts); n > 0 {
+		fmt.Fprintf(a.w, "WARNING: %d witness.conflict entries (%s): a witness said it holds another history of this log; each entry names the witness, its size and the checkpoint it refused (compare the witness's checkpoint with this log's at that size)\n",
+			n, replay.Ranges(rep.WitnessConflicts))
+	}
+	if n := len(rep.UnlistedTools); n > 0 {
+		fmt.Fprintf(a.w, "WARNING: %d calls (%s) name a tool_sha256 no earlier tools entry of their server lists: the definition each was made against is not in the log (an older provlog wrote such calls when a tools entry failed; the proxy writes none)\n",
+			n, replay.Ranges(rep.UnlistedTools))
+	}
 }
