@@ -1,11 +1,9 @@
 package anchor
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -93,14 +91,9 @@ func (r *Record) Marshal() ([]byte, error) {
 // versions, so a record it accepts is fully understood by [Verify]; it
 // checks shape only, not validity.
 func ParseRecord(b []byte) (*Record, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var r Record
-	if err := dec.Decode(&r); err != nil {
+	if err := log.DecodeStrict(b, &r); err != nil {
 		return nil, fmt.Errorf("anchor record: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("anchor record: trailing data")
 	}
 	if r.V != RecordVersion {
 		return nil, fmt.Errorf("anchor record: version %d, want %d", r.V, RecordVersion)

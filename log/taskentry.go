@@ -1,7 +1,6 @@
 package log
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -208,16 +207,14 @@ func (r *fieldReader) indices(k string, v any) []uint64 {
 }
 
 // decodeStrict decodes v, a decoded JSON value, into dst, refusing members
-// dst does not have.
+// dst does not have or names otherwise ([DecodeStrict]).
 func decodeStrict(v, dst any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	if err := DecodeStrict(b, dst); err != nil {
+		return errors.New(strings.ReplaceAll(err.Error(), "json: ", ""))
 	}
 	return nil
 }

@@ -6,9 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -45,7 +43,7 @@ type sizeProof struct {
 // parseConsistency parses consistency.json strictly, in one pass.
 func parseConsistency(b []byte) ([]sizeProof, error) {
 	var cf Consistency
-	if err := decodeStrict(b, &cf); err != nil {
+	if err := log.DecodeStrict(b, &cf); err != nil {
 		return nil, err
 	}
 	out := make([]sizeProof, len(cf.Proofs))
@@ -60,24 +58,6 @@ func parseConsistency(b []byte) ([]sizeProof, error) {
 		out[i] = sizeProof{size: sp.Size, root: hs[0], proof: hs[1:]}
 	}
 	return out, nil
-}
-
-// decodeStrict decodes b into v: one JSON object, no member v does not
-// have, none named twice (encoding/json lets the last of two win, where
-// another reader of the file may take the first).
-func decodeStrict(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("does not parse: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("holds more than one JSON object")
-	}
-	if _, err := log.Canonicalize(b); err != nil {
-		return fmt.Errorf("is not strict JSON: %w", err)
-	}
-	return nil
 }
 
 // decodeHashes decodes base64 tree hashes; false if one is not one.

@@ -97,6 +97,13 @@ func TestHostileFiles(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, append([]byte(`{"from": 2,`), bytes.TrimPrefix(bytes.TrimSpace(b), []byte("{"))...), 0o644)
 		}, bundle.ManifestFile, `is not strict JSON: jcs: duplicate key "from"`},
+		{"member in another case", func(t *testing.T, dir string) {
+			// encoding/json took "FROM" for "from" (the last of the two
+			// winning), where the page and other readers take "from".
+			p := filepath.Join(dir, bundle.ManifestFile)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, append([]byte(`{"FROM": 2,`), bytes.TrimPrefix(bytes.TrimSpace(b), []byte("{"))...), 0o644)
+		}, bundle.ManifestFile, `member "FROM" of the object is named "from" (names are case-sensitive)`},
 		{"listed file nothing checks", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "README.txt"), []byte("certified\n"), 0o644)
 			editManifest(t, dir, func(m map[string]any) { m["files"].(map[string]any)["README.txt"] = strings.Repeat("00", 32) })

@@ -294,7 +294,7 @@ func (c *checker) readManifest() bool {
 		return false
 	}
 	m := &Manifest{}
-	if err := decodeStrict(mb, m); err != nil {
+	if err := log.DecodeStrict(mb, m); err != nil {
 		c.bad(ManifestFile, "%v", err)
 		return false
 	}
