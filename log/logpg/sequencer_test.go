@@ -43,13 +43,21 @@ func openSeq(t *testing.T, dsn string, k keyPair) (*server.Sequencer, *logpg.Sto
 // openSeqWith is openSeq with the store's options o.
 func openSeqWith(t *testing.T, dsn string, k keyPair, o *logpg.Options) (*server.Sequencer, *logpg.Store) {
 	t.Helper()
+	return openSeqOpts(t, dsn, k, o, &server.SequencerOptions{})
+}
+
+// openSeqOpts is openSeqWith with the sequencer's options so (a Genesis
+// is set if so has none).
+func openSeqOpts(t *testing.T, dsn string, k keyPair, o *logpg.Options, so *server.SequencerOptions) (*server.Sequencer, *logpg.Store) {
+	t.Helper()
 	st, err := logpg.Open(t.Context(), dsn, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq, err := server.OpenSequencer(t.Context(), st, k.s, k.v, &server.SequencerOptions{
-		Genesis: func() ([]byte, error) { return []byte("genesis"), nil },
-	})
+	if so.Genesis == nil {
+		so.Genesis = func() ([]byte, error) { return []byte("genesis"), nil }
+	}
+	seq, err := server.OpenSequencer(t.Context(), st, k.s, k.v, so)
 	if err != nil {
 		st.Close()
 		t.Fatal(err)
