@@ -19,7 +19,8 @@ type InclusionRequest struct {
 	Index    uint64
 	LeafHash []byte
 	// AtSize proves the entry in the tree of size Size, on the checkpoint
-	// signed at that size; otherwise on the latest checkpoint.
+	// signed at that size (none past the latest); otherwise on the latest
+	// checkpoint.
 	AtSize bool
 	Size   uint64
 	// Cosigned, unless AtSize, is a cosigned checkpoint note (nil: none)
@@ -37,7 +38,13 @@ type InclusionRequest struct {
 // not there, the error says which and wraps [log.ErrNotFound].
 func ProveInclusion(ctx context.Context, s log.Storage, size uint64, checkpoint []byte, req InclusionRequest) (*log.Receipt, error) {
 	if req.AtSize {
-		cp, err := s.Checkpoint(ctx, req.Size)
+		// A checkpoint past the latest is not handed out, though the
+		// store may hold it: one this sequencer has not shown yet, or
+		// another writer's on a shared log.
+		cp, err := []byte(nil), error(log.ErrNotFound)
+		if req.Size <= size {
+			cp, err = s.Checkpoint(ctx, req.Size)
+		}
 		if errors.Is(err, log.ErrNotFound) {
 			return nil, notFoundf("no checkpoint was signed at size %d (the log's size is %d); ask for a size from a checkpoint you hold, or leave the size out for the latest", req.Size, size)
 		}
