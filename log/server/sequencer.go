@@ -173,6 +173,11 @@ func OpenSequencer(ctx context.Context, store log.Storage, signer note.Signer, v
 	if s.maxBatch <= 0 {
 		s.maxBatch = DefaultMaxBatch
 	}
+	// The stored checkpoint is the latest from now on: on a shared log
+	// another writer's, never shown by this process.
+	if err := s.show(st.Size, st.Checkpoint); err != nil {
+		return nil, err
+	}
 	s.openShared()
 	if opts.RetryDiskFull > 0 && s.shared == nil {
 		s.wg.Add(1)
