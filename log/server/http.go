@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -28,8 +29,9 @@ type APIOptions struct {
 	Authorized func(r *http.Request) bool
 	// Cosigned, if set, returns the newest checkpoint that carries enough
 	// witness cosignatures (nil while there is none). /log/checkpoint
-	// serves it instead of the latest, and inclusion proofs without an
-	// explicit size lead to it when it covers the entry.
+	// serves it instead of the latest (unless it is older than one
+	// /log/checkpoint served: then that one again), and inclusion proofs
+	// without an explicit size lead to it when it covers the entry.
 	Cosigned func() []byte
 	// Signer, the log's Ed25519 note signer, signs the RFC 9942 COSE
 	// receipts of /log/proof/inclusion?...&format=cose (nil: refused).
@@ -75,6 +77,10 @@ func NewAPI(opts APIOptions) http.Handler {
 
 type api struct {
 	opts APIOptions
+
+	mu     sync.Mutex
+	served []byte // the newest checkpoint /log/checkpoint served
+	size   uint64 // its size
 }
 
 // A response is a successful answer.
@@ -273,13 +279,23 @@ func (a *api) checkpoint(ctx context.Context, _ string, q url.Values) (*response
 	if err := noQuery(q); err != nil {
 		return nil, err
 	}
-	_, cp := a.opts.Seq.Checkpoint()
-	if _, c := a.cosigned(ctx); c != nil {
-		cp = c
+	size, cp := a.opts.Seq.Checkpoint()
+	if s, c := a.cosigned(ctx); c != nil {
+		size, cp = s, c
 	}
 	if cp == nil {
 		return nil, errorf(http.StatusNotFound, "the log has no checkpoint yet")
 	}
+	// Never roll a client back: a cosigned checkpoint older than the
+	// latest served before it (before any witness cosigned, or while the
+	// store could not be read) waits until the witnesses catch up.
+	a.mu.Lock()
+	if size < a.size {
+		cp = a.served
+	} else {
+		a.served, a.size = cp, size
+	}
+	a.mu.Unlock()
 	return &response{contentType: "text/plain; charset=utf-8", cache: "no-cache", body: cp}, nil
 }
 
