@@ -46,6 +46,9 @@ type FrontOptions struct {
 	// BodyTimeout bounds the reading of one request's body (default
 	// [BodyTimeout]).
 	BodyTimeout time.Duration
+	// WriteTimeout bounds how long one write of an answer may make no
+	// progress (default streamWriteTimeout, as for event streams).
+	WriteTimeout time.Duration
 }
 
 // Front wraps the sidecar's whole HTTP handler (/mcp, /log/, /healthz,
@@ -60,20 +63,30 @@ type FrontOptions struct {
 //   - A write deadline left on the connection by the answer to its last
 //     request (writeTimed: a client that takes none of an answer for
 //     streamWriteTimeout is given up) is cleared.
+//   - Every answer is written under writeTimed, and what net/http writes
+//     of it after the handler returns under opts.WriteTimeout too: a
+//     client that sends requests (pipelined, say) and reads none of the
+//     answers is given up, rather than holding its connection for ever.
+//     No deadline runs while a handler works (a long tool call).
 func Front(next http.Handler, opts FrontOptions) http.Handler {
 	if opts.BodyTimeout <= 0 {
 		opts.BodyTimeout = BodyTimeout
 	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = streamWriteTimeout
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A write deadline an answer left on the connection (writeTimed)
 		// is not this request's.
-		http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		rc := http.NewResponseController(w)
+		rc.SetWriteDeadline(time.Time{})
+		defer func() { rc.SetWriteDeadline(time.Now().Add(opts.WriteTimeout)) }()
+		w = &timedWriter{ResponseWriter: w, rc: rc, timeout: opts.WriteTimeout}
 		if msg := checkLoopback(r); msg != "" {
 			http.Error(w, msg, http.StatusForbidden)
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {
-			rc := http.NewResponseController(w)
 			if rc.SetReadDeadline(time.Now().Add(opts.BodyTimeout)) == nil {
 				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 			}
@@ -115,6 +128,22 @@ func isLoopback(hostport string) bool {
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
 }
+
+// timedWriter writes an answer under writeTimed.
+type timedWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (t *timedWriter) Write(b []byte) (int, error) {
+	if err := writeTimed(t.rc, t.ResponseWriter, b, t.timeout); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func (t *timedWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
 // deadlineBody clears the connection's read deadline once the body has
 // been read, so that a long call or event stream on the same request is
