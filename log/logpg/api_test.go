@@ -1,6 +1,7 @@
 package logpg_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +10,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logpg"
 	"github.com/provlog/provlog/log/logpg/pgtest"
 	"github.com/provlog/provlog/log/server"
 )
@@ -125,5 +129,94 @@ func TestAPIHandsOutOnlyShown(t *testing.T) {
 		if got := a.get(path); got != want {
 			t.Errorf("GET %s: %d, want %d (A showed no checkpoint of size %d)", path, got, want, size)
 		}
+	}
+}
+
+// apiTiles is an x/mod sumdb/tlog TileReader over a log API's hash tiles,
+// so that tlog.TileHashReader authenticates each against a tree hash.
+type apiTiles struct{ url string }
+
+func (r apiTiles) Height() int { return log.TileHeight }
+
+func (r apiTiles) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
+	out := make([][]byte, len(tiles))
+	for i, t := range tiles {
+		path := "/log/" + log.Tile{Level: t.L, N: uint64(t.N), W: t.W}.Path()
+		resp, err := http.Get(r.url + path)
+		if err != nil {
+			return nil, err
+		}
+		out[i], _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
+		}
+	}
+	return out, nil
+}
+
+func (r apiTiles) SaveTiles([]tlog.Tile, [][]byte) {}
+
+// TestAPIServesOtherSidecarsCheckpoint: a client that got a checkpoint
+// from one sidecar of a shared log (behind a load balancer, say) reads its
+// tree from the other: the tiles, entries and proofs for it, all verified
+// against that checkpoint, right after the commit that made it.
+func TestAPIServesOtherSidecarsCheckpoint(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	k := newKey(t, "provlog.test/api-other")
+	a, sa := openSeq(t, dsn, k)
+	b, sb := openSeq(t, dsn, k)
+	apis := map[*server.Sequencer]string{}
+	for seq, st := range map[*server.Sequencer]*logpg.Store{a: sa, b: sb} {
+		srv := httptest.NewServer(server.NewAPI(server.APIOptions{Store: st, Seq: seq}))
+		t.Cleanup(srv.Close)
+		apis[seq] = srv.URL
+	}
+	const n = 300
+	failed := 0
+	for i := range n {
+		from, other := b, a
+		if i%2 == 0 {
+			from, other = a, b
+		}
+		r, err := from.Append(t.Context(), fmt.Appendf(nil, "entry %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _, err := log.OpenCheckpoint(r.Checkpoint, k.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree := tlog.Tree{N: int64(c.Size)}
+		copy(tree.Hash[:], c.Hash)
+		url := apis[other]
+		errs := []error{}
+		if th, err := tlog.TreeHash(tree.N, tlog.TileHashReader(tree, apiTiles{url})); err != nil || th != tree.Hash {
+			errs = append(errs, fmt.Errorf("tree hash from its tiles: %v", err))
+		}
+		for _, path := range []string{
+			fmt.Sprintf("/log/entry/%d", r.Index),
+			fmt.Sprintf("/log/proof/inclusion?index=%d&size=%d", r.Index, c.Size),
+			fmt.Sprintf("/log/proof/consistency?old=1&new=%d", c.Size),
+		} {
+			resp, err := http.Get(url + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				errs = append(errs, fmt.Errorf("GET %s: %s: %s", path, resp.Status, bytes.TrimSpace(body)))
+			}
+		}
+		if len(errs) > 0 {
+			if failed == 0 {
+				t.Errorf("the checkpoint of size %d, from one sidecar, read from the other: %v", c.Size, errs)
+			}
+			failed++
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d checkpoints could not be read from the other sidecar right after their commit", failed, n)
 	}
 }
