@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -58,7 +59,10 @@ type APIOptions struct {
 //
 // Tiles are served for the tree of the latest checkpoint; a partial tile of
 // width W is served as long as the tile holds at least W hashes, so clients
-// holding an older checkpoint can still read it. Everything but the
+// holding an older checkpoint can still read it. On a shared log, a tile,
+// entry or proof past the latest checkpoint here is looked for in the
+// store's newest state first (Sequencer.CatchUp), so a client holding
+// another sidecar's checkpoint can read its tree here. Everything but the
 // checkpoint and hash tiles reveals entries and needs opts.Authorized.
 //
 // Errors are plain text saying what was wrong: 400 for a malformed request
@@ -301,7 +305,7 @@ func (a *api) checkpoint(ctx context.Context, _ string, q url.Values) (*response
 
 // tile parses a tile path and checks that the tile holds at least the
 // requested width in the tree of the latest checkpoint.
-func (a *api) tile(path string, q url.Values) (log.Tile, error) {
+func (a *api) tile(ctx context.Context, path string, q url.Values) (log.Tile, error) {
 	if err := noQuery(q); err != nil {
 		return log.Tile{}, err
 	}
@@ -310,6 +314,9 @@ func (a *api) tile(path string, q url.Values) (log.Tile, error) {
 		return log.Tile{}, errorf(http.StatusBadRequest, "%v (want tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>] according to c2sp.org/tlog-tiles)", err)
 	}
 	size, _ := a.opts.Seq.Checkpoint()
+	if need, ok := sizeFor(t); ok && log.TileWidthAt(t.Level, t.N, size) < t.W {
+		size, _ = a.opts.Seq.CatchUp(ctx, need)
+	}
 	if w := log.TileWidthAt(t.Level, t.N, size); w < t.W {
 		if w == 0 {
 			return log.Tile{}, errorf(http.StatusNotFound, "%s does not exist in the tree of size %d", path, size)
@@ -319,6 +326,21 @@ func (a *api) tile(path string, q url.Values) (log.Tile, error) {
 	return t, nil
 }
 
+// sizeFor returns the smallest tree size that holds tile t at its width,
+// and false if no tree of up to 2^64-1 entries does.
+func sizeFor(t log.Tile) (uint64, bool) {
+	end := uint64(t.W)
+	if t.N > (math.MaxUint64-end)/log.TileWidth {
+		return 0, false
+	}
+	end += t.N * log.TileWidth
+	shift := uint(log.TileHeight * max(t.Level, 0))
+	if shift >= 64 || end > math.MaxUint64>>shift {
+		return 0, false
+	}
+	return end << shift, true
+}
+
 func (a *api) tileCache(t log.Tile, protected bool) string {
 	// A partial tile's content is fixed too, but clients should move on to
 	// the wider tile as the log grows.
@@ -326,7 +348,7 @@ func (a *api) tileCache(t log.Tile, protected bool) string {
 }
 
 func (a *api) hashTile(ctx context.Context, path string, q url.Values) (*response, error) {
-	t, err := a.tile(path, q)
+	t, err := a.tile(ctx, path, q)
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +364,7 @@ func (a *api) hashTile(ctx context.Context, path string, q url.Values) (*respons
 }
 
 func (a *api) entryBundle(ctx context.Context, path string, q url.Values) (*response, error) {
-	t, err := a.tile(path, q)
+	t, err := a.tile(ctx, path, q)
 	if err != nil {
 		return nil, err
 	}
@@ -367,6 +389,9 @@ func (a *api) entry(ctx context.Context, arg string, q url.Values) (*response, e
 		return nil, err
 	}
 	size, _ := a.opts.Seq.Checkpoint()
+	if i >= size && i < math.MaxUint64 {
+		size, _ = a.opts.Seq.CatchUp(ctx, i+1)
+	}
 	if i >= size {
 		return nil, errorf(http.StatusNotFound, "no entry %d: the log has %d entries", i, size)
 	}
@@ -501,6 +526,9 @@ func (a *api) inclusion(ctx context.Context, _ string, q url.Values) (*response,
 		return nil, err
 	}
 	size, cp := a.opts.Seq.Checkpoint()
+	if iq.hasSize {
+		size, cp = a.opts.Seq.CatchUp(ctx, iq.size)
+	}
 	req := InclusionRequest{Index: iq.index, LeafHash: iq.leafHash, AtSize: iq.hasSize, Size: iq.size}
 	if !iq.hasSize && a.opts.Cosigned != nil {
 		req.Cosigned = a.opts.Cosigned()
@@ -531,6 +559,9 @@ func (a *api) consistency(ctx context.Context, _ string, q url.Values) (*respons
 		return nil, err
 	}
 	size, _ := a.opts.Seq.Checkpoint()
+	if cq.hasNew {
+		size, _ = a.opts.Seq.CatchUp(ctx, cq.new)
+	}
 	if !cq.hasNew {
 		cq.new = size
 		if cq.old > cq.new {

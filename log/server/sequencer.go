@@ -98,6 +98,8 @@ type Sequencer struct {
 	// unavailable is the error of the last commit to a shared store, if
 	// it failed writing nothing (sequencer_shared.go).
 	unavailable atomic.Pointer[error]
+	askMu       sync.Mutex    // one CatchUp question to a shared store at a time
+	asked       atomic.Uint64 // CatchUp questions begun
 	verifier    note.Verifier
 	done        chan struct{}
 	wg          sync.WaitGroup // retryDiskFull

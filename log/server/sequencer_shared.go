@@ -131,6 +131,31 @@ func (s *Sequencer) Unavailable() error {
 	return *p
 }
 
+// CatchUp returns the latest checkpoint and its size, as Checkpoint does;
+// but on a shared log, when the latest here is below size, it first asks
+// the store for the newest state, which it adopts as it adopts every
+// other writer's commit (shown first). A client holding a checkpoint
+// another sidecar handed out can so read its tree here before this
+// sidecar hears of the commit. One question is asked at a time, and
+// callers that waited for one begun after they came take its answer: a
+// flood of requests for sizes the log does not have asks the store no
+// more often than it answers. A question that fails leaves the latest as
+// it was.
+func (s *Sequencer) CatchUp(ctx context.Context, size uint64) (uint64, []byte) {
+	cur, cp := s.Checkpoint()
+	if cur >= size || s.shared == nil {
+		return cur, cp
+	}
+	begun := s.asked.Load()
+	s.askMu.Lock()
+	defer s.askMu.Unlock()
+	if s.asked.Load() == begun {
+		s.asked.Add(1)
+		s.shared.Latest(ctx) // reaches adopt through Follow
+	}
+	return s.Checkpoint()
+}
+
 // Shared reports whether other writers commit to the same log.
 func (s *Sequencer) Shared() bool { return s.shared != nil }
 
