@@ -220,3 +220,51 @@ func TestAPIServesOtherSidecarsCheckpoint(t *testing.T) {
 		t.Errorf("%d of %d checkpoints could not be read from the other sidecar right after their commit", failed, n)
 	}
 }
+
+// TestAPIProvesOtherSidecarsEntry: a client that got a receipt from one
+// sidecar of a shared log asks the other for the entry's receipt on its
+// latest checkpoint, by index or by leaf hash, right after the commit.
+func TestAPIProvesOtherSidecarsEntry(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	k := newKey(t, "provlog.test/api-other-entry")
+	a, sa := openSeq(t, dsn, k)
+	b, _ := openSeq(t, dsn, k)
+	srv := httptest.NewServer(server.NewAPI(server.APIOptions{Store: sa, Seq: a}))
+	t.Cleanup(srv.Close)
+	const n = 100
+	failed := 0
+	for i := range n {
+		e := fmt.Appendf(nil, "entry %d", i)
+		r, err := b.Append(t.Context(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		query := fmt.Sprintf("index=%d", r.Index)
+		if i%2 == 1 {
+			query = fmt.Sprintf("hash=%x", log.LeafHash(e))
+		}
+		resp, err := http.Get(srv.URL + "/log/proof/inclusion?" + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			if failed == 0 {
+				t.Errorf("the entry at %d, from one sidecar, proven by the other (%s): %s: %s", r.Index, query, resp.Status, bytes.TrimSpace(body))
+			}
+			failed++
+			continue
+		}
+		rc, err := log.ParseReceipt(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rc.Verify(log.LeafHash(e), k.v); err != nil || rc.Index != r.Index {
+			t.Fatalf("receipt for %d (%s): index %d, %v", r.Index, query, rc.Index, err)
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d entries could not be proven by the other sidecar right after their commit", failed, n)
+	}
+}
