@@ -442,13 +442,15 @@ func (s *sidecar) handoffTarget(id string) error {
 // prove returns the receipt of the entry at index (by leaf hash when
 // index < 0) on the newest cosigned checkpoint when one covers the entry,
 // else on the latest checkpoint: the receipts of the provlog__prove tool,
-// as the log API's /log/proof/inclusion gives them.
+// as the log API's /log/proof/inclusion gives them (Sequencer.Prove):
+// the latest is one the sequencer has shown (recorded as handed out), not
+// the store's own, on a shared log perhaps another sidecar's.
 func (s *sidecar) prove(ctx context.Context, index int64, leafHash []byte) (*log.Receipt, error) {
 	req := inclusionRequest(index, leafHash)
 	if s.witness != nil {
 		req.Cosigned = s.witness.cos.Latest()
 	}
-	return server.ProveLatest(ctx, s.store, req)
+	return s.seq.Prove(ctx, s.store, req)
 }
 
 func (s *sidecar) size() uint64 {

@@ -525,28 +525,11 @@ func (a *api) inclusion(ctx context.Context, _ string, q url.Values) (*response,
 	if err != nil {
 		return nil, err
 	}
-	// On a shared log, a size or an entry past the latest here may be in
-	// the store's newest state (Sequencer.CatchUp).
-	size, cp := a.opts.Seq.Checkpoint()
-	switch {
-	case iq.hasSize:
-		size, cp = a.opts.Seq.CatchUp(ctx, iq.size)
-	case iq.leafHash == nil && iq.index < math.MaxUint64:
-		size, cp = a.opts.Seq.CatchUp(ctx, iq.index+1)
-	}
 	req := InclusionRequest{Index: iq.index, LeafHash: iq.leafHash, AtSize: iq.hasSize, Size: iq.size}
 	if !iq.hasSize && a.opts.Cosigned != nil {
 		req.Cosigned = a.opts.Cosigned()
 	}
-	rc, err := ProveInclusion(ctx, a.opts.Store, size, cp, req)
-	if errors.Is(err, log.ErrNotFound) && iq.leafHash != nil && !iq.hasSize {
-		// The entry of that leaf hash may be past the latest here.
-		if i, lerr := a.opts.Store.LeafIndex(ctx, iq.leafHash); lerr == nil && i >= size && i < math.MaxUint64 {
-			if s, c := a.opts.Seq.CatchUp(ctx, i+1); s > size {
-				rc, err = ProveInclusion(ctx, a.opts.Store, s, c, req)
-			}
-		}
-	}
+	rc, err := a.opts.Seq.Prove(ctx, a.opts.Store, req)
 	if errors.Is(err, log.ErrNotFound) {
 		return nil, errorf(http.StatusNotFound, "%s", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/transparency-dev/merkle/compact"
 
@@ -82,6 +83,33 @@ func ProveInclusion(ctx context.Context, s log.Storage, size uint64, checkpoint 
 		leafHash = h[0]
 	}
 	return log.ProveReceipt(ctx, s, index, size, leafHash, checkpoint)
+}
+
+// Prove is [ProveInclusion] on the latest checkpoint this sequencer has
+// shown (never the store's own, which on a shared log may be another
+// writer's, not recorded here as handed out), for the log API and the
+// sidecar's provlog__prove tool alike. On a shared log, a size or an
+// entry past the latest here may be in the store's newest state: it is
+// looked for there first ([Sequencer.CatchUp]), so that a receipt another
+// sidecar just handed out can be proven here too.
+func (s *Sequencer) Prove(ctx context.Context, store log.Storage, req InclusionRequest) (*log.Receipt, error) {
+	size, cp := s.Checkpoint()
+	switch {
+	case req.AtSize:
+		size, cp = s.CatchUp(ctx, req.Size)
+	case req.LeafHash == nil && req.Index < math.MaxUint64:
+		size, cp = s.CatchUp(ctx, req.Index+1)
+	}
+	rc, err := ProveInclusion(ctx, store, size, cp, req)
+	if errors.Is(err, log.ErrNotFound) && req.LeafHash != nil && !req.AtSize {
+		// The entry of that leaf hash may be past the latest here.
+		if i, lerr := store.LeafIndex(ctx, req.LeafHash); lerr == nil && i >= size && i < math.MaxUint64 {
+			if n, c := s.CatchUp(ctx, i+1); n > size {
+				rc, err = ProveInclusion(ctx, store, n, c, req)
+			}
+		}
+	}
+	return rc, err
 }
 
 // ProveLatest is [ProveInclusion] on the latest checkpoint s holds, for
