@@ -7,6 +7,7 @@
 package authntest
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -18,6 +19,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -41,6 +43,34 @@ type Issuer struct {
 	fetches atomic.Int64 // JWKS fetches so far
 	// introspections counts the requests to the introspection endpoint.
 	introspections atomic.Int64
+	// before holds the hooks Before set, by path.
+	before map[string]func(*http.Request)
+}
+
+// Before makes fn run before each request to the issuer's path (such as
+// "/jwks", "/introspect" or "/.well-known/openid-configuration") is
+// answered: an issuer that is slow, hangs until the request is given up,
+// or notes what else is going on. nil removes it.
+func (is *Issuer) Before(path string, fn func(*http.Request)) {
+	is.mu.Lock()
+	is.before[path] = fn
+	is.mu.Unlock()
+}
+
+func (is *Issuer) hook(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		is.mu.Lock()
+		fn := is.before[r.URL.Path]
+		is.mu.Unlock()
+		if fn != nil {
+			// The body read first, so that the server notices when the
+			// client gives up (and cancels r's context).
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			fn(r)
+		}
+		next(w, r)
+	}
 }
 
 // Introspections returns how many introspection requests it got.
@@ -54,11 +84,11 @@ type signingKey struct {
 
 // Start starts an issuer with one RS256 key, stopped when t ends.
 func Start(t testing.TB) *Issuer {
-	is := &Issuer{opaque: map[string]map[string]any{}}
+	is := &Issuer{opaque: map[string]map[string]any{}, before: map[string]func(*http.Request){}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/openid-configuration", is.discovery)
-	mux.HandleFunc("GET /jwks", is.jwks)
-	mux.HandleFunc("POST /introspect", is.introspect)
+	mux.HandleFunc("GET /.well-known/openid-configuration", is.hook(is.discovery))
+	mux.HandleFunc("GET /jwks", is.hook(is.jwks))
+	mux.HandleFunc("POST /introspect", is.hook(is.introspect))
 	is.srv = httptest.NewServer(mux)
 	is.URL = is.srv.URL
 	t.Cleanup(is.srv.Close)
