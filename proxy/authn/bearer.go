@@ -24,6 +24,11 @@ import (
 // log.MaxEntrySize bytes.)
 const MaxTokenBytes = 8 << 10
 
+// IssuerTimeout bounds the time a token's first check may spend waiting
+// for its issuers (discovery document, key set, introspection answers,
+// together); beyond it the request gets 503.
+const IssuerTimeout = 3 * time.Second
+
 // StaticFunc looks a static token up: the actor it acts as, whether it is
 // a reader's (may read the log, is no actor), and whether it is known at
 // all. It must compare in constant time (it sees every token presented).
@@ -34,7 +39,8 @@ type Options struct {
 	// Static looks up static tokens (actors:, readers:); nil: none.
 	Static StaticFunc
 	// HTTPClient fetches discovery documents and key sets and calls
-	// introspection endpoints (default: a client with a 10s timeout).
+	// introspection endpoints (default: a client with a timeout of
+	// IssuerTimeout; a token's check waits that long at most anyway).
 	HTTPClient *http.Client
 	// Logger receives key-set refreshes and fetch failures (never a
 	// token); default discarded.
@@ -161,7 +167,7 @@ type state struct {
 func New(cfg *Config, opts Options) (*Authenticator, error) {
 	a := &Authenticator{opts: opts}
 	if a.opts.HTTPClient == nil {
-		a.opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+		a.opts.HTTPClient = &http.Client{Timeout: IssuerTimeout}
 	}
 	if a.opts.Logger == nil {
 		a.opts.Logger = slog.New(slog.DiscardHandler)
@@ -293,6 +299,12 @@ func (st *state) authenticate(ctx context.Context, token string) (*Identity, err
 	if id := st.cache.get(sum, now); id != nil {
 		return id, nil
 	}
+	// One bound on what an issuer may cost a token's first check, its
+	// discovery document, key set and introspection answer together: a
+	// hanging issuer holds up its own tokens' requests for that long at
+	// most, and no other issuer's (each fetches on its own).
+	ctx, cancel := context.WithTimeout(ctx, IssuerTimeout)
+	defer cancel()
 	var id *Identity
 	var err error
 	if strings.Count(token, ".") == 2 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -40,27 +41,67 @@ func (st *state) introspectToken(ctx context.Context, is *issuer, token string, 
 }
 
 // introspect asks the configured introspection endpoints about an opaque
-// token (RFC 7662), in config order, and maps the first active answer to
-// an identity. Only a token that names no issuer is offered around so:
-// one that names a trusted issuer goes to that issuer alone
-// (introspectAt), as every other issuer would learn it, and could replay
-// it, by being asked.
+// token (RFC 7662), all at once, and maps the first active answer to an
+// identity: an endpoint that hangs delays no other issuer's tokens. Only
+// a token that names no issuer is offered around so: one that names a
+// trusted issuer goes to that issuer alone (introspectAt), as every other
+// issuer would learn it, and could replay it, by being asked. Without an
+// active answer, the token is refused (401) only when every endpoint
+// answered; when one could not be asked it might have vouched for the
+// token, so no one can tell: 503.
 func (st *state) introspect(ctx context.Context, token string, sum [sha256.Size]byte, now time.Time) (*Identity, error) {
-	var last error
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		id  *Identity
+		err error
+		// final: the endpoint vouched for the token, which failed the
+		// checks (another issuer's vouching for it would be odd)
+		final bool
+	}
+	answers := make(chan answer)
+	asked := 0
 	for _, is := range st.issuers {
 		if is.cfg.Introspection == nil {
 			continue
 		}
-		id, others, err := st.introspectAt(ctx, is, token, sum, now)
-		if err == nil || !others {
-			return id, err
-		}
-		last = err
+		asked++
+		go func() {
+			id, others, err := st.introspectAt(ctx, is, token, sum, now)
+			answers <- answer{id, err, !others}
+		}()
 	}
-	if last == nil {
+	if asked == 0 {
 		return nil, invalid("unknown bearer token (not a static token, not a JWT of a trusted issuer, and no introspection endpoint is configured)")
 	}
-	return nil, last
+	var refusal, undecided error
+	for got := 1; got <= asked; got++ {
+		a := <-answers
+		switch status, _ := errStatus(a.err); {
+		case a.err == nil:
+			cancel()
+			for ; got < asked; got++ {
+				<-answers // the others' calls were cut off: they end at once
+			}
+			return a.id, nil
+		case status != http.StatusUnauthorized:
+			undecided = a.err
+		case a.final || refusal == nil:
+			refusal = a.err
+		}
+	}
+	if undecided != nil {
+		return nil, undecided
+	}
+	return nil, refusal
+}
+
+// errStatus returns the status and code of an [*Error], or 0 and "".
+func errStatus(err error) (int, string) {
+	if e, ok := err.(*Error); ok {
+		return e.Status, e.Code
+	}
+	return 0, ""
 }
 
 // introspectAt asks issuer is's introspection endpoint about a token and
@@ -101,8 +142,6 @@ func (is *issuer) introspection(ctx context.Context, token string, now time.Time
 			Description: fmt.Sprintf("issuer %s's introspection endpoint is asked too often now; try again later", is.cfg.Issuer)}
 	}
 	defer is.doneIntrospection()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -115,6 +154,11 @@ func (is *issuer) introspection(ctx context.Context, token string, now time.Time
 	req.SetBasicAuth(url.QueryEscape(in.ClientID), url.QueryEscape(in.ClientSecret))
 	resp, err := is.a.opts.HTTPClient.Do(req)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// Another issuer vouched for the token, or the client left:
+			// nothing the operator need hear of.
+			return nil, &Error{Status: http.StatusServiceUnavailable, Code: "invalid_token", Description: "the token's check was cut off"}
+		}
 		return nil, is.unavailable("introspection", fetchErr(endpoint, err))
 	}
 	defer resp.Body.Close()

@@ -93,9 +93,9 @@ func TestSlowIssuerGivenUp(t *testing.T) {
 	is.Before("/jwks", slow(2500*time.Millisecond))
 	is.Before("/introspect", slow(6*time.Second))
 	is.Opaque("opaque-slow", is.Claims(resource, "carol"))
-	au := newAuth(t, config(is), nil, nil)
 	ctx := context.Background()
 	for name, tok := range map[string]string{"JWT": is.Mint(t, is.Claims(resource, "alice")), "opaque": "opaque-slow"} {
+		au := newAuth(t, config(is), nil, nil) // each discovers anew
 		id, err := au.Authenticate(ctx, tok)
 		if st, _ := status(err); st != http.StatusServiceUnavailable {
 			t.Errorf("%s token of an issuer answering after seconds: %v %v, want 503 (given up on)", name, id, err)

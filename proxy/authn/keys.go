@@ -263,8 +263,6 @@ func (is *issuer) discover(ctx context.Context, now time.Time) error {
 
 // getJSON GETs url and decodes its JSON body (at most maxDocBytes) into v.
 func (a *Authenticator) getJSON(ctx context.Context, url string, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
