@@ -51,6 +51,11 @@ type Config struct {
 	// make it hammer the issuer. It also spaces retries of a discovery
 	// document that could not be fetched.
 	KeyRefresh time.Duration `yaml:"jwks_min_refresh"`
+	// KeyMaxAge is how old an issuer's key set may grow before the next
+	// token makes the sidecar fetch it again, dropping the keys the
+	// issuer withdrew (default DefaultKeyMaxAge, between KeyRefresh and
+	// MaxKeyRefresh).
+	KeyMaxAge time.Duration `yaml:"jwks_max_age"`
 }
 
 // IssuerConfig is one trusted authorization server.
@@ -69,6 +74,10 @@ type IssuerConfig struct {
 	// ActorClaim names the claim whose value becomes the actor (after
 	// ActorPrefix): "sub" (the default), "email", or any string claim.
 	ActorClaim string `yaml:"actor_claim"`
+	// AllowUnverifiedEmail takes actor_claim email from tokens that do
+	// not say email_verified: true. Off by default: an account may hold
+	// an address it was never shown to own.
+	AllowUnverifiedEmail bool `yaml:"allow_unverified_email"`
 	// ActorPrefix goes in front of every actor of this issuer (default:
 	// the issuer URL's host and path, then ":").
 	ActorPrefix string `yaml:"actor_prefix"`
