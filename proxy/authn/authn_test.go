@@ -169,6 +169,7 @@ func TestActorMapping(t *testing.T) {
 	a := newAuth(t, cfg, nil, nil)
 	c := is.Claims(resource, "u-123")
 	c["email"] = "alice@corp.example"
+	c["email_verified"] = true
 	id, err := a.Authenticate(context.Background(), is.Mint(t, c))
 	if err != nil || id.Actor != "corp:alice@corp.example" {
 		t.Fatalf("actor %v, %v", id, err)

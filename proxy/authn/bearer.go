@@ -125,6 +125,10 @@ type Error struct {
 	Code        string // RFC 6750 §3.1 error code: invalid_request, invalid_token, insufficient_scope; "" for no token
 	Description string // what was wrong, for the client; never holds the token
 	Scope       string // for insufficient_scope: the scopes needed
+
+	// logReason is why, for the operator's log alone, when the client is
+	// told less (it never holds the token).
+	logReason string
 }
 
 func (e *Error) Error() string {
@@ -314,8 +318,14 @@ func (st *state) authenticate(ctx context.Context, token string) (*Identity, err
 	}
 	if err != nil {
 		// For the operator working out why a client gets 401: the reason
-		// and the token's hash, never the token.
-		st.a.opts.Logger.Debug("authn: token refused", "reason", err.Error(), "token_sha256", tokenSum(sum))
+		// and the token's hash, never the token. A reason the client is
+		// not told is one the operator must act on (the issuer's config,
+		// or provlog's): at info.
+		if e, ok := err.(*Error); ok && e.logReason != "" {
+			st.a.opts.Logger.Info("authn: token refused", "reason", e.logReason, "token_sha256", tokenSum(sum))
+		} else {
+			st.a.opts.Logger.Debug("authn: token refused", "reason", err.Error(), "token_sha256", tokenSum(sum))
+		}
 		return nil, err
 	}
 	if id.until.IsZero() || id.until.After(id.Expiry.Add(st.cfg.ClockSkew)) {

@@ -26,7 +26,7 @@ type claims struct {
 	Act                      *log.Act
 	Cnf                      bool
 	Active                   *bool // introspection only
-	EmailUnverified          bool  // email_verified is false
+	EmailVerified            bool  // email_verified is true
 	// raw is the claims set as given, for a configured actor claim.
 	raw []byte
 }
@@ -148,7 +148,7 @@ func (c *claims) member(key []byte, v []byte) (int, error) {
 		c.Active = &act
 		return seenActive, nil
 	case "email_verified":
-		c.EmailUnverified = string(v) == "false"
+		c.EmailVerified = string(v) == "true"
 		return seenEmailVerified, nil
 	case "token_use":
 		return str(seenTokenUse, &c.TokenUse)

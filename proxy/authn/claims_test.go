@@ -78,7 +78,7 @@ func referenceClaims(b []byte) (c *claims, dup, topDup string, ok bool) {
 		c.Active = &act
 	}
 	_, c.Cnf = raw["cnf"]
-	c.EmailUnverified = string(raw["email_verified"]) == "false"
+	c.EmailVerified = string(raw["email_verified"]) == "true"
 	return c, dup, topDup, ok
 }
 

@@ -19,6 +19,7 @@
 //	      discovery_url: https://idp.example/.well-known/openid-configuration
 //	      # or: jwks_url: https://idp.example/jwks.json
 //	      actor_claim: sub                      # default sub; email, or any string claim
+//	      allow_unverified_email: false         # email wants email_verified: true unless this is true
 //	      actor_prefix: "idp.example:"          # default: the issuer's host and ":"
 //	      algorithms: [RS256, ES256]            # default: RS*, PS*, ES*, EdDSA
 //	      introspection:                        # optional: opaque tokens (RFC 7662)

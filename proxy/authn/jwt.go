@@ -221,8 +221,10 @@ func actorValue(is *issuer, c *claims, clientID string) (string, error) {
 		if value, ok = c.claim(is.cfg.ActorClaim); !ok || value == "" {
 			return "", invalid("the token has no string claim %s (once), which names the actor here", is.cfg.ActorClaim)
 		}
-		if is.cfg.ActorClaim == "email" && c.EmailUnverified {
-			return "", invalid("the token's email is not verified")
+		if is.cfg.ActorClaim == "email" && !c.EmailVerified && !is.cfg.AllowUnverifiedEmail {
+			e := invalid("the token names no actor this resource takes")
+			e.logReason = "actor_claim is email, but the token does not say email_verified: true, so the issuer does not vouch for the address (allow_unverified_email on the issuer takes such tokens)"
+			return "", e
 		}
 	}
 	if strings.HasPrefix(value, ClientNamespace) {
