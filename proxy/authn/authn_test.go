@@ -332,7 +332,7 @@ func TestKeyRotation(t *testing.T) {
 	if _, err := a.Authenticate(ctx, old); err != nil {
 		t.Errorf("the old key is still published, but its token failed: %v", err)
 	}
-	// The old key is withdrawn: the next fetch (an hour on) forgets it,
+	// The old key is withdrawn: the next fetch (jwks_max_age on) forgets it,
 	// and with it the tokens it validated.
 	is.Withdraw()
 	c.add(61 * time.Minute)
@@ -340,7 +340,7 @@ func TestKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := is.Fetches(); n != 4 {
-		t.Errorf("%d key set fetches, want 4 (the set was over an hour old)", n)
+		t.Errorf("%d key set fetches, want 4 (the set was over jwks_max_age old)", n)
 	}
 	if _, err := a.Authenticate(ctx, old); err == nil {
 		t.Error("a token of a withdrawn key was still accepted")

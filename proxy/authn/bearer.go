@@ -229,6 +229,7 @@ func (a *Authenticator) newState(cfg *Config, old *state) (*state, error) {
 		if err != nil {
 			return nil, err
 		}
+		is.maxAge = st.cfg.KeyMaxAge
 		st.issuers = append(st.issuers, is)
 	}
 	md := metadata{Resource: st.cfg.Resource, ScopesSupported: st.cfg.Scopes.all(),

@@ -21,6 +21,9 @@ const (
 	DefaultKeyRefresh = 10 * time.Second
 	MinKeyRefresh     = time.Second
 	MaxKeyRefresh     = time.Hour
+	// DefaultKeyMaxAge is how old a key set may grow before it is fetched
+	// again (jwks_max_age), dropping withdrawn keys.
+	DefaultKeyMaxAge = 5 * time.Minute
 	// MaxActor is the longest actor id a token may map to (as opp's
 	// MaxActor).
 	MaxActor = 128
@@ -170,6 +173,12 @@ func (c *Config) Check() error {
 	if c.KeyRefresh < MinKeyRefresh || c.KeyRefresh > MaxKeyRefresh {
 		return fmt.Errorf("auth: jwks_min_refresh %s: want between %s and %s (the least time between two fetches of an issuer's keys)", c.KeyRefresh, MinKeyRefresh, MaxKeyRefresh)
 	}
+	if c.KeyMaxAge == 0 {
+		c.KeyMaxAge = max(DefaultKeyMaxAge, c.KeyRefresh)
+	}
+	if c.KeyMaxAge < c.KeyRefresh || c.KeyMaxAge > MaxKeyRefresh {
+		return fmt.Errorf("auth: jwks_max_age %s: want between jwks_min_refresh (%s) and %s (how old an issuer's keys may grow before they are fetched again)", c.KeyMaxAge, c.KeyRefresh, MaxKeyRefresh)
+	}
 	if len(c.Issuers) == 0 {
 		if c.Resource != "" || len(c.Scopes.all()) > 0 {
 			return errors.New("auth: resource and scopes need at least one entry under issuers")
@@ -213,6 +222,9 @@ func (c *Config) defaults() {
 	}
 	if c.KeyRefresh == 0 {
 		c.KeyRefresh = DefaultKeyRefresh
+	}
+	if c.KeyMaxAge == 0 {
+		c.KeyMaxAge = max(DefaultKeyMaxAge, c.KeyRefresh)
 	}
 }
 

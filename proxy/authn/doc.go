@@ -32,6 +32,7 @@
 //	    log: [provlog.log]                      # the log API's protected reads, provlog__ tools
 //	  clock_skew: 30s                           # default 30s, at most 5m
 //	  jwks_min_refresh: 10s                     # least time between key set fetches: default 10s, 1s to 1h
+//	  jwks_max_age: 5m                          # a key set older is fetched again: default 5m, jwks_min_refresh to 1h
 //
 // The actor of an OAuth token is actor_prefix followed by the value of
 // actor_claim, so two issuers' subjects cannot collide: no prefix may be a
@@ -57,8 +58,9 @@
 // future and nbf and iat in the past (each within the clock skew), sub
 // must be set, and a "cnf" (a sender-constrained token) is refused. The
 // key set is fetched on first use and again when a token names an
-// unknown kid (key rotation) or the set is an hour old, but never twice
-// within jwks_min_refresh. Other
+// unknown kid (key rotation) or the set is jwks_max_age old (keys the
+// issuer withdrew are dropped then), but never twice within
+// jwks_min_refresh. Other
 // tokens go to the introspection endpoints configured (RFC 7662), whose
 // answer is held to the same checks. A token validated once is
 // remembered by its SHA-256 until it expires or its issuer withdraws a

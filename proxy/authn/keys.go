@@ -25,16 +25,16 @@ import (
 // answer.
 const maxDocBytes = 1 << 20
 
-// keyMaxAge is how old a key set may grow before the next token makes
-// the sidecar fetch it again (keys an issuer withdrew stop working then).
-const keyMaxAge = time.Hour
-
 // issuer is one trusted authorization server at run time: its config,
 // and where its keys come from.
 type issuer struct {
 	a    *Authenticator
 	cfg  *IssuerConfig
 	algs []jose.SignatureAlgorithm
+	// maxAge is how old the key set may grow before the next token makes
+	// the sidecar fetch it again (keys the issuer withdrew stop working
+	// then): Config.KeyMaxAge.
+	maxAge time.Duration
 	*source
 }
 
@@ -111,11 +111,11 @@ func newIssuer(a *Authenticator, cfg *IssuerConfig, minRefresh time.Duration, sr
 func (is *issuer) hasKeys() bool { return is.cfg.JWKSURL != "" || is.cfg.DiscoveryURL != "" }
 
 // key returns the public key for a JWS header's kid and alg. An unknown
-// kid (or a set older than keyMaxAge) makes it fetch the set again, at
-// most once per Config.KeyRefresh.
+// kid (or a set older than Config.KeyMaxAge) makes it fetch the set
+// again, at most once per Config.KeyRefresh.
 func (is *issuer) key(ctx context.Context, kid, alg string, now time.Time) (any, uint64, error) {
 	ks := is.keys.Load()
-	if ks == nil || now.Sub(ks.fetched) > keyMaxAge || ks.find(kid, alg) == nil {
+	if ks == nil || now.Sub(ks.fetched) > is.maxAge || ks.find(kid, alg) == nil {
 		if err := is.refresh(ctx, now); err != nil {
 			if ks == nil {
 				return nil, 0, is.unavailable("key set fetch", err)
