@@ -276,7 +276,9 @@ func (a *Authenticator) Request(r *http.Request) (*Identity, error) {
 	if err != nil {
 		return nil, &Error{Status: http.StatusUnauthorized, Code: "invalid_request", Description: err.Error()}
 	}
-	return a.Authenticate(r.Context(), tok)
+	// Introspection calls are shared out by where requests come from.
+	ctx := context.WithValue(r.Context(), sourceKey{}, sourceOf(r.RemoteAddr))
+	return a.Authenticate(ctx, tok)
 }
 
 // Authenticate authenticates one token: a static token, a JWT access

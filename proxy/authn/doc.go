@@ -68,8 +68,9 @@
 // within that), so a client's next calls cost a hash and a map lookup. A
 // token introspection refused is refused again for 10 s without a call,
 // and one issuer's endpoint gets at most 20 calls a second (40 at once
-// after a quiet spell, 16 awaiting answers); beyond that a request is
-// answered 503.
+// after a quiet spell, 16 awaiting answers), the requests of one source
+// address half of that; beyond that a request is answered 503. A
+// token's first check waits at most [IssuerTimeout] for its issuers.
 //
 // # Challenges
 //

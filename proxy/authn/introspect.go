@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -137,11 +139,12 @@ func (is *issuer) introspection(ctx context.Context, token string, now time.Time
 		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "invalid_token",
 			Description: fmt.Sprintf("issuer %s's introspection endpoint is not known yet (its discovery document could not be fetched)", is.cfg.Issuer)}
 	}
-	if !is.takeIntrospection(now) {
+	src, _ := ctx.Value(sourceKey{}).(string)
+	if !is.takeIntrospection(now, src) {
 		return nil, &Error{Status: http.StatusServiceUnavailable, Code: "invalid_token",
-			Description: fmt.Sprintf("issuer %s's introspection endpoint is asked too often now; try again later", is.cfg.Issuer)}
+			Description: fmt.Sprintf("issuer %s's introspection endpoint is asked too often now (from here or overall); try again later", is.cfg.Issuer)}
 	}
-	defer is.doneIntrospection()
+	defer is.doneIntrospection(src)
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -175,36 +178,105 @@ func (is *issuer) introspection(ctx context.Context, token string, now time.Time
 // could otherwise make it hammer the issuer, and a slow issuer would tie
 // up a goroutine and a connection per request. Beyond them the request is
 // answered 503. A sidecar whose clients hold 100 tokens needs some 3
-// calls a second (each answer is trusted for introspectTTL).
-const (
-	introspectRate     = 20 // calls a second, sustained
-	introspectBurst    = 40 // calls at once after a quiet spell
-	introspectInFlight = 16 // calls awaiting an answer
+// calls a second (each answer is trusted for introspectTTL). Each source
+// address (an IPv6 one by its /64) may use half of them at most, so that
+// a flood of made-up tokens from one place leaves the rest to everyone
+// else's new tokens.
+var (
+	introspectIssuer = limit{rate: 20, burst: 40, inFlight: 16}
+	introspectSource = limit{rate: 10, burst: 20, inFlight: 8}
 )
 
+// maxSources bounds the sources an issuer keeps a bucket for; when full,
+// it starts again empty.
+const maxSources = 4096
+
+// A limit is a token bucket's rate (calls a second, sustained), burst
+// (calls at once after a quiet spell) and the calls that may await
+// answers.
+type limit struct {
+	rate, burst float64
+	inFlight    int
+}
+
+// bucket is one token bucket under a limit.
+type bucket struct {
+	tokens float64
+	last   time.Time
+	busy   int
+}
+
+// refill brings b's tokens to now and reports whether a call may start.
+func (b *bucket) refill(l limit, now time.Time) bool {
+	if b.last.IsZero() {
+		b.tokens = l.burst
+	} else if d := now.Sub(b.last); d > 0 {
+		b.tokens = min(l.burst, b.tokens+d.Seconds()*l.rate)
+	}
+	b.last = now
+	return b.tokens >= 1 && b.busy < l.inFlight
+}
+
+func (b *bucket) take() { b.tokens--; b.busy++ }
+
 // takeIntrospection reports whether a call to the issuer's introspection
-// endpoint may be made at now; if so, doneIntrospection must follow.
-func (is *issuer) takeIntrospection(now time.Time) bool {
+// endpoint may be made at now for a request from src ("": unknown, held
+// to the issuer's bound alone); if so, doneIntrospection must follow.
+func (is *issuer) takeIntrospection(now time.Time, src string) bool {
 	is.introMu.Lock()
 	defer is.introMu.Unlock()
-	if is.introLast.IsZero() {
-		is.introTokens = introspectBurst
-	} else if d := now.Sub(is.introLast); d > 0 {
-		is.introTokens = min(introspectBurst, is.introTokens+d.Seconds()*introspectRate)
+	var sb *bucket
+	if src != "" {
+		if is.introSources == nil || len(is.introSources) >= maxSources {
+			is.introSources = map[string]*bucket{}
+		}
+		if sb = is.introSources[src]; sb == nil {
+			sb = &bucket{}
+			is.introSources[src] = sb
+		}
+		if !sb.refill(introspectSource, now) {
+			return false
+		}
 	}
-	is.introLast = now
-	if is.introTokens < 1 || is.introBusy >= introspectInFlight {
+	if !is.intro.refill(introspectIssuer, now) {
 		return false
 	}
-	is.introTokens--
-	is.introBusy++
+	is.intro.take()
+	if sb != nil {
+		sb.take()
+	}
 	return true
 }
 
-func (is *issuer) doneIntrospection() {
+func (is *issuer) doneIntrospection(src string) {
 	is.introMu.Lock()
-	is.introBusy--
+	is.intro.busy--
+	if sb := is.introSources[src]; sb != nil && sb.busy > 0 {
+		sb.busy--
+	}
 	is.introMu.Unlock()
+}
+
+// sourceKey is the context key of a request's source (Request sets it).
+type sourceKey struct{}
+
+// sourceOf returns what introspection calls are shared out by for a
+// request from remoteAddr: its IP address, an IPv6 one's /64.
+func sourceOf(remoteAddr string) string {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	ip = ip.Unmap()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
 }
 
 // introspectURL returns the endpoint, discovering it if need be.

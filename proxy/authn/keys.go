@@ -55,12 +55,11 @@ type source struct {
 	introspect   string     // likewise
 	discovered   bool
 
-	// The introspection calls' rate limit (takeIntrospection): a token
-	// bucket refilled at introspectRate, and the calls awaiting answers.
-	introMu     sync.Mutex
-	introTokens float64
-	introLast   time.Time
-	introBusy   int
+	// The introspection calls' rate limit (takeIntrospection): the
+	// issuer's bucket, and each request source's.
+	introMu      sync.Mutex
+	intro        bucket
+	introSources map[string]*bucket
 }
 
 // sameSource reports whether issuers a and b fetch their keys and
