@@ -1,0 +1,87 @@
+package main
+
+// An auth: issuer's actor namespace (its actor_prefix) stays its own on
+// this data dir after a reload or a new config drops the issuer: the log
+// holds its actors' entries and tasks, and a static token given an id in
+// it would act as them. Namespaces are compared regardless of case, as a
+// reader takes "IDP:alice" for "idp:alice".
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/provlog/provlog/proxy/authn/authntest"
+)
+
+func TestIssuerNamespaceOutlivesIssuer(t *testing.T) {
+	dir := t.TempDir()
+	is := authntest.Start(t)
+	addr := freeAddr(t)
+	res := "http://" + addr + "/mcp"
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	write := func(cfg map[string]any) {
+		cfg["data"] = filepath.Join(dir, "d")
+		cfg["reload_interval"] = "50ms"
+		b, _ := json.Marshal(cfg) // JSON is YAML
+		if err := os.WriteFile(cfgPath+".new", b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(cfgPath+".new", cfgPath); err != nil {
+			t.Fatal(err)
+		}
+	}
+	auth := map[string]any{"resource": res, "issuers": []map[string]any{{"issuer": is.URL, "jwks_url": is.JWKSURL(), "actor_prefix": "idp:"}}}
+	static := "static-token-for-idp-alice-0123456789"
+	sum := sha256.Sum256([]byte(static))
+	staticActor := func(id string) []map[string]any {
+		return []map[string]any{{"id": id, "token_sha256": hex.EncodeToString(sum[:])}}
+	}
+
+	// Case: with the issuer configured, IDP:alice is its namespace too.
+	write(map[string]any{"auth": auth, "actors": staticActor("IDP:alice")})
+	if _, err := loadConfig(cfgPath); err == nil || !strings.Contains(err.Error(), "namespace") {
+		t.Errorf("static actor IDP:alice beside issuer prefix idp: was taken (%v)", err)
+	}
+
+	write(map[string]any{"auth": auth})
+	base, stop, logs := startServeLogged(t, addr, "--config", cfgPath)
+	alice := connectHTTP(t, base, is.Mint(t, is.Claims(res, "alice")))
+	task, _ := callTool(t, alice, "create_task", map[string]any{"title": "alice's"})
+	if task == nil {
+		t.Fatal("alice created no task")
+	}
+	alice.Close()
+
+	// A reload drops the issuer and gives a static token alice's id.
+	reloads := func() int {
+		return strings.Count(logs.String(), "config reload failed") + strings.Count(logs.String(), "config reloaded")
+	}
+	for _, id := range []string{"idp:alice", "Idp:alice"} {
+		before := reloads()
+		write(map[string]any{"actors": staticActor(id)})
+		waitFor(t, "the reload is refused or taken", func() bool { return reloads() > before })
+		req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Authorization", "Bearer "+static)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("after a reload dropping issuer idp:, a static token as %s: %s, want 401 (it would act as the OAuth actor idp:alice, tasks and all)", id, resp.Status)
+		}
+	}
+	stop()
+	// Nor does a restart take it.
+	if _, err := loadConfig(cfgPath); err == nil || !strings.Contains(err.Error(), "namespace") {
+		t.Errorf("a config whose static actor Idp:alice is in the namespace of an issuer this log had: %v, want it refused", err)
+	}
+}
