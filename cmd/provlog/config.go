@@ -253,6 +253,9 @@ func parseConfig(path string, text []byte) (*Config, error) {
 	if err := cfg.checkTokenHashes(localTokenHash(cfg.Data)); err != nil {
 		return nil, err
 	}
+	if err := cfg.checkPastNamespaces(cfg.Data); err != nil {
+		return nil, err
+	}
 	// A purger no token could act as is a mistake the operator should
 	// hear of now, not when purge --log is refused.
 	for i, id := range cfg.Retention.Purgers {

@@ -150,6 +150,15 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 			"err", fmt.Sprintf("the running actor %q is in an auth: issuer's actor namespace (its actor_prefix)", live.Actor))
 		return
 	}
+	// The running data dir's issuers of the past (--data may name
+	// another than the file's), and this config's from now on.
+	if err := live.checkPastNamespaces(s.cfg.Data); err == nil {
+		err = recordNamespaces(s.cfg.Data, cfg.Auth)
+	}
+	if err != nil {
+		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why, "err", err)
+		return
+	}
 	if err := s.authn.Reload(cfg.Auth); err != nil {
 		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why, "err", err)
 		return

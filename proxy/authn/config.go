@@ -207,7 +207,7 @@ func (c *Config) Check() error {
 	}
 	for i, a := range c.Issuers {
 		for j, b := range c.Issuers {
-			if i != j && strings.HasPrefix(b.ActorPrefix, a.ActorPrefix) {
+			if i != j && strings.HasPrefix(strings.ToLower(b.ActorPrefix), strings.ToLower(a.ActorPrefix)) {
 				return fmt.Errorf("auth: actor_prefix %q of %q begins actor_prefix %q of %q, so their actors could collide; give each issuer a prefix that begins no other", a.ActorPrefix, a.Issuer, b.ActorPrefix, b.Issuer)
 			}
 		}
@@ -286,8 +286,8 @@ func (is *IssuerConfig) check() error {
 	return nil
 }
 
-// Owns reports whether actor is in the namespace of a trusted issuer: it
-// begins with an issuer's actor prefix and has more after it. A handoff
+// Owns reports whether actor is in the namespace of a trusted issuer
+// ([InNamespace] of its actor prefix). A handoff
 // may name such an actor, who need not have called yet; a static actor id
 // may not be one.
 func (c *Config) Owns(actor string) bool {
@@ -295,11 +295,18 @@ func (c *Config) Owns(actor string) bool {
 		return false
 	}
 	for _, is := range c.Issuers {
-		if len(actor) > len(is.ActorPrefix) && strings.HasPrefix(actor, is.ActorPrefix) {
+		if InNamespace(actor, is.ActorPrefix) {
 			return true
 		}
 	}
 	return false
+}
+
+// InNamespace reports whether actor is in the namespace of an issuer of
+// actor_prefix prefix: it begins with prefix, in any case (a reader
+// takes "IDP:bob" for "idp:bob"), and has more after it.
+func InNamespace(actor, prefix string) bool {
+	return len(actor) > len(prefix) && strings.EqualFold(actor[:len(prefix)], prefix)
 }
 
 func isPrintableASCII(s string) bool {
