@@ -33,6 +33,7 @@ const oauthResource = "https://provlog.test/mcp"
 // oauthFront is a proxy with the fixture server and the task tools
 // behind an HTTP front that trusts a test issuer.
 type oauthFront struct {
+	p   *Proxy
 	l   *testLog
 	is  *authntest.Issuer
 	url string
@@ -53,7 +54,9 @@ func (o oppLog) Entries(ctx context.Context, start, end uint64) ([][]byte, error
 	return o.l.store.Entries(ctx, start, end)
 }
 
-func startOAuthFront(t *testing.T) *oauthFront {
+// startOAuthFront starts an oauthFront; tweak, if given, changes the
+// auth: config first.
+func startOAuthFront(t *testing.T, tweak ...func(*authn.Config)) *oauthFront {
 	t.Helper()
 	l := newTestLog(t)
 	fx := fixtureServerConfig(t, "fx")
@@ -70,6 +73,9 @@ func startOAuthFront(t *testing.T) *oauthFront {
 	cfg := &authn.Config{Resource: oauthResource,
 		Issuers: []authn.IssuerConfig{{Issuer: is.URL, DiscoveryURL: is.DiscoveryURL()}},
 		Scopes:  authn.Scopes{Tools: []string{"provlog.tools"}, Tasks: []string{"provlog.tasks"}, Log: []string{"provlog.log"}}}
+	for _, f := range tweak {
+		f(cfg)
+	}
 	if err := cfg.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +85,7 @@ func startOAuthFront(t *testing.T) *oauthFront {
 	}
 	srv := httptest.NewServer(p.HTTPHandler(a))
 	t.Cleanup(srv.Close)
-	return &oauthFront{l: l, is: is, url: srv.URL + "/mcp"}
+	return &oauthFront{p: p, l: l, is: is, url: srv.URL + "/mcp"}
 }
 
 // post sends one JSON-RPC message of the stateless revision, so no

@@ -224,6 +224,14 @@ func (is *Issuer) Opaque(token string, claims map[string]any) {
 	is.mu.Unlock()
 }
 
+// Revoke makes the introspection endpoint answer inactive for an opaque
+// token from now on.
+func (is *Issuer) Revoke(token string) {
+	is.mu.Lock()
+	delete(is.opaque, token)
+	is.mu.Unlock()
+}
+
 func (is *Issuer) discovery(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{

@@ -1,0 +1,59 @@
+package proxy
+
+// An HTTP session lasts no longer than the token it was last used with:
+// a JWT's session ends once the token expires (exp, and the clock skew
+// every token is given), an introspected token's once its issuer says it
+// is no longer active (asked again at most every 30 seconds), rather than
+// after sessions.idle (10 minutes) without a request.
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/provlog/provlog/proxy/authn"
+)
+
+func TestSessionEndsWithItsToken(t *testing.T) {
+	f := startOAuthFront(t, func(c *authn.Config) {
+		c.ClockSkew = time.Second
+		c.Issuers[0].Introspection = &authn.IntrospectionConfig{ClientID: "provlog", ClientSecret: "s3cret"} // its URL discovered
+	})
+	expiring := f.is.Claims(oauthResource, "alice", "provlog.tools")
+	expiring["exp"] = time.Now().Add(2 * time.Second).Unix()
+	f.is.Opaque("opaque-of-bob", f.is.Claims(oauthResource, "bob", "provlog.tools"))
+	for _, c := range []struct {
+		name, token, later string
+		revoke             func()
+	}{
+		{"JWT expiring in 2s", f.is.Mint(t, expiring), f.is.Mint(t, f.is.Claims(oauthResource, "alice", "provlog.tools")), func() {}},
+		{"opaque token revoked", "opaque-of-bob", "", func() { f.is.Revoke("opaque-of-bob") }},
+	} {
+		cs := connectHTTPAs(t, f.url, c.token, "2025-11-25", nil)
+		id := cs.ID()
+		if _, err := cs.ListTools(t.Context(), nil); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		c.revoke()
+		ended := func() bool {
+			v, ok := f.p.sessions.Load(id)
+			return !ok || v.(*frontSession).closed()
+		}
+		deadline := time.Now().Add(45 * time.Second)
+		for !ended() && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !ended() {
+			t.Errorf("%s: the session is still open 45s after its token stopped holding", c.name)
+			continue
+		}
+		if c.later != "" {
+			// The session is gone for the actor's next token too.
+			resp, _ := postMCP(t, f.url, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, map[string]string{
+				"Authorization": "Bearer " + c.later, "Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-11-25"})
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("%s: the ended session answered %s to the actor's next token, want 404", c.name, resp.Status)
+			}
+		}
+	}
+}
