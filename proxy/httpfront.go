@@ -66,11 +66,12 @@ type frontSession struct {
 	client   *mcp.Implementation
 	protocol string
 
-	lastUsed atomic.Int64  // unix nanoseconds of the last request's start or POST's end
-	use      atomic.Uint64 // POSTs in progress and admitted, and whether closed: see admit
-	ids      frontIDs      // the ids of its requests in progress, either path's
-	asks     sync.Map      // id of a request on a fast call's stream -> chan *wireMessage (callstream.go)
-	streams  sync.Map      // id of a resumable call stream -> *callStream (callstream.go)
+	lastUsed atomic.Int64                // unix nanoseconds of the last request's start or POST's end
+	use      atomic.Uint64               // POSTs in progress and admitted, and whether closed: see admit
+	ids      frontIDs                    // the ids of its requests in progress, either path's
+	asks     sync.Map                    // id of a request on a fast call's stream -> chan *wireMessage (callstream.go)
+	streams  sync.Map                    // id of a resumable call stream -> *callStream (callstream.go)
+	cred     atomic.Pointer[sessionCred] // the OAuth token last sent on it (sessiontoken.go)
 
 	ctx    context.Context // done when the session ends: its calls are cancelled
 	cancel context.CancelFunc

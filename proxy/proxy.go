@@ -364,6 +364,11 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 			defer p.wg.Done()
 			p.reapSessions(p.ctx, min(time.Minute, p.opts.SessionIdle/4), p.opts.SessionIdle)
 		}()
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.recheckSessions(p.ctx, a, sessionRecheck)
+		}()
 	})
 	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Stateless: true,
@@ -428,7 +433,9 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 		// fast path does, so the entries either writes find the claims
 		// there (TestOAuthEntries holds both paths to it).
 		ctx := context.WithValue(r.Context(), identityKey{}, id)
+		p.noteCredential(r, id) // a session's: this token is what it lasts by now
 		sdk.ServeHTTP(w, r.WithContext(log.WithAuth(ctx, id.Auth)))
+		p.noteCredential(r, id) // a session the request initialized
 	})
 }
 

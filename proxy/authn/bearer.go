@@ -296,6 +296,20 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Identi
 	return a.st.Load().authenticate(ctx, token)
 }
 
+// Holds reports whether an OAuth token that authenticated a session still
+// holds: a JWT until its exp (and the clock skew), while its issuer keeps
+// its key; an introspected token while its issuer says it is active,
+// asked again once the last answer is 30s old. A token whose issuer
+// cannot be asked now holds (no one can tell).
+func (a *Authenticator) Holds(ctx context.Context, token string) bool {
+	_, err := a.Authenticate(ctx, token)
+	if err == nil {
+		return true
+	}
+	e, ok := err.(*Error)
+	return ok && e.Status == http.StatusServiceUnavailable
+}
+
 // authenticate authenticates an OAuth token under st.
 func (st *state) authenticate(ctx context.Context, token string) (*Identity, error) {
 	if len(st.issuers) == 0 {
