@@ -7,6 +7,7 @@ package main
 // reader takes "IDP:alice" for "idp:alice".
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,7 +16,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/provlog/provlog/log/logtest/proctest"
 	"github.com/provlog/provlog/proxy/authn/authntest"
 )
 
@@ -83,5 +86,59 @@ func TestIssuerNamespaceOutlivesIssuer(t *testing.T) {
 	// Nor does a restart take it.
 	if _, err := loadConfig(cfgPath); err == nil || !strings.Contains(err.Error(), "namespace") {
 		t.Errorf("a config whose static actor Idp:alice is in the namespace of an issuer this log had: %v, want it refused", err)
+	}
+}
+
+// TestIssuerNamespaceFromLog: a data dir written before provlog listed
+// its issuers' namespaces has none listed; the log's entries name the
+// actors OAuth tokens acted as (their auth member), whose namespaces serve
+// reserves from them on its first start.
+func TestIssuerNamespaceFromLog(t *testing.T) {
+	dir := t.TempDir()
+	is := authntest.Start(t)
+	addr := freeAddr(t)
+	res := "http://" + addr + "/mcp"
+	data := filepath.Join(dir, "d")
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	write := func(cfg map[string]any) {
+		cfg["data"] = data
+		b, _ := json.Marshal(cfg)
+		if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(map[string]any{"auth": map[string]any{"resource": res, "issuers": []map[string]any{{"issuer": is.URL, "jwks_url": is.JWKSURL(), "actor_prefix": "idp:"}}}})
+	base, stop, _ := startServeLogged(t, addr, "--config", cfgPath)
+	alice := connectHTTP(t, base, is.Mint(t, is.Claims(res, "alice")))
+	callTool(t, alice, "create_task", map[string]any{"title": "alice's"})
+	alice.Close()
+	stop()
+	// As an older provlog left it: no list of namespaces.
+	if err := os.Remove(filepath.Join(data, authNamespacesFile)); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("static-token-for-idp-alice-0123456789"))
+	write(map[string]any{"actors": []map[string]any{{"id": "idp:Bob", "token_sha256": hex.EncodeToString(sum[:])}}})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr proctest.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "--http", addr, "--config", cfgPath}, &stderr, &stderr) }()
+	for {
+		select {
+		case code := <-done:
+			if code == 0 || !strings.Contains(stderr.String(), `"idp:"`) {
+				t.Errorf("serve with static actor idp:Bob on a log of issuer idp:'s actors: exit %d, want it refused naming the namespace: %s", code, stderr.String())
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			cancel()
+			<-done
+			t.Fatal("serve took static actor idp:Bob on a log whose entries name issuer idp:'s actor idp:alice")
+		}
 	}
 }
