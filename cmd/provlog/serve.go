@@ -233,12 +233,6 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 	if err := cfg.checkTokenHashes(h); err != nil {
 		return nil, err
 	}
-	if err := cfg.checkPastNamespaces(cfg.Data); err != nil {
-		return nil, err
-	}
-	if err := recordNamespaces(cfg.Data, cfg.Auth); err != nil {
-		return nil, fmt.Errorf("recording the auth: issuers' actor namespaces: %w", err)
-	}
 	tk := newTokens(cfg, h)
 	var dirLock io.Closer
 	if cfg.Store != "" {
@@ -275,6 +269,9 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		}
 	}()
 	if err := sc.openLog(ctx); err != nil {
+		return nil, err
+	}
+	if err := reserveNamespaces(ctx, cfg, store, sc.size(), logger); err != nil {
 		return nil, err
 	}
 	lg := appendLog{sc.seq, store}
