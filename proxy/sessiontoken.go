@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/subtle"
 	"net/http"
 	"time"
 
@@ -45,7 +46,7 @@ func (p *Proxy) noteCredential(r *http.Request, id *authn.Identity) {
 	if err != nil || tok == "" {
 		return
 	}
-	if c := fs.cred.Load(); c == nil || c.token != tok {
+	if c := fs.cred.Load(); c == nil || subtle.ConstantTimeCompare([]byte(c.token), []byte(tok)) != 1 {
 		fs.cred.Store(&sessionCred{token: tok})
 	}
 }
