@@ -303,11 +303,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Identi
 // cannot be asked now holds (no one can tell).
 func (a *Authenticator) Holds(ctx context.Context, token string) bool {
 	_, err := a.Authenticate(ctx, token)
-	if err == nil {
-		return true
-	}
-	e, ok := err.(*Error)
-	return ok && e.Status == http.StatusServiceUnavailable
+	return err == nil || errStatus(err) == http.StatusServiceUnavailable
 }
 
 // authenticate authenticates an OAuth token under st.

@@ -79,7 +79,7 @@ func (st *state) introspect(ctx context.Context, token string, sum [sha256.Size]
 	var refusal, undecided error
 	for got := 1; got <= asked; got++ {
 		a := <-answers
-		switch status, _ := errStatus(a.err); {
+		switch status := errStatus(a.err); {
 		case a.err == nil:
 			cancel()
 			for ; got < asked; got++ {
@@ -98,12 +98,12 @@ func (st *state) introspect(ctx context.Context, token string, sum [sha256.Size]
 	return nil, refusal
 }
 
-// errStatus returns the status and code of an [*Error], or 0 and "".
-func errStatus(err error) (int, string) {
+// errStatus returns the status of an [*Error], or 0.
+func errStatus(err error) int {
 	if e, ok := err.(*Error); ok {
-		return e.Status, e.Code
+		return e.Status
 	}
-	return 0, ""
+	return 0
 }
 
 // introspectAt asks issuer is's introspection endpoint about a token and
