@@ -146,6 +146,11 @@ auth:
 	if err != nil || !res.IsError || !strings.Contains(contentText(res), `begins with "idp:"`) {
 		t.Errorf("handoff outside the namespace: %v %v", contentText(res), err)
 	}
+	// IDP:bob is the namespace's for static ids, but no token maps to
+	// it (prefixes are matched exactly there): nobody could accept it.
+	if res, err := alice.CallTool(t.Context(), toolParams("handoff_task", map[string]any{"task_id": id, "to": "IDP:bob"})); err != nil || !res.IsError {
+		t.Errorf("handoff to IDP:bob, whom no token maps to: %v %v", contentText(res), err)
+	}
 	callTool(t, alice, "handoff_task", map[string]any{"task_id": id, "to": "idp:bob"})
 	bob := connectHTTP(t, base, is.Mint(t, is.Claims(resource, "bob", "provlog.tasks")))
 	accepted, rc := callTool(t, bob, "accept_task", map[string]any{"task_id": id})

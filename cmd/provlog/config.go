@@ -242,7 +242,7 @@ func parseConfig(path string, text []byte) (*Config, error) {
 			if err := checkActorID(t.ID); err != nil {
 				return nil, fmt.Errorf("config: %s[%d].id: %w", l.key, i, err)
 			}
-			if cfg.Auth.Owns(t.ID) {
+			if cfg.Auth.Reserves(t.ID) {
 				return nil, fmt.Errorf("config: static actor %q is in an auth: issuer's actor namespace (its actor_prefix); give it another id", t.ID)
 			}
 			if h, err := hex.DecodeString(t.TokenSHA256); err != nil || len(h) != sha256.Size {
@@ -307,7 +307,7 @@ func (c *Config) loadAuth() error {
 	if err := c.Auth.Check(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if c.Auth.Owns(c.Actor) {
+	if c.Auth.Reserves(c.Actor) {
 		return fmt.Errorf("config: actor %q is in an auth: issuer's actor namespace (its actor_prefix); give it another id", c.Actor)
 	}
 	for i := range c.Auth.Issuers {

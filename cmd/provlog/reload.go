@@ -145,7 +145,7 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 	// needs a restart, like the stdio sessions that act as it.
 	live := *cfg
 	live.Actor = s.cfg.Actor
-	if cfg.Auth.Owns(live.Actor) {
+	if cfg.Auth.Reserves(live.Actor) {
 		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why,
 			"err", fmt.Sprintf("the running actor %q is in an auth: issuer's actor namespace (its actor_prefix)", live.Actor))
 		return

@@ -286,11 +286,25 @@ func (is *IssuerConfig) check() error {
 	return nil
 }
 
-// Owns reports whether actor is in the namespace of a trusted issuer
-// ([InNamespace] of its actor prefix). A handoff
-// may name such an actor, who need not have called yet; a static actor id
-// may not be one.
+// Owns reports whether actor is an id a trusted issuer's tokens may map
+// to: it begins with an issuer's actor prefix, exactly, and has more after
+// it. A handoff may name such an actor, who need not have called yet.
 func (c *Config) Owns(actor string) bool {
+	if c == nil {
+		return false
+	}
+	for _, is := range c.Issuers {
+		if len(actor) > len(is.ActorPrefix) && strings.HasPrefix(actor, is.ActorPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// Reserves reports whether actor is in the namespace of a trusted issuer
+// ([InNamespace] of its actor prefix, in any case): a static actor id may
+// not be one.
+func (c *Config) Reserves(actor string) bool {
 	if c == nil {
 		return false
 	}
