@@ -169,7 +169,8 @@
 // request is a POST the fast path hands to the waiting call. Everything
 // else goes to the SDK's handler. The proxy keeps HTTP sessions' idle clock itself
 // (Options.SessionIdle without a request closes a session), as the SDK's
-// does not see the fast path's requests.
+// does not see the fast path's requests, and closes a session once the
+// OAuth token its client last sent on it stops holding (sessiontoken.go).
 //
 // The pipe front (stdio) takes the same calls the same way
 // (stdiofront.go): it reads the client's stream value by value
