@@ -355,13 +355,28 @@ func (s *blobSet) done() {
 	*s = blobSet{}
 }
 
+// A blobDoomer marks blobs for deletion that no hold holds (Doom), as
+// *blobs.Store does, and ends the marks (Undoom).
+type blobDoomer interface {
+	Doom(names []string) []string
+	Undoom(names []string)
+}
+
 // purge deletes the blobs s wrote, for an entry that did not make it into
-// the log, and ends the holds.
+// the log, and ends the holds. Another call may have found one there
+// since and hold it, its entry on its way or in the log: with a store
+// that holds, only the blobs no other hold holds are deleted (Doom), the
+// others left to the entries naming them.
 func (s *blobSet) purge(p *Proxy) {
-	for _, sum := range s.wrote {
+	wrote := s.wrote
+	s.done()
+	if d, ok := p.opts.Blobs.(blobDoomer); ok {
+		wrote = d.Doom(wrote)
+		defer d.Undoom(wrote)
+	}
+	for _, sum := range wrote {
 		if err := p.opts.Blobs.Purge(sum); err != nil {
 			p.logger.Error("proxy: purging the blob of an unrecorded entry", "blob", sum, "error", err)
 		}
 	}
-	s.done()
 }
