@@ -445,11 +445,14 @@ func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mc
 		return readResult{}, rpcError(jsonrpc.CodeInvalidParams, "provlog: the %s was not made, as the log cannot record it: %v", entry.Kind, err)
 	}
 	d.metaSecrets(entry.Actor, clientMeta)
+	var res readResult
 	if d.parksRead(cs, protocol) {
-		bs.done() // the parked read's entry is written elsewhere, later
-		return d.parkRead(ctx, ss, client, clientMeta, entry, sent, responses, state, send)
+		// The leg's entry is written once the server's round or outcome
+		// is in (parkread.go), which takes over the blobs then.
+		res, err = d.parkRead(ctx, ss, client, clientMeta, entry, sent, responses, state, send, &bs)
+	} else {
+		res, err = d.readLegsFitted(ctx, cs, ss, protocol, clientMeta, entry, responses, state, send, &bs)
 	}
-	res, err := d.readLegsFitted(ctx, cs, ss, protocol, clientMeta, entry, responses, state, send, &bs)
 	if err != nil {
 		bs.purge(d.p)
 	}

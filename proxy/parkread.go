@@ -45,7 +45,7 @@ func (d *downstream) parksRead(cs *mcp.ClientSession, protocol string) bool {
 // round its requestState names), and returns the leg's outcome, recorded
 // as entry: the round's input_required answer or the server's result.
 func (d *downstream) parkRead(ctx context.Context, ss *mcp.ServerSession, client *mcp.Implementation, clientMeta mcp.Meta,
-	entry log.ReadEntry, sent string, responses mcp.InputResponseMap, state string, send readSend) (readResult, error) {
+	entry log.ReadEntry, sent string, responses mcp.InputResponseMap, state string, send readSend, bs *blobSet) (readResult, error) {
 	var pc *parkedCall
 	if state != "" || len(responses) > 0 {
 		sum, _, err := d.inputResponsesSum(entry.Actor, responses)
@@ -69,7 +69,7 @@ func (d *downstream) parkRead(ctx context.Context, ss *mcp.ServerSession, client
 		pc = d.startParkedRead(ctx, ss, client, clientMeta, entry, sent, send)
 	}
 	entry.Time = time.Now()
-	return d.awaitReadRound(ctx, pc, entry)
+	return d.awaitReadRound(ctx, pc, entry, bs)
 }
 
 // takeReadRetry takes the round a read's retry answers from the table,
@@ -113,14 +113,16 @@ func (d *downstream) startParkedRead(ctx context.Context, ss *mcp.ServerSession,
 // awaitReadRound waits, for the leg of parked read pc recorded as e, for
 // the server's next round or its result, and records it in e: a round's
 // input_required answer, as the client gets it, is in the log before it
-// parks the read for the client's retry.
-func (d *downstream) awaitReadRound(ctx context.Context, pc *parkedCall, e log.ReadEntry) (readResult, error) {
+// parks the read for the client's retry. The entry takes over the blobs
+// in bs (the leg's arguments, held till then).
+func (d *downstream) awaitReadRound(ctx context.Context, pc *parkedCall, e log.ReadEntry, bs *blobSet) (readResult, error) {
 	p := d.p
 	var res readResult
 	over, rerr := p.parkRound(ctx, pc, func(result json.RawMessage) (uint64, *jsonrpc.Error) {
 		raw, err := readResultAsSent(e.Kind, result)
 		if err == nil {
 			if res, err = p.recordRead(ctx, &e, raw, nil); err == nil {
+				bs.done() // an entry names them now
 				return res.receipt.Index, nil
 			}
 		}
@@ -133,13 +135,14 @@ func (d *downstream) awaitReadRound(ctx context.Context, pc *parkedCall, e log.R
 		return res, nil
 	}
 	p.parked.ended(pc)
-	return d.readOutcome(ctx, pc, &e)
+	return d.readOutcome(ctx, pc, &e, bs)
 }
 
 // readOutcome records the server's outcome of parked read pc as e and
 // returns it (a read that failed, or whose result the client cannot be
-// given, has no entry, as in readLegs).
-func (d *downstream) readOutcome(ctx context.Context, pc *parkedCall, e *log.ReadEntry) (readResult, error) {
+// given, has no entry, as in readLegs). The entry takes over the blobs in
+// bs.
+func (d *downstream) readOutcome(ctx context.Context, pc *parkedCall, e *log.ReadEntry, bs *blobSet) (readResult, error) {
 	r := pc.read
 	if r.err != nil {
 		return readResult{}, forwardError(d.cfg.ID, r.err)
@@ -155,6 +158,7 @@ func (d *downstream) readOutcome(ctx context.Context, pc *parkedCall, e *log.Rea
 	if err != nil {
 		return readResult{}, rpcError(jsonrpc.CodeInternalError, "provlog: the %s was made but could not be recorded, so its result is withheld: %v", e.Kind, err)
 	}
+	bs.done() // an entry names them now
 	return res, nil
 }
 
@@ -182,7 +186,7 @@ func (d *downstream) closeParkedRead(pc *parkedCall, why string) {
 	if pc.read.err != nil {
 		return
 	}
-	if _, err := d.readOutcome(context.WithoutCancel(pc.ctx), pc, &e); err != nil {
+	if _, err := d.readOutcome(context.WithoutCancel(pc.ctx), pc, &e, new(blobSet)); err != nil {
 		d.p.logger.Error("proxy: the outcome of a parked read nobody answers could not be recorded", "server", d.cfg.ID, "kind", e.Kind, "error", err)
 	}
 }
