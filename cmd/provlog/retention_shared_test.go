@@ -1,0 +1,139 @@
+package main
+
+// Retention on a shared PostgreSQL log, with calls through another
+// sidecar of the log under way.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logpg/pgtest"
+)
+
+// gatedPrompt is an MCP server over HTTP whose prompt "p" (argument "a")
+// answers at once, or, once armed, says it has the request (entered) and
+// answers only when gate is closed.
+type gatedPrompt struct {
+	url     string
+	armed   chan struct{} // closed: the next gets wait
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func newGatedPrompt(t *testing.T) *gatedPrompt {
+	t.Helper()
+	g := &gatedPrompt{armed: make(chan struct{}), entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "gated", Version: "1"}, nil)
+	srv.AddPrompt(&mcp.Prompt{Name: "p", Arguments: []*mcp.PromptArgument{{Name: "a"}}}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		select {
+		case <-g.armed:
+			g.entered <- struct{}{}
+			<-g.gate
+		default:
+		}
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: fmt.Sprint(len(req.Params.Arguments["a"]))}}}}, nil
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	g.url = ts.URL
+	return g
+}
+
+// sharedPair opens two sidecars, A and B, on one shared PostgreSQL log
+// (B's data dir holding A's keys), both with server fx at url.
+func sharedPair(t *testing.T, url string) (a, b *sidecar) {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	dir := t.TempDir()
+	conf := func(name string) *Config {
+		data := filepath.Join(dir, name)
+		return loadConfigText(t, filepath.Join(dir, name+".yaml"), fmt.Sprintf("data: %s\nstore: %s\nservers:\n  - id: fx\n    url: %s\n", data, dsn, url))
+	}
+	a = mustOpenSidecar(t, conf("a"))
+	t.Cleanup(a.close)
+	if err := os.MkdirAll(filepath.Join(dir, "b"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{logKeyFile, logVKeyFile, anchorPubFile, anchorKeyFile} {
+		copyDir(t, filepath.Join(dir, "a", f), filepath.Join(dir, "b", f))
+	}
+	b = mustOpenSidecar(t, conf("b"))
+	t.Cleanup(b.close)
+	return a, b
+}
+
+// TestRetentionSharedKeepsCallUnderWay: on a shared log, retention run
+// by sidecar A does not leave a payload missing that a read through
+// sidecar B names: B's prompts/get, whose arguments (too large for an
+// entry) are the blob an old read's entry names, found the blob there and
+// is waiting for the server while A's retention, older than the cut,
+// purges it. B's entry, written after the purge entry, names the blob:
+// the blob must be in the store (audit holds an entry newer than every
+// purge entry naming its blob to that). Before, it was gone: B's hold on
+// the blob is in B's process only, which A's purge cannot see.
+func TestRetentionSharedKeepsCallUnderWay(t *testing.T) {
+	g := newGatedPrompt(t)
+	a, b := sharedPair(t, g.url)
+	ctx := context.Background()
+	csA, closeA := memClient(t, a, "via-a")
+	defer closeA()
+	csB, closeB := memClient(t, b, "via-b")
+	defer closeB()
+	get := &mcp.GetPromptParams{Name: "fx__p", Arguments: map[string]string{"a": strings.Repeat("large arguments ", 6000)}}
+	if _, err := csA.GetPrompt(ctx, get); err != nil {
+		t.Fatalf("the old read: %v", err)
+	}
+	st, err := a.store.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, _ := sidecarEntry(t, a, st.Size-1).Fields["args_sha256"].(string)
+	if ok, _ := a.blobs.Has(blob); blob == "" || !ok {
+		t.Fatalf("the old read kept its arguments in no blob")
+	}
+	cut := time.Now()
+	for !time.Now().After(cut) {
+		time.Sleep(time.Millisecond)
+	}
+
+	close(g.armed)
+	done := make(chan error, 1)
+	go func() { _, err := csB.GetPrompt(ctx, get); done <- err }()
+	<-g.entered // B holds the blob, found there, and waits for the server
+	res, err := purge(ctx, a.seq, a.store, a.blobs, &ageIndex{}, purgeActor, purgeRequest{
+		Before: cut.UTC().Format(time.RFC3339Nano), Reason: "retention: test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Blobs, blob) || len(res.Entries) != 1 {
+		t.Fatalf("retention purged %v (entries %v), want the old read's arguments %s", res.Blobs, res.Entries, blob[:12])
+	}
+	close(g.gate)
+	if err := <-done; err != nil {
+		t.Fatalf("the read through B: %v", err)
+	}
+	st, err = b.store.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := sidecarEntry(t, b, st.Size-1)
+	if e.Kind != log.KindPromptGet || e.Fields["args_sha256"] != blob || st.Size-1 <= res.Entries[0] {
+		t.Fatalf("entry %d: %s %v, want B's prompts/get naming %s after purge entry %d", st.Size-1, e.Kind, e.Fields, blob[:12], res.Entries[0])
+	}
+	for name, sc := range map[string]*sidecar{"A": a, "B": b} {
+		if ok, err := sc.blobs.Has(blob); !ok || err != nil {
+			t.Errorf("through %s: blob %s, which B's entry %d (after purge entry %d) names, is gone (%v)", name, blob[:12], st.Size-1, res.Entries[0], err)
+		}
+	}
+}
