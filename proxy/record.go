@@ -193,6 +193,7 @@ func (p *Proxy) recordCall(ctx context.Context, c *call) error {
 		r, err = p.append(ctx, nil, log.KindCall, b)
 		if err == nil {
 			c.index, c.entry = r.Index, b
+			bs.named(p)
 		}
 	}
 	if err != nil {
@@ -310,17 +311,30 @@ func (p *Proxy) recordResult(ctx context.Context, d *downstream, c *call) (_ *lo
 		bs.purge(p)
 		return nil, nil, err
 	}
+	bs.named(p)
 	return r, unkept, nil
 }
 
 // blobSet is the blobs one entry on its way names. Each is held (when
 // the store can hold, as *blobs.Store does) from the moment it is looked
-// for until the entry is in the log or abandoned (done), so that a purge
-// running meanwhile does not delete a blob the entry is about to name;
-// those it wrote are purged again if the entry does not make it (purge).
+// for until the entry is in the log (named) or abandoned (done), so that
+// a purge running meanwhile does not delete a blob the entry is about to
+// name; those it wrote are purged again if the entry does not make it
+// (purge). A hold is its process's: on a shared log another sidecar's
+// retention does not see it, so named checks that each blob is still
+// there once the entry is in, and stores it again if not (purge.go's
+// purge restores those an entry after its purge entry names, for an
+// entry that was in before the check).
 type blobSet struct {
 	wrote   []string
 	release []func()
+	data    [][]byte // each blob held
+}
+
+// A blobHaver says whether it holds a blob, without reading it, as
+// *blobs.Store does.
+type blobHaver interface {
+	Has(sum string) (bool, error)
 }
 
 // A blobHolder holds a blob against a purge until release is called.
@@ -335,7 +349,7 @@ func (s *blobSet) put(store BlobStore, b []byte) error {
 		release = h.Hold(sum)
 	}
 	if _, err := store.Get(sum); err == nil {
-		s.release = append(s.release, release)
+		s.release, s.data = append(s.release, release), append(s.data, b)
 		return nil // already there: not ours to purge
 	}
 	if _, err := store.Put(b); err != nil {
@@ -343,8 +357,30 @@ func (s *blobSet) put(store BlobStore, b []byte) error {
 		return err
 	}
 	s.wrote = append(s.wrote, sum)
-	s.release = append(s.release, release)
+	s.release, s.data = append(s.release, release), append(s.data, b)
 	return nil
+}
+
+// named ends the holds of an entry now in the log, first storing again
+// any blob it names that a purge through another sidecar deleted
+// meanwhile: the entry, newer than that purge's entry, keeps it.
+func (s *blobSet) named(p *Proxy) {
+	for _, b := range s.data {
+		sum := hexSHA256(b)
+		if h, ok := p.opts.Blobs.(blobHaver); ok {
+			if there, err := h.Has(sum); there || err != nil {
+				continue // there, or the store cannot say: a Put would fail too
+			}
+		} else if _, err := p.opts.Blobs.Get(sum); err == nil {
+			continue
+		}
+		if _, err := p.opts.Blobs.Put(b); err != nil {
+			p.logger.Error("proxy: a blob an entry names was purged meanwhile, and storing it again failed", "blob", sum, "error", err)
+		} else {
+			p.logger.Warn("proxy: a blob an entry names was purged meanwhile (by another sidecar of the log); stored again", "blob", sum)
+		}
+	}
+	s.done()
 }
 
 // done ends the holds: the entry is in the log, or will not be.

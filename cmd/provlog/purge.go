@@ -260,7 +260,7 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 	if ageOnly(crit) {
 		// Retention keeps a blob a newer entry names: one on its way,
 		// or one committed since the plan.
-		if list, again, err = keepNamedSince(ctx, store, seq, size, busy, list, again); err != nil {
+		if list, again, err = keepNamedSince(ctx, store, size, busy, list, again); err != nil {
 			return nil, fmt.Errorf("planning the purge: %w", err)
 		}
 		res.Kept += len(res.Blobs) - len(list) - len(again)
@@ -280,13 +280,13 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 			return nil, fmt.Errorf("recording the purge (nothing was deleted): %w", err)
 		}
 		res.Entries = append(res.Entries, uint64(rc.Index))
-		if err := deleteBlobs(bs, free(chunk)); err != nil {
+		if err := deleteBlobs(ctx, store, bs, free(chunk), uint64(rc.Index)+1); err != nil {
 			return nil, fmt.Errorf("purge entry %d is written, but %w", rc.Index, err)
 		}
 	}
 	// Blobs a purge entry already names are deleted without another: a
 	// retry of a purge whose deletion failed writes nothing new.
-	if err := deleteBlobs(bs, free(again)); err != nil {
+	if err := deleteBlobs(ctx, store, bs, free(again), size); err != nil {
 		return nil, fmt.Errorf("the purge is recorded, but %w", err)
 	}
 	if n := len(res.Blobs) - len(free(res.Blobs)); n > 0 {
@@ -299,13 +299,28 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 
 // keepNamedSince drops from list and again the blobs busy marks and those
 // the entries committed since the plan (from size on) name.
-func keepNamedSince(ctx context.Context, store log.Storage, seq *server.Sequencer, size uint64, busy map[string]bool, list, again []string) ([]string, []string, error) {
-	now, _ := seq.Checkpoint()
+func keepNamedSince(ctx context.Context, store log.Storage, size uint64, busy map[string]bool, list, again []string) ([]string, []string, error) {
+	named, err := namedSince(ctx, store, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	keep := func(s string) bool { return busy[s] || named[s] }
+	return slices.DeleteFunc(list, keep), slices.DeleteFunc(again, keep), nil
+}
+
+// namedSince returns the blobs the entries from index from on name, up
+// to the store's size now: on a shared log that holds the other
+// sidecars' entries, which this one's sequencer has not seen.
+func namedSince(ctx context.Context, store log.Storage, from uint64) (map[string]bool, error) {
+	st, err := store.State(ctx)
+	if err != nil {
+		return nil, err
+	}
 	named := map[string]bool{}
-	for start := size; start < now; start += 4096 {
-		es, err := store.Entries(ctx, start, min(now, start+4096))
+	for start := from; start < st.Size; start += 4096 {
+		es, err := store.Entries(ctx, start, min(st.Size, start+4096))
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		for _, b := range es {
 			if e, err := log.ParseEntry(b); err == nil {
@@ -315,15 +330,38 @@ func keepNamedSince(ctx context.Context, store log.Storage, seq *server.Sequence
 			}
 		}
 	}
-	keep := func(s string) bool { return busy[s] || named[s] }
-	return slices.DeleteFunc(list, keep), slices.DeleteFunc(again, keep), nil
+	return named, nil
 }
 
-// deleteBlobs deletes list from bs, stopping at the first that fails.
-func deleteBlobs(bs *blobs.Store, list []string) error {
+// deleteBlobs deletes list from bs, stopping at the first that fails,
+// then stores again those an entry from index after on names. Holds are
+// a process's own: on a shared log, a call through another sidecar may
+// have found a blob there before it was deleted, and its entry, after
+// the purge entry, names it. (One that comes in after this look stores
+// the blob again itself: the proxy's blobSet.named.)
+func deleteBlobs(ctx context.Context, store log.Storage, bs *blobs.Store, list []string, after uint64) error {
+	saved := map[string][]byte{}
 	for _, s := range list {
+		if b, err := bs.Get(s); err == nil {
+			saved[s] = b // a blob that went bad is not stored again
+		}
 		if err := bs.Purge(s); err != nil {
 			return fmt.Errorf("deleting blob %s failed (run the purge again): %w", s, err)
+		}
+	}
+	if len(saved) == 0 {
+		return nil
+	}
+	named, err := namedSince(ctx, store, after)
+	if err != nil {
+		return fmt.Errorf("the blobs are deleted, but reading the entries since failed (provlog audit names any a newer entry names): %w", err)
+	}
+	for s, b := range saved {
+		if !named[s] {
+			continue
+		}
+		if _, err := bs.Put(b); err != nil {
+			return fmt.Errorf("blob %s, which an entry newer than the purge entry names, was deleted, and storing it again failed: %w", s, err)
 		}
 	}
 	return nil
