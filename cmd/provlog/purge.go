@@ -269,6 +269,7 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 	free := func(l []string) []string {
 		return slices.DeleteFunc(slices.Clone(l), func(s string) bool { return busy[s] })
 	}
+	deleted := 0
 	for i := 0; i < len(list); i += blobs.MaxPurgeBlobs {
 		chunk := list[i:min(len(list), i+blobs.MaxPurgeBlobs)]
 		b, err := (&blobs.PurgeEntry{Time: time.Now(), Actor: actor, Auth: log.AuthFrom(ctx), Reason: req.Reason, Criteria: crit, Blobs: chunk}).Marshal()
@@ -276,13 +277,20 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 			return nil, err
 		}
 		rc, err := seq.Append(ctx, b)
-		if err != nil {
+		if err != nil && i == 0 {
 			return nil, fmt.Errorf("recording the purge (nothing was deleted): %w", err)
 		}
+		if err != nil {
+			// The chunks before are recorded and deleted: say so.
+			return nil, fmt.Errorf("purge entries %v are written and %d blobs deleted, but recording the rest of the purge failed, so %d of its %d blobs were not deleted (run the purge again): %w",
+				res.Entries, deleted, len(list)-i, len(list), err)
+		}
 		res.Entries = append(res.Entries, uint64(rc.Index))
-		if err := deleteBlobs(ctx, store, bs, free(chunk), uint64(rc.Index)+1); err != nil {
+		del := free(chunk)
+		if err := deleteBlobs(ctx, store, bs, del, uint64(rc.Index)+1); err != nil {
 			return nil, fmt.Errorf("purge entry %d is written, but %w", rc.Index, err)
 		}
+		deleted += len(del)
 	}
 	// Blobs a purge entry already names are deleted without another: a
 	// retry of a purge whose deletion failed writes nothing new.
