@@ -39,7 +39,7 @@ type recordAnswer struct {
 	Note   string   `json:"note,omitempty"`
 }
 
-func registerReplayTool(s *mcp.Server, seq *server.Sequencer, actor func(context.Context, *mcp.CallToolRequest) (string, error)) {
+func registerReplayTool(s *mcp.Server, seq *server.Sequencer, store entryReader, actor func(context.Context, *mcp.CallToolRequest) (string, error)) {
 	s.AddTool(&mcp.Tool{
 		Name:        recordReplayTool,
 		Description: "Record the summary of a replay run (provlog replay --log) as a replay entry in the log, attributed to the caller.",
@@ -75,6 +75,10 @@ func registerReplayTool(s *mcp.Server, seq *server.Sequencer, actor func(context
 		if size, _ := seq.Checkpoint(); rec.To > size {
 			return refuse("range.to %d is past the log's size %d: a replay reports on entries the log holds.", rec.To, size)
 		}
+		// And the calls it names must be calls of this log.
+		if err := checkReplayCalls(ctx, store, rec); err != nil {
+			return refuse("The report does not match the log: %v.", err)
+		}
 		rec.Time, rec.Actor, rec.Auth = time.Now(), a, log.AuthFrom(ctx)
 		hashed := rec.Fit()
 		b, err := rec.Marshal()
@@ -91,6 +95,26 @@ func registerReplayTool(s *mcp.Server, seq *server.Sequencer, actor func(context
 			Content: []mcp.Content{&mcp.TextContent{Text: string(out)}},
 		}, nil
 	})
+}
+
+// checkReplayCalls holds rec to the call entries of its range in store
+// (replay.Record.CheckCalls).
+func checkReplayCalls(ctx context.Context, store entryReader, rec *replay.Record) error {
+	isCall := make([]bool, rec.To-rec.From)
+	var calls uint64
+	for start := rec.From; start < rec.To; start += 4096 {
+		es, err := store.Entries(ctx, start, min(rec.To, start+4096))
+		if err != nil {
+			return fmt.Errorf("reading the range's entries: %w", err)
+		}
+		for j, b := range es {
+			if e, err := log.ParseEntry(b); err == nil && e.Kind == log.KindCall {
+				isCall[start+uint64(j)-rec.From] = true
+				calls++
+			}
+		}
+	}
+	return rec.CheckCalls(calls, func(i uint64) bool { return isCall[i-rec.From] })
 }
 
 // replayArgs returns record_replay's arguments for r, {"fields": ...},

@@ -262,12 +262,13 @@ func maxUnchanged(actor string) int {
 }
 
 // unchangedRecord is the record provlog replay makes for the operator of
-// n unchanged calls, at every other index: n-1 commas and ranges of one
-// index each.
+// n unchanged calls, at every other index from 1 (calls, in a log of
+// makeDataDir's: record_replay takes only indices of calls): n-1 commas
+// and ranges of one index each.
 func unchangedRecord(n int) *replay.Record {
 	rep := &replay.Report{To: 2 * uint64(n), Runs: 1, Counts: map[string]int{replay.Unchanged: n}, Definitions: map[string]int{replay.DefinitionSame: n}}
 	for i := range n {
-		rep.Outcomes = append(rep.Outcomes, replay.Outcome{Index: 2 * uint64(i), Class: replay.Unchanged, Definition: replay.DefinitionSame})
+		rep.Outcomes = append(rep.Outcomes, replay.Outcome{Index: 2*uint64(i) + 1, Class: replay.Unchanged, Definition: replay.DefinitionSame})
 	}
 	return rep.Record(operatorActor, time.Now(), nil)
 }

@@ -416,7 +416,7 @@ func (sc *sidecar) startProxy(ctx context.Context, stdio bool) error {
 		return err
 	}
 	oppmcp.Register(sc.proxy.Server(), sc.tasks, actor)
-	registerReplayTool(sc.proxy.Server(), sc.seq, actor)
+	registerReplayTool(sc.proxy.Server(), sc.seq, sc.store, actor)
 	return nil
 }
 
