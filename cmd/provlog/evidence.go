@@ -13,14 +13,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/evidence"
 	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/opp"
 )
 
@@ -91,7 +94,63 @@ func runEvidence(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("the evidence written to %s does not verify: %w", *out, err)
 	}
 	fmt.Fprintf(stdout, "wrote %s\n%s", *out, rep)
+	size := rep.Checkpoint.Size
+	if c, err := log.ParseCheckpointNote(o.Latest); err == nil && c.Size > size {
+		size = c.Size
+	}
+	lines, err := purgedPayloads(ctx, o.Source, size, append([]uint64{o.Index}, o.Context...))
+	if err != nil {
+		return fmt.Errorf("the evidence is written to %s, but looking for purged payloads failed: %w", *out, err)
+	}
+	for _, l := range lines {
+		fmt.Fprintln(stdout, log.Printable(l))
+	}
 	return nil
+}
+
+// purgedPayloads says, of each payload (arguments or result kept in a
+// blob) that the entries at indices name, whether a purge entry of the
+// log's first size entries deleted it: the entry and its proofs stand,
+// but the bytes it names are gone. The evidence carries entries, not
+// payloads; its reader is told plainly which are no longer to be had.
+func purgedPayloads(ctx context.Context, s evidence.Source, size uint64, indices []uint64) ([]string, error) {
+	if len(indices) == 0 {
+		return nil, nil
+	}
+	from := slices.Min(indices)
+	var pr payloadRefs
+	cited := map[uint64]*log.Entry{}
+	for start := from; start < size; start += 4096 {
+		es, err := s.Entries(ctx, start, min(size, start+4096))
+		if err != nil {
+			return nil, err
+		}
+		for j, b := range es {
+			i := start + uint64(j)
+			e, _ := log.ParseEntry(b)
+			pr.add(i, e)
+			if e != nil && slices.Contains(indices, i) {
+				cited[i] = e
+			}
+		}
+	}
+	var out []string
+	for _, i := range slices.Sorted(maps.Keys(cited)) {
+		e := cited[i]
+		for _, h := range blobs.Refs(e) {
+			p, ok := pr.purgedAfter(h, i)
+			if !ok || pr.named[h] > pr.lastPurge(h) {
+				continue // not purged, or kept again by a newer entry
+			}
+			what := "result"
+			if e.Fields["args_sha256"] == h {
+				what = "arguments"
+			}
+			out = append(out, fmt.Sprintf("  payload purged: entry %d's %s (blob %s) was deleted by purge entry %d at %s by %s (reason %q): the entry and its proofs stand, but those bytes are gone",
+				i, what, h, p.index, p.e.Time.UTC().Format(log.TimeFormat), p.e.Actor, p.e.Reason))
+		}
+	}
+	return out, nil
 }
 
 // evidenceOptions gathers what a data dir and config hold for one entry.
