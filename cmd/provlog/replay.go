@@ -7,14 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/proxy/replay"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -77,7 +75,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	var src *replayLog
 	if *data != "" {
-		src, err = openReplayLocal(ctx, *data, *from, *to, &opts)
+		src, err = openReplayLocal(ctx, *data, cfg.Store, *from, *to, &opts)
 	} else {
 		src, err = openReplayRemote(ctx, *logURL, *token, *from, *to, &opts)
 	}
@@ -132,17 +130,19 @@ type replayLog struct {
 	close  func()
 }
 
-// openReplayLocal reads entries [from, to) of the data dir's log (to 0 or
-// past the end: its size) and opens its sequencer for the run's entry;
-// opts gets the dir's blobs and the reader of entries after the range.
-func openReplayLocal(ctx context.Context, data string, from, to uint64, opts *replay.Options) (*replayLog, error) {
-	store, seq, err := openAppender(ctx, data, "")
+// openReplayLocal reads entries [from, to) of the data dir's log, or of
+// the shared log storeURL names (the config's store:), to 0 or past the
+// end: its size, and opens its sequencer for the run's entry; opts gets
+// the log's blobs (openBlobs: a shared log's table, as serve reads them)
+// and the reader of entries after the range.
+func openReplayLocal(ctx context.Context, data, storeURL string, from, to uint64, opts *replay.Options) (*replayLog, error) {
+	store, seq, err := openAppender(ctx, data, storeURL)
 	if err != nil {
 		return nil, err
 	}
 	l := &replayLog{close: func() { seq.Close(); store.Close() }}
 	size, _ := seq.Checkpoint()
-	if opts.Blobs, err = blobs.Open(filepath.Join(data, blobDir)); err != nil {
+	if opts.Blobs, err = openBlobs(data, store); err != nil {
 		l.close()
 		return nil, err
 	}
