@@ -70,8 +70,13 @@ func escape(t string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
 }
 
-// diff returns the RFC 6901 pointers at which a and b differ.
-func diff(at string, a, b any) []string {
+// diff returns the RFC 6901 pointers at which a and b differ. A member
+// name is written only if both hold it, or a holds it and nameA says its
+// names may be shown (a is the record, kept scrubbed of redacted values);
+// a member only b holds, or only a with nameA false, is named by its
+// object: b is a fresh result, whose member names nothing scrubbed, and
+// one may be a value the sidecar redacted.
+func diff(at string, a, b any, nameA bool) []string {
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)
@@ -86,14 +91,21 @@ func diff(at string, a, b any) []string {
 			keys[k] = true
 		}
 		var out []string
+		unnamed := false
 		for _, k := range sortedKeys(keys) {
 			xv, xok := x[k]
 			yv, yok := y[k]
-			if xok != yok {
+			switch {
+			case xok && yok:
+				out = append(out, diff(at+"/"+escape(k), xv, yv, nameA)...)
+			case xok && nameA:
 				out = append(out, at+"/"+escape(k))
-				continue
+			default:
+				unnamed = true
 			}
-			out = append(out, diff(at+"/"+escape(k), xv, yv)...)
+		}
+		if unnamed {
+			out = append(out, at)
 		}
 		return out
 	case []any:
@@ -103,7 +115,7 @@ func diff(at string, a, b any) []string {
 		}
 		var out []string
 		for i := range x {
-			out = append(out, diff(at+"/"+strconv.Itoa(i), x[i], y[i])...)
+			out = append(out, diff(at+"/"+strconv.Itoa(i), x[i], y[i], nameA)...)
 		}
 		return out
 	default:

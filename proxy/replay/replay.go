@@ -473,7 +473,7 @@ func (r *runner) runs(ctx context.Context, c *conn, cfg *proxy.ServerConfig, too
 // without an ignore list, whose removals hashes cannot see).
 func disagree(fresh []freshResult, ignore []string) (paths []string, apart bool) {
 	for _, f := range fresh[1:] {
-		paths = union(paths, diff("", fresh[0].v, f.v))
+		paths = union(paths, diff("", fresh[0].v, f.v, false))
 		apart = apart || (len(ignore) == 0 && f.sum != fresh[0].sum)
 	}
 	return paths, apart
@@ -500,12 +500,12 @@ func (r *runner) compare(o *Outcome, res *log.CallResultEntry, fresh freshResult
 		if fresh.sum == res.ResultSHA256 {
 			return true
 		}
-		o.Paths = cap20(diff("", applyIgnore(rec, ignore), fresh.v))
+		o.Paths = cap20(diff("", applyIgnore(rec, ignore), fresh.v, true))
 		o.Note += "; paths named from the scrubbed copy"
 		return false
 	}
 	if why == "" {
-		paths := diff("", applyIgnore(rec, ignore), fresh.v)
+		paths := diff("", applyIgnore(rec, ignore), fresh.v, true)
 		o.Paths = cap20(paths)
 		if len(paths) > 0 {
 			return false

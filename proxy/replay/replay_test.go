@@ -189,17 +189,17 @@ func sha256hex(s string) string { h := sha256.Sum256([]byte(s)); return hex.Enco
 func TestDiffIgnoreRanges(t *testing.T) {
 	a, _ := decode([]byte(`{"a":1,"b":{"c":[1,2,3],"d~/e":"x"},"t":5}`))
 	b, _ := decode([]byte(`{"a":1,"b":{"c":[1,9,3],"d~/e":"y"},"t":6,"n":null}`))
-	got := diff("", a, b)
-	want := []string{"/b/c/1", "/b/d~0~1e", "/n", "/t"}
+	got := diff("", a, b, true)
+	want := []string{"/b/c/1", "/b/d~0~1e", "/t", ""} // "/n" only b holds: named by its object, the root
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("diff = %v, want %v", got, want)
 	}
 	a = applyIgnore(a, []string{"/t", "/b/d~0~1e", "/b/c/1", "/missing/x"})
 	b = applyIgnore(b, []string{"/t", "/b/d~0~1e", "/b/c/1", "/n"})
-	if d := diff("", a, b); len(d) != 0 {
+	if d := diff("", a, b, true); len(d) != 0 {
 		t.Errorf("after ignoring: %v", d)
 	}
-	if d := diff("", 1, 2); !reflect.DeepEqual(d, []string{""}) {
+	if d := diff("", 1, 2, true); !reflect.DeepEqual(d, []string{""}) {
 		t.Errorf("root diff %v", d)
 	}
 	if got := Ranges([]uint64{9, 1, 2, 3, 7}); got != "1-3,7,9" {
