@@ -2,8 +2,10 @@ package replay
 
 import (
 	"context"
+	"strings"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/proxy"
 )
 
 // Tool definitions.
@@ -40,7 +42,9 @@ const (
 	// a changed one.
 	DefinitionGone = "gone"
 	// DefinitionUnknown: the call entry names no definition (it was
-	// recorded before provlog named them), so there is nothing to compare.
+	// recorded before provlog named them), so there is nothing to compare;
+	// or it names its tool with a redacted value cut out of the name (the
+	// server named the tool after one), so the tool cannot be looked up.
 	DefinitionUnknown = "unknown"
 )
 
@@ -63,7 +67,14 @@ func (r *runner) compareDefinition(ctx context.Context, o *Outcome, call *log.Ca
 		return c.err
 	}
 	tool, ok := c.tools[call.Tool]
-	if !ok {
+	switch {
+	case !ok && strings.Contains(call.Tool, proxy.Redacted):
+		// Recorded with a redacted value cut out of its name (the
+		// server named the tool after one): the name the server lists
+		// is not in the log, so the definition cannot be looked up.
+		o.Definition = DefinitionUnknown
+		return nil
+	case !ok:
 		o.Definition = DefinitionGone
 		return nil
 	}

@@ -299,6 +299,9 @@ func (r *runner) rerun(ctx context.Context, o Outcome, call *log.CallEntry) Outc
 		o.Class, o.Reason = NotReplayable, fmt.Sprintf(format, args...)
 		return o
 	}
+	if strings.Contains(o.Tool, proxy.Redacted) {
+		return no("the recorded tool name holds %q, the proxy's mark of a redacted value cut out of it (the server named the tool after a value the actor sent): the tool called cannot be named, so the call cannot be replayed", proxy.Redacted)
+	}
 	res := call.Outcome
 	if res == nil {
 		return no("no outcome of the call is recorded in the range (cut off by a crash, or recorded after it)")
