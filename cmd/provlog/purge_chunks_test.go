@@ -14,8 +14,8 @@ import (
 	"github.com/provlog/provlog/log/server"
 )
 
-// afterDeletes is a blob store (a data dir's, through its Store) that
-// runs hook once it has deleted n blobs.
+// afterDeletes is a blob store (another Store beneath) that runs hook
+// when it is about to delete its nth blob.
 type afterDeletes struct {
 	*blobs.Store
 	n       int64
@@ -30,11 +30,10 @@ func (a *afterDeletes) WriteBlob(_ string, data []byte) error {
 }
 func (a *afterDeletes) HasBlob(name string) (bool, error) { return a.Has(name) }
 func (a *afterDeletes) DeleteBlob(name string) error {
-	err := a.Purge(name)
 	if a.deleted.Add(1) == a.n {
 		a.hook()
 	}
-	return err
+	return a.Purge(name)
 }
 
 // TestPurgeChunkFailsMidway: a purge of more blobs than one purge entry

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/log/logpg/pgtest"
 )
 
@@ -135,5 +136,50 @@ func TestRetentionSharedKeepsCallUnderWay(t *testing.T) {
 		if ok, err := sc.blobs.Has(blob); !ok || err != nil {
 			t.Errorf("through %s: blob %s, which B's entry %d (after purge entry %d) names, is gone (%v)", name, blob[:12], st.Size-1, res.Entries[0], err)
 		}
+	}
+}
+
+// TestRetentionSharedRestoresNamed: the purge's side of
+// TestRetentionSharedKeepsCallUnderWay. On a shared log, sidecar B
+// commits an entry naming a blob after A's retention wrote its purge
+// entry, and before A deletes the blob (B's own check, when its entry was
+// in, found the blob there): A, having deleted, reads the entries since
+// its purge entry and stores the blob again. Without that, the blob B's
+// entry names, newer than every purge entry naming it, was gone.
+func TestRetentionSharedRestoresNamed(t *testing.T) {
+	a, b := sharedPair(t, newGatedPrompt(t).url)
+	ctx := context.Background()
+	payload := []byte(strings.Repeat("an old call's arguments ", 100))
+	blob, err := a.blobs.Put(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := func(at time.Time) []byte {
+		e, _ := (&log.Entry{Kind: log.KindCall, Time: at, Actor: "alice", Fields: map[string]any{
+			"server": "s", "tool": "t", "args_sha256": blob, "started": at.Format(log.TimeFormat)}}).Marshal()
+		return e
+	}
+	if _, err := a.seq.Append(ctx, named(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))); err != nil {
+		t.Fatal(err)
+	}
+	var late uint64
+	hooked := blobs.New(&afterDeletes{Store: a.blobs, n: 1, hook: func() {
+		rc, err := b.seq.Append(ctx, named(time.Now()))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		late = rc.Index
+	}})
+	res, err := purge(ctx, a.seq, a.store, hooked, &ageIndex{}, purgeActor, purgeRequest{
+		Before: time.Now().UTC().Format(time.RFC3339Nano), Reason: "retention: test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Blobs, blob) || len(res.Entries) != 1 || late <= res.Entries[0] {
+		t.Fatalf("retention purged %v (entries %v), B's entry is %d: want the blob purged, then named after the purge entry", res.Blobs, res.Entries, late)
+	}
+	if ok, err := b.blobs.Has(blob); !ok || err != nil {
+		t.Errorf("blob %s, which B's entry %d (after purge entry %d) names, is gone (%v)", blob[:12], late, res.Entries[0], err)
 	}
 }
