@@ -287,14 +287,14 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 		}
 		res.Entries = append(res.Entries, uint64(rc.Index))
 		del := free(chunk)
-		if err := deleteBlobs(ctx, store, bs, del, uint64(rc.Index)+1); err != nil {
+		if err := deleteBlobs(ctx, store, bs, del, uint64(rc.Index)+1, seq.Shared()); err != nil {
 			return nil, fmt.Errorf("purge entry %d is written, but %w", rc.Index, err)
 		}
 		deleted += len(del)
 	}
 	// Blobs a purge entry already names are deleted without another: a
 	// retry of a purge whose deletion failed writes nothing new.
-	if err := deleteBlobs(ctx, store, bs, free(again), size); err != nil {
+	if err := deleteBlobs(ctx, store, bs, free(again), size, seq.Shared()); err != nil {
 		return nil, fmt.Errorf("the purge is recorded, but %w", err)
 	}
 	if n := len(res.Blobs) - len(free(res.Blobs)); n > 0 {
@@ -342,16 +342,19 @@ func namedSince(ctx context.Context, store log.Storage, from uint64) (map[string
 }
 
 // deleteBlobs deletes list from bs, stopping at the first that fails,
-// then stores again those an entry from index after on names. Holds are
-// a process's own: on a shared log, a call through another sidecar may
+// then, on a shared log, stores again those an entry from index after on
+// names. Holds are a process's own: a call through another sidecar may
 // have found a blob there before it was deleted, and its entry, after
 // the purge entry, names it. (One that comes in after this look stores
-// the blob again itself: the proxy's blobSet.named.)
-func deleteBlobs(ctx context.Context, store log.Storage, bs *blobs.Store, list []string, after uint64) error {
+// the blob again itself: the proxy's blobSet.named.) A log of one
+// sidecar needs none of it: its calls' holds keep such blobs.
+func deleteBlobs(ctx context.Context, store log.Storage, bs *blobs.Store, list []string, after uint64, shared bool) error {
 	saved := map[string][]byte{}
 	for _, s := range list {
-		if b, err := bs.Get(s); err == nil {
-			saved[s] = b // a blob that went bad is not stored again
+		if shared {
+			if b, err := bs.Get(s); err == nil {
+				saved[s] = b // a blob that went bad is not stored again
+			}
 		}
 		if err := bs.Purge(s); err != nil {
 			return fmt.Errorf("deleting blob %s failed (run the purge again): %w", s, err)
