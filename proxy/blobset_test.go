@@ -45,3 +45,46 @@ func TestBlobSetPurgeShared(t *testing.T) {
 		t.Fatalf("the blob only a failed call wrote is still there (has %v, %v)", ok, err)
 	}
 }
+
+// sharedBackend is one blob store as several processes see it, each
+// through a Store of its own (holds are a Store's): a shared log's blob
+// table. It says it is shared.
+type sharedBackend struct{ *blobs.Store }
+
+func (s sharedBackend) ReadBlob(name string) ([]byte, error) { return s.Get(name) }
+func (s sharedBackend) WriteBlob(_ string, data []byte) error {
+	_, err := s.Put(data)
+	return err
+}
+func (s sharedBackend) DeleteBlob(name string) error      { return s.Purge(name) }
+func (s sharedBackend) HasBlob(name string) (bool, error) { return s.Has(name) }
+func (s sharedBackend) Shared() bool                      { return true }
+
+// TestBlobSetPurgeSharedStore: TestBlobSetPurgeShared across two
+// sidecars of a shared log, each with its own Store over the log's blob
+// table: the first's call wrote the blob and its append failed; the
+// second's found it there, and its entry is in the log (its check, that
+// the blob is still there, done). The first's cleanup must not delete
+// it: no hold of the second's is visible to it. Before, it did.
+func TestBlobSetPurgeSharedStore(t *testing.T) {
+	base, err := blobs.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st1, st2 := blobs.New(sharedBackend{base}), blobs.New(sharedBackend{base})
+	p1, p2 := &Proxy{opts: Options{Blobs: st1}, logger: quiet}, &Proxy{opts: Options{Blobs: st2}, logger: quiet}
+	data := bytes.Repeat([]byte("one result, two sidecars "), 100)
+	var failed, kept blobSet
+	if err := failed.put(st1, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.put(st2, data); err != nil {
+		t.Fatal(err)
+	}
+	kept.named(p2) // its entry is in the log
+	failed.purge(p1)
+	if ok, err := base.Has(blobs.Sum(data)); !ok || err != nil {
+		t.Fatalf("the blob the second sidecar's entry names was deleted by the first's cleanup (has %v, %v)", ok, err)
+	}
+}
