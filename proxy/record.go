@@ -398,14 +398,25 @@ type blobDoomer interface {
 	Undoom(names []string)
 }
 
+// A blobSharer says whether other processes write and delete its blobs
+// too, as *blobs.Store over a shared log's table does.
+type blobSharer interface {
+	Shared() bool
+}
+
 // purge deletes the blobs s wrote, for an entry that did not make it into
 // the log, and ends the holds. Another call may have found one there
 // since and hold it, its entry on its way or in the log: with a store
 // that holds, only the blobs no other hold holds are deleted (Doom), the
-// others left to the entries naming them.
+// others left to the entries naming them. On a store other sidecars
+// share, whose calls' holds are not seen here, nothing is deleted: a blob
+// no entry names costs room, one deleted under another's entry is gone.
 func (s *blobSet) purge(p *Proxy) {
 	wrote := s.wrote
 	s.done()
+	if sh, ok := p.opts.Blobs.(blobSharer); ok && sh.Shared() {
+		return
+	}
 	if d, ok := p.opts.Blobs.(blobDoomer); ok {
 		wrote = d.Doom(wrote)
 		defer d.Undoom(wrote)

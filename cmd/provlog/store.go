@@ -190,6 +190,9 @@ func (b sharedBlobs) DeleteBlob(name string) error {
 	return errors.Join(b.shared.Purge(name), b.local.Purge(name))
 }
 
+// Shared says the other sidecars of the log write and delete these too.
+func (sharedBlobs) Shared() bool { return true }
+
 func (b sharedBlobs) HasBlob(name string) (bool, error) {
 	if ok, err := b.shared.Has(name); err != nil || ok {
 		return ok, err

@@ -53,6 +53,16 @@ type Backend interface {
 // New returns a Store over b.
 func New(b Backend) *Store { return &Store{b: b} }
 
+// Shared reports whether other processes write and delete the store's
+// blobs too (a shared log's table): its backend says so with a method
+// Shared() bool. Holds ([Store.Hold]) are one Store's, so a writer must
+// not take a blob it wrote, and no entry of its own names, for nobody's:
+// another process's entry may name it.
+func (s *Store) Shared() bool {
+	sh, ok := s.b.(interface{ Shared() bool })
+	return ok && sh.Shared()
+}
+
 // Open opens (creating if needed) a blob store in dir: files named by their
 // hex SHA-256, in 256 subdirectories named by the first two hex digits.
 func Open(dir string) (*Store, error) {
