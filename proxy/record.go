@@ -328,7 +328,14 @@ func (p *Proxy) recordResult(ctx context.Context, d *downstream, c *call) (_ *lo
 type blobSet struct {
 	wrote   []string
 	release []func()
-	data    [][]byte // each blob held
+	held    []heldBlob
+}
+
+// heldBlob is a blob a blobSet holds: its name and its bytes, to store
+// again if another sidecar's purge deletes it (named).
+type heldBlob struct {
+	sum  string
+	data []byte
 }
 
 // A blobHaver says whether it holds a blob, without reading it, as
@@ -349,7 +356,7 @@ func (s *blobSet) put(store BlobStore, b []byte) error {
 		release = h.Hold(sum)
 	}
 	if _, err := store.Get(sum); err == nil {
-		s.release, s.data = append(s.release, release), append(s.data, b)
+		s.release, s.held = append(s.release, release), append(s.held, heldBlob{sum, b})
 		return nil // already there: not ours to purge
 	}
 	if _, err := store.Put(b); err != nil {
@@ -357,7 +364,7 @@ func (s *blobSet) put(store BlobStore, b []byte) error {
 		return err
 	}
 	s.wrote = append(s.wrote, sum)
-	s.release, s.data = append(s.release, release), append(s.data, b)
+	s.release, s.held = append(s.release, release), append(s.held, heldBlob{sum, b})
 	return nil
 }
 
@@ -365,8 +372,12 @@ func (s *blobSet) put(store BlobStore, b []byte) error {
 // any blob it names that a purge through another sidecar deleted
 // meanwhile: the entry, newer than that purge's entry, keeps it.
 func (s *blobSet) named(p *Proxy) {
-	for _, b := range s.data {
-		sum := hexSHA256(b)
+	if sh, ok := p.opts.Blobs.(blobSharer); !ok || !sh.Shared() {
+		s.done() // no other process deletes this store's blobs
+		return
+	}
+	for _, hb := range s.held {
+		sum, b := hb.sum, hb.data
 		if h, ok := p.opts.Blobs.(blobHaver); ok {
 			if there, err := h.Has(sum); there || err != nil {
 				continue // there, or the store cannot say: a Put would fail too
