@@ -74,3 +74,46 @@ func TestCheckpointNeverRollsBack(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointNoRollbackAfterRestart: a restarted sidecar's first
+// /log/checkpoint is not a cosigned checkpoint older than the latest (one
+// a client may have read before the restart); the cosigned one is served
+// once it reaches the latest.
+func TestCheckpointNoRollbackAfterRestart(t *testing.T) {
+	store, _ := backends[0].open(t)
+	l := buildLog(t, store, 300)
+	ws, _ := logtest.NewKey(t, "witness.test/w1")
+	cosignedAt := func(n uint64) []byte {
+		own, err := l.store.Checkpoint(context.Background(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nt, err := note.Open(own, note.VerifierList(l.verifier))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cn, err := note.Sign(nt, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cn
+	}
+	var cosigned atomic.Pointer[[]byte]
+	old := cosignedAt(l.sizes[len(l.sizes)/2])
+	cosigned.Store(&old)
+	// The API of a process that has served nothing yet, over a log whose
+	// newest cosigned checkpoint (from the witness's record) is older.
+	srv := httptest.NewServer(NewAPI(APIOptions{Store: l.store, Seq: l.seq, Cosigned: func() []byte { return *cosigned.Load() }}))
+	defer srv.Close()
+	c := &client{t: t, base: srv.URL}
+	latest := uint64(len(l.entries))
+	_, b := c.get("/log/checkpoint")
+	if cp, _, err := log.OpenCheckpoint(b, l.verifier); err != nil || cp.Size != latest {
+		t.Fatalf("first checkpoint after a restart: size %d (%v), want the latest, %d, not the older cosigned one", cp.Size, err, latest)
+	}
+	now := cosignedAt(latest)
+	cosigned.Store(&now)
+	if _, b := c.get("/log/checkpoint"); string(b) != string(now) {
+		t.Fatalf("/log/checkpoint serves\n%s\nnot the cosigned checkpoint of size %d", b, latest)
+	}
+}
