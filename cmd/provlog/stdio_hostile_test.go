@@ -25,6 +25,16 @@ type stdioSidecar struct {
 }
 
 func startStdioSidecar(t *testing.T, data string) stdioSidecar {
+	s := startStdioProc(t, data)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.next()
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s
+}
+
+// startStdioProc is startStdioSidecar without initialize: what the
+// client sends first is the test's.
+func startStdioProc(t *testing.T, data string) stdioSidecar {
 	bin := cmdtest.Build(t, "provlog")
 	audit := data == ""
 	if audit {
@@ -87,9 +97,6 @@ func startStdioSidecar(t *testing.T, data string) stdioSidecar {
 			t.Errorf("audit: %s", out)
 		}
 	}
-	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	s.next()
-	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return s
 }
 
@@ -139,6 +146,32 @@ func TestServeStdioBatch(t *testing.T) {
 	s.send(createTask("5", "after"))
 	answered(t, s.next(), "5")
 	s.end()
+}
+
+// TestServeStdioBatchBeforeInitAnswer runs the real binary as a stdio
+// MCP server and sends it, in one write, initialize for revision
+// 2025-11-25 and a batch, before the initialize answer came back: the
+// batch is answered -32600 with id null, as it is once the answer went
+// out (TestServeStdioBatch), and the session goes on. The front judged
+// the batch before it knew the session's revision and passed it to the
+// SDK, which ended the session (and the sidecar) if it had already taken
+// the revision from initialize.
+func TestServeStdioBatchBeforeInitAnswer(t *testing.T) {
+	for round := range 5 {
+		s := startStdioProc(t, "")
+		s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}` + "\n" +
+			"[" + createTask("2", "in a batch") + `,{"jsonrpc":"2.0","id":3,"method":"ping"}]`)
+		if b := s.next(); !strings.HasPrefix(b, `{"jsonrpc":"2.0","id":1,"result":`) {
+			t.Fatalf("round %d: initialize was answered %.300s", round, b)
+		}
+		if b := s.next(); !strings.Contains(b, `"id":null`) || !strings.Contains(b, `"code":-32600`) || !strings.Contains(b, "batch") {
+			t.Fatalf("round %d: the batch was answered %.300s", round, b)
+		}
+		s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		s.send(createTask("4", "after"))
+		answered(t, s.next(), "4")
+		s.end()
+	}
 }
 
 // TestJoinedStdioBadLines runs a stdio serve that joins a running HTTP
