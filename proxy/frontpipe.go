@@ -29,8 +29,10 @@ import (
 // the session, which on stdio ended the sidecar). So the pipe front
 // notes the session's revision from the answer to initialize idConn
 // passes on, and refuses such a batch before the SDK sees it (refuse): it
-// answers the batch with an error, and the session goes on. Only a batch
-// the SDK read before initialize was answered is left to idConn, which
+// answers the batch with an error, and the session goes on. A batch read
+// after an initialize request the front passed on waits for its answer,
+// and so for the revision (noteInitialize). Only a batch the SDK read
+// before any initialize (one holding it, say) is left to idConn, which
 // ends the session as the SDK does, knowing whether a message came in a
 // batch from frameTap, which notes the shape of each JSON value the SDK's
 // connection reads. Tracing changes nothing about what is served and what
@@ -121,6 +123,9 @@ func (c *idConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		id, _ := json.Marshal(r.ID.Raw())
 		c.f.refuseDuplicate(id)
+		if r.Method == "initialize" {
+			c.f.initAnswered()
+		}
 	}
 }
 
@@ -162,15 +167,16 @@ func (c *idConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	if r, ok := m.(*jsonrpc.Response); ok && r.ID.IsValid() {
 		c.f.ids.freeSDK(sdkKey(r.ID), c.held)
 	}
-	if r, ok := m.(*jsonrpc.Response); ok && r.Error == nil {
+	if r, ok := m.(*jsonrpc.Response); ok {
 		c.mu.Lock()
 		if c.initSeen && r.ID == c.initID {
 			var res struct {
 				ProtocolVersion string `json:"protocolVersion"`
 			}
-			if json.Unmarshal(r.Result, &res) == nil {
+			if r.Error == nil && json.Unmarshal(r.Result, &res) == nil {
 				c.f.revision.Store(&res.ProtocolVersion)
 			}
+			c.f.initAnswered()
 		}
 		c.mu.Unlock()
 	}

@@ -48,6 +48,11 @@ type pipeFront struct {
 	ids frontIDs                          // the ids of its requests in progress, either path's
 	// revision is the session's, once initialize was answered (idConn).
 	revision atomic.Pointer[string]
+	// initWait is open from when the front passes the SDK an initialize
+	// request until it is answered: a batch read meanwhile waits for the
+	// session's revision (awaitRevision).
+	initMu   sync.Mutex
+	initWait chan struct{}
 
 	ctx    context.Context // done when the session ends: its calls are cancelled
 	cancel context.CancelFunc
@@ -341,12 +346,63 @@ func (f *pipeFront) take(v []byte) bool {
 // refused too, as the HTTP front refuses it, whatever it asks and
 // wherever it stands on its line: the SDK answered it under another id.
 func (f *pipeFront) refuse(msg []byte) bool {
-	b := Refusal(msg, f.sessionRevision(), f.p.logger)
+	rev := f.sessionRevision()
+	if rev == "" && msg[0] == '[' {
+		rev = f.awaitRevision()
+	}
+	b := Refusal(msg, rev, f.p.logger)
 	if b == nil {
+		if rev == "" && msg[0] == '{' && bytes.Contains(msg, []byte(`"initialize"`)) {
+			f.noteInitialize(msg)
+		}
 		return false
 	}
 	f.w.writeOwned(b)
 	return true
+}
+
+// noteInitialize notes msg, a message the front passes the SDK before
+// the session's revision is known, if it is an initialize request: until
+// its answer goes out, a batch waits for the revision it gives. A batch
+// read before the answer was judged without it and passed to the SDK,
+// which served it, or ended the session if it had taken the revision
+// from initialize by then (TestServeStdioBatchBeforeInitAnswer).
+func (f *pipeFront) noteInitialize(msg []byte) {
+	m, err := jsonrpc.DecodeMessage(msg)
+	if r, ok := m.(*jsonrpc.Request); err != nil || !ok || !r.IsCall() || r.Method != "initialize" {
+		return
+	}
+	f.initMu.Lock()
+	defer f.initMu.Unlock()
+	if f.initWait == nil {
+		f.initWait = make(chan struct{})
+	}
+}
+
+// initAnswered ends a wait for initialize's answer (noteInitialize).
+func (f *pipeFront) initAnswered() {
+	f.initMu.Lock()
+	defer f.initMu.Unlock()
+	if f.initWait != nil {
+		close(f.initWait)
+		f.initWait = nil
+	}
+}
+
+// awaitRevision waits until an initialize request passed to the SDK is
+// answered, if one is waiting, or the session ends, and returns the
+// session's revision.
+func (f *pipeFront) awaitRevision() string {
+	f.initMu.Lock()
+	w := f.initWait
+	f.initMu.Unlock()
+	if w != nil {
+		select {
+		case <-w:
+		case <-f.ctx.Done():
+		}
+	}
+	return f.sessionRevision()
 }
 
 // Refusal is refuse's answer to msg, on a line, from a client on a
