@@ -334,9 +334,26 @@ func (b *bridge) post(ctx context.Context, line []byte, m message) {
 	b.emit(body, m)
 }
 
-// emit writes one message to the client; an initialize result also sets
-// the protocol version of later requests.
-func (b *bridge) emit(msg []byte, m message) {
+// relayed is what the bridge reads of a message from the sidecar, in the
+// decode that also checks that it is JSON.
+type relayed struct {
+	ID     json.RawMessage `json:"id"`
+	Method *string         `json:"method"`
+}
+
+// emit writes msg, one message from the sidecar, which emit may change,
+// to the client on a line of its own; an initialize result also sets the
+// protocol version of later requests. It reports what it read of msg,
+// and false if msg is not JSON, which is dropped. A message is decoded
+// once: it used to be compacted too, to drop line ends that an event's
+// data spread over lines holds, which only such a message needs
+// (BenchmarkJoinedRelay).
+func (b *bridge) emit(msg []byte, m message) (relayed, bool) {
+	var v relayed
+	if err := json.Unmarshal(msg, &v); err != nil {
+		b.logger.Warn("dropped a message from the sidecar that is not JSON", "err", err)
+		return v, false
+	}
 	if m.Method == "initialize" {
 		var r struct {
 			Result struct {
@@ -349,15 +366,16 @@ func (b *bridge) emit(msg []byte, m message) {
 			b.mu.Unlock()
 		}
 	}
-	var c bytes.Buffer
-	if err := json.Compact(&c, msg); err != nil {
-		b.logger.Warn("dropped a message from the sidecar that is not JSON", "err", err)
-		return
+	if bytes.ContainsAny(msg, "\r\n") {
+		var c bytes.Buffer
+		json.Compact(&c, msg)
+		msg = c.Bytes()
 	}
-	c.WriteByte('\n')
+	msg = append(msg, '\n')
 	b.outMu.Lock()
 	defer b.outMu.Unlock()
-	b.out.Write(c.Bytes())
+	b.out.Write(msg)
+	return v, true
 }
 
 // relaySSE relays the data of each server-sent event.
@@ -367,10 +385,10 @@ func (b *bridge) relaySSE(body io.Reader, m message) {
 	answered := false
 	relay := func() {
 		if len(data) > 0 {
-			answered = answered || answers(data, m.ID)
-			b.emit(data, m)
+			v, ok := b.emit(data, m)
+			answered = answered || ok && v.Method == nil && sameID(v.ID, m.ID)
 		}
-		data = nil
+		data = data[:0] // emit wrote it, and keeps none of it
 	}
 	for {
 		line, err := r.ReadBytes('\n')
@@ -401,18 +419,14 @@ func (b *bridge) relaySSE(body io.Reader, m message) {
 	}
 }
 
-// answers reports whether msg, a JSON-RPC message, is the answer to id:
-// no method, the same id.
-func answers(msg []byte, id json.RawMessage) bool {
-	var v struct {
-		ID     json.RawMessage `json:"id"`
-		Method *string         `json:"method"`
-	}
-	if len(id) == 0 || json.Unmarshal(msg, &v) != nil || v.Method != nil {
+// sameID reports whether a and b, JSON-RPC ids, are one id; an empty one
+// is none.
+func sameID(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 {
 		return false
 	}
-	var a, b bytes.Buffer
-	return json.Compact(&a, v.ID) == nil && json.Compact(&b, id) == nil && bytes.Equal(a.Bytes(), b.Bytes())
+	var ca, cb bytes.Buffer
+	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // listen keeps the standalone GET stream open for server-initiated
