@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestJoinedStdioOwedAnswers runs a stdio serve joined to a running HTTP
+// sidecar whose server asks the client during each call (askServer's
+// "ask": two elicitations), and sends it more calls at once than the
+// bridge relays at once (maxJoinedRequests), then answers each
+// elicitation as it comes. Every call must be answered: a result, or for
+// a call the bridge could not relay yet, an error saying why. The bridge
+// stopped reading at the call one past its limit, so the answers that
+// would end the calls under way were never read, and no call ended.
+func TestJoinedStdioOwedAnswers(t *testing.T) {
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return askServer() }, nil))
+	defer down.Close()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := writeFile(t, filepath.Join(dir, "provlog.yaml"), fmt.Appendf(nil, "data: %s\nservers:\n  - {id: ap, url: %q, protocol: 2025-11-25}\n", data, down.URL))
+	_, stop := startServe(t, "--config", cfg)
+	defer stop()
+	s := startStdioProc(t, data)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.next()
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	const calls = maxJoinedRequests + 4
+	var lines []string
+	for i := range calls {
+		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"ap__ask","arguments":{"n":%d}}}`, 100+i, i))
+	}
+	s.send(strings.Join(lines, "\n"))
+	answers, asked := map[string]string{}, 0
+	for len(answers) < calls {
+		b := s.next()
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if err := json.Unmarshal([]byte(b), &m); err != nil {
+			t.Fatalf("provlog wrote %.200q: %v", b, err)
+		}
+		switch {
+		case m.Method == "elicitation/create":
+			asked++
+			s.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"action":"accept","content":{"token":"t"}}}`)
+		case m.Method == "" && len(m.ID) > 0:
+			answers[string(m.ID)] = b
+		}
+	}
+	results, wrong := 0, 0
+	for id, b := range answers {
+		switch {
+		case strings.Contains(b, `"result":`) && strings.Contains(b, "dev.provlog/receipt"):
+			results++
+		case !strings.Contains(b, `"error":`) || !strings.Contains(b, "under way"):
+			if wrong++; wrong <= 3 {
+				t.Errorf("call %s was answered %.300s", id, b)
+			}
+		}
+	}
+	if results < maxJoinedRequests {
+		t.Errorf("%d of %d calls got their result (%d elicitations answered, %d calls answered otherwise), want at least %d", results, calls, asked, wrong, maxJoinedRequests)
+	}
+	s.end()
+}
