@@ -137,8 +137,9 @@ type bridge struct {
 	outMu   sync.Mutex
 	out     io.Writer
 	logger  *slog.Logger
-	// pausedOnce logs the first time reading requests waits (pace).
+	// pausedOnce logs the first time reading requests waits (take).
 	pausedOnce sync.Once
+	flight     flight
 }
 
 // message is what the bridge needs to know of a JSON-RPC message.
@@ -155,7 +156,7 @@ func (b *bridge) run(ctx context.Context, in io.Reader, out io.Writer, logger *s
 	defer stopListen()
 	var wg, listening sync.WaitGroup
 	r := bufio.NewReaderSize(in, 1<<16)
-	slots := make(chan struct{}, maxJoinedRequests)
+	b.flight.cond.L = &b.flight.mu
 	for {
 		line, n, err := readLine(r)
 		if msg := bytes.TrimSpace(line); line == nil && n > 0 {
@@ -178,13 +179,19 @@ func (b *bridge) run(ctx context.Context, in io.Reader, out io.Writer, logger *s
 				// A request may take long (a tool call): the next
 				// message must not wait for it, unless maxJoinedRequests
 				// are under way.
-				b.pace(slots)
+				if !b.take() {
+					b.fail(m, fmt.Sprintf("provlog: %d requests of this client are under way, and the sidecar waits for its answers to requests it sent it (sampling, elicitation); this request was not relayed: send it again once those are answered", maxJoinedRequests))
+					break
+				}
 				wg.Go(func() {
-					defer func() { <-slots }()
+					defer b.release()
 					b.post(ctx, line, m)
 				})
 			default:
 				b.post(ctx, line, m) // notifications and responses, in order
+				if m.Method == "" {
+					b.settle(m.ID)
+				}
 			}
 		}
 		if err != nil {
@@ -245,18 +252,79 @@ func readLine(r *bufio.Reader) (line []byte, n int, err error) {
 // answer not read, without bound.
 const maxJoinedRequests = 256
 
-// pace takes one of slots for a request, waiting for one to be free if
-// none is; the first wait is logged.
-func (b *bridge) pace(slots chan struct{}) {
-	select {
-	case slots <- struct{}{}:
-		return
-	default:
+// A flight is what a joined bridge has under way: how many of its
+// client's requests it relays, and the ids of the sidecar's requests
+// (sampling, elicitation) it relayed to the client that the client has
+// not answered, while the call or stream that asked goes on.
+type flight struct {
+	mu   sync.Mutex
+	cond sync.Cond // n or owed changed
+	n    int
+	owed map[string]struct{}
+}
+
+// take takes a place for one of the client's requests, waiting for one
+// while none is free and the client owes no answers (the first wait is
+// logged). With none free while it owes some, it reports false at once:
+// the answers that would end the requests under way may come after this
+// one on stdin, and waiting for a place stopped the bridge reading them
+// until the sidecar gave up on every call (TestJoinedStdioOwedAnswers).
+func (b *bridge) take() bool {
+	f := &b.flight
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.n >= maxJoinedRequests && len(f.owed) == 0 {
+		b.pausedOnce.Do(func() {
+			b.logger.Warn("joined: the stdio client has many requests under way (or is not reading its stdout); reading its requests paused until one is answered", "requests", maxJoinedRequests)
+		})
+		f.cond.Wait()
 	}
-	b.pausedOnce.Do(func() {
-		b.logger.Warn("joined: the stdio client has many requests under way (or is not reading its stdout); reading its requests paused until one is answered", "requests", maxJoinedRequests)
-	})
-	slots <- struct{}{}
+	if f.n >= maxJoinedRequests {
+		return false
+	}
+	f.n++
+	return true
+}
+
+// release frees the place of a request whose relaying ended.
+func (b *bridge) release() {
+	f := &b.flight
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n--
+	f.cond.Broadcast()
+}
+
+// owe notes id, a request of the sidecar's relayed to the client.
+func (b *bridge) owe(id json.RawMessage) {
+	f := &b.flight
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.owed == nil {
+		f.owed = make(map[string]struct{})
+	}
+	f.owed[idKey(id)] = struct{}{}
+	f.cond.Broadcast()
+}
+
+// settle forgets ids, requests of the sidecar's that the client answered
+// or whose call or stream ended.
+func (b *bridge) settle(ids ...json.RawMessage) {
+	f := &b.flight
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range ids {
+		delete(f.owed, idKey(id))
+	}
+}
+
+// idKey is id, a JSON-RPC id, compacted.
+func idKey(id json.RawMessage) string {
+	var c bytes.Buffer
+	if json.Compact(&c, id) != nil {
+		return string(id)
+	}
+	return c.String()
 }
 
 // streamVersion says whether the negotiated protocol has the standalone
@@ -383,10 +451,16 @@ func (b *bridge) relaySSE(body io.Reader, m message) {
 	r := bufio.NewReaderSize(body, 1<<16)
 	var data []byte
 	answered := false
+	var asked []json.RawMessage // the sidecar's requests relayed on it
+	defer func() { b.settle(asked...) }()
 	relay := func() {
 		if len(data) > 0 {
 			v, ok := b.emit(data, m)
 			answered = answered || ok && v.Method == nil && sameID(v.ID, m.ID)
+			if ok && v.Method != nil && len(v.ID) > 0 {
+				asked = append(asked, v.ID)
+				b.owe(v.ID)
+			}
 		}
 		data = data[:0] // emit wrote it, and keeps none of it
 	}
