@@ -72,3 +72,46 @@ func TestJoinedStdioOwedAnswers(t *testing.T) {
 	}
 	s.end()
 }
+
+// TestJoinedStdinClosedMidCall runs a stdio serve joined to a running
+// HTTP sidecar, makes a call whose server asks the client (askServer's
+// "ask"), and closes its stdin without answering, as a client that quits
+// does: the call is cut off, as the stdio front cuts its own when its
+// stdin closes (TestPipeStopCutsCalls' answer), the client, still
+// reading, is told so, the serve ends, and the sidecar records the call
+// as cancelled by the client. The bridge waited for the call, which
+// waited for an answer that can no longer come, until the server's
+// timeout.
+func TestJoinedStdinClosedMidCall(t *testing.T) {
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return askServer() }, nil))
+	defer down.Close()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := writeFile(t, filepath.Join(dir, "provlog.yaml"), fmt.Appendf(nil, "data: %s\nservers:\n  - {id: ap, url: %q, protocol: 2025-11-25, timeout: 10m}\n", data, down.URL))
+	_, stop := startServe(t, "--config", cfg)
+	defer stop()
+	s := startStdioProc(t, data)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.next()
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ap__ask","arguments":{}}}`)
+	if b := s.next(); !strings.Contains(b, `"elicitation/create"`) {
+		t.Fatalf("the call's server did not ask: %.300s", b)
+	}
+	s.closeStdin()
+	if b := s.next(); !strings.HasPrefix(b, `{"jsonrpc":"2.0","id":2,"error":`) || !strings.Contains(b, "cut off") {
+		t.Errorf("after its stdin closed, the client got %.300s for its call under way", b)
+	}
+	s.end()
+	stop()
+	var got []string
+	for _, e := range readAll(t, data) {
+		if e["kind"] == "call.result" {
+			text, _ := e["error"].(string)
+			got = append(got, text)
+		}
+	}
+	if len(got) == 0 || got[len(got)-1] != "cancelled by the client" {
+		t.Errorf("the calls' results say %q; want the last cancelled by the client", got)
+	}
+}

@@ -15,13 +15,15 @@ import (
 
 // stdioSidecar is the real binary serving MCP over stdio on data (a new
 // data dir unless given), initialized at revision 2025-11-25: send writes
-// a line to it, next reads one from it, and end closes its stdin, waits
-// for it to exit cleanly and, unless data was given, audits its log.
+// a line to it, next reads one from it, closeStdin closes its stdin, and
+// end closes its stdin, waits for it to exit cleanly and, unless data was
+// given, audits its log.
 type stdioSidecar struct {
-	send   func(string)
-	next   func() string
-	end    func()
-	stderr *proctest.Buffer
+	send       func(string)
+	next       func() string
+	closeStdin func()
+	end        func()
+	stderr     *proctest.Buffer
 }
 
 func startStdioSidecar(t *testing.T, data string) stdioSidecar {
@@ -85,6 +87,7 @@ func startStdioProc(t *testing.T, data string) stdioSidecar {
 		}
 		return ""
 	}
+	s.closeStdin = func() { stdin.Close() }
 	s.end = func() {
 		stdin.Close()
 		if err := cmd.Wait(); err != nil {
