@@ -151,9 +151,12 @@ type message struct {
 // run relays until in ends (the client went away) or ctx is done.
 func (b *bridge) run(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Logger) error {
 	b.out, b.logger = out, logger
-	// The GET stream ends with the client; requests under way finish.
+	// The GET stream ends with the client, and so do requests under way
+	// (cutText).
 	lctx, stopListen := context.WithCancel(ctx)
 	defer stopListen()
+	rctx, cutRequests := context.WithCancel(ctx)
+	defer cutRequests()
 	var wg, listening sync.WaitGroup
 	r := bufio.NewReaderSize(in, 1<<16)
 	b.flight.cond.L = &b.flight.mu
@@ -185,7 +188,7 @@ func (b *bridge) run(ctx context.Context, in io.Reader, out io.Writer, logger *s
 				}
 				wg.Go(func() {
 					defer b.release()
-					b.post(ctx, line, m)
+					b.post(rctx, line, m)
 				})
 			default:
 				b.post(ctx, line, m) // notifications and responses, in order
@@ -198,8 +201,9 @@ func (b *bridge) run(ctx context.Context, in io.Reader, out io.Writer, logger *s
 			break
 		}
 	}
+	cutRequests()
 	wg.Wait()
-	b.endSession()
+	b.endSession() // which ends the calls at the sidecar
 	stopListen()
 	listening.Wait()
 	return nil
@@ -366,9 +370,11 @@ func (b *bridge) post(ctx context.Context, line []byte, m message) {
 	}
 	resp, err := b.hc.Do(req)
 	if err != nil {
+		why := cutText
 		if ctx.Err() == nil {
-			b.fail(m, "the provlog sidecar this process joined does not answer: "+err.Error()+"; restart this MCP server once the sidecar runs again")
+			why = "the provlog sidecar this process joined does not answer: " + err.Error() + "; restart this MCP server once the sidecar runs again"
 		}
+		b.fail(m, why)
 		return
 	}
 	defer resp.Body.Close()
@@ -391,7 +397,7 @@ func (b *bridge) post(ctx context.Context, line []byte, m message) {
 		return
 	}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		b.relaySSE(resp.Body, m)
+		b.relaySSE(ctx, resp.Body, m)
 		return
 	}
 	body, err := io.ReadAll(resp.Body)
@@ -446,8 +452,20 @@ func (b *bridge) emit(msg []byte, m message) (relayed, bool) {
 	return v, true
 }
 
-// relaySSE relays the data of each server-sent event.
-func (b *bridge) relaySSE(body io.Reader, m message) {
+// cutText answers a request under way when the client's stdin closes.
+// The bridge cuts it off, as the stdio front cuts its own calls then (it
+// stops, answering them "cut off: provlog was stopping"): a client that
+// closes stdin is quitting (MCP's stdio shutdown: close stdin, wait for
+// the server to exit, then signal it), it can no longer answer the
+// server's requests nor cancel, and waiting for its calls kept the bridge
+// until the sidecar's timeout for a call that waited for its answer
+// (TestJoinedStdinClosedMidCall). The sidecar records each such call as
+// cancelled by the client, which is what happened.
+const cutText = "cut off: provlog was stopping, as its client closed its stdin; the sidecar records the call as cancelled by the client"
+
+// relaySSE relays the data of each server-sent event of a request made
+// with ctx.
+func (b *bridge) relaySSE(ctx context.Context, body io.Reader, m message) {
 	r := bufio.NewReaderSize(body, 1<<16)
 	var data []byte
 	answered := false
@@ -486,7 +504,11 @@ func (b *bridge) relaySSE(body io.Reader, m message) {
 				if !errors.Is(err, io.EOF) {
 					why += " (" + err.Error() + ")"
 				}
-				b.fail(m, why+"; a call it recorded shows in the log as made, with or without its result; restart this MCP server once the sidecar runs again")
+				why += "; a call it recorded shows in the log as made, with or without its result; restart this MCP server once the sidecar runs again"
+				if ctx.Err() != nil {
+					why = cutText
+				}
+				b.fail(m, why)
 			}
 			return
 		}
@@ -519,7 +541,7 @@ func (b *bridge) listen(ctx context.Context) {
 				return
 			}
 			if resp.StatusCode == http.StatusOK {
-				b.relaySSE(resp.Body, message{})
+				b.relaySSE(ctx, resp.Body, message{})
 				delay = 100 * time.Millisecond
 			}
 			resp.Body.Close()

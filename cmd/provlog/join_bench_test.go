@@ -25,6 +25,6 @@ func BenchmarkJoinedRelay(b *testing.B) {
 	b.SetBytes(int64(stream.Len()))
 	b.ReportAllocs()
 	for b.Loop() {
-		br.relaySSE(bytes.NewReader(stream.Bytes()), m)
+		br.relaySSE(b.Context(), bytes.NewReader(stream.Bytes()), m)
 	}
 }

@@ -99,19 +99,26 @@ func TestJoinedStdinClosedMidCall(t *testing.T) {
 		t.Fatalf("the call's server did not ask: %.300s", b)
 	}
 	s.closeStdin()
-	if b := s.next(); !strings.HasPrefix(b, `{"jsonrpc":"2.0","id":2,"error":`) || !strings.Contains(b, "cut off") {
+	b := s.next()
+	var got struct {
+		ID    json.RawMessage `json:"id"`
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(b), &got) != nil || string(got.ID) != "2" || got.Error == nil || !strings.HasPrefix(got.Error.Message, "cut off") {
 		t.Errorf("after its stdin closed, the client got %.300s for its call under way", b)
 	}
 	s.end()
 	stop()
-	var got []string
+	var said []string
 	for _, e := range readAll(t, data) {
 		if e["kind"] == "call.result" {
 			text, _ := e["error"].(string)
-			got = append(got, text)
+			said = append(said, text)
 		}
 	}
-	if len(got) == 0 || got[len(got)-1] != "cancelled by the client" {
-		t.Errorf("the calls' results say %q; want the last cancelled by the client", got)
+	if len(said) == 0 || said[len(said)-1] != "cancelled by the client" {
+		t.Errorf("the calls' results say %q; want the last cancelled by the client", said)
 	}
 }
