@@ -122,3 +122,22 @@ func TestJoinedStdinClosedMidCall(t *testing.T) {
 		t.Errorf("the calls' results say %q; want the last cancelled by the client", said)
 	}
 }
+
+// TestJoinedStdioCleanEnd runs a stdio serve joined to a running HTTP
+// sidecar, makes a call and closes its stdin: the serve ends without an
+// error on stderr. Ending its session ended its stream for the server's
+// own messages, which the bridge took for a request's stream cut off
+// without its answer, and logged an error telling the user to restart it
+// once the sidecar runs again, at every clean end.
+func TestJoinedStdioCleanEnd(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	_, stop := startServe(t, "--data", data)
+	defer stop()
+	s := startStdioSidecar(t, data)
+	s.send(createTask("2", "one"))
+	answered(t, s.next(), "2")
+	s.end()
+	if strings.Contains(s.stderr.String(), "level=ERROR") {
+		t.Errorf("a joined serve that ended cleanly logged an error:\n%s", s.stderr.String())
+	}
+}
