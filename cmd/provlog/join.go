@@ -496,7 +496,9 @@ func (b *bridge) relaySSE(ctx context.Context, body io.Reader, m message) {
 		}
 		if err != nil {
 			relay()
-			if !answered {
+			// The stream of the server's own messages (listen) answers
+			// nothing: its end is no request's, and it is opened again.
+			if !answered && len(m.ID) > 0 {
 				// The stream ended without the answer: the sidecar
 				// stopped (or was killed) during the request, whose
 				// client would otherwise wait for it without end.
