@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -140,4 +141,31 @@ func TestJoinedStdioCleanEnd(t *testing.T) {
 	if strings.Contains(s.stderr.String(), "level=ERROR") {
 		t.Errorf("a joined serve that ended cleanly logged an error:\n%s", s.stderr.String())
 	}
+}
+
+// TestStdioJoinsStartingSidecar starts a stdio serve while the data dir
+// is held by a provlog that has not said where it serves (an HTTP
+// sidecar still starting: its store open, its servers connecting), then
+// has the HTTP sidecar come up there: the stdio serve joins it, and its
+// client's initialize and call are answered. It used to tell its client
+// at once, and for good, that the holder serves no HTTP API.
+func TestStdioJoinsStartingSidecar(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	holder := mustOpenSidecar(t, &Config{Data: data, Actor: "local"})
+	s := startStdioProc(t, data)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	// The serve found the data dir held once it says so, either way.
+	for !strings.Contains(s.stderr.String(), "held") {
+		time.Sleep(20 * time.Millisecond)
+	}
+	holder.close()
+	_, stop := startServe(t, "--data", data)
+	defer stop()
+	if b := s.next(); !strings.HasPrefix(b, `{"jsonrpc":"2.0","id":1,"result":`) {
+		t.Fatalf("initialize was answered %.300s", b)
+	}
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	s.send(createTask("2", "joined late"))
+	answered(t, s.next(), "2")
+	s.end()
 }
