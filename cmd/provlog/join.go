@@ -72,24 +72,10 @@ func publishSidecar(data string, addr net.Addr, actor string, idle time.Duration
 // joinSidecar finds the running sidecar on cfg's data dir and checks that
 // this process can act in its log as cfg's stdio actor. It returns the
 // bridge to run, or an error saying why not and what to do.
-func joinSidecar(ctx context.Context, cfg *Config) (*bridge, error) {
-	b, err := os.ReadFile(filepath.Join(cfg.Data, sidecarFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("data dir %s is held by another provlog that serves no HTTP API, so this one cannot join its log. "+
-			"Run the shared sidecar with --http (provlog serve --config F --http 127.0.0.1:8080), then start this one again", cfg.Data)
-	}
+func joinSidecar(ctx context.Context, cfg *Config, logger *slog.Logger) (*bridge, error) {
+	info, err := awaitSidecar(ctx, cfg.Data, logger)
 	if err != nil {
 		return nil, err
-	}
-	var info sidecarInfo
-	if err := json.Unmarshal(b, &info); err != nil || info.URL == "" {
-		return nil, fmt.Errorf("%s is not what a running sidecar writes; remove it if no provlog runs on %s", filepath.Join(cfg.Data, sidecarFile), cfg.Data)
-	}
-	if info.PID > 0 && syscall.Kill(info.PID, 0) == syscall.ESRCH {
-		// Left behind by a sidecar that was killed; the holder now is
-		// another, without HTTP.
-		return nil, fmt.Errorf("data dir %s is held by another provlog that serves no HTTP API, so this one cannot join its log. "+
-			"Run the shared sidecar with --http (provlog serve --config F --http 127.0.0.1:8080), then start this one again", cfg.Data)
 	}
 	if info.Actor != cfg.Actor {
 		return nil, fmt.Errorf("the sidecar running on %s acts for stdio clients as %q, but this config's actor is %q; give both the same actor: (or use another data dir)",
@@ -119,6 +105,54 @@ func joinSidecar(ctx context.Context, cfg *Config) (*bridge, error) {
 		idle = proxy.DefaultSessionIdle
 	}
 	return &bridge{url: info.URL + "/mcp", token: strings.TrimSpace(string(tok)), hc: &http.Client{}, keepalive: idle / 3}, nil
+}
+
+// joinWait is how long a stdio serve that finds its data dir held waits
+// for the holder to say where it serves (sidecarFile). An HTTP sidecar
+// says so only once it serves, after its store is open and its servers
+// connected; a stdio serve started meanwhile (Claude Desktop at login,
+// beside the sidecar) told its client, at once and for good, that the
+// holder serves no HTTP API (TestStdioJoinsStartingSidecar).
+const joinWait = 15 * time.Second
+
+// awaitSidecar returns what the running sidecar on data says of itself,
+// waiting up to joinWait while none says anything.
+func awaitSidecar(ctx context.Context, data string, logger *slog.Logger) (sidecarInfo, error) {
+	deadline := time.Now().Add(joinWait)
+	for said := false; ; said = true {
+		info, running, err := readSidecar(data)
+		if running || err != nil {
+			return info, err
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return info, fmt.Errorf("data dir %s is held by another provlog that serves no HTTP API (none said where it serves in %s), so this one cannot join its log. "+
+				"Run the shared sidecar with --http (provlog serve --config F --http 127.0.0.1:8080), then start this one again", data, joinWait)
+		}
+		if !said {
+			logger.Info("the data dir is held by a provlog that has not said where it serves (an HTTP sidecar still starting?): waiting for it", "data", data, "wait", joinWait)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// readSidecar reads what the sidecar on data says of itself, and reports
+// whether a running one said it.
+func readSidecar(data string) (info sidecarInfo, running bool, err error) {
+	b, err := os.ReadFile(filepath.Join(data, sidecarFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return info, false, nil
+	}
+	if err != nil {
+		return info, false, err
+	}
+	if err := json.Unmarshal(b, &info); err != nil || info.URL == "" {
+		return info, false, fmt.Errorf("%s is not what a running sidecar writes; remove it if no provlog runs on %s", filepath.Join(data, sidecarFile), data)
+	}
+	// A file left behind by a sidecar that was killed says nothing.
+	return info, info.PID <= 0 || syscall.Kill(info.PID, 0) != syscall.ESRCH, nil
 }
 
 // bridge relays newline-delimited JSON-RPC between a stdio MCP client
@@ -632,7 +666,7 @@ func writeRPCError(mu *sync.Mutex, out io.Writer, id json.RawMessage, msg string
 func serveStdioAnyway(ctx context.Context, cfg *Config, err error, in io.Reader, out io.Writer, logger *slog.Logger) error {
 	done := make(chan error, 1)
 	if errors.Is(err, errDataDirHeld) {
-		br, jerr := joinSidecar(ctx, cfg)
+		br, jerr := joinSidecar(ctx, cfg, logger)
 		if jerr == nil {
 			logger.Info("the data dir is held by a running sidecar: joining its log", "data", cfg.Data, "sidecar", br.url, "actor", cfg.Actor)
 			go func() { done <- br.run(ctx, in, out, logger) }()
