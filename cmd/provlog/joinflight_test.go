@@ -1,16 +1,22 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/provlog/provlog/cmd/internal/cmdtest"
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // TestJoinedStdioOwedAnswers runs a stdio serve joined to a running HTTP
@@ -168,4 +174,54 @@ func TestStdioJoinsStartingSidecar(t *testing.T) {
 	s.send(createTask("2", "joined late"))
 	answered(t, s.next(), "2")
 	s.end()
+}
+
+// TestJoinedStdioClientClosesStdout is TestServeStdioClientClosesStdout
+// of a stdio serve joined to a running HTTP sidecar: its client closes
+// its end of the serve's stdout, then makes a call. The serve says on
+// stderr, as the stdio front does, that its answers are lost from here
+// on; the call is still made and recorded, and the serve exits cleanly
+// once stdin closes. It went on without a word, every answer lost.
+func TestJoinedStdioClientClosesStdout(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	_, stop := startServe(t, "--data", data)
+	defer stop()
+	cmd := exec.Command(cmdtest.Build(t, "provlog"), "serve", "--data", data)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = outW
+	stderr := &proctest.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	outW.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n")
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("no answer to initialize: %v\n%s", err, stderr.String())
+	}
+	out.Close()
+	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+createTask("2", "answer lost")+"\n")
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), "writing to the stdio client failed"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) { // for a hung serve, not a bound
+			t.Fatalf("the serve did not say that writing to its client failed\n%s", stderr.String())
+		}
+	}
+	stdin.Close()
+	if err := <-done; err != nil {
+		t.Errorf("provlog serve: %v\n%s", err, stderr.String())
+	}
+	stop()
+	if out, code := runCmd(t, "tasks", "--data", data, "list"); code != 0 || !strings.Contains(out, "answer lost") {
+		t.Errorf("the call whose answer was lost is not in the log: %d\n%s", code, out)
+	}
 }
