@@ -173,7 +173,9 @@ type bridge struct {
 	logger  *slog.Logger
 	// pausedOnce logs the first time reading requests waits (take).
 	pausedOnce sync.Once
-	flight     flight
+	// writeFailed logs the first write to the client that failed.
+	writeFailed sync.Once
+	flight      flight
 }
 
 // message is what the bridge needs to know of a JSON-RPC message.
@@ -257,11 +259,17 @@ func (b *bridge) refuse(msg []byte) bool {
 	return true
 }
 
-// write writes msg, whole lines, to the client.
+// write writes msg, whole lines, to the client. A failed write is said
+// once, as the stdio front says it, and the bridge goes on: its client's
+// calls are still made and recorded (TestJoinedStdioClientClosesStdout).
 func (b *bridge) write(msg []byte) {
 	b.outMu.Lock()
 	defer b.outMu.Unlock()
-	b.out.Write(msg)
+	if _, err := b.out.Write(msg); err != nil {
+		b.writeFailed.Do(func() {
+			b.logger.Warn("joined: writing to the stdio client failed; its answers are lost from here on, its calls still recorded", "error", err)
+		})
+	}
 }
 
 // readLine reads the next line of r, with its line end. A line longer
@@ -479,10 +487,7 @@ func (b *bridge) emit(msg []byte, m message) (relayed, bool) {
 		json.Compact(&c, msg)
 		msg = c.Bytes()
 	}
-	msg = append(msg, '\n')
-	b.outMu.Lock()
-	defer b.outMu.Unlock()
-	b.out.Write(msg)
+	b.write(append(msg, '\n'))
 	return v, true
 }
 
@@ -648,15 +653,13 @@ func (b *bridge) fail(m message, why string) {
 	if len(m.ID) == 0 || m.Method == "" {
 		return
 	}
-	writeRPCError(&b.outMu, b.out, m.ID, why)
+	b.write(rpcError(m.ID, why))
 }
 
-// writeRPCError writes a JSON-RPC internal error answering id.
-func writeRPCError(mu *sync.Mutex, out io.Writer, id json.RawMessage, msg string) {
+// rpcError is a JSON-RPC internal error answering id, on a line.
+func rpcError(id json.RawMessage, msg string) []byte {
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": -32603, "message": msg}})
-	mu.Lock()
-	defer mu.Unlock()
-	out.Write(append(b, '\n'))
+	return append(b, '\n')
 }
 
 // serveStdioAnyway is stdio serve when this process cannot open the
@@ -695,13 +698,12 @@ func serveStdioAnyway(ctx context.Context, cfg *Config, err error, in io.Reader,
 // client goes away.
 func answerWithError(in io.Reader, out io.Writer, err error) error {
 	msg := "provlog cannot serve: " + err.Error()
-	var mu sync.Mutex
 	r := bufio.NewReaderSize(in, 1<<16)
 	for {
 		line, _, rerr := readLine(r)
 		var m message
 		if json.Unmarshal(line, &m) == nil && m.Method != "" && len(m.ID) > 0 {
-			writeRPCError(&mu, out, m.ID, msg)
+			out.Write(rpcError(m.ID, msg))
 		}
 		if rerr != nil {
 			return err
