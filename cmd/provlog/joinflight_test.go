@@ -225,3 +225,18 @@ func TestJoinedStdioClientClosesStdout(t *testing.T) {
 		t.Errorf("the call whose answer was lost is not in the log: %d\n%s", code, out)
 	}
 }
+
+// TestSidecarStopsWithJoinedClient stops an HTTP sidecar while a stdio
+// serve joined to it is connected and idle (its stream for the server's
+// own messages open): the sidecar stops cleanly (startServe's stop wants
+// exit 0). Its shutdown waited for that stream, which never ends by
+// itself, for its 10 s, then exited 1 ("context deadline exceeded"), so
+// every restart of a sidecar Claude Desktop had joined looked failed.
+func TestSidecarStopsWithJoinedClient(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	_, stop := startServe(t, "--data", data)
+	s := startStdioSidecar(t, data)
+	s.send(createTask("2", "before the stop"))
+	answered(t, s.next(), "2")
+	stop()
+}
