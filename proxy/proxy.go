@@ -214,8 +214,12 @@ type Proxy struct {
 
 	ctx    context.Context // the downstream supervisors' lifetime
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	closed atomic.Bool
+	// streams is done once the HTTP front stops (EndStreams): its
+	// clients' GET streams end then.
+	streams    context.Context
+	endStreams context.CancelFunc
+	wg         sync.WaitGroup
+	closed     atomic.Bool
 	// stopping is set once the sidecar begins to stop: a call cut off
 	// from then on is the sidecar's doing, not its client's (classify).
 	stopping atomic.Bool
@@ -268,6 +272,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		subsOf: shares{}, sessionShares: shares{},
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.streams, p.endStreams = context.WithCancel(context.Background())
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "provlog", Title: "provlog audit proxy", Version: opts.Version}, &mcp.ServerOptions{
 		Logger: slog.New(sdkLogHandler{logger.Handler(), p}),
 		Capabilities: &mcp.ServerCapabilities{
@@ -408,6 +413,12 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 			return
 		}
 		defer release()
+		if r.Method == http.MethodGet {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer context.AfterFunc(p.streams, cancel)()
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 		p.serveStateful(w, r, pb, stateful)
 	})
 	// The SDK's middleware sets the TokenInfo its sessions check (it alone
@@ -438,6 +449,16 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 		p.noteCredential(r, id) // a session the request initialized
 	})
 }
+
+// EndStreams ends the HTTP front's GET streams, those of its clients'
+// sessions for the server's own messages, and every one opened from then
+// on: the sidecar's HTTP server calls it as it begins to stop, as it
+// waits for its requests to end, which such a stream never does by
+// itself. The stop waited for a connected client's stream (a joined
+// stdio serve keeps one) until its timeout, and exited 1
+// (TestSidecarStopsWithJoinedClient). The sessions go on, and their
+// requests under way are given their time.
+func (p *Proxy) EndStreams() { p.endStreams() }
 
 // Close stops the downstream servers and waits for their supervisors.
 // A request that comes from then on is refused, saying so, before

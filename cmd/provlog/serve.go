@@ -145,6 +145,7 @@ func (sc *sidecar) serve(ctx context.Context, cfg *Config, ln net.Listener, logg
 		ReadHeaderTimeout: proxy.ReadHeaderTimeout,
 		IdleTimeout:       proxy.IdleTimeout,
 	}
+	srv.RegisterOnShutdown(sc.proxy.EndStreams)
 	if cfg.Store == "" {
 		idle := cfg.Sessions.Idle
 		if idle <= 0 {
