@@ -214,10 +214,10 @@ type Proxy struct {
 
 	ctx    context.Context // the downstream supervisors' lifetime
 	cancel context.CancelFunc
-	// streams is done once the HTTP front stops (EndStreams): its
+	// streamsEnd is closed once the HTTP front stops (EndStreams): its
 	// clients' GET streams end then.
-	streams    context.Context
-	endStreams context.CancelFunc
+	streamsEnd chan struct{}
+	endStreams sync.Once
 	wg         sync.WaitGroup
 	closed     atomic.Bool
 	// stopping is set once the sidecar begins to stop: a call cut off
@@ -269,10 +269,9 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		router: newRouter(),
 		subs:   map[string]int{},
 		subsBy: map[*mcp.ServerSession]*sessionSubs{},
-		subsOf: shares{}, sessionShares: shares{},
+		subsOf: shares{}, sessionShares: shares{}, streamsEnd: make(chan struct{}),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.streams, p.endStreams = context.WithCancel(context.Background())
 	p.server = mcp.NewServer(&mcp.Implementation{Name: "provlog", Title: "provlog audit proxy", Version: opts.Version}, &mcp.ServerOptions{
 		Logger: slog.New(sdkLogHandler{logger.Handler(), p}),
 		Capabilities: &mcp.ServerCapabilities{
@@ -414,10 +413,9 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 		}
 		defer release()
 		if r.Method == http.MethodGet {
-			ctx, cancel := context.WithCancel(r.Context())
-			defer context.AfterFunc(p.streams, cancel)()
-			defer cancel()
-			r = r.WithContext(ctx)
+			var end func()
+			r, end = p.endingStream(r)
+			defer end()
 		}
 		p.serveStateful(w, r, pb, stateful)
 	})
@@ -458,7 +456,21 @@ func (p *Proxy) HTTPHandler(a *authn.Authenticator) http.Handler {
 // stdio serve keeps one) until its timeout, and exited 1
 // (TestSidecarStopsWithJoinedClient). The sessions go on, and their
 // requests under way are given their time.
-func (p *Proxy) EndStreams() { p.endStreams() }
+func (p *Proxy) EndStreams() { p.endStreams.Do(func() { close(p.streamsEnd) }) }
+
+// endingStream is r, a GET stream's request, with a context that ends
+// with EndStreams too; end releases it once the stream ended.
+func (p *Proxy) endingStream(r *http.Request) (_ *http.Request, end func()) {
+	ctx, cancel := context.WithCancel(r.Context())
+	go func() {
+		select {
+		case <-p.streamsEnd:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return r.WithContext(ctx), cancel
+}
 
 // Close stops the downstream servers and waits for their supervisors.
 // A request that comes from then on is refused, saying so, before
