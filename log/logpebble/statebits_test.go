@@ -1,0 +1,80 @@
+package logpebble
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// TestStateWithoutChunkBits opens stores whose state of version 3 lacks the
+// byte naming the chunks' size, as the builds of main from 8f2e5ac (chunks
+// of 2^14) to 9f9e776 (chunks of 2^12, from 3f114e6) wrote it on
+// 2026-12-06, before caba502 added the byte. Such a data dir must stay
+// readable: the store opens, finds every entry by its leaf hash (those under
+// 'j' keys of the old layout and those in its open chunk), takes appends
+// across a chunk boundary, and names the chunks' size it was written with
+// in its state from then on.
+func TestStateWithoutChunkBits(t *testing.T) {
+	for _, tc := range []struct {
+		bits uint
+		size int
+	}{
+		{14, 1<<14 + 700}, // 8f2e5ac: one chunk of 2^14 under 'j'
+		{14, 5000},        // 8f2e5ac: past 2^12 entries, no key under 'j' yet
+		{12, 2<<12 + 300}, // 3f114e6: two chunks of 2^12 under 'j'
+		{12, 300},         // 3f114e6: no key under 'j' yet
+	} {
+		t.Run(fmt.Sprintf("chunks of 2^%d, size %d", tc.bits, tc.size), func(t *testing.T) {
+			dir := t.TempDir()
+			opts := &Options{testingOnlyChunkBits: tc.bits}
+			s, err := Open(dir, opts)
+			must(t, err)
+			a := newAppender()
+			entry := func(i int) []byte { return fmt.Appendf(nil, "entry %d", i) }
+			var all [][]byte
+			for i := range tc.size {
+				all = append(all, entry(i))
+			}
+			for start := 0; start < tc.size; start += 4000 {
+				must(t, s.Commit(context.Background(), a.batch(all[start:min(start+4000, tc.size)])))
+			}
+			must(t, s.Close())
+			db := openRaw(t, dir)
+			editState(t, db, func(v []byte) []byte { return append(v[:17], v[18:]...) }) // as 8f2e5ac wrote it
+			must(t, db.Close())
+
+			s, err = Open(dir, nil) // this program's chunk size, whatever the store's
+			if err != nil {
+				t.Fatalf("opening a store as %d chunks of 2^%d wrote it: %v", tc.size>>tc.bits, tc.bits, err)
+			}
+			for i := range tc.size {
+				wantLeafIndex(t, s, entry(i), uint64(i))
+			}
+			more := make([][]byte, 1<<tc.bits)
+			for i := range more {
+				more[i] = entry(tc.size + i)
+			}
+			must(t, s.Commit(context.Background(), a.batch(more)))
+			check := func(s *Store) {
+				t.Helper()
+				for _, i := range []int{0, tc.size - 1, tc.size, tc.size + len(more) - 1, (tc.size + len(more)) &^ (1<<tc.bits - 1)} {
+					wantLeafIndex(t, s, entry(i), uint64(i))
+				}
+				v, c, err := s.db.Get(stateKey)
+				must(t, err)
+				_, ci, _, err := decodeState(v)
+				c.Close()
+				must(t, err)
+				if ci.bits != tc.bits {
+					t.Fatalf("state names chunks of 2^%d after a commit, want the store's 2^%d", ci.bits, tc.bits)
+				}
+			}
+			check(s)
+			must(t, s.Close())
+			s, err = Open(dir, nil)
+			must(t, err)
+			defer s.Close()
+			check(s)
+		})
+	}
+}
