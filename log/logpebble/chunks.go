@@ -111,3 +111,42 @@ func eachLeafHash(r reader, from, to uint64, fn func(index uint64, h []byte) boo
 	}
 	return nil
 }
+
+// legacyChunkBits are the chunk sizes of the builds whose state did not name
+// it: 8f2e5ac and f8945f4 wrote chunks of 2^14, 3f114e6 to 9f9e776 of 2^12.
+var legacyChunkBits = []uint{12, 14}
+
+// unnamedChunkBits finds the chunks' size of a store of size whose state
+// does not name it (and whose entries from chunked on are indexed under
+// 'j'): of this program's size (bits) and those of the builds that wrote
+// such states, the one under which exactly the chunks present are
+// complete, the last 'j' key's chunk being the last complete one. With no
+// chunk written, bits if no chunk of it is complete yet. It is
+// [ErrCorrupt] if no size fits.
+func unnamedChunkBits(r reader, size, chunked uint64, bits uint) (uint, error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{kindChunk}, UpperBound: []byte{kindChunk + 1}})
+	if err != nil {
+		return 0, fmt.Errorf("reading the leaf-hash index: %w", err)
+	}
+	defer it.Close()
+	found := it.Last()
+	var chunk, index uint64
+	if found {
+		if index, err = leafKeyIndex(it.Key()); err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		chunk = leafKeyEpoch(it.Key())
+	} else if err := it.Error(); err != nil {
+		return 0, fmt.Errorf("reading the leaf-hash index: %w", err)
+	}
+	for _, b := range append([]uint{bits}, legacyChunkBits...) {
+		complete := size >> b // chunks complete under 2^b
+		switch {
+		case !found && complete<<b <= chunked:
+			return b, nil
+		case found && complete<<b > chunked && complete-1 == chunk && index>>b == chunk:
+			return b, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: the state of size %d does not name its chunks' size, and no size of 2^%d fits the keys under 'j'", ErrCorrupt, size, append([]uint{bits}, legacyChunkBits...))
+}

@@ -30,7 +30,9 @@ package logpebble
 //	                           then the compact range over [0, size): one
 //	                           32-byte hash per set bit of size, left to
 //	                           right. The state's checkpoint is the value at
-//	                           'c' size.
+//	                           'c' size. (main's builds 8f2e5ac to 9f9e776
+//	                           wrote no chunks' size byte; such a store's
+//	                           size is found from its 'j' keys.)
 //
 // A store with no 's' key is empty and must hold no other key.
 //
@@ -262,7 +264,8 @@ func encodeState(size uint64, ci chunkIndex, rng [][]byte) []byte {
 
 // decodeState decodes a state of version 1, 2 or 3. For versions 1 and 2,
 // whose entries all have 'h' or 'i' keys, ci.chunked is size and ci.bits
-// 0 (the program's to choose).
+// 0 (the program's to choose); for a state of version 3 that does not name
+// its chunks' size, ci.bits is 0 too.
 func decodeState(b []byte) (size uint64, ci chunkIndex, rng [][]byte, err error) {
 	if len(b) < 9 {
 		return 0, ci, nil, errors.New("state is too short")
@@ -274,15 +277,22 @@ func decodeState(b []byte) (size uint64, ci chunkIndex, rng [][]byte, err error)
 	size = binary.BigEndian.Uint64(b[1:9])
 	ci.chunked, b = size, b[9:]
 	if v == stateVersion {
-		if len(b) < 9 {
+		if len(b) < 8 {
 			return 0, ci, nil, errors.New("state is too short")
 		}
-		ci.chunked, ci.bits, b = binary.BigEndian.Uint64(b), uint(b[8]), b[9:]
+		ci.chunked, b = binary.BigEndian.Uint64(b), b[8:]
 		if ci.chunked > size {
 			return 0, ci, nil, fmt.Errorf("state of size %d names index %d as the first under 'j'", size, ci.chunked)
 		}
-		if ci.bits < 1 || ci.bits > 32 {
-			return 0, ci, nil, fmt.Errorf("state names chunks of 2^%d entries", ci.bits)
+		// The builds of main from 8f2e5ac to 9f9e776 wrote no byte for the
+		// chunks' size: their compact range follows at once, a whole number
+		// of hashes. ci.bits stays 0 and the store finds the size from its
+		// 'j' keys (unnamedChunkBits).
+		if len(b)%hashSize == 1 {
+			ci.bits, b = uint(b[0]), b[1:]
+			if ci.bits < 1 || ci.bits > 32 {
+				return 0, ci, nil, fmt.Errorf("state names chunks of 2^%d entries", ci.bits)
+			}
 		}
 	}
 	n := bits.OnesCount64(size)

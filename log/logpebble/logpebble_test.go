@@ -245,9 +245,6 @@ func TestOpenCorrupt(t *testing.T) {
 		{"state names chunks of 2^0 entries", func(t *testing.T, db *pebble.DB) {
 			editState(t, db, func(v []byte) []byte { v[17] = 0; return v })
 		}},
-		{"state without the chunks' size (as 8f2e5ac wrote it)", func(t *testing.T, db *pebble.DB) {
-			editState(t, db, func(v []byte) []byte { return append(v[:17], v[18:]...) })
-		}},
 		{"state rolled back one batch", func(t *testing.T, db *pebble.DB) {
 			a := newAppender()
 			var b *log.Batch

@@ -263,6 +263,11 @@ func (s *Store) loadState() error {
 		return s.readError(fmt.Errorf("reading the upper levels of the tree: %w", err))
 	}
 	s.chunks.chunked = ci.chunked
+	if ci.bits == 0 && ci.chunked < size { // version 3, chunks' size not named
+		if ci.bits, err = unnamedChunkBits(s.r, size, ci.chunked, s.chunks.bits); err != nil {
+			return err
+		}
+	}
 	if ci.bits != 0 {
 		s.chunks.bits = ci.bits // the store's, whatever this program would choose
 	}
