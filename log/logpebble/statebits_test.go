@@ -23,13 +23,16 @@ func TestStateWithoutChunkBits(t *testing.T) {
 	for _, tc := range []struct {
 		bits uint
 		size int
+		v1   int // entries of a version 1 store it upgraded, if not 0
 	}{
-		{14, 1<<14 + 700}, // 8f2e5ac: one chunk of 2^14 under 'j'
-		{14, 5000},        // 8f2e5ac: past 2^12 entries, no key under 'j' yet
-		{12, 2<<12 + 300}, // 3f114e6: two chunks of 2^12 under 'j'
-		{12, 300},         // 3f114e6: no key under 'j' yet
+		{14, 1<<14 + 700, 0},    // 8f2e5ac: one chunk of 2^14 under 'j'
+		{14, 5000, 0},           // 8f2e5ac: past 2^12 entries, no key under 'j' yet
+		{12, 2<<12 + 300, 0},    // 3f114e6: two chunks of 2^12 under 'j'
+		{12, 300, 0},            // 3f114e6: no key under 'j' yet
+		{14, 1<<14 + 700, 3000}, // 8f2e5ac upgraded a version 1 store: chunk 0 from 3000
+		{12, 2<<12 + 300, 5000}, // 3f114e6 likewise: chunk 1 from 5000
 	} {
-		t.Run(fmt.Sprintf("chunks of 2^%d, size %d", tc.bits, tc.size), func(t *testing.T) {
+		t.Run(fmt.Sprintf("chunks of 2^%d, size %d, from version 1 at %d", tc.bits, tc.size, tc.v1), func(t *testing.T) {
 			dir := t.TempDir()
 			opts := &Options{testingOnlyChunkBits: tc.bits}
 			s, err := Open(dir, opts)
@@ -40,7 +43,16 @@ func TestStateWithoutChunkBits(t *testing.T) {
 			for i := range tc.size {
 				all = append(all, entry(i))
 			}
-			for start := 0; start < tc.size; start += 4000 {
+			start := 0
+			if tc.v1 != 0 {
+				must(t, s.Commit(context.Background(), a.batch(all[:tc.v1])))
+				must(t, s.Close())
+				downgrade(t, dir, all[:tc.v1], 1)
+				s, err = Open(dir, opts)
+				must(t, err)
+				start = tc.v1
+			}
+			for ; start < tc.size; start += 4000 {
 				must(t, s.Commit(context.Background(), a.batch(all[start:min(start+4000, tc.size)])))
 			}
 			must(t, s.Close())
