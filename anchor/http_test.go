@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/online"
 )
 
@@ -46,9 +47,16 @@ func TestHandler(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal(body, &list) != nil || len(list) != 3 {
 		t.Fatalf("list: %d %s", code, body)
 	}
+	// Each summary names the sidecar whose data dir keeps the record, as
+	// its anchor entry does (on a shared log, so a reader can tell whose
+	// records a listing shows).
+	sidecar, err := anchor.ReadSidecar(e.records.Dir())
+	if err != nil || sidecar == "" {
+		t.Fatalf("sidecar id %q: %v", sidecar, err)
+	}
 	for i, s := range list {
-		if s.Name != names[i] || s.URL != "/log/anchors/"+names[i] || len(s.Timestamps) != 1 || len(s.Tlogs) != 1 || s.RecordHash == "" {
-			t.Errorf("summary %d: %+v", i, s)
+		if s.Name != names[i] || s.URL != "/log/anchors/"+names[i] || len(s.Timestamps) != 1 || len(s.Tlogs) != 1 || s.RecordHash == "" || s.Sidecar != sidecar {
+			t.Errorf("summary %d: %+v, want sidecar %s", i, s, sidecar)
 		}
 	}
 	code, body = get("/log/anchors?after="+names[0]+"&limit=1", true)

@@ -13,7 +13,8 @@ import (
 )
 
 // Summary is one record in the /log/anchors listing: what it anchors,
-// who vouched for it, and how to fetch it.
+// who vouched for it, the sidecar that keeps it (its anchor entry's
+// sidecar) and how to fetch it.
 type Summary struct {
 	Name string `json:"name"`
 	URL  string `json:"url"` // /log/anchors/<name>: the record's exact bytes
@@ -106,6 +107,11 @@ func serveList(w http.ResponseWriter, r *http.Request, s *anchor.Store) {
 		}
 		names = names[i+1:]
 	}
+	sidecar, err := anchor.ReadSidecar(s.Dir())
+	if err != nil {
+		http.Error(w, "reading the sidecar id failed", http.StatusInternalServerError)
+		return
+	}
 	out := []Summary{}
 	for _, n := range names {
 		if len(out) == limit {
@@ -119,7 +125,9 @@ func serveList(w http.ResponseWriter, r *http.Request, s *anchor.Store) {
 		if st.Err != nil {
 			continue
 		}
-		out = append(out, Summary{Name: n, URL: "/log/anchors/" + n, AnchorEntry: anchor.Fields(st)})
+		f := anchor.Fields(st)
+		f.Sidecar = sidecar // the records here are this data dir's sidecar's
+		out = append(out, Summary{Name: n, URL: "/log/anchors/" + n, AnchorEntry: f})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
