@@ -393,7 +393,7 @@ func parseConsistency(b []byte) (old, new uint64, p [][]byte, err error) {
 		return 0, 0, nil, errors.New("too many proof lines")
 	}
 	for _, l := range lines[3:] {
-		h, err := base64.StdEncoding.DecodeString(l)
+		h, err := base64.StdEncoding.Strict().DecodeString(l)
 		if err != nil || len(h) != log.HashSize {
 			return 0, 0, nil, fmt.Errorf("%q is not a base64 SHA-256 hash", l)
 		}

@@ -64,7 +64,7 @@ func parseConsistency(b []byte) ([]sizeProof, error) {
 func decodeHashes(ss []string) ([][]byte, bool) {
 	out := make([][]byte, len(ss))
 	for i, s := range ss {
-		h, err := base64.StdEncoding.DecodeString(s)
+		h, err := base64.StdEncoding.Strict().DecodeString(s)
 		if err != nil || len(h) != log.HashSize {
 			return nil, false
 		}

@@ -493,7 +493,7 @@ func (c *checker) checkGenesisFile() {
 	g := c.read(GenesisFile)
 	var p [][]byte
 	for _, l := range strings.Fields(string(c.read(GenesisProof))) {
-		h, err := base64.StdEncoding.DecodeString(l)
+		h, err := base64.StdEncoding.Strict().DecodeString(l)
 		if err != nil {
 			c.bad(GenesisProof, "not base64 hashes")
 		}
