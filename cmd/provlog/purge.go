@@ -317,10 +317,19 @@ func keepNamedSince(ctx context.Context, store log.Storage, size uint64, busy ma
 }
 
 // namedSince returns the blobs the entries from index from on name, up
-// to the store's size now: on a shared log that holds the other
-// sidecars' entries, which this one's sequencer has not seen.
+// to the store's size now: on a shared log the newest any writer
+// committed (log.SharedStorage.Latest, read from the store: the handle's
+// own State may not have heard of another sidecar's last commit yet),
+// which holds the other sidecars' entries this one's sequencer has not
+// seen.
 func namedSince(ctx context.Context, store log.Storage, from uint64) (map[string]bool, error) {
-	st, err := store.State(ctx)
+	var st log.State
+	var err error
+	if sh, ok := store.(log.SharedStorage); ok {
+		st, err = sh.Latest(ctx)
+	} else {
+		st, err = store.State(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -347,19 +356,38 @@ func namedSince(ctx context.Context, store log.Storage, from uint64) (map[string
 // have found a blob there before it was deleted, and its entry, after
 // the purge entry, names it. (One that comes in after this look stores
 // the blob again itself: the proxy's blobSet.named.) A log of one
-// sidecar needs none of it: its calls' holds keep such blobs.
+// sidecar needs none of it: its calls' holds keep such blobs. The blobs
+// read back to store again are held restoreBudget bytes at a time: each
+// time they pass it, the entries since are read and those blobs let go.
 func deleteBlobs(ctx context.Context, store log.Storage, bs *blobs.Store, list []string, after uint64, shared bool) error {
-	saved := map[string][]byte{}
+	saved, held := map[string][]byte{}, 0
 	for _, s := range list {
 		if shared {
 			if b, err := bs.Get(s); err == nil {
-				saved[s] = b // a blob that went bad is not stored again
+				saved[s], held = b, held+len(b) // a blob that went bad is not stored again
 			}
 		}
 		if err := bs.Purge(s); err != nil {
 			return fmt.Errorf("deleting blob %s failed (run the purge again): %w", s, err)
 		}
+		if held >= restoreBudget {
+			if err := restoreNamed(ctx, store, bs, saved, after); err != nil {
+				return err
+			}
+			clear(saved)
+			held = 0
+		}
 	}
+	return restoreNamed(ctx, store, bs, saved, after)
+}
+
+// restoreBudget is how many bytes of deleted blobs a purge on a shared log
+// holds at most before it looks for entries naming them (a var for tests).
+var restoreBudget = 64 << 20
+
+// restoreNamed stores again each of saved (deleted blobs, by name) that
+// an entry from index after on names.
+func restoreNamed(ctx context.Context, store log.Storage, bs *blobs.Store, saved map[string][]byte, after uint64) error {
 	if len(saved) == 0 {
 		return nil
 	}

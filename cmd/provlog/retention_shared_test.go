@@ -147,6 +147,18 @@ func TestRetentionSharedKeepsCallUnderWay(t *testing.T) {
 // its purge entry and stores the blob again. Without that, the blob B's
 // entry names, newer than every purge entry naming it, was gone.
 func TestRetentionSharedRestoresNamed(t *testing.T) {
+	for _, budget := range []int{restoreBudget, 1} {
+		t.Run(fmt.Sprintf("budget %d", budget), func(t *testing.T) {
+			// With a budget of one byte, the purge looks for entries
+			// naming each blob right after deleting it, holding none.
+			defer func(b int) { restoreBudget = b }(restoreBudget)
+			restoreBudget = budget
+			retentionRestoresNamed(t)
+		})
+	}
+}
+
+func retentionRestoresNamed(t *testing.T) {
 	a, b := sharedPair(t, newGatedPrompt(t).url)
 	ctx := context.Background()
 	payload := []byte(strings.Repeat("an old call's arguments ", 100))
