@@ -283,8 +283,7 @@ func (a *api) checkpoint(ctx context.Context, _ string, q url.Values) (*response
 	if err := noQuery(q); err != nil {
 		return nil, err
 	}
-	latestSize, latest := a.opts.Seq.Checkpoint()
-	size, cp := latestSize, latest
+	size, cp := a.opts.Seq.Checkpoint()
 	if s, c := a.cosigned(ctx); c != nil {
 		size, cp = s, c
 	}
@@ -293,14 +292,8 @@ func (a *api) checkpoint(ctx context.Context, _ string, q url.Values) (*response
 	}
 	// Never roll a client back: a cosigned checkpoint older than the
 	// latest served before it (before any witness cosigned, or while the
-	// store could not be read) waits until the witnesses catch up. What
-	// was served is known to this process alone: its first answer is at
-	// least the latest, which no checkpoint it served before a restart is
-	// newer than.
+	// store could not be read) waits until the witnesses catch up.
 	a.mu.Lock()
-	if a.served == nil && latest != nil {
-		a.served, a.size = latest, latestSize
-	}
 	if size < a.size {
 		cp = a.served
 	} else {
