@@ -28,17 +28,7 @@ import (
 // stopped reading at the call one past its limit, so the answers that
 // would end the calls under way were never read, and no call ended.
 func TestJoinedStdioOwedAnswers(t *testing.T) {
-	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return askServer() }, nil))
-	defer down.Close()
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	cfg := writeFile(t, filepath.Join(dir, "provlog.yaml"), fmt.Appendf(nil, "data: %s\nservers:\n  - {id: ap, url: %q, protocol: 2025-11-25}\n", data, down.URL))
-	_, stop := startServe(t, "--config", cfg)
-	defer stop()
-	s := startStdioProc(t, data)
-	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
-	s.next()
-	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	s, _, _ := joinedAsking(t, "")
 	const calls = maxJoinedRequests + 4
 	var lines []string
 	for i := range calls {
@@ -90,17 +80,7 @@ func TestJoinedStdioOwedAnswers(t *testing.T) {
 // waited for an answer that can no longer come, until the server's
 // timeout.
 func TestJoinedStdinClosedMidCall(t *testing.T) {
-	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return askServer() }, nil))
-	defer down.Close()
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	cfg := writeFile(t, filepath.Join(dir, "provlog.yaml"), fmt.Appendf(nil, "data: %s\nservers:\n  - {id: ap, url: %q, protocol: 2025-11-25, timeout: 10m}\n", data, down.URL))
-	_, stop := startServe(t, "--config", cfg)
-	defer stop()
-	s := startStdioProc(t, data)
-	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
-	s.next()
-	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	s, data, stop := joinedAsking(t, ", timeout: 10m")
 	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ap__ask","arguments":{}}}`)
 	if b := s.next(); !strings.Contains(b, `"elicitation/create"`) {
 		t.Fatalf("the call's server did not ask: %.300s", b)
@@ -239,4 +219,24 @@ func TestSidecarStopsWithJoinedClient(t *testing.T) {
 	s.send(createTask("2", "before the stop"))
 	answered(t, s.next(), "2")
 	stop()
+}
+
+// joinedAsking starts a sidecar fronting askServer over HTTP as server
+// "ap" (more: further members of its config entry, such as ", timeout:
+// 10m"), and a stdio serve joined to it whose client offers elicitation,
+// initialized; it returns that client's process, the data dir and the
+// sidecar's stop (also run at the test's end).
+func joinedAsking(t *testing.T, more string) (stdioSidecar, string, func()) {
+	t.Helper()
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return askServer() }, nil))
+	t.Cleanup(down.Close)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := writeFile(t, filepath.Join(dir, "provlog.yaml"), fmt.Appendf(nil, "data: %s\nservers:\n  - {id: ap, url: %q, protocol: 2025-11-25%s}\n", data, down.URL, more))
+	_, stop := startServe(t, "--config", cfg)
+	s := startStdioProc(t, data)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.next()
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s, data, stop
 }
