@@ -79,7 +79,9 @@ func jcsSum(t *testing.T, def string) string {
 // unknown for an entry that names none; the report and its log entry
 // count them and name each change. A call under a changed definition is
 // not re-run on the word of the new definition's readOnlyHint, only on
-// the config's replay: true.
+// the config's replay: true; nor is a call whose entry names no
+// definition, since nothing says the hint was the one it was made
+// against.
 func TestDefinitions(t *testing.T) {
 	// What the calls were made against; what the server lists now (its
 	// description changed); and the same with only a member the SDK's
@@ -110,7 +112,7 @@ func TestDefinitions(t *testing.T) {
 	want := []got{
 		{Unchanged, DefinitionSame, cur, cur},
 		{NotReplayable, DefinitionChanged, then, cur},
-		{Unchanged, DefinitionUnknown, "", cur},
+		{NotReplayable, DefinitionUnknown, "", cur},
 		{NotReplayable, DefinitionChanged, then, cur},
 	}
 	for i, o := range rep.Outcomes {
@@ -149,6 +151,13 @@ func TestDefinitions(t *testing.T) {
 	}
 	if o := rep.Outcomes[0]; o.Class != Unchanged || o.Definition != DefinitionChanged {
 		t.Errorf("replay: true, changed definition: %+v, want re-run and unchanged", o)
+	}
+	rep, err = Run(context.Background(), entries[2:3], 32, Options{Servers: []proxy.ServerConfig{{ID: "w", URL: url, Replay: true}}, Runs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := rep.Outcomes[0]; o.Class != Unchanged || o.Definition != DefinitionUnknown {
+		t.Errorf("replay: true, no definition named: %+v, want re-run and unchanged", o)
 	}
 
 	// A change only in a member the SDK's Tool lacks is a change.
