@@ -220,6 +220,19 @@ func openReplayRemote(ctx context.Context, logURL, token string, from, to uint64
 	return l, nil
 }
 
+// printedPaths names RFC 6901's empty pointer, the result as a whole
+// (a result that changed type, or a member of it not named), in words.
+func printedPaths(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		if p == "" {
+			p = "(the whole result)"
+		}
+		out[i] = p
+	}
+	return out
+}
+
 func printReplay(w io.Writer, out replayOutput) {
 	rep := out.Report
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -237,7 +250,7 @@ func printReplay(w io.Writer, out replayOutput) {
 			d = append(d, rel)
 		}
 		if len(o.Paths) > 0 {
-			d = append(d, "paths "+strings.Join(o.Paths, " "))
+			d = append(d, "paths "+strings.Join(printedPaths(o.Paths), " "))
 		}
 		if o.Note != "" {
 			d = append(d, o.Note)

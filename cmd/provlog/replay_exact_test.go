@@ -80,7 +80,10 @@ func TestReplayExactNumbers(t *testing.T) {
 			t.Fatalf("call.result %d: %+v (%v), want result_canonical: false", i, res, err)
 		}
 	}
-	appendOldBigResults(t, data)
+	// The old calls name the definition the new ones do: replay re-runs
+	// a read-only tool only when its entry says which it was made against.
+	toolSum, _ := entryAt(t, data, first).Fields["tool_sha256"].(string)
+	appendOldBigResults(t, data, toolSum)
 
 	replayed := func() []replay.Outcome {
 		var out, errb bytes.Buffer
@@ -121,8 +124,9 @@ func TestReplayExactNumbers(t *testing.T) {
 
 // appendOldBigResults appends to data's log two calls of echo (on fx, and
 // on full with the result retained) whose call.result entries are as
-// provlog wrote them before: oldBigSum, no result_canonical.
-func appendOldBigResults(t *testing.T, data string) {
+// provlog wrote them before: oldBigSum, no result_canonical. The calls
+// name the tool's definition toolSum.
+func appendOldBigResults(t *testing.T, data, toolSum string) {
 	k, err := loadKeys(data)
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +151,7 @@ func appendOldBigResults(t *testing.T, data string) {
 	now := time.Now().UTC().Format(log.TimeFormat)
 	for _, c := range []struct{ server, retained string }{{"fx", ""}, {"full", `"result_retained":true,`}} {
 		call := appendEntry(t, seq, &log.Entry{Kind: log.KindCall, Time: time.Now(), Actor: "recorder", Fields: map[string]any{
-			"server": c.server, "tool": "echo", "args": map[string]any{}, "started": now}})
+			"server": c.server, "tool": "echo", "tool_sha256": toolSum, "args": map[string]any{}, "started": now}})
 		old := fmt.Sprintf(`{"actor":"recorder","call":%d,"duration_ns":1,"is_error":false,"kind":"call.result","result_bytes":93,%s"result_sha256":"%s","time":"%s","v":1}`,
 			call, c.retained, oldBigSum, now)
 		if _, err := seq.Append(context.Background(), []byte(old)); err != nil {

@@ -346,6 +346,10 @@ func (r *runner) rerun(ctx context.Context, o Outcome, call *log.CallEntry) Outc
 		// The annotation is the new definition's word: the tool the call
 		// was made against may not have been read-only (a rug pull).
 		return no("tool's definition changed since the call: its readOnlyHint now is not the word of the definition the call was made against (no replay: true)")
+	case o.Definition == DefinitionUnknown:
+		// An entry from before tool_sha256: nothing says the tool was
+		// read-only when it was called.
+		return no("the call entry names no tool definition (recorded before provlog named them): its readOnlyHint now may not be the word of the definition the call was made against (no replay: true)")
 	}
 	ignore := append(append([]string(nil), cfg.ReplayIgnore["*"]...), cfg.ReplayIgnore[o.Tool]...)
 

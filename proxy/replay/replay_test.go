@@ -84,6 +84,14 @@ func TestStdioAndNotReplayable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fixture := proxy.ServerConfig{ID: "st", Command: []string{exe}, Env: map[string]string{stdioFixtureEnv: "1"}}
+	echoSum := listedSum(t, fixture, "echo")
+	// The calls name the definition the fixture lists, as the proxy
+	// records them (without one, a readOnlyHint is no reason to re-run).
+	callEntry := func(t *testing.T, fields map[string]any) []byte {
+		fields["tool_sha256"] = echoSum
+		return callEntry(t, fields)
+	}
 	entries := [][]byte{
 		callEntry(t, map[string]any{"server": "st", "tool": "echo", "args": map[string]any{"q": "hi"}, "result_sha256": want}),
 		callEntry(t, map[string]any{"server": "st", "tool": "echo", "args": map[string]any{"q": "hi"}, "result_sha256": stale}),
@@ -154,7 +162,7 @@ func TestStdioAndNotReplayable(t *testing.T) {
 	// Calls as provlog records them now: a call entry, and its outcome
 	// in a later call.result entry; a call cut off has none.
 	call := func(q string) []byte {
-		b, err := (&log.CallEntry{Time: time.Unix(1, 0), Actor: "a", Server: "st", Tool: "echo", Args: log.CanonicalJSON(`{"q":"` + q + `"}`)}).Marshal()
+		b, err := (&log.CallEntry{Time: time.Unix(1, 0), Actor: "a", Server: "st", Tool: "echo", ToolSHA256: echoSum, Args: log.CanonicalJSON(`{"q":"` + q + `"}`)}).Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,6 +190,30 @@ func TestStdioAndNotReplayable(t *testing.T) {
 	if w := []string{"20 unchanged", "21 changed", "23 not_replayable"}; !reflect.DeepEqual(got, w) {
 		t.Errorf("two-entry calls: %v, want %v", got, w)
 	}
+}
+
+// listedSum is the definition hash of the tool the server cfg lists
+// under name now, as the proxy makes it.
+func listedSum(t *testing.T, cfg proxy.ServerConfig, name string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := proxy.Dial(ctx, cfg, "", "replay-test", "1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range tools {
+		if x.Name == name {
+			return x.SHA256
+		}
+	}
+	t.Fatalf("the server lists no tool %q", name)
+	return ""
 }
 
 func sha256hex(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
