@@ -73,21 +73,38 @@ func publishSidecar(data string, addr net.Addr, actor string, idle time.Duration
 // this process can act in its log as cfg's stdio actor. It returns the
 // bridge to run, or an error saying why not and what to do.
 func joinSidecar(ctx context.Context, cfg *Config, logger *slog.Logger) (*bridge, error) {
-	info, err := awaitSidecar(ctx, cfg.Data, logger)
+	j, err := findSidecar(ctx, cfg, logger)
 	if err != nil {
 		return nil, err
 	}
+	return &bridge{cfg: cfg, joined: j, hc: &http.Client{}}, nil
+}
+
+// joined is where a bridge relays to: the running sidecar's endpoint and
+// the stdio actor's token, and how often to ping its sessions.
+type joined struct {
+	url, token string
+	keepalive  time.Duration
+}
+
+// findSidecar finds the running sidecar on cfg's data dir and checks that
+// this process can act in its log as cfg's stdio actor.
+func findSidecar(ctx context.Context, cfg *Config, logger *slog.Logger) (joined, error) {
+	info, err := awaitSidecar(ctx, cfg.Data, logger)
+	if err != nil {
+		return joined{}, err
+	}
 	if info.Actor != cfg.Actor {
-		return nil, fmt.Errorf("the sidecar running on %s acts for stdio clients as %q, but this config's actor is %q; give both the same actor: (or use another data dir)",
+		return joined{}, fmt.Errorf("the sidecar running on %s acts for stdio clients as %q, but this config's actor is %q; give both the same actor: (or use another data dir)",
 			cfg.Data, info.Actor, cfg.Actor)
 	}
 	tok, err := os.ReadFile(filepath.Join(cfg.Data, localToken))
 	if err != nil {
-		return nil, fmt.Errorf("reading the stdio actor's token: %w", err)
+		return joined{}, fmt.Errorf("reading the stdio actor's token: %w", err)
 	}
 	k, err := loadKeys(cfg.Data)
 	if err != nil {
-		return nil, err
+		return joined{}, err
 	}
 	// The sidecar at that URL must be this data dir's log.
 	r := newRemote(info.URL, "")
@@ -95,16 +112,16 @@ func joinSidecar(ctx context.Context, cfg *Config, logger *slog.Logger) (*bridge
 	defer cancel()
 	cp, err := r.get(cctx, "/log/checkpoint")
 	if err != nil {
-		return nil, fmt.Errorf("data dir %s is held by a provlog that said it serves at %s, but it does not answer there (%v); stop it or wait for it to finish, then start this one again", cfg.Data, info.URL, err)
+		return joined{}, fmt.Errorf("data dir %s is held by a provlog that said it serves at %s, but it does not answer there (%v); stop it or wait for it to finish, then start this one again", cfg.Data, info.URL, err)
 	}
 	if _, _, err := log.OpenCheckpoint(cp, k.verifier); err != nil {
-		return nil, fmt.Errorf("the sidecar at %s does not serve the log of %s (%v)", info.URL, cfg.Data, err)
+		return joined{}, fmt.Errorf("the sidecar at %s does not serve the log of %s (%v)", info.URL, cfg.Data, err)
 	}
 	idle, err := time.ParseDuration(info.SessionIdle)
 	if err != nil || idle <= 0 {
 		idle = proxy.DefaultSessionIdle
 	}
-	return &bridge{url: info.URL + "/mcp", token: strings.TrimSpace(string(tok)), hc: &http.Client{}, keepalive: idle / 3}, nil
+	return joined{url: info.URL + "/mcp", token: strings.TrimSpace(string(tok)), keepalive: idle / 3}, nil
 }
 
 // joinWait is how long a stdio serve that finds its data dir held waits
@@ -158,16 +175,18 @@ func readSidecar(data string) (info sidecarInfo, running bool, err error) {
 // bridge relays newline-delimited JSON-RPC between a stdio MCP client
 // and a streamable HTTP MCP endpoint.
 type bridge struct {
-	url, token string
-	hc         *http.Client
-	// keepalive is how often the bridge pings its session: the sidecar
-	// closes a session after sessions.idle without a request, and a
-	// stdio client need not make any while it is connected.
-	keepalive time.Duration
+	cfg *Config
+	hc  *http.Client
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// joined is where it relays (its keepalive: how often the bridge
+	// pings its session: the sidecar closes a session after
+	// sessions.idle without a request, and a stdio client need not make
+	// any while it is connected). A rejoin changes it (joinagain.go).
+	joined
 	session string
 	version string
+	again   rejoining
 	outMu   sync.Mutex
 	out     io.Writer
 	logger  *slog.Logger
@@ -209,6 +228,7 @@ func (b *bridge) run(ctx context.Context, in io.Reader, out io.Writer, logger *s
 			switch {
 			case m.Method == "initialize":
 				// Everything after it needs the session it makes.
+				b.remember(line)
 				b.post(ctx, line, m)
 				if b.streamVersion() {
 					listening.Go(func() { b.listen(lctx) })
@@ -300,6 +320,8 @@ func (b *bridge) streamVersion() bool {
 }
 
 func (b *bridge) request(ctx context.Context, method string, body []byte) (*http.Request, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	req, err := http.NewRequestWithContext(ctx, method, b.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -309,26 +331,19 @@ func (b *bridge) request(ctx context.Context, method string, body []byte) (*http
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	b.mu.Lock()
 	if b.session != "" {
 		req.Header.Set("Mcp-Session-Id", b.session)
 	}
 	if b.version != "" {
 		req.Header.Set("Mcp-Protocol-Version", b.version)
 	}
-	b.mu.Unlock()
 	return req, nil
 }
 
 // post sends one message and relays what comes back. A request that gets
 // no answer gets a JSON-RPC error saying why.
 func (b *bridge) post(ctx context.Context, line []byte, m message) {
-	req, err := b.request(ctx, http.MethodPost, bytes.TrimSpace(line))
-	if err != nil {
-		b.fail(m, err.Error())
-		return
-	}
-	resp, err := b.hc.Do(req)
+	resp, err := b.send(ctx, bytes.TrimSpace(line), m)
 	if err != nil {
 		why := cutText
 		if ctx.Err() == nil {
@@ -349,7 +364,7 @@ func (b *bridge) post(ctx context.Context, line []byte, m message) {
 	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
 		return
 	case resp.StatusCode == http.StatusNotFound && m.Method != "initialize":
-		b.fail(m, "the provlog sidecar this process joined no longer knows this session (it restarted, or this process was stopped for longer than its sessions.idle); restart this MCP server")
+		b.fail(m, "the provlog sidecar this process joined no longer knows this session (it restarted, or this process was stopped for longer than its sessions.idle), and joining it again failed (see the log); restart this MCP server")
 		return
 	case resp.StatusCode != http.StatusOK:
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -488,17 +503,28 @@ func sameID(a, b json.RawMessage) bool {
 // messages (list changes, sampling), reopening it until ctx is done.
 func (b *bridge) listen(ctx context.Context) {
 	for delay := 100 * time.Millisecond; ctx.Err() == nil; delay = min(2*delay, 10*time.Second) {
+		gen := b.generation()
 		req, err := b.request(ctx, http.MethodGet, nil)
 		if err != nil {
 			return
 		}
 		req.Header.Set("Accept", "text/event-stream")
 		resp, err := b.hc.Do(req)
-		if err == nil {
-			if resp.StatusCode == http.StatusMethodNotAllowed || resp.StatusCode == http.StatusNotFound {
-				resp.Body.Close()
-				return
+		switch {
+		case err != nil:
+			if refused(err) {
+				b.rejoin(ctx, gen) // the sidecar restarted elsewhere, or is down
 			}
+		case resp.StatusCode == http.StatusMethodNotAllowed:
+			resp.Body.Close()
+			return
+		case resp.StatusCode == http.StatusNotFound:
+			// The sidecar restarted: join it again, or wait on.
+			resp.Body.Close()
+			if b.rejoin(ctx, gen) == nil {
+				delay = 100 * time.Millisecond
+			}
+		default:
 			if resp.StatusCode == http.StatusOK {
 				b.relaySSE(ctx, resp.Body, message{})
 				delay = 100 * time.Millisecond
@@ -519,10 +545,13 @@ func (b *bridge) listen(ctx context.Context) {
 // client's: its ids are its own, and the bridge's ping id is none of
 // them on this connection.
 func (b *bridge) keepAlive(ctx context.Context) {
-	if b.keepalive <= 0 {
+	b.mu.Lock()
+	every := b.keepalive
+	b.mu.Unlock()
+	if every <= 0 {
 		return
 	}
-	t := time.NewTicker(b.keepalive)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for n := 1; ; n++ {
 		select {
@@ -541,9 +570,9 @@ func (b *bridge) keepAlive(ctx context.Context) {
 		}
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusNotFound {
-			return // the session is gone; the client's next request is told
-		}
+		// A session that is gone (404) is made again by the stream's
+		// rejoin or the client's next request; the pings go on.
+
 	}
 }
 

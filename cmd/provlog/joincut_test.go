@@ -30,7 +30,7 @@ func TestJoinedCallCutBySidecar(t *testing.T) {
 	}))
 	defer srv.Close()
 	out := &proctest.Buffer{} // what the bridge writes to its client
-	b := &bridge{url: srv.URL + "/mcp", token: "t", hc: &http.Client{}, out: out, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	b := &bridge{joined: joined{url: srv.URL + "/mcp", token: "t"}, hc: &http.Client{}, out: out, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	line := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__append","arguments":{"text":"a"}}}` + "\n")
 	done := make(chan struct{})
 	go func() {
