@@ -104,7 +104,7 @@ type witnessing struct {
 // the log's stored nodes (for consistency proofs); record appends an entry
 // to the log (for witness.conflict entries). It returns nil if no witness
 // is configured.
-func openWitnessing(data string, ws []WitnessConfig, p WitnessPolicyConfig, logV note.Verifier, nodes log.NodeReader, record func(context.Context, []byte) error, logger *slog.Logger) (*witnessing, error) {
+func openWitnessing(data string, ws []WitnessConfig, p WitnessPolicyConfig, logV note.Verifier, nodes client.Tree, record func(context.Context, []byte) error, logger *slog.Logger) (*witnessing, error) {
 	if len(ws) == 0 {
 		return nil, nil
 	}

@@ -38,16 +38,23 @@ import (
 type Witness struct {
 	api   witness.AddCheckpointer
 	v     note.Verifier
-	nodes log.NodeReader
+	nodes Tree
 
 	mu   sync.Mutex // one request at a time
 	size uint64     // the size the witness last cosigned, as far as we know
 }
 
+// A Tree is what a [Witness] reads of the log's store ([log.Storage] is
+// one): its nodes, from which consistency proofs are built, and its signed
+// checkpoints, which show a witness that is ahead holds the log's tree.
+type Tree interface {
+	log.NodeReader
+	Checkpoints(ctx context.Context, from uint64, fn func(size uint64, note []byte) error) error
+}
+
 // NewWitness returns a client for the witness reached through api, whose
-// cosignatures verify with v; nodes are the log's stored tree nodes, from
-// which consistency proofs are built.
-func NewWitness(api witness.AddCheckpointer, v note.Verifier, nodes log.NodeReader) *Witness {
+// cosignatures verify with v; nodes is the log's store.
+func NewWitness(api witness.AddCheckpointer, v note.Verifier, nodes Tree) *Witness {
 	return &Witness{api: api, v: v, nodes: nodes}
 }
 
@@ -79,7 +86,9 @@ func (e *ConflictError) Error() string {
 }
 
 // A BehindError says the witness already cosigned a larger tree of the
-// log than the checkpoint submitted, a tree the log's store holds: the
+// log than the checkpoint submitted, a tree the log's store holds, and
+// then cosigned the log's own checkpoint of that size (or a larger one,
+// with a consistency proof from it), so its tree is the log's: the
 // checkpoint was stale (another sidecar of a shared log got a newer one
 // cosigned first), not a sign of another history. The next checkpoint,
 // at least WitnessSize, is submitted from there.
@@ -116,12 +125,13 @@ func (w *Witness) Cosign(ctx context.Context, signed []byte) ([]byte, error) {
 	// ahead is the answer for a witness that cosigned size n, above the
 	// checkpoint's: on a shared log another sidecar may have had a larger
 	// tree cosigned while ours was on its way, and then our own store
-	// holds the tree of size n; only a log that never reached n is in
-	// conflict with the witness.
+	// holds the tree of size n. The size alone shows nothing of the
+	// witness's root there: confirmAhead asks the witness to take the
+	// log's own checkpoint from its size on.
 	ahead := func(status int, n uint64) error {
 		if c.Size > 0 {
 			if _, err := log.ProveConsistency(ctx, w.nodes, c.Size, n); err == nil {
-				return &BehindError{Witness: w.v.Name(), Size: c.Size, WitnessSize: n}
+				return w.confirmAhead(ctx, c.Size, n, conflict)
 			}
 		}
 		return conflict(status, n, "it cosigned size %d, larger than the log's checkpoint of size %d", n, c.Size)
@@ -162,7 +172,6 @@ func (w *Witness) Cosign(ctx context.Context, signed []byte) ([]byte, error) {
 			case we.Size == old:
 				return nil, fmt.Errorf("witness %s: 409 naming the old size %d we sent", w.v.Name(), old)
 			case we.Size > c.Size:
-				w.size = we.Size
 				return nil, ahead(we.Status, we.Size)
 			}
 			old = we.Size
@@ -176,6 +185,74 @@ func (w *Witness) Cosign(ctx context.Context, signed []byte) ([]byte, error) {
 		return nil, fmt.Errorf("witness %s: %w", w.v.Name(), err)
 	}
 	return nil, fmt.Errorf("witness %s: its size kept changing; gave up after %d requests", w.v.Name(), maxAttempts)
+}
+
+// confirmAhead shows that the witness's checkpoint of size n, above the
+// submitted size, is the log's: it submits the log's first stored
+// checkpoint of size n or more, with the consistency proof from n, and the
+// witness cosigns it only if its own root at size n is the log's (the
+// same root for a checkpoint of size n, a proof that verifies from its
+// root for a larger one). Then the answer is a [*BehindError] and the
+// witness's size is known; a refusal that shows another root at n is a
+// [*ConflictError] (made by conflict).
+func (w *Witness) confirmAhead(ctx context.Context, submitted, n uint64, conflict func(int, uint64, string, ...any) error) error {
+	for range maxAttempts {
+		if _, err := log.ProveConsistency(ctx, w.nodes, submitted, n); err != nil {
+			return conflict(http.StatusConflict, n, "it cosigned size %d, larger than the log's checkpoint of size %d", n, submitted)
+		}
+		m, cp, err := w.checkpointFrom(ctx, n)
+		if err != nil {
+			return fmt.Errorf("witness %s: reading the log's checkpoint of size %d or more: %w", w.v.Name(), n, err)
+		}
+		if cp == nil {
+			return conflict(http.StatusConflict, n, "it cosigned size %d, and the log signed no checkpoint of that size or larger", n)
+		}
+		req := &witness.AddCheckpointRequest{OldSize: n, Proof: [][]byte{}, Checkpoint: cp}
+		if m > n {
+			if req.Proof, err = log.ProveConsistency(ctx, w.nodes, n, m); err != nil {
+				return fmt.Errorf("witness %s: %w", w.v.Name(), err)
+			}
+		}
+		sigs, err := w.api.AddCheckpoint(ctx, req)
+		if err == nil {
+			if _, err := w.verify(cp, sigs); err != nil {
+				return err
+			}
+			w.size = m
+			return &BehindError{Witness: w.v.Name(), Size: submitted, WitnessSize: m}
+		}
+		var we *witness.Error
+		switch {
+		case !errors.As(err, &we):
+		case we.Status == http.StatusConflict && we.Size == n && m == n:
+			return conflict(we.Status, n, "it cosigned another root hash at size %d than the log's checkpoint of that size", n)
+		case we.Status == http.StatusUnprocessableEntity:
+			return conflict(we.Status, n, "it refused the log's consistency proof from its size %d to %d, so its tree at size %d differs (%s)", n, m, n, we.Msg)
+		case we.Status == http.StatusConflict && we.Size > n && we.Size <= maxTreeSize:
+			n = we.Size // it moved on meanwhile
+			continue
+		}
+		return fmt.Errorf("witness %s: showing it the log's checkpoint of size %d: %w", w.v.Name(), m, err)
+	}
+	return fmt.Errorf("witness %s: its size kept changing; gave up after %d requests", w.v.Name(), maxAttempts)
+}
+
+// checkpointFrom returns the log's first stored signed checkpoint of size
+// n or more, or a nil note if there is none.
+func (w *Witness) checkpointFrom(ctx context.Context, n uint64) (uint64, []byte, error) {
+	var (
+		size uint64
+		cp   []byte
+	)
+	errFound := errors.New("found")
+	err := w.nodes.Checkpoints(ctx, n, func(s uint64, note []byte) error {
+		size, cp = s, bytes.Clone(note)
+		return errFound
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return 0, nil, err
+	}
+	return size, cp, nil
 }
 
 // maxTreeSize is the largest log size a witness may name: what a JSON
