@@ -65,6 +65,7 @@ func TestTimestampRefused(t *testing.T) {
 		{testtsa.NoCerts, "no signer certificate"},
 		{testtsa.NonCritical, "critical"},
 		{testtsa.Expired, "outside of certificate validity"},
+		{testtsa.Inaccurate, "accuracy"},
 	} {
 		t.Run(strings.ReplaceAll(tc.want, " ", "_"), func(t *testing.T) {
 			tsa.SetFault(tc.fault)

@@ -45,6 +45,7 @@ const (
 	NonCritical       // signs with a certificate whose EKU is not critical
 	Expired           // signs with a certificate that expired before now
 	Skewed            // signs a token dated 30 days ahead (within its certificate's validity), far from the clock
+	Inaccurate        // signs a token whose accuracy is an hour
 )
 
 // PKI is a root and a time-stamping certificate it issued.
@@ -52,6 +53,8 @@ type PKI struct {
 	Root    *x509.Certificate
 	Leaf    *x509.Certificate
 	LeafKey crypto.Signer
+	// Accuracy is the accuracy Token's tokens state; zero means a second.
+	Accuracy time.Duration
 }
 
 // NewPKI makes a root and a TSA certificate valid from notBefore to
@@ -212,6 +215,8 @@ func (a *TSA) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ts.Nonce = nil
 	case Skewed:
 		ts.Time = ts.Time.Add(30 * 24 * time.Hour)
+	case Inaccurate:
+		ts.Accuracy = time.Hour
 	case Untrusted:
 		pki = a.untrusted
 	case NoCerts:
@@ -242,13 +247,17 @@ func (a *TSA) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *PKI) Token(t testing.TB, url string, digest []byte, at time.Time) *rfc3161.Token {
 	t.Helper()
 	nonce := big.NewInt(at.UnixNano())
+	accuracy := p.Accuracy
+	if accuracy == 0 {
+		accuracy = time.Second
+	}
 	ts := timestamp.Timestamp{
 		HashAlgorithm:     crypto.SHA256,
 		HashedMessage:     digest,
 		Time:              at.UTC(),
 		Nonce:             nonce,
 		Policy:            asn1.ObjectIdentifier{1, 2, 3, 4, 1},
-		Accuracy:          time.Second,
+		Accuracy:          accuracy,
 		AddTSACertificate: true,
 		Certificates:      []*x509.Certificate{p.Root},
 	}
