@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,14 +13,51 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/provlog/provlog/anchor/rfc3161"
 	"github.com/provlog/provlog/log"
 )
 
 // Trust is what a verifier trusts beside the log's own keys: the roots of
 // the TSAs and the public keys of the Rekor logs.
+//
+// TSAs, when set, pins each TSA: a token is checked against the roots
+// (and policy) of the TSA whose URL the record stores it under, so one
+// TSA's root never vouches for a token said to be another's, and a token
+// under a URL none of them has is refused. Only when TSAs is empty are
+// tokens checked against TSARoots, pooled (pinned PEM files, which name
+// no TSA, and [TrustFromRecord]).
 type Trust struct {
 	TSARoots  []*x509.Certificate
+	TSAs      []TSATrust
 	RekorKeys []crypto.PublicKey
+}
+
+// A TSATrust is one pinned TSA: its URL as records store it (without
+// credentials), its roots, and the policy its tokens must carry, if any.
+type TSATrust struct {
+	URL    string
+	Roots  []*x509.Certificate
+	Policy asn1.ObjectIdentifier
+}
+
+// tsaOptions returns what a token stored under url is checked with: the
+// roots and policy t pins for that TSA, and an accuracy no wider than
+// [MaxClockSkew], the precision the anchor's time is used to.
+func (t *Trust) tsaOptions(url string) (rfc3161.VerifyOptions, error) {
+	o := rfc3161.VerifyOptions{Roots: t.TSARoots, MaxAccuracy: MaxClockSkew}
+	if len(t.TSAs) == 0 {
+		if len(o.Roots) == 0 {
+			return o, errors.New("no trusted TSA roots")
+		}
+		return o, nil
+	}
+	for _, a := range t.TSAs {
+		if a.URL == url {
+			o.Roots, o.Policy = a.Roots, a.Policy
+			return o, nil
+		}
+	}
+	return o, fmt.Errorf("%s is not a trusted TSA: no roots are pinned for its tokens", log.Printable(url))
 }
 
 // TrustFromRecord returns the trust a record itself declares: the root
@@ -71,7 +109,8 @@ type Verified struct {
 //   - the consistency proof leads from the previous anchored checkpoint to
 //     this one;
 //   - every RFC 3161 token passes rfc3161.Token.Check over Digest against
-//     trust.TSARoots, and every Rekor entry passes rekor.Entry.Check for
+//     the roots and policy trust pins for its TSA (see [Trust]), with an
+//     accuracy no wider than [MaxClockSkew], and every Rekor entry passes rekor.Entry.Check for
 //     Digest and the anchoring key against trust.RekorKeys; so each binds
 //     this checkpoint and this key, not merely some data;
 //   - there is at least one of them.
@@ -139,11 +178,12 @@ func checkAuthorities(ctx context.Context, r *Record, digest []byte, anchorKey c
 	}
 	for i, ts := range r.Timestamps {
 		part := fmt.Sprintf("timestamp %d (%s)", i, ts.URL)
-		if len(trust.TSARoots) == 0 {
-			fail(part, errors.New("no trusted TSA roots"))
+		opts, err := trust.tsaOptions(ts.URL)
+		if err != nil {
+			fail(part, err)
 			continue
 		}
-		vt, err := ts.Check(digest, trust.TSARoots)
+		vt, err := ts.Check(digest, opts)
 		if err != nil {
 			fail(part, err)
 			continue

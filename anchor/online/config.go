@@ -5,10 +5,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +30,7 @@ import (
 //	    - url: http://timestamp.digicert.com
 //	      roots: [digicert-root.pem]
 //	      intermediates: [digicert-ca.pem]   # when its tokens carry only the TSA's certificate
+//	      policy: 2.16.840.1.114412.7.1      # optional: the TSA policy OID its tokens must carry
 //	  rekor:
 //	    url: https://rekor.sigstore.dev
 //	    public_key: rekor.pub         # PEM file or inline PEM; pinned
@@ -53,6 +56,9 @@ type TSAConfig struct {
 	// chain must still end in one of Roots. Records store the whole
 	// verified chain, so verifying later needs only the roots.
 	Intermediates []string `yaml:"intermediates"`
+	// Policy, if set, is the TSA policy OID (dotted) its tokens must be
+	// issued under, when anchoring and when verifying.
+	Policy string `yaml:"policy"`
 }
 
 // RekorConfig is one Rekor v1 instance.
@@ -86,6 +92,7 @@ type ResolvedTSA struct {
 	URL           string
 	Roots         []*x509.Certificate
 	Intermediates []*x509.Certificate
+	Policy        asn1.ObjectIdentifier
 }
 
 // ResolvedRekor is a Rekor with its key loaded.
@@ -124,6 +131,13 @@ func (c *Config) Resolve(readFile func(name string) ([]byte, error)) (*Resolved,
 			return nil, fmt.Errorf("anchors: tsa %d (%s): roots: list the TSA's trusted root certificates", i, log.RedactURL(t.URL))
 		}
 		rt := ResolvedTSA{URL: t.URL}
+		if t.Policy != "" {
+			oid, err := parseOID(t.Policy)
+			if err != nil {
+				return nil, fmt.Errorf("anchors: tsa %d (%s): policy: %w", i, log.RedactURL(t.URL), err)
+			}
+			rt.Policy = oid
+		}
 		for _, s := range t.Roots {
 			certs, err := loadCerts(readFile, s)
 			if err != nil {
@@ -140,6 +154,8 @@ func (c *Config) Resolve(readFile func(name string) ([]byte, error)) (*Resolved,
 		}
 		r.TSAs = append(r.TSAs, rt)
 		r.Trust.TSARoots = append(r.Trust.TSARoots, rt.Roots...)
+		// Records name the TSA by its URL without credentials.
+		r.Trust.TSAs = append(r.Trust.TSAs, anchor.TSATrust{URL: log.RedactURL(t.URL), Roots: rt.Roots, Policy: rt.Policy})
 	}
 	if c.Rekor != nil {
 		if err := checkURL(c.Rekor.URL); err != nil {
@@ -156,6 +172,23 @@ func (c *Config) Resolve(readFile func(name string) ([]byte, error)) (*Resolved,
 		r.Trust.RekorKeys = append(r.Trust.RekorKeys, k)
 	}
 	return r, nil
+}
+
+// parseOID parses a dotted object identifier such as 1.2.3.4.1.
+func parseOID(s string) (asn1.ObjectIdentifier, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 {
+		return nil, fmt.Errorf("%q is not a dotted object identifier", s)
+	}
+	oid := make(asn1.ObjectIdentifier, len(parts))
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || (len(p) > 1 && p[0] == '0') {
+			return nil, fmt.Errorf("%q is not a dotted object identifier", s)
+		}
+		oid[i] = n
+	}
+	return oid, nil
 }
 
 func checkURL(s string) error {

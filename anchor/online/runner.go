@@ -127,7 +127,7 @@ func NewRunner(ctx context.Context, o Options) (*Runner, error) {
 	for i, t := range r.cfg.TSAs {
 		r.auths = append(r.auths, &authority{
 			name: fmt.Sprintf("tsa %d", i), kind: "rfc3161", url: log.RedactURL(t.URL),
-			tsa: &TSAClient{URL: t.URL, Roots: t.Roots, Intermediates: t.Intermediates, HTTPClient: hc},
+			tsa: &TSAClient{URL: t.URL, Roots: t.Roots, Intermediates: t.Intermediates, Policy: t.Policy, HTTPClient: hc},
 		})
 	}
 	if k := r.cfg.Rekor; k != nil {

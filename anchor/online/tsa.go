@@ -6,6 +6,7 @@ import (
 	"crypto"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/asn1"
 	"fmt"
 	"io"
 	"math/big"
@@ -34,6 +35,8 @@ type TSAClient struct {
 	// Intermediates complete the chain when the TSA's tokens carry only
 	// its own certificate.
 	Intermediates []*x509.Certificate
+	// Policy, if set, is the TSA policy its tokens must be issued under.
+	Policy asn1.ObjectIdentifier
 	// HTTPClient sends the requests; nil means http.DefaultClient. Bound
 	// each call with the context.
 	HTTPClient *http.Client
@@ -41,8 +44,9 @@ type TSAClient struct {
 
 // Timestamp asks the TSA for a token over digest (SHA-256) with certReq
 // set and a fresh 128-bit nonce, and returns it only if [rfc3161.Verify] accepts
-// it against c.Roots with that nonce. A response whose status is not
-// "granted" is refused.
+// it against c.Roots with that nonce, under c.Policy if set, with an
+// accuracy no wider than [anchor.MaxClockSkew] (the precision an anchor's
+// time is used to). A response whose status is not "granted" is refused.
 func (c *TSAClient) Timestamp(ctx context.Context, digest []byte) (*rfc3161.Token, error) {
 	nonce, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
 	if err != nil {
@@ -61,7 +65,8 @@ func (c *TSAClient) Timestamp(ctx context.Context, digest []byte) (*rfc3161.Toke
 	if err != nil {
 		return nil, fmt.Errorf("TSA response: %w", err)
 	}
-	v, err := rfc3161.Verify(ts.RawToken, digest, rfc3161.VerifyOptions{Roots: c.Roots, Intermediates: c.Intermediates, Nonce: nonce})
+	v, err := rfc3161.Verify(ts.RawToken, digest, rfc3161.VerifyOptions{Roots: c.Roots, Intermediates: c.Intermediates, Nonce: nonce,
+		Policy: c.Policy, MaxAccuracy: anchor.MaxClockSkew})
 	if err != nil {
 		return nil, fmt.Errorf("TSA token refused: %w", err)
 	}

@@ -33,7 +33,7 @@ func TestTimestampAccepted(t *testing.T) {
 	if time.Since(tok.Time) > time.Minute {
 		t.Errorf("token time %v is not now", tok.Time)
 	}
-	v, err := tok.Check(d, tsa.Roots)
+	v, err := tok.Check(d, rfc3161.VerifyOptions{Roots: tsa.Roots})
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
@@ -120,7 +120,7 @@ func TestCheckRefusesTampering(t *testing.T) {
 		if tc.roots != nil {
 			roots = tc.roots
 		}
-		if _, err := tk.Check(dg, roots); err == nil {
+		if _, err := tk.Check(dg, rfc3161.VerifyOptions{Roots: roots}); err == nil {
 			t.Errorf("%s: tampered token accepted", tc.name)
 		}
 	}
@@ -130,7 +130,7 @@ func TestCheckRefusesTampering(t *testing.T) {
 	// attributes, which pkcs7 re-encodes before checking the signature.
 	// Those changes are caught by the token's hash in the log's anchor
 	// entry instead.)
-	want, err := tok.Check(d, tsa.Roots)
+	want, err := tok.Check(d, rfc3161.VerifyOptions{Roots: tsa.Roots})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestCheckRefusesTampering(t *testing.T) {
 	for i := range tok.Token {
 		tk := clone()
 		tk.Token[i] ^= 0x01
-		got, err := tk.Check(d, tsa.Roots)
+		got, err := tk.Check(d, rfc3161.VerifyOptions{Roots: tsa.Roots})
 		if err != nil {
 			refused++
 			continue
@@ -168,7 +168,7 @@ func TestOpenSSLTSA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tok.Check(d, tsa.Roots); err != nil {
+	if _, err := tok.Check(d, rfc3161.VerifyOptions{Roots: tsa.Roots}); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := testtsa.OpenSSLVerify(t, tok.Token, d, tok.Chain[:1], tsa.Roots[0]); err != nil {
@@ -179,7 +179,7 @@ func TestOpenSSLTSA(t *testing.T) {
 	}
 	// Roots of another TSA do not vouch for this one.
 	other := testtsa.New(t, "Other TSA")
-	if _, err := tok.Check(d, other.Roots); err == nil {
+	if _, err := tok.Check(d, rfc3161.VerifyOptions{Roots: other.Roots}); err == nil {
 		t.Error("token accepted under another TSA's root")
 	}
 }

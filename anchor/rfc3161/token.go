@@ -26,9 +26,10 @@ type Token struct {
 }
 
 // Check verifies a stored token again, offline: the token itself with
-// [Verify] against roots (the stored chain helps build the path), and
+// [Verify] under opts (its roots, policy and accuracy bound; the stored
+// nonce is the nonce, and the stored chain helps build the path), and
 // that the stored nonce, time, serial and policy agree with it.
-func (t *Token) Check(digest []byte, roots []*x509.Certificate) (*Verified, error) {
+func (t *Token) Check(digest []byte, opts VerifyOptions) (*Verified, error) {
 	nonce, ok := new(big.Int).SetString(t.Nonce, 10)
 	if !ok {
 		return nil, fmt.Errorf("stored nonce %q is not a decimal number", t.Nonce)
@@ -41,7 +42,9 @@ func (t *Token) Check(digest []byte, roots []*x509.Certificate) (*Verified, erro
 		}
 		inter = append(inter, c)
 	}
-	v, err := Verify(t.Token, digest, VerifyOptions{Roots: roots, Intermediates: inter, Nonce: nonce})
+	opts.Intermediates = append(inter, opts.Intermediates...)
+	opts.Nonce = nonce
+	v, err := Verify(t.Token, digest, opts)
 	if err != nil {
 		return nil, err
 	}

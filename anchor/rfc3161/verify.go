@@ -14,6 +14,10 @@
 //   - the CMS signature and message digest verify;
 //   - the imprint is SHA-256 and equals the digest;
 //   - the nonce equals the one sent;
+//   - the policy is the one pinned for the TSA, when one is
+//     (VerifyOptions.Policy), and the accuracy, when the token states
+//     one, is no wider than the precision its time is used to
+//     (VerifyOptions.MaxAccuracy);
 //   - the signer certificate is an end-entity certificate whose only
 //     extended key usage is id-kp-timeStamping, marked critical
 //     (RFC 3161 §2.3), and it chains to a trusted root, with every
@@ -68,6 +72,12 @@ type VerifyOptions struct {
 	// Nonce is the nonce the request carried; the token must repeat it.
 	// Required: provlog always sends one.
 	Nonce *big.Int
+	// Policy, if set, is the TSA policy the token must be issued under.
+	Policy asn1.ObjectIdentifier
+	// MaxAccuracy, if above zero, bounds the accuracy the token states:
+	// a time known to within an hour says nothing to the minute. A token
+	// that states none (the field is optional) passes.
+	MaxAccuracy time.Duration
 }
 
 // Verified is what a verified token says.
@@ -125,6 +135,12 @@ func Verify(token, digest []byte, opts VerifyOptions) (*Verified, error) {
 	}
 	if ts.Nonce.Cmp(opts.Nonce) != 0 {
 		return nil, fmt.Errorf("token nonce %v is not the request's nonce %v", ts.Nonce, opts.Nonce)
+	}
+	if opts.Policy != nil && !ts.Policy.Equal(opts.Policy) {
+		return nil, fmt.Errorf("token policy %v is not the policy %v pinned for the TSA", ts.Policy, opts.Policy)
+	}
+	if opts.MaxAccuracy > 0 && ts.Accuracy > opts.MaxAccuracy {
+		return nil, fmt.Errorf("token accuracy ±%v is wider than ±%v, the precision its time is used to", ts.Accuracy, opts.MaxAccuracy)
 	}
 	if err := checkSignerCert(signer); err != nil {
 		return nil, err
