@@ -79,6 +79,7 @@ func TestUploadRefused(t *testing.T) {
 		{fakerekor.BadProof, "inclusion proof does not verify"},
 		{fakerekor.NoProof, "no inclusion proof"},
 		{fakerekor.OtherSize, "Rekor checkpoint does not verify: signed checkpoint is of tree size"},
+		{fakerekor.OtherOrigin, "origin"},
 	} {
 		fr.SetFault(tc.fault)
 		c := &online.RekorClient{URL: fr.URL, PublicKey: fr.PublicKey, Signer: newKey(t)}

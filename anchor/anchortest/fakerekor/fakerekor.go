@@ -55,6 +55,8 @@ const (
 	NoProof           // returns no inclusion proof
 	OldTime           // logs the entry with an integrated time of 2001-01-01, far from the clock
 	OtherSize         // signs the checkpoint with the proof's root but a tree size one larger than the proof's
+	OtherOrigin       // signs the checkpoint under the origin of another tree than the entry's UUID names
+	Rollback          // forgets its tree and logs the entry into a new one: its sizes come again with other roots (a fork)
 )
 
 // Rekor is the fake, on a loopback HTTP server.
@@ -187,6 +189,11 @@ func (r *Rekor) create(w http.ResponseWriter, req *http.Request) {
 	if fault == OtherLogKey {
 		signer = r.otherKey
 	}
+	if fault == Rollback {
+		r.mu.Lock()
+		r.tree = testonly.New(rfc6962.DefaultHasher)
+		r.mu.Unlock()
+	}
 	at := time.Now()
 	if fault == OldTime {
 		at = time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -204,7 +211,12 @@ func (r *Rekor) create(w http.ResponseWriter, req *http.Request) {
 	case NoProof:
 		entry.Verification.InclusionProof = nil
 	case OtherSize:
-		if err := r.resign(req.Context(), entry.Verification.InclusionProof, 1); err != nil {
+		if err := r.resign(req.Context(), entry.Verification.InclusionProof, 1, r.treeID); err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+	case OtherOrigin:
+		if err := r.resign(req.Context(), entry.Verification.InclusionProof, 0, r.treeID+1); err != nil {
 			writeError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
@@ -311,8 +323,9 @@ func (r *Rekor) logEntry(ctx context.Context, body []byte, signer *ecdsa.Private
 }
 
 // resign replaces the proof's checkpoint with one for a tree size extra
-// entries larger, over the same root, signed as Rekor signs.
-func (r *Rekor) resign(ctx context.Context, p *models.InclusionProof, extra uint64) error {
+// entries larger, over the same root, with the origin of tree treeID,
+// signed as Rekor signs.
+func (r *Rekor) resign(ctx context.Context, p *models.InclusionProof, extra uint64, treeID int64) error {
 	sv, err := signature.LoadECDSASigner(r.key, crypto.SHA256)
 	if err != nil {
 		return err
@@ -321,7 +334,7 @@ func (r *Rekor) resign(ctx context.Context, p *models.InclusionProof, extra uint
 	if err != nil {
 		return err
 	}
-	cp, err := util.CreateAndSignCheckpoint(ctx, "rekor.fake", r.treeID, uint64(*p.TreeSize)+extra, root, sv)
+	cp, err := util.CreateAndSignCheckpoint(ctx, "rekor.fake", treeID, uint64(*p.TreeSize)+extra, root, sv)
 	if err != nil {
 		return err
 	}
