@@ -117,6 +117,7 @@ func AuditAll(ctx context.Context, dir string, opts AuditOptions) (*AuditReport,
 		checked = append(checked, a)
 		prev = st.Record
 	}
+	rekorForks(checked, rep)
 	if opts.Log != nil {
 		own, err := ReadSidecar(dir)
 		if err != nil {
@@ -135,6 +136,45 @@ func AuditAll(ctx context.Context, dir string, opts AuditOptions) (*AuditReport,
 		return rep, &log.ProblemsError{What: "anchors", Problems: rep.Problems}
 	}
 	return rep, nil
+}
+
+// rekorForks compares the Rekor checkpoints of the records whose entries
+// verified: two of one Rekor key and origin and one tree size with
+// different roots show that Rekor presented two histories, which no
+// record alone shows. Each such pair is a problem of the later record.
+func rekorForks(checked []*audited, rep *AuditReport) {
+	type seen struct {
+		root []byte
+		rec  string
+	}
+	first := map[string]seen{}
+	for _, a := range checked {
+		if a.v == nil {
+			continue
+		}
+		for i, tl := range a.st.Record.Tlogs {
+			if tl.RekorV1 == nil {
+				continue
+			}
+			cp, err := tl.RekorV1.Checkpoint()
+			if err != nil {
+				continue // Verify passed, so it parses
+			}
+			key := fmt.Sprintf("%s\n%s\n%d", tl.RekorV1.LogID, cp.Origin, cp.Size)
+			s, ok := first[key]
+			if !ok {
+				first[key] = seen{cp.Root, a.st.Name}
+				continue
+			}
+			if !bytes.Equal(s.root, cp.Root) {
+				a.ok = false
+				rep.Problems = append(rep.Problems, log.Problem{
+					Part: fmt.Sprintf("%s: %s %d (%s)", a.st.Name, tl.Kind, i, tl.RekorV1.URL),
+					Msg: fmt.Sprintf("Rekor fork: its checkpoint of %q at tree size %d has root %x, the one record %s carries has root %x",
+						log.Printable(cp.Origin), cp.Size, cp.Root, s.rec, s.root)})
+			}
+		}
+	}
 }
 
 // audited is a record as [AuditAll] found it: ok if it passed every

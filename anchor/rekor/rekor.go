@@ -95,7 +95,7 @@ func (e *Entry) Check(ctx context.Context, digest []byte, anchorKey crypto.Publi
 	if err := checkInclusion(&le, body); err != nil {
 		return fmt.Errorf("inclusion proof does not verify: %w", err)
 	}
-	if err := checkCheckpoint(&le, rekorKey); err != nil {
+	if err := checkCheckpoint(&le, rekorKey, e.UUID); err != nil {
 		return fmt.Errorf("Rekor checkpoint does not verify: %w", err)
 	}
 	if err := checkSET(&le, rekorKey); err != nil {

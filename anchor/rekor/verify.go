@@ -63,15 +63,57 @@ func checkInclusion(le *logEntry, body []byte) error {
 		rfc6962.DefaultHasher.HashLeaf(body), hashes, root)
 }
 
+// A Checkpoint is the signed Rekor checkpoint an entry's inclusion proof
+// comes with: its origin ("HOST - TREEID", as rekor-server writes it),
+// tree size and root hash.
+type Checkpoint struct {
+	Origin string
+	Size   uint64
+	Root   []byte
+}
+
+// parseCheckpoint reads the body of a Rekor checkpoint note.
+func parseCheckpoint(text string) (Checkpoint, error) {
+	lines := strings.SplitN(text, "\n", 4)
+	if len(lines) < 4 || lines[0] == "" {
+		return Checkpoint{}, errors.New("checkpoint body is not origin, size and root")
+	}
+	size, err := strconv.ParseUint(lines[1], 10, 64)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint size: %w", err)
+	}
+	root, err := base64.StdEncoding.DecodeString(lines[2])
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint root: %w", err)
+	}
+	return Checkpoint{Origin: lines[0], Size: size, Root: root}, nil
+}
+
 // checkCheckpoint verifies the signed checkpoint the inclusion proof comes
 // with: a signed note whose every signature is by key (its 4-byte hint is
-// the first four bytes of the SHA-256 of key's PKIX DER) and verifies, and
+// the first four bytes of the SHA-256 of key's PKIX DER) under the name
+// of the origin's host, and verifies; whose origin is "HOST - TREEID" of
+// the tree the entry's UUID names (when it names one: 80 hex digits); and
 // whose tree size and root are the proof's.
-func checkCheckpoint(le *logEntry, key crypto.PublicKey) error {
+func checkCheckpoint(le *logEntry, key crypto.PublicKey, uuid string) error {
 	p := le.Verification.InclusionProof
 	text, sigs, err := splitNote(*p.Checkpoint)
 	if err != nil {
 		return err
+	}
+	cp, err := parseCheckpoint(text)
+	if err != nil {
+		return err
+	}
+	host, tree, ok := strings.Cut(cp.Origin, " - ")
+	treeID, terr := strconv.ParseUint(tree, 10, 63)
+	if !ok || host == "" || terr != nil {
+		return fmt.Errorf("checkpoint origin %q is not \"HOST - TREEID\"", log.Printable(cp.Origin))
+	}
+	if len(uuid) == 80 {
+		if id, err := strconv.ParseUint(uuid[:16], 16, 64); err != nil || id != treeID {
+			return fmt.Errorf("checkpoint origin %q is not of tree %s, which the entry's UUID names", log.Printable(cp.Origin), uuid[:16])
+		}
 	}
 	der, err := x509.MarshalPKIXPublicKey(key)
 	if err != nil {
@@ -83,32 +125,42 @@ func checkCheckpoint(le *logEntry, key crypto.PublicKey) error {
 		if s.hint != hint {
 			return fmt.Errorf("checkpoint signed by %s with key hint %08x, not the Rekor key's %08x", s.name, s.hint, hint)
 		}
+		if s.name != host {
+			return fmt.Errorf("checkpoint signed under the name %s, not its origin's host %s", log.Printable(s.name), log.Printable(host))
+		}
 		if err := verifySignature(key, []byte(text), s.sig); err != nil {
 			return fmt.Errorf("checkpoint signature: %w", err)
 		}
 	}
-	lines := strings.SplitN(text, "\n", 4)
-	if len(lines) < 4 || lines[0] == "" {
-		return errors.New("checkpoint body is not origin, size and root")
-	}
-	size, err := strconv.ParseUint(lines[1], 10, 64)
-	if err != nil {
-		return fmt.Errorf("checkpoint size: %w", err)
-	}
 	// Rekor's own VerifyCheckpointSignature compares the roots only; the
 	// proof is of a tree of its own size, which must be the one Rekor
 	// signed, or the signature vouches for another tree than the proof's.
-	if size != uint64(*p.TreeSize) {
-		return fmt.Errorf("signed checkpoint is of tree size %d, the inclusion proof of tree size %d", size, *p.TreeSize)
+	if cp.Size != uint64(*p.TreeSize) {
+		return fmt.Errorf("signed checkpoint is of tree size %d, the inclusion proof of tree size %d", cp.Size, *p.TreeSize)
 	}
-	root, err := base64.StdEncoding.DecodeString(lines[2])
-	if err != nil {
-		return fmt.Errorf("checkpoint root: %w", err)
-	}
-	if want, err := hex.DecodeString(*p.RootHash); err != nil || !bytes.Equal(want, root) {
-		return fmt.Errorf("proof root hash %s is not the signed checkpoint's %x", *p.RootHash, root)
+	if want, err := hex.DecodeString(*p.RootHash); err != nil || !bytes.Equal(want, cp.Root) {
+		return fmt.Errorf("proof root hash %s is not the signed checkpoint's %x", *p.RootHash, cp.Root)
 	}
 	return nil
+}
+
+// Checkpoint returns the Rekor checkpoint e's inclusion proof comes with,
+// as stored: call it on an entry [Entry.Check] accepted. Two entries of
+// one Rekor whose checkpoints have one origin and size and different
+// roots show that Rekor presented two histories (a fork).
+func (e *Entry) Checkpoint() (Checkpoint, error) {
+	var le logEntry
+	if err := json.Unmarshal(e.Entry, &le); err != nil {
+		return Checkpoint{}, fmt.Errorf("entry does not parse: %w", err)
+	}
+	if _, err := checkShape(&le); err != nil {
+		return Checkpoint{}, err
+	}
+	text, _, err := splitNote(*le.Verification.InclusionProof.Checkpoint)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	return parseCheckpoint(text)
 }
 
 type noteSig struct {
