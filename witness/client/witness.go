@@ -136,6 +136,7 @@ func (w *Witness) Cosign(ctx context.Context, signed []byte) ([]byte, error) {
 		}
 		return conflict(status, n, "it cosigned size %d, larger than the log's checkpoint of size %d", n, c.Size)
 	}
+	start := time.Now()
 	old := w.size
 	for range maxAttempts {
 		if old > c.Size {
@@ -149,7 +150,7 @@ func (w *Witness) Cosign(ctx context.Context, signed []byte) ([]byte, error) {
 		}
 		sigs, err := w.api.AddCheckpoint(ctx, req)
 		if err == nil {
-			lines, err := w.verify(signed, sigs)
+			lines, err := w.verify(signed, sigs, start)
 			if err != nil {
 				return nil, err
 			}
@@ -213,9 +214,10 @@ func (w *Witness) confirmAhead(ctx context.Context, submitted, n uint64, conflic
 				return fmt.Errorf("witness %s: %w", w.v.Name(), err)
 			}
 		}
+		start := time.Now()
 		sigs, err := w.api.AddCheckpoint(ctx, req)
 		if err == nil {
-			if _, err := w.verify(cp, sigs); err != nil {
+			if _, err := w.verify(cp, sigs, start); err != nil {
 				return err
 			}
 			w.size = m
@@ -259,13 +261,22 @@ func (w *Witness) checkpointFrom(ctx context.Context, n uint64) (uint64, []byte,
 // number (an IEEE double) holds exactly.
 const maxTreeSize = 1<<53 - 1
 
-// verify checks the witness's answer to signed and returns its
-// cosignature line, ignoring lines by other keys as the spec asks. It
-// opens the line as every verifier of the log's checkpoints will
+// MaxClockSkew is how far a witness's clock may be from ours: a
+// cosignature/v1 timestamp says when the witness cosigned, which is when
+// it was asked, so one dated later than now or earlier than the request
+// by more than this is refused. A cosignature dated before the checkpoint
+// was submitted vouches for a time the log's tree may not have existed;
+// one dated ahead makes the checkpoint look witnessed later than it was.
+const MaxClockSkew = 10 * time.Minute
+
+// verify checks the witness's answer to signed, sent at start, and
+// returns its cosignature line, ignoring lines by other keys as the spec
+// asks. It opens the line as every verifier of the log's checkpoints will
 // (log.OpenNote): an answer with two lines by the witness's key, or one
 // spelled otherwise than canonically, is refused, so the Cosigner never
-// hands out a line that does not verify on its own.
-func (w *Witness) verify(signed, sigs []byte) ([]byte, error) {
+// hands out a line that does not verify on its own; and its timestamp
+// must be within [MaxClockSkew] of the time from start to now.
+func (w *Witness) verify(signed, sigs []byte, start time.Time) ([]byte, error) {
 	lines, err := witness.SignatureLines(sigs)
 	if err != nil {
 		return nil, fmt.Errorf("witness %s: malformed response: %w", w.v.Name(), err)
@@ -279,8 +290,24 @@ func (w *Witness) verify(signed, sigs []byte) ([]byte, error) {
 	if mine == nil {
 		return nil, fmt.Errorf("witness %s: the response has no cosignature by its key (key ID %08x)", w.v.Name(), w.v.KeyHash())
 	}
-	if _, err := log.OpenNote(append(bytes.Clone(signed), mine...), note.VerifierList(w.v)); err != nil {
+	n, err := log.OpenNote(append(bytes.Clone(signed), mine...), note.VerifierList(w.v))
+	if err != nil {
 		return nil, fmt.Errorf("witness %s: its cosignature does not verify: %w", w.v.Name(), err)
+	}
+	for _, sig := range n.Sigs {
+		t, err := log.CosignatureTime(sig)
+		if err != nil {
+			return nil, fmt.Errorf("witness %s: %w", w.v.Name(), err)
+		}
+		now := time.Now()
+		switch {
+		case t.After(now.Add(MaxClockSkew)):
+			return nil, fmt.Errorf("witness %s: its cosignature is dated %s, %s ahead of this machine's clock (at most %s is allowed)",
+				w.v.Name(), t.Format(time.RFC3339), t.Sub(now).Round(time.Second), MaxClockSkew)
+		case t.Before(start.Add(-MaxClockSkew)):
+			return nil, fmt.Errorf("witness %s: its cosignature is dated %s, %s before the checkpoint was submitted (at most %s is allowed)",
+				w.v.Name(), t.Format(time.RFC3339), start.Sub(t).Round(time.Second), MaxClockSkew)
+		}
 	}
 	return mine, nil
 }
