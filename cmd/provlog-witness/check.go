@@ -22,6 +22,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	origin := fs.String("origin", "", "the log's origin (default: the verifier key's name)")
 	evidence := fs.String("evidence", "", "file to write fork evidence to (default: <data>/evidence/<origin hash>-<kind>-<checkpoints hash>.json)")
 	every := fs.Duration("every", 0, "check again at this interval until interrupted, through failed checks, until a fork or a rollback (default: once)")
+	maxStale := fs.Duration("max-stale", pull.DefaultMaxStale, "how long the log may serve only checkpoints older than the recorded one before a check fails")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -46,6 +47,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Origin:   *origin,
 		Store:    witness.KVStore(kv),
 		Client:   &http.Client{Timeout: 30 * time.Second},
+		MaxStale: *maxStale,
 	}
 	var failed error // the last check's failure, while checking --every
 	for {

@@ -5,7 +5,7 @@
 //	provlog-witness keygen --name NAME --key FILE
 //	provlog-witness vkey --key FILE
 //	provlog-witness serve --config FILE --http ADDR
-//	provlog-witness check --log URL --vkey VKEY --data DIR [--origin O] [--evidence FILE] [--every D]
+//	provlog-witness check --log URL --vkey VKEY --data DIR [--origin O] [--evidence FILE] [--every D] [--max-stale D]
 //	provlog-witness verify-fork --vkey VKEY [--vkey VKEY]... FILE
 //
 // keygen makes the witness's Ed25519 key (a cosignature/v1 key, c2sp.org/
@@ -38,7 +38,7 @@ func commands() []cli.Command {
 		cli.Cmd("keygen", "--name NAME --key FILE", "make the witness key; print its verifier key", runKeygen),
 		cli.Cmd("vkey", "--key FILE", "print the witness's verifier key", runVKey),
 		cli.Cmd("serve", "--config FILE --http ADDR", "serve add-checkpoint (c2sp.org/tlog-witness@v1.0.0)", runServe),
-		cli.Cmd("check", "--log URL --vkey VKEY --data DIR [--origin O] [--evidence FILE] [--every D]", "check a tlog-tiles log's new checkpoint; exit 1 on a fork", runCheck),
+		cli.Cmd("check", "--log URL --vkey VKEY --data DIR [--origin O] [--evidence FILE] [--every D] [--max-stale D]", "check a tlog-tiles log's new checkpoint; exit 1 on a fork", runCheck),
 		cli.Cmd("verify-fork", "--vkey VKEY [--vkey VKEY]... FILE", "verify fork evidence offline; exit 0 only if it proves a fork", runVerifyFork),
 	}
 }

@@ -10,7 +10,9 @@
 // an error wrapping [ErrFork] (conclusive: the two signed checkpoints
 // cannot both be true) or [ErrRollback] (the log went back to a smaller
 // tree and no longer serves the larger one it signed), and records
-// nothing.
+// nothing. A log that serves an older checkpoint consistent with the
+// recorded one is stale; stale for longer than Options.MaxStale, it is an
+// error wrapping [ErrStale].
 package pull
 
 import (
@@ -38,7 +40,15 @@ var (
 	// ErrRollback is returned (wrapped) when the log serves a smaller tree
 	// than a checkpoint it signed before and no longer serves that one's.
 	ErrRollback = errors.New("the log rolled back to a smaller tree")
+	// ErrStale is returned (wrapped) when the log has served only older
+	// checkpoints than the recorded one for longer than Options.MaxStale:
+	// a cache explains a while, not for ever, and a log that hides its
+	// newer tree from its checkers is not checked.
+	ErrStale = errors.New("the log has served only older checkpoints than the one recorded for too long")
 )
+
+// DefaultMaxStale is Options.MaxStale's default.
+const DefaultMaxStale = time.Hour
 
 // maxCheckpointSize bounds the checkpoint note fetched.
 const maxCheckpointSize = 1 << 20
@@ -58,7 +68,19 @@ type Options struct {
 	// Client makes the requests; nil means http.DefaultClient. Bound it
 	// with a timeout.
 	Client *http.Client
+	// MaxStale bounds how long the log may serve only checkpoints older
+	// than the recorded one (DefaultMaxStale): counted from the first
+	// check that found it stale, which the store keeps (see [StaleKey]),
+	// until a check finds it serving the recorded tree or a larger one.
+	MaxStale time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
+
+// StaleKey is the name under which Check keeps, in Options.Store, when it
+// first found the log of origin stale (RFC 3339; empty when it is not).
+// No origin holds a newline, so it is no log's origin.
+func StaleKey(origin string) string { return origin + "\nstale-since" }
 
 // A Result is what one check found.
 type Result struct {
@@ -71,7 +93,9 @@ type Result struct {
 	Recorded bool
 	// Stale says the log served a checkpoint older than the recorded one,
 	// consistent with it (a cache, perhaps); nothing was recorded.
-	Stale bool
+	// StaleSince is when a check first found it so.
+	Stale      bool
+	StaleSince time.Time
 	// Evidence is set with ErrFork and ErrRollback.
 	Evidence *witness.Evidence
 }
@@ -104,7 +128,7 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 			return nil, fmt.Errorf("recording the checkpoint: %w", err)
 		}
 		res.Recorded = true
-		return res, nil
+		return res, clearStale(ctx, opts.Store, origin)
 	}
 	if rec == nil {
 		return record()
@@ -125,7 +149,7 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 	switch {
 	case cur.Size == prev.Size:
 		if bytes.Equal(cur.Hash, prev.Hash) {
-			return res, nil
+			return res, clearStale(ctx, opts.Store, origin)
 		}
 		res.Evidence = witness.ForkFromProof(recKept, kept, nil)
 		return res, fmt.Errorf("%w: %s", ErrFork, res.Evidence.Detail)
@@ -152,8 +176,58 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 		return res, fmt.Errorf("%w: %s", ErrFork, ev.Detail)
 
 	default: // cur.Size < prev.Size
-		return c.shrunk(res)
+		res, err := c.shrunk(res)
+		if err != nil || !res.Stale {
+			return res, err
+		}
+		return staleFor(ctx, opts, origin, res)
 	}
+}
+
+// staleFor notes when the log was first found stale, if this is the first
+// check to find it so, and returns res, with an error wrapping ErrStale
+// once that is over opts.MaxStale ago.
+func staleFor(ctx context.Context, opts Options, origin string, res *Result) (*Result, error) {
+	now := time.Now()
+	if opts.Now != nil {
+		now = opts.Now()
+	}
+	bound := opts.MaxStale
+	if bound <= 0 {
+		bound = DefaultMaxStale
+	}
+	key := StaleKey(origin)
+	old, err := opts.Store.Latest(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	since, err := time.Parse(time.RFC3339Nano, string(old))
+	if len(old) == 0 || err != nil {
+		since = now
+		if err := opts.Store.Swap(ctx, key, old, []byte(now.UTC().Format(time.RFC3339Nano))); err != nil {
+			return nil, fmt.Errorf("noting when the log was found stale: %w", err)
+		}
+	}
+	res.StaleSince = since
+	if d := now.Sub(since); d > bound {
+		return res, fmt.Errorf("%w: it serves size %d, and nothing as large as the recorded size %d since %s (%s, over the bound of %s)",
+			ErrStale, res.Current.Size, res.Previous.Size, since.UTC().Format(time.RFC3339), d.Round(time.Second), bound)
+	}
+	return res, nil
+}
+
+// clearStale forgets when the log was found stale: it serves the recorded
+// tree or a larger one.
+func clearStale(ctx context.Context, store witness.Store, origin string) error {
+	key := StaleKey(origin)
+	old, err := store.Latest(ctx, key)
+	if err != nil || len(old) == 0 {
+		return err
+	}
+	if err := store.Swap(ctx, key, old, []byte{}); err != nil {
+		return fmt.Errorf("forgetting when the log was found stale: %w", err)
+	}
+	return nil
 }
 
 // A comparison is the recorded checkpoint prev (its note rec) and the one
