@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,5 +209,71 @@ func TestWitnessing(t *testing.T) {
 	}
 	if st := w2.status(); st["threshold"] != float64(2) {
 		t.Errorf("status %v", st)
+	}
+}
+
+// TestWitnessHealthOnlyWhenOverdue: from the sidecar's start until its
+// first cosignature the log's checkpoint waits on the witnesses, which is
+// no fault: while a witness is still within its timeout the policy is not
+// reported unmet. Once the checkpoint has waited longer than the
+// interval and the timeout, a cosignature is overdue and it is; and once
+// cosigned, nothing is reported however much later.
+func TestWitnessHealthOnlyWhenOverdue(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k := witnesstest.NewKey(t, "provlog.example/sidecar")
+	l := witnesstest.NewLog(t, k, "sidecar")
+	s := witnesstest.NewCosigner(t, "witness.example/w1")
+	ws, err := wserver.New(wserver.Options{Signer: s, Logs: []wserver.Log{{Origin: k.Verifier.Name(), Verifiers: []note.Verifier{k.Verifier}}}, Store: witnesstest.NewStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return
+		}
+		ws.ServeHTTP(rw, r)
+	}))
+	t.Cleanup(srv.Close)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(hold)
+		}
+	}
+	defer release()
+	record := func(ctx context.Context, e []byte) error {
+		_, err := l.Seq.Append(ctx, e)
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfgs := []WitnessConfig{{URL: srv.URL, VKey: s.Verifier().String()}}
+	w, err := openWitnessing(t.TempDir(), cfgs, WitnessPolicyConfig{Threshold: 1, Interval: 20 * time.Millisecond, Timeout: time.Hour}, k.Verifier, l.Store, record, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go w.run(ctx, l.Seq)
+	l.Grow(t, 5)
+	proctest.WaitFor(t, "the witness asked", func() bool { return requests.Load() > 0 })
+	size, _ := l.Seq.Checkpoint()
+	if d := w.policyProblem(size, time.Now()); d != "" {
+		t.Errorf("the first checkpoint is on its way to the witness (timeout 1h), yet health says: %s", d)
+	}
+	if d := w.policyProblem(size, time.Now().Add(2*time.Hour)); !strings.Contains(d, "overdue") {
+		t.Errorf("2h later, past the interval and the 1h timeout, health says %q, want a cosignature overdue", d)
+	}
+	release()
+	proctest.WaitFor(t, "the checkpoint cosigned", func() bool {
+		c, err := log.ParseCheckpointNote(w.cos.Latest())
+		return err == nil && c.Size == size
+	})
+	if d := w.policyProblem(size, time.Now().Add(2*time.Hour)); d != "" {
+		t.Errorf("the log's checkpoint is cosigned, yet health says: %s", d)
 	}
 }
