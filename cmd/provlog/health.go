@@ -22,7 +22,7 @@ const (
 	reasonDownstream = "downstream_down"          // a configured MCP server is down
 	reasonAnchorGap  = "anchor_gap"               // entries unanchored for over N intervals
 	reasonAnchorAuth = "anchor_authority_failing" // a TSA or Rekor failed N rounds running (the others may still anchor)
-	reasonWitness    = "witness_policy_not_met"   // no checkpoint meeting the policy is held, or fewer witnesses cosign than it needs
+	reasonWitness    = "witness_policy_not_met"   // a cosignature is overdue, too many witnesses fail, or one reported a conflict
 	reasonToolChange = "tool_definition_changed"  // a server changed a tool's definition while the sidecar ran
 	reasonBlobs      = "blob_store_failing"       // the blob store's last write failed (a full disk): large calls refused, kept results withheld
 )
@@ -114,7 +114,7 @@ func (s *sidecar) problems() []problem {
 	}
 	if s.witness != nil {
 		size, _ := s.seq.Checkpoint()
-		if d := s.witness.policyProblem(size); d != "" {
+		if d := s.witness.policyProblem(size, time.Now()); d != "" {
 			ps = append(ps, problem{reasonWitness, d})
 		}
 	}
@@ -128,34 +128,38 @@ func (s *sidecar) problems() []problem {
 	return ps
 }
 
-// policyProblem says why the witness policy is not met now (empty: it
-// is), for a log whose checkpoint has size logSize: no checkpoint meeting
-// the policy is held (what /log/checkpoint serves and receipts carry),
-// one witness reported a conflicting checkpoint, or fewer witnesses than
-// the threshold cosigned in their last round, so the one held falls
-// behind. Witnesses answering alone do not make it met: an answer whose
-// cosignature could not be kept held nothing.
-func (w *witnessing) policyProblem(logSize uint64) string {
+// policyProblem says why the witness policy is not met at now (empty:
+// it is), for a log whose checkpoint has size logSize: a witness reported
+// a conflicting checkpoint; so many witnesses fail (their last answer
+// refused or missing) that fewer than the threshold are left; or a
+// cosignature is overdue, a checkpoint newer than the cosigned one having
+// waited longer than the interval and the timeout (client.Cosigner.Due).
+// A checkpoint still within that, as from the start until the first
+// cosignature, is no fault: nothing is overdue yet. Witnesses answering
+// alone do not make it met: an answer whose cosignature could not be kept
+// counts as failing.
+func (w *witnessing) policyProblem(logSize uint64, now time.Time) string {
 	st := w.cos.Status()
-	good := 0
+	good, failing := 0, 0
 	var last string
 	for _, ws := range st.Witnesses {
 		switch {
 		case ws.Conflict != "":
 			return fmt.Sprintf("witness %s reported a conflicting checkpoint: %s", ws.Name, ws.Conflict)
-		case ws.LastError == "" && !ws.LastSuccess.IsZero():
-			good++
 		case ws.LastError != "":
+			failing++
 			last = fmt.Sprintf("; %s: %s", ws.Name, ws.LastError)
+		case !ws.LastSuccess.IsZero():
+			good++
 		}
 	}
-	switch {
-	case st.CosignedSize == 0 && logSize > 0:
-		return fmt.Sprintf("no checkpoint of the log (size %d) is cosigned by the %d witnesses the policy needs yet; %d of %d cosign%s",
-			logSize, st.Threshold, good, len(st.Witnesses), last)
-	case good < st.Threshold:
-		return fmt.Sprintf("%d of %d witnesses cosign, the policy needs %d (newest cosigned size %d)%s",
-			good, len(st.Witnesses), st.Threshold, st.CosignedSize, last)
+	switch waited := now.Sub(st.WaitingSince); {
+	case len(st.Witnesses)-failing < st.Threshold:
+		return fmt.Sprintf("%d of %d witnesses fail, the policy needs %d to cosign (newest cosigned size %d, log size %d)%s",
+			failing, len(st.Witnesses), st.Threshold, st.CosignedSize, logSize, last)
+	case logSize > st.CosignedSize && !st.WaitingSince.IsZero() && waited > w.cos.Due():
+		return fmt.Sprintf("a cosignature is overdue: the log's checkpoints newer than size %d have waited %s for %d witnesses (at most %s: interval and timeout); %d of %d cosign%s",
+			st.CosignedSize, waited.Round(time.Second), st.Threshold, w.cos.Due(), good, len(st.Witnesses), last)
 	}
 	return ""
 }
@@ -191,7 +195,7 @@ func (s *sidecar) writeHealthMetrics(w io.Writer) {
 		reasonStorage:    "1 while the log has stopped writing (calls are refused).",
 		reasonDownstream: "Configured downstream MCP servers that are down.",
 		reasonAnchorGap:  "1 while entries stay unanchored for longer than health.anchor_gap_intervals anchoring intervals.",
-		reasonWitness:    "1 while no checkpoint meeting witness_policy is held, fewer witnesses cosign than its threshold, or one reported a conflict.",
+		reasonWitness:    "1 while a cosignature is overdue (a checkpoint waited longer than witness_policy interval plus timeout), fewer witnesses than its threshold are not failing, or one reported a conflict.",
 		reasonBlobs:      "1 while the blob store's last write failed (calls with arguments too large for an entry are refused, kept results withheld).",
 	}
 	for _, r := range healthReasons {

@@ -71,16 +71,20 @@ type Cosigner struct {
 	wake   []chan struct{} // per witness: the target changed
 	keepMu sync.Mutex      // held by keep: one OnCosigned at a time, in order
 
-	mu        sync.Mutex
-	pending   []byte // newest submitted checkpoint not yet tried
-	pendingN  uint64
-	target    []byte        // the checkpoint the witnesses are asked to cosign
-	cosigned  []cosignature // per witness: what it last cosigned
-	latest    []byte        // newest cosigned checkpoint meeting the policy
-	latestN   uint64
-	latestAt  time.Time
-	status    []WitnessStatus
-	conflicts map[string]bool
+	mu       sync.Mutex
+	pending  []byte // newest submitted checkpoint not yet tried
+	pendingN uint64
+	target   []byte        // the checkpoint the witnesses are asked to cosign
+	cosigned []cosignature // per witness: what it last cosigned
+	latest   []byte        // newest cosigned checkpoint meeting the policy
+	latestN  uint64
+	latestAt time.Time
+	// submittedN is the newest size submitted; waitingSince is when a
+	// checkpoint newer than the latest began to wait (zero: none waits).
+	submittedN   uint64
+	waitingSince time.Time
+	status       []WitnessStatus
+	conflicts    map[string]bool
 	// perWitness counts the conflicts reported of each witness.
 	perWitness map[string]int
 }
@@ -96,9 +100,12 @@ type WitnessStatus struct {
 
 // Status is a Cosigner's state, for provlog__status and /healthz.
 type Status struct {
-	Threshold    int             `json:"threshold"`
-	CosignedSize uint64          `json:"cosigned_size"`
-	CosignedAt   time.Time       `json:"cosigned_at,omitzero"`
+	Threshold    int       `json:"threshold"`
+	CosignedSize uint64    `json:"cosigned_size"`
+	CosignedAt   time.Time `json:"cosigned_at,omitzero"`
+	// WaitingSince is when a checkpoint newer than the cosigned one began
+	// to wait for its cosignatures (zero: none waits).
+	WaitingSince time.Time       `json:"waiting_since,omitzero"`
 	Witnesses    []WitnessStatus `json:"witnesses"`
 }
 
@@ -167,12 +174,21 @@ func (c *Cosigner) Submit(signed []byte) {
 	if cp.Size > c.pendingN {
 		c.pending, c.pendingN = bytes.Clone(signed), cp.Size
 	}
+	c.submittedN = max(c.submittedN, cp.Size)
+	if cp.Size > c.latestN && c.waitingSince.IsZero() {
+		c.waitingSince = time.Now()
+	}
 	c.mu.Unlock()
 	select {
 	case c.kick <- struct{}{}:
 	default:
 	}
 }
+
+// Due is how long a submitted checkpoint may wait for its cosignatures
+// before they are overdue: the interval that may hold it back, and the
+// timeout within which each witness answers.
+func (c *Cosigner) Due() time.Duration { return c.opts.Interval + c.opts.Timeout }
 
 // Latest returns the newest checkpoint at least Threshold witnesses
 // cosigned, with their cosignatures, or nil if there is none yet.
@@ -190,6 +206,7 @@ func (c *Cosigner) Status() Status {
 		Threshold:    c.opts.Threshold,
 		CosignedSize: c.latestN,
 		CosignedAt:   c.latestAt,
+		WaitingSince: c.waitingSince,
 		Witnesses:    append([]WitnessStatus(nil), c.status...),
 	}
 }
@@ -427,6 +444,12 @@ func (c *Cosigner) keep(cp []byte, sigs [][]byte, now time.Time) error {
 	newer := got.Size >= c.latestN
 	if newer {
 		c.latest, c.latestN, c.latestAt = merged, got.Size, now
+		// A newer checkpoint still waiting waits from now at the
+		// earliest: its round began after this one.
+		c.waitingSince = time.Time{}
+		if c.submittedN > c.latestN {
+			c.waitingSince = now
+		}
 	}
 	c.mu.Unlock()
 	if newer && c.opts.OnCosigned != nil {
