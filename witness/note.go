@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/provlog/provlog/log"
 )
 
 // sigPrefix starts every signature line of a c2sp.org/signed-note.
@@ -80,6 +82,30 @@ func SignatureLines(b []byte) ([]string, error) {
 		}
 	}
 	return lines, nil
+}
+
+// CheckSignatureLines checks msg's signature lines as a strict
+// c2sp.org/signed-note reader does (log.OpenNote), known being the keys
+// trusted: no line written twice, and no two lines by one trusted key
+// (note.Open verifies the first and passes over the rest unchecked).
+// Only the base64 spelling of a line is let pass, since [Verified] keeps
+// each signature spelled canonically: the lines are checked as written
+// canonically. Call it on a note note.Open accepted.
+func CheckSignatureLines(msg []byte, known note.Verifiers) error {
+	i := bytes.LastIndex(msg, []byte("\n\n"))
+	if i < 0 {
+		return errors.New("not a signed note")
+	}
+	canon := bytes.Clone(msg[:i+2])
+	for _, l := range strings.SplitAfter(string(msg[i+2:]), "\n") {
+		name, sig, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(l, sigPrefix), "\n"), " ")
+		if raw, err := base64.StdEncoding.DecodeString(sig); ok && err == nil {
+			l = sigPrefix + name + " " + base64.StdEncoding.EncodeToString(raw) + "\n"
+		}
+		canon = append(canon, l...)
+	}
+	_, err := log.OpenNote(canon, known)
+	return err
 }
 
 // Verified returns n, as note.Open returned it, as a signed note with only

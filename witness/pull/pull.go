@@ -118,12 +118,30 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the log's checkpoint: %w", err)
 	}
+	// note.Open passed over a line written twice and a second line by the
+	// log's key, unverified; a strict reader refuses such a note. It fails
+	// the check once it proves no fork or rollback: a fork served so still
+	// yields its evidence (from the note as verified).
+	strict := witness.CheckSignatureLines(body, note.VerifierList(opts.Verifier))
+	if strict != nil {
+		strict = fmt.Errorf("the log's checkpoint is refused by a strict signed-note reader: %w", strict)
+	}
+	return compare(ctx, opts, origin, lc, cur, kept, strict)
+}
+
+// compare is Check for the log's checkpoint cur (its note kept, as
+// verified), fetched through lc: where it would record cur or find it
+// unchanged or stale, it returns strict instead if that is not nil.
+func compare(ctx context.Context, opts Options, origin string, lc *client.Client, cur log.Checkpoint, kept []byte, strict error) (*Result, error) {
 	res := &Result{Current: cur}
 	rec, err := opts.Store.Latest(ctx, origin)
 	if err != nil {
 		return nil, err
 	}
 	record := func() (*Result, error) {
+		if strict != nil {
+			return nil, strict
+		}
 		if err := opts.Store.Swap(ctx, origin, rec, kept); err != nil {
 			return nil, fmt.Errorf("recording the checkpoint: %w", err)
 		}
@@ -149,6 +167,9 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 	switch {
 	case cur.Size == prev.Size:
 		if bytes.Equal(cur.Hash, prev.Hash) {
+			if strict != nil {
+				return nil, strict
+			}
 			return res, clearStale(ctx, opts.Store, origin)
 		}
 		res.Evidence = witness.ForkFromProof(recKept, kept, nil)
@@ -179,6 +200,9 @@ func Check(ctx context.Context, opts Options) (*Result, error) {
 		res, err := c.shrunk(res)
 		if err != nil || !res.Stale {
 			return res, err
+		}
+		if strict != nil {
+			return nil, strict
 		}
 		return staleFor(ctx, opts, origin, res)
 	}

@@ -40,7 +40,7 @@ func TestHostileRequests(t *testing.T) {
 		{"old 2^63", (&witness.AddCheckpointRequest{OldSize: 1 << 63, Proof: proof(63), Checkpoint: big}).String(), 409},
 		{"old max", (&witness.AddCheckpointRequest{OldSize: 1<<64 - 1, Proof: nil, Checkpoint: big}).String(), 409},
 		{"old 2^64", "old 18446744073709551616\n\n" + string(big), 400},
-		{"dup sig", withCheckpoint(request(t, f.a, 5, 5), append(f.a.Checkpoint(t, 5), f.a.Checkpoint(t, 5)[bytes.Index(f.a.Checkpoint(t, 5), []byte("\n\n"))+2:]...)), 200},
+		{"dup sig", withCheckpoint(request(t, f.a, 5, 5), append(f.a.Checkpoint(t, 5), f.a.Checkpoint(t, 5)[bytes.Index(f.a.Checkpoint(t, 5), []byte("\n\n"))+2:]...)), 403}, // a strict signed-note reader refuses it (TestStrictSignatureLines)
 		{"CR", strings.Replace(request(t, f.a, 5, 6), "\n\n", "\r\n\r\n", 1), 400},
 		{"bad utf8", withCheckpoint(request(t, f.a, 5, 6), append([]byte("log.example/a\xff\n"), f.a.Checkpoint(t, 6)[14:]...)), 404},
 		{"newlines", strings.Repeat("\n", 60000), 400},

@@ -169,8 +169,16 @@ func (w *Witness) AddCheckpoint(ctx context.Context, req *witness.AddCheckpointR
 	if req.OldSize > c.Size {
 		return nil, refuse(http.StatusBadRequest, "old size %d is above the checkpoint's size %d", req.OldSize, c.Size)
 	}
+	// note.Open passed over a line written twice and a second line by a
+	// trusted key, unverified; a strict reader refuses such a note. It
+	// is refused once it proves no fork: a fork sent so still yields its
+	// evidence (from the note as verified).
+	strict := witness.CheckSignatureLines(req.Checkpoint, ls.verifiers)
+	if strict != nil {
+		strict = refuse(http.StatusForbidden, "the checkpoint's signature lines are refused by a strict signed-note reader: %v", strict)
+	}
 
-	if err := w.record(ctx, ls, req, c, witness.Verified(n)); err != nil {
+	if err := w.record(ctx, ls, req, c, witness.Verified(n), strict); err != nil {
 		return nil, err
 	}
 
@@ -183,8 +191,10 @@ func (w *Witness) AddCheckpoint(ctx context.Context, req *witness.AddCheckpointR
 }
 
 // record checks req against the log's recorded checkpoint and records c,
-// atomically, as kept (req's checkpoint with only its verified signatures).
-func (w *Witness) record(ctx context.Context, ls *logState, req *witness.AddCheckpointRequest, c log.Checkpoint, kept []byte) error {
+// atomically, as kept (req's checkpoint with only its verified
+// signatures). A request that passes every check but strict (not nil) is
+// refused with strict, after the checks that find a fork.
+func (w *Witness) record(ctx context.Context, ls *logState, req *witness.AddCheckpointRequest, c log.Checkpoint, kept []byte, strict error) error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if err := w.load(ctx, ls, c.Origin); err != nil {
@@ -206,7 +216,7 @@ func (w *Witness) record(ctx context.Context, ls *logState, req *witness.AddChec
 			return &witness.Error{Status: http.StatusConflict, Size: cur.Size,
 				Msg: fmt.Sprintf("the checkpoint of size %d has another root hash than the one cosigned before", c.Size)}
 		}
-		return nil // nothing new to record
+		return strict // nothing new to record
 	case req.OldSize == 0:
 		if len(req.Proof) != 0 {
 			return refuse(http.StatusUnprocessableEntity, "the consistency proof must be empty for old size 0")
@@ -216,6 +226,9 @@ func (w *Witness) record(ctx context.Context, ls *logState, req *witness.AddChec
 			w.fork(ls, kept, req, "a consistency proof that does not verify")
 			return refuse(http.StatusUnprocessableEntity, "the consistency proof from size %d to %d does not verify", req.OldSize, c.Size)
 		}
+	}
+	if strict != nil {
+		return strict
 	}
 	if w.testingOnlyBeforeSwap != nil {
 		w.testingOnlyBeforeSwap()

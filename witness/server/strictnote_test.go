@@ -10,9 +10,9 @@ import (
 // TestStrictSignatureLines: the witness reads a checkpoint's signature
 // lines as a strict c2sp.org/signed-note reader does (log.OpenNote), not
 // as note.Open, which passes over a line by a key it has already seen: a
-// line written twice is refused (400), and so is a second line by the
-// log's key, which note.Open never verified and here does not verify
-// (403). Nothing is recorded or cosigned: the honest checkpoint from old
+// line written twice is refused, and so is a second line by the log's
+// key, which note.Open never verified and here does not verify (403, a
+// signature problem, for both). Nothing is recorded or cosigned: the honest checkpoint from old
 // size 0 is taken afterwards. (A fork sent so is still refused with its
 // evidence: TestForkEvidenceDoubledSignatureLine.)
 func TestStrictSignatureLines(t *testing.T) {
@@ -25,7 +25,7 @@ func TestStrictSignatureLines(t *testing.T) {
 		cp     []byte
 		status int
 	}{
-		{"the log's line written twice", append(bytes.Clone(cp), lastLine(cp)...), 400},
+		{"the log's line written twice", append(bytes.Clone(cp), lastLine(cp)...), 403},
 		{"a second line by the log's key that does not verify", append(bytes.Clone(cp), lastLine(corruptSignature(t, cp))...), 403},
 	} {
 		if status, _, resp := f.post(t, withCheckpoint(body, tc.cp)); status != tc.status {
