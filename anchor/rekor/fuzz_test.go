@@ -9,7 +9,8 @@ import (
 	"github.com/provlog/provlog/anchor/online"
 )
 
-// FuzzCheck: stored entries are untrusted input; Check must never panic.
+// FuzzCheck: stored entries are untrusted input; Check and Checkpoint
+// (what the audit compares across records) must never panic.
 func FuzzCheck(f *testing.F) {
 	fr := fakerekor.New(f)
 	key := newKey(f)
@@ -25,5 +26,6 @@ func FuzzCheck(f *testing.F) {
 		c := *e
 		c.Entry = b
 		c.Check(context.Background(), d, &key.PublicKey, []crypto.PublicKey{fr.PublicKey})
+		c.Checkpoint()
 	})
 }

@@ -546,6 +546,7 @@ func FuzzAddCheckpoint(f *testing.F) {
 		request(f, fx.b, 1, 2),
 		"old 0\n\n" + string(signWith(f, fx.a.Key.Signer, originA, 0, log.EmptyRoot())),
 		"old 5\n\nlog.example/a\n",
+		request(f, fx.a, 10, 13) + string(fx.a.Checkpoint(f, 13)[bytes.LastIndex(fx.a.Checkpoint(f, 13), []byte("\n\n"))+2:]), // a line written twice
 	} {
 		f.Add([]byte(body))
 	}
