@@ -18,6 +18,11 @@ func TestRedactURL(t *testing.T) {
 		"http://x/introspect?gw_key=S3cret#frag":                         "http://x/introspect?[redacted]#[redacted]",
 		"not a url :: user:pw@host?password=x":                           "[redacted]@host?[redacted]",
 		"user:pw@host/db":                                                "[redacted]@host/db",
+		// libpq's keyword/value form of a connection string: every
+		// keyword's value, quoted or not, spaces around '=' or not.
+		"host=/tmp user=u password=S3cret dbname=x":     "host=[redacted] user=[redacted] password=[redacted] dbname=[redacted]",
+		"password = 'S3 cret' host=db":                  "password=[redacted] host=[redacted]",
+		"dbname=x password='it\\'s S3cret' sslmode=off": "dbname=[redacted] password=[redacted] sslmode=[redacted]",
 	} {
 		if got := log.RedactURL(in); want != "" && got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
