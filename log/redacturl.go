@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -12,12 +13,14 @@ import (
 // fragment, which are where credentials go when an endpoint wants them in
 // its URL (a gateway's ?key=, a DSN's ?password=). It is the one place
 // the sidecar's URLs are redacted. Text that does not parse as a URL with
-// a scheme keeps only what comes before any '?' or '#', and loses what
-// comes before an '@'.
+// a scheme keeps only what comes before any '?' or '#', loses what comes
+// before an '@', and the value of every keyword=value in it (libpq's
+// other form of a connection string, "host=db password=...").
 func RedactURL(s string) string {
 	const gone = "[redacted]"
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" || u.Opaque != "" {
+		s = keywordValue.ReplaceAllString(s, "${1}="+gone)
 		rest, query := s, ""
 		if i := strings.IndexAny(rest, "?#"); i >= 0 {
 			rest, query = rest[:i], rest[i:i+1]+gone
@@ -48,6 +51,11 @@ func RedactURL(s string) string {
 	}
 	return red
 }
+
+// keywordValue matches a keyword and its value in libpq's keyword/value
+// form: spaces around '=' or not, the value up to a space or quoted in
+// single quotes (a backslash escaping a quote or a backslash).
+var keywordValue = regexp.MustCompile(`(\w+)\s*=\s*('(?:[^'\\]|\\.)*'?|\S*)`)
 
 // RedactURLError returns err with the URL a net/http error repeats whole
 // redacted as RedactURL does (Go hides a password in it, but not a user
