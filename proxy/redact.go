@@ -13,6 +13,8 @@ import (
 	"sync"
 	"unicode"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/provlog/provlog/log"
 )
 
@@ -90,6 +92,9 @@ func redactURI(uri string, fields []string, fold bool) (string, []string) {
 		secrets = append(secrets, v)
 		if u, err := url.QueryUnescape(v); err == nil && u != v {
 			secrets = append(secrets, u)
+		}
+		for _, f := range normalForms(v)[1:] { // as in arguments (appendSecrets)
+			secrets = append(secrets, f)
 		}
 		params[i] = k + "=" + Redacted
 	}
@@ -190,31 +195,16 @@ func jsonText(s string) (any, bool) {
 	return v, true
 }
 
-// appendSecrets adds the texts a redacted value could show up as.
+// appendSecrets adds the texts a redacted value could show up as: a
+// string in each of Unicode's normalization forms too (a server that
+// normalizes what it is sent, or a file system that does, echoes it in
+// another form than the client wrote), each as the encodings below write
+// it.
 func appendSecrets(secrets []string, v any) []string {
 	switch v := v.(type) {
 	case string:
-		if v != "" {
-			secrets = append(secrets, v)
-		}
-		esc := v
-		if b, err := json.Marshal(v); err == nil {
-			esc = string(b[1 : len(b)-1])
-		}
-		if esc != v {
-			secrets = append(secrets, esc) // as escaped inside JSON text
-		}
-		if lower := asciiEscaped(esc, `\u%04x`); lower != esc {
-			// As a JSON text of only ASCII writes it (Python's
-			// json.dumps), in either case of hex.
-			secrets = append(secrets, lower, asciiEscaped(esc, `\u%04X`))
-		}
-		q, p := url.QueryEscape(v), url.PathEscape(v) // as a URL a server builds holds it
-		if q != v {
-			secrets = append(secrets, q)
-		}
-		if p != v && p != q {
-			secrets = append(secrets, p)
+		for _, f := range normalForms(v) {
+			secrets = appendStringForms(secrets, f)
 		}
 	case map[string]any:
 		for _, x := range v {
@@ -227,6 +217,49 @@ func appendSecrets(secrets []string, v any) []string {
 	case nil, bool:
 	default:
 		secrets = append(secrets, fmt.Sprint(v)) // a number, never empty
+	}
+	return secrets
+}
+
+// unicodeForms are Unicode's normalization forms.
+var unicodeForms = []norm.Form{norm.NFC, norm.NFD, norm.NFKC, norm.NFKD}
+
+// normalForms returns s and each other text its normalization forms make
+// of it (none for a text of ASCII alone).
+func normalForms(s string) []string {
+	out := []string{s}
+	for _, f := range unicodeForms {
+		if n := f.String(s); !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// appendStringForms adds v and the texts the encodings a server may
+// echo it in make of it.
+func appendStringForms(secrets []string, v string) []string {
+	if v != "" {
+		secrets = append(secrets, v)
+	}
+	esc := v
+	if b, err := json.Marshal(v); err == nil {
+		esc = string(b[1 : len(b)-1])
+	}
+	if esc != v {
+		secrets = append(secrets, esc) // as escaped inside JSON text
+	}
+	if lower := asciiEscaped(esc, `\u%04x`); lower != esc {
+		// As a JSON text of only ASCII writes it (Python's
+		// json.dumps), in either case of hex.
+		secrets = append(secrets, lower, asciiEscaped(esc, `\u%04X`))
+	}
+	q, p := url.QueryEscape(v), url.PathEscape(v) // as a URL a server builds holds it
+	if q != v {
+		secrets = append(secrets, q)
+	}
+	if p != v && p != q {
+		secrets = append(secrets, p)
 	}
 	return secrets
 }

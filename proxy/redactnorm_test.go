@@ -18,8 +18,8 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// normalForms is s in each of Unicode's four normalization forms.
-func normalForms(s string) []string {
+// inEachForm is s in each of Unicode's four normalization forms.
+func inEachForm(s string) []string {
 	return []string{norm.NFC.String(s), norm.NFD.String(s), norm.NFKC.String(s), norm.NFKD.String(s)}
 }
 
@@ -37,11 +37,11 @@ func TestRedactedValueNormalFormsScrubbed(t *testing.T) {
 			Fail     bool   `json:"fail"`
 		}
 		json.Unmarshal(req.Params.Arguments, &a)
-		text := "as normalized: " + strings.Join(normalForms(a.Password), " ")
+		text := "as normalized: " + strings.Join(inEachForm(a.Password), " ")
 		if a.Fail {
 			return nil, &jsonrpc.Error{Code: -32001, Message: "refused " + text}
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: map[string]any{"seen": normalForms(a.Password)}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: map[string]any{"seen": inEachForm(a.Password)}}, nil
 	})
 	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(down.Close)
@@ -66,7 +66,7 @@ func TestRedactedValueNormalFormsScrubbed(t *testing.T) {
 	}
 	var forms []string
 	for _, v := range values {
-		forms = append(forms, normalForms(v)...)
+		forms = append(forms, inEachForm(v)...)
 	}
 	slices.Sort(forms)
 	forms = slices.Compact(forms)

@@ -30,7 +30,8 @@ func TestRedactArgs(t *testing.T) {
 		{`{"password":"hunter22","user":"bob"}`, []string{"password"}, `{"password":"[redacted]","user":"bob"}`, []string{"hunter22"}},
 		{`{"deep":[{"k":{"password":{"x":"nested-secret"}}}],"n":1e400}`, []string{"password"}, `{"deep":[{"k":{"password":"[redacted]"}}],"n":1e400}`, []string{"nested-secret"}},
 		{`{"Password":"kept-as-is","password":12345678}`, []string{"password"}, `{"Password":"kept-as-is","password":"[redacted]"}`, []string{"12345678"}},
-		{`{"token":"a\"b\u00e9cdef"}`, []string{"token"}, `{"token":"[redacted]"}`, []string{"a\"bécdef", `a\"bécdef`, `a\"b\u00e9cdef`, `a\"b\u00E9cdef`, "a%22b%C3%A9cdef"}}, // and ASCII-only JSON, URL-encoded
+		{`{"token":"a\"b\u00e9cdef"}`, []string{"token"}, `{"token":"[redacted]"}`, []string{"a\"bécdef", `a\"bécdef`, `a\"b\u00e9cdef`, `a\"b\u00E9cdef`, "a%22b%C3%A9cdef", // and ASCII-only JSON, URL-encoded
+			"a\"be\u0301cdef", "a\\\"be\u0301cdef", `a\"be\u0301cdef`, `a\"be\u0301cdef`, "a%22be%CC%81cdef"}}, // so too its NFD form, é as e and U+0301
 		{`[{"token":"abcd"}]`, []string{"token"}, `[{"token":"[redacted]"}]`, []string{"abcd"}},
 		{`{"token":"ab"}`, []string{"token"}, `{"token":"[redacted]"}`, []string{"ab"}}, // too short to cut out: withholds what holds it
 		{`{"pin":7}`, []string{"pin"}, `{"pin":"[redacted]"}`, []string{"7"}},
