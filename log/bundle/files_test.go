@@ -146,3 +146,31 @@ func TestHostileFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestExportFileModes: every file of a bundle exported under a umask of
+// 000 (a service's, or a container's) is written as the manifest is,
+// 0644: readable by its auditors, writable by its owner alone. The
+// entries and the PROV document were made with os.Create's 0666, writable
+// by anyone on the machine.
+func TestExportFileModes(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	f := newFixture(t, 5, true)
+	dir := f.export(t, 0, 0)
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v, want 0644", p[len(dir):], fi.Mode().Perm())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
