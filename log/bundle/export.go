@@ -417,13 +417,20 @@ func (x *exporter) writeAnchors() error {
 
 // writeEntries writes the entries and the PROV document, in one
 // streaming pass.
+// createFile creates (or truncates) a bundle's file to write, 0644 as
+// the others are (os.WriteFile's), whatever the umask: os.Create's 0666
+// left it writable by anyone under a umask of 000.
+func createFile(p string) (*os.File, error) {
+	return os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+}
+
 func (x *exporter) writeEntries() error {
 	pw, err := newProvWriter(x.cp.Origin, x.m.ProvMapping)
 	if err != nil {
 		return err
 	}
 	defer pw.close()
-	ef, err := os.Create(filepath.Join(x.opts.Dir, EntriesFile))
+	ef, err := createFile(filepath.Join(x.opts.Dir, EntriesFile))
 	if err != nil {
 		return err
 	}
@@ -454,7 +461,7 @@ func (x *exporter) writeEntries() error {
 		return err
 	}
 	x.m.Files[EntriesFile] = hex.EncodeToString(eh.Sum(nil))
-	pf, err := os.Create(filepath.Join(x.opts.Dir, ProvFile))
+	pf, err := createFile(filepath.Join(x.opts.Dir, ProvFile))
 	if err != nil {
 		return err
 	}
