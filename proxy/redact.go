@@ -207,8 +207,10 @@ func appendSecrets(secrets []string, v any) []string {
 			secrets = appendStringForms(secrets, f)
 		}
 	case map[string]any:
-		for _, x := range v {
-			secrets = appendSecrets(secrets, x)
+		for k, x := range v {
+			// The names of an object redacted whole are its too: a
+			// server that echoes it writes them.
+			secrets = appendSecrets(appendSecrets(secrets, k), x)
 		}
 	case []any:
 		for _, x := range v {
