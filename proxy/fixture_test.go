@@ -206,6 +206,8 @@ func runFixtureServer() {
 		addLogs(s)
 	case "leaks":
 		addLeaks(s)
+	case "creds":
+		addCreds(s) // redactcreds_test.go
 	case "endlisten":
 		addEndListens(s)
 	}
