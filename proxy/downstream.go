@@ -37,8 +37,10 @@ type downstream struct {
 	http1       *http1Pool   // plain-HTTP servers: the fast path's own connections (nil: httpClient)
 	http1Header []byte       // the configured and fixed header lines of http1's requests
 
-	secrets recentSecrets // redacted values of its latest calls, kept off the proxy's log
-	byActor actorSecrets  // the same, each actor's apart, kept off its entries and answers
+	secrets   recentSecrets // redacted values of its latest calls, kept off the proxy's log
+	byActor   actorSecrets  // the same, each actor's apart, kept off its entries and answers
+	creds     []string      // the credentials its config gives it (ServerConfig.credentials), kept off both
+	credCores []string      // their base64Cores, made once for the lines of its stderr
 
 	listens listens // the subscriptions held on its session of the 2026-07-28 revision (listen.go)
 }
@@ -68,7 +70,9 @@ func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
 		p:           p,
 		cfg:         cfg,
 		calls:       callers{server: cfg.ID},
+		creds:       cfg.credentials(),
 	}
+	d.credCores = base64Cores(d.creds)
 	d.cat = newCatalogue(d)
 	d.sup = newSupervisor(cfg.ID, p.logger, d.connect, func(ctx context.Context, cs *mcp.ClientSession) {
 		d.cat.syncAll(ctx, cs)
@@ -173,16 +177,17 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 // logText is text made of what a server or a client sent (an error's, a
 // panic's) as the proxy's log may hold it: scrubbed of the server's
 // latest redacted values (a server may quote in one call's error what an
-// earlier call had redacted) and of those of the call it is about (nil:
-// none), which many calls after it may have pushed out of the server's.
+// earlier call had redacted), of those of the call it is about (nil:
+// none), which many calls after it may have pushed out of the server's,
+// and of the credentials its config gives it.
 func (d *downstream) logText(text string, call *callSecrets) string {
-	return scrub(d.secrets.scrub(d.cfg.redactURL(text)), call.all())
+	return scrub(d.secrets.scrub(d.cfg.redactURL(text)), append(call.all(), d.creds...))
 }
 
 // entryText is logText for a call.result entry of actor's: scrubbed of
 // actor's latest values, not every actor's (recentSecrets).
 func (d *downstream) entryText(actor, text string, call *callSecrets) string {
-	return scrub(d.secretsOf(actor).scrub(d.cfg.redactURL(text)), call.all())
+	return scrub(d.secretsOf(actor).scrub(d.cfg.redactURL(text)), append(call.all(), d.creds...))
 }
 
 // remember notes secrets, redacted values actor sent or was sent, as the

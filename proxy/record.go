@@ -291,7 +291,8 @@ func (p *Proxy) recordResult(ctx context.Context, d *downstream, c *call) (_ *lo
 			// one had redacted. Another actor's are not looked for:
 			// whether they were found would show in the entry
 			// (retained_sha256), an oracle (recentSecrets).
-			kept, changed := scrubJSON(canon, d.secretsOf(c.actor).with(c.secrets.all()))
+			// Nor one of the credentials the server's config gives it.
+			kept, changed := scrubJSON(canon, append(d.secretsOf(c.actor).with(c.secrets.all()), d.creds...))
 			if unkept = bs.put(p.opts.Blobs, kept); unkept != nil {
 				e.Error = truncate(strings.TrimPrefix(e.Error+"; ", "; ")+"provlog withheld the result from the client: it could not be kept: "+unkept.Error(), maxErrorText)
 			} else {

@@ -499,6 +499,9 @@ func (l *lineLogger) logFirst(n int, redacted bool, from int) {
 }
 
 func (l *lineLogger) log(line string) {
+	if len(l.d.creds) > 0 {
+		line = scrubText(line, l.d.credCores, l.d.creds) // a server that prints its configured credentials
+	}
 	l.d.p.logger.Debug("proxy: downstream stderr", "server", l.d.cfg.ID, "line", line)
 }
 
