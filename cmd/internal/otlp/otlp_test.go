@@ -83,6 +83,7 @@ type receiver struct {
 	answer   []byte        // the body of a 200
 	hold     chan struct{} // if not nil, requests wait for it to close
 	arrived  int           // requests that arrived, held or not
+	echo     bool          // an error's body quotes the request's Authorization and URL
 }
 
 func newReceiver(t *testing.T, statuses ...int) *receiver {
@@ -127,7 +128,11 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Unlock()
 	if code != http.StatusOK {
 		w.Header().Set("Retry-After", "0")
-		http.Error(w, "receiver says "+http.StatusText(code), code)
+		msg := "receiver says " + http.StatusText(code)
+		if r.echo {
+			msg += ": no tenant for " + req.Header.Get("Authorization") + " at " + req.URL.String()
+		}
+		http.Error(w, msg, code)
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-protobuf")
