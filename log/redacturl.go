@@ -52,6 +52,43 @@ func RedactURL(s string) string {
 	return red
 }
 
+// URLCredentials returns the credentials the URL s carries, as RedactURL
+// takes them: its password, or its user name given alone, and its
+// query's values (as written and unescaped). A caller that sends to s
+// cuts them out of what the other end answers (an echo of the key it was
+// sent) before it is written.
+func URLCredentials(s string) []string {
+	u, err := url.Parse(s)
+	if err != nil || s == "" {
+		return nil
+	}
+	var out []string
+	if pw, ok := u.User.Password(); ok {
+		out = append(out, pw)
+	} else if u.User != nil {
+		out = append(out, u.User.Username())
+	}
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		if _, v, ok := strings.Cut(kv, "="); ok && v != "" {
+			out = append(out, v)
+			if un, err := url.QueryUnescape(v); err == nil && un != v {
+				out = append(out, un)
+			}
+		}
+	}
+	return out
+}
+
+// HeaderCredentials returns the credentials a header's value v carries:
+// v, and without its scheme ("Bearer ...", "Basic ...") the rest.
+func HeaderCredentials(v string) []string {
+	out := []string{v}
+	if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+		out = append(out, strings.TrimSpace(cred))
+	}
+	return out
+}
+
 // keywordValue matches a keyword and its value in libpq's keyword/value
 // form: spaces around '=' or not, the value up to a space or quoted in
 // single quotes (a backslash escaping a quote or a backslash).

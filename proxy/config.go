@@ -236,9 +236,8 @@ func (c *ServerConfig) redactURL(text string) string {
 // credentials returns the credentials c gives its server, in the forms a
 // server may echo them in (appendSecrets): the values of its headers and
 // environment variables whose names name one (credentialName; a header's
-// value without its scheme too, "Bearer ..."), and its URL's password,
-// its user name given alone and its query's values, as log.RedactURL
-// takes them for credentials. A server that quotes one (a gateway's
+// value without its scheme too, log.HeaderCredentials), and its URL's
+// (log.URLCredentials). A server that quotes one (a gateway's
 // "invalid key ...", a line a server prints as it starts) has it scrubbed
 // as a redacted value is. Values too short to cut out are no credential
 // and are left out.
@@ -246,10 +245,7 @@ func (c *ServerConfig) credentials() []string {
 	var vals []string
 	for k, v := range c.Headers {
 		if credentialName(k) {
-			vals = append(vals, v)
-			if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
-				vals = append(vals, strings.TrimSpace(cred))
-			}
+			vals = append(vals, log.HeaderCredentials(v)...)
 		}
 	}
 	for k, v := range c.Env {
@@ -257,16 +253,7 @@ func (c *ServerConfig) credentials() []string {
 			vals = append(vals, v)
 		}
 	}
-	if u, err := url.Parse(c.URL); err == nil && c.URL != "" {
-		if pw, ok := u.User.Password(); ok {
-			vals = append(vals, pw)
-		} else if u.User != nil {
-			vals = append(vals, u.User.Username())
-		}
-		for _, vs := range u.Query() {
-			vals = append(vals, vs...)
-		}
-	}
+	vals = append(vals, log.URLCredentials(c.URL)...)
 	var out []string
 	for _, v := range vals {
 		if len(v) >= minSecretLen {

@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,6 +78,7 @@ type Config struct {
 // An Exporter sends spans to one OTLP/HTTP receiver.
 type Exporter struct {
 	cfg      Config
+	cut      *strings.Replacer // cuts the credentials cfg sends out of a receiver's answer (credentialCutter)
 	client   *http.Client
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -107,7 +109,7 @@ func New(cfg Config) (*Exporter, error) {
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       cfg.TLS,
 	}
-	return &Exporter{cfg: cfg, client: &http.Client{Transport: tr, Timeout: cfg.Timeout}, stop: make(chan struct{})}, nil
+	return &Exporter{cfg: cfg, cut: credentialCutter(cfg), client: &http.Client{Transport: tr, Timeout: cfg.Timeout}, stop: make(chan struct{})}, nil
 }
 
 // ExportSpans sends spans as one request, retrying as [Config.Retry]
@@ -252,15 +254,36 @@ func (e *Exporter) send(ctx context.Context, body []byte) error {
 		}
 		return partialSuccess(b)
 	case code == http.StatusTooManyRequests, code == http.StatusBadGateway, code == http.StatusServiceUnavailable, code == http.StatusGatewayTimeout:
-		return &retryable{throttle: retryAfter(resp.Header.Get("Retry-After")), err: fmt.Errorf("%s: body: %s", resp.Status, bodyText(b))}
+		return &retryable{throttle: retryAfter(resp.Header.Get("Retry-After")), err: fmt.Errorf("%s: body: %s", resp.Status, e.bodyText(b))}
 	default:
-		return fmt.Errorf("failed to send to %s: %s (body: %s)", log.RedactURL(e.cfg.URL), resp.Status, bodyText(b))
+		return fmt.Errorf("failed to send to %s: %s (body: %s)", log.RedactURL(e.cfg.URL), resp.Status, e.bodyText(b))
 	}
 }
 
-// bodyText is the start of an error answer, for a message.
-func bodyText(b []byte) string {
-	s := strings.TrimSpace(string(b))
+// credentialCutter returns the replacer of the credentials cfg sends
+// (every header's value, log.HeaderCredentials, and the URL's,
+// log.URLCredentials) with "[redacted]", the longest first.
+func credentialCutter(cfg Config) *strings.Replacer {
+	var creds []string
+	for _, v := range cfg.Headers {
+		creds = append(creds, log.HeaderCredentials(v)...)
+	}
+	creds = append(creds, log.URLCredentials(cfg.URL)...)
+	slices.SortFunc(creds, func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
+	for _, c := range creds {
+		if c != "" {
+			pairs = append(pairs, c, "[redacted]")
+		}
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// bodyText is the start of an error answer, for a message, without the
+// credentials the request sent: a receiver may quote them ("no tenant
+// for Bearer ...").
+func (e *Exporter) bodyText(b []byte) string {
+	s := strings.TrimSpace(e.cut.Replace(string(b)))
 	if s == "" {
 		return "(empty)"
 	}
