@@ -1,9 +1,11 @@
 package log
 
 import (
+	"encoding/base64"
 	"errors"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -64,7 +66,8 @@ func URLCredentials(s string) []string {
 	}
 	var out []string
 	if pw, ok := u.User.Password(); ok {
-		out = append(out, pw)
+		// net/http sends them as basic auth, base64 of user:password.
+		out = append(out, pw, base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pw)))
 	} else if u.User != nil {
 		out = append(out, u.User.Username())
 	}
@@ -77,6 +80,25 @@ func URLCredentials(s string) []string {
 		}
 	}
 	return out
+}
+
+// CutCredentials returns s with every one of creds in it (of
+// URLCredentials, HeaderCredentials) replaced by "[redacted]", the
+// longest first: a text the other end of a request wrote (an error page)
+// may quote the credentials it was sent.
+func CutCredentials(s string, creds []string) string {
+	creds = slices.Clone(creds)
+	slices.SortFunc(creds, func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
+	for _, c := range creds {
+		if c != "" {
+			pairs = append(pairs, c, "[redacted]")
+		}
+	}
+	if pairs == nil {
+		return s
+	}
+	return strings.NewReplacer(pairs...).Replace(s)
 }
 
 // HeaderCredentials returns the credentials a header's value v carries:

@@ -153,7 +153,7 @@ func (c *RekorClient) post(ctx context.Context, body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("reading Rekor's answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusCreated {
-		return nil, fmt.Errorf("Rekor answered %s: %s", resp.Status, snippet(b))
+		return nil, fmt.Errorf("Rekor answered %s: %s", resp.Status, snippet(b, c.URL))
 	}
 	if len(b) > MaxRekorResponse {
 		return nil, fmt.Errorf("Rekor's answer is over %d bytes", MaxRekorResponse)

@@ -108,7 +108,7 @@ func (c *TSAClient) post(ctx context.Context, query []byte) ([]byte, error) {
 		return nil, fmt.Errorf("reading TSA response: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("TSA answered %s: %s", resp.Status, snippet(body))
+		return nil, fmt.Errorf("TSA answered %s: %s", resp.Status, snippet(body, c.URL))
 	}
 	if len(body) > MaxTSAResponse {
 		return nil, fmt.Errorf("TSA response is over %d bytes", MaxTSAResponse)
@@ -117,14 +117,16 @@ func (c *TSAClient) post(ctx context.Context, query []byte) ([]byte, error) {
 	// -response, octet-stream); the DER decides. Only a text body, which
 	// is an error page, is refused here, to show it.
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); strings.HasPrefix(mt, "text/") {
-		return nil, fmt.Errorf("TSA answered with %s: %s", mt, snippet(body))
+		return nil, fmt.Errorf("TSA answered with %s: %s", mt, snippet(body, c.URL))
 	}
 	return body, nil
 }
 
-// snippet quotes the start of an error body for a message.
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
+// snippet quotes the start of an error body for a message, without the
+// credentials the authority's URL rawURL gave the request: an error page
+// may quote them.
+func snippet(b []byte, rawURL string) string {
+	s := strings.TrimSpace(log.CutCredentials(string(b), log.URLCredentials(rawURL)))
 	if len(s) > 200 {
 		s = s[:200] + "…"
 	}

@@ -21,7 +21,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,7 +77,7 @@ type Config struct {
 // An Exporter sends spans to one OTLP/HTTP receiver.
 type Exporter struct {
 	cfg      Config
-	cut      *strings.Replacer // cuts the credentials cfg sends out of a receiver's answer (credentialCutter)
+	creds    []string // the credentials cfg sends, cut out of a receiver's answer
 	client   *http.Client
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -109,7 +108,7 @@ func New(cfg Config) (*Exporter, error) {
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       cfg.TLS,
 	}
-	return &Exporter{cfg: cfg, cut: credentialCutter(cfg), client: &http.Client{Transport: tr, Timeout: cfg.Timeout}, stop: make(chan struct{})}, nil
+	return &Exporter{cfg: cfg, creds: credentials(cfg), client: &http.Client{Transport: tr, Timeout: cfg.Timeout}, stop: make(chan struct{})}, nil
 }
 
 // ExportSpans sends spans as one request, retrying as [Config.Retry]
@@ -260,30 +259,21 @@ func (e *Exporter) send(ctx context.Context, body []byte) error {
 	}
 }
 
-// credentialCutter returns the replacer of the credentials cfg sends
-// (every header's value, log.HeaderCredentials, and the URL's,
-// log.URLCredentials) with "[redacted]", the longest first.
-func credentialCutter(cfg Config) *strings.Replacer {
+// credentials returns the credentials cfg sends: every header's value
+// (log.HeaderCredentials) and the URL's (log.URLCredentials).
+func credentials(cfg Config) []string {
 	var creds []string
 	for _, v := range cfg.Headers {
 		creds = append(creds, log.HeaderCredentials(v)...)
 	}
-	creds = append(creds, log.URLCredentials(cfg.URL)...)
-	slices.SortFunc(creds, func(a, b string) int { return len(b) - len(a) })
-	var pairs []string
-	for _, c := range creds {
-		if c != "" {
-			pairs = append(pairs, c, "[redacted]")
-		}
-	}
-	return strings.NewReplacer(pairs...)
+	return append(creds, log.URLCredentials(cfg.URL)...)
 }
 
 // bodyText is the start of an error answer, for a message, without the
 // credentials the request sent: a receiver may quote them ("no tenant
 // for Bearer ...").
 func (e *Exporter) bodyText(b []byte) string {
-	s := strings.TrimSpace(e.cut.Replace(string(b)))
+	s := strings.TrimSpace(log.CutCredentials(string(b), e.creds))
 	if s == "" {
 		return "(empty)"
 	}
