@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -34,5 +36,35 @@ func TestAddCheckpointErrorRedactsURL(t *testing.T) {
 	}
 	if _, err := NewHTTP("ftp://user:S3cret@example.org/?k=S3cret2", nil); err == nil || strings.Contains(err.Error(), "S3cret") {
 		t.Errorf("NewHTTP of an ftp URL with credentials: %v", err)
+	}
+}
+
+// TestAddCheckpointRefusalCutsURLCredentials: a witness whose refusal
+// quotes the credentials its URL gave the request (an API key as the
+// user name, a token in the query), in a 401's message or in a 409's body
+// that is not a size, does not get them into the error, which reaches
+// provlog__status, /healthz and the log.
+func TestAddCheckpointRefusalCutsURLCredentials(t *testing.T) {
+	const user, token = "S3CRET-user-61c2", "S3CRET-token-d94e"
+	for _, status := range []int{http.StatusUnauthorized, http.StatusConflict} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			u, _, _ := r.BasicAuth()
+			w.WriteHeader(status)
+			w.Write([]byte("no witness for " + u + " at " + r.URL.String() + "\n"))
+		}))
+		h, err := NewHTTP(strings.Replace(srv.URL, "http://", "http://"+user+"@", 1)+"/w?token="+token, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = h.AddCheckpoint(context.Background(), &witness.AddCheckpointRequest{Checkpoint: []byte("o\n1\nAAAA\n\n")})
+		srv.Close()
+		if err == nil || !strings.Contains(err.Error(), "no witness for") {
+			t.Fatalf("%d: %v, want the refusal quoted", status, err)
+		}
+		for _, s := range []string{user, token} {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("%d: the error quotes %q: %v", status, s, err)
+			}
+		}
 	}
 }
