@@ -21,8 +21,9 @@ const maxResponseSize = 64 << 10
 // HTTP calls a witness's add-checkpoint over HTTP, according to
 // c2sp.org/tlog-witness@v1.0.0. It is a [witness.AddCheckpointer].
 type HTTP struct {
-	url string
-	hc  *http.Client
+	url   string
+	hc    *http.Client
+	creds []string // the credentials the URL gives a request, cut out of a refusal's text quoted in an error
 }
 
 var _ witness.AddCheckpointer = (*HTTP)(nil)
@@ -38,7 +39,8 @@ func NewHTTP(prefix string, hc *http.Client) (*HTTP, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &HTTP{url: strings.TrimSuffix(prefix, "/") + "/add-checkpoint", hc: hc}, nil
+	u := strings.TrimSuffix(prefix, "/") + "/add-checkpoint"
+	return &HTTP{url: u, hc: hc, creds: append(log.URLCredentials(prefix), log.URLCredentials(u)...)}, nil
 }
 
 // AddCheckpoint posts req and returns the witness's signature lines. A
@@ -71,11 +73,11 @@ func (h *HTTP) AddCheckpoint(ctx context.Context, req *witness.AddCheckpointRequ
 		s, ok := strings.CutSuffix(string(body), "\n")
 		size, err := strconv.ParseUint(s, 10, 64)
 		if !ok || err != nil {
-			return nil, fmt.Errorf("add-checkpoint: 409 response body %q is not a size (content type %q)", body, resp.Header.Get("Content-Type"))
+			return nil, fmt.Errorf("add-checkpoint: 409 response body %q is not a size (content type %q)", log.CutCredentials(string(body), h.creds), resp.Header.Get("Content-Type"))
 		}
 		return nil, &witness.Error{Status: resp.StatusCode, Size: size}
 	}
-	msg, _, _ := bytes.Cut(bytes.TrimSpace(body), []byte("\n"))
+	msg, _, _ := bytes.Cut(bytes.TrimSpace([]byte(log.CutCredentials(string(body), h.creds))), []byte("\n"))
 	if len(msg) > 200 {
 		msg = msg[:200]
 	}
