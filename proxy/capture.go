@@ -280,6 +280,10 @@ func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	return cc, nil
 }
 
+// maxServerRequests bounds a stdio server's requests (sampling,
+// elicitation, ping, roots) read and not yet answered.
+const maxServerRequests = 256
+
 type captureConn struct {
 	mcp.Connection
 	pending pendingCalls

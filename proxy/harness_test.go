@@ -348,6 +348,8 @@ type clientLog struct {
 	logs        chan *mcp.LoggingMessageParams
 	toolChanges chan struct{}
 	updated     chan string // the URIs of resources/updated
+	// sample, if set, answers the server's sampling requests.
+	sample func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
 }
 
 func newClientLog() *clientLog {
@@ -397,7 +399,10 @@ func (c *clientLog) options() *mcp.ClientOptions {
 			default:
 			}
 		},
-		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			if c.sample != nil {
+				return c.sample(ctx, req)
+			}
 			return &mcp.CreateMessageResult{Model: "test-model", Role: "assistant", Content: &mcp.TextContent{Text: "sampled by the test client"}}, nil
 		},
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -105,10 +106,14 @@ func runRawServer() {
 		os.Stdout.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + "}\n")
 	}
 	var later json.RawMessage // the id of a call of "later" not yet answered
+	var flood rawFlood
 	for {
 		line, err := in.ReadBytes('\n')
 		if err != nil {
 			return
+		}
+		if flood.answered(line, answer) {
+			continue
 		}
 		var m struct {
 			ID     json.RawMessage
@@ -130,6 +135,7 @@ func runRawServer() {
 			for name := range rawResults {
 				tools = append(tools, `{"name":"`+name+`","inputSchema":{"type":"object"}}`)
 			}
+			tools = append(tools, `{"name":"flood","inputSchema":{"type":"object"}}`)
 			answer(m.ID, `{"tools":[`+strings.Join(tools, ",")+`]}`)
 		case "tools/call":
 			if m.Params.Name == "later" {
@@ -137,6 +143,10 @@ func runRawServer() {
 				if f := os.Getenv(rawHeldEnv); f != "" {
 					os.WriteFile(f, []byte("held\n"), 0o600)
 				}
+				continue
+			}
+			if m.Params.Name == "flood" {
+				flood.start(m.ID)
 				continue
 			}
 			answer(m.ID, rawResults[m.Params.Name])
@@ -164,4 +174,46 @@ func runRawServer() {
 			answer(m.ID, `{}`)
 		}
 	}
+}
+
+// rawFloodAsks is how many sampling requests the raw server's tool
+// "flood" sends at once.
+const rawFloodAsks = maxServerRequests + 50
+
+// A rawFlood is the raw server's call of "flood": it sends rawFloodAsks
+// sampling requests and then a ping, none answered yet, and answers the
+// call, once the ping is answered, with the number of its sampling
+// requests answered with an error by then ("refused N").
+type rawFlood struct {
+	call    json.RawMessage // the call's id, until it is answered
+	refused int
+}
+
+func (f *rawFlood) start(call json.RawMessage) {
+	f.call, f.refused = call, 0
+	var b strings.Builder
+	for i := range rawFloodAsks {
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":"flood-%d","method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":1}}`+"\n", i)
+	}
+	b.WriteString(`{"jsonrpc":"2.0","id":"flood-ping","method":"ping"}` + "\n")
+	os.Stdout.WriteString(b.String())
+}
+
+// answered takes line if it answers one of the flood's requests.
+func (f *rawFlood) answered(line []byte, answer func(json.RawMessage, string)) bool {
+	var m struct {
+		ID    string
+		Error json.RawMessage
+	}
+	if f.call == nil || json.Unmarshal(line, &m) != nil || !strings.HasPrefix(m.ID, "flood-") {
+		return false
+	}
+	switch {
+	case m.ID == "flood-ping":
+		answer(f.call, fmt.Sprintf(`{"content":[{"type":"text","text":"refused %d"}]}`, f.refused))
+		f.call = nil
+	case m.Error != nil:
+		f.refused++
+	}
+	return true
 }
