@@ -281,7 +281,10 @@ func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 }
 
 // maxServerRequests bounds a stdio server's requests (sampling,
-// elicitation, ping, roots) read and not yet answered.
+// elicitation, ping, roots) read and not yet answered: one beyond them is
+// answered at once with an error (serverAsks). go-sdk takes every request
+// it reads, into a queue without bound, and a server's flood of them,
+// each waiting for the client, grew the sidecar's heap without bound.
 const maxServerRequests = 256
 
 type captureConn struct {
@@ -290,12 +293,58 @@ type captureConn struct {
 	notify  func(*jsonrpc.Request) bool
 	exit    *exitWatch // a stdio server's
 	stdio   *stdioConn // a stdio server's
+	asks    serverAsks
+}
+
+// serverAsks are the ids of a server's requests read and not yet
+// answered.
+type serverAsks struct {
+	mu  sync.Mutex
+	ids map[jsonrpc.ID]bool
+}
+
+// admit notes request id, and reports whether it is within
+// maxServerRequests. An id already awaiting its answer is go-sdk's to
+// refuse (it answers without the id), and is admitted uncounted.
+func (a *serverAsks) admit(id jsonrpc.ID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.ids[id]:
+		return true
+	case len(a.ids) >= maxServerRequests:
+		return false
+	case a.ids == nil:
+		a.ids = map[jsonrpc.ID]bool{}
+	}
+	a.ids[id] = true
+	return true
+}
+
+// answered notes that msg, if it is an answer, answered its request.
+func (a *serverAsks) answered(msg jsonrpc.Message) {
+	if r, ok := msg.(*jsonrpc.Response); ok {
+		a.mu.Lock()
+		delete(a.ids, r.ID)
+		a.mu.Unlock()
+	}
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	// Registered before the write, so the response cannot beat it.
 	c.pending.register(ctx, msg)
+	c.asks.answered(msg)
 	return c.Connection.Write(ctx, msg)
+}
+
+// refuseAsk answers the server's request req at once, with an error, if
+// it is beyond maxServerRequests, and reports whether it did.
+func (c *captureConn) refuseAsk(ctx context.Context, req *jsonrpc.Request) (bool, error) {
+	if !req.IsCall() || c.asks.admit(req.ID) {
+		return false, nil
+	}
+	msg := fmt.Sprintf("provlog: the server has %d requests awaiting their answers; this one is refused", maxServerRequests)
+	return true, c.Connection.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}})
 }
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -325,6 +374,15 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && c.notify != nil && c.notify(req) {
 			continue
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok {
+			refused, err := c.refuseAsk(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			if refused {
+				continue
+			}
 		}
 		r, ok := msg.(*jsonrpc.Response)
 		switch {
