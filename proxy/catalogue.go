@@ -73,6 +73,7 @@ type catalogue struct {
 	covers                 [readSlots]uint64
 	behind                 uint32
 	testingOnlyListBound   atomic.Int64 // replaces listBound's freshWait if not zero
+	testingOnlyResyncGap   atomic.Int64 // replaces resyncLoop's freshFor if not zero
 	// testingOnlyAskRead, if set, is called by askRead with its slot,
 	// before the read is asked for: a test sees what was marked by then.
 	// want calls askRead under mu, so it must not take mu.

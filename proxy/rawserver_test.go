@@ -107,12 +107,13 @@ func runRawServer() {
 	}
 	var later json.RawMessage // the id of a call of "later" not yet answered
 	var flood rawFlood
+	var churn rawChurn
 	for {
 		line, err := in.ReadBytes('\n')
 		if err != nil {
 			return
 		}
-		if flood.answered(line, answer) {
+		if flood.answered(line, answer) || churn.answered(line, answer) {
 			continue
 		}
 		var m struct {
@@ -135,7 +136,9 @@ func runRawServer() {
 			for name := range rawResults {
 				tools = append(tools, `{"name":"`+name+`","inputSchema":{"type":"object"}}`)
 			}
-			tools = append(tools, `{"name":"flood","inputSchema":{"type":"object"}}`)
+			tools = append(tools, `{"name":"flood","inputSchema":{"type":"object"}}`,
+				fmt.Sprintf(`{"name":"churn","description":"v%d","inputSchema":{"type":"object"}}`, churn.version))
+			churn.lists++
 			answer(m.ID, `{"tools":[`+strings.Join(tools, ",")+`]}`)
 		case "tools/call":
 			if m.Params.Name == "later" {
@@ -145,8 +148,12 @@ func runRawServer() {
 				}
 				continue
 			}
-			if m.Params.Name == "flood" {
+			switch m.Params.Name {
+			case "flood":
 				flood.start(m.ID)
+				continue
+			case "churn":
+				churn.start(m.ID)
 				continue
 			}
 			answer(m.ID, rawResults[m.Params.Name])
@@ -215,5 +222,49 @@ func (f *rawFlood) answered(line []byte, answer func(json.RawMessage, string)) b
 	case m.Error != nil:
 		f.refused++
 	}
+	return true
+}
+
+// rawChurnRounds is how many times the raw server's tool "churn" changes
+// the server's tool list.
+const rawChurnRounds = 2000
+
+// A rawChurn is the raw server's call of "churn": rawChurnRounds times,
+// it changes the description of its tool "churn", says its tools changed
+// (notifications/tools/list_changed) and pings the proxy, each round once
+// the last ping is answered; then it answers the call with the number of
+// tool lists it gave meanwhile ("listed N").
+type rawChurn struct {
+	call    json.RawMessage // the call's id, until it is answered
+	version int             // the tool list's
+	lists   int             // tools/list requests answered
+	from    int             // lists when the call came
+	round   int
+}
+
+func (c *rawChurn) start(call json.RawMessage) {
+	c.call, c.from, c.round = call, c.lists, 0
+	c.change()
+}
+
+// change changes the list, says so, and pings.
+func (c *rawChurn) change() {
+	c.version++
+	os.Stdout.WriteString(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n" +
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":"churn-%d","method":"ping"}`, c.round) + "\n")
+}
+
+// answered takes line if it answers the churn's ping.
+func (c *rawChurn) answered(line []byte, answer func(json.RawMessage, string)) bool {
+	var m struct{ ID string }
+	if c.call == nil || json.Unmarshal(line, &m) != nil || m.ID != fmt.Sprintf("churn-%d", c.round) {
+		return false
+	}
+	if c.round++; c.round < rawChurnRounds {
+		c.change()
+		return true
+	}
+	answer(c.call, fmt.Sprintf(`{"content":[{"type":"text","text":"listed %d"}]}`, c.lists-c.from))
+	c.call = nil
 	return true
 }

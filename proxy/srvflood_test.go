@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
 )
 
 // TestServerRequestsBounded: of a stdio server's requests of the client
@@ -39,5 +42,42 @@ func TestServerRequestsBounded(t *testing.T) {
 	}
 	if n := asked.Load(); n > maxServerRequests {
 		t.Errorf("the client was asked %d times, want at most %d", n, maxServerRequests)
+	}
+}
+
+// TestListChurnBounded: a server that changes its tool list and says so
+// on and on has the list read at most once every freshFor (here an hour,
+// testingOnlyResyncGap), not at once after each notice. Each read of a
+// changed list is a tools entry: a server of 2,000 tools changing one
+// description without pause had 1,656 tools entries (94 MB) written in a
+// minute, and the sidecar busy on a core. The raw server's churn tool
+// changes its list rawChurnRounds times, a round each time the proxy
+// answers its ping, and says how many lists it gave meanwhile.
+func TestListChurnBounded(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{rawServerConfig(t, "raw")}, nil)
+	cs := connectMemory(t, p, nil)
+	waitRouted(t, p, "raw__churn")
+	for _, d := range p.downstreams() {
+		d.cat.testingOnlyResyncGap.Store(int64(time.Hour))
+	}
+	start := l.size(t)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "raw__churn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed int
+	if _, err := fmt.Sscanf(textOf(res), "listed %d", &listed); err != nil {
+		t.Fatalf("the churn tool said %q: %v", textOf(res), err)
+	}
+	tools := 0
+	for i := start; i < l.size(t); i++ {
+		if e, err := log.ParseEntry(l.entry(t, i)); err == nil && e.Kind == "tools" {
+			tools++
+		}
+	}
+	// The first notice is read at once; the next waits out the gap.
+	if listed > 1 || tools > 1 {
+		t.Errorf("%d changes of the tool list: the server was asked for it %d times, and %d tools entries were written; want at most 1 of each", rawChurnRounds, listed, tools)
 	}
 }
