@@ -210,15 +210,41 @@ func (c *catalogue) resyncLoops(ctx context.Context) {
 // the next change, and a loop per list (the newer session's too)
 // lets no list wait for another's read (a server hung on its tools list
 // held up the read of its prompts, and a front client's list of them).
+//
+// A read begins at most once every freshFor, as a front client's list
+// reads (fresh.go): a server that changed its list and said so again
+// after each read had it read again at once, each read a tools entry (a
+// server of 2,000 tools wrote 94 MB of them a minute). Notices meanwhile
+// are read together, once the gap is out.
 func (c *catalogue) resyncLoop(ctx context.Context, slot listSlot) {
+	var last time.Time // when the last read began
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.resync[slot]:
 		}
+		if wait := time.Until(last.Add(c.resyncGap())); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		last = time.Now()
 		c.resyncList(ctx, slot)
 	}
+}
+
+// resyncGap is how long resyncLoop waits between reads: freshFor, or
+// testingOnlyResyncGap.
+func (c *catalogue) resyncGap() time.Duration {
+	if g := c.testingOnlyResyncGap.Load(); g > 0 {
+		return time.Duration(g)
+	}
+	return freshFor
 }
 
 // resyncList reads the list in slot, if the server said it changed or a
