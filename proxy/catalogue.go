@@ -387,6 +387,7 @@ func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSess
 const (
 	maxListPages = 1000
 	maxListItems = 100_000
+	maxListBytes = 32 << 20
 )
 
 // list pages through the server's list, every page, and returns its

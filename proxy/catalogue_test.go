@@ -169,10 +169,35 @@ func TestListCursorLoop(t *testing.T) {
 // thousandth page, 200,000 tools.
 func TestListTooLong(t *testing.T) {
 	const perPage = 200
+	pages := growingList(t, perPage, 0, "", fmt.Sprint(maxListItems))
+	if n, want := pages, int32(maxListItems/perPage+1); n != want {
+		t.Errorf("the proxy read %d pages, want %d (the first past %d tools)", n, want, maxListItems)
+	}
+}
+
+// TestListTooBig: a server whose tools list grows past maxListBytes
+// (pages of one tool described in 4 MiB, each page within what a message
+// may hold) has its list read no further than the page that passes the
+// bound, as for maxListItems. The proxy read every page: a list may have
+// 1,000 pages of 16 MiB, 16 GB held at once.
+func TestListTooBig(t *testing.T) {
+	const desc = 4 << 20
+	pages := growingList(t, 1, maxListBytes/desc+3, strings.Repeat("d", desc), fmt.Sprint(maxListBytes>>20, " MiB"))
+	if n, want := pages, int32(maxListBytes/desc+1); n != want {
+		t.Errorf("the proxy read %d pages, want %d (the first past %d MiB)", n, want, maxListBytes>>20)
+	}
+}
+
+// growingList serves a server whose tools list, once its tool grow is
+// called, has pages of perPage tools described as desc, pages of them
+// (0: always a next page). It checks that the proxy's read of it fails
+// once, with a warning naming bound, and that the front offers the last
+// list read, and returns the pages the proxy read.
+func growingList(t *testing.T, perPage, pages int, desc, bound string) int32 {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "long", Version: "1"}, nil)
 	obj := map[string]any{"type": "object"}
 	var long atomic.Bool
-	var pages atomic.Int32
+	var read atomic.Int32
 	srv.AddTool(&mcp.Tool{Name: "grow", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		long.Store(true)
 		return &mcp.CallToolResult{}, nil
@@ -182,14 +207,17 @@ func TestListTooLong(t *testing.T) {
 			if method != "tools/list" || !long.Load() {
 				return next(ctx, method, req)
 			}
-			pages.Add(1)
+			read.Add(1)
 			page := 0
 			if r := req.(*mcp.ListToolsRequest); r.Params != nil && r.Params.Cursor != "" {
 				page, _ = strconv.Atoi(r.Params.Cursor)
 			}
-			res := &mcp.ListToolsResult{NextCursor: strconv.Itoa(page + 1)}
+			res := &mcp.ListToolsResult{}
+			if pages == 0 || page+1 < pages {
+				res.NextCursor = strconv.Itoa(page + 1)
+			}
 			for i := range perPage {
-				res.Tools = append(res.Tools, &mcp.Tool{Name: fmt.Sprintf("t%d_%d", page, i), InputSchema: obj})
+				res.Tools = append(res.Tools, &mcp.Tool{Name: fmt.Sprintf("t%d_%d", page, i), Description: desc, InputSchema: obj})
 			}
 			return res, nil
 		}
@@ -209,11 +237,8 @@ func TestListTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventuallyTrue(t, "the read failed", func() bool { return len(linesWith(&buf, "listing tools failed")) > 0 })
-	if got := linesWith(&buf, "listing tools failed"); len(got) != 1 || !strings.Contains(got[0], fmt.Sprint(maxListItems)) {
-		t.Errorf("warning lines %q: want one naming the bound, %d", got, maxListItems)
-	}
-	if n, want := pages.Load(), int32(maxListItems/perPage+1); n != want {
-		t.Errorf("the proxy read %d pages, want %d (the first past %d tools)", n, want, maxListItems)
+	if got := linesWith(&buf, "listing tools failed"); len(got) != 1 || !strings.Contains(got[0], bound) {
+		t.Errorf("warning lines %q: want one naming the bound, %s", got, bound)
 	}
 	var names []string
 	for _, tl := range res.Tools {
@@ -224,6 +249,7 @@ func TestListTooLong(t *testing.T) {
 	if !slices.Equal(names, []string{"l__grow"}) {
 		t.Errorf("the front lists %q of the server's tools, want its last list read, l__grow", names)
 	}
+	return read.Load()
 }
 
 // TestListNameTwice: a server whose tools/list pages list one name twice,
