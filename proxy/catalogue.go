@@ -378,12 +378,15 @@ func (k *listKind[T]) sync(ctx context.Context, c *catalogue, cs *mcp.ClientSess
 	return nil
 }
 
-// maxListPages and maxListItems bound a read of one list: a server that
-// pages on past them (or in a loop) has the read fail, and the front
-// offers the last list read, as for any failed read; the log says which
-// bound it passed. 100,000 items is as many tool names as a catalogue
-// remembers (maxKnownTools), a hundred front pages of go-sdk's default
-// size.
+// maxListPages, maxListItems and maxListBytes bound a read of one list:
+// a server that pages on past them (or in a loop) has the read fail, and
+// the front offers the last list read, as for any failed read; the log
+// says which bound it passed. 100,000 items is as many tool names as a
+// catalogue remembers (maxKnownTools), a hundred front pages of go-sdk's
+// default size. The pages' bytes are held until the list is read, and
+// each page may have up to maxFrameBytes: 32 MiB of them in all is four
+// times what a list of 100,000 tools described in 80 bytes each needs,
+// where the pages alone allowed 16 GB.
 const (
 	maxListPages = 1000
 	maxListItems = 100_000
@@ -396,6 +399,7 @@ func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.R
 	var items []json.RawMessage
 	cursor := ""
 	seen := map[string]int{} // cursor -> the page that gave it
+	size := 0                // the pages' bytes
 	for n := range maxListPages {
 		cp := &capture{}
 		next, typed, err := k.page(withCapture(ctx, cp), cs, cursor)
@@ -418,6 +422,9 @@ func (k *listKind[T]) list(ctx context.Context, cs *mcp.ClientSession) ([]json.R
 			}
 		}
 		items = append(items, list...)
+		if size += len(raw); size > maxListBytes {
+			return nil, fmt.Errorf("listing %s: more than %d MiB in %d pages; the proxy reads at most %d MiB", k.key, maxListBytes>>20, n+1, maxListBytes>>20)
+		}
 		if len(items) > maxListItems {
 			return nil, fmt.Errorf("listing %s: more than %d in %d pages; the proxy reads at most %d", k.key, maxListItems, n+1, maxListItems)
 		}
