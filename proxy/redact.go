@@ -209,8 +209,13 @@ func appendSecrets(secrets []string, v any) []string {
 	case map[string]any:
 		for k, x := range v {
 			// The names of an object redacted whole are its too: a
-			// server that echoes it writes them.
-			secrets = appendSecrets(appendSecrets(secrets, k), x)
+			// server that echoes it writes them. A name shorter than
+			// minSecretLen is not: it is the object's shape ("id",
+			// "pw"), and taking it would withhold every text holding it.
+			if len(k) >= minSecretLen {
+				secrets = appendSecrets(secrets, k)
+			}
+			secrets = appendSecrets(secrets, x)
 		}
 	case []any:
 		for _, x := range v {

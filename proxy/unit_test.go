@@ -28,7 +28,8 @@ func TestRedactArgs(t *testing.T) {
 		{`null`, []string{"a"}, `{}`, nil},
 		{`{"a":"x","b":1}`, nil, `{"a":"x","b":1}`, nil},
 		{`{"password":"hunter22","user":"bob"}`, []string{"password"}, `{"password":"[redacted]","user":"bob"}`, []string{"hunter22"}},
-		{`{"deep":[{"k":{"password":{"x":"nested-secret"}}}],"n":1e400}`, []string{"password"}, `{"deep":[{"k":{"password":"[redacted]"}}],"n":1e400}`, []string{"x", "nested-secret"}}, // an object's names are redacted with it
+		{`{"deep":[{"k":{"password":{"x":"nested-secret"}}}],"n":1e400}`, []string{"password"}, `{"deep":[{"k":{"password":"[redacted]"}}],"n":1e400}`, []string{"nested-secret"}}, // an object's names are redacted with it, but for names too short to scrub out
+		{`{"password":{"s3cret-name":{"pw":"nested-secret"}}}`, []string{"password"}, `{"password":"[redacted]"}`, []string{"s3cret-name", "nested-secret"}},
 		{`{"Password":"kept-as-is","password":12345678}`, []string{"password"}, `{"Password":"kept-as-is","password":"[redacted]"}`, []string{"12345678"}},
 		{`{"token":"a\"b\u00e9cdef"}`, []string{"token"}, `{"token":"[redacted]"}`, []string{"a\"bécdef", `a\"bécdef`, `a\"b\u00e9cdef`, `a\"b\u00E9cdef`, "a%22b%C3%A9cdef", // and ASCII-only JSON, URL-encoded
 			"a\"be\u0301cdef", "a\\\"be\u0301cdef", `a\"be\u0301cdef`, `a\"be\u0301cdef`, "a%22be%CC%81cdef"}}, // so too its NFD form, é as e and U+0301
