@@ -3,11 +3,13 @@
 // Everything the server sends is shown as text, never as markup.
 
 import { verifyEntry, parseVKey, signatureLines, toHex, encodeBase64 } from "./verify.js";
-import { reader, get, parseJSON, entryIndex, isObject, kindOf, textList, WrongShape } from "./read.js";
-import { el, fill, render, shownValue, said, joined, listed, timeOf, wrong } from "./shown.js";
+import { reader, get, parseJSON, entryIndex, isObject, own, textList, WrongShape } from "./read.js";
+import { el, fill, said, wrong } from "./shown.js";
 import { showAnchors } from "./anchors.js";
+import { state } from "./state.js";
+import { showEntry } from "./entry.js";
+import { readTask, showTimeline } from "./timeline.js";
 
-const state = { vkey: "", witness: [], info: null, infoP: null, seq: 0 };
 const $ = (id) => document.getElementById(id);
 
 // fragment reads #token=T&entry=N&vkey=VKEY (or hash=, task=), and any
@@ -19,14 +21,6 @@ function fragment() {
   const plus = (s) => (s === null ? null : s.replaceAll(" ", "+"));
   const witness = p.getAll("witness").map(plus).filter((w) => w.trim() !== "");
   return { token: plus(p.get("token")), vkey: plus(p.get("vkey")), witness, entry: p.get("entry"), hash: p.get("hash"), task: p.get("task") };
-}
-
-// link is the fragment that opens what, keeping the reader's own keys.
-function link(what) {
-  const p = new URLSearchParams(what);
-  if (state.vkey) p.set("vkey", state.vkey);
-  for (const w of state.witness) p.append("witness", w);
-  return "#" + p.toString();
 }
 
 function setVerdict(verified, title, ...detail) {
@@ -110,19 +104,6 @@ async function openTask(id, seq) {
   return openEntry({ index: String(last) }, seq, task);
 }
 
-// readTask is the answer to /log/task/<id>, a task with its history, or
-// throws what was wrong with it. The history is the server's account: it
-// must be of the task asked for (each step is then checked to be that
-// task's entry).
-async function readTask(id) {
-  const path = "/log/task/" + encodeURIComponent(id);
-  const task = await get(path, "json");
-  if (!isObject(task)) throw new WrongShape("the answer to " + path, task, "an object (a task)");
-  if (task.task_id !== id) throw new Error(`the server answered with the history of task ${typeof task.task_id === "string" ? task.task_id : kindOf(task.task_id)}, not ${id}`);
-  if (!Array.isArray(task.history)) throw new WrongShape(`the history in the answer to ${path}`, task.history, "an array of steps");
-  return task;
-}
-
 async function openEntry(sel, seq, task) {
   setVerdict(null, "Checking…");
   const query = sel.hash !== undefined ? "hash=" + encodeURIComponent(sel.hash.toLowerCase()) : "index=" + encodeURIComponent(sel.index);
@@ -157,14 +138,14 @@ async function openEntry(sel, seq, task) {
   const lines = res.note ? await signatureLines(res.note, known, wkeys) : [];
   if (seq !== state.seq) return;
   showVerdict(res, keyText, lines);
-  const entry = showEntry(index, bytes);
+  const entry = showEntry($("entry"), index, bytes);
   if (res.note && res.checkpoint) showCheckpoint(res, known, wkeys, lines);
   // The reader may open another entry while these load: each checks,
   // after every wait, that this route is still the page's, and shows
   // nothing of it otherwise (a left entry's history showed under the
   // next one's verdict).
   const live = () => seq === state.seq;
-  await Promise.all([showAnchors($("anchors"), index, res, live), showTimeline(index, entry, task, keyText, !res.ok && res.keyReason !== null, live)]);
+  await Promise.all([showAnchors($("anchors"), index, res, live), showTimeline($("timeline"), index, entry, task, keyText, !res.ok && res.keyReason !== null, live)]);
 }
 
 // taskFault says how entry index, opened for task's latest step, is not
@@ -316,118 +297,6 @@ function keyAdvice(keyText) {
   return el("p", { class: "advice" }, "This server gives that key as the log's own, yet it did not sign the checkpoint the server gives: the key or the checkpoint is not the log's. Enter the log's verifier key, as you were handed it, in the verifier key field above and look up again.");
 }
 
-// own returns table's own value for key k, never an inherited one: an
-// entry's kind is untrusted text, and "constructor" or "__proto__" would
-// otherwise read Object's own members.
-function own(table, k) {
-  return typeof k === "string" && Object.hasOwn(table, k) ? table[k] : undefined;
-}
-
-const kindWords = {
-  genesis: "the log's first entry",
-  call: "a tool call, recorded before it ran",
-  "call.result": "the result of a tool call",
-  tools: "a server's tool list",
-  "resource.read": "a resource the agent read",
-  "prompt.get": "a prompt the agent fetched",
-  anchor: "an anchoring of a checkpoint",
-  "task.create": "a task was created",
-  "task.accept": "a task was accepted",
-  "task.claim": "a completion claim",
-  "task.handoff": "a task was handed off",
-  "task.release": "a task was released",
-  "task.cancel": "a task was cancelled",
-  "witness.conflict": "a witness reported a conflict",
-  purge: "retained data was purged; its hashes stay",
-  replay: "a replay run's report on recorded calls",
-};
-
-function showEntry(index, bytes) {
-  const sec = $("entry");
-  sec.hidden = false;
-  const text = new TextDecoder().decode(bytes);
-  let entry, problem;
-  try {
-    entry = parseJSON(text, "shown only in the exact bytes below");
-    if (!isObject(entry)) problem = wrong(new WrongShape(`entry ${index}`, entry, "an object"));
-  } catch {
-    problem = "The entry is not JSON.";
-  }
-  if (problem) {
-    fill(sec, el("h2", {}, `Entry ${index}`), el("p", {}, problem), el("pre", {}, text));
-    return null;
-  }
-  // Any member may be any JSON, nested as deeply as maxDepth allows.
-  const rows = [
-    ["Index", String(index)],
-    ["Kind", [shownValue(entry.kind), ` (${own(kindWords, entry.kind) || "another kind"})`]],
-    ["Time", shownValue(entry.time)],
-    ["Actor", shownValue(entry.actor)],
-  ];
-  const labels = { server: "Server", tool: "Tool", task_id: "Task", title: "Title", provenance: "Provenance", summary: "Summary", call: "Call entry", is_error: "Tool error", size: "Anchored size" };
-  for (const [k, label] of Object.entries(labels)) {
-    if (entry[k] !== undefined) rows.push([label, shownValue(entry[k])]);
-  }
-  const redacted = text.split('"[redacted]"').length - 1;
-  const parts = [];
-  render(entry, 0, parts, true);
-  fill(sec,
-    el("h2", {}, `Entry ${index}`),
-    el("dl", {}, rows.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
-    authOf(entry.auth, `the auth of entry ${index}`, authBlock),
-    redacted ? el("p", { class: "redacted-note" }, `${redacted} value${redacted > 1 ? "s read" : " reads"} “[redacted]” (marked below): the sidecar writes that in place of a value its redact list names, which the log then never held; the entry does not record which values it replaced, and an agent or a server may send that text itself.`) : null,
-    el("pre", { class: "json", "aria-label": "the entry's fields" }, parts),
-    el("details", {}, el("summary", {}, `The exact ${bytes.length} bytes that were hashed`), el("pre", { class: "raw" }, text)),
-  );
-  return entry;
-}
-
-// actChain names the parties of an RFC 8693 act chain, outermost (the
-// party acting now) first.
-function actChain(a) {
-  const out = [];
-  for (let x = a.act; x && out.length < 8; x = x.act) {
-    out.push([shownValue(x.sub), x.client_id ? said` (client ${x.client_id})` : "", x.iss && x.iss !== a.iss ? said` of ${x.iss}` : ""]);
-  }
-  return out;
-}
-
-// authBlock shows an entry's auth member: who the identity provider says
-// made the request, through which client and for whom. The log holds
-// the token's SHA-256, never the token.
-function authBlock(a) {
-  const rows = [["Issuer", shownValue(a.iss)], ["Subject", shownValue(a.sub)]];
-  if (a.client_id) rows.push(["Client", shownValue(a.client_id)]);
-  const chain = actChain(a);
-  if (chain.length) rows.push(["Acting", [chain[0], said`, for ${a.sub}`, chain.length > 1 ? [", through ", joined(chain.slice(1), ", then ")] : ""]]);
-  if (a.scope) rows.push(["Scope", shownValue(a.scope)]);
-  if (a.jti) rows.push(["Token id (jti)", shownValue(a.jti)]);
-  rows.push(["Checked", a.via === "jwt" ? "a JWT access token, signature and claims checked by the sidecar (RFC 9068)" : "an opaque token the issuer vouched for (RFC 7662 introspection)"]);
-  rows.push(["Token SHA-256", el("code", {}, shownValue(a.token_sha256))]);
-  return [
-    el("h3", {}, "Authenticated by an identity provider"),
-    el("dl", { class: "auth", "aria-label": "how the actor was authenticated" }, rows.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
-    el("p", { class: "note" }, "The token itself never reaches the log; the entry keeps its SHA-256."),
-  ];
-}
-
-// authOf is f of auth member a; nothing if there is none, and what was
-// wrong if it is no object.
-function authOf(a, what, f) {
-  if (a === undefined || a === null) return null;
-  return isObject(a) ? f(a) : wrong(new WrongShape(what, a, "an object"));
-}
-
-// authWords is a timeline step's short account of its auth member.
-function authWords(a) {
-  const chain = actChain(a);
-  const parts = [];
-  if (chain.length) parts.push(["acted by ", joined(chain, " through ")]);
-  if (a.client_id) parts.push(said`client ${a.client_id}`);
-  parts.push(said`issuer ${a.iss}`);
-  return el("span", { class: "auth" }, " (", joined(parts, ", "), ")");
-}
-
 // showCheckpoint shows the checkpoint and every signature line of its
 // note with what is known of it: a line of a key this page was given
 // verified or not, a line of such a key's name and another hash not that
@@ -473,123 +342,6 @@ function lineStatus(l, known) {
   const named = known.find((k) => k.name === l.name);
   if (named) return said`by a key named ${l.name} with hash ${l.hash}: not ${named.label}`;
   return "signature by a key this page does not know: not checked";
-}
-
-const eventWords = {
-  "task.create": (e) => [said`created “${e.title}”`, e.offer_to ? said`, offered to ${e.offer_to}` : ""],
-  "task.accept": () => "accepted the task",
-  "task.claim": (e) => said`claimed completion (${e.provenance}): ${e.summary}`,
-  "task.handoff": (e) => [said`handed the task to ${e.to}`, e.note ? said`: ${e.note}` : ""],
-  "task.release": (e) => ["released the task", e.note ? said`: ${e.note}` : ""],
-  "task.cancel": (e) => ["cancelled the task", e.note ? said`: ${e.note}` : ""],
-};
-
-// entryLink links to entry v of a task's history, or shows v if it names
-// no entry.
-function entryLink(v) {
-  const i = entryIndex(v);
-  return i === null ? said`entry ${v}` : el("a", { href: link({ entry: String(i) }) }, `entry ${i}`);
-}
-
-async function showTimeline(index, entry, task, keyText, keyFault, live) {
-  const sec = $("timeline");
-  if (!task) {
-    if (!entry || typeof entry.task_id !== "string") return;
-    try {
-      task = await readTask(entry.task_id);
-    } catch (e) {
-      if (!live()) return;
-      sec.hidden = false;
-      fill(sec, el("h2", {}, "Task history"), el("p", {}, e.message));
-      return;
-    }
-    if (!live()) return;
-  }
-  sec.hidden = false;
-  const checks = [];
-  const items = task.history.map((e, i) => {
-    if (!isObject(e)) return el("li", {}, wrong(new WrongShape(`step ${i + 1} of the history of task ${task.task_id}`, e, "an object")));
-    const current = entryIndex(e.index) === index;
-    const mark = el("span", { class: "check" }, "(checking…)");
-    const li = el("li", current ? { "aria-current": "true", class: "current" } : {}, stepParts(e, i, mark));
-    if (checks.length >= maxChecked) fill(mark, "not checked here (open it to check)");
-    else {
-      checks.push(checkEvent(e, task.task_id, keyText).then((r) => {
-        if (!live()) return;
-        // The check compares only what names the entry (index, leaf hash,
-        // kind, actor, task): a verified step shows its entry's own words,
-        // never the server's, which could say anything beside them.
-        if (r.ok) fill(li, stepParts({ ...r.entry, index: e.index }, i, mark));
-        markEvent(mark, r, keyFault);
-      }));
-    }
-    return li;
-  });
-  fill(sec,
-    el("h2", {}, said`Task history: ${task.title}`),
-    el("p", {}, said`Task ${task.task_id}, ${task.state}`, task.owner ? said`, owned by ${task.owner}` : "", `. ${task.history.length} entries, oldest first. The history is the server's account; this page checks that each step is an entry of the log, with the same key as above.`),
-    el("ol", { class: "timeline" }, items),
-  );
-  await Promise.all(checks);
-}
-
-// stepParts is what a timeline step shows of step e (the server's, or
-// once verified its entry's), mark being its check.
-function stepParts(e, i, mark) {
-  const words = (own(eventWords, e.kind) || (() => shownValue(e.kind)))(e);
-  return [
-    timeOf(e.time),
-    " ",
-    el("strong", {}, shownValue(e.actor)),
-    authOf(e.auth, `the auth of step ${i + 1}`, authWords),
-    " ",
-    words,
-    " ",
-    entryLink(e.index),
-    " ",
-    mark,
-    e.evidence === undefined ? null : el("span", {}, " — evidence: ", joined(listed(e.evidence, `the evidence of step ${i + 1}`, "an array of entry indices", entryLink), ", ")),
-  ];
-}
-
-// maxChecked bounds the timeline steps checked on one page.
-const maxChecked = 100;
-
-// checkEvent verifies one step of a task's history: the entry at its
-// index verifies like the opened one, has the leaf hash the history names,
-// and is that step (kind, actor, task). It returns the entry too, whose
-// words the step then shows.
-async function checkEvent(e, taskID, keyText) {
-  const i = entryIndex(e.index);
-  if (i === null) return { ok: false, reason: "the history names no entry index" };
-  if (!keyText) return { ok: false, reason: null, keyReason: "there is no verifier key to check against" };
-  try {
-    const [receipt, bytes] = await Promise.all([get("/log/proof/inclusion?index=" + i), get("/log/entry/" + i, "bytes")]);
-    const res = await verifyEntry(bytes, receipt, keyText, i);
-    if (res.reason) return res;
-    // A key that does not fit leaves the step's own checks to say.
-    const failed = (reason) => ({ ok: false, reason, keyReason: res.keyReason });
-    if (toHex(res.leaf) !== e.leaf_hash) return failed("the history names another leaf hash");
-    const got = parseJSON(new TextDecoder().decode(bytes), "shown only in the entry's exact bytes");
-    if (!isObject(got) || got.kind !== e.kind || got.actor !== e.actor || got.task_id !== taskID) return failed("the entry is not the step the history shows");
-    return { ...res, entry: got };
-  } catch (err) {
-    return { ok: false, reason: err.message, keyReason: null };
-  }
-}
-
-// markEvent shows a step's check: its own reason, and for its key, when
-// the opened entry's did not fit either, a pointer to the verdict, which
-// says once what was wrong with the key and what to do (each step
-// repeated the whole reason). A step whose key fault the verdict did not
-// have (its checkpoint is not the opened entry's) says its own.
-function markEvent(mark, res, keyFault) {
-  mark.dataset.verified = String(res.ok);
-  if (res.ok) return fill(mark, "(✓ verified)");
-  const pointed = res.keyReason && keyFault;
-  if (pointed && res.reason) fill(mark, "(✗ not verified: ", res.reason, "; nor does the verifier key fit: see the verdict above)");
-  else if (pointed) fill(mark, "(✗ not verified: no fitting verifier key; see the verdict above)");
-  else fill(mark, "(✗ not verified: ", [res.reason, res.keyReason].filter(Boolean).join("; "), ")");
 }
 
 function lookup(ev) {

@@ -138,3 +138,10 @@ export function textList(v, what, want) {
   const i = v.findIndex((x) => typeof x !== "string");
   return i < 0 ? v : new WrongShape(`member ${i} of ${what}`, v[i], "text");
 }
+
+// own returns table's own value for key k, never an inherited one: an
+// entry's kind is untrusted text, and "constructor" or "__proto__" would
+// otherwise read Object's own members.
+export function own(table, k) {
+  return typeof k === "string" && Object.hasOwn(table, k) ? table[k] : undefined;
+}

@@ -1,0 +1,142 @@
+// A task's history as a timeline: the server's account of the task's
+// steps, each checked to be an entry of the log (verify.js) and, once
+// checked, shown in its entry's own words.
+
+import { verifyEntry, toHex } from "./verify.js";
+import { get, parseJSON, entryIndex, isObject, kindOf, own, WrongShape } from "./read.js";
+import { el, fill, shownValue, said, joined, listed, timeOf, wrong } from "./shown.js";
+import { link } from "./state.js";
+import { authOf, authWords } from "./entry.js";
+
+// readTask is the answer to /log/task/<id>, a task with its history, or
+// throws what was wrong with it. The history is the server's account: it
+// must be of the task asked for (each step is then checked to be that
+// task's entry).
+export async function readTask(id) {
+  const path = "/log/task/" + encodeURIComponent(id);
+  const task = await get(path, "json");
+  if (!isObject(task)) throw new WrongShape("the answer to " + path, task, "an object (a task)");
+  if (task.task_id !== id) throw new Error(`the server answered with the history of task ${typeof task.task_id === "string" ? task.task_id : kindOf(task.task_id)}, not ${id}`);
+  if (!Array.isArray(task.history)) throw new WrongShape(`the history in the answer to ${path}`, task.history, "an array of steps");
+  return task;
+}
+
+const eventWords = {
+  "task.create": (e) => [said`created “${e.title}”`, e.offer_to ? said`, offered to ${e.offer_to}` : ""],
+  "task.accept": () => "accepted the task",
+  "task.claim": (e) => said`claimed completion (${e.provenance}): ${e.summary}`,
+  "task.handoff": (e) => [said`handed the task to ${e.to}`, e.note ? said`: ${e.note}` : ""],
+  "task.release": (e) => ["released the task", e.note ? said`: ${e.note}` : ""],
+  "task.cancel": (e) => ["cancelled the task", e.note ? said`: ${e.note}` : ""],
+};
+
+// entryLink links to entry v of a task's history, or shows v if it names
+// no entry.
+function entryLink(v) {
+  const i = entryIndex(v);
+  return i === null ? said`entry ${v}` : el("a", { href: link({ entry: String(i) }) }, `entry ${i}`);
+}
+
+// showTimeline shows in sec the history of task (read for entry's task
+// if not given) and checks each step (checkEvent); live says whether the
+// page still shows that entry, checked after every wait.
+export async function showTimeline(sec, index, entry, task, keyText, keyFault, live) {
+  if (!task) {
+    if (!entry || typeof entry.task_id !== "string") return;
+    try {
+      task = await readTask(entry.task_id);
+    } catch (e) {
+      if (!live()) return;
+      sec.hidden = false;
+      fill(sec, el("h2", {}, "Task history"), el("p", {}, e.message));
+      return;
+    }
+    if (!live()) return;
+  }
+  sec.hidden = false;
+  const checks = [];
+  const items = task.history.map((e, i) => {
+    if (!isObject(e)) return el("li", {}, wrong(new WrongShape(`step ${i + 1} of the history of task ${task.task_id}`, e, "an object")));
+    const current = entryIndex(e.index) === index;
+    const mark = el("span", { class: "check" }, "(checking…)");
+    const li = el("li", current ? { "aria-current": "true", class: "current" } : {}, stepParts(e, i, mark));
+    if (checks.length >= maxChecked) fill(mark, "not checked here (open it to check)");
+    else {
+      checks.push(checkEvent(e, task.task_id, keyText).then((r) => {
+        if (!live()) return;
+        // The check compares only what names the entry (index, leaf hash,
+        // kind, actor, task): a verified step shows its entry's own words,
+        // never the server's, which could say anything beside them.
+        if (r.ok) fill(li, stepParts({ ...r.entry, index: e.index }, i, mark));
+        markEvent(mark, r, keyFault);
+      }));
+    }
+    return li;
+  });
+  fill(sec,
+    el("h2", {}, said`Task history: ${task.title}`),
+    el("p", {}, said`Task ${task.task_id}, ${task.state}`, task.owner ? said`, owned by ${task.owner}` : "", `. ${task.history.length} entries, oldest first. The history is the server's account; this page checks that each step is an entry of the log, with the same key as above.`),
+    el("ol", { class: "timeline" }, items),
+  );
+  await Promise.all(checks);
+}
+
+// stepParts is what a timeline step shows of step e (the server's, or
+// once verified its entry's), mark being its check.
+function stepParts(e, i, mark) {
+  const words = (own(eventWords, e.kind) || (() => shownValue(e.kind)))(e);
+  return [
+    timeOf(e.time),
+    " ",
+    el("strong", {}, shownValue(e.actor)),
+    authOf(e.auth, `the auth of step ${i + 1}`, authWords),
+    " ",
+    words,
+    " ",
+    entryLink(e.index),
+    " ",
+    mark,
+    e.evidence === undefined ? null : el("span", {}, " — evidence: ", joined(listed(e.evidence, `the evidence of step ${i + 1}`, "an array of entry indices", entryLink), ", ")),
+  ];
+}
+
+// maxChecked bounds the timeline steps checked on one page.
+const maxChecked = 100;
+
+// checkEvent verifies one step of a task's history: the entry at its
+// index verifies like the opened one, has the leaf hash the history names,
+// and is that step (kind, actor, task). It returns the entry too, whose
+// words the step then shows.
+async function checkEvent(e, taskID, keyText) {
+  const i = entryIndex(e.index);
+  if (i === null) return { ok: false, reason: "the history names no entry index" };
+  if (!keyText) return { ok: false, reason: null, keyReason: "there is no verifier key to check against" };
+  try {
+    const [receipt, bytes] = await Promise.all([get("/log/proof/inclusion?index=" + i), get("/log/entry/" + i, "bytes")]);
+    const res = await verifyEntry(bytes, receipt, keyText, i);
+    if (res.reason) return res;
+    // A key that does not fit leaves the step's own checks to say.
+    const failed = (reason) => ({ ok: false, reason, keyReason: res.keyReason });
+    if (toHex(res.leaf) !== e.leaf_hash) return failed("the history names another leaf hash");
+    const got = parseJSON(new TextDecoder().decode(bytes), "shown only in the entry's exact bytes");
+    if (!isObject(got) || got.kind !== e.kind || got.actor !== e.actor || got.task_id !== taskID) return failed("the entry is not the step the history shows");
+    return { ...res, entry: got };
+  } catch (err) {
+    return { ok: false, reason: err.message, keyReason: null };
+  }
+}
+
+// markEvent shows a step's check: its own reason, and for its key, when
+// the opened entry's did not fit either, a pointer to the verdict, which
+// says once what was wrong with the key and what to do (each step
+// repeated the whole reason). A step whose key fault the verdict did not
+// have (its checkpoint is not the opened entry's) says its own.
+function markEvent(mark, res, keyFault) {
+  mark.dataset.verified = String(res.ok);
+  if (res.ok) return fill(mark, "(✓ verified)");
+  const pointed = res.keyReason && keyFault;
+  if (pointed && res.reason) fill(mark, "(✗ not verified: ", res.reason, "; nor does the verifier key fit: see the verdict above)");
+  else if (pointed) fill(mark, "(✗ not verified: no fitting verifier key; see the verdict above)");
+  else fill(mark, "(✗ not verified: ", [res.reason, res.keyReason].filter(Boolean).join("; "), ")");
+}
+
