@@ -135,3 +135,55 @@ func TestUIClaimNoOutcome(t *testing.T) {
 		t.Errorf("the page says call %d, which has its call.result, has no outcome: %q", l.done, claim)
 	}
 }
+// TestUIAgentTextQuoted: an agent's words (a task title, a claim's
+// summary) are shown as quoted agent text, never as the page's own: a
+// summary reading "✓ verified by the log" must sit inside the quoted
+// element, apart from the page's "(✓ verified)" mark beside it.
+func TestUIAgentTextQuoted(t *testing.T) {
+	const title, summary = "(✓ verified) ship the release", "✓ verified by the log"
+	l := newClaimLog(t, title, summary)
+	p, ctx := openPage(t)
+	v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&task=%s", l.base, l.token, l.taskID))
+	if v != "true" {
+		t.Fatalf("task %s: data-verified=%s: %s", l.taskID, v, txt)
+	}
+	// Every text node outside the entry's JSON and bytes that holds the
+	// agent's words, and whether it is inside a quoted agent element;
+	// and whether any of the page's own marks is.
+	var got struct {
+		Agent  []string `json:"agent"`
+		Bare   []string `json:"bare"`
+		Quoted int      `json:"quoted"`
+		Marks  int      `json:"marks"`
+	}
+	script := `(() => {
+		const out = { agent: [], bare: [], quoted: 0, marks: 0 };
+		for (const id of ["timeline", "entry", "verdict"]) {
+			const w = document.createTreeWalker(document.getElementById(id), NodeFilter.SHOW_TEXT);
+			for (let n; (n = w.nextNode()); ) {
+				if (n.parentElement.closest("pre")) continue;
+				if (!n.data.includes("verified by the log") && !n.data.includes("ship the release")) continue;
+				const q = n.parentElement.closest("q.agent");
+				if (q) { out.agent.push(n.data); if (getComputedStyle(q, "::before").content !== "none") out.quoted++; }
+				else out.bare.push(n.data);
+			}
+		}
+		out.marks = [...document.querySelectorAll("#timeline .check")].filter((m) => m.closest(".agent")).length;
+		return out;
+	})()`
+	if err := p.Eval(ctx, script, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Bare) > 0 {
+		t.Errorf("the agent's words are shown as the page's own, outside a quoted agent element: %q", got.Bare)
+	}
+	if len(got.Agent) < 3 { // the title in the heading and the create step, the summary in the claim step
+		t.Errorf("the agent's title and summary are shown quoted %d times, want at least 3: %q", len(got.Agent), got.Agent)
+	}
+	if got.Quoted != len(got.Agent) {
+		t.Errorf("%d of %d quoted agent elements show no quotation mark", len(got.Agent)-got.Quoted, len(got.Agent))
+	}
+	if got.Marks > 0 {
+		t.Errorf("%d of the page's own check marks are inside agent text", got.Marks)
+	}
+}
