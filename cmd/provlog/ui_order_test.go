@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -136,4 +138,79 @@ func TestUITimelineOrder(t *testing.T) {
 			t.Fatalf("no step of entry %d shown: %v", l.claim, steps)
 		}
 	})
+}
+
+// TestUIAnchorsEarliest: the anchors' "earliest" row is the smallest
+// anchored tree the page linked to the verified checkpoint, not the
+// server's first: a server that lists a later anchor first, and before it
+// an anchor of a tree that is not the log's, must not have either called
+// the earliest.
+func TestUIAnchorsEarliest(t *testing.T) {
+	l := newUILog(t, true)
+	// A second anchor, of a larger tree (the first anchor's entry grew it).
+	if _, err := l.sc.anchors.runner.AnchorNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", l.base+"/log/anchors", nil)
+	req.Header.Set("Authorization", "Bearer "+l.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var anchors []map[string]any
+	if err != nil || json.Unmarshal(body, &anchors) != nil || len(anchors) < 2 {
+		t.Fatalf("the log's anchors: %s, %v; want two", body, err)
+	}
+	least, most, holding := 0.0, 0.0, 0
+	for _, a := range anchors {
+		s := a["size"].(float64)
+		most = max(most, s)
+		if s > float64(l.claim) {
+			if holding++; holding == 1 || s < least {
+				least = s
+			}
+		}
+	}
+	if holding < 2 {
+		t.Fatalf("the log's anchors: %s; want two holding entry %d", body, l.claim)
+	}
+	smallest := strconv.FormatFloat(least, 'f', -1, 64)
+	// The listing reversed, after a forged anchor of a tree holding the
+	// entry, past the log's, whose root is no tree's.
+	forged := map[string]any{}
+	for k, v := range anchors[len(anchors)-1] {
+		forged[k] = v
+	}
+	forged["name"], forged["size"], forged["root"] = "forged", most+1, base64.StdEncoding.EncodeToString(make([]byte, 32))
+	list := []any{forged}
+	for i := len(anchors) - 1; i >= 0; i-- {
+		list = append(list, anchors[i])
+	}
+	served, _ := json.Marshal(list)
+	swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/log/anchors" {
+			w.Header().Set("Content-Type", "application/json")
+			if r.URL.Query().Get("after") == "" {
+				w.Write(served)
+			} else {
+				w.Write([]byte("[]"))
+			}
+			return
+		}
+		l.sc.handler().ServeHTTP(w, r)
+	}))
+	defer swap.Close()
+	p, ctx := openPage(t)
+	if v, txt := verdict(t, ctx, p, fmt.Sprintf("%s/ui/#token=%s&entry=%d", swap.URL, l.token, l.claim)); v != "true" {
+		t.Fatalf("data-verified=%s: %s", v, txt)
+	}
+	var earliest []string
+	if err := p.Eval(ctx, `[...document.querySelectorAll("#anchors tbody tr")].filter((tr) => tr.cells[0].innerText.includes("earliest")).map((tr) => tr.cells[0].innerText + " | " + tr.cells[1].innerText)`, &earliest); err != nil {
+		t.Fatal(err)
+	}
+	if len(earliest) != 1 || !strings.HasPrefix(earliest[0], smallest+" ") || !strings.Contains(earliest[0], " | ✓") {
+		t.Errorf("the rows called earliest: %q; want the one anchor of size %s, linked to the verified checkpoint", earliest, smallest)
+	}
 }
