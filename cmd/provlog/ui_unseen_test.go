@@ -111,3 +111,34 @@ func TestUIShownLatinLookalikes(t *testing.T) {
 		t.Errorf("the page shows these words, each passing for an ASCII word, unmarked: %q", unmarked)
 	}
 }
+
+// TestUIShownLanguageWords: þ and ı are letters of Icelandic and Turkish,
+// and in words of those languages (a sentence holding their other letters:
+// ð, é, ç, ş...) they are no look-alikes and are not marked. In a mostly
+// ASCII identifier they still are, whatever text is around it: "admın"
+// alone, "deploy_sıte" and "þaypal_login" in such sentences.
+func TestUIShownLanguageWords(t *testing.T) {
+	p, ctx := openBarePage(t)
+	plain := []string{"Ég þarf að þýða þetta", "Kapıyı kapat ve ışığı aç", "Þetta er íslenska"}
+	marked := []string{"adm\u0131n", "Kapıyı aç: deploy_s\u0131te", "Ég þarf að skrá mig á \u00feaypal_login", "\u0131d"}
+	pj, _ := json.Marshal(plain)
+	mj, _ := json.Marshal(marked)
+	var got struct {
+		Marked   []string `json:"marked"`
+		Unmarked []string `json:"unmarked"`
+	}
+	script := `(async () => {
+		const m = await import("/ui/shown.js");
+		const text = (s) => m.shown(s).map((n) => typeof n === "string" ? n : n.textContent).join("");
+		return { marked: ` + string(pj) + `.filter((s) => text(s) !== s).map(text), unmarked: ` + string(mj) + `.filter((s) => text(s) === s) };
+	})()`
+	if err := p.Eval(ctx, script, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Marked) > 0 {
+		t.Errorf("Icelandic and Turkish words shown with look-alike marks: %q", got.Marked)
+	}
+	if len(got.Unmarked) > 0 {
+		t.Errorf("identifiers passing for ASCII ones shown unmarked: %q", got.Unmarked)
+	}
+}
