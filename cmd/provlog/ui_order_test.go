@@ -88,9 +88,10 @@ func rewriteTask(t *testing.T, l *uiLog, f func(history []any)) *httptest.Server
 // TestUITimelineOrder: the server's history of a task is its word. A
 // history listing its steps out of log order (the accept before the
 // create), or naming steps past the checkpoint the verdict verified
-// against (the server proves the opened entry at an earlier size), must
-// not show every step "✓ verified": each step's index must be past the
-// one before it, and in the verdict's tree.
+// against (the server proves the opened entry at an earlier size, and
+// links no later checkpoint to it), must not show every step "✓
+// verified": each step's index must be past the one before it, and its
+// proof in the verdict's tree or one linked to it.
 func TestUITimelineOrder(t *testing.T) {
 	l := newUILog(t, false)
 	t.Run("out of order", func(t *testing.T) {
@@ -119,6 +120,11 @@ func TestUITimelineOrder(t *testing.T) {
 		swap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/log/proof/inclusion" && r.URL.RawQuery == "index="+strconv.FormatUint(accept, 10) {
 				r.URL.RawQuery += "&size=" + strconv.FormatUint(size, 10)
+			}
+			// Nor does it link that checkpoint to its later ones.
+			if r.URL.Path == "/log/proof/consistency" {
+				http.NotFound(w, r)
+				return
 			}
 			l.sc.handler().ServeHTTP(w, r)
 		}))
