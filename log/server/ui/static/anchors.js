@@ -127,34 +127,52 @@ function nextPage(list, path, wrongs) {
   return list[k].name;
 }
 
-// linkAnchor says whether anchor a's tree is the verified checkpoint's or
-// provably a prefix or extension of it (an RFC 6962 consistency proof from
-// the server, checked here).
-async function linkAnchor(a, cp) {
-  const size = BigInt(a.size);
-  let root;
-  try {
-    root = decodeBase64(a.root);
-  } catch {
-    return "✗ the anchor's root is not base64";
-  }
-  if (size === cp.size) return encodeBase64(root) === encodeBase64(cp.root) ? "✓ the verified checkpoint itself (same root)" : "✗ same size as the verified checkpoint, DIFFERENT ROOT";
+// linkTree says whether the tree of size and root is the verified
+// checkpoint cp's or provably a prefix or extension of it (an RFC 6962
+// consistency proof from the server, checked here): {ok, text}. It is
+// the one check of how another tree relates to the verified one, for the
+// anchors and for a task's steps proved against another checkpoint.
+export async function linkTree(size, root, cp) {
+  if (size === cp.size) return encodeBase64(root) === encodeBase64(cp.root) ? { ok: true, text: "✓ the verified checkpoint itself (same root)" } : { ok: false, text: "✗ same size as the verified checkpoint, DIFFERENT ROOT" };
   const [old, neu, oldRoot, newRoot] = size < cp.size ? [size, cp.size, root, cp.root] : [cp.size, size, cp.root, root];
   let text;
   try {
     text = await get(`/log/proof/consistency?old=${old}&new=${neu}`);
   } catch (e) {
-    return "not checked: " + (e.status === 404 ? "no consistency proof is available here" : e.message);
+    return { ok: false, text: "not checked: " + (e.status === 404 ? "no consistency proof is available here" : e.message) };
   }
   let proof;
   try {
     proof = text.split("\n").filter((l) => l !== "").map(decodeBase64);
   } catch {
-    return "✗ the consistency proof is not base64";
+    return { ok: false, text: "✗ the consistency proof is not base64" };
   }
   const ok = await verifyConsistency(old, neu, oldRoot, newRoot, proof);
-  if (!ok) return `✗ NOT consistent with the verified checkpoint (size ${cp.size}): the log forked or the listing is wrong`;
-  return size < cp.size ? `✓ a prefix of the verified checkpoint (consistency proof ${old} → ${neu} checked)` : `✓ extends the verified checkpoint (consistency proof ${old} → ${neu} checked)`;
+  if (!ok) return { ok: false, text: `✗ NOT consistent with the verified checkpoint (size ${cp.size}): the log forked or the listing is wrong` };
+  return { ok: true, text: size < cp.size ? `✓ a prefix of the verified checkpoint (consistency proof ${old} → ${neu} checked)` : `✓ extends the verified checkpoint (consistency proof ${old} → ${neu} checked)` };
+}
+
+// linkAnchor is linkTree of anchor a's tree.
+async function linkAnchor(a, cp) {
+  let root;
+  try {
+    root = decodeBase64(a.root);
+  } catch {
+    return { ok: false, text: "✗ the anchor's root is not base64" };
+  }
+  return linkTree(BigInt(a.size), root, cp);
+}
+
+// earliestLinked is the position in list of the anchor of the smallest
+// tree whose link to the verified checkpoint holds, or -1: the server's
+// order is its word, and an anchor of a tree not linked to the verified
+// one anchors nothing this page knows of.
+function earliestLinked(list, links) {
+  let at = -1;
+  list.forEach((a, i) => {
+    if (links[i].ok && (at < 0 || BigInt(a.size) < BigInt(list[at].size))) at = i;
+  });
+  return at;
 }
 
 // showAnchors shows in sec the anchors holding entry index, checked
@@ -172,14 +190,15 @@ export async function showAnchors(sec, index, res, live) {
     return;
   }
   const cp = res.ok ? res.checkpoint : null;
-  const links = await Promise.all(list.map((a) => (cp ? linkAnchor(a, cp) : "not checked: the checkpoint did not verify")));
+  const links = await Promise.all(list.map((a) => (cp ? linkAnchor(a, cp) : { ok: false, text: "not checked: the checkpoint did not verify" })));
   if (!live()) return;
+  const earliest = earliestLinked(list, links);
   const rows = list.map((a, i) =>
     el(
       "tr",
       {},
-      el("td", {}, String(a.size) + (i === 0 ? " — the earliest anchor holding this entry" : "")),
-      el("td", {}, links[i]),
+      el("td", {}, String(a.size) + (i === earliest ? " — the earliest anchor holding this entry" : "")),
+      el("td", {}, links[i].text),
       el("td", {}, listed(a.timestamps, `the timestamps of the anchor of size ${a.size}`, "an array", (t) => el("div", {}, timeOf(t?.time), " by ", shownValue(t?.url)))),
       el("td", {}, listed(a.tlogs, `the transparency log entries of the anchor of size ${a.size}`, "an array", (t) => el("div", {}, t?.kind === "rekor.v1" ? said`Rekor log index ${t.log_index}` : said`${t?.kind} log index ${t?.log_index}`, t?.integrated_time ? said` (integrated ${unixTime(t.integrated_time)})` : "", " at ", shownValue(t?.url)))),
     ),
@@ -190,7 +209,7 @@ export async function showAnchors(sec, index, res, live) {
       ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Anchored tree size"), el("th", { scope: "col" }, "Link to the verified checkpoint"), el("th", { scope: "col" }, "RFC 3161 time"), el("th", { scope: "col" }, "Transparency log"))), el("tbody", {}, rows))
       : el("p", {}, stopped ? "No anchor read here holds this entry: paging stopped before the end of the listing (see below)." : "No anchor holds this entry yet."),
     wrongs.map((e) => el("p", {}, wrong(e))),
-    el("p", { class: "note" }, "The anchors' times and log indices are listed as the server reports them; this page checks how each anchored tree relates to the verified checkpoint. `provlog audit` and `provlog verify-evidence` check the RFC 3161 tokens and Rekor entries themselves."),
+    el("p", { class: "note" }, "The anchors' times and log indices are listed as the server reports them; this page checks how each anchored tree relates to the verified checkpoint, and calls earliest the smallest tree so linked. `provlog audit` and `provlog verify-evidence` check the RFC 3161 tokens and Rekor entries themselves."),
   );
 }
 
