@@ -32,7 +32,10 @@
 // script and code point ("аdmin" with a Cyrillic "а"); a word wholly of
 // letters that look Latin but are not ("раура" in Cyrillic, full-width
 // "ａｄｍｉｎ") is followed by a mark naming its script and the word it
-// passes for. So no id can pass for another. The arrays and objects the page reads (an entry, a task's
+// passes for; a Latin letter Unicode takes for an ASCII one ("ɑdmin") is
+// marked, save ı and þ in a text of Turkish or Icelandic words (one that
+// holds their other letters: ç, ş, ð, é...) outside an identifier. So no
+// id can pass for another. The arrays and objects the page reads (an entry, a task's
 // history, the anchors) show nested up to 100 deep, the most the log
 // accepts in an entry; deeper ones (a hostile server's or bundle's) show
 // as a marked summary, an entry's whole only in its exact bytes. An answer,

@@ -79,6 +79,25 @@ function asciiLookalike(ch) {
   return /[A-Za-z]/.test(ch) ? undefined : lookalikeLetters.get(ch.codePointAt(0));
 }
 
+// languages maps each look-alike letter that is a letter of a language's
+// alphabet (dotless ı of Turkish and Azerbaijani, thorn þ of Icelandic) to
+// the other letters of that alphabet beyond ASCII, none a look-alike: in
+// a text that holds one of them the letter is a word's own ("kapı" in
+// "Kapıyı kapat ve ışığı aç"), not a disguise, and is not marked unless
+// its word is an identifier (holds "_" or a digit: "deploy_sıte"). A
+// text of ASCII words alone ("admın") has it marked.
+const languages = new Map([
+  [0x0131, /[çğöşüâîûəÇĞÖŞÜÂÎÛƏİ]/u],
+  [0x00FE, /[áðéíóúýæöÁÐÉÍÓÚÝÆÖÞ]/u],
+]);
+
+// ownLetter says whether ch, a look-alike, is a letter of the language
+// text s is written in, in word, no identifier (languages).
+function ownLetter(ch, word, s) {
+  const alphabet = languages.get(ch.codePointAt(0));
+  return alphabet !== undefined && alphabet.test(s) && !word.some((c) => /[_\p{N}]/u.test(c));
+}
+
 // lookalike matches a character of the table, for shown's fast path.
 const lookalike = new RegExp("[" + [...lookalikeLetters.keys()].map((c) => "\\u{" + c.toString(16) + "}").join("") + "]", "u");
 
@@ -163,7 +182,7 @@ export function shown(s) {
       for (const ch of word) {
         run += ch;
         const latin = asciiLookalike(ch);
-        if (latin === undefined || scriptOf(ch) !== "Latin") continue;
+        if (latin === undefined || scriptOf(ch) !== "Latin" || ownLetter(ch, word, s)) continue;
         out.push(run, lookalikeMark(ch, latin));
         run = "";
       }
