@@ -135,6 +135,7 @@ func TestUIClaimNoOutcome(t *testing.T) {
 		t.Errorf("the page says call %d, which has its call.result, has no outcome: %q", l.done, claim)
 	}
 }
+
 // TestUIAgentTextQuoted: an agent's words (a task title, a claim's
 // summary) are shown as quoted agent text, never as the page's own: a
 // summary reading "✓ verified by the log" must sit inside the quoted

@@ -2,7 +2,7 @@
 // every value shown as text (shown.js).
 
 import { parseJSON, isObject, own, WrongShape } from "./read.js";
-import { el, fill, render, shownValue, said, joined, wrong } from "./shown.js";
+import { el, fill, render, shownValue, said, joined, wrong, quoted } from "./shown.js";
 
 const kindWords = {
   genesis: "the log's first entry",
@@ -47,9 +47,11 @@ export function showEntry(sec, index, bytes) {
     ["Time", shownValue(entry.time)],
     ["Actor", shownValue(entry.actor)],
   ];
-  const labels = { server: "Server", tool: "Tool", task_id: "Task", title: "Title", provenance: "Provenance", summary: "Summary", call: "Call entry", is_error: "Tool error", size: "Anchored size" };
+  const labels = { server: "Server", tool: "Tool", task_id: "Task", title: "Title", provenance: "Provenance", summary: "Summary", description: "Description", note: "Note", call: "Call entry", is_error: "Tool error", size: "Anchored size" };
+  // What an agent wrote is quoted as the agent's (quoted).
+  const agents = new Set(["title", "summary", "description", "note"]);
   for (const [k, label] of Object.entries(labels)) {
-    if (entry[k] !== undefined) rows.push([label, shownValue(entry[k])]);
+    if (entry[k] !== undefined) rows.push([label, agents.has(k) && typeof entry[k] === "string" ? quoted(entry[k]) : shownValue(entry[k])]);
   }
   const redacted = text.split('"[redacted]"').length - 1;
   const parts = [];

@@ -340,3 +340,11 @@ export function listed(v, what, want, f) {
   if (!Array.isArray(v)) return [wrong(new WrongShape(what, v, want))];
   return v.map(f);
 }
+
+// quoted shows v, text an agent wrote (a task's title, a claim's summary,
+// a note), as a quotation apart from the page's own words: in a q element
+// styled as the agent's, so that a summary reading "✓ verified by the
+// log" cannot pass for the page's verdict.
+export function quoted(v) {
+  return el("q", { class: "agent", title: "written by the agent, not by this page" }, shownValue(v));
+}

@@ -4,7 +4,7 @@
 
 import { verifyEntry, toHex } from "./verify.js";
 import { get, parseJSON, entryIndex, isObject, kindOf, own, WrongShape } from "./read.js";
-import { el, fill, shownValue, said, joined, listed, timeOf, wrong } from "./shown.js";
+import { el, fill, shownValue, said, joined, listed, timeOf, wrong, quoted } from "./shown.js";
 import { link } from "./state.js";
 import { authOf, authWords } from "./entry.js";
 
@@ -21,13 +21,15 @@ export async function readTask(id) {
   return task;
 }
 
+// eventWords are a step's words: the page's own, with what an agent
+// wrote (titles, summaries, notes) quoted as the agent's (quoted).
 const eventWords = {
-  "task.create": (e) => [said`created “${e.title}”`, e.offer_to ? said`, offered to ${e.offer_to}` : ""],
+  "task.create": (e) => ["created ", quoted(e.title), e.offer_to ? said`, offered to ${e.offer_to}` : ""],
   "task.accept": () => "accepted the task",
-  "task.claim": (e) => said`claimed completion (${e.provenance}): ${e.summary}`,
-  "task.handoff": (e) => [said`handed the task to ${e.to}`, e.note ? said`: ${e.note}` : ""],
-  "task.release": (e) => ["released the task", e.note ? said`: ${e.note}` : ""],
-  "task.cancel": (e) => ["cancelled the task", e.note ? said`: ${e.note}` : ""],
+  "task.claim": (e) => [said`claimed completion (${e.provenance}): `, quoted(e.summary)],
+  "task.handoff": (e) => [said`handed the task to ${e.to}`, e.note ? [": ", quoted(e.note)] : ""],
+  "task.release": (e) => ["released the task", e.note ? [": ", quoted(e.note)] : ""],
+  "task.cancel": (e) => ["cancelled the task", e.note ? [": ", quoted(e.note)] : ""],
 };
 
 // entryLink links to entry v of a task's history, or shows v if it names
@@ -74,7 +76,7 @@ export async function showTimeline(sec, index, entry, task, keyText, keyFault, l
     return li;
   });
   fill(sec,
-    el("h2", {}, said`Task history: ${task.title}`),
+    el("h2", {}, "Task history: ", quoted(task.title)),
     el("p", {}, said`Task ${task.task_id}, ${task.state}`, task.owner ? said`, owned by ${task.owner}` : "", `. ${task.history.length} entries, oldest first. The history is the server's account; this page checks that each step is an entry of the log, with the same key as above.`),
     el("ol", { class: "timeline" }, items),
   );
