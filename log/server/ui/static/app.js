@@ -145,7 +145,7 @@ async function openEntry(sel, seq, task) {
   // nothing of it otherwise (a left entry's history showed under the
   // next one's verdict).
   const live = () => seq === state.seq;
-  await Promise.all([showAnchors($("anchors"), index, res, live), showTimeline($("timeline"), index, entry, task, keyText, !res.ok && res.keyReason !== null, live)]);
+  await Promise.all([showAnchors($("anchors"), index, res, live), showTimeline($("timeline"), index, entry, task, keyText, !res.ok && res.keyReason !== null, res.ok ? res.checkpoint : null, live)]);
 }
 
 // taskFault says how entry index, opened for task's latest step, is not

@@ -7,6 +7,7 @@ import { get, parseJSON, entryIndex, isObject, kindOf, own, WrongShape } from ".
 import { el, fill, shownValue, said, joined, listed, timeOf, wrong, quoted } from "./shown.js";
 import { link } from "./state.js";
 import { authOf, authWords } from "./entry.js";
+import { linkTree } from "./anchors.js";
 
 // readTask is the answer to /log/task/<id>, a task with its history, or
 // throws what was wrong with it. The history is the server's account: it
@@ -40,9 +41,10 @@ function entryLink(v) {
 }
 
 // showTimeline shows in sec the history of task (read for entry's task
-// if not given) and checks each step (checkEvent); live says whether the
-// page still shows that entry, checked after every wait.
-export async function showTimeline(sec, index, entry, task, keyText, keyFault, live) {
+// if not given) and checks each step (checkEvent) against cp, the
+// checkpoint the verdict verified (null if it did not); live says
+// whether the page still shows that entry, checked after every wait.
+export async function showTimeline(sec, index, entry, task, keyText, keyFault, cp, live) {
   if (!task) {
     if (!entry || typeof entry.task_id !== "string") return;
     try {
@@ -57,14 +59,18 @@ export async function showTimeline(sec, index, entry, task, keyText, keyFault, l
   }
   sec.hidden = false;
   const checks = [];
+  let before = null; // the index of the step before, in the server's order
   const items = task.history.map((e, i) => {
     if (!isObject(e)) return el("li", {}, wrong(new WrongShape(`step ${i + 1} of the history of task ${task.task_id}`, e, "an object")));
-    const current = entryIndex(e.index) === index;
+    const at = entryIndex(e.index);
+    const current = at === index;
     const mark = el("span", { class: "check" }, "(checking…)");
     const li = el("li", current ? { "aria-current": "true", class: "current" } : {}, stepParts(e, i, mark));
+    const after = before;
+    if (at !== null) before = at;
     if (checks.length >= maxChecked) fill(mark, "not checked here (open it to check)");
     else {
-      checks.push(checkEvent(e, task.task_id, keyText).then((r) => {
+      checks.push(checkEvent(e, task.task_id, keyText, cp, after).then((r) => {
         if (!live()) return;
         // The check compares only what names the entry (index, leaf hash,
         // kind, actor, task): a verified step shows its entry's own words,
@@ -77,7 +83,7 @@ export async function showTimeline(sec, index, entry, task, keyText, keyFault, l
   });
   fill(sec,
     el("h2", {}, "Task history: ", quoted(task.title)),
-    el("p", {}, said`Task ${task.task_id}, ${task.state}`, task.owner ? said`, owned by ${task.owner}` : "", `. ${task.history.length} entries, oldest first. The history is the server's account; this page checks that each step is an entry of the log, with the same key as above.`),
+    el("p", {}, said`Task ${task.task_id}, ${task.state}`, task.owner ? said`, owned by ${task.owner}` : "", `. ${task.history.length} entries, oldest first. The history is the server's account; this page checks that each step is an entry of the log, with the same key as above, in log order, and in the checkpoint verified above or one linked to it.`),
     el("ol", { class: "timeline" }, items),
   );
   await Promise.all(checks);
@@ -107,14 +113,22 @@ const maxChecked = 100;
 
 // checkEvent verifies one step of a task's history: the entry at its
 // index verifies like the opened one, has the leaf hash the history names,
-// and is that step (kind, actor, task). It returns the entry too, whose
-// words the step then shows.
-async function checkEvent(e, taskID, keyText) {
+// and is that step (kind, actor, task). It comes after the step before it
+// (index after, if any), and its proof is against cp, the checkpoint the
+// verdict verified, or one linked to it (a consistency proof, for a step
+// past cp): a history out of log order, or naming entries not in a tree
+// linked to the verdict's, is not the log's. It returns the entry
+// too, whose words the step then shows.
+async function checkEvent(e, taskID, keyText, cp, after) {
   const i = entryIndex(e.index);
   if (i === null) return { ok: false, reason: "the history names no entry index" };
+  if (after !== null && i <= after) return { ok: false, reason: `out of log order: the history lists it after entry ${after}`, keyReason: null };
   if (!keyText) return { ok: false, reason: null, keyReason: "there is no verifier key to check against" };
+  // A step in the verdict's tree is proved in it; one past it (appended
+  // since, or past a cosigned checkpoint) in the latest, linked to it.
+  const past = cp && i >= cp.size;
   try {
-    const [receipt, bytes] = await Promise.all([get("/log/proof/inclusion?index=" + i), get("/log/entry/" + i, "bytes")]);
+    const [receipt, bytes] = await Promise.all([get("/log/proof/inclusion?index=" + i + (cp && !past ? "&size=" + cp.size : "")), get("/log/entry/" + i, "bytes")]);
     const res = await verifyEntry(bytes, receipt, keyText, i);
     if (res.reason) return res;
     // A key that does not fit leaves the step's own checks to say.
@@ -122,6 +136,11 @@ async function checkEvent(e, taskID, keyText) {
     if (toHex(res.leaf) !== e.leaf_hash) return failed("the history names another leaf hash");
     const got = parseJSON(new TextDecoder().decode(bytes), "shown only in the entry's exact bytes");
     if (!isObject(got) || got.kind !== e.kind || got.actor !== e.actor || got.task_id !== taskID) return failed("the entry is not the step the history shows");
+    if (cp && res.checkpoint) {
+      const linked = await linkTree(res.checkpoint.size, res.checkpoint.root, cp);
+      const where = past ? `entry ${i} is past the checkpoint the verdict verified (size ${cp.size}), and` : "";
+      if (!linked.ok) return failed(`${where} its proof is against a checkpoint of size ${res.checkpoint.size}, not linked to the verdict's: ${linked.text}`.trim());
+    }
     return { ...res, entry: got };
   } catch (err) {
     return { ok: false, reason: err.message, keyReason: null };
