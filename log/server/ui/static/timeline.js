@@ -70,13 +70,15 @@ export async function showTimeline(sec, index, entry, task, keyText, keyFault, c
     if (at !== null) before = at;
     if (checks.length >= maxChecked) fill(mark, "not checked here (open it to check)");
     else {
-      checks.push(checkEvent(e, task.task_id, keyText, cp, after).then((r) => {
+      checks.push(checkEvent(e, task.task_id, keyText, cp, after).then(async (r) => {
         if (!live()) return;
         // The check compares only what names the entry (index, leaf hash,
         // kind, actor, task): a verified step shows its entry's own words,
         // never the server's, which could say anything beside them.
         if (r.ok) fill(li, stepParts({ ...r.entry, index: e.index }, i, mark));
         markEvent(mark, r, keyFault);
+        const open = r.ok && r.entry.kind === "task.claim" ? await openCalls(r.entry.evidence, keyText, r.checkpoint) : [];
+        if (live()) li.append(...open);
       }));
     }
     return li;
@@ -145,6 +147,75 @@ async function checkEvent(e, taskID, keyText, cp, after) {
   } catch (err) {
     return { ok: false, reason: err.message, keyReason: null };
   }
+}
+
+// maxEvidence bounds the evidence of one claim checked for an outcome,
+// and maxScan the entries after a call read for its call.result.
+const maxEvidence = 20;
+const maxScan = 512;
+
+// noOutcome is what a claim's evidence without a recorded outcome is, in
+// the words of provlog tasks show.
+const noOutcome = "(cut off by a crash or kill, refused when the log failed while recording it, or under way)";
+
+// openCalls are the flags beside a verified claim for the calls its
+// evidence cites that have no recorded outcome in the log of checkpoint
+// cp, from entries this page verified: the cited entry is a call without
+// its own outcome (an old log's call holds it), and no verified
+// call.result of the same actor names it among the entries after it.
+async function openCalls(evidence, keyText, cp) {
+  if (!Array.isArray(evidence) || !cp) return [];
+  const out = [];
+  for (const x of evidence.slice(0, maxEvidence).map(entryIndex)) {
+    if (x === null || x >= cp.size) continue;
+    const call = await verifiedEntry(x, keyText, cp);
+    if (!call || call.kind !== "call" || ["is_error", "duration_ns", "result_sha256"].some((k) => Object.hasOwn(call, k))) continue;
+    const r = await findResult(x, call.actor, keyText, cp);
+    if (r.found) continue;
+    const where = r.read < cp.size - x - 1n ? ` among the ${r.read} entries after it that this page read (the log holds ${cp.size})` : "";
+    out.push(el("span", { class: "outcome wrong" }, ` — evidence entry ${x} is a call with no recorded outcome${where} ${noOutcome}`));
+  }
+  return out;
+}
+
+// verifiedEntry is entry i as parsed, once verified in the tree of size
+// cp.size against keyText, or null.
+async function verifiedEntry(i, keyText, cp) {
+  try {
+    const [receipt, bytes] = await Promise.all([get(`/log/proof/inclusion?index=${i}&size=${cp.size}`), get("/log/entry/" + i, "bytes")]);
+    const res = await verifyEntry(bytes, receipt, keyText, i);
+    if (!res.ok || !(await linkTree(res.checkpoint.size, res.checkpoint.root, cp)).ok) return null;
+    const got = parseJSON(new TextDecoder().decode(bytes), "shown only in the entry's exact bytes");
+    return isObject(got) ? got : null;
+  } catch {
+    return null;
+  }
+}
+
+// findResult reads the entries after call x (at most maxScan, in the
+// tree of size cp.size) for a call.result of actor naming it, and
+// verifies the one it finds: {found, read}. An entry it cannot read is
+// not its result; a server that hides the result only has the page flag
+// the call.
+async function findResult(x, actor, keyText, cp) {
+  const end = cp.size < x + 1n + BigInt(maxScan) ? cp.size : x + 1n + BigInt(maxScan);
+  let read = 0;
+  for (let j = x + 1n; j < end; j += 16n) {
+    const batch = [];
+    for (let k = j; k < end && k < j + 16n; k++) batch.push(get("/log/entry/" + k, "bytes").then((b) => [k, b], () => [k, null]));
+    for (const [k, b] of await Promise.all(batch)) {
+      read++;
+      let got = null;
+      try {
+        got = b && parseJSON(new TextDecoder().decode(b), "");
+      } catch {
+        // No JSON: not a result.
+      }
+      if (!isObject(got) || got.kind !== "call.result" || entryIndex(got.call) !== x || got.actor !== actor) continue;
+      if (await verifiedEntry(k, keyText, cp)) return { found: true, read };
+    }
+  }
+  return { found: false, read };
 }
 
 // markEvent shows a step's check: its own reason, and for its key, when
