@@ -154,20 +154,20 @@ func docKinds(t *testing.T, doc string) (rows, others map[string]bool) {
 }
 
 // TestEntryKindsShown: the auditor's page says in words what each entry
-// kind in docs/formats.md's table is (app.js's kindWords); a kind it
+// kind in docs/formats.md's table is (entry.js's kindWords); a kind it
 // lacks was shown as "another kind", as purge and replay were.
 func TestEntryKindsShown(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "docs", "formats.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := os.ReadFile(filepath.Join("server", "ui", "static", "app.js"))
+	js, err := os.ReadFile(filepath.Join("server", "ui", "static", "entry.js"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, words, ok := strings.Cut(string(js), "const kindWords = {\n")
 	if words, _, ok = strings.Cut(words, "\n};"); !ok {
-		t.Fatal("app.js has no kindWords object")
+		t.Fatal("entry.js has no kindWords object")
 	}
 	shown := map[string]bool{}
 	key := regexp.MustCompile(`^\s*"?([a-z.]+)"?:`)
@@ -179,7 +179,7 @@ func TestEntryKindsShown(t *testing.T) {
 	rows, _ := docKinds(t, string(doc))
 	for kind := range rows {
 		if !shown[kind] {
-			t.Errorf("entry kind %q has no words in app.js's kindWords: the page calls it \"another kind\"", kind)
+			t.Errorf("entry kind %q has no words in entry.js's kindWords: the page calls it \"another kind\"", kind)
 		}
 	}
 }
