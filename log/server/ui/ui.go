@@ -65,6 +65,17 @@
 // data-verified="true" once the signature and the proof hold, "false"
 // when either fails or cannot be checked, and no such attribute while the
 // check runs.
+//
+// # A task's history
+//
+// Each step of the server's history is verified as an entry of the task,
+// in log order (each index past the one listed before it) and proved in
+// the verdict's checkpoint or one linked to it by a consistency proof;
+// a verified step shows its entry's own words, what an agent wrote
+// (titles, summaries, notes) quoted apart as the agent's. Beside a claim
+// the page flags each call it cites that has no recorded outcome: no
+// verified call.result of the call's actor names it among the entries
+// after it that the page reads (at most 512).
 package ui
 
 import (
