@@ -116,20 +116,7 @@ func toolCall(cs *mcp.ClientSession, name string, args map[string]any) (map[stri
 func twoSidecars(t *testing.T, dsn, extraConfig string) (procs [2]*sidecarProc, tokens map[string]string, vkey note.Verifier, datas [2]string) {
 	t.Helper()
 	dir := t.TempDir()
-	datas = [2]string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}
-	if err := keygen(datas[0], "provlog.test/shared"); err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(datas[1], 0o700)
-	for _, f := range []string{logKeyFile, logVKeyFile, anchorKeyFile, anchorPubFile} {
-		b, err := os.ReadFile(filepath.Join(datas[0], f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(datas[1], f), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	datas = sharedDataDirs(t, dir)
 	tokens = map[string]string{}
 	var cfg strings.Builder
 	cfg.WriteString("actors:\n")
@@ -156,6 +143,27 @@ func twoSidecars(t *testing.T, dsn, extraConfig string) (procs [2]*sidecarProc, 
 		t.Fatal(err)
 	}
 	return procs, tokens, k.verifier, datas
+}
+
+// sharedDataDirs makes dir/a and dir/b holding the same log keys
+// (copied, as an operator would), for two sidecars of one shared log.
+func sharedDataDirs(t *testing.T, dir string) [2]string {
+	t.Helper()
+	datas := [2]string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}
+	if err := keygen(datas[0], "provlog.test/shared"); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(datas[1], 0o700)
+	for _, f := range []string{logKeyFile, logVKeyFile, anchorKeyFile, anchorPubFile} {
+		b, err := os.ReadFile(filepath.Join(datas[0], f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(datas[1], f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return datas
 }
 
 // TestSidecarsShareALog runs two real provlog serve processes on one

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/provlog/provlog/log/logpg/pgtest"
 	"github.com/provlog/provlog/log/logtest/proctest"
 	"github.com/provlog/provlog/proxy/authn/authntest"
 )
@@ -140,5 +141,69 @@ func TestIssuerNamespaceFromLog(t *testing.T) {
 			<-done
 			t.Fatal("serve took static actor idp:Bob on a log whose entries name issuer idp:'s actor idp:alice")
 		}
+	}
+}
+
+// TestIssuerNamespaceSharedLog: on one PostgreSQL log, sidecar A trusts
+// issuer idp: and sidecar B has a static token acting as idp:bob. Once
+// bob's OAuth token has acted through A, the log names the OAuth actor
+// idp:bob, and B refuses its static token as idp:bob (401), while it runs
+// and when it starts again: the namespace is the log's, not a data dir's.
+func TestIssuerNamespaceSharedLog(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	dir := t.TempDir()
+	datas := sharedDataDirs(t, dir)
+	is := authntest.Start(t)
+	const res = "http://provlog.test/mcp"
+	writeCfg := func(name string, cfg map[string]any) string {
+		b, _ := json.Marshal(cfg) // JSON is YAML
+		return writeFile(t, filepath.Join(dir, name), b)
+	}
+	cfgA := writeCfg("a.yaml", map[string]any{"auth": map[string]any{"resource": res,
+		"issuers": []map[string]any{{"issuer": is.URL, "jwks_url": is.JWKSURL(), "actor_prefix": "idp:"}}}})
+	static := "static-token-for-idp-bob-0123456789"
+	sum := sha256.Sum256([]byte(static))
+	cfgB := writeCfg("b.yaml", map[string]any{"actors": []map[string]any{{"id": "idp:bob", "token_sha256": hex.EncodeToString(sum[:])}}})
+
+	a := startSidecarProc(t, "--config", cfgA, "--data", datas[0], "--store", dsn)
+	b := startSidecarProc(t, "--config", cfgB, "--data", datas[1], "--store", dsn)
+	staticStatus := func() int {
+		req, _ := http.NewRequest(http.MethodPost, b.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Authorization", "Bearer "+static)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := staticStatus(); got == http.StatusUnauthorized {
+		t.Fatalf("B refused its static token before any OAuth actor acted: %d", got)
+	}
+
+	bob := connectHTTP(t, a.base, is.Mint(t, is.Claims(res, "bob")))
+	if task, _ := callTool(t, bob, "create_task", map[string]any{"title": "bob's, through A"}); task == nil {
+		t.Fatal("bob created no task")
+	}
+	bob.Close()
+
+	var got int
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got = staticStatus(); got == http.StatusUnauthorized {
+			break
+		}
+	}
+	if got != http.StatusUnauthorized {
+		t.Errorf("B's static token as idp:bob, after A wrote OAuth actor idp:bob's entries to the shared log: %d, want 401 (it would act as bob, tasks and all)", got)
+	}
+
+	b.kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var stderr proctest.Buffer
+	if code := run(ctx, []string{"serve", "--http", freeAddr(t), "--config", cfgB, "--data", datas[1], "--store", dsn}, &stderr, &stderr); code == 0 || !strings.Contains(stderr.String(), `"idp:"`) {
+		t.Errorf("B started again with static actor idp:bob on a log naming OAuth actor idp:bob: exit %d, want it refused naming namespace idp:: %s", code, stderr.String())
 	}
 }
