@@ -13,36 +13,74 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/proxy/authn"
 )
 
 // authNamespacesFile, in the data dir, lists the actor_prefix of every
-// auth: issuer ever configured on it, one quoted prefix a line. The log
-// holds those issuers' actors' entries and tasks after a reload or a new
-// config drops the issuer, so their namespaces stay theirs: a static
-// actor in one would act as them (checkPastNamespaces).
+// auth: issuer ever configured on it, and on a shared log of every issuer
+// whose actors the log names, whichever sidecar mapped them: one quoted
+// prefix a line, and a line "read N" when the entries [0, N) of the log
+// were read for them. The log holds those issuers' actors' entries and
+// tasks after a reload or a new config drops the issuer, so their
+// namespaces stay theirs: a static actor in one would act as them
+// (checkPastNamespaces, and the static tokens' lookup).
 const authNamespacesFile = "auth-namespaces"
+
+// nsList is authNamespacesFile's contents.
+type nsList struct {
+	prefixes []string
+	read     uint64 // the log's entries [0, read) were read for prefixes
+	found    bool   // the file exists
+}
+
+// readNamespaces reads the data dir's authNamespacesFile (empty and not
+// found when there is none yet).
+func readNamespaces(data string) (nsList, error) {
+	path := filepath.Join(data, authNamespacesFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nsList{}, nil
+	}
+	if err != nil {
+		return nsList{}, err
+	}
+	l := nsList{found: true}
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSuffix(line, "\n")
+		if n, ok := strings.CutPrefix(line, "read "); ok {
+			if l.read, err = strconv.ParseUint(n, 10, 64); err != nil {
+				return nsList{}, fmt.Errorf("%s: a read line's size: %w", path, err)
+			}
+			continue
+		}
+		p, err := strconv.Unquote(line)
+		if err != nil {
+			return nsList{}, fmt.Errorf("%s: a line is not a quoted actor prefix: %w", path, err)
+		}
+		l.prefixes = append(l.prefixes, p)
+	}
+	return l, nil
+}
 
 // pastNamespaces returns the prefixes authNamespacesFile lists (none
 // when there is no such file yet).
 func pastNamespaces(data string) ([]string, error) {
-	b, err := os.ReadFile(filepath.Join(data, authNamespacesFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for line := range strings.Lines(string(b)) {
-		p, err := strconv.Unquote(strings.TrimSuffix(line, "\n"))
-		if err != nil {
-			return nil, fmt.Errorf("%s: a line is not a quoted actor prefix: %w", filepath.Join(data, authNamespacesFile), err)
+	l, err := readNamespaces(data)
+	return l.prefixes, err
+}
+
+// add adds the prefixes ps not listed yet, and reports whether there were
+// any.
+func (l *nsList) add(ps ...string) bool {
+	n := len(l.prefixes)
+	for _, p := range ps {
+		if !slices.Contains(l.prefixes, p) {
+			l.prefixes = append(l.prefixes, p)
 		}
-		out = append(out, p)
 	}
-	return out, nil
+	return len(l.prefixes) > n
 }
 
 // recordNamespaces adds the actor prefixes of auth's issuers to the data
@@ -51,27 +89,28 @@ func recordNamespaces(data string, auth *authn.Config) error {
 	if !auth.Enabled() {
 		return nil
 	}
-	past, err := pastNamespaces(data)
+	l, err := readNamespaces(data)
 	if err != nil {
 		return err
 	}
-	all := slices.Clone(past)
+	var ps []string
 	for _, is := range auth.Issuers {
-		if !slices.Contains(all, is.ActorPrefix) {
-			all = append(all, is.ActorPrefix)
-		}
+		ps = append(ps, is.ActorPrefix)
 	}
-	if len(all) == len(past) {
+	if !l.add(ps...) {
 		return nil
 	}
-	return writeNamespaces(data, all)
+	return writeNamespaces(data, l)
 }
 
 // writeNamespaces writes the data dir's authNamespacesFile.
-func writeNamespaces(data string, prefixes []string) error {
+func writeNamespaces(data string, l nsList) error {
 	var b strings.Builder
-	for _, p := range prefixes {
+	for _, p := range l.prefixes {
 		b.WriteString(strconv.Quote(p) + "\n")
+	}
+	if l.read > 0 {
+		fmt.Fprintf(&b, "read %d\n", l.read)
 	}
 	return durable.WriteFile(filepath.Join(data, authNamespacesFile), []byte(b.String()), 0o600)
 }
@@ -99,23 +138,24 @@ func (c *Config) checkPastNamespaces(data string) error {
 }
 
 // namespacesFromLog returns the actor prefixes of the OAuth actors the
-// entries [0, size) of src name (an entry's actor beside an auth member),
-// for a data dir an older provlog left without authNamespacesFile: an
-// actor is the issuer's prefix and the token's sub, or ClientNamespace
-// and the client id. unknown counts the actors mapped from another claim
-// (an email), whose prefix the entries do not tell.
-func namespacesFromLog(ctx context.Context, src entryReader, size uint64) (prefixes []string, unknown int, err error) {
+// entries [from, size) of src name (an entry's actor beside an auth
+// member): an actor is the issuer's prefix and the token's sub, or
+// ClientNamespace and the client id. unknown counts, by issuer, the
+// actors mapped from another claim (an email), whose prefix the entries
+// do not tell: the auth member keeps iss and sub, not that claim.
+func namespacesFromLog(ctx context.Context, src entryReader, from, size uint64) (prefixes []string, unknown map[string]int, err error) {
 	const chunk = 4096
 	seen := map[string]bool{}
-	for start := uint64(0); start < size; start += chunk {
+	for start := from; start < size; start += chunk {
 		es, err := src.Entries(ctx, start, min(size, start+chunk))
 		if err != nil {
-			return nil, 0, fmt.Errorf("reading the log's entries from %d: %w", start, err)
+			return nil, nil, fmt.Errorf("reading the log's entries from %d: %w", start, err)
 		}
 		for _, b := range es {
 			var e struct {
 				Actor string `json:"actor"`
 				Auth  *struct {
+					Iss      string `json:"iss"`
 					Sub      string `json:"sub"`
 					ClientID string `json:"client_id"`
 				} `json:"auth"`
@@ -131,7 +171,10 @@ func namespacesFromLog(ctx context.Context, src entryReader, size uint64) (prefi
 			}
 			switch {
 			case !ok || e.Auth.Sub == "" || p == "":
-				unknown++
+				if unknown == nil {
+					unknown = map[string]int{}
+				}
+				unknown[e.Auth.Iss]++
 			case !slices.Contains(prefixes, p):
 				prefixes = append(prefixes, p)
 			}
@@ -141,21 +184,29 @@ func namespacesFromLog(ctx context.Context, src entryReader, size uint64) (prefi
 }
 
 // reserveNamespaces makes the data dir's authNamespacesFile list the
-// actor prefixes of auth's issuers, and first, when there is no such
-// file yet, those of the OAuth actors the log's entries name; then it
-// holds cfg's static actors to them (checkPastNamespaces).
-func reserveNamespaces(ctx context.Context, cfg *Config, src entryReader, size uint64, logger *slog.Logger) error {
-	if _, err := os.Stat(filepath.Join(cfg.Data, authNamespacesFile)); errors.Is(err, fs.ErrNotExist) && size > 0 {
-		logger.Info("reading the log once for the actor namespaces of the OAuth issuers it names", "entries", size)
-		prefixes, unknown, err := namespacesFromLog(ctx, src, size)
+// actor prefixes of auth's issuers, and first those of the OAuth actors
+// the log's entries name: the whole log's when there is no such file yet
+// (an older provlog's data dir), and on a shared log (shared) those
+// written since it was last read, by any sidecar. Then it holds cfg's
+// static actors to them (checkPastNamespaces).
+func reserveNamespaces(ctx context.Context, cfg *Config, src entryReader, size uint64, shared bool, logger *slog.Logger) error {
+	l, err := readNamespaces(cfg.Data)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if (!l.found || shared) && size > l.read {
+		if !l.found {
+			logger.Info("reading the log once for the actor namespaces of the OAuth issuers it names", "entries", size)
+		}
+		prefixes, unknown, err := namespacesFromLog(ctx, src, l.read, size)
 		if err != nil {
 			return err
 		}
-		if unknown > 0 {
-			logger.Warn("the log names OAuth actors whose issuer's actor_prefix it does not tell (mapped from another claim than sub); their namespaces are not reserved unless their issuer is configured", "actors", unknown)
-		}
-		// Written even when empty: the log is read for them once.
-		if err := writeNamespaces(cfg.Data, prefixes); err != nil {
+		warnUnknownNamespaces(logger, unknown)
+		// Written even when none were found: the log is read for them once.
+		l.add(prefixes...)
+		l.read = size
+		if err := writeNamespaces(cfg.Data, l); err != nil {
 			return err
 		}
 	}
@@ -166,4 +217,21 @@ func reserveNamespaces(ctx context.Context, cfg *Config, src entryReader, size u
 		return fmt.Errorf("recording the auth: issuers' actor namespaces: %w", err)
 	}
 	return nil
+}
+
+// warnUnknownNamespaces says which issuers' actors the log names with no
+// prefix it can tell (namespacesFromLog), and what the operator can do.
+func warnUnknownNamespaces(logger *slog.Logger, unknown map[string]int) {
+	if len(unknown) == 0 {
+		return
+	}
+	var issuers []string
+	n := 0
+	for iss, k := range unknown {
+		issuers = append(issuers, log.Printable(iss))
+		n += k
+	}
+	slices.Sort(issuers)
+	logger.Warn("the log names OAuth actors mapped from another claim than sub (an actor_claim such as email); its entries do not record that claim, so their issuer's actor_prefix cannot be read from the log and their namespace is not reserved here unless their issuer is configured: add a line with the prefix, quoted (\"kc:\"), to the data dir's "+authNamespacesFile+" file, or configure the issuer once",
+		"actors", n, "issuers", issuers)
 }

@@ -153,7 +153,7 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 	// The running data dir's issuers of the past (--data may name
 	// another than the file's), and this config's from now on.
 	if err := live.checkPastNamespaces(s.cfg.Data); err == nil {
-		err = recordNamespaces(s.cfg.Data, cfg.Auth)
+		err = s.ns.record(cfg.Auth)
 	}
 	if err != nil {
 		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why, "err", err)

@@ -198,6 +198,12 @@ type sidecar struct {
 	blobs         *blobs.Store
 	stopRetention context.CancelFunc
 	retention     sync.WaitGroup
+	// ns holds the actor namespaces static tokens may not act in
+	// (namespaces_shared.go); on a shared log stopNamespaces stops
+	// following it, and background waits for that.
+	ns             *namespaces
+	stopNamespaces context.CancelFunc
+	background     sync.WaitGroup
 	// ages indexes the blobs entries name, read once, for purges by age
 	// (retention.go).
 	ages ageIndex
@@ -259,8 +265,9 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		store.Close()
 		return nil, err
 	}
-	sc := &sidecar{cfg: cfg, keys: k, store: store, tokens: tk, logger: logger, start: time.Now(), blobs: bs, dirLock: dirLock}
-	if sc.authn, err = authn.New(cfg.Auth, authn.Options{Static: tk.static, Logger: logger}); err != nil {
+	sc := &sidecar{cfg: cfg, keys: k, store: store, tokens: tk, logger: logger, start: time.Now(), blobs: bs, dirLock: dirLock,
+		ns: &namespaces{data: cfg.Data, logger: logger}}
+	if sc.authn, err = authn.New(cfg.Auth, authn.Options{Static: sc.static, Logger: logger}); err != nil {
 		store.Close()
 		return nil, err
 	}
@@ -272,8 +279,17 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 	if err := sc.openLog(ctx); err != nil {
 		return nil, err
 	}
-	if err := reserveNamespaces(ctx, cfg, store, sc.size(), logger); err != nil {
+	sh, shared := store.(log.SharedStorage)
+	if err := reserveNamespaces(ctx, cfg, store, sc.size(), shared, logger); err != nil {
 		return nil, err
+	}
+	if err := sc.ns.load(); err != nil {
+		return nil, err
+	}
+	if shared {
+		nctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		sc.stopNamespaces = cancel
+		sc.background.Go(func() { sc.ns.follow(nctx, sh) })
 	}
 	lg := appendLog{sc.seq, store}
 	sc.tasks, err = opp.Open(ctx, lg, sc.size(), &opp.Options{KnownActor: sc.handoffTarget, IndexFile: filepath.Join(cfg.Data, tasksIndexFile)})
@@ -457,6 +473,17 @@ func (s *sidecar) prove(ctx context.Context, index int64, leafHash []byte) (*log
 	return s.seq.Prove(ctx, s.store, req)
 }
 
+// static looks a static token up (tokens.static), refusing one whose
+// actor is in an OAuth issuer's namespace the log holds actors of, though
+// no config here names the issuer (namespaces).
+func (s *sidecar) static(token string) (actor string, reader, ok bool) {
+	actor, reader, ok = s.tokens.static(token)
+	if ok && s.ns.reserves(actor) {
+		return "", false, false
+	}
+	return actor, reader, ok
+}
+
 func (s *sidecar) size() uint64 {
 	n, _ := s.seq.Checkpoint()
 	return n
@@ -473,6 +500,10 @@ func (s *sidecar) close() {
 	}
 	if s.stopWitness != nil {
 		s.stopWitness()
+	}
+	if s.stopNamespaces != nil {
+		s.stopNamespaces()
+		s.background.Wait() // before the store closes
 	}
 	if s.stopRetention != nil {
 		s.stopRetention()

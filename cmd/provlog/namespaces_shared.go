@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/proxy/authn"
+)
+
+// On a shared log the actor namespaces are the log's: another sidecar's
+// issuer maps OAuth actors into one, and this sidecar must refuse a
+// static token whose id is in it, though its own config never named that
+// issuer. So it reads, once a second, the entries any sidecar committed
+// since it last looked (namespacesFromLog), adds the prefixes they tell
+// to the data dir's authNamespacesFile, and refuses from then on the
+// static tokens whose actor is in one (namespaces.reserves); a config
+// that names such an actor is refused at start and on reload
+// (checkPastNamespaces), as for the issuers once configured here.
+
+// namespacesFollowEvery is how often a sidecar of a shared log reads the
+// entries committed since it last looked for OAuth actors' namespaces.
+const namespacesFollowEvery = time.Second
+
+// namespacesReadNote is how many entries read with no new namespace in
+// them the file's read size may lag behind.
+const namespacesReadNote = 1 << 16
+
+// namespaces is the sidecar's view of authNamespacesFile: the prefixes
+// static tokens are refused in, and the one writer of the file while the
+// sidecar runs.
+type namespaces struct {
+	data   string
+	logger *slog.Logger
+	mu     sync.Mutex // held while the file is read and written
+	taken  atomic.Pointer[[]string]
+	read   uint64 // the entries [0, read) were read (the file may say less)
+}
+
+// load reads the prefixes the data dir's file lists.
+func (n *namespaces) load() error {
+	l, err := readNamespaces(n.data)
+	if err != nil {
+		return err
+	}
+	n.taken.Store(&l.prefixes)
+	n.read = max(n.read, l.read)
+	return nil
+}
+
+// reserves reports whether actor is in a reserved namespace.
+func (n *namespaces) reserves(actor string) bool {
+	p := n.taken.Load()
+	if p == nil {
+		return false
+	}
+	for _, ns := range *p {
+		if authn.InNamespace(actor, ns) {
+			return true
+		}
+	}
+	return false
+}
+
+// record adds auth's issuers' prefixes to the file (recordNamespaces).
+func (n *namespaces) record(auth *authn.Config) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := recordNamespaces(n.data, auth); err != nil {
+		return err
+	}
+	return n.load()
+}
+
+// follow reads what the sidecars of the shared log st commit, until ctx
+// ends (catchUp).
+func (n *namespaces) follow(ctx context.Context, st log.SharedStorage) {
+	t := time.NewTicker(namespacesFollowEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := n.catchUp(ctx, st); err != nil && ctx.Err() == nil {
+			n.logger.Warn("reading the shared log for OAuth actors' namespaces; trying again", "err", err)
+		}
+	}
+}
+
+// catchUp reads the entries committed since the file's read size, and
+// adds the namespaces of the OAuth actors they name.
+func (n *namespaces) catchUp(ctx context.Context, st log.SharedStorage) error {
+	latest, err := st.Latest(ctx)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if latest.Size <= n.read {
+		return nil
+	}
+	prefixes, unknown, err := namespacesFromLog(ctx, st, n.read, latest.Size)
+	if err != nil {
+		return err
+	}
+	n.read = latest.Size
+	warnUnknownNamespaces(n.logger, unknown)
+	l, err := readNamespaces(n.data)
+	if err != nil {
+		return err
+	}
+	added := l.add(prefixes...)
+	if added {
+		n.logger.Warn("the shared log names OAuth actors in namespaces not reserved here before; static tokens whose actor is in one are refused from now on", "namespaces", printable(l.prefixes))
+	} else if n.read-l.read < namespacesReadNote {
+		return nil // read again from l.read after a restart
+	}
+	l.read = n.read
+	if err := writeNamespaces(n.data, l); err != nil {
+		return err
+	}
+	return n.load()
+}
+
+// printable returns ps each through log.Printable.
+func printable(ps []string) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = log.Printable(p)
+	}
+	return out
+}
