@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strings"
@@ -160,9 +161,10 @@ type state struct {
 	a        *Authenticator
 	cfg      Config
 	issuers  []*issuer
-	cache    *validated // tokens validated under this config
-	refused  *refused   // tokens introspection refused under it, lately
-	metadata []byte     // the protected resource metadata document
+	cache    *validated     // tokens validated under this config
+	refused  *refused       // tokens introspection refused under it, lately
+	metadata []byte         // the protected resource metadata document
+	proxies  []netip.Prefix // trusted_proxies
 }
 
 // New returns the authenticator of cfg, which must have passed
@@ -223,6 +225,10 @@ func (a *Authenticator) newState(cfg *Config, old *state) (*state, error) {
 		st.cfg.Issuers = slices.Clone(cfg.Issuers)
 	}
 	st.cfg.defaults()
+	var err error
+	if st.proxies, err = parseProxies(st.cfg.TrustedProxies); err != nil {
+		return nil, err
+	}
 	for i := range st.cfg.Issuers {
 		ic := &st.cfg.Issuers[i]
 		is, err := newIssuer(a, ic, st.cfg.KeyRefresh, old.source(ic, st.cfg.KeyRefresh))
@@ -277,7 +283,7 @@ func (a *Authenticator) Request(r *http.Request) (*Identity, error) {
 		return nil, &Error{Status: http.StatusUnauthorized, Code: "invalid_request", Description: err.Error()}
 	}
 	// Introspection calls are shared out by where requests come from.
-	ctx := context.WithValue(r.Context(), sourceKey{}, sourceOf(r.RemoteAddr))
+	ctx := context.WithValue(r.Context(), sourceKey{}, a.st.Load().sourceOf(r))
 	return a.Authenticate(ctx, tok)
 }
 

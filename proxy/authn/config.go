@@ -3,6 +3,7 @@ package authn
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -59,6 +60,13 @@ type Config struct {
 	// issuer withdrew (default DefaultKeyMaxAge, between KeyRefresh and
 	// MaxKeyRefresh).
 	KeyMaxAge time.Duration `yaml:"jwks_max_age"`
+	// TrustedProxies are the reverse proxies (CIDR prefixes, or single
+	// addresses) whose X-Forwarded-For header is believed: a request
+	// from one of them is taken to come from the rightmost hop the header
+	// names that is not itself a trusted proxy, for the share of
+	// introspection calls each source gets. From any other peer the
+	// header is ignored: a client may write what it likes there.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
 // IssuerConfig is one trusted authorization server.
@@ -178,6 +186,9 @@ func (c *Config) Check() error {
 	}
 	if c.KeyMaxAge < c.KeyRefresh || c.KeyMaxAge > MaxKeyRefresh {
 		return fmt.Errorf("auth: jwks_max_age %s: want between jwks_min_refresh (%s) and %s (how old an issuer's keys may grow before they are fetched again)", c.KeyMaxAge, c.KeyRefresh, MaxKeyRefresh)
+	}
+	if _, err := parseProxies(c.TrustedProxies); err != nil {
+		return err
 	}
 	if len(c.Issuers) == 0 {
 		if c.Resource != "" || len(c.Scopes.all()) > 0 {
@@ -330,4 +341,26 @@ func isPrintableASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// parseProxies parses trusted_proxies: CIDR prefixes (10.0.0.0/8, with
+// no host bits set) or single addresses.
+func parseProxies(ps []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, p := range ps {
+		pfx, err := netip.ParsePrefix(p)
+		if err != nil {
+			ip, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				return nil, fmt.Errorf("auth: trusted_proxies %q: want a CIDR prefix such as 10.0.0.0/8 or an address such as 192.0.2.1", p)
+			}
+			ip = ip.Unmap()
+			pfx = netip.PrefixFrom(ip, ip.BitLen())
+		}
+		if pfx != pfx.Masked() {
+			return nil, fmt.Errorf("auth: trusted_proxies %q: the prefix has host bits set; want %s", p, pfx.Masked())
+		}
+		out = append(out, netip.PrefixFrom(pfx.Addr().Unmap(), min(pfx.Bits(), pfx.Addr().Unmap().BitLen())))
+	}
+	return out, nil
 }

@@ -33,6 +33,7 @@
 //	  clock_skew: 30s                           # default 30s, at most 5m
 //	  jwks_min_refresh: 10s                     # least time between key set fetches: default 10s, 1s to 1h
 //	  jwks_max_age: 5m                          # a key set older is fetched again: default 5m, jwks_min_refresh to 1h
+//	  trusted_proxies: [10.0.0.0/8]             # reverse proxies whose X-Forwarded-For is believed (default none)
 //
 // The actor of an OAuth token is actor_prefix followed by the value of
 // actor_claim, so two issuers' subjects cannot collide: no prefix may be a
@@ -69,7 +70,9 @@
 // token introspection refused is refused again for 10 s without a call,
 // and one issuer's endpoint gets at most 20 calls a second (40 at once
 // after a quiet spell, 16 awaiting answers), the requests of one source
-// address half of that; beyond that a request is answered 503. A
+// address half of that (behind a reverse proxy listed in trusted_proxies,
+// the rightmost X-Forwarded-For hop that is no trusted proxy; the header
+// of any other peer is ignored); beyond that a request is answered 503. A
 // token's first check waits at most [IssuerTimeout] for its issuers.
 //
 // # Challenges

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -259,25 +257,6 @@ func (is *issuer) doneIntrospection(src string) {
 
 // sourceKey is the context key of a request's source (Request sets it).
 type sourceKey struct{}
-
-// sourceOf returns what introspection calls are shared out by for a
-// request from remoteAddr: its IP address, an IPv6 one's /64.
-func sourceOf(remoteAddr string) string {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	ip = ip.Unmap()
-	if ip.Is6() {
-		p, _ := ip.Prefix(64)
-		return p.String()
-	}
-	return ip.String()
-}
 
 // introspectURL returns the endpoint, discovering it if need be.
 func (is *issuer) introspectURL(ctx context.Context, now time.Time) string {
