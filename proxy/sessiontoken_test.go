@@ -8,10 +8,12 @@ package proxy
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/provlog/provlog/proxy/authn"
+	"github.com/provlog/provlog/proxy/authn/authntest"
 )
 
 func TestSessionEndsWithItsToken(t *testing.T) {
@@ -55,5 +57,41 @@ func TestSessionEndsWithItsToken(t *testing.T) {
 				t.Errorf("%s: the ended session answered %s to the actor's next token, want 404", c.name, resp.Status)
 			}
 		}
+	}
+}
+
+// TestSessionRecheckOnlyWithIssuers: without an OAuth issuer no session
+// holds an OAuth token, so sessions are not checked again at all (the
+// check woke once a second regardless); a reload that adds an issuer
+// starts the checks, and one that drops every issuer stops them again.
+func TestSessionRecheckOnlyWithIssuers(t *testing.T) {
+	p := startProxy(t, newTestLog(t), nil, nil)
+	a, err := authn.New(nil, authn.Options{Static: func(tok string) (string, bool, bool) { return "static", false, tok == testToken }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p.HTTPHandler(a))
+	t.Cleanup(srv.Close)
+	time.Sleep(3 * sessionRecheck)
+	if n := p.recheckRounds.Load(); n != 0 {
+		t.Errorf("with no OAuth issuer, sessions were checked again %d times in 3 intervals, want none", n)
+	}
+	is := authntest.Start(t)
+	cfg := &authn.Config{Resource: oauthResource, Issuers: []authn.IssuerConfig{{Issuer: is.URL, DiscoveryURL: is.DiscoveryURL()}}}
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "sessions are checked again after a reload adds an issuer", func() bool { return p.recheckRounds.Load() > 0 })
+	if err := a.Reload(nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(sessionRecheck) // a round under way ends
+	n := p.recheckRounds.Load()
+	time.Sleep(3 * sessionRecheck)
+	if got := p.recheckRounds.Load() - n; got != 0 {
+		t.Errorf("after a reload dropped every issuer, sessions were checked again %d times in 3 intervals, want none", got)
 	}
 }
