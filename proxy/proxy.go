@@ -219,7 +219,10 @@ type Proxy struct {
 	streamsEnd chan struct{}
 	endStreams sync.Once
 	wg         sync.WaitGroup
-	closed     atomic.Bool
+	// recheckRounds counts the rounds of checking sessions' tokens again
+	// (sessiontoken.go).
+	recheckRounds atomic.Int64
+	closed        atomic.Bool
 	// stopping is set once the sidecar begins to stop: a call cut off
 	// from then on is the sidecar's doing, not its client's (classify).
 	stopping atomic.Bool

@@ -16,8 +16,10 @@ import (
 // token is checked again (authn.Authenticator.Holds: a JWT until its exp
 // and the clock skew, an introspected token as its issuer says, asked
 // again at most every 30 seconds) every sessionRecheck, and a session
-// whose token no longer holds is closed as an idle one is. Static tokens
-// are the config's: a reload that drops one ends its requests, not this.
+// whose token no longer holds is closed as an idle one is; while no
+// issuer is configured (a reload may add one) nothing is checked and
+// nothing wakes. Static tokens are the config's: a reload that drops one
+// ends its requests, not this.
 
 // sessionRecheck is how often sessions' tokens are checked again (most
 // checks are a lookup among the tokens validated lately).
@@ -52,16 +54,40 @@ func (p *Proxy) noteCredential(r *http.Request, id *authn.Identity) {
 }
 
 // recheckSessions closes, every interval until ctx is done, the HTTP
-// sessions whose token no longer holds.
+// sessions whose token no longer holds. While no OAuth issuer is
+// configured no session holds an OAuth token, so it waits for a reload
+// that adds one.
 func (p *Proxy) recheckSessions(ctx context.Context, a *authn.Authenticator, interval time.Duration) {
+	for {
+		issuers, changed := a.Watch()
+		if !issuers {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+				continue
+			}
+		}
+		if !p.recheckUntil(ctx, a, interval, changed) {
+			return
+		}
+	}
+}
+
+// recheckUntil checks sessions again every interval until ctx is done
+// (false) or changed is closed (true).
+func (p *Proxy) recheckUntil(ctx context.Context, a *authn.Authenticator, interval time.Duration, changed <-chan struct{}) bool {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
+		case <-changed:
+			return true
 		case <-t.C:
 		}
+		p.recheckRounds.Add(1)
 		p.sessions.Range(func(k, v any) bool {
 			fs := v.(*frontSession)
 			c := fs.cred.Load()

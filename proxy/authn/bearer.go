@@ -165,6 +165,7 @@ type state struct {
 	refused  *refused       // tokens introspection refused under it, lately
 	metadata []byte         // the protected resource metadata document
 	proxies  []netip.Prefix // trusted_proxies
+	changed  chan struct{}  // closed when a reload replaces this state
 }
 
 // New returns the authenticator of cfg, which must have passed
@@ -213,13 +214,22 @@ func (a *Authenticator) Reload(cfg *Config) error {
 		return err
 	}
 	a.st.Store(st)
+	close(old.changed)
 	return nil
+}
+
+// Watch reports whether the config trusts any OAuth issuer, and returns
+// a channel closed when a reload changes the config: a caller with
+// nothing to do without issuers waits on it.
+func (a *Authenticator) Watch() (issuers bool, changed <-chan struct{}) {
+	st := a.st.Load()
+	return len(st.issuers) > 0, st.changed
 }
 
 // newState builds the state of cfg, taking over old's issuers whose
 // settings are the same.
 func (a *Authenticator) newState(cfg *Config, old *state) (*state, error) {
-	st := &state{a: a, cache: newValidated(), refused: newRefused()}
+	st := &state{a: a, cache: newValidated(), refused: newRefused(), changed: make(chan struct{})}
 	if cfg != nil {
 		st.cfg = *cfg
 		st.cfg.Issuers = slices.Clone(cfg.Issuers)
