@@ -15,7 +15,7 @@ import (
 // would outlive a revoked or expired token by up to sessions.idle. So the
 // token is checked again (authn.Authenticator.Holds: a JWT until its exp
 // and the clock skew, an introspected token as its issuer says, asked
-// again at most every 30 seconds) every sessionRecheck, and a session
+// again at most every recheck of its issuer, 30 s by default) every sessionRecheck, and a session
 // whose token no longer holds is closed as an idle one is; while no
 // issuer is configured (a reload may add one) nothing is checked and
 // nothing wakes. Static tokens are the config's: a reload that drops one

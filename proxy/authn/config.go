@@ -25,6 +25,13 @@ const (
 	// DefaultKeyMaxAge is how old a key set may grow before it is fetched
 	// again (jwks_max_age), dropping withdrawn keys.
 	DefaultKeyMaxAge = 5 * time.Minute
+	// DefaultRecheck is how long an introspected token is taken without
+	// asking its issuer again (recheck): a token revoked is refused, and
+	// a session on it closed, within it. MinRecheck and MaxRecheck bound
+	// what recheck may set.
+	DefaultRecheck = 30 * time.Second
+	MinRecheck     = time.Second
+	MaxRecheck     = 10 * time.Minute
 	// MaxActor is the longest actor id a token may map to (as opp's
 	// MaxActor).
 	MaxActor = 128
@@ -94,6 +101,11 @@ type IssuerConfig struct {
 	ActorPrefix string `yaml:"actor_prefix"`
 	// Introspection checks opaque tokens with the issuer (RFC 7662).
 	Introspection *IntrospectionConfig `yaml:"introspection"`
+	// Recheck is how long an introspected token of this issuer is taken
+	// without asking again (default DefaultRecheck, between MinRecheck
+	// and MaxRecheck): shorter ends a revoked token's requests and
+	// sessions sooner, at one introspection call per token and recheck.
+	Recheck time.Duration `yaml:"recheck"`
 }
 
 // IntrospectionConfig is an RFC 7662 token introspection endpoint and the
@@ -280,6 +292,12 @@ func (is *IssuerConfig) check() error {
 	// ("provlog.corp:", "pr0vlog.corp:").
 	if ReservedActor(is.ActorPrefix + "x") {
 		return fmt.Errorf("actor_prefix %q: actor ids beginning %q, or reading as such, are provlog's own; set actor_prefix to one outside them, such as \"idp:\"", is.ActorPrefix, log.ActorNamespace)
+	}
+	if is.Recheck == 0 {
+		is.Recheck = DefaultRecheck
+	}
+	if is.Recheck < MinRecheck || is.Recheck > MaxRecheck {
+		return fmt.Errorf("recheck %s: want between %s and %s (how long an introspected token is taken without asking again)", is.Recheck, MinRecheck, MaxRecheck)
 	}
 	if in := is.Introspection; in != nil {
 		if in.URL == "" && is.DiscoveryURL == "" {

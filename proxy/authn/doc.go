@@ -26,6 +26,7 @@
 //	        url: https://idp.example/oauth2/introspect   # default: discovery's introspection_endpoint
 //	        client_id: provlog
 //	        client_secret_file: introspect.secret        # read by cmd; never logged
+//	      recheck: 30s                          # an introspected token is asked about again after: default 30s, 1s to 10m
 //	  scopes:                                   # required scopes per tool group
 //	    tools: [provlog.tools]                  # downstream tools, resources, prompts
 //	    tasks: [provlog.tasks]                  # the task (OPP) tools
@@ -65,8 +66,9 @@
 // tokens go to the introspection endpoints configured (RFC 7662), whose
 // answer is held to the same checks. A token validated once is
 // remembered by its SHA-256 until it expires or its issuer withdraws a
-// key (an introspected one for 30 s at most, so a revocation takes effect
-// within that), so a client's next calls cost a hash and a map lookup. A
+// key (an introspected one for its issuer's recheck at most, default
+// 30 s, so a revocation takes effect within that), so a client's next
+// calls cost a hash and a map lookup. A
 // token introspection refused is refused again for 10 s without a call,
 // and one issuer's endpoint gets at most 20 calls a second (40 at once
 // after a quiet spell, 16 awaiting answers), the requests of one source

@@ -15,10 +15,6 @@ import (
 	"github.com/provlog/provlog/log"
 )
 
-// introspectTTL bounds how long an introspection answer is trusted
-// without asking again (a revoked token stops working within it).
-const introspectTTL = 30 * time.Second
-
 // introspectToken checks a token by introspection: with issuer is alone,
 // or with each issuer in turn when is is nil (introspect). A token refused
 // lately is refused again without asking (refused), so that one made-up
@@ -126,7 +122,13 @@ func (st *state) introspectAt(ctx context.Context, is *issuer, token string, sum
 	if err != nil {
 		return nil, false, err
 	}
-	id.until = now.Add(introspectTTL)
+	// Trusted for the issuer's recheck without asking again: a revoked
+	// token stops working within it.
+	ttl := is.cfg.Recheck
+	if ttl == 0 {
+		ttl = DefaultRecheck // a config that skipped Check
+	}
+	id.until = now.Add(ttl)
 	return id, false, nil
 }
 
@@ -176,7 +178,7 @@ func (is *issuer) introspection(ctx context.Context, token string, now time.Time
 // could otherwise make it hammer the issuer, and a slow issuer would tie
 // up a goroutine and a connection per request. Beyond them the request is
 // answered 503. A sidecar whose clients hold 100 tokens needs some 3
-// calls a second (each answer is trusted for introspectTTL). Each source
+// calls a second (each answer is trusted for its issuer's recheck, 30s by default). Each source
 // address (an IPv6 one by its /64) may use half of them at most, so that
 // a flood of made-up tokens from one place leaves the rest to everyone
 // else's new tokens.
@@ -290,7 +292,7 @@ func fetchErr(endpoint string, err error) error {
 }
 
 // validated remembers tokens already validated, by SHA-256, until they
-// expire (or, for introspected tokens, for introspectTTL), so that a
+// expire (or, for introspected tokens, for their issuer's recheck), so that a
 // client's next calls need no signature check or round trip. It holds at
 // most maxValidated tokens; when full, it starts again empty.
 type validated struct {
