@@ -7,8 +7,10 @@ package proxy
 // after sessions.idle (10 minutes) without a request.
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,5 +95,65 @@ func TestSessionRecheckOnlyWithIssuers(t *testing.T) {
 	time.Sleep(3 * sessionRecheck)
 	if got := p.recheckRounds.Load() - n; got != 0 {
 		t.Errorf("after a reload dropped every issuer, sessions were checked again %d times in 3 intervals, want none", got)
+	}
+}
+
+// TestSessionRecheckHangingIssuer: an issuer whose introspection endpoint
+// hangs holds up the checks of its own sessions only, and those in
+// parallel (bounded): another issuer's session whose token expires is
+// closed while the hanging issuer's checks are still under way. Checked
+// one at a time, each of its 16 sessions took IssuerTimeout, so a round
+// took 48 seconds and the other issuer's session waited its turn.
+func TestSessionRecheckHangingIssuer(t *testing.T) {
+	h := authntest.Start(t)
+	f := startOAuthFront(t, func(c *authn.Config) {
+		c.ClockSkew = time.Second
+		c.Issuers[0].ActorPrefix = "g:"
+		c.Issuers = append(c.Issuers, authn.IssuerConfig{Issuer: h.URL, DiscoveryURL: h.DiscoveryURL(), ActorPrefix: "h:", Recheck: time.Second,
+			Introspection: &authn.IntrospectionConfig{ClientID: "provlog", ClientSecret: "s3cret"}})
+	})
+	const hanging = 16 // within the share of new tokens one address may have asked about at once
+	for i := range hanging {
+		tok := fmt.Sprintf("opaque-of-h-%d", i)
+		h.Opaque(tok, h.Claims(oauthResource, fmt.Sprintf("user%d", i), "provlog.tools"))
+		cs := connectHTTPAs(t, f.url, tok, "2025-11-25", nil)
+		if _, err := cs.ListTools(t.Context(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var inFlight, most, done atomic.Int64
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	h.Before("/introspect", func(r *http.Request) {
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		select {
+		case <-r.Context().Done(): // the sidecar gave up (IssuerTimeout)
+		case <-release:
+		}
+		inFlight.Add(-1)
+		done.Add(1)
+	})
+	expiring := f.is.Claims(oauthResource, "alice", "provlog.tools")
+	expiring["exp"] = time.Now().Add(2 * time.Second).Unix()
+	cs := connectHTTPAs(t, f.url, f.is.Mint(t, expiring), "2025-11-25", nil)
+	id := cs.ID()
+	if _, err := cs.ListTools(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	closed := func() bool {
+		v, ok := f.p.sessions.Load(id)
+		return !ok || v.(*frontSession).closed()
+	}
+	for deadline := time.Now().Add(4 * time.Minute); !(closed() && most.Load() > 1) && done.Load() < hanging && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("the working issuer's session closed: %v, after %d checks of the hanging issuer's sessions gave up", closed(), done.Load())
+	if !closed() {
+		t.Errorf("the session of an expired token of a working issuer was still open after %d checks of a hanging issuer's sessions had given up", done.Load())
+	}
+	if m := most.Load(); m < 2 {
+		t.Errorf("the hanging issuer's %d sessions were checked %d at a time, want them in parallel", hanging, m)
 	}
 }
