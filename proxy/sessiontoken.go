@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/provlog/provlog/proxy/authn"
@@ -25,9 +26,17 @@ import (
 // checks are a lookup among the tokens validated lately).
 const sessionRecheck = time.Second
 
+// recheckParallel bounds how many of one issuer's sessions are checked
+// at once. Issuers are checked side by side, each in its own rounds: a
+// hanging one (each check waits up to authn.IssuerTimeout) delays its own
+// sessions' checks only, and its next round starts once its last ended.
+// It is below the authenticator's own bound on calls awaiting one
+// issuer's introspection answers (16).
+const recheckParallel = 8
+
 // sessionCred is the OAuth token a session's client last sent on it, kept
-// in memory to check again; it is never logged.
-type sessionCred struct{ token string }
+// in memory to check again (it is never logged), and its issuer's iss.
+type sessionCred struct{ token, issuer string }
 
 // noteCredential notes r's token as its session's newest, if r is of a
 // session of id's actor and the token is an OAuth one.
@@ -49,7 +58,11 @@ func (p *Proxy) noteCredential(r *http.Request, id *authn.Identity) {
 		return
 	}
 	if c := fs.cred.Load(); c == nil || subtle.ConstantTimeCompare([]byte(c.token), []byte(tok)) != 1 {
-		fs.cred.Store(&sessionCred{token: tok})
+		var iss string
+		if id.Auth != nil {
+			iss = id.Auth.Issuer
+		}
+		fs.cred.Store(&sessionCred{token: tok, issuer: iss})
 	}
 }
 
@@ -79,6 +92,8 @@ func (p *Proxy) recheckSessions(ctx context.Context, a *authn.Authenticator, int
 func (p *Proxy) recheckUntil(ctx context.Context, a *authn.Authenticator, interval time.Duration, changed <-chan struct{}) bool {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var mu sync.Mutex
+	busy := map[string]bool{} // issuers whose last round is under way
 	for {
 		select {
 		case <-ctx.Done():
@@ -88,16 +103,50 @@ func (p *Proxy) recheckUntil(ctx context.Context, a *authn.Authenticator, interv
 		case <-t.C:
 		}
 		p.recheckRounds.Add(1)
-		p.sessions.Range(func(k, v any) bool {
+		byIssuer := map[string][]*frontSession{}
+		p.sessions.Range(func(_, v any) bool {
 			fs := v.(*frontSession)
-			c := fs.cred.Load()
-			if c == nil || fs.closed() || a.Holds(ctx, c.token) {
-				return true
+			if c := fs.cred.Load(); c != nil && !fs.closed() {
+				byIssuer[c.issuer] = append(byIssuer[c.issuer], fs)
 			}
-			fs.markClosed()
-			p.logger.Info("proxy: closing an HTTP session: its token no longer holds (expired, revoked, or its issuer no longer trusted)", "actor", fs.actor, "session", k)
-			fs.ss.Close()
 			return true
 		})
+		for iss, fss := range byIssuer {
+			mu.Lock()
+			if busy[iss] {
+				mu.Unlock()
+				continue
+			}
+			busy[iss] = true
+			mu.Unlock()
+			p.wg.Go(func() {
+				p.recheckIssuer(ctx, a, fss)
+				mu.Lock()
+				delete(busy, iss)
+				mu.Unlock()
+			})
+		}
 	}
+}
+
+// recheckIssuer checks the sessions of one issuer's tokens,
+// recheckParallel at a time, and closes those whose token no longer
+// holds.
+func (p *Proxy) recheckIssuer(ctx context.Context, a *authn.Authenticator, fss []*frontSession) {
+	sem := make(chan struct{}, recheckParallel)
+	var wg sync.WaitGroup
+	for _, fs := range fss {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			c := fs.cred.Load()
+			if c == nil || fs.closed() || a.Holds(ctx, c.token) {
+				return
+			}
+			fs.markClosed()
+			p.logger.Info("proxy: closing an HTTP session: its token no longer holds (expired, revoked, or its issuer no longer trusted)", "actor", fs.actor, "session", fs.ss.ID())
+			fs.ss.Close()
+		})
+	}
+	wg.Wait()
 }
