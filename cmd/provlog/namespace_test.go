@@ -207,3 +207,38 @@ func TestIssuerNamespaceSharedLog(t *testing.T) {
 		t.Errorf("B started again with static actor idp:bob on a log naming OAuth actor idp:bob: exit %d, want it refused naming namespace idp:: %s", code, stderr.String())
 	}
 }
+
+// TestIssuerNamespaceFromLogUnknown: an actor mapped from another claim
+// than sub (actor_claim: email) does not tell its prefix, since entries
+// keep sub and not the email. The first start on an older data dir says
+// so, naming the issuer and what the operator can do.
+func TestIssuerNamespaceFromLogUnknown(t *testing.T) {
+	dir := t.TempDir()
+	is := authntest.Start(t)
+	addr := freeAddr(t)
+	res := "http://" + addr + "/mcp"
+	data := filepath.Join(dir, "d")
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	write := func(cfg map[string]any) {
+		cfg["data"] = data
+		b, _ := json.Marshal(cfg)
+		writeFile(t, cfgPath, b)
+	}
+	write(map[string]any{"auth": map[string]any{"resource": res, "issuers": []map[string]any{{"issuer": is.URL, "jwks_url": is.JWKSURL(), "actor_prefix": "kc:", "actor_claim": "email"}}}})
+	_, stop, _ := startServeLogged(t, addr, "--config", cfgPath)
+	claims := is.Claims(res, "f81d4fae-7dec-11d0-a765-00a0c91e6bf6")
+	claims["email"], claims["email_verified"] = "alice@acme.example", true
+	alice := connectHTTP(t, "http://"+addr, is.Mint(t, claims))
+	callTool(t, alice, "create_task", map[string]any{"title": "alice's"})
+	alice.Close()
+	stop()
+	if err := os.Remove(filepath.Join(data, authNamespacesFile)); err != nil {
+		t.Fatal(err)
+	}
+	write(map[string]any{})
+	_, stop, logs := startServeLogged(t, freeAddr(t), "--config", cfgPath)
+	stop()
+	if out := logs.String(); !strings.Contains(out, is.URL) || !strings.Contains(out, authNamespacesFile) {
+		t.Errorf("the first start on a log of an email-mapped actor does not name its issuer %s and what to do:\n%s", is.URL, out)
+	}
+}
