@@ -80,15 +80,22 @@ func (n *namespaces) record(auth *authn.Config) error {
 func (n *namespaces) follow(ctx context.Context, st log.SharedStorage) {
 	t := time.NewTicker(namespacesFollowEvery)
 	defer t.Stop()
+	failing := false // said once, not every second the store is away
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if err := n.catchUp(ctx, st); err != nil && ctx.Err() == nil {
-			n.logger.Warn("reading the shared log for OAuth actors' namespaces; trying again", "err", err)
+		err := n.catchUp(ctx, st)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil && !failing:
+			n.logger.Warn("reading the shared log for OAuth actors' namespaces failed; trying again every second", "err", err)
+		case err == nil && failing:
+			n.logger.Info("reading the shared log for OAuth actors' namespaces works again")
 		}
+		failing = err != nil
 	}
 }
 
