@@ -378,7 +378,14 @@ func parseProxies(ps []string) ([]netip.Prefix, error) {
 		if pfx != pfx.Masked() {
 			return nil, fmt.Errorf("auth: trusted_proxies %q: the prefix has host bits set; want %s", p, pfx.Masked())
 		}
-		out = append(out, netip.PrefixFrom(pfx.Addr().Unmap(), min(pfx.Bits(), pfx.Addr().Unmap().BitLen())))
+		if a := pfx.Addr(); a.Is4In6() {
+			// Peers are compared unmapped: ::ffff:10.0.0.0/104 is 10.0.0.0/8.
+			if pfx.Bits() < 96 {
+				return nil, fmt.Errorf("auth: trusted_proxies %q: an IPv4-mapped prefix shorter than /96; write the IPv4 prefix", p)
+			}
+			pfx = netip.PrefixFrom(a.Unmap(), pfx.Bits()-96)
+		}
+		out = append(out, pfx)
 	}
 	return out, nil
 }

@@ -94,7 +94,7 @@ func TestIntrospectionShareBehindProxy(t *testing.T) {
 
 func TestTrustedProxiesChecked(t *testing.T) {
 	is := authntest.Start(t)
-	for _, bad := range []string{"127.0.0.1/33", "not-an-address", `""`, `"10.0.0.0/8 "`, "10.0.0.1/8"} {
+	for _, bad := range []string{"127.0.0.1/33", "::ffff:0.0.0.0/64", "not-an-address", `""`, `"10.0.0.0/8 "`, "10.0.0.1/8"} {
 		cfg, err := decodeAuth(t, is, "trusted_proxies: ["+bad+"]\n")
 		if err == nil {
 			err = cfg.Check()
@@ -103,7 +103,7 @@ func TestTrustedProxiesChecked(t *testing.T) {
 			t.Errorf("trusted_proxies [%s] was taken", bad)
 		}
 	}
-	cfg, err := decodeAuth(t, is, "trusted_proxies: [192.0.2.1, 2001:db8::/32]\n")
+	cfg, err := decodeAuth(t, is, "trusted_proxies: [192.0.2.1, 2001:db8::/32, \"::ffff:10.0.0.0/104\"]\n")
 	if err == nil {
 		err = cfg.Check()
 	}
