@@ -157,3 +157,45 @@ func TestSessionRecheckHangingIssuer(t *testing.T) {
 		t.Errorf("the hanging issuer's %d sessions were checked %d at a time, want them in parallel", hanging, m)
 	}
 }
+
+// TestSessionRecheckAsksItsIssuer: an opaque token is checked again with
+// the issuer that vouched for it, not with every issuer: a session whose
+// token that issuer revoked is closed though another issuer's
+// introspection endpoint hangs (asked too, its silence made the token's
+// fate undecided, so the session stayed open as long as it hung).
+func TestSessionRecheckAsksItsIssuer(t *testing.T) {
+	h := authntest.Start(t)
+	f := startOAuthFront(t, func(c *authn.Config) {
+		c.Issuers[0].ActorPrefix, c.Issuers[0].Recheck = "g:", time.Second
+		c.Issuers[0].Introspection = &authn.IntrospectionConfig{ClientID: "provlog", ClientSecret: "s3cret"}
+		c.Issuers = append(c.Issuers, authn.IssuerConfig{Issuer: h.URL, DiscoveryURL: h.DiscoveryURL(), ActorPrefix: "h:",
+			Introspection: &authn.IntrospectionConfig{ClientID: "provlog", ClientSecret: "s3cret"}})
+	})
+	f.is.Opaque("opaque-of-g", f.is.Claims(oauthResource, "bob", "provlog.tools"))
+	cs := connectHTTPAs(t, f.url, "opaque-of-g", "2025-11-25", nil)
+	id := cs.ID()
+	if _, err := cs.ListTools(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	var hung atomic.Int64
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	h.Before("/introspect", func(r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+		hung.Add(1)
+	})
+	f.is.Revoke("opaque-of-g")
+	closed := func() bool {
+		v, ok := f.p.sessions.Load(id)
+		return !ok || v.(*frontSession).closed()
+	}
+	for deadline := time.Now().Add(time.Minute); !closed() && hung.Load() < 5 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !closed() {
+		t.Errorf("the session of an opaque token its issuer revoked is still open after another issuer's introspection endpoint hung %d times", hung.Load())
+	}
+}
