@@ -140,7 +140,7 @@ func (p *Proxy) recheckIssuer(ctx context.Context, a *authn.Authenticator, fss [
 		wg.Go(func() {
 			defer func() { <-sem }()
 			c := fs.cred.Load()
-			if c == nil || fs.closed() || a.Holds(ctx, c.token) {
+			if c == nil || fs.closed() || a.Holds(ctx, c.token, c.issuer) {
 				return
 			}
 			fs.markClosed()

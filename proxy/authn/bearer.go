@@ -315,12 +315,20 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (*Identi
 // Holds reports whether an OAuth token that authenticated a session still
 // holds: a JWT until its exp (and the clock skew), while its issuer keeps
 // its key; an introspected token while its issuer says it is active,
-// asked again once the last answer is 30s old. A token whose issuer
-// cannot be asked now holds (no one can tell).
-func (a *Authenticator) Holds(ctx context.Context, token string) bool {
-	_, err := a.Authenticate(ctx, token)
+// asked again once the last answer is its issuer's recheck old. issuer is
+// the iss of the token's identity when it was validated
+// (Identity.Auth.Issuer): an opaque token is asked about at that issuer
+// alone, so another's hanging endpoint leaves its fate decided, and no
+// other issuer learns it. A token whose issuer cannot be asked now holds
+// (no one can tell).
+func (a *Authenticator) Holds(ctx context.Context, token, issuer string) bool {
+	_, err := a.Authenticate(context.WithValue(ctx, vouchedKey{}, issuer), token)
 	return err == nil || errStatus(err) == http.StatusServiceUnavailable
 }
+
+// vouchedKey is the context key of the issuer that vouched for a token
+// checked again (Holds).
+type vouchedKey struct{}
 
 // authenticate authenticates an OAuth token under st.
 func (st *state) authenticate(ctx context.Context, token string) (*Identity, error) {
@@ -342,6 +350,12 @@ func (st *state) authenticate(ctx context.Context, token string) (*Identity, err
 	var err error
 	if strings.Count(token, ".") == 2 {
 		id, err = st.verifyJWT(ctx, token, sum, now)
+	} else if iss, _ := ctx.Value(vouchedKey{}).(string); iss != "" {
+		is := st.issuer(iss)
+		if is == nil {
+			return nil, invalid("the issuer %s that vouched for the token is no longer trusted", iss)
+		}
+		id, err = st.introspectToken(ctx, is, token, sum, now)
 	} else {
 		id, err = st.introspectToken(ctx, nil, token, sum, now)
 	}
