@@ -20,6 +20,12 @@ import (
 // static tokens whose actor is in one (namespaces.reserves); a config
 // that names such an actor is refused at start and on reload
 // (checkPastNamespaces), as for the issuers once configured here.
+//
+// What the log does not tell is not reserved: an issuer another sidecar
+// trusts whose actors have written nothing yet, or whose actors are
+// mapped from another claim than sub (warnUnknownNamespaces). And a
+// static token may act for up to a second after another sidecar first
+// wrote an OAuth actor of its namespace, until this one has read it.
 
 // namespacesFollowEvery is how often a sidecar of a shared log reads the
 // entries committed since it last looked for OAuth actors' namespaces.
