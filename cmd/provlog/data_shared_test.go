@@ -214,7 +214,7 @@ func TestSharedLogLossRefused(t *testing.T) {
 	}
 	_, shown := sc.seq.Checkpoint()
 	sc.close()
-	if got, err := readShown(data); err != nil || !bytes.Equal(got, shown) {
+	if got, err := shownOut.read(data); err != nil || !bytes.Equal(got, shown) {
 		t.Fatalf("the record of checkpoints shown holds %q (%v), want the last checkpoint shown", got, err)
 	}
 	// The same store: served on.

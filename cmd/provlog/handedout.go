@@ -19,17 +19,18 @@ import (
 // checkHandedOut checks the log in store against every checkpoint of it
 // that left the process and that the data dir holds outside the store:
 // the anchor records, the newest cosigned checkpoint, the newest one a
-// sidecar on a shared store showed, and, for a shared store, the newest
+// sidecar on a shared store showed, the newest /log/checkpoint served,
+// and, for a shared store, the newest
 // of the data dir's own Pebble log. (The store checks
 // its own published-batch record when it opens.) It returns how many it
 // checked, and a *log.LostError when the store is shorter than one of them
 // or has another root at its size: serving on would fork the log.
 func checkHandedOut(ctx context.Context, data string, store log.Storage, v note.Verifier) (int, error) {
-	type handedOut struct {
+	type leftProcess struct {
 		src string
 		cp  []byte
 	}
-	var all []handedOut
+	var all []leftProcess
 	if _, err := os.Stat(filepath.Join(data, anchorDir)); err == nil {
 		records, err := anchor.OpenStore(filepath.Join(data, anchorDir))
 		if err != nil {
@@ -41,20 +42,25 @@ func checkHandedOut(ctx context.Context, data string, store log.Storage, v note.
 		}
 		for _, st := range list {
 			if st.Record != nil { // audit reports records that do not parse
-				all = append(all, handedOut{"anchor record " + filepath.Join(anchorDir, st.Name), []byte(st.Record.Checkpoint)})
+				all = append(all, leftProcess{"anchor record " + filepath.Join(anchorDir, st.Name), []byte(st.Record.Checkpoint)})
 			}
 		}
 	}
 	if c, err := os.ReadFile(filepath.Join(data, cosignedFile)); err == nil {
-		all = append(all, handedOut{"the witnesses' cosigned checkpoint " + cosignedFile, c})
+		all = append(all, leftProcess{"the witnesses' cosigned checkpoint " + cosignedFile, c})
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return 0, err
 	}
 	// The newest checkpoint a sidecar on a shared store showed (shown.go).
-	if c, err := readShown(data); err != nil {
+	if c, err := shownOut.read(data); err != nil {
 		return 0, err
 	} else if c != nil {
-		all = append(all, handedOut{"the newest checkpoint this data dir's sidecar showed (handed-out.0, handed-out.1)", c})
+		all = append(all, leftProcess{"the newest checkpoint this data dir's sidecar showed (handed-out.0, handed-out.1)", c})
+	}
+	if c, err := servedOut.read(data); err != nil {
+		return 0, err
+	} else if c != nil {
+		all = append(all, leftProcess{"the newest checkpoint this data dir's /log/checkpoint served (served.0, served.1)", c})
 	}
 	// A shared store must hold the data dir's own log, if it ever had
 	// one: that log's checkpoints were handed out under the same key.
@@ -62,7 +68,7 @@ func checkHandedOut(ctx context.Context, data string, store log.Storage, v note.
 		if c, err := logpebble.NewestPublished(filepath.Join(data, dbDir)); err != nil {
 			return 0, err
 		} else if c != nil {
-			all = append(all, handedOut{"the data dir's own log (" + dbDir + "/: move it aside only if its history is to be given up)", c})
+			all = append(all, leftProcess{"the data dir's own log (" + dbDir + "/: move it aside only if its history is to be given up)", c})
 		}
 	}
 	for i, h := range all {

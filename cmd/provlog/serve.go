@@ -179,6 +179,10 @@ type sidecar struct {
 	// closeShown syncs and closes the record of the newest checkpoint
 	// shown (shared stores only; shown.go).
 	closeShown func() error
+	// logAPI serves /log/ (openLogAPI); closeServed syncs and closes its
+	// record of the newest checkpoint /log/checkpoint served (shown.go).
+	logAPI      http.Handler
+	closeServed func() error
 	// stopTracing flushes and stops the OTLP exporter (nil: none).
 	stopTracing func()
 	// tracer makes the log API's spans (nil: no otel: block).
@@ -362,7 +366,7 @@ func (sc *sidecar) openLog(ctx context.Context) error {
 	if sc.cfg.Store != "" {
 		// A shared store keeps no published record in the data dir: the
 		// newest checkpoint shown is kept there instead (shown.go).
-		rec, err := openShownRecord(sc.cfg.Data, func(err error) {
+		rec, err := shownOut.open(sc.cfg.Data, func(err error) {
 			sc.logger.Error("the record of checkpoints shown stopped: the log stops at its next commit", "err", err)
 		})
 		if err != nil {
@@ -386,6 +390,34 @@ func (sc *sidecar) openLog(ctx context.Context) error {
 		sc.stopWitness = cancel
 		go sc.witness.run(wctx, sc.seq)
 	}
+	return sc.openLogAPI()
+}
+
+// openLogAPI makes the log API, which keeps the newest checkpoint
+// /log/checkpoint served in the data dir (servedOut, shown.go) and serves
+// none older after a restart.
+func (sc *sidecar) openLogAPI() error {
+	before, err := servedOut.read(sc.cfg.Data)
+	if err != nil {
+		return err
+	}
+	rec, err := servedOut.open(sc.cfg.Data, func(err error) {
+		sc.logger.Error("the record of the checkpoint /log/checkpoint served stopped: /log/checkpoint fails until provlog is restarted", "err", err)
+	})
+	if err != nil {
+		return fmt.Errorf("opening the record of the checkpoint /log/checkpoint served: %w", err)
+	}
+	sc.closeServed = rec.close
+	var authorized func(*http.Request) bool
+	if !sc.cfg.PublicEntries {
+		authorized = sc.authn.Authorizer(authn.GroupLog)
+	}
+	api := server.APIOptions{Store: sc.store, Seq: sc.seq, Authorized: authorized, Signer: sc.keys.signer,
+		ServedBefore: before, Served: rec.write}
+	if sc.witness != nil {
+		api.Cosigned = sc.witness.cos.Latest
+	}
+	sc.logAPI = server.NewAPI(api)
 	return nil
 }
 
@@ -529,6 +561,11 @@ func (s *sidecar) close() {
 			s.logger.Error("closing the record of checkpoints shown", "err", err)
 		}
 	}
+	if s.closeServed != nil {
+		if err := s.closeServed(); err != nil {
+			s.logger.Error("closing the record of the checkpoint /log/checkpoint served", "err", err)
+		}
+	}
 	if err := s.store.Close(); err != nil {
 		s.logger.Error("closing store", "err", err)
 	}
@@ -581,13 +618,9 @@ func (s *sidecar) handler() http.Handler {
 	if !s.cfg.PublicEntries {
 		authorized = s.authn.Authorizer(authn.GroupLog)
 	}
-	api := server.APIOptions{Store: s.store, Seq: s.seq, Authorized: authorized, Signer: s.keys.signer}
-	if s.witness != nil {
-		api.Cosigned = s.witness.cos.Latest
-	}
 	// Challenger gives the 401s of the log API, the anchors and the task
 	// view the same challenge as /mcp's (and a 403 for missing scopes).
-	mux.Handle("/log/", traceLogAPI(s.tracer, s.authn.Challenger(server.NewAPI(api))))
+	mux.Handle("/log/", traceLogAPI(s.tracer, s.authn.Challenger(s.logAPI)))
 	ah := traceLogAPI(s.tracer, s.authn.Challenger(anchorsHandler(s.cfg.Data, authorized)))
 	mux.Handle("/log/anchors", ah)
 	mux.Handle("/log/anchors/", ah)

@@ -38,6 +38,13 @@ package main
 //
 // followed by zero bytes to the end of the file (files written before
 // log/slots end at the newline).
+//
+// The newest checkpoint /log/checkpoint served (served.0 and served.1)
+// is kept the same way, whatever the store, with its own magic
+// ("provlog served v1\n"): a restarted sidecar serves none older
+// (APIOptions.ServedBefore), though the witnesses' cosigned checkpoint it
+// prefers may be. It is written only when /log/checkpoint serves a newer
+// checkpoint than before, at most once per commit.
 
 import (
 	"bytes"
@@ -51,29 +58,43 @@ import (
 	"github.com/provlog/provlog/log/slots"
 )
 
-const (
-	shownMagic   = "provlog handed-out v1\n"
-	shownInitial = 4 << 10 // bytes each slot is zero-filled to on creation
-)
-
-// shownSlot is the name of slot i in a data dir.
-func shownSlot(data string, i int) string {
-	return filepath.Join(data, "handed-out."+strconv.Itoa(i))
+// A noteSlots is a record of one checkpoint note in two slots of a data
+// dir: name.0 and name.1, each beginning with magic.
+type noteSlots struct {
+	name  string
+	magic string
+	what  string // what the record holds, for errors
 }
 
-// encodeShown is a slot's bytes: magic, the note's length, the note and
-// its SHA-256.
-func encodeShown(cp []byte) []byte {
+var (
+	// shownOut is the newest checkpoint a sidecar on a shared store
+	// showed.
+	shownOut = noteSlots{"handed-out", "provlog handed-out v1\n", "what this sidecar showed of the shared log"}
+	// servedOut is the newest checkpoint /log/checkpoint served.
+	servedOut = noteSlots{"served", "provlog served v1\n", "the newest checkpoint /log/checkpoint served"}
+)
+
+// noteInitial is the bytes each slot is zero-filled to on creation.
+const noteInitial = 4 << 10
+
+// slot is the name of slot i in a data dir.
+func (k noteSlots) slot(data string, i int) string {
+	return filepath.Join(data, k.name+"."+strconv.Itoa(i))
+}
+
+// encode is a slot's bytes: magic, the note's length, the note and its
+// SHA-256.
+func (k noteSlots) encode(cp []byte) []byte {
 	sum := sha256.Sum256(cp)
-	b := append([]byte(shownMagic), strconv.Itoa(len(cp))+"\n"...)
+	b := append([]byte(k.magic), strconv.Itoa(len(cp))+"\n"...)
 	b = append(b, cp...)
 	return append(b, hex.EncodeToString(sum[:])+"\n"...)
 }
 
-// decodeShown returns the note a slot holds, or false if it is torn. What
+// decode returns the note a slot holds, or false if it is torn. What
 // follows the checksum's newline (the zero fill) is not read.
-func decodeShown(b []byte) ([]byte, bool) {
-	rest, ok := bytes.CutPrefix(b, []byte(shownMagic))
+func (k noteSlots) decode(b []byte) ([]byte, bool) {
+	rest, ok := bytes.CutPrefix(b, []byte(k.magic))
 	if !ok {
 		return nil, false
 	}
@@ -87,22 +108,22 @@ func decodeShown(b []byte) ([]byte, bool) {
 	return cp, hex.EncodeToString(want[:]) == string(sum)
 }
 
-// shownSlots is how the record of data is kept; fail is told of a failed
+// options is how the record of data is kept; fail is told of a failed
 // background sync.
-func shownSlots(data string, fail func(error)) slots.Options {
+func (k noteSlots) options(data string, fail func(error)) slots.Options {
 	return slots.Options{
-		Names:        [2]string{shownSlot(data, 0), shownSlot(data, 1)},
+		Names:        [2]string{k.slot(data, 0), k.slot(data, 1)},
 		Perm:         0o644,
-		Initial:      shownInitial,
+		Initial:      noteInitial,
 		SyncInterval: slots.DefaultSyncInterval,
 		Fail:         fail,
 	}
 }
 
-// parseShown returns the checkpoint a slot holds and its size; false if
-// the slot holds no whole, parsable one.
-func parseShown(b []byte) ([]byte, uint64, bool) {
-	cp, ok := decodeShown(b)
+// parse returns the checkpoint a slot holds and its size; false if the
+// slot holds no whole, parsable one.
+func (k noteSlots) parse(b []byte) ([]byte, uint64, bool) {
+	cp, ok := k.decode(b)
 	if !ok {
 		return nil, 0, false
 	}
@@ -113,56 +134,57 @@ func parseShown(b []byte) ([]byte, uint64, bool) {
 	return bytes.Clone(cp), c.Size, true
 }
 
-// readShownSlots reads the slots of data, oldest checkpoint first.
-func readShownSlots(data string) ([]slots.Slot[[]byte], error) {
+// readSlots reads the slots of data, oldest checkpoint first.
+func (k noteSlots) readSlots(data string) ([]slots.Slot[[]byte], error) {
 	// One slot torn (a power loss during its write) leaves the other's
 	// checkpoint, older: the rollback check holds the log to that.
-	ss, _, err := slots.Read(shownSlots(data, nil), parseShown)
+	ss, _, err := slots.Read(k.options(data, nil), k.parse)
 	if err != nil {
-		return nil, fmt.Errorf("%w: what this sidecar showed of the shared log is unknown; remove them only if that is accepted", err)
+		return nil, fmt.Errorf("%w: %s is unknown; remove them only if that is accepted", err, k.what)
 	}
 	return ss, nil
 }
 
-// readShown returns the newest checkpoint the slots of data hold: nil if
-// there are none, an error if both hold something and neither a whole
+// read returns the newest checkpoint the slots of data hold: nil if there
+// are none, an error if both hold something and neither a whole
 // checkpoint.
-func readShown(data string) ([]byte, error) {
-	ss, err := readShownSlots(data)
+func (k noteSlots) read(data string) ([]byte, error) {
+	ss, err := k.readSlots(data)
 	if err != nil || len(ss) == 0 {
 		return nil, err
 	}
 	return ss[len(ss)-1].Value, nil
 }
 
-// shownRecord writes the slots.
-type shownRecord struct {
+// noteRecord writes the slots.
+type noteRecord struct {
+	k noteSlots
 	w *slots.Writer
 }
 
-// openShownRecord opens (making them) the slots of data; the first write
-// goes to the slot not holding the newest checkpoint. fail, if not nil, is
-// told at once of a failed background sync (every later write fails).
-func openShownRecord(data string, fail func(error)) (*shownRecord, error) {
-	ss, err := readShownSlots(data)
+// open opens (making them) the slots of data; the first write goes to the
+// slot not holding the newest checkpoint. fail, if not nil, is told at
+// once of a failed background sync (every later write fails).
+func (k noteSlots) open(data string, fail func(error)) (*noteRecord, error) {
+	ss, err := k.readSlots(data)
 	if err != nil {
 		return nil, err
 	}
-	w, err := slots.Open(shownSlots(data, fail), slots.Next(ss))
+	w, err := slots.Open(k.options(data, fail), slots.Next(ss))
 	if err != nil {
 		return nil, err
 	}
-	return &shownRecord{w: w}, nil
+	return &noteRecord{k: k, w: w}, nil
 }
 
 // write records cp, overwriting the older slot; it fails once the record
 // stopped.
-func (r *shownRecord) write(cp []byte) error {
-	return r.w.Write(encodeShown(cp))
+func (r *noteRecord) write(cp []byte) error {
+	return r.w.Write(r.k.encode(cp))
 }
 
 // close syncs and closes both slots; its error is why the record
 // stopped, if it did.
-func (r *shownRecord) close() error {
+func (r *noteRecord) close() error {
 	return r.w.Close()
 }

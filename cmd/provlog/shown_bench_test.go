@@ -31,16 +31,16 @@ func BenchmarkShownOnPostgres(b *testing.B) {
 			opts := &server.SequencerOptions{}
 			switch mode {
 			case "synced":
-				o := shownSlots(b.TempDir(), nil)
+				o := shownOut.options(b.TempDir(), nil)
 				o.SyncInterval = 0
 				w, err := slots.Open(o, 0)
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer w.Close()
-				opts.Shown = func(cp []byte) error { return w.Write(encodeShown(cp)) }
+				opts.Shown = func(cp []byte) error { return w.Write(shownOut.encode(cp)) }
 			case "background":
-				rec, err := openShownRecord(b.TempDir(), nil)
+				rec, err := shownOut.open(b.TempDir(), nil)
 				if err != nil {
 					b.Fatal(err)
 				}

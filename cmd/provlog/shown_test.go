@@ -26,10 +26,10 @@ func TestShownRecord(t *testing.T) {
 		}
 		return b
 	}
-	if got, err := readShown(data); got != nil || err != nil {
+	if got, err := shownOut.read(data); got != nil || err != nil {
 		t.Fatalf("no slots: %q %v", got, err)
 	}
-	r, err := openShownRecord(data, nil)
+	r, err := shownOut.open(data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,30 +37,30 @@ func TestShownRecord(t *testing.T) {
 		if err := r.write(cp(n)); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := readShown(data); err != nil || !bytes.Equal(got, cp(n)) {
+		if got, err := shownOut.read(data); err != nil || !bytes.Equal(got, cp(n)) {
 			t.Fatalf("after writing size %d: %q %v", n, got, err)
 		}
 	}
 	r.close()
 	// Size 17 is in slot 0 (written first, third); reopened, the next
 	// write goes to slot 1, and a torn slot 1 leaves 17.
-	r, _ = openShownRecord(data, nil)
+	r, _ = shownOut.open(data, nil)
 	r.write(cp(20))
 	r.close()
 	// A byte of slot 1's checksum flipped, as a crash while writing it
 	// could leave it.
-	b, _ := os.ReadFile(shownSlot(data, 1))
+	b, _ := os.ReadFile(shownOut.slot(data, 1))
 	b[bytes.LastIndexByte(b, '\n')-1] ^= 1
-	os.WriteFile(shownSlot(data, 1), b, 0o644)
-	if got, err := readShown(data); err != nil || !bytes.Equal(got, cp(17)) {
+	os.WriteFile(shownOut.slot(data, 1), b, 0o644)
+	if got, err := shownOut.read(data); err != nil || !bytes.Equal(got, cp(17)) {
 		t.Fatalf("slot 1 torn: %q %v, want size 17's", got, err)
 	}
-	os.WriteFile(shownSlot(data, 0), []byte("provlog handed-out v1\n9\nxx"), 0o644)
-	_, err = readShown(data)
-	if err == nil || !strings.Contains(err.Error(), shownSlot(data, 0)+" and "+shownSlot(data, 1)) || !strings.Contains(err.Error(), "remove them only if that is accepted") {
+	os.WriteFile(shownOut.slot(data, 0), []byte("provlog handed-out v1\n9\nxx"), 0o644)
+	_, err = shownOut.read(data)
+	if err == nil || !strings.Contains(err.Error(), shownOut.slot(data, 0)+" and "+shownOut.slot(data, 1)) || !strings.Contains(err.Error(), "remove them only if that is accepted") {
 		t.Fatalf("both slots torn: %v, want an error naming both and what to do", err)
 	}
-	if _, err := openShownRecord(data, nil); err == nil {
+	if _, err := shownOut.open(data, nil); err == nil {
 		t.Fatal("opened the record for writing with both slots torn")
 	}
 }
@@ -76,10 +76,10 @@ func TestShownOldFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(shownSlot(data, i), b, 0o644)
+		os.WriteFile(shownOut.slot(data, i), b, 0o644)
 	}
-	old0, _ := os.ReadFile(shownSlot(data, 0))
-	got, err := readShown(data)
+	old0, _ := os.ReadFile(shownOut.slot(data, 0))
+	got, err := shownOut.read(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestShownOldFiles(t *testing.T) {
 	}
 	signer, _ := logtest.NewKey(t, "provlog.test/shown")
 	cp20, _ := log.SignCheckpoint(log.Checkpoint{Origin: "provlog.test/shown", Size: 20, Hash: bytes.Repeat([]byte{20}, 32)}, signer)
-	r, err := openShownRecord(data, nil)
+	r, err := shownOut.open(data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,10 +98,10 @@ func TestShownOldFiles(t *testing.T) {
 	if err := r.close(); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(shownSlot(data, 0)); !bytes.HasPrefix(b, old0) {
+	if b, _ := os.ReadFile(shownOut.slot(data, 0)); !bytes.HasPrefix(b, old0) {
 		t.Fatal("the first write overwrote the slot holding the newest checkpoint")
 	}
-	if got, err := readShown(data); err != nil || !bytes.Equal(got, cp20) {
+	if got, err := shownOut.read(data); err != nil || !bytes.Equal(got, cp20) {
 		t.Fatalf("after a write: %q %v, want size 20's", got, err)
 	}
 }
@@ -112,15 +112,15 @@ func TestShownOldFiles(t *testing.T) {
 // log/slots it was opened, written unsynced, and failed only at close.
 func TestShownSyncFailure(t *testing.T) {
 	data := t.TempDir()
-	if err := os.Symlink(os.DevNull, shownSlot(data, 1)); err != nil {
+	if err := os.Symlink(os.DevNull, shownOut.slot(data, 1)); err != nil {
 		t.Fatal(err)
 	}
-	r, err := openShownRecord(data, nil)
+	r, err := shownOut.open(data, nil)
 	if err == nil {
 		r.close()
 		t.Fatal("opened a record whose slot cannot be synced")
 	}
-	if !strings.Contains(err.Error(), "syncing "+shownSlot(data, 1)) {
-		t.Fatalf("%v, want it to name the failed sync of %s", err, shownSlot(data, 1))
+	if !strings.Contains(err.Error(), "syncing "+shownOut.slot(data, 1)) {
+		t.Fatalf("%v, want it to name the failed sync of %s", err, shownOut.slot(data, 1))
 	}
 }

@@ -34,6 +34,15 @@ type APIOptions struct {
 	// /log/checkpoint served: then that one again), and inclusion proofs
 	// without an explicit size lead to it when it covers the entry.
 	Cosigned func() []byte
+	// ServedBefore is the newest checkpoint /log/checkpoint served before
+	// this process started (nil if none), and Served, if set, keeps each
+	// newer one beyond the process before it is served (an error fails
+	// the request). With them a restarted sidecar serves no checkpoint
+	// older than one served before the restart, where the witnesses'
+	// newest cosigned checkpoint may be older. NewAPI panics if
+	// ServedBefore is not nil and not a checkpoint.
+	ServedBefore []byte
+	Served       func(cp []byte) error
 	// Signer, the log's Ed25519 note signer, signs the RFC 9942 COSE
 	// receipts of /log/proof/inclusion?...&format=cose (nil: refused).
 	Signer note.Signer
@@ -76,14 +85,22 @@ func NewAPI(opts APIOptions) http.Handler {
 	if opts.Store == nil || opts.Seq == nil {
 		panic("server.NewAPI: Store and Seq are required")
 	}
-	return &api{opts: opts}
+	a := &api{opts: opts}
+	if opts.ServedBefore != nil {
+		c, err := log.ParseCheckpointNote(opts.ServedBefore)
+		if err != nil {
+			panic("server.NewAPI: ServedBefore: " + err.Error())
+		}
+		a.served, a.size = opts.ServedBefore, c.Size
+	}
+	return a
 }
 
 type api struct {
 	opts APIOptions
 
 	mu     sync.Mutex
-	served []byte // the newest checkpoint /log/checkpoint served
+	served []byte // the newest checkpoint /log/checkpoint served (or ServedBefore)
 	size   uint64 // its size
 }
 
@@ -291,15 +308,23 @@ func (a *api) checkpoint(ctx context.Context, _ string, q url.Values) (*response
 		return nil, errorf(http.StatusNotFound, "the log has no checkpoint yet")
 	}
 	// Never roll a client back: a cosigned checkpoint older than the
-	// latest served before it (before any witness cosigned, or while the
-	// store could not be read) waits until the witnesses catch up.
+	// latest served before it (before any witness cosigned, while the
+	// store could not be read, or before a restart) waits until the
+	// witnesses catch up; one at least as new is served, cosignatures
+	// and all.
 	a.mu.Lock()
-	if size < a.size {
+	defer a.mu.Unlock()
+	switch {
+	case size < a.size:
 		cp = a.served
-	} else {
+	case size > a.size && a.opts.Served != nil:
+		if err := a.opts.Served(cp); err != nil {
+			return nil, fmt.Errorf("recording the checkpoint of size %d before serving it: %w", size, err)
+		}
+		fallthrough
+	default:
 		a.served, a.size = cp, size
 	}
-	a.mu.Unlock()
 	return &response{contentType: "text/plain; charset=utf-8", cache: "no-cache", body: cp}, nil
 }
 
