@@ -262,7 +262,19 @@ func encodeState(size uint64, ci chunkIndex, rng [][]byte) []byte {
 	return b
 }
 
-// decodeState decodes a state of version 1, 2 or 3. For versions 1 and 2,
+// A newerError is a state written by a newer build, of a version this one
+// does not read: not damage, so the store is reported as such (not as
+// corrupt) and left as it is.
+type newerError struct {
+	version byte
+}
+
+func (e *newerError) Error() string {
+	return fmt.Sprintf("written by a newer provlog (state version %d; this build reads up to %d): open it with that build or a later one", e.version, stateVersion)
+}
+
+// decodeState decodes a state of version 1, 2 or 3 (a *newerError for a
+// later one). For versions 1 and 2,
 // whose entries all have 'h' or 'i' keys, ci.chunked is size and ci.bits
 // 0 (the program's to choose); for a state of version 3 that does not name
 // its chunks' size, ci.bits is 0 too.
@@ -271,8 +283,11 @@ func decodeState(b []byte) (size uint64, ci chunkIndex, rng [][]byte, err error)
 		return 0, ci, nil, errors.New("state is too short")
 	}
 	v := b[0]
-	if v != 1 && v != 2 && v != stateVersion {
-		return 0, ci, nil, fmt.Errorf("state has version %d, this program reads versions 1 to %d", v, stateVersion)
+	if v > stateVersion {
+		return 0, ci, nil, &newerError{version: v}
+	}
+	if v == 0 {
+		return 0, ci, nil, errors.New("state has version 0")
 	}
 	size = binary.BigEndian.Uint64(b[1:9])
 	ci.chunked, b = size, b[9:]

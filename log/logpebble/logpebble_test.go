@@ -236,8 +236,8 @@ func TestOpenCorrupt(t *testing.T) {
 		{"state truncated", func(t *testing.T, db *pebble.DB) {
 			editState(t, db, func(v []byte) []byte { return v[:len(v)-1] })
 		}},
-		{"state of an unknown version", func(t *testing.T, db *pebble.DB) {
-			editState(t, db, func(v []byte) []byte { v[0] = stateVersion + 1; return v })
+		{"state of version 0", func(t *testing.T, db *pebble.DB) {
+			editState(t, db, func(v []byte) []byte { v[0] = 0; return v })
 		}},
 		{"state names a first chunked index past its size", func(t *testing.T, db *pebble.DB) {
 			editState(t, db, func(v []byte) []byte { binary.BigEndian.PutUint64(v[9:17], size+1); return v })

@@ -215,6 +215,10 @@ func (s *Store) loadState() error {
 	}
 	size, ci, rng, err := decodeState(v)
 	closer.Close()
+	var newer *newerError
+	if errors.As(err, &newer) {
+		return err // before anything is checked, restored or migrated
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
