@@ -268,3 +268,54 @@ func TestAPIProvesOtherSidecarsEntry(t *testing.T) {
 		t.Errorf("%d of %d entries could not be proven by the other sidecar right after their commit", failed, n)
 	}
 }
+
+// TestAPICheckpointNotBehindOtherSidecar: a client that got a receipt
+// from one sidecar of a shared log, then reads /log/checkpoint from the
+// other, gets a checkpoint at least as new as the receipt's: never one
+// that looks like a rollback.
+func TestAPICheckpointNotBehindOtherSidecar(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	k := newKey(t, "provlog.test/api-other-checkpoint")
+	a, sa := openSeq(t, dsn, k)
+	b, _ := openSeq(t, dsn, k)
+	srv := httptest.NewServer(server.NewAPI(server.APIOptions{Store: sa, Seq: a}))
+	t.Cleanup(srv.Close)
+	const n = 200
+	behind := 0
+	for i := range n {
+		r, err := b.Append(t.Context(), fmt.Appendf(nil, "entry %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, _, err := log.OpenCheckpoint(r.Checkpoint, k.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := getCheckpointSize(t, srv.URL, k), rc.Size; got < want {
+			if behind == 0 {
+				t.Errorf("after a receipt on the checkpoint of size %d from one sidecar, the other's /log/checkpoint served size %d", want, got)
+			}
+			behind++
+		}
+	}
+	if behind > 0 {
+		t.Errorf("%d of %d reads of /log/checkpoint were behind the receipt the other sidecar had just handed out", behind, n)
+	}
+}
+
+// getCheckpointSize returns the size of the checkpoint GET /log/checkpoint
+// of url serves, verified with k.
+func getCheckpointSize(t *testing.T, url string, k keyPair) uint64 {
+	t.Helper()
+	resp, err := http.Get(url + "/log/checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	c, _, err := log.OpenCheckpoint(body, k.v)
+	if resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("GET /log/checkpoint: %s (%v): %s", resp.Status, err, body)
+	}
+	return c.Size
+}
