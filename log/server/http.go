@@ -66,6 +66,11 @@ type APIOptions struct {
 //   - /log/proof/consistency?old=A[&new=B]: the RFC 6962 consistency proof
 //     between two tree sizes, one base64 hash per line.
 //
+// On a shared log, /log/checkpoint (when it serves the latest, not a
+// cosigned checkpoint) first asks the store for the newest state
+// (Sequencer.CatchUp), so that it is never older than a receipt another
+// sidecar handed out before the request.
+//
 // Tiles are served for the tree of the latest checkpoint; a partial tile of
 // width W is served as long as the tile holds at least W hashes, so clients
 // holding an older checkpoint can still read it. On a shared log, a tile,
@@ -303,6 +308,12 @@ func (a *api) checkpoint(ctx context.Context, _ string, q url.Values) (*response
 	size, cp := a.opts.Seq.Checkpoint()
 	if s, c := a.cosigned(ctx); c != nil {
 		size, cp = s, c
+	} else if a.opts.Seq.Shared() && size < math.MaxUint64 {
+		// Another sidecar may have handed out a receipt on a newer
+		// checkpoint than this one heard of: ask the store (one query,
+		// shared by the reads that wait for it), so that a client
+		// reading it next is not rolled back.
+		size, cp = a.opts.Seq.CatchUp(ctx, size+1)
 	}
 	if cp == nil {
 		return nil, errorf(http.StatusNotFound, "the log has no checkpoint yet")
