@@ -114,6 +114,11 @@ type response struct {
 	contentType string
 	cache       string
 	body        []byte
+	// stream, if not nil, writes the body in parts instead, its length
+	// not known beforehand. An error it returns once the answer began
+	// aborts the connection, so that no client takes a cut body for a
+	// whole one.
+	stream func(w io.Writer) error
 }
 
 // apiError is a request the API refuses: the status to answer with and a
@@ -202,13 +207,39 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", resp.contentType)
-	h.Set("Content-Length", strconv.Itoa(len(resp.body)))
+	switch {
+	case resp.stream == nil:
+		h.Set("Content-Length", strconv.Itoa(len(resp.body)))
+	case r.Method == http.MethodHead:
+		// The length a GET would send: the parts are read and counted,
+		// not held.
+		var n countWriter
+		if err := resp.stream(&n); err != nil {
+			writeError(w, err)
+			return
+		}
+		h.Set("Content-Length", strconv.FormatInt(int64(n), 10))
+	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", resp.cache)
 	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
+	switch {
+	case r.Method == http.MethodHead:
+	case resp.stream != nil:
+		if err := resp.stream(w); err != nil {
+			panic(http.ErrAbortHandler)
+		}
+	default:
 		w.Write(resp.body)
 	}
+}
+
+// A countWriter counts the bytes written to it.
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	*c += countWriter(len(p))
+	return len(p), nil
 }
 
 func (a *api) handle(w http.ResponseWriter, r *http.Request) (*response, error) {
@@ -397,23 +428,6 @@ func (a *api) hashTile(ctx context.Context, path string, q url.Values) (*respons
 		body = append(body, h...)
 	}
 	return &response{contentType: "application/octet-stream", cache: a.tileCache(t, false), body: body}, nil
-}
-
-func (a *api) entryBundle(ctx context.Context, path string, q url.Values) (*response, error) {
-	t, err := a.tile(ctx, path, q)
-	if err != nil {
-		return nil, err
-	}
-	start := t.N * log.TileWidth
-	entries, err := a.opts.Store.Entries(ctx, start, start+uint64(t.W))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	body, err := log.MarshalEntryBundle(entries)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", path, err)
-	}
-	return &response{contentType: "application/octet-stream", cache: a.tileCache(t, true), body: body}, nil
 }
 
 func (a *api) entry(ctx context.Context, arg string, q url.Values) (*response, error) {
