@@ -193,6 +193,13 @@ func (c *client) do(method, path string, body io.Reader) (*http.Response, []byte
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	return c.send(req)
+}
+
+// send sends req, with the client's token if it has one, and returns the
+// answer and its body.
+func (c *client) send(req *http.Request) (*http.Response, []byte) {
+	c.t.Helper()
 	if c.auth {
 		req.Header.Set("Authorization", "Bearer "+testToken)
 	}
