@@ -17,8 +17,8 @@ const bundleChunk = 16
 
 // entryBundle serves an entry bundle according to c2sp.org/tlog-tiles,
 // bundleChunk entries at a time. The first part is read before the answer
-// begins, so that a store that cannot be read gets its error status; a
-// later part that cannot be read aborts the answer.
+// begins (prepare), so that a store that cannot be read gets its error
+// status; a later part that cannot be read aborts the answer.
 func (a *api) entryBundle(ctx context.Context, path string, q url.Values) (*response, error) {
 	t, err := a.tile(ctx, path, q)
 	if err != nil {
@@ -40,9 +40,16 @@ func (a *api) entryBundle(ctx context.Context, path string, q url.Values) (*resp
 		}
 		return b, nil
 	}
-	first, err := read(start)
+	// The entries' leaf hashes name the bundle's content: its ETag, which
+	// a client that holds the bundle gets a 304 on without a read of them.
+	leaves, err := a.opts.Store.ReadNodes(ctx, log.Tile{Level: 0, N: t.N, W: t.W}.NodeIDs())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading the leaf hashes of %s: %w", path, err)
+	}
+	var first []byte
+	prepare := func() (err error) {
+		first, err = read(start)
+		return err
 	}
 	stream := func(w io.Writer) error {
 		part := first
@@ -58,5 +65,5 @@ func (a *api) entryBundle(ctx context.Context, path string, q url.Values) (*resp
 			}
 		}
 	}
-	return &response{contentType: "application/octet-stream", cache: a.tileCache(t, true), stream: stream}, nil
+	return &response{contentType: "application/octet-stream", cache: a.tileCache(t, true), prepare: prepare, stream: stream, etag: etagOf('b', leaves...)}, nil
 }

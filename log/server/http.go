@@ -79,6 +79,9 @@ type APIOptions struct {
 // another sidecar's checkpoint can read its tree here. Everything but the
 // checkpoint and hash tiles reveals entries and needs opts.Authorized.
 //
+// The checkpoint, tiles, bundles and entries carry a strong ETag, and
+// If-None-Match naming it is answered 304; Range is ignored (etag.go).
+//
 // Errors are plain text saying what was wrong: 400 for a malformed request
 // (bad number, path or hex, unknown or repeated query parameter), 401 with
 // "WWW-Authenticate: Bearer" without authorization, 404 for what is not in
@@ -115,10 +118,13 @@ type response struct {
 	cache       string
 	body        []byte
 	// stream, if not nil, writes the body in parts instead, its length
-	// not known beforehand. An error it returns once the answer began
-	// aborts the connection, so that no client takes a cut body for a
-	// whole one.
-	stream func(w io.Writer) error
+	// not known beforehand, once prepare (if not nil) returned without an
+	// error. An error stream returns once the answer began aborts the
+	// connection, so that no client takes a cut body for a whole one.
+	prepare func() error
+	stream  func(w io.Writer) error
+	// etag, if not empty, is the answer's strong entity tag (etag.go).
+	etag string
 }
 
 // apiError is a request the API refuses: the status to answer with and a
@@ -206,6 +212,21 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := w.Header()
+	if resp.etag != "" {
+		h.Set("ETag", resp.etag)
+		if noneMatch(r.Header.Values("If-None-Match"), resp.etag) {
+			h.Set("Cache-Control", resp.cache)
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	if resp.prepare != nil {
+		if err := resp.prepare(); err != nil {
+			h.Del("ETag")
+			writeError(w, err)
+			return
+		}
+	}
 	h.Set("Content-Type", resp.contentType)
 	switch {
 	case resp.stream == nil:
@@ -367,7 +388,7 @@ func (a *api) checkpoint(ctx context.Context, _ string, q url.Values) (*response
 	default:
 		a.served, a.size = cp, size
 	}
-	return &response{contentType: "text/plain; charset=utf-8", cache: "no-cache", body: cp}, nil
+	return &response{contentType: "text/plain; charset=utf-8", cache: "no-cache", body: cp, etag: etagOf('c', cp)}, nil
 }
 
 // tile parses a tile path and checks that the tile holds at least the
@@ -427,7 +448,7 @@ func (a *api) hashTile(ctx context.Context, path string, q url.Values) (*respons
 	for _, h := range hashes {
 		body = append(body, h...)
 	}
-	return &response{contentType: "application/octet-stream", cache: a.tileCache(t, false), body: body}, nil
+	return &response{contentType: "application/octet-stream", cache: a.tileCache(t, false), body: body, etag: etagOf('t', body)}, nil
 }
 
 func (a *api) entry(ctx context.Context, arg string, q url.Values) (*response, error) {
@@ -449,7 +470,7 @@ func (a *api) entry(ctx context.Context, arg string, q url.Values) (*response, e
 	if err != nil {
 		return nil, fmt.Errorf("reading entry %d: %w", i, err)
 	}
-	return &response{contentType: "application/json", cache: a.cacheControl(true, true), body: e[0]}, nil
+	return &response{contentType: "application/json", cache: a.cacheControl(true, true), body: e[0], etag: etagOf('e', e[0])}, nil
 }
 
 // inclusionQuery is a parsed /log/proof/inclusion query: the entry by index

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -82,6 +83,27 @@ func FuzzConsistencyQuery(f *testing.F) {
 		}
 		if q.Get("old") != strconv.FormatUint(cq.old, 10) {
 			t.Fatalf("parseConsistencyQuery(%q) = %+v", raw, cq)
+		}
+	})
+}
+
+// FuzzNoneMatch checks that noneMatch never panics, matches a header that
+// lists the tag (strong or weak, among others) or "*", and matches no
+// header that holds neither the tag nor "*".
+func FuzzNoneMatch(f *testing.F) {
+	etag := etagOf('t', []byte("tile"))
+	for _, s := range []string{etag, "*", "W/" + etag, `"a", ` + etag, `"a",,"b"`, "", " , ", `W/"`, etag[:10]} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		got := noneMatch([]string{v}, etag)
+		if !strings.Contains(v, etag) && !strings.Contains(v, "*") && got {
+			t.Fatalf("noneMatch(%q) matched %s", v, etag)
+		}
+		for _, with := range []string{v + "," + etag, etag + " ," + v, v + ", W/" + etag, v + ",*"} {
+			if !noneMatch([]string{with}, etag) {
+				t.Fatalf("noneMatch(%q) did not match %s", with, etag)
+			}
 		}
 	})
 }
