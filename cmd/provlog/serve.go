@@ -401,19 +401,22 @@ func (sc *sidecar) openLogAPI() error {
 	if err != nil {
 		return err
 	}
-	rec, err := servedOut.open(sc.cfg.Data, func(err error) {
-		sc.logger.Error("the record of the checkpoint /log/checkpoint served stopped: /log/checkpoint fails until provlog is restarted", "err", err)
-	})
-	if err != nil {
-		return fmt.Errorf("opening the record of the checkpoint /log/checkpoint served: %w", err)
-	}
-	sc.closeServed = rec.close
 	var authorized func(*http.Request) bool
 	if !sc.cfg.PublicEntries {
 		authorized = sc.authn.Authorizer(authn.GroupLog)
 	}
-	api := server.APIOptions{Store: sc.store, Seq: sc.seq, Authorized: authorized, Signer: sc.keys.signer,
-		ServedBefore: before, Served: rec.write}
+	api := server.APIOptions{Store: sc.store, Seq: sc.seq, Authorized: authorized, Signer: sc.keys.signer, ServedBefore: before}
+	rec, err := servedOut.open(sc.cfg.Data, func(err error) {
+		sc.logger.Error("the record of the checkpoint /log/checkpoint served stopped: /log/checkpoint fails where it would serve a newer one, until provlog is restarted", "err", err)
+	})
+	if err != nil {
+		// A data dir that cannot be written (a read-only mount, a full
+		// disk) still serves reads: none older than the one on record,
+		// but what is served now is not kept.
+		sc.logger.Warn("the record of the checkpoint /log/checkpoint served cannot be written; it serves none older than the one on record, but what it serves now is not kept", "err", err)
+	} else {
+		api.Served, sc.closeServed = rec.write, rec.close
+	}
 	if sc.witness != nil {
 		api.Cosigned = sc.witness.cos.Latest
 	}
