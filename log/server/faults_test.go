@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,6 +21,16 @@ import (
 type corruptStore struct {
 	*logtest.Memory
 	broken atomic.Bool
+	// entriesFrom, once above 0, makes reads of entries from index
+	// entriesFrom-1 on meet corruption, as a damaged block would.
+	entriesFrom atomic.Uint64
+}
+
+func (s *corruptStore) Entries(ctx context.Context, start, end uint64) ([][]byte, error) {
+	if f := s.entriesFrom.Load(); f > 0 && end > f-1 {
+		return nil, fmt.Errorf("reading entries: %w: block checksum mismatch in 000043.sst", log.ErrCorrupt)
+	}
+	return s.Memory.Entries(ctx, start, end)
 }
 
 func (s *corruptStore) ReadNodes(ctx context.Context, ids []compact.NodeID) ([][]byte, error) {
@@ -77,4 +88,39 @@ func readAll(t *testing.T, resp *http.Response) string {
 			return b.String()
 		}
 	}
+}
+
+// TestEntryBundleCutOff: an entry bundle whose first entries cannot be
+// read is answered 500, naming the fault; one whose later entries cannot
+// be read, after its first part was sent, is cut off with the connection,
+// so the client gets an error, never a shorter bundle as if whole.
+func TestEntryBundleCutOff(t *testing.T) {
+	store := &corruptStore{Memory: logtest.NewMemory()}
+	l := buildLog(t, store, log.TileWidth)
+	srv := httptest.NewServer(NewAPI(APIOptions{Store: l.store, Seq: l.seq}))
+	defer srv.Close()
+	path := srv.URL + "/log/" + log.Tile{Level: -1, N: 0, W: log.TileWidth}.Path()
+
+	store.entriesFrom.Store(1)
+	resp, err := http.Get(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "000043.sst") {
+		t.Fatalf("bundle whose first entries are corrupt: %d %q", resp.StatusCode, body)
+	}
+
+	// The first part may still sit in the server's buffer when the answer
+	// is cut off: the error then comes before the status.
+	store.entriesFrom.Store(bundleChunk + 1)
+	resp, err = http.Get(path)
+	if err == nil {
+		defer resp.Body.Close()
+		b, rerr := io.ReadAll(resp.Body)
+		if rerr == nil {
+			t.Fatalf("bundle whose entries from %d on are corrupt: %s with %d bytes read without an error", bundleChunk, resp.Status, len(b))
+		}
+		err = rerr
+	}
+	t.Logf("bundle whose entries from %d on are corrupt: %v", bundleChunk, err)
 }
