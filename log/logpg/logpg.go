@@ -257,6 +257,11 @@ func (s *Store) load(ctx context.Context, maxHot uint64) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLock)); err != nil {
 			return err
 		}
+		// Tables a newer build wrote are left as they are: the DDL below
+		// would replace its functions with this build's.
+		if err := checkNotNewer(ctx, tx); err != nil {
+			return err
+		}
 		for _, q := range schemaDDL {
 			if _, err := tx.Exec(ctx, q); err != nil {
 				return err
@@ -264,6 +269,10 @@ func (s *Store) load(ctx context.Context, maxHot uint64) error {
 		}
 		return nil
 	}); err != nil {
+		var newer *newerError
+		if errors.As(err, &newer) {
+			return err
+		}
 		return fmt.Errorf("creating tables: %w", err)
 	}
 	// The state and what is checked against it are read in one
@@ -351,6 +360,38 @@ func (s *Store) checkTables(ctx context.Context) error {
 	return nil
 }
 
+// A newerError is a log whose tables a newer build wrote, of a schema
+// version this one does not read: not damage, so it is reported as such
+// and left as it is.
+type newerError struct {
+	version int32
+}
+
+func (e *newerError) Error() string {
+	return fmt.Sprintf("written by a newer provlog (schema version %d; this build reads up to %d): open it with that build or a later one", e.version, schemaVersion)
+}
+
+// checkNotNewer fails with a *newerError if the state row's version is
+// above this build's; a database without the log's tables passes.
+func checkNotNewer(ctx context.Context, tx pgx.Tx) error {
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('provlog_state') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return err
+	}
+	var version int32
+	err := tx.QueryRow(ctx, `SELECT version FROM provlog_state`).Scan(&version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if version > schemaVersion {
+		return &newerError{version: version}
+	}
+	return nil
+}
+
 // scanState reads a state row.
 func scanState(row pgx.Row) (log.State, error) {
 	var version int32
@@ -358,6 +399,9 @@ func scanState(row pgx.Row) (log.State, error) {
 	var rng, cp []byte
 	if err := row.Scan(&version, &size, &rng, &cp); err != nil {
 		return log.State{}, fmt.Errorf("reading the state: %w", err)
+	}
+	if version > schemaVersion {
+		return log.State{}, &newerError{version: version}
 	}
 	if version != schemaVersion {
 		return log.State{}, fmt.Errorf("the log's tables have version %d, this program reads version %d", version, schemaVersion)
