@@ -236,6 +236,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// not held.
 		var n countWriter
 		if err := resp.stream(&n); err != nil {
+			h.Del("ETag")
 			writeError(w, err)
 			return
 		}
