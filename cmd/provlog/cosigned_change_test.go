@@ -13,11 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
-
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest/proctest"
-	wserver "github.com/provlog/provlog/witness/server"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
@@ -35,10 +32,7 @@ func TestCosignedChangesWhileRunning(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	k := mustKeygen(t, data, "provlog.test/cosigned")
 	ws := witnesstest.NewCosigner(t, "witness.example/w1")
-	w, err := wserver.New(wserver.Options{Signer: ws, Logs: []wserver.Log{{Origin: k.signer.Name(), Verifiers: []note.Verifier{k.verifier}}}, Store: witnesstest.NewStore()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := logWitness(t, ws, k.verifier)
 	srv := httptest.NewServer(w)
 	defer srv.Close()
 	cfg := &Config{Data: data, Actor: "local",
@@ -91,7 +85,7 @@ func TestCosignedChangesWhileRunning(t *testing.T) {
 	}
 	copyDir(t, backup, filepath.Join(data, dbDir))
 	want := fmt.Sprintf("a checkpoint of size %d", newest)
-	_, err = openSidecar(ctx, cfg, quietLogger(), true)
+	_, err := openSidecar(ctx, cfg, quietLogger(), true)
 	var lost *log.LostError
 	if !errors.As(err, &lost) || lost.Size != newest || lost.HeldSize != older || !strings.Contains(err.Error(), cosignedFile) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("serve on a store behind the newest cosigned checkpoint (%d, store %d): %v", newest, older, err)

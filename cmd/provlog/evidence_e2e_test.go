@@ -31,7 +31,6 @@ import (
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
 	"github.com/provlog/provlog/anchor/evidence"
 	"github.com/provlog/provlog/log"
-	wserver "github.com/provlog/provlog/witness/server"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
@@ -58,10 +57,7 @@ func TestEvidenceEndToEnd(t *testing.T) {
 	var witnessKeys []string
 	for _, name := range []string{"witness.example/w1", "witness.example/w2"} {
 		cos := witnesstest.NewCosigner(t, name)
-		w, err := wserver.New(wserver.Options{Signer: cos, Logs: []wserver.Log{{Origin: k.signer.Name(), Verifiers: []note.Verifier{k.verifier}}}, Store: witnesstest.NewStore()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := logWitness(t, cos, k.verifier)
 		ws := httptest.NewServer(w)
 		t.Cleanup(ws.Close)
 		fmt.Fprintf(&wcfg, "  - {url: %s, vkey: %q}\n", ws.URL, cos.Verifier().String())

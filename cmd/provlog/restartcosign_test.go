@@ -12,10 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
-
 	"github.com/provlog/provlog/log/logtest/proctest"
-	wserver "github.com/provlog/provlog/witness/server"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
@@ -29,10 +26,7 @@ func TestSidecarRestartCosignsOnce(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	k := mustKeygen(t, data, "provlog.example/restart")
 	s := witnesstest.NewCosigner(t, "witness.example/w1")
-	w, err := wserver.New(wserver.Options{Signer: s, Logs: []wserver.Log{{Origin: k.verifier.Name(), Verifiers: []note.Verifier{k.verifier}}}, Store: witnesstest.NewStore()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := logWitness(t, s, k.verifier)
 	var requests atomic.Int64
 	srv := httptest.NewServer(countRequests(&requests, w))
 	defer srv.Close()

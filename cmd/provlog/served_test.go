@@ -11,11 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
-
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest/proctest"
-	wserver "github.com/provlog/provlog/witness/server"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
@@ -32,10 +29,7 @@ func TestCheckpointNoRollbackAfterRestart(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	k := mustKeygen(t, data, "provlog.example/served")
 	s := witnesstest.NewCosigner(t, "witness.example/w1")
-	w, err := wserver.New(wserver.Options{Signer: s, Logs: []wserver.Log{{Origin: k.verifier.Name(), Verifiers: []note.Verifier{k.verifier}}}, Store: witnesstest.NewStore()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := logWitness(t, s, k.verifier)
 	var refusing atomic.Bool
 	ws := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if refusing.Load() {

@@ -12,12 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
-
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpg/pgtest"
 	"github.com/provlog/provlog/log/logtest/proctest"
-	wserver "github.com/provlog/provlog/witness/server"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
@@ -49,10 +46,7 @@ func TestSharedLogWitnessAheadNoConflict(t *testing.T) {
 		}
 	}
 	s := witnesstest.NewCosigner(t, "witness.example/w1")
-	w, err := wserver.New(wserver.Options{Signer: s, Logs: []wserver.Log{{Origin: k.verifier.Name(), Verifiers: []note.Verifier{k.verifier}}}, Store: witnesstest.NewStore()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := logWitness(t, s, k.verifier)
 	direct := httptest.NewServer(w)
 	defer direct.Close()
 	// B's way to the witness: held while hold is set.
@@ -117,6 +111,7 @@ func TestSharedLogWitnessAheadNoConflict(t *testing.T) {
 	var es [][]byte
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		size, _ := b.seq.Checkpoint()
+		var err error
 		if es, err = b.store.Entries(ctx, 0, size); err != nil {
 			t.Fatal(err)
 		}

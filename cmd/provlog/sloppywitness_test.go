@@ -9,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
-
 	"github.com/provlog/provlog/log/logtest/proctest"
-	wserver "github.com/provlog/provlog/witness/server"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
@@ -27,10 +24,7 @@ func TestHealthNotOKWithNothingCosigned(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	k := mustKeygen(t, data, "provlog.example/sloppy")
 	s := witnesstest.NewCosigner(t, "witness.example/w1")
-	w, err := wserver.New(wserver.Options{Signer: s, Logs: []wserver.Log{{Origin: k.verifier.Name(), Verifiers: []note.Verifier{k.verifier}}}, Store: witnesstest.NewStore()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := logWitness(t, s, k.verifier)
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
 		w.ServeHTTP(rec, r)

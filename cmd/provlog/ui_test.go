@@ -26,7 +26,6 @@ import (
 	"github.com/provlog/provlog/anchor/anchortest/testtsa"
 	"github.com/provlog/provlog/cmd/internal/browser"
 	"github.com/provlog/provlog/log"
-	wserver "github.com/provlog/provlog/witness/server"
 	"github.com/provlog/provlog/witness/witnesstest"
 )
 
@@ -192,10 +191,7 @@ func vouchers(t *testing.T, dir, data string) string {
 	t.Helper()
 	k := mustKeygen(t, data, "provlog.example/agent-7")
 	cos := witnesstest.NewCosigner(t, "witness.example/w1")
-	w, err := wserver.New(wserver.Options{Signer: cos, Logs: []wserver.Log{{Origin: k.signer.Name(), Verifiers: []note.Verifier{k.verifier}}}, Store: witnesstest.NewStore()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := logWitness(t, cos, k.verifier)
 	ws := httptest.NewServer(w)
 	t.Cleanup(ws.Close)
 	tsa, rk := testtsa.New(t, "Example TSA"), fakerekor.New(t)

@@ -74,10 +74,7 @@ func TestWitnessing(t *testing.T) {
 	for i, name := range []string{"witness.example/w1", "witness.example/w2", "witness.example/w3"} {
 		s := witnesstest.NewCosigner(t, name)
 		signers = append(signers, s)
-		w, err := wserver.New(wserver.Options{Signer: s, Logs: []wserver.Log{{Origin: k.Verifier.Name(), Verifiers: []note.Verifier{k.Verifier}}}, Store: witnesstest.NewStore()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := logWitness(t, s, k.Verifier)
 		if i == 2 {
 			// w3 cosigned the evil twin at a size the sidecar's log will
 			// not reach during the test.
@@ -224,10 +221,7 @@ func TestWitnessHealthOnlyWhenOverdue(t *testing.T) {
 	k := witnesstest.NewKey(t, "provlog.example/sidecar")
 	l := witnesstest.NewLog(t, k, "sidecar")
 	s := witnesstest.NewCosigner(t, "witness.example/w1")
-	ws, err := wserver.New(wserver.Options{Signer: s, Logs: []wserver.Log{{Origin: k.Verifier.Name(), Verifiers: []note.Verifier{k.Verifier}}}, Store: witnesstest.NewStore()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := logWitness(t, s, k.Verifier)
 	hold := make(chan struct{})
 	var requests atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -276,4 +270,15 @@ func TestWitnessHealthOnlyWhenOverdue(t *testing.T) {
 	if d := w.policyProblem(size, time.Now().Add(2*time.Hour)); d != "" {
 		t.Errorf("the log's checkpoint is cosigned, yet health says: %s", d)
 	}
+}
+
+// logWitness is a C2SP tlog-witness cosigning with s for the log whose
+// key v is (named as the log's origin), on an in-memory store.
+func logWitness(t *testing.T, s *log.CosignatureSigner, v note.Verifier) *wserver.Witness {
+	t.Helper()
+	w, err := wserver.New(wserver.Options{Signer: s, Logs: []wserver.Log{{Origin: v.Name(), Verifiers: []note.Verifier{v}}}, Store: witnesstest.NewStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
