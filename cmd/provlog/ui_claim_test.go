@@ -45,15 +45,8 @@ func newClaimLog(t *testing.T, title, summary string) *claimLog {
 	sc := mustOpenSidecar(t, cfg)
 	t.Cleanup(sc.close)
 	ctx := context.Background()
-	ct, st := mcp.NewInMemoryTransports()
-	if _, err := sc.proxy.Server().Connect(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs, closeClient := memClient(t, sc, "agent")
+	t.Cleanup(closeClient)
 	t.Cleanup(func() { close(release) }) // first: the hung call ends before the client and sidecar close
 	l := &claimLog{}
 	created, _ := callTool(t, cs, "create_task", map[string]any{"title": title})

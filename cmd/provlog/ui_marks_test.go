@@ -35,15 +35,8 @@ func TestUIAgentValuesMarkedAsLogs(t *testing.T) {
 	sc := mustOpenSidecar(t, cfg)
 	t.Cleanup(sc.close)
 	ctx := context.Background()
-	ct, st := mcp.NewInMemoryTransports()
-	if _, err := sc.proxy.Server().Connect(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs, closeClient := memClient(t, sc, "agent")
+	t.Cleanup(closeClient)
 	_, rc := callTool(t, cs, "fs__check", map[string]any{"note": "[redacted]", "expected_sha256": strings.Repeat("ab", 32)})
 	r, err := log.ParseReceipt([]byte(rc))
 	if err != nil {
