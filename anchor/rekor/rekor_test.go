@@ -8,7 +8,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,5 +164,34 @@ func TestCheckRefusesTampering(t *testing.T) {
 	}
 	if refused < len(e.Entry)*9/10 {
 		t.Errorf("only %d of %d single-byte changes of the entry refused", refused, len(e.Entry))
+	}
+}
+
+// TestUploadURLWithQuery: a Rekor whose URL carries a query (an API key
+// a gateway in front of it wants) gets the entry at its API path, with
+// the query kept. Before, the path was appended after the query
+// (/?api_key=K/api/v1/log/entries): the POST went to / and was refused.
+func TestUploadURLWithQuery(t *testing.T) {
+	fr := fakerekor.New(t)
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.Path+" ? "+r.URL.RawQuery)
+		mu.Unlock()
+		fr.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	for _, base := range []string{srv.URL + "/?api_key=K1", srv.URL + "?api_key=K2"} {
+		c := &online.RekorClient{URL: base, PublicKey: fr.PublicKey, Signer: newKey(t)}
+		if _, err := c.Upload(context.Background(), digestOf(base)); err != nil {
+			t.Errorf("Upload to %s: %v", base, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"/api/v1/log/entries ? api_key=K1", "/api/v1/log/entries ? api_key=K2"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("requests %q, want %q", seen, want)
 	}
 }

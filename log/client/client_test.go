@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -69,5 +70,56 @@ func TestClient(t *testing.T) {
 	var se *client.StatusError
 	if !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
 		t.Errorf("entries without a token: %v, want a 401 StatusError", err)
+	}
+}
+
+// TestClientPrefixWithQuery: a log whose prefix carries a query (an API
+// key a gateway in front of it wants and takes off) is read at its paths,
+// with that query kept and a request's own query (a receipt's index)
+// after it.
+// Before, every path was appended after the query ("/log?k=K/checkpoint").
+func TestClientPrefixWithQuery(t *testing.T) {
+	ctx := context.Background()
+	skey, vkey, _ := note.GenerateKey(rand.Reader, "provlog.test/client")
+	s, _ := note.NewSigner(skey)
+	v, _ := note.NewVerifier(vkey)
+	store := logtest.NewMemory()
+	seq, err := server.OpenSequencer(ctx, store, s, v, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seq.Close()
+	for i := range 3 {
+		b, _ := (&log.Entry{Kind: log.KindCall, Time: time.Unix(int64(i), 0), Actor: "a", Fields: map[string]any{"n": i}}).Marshal()
+		if _, err := seq.Append(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := server.NewAPI(server.APIOptions{Store: store, Seq: seq, Authorized: func(*http.Request) bool { return true }})
+	var seen []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.URL.Path+" ? "+r.URL.RawQuery)
+		q := r.URL.Query()
+		q.Del("k") // the gateway's: the log API refuses a parameter it does not know
+		r.URL.RawQuery = q.Encode()
+		api.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	for _, prefix := range []string{ts.URL + "/log?k=K", ts.URL + "/log/?k=K"} {
+		seen = nil
+		c := client.New(prefix, "", nil)
+		if _, err := c.Checkpoint(ctx); err != nil {
+			t.Errorf("%s: checkpoint: %v", prefix, err)
+		}
+		if _, err := c.Entries(ctx, 0, 3); err != nil {
+			t.Errorf("%s: entries: %v", prefix, err)
+		}
+		if _, err := c.Receipt(ctx, client.ReceiptQuery{Index: 2}); err != nil {
+			t.Errorf("%s: receipt: %v", prefix, err)
+		}
+		want := []string{"/log/checkpoint ? k=K", "/log/tile/entries/000.p/3 ? k=K", "/log/proof/inclusion ? k=K&index=2"}
+		if !slices.Equal(seen, want) {
+			t.Errorf("%s: requests %q, want %q", prefix, seen, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -65,6 +66,36 @@ func TestAddCheckpointRefusalCutsURLCredentials(t *testing.T) {
 			if strings.Contains(err.Error(), s) {
 				t.Errorf("%d: the error quotes %q: %v", status, s, err)
 			}
+		}
+	}
+}
+
+// TestAddCheckpointURLWithQuery: a witness whose URL carries a query (an
+// API key) is posted to at its add-checkpoint path with the query kept.
+// Before, the path went after the query (/w?token=K/add-checkpoint).
+func TestAddCheckpointURLWithQuery(t *testing.T) {
+	seen := make(chan string, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.URL.Path + " ? " + r.URL.RawQuery
+		w.WriteHeader(http.StatusConflict)
+		w.Write([]byte("7\n"))
+	}))
+	defer srv.Close()
+	for _, tc := range []struct{ prefix, want string }{
+		{srv.URL + "/w?token=K", "/w/add-checkpoint ? token=K"},
+		{srv.URL + "/w/?token=K&b=2", "/w/add-checkpoint ? token=K&b=2"},
+	} {
+		h, err := NewHTTP(tc.prefix, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = h.AddCheckpoint(context.Background(), &witness.AddCheckpointRequest{Checkpoint: []byte("o\n1\nAAAA\n\n")})
+		var we *witness.Error
+		if !errors.As(err, &we) || we.Size != 7 {
+			t.Errorf("%s: %v, want the witness's 409 with size 7", tc.prefix, err)
+		}
+		if got := <-seen; got != tc.want {
+			t.Errorf("%s: posted to %q, want %q", tc.prefix, got, tc.want)
 		}
 	}
 }

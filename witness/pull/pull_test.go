@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/provlog/provlog/log"
@@ -249,5 +250,36 @@ func TestCheckRecordsLogSignatureOnly(t *testing.T) {
 	}
 	if rec, err := store.Latest(context.Background(), origin); err != nil || !bytes.Equal(rec, cp) {
 		t.Errorf("recorded %q, %v; want the log's signed checkpoint %q", rec, err, cp)
+	}
+}
+
+// TestCheckURLWithQuery: a log, or a sidecar's base URL, that carries a
+// query (an API key a gateway wants and takes off) is followed at its paths with the
+// query kept. Before, paths went after the query (/?k=K/checkpoint): the
+// checkpoint was not found.
+func TestCheckURLWithQuery(t *testing.T) {
+	store, k, l := pebbleSetup(t)
+	l.GrowFast(t, 300)
+	var mu sync.Mutex
+	bad := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery != "k=K" {
+			mu.Lock()
+			bad++
+			mu.Unlock()
+		}
+		r.URL.RawQuery = "" // the gateway's: the log API refuses a parameter it does not know
+		l.Server.Config.Handler.ServeHTTP(rw, r)
+	}))
+	t.Cleanup(srv.Close)
+	for _, url := range []string{srv.URL + "/log/?k=K", srv.URL + "/?k=K", srv.URL + "?k=K"} {
+		if res, err := check(t, store, url, k); err != nil || res.Current.Size != 300 {
+			t.Errorf("%s: %+v, %v", url, res, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if bad != 0 {
+		t.Errorf("%d requests without the URL's query", bad)
 	}
 }
