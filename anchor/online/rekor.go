@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/provlog/provlog/anchor/rekor"
@@ -135,7 +134,10 @@ func (c *RekorClient) post(ctx context.Context, body []byte) ([]byte, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	url := strings.TrimRight(c.URL, "/") + "/api/v1/log/entries"
+	url, err := log.JoinURL(c.URL, "api/v1/log/entries")
+	if err != nil {
+		return nil, err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err

@@ -19,7 +19,11 @@ type remote struct {
 }
 
 func newRemote(base, token string) *remote {
-	return &remote{c: client.New(strings.TrimRight(base, "/")+"/log/", token, &http.Client{Timeout: time.Minute})}
+	prefix, err := log.JoinURL(base, "log/")
+	if err != nil {
+		prefix = base // not a URL: every request says so
+	}
+	return &remote{c: client.New(prefix, token, &http.Client{Timeout: time.Minute})}
 }
 
 // get fetches a path of the sidecar's log API ("/log/...").

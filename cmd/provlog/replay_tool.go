@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -162,9 +161,13 @@ func recordReplayRemote(ctx context.Context, base, token string, r *replay.Recor
 	if token == "" {
 		return 0, nil, errors.New("recording the replay run needs an actor's token (--token or PROVLOG_TOKEN)")
 	}
+	endpoint, err := log.JoinURL(base, "mcp")
+	if err != nil {
+		return 0, nil, fmt.Errorf("--log: %w", err)
+	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "provlog-replay", Version: version}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint:   strings.TrimRight(base, "/") + "/mcp",
+		Endpoint:   endpoint,
 		HTTPClient: &http.Client{Transport: bearerTransport{token}},
 	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {

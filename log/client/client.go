@@ -25,7 +25,7 @@ const MaxResponse = 64 << 20
 // [log.ErrNotFound]): the status and the start of what the server said.
 type StatusError struct {
 	Method string // "" is GET
-	URL    string
+	URL    string // without its credentials (log.RedactURL)
 	Code   int
 	Msg    string
 }
@@ -57,13 +57,17 @@ func New(prefix, token string, hc *http.Client) *Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &Client{prefix: strings.TrimSuffix(prefix, "/") + "/", token: token, hc: hc}
+	if p, err := log.JoinURL(prefix, ""); err == nil {
+		prefix = p // a prefix that does not parse fails each request
+	}
+	return &Client{prefix: prefix, token: token, hc: hc}
 }
 
-// Prefix returns the log's prefix, ending in a slash.
+// Prefix returns the log's prefix, its path ending in a slash (a query,
+// such as an API key, comes after it and goes with every request).
 func (c *Client) Prefix() string { return c.prefix }
 
-// Get fetches path (relative to the prefix) and returns its body, at most
+// Get fetches path (relative to the prefix, with a query of its own or not) and returns its body, at most
 // limit bytes (0: [MaxResponse]). A 404 wraps [log.ErrNotFound]; another
 // status other than 200 is a [*StatusError].
 func (c *Client) Get(ctx context.Context, path string, limit int64) ([]byte, error) {
@@ -81,7 +85,10 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, limit
 	if limit <= 0 {
 		limit = MaxResponse
 	}
-	u := c.prefix + strings.TrimPrefix(path, "/")
+	u, err := log.JoinURL(c.prefix, path)
+	if err != nil {
+		return nil, err
+	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -98,21 +105,24 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, limit
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, log.RedactURLError(err)
 	}
 	defer resp.Body.Close()
+	// Errors name the URL without its credentials (an API key in the
+	// query): they reach a terminal and the sidecar's log.
+	shown := log.RedactURL(u)
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, u, err)
+		return nil, fmt.Errorf("%s %s: %w", method, shown, err)
 	}
 	if resp.StatusCode == http.StatusNotFound {
-		return nil, fmt.Errorf("%s %s: %s: %w", method, u, firstLine(b), log.ErrNotFound)
+		return nil, fmt.Errorf("%s %s: %s: %w", method, shown, firstLine(b), log.ErrNotFound)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &StatusError{Method: method, URL: u, Code: resp.StatusCode, Msg: firstLine(b)}
+		return nil, &StatusError{Method: method, URL: shown, Code: resp.StatusCode, Msg: firstLine(b)}
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s %s: response over %d bytes", method, u, limit)
+		return nil, fmt.Errorf("%s %s: response over %d bytes", method, shown, limit)
 	}
 	return b, nil
 }

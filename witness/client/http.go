@@ -29,7 +29,8 @@ type HTTP struct {
 var _ witness.AddCheckpointer = (*HTTP)(nil)
 
 // NewHTTP returns a client for the witness whose submission prefix is
-// prefix (it posts to prefix + "/add-checkpoint"). hc nil means
+// prefix (it posts to the prefix's add-checkpoint, after its path and
+// before its query). hc nil means
 // http.DefaultClient; callers should bound each call with a context
 // deadline.
 func NewHTTP(prefix string, hc *http.Client) (*HTTP, error) {
@@ -39,7 +40,10 @@ func NewHTTP(prefix string, hc *http.Client) (*HTTP, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	u := strings.TrimSuffix(prefix, "/") + "/add-checkpoint"
+	u, err := log.JoinURL(prefix, "add-checkpoint")
+	if err != nil {
+		return nil, fmt.Errorf("witness URL: %w", err)
+	}
 	return &HTTP{url: u, hc: hc, creds: append(log.URLCredentials(prefix), log.URLCredentials(u)...)}, nil
 }
 

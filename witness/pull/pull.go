@@ -314,7 +314,8 @@ func fetchCheckpoint(ctx context.Context, url string, hc *http.Client) (*client.
 	lc := client.New(url, "", hc)
 	body, err := lc.Get(ctx, "checkpoint", maxCheckpointSize)
 	if errors.Is(err, log.ErrNotFound) {
-		sidecar := client.New(lc.Prefix()+"log/", "", hc)
+		under, _ := log.JoinURL(lc.Prefix(), "log/") // lc's prefix parsed: it answered
+		sidecar := client.New(under, "", hc)
 		if b, err2 := sidecar.Get(ctx, "checkpoint", maxCheckpointSize); err2 == nil {
 			return sidecar, b, nil
 		}
