@@ -18,16 +18,17 @@ import (
 // Health reasons: the "reason" of each /healthz problem and, prefixed by
 // provlog_health_, the name of its /metrics gauge.
 const (
-	reasonStorage    = "storage_failed"           // the log stopped writing (failed, 503)
-	reasonDownstream = "downstream_down"          // a configured MCP server is down
-	reasonAnchorGap  = "anchor_gap"               // entries unanchored for over N intervals
-	reasonAnchorAuth = "anchor_authority_failing" // a TSA or Rekor failed N rounds running (the others may still anchor)
-	reasonWitness    = "witness_policy_not_met"   // a cosignature is overdue, too many witnesses fail, or one reported a conflict
-	reasonToolChange = "tool_definition_changed"  // a server changed a tool's definition while the sidecar ran
-	reasonBlobs      = "blob_store_failing"       // the blob store's last write failed (a full disk): large calls refused, kept results withheld
+	reasonStorage    = "storage_failed"            // the log stopped writing (failed, 503)
+	reasonDownstream = "downstream_down"           // a configured MCP server is down
+	reasonAnchorGap  = "anchor_gap"                // entries unanchored for over N intervals
+	reasonAnchorAuth = "anchor_authority_failing"  // a TSA or Rekor failed N rounds running (the others may still anchor)
+	reasonWitness    = "witness_policy_not_met"    // a cosignature is overdue, too many witnesses fail, or one reported a conflict
+	reasonToolChange = "tool_definition_changed"   // a server changed a tool's definition while the sidecar ran
+	reasonBlobs      = "blob_store_failing"        // the blob store's last write failed (a full disk): large calls refused, kept results withheld
+	reasonServed     = "checkpoint_record_failing" // the record of what /log/checkpoint served cannot be written (served.0/served.1)
 )
 
-var healthReasons = []string{reasonStorage, reasonDownstream, reasonAnchorGap, reasonAnchorAuth, reasonWitness, reasonToolChange, reasonBlobs}
+var healthReasons = []string{reasonStorage, reasonDownstream, reasonAnchorGap, reasonAnchorAuth, reasonWitness, reasonToolChange, reasonBlobs, reasonServed}
 
 // DefaultAnchorGapIntervals is how many anchoring intervals entries may
 // stay unanchored before /healthz says degraded (health.anchor_gap_intervals).
@@ -81,6 +82,9 @@ func (s *sidecar) problems() []problem {
 	if err := s.blobs.Err(); err != nil {
 		ps = append(ps, problem{reasonBlobs, "the blob store's last write failed: calls whose arguments are too large for an entry are refused, and results kept whole (retain: full) withheld, until one succeeds: " + err.Error()})
 	}
+	if d := s.servedProblem(); d != "" {
+		ps = append(ps, problem{reasonServed, d})
+	}
 	for _, d := range s.proxy.Downstreams() {
 		if d.State == proxy.StateDown {
 			detail := fmt.Sprintf("server %q is down since %s", d.ID, d.Since.UTC().Format(time.RFC3339))
@@ -126,6 +130,19 @@ func (s *sidecar) problems() []problem {
 		}
 	}
 	return ps
+}
+
+// servedProblem says why the record of the newest checkpoint
+// /log/checkpoint served (served.0/served.1, shown.go) is not kept
+// (empty: it is). Calls are still recorded: degraded, not failed.
+func (s *sidecar) servedProblem() string {
+	if s.servedErr == nil {
+		return ""
+	}
+	if err := s.servedErr(); err != nil {
+		return "the record of the newest checkpoint /log/checkpoint served cannot be written: " + err.Error()
+	}
+	return ""
 }
 
 // policyProblem says why the witness policy is not met at now (empty:
@@ -197,6 +214,7 @@ func (s *sidecar) writeHealthMetrics(w io.Writer) {
 		reasonAnchorGap:  "1 while entries stay unanchored for longer than health.anchor_gap_intervals anchoring intervals.",
 		reasonWitness:    "1 while a cosignature is overdue (a checkpoint waited longer than witness_policy interval plus timeout), fewer witnesses than its threshold are not failing, or one reported a conflict.",
 		reasonBlobs:      "1 while the blob store's last write failed (calls with arguments too large for an entry are refused, kept results withheld).",
+		reasonServed:     "1 while the record of the newest checkpoint /log/checkpoint served cannot be written (it answers 500 where it would serve a newer one).",
 	}
 	for _, r := range healthReasons {
 		name := "provlog_health_" + r

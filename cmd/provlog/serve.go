@@ -183,6 +183,9 @@ type sidecar struct {
 	// record of the newest checkpoint /log/checkpoint served (shown.go).
 	logAPI      http.Handler
 	closeServed func() error
+	// servedErr says why that record is not kept (nil: it is): /healthz
+	// and provlog__status report it (servedProblem).
+	servedErr func() error
 	// stopTracing flushes and stops the OTLP exporter (nil: none).
 	stopTracing func()
 	// tracer makes the log API's spans (nil: no otel: block).
@@ -414,8 +417,17 @@ func (sc *sidecar) openLogAPI() error {
 		// disk) still serves reads: none older than the one on record,
 		// but what is served now is not kept.
 		sc.logger.Warn("the record of the checkpoint /log/checkpoint served cannot be written; it serves none older than the one on record, but what it serves now is not kept", "err", err)
+		sc.servedErr = func() error {
+			return fmt.Errorf("it cannot be opened, so what /log/checkpoint serves now is not kept: %w", err)
+		}
 	} else {
 		api.Served, sc.closeServed = rec.write, rec.close
+		sc.servedErr = func() error {
+			if err := rec.err(); err != nil {
+				return fmt.Errorf("/log/checkpoint answers 500 where it would serve a newer checkpoint, until provlog is restarted: %w", err)
+			}
+			return nil
+		}
 	}
 	if sc.witness != nil {
 		api.Cosigned = sc.witness.cos.Latest
@@ -601,6 +613,10 @@ func (s *sidecar) status(context.Context) map[string]any {
 		st["storage"], st["error"] = unavailable(err)
 	} else if err := s.tasks.Err(); err != nil {
 		st["error"] = err.Error()
+	}
+	st["checkpoint_record"] = "ok"
+	if d := s.servedProblem(); d != "" {
+		st["checkpoint_record"] = d
 	}
 	return st
 }

@@ -79,6 +79,7 @@ func TestServedRecordFailureReported(t *testing.T) {
 		!strings.Contains(h.Reasons[0].Detail, filepath.Join(data, "served.")) {
 		t.Errorf("/healthz after the fault: %d %+v, want degraded (200) with %s naming the served record", code, h, reason)
 	}
+	t.Logf("/healthz: %d %+v", code, h)
 	if m := getMetrics(t, base); !strings.Contains(m, "\nprovlog_health_"+reason+" 1\n") {
 		t.Errorf("metrics have no provlog_health_%s 1", reason)
 	}

@@ -183,6 +183,12 @@ func (r *noteRecord) write(cp []byte) error {
 	return r.w.Write(r.k.encode(cp))
 }
 
+// err returns why the record stopped (a failed write or background
+// sync), or nil.
+func (r *noteRecord) err() error {
+	return r.w.Err()
+}
+
 // close syncs and closes both slots; its error is why the record
 // stopped, if it did.
 func (r *noteRecord) close() error {
