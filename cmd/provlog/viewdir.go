@@ -13,6 +13,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -309,6 +310,7 @@ func (v *view) handler(host string) http.Handler {
 		w.Write(e)
 	})
 	mux.HandleFunc("GET /log/proof/inclusion", v.inclusion)
+	mux.HandleFunc("GET /log/proof/consistency", v.consistency)
 	if v.anchors != nil {
 		mux.Handle("/log/anchors", v.anchors)
 		mux.Handle("/log/anchors/", v.anchors)
@@ -384,6 +386,54 @@ func (v *view) inclusion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	io.WriteString(w, rc.String())
+}
+
+// consistency answers ?old=A[&new=B] (B defaults to, and may not pass,
+// the checkpoint's size) with the RFC 6962 consistency proof, one base64
+// hash a line, made from the nodes the bundle holds: its entries and
+// tree.json's compact ranges reach every proof from a size within its
+// entries, and some others. A proof needing a node they do not reach is
+// a 404 naming it and what the bundle holds.
+func (v *view) consistency(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	num := func(name string, def uint64) (uint64, error) {
+		if !q.Has(name) {
+			return def, nil
+		}
+		return strconv.ParseUint(q.Get(name), 10, 64)
+	}
+	old, err := num("old", 0)
+	if err == nil && !q.Has("old") {
+		err = errors.New("give old=A (and optionally new=B)")
+	}
+	newSize, err2 := num("new", v.size)
+	if err = cmp.Or(err, err2); err != nil {
+		http.Error(w, "bad query: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	switch {
+	case old > newSize:
+		http.Error(w, fmt.Sprintf("bad query: old size %d is above new size %d", old, newSize), http.StatusBadRequest)
+		return
+	case newSize > v.size:
+		http.Error(w, fmt.Sprintf("new size %d is above the %s's checkpoint's size %d", newSize, v.source, v.size), http.StatusNotFound)
+		return
+	case v.tree == nil:
+		http.Error(w, "the "+v.source+" holds receipts, not the tree's hashes: no consistency proof can be made from it", http.StatusNotFound)
+		return
+	}
+	p, err := log.ProveConsistency(r.Context(), v.tree, old, newSize)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("the bundle cannot prove consistency from size %d to %d: it holds the tree's hashes over its entries [%d, %d) and %s's compact ranges of [0, %d) and [%d, %d): %v",
+			old, newSize, v.tree.from, v.tree.to, bundle.TreeFile, v.tree.from, v.tree.to, v.size, err), http.StatusNotFound)
+		return
+	}
+	var b strings.Builder
+	for _, h := range p {
+		b.WriteString(base64.StdEncoding.EncodeToString(h) + "\n")
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, b.String())
 }
 
 // bundleTree reads the tree nodes an inclusion proof of an exported entry
