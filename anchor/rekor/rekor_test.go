@@ -195,3 +195,29 @@ func TestUploadURLWithQuery(t *testing.T) {
 		t.Errorf("requests %q, want %q", seen, want)
 	}
 }
+
+// TestResolvedRekorURLKeepsQuery: an anchors: rekor url whose query ends
+// in a slash (an API key in base64 may) reaches Rekor with its query as
+// written. Before, Resolve trimmed trailing slashes off the whole URL,
+// cutting the key's last character.
+func TestResolvedRekorURLKeepsQuery(t *testing.T) {
+	fr := fakerekor.New(t)
+	seen := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.URL.Path + " ? " + r.URL.RawQuery
+		fr.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := online.Config{Rekor: &online.RekorConfig{URL: srv.URL + "/?api_key=a+b/", PublicKey: string(fr.PublicKeyPEM())}}
+	res, err := cfg.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &online.RekorClient{URL: res.Rekor.URL, PublicKey: res.Rekor.PublicKey, Signer: newKey(t)}
+	if _, err := c.Upload(context.Background(), digestOf("q")); err != nil {
+		t.Error(err)
+	}
+	if got, want := <-seen, "/api/v1/log/entries ? api_key=a+b/"; got != want {
+		t.Errorf("Rekor was asked at %q, want %q", got, want)
+	}
+}
