@@ -168,7 +168,14 @@ func (c *Config) Resolve(readFile func(name string) ([]byte, error)) (*Resolved,
 		if err != nil {
 			return nil, fmt.Errorf("anchors: rekor: public_key: %w", err)
 		}
-		r.Rekor = &ResolvedRekor{URL: strings.TrimRight(c.Rekor.URL, "/"), PublicKey: k}
+		// A trailing slash goes (records name https://rekor.sigstore.dev
+		// as configured with or without it), but not off a query: an
+		// API key may end in one.
+		u := c.Rekor.URL
+		if !strings.ContainsAny(u, "?#") {
+			u = strings.TrimRight(u, "/")
+		}
+		r.Rekor = &ResolvedRekor{URL: u, PublicKey: k}
 		r.Trust.RekorKeys = append(r.Trust.RekorKeys, k)
 	}
 	return r, nil
