@@ -13,7 +13,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -39,6 +38,7 @@ import (
 	"github.com/provlog/provlog/cmd/internal/cli"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/bundle"
+	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/log/server/ui"
 	"github.com/provlog/provlog/opp"
 )
@@ -347,28 +347,22 @@ func (v *view) task(ctx context.Context, id string) (any, error) {
 // inclusion answers ?index=N or ?hash=HEX with a receipt for the bundle's
 // checkpoint.
 func (v *view) inclusion(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var index uint64
-	var err error
-	switch {
-	case q.Has("index") && !q.Has("hash"):
-		index, err = strconv.ParseUint(q.Get("index"), 10, 64)
-	case q.Has("hash") && !q.Has("index"):
-		var h []byte
-		if h, err = hex.DecodeString(q.Get("hash")); err == nil {
-			i, ok := v.byLeaf[string(h)]
-			if !ok {
-				http.Error(w, "the "+v.source+" holds no entry with leaf hash "+q.Get("hash"), http.StatusNotFound)
-				return
-			}
-			index = i
-		}
-	default:
-		err = errors.New("give index=N or hash=HEX")
+	req, cose, err := server.ParseInclusionQuery(r.URL.Query())
+	if err == nil && cose {
+		err = errors.New("format=cose: the " + v.source + " answers tlog-proof receipts only")
 	}
 	if err != nil {
 		http.Error(w, "bad query: "+err.Error(), http.StatusBadRequest)
 		return
+	}
+	index := req.Index
+	if req.LeafHash != nil {
+		i, ok := v.byLeaf[string(req.LeafHash)]
+		if !ok {
+			http.Error(w, "the "+v.source+" holds no entry with leaf hash "+hex.EncodeToString(req.LeafHash), http.StatusNotFound)
+			return
+		}
+		index = i
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if g, ok := v.given[index]; ok {
@@ -395,21 +389,13 @@ func (v *view) inclusion(w http.ResponseWriter, r *http.Request) {
 // entries, and some others. A proof needing a node they do not reach is
 // a 404 naming it and what the bundle holds.
 func (v *view) consistency(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	num := func(name string, def uint64) (uint64, error) {
-		if !q.Has(name) {
-			return def, nil
-		}
-		return strconv.ParseUint(q.Get(name), 10, 64)
-	}
-	old, err := num("old", 0)
-	if err == nil && !q.Has("old") {
-		err = errors.New("give old=A (and optionally new=B)")
-	}
-	newSize, err2 := num("new", v.size)
-	if err = cmp.Or(err, err2); err != nil {
+	old, newSize, hasNew, err := server.ParseConsistencyQuery(r.URL.Query())
+	if err != nil {
 		http.Error(w, "bad query: "+err.Error(), http.StatusBadRequest)
 		return
+	}
+	if !hasNew {
+		newSize = v.size
 	}
 	switch {
 	case old > newSize:

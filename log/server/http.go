@@ -530,6 +530,24 @@ func parseInclusionQuery(q url.Values) (inclusionQuery, error) {
 	return iq, nil
 }
 
+// ParseInclusionQuery parses a /log/proof/inclusion query as the log API
+// does (index=N or hash=<leaf hash in hex>, an optional size=S and
+// format), so that another server of the API (provlog view) reads its
+// queries by the same rules. cose says format=cose; an error says what is
+// wrong with the query.
+func ParseInclusionQuery(q url.Values) (req InclusionRequest, cose bool, err error) {
+	iq, err := parseInclusionQuery(q)
+	return InclusionRequest{Index: iq.index, LeafHash: iq.leafHash, AtSize: iq.hasSize, Size: iq.size}, iq.cose, err
+}
+
+// ParseConsistencyQuery parses a /log/proof/consistency query (old=A and
+// an optional new=B, A <= B) as [ParseInclusionQuery] does an inclusion
+// query.
+func ParseConsistencyQuery(q url.Values) (old, new uint64, hasNew bool, err error) {
+	cq, err := parseConsistencyQuery(q)
+	return cq.old, cq.new, cq.hasNew, err
+}
+
 // consistencyQuery is a parsed /log/proof/consistency query.
 type consistencyQuery struct {
 	old, new uint64
