@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // rawServerEnv makes the test binary run as a stdio MCP server that
@@ -136,7 +137,7 @@ func runRawServer() {
 			for name := range rawResults {
 				tools = append(tools, `{"name":"`+name+`","inputSchema":{"type":"object"}}`)
 			}
-			tools = append(tools, `{"name":"flood","inputSchema":{"type":"object"}}`,
+			tools = append(tools, `{"name":"flood","inputSchema":{"type":"object"}}`, `{"name":"trickle","inputSchema":{"type":"object"}}`,
 				fmt.Sprintf(`{"name":"churn","description":"v%d","inputSchema":{"type":"object"}}`, churn.version))
 			churn.lists++
 			answer(m.ID, `{"tools":[`+strings.Join(tools, ",")+`]}`)
@@ -155,6 +156,8 @@ func runRawServer() {
 			case "churn":
 				churn.start(m.ID)
 				continue
+			case "trickle":
+				trickle(m.ID)
 			}
 			answer(m.ID, rawResults[m.Params.Name])
 			if later != nil {
@@ -180,6 +183,18 @@ func runRawServer() {
 		default:
 			answer(m.ID, `{}`)
 		}
+	}
+}
+
+// trickle answers the call id a byte a millisecond, without end: an
+// answer that is never whole.
+func trickle(id json.RawMessage) {
+	os.Stdout.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"content":[{"type":"text","text":"`)
+	for {
+		if _, err := os.Stdout.WriteString("x"); err != nil {
+			os.Exit(1)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -81,3 +81,36 @@ func TestListChurnBounded(t *testing.T) {
 		t.Errorf("%d changes of the tool list: the server was asked for it %d times, and %d tools entries were written; want at most 1 of each", rawChurnRounds, listed, tools)
 	}
 }
+
+// TestTrickleRestarts: a stdio server that answers a call a byte a
+// millisecond, without end (the raw server's tool "trickle"), has its
+// connection ended once the answer has been read for longer than the
+// server's call timeout, and is restarted: the call is recorded as
+// failed, and the next call is answered by a new process. The answer was
+// read on until 16 MiB had come (4.6 hours), and every call meanwhile
+// waited its timeout and failed.
+func TestTrickleRestarts(t *testing.T) {
+	l := newTestLog(t)
+	cfg := rawServerConfig(t, "raw")
+	cfg.Timeout = 2 * time.Second
+	p := startProxy(t, l, []ServerConfig{cfg}, nil)
+	cs := connectMemory(t, p, nil)
+	waitRouted(t, p, "raw__trickle")
+	ctx := context.Background()
+	before := l.size(t)
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "raw__trickle"}); err == nil && !res.IsError {
+		t.Fatalf("a trickle answered the call: %s", mustJSON(res))
+	}
+	if e, _ := l.callAt(t, before); e.Fields["is_error"] != true {
+		t.Errorf("the trickled call's entry: %v", e.Fields)
+	}
+	d := p.live["raw"].d
+	eventuallyTrue(t, "the server was restarted", func() bool {
+		st := d.sup.status()
+		return st.state == StateUp && st.restarts > 0
+	})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "raw__ok"})
+	if err != nil || res.IsError || textOf(res) != "ok" {
+		t.Errorf("the next call: %v %s", err, mustJSON(res))
+	}
+}
