@@ -49,7 +49,7 @@ func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, li
 	}
 	cmd.Stderr = stderr
 	setProcessGroup(cmd)
-	return &captureTransport{inner: &commandTransport{cmd: cmd}, listens: listens, cmd: cmd}, cmd
+	return &captureTransport{inner: &commandTransport{cmd: cmd, bound: cfg.timeout()}, listens: listens, cmd: cmd}, cmd
 }
 
 // exitGrace is how long the connection to a stdio server outlives the

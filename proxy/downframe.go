@@ -34,7 +34,10 @@ import (
 // go-sdk reads an error answer to its id in its place, and the call's
 // capture why. What is no
 // JSON-RPC message (bytes that begin no value, a request go-sdk cannot
-// read, a value past maxFrameBytes) ends the connection, as before.
+// read, a value past maxFrameBytes) ends the connection, as before; so
+// does a message not read whole within the server's call timeout (a
+// server that trickles a message a byte at a time would otherwise keep
+// every later call waiting behind it until 16 MiB came, hours).
 // Writes are go-sdk's jsonrpc encoding, a line each; a batch of the
 // server's requests is answered with one batch, as go-sdk answers it.
 
@@ -54,6 +57,11 @@ type downReader struct {
 	window
 	sc    valueScanner
 	after bool // a value ended, and its line has not
+	// late, if set, is called when a value has been read for longer than
+	// bound and has not ended (once a value spans reads, a timer is set).
+	late  func()
+	bound time.Duration
+	timer *time.Timer
 }
 
 func newDownReader(r io.Reader) *downReader {
@@ -71,6 +79,9 @@ func (d *downReader) next() ([]byte, error) {
 				return nil, io.ErrUnexpectedEOF
 			}
 			return nil, d.err
+		}
+		if d.val >= 0 && d.late != nil && d.timer == nil {
+			d.timer = time.AfterFunc(d.bound, d.late)
 		}
 		if d.fill(d.r); d.passing {
 			return nil, fmt.Errorf("the server wrote a message longer than %d MiB", maxFrameBytes>>20)
@@ -107,6 +118,10 @@ func (d *downReader) scan() ([]byte, error) {
 		end += d.pos
 		v := d.buf[d.val:end]
 		d.start, d.pos, d.val, d.after = end, end, -1, true
+		if d.timer != nil {
+			d.timer.Stop()
+			d.timer = nil
+		}
 		return v, nil
 	}
 	if d.val < 0 {
@@ -302,6 +317,10 @@ type stdioConn struct {
 
 	wmu     sync.Mutex
 	batches map[jsonrpc.ID]*replyBatch // the server's batched requests not yet answered
+
+	stalled   chan struct{} // closed when a message was not read whole within its bound
+	stallOnce sync.Once
+	stallErr  error
 }
 
 type stdioRead struct {
@@ -317,8 +336,16 @@ type replyBatch struct {
 	replies    []*jsonrpc.Response
 }
 
-func newStdioConn(stdout io.Reader, stdin io.WriteCloser) *stdioConn {
-	c := &stdioConn{in: newDownReader(stdout), out: stdin, reads: make(chan stdioRead), closed: make(chan struct{})}
+// newStdioConn connects to a server whose output is stdout and input
+// stdin; a message of its not read whole within bound (0: no bound) ends
+// the connection.
+func newStdioConn(stdout io.Reader, stdin io.WriteCloser, bound time.Duration) *stdioConn {
+	c := &stdioConn{in: newDownReader(stdout), out: stdin, reads: make(chan stdioRead), closed: make(chan struct{}), stalled: make(chan struct{})}
+	if bound > 0 {
+		c.in.bound = bound
+		c.stallErr = fmt.Errorf("the server wrote a message it did not end within %s, its call timeout", bound)
+		c.in.late = func() { c.stallOnce.Do(func() { close(c.stalled) }) }
+	}
 	// Read on a goroutine of its own, so that Close ends a Read waiting
 	// (as go-sdk's: a pipe's read is not ended by closing it).
 	go func() {
@@ -356,6 +383,8 @@ func (c *stdioConn) read(ctx context.Context) (downRead, error) {
 		return downRead{}, ctx.Err()
 	case <-c.closed:
 		return downRead{}, io.EOF
+	case <-c.stalled:
+		return downRead{}, c.stallErr
 	case r := <-c.reads:
 		if r.err != nil {
 			return downRead{}, r.err
@@ -456,7 +485,8 @@ func (c *stdioConn) SessionID() string { return "" }
 // commandTransport starts a stdio server's process as go-sdk's
 // CommandTransport does, and connects to it (stdioConn).
 type commandTransport struct {
-	cmd *exec.Cmd
+	cmd   *exec.Cmd
+	bound time.Duration // the server's call timeout, which bounds the read of a message
 }
 
 func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -471,7 +501,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err := t.cmd.Start(); err != nil {
 		return nil, err
 	}
-	return newStdioConn(stdout, processStdin{stdin, t.cmd}), nil
+	return newStdioConn(stdout, processStdin{stdin, t.cmd}, t.bound), nil
 }
 
 // processStdin is a stdio server's stdin, whose Close ends the server as

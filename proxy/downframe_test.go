@@ -139,7 +139,7 @@ func TestDecodeDown(t *testing.T) {
 func TestStdioConnBatchAnswered(t *testing.T) {
 	in := `[{"jsonrpc":"2.0","id":1,"method":"roots/list"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":"b","method":"ping"}]` + "\n"
 	var out bytes.Buffer
-	c := newStdioConn(strings.NewReader(in), nopWriteCloser{&out})
+	c := newStdioConn(strings.NewReader(in), nopWriteCloser{&out}, 0)
 	defer c.Close()
 	ctx := context.Background()
 	var reqs []*jsonrpc.Request
@@ -222,7 +222,7 @@ func BenchmarkStdioRead(b *testing.B) {
 			b.SetBytes(int64(len(stream)))
 			b.ReportAllocs()
 			for b.Loop() {
-				read(b, newStdioConn(bytes.NewReader(stream), nopWriteCloser{io.Discard}))
+				read(b, newStdioConn(bytes.NewReader(stream), nopWriteCloser{io.Discard}, 0))
 			}
 		})
 		b.Run(fmt.Sprintf("sdk-%dKiB", size>>10), func(b *testing.B) {
