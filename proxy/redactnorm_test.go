@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -101,4 +102,59 @@ func writtenNowhere(t *testing.T, l *testLog, logs *lockedBuf, texts []string) {
 			t.Errorf("the proxy's log holds %q", f)
 		}
 	}
+}
+
+// TestRedactedValueCaseScrubbed: a server that echoes a redacted value
+// in another case than the client wrote it in (upper, lower, or with
+// each letter's case changed, ASCII and not: S3CRET-Up1 as S3CRET-UP1)
+// does not get it into the call's entries, its kept result, its error
+// text or the sidecar's log: the value is matched under Unicode simple
+// case folding. Each was kept as the server wrote it.
+func TestRedactedValueCaseScrubbed(t *testing.T) {
+	variants := func(v string) []string {
+		swapped := []rune(v)
+		for i, r := range swapped {
+			if unicode.IsUpper(r) {
+				swapped[i] = unicode.ToLower(r)
+			} else {
+				swapped[i] = unicode.ToUpper(r)
+			}
+		}
+		return []string{strings.ToUpper(v), strings.ToLower(v), string(swapped)}
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "cases", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "login", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct {
+			Password string `json:"password"`
+			Fail     bool   `json:"fail"`
+		}
+		json.Unmarshal(req.Params.Arguments, &a)
+		text := "as cased: " + strings.Join(variants(a.Password), " ")
+		if a.Fail {
+			return nil, &jsonrpc.Error{Code: -32001, Message: "refused " + text}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: map[string]any{"seen": variants(a.Password)}}, nil
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	l := newTestLog(t)
+	var logs lockedBuf
+	p := startProxy(t, l, []ServerConfig{{ID: "cs", URL: down.URL, Redact: []string{"password"}, Retain: RetainFull}}, func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	cs := connectMemory(t, p, nil)
+	ctx := context.Background()
+	values := []string{"S3CRET-Up1", "S3CRET-Caf\u00e9-\u03c3\u0394-k2"}
+	var texts []string
+	for _, v := range values {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "cs__login", Arguments: map[string]any{"password": v}})
+		if err != nil || res.IsError || !strings.Contains(textOf(res), strings.ToUpper(v)) {
+			t.Fatalf("login: %v %s", err, mustJSON(res))
+		}
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "cs__login", Arguments: map[string]any{"password": v, "fail": true}}); err == nil || !strings.Contains(err.Error(), strings.ToLower(v)) {
+			t.Fatalf("failing login: %v", err)
+		}
+		texts = append(texts, variants(v)...)
+	}
+	writtenNowhere(t, l, &logs, texts)
 }
