@@ -281,12 +281,14 @@ func scrub(s string, secrets []string) string {
 	return scrubText(s, base64Cores(secrets), secrets)
 }
 
-// cutSecrets replaces every secret in s with Redacted, or returns
-// Withheld if s holds a secret too short to cut out (secrets are never
-// empty).
+// cutSecrets replaces every secret in s, in any case (foldCase), with
+// Redacted, or returns Withheld if s holds a secret too short to cut out
+// (secrets are never empty).
 func cutSecrets(s string, secrets []string) string {
-	for _, x := range secrets {
-		if len(x) < minSecretLen && strings.Contains(s, x) {
+	fs, offs := foldCase(s)
+	fx := folded(secrets)
+	for k, x := range secrets {
+		if len(x) < minSecretLen && strings.Contains(fs, fx[k]) {
 			return Withheld
 		}
 	}
@@ -294,16 +296,21 @@ func cutSecrets(s string, secrets []string) string {
 	// cut one after another, a secret overlapping one cut before it was
 	// no longer whole, and its other part stayed.
 	var cut [][2]int
-	for _, x := range secrets {
+	for k, x := range secrets {
 		if len(x) < minSecretLen {
 			continue
 		}
+		x = fx[k]
 		for i := 0; ; {
-			j := strings.Index(s[i:], x)
+			j := strings.Index(fs[i:], x)
 			if j < 0 {
 				break
 			}
-			cut = append(cut, [2]int{i + j, i + j + len(x)})
+			if offs == nil {
+				cut = append(cut, [2]int{i + j, i + j + len(x)})
+			} else {
+				cut = append(cut, [2]int{offs[i+j], offs[i+j+len(x)]})
+			}
 			i += j + len(x)
 		}
 	}
@@ -445,13 +452,23 @@ func scrubMembers(m map[string]any, name func(string) string, walk func(any) any
 // letter, so there a core is looked for without its first character.
 func mayHoldSecret(canon []byte, cores, secrets []string) bool {
 	in := func(s string) bool { return bytes.Contains(canon, []byte(s)) }
-	if slices.ContainsFunc(cores, in) || slices.ContainsFunc(secrets, in) {
+	if slices.ContainsFunc(cores, in) {
 		return true
 	}
-	// A secret with a backslash or a quote (one as a client or a server
-	// escaped it) is escaped again in canon's strings.
+	// A secret in any case (foldCase); one with a backslash or a quote
+	// (one as a client or a server escaped it) is escaped again in
+	// canon's strings.
+	fc, _ := foldCase(string(canon))
 	if slices.ContainsFunc(secrets, func(s string) bool {
-		return strings.ContainsAny(s, `\"`) && in(jsonQuoted.Replace(s))
+		f, _ := foldCase(s)
+		if strings.Contains(fc, f) {
+			return true
+		}
+		if !strings.ContainsAny(s, `\"`) {
+			return false
+		}
+		f, _ = foldCase(jsonQuoted.Replace(s))
+		return strings.Contains(fc, f)
 	}) {
 		return true
 	}

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/provlog/provlog/log"
 )
@@ -207,6 +209,48 @@ func FuzzScrub(f *testing.F) {
 		}
 		out := scrub(text, appendSecrets(nil, secret))
 		checkScrubbed(t, out, secret, []byte(out))
+		// A server that echoes it upper-cased (foldCase).
+		upper := strings.ToUpper(secret)
+		if f, _ := foldCase(upper); f == folded([]string{secret})[0] && !strings.Contains(strings.ToUpper(Redacted), upper) {
+			out := scrub(strings.ToUpper(text), appendSecrets(nil, secret))
+			checkScrubbed(t, out, upper, []byte(out))
+		}
+	})
+}
+
+// FuzzFoldCase: foldCase folds each character as foldRune does, keeps
+// bytes that are not UTF-8, and maps each byte of what it returns to the
+// character of s it came of.
+func FuzzFoldCase(f *testing.F) {
+	for _, s := range []string{"S3CRET-Up1", "caf\u00e9 \u212a\u017f \u03a3\u03c2", "a\xffb", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, at := foldCase(s)
+		var want []byte
+		var from []int
+		for i := 0; i < len(s); {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			k := len(want)
+			if r == utf8.RuneError && n == 1 {
+				want = append(want, s[i])
+			} else {
+				want = utf8.AppendRune(want, foldRune(r))
+			}
+			for range len(want) - k {
+				from = append(from, i)
+			}
+			i += n
+		}
+		if got != string(want) {
+			t.Fatalf("foldCase(%q) = %q, want %q", s, got, want)
+		}
+		if at == nil && len(got) != len(s) {
+			t.Fatalf("foldCase(%q) = %q, changing its length, with no offsets", s, got)
+		}
+		if at != nil && !slices.Equal(at, append(from, len(s))) {
+			t.Fatalf("foldCase(%q) offsets %v, want %v", s, at, append(from, len(s)))
+		}
 	})
 }
 

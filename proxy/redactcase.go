@@ -1,0 +1,105 @@
+package proxy
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// Case variants of a redacted value.
+//
+// A server may echo a value in another case than it was sent in (one
+// that upper-cases its input, a case-insensitive file system's name):
+// S3CRET-Up1 back as S3CRET-UP1. The scrubbers find a value in a text
+// under Unicode simple case folding (each character as the least of the
+// characters it folds with: k, K and the Kelvin sign are one), whatever
+// the server's redact_ignore_case: ASCII's and every other script's
+// simple cases, not full folding (ß is not ss). A value encoded as
+// base64 is found only in the case it was sent in.
+
+// foldCase returns s with each character folded (foldRune), and, if that
+// changed the length of any, at: for each byte of the folded text, the
+// offset in s of the character it is of, and len(s) after the last (nil:
+// each at its own offset). Bytes that are not UTF-8 are kept as they
+// are. It is linear in s, and allocates nothing for a text of ASCII with
+// no lower-case letter.
+func foldCase(s string) (string, []int) {
+	i := 0
+	for i < len(s) && s[i] < utf8.RuneSelf && (s[i] < 'a' || s[i] > 'z') {
+		i++
+	}
+	if i == len(s) {
+		return s, nil
+	}
+	b := []byte(s)
+	for ; i < len(b) && b[i] < utf8.RuneSelf; i++ {
+		if c := b[i]; 'a' <= c && c <= 'z' {
+			b[i] = c - ('a' - 'A')
+		}
+	}
+	if i == len(b) {
+		return string(b), nil
+	}
+	b = b[:i]
+	var at []int
+	for i < len(s) {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			b = append(b, c)
+			if at != nil {
+				at = append(at, i)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		from := len(b)
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, c)
+		} else {
+			b = utf8.AppendRune(b, foldRune(r))
+		}
+		if at == nil && len(b)-from != n {
+			// So far each character folded to as many bytes.
+			at = make([]int, 0, len(s)+1)
+			for k := 0; k < from; {
+				_, m := utf8.DecodeRuneInString(s[k:])
+				for range m {
+					at = append(at, k)
+				}
+				k += m
+			}
+		}
+		for range len(b) - from {
+			if at != nil {
+				at = append(at, i)
+			}
+		}
+		i += n
+	}
+	if at != nil {
+		at = append(at, len(s))
+	}
+	return string(b), at
+}
+
+// foldRune returns the least of the characters r folds with under
+// Unicode simple case folding (at most four).
+func foldRune(r rune) rune {
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return least
+}
+
+// folded returns each of secrets folded (foldCase).
+func folded(secrets []string) []string {
+	out := make([]string, len(secrets))
+	for i, s := range secrets {
+		out[i], _ = foldCase(s)
+	}
+	return out
+}
