@@ -288,7 +288,7 @@ func cutSecrets(s string, secrets []string) string {
 	fs, offs := foldCase(s)
 	fx := folded(secrets)
 	for k, x := range secrets {
-		if len(x) < minSecretLen && strings.Contains(fs, fx[k]) {
+		if len(x) < minSecretLen && indexFolded(fs, fx[k]) >= 0 {
 			return Withheld
 		}
 	}
@@ -302,7 +302,7 @@ func cutSecrets(s string, secrets []string) string {
 		}
 		x = fx[k]
 		for i := 0; ; {
-			j := strings.Index(fs[i:], x)
+			j := indexFolded(fs[i:], x)
 			if j < 0 {
 				break
 			}
@@ -461,14 +461,14 @@ func mayHoldSecret(canon []byte, cores, secrets []string) bool {
 	fc, _ := foldCase(string(canon))
 	if slices.ContainsFunc(secrets, func(s string) bool {
 		f, _ := foldCase(s)
-		if strings.Contains(fc, f) {
+		if indexFolded(fc, f) >= 0 {
 			return true
 		}
 		if !strings.ContainsAny(s, `\"`) {
 			return false
 		}
 		f, _ = foldCase(jsonQuoted.Replace(s))
-		return strings.Contains(fc, f)
+		return indexFolded(fc, f) >= 0
 	}) {
 		return true
 	}

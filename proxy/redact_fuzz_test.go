@@ -303,3 +303,15 @@ func FuzzRedactURI(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIndexFolded: indexFolded finds what strings.Index does.
+func FuzzIndexFolded(f *testing.F) {
+	f.Add("LOREM IPSUM S3CRET-UP1 S3CRET-UP1", "S3CRET-UP1")
+	f.Add("AAB", "AB")
+	f.Add("A1A1B", "A1B")
+	f.Fuzz(func(t *testing.T, s, x string) {
+		if got, want := indexFolded(s, x), strings.Index(s, x); got != want {
+			t.Fatalf("indexFolded(%q, %q) = %d, want %d", s, x, got, want)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -102,4 +103,31 @@ func folded(secrets []string) []string {
 		out[i], _ = foldCase(s)
 	}
 	return out
+}
+
+// indexFolded returns the index of x in s, both folded (foldCase), or -1.
+// A folded text holds upper-case letters wherever its source held either
+// case, so x's first letter would start a comparison at nearly every
+// word: the search starts at x's first byte that is no letter (a digit,
+// a sign, a byte of a character not ASCII), rarer in most texts, and
+// checks what comes before it.
+func indexFolded(s, x string) int {
+	k := 0
+	for k < len(x) && 'A' <= x[k] && x[k] <= 'Z' {
+		k++
+	}
+	if k == len(x) {
+		return strings.Index(s, x)
+	}
+	for from := 0; from+len(x) <= len(s); {
+		j := strings.Index(s[from+k:], x[k:])
+		if j < 0 {
+			return -1
+		}
+		if at := from + j; s[at:at+k] == x[:k] {
+			return at
+		}
+		from += j + 1
+	}
+	return -1
 }
