@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"os/exec"
 	"slices"
@@ -51,6 +52,12 @@ type lineLogger struct {
 	pi     []int32     // unfinishedIn's prefix function, kept for the next pause
 	heldAt time.Time   // when the last of held came
 	timer  *time.Timer // logs held lines heldStderrWait after heldAt
+
+	// The bound on what is logged: bytes logged in the window from
+	// windowFrom, and the lines and bytes left out of it.
+	windowFrom         time.Time
+	spent              int
+	outLines, outBytes int
 }
 
 const (
@@ -77,6 +84,13 @@ const (
 	// one is left out whole, and longStderrLine logged in its place.
 	maxStderrLine  = 64 << 10
 	longStderrLine = "[a line of more than 64 KiB, left out]"
+	// maxStderrBytes is the most of a server's stderr (scrubbed) logged
+	// in a stderrWindow: a server printing without end filled the
+	// sidecar's log (100 MB of stderr became 189 MB of it). The lines
+	// past it are left out, and counted in a line logged in their place
+	// (leftOut) once the next window starts or the stderr ends.
+	maxStderrBytes = 1 << 20
+	stderrWindow   = time.Minute
 )
 
 func (l *lineLogger) Write(p []byte) (int, error) {
@@ -117,6 +131,7 @@ func (l *lineLogger) end() {
 	}
 	l.buf, l.long = l.buf[:0], false
 	l.logHeld()
+	l.leftOut()
 }
 
 // endProcess kills what is left of a stdio server's process group once
@@ -502,6 +517,28 @@ func (l *lineLogger) log(line string) {
 	if len(l.d.creds) > 0 {
 		line = scrubText(line, l.d.credCores, l.d.creds) // a server that prints its configured credentials
 	}
+	if now := time.Now(); now.Sub(l.windowFrom) >= stderrWindow {
+		l.leftOut()
+		l.windowFrom, l.spent = now, 0
+	}
+	if l.spent+len(line) > maxStderrBytes {
+		l.outLines++
+		l.outBytes += len(line)
+		return
+	}
+	l.spent += len(line)
+	l.emit(line)
+}
+
+// leftOut logs how many lines the bound left out since it last did.
+func (l *lineLogger) leftOut() {
+	if l.outLines > 0 {
+		l.emit(fmt.Sprintf("[%d lines of stderr left out, %d bytes: more than %d MiB in %s]", l.outLines, l.outBytes, maxStderrBytes>>20, stderrWindow))
+	}
+	l.outLines, l.outBytes = 0, 0
+}
+
+func (l *lineLogger) emit(line string) {
 	l.d.p.logger.Debug("proxy: downstream stderr", "server", l.d.cfg.ID, "line", line)
 }
 
