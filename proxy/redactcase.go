@@ -42,6 +42,9 @@ func foldCase(s string) (string, []int) {
 	}
 	b = b[:i]
 	var at []int
+	// A text's characters not ASCII are few, and come again: each is
+	// folded once, not each time (foldRune searches Unicode's tables).
+	var seen [64]struct{ r, f rune }
 	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -60,7 +63,11 @@ func foldCase(s string) (string, []int) {
 		if r == utf8.RuneError && n == 1 {
 			b = append(b, c)
 		} else {
-			b = utf8.AppendRune(b, foldRune(r))
+			e := &seen[r&63]
+			if e.r != r {
+				e.r, e.f = r, foldRune(r)
+			}
+			b = utf8.AppendRune(b, e.f)
 		}
 		if at == nil && len(b)-from != n {
 			// So far each character folded to as many bytes.
