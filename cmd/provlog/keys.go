@@ -78,18 +78,20 @@ func keygen(dir, origin string) error {
 	if err != nil {
 		return err
 	}
+	// Every file is its owner's alone, the public keys too: the data dir
+	// is the sidecar's, and they are handed out by provlog vkey and the
+	// log API.
 	files := []struct {
 		name string
 		data []byte
-		perm fs.FileMode
 	}{
-		{logKeyFile, []byte(skey + "\n"), 0o600},
-		{anchorKeyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: priv}), 0o600},
-		{anchorPubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644},
-		{logVKeyFile, []byte(vkey + "\n"), 0o644},
+		{logKeyFile, []byte(skey + "\n")},
+		{anchorKeyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: priv})},
+		{anchorPubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})},
+		{logVKeyFile, []byte(vkey + "\n")},
 	}
 	for _, f := range files {
-		if err := durable.CreateFile(filepath.Join(dir, f.name), f.data, f.perm); err != nil {
+		if err := durable.CreateFile(filepath.Join(dir, f.name), f.data, 0o600); err != nil {
 			return err
 		}
 	}

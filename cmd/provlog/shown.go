@@ -113,7 +113,7 @@ func (k noteSlots) decode(b []byte) ([]byte, bool) {
 func (k noteSlots) options(data string, fail func(error)) slots.Options {
 	return slots.Options{
 		Names:        [2]string{k.slot(data, 0), k.slot(data, 1)},
-		Perm:         0o644,
+		Perm:         0o600,
 		Initial:      noteInitial,
 		SyncInterval: slots.DefaultSyncInterval,
 		Fail:         fail,

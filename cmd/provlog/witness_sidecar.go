@@ -137,7 +137,7 @@ func openWitnessing(data string, ws []WitnessConfig, p WitnessPolicyConfig, logV
 		Timeout:   p.Timeout,
 		Logger:    logger.With("component", "witness"),
 		OnCosigned: func(cosigned []byte) {
-			if err := durable.WriteFile(path, cosigned, 0o644); err != nil {
+			if err := durable.WriteFile(path, cosigned, 0o600); err != nil {
 				logger.Error("saving the cosigned checkpoint", "err", err)
 			}
 		},

@@ -27,6 +27,14 @@ package pebbleguard
 // every few seconds. The store checks the failure after each Pebble commit
 // returns, so a commit whose WAL write was swallowed is reported failed
 // (outcome unknown), never acknowledged.
+//
+// Every file Pebble makes or opens for writing through an FS is made 0600
+// whatever the umask (Pebble's vfs.Default creates with 0666 less the
+// umask: under umask 000 every sstable and WAL was world-readable and
+// writable, so a copy of db/ or a bind mount of it exposed every entry).
+// Nothing needs more: the sidecar reads its store as the user that wrote
+// it, and a backup runs as that user or as root. Directories it makes are
+// 0700 at most.
 
 import (
 	"errors"
@@ -42,6 +50,13 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/provlog/provlog/log"
+)
+
+// fileMode is the mode of every file an FS creates or opens for writing;
+// dirMode bounds that of the directories it makes.
+const (
+	fileMode = 0o600
+	dirMode  = 0o700
 )
 
 // Backoff of file creation after a failure.
@@ -173,6 +188,11 @@ func (f *FS) create(op, name string, open func() (vfs.File, error)) (vfs.File, e
 		return nil, frozen(op, name)
 	}
 	file, err := open()
+	if err == nil {
+		if err = private(file); err != nil {
+			file.Close()
+		}
+	}
 	if err != nil {
 		err = f.failOn(op, name, err)
 		if isJournal(name) {
@@ -231,13 +251,20 @@ func (f *FS) Link(old, name string) error {
 }
 
 func (f *FS) MkdirAll(dir string, perm fs.FileMode) error {
-	return f.mutate("making", dir, func() error { return f.FS.MkdirAll(dir, perm) })
+	return f.mutate("making", dir, func() error { return f.FS.MkdirAll(dir, perm&dirMode) })
 }
 
 // Lock takes Pebble's directory lock. On a read-only file system, where
 // the lock file cannot be opened for writing, it checks that no other
 // process holds the lock instead, and the store opens read-only.
 func (f *FS) Lock(name string) (io.Closer, error) {
+	// Pebble's Lock creates the lock file 0666 less the umask and keeps
+	// the mode of one that exists: make it first, 0600. If that fails,
+	// Lock fails for the same reason, or the file system is read-only.
+	if lf, err := f.FS.OpenReadWrite(name, vfs.WriteCategoryUnspecified); err == nil {
+		private(lf)
+		lf.Close()
+	}
 	c, err := f.FS.Lock(name)
 	if err != nil && (errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission)) {
 		rc, rerr := readOnlyLock(name)
