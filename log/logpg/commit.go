@@ -89,7 +89,7 @@ func (s *Store) commitOn(ctx context.Context, known log.State, fences []log.Fenc
 	var idle time.Duration
 	pc, err := s.pool.Acquire(context.WithValue(ctx, idleKey{}, &acquired{idle: &idle, noPing: s.testingOnlyNoPing}))
 	if err != nil {
-		return unavailable("committing", err)
+		return unavailable("committing", s.noUser(err))
 	}
 	conn := pc.Conn()
 	defer func() {
@@ -573,7 +573,7 @@ func (s *Store) readBackOnce(ctx context.Context, b *log.Batch, pid uint32) (boo
 	cfg := s.cfg.ConnConfig.Copy()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return false, err
+		return false, s.noUser(err)
 	}
 	defer conn.Close(context.Background())
 	// The old backend may not have begun the transaction yet: its

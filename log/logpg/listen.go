@@ -33,7 +33,7 @@ func (s *Store) listenOnce(ctx context.Context) bool {
 	conn, err := pgx.ConnectConfig(ctx, s.cfg.ConnConfig.Copy())
 	if err != nil {
 		if ctx.Err() == nil {
-			s.setUnreachable(err)
+			s.setUnreachable(s.noUser(err))
 		}
 		return false
 	}

@@ -204,7 +204,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("opening log store: parsing the PostgreSQL connection string: %w", err)
+		return nil, fmt.Errorf("opening log store: parsing the PostgreSQL connection string: %w", parseFailure(dsn, err))
 	}
 	rp := cfg.ConnConfig.RuntimeParams
 	if _, ok := rp["idle_in_transaction_session_timeout"]; !ok {
@@ -227,23 +227,18 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("opening log store: %w", err)
+		return nil, fmt.Errorf("opening log store on %s: %w", where(&cfg.ConnConfig.Config), cutUser(err, cfg.ConnConfig.User))
 	}
 	s := &Store{pool: pool, cfg: cfg, resolve: o.ResolveTimeout, logf: o.Logf, errorf: o.Errorf, readOnly: o.ReadOnly, onCommit: o.OnCommit, noOther: true, lastEntries: 1, maxIdle: oneTripIdle}
 	if err := s.load(ctx, uint64(o.MaxHotNodes)); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("opening log store on %s: %w", where(cfg), err)
+		return nil, fmt.Errorf("opening log store on %s: %w", where(&cfg.ConnConfig.Config), s.noUser(err))
 	}
 	fctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	s.follow.Add(1)
 	go s.listen(fctx)
 	return s, nil
-}
-
-// where names the database for messages, without the password.
-func where(cfg *pgxpool.Config) string {
-	return fmt.Sprintf("postgres://%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
 }
 
 // load creates the schema if needed (checks that it is there, if

@@ -33,6 +33,7 @@ func TestErrorsNameNoUser(t *testing.T) {
 	// error of a database reached) not the host and port and database.
 	check := func(t *testing.T, what, text, user, password string, reached bool) {
 		t.Helper()
+		t.Logf("%s: %s", what, text)
 		if strings.Contains(text, user) {
 			t.Errorf("%s names the user %q: %s", what, user, text)
 		}
@@ -78,6 +79,7 @@ func TestErrorsNameNoUser(t *testing.T) {
 			t.Fatal("Open with a wrong password succeeded")
 		}
 		text := err.Error()
+		t.Logf("Open with a wrong password: %s", text)
 		if strings.Contains(text, role) || strings.Contains(text, "wrong-password-9c1e") {
 			t.Errorf("Open with a wrong password names the user or the password: %s", text)
 		}

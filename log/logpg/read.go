@@ -35,6 +35,7 @@ func (s *Store) rerun(ctx context.Context, what string, fn func(ctx context.Cont
 	tries := s.connTries()
 	for try := 1; ; try++ {
 		pc, err := s.pool.Acquire(context.WithValue(bctx, idleKey{}, &acquired{noPing: s.testingOnlyNoPing}))
+		err = s.noUser(err)
 		if err == nil {
 			err = fn(bctx, pc.Conn())
 			dead := err != nil && pc.Conn().IsClosed()
