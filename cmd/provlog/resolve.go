@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/proxy/source"
 )
 
@@ -66,7 +67,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	rel, err := r.Try(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("no release from %s: %w", r.Config().URL, err)
+		return fmt.Errorf("no release from %s: %w", log.RedactURL(r.Config().URL), err)
 	}
 	fmt.Fprintln(stdout, rel)
 	return nil

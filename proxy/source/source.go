@@ -23,8 +23,8 @@
 //
 // [Presets] are configurations of the generic resolvers for common
 // life-science sources; Options fill their placeholders ({db},
-// {ontology}) and "base" replaces the scheme and host (for mirrors and
-// tests).
+// {ontology}) and "base" is the URL their paths go under, its query kept
+// (for mirrors, gateways that want a key, and tests).
 //
 // # Failure
 //
@@ -49,6 +49,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/provlog/provlog/log"
 )
 
 // Resolver types.
@@ -82,8 +84,8 @@ type Config struct {
 	Value   string            `yaml:"value" json:"value,omitempty"`
 	Command []string          `yaml:"command" json:"command,omitempty"`
 	Match   string            `yaml:"match" json:"match,omitempty"`
-	// Options fill {name} placeholders in URL and Body; "base" replaces
-	// the URL's scheme and host.
+	// Options fill {name} placeholders in URL and Body; "base" is the
+	// URL the URL's path and query go under (log.JoinURL).
 	Options map[string]string `yaml:"options" json:"options,omitempty"`
 	Timeout time.Duration     `yaml:"timeout" json:"timeout,omitempty"`
 	TTL     time.Duration     `yaml:"ttl" json:"ttl,omitempty"`
@@ -179,14 +181,19 @@ func (cfg Config) resolve() (Config, error) {
 		c.Body = strings.ReplaceAll(c.Body, "{"+k+"}", v)
 	}
 	if b := c.Options["base"]; b != "" && c.URL != "" {
+		// The URL's path and query go under base, whose own query (a
+		// key a mirror wants) is kept.
 		u, err := url.Parse(c.URL)
-		bu, err2 := url.Parse(b)
-		if err != nil || err2 != nil {
-			return c, fmt.Errorf("source: base %q: not a URL", b)
+		if err != nil {
+			return c, fmt.Errorf("source: url %q does not parse", log.RedactURL(c.URL))
 		}
-		u.Scheme, u.Host = bu.Scheme, bu.Host
-		u.Path = strings.TrimSuffix(bu.Path, "/") + u.Path
-		c.URL = u.String()
+		ref := u.EscapedPath()
+		if u.RawQuery != "" {
+			ref += "?" + u.RawQuery
+		}
+		if c.URL, err = log.JoinURL(b, ref); err != nil {
+			return c, fmt.Errorf("source: base: %w", err)
+		}
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
@@ -237,10 +244,11 @@ func (cfg Config) check() error {
 	switch cfg.Type {
 	case TypeHTTPJSON, TypeHTTPHeader:
 		if u, err := url.Parse(cfg.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-			return fmt.Errorf("source: %s needs an http(s) url, not %q", cfg.Type, cfg.URL)
+			return fmt.Errorf("source: %s needs an http(s) url, not %q", cfg.Type, log.RedactURL(cfg.URL))
 		}
-		if strings.Contains(cfg.URL, "{") {
-			return fmt.Errorf("source: url %q has an unfilled {option}", cfg.URL)
+		if _, opt, ok := strings.Cut(cfg.URL, "{"); ok {
+			opt, _, _ = strings.Cut(opt, "}")
+			return fmt.Errorf("source: url %q has an unfilled option {%s}", log.RedactURL(cfg.URL), truncate(opt))
 		}
 		if cfg.Type == TypeHTTPHeader && cfg.Header == "" {
 			return errors.New("source: http-header needs header")
@@ -271,7 +279,7 @@ func (r *Resolver) Config() Config { return r.cfg }
 func (r *Resolver) Resolve(ctx context.Context, result json.RawMessage) string {
 	rel, err := r.Try(ctx, result)
 	if err != nil {
-		r.logger.Warn("release: no release", "type", r.cfg.Type, "url", r.cfg.URL, "error", err)
+		r.logger.Warn("release: no release", "type", r.cfg.Type, "url", log.RedactURL(r.cfg.URL), "error", err)
 		return ""
 	}
 	return rel
@@ -364,7 +372,7 @@ func (r *Resolver) fetch(ctx context.Context) (string, error) {
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return "", err
+		return "", log.RedactURLError(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -372,12 +380,12 @@ func (r *Resolver) fetch(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if resp.StatusCode/100 != 2 {
-		return "", fmt.Errorf("%s answered %s", r.cfg.URL, resp.Status)
+		return "", fmt.Errorf("%s answered %s", log.RedactURL(r.cfg.URL), resp.Status)
 	}
 	if r.cfg.Type == TypeHTTPHeader {
 		h := resp.Header.Get(r.cfg.Header)
 		if h == "" {
-			return "", fmt.Errorf("%s sent no %s header", r.cfg.URL, r.cfg.Header)
+			return "", fmt.Errorf("%s sent no %s header", log.RedactURL(r.cfg.URL), r.cfg.Header)
 		}
 		return h, nil
 	}
