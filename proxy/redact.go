@@ -484,17 +484,15 @@ func mayHoldSecret(canon []byte, cores, secrets []string) bool {
 var base64Alphabets = []*base64.Encoding{base64.StdEncoding, base64.URLEncoding}
 
 // base64Cores returns, for each secret of at least minSecretLen bytes, in
-// each alphabet of base64Alphabets and at each of the three offsets it
-// can start at in encoded bytes, the base64 characters all of whose six
-// bits are its own: a string holding none of them cannot encode a
-// secret. (Whole groups of four would leave a secret of four bytes at
-// offset one without a core: no group of it is all its own.)
+// each of its encodedCases, in each alphabet of base64Alphabets and at
+// each of the three offsets it can start at in encoded bytes, the base64
+// characters all of whose six bits are its own: a string holding none of
+// them cannot encode a secret. (Whole groups of four would leave a secret
+// of four bytes at offset one without a core: no group of it is all its
+// own.)
 func base64Cores(secrets []string) []string {
 	var cores []string
-	for _, s := range secrets {
-		if len(s) < minSecretLen {
-			continue
-		}
+	for _, s := range encodedCases(secrets) {
 		for _, enc := range base64Alphabets {
 			for k := range 3 {
 				e := enc.EncodeToString([]byte(strings.Repeat("\x00", k) + s))
@@ -541,8 +539,9 @@ func base64OfSecret(s string, cores, secrets []string) bool {
 			// can start at.
 			for i := range min(4, len(run)) {
 				b, _ := raw.DecodeString(run[i:]) // what decodes before an error is enough
+				fb, _ := foldCase(string(b))
 				for _, x := range secrets {
-					if len(x) >= minSecretLen && bytes.Contains(b, []byte(x)) {
+					if fx, _ := foldCase(x); len(x) >= minSecretLen && indexFolded(fb, fx) >= 0 {
 						return true
 					}
 				}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -15,7 +16,9 @@ import (
 // characters it folds with: k, K and the Kelvin sign are one), whatever
 // the server's redact_ignore_case: ASCII's and every other script's
 // simple cases, not full folding (ß is not ss). A value encoded as
-// base64 is found only in the case it was sent in.
+// base64 is found in the case it was sent in, upper-cased and
+// lower-cased (encodedCases), in no other: its encoding in each case is
+// searched for, and a text's base64 is not decoded unless it holds one.
 
 // foldCase returns s with each character folded (foldRune), and, if that
 // changed the length of any, at: for each byte of the folded text, the
@@ -137,4 +140,25 @@ func indexFolded(s, x string) int {
 		from += j + 1
 	}
 	return -1
+}
+
+// encodedCases returns the secrets of at least minSecretLen bytes as
+// sent, upper-cased and lower-cased (each once): the forms whose base64
+// the scrubbers look for (base64Cores). A server that changes a value's
+// case before it encodes it (a token made of it, an image of it) changes
+// it whole far more often than letter by letter, and each form costs a
+// search of every text for its six cores.
+func encodedCases(secrets []string) []string {
+	var out []string
+	for _, s := range secrets {
+		if len(s) < minSecretLen {
+			continue
+		}
+		for _, c := range []string{s, strings.ToUpper(s), strings.ToLower(s)} {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
