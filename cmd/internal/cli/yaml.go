@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 // lacks its unit). Every duration in the mains' configs and in the
 // library configs they embed is a time.Duration, checked here, where the
 // file is read. An empty file is io.EOF, as yaml.v3 says it. A file of
-// more than one document is refused.
+// more than one document is refused. An error names no value the file
+// holds (withoutValues).
 func DecodeYAML(b []byte, v any) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
@@ -31,7 +33,7 @@ func DecodeYAML(b []byte, v any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil {
-		return err
+		return withoutValues(err)
 	}
 	// What follows a "---" would be passed over, and the file would say
 	// something other than what is applied.
@@ -45,6 +47,28 @@ func DecodeYAML(b []byte, v any) error {
 	}
 	return nil
 }
+
+// withoutValues returns a yaml.v3 type error without the value it quotes
+// ("cannot unmarshal !!str `hunter2pw` into map[string]string": up to 10
+// characters whole, a longer value's first 7): a config's secret written
+// where another type belongs (a header's value as the whole headers:) would
+// reach stderr and the log of a failed reload. The line, the YAML type and
+// the type wanted are kept.
+func withoutValues(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	c := &yaml.TypeError{Errors: make([]string, len(te.Errors))}
+	for i, m := range te.Errors {
+		c.Errors[i] = quotedValue.ReplaceAllString(m, "$1$2")
+	}
+	return c
+}
+
+// quotedValue matches a yaml.v3 type error's message quoting a value; the
+// value runs to the last " into " (a Go type's name holds no space).
+var quotedValue = regexp.MustCompile(`(?s)^(line \d+: cannot unmarshal !!\S+) .*( into \S+)$`)
 
 var durationType = reflect.TypeFor[time.Duration]()
 

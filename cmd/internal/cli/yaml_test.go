@@ -78,3 +78,24 @@ func TestDecodeYAMLAliases(t *testing.T) {
 }
 
 type nested []nested
+
+// TestDecodeYAMLNamesNoValue: a value of the wrong type is named by its
+// line and types, never quoted, whatever it holds (backquotes, " into ",
+// line breaks).
+func TestDecodeYAMLNamesNoValue(t *testing.T) {
+	var v struct {
+		Headers map[string]string `yaml:"headers"`
+		N       int               `yaml:"n"`
+	}
+	for _, secret := range []string{"hunter2pw", "a`b into c` d", "sk-live-0123456789", "two\n  lines into x"} {
+		for _, doc := range []string{"headers: %q\n", "n: %q\n"} {
+			err := DecodeYAML(fmt.Appendf(nil, doc, secret), &v)
+			if err == nil {
+				t.Fatalf("%q decoded", doc)
+			}
+			if strings.Contains(err.Error(), secret[:4]) || !strings.Contains(err.Error(), "line 1: cannot unmarshal !!str into ") {
+				t.Errorf("%q: %v", fmt.Sprintf(doc, secret), err)
+			}
+		}
+	}
+}
