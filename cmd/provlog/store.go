@@ -63,7 +63,7 @@ func openLogStore(ctx context.Context, cfg *Config, logger *slog.Logger) (log.St
 		return store, err
 	}
 	if !strings.HasPrefix(cfg.Store, "postgres://") && !strings.HasPrefix(cfg.Store, "postgresql://") {
-		return nil, fmt.Errorf("store %q: want a PostgreSQL URL, postgres://user@host:port/database (or no store: Pebble in the data dir)", log.RedactURL(cfg.Store))
+		return nil, fmt.Errorf("store %q: want a PostgreSQL URL, postgres://user@host:port/database (or no store: Pebble in the data dir)", logpg.Where(cfg.Store))
 	}
 	store, err := logpg.Open(ctx, cfg.Store, &logpg.Options{
 		Logf:   func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...), "component", "postgres") },
@@ -74,15 +74,15 @@ func openLogStore(ctx context.Context, cfg *Config, logger *slog.Logger) (log.St
 	}
 	// Say in the data dir where its log is, so that commands given --data
 	// do not read an empty (or an old) Pebble store in its place.
-	if err := durable.WriteFile(filepath.Join(cfg.Data, sharedStoreFile), []byte(log.RedactURL(cfg.Store)+"\n"), 0o600); err != nil {
+	if err := durable.WriteFile(filepath.Join(cfg.Data, sharedStoreFile), []byte(logpg.Where(cfg.Store)+"\n"), 0o600); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("recording the shared store in %s: %w", cfg.Data, err)
 	}
 	return store, nil
 }
 
-// sharedStoreFile, in a data dir, names (password redacted) the
-// PostgreSQL log its sidecar serves.
+// sharedStoreFile, in a data dir, names the PostgreSQL log its sidecar
+// serves, as logpg.Where does: no user, no password.
 const sharedStoreFile = "shared-store"
 
 // sharedStoreOf returns the shared log a data dir's sidecar serves, or ""
@@ -119,7 +119,7 @@ func openCommandStore(ctx context.Context, data, storeURL string, readOnly bool)
 		return s, nil
 	}
 	if !strings.HasPrefix(storeURL, "postgres://") && !strings.HasPrefix(storeURL, "postgresql://") {
-		return nil, fmt.Errorf("store %q: want a PostgreSQL URL, postgres://user@host:port/database", log.RedactURL(storeURL))
+		return nil, fmt.Errorf("store %q: want a PostgreSQL URL, postgres://user@host:port/database", logpg.Where(storeURL))
 	}
 	opts := &logpg.Options{ReadOnly: readOnly}
 	if readOnly {
@@ -131,7 +131,7 @@ func openCommandStore(ctx context.Context, data, storeURL string, readOnly bool)
 	}
 	s, err := logpg.Open(ctx, storeURL, opts)
 	if err != nil {
-		return nil, fmt.Errorf("opening the shared log in PostgreSQL (%s): %w", log.RedactURL(storeURL), err)
+		return nil, fmt.Errorf("opening the shared log in PostgreSQL: %w", err) // which names where
 	}
 	return s, nil
 }
@@ -206,7 +206,7 @@ func (b sharedBlobs) HasBlob(name string) (bool, error) {
 // disk.
 func openStore(data string, readOnly bool) (*logpebble.Store, error) {
 	if shared := sharedStoreOf(data); shared != "" {
-		return nil, fmt.Errorf("the log of data dir %s is not in it: its sidecar serves the shared log in PostgreSQL (%s), which --data does not read; ask any of that log's running sidecars with --log http://ADDR", data, shared)
+		return nil, fmt.Errorf("the log of data dir %s is not in it: its sidecar serves the shared log in PostgreSQL (%s), which --data does not read; ask any of that log's running sidecars with --log http://ADDR", data, logpg.Where(shared))
 	}
 	if _, err := os.Stat(filepath.Join(data, dbDir)); err != nil {
 		return nil, fmt.Errorf("no log in %s (looked for %s)", data, filepath.Join(data, dbDir))

@@ -61,25 +61,42 @@ type userCut struct {
 func (e *userCut) Error() string { return e.text }
 func (e *userCut) Unwrap() error { return e.err }
 
+// Where names the database of the connection string dsn as the store's
+// messages do, for a caller's own: postgres://host:port/database, without
+// the user and the password (a string that does not parse: as
+// [log.RedactURL] shows it, without a user).
+func Where(dsn string) string {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return shownDSN(dsn)
+	}
+	return where(cfg)
+}
+
 // where names the database for messages: host, port and database, without
 // the user and the password.
 func where(cfg *pgconn.Config) string {
 	return fmt.Sprintf("postgres://%s:%d/%s", cfg.Host, cfg.Port, cfg.Database)
 }
 
+// shownDSN is dsn as [log.RedactURL] shows a URL, without a user.
+func shownDSN(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		u.User = nil
+		dsn = u.String()
+	}
+	return log.RedactURL(dsn)
+}
+
 // parseFailure is the error of a connection string that does not parse:
 // pgx's, which shows the string without its password, shown without the
-// user name too, as [log.RedactURL] shows a URL.
+// user name too (shownDSN).
 func parseFailure(dsn string, err error) error {
 	var pe *pgconn.ParseConfigError
 	if !errors.As(err, &pe) {
 		return err
 	}
-	if u, uerr := url.Parse(dsn); uerr == nil && u.User != nil {
-		u.User = nil
-		dsn = u.String()
-	}
 	c := *pe
-	c.ConnString = log.RedactURL(dsn)
+	c.ConnString = shownDSN(dsn)
 	return &c
 }
