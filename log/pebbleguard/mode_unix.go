@@ -9,12 +9,16 @@ import (
 )
 
 // private makes f readable and writable by its owner alone (0600)
-// through its descriptor; a file without one (an in-memory file system's)
-// is left as it is.
+// through its descriptor. A file without one (an in-memory file system's)
+// is left as it is, and so is one another user owns (EPERM): a store
+// shared through a group on purpose keeps working as it did.
 func private(f vfs.File) error {
 	fd := f.Fd()
 	if fd == vfs.InvalidFd {
 		return nil
 	}
-	return syscall.Fchmod(int(fd), fileMode)
+	if err := syscall.Fchmod(int(fd), fileMode); err != nil && err != syscall.EPERM {
+		return err
+	}
+	return nil
 }
