@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"testing"
@@ -86,5 +87,45 @@ func TestBlobSetPurgeSharedStore(t *testing.T) {
 	failed.purge(p1)
 	if ok, err := base.Has(blobs.Sum(data)); !ok || err != nil {
 		t.Fatalf("the blob the second sidecar's entry names was deleted by the first's cleanup (has %v, %v)", ok, err)
+	}
+}
+
+// TestBlobSetNamedAfterPurge: on a shared log a call through sidecar B
+// holds blob X and its entry (index 4) is in; then sidecar A's erasure
+// writes its purge entry (5, naming X) and deletes X; then B's check that
+// X is still there runs. X must stay gone: the purge entry is newer than
+// every entry naming X, and audit reports X still there as a purge that
+// did not finish (an erasure the log says was done, and was not). B
+// stored it again. When the purge entry is older than B's entry (3), B's
+// entry keeps X, and X is stored again as before.
+func TestBlobSetNamedAfterPurge(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		purgeEntry uint64
+		want       bool
+	}{{5, false}, {3, true}} {
+		base, err := blobs.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := blobs.New(sharedBackend{base})
+		data := bytes.Repeat([]byte("an erased payload "), 100)
+		sum := blobs.Sum(data)
+		// The log as B's sidecar reads it: the purge entry names sum.
+		named := func(_ context.Context, s string, entry uint64) (bool, error) {
+			return s != sum || tc.purgeEntry < entry, nil
+		}
+		p := &Proxy{opts: Options{Blobs: st, BlobNamed: named}, logger: quiet}
+		var kept blobSet
+		if err := kept.put(st, data); err != nil {
+			t.Fatal(err)
+		}
+		if err := base.Purge(sum); err != nil { // A's purge, after its entry
+			t.Fatal(err)
+		}
+		kept.named(p, 4) // B's entry 4 names the blob
+		if ok, err := base.Has(sum); ok != tc.want || err != nil {
+			t.Errorf("purge entry %d, B's entry 4: the blob is there: %v (%v), want %v", tc.purgeEntry, ok, err, tc.want)
+		}
 	}
 }
