@@ -83,7 +83,7 @@ func TestBlobSetPurgeSharedStore(t *testing.T) {
 	if err := kept.put(st2, data); err != nil {
 		t.Fatal(err)
 	}
-	kept.named(p2) // its entry is in the log
+	kept.named(p2, 0) // its entry is in the log
 	failed.purge(p1)
 	if ok, err := base.Has(blobs.Sum(data)); !ok || err != nil {
 		t.Fatalf("the blob the second sidecar's entry names was deleted by the first's cleanup (has %v, %v)", ok, err)

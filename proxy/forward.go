@@ -500,7 +500,7 @@ func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, 
 		if err != nil {
 			return readResult{}, rpcError(jsonrpc.CodeInternalError, "provlog: the %s was made but could not be recorded, so its result is withheld: %v", e.Kind, err)
 		}
-		bs.named(d.p) // an entry names them now
+		bs.named(d.p, res.receipt.Index) // an entry names them now
 		if last {
 			return res, nil
 		}

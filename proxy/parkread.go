@@ -122,7 +122,7 @@ func (d *downstream) awaitReadRound(ctx context.Context, pc *parkedCall, e log.R
 		raw, err := readResultAsSent(e.Kind, result)
 		if err == nil {
 			if res, err = p.recordRead(ctx, &e, raw, nil); err == nil {
-				bs.named(d.p) // an entry names them now
+				bs.named(d.p, res.receipt.Index) // an entry names them now
 				return res.receipt.Index, nil
 			}
 		}
@@ -158,7 +158,7 @@ func (d *downstream) readOutcome(ctx context.Context, pc *parkedCall, e *log.Rea
 	if err != nil {
 		return readResult{}, rpcError(jsonrpc.CodeInternalError, "provlog: the %s was made but could not be recorded, so its result is withheld: %v", e.Kind, err)
 	}
-	bs.named(d.p) // an entry names them now
+	bs.named(d.p, res.receipt.Index) // an entry names them now
 	return res, nil
 }
 

@@ -87,6 +87,15 @@ type Options struct {
 	// for an entry. If nil, such arguments are kept as their hash only, and
 	// retain: full is refused.
 	Blobs BlobStore
+	// BlobNamed says whether blob sum, which the entry at index entry
+	// names, is named still: no purge entry after that entry names it.
+	// On a store other sidecars share, a blob an entry names that is found
+	// gone once the entry is in is stored again only if so: a purge
+	// through another sidecar that deleted it after the entry was in
+	// stands. If nil, or if it fails, the blob is stored again (a purge
+	// left unfinished is one audit names and a rerun ends; a payload lost
+	// is lost).
+	BlobNamed func(ctx context.Context, sum string, entry uint64) (bool, error)
 	// Actor names who is calling. If nil, the actor is the one the bearer
 	// token was mapped to by HTTPHandler's authorize (the request's
 	// TokenInfo.UserID), and a request without one is refused.

@@ -193,7 +193,7 @@ func (p *Proxy) recordCall(ctx context.Context, c *call) error {
 		r, err = p.append(ctx, nil, log.KindCall, b)
 		if err == nil {
 			c.index, c.entry = r.Index, b
-			bs.named(p)
+			bs.named(p, r.Index)
 		}
 	}
 	if err != nil {
@@ -312,7 +312,7 @@ func (p *Proxy) recordResult(ctx context.Context, d *downstream, c *call) (_ *lo
 		bs.purge(p)
 		return nil, nil, err
 	}
-	bs.named(p)
+	bs.named(p, r.Index)
 	return r, unkept, nil
 }
 
@@ -369,10 +369,12 @@ func (s *blobSet) put(store BlobStore, b []byte) error {
 	return nil
 }
 
-// named ends the holds of an entry now in the log, first storing again
+// named ends the holds of entry, now in the log, first storing again
 // any blob it names that a purge through another sidecar deleted
-// meanwhile: the entry, newer than that purge's entry, keeps it.
-func (s *blobSet) named(p *Proxy) {
+// meanwhile, unless that purge's entry is newer than entry
+// (Options.BlobNamed): an entry newer than the purge's keeps the blob,
+// an older one does not.
+func (s *blobSet) named(p *Proxy, entry uint64) {
 	if sh, ok := p.opts.Blobs.(blobSharer); !ok || !sh.Shared() {
 		s.done() // no other process deletes this store's blobs
 		return
@@ -385,6 +387,13 @@ func (s *blobSet) named(p *Proxy) {
 			}
 		} else if _, err := p.opts.Blobs.Get(sum); err == nil {
 			continue
+		}
+		if p.opts.BlobNamed != nil {
+			if still, err := p.opts.BlobNamed(context.Background(), sum, entry); err != nil {
+				p.logger.Error("proxy: a blob an entry names was purged meanwhile, and whether a purge entry newer than the entry names it could not be read; stored again (provlog audit names it if the purge is to be run again)", "blob", sum, "entry", entry, "error", err)
+			} else if !still {
+				continue // a purge after the entry deleted it: its entry says so
+			}
 		}
 		if _, err := p.opts.Blobs.Put(b); err != nil {
 			p.logger.Error("proxy: a blob an entry names was purged meanwhile, and storing it again failed", "blob", sum, "error", err)

@@ -316,12 +316,13 @@ func keepNamedSince(ctx context.Context, store log.Storage, size uint64, busy ma
 	return slices.DeleteFunc(list, keep), slices.DeleteFunc(again, keep), nil
 }
 
-// namedSince returns the blobs the entries from index from on name, up
-// to the store's size now: on a shared log the newest any writer
-// committed (log.SharedStorage.Latest, read from the store: the handle's
-// own State may not have heard of another sidecar's last commit yet),
-// which holds the other sidecars' entries this one's sequencer has not
-// seen.
+// namedSince returns the blobs the entries from index from on name and
+// no purge entry after the last of them names, up to the store's size
+// now: on a shared log the newest any writer committed
+// (log.SharedStorage.Latest, read from the store: the handle's own State
+// may not have heard of another sidecar's last commit yet), which holds
+// the other sidecars' entries this one's sequencer has not seen. A blob
+// it leaves out that is gone stays gone: a purge entry says so.
 func namedSince(ctx context.Context, store log.Storage, from uint64) (map[string]bool, error) {
 	var st log.State
 	var err error
@@ -340,9 +341,19 @@ func namedSince(ctx context.Context, store log.Storage, from uint64) (map[string
 			return nil, err
 		}
 		for _, b := range es {
-			if e, err := log.ParseEntry(b); err == nil {
-				for _, h := range blobs.Refs(e) {
-					named[h] = true
+			e, err := log.ParseEntry(b)
+			if err != nil {
+				continue
+			}
+			for _, h := range blobs.Refs(e) {
+				named[h] = true
+			}
+			if e.Kind != blobs.KindPurge {
+				continue
+			}
+			if pe, err := blobs.ParsePurge(e); err == nil {
+				for _, h := range pe.Blobs {
+					delete(named, h)
 				}
 			}
 		}

@@ -336,3 +336,12 @@ func (s *sidecar) saveAges(ctx context.Context) {
 		s.logger.Warn("the retention index was not saved; the next start reads the whole log for it", "err", err)
 	}
 }
+
+// blobNamed says whether blob sum, which the entry at index entry names,
+// is named still: no purge entry after it names it (namedSince, the look
+// a purge's restore takes too). The proxy asks it of a blob found gone
+// once an entry naming it is in (proxy.Options.BlobNamed).
+func (sc *sidecar) blobNamed(ctx context.Context, sum string, entry uint64) (bool, error) {
+	named, err := namedSince(ctx, sc.store, entry)
+	return named[sum], err
+}

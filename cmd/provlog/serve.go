@@ -458,6 +458,7 @@ func (sc *sidecar) startProxy(ctx context.Context, stdio bool) error {
 		ReservedTools:           append(slices.Clone(oppmcp.Names), recordReplayTool),
 		Log:                     sc.seq,
 		Blobs:                   sc.blobs,
+		BlobNamed:               sc.blobNamed,
 		Actor:                   actor,
 		Status:                  sc.status,
 		Prove:                   sc.prove,
