@@ -195,3 +195,57 @@ func retentionRestoresNamed(t *testing.T) {
 		t.Errorf("blob %s, which B's entry %d (after purge entry %d) names, is gone (%v)", blob[:12], late, res.Entries[0], err)
 	}
 }
+
+// TestSharedPurgeRestoresNotErased: the purge's restore (deleteBlobs)
+// stores again a blob an entry after its purge entry names, unless a
+// later purge entry names it too. Sidecar A's retention deletes blob X
+// (purge entry j); before A looks at the entries since j, B commits a
+// call naming X, and then an erasure through B records X (purge entry
+// k). X must stay gone: k is newer than every entry naming it. A's
+// restore stored it again, and audit said the erasure did not finish.
+func TestSharedPurgeRestoresNotErased(t *testing.T) {
+	a, b := sharedPair(t, newGatedPrompt(t).url)
+	ctx := context.Background()
+	payload := []byte(strings.Repeat("an erased payload ", 100))
+	blob, err := a.blobs.Put(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(at time.Time) []byte {
+		e, _ := (&log.Entry{Kind: log.KindCall, Time: at, Actor: "alice", Fields: map[string]any{
+			"server": "s", "tool": "t", "args_sha256": blob, "started": at.Format(log.TimeFormat)}}).Marshal()
+		return e
+	}
+	if _, err := a.seq.Append(ctx, call(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))); err != nil {
+		t.Fatal(err)
+	}
+	var erased uint64
+	hooked := blobs.New(&afterDeletes{Store: a.blobs, n: 1, hook: func() {
+		if _, err := b.seq.Append(ctx, call(time.Now())); err != nil {
+			t.Error(err)
+			return
+		}
+		pe, err := (&blobs.PurgeEntry{Time: time.Now(), Actor: "op", Reason: "erasure request", Criteria: blobs.PurgeCriteria{Blobs: []string{blob}}, Blobs: []string{blob}}).Marshal()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		rc, err := b.seq.Append(ctx, pe)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		erased = uint64(rc.Index)
+	}})
+	res, err := purge(ctx, a.seq, a.store, hooked, &ageIndex{}, purgeActor, purgeRequest{
+		Before: time.Now().UTC().Format(time.RFC3339Nano), Reason: "retention: test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Blobs, blob) || erased <= res.Entries[0] {
+		t.Fatalf("retention purged %v (entries %v), the erasure is entry %d", res.Blobs, res.Entries, erased)
+	}
+	if ok, err := b.blobs.Has(blob); ok || err != nil {
+		t.Errorf("blob %s, erased by purge entry %d after every entry naming it, is in the store (%v)", blob[:12], erased, err)
+	}
+}
