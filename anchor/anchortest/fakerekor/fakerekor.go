@@ -26,6 +26,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -57,6 +58,7 @@ const (
 	OtherSize         // signs the checkpoint with the proof's root but a tree size one larger than the proof's
 	OtherOrigin       // signs the checkpoint under the origin of another tree than the entry's UUID names
 	Rollback          // forgets its tree and logs the entry into a new one: its sizes come again with other roots (a fork)
+	Fork              // puts other leaves in place of every one it holds, then logs the entry: its tree grows, but does not extend the one it showed before (a fork)
 )
 
 // Rekor is the fake, on a loopback HTTP server.
@@ -131,6 +133,8 @@ func (r *Rekor) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.Write(r.PublicKeyPEM())
 	case req.Method == http.MethodPost && req.URL.Path == "/api/v1/log/entries":
 		r.create(w, req)
+	case req.Method == http.MethodGet && req.URL.Path == "/api/v1/log/proof":
+		r.proof(w, req)
 	default:
 		writeError(w, http.StatusNotFound, "not found")
 	}
@@ -189,9 +193,18 @@ func (r *Rekor) create(w http.ResponseWriter, req *http.Request) {
 	if fault == OtherLogKey {
 		signer = r.otherKey
 	}
-	if fault == Rollback {
+	switch fault {
+	case Rollback:
 		r.mu.Lock()
 		r.tree = testonly.New(rfc6962.DefaultHasher)
+		r.mu.Unlock()
+	case Fork:
+		r.mu.Lock()
+		forged := testonly.New(rfc6962.DefaultHasher)
+		for i := range r.tree.Size() {
+			forged.AppendData(fmt.Appendf(nil, "forged leaf %d", i))
+		}
+		r.tree = forged
 		r.mu.Unlock()
 	}
 	at := time.Now()
@@ -341,6 +354,43 @@ func (r *Rekor) resign(ctx context.Context, p *models.InclusionProof, extra uint
 	cps := string(cp)
 	p.Checkpoint = &cps
 	return nil
+}
+
+// proof answers GET /api/v1/log/proof as rekor-server does: Rekor's
+// consistency proof from firstSize (default 1) to lastSize of the tree it
+// holds now, with that tree's root hash, each hex. A treeID other than
+// its own is refused.
+func (r *Rekor) proof(w http.ResponseWriter, req *http.Request) {
+	q := req.URL.Query()
+	first, last := int64(1), int64(-1)
+	if s := q.Get("firstSize"); s != "" {
+		first, _ = strconv.ParseInt(s, 10, 64)
+	}
+	if s := q.Get("lastSize"); s != "" {
+		last, _ = strconv.ParseInt(s, 10, 64)
+	}
+	if id := q.Get("treeID"); id != "" && id != strconv.FormatInt(r.treeID, 10) {
+		writeError(w, http.StatusBadRequest, "invalid tree ID specified: "+id)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if first < 1 || last < first || uint64(last) > r.tree.Size() {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("bad sizes %d, %d (tree size %d)", first, last, r.tree.Size()))
+		return
+	}
+	hashes, err := r.tree.ConsistencyProof(uint64(first), uint64(last))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	hexHashes := []string{}
+	for _, h := range hashes {
+		hexHashes = append(hexHashes, hex.EncodeToString(h))
+	}
+	root := hex.EncodeToString(r.tree.Hash())
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(models.ConsistencyProof{RootHash: &root, Hashes: hexHashes})
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
