@@ -72,6 +72,11 @@ type AuditReport struct {
 	// appending its entry, and appends it when it starts again. (An older
 	// record without its entry is a problem.)
 	Unlogged []string
+	// RekorUnlinked names the records whose Rekor entry keeps no
+	// consistency proof from the Rekor checkpoint of the record before,
+	// which holds one of the same tree: made before records kept it.
+	// Only checkpoints of one size are compared for them.
+	RekorUnlinked []string
 	// Problems are what failed; a record's are named "NAME: part".
 	Problems []log.Problem
 }
@@ -138,43 +143,20 @@ func AuditAll(ctx context.Context, dir string, opts AuditOptions) (*AuditReport,
 	return rep, nil
 }
 
-// rekorForks compares the Rekor checkpoints of the records whose entries
-// verified: two of one Rekor key and origin and one tree size with
-// different roots show that Rekor presented two histories, which no
-// record alone shows. Each such pair is a problem of the later record.
+// rekorForks runs the [rekorHistory] of the records whose entries
+// verified; each problem fails the later record.
 func rekorForks(checked []*audited, rep *AuditReport) {
-	type seen struct {
-		root []byte
-		rec  string
-	}
-	first := map[string]seen{}
+	var h rekorHistory
 	for _, a := range checked {
 		if a.v == nil {
 			continue
 		}
-		for i, tl := range a.st.Record.Tlogs {
-			if tl.RekorV1 == nil {
-				continue
-			}
-			cp, err := tl.RekorV1.Checkpoint()
-			if err != nil {
-				continue // Verify passed, so it parses
-			}
-			key := fmt.Sprintf("%s\n%s\n%d", tl.RekorV1.LogID, cp.Origin, cp.Size)
-			s, ok := first[key]
-			if !ok {
-				first[key] = seen{cp.Root, a.st.Name}
-				continue
-			}
-			if !bytes.Equal(s.root, cp.Root) {
-				a.ok = false
-				rep.Problems = append(rep.Problems, log.Problem{
-					Part: fmt.Sprintf("%s: %s %d (%s)", a.st.Name, tl.Kind, i, tl.RekorV1.URL),
-					Msg: fmt.Sprintf("Rekor fork: its checkpoint of %q at tree size %d has root %x, the one record %s carries has root %x",
-						log.Printable(cp.Origin), cp.Size, cp.Root, s.rec, s.root)})
-			}
+		if probs := h.add(a.st.Name, a.st.Record); len(probs) > 0 {
+			a.ok = false
+			rep.Problems = append(rep.Problems, probs...)
 		}
 	}
+	rep.RekorUnlinked = h.unlinked
 }
 
 // audited is a record as [AuditAll] found it: ok if it passed every

@@ -16,6 +16,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/provlog/provlog/anchor/rekor"
@@ -76,7 +79,7 @@ func (c *RekorClient) Upload(ctx context.Context, digest []byte) (*rekor.Entry, 
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.post(ctx, body)
+	resp, err := c.do(ctx, http.MethodPost, "", body, http.StatusCreated)
 	if err != nil {
 		return nil, fmt.Errorf("creating Rekor entry: %w", err)
 	}
@@ -128,21 +131,26 @@ func parseCreated(b []byte) (*rekor.Entry, error) {
 	return e, nil
 }
 
-// post sends a proposed entry and returns the body of a 201 answer.
-func (c *RekorClient) post(ctx context.Context, body []byte) ([]byte, error) {
+// do sends a request, a proposed entry (POST, u empty: the entries' URL)
+// or a GET of u, and returns the body of an answer of status want.
+func (c *RekorClient) do(ctx context.Context, method, u string, body []byte, want int) ([]byte, error) {
 	hc := c.HTTPClient
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	url, err := log.JoinURL(c.URL, "api/v1/log/entries")
+	if u == "" {
+		var err error
+		if u, err = log.JoinURL(c.URL, "api/v1/log/entries"); err != nil {
+			return nil, err
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "provlog")
 	resp, err := hc.Do(req)
@@ -154,11 +162,85 @@ func (c *RekorClient) post(ctx context.Context, body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading Rekor's answer: %w", err)
 	}
-	if resp.StatusCode != http.StatusCreated {
+	if resp.StatusCode != want {
 		return nil, fmt.Errorf("Rekor answered %s: %s", resp.Status, snippet(b, c.URL))
 	}
 	if len(b) > MaxRekorResponse {
 		return nil, fmt.Errorf("Rekor's answer is over %d bytes", MaxRekorResponse)
 	}
 	return b, nil
+}
+
+// Link keeps in e, an entry Upload just returned for digest, Rekor's
+// consistency proof from the checkpoint of prev (the entry of this Rekor
+// in the record before, nil if there is none) to e's, and checks e again
+// with it ([rekor.Entry.Check]). A prev of another tree (Rekor started a
+// new shard) has nothing to link. A proof that does not verify shows
+// that Rekor presented two histories: the error says "Rekor fork", and e
+// must not be kept.
+func (c *RekorClient) Link(ctx context.Context, e, prev *rekor.Entry, digest []byte) error {
+	if prev == nil {
+		return nil
+	}
+	old, err := prev.Checkpoint()
+	if err != nil {
+		return fmt.Errorf("the Rekor checkpoint of the record before: %w", err)
+	}
+	cur, err := e.Checkpoint()
+	if err != nil || old.Origin != cur.Origin || prev.LogID != e.LogID {
+		return err
+	}
+	link := &rekor.Consistency{Checkpoint: old.Note, Proof: [][]byte{}}
+	if old.Size < cur.Size {
+		// Equal sizes need no proof; a smaller size now fails the check.
+		if link.Proof, err = c.proof(ctx, cur.Origin, old.Size, cur.Size); err != nil {
+			return fmt.Errorf("fetching Rekor's consistency proof from size %d to %d: %w", old.Size, cur.Size, err)
+		}
+	}
+	e.Consistency = link
+	if err := e.Check(ctx, digest, &c.Signer.PublicKey, []crypto.PublicKey{c.PublicKey}); err != nil {
+		e.Consistency = nil
+		return fmt.Errorf("Rekor entry refused: %w", err)
+	}
+	return nil
+}
+
+// proof gets Rekor's consistency proof from size first to last of the
+// tree origin ("HOST - TREEID") names: GET /api/v1/log/proof, as Rekor's
+// own client (pkg/client/tlog GetLogProof) asks for it.
+func (c *RekorClient) proof(ctx context.Context, origin string, first, last uint64) ([][]byte, error) {
+	_, tree, _ := strings.Cut(origin, " - ")
+	q := url.Values{"firstSize": {strconv.FormatUint(first, 10)}, "lastSize": {strconv.FormatUint(last, 10)}, "treeID": {tree}}
+	u, err := log.JoinURL(c.URL, "api/v1/log/proof?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.do(ctx, http.MethodGet, u, nil, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	return parseProof(b)
+}
+
+// parseProof reads Rekor's models.ConsistencyProof: its hashes, hex. Its
+// root hash is left: it is Rekor's latest, which may be of a larger tree
+// than asked for; the proof is checked against the signed checkpoints.
+func parseProof(b []byte) ([][]byte, error) {
+	var p struct {
+		Hashes []string `json:"hashes"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("Rekor's answer does not parse: %w", err)
+	}
+	if len(p.Hashes) > 64 {
+		return nil, fmt.Errorf("Rekor's proof has %d hashes, over 64", len(p.Hashes))
+	}
+	out := make([][]byte, len(p.Hashes))
+	for i, h := range p.Hashes {
+		var err error
+		if out[i], err = hex.DecodeString(h); err != nil || len(out[i]) != sha256.Size {
+			return nil, fmt.Errorf("Rekor's proof hash %d is not a hex SHA-256", i)
+		}
+	}
+	return out, nil
 }

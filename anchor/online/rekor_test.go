@@ -1,6 +1,9 @@
 package online
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // FuzzParseCreated: Rekor's answer is untrusted until Check accepts it;
 // reading it must never panic, and what it keeps of the entry is the
@@ -18,6 +21,28 @@ func FuzzParseCreated(f *testing.F) {
 		}
 		if len(e.Entry) == 0 || len(e.Entry) > len(b) {
 			t.Fatalf("entry of %d bytes from an answer of %d", len(e.Entry), len(b))
+		}
+	})
+}
+
+// FuzzParseProof: Rekor's consistency proof is untrusted until the check
+// of the entry it links accepts it; reading it must never panic, and
+// every hash it keeps is a SHA-256.
+func FuzzParseProof(f *testing.F) {
+	f.Add([]byte(`{"rootHash":"00","hashes":["` + strings.Repeat("ab", 32) + `"]}`))
+	f.Add([]byte(`{"hashes":[]}`))
+	f.Add([]byte(`{"hashes":["zz"]}`))
+	f.Add([]byte(`{"hashes":null}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := parseProof(b)
+		if err != nil {
+			return
+		}
+		for i, h := range p {
+			if len(h) != 32 {
+				t.Fatalf("hash %d of %d bytes", i, len(h))
+			}
 		}
 	})
 }

@@ -176,6 +176,20 @@ func (a *authority) answeredIn(rec *anchor.Record) bool {
 	return slices.ContainsFunc(rec.Tlogs, func(t *anchor.Tlog) bool { return t.RekorV1 != nil && t.RekorV1.URL == a.url })
 }
 
+// entryIn returns a's entry in the stored record st, if a is a Rekor and
+// st holds its entry.
+func (a *authority) entryIn(st *anchor.Stored) *rekor.Entry {
+	if a.rekor == nil || st == nil {
+		return nil
+	}
+	for _, t := range st.Record.Tlogs {
+		if t.RekorV1 != nil && t.RekorV1.URL == a.url {
+			return t.RekorV1
+		}
+	}
+	return nil
+}
+
 // findEntry returns the index of the anchor entry of st, or -1 if the log
 // does not hold it: it scans the entries after the anchored size, where it
 // must be, for one naming st's SHA-256. An entry naming st's file with
@@ -467,8 +481,14 @@ type answer struct {
 
 // ask asks every authority at once, each within the timeout, to anchor
 // digest, and returns their answers in order.
+//
+// A Rekor's entry is linked to its entry in the newest record (see
+// [RekorClient.Link]): one that shows Rekor forked is refused.
 func (r *Runner) ask(ctx context.Context, auths []*authority, digest []byte) []answer {
 	answers := make([]answer, len(auths))
+	r.mu.Lock()
+	last := r.last
+	r.mu.Unlock()
 	var wg sync.WaitGroup
 	for i, a := range auths {
 		wg.Go(func() {
@@ -476,9 +496,16 @@ func (r *Runner) ask(ctx context.Context, auths []*authority, digest []byte) []a
 			defer cancel()
 			if a.tsa != nil {
 				answers[i].tok, answers[i].err = a.tsa.Timestamp(actx, digest)
-			} else {
-				answers[i].ent, answers[i].err = a.rekor.Upload(actx, digest)
+				return
 			}
+			e, err := a.rekor.Upload(actx, digest)
+			if err == nil {
+				err = a.rekor.Link(actx, e, a.entryIn(last), digest)
+			}
+			if err != nil {
+				e = nil
+			}
+			answers[i].ent, answers[i].err = e, err
 		})
 	}
 	wg.Wait()

@@ -20,7 +20,10 @@
 //     signature by that key over the digest verifies; so the entry binds
 //     this digest to this key, not merely some digest to some key;
 //   - its UUID ends in the leaf hash of its body, and the log index,
-//     integrated time and log ID stored beside it agree with it.
+//     integrated time and log ID stored beside it agree with it;
+//   - its [Consistency], when it keeps one, leads from an earlier
+//     checkpoint of its tree, signed by that key, to its own: else Rekor
+//     showed two histories, and the error says "Rekor fork".
 //
 // Rekor v1's public instance shards its log; the SET covers the global
 // log index while the inclusion proof uses the index within the shard, and
@@ -63,6 +66,21 @@ type Entry struct {
 	// integrated time, log ID and index, SET, and the inclusion proof with
 	// Rekor's signed checkpoint.
 	Entry json.RawMessage `json:"entry"`
+	// Consistency, when the record before held an entry of the same
+	// Rekor tree, proves this entry's Rekor checkpoint consistent with
+	// that entry's. Records made before provlog kept it have none.
+	Consistency *Consistency `json:"consistency,omitempty"`
+}
+
+// Consistency is Rekor's RFC 6962 consistency proof (GET
+// /api/v1/log/proof) from an earlier signed Rekor checkpoint to the one
+// an entry's inclusion proof comes with.
+type Consistency struct {
+	// Checkpoint is the earlier signed Rekor checkpoint note, as the
+	// earlier entry holds it.
+	Checkpoint string `json:"checkpoint"`
+	// Proof is the proof's hashes (base64 in JSON; Rekor gives them hex).
+	Proof [][]byte `json:"proof"`
 }
 
 // Time returns the entry's integrated time.
@@ -97,6 +115,9 @@ func (e *Entry) Check(ctx context.Context, digest []byte, anchorKey crypto.Publi
 	}
 	if err := checkCheckpoint(&le, rekorKey, e.UUID); err != nil {
 		return fmt.Errorf("Rekor checkpoint does not verify: %w", err)
+	}
+	if err := e.Consistency.check(&le, rekorKey); err != nil {
+		return err
 	}
 	if err := checkSET(&le, rekorKey); err != nil {
 		return fmt.Errorf("signed entry timestamp (SET) does not verify: %w", err)

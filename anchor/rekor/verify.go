@@ -70,6 +70,8 @@ type Checkpoint struct {
 	Origin string
 	Size   uint64
 	Root   []byte
+	// Note is the signed note, as the entry holds it.
+	Note string
 }
 
 // parseCheckpoint reads the body of a Rekor checkpoint note.
@@ -97,39 +99,13 @@ func parseCheckpoint(text string) (Checkpoint, error) {
 // whose tree size and root are the proof's.
 func checkCheckpoint(le *logEntry, key crypto.PublicKey, uuid string) error {
 	p := le.Verification.InclusionProof
-	text, sigs, err := splitNote(*p.Checkpoint)
+	cp, treeID, err := openCheckpoint(*p.Checkpoint, key)
 	if err != nil {
 		return err
-	}
-	cp, err := parseCheckpoint(text)
-	if err != nil {
-		return err
-	}
-	host, tree, ok := strings.Cut(cp.Origin, " - ")
-	treeID, terr := strconv.ParseUint(tree, 10, 63)
-	if !ok || host == "" || terr != nil {
-		return fmt.Errorf("checkpoint origin %q is not \"HOST - TREEID\"", log.Printable(cp.Origin))
 	}
 	if len(uuid) == 80 {
 		if id, err := strconv.ParseUint(uuid[:16], 16, 64); err != nil || id != treeID {
 			return fmt.Errorf("checkpoint origin %q is not of tree %s, which the entry's UUID names", log.Printable(cp.Origin), uuid[:16])
-		}
-	}
-	der, err := x509.MarshalPKIXPublicKey(key)
-	if err != nil {
-		return err
-	}
-	h := sha256.Sum256(der)
-	hint := binary.BigEndian.Uint32(h[:4])
-	for _, s := range sigs {
-		if s.hint != hint {
-			return fmt.Errorf("checkpoint signed by %s with key hint %08x, not the Rekor key's %08x", s.name, s.hint, hint)
-		}
-		if s.name != host {
-			return fmt.Errorf("checkpoint signed under the name %s, not its origin's host %s", log.Printable(s.name), log.Printable(host))
-		}
-		if err := verifySignature(key, []byte(text), s.sig); err != nil {
-			return fmt.Errorf("checkpoint signature: %w", err)
 		}
 	}
 	// Rekor's own VerifyCheckpointSignature compares the roots only; the
@@ -140,6 +116,78 @@ func checkCheckpoint(le *logEntry, key crypto.PublicKey, uuid string) error {
 	}
 	if want, err := hex.DecodeString(*p.RootHash); err != nil || !bytes.Equal(want, cp.Root) {
 		return fmt.Errorf("proof root hash %s is not the signed checkpoint's %x", *p.RootHash, cp.Root)
+	}
+	return nil
+}
+
+// openCheckpoint verifies a signed Rekor checkpoint note: every signature
+// is by key (its 4-byte hint is the first four bytes of the SHA-256 of
+// key's PKIX DER) under the name of the origin's host, and verifies; the
+// origin is "HOST - TREEID". It returns the checkpoint and the tree ID.
+func openCheckpoint(n string, key crypto.PublicKey) (Checkpoint, uint64, error) {
+	text, sigs, err := splitNote(n)
+	if err != nil {
+		return Checkpoint{}, 0, err
+	}
+	cp, err := parseCheckpoint(text)
+	if err != nil {
+		return Checkpoint{}, 0, err
+	}
+	host, tree, ok := strings.Cut(cp.Origin, " - ")
+	treeID, terr := strconv.ParseUint(tree, 10, 63)
+	if !ok || host == "" || terr != nil {
+		return Checkpoint{}, 0, fmt.Errorf("checkpoint origin %q is not \"HOST - TREEID\"", log.Printable(cp.Origin))
+	}
+	der, err := x509.MarshalPKIXPublicKey(key)
+	if err != nil {
+		return Checkpoint{}, 0, err
+	}
+	h := sha256.Sum256(der)
+	hint := binary.BigEndian.Uint32(h[:4])
+	for _, s := range sigs {
+		if s.hint != hint {
+			return Checkpoint{}, 0, fmt.Errorf("checkpoint signed by %s with key hint %08x, not the Rekor key's %08x", s.name, s.hint, hint)
+		}
+		if s.name != host {
+			return Checkpoint{}, 0, fmt.Errorf("checkpoint signed under the name %s, not its origin's host %s", log.Printable(s.name), log.Printable(host))
+		}
+		if err := verifySignature(key, []byte(text), s.sig); err != nil {
+			return Checkpoint{}, 0, fmt.Errorf("checkpoint signature: %w", err)
+		}
+	}
+	return cp, treeID, nil
+}
+
+// check verifies c, an entry's consistency proof (nil: none to check),
+// for the entry le, whose own checkpoint checkCheckpoint verified: the
+// earlier checkpoint is signed by key, is of the same origin and no
+// larger, and the proof leads from it to le's. A proof that fails shows
+// that Rekor presented two histories: the error says "Rekor fork".
+func (c *Consistency) check(le *logEntry, key crypto.PublicKey) error {
+	if c == nil {
+		return nil
+	}
+	cur, _, err := openCheckpoint(*le.Verification.InclusionProof.Checkpoint, key)
+	if err != nil {
+		return err
+	}
+	old, _, err := openCheckpoint(c.Checkpoint, key)
+	if err != nil {
+		return fmt.Errorf("the earlier Rekor checkpoint of its consistency proof does not verify: %w", err)
+	}
+	if old.Origin != cur.Origin {
+		return fmt.Errorf("its consistency proof starts from a checkpoint of %q, not of its own tree %q", log.Printable(old.Origin), log.Printable(cur.Origin))
+	}
+	if old.Size > cur.Size {
+		return fmt.Errorf("Rekor fork: its checkpoint of %q has tree size %d, below the earlier one's %d (Rekor's tree shrank)", log.Printable(cur.Origin), cur.Size, old.Size)
+	}
+	if old.Size == cur.Size && !bytes.Equal(old.Root, cur.Root) {
+		return fmt.Errorf("Rekor fork: its checkpoint of %q at tree size %d has root %x, the earlier one of that size root %x",
+			log.Printable(cur.Origin), cur.Size, cur.Root, old.Root)
+	}
+	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, old.Size, cur.Size, c.Proof, old.Root, cur.Root); err != nil {
+		return fmt.Errorf("Rekor fork: its checkpoint of %q at tree size %d (root %x) does not extend the earlier one at size %d (root %x): the consistency proof between them does not verify",
+			log.Printable(cur.Origin), cur.Size, cur.Root, old.Size, old.Root)
 	}
 	return nil
 }
@@ -156,11 +204,14 @@ func (e *Entry) Checkpoint() (Checkpoint, error) {
 	if _, err := checkShape(&le); err != nil {
 		return Checkpoint{}, err
 	}
-	text, _, err := splitNote(*le.Verification.InclusionProof.Checkpoint)
+	n := *le.Verification.InclusionProof.Checkpoint
+	text, _, err := splitNote(n)
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	return parseCheckpoint(text)
+	cp, err := parseCheckpoint(text)
+	cp.Note = n
+	return cp, err
 }
 
 type noteSig struct {

@@ -1,0 +1,79 @@
+package anchor
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/provlog/provlog/log"
+)
+
+// rekorHistory compares the Rekor checkpoints of records, added in the
+// order they were made (by anchored size), with each other: what no
+// record alone shows. Each record's Rekor entries are checked on their
+// own by [Verify], their consistency proofs from the record before
+// included; here, two checkpoints of one Rekor key and origin and one
+// tree size with different roots show that Rekor presented two
+// histories, and an entry's consistency proof must start from the
+// checkpoint of that Rekor's entry in the record before. The audit, a
+// bundle's check and an evidence's check all run it.
+type rekorHistory struct {
+	first map[string]seenRekor // by key, origin and size
+	last  map[string]seenRekor // by key and origin: the newest entry
+	// unlinked names the records whose entry has no consistency proof
+	// though the record before holds an entry of that Rekor tree: made
+	// before records kept Rekor's proof.
+	unlinked []string
+}
+
+type seenRekor struct {
+	root []byte
+	note string
+	size uint64
+	rec  string
+}
+
+// add compares r, stored as name and verified, with the records added
+// before it, and returns what is wrong, each part "NAME: rekor.v1 I (URL)".
+func (h *rekorHistory) add(name string, r *Record) []log.Problem {
+	if h.first == nil {
+		h.first, h.last = map[string]seenRekor{}, map[string]seenRekor{}
+	}
+	var probs []log.Problem
+	linked := true
+	for i, tl := range r.Tlogs {
+		e := tl.RekorV1
+		if e == nil {
+			continue
+		}
+		cp, err := e.Checkpoint()
+		if err != nil {
+			continue // Verify passed, so it parses
+		}
+		part := fmt.Sprintf("%s: %s %d (%s)", name, tl.Kind, i, e.URL)
+		tree := e.LogID + "\n" + cp.Origin
+		if prev, ok := h.last[tree]; ok {
+			switch c := e.Consistency; {
+			case c == nil:
+				linked = false
+			case c.Checkpoint != prev.note:
+				probs = append(probs, log.Problem{Part: part, Msg: fmt.Sprintf("its consistency proof does not start from the Rekor checkpoint (size %d) of record %s, the one before it", prev.size, prev.rec)})
+			}
+		}
+		h.last[tree] = seenRekor{cp.Root, cp.Note, cp.Size, name}
+		key := fmt.Sprintf("%s\n%d", tree, cp.Size)
+		s, ok := h.first[key]
+		if !ok {
+			h.first[key] = seenRekor{cp.Root, cp.Note, cp.Size, name}
+			continue
+		}
+		if !bytes.Equal(s.root, cp.Root) {
+			probs = append(probs, log.Problem{Part: part,
+				Msg: fmt.Sprintf("Rekor fork: its checkpoint of %q at tree size %d has root %x, the one record %s carries has root %x",
+					log.Printable(cp.Origin), cp.Size, cp.Root, s.rec, s.root)})
+		}
+	}
+	if !linked {
+		h.unlinked = append(h.unlinked, name)
+	}
+	return probs
+}
