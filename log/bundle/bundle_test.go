@@ -52,6 +52,7 @@ type fixture struct {
 	anchorKey *ecdsa.PrivateKey
 	anchorCfg *online.Resolved
 	runner    *online.Runner
+	rekor     *fakerekor.Rekor
 }
 
 // fixtureAuth is the auth member of the fixture's OAuth call: a
@@ -113,6 +114,7 @@ func newFixture(t testing.TB, calls int, withAnchor bool) *fixture {
 	if withAnchor {
 		tsa := testtsa.New(t, "TSA")
 		rk := fakerekor.New(t)
+		f.rekor = rk
 		cfg := &online.Config{Interval: time.Minute, Timeout: 5 * time.Second,
 			TSA:   []online.TSAConfig{{URL: tsa.URL, Roots: []string{string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa.PKI.Root.Raw}))}}},
 			Rekor: &online.RekorConfig{URL: rk.URL, PublicKey: string(rk.PublicKeyPEM())}}
