@@ -3,9 +3,11 @@ package anchor
 import (
 	"context"
 	"crypto"
+	"fmt"
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/bundle"
 )
 
@@ -28,6 +30,39 @@ func VerifyBundled(ctx context.Context, record []byte, v note.Verifier, anchorKe
 		return a, err
 	}
 	return a, nil
+}
+
+// NewBundleVerifier returns the check of one bundle's anchor records, a
+// [bundle.VerifyAnchorFunc] to call on them in the order they were made
+// (the bundle's by name): each is [VerifyBundled], then compared with
+// those verified before it as [AuditAll] compares a data dir's (two Rekor
+// checkpoints of one tree and size with different roots are a Rekor
+// fork; an entry's consistency proof starts from the Rekor checkpoint of
+// the record before). A record is compared once, when it first
+// verifies; a later call on it returns what was found then.
+func NewBundleVerifier() bundle.VerifyAnchorFunc {
+	var h rekorHistory
+	found := map[string][]log.Problem{}
+	return func(ctx context.Context, record []byte, v note.Verifier, anchorKey crypto.PublicKey, trust *bundle.Trust) (*bundle.Anchored, error) {
+		a, err := VerifyBundled(ctx, record, v, anchorKey, trust)
+		if err != nil {
+			return a, err
+		}
+		sum := sha256Hex(record)
+		probs, ok := found[sum]
+		if !ok {
+			r, err := ParseRecord(record)
+			if err != nil {
+				return a, err
+			}
+			probs = h.add(fmt.Sprintf("%020d-%s.json", r.Size, sum[:16]), r)
+			found[sum] = probs
+		}
+		if len(probs) > 0 {
+			return a, &log.ProblemsError{What: "anchor record", Problems: probs}
+		}
+		return a, nil
+	}
 }
 
 // ReadBundled returns the size and root an anchor record anchors, for

@@ -194,7 +194,7 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	out := checkOutput{json: *asJSON, stdout: stdout, stderr: stderr}
 	dir := fs.Arg(0)
-	rep, err := bundle.VerifyPinned(ctx, dir, anchor.VerifyBundled, pins)
+	rep, err := bundle.VerifyPinned(ctx, dir, anchor.NewBundleVerifier(), pins)
 	if err != nil {
 		return out.done(nil, err, func(err error) error { return reportProblems(stderr, dir, err) })
 	}
