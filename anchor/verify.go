@@ -57,7 +57,7 @@ func (t *Trust) tsaOptions(url string) (rfc3161.VerifyOptions, error) {
 			return o, nil
 		}
 	}
-	return o, fmt.Errorf("%s is not a trusted TSA: no roots are pinned for its tokens", log.Printable(url))
+	return o, fmt.Errorf("%s is not a trusted TSA: no roots are pinned for it (if it was retired, keep it under anchors.tsa with its roots and retired: true, which verifies its old tokens and asks it for no new ones)", log.Printable(url))
 }
 
 // TrustFromRecord returns the trust a record itself declares: the root

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,12 +32,17 @@ import (
 //	      roots: [digicert-root.pem]
 //	      intermediates: [digicert-ca.pem]   # when its tokens carry only the TSA's certificate
 //	      policy: 2.16.840.1.114412.7.1      # optional: the TSA policy OID its tokens must carry
+//	    - url: https://old-tsa.example/tsr
+//	      roots: [old-tsa-root.pem]
+//	      retired: true            # asked for no new tokens; its roots still verify the old ones
 //	  rekor:
 //	    url: https://rekor.sigstore.dev
 //	    public_key: rekor.pub         # PEM file or inline PEM; pinned
 //
-// At least one TSA or a Rekor must be configured. Roots and keys are the
-// trust used both when anchoring and by `provlog audit`.
+// At least one TSA that is not retired or a Rekor must be configured.
+// Roots and keys are the trust used both when anchoring and by `provlog
+// audit`: a TSA no longer used stays listed, retired, for as long as
+// records hold its tokens.
 type Config struct {
 	Interval time.Duration `yaml:"interval"`
 	Timeout  time.Duration `yaml:"timeout"`
@@ -59,6 +65,10 @@ type TSAConfig struct {
 	// Policy, if set, is the TSA policy OID (dotted) its tokens must be
 	// issued under, when anchoring and when verifying.
 	Policy string `yaml:"policy"`
+	// Retired keeps the TSA's trust (roots, policy) for the tokens
+	// records already hold, and asks it for no new ones: an operator who
+	// stops using a TSA keeps it so, or the audit of its records fails.
+	Retired bool `yaml:"retired"`
 }
 
 // RekorConfig is one Rekor v1 instance.
@@ -81,9 +91,11 @@ const (
 type Resolved struct {
 	Interval time.Duration
 	Timeout  time.Duration
-	TSAs     []ResolvedTSA
-	Rekor    *ResolvedRekor
-	// Trust is every configured root and key, for verification.
+	// TSAs are the TSAs asked for tokens: the retired ones are left out.
+	TSAs  []ResolvedTSA
+	Rekor *ResolvedRekor
+	// Trust is every configured root and key, for verification, the
+	// retired TSAs' included.
 	Trust *anchor.Trust
 }
 
@@ -120,8 +132,8 @@ func (c *Config) Resolve(readFile func(name string) ([]byte, error)) (*Resolved,
 	if r.Timeout < 0 {
 		return nil, fmt.Errorf("anchors: timeout %v is negative", c.Timeout)
 	}
-	if len(c.TSA) == 0 && c.Rekor == nil {
-		return nil, errors.New("anchors: configure at least one tsa or a rekor")
+	if !slices.ContainsFunc(c.TSA, func(t TSAConfig) bool { return !t.Retired }) && c.Rekor == nil {
+		return nil, errors.New("anchors: configure at least one tsa that is not retired, or a rekor")
 	}
 	for i, t := range c.TSA {
 		if err := checkURL(t.URL); err != nil {
@@ -152,7 +164,9 @@ func (c *Config) Resolve(readFile func(name string) ([]byte, error)) (*Resolved,
 			}
 			rt.Intermediates = append(rt.Intermediates, certs...)
 		}
-		r.TSAs = append(r.TSAs, rt)
+		if !t.Retired {
+			r.TSAs = append(r.TSAs, rt)
+		}
 		r.Trust.TSARoots = append(r.Trust.TSARoots, rt.Roots...)
 		// Records name the TSA by its URL without credentials.
 		r.Trust.TSAs = append(r.Trust.TSAs, anchor.TSATrust{URL: log.RedactURL(t.URL), Roots: rt.Roots, Policy: rt.Policy})

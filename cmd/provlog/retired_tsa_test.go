@@ -51,6 +51,10 @@ func TestAuditRetiredTSA(t *testing.T) {
 			t.Errorf("the record made with TSA 1 retired holds %d timestamps; want 1, from TSA 0", n)
 		}
 	}
+	onlyRetired := config("only-retired", fmt.Sprintf("{url: %s, roots: [%s], retired: true}", tsa1.URL, root1))
+	if out, code := runCmd(t, "anchor", "--config", onlyRetired); code == 0 || !strings.Contains(out, "not retired") {
+		t.Errorf("provlog anchor with its only TSA retired: exit %d, want a refusal saying no authority is left\n%s", code, out)
+	}
 	gone := config("gone", fmt.Sprintf("{url: %s, roots: [%s]}", tsa0.URL, root0))
 	out, code := runCmd(t, "audit", "--data", data, "--config", gone)
 	if code == 0 || !strings.Contains(out, tsa1.URL) || !strings.Contains(out, "retired: true") {
