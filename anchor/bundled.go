@@ -25,6 +25,9 @@ func VerifyBundled(ctx context.Context, record []byte, v note.Verifier, anchorKe
 	var t *Trust
 	if trust != nil {
 		t = &Trust{TSARoots: trust.TSARoots, RekorKeys: trust.RekorKeys}
+		for _, a := range trust.TSAs {
+			t.TSAs = append(t.TSAs, TSATrust{URL: a.URL, Roots: a.Roots})
+		}
 	}
 	if _, err := Verify(ctx, r, v, anchorKey, t); err != nil {
 		return a, err

@@ -29,6 +29,9 @@ type Pins struct {
 	// the only keys the Rekor entries may verify with.
 	TSARoots  []*x509.Certificate
 	RekorKeys []crypto.PublicKey
+	// TSAs, when set in place of TSARoots, pin each TSA's own roots: a
+	// token counts only under the roots pinned for its URL.
+	TSAs []anchor.TSATrust
 }
 
 // Pinned says which trust the caller pinned.
@@ -37,7 +40,7 @@ type Pinned struct {
 }
 
 func (p Pins) pinned() Pinned {
-	return Pinned{Witnesses: len(p.Witnesses) > 0, TSARoots: len(p.TSARoots) > 0, RekorKeys: len(p.RekorKeys) > 0}
+	return Pinned{Witnesses: len(p.Witnesses) > 0, TSARoots: len(p.TSARoots) > 0 || len(p.TSAs) > 0, RekorKeys: len(p.RekorKeys) > 0}
 }
 
 // policy is the pinned witness policy; no witnesses when none are pinned.
@@ -98,8 +101,8 @@ func samePolicy(a, b log.WitnessPolicy) bool {
 // record's own roots and keys where nothing is pinned.
 func (c *checker) anchorTrust(r *anchor.Record) *anchor.Trust {
 	t := anchor.TrustFromRecord(r)
-	if len(c.pins.TSARoots) > 0 {
-		t.TSARoots = c.pins.TSARoots
+	if c.pins.pinned().TSARoots {
+		t.TSARoots, t.TSAs = c.pins.TSARoots, c.pins.TSAs
 	}
 	if len(c.pins.RekorKeys) > 0 {
 		t.RekorKeys = c.pins.RekorKeys

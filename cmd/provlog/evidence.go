@@ -24,6 +24,7 @@ import (
 	"github.com/provlog/provlog/anchor/online"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
+	"github.com/provlog/provlog/log/bundle"
 	"github.com/provlog/provlog/opp"
 )
 
@@ -305,6 +306,9 @@ func runVerifyEvidence(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	pins := evidence.Pins{Witnesses: wf.keys.strings(), Threshold: policy.Threshold, TSARoots: ap.tsaRoots, RekorKeys: ap.rekorKeys}
+	for _, t := range ap.tsas {
+		pins.TSAs = append(pins.TSAs, anchor.TSATrust{URL: t.URL, Roots: t.Roots})
+	}
 	vkey, err := parseVKeyArg(*vkeyArg)
 	if err != nil {
 		return err
@@ -327,14 +331,32 @@ func runVerifyEvidence(ctx context.Context, args []string, stdout, stderr io.Wri
 type authorityPins struct {
 	tsaRoots  []*x509.Certificate
 	rekorKeys []crypto.PublicKey
+	// tsas are the roots pinned per TSA, from files that name them.
+	tsas []bundle.TSARoots
 }
 
 // add defines the flags on fs; what names what they replace trust of.
 func (p *authorityPins) add(fs *flag.FlagSet, what string) {
-	fs.Func("tsa-roots", fmt.Sprintf("a PEM file of TSA root certificates you trust in place of the %s's trust/tsa-roots.pem (repeatable)", what), func(arg string) error {
-		certs, err := online.LoadCerts(os.ReadFile, arg)
-		p.tsaRoots = append(p.tsaRoots, certs...)
-		return err
+	fs.Func("tsa-roots", fmt.Sprintf("a PEM file of TSA root certificates you trust in place of the %s's trust/tsa-roots.pem, a line \"tsa: URL\" before each TSA's roots pinning them for its tokens alone (repeatable)", what), func(arg string) error {
+		b, err := os.ReadFile(arg)
+		if err != nil {
+			return err
+		}
+		tsas, err := bundle.ParseTSARoots(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", arg, err)
+		}
+		for _, t := range tsas {
+			if t.URL == "" {
+				p.tsaRoots = append(p.tsaRoots, t.Roots...)
+			} else {
+				p.tsas = append(p.tsas, t)
+			}
+		}
+		if len(p.tsaRoots) > 0 && len(p.tsas) > 0 {
+			return fmt.Errorf("%s: the --tsa-roots files name the TSA of some roots and not of others: name every root's TSA, or none", arg)
+		}
+		return nil
 	})
 	fs.Func("rekor-key", fmt.Sprintf("a PEM file of a Rekor public key you trust in place of the %s's (repeatable)", what), func(arg string) error {
 		k, err := online.LoadPublicKey(os.ReadFile, arg)

@@ -180,7 +180,7 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	if fs.NArg() != 1 {
 		return usageErr("give the bundle DIR")
 	}
-	pins := bundle.Pins{TSARoots: ap.tsaRoots, RekorKeys: ap.rekorKeys}
+	pins := bundle.Pins{TSARoots: ap.tsaRoots, RekorKeys: ap.rekorKeys, TSAs: ap.tsas}
 	if *vkeyArg != "" {
 		var err error
 		if pins.VKey, err = parseVKeyArg(*vkeyArg); err != nil {

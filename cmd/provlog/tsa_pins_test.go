@@ -60,7 +60,14 @@ func TestPinnedTSARootsPerTSA(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "timestamps/0.tst") {
 		t.Errorf("verify-evidence, TSA 1's token under %s, whose pinned root is TSA 0's: exit %d, want 1 naming timestamps/0.tst\n%s", front.URL, code, out)
 	}
+	right := writeFile(t, filepath.Join(dir, "right.pem"), fmt.Appendf(nil, "tsa: %s\n%stsa: %s\n%s", front.URL, root1, tsa0.URL, root0))
+	if out, code := runCmd(t, "verify-evidence", "--vkey", vkeyFile, "--tsa-roots", right, ev); code != 0 || !strings.Contains(out, "TSA roots: pinned by you") {
+		t.Errorf("verify-evidence, the token's root pinned for its URL: exit %d, want 0\n%s", code, out)
+	}
 	b := exportBundle(t, data, "")
+	if out, code := runCmd(t, "verify-bundle", "--tsa-roots", right, b); code != 0 {
+		t.Errorf("verify-bundle, the token's root pinned for its URL: exit %d, want 0\n%s", code, out)
+	}
 	out, code = runCmd(t, "verify-bundle", "--tsa-roots", named, b)
 	if code != 1 || !strings.Contains(out, "anchors/") {
 		t.Errorf("verify-bundle, TSA 1's token under %s, whose pinned root is TSA 0's: exit %d, want 1 naming the record\n%s", front.URL, code, out)

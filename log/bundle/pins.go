@@ -26,6 +26,10 @@ type Pins struct {
 	// when the bundle has no trust/.
 	TSARoots  []*x509.Certificate
 	RekorKeys []crypto.PublicKey
+	// TSAs, when set in place of TSARoots, pin each TSA's own roots
+	// ([ParseTSARoots] of a file naming them): a token counts only under
+	// the roots pinned for the URL it is stored under.
+	TSAs []TSARoots
 }
 
 // Pinned says which of a check's trust was pinned by its caller ([Pins]).
@@ -37,7 +41,7 @@ type Pinned struct {
 }
 
 func (p Pins) pinned() Pinned {
-	return Pinned{VKey: p.VKey != "", Witnesses: p.Witnesses != nil, TSARoots: len(p.TSARoots) > 0, RekorKeys: len(p.RekorKeys) > 0}
+	return Pinned{VKey: p.VKey != "", Witnesses: p.Witnesses != nil, TSARoots: len(p.TSARoots) > 0 || len(p.TSAs) > 0, RekorKeys: len(p.RekorKeys) > 0}
 }
 
 // pinTrust puts the pinned authorities in place of trust/'s, once
@@ -52,7 +56,7 @@ func (c *checker) pinTrust() {
 		*t = *c.trust
 	}
 	if pd.TSARoots {
-		t.TSARoots = c.pins.TSARoots
+		t.TSARoots, t.TSAs = c.pins.TSARoots, c.pins.TSAs
 	}
 	if pd.RekorKeys {
 		t.RekorKeys = c.pins.RekorKeys
@@ -71,7 +75,7 @@ func (c *checker) trustFor(ctx context.Context, record []byte) *Trust {
 	t := *c.trust
 	if r, _ := c.verifyAnchor(ctx, record, c.v, c.anchorKey, nil); r != nil {
 		if !c.rep.Pinned.TSARoots {
-			t.TSARoots = r.Carried.TSARoots
+			t.TSARoots, t.TSAs = r.Carried.TSARoots, r.Carried.TSAs
 		}
 		if !c.rep.Pinned.RekorKeys {
 			t.RekorKeys = r.Carried.RekorKeys
@@ -94,8 +98,8 @@ func (c *checker) blameTrust(record []byte, self, trust *Trust, name string) {
 		what   string
 		trust  *Trust
 	}{
-		{c.rep.Pinned.RekorKeys, RekorKeysFile, "Rekor keys", &Trust{TSARoots: self.TSARoots, RekorKeys: trust.RekorKeys}},
-		{c.rep.Pinned.TSARoots, TSARootsFile, "TSA roots", &Trust{TSARoots: trust.TSARoots, RekorKeys: self.RekorKeys}},
+		{c.rep.Pinned.RekorKeys, RekorKeysFile, "Rekor keys", &Trust{TSARoots: self.TSARoots, TSAs: self.TSAs, RekorKeys: trust.RekorKeys}},
+		{c.rep.Pinned.TSARoots, TSARootsFile, "TSA roots", &Trust{TSARoots: trust.TSARoots, TSAs: trust.TSAs, RekorKeys: self.RekorKeys}},
 	}
 	for _, p := range parts {
 		if _, err := c.verifyAnchor(c.ctx, record, c.v, c.anchorKey, p.trust); err == nil {

@@ -84,10 +84,12 @@ func (r *Report) CosignedText() string {
 }
 
 // Trust is what the bundle's trust/ files pin: the TSAs' roots and the
-// Rekor logs' public keys.
+// Rekor logs' public keys. TSAs, when set, pin each TSA's roots for the
+// tokens stored under its URL, and TSARoots are not used.
 type Trust struct {
 	TSARoots  []*x509.Certificate
 	RekorKeys []crypto.PublicKey
+	TSAs      []TSARoots
 }
 
 // Anchored is what a verified anchor record vouches for.
