@@ -73,3 +73,43 @@ func TestPinnedTSARootsPerTSA(t *testing.T) {
 		t.Errorf("verify-bundle, TSA 1's token under %s, whose pinned root is TSA 0's: exit %d, want 1 naming the record\n%s", front.URL, code, out)
 	}
 }
+
+// TestBundleTrustPerTSA: a bundle exported under a config that pins
+// TSA 0's root for URL U and TSA 1's for TSA 1's own URL carries those
+// roots in trust/tsa-roots.pem; the record holds TSA 1's token under U
+// (made under an earlier config, through a front passing U's requests
+// to TSA 1). verify-bundle must check the token against U's root alone,
+// as `provlog audit --config` does, and fail it. On the base the bundle's
+// roots were written and read pooled, and the bundle verified.
+func TestBundleTrustPerTSA(t *testing.T) {
+	data := makeDataDir(t, 4)
+	dir := t.TempDir()
+	tsa0, tsa1 := testtsa.New(t, "TSA 0"), testtsa.New(t, "TSA 1")
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := http.Post(tsa1.URL, r.Header.Get("Content-Type"), r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	defer front.Close()
+	root0 := writeFile(t, filepath.Join(dir, "root0.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa0.PKI.Root.Raw}))
+	root1 := writeFile(t, filepath.Join(dir, "root1.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tsa1.PKI.Root.Raw}))
+	config := func(name, tsas string) string {
+		return writeConfig(t, filepath.Join(dir, name), fmt.Sprintf("data: %s\nanchors:\n  interval: 1h\n  timeout: 10s\n  tsa: [%s]\n", data, tsas))
+	}
+	if out, code := runCmd(t, "anchor", "--config", config("then", fmt.Sprintf("{url: %s, roots: [%s]}", front.URL, root1))); code != 0 {
+		t.Fatalf("provlog anchor: %d\n%s", code, out)
+	}
+	now := config("now", fmt.Sprintf("{url: %s, roots: [%s]}, {url: %s, roots: [%s]}", front.URL, root0, tsa1.URL, root1))
+	if out, code := runCmd(t, "audit", "--data", data, "--config", now); code == 0 {
+		t.Fatalf("audit under the config pinning TSA 0's root for %s passed:\n%s", front.URL, out)
+	}
+	b := exportBundle(t, data, now)
+	if out, code := runCmd(t, "verify-bundle", b); code != 1 || !strings.Contains(out, "anchors/") {
+		t.Errorf("verify-bundle of a bundle whose trust/tsa-roots.pem pins TSA 0's root for %s, whose record holds TSA 1's token under it: exit %d, want 1 naming the record\n%s", front.URL, code, out)
+	}
+}
