@@ -117,9 +117,14 @@ func exportTrust(cfgPath string, opts *bundle.ExportOptions) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	// Each TSA's roots follow a line naming it (bundle.ParseTSARoots),
+	// so that they vouch for its tokens alone, as they do in the config.
 	var roots, keys bytes.Buffer
-	for _, c := range res.Trust.TSARoots {
-		pem.Encode(&roots, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
+	for _, t := range res.Trust.TSAs {
+		fmt.Fprintf(&roots, "tsa: %s\n", t.URL)
+		for _, c := range t.Roots {
+			pem.Encode(&roots, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
+		}
 	}
 	for _, k := range res.Trust.RekorKeys {
 		der, err := x509MarshalPKIX(k)

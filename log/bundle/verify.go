@@ -515,13 +515,21 @@ func (c *checker) readTrust() {
 		return
 	}
 	c.trust = &Trust{}
-	eachPEM(c.read(TSARootsFile), func(der []byte) {
-		if cert, err := x509.ParseCertificate(der); err != nil {
+	// Roots each named for its TSA pin that TSA's tokens alone; a file
+	// naming none (a bundle exported before files named them) pools them.
+	if b := c.read(TSARootsFile); bytes.Contains(b, []byte("-----BEGIN")) {
+		tsas, err := ParseTSARoots(b)
+		if err != nil {
 			c.bad(TSARootsFile, "%v", err)
-		} else {
-			c.trust.TSARoots = append(c.trust.TSARoots, cert)
 		}
-	})
+		for _, t := range tsas {
+			if t.URL == "" {
+				c.trust.TSARoots = append(c.trust.TSARoots, t.Roots...)
+			} else {
+				c.trust.TSAs = append(c.trust.TSAs, t)
+			}
+		}
+	}
 	eachPEM(c.read(RekorKeysFile), func(der []byte) {
 		if k, err := x509.ParsePKIXPublicKey(der); err != nil {
 			c.bad(RekorKeysFile, "%v", err)
