@@ -166,6 +166,10 @@ export function parseNote(note) {
     const m = /^\u2014 (\S+) ([A-Za-z0-9+/=]+)$/.exec(l);
     if (!m) throw new Error("malformed signature line: " + JSON.stringify(l.slice(0, 60)));
     const raw = decodeBase64(m[2]);
+    // atob drops the spare bits of the last character; a line spelled
+    // with them set is refused, as log.OpenNote refuses it (C2SP notes
+    // use RFC 4648 base64, whose decoders may refuse them, §3.5).
+    if (encodeBase64(raw) !== m[2]) throw new Error(`the signature by ${m[1]} is not written in canonical base64`);
     if (raw.length < 5) throw new Error("signature too short on line for " + m[1]);
     sigs.push({ name: m[1], hash: raw.slice(0, 4), sig: raw.slice(4) });
   }
