@@ -104,3 +104,25 @@ func TestRekorForkOldRecords(t *testing.T) {
 		t.Fatalf("two records whose Rekor checkpoints of size 2 differ: audit error %v, want a Rekor fork", err)
 	}
 }
+
+// TestRekorRolledBack: Rekor, having shown its checkpoint of size 2,
+// answers with one of size 1 (it forgot its tree; a replica behind shows
+// the same). The entry is refused, saying so, and nothing is stored.
+func TestRekorRolledBack(t *testing.T) {
+	e := newEnv(t, 0, true)
+	r := e.runner(nil)
+	ctx := context.Background()
+	for i := range 2 {
+		if _, err := r.AnchorNow(ctx); err != nil {
+			t.Fatalf("anchor %d: %v", i, err)
+		}
+		e.appendN(1)
+	}
+	e.rekor.SetFault(fakerekor.Rollback)
+	if st, err := r.AnchorNow(ctx); err == nil || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("Rekor's checkpoint of size 1 after one of size 2: AnchorNow %v, %v; want it refused as rolled back", st, err)
+	}
+	if n := len(e.records_()); n != 2 {
+		t.Errorf("%d records, want 2", n)
+	}
+}

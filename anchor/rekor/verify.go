@@ -179,7 +179,9 @@ func (c *Consistency) check(le *logEntry, key crypto.PublicKey) error {
 		return fmt.Errorf("its consistency proof starts from a checkpoint of %q, not of its own tree %q", log.Printable(old.Origin), log.Printable(cur.Origin))
 	}
 	if old.Size > cur.Size {
-		return fmt.Errorf("Rekor fork: its checkpoint of %q has tree size %d, below the earlier one's %d (Rekor's tree shrank)", log.Printable(cur.Origin), cur.Size, old.Size)
+		// Not proof of a fork by itself: a Rekor replica behind the one
+		// that answered before shows a smaller tree too.
+		return fmt.Errorf("its checkpoint of %q has tree size %d, below the earlier one's %d (Rekor rolled back, or answered from a replica behind)", log.Printable(cur.Origin), cur.Size, old.Size)
 	}
 	if old.Size == cur.Size && !bytes.Equal(old.Root, cur.Root) {
 		return fmt.Errorf("Rekor fork: its checkpoint of %q at tree size %d has root %x, the earlier one of that size root %x",
