@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
+	"github.com/provlog/provlog/anchor/online"
 )
 
 // TestRekorForkAcrossAGap: Rekor is down for one round (a TSA alone
@@ -30,20 +31,25 @@ func TestRekorForkAcrossAGap(t *testing.T) {
 	}
 	e.appendN(1)
 	e.rekor.SetFault(fakerekor.Fork)
-	st, err = r.AnchorNow(ctx)
-	if err == nil || !strings.Contains(err.Error(), "Rekor fork") || (st != nil && len(st.Record.Tlogs) != 0) {
-		name, tlogs := "", 0
-		if st != nil {
-			name, tlogs = st.Name, len(st.Record.Tlogs)
-		}
-		t.Errorf("Rekor forked after a round it was down: record %q stored with %d Rekor entries, error %v; want the entry refused as a Rekor fork", name, tlogs, err)
-	}
+	forkRefused(t, "Rekor forked after a round it was down", r)
 	// A runner started afresh on the same records links to the same entry.
 	e.appendN(1)
-	r2 := e.runner(nil)
-	e.rekor.SetFault(fakerekor.Fork)
-	st, err = r2.AnchorNow(ctx)
-	if err == nil || !strings.Contains(err.Error(), "Rekor fork") || (st != nil && len(st.Record.Tlogs) != 0) {
-		t.Errorf("after a restart, Rekor forked again: error %v; want the entry refused as a Rekor fork", err)
+	forkRefused(t, "after a restart, Rekor forked again", e.runner(nil))
+}
+
+// forkRefused anchors once with r, whose Rekor forked: the TSA's token
+// may be stored, Rekor's entry must not be, and Rekor's status must say
+// Rekor fork.
+func forkRefused(t *testing.T, what string, r *online.Runner) {
+	t.Helper()
+	st, err := r.AnchorNow(context.Background())
+	if err != nil && !strings.Contains(err.Error(), "Rekor fork") {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if st != nil && len(st.Record.Tlogs) != 0 {
+		t.Errorf("%s: record %q stored with %d Rekor entries; want the entry refused as a Rekor fork", what, st.Name, len(st.Record.Tlogs))
+	}
+	if a := r.Status().Authorities[1]; !strings.Contains(a.LastError, "Rekor fork") {
+		t.Errorf("%s: Rekor's status %+v; want its last error to say Rekor fork", what, a)
 	}
 }

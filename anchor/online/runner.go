@@ -79,6 +79,11 @@ type Runner struct {
 	last      *anchor.Stored // newest stored record
 	unlogged  *anchor.Stored // stored, but its anchor entry is not in the log yet
 	lastEntry int64          // index of last's anchor entry, -1 if unknown
+	// rekorLast holds, by Rekor tree (rekorTree), the entry of that tree
+	// in the newest record holding one: a new entry is linked to it
+	// (RekorClient.Link), also across rounds Rekor failed, as the audit
+	// links them (anchor's rekorHistory).
+	rekorLast map[string]*rekor.Entry
 	lastError string
 	lastErrAt time.Time
 	started   time.Time
@@ -146,6 +151,11 @@ func NewRunner(ctx context.Context, o Options) (*Runner, error) {
 		return nil, err
 	}
 	r.last = last
+	if r.cfg.Rekor != nil {
+		if err := r.loadRekorLast(); err != nil {
+			return nil, err
+		}
+	}
 	if last != nil {
 		idx, err := r.findEntry(ctx, last)
 		if err != nil {
@@ -176,18 +186,55 @@ func (a *authority) answeredIn(rec *anchor.Record) bool {
 	return slices.ContainsFunc(rec.Tlogs, func(t *anchor.Tlog) bool { return t.RekorV1 != nil && t.RekorV1.URL == a.url })
 }
 
-// entryIn returns a's entry in the stored record st, if a is a Rekor and
-// st holds its entry.
-func (a *authority) entryIn(st *anchor.Stored) *rekor.Entry {
-	if a.rekor == nil || st == nil {
-		return nil
+// loadRekorLast reads every stored record, oldest first, for the newest
+// entry of each Rekor tree.
+func (r *Runner) loadRekorLast() error {
+	all, err := r.opts.Records.List()
+	if err != nil {
+		return err
 	}
-	for _, t := range st.Record.Tlogs {
-		if t.RekorV1 != nil && t.RekorV1.URL == a.url {
-			return t.RekorV1
+	r.rekorLast = map[string]*rekor.Entry{}
+	for _, st := range all {
+		if st.Err == nil {
+			r.noteRekor(st.Record)
 		}
 	}
 	return nil
+}
+
+// noteRekor notes rec's Rekor entries as the newest of their trees.
+// Callers hold r.mu, or own r.
+func (r *Runner) noteRekor(rec *anchor.Record) {
+	for _, t := range rec.Tlogs {
+		if t.RekorV1 == nil {
+			continue
+		}
+		if tree, ok := rekorTree(t.RekorV1); ok {
+			r.rekorLast[tree] = t.RekorV1
+		}
+	}
+}
+
+// rekorTree names the Rekor tree of e's checkpoint: Rekor's log ID and
+// the checkpoint's origin.
+func rekorTree(e *rekor.Entry) (string, bool) {
+	cp, err := e.Checkpoint()
+	if err != nil {
+		return "", false
+	}
+	return e.LogID + "\n" + cp.Origin, true
+}
+
+// rekorBefore returns the entry of e's Rekor tree in the newest stored
+// record holding one, or nil.
+func (r *Runner) rekorBefore(e *rekor.Entry) *rekor.Entry {
+	tree, ok := rekorTree(e)
+	if !ok {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rekorLast[tree]
 }
 
 // findEntry returns the index of the anchor entry of st, or -1 if the log
@@ -403,6 +450,9 @@ func (r *Runner) round(ctx context.Context, auths []*authority) (*anchor.Stored,
 	}
 	r.mu.Lock()
 	r.last = st
+	if r.rekorLast != nil {
+		r.noteRekor(rec)
+	}
 	r.unlogged = st
 	r.lastEntry = -1
 	r.lastError = "" // a round that anchored ends the error of an earlier one (it stayed for ever)
@@ -482,13 +532,11 @@ type answer struct {
 // ask asks every authority at once, each within the timeout, to anchor
 // digest, and returns their answers in order.
 //
-// A Rekor's entry is linked to its entry in the newest record (see
+// A Rekor's entry is linked to the entry of its tree in the newest record
+// holding one, however many rounds Rekor failed since (see
 // [RekorClient.Link]): one that shows Rekor forked is refused.
 func (r *Runner) ask(ctx context.Context, auths []*authority, digest []byte) []answer {
 	answers := make([]answer, len(auths))
-	r.mu.Lock()
-	last := r.last
-	r.mu.Unlock()
 	var wg sync.WaitGroup
 	for i, a := range auths {
 		wg.Go(func() {
@@ -500,7 +548,7 @@ func (r *Runner) ask(ctx context.Context, auths []*authority, digest []byte) []a
 			}
 			e, err := a.rekor.Upload(actx, digest)
 			if err == nil {
-				err = a.rekor.Link(actx, e, a.entryIn(last), digest)
+				err = a.rekor.Link(actx, e, r.rekorBefore(e), digest)
 			}
 			if err != nil {
 				e = nil
