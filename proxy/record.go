@@ -243,10 +243,9 @@ func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr erro
 	}
 	c.resultIndex = r.Index
 	receipt := r.String()
-	data, _ := json.Marshal(map[string]string{ReceiptKey: receipt})
 	if unkept != nil {
 		p.logger.Error("proxy: a call's result could not be kept; its outcome is recorded and the result withheld", "actor", c.actor, "server", c.server, "tool", c.tool, "call", c.index, "result", r.Index, "error", unkept)
-		return receipt, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Data: data,
+		return receipt, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Data: receiptData(receipt),
 			Message: fmt.Sprintf("provlog: the call to server %q's tool %q was answered (log entries %d and %d), but its result could not be kept as the server's retain: full asks, so it is withheld: %v", c.server, c.tool, c.index, r.Index, unkept)}
 	}
 	if callErr == nil {
@@ -255,11 +254,20 @@ func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr erro
 	if we, ok := callErr.(*jsonrpc.Error); ok && ctx.Err() == nil {
 		out := *we
 		if len(out.Data) == 0 {
-			out.Data = data
+			out.Data = receiptData(receipt)
 		}
 		return receipt, &out
 	}
-	return receipt, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + c.errText, Data: data}
+	return receipt, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + c.errText, Data: receiptData(receipt)}
+}
+
+// receiptData is a failed call's error data: its receipt under
+// ReceiptKey. Made only for an error: a result carries its receipt in
+// its _meta (frontResult), and encoding it here for every call was 1.2
+// KB and a map a call.
+func receiptData(receipt string) json.RawMessage {
+	b := append(make([]byte, 0, len(ReceiptKey)+len(receipt)+len(receipt)/32+16), `{"`+ReceiptKey+`":`...)
+	return append(appendJSONString(b, receipt), '}')
 }
 
 // recordResult writes c's call.result entry, c a call to d, and returns
