@@ -58,6 +58,8 @@ type lineLogger struct {
 	windowFrom         time.Time
 	spent              int
 	outLines, outBytes int
+	closed             bool // pastBound left lines out of this window
+	outHeld            int  // bytes of the held lines when closed
 }
 
 const (
@@ -153,6 +155,9 @@ func endProcess(cmd *exec.Cmd) {
 // end in a long run of base64 (endsBase64Run) or in the start of a
 // redacted value's (unfinished), read across the lines before.
 func (l *lineLogger) line(s string) {
+	if l.pastBound(s) {
+		return
+	}
 	if len(l.held) > 0 && !startsBase64Run(s) {
 		l.logHeld()
 	}
@@ -513,14 +518,63 @@ func (l *lineLogger) logFirst(n int, redacted bool, from int) {
 	}
 }
 
+// pastBound reports whether s is past the window's bound: once one line
+// is, every line after it in the window is left out, counted and never
+// scrubbed (each would be scrubbed only to be dropped: 100 MiB of a
+// server's stderr past the bound cost 7 s of CPU). Held lines not yet
+// logged are left out with it. The last lines left out are kept as
+// logged (as a pause keeps them, at most max bytes), so that the first
+// lines of the next window that go on with their run of base64 are
+// scrubbed with them, and a value's base64 that a window's start splits
+// is found whole.
+func (l *lineLogger) pastBound(s string) bool {
+	l.roll()
+	if l.outLines == 0 && l.spent+len(s) <= maxStderrBytes {
+		return false
+	}
+	if !l.closed {
+		// The first line left out here: the held lines are kept as
+		// logged, those not yet logged counted as left out.
+		l.closed, l.outHeld = true, 0
+		for i, h := range l.held {
+			if i >= l.logged {
+				l.outLines++
+				l.outBytes += len(h)
+			}
+			l.outHeld += len(h)
+		}
+	}
+	l.outLines++
+	l.outBytes += len(s)
+	if !startsBase64Run(s) {
+		l.held, l.outHeld = l.held[:0], 0
+	}
+	l.held, l.outHeld = append(l.held, s), l.outHeld+len(s)
+	for len(l.held) > 1 && l.outHeld > l.max() {
+		l.outHeld -= len(l.held[0])
+		l.held = l.held[1:]
+	}
+	l.logged, l.size, l.sure = len(l.held), 0, 0
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	return true
+}
+
+// roll starts a new window once the last has passed, logging how many
+// lines the bound left out of it.
+func (l *lineLogger) roll() {
+	if now := time.Now(); now.Sub(l.windowFrom) >= stderrWindow {
+		l.leftOut()
+		l.windowFrom, l.spent, l.closed = now, 0, false
+	}
+}
+
 func (l *lineLogger) log(line string) {
 	if len(l.d.creds) > 0 {
 		line = scrubText(line, l.d.credCores, l.d.creds) // a server that prints its configured credentials
 	}
-	if now := time.Now(); now.Sub(l.windowFrom) >= stderrWindow {
-		l.leftOut()
-		l.windowFrom, l.spent = now, 0
-	}
+	l.roll()
 	if l.spent+len(line) > maxStderrBytes {
 		l.outLines++
 		l.outBytes += len(line)

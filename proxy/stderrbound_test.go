@@ -56,7 +56,7 @@ func TestStderrPastBoundUnscrubbed(t *testing.T) {
 	d.secrets.remember(appendSecrets(nil, secret))
 	l := &lineLogger{d: d}
 	line := []byte(fmt.Sprintf("a line of the server's, token=%s %s\n", secret, strings.Repeat("x", 40)))
-	for written := 0; written <= maxStderrBytes+len(line); written += len(line) {
+	for written := 0; written <= 2*maxStderrBytes; written += len(line) {
 		l.Write(line)
 	}
 	const past = 10000
