@@ -29,7 +29,7 @@ var crashRounds = flag.Int("crash.rounds", 20, "SIGKILL rounds in TestCrashRecov
 const crashChildEnv = "PROVLOG_CRASH_CHILD_DATA"
 
 func TestMain(m *testing.M) {
-	if sidefxChild() || leakfxChild() {
+	if sidefxChild() || leakfxChild() || tickfxChild() {
 		return
 	}
 	if data := os.Getenv(crashChildEnv); data != "" {
