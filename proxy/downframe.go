@@ -498,7 +498,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := t.cmd.Start(); err != nil {
+	if err := startProcess(t.cmd); err != nil {
 		return nil, err
 	}
 	return newStdioConn(stdout, processStdin{stdin, t.cmd}, t.bound), nil

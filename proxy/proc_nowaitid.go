@@ -2,6 +2,13 @@
 
 package proxy
 
+import "os/exec"
+
+// startProcess starts cmd, a stdio server. Elsewhere than on Linux it is
+// not tied to the sidecar (no parent-death signal): it reads the end of
+// its stdin when the sidecar dies.
+func startProcess(cmd *exec.Cmd) error { return cmd.Start() }
+
 // Elsewhere than on Linux a stdio server's exit is not watched (exitWatch):
 // its connection ends with its stdout.
 func exited(int, bool) bool { return false }

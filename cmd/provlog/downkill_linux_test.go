@@ -106,12 +106,13 @@ func TestDownstreamDiesWithSidecar(t *testing.T) {
 		}
 	}
 	sp.kill()
-	atKill := countLines(effects)
+	atKill, killed := countLines(effects), time.Now()
 	for deadline := time.Now().Add(20 * time.Second); !processGone(pid); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the downstream (pid %d) ran on 20 s after the sidecar's kill -9, with %d side effects since that no sidecar recorded", pid, countLines(effects)-atKill)
 		}
 	}
+	t.Logf("the downstream was gone %s after the kill, %d side effects since", time.Since(killed), countLines(effects)-atKill)
 	// One write may have been under way as the kill came.
 	if n := countLines(effects) - atKill; n > 1 {
 		t.Errorf("%d side effects after the sidecar's kill -9, want at most 1", n)
