@@ -137,7 +137,7 @@ func runRawServer() {
 			for name := range rawResults {
 				tools = append(tools, `{"name":"`+name+`","inputSchema":{"type":"object"}}`)
 			}
-			tools = append(tools, `{"name":"flood","inputSchema":{"type":"object"}}`, `{"name":"trickle","inputSchema":{"type":"object"}}`,
+			tools = append(tools, `{"name":"flood","inputSchema":{"type":"object"}}`, `{"name":"trickle","inputSchema":{"type":"object"}}`, `{"name":"toobig","inputSchema":{"type":"object"}}`,
 				fmt.Sprintf(`{"name":"churn","description":"v%d","inputSchema":{"type":"object"}}`, churn.version))
 			churn.lists++
 			answer(m.ID, `{"tools":[`+strings.Join(tools, ",")+`]}`)
@@ -158,6 +158,8 @@ func runRawServer() {
 				continue
 			case "trickle":
 				trickle(m.ID)
+			case "toobig":
+				tooBig(m.ID)
 			}
 			answer(m.ID, rawResults[m.Params.Name])
 			if later != nil {
@@ -282,4 +284,16 @@ func (c *rawChurn) answered(line []byte, answer func(json.RawMessage, string)) b
 	answer(c.call, fmt.Sprintf(`{"content":[{"type":"text","text":"listed %d"}]}`, c.lists-c.from))
 	c.call = nil
 	return true
+}
+
+// tooBig answers the call id with a message longer than maxFrameBytes,
+// which ends the server's connection; the server then waits, blocked on
+// its stdout, until it is stopped.
+func tooBig(id json.RawMessage) {
+	os.Stdout.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"content":[{"type":"text","text":"`)
+	chunk := strings.Repeat("x", 1<<20)
+	for range maxFrameBytes>>20 + 1 {
+		os.Stdout.WriteString(chunk)
+	}
+	os.Stdout.WriteString(`"}]}}` + "\n")
 }

@@ -114,3 +114,28 @@ func TestTrickleRestarts(t *testing.T) {
 		t.Errorf("the next call: %v %s", err, mustJSON(res))
 	}
 }
+
+// TestCallWaitsForRestart: a call made while a stdio server's connection
+// is ending (here after the server wrote a message longer than
+// maxFrameBytes: its process is given terminateTimeout to exit) waits
+// for the server's restart, bounded by its timeout, and is answered by
+// the new process. It was sent on the ending connection and failed
+// ("closed the connection during the call") for no fault of its own.
+func TestCallWaitsForRestart(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{rawServerConfig(t, "raw")}, nil)
+	cs := connectMemory(t, p, nil)
+	waitRouted(t, p, "raw__toobig")
+	ctx := context.Background()
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "raw__toobig"}); err == nil && !res.IsError {
+		t.Fatalf("a message past maxFrameBytes answered the call: %.200s", mustJSON(res))
+	}
+	before := l.size(t)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "raw__ok"})
+	if err != nil || res.IsError || textOf(res) != "ok" {
+		t.Errorf("the call made as the connection ended: %v %.300s", err, mustJSON(res))
+	}
+	if e, _ := l.callAt(t, before); e.Fields["is_error"] == true {
+		t.Errorf("its entry: %v", e.Fields)
+	}
+}
