@@ -264,6 +264,9 @@ type captureTransport struct {
 	// cmd is a stdio server's process, whose exit ends the connection
 	// (exitWatch).
 	cmd *exec.Cmd
+	// ended, if set, is called once the connection's read failed: the
+	// session is no use any more, though closing it may take a while.
+	ended func()
 }
 
 func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -271,7 +274,7 @@ func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	cc := &captureConn{Connection: c, notify: t.notify}
+	cc := &captureConn{Connection: c, notify: t.notify, ended: t.ended}
 	cc.stdio, _ = c.(*stdioConn)
 	cc.pending.listenHooks = t.listens
 	if canWatchExit && t.cmd != nil && t.cmd.Process != nil {
@@ -294,6 +297,8 @@ type captureConn struct {
 	exit    *exitWatch // a stdio server's
 	stdio   *stdioConn // a stdio server's
 	asks    serverAsks
+	ended   func() // captureTransport's
+	endOnce sync.Once
 }
 
 // serverAsks are the ids of a server's requests read and not yet
@@ -361,6 +366,9 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			d.msg, err = c.Connection.Read(rctx)
 		}
 		msg := d.msg
+		if err != nil && c.ended != nil && ctx.Err() == nil {
+			c.endOnce.Do(c.ended)
+		}
 		if err != nil {
 			if c.exit != nil && c.exit.gone.Err() != nil && ctx.Err() == nil {
 				// The server's process exited: the end of its

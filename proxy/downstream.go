@@ -110,6 +110,21 @@ func (d *downstream) stop() {
 // none.
 func (d *downstream) session() (*mcp.ClientSession, error) { return d.sup.session() }
 
+// ending notes that cs's connection failed, with whichever of the
+// server's supervisors holds it (its newer session's, if any).
+func (d *downstream) ending(cs *mcp.ClientSession) {
+	if cs == nil {
+		return // it failed as it connected: Connect fails
+	}
+	d.sup.ending(cs)
+	d.newer.mu.Lock()
+	sup := d.newer.sup
+	d.newer.mu.Unlock()
+	if sup != nil {
+		sup.ending(cs)
+	}
+}
+
 func (d *downstream) connect(ctx context.Context) (*mcp.ClientSession, *exec.Cmd, error) {
 	return d.connectAt(ctx, d.askProtocol())
 }
@@ -151,6 +166,7 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 	t, cmd := transportFor(d.cfg, base, &lineLogger{d: d}, d.watchListens(&session))
 	if ct, ok := t.(*captureTransport); ok {
 		ct.notify = d.inOrder
+		ct.ended = func() { d.ending(session.Load()) }
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()

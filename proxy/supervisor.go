@@ -60,11 +60,19 @@ type supervisor struct {
 	lastErr  string
 	restarts int
 	since    time.Time
+	// ended is a session whose connection failed (ending): it is no use
+	// any more, though it is cs until it is closed. restarting is set
+	// from then, or from a session's end, until the next connection
+	// attempt is over; changed is closed (and made anew) when either
+	// changes, for await.
+	ended      *mcp.ClientSession
+	restarting bool
+	changed    chan struct{}
 }
 
 func newSupervisor(id string, logger *slog.Logger, dial func(context.Context) (*mcp.ClientSession, *exec.Cmd, error), up func(context.Context, *mcp.ClientSession), scrub func(string) string) *supervisor {
 	return &supervisor{id: id, logger: logger, dial: dial, up: up, scrub: scrub,
-		firstDone: make(chan struct{}), state: StateStarting, since: time.Now()}
+		firstDone: make(chan struct{}), state: StateStarting, since: time.Now(), changed: make(chan struct{})}
 }
 
 // run connects, serves, and reconnects with backoff until ctx is done.
@@ -79,6 +87,7 @@ func (s *supervisor) run(ctx context.Context) {
 			// known, and scrub leaves the first start's as it is.
 			why := s.scrub(err.Error())
 			s.setDown("connecting: " + why)
+			s.restarted()
 			if errors.Is(err, errNoNewerRevision) {
 				s.logger.Info("proxy: downstream server speaks no newer revision; its one session serves every client", "server", s.id, "answer", why)
 				break
@@ -89,6 +98,7 @@ func (s *supervisor) run(ctx context.Context) {
 			s.mu.Lock()
 			s.cs, s.cmd, s.state, s.lastErr, s.since = cs, cmd, StateUp, "", up
 			s.mu.Unlock()
+			s.restarted()
 			s.logger.Info("proxy: downstream server connected", "server", s.id, "server_info", serverInfo(cs))
 			msg := s.serve(ctx, cs, cmd)
 			if ctx.Err() != nil {
@@ -98,6 +108,9 @@ func (s *supervisor) run(ctx context.Context) {
 				backoff = minBackoff
 			}
 			s.setDown(msg)
+			s.mu.Lock()
+			s.restarting = true
+			s.mu.Unlock()
 			s.logger.Warn("proxy: downstream server went down; restarting", "server", s.id, "error", msg, "retry_in", backoff)
 		}
 		s.firstOver()
@@ -113,6 +126,59 @@ func (s *supervisor) run(ctx context.Context) {
 	s.mu.Lock()
 	s.state, s.since = StateStopped, time.Now()
 	s.mu.Unlock()
+	s.restarted()
+}
+
+// ending notes that cs's connection failed: calls wait for the restart
+// (await) rather than being sent on it while it is closed (a stdio
+// server is given terminateTimeout to exit), to fail there.
+func (s *supervisor) ending(cs *mcp.ClientSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended = cs
+	if cs == s.cs {
+		s.restarting = true
+		s.wake()
+	}
+}
+
+// restarted notes that a connection attempt is over (or the supervisor
+// stopped): calls wait no more.
+func (s *supervisor) restarted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.restarting = false
+	s.wake()
+}
+
+func (s *supervisor) wake() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// await returns the current session, as session does, but while the last
+// one is ending or lost and the server is being restarted it waits for
+// the next, or for ctx (which the caller bounds by the call's timeout).
+func (s *supervisor) await(ctx context.Context) (*mcp.ClientSession, error) {
+	for {
+		s.mu.Lock()
+		cs, waiting, changed := s.cs, s.restarting, s.changed
+		if cs == s.ended {
+			cs = nil
+		}
+		s.mu.Unlock()
+		switch {
+		case cs != nil:
+			return cs, nil
+		case !waiting:
+			return s.session()
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("server %q is not connected: its connection ended, and it was not restarted within the call's timeout", s.id)
+		}
+	}
 }
 
 // serve readies a new session, marks the first connection done, and waits
