@@ -58,7 +58,9 @@ func (d *downstream) postCall(ctx context.Context, cs *mcp.ClientSession, in *ca
 		return outcome{result: msg.Result, resultCanon: msg.resultCanon, isError: msg.isError}
 	case ctx.Err() != nil:
 		// Given up (cancelled or timed out): tell the server.
-		d.notifyCancelled(cs, reqID)
+		d.notifyCancelled(cs, reqID, "cancelled by the client")
+	case errors.Is(err, errTooManyAsks):
+		d.notifyCancelled(cs, reqID, err.Error())
 	}
 	return outcome{err: err, gone: errors.Is(err, errSessionGone), lost: errors.Is(err, io.ErrUnexpectedEOF)}
 }
@@ -322,6 +324,9 @@ func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs
 			return answer, nil
 		}
 		resp.Body.Close()
+		if ev.flood != nil {
+			return nil, ev.flood
+		}
 		polled := err == nil && sp.hasRetry
 		if sp.hasRetry {
 			retry = time.Duration(sp.retry) * time.Millisecond
@@ -377,7 +382,19 @@ type callEvents struct {
 	answer *wireMessage
 	stray  []byte // the id of an answer to another request the stream carried
 	unread error  // why the first event that held a JSON object or array was no message (nesting past encoding/json's bound, a batch)
+	asks   int    // the server's requests on the stream
+	flood  error  // set once asks passed maxCallAsks: the call is given up
 }
+
+// maxCallAsks bounds the requests (sampling, elicitation, ping) an HTTP
+// server sends on one call's event stream: each is answered with a POST,
+// and a server's 200,000 sampling requests in one call cost ~63% of a
+// core. The one past the bound is answered with an error saying why, the
+// server is told the call is cancelled, and the call fails so.
+const maxCallAsks = 1024
+
+// errTooManyAsks is why a call was given up past maxCallAsks.
+var errTooManyAsks = fmt.Errorf("the server sent more than %d requests during the call; it was given up", maxCallAsks)
 
 // event takes one event's data, reporting whether to read on.
 func (e *callEvents) event(data []byte) bool {
@@ -400,6 +417,16 @@ func (e *callEvents) event(data []byte) bool {
 		}
 		e.stray = append(e.stray[:0], msg.ID...)
 		return true
+	}
+	if msg.ID != nil {
+		if e.asks++; e.asks > maxCallAsks {
+			b := appendResponse(nil, msg.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + errTooManyAsks.Error()})
+			if err := e.d.send(e.ctx, e.cs, b); err != nil {
+				e.d.p.logger.Warn("proxy: answering a server's request failed", "server", e.d.cfg.ID, "method", msg.Method, "error", err)
+			}
+			e.flood = errTooManyAsks
+			return false
+		}
 	}
 	e.d.onStream(e.ctx, e.cs, e.ic, msg)
 	return true
@@ -506,11 +533,11 @@ func asRPCError(err error) *jsonrpc.Error {
 
 // notifyCancelled tells the server a call was given up, without holding
 // up the caller.
-func (d *downstream) notifyCancelled(cs *mcp.ClientSession, reqID string) {
+func (d *downstream) notifyCancelled(cs *mcp.ClientSession, reqID, reason string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		params := `{"requestId":` + reqID + `,"reason":"cancelled by the client"}`
+		params := `{"requestId":` + reqID + `,"reason":` + string(appendJSONString(nil, reason)) + `}`
 		d.send(ctx, cs, appendRequest(nil, nil, "notifications/cancelled", []byte(params)))
 	}()
 }
