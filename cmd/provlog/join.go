@@ -85,6 +85,9 @@ func joinSidecar(ctx context.Context, cfg *Config, logger *slog.Logger) (*bridge
 type joined struct {
 	url, token string
 	keepalive  time.Duration
+	// bound is how long a message relayed may wait for the sidecar's
+	// answer (joinBound; 0: that of a config without servers).
+	bound time.Duration
 }
 
 // findSidecar finds the running sidecar on cfg's data dir and checks that
@@ -121,7 +124,7 @@ func findSidecar(ctx context.Context, cfg *Config, logger *slog.Logger) (joined,
 	if err != nil || idle <= 0 {
 		idle = proxy.DefaultSessionIdle
 	}
-	return joined{url: info.URL + "/mcp", token: strings.TrimSpace(string(tok)), keepalive: idle / 3}, nil
+	return joined{url: info.URL + "/mcp", token: strings.TrimSpace(string(tok)), keepalive: idle / 3, bound: joinBound(cfg)}, nil
 }
 
 // joinWait is how long a stdio serve that finds its data dir held waits
@@ -343,10 +346,21 @@ func (b *bridge) request(ctx context.Context, method string, body []byte) (*http
 // post sends one message and relays what comes back. A request that gets
 // no answer gets a JSON-RPC error saying why.
 func (b *bridge) post(ctx context.Context, line []byte, m message) {
+	b.mu.Lock()
+	bound := b.bound
+	b.mu.Unlock()
+	if bound <= 0 {
+		bound = joinBound(&Config{})
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, bound, errSidecarSilent)
+	defer cancel()
 	resp, err := b.send(ctx, bytes.TrimSpace(line), m)
 	if err != nil {
 		why := cutText
-		if ctx.Err() == nil {
+		switch {
+		case errors.Is(context.Cause(ctx), errSidecarSilent):
+			why = silentText(bound)
+		case ctx.Err() == nil:
 			why = "the provlog sidecar this process joined does not answer: " + err.Error() + "; restart this MCP server once the sidecar runs again"
 		}
 		b.fail(m, why)
@@ -479,7 +493,12 @@ func (b *bridge) relaySSE(ctx context.Context, body io.Reader, m message) {
 					why += " (" + err.Error() + ")"
 				}
 				why += "; a call it recorded shows in the log as made, with or without its result; restart this MCP server once the sidecar runs again"
-				if ctx.Err() != nil {
+				switch {
+				case errors.Is(context.Cause(ctx), errSidecarSilent):
+					b.mu.Lock()
+					why = silentText(b.bound)
+					b.mu.Unlock()
+				case ctx.Err() != nil:
 					why = cutText
 				}
 				b.fail(m, why)

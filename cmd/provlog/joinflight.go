@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sync"
+	"time"
+
+	"github.com/provlog/provlog/proxy"
 )
 
-// How many requests a joined serve relays at once, and what its client
-// owes the sidecar meanwhile.
+// How many requests a joined serve relays at once, what its client owes
+// the sidecar meanwhile, and how long it waits for the sidecar.
 
 // maxJoinedRequests is how many of its client's requests a joined serve
 // relays at once. Their answers wait for the client to read them, so
@@ -89,4 +94,36 @@ func idKey(id json.RawMessage) string {
 		return string(id)
 	}
 	return c.String()
+}
+
+// joinGrace is what a joined serve gives the sidecar beyond the longest
+// time it gives any call (joinBound): to record the call and its outcome.
+const joinGrace = 10 * time.Second
+
+// joinBound is how long a joined serve waits for the sidecar's answer to
+// a message: the longest server timeout of cfg (the sidecar answers every
+// call by then, with the server's result or its failure) and joinGrace.
+// A sidecar that takes longer is stopped or stuck: a call on one waited
+// without end, until its client gave up.
+func joinBound(cfg *Config) time.Duration {
+	longest := time.Duration(0)
+	for _, s := range cfg.Servers {
+		t := s.Timeout
+		if t <= 0 {
+			t = proxy.DefaultTimeout
+		}
+		longest = max(longest, t)
+	}
+	if len(cfg.Servers) == 0 {
+		longest = proxy.DefaultTimeout
+	}
+	return longest + joinGrace
+}
+
+// errSidecarSilent ends a relayed message's wait past its bound.
+var errSidecarSilent = errors.New("the sidecar did not answer within the bound")
+
+// silentText says why a message's wait ended past bound.
+func silentText(bound time.Duration) string {
+	return fmt.Sprintf("the provlog sidecar this process joined did not answer within %s (the config's longest server timeout and %s more): it is stopped or overloaded; a call it recorded shows in the log as made, with or without its result", bound, joinGrace)
 }
