@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,11 +47,16 @@ type sidecarInfo struct {
 	// request (sessions.idle, as time.Duration's String); a joined serve
 	// pings its session more often. Empty in files of older sidecars.
 	SessionIdle string `json:"session_idle,omitempty"`
+	// TokenSHA256 is the hash of the local.token the sidecar read at its
+	// start, its stdio actor's: a joining serve acts with the token in
+	// local.token, which must be that one (another actor's would have it
+	// act as that actor). Empty in files of older sidecars.
+	TokenSHA256 string `json:"token_sha256,omitempty"`
 }
 
 // publishSidecar writes <data>/sidecar.json for stdio serves that will
 // join; the returned func removes it. idle is the sidecar's sessions.idle.
-func publishSidecar(data string, addr net.Addr, actor string, idle time.Duration) (func(), error) {
+func publishSidecar(data string, addr net.Addr, actor, tokenHash string, idle time.Duration) (func(), error) {
 	host, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
 		return nil, err
@@ -61,7 +67,7 @@ func publishSidecar(data string, addr net.Addr, actor string, idle time.Duration
 			host = "::1"
 		}
 	}
-	b, _ := json.Marshal(sidecarInfo{URL: "http://" + net.JoinHostPort(host, port), Actor: actor, PID: os.Getpid(), SessionIdle: idle.String()})
+	b, _ := json.Marshal(sidecarInfo{URL: "http://" + net.JoinHostPort(host, port), Actor: actor, PID: os.Getpid(), SessionIdle: idle.String(), TokenSHA256: tokenHash})
 	path := filepath.Join(data, sidecarFile)
 	if err := durable.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return nil, fmt.Errorf("writing %s, which lets stdio serves of this data dir join this sidecar: %w", path, err)
@@ -104,6 +110,10 @@ func findSidecar(ctx context.Context, cfg *Config, logger *slog.Logger) (joined,
 	tok, err := os.ReadFile(filepath.Join(cfg.Data, localToken))
 	if err != nil {
 		return joined{}, fmt.Errorf("reading the stdio actor's token: %w", err)
+	}
+	if info.TokenSHA256 != "" && subtle.ConstantTimeCompare([]byte(hashLocalToken(tok)), []byte(strings.ToLower(info.TokenSHA256))) != 1 {
+		return joined{}, fmt.Errorf("%s in %s is not the token the sidecar running there gave its stdio actor %q when it started (it was written over since, perhaps with another actor's token, which would have this process act as that actor); "+
+			"restore it, or restart the sidecar so that it reads the file again, then start this one again", localToken, cfg.Data, info.Actor)
 	}
 	k, err := loadKeys(cfg.Data)
 	if err != nil {

@@ -151,7 +151,7 @@ func (sc *sidecar) serve(ctx context.Context, cfg *Config, ln net.Listener, logg
 		if idle <= 0 {
 			idle = proxy.DefaultSessionIdle
 		}
-		unpublish, err := publishSidecar(cfg.Data, ln.Addr(), cfg.Actor, idle)
+		unpublish, err := publishSidecar(cfg.Data, ln.Addr(), cfg.Actor, sc.localHash, idle)
 		if err != nil {
 			return err
 		}
@@ -193,6 +193,9 @@ type sidecar struct {
 	// anchors anchors checkpoints (nil without anchors: in the config).
 	anchors *anchoring
 	tokens  *tokens
+	// localHash is the hash of the stdio actor's local.token read at
+	// the start, which joining serves check theirs against.
+	localHash string
 	// authn authenticates every HTTP request's token: tokens, and the
 	// OAuth issuers of auth:.
 	authn  *authn.Authenticator
@@ -272,7 +275,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		store.Close()
 		return nil, err
 	}
-	sc := &sidecar{cfg: cfg, keys: k, store: store, tokens: tk, logger: logger, start: time.Now(), blobs: bs, dirLock: dirLock,
+	sc := &sidecar{cfg: cfg, keys: k, store: store, tokens: tk, localHash: h, logger: logger, start: time.Now(), blobs: bs, dirLock: dirLock,
 		ns: &namespaces{data: cfg.Data, logger: logger}}
 	if sc.authn, err = authn.New(cfg.Auth, authn.Options{Static: sc.static, Logger: logger}); err != nil {
 		store.Close()
