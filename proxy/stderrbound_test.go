@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -82,5 +85,48 @@ func TestStderrPastBoundUnscrubbed(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "lines of stderr left out") {
 		t.Errorf("no line says lines were left out: %.300s", logs.String())
+	}
+}
+
+// TestStderrRollKeepsContext: base64 of a redacted value that a window's
+// start splits (its first lines left out past the bound, unscrubbed, the
+// rest in the next window) is not logged in clear: the last lines left
+// out are kept, and scrubbed with the lines that go on from them.
+func TestStderrRollKeepsContext(t *testing.T) {
+	const secret = "sk-RollContext/5+Zq"
+	for off := 0; off < 57*3; off += 7 {
+		var logs lockedBuf
+		d := &downstream{p: &Proxy{logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, cfg: ServerConfig{ID: "s"}}
+		d.secrets.remember(appendSecrets(nil, secret))
+		l := &lineLogger{d: d}
+		for written := 0; written <= 2*maxStderrBytes; written += 100 {
+			l.Write([]byte(strings.Repeat("y", 99) + "\n"))
+		}
+		data := append(bytes.Repeat([]byte{0xfb}, 57*2+off), secret...)
+		data = append(data, bytes.Repeat([]byte{0xfb}, 57*3)...)
+		lines := strings.Split(mimeWrap(base64.StdEncoding, data, "\n"), "\n")
+		first, last := (57*2+off)*4/3/76, (57*2+off+len(secret))*4/3/76
+		if first == last {
+			continue // the value's base64 is in one line: no window's start splits it
+		}
+		split := first // the window starts after the line holding the value's start
+		l.Write([]byte(strings.Join(lines[:split+1], "\n") + "\n"))
+		l.mu.Lock()
+		l.windowFrom = time.Time{} // the next window starts
+		l.mu.Unlock()
+		l.Write([]byte(strings.Join(lines[split+1:], "\n") + "\n# end\n"))
+		l.end()
+		if !strings.Contains(logs.String(), `"line":"# end"`) || !strings.Contains(logs.String(), "lines of stderr left out") {
+			t.Fatalf("at %d: the window did not start anew after lines were left out: %.300s", off, logs.String())
+		}
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var rec struct{ Line string }
+			if json.Unmarshal([]byte(line), &rec) != nil || rec.Line == "" {
+				continue
+			}
+			if rec.Line == lines[last] {
+				t.Fatalf("at %d: the line holding the end of the value's base64 was logged as it came after the window's start: %q", off, rec.Line)
+			}
+		}
 	}
 }
