@@ -1,0 +1,130 @@
+package main
+
+// On a shared log an OAuth issuer's actor namespace is the log's from
+// the moment a sidecar is configured with the issuer, not from its
+// actors' first entry: the other sidecars refuse a static token, a stdio
+// actor or a config in it, and a sidecar refuses to take an issuer whose
+// namespace static actors already wrote in.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/provlog/provlog/log/logpg/pgtest"
+	"github.com/provlog/provlog/log/logtest/proctest"
+	"github.com/provlog/provlog/proxy/authn/authntest"
+)
+
+// nsFixture is a shared log, an issuer, and configs for two sidecars: A
+// trusts the issuer with actor_prefix idp:, B has a static token acting
+// as idp:bob.
+type nsFixture struct {
+	dsn           string
+	datas         [2]string
+	is            *authntest.Issuer
+	cfgA, cfgB    string
+	static        string
+	dir, resource string
+}
+
+func newNSFixture(t *testing.T, bExtra map[string]any) *nsFixture {
+	t.Helper()
+	f := &nsFixture{dsn: pgtest.DSN(t), dir: t.TempDir(), is: authntest.Start(t), resource: "http://provlog.test/mcp"}
+	f.datas = sharedDataDirs(t, f.dir)
+	write := func(name string, cfg map[string]any) string {
+		b, _ := json.Marshal(cfg) // JSON is YAML
+		return writeFile(t, filepath.Join(f.dir, name), b)
+	}
+	f.cfgA = write("a.yaml", map[string]any{"auth": map[string]any{"resource": f.resource,
+		"issuers": []map[string]any{{"issuer": f.is.URL, "jwks_url": f.is.JWKSURL(), "actor_prefix": "idp:"}}}})
+	f.static = "static-token-for-idp-bob-0123456789"
+	sum := sha256.Sum256([]byte(f.static))
+	cfgB := map[string]any{"actors": []map[string]any{{"id": "idp:bob", "token_sha256": hex.EncodeToString(sum[:])}}}
+	for k, v := range bExtra {
+		cfgB[k] = v
+	}
+	f.cfgB = write("b.yaml", cfgB)
+	return f
+}
+
+func (f *nsFixture) startA(t *testing.T) *sidecarProc {
+	return startSidecarProc(t, "--config", f.cfgA, "--data", f.datas[0], "--store", f.dsn)
+}
+
+func (f *nsFixture) startB(t *testing.T) *sidecarProc {
+	return startSidecarProc(t, "--config", f.cfgB, "--data", f.datas[1], "--store", f.dsn)
+}
+
+// pingStatus is the status of a ping to base's /mcp with token.
+func pingStatus(t *testing.T, base, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// serveOnce runs serve with args in this process until it serves (then
+// it is stopped) or exits, and says which, with its exit code and output.
+func serveOnce(t *testing.T, args ...string) (served bool, code int, out string) {
+	t.Helper()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var stderr proctest.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, append([]string{"serve", "--http", addr}, args...), &stderr, &stderr) }()
+	for {
+		select {
+		case code := <-done:
+			return false, code, stderr.String()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			cancel()
+			return true, <-done, stderr.String()
+		}
+	}
+}
+
+// TestIssuerNamespaceReservedUnused: sidecar A is configured with issuer
+// idp: and none of its actors has written anything. Sidecar B of the same
+// PostgreSQL log, running with a static token as idp:bob, refuses it
+// (401) once A has started, and refuses to start again with it: the
+// namespace is reserved by the log's own record of it, not by its actors'
+// entries.
+func TestIssuerNamespaceReservedUnused(t *testing.T) {
+	f := newNSFixture(t, nil)
+	b := f.startB(t)
+	if got := pingStatus(t, b.base, f.static); got != http.StatusOK {
+		t.Fatalf("B's static token before any issuer was configured: %d, want 200", got)
+	}
+	f.startA(t)
+	var got int
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got = pingStatus(t, b.base, f.static); got == http.StatusUnauthorized {
+			break
+		}
+	}
+	if got != http.StatusUnauthorized {
+		t.Errorf("B's static token as idp:bob, after A started with issuer idp: (no OAuth actor has written): %d, want 401", got)
+	}
+	b.kill()
+	if served, code, out := serveOnce(t, "--config", f.cfgB, "--data", f.datas[1], "--store", f.dsn); served || !strings.Contains(out, `"idp:"`) {
+		t.Errorf("B started again with static actor idp:bob on a log where A reserved issuer namespace idp:: served %v, exit %d, want it refused naming namespace idp:: %s", served, code, out)
+	}
+}
