@@ -268,8 +268,8 @@ func (a *auditor) compareNodes(ids []compact.NodeID, want [][]byte) error {
 
 // sidecarKinds are the kinds the sidecar writes on its own, always as
 // GenesisActor (the genesis; tools definitions; anchors; witness
-// conflicts): one by another actor is none it wrote.
-var sidecarKinds = map[string]bool{KindGenesis: true, KindTools: true, KindAnchor: true, KindWitnessConflict: true}
+// conflicts; issuers' namespaces): one by another actor is none it wrote.
+var sidecarKinds = map[string]bool{KindGenesis: true, KindTools: true, KindAnchor: true, KindWitnessConflict: true, KindNamespace: true}
 
 // checkEntry checks that entry i parses, that entry 0 is this log's
 // genesis, and that the sidecar's own kinds are by the sidecar.

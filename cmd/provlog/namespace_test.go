@@ -144,11 +144,11 @@ func TestIssuerNamespaceFromLog(t *testing.T) {
 	}
 }
 
-// TestIssuerNamespaceSharedLog: on one PostgreSQL log, sidecar A trusts
-// issuer idp: and sidecar B has a static token acting as idp:bob. Once
-// bob's OAuth token has acted through A, the log names the OAuth actor
-// idp:bob, and B refuses its static token as idp:bob (401), while it runs
-// and when it starts again: the namespace is the log's, not a data dir's.
+// TestIssuerNamespaceSharedLog: on one PostgreSQL log, sidecar B has a
+// static token acting as idp:bob, and sidecar A, started after it,
+// trusts issuer idp:. Once bob's OAuth token has acted through A, B
+// refuses its static token as idp:bob (401), while it runs and when it
+// starts again: the namespace is the log's, not a data dir's.
 func TestIssuerNamespaceSharedLog(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	dir := t.TempDir()
@@ -165,7 +165,6 @@ func TestIssuerNamespaceSharedLog(t *testing.T) {
 	sum := sha256.Sum256([]byte(static))
 	cfgB := writeCfg("b.yaml", map[string]any{"actors": []map[string]any{{"id": "idp:bob", "token_sha256": hex.EncodeToString(sum[:])}}})
 
-	a := startSidecarProc(t, "--config", cfgA, "--data", datas[0], "--store", dsn)
 	b := startSidecarProc(t, "--config", cfgB, "--data", datas[1], "--store", dsn)
 	staticStatus := func() int {
 		req, _ := http.NewRequest(http.MethodPost, b.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
@@ -180,8 +179,9 @@ func TestIssuerNamespaceSharedLog(t *testing.T) {
 		return resp.StatusCode
 	}
 	if got := staticStatus(); got == http.StatusUnauthorized {
-		t.Fatalf("B refused its static token before any OAuth actor acted: %d", got)
+		t.Fatalf("B refused its static token before any issuer was configured: %d", got)
 	}
+	a := startSidecarProc(t, "--config", cfgA, "--data", datas[0], "--store", dsn)
 
 	bob := connectHTTP(t, a.base, is.Mint(t, is.Claims(res, "bob")))
 	if task, _ := callTool(t, bob, "create_task", map[string]any{"title": "bob's, through A"}); task == nil {

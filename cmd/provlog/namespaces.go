@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/durable"
@@ -83,9 +84,15 @@ func (l *nsList) add(ps ...string) bool {
 	return len(l.prefixes) > n
 }
 
-// recordNamespaces adds the actor prefixes of auth's issuers to the data
-// dir's authNamespacesFile, before a config naming them takes effect.
-func recordNamespaces(data string, auth *authn.Config) error {
+// appendFunc appends an entry to the log (the sequencer's Append).
+type appendFunc func(context.Context, []byte) (*log.Receipt, error)
+
+// claimNamespaces reserves the actor namespaces of auth's issuers that
+// the data dir's authNamespacesFile does not list yet, before a config
+// naming them takes effect: a namespace entry for each goes into the log
+// (write), so every sidecar of the log reserves it from then on (and an
+// auditor sees when it was taken), and then the file lists it.
+func claimNamespaces(ctx context.Context, data string, auth *authn.Config, write appendFunc) error {
 	if !auth.Enabled() {
 		return nil
 	}
@@ -93,11 +100,21 @@ func recordNamespaces(data string, auth *authn.Config) error {
 	if err != nil {
 		return err
 	}
-	var ps []string
+	added := false
 	for _, is := range auth.Issuers {
-		ps = append(ps, is.ActorPrefix)
+		if slices.Contains(l.prefixes, is.ActorPrefix) {
+			continue
+		}
+		b, err := (&log.NamespaceEntry{Time: time.Now(), Issuer: is.Issuer, ActorPrefix: is.ActorPrefix}).Marshal()
+		if err == nil {
+			_, err = write(ctx, b)
+		}
+		if err != nil {
+			return fmt.Errorf("writing the log's namespace entry for issuer %s (actor_prefix %q): %w", is.Issuer, is.ActorPrefix, err)
+		}
+		added = l.add(is.ActorPrefix) || added
 	}
-	if !l.add(ps...) {
+	if !added {
 		return nil
 	}
 	return writeNamespaces(data, l)
@@ -130,7 +147,7 @@ func (c *Config) checkPastNamespaces(data string) error {
 	for _, id := range ids {
 		for _, p := range past {
 			if authn.InNamespace(id, p) {
-				return fmt.Errorf("config: static actor %q is in the actor namespace %q of an auth: issuer once configured on this data dir (%s): the log holds its actors' entries and tasks, which a static token of that id would act as; give it another id", id, p, filepath.Join(data, authNamespacesFile))
+				return fmt.Errorf("config: static actor %q is in the actor namespace %q of an auth: issuer once configured on this data dir or reserved on its shared log (%s): the log holds its actors' entries and tasks, which a static token of that id would act as; give it another id", id, p, filepath.Join(data, authNamespacesFile))
 			}
 		}
 	}
@@ -153,6 +170,7 @@ func namespacesFromLog(ctx context.Context, src entryReader, from, size uint64) 
 		}
 		for _, b := range es {
 			var e struct {
+				Kind  string `json:"kind"`
 				Actor string `json:"actor"`
 				Auth  *struct {
 					Iss      string `json:"iss"`
@@ -160,7 +178,16 @@ func namespacesFromLog(ctx context.Context, src entryReader, from, size uint64) 
 					ClientID string `json:"client_id"`
 				} `json:"auth"`
 			}
-			if json.Unmarshal(b, &e) != nil || e.Auth == nil || seen[e.Actor] {
+			if json.Unmarshal(b, &e) != nil {
+				continue
+			}
+			if e.Kind == log.KindNamespace {
+				if p, ok := reservedBy(b); ok && !slices.Contains(prefixes, p) {
+					prefixes = append(prefixes, p)
+				}
+				continue
+			}
+			if e.Auth == nil || seen[e.Actor] {
 				continue
 			}
 			seen[e.Actor] = true
@@ -183,13 +210,27 @@ func namespacesFromLog(ctx context.Context, src entryReader, from, size uint64) 
 	return prefixes, unknown, nil
 }
 
+// reservedBy returns the actor prefix namespace entry b reserves.
+func reservedBy(b []byte) (string, bool) {
+	e, err := log.ParseEntry(b)
+	if err != nil {
+		return "", false
+	}
+	n, err := log.ParseNamespaceEntry(e)
+	if err != nil {
+		return "", false
+	}
+	return n.ActorPrefix, true
+}
+
 // reserveNamespaces makes the data dir's authNamespacesFile list the
-// actor prefixes of auth's issuers, and first those of the OAuth actors
-// the log's entries name: the whole log's when there is no such file yet
-// (an older provlog's data dir), and on a shared log (shared) those
-// written since it was last read, by any sidecar. Then it holds cfg's
-// static actors to them (checkPastNamespaces).
-func reserveNamespaces(ctx context.Context, cfg *Config, src entryReader, size uint64, shared bool, logger *slog.Logger) error {
+// actor prefixes of auth's issuers (claimNamespaces, which writes their
+// namespace entries), and first those the log's entries reserve (a
+// namespace entry) or name an OAuth actor of: the whole log's when there
+// is no such file yet (an older provlog's data dir), and on a shared log
+// (shared) those written since it was last read, by any sidecar. Then it
+// holds cfg's static actors to them (checkPastNamespaces).
+func reserveNamespaces(ctx context.Context, cfg *Config, src entryReader, size uint64, shared bool, write appendFunc, logger *slog.Logger) error {
 	l, err := readNamespaces(cfg.Data)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
@@ -213,7 +254,7 @@ func reserveNamespaces(ctx context.Context, cfg *Config, src entryReader, size u
 	if err := cfg.checkPastNamespaces(cfg.Data); err != nil {
 		return err
 	}
-	if err := recordNamespaces(cfg.Data, cfg.Auth); err != nil {
+	if err := claimNamespaces(ctx, cfg.Data, cfg.Auth, write); err != nil {
 		return fmt.Errorf("recording the auth: issuers' actor namespaces: %w", err)
 	}
 	return nil

@@ -14,22 +14,27 @@ import (
 // On a shared log the actor namespaces are the log's: another sidecar's
 // issuer maps OAuth actors into one, and this sidecar must refuse a
 // static token whose id is in it, though its own config never named that
-// issuer. So it reads, once a second, the entries any sidecar committed
-// since it last looked (namespacesFromLog), adds the prefixes they tell
-// to the data dir's authNamespacesFile, and refuses from then on the
+// issuer. A sidecar configured with an issuer writes a namespace entry
+// for it before it takes the issuer's first token (claimNamespaces). So
+// each sidecar reads, once a second, the entries any sidecar committed
+// since it last looked (namespacesFromLog): namespace entries, and the
+// OAuth actors of logs written before them. It adds the prefixes they
+// tell to the data dir's authNamespacesFile, and refuses from then on the
 // static tokens whose actor is in one (namespaces.reserves); a config
 // that names such an actor is refused at start and on reload
 // (checkPastNamespaces), as for the issuers once configured here.
 //
-// What the log does not tell is not reserved: an issuer another sidecar
-// trusts whose actors have written nothing yet, or whose actors are
-// mapped from another claim than sub (warnUnknownNamespaces). And a
-// static token may act for up to a second after another sidecar first
-// wrote an OAuth actor of its namespace, until this one has read it.
+// What the log does not tell is not reserved: an issuer of an older
+// provlog, which wrote no namespace entry, whose actors are mapped from
+// another claim than sub (warnUnknownNamespaces).
 
 // namespacesFollowEvery is how often a sidecar of a shared log reads the
 // entries committed since it last looked for OAuth actors' namespaces.
 const namespacesFollowEvery = time.Second
+
+// namespaceWriteTimeout bounds a reload's wait for the log to commit
+// the namespace entries of the issuers it adds.
+const namespaceWriteTimeout = 30 * time.Second
 
 // namespacesReadNote is how many entries read with no new namespace in
 // them the file's read size may lag behind.
@@ -71,11 +76,12 @@ func (n *namespaces) reserves(actor string) bool {
 	return false
 }
 
-// record adds auth's issuers' prefixes to the file (recordNamespaces).
-func (n *namespaces) record(auth *authn.Config) error {
+// record reserves auth's issuers' namespaces not reserved yet
+// (claimNamespaces).
+func (n *namespaces) record(ctx context.Context, auth *authn.Config, write appendFunc) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := recordNamespaces(n.data, auth); err != nil {
+	if err := claimNamespaces(ctx, n.data, auth, write); err != nil {
 		return err
 	}
 	return n.load()

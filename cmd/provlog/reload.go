@@ -153,7 +153,9 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 	// The running data dir's issuers of the past (--data may name
 	// another than the file's), and this config's from now on.
 	if err := live.checkPastNamespaces(s.cfg.Data); err == nil {
-		err = s.ns.record(cfg.Auth)
+		ctx, cancel := context.WithTimeout(context.Background(), namespaceWriteTimeout)
+		err = s.ns.record(ctx, cfg.Auth, s.seq.Append)
+		cancel()
 	}
 	if err != nil {
 		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why, "err", err)

@@ -290,7 +290,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		return nil, err
 	}
 	sh, shared := store.(log.SharedStorage)
-	if err := reserveNamespaces(ctx, cfg, store, sc.size(), shared, logger); err != nil {
+	if err := reserveNamespaces(ctx, cfg, store, sc.size(), shared, sc.seq.Append, logger); err != nil {
 		return nil, err
 	}
 	if err := sc.ns.load(); err != nil {

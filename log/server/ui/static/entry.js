@@ -19,6 +19,7 @@ const kindWords = {
   "task.release": "a task was released",
   "task.cancel": "a task was cancelled",
   "witness.conflict": "a witness reported a conflict",
+  namespace: "an identity provider's actor namespace was reserved",
   purge: "retained data was purged; its hashes stay",
   replay: "a replay run's report on recorded calls",
 };
