@@ -128,3 +128,30 @@ func TestIssuerNamespaceReservedUnused(t *testing.T) {
 		t.Errorf("B started again with static actor idp:bob on a log where A reserved issuer namespace idp:: served %v, exit %d, want it refused naming namespace idp:: %s", served, code, out)
 	}
 }
+
+// TestIssuerNamespaceNoWindow: no request of B's static token as idp:bob
+// is taken once A, starting with issuer idp:, serves: B has read A's
+// reservation by then.
+func TestIssuerNamespaceNoWindow(t *testing.T) {
+	f := newNSFixture(t, nil)
+	b := f.startB(t)
+	if got := pingStatus(t, b.base, f.static); got != http.StatusOK {
+		t.Fatalf("B's static token before any issuer was configured: %d, want 200", got)
+	}
+	a := f.startA(t)
+	taken := 0
+	for range 20 {
+		if pingStatus(t, b.base, f.static) != http.StatusUnauthorized {
+			taken++
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if taken > 0 {
+		t.Errorf("B took %d of 20 requests of its static token as idp:bob after A began to serve issuer idp: (in which OAuth idp:bob may act through A)", taken)
+	}
+	// And one of A's OAuth actors acts.
+	bob := connectHTTP(t, a.base, f.is.Mint(t, f.is.Claims(f.resource, "bob")))
+	if task, _ := callTool(t, bob, "create_task", map[string]any{"title": "bob's, through A"}); task == nil {
+		t.Fatal("bob created no task")
+	}
+}
