@@ -92,13 +92,14 @@ type appendFunc func(context.Context, []byte) (*log.Receipt, error)
 // naming them takes effect: a namespace entry for each goes into the log
 // (write), so every sidecar of the log reserves it from then on (and an
 // auditor sees when it was taken), and then the file lists it.
-func claimNamespaces(ctx context.Context, data string, auth *authn.Config, write appendFunc) error {
+// It reports whether it wrote any.
+func claimNamespaces(ctx context.Context, data string, auth *authn.Config, write appendFunc) (bool, error) {
 	if !auth.Enabled() {
-		return nil
+		return false, nil
 	}
 	l, err := readNamespaces(data)
 	if err != nil {
-		return err
+		return false, err
 	}
 	added := false
 	for _, is := range auth.Issuers {
@@ -110,14 +111,30 @@ func claimNamespaces(ctx context.Context, data string, auth *authn.Config, write
 			_, err = write(ctx, b)
 		}
 		if err != nil {
-			return fmt.Errorf("writing the log's namespace entry for issuer %s (actor_prefix %q): %w", is.Issuer, is.ActorPrefix, err)
+			return false, fmt.Errorf("writing the log's namespace entry for issuer %s (actor_prefix %q): %w", is.Issuer, is.ActorPrefix, err)
 		}
 		added = l.add(is.ActorPrefix) || added
 	}
 	if !added {
+		return false, nil
+	}
+	return true, writeNamespaces(data, l)
+}
+
+// settleNamespaces waits, after this sidecar wrote namespace entries to a
+// shared log, until every other sidecar of it has read them
+// (namespacesFollowEvery, twice), before the issuers' actors may act here:
+// until then another sidecar would take its static tokens in the new
+// namespaces.
+func settleNamespaces(ctx context.Context, logger *slog.Logger) error {
+	wait := 2 * namespacesFollowEvery
+	logger.Info("reserved new OAuth issuers' actor namespaces on the shared log; waiting until every sidecar of it has read them before their actors act", "wait", wait)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(wait):
 		return nil
 	}
-	return writeNamespaces(data, l)
 }
 
 // writeNamespaces writes the data dir's authNamespacesFile.
@@ -254,8 +271,12 @@ func reserveNamespaces(ctx context.Context, cfg *Config, src entryReader, size u
 	if err := cfg.checkPastNamespaces(cfg.Data); err != nil {
 		return err
 	}
-	if err := claimNamespaces(ctx, cfg.Data, cfg.Auth, write); err != nil {
+	wrote, err := claimNamespaces(ctx, cfg.Data, cfg.Auth, write)
+	if err != nil {
 		return fmt.Errorf("recording the auth: issuers' actor namespaces: %w", err)
+	}
+	if wrote && shared {
+		return settleNamespaces(ctx, logger)
 	}
 	return nil
 }

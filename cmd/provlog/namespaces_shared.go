@@ -33,7 +33,8 @@ import (
 const namespacesFollowEvery = time.Second
 
 // namespaceWriteTimeout bounds a reload's wait for the log to commit
-// the namespace entries of the issuers it adds.
+// the namespace entries of the issuers it adds (and, on a shared log, for
+// the other sidecars to read them: settleNamespaces).
 const namespaceWriteTimeout = 30 * time.Second
 
 // namespacesReadNote is how many entries read with no new namespace in
@@ -45,6 +46,7 @@ const namespacesReadNote = 1 << 16
 // sidecar runs.
 type namespaces struct {
 	data   string
+	shared bool // the log is shared (log.SharedStorage): others write it too
 	logger *slog.Logger
 	mu     sync.Mutex // held while the file is read and written
 	taken  atomic.Pointer[[]string]
@@ -77,14 +79,24 @@ func (n *namespaces) reserves(actor string) bool {
 }
 
 // record reserves auth's issuers' namespaces not reserved yet
-// (claimNamespaces).
+// (claimNamespaces), and on a shared log waits until the other sidecars
+// have read them (settleNamespaces).
 func (n *namespaces) record(ctx context.Context, auth *authn.Config, write appendFunc) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if err := claimNamespaces(ctx, n.data, auth, write); err != nil {
+	wrote, err := n.claim(ctx, auth, write)
+	if err != nil || !wrote || !n.shared {
 		return err
 	}
-	return n.load()
+	return settleNamespaces(ctx, n.logger)
+}
+
+func (n *namespaces) claim(ctx context.Context, auth *authn.Config, write appendFunc) (bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	wrote, err := claimNamespaces(ctx, n.data, auth, write)
+	if err != nil {
+		return false, err
+	}
+	return wrote, n.load()
 }
 
 // follow reads what the sidecars of the shared log st commit, until ctx

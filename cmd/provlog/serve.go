@@ -132,6 +132,14 @@ func ignoreHUP(ctx context.Context, hup <-chan os.Signal, logger *slog.Logger) {
 // serve serves MCP over stdio (ln nil), or MCP and the log API on ln,
 // until ctx ends; cfg is the config it started with.
 func (sc *sidecar) serve(ctx context.Context, cfg *Config, ln net.Listener, logger *slog.Logger) error {
+	// The namespaces other sidecars of a shared log reserved while this one
+	// started are read before its first request, not at the follower's
+	// next turn.
+	if sh, ok := sc.store.(log.SharedStorage); ok {
+		if err := sc.ns.catchUp(ctx, sh); err != nil {
+			return fmt.Errorf("reading the shared log for OAuth actors' namespaces: %w", err)
+		}
+	}
 	if ln == nil {
 		logger.Info("provlog serving MCP over stdio", "data", cfg.Data, "origin", sc.keys.signer.Name(), "actor", cfg.Actor, "size", sc.size())
 		err := sc.proxy.ServeStdio(ctx)
@@ -290,6 +298,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		return nil, err
 	}
 	sh, shared := store.(log.SharedStorage)
+	sc.ns.shared = shared
 	if err := reserveNamespaces(ctx, cfg, store, sc.size(), shared, sc.seq.Append, logger); err != nil {
 		return nil, err
 	}
