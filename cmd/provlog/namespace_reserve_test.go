@@ -12,10 +12,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log/logpg/pgtest"
 	"github.com/provlog/provlog/log/logtest/proctest"
@@ -154,4 +157,54 @@ func TestIssuerNamespaceNoWindow(t *testing.T) {
 	if task, _ := callTool(t, bob, "create_task", map[string]any{"title": "bob's, through A"}); task == nil {
 		t.Fatal("bob created no task")
 	}
+}
+
+// TestIssuerNamespaceStdioActor: sidecar B serves MCP over stdio as actor
+// idp:bob (its config's actor:). Once the shared log names OAuth actor
+// idp:bob, mapped by issuer idp: through sidecar A, B refuses the stdio
+// client's calls: they would be recorded as that OAuth actor, tasks and
+// all.
+func TestIssuerNamespaceStdioActor(t *testing.T) {
+	f := newNSFixture(t, nil)
+	cfgB := writeFile(t, filepath.Join(f.dir, "b-stdio.yaml"), []byte(`{"actor": "idp:bob"}`))
+	argv, _ := json.Marshal([]string{"serve", "--config", cfgB, "--data", f.datas[1], "--store", f.dsn})
+	cmd := childCmd(t, serveChildEnv+"="+string(argv))
+	stderr := &proctest.Buffer{}
+	cmd.Stderr = stderr
+	cs := connectStdioChild(t, cmd)
+	if _, _, err := toolCall(cs, "create_task", map[string]any{"title": "before"}); err != nil {
+		t.Fatalf("B's stdio client before any issuer: %v\n%s", err, stderr.String())
+	}
+
+	a := f.startA(t)
+	bob := connectHTTP(t, a.base, f.is.Mint(t, f.is.Claims(f.resource, "bob")))
+	if task, _ := callTool(t, bob, "create_task", map[string]any{"title": "bob's, through A"}); task == nil {
+		t.Fatal("bob created no task")
+	}
+	waitFor(t, "B reads the namespace idp: from the shared log", func() bool {
+		return strings.Contains(stderr.String(), "not reserved here before")
+	})
+	if res, _, err := toolCall(cs, "create_task", map[string]any{"title": "as idp:bob, over stdio"}); err == nil {
+		t.Errorf("B's stdio client, actor idp:bob, after the shared log named OAuth actor idp:bob: create_task took (%v), want it refused", res)
+	}
+}
+
+// connectStdioChild starts cmd, a provlog serve child over stdio, and
+// connects an MCP client to it.
+func connectStdioChild(t *testing.T, cmd *exec.Cmd) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-ns", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		if cmd.Process != nil {
+			cmd.Process.Kill()
+		}
+	})
+	return cs
 }
