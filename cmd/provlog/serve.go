@@ -456,6 +456,11 @@ func (sc *sidecar) startProxy(ctx context.Context, stdio bool) error {
 			return req.Extra.TokenInfo.UserID, nil
 		}
 		if stdio {
+			// Held, as static tokens are (sidecar.static), to the
+			// namespaces the shared log reserves while it runs.
+			if sc.ns.reserves(sc.cfg.Actor) {
+				return "", fmt.Errorf("the stdio actor %q (the config's actor:) is in an OAuth issuer's actor namespace this log reserved since provlog started, so it would act as that issuer's actor; give actor: another id and restart provlog", sc.cfg.Actor)
+			}
 			return sc.cfg.Actor, nil
 		}
 		return "", errors.New("no authenticated actor: send Authorization: Bearer <token>")
