@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -207,4 +208,63 @@ func connectStdioChild(t *testing.T, cmd *exec.Cmd) *mcp.ClientSession {
 		}
 	})
 	return cs
+}
+
+// TestIssuerNamespaceStaticEntriesBefore: sidecar B's static token as
+// idp:bob wrote a task in the shared log; sidecar A started with issuer
+// idp: would have OAuth idp:bob act as that static actor, its tasks and
+// all. A refuses to start, naming the actor and its entry, and writes
+// nothing.
+func TestIssuerNamespaceStaticEntriesBefore(t *testing.T) {
+	f := newNSFixture(t, nil)
+	b := f.startB(t)
+	static := connectHTTP(t, b.base, f.static)
+	if task, _ := callTool(t, static, "create_task", map[string]any{"title": "static idp:bob's"}); task == nil {
+		t.Fatal("static idp:bob created no task")
+	}
+	static.Close()
+	served, code, out := serveOnce(t, "--config", f.cfgA, "--data", f.datas[0], "--store", f.dsn)
+	if served || !strings.Contains(out, `idp:bob`) || !strings.Contains(out, `"idp:"`) {
+		t.Errorf("A started with issuer idp: on a log where static actor idp:bob wrote a task: served %v, exit %d, want it refused naming idp:bob and namespace idp:: %s", served, code, out)
+	}
+}
+
+// TestIssuerNamespaceStaticEntriesBeforeReload: a reload that drops the
+// static token of idp:bob, who wrote a task, and adds issuer idp: is
+// refused, naming idp:bob; the running config stays.
+func TestIssuerNamespaceStaticEntriesBeforeReload(t *testing.T) {
+	dir := t.TempDir()
+	is := authntest.Start(t)
+	addr := freeAddr(t)
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	write := func(cfg map[string]any) {
+		cfg["data"] = filepath.Join(dir, "d")
+		cfg["reload_interval"] = "50ms"
+		b, _ := json.Marshal(cfg) // JSON is YAML
+		writeFile(t, cfgPath+".new", b)
+		if err := os.Rename(cfgPath+".new", cfgPath); err != nil {
+			t.Fatal(err)
+		}
+	}
+	static := "static-token-for-idp-bob-0123456789"
+	sum := sha256.Sum256([]byte(static))
+	write(map[string]any{"actors": []map[string]any{{"id": "idp:bob", "token_sha256": hex.EncodeToString(sum[:])}}})
+	base, stop, logs := startServeLogged(t, addr, "--config", cfgPath)
+	bob := connectHTTP(t, base, static)
+	if task, _ := callTool(t, bob, "create_task", map[string]any{"title": "static idp:bob's"}); task == nil {
+		t.Fatal("static idp:bob created no task")
+	}
+	bob.Close()
+	reloads := func() int {
+		return strings.Count(logs.String(), "config reload failed") + strings.Count(logs.String(), "config reloaded")
+	}
+	before := reloads()
+	write(map[string]any{"auth": map[string]any{"resource": "http://" + addr + "/mcp",
+		"issuers": []map[string]any{{"issuer": is.URL, "jwks_url": is.JWKSURL(), "actor_prefix": "idp:"}}}})
+	waitFor(t, "the reload is refused or taken", func() bool { return reloads() > before })
+	stop()
+	out := logs.String()
+	if !strings.Contains(out, "config reload failed") || !strings.Contains(out, "idp:bob") {
+		t.Errorf("a reload adding issuer idp: to a log where static idp:bob wrote a task: want it refused naming idp:bob:\n%s", out)
+	}
 }
