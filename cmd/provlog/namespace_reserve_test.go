@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -173,7 +174,8 @@ func TestIssuerNamespaceStdioActor(t *testing.T) {
 	stderr := &proctest.Buffer{}
 	cmd.Stderr = stderr
 	cs := connectStdioChild(t, cmd)
-	if _, _, err := toolCall(cs, "create_task", map[string]any{"title": "before"}); err != nil {
+	// A read: an entry by static idp:bob would have A refuse the issuer.
+	if _, _, err := toolCall(cs, "list_unaccepted_tasks", map[string]any{}); err != nil {
 		t.Fatalf("B's stdio client before any issuer: %v\n%s", err, stderr.String())
 	}
 
@@ -223,9 +225,29 @@ func TestIssuerNamespaceStaticEntriesBefore(t *testing.T) {
 		t.Fatal("static idp:bob created no task")
 	}
 	static.Close()
+	size := func() string {
+		resp, err := http.Get(b.base + "/log/checkpoint")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var buf strings.Builder
+		if _, err := io.Copy(&buf, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.SplitN(buf.String(), "\n", 3)
+		if len(lines) < 2 {
+			t.Fatalf("checkpoint: %q", buf.String())
+		}
+		return lines[1]
+	}
+	before := size()
 	served, code, out := serveOnce(t, "--config", f.cfgA, "--data", f.datas[0], "--store", f.dsn)
 	if served || !strings.Contains(out, `idp:bob`) || !strings.Contains(out, `"idp:"`) {
 		t.Errorf("A started with issuer idp: on a log where static actor idp:bob wrote a task: served %v, exit %d, want it refused naming idp:bob and namespace idp:: %s", served, code, out)
+	}
+	if after := size(); after != before {
+		t.Errorf("A's refused start wrote to the log: size %s -> %s", before, after)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/durable"
@@ -82,59 +81,6 @@ func (l *nsList) add(ps ...string) bool {
 		}
 	}
 	return len(l.prefixes) > n
-}
-
-// appendFunc appends an entry to the log (the sequencer's Append).
-type appendFunc func(context.Context, []byte) (*log.Receipt, error)
-
-// claimNamespaces reserves the actor namespaces of auth's issuers that
-// the data dir's authNamespacesFile does not list yet, before a config
-// naming them takes effect: a namespace entry for each goes into the log
-// (write), so every sidecar of the log reserves it from then on (and an
-// auditor sees when it was taken), and then the file lists it.
-// It reports whether it wrote any.
-func claimNamespaces(ctx context.Context, data string, auth *authn.Config, write appendFunc) (bool, error) {
-	if !auth.Enabled() {
-		return false, nil
-	}
-	l, err := readNamespaces(data)
-	if err != nil {
-		return false, err
-	}
-	added := false
-	for _, is := range auth.Issuers {
-		if slices.Contains(l.prefixes, is.ActorPrefix) {
-			continue
-		}
-		b, err := (&log.NamespaceEntry{Time: time.Now(), Issuer: is.Issuer, ActorPrefix: is.ActorPrefix}).Marshal()
-		if err == nil {
-			_, err = write(ctx, b)
-		}
-		if err != nil {
-			return false, fmt.Errorf("writing the log's namespace entry for issuer %s (actor_prefix %q): %w", is.Issuer, is.ActorPrefix, err)
-		}
-		added = l.add(is.ActorPrefix) || added
-	}
-	if !added {
-		return false, nil
-	}
-	return true, writeNamespaces(data, l)
-}
-
-// settleNamespaces waits, after this sidecar wrote namespace entries to a
-// shared log, until every other sidecar of it has read them
-// (namespacesFollowEvery, twice), before the issuers' actors may act here:
-// until then another sidecar would take its static tokens in the new
-// namespaces.
-func settleNamespaces(ctx context.Context, logger *slog.Logger) error {
-	wait := 2 * namespacesFollowEvery
-	logger.Info("reserved new OAuth issuers' actor namespaces on the shared log; waiting until every sidecar of it has read them before their actors act", "wait", wait)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(wait):
-		return nil
-	}
 }
 
 // writeNamespaces writes the data dir's authNamespacesFile.
@@ -247,7 +193,12 @@ func reservedBy(b []byte) (string, bool) {
 // is no such file yet (an older provlog's data dir), and on a shared log
 // (shared) those written since it was last read, by any sidecar. Then it
 // holds cfg's static actors to them (checkPastNamespaces).
-func reserveNamespaces(ctx context.Context, cfg *Config, src entryReader, size uint64, shared bool, write appendFunc, logger *slog.Logger) error {
+func reserveNamespaces(ctx context.Context, cfg *Config, lg nsLog, logger *slog.Logger) error {
+	size, err := lg.size(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the log's size: %w", err)
+	}
+	src, shared := lg.entryReader, lg.shared
 	l, err := readNamespaces(cfg.Data)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
@@ -271,12 +222,8 @@ func reserveNamespaces(ctx context.Context, cfg *Config, src entryReader, size u
 	if err := cfg.checkPastNamespaces(cfg.Data); err != nil {
 		return err
 	}
-	wrote, err := claimNamespaces(ctx, cfg.Data, cfg.Auth, write)
-	if err != nil {
-		return fmt.Errorf("recording the auth: issuers' actor namespaces: %w", err)
-	}
-	if wrote && shared {
-		return settleNamespaces(ctx, logger)
+	if err := claimNamespaces(ctx, cfg.Data, cfg.Auth, lg, logger); err != nil {
+		return fmt.Errorf("reserving the auth: issuers' actor namespaces: %w", err)
 	}
 	return nil
 }

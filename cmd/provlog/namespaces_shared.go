@@ -32,9 +32,10 @@ import (
 // entries committed since it last looked for OAuth actors' namespaces.
 const namespacesFollowEvery = time.Second
 
-// namespaceWriteTimeout bounds a reload's wait for the log to commit
-// the namespace entries of the issuers it adds (and, on a shared log, for
-// the other sidecars to read them: settleNamespaces).
+// namespaceWriteTimeout bounds a reload's reading of the log for static
+// actors' entries in the namespaces of the issuers it adds, and its wait
+// for the log to commit their namespace entries (and, on a shared log,
+// for the other sidecars to read them: claimNamespaces).
 const namespaceWriteTimeout = 30 * time.Second
 
 // namespacesReadNote is how many entries read with no new namespace in
@@ -46,7 +47,6 @@ const namespacesReadNote = 1 << 16
 // sidecar runs.
 type namespaces struct {
 	data   string
-	shared bool // the log is shared (log.SharedStorage): others write it too
 	logger *slog.Logger
 	mu     sync.Mutex // held while the file is read and written
 	taken  atomic.Pointer[[]string]
@@ -79,24 +79,14 @@ func (n *namespaces) reserves(actor string) bool {
 }
 
 // record reserves auth's issuers' namespaces not reserved yet
-// (claimNamespaces), and on a shared log waits until the other sidecars
-// have read them (settleNamespaces).
-func (n *namespaces) record(ctx context.Context, auth *authn.Config, write appendFunc) error {
-	wrote, err := n.claim(ctx, auth, write)
-	if err != nil || !wrote || !n.shared {
-		return err
-	}
-	return settleNamespaces(ctx, n.logger)
-}
-
-func (n *namespaces) claim(ctx context.Context, auth *authn.Config, write appendFunc) (bool, error) {
+// (claimNamespaces).
+func (n *namespaces) record(ctx context.Context, auth *authn.Config, lg nsLog) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	wrote, err := claimNamespaces(ctx, n.data, auth, write)
-	if err != nil {
-		return false, err
+	if err := claimNamespaces(ctx, n.data, auth, lg, n.logger); err != nil {
+		return err
 	}
-	return wrote, n.load()
+	return n.load()
 }
 
 // follow reads what the sidecars of the shared log st commit, until ctx
@@ -165,4 +155,15 @@ func printable(ps []string) []string {
 		out[i] = log.Printable(p)
 	}
 	return out
+}
+
+// static looks a static token up (tokens.static), refusing one whose
+// actor is in an OAuth issuer's namespace the log holds actors of, though
+// no config here names the issuer (namespaces).
+func (s *sidecar) static(token string) (actor string, reader, ok bool) {
+	actor, reader, ok = s.tokens.static(token)
+	if ok && s.ns.reserves(actor) {
+		return "", false, false
+	}
+	return actor, reader, ok
 }

@@ -152,9 +152,10 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 	}
 	// The running data dir's issuers of the past (--data may name
 	// another than the file's), and this config's from now on.
-	if err := live.checkPastNamespaces(s.cfg.Data); err == nil {
+	err = live.checkPastNamespaces(s.cfg.Data)
+	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), namespaceWriteTimeout)
-		err = s.ns.record(ctx, cfg.Auth, s.seq.Append)
+		err = s.ns.record(ctx, cfg.Auth, s.nsLog())
 		cancel()
 	}
 	if err != nil {

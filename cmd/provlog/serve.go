@@ -298,8 +298,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		return nil, err
 	}
 	sh, shared := store.(log.SharedStorage)
-	sc.ns.shared = shared
-	if err := reserveNamespaces(ctx, cfg, store, sc.size(), shared, sc.seq.Append, logger); err != nil {
+	if err := reserveNamespaces(ctx, cfg, sc.nsLog(), logger); err != nil {
 		return nil, err
 	}
 	if err := sc.ns.load(); err != nil {
@@ -536,17 +535,6 @@ func (s *sidecar) prove(ctx context.Context, index int64, leafHash []byte) (*log
 		req.Cosigned = s.witness.cos.Latest()
 	}
 	return s.seq.Prove(ctx, s.store, req)
-}
-
-// static looks a static token up (tokens.static), refusing one whose
-// actor is in an OAuth issuer's namespace the log holds actors of, though
-// no config here names the issuer (namespaces).
-func (s *sidecar) static(token string) (actor string, reader, ok bool) {
-	actor, reader, ok = s.tokens.static(token)
-	if ok && s.ns.reserves(actor) {
-		return "", false, false
-	}
-	return actor, reader, ok
 }
 
 func (s *sidecar) size() uint64 {

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/proxy/authn"
+)
+
+// appendFunc appends an entry to the log (the sequencer's Append).
+type appendFunc func(context.Context, []byte) (*log.Receipt, error)
+
+// nsLog is the log as the namespaces' reservation reads and writes it.
+type nsLog struct {
+	entryReader
+	// size returns how many entries the log holds, committed by any
+	// sidecar of a shared log.
+	size   func(context.Context) (uint64, error)
+	append appendFunc
+	shared bool // other sidecars write the log too
+}
+
+// nsLog returns the sidecar's log for the namespaces' reservation.
+func (s *sidecar) nsLog() nsLog {
+	lg := nsLog{entryReader: s.store, append: s.seq.Append,
+		size: func(context.Context) (uint64, error) { return s.size(), nil }}
+	if sh, ok := s.store.(log.SharedStorage); ok {
+		lg.shared = true
+		lg.size = func(ctx context.Context) (uint64, error) {
+			st, err := sh.Latest(ctx)
+			return st.Size, err
+		}
+	}
+	return lg
+}
+
+// claimNamespaces reserves the actor namespaces of auth's issuers that
+// the data dir's authNamespacesFile does not list yet, before a config
+// naming them takes effect.
+//
+// A static actor (actors:, actor:, readers:) may have written entries in
+// such a namespace while no issuer held it; the issuer's actor of that id
+// would act as them, their tasks and all. So the log is read for them
+// first, and if there are any the config is refused and nothing is
+// written. Then a namespace entry for each issuer goes into the log, so
+// every sidecar of the log reserves it from then on (and an auditor sees
+// when it was taken), and the file lists it. On a shared log the other
+// sidecars take a moment to read it (settleNamespaces); static entries
+// they wrote in it meanwhile, or between the reading and the namespace
+// entries, cannot be refused any more: they are warned of.
+func claimNamespaces(ctx context.Context, data string, auth *authn.Config, lg nsLog, logger *slog.Logger) error {
+	if !auth.Enabled() {
+		return nil
+	}
+	l, err := readNamespaces(data)
+	if err != nil {
+		return err
+	}
+	var fresh []authn.IssuerConfig
+	var prefixes []string
+	for _, is := range auth.Issuers {
+		if !slices.Contains(l.prefixes, is.ActorPrefix) && !slices.Contains(prefixes, is.ActorPrefix) {
+			fresh = append(fresh, is)
+			prefixes = append(prefixes, is.ActorPrefix)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	size, err := lg.size(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the log's size: %w", err)
+	}
+	found, err := staticInNamespaces(ctx, lg, 0, size, prefixes)
+	if err != nil {
+		return err
+	}
+	if found.n > 0 {
+		return fmt.Errorf("issuer %s, actor_prefix %q: the log holds %d entries by static actors (actors:, actor:) in that namespace, written while no issuer held it (the first: entry %d, by %q); the issuer's actor of that id would act as them, their tasks and all: give the issuer another actor_prefix", found.issuer(fresh), found.prefix, found.n, found.first, found.actor)
+	}
+	var end uint64 // the namespace entries are below end
+	for _, is := range fresh {
+		b, err := (&log.NamespaceEntry{Time: time.Now(), Issuer: is.Issuer, ActorPrefix: is.ActorPrefix}).Marshal()
+		var r *log.Receipt
+		if err == nil {
+			r, err = lg.append(ctx, b)
+		}
+		if err != nil {
+			return fmt.Errorf("writing the log's namespace entry for issuer %s (actor_prefix %q): %w", is.Issuer, is.ActorPrefix, err)
+		}
+		end = r.Index + 1
+	}
+	l.add(prefixes...)
+	if err := writeNamespaces(data, l); err != nil {
+		return err
+	}
+	if !lg.shared {
+		return nil
+	}
+	wait := 2 * namespacesFollowEvery
+	logger.Info("reserved new OAuth issuers' actor namespaces on the shared log; waiting until every sidecar of it has read them before their actors act", "namespaces", printable(prefixes), "wait", wait)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(wait):
+	}
+	latest, err := lg.size(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the log's size: %w", err)
+	}
+	found, err = staticInNamespaces(ctx, lg, size, latest, prefixes)
+	if err != nil {
+		return err
+	}
+	if found.n > 0 {
+		logger.Error("another sidecar of the shared log let a static actor write in a namespace this sidecar was reserving, before that sidecar read the reservation; the entries stay in the log, and the issuer's actor of that id acts as them, their tasks and all", "issuer", found.issuer(fresh), "actor_prefix", found.prefix, "entries", found.n, "first", found.first, "actor", log.Printable(found.actor), "namespace_entries_end", end)
+	}
+	return nil
+}
+
+// nsFound is what staticInNamespaces found: n entries by static actors in
+// the namespaces, the first at index first, by actor, in prefix.
+type nsFound struct {
+	n             int
+	first         uint64
+	actor, prefix string
+}
+
+// issuer returns the issuer of f's prefix among issuers.
+func (f nsFound) issuer(issuers []authn.IssuerConfig) string {
+	for _, is := range issuers {
+		if is.ActorPrefix == f.prefix {
+			return is.Issuer
+		}
+	}
+	return ""
+}
+
+// staticInNamespaces reads the log's entries [from, to) for those by an
+// actor in one of the namespaces prefixes ([authn.InNamespace]) that no
+// OAuth token wrote (no auth member) and the sidecar did not write as
+// itself: a static token's, or a stdio client's.
+func staticInNamespaces(ctx context.Context, src entryReader, from, to uint64, prefixes []string) (nsFound, error) {
+	const chunk = 4096
+	var f nsFound
+	for start := from; start < to; start += chunk {
+		es, err := src.Entries(ctx, start, min(to, start+chunk))
+		if err != nil {
+			return nsFound{}, fmt.Errorf("reading the log's entries from %d: %w", start, err)
+		}
+		for i, b := range es {
+			var e struct {
+				Actor string          `json:"actor"`
+				Auth  json.RawMessage `json:"auth"`
+			}
+			// The sidecar's own entries are no actor's an issuer could
+			// map a token to (authn.ReservedActor).
+			if json.Unmarshal(b, &e) != nil || e.Auth != nil || authn.ReservedActor(e.Actor) {
+				continue
+			}
+			for _, p := range prefixes {
+				if authn.InNamespace(e.Actor, p) {
+					if f.n == 0 {
+						f.first, f.actor, f.prefix = start+uint64(i), e.Actor, p
+					}
+					f.n++
+					break
+				}
+			}
+		}
+	}
+	return f, nil
+}
