@@ -290,3 +290,27 @@ func TestIssuerNamespaceStaticEntriesBeforeReload(t *testing.T) {
 		t.Errorf("a reload adding issuer idp: to a log where static idp:bob wrote a task: want it refused naming idp:bob:\n%s", out)
 	}
 }
+
+// TestIssuerNamespaceReservedAfterUpgrade: sidecar A's data dir lists
+// issuer idp:'s namespace from before namespace entries were written
+// (auth-namespaces, as an older provlog left it), and the shared log holds
+// no namespace entry for it. A's start writes one all the same, so B, of
+// the same log, refuses its static token as idp:bob.
+func TestIssuerNamespaceReservedAfterUpgrade(t *testing.T) {
+	f := newNSFixture(t, nil)
+	writeFile(t, filepath.Join(f.datas[0], authNamespacesFile), []byte(`"idp:"`+"\n"))
+	b := f.startB(t)
+	if got := pingStatus(t, b.base, f.static); got != http.StatusOK {
+		t.Fatalf("B's static token before any issuer was configured: %d, want 200", got)
+	}
+	f.startA(t)
+	var got int
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got = pingStatus(t, b.base, f.static); got == http.StatusUnauthorized {
+			break
+		}
+	}
+	if got != http.StatusUnauthorized {
+		t.Errorf("B's static token as idp:bob, after A started with issuer idp:, listed in its data dir from before: %d, want 401", got)
+	}
+}
