@@ -123,13 +123,14 @@ func (c *Config) checkPastNamespaces(data string) error {
 // ClientNamespace and the client id. unknown counts, by issuer, the
 // actors mapped from another claim (an email), whose prefix the entries
 // do not tell: the auth member keeps iss and sub, not that claim.
-func namespacesFromLog(ctx context.Context, src entryReader, from, size uint64) (prefixes []string, unknown map[string]int, err error) {
+// Namespace entries' prefixes are among prefixes, and alone in logged.
+func namespacesFromLog(ctx context.Context, src entryReader, from, size uint64) (prefixes, logged []string, unknown map[string]int, err error) {
 	const chunk = 4096
 	seen := map[string]bool{}
 	for start := from; start < size; start += chunk {
 		es, err := src.Entries(ctx, start, min(size, start+chunk))
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading the log's entries from %d: %w", start, err)
+			return nil, nil, nil, fmt.Errorf("reading the log's entries from %d: %w", start, err)
 		}
 		for _, b := range es {
 			var e struct {
@@ -145,8 +146,11 @@ func namespacesFromLog(ctx context.Context, src entryReader, from, size uint64) 
 				continue
 			}
 			if e.Kind == log.KindNamespace {
-				if p, ok := reservedBy(b); ok && !slices.Contains(prefixes, p) {
-					prefixes = append(prefixes, p)
+				if p, ok := reservedBy(b); ok && !slices.Contains(logged, p) {
+					logged = append(logged, p)
+					if !slices.Contains(prefixes, p) {
+						prefixes = append(prefixes, p)
+					}
 				}
 				continue
 			}
@@ -170,7 +174,7 @@ func namespacesFromLog(ctx context.Context, src entryReader, from, size uint64) 
 			}
 		}
 	}
-	return prefixes, unknown, nil
+	return prefixes, logged, unknown, nil
 }
 
 // reservedBy returns the actor prefix namespace entry b reserves.
@@ -193,7 +197,7 @@ func reservedBy(b []byte) (string, bool) {
 // is no such file yet (an older provlog's data dir), and on a shared log
 // (shared) those written since it was last read, by any sidecar. Then it
 // holds cfg's static actors to them (checkPastNamespaces).
-func reserveNamespaces(ctx context.Context, cfg *Config, lg nsLog, logger *slog.Logger) error {
+func reserveNamespaces(ctx context.Context, cfg *Config, lg nsLog, logged map[string]bool, logger *slog.Logger) error {
 	size, err := lg.size(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the log's size: %w", err)
@@ -207,9 +211,12 @@ func reserveNamespaces(ctx context.Context, cfg *Config, lg nsLog, logger *slog.
 		if !l.found {
 			logger.Info("reading the log once for the actor namespaces of the OAuth issuers it names", "entries", size)
 		}
-		prefixes, unknown, err := namespacesFromLog(ctx, src, l.read, size)
+		prefixes, inLog, unknown, err := namespacesFromLog(ctx, src, l.read, size)
 		if err != nil {
 			return err
+		}
+		for _, p := range inLog {
+			logged[p] = true
 		}
 		warnUnknownNamespaces(logger, unknown)
 		// Written even when none were found: the log is read for them once.
@@ -222,7 +229,7 @@ func reserveNamespaces(ctx context.Context, cfg *Config, lg nsLog, logger *slog.
 	if err := cfg.checkPastNamespaces(cfg.Data); err != nil {
 		return err
 	}
-	if err := claimNamespaces(ctx, cfg.Data, cfg.Auth, lg, logger); err != nil {
+	if err := claimNamespaces(ctx, cfg.Data, cfg.Auth, lg, logged, logger); err != nil {
 		return fmt.Errorf("reserving the auth: issuers' actor namespaces: %w", err)
 	}
 	return nil

@@ -53,7 +53,12 @@ func (s *sidecar) nsLog() nsLog {
 // sidecars take a moment to read it (settleNamespaces); static entries
 // they wrote in it meanwhile, or between the reading and the namespace
 // entries, cannot be refused any more: they are warned of.
-func claimNamespaces(ctx context.Context, data string, auth *authn.Config, lg nsLog, logger *slog.Logger) error {
+//
+// On a shared log a prefix the file lists already (from an older
+// provlog, which wrote no namespace entries) gets a namespace entry too,
+// once a run, unless the log was seen to hold one (logged, which it
+// updates): the other sidecars learn of it from nothing else.
+func claimNamespaces(ctx context.Context, data string, auth *authn.Config, lg nsLog, logged map[string]bool, logger *slog.Logger) error {
 	if !auth.Enabled() {
 		return nil
 	}
@@ -61,13 +66,23 @@ func claimNamespaces(ctx context.Context, data string, auth *authn.Config, lg ns
 	if err != nil {
 		return err
 	}
-	var fresh []authn.IssuerConfig
+	var fresh, again []authn.IssuerConfig
 	var prefixes []string
 	for _, is := range auth.Issuers {
-		if !slices.Contains(l.prefixes, is.ActorPrefix) && !slices.Contains(prefixes, is.ActorPrefix) {
+		switch p := is.ActorPrefix; {
+		case slices.Contains(prefixes, p):
+		case !slices.Contains(l.prefixes, p):
 			fresh = append(fresh, is)
-			prefixes = append(prefixes, is.ActorPrefix)
+			prefixes = append(prefixes, p)
+		case lg.shared && !logged[p]:
+			again = append(again, is)
 		}
+	}
+	for _, is := range again {
+		if _, err := writeNamespaceEntry(ctx, lg, is); err != nil {
+			return err
+		}
+		logged[is.ActorPrefix] = true
 	}
 	if len(fresh) == 0 {
 		return nil
@@ -85,14 +100,11 @@ func claimNamespaces(ctx context.Context, data string, auth *authn.Config, lg ns
 	}
 	var end uint64 // the namespace entries are below end
 	for _, is := range fresh {
-		b, err := (&log.NamespaceEntry{Time: time.Now(), Issuer: is.Issuer, ActorPrefix: is.ActorPrefix}).Marshal()
-		var r *log.Receipt
-		if err == nil {
-			r, err = lg.append(ctx, b)
-		}
+		r, err := writeNamespaceEntry(ctx, lg, is)
 		if err != nil {
-			return fmt.Errorf("writing the log's namespace entry for issuer %s (actor_prefix %q): %w", is.Issuer, is.ActorPrefix, err)
+			return err
 		}
+		logged[is.ActorPrefix] = true
 		end = r.Index + 1
 	}
 	l.add(prefixes...)
@@ -121,6 +133,19 @@ func claimNamespaces(ctx context.Context, data string, auth *authn.Config, lg ns
 		logger.Error("another sidecar of the shared log let a static actor write in a namespace this sidecar was reserving, before that sidecar read the reservation; the entries stay in the log, and the issuer's actor of that id acts as them, their tasks and all", "issuer", found.issuer(fresh), "actor_prefix", found.prefix, "entries", found.n, "first", found.first, "actor", log.Printable(found.actor), "namespace_entries_end", end)
 	}
 	return nil
+}
+
+// writeNamespaceEntry appends the namespace entry of issuer is.
+func writeNamespaceEntry(ctx context.Context, lg nsLog, is authn.IssuerConfig) (*log.Receipt, error) {
+	b, err := (&log.NamespaceEntry{Time: time.Now(), Issuer: is.Issuer, ActorPrefix: is.ActorPrefix}).Marshal()
+	var r *log.Receipt
+	if err == nil {
+		r, err = lg.append(ctx, b)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing the log's namespace entry for issuer %s (actor_prefix %q): %w", is.Issuer, is.ActorPrefix, err)
+	}
+	return r, nil
 }
 
 // nsFound is what staticInNamespaces found: n entries by static actors in

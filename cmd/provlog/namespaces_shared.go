@@ -50,6 +50,9 @@ type namespaces struct {
 	logger *slog.Logger
 	mu     sync.Mutex // held while the file is read and written
 	taken  atomic.Pointer[[]string]
+	// logged holds the prefixes a namespace entry in the log was seen
+	// for, or written, since the sidecar started (claimNamespaces).
+	logged map[string]bool
 	read   uint64 // the entries [0, read) were read (the file may say less)
 }
 
@@ -83,7 +86,7 @@ func (n *namespaces) reserves(actor string) bool {
 func (n *namespaces) record(ctx context.Context, auth *authn.Config, lg nsLog) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := claimNamespaces(ctx, n.data, auth, lg, n.logger); err != nil {
+	if err := claimNamespaces(ctx, n.data, auth, lg, n.logged, n.logger); err != nil {
 		return err
 	}
 	return n.load()
@@ -125,9 +128,12 @@ func (n *namespaces) catchUp(ctx context.Context, st log.SharedStorage) error {
 	if latest.Size <= n.read {
 		return nil
 	}
-	prefixes, unknown, err := namespacesFromLog(ctx, st, n.read, latest.Size)
+	prefixes, logged, unknown, err := namespacesFromLog(ctx, st, n.read, latest.Size)
 	if err != nil {
 		return err
+	}
+	for _, p := range logged {
+		n.logged[p] = true
 	}
 	n.read = latest.Size
 	warnUnknownNamespaces(n.logger, unknown)

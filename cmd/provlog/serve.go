@@ -284,7 +284,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		return nil, err
 	}
 	sc := &sidecar{cfg: cfg, keys: k, store: store, tokens: tk, localHash: h, logger: logger, start: time.Now(), blobs: bs, dirLock: dirLock,
-		ns: &namespaces{data: cfg.Data, logger: logger}}
+		ns: &namespaces{data: cfg.Data, logger: logger, logged: map[string]bool{}}}
 	if sc.authn, err = authn.New(cfg.Auth, authn.Options{Static: sc.static, Logger: logger}); err != nil {
 		store.Close()
 		return nil, err
@@ -298,7 +298,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		return nil, err
 	}
 	sh, shared := store.(log.SharedStorage)
-	if err := reserveNamespaces(ctx, cfg, sc.nsLog(), logger); err != nil {
+	if err := reserveNamespaces(ctx, cfg, sc.nsLog(), sc.ns.logged, logger); err != nil {
 		return nil, err
 	}
 	if err := sc.ns.load(); err != nil {
