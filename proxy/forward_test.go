@@ -124,7 +124,7 @@ func TestServerRequestOnTheCallsStreamWithStandaloneOpen(t *testing.T) {
 		t.Fatalf("standalone stream: %v %v", err, gresp)
 	}
 	var standalone atomic.Int32
-	go readEvents(gresp.Body, func([]byte) bool { standalone.Add(1); return true })
+	go new(sseParser).read(gresp.Body, func([]byte) bool { standalone.Add(1); return true })
 
 	for i, srv := range []string{"go", "goh"} {
 		before := p.fastCalls.Load()
@@ -135,7 +135,7 @@ func TestServerRequestOnTheCallsStreamWithStandaloneOpen(t *testing.T) {
 			t.Fatalf("%s: the call was answered as %q, not on an event stream: %s", srv, ct, b)
 		}
 		var got []*wireMessage
-		readEvents(resp.Body, func(data []byte) bool {
+		new(sseParser).read(resp.Body, func(data []byte) bool {
 			if len(data) == 0 {
 				return true // the priming event (SEP-1699), which clients skip
 			}

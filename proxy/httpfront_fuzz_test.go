@@ -238,7 +238,7 @@ func FuzzReadEvents(f *testing.F) {
 func TestReadEvents(t *testing.T) {
 	stream := ": hi\r\nevent: message\r\nid: 7\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\ndata:x\n\ndata: last"
 	var got []string
-	if err := readEvents(strings.NewReader(stream), func(d []byte) bool {
+	if err := new(sseParser).read(strings.NewReader(stream), func(d []byte) bool {
 		got = append(got, string(d))
 		return true
 	}); err != nil {
@@ -256,7 +256,7 @@ func TestReadEvents(t *testing.T) {
 	}
 	// fn returning false stops the reading.
 	n := 0
-	readEvents(strings.NewReader(stream), func([]byte) bool { n++; return false })
+	new(sseParser).read(strings.NewReader(stream), func([]byte) bool { n++; return false })
 	if n != 1 {
 		t.Errorf("read %d events after being told to stop", n)
 	}

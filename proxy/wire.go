@@ -417,17 +417,11 @@ func (s *sseParser) endLine(line []byte, fn func([]byte) bool) bool {
 	return true
 }
 
-// eventBufs are readEvents' read buffers.
+// eventBufs are sseParser.read's read buffers.
 var eventBufs = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}
 
-// readEvents calls fn with the data of each server-sent event in r until
-// fn returns false or r ends.
-func readEvents(r io.Reader, fn func(data []byte) bool) error {
-	var s sseParser
-	return s.read(r, fn)
-}
-
-// read feeds s all of r, as readEvents does.
+// read calls fn with the data of each server-sent event in r until fn
+// returns false or r ends.
 func (s *sseParser) read(r io.Reader, fn func(data []byte) bool) error {
 	bp := eventBufs.Get().(*[]byte)
 	defer eventBufs.Put(bp)
