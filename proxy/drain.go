@@ -11,17 +11,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Draining a removed server (RemoveServer): its names leave the front at
+// Draining a removed server (ChangeServers): its names leave the front at
 // once, requests already let in (calls, reads, prompts) go on to their end
 // for up to Options.DrainTimeout, and then the ones still under way are
 // cancelled, so they end as a client's cancellation does. Either way each
 // goes through its one lifecycle to the end: a call's outcome is recorded
 // before the server is stopped. A request that comes for the server once
 // it is removed is refused, saying so, before anything is written or
-// forwarded. Servers removed in one change (RemoveServers, as a reload
+// forwarded. Servers removed in one change (ChangeServers, as a reload
 // does) drain side by side under the one bound (drainAll).
 
-// DefaultDrainTimeout bounds how long RemoveServer lets a removed
+// DefaultDrainTimeout bounds how long ChangeServers lets a removed
 // server's calls in flight run when Options.DrainTimeout is zero.
 const DefaultDrainTimeout = 30 * time.Second
 

@@ -134,7 +134,7 @@ type Options struct {
 	// SessionIdle closes a stateful HTTP session after this long without
 	// a request (default DefaultSessionIdle).
 	SessionIdle time.Duration
-	// DrainTimeout bounds how long RemoveServer lets the calls in flight
+	// DrainTimeout bounds how long ChangeServers lets the calls in flight
 	// on a removed server run before cancelling them (default
 	// DefaultDrainTimeout).
 	DrainTimeout time.Duration
@@ -176,7 +176,7 @@ type Proxy struct {
 	logger *slog.Logger
 	server *mcp.Server
 	// The running servers (servers.go): ds is replaced, never changed in
-	// place, under dsMu; serversMu orders AddServer and RemoveServer.
+	// place, under dsMu; serversMu orders AddServer and ChangeServers.
 	dsMu      sync.RWMutex
 	ds        []*downstream
 	live      map[string]*live

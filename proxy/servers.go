@@ -102,13 +102,6 @@ func (p *Proxy) AddServer(cfg ServerConfig) error {
 	return nil
 }
 
-// RemoveServer withdraws server id's names from the front, then stops it
-// and waits until its supervisor has returned.
-func (p *Proxy) RemoveServer(id string) error { return p.RemoveServers(id) }
-
-// RemoveServers removes servers ids as one change (ChangeServers).
-func (p *Proxy) RemoveServers(ids ...string) error { return p.ChangeServers(ids, nil) }
-
 // ChangeServers removes servers remove and replaces the running servers
 // of replace's ids by new instances with those configs, as one change: the
 // removed servers' names leave the front and all their gates close first,

@@ -73,7 +73,7 @@ func TestServersLive(t *testing.T) {
 		t.Errorf("adding b again: %v, want the id refused", err)
 	}
 
-	if err := p.RemoveServer("a"); err != nil {
+	if err := p.ChangeServers([]string{"a"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitTool("a__sleep", false)
@@ -93,7 +93,7 @@ func TestServersLive(t *testing.T) {
 	if got := pidOf("b__sleep"); got != pidB {
 		t.Errorf("b's process changed from %d to %d when a was removed", pidB, got)
 	}
-	if err := p.RemoveServer("a"); err == nil {
+	if err := p.ChangeServers([]string{"a"}, nil); err == nil {
 		t.Error("removing a twice: no error")
 	}
 	// a comes back under its id, as a new process.
@@ -143,7 +143,7 @@ func TestRemoveServerDrains(t *testing.T) {
 			}()
 			l.waitSize(t, before+1) // its call entry: it is under way
 			removed := make(chan error, 1)
-			go func() { removed <- p.RemoveServer("a") }()
+			go func() { removed <- p.ChangeServers([]string{"a"}, nil) }()
 			for deadline := time.Now().Add(30 * time.Second); p.router.owner(toolNames, "a__wait_file") != nil; time.Sleep(5 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatal("the removed server's tool is still routed")
@@ -252,7 +252,7 @@ func TestRemoveServersDrainTogether(t *testing.T) {
 			}
 			l.waitSize(t, before+2) // both call entries: both are under way
 			removed := make(chan error, 1)
-			go func() { removed <- p.RemoveServers("a", "b") }()
+			go func() { removed <- p.ChangeServers([]string{"a", "b"}, nil) }()
 
 			if tc.done {
 				for deadline := time.Now().Add(30 * time.Second); p.router.owner(toolNames, "a__wait_file") != nil || p.router.owner(toolNames, "b__wait_file") != nil; time.Sleep(5 * time.Millisecond) {
