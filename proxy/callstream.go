@@ -304,7 +304,7 @@ func (p *Proxy) answer(s *callStream, id, result json.RawMessage, rpcErr *jsonrp
 		s.primer.Stop()
 	}
 	if !s.sse && s.w != nil {
-		if err := writeRPC(s.w, id, result, rpcErr, s.timeout); err != nil {
+		if err := writeRPCStatus(s.w, http.StatusOK, id, result, rpcErr, s.timeout); err != nil {
 			s.gaveUp(err)
 		}
 		s.letGo()

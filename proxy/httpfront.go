@@ -586,13 +586,9 @@ func (p *Proxy) serveGuarded(ctx context.Context, in *callIn) (res json.RawMessa
 	return p.serveCall(ctx, in)
 }
 
-// writeRPC answers a POST with one JSON-RPC response, giving the client up
-// if it takes none of it for timeout (writeTimed).
-func writeRPC(w http.ResponseWriter, id, result json.RawMessage, rpcErr *jsonrpc.Error, timeout time.Duration) error {
-	return writeRPCStatus(w, http.StatusOK, id, result, rpcErr, timeout)
-}
-
-// writeRPCStatus is writeRPC with the HTTP status given.
+// writeRPCStatus answers a POST with one JSON-RPC response under HTTP
+// status, giving the client up if it takes none of it for timeout
+// (writeTimed).
 func writeRPCStatus(w http.ResponseWriter, status int, id, result json.RawMessage, rpcErr *jsonrpc.Error, timeout time.Duration) error {
 	b := appendResponse(make([]byte, 0, len(result)+64), id, result, rpcErr)
 	h := w.Header()
