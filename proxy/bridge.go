@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -134,11 +135,7 @@ func (p *Proxy) answerInputs(ctx context.Context, in *callIn, c *call, ask input
 // or cannot take it, ends the call with its error.
 func (d *downstream) askInputs(ctx context.Context, ss *mcp.ServerSession, ask inputAsk) (mcp.InputResponseMap, *jsonrpc.Error) {
 	ic := &inflightCall{session: ss, ctx: ctx}
-	ids := make([]string, 0, len(ask.requests))
-	for id := range ask.requests {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(ask.requests))
 	answers := make(map[string]json.RawMessage, len(ids))
 	for _, id := range ids {
 		r := ask.requests[id]

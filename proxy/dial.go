@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,12 +38,7 @@ func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, li
 	cmd.Dir = cfg.Dir
 	if len(cfg.Env) > 0 {
 		env := os.Environ()
-		keys := make([]string, 0, len(cfg.Env))
-		for k := range cfg.Env {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(cfg.Env)) {
 			env = append(env, k+"="+cfg.Env[k])
 		}
 		cmd.Env = env
