@@ -93,9 +93,7 @@ func redactURI(uri string, fields []string, fold bool) (string, []string) {
 		if u, err := url.QueryUnescape(v); err == nil && u != v {
 			secrets = append(secrets, u)
 		}
-		for _, f := range normalForms(v)[1:] { // as in arguments (appendSecrets)
-			secrets = append(secrets, f)
-		}
+		secrets = append(secrets, normalForms(v)[1:]...) // as in arguments (appendSecrets)
 		params[i] = k + "=" + Redacted
 	}
 	if secrets == nil {
