@@ -620,7 +620,7 @@ func (s *callStream) ask(ctx context.Context, p *Proxy, method string, params an
 	select {
 	case m := <-ch:
 		if m.Error != nil {
-			return nil, &jsonrpc.Error{Code: m.Error.Code, Message: m.Error.Message, Data: m.Error.Data}
+			return nil, m.Error
 		}
 		return m.Result, nil
 	case <-ctx.Done():

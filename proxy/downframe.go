@@ -258,7 +258,7 @@ func shallowed(v []byte) ([]byte, bool) {
 // response is w, an answer, as go-sdk's message, under id.
 func (w *wireMessage) response(id jsonrpc.ID) *jsonrpc.Response {
 	if w.Error != nil {
-		return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: w.Error.Code, Message: w.Error.Message, Data: w.Error.Data}}
+		return &jsonrpc.Response{ID: id, Error: w.Error}
 	}
 	return &jsonrpc.Response{ID: id, Result: w.Result}
 }

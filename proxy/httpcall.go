@@ -53,7 +53,7 @@ func (d *downstream) postCall(ctx context.Context, cs *mcp.ClientSession, in *ca
 	msg, err := d.post(ctx, cs, b, reqID, ic)
 	switch {
 	case err == nil && msg.Error != nil:
-		return outcome{wireErr: &jsonrpc.Error{Code: msg.Error.Code, Message: msg.Error.Message, Data: msg.Error.Data}}
+		return outcome{wireErr: msg.Error}
 	case err == nil:
 		return outcome{result: msg.Result, resultCanon: msg.resultCanon, isError: msg.isError}
 	case ctx.Err() != nil:

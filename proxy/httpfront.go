@@ -203,7 +203,7 @@ type fastRequest struct {
 	method string
 	params []byte // an object, as received
 	result []byte
-	err    *wireError
+	err    *jsonrpc.Error
 
 	// Members of params, read in the same pass (fastParams): what a
 	// tools/call or a notifications/cancelled needs.
@@ -250,7 +250,7 @@ func parseFast(body []byte) (fastRequest, bool) {
 		case "result":
 			fr.result = raw
 		case "error":
-			fr.err = new(wireError)
+			fr.err = new(jsonrpc.Error)
 			if raw[0] != '{' || json.Unmarshal(raw, fr.err) != nil {
 				return errNotFast
 			}

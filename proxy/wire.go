@@ -52,7 +52,7 @@ func appendResponse(b []byte, id, result json.RawMessage, e *jsonrpc.Error) []by
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
 	if e != nil {
-		eb, _ := json.Marshal(wireError{Code: e.Code, Message: e.Message, Data: e.Data})
+		eb, _ := json.Marshal(e)
 		b = append(b, `,"error":`...)
 		b = append(b, eb...)
 	} else {
@@ -102,19 +102,13 @@ type wireMessage struct {
 	Method  string          `json:"method"`
 	Params  json.RawMessage `json:"params"`
 	Result  json.RawMessage `json:"result"`
-	Error   *wireError      `json:"error"`
+	Error   *jsonrpc.Error  `json:"error"`
 
 	resultCanon []byte // Result's canonical form, when it has one
 	isError     bool   // Result's isError
 	// walked: read in the one pass, I-JSON (else by encoding/json);
 	// named: it has a member "method" (Method "" is one).
 	walked, named bool
-}
-
-type wireError struct {
-	Code    int64           `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
 }
 
 // parseWire reads one JSON-RPC message from a server. A message that is
@@ -198,7 +192,7 @@ func parseWireExact(data []byte) (*wireMessage, error) {
 // reads it (its member names matched exactly, as encoding/json does
 // not): an error answer is rare, and the client gets it as go-sdk would
 // give it.
-func wireErrorOf(raw []byte) (*wireError, error) {
+func wireErrorOf(raw []byte) (*jsonrpc.Error, error) {
 	msg := append(append([]byte(`{"jsonrpc":"2.0","id":0,"error":`), raw...), '}')
 	m, err := jsonrpc.DecodeMessage(msg)
 	if err != nil {
@@ -212,7 +206,7 @@ func wireErrorOf(raw []byte) (*wireError, error) {
 	if we == nil {
 		return nil, errors.New("the answer's error is no JSON-RPC error")
 	}
-	return &wireError{Code: we.Code, Message: we.Message, Data: we.Data}, nil
+	return we, nil
 }
 
 // resultIsError is the isError of result, a tools/call result as
