@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unicode"
 
 	"golang.org/x/text/unicode/norm"
 
@@ -54,15 +53,7 @@ func redactedName(fields []string, fold bool) func(string) bool {
 // strings.EqualFold says they are. Lower case is not enough: "ſecret"
 // (long s) and "secret" are one name to EqualFold and to encoding/json,
 // as a server decodes its arguments, but not in lower case.
-func foldName(s string) string {
-	return strings.Map(func(r rune) rune {
-		least := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			least = min(least, f)
-		}
-		return least
-	}, s)
-}
+func foldName(s string) string { return strings.Map(foldRune, s) }
 
 // redactURI returns uri with the value of every query parameter named in
 // fields (in any case, if fold) replaced by Redacted, and the values it
