@@ -28,7 +28,7 @@ type http1Pool struct {
 	mu   sync.Mutex
 	idle []*http1Conn // the most recently used last
 
-	posts, dials atomic.Uint64 // for tests and the status
+	posts atomic.Uint64 // for tests
 }
 
 type http1Conn struct {
@@ -106,7 +106,6 @@ func (p *http1Pool) get(ctx context.Context) (*http1Conn, error) {
 		}
 		c.nc.Close()
 	}
-	p.dials.Add(1)
 	nc, err := p.dial(ctx)
 	if err != nil {
 		return nil, err
