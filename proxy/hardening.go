@@ -180,16 +180,11 @@ func (p *Proxy) sessionsFull(r *http.Request) bool {
 }
 
 // writeHTTPError answers a request with an HTTP status and a JSON-RPC
-// error without an id (the request was not read).
+// error under id null (the request was not read).
 func writeHTTPError(w http.ResponseWriter, status int, e *jsonrpc.Error) {
-	b, _ := json.Marshal(struct {
-		JSONRPC string         `json:"jsonrpc"`
-		ID      any            `json:"id"`
-		Error   *jsonrpc.Error `json:"error"`
-	}{"2.0", nil, e})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(b)
+	w.Write(appendResponse(nil, json.RawMessage("null"), nil, e))
 }
 
 // A postBody is a POST's body as the front read it (oneMessage).
