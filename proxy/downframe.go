@@ -240,19 +240,17 @@ func shallowed(v []byte) ([]byte, bool) {
 	if !ok || json.Unmarshal(rawMethod, &method) != nil {
 		return nil, false
 	}
-	b := []byte(`{"jsonrpc":"2.0",`)
+	var idJSON []byte // nil: a notification
 	if rawID, found := topMember(v, "id"); found && string(rawID) != "null" {
 		id, ok := answerID(rawID)
 		if !ok {
 			return nil, false
 		}
-		idJSON, _ := json.Marshal(id.Raw())
-		b = append(append(append(b, `"id":`...), idJSON...), ',')
+		idJSON, _ = json.Marshal(id.Raw())
 	}
 	// Written here, not by go-sdk's encoding, which leaves out a method
 	// that is "" (go-sdk reads one that is there as a request).
-	b = appendJSONString(append(b, `"method":`...), method)
-	return append(b, `,"params":`+deepParams+`}`...), true
+	return appendRequest(nil, idJSON, method, []byte(deepParams)), true
 }
 
 // response is w, an answer, as go-sdk's message, under id.
