@@ -487,16 +487,10 @@ func total(what string, counts map[string]int, known []string, most uint64) (uin
 	return sum, nil
 }
 
-// countRanges returns how many indices s names, s written as [Ranges]
-// writes it (ascending, runs of consecutive indices joined, no leading
-// zeros), every index in [from, to). It refuses any other spelling, so a
-// record has one form.
-func countRanges(s string, from, to uint64) (uint64, error) {
-	_, n, err := readRanges(s, from, to)
-	return n, err
-}
-
-// readRanges is countRanges that returns the spans s names too.
+// readRanges returns the spans s names and how many indices they hold,
+// s written as [Ranges] writes it (ascending, runs of consecutive indices
+// joined, no leading zeros), every index in [from, to). It refuses any
+// other spelling, so a record has one form.
 func readRanges(s string, from, to uint64) ([]span, uint64, error) {
 	if s == "" {
 		return nil, 0, errors.New("empty; a class without calls is left out")

@@ -166,19 +166,19 @@ func TestParseRecordRefuses(t *testing.T) {
 	}
 }
 
-// TestCountRanges holds countRanges to Ranges: it reads what Ranges
+// TestCountRanges holds readRanges to Ranges: it reads what Ranges
 // writes and counts the indices.
 func TestCountRanges(t *testing.T) {
 	for _, idx := range [][]uint64{{0}, {5, 6, 7}, {1, 3, 5}, {1, 2, 4, 5, 6, 9}, {maxInt - 1}} {
 		s := Ranges(append([]uint64(nil), idx...))
-		n, err := countRanges(s, 0, maxInt)
+		_, n, err := readRanges(s, 0, maxInt)
 		if err != nil || n != uint64(len(idx)) {
-			t.Errorf("countRanges(%q) = %d, %v; want %d", s, n, err, len(idx))
+			t.Errorf("readRanges(%q) = %d, %v; want %d", s, n, err, len(idx))
 		}
 	}
 	for _, s := range []string{",", "1,", "-1", "1-", "1--2", "+1", "1 ", "1,1", "1-3,3", "1-3,4", "18446744073709551616"} {
-		if _, err := countRanges(s, 0, maxInt); err == nil {
-			t.Errorf("countRanges(%q) accepted", s)
+		if _, _, err := readRanges(s, 0, maxInt); err == nil {
+			t.Errorf("readRanges(%q) accepted", s)
 		}
 	}
 }
