@@ -111,7 +111,7 @@
 // Every tools/call takes the same steps (serveCall, lifecycle.go): the
 // actor, the call entry (record.go), the forwarding, the classification
 // of its outcome, the call.result entry, and the result as the server
-// sent it with the receipt added and front URIs (frontResult). A stateful
+// sent it with the receipt added and front URIs (frontPrep.result). A stateful
 // streamable HTTP server gets the call as one POST on the session the
 // SDK's client opened (postCall, httpcall.go; over the proxy's own
 // HTTP/1.1 connections for plain http, http1.go, else with net/http's

@@ -21,13 +21,6 @@ type frontPrep struct {
 	metaAt int
 }
 
-// frontResult is c's result, a downstream tools/call result, as the
-// client gets it (frontPrep.result); whatever set c.result prepared it
-// (frontMembers), which also said whether the client can be given it.
-func frontResult(c *call, receipt string) json.RawMessage {
-	return c.front.result(c.result, receipt)
-}
-
 // result is raw, a result as received that f was prepared for
 // (frontPrepare), as the client gets it: as the server sent it, with the
 // receipt added to its _meta and, if the server has a URI prefix, its
@@ -62,7 +55,7 @@ func (f frontPrep) result(raw json.RawMessage, receipt string) json.RawMessage {
 }
 
 // frontMembers prepares raw, a tools/call result as received, for
-// frontResult (frontPrepare), before its outcome is recorded: a result
+// frontPrep.result (frontPrepare), before its outcome is recorded: a result
 // the client cannot be given is a failed call.
 func (d *downstream) frontMembers(raw json.RawMessage, canon []byte) (frontPrep, error) {
 	return d.frontPrepare("tools/call", raw, canon)
@@ -148,7 +141,7 @@ func frontURIs(up, key string, v json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(items)
 }
 
-// spliced reports whether frontResult gives raw, a result as received,
+// spliced reports whether frontPrep.result gives raw, a result as received,
 // its receipt by splicing it in, and where: a JSON object with, if the
 // server has a URI prefix, no URI to rewrite, and either no _meta member
 // (at 0: the receipt goes in a _meta of its own) or a _meta object

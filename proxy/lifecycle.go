@@ -78,7 +78,7 @@ func (in *callIn) target(ctx context.Context) (*mcp.ClientSession, error) {
 
 // serveCall records, forwards and answers one tools/call: the result is
 // the server's as received, with the receipt in its _meta and front URIs
-// (frontResult). Nothing reaches the server unless the call entry is
+// (frontPrep.result). Nothing reaches the server unless the call entry is
 // durable, and nothing is returned unless the outcome is. A call the
 // server answers with input_required for a client that does not speak
 // that revision goes on in further legs (bridge.go), each recorded the
@@ -109,7 +109,7 @@ func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage,
 	if rerr != nil {
 		return nil, rerr
 	}
-	return frontResult(c, receipt), nil
+	return c.front.result(c.result, receipt), nil
 }
 
 // serveLeg records and forwards one leg of a call (the call itself, or a
