@@ -42,7 +42,7 @@ type call struct {
 	duration    time.Duration
 	result      json.RawMessage // the downstream result as received, if any
 	resultCanon []byte          // its canonical form, if the reader made it already
-	front       frontPrep       // how result becomes what the client gets (frontMembers)
+	front       frontPrep       // how result becomes what the client gets (frontPrepare)
 	isError     bool
 	errText     string
 	errCode     int64

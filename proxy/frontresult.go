@@ -8,7 +8,7 @@ import (
 
 // A frontPrep is how a result of the server's (tools/call,
 // resources/read, prompts/get) becomes what the client gets, decided
-// from the result as received and its canonical form (frontMembers) and
+// from the result as received and its canonical form (frontPrepare) and
 // carried out once its receipt is known (frontPrep.result).
 type frontPrep struct {
 	// members are the result's members as the client gets them but for
@@ -54,19 +54,14 @@ func (f frontPrep) result(raw json.RawMessage, receipt string) json.RawMessage {
 	return append(out, raw[at:]...)
 }
 
-// frontMembers prepares raw, a tools/call result as received, for
-// frontPrep.result (frontPrepare), before its outcome is recorded: a result
-// the client cannot be given is a failed call.
-func (d *downstream) frontMembers(raw json.RawMessage, canon []byte) (frontPrep, error) {
-	return d.frontPrepare("tools/call", raw, canon)
-}
-
 // frontPrepare prepares raw, a result of method (tools/call,
 // resources/read, prompts/get) as received, for frontPrep.result. canon
 // is raw's canonical form, if it has one. The usual result, an object
 // with nothing to rewrite, costs a scan or two; any other is decoded
 // into its members, given front URIs for what it holds (uriMember). Its
-// error is the one the client gets.
+// error is the one the client gets: a tools/call result, prepared before
+// its outcome is recorded, that the client cannot be given is a failed
+// call.
 func (d *downstream) frontPrepare(method string, raw json.RawMessage, canon []byte) (frontPrep, error) {
 	if at, ok := d.spliced(raw, canon); ok {
 		return frontPrep{metaAt: at}, nil

@@ -322,7 +322,7 @@ func sdkCall(ctx context.Context, cs *mcp.ClientSession, tool string, in *mcp.Ca
 		return o
 	case o.result != nil && cp.remoteError() == nil:
 		// The call's outcome is its result as received, as an HTTP
-		// server's is, which classify judges as one (frontMembers),
+		// server's is, which classify judges as one (frontPrepare),
 		// whatever go-sdk made of it: a stdio server's go-sdk does not
 		// decode (capture.taken), its canonical form made as it was read; an HTTP server's it may have failed to
 		// (a number beyond a double, 1e999, an input request that is
@@ -377,7 +377,7 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 	switch {
 	case o.err == nil && o.wireErr == nil:
 		var err error
-		if c.front, err = d.frontMembers(c.result, c.resultCanon); err != nil {
+		if c.front, err = d.frontPrepare("tools/call", c.result, c.resultCanon); err != nil {
 			// A result the client cannot be given (null, an array, a
 			// _meta that is no object) fails the call, and is recorded
 			// so: its call.result said it succeeded.

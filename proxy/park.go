@@ -394,7 +394,7 @@ func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall, c *call) (*call,
 	var receipt string
 	over, rerr := p.parkRound(ctx, pc, func(result json.RawMessage) (uint64, *jsonrpc.Error) {
 		c.result = result
-		c.front, _ = pc.in.d.frontMembers(result, nil) // an object of provlog's making
+		c.front, _ = pc.in.d.frontPrepare("tools/call", result, nil) // an object of provlog's making
 		var rerr *jsonrpc.Error
 		receipt, rerr = p.settle(ctx, pc.in.d, c, nil)
 		return c.resultIndex, rerr
