@@ -33,9 +33,6 @@ const (
 	DefaultSubscriptionsPerSession = 1_000
 )
 
-// share is the default share of a cap of n: a quarter, at least 1.
-func share(n int) int { return max(1, n/4) }
-
 // shareCaps sets the caps on parked calls and subscriptions, and each
 // actor's share of the caps, that o leaves zero to their defaults, and
 // holds each share within its cap (o.MaxSessions is set already).
@@ -57,7 +54,7 @@ func (o *Options) shareCaps() {
 		{&o.SubscriptionsPerActor, o.MaxSubscriptions}, {&o.SubscriptionsPerSession, o.MaxSubscriptions},
 	} {
 		if *c.share <= 0 {
-			*c.share = share(c.of)
+			*c.share = max(1, c.of/4) // the default: a quarter of the cap, at least 1
 		}
 		*c.share = min(*c.share, c.of)
 	}
