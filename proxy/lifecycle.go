@@ -417,6 +417,18 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 				d.http1.closeIdle()
 			}
 		}
+	case o.gone:
+		// The server is unreachable, or answered 404: it no longer knows
+		// the session (restarted behind its URL, or it expired the
+		// session). MCP's client starts a new session then; the session
+		// is closed so that the supervisor connects again, or every later
+		// call would get the 404 too.
+		c.errText = fmt.Sprintf("server %q: %v; it is being reconnected", d.cfg.ID, o.err)
+		d.p.logger.Warn("proxy: downstream session gone; reconnecting", "actor", c.actor, "server", d.cfg.ID, "tool", c.tool, "call", c.index, "error", d.logText(o.err.Error(), c.secrets))
+		cs.Close()
+		if d.http1 != nil {
+			d.http1.closeIdle()
+		}
 	default:
 		c.errText = fmt.Sprintf("server %q: %v", d.cfg.ID, o.err)
 	}
