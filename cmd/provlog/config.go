@@ -250,6 +250,9 @@ func parseConfig(path string, text []byte) (*Config, error) {
 			}
 		}
 	}
+	if err := cfg.checkLookAlikes(); err != nil {
+		return nil, err
+	}
 	if err := cfg.checkTokenHashes(localTokenHash(cfg.Data)); err != nil {
 		return nil, err
 	}
@@ -264,6 +267,28 @@ func parseConfig(path string, text []byte) (*Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// checkLookAlikes refuses two different actor ids (actor: and actors:)
+// that a reader takes for one (authn.Skeleton): entries, provlog tasks and
+// the UI would show the calls and tasks of one as the other's.
+func (c *Config) checkLookAlikes() error {
+	first := map[string]string{}
+	ids := []string{c.Actor}
+	for _, t := range c.Actors {
+		ids = append(ids, t.ID)
+	}
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		sk := authn.Skeleton(id)
+		if other, ok := first[sk]; ok && other != id {
+			return fmt.Errorf("config: actors %q and %q read as the same id (look-alike letters, accents, case or composed and decomposed forms); a reader of the log could take one for the other: give one another id", other, id)
+		}
+		first[sk] = id
+	}
+	return nil
 }
 
 // checkTokenHashes refuses a token_sha256 listed twice, under actors:,

@@ -168,3 +168,11 @@ func lookalike(r rune) (string, bool) {
 	}
 	return "", false
 }
+
+// Skeleton returns id's whole skeleton (see [skeletonPrefix]): two actor
+// ids with the same skeleton are ids a reader could take for each other.
+// Its work is linear in len(id).
+func Skeleton(id string) string {
+	s, _ := skeletonPrefix(id, len(id)*18+1) // NFKD's expansion bound, in characters
+	return s
+}
