@@ -58,7 +58,9 @@
 //     cited before (or the call of a result cited before) is nothing new,
 //     and the task's own entries and the actor's own task entries (its
 //     earlier claims) are no evidence at all.
-//     A task holds at most [MaxClaims] claims.
+//     A task holds at most [MaxClaims] claims. Once it holds [MaxEntries]
+//     entries, accept, handoff and release are refused when written (not
+//     when rebuilt): its owner may still complete it, its creator cancel it.
 //   - handoff: only the owner of an accepted task, to another non-empty
 //     actor; the entry carries a snapshot; the owner is cleared and the task
 //     reserved for the recipient, who must accept it.

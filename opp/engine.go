@@ -345,6 +345,9 @@ func (e *Engine) do(ctx context.Context, r *record) (*Result, error) {
 	if err := check(e.tasks.reader(ctx), t, r, 0); err != nil {
 		return nil, err
 	}
+	if err := checkGrowth(t, r); err != nil {
+		return nil, err
+	}
 	return e.writeApplied(ctx, t, r)
 }
 

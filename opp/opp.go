@@ -29,6 +29,12 @@ const (
 	MaxActor    = 128  // an actor id (callers and offer_to / to)
 	MaxEvidence = 64   // evidence indices in one claim
 	MaxClaims   = 100  // claims on one task, by all actors
+	// MaxEntries bounds the entries one task takes before accept,
+	// handoff and release are refused (its owner may still complete it,
+	// its creator cancel it), so that rebuilding a task, which an
+	// operation on one not in the cache does, reads a bounded number of
+	// entries. Entries already in a log are never judged by it.
+	MaxEntries = 1000
 )
 
 // TaskState is where a task is in its life.
@@ -101,7 +107,7 @@ const (
 	RuleEvidence        = "evidence"          // cited entry missing, or not allowed for observed
 	RuleUpgrade         = "certainty_upgrade" // more certain claim without new evidence
 	RuleHandoffTarget   = "handoff_target"    // handoff to nobody or to oneself
-	RuleLimit           = "limit"             // too many claims on one task
+	RuleLimit           = "limit"             // too many claims, or entries, on one task
 	RuleSnapshot        = "handoff_snapshot"  // (rebuild only) handoff snapshot missing or wrong
 	RuleEntry           = "malformed_entry"   // (rebuild only) task entry that does not parse
 )

@@ -85,6 +85,20 @@ func checkNew(r *record) *log.ProblemsError {
 	return nil
 }
 
+// checkGrowth checks what a request on t must hold to be written now,
+// beyond check, as checkNew does: a task that holds MaxEntries entries
+// takes no more accepts, handoffs or releases, only what ends it (its
+// owner's claims, up to MaxClaims, and its creator's cancel).
+func checkGrowth(t *task, r *record) *log.ProblemsError {
+	switch r.kind {
+	case KindAccept, KindHandoff, KindRelease:
+		if n := len(t.History); n >= MaxEntries {
+			return Refuse(RuleLimit, "task %s already holds %d entries, the limit; it takes no more accepts, handoffs or releases. Its owner may still report completion and its creator cancel it; create a new task for the work", t.ID, n)
+		}
+	}
+	return nil
+}
+
 // visible reports whether s has a character that shows and is not
 // space: a letter, mark, number, punctuation or symbol that is not
 // invisible as actor ids count it (log.Invisible, so that a title of

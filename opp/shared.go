@@ -151,6 +151,11 @@ func (e *Engine) tryShared(ctx context.Context, t *task, r *record, after uint64
 		r.snapshot = t.snapshot()
 	}
 	err := check(e.tasks.reader(ctx), t, r, 0)
+	if err == nil {
+		if perr := checkGrowth(t, r); perr != nil {
+			err = perr
+		}
+	}
 	t.mu.RUnlock()
 	if err != nil {
 		return nil, err
