@@ -443,6 +443,20 @@ func (t *tokens) mayReceiveHandoff(id string) bool {
 	return false
 }
 
+// lookAlike returns the configured actor (a static token's, not a
+// reader's) that id reads as without being it (authn.Skeleton), if any.
+func (t *tokens) lookAlike(id string) (string, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	sk := authn.Skeleton(id)
+	for _, e := range t.entries {
+		if !e.reader && e.actor != id && authn.Skeleton(e.actor) == sk {
+			return e.actor, true
+		}
+	}
+	return "", false
+}
+
 // static is t as the authenticator looks static tokens up.
 func (t *tokens) static(token string) (actor string, reader, ok bool) {
 	e, ok := t.lookup(token)

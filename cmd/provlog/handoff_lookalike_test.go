@@ -46,7 +46,7 @@ func TestHandoffToLookAlike(t *testing.T) {
 		t.Fatal(err)
 	}
 	taken := 0
-	for _, to := range []string{"\u0430lice", "\uff41lice", "ALICE"} {
+	for _, to := range []string{"\u0430lice", "\uff41lice", "Alice"} {
 		if _, _, err := toolCall(bob, "create_task", map[string]any{"title": "x", "offer_to": to}); err == nil {
 			taken++
 			t.Errorf("create_task offered to %q (reads as alice): written", to)

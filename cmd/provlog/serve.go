@@ -509,6 +509,12 @@ func (s *sidecar) handoffTarget(id string) error {
 	if err := authn.CheckActor(id, opp.MaxActor); err != nil {
 		return err // no token could act as it (an issuer's id with U+200B, say)
 	}
+	if a, ok := s.tokens.lookAlike(id); ok {
+		return fmt.Errorf("%q reads as the configured actor %q but is not it, so nobody could accept the task; name %q", id, a, a)
+	}
+	if a := s.cfg.Actor; a != "" && a != id && authn.Skeleton(a) == authn.Skeleton(id) {
+		return fmt.Errorf("%q reads as the configured actor %q but is not it, so nobody could accept the task; name %q", id, a, a)
+	}
 	auth := s.authn.Config() // as reloaded
 	if id == s.cfg.Actor || s.tokens.mayReceiveHandoff(id) || auth.Owns(id) {
 		return nil // a configured actor, or one of a trusted issuer's
