@@ -75,6 +75,9 @@ func FuzzCheckActor(f *testing.F) {
 		// decomposes it. The verdict is the same either way: U+FFFD in
 		// the first eight characters is in neither "provlog" nor
 		// "provlog.".
+		if utf8.ValidString(id) && Skeleton(id) != whole {
+			t.Fatalf("Skeleton(%+q) = %+q, want %+q", id, Skeleton(id), whole)
+		}
 		n := len(log.ActorNamespace)
 		want8 := whole
 		if rs := []rune(whole); len(rs) > n {
