@@ -2,6 +2,8 @@ package opp_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/provlog/provlog/opp"
@@ -76,5 +78,59 @@ func TestTaskEntriesBounded(t *testing.T) {
 	}
 	if got.State != live.State || got.Owner != live.Owner || len(got.History) != len(live.History) || len(rb.Violations()) != 0 {
 		t.Errorf("rebuilt %s/%s/%d (%d violations), live %s/%s/%d", got.State, got.Owner, len(got.History), len(rb.Violations()), live.State, live.Owner, len(live.History))
+	}
+}
+
+// TestTaskEntriesBoundedShared: two sidecars on one PostgreSQL log, an
+// actor on each accepting and releasing one task at once: the task stops
+// at MaxEntries entries, as both engines and a rebuild of the log say.
+func TestTaskEntriesBoundedShared(t *testing.T) {
+	ctx := context.Background()
+	la, a, _, b := twoSidecarLogs(t, 0)
+	r, err := a.Create(ctx, "boss", opp.CreateArgs{Title: "churn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.Task.ID
+	var wg sync.WaitGroup
+	var limited atomic.Int32
+	for k, e := range []*opp.Engine{a, b} {
+		actor := []string{"alice", "bob"}[k]
+		wg.Go(func() {
+			for range 4 * opp.MaxEntries {
+				if limited.Load() > 0 {
+					return // the other was refused: the task may be left owned
+				}
+				_, err := e.Accept(ctx, actor, id)
+				if err == nil {
+					_, err = e.Release(ctx, actor, id, "")
+				}
+				if re, ok := opp.Refusal(err); ok && re.Rule == opp.RuleLimit {
+					limited.Add(1)
+					return
+				} else if err != nil && !ok {
+					t.Errorf("%s: %v", actor, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if limited.Load() == 0 {
+		t.Fatal("no actor was refused by rule limit")
+	}
+	sa, sb := status(t, a, id), status(t, b, id)
+	rb, err := opp.Rebuild(ctx, la, la.size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rb.Task(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sa.History) != opp.MaxEntries || len(sb.History) != opp.MaxEntries || len(got.History) != opp.MaxEntries ||
+		sa.State != got.State || sb.State != got.State || sa.Owner != got.Owner || sb.Owner != got.Owner {
+		t.Errorf("entries: a %d (%s %q), b %d (%s %q), rebuilt %d (%s %q); want %d", len(sa.History), sa.State, sa.Owner,
+			len(sb.History), sb.State, sb.Owner, len(got.History), got.State, got.Owner, opp.MaxEntries)
 	}
 }
