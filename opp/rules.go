@@ -217,7 +217,11 @@ func checkShape(r *record) *log.ProblemsError {
 
 func trim(s string) string {
 	if len(s) > 40 {
-		return s[:40] + "…"
+		cut := 40
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut-- // at a character's start: half of one shows as bytes
+		}
+		return s[:cut] + "…"
 	}
 	return s
 }

@@ -36,6 +36,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -493,7 +494,11 @@ func quoteAll(s []string) string {
 
 func trim(s string) string {
 	if len(s) > 40 {
-		return s[:40] + "…"
+		cut := 40
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut-- // at a character's start: half of one shows as bytes
+		}
+		return s[:cut] + "…"
 	}
 	return s
 }
