@@ -136,11 +136,12 @@ func purgedPayloads(ctx context.Context, s evidence.Source, size uint64, indices
 		}
 	}
 	var out []string
+	kept := pr.keptBlobs()
 	for _, i := range slices.Sorted(maps.Keys(cited)) {
 		e := cited[i]
 		for _, h := range blobs.Refs(e) {
-			p, ok := pr.purgedAfter(h, i)
-			if !ok || pr.named[h] > pr.lastPurge(h) {
+			p, ok := pr.purgedAfter(h, i, e.Time)
+			if !ok || kept[h] {
 				continue // not purged, or kept again by a newer entry
 			}
 			what := "result"

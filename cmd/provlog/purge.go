@@ -109,7 +109,8 @@ func planPurge(ctx context.Context, src interface {
 	// What the criteria name must be in the log: a mistyped task id,
 	// actor or hash purged nothing and looked like a purge that worked.
 	seenActor, named := false, map[string]uint64{}
-	purged := map[string]uint64{} // the last purge entry naming a blob
+	purged := map[string]uint64{} // the last purge entry covering every entry naming a blob
+	newest := map[string]time.Time{}
 	for start := uint64(0); start < size; start += 4096 {
 		es, err := src.Entries(ctx, start, min(size, start+4096))
 		if err != nil {
@@ -122,9 +123,7 @@ func planPurge(ctx context.Context, src interface {
 				continue // audit reports it; purging needs only what parses
 			}
 			if pe, err := blobs.ParsePurge(e); err == nil {
-				for _, h := range pe.Blobs {
-					purged[h] = i
-				}
+				covered(pe, i, newest, purged)
 			}
 			seenActor = seenActor || e.Actor == crit.Actor
 			if crit.Task != "" && e.Fields["task_id"] == crit.Task {
@@ -143,7 +142,9 @@ func planPurge(ctx context.Context, src interface {
 			}
 			if r := blobs.Refs(e); len(r) > 0 {
 				for _, h := range r {
-					named[h] = i
+					if named[h] = i; e.Time.After(newest[h]) {
+						newest[h] = e.Time
+					}
 				}
 				call := int64(-1)
 				if e.Kind == log.KindCallResult {
@@ -195,6 +196,18 @@ func planPurge(ctx context.Context, src interface {
 		}
 	}
 	return present(bs, pick, func(s string) bool { p, ok := purged[s]; return ok && p > named[s] })
+}
+
+// covered notes, of the blobs purge entry pe (at index i) names, those
+// it covers every entry naming so far (newest: the newest of their
+// times) as purged at i.
+func covered(pe *blobs.PurgeEntry, i uint64, newest map[string]time.Time, purged map[string]uint64) {
+	for _, h := range pe.Blobs {
+		if pe.Covers(newest[h]) {
+			purged[h] = i
+			delete(newest, h)
+		}
+	}
 }
 
 // present returns the blobs of pick the store has (not "held": that is
@@ -257,10 +270,11 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 		_, ok := slices.BinarySearch(doomed, s)
 		busy[s] = !ok
 	}
+	look := size // retention: where its last look at the log ended
 	if ageOnly(crit) {
 		// Retention keeps a blob a newer entry names: one on its way,
 		// or one committed since the plan.
-		if list, again, err = keepNamedSince(ctx, store, size, busy, list, again); err != nil {
+		if list, again, look, err = keepNamedSince(ctx, store, size, busy, list, again); err != nil {
 			return nil, fmt.Errorf("planning the purge: %w", err)
 		}
 		res.Kept += len(res.Blobs) - len(list) - len(again)
@@ -269,6 +283,7 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 	free := func(l []string) []string {
 		return slices.DeleteFunc(slices.Clone(l), func(s string) bool { return busy[s] })
 	}
+	recheck := &lookAgain{on: ageOnly(crit), store: store, look: look, kept: map[string]bool{}}
 	deleted := 0
 	for i := 0; i < len(list); i += blobs.MaxPurgeBlobs {
 		chunk := list[i:min(len(list), i+blobs.MaxPurgeBlobs)]
@@ -286,7 +301,10 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 				res.Entries, deleted, len(list)-i, len(list), err)
 		}
 		res.Entries = append(res.Entries, uint64(rc.Index))
-		del := free(chunk)
+		del, err := recheck.unnamed(ctx, free(chunk))
+		if err != nil {
+			return nil, fmt.Errorf("purge entry %d is written, but %w", rc.Index, err)
+		}
 		if err := deleteBlobs(ctx, store, bs, del, uint64(rc.Index)+1, seq.Shared()); err != nil {
 			return nil, fmt.Errorf("purge entry %d is written, but %w", rc.Index, err)
 		}
@@ -294,9 +312,15 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 	}
 	// Blobs a purge entry already names are deleted without another: a
 	// retry of a purge whose deletion failed writes nothing new.
-	if err := deleteBlobs(ctx, store, bs, free(again), size, seq.Shared()); err != nil {
+	del, err := recheck.unnamed(ctx, free(again))
+	if err == nil {
+		err = deleteBlobs(ctx, store, bs, del, size, seq.Shared())
+	}
+	if err != nil {
 		return nil, fmt.Errorf("the purge is recorded, but %w", err)
 	}
+	res.Blobs = slices.DeleteFunc(res.Blobs, func(s string) bool { return recheck.kept[s] })
+	res.Kept += len(recheck.kept)
 	if n := len(res.Blobs) - len(free(res.Blobs)); n > 0 {
 		// An erasure's blob that a call on its way names too: deleted
 		// now, that call's entry would name a payload already gone.
@@ -305,25 +329,59 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 	return res, nil
 }
 
-// keepNamedSince drops from list and again the blobs busy marks and those
-// the entries committed since the plan (from size on) name.
-func keepNamedSince(ctx context.Context, store log.Storage, size uint64, busy map[string]bool, list, again []string) ([]string, []string, error) {
-	named, err := namedSince(ctx, store, size)
+// lookAgain is retention's look at the log once a purge entry is in and
+// before it deletes that entry's blobs: a call through another sidecar
+// may have committed an entry naming one after the last look (look) and
+// before the purge entry. Such a blob is kept (kept): the purge entry
+// does not cover an entry newer than its cut (blobs.PurgeEntry.Covers).
+// An erasure (on false) deletes wherever a blob is named.
+type lookAgain struct {
+	on    bool
+	store log.Storage
+	look  uint64
+	kept  map[string]bool
+}
+
+// unnamed returns l less the blobs an entry from look on names and no
+// purge entry since covers (namedSince), noting those in kept.
+func (r *lookAgain) unnamed(ctx context.Context, l []string) ([]string, error) {
+	if !r.on || len(l) == 0 {
+		return l, nil
+	}
+	named, _, err := namedSince(ctx, r.store, r.look)
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("reading the entries since its last look failed, so none of its blobs was deleted (run the purge again): %w", err)
+	}
+	return slices.DeleteFunc(l, func(s string) bool {
+		if named[s] {
+			r.kept[s] = true
+		}
+		return named[s]
+	}), nil
+}
+
+// keepNamedSince drops from list and again the blobs busy marks and those
+// the entries committed since the plan (from size on) name, and returns
+// the size it read to.
+func keepNamedSince(ctx context.Context, store log.Storage, size uint64, busy map[string]bool, list, again []string) ([]string, []string, uint64, error) {
+	named, look, err := namedSince(ctx, store, size)
+	if err != nil {
+		return nil, nil, 0, err
 	}
 	keep := func(s string) bool { return busy[s] || named[s] }
-	return slices.DeleteFunc(list, keep), slices.DeleteFunc(again, keep), nil
+	return slices.DeleteFunc(list, keep), slices.DeleteFunc(again, keep), look, nil
 }
 
 // namedSince returns the blobs the entries from index from on name and
-// no purge entry after the last of them names, up to the store's size
-// now: on a shared log the newest any writer committed
-// (log.SharedStorage.Latest, read from the store: the handle's own State
-// may not have heard of another sidecar's last commit yet), which holds
-// the other sidecars' entries this one's sequencer has not seen. A blob
-// it leaves out that is gone stays gone: a purge entry says so.
-func namedSince(ctx context.Context, store log.Storage, from uint64) (map[string]bool, error) {
+// no purge entry after the last of them covers (blobs.PurgeEntry.Covers:
+// a retention's purge entry leaves a blob an entry newer than its cut
+// names), up to the store's size now, which it returns too: on a shared
+// log the newest any writer committed (log.SharedStorage.Latest, read
+// from the store: the handle's own State may not have heard of another
+// sidecar's last commit yet), which holds the other sidecars' entries
+// this one's sequencer has not seen. A blob it leaves out that is gone
+// stays gone: a purge entry says so.
+func namedSince(ctx context.Context, store log.Storage, from uint64) (map[string]bool, uint64, error) {
 	var st log.State
 	var err error
 	if sh, ok := store.(log.SharedStorage); ok {
@@ -332,13 +390,13 @@ func namedSince(ctx context.Context, store log.Storage, from uint64) (map[string
 		st, err = store.State(ctx)
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	named := map[string]bool{}
+	named, newest := map[string]bool{}, map[string]time.Time{}
 	for start := from; start < st.Size; start += 4096 {
 		es, err := store.Entries(ctx, start, min(st.Size, start+4096))
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for _, b := range es {
 			e, err := log.ParseEntry(b)
@@ -346,19 +404,24 @@ func namedSince(ctx context.Context, store log.Storage, from uint64) (map[string
 				continue
 			}
 			for _, h := range blobs.Refs(e) {
-				named[h] = true
+				if named[h] = true; e.Time.After(newest[h]) {
+					newest[h] = e.Time
+				}
 			}
 			if e.Kind != blobs.KindPurge {
 				continue
 			}
 			if pe, err := blobs.ParsePurge(e); err == nil {
 				for _, h := range pe.Blobs {
-					delete(named, h)
+					if pe.Covers(newest[h]) {
+						delete(named, h)
+						delete(newest, h)
+					}
 				}
 			}
 		}
 	}
-	return named, nil
+	return named, st.Size, nil
 }
 
 // deleteBlobs deletes list from bs, stopping at the first that fails,
@@ -402,7 +465,7 @@ func restoreNamed(ctx context.Context, store log.Storage, bs *blobs.Store, saved
 	if len(saved) == 0 {
 		return nil
 	}
-	named, err := namedSince(ctx, store, after)
+	named, _, err := namedSince(ctx, store, after)
 	if err != nil {
 		return fmt.Errorf("the blobs are deleted, but reading the entries since failed (provlog audit names any a newer entry names): %w", err)
 	}

@@ -142,7 +142,6 @@ type purgedPayload struct {
 // names and the purge entries naming each blob; check then judges them.
 type payloadRefs struct {
 	purged map[string][]purgeRef // by blob, in the log's order
-	named  map[string]uint64     // by blob, the last entry naming it
 	refs   []refAt
 }
 
@@ -154,13 +153,14 @@ type purgeRef struct {
 
 type refAt struct {
 	index uint64
+	time  time.Time
 	kind  string
 	blob  string
 }
 
 func (p *payloadRefs) add(i uint64, e *log.Entry) {
 	if p.purged == nil {
-		p.purged, p.named = map[string][]purgeRef{}, map[string]uint64{}
+		p.purged = map[string][]purgeRef{}
 	}
 	if e == nil {
 		return
@@ -173,37 +173,50 @@ func (p *payloadRefs) add(i uint64, e *log.Entry) {
 		}
 	}
 	for _, h := range blobs.Refs(e) {
-		p.refs = append(p.refs, refAt{i, e.Kind, h})
-		p.named[h] = i
+		p.refs = append(p.refs, refAt{i, e.Time, e.Kind, h})
 	}
 }
 
-// purgedAfter returns the first purge entry after entry i that names
-// blob: only a purge written after an entry removes that entry's payload.
-// A blob purged and then kept again by a newer entry is that entry's, and
-// must be there.
-func (p *payloadRefs) purgedAfter(blob string, i uint64) (purgeRef, bool) {
+// purgedAfter returns the first purge entry after entry i, written at t,
+// that names blob and covers the entry (blobs.PurgeEntry.Covers): only a
+// purge written after an entry removes that entry's payload, and a
+// retention's only if the entry is older than its cut. A blob purged and
+// then kept again by a newer entry is that entry's, and must be there.
+func (p *payloadRefs) purgedAfter(blob string, i uint64, t time.Time) (purgeRef, bool) {
 	for _, pr := range p.purged[blob] {
-		if pr.index > i {
+		if pr.index > i && pr.e.Covers(t) {
 			return pr, true
 		}
 	}
 	return purgeRef{}, false
 }
 
+// keptBlobs returns the blobs that an entry covered by no purge entry
+// after it names: each is that entry's, and must be there.
+func (p *payloadRefs) keptBlobs() map[string]bool {
+	kept := map[string]bool{}
+	for _, r := range p.refs {
+		if _, purged := p.purgedAfter(r.blob, r.index, r.time); !purged {
+			kept[r.blob] = true
+		}
+	}
+	return kept
+}
+
 // check says of each named blob whether it is purged (a purge entry after
-// the naming entry names it), present with the right bytes, missing or
+// the naming entry names it and covers that entry: purgedAfter), present with the right bytes, missing or
 // corrupt. A purged blob still in the store that no newer entry kept
 // again is an unfinished purge: the purge entry says it is gone, and it
 // is not. bs nil: no blob store to look in (a bundle), so only the
 // purged ones are counted, and each is listed with its purge entry.
 func (p *payloadRefs) check(bs *blobs.Store) payloadReport {
 	var rep payloadReport
+	kept := p.keptBlobs()
 	for _, r := range p.refs {
 		rep.Named++
-		pr, purged := p.purgedAfter(r.blob, r.index)
+		pr, purged := p.purgedAfter(r.blob, r.index, r.time)
 		switch {
-		case purged && bs != nil && p.named[r.blob] < p.lastPurge(r.blob):
+		case purged && bs != nil && !kept[r.blob]:
 			rep.purgedFrom(bs, r, pr)
 		case purged:
 			rep.Purged++
@@ -216,12 +229,6 @@ func (p *payloadRefs) check(bs *blobs.Store) payloadReport {
 		}
 	}
 	return rep
-}
-
-// lastPurge is the index of the last purge entry naming blob.
-func (p *payloadRefs) lastPurge(blob string) uint64 {
-	prs := p.purged[blob]
-	return prs[len(prs)-1].index
 }
 
 // purgedFrom judges a payload purge entry pr removed, whose blob no newer
@@ -338,10 +345,10 @@ func (s *sidecar) saveAges(ctx context.Context) {
 }
 
 // blobNamed says whether blob sum, which the entry at index entry names,
-// is named still: no purge entry after it names it (namedSince, the look
+// is named still: no purge entry after it names it and covers it (namedSince, the look
 // a purge's restore takes too). The proxy asks it of a blob found gone
 // once an entry naming it is in (proxy.Options.BlobNamed).
 func (sc *sidecar) blobNamed(ctx context.Context, sum string, entry uint64) (bool, error) {
-	named, err := namedSince(ctx, sc.store, entry)
+	named, _, err := namedSince(ctx, sc.store, entry)
 	return named[sum], err
 }

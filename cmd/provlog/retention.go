@@ -60,9 +60,14 @@ func (x *ageIndex) pick(ctx context.Context, src interface {
 			}
 			if e.Kind == blobs.KindPurge {
 				// A purge entry names blobs whose deletion it records:
-				// due, until a newer entry names one again.
+				// due, until a newer entry names one again. One a
+				// retention left, which an entry newer than its cut names
+				// (Covers), is not due: its entries' ages still judge it.
 				if pe, err := blobs.ParsePurge(e); err == nil {
 					for _, s := range pe.Blobs {
+						if a, ok := x.ages[s]; ok && !a.purged && !pe.Covers(time.Unix(0, a.newest)) {
+							continue
+						}
 						x.ages[s] = blobAge{purged: true}
 					}
 				}

@@ -109,7 +109,8 @@ func TestRetentionKeepsNamedInWindow(t *testing.T) {
 			late = append(late, st.Size-1)
 		}
 	}}
-	res, err := purge(ctx, a.seq, store, a.blobs, &ageIndex{}, purgeActor, purgeRequest{
+	ages := &ageIndex{}
+	res, err := purge(ctx, a.seq, store, a.blobs, ages, purgeActor, purgeRequest{
 		Before: cut.UTC().Format(time.RFC3339Nano), Reason: "retention: test"})
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +130,26 @@ func TestRetentionKeepsNamedInWindow(t *testing.T) {
 	}
 	if slices.ContainsFunc(res.Blobs, func(s string) bool { return slices.Contains(named, s) }) || res.Kept != len(named) {
 		t.Errorf("the purge says it purged %d blobs and kept %d, want the %d that B's reads name kept", len(res.Blobs), res.Kept, len(named))
+	}
+	auditPayloadsClean(t, a)
+	if t.Failed() {
+		return
+	}
+
+	// Once B's reads are older than the cut too, retention purges the
+	// blobs with a purge entry of its own.
+	again, err := purge(ctx, a.seq, a.store, a.blobs, ages, purgeActor, purgeRequest{
+		Before: pastCut().UTC().Format(time.RFC3339Nano), Reason: "retention: test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(again.Blobs, slices.Sorted(slices.Values(named))) || len(again.Entries) != 1 || again.Kept != 0 {
+		t.Errorf("the next retention purged %d blobs (entries %v, kept %d), want the %d B's reads named", len(again.Blobs), again.Entries, again.Kept, len(named))
+	}
+	for _, blob := range named {
+		if ok, err := b.blobs.Has(blob); ok || err != nil {
+			t.Errorf("blob %s, purged by the next retention, is there (%v)", blob[:12], err)
+		}
 	}
 	auditPayloadsClean(t, a)
 }

@@ -37,6 +37,25 @@ type PurgeEntry struct {
 	Criteria PurgeCriteria
 	// Blobs are the names (hex SHA-256) of the purged blobs, sorted.
 	Blobs []string
+	// erasure: a parsed entry's criteria are not a before alone (the
+	// entry keeps the count of blobs named, not the names, so
+	// Criteria.Blobs stays empty).
+	erasure bool
+}
+
+// Covers reports whether the purge erased the payload of an entry written
+// at t, before the purge entry, that names one of its blobs. An erasure
+// (by task, actor or blob) covers every such entry. Retention (criteria
+// before alone) covers only those older than its cut: an entry newer than
+// the cut keeps its blob, and the purge left it in the store (a call
+// named it after retention's last look at the log, before its purge entry
+// was committed).
+func (p *PurgeEntry) Covers(t time.Time) bool {
+	c := p.Criteria
+	if c.Before.IsZero() || c.Task != "" || c.Actor != "" || len(c.Blobs) > 0 || p.erasure {
+		return true
+	}
+	return t.Before(c.Before)
 }
 
 // PurgeCriteria selects blobs by the entries that name them. Set fields
@@ -91,6 +110,22 @@ func ParsePurge(e *log.Entry) (*PurgeEntry, error) {
 	}
 	p := &PurgeEntry{Time: e.Time, Actor: e.Actor, Auth: e.Auth}
 	p.Reason, _ = e.Fields["reason"].(string)
+	// Criteria other than a before that parses alone (a count of blobs
+	// named, a task, an actor, a member it does not know) make it an
+	// erasure: Covers then holds for every entry.
+	crit, _ := e.Fields["criteria"].(map[string]any)
+	for k, v := range crit {
+		s, _ := v.(string)
+		switch k {
+		case "before":
+			p.Criteria.Before, _ = time.Parse(time.RFC3339Nano, s)
+		case "task":
+			p.Criteria.Task = s
+		case "actor":
+			p.Criteria.Actor = s
+		}
+	}
+	p.erasure = len(crit) != 1 || p.Criteria.Before.IsZero()
 	list, ok := e.Fields["blobs"].([]any)
 	if !ok {
 		return nil, errors.New("purge entry: blobs is not a list")

@@ -61,3 +61,38 @@ func TestRefs(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParsePurge: any entry bytes parse to a purge entry or an error,
+// without panicking; a retention's entry (criteria before alone) covers
+// just the entries older than its cut, and any other criteria cover
+// every entry.
+func FuzzParsePurge(f *testing.F) {
+	h := strings.Repeat("ab", 32)
+	cut := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	for _, c := range []PurgeCriteria{{Before: cut}, {Before: cut, Actor: "a"}, {Task: "t"}, {Blobs: []string{h}}} {
+		b, err := (&PurgeEntry{Time: cut, Actor: "op", Reason: "r", Criteria: c, Blobs: []string{h}}).Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, int64(0))
+	}
+	f.Add([]byte(`{"v":1,"kind":"purge","time":"2026-01-02T03:04:05.000000000Z","actor":"op","reason":"r","blobs":[],"criteria":{"before":"x"}}`), int64(1))
+	f.Fuzz(func(t *testing.T, b []byte, ns int64) {
+		e, err := log.ParseEntry(b)
+		if err != nil {
+			return
+		}
+		p, err := ParsePurge(e)
+		if err != nil {
+			return
+		}
+		at := time.Unix(0, ns)
+		crit, _ := e.Fields["criteria"].(map[string]any)
+		before, alone := crit["before"].(string)
+		cutAt, perr := time.Parse(time.RFC3339Nano, before)
+		retention := alone && len(crit) == 1 && perr == nil && !cutAt.IsZero()
+		if want := !retention || at.Before(cutAt); p.Covers(at) != want {
+			t.Fatalf("criteria %v: Covers(%v) = %v, want %v", crit, at, p.Covers(at), want)
+		}
+	})
+}
