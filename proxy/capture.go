@@ -414,6 +414,10 @@ type captureRoundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string
 	pending pendingCalls
+	rate    askRate // of the server's requests on the streams go-sdk reads
+	// warn, if set, is told of each request refused past the rate, with
+	// how many went unanswered before it.
+	warn func(dropped int)
 }
 
 func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -458,7 +462,8 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	case "application/json":
 		resp.Body = &jsonTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls, depthOnly: depthOnly}
 	case "text/event-stream":
-		resp.Body = &sseTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls, depthOnly: depthOnly}
+		resp.Body = &sseTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls, depthOnly: depthOnly, rate: &t.rate,
+			refuse: func(id []byte, dropped int) { go t.refuseAsk(req, id, dropped) }}
 	}
 	return resp, nil
 }

@@ -164,6 +164,14 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 	}
 	var session atomic.Pointer[mcp.ClientSession]
 	t, cmd := transportFor(d.cfg, base, &lineLogger{d: d}, d.watchListens(&session))
+	if st, ok := t.(*mcp.StreamableClientTransport); ok {
+		if rt, ok := st.HTTPClient.Transport.(*captureRoundTripper); ok {
+			rt.warn = func(dropped int) {
+				d.p.logger.Warn("proxy: a server's requests came too fast; one was refused, the rest of this second's go unanswered",
+					"server", d.cfg.ID, "per_second", maxServerRequestsPerSecond, "unanswered_before", dropped)
+			}
+		}
+	}
 	if ct, ok := t.(*captureTransport); ok {
 		ct.notify = d.inOrder
 		ct.ended = func() { d.ending(session.Load()) }

@@ -76,6 +76,11 @@ type sseTee struct {
 	// depthOnly: as jsonTee's; an answer nested too deep is stood in for
 	// all the same.
 	depthOnly bool
+	// rate, if set, bounds the server's requests the stream carries
+	// (askrate.go): one past it is stood in for by an event without data,
+	// which go-sdk skips, and the first of them answered by refuse.
+	rate   *askRate
+	refuse func(id []byte, dropped int)
 }
 
 // An sseStandIn is an event of an sseTee's (from, to) whose data lines go to
@@ -172,6 +177,10 @@ func (s *sseTee) deliver(data []byte) bool {
 	from := s.last
 	s.last = s.base + s.events.fed
 	if namesMethod(data) {
+		if !s.rated(data) {
+			s.stands = append(s.stands, sseStandIn{from, s.last, nil})
+			return true
+		}
 		// go-sdk reads it: as it came, or, nested too deep, as a message
 		// whose params it cannot read (shallowed), which fails alone.
 		if pastSDKDepth(data) {
