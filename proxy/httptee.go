@@ -100,7 +100,17 @@ func (s *sseTee) Read(p []byte) (int, error) {
 		case s.err != nil && len(s.held) == 0:
 			return 0, s.err
 		case s.err != nil:
-			s.out, s.held = s.held, nil // an event the stream did not end
+			// An event the stream did not end, which go-sdk reads too:
+			// held to the rate if it is a request.
+			keep := true
+			s.events.end(func(data []byte) bool {
+				keep = !namesMethod(data) || s.rated(data)
+				return true
+			})
+			if keep {
+				s.out = s.held
+			}
+			s.held = nil
 		case len(p) == 0:
 			return 0, nil
 		default:
