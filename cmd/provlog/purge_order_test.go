@@ -79,7 +79,7 @@ func TestPurgeAuditOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code := runCmd(t, "audit", "--data", data)
-	if code != 1 || !strings.Contains(out, fmt.Sprintf("missing (no purge entry names it): entry %d", second)) {
+	if code != 1 || !strings.Contains(out, fmt.Sprintf("missing (no purge entry after it covers it): entry %d", second)) {
 		t.Errorf("audit after entry %d's payload was lost without a purge (the only purge entry is older than it): exit %d\n%s", second, code, out)
 	}
 }

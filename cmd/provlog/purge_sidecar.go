@@ -286,9 +286,9 @@ func auditDataDirPayloads(ctx context.Context, data string, src interface {
 	if len(rep.Missing) > 0 || len(rep.Corrupt) > 0 || len(rep.Unreadable) > 0 || len(rep.Unfinished) > 0 {
 		pe := &log.ProblemsError{What: "payloads"}
 		for _, m := range rep.Missing {
-			fmt.Fprintf(stdout, "missing (no purge entry names it): %s\n", m)
+			fmt.Fprintf(stdout, "missing (no purge entry after it covers it): %s\n", m)
 			part, what, _ := strings.Cut(m, ": ")
-			pe.Problems = append(pe.Problems, log.Problem{Part: part, Msg: what + " is missing, and no purge entry names it"})
+			pe.Problems = append(pe.Problems, log.Problem{Part: part, Msg: what + " is missing, and no purge entry after it covers it (a retention purge covers only entries older than its cut)"})
 		}
 		for _, c := range rep.Corrupt {
 			fmt.Fprintf(stdout, "tampered: %s\n", c)

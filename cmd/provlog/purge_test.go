@@ -156,7 +156,7 @@ func TestPurge(t *testing.T) {
 	bs, _ := blobs.Open(filepath.Join(d, blobDir))
 	os.Remove(filepath.Join(d, blobDir, p.bobArgs[:2], p.bobArgs))
 	out, code = runCmd(t, "audit", "--data", d)
-	if code != 1 || !strings.Contains(out, "missing (no purge entry names it): entry 4: blob "+p.bobArgs) {
+	if code != 1 || !strings.Contains(out, "missing (no purge entry after it covers it): entry 4: blob "+p.bobArgs) {
 		t.Fatalf("audit with a missing blob: %d %s", code, out)
 	}
 	bs.Put([]byte(`{"q":"bob"}`))
