@@ -428,6 +428,7 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	// every message twice would double the client's work.
 	tee := req.Method == http.MethodGet && req.Header.Get("Last-Event-ID") != ""
 	var listen jsonrpc.ID // the listen sent, if it is one whose refusal is wanted
+	var call jsonrpc.ID   // the captured call sent, whose answer a tee may stand in for
 	if req.Method == http.MethodPost && req.GetBody != nil {
 		_, captured := req.Context().Value(captureKey{}).(*capture)
 		// The Mcp-Method header names a 2026-07-28 request's method.
@@ -440,6 +441,8 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 					var isListen bool
 					if tee, isListen = t.pending.register(req.Context(), msg); isListen {
 						listen = msg.(*jsonrpc.Request).ID
+					} else if tee {
+						call = msg.(*jsonrpc.Request).ID
 					}
 				}
 			}
@@ -460,7 +463,7 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
-		resp.Body = &jsonTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls, depthOnly: depthOnly}
+		resp.Body = &jsonTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls, call: call, depthOnly: depthOnly}
 	case "text/event-stream":
 		resp.Body = &sseTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls, depthOnly: depthOnly, rate: &t.rate,
 			refuse: func(id []byte, dropped int) { go t.refuseAsk(req, id, dropped) }}

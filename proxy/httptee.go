@@ -21,11 +21,18 @@ import (
 // reads such bodies whole, with io.ReadAll): an answer nested deeper than
 // go-sdk reads, which would end its connection, is held for the capture
 // and go-sdk reads an error answer to its id in its place (heldDeep).
+// A body is read up to maxEventBytes, the bound of an event's and of a
+// tools/call's answer (downstream.post): one past it is given up, and the
+// captured call it answers fails alone, saying so, as an error answer
+// stands in for it (any other body fails go-sdk's connection, as one it
+// cannot read does); a resources/read answered with 40 MiB was read
+// whole, recorded and passed on as one message too long for the client.
 // (A stdio server's answers the proxy reads itself: stdioConn.)
 type jsonTee struct {
 	io.ReadCloser
 	pending *pendingCalls
 	listen  listenStream
+	call    jsonrpc.ID // the captured call the body answers, if any
 	// depthOnly: the answer is to a request the proxy does not capture:
 	// it is not decoded, only looked at for a depth go-sdk does not read.
 	depthOnly bool
@@ -35,9 +42,11 @@ type jsonTee struct {
 
 func (j *jsonTee) Read(p []byte) (int, error) {
 	if j.err == nil {
-		b, err := io.ReadAll(j.ReadCloser)
+		b, err := io.ReadAll(io.LimitReader(j.ReadCloser, maxEventBytes+1))
 		j.err = cmp.Or(err, io.EOF)
-		if stand := j.pending.answered(b, !j.depthOnly); stand != nil {
+		if len(b) > maxEventBytes {
+			b = j.tooBig()
+		} else if stand := j.pending.answered(b, !j.depthOnly); stand != nil {
 			b = stand
 		}
 		j.rest = b
@@ -49,6 +58,20 @@ func (j *jsonTee) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	return 0, j.err
+}
+
+// tooBig gives up a body past maxEventBytes: it returns the error answer
+// go-sdk reads for the captured call, which fails saying why, or, for any
+// other body, nothing, with the body's end the error.
+func (j *jsonTee) tooBig() []byte {
+	err := fmt.Errorf("the answer is over %d MiB; it is given up", maxEventBytes>>20)
+	if !j.call.IsValid() {
+		j.err = err
+		return nil
+	}
+	j.pending.held(j.call, heldAnswer{err: err})
+	stand, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: j.call, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + err.Error()}})
+	return stand
 }
 
 // sseTee reads a server-sent event stream through, delivering each
