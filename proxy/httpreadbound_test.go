@@ -21,6 +21,18 @@ import (
 // as one message over 16 MiB, which go-sdk's stdio client refuses,
 // ending its session.
 func TestHTTPReadAnswerBounded(t *testing.T) {
+	testHTTPReadAnswerBounded(t, "application/json")
+}
+
+// TestHTTPReadEventBounded: as TestHTTPReadAnswerBounded, the answer one
+// event of an event stream. go-sdk's client takes a MaxEventSize of 0
+// for no bound at all (its doc says the default, 16 MiB), so the 40 MiB
+// event was read, recorded and passed on likewise.
+func TestHTTPReadEventBounded(t *testing.T) {
+	testHTTPReadAnswerBounded(t, "text/event-stream")
+}
+
+func testHTTPReadAnswerBounded(t *testing.T, mediaType string) {
 	const total = 40 << 20
 	l := newTestLog(t)
 	var written atomic.Int64
@@ -29,8 +41,12 @@ func TestHTTPReadAnswerBounded(t *testing.T) {
 		if method == "prompts/get" {
 			member = `"messages":[{"role":"user","content":{"type":"text","text":"`
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"jsonrpc":"2.0","id":` + callRequestID(t, r) + `,"result":{` + member))
+		w.Header().Set("Content-Type", mediaType)
+		head, tail := "", ""
+		if mediaType == "text/event-stream" {
+			head, tail = "id: e1\ndata: ", "\n\n"
+		}
+		w.Write([]byte(head + `{"jsonrpc":"2.0","id":` + callRequestID(t, r) + `,"result":{` + member))
 		written.Store(0)
 		chunk := bytes.Repeat([]byte("x"), 1<<20)
 		for written.Load() < total {
@@ -41,9 +57,9 @@ func TestHTTPReadAnswerBounded(t *testing.T) {
 			}
 		}
 		if method == "prompts/get" {
-			w.Write([]byte(`"}}]}}`))
+			w.Write([]byte(`"}}]}}` + tail))
 		} else {
-			w.Write([]byte(`"}]}}`))
+			w.Write([]byte(`"}]}}` + tail))
 		}
 	})
 	cs := connectMemory(t, p, nil)
