@@ -465,7 +465,7 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	case "application/json":
 		resp.Body = &jsonTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls, call: call, depthOnly: depthOnly}
 	case "text/event-stream":
-		resp.Body = &sseTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls, depthOnly: depthOnly, rate: &t.rate,
+		resp.Body = &sseTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls, call: call, depthOnly: depthOnly, rate: &t.rate,
 			refuse: func(id []byte, dropped int) { go t.refuseAsk(req, id, dropped) }}
 	}
 	return resp, nil

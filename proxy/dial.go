@@ -32,7 +32,8 @@ func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, li
 		}
 		rt := &captureRoundTripper{base: base, headers: cfg.Headers}
 		rt.pending.listenHooks = listens
-		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: &http.Client{Transport: rt}}, nil
+		// go-sdk takes a MaxEventSize of 0 for no bound, not its default.
+		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: &http.Client{Transport: rt}, MaxEventSize: maxEventBytes}, nil
 	}
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
 	cmd.Dir = cfg.Dir

@@ -89,6 +89,7 @@ type sseTee struct {
 	pending *pendingCalls
 	events  sseParser
 	listen  listenStream
+	call    jsonrpc.ID   // the captured call the stream answers, if any (as jsonTee's)
 	held    []byte       // the event under way: read, not yet passed on
 	spare   []byte       // held's next buffer
 	out     []byte       // read and ready for the reader
@@ -162,7 +163,17 @@ func (s *sseTee) fill(p []byte) int {
 	s.events.feed(data[h:], s.deliver)
 	end := s.last
 	if s.events.tooBig {
-		end = len(data) // go-sdk refuses it as it did
+		// An event past maxEventBytes: the captured call it may answer
+		// fails alone, saying so, as an error answer stands in for the
+		// event, and the stream is read no further; any other stream's
+		// go-sdk refuses (MaxEventSize, transportFor).
+		if s.call.IsValid() && err == nil {
+			s.pending.held(s.call, heldAnswer{err: errEventTooBig})
+			stand, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: s.call, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + errEventTooBig.Error()}})
+			s.stands = append(s.stands, sseStandIn{s.last, len(data), stand})
+			err = io.EOF
+		}
+		end = len(data)
 	}
 	if err != nil {
 		s.err = err
