@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -547,8 +548,22 @@ func (p *Proxy) guard(next mcp.MethodHandler) mcp.MethodHandler {
 		if err := p.listenFits(req); err != nil {
 			return nil, err
 		}
-		return next(ctx, method, req)
+		res, err = next(ctx, method, req)
+		return res, writableError(err)
 	}
+}
+
+// writableError returns err, or, if it is a JSON-RPC error whose data is
+// no JSON, the error without its data: go-sdk cannot write such an answer
+// and ends the session instead. Its not-found error for a resources/read
+// quotes the URI Go's way, so a URI holding a control character ("\x7f")
+// ended the client's session.
+func writableError(err error) error {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) && len(we.Data) > 0 && !json.Valid(we.Data) {
+		return &jsonrpc.Error{Code: we.Code, Message: we.Message}
+	}
+	return err
 }
 
 // rpcError returns a JSON-RPC error the SDK sends as it is.
