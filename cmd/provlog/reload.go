@@ -126,7 +126,16 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 		return
 	}
 	w.sum = sha256.Sum256(b)
-	cfg, err := loadConfig(w.path)
+	if len(bytes.TrimSpace(b)) == 0 {
+		// At start an empty file is the defaults; here it is a file
+		// caught between its truncation and its writing, and would drop
+		// every token and server. `servers: []` empties on purpose.
+		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why,
+			"err", "the config file is empty (being written?); write it whole, then reload")
+		return
+	}
+	// The bytes read, not the file again: what was summed is what loads.
+	cfg, err := parseConfig(w.path, b)
 	if err != nil {
 		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why, "err", err)
 		return
