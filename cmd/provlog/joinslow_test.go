@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +55,12 @@ func TestJoinedCallOnStoppedSidecar(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sp.cmd.Process.Signal(syscall.SIGCONT)
+	// SIGSTOP is delivered asynchronously: under load the sidecar answered
+	// a call sent right after the kill returned (1.5 ms, in CI). Wait until
+	// the kernel shows it stopped.
+	if st := waitStopped(sp.cmd.Process.Pid, 10*time.Second); st != "T" {
+		t.Fatalf("the sidecar is in state %q 10 s after SIGSTOP, not stopped (T)", st)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -63,5 +71,23 @@ func TestJoinedCallOnStoppedSidecar(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "did not answer") {
 		t.Errorf("the call on a stopped sidecar: %v, want an error saying it did not answer", err)
+	}
+}
+
+// waitStopped waits up to d for process pid to be stopped, and returns
+// its state as /proc/PID/stat gives it (the field after the name).
+func waitStopped(pid int, d time.Duration) string {
+	state := ""
+	for end := time.Now().Add(d); ; time.Sleep(5 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return "unreadable: " + err.Error()
+		}
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+			state = string(b[i+2 : i+3])
+		}
+		if state == "T" || time.Now().After(end) {
+			return state
+		}
 	}
 }
