@@ -375,6 +375,15 @@ func endedByContext(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
+// reconnect closes cs, an HTTP server's session, and the idle
+// connections under it, so that the supervisor connects again.
+func (d *downstream) reconnect(cs *mcp.ClientSession) {
+	cs.Close()
+	if d.http1 != nil {
+		d.http1.closeIdle()
+	}
+}
+
 // classify turns a call's outcome into what its call.result entry says
 // and what the client gets. ctx is the call's, cctx the one bounded by
 // the server's timeout. This is the one place that words a failed call.
@@ -418,10 +427,7 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		if d.cfg.URL != "" {
 			// A stdio session ends with its process; an HTTP one is
 			// closed here, so that the supervisor connects again.
-			cs.Close()
-			if d.http1 != nil {
-				d.http1.closeIdle()
-			}
+			d.reconnect(cs)
 		}
 	case o.gone:
 		// The server is unreachable, or answered 404: it no longer knows
@@ -431,10 +437,7 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 		// call would get the 404 too.
 		c.errText = fmt.Sprintf("server %q: %v; it is being reconnected", d.cfg.ID, o.err)
 		d.p.logger.Warn("proxy: downstream session gone; reconnecting", "actor", c.actor, "server", d.cfg.ID, "tool", c.tool, "call", c.index, "error", d.logText(o.err.Error(), c.secrets))
-		cs.Close()
-		if d.http1 != nil {
-			d.http1.closeIdle()
-		}
+		d.reconnect(cs)
 	default:
 		c.errText = fmt.Sprintf("server %q: %v", d.cfg.ID, o.err)
 	}

@@ -263,7 +263,7 @@ func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr erro
 
 // receiptData is a failed call's error data: its receipt under
 // ReceiptKey. Made only for an error: a result carries its receipt in
-// its _meta (frontResult), and encoding it here for every call was 1.2
+// its _meta (frontPrep.result), and encoding it here for every call was 1.2
 // KB and a map a call.
 func receiptData(receipt string) json.RawMessage {
 	b := append(make([]byte, 0, len(ReceiptKey)+len(receipt)+len(receipt)/32+16), `{"`+ReceiptKey+`":`...)
