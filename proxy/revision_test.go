@@ -203,3 +203,36 @@ type openedStream struct{ http.ResponseWriter }
 func (openedStream) WriteHeader(int) {}
 
 func (o openedStream) Flush() { o.ResponseWriter.(http.Flusher).Flush() }
+
+// TestNewerSessionWaitEndsAtDrain: a 2026-07-28 request let in to a
+// stdio server waits in sessionFor for the server's newer session, whose
+// start applies its lists under the catalogue a change's drain holds
+// (changeServer). Once the server's gate is closed (the drain began), the
+// request stops waiting and is served on the one session, so the drain
+// ends when its requests do, not when its bound cuts them.
+func TestNewerSessionWaitEndsAtDrain(t *testing.T) {
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "s")}, nil)
+	d := p.downstreams()[0]
+	one, err := d.sup.await(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cat.syncMu.Lock() // as the drain holds it: the newer session's lists wait
+	defer d.cat.syncMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // for a hang, not a bound
+	defer cancel()
+	type found struct {
+		cs  *mcp.ClientSession
+		err error
+	}
+	got := make(chan found, 1)
+	go func() {
+		cs, err := d.sessionFor(ctx, statelessProtocol)
+		got <- found{cs, err}
+	}()
+	d.gate.close()
+	if f := <-got; f.err != nil || f.cs != one {
+		t.Fatalf("with the gate closed, sessionFor returned %p, %v; want the one session %p", f.cs, f.err, one)
+	}
+}
