@@ -34,6 +34,7 @@ type gate struct {
 	next    uint64
 	open    map[uint64]context.CancelFunc // in flight -> cancels its forwarding (nil before it forwards)
 	idle    chan struct{}                 // closed when the gate is closed and nothing is in flight
+	shut    chan struct{}                 // closed when the gate is closed (closing); made on first ask
 }
 
 // enter lets a request in and returns its ticket, or reports false if the
@@ -82,6 +83,9 @@ func (g *gate) leave(t uint64) {
 func (g *gate) close() <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !g.closed && g.shut != nil {
+		close(g.shut)
+	}
 	g.closed = true
 	idle := make(chan struct{})
 	if len(g.open) == 0 {
@@ -90,6 +94,21 @@ func (g *gate) close() <-chan struct{} {
 		g.idle = idle
 	}
 	return idle
+}
+
+// closing returns a channel closed once the gate is closed: the server
+// is being drained, and a request let in before waits for nothing the
+// drain may hold (sessionFor).
+func (g *gate) closing() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shut == nil {
+		g.shut = make(chan struct{})
+		if g.closed {
+			close(g.shut)
+		}
+	}
+	return g.shut
 }
 
 // expire marks the drain's bound passed and returns what cancels the

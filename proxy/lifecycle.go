@@ -96,12 +96,6 @@ func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage,
 	}
 	d = in.d
 	defer d.gate.leave(in.ticket)
-	// The drain's bound cuts a call still finding its session too: a
-	// stdio server's newer-revision session may wait for the catalogue
-	// the drain holds. Forwarding replaces this cancel with its own.
-	ctx, cutWait := context.WithCancel(ctx)
-	defer cutWait()
-	d.gate.forwarding(in.ticket, cutWait)
 	actor, err := p.actor(ctx, &mcp.CallToolRequest{Session: in.session, Params: in.params, Extra: in.extra})
 	if err != nil {
 		return nil, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %v", err)

@@ -86,6 +86,11 @@ func (d *downstream) sessionFor(ctx context.Context, protocol string) (*mcp.Clie
 	}
 	select {
 	case <-sup.firstDone:
+	case <-d.gate.closing():
+		// d drains (removed or replaced): the newer session's start may
+		// wait for the catalogue the drain holds, so the one session
+		// serves what was let in before.
+		return cs, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
