@@ -74,9 +74,7 @@ func (c ServerConfig) Revision(protocol string) string {
 // goes to: the newer session of a stdio server for a 2026-07-28 client
 // (started on first use) while it is up, else the server's one session.
 func (d *downstream) sessionFor(ctx context.Context, protocol string) (*mcp.ClientSession, error) {
-	wctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
-	cs, err := d.sup.await(wctx)
-	cancel()
+	cs, err := d.sup.await(ctx, d.cfg.timeout())
 	if err != nil || d.cfg.Revision(protocol) == d.askProtocol() || sessionStateless(cs) {
 		return cs, err
 	}

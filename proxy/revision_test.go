@@ -214,7 +214,7 @@ func TestNewerSessionWaitEndsAtDrain(t *testing.T) {
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{fixtureServerConfig(t, "s")}, nil)
 	d := p.downstreams()[0]
-	one, err := d.sup.await(context.Background())
+	one, err := d.sup.await(context.Background(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,5 +234,26 @@ func TestNewerSessionWaitEndsAtDrain(t *testing.T) {
 	d.gate.close()
 	if f := <-got; f.err != nil || f.cs != one {
 		t.Fatalf("with the gate closed, sessionFor returned %p, %v; want the one session %p", f.cs, f.err, one)
+	}
+}
+
+// TestAwaitRestartBounded: a request that finds its server restarting
+// waits for the next session no longer than the call's timeout, and then
+// says so; one that finds the session up is given it without waiting.
+func TestAwaitRestartBounded(t *testing.T) {
+	s := newSupervisor("s", nil, nil, nil, nil)
+	s.restarting = true
+	if cs, err := s.await(context.Background(), 10*time.Millisecond); cs != nil || err == nil || !strings.Contains(err.Error(), "not restarted within the call's timeout") {
+		t.Fatalf("await while restarting: %p, %v", cs, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if cs, err := s.await(ctx, time.Hour); cs != nil || err == nil {
+		t.Fatalf("await with its context ended: %p, %v", cs, err)
+	}
+	up := new(mcp.ClientSession)
+	s.cs = up
+	if cs, err := s.await(context.Background(), time.Hour); cs != up || err != nil {
+		t.Fatalf("await with the session up: %p, %v; want %p", cs, err, up)
 	}
 }

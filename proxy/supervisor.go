@@ -158,8 +158,16 @@ func (s *supervisor) wake() {
 
 // await returns the current session, as session does, but while the last
 // one is ending or lost and the server is being restarted it waits for
-// the next, or for ctx (which the caller bounds by the call's timeout).
-func (s *supervisor) await(ctx context.Context) (*mcp.ClientSession, error) {
+// the next, for ctx, or for timeout (the call's), whichever ends first.
+// Its timer is made only when it waits: a call that finds the session
+// up costs no timer.
+func (s *supervisor) await(ctx context.Context, timeout time.Duration) (*mcp.ClientSession, error) {
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
 		s.mu.Lock()
 		cs, waiting, changed := s.cs, s.restarting, s.changed
@@ -173,12 +181,21 @@ func (s *supervisor) await(ctx context.Context) (*mcp.ClientSession, error) {
 		case !waiting:
 			return s.session()
 		}
+		if t == nil {
+			t = time.NewTimer(timeout)
+		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("server %q is not connected: its connection ended, and it was not restarted within the call's timeout", s.id)
+			return nil, s.notRestarted()
+		case <-t.C:
+			return nil, s.notRestarted()
 		}
 	}
+}
+
+func (s *supervisor) notRestarted() error {
+	return fmt.Errorf("server %q is not connected: its connection ended, and it was not restarted within the call's timeout", s.id)
 }
 
 // serve readies a new session, marks the first connection done, and waits
