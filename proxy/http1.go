@@ -33,6 +33,7 @@ type http1Pool struct {
 
 type http1Conn struct {
 	nc    net.Conn
+	peek  *peeker // whether it is still open while idle
 	br    *bufio.Reader
 	buf   []byte    // the request being written
 	since time.Time // idle since
@@ -101,7 +102,7 @@ func (p *http1Pool) get(ctx context.Context) (*http1Conn, error) {
 		// The server may have closed it while it sat idle (Node closes
 		// idle connections after 5 s): a request written to it would be
 		// lost in a way that looks like a crash mid-call, so look first.
-		if now.Sub(c.since) < h1IdleTimeout && connAlive(c.nc) {
+		if now.Sub(c.since) < h1IdleTimeout && c.peek.alive() {
 			return c, nil
 		}
 		c.nc.Close()
@@ -110,7 +111,7 @@ func (p *http1Pool) get(ctx context.Context) (*http1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &http1Conn{nc: nc, br: bufio.NewReaderSize(nc, 8<<10)}, nil
+	return &http1Conn{nc: nc, peek: newPeeker(nc), br: bufio.NewReaderSize(nc, 8<<10)}, nil
 }
 
 func (p *http1Pool) put(c *http1Conn) {
