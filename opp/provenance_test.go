@@ -1,0 +1,55 @@
+package opp_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/provlog/provlog/log/logpebble"
+	"github.com/provlog/provlog/opp"
+)
+
+// pebbleOwnedByBob returns a log on real Pebble in a temp dir, an engine
+// on it and a task bob owns.
+func pebbleOwnedByBob(t *testing.T) (*testLog, *opp.Engine, string) {
+	t.Helper()
+	s, err := logpebble.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	l := newLogOn(t, s)
+	e := newEngine(t, l)
+	id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", id))
+	return l, e, id
+}
+
+// refusedClaim checks that bob's claim on task id is refused by rule,
+// with an error saying want, and that it wrote nothing.
+func refusedClaim(t *testing.T, l *testLog, e *opp.Engine, args opp.ClaimArgs, rule, want string) {
+	t.Helper()
+	before := l.Size()
+	res, err := e.ReportCompletion(ctx, "bob", args)
+	if ruleOf(err) != rule || !strings.Contains(err.Error(), want) {
+		idx := uint64(0)
+		if res != nil {
+			idx = res.Index
+		}
+		t.Errorf("%s claim citing %v: err %v (written at %d), want a refusal of rule %s saying %q", args.Provenance, args.Evidence, err, idx, rule, want)
+	}
+	if n := l.Size() - before; n != 0 {
+		t.Errorf("the refused %s claim citing %v wrote %d entries", args.Provenance, args.Evidence, n)
+	}
+}
+
+// TestObservedNeedsEvidence: an observed claim says the claimant saw the
+// work done in its own calls, so one citing no call at all is refused
+// when written, and nothing is written; reviewed and reported claims may
+// still cite nothing.
+func TestObservedNeedsEvidence(t *testing.T) {
+	l, e, id := pebbleOwnedByBob(t)
+	refusedClaim(t, l, e, opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "done"}, opp.RuleEvidence, "cite")
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reviewed", Summary: "done"}))
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reported", Summary: "done", Source: "carol"}))
+	checkRebuild(t, l, e)
+}
