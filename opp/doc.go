@@ -58,6 +58,8 @@
 //     cited before (or the call of a result cited before) is nothing new,
 //     and the task's own entries and the actor's own task entries (its
 //     earlier claims) are no evidence at all.
+//     When written (not when rebuilt, so that older logs keep their
+//     state), an observed claim must cite at least one entry.
 //     A task holds at most [MaxClaims] claims. Once it holds [MaxEntries]
 //     entries, accept, handoff and release are refused when written (not
 //     when rebuilt): its owner may still complete it, its creator cancel it.

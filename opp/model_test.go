@@ -89,6 +89,9 @@ func (m *model) predict(o mOp) string {
 			}
 			seen[i] = true
 		}
+		if o.prov == "observed" && len(o.ev) == 0 {
+			return opp.RuleEvidence // checked when written, before the task
+		}
 	case "handoff":
 		if o.to == "" || o.to == o.actor {
 			return opp.RuleHandoffTarget

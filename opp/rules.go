@@ -78,6 +78,9 @@ func checkNew(r *record) *log.ProblemsError {
 		if !visible(r.summary) {
 			return blank("summary")
 		}
+		if r.provenance == Observed && len(r.evidence) == 0 {
+			return Refuse(RuleEvidence, "an observed claim must cite evidence: at least one of your own calls that finished while you owned the task (the index in the call's receipt, or its call entry). If you did not see the work done in your own calls, use provenance reviewed (you checked someone else's work) or reported (someone told you; name them in source)")
+		}
 		if r.provenance == Reported && !visible(r.source) {
 			return Refuse(RuleSource, "a reported claim must name its source (who told you) in source, in visible characters; or, if you saw or checked it yourself, use provenance observed or reviewed")
 		}
