@@ -53,3 +53,25 @@ func TestObservedNeedsEvidence(t *testing.T) {
 	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reported", Summary: "done", Source: "carol"}))
 	checkRebuild(t, l, e)
 }
+
+// TestObservedCallOneTask: calls carry no task, so one call bob made
+// while he owned two tasks could stand as what he observed for both. A
+// call (or its call.result, which stands for it) cited by an observed
+// claim on one task is refused as evidence of an observed claim on
+// another when written, naming the task it is evidence for; nothing is
+// written. Citing it again on the same task, or by a reviewed claim
+// elsewhere, is still accepted.
+func TestObservedCallOneTask(t *testing.T) {
+	l, e, one := pebbleOwnedByBob(t)
+	two := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "two"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", two))
+	call := appendCallStart(t, l, "bob")
+	result := appendCallResult(t, l, "bob", call)
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: one, Provenance: "observed", Summary: "done", Evidence: []uint64{call}}))
+	for _, ev := range []uint64{call, result} {
+		refusedClaim(t, l, e, opp.ClaimArgs{TaskID: two, Provenance: "observed", Summary: "done", Evidence: []uint64{ev}}, opp.RuleEvidence, one)
+	}
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: one, Provenance: "observed", Summary: "again", Evidence: []uint64{result}}))
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: two, Provenance: "reviewed", Summary: "checked", Evidence: []uint64{call}}))
+	checkRebuild(t, l, e)
+}

@@ -265,3 +265,35 @@ func TestSharedObservedNeedsResult(t *testing.T) {
 	mustOK(t)(a.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "s", Evidence: []uint64{call}}))
 	checkSharedRebuild(t, la, a, b)
 }
+
+// TestSharedObservedCallOneTask: on a PostgreSQL log two sidecars write,
+// a call bob cited through one sidecar as observed evidence for one task
+// is refused through the other as observed evidence for a second task he
+// owns, and nothing is written.
+func TestSharedObservedCallOneTask(t *testing.T) {
+	ctx := context.Background()
+	la, a, lb, b := twoSidecarLogs(t, 0)
+	one := mustOK(t)(a.Create(ctx, "alice", opp.CreateArgs{Title: "one"})).Task.ID
+	two := mustOK(t)(b.Create(ctx, "alice", opp.CreateArgs{Title: "two"})).Task.ID
+	mustOK(t)(a.Accept(ctx, "bob", one))
+	mustOK(t)(b.Accept(ctx, "bob", two))
+	call := appendCallStart(t, la, "bob")
+	appendCallResult(t, la, "bob", call)
+	mustOK(t)(a.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: one, Provenance: "observed", Summary: "done", Evidence: []uint64{call}}))
+	size := func() uint64 {
+		n, err := lb.LatestSize(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := size()
+	_, err := b.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: two, Provenance: "observed", Summary: "done", Evidence: []uint64{call}})
+	if ruleOf(err) != opp.RuleEvidence || !strings.Contains(err.Error(), one) {
+		t.Errorf("through the second sidecar, call %d cited again for task %s: %v, want a refusal naming task %s", call, two, err, one)
+	}
+	if n := size() - before; n != 0 {
+		t.Errorf("the refused claim wrote %d entries", n)
+	}
+	checkSharedRebuild(t, la, a, b)
+}
