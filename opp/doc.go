@@ -59,7 +59,10 @@
 //     and the task's own entries and the actor's own task entries (its
 //     earlier claims) are no evidence at all.
 //     When written (not when rebuilt, so that older logs keep their
-//     state), an observed claim must cite at least one entry.
+//     state), an observed claim must cite at least one entry, and may not
+//     cite a call (or its call.result) that an observed claim on another
+//     task cites: calls name no task, so one call is observed evidence
+//     for one task only.
 //     A task holds at most [MaxClaims] claims. Once it holds [MaxEntries]
 //     entries, accept, handoff and release are refused when written (not
 //     when rebuilt): its owner may still complete it, its creator cancel it.

@@ -348,7 +348,15 @@ func (e *Engine) do(ctx context.Context, r *record) (*Result, error) {
 	if err := checkGrowth(t, r); err != nil {
 		return nil, err
 	}
-	return e.writeApplied(ctx, t, r)
+	release, perr := e.tasks.claimCalls(t, r)
+	if perr != nil {
+		return nil, perr
+	}
+	res, err := e.writeApplied(ctx, t, r)
+	if err != nil {
+		release()
+	}
+	return res, err
 }
 
 // Status returns a task with its full history.

@@ -42,6 +42,9 @@ type model struct {
 	ids    []string
 	kinds  []string // kind of every log entry, by index
 	actors []string // actor of every log entry, by index
+	// backs is the task each call cited by an observed claim is
+	// evidence for ("*": more than one).
+	backs map[uint64]string
 }
 
 var rank = map[string]int{"reported": 1, "reviewed": 2, "observed": 3}
@@ -161,6 +164,13 @@ func (m *model) predict(o mOp) string {
 			return opp.RuleUpgrade
 		}
 	}
+	if o.prov == "observed" {
+		for _, i := range o.ev {
+			if b, ok := m.backs[i]; ok && b != o.task {
+				return opp.RuleEvidence // checked when written, after the rules
+			}
+		}
+	}
 	return ""
 }
 
@@ -196,6 +206,17 @@ func (m *model) apply(o mOp, index uint64, id string) {
 		}
 		for _, i := range o.ev {
 			t.cited[o.actor][i] = true
+			if o.prov != "observed" {
+				continue
+			}
+			if m.backs == nil {
+				m.backs = map[uint64]string{}
+			}
+			if b, ok := m.backs[i]; ok && b != o.task {
+				m.backs[i] = "*"
+			} else {
+				m.backs[i] = o.task
+			}
 		}
 		if t.state == opp.StateAccepted {
 			t.state = opp.StateCompleted

@@ -1,6 +1,7 @@
 package opp_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -74,4 +75,34 @@ func TestObservedCallOneTask(t *testing.T) {
 	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: one, Provenance: "observed", Summary: "again", Evidence: []uint64{result}}))
 	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: two, Provenance: "reviewed", Summary: "checked", Evidence: []uint64{call}}))
 	checkRebuild(t, l, e)
+}
+
+// TestObservedCallOneTaskSnapshot: which task a cited call backs is saved
+// with the task index, so an engine resumed from it, replaying nothing,
+// still refuses the call as observed evidence for another task.
+func TestObservedCallOneTaskSnapshot(t *testing.T) {
+	l, e, one := pebbleOwnedByBob(t)
+	two := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "two"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", two))
+	call := appendCallStart(t, l, "bob")
+	appendCallResult(t, l, "bob", call)
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: one, Provenance: "observed", Summary: "done", Evidence: []uint64{call}}))
+	path := filepath.Join(t.TempDir(), "tasks.idx")
+	e1, err := opp.Open(ctx, l, l.Size(), &opp.Options{IndexFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e1.SaveIndex(ctx, l.Size()); err != nil {
+		t.Fatal(err)
+	}
+	e2, err := opp.Open(ctx, l, l.Size(), &opp.Options{IndexFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from, err := e2.Resumed(); from != l.Size() || err != nil {
+		t.Fatalf("Resumed: %d, %v; want %d, nil", from, err, l.Size())
+	}
+	refusedClaim(t, l, e2, opp.ClaimArgs{TaskID: two, Provenance: "observed", Summary: "done", Evidence: []uint64{call}}, opp.RuleEvidence, one)
+	mustOK(t)(e2.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: one, Provenance: "observed", Summary: "again", Evidence: []uint64{call}}))
+	checkRebuild(t, l, e2)
 }

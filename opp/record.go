@@ -28,6 +28,10 @@ type record struct {
 	note     string // handoff, release, cancel
 	snapshot *Snapshot
 
+	// calls are, for an observed claim that passed check, the calls its
+	// evidence stands for, one per cited index, in order (onetask.go).
+	calls []uint64
+
 	// size is the entry's length in bytes, once written or read.
 	size int
 

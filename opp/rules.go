@@ -332,6 +332,7 @@ func checkClaim(rd reader, t *task, r *record, limit uint64) error {
 	if len(t.claims) >= MaxClaims {
 		return Refuse(RuleLimit, "task %s already holds %d claims, the limit; create a follow-up task", t.ID, MaxClaims)
 	}
+	r.calls = r.calls[:0]
 	for _, i := range r.evidence {
 		if limit != 0 && i >= limit {
 			return Refuse(RuleEvidence, "evidence cites entry %d, which did not exist when the claim was made", i)
@@ -523,6 +524,7 @@ func checkObserved(rd reader, t *task, r *record, i uint64, b []byte) error {
 	if rd.calls.open(call) {
 		return Refuse(RuleEvidence, "evidence entry %d is your call %d, which has no call.result in the log before this claim (it is still running, or was cut off): you cannot have observed its outcome. Wait for the call to finish and cite it or its call.result (the index in its receipt), cite a call that has finished, or claim provenance reviewed or reported", i, call)
 	}
+	r.calls = append(r.calls, call)
 	return nil
 }
 

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/durable"
@@ -30,8 +32,11 @@ import (
 // link u32, last link u32, state u8), per link its log index u64, per link its
 // previous link u32; the violations as JSON, length u32 first; the calls
 // without a call.result (calls.go): count u32, then each one's log index
-// u64; and the SHA-256 of everything before it.
-const snapshotMagic = "provlog task index v3\n"
+// u64; the calls observed claims cite (onetask.go): count u32, then, in
+// order of log index, each one's log index u64 and task u32 (or
+// manyTasks); and the SHA-256 of everything before it. A v3 snapshot,
+// without the cited calls, is not loaded: the log is replayed once.
+const snapshotMagic = "provlog task index v4\n"
 
 // SaveIndex closes the engine to writes (operations under way finish
 // first; later ones are refused) and writes a snapshot of the task index
@@ -77,10 +82,10 @@ func (e *Engine) SaveIndex(ctx context.Context, size uint64) error {
 	}
 	e.tasks.mu.Lock()
 	defer e.tasks.mu.Unlock()
-	return writeSnapshot(e.indexFile, size, leaf, e.tasks.idx, e.tasks.violations, open)
+	return writeSnapshot(e.indexFile, size, leaf, e.tasks.idx, e.tasks.violations, open, e.tasks.observed)
 }
 
-func writeSnapshot(path string, size uint64, leaf [32]byte, x *index, violations []Violation, open []uint64) error {
+func writeSnapshot(path string, size uint64, leaf [32]byte, x *index, violations []Violation, open []uint64, observed map[uint64]uint32) error {
 	vj, err := json.Marshal(violations)
 	if err != nil {
 		return err
@@ -115,6 +120,10 @@ func writeSnapshot(path string, size uint64, leaf [32]byte, x *index, violations
 		w.Write(le.AppendUint32(b[:0], uint32(len(open))))
 		for _, i := range open {
 			w.Write(le.AppendUint64(b[:0], i))
+		}
+		w.Write(le.AppendUint32(b[:0], uint32(len(observed))))
+		for _, c := range slices.Sorted(maps.Keys(observed)) {
+			w.Write(le.AppendUint32(le.AppendUint64(b[:0], c), observed[c]))
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -253,6 +262,21 @@ func (s *taskSet) readSnapshot(rd *snapReader, max uint64) (snapHead, error) {
 			return hd, fmt.Errorf("its calls without a result are out of order or range (%d)", i)
 		}
 		hd.open = append(hd.open, i)
+	}
+	n = rd.u32()
+	if rd.err == nil && uint64(n) > hd.size {
+		return hd, fmt.Errorf("it counts %d calls cited by observed claims, more than its %d entries", n, hd.size)
+	}
+	if n > 0 && rd.err == nil {
+		s.observed = make(map[uint64]uint32, n)
+	}
+	last := uint64(0)
+	for k := uint32(0); k < n && rd.err == nil; k++ {
+		c, m := rd.u64(), rd.u32()
+		if c >= hd.size || k > 0 && c <= last || m >= tasks && m != manyTasks {
+			return hd, fmt.Errorf("its calls cited by observed claims are out of order or range (%d, task %d)", c, m)
+		}
+		s.observed[c], last = m, c
 	}
 	return hd, rd.err
 }

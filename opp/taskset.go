@@ -31,6 +31,9 @@ type taskSet struct {
 	violations []Violation
 	// calls follows the calls of the entries read (calls.go).
 	calls callSet
+	// observed maps each call an observed claim cites to the task it is
+	// evidence for (onetask.go).
+	observed map[uint64]uint32
 }
 
 // reader reads r's entries for the rules, which judge an entry against
@@ -197,6 +200,7 @@ func (s *taskSet) apply(t *task, r *record, i uint64, leaf []byte) (Summary, err
 	if err := s.idx.extend(n, i, t.State); err != nil {
 		return Summary{}, err
 	}
+	s.noteObserved(n, r)
 	s.cache.put(n, t) // t is now the newest; it replaces any other copy
 	return t.Summary, nil
 }
