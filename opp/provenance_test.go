@@ -4,7 +4,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpebble"
 	"github.com/provlog/provlog/opp"
 )
@@ -105,4 +107,26 @@ func TestObservedCallOneTaskSnapshot(t *testing.T) {
 	refusedClaim(t, l, e2, opp.ClaimArgs{TaskID: two, Provenance: "observed", Summary: "done", Evidence: []uint64{call}}, opp.RuleEvidence, one)
 	mustOK(t)(e2.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: one, Provenance: "observed", Summary: "again", Evidence: []uint64{call}}))
 	checkRebuild(t, l, e2)
+}
+
+// TestObservedNeedsSuccess: a failed call (a call.result with is_error,
+// or with an error and no result) shows the claimant saw the work fail,
+// not done, so an observed claim citing only failed calls, by their call
+// or call.result entries, is refused when written, and nothing is
+// written. Cited beside a call that succeeded (the failing run before the
+// fix), a failed call is accepted; a reviewed claim may cite it alone.
+func TestObservedNeedsSuccess(t *testing.T) {
+	l, e, id := pebbleOwnedByBob(t)
+	isError := appendCallStart(t, l, "bob")
+	isErrorResult := appendEntry(t, l, &log.CallResultEntry{Time: time.Now(), Actor: "bob", Call: isError, IsError: true, ResultSHA256: strings.Repeat("0", 64), ResultBytes: 2})
+	broken := appendCallStart(t, l, "bob")
+	brokenResult := appendEntry(t, l, &log.CallResultEntry{Time: time.Now(), Actor: "bob", Call: broken, Error: "connection reset", ErrorCode: -32603})
+	for _, ev := range [][]uint64{{isError}, {isErrorResult}, {broken}, {brokenResult}, {isError, brokenResult}} {
+		refusedClaim(t, l, e, opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "done", Evidence: ev}, opp.RuleEvidence, "failed")
+	}
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reviewed", Summary: "it failed", Evidence: []uint64{isError}}))
+	ok := appendCallStart(t, l, "bob")
+	appendCallResult(t, l, "bob", ok)
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "fixed", Evidence: []uint64{isError, ok}}))
+	checkRebuild(t, l, e)
 }
