@@ -1,9 +1,11 @@
 package opp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/provlog/provlog/log"
@@ -20,12 +22,16 @@ import (
 // and those cut off, never every call. Rebuilding reads every entry
 // anyway, and the engine reads what was appended since it last looked
 // before it judges an observed claim, each entry once; a claim then
-// reads nothing more per citation. The set is saved with the task index
-// (snapshot.go).
+// reads nothing more per citation. It also keeps the calls whose
+// call.result reports a failure (succeeded.go), in order: 8 bytes a failed
+// call. Both are saved with the task index (snapshot.go).
 type callSet struct {
 	mu   sync.Mutex
 	seen uint64 // the entries [0, seen) were read
 	t    log.CallTracker
+	// fails are the calls whose call.result has is_error or an error,
+	// ascending.
+	fails []uint64
 }
 
 // add reads entry i (bytes b), the next one, and skips an entry read
@@ -45,7 +51,42 @@ func (c *callSet) addLocked(i uint64, b []byte) {
 		return
 	}
 	c.seen++
-	c.t.AddBytes(i, b) // an error is log.Audit's to report; nothing changed
+	if c.t.AddBytes(i, b) != nil {
+		return // log.Audit's to report; nothing changed
+	}
+	if call, ok := failure(b); ok {
+		if k, found := slices.BinarySearch(c.fails, call); !found {
+			c.fails = slices.Insert(c.fails, k, call)
+		}
+	}
+}
+
+// failure reports whether b, an entry the tracker took, is a call.result
+// reporting a failure, and names its call. Most results succeed, so it
+// decodes only those that carry a failure's members; the tracker took
+// the result, so it ended an open call of its actor.
+func failure(b []byte) (call uint64, ok bool) {
+	if !bytes.Contains(b, []byte(`"is_error":true`)) && !bytes.Contains(b, []byte(`"error":`)) {
+		return 0, false
+	}
+	e, err := log.ParseEntry(b)
+	if err != nil || e.Kind != log.KindCallResult {
+		return 0, false
+	}
+	res, err := log.ParseCallResult(e)
+	if err != nil || !res.IsError && res.Error == "" {
+		return 0, false
+	}
+	return res.Call, true
+}
+
+// failed reports whether call i's call.result, among the entries read,
+// reports a failure.
+func (c *callSet) failed(i uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, found := slices.BinarySearch(c.fails, i)
+	return found
 }
 
 // follow reads the entries [seen, size) of r.
@@ -84,21 +125,21 @@ func (c *callSet) open(i uint64) bool {
 	return c.t.IsOpen(i)
 }
 
-// state returns the entries read and the calls among them without a
-// result, for a snapshot.
-func (c *callSet) state() (uint64, []uint64) {
+// state returns the entries read, the calls among them without a result
+// and those whose result failed, for a snapshot.
+func (c *callSet) state() (seen uint64, open, fails []uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.seen, c.t.Open()
+	return c.seen, c.t.Open(), slices.Clone(c.fails)
 }
 
 // restore makes c what a snapshot of the entries [0, size) saved: open
 // are the calls without a result, read back by rd (a few: those under
-// way and those cut off).
-func (c *callSet) restore(rd reader, size uint64, open []uint64) error {
+// way and those cut off); fails, the calls whose result failed.
+func (c *callSet) restore(rd reader, size uint64, open, fails []uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.t, c.seen = log.CallTracker{}, size
+	c.t, c.seen, c.fails = log.CallTracker{}, size, fails
 	for _, i := range open {
 		b, err := rd.entry(i)
 		if err != nil {

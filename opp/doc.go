@@ -50,8 +50,7 @@
 //     before the entry that ended that ownership) and whose call.result is
 //     in the log before the claim: the proxy writes it before the client
 //     sees the outcome, so a call still running or cut off is one whose
-//     outcome the claimant cannot have observed (a failed call's result is
-//     an outcome it did). A claim more certain
+//     outcome the claimant cannot have observed. A claim more certain
 //     (reported < reviewed < observed) than the same actor's previous claim
 //     on the task must cite an index that actor has not cited on it before;
 //     a call.result counts as its call, so citing the result of a call
@@ -59,10 +58,11 @@
 //     and the task's own entries and the actor's own task entries (its
 //     earlier claims) are no evidence at all.
 //     When written (not when rebuilt, so that older logs keep their
-//     state), an observed claim must cite at least one entry, and may not
-//     cite a call (or its call.result) that an observed claim on another
-//     task cites: calls name no task, so one call is observed evidence
-//     for one task only.
+//     state), an observed claim must cite at least one entry; at least
+//     one call it cites must have succeeded (a failed call shows the work
+//     fail, not done); and it may not cite a call (or its call.result)
+//     that an observed claim on another task cites: calls name no task,
+//     so one call is observed evidence for one task only.
 //     A task holds at most [MaxClaims] claims. Once it holds [MaxEntries]
 //     entries, accept, handoff and release are refused when written (not
 //     when rebuilt): its owner may still complete it, its creator cancel it.
@@ -92,8 +92,9 @@
 // task and 9 an entry. Whole tasks (history, ownership intervals, claims) are kept in a
 // cache bounded in bytes ([Options.CacheBytes]) and rebuilt from their
 // entries when needed, so memory grows by the index alone, not by what
-// tasks hold. The engine also keeps the calls that have no call.result
-// yet, for the observed rule. [Engine.ListUnaccepted] returns the oldest unaccepted tasks
+// tasks hold. The engine also keeps, for the observed rules, the calls
+// that have no call.result yet, those whose call.result failed (8 bytes
+// each) and, for each call an observed claim cites, the task it backs. [Engine.ListUnaccepted] returns the oldest unaccepted tasks
 // up to a limit and how many there are. [Engine.SaveIndex] saves the
 // index ([Options.IndexFile]) so that the next Open replays only the
 // entries written after it.

@@ -173,6 +173,25 @@ func (e *Engine) write(ctx context.Context, r *record) (uint64, []byte, *log.Rec
 	return rc.Index, leaf, rc, nil
 }
 
+// writeChecked writes r, which passed check and checkGrowth against t,
+// after the rules for an observed claim that are checked only when it is
+// written: it cites a call that succeeded (succeeded.go) and no call
+// that is evidence for another task (onetask.go).
+func (e *Engine) writeChecked(ctx context.Context, t *task, r *record) (*Result, error) {
+	if err := checkSucceeded(r); err != nil {
+		return nil, err
+	}
+	release, perr := e.tasks.claimCalls(t, r)
+	if perr != nil {
+		return nil, perr
+	}
+	res, err := e.writeApplied(ctx, t, r)
+	if err != nil {
+		release()
+	}
+	return res, err
+}
+
 // Create writes a task.create entry: a new task in pending_acceptance with
 // no owner, reserved for args.OfferTo if that is set.
 func (e *Engine) Create(ctx context.Context, actor string, args CreateArgs) (*Result, error) {
@@ -348,15 +367,7 @@ func (e *Engine) do(ctx context.Context, r *record) (*Result, error) {
 	if err := checkGrowth(t, r); err != nil {
 		return nil, err
 	}
-	release, perr := e.tasks.claimCalls(t, r)
-	if perr != nil {
-		return nil, perr
-	}
-	res, err := e.writeApplied(ctx, t, r)
-	if err != nil {
-		release()
-	}
-	return res, err
+	return e.writeChecked(ctx, t, r)
 }
 
 // Status returns a task with its full history.

@@ -75,7 +75,7 @@ func FuzzLoadSnapshot(f *testing.F) {
 	ts.idx.add("t_00000000000000000000000000000001", 0)
 	ts.idx.extend(0, 0, StateAccepted)
 	path := filepath.Join(f.TempDir(), "idx")
-	if err := writeSnapshot(path, 2, [32]byte(log.LeafHash(entries[1])), ts.idx, []Violation{{Index: 0, Kind: "x", Rule: "r", Msg: "m"}}, []uint64{1}, map[uint64]uint32{1: 0}); err != nil {
+	if err := writeSnapshot(path, 2, [32]byte(log.LeafHash(entries[1])), ts.idx, []Violation{{Index: 0, Kind: "x", Rule: "r", Msg: "m"}}, []uint64{1}, []uint64{1}, map[uint64]uint32{1: 0}); err != nil {
 		f.Fatal(err)
 	}
 	good, _ := os.ReadFile(path)

@@ -39,9 +39,9 @@ func ownedByBob(t *testing.T) (*testLog, *opp.Engine, string) {
 // TestObservedNeedsResult: an observed claim may cite a call only once
 // the call's call.result is in the log: the agent cannot have seen the
 // outcome of a call still running or cut off. Citing the call or its
-// result is then accepted, and so is a call that failed (its failure is
-// an outcome the agent saw). A reviewed claim may still cite a call
-// without a result.
+// result is then accepted, and so is a call that failed (it has its
+// result), beside one that succeeded (TestObservedNeedsSuccess). A
+// reviewed claim may still cite a call without a result.
 func TestObservedNeedsResult(t *testing.T) {
 	l, e, id := ownedByBob(t)
 	running := appendCallStart(t, l, "bob")
@@ -58,7 +58,7 @@ func TestObservedNeedsResult(t *testing.T) {
 	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "s", Evidence: []uint64{doneResult}}))
 	failed := appendCallStart(t, l, "bob")
 	appendEntry(t, l, &log.CallResultEntry{Time: time.Now(), Actor: "bob", Call: failed, IsError: true, Error: "boom", ErrorCode: -32000})
-	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "it failed", Evidence: []uint64{failed}}))
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "it failed, then worked", Evidence: []uint64{failed, doneResult}}))
 
 	// A result by another actor is not the call's: it stays without one.
 	forged := appendCallStart(t, l, "bob")

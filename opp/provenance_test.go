@@ -121,12 +121,35 @@ func TestObservedNeedsSuccess(t *testing.T) {
 	isErrorResult := appendEntry(t, l, &log.CallResultEntry{Time: time.Now(), Actor: "bob", Call: isError, IsError: true, ResultSHA256: strings.Repeat("0", 64), ResultBytes: 2})
 	broken := appendCallStart(t, l, "bob")
 	brokenResult := appendEntry(t, l, &log.CallResultEntry{Time: time.Now(), Actor: "bob", Call: broken, Error: "connection reset", ErrorCode: -32603})
-	for _, ev := range [][]uint64{{isError}, {isErrorResult}, {broken}, {brokenResult}, {isError, brokenResult}} {
+	// A call of an old log holds its outcome.
+	inline := appendRaw(t, l, log.KindCall, "bob", map[string]any{"server": "everything", "tool": "echo", "args": map[string]any{}, "is_error": true})
+	failedOnes := [][]uint64{{isError}, {isErrorResult}, {broken}, {brokenResult}, {isError, brokenResult}, {inline}}
+	for _, ev := range failedOnes {
 		refusedClaim(t, l, e, opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "done", Evidence: ev}, opp.RuleEvidence, "failed")
+	}
+	// The failed calls are saved with the task index: an engine resumed
+	// from it, replaying nothing, refuses them too.
+	path := filepath.Join(t.TempDir(), "tasks.idx")
+	e1, err := opp.Open(ctx, l, l.Size(), &opp.Options{IndexFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e1.SaveIndex(ctx, l.Size()); err != nil {
+		t.Fatal(err)
+	}
+	e2, err := opp.Open(ctx, l, l.Size(), &opp.Options{IndexFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from, err := e2.Resumed(); from != l.Size() || err != nil {
+		t.Fatalf("Resumed: %d, %v; want %d, nil", from, err, l.Size())
+	}
+	for _, ev := range failedOnes {
+		refusedClaim(t, l, e2, opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "done", Evidence: ev}, opp.RuleEvidence, "failed")
 	}
 	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reviewed", Summary: "it failed", Evidence: []uint64{isError}}))
 	ok := appendCallStart(t, l, "bob")
 	appendCallResult(t, l, "bob", ok)
-	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "fixed", Evidence: []uint64{isError, ok}}))
+	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "fixed", Evidence: []uint64{isError, inline, ok}}))
 	checkRebuild(t, l, e)
 }

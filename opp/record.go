@@ -29,8 +29,10 @@ type record struct {
 	snapshot *Snapshot
 
 	// calls are, for an observed claim that passed check, the calls its
-	// evidence stands for, one per cited index, in order (onetask.go).
-	calls []uint64
+	// evidence stands for, one per cited index, in order (onetask.go),
+	// and failed says which of them failed (succeeded.go).
+	calls  []uint64
+	failed []bool
 
 	// size is the entry's length in bytes, once written or read.
 	size int

@@ -332,7 +332,7 @@ func checkClaim(rd reader, t *task, r *record, limit uint64) error {
 	if len(t.claims) >= MaxClaims {
 		return Refuse(RuleLimit, "task %s already holds %d claims, the limit; create a follow-up task", t.ID, MaxClaims)
 	}
-	r.calls = r.calls[:0]
+	r.calls, r.failed = r.calls[:0], r.failed[:0]
 	for _, i := range r.evidence {
 		if limit != 0 && i >= limit {
 			return Refuse(RuleEvidence, "evidence cites entry %d, which did not exist when the claim was made", i)
@@ -518,13 +518,18 @@ func checkObserved(rd reader, t *task, r *record, i uint64, b []byte) error {
 	if !t.ownedAt(r.actor, call) {
 		return Refuse(RuleEvidence, "evidence entry %d is a call you made (entry %d) while you did not own task %s (you owned it over entries %s); an observed claim may cite only calls made while you owned the task", i, call, t.ID, t.tenuresOf(r.actor))
 	}
-	if _, err := log.ParseCall(e); err != nil {
+	c, err := log.ParseCall(e)
+	if err != nil {
 		return Refuse(RuleEvidence, "evidence entry %d is the call entry %d, which does not parse (%v); an observed claim may cite only calls whose outcome the log holds", i, call, err)
 	}
 	if rd.calls.open(call) {
 		return Refuse(RuleEvidence, "evidence entry %d is your call %d, which has no call.result in the log before this claim (it is still running, or was cut off): you cannot have observed its outcome. Wait for the call to finish and cite it or its call.result (the index in its receipt), cite a call that has finished, or claim provenance reviewed or reported", i, call)
 	}
-	r.calls = append(r.calls, call)
+	failed := rd.calls.failed(call)
+	if c.Outcome != nil { // an old log's call, holding its outcome
+		failed = c.Outcome.IsError || c.Outcome.Error != ""
+	}
+	r.calls, r.failed = append(r.calls, call), append(r.failed, failed)
 	return nil
 }
 

@@ -160,14 +160,6 @@ func (e *Engine) tryShared(ctx context.Context, t *task, r *record, after uint64
 	if err != nil {
 		return nil, err
 	}
-	release, perr := e.tasks.claimCalls(t, r)
-	if perr != nil {
-		return nil, perr
-	}
 	r.after = after
-	res, err := e.writeApplied(ctx, t, r)
-	if err != nil {
-		release()
-	}
-	return res, err
+	return e.writeChecked(ctx, t, r)
 }

@@ -32,7 +32,9 @@ import (
 // link u32, last link u32, state u8), per link its log index u64, per link its
 // previous link u32; the violations as JSON, length u32 first; the calls
 // without a call.result (calls.go): count u32, then each one's log index
-// u64; the calls observed claims cite (onetask.go): count u32, then, in
+// u64; the calls whose call.result failed (succeeded.go): count u64, then
+// each one's log index u64, ascending; the calls observed claims cite
+// (onetask.go): count u32, then, in
 // order of log index, each one's log index u64 and task u32 (or
 // manyTasks); and the SHA-256 of everything before it. A v3 snapshot,
 // without the cited calls, is not loaded: the log is replayed once.
@@ -68,7 +70,7 @@ func (e *Engine) SaveIndex(ctx context.Context, size uint64) error {
 	if err := e.tasks.calls.follow(ctx, e.log, size); err != nil {
 		return fmt.Errorf("saving the task index: %w", err)
 	}
-	seen, open := e.tasks.calls.state()
+	seen, open, fails := e.tasks.calls.state()
 	if seen != size {
 		return fmt.Errorf("not saving the task index: its calls were read up to entry %d, past the log's size %d", seen, size)
 	}
@@ -82,10 +84,10 @@ func (e *Engine) SaveIndex(ctx context.Context, size uint64) error {
 	}
 	e.tasks.mu.Lock()
 	defer e.tasks.mu.Unlock()
-	return writeSnapshot(e.indexFile, size, leaf, e.tasks.idx, e.tasks.violations, open, e.tasks.observed)
+	return writeSnapshot(e.indexFile, size, leaf, e.tasks.idx, e.tasks.violations, open, fails, e.tasks.observed)
 }
 
-func writeSnapshot(path string, size uint64, leaf [32]byte, x *index, violations []Violation, open []uint64, observed map[uint64]uint32) error {
+func writeSnapshot(path string, size uint64, leaf [32]byte, x *index, violations []Violation, open, fails []uint64, observed map[uint64]uint32) error {
 	vj, err := json.Marshal(violations)
 	if err != nil {
 		return err
@@ -119,6 +121,10 @@ func writeSnapshot(path string, size uint64, leaf [32]byte, x *index, violations
 		w.Write(vj)
 		w.Write(le.AppendUint32(b[:0], uint32(len(open))))
 		for _, i := range open {
+			w.Write(le.AppendUint64(b[:0], i))
+		}
+		w.Write(le.AppendUint64(b[:0], uint64(len(fails))))
+		for _, i := range fails {
 			w.Write(le.AppendUint64(b[:0], i))
 		}
 		w.Write(le.AppendUint32(b[:0], uint32(len(observed))))
@@ -182,16 +188,17 @@ func (s *taskSet) loadSnapshot(ctx context.Context, path string, size uint64) (u
 			return 0, fmt.Errorf("entry %d of the log is not the one it was made after (another log?)", at.size-1)
 		}
 	}
-	if err := s.calls.restore(s.reader(ctx), at.size, at.open); err != nil {
+	if err := s.calls.restore(s.reader(ctx), at.size, at.open, at.fails); err != nil {
 		return 0, err
 	}
 	return at.size, nil
 }
 
 type snapHead struct {
-	size uint64
-	leaf [32]byte
-	open []uint64 // the calls without a result
+	size  uint64
+	leaf  [32]byte
+	open  []uint64 // the calls without a result
+	fails []uint64 // the calls whose result failed
 }
 
 // readSnapshot reads the body of a snapshot into s's index.
@@ -262,6 +269,17 @@ func (s *taskSet) readSnapshot(rd *snapReader, max uint64) (snapHead, error) {
 			return hd, fmt.Errorf("its calls without a result are out of order or range (%d)", i)
 		}
 		hd.open = append(hd.open, i)
+	}
+	nf := rd.u64()
+	if rd.err == nil && nf > hd.size {
+		return hd, fmt.Errorf("it counts %d failed calls, more than its %d entries", nf, hd.size)
+	}
+	for k := uint64(0); k < nf && rd.err == nil; k++ {
+		i := rd.u64()
+		if i >= hd.size || k > 0 && i <= hd.fails[k-1] {
+			return hd, fmt.Errorf("its failed calls are out of order or range (%d)", i)
+		}
+		hd.fails = append(hd.fails, i)
 	}
 	n = rd.u32()
 	if rd.err == nil && uint64(n) > hd.size {

@@ -136,7 +136,7 @@ var tools = []toolDef{
 		name:  ToolReport,
 		title: "Report completion",
 		desc: "Report that a task you own is done, and say how you know: provenance is exactly one of " +
-			`"observed" (you saw it yourself; cite at least one of your own tool-call log entries made while you owned the task as evidence), ` +
+			`"observed" (you saw it yourself; cite as evidence your own tool-call log entries made while you owned the task, at least one of a call that succeeded, none cited as observed evidence for another task), ` +
 			`"reviewed" (you checked someone else's work; cite what you checked) or ` +
 			`"reported" (someone told you; name them in source). ` +
 			"evidence is a list of log entry indices (from receipts); each must exist. A claim more certain than your previous claim on the task " +
