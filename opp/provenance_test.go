@@ -153,3 +153,65 @@ func TestObservedNeedsSuccess(t *testing.T) {
 	mustOK(t)(e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "fixed", Evidence: []uint64{isError, inline, ok}}))
 	checkRebuild(t, l, e)
 }
+
+// TestObservedOldLog: the three rules above are checked when a claim is
+// written, so a log an older provlog wrote with such claims (one citing
+// nothing, one citing only a failed call, and one call backing observed
+// claims on two tasks) rebuilds as it did: every claim applied, no
+// violation, the tasks completed; an engine opened on it holds the same
+// state, from the log and from a saved index, and takes no new claim on a
+// call backing two tasks.
+func TestObservedOldLog(t *testing.T) {
+	l, e, one := pebbleOwnedByBob(t)
+	two := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "two"})).Task.ID
+	three := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "three"})).Task.ID
+	mustOK(t)(e.Accept(ctx, "bob", two))
+	mustOK(t)(e.Accept(ctx, "bob", three))
+	call := appendCallStart(t, l, "bob")
+	appendCallResult(t, l, "bob", call)
+	failed := appendCallStart(t, l, "bob")
+	appendEntry(t, l, &log.CallResultEntry{Time: time.Now(), Actor: "bob", Call: failed, IsError: true, ResultSHA256: strings.Repeat("0", 64), ResultBytes: 2})
+	claim := func(id string, ev ...uint64) map[string]any {
+		f := map[string]any{"task_id": id, "provenance": "observed", "summary": "done"}
+		if len(ev) > 0 {
+			f["evidence"] = ev
+		}
+		return f
+	}
+	appendRaw(t, l, opp.KindClaim, "bob", claim(one))
+	appendRaw(t, l, opp.KindClaim, "bob", claim(two, failed))
+	appendRaw(t, l, opp.KindClaim, "bob", claim(three, call))
+	appendRaw(t, l, opp.KindClaim, "bob", claim(one, call))
+	st := rebuildState(t, l, l.Size())
+	if len(st.Violations) != 0 {
+		t.Fatalf("violations %v, want none: the rules are checked when written", st.Violations)
+	}
+	for _, id := range []string{one, two, three} {
+		if tk := st.Task(id); tk == nil || tk.State != opp.StateCompleted {
+			t.Fatalf("task %s rebuilt as %+v, want completed", id, tk)
+		}
+	}
+	if d := diffStates(mustState(t, newEngine(t, l)), st); len(d) > 0 {
+		t.Fatalf("an engine opened on the old log differs from its rebuild: %v", d)
+	}
+	path := filepath.Join(t.TempDir(), "tasks.idx")
+	e1, err := opp.Open(ctx, l, l.Size(), &opp.Options{IndexFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e1.SaveIndex(ctx, l.Size()); err != nil {
+		t.Fatal(err)
+	}
+	e2, err := opp.Open(ctx, l, l.Size(), &opp.Options{IndexFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from, err := e2.Resumed(); from != l.Size() || err != nil {
+		t.Fatalf("Resumed: %d, %v; want %d, nil", from, err, l.Size())
+	}
+	if d := diffStates(mustState(t, e2), st); len(d) > 0 {
+		t.Fatalf("an engine resumed from a saved index differs from the rebuild: %v", d)
+	}
+	// The call backs two tasks: it is evidence for neither now.
+	refusedClaim(t, l, e2, opp.ClaimArgs{TaskID: one, Provenance: "observed", Summary: "again", Evidence: []uint64{call}}, opp.RuleEvidence, "more than one other task")
+}
