@@ -69,3 +69,28 @@ func BenchmarkOpsDistinctTasks(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkObservedClaim measures one observed claim, as an agent makes
+// it: on a task it created and accepted, after one call and its result,
+// citing the result. Calls alternate with a failed one, which the claim
+// cites beside the one that succeeded.
+func BenchmarkObservedClaim(b *testing.B) {
+	l := newLog(b)
+	e := newEngine(b, l)
+	for b.Loop() {
+		r, err := e.Create(ctx, "creator", opp.CreateArgs{Title: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.Accept(ctx, "bob", r.Task.ID); err != nil {
+			b.Fatal(err)
+		}
+		failed := appendCallStart(b, l, "bob")
+		appendEntry(b, l, &log.CallResultEntry{Time: time.Now(), Actor: "bob", Call: failed, IsError: true, Error: "boom"})
+		call := appendCallStart(b, l, "bob")
+		res := appendCallResult(b, l, "bob", call)
+		if _, err := e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: r.Task.ID, Provenance: "observed", Summary: "ok", Evidence: []uint64{failed, res}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

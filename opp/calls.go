@@ -51,8 +51,12 @@ func (c *callSet) addLocked(i uint64, b []byte) {
 		return
 	}
 	c.seen++
+	calls := c.t.Calls()
 	if c.t.AddBytes(i, b) != nil {
 		return // log.Audit's to report; nothing changed
+	}
+	if c.t.Calls() != calls {
+		return // a call, whose arguments may be large: not a result
 	}
 	if call, ok := failure(b); ok {
 		if k, found := slices.BinarySearch(c.fails, call); !found {
