@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,6 +91,44 @@ func FuzzLoadSnapshot(f *testing.F) {
 		defer s.idx.mem.release()
 		if n, err := s.loadSnapshot(context.Background(), p, uint64(len(entries))); err == nil && n > uint64(len(entries)) {
 			t.Fatalf("loaded a snapshot of %d entries from a log of %d", n, len(entries))
+		}
+	})
+}
+
+// FuzzCallSetFailure feeds arbitrary bytes, as the entry after a call, to
+// the calls the engine follows: it must never panic, and takes the call
+// as failed only when the bytes are a call.result of the call's actor
+// that log.ParseCallResult reads as a failure.
+func FuzzCallSetFailure(f *testing.F) {
+	call, err := (&log.CallEntry{Time: time.Unix(0, 0), Actor: "a", Server: "s", Tool: "t", Args: log.CanonicalJSON(`{}`)}).Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, r := range []*log.CallResultEntry{
+		{Time: time.Unix(0, 0), Actor: "a", Call: 0, IsError: true, ResultSHA256: strings.Repeat("0", 64), ResultBytes: 2},
+		{Time: time.Unix(0, 0), Actor: "a", Call: 0, Error: "boom", ErrorCode: -1},
+		{Time: time.Unix(0, 0), Actor: "b", Call: 0, Error: "boom"},
+		{Time: time.Unix(0, 0), Actor: "a", Call: 0, ResultSHA256: strings.Repeat("0", 64), ResultBytes: 2},
+	} {
+		b, err := r.Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c callSet
+		c.add(0, call)
+		c.add(1, b)
+		if !c.failed(0) {
+			return
+		}
+		e, err := log.ParseEntry(b)
+		if err != nil || e.Kind != log.KindCallResult || e.Actor != "a" {
+			t.Fatalf("call taken as failed by %q", b)
+		}
+		if res, err := log.ParseCallResult(e); err != nil || res.Call != 0 || !res.IsError && res.Error == "" {
+			t.Fatalf("call taken as failed by %q (%v)", b, err)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package opp_test
 import (
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,4 +215,52 @@ func TestObservedOldLog(t *testing.T) {
 	}
 	// The call backs two tasks: it is evidence for neither now.
 	refusedClaim(t, l, e2, opp.ClaimArgs{TaskID: one, Provenance: "observed", Summary: "again", Evidence: []uint64{call}}, opp.RuleEvidence, "more than one other task")
+}
+
+// TestObservedCallOneTaskRace: eight observed claims on eight tasks bob
+// owns, citing one call at once, run in parallel (each under its own
+// task's lock): exactly one is written, the others refused naming its
+// task.
+func TestObservedCallOneTaskRace(t *testing.T) {
+	l, e, first := pebbleOwnedByBob(t)
+	ids := []string{first}
+	for range 7 {
+		id := mustOK(t)(e.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
+		mustOK(t)(e.Accept(ctx, "bob", id))
+		ids = append(ids, id)
+	}
+	call := appendCallStart(t, l, "bob")
+	appendCallResult(t, l, "bob", call)
+	before := l.Size()
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for k, id := range ids {
+		wg.Go(func() {
+			_, errs[k] = e.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "observed", Summary: "done", Evidence: []uint64{call}})
+		})
+	}
+	wg.Wait()
+	won := -1
+	for k, err := range errs {
+		switch {
+		case err == nil && won < 0:
+			won = k
+		case err == nil:
+			t.Errorf("claims on %s and %s both written", ids[won], ids[k])
+		case ruleOf(err) != opp.RuleEvidence:
+			t.Errorf("claim on %s: %v, want rule %s", ids[k], err, opp.RuleEvidence)
+		}
+	}
+	if won < 0 {
+		t.Fatal("no claim written")
+	}
+	for k, err := range errs {
+		if k != won && err != nil && !strings.Contains(err.Error(), ids[won]) {
+			t.Errorf("claim on %s refused with %v, not naming %s", ids[k], err, ids[won])
+		}
+	}
+	if n := l.Size() - before; n != 1 {
+		t.Errorf("%d entries written, want 1", n)
+	}
+	checkRebuild(t, l, e)
 }
