@@ -1,0 +1,183 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The test binary is, with forkfxEnv set, a stdio MCP server whose tool
+// "spawn" starts a worker (the test binary again, with forkfxWorkerEnv)
+// and holds its call; the worker, whose stdin is /dev/null, appends a
+// line to the file forkfxEnv names every 5 ms without end, and ignores
+// SIGTERM and SIGHUP. The server writes the worker's pid to the file
+// forkfxPidEnv names. With forkfxSetsidEnv set the worker leaves the
+// server's process group and session (setsid), as a daemon does.
+const (
+	forkfxEnv       = "PROVLOG_TEST_FORKFX_FILE"
+	forkfxPidEnv    = "PROVLOG_TEST_FORKFX_PID"
+	forkfxSetsidEnv = "PROVLOG_TEST_FORKFX_SETSID"
+	forkfxWorkerEnv = "PROVLOG_TEST_FORKFX_WORKER"
+)
+
+// init runs the test binary as forkfx's server or worker: before
+// TestMain, which crash_test.go keeps.
+func init() {
+	if file := os.Getenv(forkfxWorkerEnv); file != "" {
+		forkfxWorker(file)
+	}
+	if os.Getenv(forkfxEnv) != "" {
+		forkfxServer()
+		os.Exit(0)
+	}
+}
+
+func forkfxWorker(file string) {
+	signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
+	for i := 0; ; i++ {
+		f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			fmt.Fprintf(f, "effect %d\n", i)
+			f.Close()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func forkfxServer() {
+	file, pidFile := os.Getenv(forkfxEnv), os.Getenv(forkfxPidEnv)
+	s := mcp.NewServer(&mcp.Implementation{Name: "forkfx", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "spawn", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		exe, _ := os.Executable()
+		w := exec.Command(exe, "-test.run=^$")
+		w.Env = append(os.Environ(), forkfxWorkerEnv+"="+file, forkfxEnv+"=")
+		w.SysProcAttr = &syscall.SysProcAttr{Setsid: os.Getenv(forkfxSetsidEnv) != ""}
+		if err := w.Start(); err != nil {
+			return nil, err
+		}
+		os.WriteFile(pidFile, []byte(strconv.Itoa(w.Process.Pid)), 0o600)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	s.Run(context.Background(), &mcp.StdioTransport{})
+}
+
+// TestDescendantsDieWithSidecar: what a stdio server starts dies with the
+// sidecar too, when a kill -9 of the sidecar comes in the middle of a
+// call, and when a reload removes the server: a worker the server forked
+// (one that left its process group by setsid too), which ignores the end
+// of its stdin, makes no side effect that no sidecar records. Only the
+// server itself died: its worker, reparented to init, appended on
+// without end.
+func TestDescendantsDieWithSidecar(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; skipped in -short")
+	}
+	for _, c := range []struct {
+		name   string
+		setsid bool
+		reload bool // the server is removed by a reload, not killed with the sidecar
+	}{
+		{"kill", false, false},
+		{"kill-setsid", true, false},
+		{"reload", false, true},
+		{"reload-setsid", true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			descendantEnds(t, c.setsid, c.reload)
+		})
+	}
+}
+
+func descendantEnds(t *testing.T, setsid, reload bool) {
+	dir := t.TempDir()
+	effects, pidFile := filepath.Join(dir, "effects.txt"), filepath.Join(dir, "pid")
+	exe, _ := os.Executable()
+	const token = "reaper-test-token"
+	sum := sha256.Sum256([]byte(token))
+	env := map[string]string{forkfxEnv: effects, forkfxPidEnv: pidFile}
+	if setsid {
+		env[forkfxSetsidEnv] = "1"
+	}
+	cfg := map[string]any{
+		"data":            filepath.Join(dir, "data"),
+		"reload_interval": "50ms",
+		"drain_timeout":   "300ms",
+		"actors":          []map[string]any{{"id": "alice", "token_sha256": hex.EncodeToString(sum[:])}},
+		"servers": []map[string]any{
+			{"id": "fk", "command": []string{exe, "-test.run=^$"}, "env": env},
+		},
+	}
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	cb, _ := json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, cb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := startFxSidecar(t, "--config", cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var killOnce sync.Once
+	kill := func() { killOnce.Do(sp.kill) }
+	t.Cleanup(kill)
+	waitTools(t, sp.base, token, []string{"fk__spawn"})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "reaper", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: sp.base + "/mcp", HTTPClient: &http.Client{Transport: bearer{token}},
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fk__spawn", Arguments: json.RawMessage(`{}`)})
+	for deadline := time.Now().Add(20 * time.Second); countLines(effects) < 5; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the call did not reach the downstream's worker")
+		}
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	if reload {
+		cfg["servers"] = []map[string]any{}
+		cb, _ := json.Marshal(cfg)
+		if err := os.WriteFile(cfgPath, cb, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		kill()
+	}
+	atEnd, ended := countLines(effects), time.Now()
+	for deadline := time.Now().Add(20 * time.Second); !processGone(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's worker (pid %d) ran on 20 s after the server's end, with %d side effects since that no sidecar recorded", pid, countLines(effects)-atEnd)
+		}
+	}
+	after := countLines(effects) - atEnd
+	t.Logf("the worker was gone %s after the server's end, %d side effects since", time.Since(ended), after)
+	if reload {
+		return // the reload's drain waits for the call: the worker ran meanwhile
+	}
+	// One write may have been under way as the kill came.
+	if after > 1 {
+		t.Errorf("%d side effects after the sidecar's kill -9, want at most 1", after)
+	}
+}
