@@ -3,6 +3,9 @@
 package proxy
 
 import (
+	"errors"
+	"io"
+	"os"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -37,21 +40,69 @@ func exited(pid int, wait bool) bool {
 
 const canWatchExit = true
 
-// startProcess starts cmd, a stdio server, tied to the sidecar: the
-// kernel kills it (SIGKILL) when the sidecar dies, however it dies, so
-// that a server whose calls no sidecar records any more does not go on
-// (a kill -9 of the sidecar left one running: a go-sdk server until it
-// read the end of its stdin, one that lingers after it without end).
-// The signal is the parent-death signal, which fires when the thread
-// that started the process ends (go.dev/issue/27505): the process is
-// started from spawner's thread, locked to a goroutine that never ends.
-// Only the process provlog started is tied: what it starts in turn (npx
-// runs the server as its child) is not, and reads the end of its stdin.
+// startProcess starts cmd, a stdio server, through a reaper
+// (reaper_linux.go), so that it and every process it starts die with the
+// sidecar, however the sidecar dies, and with its session
+// (endDescendants): a kill -9 of the sidecar left a server's children
+// running (npx runs the server as its child; a worker it forks, one that
+// calls setsid too, went on without end). The reaper is tied to the
+// sidecar by the parent-death signal SIGKILL, which fires when the
+// thread that started it ends (go.dev/issue/27505): it is started from
+// spawner's thread, locked to a goroutine that never ends. It returns
+// once the server started, or with the error starting it gave.
 func startProcess(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if cmd.Err != nil {
+		return cmd.Start() // not found: as exec says
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		return err
+	}
+	throughReaper(cmd, ctlR, readyW)
+	err = spawn(cmd.Start)
+	ctlR.Close()
+	readyW.Close()
+	if err != nil {
+		ctlW.Close()
+		readyR.Close()
+		return err
+	}
+	// The ready pipe ends once the server started, or with why not.
+	why, _ := io.ReadAll(readyR)
+	readyR.Close()
+	if len(why) > 0 {
+		ctlW.Close()
+		cmd.Wait()
+		return errors.New(string(why))
+	}
+	keepers.Store(cmd, ctlW)
+	return nil
+}
+
+// endDescendants ends the server cmd started and everything it started:
+// the keeper kills them once its control pipe closed.
+func endDescendants(cmd *exec.Cmd) {
+	if ctl, ok := keepers.LoadAndDelete(cmd); ok {
+		ctl.(*os.File).Close()
+	}
+}
+
+// keepers holds the sidecar's end of each started server's keeper's
+// control pipe.
+var keepers sync.Map // *exec.Cmd -> *os.File
+
+// spawn runs start on spawner's thread.
+func spawn(start func() error) error {
 	spawner.once.Do(func() {
 		spawner.start = make(chan func())
 		go func() {
@@ -62,7 +113,7 @@ func startProcess(cmd *exec.Cmd) error {
 		}()
 	})
 	done := make(chan error, 1)
-	spawner.start <- func() { done <- cmd.Start() }
+	spawner.start <- func() { done <- start() }
 	return <-done
 }
 

@@ -14,3 +14,7 @@ func startProcess(cmd *exec.Cmd) error { return cmd.Start() }
 func exited(int, bool) bool { return false }
 
 const canWatchExit = false
+
+// endDescendants: elsewhere than on Linux what a stdio server starts out
+// of its process group is not kept (startProcess).
+func endDescendants(*exec.Cmd) {}

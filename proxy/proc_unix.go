@@ -13,10 +13,12 @@ func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// killProcessGroup kills whatever is left of a stdio server's process group.
+// killProcessGroup kills whatever is left of a stdio server's process
+// group, and on Linux whatever else it started (endDescendants).
 func killProcessGroup(cmd *exec.Cmd) {
 	if cmd == nil || cmd.Process == nil || cmd.Process.Pid <= 0 {
 		return
 	}
+	endDescendants(cmd)
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }
