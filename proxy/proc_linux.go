@@ -4,6 +4,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -75,7 +76,7 @@ func startProcess(cmd *exec.Cmd) error {
 	if err != nil {
 		ctlW.Close()
 		readyR.Close()
-		return err
+		return fmt.Errorf("starting the stdio server's reaper (%s): %w", selfExe, err)
 	}
 	// The ready pipe ends once the server started, or with why not.
 	why, _ := io.ReadAll(readyR)
