@@ -27,13 +27,16 @@ import (
 // "spawn" starts a worker (the test binary again, with forkfxWorkerEnv)
 // and holds its call; the worker, whose stdin is /dev/null, appends a
 // line to the file forkfxEnv names every 5 ms without end, and ignores
-// SIGTERM and SIGHUP. The server writes the worker's pid to the file
-// forkfxPidEnv names. With forkfxSetsidEnv set the worker leaves the
-// server's process group and session (setsid), as a daemon does.
+// SIGTERM and SIGHUP; it writes its pid to the file forkfxPidEnv names.
+// With forkfxSetsidEnv set the worker leaves the server's process group
+// and session (setsid); with forkfxDaemonEnv set too it is started by a
+// shell that exits at once (sh -c 'setsid worker &'), as a daemon is,
+// and is orphaned.
 const (
 	forkfxEnv       = "PROVLOG_TEST_FORKFX_FILE"
 	forkfxPidEnv    = "PROVLOG_TEST_FORKFX_PID"
 	forkfxSetsidEnv = "PROVLOG_TEST_FORKFX_SETSID"
+	forkfxDaemonEnv = "PROVLOG_TEST_FORKFX_DAEMON"
 	forkfxWorkerEnv = "PROVLOG_TEST_FORKFX_WORKER"
 )
 
@@ -50,6 +53,7 @@ func init() {
 }
 
 func forkfxWorker(file string) {
+	os.WriteFile(os.Getenv(forkfxPidEnv), []byte(strconv.Itoa(os.Getpid())), 0o600)
 	signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
 	for i := 0; ; i++ {
 		f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
@@ -62,17 +66,20 @@ func forkfxWorker(file string) {
 }
 
 func forkfxServer() {
-	file, pidFile := os.Getenv(forkfxEnv), os.Getenv(forkfxPidEnv)
+	file := os.Getenv(forkfxEnv)
 	s := mcp.NewServer(&mcp.Implementation{Name: "forkfx", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "spawn", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		exe, _ := os.Executable()
 		w := exec.Command(exe, "-test.run=^$")
+		if os.Getenv(forkfxDaemonEnv) != "" {
+			w = exec.Command("sh", "-c", `setsid "$0" "$@" </dev/null >/dev/null 2>&1 &`, exe, "-test.run=^$")
+		}
 		w.Env = append(os.Environ(), forkfxWorkerEnv+"="+file, forkfxEnv+"=")
 		w.SysProcAttr = &syscall.SysProcAttr{Setsid: os.Getenv(forkfxSetsidEnv) != ""}
 		if err := w.Start(); err != nil {
 			return nil, err
 		}
-		os.WriteFile(pidFile, []byte(strconv.Itoa(w.Process.Pid)), 0o600)
+		go w.Wait()
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
@@ -91,22 +98,24 @@ func TestDescendantsDieWithSidecar(t *testing.T) {
 		t.Skip("runs real processes; skipped in -short")
 	}
 	for _, c := range []struct {
-		name   string
-		setsid bool
-		reload bool // the server is removed by a reload, not killed with the sidecar
+		name           string
+		setsid, daemon bool
+		reload         bool // the server is removed by a reload, not killed with the sidecar
 	}{
-		{"kill", false, false},
-		{"kill-setsid", true, false},
-		{"reload", false, true},
-		{"reload-setsid", true, true},
+		{"kill", false, false, false},
+		{"kill-setsid", true, false, false},
+		{"kill-daemon", true, true, false},
+		{"reload", false, false, true},
+		{"reload-setsid", true, false, true},
+		{"reload-daemon", true, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			descendantEnds(t, c.setsid, c.reload)
+			descendantEnds(t, c.setsid, c.daemon, c.reload)
 		})
 	}
 }
 
-func descendantEnds(t *testing.T, setsid, reload bool) {
+func descendantEnds(t *testing.T, setsid, daemon, reload bool) {
 	dir := t.TempDir()
 	effects, pidFile := filepath.Join(dir, "effects.txt"), filepath.Join(dir, "pid")
 	exe, _ := os.Executable()
@@ -115,6 +124,9 @@ func descendantEnds(t *testing.T, setsid, reload bool) {
 	env := map[string]string{forkfxEnv: effects, forkfxPidEnv: pidFile}
 	if setsid {
 		env[forkfxSetsidEnv] = "1"
+	}
+	if daemon {
+		env[forkfxDaemonEnv] = "1"
 	}
 	cfg := map[string]any{
 		"data":            filepath.Join(dir, "data"),
@@ -154,7 +166,10 @@ func descendantEnds(t *testing.T, setsid, reload bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		t.Fatalf("the worker's pid file: %q", b)
+	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 	if reload {
 		cfg["servers"] = []map[string]any{}
