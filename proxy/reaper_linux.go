@@ -120,13 +120,15 @@ func runReaper(args []string) int {
 
 // exitAs ends the reaper as the server ended: with its exit code, or
 // killed by its signal (the default action set back, so that the Go
-// runtime does not take it).
+// runtime does not take it; no core dumped, which would hold the
+// server's environment).
 func exitAs(ws syscall.WaitStatus) int {
 	if !ws.Signaled() {
 		return ws.ExitStatus()
 	}
 	sig := ws.Signal()
 	signal.Reset(sig)
+	syscall.Setrlimit(syscall.RLIMIT_CORE, &syscall.Rlimit{})
 	var dfl [4]uint64 // struct sigaction: SIG_DFL, no flags, empty mask
 	syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
 	syscall.Tgkill(os.Getpid(), syscall.Gettid(), sig)

@@ -44,6 +44,8 @@ func TestStdioExitThroughReaper(t *testing.T) {
 	}{
 		{"code", `echo said-on-stderr >&2; exit 3`, false, "exit status 3"},
 		{"signal", `echo said-on-stderr >&2; kill -KILL $$`, false, "signal: killed"},
+		{"sigterm", `echo said-on-stderr >&2; kill -TERM $$`, false, "signal: terminated"},
+		{"sigsegv", `ulimit -c 0; echo said-on-stderr >&2; kill -SEGV $$`, false, "signal: segmentation fault"},
 		{"forwarded", `trap 'echo said-on-stderr >&2; exit 7' TERM; echo up; while :; do sleep 0.01; done`, true, "exit status 7"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
