@@ -209,6 +209,11 @@ func runKeeper(args []string) int {
 				continue // the reaper exited as the server did
 			}
 		}
+		if !serverDone.Load() {
+			// The server's group first, at once: its id is not free
+			// (nor reused) while the server, unreaped, is in it.
+			syscall.Kill(-group, syscall.SIGKILL)
+		}
 		killChildren(reaped, none)
 		return 0
 	}
