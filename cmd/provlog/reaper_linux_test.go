@@ -88,7 +88,8 @@ func forkfxServer() {
 
 // TestDescendantsDieWithSidecar: what a stdio server starts dies with the
 // sidecar too, when a kill -9 of the sidecar comes in the middle of a
-// call, and when a reload removes the server: a worker the server forked
+// call, when a reload removes the server, and when the sidecar stops
+// (SIGTERM): a worker the server forked
 // (one that left its process group by setsid too), which ignores the end
 // of its stdin, makes no side effect that no sidecar records. Only the
 // server itself died: its worker, reparented to init, appended on
@@ -100,22 +101,23 @@ func TestDescendantsDieWithSidecar(t *testing.T) {
 	for _, c := range []struct {
 		name           string
 		setsid, daemon bool
-		reload         bool // the server is removed by a reload, not killed with the sidecar
+		end            string // how the server ends: the sidecar's kill -9, a reload that removes it, the sidecar's stop
 	}{
-		{"kill", false, false, false},
-		{"kill-setsid", true, false, false},
-		{"kill-daemon", true, true, false},
-		{"reload", false, false, true},
-		{"reload-setsid", true, false, true},
-		{"reload-daemon", true, true, true},
+		{"kill", false, false, "kill"},
+		{"kill-setsid", true, false, "kill"},
+		{"kill-daemon", true, true, "kill"},
+		{"reload", false, false, "reload"},
+		{"reload-setsid", true, false, "reload"},
+		{"reload-daemon", true, true, "reload"},
+		{"stop-daemon", true, true, "stop"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			descendantEnds(t, c.setsid, c.daemon, c.reload)
+			descendantEnds(t, c.setsid, c.daemon, c.end)
 		})
 	}
 }
 
-func descendantEnds(t *testing.T, setsid, daemon, reload bool) {
+func descendantEnds(t *testing.T, setsid, daemon bool, end string) {
 	dir := t.TempDir()
 	effects, pidFile := filepath.Join(dir, "effects.txt"), filepath.Join(dir, "pid")
 	exe, _ := os.Executable()
@@ -171,13 +173,16 @@ func descendantEnds(t *testing.T, setsid, daemon, reload bool) {
 		t.Fatalf("the worker's pid file: %q", b)
 	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
-	if reload {
+	switch end {
+	case "reload":
 		cfg["servers"] = []map[string]any{}
 		cb, _ := json.Marshal(cfg)
 		if err := os.WriteFile(cfgPath, cb, 0o600); err != nil {
 			t.Fatal(err)
 		}
-	} else {
+	case "stop":
+		killOnce.Do(func() { sp.stop(t) })
+	default:
 		kill()
 	}
 	atEnd, ended := countLines(effects), time.Now()
