@@ -37,7 +37,10 @@ import (
 // reaper dies while the server runs (the sidecar killed it). The
 // server's stdin, stdout and stderr are the pipes the sidecar made,
 // handed on, not copied: neither process holds them once the server
-// runs, so that they end as the server's do.
+// runs, so that they end as the server's do. The pid the sidecar knows
+// (cmd.Process, a server's status) is the reaper's: a SIGTERM sent to it
+// reaches the server, and a SIGKILL ends the server and what it started
+// (the keeper sees the reaper die while the server runs).
 const (
 	reaperEnv  = "PROVLOG_STDIO_REAPER"
 	reaperArg0 = "provlog-stdio-reaper"
