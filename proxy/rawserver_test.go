@@ -109,12 +109,13 @@ func runRawServer() {
 	var later json.RawMessage // the id of a call of "later" not yet answered
 	var flood rawFlood
 	var churn rawChurn
+	var pings rawPings
 	for {
 		line, err := in.ReadBytes('\n')
 		if err != nil {
 			return
 		}
-		if flood.answered(line, answer) || churn.answered(line, answer) {
+		if flood.answered(line, answer) || churn.answered(line, answer) || pings.answered(line) {
 			continue
 		}
 		var m struct {
@@ -138,6 +139,7 @@ func runRawServer() {
 				tools = append(tools, `{"name":"`+name+`","inputSchema":{"type":"object"}}`)
 			}
 			tools = append(tools, `{"name":"flood","inputSchema":{"type":"object"}}`, `{"name":"trickle","inputSchema":{"type":"object"}}`, `{"name":"toobig","inputSchema":{"type":"object"}}`,
+				`{"name":"pings","inputSchema":{"type":"object"}}`, `{"name":"pinged","inputSchema":{"type":"object"}}`,
 				fmt.Sprintf(`{"name":"churn","description":"v%d","inputSchema":{"type":"object"}}`, churn.version))
 			churn.lists++
 			answer(m.ID, `{"tools":[`+strings.Join(tools, ",")+`]}`)
@@ -155,6 +157,13 @@ func runRawServer() {
 				continue
 			case "churn":
 				churn.start(m.ID)
+				continue
+			case "pings":
+				answer(m.ID, rawResults["ok"])
+				pings.start()
+				continue
+			case "pinged":
+				answer(m.ID, pings.said())
 				continue
 			case "trickle":
 				trickle(m.ID)
@@ -240,6 +249,52 @@ func (f *rawFlood) answered(line []byte, answer func(json.RawMessage, string)) b
 		f.refused++
 	}
 	return true
+}
+
+// rawPingsSent is how many pings the raw server's tool "pings" sends.
+const rawPingsSent = 20000
+
+// rawPings are the pings the raw server's tool "pings" sends once it
+// answered the call (so outside any call), without pause; its tool
+// "pinged" says how many were answered, how many with an error, and the
+// first error's message ("answered N refused M: message").
+type rawPings struct {
+	answers, refused int
+	why              string
+}
+
+func (p *rawPings) start() {
+	// A line a write, beside the loop that reads their answers: the
+	// proxy's answers would fill the pipe while a write of them all
+	// waited for the proxy to read it.
+	go func() {
+		for i := range rawPingsSent {
+			os.Stdout.WriteString(fmt.Sprintf(`{"jsonrpc":"2.0","id":"ping-%d","method":"ping"}`, i) + "\n")
+		}
+	}()
+}
+
+// answered takes line if it answers one of the pings.
+func (p *rawPings) answered(line []byte) bool {
+	var m struct {
+		ID    string
+		Error *struct{ Message string }
+	}
+	if json.Unmarshal(line, &m) != nil || !strings.HasPrefix(m.ID, "ping-") {
+		return false
+	}
+	p.answers++
+	if m.Error != nil {
+		if p.refused++; p.why == "" {
+			p.why = m.Error.Message
+		}
+	}
+	return true
+}
+
+func (p *rawPings) said() string {
+	text, _ := json.Marshal(fmt.Sprintf("answered %d refused %d: %s", p.answers, p.refused, p.why))
+	return `{"content":[{"type":"text","text":` + string(text) + `}]}`
 }
 
 // rawChurnRounds is how many times the raw server's tool "churn" changes
