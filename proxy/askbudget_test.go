@@ -52,7 +52,7 @@ func TestStdioStandaloneRequestsBounded(t *testing.T) {
 	}
 	secs := int(time.Since(start)/time.Second) + 1
 	t.Logf("%d of the server's %d pings answered in ~%ds: %s", n, rawPingsSent, secs, said)
-	if bound := maxServerRequests + 100*secs; n > bound {
+	if bound := askBound(int64(secs)); int64(n) > bound {
 		t.Errorf("%d of a stdio server's %d pings outside a call were answered, a line each, in ~%ds; want at most %d", n, rawPingsSent, secs, bound)
 	}
 	if refused == 0 || !strings.Contains(said, "requests") {
@@ -116,10 +116,16 @@ func TestHTTPCallsRequestsBounded(t *testing.T) {
 	secs := int64(time.Since(start)/time.Second) + 1
 	n := answered.Load()
 	t.Logf("%d of the server's %d requests over %d calls answered in ~%ds, %d with an error (%.300v)", n, calls*pings, calls, secs, refused.Load(), refusal.Load())
-	if bound := int64(maxServerRequests) + 100*secs; n > bound {
+	if bound := askBound(secs); n > bound {
 		t.Errorf("%d of the server's %d requests over %d calls were answered, one POST each, in ~%ds; want at most %d", n, calls*pings, calls, secs, bound)
 	}
 	if r, _ := refusal.Load().(string); refused.Load() == 0 || !strings.Contains(r, "requests") {
 		t.Errorf("no request refused saying why (%d answered)", n)
 	}
+}
+
+// askBound is how many of a server's requests a test lets be answered in
+// secs seconds (rounded up): its budget's burst and twice its rate.
+func askBound(secs int64) int64 {
+	return maxServerRequestsBurst + 2*maxServerRequestsPerSecond*secs
 }

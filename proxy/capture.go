@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os/exec"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -254,6 +255,7 @@ func (p *pendingCalls) endListen(id jsonrpc.ID, err error) {
 type captureTransport struct {
 	inner   mcp.Transport
 	listens listenHooks
+	asks    *askBudget
 	// notify, if set, is offered each notification as it is read, before
 	// any message after it reaches the SDK, and reports whether it
 	// handled it (then the SDK never sees it). The SDK hands
@@ -274,7 +276,7 @@ func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	cc := &captureConn{Connection: c, notify: t.notify, ended: t.ended}
+	cc := &captureConn{Connection: c, notify: t.notify, ended: t.ended, asks: t.asks}
 	cc.stdio, _ = c.(*stdioConn)
 	cc.pending.listenHooks = t.listens
 	if canWatchExit && t.cmd != nil && t.cmd.Process != nil {
@@ -283,73 +285,24 @@ func (t *captureTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	return cc, nil
 }
 
-// maxServerRequests bounds a stdio server's requests (sampling,
-// elicitation, ping, roots) read and not yet answered: one beyond them is
-// answered at once with an error (serverAsks). go-sdk takes every request
-// it reads, into a queue without bound, and a server's flood of them,
-// each waiting for the client, grew the sidecar's heap without bound.
-const maxServerRequests = 256
-
 type captureConn struct {
 	mcp.Connection
 	pending pendingCalls
 	notify  func(*jsonrpc.Request) bool
 	exit    *exitWatch // a stdio server's
 	stdio   *stdioConn // a stdio server's
-	asks    serverAsks
-	ended   func() // captureTransport's
+	asks    *askBudget // captureTransport's
+	ended   func()     // captureTransport's
 	endOnce sync.Once
-}
-
-// serverAsks are the ids of a server's requests read and not yet
-// answered.
-type serverAsks struct {
-	mu  sync.Mutex
-	ids map[jsonrpc.ID]bool
-}
-
-// admit notes request id, and reports whether it is within
-// maxServerRequests. An id already awaiting its answer is go-sdk's to
-// refuse (it answers without the id), and is admitted uncounted.
-func (a *serverAsks) admit(id jsonrpc.ID) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	switch {
-	case a.ids[id]:
-		return true
-	case len(a.ids) >= maxServerRequests:
-		return false
-	case a.ids == nil:
-		a.ids = map[jsonrpc.ID]bool{}
-	}
-	a.ids[id] = true
-	return true
-}
-
-// answered notes that msg, if it is an answer, answered its request.
-func (a *serverAsks) answered(msg jsonrpc.Message) {
-	if r, ok := msg.(*jsonrpc.Response); ok {
-		a.mu.Lock()
-		delete(a.ids, r.ID)
-		a.mu.Unlock()
-	}
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	// Registered before the write, so the response cannot beat it.
 	c.pending.register(ctx, msg)
-	c.asks.answered(msg)
-	return c.Connection.Write(ctx, msg)
-}
-
-// refuseAsk answers the server's request req at once, with an error, if
-// it is beyond maxServerRequests, and reports whether it did.
-func (c *captureConn) refuseAsk(ctx context.Context, req *jsonrpc.Request) (bool, error) {
-	if !req.IsCall() || c.asks.admit(req.ID) {
-		return false, nil
+	if r, ok := msg.(*jsonrpc.Response); ok {
+		c.asks.answered(askKey{id: r.ID})
 	}
-	msg := fmt.Sprintf("provlog: the server has %d requests awaiting their answers; this one is refused", maxServerRequests)
-	return true, c.Connection.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}})
+	return c.Connection.Write(ctx, msg)
 }
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -383,12 +336,13 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && c.notify != nil && c.notify(req) {
 			continue
 		}
-		if req, ok := msg.(*jsonrpc.Request); ok {
-			refused, err := c.refuseAsk(ctx, req)
-			if err != nil {
-				return nil, err
-			}
-			if refused {
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			if ok, refuse := c.asks.admit(askKey{id: req.ID}, time.Now()); !ok {
+				if refuse {
+					if err := c.Connection.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errAsks}}); err != nil {
+						return nil, err
+					}
+				}
 				continue
 			}
 		}
@@ -414,10 +368,7 @@ type captureRoundTripper struct {
 	base    http.RoundTripper
 	headers map[string]string
 	pending pendingCalls
-	rate    askRate // of the server's requests on the streams go-sdk reads
-	// warn, if set, is told of each request refused past the rate, with
-	// how many went unanswered before it.
-	warn func(dropped int)
+	asks    *askBudget // of the server's requests on the streams go-sdk reads
 }
 
 func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -433,11 +384,16 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 		_, captured := req.Context().Value(captureKey{}).(*capture)
 		// The Mcp-Method header names a 2026-07-28 request's method.
 		listening := t.pending.refused != nil && req.Header.Get("Mcp-Method") == methodListen
-		if captured || listening {
+		// go-sdk's answer to a server's request is looked for only while
+		// one awaits it.
+		if captured || listening || t.asks.waiting() {
 			if body, err := req.GetBody(); err == nil {
 				b, _ := io.ReadAll(body)
 				body.Close()
 				if msg, err := jsonrpc.DecodeMessage(b); err == nil {
+					if r, ok := msg.(*jsonrpc.Response); ok {
+						t.asks.answered(askKey{id: r.ID})
+					}
 					var isListen bool
 					if tee, isListen = t.pending.register(req.Context(), msg); isListen {
 						listen = msg.(*jsonrpc.Request).ID
@@ -465,8 +421,7 @@ func (t *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	case "application/json":
 		resp.Body = &jsonTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls, call: call, depthOnly: depthOnly}
 	case "text/event-stream":
-		resp.Body = &sseTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls, call: call, depthOnly: depthOnly, rate: &t.rate,
-			refuse: func(id []byte, dropped int) { go t.refuseAsk(req, id, dropped) }}
+		resp.Body = &sseTee{ReadCloser: resp.Body, pending: &t.pending, listen: ls, call: call, depthOnly: depthOnly, asks: t.asks}
 	}
 	return resp, nil
 }

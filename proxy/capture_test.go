@@ -129,7 +129,7 @@ func TestResultTakenFromGoSDK(t *testing.T) {
 	} {
 		id, _ := jsonrpc.MakeID(float64(7))
 		tc.resp.ID = id
-		cc := &captureConn{Connection: &scriptedConn{msgs: []jsonrpc.Message{tc.resp}}}
+		cc := &captureConn{Connection: &scriptedConn{msgs: []jsonrpc.Message{tc.resp}}, asks: &askBudget{}}
 		cp := &capture{taken: tc.taken}
 		if err := cc.Write(withCapture(ctx, cp), &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
 			t.Fatal(err)

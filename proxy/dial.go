@@ -24,13 +24,13 @@ import (
 // client over base (http.DefaultTransport if nil) with the configured
 // headers. listens are told of the subscriptions sent, the server's
 // refusals of them, and the ends of those it left unanswered
-// (pendingCalls).
-func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, listens listenHooks) (mcp.Transport, *exec.Cmd) {
+// (pendingCalls); the server's requests draw on asks.
+func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, listens listenHooks, asks *askBudget) (mcp.Transport, *exec.Cmd) {
 	if len(cfg.Command) == 0 {
 		if base == nil {
 			base = http.DefaultTransport
 		}
-		rt := &captureRoundTripper{base: base, headers: cfg.Headers}
+		rt := &captureRoundTripper{base: base, headers: cfg.Headers, asks: asks}
 		rt.pending.listenHooks = listens
 		// go-sdk takes a MaxEventSize of 0 for no bound, not its default.
 		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: &http.Client{Transport: rt}, MaxEventSize: maxEventBytes}, nil
@@ -46,7 +46,7 @@ func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, li
 	}
 	cmd.Stderr = stderr
 	setProcessGroup(cmd)
-	return &captureTransport{inner: &commandTransport{cmd: cmd, bound: cfg.timeout()}, listens: listens, cmd: cmd}, cmd
+	return &captureTransport{inner: &commandTransport{cmd: cmd, bound: cfg.timeout()}, listens: listens, cmd: cmd, asks: asks}, cmd
 }
 
 // exitGrace is how long the connection to a stdio server outlives the
@@ -148,7 +148,7 @@ func Dial(ctx context.Context, cfg ServerConfig, protocol, name, version string,
 		// the proxy, which leaves it to the client, records it.
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
-	t, cmd := transportFor(cfg, nil, io.Discard, listenHooks{})
+	t, cmd := transportFor(cfg, nil, io.Discard, listenHooks{}, &askBudget{})
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: cfg.Revision(protocol)})

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -43,6 +44,8 @@ type downstream struct {
 	credCores []string      // their base64Cores, made once for the lines of its stderr
 
 	listens listens // the subscriptions held on its session of the 2026-07-28 revision (listen.go)
+
+	asks atomic.Pointer[askBudget] // its newest connection's budget of its requests (askbudget.go)
 }
 
 func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
@@ -163,15 +166,18 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 		base = d.httpClient.Transport
 	}
 	var session atomic.Pointer[mcp.ClientSession]
-	t, cmd := transportFor(d.cfg, base, &lineLogger{d: d}, d.watchListens(&session))
-	if st, ok := t.(*mcp.StreamableClientTransport); ok {
-		if rt, ok := st.HTTPClient.Transport.(*captureRoundTripper); ok {
-			rt.warn = func(dropped int) {
-				d.p.logger.Warn("proxy: a server's requests came too fast; one was refused, the rest of this second's go unanswered",
-					"server", d.cfg.ID, "per_second", maxServerRequestsPerSecond, "unanswered_before", dropped)
-			}
+	asks := &askBudget{warn: func(dropped int) {
+		d.p.logger.Warn("proxy: a server's requests are past their budget; one was refused, the rest of this second's go unanswered",
+			"server", d.cfg.ID, "awaiting", maxServerRequests, "per_second", maxServerRequestsPerSecond, "burst", maxServerRequestsBurst, "unanswered_before", dropped)
+	}, refuse: func(id []byte) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := d.send(ctx, session.Load(), appendResponse(nil, id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errAsks})); err != nil {
+			d.p.logger.Warn("proxy: answering a server's request failed", "server", d.cfg.ID, "error", err)
 		}
-	}
+	}}
+	d.asks.Store(asks)
+	t, cmd := transportFor(d.cfg, base, &lineLogger{d: d}, d.watchListens(&session), asks)
 	if ct, ok := t.(*captureTransport); ok {
 		ct.notify = d.inOrder
 		ct.ended = func() { d.ending(session.Load()) }

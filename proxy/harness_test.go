@@ -427,7 +427,7 @@ func connectMemory(t *testing.T, p *Proxy, cl *clientLog) *mcp.ClientSession {
 	}
 	t.Cleanup(func() { ss.Close() })
 	c := mcp.NewClient(&mcp.Implementation{Name: "go-test-client", Version: "9.9.9"}, cl.options())
-	cs, err := c.Connect(ctx, &captureTransport{inner: ct}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := c.Connect(ctx, &captureTransport{inner: ct, asks: &askBudget{}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +476,7 @@ func connectHTTPAs(t *testing.T, url, token, version string, cl *clientLog) *mcp
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "go-http-client", Version: "1.2.3"}, cl.options())
 	// The transport captures raw results, so tests can compare wire bytes.
-	rt := &captureRoundTripper{base: &bearer{token, http.DefaultTransport}}
+	rt := &captureRoundTripper{base: &bearer{token, http.DefaultTransport}, asks: &askBudget{}}
 	tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}}
 	var opts *mcp.ClientSessionOptions
 	if version != "" {

@@ -59,8 +59,6 @@ func (d *downstream) postCall(ctx context.Context, cs *mcp.ClientSession, in *ca
 	case ctx.Err() != nil:
 		// Given up (cancelled or timed out): tell the server.
 		d.notifyCancelled(cs, reqID, "cancelled by the client")
-	case errors.Is(err, errTooManyAsks):
-		d.notifyCancelled(cs, reqID, err.Error())
 	}
 	return outcome{err: err, gone: errors.Is(err, errSessionGone), lost: errors.Is(err, io.ErrUnexpectedEOF)}
 }
@@ -324,9 +322,6 @@ func (d *downstream) readCall(ctx context.Context, cancel context.CancelFunc, cs
 			return answer, nil
 		}
 		resp.Body.Close()
-		if ev.flood != nil {
-			return nil, ev.flood
-		}
 		polled := err == nil && sp.hasRetry
 		if sp.hasRetry {
 			retry = time.Duration(sp.retry) * time.Millisecond
@@ -382,19 +377,7 @@ type callEvents struct {
 	answer *wireMessage
 	stray  []byte // the id of an answer to another request the stream carried
 	unread error  // why the first event that held a JSON object or array was no message (nesting past encoding/json's bound, a batch)
-	asks   int    // the server's requests on the stream
-	flood  error  // set once asks passed maxCallAsks: the call is given up
 }
-
-// maxCallAsks bounds the requests (sampling, elicitation, ping) an HTTP
-// server sends on one call's event stream: each is answered with a POST,
-// and a server's 200,000 sampling requests in one call cost ~63% of a
-// core. The one past the bound is answered with an error saying why, the
-// server is told the call is cancelled, and the call fails so.
-const maxCallAsks = 1024
-
-// errTooManyAsks is why a call was given up past maxCallAsks.
-var errTooManyAsks = fmt.Errorf("the server sent more than %d requests during the call; it was given up", maxCallAsks)
 
 // event takes one event's data, reporting whether to read on.
 func (e *callEvents) event(data []byte) bool {
@@ -418,17 +401,18 @@ func (e *callEvents) event(data []byte) bool {
 		e.stray = append(e.stray[:0], msg.ID...)
 		return true
 	}
-	if msg.ID != nil {
-		if e.asks++; e.asks > maxCallAsks {
-			b := appendResponse(nil, msg.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + errTooManyAsks.Error()})
-			if err := e.d.send(e.ctx, e.cs, b); err != nil {
-				e.d.p.logger.Warn("proxy: answering a server's request failed", "server", e.d.cfg.ID, "method", msg.Method, "error", err)
-			}
-			e.flood = errTooManyAsks
-			return false
-		}
+	if msg.ID == nil {
+		e.d.onStream(e.ctx, e.cs, e.ic, msg)
+		return true
 	}
-	e.d.onStream(e.ctx, e.cs, e.ic, msg)
+	asks, k := e.d.asks.Load(), askKey{on: e.reqID, id: wireID(msg.ID)}
+	ok, refuse := asks.admit(k, time.Now())
+	if ok {
+		e.d.onStream(e.ctx, e.cs, e.ic, msg)
+		asks.answered(k)
+	} else if refuse {
+		asks.refuse(msg.ID)
+	}
 	return true
 }
 

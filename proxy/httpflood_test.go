@@ -18,10 +18,10 @@ import (
 // TestHTTPServerRequestsBounded: an HTTP server that sends request after
 // request on a call's event stream (here 20,000 pings; a server's 200,000
 // sampling requests cost ~63% of a core, one POST each) has at most a
-// bounded number of them answered: past the bound the request is
-// answered with an error saying why, the call is given up and recorded
-// as failed so, and no more POSTs go to the server. Every one was
-// answered, one POST each.
+// bounded number of them answered (its budget, askbudget.go): past it one
+// a second is answered with an error saying why and the rest go
+// unanswered, no POST; the call's answer, after them, is taken. Every one
+// was answered, one POST each.
 func TestHTTPServerRequestsBounded(t *testing.T) {
 	const pings = 20000
 	srv := mcp.NewServer(&mcp.Implementation{Name: "flood", Version: "1"}, nil)
@@ -44,7 +44,7 @@ func TestHTTPServerRequestsBounded(t *testing.T) {
 				}
 				fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"flood-%d\",\"method\":\"ping\"}\n\n", i)
 			}
-			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", id)
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}\n\n", id)
 			return
 		case bytes.Contains(body, []byte(`"id":"flood-`)):
 			answered.Add(1)
@@ -62,20 +62,21 @@ func TestHTTPServerRequestsBounded(t *testing.T) {
 	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL, Timeout: time.Minute}}, nil)
 	cs := connectMemory(t, p, nil)
 	waitRouted(t, p, "m__x")
-	before := l.size(t)
+	before, start := l.size(t), time.Now()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
+	secs := int64(time.Since(start)/time.Second) + 1
 	n := answered.Load()
-	t.Logf("%d of the server's %d requests answered, %d with an error; the call: %v %s", n, pings, refused.Load(), err, mustJSON(res))
-	if n > 2000 {
-		t.Fatalf("%d of the server's %d requests during one call were answered, one POST each; want a bound", n, pings)
+	t.Logf("%d of the server's %d requests answered in ~%ds, %d with an error; the call: %v %s", n, pings, secs, refused.Load(), err, mustJSON(res))
+	if bound := askBound(secs); n > bound {
+		t.Fatalf("%d of the server's %d requests during one call were answered, one POST each, in ~%ds; want at most %d", n, pings, secs, bound)
 	}
-	if r, _ := refusal.Load().(string); refused.Load() != 1 || !strings.Contains(r, "requests") {
-		t.Errorf("%d requests refused (%.300s), want one saying why", refused.Load(), r)
+	if r, _ := refusal.Load().(string); refused.Load() > secs || !strings.Contains(r, "requests") {
+		t.Errorf("%d requests refused in ~%ds (%.300s), want at most one a second, saying why", refused.Load(), secs, r)
 	}
-	if err == nil && !res.IsError {
-		t.Errorf("the call was answered: %s", mustJSON(res))
+	if err != nil || res.IsError || textOf(res) != "ok" {
+		t.Errorf("the call: %v %s", err, mustJSON(res))
 	}
-	if e, _ := l.callAt(t, before); e.Fields["is_error"] != true || !strings.Contains(fmt.Sprint(e.Fields["error"]), "requests") {
+	if e, _ := l.callAt(t, before); e.Fields["is_error"] == true {
 		t.Errorf("the call's entry: %v", e.Fields)
 	}
 }

@@ -100,11 +100,10 @@ type sseTee struct {
 	// depthOnly: as jsonTee's; an answer nested too deep is stood in for
 	// all the same.
 	depthOnly bool
-	// rate, if set, bounds the server's requests the stream carries
-	// (askrate.go): one past it is stood in for by an event without data,
-	// which go-sdk skips, and the first of them answered by refuse.
-	rate   *askRate
-	refuse func(id []byte, dropped int)
+	// asks, if set, is the budget the server's requests the stream carries
+	// draw on (askbudget.go): one past it is stood in for by an event
+	// without data, which go-sdk skips.
+	asks *askBudget
 }
 
 // An sseStandIn is an event of an sseTee's (from, to) whose data lines go to
@@ -125,10 +124,10 @@ func (s *sseTee) Read(p []byte) (int, error) {
 			return 0, s.err
 		case s.err != nil:
 			// An event the stream did not end, which go-sdk reads too:
-			// held to the rate if it is a request.
+			// held to the budget if it is a request.
 			keep := true
 			s.events.end(func(data []byte) bool {
-				keep = !namesMethod(data) || s.rated(data)
+				keep = !namesMethod(data) || s.admitted(data)
 				return true
 			})
 			if keep {
@@ -221,7 +220,7 @@ func (s *sseTee) deliver(data []byte) bool {
 	from := s.last
 	s.last = s.base + s.events.fed
 	if namesMethod(data) {
-		if !s.rated(data) {
+		if !s.admitted(data) {
 			s.stands = append(s.stands, sseStandIn{from, s.last, nil})
 			return true
 		}

@@ -118,7 +118,7 @@ func connectListening(t *testing.T, srv *mcp.Server, d *downstream, opts *mcp.Cl
 			}
 		},
 	}
-	cs, err := client.Connect(ctx, &captureTransport{inner: ct, listens: hooks}, nil)
+	cs, err := client.Connect(ctx, &captureTransport{inner: ct, listens: hooks, asks: &askBudget{}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -214,22 +215,30 @@ func trickle(id json.RawMessage) {
 const rawFloodAsks = maxServerRequests + 50
 
 // A rawFlood is the raw server's call of "flood": it sends rawFloodAsks
-// sampling requests and then a ping, none answered yet, and answers the
-// call, once the ping is answered, with the number of its sampling
-// requests answered with an error by then ("refused N").
+// sampling requests and then, every 100 ms until one is answered, a ping,
+// none answered yet, and answers the call, once a ping is answered, with
+// the number of its sampling requests answered with an error by then
+// ("refused N"). (A ping past the server's budget is answered only once a
+// second has passed since the last one refused.)
 type rawFlood struct {
 	call    json.RawMessage // the call's id, until it is answered
 	refused int
+	pinged  *atomic.Bool // set once a ping is answered
 }
 
 func (f *rawFlood) start(call json.RawMessage) {
-	f.call, f.refused = call, 0
+	f.call, f.refused, f.pinged = call, 0, new(atomic.Bool)
 	var b strings.Builder
 	for i := range rawFloodAsks {
 		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":"flood-%d","method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":1}}`+"\n", i)
 	}
-	b.WriteString(`{"jsonrpc":"2.0","id":"flood-ping","method":"ping"}` + "\n")
 	os.Stdout.WriteString(b.String())
+	go func(pinged *atomic.Bool) {
+		for i := 0; !pinged.Load(); i++ {
+			os.Stdout.WriteString(fmt.Sprintf(`{"jsonrpc":"2.0","id":"flood-ping-%d","method":"ping"}`, i) + "\n")
+			time.Sleep(100 * time.Millisecond)
+		}
+	}(f.pinged)
 }
 
 // answered takes line if it answers one of the flood's requests.
@@ -242,7 +251,8 @@ func (f *rawFlood) answered(line []byte, answer func(json.RawMessage, string)) b
 		return false
 	}
 	switch {
-	case m.ID == "flood-ping":
+	case strings.HasPrefix(m.ID, "flood-ping-"):
+		f.pinged.Store(true)
 		answer(f.call, fmt.Sprintf(`{"content":[{"type":"text","text":"refused %d"}]}`, f.refused))
 		f.call = nil
 	case m.Error != nil:
@@ -298,8 +308,9 @@ func (p *rawPings) said() string {
 }
 
 // rawChurnRounds is how many times the raw server's tool "churn" changes
-// the server's tool list.
-const rawChurnRounds = 2000
+// the server's tool list: within the burst of its requests' budget
+// (maxServerRequestsBurst, askbudget.go), a ping each.
+const rawChurnRounds = 200
 
 // A rawChurn is the raw server's call of "churn": rawChurnRounds times,
 // it changes the description of its tool "churn", says its tools changed

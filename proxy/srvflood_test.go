@@ -14,12 +14,13 @@ import (
 
 // TestServerRequestsBounded: of a stdio server's requests of the client
 // (sampling, elicitation, ping), at most maxServerRequests await their
-// answers; one beyond them is answered at once with an error, and never
+// answers (the server's budget, askbudget.go); one beyond them is answered
+// with an error, at most one a second, the rest go unanswered, and none
 // reaches the client. go-sdk took every one, each held in its queue or
 // waiting for the client: a server's 400,000 sampling requests during one
 // call grew the sidecar's heap to 430 MB, 1 KB and more a request. The
-// raw server's flood tool sends rawFloodAsks sampling requests and a
-// ping, and says how many were refused once the ping is answered; the
+// raw server's flood tool sends rawFloodAsks sampling requests and pings
+// until one is answered, and says how many were refused by then; the
 // client answers none of them before the call ends.
 func TestServerRequestsBounded(t *testing.T) {
 	l := newTestLog(t)
@@ -37,8 +38,9 @@ func TestServerRequestsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := textOf(res), fmt.Sprintf("refused %d", rawFloodAsks-maxServerRequests); got != want {
-		t.Errorf("the server was told %q of its %d sampling requests, want %q", got, rawFloodAsks, want)
+	var refused int
+	if _, err := fmt.Sscanf(textOf(res), "refused %d", &refused); err != nil || refused < 1 || refused > rawFloodAsks-maxServerRequests {
+		t.Errorf("the server was told %q of its %d sampling requests, want 1 to %d refused", textOf(res), rawFloodAsks, rawFloodAsks-maxServerRequests)
 	}
 	if n := asked.Load(); n > maxServerRequests {
 		t.Errorf("the client was asked %d times, want at most %d", n, maxServerRequests)

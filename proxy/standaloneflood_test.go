@@ -98,7 +98,7 @@ func TestStandaloneRequestsBounded(t *testing.T) {
 	secs := int64(time.Since(start)/time.Second) + 1
 	n := answered.Load()
 	t.Logf("%d of the server's %d standalone requests answered in ~%ds, %d refused for the rate (%.200v)", n, asks, secs, refused.Load(), refusal.Load())
-	if bound := int64(maxServerRequests) + 100*secs; n > bound {
+	if bound := askBound(secs); n > bound {
 		t.Errorf("%d of the server's %d requests on its standalone stream were answered, one POST each, in ~%ds; want at most %d", n, asks, secs, bound)
 	}
 	if r, _ := refusal.Load().(string); refused.Load() == 0 || !strings.Contains(r, "requests") {

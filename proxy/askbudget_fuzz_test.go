@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// FuzzSSETeeRate: an sseTee past its server's rate passes on, for go-sdk,
+// FuzzSSETeeRate: an sseTee past its server's budget passes on, for go-sdk,
 // no event holding a request (a message naming a method, with an id):
 // each is stood in for by an event without data, which go-sdk skips; the
 // other events' data go on as they came (but an answer nested deeper than
@@ -22,10 +22,10 @@ func FuzzSSETeeRate(f *testing.F) {
 	f.Add([]byte(": c\n\nevent: message\ndata:{\"id\":3,\"method\":\"ping\"\n\n"))
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		for _, split := range []func(io.Reader) io.Reader{func(r io.Reader) io.Reader { return r }, iotest.OneByteReader, iotest.HalfReader} {
-			future := time.Now().Add(time.Hour) // the rate spent, one refused this second: every request dropped
+			future := time.Now().Add(time.Hour) // the budget spent, one refused this second: every request dropped
 			var refused int
 			tee := &sseTee{ReadCloser: io.NopCloser(split(bytes.NewReader(stream))), pending: &pendingCalls{},
-				depthOnly: true, rate: &askRate{last: future, refused: future}, refuse: func([]byte, int) { refused++ }}
+				depthOnly: true, asks: &askBudget{last: future, refused: future, warn: func(int) { refused++ }}}
 			out, err := io.ReadAll(tee)
 			if err != nil {
 				t.Fatal(err)
@@ -42,7 +42,7 @@ func FuzzSSETeeRate(f *testing.F) {
 			})
 			new(sseParser).read(bytes.NewReader(out), func(d []byte) bool {
 				if isRequest(d) {
-					t.Fatalf("go-sdk read a request past the rate: %.200q", d)
+					t.Fatalf("go-sdk read a request past the budget: %.200q", d)
 				}
 				if len(d) > 0 && !pastSDKDepth(d) {
 					got = append(got, bytes.Clone(d))
@@ -67,7 +67,7 @@ func FuzzSSETeeRate(f *testing.F) {
 	})
 }
 
-// isRequest says data is what askRate holds to the rate: a message naming
+// isRequest says data is what askBudget holds to the budget: a message naming
 // a method, with an id.
 func isRequest(data []byte) bool {
 	id, ok := topMember(data, "id")
