@@ -219,8 +219,14 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 		signed = fmt.Sprintf("the log key you gave (%s)", rep.VKey)
 	}
 	cosigned := rep.CosignedText()
-	if rep.Pinned.Witnesses {
+	switch {
+	case rep.Pinned.Witnesses:
 		cosigned += " under the witness policy you gave"
+	case rep.Witnesses > 0:
+		// Whoever made the bundle chose witnesses.txt, as log.vkey: a
+		// cosignature by a key it names is that key's, not a witness's
+		// you know.
+		cosigned += fmt.Sprintf(" under the bundle's own %s (not pinned: compare its keys with the witnesses' from a source you trust, or give --witness)", bundle.WitnessesFile)
 	}
 	// The origin, the key's and the witnesses' names are the bundle's:
 	// escaped, so that they cannot act on the terminal.

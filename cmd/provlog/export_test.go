@@ -272,7 +272,7 @@ func TestExportWitnessPolicy(t *testing.T) {
 		t.Fatalf("export: %d %s", code, msg)
 	}
 	msg, code = runCmd(t, "verify-bundle", out)
-	if want := "; cosigned by 2 of 3 witnesses (policy: 2 of 3): witness.test/w1, witness.test/w3; no anchor records;"; code != 0 || !strings.Contains(msg, want) {
+	if want := "; cosigned by 2 of 3 witnesses (policy: 2 of 3): witness.test/w1, witness.test/w3 under the bundle's own witnesses.txt (not pinned: compare its keys with the witnesses' from a source you trust, or give --witness); no anchor records;"; code != 0 || !strings.Contains(msg, want) {
 		t.Errorf("verify-bundle: %d %q; want %q", code, msg, want)
 	}
 
@@ -299,7 +299,7 @@ func TestExportWitnessPolicy(t *testing.T) {
 	// verifies, all its witnesses required, and says so.
 	// (Its task entries break the rules: see TestExportCommand.)
 	msg, code = runCmd(t, "verify-bundle", filepath.Join("..", "..", "log", "bundle", "testdata", "mapping1"))
-	if want := "cosigned by 1 of 1 witnesses (policy: 1 of 1): witness.test/w1 (the bundle's witnesses.txt names no threshold: all are required);"; code != 1 || !strings.Contains(msg, want) {
+	if want := "cosigned by 1 of 1 witnesses (policy: 1 of 1): witness.test/w1 (the bundle's witnesses.txt names no threshold: all are required) under the bundle's own witnesses.txt (not pinned: compare its keys with the witnesses' from a source you trust, or give --witness);"; code != 1 || !strings.Contains(msg, want) {
 		t.Errorf("verify-bundle of an old bundle: %d %q; want %q", code, msg, want)
 	}
 }

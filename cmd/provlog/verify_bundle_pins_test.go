@@ -55,7 +55,7 @@ func TestVerifyBundlePinnedKey(t *testing.T) {
 func TestVerifyBundlePinnedWitnesses(t *testing.T) {
 	data, cfg, genuine, forged := forgedWitnessData(t)
 	b := exportBundle(t, data, cfg)
-	if out, code := runCmd(t, "verify-bundle", b); code != 0 || !strings.Contains(out, "cosigned by 1 of 1 witnesses (policy: 1 of 1): witness.example/w1;") {
+	if out, code := runCmd(t, "verify-bundle", b); code != 0 || !strings.Contains(out, "cosigned by 1 of 1 witnesses (policy: 1 of 1): witness.example/w1 under the bundle's own witnesses.txt (not pinned: compare its keys with the witnesses' from a source you trust, or give --witness);") {
 		t.Fatalf("unpinned: %d\n%s", code, out)
 	}
 	out, code := runCmd(t, "verify-bundle", "--witness", genuine, b)
