@@ -27,7 +27,7 @@ func TestClaimWithoutItsCitedEntries(t *testing.T) {
 	create := l.append("task.create", "bob", map[string]any{"task_id": "t_1", "title": "write x"})
 	accept := l.append("task.accept", "alice", map[string]any{"task_id": "t_1"})
 	call := l.append(log.KindCall, "alice", map[string]any{"server": "fs", "tool": "write_file", "args": map[string]any{"path": "/x"}})
-	claim := l.append("task.claim", "alice", map[string]any{"task_id": "t_1", "provenance": "observed", "summary": "done", "evidence": []uint64{call}})
+	claim := l.append("task.claim", "alice", map[string]any{"task_id": "t_1", "provenance": "reviewed", "summary": "done", "evidence": []uint64{call}})
 	l.anchorNow()
 
 	whole := filepath.Join(t.TempDir(), "whole")

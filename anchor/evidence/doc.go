@@ -75,7 +75,10 @@
 //	                        always the genesis entry (0, which names
 //	                        log.vkey and anchor.pub); for a task entry the
 //	                        task's history (create, accept, claims,
-//	                        handoffs) and the entries its claims cite
+//	                        handoffs) and the entries its claims cite,
+//	                        a cited call with its call.result (required
+//	                        for an observed claim, which the rules admit
+//	                        only once that result is in the log)
 //
 // Files of parts that do not exist are absent (no anchor.json, timestamps/
 // or rekor/ when no anchor covers the entry; no witnesses.txt without a

@@ -139,7 +139,9 @@ func TestWriteVerify(t *testing.T) {
 	call := l.append(log.KindCall, "alice", map[string]any{"server": "fs", "tool": "write_file", "args": map[string]any{"path": "/x"}})
 	create := l.append("task.create", "bob", map[string]any{"task_id": "t_1", "title": "write x"})
 	accept := l.append("task.accept", "alice", map[string]any{"task_id": "t_1"})
-	claim := l.append("task.claim", "alice", map[string]any{"task_id": "t_1", "provenance": "observed", "summary": "done", "evidence": []uint64{call}})
+	// Reviewed: the call, made before the accept and with no call.result,
+	// is no observed claim's to cite under the rules.
+	claim := l.append("task.claim", "alice", map[string]any{"task_id": "t_1", "provenance": "reviewed", "summary": "done", "evidence": []uint64{call}})
 	if _, err := l.runner.AnchorNow(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +174,7 @@ func TestWriteVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = rep.String()
-	for _, want := range []string{"a completion claim (observed) on task t_1, citing entries 1", "task.create entry 2", "task.accept entry 3", "cited entry 1: a call of fs__write_file"} {
+	for _, want := range []string{"a completion claim (reviewed) on task t_1, citing entries 1", "task.create entry 2", "task.accept entry 3", "cited entry 1: a call of fs__write_file"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("claim report lacks %q:\n%s", want, s)
 		}

@@ -527,6 +527,7 @@ func (c *checker) checkTask() {
 			cited[r.Call], cited[ce.Index] = true, true
 		}
 	}
+	c.checkObservedResults()
 	// Every cited entry is here: a claim's evidence without what it cites
 	// (a failed call, say) would show the claim and keep that from the
 	// reader.
@@ -553,6 +554,54 @@ func (c *checker) checkTask() {
 			}
 		default:
 			c.bad(name, "is neither a task entry nor cited by a claim here")
+		}
+	}
+}
+
+// checkObservedResults requires, for each observed claim here, the
+// call.result of each call it cites (one written in one entry, outcome
+// included, needs none): the rules admit the claim only once that result
+// is in the log before it, so provlog evidence holds it, and one without
+// it would show the call and keep its outcome (a failure, say) from the
+// reader.
+func (c *checker) checkObservedResults() {
+	byIndex := map[uint64]*log.Entry{}
+	results := map[uint64][]uint64{} // call -> its call.results here
+	for _, ce := range c.rep.Context {
+		if ce.Entry == nil {
+			continue
+		}
+		byIndex[ce.Index] = ce.Entry
+		if ce.Entry.Kind != log.KindCallResult {
+			continue
+		}
+		if r, err := log.ParseCallResult(ce.Entry); err == nil && r.Call < ce.Index {
+			results[r.Call] = append(results[r.Call], ce.Index)
+		}
+	}
+	claims := []Context{{ContextEntry: ContextEntry{Index: c.rep.Manifest.Index}, Entry: c.rep.Entry}}
+	claims = append(claims, c.rep.Context...)
+	for _, cl := range claims {
+		if cl.Entry == nil || cl.Entry.Kind != log.KindTaskClaim {
+			continue
+		}
+		if p, _ := cl.Entry.Fields["provenance"].(string); p != "observed" {
+			continue
+		}
+		ev, _ := cl.Entry.Fields["evidence"].([]any)
+		for _, x := range ev {
+			n, _ := x.(json.Number)
+			i, err := strconv.ParseUint(n.String(), 10, 64)
+			e := byIndex[i]
+			if err != nil || e == nil || e.Kind != log.KindCall {
+				continue // missing entries are named below
+			}
+			if call, err := log.ParseCall(e); err != nil || call.Outcome != nil {
+				continue
+			}
+			if !slices.ContainsFunc(results[i], func(r uint64) bool { return r < cl.Index }) {
+				c.bad(contextName(i, ".json"), "is call %d, which the observed claim at entry %d cites, without its call.result: the rules admit that claim only once the call's call.result is in the log before it, so the evidence holds it; without it the call's outcome is held back", i, cl.Index)
+			}
 		}
 	}
 }
