@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/bundle"
 )
@@ -24,6 +25,18 @@ func rewriteBundleFile(t *testing.T, dir, name string, b []byte, edit func(*bund
 	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	s := sha256.Sum256(b)
+	editManifest(t, dir, func(m *bundle.Manifest) {
+		m.Files[name] = hex.EncodeToString(s[:])
+		if edit != nil {
+			edit(m)
+		}
+	})
+}
+
+// editManifest is a forger's edit of a bundle's manifest.json.
+func editManifest(t *testing.T, dir string, edit func(*bundle.Manifest)) {
+	t.Helper()
 	mb, err := os.ReadFile(filepath.Join(dir, bundle.ManifestFile))
 	if err != nil {
 		t.Fatal(err)
@@ -32,11 +45,7 @@ func rewriteBundleFile(t *testing.T, dir, name string, b []byte, edit func(*bund
 	if err := json.Unmarshal(mb, &m); err != nil {
 		t.Fatal(err)
 	}
-	s := sha256.Sum256(b)
-	m.Files[name] = hex.EncodeToString(s[:])
-	if edit != nil {
-		edit(&m)
-	}
+	edit(&m)
 	if mb, err = json.MarshalIndent(&m, "", "  "); err != nil {
 		t.Fatal(err)
 	}
@@ -96,5 +105,45 @@ func TestVerifyBundleOwnWitnessesSaid(t *testing.T) {
 	out, code = runCmd(t, "verify-bundle", "--vkey", vkeyFile, "--witness", genuine, b)
 	if code != 1 || !strings.Contains(out, "checkpoint: is cosigned by 0 of 1 witnesses") {
 		t.Errorf("the forged cosignature, the genuine witness pinned: %d\n%s", code, out)
+	}
+}
+
+// TestVerifyBundleRecordsLeftOutSaid: a forger holding a genuine bundle
+// of an anchored log deletes its anchor record (which could show a fork)
+// and rewrites the manifest's anchor_sidecar, which nothing signs, to
+// another id. The anchor entry naming the record then reads as another
+// sidecar's of a shared log: verify-bundle passes it, even with the log
+// key pinned, saying "1 anchor entries made by other sidecars of this
+// log". It must name the sidecar the entry names and say that which
+// sidecar the bundle was exported through is only the manifest's word,
+// so the auditor can see the record left out is the exporter's own.
+func TestVerifyBundleRecordsLeftOutSaid(t *testing.T) {
+	a := anchoredDataDir(t)
+	b := exportBundle(t, a.data, "")
+	own, err := os.ReadFile(filepath.Join(a.data, anchorDir, anchor.SidecarFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sidecar := strings.TrimSpace(string(own))
+	recs, _ := filepath.Glob(filepath.Join(b, bundle.AnchorsDir, "*.json"))
+	if len(recs) != 1 {
+		t.Fatalf("the bundle holds records %v, want 1", recs)
+	}
+	if err := os.RemoveAll(filepath.Join(b, bundle.AnchorsDir)); err != nil {
+		t.Fatal(err)
+	}
+	editManifest(t, b, func(m *bundle.Manifest) {
+		if m.AnchorSidecar != sidecar {
+			t.Fatalf("the manifest's anchor_sidecar is %q, the data dir's %q", m.AnchorSidecar, sidecar)
+		}
+		delete(m.Files, bundle.AnchorsDir+"/"+filepath.Base(recs[0]))
+		m.AnchorSidecar, m.Trust = "0123456789abcdef", ""
+	})
+	out, code := runCmd(t, "verify-bundle", "--vkey", filepath.Join(a.data, logVKeyFile), b)
+	if code != 0 || !strings.Contains(out, "no anchor records; 1 anchor entries made by other sidecars of this log") {
+		t.Fatalf("the bundle with its record left out: %d\n%s", code, out)
+	}
+	if !strings.Contains(out, "sidecar "+sidecar) || !strings.Contains(out, "anchor_sidecar 0123456789abcdef, which nothing in the bundle signs") {
+		t.Errorf("verify-bundle names neither the entry's sidecar %s nor the manifest's anchor_sidecar as unsigned:\n%s", sidecar, out)
 	}
 }
