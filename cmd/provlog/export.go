@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/provlog/provlog/anchor"
@@ -296,7 +297,15 @@ func bundleAnchorsText(rep *bundle.Report) string {
 		}
 	}
 	if n := rep.AnchorEntriesElsewhere; n > 0 {
-		anchors += fmt.Sprintf("; %d anchor entries made by other sidecars of this log, records not in the bundle (export through those sidecars to verify them)", n)
+		// That the bundle came through another sidecar is the manifest's
+		// word: name the entries' sidecars, so that the exporter's own
+		// records left out show.
+		through := fmt.Sprintf("the manifest's anchor_sidecar %s, which nothing in the bundle signs", rep.Manifest.AnchorSidecar)
+		if rep.Manifest.AnchorSidecar == "" {
+			through = "the manifest names no anchor_sidecar, and nothing in the bundle signs which sidecar it came through"
+		}
+		anchors += fmt.Sprintf("; %d anchor entries made by other sidecars of this log, records not in the bundle (sidecar %s; %s; export through those sidecars to verify them)",
+			n, strings.Join(rep.ElsewhereSidecars, ", sidecar "), through)
 	}
 	return anchors
 }

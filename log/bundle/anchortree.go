@@ -162,7 +162,11 @@ func (c *checker) settleAway() {
 			continue
 		}
 		c.rep.AnchorEntriesElsewhere++
+		if !slices.Contains(c.rep.ElsewhereSidecars, a.sidecar) {
+			c.rep.ElsewhereSidecars = append(c.rep.ElsewhereSidecars, a.sidecar)
+		}
 	}
+	slices.Sort(c.rep.ElsewhereSidecars)
 }
 
 // reachable reports whether the entries give the tree's root at size:

@@ -54,6 +54,10 @@ type Report struct {
 	// records are in those sidecars' data dirs, not in the bundle, so
 	// only the entries were checked.
 	AnchorEntriesElsewhere int
+	// ElsewhereSidecars are the sidecars those entries name, sorted.
+	// Which sidecar the bundle was exported through is only what its
+	// manifest says (anchor_sidecar): nothing signs it.
+	ElsewhereSidecars []string
 	// Witnesses and Threshold are the witness policy of witnesses.txt
 	// (none: no witnesses); Cosigners the names of its witnesses that
 	// cosigned the checkpoint, in its order.
