@@ -46,3 +46,43 @@ func TestObservedClaimWithoutCallResult(t *testing.T) {
 		t.Errorf("Verify: %v\nwant it to name call %d's call.result missing", err, call)
 	}
 }
+
+// TestReviewedClaimCallWithoutOutcomeSaid: a reviewed claim may cite a
+// call that has no call.result before it, so Verify cannot refuse its
+// evidence without one; but a forger can leave a failed call's result
+// out of a genuine evidence the same way. The report must then say that
+// the cited call's outcome is not in the evidence, rather than list the
+// call as if that were all there is to it.
+func TestReviewedClaimCallWithoutOutcomeSaid(t *testing.T) {
+	ctx := context.Background()
+	l := newTestLog(t)
+	create := l.append("task.create", "bob", map[string]any{"task_id": "t_1", "title": "write x"})
+	accept := l.append("task.accept", "alice", map[string]any{"task_id": "t_1"})
+	call := l.append(log.KindCall, "carol", map[string]any{"server": "fs", "tool": "write_file", "args": map[string]any{"path": "/x"}})
+	result := l.append(log.KindCallResult, "carol", map[string]any{"call": call, "is_error": true, "duration_ns": 1000})
+	claim := l.append("task.claim", "alice", map[string]any{"task_id": "t_1", "provenance": "reviewed", "summary": "checked", "evidence": []uint64{call}})
+	l.anchorNow()
+
+	cut := filepath.Join(t.TempDir(), "cut")
+	if _, err := evidence.Write(ctx, cut, l.options(claim, create, accept, call)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := evidence.Verify(ctx, cut, l.vkey)
+	if err != nil {
+		t.Fatalf("a reviewed claim's evidence without the cited call's result %d: %v", result, err)
+	}
+	if s := rep.String(); !strings.Contains(s, "its outcome (a call.result) is not in the evidence") {
+		t.Errorf("the report does not say cited call %d's outcome is not in the evidence:\n%s", call, s)
+	}
+	whole := filepath.Join(t.TempDir(), "whole")
+	if _, err := evidence.Write(ctx, whole, l.options(claim, create, accept, call, result)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = evidence.Verify(ctx, whole, l.vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.String(); strings.Contains(s, "is not in the evidence") {
+		t.Errorf("the report of the whole evidence says an outcome is missing:\n%s", s)
+	}
+}
