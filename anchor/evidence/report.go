@@ -39,11 +39,28 @@ func (r *Report) String() string {
 	}
 	fmt.Fprintf(&b, "; the receipt it was issued at size %s is consistent with that checkpoint.", group(r.Issued.Size))
 	lines := []string{b.String()}
+	// A cited call's outcome is its call.result, which the evidence holds
+	// when there was one before the claim; a reviewed or reported claim's
+	// evidence without it cannot tell none from one left out: say so.
+	results := map[uint64]bool{}
+	for _, c := range r.Context {
+		if c.Entry != nil && c.Entry.Kind == log.KindCallResult {
+			if cr, err := log.ParseCallResult(c.Entry); err == nil {
+				results[cr.Call] = true
+			}
+		}
+	}
 	for _, c := range r.Context {
 		if c.Role == "genesis" {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("  %s entry %s: %s", c.Role, group(c.Index), describe(c.Entry)))
+		l := fmt.Sprintf("  %s entry %s: %s", c.Role, group(c.Index), describe(c.Entry))
+		if c.Entry != nil && c.Entry.Kind == log.KindCall && !results[c.Index] {
+			if call, err := log.ParseCall(c.Entry); err == nil && call.Outcome == nil {
+				l += "; its outcome (a call.result) is not in the evidence: none was in the log before the claim, or it was left out"
+			}
+		}
+		lines = append(lines, l)
 	}
 	for _, s := range m.Missing {
 		lines = append(lines, "  missing: "+s)
