@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -114,8 +115,14 @@ func (a *auditRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.w, "OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared, %d tasks rebuilt from entries; size %d\n",
-		log.Printable(v.Name()), rep.Entries, rep.Checkpoints, rep.Nodes, tasks.Len(), rep.Size)
+	// Say whose key the checkpoints were verified with: one that came
+	// with the data dir is whoever made it's, as a bundle's log.vkey.
+	signed := fmt.Sprintf("the log key you gave (%s)", strings.TrimSpace(vkey))
+	if a.vkey == "" {
+		signed = fmt.Sprintf("the data dir's %s (%s: compare it with the log's key from a source you trust, or give --vkey)", logVKeyFile, strings.TrimSpace(vkey))
+	}
+	fmt.Fprintln(a.w, log.Printable(fmt.Sprintf("OK: %s: %d entries recomputed, %d checkpoints verified, %d stored nodes compared, %d tasks rebuilt from entries; size %d; checkpoints signed with %s",
+		v.Name(), rep.Entries, rep.Checkpoints, rep.Nodes, tasks.Len(), rep.Size, signed)))
 	a.printEntries(rep)
 	if keys != nil {
 		fmt.Fprintf(a.w, "fence keys: %d rows agree with the entries", keys.checked)
