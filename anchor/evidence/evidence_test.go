@@ -156,7 +156,7 @@ func TestWriteVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := rep.String()
-	for _, want := range []string{"entry 1, a call of fs__write_file by alice", "at size 5", `according to TSA "Test TSA"`, "according to Rekor", "cosigned by 1 of 1 witnesses (witness.test/w1)", "issued at size 2"} {
+	for _, want := range []string{`entry 1, a call of "fs__write_file" by alice`, "at size 5", `according to TSA "Test TSA"`, "according to Rekor", "cosigned by 1 of 1 witnesses (witness.test/w1)", "issued at size 2"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
 		}
@@ -174,7 +174,7 @@ func TestWriteVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = rep.String()
-	for _, want := range []string{"a completion claim (reviewed) on task t_1, citing entries 1", "task.create entry 2", "task.accept entry 3", "cited entry 1: a call of fs__write_file"} {
+	for _, want := range []string{"a completion claim (reviewed) on task t_1, citing entries 1", "task.create entry 2", "task.accept entry 3", `cited entry 1: a call of "fs__write_file"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("claim report lacks %q:\n%s", want, s)
 		}

@@ -78,7 +78,9 @@ func describe(e *log.Entry) string {
 	who := fmt.Sprintf(" by %s at %s", e.Actor, e.Time.UTC().Format(time.RFC3339Nano))
 	switch e.Kind {
 	case log.KindCall:
-		return fmt.Sprintf("a call of %s__%s%s", str("server"), str("tool"), who)
+		// Quoted: the tool's name is the downstream server's, words and
+		// all, which unquoted would read as the report's.
+		return fmt.Sprintf("a call of %q%s", str("server")+"__"+str("tool"), who)
 	case log.KindGenesis:
 		return "the log's genesis entry" + who
 	case "task.create":

@@ -99,9 +99,9 @@ anchors:
 		index uint64
 		want  []string
 	}{
-		{"call", call, []string{fmt.Sprintf("entry %d, a call of fs__write_file by alice", call)}},
+		{"call", call, []string{fmt.Sprintf(`entry %d, a call of "fs__write_file" by alice`, call)}},
 		{"claim", claim, []string{"a completion claim (observed) on task", fmt.Sprintf("citing entries %d", call),
-			"task.create entry", "task.accept entry", fmt.Sprintf("cited entry %d: a call of fs__write_file", call)}},
+			"task.create entry", "task.accept entry", fmt.Sprintf(`cited entry %d: a call of "fs__write_file"`, call)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ev := filepath.Join(t.TempDir(), c.name)
