@@ -313,6 +313,11 @@ func (c *checker) dirPolicy() (log.WitnessPolicy, bool) {
 		return log.WitnessPolicy{}, false
 	}
 	p, err := log.ParseWitnessPolicy(wb)
+	if err == nil && p.Threshold < 1 {
+		// It would call the target cosigned with no cosignature, and
+		// drop the missing line that says no witness vouches for it.
+		err = errors.New("threshold 0 requires no cosignature: a directory lists witnesses only for a checkpoint cosigned under them")
+	}
 	if err != nil {
 		c.bad(WitnessesFile, "%v", err)
 		return log.WitnessPolicy{}, false
