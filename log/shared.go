@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"errors"
+	"slices"
 )
 
 // ErrUnavailable is returned (wrapped) by a [SharedStorage] commit that
@@ -17,14 +18,40 @@ var ErrUnavailable = errors.New("log store is unavailable")
 var ErrFenced = errors.New("another writer changed the fenced key first")
 
 // A Fence makes an append conditional, across every writer of a shared
-// log: the append is committed only if no entry under Key was committed at
-// an index at or after After. A writer that has read the log up to After,
-// and decided from what it read, fences its append so that the decision
-// still holds when it commits. The empty Key fences nothing; a fenced
-// entry's key is recorded for later fences.
+// log: the append is committed only if no entry under Key, or under any
+// of Also, was committed at an index at or after After. A writer that has
+// read the log up to After, and decided from what it read, fences its
+// append so that the decision still holds when it commits. An empty key
+// fences nothing; each key of a fenced entry is recorded for later
+// fences. Also serves a decision that rests on more than one thing (the
+// task engine: an observed claim's task and each call it cites); the
+// store checks and records all keys in the same step as Key.
 type Fence struct {
 	Key   string
+	Also  []string
 	After uint64
+}
+
+// Keys returns f's keys, Key first, without empty or repeated ones.
+func (f Fence) Keys() []string {
+	if len(f.Also) == 0 {
+		if f.Key == "" {
+			return nil
+		}
+		return []string{f.Key}
+	}
+	keys := make([]string, 0, 1+len(f.Also))
+	for _, k := range append([]string{f.Key}, f.Also...) {
+		if k != "" && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// Fenced reports whether f has a key: whether it fences anything.
+func (f Fence) Fenced() bool {
+	return f.Key != "" || slices.ContainsFunc(f.Also, func(k string) bool { return k != "" })
 }
 
 // SharedStorage is a [Storage] that any number of writers, in any number

@@ -2,6 +2,8 @@ package opp
 
 import (
 	"encoding/hex"
+	"strconv"
+	"strings"
 
 	"github.com/provlog/provlog/log"
 )
@@ -22,6 +24,48 @@ import (
 // the task it backs (taskSet.observed): about 12 bytes and a map slot a
 // cited call, at most MaxEvidence a claim, saved with the task index
 // (snapshot.go).
+
+// On a shared log the reservation below holds only within one engine, so
+// an observed claim is appended fenced on its task and on each call it
+// cites (CallKey; log.Fence.Also): of two sidecars claiming two tasks on
+// one call at once, the store commits one, and the other, fenced off,
+// reads the log again and its rule refuses the claim (shared.go). A
+// sidecar of an older provlog fences on the task alone: against it the
+// race stays open.
+
+// callKeyPrefix starts the fence key of a call an observed claim cites.
+const callKeyPrefix = "call:"
+
+// CallKey is the fence key under which an observed claim citing the call
+// at log index call is appended to a shared log (log.Fence).
+func CallKey(call uint64) string { return callKeyPrefix + strconv.FormatUint(call, 10) }
+
+// ParseCallKey returns the call a fence key names, or false if key is not
+// a call's key exactly as CallKey writes it.
+func ParseCallKey(key string) (uint64, bool) {
+	s, ok := strings.CutPrefix(key, callKeyPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || CallKey(n) != key {
+		return 0, false
+	}
+	return n, true
+}
+
+// callKeys returns the fence keys of the calls r stands on, if it is an
+// observed claim.
+func callKeys(r *record) []string {
+	if r.kind != KindClaim || r.provenance != Observed || len(r.calls) == 0 {
+		return nil
+	}
+	keys := make([]string, len(r.calls))
+	for i, c := range r.calls {
+		keys[i] = CallKey(c)
+	}
+	return keys
+}
 
 // manyTasks marks a call that observed claims on more than one task cite
 // (written by an older provlog): it is no longer evidence for any task.

@@ -52,6 +52,16 @@ func (t *Tasks) Last(id string) (uint64, bool) {
 	return t.ts.idx.lastIndex(n), true
 }
 
+// CitedCall reports whether an observed claim that passed the rules cites
+// the call at log index call (for one task or, in a log an older provlog
+// wrote, for several).
+func (t *Tasks) CitedCall(call uint64) bool {
+	t.ts.mu.Lock()
+	defer t.ts.mu.Unlock()
+	_, ok := t.ts.observed[call]
+	return ok
+}
+
 // Violations returns the task entries that broke a rule, in log order.
 func (t *Tasks) Violations() []Violation {
 	t.ts.mu.Lock()

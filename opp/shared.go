@@ -15,8 +15,9 @@ import (
 // before it decides, the engine reads the entries others appended since it
 // last looked and applies them, by the same rules Rebuild applies; then it
 // checks the rules and appends fenced on the task id and the size it read
-// up to (log.Fence): the store commits the entry only if no entry of that
-// task was committed since, by anyone. If one was, the engine reads again
+// up to (log.Fence), and an observed claim on each call it cites too
+// (onetask.go): the store commits the entry only if no entry of that task,
+// or citing such a call as observed, was committed since, by anyone. If one was, the engine reads again
 // and decides again; the second decision usually refuses (the task was
 // accepted elsewhere). Of many sidecars accepting one task at once,
 // exactly one entry is written.
@@ -67,12 +68,13 @@ func nothingWritten(err error) bool {
 	return errors.Is(err, log.ErrFenced) || errors.Is(err, log.ErrUnavailable)
 }
 
-// append appends r's entry b, fenced on r's task when the log is shared.
+// append appends r's entry b, fenced on r's task, and on the calls it
+// cites if it is an observed claim (onetask.go), when the log is shared.
 func (e *Engine) append(ctx context.Context, r *record, b []byte) (*log.Receipt, error) {
 	if e.shared == nil {
 		return e.log.Append(ctx, b)
 	}
-	return e.shared.l.AppendFenced(ctx, b, log.Fence{Key: r.taskID, After: r.after})
+	return e.shared.l.AppendFenced(ctx, b, log.Fence{Key: r.taskID, Also: callKeys(r), After: r.after})
 }
 
 // catchUp applies the entries appended since the engine last looked, and

@@ -31,7 +31,8 @@ func (k *keysAudit) problem(part, format string, args ...any) {
 // auditFenceKeys checks every row of a shared log's fence keys
 // (provlog_keys) against its entries, audited up to size: the genesis
 // key's row must name entry 0, each task's the task's latest entry as
-// rebuilt in tasks, and every task must have its row (those without are
+// rebuilt in tasks, each call's (opp.CallKey) a call an observed claim
+// cites, and every task must have its row (those without are
 // named, up to maxKeyProblems, and counted). A row put in by
 // hand (or left stale) fences off appends that should pass, such as every
 // acceptance of a task, or lets through what it should fence off. A row
@@ -40,13 +41,13 @@ func (k *keysAudit) problem(part, format string, args ...any) {
 // read names no entry at all.
 func auditFenceKeys(ctx context.Context, s *logpg.Store, tasks *opp.Tasks, size uint64) (*keysAudit, error) {
 	k := &keysAudit{pe: log.ProblemsError{What: "fence keys"}}
-	type row struct {
-		key  string
-		last uint64
-	}
 	var past []row
 	present := 0 // rows of the keys the entries give, right or wrong
 	now, err := s.FenceKeys(ctx, func(key string, last uint64) error {
+		if call, ok := opp.ParseCallKey(key); ok {
+			k.callKey(key, call, last, size, tasks, &past)
+			return nil
+		}
 		want, ok := tasks.Last(key)
 		if ok || key == server.GenesisKey {
 			present++
@@ -91,6 +92,29 @@ func auditFenceKeys(ctx context.Context, s *logpg.Store, tasks *opp.Tasks, size 
 		k.pe.Problems = append(k.pe.Problems, log.Problem{Part: "fence keys", Msg: fmt.Sprintf("and %d more rows", k.bad-maxKeyProblems)})
 	}
 	return k, nil
+}
+
+// callKey checks the row of a call's key (opp.CallKey: an observed claim
+// citing the call was appended fenced on it): some observed claim cites
+// the call, after it. Claims an older provlog wrote have no such row, so
+// none is missed.
+func (k *keysAudit) callKey(key string, call, last, size uint64, tasks *opp.Tasks, past *[]row) {
+	switch {
+	case last >= size:
+		*past = append(*past, row{key, last})
+		return
+	case !tasks.CitedCall(call):
+		k.problem(fmt.Sprintf("fence key %q", key), "names entry %d, but no observed claim in the log's first %d entries cites call %d", last, size, call)
+	case last <= call:
+		k.problem(fmt.Sprintf("fence key %q", key), "names entry %d, but a claim citing call %d comes after it", last, call)
+	}
+	k.checked++
+}
+
+// row is a fence key row.
+type row struct {
+	key  string
+	last uint64
 }
 
 // nameMissing names each key the entries give that has no fence key row:

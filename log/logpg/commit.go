@@ -283,9 +283,7 @@ func (s *Store) mayCommit() (log.State, error) {
 func (s *Store) lockState(ctx context.Context, conn *pgx.Conn, size uint64, fences []log.Fence) (log.State, [][]byte, map[string]int64, error) {
 	var keys []string
 	for _, f := range fences {
-		if f.Key != "" {
-			keys = append(keys, f.Key)
-		}
+		keys = append(keys, f.Keys()...)
 	}
 	var st log.State
 	var leaves [][]byte
@@ -340,8 +338,9 @@ func (s *Store) lockState(ctx context.Context, conn *pgx.Conn, size uint64, fenc
 	return st, leaves, last, nil
 }
 
-// fencedOf says which appends are fenced: their key was appended at or
-// after their After, or an earlier append of the same commit has it.
+// fencedOf says which appends are fenced: one of their keys was appended
+// at or after their After, or an earlier append of the same commit has
+// it.
 func fencedOf(fences []log.Fence, last map[string]int64) []bool {
 	if len(fences) == 0 {
 		return nil
@@ -349,18 +348,20 @@ func fencedOf(fences []log.Fence, last map[string]int64) []bool {
 	fenced := make([]bool, len(fences))
 	seen := map[string]bool{}
 	for i, f := range fences {
-		if f.Key == "" {
-			continue
+		for _, k := range f.Keys() {
+			l, ok := last[k]
+			if (ok && uint64(l) >= f.After) || seen[k] {
+				fenced[i] = true
+			}
+			seen[k] = true
 		}
-		l, ok := last[f.Key]
-		fenced[i] = (ok && uint64(l) >= f.After) || seen[f.Key]
-		seen[f.Key] = true
 	}
 	return fenced
 }
 
 // fenceKeys returns the keys of batch b's unfenced appends and the index
-// each gets, and refuses a batch whose entries are not one per unfenced
+// each gets (no key twice: fencedOf fences off a second append of a key),
+// and refuses a batch whose entries are not one per unfenced
 // append.
 func fenceKeys(fences []log.Fence, fenced []bool, b *log.Batch) ([]string, []int64, error) {
 	if len(fences) == 0 {
@@ -373,8 +374,8 @@ func fenceKeys(fences []log.Fence, fenced []bool, b *log.Batch) ([]string, []int
 		if fenced[i] {
 			continue
 		}
-		if f.Key != "" {
-			keys = append(keys, f.Key)
+		for _, k := range f.Keys() {
+			keys = append(keys, k)
 			last = append(last, int64(b.Start)+int64(n))
 		}
 		n++

@@ -61,8 +61,11 @@ func (s *Store) commitOneTrip(ctx context.Context, conn *pgx.Conn, known log.Sta
 		at.checkpoint = known.Checkpoint
 	}
 	for i, f := range fences {
-		if f.Key != "" && !fenced[i] {
-			at.keys, at.afters = append(at.keys, f.Key), append(at.afters, int64(f.After))
+		if fenced[i] {
+			continue
+		}
+		for _, k := range f.Keys() {
+			at.keys, at.afters = append(at.keys, k), append(at.afters, int64(f.After))
 		}
 	}
 

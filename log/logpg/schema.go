@@ -28,7 +28,11 @@ package logpg
 //	    every signed checkpoint, by the size it ends at.
 //	provlog_keys(key, last)
 //	    the index of the last entry committed under each fence key (see
-//	    log.Fence): task ids, for the task engine.
+//	    log.Fence): task ids, for the task engine, and call:<index> for
+//	    each call an observed claim cites (an entry may have several
+//	    keys; each is a row, checked and written in the same statements
+//	    as one, so a database of older sidecars needs no change). A
+//	    sidecar that predates call keys neither checks nor writes them.
 //	provlog_blobs(name, data)
 //	    the log's payload blobs (package log/blobs) by hex SHA-256, so that
 //	    every sidecar reads what any of them stored, and a purge through one

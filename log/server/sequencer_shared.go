@@ -98,7 +98,7 @@ func (s *Sequencer) checkSigned(st log.State) error {
 }
 
 // AppendFenced appends entry as Append does, but only if no entry under
-// fence.Key was committed at or after fence.After by any writer; if one
+// any of fence's keys was committed at or after fence.After by any writer; if one
 // was, it fails with an error wrapping log.ErrFenced and writes nothing.
 // With a store of one writer there is no other writer to fence off, and
 // AppendFenced is Append.
@@ -176,7 +176,7 @@ func (s *Sequencer) appendGenesis(ctx context.Context, g []byte) (*log.Receipt, 
 func (s *Sequencer) commitShared(batch []*request) {
 	var fences []log.Fence
 	for i, r := range batch {
-		if r.fence.Key != "" && fences == nil {
+		if r.fence.Fenced() && fences == nil {
 			fences = make([]log.Fence, len(batch))
 		}
 		if fences != nil {
@@ -264,7 +264,7 @@ func (s *Sequencer) commitShared(batch []*request) {
 			k++
 			continue
 		}
-		r.reply <- result{err: fmt.Errorf("append: %w (key %q, decided at size %d)", log.ErrFenced, r.fence.Key, r.fence.After)}
+		r.reply <- result{err: fmt.Errorf("append: %w (keys %q, decided at size %d)", log.ErrFenced, r.fence.Keys(), r.fence.After)}
 	}
 }
 
@@ -304,7 +304,7 @@ func (s *Sequencer) drainUnfenced(n int) []*request {
 			k += copy(q[k:], q[i:])
 			break
 		}
-		if r.fence.Key != "" {
+		if r.fence.Fenced() {
 			q[k] = r
 			k++
 			continue
