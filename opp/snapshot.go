@@ -259,29 +259,14 @@ func (s *taskSet) readSnapshot(rd *snapReader, max uint64) (snapHead, error) {
 	if err := json.Unmarshal(vj, &s.violations); err != nil {
 		return hd, fmt.Errorf("its violations do not decode: %v", err)
 	}
+	var err error
+	if hd.open, err = rd.ascending(uint64(rd.u32()), hd.size, "calls without a result"); err != nil {
+		return hd, err
+	}
+	if hd.fails, err = rd.ascending(rd.u64(), hd.size, "failed calls"); err != nil {
+		return hd, err
+	}
 	n := rd.u32()
-	if rd.err == nil && uint64(n) > hd.size {
-		return hd, fmt.Errorf("it counts %d calls without a result, more than its %d entries", n, hd.size)
-	}
-	for k := uint32(0); k < n && rd.err == nil; k++ {
-		i := rd.u64()
-		if i >= hd.size || k > 0 && i <= hd.open[k-1] {
-			return hd, fmt.Errorf("its calls without a result are out of order or range (%d)", i)
-		}
-		hd.open = append(hd.open, i)
-	}
-	nf := rd.u64()
-	if rd.err == nil && nf > hd.size {
-		return hd, fmt.Errorf("it counts %d failed calls, more than its %d entries", nf, hd.size)
-	}
-	for k := uint64(0); k < nf && rd.err == nil; k++ {
-		i := rd.u64()
-		if i >= hd.size || k > 0 && i <= hd.fails[k-1] {
-			return hd, fmt.Errorf("its failed calls are out of order or range (%d)", i)
-		}
-		hd.fails = append(hd.fails, i)
-	}
-	n = rd.u32()
 	if rd.err == nil && uint64(n) > hd.size {
 		return hd, fmt.Errorf("it counts %d calls cited by observed claims, more than its %d entries", n, hd.size)
 	}
@@ -297,6 +282,23 @@ func (s *taskSet) readSnapshot(rd *snapReader, max uint64) (snapHead, error) {
 		s.observed[c], last = m, c
 	}
 	return hd, rd.err
+}
+
+// ascending reads n entry indices, each below size and each above the
+// one before (what names them in an error).
+func (r *snapReader) ascending(n, size uint64, what string) ([]uint64, error) {
+	if r.err == nil && n > size {
+		return nil, fmt.Errorf("it counts %d %s, more than its %d entries", n, what, size)
+	}
+	var out []uint64
+	for k := uint64(0); k < n && r.err == nil; k++ {
+		i := r.u64()
+		if i >= size || k > 0 && i <= out[k-1] {
+			return nil, fmt.Errorf("its %s are out of order or range (%d)", what, i)
+		}
+		out = append(out, i)
+	}
+	return out, nil
 }
 
 // snapReader reads fixed-size fields, keeping the first error.
