@@ -1,0 +1,103 @@
+package proxy
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// nearBoundServer is a server whose tool "big" and resource
+// file:///big answer with a text that makes its answer a few bytes under
+// maxEventBytes, as go-sdk frames it in an event.
+func nearBoundServer(t *testing.T) string {
+	t.Helper()
+	// {"jsonrpc":"2.0","id":N,"result":{"content":[{"type":"text","text":"..."}]}}
+	// within "event: message\nid: ...\ndata: ...\n\n": 300 bytes spare.
+	text := strings.Repeat("x", maxEventBytes-300)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "near", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+	})
+	srv.AddResource(&mcp.Resource{Name: "big", URI: "file:///big"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: text}}}, nil
+	})
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	return down.URL
+}
+
+// TestAnswerPastClientBound: a result a few bytes under the 16 MiB bound
+// of an event (and of a stdio line), that a go-sdk client takes straight
+// from the server, grows past it with provlog's receipt and URI prefix.
+// The client must keep its session: it gets a JSON-RPC error saying why,
+// the result stays recorded, and the next call on the same session is
+// answered.
+func TestAnswerPastClientBound(t *testing.T) {
+	url := nearBoundServer(t)
+	ctx := context.Background()
+
+	// Straight from the server, the go-sdk client takes both.
+	direct, err := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxEventSize: mcp.DefaultMaxEventSize}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	if res, err := direct.CallTool(ctx, &mcp.CallToolParams{Name: "big"}); err != nil || res.IsError {
+		t.Fatalf("the call straight to the server: %v", err)
+	}
+	if _, err := direct.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///big"}); err != nil {
+		t.Fatalf("the read straight from the server: %v", err)
+	}
+
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "b", URL: url}}, nil)
+	for _, front := range []struct {
+		name string
+		cs   func() *mcp.ClientSession
+	}{
+		{"stdio", func() *mcp.ClientSession { return connectMemory(t, p, nil) }},
+		{"http", func() *mcp.ClientSession { return boundedHTTPClient(t, serveHTTP(t, p)) }},
+	} {
+		cs := front.cs()
+		before := l.size(t)
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "b__big"})
+		t.Logf("%s front, tools/call: %v", front.name, err)
+		if err == nil || !strings.Contains(err.Error(), "MiB") {
+			t.Errorf("%s front: the call whose answer grew past 16 MiB: %v; want an error saying why", front.name, err)
+		}
+		if got := l.size(t) - before; got != 2 {
+			t.Errorf("%s front: the call left %d entries; want 2 (the call and its call.result)", front.name, got)
+		}
+		before = l.size(t)
+		_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "b+file:///big"})
+		t.Logf("%s front, resources/read: %v", front.name, err)
+		if err == nil || !strings.Contains(err.Error(), "MiB") {
+			t.Errorf("%s front: the read whose answer grew past 16 MiB: %v; want an error saying why", front.name, err)
+		}
+		if l.size(t) == before {
+			t.Errorf("%s front: the read left nothing in the log; want it recorded", front.name)
+		}
+		if _, err := cs.ListTools(ctx, nil); err != nil {
+			t.Errorf("%s front: the session after the refused answers: %v; want it kept", front.name, err)
+		}
+	}
+}
+
+// boundedHTTPClient is a go-sdk client of the HTTP front that takes an
+// event of up to mcp.DefaultMaxEventSize (go-sdk v1.8.0's streamable
+// client takes a MaxEventSize of 0 for no bound, not its default).
+func boundedHTTPClient(t *testing.T, url string) *mcp.ClientSession {
+	t.Helper()
+	tr := &mcp.StreamableClientTransport{Endpoint: url, MaxEventSize: mcp.DefaultMaxEventSize,
+		HTTPClient: &http.Client{Transport: &bearer{testToken, http.DefaultTransport}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bounded", Version: "1"}, nil).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
