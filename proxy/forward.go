@@ -526,7 +526,9 @@ func (d *downstream) frontReadAs(ctx context.Context, protocol, kind string, res
 	var front json.RawMessage
 	f, err := d.frontPrepare(readMethod(kind), res.raw, res.canon)
 	if err == nil {
-		front = f.result(res.raw, res.receipt.String())
+		if front, err = f.result(res.raw, res.receipt.String()); err != nil {
+			err = fmt.Errorf("it is recorded (log entry %d, provlog__prove gives its receipt): %w", res.receipt.Index, err)
+		}
 	}
 	if err == nil && json.Unmarshal(front, out) != nil {
 		err = readView(front, out) // what the SDK's types do not hold (sendRead)

@@ -22,6 +22,12 @@ func nearBoundServer(t *testing.T) string {
 	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
 	})
+	// A result that, with its receipt (some 400 bytes), is some 200 bytes
+	// under maxFrontResult: passed on as ever.
+	fits := strings.Repeat("y", maxFrontResult-len(`{"content":[{"type":"text","text":""}]}`)-400-200)
+	srv.AddTool(&mcp.Tool{Name: "fits", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fits}}}, nil
+	})
 	srv.AddResource(&mcp.Resource{Name: "big", URI: "file:///big"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: text}}}, nil
 	})
@@ -63,8 +69,12 @@ func TestAnswerPastClientBound(t *testing.T) {
 		{"http", func() *mcp.ClientSession { return boundedHTTPClient(t, serveHTTP(t, p)) }},
 	} {
 		cs := front.cs()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "b__fits"})
+		if err != nil || len(textOf(res)) != maxFrontResult-639 || metaReceipt(res.Meta) == "" {
+			t.Fatalf("%s front: the call whose answer fits: %v; want its text whole, with its receipt", front.name, err)
+		}
 		before := l.size(t)
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "b__big"})
+		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "b__big"})
 		t.Logf("%s front, tools/call: %v", front.name, err)
 		if err == nil || !strings.Contains(err.Error(), "MiB") {
 			t.Errorf("%s front: the call whose answer grew past 16 MiB: %v; want an error saying why", front.name, err)

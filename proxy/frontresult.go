@@ -27,11 +27,13 @@ type frontPrep struct {
 // URIs given their front form. The usual result gets the receipt spliced
 // in, in a _meta member of its own at its front or at the front of the
 // result's own _meta; any other has it added to the members prepared.
-func (f frontPrep) result(raw json.RawMessage, receipt string) json.RawMessage {
+// A result that has grown past maxFrontResult is not given: its error
+// says why (frontBound).
+func (f frontPrep) result(raw json.RawMessage, receipt string) (json.RawMessage, error) {
 	if m := f.members; m != nil {
 		withReceipt(m, receipt) // its _meta is an object (frontPrepare)
 		b, _ := json.Marshal(m)
-		return b
+		return frontBound(b)
 	}
 	at := f.metaAt
 	if at == 0 {
@@ -51,7 +53,25 @@ func (f frontPrep) result(raw json.RawMessage, receipt string) json.RawMessage {
 	if rest := bytes.TrimLeft(raw[at:], " \t\r\n"); len(rest) > 0 && rest[0] != '}' {
 		out = append(out, ',')
 	}
-	return append(out, raw[at:]...)
+	return frontBound(append(out, raw[at:]...))
+}
+
+// maxFrontResult bounds a result as the client gets it: what a go-sdk
+// client takes in one stdio line or one event (maxEventBytes), less 1 KiB
+// for what goes around the result there (the JSON-RPC response's members
+// with the client's id, the event's id and type lines). A result a few
+// bytes under the bound as the server sent it grows past it with its
+// receipt and URI prefixes, and a client that reads a line or an event
+// past its bound ends its session.
+const maxFrontResult = maxEventBytes - 1<<10
+
+// frontBound is out, a result as the client gets it, or, past
+// maxFrontResult, an error saying so.
+func frontBound(out json.RawMessage) (json.RawMessage, error) {
+	if len(out) > maxFrontResult {
+		return nil, fmt.Errorf("with its receipt it is %d bytes, over the %d a client takes in one message (%d MiB, less 1 KiB for the response around it)", len(out), maxFrontResult, maxEventBytes>>20)
+	}
+	return out, nil
 }
 
 // frontPrepare prepares raw, a result of method (tools/call,

@@ -271,7 +271,7 @@ func frontFor(d *downstream, method string, raw json.RawMessage, canon []byte, r
 	if err != nil {
 		return nil, err
 	}
-	return f.result(raw, receipt), nil
+	return f.result(raw, receipt)
 }
 
 func TestFrontResult(t *testing.T) {

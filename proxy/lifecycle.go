@@ -109,7 +109,11 @@ func (p *Proxy) serveCall(ctx context.Context, in *callIn) (res json.RawMessage,
 	if rerr != nil {
 		return nil, rerr
 	}
-	return c.front.result(c.result, receipt), nil
+	front, err := c.front.result(c.result, receipt)
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, "provlog: server %q: the result of the call to %q is recorded (log entry %d, provlog__prove gives its receipt) but cannot be passed on: %v", d.cfg.ID, c.tool, c.resultIndex, err)
+	}
+	return front, nil
 }
 
 // serveLeg records and forwards one leg of a call (the call itself, or a
