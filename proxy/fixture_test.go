@@ -185,6 +185,9 @@ func runFixtureServer() {
 		})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "changed ok"}}}, nil
 	})
+	if os.Getenv(fixtureNearEnv) != "" {
+		addNear(s) // frontbound_test.go
+	}
 	if path := os.Getenv(fixtureAppendEnv); path != "" {
 		addAppend(s, path, os.Getenv(fixtureDescEnv))
 	}

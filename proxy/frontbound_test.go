@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -23,8 +24,8 @@ func nearBoundServer(t *testing.T) string {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
 	})
 	// A result that, with its receipt (some 400 bytes), is some 200 bytes
-	// under maxFrontResult: passed on as ever.
-	fits := strings.Repeat("y", maxFrontResult-len(`{"content":[{"type":"text","text":""}]}`)-400-200)
+	// under (maxEventBytes - 1<<10): passed on as ever.
+	fits := strings.Repeat("y", (maxEventBytes-1<<10)-len(`{"content":[{"type":"text","text":""}]}`)-400-200)
 	srv.AddTool(&mcp.Tool{Name: "fits", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fits}}}, nil
 	})
@@ -70,7 +71,7 @@ func TestAnswerPastClientBound(t *testing.T) {
 	} {
 		cs := front.cs()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "b__fits"})
-		if err != nil || len(textOf(res)) != maxFrontResult-639 || metaReceipt(res.Meta) == "" {
+		if err != nil || len(textOf(res)) != (maxEventBytes-1<<10)-639 || metaReceipt(res.Meta) == "" {
 			t.Fatalf("%s front: the call whose answer fits: %v; want its text whole, with its receipt", front.name, err)
 		}
 		before := l.size(t)
@@ -110,4 +111,76 @@ func boundedHTTPClient(t *testing.T, url string) *mcp.ClientSession {
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// fixtureNearEnv gives the fixture the tools of addNear.
+const fixtureNearEnv = "PROVLOG_PROXY_FIXTURE_NEAR"
+
+// nearText is a text that makes a result, or an error's message, a few
+// bytes under maxEventBytes as go-sdk frames it in a line or an event.
+func nearText() string { return strings.Repeat("x", maxEventBytes-300) }
+
+// addNear adds the tools "near", whose result is a few bytes under
+// maxEventBytes, and "nearerror", whose error (a JSON-RPC error with no
+// data) is.
+func addNear(s *mcp.Server) {
+	s.AddTool(&mcp.Tool{Name: "near", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: nearText()}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "nearerror", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, &jsonrpc.Error{Code: -32001, Message: nearText()}
+	})
+}
+
+// TestErrorPastClientBound: a server's error a few bytes under the 16 MiB
+// bound, from a stdio server and an HTTP one, grows past it with the
+// receipt provlog adds as its data. The client must keep its session and
+// be told why; the call and its outcome stay recorded.
+func TestErrorPastClientBound(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "near", Version: "1"}, nil)
+	addNear(srv)
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	stdio := fixtureServerConfig(t, "s")
+	stdio.Env[fixtureNearEnv] = "1"
+	ctx := context.Background()
+
+	// Straight from the server, the go-sdk client gets the error.
+	direct, err := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: down.URL, MaxEventSize: mcp.DefaultMaxEventSize}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	if _, err := direct.CallTool(ctx, &mcp.CallToolParams{Name: "nearerror"}); err == nil || !strings.Contains(err.Error(), "xxxx") {
+		t.Fatalf("the call straight to the server: %.100v; want its error", err)
+	}
+
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "h", URL: down.URL}, stdio}, nil)
+	for _, front := range []struct {
+		name string
+		cs   func() *mcp.ClientSession
+	}{
+		{"stdio", func() *mcp.ClientSession { return connectMemory(t, p, nil) }},
+		{"http", func() *mcp.ClientSession { return boundedHTTPClient(t, serveHTTP(t, p)) }},
+	} {
+		cs := front.cs()
+		for _, tool := range []string{"s__near", "s__nearerror", "h__nearerror"} {
+			before := l.size(t)
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool})
+			if err == nil {
+				t.Logf("%s front, %s: isError %v, %.300s", front.name, tool, res.IsError, textOf(res))
+			}
+			t.Logf("%s front, %s: %.300v", front.name, tool, err)
+			if err == nil || !strings.Contains(err.Error(), "MiB") || strings.Contains(err.Error(), "xxxx") {
+				t.Errorf("%s front: %s, whose answer grew past 16 MiB: %.200v; want an error saying why", front.name, tool, err)
+			}
+			if got := l.size(t) - before; got != 2 {
+				t.Errorf("%s front: %s left %d entries; want 2 (the call and its call.result)", front.name, tool, got)
+			}
+			if _, err := cs.ListTools(ctx, nil); err != nil {
+				t.Fatalf("%s front: the session after %s: %v; want it kept", front.name, tool, err)
+			}
+		}
+	}
 }
