@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -174,6 +175,9 @@ func TestErrorPastClientBound(t *testing.T) {
 			t.Logf("%s front, %s: %.300v", front.name, tool, err)
 			if err == nil || !strings.Contains(err.Error(), "MiB") || strings.Contains(err.Error(), "xxxx") {
 				t.Errorf("%s front: %s, whose answer grew past 16 MiB: %.200v; want an error saying why", front.name, tool, err)
+			}
+			if we := (*jsonrpc.Error)(nil); strings.HasSuffix(tool, "error") && (!errors.As(err, &we) || !strings.Contains(string(we.Data), ReceiptKey)) {
+				t.Errorf("%s front: %s's error %.100v: want its receipt as its data", front.name, tool, err)
 			}
 			if got := l.size(t) - before; got != 2 {
 				t.Errorf("%s front: %s left %d entries; want 2 (the call and its call.result)", front.name, tool, got)

@@ -256,9 +256,26 @@ func (p *Proxy) settle(ctx context.Context, d *downstream, c *call, callErr erro
 		if len(out.Data) == 0 {
 			out.Data = receiptData(receipt)
 		}
-		return receipt, &out
+		return receipt, boundedError(&out, c, receipt)
 	}
-	return receipt, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + c.errText, Data: receiptData(receipt)}
+	return receipt, boundedError(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "provlog: " + c.errText, Data: receiptData(receipt)}, c, receipt)
+}
+
+// boundedError is e, the error of c as the client gets it, or, past
+// maxFrontResult as encoded (a server's error a few bytes under the bound
+// grows past it with the receipt as its data), an error saying so, with
+// the receipt as its data.
+func boundedError(e *jsonrpc.Error, c *call, receipt string) *jsonrpc.Error {
+	if 6*len(e.Message)+len(e.Data) <= maxFrontResult { // a byte of a string is at most 6 in JSON
+		return e
+	}
+	b, _ := json.Marshal(e)
+	if len(b) <= maxFrontResult {
+		return e
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Data: receiptData(receipt),
+		Message: fmt.Sprintf("provlog: server %q: the error of the call to %q is recorded (log entry %d, its receipt in this error's data) but cannot be passed on: with its receipt it is %d bytes, over the %d a client takes in one message (%d MiB, less 1 KiB for the response around it)",
+			c.server, c.tool, c.resultIndex, len(b), maxFrontResult, maxEventBytes>>20)}
 }
 
 // receiptData is a failed call's error data: its receipt under
