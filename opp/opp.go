@@ -91,6 +91,16 @@ type EntryReader interface {
 	Entries(ctx context.Context, start, end uint64) ([][]byte, error)
 }
 
+// A SparseReader is an EntryReader that holds few of the entries below
+// its size (an evidence's), every other one reading as {}, which no rule
+// looks at. Held returns the first index at or after i that it holds, or
+// false if there is none: [Rebuild] reads only those, so that its work
+// follows the entries held, not the indices they are at.
+type SparseReader interface {
+	EntryReader
+	Held(i uint64) (uint64, bool)
+}
+
 // Rule names, as a refusal's or a [Violation]'s Rule reports them.
 const (
 	RuleIdentity        = "identity"          // no or invalid authenticated actor

@@ -263,11 +263,28 @@ func (s *taskSet) step(rd reader, i uint64, b []byte) error {
 // replay steps through the entries [start, end) of the log, in chunks,
 // and calls done after each chunk with the index it read up to. Each
 // entry is judged before the calls learn of it, so that a claim is judged
-// by the calls before it.
+// by the calls before it. Of a SparseReader it reads the entries held,
+// one at a time, and passes over the {} between them.
 func (s *taskSet) replay(ctx context.Context, start, end uint64, done func(uint64)) error {
 	rd := s.reader(ctx)
+	sparse, _ := s.log.(SparseReader)
 	for start < end {
 		stop := min(end, start+rebuildChunk)
+		if sparse != nil {
+			next, ok := sparse.Held(start)
+			if !ok || next > end {
+				next = end
+			}
+			if next > start {
+				s.calls.pass(start, next)
+				start = next
+				if done != nil {
+					done(start)
+				}
+				continue
+			}
+			stop = start + 1
+		}
 		es, err := s.log.Entries(ctx, start, stop)
 		if err == nil && uint64(len(es)) != stop-start {
 			err = fmt.Errorf("got %d", len(es))

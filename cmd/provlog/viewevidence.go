@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path"
@@ -28,9 +29,11 @@ import (
 )
 
 // maxSparse bounds the entries a task history is rebuilt over from an
-// evidence's few: every index below its highest is replayed (as {} where
-// the evidence holds none), and a manifest can name any index.
-const maxSparse = 1 << 30
+// evidence's few: a manifest can name any index below its checkpoint's
+// size, and the task index holds log indices below 2^40. The rebuild reads
+// the entries the evidence holds alone (opp.SparseReader), wherever
+// they are.
+const maxSparse = 1 << 40
 
 func openEvidenceView(ctx context.Context, root *os.Root, mb []byte) (*view, error) {
 	var m evidence.Manifest
@@ -72,7 +75,7 @@ func openEvidenceView(ctx context.Context, root *os.Root, mb []byte) (*view, err
 	// other entries below end are of no task's, or of other tasks.
 	if end > maxSparse {
 		v.noTasks = fmt.Sprintf("the evidence's entries go up to %d, and the view rebuilds a task's history only over the first %d entries", end-1, maxSparse)
-	} else if err := v.rebuildTasks(ctx, sparseReader(v.given), end); err != nil {
+	} else if err := v.rebuildTasks(ctx, newSparseReader(v.given), end); err != nil {
 		return nil, err
 	}
 	if b, err := readIn(root, evidence.AnchorFile); err == nil {
@@ -86,13 +89,29 @@ func openEvidenceView(ctx context.Context, root *os.Root, mb []byte) (*view, err
 }
 
 // sparseReader reads the entries an evidence holds; every other entry
-// reads as {}, which no task rule looks at.
-type sparseReader map[uint64]givenEntry
+// reads as {}, which no task rule looks at. It is an opp.SparseReader:
+// a rebuild reads the entries held, not the indices between them.
+type sparseReader struct {
+	given map[uint64]givenEntry
+	held  []uint64 // the indices of given, ascending
+}
+
+func newSparseReader(given map[uint64]givenEntry) sparseReader {
+	return sparseReader{given, slices.Sorted(maps.Keys(given))}
+}
+
+func (s sparseReader) Held(i uint64) (uint64, bool) {
+	k, _ := slices.BinarySearch(s.held, i)
+	if k == len(s.held) {
+		return 0, false
+	}
+	return s.held[k], true
+}
 
 func (s sparseReader) Entries(_ context.Context, start, end uint64) ([][]byte, error) {
 	out := make([][]byte, 0, end-start)
 	for i := start; i < end; i++ {
-		if g, ok := s[i]; ok {
+		if g, ok := s.given[i]; ok {
 			out = append(out, g.entry)
 		} else {
 			out = append(out, []byte("{}"))

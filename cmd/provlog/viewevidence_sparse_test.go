@@ -80,6 +80,7 @@ func TestViewEvidenceSparseWork(t *testing.T) {
 		t.Fatalf("forged evidence: size %d, tasks %v (%q); want %d and a task history", v.size, v.tasks, v.noTasks, far+1)
 	}
 	// One more entry, its receipt and its file names: a few hundred.
+	t.Logf("allocations: genuine %d, forged %d", g, f)
 	if f > g+5000 {
 		t.Errorf("opening an evidence of %d entries naming entry %d: %d allocations, the genuine evidence %d; want the work to follow the entries held", len(v.given), far, f, g)
 	}
