@@ -156,7 +156,7 @@ func TestWriteVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := rep.String()
-	for _, want := range []string{`entry 1, a call of "fs__write_file" by alice`, "at size 5", `according to TSA "Test TSA"`, "according to Rekor", "cosigned by 1 of 1 witnesses (witness.test/w1)", "issued at size 2"} {
+	for _, want := range []string{`entry 1, a call of "fs__write_file" by "alice"`, "at size 5", `according to TSA "Test TSA"`, "according to Rekor", "cosigned by 1 of 1 witnesses (witness.test/w1)", "issued at size 2"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
 		}

@@ -75,7 +75,9 @@ func (r *Report) String() string {
 // describe names an entry for people.
 func describe(e *log.Entry) string {
 	str := func(k string) string { s, _ := e.Fields[k].(string); return s }
-	who := fmt.Sprintf(" by %s at %s", e.Actor, e.Time.UTC().Format(time.RFC3339Nano))
+	// Quoted, as a tool's name: an actor id is the config's or an OAuth
+	// claim's, and may hold words that unquoted would read as the report's.
+	who := fmt.Sprintf(" by %q at %s", e.Actor, e.Time.UTC().Format(time.RFC3339Nano))
 	switch e.Kind {
 	case log.KindCall:
 		// Quoted: the tool's name is the downstream server's, words and

@@ -148,7 +148,7 @@ func purgedPayloads(ctx context.Context, s evidence.Source, size uint64, indices
 			if e.Fields["args_sha256"] == h {
 				what = "arguments"
 			}
-			out = append(out, fmt.Sprintf("  payload purged: entry %d's %s (blob %s) was deleted by purge entry %d at %s by %s (reason %q): the entry and its proofs stand, but those bytes are gone",
+			out = append(out, fmt.Sprintf("  payload purged: entry %d's %s (blob %s) was deleted by purge entry %d at %s by %q (reason %q): the entry and its proofs stand, but those bytes are gone",
 				i, what, h, p.index, p.e.Time.UTC().Format(log.TimeFormat), p.e.Actor, p.e.Reason))
 		}
 	}

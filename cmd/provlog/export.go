@@ -267,8 +267,9 @@ func printPayloads(w io.Writer, pr payloadReport, last uint64) {
 	}
 	for _, p := range pr.PurgedBy {
 		// The purge entry's actor is whatever the bundle's log holds:
-		// escaped, so that it cannot act on the terminal.
-		fmt.Fprintln(w, log.Printable(fmt.Sprintf("purged: entry %d (%s) names blob %s: purged by purge entry %d at %s, by %s: %q",
+		// escaped, so that it cannot act on the terminal, and quoted, so
+		// that its words cannot read as the line's.
+		fmt.Fprintln(w, log.Printable(fmt.Sprintf("purged: entry %d (%s) names blob %s: purged by purge entry %d at %s, by %q: %q",
 			p.Entry, p.Kind, p.Blob, p.Purge, p.Time.UTC().Format(time.RFC3339), p.Actor, p.Reason)))
 	}
 }

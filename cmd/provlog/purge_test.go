@@ -221,9 +221,9 @@ func TestPurgeRunningSidecar(t *testing.T) {
 	// Each purged payload is named, with the purge entry that purged it:
 	// who, when and why.
 	for blob, by := range map[string]string{
-		p.aliceArgs: `by ` + purgeActor + `: "retention: max_age 48h0m0s"`,
-		p.aliceRes:  `by ` + purgeActor + `: "retention: max_age 48h0m0s"`,
-		p.bobArgs:   `by local: "erasure request #2"`,
+		p.aliceArgs: `by "` + purgeActor + `": "retention: max_age 48h0m0s"`,
+		p.aliceRes:  `by "` + purgeActor + `": "retention: max_age 48h0m0s"`,
+		p.bobArgs:   `by "local": "erasure request #2"`,
 	} {
 		if !regexp.MustCompile(`purged: entry \d+ \(call(\.result)?\) names blob ` + blob + `: purged by purge entry \d+ at \S+, ` + regexp.QuoteMeta(by)).MatchString(out) {
 			t.Errorf("verify-bundle does not say blob %s was purged %s:\n%s", blob, by, out)
