@@ -513,7 +513,7 @@ func checkObserved(rd reader, t *task, r *record, i uint64, b []byte) error {
 		return Refuse(RuleEvidence, "evidence entry %d is a %s entry, not a call; an observed claim may cite only your own call entries made while you owned the task (use provenance reviewed to cite other entries)", i, e.Kind)
 	}
 	if e.Actor != r.actor {
-		return Refuse(RuleEvidence, "evidence entry %d is a call by %s, not by you; an observed claim may cite only your own calls (use provenance reviewed for someone else's work)", i, e.Actor)
+		return Refuse(RuleEvidence, "evidence entry %d is a call by %q, not by you; an observed claim may cite only your own calls (use provenance reviewed for someone else's work)", i, e.Actor)
 	}
 	if !t.ownedAt(r.actor, call) {
 		return Refuse(RuleEvidence, "evidence entry %d is a call you made (entry %d) while you did not own task %s (you owned it over entries %s); an observed claim may cite only calls made while you owned the task", i, call, t.ID, t.tenuresOf(r.actor))
