@@ -159,3 +159,46 @@ func checkListed(t *testing.T, what string, names map[string]int, n, largest int
 		t.Errorf("%s: a page of %d bytes; want at most %d", what, largest, maxFrontResult)
 	}
 }
+
+// TestListItemPastClientBound: a tool whose definition alone is past
+// maxFrontResult as the client gets it cannot be given in any page; the
+// list gives the others, each once, says so in the log, and the client
+// keeps its session.
+func TestListItemPastClientBound(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "huge", Version: "1"}, nil)
+	for _, tl := range []struct{ name, desc string }{{"a", "small"}, {"huge", strings.Repeat("d", maxFrontResult)}, {"z", "small"}} {
+		srv.AddTool(&mcp.Tool{Name: tl.name, Description: tl.desc, InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(down.Close)
+	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "b", URL: down.URL}}, nil)
+	ctx := context.Background()
+	for _, front := range []struct {
+		name string
+		cs   func() *mcp.ClientSession
+	}{
+		{"stdio", func() *mcp.ClientSession { return connectMemory(t, p, nil) }},
+		{"http", func() *mcp.ClientSession { return boundedHTTPClient(t, serveHTTP(t, p)) }},
+	} {
+		cs := front.cs()
+		tools, pages, largest, err := listPages(t, func(c string) (*mcp.ListToolsResult, error) {
+			return cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: c})
+		}, func(r *mcp.ListToolsResult) ([]string, string) {
+			var names []string
+			for _, tl := range r.Tools {
+				names = append(names, tl.Name)
+			}
+			return names, r.NextCursor
+		}, "b__")
+		t.Logf("%s front: %v in %d pages, the largest %d bytes; %v", front.name, tools, pages, largest, err)
+		if err != nil || len(tools) != 2 || tools["b__a"] != 1 || tools["b__z"] != 1 {
+			t.Errorf("%s front: %v, %.200v; want b__a and b__z once each", front.name, tools, err)
+		}
+		if err := cs.Ping(ctx, nil); err != nil {
+			t.Errorf("%s front: the session after the list: %v; want it kept", front.name, err)
+		}
+	}
+}
