@@ -1,8 +1,12 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/gob"
 	"encoding/json"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -32,18 +36,17 @@ func (p *Proxy) rawLists(next mcp.MethodHandler) mcp.MethodHandler {
 		if pr, ok := req.(interface{ ProtocolVersion() string }); ok {
 			protocol = pr.ProtocolVersion()
 		}
-		newer := protocol >= statelessProtocol
 		var raw json.RawMessage
 		var rerr error
 		switch r := res.(type) {
 		case *mcp.ListToolsResult:
-			raw, rerr = p.rawList(r, toolKind(), newer, len(r.Tools), func(i int) (string, any) { return r.Tools[i].Name, r.Tools[i] })
+			raw, rerr = p.rawList(r, toolKind(), protocol, len(r.Tools), func(i int) (string, any) { return r.Tools[i].Name, r.Tools[i] })
 		case *mcp.ListPromptsResult:
-			raw, rerr = p.rawList(r, promptKind(), newer, len(r.Prompts), func(i int) (string, any) { return r.Prompts[i].Name, r.Prompts[i] })
+			raw, rerr = p.rawList(r, promptKind(), protocol, len(r.Prompts), func(i int) (string, any) { return r.Prompts[i].Name, r.Prompts[i] })
 		case *mcp.ListResourcesResult:
-			raw, rerr = p.rawList(r, resourceKind(), newer, len(r.Resources), func(i int) (string, any) { return r.Resources[i].URI, r.Resources[i] })
+			raw, rerr = p.rawList(r, resourceKind(), protocol, len(r.Resources), func(i int) (string, any) { return r.Resources[i].URI, r.Resources[i] })
 		case *mcp.ListResourceTemplatesResult:
-			raw, rerr = p.rawList(r, templateKind(), newer, len(r.ResourceTemplates), func(i int) (string, any) {
+			raw, rerr = p.rawList(r, templateKind(), protocol, len(r.ResourceTemplates), func(i int) (string, any) {
 				return r.ResourceTemplates[i].URITemplate, r.ResourceTemplates[i]
 			})
 		default:
@@ -52,15 +55,23 @@ func (p *Proxy) rawLists(next mcp.MethodHandler) mcp.MethodHandler {
 		if rerr != nil {
 			return res, nil // not expected: the SDK's encoding, as before
 		}
-		return &rawResult{Result: res, raw: withProtocolResultType(raw, protocol)}, nil
+		return &rawResult{Result: res, raw: raw}, nil
 	}
 }
 
 // rawList is the list result res with its n items of kind k (item(i):
-// the front name or URI and the SDK's value), each downstream one as its
-// server listed it (its newer session, for a 2026-07-28 client: newer,
-// who is not shown the items that session no longer lists).
-func (p *Proxy) rawList(res any, k lister, newer bool, n int, item func(int) (string, any)) (json.RawMessage, error) {
+// the front name or URI, which the SDK's cursor names, and the SDK's
+// value), each downstream one as its server listed it (its newer
+// session, for a 2026-07-28 client, who is not shown the items that
+// session no longer lists), as a client of protocol gets it.
+//
+// The SDK's front pages by count (1,000 items), not by bytes: a page of
+// items described at length was past what a go-sdk client takes in one
+// message (1,000 tools of 17,000 bytes: 17 MB), and the client lost its
+// session. A page past maxFrontResult is cut after the last item that
+// fits, and its nextCursor names that item, as the SDK's own does, so
+// the next page starts after it.
+func (p *Proxy) rawList(res any, k lister, protocol string, n int, item func(int) (string, any)) (json.RawMessage, error) {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, err
@@ -70,7 +81,9 @@ func (p *Proxy) rawList(res any, k lister, newer bool, n int, item func(int) (st
 		return nil, err
 	}
 	slot, names, key, nameKey := k.where()
+	newer := protocol >= statelessProtocol
 	items := make([]json.RawMessage, 0, n)
+	at := make([]int, 0, n) // the SDK's index of each item shown
 	for i := range n {
 		front, v := item(i)
 		def, shown := p.frontDefinition(slot, names, nameKey, front, newer)
@@ -80,13 +93,81 @@ func (p *Proxy) rawList(res any, k lister, newer bool, n int, item func(int) (st
 			}
 		}
 		if shown {
-			items = append(items, def)
+			items, at = append(items, def), append(at, i)
 		}
 	}
+	out, err := listPage(env, key, items, protocol)
+	if err != nil || len(out) <= maxFrontResult {
+		return out, err
+	}
+	if len(items) == 0 {
+		return out, nil // not expected: the SDK's envelope alone
+	}
+	// Past the bound: the items that fit, less room for the cursor.
+	room := maxFrontResult - (len(out) - len(env[key]))
+	keep, size := 0, 2 // []
+	for _, it := range items {
+		if size += len(it) + 1; size > room-cursorRoom {
+			break
+		}
+		keep++
+	}
+	for {
+		// Cut after item keep-1 or, if the first alone is past the
+		// bound, after the first, which is not given.
+		uid, _ := item(at[max(keep, 1)-1])
+		if keep == 0 {
+			name := uid
+			if d := p.router.owner(names, uid); d != nil {
+				name = d.secrets.scrub(uid)
+			}
+			p.logger.Warn("proxy: one of the "+k.plural()+" listed is past what a client takes in one message; it is not given", "name", name, "bytes", len(items[0]))
+		}
+		cursor, err := frontCursor(uid)
+		if err != nil {
+			return nil, err
+		}
+		if env["nextCursor"], err = json.Marshal(cursor); err != nil {
+			return nil, err
+		}
+		if out, err = listPage(env, key, items[:keep], protocol); err != nil || len(out) <= maxFrontResult || keep == 0 {
+			return out, err
+		}
+		for over := len(out) - maxFrontResult; over > 0 && keep > 0; keep-- {
+			over -= len(items[keep-1]) + 1
+		}
+	}
+}
+
+// cursorRoom is what rawList keeps for the nextCursor of a page it cuts:
+// the SDK's cursor of a name of up to some 12,000 bytes.
+const cursorRoom = 16 << 10
+
+// listPage is a list result: the envelope env with items as its member
+// key, as a client of protocol gets it.
+func listPage(env map[string]json.RawMessage, key string, items []json.RawMessage, protocol string) (json.RawMessage, error) {
+	var err error
 	if env[key], err = json.Marshal(items); err != nil {
 		return nil, err
 	}
-	return json.Marshal(env)
+	out, err := json.Marshal(env)
+	if err != nil {
+		return nil, err
+	}
+	return withProtocolResultType(out, protocol), nil
+}
+
+// frontCursor is the cursor the SDK's front gives a page that ends with
+// the item uid (its name, URI or URI template): go-sdk's pageToken,
+// gob-encoded, in base64 (encodeCursor in its server.go), which its
+// front decodes to list what comes after that item.
+func frontCursor(uid string) (string, error) {
+	type pageToken struct{ LastUID string }
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(pageToken{LastUID: uid}); err != nil {
+		return "", fmt.Errorf("encoding a list cursor: %w", err)
+	}
+	return base64.URLEncoding.EncodeToString(b.Bytes()), nil
 }
 
 // frontDefinition is the definition of the item registered as front in
