@@ -361,7 +361,7 @@ func TestRefusals(t *testing.T) {
 		{"evidence nonexistent", oppmcp.ToolReport, claim(`,"provenance":"reviewed","evidence":[99999]`), "evidence", "does not exist", bob},
 		{"evidence huge", oppmcp.ToolReport, claim(`,"provenance":"reviewed","evidence":[18446744073709551615]`), "evidence", "does not exist", bob},
 		{"evidence overflow", oppmcp.ToolReport, claim(`,"provenance":"reviewed","evidence":[18446744073709551616]`), "invalid_argument", "whole numbers", bob},
-		{"observed citing a foreign call", oppmcp.ToolReport, claim(fmt.Sprintf(`,"provenance":"observed","evidence":[%d]`, aliceCall)), "evidence", "a call by alice", bob},
+		{"observed citing a foreign call", oppmcp.ToolReport, claim(fmt.Sprintf(`,"provenance":"observed","evidence":[%d]`, aliceCall)), "evidence", `a call by "alice"`, bob},
 		{"title number", oppmcp.ToolCreate, `{"title":42}`, "invalid_argument", "title must be a string, got a number", alice},
 		{"title missing", oppmcp.ToolCreate, `{}`, "invalid_argument", "missing required argument title", alice},
 		{"title too long", oppmcp.ToolCreate, `{"title":"` + strings.Repeat("a", 201) + `"}`, "invalid_argument", "over the limit of 200", alice},
