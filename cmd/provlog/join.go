@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,7 +27,6 @@ import (
 	"time"
 
 	"github.com/provlog/provlog/log"
-	"github.com/provlog/provlog/log/durable"
 	"github.com/provlog/provlog/proxy"
 )
 
@@ -48,31 +46,10 @@ type sidecarInfo struct {
 	// pings its session more often. Empty in files of older sidecars.
 	SessionIdle string `json:"session_idle,omitempty"`
 	// TokenSHA256 is the hash of the local.token the sidecar read at its
-	// start, its stdio actor's: a joining serve acts with the token in
-	// local.token, which must be that one (another actor's would have it
-	// act as that actor). Empty in files of older sidecars.
+	// start or last reload, its stdio actor's: a joining serve acts with
+	// the token in local.token, which must be that one (another actor's
+	// would have it act as that actor). Empty in files of older sidecars.
 	TokenSHA256 string `json:"token_sha256,omitempty"`
-}
-
-// publishSidecar writes <data>/sidecar.json for stdio serves that will
-// join; the returned func removes it. idle is the sidecar's sessions.idle.
-func publishSidecar(data string, addr net.Addr, actor, tokenHash string, idle time.Duration) (func(), error) {
-	host, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return nil, err
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-		if ip.To4() == nil {
-			host = "::1"
-		}
-	}
-	b, _ := json.Marshal(sidecarInfo{URL: "http://" + net.JoinHostPort(host, port), Actor: actor, PID: os.Getpid(), SessionIdle: idle.String(), TokenSHA256: tokenHash})
-	path := filepath.Join(data, sidecarFile)
-	if err := durable.WriteFile(path, append(b, '\n'), 0o600); err != nil {
-		return nil, fmt.Errorf("writing %s, which lets stdio serves of this data dir join this sidecar: %w", path, err)
-	}
-	return func() { os.Remove(path) }, nil
 }
 
 // joinSidecar finds the running sidecar on cfg's data dir and checks that
@@ -112,8 +89,8 @@ func findSidecar(ctx context.Context, cfg *Config, logger *slog.Logger) (joined,
 		return joined{}, fmt.Errorf("reading the stdio actor's token: %w", err)
 	}
 	if info.TokenSHA256 != "" && subtle.ConstantTimeCompare([]byte(hashLocalToken(tok)), []byte(strings.ToLower(info.TokenSHA256))) != 1 {
-		return joined{}, fmt.Errorf("%s in %s is not the token the sidecar running there gave its stdio actor %q when it started (it was written over since, perhaps with another actor's token, which would have this process act as that actor); "+
-			"restore it, or restart the sidecar so that it reads the file again, then start this one again", localToken, cfg.Data, info.Actor)
+		return joined{}, fmt.Errorf("%s in %s is not the token the sidecar running there takes for its stdio actor %q, the one it read at its start or last reload (it was written over since, perhaps with another actor's token, which would have this process act as that actor); "+
+			"restore it, or reload the sidecar (SIGHUP) or restart it so that it reads the file again, then start this one again", localToken, cfg.Data, info.Actor)
 	}
 	k, err := loadKeys(cfg.Data)
 	if err != nil {

@@ -171,8 +171,18 @@ func (s *sidecar) reloadConfig(w *configWatch, why string) {
 		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why, "err", err)
 		return
 	}
+	// Joining serves are told the hash of the local.token taken here
+	// before it acts, and the one before again if the reload fails.
+	prev := s.joinFile.token()
+	if err := s.joinFile.setToken(h); err != nil {
+		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why, "err", err)
+		return
+	}
 	if err := s.authn.Reload(cfg.Auth); err != nil {
 		s.logger.Error("config reload failed; the running config stays", "config", w.path, "trigger", why, "err", err)
+		if err := s.joinFile.setToken(prev); err != nil {
+			s.logger.Error("config reload: joining stdio serves are refused until a reload or restart succeeds", "err", err)
+		}
 		return
 	}
 	s.tokens.set(newTokens(&live, h))

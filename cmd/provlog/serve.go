@@ -157,7 +157,7 @@ func (sc *sidecar) serve(ctx context.Context, cfg *Config, ln net.Listener, logg
 		if idle <= 0 {
 			idle = proxy.DefaultSessionIdle
 		}
-		unpublish, err := publishSidecar(cfg.Data, ln.Addr(), cfg.Actor, sc.localHash, idle)
+		unpublish, err := sc.joinFile.publish(cfg.Data, ln.Addr(), cfg.Actor, idle)
 		if err != nil {
 			return err
 		}
@@ -199,9 +199,10 @@ type sidecar struct {
 	// anchors anchors checkpoints (nil without anchors: in the config).
 	anchors *anchoring
 	tokens  *tokens
-	// localHash is the hash of the stdio actor's local.token read at
-	// the start, which joining serves check theirs against.
-	localHash string
+	// joinFile is sidecar.json, with the hash of the stdio actor's
+	// local.token read at the start or last reload, which joining serves
+	// check theirs against.
+	joinFile *published
 	// authn authenticates every HTTP request's token: tokens, and the
 	// OAuth issuers of auth:.
 	authn  *authn.Authenticator
@@ -281,7 +282,7 @@ func openSidecar(ctx context.Context, cfg *Config, logger *slog.Logger, stdio bo
 		store.Close()
 		return nil, err
 	}
-	sc := &sidecar{cfg: cfg, keys: k, store: store, tokens: tk, localHash: h, logger: logger, start: time.Now(), blobs: bs, dirLock: dirLock,
+	sc := &sidecar{cfg: cfg, keys: k, store: store, tokens: tk, joinFile: &published{info: sidecarInfo{TokenSHA256: h}}, logger: logger, start: time.Now(), blobs: bs, dirLock: dirLock,
 		ns: &namespaces{data: cfg.Data, logger: logger, logged: map[string]bool{}}}
 	if sc.authn, err = authn.New(cfg.Auth, authn.Options{Static: sc.static, Logger: logger}); err != nil {
 		store.Close()
