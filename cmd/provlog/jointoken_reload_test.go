@@ -81,3 +81,63 @@ func TestJoinAfterLocalTokenReload(t *testing.T) {
 	}
 	sp.alive(t)
 }
+
+// TestLocalTokenReloadOnFullDisk: a reload that takes a new local.token
+// while sidecar.json cannot be written again (its file system is full)
+// fails, saying so: the old token stays the one the sidecar takes and the
+// one sidecar.json names. Once there is room, a reload takes the new one.
+func TestLocalTokenReloadOnFullDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes; skipped in -short")
+	}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	os.Mkdir(data, 0o700)
+	mountTmpfs(t, data, "64m")
+	cfg := filepath.Join(dir, "servers.yaml")
+	os.WriteFile(cfg, []byte("data: "+data+"\nreload_interval: 0s\n"), 0o600)
+	sp, err := startFxSidecar(t, "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.stop(t)
+	tokPath := filepath.Join(data, localToken)
+	old, err := os.ReadFile(tokPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated := "rotated-" + strings.Repeat("x", 40)
+	if err := durable.WriteFile(tokPath, []byte(rotated+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hashIn := func() string {
+		info, _, err := readSidecar(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.TokenSHA256
+	}
+	filler := fill(t, data)
+	sp.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "the reload fails", func() bool { return strings.Contains(sp.stderr.String(), "config reload failed") })
+	if s := sp.stderr.String(); !strings.Contains(s, sidecarFile) {
+		t.Errorf("the failed reload does not name %s: %s", sidecarFile, s)
+	}
+	if !tokenWorks(t, sp.base, strings.TrimSpace(string(old))) || tokenWorks(t, sp.base, rotated) {
+		t.Error("a reload that could not write sidecar.json changed the token the sidecar takes")
+	}
+	if hashIn() != hashLocalToken(old) {
+		t.Errorf("%s does not name the old token after the failed reload", sidecarFile)
+	}
+	if strings.Contains(sp.stderr.String(), rotated) || strings.Contains(sp.stderr.String(), strings.TrimSpace(string(old))) {
+		t.Error("a token is on the sidecar's stderr")
+	}
+
+	os.Remove(filler)
+	sp.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "the rotated local.token works after the second SIGHUP", func() bool { return tokenWorks(t, sp.base, rotated) })
+	if hashIn() != hashLocalToken([]byte(rotated)) {
+		t.Errorf("%s does not name the rotated token", sidecarFile)
+	}
+	sp.alive(t)
+}
