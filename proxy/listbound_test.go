@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // manyBigServer is a go-sdk server of n tools and n resources, each
@@ -162,11 +164,14 @@ func checkListed(t *testing.T, what string, names map[string]int, n, largest int
 
 // TestListItemPastClientBound: a tool whose definition alone is past
 // maxFrontResult as the client gets it cannot be given in any page; the
-// list gives the others, each once, says so in the log, and the client
-// keeps its session.
+// list gives the others, each once, and the client keeps its session.
+// It is reported where operators look: provlog__status names it among
+// the server's skipped_tools, with why (its size), its name scrubbed of
+// the server's secrets, and the log says so once, not on every list (a
+// client listing in a loop flooded the log with a warning a list).
 func TestListItemPastClientBound(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "huge", Version: "1"}, nil)
-	for _, tl := range []struct{ name, desc string }{{"a", "small"}, {"huge", strings.Repeat("d", maxFrontResult)}, {"z", "small"}} {
+	for _, tl := range []struct{ name, desc string }{{"a", "small"}, {"huge-s3cret-tool-name", strings.Repeat("d", maxFrontResult)}, {"z", "small"}} {
 		srv.AddTool(&mcp.Tool{Name: tl.name, Description: tl.desc, InputSchema: map[string]any{"type": "object"}},
 			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return &mcp.CallToolResult{}, nil
@@ -174,7 +179,10 @@ func TestListItemPastClientBound(t *testing.T) {
 	}
 	down := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(down.Close)
-	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "b", URL: down.URL}}, nil)
+	logs := &proctest.Buffer{}
+	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "b", URL: down.URL}}, func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
 	ctx := context.Background()
 	for _, front := range []struct {
 		name string
@@ -184,21 +192,44 @@ func TestListItemPastClientBound(t *testing.T) {
 		{"http", func() *mcp.ClientSession { return boundedHTTPClient(t, serveHTTP(t, p)) }},
 	} {
 		cs := front.cs()
-		tools, pages, largest, err := listPages(t, func(c string) (*mcp.ListToolsResult, error) {
-			return cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: c})
-		}, func(r *mcp.ListToolsResult) ([]string, string) {
-			var names []string
-			for _, tl := range r.Tools {
-				names = append(names, tl.Name)
+		for range 3 { // a client listing again and again
+			tools, pages, largest, err := listPages(t, func(c string) (*mcp.ListToolsResult, error) {
+				return cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: c})
+			}, func(r *mcp.ListToolsResult) ([]string, string) {
+				var names []string
+				for _, tl := range r.Tools {
+					names = append(names, tl.Name)
+				}
+				return names, r.NextCursor
+			}, "b__")
+			t.Logf("%s front: %v in %d pages, the largest %d bytes; %v", front.name, tools, pages, largest, err)
+			if err != nil || len(tools) != 2 || tools["b__a"] != 1 || tools["b__z"] != 1 {
+				t.Errorf("%s front: %v, %.200v; want b__a and b__z once each", front.name, tools, err)
 			}
-			return names, r.NextCursor
-		}, "b__")
-		t.Logf("%s front: %v in %d pages, the largest %d bytes; %v", front.name, tools, pages, largest, err)
-		if err != nil || len(tools) != 2 || tools["b__a"] != 1 || tools["b__z"] != 1 {
-			t.Errorf("%s front: %v, %.200v; want b__a and b__z once each", front.name, tools, err)
 		}
 		if err := cs.Ping(ctx, nil); err != nil {
 			t.Errorf("%s front: the session after the list: %v; want it kept", front.name, err)
 		}
+	}
+	warned := 0
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "huge") {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Errorf("the log names the huge tool in %d lines after 6 lists; want 1 (once per change of the list):\n%.2000s", warned, logs.String())
+	}
+	p.downstreams()[0].secrets.remember([]string{"s3cret-tool-name"}) // as if a call had redacted it
+	skipped, _ := serverStatus(t, callStatus(t, connectMemory(t, p, nil)), "b")["skipped_tools"].(map[string]any)
+	t.Logf("provlog__status skipped_tools: %v", skipped)
+	for name, why := range skipped {
+		if w, _ := why.(string); len(skipped) != 1 || strings.Contains(name, "s3cret") || !strings.HasPrefix(name, "huge-") ||
+			!strings.Contains(w, "its definition is ") || !strings.Contains(w, " bytes, past the ") {
+			t.Errorf("provlog__status skipped_tools: %v; want the huge tool alone, its name scrubbed, its size said", skipped)
+		}
+	}
+	if len(skipped) == 0 {
+		t.Errorf("provlog__status names no skipped tool; want the huge one, with its size")
 	}
 }
