@@ -112,7 +112,8 @@ type registry struct {
 	first []json.RawMessage
 }
 
-// A skip is an item the front server refused.
+// A skip is an item the front does not offer: the front server refused
+// it, or its definition is past what a list page can give (maxListItem).
 type skip struct {
 	why string
 	// newerOnly: only the server's newer session lists it (a
@@ -471,7 +472,7 @@ func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage, announced bool
 	c.mu.Unlock()
 	for _, name := range slices.Sorted(maps.Keys(a.skipped)) {
 		if _, known := fresh[name]; !known {
-			d.p.logger.Warn("proxy: skipping a "+k.noun+" the SDK rejects", "server", d.cfg.ID, k.logKey, d.secrets.scrub(name), "newer_session_only", a.skipped[name].newerOnly, "error", d.secrets.scrub(a.skipped[name].why))
+			d.p.logger.Warn("proxy: skipping a "+k.noun+" the front cannot offer", "server", d.cfg.ID, k.logKey, d.secrets.scrub(name), "newer_session_only", a.skipped[name].newerOnly, "error", d.secrets.scrub(a.skipped[name].why))
 		}
 	}
 	if announced && !a.changed && len(gone) == 0 && a.again != nil {
@@ -520,6 +521,10 @@ func (k *listKind[T]) applyItem(c *catalogue, a *applying, raw json.RawMessage, 
 		return
 	}
 	front := k.prefix(&d.cfg) + name
+	if n := listItemSize(raw, k.nameKey, front); n > maxListItem {
+		a.skipped[name] = skip{why: fmt.Sprintf("its definition is %d bytes, past the %d a client takes of one item in a list page (%d in one message)", n, maxListItem, maxFrontResult), newerOnly: newerOnly}
+		return
+	}
 	*k.name(item) = front
 	if !c.claim(k.names, front, k.reserved != nil && k.reserved(d.p, front)) {
 		return

@@ -114,7 +114,11 @@ func (p *Proxy) rawList(res any, k lister, protocol string, n int, item func(int
 	}
 	for {
 		// Cut after item keep-1 or, if the first alone is past the
-		// bound, after the first, which is not given.
+		// bound, after the first, which is not given. The catalogue
+		// does not offer an item past maxListItem (applyItem, which
+		// reports it once, in provlog__status too), so this is only a
+		// newer session's definition of an item its first session
+		// lists smaller.
 		uid, _ := item(at[max(keep, 1)-1])
 		if keep == 0 {
 			name := uid
@@ -142,6 +146,25 @@ func (p *Proxy) rawList(res any, k lister, protocol string, n int, item func(int
 // cursorRoom is what rawList keeps for the nextCursor of a page it cuts:
 // the SDK's cursor of a name of up to some 12,000 bytes.
 const cursorRoom = 16 << 10
+
+// maxListItem bounds an item's definition as a client is given it in a
+// list (frontItem): what a page of maxFrontResult holds beside the
+// list's envelope (the SDK's nextCursor, up to cursorRoom, and 1 KiB
+// for the rest) and the cursor rawList gives it. The catalogue does not
+// offer an item past it (applyItem): it could be given in no page.
+const maxListItem = maxFrontResult - 2*cursorRoom - 1<<10
+
+// listItemSize is the size of raw, an item as its server listed it, as a
+// client is given it under the name front (frontItem), when it may be
+// past maxListItem; 0 when it cannot be (a byte of JSON is at most 6 as
+// frontItem encodes it), so a list of items of usual sizes is not
+// encoded again to be applied.
+func listItemSize(raw json.RawMessage, nameKey, front string) int {
+	if 6*(len(raw)+len(nameKey)+len(front)+8) <= maxListItem {
+		return 0
+	}
+	return len(frontItem(raw, nameKey, front))
+}
 
 // listPage is a list result: the envelope env with items as its member
 // key, as a client of protocol gets it.
@@ -182,18 +205,28 @@ func (p *Proxy) frontDefinition(slot listSlot, names nameTable, nameKey, front s
 		return nil, true
 	}
 	def, shown := d.cat.shownDefinition(slot, front, newer)
-	var m map[string]json.RawMessage
-	if !shown || def == nil || json.Unmarshal(def, &m) != nil || m == nil {
+	if !shown || def == nil {
 		return nil, shown
+	}
+	return frontItem(def, nameKey, front), true
+}
+
+// frontItem is def, an item as its server listed it, as a client is
+// given it: with front as its nameKey member; nil if def is not a JSON
+// object.
+func frontItem(def json.RawMessage, nameKey, front string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(def, &m) != nil || m == nil {
+		return nil
 	}
 	name, err := json.Marshal(front)
 	if err != nil {
-		return nil, true
+		return nil
 	}
 	m[nameKey] = name
 	out, err := json.Marshal(m)
 	if err != nil {
-		return nil, true
+		return nil
 	}
-	return out, true
+	return out
 }
