@@ -204,17 +204,15 @@ func runVerifyBundle(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	out := checkOutput{json: *asJSON, stdout: stdout, stderr: stderr}
 	dir := fs.Arg(0)
-	rep, err := bundle.VerifyPinned(ctx, dir, anchor.NewBundleVerifier(), pins)
+	// The entries it says the tasks and payloads of are the ones it
+	// verified, from the file it opened once.
+	rep, be, err := bundle.VerifyEntries(ctx, dir, anchor.NewBundleVerifier(), pins)
 	if err != nil {
 		return out.done(nil, err, func(err error) error { return reportProblems(stderr, dir, err) })
 	}
+	defer be.Close()
 	verifiedBundle(dir)
 	m := rep.Manifest
-	be, err := openBundleEntries(dir, m.From)
-	if err != nil {
-		return out.done(rep, fmt.Errorf("reading the bundle's entries: %w", err), nil)
-	}
-	defer be.Close()
 	// Say which keys and roots came with the bundle and which the
 	// auditor gave, and show the log key, for them to compare with one
 	// they trust when they gave none.

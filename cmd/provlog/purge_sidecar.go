@@ -19,6 +19,7 @@ import (
 	"github.com/provlog/provlog/cmd/internal/cli"
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
+	"github.com/provlog/provlog/log/bundle"
 	"github.com/provlog/provlog/proxy/authn"
 )
 
@@ -315,10 +316,10 @@ func auditDataDirPayloads(ctx context.Context, data string, src interface {
 
 // bundlePayloads says how many payloads a bundle's entries name and which
 // of them its purge entries record as purged (a bundle carries no blobs).
-func bundlePayloads(ctx context.Context, be *bundleEntries) (payloadReport, error) {
+func bundlePayloads(ctx context.Context, be *bundle.Entries) (payloadReport, error) {
 	var pr payloadRefs
-	end := be.end()
-	for start := be.from; start < end; start += 4096 {
+	end := be.End()
+	for start := be.From(); start < end; start += 4096 {
 		es, err := be.Entries(ctx, start, min(end, start+4096))
 		if err != nil {
 			return payloadReport{}, err

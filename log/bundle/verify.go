@@ -166,12 +166,17 @@ func Verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc) (*Re
 // VerifyPinned is [Verify] with the log key, the witness policy or the
 // anchoring authorities the caller trusts in place of the bundle's (pins).
 func VerifyPinned(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc, pins Pins) (*Report, error) {
+	return verify(ctx, dir, verifyAnchor, pins, nil)
+}
+
+// verify is [VerifyPinned], noting the entries in keep when it is not nil.
+func verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc, pins Pins, keep *Entries) (*Report, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
 	defer root.Close()
-	c := &checker{ctx: ctx, dir: dir, root: root, verifyAnchor: verifyAnchor, pins: pins}
+	c := &checker{ctx: ctx, dir: dir, root: root, verifyAnchor: verifyAnchor, pins: pins, keep: keep}
 	// Each step returns false when what follows cannot be checked.
 	if !c.readManifest() {
 		return c.fail()
@@ -258,6 +263,7 @@ type checker struct {
 	rightRng   *compact.Range    // [to, size)
 	entryRoots map[uint64][]byte // roots the entries give at anchored sizes
 	treeOK     bool              // the entries gave the checkpoint's root
+	keep       *Entries          // the entries, for VerifyEntries; nil for Verify
 }
 
 // anchored is a verified anchor record's root, for the entries to meet.
@@ -564,7 +570,7 @@ func (c *checker) checkEntries(pws []*provWriter) (bool, error) {
 		c.bad(EntriesFile, "%v", err)
 		return false, nil
 	}
-	defer f.Close()
+	defer func() { c.keep.hold(f, c.treeOK) }()
 	eh := sha256.New()
 	br := bufio.NewReaderSize(io.TeeReader(f, eh), 256<<10)
 	m := c.m
@@ -589,6 +595,7 @@ func (c *checker) checkEntries(pws []*provWriter) (bool, error) {
 		if !c.checkEntry(pws, i, line[:len(line)-1]) {
 			return false, nil
 		}
+		c.keep.add(line)
 		i++
 		if errors.Is(err, io.EOF) {
 			break
