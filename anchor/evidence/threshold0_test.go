@@ -3,6 +3,8 @@ package evidence_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,5 +42,30 @@ func TestWitnessThresholdZero(t *testing.T) {
 		t.Errorf("an evidence whose witnesses.txt has threshold 0 verifies:\n%s", rep.String())
 	} else if !strings.Contains(err.Error(), evidence.WitnessesFile) || !strings.Contains(err.Error(), "threshold 0") {
 		t.Errorf("Verify: %v\nwant it to name %s and its threshold 0", err, evidence.WitnessesFile)
+	}
+}
+
+// TestWriteThresholdZero: an API caller gives Write a witness and a
+// threshold of 0 (no config makes one). Verify refuses such a directory
+// ("threshold 0 requires no cosignature"), so Write must refuse it too,
+// saying so, and write nothing.
+func TestWriteThresholdZero(t *testing.T) {
+	ctx := context.Background()
+	l := newTestLog(t)
+	i := l.append(log.KindCall, "alice", map[string]any{"server": "fs", "tool": "write_file", "args": map[string]any{"path": "/x"}})
+	l.anchorNow()
+	_, w, err := log.GenerateCosignerKey(rand.Reader, "witness.example/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := l.options(i)
+	o.Witnesses, o.Threshold = []string{w}, 0
+	dir := filepath.Join(t.TempDir(), "ev")
+	m, err := evidence.Write(ctx, dir, o)
+	if err == nil || !strings.Contains(err.Error(), "threshold 0") {
+		t.Errorf("Write with 1 witness and threshold 0: manifest %+v, err %v; want it refused for its threshold 0", m, err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Write refused or not, %s is there (%v); want nothing written", dir, err)
 	}
 }
