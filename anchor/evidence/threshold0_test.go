@@ -3,9 +3,13 @@ package evidence_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,9 +19,8 @@ import (
 
 // TestWitnessThresholdZero: a forger adds to an evidence a witnesses.txt
 // of "threshold 0" and a well-known witness's key, which never cosigned,
-// and rewrites manifest.json to match (here Write makes that directory:
-// no config makes a threshold of 0, a sidecar's defaults to all its
-// witnesses). A threshold of 0 requires no cosignature, so the
+// and rewrites manifest.json to match (Write refuses a threshold of 0:
+// TestWriteThresholdZero). A threshold of 0 requires no cosignature, so the
 // checkpoint meets it: the report says "cosigned by 0 of 1 witnesses"
 // and its "missing: no witness policy: nobody but the log vouches that
 // the log did not fork" is gone. Verify must refuse it, naming
@@ -31,10 +34,24 @@ func TestWitnessThresholdZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := l.options(i)
-	o.Witnesses, o.Threshold = []string{famous}, 0
 	dir := filepath.Join(t.TempDir(), "ev")
-	if _, err := evidence.Write(ctx, dir, o); err != nil {
+	m, err := evidence.Write(ctx, dir, l.options(i))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := log.FormatWitnessPolicy([]string{famous}, 0)
+	if err := os.WriteFile(filepath.Join(dir, evidence.WitnessesFile), policy, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(policy)
+	m.Files[evidence.WitnessesFile] = hex.EncodeToString(sum[:])
+	m.Cosigned = true
+	m.Missing = slices.DeleteFunc(m.Missing, func(s string) bool { return strings.HasPrefix(s, "no witness policy") })
+	mb, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, evidence.ManifestFile), append(mb, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := evidence.Verify(ctx, dir, l.vkey)

@@ -52,7 +52,8 @@ type Options struct {
 	// Records are the stored anchor records, in any order.
 	Records []*anchor.Stored
 	// Witnesses (cosignature/v1 verifier keys) and Threshold are the
-	// witness policy the target must meet.
+	// witness policy the target must meet; with witnesses, Threshold is
+	// at least 1 (Write refuses 0, as Verify does).
 	Witnesses []string
 	Threshold int
 	// Cosigned are cosigned checkpoints the caller holds (the sidecar's
@@ -87,6 +88,11 @@ func Write(ctx context.Context, dir string, o Options) (*Manifest, error) {
 	policy, err := log.NewWitnessPolicy(o.Witnesses, o.Threshold)
 	if err != nil {
 		return nil, err
+	}
+	if len(policy.Witnesses) > 0 && policy.Threshold < 1 {
+		// Verify refuses it (dirPolicy): it would call the target
+		// cosigned with no cosignature.
+		return nil, fmt.Errorf("evidence: witness threshold 0 of %d witnesses requires no cosignature, which Verify refuses: give a threshold of 1 to %d", len(policy.Witnesses), len(policy.Witnesses))
 	}
 	es, err := o.Source.Entries(ctx, o.Index, o.Index+1)
 	if err != nil {
