@@ -117,16 +117,31 @@ func escapeRune(r rune) string {
 type ProblemsError struct {
 	What     string    `json:"what"`
 	Problems []Problem `json:"problems"`
+	// More counts the problems found past the first [MaxProblems], which
+	// a check that reads untrusted files does not keep.
+	More int `json:"more,omitempty"`
 }
 
+// MaxProblems is how many problems a check of untrusted files keeps and
+// how many the checking commands print: a forged file can hold a problem
+// a line, and an auditor needs the first ones and how many there were.
+const MaxProblems = 100
+
+// Count is how many problems the check found: those kept and More.
+func (e *ProblemsError) Count() int { return len(e.Problems) + e.More }
+
 func (e *ProblemsError) Error() string {
-	s := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
+	kept := e.Problems[:min(len(e.Problems), MaxProblems)]
+	s := make([]string, len(kept))
+	for i, p := range kept {
 		s[i] = p.String()
 	}
+	if n := e.Count() - len(kept); n > 0 {
+		s = append(s, fmt.Sprintf("and %d more", n))
+	}
 	n := "problems"
-	if len(e.Problems) == 1 {
+	if e.Count() == 1 {
 		n = "problem"
 	}
-	return fmt.Sprintf("%s does not verify (%d %s): %s", e.What, len(e.Problems), n, strings.Join(s, "; "))
+	return fmt.Sprintf("%s does not verify (%d %s): %s", e.What, e.Count(), n, strings.Join(s, "; "))
 }

@@ -22,12 +22,22 @@ func reportProblems(stderr io.Writer, dir string, err error) error {
 	if !errors.As(err, &pe) {
 		return err
 	}
-	for _, p := range pe.Problems {
+	shown := shownProblems(pe)
+	for _, p := range shown {
 		// p's String escapes what the checked thing wrote (a file name,
 		// an actor), so that it cannot act on the terminal.
 		fmt.Fprintf(stderr, "FAILED %s\n", p)
 	}
-	return fmt.Errorf("FAILED: %s does not verify (%d problems)", dir, len(pe.Problems))
+	if n := pe.Count() - len(shown); n > 0 {
+		fmt.Fprintf(stderr, "FAILED … and %d more problems\n", n)
+	}
+	return fmt.Errorf("FAILED: %s does not verify (%d problems)", dir, pe.Count())
+}
+
+// shownProblems is the first log.MaxProblems of pe's problems, the ones a
+// checking command prints: a forged file can hold a problem a line.
+func shownProblems(pe *log.ProblemsError) []log.Problem {
+	return pe.Problems[:min(len(pe.Problems), log.MaxProblems)]
 }
 
 // failed is a check's error worded for people that still carries the
@@ -46,14 +56,16 @@ func (e *failedError) Unwrap() error { return e.pe }
 
 // A checkVerdict is what a checking command prints with --json: one object on
 // stdout whether the check passed or not. OK is true only when it passed;
-// Problems are what it found wrong (What names the thing); Error, when
-// set, says why the check stopped before it could finish (an unreadable
-// file, a log it could not reach): that is not a pass either. Report is
-// the command's own account of what it checked.
+// Problems are what it found wrong (What names the thing): the first
+// log.MaxProblems of the Count found; Error, when set, says why the check
+// stopped before it could finish (an unreadable file, a log it could not
+// reach): that is not a pass either. Report is the command's own account
+// of what it checked.
 type checkVerdict struct {
 	OK       bool          `json:"ok"`
 	What     string        `json:"what,omitempty"`
 	Problems []log.Problem `json:"problems"`
+	Count    int           `json:"count,omitempty"`
 	Error    string        `json:"error,omitempty"`
 	Report   any           `json:"report,omitempty"`
 }
@@ -84,7 +96,7 @@ func (o checkOutput) done(report any, err error, human func(error) error) error 
 		switch {
 		case err == nil:
 		case errors.As(err, &pe):
-			v.What, v.Problems = pe.What, pe.Problems
+			v.What, v.Problems, v.Count = pe.What, shownProblems(pe), pe.Count()
 		default:
 			v.Error = err.Error()
 		}

@@ -225,7 +225,7 @@ func verify(ctx context.Context, dir string, verifyAnchor VerifyAnchorFunc, pins
 	}
 	c.checkUnread()
 	if len(c.probs) > 0 {
-		return c.rep, &VerifyError{What: "bundle", Problems: c.probs}
+		return c.rep, &VerifyError{What: "bundle", Problems: c.probs, More: c.moreProbs}
 	}
 	return c.rep, nil
 }
@@ -238,8 +238,9 @@ type checker struct {
 	opened       map[string]bool // the files the checks opened
 	verifyAnchor VerifyAnchorFunc
 	pins         Pins
-	carry        bool // trust takes each record's own for the part not pinned
-	probs        []Problem
+	carry        bool      // trust takes each record's own for the part not pinned
+	probs        []Problem // the first log.MaxProblems found
+	moreProbs    int       // how many more were found
 
 	m         *Manifest
 	rep       *Report
@@ -273,11 +274,15 @@ type anchored struct {
 }
 
 func (c *checker) bad(file, format string, args ...any) {
+	if len(c.probs) == log.MaxProblems {
+		c.moreProbs++
+		return
+	}
 	c.probs = append(c.probs, Problem{Part: file, Msg: fmt.Sprintf(format, args...)})
 }
 
 func (c *checker) fail() (*Report, error) {
-	return nil, &VerifyError{What: "bundle", Problems: c.probs}
+	return nil, &VerifyError{What: "bundle", Problems: c.probs, More: c.moreProbs}
 }
 
 // read returns a listed file's bytes, checking them against the
