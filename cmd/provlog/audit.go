@@ -104,11 +104,11 @@ func (a *auditRun) run(ctx context.Context) error {
 	}
 	a.rep.Tasks = tasks.Len()
 	if n := len(tasks.Violations()); n > 0 {
-		pe := &log.ProblemsError{What: "task entries"}
-		for _, v := range tasks.Violations() {
-			fmt.Fprintln(a.stderr, v.String())
+		pe := &log.ProblemsError{What: "task entries", More: max(n-log.MaxProblems, 0)}
+		for _, v := range tasks.Violations()[:n-pe.More] {
 			pe.Problems = append(pe.Problems, v.Problem())
 		}
+		printProblems(a.stderr, "", pe)
 		return failed(pe, "FAILED: %d task entries break the ownership and provenance rules (the sidecar never writes such entries)", n)
 	}
 	keys, err := a.fenceKeys(ctx, src, tasks, rep.Size)

@@ -22,16 +22,22 @@ func reportProblems(stderr io.Writer, dir string, err error) error {
 	if !errors.As(err, &pe) {
 		return err
 	}
+	printProblems(stderr, "FAILED ", pe)
+	return fmt.Errorf("FAILED: %s does not verify (%d problems)", dir, pe.Count())
+}
+
+// printProblems writes a line, after prefix, for each of pe's first
+// log.MaxProblems problems and then one saying how many more there were.
+func printProblems(w io.Writer, prefix string, pe *log.ProblemsError) {
 	shown := shownProblems(pe)
 	for _, p := range shown {
 		// p's String escapes what the checked thing wrote (a file name,
 		// an actor), so that it cannot act on the terminal.
-		fmt.Fprintf(stderr, "FAILED %s\n", p)
+		fmt.Fprintf(w, "%s%s\n", prefix, p)
 	}
 	if n := pe.Count() - len(shown); n > 0 {
-		fmt.Fprintf(stderr, "FAILED … and %d more problems\n", n)
+		fmt.Fprintf(w, "%s… and %d more problems\n", prefix, n)
 	}
-	return fmt.Errorf("FAILED: %s does not verify (%d problems)", dir, pe.Count())
 }
 
 // shownProblems is the first log.MaxProblems of pe's problems, the ones a
