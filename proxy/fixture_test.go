@@ -197,6 +197,9 @@ func runFixtureServer() {
 	case "listsbad":
 		addReshaping(s, obj)
 		addBadAfterReshape(s)
+	case "listshuge":
+		addReshaping(s, obj)
+		addHugeAfterReshape(s, obj) // newerlistbound_test.go
 	case "rounds":
 		addRounds(s)
 	case "asks":
