@@ -116,8 +116,10 @@ type registry struct {
 // it, or its definition is past what a list page can give (maxListItem).
 type skip struct {
 	why string
-	// newerOnly: only the server's newer session lists it (a
-	// 2026-07-28 client would have been shown it, no other).
+	// newerOnly: it is skipped from the newer session's list only (only
+	// that session lists it, or its definition there is past
+	// maxListItem): a 2026-07-28 client would have been shown it, as the
+	// newer session lists it, no other.
 	newerOnly bool
 }
 
@@ -455,8 +457,20 @@ func (k *listKind[T]) apply(c *catalogue, raws []json.RawMessage, announced bool
 	for _, raw := range raws {
 		k.applyItem(c, a, raw, false)
 	}
-	for _, raw := range c.newerOnly(k.slot, a.seen) {
-		k.applyItem(c, a, raw, true)
+	first := maps.Clone(a.seen)
+	for _, it := range c.newerListed(k.slot) {
+		if !first[it.name] {
+			k.applyItem(c, a, it.def, true)
+			continue
+		}
+		// The first session's item, which a 2026-07-28 client is shown
+		// as the newer session lists it (shownLocked): not if that
+		// definition could be given in no page.
+		if _, known := a.skipped[it.name]; !known {
+			if why := k.pastList(&d.cfg, it.def, it.name); why != "" {
+				a.skipped[it.name] = skip{why: why, newerOnly: true}
+			}
+		}
 	}
 	c.mu.Lock()
 	c.lists[k.slot].first = raws
@@ -521,8 +535,8 @@ func (k *listKind[T]) applyItem(c *catalogue, a *applying, raw json.RawMessage, 
 		return
 	}
 	front := k.prefix(&d.cfg) + name
-	if n := listItemSize(raw, k.nameKey, front); n > maxListItem {
-		a.skipped[name] = skip{why: fmt.Sprintf("its definition is %d bytes, past the %d a client takes of one item in a list page (%d in one message)", n, maxListItem, maxFrontResult), newerOnly: newerOnly}
+	if why := k.pastList(&d.cfg, raw, name); why != "" {
+		a.skipped[name] = skip{why: why, newerOnly: newerOnly}
 		return
 	}
 	*k.name(item) = front

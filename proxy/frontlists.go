@@ -115,18 +115,11 @@ func (p *Proxy) rawList(res any, k lister, protocol string, n int, item func(int
 	for {
 		// Cut after item keep-1 or, if the first alone is past the
 		// bound, after the first, which is not given. The catalogue
-		// does not offer an item past maxListItem (applyItem, which
-		// reports it once, in provlog__status too), so this is only a
-		// newer session's definition of an item its first session
-		// lists smaller.
+		// shows no item past maxListItem, the first session's or the
+		// newer's (apply, which reports it once, in provlog__status
+		// too), so the first is past it only while a newer session's
+		// list just read is being applied.
 		uid, _ := item(at[max(keep, 1)-1])
-		if keep == 0 {
-			name := uid
-			if d := p.router.owner(names, uid); d != nil {
-				name = d.secrets.scrub(uid)
-			}
-			p.logger.Warn("proxy: one of the "+k.plural()+" listed is past what a client takes in one message; it is not given", "name", name, "bytes", len(items[0]))
-		}
 		cursor, err := frontCursor(uid)
 		if err != nil {
 			return nil, err
@@ -164,6 +157,15 @@ func listItemSize(raw json.RawMessage, nameKey, front string) int {
 		return 0
 	}
 	return len(frontItem(raw, nameKey, front))
+}
+
+// pastList says why raw, the definition of the item name of cfg's
+// server, could be given in no list page (maxListItem); "" if it could.
+func (k *listKind[T]) pastList(cfg *ServerConfig, raw json.RawMessage, name string) string {
+	if n := listItemSize(raw, k.nameKey, k.prefix(cfg)+name); n > maxListItem {
+		return fmt.Sprintf("its definition is %d bytes, past the %d a client takes of one item in a list page (%d in one message)", n, maxListItem, maxFrontResult)
+	}
+	return ""
 }
 
 // listPage is a list result: the envelope env with items as its member

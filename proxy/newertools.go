@@ -94,21 +94,25 @@ func (c *catalogue) noteNewer(cs *mcp.ClientSession, slot listSlot, nameKey stri
 	return c.lists[slot].first
 }
 
-// newerOnly returns the definitions of the items of list slot that the
-// newer session, while up, lists and the first does not (its names:
-// first), in order of their names.
-func (c *catalogue) newerOnly(slot listSlot, first map[string]bool) []json.RawMessage {
+// A newerItem is an item the newer session lists: its name (URI, URI
+// template) and its definition as listed.
+type newerItem struct {
+	name string
+	def  json.RawMessage
+}
+
+// newerListed returns the items of list slot that the newer session,
+// while up, lists, in order of their names.
+func (c *catalogue) newerListed(slot listSlot) []newerItem {
 	up := c.d.newer.current()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if up == nil || c.newer.cs != up {
 		return nil
 	}
-	var out []json.RawMessage
+	var out []newerItem
 	for _, name := range slices.Sorted(maps.Keys(c.newer.defs[slot])) {
-		if !first[name] {
-			out = append(out, c.newer.defs[slot][name])
-		}
+		out = append(out, newerItem{name: name, def: c.newer.defs[slot][name]})
 	}
 	return out
 }
@@ -148,6 +152,9 @@ func (c *catalogue) shownDefinition(slot listSlot, front string, newer bool) (de
 func (c *catalogue) shownLocked(slot listSlot, r registration, newer bool, up *mcp.ClientSession) (json.RawMessage, bool) {
 	if newer && up != nil && c.newer.cs == up && c.newer.defs[slot] != nil {
 		def, listed := c.newer.defs[slot][r.name]
+		if s, skipped := c.lists[slot].skipped[r.name]; skipped && s.newerOnly {
+			return nil, false // its definition there is past maxListItem (apply)
+		}
 		return def, listed
 	}
 	return r.def, !r.newerOnly
