@@ -21,7 +21,7 @@ type rekorHistory struct {
 	last  map[string]seenRekor // by key and origin: the newest entry
 	// unlinked names the records whose entry has no consistency proof
 	// though the record before holds an entry of that Rekor tree: made
-	// before records kept Rekor's proof.
+	// before records kept Rekor's proof, or Rekor did not give it.
 	unlinked []string
 }
 

@@ -177,7 +177,11 @@ func (c *RekorClient) do(ctx context.Context, method, u string, body []byte, wan
 // with it ([rekor.Entry.Check]). A prev of another tree (Rekor started a
 // new shard) has nothing to link. A proof that does not verify shows
 // that Rekor presented two histories: the error says "Rekor fork", and e
-// must not be kept.
+// must not be kept. A proof Rekor did not give (an error answer, a
+// timeout, bytes that are no proof) leaves e as Upload checked it,
+// unlinked, and the error wraps [errUnlinked]: e is kept, as records
+// made before the proof was kept are (the audit names them), for Rekor
+// holds it for good and a retry would only make another.
 func (c *RekorClient) Link(ctx context.Context, e, prev *rekor.Entry, digest []byte) error {
 	if prev == nil {
 		return nil
@@ -194,7 +198,7 @@ func (c *RekorClient) Link(ctx context.Context, e, prev *rekor.Entry, digest []b
 	if old.Size < cur.Size {
 		// Equal sizes need no proof; a smaller size now fails the check.
 		if link.Proof, err = c.proof(ctx, cur.Origin, old.Size, cur.Size); err != nil {
-			return fmt.Errorf("fetching Rekor's consistency proof from size %d to %d: %w", old.Size, cur.Size, err)
+			return fmt.Errorf("%w: fetching it from size %d to %d: %w", errUnlinked, old.Size, cur.Size, err)
 		}
 	}
 	e.Consistency = link
@@ -204,6 +208,10 @@ func (c *RekorClient) Link(ctx context.Context, e, prev *rekor.Entry, digest []b
 	}
 	return nil
 }
+
+// errUnlinked is what [RekorClient.Link] wraps when Rekor's consistency
+// proof could not be had: the entry stands on its own checks.
+var errUnlinked = errors.New("Rekor entry kept without its consistency proof from the entry before")
 
 // proof gets Rekor's consistency proof from size first to last of the
 // tree origin ("HOST - TREEID") names: GET /api/v1/log/proof, as Rekor's

@@ -460,8 +460,16 @@ func (r *Runner) round(ctx context.Context, auths []*authority) (*anchor.Stored,
 		if answers[i].err == nil {
 			a.lastSuccess, a.failures, a.nextTry = now, 0, time.Time{}
 		}
+		if u := answers[i].unlinked; u != nil {
+			a.lastErr, a.lastErrAt = u.Error(), now
+		}
 	}
 	r.mu.Unlock()
+	for i, a := range auths {
+		if u := answers[i].unlinked; u != nil {
+			r.logger.Warn("anchoring: Rekor entry kept unlinked", "authority", a.name, "url", a.url, "err", u)
+		}
+	}
 	r.logger.Info("anchored checkpoint", "size", rec.Size, "record", st.Name,
 		"timestamps", len(rec.Timestamps), "tlogs", len(rec.Tlogs), "failed", len(failed))
 	if err := r.appendEntry(ctx, st); err != nil {
@@ -527,6 +535,8 @@ type answer struct {
 	tok *rfc3161.Token
 	ent *rekor.Entry
 	err error
+	// unlinked says why ent, kept, has no consistency proof.
+	unlinked error
 }
 
 // ask asks every authority at once, each within the timeout, to anchor
@@ -549,6 +559,9 @@ func (r *Runner) ask(ctx context.Context, auths []*authority, digest []byte) []a
 			e, err := a.rekor.Upload(actx, digest)
 			if err == nil {
 				err = a.rekor.Link(actx, e, r.rekorBefore(e), digest)
+			}
+			if errors.Is(err, errUnlinked) {
+				answers[i].unlinked, err = err, nil
 			}
 			if err != nil {
 				e = nil

@@ -68,7 +68,8 @@ type Entry struct {
 	Entry json.RawMessage `json:"entry"`
 	// Consistency, when the record before held an entry of the same
 	// Rekor tree, proves this entry's Rekor checkpoint consistent with
-	// that entry's. Records made before provlog kept it have none.
+	// that entry's. Records made before provlog kept it, and those whose
+	// proof Rekor did not give at upload, have none.
 	Consistency *Consistency `json:"consistency,omitempty"`
 }
 
