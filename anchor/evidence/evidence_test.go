@@ -42,6 +42,11 @@ type testLog struct {
 	runner    *online.Runner
 	records   *anchor.Store
 	trust     *anchor.Trust
+	// key, rekor and resolved are the anchoring key, the fake Rekor and
+	// the anchors config the runner uses.
+	key      *ecdsa.PrivateKey
+	rekor    *fakerekor.Rekor
+	resolved *online.Resolved
 }
 
 // cosigningLog is the sequencer as the runner sees it, with the latest
@@ -98,6 +103,7 @@ func newTestLog(t testing.TB) *testLog {
 		t.Fatal(err)
 	}
 	l.trust = res.Trust
+	l.key, l.rekor, l.resolved = key, rk, res
 	if l.records, err = anchor.OpenStore(filepath.Join(t.TempDir(), "anchors")); err != nil {
 		t.Fatal(err)
 	}
