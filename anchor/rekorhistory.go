@@ -77,3 +77,14 @@ func (h *rekorHistory) add(name string, r *Record) []log.Problem {
 	}
 	return probs
 }
+
+// A RekorHistory compares the Rekor checkpoints of records as [AuditAll]
+// and a bundle's check do (the same comparison): an evidence's writer
+// runs it over the records up to its target, since the directory carries
+// one record and its check can compare that record with no other.
+type RekorHistory struct{ h rekorHistory }
+
+// Add compares r, stored as name and accepted by [Verify], with the
+// records added before it (add them by anchored size, as they were
+// made), and returns what is wrong, each part "NAME: rekor.v1 I (URL)".
+func (h *RekorHistory) Add(name string, r *Record) []log.Problem { return h.h.add(name, r) }

@@ -15,7 +15,9 @@
 // verifies (under the configured trust too), the policy's witnesses'
 // cosignatures on its checkpoint verify, and no authority dates the
 // checkpoint before an entry it covers (all of them, not only those in
-// the directory, as provlog audit checks); [Write] tells
+// the directory, as provlog audit checks), and its Rekor checkpoints
+// show no fork against those of the records before it (as the audit
+// compares them: the directory holds one record); [Write] tells
 // [Options.Skipped] of each record it leaves out and why. When the only
 // anchors covering the entry are dated before an entry they cover,
 // skipped/ holds the smallest of them and that entry, and "missing" says

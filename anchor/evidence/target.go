@@ -81,6 +81,11 @@ type chooser struct {
 	p     log.WitnessPolicy
 	key   crypto.PublicKey // the anchoring key, parsed when a record needs it
 	times *anchor.CoveredTimes
+	// rekor compares the Rekor checkpoints of the records so far, by
+	// size, as provlog audit does; forked holds what it found wrong with
+	// each, by name.
+	rekor  anchor.RekorHistory
+	forked map[string][]log.Problem
 }
 
 // chooseTarget picks the smallest anchored checkpoint covering the entry
@@ -91,17 +96,25 @@ type chooser struct {
 // its checkpoint's cosignatures by the policy's witnesses verify, and no
 // authority dates it before an entry it covers ([anchor.Verified.CheckCovered],
 // against the latest time among all those entries, as provlog audit
-// checks). Each record left out is passed to o.Skipped with why.
+// checks), and its Rekor checkpoints show no fork against those of the
+// records before it ([anchor.RekorHistory]). Each record left out is
+// passed to o.Skipped with why.
 func chooseTarget(ctx context.Context, o Options, v note.Verifier, p log.WitnessPolicy) (*target, error) {
 	recs := slices.Clone(o.Records)
 	slices.SortStableFunc(recs, func(a, b *anchor.Stored) int { return cmpSize(a, b) })
-	ch := &chooser{o: o, v: v, p: p, times: anchor.NewCoveredTimes(o.Source)}
+	ch := &chooser{o: o, v: v, p: p, times: anchor.NewCoveredTimes(o.Source), forked: map[string][]log.Problem{}}
 	witnessed := len(p.Witnesses) > 0
 	var first *target
 	var skipped *skippedAnchor
 	for _, st := range recs {
-		if st.Record == nil || st.Record.Size <= o.Index {
+		if st.Record == nil {
 			continue // a record that does not parse is no target; audit reports it
+		}
+		if err := ch.compareRekor(ctx, st); err != nil {
+			return nil, err
+		}
+		if st.Record.Size <= o.Index {
+			continue
 		}
 		msg := []byte(st.Record.Checkpoint)
 		cp, cos, err := p.Cosigners(msg, v)
@@ -146,10 +159,8 @@ func chooseTarget(ctx context.Context, o Options, v note.Verifier, p log.Witness
 // o.Skipped, and sk is st if its times are why. The error is one of
 // reading the log.
 func (ch *chooser) check(ctx context.Context, st *anchor.Stored) (ok bool, sk *skippedAnchor, err error) {
-	if ch.key == nil {
-		if ch.key, err = x509.ParsePKIXPublicKey(ch.o.AnchorKey); err != nil {
-			return false, nil, fmt.Errorf("evidence: anchoring key: %w", err)
-		}
+	if err := ch.parseKey(); err != nil {
+		return false, nil, err
 	}
 	r := st.Record
 	if b, err := r.Marshal(); err != nil || !bytes.Equal(b, st.Bytes) {
@@ -167,6 +178,10 @@ func (ch *chooser) check(ctx context.Context, st *anchor.Stored) (ok bool, sk *s
 			return false, nil, nil
 		}
 	}
+	if probs := ch.forked[st.Name]; len(probs) > 0 {
+		ch.skip(st, &log.ProblemsError{What: "anchor record", Problems: probs})
+		return false, nil, nil
+	}
 	if ch.o.testingOnlySkipTimes {
 		return true, nil, nil
 	}
@@ -179,6 +194,39 @@ func (ch *chooser) check(ctx context.Context, st *anchor.Stored) (ok bool, sk *s
 		return false, &skippedAnchor{st: st, newest: newest, probs: probs}, nil
 	}
 	return true, nil, nil
+}
+
+// parseKey parses the anchoring key, once.
+func (ch *chooser) parseKey() error {
+	if ch.key != nil {
+		return nil
+	}
+	var err error
+	if ch.key, err = x509.ParsePKIXPublicKey(ch.o.AnchorKey); err != nil {
+		return fmt.Errorf("evidence: anchoring key: %w", err)
+	}
+	return nil
+}
+
+// compareRekor compares the Rekor checkpoints of st, when it holds a
+// Rekor entry and verifies, with those of the records before it (call it
+// on every record by size, those below the entry too), as provlog audit
+// does: a record that shows Rekor forked is no target, though it verifies
+// alone, which is all the directory's check can see of it.
+func (ch *chooser) compareRekor(ctx context.Context, st *anchor.Stored) error {
+	if !slices.ContainsFunc(st.Record.Tlogs, func(t *anchor.Tlog) bool { return t.RekorV1 != nil }) {
+		return nil
+	}
+	if err := ch.parseKey(); err != nil {
+		return err
+	}
+	if _, err := anchor.Verify(ctx, st.Record, ch.v, ch.key, nil); err != nil {
+		return nil // no witness of what Rekor showed; the audit reports it
+	}
+	if probs := ch.rekor.Add(st.Name, st.Record); len(probs) > 0 {
+		ch.forked[st.Name] = probs
+	}
+	return nil
 }
 
 func (ch *chooser) skip(st *anchor.Stored, why error) {
