@@ -309,6 +309,20 @@ func (r *Runner) Run(ctx context.Context) error {
 			next = now.Add(r.cfg.Interval)
 		}
 		r.tick(ctx, regular)
+		r.postpone(time.Now())
+	}
+}
+
+// postpone moves on the retry of each failed authority that a tick left
+// due: one that asked no one (the log's storage failed first) changed no
+// retry time, and Run would wake for it again at once, in a spin.
+func (r *Runner) postpone(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, a := range r.auths {
+		if a.failures > 0 && !a.nextTry.After(now) {
+			a.nextTry = now.Add(r.backoff(a.failures))
+		}
 	}
 }
 
@@ -599,15 +613,21 @@ func (r *Runner) fail(a *authority, err error, now time.Time) {
 	r.mu.Lock()
 	a.failures++
 	a.lastErr, a.lastErrAt = err.Error(), now
-	d := r.opts.MinBackoff << min(a.failures-1, 20)
-	if d > r.opts.MaxBackoff || d <= 0 {
-		d = r.opts.MaxBackoff
-	}
-	d = d/2 + rand.N(d/2+1) // jitter, so that authorities do not retry in lockstep
+	d := r.backoff(a.failures)
 	a.nextTry = now.Add(d)
 	failures := a.failures
 	r.mu.Unlock()
 	r.logger.Warn("anchoring failed", "authority", a.name, "url", a.url, "err", err, "failures", failures, "retry_in", d.Round(time.Millisecond).String())
+}
+
+// backoff is the retry delay after the given number of consecutive
+// failures: doubling from MinBackoff up to MaxBackoff, with jitter.
+func (r *Runner) backoff(failures int) time.Duration {
+	d := r.opts.MinBackoff << min(failures-1, 20)
+	if d > r.opts.MaxBackoff || d <= 0 {
+		d = r.opts.MaxBackoff
+	}
+	return d/2 + rand.N(d/2+1) // jitter, so that authorities do not retry in lockstep
 }
 
 // noteError records an error that is no authority's, and returns it.
