@@ -5,10 +5,44 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
 	"github.com/provlog/provlog/anchor/online"
 )
+
+// proofDownEnv is newEnv(t, 1, true) whose Rekor is reached through a
+// front that answers its consistency-proof endpoint (GET
+// /api/v1/log/proof) 503 while down is set.
+func proofDownEnv(t *testing.T) (*env, *atomic.Bool) {
+	e := newEnv(t, 1, true)
+	var down atomic.Bool
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/api/v1/log/proof" && down.Load() {
+			http.Error(w, "proof service unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		e.rekor.ServeHTTP(w, req)
+	}))
+	t.Cleanup(front.Close)
+	e.cfg.Rekor = &online.RekorConfig{URL: front.URL, PublicKey: string(e.rekor.PublicKeyPEM())}
+	var err error
+	if e.resolved, err = e.cfg.Resolve(nil); err != nil {
+		t.Fatal(err)
+	}
+	return e, &down
+}
+
+// rekorStatus returns Rekor's part of r's status.
+func rekorStatus(r *online.Runner) online.AuthorityStatus {
+	for _, a := range r.Status().Authorities {
+		if a.Kind == "rekor.v1" {
+			return a
+		}
+	}
+	return online.AuthorityStatus{}
+}
 
 // TestRekorProofDown: Rekor takes every entry but its consistency-proof
 // endpoint (GET /api/v1/log/proof) answers 503. The entry Rekor made is
@@ -19,25 +53,13 @@ import (
 // (3 entries made in Rekor, 0 kept) and counted Rekor as failing, so each
 // retry made one more entry in Rekor.
 func TestRekorProofDown(t *testing.T) {
-	e := newEnv(t, 1, true)
-	proofDown := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.URL.Path == "/api/v1/log/proof" {
-			http.Error(w, "proof service unavailable", http.StatusServiceUnavailable)
-			return
-		}
-		e.rekor.ServeHTTP(w, req)
-	}))
-	defer proofDown.Close()
-	e.cfg.Rekor = &online.RekorConfig{URL: proofDown.URL, PublicKey: string(e.rekor.PublicKeyPEM())}
-	var err error
-	if e.resolved, err = e.cfg.Resolve(nil); err != nil {
-		t.Fatal(err)
-	}
+	e, down := proofDownEnv(t)
 	r := e.runner(nil)
 	ctx := context.Background()
 	if _, err := r.AnchorNow(ctx); err != nil {
 		t.Fatalf("first anchor: %v", err)
 	}
+	down.Store(true)
 	const rounds = 3
 	before := e.rekor.Created()
 	kept := 0
@@ -54,13 +76,7 @@ func TestRekorProofDown(t *testing.T) {
 		t.Errorf("with Rekor's proof endpoint down: %d entries made in Rekor over %d rounds, %d kept in the records; want %d and %d",
 			made, rounds, kept, rounds, rounds)
 	}
-	var rs online.AuthorityStatus
-	for _, a := range r.Status().Authorities {
-		if a.Kind == "rekor.v1" {
-			rs = a
-		}
-	}
-	if rs.ConsecutiveFailures != 0 || !strings.Contains(rs.LastError, "consistency proof") {
+	if rs := rekorStatus(r); rs.ConsecutiveFailures != 0 || !strings.Contains(rs.LastError, "consistency proof") {
 		t.Errorf("Rekor's status: %d consecutive failures, last error %q; want 0 and an error naming the consistency proof", rs.ConsecutiveFailures, rs.LastError)
 	}
 	rep, err := e.audit()
@@ -69,5 +85,52 @@ func TestRekorProofDown(t *testing.T) {
 	}
 	if len(rep.RekorUnlinked) != kept {
 		t.Errorf("audit names %d records unlinked, want %d: %q", len(rep.RekorUnlinked), kept, rep.RekorUnlinked)
+	}
+	// Rekor gives its proofs again: the next entry is linked, and the
+	// audit accepts the link.
+	down.Store(false)
+	e.appendN(1)
+	st, err := r.AnchorNow(ctx)
+	if err != nil || len(st.Record.Tlogs) != 1 || st.Record.Tlogs[0].RekorV1.Consistency == nil {
+		t.Fatalf("with Rekor's proofs back: %v, %+v; want a linked Rekor entry", err, st)
+	}
+	if _, err := e.audit(); err != nil {
+		t.Errorf("audit after the linked entry: %v", err)
+	}
+}
+
+// TestRekorForkBehindProofDown: Rekor forks in a round its proof
+// endpoint is down, so its entry is kept unlinked; when the endpoint is
+// back, the next entry must be linked to the newest entry that was
+// linked (or the first), from which the fork shows, and refused as a
+// Rekor fork. Linked to the unlinked entry, the fork stayed hidden for
+// good: the entry of the forked tree was stored, and the audit passed.
+func TestRekorForkBehindProofDown(t *testing.T) {
+	e, down := proofDownEnv(t)
+	r := e.runner(nil)
+	ctx := context.Background()
+	if _, err := r.AnchorNow(ctx); err != nil {
+		t.Fatalf("first anchor: %v", err)
+	}
+	e.appendN(1)
+	down.Store(true)
+	e.rekor.SetFault(fakerekor.Fork)
+	st, err := r.AnchorNow(ctx)
+	if err != nil || len(st.Record.Tlogs) != 1 {
+		t.Fatalf("Rekor forked, its proof endpoint down: %v; want its entry kept unlinked", err)
+	}
+	e.rekor.SetFault(fakerekor.OK) // its tree stays the forked one
+	down.Store(false)
+	for i, restart := range []bool{false, true} {
+		e.appendN(1)
+		rr := r
+		if restart {
+			rr = e.runner(nil) // links as a runner started afresh on the records
+		}
+		st, err = rr.AnchorNow(ctx)
+		if err != nil || len(st.Record.Tlogs) != 0 || !strings.Contains(rekorStatus(rr).LastError, "Rekor fork") {
+			t.Errorf("round %d after the fork (restart %v), Rekor's proofs back: %v, %d Rekor entries stored, Rekor's status %q; want the TSA's token alone and Rekor failing with a Rekor fork",
+				i, restart, err, len(st.Record.Tlogs), rekorStatus(rr).LastError)
+		}
 	}
 }
