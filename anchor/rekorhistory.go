@@ -14,11 +14,16 @@ import (
 // included; here, two checkpoints of one Rekor key and origin and one
 // tree size with different roots show that Rekor presented two
 // histories, and an entry's consistency proof must start from the
-// checkpoint of that Rekor's entry in the record before. The audit, a
-// bundle's check and an evidence's check all run it.
+// checkpoint of that Rekor's newest entry before it that is linked (or
+// is the tree's first): the runner links from that one, so that an
+// unlinked entry, which may be of a forked tree, is never built on. (A
+// proof from the newest entry, unlinked or not, is accepted too: records
+// made when the runner linked from it.) The audit, a bundle's check and
+// an evidence's writer all run it.
 type rekorHistory struct {
 	first map[string]seenRekor // by key, origin and size
 	last  map[string]seenRekor // by key and origin: the newest entry
+	head  map[string]seenRekor // by key and origin: the newest entry linked, or the first
 	// unlinked names the records whose entry has no consistency proof
 	// though the record before holds an entry of that Rekor tree: made
 	// before records kept Rekor's proof, or Rekor did not give it.
@@ -36,7 +41,7 @@ type seenRekor struct {
 // before it, and returns what is wrong, each part "NAME: rekor.v1 I (URL)".
 func (h *rekorHistory) add(name string, r *Record) []log.Problem {
 	if h.first == nil {
-		h.first, h.last = map[string]seenRekor{}, map[string]seenRekor{}
+		h.first, h.last, h.head = map[string]seenRekor{}, map[string]seenRekor{}, map[string]seenRekor{}
 	}
 	var probs []log.Problem
 	linked := true
@@ -51,15 +56,21 @@ func (h *rekorHistory) add(name string, r *Record) []log.Problem {
 		}
 		part := fmt.Sprintf("%s: %s %d (%s)", name, tl.Kind, i, e.URL)
 		tree := e.LogID + "\n" + cp.Origin
+		seen := seenRekor{cp.Root, cp.Note, cp.Size, name}
 		if prev, ok := h.last[tree]; ok {
+			head := h.head[tree]
 			switch c := e.Consistency; {
 			case c == nil:
 				linked = false
-			case c.Checkpoint != prev.note:
-				probs = append(probs, log.Problem{Part: part, Msg: fmt.Sprintf("its consistency proof does not start from the Rekor checkpoint (size %d) of record %s, the one before it", prev.size, prev.rec)})
+			case c.Checkpoint != prev.note && c.Checkpoint != head.note:
+				probs = append(probs, log.Problem{Part: part, Msg: fmt.Sprintf("its consistency proof does not start from the Rekor checkpoint (size %d) of record %s, the newest linked one before it", head.size, head.rec)})
+			default:
+				h.head[tree] = seen
 			}
+		} else {
+			h.head[tree] = seen
 		}
-		h.last[tree] = seenRekor{cp.Root, cp.Note, cp.Size, name}
+		h.last[tree] = seen
 		key := fmt.Sprintf("%s\n%d", tree, cp.Size)
 		s, ok := h.first[key]
 		if !ok {

@@ -80,9 +80,11 @@ type Runner struct {
 	unlogged  *anchor.Stored // stored, but its anchor entry is not in the log yet
 	lastEntry int64          // index of last's anchor entry, -1 if unknown
 	// rekorLast holds, by Rekor tree (rekorTree), the entry of that tree
-	// in the newest record holding one: a new entry is linked to it
-	// (RekorClient.Link), also across rounds Rekor failed, as the audit
-	// links them (anchor's rekorHistory).
+	// in the newest record holding one that is linked (or the tree's
+	// first): a new entry is linked to it (RekorClient.Link), also
+	// across rounds Rekor failed or gave no proof, as the audit links
+	// them (anchor's rekorHistory). An entry kept unlinked is never
+	// linked from: its tree may be a fork the proof would have shown.
 	rekorLast map[string]*rekor.Entry
 	lastError string
 	lastErrAt time.Time
@@ -202,14 +204,16 @@ func (r *Runner) loadRekorLast() error {
 	return nil
 }
 
-// noteRekor notes rec's Rekor entries as the newest of their trees.
-// Callers hold r.mu, or own r.
+// noteRekor notes rec's Rekor entries as the newest of their trees to
+// link from: those linked, and the first of a tree. Callers hold r.mu,
+// or own r.
 func (r *Runner) noteRekor(rec *anchor.Record) {
 	for _, t := range rec.Tlogs {
 		if t.RekorV1 == nil {
 			continue
 		}
-		if tree, ok := rekorTree(t.RekorV1); ok {
+		tree, ok := rekorTree(t.RekorV1)
+		if ok && (t.RekorV1.Consistency != nil || r.rekorLast[tree] == nil) {
 			r.rekorLast[tree] = t.RekorV1
 		}
 	}
@@ -225,8 +229,8 @@ func rekorTree(e *rekor.Entry) (string, bool) {
 	return e.LogID + "\n" + cp.Origin, true
 }
 
-// rekorBefore returns the entry of e's Rekor tree in the newest stored
-// record holding one, or nil.
+// rekorBefore returns the entry of e's Rekor tree to link e from (see
+// rekorLast), or nil.
 func (r *Runner) rekorBefore(e *rekor.Entry) *rekor.Entry {
 	tree, ok := rekorTree(e)
 	if !ok {
@@ -556,9 +560,9 @@ type answer struct {
 // ask asks every authority at once, each within the timeout, to anchor
 // digest, and returns their answers in order.
 //
-// A Rekor's entry is linked to the entry of its tree in the newest record
-// holding one, however many rounds Rekor failed since (see
-// [RekorClient.Link]): one that shows Rekor forked is refused.
+// A Rekor's entry is linked to the newest linked entry of its tree (or
+// its first), however many rounds Rekor failed or gave no proof since
+// (see [RekorClient.Link]): one that shows Rekor forked is refused.
 func (r *Runner) ask(ctx context.Context, auths []*authority, digest []byte) []answer {
 	answers := make([]answer, len(auths))
 	var wg sync.WaitGroup
