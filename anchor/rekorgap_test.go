@@ -53,3 +53,46 @@ func forkRefused(t *testing.T, what string, r *online.Runner) {
 		t.Errorf("%s: Rekor's status %+v; want its last error to say Rekor fork", what, a)
 	}
 }
+
+// TestRekorNewTreeSaid: Rekor leaves the tree it showed for a fresh one
+// under another tree ID (as it does when it starts a new shard, and as a
+// fork may claim). The new tree's entry cannot be linked to the old
+// tree's: it is kept, but not in silence: Rekor's status and the audit
+// must name it as unlinked, as they name an entry whose proof Rekor did
+// not give. On the base it was stored with nothing said: Rekor's status
+// without error, and the audit naming 0 records unlinked.
+func TestRekorNewTreeSaid(t *testing.T) {
+	e := newEnv(t, 0, true)
+	r := e.runner(nil)
+	ctx := context.Background()
+	for i := range 2 {
+		if _, err := r.AnchorNow(ctx); err != nil {
+			t.Fatalf("anchor %d: %v", i, err)
+		}
+		e.appendN(1)
+	}
+	e.rekor.SetFault(fakerekor.NewTree)
+	st, err := r.AnchorNow(ctx)
+	if err != nil || len(st.Record.Tlogs) != 1 {
+		t.Fatalf("Rekor on a new tree: %v; want its entry kept", err)
+	}
+	if s := r.Status().Authorities[0]; !strings.Contains(s.LastError, "tree") {
+		t.Errorf("Rekor's status after it moved to a new tree: last error %q; want it to say so", s.LastError)
+	}
+	rep, err := e.audit()
+	if err != nil {
+		t.Fatalf("audit: %v", err)
+	}
+	if len(rep.RekorUnlinked) != 1 || rep.RekorUnlinked[0] != st.Name {
+		t.Errorf("audit names %q unlinked; want %s, whose Rekor entry is of a new tree", rep.RekorUnlinked, st.Name)
+	}
+	// On the new tree, the next entry is linked again.
+	e.rekor.SetFault(fakerekor.OK)
+	e.appendN(1)
+	if st, err = r.AnchorNow(ctx); err != nil || st.Record.Tlogs[0].RekorV1.Consistency == nil {
+		t.Fatalf("the next entry on the new tree: %v; want it linked", err)
+	}
+	if rep, err = e.audit(); err != nil || len(rep.RekorUnlinked) != 1 {
+		t.Errorf("audit: %v, unlinked %q", err, rep.RekorUnlinked)
+	}
+}

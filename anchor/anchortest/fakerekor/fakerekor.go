@@ -59,6 +59,7 @@ const (
 	OtherOrigin       // signs the checkpoint under the origin of another tree than the entry's UUID names
 	Rollback          // forgets its tree and logs the entry into a new one: its sizes come again with other roots (a fork)
 	Fork              // puts other leaves in place of every one it holds, then logs the entry: its tree grows, but does not extend the one it showed before (a fork)
+	NewTree           // leaves its tree for a fresh one under the next tree ID (as Rekor starts a new shard; a fork may say the same) and logs the entry there
 )
 
 // Rekor is the fake, on a loopback HTTP server.
@@ -197,6 +198,11 @@ func (r *Rekor) create(w http.ResponseWriter, req *http.Request) {
 	case Rollback:
 		r.mu.Lock()
 		r.tree = testonly.New(rfc6962.DefaultHasher)
+		r.mu.Unlock()
+	case NewTree:
+		r.mu.Lock()
+		r.tree = testonly.New(rfc6962.DefaultHasher)
+		r.treeID++
 		r.mu.Unlock()
 	case Fork:
 		r.mu.Lock()
