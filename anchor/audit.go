@@ -74,8 +74,9 @@ type AuditReport struct {
 	Unlogged []string
 	// RekorUnlinked names the records whose Rekor entry keeps no
 	// consistency proof from the Rekor checkpoint of the record before,
-	// which holds one of the same tree: made before records kept it, or
-	// Rekor did not give it at upload.
+	// which holds one of the same tree (made before records kept it, or
+	// Rekor did not give it at upload), or whose entry is of a new tree
+	// of that Rekor, which nothing links to the old.
 	// Only checkpoints of one size are compared for them.
 	RekorUnlinked []string
 	// Problems are what failed; a record's are named "NAME: part".

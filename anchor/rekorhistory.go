@@ -24,9 +24,12 @@ type rekorHistory struct {
 	first map[string]seenRekor // by key, origin and size
 	last  map[string]seenRekor // by key and origin: the newest entry
 	head  map[string]seenRekor // by key and origin: the newest entry linked, or the first
+	trees map[string]string    // by key: the origin of the newest entry
 	// unlinked names the records whose entry has no consistency proof
-	// though the record before holds an entry of that Rekor tree: made
-	// before records kept Rekor's proof, or Rekor did not give it.
+	// though the record before holds an entry of that Rekor tree (made
+	// before records kept Rekor's proof, or Rekor did not give it), or
+	// whose entry is of another tree than that Rekor's entry before (a
+	// new shard, which nothing links to the old one).
 	unlinked []string
 }
 
@@ -42,6 +45,7 @@ type seenRekor struct {
 func (h *rekorHistory) add(name string, r *Record) []log.Problem {
 	if h.first == nil {
 		h.first, h.last, h.head = map[string]seenRekor{}, map[string]seenRekor{}, map[string]seenRekor{}
+		h.trees = map[string]string{}
 	}
 	var probs []log.Problem
 	linked := true
@@ -57,6 +61,10 @@ func (h *rekorHistory) add(name string, r *Record) []log.Problem {
 		part := fmt.Sprintf("%s: %s %d (%s)", name, tl.Kind, i, e.URL)
 		tree := e.LogID + "\n" + cp.Origin
 		seen := seenRekor{cp.Root, cp.Note, cp.Size, name}
+		if o, ok := h.trees[e.LogID]; ok && o != cp.Origin {
+			linked = false
+		}
+		h.trees[e.LogID] = cp.Origin
 		if prev, ok := h.last[tree]; ok {
 			head := h.head[tree]
 			switch c := e.Consistency; {

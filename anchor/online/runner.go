@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -86,9 +87,13 @@ type Runner struct {
 	// them (anchor's rekorHistory). An entry kept unlinked is never
 	// linked from: its tree may be a fork the proof would have shown.
 	rekorLast map[string]*rekor.Entry
-	lastError string
-	lastErrAt time.Time
-	started   time.Time
+	// rekorTrees holds, by Rekor log ID, the origin of the tree of its
+	// newest entry: an entry of another tree is of a new shard, which
+	// nothing links to the old one, and is kept saying so.
+	rekorTrees map[string]string
+	lastError  string
+	lastErrAt  time.Time
+	started    time.Time
 }
 
 // authority is one TSA or Rekor and its health.
@@ -195,7 +200,7 @@ func (r *Runner) loadRekorLast() error {
 	if err != nil {
 		return err
 	}
-	r.rekorLast = map[string]*rekor.Entry{}
+	r.rekorLast, r.rekorTrees = map[string]*rekor.Entry{}, map[string]string{}
 	for _, st := range all {
 		if st.Err == nil {
 			r.noteRekor(st.Record)
@@ -213,9 +218,14 @@ func (r *Runner) noteRekor(rec *anchor.Record) {
 			continue
 		}
 		tree, ok := rekorTree(t.RekorV1)
-		if ok && (t.RekorV1.Consistency != nil || r.rekorLast[tree] == nil) {
+		if !ok {
+			continue
+		}
+		if t.RekorV1.Consistency != nil || r.rekorLast[tree] == nil {
 			r.rekorLast[tree] = t.RekorV1
 		}
+		_, origin, _ := strings.Cut(tree, "\n")
+		r.rekorTrees[t.RekorV1.LogID] = origin
 	}
 }
 
@@ -230,15 +240,22 @@ func rekorTree(e *rekor.Entry) (string, bool) {
 }
 
 // rekorBefore returns the entry of e's Rekor tree to link e from (see
-// rekorLast), or nil.
-func (r *Runner) rekorBefore(e *rekor.Entry) *rekor.Entry {
+// rekorLast), or nil; and when there is none, the origin of that Rekor's
+// newest tree if e is of another ("" if not).
+func (r *Runner) rekorBefore(e *rekor.Entry) (*rekor.Entry, string) {
 	tree, ok := rekorTree(e)
 	if !ok {
-		return nil
+		return nil, ""
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.rekorLast[tree]
+	if prev := r.rekorLast[tree]; prev != nil {
+		return prev, ""
+	}
+	if old, ok := r.rekorTrees[e.LogID]; ok && e.LogID+"\n"+old != tree {
+		return nil, old
+	}
+	return nil, ""
 }
 
 // findEntry returns the index of the anchor entry of st, or -1 if the log
@@ -576,7 +593,11 @@ func (r *Runner) ask(ctx context.Context, auths []*authority, digest []byte) []a
 			}
 			e, err := a.rekor.Upload(actx, digest)
 			if err == nil {
-				err = a.rekor.Link(actx, e, r.rekorBefore(e), digest)
+				prev, oldTree := r.rekorBefore(e)
+				if err = a.rekor.Link(actx, e, prev, digest); err == nil && oldTree != "" {
+					cp, _ := e.Checkpoint()
+					err = fmt.Errorf("%w: Rekor moved from its tree %q to a new one, %q, which nothing links to the old", errUnlinked, log.Printable(oldTree), log.Printable(cp.Origin))
+				}
 			}
 			if errors.Is(err, errUnlinked) {
 				answers[i].unlinked, err = err, nil

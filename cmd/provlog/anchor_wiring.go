@@ -304,7 +304,7 @@ func auditAnchors(ctx context.Context, data string, store log.Storage, v note.Ve
 	fmt.Fprintln(stdout)
 	fmt.Fprint(stdout, elsewhere)
 	if n := len(rep.RekorUnlinked); n > 0 {
-		fmt.Fprintf(stdout, "note: %d records (the first %s) keep no Rekor consistency proof from the record before (made before records kept it, or Rekor did not give it at upload): Rekor's checkpoints of theirs are compared only size for size\n", n, rep.RekorUnlinked[0])
+		fmt.Fprintf(stdout, "note: %d records (the first %s) keep no Rekor consistency proof from the record before (made before records kept it, Rekor did not give it at upload, or Rekor moved to a new tree): Rekor's checkpoints of theirs are compared only size for size\n", n, rep.RekorUnlinked[0])
 	}
 	for _, n := range rep.Unlogged {
 		fmt.Fprintf(stdout, "note: %s has no anchor entry in the log yet (the sidecar stopped before appending it; it appends it on start)\n", n)
