@@ -4,11 +4,16 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/provlog/provlog/anchor"
 	"github.com/provlog/provlog/anchor/anchortest/fakerekor"
+	"github.com/provlog/provlog/anchor/anchortest/realsvc"
 	"github.com/provlog/provlog/anchor/online"
 )
 
@@ -17,21 +22,27 @@ import (
 // /api/v1/log/proof) 503 while down is set.
 func proofDownEnv(t *testing.T) (*env, *atomic.Bool) {
 	e := newEnv(t, 1, true)
+	return e, proofDownFront(t, e, e.rekor, string(e.rekor.PublicKeyPEM()))
+}
+
+// proofDownFront puts a front before rekor as e's Rekor, which answers
+// its consistency-proof endpoint 503 while the flag returned is set.
+func proofDownFront(t *testing.T, e *env, rekor http.Handler, key string) *atomic.Bool {
 	var down atomic.Bool
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.URL.Path == "/api/v1/log/proof" && down.Load() {
 			http.Error(w, "proof service unavailable", http.StatusServiceUnavailable)
 			return
 		}
-		e.rekor.ServeHTTP(w, req)
+		rekor.ServeHTTP(w, req)
 	}))
 	t.Cleanup(front.Close)
-	e.cfg.Rekor = &online.RekorConfig{URL: front.URL, PublicKey: string(e.rekor.PublicKeyPEM())}
+	e.cfg.Rekor = &online.RekorConfig{URL: front.URL, PublicKey: key}
 	var err error
 	if e.resolved, err = e.cfg.Resolve(nil); err != nil {
 		t.Fatal(err)
 	}
-	return e, &down
+	return &down
 }
 
 // rekorStatus returns Rekor's part of r's status.
@@ -133,4 +144,56 @@ func TestRekorForkBehindProofDown(t *testing.T) {
 				i, restart, err, len(st.Record.Tlogs), rekorStatus(rr).LastError)
 		}
 	}
+}
+
+// TestRekorProofDownReal is TestRekorProofDown against the real
+// rekor-server v1.5.4, its proof endpoint behind a front that answers
+// 503 for two rounds: both entries are kept unlinked, and the entry after
+// is linked to the first (the newest linked), which the audit accepts.
+func TestRekorProofDownReal(t *testing.T) {
+	rekorURL, rekorKey := realsvc.Rekor(t)
+	e := newEnv(t, 0, false)
+	e.cfg.Timeout = 20 * time.Second
+	u, err := url.Parse(rekorURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := proofDownFront(t, e, httputil.NewSingleHostReverseProxy(u), pubPEM(t, rekorKey))
+	r := e.runner(nil)
+	ctx := context.Background()
+	first, err := r.AnchorNow(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down.Store(true)
+	for i := range 2 {
+		e.appendN(1)
+		st, err := r.AnchorNow(ctx)
+		if err != nil || len(st.Record.Tlogs) != 1 || st.Record.Tlogs[0].RekorV1.Consistency != nil {
+			t.Fatalf("round %d with the proof endpoint down: %v; want the entry kept unlinked", i, err)
+		}
+	}
+	down.Store(false)
+	e.appendN(1)
+	st, err := r.AnchorNow(ctx)
+	if err != nil || len(st.Record.Tlogs) != 1 || st.Record.Tlogs[0].RekorV1.Consistency == nil {
+		t.Fatalf("with the proof endpoint back: %v; want a linked entry", err)
+	}
+	if got, want := st.Record.Tlogs[0].RekorV1.Consistency.Checkpoint, rekorLinkCheckpoint(t, first); got != want {
+		t.Errorf("the entry after the outage is linked from %q, want the first entry's checkpoint %q", got, want)
+	}
+	rep, err := e.audit()
+	if err != nil || rep.Verified != 4 || len(rep.RekorUnlinked) != 2 {
+		t.Fatalf("audit: %+v, %v; want 4 verified, 2 unlinked", rep, err)
+	}
+}
+
+// rekorLinkCheckpoint is the Rekor checkpoint of st's first Rekor entry.
+func rekorLinkCheckpoint(t *testing.T, st *anchor.Stored) string {
+	t.Helper()
+	cp, err := st.Record.Tlogs[0].RekorV1.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp.Note
 }
