@@ -174,9 +174,8 @@ func (c *RekorClient) do(ctx context.Context, method, u string, body []byte, wan
 // Link keeps in e, an entry Upload just returned for digest, Rekor's
 // consistency proof from the checkpoint of prev (this Rekor's newest
 // linked entry of the tree before, or its first; nil if there is none) to
-// e's, and checks e again
-// with it ([rekor.Entry.Check]). A prev of another tree (Rekor started a
-// new shard) has nothing to link. A proof that does not verify shows
+// e's, and checks e again with it ([rekor.Entry.Check]). A prev of
+// another tree (Rekor started a new shard) has nothing to link. A proof that does not verify shows
 // that Rekor presented two histories: the error says "Rekor fork", and e
 // must not be kept. A proof Rekor did not give (an error answer, a
 // timeout, bytes that are no proof) leaves e as Upload checked it,
