@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -193,5 +196,48 @@ func TestHTTPSessionExpiryCarriesCall(t *testing.T) {
 				t.Errorf("log: %d call entries, %d call.result (%d failed), want %d and %d (%d failed)", calls, results, bad, n, n, len(failed))
 			}
 		})
+	}
+}
+
+// forgetsCalls answers 404 to every tools/call, as a server that forgets
+// each session at once would: the session is accepted and listed, and
+// the call refused.
+func forgetsCalls(calls *atomic.Int64) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				body, _ := io.ReadAll(r.Body)
+				if bytes.Contains(body, []byte(`"tools/call"`)) {
+					calls.Add(1)
+					http.Error(w, "session not found", http.StatusNotFound)
+					return
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+}
+
+// TestHTTPSessionForgottenEveryTime: a server that forgets every new
+// session at the first call is asked on a bounded number of sessions
+// (its first and maxSessionRenewals new ones: 3), then the call fails, unrun, with an error
+// naming the server; the log holds one call and its failed call.result.
+func TestHTTPSessionForgottenEveryTime(t *testing.T) {
+	var calls atomic.Int64
+	s := newSwappable(t, nil, forgetsCalls(&calls))
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "s", URL: s.srv.URL}}, nil)
+	cs := connectMemory(t, p, nil)
+	err := callTool(context.Background(), cs, "s__touch")
+	t.Logf("tools/call requests the server refused: %d; the agent got: %v", calls.Load(), err)
+	if err == nil || !strings.Contains(err.Error(), `server "s"`) || !strings.Contains(err.Error(), "not run") {
+		t.Errorf("the agent got %v, want an error naming server \"s\" and saying the call was not run", err)
+	}
+	if got, want := calls.Load(), int64(3); got != want {
+		t.Errorf("the call was sent %d times, want %d (a first session and 2 new ones)", got, want)
+	}
+	if calls, results, bad := callEntries(t, l); calls != 1 || results != 1 || bad != 1 {
+		t.Errorf("log: %d call entries, %d call.result (%d failed), want 1, 1 (1 failed)", calls, results, bad)
 	}
 }
