@@ -258,8 +258,18 @@ type outcome struct {
 	wireErr     *jsonrpc.Error  // the server answered with this JSON-RPC error
 	err         error           // no answer: why
 	lost        bool            // the connection closed during the call
-	gone        bool            // the session is no use any more (HTTP: unreachable, or 404)
+	// gone: the session is no use any more and the server did not take
+	// the call: it was unreachable (nothing was sent), or it answered 404
+	// for the session, which MCP 2025-11-25 (transports, "Session
+	// Management") has a server answer every request on a session it
+	// ended with: the call did not run there.
+	gone bool
 }
+
+// maxSessionRenewals is how many new sessions a call that found its HTTP
+// server's session gone is carried to before it fails: a server that
+// forgets every new session at once is not asked without end.
+const maxSessionRenewals = 2
 
 // forward makes in's call to its server, filling in c's outcome. It
 // returns nil, the *jsonrpc.Error the server answered with (for the client
@@ -298,6 +308,27 @@ func (p *Proxy) forward(ctx context.Context, in *callIn, c *call) error {
 	var o outcome
 	if d.cfg.URL != "" && !stateless {
 		o = d.postCall(cctx, cs, in, meta, ic)
+		// The server did not take the call (o.gone: it forgot the
+		// session, restarted behind its URL or expiring it). MCP's client
+		// starts a new session then, and so does the proxy, which is the
+		// client here: the agent's own session, with the proxy, is as
+		// valid as it was. The call, recorded once and not run, is the
+		// same call on the new session: one call entry, one call.result.
+		// A call whose outcome is unknown (o.lost: cut after it was sent)
+		// may have run, and is never sent again.
+		for n := 0; o.gone && cctx.Err() == nil; n++ {
+			if n == maxSessionRenewals {
+				o.err = fmt.Errorf("%w, on %d sessions in a row (each new one started for this call); the call was not run", o.err, n+1)
+				break
+			}
+			next, err := d.renewSession(cctx, cs, in.params.Name, c.toolSum)
+			if err != nil {
+				o = outcome{err: fmt.Errorf("%v; the call was not run, and a new session could not take it: %w", o.err, err)}
+				break
+			}
+			cs, in.down.cs = next, next
+			o = d.postCall(cctx, cs, in, meta, ic)
+		}
 	} else {
 		o = sdkCall(cctx, cs, in.tool, in.params, meta)
 	}
@@ -382,6 +413,32 @@ func (d *downstream) reconnect(cs *mcp.ClientSession) {
 	}
 }
 
+// renewSession closes cs, an HTTP server's session it no longer knows,
+// and returns the next one the supervisor starts (at once: renewing),
+// its lists read, for a call recorded against definition sum of front
+// tool front. A new session whose server lists another definition of
+// the tool (or none) takes no such call: it would run against a
+// definition its entry does not name.
+func (d *downstream) renewSession(ctx context.Context, cs *mcp.ClientSession, front, sum string) (*mcp.ClientSession, error) {
+	d.sup.renewing(cs)
+	d.reconnect(cs)
+	next, err := d.sup.await(ctx, d.cfg.timeout())
+	if err != nil {
+		return nil, err
+	}
+	if sessionStateless(next) {
+		return nil, fmt.Errorf("server %q now speaks revision %s, without sessions", d.cfg.ID, next.InitializeResult().ProtocolVersion)
+	}
+	now, err := d.cat.toolSum(front, next)
+	switch {
+	case err != nil:
+		return nil, err
+	case now != sum:
+		return nil, fmt.Errorf("server %q lists another definition of the tool on its new session (sha256 %q; the call was recorded against %q)", d.cfg.ID, now, sum)
+	}
+	return next, nil
+}
+
 // classify turns a call's outcome into what its call.result entry says
 // and what the client gets. ctx is the call's, cctx the one bounded by
 // the server's timeout. This is the one place that words a failed call.
@@ -428,11 +485,10 @@ func (d *downstream) classify(ctx, cctx context.Context, cs *mcp.ClientSession, 
 			d.reconnect(cs)
 		}
 	case o.gone:
-		// The server is unreachable, or answered 404: it no longer knows
-		// the session (restarted behind its URL, or it expired the
-		// session). MCP's client starts a new session then; the session
-		// is closed so that the supervisor connects again, or every later
-		// call would get the 404 too.
+		// The server is unreachable, or answered 404 to the new sessions
+		// the call was carried to (forward): the session is closed so that
+		// the supervisor connects again, or every later call would get
+		// the 404 too.
 		c.errText = fmt.Sprintf("server %q: %v; it is being reconnected", d.cfg.ID, o.err)
 		d.p.logger.Warn("proxy: downstream session gone; reconnecting", "actor", c.actor, "server", d.cfg.ID, "tool", c.tool, "call", c.index, "error", d.logText(o.err.Error(), c.secrets))
 		d.reconnect(cs)

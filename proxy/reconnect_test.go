@@ -118,9 +118,10 @@ func TestHTTPRestartCarriesCall(t *testing.T) {
 // replaced, as a server restarted behind the same URL is: the new one
 // knows none of the old one's sessions.
 type swappable struct {
-	h   atomic.Pointer[http.Handler]
-	ran atomic.Int64 // calls of its tool "touch" that ran
-	srv *httptest.Server
+	h    atomic.Pointer[http.Handler]
+	ran  atomic.Int64 // calls of its tool "touch" that ran
+	srv  *httptest.Server
+	desc string // the description of "touch" the next restart lists
 }
 
 func newSwappable(t *testing.T, opts *mcp.StreamableHTTPOptions, wrap func(http.Handler) http.Handler) *swappable {
@@ -133,7 +134,7 @@ func newSwappable(t *testing.T, opts *mcp.StreamableHTTPOptions, wrap func(http.
 
 func (s *swappable) restart(opts *mcp.StreamableHTTPOptions, wrap func(http.Handler) http.Handler) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "swappable", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "touch"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "touch", Description: s.desc}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		s.ran.Add(1)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
 	})
@@ -239,5 +240,41 @@ func TestHTTPSessionForgottenEveryTime(t *testing.T) {
 	}
 	if calls, results, bad := callEntries(t, l); calls != 1 || results != 1 || bad != 1 {
 		t.Errorf("log: %d call entries, %d call.result (%d failed), want 1, 1 (1 failed)", calls, results, bad)
+	}
+}
+
+// TestHTTPRenewedSessionOtherDefinition: a server restarted behind its URL
+// with another definition of the tool called: the call, recorded against
+// the old definition, is not carried to the new session (it would run
+// against a definition its entry does not name); it fails unrun, saying
+// why, the new list is a tools entry, and the next call names it.
+func TestHTTPRenewedSessionOtherDefinition(t *testing.T) {
+	s := newSwappable(t, nil, noGET)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "s", URL: s.srv.URL}}, nil)
+	cs := connectMemory(t, p, nil)
+	ctx := context.Background()
+	s.desc = "now does something else"
+	s.restart(nil, noGET)
+	err := callTool(ctx, cs, "s__touch")
+	if err == nil || !strings.Contains(err.Error(), "another definition") || s.ran.Load() != 0 {
+		t.Fatalf("the call after the definition changed: %v, %d ran; want it refused unrun, naming another definition", err, s.ran.Load())
+	}
+	if err := callTool(ctx, cs, "s__touch"); err != nil || s.ran.Load() != 1 {
+		t.Fatalf("the next call: %v, %d ran", err, s.ran.Load())
+	}
+	var sums []string
+	for i := range l.size(t) {
+		e, _ := log.ParseEntry(l.entry(t, i))
+		if e.Kind == log.KindCall {
+			c, err := log.ParseCall(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sums = append(sums, c.ToolSHA256)
+		}
+	}
+	if len(sums) != 2 || sums[0] == sums[1] {
+		t.Errorf("the calls' tool_sha256: %q, want two, the second the new definition's", sums)
 	}
 }

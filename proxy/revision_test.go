@@ -253,6 +253,12 @@ func TestAwaitRestartBounded(t *testing.T) {
 	}
 	up := new(mcp.ClientSession)
 	s.cs = up
+	// Connected, its lists not read yet (serve): a call's entry would
+	// name the last session's definitions.
+	if cs, err := s.await(context.Background(), 10*time.Millisecond); cs != nil || err == nil {
+		t.Fatalf("await while the new session's lists are read: %p, %v", cs, err)
+	}
+	s.restarting = false
 	if cs, err := s.await(context.Background(), time.Hour); cs != up || err != nil {
 		t.Fatalf("await with the session up: %p, %v; want %p", cs, err, up)
 	}

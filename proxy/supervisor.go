@@ -68,6 +68,10 @@ type supervisor struct {
 	ended      *mcp.ClientSession
 	restarting bool
 	changed    chan struct{}
+	// renew says the server forgot the session that ended (renewing):
+	// the next one is started at once, as MCP's client starts a new
+	// session then, not after the backoff of a server that crashed.
+	renew bool
 }
 
 func newSupervisor(id string, logger *slog.Logger, dial func(context.Context) (*mcp.ClientSession, *exec.Cmd, error), up func(context.Context, *mcp.ClientSession), scrub func(string) string) *supervisor {
@@ -98,7 +102,6 @@ func (s *supervisor) run(ctx context.Context) {
 			s.mu.Lock()
 			s.cs, s.cmd, s.state, s.lastErr, s.since = cs, cmd, StateUp, "", up
 			s.mu.Unlock()
-			s.restarted()
 			s.logger.Info("proxy: downstream server connected", "server", s.id, "server_info", serverInfo(cs))
 			msg := s.serve(ctx, cs, cmd)
 			if ctx.Err() != nil {
@@ -110,7 +113,16 @@ func (s *supervisor) run(ctx context.Context) {
 			s.setDown(msg)
 			s.mu.Lock()
 			s.restarting = true
+			renew := s.renew
+			if renew {
+				s.renew = false
+				s.restarts++
+			}
 			s.mu.Unlock()
+			if renew {
+				s.logger.Info("proxy: downstream server forgot the session; starting a new one", "server", s.id)
+				continue
+			}
 			s.logger.Warn("proxy: downstream server went down; restarting", "server", s.id, "error", msg, "retry_in", backoff)
 		}
 		s.firstOver()
@@ -142,6 +154,19 @@ func (s *supervisor) ending(cs *mcp.ClientSession) {
 	}
 }
 
+// renewing notes that the server no longer knows cs, which the caller
+// closes (HTTP 404 for the session): as ending, and the next session is
+// started at once.
+func (s *supervisor) renewing(cs *mcp.ClientSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended = cs
+	if cs == s.cs {
+		s.restarting, s.renew = true, true
+		s.wake()
+	}
+}
+
 // restarted notes that a connection attempt is over (or the supervisor
 // stopped): calls wait no more.
 func (s *supervisor) restarted() {
@@ -158,7 +183,9 @@ func (s *supervisor) wake() {
 
 // await returns the current session, as session does, but while the last
 // one is ending or lost and the server is being restarted it waits for
-// the next, for ctx, or for timeout (the call's), whichever ends first.
+// the next, its lists read (serve), for ctx, or for timeout (the call's),
+// whichever ends first: a call's entry names the definition its session
+// listed.
 // Its timer is made only when it waits: a call that finds the session
 // up costs no timer.
 func (s *supervisor) await(ctx context.Context, timeout time.Duration) (*mcp.ClientSession, error) {
@@ -176,7 +203,7 @@ func (s *supervisor) await(ctx context.Context, timeout time.Duration) (*mcp.Cli
 		}
 		s.mu.Unlock()
 		switch {
-		case cs != nil:
+		case cs != nil && !waiting:
 			return cs, nil
 		case !waiting:
 			return s.session()
@@ -204,6 +231,7 @@ func (s *supervisor) serve(ctx context.Context, cs *mcp.ClientSession, cmd *exec
 	// Closing the proxy ends the session whatever run is doing.
 	unwatch := context.AfterFunc(ctx, func() { cs.Close() })
 	s.up(ctx, cs)
+	s.restarted()
 	s.firstOver()
 	werr := cs.Wait()
 	unwatch()
