@@ -127,9 +127,15 @@ type swappable struct {
 func newSwappable(t *testing.T, opts *mcp.StreamableHTTPOptions, wrap func(http.Handler) http.Handler) *swappable {
 	s := &swappable{}
 	s.restart(opts, wrap)
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*s.h.Load()).ServeHTTP(w, r) }))
-	t.Cleanup(s.srv.Close)
+	s.srv = httptestServer(t, s)
 	return s
+}
+
+// httptestServer serves s's handler of the moment.
+func httptestServer(t *testing.T, s *swappable) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*s.h.Load()).ServeHTTP(w, r) }))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 func (s *swappable) restart(opts *mcp.StreamableHTTPOptions, wrap func(http.Handler) http.Handler) {
