@@ -193,3 +193,37 @@ func TestStdioServerKilledBetweenCalls(t *testing.T) {
 		t.Errorf("%d of %d calls after a kill -9 of the server failed", len(failed), n)
 	}
 }
+
+// TestHTTPResumeFindsSessionGone: a call's event stream is cut by a
+// restart of the server, and its resumption is answered 404: the server
+// forgot the session. The call is not sent again (it may have run), but
+// the session is renewed then, as after a 404 to a call, and the agent is
+// told so, rather than the dead session being kept as up until the next
+// call finds it gone.
+func TestHTTPResumeFindsSessionGone(t *testing.T) {
+	s := newHoldServer(t, nil, true)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "s", URL: s.srv.URL}}, nil)
+	cs := connectMemory(t, p, nil)
+	errc := make(chan error, 1)
+	go func() { errc <- callTool(context.Background(), cs, "s__hold") }()
+	for s.started.Load() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.restartHold(nil)
+	s.srv.CloseClientConnections()
+	err := <-errc
+	close(s.release)
+	st := p.live["s"].d.sup.status()
+	t.Logf("the held call: %v; started %d times; restarts %d", err, s.started.Load(), st.restarts)
+	if err == nil || !strings.Contains(err.Error(), "being reconnected") {
+		t.Errorf("the agent got %v, want the call's failure and that the server is being reconnected", err)
+	}
+	if s.started.Load() != 1 {
+		t.Errorf("the call started %d times", s.started.Load())
+	}
+	proctest.WaitFor(t, "the forgotten session to be renewed", func() bool { return p.live["s"].d.sup.status().restarts > 0 })
+	if calls, results, bad := callEntries(t, l); calls != 1 || results != 1 || bad != 1 {
+		t.Errorf("log: %d call, %d call.result (%d failed); want 1, 1 (1 failed)", calls, results, bad)
+	}
+}
