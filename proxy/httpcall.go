@@ -33,6 +33,12 @@ const streamEndWait = 100 * time.Millisecond
 // is no use: the proxy closes it, and the supervisor reconnects.
 var errSessionGone = errors.New("connection lost")
 
+// errResumeGone marks a call's event stream whose resumption the server
+// answered 404: it forgot the session after the call was sent, so the
+// call's outcome is unknown (it may have run) and it is never sent again;
+// the session is lost, as a connection cut during the call is.
+var errResumeGone = errors.New("the server no longer knows the session (HTTP 404)")
+
 // postCall makes in's call to a stateful HTTP server as one POST on the
 // session the SDK's client opened, and reads its answer off the wire.
 // ic is the calling front session and the call's context: requests and
@@ -60,7 +66,7 @@ func (d *downstream) postCall(ctx context.Context, cs *mcp.ClientSession, in *ca
 		// Given up (cancelled or timed out): tell the server.
 		d.notifyCancelled(cs, reqID, "cancelled by the client")
 	}
-	return outcome{err: err, gone: errors.Is(err, errSessionGone), lost: errors.Is(err, io.ErrUnexpectedEOF)}
+	return outcome{err: err, gone: errors.Is(err, errSessionGone), lost: errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errResumeGone)}
 }
 
 // requestBufs are postCall's request buffers: a request's bytes are not
@@ -432,6 +438,10 @@ func (d *downstream) resumeGET(ctx context.Context, cs *mcp.ClientSession, lastI
 	resp, err := d.httpClient.Do(req)
 	if err != nil {
 		return nil, err
+	}
+	if resp.StatusCode == http.StatusNotFound {
+		resp.Body.Close()
+		return nil, errResumeGone
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
