@@ -284,3 +284,38 @@ func TestHTTPRenewedSessionOtherDefinition(t *testing.T) {
 		t.Errorf("the calls' tool_sha256: %q, want two, the second the new definition's", sums)
 	}
 }
+
+// TestHTTPSessionForgottenConcurrentCalls: calls under way together when
+// the server forgets the session are each carried once: every one runs
+// once and is one call entry and one call.result, and the session is
+// renewed for them together, not once a call.
+func TestHTTPSessionForgottenConcurrentCalls(t *testing.T) {
+	s := newSwappable(t, nil, noGET)
+	l := newTestLog(t)
+	p := startProxy(t, l, []ServerConfig{{ID: "s", URL: s.srv.URL}}, nil)
+	cs := connectMemory(t, p, nil)
+	s.restart(nil, noGET)
+	const n = 8
+	errc := make(chan error, n)
+	for range n {
+		go func() { errc <- callTool(context.Background(), cs, "s__touch") }()
+	}
+	var failed []error
+	for range n {
+		if err := <-errc; err != nil {
+			failed = append(failed, err)
+		}
+	}
+	st := p.live["s"].d.sup.status()
+	calls, results, bad := callEntries(t, l)
+	t.Logf("%d of %d failed, %d ran, restarts %d; log: %d call, %d call.result (%d failed)", len(failed), n, s.ran.Load(), st.restarts, calls, results, bad)
+	if len(failed) > 0 || s.ran.Load() != n {
+		t.Errorf("%d of %d calls failed, %d ran: %v", len(failed), n, s.ran.Load(), failed)
+	}
+	if calls != n || results != n || bad != 0 {
+		t.Errorf("log: %d call, %d call.result (%d failed), want %d, %d (0 failed)", calls, results, bad, n, n)
+	}
+	if st.restarts > maxSessionRenewals {
+		t.Errorf("the session was renewed %d times for %d calls that found it gone together", st.restarts, n)
+	}
+}
