@@ -319,3 +319,44 @@ func TestHTTPSessionForgottenConcurrentCalls(t *testing.T) {
 		t.Errorf("the session was renewed %d times for %d calls that found it gone together", st.restarts, n)
 	}
 }
+
+// TestHTTPSessionForgottenRead: a resources/read after the server forgot
+// the proxy's session (restarted behind its URL; 405 to GET, so nothing
+// else notices) is answered 404 and did not run; like a call, it should
+// be carried to a new session (its resource.read entry is written after
+// the answer, so nothing is recorded twice).
+func TestHTTPSessionForgottenRead(t *testing.T) {
+	var h atomic.Pointer[http.Handler]
+	var read atomic.Int64
+	restart := func() {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "r", Version: "1"}, nil)
+		srv.AddResource(&mcp.Resource{URI: "test://a", Name: "a"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			read.Add(1)
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://a", Text: "x"}}}, nil
+		})
+		hh := noGET(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		h.Store(&hh)
+	}
+	restart()
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*h.Load()).ServeHTTP(w, r) }))
+	t.Cleanup(down.Close)
+	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "r", URL: down.URL}}, nil)
+	cs := connectMemory(t, p, nil)
+	ctx := context.Background()
+	res, err := cs.ListResources(ctx, nil)
+	if err != nil || len(res.Resources) != 1 {
+		t.Fatalf("listing: %v", err)
+	}
+	const n = 3
+	var failed []error
+	for range n {
+		restart()
+		if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: res.Resources[0].URI}); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	t.Logf("%d of %d reads after a restart failed, %d ran", len(failed), n, read.Load())
+	if len(failed) > 0 {
+		t.Errorf("%d of %d reads after the server forgot the session failed: %v", len(failed), n, failed)
+	}
+}
