@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -355,7 +356,7 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	recorded = d.secretsOf(actor).scrubName(recorded) // a server may name a resource after a value its actor sent it
 	entry := log.ReadEntry{Kind: log.KindResourceRead, Actor: actor, Server: d.cfg.ID, URI: recorded}
 	res, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, d.readSent(uri, nil), req.Params.InputResponses, req.Params.RequestState,
-		func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
+		func(ctx context.Context, cs *mcp.ClientSession, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
 			return cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: meta, URI: uri, InputResponses: responses, RequestState: state})
 		})
 	if rerr != nil {
@@ -385,7 +386,7 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		defer cancel()
 		d.gate.forwarding(ticket, cancel)
 		res, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, d.readSent(name, rawArgs), req.Params.InputResponses, req.Params.RequestState,
-			func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
+			func(ctx context.Context, cs *mcp.ClientSession, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
 				return cs.GetPrompt(ctx, &mcp.GetPromptParams{Meta: meta, Name: name, Arguments: req.Params.Arguments, InputResponses: responses, RequestState: state})
 			})
 		if rerr != nil {
@@ -449,7 +450,7 @@ func (d *downstream) readLegs(ctx context.Context, cs *mcp.ClientSession, ss *mc
 	if d.parksRead(cs, protocol) {
 		// The leg's entry is written once the server's round or outcome
 		// is in (parkread.go), which takes over the blobs then.
-		res, err = d.parkRead(ctx, ss, client, clientMeta, entry, sent, responses, state, send, &bs)
+		res, err = d.parkRead(ctx, cs, ss, client, clientMeta, entry, sent, responses, state, send, &bs)
 	} else {
 		res, err = d.readLegsFitted(ctx, cs, ss, protocol, clientMeta, entry, responses, state, send, &bs)
 	}
@@ -485,7 +486,24 @@ func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, 
 			e.InputResponsesSHA256 = sum
 		}
 		e.Time = time.Now()
-		raw, typed, err := d.sendRead(ctx, e.Kind, send, meta, responses, state)
+		raw, typed, err := d.sendRead(ctx, e.Kind, cs, send, meta, responses, state)
+		// A read the server answered 404 for its session did not run
+		// (MCP 2025-11-25, transports, "Session Management"): it goes to a
+		// new session, as a call does (forward); its entry is written
+		// after the answer, once.
+		for n := 0; err != nil && d.cfg.URL != "" && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil; n++ {
+			if n == maxSessionRenewals {
+				err = fmt.Errorf("%w, on %d sessions in a row (each new one started for this %s); it was not made", err, n+1, e.Kind)
+				break
+			}
+			next, rerr := d.renewSession(ctx, cs)
+			if rerr != nil {
+				err = fmt.Errorf("%w; the %s was not made, and a new session could not take it: %v", err, e.Kind, rerr)
+				break
+			}
+			cs = next
+			raw, typed, err = d.sendRead(ctx, e.Kind, cs, send, meta, responses, state)
+		}
 		if err != nil {
 			return readResult{}, forwardError(d.cfg.ID, err)
 		}

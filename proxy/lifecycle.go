@@ -321,7 +321,10 @@ func (p *Proxy) forward(ctx context.Context, in *callIn, c *call) error {
 				o.err = fmt.Errorf("%w, on %d sessions in a row (each new one started for this call); the call was not run", o.err, n+1)
 				break
 			}
-			next, err := d.renewSession(cctx, cs, in.params.Name, c.toolSum)
+			next, err := d.renewSession(cctx, cs)
+			if err == nil {
+				err = d.sameDefinition(in.params.Name, c.toolSum, next)
+			}
 			if err != nil {
 				o = outcome{err: fmt.Errorf("%v; the call was not run, and a new session could not take it: %w", o.err, err)}
 				break
@@ -415,11 +418,8 @@ func (d *downstream) reconnect(cs *mcp.ClientSession) {
 
 // renewSession closes cs, an HTTP server's session it no longer knows,
 // and returns the next one the supervisor starts (at once: renewing),
-// its lists read, for a call recorded against definition sum of front
-// tool front. A new session whose server lists another definition of
-// the tool (or none) takes no such call: it would run against a
-// definition its entry does not name.
-func (d *downstream) renewSession(ctx context.Context, cs *mcp.ClientSession, front, sum string) (*mcp.ClientSession, error) {
+// its lists read.
+func (d *downstream) renewSession(ctx context.Context, cs *mcp.ClientSession) (*mcp.ClientSession, error) {
 	d.sup.renewing(cs)
 	d.reconnect(cs)
 	next, err := d.sup.await(ctx, d.cfg.timeout())
@@ -429,14 +429,22 @@ func (d *downstream) renewSession(ctx context.Context, cs *mcp.ClientSession, fr
 	if sessionStateless(next) {
 		return nil, fmt.Errorf("server %q now speaks revision %s, without sessions", d.cfg.ID, next.InitializeResult().ProtocolVersion)
 	}
+	return next, nil
+}
+
+// sameDefinition fails unless next, a renewed session, lists definition
+// sum of front tool front, against which a call was recorded: on a
+// session that lists another (or none) the call would run against a
+// definition its entry does not name.
+func (d *downstream) sameDefinition(front, sum string, next *mcp.ClientSession) error {
 	now, err := d.cat.toolSum(front, next)
 	switch {
 	case err != nil:
-		return nil, err
+		return err
 	case now != sum:
-		return nil, fmt.Errorf("server %q lists another definition of the tool on its new session (sha256 %q; the call was recorded against %q)", d.cfg.ID, now, sum)
+		return fmt.Errorf("server %q lists another definition of the tool on its new session (sha256 %q; the call was recorded against %q)", d.cfg.ID, now, sum)
 	}
-	return next, nil
+	return nil
 }
 
 // classify turns a call's outcome into what its call.result entry says

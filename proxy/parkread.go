@@ -20,7 +20,7 @@ import (
 
 // readSend sends a read downstream: the client's _meta (as it goes down),
 // and a SEP-2322 retry's inputResponses and requestState.
-type readSend = func(ctx context.Context, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error)
+type readSend = func(ctx context.Context, cs *mcp.ClientSession, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error)
 
 // A parkedRead is what a parked read holds beyond park.go's parkedCall:
 // the read as its first leg was recorded, and the server's outcome.
@@ -44,7 +44,7 @@ func (d *downstream) parksRead(cs *mcp.ClientSession, protocol string) bool {
 // first (which starts the read downstream) or a retry (which answers the
 // round its requestState names), and returns the leg's outcome, recorded
 // as entry: the round's input_required answer or the server's result.
-func (d *downstream) parkRead(ctx context.Context, ss *mcp.ServerSession, client *mcp.Implementation, clientMeta mcp.Meta,
+func (d *downstream) parkRead(ctx context.Context, cs *mcp.ClientSession, ss *mcp.ServerSession, client *mcp.Implementation, clientMeta mcp.Meta,
 	entry log.ReadEntry, sent string, responses mcp.InputResponseMap, state string, send readSend, bs *blobSet) (readResult, error) {
 	var pc *parkedCall
 	if state != "" || len(responses) > 0 {
@@ -66,7 +66,7 @@ func (d *downstream) parkRead(ctx context.Context, ss *mcp.ServerSession, client
 		}
 		pc.pending = nil
 	} else {
-		pc = d.startParkedRead(ctx, ss, client, clientMeta, entry, sent, send)
+		pc = d.startParkedRead(ctx, cs, ss, client, clientMeta, entry, sent, send)
 	}
 	entry.Time = time.Now()
 	return d.awaitReadRound(ctx, pc, entry, bs)
@@ -94,7 +94,7 @@ func (p *Proxy) takeReadRetry(e log.ReadEntry, sent string, client *mcp.Implemen
 // outlives the client's request), bounded by the server's timeout, and
 // noted as in progress on d so that the server's requests during it find
 // the parked read.
-func (d *downstream) startParkedRead(ctx context.Context, ss *mcp.ServerSession, client *mcp.Implementation, clientMeta mcp.Meta,
+func (d *downstream) startParkedRead(ctx context.Context, cs *mcp.ClientSession, ss *mcp.ServerSession, client *mcp.Implementation, clientMeta mcp.Meta,
 	entry log.ReadEntry, sent string, send readSend) *parkedCall {
 	r := &parkedRead{d: d, entry: entry, sent: sent, client: client}
 	pc := &parkedCall{p: d.p, read: r, meta: clientMeta, asks: make(chan *parkedAsk), done: make(chan struct{})}
@@ -105,7 +105,7 @@ func (d *downstream) startParkedRead(ctx context.Context, ss *mcp.ServerSession,
 		defer cancel()
 		id := d.calls.begin(&inflightCall{session: ss, actor: entry.Actor, ctx: rctx})
 		defer d.calls.end(id)
-		r.raw, r.typed, r.err = d.sendRead(rctx, entry.Kind, send, meta, nil, "")
+		r.raw, r.typed, r.err = d.sendRead(rctx, entry.Kind, cs, send, meta, nil, "")
 	}, func(text string) { r.err = errLocal{text} })
 	return pc
 }

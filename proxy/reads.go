@@ -519,10 +519,10 @@ func nullAsk(asks mcp.InputRequestMap) bool {
 // then readView's decoding of it, for frontableRead to judge; one the
 // proxy cannot read (nested past encoding/json's bound) fails the read,
 // saying so. kind is the read's entry kind.
-func (d *downstream) sendRead(ctx context.Context, kind string, send readSend, meta mcp.Meta, responses mcp.InputResponseMap, state string) (json.RawMessage, any, error) {
+func (d *downstream) sendRead(ctx context.Context, kind string, cs *mcp.ClientSession, send readSend, meta mcp.Meta, responses mcp.InputResponseMap, state string) (json.RawMessage, any, error) {
 	cp := &capture{}
 	defer cp.done()
-	typed, err := sdkDecoded(func() (any, error) { return send(withCapture(ctx, cp), meta, responses, state) })
+	typed, err := sdkDecoded(func() (any, error) { return send(withCapture(ctx, cp), cs, meta, responses, state) })
 	raw := cp.last()
 	switch {
 	case err == nil:
