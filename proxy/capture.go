@@ -9,7 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"os/exec"
 	"sync"
 	"time"
 
@@ -265,7 +264,7 @@ type captureTransport struct {
 	notify func(*jsonrpc.Request) bool
 	// cmd is a stdio server's process, whose exit ends the connection
 	// (exitWatch).
-	cmd *exec.Cmd
+	cmd *process
 	// ended, if set, is called once the connection's read failed: the
 	// session is no use any more, though closing it may take a while.
 	ended func()

@@ -25,7 +25,7 @@ import (
 // headers. listens are told of the subscriptions sent, the server's
 // refusals of them, and the ends of those it left unanswered
 // (pendingCalls); the server's requests draw on asks.
-func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, listens listenHooks, asks *askBudget) (mcp.Transport, *exec.Cmd) {
+func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, listens listenHooks, asks *askBudget) (mcp.Transport, *process) {
 	if len(cfg.Command) == 0 {
 		if base == nil {
 			base = http.DefaultTransport
@@ -46,7 +46,19 @@ func transportFor(cfg ServerConfig, base http.RoundTripper, stderr io.Writer, li
 	}
 	cmd.Stderr = stderr
 	setProcessGroup(cmd)
-	return &captureTransport{inner: &commandTransport{cmd: cmd, bound: cfg.timeout()}, listens: listens, cmd: cmd, asks: asks}, cmd
+	proc := &process{Cmd: cmd}
+	return &captureTransport{inner: &commandTransport{cmd: proc, bound: cfg.timeout()}, listens: listens, cmd: proc, asks: asks}, proc
+}
+
+// A process is a stdio server's process as the proxy started it
+// (startProcess), and what ends it and what it started (killProcessGroup).
+type process struct {
+	*exec.Cmd
+	// keeper is, on Linux, the sidecar's end of the control pipe of the
+	// process that keeps what the server starts (reaper_linux.go):
+	// closing it ends them (endDescendants). Held here, by the session
+	// that started the server, not in a table of the package's.
+	keeper *os.File
 }
 
 // exitGrace is how long the connection to a stdio server outlives the
@@ -130,7 +142,7 @@ func (w *exitWatch) readCtx(ctx context.Context) context.Context {
 // hashes fresh results exactly as the proxy hashed the recorded ones.
 type Conn struct {
 	cs  *mcp.ClientSession
-	cmd *exec.Cmd
+	cmd *process
 }
 
 // Dial connects to server cfg as client name/version, in the revision the

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"sync"
 	"syscall"
 	"time"
@@ -483,7 +482,7 @@ func (c *stdioConn) SessionID() string { return "" }
 // commandTransport starts a stdio server's process as go-sdk's
 // CommandTransport does, and connects to it (stdioConn).
 type commandTransport struct {
-	cmd   *exec.Cmd
+	cmd   *process
 	bound time.Duration // the server's call timeout, which bounds the read of a message
 }
 
@@ -508,7 +507,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 // terminateTimeout, then SIGKILL.
 type processStdin struct {
 	io.WriteCloser
-	cmd *exec.Cmd
+	cmd *process
 }
 
 func (s processStdin) Close() error {

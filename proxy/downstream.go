@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"sync/atomic"
 	"time"
 
@@ -128,13 +127,13 @@ func (d *downstream) ending(cs *mcp.ClientSession) {
 	}
 }
 
-func (d *downstream) connect(ctx context.Context) (*mcp.ClientSession, *exec.Cmd, error) {
+func (d *downstream) connect(ctx context.Context) (*mcp.ClientSession, *process, error) {
 	return d.connectAt(ctx, d.askProtocol())
 }
 
 // connectAt opens a session to the server asking for protocol revision
 // ask ("": the newest, see askProtocol).
-func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSession, *exec.Cmd, error) {
+func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSession, *process, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "provlog", Version: d.p.opts.Version}, &mcp.ClientOptions{
 		Logger: d.p.logger,
 		// No roots: the proxy has none to give, and advertising them

@@ -20,6 +20,7 @@ import (
 const fixtureEnv = "PROVLOG_PROXY_FIXTURE_SERVER"
 
 func TestMain(m *testing.M) {
+	ReaperMain()
 	if os.Getenv(fixtureEnv) != "" {
 		runFixtureServer()
 		return

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -41,7 +41,7 @@ func exited(pid int, wait bool) bool {
 
 const canWatchExit = true
 
-// startProcess starts cmd, a stdio server, through a reaper
+// startProcess starts p, a stdio server, through a reaper
 // (reaper_linux.go), so that it and every process it starts die with the
 // sidecar, however the sidecar dies, and with its session
 // (endDescendants): a kill -9 of the sidecar left a server's children
@@ -50,8 +50,15 @@ const canWatchExit = true
 // sidecar by the parent-death signal SIGKILL, which fires when the
 // thread that started it ends (go.dev/issue/27505): it is started from
 // spawner's thread, locked to a goroutine that never ends. It returns
-// once the server started, or with the error starting it gave.
-func startProcess(cmd *exec.Cmd) error {
+// once the server started, or with the error starting it gave. The
+// reaper is this program re-executed: one whose main did not call
+// [ReaperMain] would run its own main in the reaper's place (a test
+// binary its tests, which start servers in turn), so none is started.
+func startProcess(p *process) error {
+	if !spawner.hooked.Load() {
+		return errNoReaperMain
+	}
+	cmd := p.Cmd
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -86,21 +93,22 @@ func startProcess(cmd *exec.Cmd) error {
 		cmd.Wait()
 		return errors.New(string(why))
 	}
-	keepers.Store(cmd, ctlW)
+	p.keeper = ctlW
 	return nil
 }
 
-// endDescendants ends the server cmd started and everything it started:
+// errNoReaperMain is why no stdio server starts in a program that did not
+// call ReaperMain.
+var errNoReaperMain = errors.New("starting a stdio server: this program does not call proxy.ReaperMain first in its main (a test binary: in its TestMain), " +
+	"and a stdio server is started through the program itself re-executed as the server's reaper")
+
+// endDescendants ends the server p started and everything it started:
 // the keeper kills them once its control pipe closed.
-func endDescendants(cmd *exec.Cmd) {
-	if ctl, ok := keepers.LoadAndDelete(cmd); ok {
-		ctl.(*os.File).Close()
+func endDescendants(p *process) {
+	if p.keeper != nil {
+		p.keeper.Close()
 	}
 }
-
-// keepers holds the sidecar's end of each started server's keeper's
-// control pipe.
-var keepers sync.Map // *exec.Cmd -> *os.File
 
 // spawn runs start on spawner's thread.
 func spawn(start func() error) error {
@@ -119,8 +127,10 @@ func spawn(start func() error) error {
 }
 
 // spawner is the one thread of the process that starts stdio servers
-// (startProcess): process-wide, as the thread is.
+// (startProcess), and whether the program called ReaperMain:
+// process-wide, as the thread and the program's main are.
 var spawner struct {
-	once  sync.Once
-	start chan func()
+	hooked atomic.Bool
+	once   sync.Once
+	start  chan func()
 }

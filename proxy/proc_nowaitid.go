@@ -2,12 +2,14 @@
 
 package proxy
 
-import "os/exec"
+// ReaperMain returns at once: elsewhere than on Linux a stdio server is
+// started by the sidecar itself, not through a reaper (reaper_linux.go).
+func ReaperMain() {}
 
-// startProcess starts cmd, a stdio server. Elsewhere than on Linux it is
+// startProcess starts p, a stdio server. Elsewhere than on Linux it is
 // not tied to the sidecar (no parent-death signal): it reads the end of
 // its stdin when the sidecar dies.
-func startProcess(cmd *exec.Cmd) error { return cmd.Start() }
+func startProcess(p *process) error { return p.Start() }
 
 // Elsewhere than on Linux a stdio server's exit is not watched (exitWatch):
 // its connection ends with its stdout.
@@ -17,4 +19,4 @@ const canWatchExit = false
 
 // endDescendants: elsewhere than on Linux what a stdio server starts out
 // of its process group is not kept (startProcess).
-func endDescendants(*exec.Cmd) {}
+func endDescendants(*process) {}

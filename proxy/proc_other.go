@@ -6,8 +6,8 @@ import "os/exec"
 
 func setProcessGroup(*exec.Cmd) {}
 
-func killProcessGroup(cmd *exec.Cmd) {
-	if cmd != nil && cmd.Process != nil {
-		_ = cmd.Process.Kill()
+func killProcessGroup(p *process) {
+	if p != nil && p.Process != nil {
+		_ = p.Process.Kill()
 	}
 }

@@ -15,10 +15,10 @@ func setProcessGroup(cmd *exec.Cmd) {
 
 // killProcessGroup kills whatever is left of a stdio server's process
 // group, and on Linux whatever else it started (endDescendants).
-func killProcessGroup(cmd *exec.Cmd) {
-	if cmd == nil || cmd.Process == nil || cmd.Process.Pid <= 0 {
+func killProcessGroup(p *process) {
+	if p == nil || p.Process == nil || p.Process.Pid <= 0 {
 		return
 	}
-	endDescendants(cmd)
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	endDescendants(p)
+	_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
 }

@@ -48,20 +48,25 @@ const (
 	selfExe    = "/proc/self/exe"
 )
 
-// init runs a reaper or a keeper, and nothing else: only a process
-// started so (argv[0] and reaperEnv) is one. A hook at init, not in main,
-// as any binary that starts stdio servers (provlog, a test binary) runs
-// them.
-func init() {
-	if len(os.Args) < 3 || os.Getenv(reaperEnv) != "1" {
-		return
+// ReaperMain runs this process as a stdio server's reaper or keeper, and
+// exits, if it was started as one (argv[0] and reaperEnv); otherwise it
+// returns at once, and this process may start stdio servers. A stdio
+// server is started through the running program re-executed
+// (/proc/self/exe), so a program that starts stdio servers through the
+// proxy (provlog, [Dial], a test binary whose tests do) calls it first
+// in main, or in TestMain, before anything else it does; without that
+// call no stdio server starts (the server's connection fails and says
+// why).
+func ReaperMain() {
+	if len(os.Args) >= 3 && os.Getenv(reaperEnv) == "1" {
+		switch os.Args[0] {
+		case reaperArg0:
+			os.Exit(runReaper(os.Args[1:]))
+		case keeperArg0:
+			os.Exit(runKeeper(os.Args[1:]))
+		}
 	}
-	switch os.Args[0] {
-	case reaperArg0:
-		os.Exit(runReaper(os.Args[1:]))
-	case keeperArg0:
-		os.Exit(runKeeper(os.Args[1:]))
-	}
+	spawner.hooked.Store(true)
 }
 
 // throughReaper makes cmd start the reaper, which starts what cmd named,

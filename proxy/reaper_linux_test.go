@@ -32,6 +32,28 @@ func TestStdioStartErrorThroughReaper(t *testing.T) {
 	}
 }
 
+// TestStdioWithoutReaperMain: a test package that forgets to call
+// ReaperMain in a TestMain (testdata/noreapermain has none) fails at
+// once, saying what to call: no stdio server is started, so the test
+// binary is not re-executed as a reaper that would run its tests instead
+// (and start one more of itself from each).
+func TestStdioWithoutReaperMain(t *testing.T) {
+	cmd := exec.Command("go", "test", "-count=1", "./testdata/noreapermain")
+	out, err := cmd.CombinedOutput()
+	t.Logf("go test ./testdata/noreapermain: %v\n%s", err, out)
+	if err == nil {
+		t.Fatal("a test package without ReaperMain passed its stdio test, want it failed")
+	}
+	for _, want := range []string{"Dial: starting a stdio server: this program does not call proxy.ReaperMain", "--- FAIL: TestDialStdio"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("go test's output lacks %q", want)
+		}
+	}
+	if strings.Contains(string(out), "re-executed as a stdio server's reaper") {
+		t.Error("the test binary was re-executed as the reaper")
+	}
+}
+
 // TestStdioExitThroughReaper: a stdio server started through the reaper
 // ends for the sidecar as it ended (its exit code, or the signal that
 // killed it, SIGTERM forwarded to it), and what it wrote on stderr
@@ -57,10 +79,11 @@ func TestStdioExitThroughReaper(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := startProcess(cmd); err != nil {
+			proc := &process{Cmd: cmd}
+			if err := startProcess(proc); err != nil {
 				t.Fatal(err)
 			}
-			defer killProcessGroup(cmd)
+			defer killProcessGroup(proc)
 			if c.term {
 				if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
 					t.Fatal(err)

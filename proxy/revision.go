@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"sync"
 	"time"
 
@@ -136,7 +135,7 @@ func (n *newerSession) start(d *downstream) (*supervisor, bool) {
 		return n.sup, true
 	}
 	ctx, cancel := context.WithCancel(n.ctx)
-	n.sup = newSupervisor(d.cfg.ID, d.p.logger, func(ctx context.Context) (*mcp.ClientSession, *exec.Cmd, error) {
+	n.sup = newSupervisor(d.cfg.ID, d.p.logger, func(ctx context.Context) (*mcp.ClientSession, *process, error) {
 		cs, cmd, err := d.connectAt(ctx, "")
 		if err == nil && !sessionStateless(cs) {
 			cs.Close()

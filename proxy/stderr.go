@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -141,7 +140,7 @@ func (l *lineLogger) end() {
 // (end). Closing the session waited for the process, and so for its
 // stderr to be read to the end; if the process would not be waited for,
 // what comes after is logged as it comes, held lines after the wait.
-func endProcess(cmd *exec.Cmd) {
+func endProcess(cmd *process) {
 	killProcessGroup(cmd)
 	if cmd == nil {
 		return

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"sync"
 	"time"
 
@@ -41,7 +40,7 @@ type supervisor struct {
 	id     string // the server's
 	logger *slog.Logger
 	// dial opens a session (starting a stdio server's process).
-	dial func(context.Context) (*mcp.ClientSession, *exec.Cmd, error)
+	dial func(context.Context) (*mcp.ClientSession, *process, error)
 	// up readies a new session before it counts as connected: the lists
 	// are read and subscriptions renewed.
 	up func(context.Context, *mcp.ClientSession)
@@ -55,7 +54,7 @@ type supervisor struct {
 
 	mu       sync.Mutex
 	cs       *mcp.ClientSession // nil while down
-	cmd      *exec.Cmd          // the running process (stdio servers)
+	cmd      *process           // the running process (stdio servers)
 	state    string
 	lastErr  string
 	restarts int
@@ -74,7 +73,7 @@ type supervisor struct {
 	renew bool
 }
 
-func newSupervisor(id string, logger *slog.Logger, dial func(context.Context) (*mcp.ClientSession, *exec.Cmd, error), up func(context.Context, *mcp.ClientSession), scrub func(string) string) *supervisor {
+func newSupervisor(id string, logger *slog.Logger, dial func(context.Context) (*mcp.ClientSession, *process, error), up func(context.Context, *mcp.ClientSession), scrub func(string) string) *supervisor {
 	return &supervisor{id: id, logger: logger, dial: dial, up: up, scrub: scrub,
 		firstDone: make(chan struct{}), state: StateStarting, since: time.Now(), changed: make(chan struct{})}
 }
@@ -227,7 +226,7 @@ func (s *supervisor) notRestarted() error {
 
 // serve readies a new session, marks the first connection done, and waits
 // for the session to end; it returns why it ended.
-func (s *supervisor) serve(ctx context.Context, cs *mcp.ClientSession, cmd *exec.Cmd) string {
+func (s *supervisor) serve(ctx context.Context, cs *mcp.ClientSession, cmd *process) string {
 	// Closing the proxy ends the session whatever run is doing.
 	unwatch := context.AfterFunc(ctx, func() { cs.Close() })
 	s.up(ctx, cs)

@@ -21,6 +21,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/proxy"
 )
 
 var crashRounds = flag.Int("crash.rounds", 20, "SIGKILL rounds in TestCrashRecovery (raise for a soak)")
@@ -29,7 +30,8 @@ var crashRounds = flag.Int("crash.rounds", 20, "SIGKILL rounds in TestCrashRecov
 const crashChildEnv = "PROVLOG_CRASH_CHILD_DATA"
 
 func TestMain(m *testing.M) {
-	if sidefxChild() || leakfxChild() || tickfxChild() {
+	proxy.ReaperMain()
+	if sidefxChild() || leakfxChild() || tickfxChild() || forkfxChild() {
 		return
 	}
 	if data := os.Getenv(crashChildEnv); data != "" {

@@ -31,6 +31,7 @@ import (
 	"io"
 
 	"github.com/provlog/provlog/cmd/internal/cli"
+	"github.com/provlog/provlog/proxy"
 )
 
 // version is provlog's version, recorded in every log's genesis entry.
@@ -63,7 +64,10 @@ func commands() []cli.Command {
 	}
 }
 
-func main() { cli.Main(run) }
+func main() {
+	proxy.ReaperMain() // a stdio server's reaper is provlog re-executed
+	cli.Main(run)
+}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return cli.Run(ctx, "provlog", commands(), args, stdout, stderr)

@@ -40,16 +40,19 @@ const (
 	forkfxWorkerEnv = "PROVLOG_TEST_FORKFX_WORKER"
 )
 
-// init runs the test binary as forkfx's server or worker: before
-// TestMain, which crash_test.go keeps.
-func init() {
+// forkfxChild runs the test binary as forkfx's server or worker, if it
+// was started as one (TestMain, crash_test.go), and reports whether it
+// did.
+func forkfxChild() bool {
 	if file := os.Getenv(forkfxWorkerEnv); file != "" {
 		forkfxWorker(file)
+		return true
 	}
 	if os.Getenv(forkfxEnv) != "" {
 		forkfxServer()
-		os.Exit(0)
+		return true
 	}
+	return false
 }
 
 func forkfxWorker(file string) {

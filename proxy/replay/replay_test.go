@@ -28,6 +28,7 @@ const stdioFixtureEnv = "PROVLOG_REPLAY_STDIO_FIXTURE"
 var _ BlobReader = (*blobs.Store)(nil)
 
 func TestMain(m *testing.M) {
+	proxy.ReaperMain()
 	if os.Getenv(stdioFixtureEnv) != "" {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "stdio-fixture", Version: "1"}, nil)
 		mcp.AddTool(srv, &mcp.Tool{Name: "echo", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},

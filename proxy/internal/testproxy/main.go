@@ -28,6 +28,7 @@ import (
 )
 
 func main() {
+	proxy.ReaperMain()
 	servers := flag.String("servers", "[]", "downstream servers, as a JSON list of proxy.ServerConfig")
 	vkeyFile := flag.String("vkey", "", "write the log's verifier key here")
 	entriesFile := flag.String("entries", "", "append every recorded entry here, one per line")
