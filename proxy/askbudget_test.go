@@ -68,42 +68,9 @@ func TestStdioStandaloneRequestsBounded(t *testing.T) {
 // were answered, one POST each.
 func TestHTTPCallsRequestsBounded(t *testing.T) {
 	const calls, pings = 20, 1000
-	srv := mcp.NewServer(&mcp.Implementation{Name: "spread", Version: "1"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{}, nil
-	})
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	var answered, refused, call atomic.Int64
-	var refusal atomic.Value
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		switch {
-		case bytes.Contains(body, []byte(`"tools/call"`)):
-			id, c := callRequestID(t, r), call.Add(1)
-			w.Header().Set("Content-Type", "text/event-stream")
-			for i := range pings {
-				if r.Context().Err() != nil {
-					return
-				}
-				fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"spread-%d-%d\",\"method\":\"ping\"}\n\n", c, i)
-			}
-			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}\n\n", id)
-			return
-		case bytes.Contains(body, []byte(`"id":"spread-`)):
-			answered.Add(1)
-			if bytes.Contains(body, []byte(`"error"`)) {
-				refused.Add(1)
-				refusal.Store(string(body))
-			}
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		sdk.ServeHTTP(w, r)
-	}))
-	t.Cleanup(down.Close)
+	f, url := newAskFlood(t, "", pingsOnCall(t, pings))
 	l := newTestLog(t)
-	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL, Timeout: time.Minute}}, nil)
+	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: url, Timeout: time.Minute}}, nil)
 	cs := connectMemory(t, p, nil)
 	waitRouted(t, p, "m__x")
 	start := time.Now()
@@ -114,13 +81,76 @@ func TestHTTPCallsRequestsBounded(t *testing.T) {
 		}
 	}
 	secs := int64(time.Since(start)/time.Second) + 1
-	n := answered.Load()
-	t.Logf("%d of the server's %d requests over %d calls answered in ~%ds, %d with an error (%.300v)", n, calls*pings, calls, secs, refused.Load(), refusal.Load())
+	n := f.answered.Load()
+	t.Logf("%d of the server's %d requests over %d calls answered in ~%ds, %d with an error (%.300v)", n, calls*pings, calls, secs, f.refused.Load(), f.refusal.Load())
 	if bound := askBound(secs); n > bound {
 		t.Errorf("%d of the server's %d requests over %d calls were answered, one POST each, in ~%ds; want at most %d", n, calls*pings, calls, secs, bound)
 	}
-	if r, _ := refusal.Load().(string); refused.Load() == 0 || !strings.Contains(r, "requests") {
+	if r, _ := f.refusal.Load().(string); f.refused.Load() == 0 || !strings.Contains(r, "requests") {
 		t.Errorf("no request refused saying why (%d answered)", n)
+	}
+}
+
+// An askFlood is an HTTP MCP server whose tool "x" answers "ok", and which
+// floods the proxy with requests of the client (flood, in
+// newAskFlood): it counts the answers to them (ids that begin
+// "flood-"), each taken with 202, and the refusals among them, error
+// answers that hold why.
+type askFlood struct {
+	why               []byte
+	answered, refused atomic.Int64
+	refusal           atomic.Value // the last refusal's body
+}
+
+// newAskFlood starts an askFlood whose flood, given each request (its
+// body read, and put back) before anything else, reports whether it
+// handled it; it returns it and its URL.
+func newAskFlood(t *testing.T, why string, flood func(w http.ResponseWriter, r *http.Request, body []byte) bool) (*askFlood, string) {
+	f := &askFlood{why: []byte(why)}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "flood", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		switch {
+		case flood(w, r, body):
+		case bytes.Contains(body, []byte(`"id":"flood-`)):
+			f.answered.Add(1)
+			if bytes.Contains(body, []byte(`"error"`)) && bytes.Contains(body, f.why) {
+				f.refused.Add(1)
+				f.refusal.Store(string(body))
+			}
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			sdk.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(down.Close)
+	return f, down.URL
+}
+
+// pingsOnCall is an askFlood's flood that answers each call with pings
+// pings on its event stream, then the call's answer, "ok".
+func pingsOnCall(t *testing.T, pings int) func(http.ResponseWriter, *http.Request, []byte) bool {
+	var calls atomic.Int64
+	return func(w http.ResponseWriter, r *http.Request, body []byte) bool {
+		if !bytes.Contains(body, []byte(`"tools/call"`)) {
+			return false
+		}
+		id, c := callRequestID(t, r), calls.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range pings {
+			if r.Context().Err() != nil {
+				return true
+			}
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"flood-%d-%d\",\"method\":\"ping\"}\n\n", c, i)
+		}
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}\n\n", id)
+		return true
 	}
 }
 

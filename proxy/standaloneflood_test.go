@@ -1,12 +1,9 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,55 +22,37 @@ import (
 func TestStandaloneRequestsBounded(t *testing.T) {
 	const asks = 20000
 	methods := []string{"ping", "sampling/createMessage", "elicitation/create", "roots/list"}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "flood", Version: "1"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
-	})
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	var answered, refused, gets atomic.Int64
-	var refusal atomic.Value
+	var gets atomic.Int64
 	flooded := make(chan time.Time, 1)
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			if gets.Add(1) == 1 {
-				start := time.Now()
-				for i := range asks {
-					m := methods[i%len(methods)]
-					params := `{}`
-					switch m {
-					case "sampling/createMessage":
-						params = `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}`
-					case "elicitation/create":
-						params = `{"message":"name?","requestedSchema":{"type":"object","properties":{}}}`
-					}
-					if _, err := fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"sa-%d\",\"method\":%q,\"params\":%s}\n\n", i, m, params); err != nil {
-						return
-					}
+	f, url := newAskFlood(t, "second", func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
+		if r.Method != http.MethodGet {
+			return false
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		if gets.Add(1) == 1 {
+			start := time.Now()
+			for i := range asks {
+				m := methods[i%len(methods)]
+				params := `{}`
+				switch m {
+				case "sampling/createMessage":
+					params = `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}`
+				case "elicitation/create":
+					params = `{"message":"name?","requestedSchema":{"type":"object","properties":{}}}`
 				}
-				w.(http.Flusher).Flush()
-				flooded <- start
+				if _, err := fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"flood-%d\",\"method\":%q,\"params\":%s}\n\n", i, m, params); err != nil {
+					return true
+				}
 			}
-			<-r.Context().Done()
-			return
+			w.(http.Flusher).Flush()
+			flooded <- start
 		}
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte(`"id":"sa-`)) {
-			answered.Add(1)
-			if bytes.Contains(body, []byte(`"error"`)) && bytes.Contains(body, []byte(`second`)) {
-				refused.Add(1)
-				refusal.Store(string(body))
-			}
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		sdk.ServeHTTP(w, r)
-	}))
-	t.Cleanup(down.Close)
+		<-r.Context().Done()
+		return true
+	})
 	l := newTestLog(t)
-	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: down.URL, Timeout: time.Minute}}, nil)
+	p := startProxy(t, l, []ServerConfig{{ID: "m", URL: url, Timeout: time.Minute}}, nil)
 	cl := newClientLog()
 	cl.sample = func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 		return &mcp.CreateMessageResult{Model: "m", Content: &mcp.TextContent{Text: "x"}}, nil
@@ -89,19 +68,19 @@ func TestStandaloneRequestsBounded(t *testing.T) {
 	// Wait until the answers stop coming (the flood is read).
 	for last := int64(-1); ; {
 		time.Sleep(time.Second)
-		n := answered.Load()
+		n := f.answered.Load()
 		if n == last || n >= asks {
 			break
 		}
 		last = n
 	}
 	secs := int64(time.Since(start)/time.Second) + 1
-	n := answered.Load()
-	t.Logf("%d of the server's %d standalone requests answered in ~%ds, %d refused for the rate (%.200v)", n, asks, secs, refused.Load(), refusal.Load())
+	n := f.answered.Load()
+	t.Logf("%d of the server's %d standalone requests answered in ~%ds, %d refused for the rate (%.200v)", n, asks, secs, f.refused.Load(), f.refusal.Load())
 	if bound := askBound(secs); n > bound {
 		t.Errorf("%d of the server's %d requests on its standalone stream were answered, one POST each, in ~%ds; want at most %d", n, asks, secs, bound)
 	}
-	if r, _ := refusal.Load().(string); refused.Load() == 0 || !strings.Contains(r, "requests") {
+	if r, _ := f.refusal.Load().(string); f.refused.Load() == 0 || !strings.Contains(r, "requests") {
 		t.Errorf("no request refused saying why (%d answered)", n)
 	}
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "m__x", Arguments: map[string]any{}})
