@@ -26,8 +26,7 @@ import (
 func TestServerRequestsRideTheCallsStream(t *testing.T) {
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{{ID: "go", Command: []string{goEverything(t)}}}, nil)
-	srv := httptest.NewServer(p.HTTPHandler(staticTokens(func(tok string) (string, bool) { return testActor, tok == testToken })))
-	t.Cleanup(srv.Close)
+	front := serveHTTP(t, p)
 	asked := 0
 	c := mcp.NewClient(&mcp.Implementation{Name: "sampler", Version: "1"}, &mcp.ClientOptions{
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -36,7 +35,7 @@ func TestServerRequestsRideTheCallsStream(t *testing.T) {
 		},
 	})
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{
-		Endpoint:             srv.URL + "/mcp",
+		Endpoint:             front,
 		HTTPClient:           &http.Client{Transport: &bearer{testToken, http.DefaultTransport}},
 		DisableStandaloneSSE: true,
 	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})

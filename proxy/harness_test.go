@@ -440,11 +440,15 @@ const testToken, testActor = "s3cret-token", "alice"
 // serveHTTP serves the proxy over HTTP with one valid token.
 func serveHTTP(t testing.TB, p *Proxy) string {
 	t.Helper()
+	return serveTokens(t, p, map[string]string{testToken: testActor})
+}
+
+// serveTokens serves p's HTTP front, each of tokens' keys a bearer token
+// of its value (an actor), and returns its /mcp URL.
+func serveTokens(t testing.TB, p *Proxy, tokens map[string]string) string {
 	srv := httptest.NewServer(p.HTTPHandler(staticTokens(func(tok string) (string, bool) {
-		if tok == testToken {
-			return testActor, true
-		}
-		return "", false
+		a, ok := tokens[tok]
+		return a, ok
 	})))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/mcp"

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -24,17 +23,7 @@ func TestFastPathHTTP(t *testing.T) {
 	url := startEverythingHTTP(t)
 	slow := ServerConfig{ID: "slow", URL: url, Timeout: 500 * time.Millisecond}
 	p := startProxy(t, l, []ServerConfig{{ID: "evh", URL: url}, slow}, nil)
-	srv := httptest.NewServer(p.HTTPHandler(staticTokens(func(tok string) (string, bool) {
-		switch tok {
-		case testToken:
-			return testActor, true
-		case "bobs-token":
-			return "bob", true
-		}
-		return "", false
-	})))
-	t.Cleanup(srv.Close)
-	front := srv.URL + "/mcp"
+	front := serveTokens(t, p, map[string]string{testToken: testActor, "bobs-token": "bob"})
 	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
 	ctx := context.Background()
 	sum := &mcp.CallToolParams{Name: "evh__get-sum", Arguments: map[string]any{"a": 2, "b": 3}}

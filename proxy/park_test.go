@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,17 +99,6 @@ func askingFixture(t *testing.T, id string) ServerConfig {
 	cfg := fixtureServerConfig(t, id)
 	cfg.Env[fixtureEnv], cfg.Protocol = "asks", "2025-11-25"
 	return cfg
-}
-
-// serveTokens serves the proxy over HTTP with the tokens given (token ->
-// actor).
-func serveTokens(t *testing.T, p *Proxy, tokens map[string]string) string {
-	srv := httptest.NewServer(p.HTTPHandler(staticTokens(func(tok string) (string, bool) {
-		a, ok := tokens[tok]
-		return a, ok
-	})))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/mcp"
 }
 
 // handClient is a 2026-07-28 client that declares sampling and

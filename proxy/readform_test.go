@@ -33,6 +33,16 @@ func (w *wireResults) get(method string) json.RawMessage {
 	return w.last[method]
 }
 
+// serveWire serves srv over streamable HTTP (JSON answers) and returns
+// its URL, and the results it sent, as they went over the wire.
+func serveWire(t *testing.T, srv *mcp.Server) (url string, wire *wireResults) {
+	wire = &wireResults{last: map[string]json.RawMessage{}}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	down := httptest.NewServer(wire.handler(h))
+	t.Cleanup(down.Close)
+	return down.URL, wire
+}
+
 // handler serves h, noting its JSON responses' results.
 func (w *wireResults) handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -97,11 +107,7 @@ func oddReadServer(t *testing.T) (url string, wire *wireResults) {
 	srv.AddTool(&mcp.Tool{Name: "odd", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Meta: odd, Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}}, nil
 	})
-	wire = &wireResults{last: map[string]json.RawMessage{}}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true})
-	down := httptest.NewServer(wire.handler(h))
-	t.Cleanup(down.Close)
-	return down.URL, wire
+	return serveWire(t, srv)
 }
 
 // TestReadResultForm: a resources/read or prompts/get result that is not

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,17 +45,7 @@ func newReapRig(t *testing.T, holdForget bool) *reapRig {
 		r.p.testingOnlyBeforeForget = func() { <-release }
 		t.Cleanup(func() { close(release) }) // before the proxy closes
 	}
-	srv := httptest.NewServer(r.p.HTTPHandler(staticTokens(func(tok string) (string, bool) {
-		switch tok {
-		case testToken:
-			return testActor, true
-		case "bobs-token":
-			return "bob", true
-		}
-		return "", false
-	})))
-	t.Cleanup(srv.Close)
-	r.front = srv.URL + "/mcp"
+	r.front = serveTokens(t, r.p, map[string]string{testToken: testActor, "bobs-token": "bob"})
 	waitRouted(t, r.p, "fx__append", "fx__wait_file")
 	return r
 }

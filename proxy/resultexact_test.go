@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,11 +28,7 @@ func bigNumberServer(t *testing.T) (url string, wire *wireResults) {
 			return &mcp.CallToolResult{StructuredContent: json.RawMessage(`{"id":` + args.N + `}`),
 				Content: []mcp.Content{&mcp.TextContent{Text: "the id" + args.Password}}}, nil
 		})
-	wire = &wireResults{last: map[string]json.RawMessage{}}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true})
-	down := httptest.NewServer(wire.handler(h))
-	t.Cleanup(down.Close)
-	return down.URL, wire
+	return serveWire(t, srv)
 }
 
 // TestResultNumbersKept: a result holding an integer no double equals

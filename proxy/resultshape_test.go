@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -92,9 +91,7 @@ func sep(member string) string {
 func TestResultPassedOnAsSent(t *testing.T) {
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{rawServerConfig(t, "raw")}, nil)
-	srv := httptest.NewServer(p.HTTPHandler(staticTokens(func(tok string) (string, bool) { return testActor, tok == testToken })))
-	t.Cleanup(srv.Close)
-	front := srv.URL + "/mcp"
+	front := serveHTTP(t, p)
 	cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
 	for tool, want := range map[string][2]string{
 		"escaped": {`{"_meta":{"` + ReceiptKey + `":"`, `"},` + rawResults["escaped"][1:]},
@@ -141,9 +138,7 @@ func TestReadPassedOnAsSent(t *testing.T) {
 			cfg.Prefix, uri, prompt = &prefix, "raw://asis", "asis"
 		}
 		p := startProxy(t, l, []ServerConfig{cfg}, nil)
-		srv := httptest.NewServer(p.HTTPHandler(staticTokens(func(tok string) (string, bool) { return testActor, tok == testToken })))
-		t.Cleanup(srv.Close)
-		front := srv.URL + "/mcp"
+		front := serveHTTP(t, p)
 		cs := fastSession(t, p, connectHTTP(t, front, "2025-11-25", nil))
 		for _, tc := range []struct{ kind, params, sent, frontURI string }{
 			{log.KindResourceRead, `"method":"resources/read","params":{"uri":"` + uri + `"}`, asis.resource, uri},

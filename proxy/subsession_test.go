@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,17 +19,7 @@ func TestSubscriptionsAreTheSessions(t *testing.T) {
 	cfg := fixtureServerConfig(t, "fx")
 	cfg.Env[fixtureEnv], cfg.Protocol = "subs", "2025-11-25"
 	p := startProxy(t, newTestLog(t), []ServerConfig{cfg}, nil)
-	srv := httptest.NewServer(p.HTTPHandler(staticTokens(func(tok string) (string, bool) {
-		switch tok {
-		case testToken:
-			return testActor, true
-		case "bobs-token":
-			return "bob", true
-		}
-		return "", false
-	})))
-	t.Cleanup(srv.Close)
-	front := srv.URL + "/mcp"
+	front := serveTokens(t, p, map[string]string{testToken: testActor, "bobs-token": "bob"})
 	waitRouted(t, p, "fx__touch")
 	const uri = "fx+fixture:///watched"
 	ctx := context.Background()
