@@ -373,8 +373,15 @@ func BenchmarkFrontRead(b *testing.B) {
 			ctx := context.Background()
 			b.SetBytes(int64(len(raw)))
 			b.ReportAllocs()
+			res := readResult{raw: raw, canon: canon, receipt: receipt}
 			for b.Loop() {
-				if err := d.frontReadAs(ctx, "2025-11-25", bc.kind, readResult{raw: raw, canon: canon, receipt: receipt}, newReadResult(bc.kind)); err != nil {
+				var err error
+				if bc.kind == log.KindPromptGet {
+					_, err = frontReadAs[mcp.GetPromptResult](ctx, d, "2025-11-25", bc.kind, res, nil)
+				} else {
+					_, err = frontReadAs[mcp.ReadResourceResult](ctx, d, "2025-11-25", bc.kind, res, nil)
+				}
+				if err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -355,18 +355,11 @@ func (d *downstream) readResource(ctx context.Context, req *mcp.ReadResourceRequ
 	d.remember(actor, secrets)
 	recorded = d.secretsOf(actor).scrubName(recorded) // a server may name a resource after a value its actor sent it
 	entry := log.ReadEntry{Kind: log.KindResourceRead, Actor: actor, Server: d.cfg.ID, URI: recorded}
-	res, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, d.readSent(uri, nil), req.Params.InputResponses, req.Params.RequestState,
+	res, err := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, d.readSent(uri, nil), req.Params.InputResponses, req.Params.RequestState,
 		func(ctx context.Context, cs *mcp.ClientSession, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
 			return cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: meta, URI: uri, InputResponses: responses, RequestState: state})
 		})
-	if rerr != nil {
-		return nil, rerr
-	}
-	out := new(mcp.ReadResourceResult)
-	if err := d.frontReadAs(ctx, req.ProtocolVersion(), log.KindResourceRead, res, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return frontReadAs[mcp.ReadResourceResult](ctx, d, req.ProtocolVersion(), log.KindResourceRead, res, err)
 }
 
 func (d *downstream) promptHandler(name string) mcp.PromptHandler {
@@ -385,18 +378,11 @@ func (d *downstream) promptHandler(name string) mcp.PromptHandler {
 		cctx, cancel := context.WithTimeout(ctx, d.cfg.timeout())
 		defer cancel()
 		d.gate.forwarding(ticket, cancel)
-		res, rerr := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, d.readSent(name, rawArgs), req.Params.InputResponses, req.Params.RequestState,
+		res, err := d.readLegs(cctx, cs, req.Session, req.ProtocolVersion(), req.ClientInfo(), req.Params.Meta, entry, d.readSent(name, rawArgs), req.Params.InputResponses, req.Params.RequestState,
 			func(ctx context.Context, cs *mcp.ClientSession, meta mcp.Meta, responses mcp.InputResponseMap, state string) (any, error) {
 				return cs.GetPrompt(ctx, &mcp.GetPromptParams{Meta: meta, Name: name, Arguments: req.Params.Arguments, InputResponses: responses, RequestState: state})
 			})
-		if rerr != nil {
-			return nil, rerr
-		}
-		out := new(mcp.GetPromptResult)
-		if err := d.frontReadAs(ctx, req.ProtocolVersion(), log.KindPromptGet, res, out); err != nil {
-			return nil, err
-		}
-		return out, nil
+		return frontReadAs[mcp.GetPromptResult](ctx, d, req.ProtocolVersion(), log.KindPromptGet, res, err)
 	}
 }
 
@@ -535,12 +521,16 @@ func (d *downstream) readLegsFitted(ctx context.Context, cs *mcp.ClientSession, 
 	}
 }
 
-// frontReadAs decodes into out (the SDK's result type) the result of a
-// read of kind as the client gets it, from res as recorded, as a call's
-// is (frontPrepare, from the canonical form its entry hashed), and
-// leaves those bytes for rawReads, which has the SDK send them rather
-// than its encoding of out.
-func (d *downstream) frontReadAs(ctx context.Context, protocol, kind string, res readResult, out any) error {
+// frontReadAs returns as R (the SDK's result type) the result of a read
+// of kind as the client gets it, from res as recorded (or readErr, the
+// read's error), as a call's is (frontPrepare, from the canonical form
+// its entry hashed), and leaves those bytes for rawReads, which has the
+// SDK send them rather than its encoding of the R.
+func frontReadAs[R any](ctx context.Context, d *downstream, protocol, kind string, res readResult, readErr error) (*R, error) {
+	if readErr != nil {
+		return nil, readErr
+	}
+	out := new(R)
 	var front json.RawMessage
 	f, err := d.frontPrepare(readMethod(kind), res.raw, res.canon)
 	if err == nil {
@@ -552,12 +542,12 @@ func (d *downstream) frontReadAs(ctx context.Context, protocol, kind string, res
 		err = readView(front, out) // what the SDK's types do not hold (sendRead)
 	}
 	if err != nil {
-		return d.notPassedOn(err)
+		return nil, d.notPassedOn(err)
 	}
 	if h, ok := ctx.Value(frontBytesKey{}).(*frontBytes); ok {
 		h.raw = withProtocolResultType(front, protocol)
 	}
-	return nil
+	return out, nil
 }
 
 // rememberCompletion remembers the values of a completion's argument and
