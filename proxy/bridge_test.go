@@ -133,18 +133,8 @@ func TestBridgeInputRequiredForOlderClient(t *testing.T) {
 		t.Fatal("the pinned server's session is not 2026-07-28")
 	}
 	logs := make(chan string, 16)
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := p.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := bridgeClient("older-client", logs).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := connectInMemory(t, p, bridgeClient("older-client", logs))
 
 	call := func(tool string) string {
 		t.Helper()
@@ -181,18 +171,7 @@ func TestBridgeInputRequiredForOlderClient(t *testing.T) {
 
 	// The server judges what the client can give, not what the proxy can:
 	// a client that declared nothing is asked nothing.
-	ct2, st2 := mcp.NewInMemoryTransports()
-	ss2, err := p.Server().Connect(ctx, st2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss2.Close() })
-	bare, err := mcp.NewClient(&mcp.Implementation{Name: "bare-client", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).
-		Connect(ctx, ct2, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bare.Close() })
+	bare := connectInMemory(t, p, mcp.NewClient(&mcp.Implementation{Name: "bare-client", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}))
 	res, err := bare.CallTool(ctx, &mcp.CallToolParams{Name: "go__test_input_required_result_capabilities", Arguments: map[string]any{}})
 	if err != nil {
 		t.Fatal(err)

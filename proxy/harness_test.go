@@ -435,6 +435,25 @@ func connectMemory(t *testing.T, p *Proxy, cl *clientLog) *mcp.ClientSession {
 	return cs
 }
 
+// connectInMemory connects c to p's front server at 2025-11-25 over
+// in-memory transports, the SDK's server session itself.
+func connectInMemory(t *testing.T, p *Proxy, c *mcp.Client) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := p.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 const testToken, testActor = "s3cret-token", "alice"
 
 // serveHTTP serves the proxy over HTTP with one valid token.

@@ -88,18 +88,8 @@ func TestBridgeReadsForOlderClient(t *testing.T) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 		},
 	})
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := p.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := connectInMemory(t, p, client)
 
 	wantAsked := "[Your name? Your favourite color?]"
 	gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "fx__rounds"})

@@ -16,18 +16,8 @@ import (
 func TestBridgedLegsOneArguments(t *testing.T) {
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{{ID: "go", Command: []string{goEverything(t)}, Protocol: statelessProtocol, Redact: []string{"color"}}}, nil)
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := p.Server().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := bridgeClient("older-client", make(chan string, 16)).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := connectInMemory(t, p, bridgeClient("older-client", make(chan string, 16)))
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "go__test_input_required_result_multi_round", Arguments: map[string]any{"note": "green"}})
 	if err != nil || res.IsError {
 		t.Fatalf("multi-round: %v %s", err, mustJSON(res))
