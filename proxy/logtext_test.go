@@ -85,6 +85,23 @@ func leaksConfig(t *testing.T, id string) ServerConfig {
 	return cfg
 }
 
+// leaksProxy starts a proxy logging at debug level to the buffer it
+// returns, with the server lk (leaksConfig), and returns print, which
+// has lk print text on its stderr in a call that carries secret as its
+// redacted token.
+func leaksProxy(t *testing.T, secret string) (*Proxy, *proctest.Buffer, func(text string)) {
+	buf := new(proctest.Buffer)
+	p := startProxy(t, newTestLog(t), []ServerConfig{leaksConfig(t, "lk")}, func(o *Options) { o.Logger = debugLogger(buf) })
+	cs := connectMemory(t, p, nil)
+	return p, buf, func(text string) {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lk__print", Arguments: map[string]any{"token": secret, "text": text}})
+		if err != nil || res.IsError {
+			t.Fatalf("print: %v %s", err, mustJSON(res))
+		}
+	}
+}
+
 // debugLogger logs to buf at debug level, where a stdio server's stderr
 // goes.
 func debugLogger(buf *proctest.Buffer) *slog.Logger {

@@ -2,14 +2,11 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log/logtest/proctest"
 )
@@ -105,22 +102,14 @@ func TestStderrPauseLogged(t *testing.T) {
 	data := append(bytes.Repeat([]byte{0xfb}, 57-9), secret...)
 	data = append(data, bytes.Repeat([]byte{0xfb}, 57)...)
 	lines := strings.Split(mimeWrap(base64.StdEncoding, data, "\n"), "\n")
-	var buf proctest.Buffer
-	p := startProxy(t, newTestLog(t), []ServerConfig{leaksConfig(t, "lk")}, func(o *Options) { o.Logger = debugLogger(&buf) })
-	cs := connectMemory(t, p, nil)
-	print := func(text string) {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lk__print", Arguments: map[string]any{"token": secret, "text": text}})
-		if err != nil || res.IsError {
-			t.Fatalf("print: %v %s", err, mustJSON(res))
-		}
-	}
+	p, buf, print := leaksProxy(t, secret)
 	print("[cert]\n" + lines[0] + "\n")
 	// The wait logs the held line only when no line came after it for
 	// heldStderrWait: the pause is as long as that, at least.
-	proctest.WaitFor(t, "the line before the pause logged", func() bool { return len(stderrLogged(&buf)) >= 2 })
+	proctest.WaitFor(t, "the line before the pause logged", func() bool { return len(stderrLogged(buf)) >= 2 })
 	print(strings.Join(lines[1:], "\n") + "\n[end]\n")
 	p.Close()
-	got := stderrLogged(&buf)
+	got := stderrLogged(buf)
 	if len(got) != len(lines)+2 {
 		t.Fatalf("logged %q, want %d lines", got, len(lines)+2)
 	}
@@ -132,7 +121,7 @@ func TestStderrPauseLogged(t *testing.T) {
 			t.Errorf("line %d of the base64, holding the token's, was logged as %q", i, got[1+i])
 		}
 	}
-	checkLogScrubbed(t, &buf, secret)
+	checkLogScrubbed(t, buf, secret)
 }
 
 // stderrLogged returns the server's stderr lines in the proxy's log (a

@@ -2,14 +2,11 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log/logtest/proctest"
 )
@@ -108,27 +105,19 @@ func TestStderrShortLogged(t *testing.T) {
 		paused bool
 	}{{3, false}, {3, true}, {12, false}, {12, true}} {
 		t.Run(fmt.Sprintf("%d characters, pause %v", tc.cut, tc.paused), func(t *testing.T) {
-			var buf proctest.Buffer
-			p := startProxy(t, newTestLog(t), []ServerConfig{leaksConfig(t, "lk")}, func(o *Options) { o.Logger = debugLogger(&buf) })
-			cs := connectMemory(t, p, nil)
-			print := func(text string) {
-				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lk__print", Arguments: map[string]any{"token": secret, "text": text}})
-				if err != nil || res.IsError {
-					t.Fatalf("print: %v %s", err, mustJSON(res))
-				}
-			}
+			p, buf, print := leaksProxy(t, secret)
 			first, rest := "Authorization: Basic "+e[:tc.cut]+"\n", e[tc.cut:]+"\n[end]\n"
 			if tc.paused {
 				print(first)
 				// A held line is logged only when no line came after it
 				// for heldStderrWait: the pause is as long as that, at least.
-				proctest.WaitFor(t, "the line before the pause logged", func() bool { return len(stderrLogged(&buf)) >= 1 })
+				proctest.WaitFor(t, "the line before the pause logged", func() bool { return len(stderrLogged(buf)) >= 1 })
 				print(rest)
 			} else {
 				print(first + rest)
 			}
 			p.Close()
-			got := stderrLogged(&buf)
+			got := stderrLogged(buf)
 			if len(got) != 3 || got[1] != Redacted {
 				t.Fatalf("logged %q, want 3 lines, the second %q", got, Redacted)
 			}
@@ -138,7 +127,7 @@ func TestStderrShortLogged(t *testing.T) {
 			if strings.Contains(strings.Join(got, "\n"), e[3:11]) {
 				t.Errorf("the proxy's log holds the token's base64 after its first three characters: %q", got)
 			}
-			checkLogScrubbed(t, &buf, secret)
+			checkLogScrubbed(t, buf, secret)
 		})
 	}
 }
@@ -181,22 +170,17 @@ func TestStderrPlainWrapped(t *testing.T) {
 func TestStderrPlainLogged(t *testing.T) {
 	const secret = "sk-Plain/Wrapped+Token-0123456789"
 	text := strings.Repeat("Q", 24) + secret[:16] + "\n" + secret[16:] + strings.Repeat("Q", 40) + "\n[end]\n"
-	var buf proctest.Buffer
-	p := startProxy(t, newTestLog(t), []ServerConfig{leaksConfig(t, "lk")}, func(o *Options) { o.Logger = debugLogger(&buf) })
-	cs := connectMemory(t, p, nil)
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lk__print", Arguments: map[string]any{"token": secret, "text": text}})
-	if err != nil || res.IsError {
-		t.Fatalf("print: %v %s", err, mustJSON(res))
-	}
+	p, buf, print := leaksProxy(t, secret)
+	print(text)
 	p.Close()
-	got := stderrLogged(&buf)
+	got := stderrLogged(buf)
 	if len(got) != 3 || got[0] != Redacted || got[1] != Redacted {
 		t.Errorf("logged %q, want the two lines holding the token as %q", got, Redacted)
 	}
 	for _, half := range []string{secret[:16], secret[16:]} {
-		if got := linesWith(&buf, half); len(got) > 0 {
+		if got := linesWith(buf, half); len(got) > 0 {
 			t.Errorf("the proxy's log holds %q of the token: %q", half, got)
 		}
 	}
-	checkLogScrubbed(t, &buf, secret)
+	checkLogScrubbed(t, buf, secret)
 }

@@ -22,6 +22,15 @@ import (
 	"github.com/provlog/provlog/log"
 )
 
+// tracedProxy starts a proxy of l, tracing into the span recorder it
+// returns, with the metaEchoServer "down".
+func tracedProxy(t *testing.T, l *testLog) (*Proxy, *tracetest.SpanRecorder) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	return startProxy(t, l, []ServerConfig{{ID: "down", URL: metaEchoServer(t)}}, func(o *Options) { o.Tracer = tp.Tracer("provlog") }), sr
+}
+
 // metaEchoServer is a streamable HTTP MCP server (go-sdk, in this
 // process) whose tool "meta" answers with the traceparent its request
 // carried, and whose tool "fails" answers with isError.
@@ -55,10 +64,7 @@ func metaEchoServer(t *testing.T) string {
 // downstream server sees.
 func TestTraces(t *testing.T) {
 	l := newTestLog(t)
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	p := startProxy(t, l, []ServerConfig{{ID: "down", URL: metaEchoServer(t)}}, func(o *Options) { o.Tracer = tp.Tracer("provlog") })
+	p, sr := tracedProxy(t, l)
 	front := serveHTTP(t, p)
 	ctx := context.Background()
 
@@ -225,10 +231,7 @@ func attrMap(kvs []attribute.KeyValue) map[string]string {
 // all of these there).
 func TestTracesOtherRequests(t *testing.T) {
 	l := newTestLog(t)
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	p := startProxy(t, l, []ServerConfig{{ID: "down", URL: metaEchoServer(t)}}, func(o *Options) { o.Tracer = tp.Tracer("provlog") })
+	p, sr := tracedProxy(t, l)
 	p.Server().AddTool(&mcp.Tool{Name: "record_note", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		b, _ := (&log.Entry{Kind: "note", Time: time.Now(), Actor: "x"}).Marshal()
 		r, err := l.seq.Append(ctx, b)
@@ -329,10 +332,7 @@ func TestTracesOtherRequests(t *testing.T) {
 // ask exactly the same thing get none, as nothing tells them apart.
 func TestTracesHTTPBatch(t *testing.T) {
 	l := newTestLog(t)
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	p := startProxy(t, l, []ServerConfig{{ID: "down", URL: metaEchoServer(t)}}, func(o *Options) { o.Tracer = tp.Tracer("provlog") })
+	p, sr := tracedProxy(t, l)
 	front := serveHTTP(t, p)
 	cs := connectHTTP(t, front, "2025-03-26", nil)
 	batch := `[{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"down__meta","arguments":{}}},` +

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // TestTracesBoundClientText: what a client names in a request (a tool,
@@ -18,10 +16,7 @@ import (
 // lost with it).
 func TestTracesBoundClientText(t *testing.T) {
 	l := newTestLog(t)
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	p := startProxy(t, l, []ServerConfig{{ID: "down", URL: metaEchoServer(t)}}, func(o *Options) { o.Tracer = tp.Tracer("provlog") })
+	p, sr := tracedProxy(t, l)
 	cs := connectMemory(t, p, nil)
 	ctx := context.Background()
 	long := strings.Repeat("x", 100_000)
