@@ -214,10 +214,6 @@
 // it left holds its stdout open, unless it exited before the server's
 // first answer: then it was a launcher that backgrounded the server,
 // which is served as long as its stdout lasts (exitWatch, dial.go).
-// There a stdio server is started through the running program
-// re-executed as its reaper (reaper_linux.go), so a program that starts
-// stdio servers (provlog, a test binary) calls [ReaperMain] first in its
-// main or TestMain; without it, a stdio server's start fails saying so.
 //
 // A server whose config a live reload changes is replaced without
 // refusing its calls (ChangeServers, servers.go): those under way finish
