@@ -56,8 +56,7 @@ type process struct {
 	*exec.Cmd
 	// keeper is, on Linux, the sidecar's end of the control pipe of the
 	// process that keeps what the server starts (reaper_linux.go):
-	// closing it ends them (endDescendants). Held here, by the session
-	// that started the server, not in a table of the package's.
+	// closing it ends them (killProcessGroup).
 	keeper *os.File
 }
 

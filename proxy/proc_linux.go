@@ -44,7 +44,7 @@ const canWatchExit = true
 // startProcess starts p, a stdio server, through a reaper
 // (reaper_linux.go), so that it and every process it starts die with the
 // sidecar, however the sidecar dies, and with its session
-// (endDescendants): a kill -9 of the sidecar left a server's children
+// (killProcessGroup): a kill -9 of the sidecar left a server's children
 // running (npx runs the server as its child; a worker it forks, one that
 // calls setsid too, went on without end). The reaper is tied to the
 // sidecar by the parent-death signal SIGKILL, which fires when the
@@ -101,14 +101,6 @@ func startProcess(p *process) error {
 // call ReaperMain.
 var errNoReaperMain = errors.New("starting a stdio server: this program does not call proxy.ReaperMain first in its main (a test binary: in its TestMain), " +
 	"and a stdio server is started through the program itself re-executed as the server's reaper")
-
-// endDescendants ends the server p started and everything it started:
-// the keeper kills them once its control pipe closed.
-func endDescendants(p *process) {
-	if p.keeper != nil {
-		p.keeper.Close()
-	}
-}
 
 // spawn runs start on spawner's thread.
 func spawn(start func() error) error {

@@ -16,7 +16,3 @@ func startProcess(p *process) error { return p.Start() }
 func exited(int, bool) bool { return false }
 
 const canWatchExit = false
-
-// endDescendants: elsewhere than on Linux what a stdio server starts out
-// of its process group is not kept (startProcess).
-func endDescendants(*process) {}

@@ -14,11 +14,14 @@ func setProcessGroup(cmd *exec.Cmd) {
 }
 
 // killProcessGroup kills whatever is left of a stdio server's process
-// group, and on Linux whatever else it started (endDescendants).
+// group, and on Linux whatever else it started: its keeper kills them
+// once the sidecar's end of its control pipe is closed.
 func killProcessGroup(p *process) {
 	if p == nil || p.Process == nil || p.Process.Pid <= 0 {
 		return
 	}
-	endDescendants(p)
+	if p.keeper != nil {
+		p.keeper.Close()
+	}
 	_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
 }

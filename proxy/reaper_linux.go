@@ -33,7 +33,7 @@ import (
 // group or not (setsid), becomes its child, and it lives as long as any
 // does. It kills them all (SIGKILL), children first, then theirs as they
 // come to it, when the sidecar's end of a pipe to it closes (the sidecar
-// died, or closed the server's session: endDescendants), or when the
+// died, or closed the server's session: killProcessGroup), or when the
 // reaper dies while the server runs (the sidecar killed it). The
 // server's stdin, stdout and stderr are the pipes the sidecar made,
 // handed on, not copied: neither process holds them once the server
