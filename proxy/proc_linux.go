@@ -58,13 +58,12 @@ func startProcess(p *process) error {
 	if !spawner.hooked.Load() {
 		return errNoReaperMain
 	}
-	cmd := p.Cmd
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if p.SysProcAttr == nil {
+		p.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	if cmd.Err != nil {
-		return cmd.Start() // not found: as exec says
+	p.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if p.Err != nil {
+		return p.Start() // not found: as exec says
 	}
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
@@ -76,8 +75,8 @@ func startProcess(p *process) error {
 		ctlW.Close()
 		return err
 	}
-	throughReaper(cmd, ctlR, readyW)
-	err = spawn(cmd.Start)
+	throughReaper(p.Cmd, ctlR, readyW)
+	err = spawn(p.Start)
 	ctlR.Close()
 	readyW.Close()
 	if err != nil {
@@ -90,7 +89,7 @@ func startProcess(p *process) error {
 	readyR.Close()
 	if len(why) > 0 {
 		ctlW.Close()
-		cmd.Wait()
+		p.Wait()
 		return errors.New(string(why))
 	}
 	p.keeper = ctlW

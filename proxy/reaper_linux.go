@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -165,7 +166,7 @@ func runKeeper(args []string) int {
 		return 1
 	}
 	server := &exec.Cmd{
-		Path: args[0], Args: args[1:], Env: withoutReaperEnv(os.Environ()),
+		Path: args[0], Args: args[1:], Env: slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, reaperEnv+"=") }),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pgid: group},
 	}
@@ -269,16 +270,6 @@ func childrenOf(pid int) []int {
 		}
 	}
 	return kids
-}
-
-func withoutReaperEnv(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, reaperEnv+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // toDevNull points fds at /dev/null, so that this process holds none of
