@@ -63,13 +63,7 @@ func TestAnswerPastClientBound(t *testing.T) {
 
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{{ID: "b", URL: url}}, nil)
-	for _, front := range []struct {
-		name string
-		cs   func() *mcp.ClientSession
-	}{
-		{"stdio", func() *mcp.ClientSession { return connectMemory(t, p, nil) }},
-		{"http", func() *mcp.ClientSession { return boundedHTTPClient(t, serveHTTP(t, p)) }},
-	} {
+	for _, front := range bothFronts(t, p) {
 		cs := front.cs()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "b__fits"})
 		if err != nil || len(textOf(res)) != (maxEventBytes-1<<10)-639 || metaReceipt(res.Meta) == "" {
@@ -96,6 +90,21 @@ func TestAnswerPastClientBound(t *testing.T) {
 		if _, err := cs.ListTools(ctx, nil); err != nil {
 			t.Errorf("%s front: the session after the refused answers: %v; want it kept", front.name, err)
 		}
+	}
+}
+
+// A testFront connects a client to one of a proxy's fronts.
+type testFront struct {
+	name string
+	cs   func() *mcp.ClientSession
+}
+
+// bothFronts is p's pipe front (in memory) and its HTTP front, whose
+// client takes events as go-sdk's does by default (boundedHTTPClient).
+func bothFronts(t *testing.T, p *Proxy) []testFront {
+	return []testFront{
+		{"stdio", func() *mcp.ClientSession { return connectMemory(t, p, nil) }},
+		{"http", func() *mcp.ClientSession { return boundedHTTPClient(t, serveHTTP(t, p)) }},
 	}
 }
 
@@ -158,13 +167,7 @@ func TestErrorPastClientBound(t *testing.T) {
 
 	l := newTestLog(t)
 	p := startProxy(t, l, []ServerConfig{{ID: "h", URL: down.URL}, stdio}, nil)
-	for _, front := range []struct {
-		name string
-		cs   func() *mcp.ClientSession
-	}{
-		{"stdio", func() *mcp.ClientSession { return connectMemory(t, p, nil) }},
-		{"http", func() *mcp.ClientSession { return boundedHTTPClient(t, serveHTTP(t, p)) }},
-	} {
+	for _, front := range bothFronts(t, p) {
 		cs := front.cs()
 		for _, tool := range []string{"s__near", "s__nearerror", "h__nearerror"} {
 			before := l.size(t)

@@ -96,13 +96,8 @@ func TestListPastClientBound(t *testing.T) {
 	}
 
 	p := startProxy(t, newTestLog(t), []ServerConfig{{ID: "b", URL: url}}, nil)
-	for _, front := range []struct {
-		name string
-		cs   func() *mcp.ClientSession
-	}{
-		{"stdio", func() *mcp.ClientSession { return connectMemory(t, p, nil) }},
-		{"http", func() *mcp.ClientSession { return boundedHTTPClient(t, serveHTTP(t, p)) }},
-		{"http, no bound", func() *mcp.ClientSession {
+	for _, front := range append(bothFronts(t, p),
+		testFront{"http, no bound", func() *mcp.ClientSession {
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "unbounded", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: serveHTTP(t, p),
 				HTTPClient: &http.Client{Transport: &bearer{testToken, http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			if err != nil {
@@ -110,8 +105,7 @@ func TestListPastClientBound(t *testing.T) {
 			}
 			t.Cleanup(func() { cs.Close() })
 			return cs
-		}},
-	} {
+		}}) {
 		cs := front.cs()
 		tools, pages, largest, err := listPages(t, func(c string) (*mcp.ListToolsResult, error) {
 			return cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: c})
@@ -184,13 +178,7 @@ func TestListItemPastClientBound(t *testing.T) {
 		o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	})
 	ctx := context.Background()
-	for _, front := range []struct {
-		name string
-		cs   func() *mcp.ClientSession
-	}{
-		{"stdio", func() *mcp.ClientSession { return connectMemory(t, p, nil) }},
-		{"http", func() *mcp.ClientSession { return boundedHTTPClient(t, serveHTTP(t, p)) }},
-	} {
+	for _, front := range bothFronts(t, p) {
 		cs := front.cs()
 		for range 3 { // a client listing again and again
 			tools, pages, largest, err := listPages(t, func(c string) (*mcp.ListToolsResult, error) {
