@@ -33,6 +33,20 @@ func (w *wireResults) get(method string) json.RawMessage {
 	return w.last[method]
 }
 
+// receiptCallResult is the call.result entry res's receipt names in l.
+func receiptCallResult(t *testing.T, l *testLog, res *mcp.CallToolResult) *log.CallResultEntry {
+	t.Helper()
+	rc, err := log.ParseReceipt([]byte(metaReceipt(res.Meta)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, err := log.ParseCallResult(mustParse(t, l.entry(t, rc.Index)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cr
+}
+
 // serveWire serves srv over streamable HTTP (JSON answers) and returns
 // its URL, and the results it sent, as they went over the wire.
 func serveWire(t *testing.T, srv *mcp.Server) (url string, wire *wireResults) {
@@ -170,14 +184,7 @@ func TestReadResultForm(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("odd__odd: %v %v", err, res)
 	}
-	rc, err := log.ParseReceipt([]byte(metaReceipt(res.Meta)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cr, err := log.ParseCallResult(mustParse(t, l.entry(t, rc.Index)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cr := receiptCallResult(t, l, res)
 	if sum, size := want("odd tool", "tools/call", true); !cr.ResultRaw || cr.ResultRemarshalled || cr.ResultSHA256 != sum || cr.ResultBytes != size {
 		t.Errorf("odd tool: call.result %+v; want ResultRaw, %s of %d bytes", cr, sum, size)
 	}

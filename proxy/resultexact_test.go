@@ -59,14 +59,7 @@ func TestResultNumbersKept(t *testing.T) {
 		if err != nil || res.IsError {
 			t.Fatalf("%s %s: %v %v", c.tool, c.n, err, res)
 		}
-		rc, err := log.ParseReceipt([]byte(metaReceipt(res.Meta)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cr, err := log.ParseCallResult(mustParse(t, l.entry(t, rc.Index)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		cr := receiptCallResult(t, l, res)
 		got := wire.get("tools/call")
 		canon, err := log.Canonicalize(got)
 		if err != nil {
