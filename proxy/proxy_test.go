@@ -370,17 +370,22 @@ func testReferenceServers(t *testing.T, front string) {
 	})
 
 	t.Run("ListChanged", func(t *testing.T) {
-		for len(cl.toolChanges) > 0 {
-			<-cl.toolChanges
+		// trigger has the server change its tools, and waits for the
+		// client to hear of it.
+		trigger := func(missing string) {
+			for len(cl.toolChanges) > 0 {
+				<-cl.toolChanges
+			}
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "go__test_trigger_tool_change"}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-cl.toolChanges:
+			case <-time.After(eventBound):
+				t.Fatal(missing)
+			}
 		}
-		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "go__test_trigger_tool_change"}); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-cl.toolChanges:
-		case <-time.After(eventBound):
-			t.Fatal("no tools/list_changed reached the client")
-		}
+		trigger("no tools/list_changed reached the client")
 		deadline := time.Now().Add(eventBound)
 		for {
 			if _, ok := frontTools(t, cs)["go____transient_tool_for_list_changed"]; ok {
@@ -394,17 +399,7 @@ func testReferenceServers(t *testing.T, front string) {
 		// The server announces a change again though its tools stay the
 		// same (it re-adds the same tool): the client hears it, as it
 		// would from the server directly (conformance's server-stateless).
-		for len(cl.toolChanges) > 0 {
-			<-cl.toolChanges
-		}
-		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "go__test_trigger_tool_change"}); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-cl.toolChanges:
-		case <-time.After(eventBound):
-			t.Fatal("the server's second tools/list_changed, with no change to see, did not reach the client")
-		}
+		trigger("the server's second tools/list_changed, with no change to see, did not reach the client")
 	})
 
 	t.Run("ResourcesAndPrompts", func(t *testing.T) {
