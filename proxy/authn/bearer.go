@@ -79,14 +79,18 @@ type Identity struct {
 }
 
 // fresh reports whether a validated token's identity still holds at now:
-// not expired, and its issuer has withdrawn no key since.
+// not expired, its issuer has withdrawn no key since, and its issuer's
+// key set is not over jwks_max_age old. A token that is over it is
+// checked again, which fetches the set again (issuer.key): a key the
+// issuer withdrew stops working then for the tokens clients keep
+// sending too, not only once a token not remembered comes.
 func (id *Identity) fresh(now time.Time) bool {
 	if !now.Before(id.until) {
 		return false
 	}
 	if id.iss != nil {
 		ks := id.iss.keys.Load()
-		return ks != nil && ks.gen == id.gen
+		return ks != nil && ks.gen == id.gen && now.Sub(ks.fetched) <= id.iss.maxAge
 	}
 	return true
 }

@@ -65,10 +65,12 @@
 // jwks_min_refresh. Other
 // tokens go to the introspection endpoints configured (RFC 7662), whose
 // answer is held to the same checks. A token validated once is
-// remembered by its SHA-256 until it expires or its issuer withdraws a
-// key (an introspected one for its issuer's recheck at most, default
-// 30 s, so a revocation takes effect within that), so a client's next
-// calls cost a hash and a map lookup. A
+// remembered by its SHA-256 until it expires, its issuer withdraws a
+// key, or (a JWT) its issuer's key set is jwks_max_age old, when it is
+// checked again against the set fetched anew; an introspected one for
+// its issuer's recheck at most, default 30 s, so a revocation takes
+// effect within that. So a client's next calls cost a hash and a map
+// lookup. A
 // token introspection refused is refused again for 10 s without a call,
 // and one issuer's endpoint gets at most 20 calls a second (40 at once
 // after a quiet spell, 16 awaiting answers), the requests of one source
