@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/provlog/provlog/tools/hydratest"
+)
+
+// TestOAuthHydraPersonReadsAsClient: a person's token whose sub reads as
+// the issuer's client namespace ("Client:ci-bot", "CLIENT:ci-bot", a
+// Cyrillic с for the c) maps to an actor a reader, and every tool that
+// compares actors as provlog's config and handoffs do (authn.Skeleton),
+// takes for the client ci-bot's own, hydra:client:ci-bot: what that
+// person does reads as the bot's doing. A person's sub spelled
+// "client:…" exactly is refused already; its look-alikes must be too,
+// with nothing written.
+func TestOAuthHydraPersonReadsAsClient(t *testing.T) {
+	s := startOAuthSidecar(t)
+	hy, ctx := s.hydra, context.Background()
+	agent := hy.CreateClient(t, hydratest.Client{ID: "helper-agent", Scopes: allScopes, Audience: []string{s.resource},
+		GrantTypes: []string{hydratest.JWTBearerGrant}})
+	read := func(tok string) (int, string) {
+		req, _ := http.NewRequest("GET", s.base+"/log/entry/0", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("WWW-Authenticate") + " " + string(b)
+	}
+	// A person of an ordinary name is taken, as before.
+	alice := hy.TrustDelegator(t, "alice", allScopes...)
+	if code, body := read(mint(t)(hy.JWTBearer(ctx, agent, alice.Assertion(t), s.resource, allScopes...))); code != http.StatusOK {
+		t.Fatalf("alice's token: %d %s", code, body)
+	}
+	size := s.size(t)
+	taken := 0
+	for _, sub := range []string{"Client:ci-bot", "CLIENT:ci-bot", "\u0441lient:ci-bot"} {
+		d := hy.TrustDelegator(t, sub, allScopes...)
+		tok := mint(t)(hy.JWTBearer(ctx, agent, d.Assertion(t), s.resource, allScopes...))
+		code, body := read(tok)
+		if code == http.StatusOK {
+			taken++
+			t.Errorf("a person's token with sub %q (actor hydra:%s, read as hydra:client:ci-bot) was taken", sub, sub)
+		} else if code != http.StatusUnauthorized || !strings.Contains(body, "client:") {
+			t.Errorf("sub %q: %d %s, want 401 naming the client namespace", sub, code, body)
+		}
+	}
+	if taken > 0 {
+		t.Logf("%d of 3 look-alike subs taken", taken)
+	}
+	if got := s.size(t); got != size {
+		t.Errorf("log size %d -> %d", size, got)
+	}
+}
