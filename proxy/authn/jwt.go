@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	jose "github.com/go-jose/go-jose/v4"
 
@@ -205,7 +206,9 @@ func (st *state) identity(is *issuer, c *claims, sum [sha256.Size]byte, now time
 // acts for no one (no act), as client-credentials tokens are. In such a
 // token sub names a client, elsewhere a person, and the two may share a
 // name (RFC 9068 §5): a client registered as "alice" must not act as the
-// person alice. A person's claim value that begins with it is refused.
+// person alice. A person's claim value that begins with it, or reads as
+// it (in any case, or by its [Skeleton]: a Cyrillic с for the c), is
+// refused.
 const ClientNamespace = "client:"
 
 // actorValue returns what follows the issuer's actor prefix in the
@@ -227,10 +230,26 @@ func actorValue(is *issuer, c *claims, clientID string) (string, error) {
 			return "", e
 		}
 	}
-	if strings.HasPrefix(value, ClientNamespace) {
-		return "", invalid("the token's claim %s begins %q, which names clients' own tokens here", is.cfg.ActorClaim, ClientNamespace)
+	if readsAsClient(value) {
+		return "", invalid("the token's claim %s begins %q, or reads as it, which names clients' own tokens here", is.cfg.ActorClaim, ClientNamespace)
 	}
 	return value, nil
+}
+
+// clientSkeleton is ClientNamespace's skeleton ([Skeleton]).
+var clientSkeleton = Skeleton(ClientNamespace)
+
+// readsAsClient reports whether a person's claim value begins with
+// ClientNamespace or reads as it: in any case, as [InNamespace] reads
+// prefixes ("CLIENT:"), or with the same skeleton ("Client:", a Cyrillic
+// с for the c). Its actor would read as a client's own. It reads value
+// only as far as the namespace's length in skeleton characters.
+func readsAsClient(value string) bool {
+	if len(value) >= len(ClientNamespace) && strings.EqualFold(value[:len(ClientNamespace)], ClientNamespace) {
+		return true
+	}
+	skel, _ := skeletonPrefix(value, utf8.RuneCountInString(clientSkeleton))
+	return skel == clientSkeleton
 }
 
 func contains(list []string, s string) bool {
