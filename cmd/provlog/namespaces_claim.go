@@ -133,7 +133,7 @@ func claimNamespaces(ctx context.Context, data string, auth *authn.Config, lg ns
 	if !lg.shared {
 		return nil
 	}
-	wait := 2 * namespacesFollowEvery
+	wait := namespacesWait
 	logger.Info("reserved new OAuth issuers' actor namespaces on the shared log; waiting until every sidecar of it has read them before their actors act", "namespaces", printable(prefixes), "wait", wait)
 	select {
 	case <-ctx.Done():

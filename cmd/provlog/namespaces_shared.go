@@ -16,7 +16,7 @@ import (
 // static token whose id is in it, though its own config never named that
 // issuer. A sidecar configured with an issuer writes a namespace entry
 // for it before it takes the issuer's first token (claimNamespaces). So
-// each sidecar reads, once a second, the entries any sidecar committed
+// each sidecar reads, twice a second, the entries any sidecar committed
 // since it last looked (namespacesFromLog): namespace entries, and the
 // OAuth actors of logs written before them. It adds the prefixes they
 // tell to the data dir's authNamespacesFile, and refuses from then on the
@@ -30,7 +30,18 @@ import (
 
 // namespacesFollowEvery is how often a sidecar of a shared log reads the
 // entries committed since it last looked for OAuth actors' namespaces.
-const namespacesFollowEvery = time.Second
+const namespacesFollowEvery = 500 * time.Millisecond
+
+// namespacesWait is how long a sidecar that wrote a namespace entry to a
+// shared log waits before the issuer's tokens act (claimNamespaces), and
+// how old every sidecar's last read of the log's namespaces may be while
+// it takes static tokens and its stdio actor (namespaces.lag): so one
+// that read the log within namespacesWait has read every namespace entry
+// whose issuer's tokens act.
+const namespacesWait = 2 * time.Second
+
+// nsEpoch is the base of namespaces.readAt: a monotonic clock reading.
+var nsEpoch = time.Now()
 
 // namespaceWriteTimeout bounds a reload's reading of the log for static
 // actors' entries in the namespaces of the issuers it adds, and its wait
@@ -54,6 +65,12 @@ type namespaces struct {
 	// for, or written, since the sidecar started (claimNamespaces).
 	logged map[string]bool
 	read   uint64 // the entries [0, read) were read (the file may say less)
+	// On a shared log: when the last read of its namespaces that
+	// succeeded began (since nsEpoch), and whether the sidecar said it
+	// refuses static actors for their lag.
+	shared atomic.Bool
+	readAt atomic.Int64
+	warned atomic.Bool
 }
 
 // load reads the prefixes the data dir's file lists.
@@ -67,8 +84,13 @@ func (n *namespaces) load() error {
 	return nil
 }
 
-// reserves reports whether actor is in a reserved namespace.
+// reserves reports whether actor may not act as a static or stdio
+// actor: it is in a reserved namespace, or the sidecar's view of the
+// shared log's namespaces lags (lag), so that it might be.
 func (n *namespaces) reserves(actor string) bool {
+	if n.lag() > 0 {
+		return true
+	}
 	p := n.taken.Load()
 	if p == nil {
 		return false
@@ -79,6 +101,25 @@ func (n *namespaces) reserves(actor string) bool {
 		}
 	}
 	return false
+}
+
+// lag returns how long ago the last read of a shared log's namespaces
+// that succeeded began, when that is over namespacesWait, else 0. A
+// sidecar adding an issuer lets its tokens act namespacesWait after its
+// namespace entry is in: a view older than that may miss it. The first
+// time it lags, the sidecar says so.
+func (n *namespaces) lag() time.Duration {
+	if !n.shared.Load() {
+		return 0
+	}
+	d := time.Since(nsEpoch) - time.Duration(n.readAt.Load())
+	if d <= namespacesWait {
+		return 0
+	}
+	if n.warned.CompareAndSwap(false, true) {
+		n.logger.Error("this sidecar has not read the shared log's OAuth actor namespaces for longer than a sidecar adding an issuer waits; static tokens and the stdio actor are refused until it has", "last_read_ago", d.Round(time.Millisecond).String(), "wait", namespacesWait.String())
+	}
+	return d
 }
 
 // record reserves auth's issuers' namespaces not reserved yet
@@ -119,6 +160,8 @@ func (n *namespaces) follow(ctx context.Context, st log.SharedStorage) {
 // catchUp reads the entries committed since the file's read size, and
 // adds the namespaces of the OAuth actors they name.
 func (n *namespaces) catchUp(ctx context.Context, st log.SharedStorage) error {
+	n.shared.Store(true)
+	began := time.Since(nsEpoch)
 	latest, err := st.Latest(ctx)
 	if err != nil {
 		return err
@@ -126,6 +169,7 @@ func (n *namespaces) catchUp(ctx context.Context, st log.SharedStorage) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if latest.Size <= n.read {
+		n.readNow(began)
 		return nil
 	}
 	prefixes, logged, unknown, err := namespacesFromLog(ctx, st, n.read, latest.Size)
@@ -145,13 +189,27 @@ func (n *namespaces) catchUp(ctx context.Context, st log.SharedStorage) error {
 	if added {
 		n.logger.Warn("the shared log names OAuth actors in namespaces not reserved here before; static tokens whose actor is in one are refused from now on", "namespaces", printable(l.prefixes))
 	} else if n.read-l.read < namespacesReadNote {
+		n.readNow(began)
 		return nil // read again from l.read after a restart
 	}
 	l.read = n.read
 	if err := writeNamespaces(n.data, l); err != nil {
 		return err
 	}
-	return n.load()
+	if err := n.load(); err != nil {
+		return err
+	}
+	n.readNow(began)
+	return nil
+}
+
+// readNow records that a read of the shared log's namespaces that began
+// at began (since nsEpoch) succeeded.
+func (n *namespaces) readNow(began time.Duration) {
+	n.readAt.Store(int64(began))
+	if n.warned.Swap(false) {
+		n.logger.Info("this sidecar reads the shared log's OAuth actor namespaces again; static tokens and the stdio actor act again")
+	}
 }
 
 // printable returns ps each through log.Printable.
