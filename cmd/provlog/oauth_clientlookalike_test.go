@@ -59,3 +59,40 @@ func TestOAuthHydraPersonReadsAsClient(t *testing.T) {
 		t.Errorf("log size %d -> %d", size, got)
 	}
 }
+
+// TestOAuthHydraClientIDSpace: a client registered with Hydra as
+// " ci-bot" (a leading space) acts as hydra:client: ci-bot, which reads
+// as the client ci-bot's own hydra:client:ci-bot. A person's claim value
+// with space at its start is refused ("hydra: bob"), as space the prefix
+// hides; a client id's, behind "client:", must be too, with nothing
+// written.
+func TestOAuthHydraClientIDSpace(t *testing.T) {
+	s := startOAuthSidecar(t)
+	hy, ctx := s.hydra, context.Background()
+	read := func(tok string) (int, string) {
+		req, _ := http.NewRequest("GET", s.base+"/log/entry/0", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("WWW-Authenticate") + " " + string(b)
+	}
+	bot := hy.CreateClient(t, hydratest.Client{ID: "ci-bot", Scopes: allScopes, Audience: []string{s.resource}})
+	if code, body := read(mint(t)(hy.ClientCredentials(ctx, bot, s.resource, allScopes...))); code != http.StatusOK {
+		t.Fatalf("ci-bot's own token: %d %s", code, body)
+	}
+	size := s.size(t)
+	spaced := hy.CreateClient(t, hydratest.Client{ID: " ci-bot", Scopes: allScopes, Audience: []string{s.resource}})
+	tok := mint(t)(hy.ClientCredentials(ctx, spaced, s.resource, allScopes...))
+	if code, body := read(tok); code == http.StatusOK {
+		t.Errorf(`client " ci-bot"'s own token was taken, as hydra:client: ci-bot (read as hydra:client:ci-bot)`)
+	} else if code != http.StatusUnauthorized || !strings.Contains(body, "space") {
+		t.Errorf(`client " ci-bot": %d %s, want 401 naming the space`, code, body)
+	}
+	if got := s.size(t); got != size {
+		t.Errorf("log size %d -> %d", size, got)
+	}
+}
