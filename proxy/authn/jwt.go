@@ -177,11 +177,14 @@ func (st *state) identity(is *issuer, c *claims, sum [sha256.Size]byte, now time
 		return nil, err
 	}
 	actor := is.cfg.ActorPrefix + value
-	// As static ids are checked, and the claim's own value for space
-	// the prefix would hide ("kc: bob").
+	// As static ids are checked, and the claim's own value (a client's
+	// own token: its client id) for space the prefix would hide
+	// ("kc: bob", "kc:client: bot"). A person's value never begins
+	// ClientNamespace (actorValue).
+	own := strings.TrimPrefix(value, ClientNamespace)
 	err = CheckActor(actor, MaxActor)
-	if err == nil && (!validText(value) || strings.TrimSpace(value) != value) {
-		err = fmt.Errorf("the claim's value %q is not text, or has space at its start or end", truncate(value, 80))
+	if err == nil && (!validText(own) || strings.TrimSpace(own) != own) {
+		err = fmt.Errorf("the claim's value %q is not text, or has space at its start or end", truncate(own, 80))
 	}
 	if err != nil {
 		return nil, invalid("the actor mapped from claim %s is not one a client may act as: %v", is.cfg.ActorClaim, err)
