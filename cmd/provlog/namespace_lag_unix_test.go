@@ -3,11 +3,19 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/provlog/provlog/log/logpg/pgtest"
+	"github.com/provlog/provlog/proxy/authn/authntest"
 )
 
 // TestIssuerNamespaceLaggingSidecar: sidecar B of a shared log, with a
@@ -59,4 +67,49 @@ func TestIssuerNamespaceLaggingSidecar(t *testing.T) {
 	}
 	// Once B has read the log, it refuses the token as before.
 	waitFor(t, "B refuses static idp:bob", func() bool { return pingStatus(t, b.base, f.static) == http.StatusUnauthorized })
+}
+
+// TestIssuerNamespaceReloadKeepsStatic: a sidecar of a shared log
+// reloaded with a new issuer waits 2s for the other sidecars to read its
+// namespace entry; its own follower keeps reading the log meanwhile, so
+// its static token carol, in no issuer's namespace, is taken all along
+// (a follower held up by the wait would leave the sidecar's view of the
+// namespaces over 2s old, and carol refused).
+func TestIssuerNamespaceReloadKeepsStatic(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	dir := t.TempDir()
+	datas := sharedDataDirs(t, dir)
+	is := authntest.Start(t)
+	addr := freeAddr(t)
+	cfgPath := filepath.Join(dir, "provlog.yaml")
+	carol := "static-token-for-carol-0123456789"
+	sum := sha256.Sum256([]byte(carol))
+	write := func(cfg map[string]any) {
+		cfg["reload_interval"] = "50ms"
+		cfg["actors"] = []map[string]any{{"id": "carol", "token_sha256": hex.EncodeToString(sum[:])}}
+		b, _ := json.Marshal(cfg) // JSON is YAML
+		writeFile(t, cfgPath+".new", b)
+		if err := os.Rename(cfgPath+".new", cfgPath); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(map[string]any{})
+	base, stop, logs := startServeLogged(t, addr, "--config", cfgPath, "--data", datas[0], "--store", dsn)
+	write(map[string]any{"auth": map[string]any{"resource": "http://" + addr + "/mcp",
+		"issuers": []map[string]any{{"issuer": is.URL, "jwks_url": is.JWKSURL(), "actor_prefix": "idp:"}}}})
+	refused, tries := 0, 0
+	for !strings.Contains(logs.String(), "config reload") {
+		if pingStatus(t, base, carol) != http.StatusOK {
+			refused++
+		}
+		tries++
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if !strings.Contains(logs.String(), "config reloaded") {
+		t.Fatalf("the reload adding issuer idp: failed:\n%s", logs.String())
+	}
+	if refused > 0 {
+		t.Errorf("static carol refused %d of %d times while the sidecar reloaded with a new issuer", refused, tries)
+	}
 }

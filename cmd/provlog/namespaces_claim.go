@@ -68,12 +68,24 @@ func (s *sidecar) nsLog() nsLog {
 // once a run, unless the log was seen to hold one (logged, which it
 // updates): the other sidecars learn of it from nothing else.
 func claimNamespaces(ctx context.Context, data string, auth *authn.Config, lg nsLog, logged map[string]bool, logger *slog.Logger) error {
+	settle, err := claimNew(ctx, data, auth, lg, logged, logger)
+	if err != nil || settle == nil {
+		return err
+	}
+	return settle(ctx)
+}
+
+// claimNew is claimNamespaces up to the wait on a shared log: settle,
+// when not nil, waits for the other sidecars and reads what static
+// actors wrote meanwhile. It touches no file the shared log's follower
+// writes (namespaces.catchUp), which may read the log while it waits.
+func claimNew(ctx context.Context, data string, auth *authn.Config, lg nsLog, logged map[string]bool, logger *slog.Logger) (settle func(context.Context) error, err error) {
 	if !auth.Enabled() {
-		return nil
+		return nil, nil
 	}
 	l, err := readNamespaces(data)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var fresh, again []authn.IssuerConfig
 	var prefixes []string
@@ -89,50 +101,60 @@ func claimNamespaces(ctx context.Context, data string, auth *authn.Config, lg ns
 	}
 	for _, is := range again {
 		if _, err := writeNamespaceEntry(ctx, lg, is); err != nil {
-			return err
+			return nil, err
 		}
 		logged[is.ActorPrefix] = true
 	}
 	if len(fresh) == 0 {
-		return nil
+		return nil, nil
 	}
 	size, err := lg.size(ctx)
 	if err != nil {
-		return fmt.Errorf("reading the log's size: %w", err)
+		return nil, fmt.Errorf("reading the log's size: %w", err)
 	}
 	seen, err := readStaticActors(data)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if seen.read > size {
 		seen = staticActors{} // another log's: read this one whole
 	}
 	if err := seen.scan(ctx, lg, size); err != nil {
-		return err
+		return nil, err
 	}
 	if err := writeStaticActors(data, seen); err != nil {
-		return err
+		return nil, err
 	}
 	found := seen.in(prefixes)
 	if found.n > 0 {
-		return fmt.Errorf("issuer %s, actor_prefix %q: the log holds %d entries by static actors (actors:, actor:) in that namespace, written while no issuer held it (the first: entry %d, by %q); the issuer's actor of that id would act as them, their tasks and all: give the issuer another actor_prefix", found.issuer(fresh), found.prefix, found.n, found.first, found.actor)
+		return nil, fmt.Errorf("issuer %s, actor_prefix %q: the log holds %d entries by static actors (actors:, actor:) in that namespace, written while no issuer held it (the first: entry %d, by %q); the issuer's actor of that id would act as them, their tasks and all: give the issuer another actor_prefix", found.issuer(fresh), found.prefix, found.n, found.first, found.actor)
 	}
 	var end uint64 // the namespace entries are below end
 	for _, is := range fresh {
 		r, err := writeNamespaceEntry(ctx, lg, is)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		logged[is.ActorPrefix] = true
 		end = r.Index + 1
 	}
 	l.add(prefixes...)
 	if err := writeNamespaces(data, l); err != nil {
-		return err
+		return nil, err
 	}
 	if !lg.shared {
-		return nil
+		return nil, nil
 	}
+	return func(ctx context.Context) error {
+		return settleNamespaces(ctx, data, lg, seen, fresh, prefixes, end, logger)
+	}, nil
+}
+
+// settleNamespaces waits namespacesWait for the other sidecars of the
+// shared log to read the namespace entries below end, then reads the
+// entries committed since seen.read for static actors in prefixes, and
+// says so if any wrote one (claimNamespaces).
+func settleNamespaces(ctx context.Context, data string, lg nsLog, seen staticActors, fresh []authn.IssuerConfig, prefixes []string, end uint64, logger *slog.Logger) error {
 	wait := namespacesWait
 	logger.Info("reserved new OAuth issuers' actor namespaces on the shared log; waiting until every sidecar of it has read them before their actors act", "namespaces", printable(prefixes), "wait", wait)
 	select {
@@ -145,14 +167,14 @@ func claimNamespaces(ctx context.Context, data string, auth *authn.Config, lg ns
 		return fmt.Errorf("reading the log's size: %w", err)
 	}
 	// None of seen's actors is in prefixes: what is, now, was written
-	// since size.
+	// since its last read.
 	if err := seen.scan(ctx, lg, latest); err != nil {
 		return err
 	}
 	if err := writeStaticActors(data, seen); err != nil {
 		return err
 	}
-	if found = seen.in(prefixes); found.n > 0 {
+	if found := seen.in(prefixes); found.n > 0 {
 		logger.Error("another sidecar of the shared log let a static actor write in a namespace this sidecar was reserving, before that sidecar read the reservation; the entries stay in the log, and the issuer's actor of that id acts as them, their tasks and all", "issuer", found.issuer(fresh), "actor_prefix", found.prefix, "entries", found.n, "first", found.first, "actor", log.Printable(found.actor), "namespace_entries_end", end)
 	}
 	return nil

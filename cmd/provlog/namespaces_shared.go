@@ -124,13 +124,19 @@ func (n *namespaces) lag() time.Duration {
 
 // record reserves auth's issuers' namespaces not reserved yet
 // (claimNamespaces).
+// On a shared log the wait for the other sidecars is not under n.mu,
+// so that the follower keeps reading the log meanwhile (namespaces.lag).
 func (n *namespaces) record(ctx context.Context, auth *authn.Config, lg nsLog) error {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	if err := claimNamespaces(ctx, n.data, auth, lg, n.logged, n.logger); err != nil {
+	settle, err := claimNew(ctx, n.data, auth, lg, n.logged, n.logger)
+	if err == nil {
+		err = n.load()
+	}
+	n.mu.Unlock()
+	if err != nil || settle == nil {
 		return err
 	}
-	return n.load()
+	return settle(ctx)
 }
 
 // follow reads what the sidecars of the shared log st commit, until ctx
