@@ -69,6 +69,7 @@ type namespaces struct {
 	// succeeded began (since nsEpoch), and whether the sidecar said it
 	// refuses static actors for their lag.
 	shared atomic.Bool
+	store  atomic.Value // the log.SharedStorage
 	readAt atomic.Int64
 	warned atomic.Bool
 }
@@ -84,13 +85,9 @@ func (n *namespaces) load() error {
 	return nil
 }
 
-// reserves reports whether actor may not act as a static or stdio
-// actor: it is in a reserved namespace, or the sidecar's view of the
-// shared log's namespaces lags (lag), so that it might be.
+// reserves reports whether actor is in a reserved namespace. On a
+// shared log, current must have said the view of them is current.
 func (n *namespaces) reserves(actor string) bool {
-	if n.lag() > 0 {
-		return true
-	}
 	p := n.taken.Load()
 	if p == nil {
 		return false
@@ -103,23 +100,36 @@ func (n *namespaces) reserves(actor string) bool {
 	return false
 }
 
-// lag returns how long ago the last read of a shared log's namespaces
-// that succeeded began, when that is over namespacesWait, else 0. A
-// sidecar adding an issuer lets its tokens act namespacesWait after its
-// namespace entry is in: a view older than that may miss it. The first
-// time it lags, the sidecar says so.
-func (n *namespaces) lag() time.Duration {
-	if !n.shared.Load() {
+// current makes the sidecar's view of a shared log's namespaces at
+// most namespacesWait old, reading the log now if it is older (its
+// follower held up: a stalled process, a slow or failing store), and
+// returns 0, or how old the view is when that read failed too. A sidecar
+// adding an issuer lets its tokens act namespacesWait after its
+// namespace entry is in, so an older view may miss it: static tokens and
+// the stdio actor do not act on one. The first time it is too old, the
+// sidecar says so.
+func (n *namespaces) current() time.Duration {
+	if !n.shared.Load() || n.age() <= namespacesWait {
 		return 0
 	}
-	d := time.Since(nsEpoch) - time.Duration(n.readAt.Load())
-	if d <= namespacesWait {
+	st, _ := n.store.Load().(log.SharedStorage)
+	ctx, cancel := context.WithTimeout(context.Background(), namespacesWait)
+	err := n.catchUp(ctx, st)
+	cancel()
+	d := n.age()
+	if err == nil && d <= namespacesWait {
 		return 0
 	}
 	if n.warned.CompareAndSwap(false, true) {
-		n.logger.Error("this sidecar has not read the shared log's OAuth actor namespaces for longer than a sidecar adding an issuer waits; static tokens and the stdio actor are refused until it has", "last_read_ago", d.Round(time.Millisecond).String(), "wait", namespacesWait.String())
+		n.logger.Error("this sidecar cannot read the shared log's OAuth actor namespaces, and its view of them is older than a sidecar adding an issuer waits; static tokens and the stdio actor are refused until it can", "last_read_ago", d.Round(time.Millisecond).String(), "wait", namespacesWait.String(), "err", err)
 	}
 	return d
+}
+
+// age is how long ago the last read of the shared log's namespaces that
+// succeeded began.
+func (n *namespaces) age() time.Duration {
+	return time.Since(nsEpoch) - time.Duration(n.readAt.Load())
 }
 
 // record reserves auth's issuers' namespaces not reserved yet
@@ -155,7 +165,7 @@ func (n *namespaces) follow(ctx context.Context, st log.SharedStorage) {
 		switch {
 		case ctx.Err() != nil:
 		case err != nil && !failing:
-			n.logger.Warn("reading the shared log for OAuth actors' namespaces failed; trying again every second", "err", err)
+			n.logger.Warn("reading the shared log for OAuth actors' namespaces failed; trying again twice a second", "err", err)
 		case err == nil && failing:
 			n.logger.Info("reading the shared log for OAuth actors' namespaces works again")
 		}
@@ -166,7 +176,10 @@ func (n *namespaces) follow(ctx context.Context, st log.SharedStorage) {
 // catchUp reads the entries committed since the file's read size, and
 // adds the namespaces of the OAuth actors they name.
 func (n *namespaces) catchUp(ctx context.Context, st log.SharedStorage) error {
-	n.shared.Store(true)
+	if !n.shared.Load() {
+		n.store.Store(st)
+		n.shared.Store(true)
+	}
 	began := time.Since(nsEpoch)
 	latest, err := st.Latest(ctx)
 	if err != nil {
@@ -232,7 +245,7 @@ func printable(ps []string) []string {
 // no config here names the issuer (namespaces).
 func (s *sidecar) static(token string) (actor string, reader, ok bool) {
 	actor, reader, ok = s.tokens.static(token)
-	if ok && s.ns.reserves(actor) {
+	if ok && (s.ns.current() > 0 || s.ns.reserves(actor)) {
 		return "", false, false
 	}
 	return actor, reader, ok

@@ -456,10 +456,10 @@ func (sc *sidecar) startProxy(ctx context.Context, stdio bool) error {
 		if stdio {
 			// Held, as static tokens are (sidecar.static), to the
 			// namespaces the shared log reserves while it runs.
+			if d := sc.ns.current(); d > 0 {
+				return "", fmt.Errorf("this sidecar cannot read the shared log's OAuth actor namespaces, and last read them %s ago, longer than a sidecar adding an issuer waits (%s), so the stdio actor %q might be in one; its calls are refused until it can", d.Round(time.Millisecond), namespacesWait, sc.cfg.Actor)
+			}
 			if sc.ns.reserves(sc.cfg.Actor) {
-				if d := sc.ns.lag(); d > 0 {
-					return "", fmt.Errorf("this sidecar has not read the shared log's OAuth actor namespaces for %s, longer than a sidecar adding an issuer waits (%s), so the stdio actor %q might be in one; its calls are refused until it has", d.Round(time.Millisecond), namespacesWait, sc.cfg.Actor)
-				}
 				return "", fmt.Errorf("the stdio actor %q (the config's actor:) is in an OAuth issuer's actor namespace this log reserved since provlog started, so it would act as that issuer's actor; give actor: another id and restart provlog", sc.cfg.Actor)
 			}
 			return sc.cfg.Actor, nil
