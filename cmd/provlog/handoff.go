@@ -24,6 +24,9 @@ func (s *sidecar) handoffTarget(id string) error {
 		return fmt.Errorf("%q reads as the configured actor %q but is not it, so nobody could accept the task; name %q", id, a, a)
 	}
 	auth := s.authn.Config() // as reloaded
+	if auth.Reserves(id) && !auth.Owns(id) {
+		return fmt.Errorf("%q is in an identity provider's actor namespace (its actor_prefix, in any case), but no token of it maps to that id, so nobody could accept the task; name the actor as its tokens map to it", id)
+	}
 	if id == s.cfg.Actor || s.tokens.mayReceiveHandoff(id) || auth.Owns(id) {
 		return nil // a configured actor, or one of a trusted issuer's
 	}

@@ -316,14 +316,15 @@ func (is *IssuerConfig) check() error {
 }
 
 // Owns reports whether actor is an id a trusted issuer's tokens may map
-// to: it begins with an issuer's actor prefix, exactly, and has more after
-// it. A handoff may name such an actor, who need not have called yet.
+// to: it begins with an issuer's actor prefix, exactly, and what follows
+// is a value a token maps to (mappable: not "Client:bot", " bob"). A
+// handoff may name such an actor, who need not have called yet.
 func (c *Config) Owns(actor string) bool {
 	if c == nil {
 		return false
 	}
 	for _, is := range c.Issuers {
-		if len(actor) > len(is.ActorPrefix) && strings.HasPrefix(actor, is.ActorPrefix) {
+		if len(actor) > len(is.ActorPrefix) && strings.HasPrefix(actor, is.ActorPrefix) && mappable(actor[len(is.ActorPrefix):]) == nil {
 			return true
 		}
 	}

@@ -177,14 +177,11 @@ func (st *state) identity(is *issuer, c *claims, sum [sha256.Size]byte, now time
 		return nil, err
 	}
 	actor := is.cfg.ActorPrefix + value
-	// As static ids are checked, and the claim's own value (a client's
-	// own token: its client id) for space the prefix would hide
-	// ("kc: bob", "kc:client: bot"). A person's value never begins
-	// ClientNamespace (actorValue).
-	own := strings.TrimPrefix(value, ClientNamespace)
+	// As static ids are checked, and as an id the issuer's tokens map to
+	// (mappable).
 	err = CheckActor(actor, MaxActor)
-	if err == nil && (!validText(own) || strings.TrimSpace(own) != own) {
-		err = fmt.Errorf("the claim's value %q is not text, or has space at its start or end", truncate(own, 80))
+	if err == nil {
+		err = mappable(value)
 	}
 	if err != nil {
 		return nil, invalid("the actor mapped from claim %s is not one a client may act as: %v", is.cfg.ActorClaim, err)
@@ -237,6 +234,26 @@ func actorValue(is *issuer, c *claims, clientID string) (string, error) {
 		return "", invalid("the token's claim %s begins %q, or reads as it, which names clients' own tokens here", is.cfg.ActorClaim, ClientNamespace)
 	}
 	return value, nil
+}
+
+// mappable returns why value, what follows an issuer's actor prefix in
+// an actor id, is one no token of the issuer maps to, or nil: one that
+// reads as beginning ClientNamespace without being spelt so
+// (readsAsClient: "Client:", a Cyrillic с), or one (a client's: its
+// client id) that is not text or has space at its start or end, which
+// the prefix would hide ("kc: bob", "kc:client: bot"). A person's value
+// spelt "client:…" is refused where a token is mapped (actorValue).
+// Tokens are held to it (state.identity), and so are the actors a task
+// is offered or handed off to (Config.Owns).
+func mappable(value string) error {
+	own, client := strings.CutPrefix(value, ClientNamespace)
+	if !client && readsAsClient(value) {
+		return fmt.Errorf("the value %q begins %q in another case or in look-alike letters, which names clients' own tokens here", truncate(value, 80), ClientNamespace)
+	}
+	if !validText(own) || strings.TrimSpace(own) != own {
+		return fmt.Errorf("the value %q is not text, or has space at its start or end", truncate(own, 80))
+	}
+	return nil
 }
 
 // clientSkeleton is ClientNamespace's skeleton ([Skeleton]).
