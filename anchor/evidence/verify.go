@@ -38,7 +38,8 @@ const maxDirBytes = 64 << 20
 // the file.
 type Problem = log.Problem
 
-// VerifyError lists every problem [Verify] found.
+// VerifyError holds the first log.MaxProblems problems [Verify] found and
+// counts the rest (More).
 type VerifyError = log.ProblemsError
 
 // Report is what a verified evidence proves.
@@ -84,7 +85,13 @@ type Context struct {
 type checker struct {
 	ctx   context.Context
 	files map[string][]byte
+	// probs are the first log.MaxProblems problems found, more how many
+	// more there were: a forged directory can hold a problem a file.
 	probs []Problem
+	more  int
+	// failed are the parts a problem named, kept or not, for
+	// checkManifest to tell a changed file from a changed manifest.
+	failed map[string]bool
 	used  map[string]bool
 	v     note.Verifier
 	vkey  string
@@ -112,6 +119,14 @@ type coveredEntry struct {
 }
 
 func (c *checker) bad(file, format string, args ...any) {
+	if c.failed == nil {
+		c.failed = map[string]bool{}
+	}
+	c.failed[file] = true
+	if len(c.probs) == log.MaxProblems {
+		c.more++
+		return
+	}
 	msg := strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
 	c.probs = append(c.probs, Problem{Part: file, Msg: msg})
 }
@@ -169,7 +184,7 @@ func VerifyPinned(ctx context.Context, dir, vkey string, pins Pins) (*Report, er
 		}
 	}
 	if len(c.probs) > 0 {
-		return nil, &VerifyError{What: "evidence", Problems: c.probs}
+		return nil, &VerifyError{What: "evidence", Problems: c.probs, More: c.more}
 	}
 	return c.rep, nil
 }
@@ -651,10 +666,7 @@ func (c *checker) checkManifest() {
 	if err := json.Unmarshal(got, &listed); err == nil {
 		// A file that failed its own checks is the one changed; for one
 		// that passed them, the file or the manifest changed.
-		failed := map[string]bool{}
-		for _, p := range c.probs {
-			failed[p.Part] = true
-		}
+		failed := maps.Clone(c.failed)
 		named := false
 		for _, name := range slices.Sorted(maps.Keys(m.Files)) {
 			sum := m.Files[name]
