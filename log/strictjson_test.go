@@ -1,6 +1,7 @@
 package log_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -48,16 +49,29 @@ func TestDecodeStrict(t *testing.T) {
 	}
 }
 
-// FuzzDecodeStrict: DecodeStrict never panics, and what it accepts
-// encoding/json reads the same way.
+// FuzzDecodeStrict: DecodeStrict never panics, what it accepts
+// encoding/json reads the same way, and it accepts what the decoding it
+// replaced (refDecodeStrict: a json.Decoder, then the names checked on a
+// tree of maps) accepts, and nothing else, into the same value.
 func FuzzDecodeStrict(f *testing.F) {
 	f.Add([]byte(`{"by_name":{"a":{"size":2}},"origin":"o","proofs":[{"size":1}]}`))
 	f.Add([]byte(`{"Origin":"o","origin":"p"}`))
 	f.Add([]byte(`{"proofs":[{"size":1},{"Size":2}],"ptr":null}`))
+	f.Add([]byte(`{"by_name":{"a":{"size":2}},"origin":"o"} `))
+	f.Add([]byte(`{"other":{"Size":[1,{"x":2}]}}`))
+	f.Add([]byte(`{"proofs":[{"size":1}, {"size":2}],"\u006frigin":"o"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var d strictDoc
-		if err := log.DecodeStrict(b, &d); err != nil {
+		var d, ref strictDoc
+		err := log.DecodeStrict(b, &d)
+		refErr := refDecodeStrict(b, &ref)
+		if (err == nil) != (refErr == nil) {
+			t.Fatalf("%s: DecodeStrict %v, the decoding it replaced %v", b, err, refErr)
+		}
+		if err != nil {
 			return
+		}
+		if !reflect.DeepEqual(d, ref) {
+			t.Fatalf("%s: DecodeStrict gives %+v, the decoding it replaced %+v", b, d, ref)
 		}
 		if strings.Contains(strings.ToLower(string(b)), `"origin"`) && !strings.Contains(string(b), `"origin"`) {
 			t.Fatalf("%s: accepted an origin member named otherwise", b)

@@ -92,12 +92,12 @@ type checker struct {
 	// failed are the parts a problem named, kept or not, for
 	// checkManifest to tell a changed file from a changed manifest.
 	failed map[string]bool
-	used  map[string]bool
-	v     note.Verifier
-	vkey  string
-	rep   *Report
-	leaf  []byte
-	pins  Pins
+	used   map[string]bool
+	v      note.Verifier
+	vkey   string
+	rep    *Report
+	leaf   []byte
+	pins   Pins
 	// pinPolicy is pins' witness policy (no witnesses: none pinned).
 	pinPolicy log.WitnessPolicy
 	// dirWitnesses and dirCosigned are witnesses.txt's policy's size and

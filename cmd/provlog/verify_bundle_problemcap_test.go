@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -20,10 +19,9 @@ const forgedProofs = 5000
 // of forgedProofs well-formed proofs, listed in the manifest.
 func forgeConsistency(t *testing.T, dir string) {
 	t.Helper()
-	root := base64.StdEncoding.EncodeToString(make([]byte, 32))
 	var cf bundle.Consistency
 	for i := 1; i <= forgedProofs; i++ {
-		cf.Proofs = append(cf.Proofs, bundle.SizeProof{Size: uint64(i), Root: root, Proof: []string{}})
+		cf.Proofs = append(cf.Proofs, bundle.SizeProof{Size: uint64(i), Proof: []bundle.Hash{}})
 	}
 	b, err := json.Marshal(&cf)
 	if err != nil {

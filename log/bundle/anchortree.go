@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -28,36 +29,92 @@ type Consistency struct {
 
 // SizeProof ties the tree of Size with root Root to the checkpoint's tree.
 type SizeProof struct {
-	Size  uint64   `json:"size"`
-	Root  string   `json:"root"`
-	Proof []string `json:"proof"`
+	Size  uint64 `json:"size"`
+	Root  Hash   `json:"root"`
+	Proof []Hash `json:"proof"`
 }
 
-// sizeProof is a parsed [SizeProof].
-type sizeProof struct {
-	size  uint64
-	root  []byte
-	proof [][]byte
+// A Hash is a tree hash as consistency.json spells it: the standard
+// base64 of its log.HashSize bytes, in the one spelling strict base64
+// decoding takes. It decodes in place, so a proof costs no memory beyond
+// its hashes however long the file.
+type Hash [log.HashSize]byte
+
+// MarshalText spells h in base64.
+func (h Hash) MarshalText() ([]byte, error) {
+	return base64.StdEncoding.AppendEncode(nil, h[:]), nil
 }
 
-// parseConsistency parses consistency.json strictly, in one pass.
-func parseConsistency(b []byte) ([]sizeProof, error) {
-	var cf Consistency
-	if err := log.DecodeStrict(b, &cf); err != nil {
-		return nil, err
+// UnmarshalText decodes base64 b, which must be a tree hash.
+func (h *Hash) UnmarshalText(b []byte) error {
+	var d [log.HashSize + 1]byte
+	if len(b) != base64.StdEncoding.EncodedLen(log.HashSize) {
+		return fmt.Errorf("a root or proof step is not base64 of a %d-byte hash", log.HashSize)
 	}
-	out := make([]sizeProof, len(cf.Proofs))
-	for i, sp := range cf.Proofs {
-		if sp.Size == 0 || (i > 0 && sp.Size <= cf.Proofs[i-1].Size) {
-			return nil, fmt.Errorf("proof %d: size %d is not above the one before it (sizes are increasing, from 1)", i, sp.Size)
-		}
-		hs, ok := decodeHashes(append([]string{sp.Root}, sp.Proof...))
-		if !ok {
-			return nil, fmt.Errorf("proof %d (size %d): root or proof is not base64 %d-byte hashes", i, sp.Size, log.HashSize)
-		}
-		out[i] = sizeProof{size: sp.Size, root: hs[0], proof: hs[1:]}
+	if n, err := base64.StdEncoding.Strict().Decode(d[:], b); err != nil || n != log.HashSize {
+		return fmt.Errorf("a root or proof step is not base64 of a %d-byte hash", log.HashSize)
 	}
-	return out, nil
+	copy(h[:], d[:])
+	return nil
+}
+
+// hashes returns hs as byte slices.
+func hashes(hs []Hash) [][]byte {
+	out := make([][]byte, len(hs))
+	for i := range hs {
+		out[i] = hs[i][:]
+	}
+	return out
+}
+
+// parseConsistency parses consistency.json strictly, calling each with
+// its proofs in turn. It reads them one at a time (a forged file of 16 MiB
+// can list millions): memory holds one proof, not the list.
+func parseConsistency(b []byte, each func(SizeProof)) error {
+	if err := log.CheckStrict(b, &Consistency{}); err != nil {
+		return err
+	}
+	// b is one object whose one member, if any, is "proofs".
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return errors.New("does not parse: is not a JSON object")
+	}
+	for dec.More() {
+		dec.Token() // "proofs"
+		switch t, err := dec.Token(); {
+		case err != nil:
+			return fmt.Errorf("does not parse: %w", err)
+		case t == nil:
+			continue // null: no proofs
+		case t != json.Delim('['):
+			return errors.New("does not parse: proofs is not a list")
+		}
+		var last uint64
+		for i := 0; dec.More(); i++ {
+			// A SizeProof whose root is required: a zero hash is not
+			// taken for a missing one.
+			var sp struct {
+				Size  uint64 `json:"size"`
+				Root  *Hash  `json:"root"`
+				Proof []Hash `json:"proof"`
+			}
+			if err := dec.Decode(&sp); err != nil {
+				return fmt.Errorf("proof %d does not parse: %w", i, err)
+			}
+			if sp.Size <= last {
+				return fmt.Errorf("proof %d: size %d is not above the one before it (sizes are increasing, from 1)", i, sp.Size)
+			}
+			if sp.Root == nil {
+				return fmt.Errorf("proof %d (size %d) has no root", i, sp.Size)
+			}
+			last = sp.Size
+			each(SizeProof{Size: sp.Size, Root: *sp.Root, Proof: sp.Proof})
+		}
+		if _, err := dec.Token(); err != nil {
+			return fmt.Errorf("does not parse: %w", err)
+		}
+	}
+	return nil
 }
 
 // decodeHashes decodes base64 tree hashes; false if one is not one.
@@ -184,26 +241,38 @@ func (c *checker) readConsistency() {
 	if b == nil {
 		return
 	}
-	sps, err := parseConsistency(b)
-	if err != nil {
-		c.bad(ConsistencyFile, "%v", err)
-		return
-	}
-	for _, sp := range sps {
-		if len(c.rootsAt[sp.size]) == 0 || c.reachable(sp.size) {
-			c.bad(ConsistencyFile, "holds a proof for size %d, where no verified anchor record needs one (the entries reach [%d, %d], the checkpoint is %d)", sp.size, c.m.From, c.m.To, c.cp.Size)
-			continue
+	err := parseConsistency(b, func(sp SizeProof) {
+		if len(c.rootsAt[sp.Size]) == 0 || c.reachable(sp.Size) {
+			c.unneeded(sp.Size)
+			return
 		}
-		lo, hi, loRoot, hiRoot := sp.size, c.cp.Size, sp.root, c.cp.Hash
-		if sp.size > c.cp.Size {
+		root := sp.Root[:]
+		lo, hi, loRoot, hiRoot := sp.Size, c.cp.Size, root, c.cp.Hash
+		if sp.Size > c.cp.Size {
 			lo, hi, loRoot, hiRoot = hi, lo, hiRoot, loRoot
 		}
-		if err := log.VerifyConsistency(lo, hi, sp.proof, loRoot, hiRoot); err != nil {
-			c.bad(ConsistencyFile, "the proof for size %d does not tie root %x there to the checkpoint's tree (size %d, root %x): %v", sp.size, sp.root, c.cp.Size, c.cp.Hash, err)
-			continue
+		if err := log.VerifyConsistency(lo, hi, hashes(sp.Proof), loRoot, hiRoot); err != nil {
+			c.bad(ConsistencyFile, "the proof for size %d does not tie root %x there to the checkpoint's tree (size %d, root %x): %v", sp.Size, root, c.cp.Size, c.cp.Hash, err)
+			return
 		}
-		c.proven[sp.size] = sp.root
+		c.proven[sp.Size] = root
+	})
+	if err != nil {
+		// What the file proved before it broke is not taken either.
+		c.proven = map[uint64][]byte{}
+		c.bad(ConsistencyFile, "%v", err)
 	}
+}
+
+// unneeded reports a proof for size, where no verified anchor record
+// needs one. Past the problems kept it only counts it, allocating nothing:
+// a forged file can hold millions.
+func (c *checker) unneeded(size uint64) {
+	if len(c.probs) == log.MaxProblems {
+		c.moreProbs++
+		return
+	}
+	c.bad(ConsistencyFile, "holds a proof for size %d, where no verified anchor record needs one (the entries reach [%d, %d], the checkpoint is %d)", size, c.m.From, c.m.To, c.cp.Size)
 }
 
 // tieAnchors holds every verified anchor record not at the checkpoint's

@@ -233,7 +233,8 @@ func TestAnchorProofTampered(t *testing.T) {
 		fixManifest(t, dir, bundle.ConsistencyFile, b)
 		return dir
 	}
-	flip := func(s *string) {
+	flip := func(h *bundle.Hash) { h[0] ^= 1 }
+	flipString := func(s *string) {
 		h, _ := base64.StdEncoding.DecodeString(*s)
 		h[0] ^= 1
 		*s = base64.StdEncoding.EncodeToString(h)
@@ -266,7 +267,7 @@ func TestAnchorProofTampered(t *testing.T) {
 			p := filepath.Join(dir, bundle.TreeFile)
 			b, _ := os.ReadFile(p)
 			json.Unmarshal(b, &tree)
-			flip(&tree.Left[0])
+			flipString(&tree.Left[0])
 			b, _ = json.Marshal(tree)
 			os.WriteFile(p, b, 0o644)
 			fixManifest(t, dir, bundle.TreeFile, b)

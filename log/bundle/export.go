@@ -528,7 +528,11 @@ func (x *exporter) writeConsistency() error {
 		if err := log.VerifyConsistency(lo, hi, p, loRoot, hiRoot); err != nil {
 			return fmt.Errorf("anchor record %s: the log's consistency proof from size %d to %d: %w", r.name, lo, hi, err)
 		}
-		cf.Proofs = append(cf.Proofs, SizeProof{Size: r.size, Root: base64.StdEncoding.EncodeToString(root), Proof: encodeHashes(p)})
+		sp := SizeProof{Size: r.size, Root: Hash(root), Proof: make([]Hash, len(p))}
+		for i, h := range p {
+			sp.Proof[i] = Hash(h)
+		}
+		cf.Proofs = append(cf.Proofs, sp)
 	}
 	if len(cf.Proofs) == 0 {
 		return nil

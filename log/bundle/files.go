@@ -62,12 +62,22 @@ func (c *checker) readWhole(name string) ([]byte, error) {
 	if fi.Size() > maxFileBytes {
 		return nil, fmt.Errorf("is %d bytes, over the %d a bundle file other than %s and %s may have", fi.Size(), maxFileBytes, EntriesFile, ProvFile)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err != nil {
-		return nil, err
+	// Read into a buffer of the size stat gave, one byte over: a file
+	// that grows past it fails, and io.ReadAll's growing would cost two
+	// and a half times a large file.
+	b := make([]byte, 0, min(fi.Size(), maxFileBytes)+1)
+	for len(b) < cap(b) {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if len(b) > maxFileBytes {
-		return nil, fmt.Errorf("grew past %d bytes while it was read", maxFileBytes)
+	if int64(len(b)) > fi.Size() {
+		return nil, fmt.Errorf("grew past the %d bytes it had while it was read", fi.Size())
 	}
 	return b, nil
 }
