@@ -180,7 +180,7 @@ func TestWriteVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = rep.String()
-	for _, want := range []string{"a completion claim (reviewed) on task t_1, citing entries 1", "task.create entry 2", "task.accept entry 3", `cited entry 1: a call of "fs__write_file"`} {
+	for _, want := range []string{`a completion claim ("reviewed") on task "t_1", citing entries 1`, "task.create entry 2", "task.accept entry 3", `cited entry 1: a call of "fs__write_file"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("claim report lacks %q:\n%s", want, s)
 		}

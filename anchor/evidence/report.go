@@ -1,10 +1,12 @@
 package evidence
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/provlog/provlog/log"
 )
@@ -72,37 +74,56 @@ func (r *Report) String() string {
 	return b.String()
 }
 
-// describe names an entry for people.
+// describe names an entry for people. What the entry holds is quoted (a
+// tool's name, an actor, a task id, a claim's provenance and what it
+// cites): the engine checks task entries when it writes them, but a forger
+// writes any bytes into a log of their own, and unquoted they would read
+// as the report's words.
 func describe(e *log.Entry) string {
 	str := func(k string) string { s, _ := e.Fields[k].(string); return s }
-	// Quoted, as a tool's name: an actor id is the config's or an OAuth
-	// claim's, and may hold words that unquoted would read as the report's.
 	who := fmt.Sprintf(" by %q at %s", e.Actor, e.Time.UTC().Format(time.RFC3339Nano))
 	switch e.Kind {
 	case log.KindCall:
-		// Quoted: the tool's name is the downstream server's, words and
-		// all, which unquoted would read as the report's.
 		return fmt.Sprintf("a call of %q%s", str("server")+"__"+str("tool"), who)
 	case log.KindGenesis:
 		return "the log's genesis entry" + who
 	case "task.create":
-		return fmt.Sprintf("the creation of task %s (%q)%s", str("task_id"), str("title"), who)
+		return fmt.Sprintf("the creation of task %q (%q)%s", str("task_id"), str("title"), who)
 	case "task.claim":
 		ev, _ := e.Fields["evidence"].([]any)
 		cites := ""
 		if len(ev) > 0 {
 			var s []string
 			for _, x := range ev {
-				s = append(s, fmt.Sprint(x))
+				s = append(s, cited(x))
 			}
 			cites = ", citing entries " + strings.Join(s, ", ")
 		}
-		return fmt.Sprintf("a completion claim (%s) on task %s%s%s", str("provenance"), str("task_id"), cites, who)
+		return fmt.Sprintf("a completion claim (%q) on task %q%s%s", str("provenance"), str("task_id"), cites, who)
+	}
+	kind := e.Kind
+	if strings.ContainsFunc(kind, func(r rune) bool { return !(r == '.' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)) }) {
+		kind = strconv.Quote(kind)
 	}
 	if t := str("task_id"); t != "" {
-		return fmt.Sprintf("a %s entry of task %s%s", e.Kind, t, who)
+		return fmt.Sprintf("a %s entry of task %q%s", kind, t, who)
 	}
-	return fmt.Sprintf("a %s entry%s", e.Kind, who)
+	return fmt.Sprintf("a %s entry%s", kind, who)
+}
+
+// cited names an entry a claim cites: its index, or what the claim holds
+// there in JSON when that is no number.
+func cited(x any) string {
+	if n, ok := x.(json.Number); ok {
+		if _, err := strconv.ParseUint(n.String(), 10, 64); err == nil {
+			return n.String()
+		}
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		return strconv.Quote(fmt.Sprint(x))
+	}
+	return string(b)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

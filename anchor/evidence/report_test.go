@@ -31,7 +31,7 @@ func TestReportStringEscapes(t *testing.T) {
 		Context: []evidence.Context{{ContextEntry: evidence.ContextEntry{Role: "task", Index: 2}, Entry: task}},
 	}
 	s := rep.String()
-	for _, want := range []string{"lookup", "missing: an anchor", "rekor.example", "task t"} {
+	for _, want := range []string{"lookup", "missing: an anchor", "rekor.example", `task "t`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report does not say %q:\n%s", want, s)
 		}

@@ -100,7 +100,7 @@ anchors:
 		want  []string
 	}{
 		{"call", call, []string{fmt.Sprintf(`entry %d, a call of "fs__write_file" by "alice"`, call)}},
-		{"claim", claim, []string{"a completion claim (observed) on task", fmt.Sprintf("citing entries %d", call),
+		{"claim", claim, []string{`a completion claim ("observed") on task "`, fmt.Sprintf("citing entries %d", call),
 			"task.create entry", "task.accept entry", fmt.Sprintf(`cited entry %d: a call of "fs__write_file"`, call)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
