@@ -12,7 +12,6 @@ package main
 // verify-bundle, not a way to show the auditor another file.
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -85,13 +84,15 @@ type view struct {
 	witnesses  []string
 	checkpoint []byte
 	size, from uint64
-	// entries [from, from+len) are proven from tree; given entries carry
-	// their own receipts (a bundle's genesis entry, an evidence's entries).
-	entries [][]byte
+	// entries [from, end) are a bundle's, proven from tree, read from its
+	// provenance.jsonl when asked for (nil for an evidence); given entries
+	// carry their own receipts (a bundle's genesis entry, an evidence's
+	// entries).
+	entries *bundle.Entries
 	tree    *bundleTree
 	given   map[uint64]givenEntry
-	byLeaf  map[string]uint64
-	anchors http.Handler // nil without anchors
+	byLeaf  map[string]uint64 // the given entries' leaf hashes
+	anchors http.Handler      // nil without anchors
 	// tasks are the tasks rebuilt from the entries held, each read back
 	// from them when asked for; nil, with noTasks saying why, when they
 	// cannot be.
@@ -185,21 +186,17 @@ func openBundleView(ctx context.Context, root *os.Root, mb []byte) (*view, error
 	if err := v.readKeys(); err != nil {
 		return nil, err
 	}
-	jl, err := readIn(root, bundle.EntriesFile)
+	// The entries are indexed, not held: the page asks for a few.
+	f, err := root.Open(bundle.EntriesFile)
 	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", bundle.EntriesFile, err)
+	}
+	if v.entries, err = bundle.IndexEntries(f, v.from); err != nil {
 		return nil, err
 	}
-	for len(jl) > 0 {
-		line, rest, ok := bytes.Cut(jl, []byte("\n"))
-		if !ok {
-			return nil, fmt.Errorf("%s does not end in a newline", bundle.EntriesFile)
-		}
-		v.byLeaf[string(log.LeafHash(line))] = v.from + uint64(len(v.entries))
-		v.entries = append(v.entries, line)
-		jl = rest
-	}
-	to := v.from + uint64(len(v.entries))
+	to := v.entries.End()
 	if to > v.size {
+		v.entries.Close()
 		return nil, fmt.Errorf("the bundle holds entries up to %d, past its checkpoint's size %d", to, v.size)
 	}
 	tb, err := readIn(root, bundle.TreeFile)
@@ -210,7 +207,7 @@ func openBundleView(ctx context.Context, root *os.Root, mb []byte) (*view, error
 	if err := json.Unmarshal(tb, &t); err != nil {
 		return nil, fmt.Errorf("%s: %w", bundle.TreeFile, err)
 	}
-	if v.tree, err = newBundleTree(v.from, to, v.size, v.entries, t); err != nil {
+	if v.tree, err = newBundleTree(v.from, to, v.size, v.entries.Leaves(), t); err != nil {
 		return nil, err
 	}
 	if v.from > 0 {
@@ -218,7 +215,7 @@ func openBundleView(ctx context.Context, root *os.Root, mb []byte) (*view, error
 			return nil, err
 		}
 		v.noTasks = fmt.Sprintf("the bundle starts at entry %d, and a task's history needs the log from entry 0", v.from)
-	} else if err := v.rebuildTasks(ctx, sliceReader(v.entries), to); err != nil {
+	} else if err := v.rebuildTasks(ctx, v.entries, to); err != nil {
 		return nil, err
 	}
 	records, err := bundleAnchors(root)
@@ -255,32 +252,26 @@ func (v *view) bundleGenesis() error {
 	return nil
 }
 
-// sliceReader is entries [0, len) as an opp.EntryReader.
-type sliceReader [][]byte
-
-func (s sliceReader) Entries(_ context.Context, start, end uint64) ([][]byte, error) {
-	if start > end || end > uint64(len(s)) {
-		return nil, fmt.Errorf("entries [%d, %d): %w", start, end, log.ErrNotFound)
-	}
-	return s[start:end], nil
-}
-
 // entry returns entry i, if the directory holds it.
 func (v *view) entry(i uint64) ([]byte, bool) {
 	if g, ok := v.given[i]; ok {
 		return g.entry, true
 	}
-	if i < v.from || i-v.from >= uint64(len(v.entries)) {
+	if v.entries == nil || i < v.entries.From() || i >= v.entries.End() {
 		return nil, false
 	}
-	return v.entries[i-v.from], true
+	es, err := v.entries.Entries(context.Background(), i, i+1)
+	if err != nil {
+		return nil, false
+	}
+	return es[0], true
 }
 
 // held says which entries the directory holds, for not-found answers.
 func (v *view) held() string {
 	var parts []string
-	if len(v.entries) > 0 {
-		parts = append(parts, fmt.Sprintf("[%d, %d)", v.from, v.from+uint64(len(v.entries))))
+	if v.entries != nil && v.entries.End() > v.from {
+		parts = append(parts, fmt.Sprintf("[%d, %d)", v.from, v.entries.End()))
 	}
 	for _, i := range slices.Sorted(maps.Keys(v.given)) {
 		parts = append(parts, strconv.FormatUint(i, 10))
@@ -358,6 +349,9 @@ func (v *view) inclusion(w http.ResponseWriter, r *http.Request) {
 	index := req.Index
 	if req.LeafHash != nil {
 		i, ok := v.byLeaf[string(req.LeafHash)]
+		if !ok && v.entries != nil {
+			i, ok = v.entries.Find(req.LeafHash)
+		}
 		if !ok {
 			http.Error(w, "the "+v.source+" holds no entry with leaf hash "+hex.EncodeToString(req.LeafHash), http.StatusNotFound)
 			return
@@ -428,13 +422,15 @@ func (v *view) consistency(w http.ResponseWriter, r *http.Request) {
 type bundleTree struct {
 	from, to uint64
 	// levels[l] holds the nodes at level l that lie inside [from, to),
-	// starting at index starts[l].
-	levels [][][]byte
+	// starting at index starts[l], 32 bytes each.
+	levels [][]byte
 	starts []uint64
 	known  map[compact.NodeID][]byte
 }
 
-func newBundleTree(from, to, size uint64, entries [][]byte, t bundle.Tree) (*bundleTree, error) {
+// newBundleTree makes the tree of the entries [from, to) of a log of
+// size, whose leaf hashes are leaves (32 bytes each), with t.
+func newBundleTree(from, to, size uint64, leaves []byte, t bundle.Tree) (*bundleTree, error) {
 	bt := &bundleTree{from: from, to: to, known: map[compact.NodeID][]byte{}}
 	for _, side := range []struct {
 		b, e   uint64
@@ -452,19 +448,18 @@ func newBundleTree(from, to, size uint64, entries [][]byte, t bundle.Tree) (*bun
 			bt.known[id] = h
 		}
 	}
-	level := make([][]byte, len(entries))
-	for i, e := range entries {
-		level[i] = log.LeafHash(e)
-	}
-	start := from
+	const hs = log.HashSize
+	level, start := leaves, from
 	for len(level) > 0 {
 		bt.levels = append(bt.levels, level)
 		bt.starts = append(bt.starts, start)
 		// The parents inside [from, to): both children must be inside.
 		ps := (start + 1) / 2
-		var next [][]byte
-		for p := ps; 2*p+1 < start+uint64(len(level)); p++ {
-			next = append(next, rfc6962.DefaultHasher.HashChildren(level[2*p-start], level[2*p+1-start]))
+		n := uint64(len(level) / hs)
+		var next []byte
+		for p := ps; 2*p+1 < start+n; p++ {
+			l, r := 2*p-start, 2*p+1-start
+			next = append(next, rfc6962.DefaultHasher.HashChildren(level[hs*l:hs*(l+1)], level[hs*r:hs*(r+1)])...)
 		}
 		level, start = next, ps
 	}
@@ -488,8 +483,9 @@ func (bt *bundleTree) ReadNodes(_ context.Context, ids []compact.NodeID) ([][]by
 // inside a compact-range node (its parent would be inside too), so the
 // descent ends at those nodes and at entries.
 func (bt *bundleTree) node(id compact.NodeID) ([]byte, bool) {
-	if l := int(id.Level); l < len(bt.levels) && id.Index >= bt.starts[l] && id.Index-bt.starts[l] < uint64(len(bt.levels[l])) {
-		return bt.levels[l][id.Index-bt.starts[l]], true
+	if l := int(id.Level); l < len(bt.levels) && id.Index >= bt.starts[l] && id.Index-bt.starts[l] < uint64(len(bt.levels[l])/log.HashSize) {
+		k := id.Index - bt.starts[l]
+		return bt.levels[l][log.HashSize*k : log.HashSize*(k+1)], true
 	}
 	if h, ok := bt.known[id]; ok {
 		return h, true

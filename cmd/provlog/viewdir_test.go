@@ -127,7 +127,11 @@ func TestBundleTreeEveryRange(t *testing.T) {
 	}
 	for from := uint64(0); from < size; from++ {
 		for to := from + 1; to <= size; to++ {
-			bt, err := newBundleTree(from, to, size, all[from:to], bundle.Tree{Left: hashes(0, from), Right: hashes(to, size)})
+			var leaves []byte
+			for _, e := range all[from:to] {
+				leaves = append(leaves, log.LeafHash(e)...)
+			}
+			bt, err := newBundleTree(from, to, size, leaves, bundle.Tree{Left: hashes(0, from), Right: hashes(to, size)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,9 +1,12 @@
 package bundle
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/provlog/provlog/log"
@@ -36,6 +39,50 @@ func VerifyEntries(ctx context.Context, dir string, verifyAnchor VerifyAnchorFun
 	}
 	es.from = rep.Manifest.From
 	return rep, es, nil
+}
+
+// IndexEntries indexes f, a bundle's provenance.jsonl whose first line is
+// entry from, as [Entries], reading it once line by line, and without
+// verifying it: for a reader that shows a bundle and leaves vouching for
+// it to another check (provlog view, whose page verifies what it is
+// served). Memory is 40 bytes an entry. A line longer than an entry may
+// be, or a last line without its newline, is an error. It closes f on an
+// error; the caller closes the entries.
+func IndexEntries(f *os.File, from uint64) (*Entries, error) {
+	es := &Entries{f: f, from: from, offs: []int64{0}}
+	br := bufio.NewReaderSize(f, entryLineBytes)
+	for n := 1; ; n++ {
+		line, err := br.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			err = fmt.Errorf("%s: line %d is longer than an entry may be", EntriesFile, n)
+		case len(line) == 0 && errors.Is(err, io.EOF):
+			return es, nil
+		case err != nil && !errors.Is(err, io.EOF):
+			err = fmt.Errorf("reading %s: %w", EntriesFile, err)
+		case !bytes.HasSuffix(line, []byte("\n")):
+			err = fmt.Errorf("%s: line %d does not end in a newline", EntriesFile, n)
+		default:
+			es.add(line)
+			continue
+		}
+		f.Close()
+		return nil, err
+	}
+}
+
+// Leaves are the entries' leaf hashes, 32 bytes each in index order from
+// [Entries.From], as they were read. The caller does not change them.
+func (es *Entries) Leaves() []byte { return es.leaves }
+
+// Find returns the index of the last entry whose leaf hash is leaf.
+func (es *Entries) Find(leaf []byte) (uint64, bool) {
+	for k := len(es.leaves)/log.HashSize - 1; k >= 0; k-- {
+		if bytes.Equal(es.leaves[log.HashSize*k:log.HashSize*(k+1)], leaf) {
+			return es.from + uint64(k), true
+		}
+	}
+	return 0, false
 }
 
 // add notes the next entry's line, as the check read it.

@@ -565,6 +565,10 @@ func eachPEM(b []byte, fn func(der []byte)) {
 	}
 }
 
+// entryLineBytes bounds a line of provenance.jsonl as it is read: an
+// entry (log.MaxEntrySize) with room to spare.
+const entryLineBytes = 256 << 10
+
 // checkEntries streams provenance.jsonl: each line a canonical entry,
 // hashed into the range, fed to the PROV writer, met with the anchors;
 // at the end the range must give the checkpoint's root. It reports
@@ -577,7 +581,7 @@ func (c *checker) checkEntries(pws []*provWriter) (bool, error) {
 	}
 	defer func() { c.keep.hold(f, c.treeOK) }()
 	eh := sha256.New()
-	br := bufio.NewReaderSize(io.TeeReader(f, eh), 256<<10)
+	br := bufio.NewReaderSize(io.TeeReader(f, eh), entryLineBytes)
 	m := c.m
 	i := m.From
 	for {
