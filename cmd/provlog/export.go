@@ -326,6 +326,8 @@ func provMappingText(v int) string {
 		return fmt.Sprintf("PROV mapping %d (provlog's own actors as software agents)", v)
 	case bundle.ProvMappingDistinctIDs:
 		return fmt.Sprintf("PROV mapping %d (a name \"_\" in an id escaped, apart from an empty one)", v)
+	case bundle.ProvMappingPNLocal:
+		return fmt.Sprintf("PROV mapping %d (a name's last \".\" in an id escaped)", v)
 	}
 	return fmt.Sprintf("PROV mapping %d", v)
 }

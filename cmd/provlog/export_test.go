@@ -86,7 +86,7 @@ func TestExportCommand(t *testing.T) {
 	if err := runVerifyBundle(context.Background(), []string{out}, &stdout, &stderr); err != nil {
 		t.Fatalf("verify-bundle: %v\n%s", err, stderr.String())
 	}
-	if !strings.HasPrefix(stdout.String(), "OK: 51 entries") || !strings.Contains(stdout.String(), "matches the entries under PROV mapping 4 (a name \"_\" in an id escaped, apart from an empty one)\n") {
+	if !strings.HasPrefix(stdout.String(), "OK: 51 entries") || !strings.Contains(stdout.String(), "matches the entries under PROV mapping 5 (a name's last \".\" in an id escaped)\n") {
 		t.Errorf("verify-bundle said %q", stdout.String())
 	}
 	// It names the key the bundle brought, which the auditor must

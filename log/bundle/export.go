@@ -50,8 +50,13 @@ const (
 	// and "_" both gave "_", so two clients could be one agent, the
 	// second's calls attributed to the first.
 	ProvMappingDistinctIDs = 4
+	// ProvMappingPNLocal writes a name ending in "." within an id (an
+	// actor "alice.", a client's version "2.") with that dot escaped, as
+	// "%2E": a PROV-N qualified name, which PROV-JSON writes ids as, ends
+	// in no ".", and log:actor/alice. is none.
+	ProvMappingPNLocal = 5
 	// ProvMapping is the mapping [Export] writes.
-	ProvMapping = ProvMappingDistinctIDs
+	ProvMapping = ProvMappingPNLocal
 )
 
 // File names in a bundle.

@@ -82,12 +82,18 @@ func qn(s string) map[string]string { return map[string]string{"$": s, "type": "
 // part is s escaped as one part of an id under the writer's mapping
 // (local). local gives "_" for both "" and "_"; from
 // ProvMappingDistinctIDs a lone "_" is escaped ("%5F"), so that no two
-// names share an id.
+// names share an id; from ProvMappingPNLocal a last "." is ("%2E"), so
+// that an id ending in the name is a PROV-N qualified name ("%" itself is
+// escaped, so no other name gives "%2E").
 func (w *provWriter) part(s string) string {
 	if s == "_" && w.mapping >= ProvMappingDistinctIDs {
 		return "%5F"
 	}
-	return local(s)
+	l := local(s)
+	if strings.HasSuffix(l, ".") && w.mapping >= ProvMappingPNLocal {
+		l = l[:len(l)-1] + "%2E"
+	}
+	return l
 }
 
 // local escapes s for the local part of a qualified name: letters,

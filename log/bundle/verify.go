@@ -326,7 +326,7 @@ func (c *checker) readManifest() bool {
 		return false
 	}
 	switch m.ProvMapping {
-	case 0, ProvMappingNoAuth, ProvMappingAuth, ProvMappingOwnActors, ProvMappingDistinctIDs: // 0: not named (see Verify)
+	case 0, ProvMappingNoAuth, ProvMappingAuth, ProvMappingOwnActors, ProvMappingDistinctIDs, ProvMappingPNLocal: // 0: not named (see Verify)
 	default:
 		c.bad(ManifestFile, "prov_mapping %d is not a PROV mapping this verifier knows (%d to %d)", m.ProvMapping, ProvMappingNoAuth, ProvMapping)
 		return false
