@@ -16,13 +16,14 @@ func FuzzParseConsistency(f *testing.F) {
 	f.Add([]byte(ConsistencyHeader + "\nold 3\nnew 7\n" + strings.Repeat("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n", 3)))
 	f.Add([]byte(ConsistencyHeader + "\nold 0\nnew 0\n"))
 	f.Add([]byte("old 1\nnew\n"))
+	f.Add([]byte(ConsistencyHeader + "\nold 3\nnew 7\n" + strings.Repeat("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n", maxProofLines+1)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		old, new, p, err := parseConsistency(b)
 		if err != nil {
 			return
 		}
-		if old > new {
-			t.Fatalf("accepted old %d > new %d", old, new)
+		if old > new || len(p) > maxProofLines {
+			t.Fatalf("accepted old %d > new %d, or %d proof lines", old, new, len(p))
 		}
 		// Verify requires the one text form; it must be reachable.
 		if again, _, _, err := parseConsistency([]byte(formatConsistency(old, new, p))); err != nil || again != old {

@@ -397,23 +397,30 @@ func (c *checker) checkIssued() {
 	}
 }
 
+// maxProofLines bounds a consistency proof: two hashes a level of a tree
+// of up to 2^64 entries.
+const maxProofLines = 2 * 64
+
+// parseConsistency parses the consistency file. It splits off no more
+// lines than a proof can have: a forged file of millions of lines is
+// refused, not split into millions of strings.
 func parseConsistency(b []byte) (old, new uint64, p [][]byte, err error) {
-	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if len(lines) < 3 || lines[0] != ConsistencyHeader {
+	lines := bytes.SplitN(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"), 3+maxProofLines+1)
+	if len(lines) < 3 || string(lines[0]) != ConsistencyHeader {
 		return 0, 0, nil, fmt.Errorf("does not start with %q, old and new lines", ConsistencyHeader)
 	}
-	o, ok1 := strings.CutPrefix(lines[1], "old ")
-	n, ok2 := strings.CutPrefix(lines[2], "new ")
-	old, err1 := strconv.ParseUint(o, 10, 64)
-	new, err2 := strconv.ParseUint(n, 10, 64)
+	o, ok1 := bytes.CutPrefix(lines[1], []byte("old "))
+	n, ok2 := bytes.CutPrefix(lines[2], []byte("new "))
+	old, err1 := strconv.ParseUint(string(o), 10, 64)
+	new, err2 := strconv.ParseUint(string(n), 10, 64)
 	if !ok1 || !ok2 || err1 != nil || err2 != nil || old > new {
 		return 0, 0, nil, errors.New("old and new are not sizes with old <= new")
 	}
-	if len(lines)-3 > 2*64 {
+	if len(lines)-3 > maxProofLines {
 		return 0, 0, nil, errors.New("too many proof lines")
 	}
 	for _, l := range lines[3:] {
-		h, err := base64.StdEncoding.Strict().DecodeString(l)
+		h, err := base64.StdEncoding.Strict().DecodeString(string(l))
 		if err != nil || len(h) != log.HashSize {
 			return 0, 0, nil, fmt.Errorf("%q is not a base64 SHA-256 hash", l)
 		}
