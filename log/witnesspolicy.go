@@ -20,13 +20,21 @@ import (
 func NewWitnessPolicy(vkeys []string, threshold int) (WitnessPolicy, error) {
 	p := WitnessPolicy{Threshold: threshold}
 	for _, k := range vkeys {
-		w, err := NewCosignatureVerifier(k)
-		if err != nil {
-			return p, fmt.Errorf("witness policy: witness key %q: %w", k, err)
+		if err := p.add(k); err != nil {
+			return p, err
 		}
-		p.Witnesses = append(p.Witnesses, w)
 	}
 	return p, p.Check()
+}
+
+// add adds the witness of cosignature verifier key k.
+func (p *WitnessPolicy) add(k string) error {
+	w, err := NewCosignatureVerifier(k)
+	if err != nil {
+		return fmt.Errorf("witness policy: witness key %q: %w", k, err)
+	}
+	p.Witnesses = append(p.Witnesses, w)
+	return nil
 }
 
 // FormatWitnessPolicy returns a witness policy file: the line
@@ -39,16 +47,28 @@ func FormatWitnessPolicy(vkeys []string, threshold int) []byte {
 // [FormatWitnessPolicy] writes it, with at least one witness, and returns
 // the policy, checked.
 func ParseWitnessPolicy(text []byte) (WitnessPolicy, error) {
-	lines := strings.Split(strings.TrimSuffix(string(text), "\n"), "\n")
-	th, ok := strings.CutPrefix(lines[0], "threshold ")
-	n, err := strconv.Atoi(th)
-	if !ok || err != nil || strconv.Itoa(n) != th || len(lines) < 2 {
+	// One pass over the lines, stopping at the first that is wrong: a
+	// forged file of millions of lines is never split into as many
+	// strings.
+	first, keys, _ := bytes.Cut(text, []byte("\n"))
+	th, ok := bytes.CutPrefix(first, []byte("threshold "))
+	n, err := strconv.Atoi(string(th))
+	if !ok || err != nil || strconv.Itoa(n) != string(th) || len(keys) == 0 {
 		return WitnessPolicy{}, errors.New("witness policy: does not start with a \"threshold K\" line followed by witness keys")
 	}
-	if !bytes.Equal(FormatWitnessPolicy(lines[1:], n), text) {
+	// The one text form: every line, the last too, ends in a newline.
+	if !bytes.HasSuffix(keys, []byte("\n")) {
 		return WitnessPolicy{}, errors.New("witness policy: is not one witness key a line, each line ending in a newline")
 	}
-	return NewWitnessPolicy(lines[1:], n)
+	p := WitnessPolicy{Threshold: n}
+	for len(keys) > 0 {
+		var k []byte
+		k, keys, _ = bytes.Cut(keys, []byte("\n"))
+		if err := p.add(string(k)); err != nil {
+			return p, err
+		}
+	}
+	return p, p.Check()
 }
 
 // Cosigners opens msg, a checkpoint signed by the log (logV), and returns
