@@ -427,8 +427,12 @@ func (c *checker) readPolicy() (log.WitnessPolicy, bool) {
 	if bytes.HasPrefix(wb, []byte("threshold ")) {
 		p, err = log.ParseWitnessPolicy(wb)
 	} else {
-		keys := strings.Split(strings.TrimSpace(string(wb)), "\n")
-		p, err = log.NewWitnessPolicy(keys, len(keys))
+		// Every key is required: the policy of as many as there are
+		// lines, read by the one parser, which stops at the first wrong
+		// line (a forged file of millions is never split whole).
+		keys := bytes.TrimSpace(wb)
+		text := fmt.Appendf(nil, "threshold %d\n", bytes.Count(keys, []byte("\n"))+1)
+		p, err = log.ParseWitnessPolicy(append(append(text, keys...), '\n'))
 		c.rep.NoThreshold = true
 	}
 	if err == nil && p.Threshold < 1 {
