@@ -512,13 +512,10 @@ func (c *checker) checkGenesis(file string, b []byte) {
 // entry 0 carries with its inclusion proof.
 func (c *checker) checkGenesisFile() {
 	g := c.read(GenesisFile)
-	var p [][]byte
-	for _, l := range strings.Fields(string(c.read(GenesisProof))) {
-		h, err := base64.StdEncoding.Strict().DecodeString(l)
-		if err != nil {
-			c.bad(GenesisProof, "not base64 hashes")
-		}
-		p = append(p, h)
+	p, err := parseGenesisProof(c.read(GenesisProof))
+	if err != nil {
+		c.bad(GenesisProof, "%v", err)
+		return
 	}
 	if err := log.VerifyInclusion(0, c.cp.Size, log.LeafHash(g), p, c.cp.Hash); err != nil {
 		c.bad(GenesisFile, "is not entry 0 of the checkpoint's tree (%s): %v", GenesisProof, err)
