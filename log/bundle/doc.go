@@ -76,7 +76,9 @@
 //
 // The manifest's prov_mapping names the version of this mapping a bundle
 // was made with, and [Verify] regenerates provenance.json under that
-// version: 3 is the mapping above; 2, the one before it, makes every
+// version: 5 is the mapping above, with a "_" in an id and a "." ending
+// one escaped (%5F, %2E: [ProvMappingPNLocal]); 4 escapes only the "_"; 3
+// escapes neither; 2, the one before 3, makes every
 // actor a plain agent, provlog's own as log:actor/provlog beside
 // log:provlog, and leaves out how a result was hashed; 1 also leaves the
 // auth member out. A manifest without prov_mapping was written before
