@@ -40,9 +40,6 @@ const namespacesFollowEvery = 500 * time.Millisecond
 // whose issuer's tokens act.
 const namespacesWait = 2 * time.Second
 
-// nsEpoch is the base of namespaces.readAt: a monotonic clock reading.
-var nsEpoch = time.Now()
-
 // namespaceWriteTimeout bounds a reload's reading of the log for static
 // actors' entries in the namespaces of the issuers it adds, and its wait
 // for the log to commit their namespace entries (and, on a shared log,
@@ -66,11 +63,12 @@ type namespaces struct {
 	logged map[string]bool
 	read   uint64 // the entries [0, read) were read (the file may say less)
 	// On a shared log: when the last read of its namespaces that
-	// succeeded began (since nsEpoch), and whether the sidecar said it
+	// succeeded began (or, before one did, when the sidecar began
+	// following it), and whether the sidecar said it
 	// refuses static actors for their lag.
 	shared atomic.Bool
 	store  atomic.Value // the log.SharedStorage
-	readAt atomic.Int64
+	readAt atomic.Pointer[time.Time]
 	warned atomic.Bool
 }
 
@@ -129,7 +127,11 @@ func (n *namespaces) current() time.Duration {
 // age is how long ago the last read of the shared log's namespaces that
 // succeeded began.
 func (n *namespaces) age() time.Duration {
-	return time.Since(nsEpoch) - time.Duration(n.readAt.Load())
+	at := n.readAt.Load()
+	if at == nil {
+		return 0 // not following a shared log
+	}
+	return time.Since(*at)
 }
 
 // record reserves auth's issuers' namespaces not reserved yet
@@ -176,11 +178,12 @@ func (n *namespaces) follow(ctx context.Context, st log.SharedStorage) {
 // catchUp reads the entries committed since the file's read size, and
 // adds the namespaces of the OAuth actors they name.
 func (n *namespaces) catchUp(ctx context.Context, st log.SharedStorage) error {
+	began := time.Now()
 	if !n.shared.Load() {
 		n.store.Store(st)
+		n.readAt.CompareAndSwap(nil, &began)
 		n.shared.Store(true)
 	}
-	began := time.Since(nsEpoch)
 	latest, err := st.Latest(ctx)
 	if err != nil {
 		return err
@@ -223,9 +226,9 @@ func (n *namespaces) catchUp(ctx context.Context, st log.SharedStorage) error {
 }
 
 // readNow records that a read of the shared log's namespaces that began
-// at began (since nsEpoch) succeeded.
-func (n *namespaces) readNow(began time.Duration) {
-	n.readAt.Store(int64(began))
+// at began succeeded.
+func (n *namespaces) readNow(began time.Time) {
+	n.readAt.Store(&began)
 	if n.warned.Swap(false) {
 		n.logger.Info("this sidecar reads the shared log's OAuth actor namespaces again; static tokens and the stdio actor act again")
 	}
