@@ -121,19 +121,33 @@ func folded(secrets []string) []string {
 // word: the search starts at x's first byte that is no letter (a digit,
 // a sign, a byte of a character not ASCII), rarer in most texts, and
 // checks what comes before it.
-func indexFolded(s, x string) int {
+func indexFolded(s, x string) int { return indexFoldedWork(s, x, nil) }
+
+// indexFoldedWork is indexFolded that adds to *work, if work is not nil,
+// the bytes its searches may look at: each strings.Index the bytes it
+// passes over and those of the match it compares (the count
+// TestIndexFoldedLinear holds to the text's length).
+func indexFoldedWork(s, x string, work *int) int {
+	add := func(n int) {
+		if work != nil {
+			*work += n
+		}
+	}
 	k := 0
 	for k < len(x) && 'A' <= x[k] && x[k] <= 'Z' {
 		k++
 	}
 	if k == len(x) {
+		add(len(s))
 		return strings.Index(s, x)
 	}
 	for from := 0; from+len(x) <= len(s); {
 		j := strings.Index(s[from+k:], x[k:])
 		if j < 0 {
+			add(len(s) - from - k)
 			return -1
 		}
+		add(j + len(x) - k)
 		if at := from + j; s[at:at+k] == x[:k] {
 			return at
 		}
