@@ -123,15 +123,26 @@ func folded(secrets []string) []string {
 // checks what comes before it.
 func indexFolded(s, x string) int { return indexFoldedWork(s, x, nil) }
 
+// maxSkipSearch is the longest x indexFolded finds by the search above:
+// each candidate costs a comparison of at most this many bytes. A longer
+// one (a client's redacted value can be megabytes) is found by
+// indexLinear: a text repeating all of x but its capitals made the search
+// above, and strings.Index itself on a periodic text, compare a whole x
+// at every few bytes, work growing with len(s)·len(x).
+const maxSkipSearch = 64
+
 // indexFoldedWork is indexFolded that adds to *work, if work is not nil,
 // the bytes its searches may look at: each strings.Index the bytes it
-// passes over and those of the match it compares (the count
-// TestIndexFoldedLinear holds to the text's length).
+// passes over and those of the match it compares, indexLinear its steps
+// (the count TestIndexFoldedLinear holds to the text's length).
 func indexFoldedWork(s, x string, work *int) int {
 	add := func(n int) {
 		if work != nil {
 			*work += n
 		}
+	}
+	if len(x) > maxSkipSearch {
+		return indexLinear(s, x, work)
 	}
 	k := 0
 	for k < len(x) && 'A' <= x[k] && x[k] <= 'Z' {
@@ -152,6 +163,51 @@ func indexFoldedWork(s, x string, work *int) int {
 			return at
 		}
 		from += j + 1
+	}
+	return -1
+}
+
+// indexLinear returns the index of x in s, or -1, in steps linear in
+// len(s)+len(x) whatever the two hold (Knuth, Morris and Pratt's search:
+// no byte of s is compared again after a mismatch), adding its steps to
+// *work if work is not nil. Its table holds an int32 for each byte of x.
+func indexLinear(s, x string, work *int) int {
+	if len(x) == 0 {
+		return 0
+	}
+	steps := 0
+	defer func() {
+		if work != nil {
+			*work += steps
+		}
+	}()
+	// next[i]: the length of the longest proper prefix of x[:i+1] that
+	// is also its suffix.
+	next := make([]int32, len(x))
+	for i, k := 1, int32(0); i < len(x); i++ {
+		for k > 0 && x[i] != x[k] {
+			k = next[k-1]
+			steps++
+		}
+		if x[i] == x[k] {
+			k++
+		}
+		next[i] = k
+		steps++
+	}
+	k := int32(0)
+	for i := 0; i < len(s); i++ {
+		for k > 0 && s[i] != x[k] {
+			k = next[k-1]
+			steps++
+		}
+		if s[i] == x[k] {
+			k++
+		}
+		steps++
+		if int(k) == len(x) {
+			return i + 1 - len(x)
+		}
 	}
 	return -1
 }
