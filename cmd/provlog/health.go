@@ -59,11 +59,13 @@ func unavailable(err error) (what, detail string) {
 	return "database unreachable", "the log's database is unreachable; calls are refused until it is back: " + err.Error()
 }
 
-// problems lists what is wrong now, in healthReasons order.
-func (s *sidecar) problems() []problem {
-	var ps []problem
-	// What the store knows itself counts too: a shared one found corrupt
-	// by its reader, or unreachable while no commit tried it, said "ok".
+// logFault is why the log takes no appends, if it does not: stopped (a
+// fault, named by storageReason) or unavailable for now (its database
+// unreachable or read-only, named by unavailable). What the store knows
+// itself counts too: a shared one found corrupt by its reader, or
+// unreachable while no commit tried it, said "ok". /healthz, its reasons
+// and provlog__status all ask here.
+func (s *sidecar) logFault() (stopped, unavail error) {
 	var storeErr, unreachable error
 	if st, ok := s.store.(interface{ Err() error }); ok {
 		storeErr = st.Err()
@@ -72,8 +74,17 @@ func (s *sidecar) problems() []problem {
 		unreachable = st.Unreachable()
 	}
 	if err := cmp.Or(s.seq.Err(), storeErr); err != nil {
-		ps = append(ps, problem{reasonStorage, "the log stopped writing (" + storageReason(err) + "): " + err.Error()})
-	} else if err := cmp.Or(s.seq.Unavailable(), unreachable); err != nil {
+		return err, nil
+	}
+	return nil, cmp.Or(s.seq.Unavailable(), unreachable)
+}
+
+// problems lists what is wrong now, in healthReasons order.
+func (s *sidecar) problems() []problem {
+	var ps []problem
+	if stopped, unavail := s.logFault(); stopped != nil {
+		ps = append(ps, problem{reasonStorage, "the log stopped writing (" + storageReason(stopped) + "): " + stopped.Error()})
+	} else if err := unavail; err != nil {
 		_, detail := unavailable(err)
 		ps = append(ps, problem{reasonStorage, detail})
 	} else if err := s.tasks.Err(); err != nil {

@@ -94,9 +94,12 @@ func killPostmaster(t *testing.T, c *pgtest.Cluster) {
 		t.Fatal(err)
 	}
 	pm := strings.SplitN(string(b), "\n", 2)[0]
-	out, _ := exec.Command("ps", "-o", "pid=", "--ppid", pm).Output()
-	if out, err := exec.Command("kill", append([]string{"-9", pm}, strings.Fields(string(out))...)...).CombinedOutput(); err != nil {
+	backends, _ := exec.Command("ps", "-o", "pid=", "--ppid", pm).Output()
+	if out, err := exec.Command("kill", "-9", pm).CombinedOutput(); err != nil {
 		t.Fatalf("kill -9 the postmaster %s: %v %s", pm, err, out)
+	}
+	for _, pid := range strings.Fields(string(backends)) {
+		exec.Command("kill", "-9", pid).Run() // one that ended by itself is gone already
 	}
 	for exec.Command("kill", "-0", pm).Run() == nil {
 		time.Sleep(10 * time.Millisecond) // until it is gone

@@ -592,11 +592,11 @@ func (s *sidecar) status(context.Context) map[string]any {
 		st["scrub"] = sc
 	}
 	st["storage"] = "ok"
-	if err := s.seq.Err(); err != nil {
-		st["error"] = err.Error()
-		st["storage"] = storageReason(err)
-	} else if err := s.seq.Unavailable(); err != nil {
-		st["storage"], st["error"] = unavailable(err)
+	if stopped, unavail := s.logFault(); stopped != nil {
+		st["error"] = stopped.Error()
+		st["storage"] = storageReason(stopped)
+	} else if unavail != nil {
+		st["storage"], st["error"] = unavailable(unavail)
 	} else if err := s.tasks.Err(); err != nil {
 		st["error"] = err.Error()
 	}
