@@ -5,14 +5,19 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logpg/pgtest"
 )
 
@@ -109,4 +114,107 @@ func killPostmaster(t *testing.T, c *pgtest.Cluster) {
 	for _, l := range locks {
 		os.Remove(l)
 	}
+}
+
+// TestSharedObservedClaimRace: one agent owns two tasks on a shared log
+// and makes one call through sidecar process 0; then, at once, claims
+// each task complete as observed on that call, one claim through each
+// sidecar process. Exactly one claim is written in each round, the other
+// is refused saying which task the call is evidence for, and audit
+// through either sidecar passes.
+func TestSharedObservedClaimRace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	dsn := pgtest.DSN(t)
+	fx := filepath.Join(t.TempDir(), "fx.txt")
+	addr := startSidefxHTTP(t, fx)
+	procs, tokens, _, datas := twoSidecars(t, dsn, fmt.Sprintf("servers:\n  - id: fx\n    url: http://%s/mcp\n", addr))
+	var cs [2]*mcp.ClientSession
+	for i, p := range procs {
+		waitTools(t, p.base, tokens["a00"], []string{"fx__append"})
+		cs[i] = connectHTTP(t, p.base, tokens["a00"])
+	}
+	const rounds = 20
+	wins, refusals := 0, 0
+	for r := range rounds {
+		var tasks [2]string
+		for i := range tasks {
+			created, _, err := toolCall(cs[i], "create_task", map[string]any{"title": fmt.Sprintf("round %d task %d", r, i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks[i] = created["task_id"].(string)
+			if _, _, err := toolCall(cs[1-i], "accept_task", map[string]any{"task_id": tasks[i]}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, rc, err := toolCall(cs[0], "fx__append", map[string]any{"text": fmt.Sprintf("round-%d", r)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := log.ParseReceipt([]byte(rc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errs [2]error
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range tasks {
+			wg.Go(func() {
+				<-start
+				_, _, errs[i] = toolCall(cs[i], "report_completion", map[string]any{"task_id": tasks[i], "provenance": "observed", "summary": "done", "evidence": []uint64{rec.Index}})
+			})
+		}
+		close(start)
+		wg.Wait()
+		n := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				n++
+				wins++
+			case strings.Contains(err.Error(), tasks[1-i]):
+				refusals++
+			default:
+				t.Errorf("round %d: the claim through sidecar %d: %v", r, i, err)
+			}
+		}
+		if n != 1 {
+			t.Errorf("round %d: %d observed claims on call %d written, want exactly 1: %v", r, n, rec.Index, errs)
+		}
+	}
+	t.Logf("%d rounds: %d claims written, %d refused", rounds, wins, refusals)
+	t.Setenv("PROVLOG_TOKEN", tokens["boss"])
+	for i, p := range procs {
+		if out, code := runCmd(t, "audit", "--log", p.base, "--vkey", filepath.Join(datas[i], logVKeyFile)); code != 0 {
+			t.Errorf("audit through sidecar %d: %s", i, out)
+		}
+	}
+}
+
+// startSidefxHTTP starts the side-effect downstream (sidefx_test.go) as a
+// process serving streamable HTTP, appending each call's text to file,
+// and returns its address once it accepts connections.
+func startSidefxHTTP(t *testing.T, file string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	down := exec.Command(exe, "-test.run=^$")
+	down.Env = append(os.Environ(), sidefxEnv+"="+file, sidefxHTTPEnv+"="+addr)
+	if err := down.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { down.Process.Kill(); down.Wait() })
+	waitFor(t, "the downstream to listen", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return addr
 }
