@@ -218,3 +218,46 @@ func startSidefxHTTP(t *testing.T, file string) string {
 	})
 	return addr
 }
+
+// TestSharedHealthSeesReadOnly: with the shared log's database made
+// read-only for new sessions (default_transaction_read_only, its
+// connections ended, as a failover to a standby leaves them) under two
+// idle sidecar processes, each one's /healthz says "database read-only"
+// (503) before any call is refused, and ok again once the database
+// takes writes. It said ok until a call happened to be refused.
+func TestSharedHealthSeesReadOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	cluster := pgtest.NewCluster(t)
+	procs, _, _, _ := twoSidecars(t, cluster.DSN, "")
+	health := func(p *sidecarProc) (int, string) {
+		resp, err := http.Get(p.base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var h map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, fmt.Sprint(h["storage"])
+	}
+	endSessions := `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'`
+	pgtest.Psql(t, cluster.DSN, `ALTER DATABASE postgres SET default_transaction_read_only = on`)
+	pgtest.Psql(t, cluster.DSN, endSessions)
+	for i, p := range procs {
+		waitFor(t, fmt.Sprintf("sidecar %d's /healthz to say the database is read-only", i), func() bool {
+			code, storage := health(p)
+			return code == http.StatusServiceUnavailable && storage == "database read-only"
+		})
+	}
+	pgtest.Psql(t, cluster.DSN, `BEGIN READ WRITE; ALTER DATABASE postgres RESET default_transaction_read_only; COMMIT`)
+	pgtest.Psql(t, cluster.DSN, endSessions)
+	for i, p := range procs {
+		waitFor(t, fmt.Sprintf("sidecar %d's /healthz to say ok", i), func() bool {
+			code, storage := health(p)
+			return code == http.StatusOK && storage == "ok"
+		})
+	}
+}
