@@ -2,11 +2,14 @@ package logpg
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/provlog/provlog/log"
 )
 
 // listen keeps one connection listening on notifyChannel, which every
@@ -45,6 +48,7 @@ func (s *Store) listenOnce(ctx context.Context) bool {
 		return false
 	}
 	s.setUnreachable(nil)
+	s.checkWritable(ctx, conn)
 	s.refresh(ctx)
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -55,6 +59,9 @@ func (s *Store) listenOnce(ctx context.Context) bool {
 		}
 		if conn.IsClosed() {
 			return true
+		}
+		if n == nil {
+			s.checkWritable(ctx, conn) // quiet for a while: look again
 		}
 		if n != nil {
 			// Skip what this handle already knows (its own commits, and
@@ -73,6 +80,24 @@ func (s *Store) listenOnce(ctx context.Context) bool {
 		s.refresh(ctx)
 	}
 	return true
+}
+
+// checkWritable asks the listener's session whether the database takes
+// writes: not a hot standby, and not read-only for a new session
+// (default_transaction_read_only). A failed question is left to the
+// connection's next wait.
+func (s *Store) checkWritable(ctx context.Context, conn *pgx.Conn) {
+	var ro bool
+	if err := conn.QueryRow(ctx, `SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::bool`).Scan(&ro); err != nil {
+		return
+	}
+	var err error
+	if ro {
+		err = fmt.Errorf("%w: %w: the database takes no writes (a hot standby, or default_transaction_read_only is on); commits are refused until it does", log.ErrUnavailable, log.ErrReadOnly)
+	}
+	s.mu.Lock()
+	s.noWrites = err
+	s.mu.Unlock()
 }
 
 // refresh adopts the latest state if it is newer; failures are left to the

@@ -34,6 +34,7 @@ package logpg
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -159,8 +160,14 @@ type Store struct {
 	// unreachable is why the listener cannot reach the database (nil
 	// while it listens): what an idle sidecar knows of the database.
 	unreachable error
-	calls       sync.WaitGroup
-	followers   []func(log.State)
+	// noWrites is set while the listener's session finds the database
+	// takes no writes (a hot standby, or default_transaction_read_only):
+	// an idle sidecar says so before a commit is refused. Reads of the
+	// state, which such a database answers, leave it; the listener's next
+	// look, or a commit that locks the state, clears it.
+	noWrites  error
+	calls     sync.WaitGroup
+	followers []func(log.State)
 
 	// Test hooks around the second round trip of a commit: before it,
 	// with the backend's pid (to terminate it); after it, an error to
@@ -424,17 +431,22 @@ func (s *Store) Err() error {
 
 // Unreachable returns why the store's listener could not reach the
 // database at its last try, or nil since it listens again or a commit or
-// read of the state went through. A sidecar with no commits under way
-// knows the database is down from this alone.
+// read of the state went through; or, that reached, why it takes no
+// writes (log.ErrReadOnly) as the listener last found. A sidecar with no
+// commits under way knows the database is down, or read-only, from this
+// alone.
 func (s *Store) Unreachable() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.unreachable
+	return cmp.Or(s.unreachable, s.noWrites)
 }
 
 func (s *Store) setUnreachable(err error) {
 	s.mu.Lock()
 	s.unreachable = err
+	if err == nil {
+		s.noWrites = nil
+	}
 	s.mu.Unlock()
 }
 
