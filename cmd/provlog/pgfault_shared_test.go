@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logpg"
 	"github.com/provlog/provlog/log/logpg/pgtest"
 )
 
@@ -259,5 +261,118 @@ func TestSharedHealthSeesReadOnly(t *testing.T) {
 			code, storage := health(p)
 			return code == http.StatusOK && storage == "ok"
 		})
+	}
+}
+
+// TestSharedDatabaseDiskFull: the shared log's PostgreSQL on a small
+// tmpfs, filled under two sidecar processes calling a downstream with a
+// side effect: a commit the database refuses for want of space (SQLSTATE
+// 53100, nothing committed) makes each sidecar refuse calls, unforwarded,
+// and say "database disk full"; once space is freed both record and
+// forward calls again, without a restart, every side effect is in the
+// log and audit passes. Before, the first such commit stopped each log
+// for good ("log stopped; restart provlog"), its /healthz naming the
+// storage only "stopped".
+func TestSharedDatabaseDiskFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	mnt := t.TempDir()
+	mountTmpfs(t, mnt, "160m")
+	for _, d := range []string{mnt, filepath.Dir(mnt)} {
+		if err := os.Chmod(d, 0o755); err != nil { // for the postgres user
+			t.Fatal(err)
+		}
+	}
+	old, had := os.LookupEnv("TMPDIR")
+	t.Setenv("TMPDIR", mnt) // the cluster's dir, and no other's
+	cluster := pgtest.NewCluster(t)
+	if os.Unsetenv("TMPDIR"); had {
+		os.Setenv("TMPDIR", old)
+	}
+	effects := filepath.Join(t.TempDir(), "fx.txt")
+	addr := startSidefxHTTP(t, effects)
+	procs, tokens, _, datas := twoSidecars(t, cluster.DSN, fmt.Sprintf("servers:\n  - id: fx\n    url: http://%s/mcp\n", addr))
+	var cs [2]*mcp.ClientSession
+	for i, p := range procs {
+		waitTools(t, p.base, tokens["a00"], []string{"fx__append"})
+		cs[i] = connectHTTP(t, p.base, tokens["a00"])
+	}
+	n := 0
+	call := func(i int) error {
+		n++
+		_, _, err := toolCall(cs[i], "fx__append", map[string]any{"text": fmt.Sprintf("call-%d-%s", n, strings.Repeat("p", 4000))})
+		return err
+	}
+	for i := range cs {
+		if err := call(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	filler := fill(t, mnt)
+	var refused [2]error
+	for i := range cs {
+		for k := 0; k < 500 && refused[i] == nil; k++ {
+			refused[i] = call(i)
+		}
+		if refused[i] == nil {
+			t.Fatalf("sidecar %d: 500 calls recorded on a full database", i)
+		}
+		resp, err := http.Get(procs[i].base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h map[string]any
+		json.NewDecoder(resp.Body).Decode(&h)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || h["storage"] != "database disk full" {
+			t.Errorf("sidecar %d /healthz on a full database: %d, storage %q; want 503 \"database disk full\" (the refusal: %v)", i, resp.StatusCode, h["storage"], refused[i])
+		}
+	}
+	os.Remove(filler)
+	for i := range cs {
+		var err error
+		for k := 0; k < 100; k++ {
+			if err = call(i); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			t.Errorf("sidecar %d with space freed: %v", i, err)
+		}
+	}
+	st, err := logpg.Open(t.Context(), cluster.DSN, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	lat, err := st.Latest(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := st.Entries(t.Context(), 0, lat.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := map[string]bool{}
+	for _, e := range es {
+		for _, m := range regexp.MustCompile(`"call-([0-9]+)-`).FindAllSubmatch(e, -1) {
+			logged[string(m[1])] = true
+		}
+	}
+	fx, _ := os.ReadFile(effects)
+	lines := strings.Fields(string(fx))
+	for _, l := range lines {
+		if k := strings.Split(l, "-"); !logged[k[1]] {
+			t.Errorf("the side effect of call %s is not in the log", k[1])
+		}
+	}
+	t.Logf("%d calls, %d side effects; log size %d", n, len(lines), lat.Size)
+	t.Setenv("PROVLOG_TOKEN", tokens["boss"])
+	for i, p := range procs {
+		if out, code := runCmd(t, "audit", "--log", p.base, "--vkey", filepath.Join(datas[i], logVKeyFile)); code != 0 {
+			t.Errorf("audit through sidecar %d: %s", i, out)
+		}
 	}
 }
