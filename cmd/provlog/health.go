@@ -53,8 +53,11 @@ type problem struct {
 // and go through again once it is back): what, in a word or two, and
 // the detail.
 func unavailable(err error) (what, detail string) {
-	if log.FaultReason(err) == log.ErrReadOnly.Error() {
+	switch log.FaultReason(err) {
+	case log.ErrReadOnly.Error():
 		return "database read-only", "the log's database takes no writes (a hot standby, or default_transaction_read_only); calls are refused until it does: " + err.Error()
+	case log.ErrDiskFull.Error():
+		return "database disk full", "the log's database has no space left on its disk; calls are refused until it has: " + err.Error()
 	}
 	return "database unreachable", "the log's database is unreachable; calls are refused until it is back: " + err.Error()
 }

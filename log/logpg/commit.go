@@ -400,7 +400,7 @@ func (s *Store) outcome(conn *pgx.Conn, b *log.Batch, err error) error {
 		// Committed: read back below, which flushes.
 	case errors.As(err, &pe) && pe.Severity == "ERROR" && transient(pe.Code):
 		// Refused for now (a statement or lock timeout, a deadlock or
-		// serialization failure, a read-only database): nothing was
+		// serialization failure, a read-only or full database): nothing was
 		// committed, and the next commit may pass. It stopped the log for
 		// good.
 		return unavailable(fmt.Sprintf("committing batch [%d, %d)", b.Start, b.State.Size), err)
@@ -429,13 +429,18 @@ func (s *Store) outcome(conn *pgx.Conn, b *log.Batch, err error) error {
 // transient reports whether an ERROR of this SQLSTATE is one a retry may
 // not meet: query_canceled (statement_timeout), lock_not_available
 // (lock_timeout), too_many_connections, the transaction rollback class
-// (serialization failure, deadlock) and read_only_sql_transaction (a hot
+// (serialization failure, deadlock), read_only_sql_transaction (a hot
 // standby, or default_transaction_read_only: a failover's promotion or
 // an operator makes the database writable again, and a restart of every
-// sidecar would not).
+// sidecar would not) and disk_full (space freed on the database's disk
+// lets the next commit pass, as a restart would not either).
 func transient(code string) bool {
-	return code == "57014" || code == "55P03" || code == "53300" || strings.HasPrefix(code, "40") || code == codeReadOnly
+	return code == "57014" || code == "55P03" || code == "53300" || strings.HasPrefix(code, "40") || code == codeReadOnly || code == codeDiskFull
 }
+
+// codeDiskFull is disk_full: a statement of the transaction found no
+// space for what it wrote; the transaction is aborted, nothing committed.
+const codeDiskFull = "53100"
 
 // codeReadOnly is read_only_sql_transaction, which the first write (or
 // row lock) of a transaction meets on a database that takes no writes.
@@ -443,14 +448,19 @@ const codeReadOnly = "25006"
 
 // unavailable is the error of a commit that wrote nothing and may pass
 // later, in doing what: err wrapped in log.ErrUnavailable, and in
-// log.ErrReadOnly too if the database takes no writes, so that health
-// and the appends' errors say which. Every such error of a commit, on
-// whichever of its round trips, is made here.
+// log.ErrReadOnly too if the database takes no writes, or log.ErrDiskFull
+// if its disk has no space, so that health and the appends' errors say
+// which. Every such error of a commit, on whichever of its round trips,
+// is made here.
 func unavailable(what string, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == codeReadOnly {
 		return fmt.Errorf("%s: %w: %w: the database takes no writes (a hot standby, or default_transaction_read_only is on); nothing was written, and commits go through once it is writable again: %w",
 			what, log.ErrUnavailable, log.ErrReadOnly, err)
+	}
+	if errors.As(err, &pe) && pe.Code == codeDiskFull {
+		return fmt.Errorf("%s: %w: %w: the database's disk has no space left; nothing was written, and commits go through once it has: %w",
+			what, log.ErrUnavailable, log.ErrDiskFull, err)
 	}
 	return fmt.Errorf("%s: %w: %w", what, log.ErrUnavailable, err)
 }
