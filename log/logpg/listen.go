@@ -47,8 +47,11 @@ func (s *Store) listenOnce(ctx context.Context) bool {
 		}
 		return false
 	}
-	s.setUnreachable(nil)
 	s.checkWritable(ctx, conn)
+	checked := time.Now()
+	s.mu.Lock()
+	s.unreachable = nil // reached; what checkWritable found stands
+	s.mu.Unlock()
 	s.refresh(ctx)
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -60,8 +63,12 @@ func (s *Store) listenOnce(ctx context.Context) bool {
 		if conn.IsClosed() {
 			return true
 		}
-		if n == nil {
-			s.checkWritable(ctx, conn) // quiet for a while: look again
+		if time.Since(checked) >= 5*time.Second {
+			// Look again every 5 s, notified or not; read-only: ask a new
+			// session next, as this one keeps the default it started with.
+			if checked = time.Now(); !s.checkWritable(ctx, conn) {
+				return true
+			}
 		}
 		if n != nil {
 			// Skip what this handle already knows (its own commits, and
@@ -84,12 +91,12 @@ func (s *Store) listenOnce(ctx context.Context) bool {
 
 // checkWritable asks the listener's session whether the database takes
 // writes: not a hot standby, and not read-only for a new session
-// (default_transaction_read_only). A failed question is left to the
-// connection's next wait.
-func (s *Store) checkWritable(ctx context.Context, conn *pgx.Conn) {
+// (default_transaction_read_only), and reports whether it found so. A
+// failed question is left to the connection's next wait.
+func (s *Store) checkWritable(ctx context.Context, conn *pgx.Conn) bool {
 	var ro bool
 	if err := conn.QueryRow(ctx, `SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::bool`).Scan(&ro); err != nil {
-		return
+		return true
 	}
 	var err error
 	if ro {
@@ -98,6 +105,7 @@ func (s *Store) checkWritable(ctx context.Context, conn *pgx.Conn) {
 	s.mu.Lock()
 	s.noWrites = err
 	s.mu.Unlock()
+	return !ro
 }
 
 // refresh adopts the latest state if it is newer; failures are left to the
