@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/proxy/replay"
+	"github.com/transparency-dev/merkle/compact"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -141,21 +143,32 @@ func openReplayLocal(ctx context.Context, data, storeURL string, from, to uint64
 		return nil, err
 	}
 	l := &replayLog{close: func() { seq.Close(); store.Close() }}
-	size, _ := seq.Checkpoint()
+	size, cpb := seq.Checkpoint()
 	if opts.Blobs, err = openBlobs(data, store); err != nil {
 		l.close()
 		return nil, err
+	}
+	// The entries are checked against the tree of the log's checkpoint,
+	// as --log checks them: an entry edited in the data dir is not sent
+	// to a server as a call the log holds.
+	c, err := log.ParseCheckpointNote(cpb)
+	if err != nil {
+		l.close()
+		return nil, fmt.Errorf("the log's checkpoint: %w", err)
+	}
+	read := func(ctx context.Context, start, end uint64) ([][]byte, error) {
+		return checkedLocalEntries(ctx, store, c, start, end)
 	}
 	if l.to = to; to == 0 || to > size {
 		l.to = size
 	}
 	if from < l.to {
-		if l.entries, err = store.Entries(ctx, from, l.to); err != nil {
+		if l.entries, err = read(ctx, from, l.to); err != nil {
 			l.close()
 			return nil, err
 		}
 	}
-	opts.After = entriesAfter(store.Entries, size)
+	opts.After = entriesAfter(read, size)
 	l.record = func(ctx context.Context, r *replay.Record) (uint64, []string, error) {
 		hashed := r.Fit()
 		b, err := r.Marshal()
@@ -169,6 +182,75 @@ func openReplayLocal(ctx context.Context, data, storeURL string, from, to uint64
 		return rc.Index, hashed, nil
 	}
 	return l, nil
+}
+
+// checkedLocalEntries reads entries [start, end) of store and checks
+// them against the tree of checkpoint c: the root their leaf hashes make
+// with the stored nodes either side of them must be c's.
+func checkedLocalEntries(ctx context.Context, store log.Storage, c log.Checkpoint, start, end uint64) ([][]byte, error) {
+	es, err := store.Entries(ctx, start, end)
+	if err != nil {
+		return nil, err
+	}
+	nodes := func(b, e uint64) ([][]byte, error) {
+		ids := compact.RangeNodes(b, e, nil)
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		return store.ReadNodes(ctx, ids)
+	}
+	left, err := nodes(0, start)
+	if err != nil {
+		return nil, fmt.Errorf("reading the tree's nodes left of [%d, %d): %w", start, end, err)
+	}
+	right, err := nodes(end, c.Size)
+	if err != nil {
+		return nil, fmt.Errorf("reading the tree's nodes right of [%d, %d): %w", start, end, err)
+	}
+	rf := &compact.RangeFactory{Hash: log.NodeHash}
+	rng, err := rf.NewRange(0, start, left)
+	if err != nil {
+		return nil, fmt.Errorf("the tree's nodes left of entry %d: %w", start, err)
+	}
+	for _, e := range es {
+		if err := rng.Append(log.LeafHash(e), nil); err != nil {
+			return nil, err
+		}
+	}
+	rr, err := rf.NewRange(end, c.Size, right)
+	if err == nil {
+		err = rng.AppendRange(rr, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the tree's nodes right of entry %d: %w", end-1, err)
+	}
+	if root, err := rng.GetRootHash(nil); err != nil || !bytes.Equal(root, c.Hash) {
+		return nil, fmt.Errorf("entries [%d, %d) of the data dir are not those the tree of its checkpoint (size %d) holds: %s: refusing them", start, end, c.Size, badEntries(ctx, store, es, start))
+	}
+	return es, nil
+}
+
+// badEntries names the entries of es (from start) whose leaf hash is not
+// the one the store keeps for them, or says the tree's nodes differ.
+func badEntries(ctx context.Context, store log.Storage, es [][]byte, start uint64) string {
+	ids := make([]compact.NodeID, len(es))
+	for i := range es {
+		ids[i] = compact.NewNodeID(0, start+uint64(i))
+	}
+	hs, err := store.ReadNodes(ctx, ids)
+	if err != nil || len(hs) != len(es) {
+		return "the tree's nodes cannot be read"
+	}
+	var bad []uint64
+	for i, e := range es {
+		if !bytes.Equal(log.LeafHash(e), hs[i]) {
+			bad = append(bad, start+uint64(i))
+		}
+	}
+	if len(bad) == 0 {
+		return "the tree's stored nodes were changed"
+	}
+	return "entry " + replay.Ranges(bad) + " was changed"
 }
 
 // openReplayRemote reads entries [from, to) of a running sidecar's log;
