@@ -96,24 +96,21 @@ func registerReplayTool(s *mcp.Server, seq *server.Sequencer, store entryReader,
 	})
 }
 
-// checkReplayCalls holds rec to the call entries of its range in store
-// (replay.Record.CheckCalls).
+// checkReplayCalls holds rec to the call entries of store
+// (replay.Record.CheckCalls), reading those rec names.
 func checkReplayCalls(ctx context.Context, store entryReader, rec *replay.Record) error {
-	isCall := make([]bool, rec.To-rec.From)
-	var calls uint64
-	for start := rec.From; start < rec.To; start += 4096 {
-		es, err := store.Entries(ctx, start, min(rec.To, start+4096))
+	return rec.CheckCalls(func(lo, hi uint64) ([]bool, error) {
+		es, err := store.Entries(ctx, lo, hi)
 		if err != nil {
-			return fmt.Errorf("reading the range's entries: %w", err)
+			return nil, fmt.Errorf("reading entries [%d, %d): %w", lo, hi, err)
 		}
+		is := make([]bool, len(es))
 		for j, b := range es {
-			if e, err := log.ParseEntry(b); err == nil && e.Kind == log.KindCall {
-				isCall[start+uint64(j)-rec.From] = true
-				calls++
-			}
+			e, err := log.ParseEntry(b)
+			is[j] = err == nil && e.Kind == log.KindCall
 		}
-	}
-	return rec.CheckCalls(calls, func(i uint64) bool { return isCall[i-rec.From] })
+		return is, nil
+	})
 }
 
 // replayArgs returns record_replay's arguments for r, {"fields": ...},
