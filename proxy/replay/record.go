@@ -558,25 +558,38 @@ func isSum(v any) bool {
 
 // findNull returns the path of a null in v, which is at, if there is one.
 // encoding/json decodes null into a zero value without a word, which
-// would let a client's null pass for a 0 or an empty string.
+// would let a client's null pass for a 0 or an empty string. The path is
+// built only for a null found, on the way back up: built for every value
+// visited, it cost the square of the nesting depth.
 func findNull(v any, at string) (string, bool) {
-	switch x := v.(type) {
-	case nil:
-		return at, true
-	case map[string]any:
-		for k, e := range x {
-			if p, ok := findNull(e, at+"."+k); ok {
-				return p, true
+	var steps []string // the path's steps, innermost first
+	var find func(v any) bool
+	find = func(v any) bool {
+		switch x := v.(type) {
+		case nil:
+			return true
+		case map[string]any:
+			for k, e := range x {
+				if find(e) {
+					steps = append(steps, "."+k)
+					return true
+				}
+			}
+		case []any:
+			for i, e := range x {
+				if find(e) {
+					steps = append(steps, "["+strconv.Itoa(i)+"]")
+					return true
+				}
 			}
 		}
-	case []any:
-		for i, e := range x {
-			if p, ok := findNull(e, at+"["+strconv.Itoa(i)+"]"); ok {
-				return p, true
-			}
-		}
+		return false
 	}
-	return "", false
+	if !find(v) {
+		return "", false
+	}
+	slices.Reverse(steps)
+	return at + strings.Join(steps, ""), true
 }
 
 // Ranges writes sorted indices compactly: "1-3,7".

