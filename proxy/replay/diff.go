@@ -76,12 +76,35 @@ func escape(t string) string {
 // a member only b holds, or only a with nameA false, is named by its
 // object: b is a fresh result, whose member names nothing scrubbed, and
 // one may be a value the sidecar redacted.
+//
+// It names at most maxPaths+1 paths, as many as an outcome shows (cap20),
+// and builds a path only where the results differ, from the steps to it:
+// built for every value visited, paths cost the square of the nesting
+// depth of a result, which a server chooses.
 func diff(at string, a, b any, nameA bool) []string {
+	d := differ{steps: []string{at}, nameA: nameA}
+	d.diff(a, b)
+	return d.out
+}
+
+// A differ collects the paths at which two values differ.
+type differ struct {
+	steps []string // the path to the values compared, a step each
+	out   []string
+	nameA bool
+}
+
+func (d *differ) full() bool { return len(d.out) > maxPaths }
+
+func (d *differ) add() { d.out = append(d.out, strings.Join(d.steps, "")) }
+
+func (d *differ) diff(a, b any) {
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)
 		if !ok {
-			return []string{at}
+			d.add()
+			return
 		}
 		keys := map[string]bool{}
 		for k := range x {
@@ -90,42 +113,47 @@ func diff(at string, a, b any, nameA bool) []string {
 		for k := range y {
 			keys[k] = true
 		}
-		var out []string
 		unnamed := false
 		for _, k := range sortedKeys(keys) {
+			if d.full() {
+				return
+			}
 			xv, xok := x[k]
 			yv, yok := y[k]
 			switch {
 			case xok && yok:
-				out = append(out, diff(at+"/"+escape(k), xv, yv, nameA)...)
-			case xok && nameA:
-				out = append(out, at+"/"+escape(k))
+				d.steps = append(d.steps, "/"+escape(k))
+				d.diff(xv, yv)
+				d.steps = d.steps[:len(d.steps)-1]
+			case xok && d.nameA:
+				d.steps = append(d.steps, "/"+escape(k))
+				d.add()
+				d.steps = d.steps[:len(d.steps)-1]
 			default:
 				unnamed = true
 			}
 		}
-		if unnamed {
-			out = append(out, at)
+		if unnamed && !d.full() {
+			d.add()
 		}
-		return out
 	case []any:
 		y, ok := b.([]any)
 		if !ok || len(x) != len(y) {
-			return []string{at}
+			d.add()
+			return
 		}
-		var out []string
 		for i := range x {
-			out = append(out, diff(at+"/"+strconv.Itoa(i), x[i], y[i], nameA)...)
+			if d.full() {
+				return
+			}
+			d.steps = append(d.steps, "/"+strconv.Itoa(i))
+			d.diff(x[i], y[i])
+			d.steps = d.steps[:len(d.steps)-1]
 		}
-		return out
 	default:
 		if !reflect.DeepEqual(a, b) {
-			if at == "" {
-				return []string{""}
-			}
-			return []string{at}
+			d.add()
 		}
-		return nil
 	}
 }
 
