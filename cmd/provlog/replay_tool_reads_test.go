@@ -86,6 +86,17 @@ func TestRecordReplayReadsWhatItNames(t *testing.T) {
 	if n := cr.read.Load(); n > 16 {
 		t.Errorf("a report naming one entry of [0, %d) read %d entries, want those it names", size, n)
 	}
+	// Outcomes pinned by their hash name no call: the range is read
+	// until it holds as many calls as the counts, and no further.
+	cr.read.Store(0)
+	hashed := &replay.Record{From: 0, To: size, Runs: 1, Counts: map[string]int{replay.Unchanged: 3},
+		OutcomesSHA256: strings.Repeat("b", 64)}
+	if err := checkReplayCalls(ctx, cr, hashed); err != nil {
+		t.Fatalf("a report of 3 calls pinned by their hash: %v", err)
+	}
+	if n := cr.read.Load(); n > 16 {
+		t.Errorf("a report of 3 calls of [0, %d) pinned by their hash read %d entries, want those up to the third call", size, n)
+	}
 	// Through the tool, on the same log.
 	cs, closeClient := memClient(t, sc, "replayer")
 	defer closeClient()
