@@ -73,11 +73,18 @@ func (r *Record) CheckCalls(areCalls func(lo, hi uint64) ([]bool, error)) error 
 		n += uint64(c)
 	}
 	var calls uint64
-	for start := r.From; start < r.To && calls < n; start += callsChunk {
-		is, err := areCalls(start, min(r.To, start+callsChunk))
+	// Each entry is at most one call: the calls still to find are as
+	// many entries as need reading at least, and no more are read.
+	for start := r.From; start < r.To && calls < n; {
+		end := min(r.To, start+min(callsChunk, n-calls))
+		is, err := areCalls(start, end)
 		if err != nil {
 			return err
 		}
+		if uint64(len(is)) != end-start {
+			return fmt.Errorf("entries [%d, %d) were read as %d entries", start, end, len(is))
+		}
+		start = end
 		for _, ok := range is {
 			if ok {
 				calls++
