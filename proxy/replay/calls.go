@@ -74,9 +74,13 @@ func (r *Record) CheckCalls(areCalls func(lo, hi uint64) ([]bool, error)) error 
 	}
 	var calls uint64
 	// Each entry is at most one call: the calls still to find are as
-	// many entries as need reading at least, and no more are read.
+	// many entries as need reading at least. A read past that doubles,
+	// so that a range of few calls takes few reads, and the entries read
+	// are at most twice those up to the last call counted.
+	var chunk uint64
 	for start := r.From; start < r.To && calls < n; {
-		end := min(r.To, start+min(callsChunk, n-calls))
+		chunk = min(callsChunk, max(n-calls, 2*chunk))
+		end := min(r.To, start+chunk)
 		is, err := areCalls(start, end)
 		if err != nil {
 			return err
