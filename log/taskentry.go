@@ -32,6 +32,11 @@ const (
 //   - task.handoff: To, Note?, Snapshot
 //   - task.release, task.cancel: Note?
 //
+// Every kind but task.create may carry Prev?, the task's previous entry:
+// provlog writes it on every such entry since it was added, so that a
+// task's history is a chain from any entry back to its creation; entries
+// written before have none.
+//
 // Marked fields are left out of the entry when empty. Whether an entry
 // obeys the rules of ownership (who may do what, when) is the task
 // engine's to judge, not this type's.
@@ -52,6 +57,8 @@ type TaskEntry struct {
 	To       string // handoff
 	Note     string // handoff, release, cancel
 	Snapshot *TaskSnapshot
+
+	Prev *TaskEntryRef // all but create: the same task's previous entry
 }
 
 // A TaskSnapshot is the frozen state of a task that a handoff carries:
@@ -87,11 +94,11 @@ func IsTaskKind(kind string) bool { return taskFields[kind] != nil }
 // ones, and whether each is required.
 var taskFields = map[string]map[string]bool{
 	KindTaskCreate:  {"task_id": true, "title": true, "description": false, "offer_to": false},
-	KindTaskAccept:  {"task_id": true},
-	KindTaskClaim:   {"task_id": true, "provenance": true, "summary": true, "evidence": false, "source": false},
-	KindTaskHandoff: {"task_id": true, "to": true, "note": false, "snapshot": false},
-	KindTaskRelease: {"task_id": true, "note": false},
-	KindTaskCancel:  {"task_id": true, "note": false},
+	KindTaskAccept:  {"task_id": true, "prev": false},
+	KindTaskClaim:   {"task_id": true, "provenance": true, "summary": true, "evidence": false, "source": false, "prev": false},
+	KindTaskHandoff: {"task_id": true, "to": true, "note": false, "snapshot": false, "prev": false},
+	KindTaskRelease: {"task_id": true, "note": false, "prev": false},
+	KindTaskCancel:  {"task_id": true, "note": false, "prev": false},
 }
 
 // taskWire is the JSON form of every task kind's own members.
@@ -107,6 +114,7 @@ type taskWire struct {
 	To          string        `json:"to,omitempty"`
 	Note        string        `json:"note,omitempty"`
 	Snapshot    *TaskSnapshot `json:"snapshot,omitempty"`
+	Prev        *TaskEntryRef `json:"prev,omitempty"`
 }
 
 // Marshal returns the task entry's bytes. It fails as [Entry.Marshal]
@@ -117,7 +125,7 @@ func (t *TaskEntry) Marshal() ([]byte, error) {
 		return nil, fmt.Errorf("task entry: unknown kind %q", t.Kind)
 	}
 	w := taskWire{TaskID: t.TaskID, Title: t.Title, Description: t.Description, OfferTo: t.OfferTo, Provenance: t.Provenance,
-		Summary: t.Summary, Evidence: t.Evidence, Source: t.Source, To: t.To, Note: t.Note, Snapshot: t.Snapshot}
+		Summary: t.Summary, Evidence: t.Evidence, Source: t.Source, To: t.To, Note: t.Note, Snapshot: t.Snapshot, Prev: t.Prev}
 	e, err := NewEntry(t.Kind, t.Time, t.Actor, w)
 	if err != nil {
 		return nil, err
@@ -176,10 +184,31 @@ func ParseTask(e *Entry) (*TaskEntry, error) {
 			rd.fail("snapshot", err.Error())
 		}
 	}
+	if v, ok := e.Fields["prev"]; ok && rd.err == nil {
+		t.Prev = &TaskEntryRef{}
+		if err := decodeStrict(v, t.Prev); err != nil {
+			rd.fail("prev", err.Error())
+		} else if !isLeafHex(t.Prev.LeafHash) {
+			rd.fail("prev", "leaf_hash is not 64 lowercase hex digits")
+		}
+	}
 	if rd.err != nil {
 		return nil, fmt.Errorf("%s entry: %w", e.Kind, rd.err)
 	}
 	return t, nil
+}
+
+// isLeafHex reports whether s is a leaf hash in lowercase hex.
+func isLeafHex(s string) bool {
+	if len(s) != 2*HashSize {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // indices reads v, the member k, as a non-empty list of log indices.

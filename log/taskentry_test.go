@@ -23,6 +23,8 @@ func taskSeeds() []*log.TaskEntry {
 			Snapshot: &log.TaskSnapshot{State: "accepted", Owner: "bob", HistoryHead: log.TaskEntryRef{Index: 3, LeafHash: "ab"},
 				Claims: []log.TaskClaimRef{{Index: 2, LeafHash: "cd", Actor: "bob", Provenance: "reported"}}}},
 		{Kind: log.KindTaskRelease, Time: at, Actor: "bob", TaskID: id},
+		{Kind: log.KindTaskClaim, Time: at, Actor: "bob", TaskID: id, Provenance: "reported", Summary: "s", Source: "x",
+			Prev: &log.TaskEntryRef{Index: 4, LeafHash: strings.Repeat("0f", 32)}},
 		{Kind: log.KindTaskCancel, Time: at, Actor: "alice", TaskID: id, Note: "n"},
 	}
 }
@@ -65,6 +67,11 @@ func TestTaskEntryRefusals(t *testing.T) {
 		{`"kind":"task.claim","evidence":[-1],"provenance":"observed","summary":"s","task_id":"t",`, "other than a log index"},
 		{`"kind":"task.handoff","snapshot":{"state":"accepted","x":1},"task_id":"t","to":"b",`, `unknown field "x"`},
 		{`"kind":"task.accept","task_id":null,`, "is null"},
+		{`"kind":"task.create","prev":{"index":1,"leaf_hash":"` + strings.Repeat("ab", 32) + `"},"task_id":"t","title":"x",`, `unexpected field "prev"`},
+		{`"kind":"task.accept","prev":{"index":1,"leaf_hash":"` + strings.Repeat("AB", 32) + `"},"task_id":"t",`, "not 64 lowercase hex"},
+		{`"kind":"task.accept","prev":{"index":1,"leaf_hash":"ab"},"task_id":"t",`, "not 64 lowercase hex"},
+		{`"kind":"task.accept","prev":{"index":1,"leaf_hash":"` + strings.Repeat("ab", 32) + `","x":1},"task_id":"t",`, `unknown field "x"`},
+		{`"kind":"task.accept","prev":1,"task_id":"t",`, `"prev"`},
 		{`"kind":"task.other","task_id":"t",`, "not a task entry"},
 	} {
 		b, err := log.Canonicalize([]byte(head + c.entry + tail))

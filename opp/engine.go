@@ -355,6 +355,7 @@ func (e *Engine) do(ctx context.Context, r *record) (*Result, error) {
 	defer unlock()
 	// Only the holder of the task's lock changes it, so it reads t
 	// without t.mu.
+	r.prev = new(t.head())
 	if r.kind == KindHandoff && t.Owner == r.actor {
 		r.snapshot = t.snapshot()
 	}

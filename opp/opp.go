@@ -119,6 +119,7 @@ const (
 	RuleHandoffTarget   = "handoff_target"    // handoff to nobody or to oneself
 	RuleLimit           = "limit"             // too many claims, or entries, on one task
 	RuleSnapshot        = "handoff_snapshot"  // (rebuild only) handoff snapshot missing or wrong
+	RulePrev            = "task_prev"         // (rebuild only) prev does not name the task's previous entry
 	RuleEntry           = "malformed_entry"   // (rebuild only) task entry that does not parse
 )
 

@@ -28,6 +28,11 @@ type record struct {
 	note     string // handoff, release, cancel
 	snapshot *Snapshot
 
+	// prev is the task's previous entry, which the engine writes on every
+	// entry but a create and a rebuild checks (rules.go); nil in entries
+	// written before it was added.
+	prev *EntryRef
+
 	// calls are, for an observed claim that passed check, the calls its
 	// evidence stands for, one per cited index, in order (onetask.go),
 	// and failed says which of them failed (succeeded.go).
@@ -47,7 +52,7 @@ func (r *record) marshal() ([]byte, error) {
 	t := &log.TaskEntry{Kind: r.kind, Time: r.time, Actor: r.actor, Auth: r.auth, TaskID: r.taskID,
 		Title: r.title, Description: r.description, OfferTo: r.offerTo,
 		Provenance: string(r.provenance), Summary: r.summary, Evidence: r.evidence, Source: r.source,
-		To: r.to, Note: r.note, Snapshot: r.snapshot}
+		To: r.to, Note: r.note, Snapshot: r.snapshot, Prev: r.prev}
 	return t.Marshal()
 }
 
@@ -80,5 +85,5 @@ func parseRecord(b []byte) (*record, error) {
 	return &record{kind: t.Kind, actor: t.Actor, auth: t.Auth, time: t.Time, taskID: t.TaskID, size: len(b),
 		title: t.Title, description: t.Description, offerTo: t.OfferTo,
 		provenance: Provenance(t.Provenance), summary: t.Summary, evidence: t.Evidence, source: t.Source,
-		to: t.To, note: t.Note, snapshot: t.Snapshot}, nil
+		to: t.To, note: t.Note, snapshot: t.Snapshot, prev: t.Prev}, nil
 }

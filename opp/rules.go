@@ -304,6 +304,10 @@ func check(rd reader, t *task, r *record, limit uint64) error {
 			return Refuse(RuleNotCreator, "only the creator of task %s (%s) may cancel it; if you own it and want to stop, use release_task", id, t.Creator)
 		}
 	}
+	if r.prev != nil && *r.prev != t.head() {
+		h := t.head()
+		return Refuse(RulePrev, "prev names entry %d (leaf hash %s) as task %s's previous entry, but that is entry %d (leaf hash %s)", r.prev.Index, r.prev.LeafHash, id, h.Index, h.LeafHash)
+	}
 	switch r.kind {
 	case KindClaim:
 		return checkClaim(rd, t, r, limit)
@@ -562,14 +566,19 @@ func (t *task) tenuresOf(actor string) string {
 	return strings.Join(parts, ", ")
 }
 
+// head names t's latest entry: what the next entry's prev names.
+func (t *task) head() EntryRef {
+	h := t.History[len(t.History)-1]
+	return EntryRef{Index: h.Index, LeafHash: h.LeafHash}
+}
+
 // snapshot is the frozen state a handoff of t carries.
 func (t *task) snapshot() *Snapshot {
-	head := t.History[len(t.History)-1]
 	return &Snapshot{
 		State:       string(t.State),
 		Owner:       t.Owner,
 		Reservation: t.Reservation,
-		HistoryHead: EntryRef{Index: head.Index, LeafHash: head.LeafHash},
+		HistoryHead: t.head(),
 		Claims:      append([]ClaimRef{}, t.claims...),
 	}
 }

@@ -148,7 +148,7 @@ func (e *Engine) doShared(ctx context.Context, r *record) (*Result, error) {
 // meanwhile, so t is read under its mu.
 func (e *Engine) tryShared(ctx context.Context, t *task, r *record, after uint64) (*Result, error) {
 	t.mu.RLock()
-	r.snapshot = nil
+	r.snapshot, r.prev = nil, new(t.head())
 	if r.kind == KindHandoff && t.Owner == r.actor {
 		r.snapshot = t.snapshot()
 	}

@@ -64,6 +64,9 @@ func (r *Report) String() string {
 		}
 		lines = append(lines, l)
 	}
+	if r.Chain != nil {
+		lines = append(lines, chainLine(r.Chain))
+	}
 	for _, s := range m.Missing {
 		lines = append(lines, "  missing: "+s)
 	}

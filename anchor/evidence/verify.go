@@ -56,6 +56,7 @@ type Report struct {
 	Timestamps           []Timestamp
 	Rekor                []RekorEntry
 	Context              []Context
+	Chain                *TaskChain // for a task entry, how far its task's history is proven whole
 	// Pinned says which trust the caller pinned ([VerifyPinned]); the
 	// rest came from the directory.
 	Pinned Pinned
@@ -555,6 +556,7 @@ func (c *checker) checkTask() {
 		}
 	}
 	c.checkObservedResults()
+	c.checkChain()
 	// Every cited entry is here: a claim's evidence without what it cites
 	// (a failed call, say) would show the claim and keep that from the
 	// reader.
@@ -631,21 +633,6 @@ func (c *checker) checkObservedResults() {
 			}
 		}
 	}
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "nothing"
-	}
-	return s
-}
-
-func entriesOf(cs []Context) []*log.Entry {
-	out := make([]*log.Entry, len(cs))
-	for i, c := range cs {
-		out[i] = c.Entry
-	}
-	return out
 }
 
 // checkManifest requires manifest.json to be exactly what the files give.

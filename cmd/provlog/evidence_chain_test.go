@@ -46,8 +46,8 @@ func TestEvidenceDroppedTaskEntry(t *testing.T) {
 		t.Fatalf("provlog evidence: exit %d\n%s", code, out)
 	}
 	vkey := filepath.Join(data, logVKeyFile)
-	if out, code := runCmd(t, "verify-evidence", "--vkey", vkey, ev); code != 0 {
-		t.Fatalf("verify-evidence of the whole evidence: exit %d\n%s", code, out)
+	if out, code := runCmd(t, "verify-evidence", "--vkey", vkey, ev); code != 0 || !strings.Contains(out, "task history: whole from the task's creation") {
+		t.Fatalf("verify-evidence of the whole evidence: exit %d, want OK saying the task's history is whole\n%s", code, out)
 	}
 
 	// The forger's edit: the handoff's files gone, the manifest rewritten.
