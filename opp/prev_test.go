@@ -91,3 +91,39 @@ func readTask(t *testing.T, l *testLog, i uint64) *log.TaskEntry {
 	}
 	return te
 }
+
+// TestSharedPrevLinks: on a log two sidecars share, each names as prev
+// the task's previous entry whichever sidecar wrote it, and the log alone
+// rebuilds with no violation.
+func TestSharedPrevLinks(t *testing.T) {
+	la, a, _, b := twoSidecarLogs(t, 1)
+	id := mustOK(t)(a.Create(ctx, "alice", opp.CreateArgs{Title: "t"})).Task.ID
+	other := mustOK(t)(a.Create(ctx, "alice", opp.CreateArgs{Title: "other"})).Task.ID
+	mustOK(t)(a.Accept(ctx, "alice", id))
+	status(t, b, other) // B holds the other task whole, not this one
+	mustOK(t)(b.Handoff(ctx, "alice", opp.HandoffArgs{TaskID: id, To: "bob"}))
+	mustOK(t)(a.Accept(ctx, "bob", id))
+	mustOK(t)(b.ReportCompletion(ctx, "bob", opp.ClaimArgs{TaskID: id, Provenance: "reported", Summary: "s", Source: "carol"}))
+	tasks, err := opp.Rebuild(ctx, la, la.size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := tasks.Violations(); len(v) > 0 {
+		t.Fatalf("the shared log rebuilds with violations: %v", v)
+	}
+	task, err := tasks.Task(ctx, id)
+	if err != nil || task == nil {
+		t.Fatalf("task %s: %v", id, err)
+	}
+	for k, ev := range task.History[1:] {
+		es, err := la.Entries(ctx, ev.Index, ev.Index+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _ := log.ParseEntry(es[0])
+		te, err := log.ParseTask(e)
+		if err != nil || te.Prev == nil || te.Prev.Index != task.History[k].Index {
+			t.Fatalf("the %s at %d names prev %+v (%v), want entry %d", ev.Kind, ev.Index, te.Prev, err, task.History[k].Index)
+		}
+	}
+}

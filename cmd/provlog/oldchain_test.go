@@ -20,7 +20,7 @@ import (
 // one, and the evidence of a claim after it verifies and says the history
 // before that old entry is not linked. A task entry whose prev names
 // another entry than its task's previous one is a task_prev violation
-// provlog audit reports.
+// provlog audit and verify-bundle report.
 func TestOldTaskHistoryUnlinked(t *testing.T) {
 	ctx := context.Background()
 	data := t.TempDir()
@@ -73,5 +73,11 @@ func TestOldTaskHistoryUnlinked(t *testing.T) {
 	out, code = runCmd(t, "audit", "--data", data)
 	if want := "entry " + strconv.FormatUint(forged, 10); code == 0 || !strings.Contains(out, opp.RulePrev) || !strings.Contains(out, want) {
 		t.Fatalf("audit of a log with a claim whose prev is wrong at %d: exit %d, want it to fail naming %s and %q:\n%s", forged, code, opp.RulePrev, want, out)
+	}
+	// An export carries the entry; verify-bundle rebuilds the tasks and
+	// refuses it too.
+	out, code = runCmd(t, "verify-bundle", exportBundle(t, data, ""))
+	if code == 0 || !strings.Contains(out, opp.RulePrev) {
+		t.Fatalf("verify-bundle of an export with a claim whose prev is wrong at %d: exit %d, want it to fail naming %s:\n%s", forged, code, opp.RulePrev, out)
 	}
 }
