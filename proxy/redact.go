@@ -435,13 +435,13 @@ func scrubMembers(m map[string]any, name func(string) string, walk func(any) any
 
 // mayHoldSecret reports whether the canonical JSON text canon may hold a
 // secret or base64 of one (scrubJSON): whether it holds a secret or a
-// core, or, with its line breaks unwrapped, a core. Unwrapping reads
+// core (read case-blind, coreFilter), or, with its line breaks
+// unwrapped, a core. Unwrapping reads
 // every backslash before an r or n (and, after a break, a t) as an
 // escape, and one may be a string's own before base64 starting with that
 // letter, so there a core is looked for without its first character.
 func mayHoldSecret(canon []byte, cores, secrets []string) bool {
-	in := func(s string) bool { return bytes.Contains(canon, []byte(s)) }
-	if slices.ContainsFunc(cores, in) {
+	if holdsCore(newCoreFilter(cores, 0), canon) {
 		return true
 	}
 	// A secret in any case (foldCase); one with a backslash or a quote
@@ -465,7 +465,7 @@ func mayHoldSecret(canon []byte, cores, secrets []string) bool {
 		return false // no line break in any string
 	}
 	u := unwrap(string(canon), true)
-	return slices.ContainsFunc(cores, func(c string) bool { return strings.Contains(u, c[1:]) })
+	return holdsCore(newCoreFilter(cores, 1), u)
 }
 
 // base64Alphabets are the encodings a result carries bytes in (an image's
@@ -512,16 +512,18 @@ func decodesToSecret(s string, cores, secrets []string) bool {
 }
 
 // base64OfSecret is decodesToSecret for s without line breaks. Each run
-// of an alphabet's characters that holds one of cores is decoded from its
-// first four characters.
+// of an alphabet's characters that holds one of cores, read case-blind
+// (coreFilter: with any of the value's ASCII letters' cases changed), is
+// decoded from its first four characters and matched case-folded.
 func base64OfSecret(s string, cores, secrets []string) bool {
-	if !slices.ContainsFunc(cores, func(c string) bool { return strings.Contains(s, c) }) {
+	f := newCoreFilter(cores, 0)
+	if !holdsCore(f, s) {
 		return false
 	}
 	for _, enc := range base64Alphabets {
 		raw := enc.WithPadding(base64.NoPadding)
 		for run := range base64Runs(s, enc) {
-			if !slices.ContainsFunc(cores, func(c string) bool { return strings.Contains(run, c) }) {
+			if !holdsCore(f, run) {
 				continue
 			}
 			// The run's first four characters are the offsets a group

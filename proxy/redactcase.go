@@ -16,9 +16,10 @@ import (
 // characters it folds with: k, K and the Kelvin sign are one), whatever
 // the server's redact_ignore_case: ASCII's and every other script's
 // simple cases, not full folding (ß is not ss). A value encoded as
-// base64 is found in the case it was sent in, upper-cased and
-// lower-cased (encodedCases), in no other: its encoding in each case is
-// searched for, and a text's base64 is not decoded unless it holds one.
+// base64 is found with its ASCII letters in any mix of cases (coreFilter)
+// and its other letters in the case it was sent in, upper-cased or
+// lower-cased (encodedCases): a text's base64 is not decoded unless it
+// holds the encoding of one of those, so read.
 
 // foldCase returns s with each character folded (foldRune), and, if that
 // changed the length of any, at: for each byte of the folded text, the
@@ -215,9 +216,10 @@ func indexLinear(s, x string, work *int) int {
 // encodedCases returns the secrets of at least minSecretLen bytes as
 // sent, upper-cased and lower-cased (each once): the forms whose base64
 // the scrubbers look for (base64Cores). A server that changes a value's
-// case before it encodes it (a token made of it, an image of it) changes
-// it whole far more often than letter by letter, and each form costs a
-// search of every text for its six cores.
+// case before it encodes it (a token made of it, an image of it) may
+// change any of its ASCII letters' cases, which coreFilter reads past;
+// the letters beyond ASCII whose cases differ in more than one bit are
+// found whole in each case.
 func encodedCases(secrets []string) []string {
 	var out []string
 	for _, s := range secrets {
@@ -231,4 +233,135 @@ func encodedCases(secrets []string) []string {
 		}
 	}
 	return out
+}
+
+// Base64 of a value with its letters' cases mixed.
+//
+// An ASCII letter's cases differ in one bit (0x20), as do most Latin-1
+// letters' second bytes in UTF-8, and that bit of each byte of a value
+// falls in one of base64's characters at a place fixed by where the byte
+// is in its group of three: the fourth bit (from the least) of a group's
+// first character, the second of its second and the sixth of its
+// fourth; its third holds none. A base64 character read with those
+// three bits cleared (caseBlind) is the same whichever case each letter
+// of the value was in: s3CrEt-uP1's base64 is S3CRET-UP1's so read. The
+// scrubbers look for a value's cores (base64Cores) so read, in one pass
+// over a text however many values it has (coreFilter), and decode a run
+// holding one to match it case-folded: every mix of an ASCII value's
+// cases is found, as a value's characters beyond ASCII are found as
+// sent, upper- or lower-cased (encodedCases).
+
+// caseBlind maps a base64 character (of either alphabet of
+// base64Alphabets) to its six bits without the three a letter's case
+// may change, as one of 8 symbols, and any other byte to noBase64.
+var caseBlind = func() (t [256]byte) {
+	const std = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	for i := range t {
+		t[i] = noBase64
+	}
+	for v := range 64 {
+		sym := byte(v&1 | v>>1&2 | v>>2&4) // bits 0, 2 and 4
+		t[std[v]] = sym
+	}
+	t['-'], t['_'] = t['+'], t['/']
+	return t
+}()
+
+const noBase64 = 0xff
+
+// coreFilter finds, in one pass over a text, whether it holds any of a
+// set of base64 cores read case-blind (caseBlind): each run of the text's
+// last w base64 characters is looked up in a set of bits by its symbols'
+// hash, and only a hit compares the cores there.
+type coreFilter struct {
+	cores [][]byte // case-blind symbols
+	w     int      // the shortest core's length, at most 21 (3 bits a symbol)
+	bits  [1 << 14 / 64]uint64
+}
+
+// newCoreFilter returns the filter of cores, or nil if there are none.
+// from drops each core's first characters (mayHoldSecret's unwrapped
+// text).
+func newCoreFilter(cores []string, from int) *coreFilter {
+	f := &coreFilter{w: 21}
+	size := 0
+	for _, c := range cores {
+		size += max(0, len(c)-from)
+	}
+	// A value's cases' cores read alike are compared alike (a hit is
+	// rare): no search for them to keep each once.
+	all := make([]byte, 0, size)
+	for _, c := range cores {
+		if len(c) <= from {
+			continue
+		}
+		n := len(all)
+		for i := from; i < len(c); i++ {
+			all = append(all, caseBlind[c[i]])
+		}
+		f.cores = append(f.cores, all[n:len(all):len(all)])
+		f.w = min(f.w, len(c)-from)
+	}
+	if len(f.cores) == 0 {
+		return nil
+	}
+	for _, c := range f.cores {
+		var key uint64
+		for _, sym := range c[:f.w] {
+			key = key<<3 | uint64(sym)
+		}
+		h := f.hash(key)
+		f.bits[h/64] |= 1 << (h % 64)
+	}
+	return f
+}
+
+// hash is the bit of the set for a run's symbols.
+func (f *coreFilter) hash(key uint64) uint64 { return key * 0x9e3779b97f4a7c15 >> (64 - 14) }
+
+// holdsCore reports whether s holds one of f's cores, read case-blind.
+// It is linear in s (a hit compares each core; a text's runs hit by
+// chance about once in 340 characters for 48 cores).
+func holdsCore[T ~string | ~[]byte](f *coreFilter, s T) bool {
+	if f == nil {
+		return false
+	}
+	mask := uint64(1)<<(3*f.w) - 1
+	var key uint64
+	n := 0 // base64 characters ending at i, up to w
+	for i := 0; i < len(s); i++ {
+		sym := caseBlind[s[i]]
+		if sym == noBase64 {
+			n = 0
+			continue
+		}
+		key = (key<<3 | uint64(sym)) & mask
+		if n < f.w {
+			n++
+		}
+		if n < f.w {
+			continue
+		}
+		h := f.hash(key)
+		if f.bits[h/64]&(1<<(h%64)) == 0 {
+			continue
+		}
+		start := i + 1 - f.w
+		for _, c := range f.cores {
+			if start+len(c) <= len(s) && blindHasPrefix(s[start:], c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// blindHasPrefix reports whether s starts with the case-blind symbols c.
+func blindHasPrefix[T ~string | ~[]byte](s T, c []byte) bool {
+	for i, sym := range c {
+		if caseBlind[s[i]] != sym {
+			return false
+		}
+	}
+	return true
 }

@@ -88,3 +88,59 @@ func TestRedactedValueMixedCaseBase64Scrubbed(t *testing.T) {
 	}
 	writtenNowhere(t, l, &logs, texts)
 }
+
+// FuzzCoreFilter: holdsCore finds a core read case-blind wherever a
+// search of each core at each offset finds it, and nowhere else; and
+// base64 of a value with any of its ASCII letters' cases changed, at any
+// offset in either alphabet inside a text, is found by decodesToSecret.
+func FuzzCoreFilter(f *testing.F) {
+	f.Add("S3CRET-Up1", "token: ", uint64(0x5a5a), uint8(1), false)
+	f.Add("skMixedCaseTokenAbcdef", "", uint64(0xffff), uint8(2), true)
+	f.Add("abcd", "\xff==", uint64(3), uint8(0), false)
+	f.Fuzz(func(t *testing.T, secret, around string, flips uint64, off uint8, url bool) {
+		if len(secret) < minSecretLen || len(secret) > 64 {
+			return
+		}
+		secrets := []string{secret}
+		cores := base64Cores(secrets)
+		filter := newCoreFilter(cores, 0)
+		naive := func(s string) bool {
+			for _, c := range cores {
+				for i := 0; i+len(c) <= len(s); i++ {
+					same := true
+					for j := range len(c) {
+						if caseBlind[s[i+j]] != caseBlind[c[j]] {
+							same = false
+							break
+						}
+					}
+					if same {
+						return true
+					}
+				}
+			}
+			return false
+		}
+		if got, want := holdsCore(filter, around), naive(around); got != want {
+			t.Fatalf("holdsCore(%q) = %v, a search says %v", around, got, want)
+		}
+		b := []byte(secret)
+		for i, c := range b {
+			if ('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') && flips>>(i%64)&1 == 1 {
+				b[i] = c ^ 0x20
+			}
+		}
+		enc := base64.StdEncoding
+		if url {
+			enc = base64.URLEncoding
+		}
+		e := enc.EncodeToString(append([]byte(strings.Repeat("\x00", int(off%3))), b...))
+		s := around + " " + e + " " + around
+		if !holdsCore(filter, s) {
+			t.Fatalf("no core of %q found in %q", secret, s)
+		}
+		if !decodesToSecret(s, cores, secrets) {
+			t.Fatalf("base64 of %q (%q) not found in %q", b, e, s)
+		}
+	})
+}
