@@ -51,7 +51,9 @@ type ServerConfig struct {
 	// Redact lists argument field names whose values are replaced by
 	// "[redacted]" at any depth of a call's arguments before anything is
 	// hashed, logged or written (exact, case-sensitive key match). The
-	// downstream server still receives the real values.
+	// downstream server still receives the real values. Each is a
+	// member's name, not a path: one starting with '/' (a JSON pointer)
+	// is refused.
 	Redact []string `yaml:"redact"`
 	// RedactIgnoreCase makes Redact match field names in any case
 	// ("password" also redacts "Password" and "PASSWORD").
@@ -170,6 +172,13 @@ func (c *ServerConfig) check() error {
 	for _, f := range c.Redact {
 		if f == "" {
 			return fmt.Errorf("server %q: redact lists an empty field name", c.ID)
+		}
+		if strings.HasPrefix(f, "/") {
+			// A JSON pointer (replay_ignore's form) names no member:
+			// the value it was meant for would be written as sent.
+			last := f[strings.LastIndexByte(f, '/')+1:]
+			last = strings.NewReplacer("~1", "/", "~0", "~").Replace(last)
+			return fmt.Errorf("server %q: redact %q is a path; redact names a member, matched at any depth: list %q", c.ID, f, last)
 		}
 	}
 	if p := c.toolPrefix(); p != "" && !toolNamePattern.MatchString(p) {
