@@ -172,7 +172,7 @@ func (d *downstream) connectAt(ctx context.Context, ask string) (*mcp.ClientSess
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := d.send(ctx, session.Load(), appendResponse(nil, id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errAsks})); err != nil {
-			d.p.logger.Warn("proxy: answering a server's request failed", "server", d.cfg.ID, "error", err)
+			d.p.logger.Warn("proxy: answering a server's request failed", "server", d.cfg.ID, "error", d.logText(err.Error(), nil))
 		}
 	}}
 	d.asks.Store(asks)

@@ -491,7 +491,13 @@ func (d *downstream) onStream(ctx context.Context, cs *mcp.ClientSession, ic *in
 	}
 	b = appendResponse(b, msg.ID, raw, rerr)
 	if err := d.send(ctx, cs, b); err != nil {
-		d.p.logger.Warn("proxy: answering a server's request failed", "server", d.cfg.ID, "method", msg.Method, "error", err)
+		// The error may quote what the server made of the answer (a bad
+		// response head): scrubbed of it, the call's values included.
+		var call *callSecrets
+		if ic != nil {
+			call = ic.secrets
+		}
+		d.p.logger.Warn("proxy: answering a server's request failed", "server", d.cfg.ID, "method", msg.Method, "error", d.logText(err.Error(), call))
 	}
 }
 
