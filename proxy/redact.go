@@ -390,12 +390,22 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 // scrubText is the one scanner of a text for secrets (cores: theirs,
 // base64Cores): s with every secret cut out (cutSecrets), or Redacted
 // whole if it is or holds base64 of bytes holding one (decodesToSecret),
-// whether it holds the secret itself too or not. It is linear in s.
+// whether it holds the secret itself too or not, or if it holds one
+// written with JSON's escapes (escapedViews: \u0053 for S in a JSON text
+// a server quotes). It is linear in s.
 func scrubText(s string, cores, secrets []string) string {
 	if decodesToSecret(s, cores, secrets) {
 		return Redacted
 	}
-	return cutSecrets(s, secrets)
+	out := cutSecrets(s, secrets)
+	for _, v := range escapedViews(out) {
+		if c := cutSecrets(v, secrets); c == Withheld {
+			return Withheld
+		} else if c != v || decodesToSecret(v, cores, secrets) {
+			return Redacted
+		}
+	}
+	return out
 }
 
 // scrubMembers returns the members of m under their names as name makes
@@ -460,6 +470,12 @@ func mayHoldSecret(canon []byte, cores, secrets []string) bool {
 		return indexFolded(fc, f) >= 0
 	}) {
 		return true
+	}
+	for _, v := range escapedViews(string(canon)) { // a secret JSON-escaped
+		fv, _ := foldCase(v)
+		if holdsCore(newCoreFilter(cores, 0), v) || slices.ContainsFunc(folded(secrets), func(f string) bool { return indexFolded(fv, f) >= 0 }) {
+			return true
+		}
 	}
 	if !bytes.Contains(canon, []byte(`\n`)) && !bytes.Contains(canon, []byte(`\r`)) {
 		return false // no line break in any string

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -74,4 +75,26 @@ func TestRedactedValueJSONEscapedScrubbed(t *testing.T) {
 		texts = append(texts, tail)
 	}
 	writtenNowhere(t, l, &logs, texts)
+}
+
+// FuzzJSONUnescaped: jsonUnescaped reads the inside of a valid JSON
+// string of UTF-8 as encoding/json does (but for a surrogate's escape,
+// which it reads as one only in a pair), never panics on any text, and never lengthens one.
+func FuzzJSONUnescaped(f *testing.F) {
+	for _, s := range []string{`\u0053ECRET`, `sk\/a\\u0041`, `\ud83d\ude00 \ud83d`, `\u12`, `a\`, `\"\n\t`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u := jsonUnescaped(s)
+		if len(u) > len(s) {
+			t.Fatalf("%q read as %q, longer", s, u)
+		}
+		var want string
+		if !utf8.ValidString(s) || json.Unmarshal([]byte(`"`+s+`"`), &want) != nil || strings.Contains(s, `\uD`) || strings.Contains(s, `\ud`) {
+			return
+		}
+		if u != want {
+			t.Fatalf("%q read as %q, encoding/json reads %q", s, u, want)
+		}
+	})
 }

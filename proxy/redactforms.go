@@ -127,3 +127,107 @@ func asciiEscaped(s, format string) string {
 // jsonQuoted escapes a text as a JSON string holds it (its backslashes
 // and quotes).
 var jsonQuoted = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+
+// maxEscapeDepth bounds how many times a text is read as a JSON string
+// holds it (escapedViews): a JSON text in a string in a JSON text is two.
+const maxEscapeDepth = 4
+
+// escapedViews returns s read as the inside of a JSON string, and that
+// read again, while the reading changes it and it still holds an escape
+// that can write a secret's character (\u, \/: a server's encoder may
+// write any character as \u00XX, PHP's every '/' as \/), at most
+// maxEscapeDepth times; none if s holds no such escape. A secret in one
+// of them is in s escaped (scrubText, mayHoldSecret).
+func escapedViews(s string) []string {
+	var out []string
+	for range maxEscapeDepth {
+		if !strings.Contains(s, `\u`) && !strings.Contains(s, `\/`) {
+			break
+		}
+		u := jsonUnescaped(s)
+		if u == s {
+			break
+		}
+		out = append(out, u)
+		s = u
+	}
+	return out
+}
+
+// jsonUnescaped is s with each JSON string escape in it (\", \\, \/, \b,
+// \f, \n, \r, \t, \uXXXX, a surrogate pair as one character) written as
+// the character it stands for; a backslash starting no escape is kept,
+// as is a lone surrogate's escape.
+func jsonUnescaped(s string) string {
+	var b strings.Builder
+	kept := 0 // s[kept:i] is still to be copied
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		var r rune
+		n := 2
+		switch c := s[i+1]; c {
+		case '"', '\\', '/':
+			r = rune(c)
+		case 'b':
+			r = '\b'
+		case 'f':
+			r = '\f'
+		case 'n':
+			r = '\n'
+		case 'r':
+			r = '\r'
+		case 't':
+			r = '\t'
+		case 'u':
+			r, n = hex4(s, i+2), 6
+			if r < 0 {
+				continue
+			}
+			if utf16.IsSurrogate(r) {
+				lo := rune(-1)
+				if i+12 <= len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
+					lo = hex4(s, i+8)
+				}
+				if r = utf16.DecodeRune(r, lo); r == utf8.RuneError {
+					continue
+				}
+				n = 12
+			}
+		default:
+			continue
+		}
+		b.WriteString(s[kept:i])
+		b.WriteRune(r)
+		kept = i + n
+		i += n - 1
+	}
+	if kept == 0 {
+		return s
+	}
+	b.WriteString(s[kept:])
+	return b.String()
+}
+
+// hex4 is the value of the four hex digits at s[i:], or -1.
+func hex4(s string, i int) rune {
+	if i+4 > len(s) {
+		return -1
+	}
+	var r rune
+	for _, c := range []byte(s[i : i+4]) {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
