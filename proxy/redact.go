@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"iter"
@@ -249,6 +250,12 @@ func appendStringForms(secrets []string, v string) []string {
 		// As a JSON text of only ASCII writes it (Python's
 		// json.dumps), in either case of hex.
 		secrets = append(secrets, lower, asciiEscaped(esc, `\u%04X`))
+	}
+	if len(v) >= minSecretLen {
+		// As hex (a key or a digest's input shown back): either case,
+		// as every secret is matched (cutSecrets). A shorter value's
+		// hex would be found in hex of anything (a digest) too often.
+		secrets = append(secrets, hex.EncodeToString([]byte(v)))
 	}
 	q, p := url.QueryEscape(v), url.PathEscape(v) // as a URL a server builds holds it
 	if q != v {

@@ -27,18 +27,18 @@ func TestRedactArgs(t *testing.T) {
 		{``, []string{"a"}, `{}`, nil},
 		{`null`, []string{"a"}, `{}`, nil},
 		{`{"a":"x","b":1}`, nil, `{"a":"x","b":1}`, nil},
-		{`{"password":"hunter22","user":"bob"}`, []string{"password"}, `{"password":"[redacted]","user":"bob"}`, []string{"hunter22"}},
-		{`{"deep":[{"k":{"password":{"x":"nested-secret"}}}],"n":1e400}`, []string{"password"}, `{"deep":[{"k":{"password":"[redacted]"}}],"n":1e400}`, []string{"nested-secret"}}, // an object's names are redacted with it, but for names too short to scrub out
-		{`{"password":{"s3cret-name":{"pw":"nested-secret"}}}`, []string{"password"}, `{"password":"[redacted]"}`, []string{"s3cret-name", "nested-secret"}},
+		{`{"password":"hunter22","user":"bob"}`, []string{"password"}, `{"password":"[redacted]","user":"bob"}`, []string{"hunter22", "68756e7465723232"}},
+		{`{"deep":[{"k":{"password":{"x":"nested-secret"}}}],"n":1e400}`, []string{"password"}, `{"deep":[{"k":{"password":"[redacted]"}}],"n":1e400}`, []string{"nested-secret", "6e65737465642d736563726574"}}, // an object's names are redacted with it, but for names too short to scrub out
+		{`{"password":{"s3cret-name":{"pw":"nested-secret"}}}`, []string{"password"}, `{"password":"[redacted]"}`, []string{"s3cret-name", "7333637265742d6e616d65", "nested-secret", "6e65737465642d736563726574"}},
 		{`{"Password":"kept-as-is","password":12345678}`, []string{"password"}, `{"Password":"kept-as-is","password":"[redacted]"}`, []string{"12345678"}},
-		{`{"token":"a\"b\u00e9cdef"}`, []string{"token"}, `{"token":"[redacted]"}`, []string{"a\"bécdef", `a\"bécdef`, `a\"b\u00e9cdef`, `a\"b\u00E9cdef`, "a%22b%C3%A9cdef", // and ASCII-only JSON, URL-encoded
-			"a\"be\u0301cdef", "a\\\"be\u0301cdef", `a\"be\u0301cdef`, `a\"be\u0301cdef`, "a%22be%CC%81cdef"}}, // so too its NFD form, é as e and U+0301
-		{`[{"token":"abcd"}]`, []string{"token"}, `[{"token":"[redacted]"}]`, []string{"abcd"}},
+		{`{"token":"a\"b\u00e9cdef"}`, []string{"token"}, `{"token":"[redacted]"}`, []string{"a\"bécdef", `a\"bécdef`, `a\"b\u00e9cdef`, `a\"b\u00E9cdef`, "612262c3a963646566", "a%22b%C3%A9cdef", // and ASCII-only JSON, hex, URL-encoded
+			"a\"be\u0301cdef", "a\\\"be\u0301cdef", `a\"be\u0301cdef`, `a\"be\u0301cdef`, "61226265cc8163646566", "a%22be%CC%81cdef"}}, // so too its NFD form, é as e and U+0301
+		{`[{"token":"abcd"}]`, []string{"token"}, `[{"token":"[redacted]"}]`, []string{"abcd", "61626364"}},
 		{`{"token":"ab"}`, []string{"token"}, `{"token":"[redacted]"}`, []string{"ab"}}, // too short to cut out: withholds what holds it
 		{`{"pin":7}`, []string{"pin"}, `{"pin":"[redacted]"}`, []string{"7"}},
 		{`{"token":""}`, []string{"token"}, `{"token":"[redacted]"}`, nil},
-		{`{"b":"{\"token\": \"abcd\", \"n\": 1.50}","c":"{\"x\": 1}","d":"[{\"token\":1}"}`, []string{"token"}, `{"b":"{\"n\":1.50,\"token\":\"[redacted]\"}","c":"{\"x\": 1}","d":"[{\"token\":1}"}`, []string{"abcd"}}, // a JSON text, written again only if redacted
-		{`{"u":["https://x/?a=1&token=ab%2Fcd#token=f"]}`, []string{"token"}, `{"u":["https://x/?a=1&token=[redacted]#token=f"]}`, []string{"ab%2Fcd", "ab%252Fcd", "ab/cd", "ab%2Fcd"}},                                 // a URL's query
+		{`{"b":"{\"token\": \"abcd\", \"n\": 1.50}","c":"{\"x\": 1}","d":"[{\"token\":1}"}`, []string{"token"}, `{"b":"{\"n\":1.50,\"token\":\"[redacted]\"}","c":"{\"x\": 1}","d":"[{\"token\":1}"}`, []string{"abcd", "61626364"}}, // a JSON text, written again only if redacted
+		{`{"u":["https://x/?a=1&token=ab%2Fcd#token=f"]}`, []string{"token"}, `{"u":["https://x/?a=1&token=[redacted]#token=f"]}`, []string{"ab%2Fcd", "61622532466364", "ab%252Fcd", "ab/cd", "61622f6364", "ab%2Fcd"}},             // a URL's query
 	} {
 		v, secrets, err := redactArgs(json.RawMessage(tc.in), tc.fields, false)
 		if err != nil {
@@ -71,7 +71,7 @@ func TestRedactArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := mustJSON(v); got != `{"PASSWORD":"[redacted]","Password":"[redacted]","pass":"kept"}` || len(secrets) != 2 {
+	if got := mustJSON(v); got != `{"PASSWORD":"[redacted]","Password":"[redacted]","pass":"kept"}` || len(secrets) != 4 { // each with its hex
 		t.Errorf("case-insensitive redaction = %s, secrets %q", got, secrets)
 	}
 }
