@@ -59,15 +59,10 @@ func loadConfig(path string) (*Config, []server.Log, error) {
 		return nil, nil, fmt.Errorf("config %s: logs: no log configured", path)
 	}
 	var logs []server.Log
-	seen := map[string]bool{}
 	for i, l := range cfg.Logs {
 		if l.Origin == "" {
 			return nil, nil, fmt.Errorf("config %s: logs[%d]: origin is required", path, i)
 		}
-		if seen[l.Origin] {
-			return nil, nil, fmt.Errorf("config %s: log %q is listed twice", path, l.Origin)
-		}
-		seen[l.Origin] = true
 		if len(l.VKeys) == 0 {
 			return nil, nil, fmt.Errorf("config %s: log %q: vkeys: at least one verifier key is required", path, l.Origin)
 		}
@@ -83,6 +78,9 @@ func loadConfig(path string) (*Config, []server.Log, error) {
 			sl.Verifiers = append(sl.Verifiers, v)
 		}
 		logs = append(logs, sl)
+	}
+	if err := server.CheckLogs(logs); err != nil {
+		return nil, nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, logs, nil
 }

@@ -166,6 +166,7 @@ func TestServeConfigErrors(t *testing.T) {
 		{"key: witness.key\ndata: d\nlogs: [{origin: a, vkeys: [x]}]\n", "vkey \"x\""},
 		{"key: witness.key\ndata: d\nlogs: [{origin: other, vkeys: [\"" + k.VKey + "\"]}]\n", "is named \"log.example/c\""},
 		{"key: witness.key\ndata: d\nlogs: [{origin: log.example/c}]\n", "at least one verifier key"},
+		{"key: witness.key\ndata: d\nlogs: [{origin: log.example/c, vkeys: [\"" + k.VKey + "\"]}, {origin: log.example/c, vkeys: [\"" + k.VKey + "\"]}]\n", "configured twice"},
 		{"key: witness.key\ndata: d\nlogz: []\n", "field logz not found"},
 		{"key: missing.key\ndata: d\nlogs: [{origin: log.example/c, vkeys: [\"" + k.VKey + "\"]}]\n", "reading the witness key"},
 	} {

@@ -120,19 +120,44 @@ func New(opts Options) (*Witness, error) {
 	if w.logger == nil {
 		w.logger = slog.New(slog.DiscardHandler)
 	}
+	if err := CheckLogs(opts.Logs); err != nil {
+		return nil, err
+	}
 	for _, l := range opts.Logs {
-		if l.Origin == "" {
-			return nil, errors.New("witness: a log has no origin")
-		}
-		if _, dup := w.logs[l.Origin]; dup {
-			return nil, fmt.Errorf("witness: log %q is configured twice", l.Origin)
-		}
-		if len(l.Verifiers) == 0 {
-			return nil, fmt.Errorf("witness: log %q has no verifier key", l.Origin)
-		}
 		w.logs[l.Origin] = &logState{verifiers: note.VerifierList(l.Verifiers...)}
 	}
 	return w, nil
+}
+
+// CheckLogs returns why a witness cannot cosign for logs, or nil: a log
+// without an origin or a key, an origin listed twice, or two keys of one
+// log with one name and key ID (the same key listed twice, or a key ID
+// collision), which note.Open refuses as ambiguous for every checkpoint
+// signed by either. [New] calls it; a command calls it before it opens
+// any state.
+func CheckLogs(logs []Log) error {
+	seen := map[string]bool{}
+	for _, l := range logs {
+		if l.Origin == "" {
+			return errors.New("witness: a log has no origin")
+		}
+		if seen[l.Origin] {
+			return fmt.Errorf("witness: log %q is configured twice", l.Origin)
+		}
+		seen[l.Origin] = true
+		if len(l.Verifiers) == 0 {
+			return fmt.Errorf("witness: log %q has no verifier key", l.Origin)
+		}
+		ids := map[string]bool{}
+		for _, v := range l.Verifiers {
+			id := fmt.Sprintf("%s+%08x", v.Name(), v.KeyHash())
+			if ids[id] {
+				return fmt.Errorf("witness: log %q: key %s is listed twice (the same key, or two keys with one name and key ID)", l.Origin, id)
+			}
+			ids[id] = true
+		}
+	}
+	return nil
 }
 
 // VerifierKey returns the witness's verifier key.
