@@ -12,7 +12,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
+
+	"golang.org/x/net/netutil"
 
 	"github.com/provlog/provlog/cmd/internal/cli"
 	"github.com/provlog/provlog/log/durable"
@@ -81,6 +84,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	conns := maxConns()
+	ln = netutil.LimitListener(ln, conns)
 	srv := &http.Server{
 		Handler:           http.MaxBytesHandler(mux, witness.MaxRequestSize+1),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -89,8 +94,23 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	logger.Info("provlog-witness serving", "addr", ln.Addr().String(), "vkey", w.VerifierKey(), "logs", len(logs), "data", cfg.Data)
+	logger.Info("provlog-witness serving", "addr", ln.Addr().String(), "vkey", w.VerifierKey(), "logs", len(logs), "data", cfg.Data, "max_conns", conns)
 	return cli.Serve(ctx, srv, ln, logger, "provlog-witness")
+}
+
+// maxConns is how many connections serve accepts at once: half the
+// process's file descriptors (Go raises the soft limit to the hard one),
+// at most 4096. The rest are the store's and the evidence files': a
+// client with network access and no key that held every descriptor with
+// idle connections made the store fail to open a file, and the witness
+// stopped cosigning until restarted. Connections past the bound wait to
+// be accepted.
+func maxConns() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur/2 > 4096 {
+		return 4096
+	}
+	return max(int(rl.Cur/2), 1)
 }
 
 // maxEvidenceFiles bounds the evidence files one data dir collects: one
