@@ -74,6 +74,7 @@ func TestHugeHeadersBounded(t *testing.T) {
 		}
 	}
 	grew := (peakRSS(t, cmd.Process.Pid) - before) / 1024
+	t.Logf("%d connections of unfinished headers: +%d MiB", conns, grew)
 	if grew > 16 {
 		t.Errorf("%d connections of unfinished 1 MiB headers grew the witness by %d MiB", conns, grew)
 	}

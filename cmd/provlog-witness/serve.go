@@ -89,10 +89,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv := &http.Server{
 		Handler:           http.MaxBytesHandler(mux, witness.MaxRequestSize+1),
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// An add-checkpoint request needs a few hundred bytes of headers;
+		// Go's default of 1 MiB let each of maxConns connections hold
+		// that much until its header timeout.
+		MaxHeaderBytes: maxHeaderBytes,
+		ReadTimeout:    10 * time.Second,
+		WriteTimeout:   10 * time.Second,
+		IdleTimeout:    2 * time.Minute,
+		BaseContext:    func(net.Listener) context.Context { return ctx },
 	}
 	logger.Info("provlog-witness serving", "addr", ln.Addr().String(), "vkey", w.VerifierKey(), "logs", len(logs), "data", cfg.Data, "max_conns", conns)
 	return cli.Serve(ctx, srv, ln, logger, "provlog-witness")
@@ -112,6 +116,9 @@ func maxConns() int {
 	}
 	return max(int(rl.Cur/2), 1)
 }
+
+// maxHeaderBytes bounds a request's headers (Go adds 4 KiB).
+const maxHeaderBytes = 16 << 10
 
 // maxEvidenceFiles bounds the evidence files one data dir collects: one
 // conclusive file proves a fork, and a log whose key signs ever new
