@@ -314,8 +314,12 @@ func (w *Witness) fork(ls *logState, kept []byte, req *witness.AddCheckpointRequ
 	}
 	if ev == nil {
 		// A wrong proof from a client is not a fork by itself. The spec
-		// allows logging the request: it may be one.
-		w.logger.Warn("refused a validly signed checkpoint: "+what, "origin", req.Origin(), "request", req.String())
+		// allows logging the request: it may be one. Logged with the
+		// checkpoint as verified: anyone may replay a log's checkpoint
+		// with a wrong proof, and the request as sent carried up to 64
+		// KiB of other signature lines into the log each time.
+		logged := &witness.AddCheckpointRequest{OldSize: req.OldSize, Proof: req.Proof, Checkpoint: kept}
+		w.logger.Warn("refused a validly signed checkpoint: "+what, "origin", req.Origin(), "request", logged.String())
 		return
 	}
 	w.logger.Error("log fork: "+ev.Detail, "origin", ev.Origin, "evidence", string(ev.Marshal()))
