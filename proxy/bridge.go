@@ -275,15 +275,21 @@ func withoutResultType(raw json.RawMessage) json.RawMessage {
 // requestState that result gave is its next leg. Two such results alike
 // in all of that (no requestState, the same call made twice at once)
 // leave their retries untied rather than tied to the wrong one. It forgets
-// after maxRetryWait and beyond maxRetryWaits results, and across a
-// restart: such a retry is recorded untied (continues 0).
+// after maxRetryWait, and across a restart: such a retry is recorded
+// untied (continues 0). It holds at most maxRetryWaits results, each
+// actor at most maxRetryWaitsPerActor of them: beyond its share an
+// actor's own oldest goes, beyond the bound the oldest of the actor
+// holding the most. (One bound for all actors, oldest out, let one
+// actor's 4,096 input_required results push out every other's, whose
+// retries were then recorded untied.)
 type retries struct {
-	mu    sync.Mutex
-	m     map[string]*retryWait
-	order []string // keys in the order noted, for the bound
+	mu      sync.Mutex
+	m       map[string]*retryWait
+	byActor map[string][]string // each actor's keys, in the order noted
 }
 
 type retryWait struct {
+	actor   string            // its leg's
 	result  uint64            // the input_required call.result
 	secrets *callSecrets      // its leg's
 	tool    string            // its leg's tool and arguments as recorded, which the
@@ -296,6 +302,9 @@ type retryWait struct {
 const (
 	maxRetryWait  = 10 * time.Minute
 	maxRetryWaits = 4096
+	// maxRetryWaitsPerActor is each actor's share of maxRetryWaits: a
+	// quarter, as of the front's other caps (actorcap.go).
+	maxRetryWaitsPerActor = maxRetryWaits / 4
 	// maxRetryArgs bounds the arguments a retryWait keeps (4096 of them
 	// hold 16 MiB at most): a retry whose arguments, recorded anew, are
 	// not its leg's (scrubbed of other recent values) and longer is
@@ -321,21 +330,51 @@ func (r *retries) note(c *call, state string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
-		r.m = map[string]*retryWait{}
+		r.m, r.byActor = map[string]*retryWait{}, map[string][]string{}
 	}
-	if w, ok := r.m[k]; ok && time.Since(w.at) < maxRetryWait {
-		w.n++
+	if w, ok := r.m[k]; ok {
+		if time.Since(w.at) < maxRetryWait {
+			w.n++
+			return
+		}
+		r.forget(k)
+	}
+	w := &retryWait{actor: c.actor, result: c.resultIndex, secrets: c.secrets, tool: c.tool, argsSum: hexSHA256(c.args), n: 1, at: time.Now()}
+	if len(c.args) <= maxRetryArgs {
+		w.args = c.args
+	}
+	r.m[k] = w
+	r.byActor[c.actor] = append(r.byActor[c.actor], k)
+	if len(r.byActor[c.actor]) > maxRetryWaitsPerActor {
+		r.forget(r.byActor[c.actor][0])
+	}
+	if len(r.m) > maxRetryWaits {
+		most := c.actor
+		for a, keys := range r.byActor {
+			if len(keys) > len(r.byActor[most]) {
+				most = a
+			}
+		}
+		r.forget(r.byActor[most][0])
+	}
+}
+
+// forget takes the result noted under k out of the table.
+func (r *retries) forget(k string) {
+	w, ok := r.m[k]
+	if !ok {
 		return
 	}
-	r.m[k] = &retryWait{result: c.resultIndex, secrets: c.secrets, tool: c.tool, argsSum: hexSHA256(c.args), n: 1, at: time.Now()}
-	if len(c.args) <= maxRetryArgs {
-		r.m[k].args = c.args
+	delete(r.m, k)
+	keys := r.byActor[w.actor]
+	if i := slices.Index(keys, k); i >= 0 {
+		keys = slices.Delete(keys, i, i+1)
 	}
-	r.order = append(r.order, k)
-	for len(r.order) > maxRetryWaits {
-		delete(r.m, r.order[0])
-		r.order = r.order[1:]
+	if len(keys) == 0 {
+		delete(r.byActor, w.actor)
+		return
 	}
+	r.byActor[w.actor] = keys
 }
 
 // take returns the call.result a retry c (with state) continues and its
@@ -349,7 +388,7 @@ func (r *retries) take(c *call, state string) (uint64, *callSecrets) {
 	if !ok {
 		return 0, nil
 	}
-	delete(r.m, k)
+	r.forget(k)
 	if w.n != 1 || time.Since(w.at) >= maxRetryWait {
 		return 0, nil
 	}

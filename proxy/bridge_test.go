@@ -368,4 +368,27 @@ func TestRetriesTie(t *testing.T) {
 	if got, _ := r.take(leg(fmt.Sprintf(`{"n":%d}`, maxRetryWaits), 0), ""); got != 100+maxRetryWaits {
 		t.Errorf("the newest: continues %d", got)
 	}
+	// Each actor holds its share, and the bound takes from the actor
+	// holding the most: five actors' 1,024 each leave alice's one.
+	alice := leg(`{"alice":1}`, 7)
+	alice.actor = "alice"
+	r.note(alice, "st")
+	for a := range 5 {
+		for i := range maxRetryWaitsPerActor + 1 {
+			c := leg(fmt.Sprintf(`{"n":%d}`, i), 1)
+			c.actor = fmt.Sprint("m", a)
+			r.note(c, "")
+		}
+	}
+	if len(r.m) > maxRetryWaits {
+		t.Errorf("%d results noted, beyond the bound %d", len(r.m), maxRetryWaits)
+	}
+	for a, keys := range r.byActor {
+		if len(keys) > maxRetryWaitsPerActor {
+			t.Errorf("actor %s holds %d results, beyond its share %d", a, len(keys), maxRetryWaitsPerActor)
+		}
+	}
+	if got, _ := r.take(alice, "st"); got != 7 {
+		t.Errorf("alice's retry after five others' shares: continues %d, want 7", got)
+	}
 }
