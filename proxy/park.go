@@ -135,6 +135,7 @@ type parkedCall struct {
 	pending map[string]*parkedAsk // the round's requests, by inputRequests id
 	last    uint64                // the call.result of the round's input_required
 	taken   chan struct{}         // closed when a retry took the round (or it ended)
+	until   time.Time             // when the round is given up if no retry takes it
 	counted bool                  // in parking.live
 	nextID  int
 }
@@ -505,11 +506,12 @@ func (pc *parkedCall) outcome(c *call) error {
 	return pc.err
 }
 
-// watch ends a parked round that its client does not take within the
-// timeout, or whose call the server ends meanwhile, with a closing leg.
-func (pc *parkedCall) watch(taken chan struct{}, timeout time.Duration) {
+// watch ends a parked round that its client does not take by until (the
+// timeout after it was parked), or whose call the server ends meanwhile,
+// with a closing leg.
+func (pc *parkedCall) watch(taken chan struct{}, until time.Time, timeout time.Duration) {
 	p := pc.p
-	t := time.NewTimer(timeout)
+	t := time.NewTimer(time.Until(until))
 	defer t.Stop()
 	why := fmt.Sprintf("provlog: the client did not answer within %s", timeout)
 	select {

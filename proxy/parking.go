@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -54,7 +55,9 @@ func (t *parking) reserve(pc *parkedCall) (string, *jsonrpc.Error) {
 }
 
 // park puts pc's round in the table under state, for its client's retry,
-// and watches it.
+// and watches it till the round's deadline: the timeout from when the
+// round was first parked (a round put back after a refused retry keeps
+// its deadline).
 func (t *parking) park(pc *parkedCall, state string, pending map[string]*parkedAsk, last uint64) {
 	timeout := pc.p.opts.ParkTimeout
 	if timeout <= 0 {
@@ -65,13 +68,17 @@ func (t *parking) park(pc *parkedCall, state string, pending map[string]*parkedA
 	if t.m == nil {
 		t.m = map[string]*parkedCall{}
 	}
+	if state != pc.state || pc.until.IsZero() {
+		pc.until = time.Now().Add(timeout)
+	}
+	until := pc.until
 	pc.state, pc.pending, pc.last, pc.taken = state, pending, last, taken
 	t.m[state] = pc
 	t.mu.Unlock()
 	// The proxy's Close waits for the watch: a round its stop cuts is
 	// closed, its closing leg and the server's outcome recorded, before
 	// the log it writes to is closed.
-	pc.p.wg.Go(func() { pc.watch(taken, timeout) })
+	pc.p.wg.Go(func() { pc.watch(taken, until, timeout) })
 }
 
 // take takes the round parked under state if check passes it, or returns
