@@ -96,8 +96,8 @@ type Sequencer struct {
 	rng    *compact.Range
 	shared log.SharedStorage // nil unless the store has other writers
 	// unavailable is the error of the last commit to a shared store, if
-	// it failed writing nothing (sequencer_shared.go).
-	unavailable atomic.Pointer[error]
+	// it failed writing nothing, and when (sequencer_shared.go).
+	unavailable atomic.Pointer[unavailableCommit]
 	askMu       sync.Mutex    // one CatchUp question to a shared store at a time
 	asked       atomic.Uint64 // CatchUp questions begun
 	verifier    note.Verifier

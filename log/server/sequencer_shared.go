@@ -106,17 +106,41 @@ func (s *Sequencer) AppendFenced(ctx context.Context, entry []byte, fence log.Fe
 	return s.append(ctx, entry, nil, fence)
 }
 
+// unavailableCommit is a commit to a shared store that failed writing
+// nothing (log.ErrUnavailable), and when.
+type unavailableCommit struct {
+	err error
+	at  time.Time
+}
+
+// DiskFullHold is how long, after a commit refused for want of space
+// (log.ErrDiskFull), Unavailable keeps saying so without trying the store.
+//
+// A commit that writes nothing, Unavailable's probe otherwise, passes on
+// a full disk, so it would say all is well between calls that are all
+// refused. A small real write proves no more: PostgreSQL's WAL segments
+// are allocated ahead and a heap page may have room, so a probe's row can
+// pass where an entry's rows fail. So the last real commit's outcome
+// stands: until a commit goes through, or, with none tried, for
+// DiskFullHold; after that the probe decides again (it says ok, and the
+// next call tries for real), so that a sidecar whose space was freed
+// while a load balancer kept its calls away is not left out for good.
+var DiskFullHold = 30 * time.Second
+
 // Unavailable returns the error of the last commit if it failed with
 // log.ErrUnavailable (nothing written; the next commit may succeed: the
 // store could not be reached, or took no writes), or nil. While it is
 // set, each call tries the store again (for at most a second) with a
 // commit that writes nothing, so that it clears when commits would go
 // through, even if no append came since; a read would pass on a database
-// that is read-only.
+// that is read-only. A disk full is not seen so (see DiskFullHold).
 func (s *Sequencer) Unavailable() error {
 	p := s.unavailable.Load()
 	if p == nil {
 		return nil
+	}
+	if errors.Is(p.err, log.ErrDiskFull) && time.Since(p.at) < DiskFullHold {
+		return p.err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -125,10 +149,10 @@ func (s *Sequencer) Unavailable() error {
 		s.unavailable.CompareAndSwap(p, nil)
 		return nil
 	}
-	if errors.Is(err, log.ErrUnavailable) && s.unavailable.CompareAndSwap(p, &err) {
+	if errors.Is(err, log.ErrUnavailable) && s.unavailable.CompareAndSwap(p, &unavailableCommit{err, p.at}) {
 		return err // what stands in the way now
 	}
-	return *p
+	return p.err
 }
 
 // CatchUp returns the latest checkpoint and its size, as Checkpoint does;
@@ -230,7 +254,7 @@ func (s *Sequencer) commitShared(batch []*request) {
 	d := uint64(time.Since(t0))
 	all := append(batch[:len(batch):len(batch)], extra...)
 	if err != nil && errors.Is(err, log.ErrUnavailable) {
-		s.unavailable.Store(&err)
+		s.unavailable.Store(&unavailableCommit{err, time.Now()})
 	} else {
 		s.unavailable.Store(nil)
 	}
