@@ -8,7 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/provlog/provlog/log"
@@ -26,9 +29,10 @@ const (
 	reasonToolChange = "tool_definition_changed"   // a server changed a tool's definition while the sidecar ran
 	reasonBlobs      = "blob_store_failing"        // the blob store's last write failed (a full disk): large calls refused, kept results withheld
 	reasonServed     = "checkpoint_record_failing" // the record of what /log/checkpoint served cannot be written (served.0/served.1)
+	reasonSkipped    = "catalogue_skipped"         // a server's tool, prompt or resource is left out of the catalogue (clients are not shown it)
 )
 
-var healthReasons = []string{reasonStorage, reasonDownstream, reasonAnchorGap, reasonAnchorAuth, reasonWitness, reasonToolChange, reasonBlobs, reasonServed}
+var healthReasons = []string{reasonStorage, reasonDownstream, reasonAnchorGap, reasonAnchorAuth, reasonWitness, reasonToolChange, reasonBlobs, reasonServed, reasonSkipped}
 
 // DefaultAnchorGapIntervals is how many anchoring intervals entries may
 // stay unanchored before /healthz says degraded (health.anchor_gap_intervals).
@@ -143,6 +147,17 @@ func (s *sidecar) problems() []problem {
 				d.ID, n, c.Tool, c.At.UTC().Format(time.RFC3339), c.Old, c.New)})
 		}
 	}
+	for _, d := range s.proxy.Downstreams() {
+		if len(d.Skipped) == 0 {
+			continue
+		}
+		var kinds []string
+		for _, k := range slices.Sorted(maps.Keys(d.Skipped)) {
+			kinds = append(kinds, fmt.Sprintf("%d %s(s)", d.Skipped[k], k))
+		}
+		ps = append(ps, problem{reasonSkipped, fmt.Sprintf("server %q has %s left out of the catalogue, so no client is shown them (the front refused them, or each is past what a client's list page can give); provlog__status names them (skipped_tools) and why",
+			d.ID, strings.Join(kinds, ", "))})
+	}
 	return ps
 }
 
@@ -228,6 +243,7 @@ func (s *sidecar) writeHealthMetrics(w io.Writer) {
 		reasonAnchorGap:  "1 while entries stay unanchored for longer than health.anchor_gap_intervals anchoring intervals.",
 		reasonWitness:    "1 while a cosignature is overdue (a checkpoint waited longer than witness_policy interval plus timeout), fewer witnesses than its threshold are not failing, or one reported a conflict.",
 		reasonBlobs:      "1 while the blob store's last write failed (calls with arguments too large for an entry are refused, kept results withheld).",
+		reasonSkipped:    "Configured downstream MCP servers with a tool, prompt or resource left out of the catalogue.",
 		reasonServed:     "1 while the record of the newest checkpoint /log/checkpoint served cannot be written (it answers 500 where it would serve a newer one).",
 	}
 	for _, r := range healthReasons {
