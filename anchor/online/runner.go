@@ -111,6 +111,7 @@ type authority struct {
 	lastErr     string
 	lastErrAt   time.Time
 	failures    int
+	unlinked    string // why its newest kept entry has no consistency proof (a Rekor's; "": linked)
 	nextTry     time.Time
 }
 
@@ -496,7 +497,9 @@ func (r *Runner) round(ctx context.Context, auths []*authority) (*anchor.Stored,
 			a.lastSuccess, a.failures, a.nextTry = now, 0, time.Time{}
 		}
 		if u := answers[i].unlinked; u != nil {
-			a.lastErr, a.lastErrAt = u.Error(), now
+			a.lastErr, a.lastErrAt, a.unlinked = u.Error(), now, u.Error()
+		} else if answers[i].ent != nil {
+			a.unlinked = ""
 		}
 	}
 	r.mu.Unlock()

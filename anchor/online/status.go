@@ -32,6 +32,10 @@ type AuthorityStatus struct {
 	LastErrorTime       time.Time `json:"last_error_time,omitzero"`
 	ConsecutiveFailures int       `json:"consecutive_failures"`
 	NextRetry           time.Time `json:"next_retry,omitzero"`
+	// Unlinked says why this Rekor's newest kept entry has no consistency
+	// proof from the one before (the proof not given, or Rekor moved to
+	// a new tree); empty once a later entry is kept linked.
+	Unlinked string `json:"unlinked,omitempty"`
 }
 
 // Status reports the runner's state.
@@ -58,7 +62,7 @@ func (r *Runner) Status() Status {
 	}
 	for _, a := range r.auths {
 		as := AuthorityStatus{Name: a.name, Kind: a.kind, URL: a.url, LastSuccess: a.lastSuccess, LastError: a.lastErr,
-			LastErrorTime: a.lastErrAt, ConsecutiveFailures: a.failures}
+			LastErrorTime: a.lastErrAt, ConsecutiveFailures: a.failures, Unlinked: a.unlinked}
 		if a.failures > 0 {
 			as.NextRetry = a.nextTry
 		}

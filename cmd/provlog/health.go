@@ -30,9 +30,10 @@ const (
 	reasonBlobs      = "blob_store_failing"        // the blob store's last write failed (a full disk): large calls refused, kept results withheld
 	reasonServed     = "checkpoint_record_failing" // the record of what /log/checkpoint served cannot be written (served.0/served.1)
 	reasonSkipped    = "catalogue_skipped"         // a server's tool, prompt or resource is left out of the catalogue (clients are not shown it)
+	reasonUnlinked   = "rekor_unlinked"            // a Rekor's newest entry was kept without a consistency proof from the one before, or Rekor moved to a new tree
 )
 
-var healthReasons = []string{reasonStorage, reasonDownstream, reasonAnchorGap, reasonAnchorAuth, reasonWitness, reasonToolChange, reasonBlobs, reasonServed, reasonSkipped}
+var healthReasons = []string{reasonStorage, reasonDownstream, reasonAnchorGap, reasonAnchorAuth, reasonWitness, reasonToolChange, reasonBlobs, reasonServed, reasonSkipped, reasonUnlinked}
 
 // DefaultAnchorGapIntervals is how many anchoring intervals entries may
 // stay unanchored before /healthz says degraded (health.anchor_gap_intervals).
@@ -131,6 +132,12 @@ func (s *sidecar) problems() []problem {
 		for _, a := range st.Authorities {
 			if a.ConsecutiveFailures >= n {
 				ps = append(ps, problem{reasonAnchorAuth, fmt.Sprintf("%s %s failed %d times running: %s", a.Kind, a.URL, a.ConsecutiveFailures, a.LastError)})
+			}
+		}
+		// Still anchoring, but Rekor's history is no longer followed.
+		for _, a := range st.Authorities {
+			if a.Unlinked != "" {
+				ps = append(ps, problem{reasonUnlinked, fmt.Sprintf("%s %s: its newest entry is kept unlinked (no proof that Rekor's log grew from the entry before only by appending): %s", a.Kind, a.URL, a.Unlinked)})
 			}
 		}
 	}
@@ -244,6 +251,7 @@ func (s *sidecar) writeHealthMetrics(w io.Writer) {
 		reasonWitness:    "1 while a cosignature is overdue (a checkpoint waited longer than witness_policy interval plus timeout), fewer witnesses than its threshold are not failing, or one reported a conflict.",
 		reasonBlobs:      "1 while the blob store's last write failed (calls with arguments too large for an entry are refused, kept results withheld).",
 		reasonSkipped:    "Configured downstream MCP servers with a tool, prompt or resource left out of the catalogue.",
+		reasonUnlinked:   "Rekors whose newest entry was kept without a consistency proof from the one before (or in a new tree).",
 		reasonServed:     "1 while the record of the newest checkpoint /log/checkpoint served cannot be written (it answers 500 where it would serve a newer one).",
 	}
 	for _, r := range healthReasons {
