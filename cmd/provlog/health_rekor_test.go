@@ -81,6 +81,9 @@ anchors:
 	if code != http.StatusOK || h.Status != "degraded" || !found {
 		t.Errorf("/healthz with a Rekor entry kept unlinked: %d %+v; want 200 degraded, reason rekor_unlinked naming the Rekor", code, h)
 	}
+	if st, _ := callTool(t, cs, "provlog__status", nil); !strings.Contains(fmt.Sprint(st), "rekor_unlinked") {
+		t.Errorf("provlog__status names no rekor_unlinked reason: %v", st)
+	}
 	if m := getMetrics(t, base); !strings.Contains(m, "\nprovlog_health_rekor_unlinked 1\n") {
 		t.Errorf("metrics lack provlog_health_rekor_unlinked 1")
 	}

@@ -604,6 +604,9 @@ func (s *sidecar) status(context.Context) map[string]any {
 	if d := s.servedProblem(); d != "" {
 		st["checkpoint_record"] = d
 	}
+	// What /healthz says is wrong, each with its reason word: those that
+	// leave it recording are told nowhere else in a word a probe can match.
+	st["reasons"] = append([]problem{}, s.problems()...)
 	return st
 }
 
