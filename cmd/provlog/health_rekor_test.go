@@ -25,6 +25,16 @@ import (
 // with reason rekor_unlinked naming the Rekor, and its gauge is 1. It
 // said "ok", the unlinked entry told only in the authority's last_error.
 func TestHealthSeesRekorUnlinked(t *testing.T) {
+	testHealthRekorUnlinked(t, "without its consistency proof", func(_ *fakerekor.Rekor, proofDown *atomic.Bool) { proofDown.Store(true) })
+}
+
+// TestHealthSeesRekorNewTree: as TestHealthSeesRekorUnlinked, with the
+// fake Rekor moved to a new tree (a new shard) after the first anchor.
+func TestHealthSeesRekorNewTree(t *testing.T) {
+	testHealthRekorUnlinked(t, "to a new one", func(rk *fakerekor.Rekor, _ *atomic.Bool) { rk.SetFault(fakerekor.NewTree) })
+}
+
+func testHealthRekorUnlinked(t *testing.T, said string, fault func(*fakerekor.Rekor, *atomic.Bool)) {
 	rk := fakerekor.New(t)
 	var proofDown atomic.Bool
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -63,13 +73,13 @@ anchors:
 		return h.Anchoring
 	}
 	waitFor(t, "the first anchor", func() bool { return anchoring().LastRecord != "" })
-	proofDown.Store(true)
+	fault(rk, &proofDown)
 	n := 0
 	waitFor(t, "a Rekor entry kept unlinked", func() bool {
 		n++
 		cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_task", Arguments: map[string]any{"title": fmt.Sprint("t", n), "description": "d"}})
 		st := anchoring()
-		return len(st.Authorities) == 1 && strings.Contains(st.Authorities[0].LastError, "without its consistency proof")
+		return len(st.Authorities) == 1 && strings.Contains(st.Authorities[0].LastError, said)
 	})
 	h, code := getHealth(t, base)
 	var found bool
