@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/logtest"
@@ -41,7 +40,7 @@ func (s *diskFull) Follow(func(log.State))                        {}
 // TestUnavailableHoldsDiskFull: after a commit refused for a full disk,
 // Unavailable says so (its probe, a commit that writes nothing, would
 // pass) until a commit goes through, or, with none tried, until
-// DiskFullHold has passed; then the probe decides again.
+// diskFullHold has passed; then the probe decides again.
 func TestUnavailableHoldsDiskFull(t *testing.T) {
 	ctx := context.Background()
 	store := &diskFull{Memory: logtest.NewMemory()}
@@ -63,13 +62,12 @@ func TestUnavailableHoldsDiskFull(t *testing.T) {
 			t.Fatalf("Unavailable (%d) after a commit refused for space: %v; want disk full", i, err)
 		}
 	}
-	old := DiskFullHold
-	DiskFullHold = 0 // the hold has passed, no commit tried
+	// The hold has passed, no commit tried: the failure is made as old.
+	p := seq.unavailable.Load()
+	seq.unavailable.Store(&unavailableCommit{p.err, p.at.Add(-diskFullHold)})
 	if err := seq.Unavailable(); err != nil {
 		t.Errorf("Unavailable past the hold: %v; want the probe to decide (nil)", err)
 	}
-	DiskFullHold = time.Hour
-	defer func() { DiskFullHold = old }()
 	if _, err := seq.Append(ctx, []byte(`{"n":2}`)); !errors.Is(err, log.ErrDiskFull) {
 		t.Fatalf("an append on a full disk: %v", err)
 	}

@@ -113,7 +113,7 @@ type unavailableCommit struct {
 	at  time.Time
 }
 
-// DiskFullHold is how long, after a commit refused for want of space
+// diskFullHold is how long, after a commit refused for want of space
 // (log.ErrDiskFull), Unavailable keeps saying so without trying the store.
 //
 // A commit that writes nothing, Unavailable's probe otherwise, passes on
@@ -122,10 +122,10 @@ type unavailableCommit struct {
 // are allocated ahead and a heap page may have room, so a probe's row can
 // pass where an entry's rows fail. So the last real commit's outcome
 // stands: until a commit goes through, or, with none tried, for
-// DiskFullHold; after that the probe decides again (it says ok, and the
+// diskFullHold; after that the probe decides again (it says ok, and the
 // next call tries for real), so that a sidecar whose space was freed
 // while a load balancer kept its calls away is not left out for good.
-var DiskFullHold = 30 * time.Second
+const diskFullHold = 30 * time.Second
 
 // Unavailable returns the error of the last commit if it failed with
 // log.ErrUnavailable (nothing written; the next commit may succeed: the
@@ -133,13 +133,13 @@ var DiskFullHold = 30 * time.Second
 // set, each call tries the store again (for at most a second) with a
 // commit that writes nothing, so that it clears when commits would go
 // through, even if no append came since; a read would pass on a database
-// that is read-only. A disk full is not seen so (see DiskFullHold).
+// that is read-only. A disk full is not seen so (see diskFullHold).
 func (s *Sequencer) Unavailable() error {
 	p := s.unavailable.Load()
 	if p == nil {
 		return nil
 	}
-	if errors.Is(p.err, log.ErrDiskFull) && time.Since(p.at) < DiskFullHold {
+	if errors.Is(p.err, log.ErrDiskFull) && time.Since(p.at) < diskFullHold {
 		return p.err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
