@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/blobs"
 	"github.com/provlog/provlog/log/logpg"
 	"github.com/provlog/provlog/log/server"
 	"github.com/provlog/provlog/opp"
@@ -42,10 +43,15 @@ func (k *keysAudit) problem(part, format string, args ...any) {
 func auditFenceKeys(ctx context.Context, s *logpg.Store, tasks *opp.Tasks, size uint64) (*keysAudit, error) {
 	k := &keysAudit{pe: log.ProblemsError{What: "fence keys"}}
 	var past []row
-	present := 0 // rows of the keys the entries give, right or wrong
+	present := 0    // rows of the keys the entries give, right or wrong
+	var purges *row // the purge key's row (purgeFence), checked once the rows are read
 	now, err := s.FenceKeys(ctx, func(key string, last uint64) error {
 		if call, ok := opp.ParseCallKey(key); ok {
 			k.callKey(key, call, last, size, tasks, &past)
+			return nil
+		}
+		if key == purgeFence {
+			purges = &row{key, last}
 			return nil
 		}
 		want, ok := tasks.Last(key)
@@ -70,6 +76,11 @@ func auditFenceKeys(ctx context.Context, s *logpg.Store, tasks *opp.Tasks, size 
 	})
 	if err != nil {
 		return k, err
+	}
+	if purges != nil {
+		if err := k.purgeKey(ctx, s, *purges, size, &past); err != nil {
+			return k, err
+		}
 	}
 	for _, r := range past {
 		if r.last < now {
@@ -109,6 +120,27 @@ func (k *keysAudit) callKey(key string, call, last, size uint64, tasks *opp.Task
 		k.problem(fmt.Sprintf("fence key %q", key), "names entry %d, but a claim citing call %d comes after it", last, call)
 	}
 	k.checked++
+}
+
+// purgeKey checks the row of the purge key (purgeFence: purge entries
+// are appended fenced on it): it names a purge entry. Purge entries an
+// older provlog wrote have no row, and may come after it.
+func (k *keysAudit) purgeKey(ctx context.Context, s *logpg.Store, r row, size uint64, past *[]row) error {
+	if r.last >= size {
+		*past = append(*past, r)
+		return nil
+	}
+	es, err := s.Entries(ctx, r.last, r.last+1)
+	if err != nil {
+		return err
+	}
+	k.checked++
+	if len(es) != 1 {
+		k.problem(fmt.Sprintf("fence key %q", r.key), "names entry %d, which the log does not hold", r.last)
+	} else if e, err := log.ParseEntry(es[0]); err != nil || e.Kind != blobs.KindPurge {
+		k.problem(fmt.Sprintf("fence key %q", r.key), "names entry %d, but it is not a purge entry", r.last)
+	}
+	return nil
 }
 
 // row is a fence key row.

@@ -231,11 +231,48 @@ func present(bs *blobs.Store, pick map[string]bool, recorded func(string) bool) 
 	return fresh, again, nil
 }
 
+// purgeFence is the fence key of every purge entry (log.Fence): on a
+// shared log, a purge entry is committed only if no other purge entry
+// was since its writer's plan, so two sidecars purging at once (each
+// one's retention) do not both record the same blobs purged.
+const purgeFence = "purge:"
+
+// purgeTries is how many times a purge is planned and run again when
+// another writer's purge entry was committed first (log.ErrFenced).
+const purgeTries = 4
+
 // purge plans and runs one purge on an open log: the purge entries are
 // committed first, then the blobs are deleted. A purge by age alone uses
 // ages (nil: a new one, which reads the whole log). The entries keep the
 // OAuth token of the request that asked, if ctx carries one (log.WithAuth).
+// When another sidecar of a shared log commits a purge entry between this
+// one's plan and its entry, the purge is planned again from the log as it
+// is then: what the other recorded is not recorded twice.
 func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *blobs.Store, ages *ageIndex, actor string, req purgeRequest) (*purgeResult, error) {
+	var done purgeResult // what the tries fenced off wrote and deleted
+	for try := 1; ; try++ {
+		res, err := purgeOnce(ctx, seq, store, bs, ages, actor, req)
+		if res != nil {
+			done.Entries = append(done.Entries, res.Entries...)
+			done.Blobs = append(done.Blobs, res.Blobs...)
+		}
+		if !errors.Is(err, log.ErrFenced) {
+			if err != nil {
+				return nil, err
+			}
+			res.Entries, res.Blobs = done.Entries, slices.Compact(slices.Sorted(slices.Values(done.Blobs)))
+			return res, nil
+		}
+		if try == purgeTries {
+			return nil, fmt.Errorf("purge entries %v are written, but %d times another writer of the log committed a purge entry first, so the rest of the purge was not recorded (run the purge again): %w", done.Entries, try, err)
+		}
+	}
+}
+
+// purgeOnce is one try of purge. When its purge entry is fenced off, it
+// returns an error wrapping log.ErrFenced and, if earlier chunks were
+// written, their entries and deleted blobs.
+func purgeOnce(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *blobs.Store, ages *ageIndex, actor string, req purgeRequest) (*purgeResult, error) {
 	crit, err := req.criteria()
 	if err != nil {
 		return nil, usageErr("%v", err)
@@ -285,13 +322,18 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 	}
 	recheck := &lookAgain{on: ageOnly(crit), store: store, look: look, kept: map[string]bool{}}
 	deleted := 0
+	after := size // the plan read the log to here
 	for i := 0; i < len(list); i += blobs.MaxPurgeBlobs {
 		chunk := list[i:min(len(list), i+blobs.MaxPurgeBlobs)]
 		b, err := (&blobs.PurgeEntry{Time: time.Now(), Actor: actor, Auth: log.AuthFrom(ctx), Reason: req.Reason, Criteria: crit, Blobs: chunk}).Marshal()
 		if err != nil {
 			return nil, err
 		}
-		rc, err := seq.Append(ctx, b)
+		rc, err := seq.AppendFenced(ctx, b, log.Fence{Key: purgeFence, After: after})
+		if errors.Is(err, log.ErrFenced) {
+			// Another writer's purge entry came after the plan: plan again.
+			return &purgeResult{Entries: res.Entries, Blobs: list[:i]}, err
+		}
 		if err != nil && i == 0 {
 			return nil, fmt.Errorf("recording the purge (nothing was deleted): %w", err)
 		}
@@ -301,6 +343,7 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 				res.Entries, deleted, len(list)-i, len(list), err)
 		}
 		res.Entries = append(res.Entries, uint64(rc.Index))
+		after = uint64(rc.Index) + 1
 		del, err := recheck.unnamed(ctx, free(chunk))
 		if err != nil {
 			return nil, fmt.Errorf("purge entry %d is written, but %w", rc.Index, err)

@@ -5,12 +5,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/blobs"
+	"github.com/provlog/provlog/log/logpg/pgtest"
 )
 
 // TestRetentionSharedOnce: sidecars A and B of one PostgreSQL log both
@@ -77,4 +81,26 @@ func TestRetentionSharedOnce(t *testing.T) {
 	if len(named) != total || twice != 0 {
 		t.Errorf("%d purge entries name %d of %d payloads, %d of them more than once: want each once", purges, len(named), total, twice)
 	}
+	a.close()
+	b.close()
+	cfgFile := filepath.Join(t.TempDir(), "provlog.yaml")
+	if err := os.WriteFile(cfgFile, []byte("data: "+a.cfg.Data+"\nstore: "+a.cfg.Store+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := runCmd(t, "audit", "--data", a.cfg.Data, "--config", cfgFile); code != 0 || !strings.Contains(out, fmt.Sprintf("0 present and intact, %d purged", total)) {
+		t.Errorf("audit after both retentions: exit %d\n%s", code, tail(out))
+	}
+	// The purge key's row names a purge entry; moved by hand, audit says so.
+	pgtest.Psql(t, a.cfg.Store, "UPDATE provlog_keys SET last = 1 WHERE key = '"+purgeFence+"'")
+	if out, code := runCmd(t, "audit", "--data", a.cfg.Data, "--config", cfgFile); code == 0 || !strings.Contains(out, `fence key "purge:": names entry 1, but it is not a purge entry`) {
+		t.Errorf("audit after the purge key's row moved to a call: exit %d\n%s", code, tail(out))
+	}
+}
+
+// tail is the last lines of a command's output, for a test's message.
+func tail(s string) string {
+	if l := strings.Split(s, "\n"); len(l) > 6 {
+		return strings.Join(l[len(l)-6:], "\n")
+	}
+	return s
 }

@@ -28,9 +28,9 @@ package logpg
 //	    every signed checkpoint, by the size it ends at.
 //	provlog_keys(key, last)
 //	    the index of the last entry committed under each fence key (see
-//	    log.Fence): task ids, for the task engine, and call:<index> for
-//	    each call an observed claim cites (an entry may have several
-//	    keys; each is a row, checked and written in the same statements
+//	    log.Fence): task ids, for the task engine, call:<index> for
+//	    each call an observed claim cites, and purge: for purge
+//	    entries (an entry may have several keys; each is a row, checked and written in the same statements
 //	    as one, so a database of older sidecars needs no change). A
 //	    sidecar that predates call keys neither checks nor writes them.
 //	provlog_blobs(name, data)
