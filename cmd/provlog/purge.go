@@ -249,6 +249,14 @@ const purgeTries = 4
 // one's plan and its entry, the purge is planned again from the log as it
 // is then: what the other recorded is not recorded twice.
 func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *blobs.Store, ages *ageIndex, actor string, req purgeRequest) (*purgeResult, error) {
+	// One purge at a time in a sidecar (its retention, an erasure asked
+	// of it): one planned while another deletes would record the other's
+	// blobs purged again, and take them, doomed, for a call's.
+	if ages == nil {
+		ages = &ageIndex{}
+	}
+	ages.mu.Lock()
+	defer ages.mu.Unlock()
 	var done purgeResult // what the tries fenced off wrote and deleted
 	for try := 1; ; try++ {
 		res, err := purgeOnce(ctx, seq, store, bs, ages, actor, req)
@@ -269,7 +277,7 @@ func purge(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *bl
 	}
 }
 
-// purgeOnce is one try of purge. When its purge entry is fenced off, it
+// purgeOnce is one try of purge; the caller holds ages.mu. When its purge entry is fenced off, it
 // returns an error wrapping log.ErrFenced and, if earlier chunks were
 // written, their entries and deleted blobs.
 func purgeOnce(ctx context.Context, seq *server.Sequencer, store log.Storage, bs *blobs.Store, ages *ageIndex, actor string, req purgeRequest) (*purgeResult, error) {
@@ -281,11 +289,6 @@ func purgeOnce(ctx context.Context, seq *server.Sequencer, store log.Storage, bs
 	var list, again []string
 	kept := 0
 	if ageOnly(crit) {
-		if ages == nil {
-			ages = &ageIndex{}
-		}
-		ages.mu.Lock()
-		defer ages.mu.Unlock()
 		list, again, kept, err = ages.pick(ctx, store, size, crit.Before, bs)
 	} else {
 		list, again, err = planPurge(ctx, store, size, crit, bs)

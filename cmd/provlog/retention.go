@@ -31,7 +31,7 @@ type blobAge struct {
 
 // An ageIndex is the blobs entries [0, next) name, with their ages.
 type ageIndex struct {
-	mu   sync.Mutex
+	mu   sync.Mutex // held by each purge, whatever its criteria, from its plan to its end
 	next uint64
 	ages map[string]blobAge
 }
