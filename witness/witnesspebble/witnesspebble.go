@@ -22,6 +22,16 @@
 // Pebble's commit stops the KV likewise ([pebbleguard.ErrPanicked]), and
 // Close then leaves the instance alone: the panic may have left Pebble's
 // locks held, and closing it waited for them for good.
+//
+// # Going back
+//
+// Pebble v2.1.7 reads a damaged last write-ahead log record as a write
+// torn by a crash and drops it in silence; a witness reopened so would be
+// behind a checkpoint it cosigned and could cosign another at that size.
+// So each checkpoint key's size and root is also recorded outside Pebble,
+// after its sync and before CompareAndSwap returns, and Open refuses a
+// Pebble state behind that record ([ErrCorrupt], naming the origin, both
+// sizes and the file); recorded.go says what a crash leaves.
 package witnesspebble
 
 import (
@@ -82,7 +92,13 @@ type KV struct {
 	closed bool
 	failed atomic.Pointer[error] // the first storage fault
 	stop   chan struct{}         // closed when failed is set
+
+	rec *recorder // the recorded-checkpoint record (recorded.go)
 }
+
+// testHookRecorded, if not nil, is called between Pebble's synced commit
+// and the record's write (a test kills the process there).
+var testHookRecorded func()
 
 // Open opens the store in dir, creating it if needed. It fails with an
 // error wrapping [ErrLocked] if another process (or another open KV)
@@ -125,6 +141,13 @@ func open(dir string, fsys vfs.FS, logf func(format string, args ...any)) (*KV, 
 			kv.fs.EndWaits()
 			kv.db.Close()
 			err = *f
+		}
+	}
+	if err == nil {
+		if kv.rec, err = openRecorder(dir, kv.get); err != nil {
+			kv.closed = true
+			kv.fs.EndWaits()
+			kv.db.Close()
 		}
 	}
 	if err != nil {
@@ -207,6 +230,15 @@ func (kv *KV) CompareAndSwap(key, old, new []byte) error {
 		// log's fault from Pebble, whose commit then returns as if synced.
 		return fmt.Errorf("writing key %q: outcome unknown: %w (%w)", key, ErrFailed, *f)
 	}
+	if m, ok := markOf(key, new); ok {
+		if testHookRecorded != nil {
+			testHookRecorded()
+		}
+		if err := kv.rec.write(string(key), m); err != nil {
+			kv.fail(err)
+			return fmt.Errorf("writing key %q: outcome unknown: %w (%w)", key, ErrFailed, err)
+		}
+	}
 	return nil
 }
 
@@ -230,5 +262,9 @@ func (kv *KV) Close() error {
 		return errClosed
 	}
 	kv.closed = true
-	return kv.fs.Close(kv.db, kv.lock)
+	err := kv.rec.w.Close()
+	if cerr := kv.fs.Close(kv.db, kv.lock); cerr != nil {
+		err = cerr
+	}
+	return err
 }
