@@ -83,6 +83,7 @@ type mark struct {
 type recordedState struct {
 	seq   uint64
 	marks map[string]mark
+	file  string // the slot it was read from
 }
 
 func encodeRecorded(dst []byte, seq uint64, marks map[string]mark) []byte {
@@ -208,35 +209,36 @@ func readRecorded(dir string) (recordedState, int, error) {
 	if len(ss) == 0 {
 		return recordedState{marks: map[string]mark{}}, 0, nil
 	}
-	return ss[len(ss)-1].Value, slots.Next(ss), nil
+	r := ss[len(ss)-1].Value
+	r.file = recordedSlots(dir).Names[ss[len(ss)-1].Index]
+	return r, slots.Next(ss), nil
 }
 
 // checkRecorded refuses a Pebble state behind the record: every key the
 // record holds must be in Pebble at its size and root, or ahead of it.
-func checkRecorded(dir string, r recordedState, get func(key []byte) ([]byte, error)) error {
+func checkRecorded(r recordedState, get func(key []byte) ([]byte, error)) error {
 	keys := make([]string, 0, len(r.marks))
 	for k := range r.marks {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	file := recordedSlots(dir).Names
 	for _, k := range keys {
 		want := r.marks[k]
 		origin := strings.TrimPrefix(k, checkpointKey)
 		v, err := get([]byte(k))
 		if errors.Is(err, log.ErrNotFound) {
-			return fmt.Errorf("%w: %s or %s records a checkpoint of %q at size %d, and Pebble holds none: its write-ahead log lost what it synced; refusing to go back (the witness would cosign a second history)", ErrCorrupt, file[0], file[1], origin, want.size)
+			return fmt.Errorf("%w: %s records a checkpoint of %q at size %d, and Pebble holds none: its write-ahead log lost what it synced; refusing to go back (the witness would cosign a second history)", ErrCorrupt, r.file, origin, want.size)
 		} else if err != nil {
 			return err
 		}
 		got, ok := markOf([]byte(k), v)
 		switch {
 		case !ok:
-			return fmt.Errorf("%w: the checkpoint of %q in Pebble does not parse; %s or %s records size %d", ErrCorrupt, origin, file[0], file[1], want.size)
+			return fmt.Errorf("%w: the checkpoint of %q in Pebble does not parse; %s records size %d", ErrCorrupt, origin, r.file, want.size)
 		case got.size < want.size:
-			return fmt.Errorf("%w: the checkpoint of %q is at size %d in Pebble, behind size %d recorded in %s or %s after Pebble's sync: its write-ahead log lost what it synced; refusing to go back (the witness would cosign a second history)", ErrCorrupt, origin, got.size, want.size, file[0], file[1])
+			return fmt.Errorf("%w: the checkpoint of %q is at size %d in Pebble, behind size %d recorded in %s after Pebble's sync: its write-ahead log lost what it synced; refusing to go back (the witness would cosign a second history)", ErrCorrupt, origin, got.size, want.size, r.file)
 		case got.size == want.size && !bytes.Equal(got.root, want.root):
-			return fmt.Errorf("%w: the checkpoint of %q at size %d in Pebble has another root than the one recorded in %s or %s", ErrCorrupt, origin, got.size, file[0], file[1])
+			return fmt.Errorf("%w: the checkpoint of %q at size %d in Pebble has another root than the one recorded in %s", ErrCorrupt, origin, got.size, r.file)
 		}
 	}
 	return nil
@@ -289,7 +291,7 @@ func openRecorder(dir string, get func(key []byte) ([]byte, error)) (*recorder, 
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRecorded(dir, r, get); err != nil {
+	if err := checkRecorded(r, get); err != nil {
 		return nil, err
 	}
 	w, err := slots.Open(recordedSlots(dir), next)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,8 +53,8 @@ func TestBehindRecordRefused(t *testing.T) {
 		ahead    []byte // what the record saw, after the copy
 		wantMsgs []string
 	}{
-		{"behind", cpNote("log.example/a", 5, "r5"), []string{`"log.example/a"`, "size 4", "size 5", "recorded.0"}},
-		{"other root", cpNote("log.example/a", 4, "other"), []string{`"log.example/a"`, "size 4", "another root", "recorded.0"}},
+		{"behind", cpNote("log.example/a", 5, "r5"), []string{`"log.example/a"`, "size 4", "size 5", "recorded."}},
+		{"other root", cpNote("log.example/a", 4, "other"), []string{`"log.example/a"`, "size 4", "another root", "recorded."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := t.TempDir(), filepath.Join(t.TempDir(), "b")
@@ -168,4 +169,85 @@ func FuzzDecodeRecorded(f *testing.F) {
 			t.Fatalf("decoded %v from %x, which encodes as %x", r, b, again)
 		}
 	})
+}
+
+// TestRecordWithoutPebbleRefused: a record naming a checkpoint Pebble
+// does not hold at all is refused.
+func TestRecordWithoutPebbleRefused(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	swap(t, a, nil, cpNote("log.example/a", 3, "r3"))
+	kv, err := Open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv.Close()
+	for _, n := range []string{"recorded.0", "recorded.1"} {
+		rb, err := os.ReadFile(filepath.Join(a, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(b, n), rb, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kv, err = Open(b)
+	if err == nil {
+		kv.Close()
+		t.Fatal("opened a store whose Pebble lost a recorded checkpoint")
+	}
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `"log.example/a" at size 3, and Pebble holds none`) {
+		t.Errorf("Open: %v, want ErrCorrupt naming the origin and size 3", err)
+	}
+}
+
+// TestRecordConcurrentSwaps: swaps of many checkpoint keys at once share
+// record writes, and the record holds each key's last checkpoint.
+func TestRecordConcurrentSwaps(t *testing.T) {
+	dir := t.TempDir()
+	kv, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const logs, steps = 16, 20
+	errs := make(chan error, logs)
+	for i := range logs {
+		go func() {
+			origin := fmt.Sprintf("log.example/%d", i)
+			var old []byte
+			for n := range uint64(steps) {
+				cp := cpNote(origin, n+1, fmt.Sprint(n))
+				if err := kv.CompareAndSwap([]byte("checkpoint/"+origin), old, cp); err != nil {
+					errs <- err
+					return
+				}
+				old = cp
+			}
+			errs <- nil
+		}()
+	}
+	for range logs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := kv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := readRecorded(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.marks) != logs {
+		t.Fatalf("record holds %d keys, want %d", len(r.marks), logs)
+	}
+	for k, m := range r.marks {
+		if m.size != steps {
+			t.Errorf("record holds %s at size %d, want %d", k, m.size, steps)
+		}
+	}
+	kv, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv.Close()
 }
