@@ -45,10 +45,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/provlog/provlog/log"
 	"github.com/provlog/provlog/log/slots"
@@ -284,9 +287,11 @@ func (r *recorder) write(key string, m mark) error {
 	return nil
 }
 
-// openRecorder reads the record of dir, refuses a Pebble state (read by
-// get) behind it, and opens it for writing.
-func openRecorder(dir string, get func(key []byte) ([]byte, error)) (*recorder, error) {
+// openRecorder reads the record of dir, refuses a Pebble state (db) behind
+// it, and opens it for writing. A checkpoint key Pebble holds that the
+// record lacks (a store from before the record) is added to it, and that
+// record written, before Open returns.
+func openRecorder(dir string, db *pebble.DB, get func(key []byte) ([]byte, error)) (*recorder, error) {
 	r, next, err := readRecorded(dir)
 	if err != nil {
 		return nil, err
@@ -294,9 +299,52 @@ func openRecorder(dir string, get func(key []byte) ([]byte, error)) (*recorder, 
 	if err := checkRecorded(r, get); err != nil {
 		return nil, err
 	}
+	missing, err := unrecorded(db, r.marks)
+	if err != nil {
+		return nil, err
+	}
 	w, err := slots.Open(recordedSlots(dir), next)
 	if err != nil {
 		return nil, err
 	}
-	return &recorder{w: w, marks: r.marks, seq: r.seq}, nil
+	rec := &recorder{w: w, marks: r.marks, seq: r.seq}
+	if len(missing) > 0 {
+		maps.Copy(rec.marks, missing)
+		rec.seq++
+		if err := w.Write(encodeRecorded(nil, rec.seq, rec.marks)); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
+	return rec, nil
+}
+
+// unrecorded returns the marks of the checkpoint keys in db that marks
+// lacks.
+func unrecorded(db *pebble.DB, marks map[string]mark) (map[string]mark, error) {
+	lower := []byte(checkpointKey)
+	upper := append(bytes.Clone(lower[:len(lower)-1]), lower[len(lower)-1]+1)
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("reading the checkpoint keys: %w", err)
+	}
+	out := map[string]mark{}
+	for it.First(); it.Valid(); it.Next() {
+		if _, ok := marks[string(it.Key())]; ok {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return nil, fmt.Errorf("reading key %q: %w", it.Key(), err)
+		}
+		if m, ok := markOf(it.Key(), v); ok {
+			m.root = bytes.Clone(m.root)
+			out[string(it.Key())] = m
+		}
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("reading the checkpoint keys: %w", err)
+	}
+	return out, nil
 }

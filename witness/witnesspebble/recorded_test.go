@@ -251,3 +251,25 @@ func TestRecordConcurrentSwaps(t *testing.T) {
 	}
 	kv.Close()
 }
+
+// TestRecordOfOldStore: a store from before the record (no recorded.0 or
+// .1) opens, and its checkpoints are recorded at once.
+func TestRecordOfOldStore(t *testing.T) {
+	dir := t.TempDir()
+	k := "checkpoint/log.example/a"
+	swap(t, dir, nil, cpNote("log.example/a", 7, "r7"))
+	for _, n := range []string{"recorded.0", "recorded.1"} {
+		if err := os.Remove(filepath.Join(dir, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kv, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := readRecorded(dir)
+	kv.Close()
+	if err != nil || r.marks[k].size != 7 {
+		t.Fatalf("record after opening an old store: %v, %v; want %s at size 7", r.marks, err, k)
+	}
+}

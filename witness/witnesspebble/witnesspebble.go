@@ -144,7 +144,7 @@ func open(dir string, fsys vfs.FS, logf func(format string, args ...any)) (*KV, 
 		}
 	}
 	if err == nil {
-		if kv.rec, err = openRecorder(dir, kv.get); err != nil {
+		if kv.rec, err = openRecorder(dir, kv.db, kv.get); err != nil {
 			kv.closed = true
 			kv.fs.EndWaits()
 			kv.db.Close()
