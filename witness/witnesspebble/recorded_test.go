@@ -117,7 +117,7 @@ func TestKillBetweenWrites(t *testing.T) {
 		if err := kv.CompareAndSwap(k, nil, n4); err != nil {
 			t.Fatal(err)
 		}
-		testHookRecorded = func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+		kv.testingOnlyRecorded = func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) }
 		kv.CompareAndSwap(k, n4, n5)
 		t.Fatal("not killed")
 	}

@@ -94,11 +94,11 @@ type KV struct {
 	stop   chan struct{}         // closed when failed is set
 
 	rec *recorder // the recorded-checkpoint record (recorded.go)
-}
 
-// testHookRecorded, if not nil, is called between Pebble's synced commit
-// and the record's write (a test kills the process there).
-var testHookRecorded func()
+	// testingOnlyRecorded, if not nil, is called between Pebble's synced
+	// commit and the record's write (a test kills the process there).
+	testingOnlyRecorded func()
+}
 
 // Open opens the store in dir, creating it if needed. It fails with an
 // error wrapping [ErrLocked] if another process (or another open KV)
@@ -231,8 +231,8 @@ func (kv *KV) CompareAndSwap(key, old, new []byte) error {
 		return fmt.Errorf("writing key %q: outcome unknown: %w (%w)", key, ErrFailed, *f)
 	}
 	if m, ok := markOf(key, new); ok {
-		if testHookRecorded != nil {
-			testHookRecorded()
+		if kv.testingOnlyRecorded != nil {
+			kv.testingOnlyRecorded()
 		}
 		if err := kv.rec.write(string(key), m); err != nil {
 			kv.fail(err)
