@@ -322,9 +322,17 @@ func (f *coreFilter) hash(key uint64) uint64 { return key * 0x9e3779b97f4a7c15 >
 // holdsCore reports whether s holds one of f's cores, read case-blind.
 // It is linear in s (a hit compares each core; a text's runs hit by
 // chance about once in 340 characters for 48 cores).
-func holdsCore[T ~string | ~[]byte](f *coreFilter, s T) bool {
+func holdsCore[T ~string | ~[]byte](f *coreFilter, s T) bool { return holdsCoreWork(f, s, nil) }
+
+// holdsCoreWork is holdsCore that adds to *work, if work is not nil, the
+// bytes of s it reads and the symbols it compares (the count
+// TestHoldsCoreLinear holds to the text's length).
+func holdsCoreWork[T ~string | ~[]byte](f *coreFilter, s T, work *int) bool {
 	if f == nil {
 		return false
+	}
+	if work != nil {
+		*work += len(s)
 	}
 	mask := uint64(1)<<(3*f.w) - 1
 	var key uint64
@@ -348,6 +356,9 @@ func holdsCore[T ~string | ~[]byte](f *coreFilter, s T) bool {
 		}
 		start := i + 1 - f.w
 		for _, c := range f.cores {
+			if work != nil {
+				*work += min(len(c), len(s)-start)
+			}
 			if start+len(c) <= len(s) && blindHasPrefix(s[start:], c) {
 				return true
 			}

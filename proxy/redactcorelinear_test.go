@@ -1,0 +1,64 @@
+package proxy
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+// TestHoldsCoreLinear counts what holdsCore reads and compares
+// (holdsCoreWork) in texts of n, 2n and 4n bytes of periodic base64
+// against a redacted value of a 96th of the text (a client may send
+// megabytes): doubling the text, and the value with it, may at most
+// double the count. Each core was compared in full at each place the
+// filter hit, and in a periodic text that is nearly every place: the
+// count quadrupled with each doubling.
+func TestHoldsCoreLinear(t *testing.T) {
+	shapes := []struct {
+		name string
+		make func(n int) (text, secret string)
+	}{
+		{"periodic, value differs at its end", func(n int) (string, string) {
+			return base64.StdEncoding.EncodeToString([]byte(strings.Repeat("A", n*3/4))), strings.Repeat("A", n/96) + "BBB"
+		}},
+		{"periodic, mixed case, value differs at its end", func(n int) (string, string) {
+			return base64.StdEncoding.EncodeToString([]byte(strings.Repeat("aB", n*3/8))), strings.Repeat("Ab", n/192) + "CCC"
+		}},
+		{"periodic, found at the end", func(n int) (string, string) {
+			x := strings.Repeat("A", n/96) + "BBB"
+			return base64.StdEncoding.EncodeToString([]byte(strings.Repeat("A", n*3/4) + x)), x
+		}},
+	}
+	for _, sh := range shapes {
+		var works []int
+		for _, n := range []int{1 << 14, 1 << 15, 1 << 16} {
+			text, secret := sh.make(n)
+			cores := base64Cores([]string{secret})
+			f := newCoreFilter(cores, 0)
+			w := 0
+			got := holdsCoreWork(f, text, &w)
+			want := false
+			for _, c := range cores {
+				want = want || strings.Contains(strings.Map(blindRune, text), strings.Map(blindRune, c))
+			}
+			if got != want {
+				t.Fatalf("%s, %d bytes: holdsCore = %v, a search says %v", sh.name, n, got, want)
+			}
+			works = append(works, w)
+		}
+		for i := 1; i < len(works); i++ {
+			if works[i] > 2*works[i-1]+64 {
+				t.Errorf("%s: %d bytes and symbols looked at for a text of %d bytes, %d for %d (%.1fx per doubling); want at most double",
+					sh.name, works[i-1], 1<<(13+i), works[i], 1<<(14+i), float64(works[i])/float64(works[i-1]))
+			}
+		}
+	}
+}
+
+// blindRune is a byte read case-blind (caseBlind), as a rune.
+func blindRune(r rune) rune {
+	if r >= 256 {
+		return -1
+	}
+	return rune(caseBlind[r])
+}
