@@ -272,10 +272,16 @@ const noBase64 = 0xff
 // coreFilter finds, in one pass over a text, whether it holds any of a
 // set of base64 cores read case-blind (caseBlind): each run of the text's
 // last w base64 characters is looked up in a set of bits by its symbols'
-// hash, and only a hit compares the cores there.
+// hash, and only a hit compares the cores' first w symbols there. A core
+// longer than that is then looked for in the rest of the text by
+// Knuth, Morris and Pratt's search, once a text: compared in full at each
+// hit, a core of a long value (a client may send megabytes) cost
+// len(text)·len(value) in a periodic text, where nearly every place hits.
 type coreFilter struct {
 	cores [][]byte // case-blind symbols
-	w     int      // the shortest core's length, at most 21 (3 bits a symbol)
+	keys  []uint64 // each core's first w symbols, as hash reads them
+	next  [][]int32
+	w     int // the shortest core's length, at most 21 (3 bits a symbol)
 	bits  [1 << 14 / 64]uint64
 }
 
@@ -305,28 +311,52 @@ func newCoreFilter(cores []string, from int) *coreFilter {
 	if len(f.cores) == 0 {
 		return nil
 	}
-	for _, c := range f.cores {
+	f.keys = make([]uint64, len(f.cores))
+	f.next = make([][]int32, len(f.cores))
+	for i, c := range f.cores {
 		var key uint64
 		for _, sym := range c[:f.w] {
 			key = key<<3 | uint64(sym)
 		}
+		f.keys[i] = key
 		h := f.hash(key)
 		f.bits[h/64] |= 1 << (h % 64)
+		if len(c) > f.w {
+			f.next[i] = kmpTable(c)
+		}
 	}
 	return f
+}
+
+// kmpTable returns, for each i, the length of the longest proper prefix
+// of x[:i+1] that is also its suffix.
+func kmpTable(x []byte) []int32 {
+	next := make([]int32, len(x))
+	for i, k := 1, int32(0); i < len(x); i++ {
+		for k > 0 && x[i] != x[k] {
+			k = next[k-1]
+		}
+		if x[i] == x[k] {
+			k++
+		}
+		next[i] = k
+	}
+	return next
 }
 
 // hash is the bit of the set for a run's symbols.
 func (f *coreFilter) hash(key uint64) uint64 { return key * 0x9e3779b97f4a7c15 >> (64 - 14) }
 
 // holdsCore reports whether s holds one of f's cores, read case-blind.
-// It is linear in s (a hit compares each core; a text's runs hit by
-// chance about once in 340 characters for 48 cores).
+// It is linear in s: a hit compares each core's first w symbols (a
+// text's runs hit by chance about once in 340 characters for 48 cores),
+// and a core longer than that whose first symbols are there is looked
+// for in the rest of s once (blindIndex).
 func holdsCore[T ~string | ~[]byte](f *coreFilter, s T) bool { return holdsCoreWork(f, s, nil) }
 
 // holdsCoreWork is holdsCore that adds to *work, if work is not nil, the
-// bytes of s it reads and the symbols it compares (the count
-// TestHoldsCoreLinear holds to the text's length).
+// bytes of s it reads, the cores it compares at a hit and blindIndex's
+// steps (the count TestHoldsCoreLinear holds to the text's length).
 func holdsCoreWork[T ~string | ~[]byte](f *coreFilter, s T, work *int) bool {
 	if f == nil {
 		return false
@@ -336,7 +366,8 @@ func holdsCoreWork[T ~string | ~[]byte](f *coreFilter, s T, work *int) bool {
 	}
 	mask := uint64(1)<<(3*f.w) - 1
 	var key uint64
-	n := 0 // base64 characters ending at i, up to w
+	var searched []bool // the long cores looked for in the rest of s
+	n := 0              // base64 characters ending at i, up to w
 	for i := 0; i < len(s); i++ {
 		sym := caseBlind[s[i]]
 		if sym == noBase64 {
@@ -355,11 +386,24 @@ func holdsCoreWork[T ~string | ~[]byte](f *coreFilter, s T, work *int) bool {
 			continue
 		}
 		start := i + 1 - f.w
-		for _, c := range f.cores {
-			if work != nil {
-				*work += min(len(c), len(s)-start)
+		if work != nil {
+			*work += len(f.cores)
+		}
+		for k, c := range f.cores {
+			if f.keys[k] != key {
+				continue
 			}
-			if start+len(c) <= len(s) && blindHasPrefix(s[start:], c) {
+			if len(c) == f.w {
+				return true
+			}
+			if searched == nil {
+				searched = make([]bool, len(f.cores))
+			}
+			if searched[k] {
+				continue // not in s after the place first looked from
+			}
+			searched[k] = true
+			if blindIndex(s[start:], c, f.next[k], work) {
 				return true
 			}
 		}
@@ -367,12 +411,30 @@ func holdsCoreWork[T ~string | ~[]byte](f *coreFilter, s T, work *int) bool {
 	return false
 }
 
-// blindHasPrefix reports whether s starts with the case-blind symbols c.
-func blindHasPrefix[T ~string | ~[]byte](s T, c []byte) bool {
-	for i, sym := range c {
-		if caseBlind[s[i]] != sym {
-			return false
+// blindIndex reports whether s, read case-blind, holds the case-blind
+// symbols c (next: kmpTable(c)), in steps linear in s (Knuth, Morris and
+// Pratt's search), adding them to *work if work is not nil.
+func blindIndex[T ~string | ~[]byte](s T, c []byte, next []int32, work *int) bool {
+	steps := 0
+	defer func() {
+		if work != nil {
+			*work += steps
+		}
+	}()
+	k := int32(0)
+	for i := 0; i < len(s); i++ {
+		sym := caseBlind[s[i]]
+		for k > 0 && sym != c[k] {
+			k = next[k-1]
+			steps++
+		}
+		if sym == c[k] {
+			k++
+		}
+		steps++
+		if int(k) == len(c) {
+			return true
 		}
 	}
-	return true
+	return false
 }

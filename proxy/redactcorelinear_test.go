@@ -10,7 +10,7 @@ import (
 // (holdsCoreWork) in texts of n, 2n and 4n bytes of periodic base64
 // against a redacted value of a 96th of the text (a client may send
 // megabytes): doubling the text, and the value with it, may at most
-// double the count. Each core was compared in full at each place the
+// double the count (and 5% for what is not doubled). Each core was compared in full at each place the
 // filter hit, and in a periodic text that is nearly every place: the
 // count quadrupled with each doubling.
 func TestHoldsCoreLinear(t *testing.T) {
@@ -47,7 +47,7 @@ func TestHoldsCoreLinear(t *testing.T) {
 			works = append(works, w)
 		}
 		for i := 1; i < len(works); i++ {
-			if works[i] > 2*works[i-1]+64 {
+			if works[i] > 2*works[i-1]+works[i-1]/20 { // 2.05x: the text's and the value's ends are not doubled
 				t.Errorf("%s: %d bytes and symbols looked at for a text of %d bytes, %d for %d (%.1fx per doubling); want at most double",
 					sh.name, works[i-1], 1<<(13+i), works[i], 1<<(14+i), float64(works[i])/float64(works[i-1]))
 			}
