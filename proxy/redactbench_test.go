@@ -1,11 +1,17 @@
 package proxy
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/provlog/provlog/log"
+	"github.com/provlog/provlog/log/logtest/proctest"
 )
 
 // BenchmarkScrub: what scrubbing costs a result (scrubJSON, run on every
@@ -41,4 +47,50 @@ func BenchmarkScrub(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkCallWireRedacted: BenchmarkCallWire's proxied call, one
+// client, to a server whose calls' password is redacted: each call's
+// entry and kept result are scrubbed of the actor's recent values (eight
+// passwords sent before, and the call's own).
+func BenchmarkCallWireRedacted(b *testing.B) {
+	text, _ := json.Marshal("Echo: " + strings.Repeat("x", 1024))
+	down := wireDownstream(b, `{"content":[{"type":"text","text":`+string(text)+`}]}`)
+	l := newTestLog(b)
+	p := startProxy(b, l, []ServerConfig{{ID: "e", URL: down, Redact: []string{"password"}}}, nil)
+	url := serveHTTP(b, p)
+	cs := benchSession(b, url)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	b.Cleanup(hc.CloseIdleConnections)
+	var id int
+	call := func(password string) {
+		id++
+		body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"e__echo","arguments":{"message":"` + strings.Repeat("x", 1024) + `","password":"` + password + `"}}}`
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header = http.Header{
+			"Content-Type":         {"application/json"},
+			"Accept":               {"application/json, text/event-stream"},
+			"Authorization":        {"Bearer " + testToken},
+			"Mcp-Session-Id":       {cs.ID()},
+			"Mcp-Protocol-Version": {"2025-11-25"},
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || !bytes.Contains(got, []byte(`"text":"Echo: xxx`)) {
+			b.Fatalf("HTTP %d, %v: %.300s", resp.StatusCode, err, got)
+		}
+	}
+	for i := range 8 {
+		call(fmt.Sprintf("S3CRET-%d-Up%d", i, i*7))
+	}
+	b.ReportAllocs()
+	cpu := int64(proctest.CPU())
+	for b.Loop() {
+		call("S3CRET-now-Up99")
+	}
+	b.ReportMetric(float64(int64(proctest.CPU())-cpu)/float64(b.N), "cpu-ns/op")
 }
