@@ -40,7 +40,7 @@ type downstream struct {
 	secrets   recentSecrets // redacted values of its latest calls, kept off the proxy's log
 	byActor   actorSecrets  // the same, each actor's apart, kept off its entries and answers
 	creds     []string      // the credentials its config gives it (ServerConfig.credentials), kept off both
-	credCores []string      // their base64Cores, made once for the lines of its stderr
+	credCores *coreSet      // their base64Cores, made once for the lines of its stderr
 
 	listens listens // the subscriptions held on its session of the 2026-07-28 revision (listen.go)
 
@@ -74,7 +74,7 @@ func newDownstream(p *Proxy, cfg ServerConfig) *downstream {
 		calls:       callers{server: cfg.ID},
 		creds:       cfg.credentials(),
 	}
-	d.credCores = base64Cores(d.creds)
+	d.credCores = newCoreSet(base64Cores(d.creds))
 	d.cat = newCatalogue(d)
 	d.sup = newSupervisor(cfg.ID, p.logger, d.connect, func(ctx context.Context, cs *mcp.ClientSession) {
 		d.cat.syncAll(ctx, cs)

@@ -28,7 +28,7 @@ type recentSecrets struct {
 	mu    sync.Mutex
 	list  []string
 	next  int
-	cores []string // list's (base64Cores), nil until a scrub needs them
+	cores *coreSet // list's (base64Cores) and their filters, nil until a scrub needs them
 }
 
 func (r *recentSecrets) remember(secrets []string) {
@@ -106,7 +106,7 @@ func (r *recentSecrets) scrub(s string) string {
 		return s
 	}
 	if r.cores == nil {
-		r.cores = base64Cores(r.list)
+		r.cores = newCoreSet(base64Cores(r.list))
 	}
 	return scrubText(s, r.cores, r.list)
 }
@@ -127,7 +127,7 @@ func (r *recentSecrets) scrubName(s string) string {
 		return s
 	}
 	if r.cores == nil {
-		r.cores = base64Cores(r.list) // of the long values alone
+		r.cores = newCoreSet(base64Cores(r.list)) // of the long values alone
 	}
 	return scrubText(s, r.cores, long)
 }

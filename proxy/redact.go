@@ -274,7 +274,7 @@ func scrub(s string, secrets []string) string {
 	if len(secrets) == 0 {
 		return s
 	}
-	return scrubText(s, base64Cores(secrets), secrets)
+	return scrubText(s, newCoreSet(base64Cores(secrets)), secrets)
 }
 
 // cutSecrets replaces every secret in s, in any case (foldCase), with
@@ -342,7 +342,7 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 	if len(secrets) == 0 {
 		return canon, false
 	}
-	cores := base64Cores(secrets)
+	cores := newCoreSet(base64Cores(secrets)) // once for each string of canon
 	if !mayHoldSecret(canon, cores, secrets) {
 		return canon, false
 	}
@@ -400,7 +400,7 @@ func scrubJSON(canon []byte, secrets []string) ([]byte, bool) {
 // whether it holds the secret itself too or not, or if it holds one
 // written with JSON's escapes (escapedViews: \u0053 for S in a JSON text
 // a server quotes). It is linear in s.
-func scrubText(s string, cores, secrets []string) string {
+func scrubText(s string, cores *coreSet, secrets []string) string {
 	if decodesToSecret(s, cores, secrets) {
 		return Redacted
 	}
@@ -457,8 +457,8 @@ func scrubMembers(m map[string]any, name func(string) string, walk func(any) any
 // every backslash before an r or n (and, after a break, a t) as an
 // escape, and one may be a string's own before base64 starting with that
 // letter, so there a core is looked for without its first character.
-func mayHoldSecret(canon []byte, cores, secrets []string) bool {
-	if holdsCore(newCoreFilter(cores, 0), canon) {
+func mayHoldSecret(canon []byte, cores *coreSet, secrets []string) bool {
+	if holdsCore(cores.filter(), canon) {
 		return true
 	}
 	// A secret in any case (foldCase); one with a backslash or a quote
@@ -480,7 +480,7 @@ func mayHoldSecret(canon []byte, cores, secrets []string) bool {
 	}
 	for _, v := range escapedViews(string(canon)) { // a secret JSON-escaped
 		fv, _ := foldCase(v)
-		if holdsCore(newCoreFilter(cores, 0), v) || slices.ContainsFunc(folded(secrets), func(f string) bool { return indexFolded(fv, f) >= 0 }) {
+		if holdsCore(cores.filter(), v) || slices.ContainsFunc(folded(secrets), func(f string) bool { return indexFolded(fv, f) >= 0 }) {
 			return true
 		}
 	}
@@ -488,7 +488,7 @@ func mayHoldSecret(canon []byte, cores, secrets []string) bool {
 		return false // no line break in any string
 	}
 	u := unwrap(string(canon), true)
-	return holdsCore(newCoreFilter(cores, 1), u)
+	return holdsCore(cores.unwrappedFilter(), u)
 }
 
 // base64Alphabets are the encodings a result carries bytes in (an image's
@@ -523,7 +523,7 @@ func base64Cores(secrets []string) []string {
 // at least minSecretLen bytes. s is read with its line breaks unwrapped,
 // once as it is and once as a JSON text inside it would break its lines
 // (a backslash before an r or n may be either). Each is linear in s.
-func decodesToSecret(s string, cores, secrets []string) bool {
+func decodesToSecret(s string, cores *coreSet, secrets []string) bool {
 	lines := unwrap(s, false)
 	if base64OfSecret(lines, cores, secrets) {
 		return true
@@ -538,8 +538,8 @@ func decodesToSecret(s string, cores, secrets []string) bool {
 // of an alphabet's characters that holds one of cores, read case-blind
 // (coreFilter: with any of the value's ASCII letters' cases changed), is
 // decoded from its first four characters and matched case-folded.
-func base64OfSecret(s string, cores, secrets []string) bool {
-	f := newCoreFilter(cores, 0)
+func base64OfSecret(s string, cores *coreSet, secrets []string) bool {
+	f := cores.filter()
 	if !holdsCore(f, s) {
 		return false
 	}

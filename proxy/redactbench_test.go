@@ -16,7 +16,7 @@ import (
 
 // BenchmarkScrub: what scrubbing costs a result (scrubJSON, run on every
 // kept result and entry text when redaction is configured) and a line of
-// a server's stderr (scrub), holding none of eight redacted values or one
+// a server's stderr (scrub, and a server's recent values' scrub), holding none of eight redacted values or one
 // of them, in ASCII text and in text that is not all ASCII.
 func BenchmarkScrub(b *testing.B) {
 	var secrets []string
@@ -44,6 +44,17 @@ func BenchmarkScrub(b *testing.B) {
 			b.SetBytes(int64(len(line)))
 			for b.Loop() {
 				scrub(line, secrets)
+			}
+		})
+		// A line of a server's stderr as it is scrubbed: of the
+		// server's recent values, whose cores and filters are made once
+		// for the lines between two calls.
+		b.Run("Recent"+tc.name, func(b *testing.B) {
+			var r recentSecrets
+			r.remember(secrets)
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				r.scrub(line)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -280,8 +281,7 @@ const noBase64 = 0xff
 type coreFilter struct {
 	cores [][]byte // case-blind symbols
 	keys  []uint64 // each core's first w symbols, as hash reads them
-	next  [][]int32
-	w     int // the shortest core's length, at most 21 (3 bits a symbol)
+	w     int      // the shortest core's length, at most 21 (3 bits a symbol)
 	bits  [1 << 14 / 64]uint64
 }
 
@@ -312,7 +312,6 @@ func newCoreFilter(cores []string, from int) *coreFilter {
 		return nil
 	}
 	f.keys = make([]uint64, len(f.cores))
-	f.next = make([][]int32, len(f.cores))
 	for i, c := range f.cores {
 		var key uint64
 		for _, sym := range c[:f.w] {
@@ -321,9 +320,6 @@ func newCoreFilter(cores []string, from int) *coreFilter {
 		f.keys[i] = key
 		h := f.hash(key)
 		f.bits[h/64] |= 1 << (h % 64)
-		if len(c) > f.w {
-			f.next[i] = kmpTable(c)
-		}
 	}
 	return f
 }
@@ -342,6 +338,41 @@ func kmpTable(x []byte) []int32 {
 		next[i] = k
 	}
 	return next
+}
+
+// coreSet is a set of secrets' cores (base64Cores) and their filters,
+// made once for a set of secrets (a scrubJSON's, an actor's recent ones,
+// a server's credentials) and read by each text scrubbed of it: made for
+// each text, a filter (2 KiB of bits, each core's symbols) cost more than
+// a short text's scan.
+type coreSet struct {
+	cores []string
+	f     *coreFilter // newCoreFilter(cores, 0)
+	once  sync.Once
+	f1    *coreFilter // newCoreFilter(cores, 1), made when first needed
+}
+
+// newCoreSet returns the set of cores.
+func newCoreSet(cores []string) *coreSet {
+	return &coreSet{cores: cores, f: newCoreFilter(cores, 0)}
+}
+
+// filter returns the set's filter of its cores (nil for none).
+func (c *coreSet) filter() *coreFilter {
+	if c == nil {
+		return nil
+	}
+	return c.f
+}
+
+// unwrappedFilter returns the set's filter of its cores without their
+// first characters (mayHoldSecret's unwrapped text).
+func (c *coreSet) unwrappedFilter() *coreFilter {
+	if c == nil {
+		return nil
+	}
+	c.once.Do(func() { c.f1 = newCoreFilter(c.cores, 1) })
+	return c.f1
 }
 
 // hash is the bit of the set for a run's symbols.
@@ -403,7 +434,7 @@ func holdsCoreWork[T ~string | ~[]byte](f *coreFilter, s T, work *int) bool {
 				continue // not in s after the place first looked from
 			}
 			searched[k] = true
-			if blindIndex(s[start:], c, f.next[k], work) {
+			if blindIndex(s[start:], c, work) {
 				return true
 			}
 		}
@@ -412,10 +443,13 @@ func holdsCoreWork[T ~string | ~[]byte](f *coreFilter, s T, work *int) bool {
 }
 
 // blindIndex reports whether s, read case-blind, holds the case-blind
-// symbols c (next: kmpTable(c)), in steps linear in s (Knuth, Morris and
-// Pratt's search), adding them to *work if work is not nil.
-func blindIndex[T ~string | ~[]byte](s T, c []byte, next []int32, work *int) bool {
-	steps := 0
+// symbols c, in steps linear in s and c (Knuth, Morris and Pratt's
+// search), adding them to *work if work is not nil. Its table (an int32
+// for each symbol of c) is made here: a core's first symbols are in a
+// text rarely, and a filter made for every set of secrets holds none.
+func blindIndex[T ~string | ~[]byte](s T, c []byte, work *int) bool {
+	next := kmpTable(c)
+	steps := len(c)
 	defer func() {
 		if work != nil {
 			*work += steps

@@ -139,7 +139,7 @@ func FuzzCoreFilter(f *testing.F) {
 		if !holdsCore(filter, s) {
 			t.Fatalf("no core of %q found in %q", secret, s)
 		}
-		if !decodesToSecret(s, cores, secrets) {
+		if !decodesToSecret(s, newCoreSet(cores), secrets) {
 			t.Fatalf("base64 of %q (%q) not found in %q", b, e, s)
 		}
 	})

@@ -495,10 +495,13 @@ func runEnd(lines []string) []string {
 func (r *recentSecrets) coresNow() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cores == nil && len(r.list) > 0 {
-		r.cores = base64Cores(r.list)
+	if len(r.list) == 0 {
+		return nil
 	}
-	return r.cores
+	if r.cores == nil {
+		r.cores = newCoreSet(base64Cores(r.list))
+	}
+	return r.cores.cores
 }
 
 // logFirst logs the first n held lines but those a pause logged: as
