@@ -62,3 +62,36 @@ func blindRune(r rune) rune {
 	}
 	return rune(caseBlind[r])
 }
+
+// TestScrubShortLinesLinear counts the work of holdsCore and indexFolded
+// over the lines of a server's stderr, each scrubbed by itself (76
+// characters of periodic base64 a line), against a redacted value of a
+// 96th of the text: doubling both may at most double the count. A
+// search's table of the value (an int32 a byte) was made for each line
+// its first bytes were in, though no line can hold the value: lines ×
+// value, 4x per doubling.
+func TestScrubShortLinesLinear(t *testing.T) {
+	var hold, index []int
+	for _, n := range []int{1 << 14, 1 << 15, 1 << 16} {
+		e := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("A", n*3/4)))
+		secret := strings.Repeat("A", n/96) + "BBB"
+		f := newCoreFilter(base64Cores([]string{secret}), 0)
+		fx, _ := foldCase(secret)
+		h, x := 0, 0
+		for i := 0; i < len(e); i += 76 {
+			line := e[i:min(i+76, len(e))]
+			holdsCoreWork(f, line, &h)
+			fl, _ := foldCase(strings.Repeat("A", 76))
+			indexFoldedWork(fl, fx, &x)
+		}
+		hold, index = append(hold, h), append(index, x)
+	}
+	for name, works := range map[string][]int{"holdsCore": hold, "indexFolded": index} {
+		for i := 1; i < len(works); i++ {
+			if works[i] > 2*works[i-1]+works[i-1]/20 {
+				t.Errorf("%s: %d bytes and symbols looked at for lines of %d bytes, %d for %d (%.1fx per doubling); want at most double",
+					name, works[i-1], 1<<(13+i), works[i], 1<<(14+i), float64(works[i])/float64(works[i-1]))
+			}
+		}
+	}
+}
