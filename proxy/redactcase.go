@@ -177,6 +177,9 @@ func indexLinear(s, x string, work *int) int {
 	if len(x) == 0 {
 		return 0
 	}
+	if len(x) > len(s) {
+		return -1 // no table for a text that cannot hold x (a line of stderr)
+	}
 	steps := 0
 	defer func() {
 		if work != nil {
@@ -430,8 +433,8 @@ func holdsCoreWork[T ~string | ~[]byte](f *coreFilter, s T, work *int) bool {
 			if searched == nil {
 				searched = make([]bool, len(f.cores))
 			}
-			if searched[k] {
-				continue // not in s after the place first looked from
+			if searched[k] || start+len(c) > len(s) {
+				continue // not in s after the place first looked from, or no room for it (a line of stderr)
 			}
 			searched[k] = true
 			if blindIndex(s[start:], c, work) {
