@@ -235,6 +235,10 @@ func (p *Proxy) oneMessage(w http.ResponseWriter, r *http.Request) (postBody, bo
 			"provlog: the initialize request is over %d bytes; a session keeps its initialize params for its life, so send smaller capabilities and clientInfo", maxInitializeBytes))
 		return postBody{}, false
 	}
+	if why := bodyBatchFault(pb, body); why != "" {
+		writeHTTPError(w, http.StatusBadRequest, rpcError(jsonrpc.CodeInvalidRequest, "provlog: %s", why))
+		return postBody{}, false
+	}
 	id, bad := pb.msg.id, unsafeID(pb.msg.id) // what parseFast read has its id at hand
 	if !pb.parsed {
 		id, bad = badRequestID(body) // anything else is scanned for one
@@ -272,6 +276,20 @@ func initializeRequest(pb postBody, body []byte) bool {
 	}
 	var batch []message
 	return json.Unmarshal(body, &batch) == nil && slices.ContainsFunc(batch, func(m message) bool { return m.Method == "initialize" })
+}
+
+// bodyBatchFault is batchFault's reason to refuse the POST body read as
+// pb, if it is a batch, or "". The SDK served a batch of 90,000 pings
+// (under the body bound) at once, as it did on stdio.
+func bodyBatchFault(pb postBody, body []byte) string {
+	if pb.parsed {
+		return "" // one message
+	}
+	var batch []json.RawMessage
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) == 0 || b[0] != '[' || json.Unmarshal(b, &batch) != nil {
+		return ""
+	}
+	return batchFault(len(batch))
 }
 
 // readBody reads r to its end, or to one byte past limit. A body that
