@@ -116,49 +116,19 @@ func decodeRecord(b []byte) (r record, ok bool) {
 	if got := sha256.Sum256(b[:16+n]); !bytes.Equal(got[:], sum) {
 		return r, false
 	}
-	d := decoder{b: body}
-	r.start, r.size = d.u64(), d.u64()
-	for range d.u32() {
-		r.rng = append(r.rng, d.bytes(hashSize))
+	d := slots.Decoder{B: body}
+	r.start, r.size = d.U64(), d.U64()
+	for range d.U32() {
+		r.rng = append(r.rng, d.Bytes(hashSize))
 	}
-	r.cp = d.bytes(int(d.u32()))
-	for range d.u32() {
-		r.entries = append(r.entries, d.bytes(int(d.u32())))
+	r.cp = d.Bytes(int(d.U32()))
+	for range d.U32() {
+		r.entries = append(r.entries, d.Bytes(int(d.U32())))
 	}
-	if d.bad || len(d.b) != 0 || r.size != r.start+uint64(len(r.entries)) || r.start >= r.size {
+	if d.Bad || len(d.B) != 0 || r.size != r.start+uint64(len(r.entries)) || r.start >= r.size {
 		return r, false
 	}
 	return r, true
-}
-
-// decoder reads a record body; bad is set once it runs past the end.
-type decoder struct {
-	b   []byte
-	bad bool
-}
-
-func (d *decoder) bytes(n int) []byte {
-	if d.bad || n < 0 || n > len(d.b) {
-		d.bad = true
-		return nil
-	}
-	v := bytes.Clone(d.b[:n])
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) u64() uint64 {
-	if v := d.bytes(8); v != nil {
-		return binary.BigEndian.Uint64(v)
-	}
-	return 0
-}
-
-func (d *decoder) u32() uint32 {
-	if v := d.bytes(4); v != nil {
-		return binary.BigEndian.Uint32(v)
-	}
-	return 0
 }
 
 // NewestPublished returns the checkpoint of the newest batch the store in

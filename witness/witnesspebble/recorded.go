@@ -126,64 +126,34 @@ func decodeRecorded(b []byte) (r recordedState, ok bool) {
 	if got := sha256.Sum256(b[:16+n]); !bytes.Equal(got[:], sum) {
 		return r, false
 	}
-	d := decoder{b: body}
-	r.seq = d.u64()
-	count := d.u32()
+	d := slots.Decoder{B: body}
+	r.seq = d.U64()
+	count := d.U32()
 	if uint64(count) > uint64(len(body)) {
 		return r, false
 	}
 	r.marks = make(map[string]mark, count)
 	for range count {
-		kl := d.u32()
+		kl := d.U32()
 		if kl > maxRecordedKey {
 			return r, false
 		}
-		k := string(d.bytes(int(kl)))
-		size := d.u64()
-		rl := d.u32()
+		k := string(d.Bytes(int(kl)))
+		size := d.U64()
+		rl := d.U32()
 		if rl > maxRecordedRoot {
 			return r, false
 		}
-		root := d.bytes(int(rl))
-		if _, dup := r.marks[k]; dup || d.bad {
+		root := d.Bytes(int(rl))
+		if _, dup := r.marks[k]; dup || d.Bad {
 			return r, false
 		}
 		r.marks[k] = mark{size: size, root: root}
 	}
-	if d.bad || len(d.b) != 0 {
+	if d.Bad || len(d.B) != 0 {
 		return r, false
 	}
 	return r, true
-}
-
-// decoder reads a record body; bad is set once it runs past the end.
-type decoder struct {
-	b   []byte
-	bad bool
-}
-
-func (d *decoder) bytes(n int) []byte {
-	if d.bad || n < 0 || n > len(d.b) {
-		d.bad = true
-		return nil
-	}
-	v := bytes.Clone(d.b[:n])
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) u64() uint64 {
-	if v := d.bytes(8); v != nil {
-		return binary.BigEndian.Uint64(v)
-	}
-	return 0
-}
-
-func (d *decoder) u32() uint32 {
-	if v := d.bytes(4); v != nil {
-		return binary.BigEndian.Uint32(v)
-	}
-	return 0
 }
 
 // markOf returns the mark of a checkpoint key's value, or false if key is
